@@ -1,0 +1,53 @@
+# trainbook: every set-up step lives here. `make demo` and `make test` work on a fresh clone with only Python and pip.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+# The dev env pins a tested torch (a local CPU build on these machines); setup.py keeps a range for users.
+TORCH := torch==2.13.0
+STAMP := $(VENV)/.installed
+PIP := $(PY) -m pip install -q --disable-pip-version-check
+
+.PHONY: install demo test test-fast lab docs bench clean
+
+$(STAMP): setup.py settings.ini
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "installing trainbook and its dev extra into $(VENV) ..."
+	@$(PIP) $(TORCH) -e '.[dev]' 2> >(grep -v "^WARNING: Location" >&2)
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+## make demo: the main job end to end on scikit-learn's bundled data
+demo: $(STAMP)
+	$(PY) scripts/demo.py
+
+## make test: every check — notebooks and library in sync, notebooks clean, every notebook runs, pytest
+test: $(STAMP)
+	@echo "== nbdev_export: are the notebooks and the library in sync?"
+	@$(PY) scripts/check_sync.py export
+	@echo "== nbdev_clean: are the notebooks free of noise?"
+	@$(PY) scripts/check_sync.py clean
+	@$(PY) scripts/readme.py --check
+	@echo "== nbdev_test: every notebook runs"
+	@$(BIN)/nbdev_test --n_workers 2 --timing
+	@echo "== pytest"
+	@$(PY) -m pytest tests -q -p no:cacheprovider
+
+## make lab: JupyterLab on nbs/ with `%load_ext trainbook` done in every kernel
+lab: $(STAMP)
+	@mkdir -p $(VENV)/ipython/profile_default
+	@echo 'c.InteractiveShellApp.extensions = ["trainbook"]' > $(VENV)/ipython/profile_default/ipython_kernel_config.py
+	IPYTHONDIR=$(VENV)/ipython $(BIN)/jupyter lab --notebook-dir=nbs
+
+## make docs: the docs site in _docs/ (quarto through nbdev_docs when installed, else nbconvert HTML)
+docs: $(STAMP)
+	$(PY) scripts/build_docs.py
+
+bench: $(STAMP)
+	$(PY) bench/import_time.py
+
+clean:
+	rm -rf _docs _proc demo_output test_artifacts .pytest_cache

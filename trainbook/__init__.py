@@ -1,0 +1,36 @@
+"trainbook: a Jupyter-first toolkit for training ML models well."
+# Hand-written (nbdev does not generate this file): the public names, loaded lazily (PEP 562) so that
+# `import trainbook` costs little over `import torch` and never imports plotly, ipywidgets, xgboost or
+# scikit-learn until a name that needs them is used.
+__version__ = "0.1.0"
+
+import importlib
+
+_EXPORTS = {
+    "core": ["TrainConfig", "Finding", "History", "findings_html", "seed_everything", "rng_state", "set_rng_state",
+             "environment", "pick_device", "pick_precision", "autocast_dtype"],
+}
+_WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name):
+    mod = _WHERE.get(name)
+    if mod is None: raise AttributeError(f"module 'trainbook' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"trainbook.{mod}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__(): return sorted(set(globals()) | set(__all__))
+
+
+def load_ipython_extension(ipython):
+    "`%load_ext trainbook`: register the magics."
+    from trainbook.magics import load_ipython_extension as load
+    load(ipython)
+
+
+def unload_ipython_extension(ipython):
+    from trainbook.magics import unload_ipython_extension as unload
+    unload(ipython)
