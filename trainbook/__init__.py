@@ -9,6 +9,12 @@ import importlib
 _EXPORTS = {
     "core": ["TrainConfig", "Finding", "History", "findings_html", "seed_everything", "rng_state", "set_rng_state",
              "environment", "pick_device", "pick_precision", "autocast_dtype"],
+    "data": ["TensorLoader"],
+    "events": ["Event", "Callback", "Callbacks", "Control", "LoopState", "show_loop"],
+    "optim": ["param_groups", "make_scheduler", "warmup_cosine", "one_cycle", "constant", "scale_lr", "lr_find", "LRFinder"],
+    "checkpoint": ["save_checkpoint", "load_checkpoint", "UnsafeCheckpointError"],
+    "loop": ["fit", "train_step", "evaluate", "optimizer_step", "Run", "EarlyStopping", "accuracy"],
+    "diagnostics": ["diagnose", "NanGuard", "locate_nonfinite"],
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)

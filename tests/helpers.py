@@ -1,0 +1,29 @@
+"Small shared pieces for the tests: data, models, and a way to compare weights."
+import torch
+from torch import nn
+
+
+def blobs(n=256, d=8, classes=3, seed=0):
+    "A seeded classification set that an MLP can learn."
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(n, d, generator=g)
+    w = torch.randn(d, classes, generator=g)
+    return X, (X @ w).argmax(1)
+
+
+def mlp(d=8, h=16, out=3, dropout=0.0, seed=0):
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(d, h), nn.ReLU(), nn.Dropout(dropout), nn.Linear(h, out))
+
+
+def max_diff(a: nn.Module, b: nn.Module) -> float:
+    return max((p - q).abs().max().item() for p, q in zip(a.state_dict().values(), b.state_dict().values()))
+
+
+def same_weights(a: nn.Module, b: nn.Module) -> bool:
+    return all(torch.equal(p, q) for p, q in zip(a.state_dict().values(), b.state_dict().values()))
+
+
+def history_without_timing(run):
+    "History rows, leaving out the wall-clock ones (data_wait), which differ between any two runs."
+    return [r for r in run.records.rows() if r[3] != "data_wait"]

@@ -1,0 +1,283 @@
+"The loop's contract: equivalence to a hand-written loop, accumulation, exact resume, precision, stops."
+import copy, math
+
+import pytest
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+import trainbook as tb
+from trainbook.events import Callback
+from helpers import blobs, history_without_timing, max_diff, mlp, same_weights
+
+CE = nn.functional.cross_entropy
+
+
+def test_equivalent_to_a_hand_written_loop():
+    "fp32, same seed and batches, no accumulation or clipping: fit's weights equal a plain PyTorch loop's."
+    X, y = blobs()
+    batches = [(X[i:i + 32], y[i:i + 32]) for i in range(0, len(X), 32)]
+    ours, ref = mlp(), mlp()
+    run = tb.fit(ours, batches, loss_fn=CE, live=False,
+                 config=tb.TrainConfig(epochs=3, lr=1e-2, weight_decay=0.0, precision="fp32", device="cpu"))
+    opt = torch.optim.AdamW(ref.parameters(), lr=1e-2, weight_decay=0.0)
+    for _ in range(3):
+        for xb, yb in batches:
+            loss = CE(ref(xb), yb)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+    assert run.stopped == "completed" and run.step == 3 * len(batches)
+    assert max_diff(ours, ref) < 1e-6
+
+
+def test_weight_decay_spares_biases_and_norms():
+    "With decay on, fit equals a hand-written loop with the two param groups (no decay on bias/norm)."
+    X, y = blobs()
+    batches = [(X[i:i + 64], y[i:i + 64]) for i in range(0, len(X), 64)]
+    ours, ref = mlp(), mlp()
+    tb.fit(ours, batches, loss_fn=CE, live=False, config=tb.TrainConfig(epochs=2, lr=1e-2, weight_decay=0.1, device="cpu"))
+    opt = torch.optim.AdamW([{"params": [ref[0].weight, ref[3].weight], "weight_decay": 0.1},
+                             {"params": [ref[0].bias, ref[3].bias], "weight_decay": 0.0}], lr=1e-2)
+    for _ in range(2):
+        for xb, yb in batches:
+            CE(ref(xb), yb).backward(); opt.step(); opt.zero_grad()
+    assert max_diff(ours, ref) < 1e-6
+
+
+@pytest.mark.parametrize("n_rows", [256, 224])  # 224 rows of 32 = 7 micro-batches: a partial last window of 1
+def test_accumulation_matches_one_big_batch(n_rows):
+    "k micro-batches of b rows step like one batch of k*b rows, the epoch's last partial window included."
+    X, y = blobs(n=n_rows)
+    small = [(X[i:i + 32], y[i:i + 32]) for i in range(0, n_rows, 32)]
+    big = [(X[i:i + 64], y[i:i + 64]) for i in range(0, n_rows, 64)]
+    a, b = mlp(), mlp()
+    cfg = tb.TrainConfig(epochs=2, lr=1e-2, device="cpu")
+    ra = tb.fit(a, small, loss_fn=CE, live=False, config=cfg.replace(accum_steps=2))
+    rb = tb.fit(b, big, loss_fn=CE, live=False, config=cfg)
+    assert ra.step == rb.step == 2 * math.ceil(n_rows / 64)
+    assert max_diff(a, b) < 1e-5
+
+
+def test_partial_window_is_weighted_like_its_own_batch():
+    "A last window of one micro-batch in a window of 3 is divided by 1, not 3 (one step on that batch alone)."
+    X, y = blobs(n=128)
+    micro = [(X[i:i + 32], y[i:i + 32]) for i in range(0, 128, 32)]  # 4 micro-batches, accum 3: windows of 3 and 1
+    merged = [(X[:96], y[:96]), (X[96:], y[96:])]
+    a, b = mlp(), mlp()
+    cfg = tb.TrainConfig(epochs=1, lr=1e-2, device="cpu")
+    tb.fit(a, micro, loss_fn=CE, live=False, config=cfg.replace(accum_steps=3))
+    tb.fit(b, merged, loss_fn=CE, live=False, config=cfg)
+    assert max_diff(a, b) < 1e-5
+
+
+class InterruptAt(Callback):
+    "Raises KeyboardInterrupt after optimizer step `step` (a user pressing Ctrl-C at a boundary)."
+    def __init__(self, step): self.step = step
+    def after_step(self, state):
+        if state.step == self.step: raise KeyboardInterrupt
+
+
+class InterruptAfterEpoch(Callback):
+    "Raises KeyboardInterrupt once epoch `epoch` has fully ended (validation and last.pt done)."
+    def __init__(self, epoch): self.epoch = epoch
+    def after_epoch(self, state):
+        if state.epoch == self.epoch: raise KeyboardInterrupt
+
+
+class CrashAt(Callback):
+    def __init__(self, step): self.step = step
+    def after_step(self, state):
+        if state.step == self.step: raise RuntimeError("simulated crash")
+
+
+class InterruptInForward(nn.Module):
+    "Raises KeyboardInterrupt on its n-th forward call in training mode (Ctrl-C inside an accumulation window)."
+    def __init__(self, n): super().__init__(); self.n, self.calls = n, 0
+    def forward(self, x):
+        if self.training:
+            self.calls += 1
+            if self.calls == self.n: raise KeyboardInterrupt
+        return x
+
+
+def _train_setup(loader_kind, dropout=0.2):
+    X, y = blobs(n=200)
+    if loader_kind == "tensor":
+        dl = tb.TensorLoader(X, y, batch_size=16, shuffle=True, seed=3)
+    else:  # a shuffling DataLoader draws its order from torch's global generator
+        dl = DataLoader(TensorDataset(X, y), batch_size=16, shuffle=True)
+    dl_valid = tb.TensorLoader(X[:64], y[:64], batch_size=32)
+    return dl, dl_valid, mlp(dropout=dropout)
+
+
+@pytest.mark.parametrize("loader_kind", ["tensor", "dataloader"])
+@pytest.mark.parametrize("where", ["boundary_mid_epoch", "inside_window", "epoch_end", "checkpoint_every"])
+def test_resume_is_exact(tmp_path, loader_kind, where):
+    "Interrupted at several points (mid-epoch included) and resumed: identical final weights and history."
+    cfg = tb.TrainConfig(epochs=3, lr=5e-3, accum_steps=2, schedule="warmup_cosine", warmup=0.2, clip_norm=1.0,
+                         device="cpu", patience=5, log_every=3)
+    dl, dl_valid, model = _train_setup(loader_kind)
+    full = tb.fit(model, dl, dl_valid, loss_fn=CE, live=False, config=cfg.replace(checkpoint_dir=str(tmp_path / "full")),
+                  metrics="accuracy")
+
+    dl, dl_valid, model2 = _train_setup(loader_kind)
+    run_dir = tmp_path / "cut"
+    cut_cfg = cfg.replace(checkpoint_dir=str(run_dir))
+    if where == "boundary_mid_epoch":  # 13 batches per epoch, windows of 2: step 9 is in epoch 1
+        first = tb.fit(model2, dl, dl_valid, loss_fn=CE, live=False, config=cut_cfg, callbacks=[InterruptAt(9)], metrics="accuracy")
+    elif where == "inside_window":  # Ctrl-C during the second micro-batch of a window, mid-epoch
+        model2.insert(0, InterruptInForward(18))
+        first = tb.fit(model2, dl, dl_valid, loss_fn=CE, live=False, config=cut_cfg, metrics="accuracy")
+        model2[0].n = -1  # no more interrupts
+    elif where == "epoch_end":
+        first = tb.fit(model2, dl, dl_valid, loss_fn=CE, live=False, config=cut_cfg, callbacks=[InterruptAfterEpoch(0)],
+                       metrics="accuracy")
+    else:  # a mid-epoch last.pt from checkpoint_every, then the process crashes (no clean stop at all)
+        cut_cfg = cut_cfg.replace(checkpoint_every=4)
+        with pytest.raises(RuntimeError, match="crash"):
+            tb.fit(model2, dl, dl_valid, loss_fn=CE, live=False, config=cut_cfg, callbacks=[CrashAt(10)], metrics="accuracy")
+        assert torch.load(run_dir / "last.pt", weights_only=True)["step"] == 8
+        first = None
+    if first is not None: assert first.stopped == "interrupted"
+
+    dl, dl_valid, model3 = _train_setup(loader_kind)
+    if where == "inside_window": model3.insert(0, InterruptInForward(-1))
+    resumed = tb.fit(model3, dl, dl_valid, loss_fn=CE, live=False, config=cut_cfg, resume=run_dir / "last.pt", metrics="accuracy")
+    assert resumed.stopped == "completed"
+    if where == "inside_window": model3 = model3[1:]
+    assert same_weights(model3, model)
+    assert history_without_timing(resumed) == history_without_timing(full)
+
+
+def test_resume_keeps_early_stopping_state(tmp_path):
+    X, y = blobs(n=128)
+    dl = tb.TensorLoader(X, y, batch_size=32, shuffle=True)
+    cfg = tb.TrainConfig(epochs=4, lr=1e-2, patience=2, device="cpu", checkpoint_dir=str(tmp_path))
+    tb.fit(mlp(), dl, (X[:64], y[:64]) and [(X[:64], y[:64])], loss_fn=CE, live=False, config=cfg)
+    ckpt = torch.load(tmp_path / "last.pt", weights_only=True)
+    assert ckpt["early_stopping"]["best"] is not None and "wait" in ckpt["early_stopping"]
+
+
+def test_dict_and_tuple_inputs():
+    "xb may be a tuple (model(*xb)) or a dict (model(**xb)); a batch may be a dict with a 'y' key."
+    class Two(nn.Module):
+        def __init__(self): super().__init__(); self.a, self.b = nn.Linear(4, 2), nn.Linear(4, 2)
+        def forward(self, left, right): return self.a(left) + self.b(right)
+    X, y = torch.randn(64, 4), torch.randint(0, 2, (64,))
+    cfg = tb.TrainConfig(epochs=1, device="cpu")
+    r1 = tb.fit(Two(), [((X, X), y)], loss_fn=CE, live=False, config=cfg)
+    r2 = tb.fit(Two(), [{"left": X, "right": X, "y": y}], loss_fn=CE, live=False, config=cfg)
+    assert r1.step == r2.step == 1
+
+
+def test_bf16_on_cpu_tracks_fp32():
+    X, y = blobs(n=512)
+    dl = tb.TensorLoader(X, y, batch_size=64, shuffle=True)
+    cfg = tb.TrainConfig(epochs=4, lr=1e-2, device="cpu")
+    r32 = tb.fit(mlp(), dl, [(X, y)], loss_fn=CE, live=False, config=cfg.replace(precision="fp32"))
+    r16 = tb.fit(mlp(), dl, [(X, y)], loss_fn=CE, live=False, config=cfg.replace(precision="bf16"))
+    l32, l16 = r32.metrics()["valid_loss"].to_numpy(), r16.metrics()["valid_loss"].to_numpy()
+    assert r16.extra["precision"] == "bf16"
+    assert l16[-1] < 0.5 * l16[0]  # it trains
+    assert abs(l16 - l32).max() < 0.05 * l32[0]  # and tracks fp32
+
+
+def test_fp16_scaler_skips_overflowing_step_and_holds_the_schedule():
+    "Under fp16 with a GradScaler (run on CPU here), an overflowing step is skipped, recorded, and the scheduler waits."
+    X, y = blobs(n=256)
+    batches = [(X[i:i + 32], y[i:i + 32]) for i in range(0, 256, 32)]
+    calls = {"n": 0}
+    def loss_fn(out, yb):
+        calls["n"] += 1
+        loss = CE(out.float(), yb)
+        return loss * 1e35 if calls["n"] == 3 else loss  # finite loss, but scaled gradients overflow
+    cfg = tb.TrainConfig(epochs=1, lr=1e-2, precision="fp16", device="cpu", schedule="warmup_cosine")
+    run = tb.fit(mlp(), batches, loss_fn=loss_fn, live=False, config=cfg)
+    assert run.stopped == "completed" and run.skipped_steps == 1 and run.step == len(batches) - 1
+    h = run.history
+    assert h[(h.name == "skipped_step")].shape[0] == 1
+    lrs = h[h.name == "lr"].value.tolist()
+    assert len(lrs) == run.step  # the scheduler advanced once per real step only
+
+
+def test_nonfinite_skip_policy_counts_skips():
+    X, y = blobs(n=128)
+    batches = [(X[i:i + 32], y[i:i + 32]) for i in range(0, 128, 32)]
+    batches[1] = (torch.full_like(batches[1][0], float("nan")), batches[1][1])
+    model = mlp()
+    run = tb.fit(model, batches, loss_fn=CE, live=False, config=tb.TrainConfig(epochs=2, device="cpu", on_nonfinite="skip"))
+    assert run.stopped == "completed" and run.skipped_steps == 2 and run.step == 6
+    assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+def test_max_steps_and_stop_request():
+    X, y = blobs(n=256)
+    dl = tb.TensorLoader(X, y, batch_size=16)
+    run = tb.fit(mlp(), dl, loss_fn=CE, live=False, config=tb.TrainConfig(epochs=5, max_steps=7, device="cpu"))
+    assert (run.stopped, run.step) == ("max_steps", 7)
+    class StopAt5(Callback):
+        def after_step(self, state):
+            if state.step == 5: state.control.request_stop()
+    run = tb.fit(mlp(), dl, loss_fn=CE, live=False, config=tb.TrainConfig(epochs=5, device="cpu"), callbacks=[StopAt5()])
+    assert (run.stopped, run.step) == ("interrupted", 5)
+
+
+def test_early_stopping_stops_and_keeps_best(tmp_path):
+    "A model memorizing noise: valid loss rises, early stopping ends the run, best.pt holds the best epoch."
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(64, 20, generator=g), torch.randint(0, 2, (64,), generator=g)
+    Xv, yv = torch.randn(256, 20, generator=g), torch.randint(0, 2, (256,), generator=g)
+    model = nn.Sequential(nn.Linear(20, 256), nn.ReLU(), nn.Linear(256, 2))
+    run = tb.fit(model, [(X, y)], [(Xv, yv)], loss_fn=CE, live=False,
+                 config=tb.TrainConfig(epochs=200, lr=1e-2, patience=3, device="cpu", checkpoint_dir=str(tmp_path)))
+    assert run.stopped == "early_stopping" and run.epoch < 199
+    best = torch.load(run.best_path, weights_only=True)
+    assert best["early_stopping"]["best"] == run.best
+    assert run.metrics()["valid_loss"].min() == pytest.approx(run.best)
+
+
+def test_schedule_drives_a_given_optimizer():
+    X, y = blobs(n=128)
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    run = tb.fit(model, [(X, y)] * 10, loss_fn=CE, optimizer=opt, live=False,
+                 config=tb.TrainConfig(epochs=1, schedule="warmup_cosine", warmup=2, device="cpu"))
+    lrs = run.history.query("name == 'lr'").value.tolist()
+    assert lrs[0] == pytest.approx(0.5) and lrs[-1] == pytest.approx(0.0, abs=1e-9)  # peak from the optimizer, not cfg.lr
+
+
+def test_plateau_schedule_cuts_lr():
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(64, 8, generator=g), torch.randint(0, 2, (64,), generator=g)
+    run = tb.fit(mlp(out=2), [(X, y)], [(torch.randn(64, 8, generator=g), torch.randint(0, 2, (64,), generator=g))],
+                 loss_fn=CE, live=False,
+                 config=tb.TrainConfig(epochs=30, lr=1e-2, schedule="plateau", plateau_patience=1, device="cpu"))
+    lrs = run.history.query("name == 'lr'").value
+    assert lrs.iloc[-1] < 1e-2
+
+
+def test_model_mode_restored_by_evaluate():
+    model = mlp(dropout=0.5)
+    model.train()
+    X, y = blobs(n=64)
+    tb.evaluate(model, [(X, y)], CE)
+    assert model.training
+    model.eval()
+    tb.evaluate(model, [(X, y)], CE)
+    assert not model.training
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"model": "not a model"}, "model must be a torch.nn.Module"),
+    ({"dl_train": iter([])}, "dl_train must be re-iterable"),
+    ({"dl_train": []}, "dl_train is empty"),
+    ({"loss_fn": 3}, "loss_fn must be callable"),
+    ({"config": {"epochs": 1}}, "config must be a trainbook.TrainConfig"),
+    ({"metrics": "auc"}, "unknown metric 'auc'"),
+])
+def test_bad_input(kwargs, match):
+    X, y = blobs(n=32)
+    args = {"model": mlp(), "dl_train": [(X, y)], "loss_fn": CE, "config": tb.TrainConfig(epochs=1), **kwargs}
+    with pytest.raises((TypeError, ValueError), match=match):
+        tb.fit(args.pop("model"), args.pop("dl_train"), live=False, **args)
