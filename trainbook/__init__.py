@@ -15,6 +15,7 @@ _EXPORTS = {
     "checkpoint": ["save_checkpoint", "load_checkpoint", "UnsafeCheckpointError"],
     "loop": ["fit", "train_step", "evaluate", "optimizer_step", "Run", "EarlyStopping", "accuracy"],
     "diagnostics": ["diagnose", "NanGuard", "locate_nonfinite"],
+    "sanity": ["overfit_batch", "check_init_loss", "SanityReport"],
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)
