@@ -16,6 +16,7 @@ _EXPORTS = {
     "loop": ["fit", "train_step", "evaluate", "optimizer_step", "Run", "EarlyStopping", "accuracy"],
     "diagnostics": ["diagnose", "NanGuard", "locate_nonfinite"],
     "sanity": ["overfit_batch", "check_init_loss", "SanityReport"],
+    "live": ["LiveCurves", "Progress", "plot_history"],
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)
