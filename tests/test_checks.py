@@ -1,0 +1,103 @@
+"Every finding kind of check_data is raised where planted and not raised on clean data."
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import load_breast_cancer, load_diabetes, load_wine
+
+import trainbook as tb
+
+
+@pytest.fixture(scope="module")
+def cancer():
+    return load_breast_cancer(as_frame=True).frame
+
+
+def kinds(report): return {f.kind for f in report.findings}
+
+
+@pytest.mark.parametrize("loader, target", [(load_breast_cancer, "target"), (load_wine, "target"), (load_diabetes, "target")])
+def test_clean_bundled_data_has_no_warnings(loader, target):
+    report = tb.check_data(loader(as_frame=True).frame, target)
+    assert report.ok and not [f for f in report.findings if f.severity != "info"], report.findings
+
+
+def planted(cancer):
+    df = cancer.head(200).copy()
+    rng = np.random.default_rng(0)
+    df["row_id"] = np.arange(len(df))                     # id_like_column
+    df["const"] = 1                                       # constant_column
+    df["mixed"] = [1 if i % 2 else "a" for i in range(len(df))]  # mixed_types
+    df["city"] = [f"c{i}" for i in rng.integers(0, 150, len(df))]  # high_cardinality
+    df["leak"] = df["target"] * 3.0 + rng.normal(0, 0.01, len(df))  # target_leak
+    df.loc[df.index[:30], "mean radius"] = np.nan         # missing_values
+    return df
+
+
+@pytest.mark.parametrize("kind, column", [("id_like_column", "row_id"), ("constant_column", "const"), ("mixed_types", "mixed"),
+                                          ("high_cardinality", "city"), ("target_leak", "leak"), ("missing_values", "mean radius")])
+def test_planted_column_problems(cancer, kind, column):
+    report = tb.check_data(planted(cancer), "target")
+    assert column in {f.column for f in report.by_kind(kind)}
+    assert column not in {f.column for f in tb.check_data(cancer, "target").by_kind(kind)}
+
+
+def test_duplicates_and_conflicting_labels(cancer):
+    df = pd.concat([cancer, cancer.head(4)], ignore_index=True)
+    flipped = cancer.head(3).assign(target=lambda d: 1 - d.target)
+    report = tb.check_data(pd.concat([df, flipped], ignore_index=True), "target")
+    assert report.by_kind("duplicate_rows")[0].data["n_duplicates"] == 4
+    assert report.by_kind("conflicting_labels")[0].data["n_groups"] == 3 and not report.ok
+
+
+def test_target_findings(cancer):
+    df = cancer.copy()
+    df.loc[df.index[:5], "target"] = np.nan
+    assert "missing_target" in kinds(tb.check_data(df, "target"))
+    imb = pd.concat([cancer[cancer.target == 1], cancer[cancer.target == 0].head(20)])
+    r = tb.check_data(imb, "target")
+    assert "class_imbalance" in kinds(r)
+    rare = pd.concat([cancer, cancer.head(2).assign(target=2)], ignore_index=True)
+    assert "rare_class" in kinds(tb.check_data(rare, "target"))
+    assert "single_class" in kinds(tb.check_data(cancer.assign(target=1), "target"))
+    missing = tb.check_data(cancer, "label")
+    assert "missing_target" in kinds(missing) and not missing.ok
+
+
+def test_time_findings(cancer):
+    df = cancer.head(100).assign(t=np.r_[np.arange(50)[::-1], np.arange(50)])
+    assert {"time_unsorted", "time_duplicates"} <= kinds(tb.check_data(df, "target", time="t"))
+    assert not {"time_unsorted", "time_duplicates"} & kinds(tb.check_data(cancer.assign(t=np.arange(len(cancer))), "target", time="t"))
+
+
+def test_serving_parity(cancer):
+    train = cancer.assign(size=np.where(cancer["mean area"] > 600, "big", "small"))
+    serving = train.drop(columns=["mean texture"]).head(200).copy()
+    serving["mean radius"] = serving["mean radius"] * 10       # a unit change: distribution shift
+    serving["worst area"] = serving["worst area"].astype(str)  # dtype change
+    serving["size"] = "huge"                                   # unseen category
+    serving["extra"] = 0
+    r = tb.check_data(train, "target", serving=serving)
+    got = {(f.kind, f.column) for f in r.findings}
+    assert ("serving_missing_column", "mean texture") in got and ("dtype_mismatch", "worst area") in got
+    assert ("unseen_categories", "size") in got and ("distribution_shift", "mean radius") in got
+    shift = next(f for f in r.findings if f.kind == "distribution_shift" and f.column == "mean radius")
+    assert shift.data["psi"] > 0.2 and "PSI" in shift.message
+    clean = tb.check_data(train, "target", serving=train.sample(200, random_state=0))
+    assert not [f for f in clean.findings if f.kind.startswith(("serving", "dtype", "unseen", "distribution"))]
+
+
+def test_report_surface(cancer):
+    r = tb.check_data(planted(cancer), "target")
+    s = r.summary()
+    assert s.loc["mean radius", "missing"] == 30 and s.loc["target", "role"] == "target"
+    assert "DataReport" in r._repr_html_() and len(r.figures()) == 2
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda df: tb.check_data(df.iloc[:0], "target"), "df is empty"),
+    (lambda df: tb.check_data(df, "target", groups="nope"), "groups column 'nope' not in DataFrame"),
+    (lambda df: tb.check_data(df, "target", time="when"), "time column 'when' not in DataFrame"),
+    (lambda df: tb.check_data(df.values, "target"), "pandas DataFrame"),
+])
+def test_bad_input(cancer, call, match):
+    with pytest.raises((ValueError, TypeError), match=match): call(cancer)
