@@ -19,6 +19,9 @@ _EXPORTS = {
     "diagnostics": ["diagnose", "NanGuard", "locate_nonfinite"],
     "sanity": ["overfit_batch", "check_init_loss", "SanityReport"],
     "live": ["LiveCurves", "Progress", "plot_history"],
+    "classical": ["baseline", "fit_xgboost", "cross_validate", "nested_cv", "classification_metrics", "regression_metrics",
+                  "tune_threshold", "pr_curve_figure", "class_weights", "focal_loss", "compare", "score_torch", "score_model",
+                  "BoostedModel"],
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)

@@ -1,0 +1,144 @@
+"Classical ML on the same footing: XGBoost recorded like a torch run, baselines, leakage-safe (nested) CV, imbalance tools."
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.datasets import load_breast_cancer, load_diabetes, load_wine
+from sklearn.linear_model import LogisticRegression
+
+import trainbook as tb
+from trainbook.classical import BoostedModel
+
+
+@pytest.fixture(scope="module")
+def cancer():
+    return load_breast_cancer(as_frame=True).frame
+
+
+def test_fit_xgboost_on_breast_cancer(cancer, tmp_path):
+    sp = tb.make_splits(cancer, "target", strategy="stratified", test_size=0.2, seed=0)
+    run = tb.fit_xgboost(cancer, "target", sp, live=False, checkpoint_dir=tmp_path / "xgb")
+    scores = tb.score_model(run.model.predict_proba, cancer, "target", sp, "binary", [0, 1])
+    assert scores["test_roc_auc"] >= 0.97
+    h = run.records
+    assert len(h.series("loss", "train")) == len(h.series("loss", "valid")) == run.step  # one point per round each
+    valid = h.series("loss", "valid").to_numpy()
+    assert run.stopped == "early_stopping" and run.step == run.best_epoch + 1 + 50
+    assert run.best_epoch == int(np.argmin(valid))  # early stopping kept the best round
+    loaded = BoostedModel.load(run.run_dir)  # model and preprocessor saved together
+    assert np.allclose(loaded.predict_proba(cancer.drop(columns="target").head(20)),
+                       run.model.predict_proba(cancer.drop(columns="target").head(20)))
+
+
+def test_xgboost_history_feeds_diagnose_and_plot():
+    "Deep trees on noisy labels overfit as boosting goes on: diagnose sees it in the same History a torch run writes."
+    from sklearn.datasets import make_classification
+    X, y = make_classification(n_samples=400, n_features=20, n_informative=3, flip_y=0.3, random_state=0)
+    df = pd.DataFrame(X).add_prefix("f").assign(y=y)
+    sp = tb.make_splits(df, "y", seed=0)
+    run = tb.fit_xgboost(df, "y", sp, params={"eta": 0.5, "max_depth": 8, "min_child_weight": 0},
+                         num_rounds=80, early_stopping=None, live=False)
+    assert "overfitting" in [f.kind for f in run.findings]
+    names = {t.name for t in run.plot().data}
+    assert {"train loss", "valid loss"} <= names
+
+
+@pytest.mark.parametrize("loader, key", [(load_breast_cancer, "test_roc_auc"), (load_wine, "test_balanced_accuracy"),
+                                         (load_diabetes, "test_r2")])
+def test_baseline_dummy_is_worst(loader, key):
+    df = loader(as_frame=True).frame
+    sp = tb.make_splits(df, "target", test_size=0.25, seed=0)
+    table = tb.baseline(df, "target", sp)
+    assert list(table.index) == ["dummy", "linear", "xgboost"]
+    assert table[key].idxmin() == "dummy" and table.loc["linear", key] > table.loc["dummy", key] + 0.2
+
+
+class RecordingClassifier(BaseEstimator, ClassifierMixin):
+    "Remembers the row ids it was fitted on and scored on (column 0 carries the id)."
+    log = []
+    def __init__(self, C=1.0): self.C = C
+    def fit(self, X, y):
+        X = np.asarray(X); self.classes_ = np.unique(y); self.fit_ids_ = set(X[:, 0].astype(int))
+        self.model_ = LogisticRegression(C=self.C, max_iter=500).fit(X[:, 1:], y); return self
+    def predict_proba(self, X):
+        X = np.asarray(X); RecordingClassifier.log.append((self.fit_ids_, set(X[:, 0].astype(int))))
+        return self.model_.predict_proba(X[:, 1:])
+    def decision_function(self, X): return self.predict_proba(X)[:, 1]
+    def predict(self, X): return self.classes_[self.predict_proba(X).argmax(1)]
+
+
+def test_nested_cv_never_puts_a_group_on_both_sides():
+    rng = np.random.default_rng(0)
+    n = 300
+    df = pd.DataFrame({"id": np.arange(n), "x": rng.normal(size=n), "g": rng.integers(0, 30, n)})
+    df["y"] = (df.x + rng.normal(scale=0.5, size=n) > 0).astype(int)
+    RecordingClassifier.log = []
+    res = tb.nested_cv(RecordingClassifier(), {"C": [0.1, 1.0]}, df, "y", groups="g", outer=3, inner=2, preprocess=False)
+    assert len(res["scores"]) == 3 and len(res["params"]) == 3
+    group = dict(zip(df.id, df.g))
+    assert len(RecordingClassifier.log) >= 3 * 2 * 2
+    for fit_ids, scored_ids in RecordingClassifier.log:
+        assert not {group[i] for i in fit_ids} & {group[i] for i in scored_ids}
+
+
+class RecordingScaler(TransformerMixin, BaseEstimator):
+    "A preprocessor that records the rows it was fitted on."
+    fitted = []
+    def fit(self, X, y=None): RecordingScaler.fitted.append(set(np.asarray(X)[:, 0].astype(int))); return self
+    def transform(self, X): return np.asarray(X, dtype=float)[:, 1:]
+
+
+def test_cross_validation_preprocessing_never_sees_the_held_out_fold(cancer):
+    df = cancer.assign(row=np.arange(len(cancer)))[["row"] + list(cancer.columns)]
+    sp = tb.make_splits(df, "target", n_folds=4, seed=0)
+    RecordingScaler.fitted = []
+    cv = tb.cross_validate(LogisticRegression(max_iter=3000), df, "target", sp, scoring="roc_auc", preprocessor=RecordingScaler())
+    assert len(RecordingScaler.fitted) == 4 and cv.loc["mean", "roc_auc"] > 0.95
+    for fitted, (tr, va) in zip(RecordingScaler.fitted, sp.folds):
+        assert fitted == set(tr) and not fitted & set(va)
+
+
+def test_threshold_tuned_on_validation_only():
+    rng = np.random.default_rng(0)
+    y = (rng.uniform(size=2000) < 0.1).astype(int)
+    proba = np.clip(0.3 * y + rng.uniform(0, 0.5, 2000), 0, 1)
+    t, f1 = tb.tune_threshold(y, proba, "f1")
+    assert 0.3 < t < 0.6 and f1 >= tb.classification_metrics(y, proba)["f1"]
+    tb_, bal = tb.tune_threshold(y, proba, "balanced_accuracy")
+    assert bal >= tb.classification_metrics(y, proba)["balanced_accuracy"]
+    t2, recall = tb.tune_threshold(y, proba, "recall_at_precision", min_precision=0.9)
+    assert recall > 0.5
+    with pytest.raises(ValueError, match="metric must be"): tb.tune_threshold(y, proba, "auc")
+    assert tb.pr_curve_figure(y, proba, t).data
+
+
+def test_imbalance_tools_on_torch_side():
+    w = tb.class_weights(torch.tensor([0] * 90 + [1] * 10))
+    assert torch.allclose(w, torch.tensor([100 / 180, 5.0]))
+    logits, t = torch.randn(16), torch.randint(0, 2, (16,)).float()
+    assert tb.focal_loss(logits, t, gamma=0) == pytest.approx(torch.nn.functional.binary_cross_entropy_with_logits(logits, t).item())
+    assert tb.focal_loss(logits, t, gamma=2) < tb.focal_loss(logits, t, gamma=0)
+
+
+def test_compare_nn_and_baselines(cancer):
+    sp = tb.make_splits(cancer, "target", test_size=0.2, seed=0)
+    table = tb.baseline(cancer, "target", sp, models=("dummy", "linear"))
+    dl_train, dl_valid, dl_test, prep = tb.loaders_from_frame(cancer, "target", sp, batch_size=64)
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(prep.n_features, 32), torch.nn.ReLU(), torch.nn.Linear(32, 2))
+    tb.fit(net, dl_train, dl_valid, loss_fn=torch.nn.functional.cross_entropy, live=False, config=tb.TrainConfig(epochs=5, lr=1e-2))
+    both, fig = tb.compare(table, {"mlp": tb.score_torch(net, {"valid": dl_valid, "test": dl_test}, "binary")})
+    assert list(both.index) == ["dummy", "linear", "mlp"] and both.loc["mlp", "test_roc_auc"] > 0.95
+    assert {t.name for t in fig.data} >= {"valid", "test"}
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda df: (df.assign(target=df.target.map({0: "a", 1: "b"})), {"task": "regression"}), "must be numeric for regression"),
+    (lambda df: (df.assign(target=1), {}), "single class"),
+    (lambda df: (df.assign(city="x"), {"preprocess": False}), "'city' are not numeric and preprocess=False"),
+])
+def test_bad_input(cancer, make, match):
+    df, kw = make(cancer)
+    sp = tb.make_splits(df, "target", strategy="random", seed=0)
+    with pytest.raises(ValueError, match=match): tb.fit_xgboost(df, "target", sp, live=False, **kw)
