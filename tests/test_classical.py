@@ -89,6 +89,7 @@ class RecordingScaler(TransformerMixin, BaseEstimator):
     def transform(self, X): return np.asarray(X, dtype=float)[:, 1:]
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # the recording preprocessor does not scale
 def test_cross_validation_preprocessing_never_sees_the_held_out_fold(cancer):
     df = cancer.assign(row=np.arange(len(cancer)))[["row"] + list(cancer.columns)]
     sp = tb.make_splits(df, "target", n_folds=4, seed=0)

@@ -73,3 +73,16 @@ def test_plot_history_marks_findings():
     fig = plot_history(h, found, stopped="early_stopping")
     labels = [a.text for a in fig.layout.annotations]
     assert any(l.startswith("overfitting from epoch 5") for l in labels) and "best" in labels and "early stop" in labels
+
+
+def test_top_losses_finds_flipped_labels():
+    X, y = blobs(n=256)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3))
+    tb.fit(model, [(X, y)], loss_fn=nn.functional.cross_entropy, live=False, config=tb.TrainConfig(epochs=300, lr=1e-2, device="cpu"))
+    flipped = y.clone(); flipped[:5] = (flipped[:5] + 1) % 3
+    worst = tb.top_losses(model, tb.TensorLoader(X, flipped, batch_size=50), nn.CrossEntropyLoss(), k=5)
+    assert sorted(worst.index.tolist()) == [0, 1, 2, 3, 4]
+    assert list(worst.columns) == ["label", "prediction", "loss"] and worst.loss.is_monotonic_decreasing
+    same = tb.top_losses(model, tb.TensorLoader(X, flipped, batch_size=50), nn.functional.cross_entropy, k=5)
+    assert same.index.tolist() == worst.index.tolist()
