@@ -1,0 +1,102 @@
+"The magics through a real IPython InteractiveShell: each works, bad arguments give usage errors, reload does not double-register."
+import pytest
+import torch
+from IPython.core.interactiveshell import InteractiveShell
+from sklearn.datasets import load_breast_cancer
+
+import trainbook as tb
+from trainbook.magics import TrainbookMagics
+
+
+@pytest.fixture(scope="module")
+def ip():
+    shell = InteractiveShell.instance()
+    shell.run_cell("%load_ext trainbook", store_history=False)
+    df = load_breast_cancer(as_frame=True).frame
+    torch.manual_seed(0)
+    X = torch.tensor(df.drop(columns="target").to_numpy(), dtype=torch.float32)
+    X = (X - X.mean(0)) / X.std(0)
+    y = torch.tensor(df.target.to_numpy())
+    shell.user_ns.update(df=df, model=torch.nn.Sequential(torch.nn.Linear(30, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2)),
+                         dl_train=tb.TensorLoader(X[:400], y[:400], batch_size=64, shuffle=True),
+                         dl_valid=tb.TensorLoader(X[400:], y[400:], batch_size=256))
+    yield shell
+    InteractiveShell.clear_instance()
+
+
+def run(ip, code):
+    result = ip.run_cell(code, store_history=False)
+    return result
+
+
+def test_check_and_split(ip):
+    r = run(ip, "%check df --target target")
+    assert r.success and isinstance(r.result, tb.DataReport) and r.result.ok
+    r = run(ip, "%split df --target target --test-size 0.2 --folds 5")
+    sp = ip.user_ns["_splits"]
+    assert r.success and r.result is sp and len(sp.folds) == 5 and len(sp.test) > 0
+
+
+def test_train_line_magic_infers_the_loss(ip, capsys):
+    r = run(ip, "%train model dl_train dl_valid --epochs 2 --lr 1e-2 --metrics accuracy --no-live")
+    assert r.success and ip.user_ns["_run"] is r.result and r.result.step == 2 * 7
+    assert "loss: cross_entropy" in capsys.readouterr().out
+    assert r.result.metrics()["valid_accuracy"].iloc[-1] > 0.9
+
+
+def test_train_cell_magic_body(ip):
+    r = run(ip, "%%train model dl_train dl_valid --no-live\nepochs = 1\nlr = 3e-3\nschedule = 'warmup_cosine'\nwarmup = 0.2  # a fraction\n")
+    assert r.success and r.result.config.schedule == "warmup_cosine" and r.result.config.warmup == 0.2
+
+
+def test_overfit_flag(ip):
+    r = run(ip, "%train model dl_train --overfit --loss cross_entropy")
+    assert r.success and isinstance(r.result, tb.SanityReport) and r.result.passed and ip.user_ns["_sanity"] is r.result
+
+
+@pytest.mark.parametrize("code, message", [
+    ("%check nothing --target target", "name 'nothing' is not defined"),
+    ("%check df --target target --bogus 1", "unrecognized arguments"),
+    ("%split df --target target --valid-size 1.5", "valid_size must be a fraction"),
+    ("%train model dl_train --epochs -1", "TrainConfig.epochs must be"),
+    ("%train model dl_train --loss hinge", "--loss 'hinge'"),
+    ("%train model missing", "name 'missing' is not defined"),
+    ("%%train model dl_train\nepoch = 3", "'epoch' is not a TrainConfig field"),
+    ("%train model dl_train --precision fp8", "invalid choice"),
+])
+def test_bad_arguments_are_one_line_usage_errors(ip, capsys, code, message):
+    r = run(ip, code)
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert not r.success and "UsageError" in text and message in text
+    assert "Traceback" not in text
+
+
+def test_help_is_real(ip):
+    doc = ip.find_line_magic("train").__doc__
+    assert "--epochs" in doc and "--overfit" in doc and "--loss" in doc
+
+
+def test_reload_does_not_double_register(ip):
+    run(ip, "%reload_ext trainbook")
+    run(ip, "%reload_ext trainbook")
+    mine = [m for m in ip.magics_manager.registry.values() if type(m).__name__ == "TrainbookMagics"]
+    assert len(mine) == 1
+    assert run(ip, "%check df --target target").success
+
+
+def test_checklist_ticks_itself(ip):
+    r = run(ip, "%checklist binary target valid_accuracy 0.9")
+    cl = r.result
+    assert isinstance(cl, tb.Checklist) and cl.done["defined"] and not cl.done["data_checked"]
+    run(ip, "%check df --target target")
+    run(ip, "%split df --target target")
+    run(ip, "%train model dl_train --overfit --loss cross_entropy")
+    run(ip, "import trainbook as tb; _t = tb.baseline(df, 'target', _splits, models=('dummy', 'linear'))")
+    run(ip, "%train model dl_train dl_valid --epochs 3 --lr 1e-2 --metrics accuracy --no-live")
+    assert cl.baseline > 0.95 and not cl.done["beats"]  # the linear baseline is not beaten by this small run
+    run(ip, "_t = tb.baseline(df, 'target', _splits, models=('dummy',))")
+    run(ip, "%train model dl_train dl_valid --epochs 1 --lr 1e-2 --metrics accuracy --no-live")
+    assert all(cl.done.values()), str(cl)
+    assert "[x] full run beats the baseline" in str(cl)
+    cl.close()
