@@ -1,5 +1,5 @@
 "`make demo`: run the quickstart tutorial headless on scikit-learn's bundled data; write the executed notebook and its HTML to demo_output/."
-import sys, time
+import os, sys, time
 from pathlib import Path
 
 import nbformat
@@ -12,6 +12,10 @@ OUT = ROOT / "demo_output"
 
 def main() -> int:
     OUT.mkdir(exist_ok=True)
+    # No front end will draw widgets here: LiveCurves shows a static figure at the end, and plotly embeds its
+    # library in the output so the HTML page draws the figures offline. The kernel inherits these.
+    os.environ["TRAINBOOK_LIVE"] = "static"
+    os.environ["PLOTLY_RENDERER"] = "notebook"
     nb = nbformat.read(NB, as_version=4)
     t0 = time.perf_counter()
     print(f"executing {NB.relative_to(ROOT)} ...", flush=True)
