@@ -33,14 +33,15 @@ test: $(STAMP)
 	@$(PY) scripts/readme.py --check
 	@echo "== nbdev_test: every notebook runs"
 	@$(BIN)/nbdev_test --n_workers 2 --timing
-	@echo "== pytest"
+	@echo "== pytest (browser tests included: chromium is installed from Debian when missing)"
+	@$(PY) scripts/ensure_browser.py
 	@$(PY) -m pytest tests -q -p no:cacheprovider
 
 ## make lab: JupyterLab on nbs/ with `%load_ext trainbook` done in every kernel
 lab: $(STAMP)
 	@mkdir -p $(VENV)/ipython/profile_default
 	@echo 'c.InteractiveShellApp.extensions = ["trainbook"]' > $(VENV)/ipython/profile_default/ipython_kernel_config.py
-	IPYTHONDIR=$(VENV)/ipython $(BIN)/jupyter lab --notebook-dir=nbs
+	IPYTHONDIR=$(VENV)/ipython $(BIN)/jupyter lab --notebook-dir=nbs $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 ## make docs: the docs site in _docs/ (quarto through nbdev_docs when installed, else nbconvert HTML)
 docs: $(STAMP)
