@@ -21,6 +21,7 @@ _EXPORTS = {
     "live": ["LiveCurves", "Progress", "plot_history"],
     "widgets": ["SplitBuilder", "TrainPanel"],
     "magics": ["Checklist"],
+    "distributed": ["launch", "LaunchError"],
     "classical": ["baseline", "fit_xgboost", "cross_validate", "nested_cv", "classification_metrics", "regression_metrics",
                   "tune_threshold", "pr_curve_figure", "class_weights", "focal_loss", "compare", "score_torch", "score_model",
                   "BoostedModel"],

@@ -1,0 +1,130 @@
+"""torch.distributed on CPU with gloo, 2 processes: DDP equals one process with the double batch, ranks stay identical,
+FSDP weights load into a plain model, failures surface with the remote traceback, a killed worker fails cleanly,
+and a DDP run resumes exactly from its rank-0 checkpoint."""
+import os, signal
+
+import pytest
+import torch
+from torch import nn
+
+import trainbook as tb
+from trainbook.distributed import LaunchError, launch
+
+N, B = 512, 16  # rows, per-rank batch
+
+
+def data():
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(N, 8, generator=g)
+    return X, (X @ torch.randn(8, 3, generator=g)).argmax(1)
+
+
+def model():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3))
+
+
+CFG = dict(epochs=3, lr=5e-3, schedule="warmup_cosine", warmup=0.1, clip_norm=1.0, device="cpu", log_every=4)
+
+
+def ddp_train(batch, checkpoint_dir=None, stop_at=None, resume=None):
+    "Runs on every rank: train with a per-rank batch, checking after every step that all ranks hold the same weights."
+    import torch.distributed as dist
+    from trainbook.events import Callback
+
+    class SameEverywhere(Callback):
+        def __init__(self): self.mismatches = 0
+        def after_step(self, state):
+            flat = torch.cat([p.detach().reshape(-1) for p in state.model.parameters()])
+            gathered = [torch.empty_like(flat) for _ in range(dist.get_world_size())]
+            dist.all_gather(gathered, flat)
+            self.mismatches += sum(not torch.equal(gathered[0], g) for g in gathered[1:])
+            if stop_at and state.step == stop_at: state.control.request_stop()
+
+    X, y = data()
+    net, check = model(), SameEverywhere()
+    run = tb.fit(net, tb.TensorLoader(X, y, batch_size=batch, shuffle=True, seed=1), tb.TensorLoader(X[:128], y[:128], batch_size=32),
+                 loss_fn=nn.functional.cross_entropy, metrics="accuracy", live=False, callbacks=[check], resume=resume,
+                 config=tb.TrainConfig(**CFG, checkpoint_dir=checkpoint_dir))
+    mismatches = torch.tensor(float(check.mismatches)); dist.all_reduce(mismatches)
+    return {"state": {k: v.clone() for k, v in net.state_dict().items()}, "mismatches": int(mismatches), "run": run}
+
+
+def single_train(batch):
+    X, y = data()
+    net = model()
+    run = tb.fit(net, tb.TensorLoader(X, y, batch_size=batch, shuffle=True, seed=1), tb.TensorLoader(X[:128], y[:128], batch_size=32),
+                 loss_fn=nn.functional.cross_entropy, metrics="accuracy", live=False, config=tb.TrainConfig(**CFG))
+    return net.state_dict(), run
+
+
+def test_ddp_matches_one_process_with_the_double_batch():
+    out = launch(ddp_train, B, nprocs=2, timeout=300)
+    state, run = single_train(2 * B)
+    assert out["mismatches"] == 0  # parameters identical across ranks after every step
+    assert out["run"].step == run.step == 3 * N // (2 * B)
+    for k in state: assert torch.allclose(out["state"][k], state[k], atol=1e-5), k
+    # validation is reduced across ranks: the same numbers as one process scoring every row
+    assert out["run"].metrics()["valid_loss"].to_numpy() == pytest.approx(run.metrics()["valid_loss"].to_numpy(), abs=1e-4)
+
+
+def test_ddp_resume_from_the_rank0_checkpoint_is_exact(tmp_path):
+    full = launch(ddp_train, B, nprocs=2, timeout=300)
+    first = launch(ddp_train, B, str(tmp_path), 11, nprocs=2, timeout=300)  # stopped mid-epoch at step 11
+    assert first["run"].stopped == "interrupted" and torch.load(tmp_path / "last.pt", weights_only=True)["step"] == 11
+    resumed = launch(ddp_train, B, str(tmp_path), None, str(tmp_path / "last.pt"), nprocs=2, timeout=300)
+    assert resumed["run"].stopped == "completed"
+    for k in full["state"]: assert torch.equal(resumed["state"][k], full["state"][k]), k
+
+
+def fsdp_train(checkpoint_dir):
+    X, y = data()
+    run = tb.fit(model(), tb.TensorLoader(X, y, batch_size=B, shuffle=True), loss_fn=nn.functional.cross_entropy, live=False,
+                 strategy="fsdp", config=tb.TrainConfig(epochs=2, lr=5e-3, device="cpu", checkpoint_dir=checkpoint_dir))
+    return run.stopped, run.step
+
+
+def test_fsdp_runs_and_its_weights_load_into_a_plain_model(tmp_path):
+    stopped, step = launch(fsdp_train, str(tmp_path), nprocs=2, timeout=300)
+    assert stopped == "completed" and step == 2 * N // (2 * B)
+    plain = model()
+    ckpt = tb.load_checkpoint(tmp_path / "last.pt", plain)
+    assert ckpt["step"] == step
+    X, y = data()
+    with torch.no_grad(): loss = nn.functional.cross_entropy(plain(X), y).item()
+    with torch.no_grad(): untrained = nn.functional.cross_entropy(model()(X), y).item()
+    assert loss < 0.8 * untrained  # the saved weights are the trained ones
+
+
+def raises():
+    import torch.distributed as dist
+    if dist.get_rank() == 1: raise KeyError("no such column: 'label'")
+    dist.barrier()
+
+
+def test_a_worker_that_raises_gives_the_remote_traceback():
+    with pytest.raises(LaunchError, match="rank 1 failed") as e:
+        launch(raises, nprocs=2, timeout=120)
+    assert "KeyError" in str(e.value) and "no such column" in str(e.value)
+    assert "Traceback" in str(e.value)
+
+
+def killed():
+    import torch.distributed as dist
+    if dist.get_rank() == 1: os.kill(os.getpid(), signal.SIGKILL)
+    dist.barrier()  # rank 0 would wait here for ever without the launcher's clean-up
+
+
+def test_a_killed_worker_fails_the_launch_without_hanging():
+    with pytest.raises((LaunchError, TimeoutError)) as e:
+        launch(killed, nprocs=2, timeout=120)
+    assert e.type is LaunchError  # torchrun noticed and ended the group well before the timeout
+    assert "exit code" in str(e.value) or "failed" in str(e.value)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="nprocs must be a positive int"): launch(raises, nprocs=0)
+    with pytest.raises(ValueError, match="rdzv_endpoint"): launch(raises, nnodes=2)
+    with pytest.raises(ValueError, match="needs torch.distributed"):
+        X, y = data()
+        tb.fit(model(), [(X, y)], loss_fn=nn.functional.cross_entropy, live=False, strategy="ddp")
