@@ -47,8 +47,11 @@ lab: $(STAMP)
 docs: $(STAMP)
 	$(PY) scripts/build_docs.py
 
+## make bench: the side-by-side speed measurements (results are recorded in bench/RESULTS.md)
 bench: $(STAMP)
 	$(PY) bench/import_time.py
+	$(PY) bench/overhead.py 2>/dev/null
+	$(PY) bench/xgboost_overhead.py
 
 clean:
 	rm -rf _docs _proc demo_output test_artifacts .pytest_cache
