@@ -27,7 +27,7 @@ def model():
 CFG = dict(epochs=3, lr=5e-3, schedule="warmup_cosine", warmup=0.1, clip_norm=1.0, device="cpu", log_every=4)
 
 
-def ddp_train(batch, checkpoint_dir=None, stop_at=None, resume=None):
+def ddp_train(batch, checkpoint_dir=None, stop_at=None, resume=None, accum=1):
     "Runs on every rank: train with a per-rank batch, checking after every step that all ranks hold the same weights."
     import torch.distributed as dist
     from trainbook.events import Callback
@@ -45,24 +45,25 @@ def ddp_train(batch, checkpoint_dir=None, stop_at=None, resume=None):
     net, check = model(), SameEverywhere()
     run = tb.fit(net, tb.TensorLoader(X, y, batch_size=batch, shuffle=True, seed=1), tb.TensorLoader(X[:128], y[:128], batch_size=32),
                  loss_fn=nn.functional.cross_entropy, metrics="accuracy", live=False, callbacks=[check], resume=resume,
-                 config=tb.TrainConfig(**CFG, checkpoint_dir=checkpoint_dir))
+                 config=tb.TrainConfig(**CFG, checkpoint_dir=checkpoint_dir, accum_steps=accum))
     mismatches = torch.tensor(float(check.mismatches)); dist.all_reduce(mismatches)
     return {"state": {k: v.clone() for k, v in net.state_dict().items()}, "mismatches": int(mismatches), "run": run}
 
 
-def single_train(batch):
+def single_train(batch, accum=1):
     X, y = data()
     net = model()
     run = tb.fit(net, tb.TensorLoader(X, y, batch_size=batch, shuffle=True, seed=1), tb.TensorLoader(X[:128], y[:128], batch_size=32),
-                 loss_fn=nn.functional.cross_entropy, metrics="accuracy", live=False, config=tb.TrainConfig(**CFG))
+                 loss_fn=nn.functional.cross_entropy, metrics="accuracy", live=False, config=tb.TrainConfig(**CFG, accum_steps=accum))
     return net.state_dict(), run
 
 
-def test_ddp_matches_one_process_with_the_double_batch():
-    out = launch(ddp_train, B, nprocs=2, timeout=300)
-    state, run = single_train(2 * B)
+@pytest.mark.parametrize("accum", [1, 2])  # with accumulation, DDP syncs gradients once per window (no_sync before)
+def test_ddp_matches_one_process_with_the_double_batch(accum):
+    out = launch(ddp_train, B, accum=accum, nprocs=2, timeout=300)
+    state, run = single_train(2 * B, accum)
     assert out["mismatches"] == 0  # parameters identical across ranks after every step
-    assert out["run"].step == run.step == 3 * N // (2 * B)
+    assert out["run"].step == run.step == 3 * N // (2 * B * accum)
     for k in state: assert torch.allclose(out["state"][k], state[k], atol=1e-5), k
     # validation is reduced across ranks: the same numbers as one process scoring every row
     assert out["run"].metrics()["valid_loss"].to_numpy() == pytest.approx(run.metrics()["valid_loss"].to_numpy(), abs=1e-4)
