@@ -86,3 +86,16 @@ def test_top_losses_finds_flipped_labels():
     assert list(worst.columns) == ["label", "prediction", "loss"] and worst.loss.is_monotonic_decreasing
     same = tb.top_losses(model, tb.TensorLoader(X, flipped, batch_size=50), nn.functional.cross_entropy, k=5)
     assert same.index.tolist() == worst.index.tolist()
+
+
+def test_plot_marks_the_monitored_best_and_spikes():
+    "The 'best' mark follows the monitored metric (here accuracy, maximized), not the lowest valid loss."
+    run = _fit([], epochs=4, monitor="valid_accuracy", mode="max")
+    fig = run.plot()
+    best = next(a for a in fig.layout.annotations if a.text == "best")
+    assert best.x == run.extra["best_step"] == run.records.series("accuracy", "valid").idxmax()
+    h = tb.History()
+    for s in range(100): h.append(s, 0, "train", "loss", 1.0 - 0.005 * s + (5.0 if s == 40 else 0.0))
+    spikes = [f for f in tb.diagnose(h) if f.kind == "loss_spikes"]
+    assert spikes and spikes[0].data["steps"] == [40]
+    assert [a.x for a in plot_history(h, spikes).layout.annotations if a.text == "spike"] == [40]
