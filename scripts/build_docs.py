@@ -5,7 +5,7 @@ build/docs/), `nbdev_proc_nbs` processes the executed copies (show_doc signature
 nbconvert renders each to HTML in _docs/ with a navigation bar linking every page and plotly's library beside
 them, so plots draw offline.
 """
-import html, json, os, re, shutil, subprocess, sys
+import html, os, re, shutil, subprocess, sys
 from pathlib import Path
 
 import nbformat
