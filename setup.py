@@ -24,6 +24,10 @@ if cfg.get('pip_requirements'): requirements += shlex.split(cfg.get('pip_require
 min_python = cfg['min_python']
 lic = licenses.get(cfg['license'].lower(), (cfg['license'], None))
 dev_requirements = shlex.split(cfg.get('dev_requirements', ''))
+# optional integrations: one extra per `extra_NAME` line of settings.ini; `all` holds them all, `dev` too
+extras = {k[len('extra_'):]: shlex.split(v) for k, v in cfg.items() if k.startswith('extra_')}
+extras['all'] = sorted({r for reqs in extras.values() for r in reqs})
+extras['dev'] = dev_requirements + extras['all']
 
 setuptools.setup(
     name = cfg['lib_name'],
@@ -37,7 +41,7 @@ setuptools.setup(
     packages = setuptools.find_packages(include=['trainbook', 'trainbook.*']),
     include_package_data = True,
     install_requires = requirements,
-    extras_require={ 'dev': dev_requirements },
+    extras_require=extras,
     dependency_links = cfg.get('dep_links','').split(),
     python_requires  = '>=' + cfg['min_python'],
     long_description = open('README.md', encoding='utf-8').read(),
