@@ -24,7 +24,7 @@ def test_preprocessor_sees_only_train_rows(cancer):
     df.loc[df.index[np.r_[sp.valid, sp.test]], "mean radius"] = 1e6
     dl_train, dl_valid, dl_test, prep = tb.loaders_from_frame(df, "kind", sp, batch_size=32)
     scaler = prep.preprocessor.named_transformers_["num"][-1]
-    imputer = prep.preprocessor.named_transformers_["num"][0]
+    imputer = prep.preprocessor.named_transformers_["num"].named_steps["simpleimputer"]
     col = prep.preprocessor.transformers_[0][2].index("mean radius")
     assert scaler.mean_[col] == pytest.approx(cancer["mean radius"].iloc[sp.train].mean())
     assert imputer.statistics_[col] == pytest.approx(cancer["mean radius"].iloc[sp.train].median())
