@@ -126,7 +126,7 @@ import pandas as pd
 from .checks import _require_column, _require_frame, column_roles, dtype_family, epoch_seconds, infer_task
 from .core import Finding
 
-_DATE_PARTS = ("year", "month", "dayofweek", "dayofyear")
+_DATE_PARTS = ("year", "month", "day_of_week", "day_of_year")
 
 def _as_float(X: pd.DataFrame) -> np.ndarray:
     "Numbers and booleans (nullable Int64 / Float64 / boolean included) as float64, pd.NA as NaN for the imputer."
