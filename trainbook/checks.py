@@ -43,7 +43,8 @@ def _require_column(df: pd.DataFrame, col: Optional[str], arg: str):
 # %% ../nbs/01_checks.ipynb #06abe1e6
 ROLES = ("numeric", "boolean", "categorical", "datetime", "timedelta", "text", "identifier", "constant")
 
-def dtype_family(s: pd.Series) -> str:
+def dtype_family(s: pd.Series,  # a column
+                ) -> str:
     "The dtype family of a column: 'numeric', 'boolean', 'datetime', 'timedelta' or 'categorical' (all else)."
     t = pd.api.types
     if t.is_bool_dtype(s.dtype): return "boolean"  # bool and the nullable `boolean`
@@ -54,15 +55,18 @@ def dtype_family(s: pd.Series) -> str:
 
 def _is_nullable(s: pd.Series) -> bool:
     "A pandas nullable dtype (Int64, Float64, boolean, string) whose missing value is pd.NA."
-    return isinstance(s.dtype, pd.api.extensions.ExtensionDtype) and getattr(s.dtype, "na_value", None) is pd.NA
+    extension = isinstance(s.dtype, pd.api.extensions.ExtensionDtype)
+    return extension and getattr(s.dtype, "na_value", None) is pd.NA
 
-def epoch_seconds(s: pd.Series) -> np.ndarray:
+def epoch_seconds(s: pd.Series,  # a datetime column, naive or tz-aware
+                 ) -> np.ndarray:
     "Seconds since 1970-01-01 UTC of a datetime column (naive or tz-aware), NaN where missing."
     if s.dt.tz is not None: s = s.dt.tz_convert("UTC").dt.tz_localize(None)
     return ((s - pd.Timestamp(0)) / pd.Timedelta(seconds=1)).to_numpy(dtype="float64", na_value=np.nan)
 
-def numeric_view(s: pd.Series) -> np.ndarray:
-    "A column as float64 numbers: values, 0/1, epoch seconds, timedelta seconds, or category codes; NaN where missing."
+def numeric_view(s: pd.Series,  # a column of any dtype
+                ) -> np.ndarray:
+    "A column as float64: values, 0/1, epoch seconds, duration seconds or category codes; NaN where missing."
     family = dtype_family(s)
     if family == "datetime": return epoch_seconds(s)
     if family == "timedelta": return (s / pd.Timedelta(seconds=1)).to_numpy(dtype="float64", na_value=np.nan)
@@ -80,7 +84,7 @@ def _is_text(s: pd.Series) -> bool:
     return bool(sample.str.split().str.len().median() >= 4 and sample.nunique() >= 0.5 * len(sample))
 
 def _is_identifier(s: pd.Series, distinct_rows: pd.Series) -> bool:
-    "Near-unique (>= 95% distinct among the distinct rows): an integer sequence, a string key, or a number named like an id."
+    "Near-unique (>= 95% distinct among distinct rows): an integer sequence, a string key, a named id."
     values = s[distinct_rows].dropna()
     if len(values) < 20 or values.nunique() < 0.95 * len(values): return False
     name = str(s.name).lower()
@@ -92,7 +96,7 @@ def _is_identifier(s: pd.Series, distinct_rows: pd.Series) -> bool:
     if family == "numeric": return named  # a near-unique float is a measurement unless named like an id
     if family != "categorical" or isinstance(s.dtype, pd.CategoricalDtype): return False
     numbers = pd.to_numeric(values, errors="coerce")
-    if numbers.notna().mean() >= 0.5:  # numbers stored as text are a feature, unless they are whole (zero-padded keys)
+    if numbers.notna().mean() >= 0.5:  # numbers as text: a feature, unless whole numbers (zero-padded keys)
         return bool(numbers.notna().all() and (numbers % 1 == 0).all())
     return True
 
@@ -108,10 +112,10 @@ def column_roles(df: pd.DataFrame,  # the frame whose columns get roles
                  target: Optional[str] = None,  # label column (left out)
                  exclude=(),  # other columns to leave out (groups, time)
                 ) -> dict:
-    "Each feature column's role (one of `ROLES`), decided once from its dtype and, for text, ids and constants, its values."
+    "Each feature column's role (one of `ROLES`): from its dtype and, for text, ids and constants, values."
     _require_frame(df)
     skip = set(exclude) | ({target} if target is not None else set())
-    distinct_rows = ~df.duplicated(keep="first")  # an id repeats on duplicated rows: judge it on distinct rows
+    distinct_rows = ~df.duplicated(keep="first")  # an id repeats on duplicated rows: judge on distinct rows
     return {col: _role(df[col], distinct_rows) for col in df.columns if col not in skip}
 
 # %% ../nbs/01_checks.ipynb #c3d43d4a
@@ -122,9 +126,10 @@ def _missing_finding(s: pd.Series, col, n: int) -> list[Finding]:
     miss = int(s.isna().sum())
     if not miss: return []
     share = miss / n
-    return [Finding("missing_values", "warning" if share > 0.05 else "info", f"{miss} missing values ({share:.1%})",
-                    column=col, advice="impute inside the training pipeline (fit on train rows only), "
-                                       "or drop the column if mostly empty",
+    return [Finding("missing_values", "warning" if share > 0.05 else "info",
+                    f"{miss} missing values ({share:.1%})", column=col,
+                    advice="impute inside the training pipeline (fit on train rows only), "
+                           "or drop the column if mostly empty",
                     data={"missing": miss, "share": share})]
 
 def _value_counts_text(values: pd.Series, k: int = 5) -> str:
@@ -135,19 +140,20 @@ def _mixed_findings(s: pd.Series, col) -> list[Finding]:
     "Numbers mixed with other values (`'n/a'` among numbers), numbers stored as text, mixed Python types."
     values = s.dropna()
     if values.empty or isinstance(s.dtype, pd.CategoricalDtype): return []
-    numbers = pd.to_numeric(values, errors="coerce")
-    parsed = numbers.notna()
+    parsed = pd.to_numeric(values, errors="coerce").notna()
     fix = f"df[{col!r}] = pd.to_numeric(df[{col!r}], errors='coerce')"
     if parsed.all():
-        return [Finding("numbers_as_text", "warning", f"all {len(values)} values are numbers stored as text (dtype {s.dtype})",
-                        column=col, advice=f"convert them: {fix}", data={"dtype": str(s.dtype)})]
+        return [Finding("numbers_as_text", "warning", f"all {len(values)} values are numbers stored as text "
+                        f"(dtype {s.dtype})", column=col, advice=f"convert them: {fix}",
+                        data={"dtype": str(s.dtype)})]
     bad = values[~parsed]
     if parsed.mean() >= 0.5:
         counts = bad.astype(str).value_counts()
         return [Finding("mixed_types", "warning",
-                        f"numbers mixed with {len(bad)} value(s) that are not numbers: {_value_counts_text(bad)}",
+                        f"numbers mixed with {len(bad)} value(s) that are not: {_value_counts_text(bad)}",
                         column=col, advice=f"if these mean 'missing', convert the column: {fix}",
-                        data={"values": {v: int(c) for v, c in counts.head(20).items()}, "n_bad": int(len(bad))})]
+                        data={"values": {v: int(c) for v, c in counts.head(20).items()},
+                              "n_bad": int(len(bad))})]
     types = values.map(type).value_counts()
     if len(types) < 2: return []
     minority = values[values.map(type) != types.index[0]]
@@ -158,7 +164,7 @@ def _mixed_findings(s: pd.Series, col) -> list[Finding]:
                     data={"types": {t.__name__: int(c) for t, c in types.items()}})]
 
 def _role_findings(s: pd.Series, col, role: str, n: int) -> list[Finding]:
-    "What the column's role means for training: identifiers, free text, constants, datetimes, high cardinality."
+    "What a column's role means for training: identifiers, free text, constants, datetimes, many categories."
     nun = s.nunique(dropna=True)
     if role == "constant":
         single = s.dropna().iloc[0] if nun else "all missing"
@@ -166,21 +172,29 @@ def _role_findings(s: pd.Series, col, role: str, n: int) -> list[Finding]:
                         advice="drop it: it carries no information", data={"n_unique": int(nun)})]
     if role == "identifier":
         return [Finding("id_like_column", "warning",
-                        f"near-unique ({nun} distinct values in {n} rows): an identifier, not a feature", column=col,
-                        advice="drop it from the features (trainbook's preprocessing does); "
-                               "use it as `groups` if rows share an entity", data={"n_unique": int(nun)})]
+                        f"near-unique ({nun} distinct values in {n} rows): an identifier, not a feature",
+                        column=col, advice="drop it from the features (trainbook's preprocessing does); "
+                                           "use it as `groups` if rows share an entity",
+                        data={"n_unique": int(nun)})]
     if role == "text":
-        return [Finding("text_column", "warning", "long free text: left out of the features by default", column=col,
-                        advice="embed it with a text model, or derive features (length, keywords) yourself")]
+        return [Finding("text_column", "warning", "long free text: left out of the features by default",
+                        column=col, advice="embed it with a text model, or derive features from it")]
     if role == "datetime":
-        return [Finding("time_candidate", "info", "a datetime: as a feature it becomes numeric parts (year, month, "
-                        "day of week, day of year, hour, elapsed time), never categories", column=col,
-                        advice=f"if rows are ordered in time, split with time={col!r} so validation rows come later")]
+        return [Finding("time_candidate", "info", "a datetime: as a feature it becomes numeric parts (year, "
+                        "month, day of week, day of year, hour, elapsed time), never categories", column=col,
+                        advice=f"if rows are ordered in time, split with time={col!r} (validate later)")]
     if role == "categorical" and nun > 50 and nun > 0.5 * n:
         return [Finding("high_cardinality", "warning", f"{nun} categories for {n} rows", column=col,
-                        advice="one-hot encoding will explode: group rare categories, or use target/hash encoding",
-                        data={"n_unique": int(nun)})]
+                        advice="one-hot encoding will explode: group rare categories, or use target/hash "
+                               "encoding", data={"n_unique": int(nun)})]
     return []
+
+def _nullable_finding(s: pd.Series, col) -> list[Finding]:
+    if not _is_nullable(s): return []
+    return [Finding("nullable_dtype", "info", f"pandas nullable dtype {s.dtype} (missing values are pd.NA)",
+                    column=col, advice="fine for trainbook (it converts them, with NaN); numpy and "
+                                       "scikit-learn code of your own may need .astype(...)",
+                    data={"dtype": str(s.dtype)})]
 
 def _column_findings(df: pd.DataFrame, target: Optional[str], skip: set, roles: dict,
                      groups: Optional[str] = None) -> list[Finding]:
@@ -188,15 +202,10 @@ def _column_findings(df: pd.DataFrame, target: Optional[str], skip: set, roles: 
     for col in df.columns:
         s = df[col]
         if col not in (target, groups): out += _missing_finding(s, col, n)
-        if _is_nullable(s):
-            out.append(Finding("nullable_dtype", "info", f"pandas nullable dtype {s.dtype} (missing values are pd.NA)",
-                               column=col, advice="fine for trainbook (converted to float / object with NaN); "
-                                                  "numpy and scikit-learn code of your own may need .astype(...)",
-                               data={"dtype": str(s.dtype)}))
+        out += _nullable_finding(s, col)
         if col == target or col in skip: continue
-        role = roles[col]
-        out += _role_findings(s, col, role, n)
-        if role == "categorical": out += _mixed_findings(s, col)
+        out += _role_findings(s, col, roles[col], n)
+        if roles[col] == "categorical": out += _mixed_findings(s, col)
     return out
 
 def _group_findings(df: pd.DataFrame, groups: str) -> list[Finding]:
@@ -430,7 +439,7 @@ def check_data(df: pd.DataFrame,  # the training data, one row per example
                *,
                groups: Optional[str] = None,  # column of entity ids whose rows must stay in one split
                time: Optional[str] = None,  # column that orders rows in time
-               serving: Optional[pd.DataFrame] = None,  # data seen at prediction time, for train/serving parity
+               serving: Optional[pd.DataFrame] = None,  # data seen at prediction time (train/serving parity)
                task: str = "auto",  # 'auto', 'binary', 'multiclass' or 'regression'
                leak_check: bool = True,  # score each feature alone against the target (a few shallow trees)
               ) -> DataReport:

@@ -230,8 +230,9 @@ def _validate(df, target, strategy, groups, time, valid_size, test_size, n_folds
         raise ValueError(f"strategy={strategy!r} needs target=<column> to stratify on")
     if groups is not None and df[groups].isna().any():
         miss = int(df[groups].isna().sum())
-        raise ValueError(f"groups column {groups!r} has {miss} missing group id(s); every row needs a group. Either drop "
-                         f"those rows (df = df.dropna(subset=[{groups!r}])) or give each its own id, e.g. "
+        raise ValueError(f"groups column {groups!r} has {miss} missing group id(s); every row needs a group. "
+                         f"Either drop those rows (df = df.dropna(subset=[{groups!r}])) or give each its own "
+                         f"id, e.g. "
                          f"df[{groups!r}] = df[{groups!r}].astype(object).where(df[{groups!r}].notna(), "
                          f"'row-' + df.index.astype(str))")
 
@@ -243,7 +244,7 @@ def make_splits(df: pd.DataFrame,  # the data to split, one row per example
                 time: Optional[str] = None,  # column that orders rows: valid/test rows come after train rows
                 valid_size: float = 0.2,  # share of rows for validation
                 test_size: float = 0.0,  # share of rows held out for a final test (0: none)
-                n_folds: Optional[int] = None,  # k folds instead of one holdout (train/valid are the first fold)
+                n_folds: Optional[int] = None,  # k folds instead of a holdout (train/valid: the first fold)
                 gap: int = 0,  # rows left out between train and valid (and valid and test) in time splits
                 seed: int = 0,  # random seed of the shuffling splitters
                ) -> Splits:
