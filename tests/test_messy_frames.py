@@ -209,3 +209,14 @@ def test_bundled_clean_frames_find_nothing_new(loader):
     frame = loader(as_frame=True).frame
     report = tb.check_data(frame, "target")
     assert report.findings == [] and set(report.roles.values()) == {"numeric"}
+
+
+def test_serving_text_for_booleans_and_dates_with_mixed_zones(df, prepared):
+    *_, prep = prepared[1]
+    new = df.drop(columns="y").head(3).astype({"member": object, "when": object})
+    new["member"] = ["yes", "maybe", None]
+    new["when"] = ["2024-01-01T00:00:00+01:00", "2024-01-02T00:00:00+05:00", "2024-01-03"]  # trained naive
+    report = prep.transform_for_serving(new, errors="report")
+    found = {f.column: f for f in report.findings}
+    assert found["member"].kind == "unparseable_values" and found["member"].data["examples"] == ["maybe"]
+    assert found["when"].kind == "dtype_mismatch" and len(report.rows) == 0

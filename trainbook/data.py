@@ -271,8 +271,10 @@ def _parse_column(col, s: pd.Series, role: str, tz) -> tuple:
         what = "booleans (True/False, yes/no, 1/0)"
         return _unparsed(col, s, parsed.astype("float64"), what, "map them to True/False")
     if role == "datetime":
-        parsed = pd.to_datetime(text, errors="coerce", utc=tz is not None, format="mixed")
         fix = f"fix them, or parse: pd.to_datetime(df[{col!r}], errors='coerce')"
+        try: parsed = pd.to_datetime(text, errors="coerce", utc=tz is not None, format="mixed")
+        except (ValueError, TypeError) as err:  # e.g. mixed time zones in a column trained naive
+            return _mismatch(col, s, f"dates that cannot be read as one column: {err}", fix)
         return _unparsed(col, s, parsed, "dates", fix)
     parsed = pd.to_timedelta(text, errors="coerce")
     fix = f"fix them, or parse: pd.to_timedelta(df[{col!r}], errors='coerce')"
