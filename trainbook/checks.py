@@ -212,8 +212,8 @@ def _group_findings(df: pd.DataFrame, groups: str) -> list[Finding]:
     miss = int(df[groups].isna().sum())
     if not miss: return []
     return [Finding("missing_values", "error", f"{miss} rows have no group id", column=groups,
-                    advice="a grouped split needs a group for every row: drop those rows, or give each "
-                           "its own id (df[groups] = df[groups].fillna(...) with a unique id per row)",
+                    advice=f"a grouped split needs a group for every row: drop those rows "
+                           f"(df.dropna(subset=[{groups!r}])), or give each missing one a unique id of its own",
                     data={"missing": miss})]
 
 def _duplicate_findings(df: pd.DataFrame, target: Optional[str]) -> list[Finding]:
