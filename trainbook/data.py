@@ -126,8 +126,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .checks import (_require_column, _require_frame, column_roles, dtype_family, epoch_seconds,
-                              infer_task)
+from .checks import _require_column, _require_frame, infer_task
+from .checks import column_roles, dtype_family, epoch_seconds
 from .core import Finding
 
 _DATE_PARTS = ("year", "month", "day_of_week", "day_of_year")
@@ -373,7 +373,7 @@ class FramePrep:
     def _serve(self, df: pd.DataFrame, unseen: bool) -> tuple[pd.DataFrame, list, np.ndarray]:
         "(frame converted to the training schema, findings, mask of the rows that cannot be served)."
         _require_frame(df, "the serving frame")
-        roles, out, frame = self.roles, [], df.copy()
+        roles, out, frame = self.roles, [], df.copy(deep=False)  # columns replaced, not edited
         bad_rows = np.zeros(len(df), dtype=bool)
         missing = [c for c in self.columns if c not in df.columns and roles[c] not in DROPPED_ROLES]
         for c in missing:
