@@ -24,7 +24,7 @@ def test_preprocessor_sees_only_train_rows(cancer):
     df.loc[df.index[np.r_[sp.valid, sp.test]], "mean radius"] = 1e6
     dl_train, dl_valid, dl_test, prep = tb.loaders_from_frame(df, "kind", sp, batch_size=32)
     scaler = prep.preprocessor.named_transformers_["num"][-1]
-    imputer = prep.preprocessor.named_transformers_["num"][0]
+    imputer = prep.preprocessor.named_transformers_["num"].named_steps["simpleimputer"]
     col = prep.preprocessor.transformers_[0][2].index("mean radius")
     assert scaler.mean_[col] == pytest.approx(cancer["mean radius"].iloc[sp.train].mean())
     assert imputer.statistics_[col] == pytest.approx(cancer["mean radius"].iloc[sp.train].median())
@@ -63,3 +63,54 @@ def test_group_and_time_columns_are_not_features():
     sp = tb.make_splits(df, "y", groups="g")
     *_, prep = tb.loaders_from_frame(df, "y", sp)
     assert prep.columns == ["x"]
+
+
+def test_multi_input_batches_stay_aligned_resume_and_shard():
+    X1, X2, y = torch.arange(20).unsqueeze(1), torch.arange(20).float().repeat(3, 1).T, torch.arange(20)
+    dl = tb.TensorLoader(X1, X2, y, batch_size=6, shuffle=True, seed=2)
+    batches = list(dl)
+    assert all(isinstance(xb, tuple) and len(xb) == 2 for xb, _ in batches)
+    for (a, b), yb in batches: assert torch.equal(a.squeeze(1), yb) and torch.equal(b[:, 0].long(), yb)
+    dl.set_epoch(0)
+    it = iter(dl)
+    next(it)
+    resumed = tb.TensorLoader(X1, X2, y, batch_size=6, shuffle=True, seed=2)
+    resumed.load_state_dict(dl.state_dict())
+    assert [yb.tolist() for _, yb in resumed] == [yb.tolist() for _, yb in batches[1:]]
+    shards = [tb.TensorLoader({"a": X1, "b": X2}, y, batch_size=4, shuffle=True, rank=r, world_size=2) for r in range(2)]
+    seen = [(xb["a"].squeeze(1), yb) for s in shards for xb, yb in s]
+    assert all(torch.equal(a, yb) for a, yb in seen) and sorted(v for _, yb in seen for v in yb.tolist()) == list(range(20))
+
+
+def test_dict_batches_and_bad_input():
+    ids, y = torch.arange(10).unsqueeze(1), torch.arange(10)
+    batch = next(iter(tb.TensorLoader({"input_ids": ids, "labels": y}, batch_size=4)))
+    assert set(batch) == {"input_ids", "labels"} and torch.equal(batch["labels"], y[:4])
+    with pytest.raises(ValueError, match=r"tensors\[0\]\['b'\] has 3"):
+        tb.TensorLoader({"a": ids, "b": ids[:3]}, y)
+    with pytest.raises(TypeError, match=r"tensors\[0\]\['a'\] must be a torch.Tensor"):
+        tb.TensorLoader({"a": [1, 2]}, y)
+
+
+def test_two_input_model_trains_from_a_three_tensor_loader():
+    torch.manual_seed(0)
+    a, b = torch.randn(64, 3), torch.randn(64, 2)
+    y = (a[:, 0] + b[:, 1] > 0).long()
+    class TwoInputs(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fa, self.fb = torch.nn.Linear(3, 2), torch.nn.Linear(2, 2)
+        def forward(self, xa, xb): return self.fa(xa) + self.fb(xb)
+    run = tb.fit(TwoInputs(), tb.TensorLoader(a, b, y, batch_size=16, shuffle=True), tb.TensorLoader(a, b, y, batch_size=32),
+                 loss_fn=torch.nn.CrossEntropyLoss(), config=tb.TrainConfig(epochs=3, lr=0.05), live=False)
+    losses = run.metrics()["valid_loss"]
+    assert run.stopped == "completed" and losses.iloc[-1] < losses.iloc[0]
+
+
+def test_drop_last_in_loaders_from_frame(cancer):
+    sp = tb.make_splits(cancer, "kind", seed=0)
+    dl_train, dl_valid, _, _ = tb.loaders_from_frame(cancer, "kind", sp, batch_size=100, drop_last=True, shuffle=False)
+    assert [len(yb) for _, yb in dl_train] == [100] * (len(sp.train) // 100)
+    assert sum(len(yb) for _, yb in dl_valid) == len(sp.valid)  # never drops validation rows
+    with pytest.raises(ValueError, match="drop_last=True with batch_size=1000 leaves no batch"):
+        tb.loaders_from_frame(cancer, "kind", sp, batch_size=1000, drop_last=True)

@@ -9,9 +9,9 @@ import importlib
 _EXPORTS = {
     "core": ["TrainConfig", "Finding", "History", "findings_html", "seed_everything", "rng_state", "set_rng_state",
              "environment", "pick_device", "pick_precision", "autocast_dtype", "atomic_write"],
-    "checks": ["check_data", "DataReport", "infer_task", "psi"],
+    "checks": ["check_data", "DataReport", "infer_task", "psi", "column_roles", "dtype_family", "ROLES"],
     "splits": ["make_splits", "Splits", "fingerprint_frame", "nested_splits", "audit_parts"],
-    "data": ["TensorLoader", "make_preprocessor", "loaders_from_frame", "FramePrep"],
+    "data": ["TensorLoader", "make_preprocessor", "loaders_from_frame", "FramePrep", "ServingReport"],
     "batch": ["split_batch", "to_device", "call_model", "eval_mode", "prediction", "model_loss", "training_lock",
               "check_loss_shapes", "stop_requested", "ShapeMismatch"],
     "events": ["Event", "Callback", "Callbacks", "Control", "LoopState"],

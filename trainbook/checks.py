@@ -14,10 +14,13 @@ import pandas as pd
 from .core import Finding, announce, findings_html
 
 # %% auto #0
-__all__ = ['infer_task', 'psi', 'DataReport', 'check_data']
+__all__ = ['ROLES', 'infer_task', 'dtype_family', 'epoch_seconds', 'numeric_view', 'column_roles', 'psi', 'DataReport',
+           'check_data']
 
 # %% ../nbs/01_checks.ipynb #44da07e6
-def infer_task(y: pd.Series, max_classes: int = 20) -> str:
+def infer_task(y: pd.Series,  # the target column
+               max_classes: int = 20,  # integer targets with more distinct values are a regression
+              ) -> str:
     "'binary', 'multiclass' or 'regression' from the target's values."
     y = pd.Series(y).dropna()
     if y.empty: raise ValueError("the target has no non-missing values")
@@ -37,45 +40,181 @@ def _require_column(df: pd.DataFrame, col: Optional[str], arg: str):
         cols = ", ".join(map(str, df.columns[:20])) + (" …" if len(df.columns) > 20 else "")
         raise ValueError(f"{arg} column {col!r} not in DataFrame; columns are: {cols}")
 
+# %% ../nbs/01_checks.ipynb #06abe1e6
+ROLES = ("numeric", "boolean", "categorical", "datetime", "timedelta", "text", "identifier", "constant")
+
+def dtype_family(s: pd.Series,  # a column
+                ) -> str:
+    "The dtype family of a column: 'numeric', 'boolean', 'datetime', 'timedelta' or 'categorical' (all else)."
+    t = pd.api.types
+    if t.is_bool_dtype(s.dtype): return "boolean"  # bool and the nullable `boolean`
+    if t.is_datetime64_any_dtype(s.dtype): return "datetime"  # naive and tz-aware
+    if t.is_timedelta64_dtype(s.dtype): return "timedelta"
+    if t.is_numeric_dtype(s.dtype): return "numeric"  # numpy numbers and the nullable Int64 / Float64
+    return "categorical"  # object, str, string, category
+
+def _is_nullable(s: pd.Series) -> bool:
+    "A pandas nullable dtype (Int64, Float64, boolean, string) whose missing value is pd.NA."
+    extension = isinstance(s.dtype, pd.api.extensions.ExtensionDtype)
+    return extension and getattr(s.dtype, "na_value", None) is pd.NA
+
+def epoch_seconds(s: pd.Series,  # a datetime column, naive or tz-aware
+                 ) -> np.ndarray:
+    "Seconds since 1970-01-01 UTC of a datetime column (naive or tz-aware), NaN where missing."
+    if s.dt.tz is not None: s = s.dt.tz_convert("UTC").dt.tz_localize(None)
+    return ((s - pd.Timestamp(0)) / pd.Timedelta(seconds=1)).to_numpy(dtype="float64", na_value=np.nan)
+
+def numeric_view(s: pd.Series,  # a column of any dtype
+                ) -> np.ndarray:
+    "A column as float64: values, 0/1, epoch seconds, duration seconds or category codes; NaN where missing."
+    family = dtype_family(s)
+    if family == "datetime": return epoch_seconds(s)
+    if family == "timedelta": return (s / pd.Timedelta(seconds=1)).to_numpy(dtype="float64", na_value=np.nan)
+    if family in ("numeric", "boolean"): return s.to_numpy(dtype="float64", na_value=np.nan)
+    codes = pd.factorize(s)[0].astype("float64")
+    codes[codes < 0] = np.nan
+    return codes
+
+def _is_text(s: pd.Series) -> bool:
+    "Long free text: values of several words, mostly distinct."
+    values = s.dropna()
+    if len(values) < 5 or isinstance(s.dtype, pd.CategoricalDtype): return False
+    values = values.astype(str)
+    sample = values.sample(min(len(values), 2000), random_state=0)
+    return bool(sample.str.split().str.len().median() >= 4 and sample.nunique() >= 0.5 * len(sample))
+
+def _is_identifier(s: pd.Series, distinct_rows: pd.Series) -> bool:
+    "Near-unique (>= 95% distinct among distinct rows): an integer sequence, a string key, a named id."
+    values = s[distinct_rows].dropna()
+    if len(values) < 20 or values.nunique() < 0.95 * len(values): return False
+    name = str(s.name).lower()
+    named = name in ("id", "uuid", "index", "key") or name.endswith(("_id", "id"))
+    family = dtype_family(s)
+    if family == "numeric" and pd.api.types.is_integer_dtype(s.dtype):
+        span = float(values.max()) - float(values.min()) + 1
+        return named or span <= 2 * values.nunique()  # 0..n-1, shuffled or with a few gaps
+    if family == "numeric": return named  # a near-unique float is a measurement unless named like an id
+    if family != "categorical" or isinstance(s.dtype, pd.CategoricalDtype): return False
+    numbers = pd.to_numeric(values, errors="coerce")
+    if numbers.notna().mean() >= 0.5:  # numbers as text: a feature, unless whole numbers (zero-padded keys)
+        return bool(numbers.notna().all() and (numbers % 1 == 0).all())
+    return True
+
+def _role(s: pd.Series, distinct_rows: pd.Series) -> str:
+    if s.nunique(dropna=True) <= 1: return "constant"
+    family = dtype_family(s)
+    if family in ("boolean", "datetime", "timedelta"): return family  # a datetime is never an identifier
+    if family == "categorical" and _is_text(s): return "text"
+    if _is_identifier(s, distinct_rows): return "identifier"
+    return family
+
+def column_roles(df: pd.DataFrame,  # the frame whose columns get roles
+                 target: Optional[str] = None,  # label column (left out)
+                 exclude=(),  # other columns to leave out (groups, time)
+                ) -> dict:
+    "Each feature column's role (one of `ROLES`): from its dtype and, for text, ids and constants, values."
+    _require_frame(df)
+    skip = set(exclude) | ({target} if target is not None else set())
+    distinct_rows = ~df.duplicated(keep="first")  # an id repeats on duplicated rows: judge on distinct rows
+    return {col: _role(df[col], distinct_rows) for col in df.columns if col not in skip}
+
 # %% ../nbs/01_checks.ipynb #c3d43d4a
 def _is_categorical(s: pd.Series) -> bool:
-    return not pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s)
+    return dtype_family(s) in ("categorical", "boolean")
 
-def _column_findings(df: pd.DataFrame, target: Optional[str], skip: set) -> list[Finding]:
+def _missing_finding(s: pd.Series, col, n: int) -> list[Finding]:
+    miss = int(s.isna().sum())
+    if not miss: return []
+    share = miss / n
+    return [Finding("missing_values", "warning" if share > 0.05 else "info",
+                    f"{miss} missing values ({share:.1%})", column=col,
+                    advice="impute inside the training pipeline (fit on train rows only), "
+                           "or drop the column if mostly empty",
+                    data={"missing": miss, "share": share})]
+
+def _value_counts_text(values: pd.Series, k: int = 5) -> str:
+    counts = values.astype(str).value_counts()
+    return ", ".join(f"{v!r} ×{c}" for v, c in counts.head(k).items()) + (" …" if len(counts) > k else "")
+
+def _mixed_findings(s: pd.Series, col) -> list[Finding]:
+    "Numbers mixed with other values (`'n/a'` among numbers), numbers stored as text, mixed Python types."
+    values = s.dropna()
+    if values.empty or isinstance(s.dtype, pd.CategoricalDtype): return []
+    parsed = pd.to_numeric(values, errors="coerce").notna()
+    fix = f"df[{col!r}] = pd.to_numeric(df[{col!r}], errors='coerce')"
+    if parsed.all():
+        return [Finding("numbers_as_text", "warning", f"all {len(values)} values are numbers stored as text "
+                        f"(dtype {s.dtype})", column=col, advice=f"convert them: {fix}",
+                        data={"dtype": str(s.dtype)})]
+    bad = values[~parsed]
+    if parsed.mean() >= 0.5:
+        counts = bad.astype(str).value_counts()
+        return [Finding("mixed_types", "warning",
+                        f"numbers mixed with {len(bad)} value(s) that are not: {_value_counts_text(bad)}",
+                        column=col, advice=f"if these mean 'missing', convert the column: {fix}",
+                        data={"values": {v: int(c) for v, c in counts.head(20).items()},
+                              "n_bad": int(len(bad))})]
+    types = values.map(type).value_counts()
+    if len(types) < 2: return []
+    minority = values[values.map(type) != types.index[0]]
+    return [Finding("mixed_types", "warning",
+                    "mixed Python types: " + ", ".join(f"{t.__name__} ×{c}" for t, c in types.items())
+                    + f"; the fewer ones: {_value_counts_text(minority)}", column=col,
+                    advice="cast the column to one type; mixed types often hide parsing errors",
+                    data={"types": {t.__name__: int(c) for t, c in types.items()}})]
+
+def _role_findings(s: pd.Series, col, role: str, n: int) -> list[Finding]:
+    "What a column's role means for training: identifiers, free text, constants, datetimes, many categories."
+    nun = s.nunique(dropna=True)
+    if role == "constant":
+        single = s.dropna().iloc[0] if nun else "all missing"
+        return [Finding("constant_column", "warning", f"a single value ({single!r})", column=col,
+                        advice="drop it: it carries no information", data={"n_unique": int(nun)})]
+    if role == "identifier":
+        return [Finding("id_like_column", "warning",
+                        f"near-unique ({nun} distinct values in {n} rows): an identifier, not a feature",
+                        column=col, advice="drop it from the features (trainbook's preprocessing does); "
+                                           "use it as `groups` if rows share an entity",
+                        data={"n_unique": int(nun)})]
+    if role == "text":
+        return [Finding("text_column", "warning", "long free text: left out of the features by default",
+                        column=col, advice="embed it with a text model, or derive features from it")]
+    if role == "datetime":
+        return [Finding("time_candidate", "info", "a datetime: as a feature it becomes numeric parts (year, "
+                        "month, day of week, day of year, hour, elapsed time), never categories", column=col,
+                        advice=f"if rows are ordered in time, split with time={col!r} (validate later)")]
+    if role == "categorical" and nun > 50 and nun > 0.5 * n:
+        return [Finding("high_cardinality", "warning", f"{nun} categories for {n} rows", column=col,
+                        advice="one-hot encoding will explode: group rare categories, or use target/hash "
+                               "encoding", data={"n_unique": int(nun)})]
+    return []
+
+def _nullable_finding(s: pd.Series, col) -> list[Finding]:
+    if not _is_nullable(s): return []
+    return [Finding("nullable_dtype", "info", f"pandas nullable dtype {s.dtype} (missing values are pd.NA)",
+                    column=col, advice="fine for trainbook (it converts them, with NaN); numpy and "
+                                       "scikit-learn code of your own may need .astype(...)",
+                    data={"dtype": str(s.dtype)})]
+
+def _column_findings(df: pd.DataFrame, target: Optional[str], skip: set, roles: dict,
+                     groups: Optional[str] = None) -> list[Finding]:
     out, n = [], len(df)
     for col in df.columns:
         s = df[col]
-        miss = int(s.isna().sum())
-        if miss and col != target:
-            share = miss / n
-            out.append(Finding("missing_values", "warning" if share > 0.05 else "info",
-                               f"{miss} missing values ({share:.1%})", column=col,
-                               advice="impute inside the training pipeline (fit on train rows only), or drop the column if mostly empty",
-                               data={"missing": miss, "share": share}))
+        if col not in (target, groups): out += _missing_finding(s, col, n)
+        out += _nullable_finding(s, col)
         if col == target or col in skip: continue
-        nun = s.nunique(dropna=True)
-        if nun <= 1:
-            out.append(Finding("constant_column", "warning", f"a single value ({s.dropna().iloc[0] if nun else 'all missing'!r})",
-                               column=col, advice="drop it: it carries no information", data={"n_unique": int(nun)}))
-            continue
-        if s.dtype == object:
-            types = s.dropna().map(type).value_counts()
-            if len(types) > 1:
-                out.append(Finding("mixed_types", "warning",
-                                   "mixed Python types: " + ", ".join(f"{t.__name__} ×{c}" for t, c in types.items()),
-                                   column=col, advice="cast the column to one type; mixed types often hide parsing errors",
-                                   data={"types": {t.__name__: int(c) for t, c in types.items()}}))
-        id_name = str(col).lower() in ("id", "uuid", "index", "key") or str(col).lower().endswith(("_id", "id"))
-        discrete = not pd.api.types.is_float_dtype(s)
-        if n >= 20 and nun == s.notna().sum() and (discrete or id_name):
-            out.append(Finding("id_like_column", "warning", f"unique for every row ({nun} values): an identifier, not a feature",
-                               column=col, advice="drop it from the features (use it as `groups` if rows share an entity)",
-                               data={"n_unique": int(nun)}))
-        elif _is_categorical(s) and nun > 50 and nun > 0.5 * n:
-            out.append(Finding("high_cardinality", "warning", f"{nun} categories for {n} rows",
-                               column=col, advice="one-hot encoding will explode: group rare categories, or use target/hash encoding",
-                               data={"n_unique": int(nun)}))
+        out += _role_findings(s, col, roles[col], n)
+        if roles[col] == "categorical": out += _mixed_findings(s, col)
     return out
+
+def _group_findings(df: pd.DataFrame, groups: str) -> list[Finding]:
+    miss = int(df[groups].isna().sum())
+    if not miss: return []
+    return [Finding("missing_values", "error", f"{miss} rows have no group id", column=groups,
+                    advice=f"a grouped split needs a group for every row: drop those rows "
+                           f"(df.dropna(subset=[{groups!r}])), or give each missing one a unique id of its own",
+                    data={"missing": miss})]
 
 def _duplicate_findings(df: pd.DataFrame, target: Optional[str]) -> list[Finding]:
     out = []
@@ -139,8 +278,8 @@ def _leak_findings(df: pd.DataFrame, target: str, task: str, skip: set, threshol
     for col in data.columns:
         if col == target or col in skip: continue
         s = data[col]
-        x = pd.factorize(s)[0].astype(float) if _is_categorical(s) else s.fillna(s.median()).to_numpy(dtype=float)
-        x = x.reshape(-1, 1)
+        x = numeric_view(s)
+        x = np.where(np.isnan(x), -1.0 if _is_categorical(s) else np.nanmedian(x), x).reshape(-1, 1)
         if task == "regression":
             score = cross_val_score(DecisionTreeRegressor(max_depth=4, random_state=0), x, y, cv=3, scoring="r2").mean()
         else:
@@ -169,7 +308,10 @@ def _time_findings(df: pd.DataFrame, time: str) -> list[Finding]:
                            advice="equal timestamps are kept on the same side of a time split", data={"n_duplicates": dups}))
     return out
 
-def psi(expected: pd.Series, actual: pd.Series, bins: int = 10) -> float:
+def psi(expected: pd.Series,  # reference values (training)
+        actual: pd.Series,  # values to compare (serving)
+        bins: int = 10,  # quantile bins of `expected` for numbers
+       ) -> float:
     "Population stability index of `actual` against `expected` (quantile bins of `expected`; categories for non-numeric)."
     eps = 1e-4
     if _is_categorical(expected) or _is_categorical(actual):
@@ -177,11 +319,14 @@ def psi(expected: pd.Series, actual: pd.Series, bins: int = 10) -> float:
         cats = e.index.union(a.index)
         e, a = e.reindex(cats, fill_value=0) + eps, a.reindex(cats, fill_value=0) + eps
     else:
-        edges = np.unique(np.nanquantile(expected.to_numpy(dtype=float), np.linspace(0, 1, bins + 1)))
+        e_num, a_num = numeric_view(expected), numeric_view(actual)
+        e_num, a_num = e_num[~np.isnan(e_num)], a_num[~np.isnan(a_num)]
+        if not len(e_num): return 0.0
+        edges = np.unique(np.quantile(e_num, np.linspace(0, 1, bins + 1)))
         if len(edges) < 2: return 0.0
         edges[0], edges[-1] = -np.inf, np.inf
-        e = np.histogram(expected.dropna(), edges)[0] / max(expected.notna().sum(), 1) + eps
-        a = np.histogram(actual.dropna(), edges)[0] / max(actual.notna().sum(), 1) + eps
+        e = np.histogram(e_num, edges)[0] / len(e_num) + eps
+        a = np.histogram(a_num, edges)[0] / max(len(a_num), 1) + eps
     return float(np.sum((a - e) * np.log(a / e)))
 
 def _serving_findings(train: pd.DataFrame, serving: pd.DataFrame, target: Optional[str]) -> list[Finding]:
@@ -227,6 +372,9 @@ class DataReport:
     frame: pd.DataFrame = field(repr=False)
     target: Optional[str] = None
     task: Optional[str] = None
+    roles: dict = field(default_factory=dict)  # column -> role (see `column_roles`), for feature columns
+    groups: Optional[str] = None
+    time: Optional[str] = None
 
     @property
     def ok(self) -> bool:
@@ -234,18 +382,22 @@ class DataReport:
         return not any(f.severity == "error" for f in self.findings)
 
     def summary(self) -> pd.DataFrame:
-        "One row per column: dtype, missing values, distinct values, range or top value."
+        "One row per column: role, dtype, missing values, distinct values, range or top value."
         df, rows = self.frame, []
+        special = {self.target: "target", self.groups: "groups", self.time: "time"}
         for c in df.columns:
             s = df[c]
-            numeric = pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+            numeric = dtype_family(s) in ("numeric", "datetime", "timedelta")
             rows.append({"column": c, "dtype": str(s.dtype), "missing": int(s.isna().sum()), "missing_pct": float(s.isna().mean() * 100),
                          "unique": int(s.nunique()), "min": s.min() if numeric else None, "max": s.max() if numeric else None,
                          "top": None if numeric or s.dropna().empty else s.value_counts().index[0],
-                         "role": "target" if c == self.target else "feature"})
-        return pd.DataFrame(rows).set_index("column")
+                         "role": special.get(c) or self.roles.get(c, "feature")})
+        table = pd.DataFrame(rows).set_index("column")
+        return table[["role"] + [c for c in table.columns if c != "role"]]
 
-    def by_kind(self, kind: str) -> list[Finding]:
+    def by_kind(self, kind: str,  # a finding kind, e.g. 'missing_values'
+               ) -> list[Finding]:
+        "The findings of one kind."
         return [f for f in self.findings if f.kind == kind]
 
     def figures(self) -> list:
@@ -282,8 +434,15 @@ class DataReport:
     def __repr__(self):
         return f"DataReport(ok={self.ok}, findings={[f'{f.kind}:{f.column}' if f.column else f.kind for f in self.findings]})"
 
-def check_data(df: pd.DataFrame, target: Optional[str] = None, *, groups: Optional[str] = None, time: Optional[str] = None,
-               serving: Optional[pd.DataFrame] = None, task: str = "auto", leak_check: bool = True) -> DataReport:
+def check_data(df: pd.DataFrame,  # the training data, one row per example
+               target: Optional[str] = None,  # label column (None: checks that need no label)
+               *,
+               groups: Optional[str] = None,  # column of entity ids whose rows must stay in one split
+               time: Optional[str] = None,  # column that orders rows in time
+               serving: Optional[pd.DataFrame] = None,  # data seen at prediction time (train/serving parity)
+               task: str = "auto",  # 'auto', 'binary', 'multiclass' or 'regression'
+               leak_check: bool = True,  # score each feature alone against the target (a few shallow trees)
+              ) -> DataReport:
     "Run every data check on `df` (and, with `serving`, train/serving parity); returns a `DataReport`."
     _require_frame(df)
     _require_column(df, groups, "groups")
@@ -297,16 +456,18 @@ def check_data(df: pd.DataFrame, target: Optional[str] = None, *, groups: Option
         target = None
     if target is not None and task == "auto" and df[target].notna().any(): task = infer_task(df[target])
     skip = {c for c in (groups, time) if c is not None}
-    findings += _column_findings(df, target, skip)
+    roles = column_roles(df, target, skip)
+    findings += _column_findings(df, target, skip, roles, groups)
+    if groups is not None: findings += _group_findings(df, groups)
     findings += _duplicate_findings(df, target)
     if target is not None: findings += _target_findings(df, target, task)
     if time is not None: findings += _time_findings(df, time)
     if leak_check and target is not None and df[target].nunique() > 1:
-        leak_skip = skip | {f.column for f in findings if f.kind in ("id_like_column", "constant_column")}
+        leak_skip = skip | {c for c, role in roles.items() if role in ("identifier", "constant", "text")}
         findings += _leak_findings(df, target, task, leak_skip)
     if serving is not None:
         _require_frame(serving, "serving")
         findings += _serving_findings(df, serving, target)
-    report = DataReport(findings, df, target, task if target is not None else None)
+    report = DataReport(findings, df, target, task if target is not None else None, roles, groups, time)
     announce("data_checked", report)
     return report

@@ -10,20 +10,51 @@ from typing import Optional
 import torch
 
 # %% auto #0
-__all__ = ['SAFE_TYPES', 'TensorLoader', 'feature_columns', 'make_preprocessor', 'FramePrep', 'loaders_from_frame']
+__all__ = ['DROPPED_ROLES', 'SAFE_TYPES', 'TensorLoader', 'feature_columns', 'make_preprocessor', 'ServingReport', 'FramePrep',
+           'loaders_from_frame']
 
 # %% ../nbs/03_data.ipynb #d532e539
+def _packer(keys: Optional[list], n: int):
+    "How a batch's slices are handed out: a tensor, an (xb, yb) pair, ((x1, x2, ...), yb), or a dict batch."
+    if keys is not None and len(keys) == n: return lambda parts: dict(zip(keys, parts))  # a dict alone
+    if keys is not None:
+        k = len(keys)
+        return lambda parts: (dict(zip(keys, parts[:k])), parts[k])  # ({name: x}, yb)
+    if n == 1: return lambda parts: parts[0]
+    if n == 2: return tuple  # (xb, yb): the fast, common case
+    return lambda parts: (tuple(parts[:-1]), parts[-1])  # ((x1, x2, ...), yb): all but the last are inputs
+
 class TensorLoader:
     "Batches of `tensors` (all with the same first dimension) by slicing; seeded shuffling; resumable; rank-aware."
-    def __init__(self, *tensors: torch.Tensor, batch_size: int = 64, shuffle: bool = False, drop_last: bool = False,
-                 seed: int = 0, pin_memory: bool = False, rank: Optional[int] = None, world_size: Optional[int] = None,
-                 weights: Optional[torch.Tensor] = None):
+    def __init__(self,
+                 *tensors,  # tensors, one row per example, the last the target; or a dict of inputs (+ target)
+                 batch_size: int = 64,  # rows per batch
+                 shuffle: bool = False,  # a new seeded order every epoch
+                 drop_last: bool = False,  # leave out the last, smaller batch (BatchNorm fails on 1 row)
+                 seed: int = 0,  # seed of the shuffling (with the epoch, it fixes the order)
+                 pin_memory: bool = False,  # pin each batch (faster host-to-GPU copies)
+                 rank: Optional[int] = None,  # this process's rank (default: from torch.distributed, else 0)
+                 world_size: Optional[int] = None,  # processes (default: from torch.distributed, else 1)
+                 weights: Optional[torch.Tensor] = None,  # per-row weights: draw rows with replacement
+                ):
         if not tensors: raise ValueError("TensorLoader needs at least one tensor")
-        for i, t in enumerate(tensors):
-            if not isinstance(t, torch.Tensor): raise TypeError(f"tensors[{i}] must be a torch.Tensor, got {type(t).__name__}")
-        n = len(tensors[0])
-        bad = [i for i, t in enumerate(tensors) if len(t) != n]
-        if bad: raise ValueError(f"all tensors must have the same length; tensors[0] has {n} rows, tensors[{bad[0]}] has {len(tensors[bad[0]])}")
+        keys = None
+        if isinstance(tensors[0], dict):
+            if len(tensors) > 2: raise ValueError("TensorLoader takes a dict of inputs and one target")
+            keys = list(tensors[0])
+            if not keys: raise ValueError("TensorLoader got an empty dict of tensors")
+            flat = [tensors[0][k] for k in keys] + list(tensors[1:])
+            names = [f"tensors[0][{k!r}]" for k in keys] + ["tensors[1]"] * (len(tensors) - 1)
+        else:
+            flat, names = list(tensors), [f"tensors[{i}]" for i in range(len(tensors))]
+        for name, t in zip(names, flat):
+            if not isinstance(t, torch.Tensor):
+                raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        n = len(flat[0])
+        bad = [i for i, t in enumerate(flat) if len(t) != n]
+        if bad:
+            raise ValueError(f"all tensors must have the same length; {names[0]} has {n} rows, "
+                             f"{names[bad[0]]} has {len(flat[bad[0]])}")
         if n == 0: raise ValueError("TensorLoader got empty tensors (0 rows)")
         if not isinstance(batch_size, int) or batch_size <= 0: raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
         if weights is not None and (len(weights) != n or (weights < 0).any()):
@@ -35,6 +66,7 @@ class TensorLoader:
         self.tensors, self.batch_size, self.shuffle, self.drop_last = tensors, batch_size, shuffle, drop_last
         self.seed, self.pin_memory, self.weights = seed, pin_memory, weights
         self.n, self.epoch, self.position = n, 0, 0
+        self._flat, self._pack = flat, _packer(keys, len(flat))
 
     @property
     def rows_per_rank(self) -> int:
@@ -44,7 +76,8 @@ class TensorLoader:
         rows = self.rows_per_rank
         return rows // self.batch_size if self.drop_last else math.ceil(rows / self.batch_size)
 
-    def set_epoch(self, epoch: int):
+    def set_epoch(self, epoch: int,  # the epoch to start
+                 ):
         "Start epoch `epoch` from its first batch (its order depends only on seed and epoch)."
         self.epoch, self.position = epoch, 0
 
@@ -61,22 +94,23 @@ class TensorLoader:
         return order
 
     def __iter__(self):
-        order, bs = self.order(), self.batch_size
+        order, bs, flat, pack = self.order(), self.batch_size, self._flat, self._pack
         for i in range(self.position, len(self)):
-            if order is None: batch = tuple(t[i * bs:(i + 1) * bs] for t in self.tensors)
+            if order is None: parts = [t[i * bs:(i + 1) * bs] for t in flat]
             else:
                 idx = order[i * bs:(i + 1) * bs]
-                batch = tuple(t[idx] for t in self.tensors)
-            if self.pin_memory: batch = tuple(b.pin_memory() for b in batch)
+                parts = [t[idx] for t in flat]
+            if self.pin_memory: parts = [p.pin_memory() for p in parts]
             self.position = i + 1
-            yield batch if len(batch) > 1 else batch[0]
+            yield pack(parts)
         self.epoch, self.position = self.epoch + 1, 0
 
     def state_dict(self) -> dict:
         "Where the loader is: epoch and batches already yielded in it."
         return {"seed": self.seed, "epoch": self.epoch, "position": self.position}
 
-    def load_state_dict(self, state: dict):
+    def load_state_dict(self, state: dict,  # from `state_dict()`
+                       ):
         "Continue from a `state_dict()`: the next iteration resumes the same epoch at the same batch."
         self.seed, self.epoch, self.position = state["seed"], state["epoch"], state["position"]
 
@@ -85,51 +119,328 @@ class TensorLoader:
                 f"{len(self)} batches" + (f", rank {self.rank}/{self.world_size}" if self.world_size > 1 else "") + ")")
 
 # %% ../nbs/03_data.ipynb #3c2d7dfa
+import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-def feature_columns(df: pd.DataFrame, target: Optional[str], exclude=()) -> tuple[list, list]:
-    "(numeric, categorical) feature columns of `df`, leaving out the target and `exclude`."
-    skip = set(exclude) | ({target} if target is not None else set())
-    cols = [c for c in df.columns if c not in skip]
-    numeric = [c for c in cols if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
-    return numeric, [c for c in cols if c not in numeric]
+from .checks import _require_column, _require_frame, infer_task
+from .checks import column_roles, dtype_family, epoch_seconds
+from .core import Finding
 
-def make_preprocessor(df: pd.DataFrame, target: Optional[str] = None, exclude=()):
-    "A ColumnTransformer from dtypes: numeric → median impute + scale; categorical → most-frequent impute + one-hot."
+_DATE_PARTS = ("year", "month", "day_of_week", "day_of_year")
+
+def _as_float(X: pd.DataFrame) -> np.ndarray:
+    "Numbers and booleans (nullable Int64 / Float64 / boolean too) as float64, pd.NA as NaN for the imputer."
+    return X.to_numpy(dtype="float64", na_value=np.nan)
+
+def _as_text(X: pd.DataFrame) -> np.ndarray:
+    "Categories as strings (the encoder never compares 1 with 'a'), missing values as NaN."
+    return X.astype(str).where(X.notna(), np.nan).to_numpy(dtype=object)
+
+def _timedelta_seconds(X: pd.DataFrame) -> np.ndarray:
+    "Durations in seconds, NaN where missing."
+    seconds = [(X[c] / pd.Timedelta(seconds=1)).to_numpy(dtype="float64", na_value=np.nan) for c in X.columns]
+    return np.column_stack(seconds)
+
+def _date_part_names(hours: bool) -> tuple:
+    return _DATE_PARTS + (("hour",) if hours else ()) + ("elapsed_days",)
+
+def _date_parts(X: pd.DataFrame, origins: list, hours: list, tz: list) -> np.ndarray:
+    "Datetimes as numbers: year, month, day of week, day of year, hour (if trained with times), elapsed days."
+    out = []
+    for i, col in enumerate(X.columns):
+        s = X[col]
+        if tz[i] is not None: s = s.dt.tz_convert(tz[i])  # the parts of the training time zone
+        for part in _date_part_names(hours[i])[:-1]:
+            out.append(getattr(s.dt, part).to_numpy(dtype="float64", na_value=np.nan))
+        out.append((epoch_seconds(s) - origins[i]) / 86400.0)
+    return np.column_stack(out)
+
+def _date_feature_names(transformer, input_features) -> np.ndarray:
+    hours = transformer.kw_args["hours"]
+    names = [f"{c}_{p}" for i, c in enumerate(input_features) for p in _date_part_names(hours[i])]
+    return np.asarray(names, dtype=object)
+
+def _date_transformer(df: pd.DataFrame, columns: list):
+    "Date parts with the origin (earliest time), time zone and whether times of day occur, read from `df`."
+    from sklearn.preprocessing import FunctionTransformer
+    origins, hours, tz = [], [], []
+    for col in columns:
+        s = df[col].dropna()
+        origins.append(float(np.min(epoch_seconds(s))) if len(s) else 0.0)
+        hours.append(bool((s != s.dt.normalize()).any()))
+        tz.append(None if s.dt.tz is None else str(s.dt.tz))
+    return FunctionTransformer(_date_parts, kw_args={"origins": origins, "hours": hours, "tz": tz},
+                               feature_names_out=_date_feature_names)
+
+def feature_columns(df: pd.DataFrame,  # the frame
+                    target: Optional[str],  # label column (left out)
+                    exclude=(),  # other columns to leave out
+                   ) -> tuple[list, list]:
+    "(numeric, categorical) feature columns by role: what becomes numbers, what is one-hot encoded."
+    roles = column_roles(df, target, exclude)
+    numeric = [c for c, r in roles.items() if r in ("numeric", "boolean", "datetime", "timedelta")]
+    return numeric, [c for c, r in roles.items() if r == "categorical"]
+
+_STEP_ROLE = {"num": "numeric", "bool": "boolean", "cat": "categorical", "category": "categorical",
+              "datetime": "datetime", "timedelta": "timedelta", "identifier": "identifier", "text": "text",
+              "constant": "constant"}
+DROPPED_ROLES = ("identifier", "text", "constant")
+
+def make_preprocessor(df: pd.DataFrame,  # the training rows (roles, date origins, declared categories)
+                      target: Optional[str] = None,  # label column (left out)
+                      exclude=(),  # other columns to leave out (groups, time)
+                      roles: Optional[dict] = None,  # column -> role if decided (default: `column_roles`)
+                     ):
+    "A ColumnTransformer with one step per column role (`column_roles`); ids, text and constants dropped."
     from sklearn.compose import ColumnTransformer
     from sklearn.impute import SimpleImputer
     from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import OneHotEncoder, StandardScaler
-    from trainbook.checks import _require_column, _require_frame
-    _require_frame(df); _require_column(df, target, "target")
-    numeric, categorical = feature_columns(df, target, exclude)
-    if not numeric and not categorical: raise ValueError("no feature columns left after removing the target and `exclude`")
-    parts = []
-    if numeric: parts.append(("num", make_pipeline(SimpleImputer(strategy="median"), StandardScaler()), numeric))
-    if categorical:
-        parts.append(("cat", make_pipeline(SimpleImputer(strategy="most_frequent"),
-                                           OneHotEncoder(handle_unknown="ignore", sparse_output=False)), categorical))
+    from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardScaler
+    _require_frame(df)
+    _require_column(df, target, "target")
+    roles = column_roles(df, target, exclude) if roles is None else roles
+    by_role = {}
+    for col, role in roles.items(): by_role.setdefault(role, []).append(col)
+    declared = [c for c in by_role.get("categorical", []) if isinstance(df[c].dtype, pd.CategoricalDtype)]
+    plain = [c for c in by_role.get("categorical", []) if c not in declared]
+    levels = [[str(v) for v in df[c].cat.categories] for c in declared]  # each declared category: a column
+    as_float = FunctionTransformer(_as_float, feature_names_out="one-to-one")
+    as_text = FunctionTransformer(_as_text, feature_names_out="one-to-one")
+    steps = {
+        "num": make_pipeline(as_float, SimpleImputer(strategy="median"), StandardScaler()),
+        "bool": make_pipeline(as_float, SimpleImputer(strategy="most_frequent")),
+        "cat": make_pipeline(as_text, SimpleImputer(strategy="most_frequent"),
+                             OneHotEncoder(handle_unknown="ignore", sparse_output=False)),
+        "category": make_pipeline(as_text, SimpleImputer(strategy="most_frequent"),
+                                  OneHotEncoder(categories=levels, handle_unknown="ignore",
+                                                sparse_output=False)),
+        "datetime": make_pipeline(_date_transformer(df, by_role.get("datetime", [])),
+                                  SimpleImputer(strategy="median"), StandardScaler()),
+        "timedelta": make_pipeline(FunctionTransformer(_timedelta_seconds, feature_names_out="one-to-one"),
+                                   SimpleImputer(strategy="median"), StandardScaler()),
+    }
+    columns = {"num": by_role.get("numeric", []), "bool": by_role.get("boolean", []), "cat": plain,
+               "category": declared, "datetime": by_role.get("datetime", []),
+               "timedelta": by_role.get("timedelta", [])}
+    parts = [(name, steps[name], cols) for name, cols in columns.items() if cols]
+    if not parts:
+        left_out = ", ".join(f"{c!r} ({r})" for c, r in roles.items())
+        raise ValueError("no feature columns left after removing the target and `exclude`"
+                         + (f"; left out: {left_out}" if left_out else ""))
+    parts += [(role, "drop", by_role[role]) for role in DROPPED_ROLES if by_role.get(role)]  # named, visible
     return ColumnTransformer(parts, remainder="drop", verbose_feature_names_out=False)
 
+# %% ../nbs/03_data.ipynb #e015434a
 SAFE_TYPES = ["numpy.dtype"]  # plain data that skops lists as untrusted by default
+SAFE_TYPES += [f"trainbook.data.{f.__name__}"  # our own preprocessing functions
+               for f in (_as_float, _as_text, _timedelta_seconds, _date_parts, _date_feature_names)]
+
+_BOOLEAN_WORDS = {"true": 1.0, "false": 0.0, "yes": 1.0, "no": 0.0, "1": 1.0, "0": 0.0}
+
+def _examples(values: pd.Series, k: int = 3) -> str:
+    counts = values.astype(str).value_counts()
+    return ", ".join(f"{v!r} ×{c}" for v, c in counts.head(k).items()) + (" …" if len(counts) > k else "")
+
+def _unparsed(col, s: pd.Series, parsed: pd.Series, what: str, advice: str) -> tuple:
+    "(parsed, [a finding naming the values of `s` that did not parse], mask of those rows)."
+    bad = (parsed.isna() & s.notna()).to_numpy()
+    if not bad.any(): return parsed, [], bad
+    examples = s[bad].astype(str).unique()[:5].tolist()
+    message = f"{int(bad.sum())} value(s) are not {what}: {_examples(s[bad])}"
+    data = {"n_rows": int(bad.sum()), "examples": examples}
+    finding = Finding("unparseable_values", "error", message, column=col, advice=advice, data=data)
+    return parsed, [finding], bad
+
+def _mismatch(col, s: pd.Series, message: str, advice: str) -> tuple:
+    "(s, [a dtype_mismatch finding], every row bad): the whole column cannot be served."
+    every = np.ones(len(s), dtype=bool)
+    return s, [Finding("dtype_mismatch", "error", message, column=col, advice=advice)], every
+
+def _parse_column(col, s: pd.Series, role: str, tz) -> tuple:
+    "A text column parsed into the training role's values: (parsed, findings, mask of unparsed rows)."
+    text = s.astype(object)
+    if role == "numeric":
+        fix = f"clean them, or make them missing: pd.to_numeric(df[{col!r}], errors='coerce')"
+        return _unparsed(col, s, pd.to_numeric(text, errors="coerce"), "numbers", fix)
+    if role == "boolean":
+        parsed = text.map(lambda v: _BOOLEAN_WORDS.get(str(v).strip().lower(), np.nan), na_action="ignore")
+        what = "booleans (True/False, yes/no, 1/0)"
+        return _unparsed(col, s, parsed.astype("float64"), what, "map them to True/False")
+    if role == "datetime":
+        fix = f"fix them, or parse: pd.to_datetime(df[{col!r}], errors='coerce')"
+        try: parsed = pd.to_datetime(text, errors="coerce", utc=tz is not None, format="mixed")
+        except (ValueError, TypeError) as err:  # e.g. mixed time zones in a column trained naive
+            return _mismatch(col, s, f"dates that cannot be read as one column: {err}", fix)
+        return _unparsed(col, s, parsed, "dates", fix)
+    parsed = pd.to_timedelta(text, errors="coerce")
+    fix = f"fix them, or parse: pd.to_timedelta(df[{col!r}], errors='coerce')"
+    return _unparsed(col, s, parsed, "durations", fix)
+
+def _serve_column(col, s: pd.Series, role: str, tz) -> tuple:
+    "(column in the training role's dtype family, findings, mask of the rows it cannot serve)."
+    family = dtype_family(s)
+    fine = np.zeros(len(s), dtype=bool)
+    if role == "categorical": return s, [], fine  # any value is a category; unseen ones are counted apart
+    if family == "categorical": return _parse_column(col, s, role, tz)  # text: parse it, name what does not
+    if role in ("numeric", "boolean") and family in ("numeric", "boolean"): return s, [], fine
+    if role == "timedelta" and family == "timedelta": return s, [], fine
+    if role == "datetime" and family == "datetime":
+        if (s.dt.tz is None) == (tz is None): return s, [], fine
+        trained = "naive" if tz is None else f"tz-aware ({tz})"
+        return _mismatch(col, s, f"time zone: {s.dtype} in serving, {trained} in training",
+                         "localize or convert the serving column (Series.dt.tz_localize / tz_convert)")
+    return _mismatch(col, s, f"dtype {s.dtype} ({family}), but the model was trained on {role} values",
+                     "cast the serving column to the training dtype")
+
+@dataclass
+class ServingReport:
+    "What `transform_for_serving(..., errors='report')` did: features and index of the served rows, findings."
+    features: torch.Tensor  # (rows served, n_features) float32
+    rows: pd.Index  # index labels of the served rows, in order
+    findings: list = field(default_factory=list)  # one per bad column
+    n_rows: int = 0  # rows asked for
+
+    @property
+    def ok(self) -> bool:
+        "Every row could be served."
+        return len(self.rows) == self.n_rows
+
+    def __repr__(self):
+        bad = [f"{f.kind}:{f.column}" for f in self.findings]
+        return f"ServingReport({len(self.rows)} of {self.n_rows} rows served, findings={bad})"
+
+def _raise_bad(findings: list):
+    "One ValueError listing every column that cannot be served."
+    errors = [f for f in findings if f.severity == "error"]
+    if not errors: return
+    missing = [str(f.column) for f in errors if f.kind == "serving_missing_column"]
+    lines = [f"{len({f.column for f in errors})} column(s) do not fit the training schema "
+             "(errors='report' serves the other rows)"]
+    if missing: lines.append(f"  columns missing for serving: {', '.join(missing)}")
+    shown = [f for f in errors if f.kind != "serving_missing_column"]
+    lines += [f"  {f.column!r}: {f.message} → {f.advice}" for f in shown]
+    raise ValueError("\n".join(lines))
+
+_DROPPED_BECAUSE = {"identifier": "an identifier (near-unique)", "text": "long free text",
+                    "constant": "a single value"}
 
 class FramePrep:
     "A fitted preprocessor, its input columns, the task and the label mapping: what serving needs to reproduce training."
-    def __init__(self, preprocessor, columns: list, target: str, task: str, classes: Optional[list] = None):
-        self.preprocessor, self.columns, self.target, self.task, self.classes = preprocessor, list(columns), target, task, classes
+    def __init__(self,
+                 preprocessor,  # a fitted scikit-learn transformer (from `make_preprocessor`, or your own)
+                 columns: list,  # the input columns it was fitted on
+                 target: str,  # the label column
+                 task: str,  # 'binary', 'multiclass' or 'regression'
+                 classes: Optional[list] = None,  # the training labels, in code order (classification)
+                ):
+        self.preprocessor, self.columns, self.target, self.task = preprocessor, list(columns), target, task
+        self.classes = classes
 
-    def transform(self, df: pd.DataFrame) -> torch.Tensor:
-        "Features of `df` as a float32 tensor, preprocessed exactly as at training time."
-        missing = [c for c in self.columns if c not in df.columns]
-        if missing: raise ValueError(f"columns missing for serving: {', '.join(map(str, missing))} (the model was trained with them)")
-        return torch.as_tensor(np.asarray(self.preprocessor.transform(df[self.columns]), dtype=np.float32))
+    def _step(self, name: str) -> tuple:
+        "(transformer, columns) of the preprocessor's step `name`; (None, []) when it has none."
+        steps = getattr(self.preprocessor, "transformers", None) or []
+        return next(((tf, cols) for n, tf, cols in steps if n == name), (None, []))
 
-    transform_for_serving = transform
+    @property
+    def roles(self) -> dict:
+        "Column -> role, as `make_preprocessor` decided them ('custom' for a preprocessor of your own)."
+        steps = getattr(self.preprocessor, "transformers", None) or []
+        roles = {c: _STEP_ROLE[name] for name, _, cols in steps if name in _STEP_ROLE for c in cols}
+        return {c: roles.get(c, "custom") for c in self.columns}
 
-    def encode_target(self, y: pd.Series) -> torch.Tensor:
+    @property
+    def findings(self) -> list[Finding]:
+        "What preprocessing does beyond scaling and one-hot encoding: datetimes into parts, columns dropped."
+        out = []
+        dates, cols = self._step("datetime")
+        for i, col in enumerate(cols):
+            parts = _date_part_names(dates[0].kw_args["hours"][i])
+            out.append(Finding("datetime_expanded", "info",
+                               f"expanded into {len(parts)} numeric features: {', '.join(parts)}", column=col,
+                               advice="never one-hot encoded; pass it as time= to make_splits to validate "
+                                      "on later rows",
+                               data={"parts": list(parts)}))
+        for col, role in self.roles.items():
+            if role not in _DROPPED_BECAUSE: continue
+            out.append(Finding("column_dropped", "info", f"not a feature: {_DROPPED_BECAUSE[role]}", column=col,
+                               advice="pass your own preprocessor to use it", data={"role": role}))
+        return out
+
+    def _serve(self, df: pd.DataFrame, unseen: bool) -> tuple[pd.DataFrame, list, np.ndarray]:
+        "(frame converted to the training schema, findings, mask of the rows that cannot be served)."
+        _require_frame(df, "the serving frame")
+        roles, out, frame = self.roles, [], df.copy(deep=False)  # columns replaced, not edited
+        bad_rows = np.zeros(len(df), dtype=bool)
+        missing = [c for c in self.columns if c not in df.columns and roles[c] not in DROPPED_ROLES]
+        for c in missing:
+            out.append(Finding("serving_missing_column", "error", "missing (the model was trained with it)",
+                               column=c, advice="add the column to the serving data"))
+            bad_rows[:] = True
+        for c in self.columns:
+            if c not in frame.columns: frame[c] = np.nan  # a dropped column need not be sent, but is expected
+        dates, date_cols = self._step("datetime")
+        tz = dict(zip(date_cols, dates[0].kw_args["tz"])) if date_cols else {}
+        for col in self.columns:
+            role = roles[col]
+            if col in missing or role in DROPPED_ROLES or role == "custom": continue
+            frame[col], found, bad = _serve_column(col, df[col], role, tz.get(col))
+            out += found
+            bad_rows |= bad
+        if unseen: out += self._unseen(df)
+        return frame, out, bad_rows
+
+    def _unseen(self, df: pd.DataFrame) -> list[Finding]:
+        "Warnings for categories the encoder never saw (they are encoded as all zeros)."
+        out = []
+        for name in ("cat", "category"):
+            _, cols = self._step(name)
+            if not cols: continue
+            known = self.preprocessor.named_transformers_[name][-1].categories_
+            for col, seen in zip(cols, known):
+                if col not in df.columns: continue
+                values = pd.Series(_as_text(df[[col]])[:, 0], index=df.index).dropna()
+                new = values[~values.isin(set(seen))]
+                if not len(new): continue
+                out.append(Finding("unseen_categories", "warning",
+                                   f"{len(new)} row(s) hold {new.nunique()} categories unseen in training: "
+                                   f"{_examples(new)}", column=col,
+                                   advice="they are encoded as all zeros: check for renamed or new values",
+                                   data={"n_rows": int(len(new)), "categories": sorted(new.unique())[:20]}))
+        return out
+
+    def _features(self, frame: pd.DataFrame) -> torch.Tensor:
+        if not len(frame): return torch.empty(0, self.n_features)
+        return torch.as_tensor(np.asarray(self.preprocessor.transform(frame[self.columns]), dtype=np.float32))
+
+    def transform(self,
+                  df: pd.DataFrame,  # rows with (at least) the training columns
+                 ) -> torch.Tensor:
+        "Features of `df` as a float32 tensor, preprocessed as in training (ValueError naming bad columns)."
+        frame, findings, _ = self._serve(df, unseen=False)
+        _raise_bad(findings)
+        return self._features(frame)
+
+    def transform_for_serving(self,
+                              df: pd.DataFrame,  # new rows with the training columns
+                              errors: str = "raise",  # 'raise' (a ValueError naming each bad column) | 'report'
+                             ):
+        "New rows checked against the training schema, then transformed: a tensor, or a `ServingReport`."
+        if errors not in ("raise", "report"):
+            raise ValueError(f"errors must be 'raise' or 'report', got {errors!r}")
+        frame, findings, bad_rows = self._serve(df, unseen=True)
+        if errors == "report":  # serve the rows that can be, say why the others cannot
+            return ServingReport(self._features(frame[~bad_rows]), df.index[~bad_rows], findings, len(df))
+        _raise_bad(findings)
+        for f in findings: warnings.warn(str(f), stacklevel=2)
+        return self._features(frame)
+
+    def encode_target(self,
+                      y: pd.Series,  # the labels (or values, for regression)
+                     ) -> torch.Tensor:
         "Targets as a tensor: class codes (int64) by the training label mapping, or float32 values (n, 1) for regression."
         if self.task == "regression": return torch.as_tensor(y.to_numpy(dtype=np.float32)).reshape(-1, 1)
         codes = pd.Categorical(y, categories=self.classes).codes
@@ -138,14 +449,18 @@ class FramePrep:
             raise ValueError(f"target {self.target!r} has labels unseen in training: {', '.join(unseen[:10])}")
         return torch.as_tensor(codes.astype(np.int64))
 
-    def decode(self, codes) -> list:
+    def decode(self,
+               codes,  # predicted class codes (a tensor, array or list of ints)
+              ) -> list:
         "Class labels for predicted codes."
         return [self.classes[int(i)] for i in codes]
 
     @property
     def n_features(self) -> int: return len(self.preprocessor.get_feature_names_out())
 
-    def save(self, path) -> Path:
+    def save(self,
+             path,  # file to write (the folder must exist)
+            ) -> Path:
         "Write with skops (a format that does not run code on load)."
         import skops.io as sio
         from trainbook.core import atomic_write
@@ -155,7 +470,10 @@ class FramePrep:
         return atomic_write(path, lambda f: f.write(data))
 
     @classmethod
-    def load(cls, path, trusted: Optional[list] = None) -> "FramePrep":
+    def load(cls,
+             path,  # a file written by `save`
+             trusted: Optional[list] = None,  # more type names to trust (beyond scikit-learn's, trainbook's)
+            ) -> "FramePrep":
         "Load a saved FramePrep; only scikit-learn's own types are trusted unless you list more in `trusted`."
         import skops.io as sio
         data = Path(path).read_bytes()
@@ -165,21 +483,41 @@ class FramePrep:
         state = sio.loads(data, trusted=trusted)
         return cls(state["preprocessor"], state["columns"], state["target"], state["task"], state["classes"])
 
-    def __repr__(self): return f"FramePrep({len(self.columns)} columns → {self.n_features} features, task={self.task}, classes={self.classes})"
+    def __repr__(self):
+        roles = ", ".join(f"{r} {n}" for r, n in pd.Series(self.roles).value_counts().items())
+        dropped = ", ".join(f"{c} ({r})" for c, r in self.roles.items() if r in DROPPED_ROLES)
+        return (f"FramePrep({len(self.columns)} columns [{roles}] → {self.n_features} features"
+                + (f"; dropped: {dropped}" if dropped else "")
+                + f", task={self.task}, classes={self.classes})")
 
-def loaders_from_frame(df: pd.DataFrame, target: str, splits, batch_size: int = 256, preprocessor=None, *,
-                       exclude=(), shuffle: bool = True, seed: int = 0, task: str = "auto", balanced: bool = False):
+# %% ../nbs/03_data.ipynb #1b17c844
+def loaders_from_frame(df: pd.DataFrame,  # the whole frame (all splits)
+                       target: str,  # label column
+                       splits,  # a `Splits` (row positions of train / valid / test)
+                       batch_size: int = 256,  # rows per batch
+                       preprocessor=None,  # your own unfitted transformer (default: `make_preprocessor`)
+                       *,
+                       exclude=(),  # more columns to leave out (the splits' groups and time always are)
+                       shuffle: bool = True,  # shuffle the training rows every epoch
+                       drop_last: bool = False,  # leave out the last, smaller training batch (for BatchNorm)
+                       seed: int = 0,  # seed of the shuffling
+                       task: str = "auto",  # 'auto', 'binary', 'multiclass' or 'regression'
+                       balanced: bool = False,  # draw each class equally often in training batches
+                      ):
     "Fit preprocessing on the train rows only; return (dl_train, dl_valid, dl_test or None, FramePrep)."
-    from trainbook.checks import _require_column, _require_frame, infer_task
-    _require_frame(df); _require_column(df, target, "target")
+    _require_frame(df)
+    _require_column(df, target, "target")
     for name in ("train", "valid"):
         if not len(getattr(splits, name)): raise ValueError(f"splits.{name} is empty")
+    if drop_last and len(splits.train) < batch_size:
+        raise ValueError(f"drop_last=True with batch_size={batch_size} leaves no batch: there are only "
+                         f"{len(splits.train)} training rows; lower batch_size")
     if df[target].isna().any(): raise ValueError(f"target column {target!r} has missing values: drop those rows first")
     task = infer_task(df[target]) if task == "auto" else task
     exclude = list(exclude) + [c for c in (splits.params.get("groups"), splits.params.get("time")) if c and c != target]
-    prep_tf = preprocessor if preprocessor is not None else make_preprocessor(df, target, exclude)
     columns = [c for c in df.columns if c != target and c not in exclude]
     train_rows = df.iloc[splits.train]
+    prep_tf = preprocessor if preprocessor is not None else make_preprocessor(train_rows, target, exclude)
     prep_tf.fit(train_rows[columns], train_rows[target])  # train rows only: valid and test stay unseen
     classes = None if task == "regression" else sorted(train_rows[target].unique().tolist(), key=lambda v: (str(type(v)), v))
     prep = FramePrep(prep_tf, columns, target, task, classes)
@@ -190,6 +528,7 @@ def loaders_from_frame(df: pd.DataFrame, target: str, splits, batch_size: int = 
         if train and balanced and task != "regression":
             counts = torch.bincount(y, minlength=len(classes)).double()
             weights = (1.0 / counts.clamp(min=1))[y]  # each class drawn equally often, after the split
-        return TensorLoader(X, y, batch_size=batch_size, shuffle=shuffle and train, seed=seed, weights=weights)
+        return TensorLoader(X, y, batch_size=batch_size, shuffle=shuffle and train,
+                            drop_last=drop_last and train, seed=seed, weights=weights)
     dl_test = loader(splits.test, False) if len(splits.test) else None
     return loader(splits.train, True), loader(splits.valid, False), dl_test, prep

@@ -23,7 +23,8 @@ def _digest(*parts) -> str:
     for p in parts: h.update(p if isinstance(p, bytes) else str(p).encode())
     return h.hexdigest()[:16]
 
-def fingerprint_frame(df: pd.DataFrame) -> str:
+def fingerprint_frame(df: pd.DataFrame,  # the frame to hash
+                     ) -> str:
     "A stable hash of a DataFrame's values, index, column names and dtypes."
     _require_frame(df)
     values = pd.util.hash_pandas_object(df, index=True).to_numpy()
@@ -33,8 +34,15 @@ def fingerprint_frame(df: pd.DataFrame) -> str:
 def _parts(train, valid, test) -> dict:
     return {k: v for k, v in (("train", train), ("valid", valid), ("test", test)) if v is not None and len(v)}
 
-def audit_parts(df: pd.DataFrame, parts: dict, target: Optional[str] = None, groups: Optional[str] = None,
-                time: Optional[str] = None, gap: int = 0, task: Optional[str] = None, label: str = "") -> list[Finding]:
+def audit_parts(df: pd.DataFrame,  # the frame the positions index
+                parts: dict,  # split name -> array of row positions
+                target: Optional[str] = None,  # label column, for class balance
+                groups: Optional[str] = None,  # entity column that must not cross splits
+                time: Optional[str] = None,  # time column: later splits must come after earlier ones
+                gap: int = 0,  # rows required between consecutive time splits
+                task: Optional[str] = None,  # the task, when known (saves inferring it)
+                label: str = "",  # a name added to messages, e.g. 'fold 2'
+               ) -> list[Finding]:
     "Leakage and balance findings for named index arrays of `df` (`{'train': idx, 'valid': idx, ...}`)."
     out, names = [], list(parts)
     where = f" ({label})" if label else ""
@@ -117,7 +125,11 @@ class Splits:
         parts = [self.train, self.valid, self.test] + [i for f in (self.folds or []) for i in f]
         return _digest(*(np.asarray(p, dtype=np.int64).tobytes() + b"|" for p in parts))
 
-    def audit(self, df: pd.DataFrame, groups: Optional[str] = None, time: Optional[str] = None) -> list[Finding]:
+    def audit(self,
+              df: pd.DataFrame,  # the frame these positions index
+              groups: Optional[str] = None,  # entity column (default: the one the splits were made with)
+              time: Optional[str] = None,  # time column (default: the one the splits were made with)
+             ) -> list[Finding]:
         "Audit these splits against `df` (groups/time default to those the splits were made with)."
         _require_frame(df)
         groups, time = groups or self.params.get("groups"), time or self.params.get("time")
@@ -130,7 +142,9 @@ class Splits:
                                            label=f"fold {i}") if f.kind != "class_balance_drift"]
         return out
 
-    def summary(self, df: Optional[pd.DataFrame] = None) -> pd.DataFrame:
+    def summary(self,
+                df: Optional[pd.DataFrame] = None,  # the frame, for class shares per split
+               ) -> pd.DataFrame:
         "Rows per split and, with the frame and a class target, class shares per split."
         rows = {name: {"rows": len(idx)} for name, idx in (("train", self.train), ("valid", self.valid), ("test", self.test))}
         target = self.params.get("target")
@@ -214,10 +228,26 @@ def _validate(df, target, strategy, groups, time, valid_size, test_size, n_folds
     if strategy == "time" and time is None: raise ValueError("strategy='time' needs time=<column>")
     if strategy in ("stratified", "stratified_group") and target is None:
         raise ValueError(f"strategy={strategy!r} needs target=<column> to stratify on")
+    if groups is not None and df[groups].isna().any():
+        miss = int(df[groups].isna().sum())
+        raise ValueError(f"groups column {groups!r} has {miss} missing group id(s); every row needs a group. "
+                         f"Either drop those rows (df = df.dropna(subset=[{groups!r}])) or give each its own "
+                         f"id, e.g. "
+                         f"df[{groups!r}] = df[{groups!r}].astype(object).where(df[{groups!r}].notna(), "
+                         f"'row-' + df.index.astype(str))")
 
-def make_splits(df: pd.DataFrame, target: Optional[str] = None, *, strategy: str = "auto", groups: Optional[str] = None,
-                time: Optional[str] = None, valid_size: float = 0.2, test_size: float = 0.0, n_folds: Optional[int] = None,
-                gap: int = 0, seed: int = 0) -> Splits:
+def make_splits(df: pd.DataFrame,  # the data to split, one row per example
+                target: Optional[str] = None,  # label column (to stratify on and to audit class shares)
+                *,
+                strategy: str = "auto",  # one of `STRATEGIES`; 'auto' takes the strictest the columns allow
+                groups: Optional[str] = None,  # column of entity ids whose rows stay on one side
+                time: Optional[str] = None,  # column that orders rows: valid/test rows come after train rows
+                valid_size: float = 0.2,  # share of rows for validation
+                test_size: float = 0.0,  # share of rows held out for a final test (0: none)
+                n_folds: Optional[int] = None,  # k folds instead of a holdout (train/valid: the first fold)
+                gap: int = 0,  # rows left out between train and valid (and valid and test) in time splits
+                seed: int = 0,  # random seed of the shuffling splitters
+               ) -> Splits:
     "Leakage-safe train/valid(/test) positions or k folds of `df`, audited on creation."
     _validate(df, target, strategy, groups, time, valid_size, test_size, n_folds, gap)
     if target is not None and df[target].isna().any():
@@ -262,8 +292,16 @@ def make_splits(df: pd.DataFrame, target: Optional[str] = None, *, strategy: str
     return sp
 
 # %% ../nbs/02_splits.ipynb #e46e1f3e
-def nested_splits(df: pd.DataFrame, target: Optional[str] = None, *, strategy: str = "auto", groups: Optional[str] = None,
-                  time: Optional[str] = None, outer: int = 5, inner: int = 3, seed: int = 0) -> list[dict]:
+def nested_splits(df: pd.DataFrame,  # the data to split
+                  target: Optional[str] = None,  # label column
+                  *,
+                  strategy: str = "auto",  # as in `make_splits`, used at both levels
+                  groups: Optional[str] = None,  # column of entity ids kept on one side at both levels
+                  time: Optional[str] = None,  # column that orders rows
+                  outer: int = 5,  # outer folds (scoring)
+                  inner: int = 3,  # inner folds per outer train set (selection)
+                  seed: int = 0,  # random seed
+                 ) -> list[dict]:
     "Outer folds, each with its inner folds (positions of `df`): `[{'train', 'test', 'inner': [(train, valid), ...]}]`."
     outer_sp = make_splits(df, target, strategy=strategy, groups=groups, time=time, n_folds=outer, seed=seed)
     result = []
