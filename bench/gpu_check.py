@@ -50,10 +50,12 @@ def autocast_dtype(precision):
     return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
 
 
-def raw_amp_loop(model, X, y, batch, steps, precision, device):
-    "The reference: autocast, GradScaler when fp16, AdamW, zero_grad(set_to_none)."
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.0)
-    scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
+def raw_loop(model, X, y, batch, steps, precision, device, skip=None):
+    """The reference: autocast, AdamW, zero_grad(set_to_none), a GradScaler under fp16. `skip` says how a non-finite
+    loss skips the optimizer step, as `fit` does: None (it does not), "item" (one `.item()` per step: a host sync),
+    "found_inf" (sync-free: fused AdamW reads a flag on the device and skips the update itself)."""
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.0, fused=skip == "found_inf")
+    scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16" and skip is None)
     dtype = autocast_dtype(precision)
     n = len(X) // batch
     for i in range(steps):
@@ -62,28 +64,15 @@ def raw_amp_loop(model, X, y, batch, steps, precision, device):
         with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
             loss = F.cross_entropy(model(xb), yb)
         scaler.scale(loss).backward()
-        scaler.step(opt); scaler.update()
-        opt.zero_grad(set_to_none=True)
-
-
-def raw_finite_loop(model, X, y, batch, steps, precision, device, sync_free):
-    """A raw loop that, like `fit`, skips the optimizer step on a non-finite loss: with one `.item()` per step
-    (a host sync), or sync-free: fused AdamW reads `found_inf` on the device and skips the update itself."""
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.0, fused=sync_free)
-    dtype = autocast_dtype(precision)
-    n = len(X) // batch
-    for i in range(steps):
-        j = i % n
-        xb, yb = X[j * batch:(j + 1) * batch], y[j * batch:(j + 1) * batch]
-        with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
-            loss = F.cross_entropy(model(xb), yb)
-        loss.backward()
-        if sync_free:
+        if skip == "found_inf":
             opt.found_inf = (~torch.isfinite(loss.detach())).float()  # stays on the device; 1.0 skips the update
             opt.grad_scale = None
             opt.step()
-        elif math.isfinite(loss.item()):  # the one sync per step
-            opt.step()
+        elif skip == "item":
+            if math.isfinite(loss.item()): opt.step()  # the one sync per step
+        else:
+            scaler.step(opt)
+            scaler.update()
         opt.zero_grad(set_to_none=True)
 
 
@@ -150,7 +139,7 @@ def throughput(device, small, rounds):
     for name, shape, batch, steps in configs:
         X, y = data(device, batch * 32, shape[0], shape[3])
         for precision in ("bf16", "fp16") if device.type == "cuda" else ("bf16",):
-            med = interleaved(device, {"raw": lambda m: raw_amp_loop(m, X, y, batch, steps, precision, device),
+            med = interleaved(device, {"raw": lambda m: raw_loop(m, X, y, batch, steps, precision, device),
                                        "fit": lambda m: fit_run(m, X, y, batch, steps, precision, device)},
                               lambda: mlp(*shape).to(device), rounds, steps)
             ratio = med["fit"] / med["raw"]
@@ -176,7 +165,7 @@ def compile_check(device, small, rounds):
         if has_field: return fit_run(model, X, y, batch, steps, precision, device, compile=True)
         return fit_run(torch.compile(model, backend=backend), X, y, batch, steps, precision, device)
 
-    def raw(model): raw_amp_loop(torch.compile(model, backend=backend), X, y, batch, steps, precision, device)
+    def raw(model): raw_loop(torch.compile(model, backend=backend), X, y, batch, steps, precision, device)
 
     first = {k: timed(device, lambda: fn(mlp(*shape).to(device))) for k, fn in (("raw", raw), ("fit", ours))}
     med = interleaved(device, {"raw": raw, "fit": ours}, lambda: mlp(*shape).to(device), rounds, steps)
@@ -243,9 +232,9 @@ def sync_check(device, small, rounds):
     precision = "bf16" if device.type == "cuda" else "fp32"
     X, y = data(device, batch * 32, shape[0], shape[3])
     variants = {"fit": lambda m, n: fit_run(m, X, y, batch, n, precision, device),
-                "raw + .item()": lambda m, n: raw_finite_loop(m, X, y, batch, n, precision, device, sync_free=False),
-                "raw sync-free (fused AdamW, found_inf)": lambda m, n: raw_finite_loop(m, X, y, batch, n, precision, device,
-                                                                                        sync_free=True)}
+                "raw + .item()": lambda m, n: raw_loop(m, X, y, batch, n, precision, device, skip="item"),
+                "raw sync-free (fused AdamW, found_inf)": lambda m, n: raw_loop(m, X, y, batch, n, precision, device,
+                                                                                skip="found_inf")}
     print(f"\n== host syncs per step and throughput (small MLP, batch {batch}, {precision}"
           f"{'; syncs not countable on a CPU' if device.type != 'cuda' else ''})")
     med = interleaved(device, {k: (lambda m, f=f: f(m, steps[1])) for k, f in variants.items()},
