@@ -51,9 +51,9 @@ def autocast_dtype(precision):
 
 
 def raw_loop(model, X, y, batch, steps, precision, device, skip=None):
-    """The reference: autocast, AdamW, zero_grad(set_to_none), a GradScaler under fp16. `skip` says how a non-finite
-    loss skips the optimizer step, as `fit` does: None (it does not), "item" (one `.item()` per step: a host sync),
-    "found_inf" (sync-free: fused AdamW reads a flag on the device and skips the update itself)."""
+    """The reference: autocast, AdamW, zero_grad(set_to_none), a GradScaler under fp16. `skip` says how a
+    non-finite loss skips the optimizer step, as `fit` does: None (it does not), "item" (one `.item()` per
+    step: a host sync), "found_inf" (sync-free: fused AdamW reads a flag on the device, skips the update)."""
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.0, fused=skip == "found_inf")
     scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16" and skip is None)
     dtype = autocast_dtype(precision)
@@ -65,7 +65,7 @@ def raw_loop(model, X, y, batch, steps, precision, device, skip=None):
             loss = F.cross_entropy(model(xb), yb)
         scaler.scale(loss).backward()
         if skip == "found_inf":
-            opt.found_inf = (~torch.isfinite(loss.detach())).float()  # stays on the device; 1.0 skips the update
+            opt.found_inf = (~torch.isfinite(loss.detach())).float()  # on the device; 1.0 skips the update
             opt.grad_scale = None
             opt.step()
         elif skip == "item":
@@ -89,7 +89,7 @@ def data(device, rows, d_in, d_out, seed=0):
     return X.to(device), torch.randint(0, d_out, (rows,), generator=g).to(device)
 
 
-# --- 1. precisions -------------------------------------------------------------------------------------------
+# --- 1. precisions ------------------------------------------------------------------------------------------
 
 def check_precisions(device, small, rounds):
     "Each precision learns a separable problem; fp16 reports its loss scale; bf16 and fp16 track fp32."
@@ -102,9 +102,10 @@ def check_precisions(device, small, rounds):
     final = {}
     for precision in ("fp32", "bf16", "fp16"):
         dl = tb.TensorLoader(X, y, batch_size=256, shuffle=True)
+        cfg = tb.TrainConfig(epochs=13 if not small else 2, lr=3e-3, precision=precision, device=str(device),
+                             schedule="warmup_cosine", warmup=0.05)
         run = tb.fit(mlp(64, 256, 3, 10).to(device), dl, [(X[:2048], y[:2048])], loss_fn=F.cross_entropy,
-                     live=False, config=tb.TrainConfig(epochs=13 if not small else 2, lr=3e-3, precision=precision,
-                                                       device=str(device), schedule="warmup_cosine", warmup=0.05))
+                     live=False, config=cfg)
         m = run.metrics()
         final[precision] = float(m["valid_loss"].iloc[-1])
         scales = run.records.series("loss_scale").tolist()
@@ -113,11 +114,12 @@ def check_precisions(device, small, rounds):
               + (f", loss scale {scales[0]:.0f} → {scales[-1]:.0f}" if scales else ""))
         assert run.stopped in ("completed", "max_steps"), run.stopped
     for p in ("bf16", "fp16"):
-        print(f"  {p} vs fp32 final valid loss: {final[p]:.4f} vs {final['fp32']:.4f} (diff {final[p] - final['fp32']:+.4f})")
+        diff = final[p] - final["fp32"]
+        print(f"  {p} vs fp32 final valid loss: {final[p]:.4f} vs {final['fp32']:.4f} (diff {diff:+.4f})")
     return {"final_valid_loss": final}
 
 
-# --- 2. throughput -------------------------------------------------------------------------------------------
+# --- 2. throughput ------------------------------------------------------------------------------------------
 
 def interleaved(device, runners, make_model, rounds, steps):
     "Median seconds per step of each runner, interleaved over `rounds`, after one warm-up each."
@@ -143,13 +145,15 @@ def throughput(device, small, rounds):
                                        "fit": lambda m: fit_run(m, X, y, batch, steps, precision, device)},
                               lambda: mlp(*shape).to(device), rounds, steps)
             ratio = med["fit"] / med["raw"]
-            print(f"  {name}, {precision}: raw {med['raw'] * 1e3:.3f} ms/step, fit {med['fit'] * 1e3:.3f} ms/step, "
+            print(f"  {name}, {precision}: raw {med['raw'] * 1e3:.3f} ms/step, "
+                  f"fit {med['fit'] * 1e3:.3f} ms/step, "
                   f"ratio {ratio:.3f}")
-            out[f"{name} {precision}"] = {"raw_ms": med["raw"] * 1e3, "fit_ms": med["fit"] * 1e3, "ratio": ratio}
+            out[f"{name} {precision}"] = {"raw_ms": med["raw"] * 1e3, "fit_ms": med["fit"] * 1e3,
+                                          "ratio": ratio}
     return out
 
 
-# --- 3. compile ----------------------------------------------------------------------------------------------
+# --- 3. compile ---------------------------------------------------------------------------------------------
 
 def compile_check(device, small, rounds):
     "fit on a compiled model vs a raw compiled loop: the first call (compilation) and the steady state."
@@ -176,10 +180,10 @@ def compile_check(device, small, rounds):
             "fit_ms": med["fit"] * 1e3, "ratio": ratio}
 
 
-# --- 4. find_batch_size --------------------------------------------------------------------------------------
+# --- 4. find_batch_size -------------------------------------------------------------------------------------
 
 class Hungry(nn.Module):
-    "Cheap to compute, expensive to remember: `exp` keeps its (rows × width·fan) output for the backward pass."
+    "Cheap to compute, costly to remember: `exp` keeps its (rows × width·fan) output for the backward pass."
     def __init__(self, width=256, fan=256):
         super().__init__()
         self.lin, self.fan, self.head = nn.Linear(width, width), fan, nn.Linear(width, 10)
@@ -193,27 +197,31 @@ class Hungry(nn.Module):
 def batch_size_check(device, small):
     "find_batch_size up to real out-of-memory errors on CUDA (on the CPU: under a small max_memory budget)."
     width, fan = (256, 256) if not small else (64, 16)
-    make_loader = lambda bs: [(torch.randn(bs, width, device=device), torch.randint(0, 10, (bs,), device=device))]
+    make_loader = lambda bs: [(torch.randn(bs, width, device=device),
+                               torch.randint(0, 10, (bs,), device=device))]
     budget = None if device.type == "cuda" else 32
-    print(f"\n== find_batch_size ({'until torch.OutOfMemoryError' if budget is None else f'max_memory={budget} MiB'}; "
+    limit = "until torch.OutOfMemoryError" if budget is None else f"max_memory={budget} MiB"
+    print(f"\n== find_batch_size ({limit}; "
           f"{fan * width * 4 / 1024:.0f} KiB of saved activations a row)")
     t = time.perf_counter()
     found = tb.find_batch_size(Hungry(width, fan), make_loader, F.cross_entropy, start=256, max_memory=budget,
-                               multiple_of=1024 if not small else 8, lr=1e-3, base_batch_size=256, device=str(device))
+                               multiple_of=1024 if not small else 8, lr=1e-3, base_batch_size=256,
+                               device=str(device))
     seconds = time.perf_counter() - t
     fits = [tr for tr in found.tries if tr["fits"]]
     print(f"  batch size {found.batch_size} (first failure {found.first_failure}, ended by {found.limit!r}), "
-          f"{len(found.tries)} tries in {seconds:.1f} s, largest fitting step used {fits[-1]['memory_mb'] / 1024:.2f} GiB, "
+          f"{len(found.tries)} tries in {seconds:.1f} s, "
+          f"largest fitting step used {fits[-1]['memory_mb'] / 1024:.2f} GiB, "
           f"lr 1e-3 at 256 → {found.lr:.3g}")
     print("  tries:", ", ".join(f"{tr['batch_size']}{'' if tr['fits'] else '✗'}" for tr in found.tries))
     return {"batch_size": found.batch_size, "first_failure": found.first_failure, "limit": found.limit,
             "tries": len(found.tries), "seconds": seconds}
 
 
-# --- 5. host syncs per step ----------------------------------------------------------------------------------
+# --- 5. host syncs per step ---------------------------------------------------------------------------------
 
 def count_syncs(device, fn) -> int:
-    "Synchronizing CUDA calls made by `fn()`, from the sync debug mode's warnings (0 and unmeasured on a CPU)."
+    "Synchronizing CUDA calls made by `fn()`, from the sync debug mode's warnings (0, unmeasured, on a CPU)."
     if device.type != "cuda":
         fn()
         return 0
@@ -233,8 +241,8 @@ def sync_check(device, small, rounds):
     X, y = data(device, batch * 32, shape[0], shape[3])
     variants = {"fit": lambda m, n: fit_run(m, X, y, batch, n, precision, device),
                 "raw + .item()": lambda m, n: raw_loop(m, X, y, batch, n, precision, device, skip="item"),
-                "raw sync-free (fused AdamW, found_inf)": lambda m, n: raw_loop(m, X, y, batch, n, precision, device,
-                                                                                skip="found_inf")}
+                "raw sync-free (fused AdamW, found_inf)":
+                    lambda m, n: raw_loop(m, X, y, batch, n, precision, device, skip="found_inf")}
     print(f"\n== host syncs per step and throughput (small MLP, batch {batch}, {precision}"
           f"{'; syncs not countable on a CPU' if device.type != 'cuda' else ''})")
     med = interleaved(device, {k: (lambda m, f=f: f(m, steps[1])) for k, f in variants.items()},
@@ -249,10 +257,10 @@ def sync_check(device, small, rounds):
     return out
 
 
-# --- 6. DDP --------------------------------------------------------------------------------------------------
+# --- 6. DDP -------------------------------------------------------------------------------------------------
 
 class StepClock(tb.Callback):
-    "Rows per second between the first and the last optimizer step: set-up, warm-up and the epoch end left out."
+    "Rows per second between the first and the last optimizer step: set-up, warm-up, epoch end left out."
     def __init__(self, rows_per_step): self.rows_per_step, self.times = rows_per_step, []
 
     def after_step(self, state):
@@ -279,7 +287,8 @@ def ddp_worker(shape, batch, steps, precision):
     clock = StepClock(batch * world)
     cfg = tb.TrainConfig(epochs=math.ceil(steps / len(dl)), max_steps=steps, lr=1e-3, weight_decay=0.0,
                          precision=precision, device=str(device))
-    tb.fit(mlp(*shape).to(device), dl, loss_fn=F.cross_entropy, config=cfg, live=False, strategy="ddp", callbacks=[clock])
+    tb.fit(mlp(*shape).to(device), dl, loss_fn=F.cross_entropy, config=cfg, live=False, strategy="ddp",
+           callbacks=[clock])
     return {"rows_per_s": clock.rows_per_s, "world": world}
 
 
@@ -293,8 +302,8 @@ def ddp_check(device, small):
     clock = StepClock(batch)
     dl = tb.TensorLoader(X, y, batch_size=batch)
     tb.fit(mlp(*shape).to(device), dl, loss_fn=F.cross_entropy, live=False, callbacks=[clock],
-           config=tb.TrainConfig(epochs=math.ceil(steps / len(dl)), max_steps=steps, lr=1e-3, weight_decay=0.0,
-                                 precision=precision, device=str(device)))
+           config=tb.TrainConfig(epochs=math.ceil(steps / len(dl)), max_steps=steps, lr=1e-3,
+                                 weight_decay=0.0, precision=precision, device=str(device)))
     t = time.perf_counter()
     res = tb.launch(ddp_worker, shape, batch, steps, precision, nprocs=nprocs, live=False)
     total = time.perf_counter() - t
@@ -320,14 +329,17 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--small", action="store_true", help="toy sizes: a dry run of the code paths")
-    ap.add_argument("--cpu-smoke", action="store_true", help="--device cpu --small --rounds 1: proves the script runs")
+    ap.add_argument("--cpu-smoke", action="store_true",
+                    help="--device cpu --small --rounds 1: proves the script runs")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated, of: {', '.join(SECTIONS)}")
+    ap.add_argument("--sections", default=",".join(SECTIONS),
+                    help=f"comma-separated, of: {', '.join(SECTIONS)}")
     ap.add_argument("--json", help="write the numbers to this file")
     a = ap.parse_args(argv)
     if a.cpu_smoke: a.device, a.small, a.rounds = "cpu", True, 1
     unknown = set(a.sections.split(",")) - set(SECTIONS)
-    if unknown: ap.error(f"unknown section(s) {', '.join(sorted(unknown))}; sections are: {', '.join(SECTIONS)}")
+    if unknown:
+        ap.error(f"unknown section(s) {', '.join(sorted(unknown))}; sections are: {', '.join(SECTIONS)}")
     device = torch.device(a.device)
     env = tb.environment()
     print(f"torch {env['torch']}, CUDA {env['cuda']}, GPUs {env['gpus']}, device {device}, "
@@ -342,10 +354,11 @@ def main(argv=None) -> int:
             failed.append(name)
             print(f"\n!! section {name} failed:\n{traceback.format_exc()}")
         print(f"  ({name}: {time.perf_counter() - t:.1f} s)")
-    print(f"\ntotal {time.perf_counter() - t0:.0f}s" + (f"; FAILED sections: {', '.join(failed)}" if failed else ""))
+    print(f"\ntotal {time.perf_counter() - t0:.0f}s"
+          + (f"; FAILED sections: {', '.join(failed)}" if failed else ""))
     if a.json:
-        with open(a.json, "w") as f: json.dump({"environment": env, "results": RESULTS, "failed": failed}, f, indent=1,
-                                               default=str)
+        with open(a.json, "w") as f:
+            json.dump({"environment": env, "results": RESULTS, "failed": failed}, f, indent=1, default=str)
     return 1 if failed else 0
 
 
