@@ -253,7 +253,7 @@ class TrainbookMagics(Magics):
         except (ValueError, TypeError) as e: raise UsageError(str(e)) from None
         try: batch = next(iter(dl_train))
         except StopIteration: raise UsageError(f"{a.dl_train} yields no batches") from None
-        from trainbook.loop import split_batch
+        from trainbook.batch import split_batch
         loss_fn, loss_name = choose_loss(a.loss, split_batch(batch)[1], self.shell.user_ns)
         if a.loss is None: print(f"loss: {loss_name} (from the targets; --loss to choose)")
         if a.overfit and a.dry_run: raise UsageError("--overfit and --dry-run are two different checks: pick one")

@@ -13,13 +13,14 @@ from typing import Any, Callable, Iterable, Optional, Union
 import torch
 from torch import nn
 
-from . import core
+from . import core, loop
+from .batch import (batch_rows, call_model, compute_loss, model_loss, prediction, split_batch,
+                             to_device, training_lock)
 from .checkpoint import load_checkpoint
 from .core import (Finding, TrainConfig, announce, findings_html, pick_device, pick_precision,
                             rng_state, set_rng_state)
 from .events import Callback
-from .loop import (MONITOR_ALIASES, _check_fit_inputs, call_model, fit, resolve_metrics, split_batch,
-                            to_device, train_step)
+from .loop import MONITOR_ALIASES, check_fit_inputs, fit, train_step
 from .optim import param_groups, scale_lr
 from .sanity import _loss_kind, no_gradient, static_findings
 
@@ -89,20 +90,10 @@ def _shapes(obj):
     if isinstance(obj, (tuple, list)): return tuple(_shapes(v) for v in obj)
     return None
 
-def _rows(batch) -> Optional[int]:
-    "The number of rows of a batch: the first dimension of its first tensor."
-    if isinstance(batch, torch.Tensor): return len(batch) if batch.ndim else None
-    values = batch.values() if isinstance(batch, dict) else batch if isinstance(batch, (tuple, list)) else ()
-    return next((r for r in map(_rows, values) if r is not None), None)
-
-def _first_tensor(obj) -> Optional[torch.Tensor]:
-    "The model's prediction: the tensor, a tuple's first element, a dict's `logits` (else its first tensor)."
-    if isinstance(obj, torch.Tensor): return obj
-    if isinstance(obj, dict):
-        return obj.get("logits", next((v for v in obj.values() if isinstance(v, torch.Tensor)), None))
-    if hasattr(obj, "logits"): return obj.logits
-    if isinstance(obj, (tuple, list)) and obj: return _first_tensor(obj[0])
-    return None
+def _rows(batch) -> int:
+    "The rows of a batch in any form `fit` takes (0 when it is not one)."
+    try: return batch_rows(*split_batch(batch))
+    except TypeError: return 0
 
 def format_bytes(n: float) -> str:
     "Bytes in the largest binary unit that keeps the number >= 1: '512 B', '3.2 KiB', '1.5 GiB'."
@@ -260,10 +251,10 @@ def _final_activation_finding(last: Optional[nn.Module], name: str, loss_fn) -> 
 
 # %% ../nbs/08a_preflight.ipynb #dc4264ab
 def _backward_probe(out, yb, loss_fn) -> torch.Tensor:
-    "The loss; without loss or targets, a fixed random projection of the prediction."
-    if loss_fn is not None and yb is not None: return loss_fn(out, yb)
-    pred = _first_tensor(out)
-    if pred is None: raise TypeError(f"summary: no tensor in the model's output ({type(out).__name__})")
+    "The loss (`loss_fn`'s, else the model's own); without either, a random projection of the prediction."
+    if loss_fn is not None and yb is not None: return compute_loss(out, yb, loss_fn)
+    if model_loss(out) is not None: return model_loss(out)
+    pred = prediction(out)
     g = torch.Generator().manual_seed(0)
     return (pred.float() * torch.randn(pred.shape, generator=g).to(pred.device)).sum()
 
@@ -271,13 +262,13 @@ def summary(model: nn.Module,  # the model to describe (a copy runs; the model i
             batch,  # one batch: (xb, yb), a dict with the target under 'y'/'labels'/..., or the inputs alone
             loss_fn: Optional[Callable] = None,  # the loss of the run: enables the final-activation check
            ) -> ModelSummary:
-    "Each module's output shape and parameters, the memory totals, and findings (frozen, final activation, ...)."
+    "Each module's output shape and parameters, the memory totals, findings (frozen, final activation, ...)."
     import pandas as pd
     _check_module(model)
     if loss_fn is not None and not callable(loss_fn):
         raise TypeError(f"loss_fn must be callable or None, got {type(loss_fn).__name__}")
     xb, yb = (batch, None) if isinstance(batch, torch.Tensor) else split_batch(batch)
-    probe = copy.deepcopy(model).train()
+    with training_lock(model, "summary"): probe = copy.deepcopy(model).train()
     first = next(probe.parameters(), None)
     device = first.device if first is not None else torch.device("cpu")
     xb, yb = to_device((xb, yb), device)
@@ -293,7 +284,7 @@ def summary(model: nn.Module,  # the model to describe (a copy runs; the model i
     last = rec.order[-1] if rec.order else None
     findings = _frozen_finding(model)
     findings += _final_activation_finding(last, rec.names.get(last, ""), loss_fn)
-    pred = _first_tensor(out)
+    pred = prediction(out)
     value_checks = loss_fn is not None and isinstance(pred, torch.Tensor)
     if value_checks and not findings_of(findings, "activation_before_loss"):  # what the outputs' values show
         findings += [f for f in static_findings(probe, pred, yb, loss_fn)
@@ -302,7 +293,7 @@ def summary(model: nn.Module,  # the model to describe (a copy runs; the model i
     trainable = sum(p.numel() for p in unique if p.requires_grad)
     buffers = sum(b.numel() * b.element_size() for b in model.buffers())
     table = pd.DataFrame(_module_rows(model, rec, total))
-    return ModelSummary(table, total, trainable, buffers, rec.total, _rows(xb), findings)
+    return ModelSummary(table, total, trainable, buffers, rec.total, batch_rows(xb, yb), findings)
 
 # %% ../nbs/08a_preflight.ipynb #a6d2dcd8
 def probe_folder(folder: Union[str, Path],  # the folder a run will write to (it need not exist yet)
@@ -378,7 +369,7 @@ class _Take:
             batch = next(batches, None)
             if batch is None: return
             self.wait += time.perf_counter() - t
-            self.rows += _rows(batch) or 0
+            self.rows += _rows(batch)
             self.batches += 1
             yield batch
 
@@ -404,21 +395,25 @@ class _Probe(Callback):
         self.phase = "the checkpoints after validation"
     def after_epoch(self, state): self.phase = "the end of the epoch"
 
-# %% ../nbs/08a_preflight.ipynb #44d2d647
+# %% ../nbs/08a_preflight.ipynb #4e5786c6
 @contextmanager
 def _unannounced():
-    "Keep a dry run's inner runs from being announced as real runs (a readiness checklist would count them)."
-    saved = list(core._LISTENERS)
+    "Keep the dry run's fits from counting as runs: not announced (a checklist would tick), nor last_run()."
+    saved, last = list(core._LISTENERS), loop.last_run()
     core._LISTENERS.clear()
     try: yield
-    finally: core._LISTENERS[:] = saved + [fn for fn in core._LISTENERS if fn not in saved]
+    finally:
+        core._LISTENERS[:] = saved + [fn for fn in core._LISTENERS if fn not in saved]
+        loop._LAST_RUN[0] = last
 
 def _error_finding(err: BaseException, phase: str) -> Finding:
-    "A finding naming what fit raised and where; a failing metric is named as such."
+    "A finding naming what fit raised and where: a failing metric by name, a check's own finding as it is."
     seen, cause = set(), err
     while cause is not None and not isinstance(cause, _MetricFailed) and id(cause) not in seen:
         seen.add(id(cause))
         cause = cause.__cause__ or cause.__context__
+    if isinstance(getattr(err, "finding", None), Finding):  # e.g. a prediction/target shape mismatch
+        return Finding(**{**err.finding.__dict__, "data": {**err.finding.data, "phase": phase}})
     if isinstance(cause, _MetricFailed):
         return Finding("metric_failed", "error", f"{cause} (during {phase})"[:600],
                        advice="fix the metric or drop it: the full run would crash at its first validation",
@@ -503,7 +498,8 @@ class _DryRun:
         probe = _Probe()
         try:
             run = fit(net, train, valid, loss_fn=self.loss_fn, config=cfg, optimizer=opt, scheduler=sched,
-                      metrics=self.metrics or None, callbacks=[*cbs, probe], resume=resume, live=False)
+                      metrics=self.metrics or None, callbacks=[*cbs, probe], resume=resume, live=False,
+                      track=False)
         except Exception as e: return _Trial(None, probe, train, valid, _error_finding(e, probe.phase))
         return _Trial(run, probe, train, valid, None)
 
@@ -594,10 +590,11 @@ def dry_run(model: nn.Module,  # the model of the run (copies train; it is not t
     findings = []
     if cfg.checkpoint_dir: findings += probe_folder(cfg.checkpoint_dir) + _previous_run(cfg.checkpoint_dir)
     try:
-        _check_fit_inputs(model, dl_train, dl_valid, loss_fn, cfg, optimizer)
-        metric_fns = {name: _NamedMetric(name, fn) for name, fn in resolve_metrics(metrics).items()}
+        resolved = check_fit_inputs(model, dl_train, dl_valid, loss_fn, cfg, optimizer=optimizer,
+                                    metrics=metrics)
     except (TypeError, ValueError) as e:
         return _verdict(DryRunReport(False, findings + [_error_finding(e, "set-up")]), t0)
+    metric_fns = {name: _NamedMetric(name, fn) for name, fn in resolved.items()}
     findings += _monitor_finding(cfg, dl_valid is not None, list(metric_fns))
     monitor = cfg.monitor
     if findings_of(findings, "monitor_not_logged"):  # reported; the dry run goes on with a value the run logs
@@ -606,7 +603,7 @@ def dry_run(model: nn.Module,  # the model of the run (copies train; it is not t
     dry = _DryRun(model, optimizer, scheduler, callbacks, dl_train, dl_valid, loss_fn, metric_fns,
                   valid_batches)
     device = pick_device(cfg.device)
-    with _unannounced(), kept_rng(), tempfile.TemporaryDirectory(prefix="trainbook-dry-run-") as tmp:
+    with training_lock(model, "dry_run"), _unannounced(), kept_rng(),             tempfile.TemporaryDirectory(prefix="trainbook-dry-run-") as tmp:
         with PeakMemory(device) as mem:
             trial = dry.fit(steps * cfg.accum_steps, trial_cfg.replace(checkpoint_dir=f"{tmp}/run"))
         if trial.error is not None: findings.append(trial.error)
@@ -781,7 +778,9 @@ def find_batch_size(model: nn.Module,  # the model to size (a copy trains; the m
                        multiple_of, steps)
     dev = pick_device(device)
     prec = pick_precision(precision, dev)
-    search = _BatchSearch(model, make_loader, loss_fn, dev, prec, _budget_mb(dev, max_memory, margin), steps)
+    with training_lock(model, "find_batch_size"):  # a consistent copy: not while another thread trains it
+        budget = _budget_mb(dev, max_memory, margin)
+        search = _BatchSearch(model, make_loader, loss_fn, dev, prec, budget, steps)
     with kept_rng():
         search.warm_up(start)
         fit_size, failed = search.grow(start, max_size)
