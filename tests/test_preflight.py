@@ -354,3 +354,69 @@ def test_find_batch_size_checks_its_arguments(kwargs, message):
         find_batch_size(mlp(), make_loader, nn.CrossEntropyLoss(), **kwargs)
     with pytest.raises(TypeError, match="make_loader"):
         find_batch_size(mlp(), [1, 2], nn.CrossEntropyLoss())
+
+
+# --- the batch protocol (loop stage 1) ---------------------------------------------------------------------
+
+class OwnLoss(nn.Module):
+    "A Hugging Face-style model: keyword inputs, a dict output with logits, and its own loss when given labels."
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.lin = nn.Linear(8, 3)
+
+    def forward(self, x, labels=None):
+        logits = self.lin(x)
+        out = {"logits": logits}
+        if labels is not None: out["loss"] = nn.functional.cross_entropy(logits, labels)
+        return out
+
+
+def dict_batches(n=192, batch=32):
+    X, y = blobs(n)
+    return [{"x": X[i:i + batch], "labels": y[i:i + batch]} for i in range(0, n, batch)]
+
+
+def test_summary_and_dry_run_take_a_model_that_computes_its_loss():
+    batches = dict_batches()
+    s = summary(OwnLoss(), batches[0])
+    assert s.table.set_index("module").loc["(OwnLoss)", "output_shape"] == {"logits": (32, 3)}
+    assert s.findings == [] and s.batch_size == 32
+    report = dry_run(OwnLoss(), batches, batches[:2], loss_fn=None, config=tb.TrainConfig(epochs=2))
+    assert report.passed, report.findings
+    assert report.run.step == 3 and report.samples_per_s > 0
+
+
+def test_dry_run_reports_a_shape_mismatch_as_its_own_finding():
+    X, _ = blobs(128)
+    y = X.sum(1)  # (n,) targets for a (n, 1) prediction: MSE would broadcast to (n, n)
+    dl = tb.TensorLoader(X, y, batch_size=32)
+    report = dry_run(nn.Linear(8, 1), dl, dl, nn.MSELoss())
+    assert not report.passed and kinds(report.findings) == ["shape_mismatch"]
+    assert report.findings[0].data["prediction_shape"] == [32, 1]
+
+
+def test_dry_run_is_not_a_run_and_refuses_a_model_that_trains_elsewhere():
+    import threading
+    from trainbook.batch import training_lock
+    dl_train, dl_valid = loaders()
+    net = mlp()
+    real = tb.fit(net, dl_train, dl_valid, loss_fn=nn.CrossEntropyLoss(), live=False,
+                  config=tb.TrainConfig(epochs=1))
+    dry_run(net, dl_train, dl_valid, nn.CrossEntropyLoss())
+    assert tb.last_run() is real
+    held, release = threading.Event(), threading.Event()
+
+    def train_elsewhere():
+        with training_lock(net, "fit"):
+            held.set()
+            release.wait()
+    worker = threading.Thread(target=train_elsewhere)
+    worker.start()
+    held.wait()
+    try:
+        with pytest.raises(RuntimeError, match="already training"):
+            dry_run(net, dl_train, dl_valid, nn.CrossEntropyLoss())
+    finally:
+        release.set()
+        worker.join()
