@@ -10,7 +10,7 @@ from trainbook.core import listen, unlisten
 from trainbook.events import Callback
 from trainbook.preflight import PeakMemory, find_batch_size, summary, dry_run
 
-from helpers import blobs, mlp, same_weights
+from helpers import blobs, mlp
 
 
 def kinds(findings):
