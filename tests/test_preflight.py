@@ -356,6 +356,13 @@ def test_find_batch_size_checks_its_arguments(kwargs, message):
         find_batch_size(mlp(), [1, 2], nn.CrossEntropyLoss())
 
 
+def test_find_batch_size_says_when_nothing_fits():
+    class Hopeless(Picky):
+        def forward(self, x): raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+    with pytest.raises(RuntimeError, match="not even 2 rows fit"):
+        find_batch_size(Hopeless(), make_loader, nn.CrossEntropyLoss())
+
+
 # --- the batch protocol (loop stage 1) ---------------------------------------------------------------------
 
 class OwnLoss(nn.Module):

@@ -689,7 +689,11 @@ class _BatchSearch:
 
     def warm_up(self, size: int):
         "One unmeasured step on two rows: the optimizer's state and kernel workspaces exist from here on."
-        train_step(self.net, _head(self._batch(size), 2), self.loss_fn, self.opt, precision=self.precision)
+        two_rows = _head(self._batch(size), 2)
+        try: train_step(self.net, two_rows, self.loss_fn, self.opt, precision=self.precision)
+        except RuntimeError as e:
+            if not _is_oom(e): raise
+            raise RuntimeError(f"find_batch_size: not even 2 rows fit on {self.device}: {e}") from None
 
     def fits(self, size: int) -> bool:
         "Whether `steps` training steps on a batch of `size` rows run, within the budget."
