@@ -182,6 +182,14 @@ def test_dry_run_fails_when_the_checkpoint_folder_is_a_file(tmp_path):
     assert "is a file" in report.findings[0].message
 
 
+def test_dry_run_notes_a_previous_run_in_the_checkpoint_folder(tmp_path):
+    dl_train, dl_valid = loaders()
+    (tmp_path / "last.pt").write_bytes(b"an earlier run")
+    report = dry_run(mlp(), dl_train, dl_valid, nn.CrossEntropyLoss(), tb.TrainConfig(checkpoint_dir=str(tmp_path)))
+    assert report.passed and kinds(report.findings) == ["previous_run"] and report.findings[0].severity == "info"
+    assert (tmp_path / "last.pt").read_bytes() == b"an earlier run"
+
+
 @pytest.fixture
 def read_only_folder(tmp_path):
     "A read-only tmpfs (root ignores permission bits, not a read-only mount)."

@@ -20,7 +20,7 @@ from .checkpoint import load_checkpoint
 from .core import (Finding, TrainConfig, announce, findings_html, pick_device, pick_precision,
                             rng_state, set_rng_state)
 from .events import Callback
-from .loop import MONITOR_ALIASES, check_fit_inputs, fit, train_step
+from .loop import check_fit_inputs, fit, train_step
 from .optim import param_groups, scale_lr
 from .sanity import _loss_kind, no_gradient, static_findings
 
@@ -316,22 +316,23 @@ def probe_folder(folder: Union[str, Path],  # the folder a run will write to (it
                     data={"path": str(path), name: str(path)})]
 
 def _previous_run(folder: Union[str, Path]) -> list[Finding]:
-    "A warning when the run folder already holds a run's files."
+    "A note when the run folder already holds a run's files."
     found = [f for f in ("last.pt", "best.pt", "run.json") if (Path(folder).expanduser() / f).exists()]
     if not found: return []
-    return [Finding("previous_run", "warning",
-                    f"checkpoint_dir {str(folder)!r} already holds {', '.join(found)}",
-                    advice="resume from it, or give the new run its own folder", data={"files": found})]
+    why = f"checkpoint_dir {str(folder)!r} already holds {', '.join(found)}"
+    return [Finding("previous_run", "info", why,
+                    advice=f"resume={str(folder)!r} continues that run; a new run must not replace its files",
+                    data={"files": found})]
 
 def _monitor_finding(cfg: TrainConfig, has_valid: bool, metric_names: list[str]) -> list[Finding]:
-    "An error finding when `cfg.monitor` names a value the run will not log (train values: checked after)."
+    "An error finding when `cfg.monitor` names nothing the run logs once per evaluation."
+    logged = ["train_loss", *(["valid_loss", *(f"valid_{m}" for m in metric_names)] if has_valid else [])]
+    if cfg.monitor in logged or (cfg.monitor == "valid_loss" and not has_valid): return []  # fit: train loss
     split, name = cfg.monitor.split("_", 1)
-    if split == "train" or (split == "valid" and has_valid and name in ("loss", *metric_names)): return []
-    if split == "valid" and not has_valid and cfg.monitor == "valid_loss": return []  # fit follows train loss
     if split not in ("train", "valid"): why = f"{split!r} is not a split the run logs (train, valid)"
+    elif split == "train": why = "of the training split only the loss is logged once per epoch"
     elif not has_valid: why = "there is no dl_valid"
     else: why = f"there is no metric {name!r}"
-    logged = ["valid_loss", *(f"valid_{m}" for m in metric_names)] if has_valid else ["train_loss"]
     return [Finding("monitor_not_logged", "error",
                     f"monitor {cfg.monitor!r} is never logged ({why}): early stopping, best.pt never see it",
                     advice=f"monitor one of {', '.join(logged)}, or add the metric",
@@ -530,23 +531,13 @@ class _DryRun:
             return [Finding("resume_failed", "error", why, data={"step": trial.run.step})]
         return []
 
-# %% ../nbs/08a_preflight.ipynb #c06c5531
-def _run_findings(run, cfg: TrainConfig) -> list[Finding]:
-    "The trial run's own errors, a non-finite stop, and a train-side monitor that was never logged."
+# %% ../nbs/08a_preflight.ipynb #7e9aee3b
+def _run_findings(run) -> list[Finding]:
+    "The trial run's own errors, and a non-finite stop."
     found = [f for f in run.findings if f.severity == "error"]
     if run.stopped == "nonfinite" and not findings_of(found, "nonfinite"):
         found.append(Finding("nonfinite", "error", "the loss was NaN/Inf within the dry run's first steps",
                              advice="check the data for NaN/Inf and the loss for log(0); lower the lr"))
-    split, name = cfg.monitor.split("_", 1)
-    if split == "train":
-        split, name = MONITOR_ALIASES.get((split, name), (split, name))
-        logged = run.records.names()
-        if (split, name) not in logged:
-            shown = [f"{s}_{n}" for s, n in logged if "/" not in n]
-            why = f"monitor {cfg.monitor!r} is never logged: early stopping and best.pt would never see it"
-            found.append(Finding("monitor_not_logged", "error", why,
-                                 advice=f"monitor one of {', '.join(shown)}",
-                                 data={"monitor": cfg.monitor, "logged": shown}))
     return found
 
 def _timings(trial: _Trial, cfg: TrainConfig, dl_train, dl_valid) -> dict:
@@ -608,7 +599,7 @@ def dry_run(model: nn.Module,  # the model of the run (copies train; it is not t
             trial = dry.fit(steps * cfg.accum_steps, trial_cfg.replace(checkpoint_dir=f"{tmp}/run"))
         if trial.error is not None: findings.append(trial.error)
         else:
-            findings += _run_findings(trial.run, cfg)
+            findings += _run_findings(trial.run)
             findings += dry.round_trip(trial.run)
             findings += dry.resume(trial.run, trial_cfg, f"{tmp}/resumed", cfg.accum_steps)
     report = DryRunReport(False, dry.findings + findings, run=trial.run,
