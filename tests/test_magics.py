@@ -63,11 +63,13 @@ def test_dry_run_flag(ip, tmp_path):
     assert all(torch.equal(before[k], v) for k, v in ip.user_ns["model"].state_dict().items())
     (tmp_path / "blocker").write_text("a file where the run folder should go")
     r = run(ip, f"%train model dl_train dl_valid --dry-run --checkpoint-dir {tmp_path / 'blocker' / 'run1'}")
-    assert r.success and not r.result.passed and [f.kind for f in r.result.findings] == ["checkpoint_not_writable"]
+    assert r.success and not r.result.passed
+    assert [f.kind for f in r.result.findings] == ["checkpoint_not_writable"]
 
 
 @pytest.mark.parametrize("code, message", [
-    ("%train model dl_train --overfit --dry-run", "pick one"),    ("%check nothing --target target", "name 'nothing' is not defined"),
+    ("%train model dl_train --overfit --dry-run", "pick one"),
+    ("%check nothing --target target", "name 'nothing' is not defined"),
     ("%check df --target target --bogus 1", "unrecognized arguments"),
     ("%split df --target target --valid-size 1.5", "valid_size must be a fraction"),
     ("%train model dl_train --epochs -1", "TrainConfig.epochs must be"),

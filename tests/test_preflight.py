@@ -185,8 +185,10 @@ def test_dry_run_fails_when_the_checkpoint_folder_is_a_file(tmp_path):
 def test_dry_run_notes_a_previous_run_in_the_checkpoint_folder(tmp_path):
     dl_train, dl_valid = loaders()
     (tmp_path / "last.pt").write_bytes(b"an earlier run")
-    report = dry_run(mlp(), dl_train, dl_valid, nn.CrossEntropyLoss(), tb.TrainConfig(checkpoint_dir=str(tmp_path)))
-    assert report.passed and kinds(report.findings) == ["previous_run"] and report.findings[0].severity == "info"
+    cfg = tb.TrainConfig(checkpoint_dir=str(tmp_path))
+    report = dry_run(mlp(), dl_train, dl_valid, nn.CrossEntropyLoss(), cfg)
+    assert report.passed and kinds(report.findings) == ["previous_run"]
+    assert report.findings[0].severity == "info"
     assert (tmp_path / "last.pt").read_bytes() == b"an earlier run"
 
 
@@ -374,7 +376,7 @@ def test_find_batch_size_says_when_nothing_fits():
 # --- the batch protocol (loop stage 1) ---------------------------------------------------------------------
 
 class OwnLoss(nn.Module):
-    "A Hugging Face-style model: keyword inputs, a dict output with logits, and its own loss when given labels."
+    "A Hugging Face-style model: keyword inputs, a dict output with logits, its own loss when given labels."
     def __init__(self):
         super().__init__()
         torch.manual_seed(0)
