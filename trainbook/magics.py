@@ -243,6 +243,7 @@ class TrainbookMagics(Magics):
              ):
         "Train with `fit`: `%train model dl_train dl_valid --epochs 3 --lr 1e-3`; `%%train` takes `key = value` lines. Stored as `_run`."
         a = parse_argstring(self.train, line)
+        if a.overfit and a.dry_run: raise UsageError("--overfit and --dry-run are two different checks: pick one")
         model, dl_train = self._get(a.model), self._get(a.dl_train)
         dl_valid = self._get(a.dl_valid) if a.dl_valid else None
         overrides = {k: v for k, v in {"epochs": a.epochs, "lr": a.lr, "precision": a.precision, "accum_steps": a.accum,
@@ -256,7 +257,6 @@ class TrainbookMagics(Magics):
         from trainbook.batch import split_batch
         loss_fn, loss_name = choose_loss(a.loss, split_batch(batch)[1], self.shell.user_ns)
         if a.loss is None: print(f"loss: {loss_name} (from the targets; --loss to choose)")
-        if a.overfit and a.dry_run: raise UsageError("--overfit and --dry-run are two different checks: pick one")
         if a.dry_run:
             from trainbook.preflight import dry_run
             try: report = dry_run(model, dl_train, dl_valid, loss_fn, cfg, metrics=a.metrics)
