@@ -448,7 +448,8 @@ class DryRunReport:
         return {k: getattr(self, k) for k in names}
 
     def _repr_html_(self):
-        verdict = '<b style="color:#1e8449">PASSED</b>' if self.passed else             '<b style="color:#c0392b">FAILED</b>'
+        color, word = ("#1e8449", "PASSED") if self.passed else ("#c0392b", "FAILED")
+        verdict = f'<b style="color:{color}">{word}</b>'
         fmt = lambda v: "—" if v is None else f"{v:.3g}" if isinstance(v, float) else str(v)
         rows = "".join(f"<tr><td>{k.replace('_', ' ')}</td><td>{fmt(v)}</td></tr>"
                        for k, v in self.numbers().items())
@@ -594,7 +595,8 @@ def dry_run(model: nn.Module,  # the model of the run (copies train; it is not t
     dry = _DryRun(model, optimizer, scheduler, callbacks, dl_train, dl_valid, loss_fn, metric_fns,
                   valid_batches)
     device = pick_device(cfg.device)
-    with training_lock(model, "dry_run"), _unannounced(), kept_rng(),             tempfile.TemporaryDirectory(prefix="trainbook-dry-run-") as tmp:
+    folder = tempfile.TemporaryDirectory(prefix="trainbook-dry-run-")
+    with training_lock(model, "dry_run"), _unannounced(), kept_rng(), folder as tmp:
         with PeakMemory(device) as mem:
             trial = dry.fit(steps * cfg.accum_steps, trial_cfg.replace(checkpoint_dir=f"{tmp}/run"))
         if trial.error is not None: findings.append(trial.error)
