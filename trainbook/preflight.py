@@ -95,7 +95,8 @@ def _rows(batch) -> int:
     try: return batch_rows(*split_batch(batch))
     except TypeError: return 0
 
-def format_bytes(n: float) -> str:
+def format_bytes(n: float,  # a number of bytes
+                ) -> str:
     "Bytes in the largest binary unit that keeps the number >= 1: '512 B', '3.2 KiB', '1.5 GiB'."
     for unit in ("B", "KiB", "MiB", "GiB"):
         if abs(n) < 1024 or unit == "GiB": return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
@@ -110,7 +111,9 @@ def _check_positive(**values):
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise ValueError(f"{name} must be a positive int, got {v!r}")
 
-def findings_of(findings: Iterable[Finding], kind: str) -> list[Finding]:
+def findings_of(findings: Iterable[Finding],  # findings of any kinds
+                kind: str,  # the kind to keep, e.g. 'monitor_not_logged'
+               ) -> list[Finding]:
     "The findings of one kind."
     return [f for f in findings if f.kind == kind]
 
@@ -168,7 +171,7 @@ class ModelSummary:
     buffer_bytes: int  # buffers (batch-norm statistics, ...)
     activation_bytes: int  # tensors autograd keeps for the backward pass of one forward at `batch_size`
     batch_size: Optional[int]  # rows of the batch the summary ran on
-    findings: list = field(default_factory=list)
+    findings: list = field(default_factory=list)  # frozen layers, final activation before the loss, no gradient
 
     @property
     def frozen_params(self) -> int: return self.total_params - self.trainable_params
@@ -429,7 +432,7 @@ def _error_finding(err: BaseException, phase: str) -> Finding:
 class DryRunReport:
     "The verdict of a dry run: what would fail in the full run, and what the full run will cost."
     passed: bool  # True when there is no error finding
-    findings: list = field(default_factory=list)
+    findings: list = field(default_factory=list)  # what would fail in the full run (errors), and notes
     steps: int = 0  # optimizer steps the dry run took
     step_time: Optional[float] = None  # seconds per optimizer step (median; without the first, if more)
     first_step_time: Optional[float] = None  # seconds of the first step (allocation, warm-up)
@@ -625,8 +628,8 @@ class BatchSizeResult:
     tries: list = field(default_factory=list)  # one dict per try: batch_size, rows, fits, memory_mb, note
     lr: Optional[float] = None  # `lr` scaled from `base_batch_size` to `batch_size` (linear rule)
     budget_mb: Optional[float] = None  # MiB one step could use, margin taken off; None: only OOM limits
-    device: str = "cpu"
-    precision: str = "fp32"
+    device: str = "cpu"  # where the tries ran
+    precision: str = "fp32"  # the resolved precision of the tries
 
     @property
     def table(self):
