@@ -9,6 +9,10 @@
    mode, with the throughput of each;
 6. DDP on every local GPU through `tb.launch`: throughput vs one process, scaling efficiency.
 
+Step times run from the end of the first optimizer step to the end of the last, on both sides (`StepClock` in
+`fit`, the same two sync points in the raw loops): set-up, `environment()` and the first step's allocations are
+left out, so a ratio compares the steps themselves.
+
 Run: python bench/gpu_check.py                  (on the GPU machine; --json out.json keeps the numbers)
      python bench/gpu_check.py --cpu-smoke      (the same code paths at toy sizes on the CPU: proves it runs)
      python bench/gpu_check.py --sections sync,ddp
@@ -50,10 +54,29 @@ def autocast_dtype(precision):
     return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
 
 
+class StepClock(tb.Callback):
+    "Seconds per optimizer step from the end of the first step to the end of the run: no set-up."
+    def __init__(self): self.start, self.end, self.steps = None, None, 0
+
+    def after_step(self, state):
+        if self.start is None:
+            sync(state.device)  # the only two syncs: here and at the end
+            self.start = time.perf_counter()
+        self.steps += 1
+
+    def after_fit(self, state):
+        sync(state.device)
+        self.end = time.perf_counter()
+
+    @property
+    def per_step(self): return (self.end - self.start) / max(1, self.steps - 1)
+
+
 def raw_loop(model, X, y, batch, steps, precision, device, skip=None):
     """The reference: autocast, AdamW, zero_grad(set_to_none), a GradScaler under fp16. `skip` says how a
     non-finite loss skips the optimizer step, as `fit` does: None (it does not), "item" (one `.item()` per
-    step: a host sync), "found_inf" (sync-free: fused AdamW reads a flag on the device, skips the update)."""
+    step: a host sync), "found_inf" (sync-free: fused AdamW reads a flag on the device, skips the update).
+    Returns seconds per step from the end of the first step to the end of the last, as `StepClock` does."""
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.0, fused=skip == "found_inf")
     scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16" and skip is None)
     dtype = autocast_dtype(precision)
@@ -74,13 +97,20 @@ def raw_loop(model, X, y, batch, steps, precision, device, skip=None):
             scaler.step(opt)
             scaler.update()
         opt.zero_grad(set_to_none=True)
+        if i == 0:
+            sync(device)
+            start = time.perf_counter()
+    sync(device)
+    return (time.perf_counter() - start) / max(1, steps - 1)
 
 
 def fit_run(model, X, y, batch, steps, precision, device, **changes):
     dl = tb.TensorLoader(X, y, batch_size=batch)
     cfg = tb.TrainConfig(epochs=math.ceil(steps / len(dl)), max_steps=steps, lr=1e-3, weight_decay=0.0,
                          precision=precision, device=str(device), **changes)
-    return tb.fit(model, dl, loss_fn=F.cross_entropy, config=cfg, live=False)
+    clock = StepClock()
+    tb.fit(model, dl, loss_fn=F.cross_entropy, config=cfg, live=False, callbacks=[clock])
+    return clock.per_step
 
 
 def data(device, rows, d_in, d_out, seed=0):
@@ -121,14 +151,14 @@ def check_precisions(device, small, rounds):
 
 # --- 2. throughput ------------------------------------------------------------------------------------------
 
-def interleaved(device, runners, make_model, rounds, steps):
-    "Median seconds per step of each runner, interleaved over `rounds`, after one warm-up each."
+def interleaved(runners, make_model, rounds):
+    "Median seconds per step of each runner (each measures its own), interleaved, after a warm-up each."
     for fn in runners.values(): fn(make_model())
     times = {k: [] for k in runners}
     for _ in range(rounds):
         for k, fn in runners.items():
             model = make_model()
-            times[k].append(timed(device, lambda: fn(model)) / steps)
+            times[k].append(fn(model))
     return {k: statistics.median(v) for k, v in times.items()}
 
 
@@ -141,9 +171,9 @@ def throughput(device, small, rounds):
     for name, shape, batch, steps in configs:
         X, y = data(device, batch * 32, shape[0], shape[3])
         for precision in ("bf16", "fp16") if device.type == "cuda" else ("bf16",):
-            med = interleaved(device, {"raw": lambda m: raw_loop(m, X, y, batch, steps, precision, device),
-                                       "fit": lambda m: fit_run(m, X, y, batch, steps, precision, device)},
-                              lambda: mlp(*shape).to(device), rounds, steps)
+            med = interleaved({"raw": lambda m: raw_loop(m, X, y, batch, steps, precision, device),
+                               "fit": lambda m: fit_run(m, X, y, batch, steps, precision, device)},
+                              lambda: mlp(*shape).to(device), rounds)
             ratio = med["fit"] / med["raw"]
             print(f"  {name}, {precision}: raw {med['raw'] * 1e3:.3f} ms/step, "
                   f"fit {med['fit'] * 1e3:.3f} ms/step, "
@@ -165,14 +195,18 @@ def compile_check(device, small, rounds):
     print(f"\n== compile (backend {backend}, {precision}; "
           f"{'TrainConfig.compile=True' if has_field else 'fit(torch.compile(model))'}), median of {rounds}")
 
-    def ours(model):
-        if has_field: return fit_run(model, X, y, batch, steps, precision, device, compile=True)
-        return fit_run(torch.compile(model, backend=backend), X, y, batch, steps, precision, device)
-
-    def raw(model): raw_loop(torch.compile(model, backend=backend), X, y, batch, steps, precision, device)
-
-    first = {k: timed(device, lambda: fn(mlp(*shape).to(device))) for k, fn in (("raw", raw), ("fit", ours))}
-    med = interleaved(device, {"raw": raw, "fit": ours}, lambda: mlp(*shape).to(device), rounds, steps)
+    # one model per side, compiled once and reused: a fresh model per round would recompile every time
+    # (and past dynamo's cache limit silently run eagerly)
+    models = {"raw": torch.compile(mlp(*shape).to(device), backend=backend), "fit": mlp(*shape).to(device)}
+    if not has_field: models["fit"] = torch.compile(models["fit"], backend=backend)
+    extra = {"compile": True} if has_field else {}
+    runners = {"raw": lambda: raw_loop(models["raw"], X, y, batch, steps, precision, device),
+               "fit": lambda: fit_run(models["fit"], X, y, batch, steps, precision, device, **extra)}
+    first = {k: timed(device, fn) for k, fn in runners.items()}
+    times = {k: [] for k in runners}
+    for _ in range(rounds):
+        for k, fn in runners.items(): times[k].append(fn())
+    med = {k: statistics.median(v) for k, v in times.items()}
     ratio = med["fit"] / med["raw"]
     print(f"  first call (compiles): raw {first['raw']:.1f} s, fit {first['fit']:.1f} s; steady state: raw "
           f"{med['raw'] * 1e3:.3f} ms/step, fit {med['fit'] * 1e3:.3f} ms/step, ratio {ratio:.3f}")
@@ -245,8 +279,8 @@ def sync_check(device, small, rounds):
                     lambda m, n: raw_loop(m, X, y, batch, n, precision, device, skip="found_inf")}
     print(f"\n== host syncs per step and throughput (small MLP, batch {batch}, {precision}"
           f"{'; syncs not countable on a CPU' if device.type != 'cuda' else ''})")
-    med = interleaved(device, {k: (lambda m, f=f: f(m, steps[1])) for k, f in variants.items()},
-                      lambda: mlp(*shape).to(device), rounds, steps[1])
+    med = interleaved({k: (lambda m, f=f: f(m, steps[1])) for k, f in variants.items()},
+                      lambda: mlp(*shape).to(device), rounds)
     out = {}
     for name, fn in variants.items():
         short, long = (count_syncs(device, lambda: fn(mlp(*shape).to(device), n)) for n in steps)
@@ -258,18 +292,6 @@ def sync_check(device, small, rounds):
 
 
 # --- 6. DDP -------------------------------------------------------------------------------------------------
-
-class StepClock(tb.Callback):
-    "Rows per second between the first and the last optimizer step: set-up, warm-up, epoch end left out."
-    def __init__(self, rows_per_step): self.rows_per_step, self.times = rows_per_step, []
-
-    def after_step(self, state):
-        if state.device.type == "cuda": torch.cuda.synchronize(state.device)
-        self.times.append(time.perf_counter())
-
-    @property
-    def rows_per_s(self): return self.rows_per_step * (len(self.times) - 1) / (self.times[-1] - self.times[0])
-
 
 def ddp_worker(shape, batch, steps, precision):
     "Inside each launched process: a fit with strategy='ddp', clocked from its first to its last step."
@@ -284,12 +306,12 @@ def ddp_worker(shape, batch, steps, precision):
     X = torch.randn(batch * world * 64, shape[0], generator=g).to(device)
     y = torch.randint(0, shape[3], (len(X),), generator=g).to(device)
     dl = tb.TensorLoader(X, y, batch_size=batch)  # sharded by rank: each rank takes its own rows
-    clock = StepClock(batch * world)
+    clock = StepClock()
     cfg = tb.TrainConfig(epochs=math.ceil(steps / len(dl)), max_steps=steps, lr=1e-3, weight_decay=0.0,
                          precision=precision, device=str(device))
     tb.fit(mlp(*shape).to(device), dl, loss_fn=F.cross_entropy, config=cfg, live=False, strategy="ddp",
            callbacks=[clock])
-    return {"rows_per_s": clock.rows_per_s, "world": world}
+    return {"rows_per_s": batch * world / clock.per_step, "world": world}
 
 
 def ddp_check(device, small):
@@ -299,7 +321,7 @@ def ddp_check(device, small):
     precision = "bf16" if device.type == "cuda" else "fp32"
     print(f"\n== DDP via tb.launch: {nprocs} process(es), per-rank batch {batch}, {steps} steps, {precision}")
     X, y = data(device, batch * 64, shape[0], shape[3])
-    clock = StepClock(batch)
+    clock = StepClock()
     dl = tb.TensorLoader(X, y, batch_size=batch)
     tb.fit(mlp(*shape).to(device), dl, loss_fn=F.cross_entropy, live=False, callbacks=[clock],
            config=tb.TrainConfig(epochs=math.ceil(steps / len(dl)), max_steps=steps, lr=1e-3,
@@ -307,7 +329,7 @@ def ddp_check(device, small):
     t = time.perf_counter()
     res = tb.launch(ddp_worker, shape, batch, steps, precision, nprocs=nprocs, live=False)
     total = time.perf_counter() - t
-    one, many = clock.rows_per_s, res["rows_per_s"]
+    one, many = batch / clock.per_step, res["rows_per_s"]
     efficiency = many / (one * res["world"])
     print(f"  one process: {one:,.0f} rows/s; DDP ×{res['world']}: {many:,.0f} rows/s, scaling efficiency "
           f"{efficiency:.2f} (the launch, process start-up included, took {total:.1f} s)"
