@@ -54,7 +54,21 @@ def test_overfit_flag(ip):
     assert r.success and isinstance(r.result, tb.SanityReport) and r.result.passed and ip.user_ns["_sanity"] is r.result
 
 
+def test_dry_run_flag(ip, tmp_path):
+    before = {k: v.clone() for k, v in ip.user_ns["model"].state_dict().items()}
+    r = run(ip, "%train model dl_train dl_valid --dry-run --metrics accuracy --lr 1e-2 --accum 2 --no-live")
+    report = r.result
+    assert r.success and isinstance(report, tb.DryRunReport) and ip.user_ns["_dry_run"] is report
+    assert report.passed and report.steps == 3 and report.run.config.accum_steps == 2
+    assert all(torch.equal(before[k], v) for k, v in ip.user_ns["model"].state_dict().items())
+    (tmp_path / "blocker").write_text("a file where the run folder should go")
+    r = run(ip, f"%train model dl_train dl_valid --dry-run --checkpoint-dir {tmp_path / 'blocker' / 'run1'}")
+    assert r.success and not r.result.passed
+    assert [f.kind for f in r.result.findings] == ["checkpoint_not_writable"]
+
+
 @pytest.mark.parametrize("code, message", [
+    ("%train model dl_train --overfit --dry-run", "pick one"),
     ("%check nothing --target target", "name 'nothing' is not defined"),
     ("%check df --target target --bogus 1", "unrecognized arguments"),
     ("%split df --target target --valid-size 1.5", "valid_size must be a fraction"),

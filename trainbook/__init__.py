@@ -21,6 +21,8 @@ _EXPORTS = {
              "Checkpointer", "Position"],
     "diagnostics": ["diagnose", "NanGuard", "locate_nonfinite", "top_losses"],
     "sanity": ["overfit_batch", "check_init_loss", "SanityReport"],
+    "preflight": ["summary", "ModelSummary", "dry_run", "DryRunReport", "find_batch_size", "BatchSizeResult",
+                  "PeakMemory"],
     "live": ["LiveCurves", "Progress", "plot_history"],
     "widgets": ["SplitBuilder", "TrainPanel"],
     "magics": ["Checklist"],

@@ -26,7 +26,13 @@ LOWER_IS_BETTER = ("loss", "rmse", "mae", "brier", "error")
 
 class Checklist:
     "The readiness steps for one task, ticked as trainbook calls succeed."
-    def __init__(self, task: str, target: str, metric: str, baseline: Optional[float] = None, threshold: Optional[float] = None):
+    def __init__(self,
+                 task: str,  # what the model is for, in a few words ('binary classification of churn')
+                 target: str,  # the label column
+                 metric: str,  # the run value that decides, as `split_name` ('valid_accuracy', 'valid_loss')
+                 baseline: Optional[float] = None,  # the baseline's value of `metric`, when known already
+                 threshold: Optional[float] = None,  # the value of `metric` a run must reach to be accepted
+                ):
         if not isinstance(metric, str) or "_" not in metric:
             raise ValueError(f"metric must name a run metric such as 'valid_accuracy' or 'valid_loss', got {metric!r}")
         self.task, self.target, self.metric, self.baseline, self.threshold = task, target, metric, baseline, threshold
@@ -45,7 +51,10 @@ class Checklist:
 
     def _better(self, a: float, b: float) -> bool: return a < b if self.lower_better else a > b
 
-    def hear(self, kind: str, obj: Any):
+    def hear(self,
+             kind: str,  # what happened: data_checked, split_made, overfit_batch, baseline or run (others are ignored)
+             obj: Any,  # what it produced (a DataReport, Splits, SanityReport, DataFrame, Run)
+            ):
         "Update the steps from an announcement."
         if kind == "data_checked" and getattr(obj, "target", None) in (self.target, None):
             self.done["data_checked"] = obj.ok
@@ -128,7 +137,10 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 # %% ../nbs/13_magics.ipynb #2d43fb6b
 LOSSES = {"cross_entropy": "cross_entropy", "bce": "binary_cross_entropy_with_logits", "mse": "mse_loss"}
 
-def choose_loss(name: Optional[str], yb, namespace: dict):
+def choose_loss(name: Optional[str],  # --loss: cross_entropy | bce | mse | a callable's name in `namespace`; None: infer
+                yb,  # the targets of the first batch (what the loss is inferred from)
+                namespace: dict,  # the notebook's names
+               ):
     "The loss for `--loss NAME` (a built-in name or a name in the notebook), or one inferred from the targets."
     import torch
     import torch.nn.functional as F
@@ -141,7 +153,8 @@ def choose_loss(name: Optional[str], yb, namespace: dict):
         return (lambda out, y: F.mse_loss(out.reshape(y.shape), y)), "mse"
     return F.cross_entropy, "cross_entropy"
 
-def parse_body(body: str) -> dict:
+def parse_body(body: str,  # the cell below `%%train`: one `key = value` per line, `#` comments allowed
+              ) -> dict:
     "`key = value` lines (TrainConfig fields) of a %%train cell; values are Python literals."
     from dataclasses import fields
     known = {f.name for f in fields(TrainConfig)}
@@ -159,7 +172,8 @@ def parse_body(body: str) -> dict:
 @magics_class
 class TrainbookMagics(Magics):
     "The %check, %split, %train, %%train and %checklist magics."
-    def __init__(self, shell=None): super().__init__(shell)
+    def __init__(self, shell=None):  # the IPython shell the magics run in
+        super().__init__(shell)
 
     def _get(self, name: str):
         ns = self.shell.user_ns
@@ -172,7 +186,7 @@ class TrainbookMagics(Magics):
     @argument("--groups", help="a column of group ids (patients, users, ...)")
     @argument("--time", help="a time column")
     @line_magic
-    def check(self, line):
+    def check(self, line: str):  # the magic's arguments, as typed
         "Check a DataFrame: `%check df --target y [--groups g] [--time t]` shows the DataReport."
         from trainbook.checks import check_data
         args = parse_argstring(self.check, line)
@@ -191,7 +205,7 @@ class TrainbookMagics(Magics):
     @argument("--gap", type=int, default=0)
     @argument("--seed", type=int, default=0)
     @line_magic
-    def split(self, line):
+    def split(self, line: str):  # the magic's arguments, as typed
         "Make audited splits: `%split df --target y --strategy group --groups g [--test-size 0.2 --folds 5]`; stored as `_splits`."
         from trainbook.splits import make_splits
         a = parse_argstring(self.split, line)
@@ -217,12 +231,19 @@ class TrainbookMagics(Magics):
     @argument("--metrics", help="a built-in metric name such as accuracy")
     @argument("--loss", help="cross_entropy | bce | mse | a callable's name in the notebook (default: from the targets)")
     @argument("--overfit", action="store_true", help="run overfit_batch on the first batch instead of training")
+    @argument("--dry-run", action="store_true",
+              help="instead of training: a few steps through the real fit on copies, a checkpoint round trip and a "
+                   "resumed step; the verdict (DryRunReport) is stored as _dry_run")
     @argument("--resume", help="a last.pt to resume from")
     @argument("--no-live", action="store_true", help="no progress bars or live curves")
     @line_cell_magic
-    def train(self, line, cell=None):
+    def train(self,
+              line: str,  # the magic's arguments, as typed
+              cell: Optional[str] = None,  # %%train's body: `key = value` lines for TrainConfig fields
+             ):
         "Train with `fit`: `%train model dl_train dl_valid --epochs 3 --lr 1e-3`; `%%train` takes `key = value` lines. Stored as `_run`."
         a = parse_argstring(self.train, line)
+        if a.overfit and a.dry_run: raise UsageError("--overfit and --dry-run are two different checks: pick one")
         model, dl_train = self._get(a.model), self._get(a.dl_train)
         dl_valid = self._get(a.dl_valid) if a.dl_valid else None
         overrides = {k: v for k, v in {"epochs": a.epochs, "lr": a.lr, "precision": a.precision, "accum_steps": a.accum,
@@ -233,9 +254,15 @@ class TrainbookMagics(Magics):
         except (ValueError, TypeError) as e: raise UsageError(str(e)) from None
         try: batch = next(iter(dl_train))
         except StopIteration: raise UsageError(f"{a.dl_train} yields no batches") from None
-        from trainbook.loop import split_batch
+        from trainbook.batch import split_batch
         loss_fn, loss_name = choose_loss(a.loss, split_batch(batch)[1], self.shell.user_ns)
         if a.loss is None: print(f"loss: {loss_name} (from the targets; --loss to choose)")
+        if a.dry_run:
+            from trainbook.preflight import dry_run
+            try: report = dry_run(model, dl_train, dl_valid, loss_fn, cfg, metrics=a.metrics)
+            except (ValueError, TypeError) as e: raise UsageError(str(e)) from None
+            self.shell.user_ns["_dry_run"] = report
+            return report
         if a.overfit:
             from trainbook.sanity import overfit_batch
             report = overfit_batch(model, batch, loss_fn, precision=cfg.precision if cfg.precision != "auto" else "fp32")
@@ -250,7 +277,7 @@ class TrainbookMagics(Magics):
         return run
 
     @line_magic
-    def checklist(self, line):
+    def checklist(self, line: str):  # the magic's arguments, as typed
         "Show the readiness checklist made last (`tb.Checklist(...)`), or make one: `%checklist task target metric threshold`."
         parts = line.split()
         if parts:
@@ -264,7 +291,8 @@ class TrainbookMagics(Magics):
 
 _registered = {}
 
-def load_ipython_extension(ipython):
+def load_ipython_extension(ipython,  # the running IPython shell
+                          ):
     "`%load_ext trainbook`: register the magics (once, also under %reload_ext)."
     if ipython in _registered.values():
         return
@@ -272,6 +300,7 @@ def load_ipython_extension(ipython):
     ipython.register_magics(magics)
     _registered[id(ipython)] = ipython
 
-def unload_ipython_extension(ipython):
+def unload_ipython_extension(ipython,  # the running IPython shell
+                            ):
     "`%unload_ext trainbook` (and the first half of %reload_ext): forget the registration so a reload registers afresh."
     _registered.pop(id(ipython), None)
