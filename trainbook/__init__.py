@@ -14,7 +14,7 @@ _EXPORTS = {
     "data": ["TensorLoader", "make_preprocessor", "loaders_from_frame", "FramePrep"],
     "events": ["Event", "Callback", "Callbacks", "Control", "LoopState", "show_loop"],
     "optim": ["param_groups", "make_scheduler", "warmup_cosine", "one_cycle", "constant", "scale_lr", "lr_find", "LRFinder"],
-    "checkpoint": ["save_checkpoint", "load_checkpoint", "UnsafeCheckpointError"],
+    "checkpoint": ["save_checkpoint", "load_checkpoint", "UnsafeCheckpointError", "CheckpointError", "checkpoint_file"],
     "loop": ["fit", "train_step", "evaluate", "optimizer_step", "Run", "EarlyStopping", "accuracy"],
     "diagnostics": ["diagnose", "NanGuard", "locate_nonfinite", "top_losses"],
     "sanity": ["overfit_batch", "check_init_loss", "SanityReport"],
