@@ -15,6 +15,8 @@ _EXPORTS = {
     "events": ["Event", "Callback", "Callbacks", "Control", "LoopState", "show_loop"],
     "optim": ["param_groups", "make_scheduler", "warmup_cosine", "one_cycle", "constant", "scale_lr", "lr_find", "LRFinder"],
     "checkpoint": ["save_checkpoint", "load_checkpoint", "UnsafeCheckpointError", "CheckpointError", "checkpoint_file"],
+    "guard": ["check_loss_fn", "check_loader", "require_batches", "check_monitor", "probe_writable", "prepare_run_dir",
+              "run_signature", "saved_signature", "resume_changes"],
     "loop": ["fit", "train_step", "evaluate", "optimizer_step", "Run", "EarlyStopping", "accuracy"],
     "diagnostics": ["diagnose", "NanGuard", "locate_nonfinite", "top_losses"],
     "sanity": ["overfit_batch", "check_init_loss", "SanityReport"],
