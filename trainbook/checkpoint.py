@@ -29,13 +29,13 @@ def unwrap(model: nn.Module) -> nn.Module:
 # %% ../nbs/06_checkpoint.ipynb #6dd62f42
 FORMAT = "trainbook-checkpoint"
 
-# what `torch.load(weights_only=True)` accepts without asking (exact types: numpy's float64 is a float subclass)
+# what `torch.load(weights_only=True)` takes without asking (exact types: numpy's float64 is a float subclass)
 _SAFE_LEAVES = {type(None), bool, int, float, complex, str, bytes, torch.Size, torch.dtype, torch.device}
 
 def _key_path(where: str, key) -> str: return f"{where}.{key}" if where else str(key)
 
 def _loads_safely(obj) -> bool:
-    "Whether `torch.load(weights_only=True)` takes `obj` back (asked of torch itself, for the unusual leaves)."
+    "Whether `torch.load(weights_only=True)` takes `obj` back (torch itself is asked, for unusual leaves)."
     buf = io.BytesIO()
     try:
         torch.save(obj, buf)
@@ -45,12 +45,13 @@ def _loads_safely(obj) -> bool:
     return True
 
 def _first_refused(obj, where: str = "") -> Optional[tuple[str, Any]]:
-    "The key path and value of the first entry of `obj` that `torch.load(weights_only=True)` would refuse, or None."
+    "Key path and value of the first entry of `obj` that `torch.load(weights_only=True)` refuses, or None."
     kind = type(obj)
     if kind in _SAFE_LEAVES or isinstance(obj, torch.Tensor): return None
     if kind in (dict, collections.OrderedDict):
         for key, value in obj.items():
-            bad = _first_refused(key, f"{_key_path(where, key)} (the key)") or _first_refused(value, _key_path(where, key))
+            here = _key_path(where, key)
+            bad = _first_refused(key, f"{here} (the key)") or _first_refused(value, here)
             if bad: return bad
         return None
     if kind in (list, tuple):
@@ -65,7 +66,7 @@ def _how_to_store(value) -> str:
     if isinstance(value, (np.generic,)): return "store a Python number instead: float(x), int(x) or x.item()"
     if isinstance(value, np.ndarray): return "store torch.as_tensor(x) or x.tolist() instead"
     if isinstance(value, os.PathLike): return "store str(path) instead"
-    return "store plain values instead (tensors, numbers, strings, lists, dicts), e.g. what a state_dict() returns"
+    return "store plain values instead (tensors, numbers, strings, lists, dicts), as a state_dict() does"
 
 def check_loadable(state: dict,  # what is about to be saved
                    what: str = "save_checkpoint",  # who asks, for the message
@@ -75,12 +76,13 @@ def check_loadable(state: dict,  # what is about to be saved
     if bad is None: return
     where, value = bad
     kind = f"{type(value).__module__}.{type(value).__qualname__}"
-    raise TypeError(f"{what}: {where} is a {kind} ({reprlib.repr(value)}), which torch.load(weights_only=True) "
-                    f"refuses, so this checkpoint could never be loaded or resumed; {_how_to_store(value)}")
+    raise TypeError(f"{what}: {where} is a {kind} ({reprlib.repr(value)}), which "
+                    "torch.load(weights_only=True) refuses, so this checkpoint could never be loaded or resumed; "
+                    f"{_how_to_store(value)}")
 
 def save_checkpoint(path: str | Path,  # the file to write, e.g. run_dir / "last.pt"
                     *,
-                    model: Optional[nn.Module | dict] = None,  # a module (DDP/compile wrappers unwrapped) or its state_dict
+                    model: Optional[nn.Module | dict] = None,  # a module (wrappers unwrapped) or its state_dict
                     optimizer=None,  # a torch optimizer, or its state_dict
                     scheduler=None,  # an lr scheduler, or its state_dict
                     scaler=None,  # a GradScaler, or its state_dict
@@ -112,23 +114,26 @@ def checkpoint_file(path: str | Path,  # a checkpoint file, or a run folder (its
         if (path / "last.pt").is_file(): return path / "last.pt"
         runs = sorted(str(p.parent) for p in path.glob("*/last.pt"))
         hint = f"; runs inside it: {', '.join(runs)}" if runs else ""
-        raise FileNotFoundError(f"{path} is a folder without a last.pt, so there is no run to resume there{hint}. "
-                                "Pass a checkpoint file or the folder of a run that wrote checkpoints")
+        raise FileNotFoundError(f"{path} is a folder without a last.pt, so there is no run to resume there"
+                                f"{hint}. Pass a checkpoint file or the folder of a run that wrote checkpoints")
     if not path.is_file():
-        raise FileNotFoundError(f"checkpoint {str(path)!r} does not exist (neither a checkpoint file nor a run folder)")
+        raise FileNotFoundError(f"checkpoint {str(path)!r} does not exist "
+                                "(neither a checkpoint file nor a run folder)")
     return path
 
 def _unreadable(path: Path, error: Optional[BaseException] = None) -> Optional[CheckpointError]:
-    "A CheckpointError saying why `path` is not a readable checkpoint; None when it looks like one (before loading)."
+    "A CheckpointError saying why `path` is not a readable checkpoint; None when it looks like one."
     size = path.stat().st_size
     with open(path, "rb") as f: head = f.read(4)
     if size == 0: why = "it is empty (0 bytes)"
     elif head == b"PK\x03\x04" and not zipfile.is_zipfile(path):
-        why = f"it is a zip archive of {size} bytes whose end is missing: truncated, e.g. by a write cut short"
+        why = f"it is a zip archive of {size} bytes whose end is missing: truncated (a write cut short?)"
     elif head[:1] != b"\x80" and head != b"PK\x03\x04":
         why = f"its {size} bytes do not start like a checkpoint (they start with {head!r})"
     elif error is None: return None
-    else: why = f"{size} bytes that torch could not read ({type(error).__name__}: {str(error).splitlines()[0][:200]})"
+    else:
+        first = (str(error).splitlines() or [""])[0][:200]
+        why = f"{size} bytes that torch could not read ({type(error).__name__}: {first})"
     return CheckpointError(f"{path} is not a readable checkpoint: {why}. Expected a file written by "
                            "trainbook.save_checkpoint or torch.save (a zip archive starting with b'PK')")
 
@@ -142,7 +147,7 @@ def load_checkpoint(path: str | Path,  # a checkpoint file, or a run folder (its
                     trusted: bool = False,  # allow arbitrary unpickling (only for files you made or trust)
                     strict: bool = True,  # the model's keys must match exactly
                    ) -> dict:
-    "Load a checkpoint with `weights_only=True` (unless `trusted`) and restore the objects given; returns the dict."
+    "Load a checkpoint with `weights_only=True` (unless `trusted`), restore the objects given; returns the dict."
     path = checkpoint_file(path)
     bad = _unreadable(path)
     if bad is not None: raise bad

@@ -45,7 +45,7 @@ _KIND = {_as_int: "an integer", _as_number: "a number", _as_str: "a string", _as
          _as_path: "a folder path (str or pathlib.Path)", _as_device: "a string or torch.device"}
 
 def _spec(convert, expected: str = "", ok=None, none_ok: bool = False) -> tuple:
-    "How a field is checked: the converter to a plain type, what is expected, a value test, whether None is allowed."
+    "How a field is checked: converter to a plain type, what is expected, a value test, whether None is allowed."
     return convert, expected or _KIND[convert], ok, none_ok
 
 def _positive(v): return v > 0
@@ -64,7 +64,8 @@ _SPECS = {
     "warmup": _spec(_as_number, "a finite number >= 0", _at_least_zero),
     "patience": _spec(_as_int, "a non-negative integer", _at_least_zero, none_ok=True),
     "min_delta": _spec(_as_number, "a finite number >= 0", _at_least_zero),
-    "monitor": _spec(_as_str, "a 'split_name' string such as 'valid_loss' or 'valid_accuracy'", lambda v: "_" in v),
+    "monitor": _spec(_as_str, "a 'split_name' string such as 'valid_loss' or 'valid_accuracy'",
+                     lambda v: "_" in v),
     "mode": _spec(_as_str, "'min' or 'max'", _one_of("min", "max")),
     "seed": _spec(_as_int),
     "device": _spec(_as_device, "a string such as 'auto', 'cpu' or 'cuda'"),
@@ -80,14 +81,15 @@ _SPECS = {
 }
 
 def _field_value(name: str, value: Any) -> Any:
-    "`value` checked against field `name`'s spec and turned into a plain Python type; the errors name the field."
+    "`value` checked against field `name`'s spec and made a plain Python type; the errors name the field."
     convert, expected, ok, none_ok = _SPECS[name]
     if value is None and none_ok: return None
     expected += " or None" if none_ok else ""
     plain = convert(value)
     if plain is None:
         raise TypeError(f"TrainConfig.{name} must be {expected}, got {value!r} ({type(value).__name__})")
-    if ok is not None and not ok(plain): raise ValueError(f"TrainConfig.{name} must be {expected}, got {value!r}")
+    if ok is not None and not ok(plain):
+        raise ValueError(f"TrainConfig.{name} must be {expected}, got {value!r}")
     return plain
 
 @dataclass
@@ -119,7 +121,7 @@ class TrainConfig:
     compile: bool = False  # `torch.compile` the model for training (checkpoints keep holding the eager model)
 
     def __setattr__(self, name: str, value: Any):
-        # every assignment, the constructor's included, goes through here: a field always holds a checked plain value
+        # every assignment, the constructor's included, comes here: a field always holds a checked plain value
         if name not in _SPECS:
             raise AttributeError(f"TrainConfig has no field {name!r}; fields are: {', '.join(_SPECS)}")
         super().__setattr__(name, _field_value(name, value))
@@ -319,7 +321,7 @@ def _alive(pid: int) -> bool:
     return True
 
 def remove_stale_temps(folder: str | Path) -> list[Path]:
-    "Remove the temp files that writes killed before their rename left in `folder` (this host's, writer gone)."
+    "Remove the temp files of writes killed before their rename from `folder` (this host's, writer gone)."
     removed = []
     for p in Path(folder).glob(".*.tmp"):
         m = _TEMP.match(p.name)
@@ -329,7 +331,7 @@ def remove_stale_temps(folder: str | Path) -> list[Path]:
     return removed
 
 class _Recorder:
-    "A file that remembers the first OSError of a write (torch.save reports a full disk as a bare RuntimeError)."
+    "A file that remembers the first OSError of a write (torch.save reports a full disk as a RuntimeError)."
     def __init__(self, f): self.f, self.error = f, None
 
     def write(self, data) -> int:
@@ -343,13 +345,14 @@ class _Recorder:
 def atomic_write(path: str | Path,  # the file to write (its folder is created when missing)
                  write: Callable,  # called with a binary file object, e.g. `lambda f: torch.save(state, f)`
                 ) -> Path:
-    "Call `write(file)` on a temp file beside `path`, fsync it, and rename it to `path`; a failure keeps the old file."
+    "Call `write(file)` on a temp file beside `path`, fsync it, rename it to `path`; a failure keeps the old file."
     path = Path(path)
     tmp, recorder = None, None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_temps(path.parent)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_HOST}-{os.getpid()}-", suffix=".tmp", dir=path.parent)
+        prefix = f".{path.name}.{_HOST}-{os.getpid()}-"
+        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as f:
             recorder = _Recorder(f)
             write(recorder)

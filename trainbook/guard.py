@@ -21,7 +21,7 @@ __all__ = ['LOWER_IS_BETTER', 'HIGHER_IS_BETTER', 'RUN_FILES', 'check_loss_fn', 
            'resume_changes']
 
 # %% ../nbs/06a_guard.ipynb #28a3ff5a
-def check_loss_fn(loss_fn: Optional[Callable],  # a loss such as nn.CrossEntropyLoss() or F.cross_entropy; None = the model's own
+def check_loss_fn(loss_fn: Optional[Callable],  # e.g. nn.CrossEntropyLoss() or F.cross_entropy; None = the model's
                  ) -> Optional[Callable]:
     "`loss_fn` checked: None (the model computes its loss) or a callable, never a loss *class*."
     if loss_fn is None: return None
@@ -44,16 +44,18 @@ def _why_empty(dl) -> str:
     if rows is None: return ""
     if rows == 0: return "; its dataset has 0 rows"
     if getattr(dl, "drop_last", False):
-        return f"; its dataset has {rows} rows, fewer than batch_size={dl.batch_size}, and drop_last=True drops them"
+        return (f"; its dataset has {rows} rows, fewer than batch_size={dl.batch_size}, "
+                "and drop_last=True drops them")
     return ""
 
 def check_loader(dl,  # the loader to check: a list of batches, a DataLoader, a TensorLoader...
                  name: str,  # the argument's name, for the message ('dl_train', 'dl_valid')
                 ) -> Optional[int]:
-    "`dl` must be re-iterable and, when it has a length, not empty; returns its length (None when it has none)."
+    "`dl` must be re-iterable and, when it has a length, not empty; returns the length (None if it has none)."
     if not isinstance(dl, collections.abc.Iterable) or isinstance(dl, collections.abc.Iterator):
-        once = " (a generator or iterator runs out after one epoch)" if isinstance(dl, collections.abc.Iterator) else ""
-        raise TypeError(f"{name} must be re-iterable{once}: a list of batches, a DataLoader or a TensorLoader; "
+        once = isinstance(dl, collections.abc.Iterator)
+        why = " (a generator or iterator runs out after one epoch)" if once else ""
+        raise TypeError(f"{name} must be re-iterable{why}: a list of batches, a DataLoader or a TensorLoader; "
                         f"got {type(dl).__name__}")
     n = _len(dl)
     if n == 0: raise ValueError(f"{name} is empty: it yields no batches{_why_empty(dl)}")
@@ -63,20 +65,21 @@ def require_batches(batches: Iterable,  # one epoch's batches (e.g. `iter(dl_tra
                     name: str = "dl_train",  # the argument's name, for the message
                     epoch: int = 0,  # the epoch, for the message
                    ) -> Iterator:
-    "Yield the batches; raise a ValueError naming `name` if there were none (for loaders whose length is unknown)."
+    "Yield the batches; a ValueError naming `name` if there were none (for loaders without a length)."
     empty = True
     for batch in batches:
         empty = False
         yield batch
     if empty:
-        raise ValueError(f"{name} yielded no batches in epoch {epoch}: an empty loader (it has no len(), so this "
-                         "shows only now); check the data or filter that feeds it")
+        raise ValueError(f"{name} yielded no batches in epoch {epoch}: an empty loader (it has no len(), "
+                         "so this shows only now); check the data or filter that feeds it")
 
 # %% ../nbs/06a_guard.ipynb #7bd684b2
 # which way is better, for the names whose direction is known; other names are left to the user's `mode`
 LOWER_IS_BETTER = ("loss", "mse", "mae", "rmse", "error", "log_loss", "brier", "perplexity")
-HIGHER_IS_BETTER = ("accuracy", "acc", "balanced_accuracy", "f1", "f1_score", "auc", "roc_auc", "roc_auc_score",
-                    "average_precision", "pr_auc", "precision", "recall", "r2", "r2_score", "iou", "dice")
+HIGHER_IS_BETTER = ("accuracy", "acc", "balanced_accuracy", "f1", "f1_score", "auc", "roc_auc",
+                    "roc_auc_score", "average_precision", "pr_auc", "precision", "recall", "r2", "r2_score",
+                    "iou", "dice")
 
 def logged_values(has_valid: bool,  # whether the run validates (a dl_valid was given)
                   metric_names: Iterable[str] = (),  # the names of the run's metrics
@@ -95,25 +98,27 @@ def check_monitor(cfg: TrainConfig,  # the run's config (its `monitor` and `mode
                   has_valid: bool,  # whether the run validates (a dl_valid was given)
                   metric_names: Iterable[str] = (),  # the names of the run's metrics
                  ) -> tuple[str, str]:
-    "The `(split, name)` that early stopping and best.pt follow; a ValueError when `monitor` names nothing logged."
+    "The `(split, name)` early stopping and best.pt follow; a ValueError when `monitor` names nothing logged."
     logged = logged_values(has_valid, metric_names)
     monitor = cfg.monitor
     if monitor == "valid_loss" and not has_valid:
-        monitor = "train_loss"  # the default monitor, without validation data: the training loss, also lower-better
+        monitor = "train_loss"  # the default monitor without validation data: the training loss, lower-better too
     elif monitor.startswith("valid_") and not has_valid:
-        raise ValueError(f"monitor={monitor!r} needs validation data, but dl_valid is None, so early stopping and "
-                         f"best.pt would follow nothing. Pass dl_valid, or monitor one of: {', '.join(logged)}")
+        raise ValueError(f"monitor={monitor!r} needs validation data, but dl_valid is None, so early stopping "
+                         f"and best.pt would follow nothing. Pass dl_valid, or monitor one of: "
+                         f"{', '.join(logged)}")
     elif monitor not in logged:
         close = difflib.get_close_matches(monitor, logged, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ValueError(f"monitor={monitor!r} names nothing this run logs{hint}; it logs: {', '.join(logged)}. "
-                         "Set TrainConfig(monitor=...) to one of these, or add the metric to metrics=")
+        raise ValueError(f"monitor={monitor!r} names nothing this run logs{hint}; it logs: "
+                         f"{', '.join(logged)}. Set TrainConfig(monitor=...) to one of these, "
+                         "or add the metric to metrics=")
     split, name = monitor.split("_", 1)
     better = _better(name)
     if better is not None and better != cfg.mode:
-        raise ValueError(f"mode={cfg.mode!r} with monitor={monitor!r}: {name} is better when "
-                         f"{'lower' if better == 'min' else 'higher'}, so best.pt would keep the worst epoch; "
-                         f"use mode={better!r}")
+        which = "lower" if better == "min" else "higher"
+        raise ValueError(f"mode={cfg.mode!r} with monitor={monitor!r}: {name} is better when {which}, "
+                         f"so best.pt would keep the worst epoch; use mode={better!r}")
     return split, name
 
 # %% ../nbs/06a_guard.ipynb #a754113e
@@ -123,7 +128,7 @@ def probe_writable(folder: str | Path,  # the folder a run will write to (create
     "Create `folder` and write (then remove) a small file in it; a ValueError naming `name` if that fails."
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
-        raise ValueError(f"{name}={str(folder)!r} is a file, not a folder; choose a folder for the run's files")
+        raise ValueError(f"{name}={str(folder)!r} is a file, not a folder; choose a folder for the files")
     probe = folder / f".trainbook-probe-{os.getpid()}-{threading.get_ident()}"
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -133,8 +138,9 @@ def probe_writable(folder: str | Path,  # the folder a run will write to (create
             os.fsync(f.fileno())
         probe.unlink()
     except OSError as e:
-        raise ValueError(f"{name}={str(folder)!r} is not a writable folder ({e.strerror or e}), so no checkpoint "
-                         f"could be saved there; choose another folder, or {name}=None for a run without files") from None
+        raise ValueError(f"{name}={str(folder)!r} is not a writable folder ({e.strerror or e}), so no "
+                         f"checkpoint could be saved there; choose another folder, or {name}=None "
+                         "for a run without files") from None
     return folder
 
 # %% ../nbs/06a_guard.ipynb #b8ccc60c
@@ -153,7 +159,7 @@ def _writer_gone(marker: Path) -> bool:
     return False
 
 def _claim(folder: Path, force: bool = False) -> bool:
-    "Claim `folder` for a new run (atomically: one of two runs starting at once wins); False when it holds a run."
+    "Claim `folder` for a new run (atomically: of two runs starting at once one wins); False if it holds a run."
     if not force and any((folder / f).exists() for f in RUN_FILES): return False
     folder.mkdir(parents=True, exist_ok=True)
     marker = folder / _MARKER
@@ -176,7 +182,7 @@ def prepare_run_dir(checkpoint_dir: str | Path | None,  # the folder asked for (
                     resume: str | Path | None = None,  # the checkpoint (or run folder) the run resumes from
                     overwrite: bool = False,  # replace the previous run's files in checkpoint_dir
                    ) -> tuple[Optional[Path], Optional[Finding]]:
-    "The folder this run writes to, checked writable and claimed, so that no earlier run's files are replaced."
+    "The folder this run writes to, checked writable and claimed, so no earlier run's files are replaced."
     if checkpoint_dir is None: return None, None
     base = probe_writable(checkpoint_dir, "checkpoint_dir")
     here = _in_place(base, resume) if resume is not None else None
@@ -196,8 +202,8 @@ def prepare_run_dir(checkpoint_dir: str | Path | None,  # the folder asked for (
     held = [name for name in RUN_FILES if (base / name).exists()] or ["a run in progress"]
     return folder, Finding(
         "run_dir_versioned", "info",
-        f"checkpoint_dir {str(base)!r} already holds a run ({', '.join(held)}); this run writes to {str(folder)!r}, "
-        "so nothing of the earlier run is replaced",
+        f"checkpoint_dir {str(base)!r} already holds a run ({', '.join(held)}); this run writes to "
+        f"{str(folder)!r}, so nothing of the earlier run is replaced",
         advice=f"to continue the earlier run pass resume={str(base)!r}; to replace it, overwrite=True",
         data={"checkpoint_dir": str(base), "run_dir": str(folder)})
 
@@ -208,7 +214,7 @@ def run_signature(model: nn.Module,  # the model being trained (wrappers are unw
                   cfg: Optional[TrainConfig] = None,  # the run's config
                   split_fingerprint: Optional[str] = None,  # `Splits.fingerprint` of the data, when known
                  ) -> dict:
-    "What a resume compares, in plain values a checkpoint can hold: config, data, loader, versions, shapes, optimizer."
+    "What a resume compares, as plain values: config, data, loader, versions, shapes, optimizer kind."
     return {"config": cfg.to_dict() if cfg is not None else None,
             "split_fingerprint": split_fingerprint,
             "loader": {"kind": type(dl_train).__name__, "batches": _len(dl_train),
@@ -219,18 +225,20 @@ def run_signature(model: nn.Module,  # the model being trained (wrappers are unw
 
 def saved_signature(ckpt: dict,  # a loaded checkpoint
                    ) -> dict:
-    "The signature of the run that wrote `ckpt` (rebuilt from its contents for checkpoints older than signatures)."
+    "The signature of the run that wrote `ckpt` (rebuilt from its contents when it has none: older files)."
     sig = dict(ckpt.get("signature") or {})
     if not sig:
         env = ckpt.get("environment") or {}
         sig = {"config": ckpt.get("config"), "split_fingerprint": ckpt.get("split_fingerprint"),
-               "versions": {"torch": env.get("torch"), "trainbook": (env.get("packages") or {}).get("trainbook")}}
+               "versions": {"torch": env.get("torch"),
+                            "trainbook": (env.get("packages") or {}).get("trainbook")}}
         if isinstance(ckpt.get("model"), dict):
-            sig["shapes"] = {k: list(v.shape) for k, v in ckpt["model"].items() if isinstance(v, torch.Tensor)}
+            tensors = {k: v for k, v in ckpt["model"].items() if isinstance(v, torch.Tensor)}
+            sig["shapes"] = {k: list(v.shape) for k, v in tensors.items()}
     sig["batch_idx"] = ckpt.get("batch_idx")
     return sig
 
-_NOT_COMPARED = {"checkpoint_dir", "checkpoint_every"}  # where and how often files go changes nothing in the run
+_NOT_COMPARED = {"checkpoint_dir", "checkpoint_every"}  # where and how often files go: no change to the run
 
 def _impossible(saved: dict, now: dict) -> list[str]:
     "Why the run cannot continue exactly from the checkpoint (empty when it can)."
@@ -246,25 +254,26 @@ def _impossible(saved: dict, now: dict) -> list[str]:
         why.append(f"the optimizer was {saved['optimizer']} and is now {now['optimizer']}")
     batches, position = (now.get("loader") or {}).get("batches"), saved.get("batch_idx")
     if batches is not None and position and position > batches:
-        why.append(f"the checkpoint stopped after batch {position} of its epoch, but dl_train now has {batches} batches")
+        why.append(f"the checkpoint stopped after batch {position} of its epoch, "
+                   f"but dl_train now has {batches} batches")
     return why
 
 def _flat(sig: dict) -> dict:
-    "The compared values of a signature as one flat dict: 'config.lr', 'loader.batch_size', 'versions.torch'..."
+    "The compared values of a signature, flat: 'config.lr', 'loader.batch_size', 'versions.torch'..."
     out = {"split_fingerprint": sig.get("split_fingerprint")}
     for group in ("config", "loader", "versions"):
         for key, value in (sig.get(group) or {}).items():
             if not (group == "config" and key in _NOT_COMPARED): out[f"{group}.{key}"] = value
     return out
 
-def resume_changes(saved: dict,  # the signature of the run that wrote the checkpoint (`saved_signature(ckpt)`)
+def resume_changes(saved: dict,  # the signature of the checkpoint's run (`saved_signature(ckpt)`)
                    now: dict,  # the signature of the run about to resume (`run_signature(...)`)
                   ) -> list[Finding]:
-    "What differs between a checkpoint's run and the resuming one: a warning listing each change, a ValueError when exact resume is impossible."
+    "What changed since the checkpoint: a warning listing each change; a ValueError if exact resume is impossible."
     why = _impossible(saved, now)
     if why:
-        raise ValueError("this checkpoint cannot be resumed exactly: " + "; ".join(why) + ". Resume with the model, "
-                         "optimizer and data it was made with, or start a new run (without resume=)")
+        raise ValueError("this checkpoint cannot be resumed exactly: " + "; ".join(why) + ". Resume with the "
+                         "model, optimizer and data it was made with, or start a new run (without resume=)")
     old, new = _flat(saved), _flat(now)
     changes = {k: [old[k], new[k]] for k in new if k in old and old[k] is not None and old[k] != new[k]}
     if not changes: return []
