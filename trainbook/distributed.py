@@ -154,6 +154,7 @@ def _live_curves(live, history: History):
 
 def _command(work: Path, nprocs: int, nnodes: int, rdzv_endpoint: Optional[str], store_port: Optional[int],
              backend: str) -> list[str]:
+    "The torchrun command line."
     cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={nprocs}", f"--nnodes={nnodes}",
            "--max-restarts=0"]
     if rdzv_endpoint: cmd += ["--rdzv-backend=c10d", f"--rdzv-endpoint={rdzv_endpoint}"]
@@ -164,7 +165,7 @@ def _command(work: Path, nprocs: int, nnodes: int, rdzv_endpoint: Optional[str],
 def launch(fn: Callable,  # the function each rank runs; defined in a notebook cell is fine (pickled by value)
            *args,  # positional arguments for `fn`
            nprocs: int = 2,  # processes per machine (one per GPU, or CPU processes with gloo)
-           backend: str = "auto",  # auto (nccl with enough GPUs, else gloo) | nccl | gloo
+           backend: str = "auto",  # auto (nccl when CUDA is available, else gloo) | nccl | gloo
            nnodes: int = 1,  # machines; more than one needs `rdzv_endpoint`
            rdzv_endpoint: Optional[str] = None,  # 'host:port' of the rendezvous, the same on every machine
            timeout: float = 3600,  # seconds before the workers are stopped and a TimeoutError raised
