@@ -8,8 +8,8 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 import trainbook as tb
-from trainbook.guard import (check_loader, check_loss_fn, check_monitor, prepare_run_dir, probe_writable,
-                             require_batches, resume_changes, run_signature, saved_signature)
+from trainbook.guard import (check_loader, check_loss_fn, check_monitor, nonfinite_validation, prepare_run_dir,
+                             probe_writable, require_batches, resume_changes, run_signature, saved_signature)
 from test_checkpoint import small_tmpfs
 
 X, Y = torch.randn(16, 4), torch.randint(0, 2, (16,))
@@ -43,6 +43,19 @@ def test_an_empty_loader_without_len_fails_at_its_first_epoch_naming_the_argumen
         for _ in require_batches(iter(Stream([])), "dl_train", epoch=2): pass
     seen = list(require_batches(iter(Stream([(X, Y)] * 3))))
     assert len(seen) == 3
+    with pytest.raises(ValueError, match="dl_valid is empty"): check_loader(Stream([]), "dl_valid", probe=True)
+    assert check_loader(Stream([(X, Y)]), "dl_valid", probe=True) is None
+
+
+def test_nonfinite_validation_names_values_and_epoch_and_stops_only_for_loss_or_monitor():
+    nan, inf = float("nan"), float("inf")
+    stop = nonfinite_validation({"loss": nan, "accuracy": 0.5}, epoch=3, step=40)
+    assert stop.kind == "nonfinite" and stop.severity == "error"
+    assert "epoch 3" in stop.message and "valid_loss=nan" in stop.message and stop.data == {
+        "split": "valid", "names": ["loss"], "epoch": 3, "step": 40}
+    assert nonfinite_validation({"loss": 0.2, "f1": inf}, epoch=1, step=5, monitor="f1").severity == "error"
+    assert nonfinite_validation({"loss": 0.2, "auc": nan}, epoch=1, step=5).severity == "warning"
+    assert nonfinite_validation({"loss": 0.2, "auc": 0.7}, epoch=1, step=5) is None
 
 
 @pytest.mark.parametrize("monitor, mode, has_valid, metrics, message", [

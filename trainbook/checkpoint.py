@@ -14,7 +14,7 @@ from torch import nn
 
 # %% auto #0
 __all__ = ['FORMAT', 'unwrap', 'check_loadable', 'save_checkpoint', 'CheckpointError', 'UnsafeCheckpointError', 'checkpoint_file',
-           'load_checkpoint', 'write_json']
+           'read_checkpoint', 'restore_checkpoint', 'load_checkpoint', 'write_json']
 
 # %% ../nbs/06_checkpoint.ipynb #f4a0ad9b
 from .core import atomic_write
@@ -137,17 +137,12 @@ def _unreadable(path: Path, error: Optional[BaseException] = None) -> Optional[C
     return CheckpointError(f"{path} is not a readable checkpoint: {why}. Expected a file written by "
                            "trainbook.save_checkpoint or torch.save (a zip archive starting with b'PK')")
 
-def load_checkpoint(path: str | Path,  # a checkpoint file, or a run folder (its last.pt)
-                    model: Optional[nn.Module] = None,  # restored in place when given
-                    optimizer=None,  # restored in place when given
-                    scheduler=None,  # restored in place when given
-                    scaler=None,  # restored in place when given
+def read_checkpoint(path: str | Path,  # a checkpoint file, or a run folder (its last.pt)
                     *,
                     map_location: Any = "cpu",  # where tensors are loaded, as in torch.load
                     trusted: bool = False,  # allow arbitrary unpickling (only for files you made or trust)
-                    strict: bool = True,  # the model's keys must match exactly
                    ) -> dict:
-    "Load a checkpoint with `weights_only=True` (unless `trusted`), restore the objects given; returns the dict."
+    "A checkpoint's entries, loaded with `weights_only=True` unless `trusted`; corrupt told apart from unsafe."
     path = checkpoint_file(path)
     bad = _unreadable(path)
     if bad is not None: raise bad
@@ -163,12 +158,41 @@ def load_checkpoint(path: str | Path,  # a checkpoint file, or a run folder (its
         raise _unreadable(path, e) from None
     if not isinstance(state, dict):
         raise CheckpointError(f"{path} holds a {type(state).__name__}, not a checkpoint (a dict of states)")
-    for key, obj in (("model", model and unwrap(model)), ("optimizer", optimizer), ("scheduler", scheduler), ("scaler", scaler)):
+    return state
+
+def restore_checkpoint(state: dict,  # a checkpoint's entries (`read_checkpoint`)
+                       model: Optional[nn.Module] = None,  # restored in place when given
+                       optimizer=None,  # restored in place when given
+                       scheduler=None,  # restored in place when given
+                       scaler=None,  # restored in place when given
+                       *,
+                       strict: bool = True,  # the model's keys must match exactly
+                       where: str = "the checkpoint",  # what `state` came from, for the message
+                      ) -> dict:
+    "Load the states in `state` into the objects given; returns `state`."
+    parts = (("model", model and unwrap(model)), ("optimizer", optimizer), ("scheduler", scheduler),
+             ("scaler", scaler))
+    for key, obj in parts:
         if obj is None: continue
-        if key not in state: raise KeyError(f"{path} holds no {key!r} state; it holds: {', '.join(map(str, state))}")
+        if key not in state:
+            raise KeyError(f"{where} holds no {key!r} state; it holds: {', '.join(map(str, state))}")
         if key == "model": obj.load_state_dict(state[key], strict=strict)
         else: obj.load_state_dict(state[key])
     return state
+
+def load_checkpoint(path: str | Path,  # a checkpoint file, or a run folder (its last.pt)
+                    model: Optional[nn.Module] = None,  # restored in place when given
+                    optimizer=None,  # restored in place when given
+                    scheduler=None,  # restored in place when given
+                    scaler=None,  # restored in place when given
+                    *,
+                    map_location: Any = "cpu",  # where tensors are loaded, as in torch.load
+                    trusted: bool = False,  # allow arbitrary unpickling (only for files you made or trust)
+                    strict: bool = True,  # the model's keys must match exactly
+                   ) -> dict:
+    "Read a checkpoint (`weights_only=True` unless `trusted`) and restore the objects given; returns the dict."
+    state = read_checkpoint(path, map_location=map_location, trusted=trusted)
+    return restore_checkpoint(state, model, optimizer, scheduler, scaler, strict=strict, where=str(path))
 
 # %% ../nbs/06_checkpoint.ipynb #845e78da
 def _jsonable(obj):

@@ -4,7 +4,7 @@
 
 # %% ../nbs/06a_guard.ipynb #fbcc8e7a
 from __future__ import annotations
-import collections.abc, difflib, json, os, re, socket, threading
+import collections.abc, difflib, json, math, os, re, socket, threading
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
@@ -17,8 +17,8 @@ from .core import Finding, TrainConfig
 
 # %% auto #0
 __all__ = ['LOWER_IS_BETTER', 'HIGHER_IS_BETTER', 'RUN_FILES', 'check_loss_fn', 'check_loader', 'require_batches',
-           'logged_values', 'check_monitor', 'probe_writable', 'prepare_run_dir', 'run_signature', 'saved_signature',
-           'resume_changes']
+           'logged_values', 'check_monitor', 'probe_writable', 'prepare_run_dir', 'nonfinite_validation',
+           'run_signature', 'saved_signature', 'resume_changes']
 
 # %% ../nbs/06a_guard.ipynb #28a3ff5a
 def check_loss_fn(loss_fn: Optional[Callable],  # e.g. nn.CrossEntropyLoss() or F.cross_entropy; None = the model's
@@ -50,6 +50,7 @@ def _why_empty(dl) -> str:
 
 def check_loader(dl,  # the loader to check: a list of batches, a DataLoader, a TensorLoader...
                  name: str,  # the argument's name, for the message ('dl_train', 'dl_valid')
+                 probe: bool = False,  # without a len, fetch the first batch to see there is one (validation data)
                 ) -> Optional[int]:
     "`dl` must be re-iterable and, when it has a length, not empty; returns the length (None if it has none)."
     if not isinstance(dl, collections.abc.Iterable) or isinstance(dl, collections.abc.Iterator):
@@ -59,6 +60,8 @@ def check_loader(dl,  # the loader to check: a list of batches, a DataLoader, a 
                         f"got {type(dl).__name__}")
     n = _len(dl)
     if n == 0: raise ValueError(f"{name} is empty: it yields no batches{_why_empty(dl)}")
+    if n is None and probe and next(iter(dl), None) is None:
+        raise ValueError(f"{name} is empty: it yields no batches")
     return n
 
 def require_batches(batches: Iterable,  # one epoch's batches (e.g. `iter(dl_train)` of a loader without len)
@@ -206,6 +209,25 @@ def prepare_run_dir(checkpoint_dir: str | Path | None,  # the folder asked for (
         f"{str(folder)!r}, so nothing of the earlier run is replaced",
         advice=f"to continue the earlier run pass resume={str(base)!r}; to replace it, overwrite=True",
         data={"checkpoint_dir": str(base), "run_dir": str(folder)})
+
+# %% ../nbs/06a_guard.ipynb #dc3bcc9b
+def nonfinite_validation(values: dict,  # one validation's results: name -> value (loss, metrics)
+                         epoch: int,  # the epoch it closed (0-based)
+                         step: int,  # optimizer steps done
+                         monitor: str = "loss",  # the monitored name in the valid split
+                        ) -> Optional[Finding]:
+    "A finding naming the NaN/inf validation values; an error (stop the run) if the loss or monitored one is."
+    bad = {name: value for name, value in values.items() if not math.isfinite(value)}
+    if not bad: return None
+    stop = "loss" in bad or monitor in bad
+    listed = ", ".join(f"valid_{name}={value}" for name, value in bad.items())
+    then = "the run stopped: early stopping and best.pt cannot follow a non-finite value" if stop else \
+           "the run goes on: the loss and the monitored value are finite"
+    return Finding("nonfinite", "error" if stop else "warning",
+                   f"validation at epoch {epoch} (step {step}) gave {listed}; {then}",
+                   advice="NaN or inf in the validation inputs or labels is the usual cause (tb.check_data on "
+                          "those rows finds them); a metric undefined on this data gives NaN too",
+                   data={"split": "valid", "names": list(bad), "epoch": epoch, "step": step})
 
 # %% ../nbs/06a_guard.ipynb #7ae62d48
 def run_signature(model: nn.Module,  # the model being trained (wrappers are unwrapped)
