@@ -11,6 +11,7 @@ import trainbook as tb
 from trainbook.guard import (check_loader, check_loss_fn, check_monitor, nonfinite_validation, prepare_run_dir,
                              probe_writable, require_batches, resume_changes, run_signature, saved_signature)
 from test_checkpoint import small_tmpfs
+from helpers import blobs, mlp
 
 X, Y = torch.randn(16, 4), torch.randint(0, 2, (16,))
 
@@ -179,3 +180,168 @@ def test_saved_signature_of_a_checkpoint_with_and_without_one(tmp_path):
     assert old["shapes"] == {"weight": [2, 4], "bias": [2]}
     changes = resume_changes(old, sig)[0].data["changes"]
     assert changes["config.lr"] == [0.1, 1e-3] and changes["versions.torch"] == ["2.0.0", torch.__version__]
+
+
+# ---- fit refuses at the door, and keeps what a user made (one test per bullet of issue 12's "What was seen") ----
+
+
+def data(n=64):
+    X, y = blobs(n=n, d=8, classes=3)
+    return tb.TensorLoader(X, y, batch_size=16), tb.TensorLoader(X[:32], y[:32], batch_size=16)
+
+
+def weights(model):
+    return {k: v.clone() for k, v in model.state_dict().items()}
+
+
+def refused_before_the_first_step(exc, match, model=None, **fit_kwargs):
+    "fit raises `exc` matching `match`, and the model's weights are those it came with: no optimizer step ran."
+    model = model if model is not None else mlp()
+    before = weights(model)
+    kwargs = {"loss_fn": nn.functional.cross_entropy, "live": False, **fit_kwargs}
+    dl_train, dl_valid = kwargs.pop("dl_train", None), kwargs.pop("dl_valid", None)
+    with pytest.raises(exc, match=match):
+        tb.fit(model, dl_train, dl_valid, **kwargs)
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+def test_unresumable_runs_path_and_numpy_config_values_resume(tmp_path):
+    "Seen: Path / numpy config values wrote checkpoints that resume refused as unsafe. Now they are plain and resume."
+    import numpy as np
+    dl_train, dl_valid = data()
+    cfg = tb.TrainConfig(checkpoint_dir=tmp_path / "runs" / "a", epochs=np.int64(2), lr=np.float64(1e-2), device="cpu")
+    run = tb.fit(mlp(), dl_train, dl_valid, loss_fn=nn.functional.cross_entropy, live=False, config=cfg)
+    assert run.run_dir == tmp_path / "runs" / "a"
+    more = tb.fit(mlp(), dl_train, dl_valid, loss_fn=nn.functional.cross_entropy, live=False,
+                  config=cfg.replace(epochs=3), resume=tmp_path / "runs" / "a")  # the run folder: its last.pt
+    assert more.stopped == "completed" and more.step == 3 * len(dl_train)
+
+
+def test_unresumable_runs_numpy_callback_state_is_refused_at_save_time(tmp_path):
+    "Seen: a callback whose state holds a numpy number made an unresumable last.pt. Now the save names the key."
+    import numpy as np
+    class Tracker(tb.Callback):
+        def __init__(self): self.best = None
+        def after_step(self, state): self.best = np.float64(state.loss)
+        def state_dict(self): return {"best": self.best}
+        def load_state_dict(self, s): self.best = s["best"]
+    dl_train, dl_valid = data()
+    with pytest.raises(TypeError, match=r"callbacks\.\d+:Tracker\.best is a numpy\.float64.*weights_only=True"):
+        tb.fit(mlp(), dl_train, dl_valid, loss_fn=nn.functional.cross_entropy, live=False, callbacks=[Tracker()],
+               config=tb.TrainConfig(epochs=1, device="cpu", checkpoint_dir=str(tmp_path)))
+    assert not (tmp_path / "last.pt").exists()  # nothing unloadable was written
+
+
+@pytest.mark.parametrize("monitor, mode, valid, match", [
+    ("valid_acc", "max", True, "monitor='valid_acc' names nothing this run logs \\(did you mean 'valid_accuracy'"),
+    ("valid_accuracy", "max", False, "monitor='valid_accuracy' needs validation data, but dl_valid is None"),
+    ("valid_loss", "max", True, "use mode='min'")])
+def test_wrong_early_stopping_is_refused_before_the_first_step(monitor, mode, valid, match):
+    "Seen: a typo'd monitor silently disabled early stopping; valid_* without dl_valid followed the train loss in max mode."
+    dl_train, dl_valid = data()
+    refused_before_the_first_step(ValueError, match, dl_train=dl_train, dl_valid=dl_valid if valid else None,
+                                  metrics="accuracy", config=tb.TrainConfig(monitor=monitor, mode=mode, patience=2))
+
+
+def test_nan_in_validation_data_stops_as_nonfinite_naming_metric_and_epoch(tmp_path):
+    "Seen: NaN in the validation data ended the run as 'early_stopping', with no finding."
+    dl_train, _ = data()
+    X, y = blobs(n=32, d=8, classes=3)
+    X[3, 2] = float("nan")
+    run = tb.fit(mlp(), dl_train, tb.TensorLoader(X, y, batch_size=16), loss_fn=nn.functional.cross_entropy,
+                 live=False, config=tb.TrainConfig(epochs=3, device="cpu", checkpoint_dir=str(tmp_path)))
+    assert run.stopped == "nonfinite" and run.epoch == 0
+    (finding,) = [f for f in run.findings if f.kind == "nonfinite"]
+    assert "valid_loss" in finding.message and "epoch 0" in finding.message and finding.data["epoch"] == 0
+    assert run.last_path is not None  # the run's state is kept
+
+
+@pytest.mark.parametrize("case", ["file", "read_only", "empty_valid", "zero_row_valid", "loss_class",
+                                  "empty_train_list"])
+def test_errors_come_before_the_first_step(tmp_path, case):
+    "Seen: each of these failed after a whole epoch of training, or inside torch with an unrelated message."
+    dl_train, dl_valid = data()
+    X, y = blobs(n=16, d=8, classes=3)
+    kwargs = dict(dl_train=dl_train, dl_valid=dl_valid, config=tb.TrainConfig(epochs=1, device="cpu"))
+    if case == "file":
+        (tmp_path / "taken").write_text("a file")
+        kwargs["config"] = kwargs["config"].replace(checkpoint_dir=str(tmp_path / "taken"))
+        refused_before_the_first_step(ValueError, "checkpoint_dir='.*taken' is a file, not a folder", **kwargs)
+    elif case == "read_only":
+        with small_tmpfs(tmp_path / "mnt") as folder:
+            subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)
+            kwargs["config"] = kwargs["config"].replace(checkpoint_dir=str(folder / "run"))
+            refused_before_the_first_step(ValueError, "is not a writable folder \\(Read-only file system\\)", **kwargs)
+    elif case == "empty_valid":
+        refused_before_the_first_step(ValueError, "dl_valid is empty", **{**kwargs, "dl_valid": []})
+    elif case == "zero_row_valid":
+        zero = DataLoader(TensorDataset(X[:0], y[:0]), batch_size=8)
+        refused_before_the_first_step(ValueError, "dl_valid is empty: it yields no batches; its dataset has 0 rows",
+                                      **{**kwargs, "dl_valid": zero})
+    elif case == "loss_class":
+        refused_before_the_first_step(TypeError, "pass an instance, loss_fn=nn.CrossEntropyLoss\\(\\)",
+                                      **{**kwargs, "loss_fn": nn.CrossEntropyLoss})
+    elif case == "empty_train_list":
+        refused_before_the_first_step(ValueError, "dl_train is empty", **{**kwargs, "dl_train": []})
+
+
+def test_an_empty_loader_without_len_fails_at_the_first_epoch_naming_dl_train():
+    "Seen: an empty iterable without len 'completed' with zero steps."
+    class Stream:
+        def __iter__(self): return iter([])
+    with pytest.raises(ValueError, match="dl_train yielded no batches in epoch 0"):
+        tb.fit(mlp(), Stream(), loss_fn=nn.functional.cross_entropy, live=False, config=tb.TrainConfig(device="cpu"))
+
+
+def test_a_full_disk_during_fit_names_the_path_and_cause(tmp_path):
+    "Seen: [enforce fail at inline_container.cc:672]. Now an OSError naming the file and the cause; the run is kept."
+    with small_tmpfs(tmp_path / "mnt", size="64k") as folder:
+        torch.manual_seed(0)
+        big = nn.Sequential(nn.Linear(8, 256), nn.ReLU(), nn.Linear(256, 3))  # ~30 kB of weights, ~90 kB with AdamW
+        dl_train, dl_valid = data()
+        with pytest.raises(OSError, match="could not write .*mnt/.*\\.pt: No space left on device") as e:
+            tb.fit(big, dl_train, dl_valid, loss_fn=nn.functional.cross_entropy, live=False,
+                   config=tb.TrainConfig(epochs=1, device="cpu", checkpoint_dir=str(folder)))
+        assert getattr(e.value, "run", None) is None or e.value.run.stopped == "failed"
+
+
+def test_confusing_checkpoint_errors_resume_from_garbage_or_a_run_folder(tmp_path):
+    "Seen: garbage reported as unsafe, an empty file as EOFError, a truncated one as a miniz error, a run folder as missing."
+    dl_train, dl_valid = data()
+    (tmp_path / "garbage.pt").write_bytes(b"\x00\x01not a checkpoint" * 10)
+    (tmp_path / "empty.pt").write_bytes(b"")
+    for name, why in (("garbage.pt", "do not start like a checkpoint"), ("empty.pt", "it is empty")):
+        refused_before_the_first_step(tb.CheckpointError, why, dl_train=dl_train, dl_valid=dl_valid,
+                                      resume=tmp_path / name, config=tb.TrainConfig(device="cpu"))
+
+
+def test_a_second_run_in_the_same_folder_keeps_the_first_runs_files(tmp_path):
+    "Seen: re-running fit with the same checkpoint_dir replaced the previous run's best.pt/last.pt silently."
+    dl_train, dl_valid = data()
+    cfg = tb.TrainConfig(epochs=1, device="cpu", checkpoint_dir=str(tmp_path / "a"))
+    first = tb.fit(mlp(seed=1), dl_train, dl_valid, loss_fn=nn.functional.cross_entropy, live=False, config=cfg)
+    saved = (tmp_path / "a" / "last.pt").read_bytes()
+    second = tb.fit(mlp(seed=2), dl_train, dl_valid, loss_fn=nn.functional.cross_entropy, live=False, config=cfg)
+    assert first.run_dir == tmp_path / "a" and second.run_dir == tmp_path / "a" / "version_1"
+    assert (tmp_path / "a" / "last.pt").read_bytes() == saved
+    assert second.last_path == tmp_path / "a" / "version_1" / "last.pt"
+    assert any(f.kind == "run_dir_versioned" for f in second.findings)
+
+
+def test_resume_reports_what_changed_and_refuses_what_cannot_be_exact(tmp_path):
+    "Seen: a different lr, seed, batch size... resumed silently; a shorter loader raised a bare StopIteration."
+    X, y = blobs(n=128, d=8, classes=3)
+    dl_train = tb.TensorLoader(X, y, batch_size=16)
+    class StopAt(tb.Callback):
+        def after_step(self, state):
+            if state.step == 5: state.control.request_stop()
+    cfg = tb.TrainConfig(epochs=2, device="cpu", checkpoint_dir=str(tmp_path), lr=1e-2)
+    tb.fit(mlp(), dl_train, loss_fn=nn.functional.cross_entropy, live=False, config=cfg, callbacks=[StopAt()])
+    short = tb.TensorLoader(X[:48], y[:48], batch_size=16)  # 3 batches; the checkpoint stopped after batch 5
+    refused_before_the_first_step(ValueError, "stopped after batch 5 of its epoch, but dl_train now has 3 batches",
+                                  dl_train=short, config=cfg, resume=tmp_path / "last.pt")
+    run = tb.fit(mlp(), tb.TensorLoader(X, y, batch_size=16, shuffle=True), loss_fn=nn.functional.cross_entropy,
+                 live=False, config=cfg.replace(lr=3e-3, seed=4), resume=tmp_path)
+    (changed,) = [f for f in run.findings if f.kind == "resume_changed"]
+    assert changed.severity == "warning" and run.stopped == "completed"
+    assert changed.data["changes"]["config.lr"] == [1e-2, 3e-3] and changed.data["changes"]["config.seed"] == [0, 4]
