@@ -302,7 +302,7 @@ def test_a_full_disk_during_fit_names_the_path_and_cause(tmp_path):
         with pytest.raises(OSError, match="could not write .*mnt/.*\\.pt: No space left on device") as e:
             tb.fit(big, dl_train, dl_valid, loss_fn=nn.functional.cross_entropy, live=False,
                    config=tb.TrainConfig(epochs=1, device="cpu", checkpoint_dir=str(folder)))
-        assert getattr(e.value, "run", None) is None or e.value.run.stopped == "failed"
+        assert e.value.run.stopped == "failed" and len(e.value.run.records) > 0  # the run and its history are kept
 
 
 def test_confusing_checkpoint_errors_resume_from_garbage_or_a_run_folder(tmp_path):

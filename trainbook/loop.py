@@ -379,13 +379,13 @@ class Checkpointer:
                 ):
         self.run_dir = Path(run_dir) if run_dir else None
         self.rank, self.strategy, self.parts, self.meta = rank, strategy, parts or {}, meta or {}
-        self.findings: list = []  # what choosing the folder and restoring noticed (a versioned folder, changes)
+        self.findings: list = []  # what choosing the folder and restoring noticed
 
     def prepare(self,
                 resume: Union[str, Path, None] = None,  # the checkpoint (or run folder) the run resumes from
-                overwrite: bool = False,  # replace an earlier run's files instead of taking a new version folder
+                overwrite: bool = False,  # replace an earlier run's files (else take a new version folder)
                ) -> None:
-        "Choose the run folder before the first step: writable, claimed, never an earlier run's (rank 0 decides)."
+        "Choose the run folder before any step: writable, claimed, never an earlier run's (rank 0 chooses)."
         if self.run_dir is None: return
         chosen = [None, None, None]  # folder, finding, error
         if self.rank == 0:
@@ -457,7 +457,7 @@ def check_fit_inputs(model, dl_train, dl_valid, loss_fn, cfg, *, optimizer=None,
         raise ValueError("model has no trainable parameters (all frozen?)")
     check_loss_fn(loss_fn)  # None = the model computes its loss; a loss class is refused
     if not isinstance(cfg, TrainConfig): raise TypeError(f"config must be a trainbook.TrainConfig, got {type(cfg).__name__}")
-    n_train = check_loader(dl_train, "dl_train")  # re-iterable and not empty (without a len: at its first epoch)
+    n_train = check_loader(dl_train, "dl_train")  # re-iterable, not empty (without a len: at its first epoch)
     if dl_valid is not None: check_loader(dl_valid, "dl_valid", probe=True)
     if cfg.accum_steps > 1 and n_train is None:
         raise ValueError("accum_steps > 1 needs a dl_train with a length, so the epoch's last window can be sized")
@@ -585,7 +585,8 @@ class _Loop:
                                         "history": self.history},
                                  meta={"config": cfg.to_dict(), "environment": self.env,
                                        "split_fingerprint": split_fingerprint,
-                                       "signature": run_signature(model, self.opt, dl_train, cfg, split_fingerprint)})
+                                       "signature": run_signature(model, self.opt, dl_train, cfg,
+                                                                  split_fingerprint)})
         self.state = LoopState(model=model, optimizer=self.opt, scheduler=self.sched, scaler=self.scaler,
                                loss_fn=loss_fn, config=cfg, device=self.device, precision=self.precision,
                                history=self.history, run_dir=self.ckpt.run_dir, n_batches=self.n_batches,
@@ -614,7 +615,7 @@ class _Loop:
         self.state.epoch = epoch
         _set_epoch(self.dl_train, epoch)
         batches = iter(self.dl_train)
-        if self.n_batches is None: batches = require_batches(batches, "dl_train", epoch)  # empty: an error here
+        if self.n_batches is None: batches = require_batches(batches, "dl_train", epoch)  # empty: fails here
         batches = _Timed(batches)
         for _ in range(skip): next(batches)
         pos.batch_idx = skip
@@ -803,8 +804,8 @@ def fit(model: nn.Module,  # the model to train (in place)
         scheduler_interval: Optional[str] = None,  # "step" | "epoch": when `scheduler` steps; None = by its kind
         metrics=None,  # metric(s) computed at each validation: a callable, a name, a list or a dict
         callbacks: Iterable = (),  # objects with event methods (`before_step`, `after_epoch`, ...)
-        resume: Union[str, Path, None] = None,  # a checkpoint (last.pt) or its run folder, to continue exactly
-        overwrite: bool = False,  # replace an earlier run's files in checkpoint_dir (else: a new version_N folder)
+        resume: Union[str, Path, None] = None,  # a checkpoint (last.pt) or its run folder to continue exactly
+        overwrite: bool = False,  # replace an earlier run's files in checkpoint_dir (else: version_N folder)
         live: Union[str, bool] = "auto",  # trainbook's own displays: "auto" | True | False
         split_fingerprint: Optional[str] = None,  # the data split's fingerprint, stored with the checkpoints
         strategy: Optional[str] = None,  # None | "ddp" | "fsdp" (inside `launch`; DDP is the default there)
