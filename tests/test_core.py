@@ -1,4 +1,4 @@
-import random, subprocess, sys
+import os, random, subprocess, sys
 
 import numpy as np
 import pytest
@@ -24,9 +24,65 @@ def test_public_names_resolve():
                                             ({"lr": 0}, "lr"), ({"accum_steps": 0}, "accum_steps"),
                                             ({"schedule": "cosine"}, "schedule"), ({"clip_norm": -1.0}, "clip_norm"),
                                             ({"on_nonfinite": "ignore"}, "on_nonfinite"), ({"mode": "up"}, "mode"),
-                                            ({"epochs": True}, "epochs"), ({"checkpoint_every": 0}, "checkpoint_every")])
+                                            ({"checkpoint_every": 0}, "checkpoint_every"),
+                                            ({"lr": float("nan")}, "lr"), ({"checkpoint_dir": ""}, "checkpoint_dir")])
 def test_config_errors_name_the_field(kwargs, field):
     with pytest.raises(ValueError, match=f"TrainConfig.{field} must be"): tb.TrainConfig(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs, field, expected", [
+    ({"plateau_factor": "half"}, "plateau_factor", "a number between 0 and 1"),
+    ({"checkpoint_dir": 123}, "checkpoint_dir", "a folder path"), ({"epochs": True}, "epochs", "a positive integer"),
+    ({"epochs": 2.0}, "epochs", "a positive integer"), ({"compile": "yes"}, "compile", "True or False"),
+    ({"seed": "0"}, "seed", "an integer"), ({"monitor": None}, "monitor", "a 'split_name' string")])
+def test_config_wrong_types_are_type_errors_naming_field_and_type(kwargs, field, expected):
+    "The issue's cases: plateau_factor='half' used to fail later with a bare '<' not supported; checkpoint_dir=123 was taken."
+    with pytest.raises(TypeError, match=f"TrainConfig.{field} must be {expected}.*got .*\\((str|int|bool|float|NoneType)\\)"):
+        tb.TrainConfig(**kwargs)
+
+
+def test_config_fields_become_plain_python_types(tmp_path):
+    "Path -> str, numpy numbers -> int/float, torch.device -> str: what a checkpoint stores must load with weights_only=True."
+    from pathlib import Path
+    cfg = tb.TrainConfig(epochs=np.int64(4), lr=np.float64(3e-4), checkpoint_dir=Path("runs/a"), seed=np.int32(3),
+                         clip_norm=np.float32(1.0), patience=np.int64(2), device=torch.device("cpu"), compile=np.bool_(True))
+    plain = {"epochs": int, "lr": float, "checkpoint_dir": str, "seed": int, "clip_norm": float, "patience": int,
+             "device": str, "compile": bool}
+    for name, kind in plain.items(): assert type(getattr(cfg, name)) is kind, name
+    assert cfg.checkpoint_dir == "runs/a" and cfg.device == "cpu" and cfg.epochs == 4
+    torch.save(cfg.to_dict(), tmp_path / "cfg.pt")
+    assert torch.load(tmp_path / "cfg.pt", weights_only=True) == cfg.to_dict()
+    cfg.max_steps = np.int64(7)  # assignment is checked and normalized too
+    assert type(cfg.max_steps) is int
+    with pytest.raises(ValueError, match="TrainConfig.lr"): cfg.lr = -1.0
+    with pytest.raises(AttributeError, match="no field 'epoch'"): cfg.epoch = 3
+    assert tb.TrainConfig(compile=True).compile is True and tb.TrainConfig().compile is False
+
+
+def test_atomic_write_failure_keeps_the_old_file_and_names_the_path(tmp_path):
+    target = tmp_path / "a.bin"
+    tb.atomic_write(target, lambda f: f.write(b"old"))
+    def dies(f):
+        f.write(b"half")
+        raise OSError(28, "No space left on device")
+    with pytest.raises(OSError, match=f"could not write {target}: No space left on device") as e:
+        tb.atomic_write(target, dies)
+    assert e.value.errno == 28 and target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["a.bin"]  # the temp file went with the failure
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OSError, match="could not write .*file/b.bin"): tb.atomic_write(tmp_path / "file" / "b.bin", dies)
+
+
+def test_stale_temp_files_of_dead_writers_are_removed_live_ones_kept(tmp_path):
+    from trainbook.core import _HOST
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout
+    stale = tmp_path / f".last.pt.{_HOST}-{int(dead)}-abc123.tmp"
+    live = tmp_path / f".last.pt.{_HOST}-{os.getpid()}-def456.tmp"  # a write in progress (this process)
+    other_host = tmp_path / f".last.pt.0000beef-{int(dead)}-abc123.tmp"  # cannot tell: kept
+    user_file = tmp_path / ".notes.tmp"  # not ours: kept
+    for p in (stale, live, other_host, user_file): p.write_bytes(b"x")
+    tb.atomic_write(tmp_path / "run.json", lambda f: f.write(b"{}"))
+    assert not stale.exists() and live.exists() and other_host.exists() and user_file.exists()
 
 
 def test_config_replace_validates():

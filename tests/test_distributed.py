@@ -1,7 +1,9 @@
 """torch.distributed on CPU with gloo, 2 processes: DDP equals one process with the double batch, ranks stay identical,
-FSDP weights load into a plain model, failures surface with the remote traceback, a killed worker fails cleanly,
-and a DDP run resumes exactly from its rank-0 checkpoint."""
-import os, signal
+FSDP weights load into a plain model, failures surface with the remote traceback, a killed worker is named with its
+signal, a DDP run resumes exactly from its rank-0 checkpoint, and a launch that ends in any way leaves no process, no
+folder and no state behind."""
+import _thread, json, os, signal, sys, tempfile, threading, time
+from pathlib import Path
 
 import pytest
 import torch
@@ -116,11 +118,111 @@ def killed():
     dist.barrier()  # rank 0 would wait here for ever without the launcher's clean-up
 
 
-def test_a_killed_worker_fails_the_launch_without_hanging():
+def test_a_killed_worker_is_named_with_its_signal_without_hanging():
     with pytest.raises((LaunchError, TimeoutError)) as e:
         launch(killed, nprocs=2, timeout=120)
     assert e.type is LaunchError  # torchrun noticed and ended the group well before the timeout
-    assert "exit code" in str(e.value) or "failed" in str(e.value)
+    assert "rank 1 was killed by signal SIGKILL (9)" in str(e.value)  # not "rank 0 failed", its consequence
+
+
+def sleeper(folder):
+    "Each rank starts a grandchild in a session of its own, records both pids, and sleeps: only a tree kill ends them."
+    import subprocess, time
+    import torch.distributed as dist
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
+    (Path(folder) / f"{dist.get_rank()}.pids").write_text(f"{os.getpid()} {child.pid}")
+    time.sleep(600)
+
+
+def running(pid):
+    "Whether `pid` is a live process (a zombie waiting for its parent to reap it counts as ended)."
+    try: stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError: return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+@pytest.fixture
+def private_tmp(tmp_path, monkeypatch):
+    "A temp dir of the test's own, so leftovers of this launch (and only of it) can be looked for."
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
+def started_pids(folder):
+    return [int(p) for f in Path(folder).glob("*.pids") for p in f.read_text().split()]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process table in /proc")
+def test_a_timed_out_launch_leaves_no_process_and_no_folder(tmp_path, private_tmp):
+    pids_dir = tmp_path / "pids"
+    pids_dir.mkdir()
+    with pytest.raises(TimeoutError, match="timeout=60s; they were stopped"):
+        launch(sleeper, str(pids_dir), nprocs=2, timeout=60)
+    pids = started_pids(pids_dir)
+    assert len(pids) == 4  # both workers and both grandchildren had started
+    assert [p for p in pids if running(p)] == []
+    assert list(private_tmp.iterdir()) == []  # no trainbook-launch-* folder with the pickled arguments
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process table in /proc")
+def test_ctrl_c_in_the_caller_stops_the_whole_tree(tmp_path, private_tmp):
+    pids_dir = tmp_path / "pids"
+    pids_dir.mkdir()
+    def interrupt_once_started():
+        deadline = time.monotonic() + 300
+        while len(list(pids_dir.glob("*.pids"))) < 2 and time.monotonic() < deadline: time.sleep(0.1)
+        _thread.interrupt_main()  # what Ctrl-C (or a notebook's interrupt) does to the cell running launch
+    threading.Thread(target=interrupt_once_started, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        launch(sleeper, str(pids_dir), nprocs=2, timeout=600)
+    pids = started_pids(pids_dir)
+    assert len(pids) == 4 and [p for p in pids if running(p)] == []
+    assert list(private_tmp.iterdir()) == []
+
+
+def streams_then_fails(note):
+    "Rank 0 streams one record (as fit does), then every rank fails."
+    import torch.distributed as dist
+    if dist.get_rank() == 0:
+        with open(os.environ["TRAINBOOK_STREAM"], "a") as f: f.write(json.dumps([1, 0, "train", note, 0.5]) + "\n")
+    dist.barrier()
+    raise RuntimeError("failed after logging")
+
+
+def test_history_is_the_callers_and_survives_a_failure(private_tmp):
+    first, second = tb.History(), tb.History()
+    with pytest.raises(LaunchError, match="failed after logging"):
+        launch(streams_then_fails, "first", nprocs=2, timeout=120, history=first)
+    with pytest.raises(LaunchError):
+        launch(streams_then_fails, "second", nprocs=2, timeout=120, history=second)
+    assert first.rows() == [(1, 0, "train", "first", 0.5)] and second.rows() == [(1, 0, "train", "second", 0.5)]
+    assert not hasattr(launch, "history")  # no state on the function: a failed launch cannot leak the previous rows
+    assert list(private_tmp.iterdir()) == []
+
+
+def listening(pids):
+    "The addresses the processes `pids` listen on."
+    psutil = pytest.importorskip("psutil")
+    out = []
+    for pid in pids:
+        try: conns = psutil.Process(pid).net_connections(kind="tcp")
+        except psutil.Error: continue
+        out += [c.laddr.ip for c in conns if c.status == psutil.CONN_LISTEN]
+    return out
+
+
+def rendezvous_addresses(caller):
+    "Run on each rank: what the rendezvous side listens on: the caller (which hosts the store) and torchrun's agent."
+    return listening([caller, os.getppid()])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process table in /proc")
+def test_the_standalone_rendezvous_listens_on_127_0_0_1_only():
+    pytest.importorskip("psutil")
+    addresses = launch(rendezvous_addresses, os.getpid(), nprocs=2, timeout=120)
+    assert addresses and set(addresses) <= {"127.0.0.1", "::1"}, addresses
 
 
 def test_bad_arguments():

@@ -4,15 +4,17 @@
 
 # %% ../nbs/06_checkpoint.ipynb #fb01ea68
 from __future__ import annotations
-import json, math, pickle
+import collections, io, json, math, os, pickle, reprlib, zipfile
 from pathlib import Path
 from typing import Any, Optional
 
+import numpy as np
 import torch
 from torch import nn
 
 # %% auto #0
-__all__ = ['FORMAT', 'unwrap', 'save_checkpoint', 'UnsafeCheckpointError', 'load_checkpoint', 'write_json']
+__all__ = ['FORMAT', 'unwrap', 'check_loadable', 'save_checkpoint', 'CheckpointError', 'UnsafeCheckpointError', 'checkpoint_file',
+           'read_checkpoint', 'restore_checkpoint', 'load_checkpoint', 'write_json']
 
 # %% ../nbs/06_checkpoint.ipynb #f4a0ad9b
 from .core import atomic_write
@@ -27,9 +29,66 @@ def unwrap(model: nn.Module) -> nn.Module:
 # %% ../nbs/06_checkpoint.ipynb #6dd62f42
 FORMAT = "trainbook-checkpoint"
 
-def save_checkpoint(path: str | Path, *, model: Optional[nn.Module | dict] = None, optimizer=None, scheduler=None,
-                    scaler=None, **extra: Any) -> Path:
-    "Write model/optimizer/scheduler/scaler state (objects, or state dicts already gathered) and `extra` entries atomically."
+# what `torch.load(weights_only=True)` takes without asking (exact types: numpy's float64 is a float subclass)
+_SAFE_LEAVES = {type(None), bool, int, float, complex, str, bytes, torch.Size, torch.dtype, torch.device}
+
+def _key_path(where: str, key) -> str: return f"{where}.{key}" if where else str(key)
+
+def _loads_safely(obj) -> bool:
+    "Whether `torch.load(weights_only=True)` takes `obj` back (torch itself is asked, for unusual leaves)."
+    buf = io.BytesIO()
+    try:
+        torch.save(obj, buf)
+        buf.seek(0)
+        torch.load(buf, weights_only=True)
+    except Exception: return False
+    return True
+
+def _first_refused(obj, where: str = "") -> Optional[tuple[str, Any]]:
+    "Key path and value of the first entry of `obj` that `torch.load(weights_only=True)` refuses, or None."
+    kind = type(obj)
+    if kind in _SAFE_LEAVES or isinstance(obj, torch.Tensor): return None
+    if kind in (dict, collections.OrderedDict):
+        for key, value in obj.items():
+            here = _key_path(where, key)
+            bad = _first_refused(key, f"{here} (the key)") or _first_refused(value, here)
+            if bad: return bad
+        return None
+    if kind in (list, tuple):
+        if {type(v) for v in obj} <= _SAFE_LEAVES: return None  # a history column: no walk needed
+        for i, value in enumerate(obj):
+            bad = _first_refused(value, f"{where}[{i}]")
+            if bad: return bad
+        return None
+    return None if _loads_safely(obj) else (where, obj)
+
+def _how_to_store(value) -> str:
+    if isinstance(value, (np.generic,)): return "store a Python number instead: float(x), int(x) or x.item()"
+    if isinstance(value, np.ndarray): return "store torch.as_tensor(x) or x.tolist() instead"
+    if isinstance(value, os.PathLike): return "store str(path) instead"
+    return "store plain values instead (tensors, numbers, strings, lists, dicts), as a state_dict() does"
+
+def check_loadable(state: dict,  # what is about to be saved
+                   what: str = "save_checkpoint",  # who asks, for the message
+                  ) -> None:
+    "Raise a `TypeError` naming the key path of any value that `torch.load(weights_only=True)` would refuse."
+    bad = _first_refused(state)
+    if bad is None: return
+    where, value = bad
+    kind = f"{type(value).__module__}.{type(value).__qualname__}"
+    raise TypeError(f"{what}: {where} is a {kind} ({reprlib.repr(value)}), which "
+                    "torch.load(weights_only=True) refuses, so this checkpoint could never be loaded or resumed; "
+                    f"{_how_to_store(value)}")
+
+def save_checkpoint(path: str | Path,  # the file to write, e.g. run_dir / "last.pt"
+                    *,
+                    model: Optional[nn.Module | dict] = None,  # a module (wrappers unwrapped) or its state_dict
+                    optimizer=None,  # a torch optimizer, or its state_dict
+                    scheduler=None,  # an lr scheduler, or its state_dict
+                    scaler=None,  # a GradScaler, or its state_dict
+                    **extra: Any,  # more entries (step, rng, history...): plain values only
+                   ) -> Path:
+    "Check that everything will load with `weights_only=True`, then write it atomically; returns `path`."
     state = {"format": FORMAT, "version": 1}
     for key, obj in (("model", model), ("optimizer", optimizer), ("scheduler", scheduler), ("scaler", scaler)):
         if obj is None: continue
@@ -37,30 +96,105 @@ def save_checkpoint(path: str | Path, *, model: Optional[nn.Module | dict] = Non
     clash = set(extra) & set(state)
     if clash: raise ValueError(f"save_checkpoint: extra keys {sorted(clash)} clash with reserved keys")
     state.update(extra)
+    check_loadable(state)  # the writer never writes what the reader refuses
     return atomic_write(path, lambda f: torch.save(state, f))
+
+# %% ../nbs/06_checkpoint.ipynb #1e4a20a6
+class CheckpointError(ValueError):
+    "A file that is not a readable checkpoint: empty, truncated, damaged, or something else altogether."
 
 class UnsafeCheckpointError(ValueError):
     "A checkpoint needs arbitrary unpickling (which can run code) and `trusted=True` was not given."
 
-def load_checkpoint(path: str | Path, model: Optional[nn.Module] = None, optimizer=None, scheduler=None, scaler=None,
-                    *, map_location: Any = "cpu", trusted: bool = False, strict: bool = True) -> dict:
-    "Load `path` with `weights_only=True` (unless `trusted`) and restore the objects given; returns the whole dict."
+def checkpoint_file(path: str | Path,  # a checkpoint file, or a run folder (its last.pt is meant)
+                   ) -> Path:
+    "The checkpoint file `path` names: the file itself, or a run folder's `last.pt`."
     path = Path(path)
-    if not path.is_file(): raise FileNotFoundError(f"checkpoint {str(path)!r} does not exist")
+    if path.is_dir():
+        if (path / "last.pt").is_file(): return path / "last.pt"
+        runs = sorted(str(p.parent) for p in path.glob("*/last.pt"))
+        hint = f"; runs inside it: {', '.join(runs)}" if runs else ""
+        raise FileNotFoundError(f"{path} is a folder without a last.pt, so there is no run to resume there"
+                                f"{hint}. Pass a checkpoint file or the folder of a run that wrote checkpoints")
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint {str(path)!r} does not exist "
+                                "(neither a checkpoint file nor a run folder)")
+    return path
+
+def _unreadable(path: Path, error: Optional[BaseException] = None) -> Optional[CheckpointError]:
+    "A CheckpointError saying why `path` is not a readable checkpoint; None when it looks like one."
+    size = path.stat().st_size
+    with open(path, "rb") as f: head = f.read(4)
+    if size == 0: why = "it is empty (0 bytes)"
+    elif head == b"PK\x03\x04" and not zipfile.is_zipfile(path):
+        why = f"it is a zip archive of {size} bytes whose end is missing: truncated (a write cut short?)"
+    elif head[:1] != b"\x80" and head != b"PK\x03\x04":
+        why = f"its {size} bytes do not start like a checkpoint (they start with {head!r})"
+    elif error is None: return None
+    else:
+        first = (str(error).splitlines() or [""])[0][:200]
+        why = f"{size} bytes that torch could not read ({type(error).__name__}: {first})"
+    return CheckpointError(f"{path} is not a readable checkpoint: {why}. Expected a file written by "
+                           "trainbook.save_checkpoint or torch.save (a zip archive starting with b'PK')")
+
+def read_checkpoint(path: str | Path,  # a checkpoint file, or a run folder (its last.pt)
+                    *,
+                    map_location: Any = "cpu",  # where tensors are loaded, as in torch.load
+                    trusted: bool = False,  # allow arbitrary unpickling (only for files you made or trust)
+                   ) -> dict:
+    "A checkpoint's entries, loaded with `weights_only=True` unless `trusted`; corrupt told apart from unsafe."
+    path = checkpoint_file(path)
+    bad = _unreadable(path)
+    if bad is not None: raise bad
     try: state = torch.load(path, map_location=map_location, weights_only=not trusted)
     except pickle.UnpicklingError as e:
-        why = next((l.strip() for l in str(e).splitlines() if "Unsupported" in l or "global" in l.lower()), str(e).splitlines()[0])
+        lines = str(e).splitlines()
+        why = next((l.strip() for l in lines if "global" in l.lower()), None)
+        if why is None: raise _unreadable(path, e) from None  # a damaged pickle, not a dangerous one
         raise UnsafeCheckpointError(
             f"{path} was refused: it needs arbitrary unpickling, which can run code when loaded "
             f"({why[:300]}). Load it with trusted=True only if you made it or trust where it came from.") from None
-    if not isinstance(state, dict): raise ValueError(f"{path} is not a checkpoint (found {type(state).__name__})")
-    for key, obj in (("model", model and unwrap(model)), ("optimizer", optimizer), ("scheduler", scheduler), ("scaler", scaler)):
+    except (RuntimeError, EOFError, ValueError, zipfile.BadZipFile) as e:
+        raise _unreadable(path, e) from None
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{path} holds a {type(state).__name__}, not a checkpoint (a dict of states)")
+    return state
+
+def restore_checkpoint(state: dict,  # a checkpoint's entries (`read_checkpoint`)
+                       model: Optional[nn.Module] = None,  # restored in place when given
+                       optimizer=None,  # restored in place when given
+                       scheduler=None,  # restored in place when given
+                       scaler=None,  # restored in place when given
+                       *,
+                       strict: bool = True,  # the model's keys must match exactly
+                       where: str = "the checkpoint",  # what `state` came from, for the message
+                      ) -> dict:
+    "Load the states in `state` into the objects given; returns `state`."
+    parts = (("model", model and unwrap(model)), ("optimizer", optimizer), ("scheduler", scheduler),
+             ("scaler", scaler))
+    for key, obj in parts:
         if obj is None: continue
-        if key not in state: raise KeyError(f"{path} holds no {key!r} state; it holds: {', '.join(map(str, state))}")
+        if key not in state:
+            raise KeyError(f"{where} holds no {key!r} state; it holds: {', '.join(map(str, state))}")
         if key == "model": obj.load_state_dict(state[key], strict=strict)
         else: obj.load_state_dict(state[key])
     return state
 
+def load_checkpoint(path: str | Path,  # a checkpoint file, or a run folder (its last.pt)
+                    model: Optional[nn.Module] = None,  # restored in place when given
+                    optimizer=None,  # restored in place when given
+                    scheduler=None,  # restored in place when given
+                    scaler=None,  # restored in place when given
+                    *,
+                    map_location: Any = "cpu",  # where tensors are loaded, as in torch.load
+                    trusted: bool = False,  # allow arbitrary unpickling (only for files you made or trust)
+                    strict: bool = True,  # the model's keys must match exactly
+                   ) -> dict:
+    "Read a checkpoint (`weights_only=True` unless `trusted`) and restore the objects given; returns the dict."
+    state = read_checkpoint(path, map_location=map_location, trusted=trusted)
+    return restore_checkpoint(state, model, optimizer, scheduler, scaler, strict=strict, where=str(path))
+
+# %% ../nbs/06_checkpoint.ipynb #845e78da
 def _jsonable(obj):
     if isinstance(obj, dict): return {str(k): _jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)): return [_jsonable(v) for v in obj]
@@ -69,7 +203,9 @@ def _jsonable(obj):
     if isinstance(obj, torch.Tensor) and obj.numel() == 1: return obj.item()
     return str(obj)
 
-def write_json(path: str | Path, data: dict) -> Path:
+def write_json(path: str | Path,  # the file to write
+               data: dict,  # what to write; non-finite floats and other objects become strings
+              ) -> Path:
     "Write `data` as JSON atomically (non-finite floats become strings, so the file is strict JSON)."
     text = json.dumps(_jsonable(data), indent=1)
     return atomic_write(path, lambda f: f.write(text.encode()))

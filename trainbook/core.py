@@ -4,10 +4,10 @@
 
 # %% ../nbs/00_core.ipynb #d6e9bcc4
 from __future__ import annotations
-import importlib.metadata, math, os, platform, random, subprocess, sys, tempfile
+import hashlib, importlib.metadata, math, os, platform, random, re, socket, subprocess, sys, tempfile
 from pathlib import Path
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 import numpy as np
 import torch
@@ -15,18 +15,86 @@ import torch
 # %% auto #0
 __all__ = ['PRECISIONS', 'SCHEDULES', 'SEVERITIES', 'TrainConfig', 'Finding', 'findings_html', 'History', 'seed_everything',
            'rng_state', 'set_rng_state', 'environment', 'pick_device', 'pick_precision', 'autocast_dtype',
-           'atomic_write', 'listen', 'unlisten', 'announce']
+           'remove_stale_temps', 'atomic_write', 'listen', 'unlisten', 'announce']
 
 # %% ../nbs/00_core.ipynb #03fb781b
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 SCHEDULES = ("constant", "warmup_cosine", "one_cycle", "plateau")
 
-def _check(ok: bool, name: str, expected: str, got: Any):
-    if not ok: raise ValueError(f"TrainConfig.{name} must be {expected}, got {got!r}")
+def _as_int(v):
+    if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)): return int(v)
+
+def _as_number(v):
+    if isinstance(v, (bool, np.bool_)): return None
+    if isinstance(v, (int, np.integer)): return int(v)
+    if isinstance(v, (float, np.floating)): return float(v)
+
+def _as_str(v):
+    if isinstance(v, str): return str(v)  # also turns numpy's str_ into a plain str
+
+def _as_bool(v):
+    if isinstance(v, (bool, np.bool_)): return bool(v)
+
+def _as_path(v):
+    if isinstance(v, (str, os.PathLike)): return str(os.fspath(v))
+
+def _as_device(v):
+    if isinstance(v, (str, torch.device)): return str(v)
+
+_KIND = {_as_int: "an integer", _as_number: "a number", _as_str: "a string", _as_bool: "True or False",
+         _as_path: "a folder path (str or pathlib.Path)", _as_device: "a string or torch.device"}
+
+def _spec(convert, expected: str = "", ok=None, none_ok: bool = False) -> tuple:
+    "How a field is checked: converter to a plain type, what is expected, a value test, whether None is allowed."
+    return convert, expected or _KIND[convert], ok, none_ok
+
+def _positive(v): return v > 0
+def _at_least_zero(v): return 0 <= v < math.inf
+def _one_of(*choices): return lambda v: v in choices
+
+_SPECS = {
+    "epochs": _spec(_as_int, "a positive integer", _positive),
+    "lr": _spec(_as_number, "a positive finite number", lambda v: 0 < v < math.inf),
+    "weight_decay": _spec(_as_number, "a finite number >= 0", _at_least_zero),
+    "batch_size": _spec(_as_int, "a positive integer", _positive),
+    "accum_steps": _spec(_as_int, "a positive integer", _positive),
+    "clip_norm": _spec(_as_number, "a positive number", _positive, none_ok=True),
+    "precision": _spec(_as_str, f"one of {', '.join(PRECISIONS)}", _one_of(*PRECISIONS)),
+    "schedule": _spec(_as_str, f"one of {', '.join(SCHEDULES)}", _one_of(*SCHEDULES)),
+    "warmup": _spec(_as_number, "a finite number >= 0", _at_least_zero),
+    "patience": _spec(_as_int, "a non-negative integer", _at_least_zero, none_ok=True),
+    "min_delta": _spec(_as_number, "a finite number >= 0", _at_least_zero),
+    "monitor": _spec(_as_str, "a 'split_name' string such as 'valid_loss' or 'valid_accuracy'",
+                     lambda v: "_" in v),
+    "mode": _spec(_as_str, "'min' or 'max'", _one_of("min", "max")),
+    "seed": _spec(_as_int),
+    "device": _spec(_as_device, "a string such as 'auto', 'cpu' or 'cuda'"),
+    "checkpoint_dir": _spec(_as_path, "a folder path (str or pathlib.Path)", lambda v: v != "", none_ok=True),
+    "checkpoint_every": _spec(_as_int, "a positive integer", _positive, none_ok=True),
+    "max_steps": _spec(_as_int, "a positive integer", _positive, none_ok=True),
+    "on_nonfinite": _spec(_as_str, "'stop' or 'skip'", _one_of("stop", "skip")),
+    "log_every": _spec(_as_int, "a positive integer", _positive),
+    "eval_every": _spec(_as_int, "a positive integer", _positive, none_ok=True),
+    "plateau_factor": _spec(_as_number, "a number between 0 and 1", lambda v: 0 < v < 1),
+    "plateau_patience": _spec(_as_int, "a non-negative integer", _at_least_zero),
+    "compile": _spec(_as_bool),
+}
+
+def _field_value(name: str, value: Any) -> Any:
+    "`value` checked against field `name`'s spec and made a plain Python type; the errors name the field."
+    convert, expected, ok, none_ok = _SPECS[name]
+    if value is None and none_ok: return None
+    expected += " or None" if none_ok else ""
+    plain = convert(value)
+    if plain is None:
+        raise TypeError(f"TrainConfig.{name} must be {expected}, got {value!r} ({type(value).__name__})")
+    if ok is not None and not ok(plain):
+        raise ValueError(f"TrainConfig.{name} must be {expected}, got {value!r}")
+    return plain
 
 @dataclass
 class TrainConfig:
-    "Every setting of a training run, validated on creation."
+    "Every setting of a training run, checked and turned into plain Python types when set."
     epochs: int = 10  # passes over the training data
     lr: float = 1e-3  # peak learning rate
     weight_decay: float = 0.01  # AdamW decay, never applied to biases and normalization weights
@@ -50,32 +118,13 @@ class TrainConfig:
     eval_every: Optional[int] = None  # validate every N optimizer steps as well as at each epoch end
     plateau_factor: float = 0.5  # lr factor of the plateau schedule
     plateau_patience: int = 2  # evaluations without improvement before the plateau schedule cuts the lr
+    compile: bool = False  # `torch.compile` the model for training (checkpoints keep holding the eager model)
 
-    def __post_init__(self):
-        def pos_int(name, none_ok=False):
-            v = getattr(self, name)
-            if v is None and none_ok: return
-            _check(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > 0, name,
-                   "a positive integer" + (" or None" if none_ok else ""), v)
-        for name in ("epochs", "batch_size", "accum_steps", "log_every", "plateau_patience"): pos_int(name)
-        for name in ("checkpoint_every", "max_steps", "eval_every"): pos_int(name, none_ok=True)
-        _check(self.patience is None or (isinstance(self.patience, int) and self.patience >= 0),
-               "patience", "a non-negative integer or None", self.patience)
-        _check(isinstance(self.lr, (int, float)) and math.isfinite(self.lr) and self.lr > 0, "lr", "a positive number", self.lr)
-        _check(isinstance(self.weight_decay, (int, float)) and self.weight_decay >= 0, "weight_decay", "a number >= 0", self.weight_decay)
-        _check(self.clip_norm is None or (isinstance(self.clip_norm, (int, float)) and self.clip_norm > 0),
-               "clip_norm", "a positive number or None", self.clip_norm)
-        _check(self.precision in PRECISIONS, "precision", f"one of {', '.join(PRECISIONS)}", self.precision)
-        _check(self.schedule in SCHEDULES, "schedule", f"one of {', '.join(SCHEDULES)}", self.schedule)
-        _check(isinstance(self.warmup, (int, float)) and self.warmup >= 0, "warmup", "a number >= 0", self.warmup)
-        _check(isinstance(self.min_delta, (int, float)) and self.min_delta >= 0, "min_delta", "a number >= 0", self.min_delta)
-        _check(self.mode in ("min", "max"), "mode", "'min' or 'max'", self.mode)
-        _check(self.on_nonfinite in ("stop", "skip"), "on_nonfinite", "'stop' or 'skip'", self.on_nonfinite)
-        _check(isinstance(self.monitor, str) and "_" in self.monitor, "monitor",
-               "a 'split_name' string such as 'valid_loss' or 'valid_accuracy'", self.monitor)
-        _check(0 < self.plateau_factor < 1, "plateau_factor", "a number between 0 and 1", self.plateau_factor)
-        _check(isinstance(self.seed, int), "seed", "an integer", self.seed)
-        _check(isinstance(self.device, str), "device", "a string such as 'auto', 'cpu' or 'cuda'", self.device)
+    def __setattr__(self, name: str, value: Any):
+        # every assignment, the constructor's included, comes here: a field always holds a checked plain value
+        if name not in _SPECS:
+            raise AttributeError(f"TrainConfig has no field {name!r}; fields are: {', '.join(_SPECS)}")
+        super().__setattr__(name, _field_value(name, value))
 
     def to_dict(self) -> dict:
         "The config as a plain dict (what checkpoints and run.json store)."
@@ -260,19 +309,63 @@ def _fsync_dir(folder: Path):
         finally: os.close(fd)
     except OSError: pass  # some filesystems do not allow fsync on a directory
 
-def atomic_write(path: str | Path, write) -> Path:
-    "Call `write(file)` on a temp file beside `path`, fsync it, and rename it to `path`."
+# A temp file is named `.<target>.<host>-<pid>-<random>.tmp`: a later write can tell a dead writer's leftover
+# (same host, process gone) from a write in progress in another process.
+_HOST = hashlib.sha1(socket.gethostname().encode()).hexdigest()[:8]
+_TEMP = re.compile(r"^\..+\.([0-9a-f]{8})-(\d+)-[^.]+\.tmp$")
+
+def _alive(pid: int) -> bool:
+    try: os.kill(pid, 0)
+    except ProcessLookupError: return False
+    except PermissionError: return True  # someone else's process
+    return True
+
+def remove_stale_temps(folder: str | Path) -> list[Path]:
+    "Remove the temp files of writes killed before their rename from `folder` (this host's, writer gone)."
+    removed = []
+    for p in Path(folder).glob(".*.tmp"):
+        m = _TEMP.match(p.name)
+        if m is None or m[1] != _HOST or _alive(int(m[2])): continue
+        p.unlink(missing_ok=True)
+        removed.append(p)
+    return removed
+
+class _Recorder:
+    "A file that remembers the first OSError of a write (torch.save reports a full disk as a RuntimeError)."
+    def __init__(self, f): self.f, self.error = f, None
+
+    def write(self, data) -> int:
+        try: return self.f.write(data)
+        except OSError as e:
+            self.error = self.error or e
+            raise
+
+    def flush(self): self.f.flush()
+
+def atomic_write(path: str | Path,  # the file to write (its folder is created when missing)
+                 write: Callable,  # called with a binary file object, e.g. `lambda f: torch.save(state, f)`
+                ) -> Path:
+    "Call `write(file)` on a temp file beside `path`, fsync it, rename it to `path`; a failure keeps the old file."
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp, recorder = None, None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temps(path.parent)
+        prefix = f".{path.name}.{_HOST}-{os.getpid()}-"
+        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush(); os.fsync(f.fileno())
+            recorder = _Recorder(f)
+            write(recorder)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    except BaseException as e:
+        if tmp is not None: Path(tmp).unlink(missing_ok=True)
+        cause = recorder.error if recorder is not None and recorder.error is not None else e
+        if not isinstance(e, Exception) or not isinstance(cause, OSError): raise
+        # a full disk, a read-only folder, a file where a folder should be: say which path and why
+        raise OSError(cause.errno, f"could not write {path}: {cause.strerror or cause}. "
+                                   f"The previous {path.name}, if there was one, is unchanged") from e
     _fsync_dir(path.parent)
     return path
 

@@ -4,9 +4,9 @@
 
 # %% ../nbs/14_distributed.ipynb #3dd9a859
 from __future__ import annotations
-import gc, json, os, signal, subprocess, sys, tempfile, time, traceback
+import contextlib, gc, json, os, re, shutil, signal, socket, subprocess, sys, tempfile, time, traceback, uuid
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 import torch
 import torch.distributed as dist
@@ -18,21 +18,32 @@ __all__ = ['LaunchError', 'worker_main', 'launch']
 
 # %% ../nbs/14_distributed.ipynb #edbd7372
 class LaunchError(RuntimeError):
-    "A worker failed; the message carries the failing rank's traceback (or the launcher's output)."
+    "A worker failed; the message names the rank, with its traceback or its signal (or the launcher's output)."
 
 def _by_value(module) -> bool:
-    "Pickle a module's functions by value unless it is installed library code the workers can import themselves."
+    "Pickle a module's functions by value unless it is installed library code the workers can import."
     f = getattr(module, "__file__", None)
     if module.__name__ == "__main__" or f is None: return True
-    return not any(part in f for part in ("site-packages", "dist-packages")) and not module.__name__.startswith(("trainbook", "torch"))
+    installed = any(part in f for part in ("site-packages", "dist-packages"))
+    return not installed and not module.__name__.startswith(("trainbook", "torch"))
+
+def _init_group(backend: str, rank: int):
+    "Join the process group: through launch's own store (127.0.0.1 only) if there is one, else env://."
+    where = os.environ.get("TRAINBOOK_STORE")
+    if not where:
+        dist.init_process_group(backend)
+        return
+    host, port = where.rsplit(":", 1)
+    store = dist.PrefixStore("trainbook/group", dist.TCPStore(host, int(port), is_master=False))
+    dist.init_process_group(backend, store=store, rank=rank, world_size=int(os.environ["WORLD_SIZE"]))
 
 def worker_main():
-    "Entry point of each worker (run by torchrun): init the group, call the function, write rank 0's result or the error."
+    "Each worker's entry point (run by torchrun): join the group, call the function, write the result or error."
     import cloudpickle
     work, backend = Path(sys.argv[1]), sys.argv[2]
     rank = int(os.environ.get("RANK", 0))
     if backend == "nccl": torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
-    dist.init_process_group(backend)
+    _init_group(backend, rank)
     code = 0
     try:
         fn, args, kwargs = cloudpickle.loads((work / "payload.pkl").read_bytes())
@@ -49,6 +60,79 @@ def worker_main():
         if code == 0: dist.destroy_process_group()
     if code: os._exit(code)  # leave at once: other ranks may be blocked in a collective; torchrun ends them
 
+# %% ../nbs/14_distributed.ipynb #5fd08658
+def _local_store() -> tuple[dist.TCPStore, int]:
+    "A rendezvous TCPStore listening on 127.0.0.1 only (torchrun's standalone one listens on every interface)."
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    port = sock.getsockname()[1]
+    try:
+        store = dist.TCPStore("127.0.0.1", port, is_master=True, wait_for_workers=False,
+                              master_listen_fd=sock.fileno(), use_libuv=True)
+    except BaseException:
+        sock.close()
+        raise
+    sock.detach()  # the store owns the socket now, and closes it when it goes
+    return store, port
+
+def _tagged(tag: str) -> set[int]:
+    "The processes whose environment has `TRAINBOOK_LAUNCH=tag`: torchrun, the workers, all they started."
+    needle = f"TRAINBOOK_LAUNCH={tag}".encode()
+    found = set()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit(): continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as f: env = f.read()
+        except OSError: continue  # gone, or a zombie
+        if needle in env.split(b"\0"): found.add(int(entry.name))
+    return found
+
+def _signal(pids: Iterable[int], sig: int):
+    for pid in pids:
+        try: os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError): pass
+
+def _stop_all(proc: subprocess.Popen, tag: str):
+    "Kill the launcher and every process of this launch, whatever its session: freeze them all, then kill."
+    if not os.path.isdir("/proc"):  # no process table to read (not Linux): reach torchrun's own group only
+        with contextlib.suppress(ProcessLookupError): os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        return
+    frozen: set[int] = set()
+    while True:  # stopped processes cannot start new ones, so this ends
+        found = (_tagged(tag) | ({proc.pid} if proc.poll() is None else set())) - frozen
+        if not found: break
+        _signal(found, signal.SIGSTOP)
+        frozen |= found
+    _signal(frozen, signal.SIGKILL)
+    proc.wait()
+
+def _root_cause(log: str) -> Optional[tuple[int, int]]:
+    "(rank, exit code) of the first failure torchrun observed, from its summary; None when it printed none."
+    section = log.rpartition("Root Cause")[2]
+    found = re.search(r"rank\s*:\s*(\d+).*?exitcode\s*:\s*(-?\d+)", section, re.S)
+    return (int(found[1]), int(found[2])) if found else None
+
+def _failure(work: Path, returncode: int) -> LaunchError:
+    "What went wrong, by rank: the signal that killed a rank, else the first traceback, else the log."
+    log = (work / "launcher.log").read_text(errors="replace")
+    # the first failure is the cause; the others are often its consequences
+    errors = sorted(work.glob("error-*.txt"), key=lambda p: p.stat().st_mtime_ns)
+    ranks = [p.stem.split("-")[1] for p in errors]
+    cause = _root_cause(log)
+    if cause is not None and cause[1] < 0:  # killed by a signal: it could not write a traceback
+        rank, sig = cause[0], -cause[1]
+        also = f" (then rank(s) {', '.join(ranks)} failed too)" if ranks else ""
+        name = signal.Signals(sig).name if sig in signal.valid_signals() else f"number {sig}"
+        return LaunchError(f"rank {rank} was killed by signal {name} ({sig}){also}; "
+                           "out of memory (the kernel's OOM killer) is a common cause of SIGKILL")
+    if errors:
+        also = f" (then rank(s) {', '.join(ranks[1:])} failed too)" if len(ranks) > 1 else ""
+        return LaunchError(f"rank {ranks[0]} failed{also}:\n{errors[0].read_text()}")
+    return LaunchError(f"the workers failed (torchrun exit code {returncode}); its output:\n{log[-3000:]}")
+
+# %% ../nbs/14_distributed.ipynb #c5e03f18
 def _read_stream(path: Path, offset: int, history: History) -> int:
     if not path.exists(): return offset
     with open(path) as f:
@@ -58,62 +142,84 @@ def _read_stream(path: Path, offset: int, history: History) -> int:
     for line in complete.splitlines(): history.append(*json.loads(line))
     return offset + len(complete.encode())
 
-def launch(fn: Callable, *args, nprocs: int = 2, backend: str = "auto", nnodes: int = 1, rdzv_endpoint: Optional[str] = None,
-           timeout: float = 3600, live="auto", **kwargs) -> Any:
-    "Run `fn(*args, **kwargs)` on `nprocs` processes per node via torchrun; returns rank 0's return value."
+def _live_curves(live, history: History):
+    "LiveCurves and the state they read, when a widget display is wanted and possible; else (None, None)."
+    if live in (False, None): return None, None
+    try:
+        from trainbook.events import LoopState
+        from trainbook.live import LiveCurves, display_mode
+        if display_mode() == "widget": return LiveCurves(), LoopState(history=history)
+    except Exception: pass  # a broken front end never stops the launch
+    return None, None
+
+def _command(work: Path, nprocs: int, nnodes: int, rdzv_endpoint: Optional[str], store_port: Optional[int],
+             backend: str) -> list[str]:
+    "The torchrun command line."
+    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={nprocs}", f"--nnodes={nnodes}",
+           "--max-restarts=0"]
+    if rdzv_endpoint: cmd += ["--rdzv-backend=c10d", f"--rdzv-endpoint={rdzv_endpoint}"]
+    else:  # one machine: rendezvous through launch's own store, which listens on 127.0.0.1 only
+        cmd += ["--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{store_port}", "--rdzv-conf=is_host=0"]
+    return cmd + [str(work / "worker.py"), str(work), backend]
+
+def launch(fn: Callable,  # the function each rank runs; defined in a notebook cell is fine (pickled by value)
+           *args,  # positional arguments for `fn`
+           nprocs: int = 2,  # processes per machine (one per GPU, or CPU processes with gloo)
+           backend: str = "auto",  # auto (nccl when CUDA is available, else gloo) | nccl | gloo
+           nnodes: int = 1,  # machines; more than one needs `rdzv_endpoint`
+           rdzv_endpoint: Optional[str] = None,  # 'host:port' of the rendezvous, the same on every machine
+           timeout: float = 3600,  # seconds before the workers are stopped and a TimeoutError raised
+           live="auto",  # show rank 0's curves while it runs (in a notebook); False = no display
+           history: Optional[History] = None,  # receives rank 0's streamed records (also after a failure)
+           **kwargs,  # keyword arguments for `fn`
+          ) -> Any:
+    "Run `fn(*args, **kwargs)` on `nprocs` processes per machine via torchrun; returns rank 0's return value."
     import cloudpickle
     if not callable(fn): raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    if not isinstance(nprocs, int) or nprocs < 1: raise ValueError(f"nprocs must be a positive int, got {nprocs!r}")
-    if nnodes > 1 and not rdzv_endpoint: raise ValueError("nnodes > 1 needs rdzv_endpoint='host:port' (the same on every machine)")
+    if not isinstance(nprocs, int) or nprocs < 1:
+        raise ValueError(f"nprocs must be a positive int, got {nprocs!r}")
+    if nnodes > 1 and not rdzv_endpoint:
+        raise ValueError("nnodes > 1 needs rdzv_endpoint='host:port' (the same on every machine)")
     if backend == "auto": backend = "nccl" if torch.cuda.is_available() else "gloo"
     if backend == "nccl" and torch.cuda.device_count() < nprocs:
-        raise ValueError(f"backend='nccl' with nprocs={nprocs} needs {nprocs} GPUs, found {torch.cuda.device_count()}")
+        raise ValueError(f"backend='nccl' with nprocs={nprocs} needs {nprocs} GPUs, "
+                         f"found {torch.cuda.device_count()}")
+    if history is not None and not isinstance(history, History):
+        raise TypeError(f"history must be a trainbook History (or None), got {type(history).__name__}")
+    history = history if history is not None else History()
     module = sys.modules.get(getattr(fn, "__module__", None) or "")
     if module is not None and _by_value(module): cloudpickle.register_pickle_by_value(module)
+    tag = uuid.uuid4().hex  # marks every process of this launch, so none can outlive it
     work = Path(tempfile.mkdtemp(prefix="trainbook-launch-"))
-    (work / "payload.pkl").write_bytes(cloudpickle.dumps((fn, args, kwargs)))
-    (work / "worker.py").write_text("from trainbook.distributed import worker_main\nworker_main()\n")
-    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={nprocs}", f"--nnodes={nnodes}", "--max-restarts=0"]
-    cmd += [f"--rdzv-backend=c10d", f"--rdzv-endpoint={rdzv_endpoint}"] if rdzv_endpoint else ["--standalone"]
-    cmd += [str(work / "worker.py"), str(work), backend]
-    stream = work / "history.jsonl"
-    env = {**os.environ, "TRAINBOOK_STREAM": str(stream), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
-           "PYTHONPATH": os.pathsep.join([p for p in sys.path if p] + [os.environ.get("PYTHONPATH", "")])}
-    history, offset, curves = History(), 0, None
-    if live not in (False, None):
-        try:
-            from trainbook.events import LoopState
-            from trainbook.live import LiveCurves, display_mode
-            if display_mode() == "widget": curves, state = LiveCurves(), LoopState(history=history)
-        except Exception: curves = None
-    log = open(work / "launcher.log", "w")
-    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + timeout
+    store = proc = None
     try:
-        while True:
-            try:
-                proc.wait(timeout=0.5)
-                break
-            except subprocess.TimeoutExpired: pass
-            offset = _read_stream(stream, offset, history)
-            if curves is not None: curves.update(state)
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"launch: the workers did not finish within timeout={timeout}s; they were stopped")
-    except BaseException:
-        os.killpg(proc.pid, signal.SIGKILL); proc.wait()
-        raise
-    finally:
-        log.close()
-    offset = _read_stream(stream, offset, history)
-    if curves is not None: curves.update(state, force=True)
-    launch.history = history  # rank 0's streamed history, also after a failure
-    if proc.returncode != 0:
-        errors = sorted(work.glob("error-*.txt"), key=lambda p: p.stat().st_mtime_ns)  # the first failure is the cause
-        if errors:
-            rank, others = errors[0].stem.split("-")[1], [p.stem.split("-")[1] for p in errors[1:]]
-            also = f" (then rank(s) {', '.join(others)} failed too)" if others else ""
-            raise LaunchError(f"rank {rank} failed{also}:\n{errors[0].read_text()}")
-        tail = (work / "launcher.log").read_text()[-3000:]
-        raise LaunchError(f"the workers failed (torchrun exit code {proc.returncode}); launcher output:\n{tail}")
-    result = work / "result.pkl"
-    return cloudpickle.loads(result.read_bytes()) if result.exists() else None
+        (work / "payload.pkl").write_bytes(cloudpickle.dumps((fn, args, kwargs)))
+        (work / "worker.py").write_text("from trainbook.distributed import worker_main\nworker_main()\n")
+        port = None
+        if not rdzv_endpoint: store, port = _local_store()
+        env = {**os.environ, "TRAINBOOK_STREAM": str(work / "history.jsonl"), "TRAINBOOK_LAUNCH": tag,
+               "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
+               "PYTHONPATH": os.pathsep.join([p for p in sys.path if p] + [os.environ.get("PYTHONPATH", "")])}
+        if store is not None:  # the workers use launch's store; torchrun's agent hosts none of its own
+            env.update(TRAINBOOK_STORE=f"127.0.0.1:{port}", TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1")
+        curves, state = _live_curves(live, history)
+        offset, deadline = 0, time.monotonic() + timeout
+        with open(work / "launcher.log", "w") as log:
+            proc = subprocess.Popen(_command(work, nprocs, nnodes, rdzv_endpoint, port, backend), env=env,
+                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            while proc.poll() is None:
+                with contextlib.suppress(subprocess.TimeoutExpired): proc.wait(timeout=0.5)
+                offset = _read_stream(work / "history.jsonl", offset, history)
+                if curves is not None: curves.update(state)
+                if proc.poll() is None and time.monotonic() > deadline:
+                    raise TimeoutError(f"launch: the workers did not finish within timeout={timeout}s; "
+                                       "they were stopped")
+        _read_stream(work / "history.jsonl", offset, history)
+        if curves is not None: curves.update(state, force=True)
+        if proc.returncode != 0: raise _failure(work, proc.returncode)
+        result = work / "result.pkl"
+        return cloudpickle.loads(result.read_bytes()) if result.exists() else None
+    finally:  # success, failure, timeout or Ctrl-C alike: no process of this launch survives, no file stays
+        if proc is not None: _stop_all(proc, tag)
+        del store  # stops the rendezvous store
+        shutil.rmtree(work, ignore_errors=True)

@@ -15,10 +15,12 @@ from torch import nn
 
 from .batch import (autocast, batch_rows, call_model, eval_mode, forward, prediction, split_batch, to_device,
                              training_lock)
-from .checkpoint import load_checkpoint, save_checkpoint, write_json
+from .checkpoint import read_checkpoint, restore_checkpoint, save_checkpoint, write_json
 from .core import (Finding, History, TrainConfig, announce, environment, findings_html,
                             pick_device, pick_precision, rng_state, seed_everything, set_rng_state)
 from .diagnostics import NanGuard, diagnose
+from .guard import (check_loader, check_loss_fn, check_monitor, nonfinite_validation, prepare_run_dir,
+                             probe_writable, require_batches, resume_changes, run_signature, saved_signature)
 from .events import Callback, Callbacks, Event, LoopState
 from .optim import make_scheduler, param_groups
 
@@ -377,6 +379,25 @@ class Checkpointer:
                 ):
         self.run_dir = Path(run_dir) if run_dir else None
         self.rank, self.strategy, self.parts, self.meta = rank, strategy, parts or {}, meta or {}
+        self.findings: list = []  # what choosing the folder and restoring noticed
+
+    def prepare(self,
+                resume: Union[str, Path, None] = None,  # the checkpoint (or run folder) the run resumes from
+                overwrite: bool = False,  # replace an earlier run's files (else take a new version folder)
+               ) -> None:
+        "Choose the run folder before any step: writable, claimed, never an earlier run's (rank 0 chooses)."
+        if self.run_dir is None: return
+        chosen = [None, None, None]  # folder, finding, error
+        if self.rank == 0:
+            try: chosen[:2] = prepare_run_dir(self.run_dir, resume, overwrite)
+            except (ValueError, OSError) as e: chosen[2] = e  # every rank raises it, none waits for ever
+        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+            dist.broadcast_object_list(chosen, src=0)
+        if chosen[2] is not None: raise chosen[2]
+        self.run_dir = Path(chosen[0])
+        if chosen[1] is not None:
+            self.findings.append(chosen[1])
+            warnings.warn(f"{chosen[1].message}; {chosen[1].advice}", stacklevel=4)
 
     @property
     def enabled(self) -> bool:
@@ -395,11 +416,14 @@ class Checkpointer:
                         scaler=p.get("scaler"), **others, **self.meta, **entries)
 
     def restore(self, resume: Union[str, Path], device: torch.device) -> dict:
-        "Load `resume` into the parts (FSDP: into the shards); returns the checkpoint's entries."
+        "Check what changed since `resume` was written, then load it into the parts (FSDP: into the shards)."
         p = self.parts
         sharded = self.strategy == "fsdp"
-        ckpt = load_checkpoint(resume, None if sharded else p["model"], None if sharded else p["optimizer"],
-                               p.get("scheduler"), p.get("scaler"), map_location=device)
+        ckpt = read_checkpoint(resume, map_location=device)
+        if "signature" in self.meta:  # changes become a warning finding; an impossible resume a ValueError
+            self.findings += resume_changes(saved_signature(ckpt), self.meta["signature"])
+        restore_checkpoint(ckpt, None if sharded else p["model"], None if sharded else p["optimizer"],
+                           p.get("scheduler"), p.get("scaler"), where=str(resume))
         if sharded: load_sharded_state(p["model"], p["optimizer"], ckpt)
         for key, obj in p.items():
             if key not in ("model", "optimizer", "scheduler", "scaler") and key in ckpt: obj.load_state_dict(ckpt[key])
@@ -431,17 +455,11 @@ def check_fit_inputs(model, dl_train, dl_valid, loss_fn, cfg, *, optimizer=None,
     if not isinstance(model, nn.Module): raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if not any(p.requires_grad for p in model.parameters()):
         raise ValueError("model has no trainable parameters (all frozen?)")
-    if loss_fn is not None and not callable(loss_fn):
-        raise TypeError(f"loss_fn must be callable (or None when the model computes its loss), got {type(loss_fn).__name__}")
+    check_loss_fn(loss_fn)  # None = the model computes its loss; a loss class is refused
     if not isinstance(cfg, TrainConfig): raise TypeError(f"config must be a trainbook.TrainConfig, got {type(cfg).__name__}")
-    for name, dl in (("dl_train", dl_train), ("dl_valid", dl_valid)):
-        if dl is None and name == "dl_valid": continue
-        # a generator runs out after one epoch
-        if not isinstance(dl, collections.abc.Iterable) or isinstance(dl, collections.abc.Iterator):
-            raise TypeError(f"{name} must be re-iterable (a list of batches, a DataLoader, a TensorLoader), "
-                            f"got {type(dl).__name__}")
-    if _len(dl_train) == 0: raise ValueError("dl_train is empty")
-    if cfg.accum_steps > 1 and _len(dl_train) is None:
+    n_train = check_loader(dl_train, "dl_train")  # re-iterable, not empty (without a len: at its first epoch)
+    if dl_valid is not None: check_loader(dl_valid, "dl_valid", probe=True)
+    if cfg.accum_steps > 1 and n_train is None:
         raise ValueError("accum_steps > 1 needs a dl_train with a length, so the epoch's last window can be sized")
     if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
@@ -452,7 +470,10 @@ def check_fit_inputs(model, dl_train, dl_valid, loss_fn, cfg, *, optimizer=None,
     if strategy not in (None, "ddp", "fsdp"): raise ValueError(f"strategy must be None, 'ddp' or 'fsdp', got {strategy!r}")
     if strategy and not (dist.is_available() and dist.is_initialized()):
         raise ValueError(f"strategy={strategy!r} needs torch.distributed to be initialized: run fit inside trainbook.launch")
-    return resolve_metrics(metrics)
+    metric_fns = resolve_metrics(metrics)
+    check_monitor(cfg, dl_valid is not None, metric_fns)  # early stopping and best.pt follow something logged
+    if cfg.checkpoint_dir is not None: probe_writable(cfg.checkpoint_dir, "checkpoint_dir")
+    return metric_fns
 
 def _scheduler_interval(sched, given: Optional[str], user_scheduler: bool) -> str:
     "When the scheduler steps: per step, per epoch, or on the monitored value (ReduceLROnPlateau)."
@@ -462,10 +483,10 @@ def _scheduler_interval(sched, given: Optional[str], user_scheduler: bool) -> st
 
 MONITOR_ALIASES = {("train", "loss"): ("train", "epoch_loss")}
 
-def _monitor(cfg: TrainConfig, has_valid: bool) -> tuple[str, str]:
-    split, name = cfg.monitor.split("_", 1)
-    if split == "valid" and not has_valid: split, name = "train", "loss"
-    return MONITOR_ALIASES.get((split, name), (split, name))
+def _monitor(cfg: TrainConfig, has_valid: bool, metric_names: Iterable[str] = ()) -> tuple[str, str]:
+    "The `(split, name)` in the history that early stopping and best.pt follow."
+    pair = check_monitor(cfg, has_valid, metric_names)
+    return MONITOR_ALIASES.get(pair, pair)
 
 def _displays(live) -> list:
     "trainbook's own displays (progress, live curves) for `live`; none when False or when they cannot load."
@@ -552,7 +573,7 @@ class _Loop:
         self.sched = scheduler if scheduler is not None else make_scheduler(self.opt, cfg, total_steps)
         self.sched_interval = _scheduler_interval(self.sched, scheduler_interval, scheduler is not None)
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.precision == "fp16")  # a no-op unless fp16
-        self.monitor = _monitor(cfg, dl_valid is not None)
+        self.monitor = _monitor(cfg, dl_valid is not None, metric_fns)
         self.stopper = EarlyStopping(cfg.monitor, cfg.mode, cfg.patience, cfg.min_delta)
         self.history, self.env = History(), environment()
         self.profiler = StepProfiler(profile, cfg.checkpoint_dir) if profile else None
@@ -563,20 +584,26 @@ class _Loop:
                                         "scaler": self.scaler, "early_stopping": self.stopper, "callbacks": self.cbs,
                                         "history": self.history},
                                  meta={"config": cfg.to_dict(), "environment": self.env,
-                                       "split_fingerprint": split_fingerprint})
+                                       "split_fingerprint": split_fingerprint,
+                                       "signature": run_signature(model, self.opt, dl_train, cfg,
+                                                                  split_fingerprint)})
         self.state = LoopState(model=model, optimizer=self.opt, scheduler=self.sched, scaler=self.scaler,
                                loss_fn=loss_fn, config=cfg, device=self.device, precision=self.precision,
                                history=self.history, run_dir=self.ckpt.run_dir, n_batches=self.n_batches,
                                total_steps=total_steps)
         self.pos, self.track, self.t_fit, self.epoch_closed = Position(), track, time.perf_counter(), False
         self.layer_norms = None
+        self.valid_failed = False  # a non-finite validation loss (or monitored value) stops the run
 
-    def resume(self, resume) -> None:
-        "Restore every piece of state from a checkpoint, so the run continues exactly."
-        if resume is None: return
-        ckpt = self.ckpt.restore(resume, self.device)
-        self.state.step, self.state.skipped_steps = ckpt["step"], ckpt["skipped_steps"]
-        self.pos = Position.from_state(ckpt)
+    def resume(self, resume, overwrite: bool = False) -> None:
+        "Choose the run folder (never an earlier run's); restore every piece of state from a checkpoint."
+        self.ckpt.prepare(resume, overwrite)
+        self.state.run_dir = self.ckpt.run_dir
+        if resume is not None:
+            ckpt = self.ckpt.restore(resume, self.device)
+            self.state.step, self.state.skipped_steps = ckpt["step"], ckpt["skipped_steps"]
+            self.pos = Position.from_state(ckpt)
+        self.state.findings += self.ckpt.findings
 
     def start_epoch(self, epoch: int) -> _Timed:
         "Position the loader: this epoch's order; on resume, the same order with the used batches skipped."
@@ -587,7 +614,9 @@ class _Loop:
         pos.epoch_rng = rng_state() if self.ckpt.enabled else None
         self.state.epoch = epoch
         _set_epoch(self.dl_train, epoch)
-        batches = _Timed(iter(self.dl_train))
+        batches = iter(self.dl_train)
+        if self.n_batches is None: batches = require_batches(batches, "dl_train", epoch)  # empty: fails here
+        batches = _Timed(batches)
         for _ in range(skip): next(batches)
         pos.batch_idx = skip
         if skip: set_rng_state(pos.rng)
@@ -669,6 +698,11 @@ class _Loop:
                                    precision=self.precision)
             for name, value in state.valid.items(): self.history.append(state.step, state.epoch, "valid", name, value)
             self.cbs(Event.after_validate, state)
+            monitored = self.monitor[1] if self.monitor[0] == "valid" else "loss"
+            bad = nonfinite_validation(state.valid, state.epoch, state.step, monitored)
+            if bad is not None:  # named, with its epoch; the loss or monitored value NaN stops the run
+                state.findings.append(bad)
+                self.valid_failed = self.valid_failed or bad.severity == "error"
         value = self.history.last(self.monitor[1], self.monitor[0])
         if value is None: return
         if self.sched_interval == "plateau": self.sched.step(value)
@@ -688,6 +722,7 @@ class _Loop:
         if (cfg.eval_every and not skipped and state.step % cfg.eval_every == 0) or control.evaluate:
             control.evaluate = False
             self.validate()
+            if self.valid_failed: return "nonfinite"
         if (cfg.checkpoint_every and not skipped and state.step % cfg.checkpoint_every == 0) or control.save:
             control.save = False
             self.save_last()
@@ -710,7 +745,7 @@ class _Loop:
         self.save_last(Position(epoch=state.epoch + 1, rng=rng_state()))
         self.epoch_closed = True  # last.pt now describes the start of the next epoch
         pos.batch_idx = 0
-        stopped = "early_stopping" if self.stopper.should_stop else None
+        stopped = "nonfinite" if self.valid_failed else "early_stopping" if self.stopper.should_stop else None
         self.cbs(Event.after_epoch, state)
         announce("epoch_end", state)
         if state.control.stop and not stopped: stopped = state.control.stop_reason or "interrupted"
@@ -769,7 +804,8 @@ def fit(model: nn.Module,  # the model to train (in place)
         scheduler_interval: Optional[str] = None,  # "step" | "epoch": when `scheduler` steps; None = by its kind
         metrics=None,  # metric(s) computed at each validation: a callable, a name, a list or a dict
         callbacks: Iterable = (),  # objects with event methods (`before_step`, `after_epoch`, ...)
-        resume: Union[str, Path, None] = None,  # a checkpoint (last.pt) to continue exactly from
+        resume: Union[str, Path, None] = None,  # a checkpoint (last.pt) or its run folder to continue exactly
+        overwrite: bool = False,  # replace an earlier run's files in checkpoint_dir (else: version_N folder)
         live: Union[str, bool] = "auto",  # trainbook's own displays: "auto" | True | False
         split_fingerprint: Optional[str] = None,  # the data split's fingerprint, stored with the checkpoints
         strategy: Optional[str] = None,  # None | "ddp" | "fsdp" (inside `launch`; DDP is the default there)
@@ -785,7 +821,7 @@ def fit(model: nn.Module,  # the model to train (in place)
         lp = _Loop(model, dl_train, dl_valid, loss_fn, cfg, optimizer=optimizer, scheduler=scheduler,
                    scheduler_interval=scheduler_interval, metric_fns=metric_fns, callbacks=callbacks, live=live,
                    split_fingerprint=split_fingerprint, strategy=strategy, track=track, profile=profile)
-        lp.resume(resume)
+        lp.resume(resume, overwrite)
         state, pos, cbs, opt, scaler = lp.state, lp.pos, lp.cbs, lp.opt, lp.scaler
         stopped, window = None, None
         try:
