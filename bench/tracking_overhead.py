@@ -3,7 +3,7 @@
 Run: .venv/bin/python bench/tracking_overhead.py [--epochs 20] [--steps 250] [--rounds 5] [--no-figure]
 The model is bench/overhead.py's tiny MLP (32→64→64→2, batch 64, one thread), validated at each epoch's end
 on 1,024 rows. Tracking writes to a fresh SQLite store in a temporary folder. Three numbers per side:
-- fit: the wall time of the `fit` call (what a notebook waits for; the store catches up on a background thread),
+- fit: the wall time of the `fit` call (what a notebook waits for; the store catches up on another thread),
 - fit+store: until everything is written (`tracker.wait()`), i.e. the total work,
 - cpu: the process CPU time of fit+store (both threads).
 Also printed: the number of MLflow write calls per run (one per epoch at most: never one per step).
@@ -60,7 +60,8 @@ def main(epochs, steps, rounds, figure):
     times, calls = {"off": [], "on": []}, []
     for _ in range(rounds):
         for side in ("off", "on"):
-            tracker = counted(tb.track(uri, experiment="bench", figure=figure), calls) if side == "on" else None
+            tracker = None
+            if side == "on": tracker = counted(tb.track(uri, experiment="bench", figure=figure), calls)
             times[side].append(one_run(dl_train, dl_valid, epochs, tracker))
             tb.track(False)
     med = {side: [statistics.median(t[i] for t in v) for i in range(3)] for side, v in times.items()}
@@ -70,7 +71,8 @@ def main(epochs, steps, rounds, figure):
         off, on = med["off"][i], med["on"][i]
         print(f"  {what:>10}: off {off * 1e3:8.1f} ms   on {on * 1e3:8.1f} ms   ratio {on / off:5.3f}   "
               f"(+{(on - off) * 1e3:.1f} ms per run)")
-    print(f"  MLflow write calls in the last tracked run: {len(calls)} (epochs: {epochs}; steps: {epochs * steps})")
+    print(f"  MLflow write calls in the last tracked run: {len(calls)} "
+          f"(epochs: {epochs}; steps: {epochs * steps})")
 
 
 if __name__ == "__main__":

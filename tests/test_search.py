@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def loaders():
     X, y = blobs(256, seed=1)
-    return tb.TensorLoader(X[:192], y[:192], batch_size=32, shuffle=True), tb.TensorLoader(X[192:], y[192:], batch_size=64)
+    dl_train = tb.TensorLoader(X[:192], y[:192], batch_size=32, shuffle=True)
+    return dl_train, tb.TensorLoader(X[192:], y[192:], batch_size=64)
 
 
 def make_model(hidden=16):
@@ -26,7 +27,8 @@ def make_model(hidden=16):
 
 def form(epochs=5, **cfg):
     dl_train, dl_valid = loaders()
-    return (make_model, dl_train, dl_valid, nn.CrossEntropyLoss(), tb.TrainConfig(epochs=epochs, device="cpu", **cfg))
+    config = tb.TrainConfig(epochs=epochs, device="cpu", **cfg)
+    return (make_model, dl_train, dl_valid, nn.CrossEntropyLoss(), config)
 
 
 def test_median_pruner_prunes_and_best_is_the_minimum(tmp_path):
@@ -42,7 +44,8 @@ def test_median_pruner_prunes_and_best_is_the_minimum(tmp_path):
         run = res.runs[n]
         assert run.stopped == "pruned" and run.epoch < 4
     assert res.best_run.best == res.best_value and res.best_run.model is not None
-    assert all(r.model is None for n, r in res.runs.items() if n != res.best_trial)  # only the best keeps its weights
+    others = [r for n, r in res.runs.items() if n != res.best_trial]
+    assert all(r.model is None for r in others)  # only the best keeps its weights
     assert set(res.best_config) == {"lr", "hidden"}
 
 
@@ -54,25 +57,26 @@ def test_pruning_callback_stops_the_run_as_pruned():
         def should_prune(self): return len(self.values) == 2
     trial = Trial()
     dl_train, dl_valid = loaders()
-    run = tb.fit(mlp(), dl_train, dl_valid, loss_fn=nn.CrossEntropyLoss(), config=tb.TrainConfig(epochs=5, device="cpu"),
-                 callbacks=[Pruning(trial)], live=False)
+    run = tb.fit(mlp(), dl_train, dl_valid, loss_fn=nn.CrossEntropyLoss(), callbacks=[Pruning(trial)], live=False,
+                 config=tb.TrainConfig(epochs=5, device="cpu"))
     assert run.stopped == "pruned" and run.epoch == 1
     assert [s for s, _ in trial.values] == [0, 1]
-    assert [v for _, v in trial.values] == list(run.records.series("loss", "valid").to_numpy())  # the monitored value
+    monitored = list(run.records.series("loss", "valid").to_numpy())
+    assert [v for _, v in trial.values] == monitored
 
 
 WORKER = textwrap.dedent("""
     import sys, trainbook as tb
-    res = tb.search(lambda c: (c["x"] - 0.3) ** 2, {"x": (0.0, 1.0)}, 4, storage=sys.argv[1], study_name="shared",
-                    seed=None, live=False)
+    res = tb.search(lambda c: (c["x"] - 0.3) ** 2, {"x": (0.0, 1.0)}, 4, storage=sys.argv[1],
+                    study_name="shared", seed=None, live=False)
 """)
 
 
 def test_two_processes_share_one_sqlite_study(tmp_path):
     db = tmp_path / "shared.db"
     env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
-    procs = [subprocess.Popen([sys.executable, "-c", WORKER, str(db)], env=env, stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]
+    command = [sys.executable, "-c", WORKER, str(db)]
+    procs = [subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     errors = [p.communicate(timeout=300)[1] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], errors
     study = optuna.load_study(study_name="shared", storage=f"sqlite:///{db}")
@@ -100,16 +104,19 @@ def test_function_objective_callable_space_and_direction(tmp_path):
     def space(trial):  # Optuna's define-by-run form
         return {"lr": trial.suggest_float("lr", 1e-3, 1e-1, log=True), "epochs": 2}
     def objective(config):
-        cfg = tb.TrainConfig(epochs=config["epochs"], lr=config["lr"], monitor="valid_accuracy", mode="max", device="cpu")
-        return tb.fit(mlp(), dl_train, dl_valid, loss_fn=nn.CrossEntropyLoss(), config=cfg, metrics="accuracy",
-                      callbacks=config.callbacks, live=False)
-    with pytest.raises(ValueError, match="direction='maximize'"):  # accuracy is maximized: the default would be wrong
+        cfg = tb.TrainConfig(epochs=config["epochs"], lr=config["lr"], monitor="valid_accuracy", mode="max",
+                             device="cpu")
+        return tb.fit(mlp(), dl_train, dl_valid, loss_fn=nn.CrossEntropyLoss(), config=cfg,
+                      metrics="accuracy", callbacks=config.callbacks, live=False)
+    with pytest.raises(ValueError, match="direction='maximize'"):  # accuracy is maximized: not the default
         tb.search(objective, space, 1, storage=str(tmp_path / "a.db"), live=False)
-    res = tb.search(objective, space, 3, storage=str(tmp_path / "b.db"), direction="maximize", pruner="none", live=False)
+    res = tb.search(objective, space, 3, storage=str(tmp_path / "b.db"), direction="maximize", pruner="none",
+                    live=False)
     assert res.best_config["epochs"] == 2  # constants are part of the best config
     assert res.best_value == max(t.value for t in res.study.trials)
     base = form(epochs=2, monitor="valid_loss")
-    res = tb.search(base, {"lr": ("log", 1e-3, 1e-1)}, 2, storage=str(tmp_path / "c.db"), pruner="none", live=False)
+    res = tb.search(base, {"lr": ("log", 1e-3, 1e-1)}, 2, storage=str(tmp_path / "c.db"), pruner="none",
+                    live=False)
     assert res.study.direction.name == "MINIMIZE"
 
 
@@ -122,7 +129,8 @@ def test_function_objective_callable_space_and_direction(tmp_path):
     (dict(direction="down"), "direction"),
 ])
 def test_bad_input(tmp_path, kw, match):
-    args = dict(objective=lambda c: 0.0, space={"x": (0.0, 1.0)}, n_trials=1, storage=str(tmp_path / "x.db"), live=False)
+    args = dict(objective=lambda c: 0.0, space={"x": (0.0, 1.0)}, n_trials=1, storage=str(tmp_path / "x.db"),
+                live=False)
     args.update(kw)
     with pytest.raises((ValueError, TypeError), match=match):
         tb.search(args.pop("objective"), args.pop("space"), args.pop("n_trials"), **args)

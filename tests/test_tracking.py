@@ -1,4 +1,4 @@
-"Experiment memory: runs recorded in MLflow (a temporary SQLite store), listed, loaded back, compared, exported to TensorBoard."
+"Experiment memory: runs recorded in MLflow (a temporary SQLite store), listed, loaded, compared, sent to TensorBoard."
 import inspect, subprocess, sys
 
 import numpy as np
@@ -15,12 +15,13 @@ from helpers import blobs, mlp
 
 mlflow = pytest.importorskip("mlflow")
 LOSS = nn.functional.cross_entropy
-HAS_STAGE1 = "track" in inspect.signature(tb.fit).parameters  # fit(track=...), fit_start/epoch_end announcements
+HAS_STAGE1 = "track" in inspect.signature(tb.fit).parameters  # fit(track=...), fit_start/epoch_end announced
 
 
 def loaders(n=192, seed=0):
     X, y = blobs(n, seed=seed)
-    return tb.TensorLoader(X[:128], y[:128], batch_size=16, shuffle=True), tb.TensorLoader(X[128:], y[128:], batch_size=64)
+    dl_train = tb.TensorLoader(X[:128], y[:128], batch_size=16, shuffle=True)
+    return dl_train, tb.TensorLoader(X[128:], y[128:], batch_size=64)
 
 
 def fit(epochs=3, lr=1e-2, **kw):
@@ -31,14 +32,15 @@ def fit(epochs=3, lr=1e-2, **kw):
 
 def xgboost_run():
     rng = np.random.default_rng(0)
-    df = pd.DataFrame(rng.normal(size=(200, 4)), columns=list("abcd")).assign(y=lambda d: (d.a + d.b > 0).astype(int))
+    df = pd.DataFrame(rng.normal(size=(200, 4)), columns=list("abcd"))
+    df["y"] = (df.a + df.b > 0).astype(int)
     sp = tb.make_splits(df, "y", seed=0)
     return tb.fit_xgboost(df, "y", sp, num_rounds=12, early_stopping=None, live=False)
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    "One SQLite store for the module (creating MLflow's tables costs seconds); each test takes its own experiment."
+    "One SQLite store for the module (MLflow's tables cost seconds to create); each test has its own experiment."
     folder = tmp_path_factory.mktemp("mlflow")
     yield f"sqlite:///{folder}/mlruns.db", folder
     tb.untrack()
@@ -88,11 +90,13 @@ def test_fit_and_xgboost_runs_recorded(tracker, store, request):
 
 def test_loaded_run_keeps_findings_and_config(tracker):
     run = fit(epochs=2)
-    run.findings.append(tb.Finding("overfitting", "warning", "made up for the test", data={"onset_epoch": 1, "best_epoch": 0}))
+    made_up = tb.Finding("overfitting", "warning", "made up for the test", data={"onset_epoch": 1, "best_epoch": 0})
+    run.findings.append(made_up)
     rid = tb.log_run(run)
     back = tb.load_run(rid)
     assert back.config == run.config and back.stopped == run.stopped
-    assert [(f.kind, f.severity, f.data) for f in back.findings] == [(f.kind, f.severity, f.data) for f in run.findings]
+    same = lambda findings: [(f.kind, f.severity, f.data) for f in findings]
+    assert same(back.findings) == same(run.findings)
     tags = mlflow.MlflowClient(tracker.uri).get_run(rid).data.tags
     assert tags["finding.overfitting"] == "warning" and "overfitting:warning" in tags["findings"]
 
@@ -134,7 +138,8 @@ def test_failed_run_recorded_as_failed(tracker):
         return LOSS(out, yb)
     dl_train, dl_valid = loaders()
     with pytest.raises(RuntimeError, match="boom"):
-        tb.fit(mlp(), dl_train, dl_valid, loss_fn=loss_fn, config=tb.TrainConfig(epochs=3, device="cpu"), live=False)
+        tb.fit(mlp(), dl_train, dl_valid, loss_fn=loss_fn, config=tb.TrainConfig(epochs=3, device="cpu"),
+               live=False)
     table = tb.runs()
     assert list(table.status) == ["FAILED"] and list(table.stopped) == ["failed"]
 
@@ -150,7 +155,7 @@ def test_run_params_and_compare(tracker):
     assert len(cmp.figure.data) == 2 and list(cmp.table.columns[:1]) == ["hidden"]
     hover = {t.name: t.hovertemplate for t in cmp.figure.data}
     assert any("hidden = 32" in h for h in hover.values()) and any("hidden = 16" in h for h in hover.values())
-    mixed = tb.compare_runs([a, b.extra["mlflow_run_id"]], metric="train_loss")  # in memory and recorded, side by side
+    mixed = tb.compare_runs([a, b.extra["mlflow_run_id"]], metric="train_loss")  # in memory and recorded
     assert np.allclose(mixed.figure.data[0].y, a.records.series("epoch_loss").to_numpy())
     assert np.allclose(mixed.figure.data[1].y, b.records.series("epoch_loss").to_numpy())
     browser = tb.RunBrowser()
@@ -164,7 +169,8 @@ def event_scalars(logdir):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     acc = EventAccumulator(str(logdir), size_guidance={"scalars": 0})
     acc.Reload()
-    return {tag: ([e.step for e in acc.Scalars(tag)], [e.value for e in acc.Scalars(tag)]) for tag in acc.Tags()["scalars"]}
+    scalars = {tag: acc.Scalars(tag) for tag in acc.Tags()["scalars"]}
+    return {tag: ([e.step for e in events], [e.value for e in events]) for tag, events in scalars.items()}
 
 
 def expected_scalars(run):
@@ -210,7 +216,8 @@ def test_listener_errors_are_warnings_not_failures(tracker, monkeypatch):
 
 
 def test_import_stays_light():
-    code = ("import sys, trainbook, trainbook.tracking, trainbook.tuning; heavy = ('mlflow', 'optuna', 'tensorboard'); "
-            "print([m for m in heavy if m in sys.modules])")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    code = ("import sys, trainbook, trainbook.tracking, trainbook.tuning; "
+            "print([m for m in ('mlflow', 'optuna', 'tensorboard') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = out.stdout.strip()
     assert out == "[]"
