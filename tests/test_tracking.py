@@ -112,6 +112,19 @@ def test_no_write_per_step(tracker):
     assert sum(calls) < 2 * run.step  # the step records (loss, lr) are not each a metric point
 
 
+@pytest.mark.skipif(not HAS_STAGE1, reason="needs the epoch_end announcement")
+def test_metrics_reach_the_store_while_training(tracker):
+    seen = []
+    class Peek(tb.Callback):
+        "At each epoch's end, counts the valid_loss points the store holds (the epochs before this one)."
+        def after_epoch(self, state):
+            tracker.wait()
+            (rec,) = tracker.recording.values()
+            seen.append(len(tracker.client.get_metric_history(rec.run_id, "valid_loss")))
+    fit(epochs=3, callbacks=[Peek()])
+    assert seen == [0, 1, 2]
+
+
 def test_tracking_off_records_nothing(store, request):
     tb.track(store[0], experiment=request.node.name)
     fit(epochs=1)
@@ -187,7 +200,7 @@ def assert_same(got, want):
 
 def test_tensorboard_export_equals_history(tmp_path):
     run = fit(epochs=2)
-    tb.tracking.to_tensorboard(run, tmp_path / "tb")
+    run.to_tensorboard(tmp_path / "tb")
     assert_same(event_scalars(tmp_path / "tb"), expected_scalars(run))
 
 

@@ -373,7 +373,7 @@ def log_run(run: Run,  # a finished run, e.g. one made before tracking was turne
         raise RuntimeError(f"the run could not be recorded: {tracker.errors[-1]!r}")
     return run.extra["mlflow_run_id"]
 
-# %% ../nbs/16_tracking.ipynb #819c67eb
+# %% ../nbs/16_tracking.ipynb #8bbc5a99
 def _client(uri: Optional[str]):
     "An MLflow client for `uri` (the active tracker's store by default), after pending writes."
     from mlflow import MlflowClient
@@ -424,7 +424,7 @@ def runs(experiment: Optional[str] = None,  # experiment name; None = the active
                      "findings": r.data.tags.get("findings", "")})
     return pd.DataFrame(rows)
 
-# %% ../nbs/16_tracking.ipynb #21f590cf
+# %% ../nbs/16_tracking.ipynb #1038854a
 def load_run(run_id: str,  # an MLflow run id (the `run_id` column of `runs()`)
              *,
              uri: Optional[str] = None,  # tracking URI; None = the active tracker's, else the default
@@ -442,7 +442,7 @@ def load_run(run_id: str,  # an MLflow run id (the `run_id` column of `runs()`)
     run.extra.update(mlflow_run_id=run_id, run_name=info.info.run_name, params=dict(info.data.params))
     return run
 
-# %% ../nbs/16_tracking.ipynb #4df1eb27
+# %% ../nbs/16_tracking.ipynb #0fcd5588
 @dataclass
 class Comparison:
     "An overlay of runs: `figure` (plotly) and `table` (the differing params, best value, how each stopped)."
@@ -506,7 +506,7 @@ def compare_runs(runs_or_ids,  # Runs, MLflow run ids, or the DataFrame `runs()`
     table = table.set_index("run")
     return Comparison(fig, table)
 
-# %% ../nbs/16_tracking.ipynb #97f79ff2
+# %% ../nbs/16_tracking.ipynb #9b8b9f9d
 def run_options(table,  # the DataFrame `runs()` returns
                 ) -> list[tuple[str, str]]:
     "(label, run_id) pairs for a picker, from the DataFrame `runs()` returns."
@@ -550,7 +550,7 @@ class RunBrowser:
         from IPython.display import display
         display(self.widget)
 
-# %% ../nbs/16_tracking.ipynb #4d225fdb
+# %% ../nbs/16_tracking.ipynb #196baf7d
 def write_scalars(writer,  # a torch.utils.tensorboard.SummaryWriter
                   rows: Iterable[tuple],  # History records (step, epoch, split, name, value)
                   ):
