@@ -42,6 +42,8 @@ def xgboost_run():
 def store(tmp_path_factory):
     "One SQLite store for the module (MLflow's tables cost seconds to create); each test has its own experiment."
     folder = tmp_path_factory.mktemp("mlflow")
+    tb.track(f"sqlite:///{folder}/mlruns.db")  # creates the tables
+    tb.untrack()
     yield f"sqlite:///{folder}/mlruns.db", folder
     tb.untrack()
 
@@ -216,6 +218,7 @@ def test_bad_input(store):
     with pytest.raises(ValueError, match="experiment"): tb.track(store[0], experiment="")
     with pytest.raises(ValueError, match="nothing would be recorded"): tb.track(use_mlflow=False)
     with pytest.raises(ValueError, match="not found"): tb.runs("no such experiment", uri=store[0])
+    with pytest.raises(ValueError, match="no tracking store"): tb.runs(uri=f"sqlite:///{store[1]}/none.db")
     with pytest.raises(ValueError, match="metric"): tb.compare_runs([fit(epochs=1)], metric="loss")
     with pytest.raises(TypeError, match="runs_or_ids"): tb.compare_runs([1, 2])
 

@@ -4,7 +4,7 @@
 
 # %% ../nbs/16_tracking.ipynb #d9ef80e5
 from __future__ import annotations
-import json, math, os, re, threading, time, warnings
+import json, math, os, re, time, warnings
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
@@ -380,7 +380,10 @@ def _client(uri: Optional[str]):
     if _TRACKER is not None and uri in (None, _TRACKER.uri):
         _TRACKER.wait()
         if _TRACKER.client is not None: return _TRACKER.client
-    return MlflowClient(tracking_uri=tracking_uri(uri))
+    uri = tracking_uri(uri)
+    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():  # do not create an empty store
+        raise ValueError(f"no tracking store at {uri}: turn tracking on with tb.track(), or pass uri=")
+    return MlflowClient(tracking_uri=uri)
 
 def _experiment(client, experiment: Optional[str]) -> str:
     name = experiment or (_TRACKER.experiment if _TRACKER is not None else "trainbook")
