@@ -86,6 +86,7 @@ def test_fit_and_xgboost_runs_recorded(tracker, store, request):
         assert np.allclose([m.value for m in sorted(valid, key=lambda m: m.step)], expected.to_numpy())
         assert tb.load_run(rid).records.rows() == run.records.rows()  # the whole history, step by step
     assert by_id.loc[ids[0], "params.lr"] == "0.01" and by_id.loc[ids[1], "params.lr"] == "0.003"
+    assert by_id.loc[ids[2], "params.xgboost.objective"] == "binary:logistic"  # the library's own parameters
     assert by_id.loc[ids[0], "tags.precision"] == "fp32" and by_id.loc[ids[0], "tags.device"] == "cpu"
     assert by_id["tags.trainbook_version"].notna().all() and by_id["tags.torch_version"].notna().all()
 

@@ -74,7 +74,7 @@ def params_of(run: Run,  # a finished run
     "The params recorded for `run`: its config, its model's class and size, GBDT parameters, `run_params`."
     out = {k: v for k, v in run.config.to_dict().items()}
     out.update(_model_params(run.model) if run.kind == "torch" else {"model": run.kind})
-    out.update({f"xgb.{k}": v for k, v in run.extra.get("params", {}).items()})
+    out.update({f"{run.kind}.{k}": v for k, v in run.extra.get("params", {}).items()})
     out.update(run.extra.get("run_params", {}))
     return {k: str(v)[:6000] for k, v in out.items()}
 
