@@ -114,6 +114,11 @@ def test_function_objective_callable_space_and_direction(tmp_path):
                     live=False)
     assert res.best_config["epochs"] == 2  # constants are part of the best config
     assert res.best_value == max(t.value for t in res.study.trials)
+    def forgetful(config):  # its fit never gets the pruning callback
+        return tb.fit(mlp(), dl_train, dl_valid, loss_fn=nn.CrossEntropyLoss(), live=False,
+                      config=tb.TrainConfig(epochs=1, lr=config["lr"], device="cpu"))
+    with pytest.warns(UserWarning, match="callbacks=config.callbacks"):
+        tb.search(forgetful, {"lr": ("log", 1e-3, 1e-1)}, 1, storage=str(tmp_path / "d.db"), live=False)
     base = form(epochs=2, monitor="valid_loss")
     res = tb.search(base, {"lr": ("log", 1e-3, 1e-1)}, 2, storage=str(tmp_path / "c.db"), pruner="none",
                     live=False)

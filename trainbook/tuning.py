@@ -4,7 +4,7 @@
 
 # %% ../nbs/17_search.ipynb #0fe18f41
 from __future__ import annotations
-import math, os, random, socket, time
+import math, os, random, socket, time, warnings
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Optional, Union
 
@@ -388,6 +388,9 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
         if isinstance(out, Run):
             out.extra["trial"] = trial.number
             result.runs[trial.number] = out
+            if not pruning.attached:
+                warnings.warn("the objective's fit did not get config.callbacks, so its trials cannot be pruned: "
+                              "pass callbacks=config.callbacks to fit")
         return _value(out, direction, pruning)
 
     def after_trial(study, frozen):
