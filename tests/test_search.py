@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 import trainbook as tb
-from trainbook.tuning import Pruning
+from trainbook.tuning import Pruning, StudyPanel
 
 from helpers import blobs, mlp
 
@@ -63,6 +63,21 @@ def test_pruning_callback_stops_the_run_as_pruned():
     assert [s for s, _ in trial.values] == [0, 1]
     monitored = list(run.records.series("loss", "valid").to_numpy())
     assert [v for _, v in trial.values] == monitored
+
+
+def test_study_panel_overlays_the_trials_in_place():
+    panel = StudyPanel(n_trials=2, mode="widget", every=0)
+    panel.start(0, {"lr": 0.01})
+    figure = panel.figure
+    panel.report(0, 8, 0.9)
+    panel.report(0, 16, 0.5)
+    assert list(figure.data[0].y) == [0.9, 0.5]  # redrawn while the trial runs
+    panel.end(0, "complete", (0, 0.5))
+    panel.start(1, {"lr": 0.1})
+    panel.report(1, 8, 1.2)
+    panel.end(1, "pruned", (0, 0.5))
+    assert panel.figure is figure and [t.line.dash for t in figure.data] == [None, "dash"]
+    assert figure.layout.title.text == "trial 2 of 2 done, 1 pruned; best valid_loss 0.5 (trial 0: lr=0.01)"
 
 
 WORKER = textwrap.dedent("""
