@@ -33,6 +33,9 @@ _EXPORTS = {
     "classical": ["baseline", "fit_xgboost", "cross_validate", "nested_cv", "classification_metrics", "regression_metrics",
                   "tune_threshold", "pr_curve_figure", "class_weights", "focal_loss", "compare", "score_torch", "score_model",
                   "BoostedModel"],
+    "tracking": ["track", "untrack", "Tracker", "runs", "load_run", "compare_runs", "RunBrowser", "to_tensorboard", "log_run",
+                 "run_params", "active_tracker"],
+    "tuning": ["search", "SearchResult", "Pruning", "StudyPanel", "fit_objective"],
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)

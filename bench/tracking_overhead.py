@@ -1,0 +1,86 @@
+"""What recording a run in MLflow costs: `fit` with tracking on vs off, interleaved, medians.
+
+Run: .venv/bin/python bench/tracking_overhead.py [--epochs 20] [--steps 250] [--rounds 5] [--no-figure]
+The model is bench/overhead.py's tiny MLP (32→64→64→2, batch 64, one thread), validated at each epoch's end
+on 1,024 rows. Tracking writes to a fresh SQLite store in a temporary folder. Three numbers per side:
+- fit: the wall time of the `fit` call (what a notebook waits for; the store catches up on another thread),
+- fit+store: until everything is written (`tracker.wait()`), i.e. the total work,
+- cpu: the process CPU time of fit+store (both threads).
+Also printed: the number of MLflow write calls per run (one per epoch at most: never one per step).
+"""
+import argparse, statistics, tempfile, time, warnings
+
+import torch
+from torch import nn
+
+import trainbook as tb
+
+torch.set_num_threads(1)
+warnings.filterwarnings("ignore")
+
+
+def make(widths=(32, 64, 64, 2), seed=0):
+    torch.manual_seed(seed)
+    layers = []
+    for a, b in zip(widths[:-1], widths[1:]): layers += [nn.Linear(a, b), nn.ReLU()]
+    return nn.Sequential(*layers[:-1])
+
+
+def one_run(dl_train, dl_valid, epochs, tracker=None):
+    "Times one fit: (fit wall, fit+store wall, cpu)."
+    cfg = tb.TrainConfig(epochs=epochs, lr=1e-3, weight_decay=0.0, device="cpu")
+    c0, t0 = time.process_time(), time.perf_counter()
+    tb.fit(make(), dl_train, dl_valid, loss_fn=nn.functional.cross_entropy, config=cfg, live=False)
+    t1 = time.perf_counter()
+    if tracker is not None: tracker.wait()
+    return t1 - t0, time.perf_counter() - t0, time.process_time() - c0
+
+
+def counted(tracker, calls):
+    "The tracker, with its MLflow write calls counted (into `calls`, emptied first)."
+    real = tracker.client.log_batch
+    def log_batch(*args, **kw):
+        calls.append(1)
+        return real(*args, **kw)
+    tracker.client.log_batch = log_batch
+    calls.clear()
+    return tracker
+
+
+def main(epochs, steps, rounds, figure):
+    X = torch.randn(64 * steps, 32)
+    y = (X[:, 0] > 0).long()
+    Xv = torch.randn(1024, 32)
+    dl_train = tb.TensorLoader(X, y, batch_size=64, shuffle=True, drop_last=True)
+    dl_valid = tb.TensorLoader(Xv, (Xv[:, 0] > 0).long(), batch_size=1024)
+    uri = f"sqlite:///{tempfile.mkdtemp(prefix='tracking-bench-')}/mlruns.db"
+    tb.track(uri, experiment="bench")  # the first track() creates MLflow's tables: not part of a run's cost
+    tb.track(False)
+    one_run(dl_train, dl_valid, 1)  # warm-up: the first optimizer, imports
+    times, calls = {"off": [], "on": []}, []
+    for _ in range(rounds):
+        for side in ("off", "on"):
+            tracker = None
+            if side == "on": tracker = counted(tb.track(uri, experiment="bench", figure=figure), calls)
+            times[side].append(one_run(dl_train, dl_valid, epochs, tracker))
+            tb.track(False)
+    med = {side: [statistics.median(t[i] for t in v) for i in range(3)] for side, v in times.items()}
+    print(f"tiny MLP 32→64→64→2, batch 64, {epochs} epochs × {steps} steps ({epochs * steps} steps), "
+          f"validation each epoch, figure={'on' if figure else 'off'}, median of {rounds} interleaved rounds")
+    for i, what in enumerate(("fit", "fit+store", "cpu")):
+        off, on = med["off"][i], med["on"][i]
+        print(f"  {what:>10}: off {off * 1e3:8.1f} ms   on {on * 1e3:8.1f} ms   ratio {on / off:5.3f}   "
+              f"(+{(on - off) * 1e3:.1f} ms per run)")
+    print(f"  MLflow write calls in the last tracked run: {len(calls)} "
+          f"(epochs: {epochs}; steps: {epochs * steps})")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--epochs", type=int, default=20)
+    ap.add_argument("--steps", type=int, default=250, help="optimizer steps per epoch")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--no-figure", action="store_true", help="do not store the final figure (curves.html)")
+    a = ap.parse_args()
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread")
+    main(a.epochs, a.steps, a.rounds, not a.no_figure)

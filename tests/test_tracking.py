@@ -1,0 +1,240 @@
+"Experiment memory: runs recorded in MLflow (a temporary SQLite store), listed, loaded, compared, sent to TensorBoard."
+import inspect, subprocess, sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from torch import nn
+
+import trainbook as tb
+from trainbook import tracking
+from trainbook.core import announce
+
+from helpers import blobs, mlp
+
+mlflow = pytest.importorskip("mlflow")
+LOSS = nn.functional.cross_entropy
+HAS_STAGE1 = "track" in inspect.signature(tb.fit).parameters  # fit(track=...), fit_start/epoch_end announced
+
+
+def loaders(n=192, seed=0):
+    X, y = blobs(n, seed=seed)
+    dl_train = tb.TensorLoader(X[:128], y[:128], batch_size=16, shuffle=True)
+    return dl_train, tb.TensorLoader(X[128:], y[128:], batch_size=64)
+
+
+def fit(epochs=3, lr=1e-2, **kw):
+    dl_train, dl_valid = loaders()
+    cfg = tb.TrainConfig(epochs=epochs, lr=lr, device="cpu", log_every=2)
+    return tb.fit(mlp(), dl_train, dl_valid, loss_fn=LOSS, config=cfg, metrics="accuracy", live=False, **kw)
+
+
+def xgboost_run():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame(rng.normal(size=(200, 4)), columns=list("abcd"))
+    df["y"] = (df.a + df.b > 0).astype(int)
+    sp = tb.make_splits(df, "y", seed=0)
+    return tb.fit_xgboost(df, "y", sp, num_rounds=12, early_stopping=None, live=False)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    "One SQLite store for the module (MLflow's tables cost seconds to create); each test has its own experiment."
+    folder = tmp_path_factory.mktemp("mlflow")
+    tb.track(f"sqlite:///{folder}/mlruns.db")  # creates the tables
+    tb.untrack()
+    yield f"sqlite:///{folder}/mlruns.db", folder
+    tb.untrack()
+
+
+@pytest.fixture
+def tracker(store, request):
+    t = tb.track(store[0], experiment=request.node.name, flush_every=0)
+    yield t
+    tb.untrack()
+
+
+def epochs_run(run): return len(run.metrics())
+
+
+def test_fit_and_xgboost_runs_recorded(tracker, store, request):
+    r1, r2 = fit(epochs=3, lr=1e-2), fit(epochs=4, lr=3e-3)
+    xrun = xgboost_run()
+    tracker.wait()
+    if "mlflow_run_id" not in xrun.extra:  # fit_xgboost does not announce its run yet: record it explicitly
+        tb.log_run(xrun)
+    table = tb.runs()
+    ids = [r.extra["mlflow_run_id"] for r in (r1, r2, xrun)]
+    assert sorted(table.run_id) == sorted(ids)
+    assert set(table.kind) == {"torch", "xgboost"}
+    # the same runs through MLflow's own API on the same URI
+    mlflow.set_tracking_uri(store[0])
+    try: found = mlflow.search_runs(experiment_names=[request.node.name])
+    finally: mlflow.set_tracking_uri(None)
+    assert sorted(found.run_id) == sorted(ids)
+    by_id = found.set_index("run_id")
+    client = mlflow.MlflowClient(store[0])
+    for run, rid in zip((r1, r2, xrun), ids):
+        assert by_id.loc[rid, "tags.stopped"] == run.stopped
+        assert by_id.loc[rid, "params.epochs"] == str(run.config.epochs)
+        valid = client.get_metric_history(rid, "valid_loss")
+        train = client.get_metric_history(rid, "train_loss")
+        assert len(valid) == len(train) == epochs_run(run)  # one point per epoch (per boosting round)
+        expected = run.records.series("loss", "valid")
+        assert [m.step for m in sorted(valid, key=lambda m: m.step)] == list(expected.index)
+        assert np.allclose([m.value for m in sorted(valid, key=lambda m: m.step)], expected.to_numpy())
+        assert tb.load_run(rid).records.rows() == run.records.rows()  # the whole history, step by step
+    assert by_id.loc[ids[0], "params.lr"] == "0.01" and by_id.loc[ids[1], "params.lr"] == "0.003"
+    assert by_id.loc[ids[2], "params.xgboost.objective"] == "binary:logistic"  # the library's own parameters
+    assert by_id.loc[ids[0], "tags.precision"] == "fp32" and by_id.loc[ids[0], "tags.device"] == "cpu"
+    assert by_id["tags.trainbook_version"].notna().all() and by_id["tags.torch_version"].notna().all()
+
+
+def test_loaded_run_keeps_findings_and_config(tracker):
+    run = fit(epochs=2)
+    made_up = tb.Finding("overfitting", "warning", "made up for the test", data={"onset_epoch": 1, "best_epoch": 0})
+    run.findings.append(made_up)
+    rid = tb.log_run(run)
+    back = tb.load_run(rid)
+    assert back.config == run.config and back.stopped == run.stopped
+    same = lambda findings: [(f.kind, f.severity, f.data) for f in findings]
+    assert same(back.findings) == same(run.findings)
+    tags = mlflow.MlflowClient(tracker.uri).get_run(rid).data.tags
+    assert tags["finding.overfitting"] == "warning" and "overfitting:warning" in tags["findings"]
+
+
+def test_no_write_per_step(tracker):
+    calls = []
+    real = tracker.client.log_batch
+    tracker.client.log_batch = lambda *a, **k: calls.append(len(k.get("metrics", ()))) or real(*a, **k)
+    run = fit(epochs=3)
+    tracker.wait()
+    assert run.step == 24  # 8 optimizer steps per epoch
+    assert len(calls) <= 3 + 4  # at most one metric write per epoch, plus the start and the end
+    assert sum(calls) < 2 * run.step  # the step records (loss, lr) are not each a metric point
+
+
+@pytest.mark.skipif(not HAS_STAGE1, reason="needs the epoch_end announcement")
+def test_metrics_reach_the_store_while_training(tracker):
+    seen = []
+    class Peek(tb.Callback):
+        "At each epoch's end, counts the valid_loss points the store holds (the epochs before this one)."
+        def after_epoch(self, state):
+            tracker.wait()
+            (rec,) = tracker.recording.values()
+            seen.append(len(tracker.client.get_metric_history(rec.run_id, "valid_loss")))
+    fit(epochs=3, callbacks=[Peek()])
+    assert seen == [0, 1, 2]
+
+
+def test_tracking_off_records_nothing(store, request):
+    tb.track(store[0], experiment=request.node.name)
+    fit(epochs=1)
+    tb.track(False)
+    assert tb.active_tracker() is None
+    run = fit(epochs=1)
+    assert "mlflow_run_id" not in run.extra
+    assert len(tb.runs(request.node.name, uri=store[0])) == 1
+
+
+@pytest.mark.skipif(not HAS_STAGE1, reason="needs fit(track=...)")
+def test_track_false_opts_one_run_out(tracker):
+    kept, skipped = fit(epochs=1), fit(epochs=1, track=False)
+    table = tb.runs()
+    assert list(table.run_id) == [kept.extra["mlflow_run_id"]] and "mlflow_run_id" not in skipped.extra
+
+
+@pytest.mark.skipif(not HAS_STAGE1, reason="needs announce('run') for failed runs")
+def test_failed_run_recorded_as_failed(tracker):
+    calls = []
+    def loss_fn(out, yb):
+        calls.append(1)
+        if len(calls) > 12: raise RuntimeError("boom")
+        return LOSS(out, yb)
+    dl_train, dl_valid = loaders()
+    with pytest.raises(RuntimeError, match="boom"):
+        tb.fit(mlp(), dl_train, dl_valid, loss_fn=loss_fn, config=tb.TrainConfig(epochs=3, device="cpu"),
+               live=False)
+    table = tb.runs()
+    assert list(table.status) == ["FAILED"] and list(table.stopped) == ["failed"]
+
+
+def test_run_params_and_compare(tracker):
+    with tracking.run_params(hidden=16):
+        a = fit(epochs=2, lr=1e-2)
+    with tracking.run_params(hidden=32):
+        b = fit(epochs=2, lr=1e-2)
+    table = tb.runs()
+    assert "hidden" in table.columns and "lr" not in table.columns  # only what differs is a key param
+    cmp = tb.compare_runs(table)
+    assert len(cmp.figure.data) == 2 and list(cmp.table.columns[:1]) == ["hidden"]
+    hover = {t.name: t.hovertemplate for t in cmp.figure.data}
+    assert any("hidden = 32" in h for h in hover.values()) and any("hidden = 16" in h for h in hover.values())
+    mixed = tb.compare_runs([a, b.extra["mlflow_run_id"]], metric="train_loss")  # in memory and recorded
+    assert np.allclose(mixed.figure.data[0].y, a.records.series("epoch_loss").to_numpy())
+    assert np.allclose(mixed.figure.data[1].y, b.records.series("epoch_loss").to_numpy())
+    browser = tb.RunBrowser()
+    browser.select.value = (table.run_id[0],)
+    assert len(browser.figure.data) == 1
+    browser.select.value = ()
+    assert len(browser.figure.data) == 0
+
+
+def event_scalars(logdir):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    acc = EventAccumulator(str(logdir), size_guidance={"scalars": 0})
+    acc.Reload()
+    scalars = {tag: acc.Scalars(tag) for tag in acc.Tags()["scalars"]}
+    return {tag: ([e.step for e in events], [e.value for e in events]) for tag, events in scalars.items()}
+
+
+def expected_scalars(run):
+    h = run.records
+    return {f"{s}/{n}": (list(h.series(n, s).index), h.series(n, s).to_numpy()) for s, n in h.names()}
+
+
+def assert_same(got, want):
+    assert sorted(got) == sorted(want)
+    for tag, (steps, values) in want.items():
+        assert got[tag][0] == steps, tag
+        assert np.allclose(got[tag][1], values, rtol=1e-6, atol=1e-7), tag  # TensorBoard keeps float32
+
+
+def test_tensorboard_export_equals_history(tmp_path):
+    run = fit(epochs=2)
+    run.to_tensorboard(tmp_path / "tb")
+    assert_same(event_scalars(tmp_path / "tb"), expected_scalars(run))
+
+
+def test_track_writes_tensorboard_while_training(tmp_path):
+    tb.track(tensorboard=tmp_path / "runs", use_mlflow=False)
+    try: run = fit(epochs=2)
+    finally: tb.untrack()
+    (folder,) = (tmp_path / "runs").iterdir()  # one subfolder per run
+    assert_same(event_scalars(folder), expected_scalars(run))
+
+
+def test_bad_input(store):
+    with pytest.raises(ValueError, match="experiment"): tb.track(store[0], experiment="")
+    with pytest.raises(ValueError, match="nothing would be recorded"): tb.track(use_mlflow=False)
+    with pytest.raises(ValueError, match="not found"): tb.runs("no such experiment", uri=store[0])
+    with pytest.raises(ValueError, match="no tracking store"): tb.runs(uri=f"sqlite:///{store[1]}/none.db")
+    with pytest.raises(ValueError, match="metric"): tb.compare_runs([fit(epochs=1)], metric="loss")
+    with pytest.raises(TypeError, match="runs_or_ids"): tb.compare_runs([1, 2])
+
+
+def test_listener_errors_are_warnings_not_failures(tracker, monkeypatch):
+    monkeypatch.setattr(tracker.client, "create_run", lambda *a, **k: 1 / 0)
+    with pytest.warns(UserWarning, match="tracking"):
+        run = fit(epochs=1)
+        tracker.wait()
+    assert run.stopped == "completed"
+
+
+def test_import_stays_light():
+    code = ("import sys, trainbook, trainbook.tracking, trainbook.tuning; "
+            "print([m for m in ('mlflow', 'optuna', 'tensorboard') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = out.stdout.strip()
+    assert out == "[]"
