@@ -228,8 +228,9 @@ def test_dry_run_fails_when_the_monitor_is_never_logged(monitor, valid):
 def test_dry_run_accepts_the_monitors_a_run_logs():
     dl_train, dl_valid = loaders()
     for monitor in ("valid_loss", "valid_accuracy", "train_loss"):
-        report = dry_run(mlp(), dl_train, dl_valid, nn.CrossEntropyLoss(), tb.TrainConfig(monitor=monitor),
-                         metrics="accuracy")
+        mode = "max" if monitor.endswith("accuracy") else "min"  # fit refuses accuracy with mode="min"
+        report = dry_run(mlp(), dl_train, dl_valid, nn.CrossEntropyLoss(),
+                         tb.TrainConfig(monitor=monitor, mode=mode), metrics="accuracy")
         assert report.passed, (monitor, report.findings)
 
 
