@@ -24,7 +24,8 @@ _EXPORTS = {
     "distributed": ["launch", "LaunchError"],
     "classical": ["baseline", "fit_xgboost", "cross_validate", "nested_cv", "classification_metrics", "regression_metrics",
                   "tune_threshold", "pr_curve_figure", "class_weights", "focal_loss", "compare", "score_torch", "score_model",
-                  "BoostedModel"],
+                  "BoostedModel", "BoostingLibrary", "booster_library"],
+    "gbdt": ["fit_lightgbm", "fit_catboost"],
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)
