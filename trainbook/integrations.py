@@ -129,7 +129,8 @@ class _TorchEstimator(BaseEstimator):
             self.module_ = self.module(X.shape[1], n_outputs, **(self.module_kwargs or {}))
         if not isinstance(self.module_, torch.nn.Module):
             raise TypeError(f"module(n_features, n_outputs) must return an nn.Module, got {type(self.module_).__name__}")
-        dl = TensorLoader(torch.from_numpy(X), torch.from_numpy(y), batch_size=self.batch_size, shuffle=True, seed=self.seed)
+        dl = TensorLoader(torch.tensor(X), torch.tensor(y),  # copies: the caller's arrays may be read-only
+                          batch_size=self.batch_size, shuffle=True, seed=self.seed)
         cfg = TrainConfig(epochs=self.epochs, lr=self.lr, batch_size=self.batch_size, weight_decay=self.weight_decay,
                           device=self.device, precision="fp32", seed=self.seed)
         self.run_ = fit(self.module_, dl, None, loss_fn=self.loss_fn or loss_fn, config=cfg, live=self.live)
@@ -144,9 +145,9 @@ class _TorchEstimator(BaseEstimator):
         self.module_.eval()
         try:
             with torch.inference_mode():
-                outs = [self.module_(torch.from_numpy(X[i:i + 4096]).to(device)).float().cpu() for i in range(0, len(X), 4096)]
+                outs = [self.module_(torch.tensor(X[i:i + 4096], device=device)).float().cpu() for i in range(0, len(X), 4096)]
         finally: self.module_.train(was_training)
-        return torch.cat(outs).numpy()
+        return torch.cat(outs).double().numpy()  # scikit-learn expects float64 predictions
 
 class TorchClassifier(ClassifierMixin, _TorchEstimator):
     "A scikit-learn classifier around a torch module trained with `tb.fit`: fits in a Pipeline, CV and grid searches."
@@ -170,10 +171,16 @@ class TorchClassifier(ClassifierMixin, _TorchEstimator):
                 X,  # features, as in `fit`
                 ) -> np.ndarray:
         "Class labels."
-        return self.classes_[self._forward(X).argmax(1)]
+        codes = self._forward(X).argmax(1)
+        return self.classes_[codes]
 
 class TorchRegressor(RegressorMixin, _TorchEstimator):
     "A scikit-learn regressor around a torch module trained with `tb.fit`: fits in a Pipeline, CV and grid searches."
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True  # y may be (n, k): one output per target
+        return tags
+
     def fit(self,
             X,  # features, (n, d) numbers (after `make_preprocessor` in a Pipeline)
             y,  # targets, (n,) or (n, k)

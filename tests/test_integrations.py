@@ -1,0 +1,148 @@
+"The other systems: Keras 3 logs in a trainbook History, trainbook nets as scikit-learn estimators, and lazy imports."
+import os
+import subprocess
+import sys
+
+os.environ.setdefault("KERAS_BACKEND", "torch")  # before keras is imported anywhere
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # no test may reach the network
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.datasets import load_breast_cancer, load_wine
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import Pipeline
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import trainbook as tb
+from trainbook.integrations import TorchClassifier, TorchRegressor
+
+
+def test_import_trainbook_loads_no_optional_library():
+    code = ("import sys, trainbook, trainbook.classical; "
+            "print(sorted(m for m in ('lightgbm', 'catboost', 'transformers', 'keras', 'peft', 'xgboost') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+# --- Keras 3 ------------------------------------------------------------------------------------------------------
+
+keras = pytest.importorskip("keras")
+
+
+def keras_fit(X, y, n_train, epochs, callbacks, hidden=64, lr=1e-2, batch_size=16):
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((X.shape[1],)), keras.layers.Dense(hidden, activation="relu"), keras.layers.Dense(2)])
+    model.compile(optimizer=keras.optimizers.Adam(lr), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"])
+    model.fit(X[:n_train], y[:n_train], validation_data=(X[n_train:], y[n_train:]), epochs=epochs, batch_size=batch_size,
+              verbose=0, callbacks=callbacks)
+    return model
+
+
+def noise(n=96, d=16, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, d)).astype("float32"), rng.integers(0, 2, n)
+
+
+def learnable(n=400, d=8, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)).astype("float32")
+    return X, (X[:, 0] + X[:, 1] > 0).astype(int)
+
+
+def test_keras_history_per_epoch_and_planted_overfitting():
+    cb = tb.keras_callback(live=False)
+    keras_fit(*noise(), n_train=64, epochs=40, callbacks=[cb])  # random labels: memorized, never learned
+    run = cb.run
+    h = run.records
+    for split, name in (("train", "epoch_loss"), ("train", "loss"), ("valid", "loss"), ("valid", "accuracy")):
+        assert list(h.series(name, split, index="epoch").index) == list(range(40)), (split, name)
+    assert h.series("loss", "train").index[-1] == 40 * 4  # steps: 4 batches of 16 rows per epoch
+    assert run.kind == "keras" and run.stopped == "completed" and run.step == 160
+    overfit = [f for f in run.findings if f.kind == "overfitting"]
+    assert overfit and overfit[0].data["best_epoch"] < 39
+    assert {"train loss", "valid loss"} <= {t.name for t in run.plot().data}
+    assert list(run.metrics().columns[:2]) == ["train_loss", "valid_loss"]
+
+
+def test_keras_learnable_task_is_not_flagged():
+    cb = tb.keras_callback(live=False)
+    keras_fit(*learnable(), n_train=300, epochs=8, callbacks=[cb], lr=1e-2)
+    assert cb.run.records.last("accuracy", "valid") > 0.9
+    assert "overfitting" not in [f.kind for f in cb.run.findings]
+
+
+def test_keras_batches_and_early_stopping():
+    cb = tb.keras_callback(live=False, batches=True)
+    stop = keras.callbacks.EarlyStopping(monitor="val_loss", patience=2)
+    keras_fit(*noise(), n_train=64, epochs=50, callbacks=[cb, stop])
+    run = cb.run
+    epochs = len(run.records.series("loss", "valid"))
+    assert run.stopped == "early_stopping" and epochs < 50
+    assert len(run.records.series("loss", "train")) == epochs * 4  # one train point per batch
+    assert len(run.records.series("epoch_loss", "train")) == epochs
+
+
+# --- scikit-learn estimators ------------------------------------------------------------------------------------
+
+@parametrize_with_checks([TorchClassifier(epochs=10), TorchRegressor(epochs=10)])
+def test_scikit_learn_estimator_checks(estimator, check):
+    "Every check of check_estimator; only check_array_api_input skips itself (no array-API support claimed)."
+    check(estimator)
+
+
+def test_grid_search_over_a_pipeline_on_wine():
+    df = load_wine(as_frame=True).frame
+    X, y = df.drop(columns="target"), df.target
+    pipe = Pipeline([("prep", tb.make_preprocessor(df, "target")), ("net", TorchClassifier(epochs=8))])
+    grid = {"net__lr": [1e-4, 1e-2], "net__module_kwargs": [{"hidden": (16,)}]}
+    search = GridSearchCV(pipe, grid, cv=3, scoring="balanced_accuracy").fit(X, y)
+    assert search.best_params_["net__lr"] == 1e-2 and search.best_score_ > 0.9
+    lows = search.cv_results_["mean_test_score"][np.array(search.cv_results_["param_net__lr"]) == 1e-4]
+    assert lows.max() < search.best_score_  # the grid really trained different nets
+    net = search.best_estimator_.named_steps["net"]
+    assert net.module_[0].out_features == 16 and net.run_.step == 3 * 8  # refitted on all 178 rows: 3 batches × 8 epochs
+    assert set(search.predict(X)) <= {0, 1, 2}
+
+
+def test_clone_get_set_params():
+    est = TorchClassifier(epochs=3, lr=0.05, module_kwargs={"hidden": (8, 8)})
+    assert est.get_params()["lr"] == 0.05 and est.set_params(lr=0.1).lr == 0.1
+    X, y = load_breast_cancer(return_X_y=True)
+    est.fit(X[:, :5], y)
+    copy = clone(est)
+    assert copy.get_params() == est.get_params() and not hasattr(copy, "module_")
+    again = clone(est).fit(X[:, :5], y)  # same seed: the same net
+    assert np.array_equal(again.predict_proba(X[:, :5]), est.predict_proba(X[:, :5]))
+
+
+def test_cross_validate_nested_cv_and_baseline_take_the_net():
+    df = load_breast_cancer(as_frame=True).frame
+    sp = tb.make_splits(df, "target", n_folds=3, test_size=0.2, seed=0)
+    cv = tb.cross_validate(TorchClassifier(epochs=5), df, "target", sp, scoring="roc_auc")
+    assert len(cv) == 3 + 2 and cv.loc["mean", "roc_auc"] > 0.97
+    nested = tb.nested_cv(TorchClassifier(epochs=3), {"lr": [1e-2, 3e-2]}, df, "target", outer=2, inner=2)
+    assert len(nested["scores"]) == 2 and nested["mean"] > 0.95 and nested["params"][0]["lr"] in (1e-2, 3e-2)
+    table = tb.baseline(df, "target", sp, models=("dummy", ("mlp", TorchClassifier(epochs=5))))
+    assert list(table.index) == ["dummy", "mlp"] and table.loc["mlp", "test_roc_auc"] > 0.97
+    both, _ = tb.compare(table)
+    assert "mlp" in both.index
+
+
+def test_regressor_fits_a_line_and_multi_output():
+    x = np.linspace(-1, 1, 200)[:, None]
+    reg = TorchRegressor(epochs=30).fit(x, 3 * x[:, 0])
+    assert reg.predict(x).shape == (200,) and reg.score(x, 3 * x[:, 0]) > 0.95
+    two = TorchRegressor(epochs=30).fit(x, np.c_[3 * x, -x])
+    assert two.predict(x).shape == (200, 2)
+
+
+def test_module_factory_is_checked():
+    X, y = load_breast_cancer(return_X_y=True)
+    with pytest.raises(TypeError, match="must return an nn.Module"):
+        TorchClassifier(module=lambda n_in, n_out: "not a module").fit(X, y)
+    with pytest.raises(ValueError, match="features"):  # scikit-learn's own check of the feature count
+        TorchClassifier(epochs=1).fit(X, y).predict(X[:, :3])
