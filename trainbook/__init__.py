@@ -26,7 +26,7 @@ _EXPORTS = {
                   "tune_threshold", "pr_curve_figure", "class_weights", "focal_loss", "compare", "score_torch", "score_model",
                   "BoostedModel", "BoostingLibrary", "booster_library"],
     "gbdt": ["fit_lightgbm", "fit_catboost"],
-    "integrations": ["keras_callback", "TorchClassifier", "TorchRegressor", "mlp"],
+    "integrations": ["keras_callback", "TorchClassifier", "TorchRegressor", "mlp", "TokenLoader"],
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)
