@@ -39,7 +39,7 @@ def _keras_recorder_class():
     keras = _import_keras()
 
     class KerasRecorder(keras.callbacks.Callback):
-        "Keras' logs into a trainbook History (epochs, optionally batches), live curves, diagnose at the end; `.run` after fit."
+        "Keras' logs into a History (epochs, maybe batches), live curves, diagnose at the end; `.run` after."
         def __init__(self, live: Union[str, bool] = "auto", batches: bool = False):
             super().__init__()
             self.live, self.batches, self.run = live, batches, None
@@ -65,7 +65,8 @@ def _keras_recorder_class():
             for key, value in (logs or {}).items():
                 split, name = _keras_name(key)
                 if split == "train" and name == "loss":
-                    self.records.append(self.step, epoch, "train", "epoch_loss", value)  # what diagnose compares with valid
+                    # the epoch's train loss: what diagnose compares with the valid loss
+                    self.records.append(self.step, epoch, "train", "epoch_loss", value)
                     if self.batches: continue  # the per-batch points already hold the train loss
                 self.records.append(self.step, epoch, split, name, value)
             if self.curves is not None:
@@ -75,9 +76,10 @@ def _keras_recorder_class():
         def on_train_end(self, logs=None):
             findings = diagnose(self.records)
             stopped = "early_stopping" if getattr(self.model, "stop_training", False) else "completed"
-            self.run = Run(records=self.records, config=TrainConfig(epochs=int(self.params.get("epochs") or 1)),
-                           stopped=stopped, findings=findings, model=self.model, environment=environment(),
-                           step=self.step, epoch=self.epoch, kind="keras")
+            config = TrainConfig(epochs=int(self.params.get("epochs") or 1))
+            self.run = Run(records=self.records, config=config, stopped=stopped, findings=findings,
+                           model=self.model, environment=environment(), step=self.step, epoch=self.epoch,
+                           kind="keras")
             if self.curves is not None:
                 self.state.findings, self.state.run = findings, self.run
                 self.curves.after_fit(self.state)
@@ -85,9 +87,9 @@ def _keras_recorder_class():
     return KerasRecorder
 
 def keras_callback(live: Union[str, bool] = "auto",  # live curves: "auto", True, or False for none
-                   batches: bool = False,  # also record Keras' per-batch logs (running means within the epoch)
+                   batches: bool = False,  # also record Keras' per-batch logs (running means in the epoch)
                    ):
-    "A Keras 3 callback: records `model.fit` into a trainbook History, draws live curves, diagnoses at the end; `.run` after."
+    "A Keras 3 callback: `model.fit` into a trainbook History, live curves, diagnose; `.run` afterwards."
     return _keras_recorder_class()(live=live, batches=batches)
 
 # %% ../nbs/15_integrations.ipynb #e01fc9ac
@@ -104,11 +106,11 @@ def mlp(n_features: int,  # inputs per row
     return torch.nn.Sequential(*layers, torch.nn.Linear(width, n_outputs))
 
 class _TorchEstimator(BaseEstimator):
-    "What TorchClassifier and TorchRegressor share: build the module from the factory, train it with `fit`, predict in eval mode."
+    "What both estimators share: build the module from the factory, train it with `fit`, predict in eval."
     def __init__(self,
-                 module: Callable = mlp,  # factory: `module(n_features, n_outputs, **module_kwargs) -> nn.Module`
+                 module: Callable = mlp,  # `module(n_features, n_outputs, **module_kwargs) -> nn.Module`
                  *,
-                 module_kwargs: Optional[dict] = None,  # keyword arguments of the factory (tunable, e.g. hidden sizes)
+                 module_kwargs: Optional[dict] = None,  # keyword arguments of the factory (tunable)
                  epochs: int = 20,  # passes over the training rows
                  lr: float = 1e-2,  # peak learning rate (AdamW)
                  batch_size: int = 64,  # rows per batch
@@ -119,20 +121,25 @@ class _TorchEstimator(BaseEstimator):
                  live: Union[str, bool] = False,  # trainbook's displays during `fit`
                  ):
         self.module, self.module_kwargs, self.epochs, self.lr = module, module_kwargs, epochs, lr
-        self.batch_size, self.weight_decay, self.loss_fn, self.device = batch_size, weight_decay, loss_fn, device
+        self.batch_size, self.weight_decay = batch_size, weight_decay
+        self.loss_fn, self.device = loss_fn, device
         self.seed, self.live = seed, live
 
     def _fit(self, X, y: np.ndarray, n_outputs: int, loss_fn: Callable):
-        if not callable(self.module): raise TypeError(f"module must be a factory (n_features, n_outputs) -> nn.Module, got {self.module!r}")
+        if not callable(self.module):
+            raise TypeError("module must be a factory (n_features, n_outputs) -> nn.Module, "
+                            f"got {self.module!r}")
         with torch.random.fork_rng(devices=[]):  # the caller's random state stays as it was
             torch.manual_seed(self.seed)
             self.module_ = self.module(X.shape[1], n_outputs, **(self.module_kwargs or {}))
         if not isinstance(self.module_, torch.nn.Module):
-            raise TypeError(f"module(n_features, n_outputs) must return an nn.Module, got {type(self.module_).__name__}")
+            got = type(self.module_).__name__
+            raise TypeError(f"module(n_features, n_outputs) must return an nn.Module, got {got}")
         dl = TensorLoader(torch.tensor(X), torch.tensor(y),  # copies: the caller's arrays may be read-only
                           batch_size=self.batch_size, shuffle=True, seed=self.seed)
-        cfg = TrainConfig(epochs=self.epochs, lr=self.lr, batch_size=self.batch_size, weight_decay=self.weight_decay,
-                          device=self.device, precision="fp32", seed=self.seed)
+        cfg = TrainConfig(epochs=self.epochs, lr=self.lr, batch_size=self.batch_size,
+                          weight_decay=self.weight_decay, device=self.device, precision="fp32",
+                          seed=self.seed)
         self.run_ = fit(self.module_, dl, None, loss_fn=self.loss_fn or loss_fn, config=cfg, live=self.live)
         return self
 
@@ -145,12 +152,13 @@ class _TorchEstimator(BaseEstimator):
         self.module_.eval()
         try:
             with torch.inference_mode():
-                outs = [self.module_(torch.tensor(X[i:i + 4096], device=device)).float().cpu() for i in range(0, len(X), 4096)]
+                chunks = [torch.tensor(X[i:i + 4096], device=device) for i in range(0, len(X), 4096)]
+                outs = [self.module_(xb).float().cpu() for xb in chunks]
         finally: self.module_.train(was_training)
         return torch.cat(outs).double().numpy()  # scikit-learn expects float64 predictions
 
 class TorchClassifier(ClassifierMixin, _TorchEstimator):
-    "A scikit-learn classifier around a torch module trained with `tb.fit`: fits in a Pipeline, CV and grid searches."
+    "A scikit-learn classifier around a torch module trained with `tb.fit`: for Pipelines, CV, grid searches."
     def fit(self,
             X,  # features, (n, d) numbers (after `make_preprocessor` in a Pipeline)
             y,  # class labels, (n,)
@@ -175,7 +183,7 @@ class TorchClassifier(ClassifierMixin, _TorchEstimator):
         return self.classes_[codes]
 
 class TorchRegressor(RegressorMixin, _TorchEstimator):
-    "A scikit-learn regressor around a torch module trained with `tb.fit`: fits in a Pipeline, CV and grid searches."
+    "A scikit-learn regressor around a torch module trained with `tb.fit`: for Pipelines, CV, grid searches."
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True  # y may be (n, k): one output per target
@@ -200,7 +208,7 @@ class TorchRegressor(RegressorMixin, _TorchEstimator):
 
 # %% ../nbs/15_integrations.ipynb #a286bd1b
 class TokenLoader:
-    "Token-id lists as dict batches (`input_ids`, `attention_mask`, `labels`), each padded to its own longest row."
+    "Token-id lists as dict batches (`input_ids`, `attention_mask`, `labels`), padded per batch."
     def __init__(self,
                  sequences: Sequence,  # token ids per example (lists or 1-d tensors), of any lengths
                  labels=None,  # one label per example (class ids or values); None: batches without `labels`
@@ -208,18 +216,20 @@ class TokenLoader:
                  pad_id: int = 0,  # the id padding uses (a tokenizer's `pad_token_id`)
                  shuffle: bool = False,  # a new seeded order every epoch
                  seed: int = 0,  # seed of the order
-                 max_length: Optional[int] = None,  # truncate longer sequences to this many tokens (None: keep all)
+                 max_length: Optional[int] = None,  # truncate sequences to this many tokens (None: keep all)
                  ):
         if not len(sequences): raise ValueError("sequences is empty: TokenLoader needs at least one example")
         if labels is not None and len(labels) != len(sequences):
-            raise ValueError(f"labels has {len(labels)} entries for {len(sequences)} sequences: give one label per sequence")
+            raise ValueError(f"labels has {len(labels)} entries for {len(sequences)} sequences: "
+                             "give one label per sequence")
         self.sequences = [torch.as_tensor(s, dtype=torch.long)[:max_length] for s in sequences]
         bad = [i for i, s in enumerate(self.sequences) if s.ndim != 1 or len(s) == 0]
         if bad: raise ValueError(f"sequences[{bad[0]}] must be a non-empty 1-d list of token ids")
         self.labels = None if labels is None else torch.as_tensor(labels)
         self.pad_id = pad_id
         # the order (seeded shuffling, set_epoch, resume position) is TensorLoader's, over example indices
-        self.order = TensorLoader(torch.arange(len(self.sequences)), batch_size=batch_size, shuffle=shuffle, seed=seed)
+        index = torch.arange(len(self.sequences))
+        self.order = TensorLoader(index, batch_size=batch_size, shuffle=shuffle, seed=seed)
 
     def __len__(self) -> int: return len(self.order)
     def set_epoch(self, epoch: int): self.order.set_epoch(epoch)
@@ -231,8 +241,10 @@ class TokenLoader:
             rows = [self.sequences[i] for i in idx.tolist()]
             lengths = torch.tensor([len(r) for r in rows])
             ids = torch.nn.utils.rnn.pad_sequence(rows, batch_first=True, padding_value=self.pad_id)
-            batch = {"input_ids": ids, "attention_mask": (torch.arange(ids.shape[1]) < lengths[:, None]).long()}
+            mask = (torch.arange(ids.shape[1]) < lengths[:, None]).long()
+            batch = {"input_ids": ids, "attention_mask": mask}
             if self.labels is not None: batch["labels"] = self.labels[idx]
             yield batch
 
-    def __repr__(self): return f"TokenLoader({len(self.sequences)} sequences, {len(self)} batches, pad_id={self.pad_id})"
+    def __repr__(self):
+        return f"TokenLoader({len(self.sequences)} sequences, {len(self)} batches, pad_id={self.pad_id})"
