@@ -143,23 +143,26 @@ def focal_loss(logits: torch.Tensor,  # (n, k) class logits, or (n,) / (n, 1) fo
 def _xy(df: pd.DataFrame, target: str, task: str, classes=None):
     y = df[target]
     if task == "regression":
-        if not pd.api.types.is_numeric_dtype(y): raise ValueError(f"target {target!r} must be numeric for regression, got dtype {y.dtype}")
+        if not pd.api.types.is_numeric_dtype(y):
+            raise ValueError(f"target {target!r} must be numeric for regression, got dtype {y.dtype}")
         return df.drop(columns=[target]), y.to_numpy(dtype=float), None
     classes = classes if classes is not None else sorted(y.unique().tolist(), key=lambda v: (str(type(v)), v))
     return df.drop(columns=[target]), pd.Categorical(y, categories=classes).codes.astype(int), classes
 
 def _check_inputs(df, target, splits, task):
     _require_frame(df); _require_column(df, target, "target")
-    if df[target].isna().any(): raise ValueError(f"target column {target!r} has missing values: drop those rows first")
+    if df[target].isna().any():
+        raise ValueError(f"target column {target!r} has missing values: drop those rows first")
     task = infer_task(df[target]) if task == "auto" else task
-    if task not in ("binary", "multiclass", "regression"): raise ValueError(f"task must be auto, binary, multiclass or regression, got {task!r}")
+    if task not in ("binary", "multiclass", "regression"):
+        raise ValueError(f"task must be auto, binary, multiclass or regression, got {task!r}")
     if task != "regression" and df[target].iloc[splits.train].nunique() < 2:
         raise ValueError(f"target {target!r} has a single class in the training rows: nothing to learn")
     if task == "regression" and not pd.api.types.is_numeric_dtype(df[target]):
         raise ValueError(f"target {target!r} must be numeric for regression, got dtype {df[target].dtype}")
     return task
 
-def score_model(predict: Callable,  # `predict(X) -> proba` (classification, (n, k) or (n,)) or values (regression)
+def score_model(predict: Callable,  # `predict(X)`: probabilities ((n, k) or (n,)) or values (regression)
                 df: pd.DataFrame,  # the whole table
                 target: str,  # name of the target column
                 splits,  # a `Splits`: each non-empty split is scored
@@ -173,7 +176,8 @@ def score_model(predict: Callable,  # `predict(X) -> proba` (classification, (n,
         if not len(idx): continue
         X, y, _ = _xy(df.iloc[idx], target, task, classes)
         out = predict(X)
-        m = regression_metrics(y, out) if task == "regression" else classification_metrics(y, out, labels=np.arange(len(classes)))
+        if task == "regression": m = regression_metrics(y, out)
+        else: m = classification_metrics(y, out, labels=np.arange(len(classes)))
         row.update({f"{name}_{k}": v for k, v in m.items()})
     return row
 
@@ -184,17 +188,18 @@ def _baseline_models(models) -> list:
     for item in models:
         if isinstance(item, str) and item in known: pairs.append((item, item))
         elif isinstance(item, tuple) and len(item) == 2 and hasattr(item[1], "fit"): pairs.append(item)
-        else: raise ValueError(f"models: each item is one of {', '.join(known)} or a (name, scikit-learn estimator) pair, got {item!r}")
+        else: raise ValueError(f"models: each item is one of {', '.join(known)} or a (name, scikit-learn "
+                               f"estimator) pair, got {item!r}")
     return pairs
 
 def baseline(df: pd.DataFrame,  # the whole table: feature columns and the target
              target: str,  # name of the target column
              splits,  # a `Splits`: every model trains on its train rows and is scored on each split
              task: str = "auto",  # "auto" (from the target), "binary", "multiclass" or "regression"
-             models: tuple = ("dummy", "linear", "xgboost"),  # names ("dummy", "linear", "xgboost", "lightgbm", "catboost") or (name, estimator) pairs
+             models: tuple = ("dummy", "linear", "xgboost"),  # also "lightgbm", "catboost", (name, estimator)
              seed: int = 0,  # random seed of the boosted models
              ) -> pd.DataFrame:
-    "Dummy, linear and boosted models (and any scikit-learn estimator) on the same splits: one row per model, metrics per split."
+    "Dummy, linear, boosted models, any scikit-learn estimator, on the same splits: a row each, metrics per split."
     from sklearn.base import clone
     from sklearn.dummy import DummyClassifier, DummyRegressor
     from sklearn.linear_model import LogisticRegression, Ridge
@@ -212,12 +217,14 @@ def baseline(df: pd.DataFrame,  # the whole table: feature columns and the targe
             predict = run.model.predict_proba if task != "regression" else run.model.predict
             rows[name] = score_model(predict, df, target, splits, task, classes)
             continue
-        if what == "dummy": est = DummyRegressor() if task == "regression" else DummyClassifier(strategy="prior")
-        elif what == "linear": est = Ridge(alpha=1.0) if task == "regression" else LogisticRegression(C=1.0, max_iter=2000)
+        regression = task == "regression"
+        if what == "dummy": est = DummyRegressor() if regression else DummyClassifier(strategy="prior")
+        elif what == "linear": est = Ridge() if regression else LogisticRegression(C=1.0, max_iter=2000)
         else: est = clone(what)
         pipe = make_pipeline(make_preprocessor(train, target, exclude), est).fit(X, y)
         predict = pipe.predict if task == "regression" else pipe.predict_proba
-        rows[name] = score_model(lambda X: predict(X.drop(columns=exclude)), df, target, splits, task, classes)
+        def predict_rows(X, predict=predict): return predict(X.drop(columns=exclude))
+        rows[name] = score_model(predict_rows, df, target, splits, task, classes)
     table = pd.DataFrame(rows).T.rename_axis("model")
     announce("baseline", table)
     return table
@@ -227,10 +234,10 @@ def _import_optional(module: str, extra: str):
     "Import an optional dependency, or say which extra installs it."
     try: return importlib.import_module(module)
     except ImportError as e:
-        raise ImportError(f"{module} is not installed: pip install 'trainbook[{extra}]' (or pip install {module})") from e
+        raise ImportError(f"{module} is not installed: pip install 'trainbook[{extra}]' (or {module})") from e
 
 def _live_curves(live: Union[str, bool], state: LoopState):
-    "LiveCurves started on `state`, or None when `live` is off or no front end can draw (that never breaks training)."
+    "LiveCurves started on `state`; None when `live` is off or nothing can draw (that never breaks training)."
     if live in (False, None): return None
     try:
         from trainbook.live import LiveCurves
@@ -240,7 +247,7 @@ def _live_curves(live: Union[str, bool], state: LoopState):
     except Exception: return None
 
 class RoundRecorder:
-    "Writes each boosting round's train and valid metrics into a History (the loss metric as `loss`) and feeds LiveCurves."
+    "Writes each boosting round's train and valid metrics into a History (the loss as `loss`) for LiveCurves."
     def __init__(self, loss_name: str, live: Union[str, bool] = False):
         self.loss_name, self.history, self.rounds = loss_name, History(), 0
         self.state = LoopState(history=self.history)
@@ -253,7 +260,7 @@ class RoundRecorder:
             for name, value in values.items():
                 key = "loss" if name == self.loss_name else name.lower()
                 self.history.append(step, epoch, split, key, value)
-                if split == "train" and key == "loss":  # per-epoch train loss: what diagnose compares with valid
+                if split == "train" and key == "loss":  # the epoch's train loss, for diagnose
                     self.history.append(step, epoch, split, "epoch_loss", value)
         self.rounds = step
         if self.curves is not None:
@@ -267,24 +274,28 @@ class RoundRecorder:
         self.curves.after_fit(self.state)
 
 class BoostingLibrary:
-    "What the shared boosting core needs from one library; a subclass per library (XGBoost here, LightGBM and CatBoost in gbdt)."
+    "What the boosting core needs from a library: a subclass each (XGBoost here; LightGBM, CatBoost in gbdt)."
     name, model_file, extra = "", "", "gbdt"
 
     def default_params(self, task: str, n_classes: int, seed: int) -> dict: raise NotImplementedError
-    def metric_names(self, params: dict) -> list: raise NotImplementedError  # as the library spells them; the first is the loss
+    # the metric names as the library spells them; the first is the loss
+    def metric_names(self, params: dict) -> list: raise NotImplementedError
+    # train, feeding `recorder` every round; returns (native model, best round 0-based)
     def train(self, params: dict, train: tuple, valid: tuple, num_rounds: int, early_stopping: Optional[int],
-              recorder: RoundRecorder) -> tuple: raise NotImplementedError  # (native model, best round 0-based)
+              recorder: RoundRecorder) -> tuple: raise NotImplementedError
     def predict(self, model, X, best: int) -> np.ndarray: raise NotImplementedError
     def save(self, model, path: Path): raise NotImplementedError
     def load(self, path: Path): raise NotImplementedError
 
     def preprocessor(self, train: pd.DataFrame, target: str, columns: list, exclude: list, preprocess: bool):
-        "Unfitted transformer of the feature columns: `make_preprocessor`'s, or the numeric columns as they are."
+        "Unfitted transformer of the features: `make_preprocessor`'s, or the numeric columns as they are."
         from sklearn.compose import ColumnTransformer
         if preprocess: return make_preprocessor(train, target, exclude)
         bad = [c for c in columns if not pd.api.types.is_numeric_dtype(train[c])]
-        if bad: raise ValueError(f"column(s) {', '.join(map(repr, bad))} are not numeric and preprocess=False: {self.name} cannot "
-                                 "take them as they are; keep preprocess=True (one-hot encoding) or encode them yourself")
+        if bad:
+            names = ", ".join(map(repr, bad))
+            raise ValueError(f"column(s) {names} are not numeric and preprocess=False: {self.name} cannot take "
+                             "them as they are; keep preprocess=True (one-hot encoding) or encode them yourself")
         return ColumnTransformer([("num", "passthrough", columns)], verbose_feature_names_out=False)
 
     def features(self, prep: FramePrep, rows: pd.DataFrame):
@@ -293,7 +304,8 @@ class BoostingLibrary:
 
 # Where each library's adapter lives, imported only when that library is asked for (a plugin table, so this
 # module never imports the gbdt module below it).
-BOOSTING_LIBRARIES = {"xgboost": "trainbook.classical:XGBoostLibrary", "lightgbm": "trainbook.gbdt:LightGBMLibrary",
+BOOSTING_LIBRARIES = {"xgboost": "trainbook.classical:XGBoostLibrary",
+                      "lightgbm": "trainbook.gbdt:LightGBMLibrary",
                       "catboost": "trainbook.gbdt:CatBoostLibrary"}
 
 def booster_library(name: str) -> BoostingLibrary:
@@ -310,7 +322,8 @@ class BoostedModel:
         self.lib = booster_library(library)
 
     def _raw(self, X: pd.DataFrame) -> np.ndarray:
-        return np.asarray(self.lib.predict(self.booster, self.lib.features(self.prep, X), self.best_iteration))
+        features = self.lib.features(self.prep, X)
+        return np.asarray(self.lib.predict(self.booster, features, self.best_iteration))
 
     def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
         "Class probabilities, (n, k), from the best round."
@@ -322,12 +335,13 @@ class BoostedModel:
         return np.asarray(self.prep.decode(self.predict_proba(X).argmax(1)))
 
     def save(self, folder) -> Path:
-        "The model in its library's own format, the preprocessing as skops and `boosted.json`, side by side (no pickle)."
+        "The model in its library's own format, the preprocessing as skops, and `boosted.json` (no pickle)."
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         self.lib.save(self.booster, folder / self.lib.model_file)
         self.prep.save(folder / "prep.skops")
-        meta = {"library": self.library, "model_file": self.lib.model_file, "best_iteration": self.best_iteration}
+        meta = {"library": self.library, "model_file": self.lib.model_file,
+                "best_iteration": self.best_iteration}
         (folder / "boosted.json").write_text(json.dumps(meta))
         return folder
 
@@ -338,7 +352,8 @@ class BoostedModel:
         meta = json.loads((folder / "boosted.json").read_text())
         lib = booster_library(meta["library"])
         booster = lib.load(folder / meta["model_file"])
-        return cls(booster, FramePrep.load(folder / "prep.skops"), int(meta["best_iteration"]), meta["library"])
+        prep = FramePrep.load(folder / "prep.skops")
+        return cls(booster, prep, int(meta["best_iteration"]), meta["library"])
 
 def _excluded(splits, target: str) -> list:
     "The split's groups/time columns: they define the split and are no features."
@@ -346,15 +361,19 @@ def _excluded(splits, target: str) -> list:
 
 def _fit_boosted(lib: BoostingLibrary, df: pd.DataFrame, target: str, splits, params: Optional[dict] = None,
                  num_rounds: int = 500, early_stopping: Optional[int] = 50, live: Union[str, bool] = False, *,
-                 task: str = "auto", class_weight: Optional[str] = None, preprocess: bool = True, checkpoint_dir=None,
-                 seed: int = 0) -> Run:
-    "The one boosting path: check, preprocess on train rows, train with per-round History, keep the best round, save."
+                 task: str = "auto", class_weight: Optional[str] = None, preprocess: bool = True,
+                 checkpoint_dir=None, seed: int = 0) -> Run:
+    "The one boosting path: check, preprocess on train rows, train with a per-round History, keep the best."
     task = _check_inputs(df, target, splits, task)
-    if not isinstance(num_rounds, int) or num_rounds < 1: raise ValueError(f"num_rounds must be a positive int, got {num_rounds!r}")
+    if not isinstance(num_rounds, int) or num_rounds < 1:
+        raise ValueError(f"num_rounds must be a positive int, got {num_rounds!r}")
     if early_stopping is not None and (not isinstance(early_stopping, int) or early_stopping < 1):
-        raise ValueError(f"early_stopping must be None or a positive int (rounds without improvement), got {early_stopping!r}")
-    if class_weight not in (None, "balanced"): raise ValueError(f"class_weight must be None or 'balanced', got {class_weight!r}")
-    if class_weight and task == "regression": raise ValueError("class_weight='balanced' needs a classification target")
+        raise ValueError("early_stopping must be None or a positive int (rounds without improvement), "
+                         f"got {early_stopping!r}")
+    if class_weight not in (None, "balanced"):
+        raise ValueError(f"class_weight must be None or 'balanced', got {class_weight!r}")
+    if class_weight and task == "regression":
+        raise ValueError("class_weight='balanced' needs a classification target")
     exclude = _excluded(splits, target)
     columns = [c for c in df.columns if c != target and c not in exclude]
     train = df.iloc[splits.train]
@@ -377,23 +396,27 @@ def _fit_boosted(lib: BoostingLibrary, df: pd.DataFrame, target: str, splits, pa
     run_dir = model.save(checkpoint_dir) if checkpoint_dir is not None else None
     rounds = recorder.rounds
     valid_loss = recorder.history.series("loss", "valid")
-    return Run(records=recorder.history, config=TrainConfig(epochs=num_rounds, patience=early_stopping, seed=seed),
+    config = TrainConfig(epochs=num_rounds, patience=early_stopping, seed=seed)
+    return Run(records=recorder.history, config=config,
                stopped="early_stopping" if early_stopping and rounds < num_rounds else "completed",
-               findings=findings, model=model, run_dir=run_dir, environment=environment(), step=rounds, epoch=rounds - 1,
-               best=float(valid_loss.iloc[best]) if len(valid_loss) > best else None, best_epoch=best, kind=lib.name,
+               findings=findings, model=model, run_dir=run_dir, environment=environment(), step=rounds,
+               epoch=rounds - 1, best=float(valid_loss.iloc[best]) if len(valid_loss) > best else None,
+               best_epoch=best, kind=lib.name,
                extra={"params": p, "best_iteration": best, "best_step": best + 1, "seconds": seconds,
                       "task": task, "classes": classes})
 
 # %% ../nbs/10_classical.ipynb #2bb3beea
 class XGBoostLibrary(BoostingLibrary):
-    "XGBoost (hist): DMatrix data, a `TrainingCallback` for the history, its own `EarlyStopping`, `model.json`."
+    "XGBoost (hist): DMatrix data, a `TrainingCallback` for the history, its `EarlyStopping`, `model.json`."
     name, model_file = "xgboost", "model.json"
-    objectives = {"binary": ("binary:logistic", ["logloss", "auc"]), "multiclass": ("multi:softprob", ["mlogloss", "merror"]),
+    objectives = {"binary": ("binary:logistic", ["logloss", "auc"]),
+                  "multiclass": ("multi:softprob", ["mlogloss", "merror"]),
                   "regression": ("reg:squarederror", ["rmse", "mae"])}
 
     def default_params(self, task, n_classes, seed):
         objective, metrics = self.objectives[task]
-        p = {"objective": objective, "eval_metric": metrics, "tree_method": "hist", "seed": seed, "eta": 0.1, "max_depth": 6}
+        p = {"objective": objective, "eval_metric": metrics, "tree_method": "hist", "seed": seed, "eta": 0.1,
+             "max_depth": 6}
         if task == "multiclass": p["num_class"] = n_classes
         return p
 
@@ -405,7 +428,9 @@ class XGBoostLibrary(BoostingLibrary):
         import xgboost as xgb
         class RecordRounds(xgb.callback.TrainingCallback):
             def after_iteration(self, model, epoch, evals_log):
-                last = {split: {name: v[-1][0] if isinstance(v[-1], tuple) else v[-1] for name, v in log.items()}
+                # the newest value per metric (a (mean, std) pair under xgb.cv)
+                last = {split: {name: (v[-1][0] if isinstance(v[-1], tuple) else v[-1])
+                                for name, v in log.items()}
                         for split, log in evals_log.items()}
                 recorder.log(epoch, last["train"], last["valid"])
                 return False
@@ -415,8 +440,9 @@ class XGBoostLibrary(BoostingLibrary):
         if early_stopping:
             callbacks.append(xgb.callback.EarlyStopping(rounds=early_stopping, data_name="valid",
                                                         metric_name=self.metric_names(params)[0]))
-        booster = xgb.train(params, dtrain, num_boost_round=num_rounds, evals=[(dtrain, "train"), (dvalid, "valid")],
-                            callbacks=callbacks, verbose_eval=False)
+        evals = [(dtrain, "train"), (dvalid, "valid")]
+        booster = xgb.train(params, dtrain, num_boost_round=num_rounds, evals=evals, callbacks=callbacks,
+                            verbose_eval=False)
         return booster, int(getattr(booster, "best_iteration", booster.num_boosted_rounds() - 1))
 
     def predict(self, model, X, best):
@@ -433,21 +459,22 @@ class XGBoostLibrary(BoostingLibrary):
 
 def fit_xgboost(df: pd.DataFrame,  # the whole table: feature columns and the target
                 target: str,  # name of the target column
-                splits,  # a `Splits`: rows for train and valid; its groups/time columns are left out of the features
+                splits,  # a `Splits`: train and valid rows; its groups/time columns are no features
                 params: Optional[dict] = None,  # library parameters, applied over trainbook's defaults
                 num_rounds: int = 500,  # most boosting rounds
-                early_stopping: Optional[int] = 50,  # stop after this many rounds without a lower valid loss (None: never)
+                early_stopping: Optional[int] = 50,  # stop after so many rounds without a better valid loss
                 live: Union[str, bool] = "auto",  # live curves: "auto", True, or False for none
                 *,
                 task: str = "auto",  # "auto" (from the target), "binary", "multiclass" or "regression"
-                class_weight: Optional[str] = None,  # "balanced": each class weighs the same in total (rows weighted)
-                preprocess: bool = True,  # fit `make_preprocessor` on the train rows; False: numeric columns as they are
-                checkpoint_dir=None,  # folder to save model + preprocessing in (`BoostedModel.load` reads it)
+                class_weight: Optional[str] = None,  # "balanced": each class weighs the same in total
+                preprocess: bool = True,  # `make_preprocessor` fitted on train rows; False: numeric as is
+                checkpoint_dir=None,  # folder to save model + preprocessing in (for `BoostedModel.load`)
                 seed: int = 0,  # the library's random seed
                 ) -> Run:
-    "XGBoost (hist) with preprocessing fitted on train rows, per-round history, early stopping; returns a Run."
-    return _fit_boosted(XGBoostLibrary(), df, target, splits, params, num_rounds, early_stopping, live, task=task,
-                        class_weight=class_weight, preprocess=preprocess, checkpoint_dir=checkpoint_dir, seed=seed)
+    "XGBoost (hist) with preprocessing fitted on train rows, per-round history, early stopping; a Run."
+    return _fit_boosted(XGBoostLibrary(), df, target, splits, params, num_rounds, early_stopping, live,
+                        task=task, class_weight=class_weight, preprocess=preprocess,
+                        checkpoint_dir=checkpoint_dir, seed=seed)
 
 # %% ../nbs/10_classical.ipynb #ce2aee96
 def _pipeline(estimator, df, target, exclude, preprocessor=None):
