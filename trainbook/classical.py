@@ -39,7 +39,7 @@ def classification_metrics(y_true,  # class codes 0..k-1
                            threshold: float = 0.5,  # decision threshold on the positive class (binary)
                            labels=None,  # all class codes (default 0..k-1), for splits that miss a class
                            ) -> dict:
-    "ROC-AUC, PR-AUC, F1, balanced accuracy, accuracy, log loss and Brier score of predicted probabilities (codes 0..k-1)."
+    "ROC-AUC, PR-AUC, F1, balanced accuracy, accuracy, log loss and Brier score of predicted probabilities."
     from sklearn import metrics as M
     y = np.asarray(y_true)
     p = _proba_2d(proba)
@@ -54,9 +54,10 @@ def classification_metrics(y_true,  # class codes 0..k-1
         pred = p.argmax(1)
         onehot = np.eye(k)[y]
         present = np.unique(y)
-        out = {"roc_auc": M.roc_auc_score(y, p, multi_class="ovr", labels=labels) if len(present) == k else float("nan"),
-               "pr_auc": M.average_precision_score(onehot, p, average="macro"),
-               "f1": M.f1_score(y, pred, average="macro", zero_division=0), "brier": float(np.mean(np.sum((p - onehot) ** 2, 1)))}
+        auc = M.roc_auc_score(y, p, multi_class="ovr", labels=labels) if len(present) == k else float("nan")
+        out = {"roc_auc": auc, "pr_auc": M.average_precision_score(onehot, p, average="macro"),
+               "f1": M.f1_score(y, pred, average="macro", zero_division=0),
+               "brier": float(np.mean(np.sum((p - onehot) ** 2, 1)))}
     out.update(balanced_accuracy=M.balanced_accuracy_score(y, pred), accuracy=M.accuracy_score(y, pred),
                log_loss=M.log_loss(y, _clip_rows(p), labels=labels))
     return {k: float(v) for k, v in out.items()}
@@ -67,7 +68,8 @@ def regression_metrics(y_true,  # true values
     "RMSE, MAE and R²."
     from sklearn import metrics as M
     y, p = np.asarray(y_true, dtype=float).ravel(), np.asarray(pred, dtype=float).ravel()
-    return {"rmse": float(np.sqrt(M.mean_squared_error(y, p))), "mae": float(M.mean_absolute_error(y, p)), "r2": float(M.r2_score(y, p))}
+    return {"rmse": float(np.sqrt(M.mean_squared_error(y, p))), "mae": float(M.mean_absolute_error(y, p)),
+            "r2": float(M.r2_score(y, p))}
 
 # %% ../nbs/10_classical.ipynb #1a737d4a
 def tune_threshold(y_true,  # validation labels (0/1)
@@ -75,10 +77,11 @@ def tune_threshold(y_true,  # validation labels (0/1)
                    metric: str = "f1",  # "f1", "balanced_accuracy" or "recall_at_precision"
                    min_precision: float = 0.9,  # the precision required by "recall_at_precision"
                    ) -> tuple[float, float]:
-    "(threshold, score) maximizing `metric` ('f1' | 'balanced_accuracy' | 'recall_at_precision') on validation data."
+    "(threshold, score) maximizing `metric` on validation data."
     from sklearn.metrics import precision_recall_curve, roc_curve
     y, p = np.asarray(y_true), _proba_2d(proba)[:, 1]
-    if len(np.unique(y)) != 2: raise ValueError("tune_threshold needs binary labels with both classes present")
+    if len(np.unique(y)) != 2:
+        raise ValueError("tune_threshold needs binary labels with both classes present")
     if metric == "recall_at_precision":
         prec, rec, thr = precision_recall_curve(y, p)
         ok = np.where(prec[:-1] >= min_precision)[0]
@@ -106,17 +109,19 @@ def pr_curve_figure(y_true,  # labels (0/1)
     from sklearn.metrics import average_precision_score, precision_recall_curve
     y, p = np.asarray(y_true), _proba_2d(proba)[:, 1]
     prec, rec, thr = precision_recall_curve(y, p)
-    fig = go.Figure(go.Scatter(x=rec, y=prec, mode="lines", name=f"PR (AP {average_precision_score(y, p):.3f})"))
+    ap = average_precision_score(y, p)
+    fig = go.Figure(go.Scatter(x=rec, y=prec, mode="lines", name=f"PR (AP {ap:.3f})"))
     fig.add_hline(y=y.mean(), line_dash="dot", annotation_text="chance (positive share)")
     if threshold is not None:
         i = min(np.searchsorted(thr, threshold), len(thr) - 1)
-        fig.add_trace(go.Scatter(x=[rec[i]], y=[prec[i]], mode="markers", marker_size=10, name=f"threshold {threshold:.3f}"))
+        fig.add_trace(go.Scatter(x=[rec[i]], y=[prec[i]], mode="markers", marker_size=10,
+                                 name=f"threshold {threshold:.3f}"))
     return fig.update_layout(xaxis_title="recall", yaxis_title="precision", height=320, margin=dict(t=30))
 
 # %% ../nbs/10_classical.ipynb #dcca9aba
 def class_weights(y,  # training labels as class codes 0..k-1
                   ) -> torch.Tensor:
-    "Per-class weights n / (k · count_c) for a weighted loss (`cross_entropy(..., weight=...)`), from training labels."
+    "Per-class weights n / (k · count_c) for a weighted loss (`cross_entropy(..., weight=...)`)."
     y = torch.as_tensor(y).long().ravel()
     counts = torch.bincount(y).double()
     if (counts == 0).any(): raise ValueError(f"class(es) {torch.where(counts == 0)[0].tolist()} have no rows")
@@ -127,7 +132,7 @@ def focal_loss(logits: torch.Tensor,  # (n, k) class logits, or (n,) / (n, 1) fo
                gamma: float = 2.0,  # focusing strength; 0 gives plain cross-entropy
                weight: Optional[torch.Tensor] = None,  # per-class weights (k,), e.g. from `class_weights`
                ) -> torch.Tensor:
-    "Focal loss (Lin et al.): cross-entropy scaled by (1 - p_true)^gamma; binary when `logits` has one column or is 1-d."
+    "Focal loss (Lin et al.): cross-entropy scaled by (1 - p_true)^gamma; binary for one column of logits."
     if logits.ndim == 1 or logits.shape[-1] == 1:
         logits, t = logits.reshape(-1), target.reshape(-1).float()
         ce = torch.nn.functional.binary_cross_entropy_with_logits(logits, t, reduction="none")
@@ -199,7 +204,7 @@ def baseline(df: pd.DataFrame,  # the whole table: feature columns and the targe
              models: tuple = ("dummy", "linear", "xgboost"),  # also "lightgbm", "catboost", (name, estimator)
              seed: int = 0,  # random seed of the boosted models
              ) -> pd.DataFrame:
-    "Dummy, linear, boosted models, any scikit-learn estimator, on the same splits: a row each, metrics per split."
+    "Dummy, linear, boosted models and any scikit-learn estimator on the same splits: metrics per split."
     from sklearn.base import clone
     from sklearn.dummy import DummyClassifier, DummyRegressor
     from sklearn.linear_model import LogisticRegression, Ridge
@@ -294,8 +299,8 @@ class BoostingLibrary:
         bad = [c for c in columns if not pd.api.types.is_numeric_dtype(train[c])]
         if bad:
             names = ", ".join(map(repr, bad))
-            raise ValueError(f"column(s) {names} are not numeric and preprocess=False: {self.name} cannot take "
-                             "them as they are; keep preprocess=True (one-hot encoding) or encode them yourself")
+            raise ValueError(f"column(s) {names} are not numeric and preprocess=False: {self.name} cannot "
+                             "take them as they are; keep preprocess=True (one-hot encoding) or encode them")
         return ColumnTransformer([("num", "passthrough", columns)], verbose_feature_names_out=False)
 
     def features(self, prep: FramePrep, rows: pd.DataFrame):
@@ -487,15 +492,17 @@ def cross_validate(estimator,  # a scikit-learn estimator (cloned for each fold)
                    df: pd.DataFrame,  # the whole table: feature columns and the target
                    target: str,  # name of the target column
                    splits,  # a `Splits`: its folds (or its train/valid) are used
-                   scoring: Union[str, list] = None,  # scikit-learn scorer name(s); default: the task's usual ones
-                   preprocessor=None,  # an unfitted transformer (default `make_preprocessor`), refitted inside each fold
+                   scoring: Union[str, list] = None,  # scikit-learn scorer name(s); default: the task's usual
+                   preprocessor=None,  # unfitted transformer (default `make_preprocessor`), refitted per fold
                    ) -> pd.DataFrame:
-    "Scores per fold of `splits.folds` (or its train/valid), preprocessing refitted inside each fold; plus mean and std rows."
+    "Scores per fold of `splits.folds` (or train/valid), preprocessing refitted in each fold; mean and std."
     from sklearn.metrics import get_scorer
     _require_frame(df); _require_column(df, target, "target")
     task = infer_task(df[target])
-    scoring = scoring or (["roc_auc", "average_precision", "balanced_accuracy"] if task == "binary"
-                          else ["balanced_accuracy", "f1_macro"] if task == "multiclass" else ["neg_root_mean_squared_error", "r2"])
+    usual = {"binary": ["roc_auc", "average_precision", "balanced_accuracy"],
+             "multiclass": ["balanced_accuracy", "f1_macro"],
+             "regression": ["neg_root_mean_squared_error", "r2"]}
+    scoring = scoring or usual[task]
     scoring = [scoring] if isinstance(scoring, str) else list(scoring)
     exclude = _excluded(splits, target)
     X, y = df.drop(columns=[target] + exclude), df[target].to_numpy()
@@ -519,23 +526,27 @@ def nested_cv(estimator,  # a scikit-learn estimator
               scoring: Optional[str] = None,  # a scikit-learn scorer name; default: the task's usual one
               strategy: str = "auto",  # split strategy, as in `make_splits`
               seed: int = 0,  # seed of the splits
-              preprocess: bool = True,  # put `make_preprocessor` in front of the estimator, refitted in every fold
+              preprocess: bool = True,  # put `make_preprocessor` before the estimator, refitted in every fold
               ) -> dict:
-    "Outer scores with hyper-parameters chosen on inner folds of each outer train set; groups honoured at both levels."
+    "Outer scores, hyper-parameters chosen on inner folds of each outer train set; groups kept at both levels."
     from sklearn.metrics import get_scorer
     from sklearn.model_selection import GridSearchCV
     from sklearn.base import clone
     from trainbook.splits import nested_splits
     _require_frame(df); _require_column(df, target, "target")
     task = infer_task(df[target])
-    scoring = scoring or {"binary": "roc_auc", "multiclass": "balanced_accuracy", "regression": "neg_root_mean_squared_error"}[task]
+    usual = {"binary": "roc_auc", "multiclass": "balanced_accuracy",
+             "regression": "neg_root_mean_squared_error"}
+    scoring = scoring or usual[task]
     exclude = [c for c in (groups, time) if c and c != target]
     X, y = df.drop(columns=[target] + exclude), df[target].to_numpy()
-    folds = nested_splits(df, target, strategy=strategy, groups=groups, time=time, outer=outer, inner=inner, seed=seed)
+    folds = nested_splits(df, target, strategy=strategy, groups=groups, time=time, outer=outer, inner=inner,
+                          seed=seed)
     scores, chosen = [], []
     for f in folds:
         tr = f["train"]
-        inner_cv = [(np.searchsorted(tr, a), np.searchsorted(tr, b)) for a, b in f["inner"]]  # positions within the outer train rows
+        # the inner folds as positions within the outer train rows
+        inner_cv = [(np.searchsorted(tr, a), np.searchsorted(tr, b)) for a, b in f["inner"]]
         model = _pipeline(estimator, df, target, exclude) if preprocess else clone(estimator)
         grid = {(f"model__{k}" if preprocess else k): v for k, v in param_grid.items()}
         search = GridSearchCV(model, grid, scoring=scoring, cv=inner_cv, refit=True).fit(X.iloc[tr], y[tr])
