@@ -146,3 +146,70 @@ def test_module_factory_is_checked():
         TorchClassifier(module=lambda n_in, n_out: "not a module").fit(X, y)
     with pytest.raises(ValueError, match="features"):  # scikit-learn's own check of the feature count
         TorchClassifier(epochs=1).fit(X, y).predict(X[:, :3])
+
+
+# --- Hugging Face Transformers and PEFT ---------------------------------------------------------------------------
+
+def contains_token(n, seed=0, marker=3, vocab=64):
+    "Random token sequences after a [CLS] id 1; the label says whether the `marker` token occurs."
+    rng = np.random.default_rng(seed)
+    seqs, labels = [], []
+    for _ in range(n):
+        length = int(rng.integers(6, 20))
+        s = rng.integers(4, vocab, length)
+        label = int(rng.uniform() < 0.5)
+        if label: s[rng.integers(0, length)] = marker
+        seqs.append([1] + s.tolist())
+        labels.append(label)
+    return seqs, labels
+
+
+def tiny_bert(seed=0, dropout=0.1):
+    transformers = pytest.importorskip("transformers")
+    config = transformers.BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                     intermediate_size=64, max_position_embeddings=32, num_labels=2,
+                                     hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+    torch.manual_seed(seed)
+    return transformers.BertForSequenceClassification(config)
+
+
+def token_loaders(n_train=256, n_valid=128):
+    seqs, labels = contains_token(n_train + n_valid)
+    return (tb.TokenLoader(seqs[:n_train], labels[:n_train], batch_size=32, shuffle=True, seed=1),
+            tb.TokenLoader(seqs[n_train:], labels[n_train:], batch_size=64))
+
+
+class StopAt(tb.Callback):
+    "Asks the loop to stop after optimizer step `at` (an interruption, the run folder keeps last.pt)."
+    def __init__(self, at): self.at = at
+    def after_step(self, state):
+        if state.step == self.at: state.control.request_stop("interrupted")
+
+
+def same_state(a, b):
+    sa, sb = a.state_dict(), b.state_dict()
+    return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+def test_token_loader_pads_each_batch_and_keeps_its_order():
+    dl = tb.TokenLoader([[5, 6, 7], [8, 9], [10, 11, 12, 13], [4]], labels=[1, 0, 1, 0], batch_size=2, shuffle=True, seed=0)
+    dl.set_epoch(1)
+    first = [b["input_ids"].tolist() for b in dl]
+    dl.set_epoch(1)
+    assert [b["input_ids"].tolist() for b in dl] == first  # the order is a function of seed and epoch
+    for b in dl:
+        lengths = b["attention_mask"].sum(1)
+        assert b["input_ids"].shape[1] == lengths.max()  # padded to this batch's longest row only
+        assert (b["input_ids"][b["attention_mask"] == 0] == 0).all()
+    with pytest.raises(ValueError, match="labels has 1 entries for 2 sequences"): tb.TokenLoader([[1], [2]], labels=[0])
+    with pytest.raises(ValueError, match=r"sequences\[1\] must be a non-empty"): tb.TokenLoader([[1], []])
+
+
+def test_param_groups_no_decay_for_hf_layernorm_and_bias():
+    model = tiny_bert()
+    decay, no_decay = tb.param_groups(model, weight_decay=0.1)
+    names = {id(p): n for n, p in model.named_parameters()}
+    off = {names[id(p)] for p in no_decay["params"]}
+    on = {names[id(p)] for p in decay["params"]}
+    assert {n for n in names.values() if "LayerNorm" in n or n.endswith("bias")} == off
+    assert "bert.encoder.layer.0.attention.self.query.weight" in on and decay["weight_decay"] == 0.1
