@@ -151,14 +151,14 @@ def test_module_factory_is_checked():
 # --- Hugging Face Transformers and PEFT ---------------------------------------------------------------------------
 
 def contains_token(n, seed=0, marker=3, vocab=64):
-    "Random token sequences after a [CLS] id 1; the label says whether the `marker` token occurs."
+    "Random token sequences after a [CLS] id 1; label 1: the `marker` token occurs (three times)."
     rng = np.random.default_rng(seed)
     seqs, labels = [], []
     for _ in range(n):
         length = int(rng.integers(6, 20))
         s = rng.integers(4, vocab, length)
         label = int(rng.uniform() < 0.5)
-        if label: s[rng.integers(0, length)] = marker
+        if label: s[rng.choice(length, 3, replace=False)] = marker
         seqs.append([1] + s.tolist())
         labels.append(label)
     return seqs, labels
@@ -213,3 +213,75 @@ def test_param_groups_no_decay_for_hf_layernorm_and_bias():
     on = {names[id(p)] for p in decay["params"]}
     assert {n for n in names.values() if "LayerNorm" in n or n.endswith("bias")} == off
     assert "bert.encoder.layer.0.attention.self.query.weight" in on and decay["weight_decay"] == 0.1
+def test_tiny_bert_trains_with_amp_accumulation_and_clipping(tmp_path):
+    model = tiny_bert()
+    dl_train, dl_valid = token_loaders(n_train=512)
+    cfg = tb.TrainConfig(epochs=5, lr=3e-3, precision="bf16", accum_steps=2, clip_norm=1.0, device="cpu",
+                         checkpoint_dir=str(tmp_path))
+    dtypes = set()
+    model.bert.encoder.layer[0].attention.self.query.register_forward_hook(lambda mod, i, out: dtypes.add(out.dtype))
+    run = tb.fit(model, dl_train, dl_valid, loss_fn=None, config=cfg, metrics="accuracy", live=False)
+    assert dtypes == {torch.bfloat16}  # autocast was on
+    m = run.metrics()
+    assert m["valid_loss"].iloc[-1] < 0.5 * m["valid_loss"].iloc[0] and m["valid_accuracy"].iloc[-1] > 0.9
+    assert run.step == 5 * 8  # 16 batches per epoch, 2 per optimizer step
+    assert (tmp_path / "last.pt").exists() and (tmp_path / "best.pt").exists()
+
+
+def test_overfit_batch_and_lr_find_on_a_transformer():
+    model = tiny_bert()
+    batch = next(iter(token_loaders()[0]))
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    assert tb.overfit_batch(model, batch, loss_fn=None, steps=100, lr=3e-3).passed
+    finder = tb.lr_find(model, token_loaders()[0], loss_fn=None, num_steps=30)
+    assert 1e-7 < finder.suggestion < 10 and len(finder.losses) > 5
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())  # both worked on copies
+
+
+@pytest.mark.parametrize("lora", [False, True])
+def test_resume_from_last_pt_continues_exactly(tmp_path, lora):
+    "Interrupted mid-epoch and resumed from last.pt: the same weights as one uninterrupted run (dropout on)."
+    def make():
+        model = tiny_bert()
+        if not lora: return model
+        peft = pytest.importorskip("peft")
+        return peft.get_peft_model(model, peft.LoraConfig(r=4, lora_alpha=8, target_modules=["query", "value"],
+                                                          task_type="SEQ_CLS"))
+    cfg = tb.TrainConfig(epochs=3, lr=3e-3, accum_steps=2, clip_norm=1.0, schedule="warmup_cosine", warmup=0.2,
+                         device="cpu", precision="fp32")
+    full = make()
+    tb.fit(full, *token_loaders(), loss_fn=None, config=cfg.replace(checkpoint_dir=str(tmp_path / "full")), live=False)
+    cut = make()
+    first = tb.fit(cut, *token_loaders(), loss_fn=None, config=cfg.replace(checkpoint_dir=str(tmp_path / "cut")),
+                   callbacks=[StopAt(5)], live=False)
+    assert first.stopped == "interrupted" and first.step == 5  # mid-epoch: 4 steps per epoch
+    resumed = make()
+    run = tb.fit(resumed, *token_loaders(), loss_fn=None, config=cfg.replace(checkpoint_dir=str(tmp_path / "cut")),
+                 resume=tmp_path / "cut" / "last.pt", live=False)
+    assert run.stopped == "completed" and run.step == 12
+    assert same_state(resumed, full) and not same_state(make(), full)
+
+
+def test_lora_trains_only_the_adapter(tmp_path):
+    peft = pytest.importorskip("peft")
+    model = peft.get_peft_model(tiny_bert(), peft.LoraConfig(r=4, lora_alpha=8, target_modules=["query", "value"],
+                                                             task_type="SEQ_CLS"))
+    trainable = {n: p for n, p in model.named_parameters() if p.requires_grad}
+    lora_params = sum(p.numel() for n, p in trainable.items() if "lora_" in n)
+    head_params = sum(p.numel() for n, p in trainable.items() if "modules_to_save" in n)
+    assert lora_params == 2 * 2 * (4 * 32 + 32 * 4)  # 2 layers × (query, value) × (A: r×32, B: 32×r)
+    assert head_params == 32 * 2 + 2 and len(trainable) == 10  # the classifier head's trainable copy
+    assert model.get_nb_trainable_parameters()[0] == lora_params + head_params
+    frozen = {n: p.detach().clone() for n, p in model.named_parameters() if not p.requires_grad}
+    start = {n: p.detach().clone() for n, p in trainable.items()}
+    cfg = tb.TrainConfig(epochs=3, lr=3e-2, device="cpu", precision="fp32", checkpoint_dir=str(tmp_path))
+    run = tb.fit(model, *token_loaders(n_train=512), loss_fn=None, metrics="accuracy", live=False, config=cfg)
+    assert all(torch.equal(p, frozen[n]) for n, p in model.named_parameters() if not p.requires_grad)
+    assert all(not torch.equal(p, start[n]) for n, p in model.named_parameters() if p.requires_grad)
+    valid = run.metrics()["valid_loss"]
+    assert valid.iloc[-1] < 0.5 * valid.iloc[0]  # the adapter alone learns the task
+    ckpt = torch.load(tmp_path / "last.pt", weights_only=True)
+    state = ckpt["model"]
+    assert {n for n in state if "lora_" in n} and set(model.state_dict()) == set(state)  # what resume needs
+    n_opt = sum(len(g["params"]) for g in ckpt["optimizer"]["param_groups"])
+    assert n_opt == len(trainable)  # the optimizer holds the adapter only
