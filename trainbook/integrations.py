@@ -13,6 +13,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .batch import eval_mode
 from .classical import _import_optional, _live_curves
 from .core import History, TrainConfig, environment
 from .data import TensorLoader
@@ -148,13 +149,9 @@ class _TorchEstimator(BaseEstimator):
         check_is_fitted(self, "module_")
         X = validate_data(self, X, reset=False, dtype=np.float32)
         device = next(self.module_.parameters()).device
-        was_training = self.module_.training
-        self.module_.eval()
-        try:
-            with torch.inference_mode():
-                chunks = [torch.tensor(X[i:i + 4096], device=device) for i in range(0, len(X), 4096)]
-                outs = [self.module_(xb).float().cpu() for xb in chunks]
-        finally: self.module_.train(was_training)
+        chunks = [torch.tensor(X[i:i + 4096], device=device) for i in range(0, len(X), 4096)]
+        with eval_mode(self.module_), torch.inference_mode():
+            outs = [self.module_(xb).float().cpu() for xb in chunks]
         return torch.cat(outs).double().numpy()  # scikit-learn expects float64 predictions
 
 class TorchClassifier(ClassifierMixin, _TorchEstimator):
