@@ -581,16 +581,22 @@ def score_torch(model: torch.nn.Module,  # a trained torch model (its train/eval
             row.update({f"{name}_{k}": v for k, v in m.items()})
     return row
 
-def compare(*tables, metric: Optional[str] = None) -> tuple[pd.DataFrame, Any]:
-    "One table (rows: models) from baseline tables and `{name: metrics}` dicts, and a grouped bar chart of `metric` per split."
+def compare(*tables,  # `baseline` tables (DataFrames) and `{name: metrics}` dicts (e.g. from `score_torch`)
+            metric: Optional[str] = None,  # the metric the chart shows per split (default: roc_auc, r2, ...)
+            ) -> tuple[pd.DataFrame, Any]:
+    "One table (rows: models) from baseline tables and `{name: metrics}` dicts, and a bar chart of `metric` per split."
     import plotly.graph_objects as go
     frames = []
     for t in tables:
         if isinstance(t, pd.DataFrame): frames.append(t)
-        elif isinstance(t, dict): frames.append(pd.DataFrame(t).T if all(isinstance(v, dict) for v in t.values()) else pd.DataFrame([t]))
-        else: raise TypeError(f"compare takes DataFrames (from baseline) and {{name: metrics}} dicts, got {type(t).__name__}")
+        elif isinstance(t, dict):
+            nested = all(isinstance(v, dict) for v in t.values())
+            frames.append(pd.DataFrame(t).T if nested else pd.DataFrame([t]))
+        else: raise TypeError(f"compare takes DataFrames (from baseline) and {{name: metrics}} dicts, "
+                              f"got {type(t).__name__}")
     table = pd.concat(frames)
-    metric = metric or next((m for m in ("roc_auc", "r2", "balanced_accuracy", "rmse") if any(c.endswith(m) for c in table.columns)), None)
+    usual = ("roc_auc", "r2", "balanced_accuracy", "rmse")
+    metric = metric or next((m for m in usual if any(c.endswith(m) for c in table.columns)), None)
     cols = [c for c in table.columns if metric and c.endswith("_" + metric)]
     fig = go.Figure([go.Bar(name=c.split("_")[0], x=table.index.astype(str), y=table[c]) for c in cols])
     fig.update_layout(barmode="group", yaxis_title=metric, height=300, margin=dict(t=30))
