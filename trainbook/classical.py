@@ -253,12 +253,19 @@ def _live_curves(live: Union[str, bool], state: LoopState):
 
 class RoundRecorder:
     "Writes each boosting round's train and valid metrics into a History (the loss as `loss`) for LiveCurves."
-    def __init__(self, loss_name: str, live: Union[str, bool] = False):
+    def __init__(self,
+                 loss_name: str,  # the library's name of the loss metric (recorded as `loss`)
+                 live: Union[str, bool] = False,  # live curves: "auto", True, or False for none
+                 ):
         self.loss_name, self.history, self.rounds = loss_name, History(), 0
         self.state = LoopState(history=self.history)
         self.curves = _live_curves(live, self.state)
 
-    def log(self, epoch: int, train: dict, valid: dict):
+    def log(self,
+            epoch: int,  # the round, 0-based
+            train: dict,  # metric name -> value on the training rows
+            valid: dict,  # metric name -> value on the validation rows
+            ):
         "Record round `epoch` (0-based): `train` and `valid` map the library's metric names to values."
         step = epoch + 1
         for split, values in (("train", train), ("valid", valid)):
@@ -272,7 +279,9 @@ class RoundRecorder:
             self.state.step, self.state.epoch = step, epoch
             self.curves.after_step(self.state)
 
-    def finish(self, findings: list):
+    def finish(self,
+               findings: list,  # what `diagnose` found, drawn on the curves
+               ):
         "Draw the final curves with the findings."
         if self.curves is None: return
         self.state.findings = findings
@@ -313,7 +322,8 @@ BOOSTING_LIBRARIES = {"xgboost": "trainbook.classical:XGBoostLibrary",
                       "lightgbm": "trainbook.gbdt:LightGBMLibrary",
                       "catboost": "trainbook.gbdt:CatBoostLibrary"}
 
-def booster_library(name: str) -> BoostingLibrary:
+def booster_library(name: str,  # 'xgboost', 'lightgbm' or 'catboost'
+                    ) -> BoostingLibrary:
     "The adapter for a boosting library by name ('xgboost', 'lightgbm', 'catboost')."
     if name not in BOOSTING_LIBRARIES:
         raise ValueError(f"unknown boosting library {name!r}; choose one of {', '.join(BOOSTING_LIBRARIES)}")
@@ -322,7 +332,12 @@ def booster_library(name: str) -> BoostingLibrary:
 
 class BoostedModel:
     "A trained booster with its preprocessing: predicts from a raw DataFrame, saves both together."
-    def __init__(self, booster, prep: FramePrep, best_iteration: int, library: str = "xgboost"):
+    def __init__(self,
+                 booster,  # the library's trained model (xgboost Booster, lightgbm Booster, CatBoost)
+                 prep: FramePrep,  # the preprocessing fitted on the training rows, with columns and classes
+                 best_iteration: int,  # the round (0-based) predictions stop at
+                 library: str = "xgboost",  # which library: a key of `BOOSTING_LIBRARIES`
+                 ):
         self.booster, self.prep, self.best_iteration, self.library = booster, prep, best_iteration, library
         self.lib = booster_library(library)
 
@@ -330,16 +345,22 @@ class BoostedModel:
         features = self.lib.features(self.prep, X)
         return np.asarray(self.lib.predict(self.booster, features, self.best_iteration))
 
-    def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
+    def predict_proba(self,
+                      X: pd.DataFrame,  # raw rows with the training columns
+                      ) -> np.ndarray:
         "Class probabilities, (n, k), from the best round."
         return _proba_2d(self._raw(X))
 
-    def predict(self, X: pd.DataFrame) -> np.ndarray:
+    def predict(self,
+                X: pd.DataFrame,  # raw rows with the training columns
+                ) -> np.ndarray:
         "Values (regression) or class labels (classification), from the best round."
         if self.prep.task == "regression": return self._raw(X)
         return np.asarray(self.prep.decode(self.predict_proba(X).argmax(1)))
 
-    def save(self, folder) -> Path:
+    def save(self,
+             folder,  # created if needed; holds the model file, prep.skops and boosted.json
+             ) -> Path:
         "The model in its library's own format, the preprocessing as skops, and `boosted.json` (no pickle)."
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
@@ -351,7 +372,9 @@ class BoostedModel:
         return folder
 
     @classmethod
-    def load(cls, folder) -> "BoostedModel":
+    def load(cls,
+             folder,  # a folder `save` wrote
+             ) -> "BoostedModel":
         "Load what `save` wrote."
         folder = Path(folder)
         meta = json.loads((folder / "boosted.json").read_text())
