@@ -1,0 +1,144 @@
+"LightGBM and CatBoost beside XGBoost: one boosting core, the same Run, History, early stopping, saving and diagnostics."
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import load_breast_cancer, load_diabetes, load_wine, make_classification
+
+import trainbook as tb
+from trainbook.classical import BoostedModel
+
+pytest.importorskip("lightgbm")
+pytest.importorskip("catboost")
+
+ONE_THREAD = {"lightgbm": {"num_threads": 1}, "catboost": {"thread_count": 1}, "xgboost": {"nthread": 1}}
+FIT = {"lightgbm": lambda *a, **k: tb.fit_lightgbm(*a, **k), "catboost": lambda *a, **k: tb.fit_catboost(*a, **k),
+       "xgboost": lambda *a, **k: tb.fit_xgboost(*a, **k)}
+
+
+def fit(lib, df, target, sp, params=None, **kw):
+    return FIT[lib](df, target, sp, params={**ONE_THREAD[lib], **(params or {})}, live=False, **kw)
+
+
+@pytest.fixture(scope="module")
+def cancer():
+    return load_breast_cancer(as_frame=True).frame
+
+
+@pytest.mark.parametrize("lib", ["lightgbm", "catboost"])
+def test_breast_cancer_best_round_and_reload(lib, cancer, tmp_path):
+    sp = tb.make_splits(cancer, "target", strategy="stratified", test_size=0.2, seed=0)
+    run = fit(lib, cancer, "target", sp, checkpoint_dir=tmp_path / lib)
+    scores = tb.score_model(run.model.predict_proba, cancer, "target", sp, "binary", [0, 1])
+    assert scores["test_roc_auc"] >= 0.97
+    h = run.records
+    train, valid = h.series("loss", "train"), h.series("loss", "valid")
+    assert list(train.index) == list(valid.index) == list(range(1, run.step + 1))  # one train and one valid point per round
+    assert len(h.series("epoch_loss", "train")) == run.step
+    assert run.kind == lib and run.stopped == "early_stopping" and run.step == run.best_epoch + 1 + 50
+    assert run.best_epoch == int(np.argmin(valid.to_numpy())) and run.best == valid.min()  # the best round is kept
+    X = cancer.drop(columns="target")
+    loaded = BoostedModel.load(run.run_dir)  # model (native format) and preprocessing saved together
+    assert loaded.library == lib and loaded.best_iteration == run.best_epoch
+    assert np.array_equal(loaded.predict_proba(X), run.model.predict_proba(X))
+    assert not any(p.suffix in (".pkl", ".pickle") for p in run.run_dir.iterdir())
+
+
+@pytest.mark.parametrize("lib", ["lightgbm", "catboost"])
+def test_prediction_uses_the_best_round_not_the_last(lib, cancer):
+    sp = tb.make_splits(cancer, "target", strategy="stratified", seed=0)
+    run = fit(lib, cancer, "target", sp, params={"learning_rate": 0.5}, early_stopping=5)
+    X = cancer.drop(columns="target").iloc[sp.valid]
+    valid_loss = tb.classification_metrics(cancer.target.iloc[sp.valid], run.model.predict_proba(X))["log_loss"]
+    assert valid_loss == pytest.approx(run.best, rel=1e-4)  # the model predicts as at its best round
+
+
+@pytest.mark.parametrize("lib", ["lightgbm", "catboost"])
+def test_overfitting_found_as_rounds_go_on(lib):
+    "Deep trees on noisy labels, no early stopping: diagnose sees valid loss rise while train loss falls."
+    X, y = make_classification(n_samples=400, n_features=20, n_informative=3, flip_y=0.3, random_state=0)
+    df = pd.DataFrame(X).add_prefix("f").assign(y=y)
+    sp = tb.make_splits(df, "y", seed=0)
+    params = {"lightgbm": {"learning_rate": 0.5, "num_leaves": 255, "min_data_in_leaf": 1},
+              "catboost": {"learning_rate": 0.5, "depth": 8}}[lib]
+    run = fit(lib, df, "y", sp, params=params, num_rounds=80, early_stopping=None)
+    assert run.stopped == "completed" and run.step == 80 and run.best_epoch == 79
+    assert "overfitting" in [f.kind for f in run.findings]
+    assert {"train loss", "valid loss"} <= {t.name for t in run.plot().data}
+
+
+@pytest.mark.parametrize("lib", ["xgboost", "lightgbm", "catboost"])
+def test_balanced_class_weight_lifts_the_rare_class(lib):
+    X, y = make_classification(n_samples=600, n_features=8, weights=[0.9], flip_y=0.05, random_state=0)
+    df = pd.DataFrame(X).add_prefix("f").assign(y=y)
+    sp = tb.make_splits(df, "y", strategy="stratified", seed=0)
+    plain = fit(lib, df, "y", sp, num_rounds=30, early_stopping=None)
+    weighted = fit(lib, df, "y", sp, num_rounds=30, early_stopping=None, class_weight="balanced")
+    X = df.drop(columns="y")
+    assert weighted.model.predict_proba(X)[:, 1].mean() > 1.3 * plain.model.predict_proba(X)[:, 1].mean()
+
+
+@pytest.mark.parametrize("lib", ["lightgbm", "catboost"])
+@pytest.mark.parametrize("loader, task", [(load_wine, "multiclass"), (load_diabetes, "regression")])
+def test_multiclass_and_regression(lib, loader, task, tmp_path):
+    df = loader(as_frame=True).frame
+    sp = tb.make_splits(df, "target", seed=0)
+    run = fit(lib, df, "target", sp, num_rounds=40, checkpoint_dir=tmp_path)
+    X = df.drop(columns="target")
+    assert run.extra["task"] == task
+    assert np.array_equal(BoostedModel.load(tmp_path).predict(X), run.model.predict(X))
+    scores = tb.score_model(run.model.predict_proba if task == "multiclass" else run.model.predict, df, "target", sp, task,
+                            run.extra["classes"])
+    assert scores["valid_balanced_accuracy"] > 0.85 if task == "multiclass" else scores["valid_r2"] > 0.2
+
+
+def messy(n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({"city": rng.choice(["oslo", "rome", "lima", None], n), "x": rng.normal(size=n)})
+    df.loc[rng.uniform(size=n) < 0.1, "x"] = np.nan
+    df["y"] = (df.city.isin(["oslo", "lima"]) ^ (df.x > 1)).astype(int)
+    return df
+
+
+def test_catboost_takes_categoricals_natively_and_lightgbm_one_hot():
+    df = messy()
+    sp = tb.make_splits(df, "y", seed=0)
+    crun = fit("catboost", df, "y", sp, num_rounds=60)
+    assert crun.model.booster.get_cat_feature_indices() == [1] and crun.records.last("auc", "valid") > 0.95
+    lrun = fit("lightgbm", df, "y", sp, num_rounds=60)
+    assert "city_rome" in lrun.model.prep.preprocessor.get_feature_names_out()  # one-hot, like XGBoost
+    unseen = df.head(5).assign(city="paris")  # a category never seen in training still predicts
+    assert crun.model.predict_proba(unseen).shape == lrun.model.predict_proba(unseen).shape == (5, 2)
+
+
+def test_preprocessing_fitted_on_train_rows_only():
+    "A category that only valid rows have gets no one-hot column: the encoder never saw those rows."
+    df = messy()
+    sp = tb.make_splits(df, "y", seed=0)
+    df.loc[df.index[sp.valid[:20]], "city"] = "valid-only"
+    run = fit("lightgbm", df, "y", sp, num_rounds=5)
+    assert not any("valid-only" in n for n in run.model.prep.preprocessor.get_feature_names_out())
+
+
+def test_baseline_takes_every_library(cancer):
+    sp = tb.make_splits(cancer, "target", test_size=0.25, seed=0)
+    table = tb.baseline(cancer, "target", sp, models=("dummy", "lightgbm", "catboost"))
+    assert list(table.index) == ["dummy", "lightgbm", "catboost"]
+    assert (table.loc[["lightgbm", "catboost"], "test_roc_auc"] > table.loc["dummy", "test_roc_auc"] + 0.3).all()
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"early_stopping": 0}, "early_stopping must be None or a positive int"),
+    ({"num_rounds": 0}, "num_rounds must be a positive int"),
+    ({"class_weight": "auto"}, "class_weight must be None or 'balanced'"),
+    ({"task": "regression", "class_weight": "balanced"}, "needs a classification target"),
+])
+@pytest.mark.parametrize("lib", ["lightgbm", "catboost"])
+def test_bad_input(lib, kw, match, cancer):
+    sp = tb.make_splits(cancer, "target", seed=0)
+    with pytest.raises(ValueError, match=match): fit(lib, cancer, "target", sp, **kw)
+
+
+def test_baseline_refuses_unknown_models_before_fitting(cancer):
+    sp = tb.make_splits(cancer, "target", seed=0)
+    with pytest.raises(ValueError, match="models: each item is one of dummy, linear, xgboost, lightgbm, catboost"):
+        tb.baseline(cancer, "target", sp, models=("dummy", "lgbm"))

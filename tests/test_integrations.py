@@ -1,0 +1,287 @@
+"The other systems: Keras 3 logs in a trainbook History, trainbook nets as scikit-learn estimators, and lazy imports."
+import os
+import subprocess
+import sys
+
+os.environ.setdefault("KERAS_BACKEND", "torch")  # before keras is imported anywhere
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # no test may reach the network
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.datasets import load_breast_cancer, load_wine
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import Pipeline
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import trainbook as tb
+from trainbook.integrations import TorchClassifier, TorchRegressor
+
+
+def test_import_trainbook_loads_no_optional_library():
+    code = ("import sys, trainbook, trainbook.classical; "
+            "print(sorted(m for m in ('lightgbm', 'catboost', 'transformers', 'keras', 'peft', 'xgboost') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+# --- Keras 3 ------------------------------------------------------------------------------------------------------
+
+keras = pytest.importorskip("keras")
+
+
+def keras_fit(X, y, n_train, epochs, callbacks, hidden=64, lr=1e-2, batch_size=16):
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((X.shape[1],)), keras.layers.Dense(hidden, activation="relu"), keras.layers.Dense(2)])
+    model.compile(optimizer=keras.optimizers.Adam(lr), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"])
+    model.fit(X[:n_train], y[:n_train], validation_data=(X[n_train:], y[n_train:]), epochs=epochs, batch_size=batch_size,
+              verbose=0, callbacks=callbacks)
+    return model
+
+
+def noise(n=96, d=16, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, d)).astype("float32"), rng.integers(0, 2, n)
+
+
+def learnable(n=400, d=8, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)).astype("float32")
+    return X, (X[:, 0] + X[:, 1] > 0).astype(int)
+
+
+def test_keras_history_per_epoch_and_planted_overfitting():
+    cb = tb.keras_callback(live=False)
+    keras_fit(*noise(), n_train=64, epochs=40, callbacks=[cb])  # random labels: memorized, never learned
+    run = cb.run
+    h = run.records
+    for split, name in (("train", "epoch_loss"), ("train", "loss"), ("valid", "loss"), ("valid", "accuracy")):
+        assert list(h.series(name, split, index="epoch").index) == list(range(40)), (split, name)
+    assert h.series("loss", "train").index[-1] == 40 * 4  # steps: 4 batches of 16 rows per epoch
+    assert run.kind == "keras" and run.stopped == "completed" and run.step == 160
+    overfit = [f for f in run.findings if f.kind == "overfitting"]
+    assert overfit and overfit[0].data["best_epoch"] < 39
+    assert {"train loss", "valid loss"} <= {t.name for t in run.plot().data}
+    assert list(run.metrics().columns[:2]) == ["train_loss", "valid_loss"]
+
+
+def test_keras_learnable_task_is_not_flagged():
+    cb = tb.keras_callback(live=False)
+    keras_fit(*learnable(), n_train=300, epochs=8, callbacks=[cb], lr=1e-2)
+    assert cb.run.records.last("accuracy", "valid") > 0.9
+    assert "overfitting" not in [f.kind for f in cb.run.findings]
+
+
+def test_keras_batches_and_early_stopping():
+    cb = tb.keras_callback(live=False, batches=True)
+    stop = keras.callbacks.EarlyStopping(monitor="val_loss", patience=2)
+    keras_fit(*noise(), n_train=64, epochs=50, callbacks=[cb, stop])
+    run = cb.run
+    epochs = len(run.records.series("loss", "valid"))
+    assert run.stopped == "early_stopping" and epochs < 50
+    assert len(run.records.series("loss", "train")) == epochs * 4  # one train point per batch
+    assert len(run.records.series("epoch_loss", "train")) == epochs
+
+
+# --- scikit-learn estimators ------------------------------------------------------------------------------------
+
+@parametrize_with_checks([TorchClassifier(epochs=10), TorchRegressor(epochs=10)])
+def test_scikit_learn_estimator_checks(estimator, check):
+    "Every check of check_estimator; only check_array_api_input skips itself (no array-API support claimed)."
+    check(estimator)
+
+
+def test_grid_search_over_a_pipeline_on_wine():
+    df = load_wine(as_frame=True).frame
+    X, y = df.drop(columns="target"), df.target
+    pipe = Pipeline([("prep", tb.make_preprocessor(df, "target")), ("net", TorchClassifier(epochs=8))])
+    grid = {"net__lr": [1e-4, 1e-2], "net__module_kwargs": [{"hidden": (16,)}]}
+    search = GridSearchCV(pipe, grid, cv=3, scoring="balanced_accuracy").fit(X, y)
+    assert search.best_params_["net__lr"] == 1e-2 and search.best_score_ > 0.9
+    lows = search.cv_results_["mean_test_score"][np.array(search.cv_results_["param_net__lr"]) == 1e-4]
+    assert lows.max() < search.best_score_  # the grid really trained different nets
+    net = search.best_estimator_.named_steps["net"]
+    assert net.module_[0].out_features == 16 and net.run_.step == 3 * 8  # refitted on all 178 rows: 3 batches × 8 epochs
+    assert set(search.predict(X)) <= {0, 1, 2}
+
+
+def test_clone_get_set_params():
+    est = TorchClassifier(epochs=3, lr=0.05, module_kwargs={"hidden": (8, 8)})
+    assert est.get_params()["lr"] == 0.05 and est.set_params(lr=0.1).lr == 0.1
+    X, y = load_breast_cancer(return_X_y=True)
+    est.fit(X[:, :5], y)
+    copy = clone(est)
+    assert copy.get_params() == est.get_params() and not hasattr(copy, "module_")
+    again = clone(est).fit(X[:, :5], y)  # same seed: the same net
+    assert np.array_equal(again.predict_proba(X[:, :5]), est.predict_proba(X[:, :5]))
+
+
+def test_cross_validate_nested_cv_and_baseline_take_the_net():
+    df = load_breast_cancer(as_frame=True).frame
+    sp = tb.make_splits(df, "target", n_folds=3, test_size=0.2, seed=0)
+    cv = tb.cross_validate(TorchClassifier(epochs=5), df, "target", sp, scoring="roc_auc")
+    assert len(cv) == 3 + 2 and cv.loc["mean", "roc_auc"] > 0.97
+    nested = tb.nested_cv(TorchClassifier(epochs=3), {"lr": [1e-2, 3e-2]}, df, "target", outer=2, inner=2)
+    assert len(nested["scores"]) == 2 and nested["mean"] > 0.95 and nested["params"][0]["lr"] in (1e-2, 3e-2)
+    table = tb.baseline(df, "target", sp, models=("dummy", ("mlp", TorchClassifier(epochs=5))))
+    assert list(table.index) == ["dummy", "mlp"] and table.loc["mlp", "test_roc_auc"] > 0.97
+    both, _ = tb.compare(table)
+    assert "mlp" in both.index
+
+
+def test_regressor_fits_a_line_and_multi_output():
+    x = np.linspace(-1, 1, 200)[:, None]
+    reg = TorchRegressor(epochs=30).fit(x, 3 * x[:, 0])
+    assert reg.predict(x).shape == (200,) and reg.score(x, 3 * x[:, 0]) > 0.95
+    two = TorchRegressor(epochs=30).fit(x, np.c_[3 * x, -x])
+    assert two.predict(x).shape == (200, 2)
+
+
+def test_module_factory_is_checked():
+    X, y = load_breast_cancer(return_X_y=True)
+    with pytest.raises(TypeError, match="must return an nn.Module"):
+        TorchClassifier(module=lambda n_in, n_out: "not a module").fit(X, y)
+    with pytest.raises(ValueError, match="features"):  # scikit-learn's own check of the feature count
+        TorchClassifier(epochs=1).fit(X, y).predict(X[:, :3])
+
+
+# --- Hugging Face Transformers and PEFT ---------------------------------------------------------------------------
+
+def contains_token(n, seed=0, marker=3, vocab=64):
+    "Random token sequences after a [CLS] id 1; label 1: the `marker` token occurs (three times)."
+    rng = np.random.default_rng(seed)
+    seqs, labels = [], []
+    for _ in range(n):
+        length = int(rng.integers(6, 20))
+        s = rng.integers(4, vocab, length)
+        label = int(rng.uniform() < 0.5)
+        if label: s[rng.choice(length, 3, replace=False)] = marker
+        seqs.append([1] + s.tolist())
+        labels.append(label)
+    return seqs, labels
+
+
+def tiny_bert(seed=0, dropout=0.1):
+    transformers = pytest.importorskip("transformers")
+    config = transformers.BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                     intermediate_size=64, max_position_embeddings=32, num_labels=2,
+                                     hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+    torch.manual_seed(seed)
+    return transformers.BertForSequenceClassification(config)
+
+
+def token_loaders(n_train=256, n_valid=128):
+    seqs, labels = contains_token(n_train + n_valid)
+    return (tb.TokenLoader(seqs[:n_train], labels[:n_train], batch_size=32, shuffle=True, seed=1),
+            tb.TokenLoader(seqs[n_train:], labels[n_train:], batch_size=64))
+
+
+class StopAt(tb.Callback):
+    "Asks the loop to stop after optimizer step `at` (an interruption, the run folder keeps last.pt)."
+    def __init__(self, at): self.at = at
+    def after_step(self, state):
+        if state.step == self.at: state.control.request_stop("interrupted")
+
+
+def same_state(a, b):
+    sa, sb = a.state_dict(), b.state_dict()
+    return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+def test_token_loader_pads_each_batch_and_keeps_its_order():
+    dl = tb.TokenLoader([[5, 6, 7], [8, 9], [10, 11, 12, 13], [4]], labels=[1, 0, 1, 0], batch_size=2, shuffle=True, seed=0)
+    dl.set_epoch(1)
+    first = [b["input_ids"].tolist() for b in dl]
+    dl.set_epoch(1)
+    assert [b["input_ids"].tolist() for b in dl] == first  # the order is a function of seed and epoch
+    for b in dl:
+        lengths = b["attention_mask"].sum(1)
+        assert b["input_ids"].shape[1] == lengths.max()  # padded to this batch's longest row only
+        assert (b["input_ids"][b["attention_mask"] == 0] == 0).all()
+    with pytest.raises(ValueError, match="labels has 1 entries for 2 sequences"): tb.TokenLoader([[1], [2]], labels=[0])
+    with pytest.raises(ValueError, match=r"sequences\[1\] must be a non-empty"): tb.TokenLoader([[1], []])
+
+
+def test_param_groups_no_decay_for_hf_layernorm_and_bias():
+    model = tiny_bert()
+    decay, no_decay = tb.param_groups(model, weight_decay=0.1)
+    names = {id(p): n for n, p in model.named_parameters()}
+    off = {names[id(p)] for p in no_decay["params"]}
+    on = {names[id(p)] for p in decay["params"]}
+    assert {n for n in names.values() if "LayerNorm" in n or n.endswith("bias")} == off
+    assert "bert.encoder.layer.0.attention.self.query.weight" in on and decay["weight_decay"] == 0.1
+def test_tiny_bert_trains_with_amp_accumulation_and_clipping(tmp_path):
+    model = tiny_bert()
+    dl_train, dl_valid = token_loaders(n_train=512)
+    cfg = tb.TrainConfig(epochs=5, lr=3e-3, precision="bf16", accum_steps=2, clip_norm=1.0, device="cpu",
+                         checkpoint_dir=str(tmp_path))
+    dtypes = set()
+    model.bert.encoder.layer[0].attention.self.query.register_forward_hook(lambda mod, i, out: dtypes.add(out.dtype))
+    run = tb.fit(model, dl_train, dl_valid, loss_fn=None, config=cfg, metrics="accuracy", live=False)
+    assert dtypes == {torch.bfloat16}  # autocast was on
+    m = run.metrics()
+    assert m["valid_loss"].iloc[-1] < 0.5 * m["valid_loss"].iloc[0] and m["valid_accuracy"].iloc[-1] > 0.9
+    assert run.step == 5 * 8  # 16 batches per epoch, 2 per optimizer step
+    assert (tmp_path / "last.pt").exists() and (tmp_path / "best.pt").exists()
+
+
+def test_overfit_batch_and_lr_find_on_a_transformer():
+    model = tiny_bert()
+    batch = next(iter(token_loaders()[0]))
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    assert tb.overfit_batch(model, batch, loss_fn=None, steps=100, lr=3e-3).passed
+    finder = tb.lr_find(model, token_loaders()[0], loss_fn=None, num_steps=30)
+    assert 1e-7 < finder.suggestion < 10 and len(finder.losses) > 5
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())  # both worked on copies
+
+
+@pytest.mark.parametrize("lora", [False, True])
+def test_resume_from_last_pt_continues_exactly(tmp_path, lora):
+    "Interrupted mid-epoch and resumed from last.pt: the same weights as one uninterrupted run (dropout on)."
+    def make():
+        model = tiny_bert()
+        if not lora: return model
+        peft = pytest.importorskip("peft")
+        return peft.get_peft_model(model, peft.LoraConfig(r=4, lora_alpha=8, target_modules=["query", "value"],
+                                                          task_type="SEQ_CLS"))
+    cfg = tb.TrainConfig(epochs=3, lr=3e-3, accum_steps=2, clip_norm=1.0, schedule="warmup_cosine", warmup=0.2,
+                         device="cpu", precision="fp32")
+    full = make()
+    tb.fit(full, *token_loaders(), loss_fn=None, config=cfg.replace(checkpoint_dir=str(tmp_path / "full")), live=False)
+    cut = make()
+    first = tb.fit(cut, *token_loaders(), loss_fn=None, config=cfg.replace(checkpoint_dir=str(tmp_path / "cut")),
+                   callbacks=[StopAt(5)], live=False)
+    assert first.stopped == "interrupted" and first.step == 5  # mid-epoch: 4 steps per epoch
+    resumed = make()
+    run = tb.fit(resumed, *token_loaders(), loss_fn=None, config=cfg.replace(checkpoint_dir=str(tmp_path / "cut")),
+                 resume=tmp_path / "cut" / "last.pt", live=False)
+    assert run.stopped == "completed" and run.step == 12
+    assert same_state(resumed, full) and not same_state(make(), full)
+
+
+def test_lora_trains_only_the_adapter(tmp_path):
+    peft = pytest.importorskip("peft")
+    model = peft.get_peft_model(tiny_bert(), peft.LoraConfig(r=4, lora_alpha=8, target_modules=["query", "value"],
+                                                             task_type="SEQ_CLS"))
+    trainable = {n: p for n, p in model.named_parameters() if p.requires_grad}
+    lora_params = sum(p.numel() for n, p in trainable.items() if "lora_" in n)
+    head_params = sum(p.numel() for n, p in trainable.items() if "modules_to_save" in n)
+    assert lora_params == 2 * 2 * (4 * 32 + 32 * 4)  # 2 layers × (query, value) × (A: r×32, B: 32×r)
+    assert head_params == 32 * 2 + 2 and len(trainable) == 10  # the classifier head's trainable copy
+    assert model.get_nb_trainable_parameters()[0] == lora_params + head_params
+    frozen = {n: p.detach().clone() for n, p in model.named_parameters() if not p.requires_grad}
+    start = {n: p.detach().clone() for n, p in trainable.items()}
+    cfg = tb.TrainConfig(epochs=3, lr=3e-2, device="cpu", precision="fp32", checkpoint_dir=str(tmp_path))
+    run = tb.fit(model, *token_loaders(n_train=512), loss_fn=None, metrics="accuracy", live=False, config=cfg)
+    assert all(torch.equal(p, frozen[n]) for n, p in model.named_parameters() if not p.requires_grad)
+    assert all(not torch.equal(p, start[n]) for n, p in model.named_parameters() if p.requires_grad)
+    valid = run.metrics()["valid_loss"]
+    assert valid.iloc[-1] < 0.5 * valid.iloc[0]  # the adapter alone learns the task
+    ckpt = torch.load(tmp_path / "last.pt", weights_only=True)
+    state = ckpt["model"]
+    assert {n for n in state if "lora_" in n} and set(model.state_dict()) == set(state)  # what resume needs
+    n_opt = sum(len(g["params"]) for g in ckpt["optimizer"]["param_groups"])
+    assert n_opt == len(trainable)  # the optimizer holds the adapter only
