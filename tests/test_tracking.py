@@ -62,8 +62,7 @@ def test_fit_and_xgboost_runs_recorded(tracker, store, request):
     r1, r2 = fit(epochs=3, lr=1e-2), fit(epochs=4, lr=3e-3)
     xrun = xgboost_run()
     tracker.wait()
-    if "mlflow_run_id" not in xrun.extra:  # fit_xgboost does not announce its run yet: record it explicitly
-        tb.log_run(xrun)
+    assert "mlflow_run_id" in xrun.extra  # fit_xgboost announces its run like fit does
     table = tb.runs()
     ids = [r.extra["mlflow_run_id"] for r in (r1, r2, xrun)]
     assert sorted(table.run_id) == sorted(ids)

@@ -16,6 +16,7 @@ from .checks import _require_column, _require_frame, infer_task
 from .core import Finding, History, TrainConfig, announce, environment
 from .data import FramePrep, make_preprocessor
 from .diagnostics import diagnose
+from .guard import prepare_run_dir
 from .events import LoopState
 from .loop import Run
 
@@ -393,6 +394,8 @@ def _fit_boosted(lib: BoostingLibrary, df: pd.DataFrame, target: str, splits, pa
                  checkpoint_dir=None, seed: int = 0) -> Run:
     "The one boosting path: check, preprocess on train rows, train with a per-round History, keep the best."
     task = _check_inputs(df, target, splits, task)
+    # the run folder is checked writable and claimed before any work; an earlier run's files are kept
+    run_dir, versioned = prepare_run_dir(checkpoint_dir)
     if not isinstance(num_rounds, int) or num_rounds < 1:
         raise ValueError(f"num_rounds must be a positive int, got {num_rounds!r}")
     if early_stopping is not None and (not isinstance(early_stopping, int) or early_stopping < 1):
@@ -419,19 +422,21 @@ def _fit_boosted(lib: BoostingLibrary, df: pd.DataFrame, target: str, splits, pa
                               num_rounds, early_stopping, recorder)
     seconds = time.perf_counter() - t0
     model = BoostedModel(booster, prep, best, lib.name)
-    findings = diagnose(recorder.history)
+    findings = diagnose(recorder.history) + ([versioned] if versioned is not None else [])
     recorder.finish(findings)
-    run_dir = model.save(checkpoint_dir) if checkpoint_dir is not None else None
+    if run_dir is not None: model.save(run_dir)
     rounds = recorder.rounds
     valid_loss = recorder.history.series("loss", "valid")
     config = TrainConfig(epochs=num_rounds, patience=early_stopping, seed=seed)
-    return Run(records=recorder.history, config=config,
+    run = Run(records=recorder.history, config=config,
                stopped="early_stopping" if early_stopping and rounds < num_rounds else "completed",
                findings=findings, model=model, run_dir=run_dir, environment=environment(), step=rounds,
                epoch=rounds - 1, best=float(valid_loss.iloc[best]) if len(valid_loss) > best else None,
                best_epoch=best, kind=lib.name,
                extra={"params": p, "best_iteration": best, "best_step": best + 1, "seconds": seconds,
                       "task": task, "classes": classes})
+    announce("run", run)  # listeners (the checklist, experiment tracking) hear of every run
+    return run
 
 # %% ../nbs/10_classical.ipynb #2bb3beea
 class XGBoostLibrary(BoostingLibrary):
