@@ -18,7 +18,7 @@ _EXPORTS = {
     "optim": ["param_groups", "make_scheduler", "warmup_cosine", "one_cycle", "constant", "scale_lr", "lr_find", "LRFinder"],
     "checkpoint": ["save_checkpoint", "load_checkpoint", "UnsafeCheckpointError"],
     "loop": ["fit", "train_step", "evaluate", "optimizer_step", "Run", "EarlyStopping", "accuracy", "show_loop", "last_run",
-             "Checkpointer", "Position"],
+             "Checkpointer", "Position", "sk_metric"],
     "diagnostics": ["diagnose", "NanGuard", "locate_nonfinite", "top_losses"],
     "sanity": ["overfit_batch", "check_init_loss", "SanityReport"],
     "live": ["LiveCurves", "Progress", "plot_history"],
