@@ -21,7 +21,7 @@ _EXPORTS = {
     "guard": ["check_loss_fn", "check_loader", "require_batches", "check_monitor", "probe_writable", "prepare_run_dir",
               "run_signature", "saved_signature", "resume_changes", "nonfinite_validation"],
     "loop": ["fit", "train_step", "evaluate", "optimizer_step", "Run", "EarlyStopping", "accuracy", "show_loop", "last_run",
-             "Checkpointer", "Position"],
+             "Checkpointer", "Position", "sk_metric"],
     "diagnostics": ["diagnose", "NanGuard", "locate_nonfinite", "top_losses"],
     "sanity": ["overfit_batch", "check_init_loss", "SanityReport"],
     "preflight": ["summary", "ModelSummary", "dry_run", "DryRunReport", "find_batch_size", "BatchSizeResult",

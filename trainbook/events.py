@@ -36,7 +36,8 @@ class Control:
     save: bool = False  # write last.pt now
     evaluate: bool = False  # validate now
 
-    def request_stop(self, reason: str = "interrupted"):
+    def request_stop(self, reason: str = "interrupted",  # becomes `Run.stopped`
+                    ):
         "Ask the loop to stop at the next boundary."
         self.stop, self.stop_reason = True, reason
 
@@ -87,7 +88,8 @@ def _handlers(cb) -> dict:
 
 class Callbacks:
     "Calls the callbacks' event methods in list order."
-    def __init__(self, callbacks: Iterable = ()):
+    def __init__(self, callbacks: Iterable = (),  # objects with event methods, called in this order
+                ):
         self.callbacks = list(callbacks)
         self.handlers = {e: [] for e in EVENT_NAMES}
         for cb in self.callbacks:
@@ -101,7 +103,8 @@ class Callbacks:
                 warnings.warn(f"{type(cb).__name__}.{event.value} failed and was switched off: {e!r}")
                 self._remove(cb)
 
-    def has(self, event: Event) -> bool:
+    def has(self, event: Event,  # the event to ask about
+           ) -> bool:
         "Whether any callback listens to `event` (lets the loop skip work nobody reads)."
         return bool(self.handlers[event])
 

@@ -36,21 +36,35 @@ def param_groups(model: nn.Module, weight_decay: float = 0.01) -> list[dict]:
     return [g for g in ({"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}) if g["params"]]
 
 # %% ../nbs/05_optim.ipynb #519915a5
-def warmup_steps(warmup: float, total_steps: int) -> int:
+def warmup_steps(warmup: float,  # a fraction of the steps when < 1, else a number of steps
+                 total_steps: int,  # optimizer steps in the run
+                ) -> int:
     "`warmup` as a number of steps: a fraction of `total_steps` when < 1, else itself."
     return int(round(warmup * total_steps)) if warmup < 1 else int(warmup)
 
-def constant(step: int, total_steps: int, warmup: int = 0) -> float:
+def constant(step: int,  # the optimizer step (0-based)
+             total_steps: int,  # optimizer steps in the run
+             warmup: int = 0,  # steps of linear warmup
+            ) -> float:
     "Linear warmup, then the peak lr."
     return (step + 1) / warmup if step < warmup else 1.0
 
-def warmup_cosine(step: int, total_steps: int, warmup: int = 0, final: float = 0.0) -> float:
+def warmup_cosine(step: int,  # the optimizer step (0-based)
+                  total_steps: int,  # optimizer steps in the run
+                  warmup: int = 0,  # steps of linear warmup
+                  final: float = 0.0,  # the last multiplier, as a share of the peak
+                 ) -> float:
     "Linear warmup to the peak, then a cosine decay to `final` × peak at `total_steps`."
     if step < warmup: return (step + 1) / warmup
     progress = min(1.0, (step - warmup) / max(1, total_steps - warmup))
     return final + (1 - final) * 0.5 * (1 + math.cos(math.pi * progress))
 
-def one_cycle(step: int, total_steps: int, warmup: int = 0, div: float = 25.0, final_div: float = 1e4) -> float:
+def one_cycle(step: int,  # the optimizer step (0-based)
+              total_steps: int,  # optimizer steps in the run
+              warmup: int = 0,  # steps of the rise; 0 = 30% of the run
+              div: float = 25.0,  # the start is peak / div
+              final_div: float = 1e4,  # the end is peak / (div · final_div)
+             ) -> float:
     "Cosine rise from peak/div to the peak over `warmup` steps (30% when 0), then cosine down to peak/(div·final_div)."
     rise = warmup or max(1, int(0.3 * total_steps))
     lo, end = 1 / div, 1 / (div * final_div)
@@ -60,7 +74,10 @@ def one_cycle(step: int, total_steps: int, warmup: int = 0, div: float = 25.0, f
 
 SCHEDULE_FNS = {"constant": constant, "warmup_cosine": warmup_cosine, "one_cycle": one_cycle}
 
-def make_scheduler(opt: torch.optim.Optimizer, cfg: TrainConfig, total_steps: Optional[int]):
+def make_scheduler(opt: torch.optim.Optimizer,  # the optimizer whose groups' lrs are scaled
+                   cfg: TrainConfig,  # `schedule`, `warmup`, `mode`, `plateau_*` are read
+                   total_steps: Optional[int],  # optimizer steps in the run (None = unknown)
+                  ):
     "The scheduler `cfg.schedule` names: a `LambdaLR` over a pure schedule, or `ReduceLROnPlateau` fed the monitored value."
     if cfg.schedule == "plateau":
         return torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode=cfg.mode, factor=cfg.plateau_factor,
@@ -73,7 +90,10 @@ def make_scheduler(opt: torch.optim.Optimizer, cfg: TrainConfig, total_steps: Op
     return torch.optim.lr_scheduler.LambdaLR(opt, fn)
 
 # %% ../nbs/05_optim.ipynb #16365b82
-def scale_lr(lr: float, base_batch: int, effective_batch: int) -> float:
+def scale_lr(lr: float,  # the lr tuned at `base_batch`
+             base_batch: int,  # the batch size it was tuned at
+             effective_batch: int,  # the batch size used now (per-device batch · devices · accum_steps)
+            ) -> float:
     "The linear scaling rule: `lr` tuned at `base_batch`, used at `effective_batch`."
     if base_batch <= 0 or effective_batch <= 0: raise ValueError("base_batch and effective_batch must be positive")
     return lr * effective_batch / base_batch

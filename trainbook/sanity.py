@@ -28,7 +28,11 @@ def _loss_kind(loss_fn) -> Optional[str]:
     if isinstance(loss_fn, nn.BCEWithLogitsLoss) or name == "binary_cross_entropy_with_logits": return "bce"
     return None
 
-def static_findings(model: nn.Module, out: torch.Tensor, yb, loss_fn) -> list[Finding]:
+def static_findings(model: nn.Module,  # the model (as it will train)
+                    out: torch.Tensor,  # its prediction on one batch
+                    yb,  # that batch's targets
+                    loss_fn,  # the loss (None = the model's own)
+                   ) -> list[Finding]:
     "Findings visible from the model and one forward pass: frozen params, eval mode, label range, activation before loss."
     found = []
     params = list(model.named_parameters())
@@ -65,7 +69,8 @@ def static_findings(model: nn.Module, out: torch.Tensor, yb, loss_fn) -> list[Fi
                                  advice="remove the final Sigmoid; return raw logits"))
     return found
 
-def no_gradient(model: nn.Module) -> list[Finding]:
+def no_gradient(model: nn.Module,  # a model right after one backward pass
+               ) -> list[Finding]:
     "After a backward pass: trainable parameters whose gradient is None or all zero."
     dead = [n for n, p in model.named_parameters() if p.requires_grad and (p.grad is None or not p.grad.any())]
     if not dead: return []
