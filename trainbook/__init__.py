@@ -16,7 +16,7 @@ _EXPORTS = {
     "optim": ["param_groups", "make_scheduler", "warmup_cosine", "one_cycle", "constant", "scale_lr", "lr_find", "LRFinder"],
     "checkpoint": ["save_checkpoint", "load_checkpoint", "UnsafeCheckpointError"],
     "loop": ["fit", "train_step", "evaluate", "optimizer_step", "Run", "EarlyStopping", "accuracy"],
-    "diagnostics": ["diagnose", "NanGuard", "locate_nonfinite", "top_losses"],
+    "diagnostics": ["diagnose", "NanGuard", "locate_nonfinite", "top_losses", "Thresholds", "ExampleLosses"],
     "sanity": ["overfit_batch", "check_init_loss", "SanityReport"],
     "live": ["LiveCurves", "Progress", "plot_history"],
     "widgets": ["SplitBuilder", "TrainPanel"],
