@@ -62,28 +62,28 @@ def _robust_spread(values: np.ndarray) -> float:
 # %% ../nbs/09_diagnostics.ipynb #950ba6ba
 @dataclass(frozen=True)
 class Thresholds:
-    "The numbers behind the `diagnose` rules: tuned on half of bench/corpus's labelled runs, reported on the other."
+    "The numbers behind the `diagnose` rules, tuned on the labelled runs of bench/corpus (see bench/RESULTS.md)."
     min_steps: int = 20  # fewest logged training losses before the loss-curve rules speak
     diverge_end: float = 1.2  # a run ending above this multiple of its starting loss is diverging
-    diverge_peak: float = 10.0  # ... and so is one whose briefly smoothed loss peaks above this multiple
-    still: float = 0.05  # a loss that fell less than this share of its start (in 100+ steps): not learning
-    slow: float = 0.3  # one that fell less than this share and still falls steadily: the lr may be too low
-    spike_z: float = 6.0  # a spike stands this many robust spreads above the moving median of its stage
+    diverge_peak: float = 20.0  # ... and so is one whose briefly smoothed loss peaks above this multiple
+    still: float = 0.12  # a loss that fell less than this share of its start (in 100+ steps): not learning
+    slow: float = 0.2  # one that fell less than this share and still falls steadily: the lr may be too low
+    spike_z: float = 15.0  # a spike stands this many robust spreads above the moving median of its stage
     spike_rel: float = 0.5  # ... and above that median by at least this share of the starting loss
     spike_share: float = 0.05  # more spike events than this share of the steps is a noisy loss, not spikes
     overfit_tol: float = 0.01  # the best epoch: the first whose valid loss is within this share of the lowest
     overfit_after: int = 3  # evaluations after the best before a rise counts
     overfit_rise: float = 0.05  # valid loss above its best by this share ...
-    overfit_z: float = 3.0  # ... and by this many robust spreads of its evaluation-to-evaluation changes
-    explode: float = 10.0  # the gradient norm grew by this factor from the first fifth of the run to the last
-    vanish: float = 1e-4  # a parameter whose median gradient norm is below this share of the largest one
+    overfit_z: float = 4.0  # ... and by this many robust spreads of its wiggle around a 3-point median
+    explode: float = 20.0  # the gradient norm grew by this factor from the first fifth of the run to the last
+    vanish: float = 1e-5  # a parameter whose median gradient norm is below this share of the largest one
     data_wait: float = 0.3  # share of the training epoch spent waiting for batches
-    memory_rise: float = 0.1  # peak memory rising by this share over the epochs after the first ...
+    memory_rise: float = 0.05  # peak memory rising by this share over the epochs after the first ...
     memory_mb: float = 50.0  # ... and by at least this many MB
-    noise_share: float = 0.05  # share of examples stuck worse than the untrained model (ExampleLosses) ...
-    noise_fit: float = 0.3  # ... while the others' median loss fell below this share of its untrained value
-    leak_first: float = 0.02  # a first valid loss below this share of the starting loss is suspicious
-    leak_ratio: float = 0.3  # so is a valid loss below this share of the train loss over the later epochs
+    noise_share: float = 0.1  # share of examples stuck worse than the untrained model (ExampleLosses) ...
+    noise_fit: float = 0.4  # ... while the others' median loss fell below this share of its untrained value
+    leak_first: float = 0.03  # a first valid loss below this share of the starting loss is suspicious
+    leak_ratio: float = 0.2  # so is a valid loss below this share of the train loss over the later epochs
 
 # %% ../nbs/09_diagnostics.ipynb #56c42fb9
 def _levels(loss: np.ndarray) -> tuple[float, float, float]:
@@ -340,7 +340,11 @@ def locate_nonfinite(model: nn.Module, xb, yb=None, loss_fn=None, *, precision: 
 
 class NanGuard(Callback):
     "Triage of the first non-finite loss: the first module with a non-finite output, the saved batch, lr and loss scales."
-    def __init__(self, max_reports: int = 3):
+    def __init__(self,
+                 max_reports: int = 3,  # non-finite windows triaged per run (each re-runs its batch with hooks)
+                 ):
+        if not isinstance(max_reports, int) or max_reports < 1:
+            raise ValueError(f"max_reports must be a positive int, got {max_reports!r}")
         self.max_reports, self.reports = max_reports, []
 
     def on_nonfinite(self, state: LoopState):
