@@ -67,7 +67,7 @@ class Thresholds:
     diverge_end: float = 1.2  # a run ending above this multiple of its starting loss is diverging
     diverge_peak: float = 20.0  # ... and so is one whose briefly smoothed loss peaks above this multiple
     still: float = 0.12  # a loss that fell less than this share of its start (in 100+ steps): not learning
-    slow: float = 0.2  # one that fell less than this share and still falls steadily: the lr may be too low
+    slow: float = 0.3  # one that fell less than this share and still falls steadily: the lr may be too low
     spike_z: float = 15.0  # a spike stands this many robust spreads above the moving median of its stage
     spike_rel: float = 0.5  # ... and above that median by at least this share of the starting loss
     spike_share: float = 0.05  # more spike events than this share of the steps is a noisy loss, not spikes
@@ -76,7 +76,7 @@ class Thresholds:
     overfit_rise: float = 0.05  # valid loss above its best by this share ...
     overfit_z: float = 4.0  # ... and by this many robust spreads of its wiggle around a 3-point median
     explode: float = 20.0  # the gradient norm grew by this factor from the first fifth of the run to the last
-    vanish: float = 1e-5  # a parameter whose median gradient norm is below this share of the largest one
+    vanish: float = 1e-05  # a parameter whose median gradient norm is below this share of the largest one
     data_wait: float = 0.3  # share of the training epoch spent waiting for batches
     memory_rise: float = 0.05  # peak memory rising by this share over the epochs after the first ...
     memory_mb: float = 50.0  # ... and by at least this many MB
