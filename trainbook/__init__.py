@@ -22,7 +22,7 @@ _EXPORTS = {
               "run_signature", "saved_signature", "resume_changes", "nonfinite_validation"],
     "loop": ["fit", "train_step", "evaluate", "optimizer_step", "Run", "EarlyStopping", "accuracy", "show_loop", "last_run",
              "Checkpointer", "Position", "sk_metric"],
-    "diagnostics": ["diagnose", "NanGuard", "locate_nonfinite", "top_losses"],
+    "diagnostics": ["diagnose", "NanGuard", "locate_nonfinite", "top_losses", "Thresholds", "ExampleLosses"],
     "sanity": ["overfit_batch", "check_init_loss", "SanityReport"],
     "preflight": ["summary", "ModelSummary", "dry_run", "DryRunReport", "find_batch_size", "BatchSizeResult",
                   "PeakMemory"],
