@@ -895,7 +895,8 @@ class _Loop:
                   environment=self.env, step=state.step, epoch=state.epoch, skipped_steps=state.skipped_steps,
                   best=self.stopper.best, best_epoch=self.stopper.best_epoch,
                   extra={"seconds": time.perf_counter() - self.t_fit, "precision": self.precision,
-                         "device": str(self.device), "best_step": self.stopper.best_step, "track": self.track},
+                         "device": str(self.device), "best_step": self.stopper.best_step, "track": self.track,
+                         "split_fingerprint": self.ckpt.meta["split_fingerprint"]},
                   error=repr(error) if error is not None else None)
         state.run = run
         _LAST_RUN[0] = run
