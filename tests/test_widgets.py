@@ -53,13 +53,76 @@ def panel(epochs=3, **kw):
                          metrics="accuracy")
 
 
-def test_overfit_and_find_lr_buttons():
+def test_overfit_and_find_lr_buttons_draw_in_the_panels_figure():
     p = panel()
     p.overfit_button.click(); p.wait()
     assert p.sanity.passed and "PASSED" in p.status.value
+    loss = p.sanity.history.series("loss")
+    assert list(p.figure.data[0].y) == loss.tolist() and list(p.figure.data[0].x) == loss.index.tolist()
+    assert p.figure.layout.yaxis.type == "log" and p.plot.children == (p.figure,)
+    lo, hi = p.figure.layout.yaxis.range
+    assert 10 ** lo <= loss.min() and loss.max() <= 10 ** hi
+    overfit_fig = p.figure
     p.lr_button.click(); p.wait()
     assert p.lr_finder is not None and "suggested lr" in p.status.value
+    assert list(p.figure.data[0].x) == p.lr_finder.lrs and list(p.figure.data[0].y) == p.lr_finder.losses
+    assert p.figure.layout.xaxis.type == "log" and overfit_fig.comm is None  # the old figure was closed
+    assert [s.x0 for s in p.figure.layout.shapes] == [p.lr_finder.suggestion]
+    assert p.figure.layout.annotations[0].text.startswith("suggested")
     assert not p.busy and not p.train_button.disabled and p.stop_button.disabled
+
+
+def test_buttons_sized_to_their_labels():
+    p = panel()
+    assert [b.description for b in p.buttons] == ["Overfit one batch", "Find LR", "Dry run", "Train", "Stop"]
+    assert all(b.layout.width == "auto" and b.layout.min_width == "max-content" for b in p.buttons)
+
+
+def test_dry_run_button_shows_the_report(monkeypatch):
+    "The Dry run button calls trainbook.preflight.dry_run (faked here) with the panel's pieces and shows its report."
+    import sys, types
+    calls = []
+    class Report:
+        passed, findings = False, [tb.Finding("shape_mismatch", "error", "pred (4, 1) vs target (4,)")]
+        def _repr_html_(self): return "<p>dry-run report: shape_mismatch</p>"
+    def dry_run(model, dl_train, dl_valid=None, loss_fn=None, config=None, metrics=None):
+        calls.append((model, dl_train, dl_valid, loss_fn, config, metrics))
+        return Report()
+    monkeypatch.setitem(sys.modules, "trainbook.preflight", types.SimpleNamespace(dry_run=dry_run))
+    p = panel()
+    p.dry_button.click(); p.wait()
+    assert calls == [(p.model, p.dl_train, p.dl_valid, p.loss_fn, p.config, p.metrics)]
+    assert "dry run: <b>FAILED</b> (1 finding(s))" in p.status.value and "shape_mismatch" in p.findings.value
+    assert isinstance(p.dry_run_report, Report) and p.error is None
+
+
+class FakeHandle:
+    def __init__(self): self.updates = []
+    def update(self, obj, **kw): self.updates.append(obj)
+
+
+def test_panel_snapshot_follows_its_state(monkeypatch):
+    "The static fallback shows the buttons, the status and the figure of the last action, and is re-rendered after it."
+    from trainbook import live
+    monkeypatch.setitem(live._PLOTLYJS, "sent", True)
+    p = panel()
+    first = p._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in first and "Overfit one batch</button>" in first["text/html"]
+    assert "ready" in first["text/html"] and "Plotly.newPlot" not in first["text/html"]  # nothing drawn yet
+    handle = FakeHandle()
+    p._handles = [handle]
+    p.overfit_button.click(); p.wait()
+    assert len(handle.updates) == 1
+    html = handle.updates[0]["text/html"]
+    assert "PASSED" in html and "Plotly.newPlot" in html and "train loss on one batch" in html
+
+
+def test_split_builder_snapshot():
+    df = load_breast_cancer(as_frame=True).frame
+    sb = tb.SplitBuilder(df, target="target")
+    html = sb._repr_mimebundle_()["text/html"]
+    assert "stratified" in html and "Plotly.newPlot" in html and "splits = tb.make_splits(df, 'target')" in html
+    assert "application/vnd.jupyter.widget-view+json" in sb._repr_mimebundle_()
 
 
 def test_train_button_runs_and_draws():

@@ -257,18 +257,20 @@ def _time_markers(history: History, findings: list, stopped: Optional[str] = Non
     return marks
 
 # %% ../nbs/11_live.ipynb #945dfa78
-_PLOTLYJS = {"sent": False}  # plotly.js goes into one output per kernel session: the first static figure's
+_PLOTLYJS = {"sent": False, "owner": None}  # plotly.js goes into one output per kernel session: the first snapshot's
 
-def plotlyjs_script() -> str:
-    "plotly.js inlined in a script tag the first time in this kernel ('' after): one copy per notebook, marked for tools."
-    if _PLOTLYJS["sent"]: return ""
+def plotlyjs_script(owner=None,  # an object that re-renders its own output (a panel): it keeps the copy it carried
+                   ) -> str:
+    "plotly.js in a script tag the first time in this kernel ('' after): one copy per notebook, marked for tools."
+    if _PLOTLYJS["sent"] and (owner is None or _PLOTLYJS["owner"] != id(owner)): return ""
     from plotly.offline import get_plotlyjs
-    _PLOTLYJS["sent"] = True
+    _PLOTLYJS.update(sent=True, owner=None if owner is None else id(owner))
     return f'<script data-trainbook="plotly.js">{get_plotlyjs()}</script>'
 
 def figure_html(fig,  # a plotly Figure, FigureWidget, or its dict
                 summary: str = "",  # one line of text shown under the plot; front ends that run no scripts show only it
                 with_plotlyjs: bool = True,  # inline plotly.js if this kernel has not sent it yet
+                owner=None,  # the object whose output this is, when it re-renders it (see `plotlyjs_script`)
                ) -> str:
     "An HTML snapshot of `fig`, drawn by `window.Plotly` where scripts run (nbconvert, nbviewer, the docs site)."
     import plotly.io as pio
@@ -280,7 +282,7 @@ def figure_html(fig,  # a plotly Figure, FigureWidget, or its dict
                "if(window.Plotly){go();}else{var n=0,t=setInterval(function(){"
                "if(window.Plotly){clearInterval(t);go();}else if(++n>200){clearInterval(t);}},50);}})();")
     note = f'<p class="tb-summary" style="font:12px sans-serif;color:#555;margin:2px 0">{html.escape(summary)}</p>'
-    return (f'<div class="tb-figure">{plotlyjs_script() if with_plotlyjs else ""}'
+    return (f'<div class="tb-figure">{plotlyjs_script(owner) if with_plotlyjs else ""}'
             f'<div id="{div}" style="height:{height}px;width:100%"></div>'
             f'<script type="text/javascript">{draw_js}</script>{note if summary else ""}</div>')
 
@@ -327,6 +329,7 @@ def plot_history(history,  # a `History`, a `Run` or a tidy DataFrame of records
                  findings: list = (),  # findings to mark (warning and error ones) on the loss panel
                  stopped: Optional[str] = None,  # why the run stopped; 'early_stopping' gets a mark
                  best_step: Optional[int] = None,  # the step of the best monitored value (default: lowest valid loss)
+                 severities: tuple = ("warning", "error"),  # finding severities marked on the curve
                 ):
     "The run's curves as a static plotly figure (what LiveCurves shows live)."
     from trainbook.diagnostics import _as_history
@@ -334,7 +337,7 @@ def plot_history(history,  # a `History`, a `Run` or a tidy DataFrame of records
     series = Series()
     series.read(h)
     fig = as_static(new_figure(system=series.has_system))
-    draw(fig, series, _time_markers(h, findings, stopped, best_step))
+    draw(fig, series, _time_markers(h, findings, stopped, best_step), severities)
     return fig
 
 # %% ../nbs/11_live.ipynb #71e9ac4a
