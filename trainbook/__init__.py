@@ -18,7 +18,7 @@ _EXPORTS = {
     "loop": ["fit", "train_step", "evaluate", "optimizer_step", "Run", "EarlyStopping", "accuracy"],
     "diagnostics": ["diagnose", "NanGuard", "locate_nonfinite", "top_losses"],
     "sanity": ["overfit_batch", "check_init_loss", "SanityReport"],
-    "live": ["LiveCurves", "Progress", "plot_history"],
+    "live": ["LiveCurves", "Progress", "plot_history", "plot_grad_norms", "plot_lr_find", "as_static"],
     "widgets": ["SplitBuilder", "TrainPanel"],
     "magics": ["Checklist"],
     "distributed": ["launch", "LaunchError"],
