@@ -453,6 +453,12 @@ class LiveCurves(Callback):
         self._ensure()
         return self.box
 
+    def close(self):
+        "Close the live widgets (nothing is left to save or to draw); the points stay in `.series`."
+        for w in (self.box, self._findings_box, self.figure):
+            if hasattr(w, "close"): w.close()
+        self.box = self._findings_box = None
+
     def marks(self, state: LoopState) -> list:
         "The findings and the run's own markers (best evaluation, early stop) to draw."
         run = getattr(state, "run", None)  # at the end: the run knows its monitored best and why it stopped
@@ -505,8 +511,7 @@ class LiveCurves(Callback):
         view = self.final(state)
         if self._handle is not None:  # the live widget gives way to a static figure: the saved notebook stays small
             self._handle.update(view)
-            for w in (self.box, self._findings_box, self.figure): w.close()
-            self.box = self._findings_box = None
+            self.close()
         self.figure = view.figure
         if self.mode == "static" and not self._shown:
             _display(view)

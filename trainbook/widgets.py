@@ -213,13 +213,19 @@ class TrainPanel(Snapshot):
         old = self.figure
         self.figure = fig if isinstance(fig, go.FigureWidget) else go.FigureWidget(fig)
         self.plot.children = (self.figure,)
-        if old is not None and old is not self.figure: old.close()
+        if old is None or old is self.figure: return
+        if self.curves is not None and old is self.curves.figure:  # the curves' own widgets go with their figure
+            self.curves.close()
+            self.curves = None
+        else:
+            old.close()
 
     def _new_curves(self):
         from trainbook.live import LiveCurves
-        self.curves = LiveCurves(mode="widget", show=False)
-        self.curves.widget()
-        self.show_figure(self.curves.figure)
+        curves = LiveCurves(mode="widget", show=False)
+        curves.widget()
+        self.show_figure(curves.figure)
+        self.curves = curves
 
     # --- actions (each runs in the background thread) -----------------------------------------------
     def _overfit(self):
