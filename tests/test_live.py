@@ -250,3 +250,20 @@ def test_gradient_trouble_brings_the_per_layer_view():
     assert len(view.extra) == 1 and view.extra[0].data[0].type == "heatmap"
     curves.findings = []
     assert curves.final(state).extra == []
+
+
+def test_figures_display_their_static_bundle_in_ipython(monkeypatch):
+    "What IPython publishes for run.plot() (plotly's own display would publish its JSON only)."
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.display import display
+    from IPython.utils.capture import capture_output
+    from trainbook import live
+    monkeypatch.setitem(live._PLOTLYJS, "sent", True)
+    InteractiveShell.instance()
+    fig = _fit([], epochs=1).plot()
+    with capture_output() as out:
+        display(fig)
+    assert len(out.outputs) == 1
+    data = out.outputs[0].data
+    assert {"application/vnd.plotly.v1+json", "text/html", "text/plain"} <= set(data)
+    assert "Plotly.newPlot" in data["text/html"]

@@ -148,3 +148,57 @@ def test_stop_right_after_train():
     p = panel(epochs=50)
     p.train_button.click(); p.stop_button.click(); p.wait()
     assert p.run.stopped == "interrupted" and p.run.step < 50 * 20
+
+
+NOTEBOOK = ['''import os, torch, trainbook as tb
+from torch import nn
+from sklearn.datasets import load_breast_cancer
+torch.manual_seed(0)
+X = torch.randn(640, 8); y = (X[:, 0] + X[:, 1] > 0).long()
+dl, dv = tb.TensorLoader(X[:512], y[:512], batch_size=32, shuffle=True), tb.TensorLoader(X[512:], y[512:], batch_size=128)
+def model(): return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+cfg = tb.TrainConfig(epochs=3, lr=3e-3, device="cpu")'''] + [
+    f'run{i} = tb.fit(model(), dl, dv, loss_fn=nn.functional.cross_entropy, metrics="accuracy", config=cfg)'
+    for i in range(3)] + [
+    "run0.plot()",
+    'tb.SplitBuilder(load_breast_cancer(as_frame=True).frame, target="target")',
+    "panel = tb.TrainPanel(model(), dl, dv, loss_fn=nn.functional.cross_entropy, config=cfg)\npanel",
+    "panel.overfit_button.click(); panel.wait(); print(panel.status.value)"]
+
+
+def test_saved_notebook_small_and_readable_without_kernel(tmp_path):
+    """Three live runs, a figure, a SplitBuilder and a TrainPanel, executed as JupyterLab would (live widgets, widget
+    state not saved): the saved notebook stays under 3 MB beyond one plotly.js copy, and rendered by nbconvert (as
+    nbviewer, GitHub and the docs do) every widget and figure cell shows content."""
+    import os, sys
+    from pathlib import Path
+    import nbformat
+    from nbclient import NotebookClient
+    from nbconvert import HTMLExporter
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    from demo import visible_outputs
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in NOTEBOOK])
+    env = {"TRAINBOOK_LIVE": "widget", "PLOTLY_RENDERER": "plotly_mimetype"}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        NotebookClient(nb, timeout=300, kernel_name="python3", store_widget_state=False).execute()
+    finally:
+        for k, v in old.items():
+            if v is None: os.environ.pop(k, None)
+            else: os.environ[k] = v
+    path = tmp_path / "three_runs.ipynb"
+    nbformat.write(nb, path)
+    text = path.read_text()
+    assert text.count('data-trainbook=\\"plotly.js\\"') == 1  # one copy of plotly.js in the whole notebook
+    import plotly
+    plotlyjs = (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").stat().st_size
+    assert path.stat().st_size - plotlyjs < 3_000_000, path.stat().st_size
+    for i in range(1, 4):  # each run's live widget gave way to a static figure in its own output
+        kinds = [set(o.get("data", {})) for o in nb.cells[i].outputs]
+        assert any({"application/vnd.plotly.v1+json", "text/html"} <= k for k in kinds), kinds
+    assert "PASSED" in "".join(o.get("text", "") for o in nb.cells[-1].outputs)
+    html, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
+    assert visible_outputs(nb, html) == []
+    snapshot = nb.cells[6].outputs[0]["data"]["text/html"]
+    assert "PASSED" in snapshot and "Plotly.newPlot" in snapshot  # the panel's output was refreshed after the click

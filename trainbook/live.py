@@ -4,7 +4,7 @@
 
 # %% ../nbs/11_live.ipynb #a2c7a414
 from __future__ import annotations
-import functools, html, json, math, os, time, uuid
+import functools, html, json, math, os, re, time, uuid
 from typing import Callable, Optional
 
 import numpy as np
@@ -17,8 +17,8 @@ from .events import Callback, LoopState
 __all__ = ['PANELS', 'TITLES', 'LOG_PANELS', 'SYSTEM', 'LEGENDS', 'STYLE', 'MARK_STYLE', 'GRADIENT_TROUBLE', 'display_mode',
            'Series', 'panel_of', 'new_figure', 'data_range', 'autoscale', 'marks_for', 'place_labels', 'draw',
            'plotlyjs_script', 'figure_html', 'figure_bundle', 'StaticFigure', 'summary_of', 'as_static', 'plot_history',
-           'grad_norm_matrix', 'plot_grad_norms', 'plot_curve', 'plot_lr_find', 'plot_overfit', 'LiveCurves',
-           'FinalView', 'Progress', 'HistoryStream', 'default_displays']
+           'portable_outputs', 'grad_norm_matrix', 'plot_grad_norms', 'plot_curve', 'plot_lr_find', 'plot_overfit',
+           'LiveCurves', 'FinalView', 'Progress', 'HistoryStream', 'default_displays']
 
 # %% ../nbs/11_live.ipynb #ec582984
 def display_mode() -> str:
@@ -318,6 +318,8 @@ def _figure_class():
     class Figure(go.Figure):
         "A plotly Figure that shows itself with static fallbacks (`figure_bundle`): it survives every front end."
         def _repr_mimebundle_(self, include=None, exclude=None, **kwargs): return figure_bundle(self)
+        def _ipython_display_(self):  # plotly's own would win over the bundle above
+            _display(figure_bundle(self), raw=True)
     return Figure
 
 def as_static(fig,  # a plotly Figure or FigureWidget
@@ -339,6 +341,35 @@ def plot_history(history,  # a `History`, a `Run` or a tidy DataFrame of records
     fig = as_static(new_figure(system=series.has_system))
     draw(fig, series, _time_markers(h, findings, stopped, best_step), severities)
     return fig
+
+# %% ../nbs/11_live.ipynb #1593e010
+def portable_outputs(nb,  # an executed notebook (nbformat NotebookNode), changed in place
+                     drop_widget_views: bool = True,  # remove widget views (no widget state is saved with them)
+                    ) -> dict:
+    "Make every figure output of `nb` show without a kernel, with plotly.js once; returns counts of what changed."
+    marker = 'data-trainbook="plotly.js"'
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if "data" in o]
+    counts = {"figures_given_html": 0, "plotlyjs_copies": 0, "widget_views_dropped": 0}
+    for o in outputs:
+        data = o["data"]
+        fig = data.get("application/vnd.plotly.v1+json")
+        if fig is not None and "Plotly.newPlot" not in str(data.get("text/html", "")):
+            data["text/html"] = figure_html(fig, with_plotlyjs=False)
+            counts["figures_given_html"] += 1
+        if drop_widget_views and "text/html" in data and data.pop("application/vnd.jupyter.widget-view+json", None):
+            counts["widget_views_dropped"] += 1
+    drawn = [o for o in outputs if "Plotly.newPlot" in str(o["data"].get("text/html", ""))]
+    carriers = [o for o in outputs if marker in str(o["data"].get("text/html", ""))]
+    for o in carriers[1:]:  # one copy is enough
+        o["data"]["text/html"] = re.sub(r'<script data-trainbook="plotly\.js">.*?</script>', "", str(o["data"]["text/html"]),
+                                        flags=re.S)
+    if drawn and not carriers:
+        from plotly.offline import get_plotlyjs
+        first = drawn[0]["data"]
+        first["text/html"] = f'<script {marker}>{get_plotlyjs()}</script>' + str(first["text/html"])
+    counts["plotlyjs_copies"] = 1 if drawn else 0
+    nb.metadata.pop("widgets", None)
+    return counts
 
 # %% ../nbs/11_live.ipynb #71e9ac4a
 GRADIENT_TROUBLE = ("exploding_gradients", "vanishing_gradients", "no_gradient")
