@@ -24,6 +24,9 @@ def same_weights(a: nn.Module, b: nn.Module) -> bool:
     return all(torch.equal(p, q) for p, q in zip(a.state_dict().values(), b.state_dict().values()))
 
 
+TIMING = ("data_wait", "samples_per_s", "step_time", "peak_memory_mb")
+
+
 def history_without_timing(run):
-    "History rows, leaving out the wall-clock ones (data_wait), which differ between any two runs."
-    return [r for r in run.records.rows() if r[3] != "data_wait"]
+    "History rows, leaving out the wall-clock and memory ones, which differ between any two runs."
+    return [r for r in run.records.rows() if r[3] not in TIMING]

@@ -279,3 +279,176 @@ def test_bad_input(kwargs, match):
     args = {"model": mlp(), "dl_train": [(X, y)], "loss_fn": CE, "config": tb.TrainConfig(epochs=1), **kwargs}
     with pytest.raises((TypeError, ValueError), match=match):
         tb.fit(args.pop("model"), args.pop("dl_train"), live=False, **args)
+
+
+# ---- the rebuilt core: every model form, failures that keep the run, events where they say ----------------------
+
+class TinyHF(nn.Module):
+    "A Hugging Face style classifier written here (no downloads): keyword inputs, labels optional, output with .loss/.logits."
+    def __init__(self, d=8, classes=3):
+        super().__init__()
+        torch.manual_seed(0)
+        self.body, self.classifier = nn.Sequential(nn.Linear(d, 32), nn.ReLU()), nn.Linear(32, classes)
+
+    def forward(self, input_features, attention_mask=None, labels=None):
+        from types import SimpleNamespace
+        logits = self.classifier(self.body(input_features * attention_mask[:, None]))
+        loss = CE(logits, labels) if labels is not None else None
+        return SimpleNamespace(loss=loss, logits=logits)
+
+
+def test_hf_style_model_trains_with_its_own_loss():
+    "loss_fn=None: the dict batch keeps its labels for the model, output.loss is trained, metrics see the logits."
+    X, y = blobs(n=256)
+    mask = torch.ones(len(X))
+    batches = [{"input_features": X[i:i + 32], "attention_mask": mask[i:i + 32], "labels": y[i:i + 32]}
+               for i in range(0, 256, 32)]
+    run = tb.fit(TinyHF(), batches, batches[:2], loss_fn=None, metrics="accuracy", live=False,
+                 config=tb.TrainConfig(epochs=6, lr=1e-2, device="cpu"))
+    m = run.metrics()
+    assert m["train_loss"].iloc[-1] < 0.5 * m["train_loss"].iloc[0]
+    assert m["valid_accuracy"].iloc[-1] > 0.8
+
+
+def test_multi_label_accuracy_in_fit():
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(256, 8, generator=g)
+    Y = (X[:, :4] > 0).float()  # 4 independent labels
+    torch.manual_seed(0)
+    run = tb.fit(nn.Linear(8, 4), [(X, Y)], [(X, Y)], loss_fn=nn.BCEWithLogitsLoss(), metrics="accuracy", live=False,
+                 config=tb.TrainConfig(epochs=30, lr=5e-2, device="cpu"))
+    assert run.metrics()["valid_accuracy"].iloc[-1] > 0.9
+
+
+def test_two_lambdas_are_two_columns():
+    X, y = blobs(n=64)
+    run = tb.fit(mlp(), [(X, y)], [(X, y)], loss_fn=CE, live=False, metrics=[lambda p, t: 1.0, lambda p, t: 2.0],
+                 config=tb.TrainConfig(epochs=1, device="cpu"))
+    row = run.metrics().iloc[0]
+    assert (row["valid_<lambda>"], row["valid_<lambda>_2"]) == (1.0, 2.0)
+
+
+def test_before_step_sees_final_gradients_and_unstepped_weights():
+    "before_step: the weights are those before the step, the gradients are the clipped ones the optimizer uses."
+    class Look(Callback):
+        def __init__(self): self.seen = []
+        def before_step(self, state):
+            grads = [p.grad.clone() for p in state.model.parameters()]
+            total = torch.linalg.vector_norm(torch.stack([g.norm() for g in grads]))
+            self.seen.append(([p.detach().clone() for p in state.model.parameters()], grads, float(total)))
+
+    X, y = blobs(n=64)
+    model, look = mlp(), Look()
+    first = [p.detach().clone() for p in model.parameters()]
+    tb.fit(model, [(X, y)] * 2, loss_fn=CE, live=False, callbacks=[look], optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+           config=tb.TrainConfig(epochs=1, clip_norm=0.01, device="cpu"))
+    weights0, grads0, norm0 = look.seen[0]
+    assert all(torch.equal(a, b) for a, b in zip(weights0, first))  # not stepped yet
+    assert norm0 == pytest.approx(0.01, rel=1e-3)  # clipped
+    weights1 = look.seen[1][0]
+    for w0, g0, w1 in zip(weights0, grads0, weights1):  # SGD applied exactly those gradients
+        assert torch.allclose(w1, w0 - 0.1 * g0, atol=1e-7)
+
+
+class FailsInEpoch2:
+    "A loader whose second pass raises after 2 batches."
+    def __init__(self, batches): self.batches, self.passes = batches, 0
+    def __len__(self): return len(self.batches)
+    def __iter__(self):
+        self.passes += 1
+        for i, b in enumerate(self.batches):
+            if self.passes == 2 and i == 2: raise OSError("disk went away")
+            yield b
+
+
+def test_a_failure_keeps_the_run(tmp_path):
+    import json
+    from trainbook.core import listen, unlisten
+    X, y = blobs(n=128)
+    seen = []
+    listener = lambda kind, obj: seen.append(kind)
+    class AfterFit(Callback):
+        called = False
+        def after_fit(self, state): AfterFit.called = True
+    listen(listener)
+    try:
+        with pytest.raises(OSError, match="disk went away") as e:
+            tb.fit(mlp(), FailsInEpoch2([(X[i:i + 32], y[i:i + 32]) for i in range(0, 128, 32)]), [(X, y)], loss_fn=CE,
+                   live=False, callbacks=[AfterFit()], config=tb.TrainConfig(epochs=3, device="cpu", checkpoint_dir=str(tmp_path)))
+    finally: unlisten(listener)
+    run = e.value.run
+    assert run.stopped == "failed" and "disk went away" in run.error and tb.last_run() is run
+    assert AfterFit.called and seen[-1] == "run" and "fit_start" in seen
+    assert run.step == 6 and run.metrics()["valid_loss"].notna().sum() == 1  # epoch 0, two steps of epoch 1
+    meta = json.loads((tmp_path / "run.json").read_text())
+    assert meta["stopped"] == "failed" and "disk went away" in meta["error"] and meta["history"]["step"]
+    ckpt = tb.load_checkpoint(tmp_path / "last.pt", mlp())
+    assert ckpt["step"] == 4 and ckpt["epoch"] == 1  # the last good checkpoint: the end of epoch 0
+
+
+def test_user_step_lr_steps_per_epoch():
+    X, y = blobs(n=128)
+    batches = [(X[i:i + 32], y[i:i + 32]) for i in range(0, 128, 32)]
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    run = tb.fit(model, batches, loss_fn=CE, optimizer=opt, scheduler=torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5),
+                 live=False, config=tb.TrainConfig(epochs=3, device="cpu"))
+    lrs = run.history.query("name == 'lr'").groupby("epoch").value.last().tolist()
+    assert lrs == pytest.approx([0.1, 0.05, 0.025])
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)  # asked per step: 4 steps an epoch
+    run = tb.fit(model, batches, loss_fn=CE, optimizer=opt, scheduler=torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5),
+                 scheduler_interval="step", live=False, config=tb.TrainConfig(epochs=1, device="cpu"))
+    assert run.history.query("name == 'lr'").value.iloc[-1] == pytest.approx(0.1 * 0.5 ** 4)
+
+
+def test_show_loop_matches_the_order_events_fire():
+    "show_loop reads fit's source; the events it prints are in the order a run fires them."
+    class Record(Callback):
+        def __init__(self): self.order = []
+    for e in tb.Event:
+        setattr(Record, e.value, lambda self, state, e=e.value: self.order.append(e) if e not in self.order else None)
+    rec = Record()
+    X, y = blobs(n=96)
+    tb.fit(mlp(), [(X[i:i + 32], y[i:i + 32]) for i in range(0, 96, 32)], [(X, y)], loss_fn=CE, live=False,
+           callbacks=[rec], config=tb.TrainConfig(epochs=2, accum_steps=2, device="cpu"))
+    text = tb.show_loop([rec])
+    printed = [e.value for e in tb.Event if f"[{e.value}: Record]" in text]
+    assert set(printed) == {e.value for e in tb.Event}
+    positions = {e: text.index(f"[{e}: Record]") for e in printed}
+    assert sorted(rec.order, key=positions.get) == rec.order
+
+
+def test_throughput_memory_and_announcements_per_epoch():
+    from trainbook.core import listen, unlisten
+    X, y = blobs(n=128)
+    seen = []
+    listener = lambda kind, obj: seen.append(kind)
+    listen(listener)
+    try:
+        run = tb.fit(mlp(), tb.TensorLoader(X, y, batch_size=32), loss_fn=CE, live=False, track=False,
+                     config=tb.TrainConfig(epochs=2, device="cpu"))
+    finally: unlisten(listener)
+    h = run.history.query("split == 'train'")
+    for name in ("samples_per_s", "step_time", "data_wait", "peak_memory_mb"):
+        assert len(h[h.name == name]) == 2, name
+    assert (h[h.name == "samples_per_s"].value > 0).all() and (h[h.name == "peak_memory_mb"].value > 0).all()
+    assert seen == ["fit_start", "epoch_end", "epoch_end", "run"] and run.extra["track"] is False
+
+
+def test_profile_fills_run_profile_and_writes_a_trace(tmp_path):
+    X, y = blobs(n=128)
+    run = tb.fit(mlp(), tb.TensorLoader(X, y, batch_size=32), loss_fn=CE, live=False, profile=2,
+                 config=tb.TrainConfig(epochs=1, device="cpu", checkpoint_dir=str(tmp_path)))
+    assert "aten::" in run.profile and (tmp_path / "trace.json").stat().st_size > 0
+    with pytest.raises(ValueError, match="profile must be"):
+        tb.fit(mlp(), [(X, y)], loss_fn=CE, live=False, profile=-1)
+
+
+def test_to_tensorboard_delegates_lazily(monkeypatch):
+    import sys, types
+    fake = types.ModuleType("trainbook.tracking")
+    fake.to_tensorboard = lambda run, logdir: ("written", run.stopped, logdir)
+    monkeypatch.setitem(sys.modules, "trainbook.tracking", fake)
+    X, y = blobs(n=32)
+    run = tb.fit(mlp(), [(X, y)], loss_fn=CE, live=False, config=tb.TrainConfig(epochs=1, device="cpu"))
+    assert run.to_tensorboard("logs") == ("written", "completed", "logs")

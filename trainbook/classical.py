@@ -350,21 +350,28 @@ def nested_cv(estimator, param_grid: dict, df: pd.DataFrame, target: str, *, gro
 
 # %% ../nbs/10_classical.ipynb #6db41e34
 @torch.no_grad()
-def score_torch(model: torch.nn.Module, loaders: dict, task: str) -> dict:
-    "Metrics per split of a torch model: `loaders` maps 'train'/'valid'/'test' to loaders of (xb, yb)."
-    model.eval()
+def score_torch(model: torch.nn.Module,  # a trained torch model (its train/eval mode is restored afterwards)
+                loaders: dict,  # 'train'/'valid'/'test' -> re-iterable of batches, in any form `fit` takes (None = skip)
+                task: str,  # "regression", else classification (softmax / sigmoid of the logits)
+               ) -> dict:
+    "Metrics per split of a torch model: `loaders` maps 'train'/'valid'/'test' to loaders of batches."
+    from trainbook.batch import call_model, eval_mode, prediction, split_batch, to_device
+    device = next(model.parameters()).device
     row = {}
-    try:
+    with eval_mode(model), torch.inference_mode():
         for name, dl in loaders.items():
             if dl is None: continue
-            outs, ys = zip(*[(model(xb.to(next(model.parameters()).device)).float().cpu(), yb) for xb, yb in dl])
+            outs, ys = [], []
+            for batch in dl:
+                xb, yb = split_batch(batch)
+                outs.append(prediction(call_model(model, to_device(xb, device))).float().cpu())
+                ys.append(yb.cpu())
             out, y = torch.cat(outs), torch.cat(ys)
             if task == "regression": m = regression_metrics(y.numpy(), out.numpy())
             else:
                 proba = torch.sigmoid(out).squeeze(-1) if out.shape[-1] == 1 else torch.softmax(out, -1)
                 m = classification_metrics(y.numpy(), proba.numpy(), labels=np.arange(max(2, out.shape[-1])))
             row.update({f"{name}_{k}": v for k, v in m.items()})
-    finally: model.train()
     return row
 
 def compare(*tables, metric: Optional[str] = None) -> tuple[pd.DataFrame, Any]:

@@ -149,6 +149,8 @@ def diagnose(history) -> list[Finding]:
     return _loss_trend(h) + _overfitting(h) + _gradients(h) + _input_pipeline(h)
 
 # %% ../nbs/09_diagnostics.ipynb #391d44d5
+from .batch import autocast, call_model, model_loss, prediction
+
 def _finite(obj) -> bool:
     if isinstance(obj, torch.Tensor): return bool(torch.isfinite(obj).all()) if obj.is_floating_point() or obj.is_complex() else True
     if isinstance(obj, (list, tuple)): return all(_finite(o) for o in obj)
@@ -165,15 +167,13 @@ def locate_nonfinite(model: nn.Module, xb, yb=None, loss_fn=None, *, precision: 
                 first.update(module=name, type=type(module).__name__, inputs_finite=_finite(inputs))
         return fn
     handles = [m.register_forward_hook(hook(n)) for n, m in model.named_modules() if n]
-    dtype, device = autocast_dtype(precision), next(model.parameters()).device.type
-    was_training = model.training
-    try:
-        with torch.no_grad(), torch.autocast(device, dtype=dtype or torch.float32, enabled=dtype is not None):
-            out = model(*xb) if isinstance(xb, (tuple, list)) else model(**xb) if isinstance(xb, dict) else model(xb)
-            loss = loss_fn(out, yb) if loss_fn is not None and yb is not None else None
+    try:  # in the mode the model is in: the failure happened in that mode
+        with torch.no_grad(), autocast(next(model.parameters()).device, precision):
+            out = call_model(model, xb)
+            if loss_fn is None: loss = model_loss(out)  # a model that computes its own loss
+            else: loss = loss_fn(prediction(out), yb) if yb is not None else None
     finally:
         for h in handles: h.remove()
-        model.train(was_training)
     return {"module": first.get("module"), "module_type": first.get("type"), "inputs_finite": first.get("inputs_finite"),
             "batch_finite": _finite(xb), "output_finite": _finite(out),
             "loss_finite": None if loss is None else bool(torch.isfinite(loss).all())}
@@ -225,23 +225,31 @@ def _per_example_loss(loss_fn, out, yb):
     try: return loss_fn(out, yb, reduction="none").reshape(len(out), -1).mean(1)
     except TypeError: return torch.stack([loss_fn(out[i:i + 1], yb[i:i + 1]) for i in range(len(out))])
 
+from typing import Callable
+
+from .batch import eval_mode, split_batch, to_device
+
 @torch.no_grad()
-def top_losses(model: nn.Module, dl, loss_fn, k: int = 16):
+def top_losses(model: nn.Module,  # the trained model (its train/eval mode is restored afterwards)
+               dl,  # re-iterable of batches, in any form `fit` takes, in a fixed order
+               loss_fn: Callable,  # the loss, computed per example (`reduction="none"` when it takes it)
+               k: int = 16,  # how many examples to return
+              ):
     "The `k` examples of `dl` with the highest loss, as a DataFrame: index (position in `dl`), label, prediction, loss."
     import pandas as pd
     if not isinstance(k, int) or k < 1: raise ValueError(f"k must be a positive int, got {k!r}")
-    was_training = model.training
-    model.eval()
+    if not callable(loss_fn):
+        raise TypeError("top_losses needs loss_fn= (a loss it can compute per example); a model's own loss is one "
+                        "number per batch")
     device = next(model.parameters()).device
     losses, labels, preds = [], [], []
-    try:
-        for xb, yb in dl:
-            xb, yb = xb.to(device), yb.to(device)
-            out = model(xb)
+    with eval_mode(model):
+        for batch in dl:
+            xb, yb = to_device(split_batch(batch), device)
+            out = prediction(call_model(model, xb))
             losses.append(_per_example_loss(loss_fn, out, yb).float().cpu())
             labels.append(yb.cpu())
             preds.append((out.argmax(-1) if out.ndim > 1 and out.shape[-1] > 1 else out.reshape(len(out), -1)[:, 0]).cpu())
-    finally: model.train(was_training)
     loss, label, pred = torch.cat(losses), torch.cat(labels), torch.cat(preds)
     order = torch.argsort(loss, descending=True)[:k]
     label = label.reshape(len(label), -1)[:, 0]

@@ -12,6 +12,7 @@ from typing import Callable, Iterable, Optional
 import torch
 from torch import nn
 
+from .batch import forward, stop_requested
 from .core import Finding, TrainConfig, autocast_dtype, pick_device, pick_precision
 
 # %% auto #0
@@ -80,50 +81,74 @@ def scale_lr(lr: float, base_batch: int, effective_batch: int) -> float:
 # %% ../nbs/05_optim.ipynb #48ca48bf
 @dataclass
 class LRFinder:
-    "The result of `lr_find`: the loss at each lr, and a suggested lr."
+    "The result of `lr_find`: the loss at each lr, and a suggested lr (None when stopped before it could tell)."
     lrs: list
     losses: list
-    suggestion: float
+    suggestion: Optional[float]
+    stopped: bool = False  # ended early by a Stop request
 
     def plot(self):
         "The loss-vs-lr curve (log x) with the suggestion marked."
         import plotly.graph_objects as go
         fig = go.Figure(go.Scatter(x=self.lrs, y=self.losses, name="train loss (smoothed)"))
-        fig.add_vline(x=self.suggestion, line_dash="dash", annotation_text=f"suggested {self.suggestion:.2e}")
+        if self.suggestion is not None:
+            fig.add_vline(x=self.suggestion, line_dash="dash", annotation_text=f"suggested {self.suggestion:.2e}")
         return fig.update_layout(xaxis_type="log", xaxis_title="learning rate", yaxis_title="loss", height=300)
 
 def _batches_forever(dl):
     while True:
         n = 0
-        for batch in dl: n += 1; yield batch
+        for batch in dl:
+            n += 1
+            yield batch
         if n == 0: raise ValueError("dl_train yielded no batches")
 
-def lr_find(model: nn.Module, dl_train, loss_fn: Callable, *, start_lr: float = 1e-7, end_lr: float = 10.0,
-            num_steps: int = 100, weight_decay: float = 0.0, device: str = "auto", smooth: float = 0.98) -> LRFinder:
+def _steepest(lrs: list, losses: list) -> Optional[float]:
+    "The lr of the steepest descent of the smoothed loss, ignoring the noisy first and exploding last points."
+    if len(losses) < 3: return None
+    lo, hi = len(losses) // 10, max(len(losses) // 10 + 2, int(len(losses) * 0.9))
+    slopes = [(losses[i + 1] - losses[i]) for i in range(lo, min(hi, len(losses) - 1))]
+    return lrs[lo + min(range(len(slopes)), key=slopes.__getitem__)]
+
+def lr_find(model: nn.Module,  # the model to probe (a copy is trained; the model is not touched)
+            dl_train,  # re-iterable of batches, in any form `fit` takes (cycled when shorter than num_steps)
+            loss_fn: Optional[Callable],  # `loss_fn(prediction, yb)`; None = the model computes its loss
+            *,
+            start_lr: float = 1e-7,  # the sweep's first learning rate
+            end_lr: float = 10.0,  # the sweep's last learning rate
+            num_steps: int = 100,  # optimizer steps in the sweep (exponentially spaced lrs)
+            weight_decay: float = 0.0,  # AdamW weight decay during the sweep
+            device: str = "auto",  # auto | cpu | cuda | ...
+            smooth: float = 0.98,  # exponential smoothing of the loss curve
+            stop=None,  # a `threading.Event` (or a callable returning bool): end early and return what was found
+           ) -> LRFinder:
     "LR range test on a copy of `model`: exponential lr sweep, stop when the loss explodes, suggest the steepest descent."
     if not 0 < start_lr < end_lr: raise ValueError(f"need 0 < start_lr < end_lr, got start_lr={start_lr}, end_lr={end_lr}")
+    if loss_fn is not None and not callable(loss_fn): raise TypeError(f"loss_fn must be callable or None, got {type(loss_fn).__name__}")
     dev = pick_device(device)
     net = copy.deepcopy(model).to(dev).train()
     opt = torch.optim.AdamW(param_groups(net, weight_decay), lr=start_lr)
     gamma = (end_lr / start_lr) ** (1 / max(1, num_steps - 1))
-    lrs, losses, avg, best = [], [], 0.0, math.inf
+    lrs, losses, avg, best, stopped = [], [], 0.0, math.inf, False
     batches = _batches_forever(dl_train)
     for i in range(num_steps):
+        if stop_requested(stop):
+            stopped = True
+            break
         lr = start_lr * gamma ** i
         for g in opt.param_groups: g["lr"] = lr
-        xb, yb = next(batches)
-        loss = loss_fn(net(xb.to(dev)), yb.to(dev))
-        opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
+        loss = forward(net, next(batches), loss_fn, dev)[1]
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
         value = loss.item()
         if not math.isfinite(value): break
         avg = smooth * avg + (1 - smooth) * value
         smoothed = avg / (1 - smooth ** (i + 1))
-        lrs.append(lr); losses.append(smoothed)
+        lrs.append(lr)
+        losses.append(smoothed)
         best = min(best, smoothed)
         if smoothed > 4 * best and i > 10: break
-    if len(losses) < 3: raise ValueError("lr_find: the loss was not finite from the start; check the model and data first")
-    # steepest descent of the smoothed loss in log-lr, ignoring the noisy first and exploding last points
-    lo, hi = len(losses) // 10, max(len(losses) // 10 + 2, int(len(losses) * 0.9))
-    slopes = [(losses[i + 1] - losses[i]) for i in range(lo, min(hi, len(losses) - 1))]
-    suggestion = lrs[lo + min(range(len(slopes)), key=slopes.__getitem__)]
-    return LRFinder(lrs, losses, suggestion)
+    if len(losses) < 3 and not stopped:
+        raise ValueError("lr_find: the loss was not finite from the start; check the model and data first")
+    return LRFinder(lrs, losses, _steepest(lrs, losses), stopped)

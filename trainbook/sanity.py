@@ -11,8 +11,9 @@ from typing import Callable, Optional, Sequence
 import torch
 from torch import nn
 
+from .batch import call_model, eval_mode, forward, prediction, split_batch, stop_requested, to_device
 from .core import Finding, History, announce, findings_html, pick_device
-from .loop import call_model, split_batch, to_device, train_step
+from .loop import train_step
 
 # %% auto #0
 __all__ = ['LOGIT_LOSSES', 'static_findings', 'no_gradient', 'SanityReport', 'overfit_batch', 'check_init_loss']
@@ -83,79 +84,101 @@ class SanityReport:
     initial_loss: Optional[float] = None
     final_loss: Optional[float] = None
     lr: Optional[float] = None
+    stopped: bool = False  # ended early by a Stop request
 
     def _repr_html_(self):
         verdict = '<b style="color:#1e8449">PASSED</b>' if self.passed else '<b style="color:#c0392b">FAILED</b>'
-        losses = f": loss {self.initial_loss:.4g} → {self.final_loss:.4g} at lr {self.lr:.0e}" if self.final_loss is not None else ""
+        if self.stopped: verdict += " (stopped early)"
+        losses = ""
+        if self.final_loss is not None:
+            losses = f": loss {self.initial_loss:.4g} → {self.final_loss:.4g} at lr {self.lr:.0e}"
         return f"<div>Overfit one batch {verdict}{losses}{findings_html(self.findings)}</div>"
 
     def __repr__(self):
-        return f"SanityReport(passed={self.passed}, final_loss={self.final_loss}, findings={[f.kind for f in self.findings]})"
+        kinds = [f.kind for f in self.findings]
+        return f"SanityReport(passed={self.passed}, final_loss={self.final_loss}, findings={kinds})"
 
-def overfit_batch(model: nn.Module, batch, loss_fn: Callable, steps: int = 300, lr: Optional[float] = None,
-                  precision: str = "fp32", device: str = "auto", lrs: Sequence[float] = (1e-3, 1e-2, 1e-4),
-                  tolerance: float = 0.1) -> SanityReport:
+def _memorize(model, batch, loss_fn, lr: float, steps: int, precision: str, dev, stop) -> tuple[list, bool]:
+    "Train a fresh copy of `model` on `batch` for `steps` steps at `lr`; the losses, and whether a stop cut it short."
+    net = copy.deepcopy(model).to(dev).train()
+    opt = torch.optim.Adam([p for p in net.parameters() if p.requires_grad], lr=lr)
+    losses = []
+    for _ in range(steps):
+        if stop_requested(stop): return torch.stack(losses).float().tolist() if losses else [], True
+        losses.append(train_step(net, batch, loss_fn, opt, precision=precision)["loss"])
+    return torch.stack(losses).float().tolist(), False
+
+def overfit_batch(model: nn.Module,  # the model to test (a copy is trained; the model is not touched)
+                  batch,  # one batch, in any form `fit` takes
+                  loss_fn: Optional[Callable],  # `loss_fn(prediction, yb)`; None = the model computes its loss
+                  steps: int = 300,  # optimizer steps per learning rate tried
+                  lr: Optional[float] = None,  # one learning rate to try; None = each of `lrs` until one passes
+                  precision: str = "fp32",  # a resolved precision: bf16 | fp16 | fp32
+                  device: str = "auto",  # auto | cpu | cuda | ...
+                  lrs: Sequence[float] = (1e-3, 1e-2, 1e-4),  # learning rates tried in order when `lr` is None
+                  tolerance: float = 0.1,  # pass when the final loss is below tolerance × the first
+                  stop=None,  # a `threading.Event` (or a callable returning bool): end early with what was seen
+                 ) -> SanityReport:
     "Train a copy of `model` on one batch; pass when the loss falls below `tolerance` × its start. The model is not touched."
     if not isinstance(model, nn.Module): raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    if not callable(loss_fn): raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
+    if loss_fn is not None and not callable(loss_fn):
+        raise TypeError(f"loss_fn must be callable (or None when the model computes its loss), got {type(loss_fn).__name__}")
     if not isinstance(steps, int) or steps < 1: raise ValueError(f"steps must be a positive int, got {steps!r}")
     dev = pick_device(device)
-    xb, yb = to_device(split_batch(batch), dev)
+    batch = to_device(batch, dev)
+    xb, yb = split_batch(batch, keep_labels=loss_fn is None)
     probe = copy.deepcopy(model).to(dev)
-    with torch.no_grad(): out = call_model(probe, xb)
+    with torch.no_grad(): out = prediction(call_model(probe, xb))
     findings = static_findings(probe, out, yb, loss_fn)
     if any(f.severity == "error" and f.kind in ("label_out_of_range", "frozen_parameters") for f in findings):
         return SanityReport(False, findings)  # training would crash or cannot move
     # one backward pass on a copy, to find parameters the loss does not reach
     probe.train()
     probe.zero_grad(set_to_none=True)
-    loss_fn(call_model(probe, xb), yb).backward()
+    forward(probe, batch, loss_fn, dev)[1].backward()
     findings += no_gradient(probe)
 
-    best = None
+    best, stopped = None, False
     for try_lr in ([lr] if lr is not None else list(lrs)):
-        net = copy.deepcopy(model).to(dev).train()
-        opt = torch.optim.Adam([p for p in net.parameters() if p.requires_grad], lr=try_lr)
-        history, losses = History(), []
-        for step in range(steps):
-            loss = train_step(net, (xb, yb), loss_fn, opt, precision=precision)["loss"]
-            losses.append(loss)
-        values = torch.stack(losses).float().tolist()
-        history.extend((i + 1, 0, "train", "loss", v) for i, v in enumerate(values))
+        values, stopped = _memorize(model, batch, loss_fn, try_lr, steps, precision, dev, stop)
+        if not values: break
         first, last = values[0], values[-1]
         ok = math.isfinite(last) and (last <= tolerance * first or last < 1e-3)
-        if best is None or (math.isfinite(last) and (not math.isfinite(best[2]) or last / max(first, 1e-12) < best[2] / max(best[1], 1e-12))):
-            best = (try_lr, first, last, history, ok)
-        if ok: break
-    try_lr, first, last, history, ok = best
-    if not all(math.isfinite(v) for v in history.value):
+        ratio = last / max(first, 1e-12) if math.isfinite(last) else math.inf
+        if best is None or ratio < best[0]: best = (ratio, try_lr, values, ok)
+        if ok or stopped: break
+    if best is None: return SanityReport(False, findings, stopped=stopped)
+    _, try_lr, values, ok = best
+    history = History((i + 1, 0, "train", "loss", v) for i, v in enumerate(values))
+    first, last = values[0], values[-1]
+    if not all(math.isfinite(v) for v in values):
         findings.append(Finding("nonfinite", "error", "the loss became NaN/Inf while overfitting one batch",
                                 advice="check the data for NaN/Inf, the loss for log(0), and lower the learning rate"))
-    elif not ok:
+    elif not ok and not stopped:
+        tried = ", ".join(f"{l:.0e}" for l in ([lr] if lr else lrs))
         findings.append(Finding("not_decreasing", "error",
                                 f"the loss on one batch only went from {first:.4g} to {last:.4g} in {steps} steps at any of "
-                                f"lr {', '.join(f'{l:.0e}' for l in ([lr] if lr else lrs))}",
+                                f"lr {tried}",
                                 advice="the model cannot memorize one batch: check the labels, the loss/activation pairing, "
                                        "gradient flow and the model's capacity",
                                 data={"initial_loss": first, "final_loss": last}))
-    report = SanityReport(ok, findings, history, first, last, try_lr)
+    report = SanityReport(ok, findings, history, first, last, try_lr, stopped)
     announce("overfit_batch", report)
     return report
 
 # %% ../nbs/08_sanity.ipynb #48648571
-def check_init_loss(model: nn.Module, batch, loss_fn: Callable = nn.functional.cross_entropy,
-                    n_classes: Optional[int] = None, rel_tol: float = 0.5) -> list[Finding]:
+def check_init_loss(model: nn.Module,  # the untrained model
+                    batch,  # one batch, in any form `fit` takes
+                    loss_fn: Optional[Callable] = nn.functional.cross_entropy,  # None = the model computes its loss
+                    n_classes: Optional[int] = None,  # C; None = the width of the model's output
+                    rel_tol: float = 0.5,  # tolerated relative distance from ln C
+                   ) -> list[Finding]:
     "Compare the first loss with ln C for a C-class classifier; a finding when it is off by more than `rel_tol`."
     dev = next(model.parameters()).device
-    xb, yb = to_device(split_batch(batch), dev)
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            out = call_model(model, xb)
-            loss = float(loss_fn(out, yb))
-    finally: model.train(was_training)
-    c = n_classes or (out.shape[1] if out.ndim == 2 else 2)
+    with eval_mode(model), torch.no_grad():
+        out, loss, _, _ = forward(model, batch, loss_fn, dev)
+    pred, loss = prediction(out), float(loss)
+    c = n_classes or (pred.shape[1] if pred.ndim == 2 else 2)
     expected = math.log(c)
     if abs(loss - expected) <= rel_tol * expected: return []
     return [Finding("init_loss", "warning",

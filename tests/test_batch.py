@@ -1,0 +1,171 @@
+"""The one batch protocol: every batch form and model output that fit takes also works in lr_find, top_losses,
+overfit_batch, evaluate and score_torch; eval_mode restores what it found; the training lock; the shape check."""
+import threading
+from types import SimpleNamespace
+
+import pytest
+import torch
+from torch import nn
+
+import trainbook as tb
+from trainbook.batch import check_loss_shapes, eval_mode, forward, model_loss, prediction, split_batch, training_lock
+from trainbook.diagnostics import top_losses
+from trainbook.sanity import overfit_batch
+
+CE = nn.functional.cross_entropy
+
+
+class TwoInputs(nn.Module):
+    "model(a, b): for ((a, b), y) batches."
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.a, self.b, self.head = nn.Linear(4, 16), nn.Linear(4, 16), nn.Linear(16, 3)
+
+    def forward(self, a, b): return self.head(torch.relu(self.a(a) + self.b(b)))
+
+
+class Keywords(nn.Module):
+    "model(features=...): for dict batches {'features': ..., 'y': ...}."
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.head = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+
+    def forward(self, features): return self.head(features)
+
+
+def data(n=96, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(n, 8, generator=g)
+    return X, (X @ torch.randn(8, 3, generator=g)).argmax(1)
+
+
+def tuple_batches():
+    X, y = data()
+    return [((X[i:i + 32, :4], X[i:i + 32, 4:]), y[i:i + 32]) for i in range(0, 96, 32)]
+
+
+def dict_batches():
+    X, y = data()
+    return [{"features": X[i:i + 32], "y": y[i:i + 32]} for i in range(0, 96, 32)]
+
+
+@pytest.mark.parametrize("make, batches", [(TwoInputs, tuple_batches), (Keywords, dict_batches)])
+def test_lr_find_top_losses_overfit_take_every_batch_form(make, batches):
+    found = tb.lr_find(make(), batches(), CE, num_steps=30, device="cpu")
+    assert len(found.lrs) >= 3 and found.suggestion is not None
+    worst = top_losses(make(), batches(), CE, k=5)
+    assert len(worst) == 5 and worst.loss.is_monotonic_decreasing
+    report = overfit_batch(make(), batches()[0], CE, steps=150, device="cpu")
+    assert report.passed, report
+
+
+@pytest.mark.parametrize("wrap", ["tuple", "dict", "object"])
+def test_outputs_as_tuple_dict_or_object_train_and_score(wrap):
+    "A model returning (logits, aux), {'logits': ...} or an object with .logits trains with metrics and scores."
+    class Wrapped(nn.Module):
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(0)
+            self.net = nn.Linear(8, 3)
+
+        def forward(self, x):
+            logits = self.net(x)
+            if wrap == "tuple": return logits, logits.detach().norm()
+            if wrap == "dict": return {"logits": logits, "hidden": x}
+            return SimpleNamespace(logits=logits)
+
+    X, y = data()
+    model = Wrapped()
+    run = tb.fit(model, [(X, y)], [(X, y)], loss_fn=CE, metrics=["accuracy", lambda p, t: p.shape[-1]], live=False,
+                 config=tb.TrainConfig(epochs=3, lr=1e-2, device="cpu"))
+    m = run.metrics()
+    assert {"valid_accuracy", "valid_<lambda>"} <= set(m.columns) and (m["valid_<lambda>"] == 3).all()
+    scores = tb.score_torch(model, {"valid": [(X, y)]}, "classification")
+    assert 0 <= scores["valid_accuracy"] <= 1
+
+
+def test_eval_mode_restores_each_submodule_also_on_error():
+    net = nn.Sequential(nn.Linear(2, 2), nn.Dropout(), nn.BatchNorm1d(2))
+    net.train()
+    net[2].eval()
+    with pytest.raises(RuntimeError):
+        with eval_mode(net):
+            assert not any(m.training for m in net.modules())
+            raise RuntimeError("inside")
+    assert [m.training for m in net.modules()] == [True, True, True, False]
+
+
+def test_split_batch_and_outputs():
+    x, y = torch.zeros(3, 2), torch.tensor([0, 1, 0])
+    xb, yb = split_batch({"input_ids": x, "labels": y})
+    assert list(xb) == ["input_ids"] and yb is y
+    xb, _ = split_batch({"input_ids": x, "labels": y}, keep_labels=True)
+    assert set(xb) == {"input_ids", "labels"}
+    with pytest.raises(TypeError, match="under one of"): split_batch({"input_ids": x})
+    with pytest.raises(TypeError, match="length 3"): split_batch((x, y, y))
+    out = SimpleNamespace(loss=torch.tensor(1.0), logits=x)
+    assert prediction(out) is x and model_loss(out) == 1.0 and model_loss(x) is None
+    with pytest.raises(TypeError, match="keys are: hidden"): prediction({"hidden": x})
+
+
+def test_loss_shapes_checked_before_the_first_step():
+    "MSE on (n, 1) vs (n,) is refused on the first batch, naming both shapes, before the optimizer steps."
+    X = torch.randn(32, 3)
+    model = nn.Linear(3, 1)
+    before = model.weight.detach().clone()
+    with pytest.raises(ValueError, match=r"prediction shape \(32, 1\) and target shape \(32,\)") as e:
+        tb.fit(model, [(X, X.sum(1))], loss_fn=nn.MSELoss(), live=False, config=tb.TrainConfig(epochs=1, device="cpu"))
+    assert torch.equal(model.weight, before)
+    assert e.value.finding.kind == "shape_mismatch"
+    check_loss_shapes(torch.zeros(4, 1), torch.zeros(4, 1), nn.functional.mse_loss)  # same shapes: fine
+
+
+def test_training_lock_refuses_a_second_thread():
+    X, y = data()
+    model = Keywords()
+    inside, release, errors = threading.Event(), threading.Event(), []
+
+    def hold():
+        with training_lock(model, "TrainPanel"):
+            inside.set()
+            release.wait(30)
+
+    worker = threading.Thread(target=hold)
+    worker.start()
+    inside.wait(30)
+    try:
+        tb.fit(model, [({"features": X}, y)], loss_fn=CE, live=False, config=tb.TrainConfig(epochs=1, device="cpu"))
+    except RuntimeError as e: errors.append(str(e))
+    finally:
+        release.set()
+        worker.join()
+    assert len(errors) == 1 and "already training (TrainPanel)" in errors[0]
+    run = tb.fit(model, [({"features": X}, y)], loss_fn=CE, live=False, config=tb.TrainConfig(epochs=1, device="cpu"))
+    assert run.stopped == "completed"  # the lock is free again
+
+
+def test_stop_ends_lr_find_and_overfit_early():
+    X, y = data()
+    stop = threading.Event()
+    stop.set()
+    found = tb.lr_find(Keywords(), dict_batches(), CE, num_steps=50, device="cpu", stop=stop)
+    assert found.stopped and found.lrs == []
+    calls = iter(range(10_000))
+    report = overfit_batch(Keywords(), dict_batches()[0], CE, steps=200, device="cpu", stop=lambda: next(calls) >= 15)
+    assert report.stopped and len(report.history) == 15
+
+
+def test_forward_with_the_models_own_loss():
+    class HF(nn.Module):
+        def __init__(self): super().__init__(); self.head = nn.Linear(8, 3)
+        def forward(self, features, labels=None):
+            logits = self.head(features)
+            return {"logits": logits, "loss": CE(logits, labels)}
+
+    X, y = data()
+    out, loss, xb, yb = forward(HF(), {"features": X, "labels": y}, None, torch.device("cpu"))
+    assert "labels" in xb and loss is out["loss"]
+    with pytest.raises(ValueError, match="output has no .loss"):
+        forward(nn.Linear(8, 3), (X, y), None, torch.device("cpu"))
