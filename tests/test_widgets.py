@@ -96,6 +96,54 @@ def test_dry_run_button_shows_the_report(monkeypatch):
     assert isinstance(p.dry_run_report, Report) and p.error is None
 
 
+def _pressing_stop_at(p, call):
+    "A loss that presses the panel's Stop button at its `call`-th evaluation (from the worker thread)."
+    calls = []
+    def loss(out, yb):
+        calls.append(1)
+        if len(calls) == call: p.stop_button.click()
+        return nn.functional.cross_entropy(out, yb)
+    return loss
+
+
+def test_stop_ends_find_lr_and_overfit_early():
+    p = panel()
+    p.loss_fn = _pressing_stop_at(p, 10)
+    p.lr_button.click(); p.wait()
+    assert p.error is None and "suggested lr" in p.status.value
+    assert 3 <= len(p.lr_finder.lrs) <= 12  # a full sweep is 100 steps
+    assert list(p.figure.data[0].x) == p.lr_finder.lrs  # what was found is drawn
+    p.loss_fn = _pressing_stop_at(p, 30)
+    p.overfit_button.click(); p.wait()
+    assert p.error is None and len(p.sanity.history.series("loss")) < 40  # of 200 steps per lr tried
+    assert p.stop_button.disabled and not p.overfit_button.disabled
+
+
+def test_refuses_to_start_while_the_model_trains_elsewhere():
+    "Another thread holds the model (a fit running there): every button refuses at once and nothing starts."
+    import threading
+    from trainbook.batch import training_lock
+    p = panel()
+    holding, release = threading.Event(), threading.Event()
+    def elsewhere():
+        with training_lock(p.model, "fit"):
+            holding.set()
+            release.wait(30)
+    t = threading.Thread(target=elsewhere)
+    t.start()
+    holding.wait(30)
+    try:
+        for button in (p.train_button, p.lr_button, p.overfit_button):
+            button.click()
+            assert not p.busy and "refused" in p.status.value and "already training (fit)" in p.status.value
+        assert p.run is None and p.lr_finder is None and p.sanity is None
+    finally:
+        release.set()
+        t.join()
+    p.overfit_button.click(); p.wait()  # free again
+    assert p.sanity is not None
+
+
 class FakeHandle:
     def __init__(self): self.updates = []
     def update(self, obj, **kw): self.updates.append(obj)

@@ -231,7 +231,7 @@ class TrainPanel(Snapshot):
     def _overfit(self):
         from trainbook.live import plot_overfit
         from trainbook.sanity import overfit_batch
-        self.sanity = overfit_batch(self.model, next(iter(self.dl_train)), self.loss_fn, steps=200)
+        self.sanity = overfit_batch(self.model, next(iter(self.dl_train)), self.loss_fn, steps=200, stop=self._stop)
         self.findings.value = findings_html(self.sanity.findings)
         if len(self.sanity.history): self.show_figure(plot_overfit(self.sanity))
         verdict = "PASSED" if self.sanity.passed else "FAILED"
@@ -241,7 +241,7 @@ class TrainPanel(Snapshot):
     def _find_lr(self):
         from trainbook.live import plot_lr_find
         from trainbook.optim import lr_find
-        self.lr_finder = lr_find(self.model, self.dl_train, self.loss_fn, device=self.config.device)
+        self.lr_finder = lr_find(self.model, self.dl_train, self.loss_fn, device=self.config.device, stop=self._stop)
         self.show_figure(plot_lr_find(self.lr_finder))
         return f"suggested lr: <b>{self.lr_finder.suggestion:.2e}</b> (config lr {self.config.lr:.2e})"
 
@@ -263,8 +263,14 @@ class TrainPanel(Snapshot):
 
     # --- plumbing ---------------------------------------------------------------------------------
     def _start(self, what: str, action: Callable[[], str]):
+        from trainbook.batch import training_lock
         if self.busy:
             self.status.value = "busy: wait for the current action or press Stop"
+            return
+        try:  # refuse at once (not in the background) when another thread trains this model
+            with training_lock(self.model, what): pass
+        except RuntimeError as e:
+            self.status.value = f'<b style="color:#c0392b">{what} refused:</b> {html.escape(str(e))}'
             return
         self._stop.clear()
         self.error = None
@@ -273,8 +279,10 @@ class TrainPanel(Snapshot):
         self._thread.start()
 
     def _work(self, what: str, action: Callable[[], str]):
+        from trainbook.batch import training_lock
         try:
-            self.status.value = action()
+            with training_lock(self.model, what):  # the model is this panel's until the action ends
+                self.status.value = action()
         except Exception as e:  # shown in the panel; the notebook keeps going
             self.error = e
             self.status.value = f'<b style="color:#c0392b">{what} failed:</b> {html.escape(repr(e))}'
