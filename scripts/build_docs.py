@@ -72,14 +72,14 @@ def page_name(p: Path) -> Path:
     return p.with_name(re.sub(r"^\d+[a-z]?_", "", p.name))
 
 
-def local_links(text: str) -> str:
-    "Links to nbdev's site and to sibling notebooks become links between the local pages."
-    text = text.replace(SITE_URL, "")
+def local_links(text: str, up: str = "") -> str:
+    "Links to nbdev's site (`up` leads from the page to the site's root) and to notebooks become links to local pages."
+    text = text.replace(SITE_URL, up)
     text = re.sub(r'\{target="_blank"[^}]*\}', "", text)
     return re.sub(r'((?:href="|\]\()(?![a-z]+:)[^")#]*?)(?:\d+[a-z]?_)?([\w-]+)\.ipynb', r"\1\2.html", text)
 
 
-def tidy_output(o: dict, figure_html) -> None:
+def tidy_output(o: dict, figure_html, up: str) -> None:
     "One copy of plotly.js for the site (not one per page); plotly's JSON figures get an HTML view drawn with it."
     data = o.get("data", {})
     html = data.get("text/html")
@@ -92,22 +92,22 @@ def tidy_output(o: dict, figure_html) -> None:
     for mime in ("text/html", "text/markdown"):
         value = html if mime == "text/html" else data.get(mime)
         if value is None: continue
-        data[mime] = local_links(value if isinstance(value, str) else "".join(value))
+        data[mime] = local_links(value if isinstance(value, str) else "".join(value), up)
     data.pop("application/vnd.jupyter.widget-view+json", None)  # no widget state on a static page: the snapshot shows
     data.pop("application/vnd.plotly.v1+json", None)
 
 
-def tidy(nb) -> tuple[str, str]:
+def tidy(nb, up: str) -> tuple[str, str]:
     "A processed notebook made ready for mkdocs-jupyter; returns (title, description)."
     from trainbook.live import figure_html
     title, description = front_matter(nb)
     cells = []
     for c in nb.cells:
         if c.cell_type == "raw": continue  # quarto's front matter
-        if c.cell_type == "markdown": c.source = local_links(c.source)
+        if c.cell_type == "markdown": c.source = local_links(c.source, up)
         if c.cell_type == "code":
             if "#| echo: false" in c.source: c.metadata.setdefault("tags", []).append("hide-input")
-            for o in c.get("outputs", []): tidy_output(o, figure_html)
+            for o in c.get("outputs", []): tidy_output(o, figure_html, up)
         cells.append(c)
     head = f"# {title}" + (f"\n\n> {description}" if description else "")
     nb.cells = [nbformat.v4.new_markdown_cell(head)] + cells
@@ -120,7 +120,7 @@ def prepare_pages() -> dict:
     titles = {}
     for p in sorted(PROC.rglob("*.ipynb")):
         nb = nbformat.read(p, as_version=4)
-        title, _ = tidy(nb)
+        title, _ = tidy(nb, "../" * (len(p.relative_to(PROC).parts) - 1))
         p.unlink()
         out = page_name(p)
         nbformat.write(nb, out)
@@ -192,7 +192,9 @@ def main() -> int:
     sys.path.insert(0, str(ROOT))
     shutil.rmtree(PROC, ignore_errors=True)
     shutil.rmtree(DOCS, ignore_errors=True)
-    if "--no-exec" in sys.argv:  # pages without outputs: quick, for checking the site itself
+    if "--reuse" in sys.argv and (SRC / "nbs").exists():  # the copies executed by the last build
+        print("reusing the notebooks executed by the last build")
+    elif "--no-exec" in sys.argv:  # pages without outputs: quick, for checking the site itself
         shutil.rmtree(SRC, ignore_errors=True)
         shutil.copytree(ROOT / "nbs", SRC / "nbs", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     else:

@@ -75,9 +75,9 @@ def assert_drawn(page, trace: str) -> dict:
     "The plotly figure holding `trace` is drawn (an SVG path with points) and its axes hold the trace's data."
     found = page.wait_for_function("""name => {
         const d = Array.from(document.querySelectorAll('.js-plotly-plot')).reverse()
-                       .find(d => (d.data || []).some(t => t.name === name));
+                       .find(d => (d.data || []).some(t => (t.name || '').startsWith(name)));
         if (!d || !d._fullLayout) return null;
-        const t = d.data.find(t => t.name === name);
+        const t = d.data.find(t => (t.name || '').startsWith(name));
         const paths = Array.from(d.querySelectorAll('.scatterlayer path.js-line')).map(p => p.getAttribute('d') || '');
         if (!paths.some(p => p.length > 20)) return null;
         const ax = d._fullLayout.xaxis, ay = d._fullLayout.yaxis;
@@ -86,9 +86,22 @@ def assert_drawn(page, trace: str) -> dict:
         const within = (a, vs) => vs.every(v => conv(a, v) >= a.range[0] - 1e-9 && conv(a, v) <= a.range[1] + 1e-9);
         return {xtype: ax.type, n: xs.length, inside: within(ax, xs) && (t.yaxis && t.yaxis !== 'y' ? true : within(ay, ys)),
                 annotations: (d.layout.annotations || []).map(a => a.text || '')};
-    }""", arg=trace, timeout=60_000).json_value()
+    }""", arg=trace, timeout=60_000).json_value() if wait_or_report(page, trace) else None
     assert found["n"] > 2, found
     return found
+
+
+def wait_or_report(page, trace: str) -> bool:
+    "Wait for a plotly figure holding `trace`; on a timeout, save a screenshot and say which figures there are."
+    try:
+        page.wait_for_function("""name => Array.from(document.querySelectorAll('.js-plotly-plot'))
+                                  .some(d => (d.data || []).some(t => (t.name || '').startsWith(name)))""", arg=trace, timeout=60_000)
+        return True
+    except Exception:
+        page.screenshot(path=str(ARTIFACTS / "lab-failure.png"))
+        names = page.evaluate("""() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+                                         .map(d => (d.data || []).map(t => t.name))""")
+        raise AssertionError(f"no figure with {trace!r}; figures: {names}")
 
 
 def panel_shot(page, name: str):
