@@ -428,10 +428,13 @@ def plot_curve(x, y,  # the points
                       legend=dict(x=0, y=1.02, xanchor="left", yanchor="bottom", orientation="h"))
     fig.update_xaxes(title_text=x_title, type="log" if log_x else "linear")
     fig.update_yaxes(title_text="loss", type="log" if log_y else "linear")
-    autoscale(fig)
+    x_range = autoscale(fig).get("xaxis", [0, 1])
+    def side(mx):  # a label past the middle reads to the left of its line, so it stays inside the panel
+        at = math.log10(mx) if log_x and mx > 0 else mx
+        return "right" if at > sum(x_range) / 2 else "left"
     fig.update_layout(shapes=[dict(type="line", x0=mx, x1=mx, xref="x", y0=0, y1=1, yref="y domain",
                                    line=dict(dash="dash", color=c, width=1)) for mx, c, _ in marks],
-                      annotations=[dict(x=mx, y=1, xref="x", yref="y domain", text=t, showarrow=False, xanchor="left",
+                      annotations=[dict(x=mx, y=1, xref="x", yref="y domain", text=t, showarrow=False, xanchor=side(mx),
                                         yanchor="top", font=dict(color=c, size=11)) for mx, c, t in marks])
     return as_static(fig)
 
