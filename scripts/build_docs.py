@@ -48,7 +48,15 @@ def with_parameter_tables() -> None:
         text = base(self)
         table = DocmentTbl(self.sym)
         if self.sig is None or not table.has_docment: return text
-        params = ",\n    ".join(str(p) for p in self.sig.parameters.values() if p.name != "self")
+        for d in table.dm.values():  # a `|` in a docment would end its table cell
+            if isinstance(d.get("docment"), str): d["docment"] = d["docment"].replace("|", "\\|")
+        params, star = [], False
+        for p in self.sig.parameters.values():
+            if p.name == "self": continue
+            if p.kind == p.KEYWORD_ONLY and not star: params.append("*")
+            star = star or p.kind in (p.KEYWORD_ONLY, p.VAR_POSITIONAL)
+            params.append(str(p))
+        params = ",\n    ".join(params)
         sig = f"{self.nm}(\n    {params}\n)" if params else f"{self.nm}()"
         if self.sig.return_annotation is not self.sig.empty:
             sig += " -> " + inspect.formatannotation(self.sig.return_annotation)
