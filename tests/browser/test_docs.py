@@ -52,7 +52,7 @@ def test_search_finds_fit_and_the_fit_page_has_its_parameter_table(browser, docs
     page.goto(f"{docs_site['url']}/loop.html#fit")
     heading = page.locator("h3#fit")
     assert heading.count() == 1
-    table = page.locator("h3#fit ~ table").first  # show_doc's parameter table, from the docments
+    table = page.locator("h3#fit ~ div table").first  # show_doc's parameter table, from the docments
     cells = table.locator("td").all_inner_texts()
     assert "model" in cells and "dl_train" in cells, cells[:12]
     heading.scroll_into_view_if_needed()
