@@ -43,7 +43,7 @@ lab: $(STAMP)
 	@echo 'c.InteractiveShellApp.extensions = ["trainbook"]' > $(VENV)/ipython/profile_default/ipython_kernel_config.py
 	IPYTHONDIR=$(VENV)/ipython $(BIN)/jupyter lab --notebook-dir=nbs $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
-## make docs: the docs site in _docs/ (quarto through nbdev_docs when installed, else nbconvert HTML)
+## make docs: the docs site in _docs/ (quarto through nbdev_docs when installed, else Material for MkDocs, offline)
 docs: $(STAMP)
 	$(PY) scripts/build_docs.py
 
@@ -54,4 +54,4 @@ bench: $(STAMP)
 	$(PY) bench/xgboost_overhead.py
 
 clean:
-	rm -rf _docs _proc demo_output test_artifacts .pytest_cache
+	rm -rf _docs _proc build/docs demo_output test_artifacts .pytest_cache

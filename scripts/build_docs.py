@@ -1,57 +1,29 @@
-"""`make docs`: the docs site in _docs/, rendered from the notebooks.
+"""`make docs`: the docs site in _docs/, rendered from the notebooks, offline.
 
-With quarto installed this is `nbdev_docs`. Without it: every notebook is executed (nbclient, on a copy in
-build/docs/), `nbdev_proc_nbs` processes the executed copies (show_doc signatures, hidden cells dropped), and
-nbconvert renders each to HTML in _docs/ with a navigation bar linking every page and plotly's library beside
-them, so plots draw offline.
+With quarto installed this is `nbdev_docs`. Without it (the usual case here), Material for MkDocs with mkdocs-jupyter:
+1. every notebook is executed on a copy in build/docs/nbs (nbclient; static displays, no widget state kept), so the pages
+   carry the lessons' outputs;
+2. nbdev's own processing (`proc_nbs`) turns the copies into doc pages in _proc/: hidden cells dropped, a `show_doc`
+   after every exported name with its signature and a parameter table from the docments;
+3. the processed notebooks are tidied for mkdocs (title cell back, quarto-only bits out, numbered names dropped as
+   nbdev's site does, plotly figures drawn by the one shared plotly.js instead of a copy per page);
+4. `mkdocs build` with a generated nav (home, tutorials, then the API by layer), the search plugin, no web fonts;
+5. the built pages are tidied (the notebook stylesheet shipped once instead of inlined in every page, no CDN scripts)
+   and the sizes printed.
 """
-import html, os, re, shutil, subprocess, sys
+import hashlib, inspect, os, re, shutil, subprocess, sys
 from pathlib import Path
 
 import nbformat
-from nbconvert import HTMLExporter
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 PROC, DOCS, SRC = ROOT / "_proc", ROOT / "_docs", ROOT / "build" / "docs"  # nbdev skips folders named _x or .x
-
-
-def title_of(nb, fallback: str) -> tuple[str, str]:
-    "(title, summary) from the notebook's raw front matter or its first heading."
-    title, summary = fallback, ""
-    for c in nb.cells:
-        if c.cell_type == "raw" and c.source.startswith("---"):
-            m = re.search(r"^title:\s*(.+)$", c.source, re.M)
-            d = re.search(r"^description:\s*(.+(?:\n\s+.+)*)", c.source, re.M)
-            if m: title = m.group(1).strip().strip("'\"")
-            if d: summary = " ".join(d.group(1).split()).strip("'\"")
-        elif c.cell_type == "markdown" and c.source.startswith("# ") and title == fallback:
-            title = c.source.splitlines()[0][2:].strip()
-    return title, summary
-
-
-def pages() -> list[Path]:
-    "The processed notebooks in docs order: index, tutorials, then the numbered modules."
-    nbs = sorted(p for p in PROC.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
-    key = lambda p: (p.name != "index.ipynb", "tutorials" not in p.parts, str(p))
-    return sorted(nbs, key=key)
-
-
-def href(p: Path, base: Path) -> str:
-    return os.path.relpath(DOCS / p.relative_to(PROC).with_suffix(".html"), (DOCS / base.relative_to(PROC)).parent)
-
-
-def nav(current: Path, all_pages: list, titles: dict) -> str:
-    links = [f'<a href="{href(p, current)}"{" class=cur" if p == current else ""}>{html.escape(titles[p][0])}</a>' for p in all_pages]
-    return ("<nav class='tb-nav'><b>trainbook</b> · " + " · ".join(links) + "</nav>"
-            "<style>.tb-nav{padding:8px 16px;border-bottom:1px solid #ddd;font-family:sans-serif;font-size:14px;"
-            "line-height:1.8}.tb-nav a{margin:0 2px}.tb-nav a.cur{font-weight:bold}</style>")
-
-
-def out_dir(p: Path) -> Path:
-    d = (DOCS / p.relative_to(PROC)).parent
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+SITE_URL = "https://trainbook.github.io/trainbook/"  # settings.ini's doc_host + doc_baseurl: nbdev's links point there
+LAYERS = [("Foundations", "00"), ("Data", "01 02 03"), ("The training loop", "04 05 06 07"),
+          ("Sanity and diagnosis", "08 09"), ("Classical models", "10"), ("In the notebook", "11 12 13"),
+          ("Scale and integrations", "14 15 16 17 18 19")]
 
 
 def execute_copies() -> None:
@@ -61,62 +33,196 @@ def execute_copies() -> None:
     shutil.copytree(ROOT / "nbs", SRC / "nbs", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     for path in sorted((SRC / "nbs").rglob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
-        NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+        NotebookClient(nb, timeout=900, kernel_name="python3", store_widget_state=False,
+                       resources={"metadata": {"path": str(path.parent)}}).execute()
         nbformat.write(nb, path)
         print(f"  executed {path.relative_to(SRC / 'nbs')}", flush=True)
 
 
-def tidy(nb) -> None:
-    "Quarto-only bits out: the front-matter cell, show_doc's source cells, and quarto's link attributes."
+def with_parameter_tables() -> None:
+    "show_doc on the site: the plain signature, the docstring, and a table of the parameters from their docments."
+    import nbdev.showdoc
+    from fastcore.docments import DocmentTbl
+    base = nbdev.showdoc.BasicMarkdownRenderer._repr_markdown_
+    def render(self) -> str:
+        text = base(self)
+        table = DocmentTbl(self.sym)
+        if self.sig is None or not table.has_docment: return text
+        for d in table.dm.values():  # a `|` in a docment would end its table cell
+            if isinstance(d.get("docment"), str): d["docment"] = d["docment"].replace("|", "\\|")
+        params, star = [], False
+        for p in self.sig.parameters.values():
+            if p.name == "self": continue
+            if p.kind == p.KEYWORD_ONLY and not star: params.append("*")
+            star = star or p.kind in (p.KEYWORD_ONLY, p.VAR_POSITIONAL)
+            params.append(str(p))
+        params = ",\n    ".join(params)
+        sig = f"{self.nm}(\n    {params}\n)" if params else f"{self.nm}()"
+        if self.sig.return_annotation is not self.sig.empty:
+            sig += " -> " + inspect.formatannotation(self.sig.return_annotation)
+        return text.replace(f"```python\n{self.dm}\n```", f"```python\n{sig}\n```") + "\n\n" + table._repr_markdown_()
+    nbdev.showdoc.BasicMarkdownRenderer._repr_markdown_ = render
+
+
+def front_matter(nb) -> tuple[str, str]:
+    "(title, description) from the raw front-matter cell nbdev writes, or the first heading."
     for c in nb.cells:
-        tags = c.metadata.setdefault("tags", [])
-        if c.cell_type == "raw": tags.append("remove")
-        if c.cell_type == "code" and "#| echo: false" in c.source: tags.append("hide-input")
-        for o in c.get("outputs", []):
-            for mime in ("text/markdown", "text/html"):
-                if mime in o.get("data", {}):
-                    o["data"][mime] = re.sub(r"\{target=\"_blank\"[^}]*\}", "", o["data"][mime])
+        if c.cell_type == "raw" and c.source.startswith("---"):
+            meta = yaml.safe_load(c.source.strip().strip("-")) or {}
+            return str(meta.get("title", "")), " ".join(str(meta.get("description", "")).split())
+        if c.cell_type == "markdown" and c.source.startswith("# "):
+            return c.source.splitlines()[0][2:].strip(), ""
+    return "", ""
 
 
-def render() -> None:
-    DOCS.mkdir(parents=True, exist_ok=True)
-    all_pages = pages()
-    nbs = {p: nbformat.read(p, as_version=4) for p in all_pages}
-    titles = {p: title_of(nb, p.stem) for p, nb in nbs.items()}
-    from nbconvert.preprocessors import TagRemovePreprocessor
-    exporter = HTMLExporter(template_name="lab")
-    exporter.register_preprocessor(TagRemovePreprocessor(remove_input_tags={"hide-input"}, remove_cell_tags={"remove"}), enabled=True)
-    import plotly
-    shutil.copy(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", DOCS / "plotly.min.js")
-    for p, nb in nbs.items():
-        tidy(nb)
-        body, _ = exporter.from_notebook_node(nb)
-        body = re.sub(r'href="([^"#:]+)\.ipynb', r'href="\1.html', body)  # links between notebooks → pages
-        lib = os.path.relpath(DOCS / "plotly.min.js", out_dir(p))
-        body = body.replace("</head>", f'<script src="{lib}"></script></head>', 1)  # every page can draw plotly figures
-        body = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + nav(p, all_pages, titles), body, count=1)
-        out = DOCS / p.relative_to(PROC).with_suffix(".html")
-        out.write_text(body)
-    items = "".join(f'<li><a href="{href(p, PROC / "index.ipynb")}">{html.escape(t)}</a> — {html.escape(s)}</li>'
-                    for p, (t, s) in titles.items())
-    (DOCS / "pages.html").write_text(f"<!doctype html><meta charset=utf-8><title>trainbook docs</title>"
-                                     f"{nav(PROC / 'index.ipynb', all_pages, titles)}<h1>trainbook</h1><ul>{items}</ul>")
-    print(f"rendered {len(nbs)} pages with nbconvert into {DOCS.relative_to(ROOT)}/ (index.html is the README page, pages.html lists all)")
+def page_name(p: Path) -> Path:
+    "The page's path in the site: numbered notebooks lose their number (`07_loop` → `loop`), as on nbdev's site."
+    return p.with_name(re.sub(r"^\d+[a-z]?_", "", p.name))
+
+
+def local_links(text: str, up: str = "") -> str:
+    "Links to nbdev's site (`up` leads from the page to the site's root) and to notebooks become links to local pages."
+    text = text.replace(SITE_URL, up)
+    text = re.sub(r'\{target="_blank"[^}]*\}', "", text)
+    return re.sub(r'((?:href="|\]\()(?![a-z]+:)[^")#]*?)(?:\d+[a-z]?_)?([\w-]+)\.ipynb', r"\1\2.html", text)
+
+
+def tidy_output(o: dict, figure_html, up: str) -> None:
+    "One copy of plotly.js for the site (not one per page); plotly's JSON figures get an HTML view drawn with it."
+    data = o.get("data", {})
+    html = data.get("text/html")
+    if isinstance(html, list): html = "".join(html)
+    if html is not None:
+        html = re.sub(r'<script data-trainbook="plotly\.js">.*?</script>', "", html, flags=re.S)
+    fig = data.get("application/vnd.plotly.v1+json")
+    if fig is not None and (html is None or "Plotly.newPlot" not in html):
+        html = figure_html(fig, with_plotlyjs=False)
+    for mime in ("text/html", "text/markdown"):
+        value = html if mime == "text/html" else data.get(mime)
+        if value is None: continue
+        data[mime] = local_links(value if isinstance(value, str) else "".join(value), up)
+    data.pop("application/vnd.jupyter.widget-view+json", None)  # no widget state on a static page: the snapshot shows
+    data.pop("application/vnd.plotly.v1+json", None)
+
+
+def tidy(nb, up: str) -> tuple[str, str]:
+    "A processed notebook made ready for mkdocs-jupyter; returns (title, description)."
+    from trainbook.live import figure_html
+    title, description = front_matter(nb)
+    cells = []
+    for c in nb.cells:
+        if c.cell_type == "raw": continue  # quarto's front matter
+        if c.cell_type == "markdown": c.source = local_links(c.source, up)
+        if c.cell_type == "code":
+            if "#| echo: false" in c.source: c.metadata.setdefault("tags", []).append("hide-input")
+            for o in c.get("outputs", []): tidy_output(o, figure_html, up)
+        cells.append(c)
+    head = f"# {title}" + (f"\n\n> {description}" if description else "")
+    nb.cells = [nbformat.v4.new_markdown_cell(head)] + cells
+    nb.metadata.pop("widgets", None)
+    return title, description
+
+
+def prepare_pages() -> dict:
+    "Tidy every processed notebook under its page name; returns {page path (relative to _proc): title}."
+    titles = {}
+    for p in sorted(PROC.rglob("*.ipynb")):
+        nb = nbformat.read(p, as_version=4)
+        title, _ = tidy(nb, "../" * (len(p.relative_to(PROC).parts) - 1))
+        p.unlink()
+        out = page_name(p)
+        nbformat.write(nb, out)
+        titles[out.relative_to(PROC).as_posix()] = title or out.stem
+    return titles
+
+
+def nav(titles: dict) -> list:
+    "Home, the tutorials, then the API grouped by layer (numbered notebooks in their order)."
+    numbered = {page_name(p.relative_to(ROOT / "nbs")).as_posix(): p.name[:2]
+                for p in sorted((ROOT / "nbs").glob("[0-9]*.ipynb"))}
+    tutorials = sorted(k for k in titles if k.startswith("tutorials/"))
+    order = ["quickstart", "imbalanced", "debugging"]
+    tutorials.sort(key=lambda k: (order.index(Path(k).stem) if Path(k).stem in order else len(order), k))
+    out = [{"Home": "index.ipynb"}, {"Tutorials": [{titles[k]: k} for k in tutorials]}]
+    api = []
+    for layer, prefixes in LAYERS:
+        pages = [k for k, num in numbered.items() if num in prefixes.split() and k in titles]
+        if pages: api.append({layer: [{f"{titles[k]}": k} for k in pages]})
+    placed = {"index.ipynb", *tutorials, *numbered}
+    rest = sorted(k for k in titles if k not in placed)
+    if rest: api.append({"More": [{titles[k]: k} for k in rest]})
+    out.append({"API": api})
+    return out
+
+
+def mkdocs_config(titles: dict) -> Path:
+    "mkdocs.yml (the theme, plugins, extensions) with the docs folder, the site folder and the nav filled in."
+    cfg = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+    cfg.update(docs_dir=str(PROC), site_dir=str(DOCS), nav=nav(titles))
+    out = SRC / "mkdocs.yml"
+    out.write_text(yaml.safe_dump(cfg, sort_keys=False, allow_unicode=True))
+    return out
+
+
+def tidy_site() -> None:
+    "Stylesheets once as files (mkdocs-jupyter inlines 600 kB of them in every page), no source maps, no CDN scripts."
+    for page in DOCS.rglob("*.html"):
+        text = page.read_text()
+        links = []
+        for css in re.findall(r'<style type="text/css">(.*?)</style>', text, flags=re.S):
+            if len(css) < 2000: continue
+            name = f"assets/nb-{hashlib.sha1(css.encode()).hexdigest()[:10]}.css"
+            if not (DOCS / name).exists(): (DOCS / name).write_text(css)
+            text = text.replace(f'<style type="text/css">{css}</style>', "", 1)
+            links.append(f'<link rel="stylesheet" href="{os.path.relpath(DOCS / name, page.parent)}">')
+        text = text.replace("</head>", "".join(links) + "</head>", 1)
+        text = re.sub(r'<script[^>]+src="https://[^"]*(?:mathjax|mermaid|require)[^"]*"[^>]*>\s*</script>', "", text)
+        page.write_text(text)
+    for sourcemap in DOCS.rglob("*.map"): sourcemap.unlink()
+
+
+def sizes() -> None:
+    files = [p for p in DOCS.rglob("*") if p.is_file()]
+    total = sum(p.stat().st_size for p in files)
+    pages = sorted((p for p in files if p.suffix == ".html"), key=lambda p: p.stat().st_size)
+    big = pages[-1]
+    print(f"site: {len(pages)} pages, {total / 1e6:.1f} MB in all (plotly.js {DOCS.joinpath('assets/plotly.min.js').stat().st_size / 1e6:.1f} MB "
+          f"once); largest page {big.relative_to(DOCS)} {big.stat().st_size / 1e6:.2f} MB")
 
 
 def main() -> int:
     if shutil.which("quarto"):
         print("quarto found: building with nbdev_docs")
         return subprocess.run([BIN / "nbdev_docs"], cwd=ROOT).returncode
-    print("quarto not installed: nbdev_proc_nbs + nbconvert HTML")
-    os.environ.update(TRAINBOOK_LIVE="static", PLOTLY_RENDERER="notebook")  # the kernels inherit these
-    shutil.rmtree(PROC, ignore_errors=True); shutil.rmtree(DOCS, ignore_errors=True)
-    execute_copies()
+    print("quarto not installed: nbdev's processing + Material for MkDocs (mkdocs-jupyter)")
+    # the kernels inherit these: static figures at the end of runs, plotly's own figures as JSON (drawn on the page)
+    os.environ.update(TRAINBOOK_LIVE="static", PLOTLY_RENDERER="plotly_mimetype")
+    sys.path.insert(0, str(ROOT))
+    shutil.rmtree(PROC, ignore_errors=True)
+    shutil.rmtree(DOCS, ignore_errors=True)
+    if "--reuse" in sys.argv and (SRC / "nbs").exists():  # the copies executed by the last build
+        print("reusing the notebooks executed by the last build")
+    elif "--no-exec" in sys.argv:  # pages without outputs: quick, for checking the site itself
+        shutil.rmtree(SRC, ignore_errors=True)
+        shutil.copytree(ROOT / "nbs", SRC / "nbs", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    else:
+        execute_copies()
     # nbdev's processing step alone: the nbdev_proc_nbs command first tries to install quarto, and with it the
     # library into whatever `pip` is on PATH, which must not happen on a machine without quarto.
     from nbdev.serve import proc_nbs
-    proc_nbs(path=str(SRC / "nbs"), n_workers=0)  # _proc was removed above: everything is processed afresh
-    render()
+    with_parameter_tables()  # proc_nbs renders show_doc in this process (n_workers=0)
+    proc_nbs(path=str(SRC / "nbs"), n_workers=0)
+    for junk in ("_quarto.yml", "nbdev.yml", "sidebar.yml", "styles.css"): (PROC / junk).unlink(missing_ok=True)
+    titles = prepare_pages()
+    (PROC / "assets").mkdir(exist_ok=True)
+    import plotly
+    shutil.copy(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", PROC / "assets" / "plotly.min.js")
+    shutil.copy(ROOT / "scripts" / "docs.css", PROC / "assets" / "docs.css")
+    cfg = mkdocs_config(titles)
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--quiet", "-f", str(cfg)], cwd=ROOT)
+    if done.returncode: return done.returncode
+    tidy_site()
+    sizes()
     return 0
 
 

@@ -51,7 +51,7 @@ def test_updates_are_bounded_by_the_throttle(tick):
 
 def test_a_broken_display_never_breaks_the_run():
     class Broken(LiveCurves):
-        def update(self, state, force=False): raise RuntimeError("front end went away")
+        def final(self, state): raise RuntimeError("front end went away")
     with pytest.warns(UserWarning, match="switched off"):
         run = _fit([Broken(mode="static")])
     assert run.stopped == "completed"
@@ -98,4 +98,172 @@ def test_plot_marks_the_monitored_best_and_spikes():
     for s in range(100): h.append(s, 0, "train", "loss", 1.0 - 0.005 * s + (5.0 if s == 40 else 0.0))
     spikes = [f for f in tb.diagnose(h) if f.kind == "loss_spikes"]
     assert spikes and spikes[0].data["steps"] == [40]
-    assert [a.x for a in plot_history(h, spikes).layout.annotations if a.text == "spike"] == [40]
+    assert spikes[0].severity == "info" and not plot_history(h, spikes).layout.annotations  # info: listed, not drawn
+    marked = plot_history(h, spikes, severities=("info", "warning", "error")).layout.annotations
+    assert [a.x for a in marked if a.text == "loss spikes"] == [40]
+
+
+def _axis_of(fig, trace, attr):
+    return fig.layout[f"{attr}axis{(getattr(trace, attr + 'axis') or attr)[1:]}"]
+
+
+def _assert_ranges_hold_the_data(fig):
+    "Every finite point of every trace lies inside its axes' ranges (log axes: in decades)."
+    import numpy as np
+    checked = 0
+    for t in fig.data:
+        for attr, values in (("x", t.x), ("y", t.y)):
+            axis = _axis_of(fig, t, attr)
+            v = np.asarray(values, dtype=float)
+            v = v[np.isfinite(v)]
+            if axis.type == "log": v = np.log10(v[v > 0])
+            if not len(v): continue
+            lo, hi = axis.range
+            assert lo <= v.min() and v.max() <= hi, (t.name, attr, axis.range, v.min(), v.max())
+            checked += 1
+    return checked
+
+
+def test_axis_ranges_contain_the_data_live_and_after():
+    "A metric that climbs after the first redraw stays inside its panel; lr and gradient norms are on log axes."
+    clock = FakeClock(1.0)  # every step redraws
+    curves = LiveCurves(every=0.5, mode="widget", clock=clock, show=False)
+    run = _fit([curves], epochs=3, n=320)
+    assert curves.n_updates > 10
+    assert _assert_ranges_hold_the_data(curves.figure) >= 8
+    fig = run.plot()
+    assert _assert_ranges_hold_the_data(fig) >= 8
+    lr = next(t for t in fig.data if t.name == "train lr")
+    grad = next(t for t in fig.data if t.name == "train grad_norm")
+    assert _axis_of(fig, lr, "y").type == "log" and _axis_of(fig, grad, "y").type == "log"
+    # an accuracy that rises after the first draw: the range follows it
+    h = tb.History([(1, 0, "valid", "accuracy", 0.5)])
+    s = __import__("trainbook.live", fromlist=["Series"]).Series()
+    from trainbook.live import new_figure, draw
+    live = new_figure(widget=True, system=False)
+    s.read(h); draw(live, s)
+    h.append(2, 1, "valid", "accuracy", 0.99)
+    s.read(h); draw(live, s)
+    acc = next(t for t in live.data if t.name == "valid accuracy")
+    assert _axis_of(live, acc, "y").range[1] >= 0.99
+
+
+def test_throughput_and_memory_panels_when_logged():
+    h = tb.History()
+    for e in range(3):
+        h.append(10 * (e + 1), e, "train", "epoch_loss", 1.0 / (e + 1))
+        for name, v in (("samples_per_s", 1000 + e), ("step_time", 0.01), ("data_wait", 0.2), ("peak_memory_mb", 300)):
+            h.append(10 * (e + 1), e, "train", name, v)
+    fig = plot_history(h)
+    names = {t.name for t in fig.data}
+    assert {"train samples_per_s", "train step_time", "train data_wait", "train peak_memory_mb"} <= names
+    rows = {(t.name, t.yaxis) for t in fig.data}
+    assert len({y for n, y in rows if n.split(" ", 1)[1] in ("samples_per_s", "step_time", "data_wait", "peak_memory_mb")}) == 4
+    assert _assert_ranges_hold_the_data(fig) >= 8
+    assert "xaxis5" not in plot_history(tb.History([(1, 0, "train", "loss", 1.0)])).layout  # no row without the records
+
+
+def test_legends_one_per_panel_above_it():
+    fig = _fit([], epochs=2).plot()
+    legend_of = {t.name: t.legend for t in fig.data if t.showlegend is not False}
+    assert legend_of["valid loss"] == legend_of["train loss (smoothed)"] == "legend"
+    assert legend_of["valid accuracy"] == "legend2"
+    assert fig.layout.legend.y > fig.layout.yaxis.domain[1] and fig.layout.legend2.y > fig.layout.yaxis2.domain[1]
+    assert fig.layout.legend.x < fig.layout.legend2.x
+
+
+def test_marks_only_for_warnings_one_per_event_labels_never_overlap():
+    from trainbook.live import marks_for, place_labels, Series, draw, new_figure
+    h = tb.History([(s, 0, "train", "loss", 1.0 / s) for s in range(1, 201)])
+    s = Series(); s.read(h)
+    found = [tb.Finding("loss_spikes", "warning", "", data={"steps": [50, 51, 52, 53, 150]}),
+             tb.Finding("loss_spikes", "info", "", data={"steps": [100]}),
+             tb.Finding("nonfinite", "error", "", data={"step": 152}),
+             tb.Finding("best", "info", "", data={"step": 154}), tb.Finding("early_stopping", "info", "", data={"step": 200})]
+    marks = marks_for(found, s)
+    assert [m[0] for m in marks] == [50, 150, 152, 154, 200]  # the burst 50-53 is one mark; the info spike none
+    assert marks[0][2] == "loss spikes ×4"
+    fig = new_figure(system=False)
+    draw(fig, s, found)
+    assert len(fig.layout.shapes) == 5
+    per_level = {}
+    for a in fig.layout.annotations:
+        per_level.setdefault(a.y, []).append((a.x, a.x + (len(a.text) * 6.2 + 6) / (900 * 0.465) * 209))
+    for spans in per_level.values():
+        spans.sort()
+        assert all(b[0] >= a[1] for a, b in zip(spans, spans[1:])), spans
+    assert len(per_level) >= 2  # crowded labels went to further rows instead of piling up
+
+
+def test_static_bundle_carries_plotlyjs_once_and_a_text_fallback(monkeypatch):
+    from trainbook import live
+    monkeypatch.setitem(live._PLOTLYJS, "sent", False)
+    run = _fit([], epochs=2)
+    first = run.plot()._repr_mimebundle_()
+    second = run.plot()._repr_mimebundle_()
+    assert set(first) == {"application/vnd.plotly.v1+json", "text/html", "text/plain"}
+    assert first["text/html"].count('data-trainbook="plotly.js"') == 1 and len(first["text/html"]) > 3_000_000
+    assert 'data-trainbook="plotly.js"' not in second["text/html"] and len(second["text/html"]) < 200_000
+    assert "Plotly.newPlot" in second["text/html"]
+    names = {t["name"] for t in second["application/vnd.plotly.v1+json"]["data"]}
+    assert {"valid loss", "valid accuracy"} <= names
+
+
+class FakeHandle:
+    def __init__(self): self.updates = []
+    def update(self, obj, **kw): self.updates.append(obj)
+
+
+def test_live_widget_gives_way_to_a_static_figure(monkeypatch):
+    "Shown live as a FigureWidget, the curves are replaced in the same output by a static view, and the widget closed."
+    from trainbook import live
+    handle = FakeHandle()
+    monkeypatch.setattr(live, "_display", lambda obj, **kw: handle)
+    curves = LiveCurves(mode="widget", clock=FakeClock(1.0))
+    seen = []
+    class Keep(Callback):  # the live FigureWidget, as it is during the run
+        def after_epoch(self, state): seen.append(curves.figure)
+    run = _fit([curves, Keep()], epochs=2)
+    live_fig = seen[-1]
+    assert type(live_fig).__name__ == "FigureWidget" and live_fig.comm is None  # closed: no widget state to save
+    assert len(handle.updates) == 1
+    view = handle.updates[0]
+    bundle = view._repr_mimebundle_()
+    assert "Plotly.newPlot" in bundle["text/html"] and "step" in bundle["text/plain"]
+    assert curves.figure is view.figure and curves.box is None
+    assert {t.name for t in view.figure.data} >= {"train loss", "valid loss"}
+    assert run.stopped == "completed"
+
+
+def test_gradient_trouble_brings_the_per_layer_view():
+    from trainbook.live import plot_grad_norms, grad_norm_matrix
+    run = _fit([], epochs=2, log_every=5)
+    names, steps, m = grad_norm_matrix(run)
+    assert "0.weight" in names and len(steps) == run.step // 5 and m.shape == (len(names), len(steps))
+    fig = plot_grad_norms(run)
+    assert fig.data[0].type == "heatmap" and list(fig.data[0].y) == names
+    curves = LiveCurves(mode="text")
+    curves.findings = [tb.Finding("vanishing_gradients", "warning", "", data={"parameters": ["0.weight"]})]
+    curves.series.read(run.records)
+    state = type("S", (), {"history": run.records, "run": run})()
+    view = curves.final(state)
+    assert len(view.extra) == 1 and view.extra[0].data[0].type == "heatmap"
+    curves.findings = []
+    assert curves.final(state).extra == []
+
+
+def test_figures_display_their_static_bundle_in_ipython(monkeypatch):
+    "What IPython publishes for run.plot() (plotly's own display would publish its JSON only)."
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.display import display
+    from IPython.utils.capture import capture_output
+    from trainbook import live
+    monkeypatch.setitem(live._PLOTLYJS, "sent", True)
+    InteractiveShell.instance()
+    fig = _fit([], epochs=1).plot()
+    with capture_output() as out:
+        display(fig)
+    assert len(out.outputs) == 1
+    data = out.outputs[0].data
+    assert {"application/vnd.plotly.v1+json", "text/html", "text/plain"} <= set(data)
+    assert "Plotly.newPlot" in data["text/html"]

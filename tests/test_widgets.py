@@ -53,13 +53,124 @@ def panel(epochs=3, **kw):
                          metrics="accuracy")
 
 
-def test_overfit_and_find_lr_buttons():
+def test_overfit_and_find_lr_buttons_draw_in_the_panels_figure():
     p = panel()
     p.overfit_button.click(); p.wait()
     assert p.sanity.passed and "PASSED" in p.status.value
+    loss = p.sanity.history.series("loss")
+    assert list(p.figure.data[0].y) == loss.tolist() and list(p.figure.data[0].x) == loss.index.tolist()
+    assert p.figure.layout.yaxis.type == "log" and p.plot.children == (p.figure,)
+    lo, hi = p.figure.layout.yaxis.range
+    assert 10 ** lo <= loss.min() and loss.max() <= 10 ** hi
+    overfit_fig = p.figure
     p.lr_button.click(); p.wait()
     assert p.lr_finder is not None and "suggested lr" in p.status.value
+    assert list(p.figure.data[0].x) == p.lr_finder.lrs and list(p.figure.data[0].y) == p.lr_finder.losses
+    assert p.figure.layout.xaxis.type == "log" and overfit_fig.comm is None  # the old figure was closed
+    assert [s.x0 for s in p.figure.layout.shapes] == [p.lr_finder.suggestion]
+    assert p.figure.layout.annotations[0].text.startswith("suggested")
     assert not p.busy and not p.train_button.disabled and p.stop_button.disabled
+
+
+def test_buttons_sized_to_their_labels():
+    p = panel()
+    assert [b.description for b in p.buttons] == ["Overfit one batch", "Find LR", "Dry run", "Train", "Stop"]
+    assert all(b.layout.width == "auto" and b.layout.min_width == "max-content" for b in p.buttons)
+
+
+def test_dry_run_button_shows_the_report(monkeypatch):
+    "The Dry run button calls trainbook.preflight.dry_run (faked here) with the panel's pieces and shows its report."
+    import sys, types
+    calls = []
+    class Report:
+        passed, findings = False, [tb.Finding("shape_mismatch", "error", "pred (4, 1) vs target (4,)")]
+        def _repr_html_(self): return "<p>dry-run report: shape_mismatch</p>"
+    def dry_run(model, dl_train, dl_valid=None, loss_fn=None, config=None, metrics=None):
+        calls.append((model, dl_train, dl_valid, loss_fn, config, metrics))
+        return Report()
+    monkeypatch.setitem(sys.modules, "trainbook.preflight", types.SimpleNamespace(dry_run=dry_run))
+    p = panel()
+    p.dry_button.click(); p.wait()
+    assert calls == [(p.model, p.dl_train, p.dl_valid, p.loss_fn, p.config, p.metrics)]
+    assert "dry run: <b>FAILED</b> (1 finding(s))" in p.status.value and "shape_mismatch" in p.findings.value
+    assert isinstance(p.dry_run_report, Report) and p.error is None
+
+
+def _pressing_stop_at(p, call):
+    "A loss that presses the panel's Stop button at its `call`-th evaluation (from the worker thread)."
+    calls = []
+    def loss(out, yb):
+        calls.append(1)
+        if len(calls) == call: p.stop_button.click()
+        return nn.functional.cross_entropy(out, yb)
+    return loss
+
+
+def test_stop_ends_find_lr_and_overfit_early():
+    p = panel()
+    p.loss_fn = _pressing_stop_at(p, 10)
+    p.lr_button.click(); p.wait()
+    assert p.error is None and "suggested lr" in p.status.value
+    assert 3 <= len(p.lr_finder.lrs) <= 12  # a full sweep is 100 steps
+    assert list(p.figure.data[0].x) == p.lr_finder.lrs  # what was found is drawn
+    p.loss_fn = _pressing_stop_at(p, 30)
+    p.overfit_button.click(); p.wait()
+    assert p.error is None and len(p.sanity.history.series("loss")) < 40  # of 200 steps per lr tried
+    assert p.stop_button.disabled and not p.overfit_button.disabled
+
+
+def test_refuses_to_start_while_the_model_trains_elsewhere():
+    "Another thread holds the model (a fit running there): every button refuses at once and nothing starts."
+    import threading
+    from trainbook.batch import training_lock
+    p = panel()
+    holding, release = threading.Event(), threading.Event()
+    def elsewhere():
+        with training_lock(p.model, "fit"):
+            holding.set()
+            release.wait(30)
+    t = threading.Thread(target=elsewhere)
+    t.start()
+    holding.wait(30)
+    try:
+        for button in (p.train_button, p.lr_button, p.overfit_button):
+            button.click()
+            assert not p.busy and "refused" in p.status.value and "already training (fit)" in p.status.value
+        assert p.run is None and p.lr_finder is None and p.sanity is None
+    finally:
+        release.set()
+        t.join()
+    p.overfit_button.click(); p.wait()  # free again
+    assert p.sanity is not None
+
+
+class FakeHandle:
+    def __init__(self): self.updates = []
+    def update(self, obj, **kw): self.updates.append(obj)
+
+
+def test_panel_snapshot_follows_its_state(monkeypatch):
+    "The static fallback shows the buttons, the status and the figure of the last action, and is re-rendered after it."
+    from trainbook import live
+    monkeypatch.setitem(live._PLOTLYJS, "sent", True)
+    p = panel()
+    first = p._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in first and "Overfit one batch</button>" in first["text/html"]
+    assert "ready" in first["text/html"] and "Plotly.newPlot" not in first["text/html"]  # nothing drawn yet
+    handle = FakeHandle()
+    p._handles = [handle]
+    p.overfit_button.click(); p.wait()
+    assert len(handle.updates) == 1
+    html = handle.updates[0]["text/html"]
+    assert "PASSED" in html and "Plotly.newPlot" in html and "train loss on one batch" in html
+
+
+def test_split_builder_snapshot():
+    df = load_breast_cancer(as_frame=True).frame
+    sb = tb.SplitBuilder(df, target="target")
+    html = sb._repr_mimebundle_()["text/html"]
+    assert "stratified" in html and "Plotly.newPlot" in html and "splits = tb.make_splits(df, 'target')" in html
+    assert "application/vnd.jupyter.widget-view+json" in sb._repr_mimebundle_()
 
 
 def test_train_button_runs_and_draws():
@@ -85,3 +196,57 @@ def test_stop_right_after_train():
     p = panel(epochs=50)
     p.train_button.click(); p.stop_button.click(); p.wait()
     assert p.run.stopped == "interrupted" and p.run.step < 50 * 20
+
+
+NOTEBOOK = ['''import os, torch, trainbook as tb
+from torch import nn
+from sklearn.datasets import load_breast_cancer
+torch.manual_seed(0)
+X = torch.randn(640, 8); y = (X[:, 0] + X[:, 1] > 0).long()
+dl, dv = tb.TensorLoader(X[:512], y[:512], batch_size=32, shuffle=True), tb.TensorLoader(X[512:], y[512:], batch_size=128)
+def model(): return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+cfg = tb.TrainConfig(epochs=3, lr=3e-3, device="cpu")'''] + [
+    f'run{i} = tb.fit(model(), dl, dv, loss_fn=nn.functional.cross_entropy, metrics="accuracy", config=cfg)'
+    for i in range(3)] + [
+    "run0.plot()",
+    'tb.SplitBuilder(load_breast_cancer(as_frame=True).frame, target="target")',
+    "panel = tb.TrainPanel(model(), dl, dv, loss_fn=nn.functional.cross_entropy, config=cfg)\npanel",
+    "panel.overfit_button.click(); panel.wait(); print(panel.status.value)"]
+
+
+def test_saved_notebook_small_and_readable_without_kernel(tmp_path):
+    """Three live runs, a figure, a SplitBuilder and a TrainPanel, executed as JupyterLab would (live widgets, widget
+    state not saved): the saved notebook stays under 3 MB beyond one plotly.js copy, and rendered by nbconvert (as
+    nbviewer, GitHub and the docs do) every widget and figure cell shows content."""
+    import os, sys
+    from pathlib import Path
+    import nbformat
+    from nbclient import NotebookClient
+    from nbconvert import HTMLExporter
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    from demo import visible_outputs
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in NOTEBOOK])
+    env = {"TRAINBOOK_LIVE": "widget", "PLOTLY_RENDERER": "plotly_mimetype"}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        NotebookClient(nb, timeout=300, kernel_name="python3", store_widget_state=False).execute()
+    finally:
+        for k, v in old.items():
+            if v is None: os.environ.pop(k, None)
+            else: os.environ[k] = v
+    path = tmp_path / "three_runs.ipynb"
+    nbformat.write(nb, path)
+    text = path.read_text()
+    assert text.count('data-trainbook=\\"plotly.js\\"') == 1  # one copy of plotly.js in the whole notebook
+    import plotly
+    plotlyjs = (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").stat().st_size
+    assert path.stat().st_size - plotlyjs < 3_000_000, path.stat().st_size
+    for i in range(1, 4):  # each run's live widget gave way to a static figure in its own output
+        kinds = [set(o.get("data", {})) for o in nb.cells[i].outputs]
+        assert any({"application/vnd.plotly.v1+json", "text/html"} <= k for k in kinds), kinds
+    assert "PASSED" in "".join(o.get("text", "") for o in nb.cells[-1].outputs)
+    html, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
+    assert visible_outputs(nb, html) == []
+    snapshot = nb.cells[6].outputs[0]["data"]["text/html"]
+    assert "PASSED" in snapshot and "Plotly.newPlot" in snapshot  # the panel's output was refreshed after the click

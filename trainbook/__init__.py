@@ -26,7 +26,7 @@ _EXPORTS = {
     "sanity": ["overfit_batch", "check_init_loss", "SanityReport"],
     "preflight": ["summary", "ModelSummary", "dry_run", "DryRunReport", "find_batch_size", "BatchSizeResult",
                   "PeakMemory"],
-    "live": ["LiveCurves", "Progress", "plot_history"],
+    "live": ["LiveCurves", "Progress", "plot_history", "plot_grad_norms", "plot_lr_find", "as_static"],
     "widgets": ["SplitBuilder", "TrainPanel"],
     "magics": ["Checklist"],
     "distributed": ["launch", "LaunchError"],

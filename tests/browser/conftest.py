@@ -78,13 +78,13 @@ def lab(tmp_path_factory):
 def docs_site():
     "The docs built by `make docs` (built here when missing), served over http on a free localhost port."
     docs = ROOT / "_docs"
-    if not (docs / "pages.html").exists():
+    if not (docs / "index.html").exists():
         subprocess.run([sys.executable, str(ROOT / "scripts" / "build_docs.py")], cwd=ROOT, check=True)
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(docs)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_http(f"http://127.0.0.1:{port}/pages.html")
+        wait_http(f"http://127.0.0.1:{port}/index.html")
         yield {"url": f"http://127.0.0.1:{port}", "dir": docs}
     finally:
         proc.terminate(); proc.wait(timeout=10)

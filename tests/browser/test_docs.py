@@ -1,30 +1,60 @@
-"The rendered docs: every page opens, plots draw, links between pages resolve."
-from pathlib import Path
+"The docs site in Chromium: every page opens, sidebar links resolve, plots draw, search finds `fit`, parameter tables show."
 from urllib.parse import urljoin, urlparse
 
 from conftest import ARTIFACTS
 
 
-def test_every_page_opens_plots_draw_links_resolve(browser, docs_site):
-    pages = sorted(p.relative_to(docs_site["dir"]).as_posix() for p in docs_site["dir"].rglob("*.html"))
-    assert len(pages) >= 18 and "tutorials/quickstart.html" in pages
-    page = browser.new_page(viewport={"width": 1200, "height": 900})
-    broken, drawn = [], {}
+def test_every_page_opens_sidebar_links_resolve_plots_draw(browser, docs_site):
+    site = docs_site["dir"]
+    pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html") if p.name != "404.html")
+    assert len(pages) >= 18 and "tutorials/quickstart.html" in pages and "loop.html" in pages
+    page = browser.new_page(viewport={"width": 1300, "height": 900})
+    broken, drawn, sidebar = [], {}, set()
     for rel in pages:
         url = f"{docs_site['url']}/{rel}"
-        response = page.goto(url)
-        assert response.status == 200, rel
-        if page.locator(".plotly-graph-div").count():
-            page.wait_for_selector(".plotly-graph-div .main-svg", timeout=30_000)  # plotly drew it (offline)
-            drawn[rel] = page.locator(".plotly-graph-div .main-svg").count()
-        for href in page.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))"):
+        assert page.goto(url).status == 200, rel
+        assert page.locator(".jp-InputPrompt:visible, .jp-OutputPrompt:visible").count() == 0, rel  # no In/Out prompts
+        if page.locator(".tb-figure, .js-plotly-plot").count():
+            page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)  # plotly drew it, offline
+            drawn[rel] = page.locator(".js-plotly-plot .main-svg").count()
+        links = page.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))")
+        sidebar |= {urlparse(urljoin(url, h)).path for h in
+                    page.eval_on_selector_all("nav.md-nav--primary a[href]", "els => els.map(e => e.getAttribute('href'))")}
+        for href in links:
             target = urlparse(urljoin(url, href))
             if target.netloc != urlparse(docs_site["url"]).netloc or not target.path.endswith(".html"): continue
-            if not (docs_site["dir"] / target.path.lstrip("/")).exists(): broken.append((rel, href))
-    page.goto(f"{docs_site['url']}/tutorials/quickstart.html")
-    page.wait_for_selector(".plotly-graph-div .main-svg")
-    page.locator(".plotly-graph-div").first.scroll_into_view_if_needed()
-    page.screenshot(path=str(ARTIFACTS / "docs-quickstart.png"))
+            if not (site / target.path.lstrip("/")).exists(): broken.append((rel, href))
     page.close()
     assert not broken, broken
-    assert "tutorials/quickstart.html" in drawn and "05_optim.html" in drawn, drawn
+    assert {"/index.html", "/tutorials/quickstart.html", "/loop.html", "/live.html"} <= sidebar, sorted(sidebar)
+    assert all((site / p.lstrip("/")).exists() for p in sidebar if p.endswith(".html"))
+    assert "tutorials/quickstart.html" in drawn and "live.html" in drawn, drawn
+
+
+def test_sidebar_lists_tutorials_first_then_the_api(browser, docs_site):
+    page = browser.new_page(viewport={"width": 1300, "height": 900})
+    page.goto(f"{docs_site['url']}/index.html")
+    titles = page.eval_on_selector_all("nav.md-nav--primary > ul > li > label, nav.md-nav--primary > ul > li > a",
+                                       "els => els.map(e => e.textContent.trim())")
+    page.close()
+    assert titles.index("Tutorials") < titles.index("API"), titles
+
+
+def test_search_finds_fit_and_the_fit_page_has_its_parameter_table(browser, docs_site):
+    page = browser.new_page(viewport={"width": 1300, "height": 900})
+    page.goto(f"{docs_site['url']}/index.html")
+    page.locator("input.md-search__input").click()
+    page.keyboard.type("fit", delay=50)  # Material searches as keys are typed
+    page.wait_for_selector(".md-search-result__item", timeout=30_000)
+    hits = page.eval_on_selector_all(".md-search-result__item a", "els => els.map(e => e.getAttribute('href'))")
+    assert any(urlparse(h).path.endswith("/loop.html") and urlparse(h).fragment == "fit" for h in hits), hits
+    page.screenshot(path=str(ARTIFACTS / "docs-search-fit.png"))
+    page.goto(f"{docs_site['url']}/loop.html#fit")
+    heading = page.locator("h3#fit")
+    assert heading.count() == 1
+    table = page.locator("h3#fit ~ div table").first  # show_doc's parameter table, from the docments
+    cells = table.locator("td").all_inner_texts()
+    assert "model" in cells and "dl_train" in cells, cells[:12]
+    table.evaluate("t => t.scrollIntoView({block: 'center'})")  # the signature's end and the table in view
+    page.screenshot(path=str(ARTIFACTS / "docs-fit-page.png"))
+    page.close()
