@@ -114,3 +114,20 @@ def test_checklist_ticks_itself(ip):
     assert all(cl.done.values()), str(cl)
     assert "[x] full run beats the baseline" in str(cl)
     cl.close()
+
+
+def test_checklist_output_carries_a_static_snapshot_that_follows_its_state():
+    from types import SimpleNamespace
+    from trainbook.magics import Checklist
+    cl = Checklist("binary classification", "y", "valid_accuracy", threshold=0.9)
+    try:
+        cl.widget()
+        bundle = cl._bundle()
+        assert "application/vnd.jupyter.widget-view+json" in bundle  # the live view, where a kernel runs
+        assert "Readiness checklist" in bundle["text/html"] and "⬜" in bundle["text/html"]
+        updates = []
+        cl._handles.append(SimpleNamespace(update=lambda b, raw: updates.append(b)))
+        cl.hear("overfit_batch", SimpleNamespace(passed=True, findings=[]))
+        assert updates and "passed" in updates[-1]["text/html"]  # the saved output shows the new tick
+    finally:
+        cl.close()

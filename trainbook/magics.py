@@ -43,6 +43,7 @@ class Checklist:
         self.notes["defined"] = "" if self.done["defined"] else "give task, target, metric and threshold"
         if baseline is not None: self.done["baseline"], self.notes["baseline"] = True, f"given: {baseline:.4g}"
         self._widget = None
+        self._handles = []  # the outputs showing this checklist, updated in place
         listen(self.hear)
 
     def close(self):
@@ -113,8 +114,14 @@ class Checklist:
                 f"<code>{html.escape(str(self.target))}</code>, metric <code>{html.escape(self.metric)}</code>"
                 f"<ul style='list-style:none;padding-left:0.5em'>{rows}</ul></div>")
 
+    def _bundle(self) -> dict:
+        "The live widget's view, with a static snapshot beside it for front ends without a kernel."
+        view = self._widget._repr_mimebundle_() if self._widget is not None else {}
+        return {**view, "text/plain": str(self), "text/html": self._html()}
+
     def _refresh(self):
         if self._widget is not None: self._widget.value = self._html()
+        for handle in self._handles: handle.update(self._bundle(), raw=True)  # a saved notebook keeps the latest
 
     def widget(self):
         "An ipywidgets.HTML that keeps itself up to date."
@@ -126,8 +133,9 @@ class Checklist:
 
     def _ipython_display_(self):
         from IPython.display import display
-        try: display(self.widget())
-        except ImportError: print(str(self))
+        try: self.widget()
+        except ImportError: pass  # no ipywidgets: the snapshot alone
+        self._handles.append(display(self._bundle(), raw=True, display_id=True))
 
 # %% ../nbs/13_magics.ipynb #b7df9947
 from IPython.core.error import UsageError
