@@ -98,9 +98,9 @@ def test_plot_marks_the_monitored_best_and_spikes():
     for s in range(100): h.append(s, 0, "train", "loss", 1.0 - 0.005 * s + (5.0 if s == 40 else 0.0))
     spikes = [f for f in tb.diagnose(h) if f.kind == "loss_spikes"]
     assert spikes and spikes[0].data["steps"] == [40]
-    assert spikes[0].severity == "info" and not plot_history(h, spikes).layout.annotations  # info: listed, not drawn
-    marked = plot_history(h, spikes, severities=("info", "warning", "error")).layout.annotations
-    assert [a.x for a in marked if a.text == "loss spikes"] == [40]
+    assert spikes[0].severity == "warning"  # a warning is drawn by default: one mark at its step
+    assert [a.x for a in plot_history(h, spikes).layout.annotations if a.text == "loss spikes"] == [40]
+    assert not plot_history(h, spikes, severities=("error",)).layout.annotations  # below the cut: listed only
 
 
 def _axis_of(fig, trace, attr):
