@@ -107,6 +107,21 @@ def _stop_all(proc: subprocess.Popen, tag: str):
         frozen |= found
     _signal(frozen, signal.SIGKILL)
     proc.wait()
+    _wait_ended(frozen)
+
+def _ended(pid: int) -> bool:
+    "Whether `pid` has exited: gone from the process table, or a zombie waiting for its parent to reap it."
+    try: stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError: return True
+    return stat.rpartition(")")[2].split()[0] in ("Z", "X")
+
+def _wait_ended(pids: Iterable[int], timeout: float = 30):
+    "Wait until the killed `pids` have exited: SIGKILL is delivered at once but the exit takes a moment."
+    deadline = time.monotonic() + timeout
+    waiting = set(pids)
+    while waiting and time.monotonic() < deadline:
+        waiting = {p for p in waiting if not _ended(p)}
+        if waiting: time.sleep(0.01)
 
 def _root_cause(log: str) -> Optional[tuple[int, int]]:
     "(rank, exit code) of the first failure torchrun observed, from its summary; None when it printed none."
