@@ -237,3 +237,19 @@ def test_import_stays_light():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     out = out.stdout.strip()
     assert out == "[]"
+
+
+def test_runs_carry_a_data_fingerprint_that_follows_the_data(tracker, store):
+    same_a, same_b = fit(epochs=1), fit(epochs=1, lr=3e-3)
+    X, y = blobs(192, seed=5)
+    other = tb.fit(mlp(), tb.TensorLoader(X[:128], y[:128], batch_size=16), tb.TensorLoader(X[128:], y[128:]),
+                   loss_fn=LOSS, config=tb.TrainConfig(epochs=1, device="cpu"), live=False)
+    xrun = xgboost_run()
+    tracker.wait()
+    prints = [r.extra["data_fingerprint"] for r in (same_a, same_b, other, xrun)]
+    assert all(prints) and prints[0] == prints[1] and len(set(prints[1:])) == 3
+    assert xrun.extra["split_fingerprint"]  # a GBDT run records its split as fit does
+    client = mlflow.MlflowClient(store[0])
+    for run in (same_a, other, xrun):
+        recorded = client.get_run(run.extra["mlflow_run_id"]).data.tags
+        assert recorded["data_fingerprint"] == run.extra["data_fingerprint"]

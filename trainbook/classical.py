@@ -15,6 +15,7 @@ import torch
 from .checks import _require_column, _require_frame, infer_task
 from .core import Finding, History, TrainConfig, announce, environment
 from .data import FramePrep, make_preprocessor
+from .splits import fingerprint_frame
 from .diagnostics import diagnose
 from .guard import prepare_run_dir
 from .events import LoopState
@@ -434,7 +435,8 @@ def _fit_boosted(lib: BoostingLibrary, df: pd.DataFrame, target: str, splits, pa
                epoch=rounds - 1, best=float(valid_loss.iloc[best]) if len(valid_loss) > best else None,
                best_epoch=best, kind=lib.name,
                extra={"params": p, "best_iteration": best, "best_step": best + 1, "seconds": seconds,
-                      "task": task, "classes": classes})
+                      "task": task, "classes": classes, "split_fingerprint": getattr(splits, "fingerprint", None),
+                      "data_fingerprint": fingerprint_frame(df)})
     announce("run", run)  # listeners (the checklist, experiment tracking) hear of every run
     return run
 

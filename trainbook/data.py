@@ -11,7 +11,7 @@ import torch
 
 # %% auto #0
 __all__ = ['DROPPED_ROLES', 'SAFE_TYPES', 'TensorLoader', 'feature_columns', 'make_preprocessor', 'ServingReport', 'FramePrep',
-           'loaders_from_frame']
+           'loaders_from_frame', 'fingerprint_data']
 
 # %% ../nbs/03_data.ipynb #d532e539
 def _packer(keys: Optional[list], n: int):
@@ -532,3 +532,37 @@ def loaders_from_frame(df: pd.DataFrame,  # the whole frame (all splits)
                             drop_last=drop_last and train, seed=seed, weights=weights)
     dl_test = loader(splits.test, False) if len(splits.test) else None
     return loader(splits.train, True), loader(splits.valid, False), dl_test, prep
+
+# %% ../nbs/03_data.ipynb #43458ba5
+def _tensor_bytes(t: torch.Tensor, limit: int) -> bytes:
+    "The bytes of `t`, or of `limit` evenly spaced elements of it when it is larger."
+    flat = t.detach().reshape(-1)
+    if flat.numel() > limit: flat = flat[:: math.ceil(flat.numel() / limit)]
+    return flat.cpu().contiguous().view(torch.uint8).numpy().tobytes()  # any dtype, bf16 and bool included
+
+def _held_tensors(source) -> Optional[list]:
+    "The tensors a loader (or dataset) holds in memory; None when it holds something else."
+    if isinstance(source, torch.Tensor): tensors = [source]
+    elif isinstance(source, TensorLoader): tensors = source._flat
+    else: tensors = getattr(getattr(source, "dataset", source), "tensors", None)  # torch's TensorDataset
+    if not isinstance(tensors, (tuple, list)) or not tensors: return None
+    if not all(isinstance(t, torch.Tensor) and t.layout == torch.strided for t in tensors): return None  # sparse
+    return list(tensors)
+
+def fingerprint_data(*sources,  # loaders (TensorLoader, a DataLoader over a TensorDataset), tensors, DataFrames
+                     limit: int = 1_000_000,  # elements hashed per tensor at most (evenly spaced beyond that)
+                    ) -> Optional[str]:
+    "A short stable hash of the data behind `sources` (None ones count as absent); None when one cannot be read."
+    from trainbook.splits import _digest, fingerprint_frame
+    parts = []
+    for source in sources:
+        if source is None:
+            parts.append(b"none|")
+            continue
+        if isinstance(source, pd.DataFrame):
+            parts.append(fingerprint_frame(source))
+            continue
+        tensors = _held_tensors(source)
+        if tensors is None: return None
+        for t in tensors: parts += [f"{t.dtype}{tuple(t.shape)}|", _tensor_bytes(t, limit)]
+    return _digest(*parts)

@@ -109,6 +109,12 @@ def new_figure(widget: bool = False,  # a FigureWidget (updated in place in a li
               ):
     "An empty figure with one panel per quantity: loss, metrics, lr, gradient norm (and throughput, memory)."
     import plotly.graph_objects as go
+    fig = go.Figure(_blank_figure(system))  # a copy: laying the panels out anew costs five times as much
+    return go.FigureWidget(fig) if widget else fig
+
+@functools.lru_cache(maxsize=None)
+def _blank_figure(system: bool):
+    "The empty panels, laid out once per process (what `new_figure` copies; never changed in place)."
     from plotly.subplots import make_subplots
     wide = [{"colspan": 2}, None, {"colspan": 2}, None]
     rows = 3 if system else 2
@@ -126,7 +132,7 @@ def new_figure(widget: bool = False,  # a FigureWidget (updated in place in a li
         x0, y1 = sub.xaxis.domain[0], sub.yaxis.domain[1]
         fig.update_layout({legend: dict(x=x0, y=y1 + 0.01, xanchor="left", yanchor="bottom", orientation="h",
                                         font=dict(size=10), bgcolor="rgba(255,255,255,0)")})
-    return go.FigureWidget(fig) if widget else fig
+    return fig
 
 # %% ../nbs/11_live.ipynb #0240ffcf
 def data_range(values, log: bool = False,  # values on a log axis: the range is in decades, non-positive values are left out
@@ -338,7 +344,7 @@ def plot_history(history,  # a `History`, a `Run` or a tidy DataFrame of records
     h = _as_history(history)
     series = Series()
     series.read(h)
-    fig = as_static(new_figure(system=series.has_system))
+    fig = as_static(_blank_figure(series.has_system))  # one copy, straight into the static class
     draw(fig, series, _time_markers(h, findings, stopped, best_step), severities)
     return fig
 
@@ -472,7 +478,7 @@ class LiveCurves(Callback):
         if self.figure is not None: return
         self.mode = self.mode or display_mode()
         if self.mode != "widget":  # drawn once at the end: the throughput row only when the run logged it
-            self.figure = as_static(new_figure(system=self.series.has_system))
+            self.figure = as_static(_blank_figure(self.series.has_system))
             return
         import ipywidgets as w
         self.figure = new_figure(widget=True)  # the loop logs throughput and memory each epoch
@@ -514,7 +520,7 @@ class LiveCurves(Callback):
 
     def final(self, state: LoopState) -> "FinalView":
         "What stays in the notebook after the run: the static curves, the findings and, on gradient trouble, the per-layer norms."
-        fig = as_static(new_figure(system=self.series.has_system))
+        fig = as_static(_blank_figure(self.series.has_system))
         draw(fig, self.series, self.marks(state), self.severities)
         extra = []
         if any(f.kind in GRADIENT_TROUBLE for f in self.findings) and grad_norm_matrix(state.history)[0]:

@@ -658,6 +658,12 @@ class StepProfiler(Callback):
             prof.export_chrome_trace(str(Path(self.trace_dir) / "trace.json"))
 
 # %% ../nbs/07_loop.ipynb #dfbf5720
+def _data_fingerprint(dl_train, dl_valid) -> Optional[str]:
+    "`fingerprint_data` of the two loaders; None when it fails: a fingerprint never stops a run."
+    from trainbook.data import fingerprint_data
+    try: return fingerprint_data(dl_train, dl_valid)
+    except Exception: return None
+
 class _Loop:
     "Everything `fit` sets up, and the bookkeeping around the steps `fit` runs."
     def __init__(self, model, dl_train, dl_valid, loss_fn, cfg: TrainConfig, *, optimizer, scheduler,
@@ -686,6 +692,7 @@ class _Loop:
         self.monitor = _monitor(cfg, dl_valid is not None, metric_fns)
         self.stopper = EarlyStopping(cfg.monitor, cfg.mode, cfg.patience, cfg.min_delta)
         self.history, self.env = History(), environment()
+        self.data_fingerprint = _data_fingerprint(dl_train, dl_valid)
         self.profiler = StepProfiler(profile, cfg.checkpoint_dir) if profile else None
         displays = _displays(live) if self.rank == 0 else []  # one rank shows progress
         self.cbs = Callbacks([NanGuard(), *displays, *callbacks, *([self.profiler] if self.profiler else [])])
@@ -896,7 +903,8 @@ class _Loop:
                   best=self.stopper.best, best_epoch=self.stopper.best_epoch,
                   extra={"seconds": time.perf_counter() - self.t_fit, "precision": self.precision,
                          "device": str(self.device), "best_step": self.stopper.best_step, "track": self.track,
-                         "split_fingerprint": self.ckpt.meta["split_fingerprint"]},
+                         "split_fingerprint": self.ckpt.meta["split_fingerprint"],
+                         "data_fingerprint": self.data_fingerprint},
                   error=repr(error) if error is not None else None)
         state.run = run
         _LAST_RUN[0] = run
