@@ -1,5 +1,6 @@
 "Experiment memory: runs recorded in MLflow (a temporary SQLite store), listed, loaded, compared, sent to TensorBoard."
 import inspect, subprocess, sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -253,3 +254,21 @@ def test_runs_carry_a_data_fingerprint_that_follows_the_data(tracker, store):
     for run in (same_a, other, xrun):
         recorded = client.get_run(run.extra["mlflow_run_id"]).data.tags
         assert recorded["data_fingerprint"] == run.extra["data_fingerprint"]
+
+
+def test_artifacts_are_the_run_record_and_the_figure_and_a_broken_figure_keeps_the_record(tracker, monkeypatch):
+    client = mlflow.MlflowClient(tracker.uri)
+    run = fit(epochs=2)
+    tracker.wait()
+    rid = run.extra["mlflow_run_id"]
+    assert sorted(a.path for a in client.list_artifacts(rid)) == ["curves.html", "run.json"]
+    html = Path(client.download_artifacts(rid, "curves.html")).read_text()
+    assert "Plotly.newPlot" in html and "cdn.plot.ly" in html  # plotly.js from its CDN: kilobytes, not megabytes
+    monkeypatch.setattr(tb.Run, "plot", lambda self: 1 / 0)
+    with pytest.warns(UserWarning, match="write_figure failed"):
+        broken = fit(epochs=1)
+        tracker.wait()
+    rid = broken.extra["mlflow_run_id"]
+    assert [a.path for a in client.list_artifacts(rid)] == ["run.json"]
+    assert client.get_run(rid).info.status == "FINISHED"
+    assert tb.load_run(rid).step == broken.step

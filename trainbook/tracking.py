@@ -4,7 +4,7 @@
 
 # %% ../nbs/16_tracking.ipynb #d9ef80e5
 from __future__ import annotations
-import json, math, os, re, time, warnings
+import json, math, os, re, tempfile, time, warnings
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
@@ -154,8 +154,20 @@ def _experiment_id(client, name: str, uri: str) -> str:
         if exp is None: raise
         return exp.experiment_id
 
-def _batches(items: list, size: int = 900):
-    for i in range(0, len(items), size): yield items[i:i + size]
+def _log_batch(client, run_id: str, metrics: list = (), params: list = (), tags: list = ()):
+    "Write in as few `log_batch` calls as MLflow's limits allow (100 params, 100 tags, 1000 entities per call)."
+    metrics, params, tags = list(metrics), list(params), list(tags)
+    while metrics or params or tags:
+        p, t = params[:100], tags[:100]
+        m = metrics[:1000 - len(p) - len(t)]
+        client.log_batch(run_id, metrics=m, params=p, tags=t)
+        metrics, params, tags = metrics[len(m):], params[len(p):], tags[len(t):]
+
+def _metrics(rows: list) -> list:
+    "MLflow `Metric`s of history records (thinned to epoch ends by `metric_points`)."
+    from mlflow.entities import Metric
+    now = int(time.time() * 1000)
+    return [Metric(k, v, now, s) for k, s, v in metric_points(rows)]
 
 @dataclass
 class _Recording:
@@ -177,7 +189,7 @@ class Tracker:
                  experiment: str = "trainbook",  # the MLflow experiment runs go to (created when missing)
                  tensorboard: Union[str, Path, None] = None,  # also write each run's scalars into a subfolder
                  use_mlflow: bool = True,  # False: TensorBoard only
-                 flush_every: float = 2.0,  # seconds between metric writes (made at epoch ends)
+                 flush_every: float = 5.0,  # seconds between metric writes (made at epoch ends)
                  figure: bool = True,  # store the final figure as the artifact curves.html
                  ):
         if uri is not None and not isinstance(uri, str):
@@ -266,31 +278,31 @@ class Tracker:
 
     def _write(self, rec: _Recording, rows: list):
         if rec.writer is not None: write_scalars(rec.writer, rows)
-        if rec.run_id is None or not rows: return
-        from mlflow.entities import Metric
-        now = int(time.time() * 1000)
-        metrics = [Metric(k, v, now, s) for k, s, v in metric_points(rows)]
-        for part in _batches(metrics): self.client.log_batch(rec.run_id, metrics=part)
+        if rec.run_id is not None and rows: _log_batch(self.client, rec.run_id, metrics=_metrics(rows))
 
     def _finish(self, rec: _Recording, rows: list, run: Run):
         from mlflow.entities import Metric, Param, RunTag
-        self._write(rec, rows)
-        if rec.writer is not None: rec.writer.close()
+        if rec.writer is not None:
+            write_scalars(rec.writer, rows)
+            rec.writer.close()
         if rec.run_id is None: return
         params = {k: v for k, v in params_of(run).items() if k not in rec.params}  # params are write-once
         summary = {"best": run.best, "duration_s": run.extra.get("seconds"), "steps": run.step}
         now = int(time.time() * 1000)
-        self.client.log_batch(rec.run_id, params=[Param(k, v) for k, v in params.items()],
-                              tags=[RunTag(k, v) for k, v in tags_of(run).items()],
-                              metrics=[Metric(k, float(v), now, run.step) for k, v in summary.items()
-                                       if v is not None and math.isfinite(float(v))])
-        self.client.log_text(rec.run_id, json.dumps(run_record(run)), "run.json")
+        summary_points = [Metric(k, float(v), now, run.step) for k, v in summary.items()
+                          if v is not None and math.isfinite(float(v))]
+        _log_batch(self.client, rec.run_id, metrics=_metrics(rows) + summary_points,  # one write, as limits allow
+                   params=[Param(k, v) for k, v in params.items()], tags=[RunTag(k, v) for k, v in tags_of(run).items()])
+        self._artifacts(rec.run_id, run)
         self.client.set_terminated(rec.run_id, status_of(run))
         self.run_ids.append(rec.run_id)
-        if self.figure: self._guarded(self._figure, rec.run_id, run)  # a bonus: its failure is only a warning
 
-    def _figure(self, run_id: str, run: Run):
-        self.client.log_text(run_id, run.plot().to_html(include_plotlyjs="cdn"), "curves.html")
+    def _artifacts(self, run_id: str, run: Run):
+        "run.json, and the final figure as curves.html (a bonus: its failure is only a warning), in one upload."
+        with tempfile.TemporaryDirectory(prefix="trainbook-run-") as folder:
+            Path(folder, "run.json").write_text(json.dumps(run_record(run)))
+            if self.figure: self._guarded(_write_figure, Path(folder, "curves.html"), run)
+            self.client.log_artifacts(run_id, folder)
 
     def _drop(self, rec: _Recording):
         if rec.writer is not None: rec.writer.close()
@@ -308,6 +320,10 @@ class Tracker:
         where = f"{self.uri}, experiment {self.experiment!r}" if self.client is not None else "MLflow off"
         board = f", TensorBoard in {self.tensorboard}" if self.tensorboard is not None else ""
         return f"Tracker({where}{board}; {len(self.run_ids)} runs written this session)"
+
+def _write_figure(path: Path, run: Run):
+    "The run's final figure as a standalone HTML page (plotly.js from its CDN, as MLflow's log_figure does)."
+    path.write_text(run.plot().to_html(include_plotlyjs="cdn"))
 
 def _preload(use_mlflow: bool, figure: bool, tensorboard: bool):
     "Import here what the background thread will need: two threads importing one module can deadlock."
@@ -329,7 +345,7 @@ def track(uri: Union[str, bool, None] = None,  # None = $MLFLOW_TRACKING_URI or 
           *,
           tensorboard: Union[str, Path, None] = None,  # also write each run's scalars under this folder
           use_mlflow: bool = True,  # False: TensorBoard only
-          flush_every: float = 2.0,  # seconds between metric writes (made at epoch ends; never one per step)
+          flush_every: float = 5.0,  # seconds between metric writes (made at epoch ends; never one per step)
           figure: bool = True,  # store each run's final figure as the artifact curves.html
           ) -> Optional[Tracker]:
     "Record every run from now on (fit, the GBDT fit_* functions, %train, TrainPanel); `track(False)`: off."
