@@ -256,8 +256,8 @@ def test_nan_in_validation_data_stops_as_nonfinite_naming_metric_and_epoch(tmp_p
     assert run.last_path is not None  # the run's state is kept
 
 
-@pytest.mark.parametrize("case", ["file", "read_only", "empty_valid", "zero_row_valid", "loss_class",
-                                  "empty_train_list"])
+@pytest.mark.parametrize("case", ["file", "read_only", "empty_valid", "zero_row_valid", "zero_row_batches",
+                                  "loss_class", "empty_train_list"])
 def test_errors_come_before_the_first_step(tmp_path, case):
     "Seen: each of these failed after a whole epoch of training, or inside torch with an unrelated message."
     dl_train, dl_valid = data()
@@ -278,6 +278,9 @@ def test_errors_come_before_the_first_step(tmp_path, case):
         zero = DataLoader(TensorDataset(X[:0], y[:0]), batch_size=8)
         refused_before_the_first_step(ValueError, "dl_valid is empty: it yields no batches; its dataset has 0 rows",
                                       **{**kwargs, "dl_valid": zero})
+    elif case == "zero_row_batches":  # a list of batches that hold no rows: it has a length, but nothing to score
+        empty = [(X[:0], y[:0])] * 3
+        refused_before_the_first_step(ValueError, "dl_valid holds 3 batches but no rows", **{**kwargs, "dl_valid": empty})
     elif case == "loss_class":
         refused_before_the_first_step(TypeError, "pass an instance, loss_fn=nn.CrossEntropyLoss\\(\\)",
                                       **{**kwargs, "loss_fn": nn.CrossEntropyLoss})

@@ -4,7 +4,7 @@
 
 # %% ../nbs/06a_guard.ipynb #fbcc8e7a
 from __future__ import annotations
-import collections.abc, difflib, json, math, os, re, socket, threading
+import collections.abc, difflib, json, math, os, re, socket, tempfile, threading
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
@@ -13,11 +13,12 @@ from torch import nn
 
 from . import __version__
 from .checkpoint import checkpoint_file, unwrap
+from .batch import batch_rows, split_batch
 from .core import Finding, TrainConfig
 
 # %% auto #0
 __all__ = ['LOWER_IS_BETTER', 'HIGHER_IS_BETTER', 'RUN_FILES', 'check_loss_fn', 'check_loader', 'require_batches',
-           'logged_values', 'check_monitor', 'probe_writable', 'prepare_run_dir', 'nonfinite_validation',
+           'logged_values', 'check_monitor', 'unwritable', 'probe_writable', 'prepare_run_dir', 'nonfinite_validation',
            'run_signature', 'saved_signature', 'resume_changes']
 
 # %% ../nbs/06a_guard.ipynb #28a3ff5a
@@ -62,7 +63,14 @@ def check_loader(dl,  # the loader to check: a list of batches, a DataLoader, a 
     if n == 0: raise ValueError(f"{name} is empty: it yields no batches{_why_empty(dl)}")
     if n is None and probe and next(iter(dl), None) is None:
         raise ValueError(f"{name} is empty: it yields no batches")
+    if isinstance(dl, collections.abc.Sequence) and not any(map(_has_rows, dl)):  # batches in memory: cheap to read
+        raise ValueError(f"{name} holds {n} batches but no rows: every batch is empty")
     return n
+
+def _has_rows(batch) -> bool:
+    "Whether a batch holds at least one row (a batch of a form not understood here counts as holding some)."
+    try: return batch_rows(*split_batch(batch)) > 0
+    except Exception: return True
 
 def require_batches(batches: Iterable,  # one epoch's batches (e.g. `iter(dl_train)` of a loader without len)
                     name: str = "dl_train",  # the argument's name, for the message
@@ -125,6 +133,19 @@ def check_monitor(cfg: TrainConfig,  # the run's config (its `monitor` and `mode
     return split, name
 
 # %% ../nbs/06a_guard.ipynb #a754113e
+def unwritable(folder: str | Path,  # the folder a run would write to (it need not exist yet)
+              ) -> Optional[str]:
+    "Why no file can be written in `folder` (or where it would be made), or None when one can; leaves no trace."
+    existing = Path(folder).expanduser()
+    while not existing.exists() and existing != existing.parent: existing = existing.parent
+    if not existing.is_dir(): return f"{str(existing)!r} is a file, not a folder"
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".trainbook-probe-", dir=existing)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e: return f"{str(existing)!r} is not writable ({e.strerror or e})"
+    return None
+
 def probe_writable(folder: str | Path,  # the folder a run will write to (created when missing)
                    name: str = "checkpoint_dir",  # the argument's name, for the message
                   ) -> Path:

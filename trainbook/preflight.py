@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from . import core, loop
+from .guard import RUN_FILES, unwritable
 from .batch import (batch_rows, call_model, compute_loss, model_loss, prediction, split_batch,
                              to_device, training_lock)
 from .checkpoint import load_checkpoint
@@ -303,28 +304,21 @@ def probe_folder(folder: Union[str, Path],  # the folder a run will write to (it
                  name: str = "checkpoint_dir",  # how error messages call it
                 ) -> list[Finding]:
     "An error finding when no file can be written in `folder` (or where it would be made); leaves no trace."
+    why = unwritable(folder)
+    if why is None: return []
     path = Path(folder).expanduser()
-    existing = path
-    while not existing.exists() and existing != existing.parent: existing = existing.parent
-    if not existing.is_dir(): why = f"{str(existing)!r} is a file, not a folder"
-    else:
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=".trainbook-probe-", dir=existing)
-            os.close(fd)
-            os.unlink(tmp)
-            return []
-        except OSError as e: why = f"{str(existing)!r} is not writable ({e.strerror or e})"
     return [Finding("checkpoint_not_writable", "error", f"{name} {str(path)!r} cannot be written: {why}",
                     advice="choose a folder you can write to: the run would fail at its first checkpoint",
                     data={"path": str(path), name: str(path)})]
 
 def _previous_run(folder: Union[str, Path]) -> list[Finding]:
     "A note when the run folder already holds a run's files."
-    found = [f for f in ("last.pt", "best.pt", "run.json") if (Path(folder).expanduser() / f).exists()]
+    found = [f for f in RUN_FILES if (Path(folder).expanduser() / f).exists()]
     if not found: return []
     why = f"checkpoint_dir {str(folder)!r} already holds {', '.join(found)}"
     return [Finding("previous_run", "info", why,
-                    advice=f"resume={str(folder)!r} continues that run; a new run must not replace its files",
+                    advice=f"fit writes a new run to a version_N folder inside it; resume={str(folder)!r} "
+                           "continues that run, overwrite=True replaces its files",
                     data={"files": found})]
 
 def _monitor_finding(cfg: TrainConfig, has_valid: bool, metric_names: list[str]) -> list[Finding]:
