@@ -23,7 +23,9 @@ __all__ = ['NORM_TYPES', 'SCHEDULE_FNS', 'param_groups', 'warmup_steps', 'consta
 NORM_TYPES = (nn.modules.batchnorm._NormBase, nn.LayerNorm, nn.GroupNorm, nn.LocalResponseNorm) + \
              ((nn.RMSNorm,) if hasattr(nn, "RMSNorm") else ())
 
-def param_groups(model: nn.Module, weight_decay: float = 0.01) -> list[dict]:
+def param_groups(model: nn.Module,  # the model whose trainable parameters are grouped
+                 weight_decay: float = 0.01,  # decay of the weight matrices (biases and norms get none)
+                ) -> list[dict]:
     "Two AdamW groups: decay for weight matrices, none for biases, norm weights and other 1-d parameters."
     if weight_decay < 0: raise ValueError(f"weight_decay must be >= 0, got {weight_decay}")
     decay, no_decay, seen = [], [], set()
