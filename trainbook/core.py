@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_core.ipynb #d6e9bcc4
 from __future__ import annotations
-import hashlib, importlib.metadata, math, os, platform, random, re, socket, subprocess, sys, tempfile
+import contextlib, hashlib, importlib.metadata, math, os, platform, random, re, socket, subprocess, sys, tempfile
 from pathlib import Path
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Iterable, Optional
@@ -15,7 +15,7 @@ import torch
 # %% auto #0
 __all__ = ['PRECISIONS', 'SCHEDULES', 'SEVERITIES', 'TrainConfig', 'Finding', 'findings_html', 'History', 'seed_everything',
            'rng_state', 'set_rng_state', 'environment', 'pick_device', 'pick_precision', 'autocast_dtype',
-           'remove_stale_temps', 'atomic_write', 'listen', 'unlisten', 'announce']
+           'remove_stale_temps', 'atomic_write', 'listen', 'unlisten', 'silenced', 'announce']
 
 # %% ../nbs/00_core.ipynb #03fb781b
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
@@ -379,6 +379,14 @@ def listen(fn) -> None:
 def unlisten(fn) -> None:
     "Stop calling `fn`."
     if fn in _LISTENERS: _LISTENERS.remove(fn)
+
+@contextlib.contextmanager
+def silenced():
+    "Announcements made inside the block reach no listener (listeners added inside it are kept)."
+    saved = list(_LISTENERS)
+    _LISTENERS.clear()
+    try: yield
+    finally: _LISTENERS[:] = saved + [fn for fn in _LISTENERS if fn not in saved]
 
 def announce(kind: str, obj: Any) -> None:
     "Tell the listeners that `kind` happened (e.g. 'data_checked' with the DataReport)."

@@ -17,7 +17,7 @@ from .batch import (_NO_CONTEXT, autocast, batch_rows, call_model, eval_mode, fo
                              to_device, training_lock)
 from .checkpoint import read_checkpoint, restore_checkpoint, save_checkpoint, write_json
 from .core import (Finding, History, TrainConfig, announce, environment, findings_html,
-                            pick_device, pick_precision, rng_state, seed_everything, set_rng_state)
+                            pick_device, pick_precision, rng_state, seed_everything, set_rng_state, silenced)
 from .diagnostics import NanGuard, diagnose
 from .guard import (check_loader, check_loss_fn, check_monitor, nonfinite_validation, prepare_run_dir,
                              probe_writable, require_batches, resume_changes, run_signature, saved_signature)
@@ -27,9 +27,9 @@ from .optim import make_scheduler, param_groups
 # %% auto #0
 __all__ = ['BUILTIN_METRICS', 'SCHEDULER_INTERVALS', 'EPOCH_SCHEDULERS', 'MONITOR_ALIASES', 'accuracy', 'resolve_metrics',
            'sk_metric', 'try_metrics', 'evaluate', 'unscale_and_clip', 'step_optimizer', 'optimizer_step', 'train_step',
-           'EarlyStopping', 'last_run', 'Run', 'Position', 'Window', 'accumulation_windows', 'dist_info', 'all_mean',
-           'wrap_model', 'full_state', 'load_sharded_state', 'Checkpointer', 'check_fit_inputs', 'peak_memory_mb',
-           'StepProfiler', 'fit', 'show_loop']
+           'EarlyStopping', 'last_run', 'unrecorded', 'Run', 'Position', 'Window', 'accumulation_windows', 'dist_info',
+           'all_mean', 'wrap_model', 'full_state', 'load_sharded_state', 'Checkpointer', 'check_fit_inputs',
+           'peak_memory_mb', 'StepProfiler', 'fit', 'show_loop']
 
 # %% ../nbs/07_loop.ipynb #8c77c886
 def accuracy(pred: torch.Tensor,  # logits: (n, C) multi-class, (n,) or (n, 1) binary, (n, K) multi-label
@@ -261,6 +261,14 @@ _LAST_RUN: list = [None]
 def last_run() -> Optional["Run"]:
     "The most recent `Run` of this session (completed, stopped, interrupted or failed), or None."
     return _LAST_RUN[0]
+
+@contextlib.contextmanager
+def unrecorded():
+    "Runs made inside the block are nobody's news: not announced (no checklist tick, no tracking), not `last_run()`."
+    last = _LAST_RUN[0]
+    try:
+        with silenced(): yield
+    finally: _LAST_RUN[0] = last
 
 @dataclass
 class Run:

@@ -13,7 +13,6 @@ from typing import Any, Callable, Iterable, Optional, Union
 import torch
 from torch import nn
 
-from . import core, loop
 from .guard import RUN_FILES, unwritable
 from .batch import (batch_rows, call_model, compute_loss, model_loss, prediction, split_batch,
                              to_device, training_lock)
@@ -21,7 +20,7 @@ from .checkpoint import load_checkpoint
 from .core import (Finding, TrainConfig, announce, findings_html, pick_device, pick_precision,
                             rng_state, set_rng_state)
 from .events import Callback
-from .loop import check_fit_inputs, fit, train_step
+from .loop import check_fit_inputs, fit, train_step, unrecorded
 from .optim import param_groups, scale_lr
 from .sanity import _loss_kind, no_gradient, static_findings
 
@@ -394,16 +393,6 @@ class _Probe(Callback):
     def after_epoch(self, state): self.phase = "the end of the epoch"
 
 # %% ../nbs/08a_preflight.ipynb #4e5786c6
-@contextmanager
-def _unannounced():
-    "Keep the dry run's fits from counting as runs: not announced (a checklist would tick), nor last_run()."
-    saved, last = list(core._LISTENERS), loop.last_run()
-    core._LISTENERS.clear()
-    try: yield
-    finally:
-        core._LISTENERS[:] = saved + [fn for fn in core._LISTENERS if fn not in saved]
-        loop._LAST_RUN[0] = last
-
 def _error_finding(err: BaseException, phase: str) -> Finding:
     "A finding naming what fit raised and where: a failing metric by name, a check's own finding as it is."
     seen, cause = set(), err
@@ -594,7 +583,7 @@ def dry_run(model: nn.Module,  # the model of the run (copies train; it is not t
                   valid_batches)
     device = pick_device(cfg.device)
     folder = tempfile.TemporaryDirectory(prefix="trainbook-dry-run-")
-    with training_lock(model, "dry_run"), _unannounced(), kept_rng(), folder as tmp:
+    with training_lock(model, "dry_run"), unrecorded(), kept_rng(), folder as tmp:
         with PeakMemory(device) as mem:
             trial = dry.fit(steps * cfg.accum_steps, trial_cfg.replace(checkpoint_dir=f"{tmp}/run"))
         if trial.error is not None: findings.append(trial.error)
