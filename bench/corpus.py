@@ -211,8 +211,20 @@ class Case:
     fault: dict = field(default_factory=dict)  # what is planted: {"flip": 0.2}, {"sleep": 0.003}, {"spikes": [..]}, ...
 
 
+def healthy_case(i, kind, batch, accum, opt, schedule, precision, width) -> Case:
+    "One healthy run: rows, epochs (about 300 steps) and lr follow from the kind, batch and optimizer."
+    rows = batch * accum
+    n = {"cnn": 1200, "mlp": 4000}.get(kind, int(min(max(rows * 50, 1000), 4000)))  # enough not to overfit
+    steps_per_epoch = math.ceil(n / rows)
+    epochs = int(min(max(round(300 / steps_per_epoch), 4), 15 if kind == "cnn" else 40))
+    lr = {"adamw": 3e-3, "sgd": 0.05}[opt] * (0.3 if batch <= 16 else 1.0)
+    lr *= {"reg": 0.3 if opt == "sgd" else 1.0, "emb": 3.0}.get(kind, 1.0)
+    return Case(f"healthy-{i:02d}-{kind}-b{batch}x{accum}-{opt}-{schedule}-{precision}", "healthy", kind, n, batch,
+                epochs, lr, opt, schedule, precision, accum, seed=i, model_kw={"width": width})
+
+
 def healthy_cases() -> list[Case]:
-    "44 healthy runs across model kinds, sizes, batch sizes 8..512, schedules, optimizers, precisions, accumulation."
+    "52 healthy runs across model kinds, sizes, batch sizes 8..512, schedules, optimizers, precisions, accumulation."
     rng = np.random.default_rng(0)
     batches = [8, 16, 32, 64, 128, 256, 512]
     kinds = ["mlp", "cnn", "emb", "reg"]
@@ -225,15 +237,16 @@ def healthy_cases() -> list[Case]:
         opt = ["adamw", "sgd"][(i // 3) % 2]
         schedule = ["constant", "warmup_cosine", "one_cycle"][i % 3]
         precision = ["fp32", "bf16"][(i // 5) % 2] if kind != "cnn" else "fp32"  # bf16 convolutions crawl on a CPU
-        rows = batch * accum
-        n = {"cnn": 1200, "mlp": 4000}.get(kind, int(min(max(rows * 50, 1000), 4000)))  # enough not to overfit
-        steps_per_epoch = math.ceil(n / rows)
-        epochs = int(min(max(round(300 / steps_per_epoch), 4), 15 if kind == "cnn" else 40))
-        lr = {"adamw": 3e-3, "sgd": 0.05}[opt] * (0.3 if batch <= 16 else 1.0)
-        lr *= {"reg": 0.3 if opt == "sgd" else 1.0, "emb": 3.0}.get(kind, 1.0)
         width = int(rng.choice([32, 64, 128]))
-        cases.append(Case(f"healthy-{i:02d}-{kind}-b{batch}x{accum}-{opt}-{schedule}-{precision}", "healthy", kind, n, batch,
-                          epochs, lr, opt, schedule, precision, accum, seed=i, model_kw={"width": width}))
+        cases.append(healthy_case(i, kind, batch, accum, opt, schedule, precision, width))
+    # more of the kinds the first version falsely alarmed on: a CNN under SGD (its gradient norm grows while it
+    # starts to learn) and a small-batch regression (its first batch's loss can be low by chance)
+    for i, (kind, batch, accum, opt, schedule, precision, width) in enumerate([
+            ("cnn", 128, 2, "sgd", "constant", "fp32", 64), ("cnn", 64, 1, "sgd", "constant", "fp32", 32),
+            ("cnn", 32, 2, "sgd", "warmup_cosine", "fp32", 128), ("cnn", 128, 1, "sgd", "one_cycle", "fp32", 64),
+            ("reg", 16, 1, "sgd", "one_cycle", "bf16", 64), ("reg", 16, 1, "sgd", "one_cycle", "fp32", 128),
+            ("reg", 8, 1, "sgd", "constant", "bf16", 32), ("reg", 16, 2, "adamw", "one_cycle", "bf16", 64)]):
+        cases.append(healthy_case(44 + i, kind, batch, accum, opt, schedule, precision, width))
     return cases
 
 
@@ -245,13 +258,17 @@ def broken_cases() -> list[Case]:
         c.append(Case(f"overfit-{i}-{kind}", "overfitting", kind, n, 16, 40, lr, weight_decay=0.0, seed=10 + i,
                       model_kw={"width": width}, data_kw={"noise": 1.0} if kind == "reg" else {}))
     for i, (kind, opt, lr) in enumerate([("mlp", "adamw", 1.0), ("mlp", "sgd", 8.0), ("reg", "sgd", 0.6),
-                                         ("emb", "adamw", 3.0), ("cnn", "sgd", 3.0)]):
+                                         ("emb", "adamw", 3.0), ("cnn", "sgd", 3.0), ("reg", "adamw", 1.0),
+                                         ("cnn", "adamw", 0.3), ("emb", "sgd", 30.0)]):
         c.append(Case(f"diverge-{i}-{kind}-{opt}", "diverging", kind, 2000, 32, 4, lr, opt, seed=20 + i))
-    for i, (kind, opt, lr) in enumerate([("mlp", "adamw", 1e-7), ("reg", "sgd", 1e-6), ("emb", "adamw", 3e-7)]):
+    for i, (kind, opt, lr) in enumerate([("mlp", "adamw", 1e-7), ("reg", "sgd", 1e-6), ("emb", "adamw", 3e-7),
+                                         ("cnn", "sgd", 1e-6), ("mlp", "sgd", 1e-6), ("reg", "adamw", 1e-7)]):
         c.append(Case(f"stuck-{i}-{kind}-{opt}", "not_learning", kind, 2000, 32, 4, lr, opt, seed=30 + i))
-    for i, (kind, opt, lr) in enumerate([("mlp", "sgd", 2e-3), ("reg", "sgd", 1e-4), ("cnn", "adamw", 5e-5)]):
+    for i, (kind, opt, lr) in enumerate([("mlp", "sgd", 2e-3), ("reg", "sgd", 1e-4), ("cnn", "adamw", 5e-5),
+                                         ("emb", "sgd", 3e-3), ("mlp", "adamw", 3e-5), ("reg", "adamw", 3e-5)]):
         c.append(Case(f"slowlr-{i}-{kind}-{opt}", "lr_too_low", kind, 2000, 32, 4, lr, opt, seed=40 + i))
-    for i, (kind, how) in enumerate([("mlp", "frozen"), ("mlp", "dead_relu"), ("cnn", "frozen"), ("reg", "dead_relu")]):
+    for i, (kind, how) in enumerate([("mlp", "frozen"), ("mlp", "dead_relu"), ("cnn", "frozen"), ("reg", "dead_relu"),
+                                     ("emb", "frozen"), ("cnn", "dead_relu"), ("reg", "frozen")]):
         c.append(Case(f"dead-{i}-{kind}-{how}", "dead_model", kind, 2000, 32, 4, seed=50 + i, fault={"dead": how}))
     for i, (kind, fault) in enumerate([("mlp", {"grad_growth": 1.03}), ("emb", {"grad_growth": 1.05}),
                                        ("mlp", {"loss_scale_bug": 25}), ("reg", {"loss_scale_bug": 40}),
@@ -531,15 +548,18 @@ def halves(records: list) -> tuple[list, list]:
 
 
 TUNED = {  # threshold -> the grid it is tuned over
-    "diverge_end": [1.02, 1.05, 1.1, 1.2, 1.5, 2.0, 3.0],
     "diverge_peak": [1.5, 2, 3, 5, 10, 20, 50, 100],
+    "diverge_end": [1.01, 1.02, 1.03, 1.05, 1.07, 1.1, 1.15, 1.2, 1.5, 2.0, 3.0],
+    "diverge_z": [0.25, 0.5, 0.75, 1, 1.25, 1.5, 2, 3, 4, 6],
     "still": [0.005, 0.01, 0.02, 0.03, 0.05, 0.08, 0.12, 0.16, 0.2, 0.3, 0.5],
     "slow": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8],
+    "fall_z": [0.5, 1, 1.5, 2, 3, 4, 6, 8],
     "spike_z": [2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 50],
     "spike_rel": [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0],
     "overfit_rise": [0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0],
     "overfit_z": [0.5, 1, 2, 3, 4, 6, 8, 12, 20],
-    "explode": [1.5, 2, 3, 5, 10, 20, 50, 100, 300, 1000],
+    "explode": [1.5, 2, 3, 4, 5, 7, 10, 20, 50, 100, 300, 1000],
+    "explode_late": [1.1, 1.2, 1.5, 2, 2.5, 3, 5, 10],
     "vanish": [1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 0.1],
     "noise_share": [0.01, 0.02, 0.03, 0.05, 0.06, 0.07, 0.08, 0.09, 0.1, 0.12, 0.2, 0.3],
     "noise_fit": [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 0.9, 1.0],

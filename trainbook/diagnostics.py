@@ -64,18 +64,21 @@ def _robust_spread(values: np.ndarray) -> float:
 class Thresholds:
     "The numbers behind the `diagnose` rules, tuned on the labelled runs of bench/corpus (see bench/RESULTS.md)."
     min_steps: int = 20  # fewest logged training losses before the loss-curve rules speak
-    diverge_end: float = 1.2  # a run ending above this multiple of its starting loss is diverging
-    diverge_peak: float = 20.0  # ... and so is one whose briefly smoothed loss peaks above this multiple
-    still: float = 0.12  # a loss that fell less than this share of its start (in 100+ steps): not learning
-    slow: float = 0.3  # one that fell less than this share and still falls steadily: the lr may be too low
+    diverge_peak: float = 20.0  # a briefly smoothed loss peaking above this multiple of the first: diverging
+    diverge_end: float = 2.0  # ... so is one whose last tenth and second half stay above this multiple ...
+    diverge_z: float = 1.5  # ... and whose last tenth is above the first loss by this many step-noise spreads
+    still: float = 0.16  # a loss that fell less than this share of its start (in 100+ steps): not learning
+    slow: float = 0.2  # one that fell less than this share and still falls steadily: the lr may be too low
+    fall_z: float = 1.0  # "still falls": the second half's slope is this many standard errors below zero
     spike_z: float = 15.0  # a spike stands this many robust spreads above the moving median of its stage
     spike_rel: float = 0.5  # ... and above that median by at least this share of the starting loss
     spike_share: float = 0.05  # more spike events than this share of the steps is a noisy loss, not spikes
-    overfit_tol: float = 0.01  # the best epoch: the first whose valid loss is within this share of the lowest
+    overfit_tol: float = 0.0  # the best epoch: the first whose smoothed valid loss is this share near its low
     overfit_after: int = 3  # evaluations after the best before a rise counts
     overfit_rise: float = 0.05  # valid loss above its best by this share ...
     overfit_z: float = 4.0  # ... and by this many robust spreads of its wiggle around a 3-point median
-    explode: float = 20.0  # the gradient norm grew by this factor from the first fifth of the run to the last
+    explode: float = 5.0  # the gradient norm grew by this factor from the first fifth of the run to the last
+    explode_late: float = 2.0  # ... and by this factor over the second half (or by `explode` squared in all)
     vanish: float = 1e-05  # a parameter whose median gradient norm is below this share of the largest one
     data_wait: float = 0.3  # share of the training epoch spent waiting for batches
     memory_rise: float = 0.05  # peak memory rising by this share over the epochs after the first ...
@@ -87,9 +90,20 @@ class Thresholds:
 
 # %% ../nbs/09_diagnostics.ipynb #56c42fb9
 def _levels(loss: np.ndarray) -> tuple[float, float, float]:
-    "The first step's loss (before any update), the start's (median of 5 steps) and the end's (last tenth)."
-    smooth, _ = _rolling(loss, max(1, len(loss) // 20))
-    return float(loss[0]), float(np.median(loss[:5])), float(np.mean(smooth[-max(2, len(loss) // 10):]))
+    "The first step's loss (before any update), the start's and end's: medians of the first and last tenth."
+    k = max(5, len(loss) // 10)
+    return float(loss[0]), float(np.median(loss[:k])), float(np.median(loss[-k:]))
+
+def _stages(loss: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+    "The loss's stage at each step: the window's half width, the moving median and the moving MAD around it."
+    half = max(5, len(loss) // 50)
+    med, mad = _rolling(loss, half)
+    return half, med, mad
+
+def _step_noise(loss: np.ndarray) -> float:
+    "The run's typical step-to-step spread of the loss around its stage (1.4826 × the median moving MAD)."
+    _, _, mad = _stages(loss)
+    return float(1.4826 * np.median(mad))
 
 def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
     "diverging, not_learning or lr_too_low, from the training loss per step."
@@ -102,17 +116,23 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
                                "and the loss for log(0)",
                         data={"step": first})]
     first, start, end = _levels(loss)
+    noise = _step_noise(loss)
     peak = float(np.max(_rolling(loss, 1)[0]))  # a 3-point median: a lone spike is not a divergence
-    scale = max(abs(start), 1e-12)
-    data = {"start_loss": start, "end_loss": end, "peak_loss": peak}
-    # the peak against the untrained model's loss (the start may already hold the blow-up)
-    if peak > th.diverge_peak * max(abs(first), 1e-12) or end > th.diverge_end * scale:
+    late = float(np.median(loss[len(loss) // 2:]))
+    base = max(abs(first), 1e-12)  # the untrained model's loss: the start may already hold the blow-up
+    data = {"start_loss": start, "end_loss": end, "peak_loss": peak, "first_loss": first, "noise": noise}
+    blew_up = peak > th.diverge_peak * base
+    # ended above the untrained loss, and stayed there: the whole second half, by a share and beyond the noise
+    # of that one first step (a regression's first batch can be small by chance)
+    ended_high = min(end, late) > first + (th.diverge_end - 1) * base and end - first > th.diverge_z * noise
+    if blew_up or ended_high:
         return [Finding("diverging", "error",
-                        f"the training loss blew up: it started at {start:.4g}, peaked at {peak:.4g} "
+                        f"the training loss blew up: it started at {first:.4g}, peaked at {peak:.4g} "
                         f"and ended at {end:.4g}",
                         advice="the learning rate is likely too high: lower it (try lr_find), add warmup, "
                                "clip gradients",
                         data=data)]
+    scale = max(abs(start), 1e-12)
     drop = (start - end) / scale
     if drop < th.still * min(1.0, len(loss) / 100):  # fewer steps, less movement expected
         return [Finding("not_learning", "warning",
@@ -122,7 +142,7 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
                                "too low (try lr_find)",
                         data=data)]
     long_enough = len(loss) >= 5 * th.min_steps  # a short run is not "slow"
-    if drop < th.slow and long_enough and _still_falling(loss):
+    if drop < th.slow and long_enough and _still_falling(loss, noise, th.fall_z):
         return [Finding("lr_too_low", "info",
                         f"the training loss falls slowly and steadily ({start:.4g} → {end:.4g}) "
                         "and is still falling",
@@ -130,13 +150,13 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
                         data=data)]
     return []
 
-def _still_falling(loss: np.ndarray) -> bool:
-    "Whether the second half of the run falls at least half as fast as the first half."
-    smooth, _ = _rolling(loss, max(1, len(loss) // 20))
-    half = len(smooth) // 2
-    first_rate = (smooth[0] - smooth[half]) / max(1, half)
-    last_rate = (smooth[half] - smooth[-1]) / max(1, len(smooth) - half)
-    return bool(first_rate > 0 and last_rate > 0.5 * first_rate)
+def _still_falling(loss: np.ndarray, noise: float, z: float) -> bool:
+    "Whether the second half's least-squares slope is below zero by more than `z` of its standard errors."
+    y = loss[len(loss) // 2:]
+    x = np.arange(len(y)) - (len(y) - 1) / 2
+    slope = float(np.sum(x * y) / np.sum(x * x))
+    standard_error = max(noise, 1e-12) / math.sqrt(float(np.sum(x * x)))
+    return -slope > z * standard_error
 
 def _events(idx: np.ndarray, gap: int = 3) -> list[list[int]]:
     "Positions grouped into events: runs of positions less than `gap` apart."
@@ -150,8 +170,7 @@ def _spikes(c: dict, th: Thresholds) -> list[Finding]:
     "loss_spikes: steps whose loss stands far above the moving median of their stage, one per event."
     steps, _, loss = _series(c, "train", "loss")
     if len(loss) < th.min_steps or not np.isfinite(loss).all(): return []
-    half = max(5, len(loss) // 50)
-    med, mad = _rolling(loss, half)
+    half, med, mad = _stages(loss)
     resid = loss - med
     resid[:half] = 0.0  # the first steps have no stage before them to stand out from
     start = max(abs(float(loss[0])), 1e-12)
@@ -168,14 +187,22 @@ def _spikes(c: dict, th: Thresholds) -> list[Finding]:
                            "overflow: lower the lr, clip gradients",
                     data={"steps": at[:20], "heights": [float(resid[i] / start) for i in events[:20]]})]
 
+def _smooth_evaluations(v: np.ndarray) -> np.ndarray:
+    "The valid loss as a centred moving mean over about a seventh of the evaluations (at least 3)."
+    half = max(1, len(v) // 15)
+    padded = np.pad(v, half, mode="edge")
+    return np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1).mean(axis=1)
+
 def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     "overfitting: the valid loss rose clearly above its best while the training loss kept falling."
     _, ve, v = _series(c, "valid", "loss")
     _, te, t = _series(c, "train", "epoch_loss")
     if len(v) < 3 or len(t) < 2 or not np.isfinite(v).all(): return []
     low = float(np.min(v))
-    # the best: the first evaluation within `overfit_tol` of the lowest; on a flat bottom, later ones are no better
-    best = int(np.argmax(v <= low + th.overfit_tol * abs(low)))
+    # the best: the bottom of the smoothed curve, so that on a flat, noisy bottom the evaluation noise
+    # picks neither an early dip nor a late one; the first within `overfit_tol` of that bottom
+    smooth = _smooth_evaluations(v)
+    best = int(np.argmax(smooth <= np.min(smooth) + th.overfit_tol * abs(np.min(smooth))))
     if len(v) - 1 - best < th.overfit_after: return []
     noise = _robust_spread(v - _rolling(v, 1)[0])  # evaluation noise: the wiggle around a 3-point median
     rise = float(v[-1] - low)
@@ -185,29 +212,44 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     onset = int(ve[best + 1])
     gap = float(v[-1] - t[-1])
     return [Finding("overfitting", "warning",
-                    f"valid loss rose from {low:.4g} (epoch {int(ve[best])}) to {v[-1]:.4g} while train "
+                    f"valid loss rose from {v[best]:.4g} (epoch {int(ve[best])}) to {v[-1]:.4g} while train "
                     f"loss kept falling to {t[-1]:.4g}; onset at epoch {onset}, gap {gap:.3g}",
                     advice="stop earlier (patience / best.pt), add regularization (weight decay, dropout, "
                            "augmentation), use a smaller model or get more data",
                     data={"onset_epoch": onset, "best_epoch": int(ve[best]), "gap": gap,
                           "best_valid_loss": low, "last_valid_loss": float(v[-1])})]
 
+
 # %% ../nbs/09_diagnostics.ipynb #112f01e9
+def _gradient_growth(g: np.ndarray) -> Optional[tuple[float, float, float]]:
+    "The gradient norm's median in the first, middle and last fifth; the last is inf once it became NaN/Inf."
+    if not np.isfinite(g).all():
+        finite = g[:int(np.argmin(np.isfinite(g)))]  # up to the first NaN/Inf
+        if len(finite) < 2: return None
+        q = max(1, len(finite) // 5)
+        return float(np.median(finite[:q])), float(np.median(finite[-q:])), math.inf
+    if len(g) < 10: return None  # too few logged norms for three robust levels
+    q = len(g) // 5
+    middle = len(g) // 2 - q // 2
+    return float(np.median(g[:q])), float(np.median(g[middle:middle + q])), float(np.median(g[-q:]))
+
 def _gradients(c: dict, th: Thresholds) -> list[Finding]:
     "exploding_gradients (the global norm grew by orders of magnitude), vanishing_gradients (starved ones)."
     _, _, g = _series(c, "train", "grad_norm")
     out = []
-    finite = g[:int(np.argmin(np.isfinite(g)))] if not np.isfinite(g).all() else g  # up to the first NaN/Inf
-    if len(finite) >= 2 and (len(finite) >= 5 or len(finite) < len(g)):
-        q = max(1, len(finite) // 5)
-        first = float(np.median(finite[:q]))
-        last = float(np.median(finite[-q:])) if len(finite) == len(g) else math.inf  # it became NaN/Inf
-        if last > th.explode * max(first, 1e-12):
+    growth = _gradient_growth(g)
+    if growth is not None:
+        first, middle, last = growth
+        # grew by `explode`x and still grows over the second half (a healthy norm that rises early while the
+        # model starts to learn levels off), or grew by orders of magnitude, or became NaN/Inf
+        still_growing = last > th.explode_late * middle
+        if last > th.explode * first and (still_growing or last > th.explode ** 2 * first):
             out.append(Finding("exploding_gradients", "warning",
-                               f"the gradient norm grew from {first:.3g} to {last:.3g}",
+                               f"the gradient norm grew from {first:.3g} to {last:.3g} "
+                               f"({middle:.3g} half-way)",
                                advice="clip gradients (clip_norm=1.0), lower the learning rate, check "
                                       "normalization layers and any code that scales the loss or gradients",
-                               data={"first": first, "last": last}))
+                               data={"first": first, "middle": middle, "last": last}))
     med = {name[len("grad_norm/"):]: float(np.median(values)) for (split, name), (_, _, values) in c.items()
            if split == "train" and name.startswith("grad_norm/") and len(values)}
     top = max(med.values(), default=0.0)
