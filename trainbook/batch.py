@@ -40,7 +40,8 @@ def to_device(obj,  # a tensor, or tuples / lists / dicts of them (other objects
               device: torch.device,  # where the tensors go
              ):
     "Move tensors (also inside tuples, lists and dicts) to `device`, without blocking."
-    if isinstance(obj, torch.Tensor): return obj if obj.device == device else obj.to(device, non_blocking=True)
+    if isinstance(obj, torch.Tensor):
+        return obj if obj.device == device else obj.to(device, non_blocking=True)
     if isinstance(obj, (tuple, list)): return type(obj)(to_device(o, device) for o in obj)
     if isinstance(obj, dict): return {k: to_device(v, device) for k, v in obj.items()}
     return obj
@@ -68,15 +69,18 @@ def prediction(out,  # what the model returned: a tensor, a tuple/list, a dict o
               ) -> torch.Tensor:
     "The prediction tensor in a model output: the tensor, the first element of a tuple/list, or `logits`."
     if isinstance(out, torch.Tensor): return out
-    if isinstance(out, dict) or hasattr(out, "keys"):  # a dict, or a Hugging Face ModelOutput (an OrderedDict)
+    # a dict, or a Hugging Face ModelOutput (an OrderedDict)
+    if isinstance(out, dict) or hasattr(out, "keys"):
         if isinstance(out.get("logits"), torch.Tensor): return out["logits"]
-        raise TypeError(f"the model returned a dict without 'logits'; its keys are: {', '.join(map(str, out.keys()))}. "
+        raise TypeError("the model returned a dict without 'logits'; its keys are: "
+                        f"{', '.join(map(str, out.keys()))}. "
                         "Return the prediction under 'logits' (or return a tensor)")
     logits = getattr(out, "logits", None)
     if isinstance(logits, torch.Tensor): return logits
     if isinstance(out, (tuple, list)) and out and isinstance(out[0], torch.Tensor): return out[0]
     raise TypeError(f"cannot find the prediction in a model output of type {type(out).__name__}: "
-                    "return a tensor, a tuple whose first element is the prediction, or an object with .logits")
+                    "return a tensor, a tuple whose first element is the prediction, or "
+                    "an object with .logits")
 
 def model_loss(out,  # what the model returned
               ) -> Optional[torch.Tensor]:
@@ -93,7 +97,8 @@ def compute_loss(out,  # what the model returned
     if loss_fn is not None: return loss_fn(prediction(out), yb)
     loss = model_loss(out)
     if loss is None:
-        raise ValueError("loss_fn=None means the model computes its loss, but its output has no .loss / ['loss']: "
+        raise ValueError("loss_fn=None means the model computes its loss, but its output has "
+                         "no .loss / ['loss']: "
                          "pass a dict batch with 'labels' to a model that returns a loss, or pass loss_fn=")
     return loss
 
@@ -110,8 +115,8 @@ def eval_mode(model: nn.Module,  # the model to switch to eval mode for the dura
 
 # %% ../nbs/03a_batch.ipynb #d71863bb
 ELEMENTWISE_LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
-                      "binary_cross_entropy_with_logits", "mseloss", "l1loss", "smoothl1loss", "huberloss", "bceloss",
-                      "bcewithlogitsloss")
+                      "binary_cross_entropy_with_logits", "mseloss", "l1loss", "smoothl1loss", "huberloss",
+                      "bceloss", "bcewithlogitsloss")
 
 class ShapeMismatch(ValueError):
     "A prediction and targets of different shapes that an elementwise loss would silently broadcast."
@@ -133,11 +138,15 @@ def check_loss_shapes(pred,  # the model's prediction (see `prediction`)
     pshape, yshape = tuple(pred.shape), tuple(yb.shape)
     fix = ("squeeze the prediction (out.squeeze(-1)) or reshape the targets (y.unsqueeze(-1))"
            if pred.numel() == yb.numel() else "make the model's output match the targets")
-    try: what = f"broadcast them to {tuple(torch.broadcast_shapes(pred.shape, yb.shape))} and train on the wrong pairs"
+    try:
+        what = (f"broadcast them to {tuple(torch.broadcast_shapes(pred.shape, yb.shape))} and "
+                "train on the wrong pairs")
     except RuntimeError: what = "fail or broadcast"
-    message = f"{name}: prediction shape {pshape} and target shape {yshape} differ; an elementwise loss would {what}: {fix}"
+    message = (f"{name}: prediction shape {pshape} and target shape {yshape} differ; an elementwise "
+               f"loss would {what}: {fix}")
     raise ShapeMismatch(message, Finding("shape_mismatch", "error", message, advice=fix,
-                                         data={"prediction_shape": list(pshape), "target_shape": list(yshape)}))
+                                         data={"prediction_shape": list(pshape),
+                                               "target_shape": list(yshape)}))
 
 # %% ../nbs/03a_batch.ipynb #12159bcd
 def autocast(device: torch.device,  # the device the model runs on

@@ -22,7 +22,8 @@ from .core import atomic_write
 def unwrap(model: nn.Module) -> nn.Module:
     "The plain module inside DDP / `torch.compile` wrappers, whose state_dict keys carry no prefix."
     while True:
-        inner = getattr(model, "module", None) if isinstance(model, nn.parallel.DistributedDataParallel) else getattr(model, "_orig_mod", None)
+        inner = (getattr(model, "module", None) if isinstance(model, nn.parallel.DistributedDataParallel)
+                 else getattr(model, "_orig_mod", None))
         if inner is None: return model
         model = inner
 
@@ -77,8 +78,8 @@ def check_loadable(state: dict,  # what is about to be saved
     where, value = bad
     kind = f"{type(value).__module__}.{type(value).__qualname__}"
     raise TypeError(f"{what}: {where} is a {kind} ({reprlib.repr(value)}), which "
-                    "torch.load(weights_only=True) refuses, so this checkpoint could never be loaded or resumed; "
-                    f"{_how_to_store(value)}")
+                    "torch.load(weights_only=True) refuses, so this checkpoint could never be loaded or "
+                    f"resumed; {_how_to_store(value)}")
 
 def save_checkpoint(path: str | Path,  # the file to write, e.g. run_dir / "last.pt"
                     *,
@@ -90,7 +91,8 @@ def save_checkpoint(path: str | Path,  # the file to write, e.g. run_dir / "last
                    ) -> Path:
     "Check that everything will load with `weights_only=True`, then write it atomically; returns `path`."
     state = {"format": FORMAT, "version": 1}
-    for key, obj in (("model", model), ("optimizer", optimizer), ("scheduler", scheduler), ("scaler", scaler)):
+    for key, obj in (("model", model), ("optimizer", optimizer), ("scheduler", scheduler),
+                     ("scaler", scaler)):
         if obj is None: continue
         state[key] = obj if isinstance(obj, dict) else (unwrap(obj) if key == "model" else obj).state_dict()
     clash = set(extra) & set(state)
@@ -115,7 +117,8 @@ def checkpoint_file(path: str | Path,  # a checkpoint file, or a run folder (its
         runs = sorted(str(p.parent) for p in path.glob("*/last.pt"))
         hint = f"; runs inside it: {', '.join(runs)}" if runs else ""
         raise FileNotFoundError(f"{path} is a folder without a last.pt, so there is no run to resume there"
-                                f"{hint}. Pass a checkpoint file or the folder of a run that wrote checkpoints")
+                                f"{hint}. Pass a checkpoint file or the folder of a run "
+                                "that wrote checkpoints")
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint {str(path)!r} does not exist "
                                 "(neither a checkpoint file nor a run folder)")
@@ -153,7 +156,8 @@ def read_checkpoint(path: str | Path,  # a checkpoint file, or a run folder (its
         if why is None: raise _unreadable(path, e) from None  # a damaged pickle, not a dangerous one
         raise UnsafeCheckpointError(
             f"{path} was refused: it needs arbitrary unpickling, which can run code when loaded "
-            f"({why[:300]}). Load it with trusted=True only if you made it or trust where it came from.") from None
+            f"({why[:300]}). Load it with trusted=True only if you made it or trust where it "
+            "came from.") from None
     except (RuntimeError, EOFError, ValueError, zipfile.BadZipFile) as e:
         raise _unreadable(path, e) from None
     if not isinstance(state, dict):

@@ -32,7 +32,8 @@ def infer_task(y: pd.Series,  # the target column
     return "regression"
 
 def _require_frame(df, name: str = "df"):
-    if not isinstance(df, pd.DataFrame): raise TypeError(f"{name} must be a pandas DataFrame, got {type(df).__name__}")
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"{name} must be a pandas DataFrame, got {type(df).__name__}")
     if df.empty: raise ValueError(f"{name} is empty (0 rows or 0 columns)")
 
 def _require_column(df: pd.DataFrame, col: Optional[str], arg: str):
@@ -213,7 +214,8 @@ def _group_findings(df: pd.DataFrame, groups: str) -> list[Finding]:
     if not miss: return []
     return [Finding("missing_values", "error", f"{miss} rows have no group id", column=groups,
                     advice=f"a grouped split needs a group for every row: drop those rows "
-                           f"(df.dropna(subset=[{groups!r}])), or give each missing one a unique id of its own",
+                           f"(df.dropna(subset=[{groups!r}])), or give each missing one a "
+                           "unique id of its own",
                     data={"missing": miss})]
 
 def _duplicate_findings(df: pd.DataFrame, target: Optional[str]) -> list[Finding]:
@@ -221,7 +223,8 @@ def _duplicate_findings(df: pd.DataFrame, target: Optional[str]) -> list[Finding
     dup = df.duplicated(keep="first")
     if dup.any():
         out.append(Finding("duplicate_rows", "warning", f"{int(dup.sum())} exact duplicate rows",
-                           advice="drop them, or keep copies in the same split (a duplicate across splits inflates scores)",
+                           advice="drop them, or keep copies in the same split (a duplicate across "
+                                  "splits inflates scores)",
                            data={"n_duplicates": int(dup.sum()), "rows": df.index[dup][:20].tolist()}))
     if target is not None and target in df.columns and len(df.columns) > 1:
         features = [c for c in df.columns if c != target]
@@ -230,7 +233,9 @@ def _duplicate_findings(df: pd.DataFrame, target: Optional[str]) -> list[Finding
         if conflicts:
             out.append(Finding("conflicting_labels", "error",
                                f"{conflicts} groups of identical feature rows carry different labels",
-                               column=target, advice="check the labelling: identical inputs with different labels cap the achievable accuracy",
+                               column=target,
+                               advice="check the labelling: identical inputs with different labels cap "
+                                      "the achievable accuracy",
                                data={"n_groups": conflicts}))
     return out
 
@@ -239,33 +244,40 @@ def _target_findings(df: pd.DataFrame, target: str, task: str, min_per_class: in
     miss = int(y.isna().sum())
     if miss:
         out.append(Finding("missing_target", "error", f"{miss} rows have no target", column=target,
-                           advice="drop these rows before splitting (they cannot be trained or scored on)", data={"missing": miss}))
+                           advice="drop these rows before splitting (they cannot be trained or scored on)",
+                           data={"missing": miss}))
     if task == "regression":
         if not pd.api.types.is_numeric_dtype(y):
-            out.append(Finding("non_numeric_target", "error", f"regression target has dtype {y.dtype}", column=target,
+            out.append(Finding("non_numeric_target", "error", f"regression target has dtype {y.dtype}",
+                               column=target,
                                advice="convert it to numbers, or treat the task as classification"))
         return out
     counts = y.value_counts(dropna=True)
     if len(counts) < 2:
-        out.append(Finding("single_class", "error", f"the target has a single class ({counts.index[0]!r})", column=target,
-                           advice="there is nothing to learn: check the data extraction"))
+        out.append(Finding("single_class", "error", f"the target has a single class ({counts.index[0]!r})",
+                           column=target, advice="there is nothing to learn: check the data extraction"))
         return out
     share = counts / counts.sum()
     if share.min() < 0.1:
         out.append(Finding("class_imbalance", "warning",
-                           f"minority class {share.idxmin()!r} is {share.min():.1%} of rows (majority {share.max():.1%})",
-                           column=target, advice="stratify the split, report PR-AUC / balanced accuracy, consider class weights "
-                                                 "or a tuned threshold", data={"shares": {str(k): float(v) for k, v in share.items()}}))
+                           f"minority class {share.idxmin()!r} is {share.min():.1%} of rows "
+                           f"(majority {share.max():.1%})",
+                           column=target,
+                           advice="stratify the split, report PR-AUC / balanced accuracy, consider class "
+                                  "weights or a tuned threshold",
+                           data={"shares": {str(k): float(v) for k, v in share.items()}}))
     rare = counts[counts < min_per_class]
     if len(rare):
         out.append(Finding("rare_class", "warning", f"classes with fewer than {min_per_class} rows: "
                            + ", ".join(f"{k!r} ({v})" for k, v in rare.items()), column=target,
-                           advice="too rare to stratify or score reliably: merge them, collect more, or drop them",
+                           advice="too rare to stratify or score reliably: merge them, "
+                                  "collect more, or drop them",
                            data={"classes": {str(k): int(v) for k, v in rare.items()}}))
     return out
 
 # %% ../nbs/01_checks.ipynb #ba0cf3b3
-def _leak_findings(df: pd.DataFrame, target: str, task: str, skip: set, threshold: float = 0.98) -> list[Finding]:
+def _leak_findings(df: pd.DataFrame, target: str, task: str, skip: set,
+                   threshold: float = 0.98) -> list[Finding]:
     from sklearn.model_selection import cross_val_score
     from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
     data = df.dropna(subset=[target])
@@ -281,15 +293,18 @@ def _leak_findings(df: pd.DataFrame, target: str, task: str, skip: set, threshol
         x = numeric_view(s)
         x = np.where(np.isnan(x), -1.0 if _is_categorical(s) else np.nanmedian(x), x).reshape(-1, 1)
         if task == "regression":
-            score = cross_val_score(DecisionTreeRegressor(max_depth=4, random_state=0), x, y, cv=3, scoring="r2").mean()
+            score = (cross_val_score(DecisionTreeRegressor(max_depth=4, random_state=0), x, y, cv=3,
+                                     scoring="r2").mean())
         else:
             score = cross_val_score(DecisionTreeClassifier(max_depth=4, random_state=0), x, y, cv=3,
                                     scoring="balanced_accuracy").mean()
         if score >= threshold:
             out.append(Finding("target_leak", "error",
-                               f"this feature alone predicts the target with {'R²' if task == 'regression' else 'balanced accuracy'} "
-                               f"{score:.3f}", column=col,
-                               advice="check whether it is known at prediction time; if it is derived from the target, drop it",
+                               "this feature alone predicts the target with "
+                               f"{'R²' if task == 'regression' else 'balanced accuracy'} {score:.3f}",
+                               column=col,
+                               advice="check whether it is known at prediction time; if it is derived "
+                                      "from the target, drop it",
                                data={"score": float(score)}))
     return out
 
@@ -297,15 +312,18 @@ def _leak_findings(df: pd.DataFrame, target: str, task: str, skip: set, threshol
 def _time_findings(df: pd.DataFrame, time: str) -> list[Finding]:
     t, out = df[time], []
     if t.isna().any():
-        out.append(Finding("missing_values", "error", f"{int(t.isna().sum())} rows have no timestamp", column=time,
-                           advice="a time split needs a time for every row"))
+        out.append(Finding("missing_values", "error", f"{int(t.isna().sum())} rows have no timestamp",
+                           column=time, advice="a time split needs a time for every row"))
     if not t.dropna().is_monotonic_increasing:
         out.append(Finding("time_unsorted", "info", "rows are not in time order", column=time,
-                           advice="fine for make_splits(strategy='time'), which sorts; beware of order-based code elsewhere"))
+                           advice="fine for make_splits(strategy='time'), which sorts; beware of "
+                                  "order-based code elsewhere"))
     dups = int(t.dropna().duplicated().sum())
     if dups:
-        out.append(Finding("time_duplicates", "info", f"{dups} rows share a timestamp with an earlier row", column=time,
-                           advice="equal timestamps are kept on the same side of a time split", data={"n_duplicates": dups}))
+        out.append(Finding("time_duplicates", "info", f"{dups} rows share a timestamp with an earlier row",
+                           column=time,
+                           advice="equal timestamps are kept on the same side of a time split",
+                           data={"n_duplicates": dups}))
     return out
 
 def psi(expected: pd.Series,  # reference values (training)
@@ -315,7 +333,8 @@ def psi(expected: pd.Series,  # reference values (training)
     "Population stability index of `actual` against `expected` (quantile bins of `expected`; categories for non-numeric)."
     eps = 1e-4
     if _is_categorical(expected) or _is_categorical(actual):
-        e, a = expected.astype(str).value_counts(normalize=True), actual.astype(str).value_counts(normalize=True)
+        e, a = expected.astype(
+            str).value_counts(normalize=True), actual.astype(str).value_counts(normalize=True)
         cats = e.index.union(a.index)
         e, a = e.reindex(cats, fill_value=0) + eps, a.reindex(cats, fill_value=0) + eps
     else:
@@ -335,17 +354,22 @@ def _serving_findings(train: pd.DataFrame, serving: pd.DataFrame, target: Option
     missing = [c for c in cols if c not in serving.columns]
     extra = [c for c in serving.columns if c not in train.columns]
     for c in missing:
-        out.append(Finding("serving_missing_column", "error", "in training data but not in serving data", column=c,
-                           advice="the model cannot be fed at serving time: fix the serving pipeline or drop the feature"))
+        out.append(Finding("serving_missing_column", "error", "in training data but not in serving data",
+                           column=c,
+                           advice="the model cannot be fed at serving time: fix the serving "
+                                  "pipeline or drop the feature"))
     if extra:
-        out.append(Finding("serving_extra_columns", "info", f"serving data has columns training lacks: {', '.join(map(str, extra))}",
-                           advice="harmless if ignored; check they are not renamed training columns", data={"columns": extra}))
+        out.append(Finding("serving_extra_columns", "info",
+                           f"serving data has columns training lacks: {', '.join(map(str, extra))}",
+                           advice="harmless if ignored; check they are not renamed training columns",
+                           data={"columns": extra}))
     for c in cols:
         if c not in serving.columns: continue
         a, b = train[c], serving[c]
         if pd.api.types.is_numeric_dtype(a) != pd.api.types.is_numeric_dtype(b) or \
                 (pd.api.types.is_numeric_dtype(a) and a.dtype.kind != b.dtype.kind):
-            out.append(Finding("dtype_mismatch", "error", f"dtype {a.dtype} in training, {b.dtype} in serving", column=c,
+            out.append(Finding("dtype_mismatch", "error",
+                               f"dtype {a.dtype} in training, {b.dtype} in serving", column=c,
                                advice="cast serving data to the training schema before predicting"))
             continue
         if _is_categorical(a):
@@ -353,15 +377,18 @@ def _serving_findings(train: pd.DataFrame, serving: pd.DataFrame, target: Option
             if unseen:
                 share = float(b.isin(unseen).mean())
                 out.append(Finding("unseen_categories", "warning" if share > 0.01 else "info",
-                                   f"{len(unseen)} categories never seen in training ({share:.1%} of serving rows)", column=c,
+                                   f"{len(unseen)} categories never seen in training "
+                                   f"({share:.1%} of serving rows)", column=c,
                                    advice="they will be encoded as unknown: check for renamed or new values",
                                    data={"categories": sorted(map(str, unseen))[:20], "share": share}))
         value = psi(a, b)
         if value > 0.2:
             out.append(Finding("distribution_shift", "warning" if value < 0.5 else "error",
-                               f"distribution shift between training and serving: PSI {value:.2f} (>0.2 is a notable shift)",
-                               column=c, advice="check the serving pipeline for unit or encoding changes; retrain on recent data "
-                                                "if the world changed", data={"psi": value}))
+                               f"distribution shift between training and serving: PSI {value:.2f} "
+                               "(>0.2 is a notable shift)",
+                               column=c,
+                               advice="check the serving pipeline for unit or encoding changes; retrain on "
+                                      "recent data if the world changed", data={"psi": value}))
     return out
 
 # %% ../nbs/01_checks.ipynb #2497a31b
@@ -388,8 +415,10 @@ class DataReport:
         for c in df.columns:
             s = df[c]
             numeric = dtype_family(s) in ("numeric", "datetime", "timedelta")
-            rows.append({"column": c, "dtype": str(s.dtype), "missing": int(s.isna().sum()), "missing_pct": float(s.isna().mean() * 100),
-                         "unique": int(s.nunique()), "min": s.min() if numeric else None, "max": s.max() if numeric else None,
+            rows.append({"column": c, "dtype": str(s.dtype), "missing": int(s.isna().sum()),
+                         "missing_pct": float(s.isna().mean() * 100),
+                         "unique": int(s.nunique()), "min": s.min() if numeric else None,
+                         "max": s.max() if numeric else None,
                          "top": None if numeric or s.dropna().empty else s.value_counts().index[0],
                          "role": special.get(c) or self.roles.get(c, "feature")})
         table = pd.DataFrame(rows).set_index("column")
@@ -407,23 +436,28 @@ class DataReport:
         if self.target in self.frame.columns and self.task in ("binary", "multiclass"):
             counts = self.frame[self.target].value_counts()
             figs.append(go.Figure(go.Bar(x=counts.index.astype(str), y=counts.values, name="rows"))
-                        .update_layout(title=f"class balance of {self.target!r}", height=260, margin=dict(t=40, b=30)))
+                        .update_layout(title=f"class balance of {self.target!r}", height=260,
+                                       margin=dict(t=40, b=30)))
         miss = self.frame.isna().mean().mul(100)
         miss = miss[miss > 0].sort_values(ascending=False)
         if len(miss):
             figs.append(go.Figure(go.Bar(x=miss.index.astype(str), y=miss.values, name="% missing"))
-                        .update_layout(title="missing values (% of rows)", height=260, margin=dict(t=40, b=30)))
+                        .update_layout(title="missing values (% of rows)", height=260,
+                                       margin=dict(t=40, b=30)))
         return figs
 
     def _header(self) -> str:
         n_err = sum(f.severity == "error" for f in self.findings)
         n_warn = sum(f.severity == "warning" for f in self.findings)
-        verdict = '<b style="color:#1e8449">OK</b>' if self.ok else f'<b style="color:#c0392b">{n_err} error(s)</b>'
-        return (f"<div><b>DataReport</b> {verdict}, {n_warn} warning(s) — {len(self.frame)} rows × {len(self.frame.columns)} "
+        verdict = ('<b style="color:#1e8449">OK</b>' if self.ok
+                   else f'<b style="color:#c0392b">{n_err} error(s)</b>')
+        return (f"<div><b>DataReport</b> {verdict}, {n_warn} warning(s) — {len(self.frame)} rows × "
+                f"{len(self.frame.columns)} "
                 f"columns, target {html.escape(str(self.target))!s} ({self.task})</div>")
 
     def _repr_html_(self):
-        return self._header() + findings_html(self.findings) + self.summary().to_html(float_format=lambda v: f"{v:.4g}")
+        return (self._header() + findings_html(self.findings)
+                + self.summary().to_html(float_format=lambda v: f"{v:.4g}"))
 
     def _ipython_display_(self):
         from IPython.display import HTML, display
@@ -432,7 +466,8 @@ class DataReport:
         display(self.summary())
 
     def __repr__(self):
-        return f"DataReport(ok={self.ok}, findings={[f'{f.kind}:{f.column}' if f.column else f.kind for f in self.findings]})"
+        return (f"DataReport(ok={self.ok}, "
+                f"findings={[f'{f.kind}:{f.column}' if f.column else f.kind for f in self.findings]})")
 
 def check_data(df: pd.DataFrame,  # the training data, one row per example
                target: Optional[str] = None,  # label column (None: checks that need no label)
@@ -451,8 +486,10 @@ def check_data(df: pd.DataFrame,  # the training data, one row per example
         raise ValueError(f"task must be 'auto', 'binary', 'multiclass' or 'regression', got {task!r}")
     findings = []
     if target is not None and target not in df.columns:
-        findings.append(Finding("missing_target", "error", f"target column {target!r} not in DataFrame; columns are: "
-                                + ", ".join(map(str, df.columns[:20])), column=target, advice="pass the name of the label column"))
+        findings.append(Finding("missing_target", "error",
+                                f"target column {target!r} not in DataFrame; columns are: "
+                                + ", ".join(map(str, df.columns[:20])), column=target,
+                                advice="pass the name of the label column"))
         target = None
     if target is not None and task == "auto" and df[target].notna().any(): task = infer_task(df[target])
     skip = {c for c in (groups, time) if c is not None}

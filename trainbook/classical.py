@@ -435,7 +435,8 @@ def _fit_boosted(lib: BoostingLibrary, df: pd.DataFrame, target: str, splits, pa
                epoch=rounds - 1, best=float(valid_loss.iloc[best]) if len(valid_loss) > best else None,
                best_epoch=best, kind=lib.name,
                extra={"params": p, "best_iteration": best, "best_step": best + 1, "seconds": seconds,
-                      "task": task, "classes": classes, "split_fingerprint": getattr(splits, "fingerprint", None),
+                      "task": task, "classes": classes,
+                      "split_fingerprint": getattr(splits, "fingerprint", None),
                       "data_fingerprint": fingerprint_frame(df)})
     announce("run", run)  # listeners (the checklist, experiment tracking) hear of every run
     return run

@@ -151,7 +151,8 @@ class Finding:
 
     def __post_init__(self):
         if self.severity not in SEVERITIES:
-            raise ValueError(f"Finding.severity must be one of {', '.join(SEVERITIES)}, got {self.severity!r}")
+            raise ValueError(
+                f"Finding.severity must be one of {', '.join(SEVERITIES)}, got {self.severity!r}")
 
     def __str__(self):
         where = f" [{self.column}]" if self.column else ""
@@ -165,7 +166,8 @@ def findings_html(findings: Iterable[Finding]) -> str:
     order = {s: i for i, s in enumerate(reversed(SEVERITIES))}
     items = [f'<li><b style="color:{colors[f.severity]}">{f.severity}</b> <code>{f.kind}</code>'
              + (f" <i>{html.escape(f.column)}</i>" if f.column else "")
-             + f": {html.escape(f.message)}" + (f"<br><small>{html.escape(f.advice)}</small>" if f.advice else "") + "</li>"
+             + f": {html.escape(f.message)}"
+             + (f"<br><small>{html.escape(f.advice)}</small>" if f.advice else "") + "</li>"
              for f in sorted(findings, key=lambda f: order[f.severity])]
     return "<ul>" + "".join(items) + "</ul>" if items else "<p>No findings.</p>"
 
@@ -191,7 +193,8 @@ class History:
 
     def rows(self, start: int = 0) -> list[tuple]:
         "The records from position `start` on, as tuples (what live views read incrementally)."
-        return list(zip(self.step[start:], self.epoch[start:], self.split[start:], self.name[start:], self.value[start:]))
+        return list(zip(self.step[start:], self.epoch[start:], self.split[start:], self.name[start:],
+                        self.value[start:]))
 
     def to_frame(self):
         "A tidy DataFrame with one row per record."
@@ -224,7 +227,8 @@ class History:
         "Replace the records with those of `state_dict()`."
         for c in self.columns: setattr(self, c, list(state[c]))
 
-    def __repr__(self): return f"History({len(self)} records: {', '.join(f'{s}/{n}' for s, n in self.names())})"
+    def __repr__(self):
+        return f"History({len(self)} records: {', '.join(f'{s}/{n}' for s, n in self.names())})"
 
 # %% ../nbs/00_core.ipynb #1643f025
 def seed_everything(seed: int = 0, deterministic: bool = False) -> int:
@@ -244,7 +248,8 @@ def rng_state() -> dict:
     state = {"python": random.getstate(),
              "numpy": (kind, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss),
              "torch": torch.get_rng_state()}
-    if torch.cuda.is_available() and torch.cuda.is_initialized(): state["cuda"] = torch.cuda.get_rng_state_all()
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
     return state
 
 def set_rng_state(state: dict):
@@ -256,11 +261,13 @@ def set_rng_state(state: dict):
     if "cuda" in state and torch.cuda.is_available(): torch.cuda.set_rng_state_all(state["cuda"])
 
 # %% ../nbs/00_core.ipynb #d1d28778
-_PACKAGES = ("numpy", "pandas", "scikit-learn", "xgboost", "plotly", "ipywidgets", "anywidget", "tqdm", "trainbook")
+_PACKAGES = ("numpy", "pandas", "scikit-learn", "xgboost", "plotly", "ipywidgets", "anywidget", "tqdm",
+             "trainbook")
 
 def _git_commit(path: str = ".") -> Optional[str]:
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=path, capture_output=True, text=True, timeout=5)
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=path, capture_output=True, text=True,
+                             timeout=5)
         return out.stdout.strip() or None if out.returncode == 0 else None
     except (OSError, subprocess.SubprocessError): return None
 
@@ -270,7 +277,8 @@ def environment() -> dict:
         try: return importlib.metadata.version(pkg)
         except importlib.metadata.PackageNotFoundError: return None
     cuda = torch.cuda.is_available()
-    return {"python": sys.version.split()[0], "platform": platform.platform(), "torch": str(torch.__version__),
+    return {"python": sys.version.split()[0], "platform": platform.platform(),
+            "torch": str(torch.__version__),
             "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version() if cuda else None,
             "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if cuda else [],
             "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
@@ -281,17 +289,21 @@ def pick_device(device: str | torch.device = "auto") -> torch.device:
     if isinstance(device, torch.device): return device
     if device == "auto":
         if torch.cuda.is_available(): return torch.device("cuda")
-        if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available(): return torch.device("mps")
+        if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+            return torch.device("mps")
         return torch.device("cpu")
     try: dev = torch.device(device)
-    except (RuntimeError, TypeError): raise ValueError(f"device must be 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps', got {device!r}") from None
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device must be 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps', got {device!r}") from None
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={device!r} was asked for but CUDA is not available here; use device='auto' or 'cpu'")
+        raise ValueError(f"device={device!r} was asked for but CUDA is not available here; use "
+                         "device='auto' or 'cpu'")
     return dev
 
 def pick_precision(precision: str = "auto", device: str | torch.device = "cpu") -> str:
     "`auto` = bf16 on CUDA with bf16 support, fp16 (with a GradScaler) on older CUDA, fp32 elsewhere."
-    if precision not in PRECISIONS: raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     dev = torch.device(device) if not isinstance(device, torch.device) else device
     if precision != "auto": return precision
     if dev.type == "cuda": return "bf16" if torch.cuda.is_bf16_supported() else "fp16"

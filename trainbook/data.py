@@ -56,13 +56,16 @@ class TensorLoader:
             raise ValueError(f"all tensors must have the same length; {names[0]} has {n} rows, "
                              f"{names[bad[0]]} has {len(flat[bad[0]])}")
         if n == 0: raise ValueError("TensorLoader got empty tensors (0 rows)")
-        if not isinstance(batch_size, int) or batch_size <= 0: raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        if not isinstance(batch_size, int) or batch_size <= 0:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
         if weights is not None and (len(weights) != n or (weights < 0).any()):
             raise ValueError(f"weights must hold {n} non-negative numbers, one per row")
-        if rank is None and world_size is None and torch.distributed.is_available() and torch.distributed.is_initialized():
+        if (rank is None and world_size is None and torch.distributed.is_available()
+            and torch.distributed.is_initialized()):
             rank, world_size = torch.distributed.get_rank(), torch.distributed.get_world_size()
         self.rank, self.world_size = rank or 0, world_size or 1
-        if not 0 <= self.rank < self.world_size: raise ValueError(f"rank must be in [0, world_size), got rank={rank}, world_size={world_size}")
+        if not 0 <= self.rank < self.world_size:
+            raise ValueError(f"rank must be in [0, world_size), got rank={rank}, world_size={world_size}")
         self.tensors, self.batch_size, self.shuffle, self.drop_last = tensors, batch_size, shuffle, drop_last
         self.seed, self.pin_memory, self.weights = seed, pin_memory, weights
         self.n, self.epoch, self.position = n, 0, 0
@@ -116,7 +119,8 @@ class TensorLoader:
 
     def __repr__(self):
         return (f"TensorLoader({self.n} rows, batch_size={self.batch_size}, shuffle={self.shuffle}, "
-                f"{len(self)} batches" + (f", rank {self.rank}/{self.world_size}" if self.world_size > 1 else "") + ")")
+                f"{len(self)} batches"
+                + (f", rank {self.rank}/{self.world_size}" if self.world_size > 1 else "") + ")")
 
 # %% ../nbs/03_data.ipynb #3c2d7dfa
 import warnings
@@ -366,7 +370,8 @@ class FramePrep:
                                data={"parts": list(parts)}))
         for col, role in self.roles.items():
             if role not in _DROPPED_BECAUSE: continue
-            out.append(Finding("column_dropped", "info", f"not a feature: {_DROPPED_BECAUSE[role]}", column=col,
+            out.append(Finding("column_dropped", "info", f"not a feature: {_DROPPED_BECAUSE[role]}",
+                               column=col,
                                advice="pass your own preprocessor to use it", data={"role": role}))
         return out
 
@@ -446,7 +451,8 @@ class FramePrep:
         codes = pd.Categorical(y, categories=self.classes).codes
         if (codes < 0).any():
             unseen = sorted(map(str, set(y[codes < 0])))
-            raise ValueError(f"target {self.target!r} has labels unseen in training: {', '.join(unseen[:10])}")
+            raise ValueError(
+                f"target {self.target!r} has labels unseen in training: {', '.join(unseen[:10])}")
         return torch.as_tensor(codes.astype(np.int64))
 
     def decode(self,
@@ -464,8 +470,10 @@ class FramePrep:
         "Write with skops (a format that does not run code on load)."
         import skops.io as sio
         from trainbook.core import atomic_write
-        state = {"preprocessor": self.preprocessor, "columns": self.columns, "target": self.target, "task": self.task,
-                 "classes": None if self.classes is None else [c.item() if hasattr(c, "item") else c for c in self.classes]}
+        state = {"preprocessor": self.preprocessor, "columns": self.columns, "target": self.target,
+                 "task": self.task,
+                 "classes": None if self.classes is None
+                 else [c.item() if hasattr(c, "item") else c for c in self.classes]}
         data = sio.dumps(state)
         return atomic_write(path, lambda f: f.write(data))
 
@@ -479,7 +487,9 @@ class FramePrep:
         data = Path(path).read_bytes()
         trusted = SAFE_TYPES + list(trusted or [])
         unknown = [t for t in sio.get_untrusted_types(data=data) if t not in trusted]
-        if unknown: raise ValueError(f"{path} holds types that are not trusted: {', '.join(unknown)}; pass trusted=[...] if you trust them")
+        if unknown:
+            raise ValueError(f"{path} holds types that are not trusted: {', '.join(unknown)}; pass "
+                             "trusted=[...] if you trust them")
         state = sio.loads(data, trusted=trusted)
         return cls(state["preprocessor"], state["columns"], state["target"], state["task"], state["classes"])
 
@@ -512,14 +522,17 @@ def loaders_from_frame(df: pd.DataFrame,  # the whole frame (all splits)
     if drop_last and len(splits.train) < batch_size:
         raise ValueError(f"drop_last=True with batch_size={batch_size} leaves no batch: there are only "
                          f"{len(splits.train)} training rows; lower batch_size")
-    if df[target].isna().any(): raise ValueError(f"target column {target!r} has missing values: drop those rows first")
+    if df[target].isna().any():
+        raise ValueError(f"target column {target!r} has missing values: drop those rows first")
     task = infer_task(df[target]) if task == "auto" else task
-    exclude = list(exclude) + [c for c in (splits.params.get("groups"), splits.params.get("time")) if c and c != target]
+    exclude = (list(exclude)
+               + [c for c in (splits.params.get("groups"), splits.params.get("time")) if c and c != target])
     columns = [c for c in df.columns if c != target and c not in exclude]
     train_rows = df.iloc[splits.train]
     prep_tf = preprocessor if preprocessor is not None else make_preprocessor(train_rows, target, exclude)
     prep_tf.fit(train_rows[columns], train_rows[target])  # train rows only: valid and test stay unseen
-    classes = None if task == "regression" else sorted(train_rows[target].unique().tolist(), key=lambda v: (str(type(v)), v))
+    classes = (None if task == "regression"
+               else sorted(train_rows[target].unique().tolist(), key=lambda v: (str(type(v)), v)))
     prep = FramePrep(prep_tf, columns, target, task, classes)
     def loader(idx, train):
         rows = df.iloc[idx]
@@ -546,7 +559,8 @@ def _held_tensors(source) -> Optional[list]:
     elif isinstance(source, TensorLoader): tensors = source._flat
     else: tensors = getattr(getattr(source, "dataset", source), "tensors", None)  # torch's TensorDataset
     if not isinstance(tensors, (tuple, list)) or not tensors: return None
-    if not all(isinstance(t, torch.Tensor) and t.layout == torch.strided for t in tensors): return None  # sparse
+    if not all(isinstance(t, torch.Tensor) and t.layout == torch.strided for t in tensors):
+        return None  # sparse
     return list(tensors)
 
 def fingerprint_data(*sources,  # loaders (TensorLoader, a DataLoader over a TensorDataset), tensors, DataFrames

@@ -80,9 +80,11 @@ def _handlers(cb) -> dict:
     "Event name → bound method, for the events this callback implements; fails on event-like names that are not events."
     found = {}
     for attr in dir(cb):
-        if not attr.startswith(("before_", "after_", "on_")) or not callable(getattr(cb, attr, None)): continue
+        if not attr.startswith(("before_", "after_", "on_")) or not callable(getattr(cb, attr, None)):
+            continue
         if attr not in EVENT_NAMES:
-            raise ValueError(f"{type(cb).__name__}.{attr} is not a trainbook event; events are: {', '.join(EVENT_NAMES)}")
+            raise ValueError(f"{type(cb).__name__}.{attr} is not a trainbook event; events are: "
+                             f"{', '.join(EVENT_NAMES)}")
         found[attr] = getattr(cb, attr)
     return found
 
@@ -113,7 +115,8 @@ class Callbacks:
 
     def state_dict(self) -> dict:
         "Each callback's state, keyed by position and class name."
-        return {f"{i}:{type(cb).__name__}": cb.state_dict() for i, cb in enumerate(self.callbacks) if hasattr(cb, "state_dict")}
+        return {f"{i}:{type(cb).__name__}": cb.state_dict() for i, cb in enumerate(self.callbacks)
+                if hasattr(cb, "state_dict")}
 
     def load_state_dict(self, state: dict):
         for i, cb in enumerate(self.callbacks):

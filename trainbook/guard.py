@@ -57,13 +57,14 @@ def check_loader(dl,  # the loader to check: a list of batches, a DataLoader, a 
     if not isinstance(dl, collections.abc.Iterable) or isinstance(dl, collections.abc.Iterator):
         once = isinstance(dl, collections.abc.Iterator)
         why = " (a generator or iterator runs out after one epoch)" if once else ""
-        raise TypeError(f"{name} must be re-iterable{why}: a list of batches, a DataLoader or a TensorLoader; "
-                        f"got {type(dl).__name__}")
+        raise TypeError(f"{name} must be re-iterable{why}: a list of batches, a DataLoader or a "
+                        f"TensorLoader; got {type(dl).__name__}")
     n = _len(dl)
     if n == 0: raise ValueError(f"{name} is empty: it yields no batches{_why_empty(dl)}")
     if n is None and probe and next(iter(dl), None) is None:
         raise ValueError(f"{name} is empty: it yields no batches")
-    if isinstance(dl, collections.abc.Sequence) and not any(map(_has_rows, dl)):  # batches in memory: cheap to read
+    # batches in memory: cheap to read
+    if isinstance(dl, collections.abc.Sequence) and not any(map(_has_rows, dl)):
         raise ValueError(f"{name} holds {n} batches but no rows: every batch is empty")
     return n
 
@@ -113,10 +114,11 @@ def check_monitor(cfg: TrainConfig,  # the run's config (its `monitor` and `mode
     logged = logged_values(has_valid, metric_names)
     monitor = cfg.monitor
     if monitor == "valid_loss" and not has_valid:
-        monitor = "train_loss"  # the default monitor without validation data: the training loss, lower-better too
+        # the default monitor without validation data: the training loss, lower-better too
+        monitor = "train_loss"
     elif monitor.startswith("valid_") and not has_valid:
-        raise ValueError(f"monitor={monitor!r} needs validation data, but dl_valid is None, so early stopping "
-                         f"and best.pt would follow nothing. Pass dl_valid, or monitor one of: "
+        raise ValueError(f"monitor={monitor!r} needs validation data, but dl_valid is None, so early "
+                         f"stopping and best.pt would follow nothing. Pass dl_valid, or monitor one of: "
                          f"{', '.join(logged)}")
     elif monitor not in logged:
         close = difflib.get_close_matches(monitor, logged, n=1)
@@ -246,8 +248,8 @@ def nonfinite_validation(values: dict,  # one validation's results: name -> valu
            "the run goes on: the loss and the monitored value are finite"
     return Finding("nonfinite", "error" if stop else "warning",
                    f"validation at epoch {epoch} (step {step}) gave {listed}; {then}",
-                   advice="NaN or inf in the validation inputs or labels is the usual cause (tb.check_data on "
-                          "those rows finds them); a metric undefined on this data gives NaN too",
+                   advice="NaN or inf in the validation inputs or labels is the usual cause (tb.check_data "
+                          "on those rows finds them); a metric undefined on this data gives NaN too",
                    data={"split": "valid", "names": list(bad), "epoch": epoch, "step": step})
 
 # %% ../nbs/06a_guard.ipynb #7ae62d48

@@ -49,10 +49,13 @@ def _display(obj, **kwargs):
 PANELS = {"loss": (1, 1), "metric": (1, 3), "lr": (2, 1), "grad_norm": (2, 3),
           "samples_per_s": (3, 1), "step_time": (3, 2), "data_wait": (3, 3), "peak_memory_mb": (3, 4)}
 TITLES = {"loss": "loss", "metric": "valid metric", "lr": "learning rate", "grad_norm": "gradient norm",
-          "samples_per_s": "samples / s", "step_time": "s / step", "data_wait": "data wait", "peak_memory_mb": "peak MB"}
+          "samples_per_s": "samples / s", "step_time": "s / step", "data_wait": "data wait",
+          "peak_memory_mb": "peak MB"}
 LOG_PANELS = ("lr", "grad_norm")  # quantities that move by orders of magnitude: log axes
-SYSTEM = ("samples_per_s", "step_time", "data_wait", "peak_memory_mb")  # per-epoch throughput and memory (split train)
-LEGENDS = {"loss": "legend", "metric": "legend2"}  # one legend per panel that has several traces, drawn above it
+# per-epoch throughput and memory (split train)
+SYSTEM = ("samples_per_s", "step_time", "data_wait", "peak_memory_mb")
+# one legend per panel that has several traces, drawn above it
+LEGENDS = {"loss": "legend", "metric": "legend2"}
 
 class Series:
     "Points per trace, gathered incrementally from a History."
@@ -81,7 +84,8 @@ class Series:
                     self.ema = self.smooth * self.ema + (1 - self.smooth) * value
                     self._add("train loss (smoothed)", step, self.ema / (1 - self.smooth ** self.n_ema))
             elif split == "train" and name == "epoch_loss": self._add("train loss (epoch)", step, value)
-            elif split == "train" and name in ("lr", "grad_norm") + SYSTEM: self._add(f"train {name}", step, value)
+            elif split == "train" and name in ("lr", "grad_norm") + SYSTEM:
+                self._add(f"train {name}", step, value)
             elif split == "valid": self._add(f"valid {name}", step, value)
             elif split == "train" and name not in ("skipped_step", "loss_scale") and "/" not in name:
                 self._add(f"train {name}", step, value)
@@ -198,7 +202,8 @@ def marks_for(findings: list,  # Findings (and the run's own 'best'/'early_stopp
             out.append((at, color, f"overfitting from epoch {f.data.get('onset_epoch')}"))
             continue
         at = sorted(f.data.get("steps") or ([f.data["step"]] if "step" in f.data else []))
-        for burst in _bursts(at, merge * span):  # a burst of steps is one event: one mark, counted in its label
+        # a burst of steps is one event: one mark, counted in its label
+        for burst in _bursts(at, merge * span):
             out.append((burst[0], color, label if len(burst) == 1 else f"{label} ×{len(burst)}"))
     return sorted(out, key=lambda m: m[0])
 
@@ -247,23 +252,27 @@ def draw(fig,  # the figure (or FigureWidget) from `new_figure`, changed in plac
         marks = place_labels(lines, ranges.get("xaxis", [0, 1]), width_px)
         fig.layout.shapes = [dict(type="line", x0=x, x1=x, xref="x", y0=0, y1=1, yref="y domain",
                                   line=dict(dash="dash", color=color, width=1)) for x, color, _ in lines]
-        fig.layout.annotations = [dict(x=x, y=1 - 0.1 * level, xref="x", yref="y domain", text=text, showarrow=False,
+        fig.layout.annotations = [dict(x=x, y=1 - 0.1 * level, xref="x", yref="y domain", text=text,
+                                       showarrow=False,
                                        xanchor="left", yanchor="top", font=dict(color=color, size=10),
                                        bgcolor="rgba(255,255,255,0.8)")
                                   for x, color, text, level in marks]
 
-def _time_markers(history: History, findings: list, stopped: Optional[str] = None, best_step: Optional[int] = None) -> list:
+def _time_markers(history: History, findings: list, stopped: Optional[str] = None,
+                  best_step: Optional[int] = None) -> list:
     "Findings plus markers for the best evaluation (of the monitored value when known) and the early stop, for drawing."
     marks = list(findings)
     valid = history.series("loss", "valid")
     if best_step is None and len(valid): best_step = int(valid.idxmin())
-    if best_step is not None: marks.append(Finding("best", "info", "best evaluation", data={"step": best_step}))
+    if best_step is not None:
+        marks.append(Finding("best", "info", "best evaluation", data={"step": best_step}))
     if stopped == "early_stopping" and len(history):
         marks.append(Finding("early_stopping", "info", "", data={"step": history.step[-1]}))
     return marks
 
 # %% ../nbs/11_live.ipynb #945dfa78
-_PLOTLYJS = {"sent": False, "owner": None}  # plotly.js goes into one output per kernel session: the first snapshot's
+# plotly.js goes into one output per kernel session: the first snapshot's
+_PLOTLYJS = {"sent": False, "owner": None}
 
 def plotlyjs_script(owner=None,  # an object that re-renders its own output (a panel): it keeps the copy it carried
                    ) -> str:
@@ -287,7 +296,8 @@ def figure_html(fig,  # a plotly Figure, FigureWidget, or its dict
                "{responsive:true,displaylogo:false});}"
                "if(window.Plotly){go();}else{var n=0,t=setInterval(function(){"
                "if(window.Plotly){clearInterval(t);go();}else if(++n>200){clearInterval(t);}},50);}})();")
-    note = f'<p class="tb-summary" style="font:12px sans-serif;color:#555;margin:2px 0">{html.escape(summary)}</p>'
+    note = ('<p class="tb-summary" style="font:12px sans-serif;color:#555;margin:2px '
+            f'0">{html.escape(summary)}</p>')
     return (f'<div class="tb-figure">{plotlyjs_script(owner) if with_plotlyjs else ""}'
             f'<div id="{div}" style="height:{height}px;width:100%"></div>'
             f'<script type="text/javascript">{draw_js}</script>{note if summary else ""}</div>')
@@ -362,13 +372,14 @@ def portable_outputs(nb,  # an executed notebook (nbformat NotebookNode), change
         if fig is not None and "Plotly.newPlot" not in str(data.get("text/html", "")):
             data["text/html"] = figure_html(fig, with_plotlyjs=False)
             counts["figures_given_html"] += 1
-        if drop_widget_views and "text/html" in data and data.pop("application/vnd.jupyter.widget-view+json", None):
+        if (drop_widget_views and "text/html" in data
+            and data.pop("application/vnd.jupyter.widget-view+json", None)):
             counts["widget_views_dropped"] += 1
     drawn = [o for o in outputs if "Plotly.newPlot" in str(o["data"].get("text/html", ""))]
     carriers = [o for o in outputs if marker in str(o["data"].get("text/html", ""))]
     for o in carriers[1:]:  # one copy is enough
-        o["data"]["text/html"] = re.sub(r'<script data-trainbook="plotly\.js">.*?</script>', "", str(o["data"]["text/html"]),
-                                        flags=re.S)
+        o["data"]["text/html"] = re.sub(r'<script data-trainbook="plotly\.js">.*?</script>', "",
+                                        str(o["data"]["text/html"]), flags=re.S)
     if drawn and not carriers:
         from plotly.offline import get_plotlyjs
         first = drawn[0]["data"]
@@ -405,14 +416,16 @@ def plot_grad_norms(history,  # a `History`, a `Run` or a tidy DataFrame with `g
     "Per-parameter gradient norms as a heatmap (parameter × step, log10 colour): which layers explode or vanish."
     import plotly.graph_objects as go
     names, steps, m = grad_norm_matrix(history, top)
-    if not names: raise ValueError("no per-parameter gradient norms in this history: the loop logs `grad_norm/<name>` "
-                                   "every `log_every` steps")
+    if not names:
+        raise ValueError("no per-parameter gradient norms in this history: the loop logs `grad_norm/<name>` "
+                         "every `log_every` steps")
     with np.errstate(divide="ignore"):
         z = np.log10(np.where(m > 0, m, np.nan))
     fig = go.Figure(go.Heatmap(x=steps, y=names, z=z, colorscale="Viridis", colorbar=dict(title="log10 norm"),
                                hovertemplate="%{y}<br>step %{x}<br>log10 norm %{z:.2f}<extra></extra>"))
     fig.update_layout(height=max(220, 18 * len(names) + 90), template="plotly_white",
-                      margin=dict(l=10, r=10, t=30, b=40), title=dict(text="gradient norm per parameter", font=dict(size=12)))
+                      margin=dict(l=10, r=10, t=30, b=40),
+                      title=dict(text="gradient norm per parameter", font=dict(size=12)))
     fig.update_yaxes(automargin=True, autorange="reversed")
     fig.update_xaxes(title_text="step", range=data_range(steps))
     return as_static(fig)
@@ -428,8 +441,8 @@ def plot_curve(x, y,  # the points
               ):
     "One autoscaled curve with marks: the LR finder's loss against lr, the overfit-one-batch loss against step."
     import plotly.graph_objects as go
-    fig = go.Figure(go.Scatter(x=np.asarray(x, dtype=float), y=np.asarray(y, dtype=float), name=name, mode="lines",
-                               showlegend=True))
+    fig = go.Figure(go.Scatter(x=np.asarray(x, dtype=float), y=np.asarray(y, dtype=float), name=name,
+                               mode="lines", showlegend=True))
     fig.update_layout(height=height, template="plotly_white", margin=dict(l=55, r=20, t=40, b=40),
                       legend=dict(x=0, y=1.02, xanchor="left", yanchor="bottom", orientation="h"))
     fig.update_xaxes(title_text=x_title, type="log" if log_x else "linear")
@@ -440,7 +453,8 @@ def plot_curve(x, y,  # the points
         return "right" if at > sum(x_range) / 2 else "left"
     fig.update_layout(shapes=[dict(type="line", x0=mx, x1=mx, xref="x", y0=0, y1=1, yref="y domain",
                                    line=dict(dash="dash", color=c, width=1)) for mx, c, _ in marks],
-                      annotations=[dict(x=mx, y=1, xref="x", yref="y domain", text=t, showarrow=False, xanchor=side(mx),
+                      annotations=[dict(x=mx, y=1, xref="x", yref="y domain", text=t, showarrow=False,
+                                        xanchor=side(mx),
                                         yanchor="top", font=dict(color=c, size=11)) for mx, c, t in marks])
     return as_static(fig)
 
@@ -455,7 +469,8 @@ def plot_overfit(report,  # a `SanityReport` from `overfit_batch`
     "The overfit-one-batch loss against step (log y when positive), with its verdict in the legend."
     loss = report.history.series("loss")
     verdict = "passed" if report.passed else "failed"
-    return plot_curve(loss.index, loss.values, f"train loss on one batch ({verdict})", log_y=bool(len(loss)) and
+    return plot_curve(loss.index, loss.values, f"train loss on one batch ({verdict})",
+                      log_y=bool(len(loss)) and
                       bool((loss.values > 0).all()))
 
 # %% ../nbs/11_live.ipynb #c22a4aaf
@@ -515,7 +530,8 @@ class LiveCurves(Callback):
         self.series.read(state.history)
         self._ensure()
         draw(self.figure, self.series, self.marks(state), self.severities)
-        if self._findings_box is not None: self._findings_box.value = findings_html(self.findings) if self.findings else ""
+        if self._findings_box is not None:
+            self._findings_box.value = findings_html(self.findings) if self.findings else ""
         self.last, self.n_updates = now, self.n_updates + 1
 
     def final(self, state: LoopState) -> "FinalView":
@@ -527,7 +543,8 @@ class LiveCurves(Callback):
             extra.append(plot_grad_norms(state.history))
         return FinalView(fig, summary_of(self.series), self.findings, extra)
 
-    # Only a widget is worth redrawing during the run; elsewhere nobody would see it, so the figure is drawn once at the end.
+    # Only a widget is worth redrawing during the run; elsewhere nobody would see it, so the figure is drawn
+    # once at the end.
     def before_fit(self, state):
         self.mode = self.mode or display_mode()
         if self.mode == "widget": self._ensure()
@@ -545,11 +562,13 @@ class LiveCurves(Callback):
         self.mode = self.mode or display_mode()
         if self.mode == "widget":
             self.update(state, force=True)
-            if self._handle is None: return  # embedded in a panel (or nothing to show it): the live figure stays
+            if self._handle is None:
+                return  # embedded in a panel (or nothing to show it): the live figure stays
         else:
             self.series.read(state.history)
         view = self.final(state)
-        if self._handle is not None:  # the live widget gives way to a static figure: the saved notebook stays small
+        # the live widget gives way to a static figure: the saved notebook stays small
+        if self._handle is not None:
             self._handle.update(view)
             self.close()
         self.figure = view.figure
@@ -596,7 +615,8 @@ class Progress(Callback):
         self.epochs = tqdm(total=state.config.epochs, initial=state.epoch, desc="epochs", leave=self.leave,
                            mininterval=self.mininterval)
     def before_epoch(self, state):
-        if display_mode() == "static": return  # a headless execution keeps one bar: per-epoch step bars would pile up
+        if display_mode() == "static":
+            return  # a headless execution keeps one bar: per-epoch step bars would pile up
         tqdm = self._tqdm()
         if self.steps is not None: self.steps.close()
         n = state.n_batches and math.ceil(state.n_batches / state.config.accum_steps)
@@ -610,7 +630,8 @@ class Progress(Callback):
         self.epochs.update(1)
         post = {k: f"{v:.4g}" for k, v in state.valid.items()}
         train = state.history.last("epoch_loss")
-        if train is not None: post = {"train_loss": f"{train:.4g}", **{f"valid_{k}": v for k, v in post.items()}}
+        if train is not None:
+            post = {"train_loss": f"{train:.4g}", **{f"valid_{k}": v for k, v in post.items()}}
         self.epochs.set_postfix(post)
     def after_fit(self, state):
         for bar in (self.steps, self.epochs):

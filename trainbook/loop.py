@@ -13,13 +13,14 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from .batch import (_NO_CONTEXT, autocast, batch_rows, call_model, eval_mode, forward, prediction, split_batch,
-                             to_device, training_lock)
+from .batch import (_NO_CONTEXT, autocast, batch_rows, call_model, eval_mode, forward, prediction,
+                             split_batch, to_device, training_lock)
 from .checkpoint import read_checkpoint, restore_checkpoint, save_checkpoint, write_json
 from .core import (Finding, History, TrainConfig, announce, environment, findings_html,
                             pick_device, pick_precision, rng_state, seed_everything, set_rng_state, silenced)
 from .diagnostics import NanGuard, diagnose
-from .guard import (check_loader, check_loss_fn, check_monitor, nonfinite_validation, prepare_run_dir,
+from .guard import (check_loader, check_loss_fn, check_monitor, nonfinite_validation,
+                             prepare_run_dir,
                              probe_writable, require_batches, resume_changes, run_signature, saved_signature)
 from .events import Callback, Callbacks, Event, LoopState
 from .optim import make_scheduler, param_groups
@@ -41,9 +42,10 @@ def accuracy(pred: torch.Tensor,  # logits: (n, C) multi-class, (n,) or (n, 1) b
     if pred.ndim == yb.ndim + 1 and pred.shape[-1] == 1 and pred.shape[:-1] == yb.shape:
         pred = pred.squeeze(-1)  # one logit per row, targets (n,)
     if pred.shape == yb.shape: return ((pred > 0) == (yb > 0.5)).float().mean()
-    raise ValueError(f"accuracy: cannot score a prediction of shape {tuple(pred.shape)} against targets of shape "
-                     f"{tuple(yb.shape)}: expected (n, C) logits with (n,) class indices, or 0/1 targets shaped like "
-                     "the logits (binary, multi-label)")
+    raise ValueError(f"accuracy: cannot score a prediction of shape {tuple(pred.shape)} "
+                     "against targets of shape "
+                     f"{tuple(yb.shape)}: expected (n, C) logits with (n,) class indices, or 0/1 targets "
+                     "shaped like the logits (binary, multi-label)")
 
 BUILTIN_METRICS = {"accuracy": accuracy}
 
@@ -59,7 +61,8 @@ def resolve_metrics(metrics,  # None, a name, a callable, a list of these, or a 
     for name, m in items:
         if isinstance(m, str):
             if m not in BUILTIN_METRICS:
-                raise ValueError(f"metrics: unknown metric {m!r}; built-in ones are: {', '.join(BUILTIN_METRICS)}")
+                raise ValueError(f"metrics: unknown metric {m!r}; built-in ones are: "
+                                 f"{', '.join(BUILTIN_METRICS)}")
             m = BUILTIN_METRICS[m]
         if not callable(m): raise TypeError(f"metrics: {name!r} is not callable")
         if name == "loss": raise ValueError("metrics: the name 'loss' is taken by the loss itself")
@@ -146,7 +149,8 @@ def evaluate(model: nn.Module,  # the model to score (its train/eval mode is res
             if metric_fns:
                 preds.append(prediction(out).float())
                 ys.append(yb)
-    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:  # each rank scored its shard
+    # each rank scored its shard
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
         total = torch.stack([loss_sum.float(), torch.tensor(float(rows), device=device)])
         dist.all_reduce(total)
         loss_sum, rows = total[0], int(total[1].item())
@@ -322,11 +326,12 @@ class Run:
     def _repr_html_(self):
         try: table = self.metrics().tail(10).to_html(float_format=lambda v: f"{v:.4g}")
         except Exception: table = ""
-        best = f", best {self.config.monitor} {self.best:.4g} at epoch {self.best_epoch}" if self.best is not None else ""
+        best = (f", best {self.config.monitor} {self.best:.4g} at epoch {self.best_epoch}"
+                if self.best is not None else "")
         where = f" — checkpoints in <code>{self.run_dir}</code>" if self.run_dir else ""
         error = f"<br><b>error</b>: <code>{self.error}</code>" if self.error else ""
-        return (f"<div><b>Run</b>: {self.stopped} after {self.step} steps / {self.epoch + 1} epochs{best}{where}"
-                f"{error}{table}{findings_html(self.findings)}</div>")
+        return (f"<div><b>Run</b>: {self.stopped} after {self.step} steps / {self.epoch + 1} "
+                f"epochs{best}{where}{error}{table}{findings_html(self.findings)}</div>")
 
     def __repr__(self):
         kinds = [f.kind for f in self.findings]
@@ -345,14 +350,15 @@ class Position:
 
     def state_dict(self) -> dict:
         "The position as checkpoint entries."
-        return {"epoch": self.epoch, "batch_idx": self.batch_idx, "rng": self.rng, "epoch_rng": self.epoch_rng,
-                "epoch_loss": [self.loss_sum, self.loss_count]}
+        return {"epoch": self.epoch, "batch_idx": self.batch_idx, "rng": self.rng,
+                "epoch_rng": self.epoch_rng, "epoch_loss": [self.loss_sum, self.loss_count]}
 
     @classmethod
     def from_state(cls, state: dict) -> "Position":
         "The position stored in a checkpoint."
         loss_sum, loss_count = state.get("epoch_loss", (0.0, 0))
-        return cls(state["epoch"], state["batch_idx"], state.get("rng"), state.get("epoch_rng"), loss_sum, loss_count)
+        return cls(state["epoch"], state["batch_idx"], state.get("rng"), state.get("epoch_rng"), loss_sum,
+                   loss_count)
 
     def at(self, **changes,  # fields to change (batch_idx=..., rng=...)
           ) -> "Position":
@@ -434,11 +440,13 @@ def wrap_model(model: nn.Module,  # the model, already on `device`
               ) -> nn.Module:
     "The module the forward pass calls: `model` itself, a DDP wrapper, or the model sharded in place by FSDP."
     if strategy == "ddp":
-        return nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+        return nn.parallel.DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == "cuda" else None)
     if strategy == "fsdp":
         from torch.distributed.fsdp import fully_shard
         for m in model.modules():  # shard each leaf layer with parameters, then the root
-            if m is not model and any(True for _ in m.parameters(recurse=False)) and not list(m.children()): fully_shard(m)
+            if m is not model and any(True for _ in m.parameters(recurse=False)) and not list(m.children()):
+                fully_shard(m)
         fully_shard(model)
     return model
 
@@ -446,16 +454,19 @@ def full_state(model: nn.Module,  # an FSDP-sharded model
                opt,  # its optimizer
               ) -> dict:
     "Model and optimizer state of an FSDP model gathered into plain tensors (a collective; rank 0 gets the data)."
-    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict, get_optimizer_state_dict
+    from torch.distributed.checkpoint.state_dict import (StateDictOptions, get_model_state_dict,
+                                                         get_optimizer_state_dict)
     o = StateDictOptions(full_state_dict=True, cpu_offload=True)
-    return {"model": get_model_state_dict(model, options=o), "optimizer": get_optimizer_state_dict(model, opt, options=o)}
+    return {"model": get_model_state_dict(model, options=o),
+            "optimizer": get_optimizer_state_dict(model, opt, options=o)}
 
 def load_sharded_state(model: nn.Module,  # an FSDP-sharded model
                        opt,  # its optimizer
                        ckpt: dict,  # a checkpoint with full "model" and "optimizer" states
                       ):
     "Put a full (plain) model and optimizer state back into an FSDP-sharded model."
-    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict, set_optimizer_state_dict
+    from torch.distributed.checkpoint.state_dict import (StateDictOptions, set_model_state_dict,
+                                                         set_optimizer_state_dict)
     o = StateDictOptions(full_state_dict=True)
     set_model_state_dict(model, ckpt["model"], options=o)
     set_optimizer_state_dict(model, opt, ckpt["optimizer"], options=o)
@@ -507,7 +518,8 @@ class Checkpointer:
         p = self.parts
         full = full_state(p["model"], p["optimizer"]) if self.strategy == "fsdp" else None  # a collective
         if self.rank != 0: return
-        others = {k: v.state_dict() for k, v in p.items() if k not in ("model", "optimizer", "scheduler", "scaler")}
+        others = {k: v.state_dict() for k, v in p.items()
+                  if k not in ("model", "optimizer", "scheduler", "scaler")}
         save_checkpoint(self.run_dir / name, model=full["model"] if full else p["model"],
                         optimizer=full["optimizer"] if full else p["optimizer"], scheduler=p.get("scheduler"),
                         scaler=p.get("scaler"), **others, **self.meta, **entries)
@@ -526,7 +538,8 @@ class Checkpointer:
                            p.get("scheduler"), p.get("scaler"), where=str(resume))
         if sharded: load_sharded_state(p["model"], p["optimizer"], ckpt)
         for key, obj in p.items():
-            if key not in ("model", "optimizer", "scheduler", "scaler") and key in ckpt: obj.load_state_dict(ckpt[key])
+            if key not in ("model", "optimizer", "scheduler", "scaler") and key in ckpt:
+                obj.load_state_dict(ckpt[key])
         return ckpt
 
     def path(self, name: str,  # a file name in `run_dir`
@@ -564,24 +577,29 @@ def check_fit_inputs(model,  # what `fit` got as `model`
                      profile: int = 0,  # ... as `profile`
                     ) -> dict:
     "Check `fit`'s arguments before any work; returns the metrics resolved to a dict name → callable."
-    if not isinstance(model, nn.Module): raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if not any(p.requires_grad for p in model.parameters()):
         raise ValueError("model has no trainable parameters (all frozen?)")
     check_loss_fn(loss_fn)  # None = the model computes its loss; a loss class is refused
-    if not isinstance(cfg, TrainConfig): raise TypeError(f"config must be a trainbook.TrainConfig, got {type(cfg).__name__}")
+    if not isinstance(cfg, TrainConfig):
+        raise TypeError(f"config must be a trainbook.TrainConfig, got {type(cfg).__name__}")
     n_train = check_loader(dl_train, "dl_train")  # re-iterable, not empty (without a len: at its first epoch)
     if dl_valid is not None: check_loader(dl_valid, "dl_valid", probe=True)
     if cfg.accum_steps > 1 and n_train is None:
-        raise ValueError("accum_steps > 1 needs a dl_train with a length, so the epoch's last window can be sized")
+        raise ValueError("accum_steps > 1 needs a dl_train with a length, so the epoch's "
+                         "last window can be sized")
     if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
     if scheduler_interval not in (None, *SCHEDULER_INTERVALS):
         raise ValueError(f"scheduler_interval must be None, 'step' or 'epoch', got {scheduler_interval!r}")
     if not isinstance(profile, int) or isinstance(profile, bool) or profile < 0:
         raise ValueError(f"profile must be a number of optimizer steps >= 0, got {profile!r}")
-    if strategy not in (None, "ddp", "fsdp"): raise ValueError(f"strategy must be None, 'ddp' or 'fsdp', got {strategy!r}")
+    if strategy not in (None, "ddp", "fsdp"):
+        raise ValueError(f"strategy must be None, 'ddp' or 'fsdp', got {strategy!r}")
     if strategy and not (dist.is_available() and dist.is_initialized()):
-        raise ValueError(f"strategy={strategy!r} needs torch.distributed to be initialized: run fit inside trainbook.launch")
+        raise ValueError(f"strategy={strategy!r} needs torch.distributed to be initialized: run fit "
+                         "inside trainbook.launch")
     metric_fns = resolve_metrics(metrics)
     check_monitor(cfg, dl_valid is not None, metric_fns)  # early stopping and best.pt follow something logged
     if cfg.checkpoint_dir is not None: probe_writable(cfg.checkpoint_dir, "checkpoint_dir")
@@ -591,7 +609,8 @@ def _scheduler_interval(sched, given: Optional[str], cfg: TrainConfig, user_sche
     "When the scheduler steps: per step, per epoch, on the monitored value (ReduceLROnPlateau), or never."
     if isinstance(sched, torch.optim.lr_scheduler.ReduceLROnPlateau): return "plateau"
     if given is not None: return given
-    if not user_scheduler and cfg.schedule == "constant" and cfg.warmup == 0: return "never"  # its lr never changes
+    if not user_scheduler and cfg.schedule == "constant" and cfg.warmup == 0:
+        return "never"  # its lr never changes
     return "epoch" if user_scheduler and type(sched).__name__ in EPOCH_SCHEDULERS else "step"
 
 MONITOR_ALIASES = {("train", "loss"): ("train", "epoch_loss")}
@@ -675,17 +694,21 @@ def _data_fingerprint(dl_train, dl_valid) -> Optional[str]:
 class _Loop:
     "Everything `fit` sets up, and the bookkeeping around the steps `fit` runs."
     def __init__(self, model, dl_train, dl_valid, loss_fn, cfg: TrainConfig, *, optimizer, scheduler,
-                 scheduler_interval, metric_fns, callbacks, live, split_fingerprint, strategy, track, profile):
+                 scheduler_interval, metric_fns, callbacks, live, split_fingerprint, strategy, track,
+                 profile):
         self.rank, self.world = dist_info()
         strategy = strategy or ("ddp" if self.world > 1 else None)
         seed_everything(cfg.seed)
         self.device = pick_device(cfg.device)
         self.precision = pick_precision(cfg.precision, self.device)
         model.to(self.device).train()
-        self.model, self.strategy, self.ddp, self.cfg, self.loss_fn = model, strategy, strategy == "ddp", cfg, loss_fn
+        self.model, self.strategy, self.ddp, self.cfg, self.loss_fn = (
+            model, strategy, strategy == "ddp", cfg, loss_fn)
         self.dl_train, self.dl_valid, self.metric_fns = dl_train, dl_valid, metric_fns
-        self.net = wrap_model(model, strategy, self.device)  # what the forward pass calls: the model or its wrapper
-        if getattr(cfg, "compile", False): self.net = torch.compile(self.net)  # checkpoints keep the eager model
+        # what the forward pass calls: the model or its wrapper
+        self.net = wrap_model(model, strategy, self.device)
+        if getattr(cfg, "compile", False):
+            self.net = torch.compile(self.net)  # checkpoints keep the eager model
         self.named_params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
         self.params = [p for _, p in self.named_params]
         self.n_batches = _len(dl_train)
@@ -696,7 +719,8 @@ class _Loop:
             torch.optim.AdamW(param_groups(model, cfg.weight_decay), lr=cfg.lr)
         self.sched = scheduler if scheduler is not None else make_scheduler(self.opt, cfg, total_steps)
         self.sched_interval = _scheduler_interval(self.sched, scheduler_interval, cfg, scheduler is not None)
-        self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.precision == "fp16")  # a no-op unless fp16
+        # a no-op unless fp16
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.precision == "fp16")
         self.monitor = _monitor(cfg, dl_valid is not None, metric_fns)
         self.stopper = EarlyStopping(cfg.monitor, cfg.mode, cfg.patience, cfg.min_delta)
         self.history, self.env = History(), environment()
@@ -706,8 +730,8 @@ class _Loop:
         self.cbs = Callbacks([NanGuard(), *displays, *callbacks, *([self.profiler] if self.profiler else [])])
         self.ckpt = Checkpointer(cfg.checkpoint_dir, rank=self.rank, strategy=strategy,
                                  parts={"model": model, "optimizer": self.opt, "scheduler": self.sched,
-                                        "scaler": self.scaler, "early_stopping": self.stopper, "callbacks": self.cbs,
-                                        "history": self.history},
+                                        "scaler": self.scaler, "early_stopping": self.stopper,
+                                        "callbacks": self.cbs, "history": self.history},
                                  meta={"config": cfg.to_dict(), "environment": self.env,
                                        "split_fingerprint": split_fingerprint,
                                        "signature": run_signature(model, self.opt, dl_train, cfg,
@@ -754,11 +778,13 @@ class _Loop:
 
     def windows(self, batches: _Timed) -> Iterator[Window]:
         "The epoch's accumulation windows (with their start's RNG states when checkpoints are written)."
-        return accumulation_windows(batches, self.cfg.accum_steps, self.n_batches, self.pos, self.ckpt.enabled)
+        return accumulation_windows(batches, self.cfg.accum_steps, self.n_batches, self.pos,
+                                    self.ckpt.enabled)
 
     def forward(self, batch) -> tuple:
         "Forward under autocast -> loss of one micro-batch: `(loss, xb, yb)`; the first batch's shapes are checked."
-        _, loss, xb, yb = forward(self.net, batch, self.loss_fn, self.device, self.precision, self.state.step == 0)
+        _, loss, xb, yb = forward(self.net, batch, self.loss_fn, self.device, self.precision,
+                                  self.state.step == 0)
         return loss, xb, yb
 
     def sync(self, window: Window):
@@ -832,8 +858,8 @@ class _Loop:
         state, cfg = self.state, self.cfg
         if self.dl_valid is not None:
             self.cbs(Event.before_validate, state)
-            state.valid = evaluate(self.model, self.dl_valid, self.loss_fn, self.metric_fns, device=self.device,
-                                   precision=self.precision)
+            state.valid = evaluate(self.model, self.dl_valid, self.loss_fn, self.metric_fns,
+                                   device=self.device, precision=self.precision)
             for name, value in state.valid.items():
                 self.history.append(state.step, state.epoch, "valid", name, value)
             self.cbs(Event.after_validate, state)
@@ -853,7 +879,8 @@ class _Loop:
         "last.pt at `pos` (default: here, right after the last completed step)."
         if not self.ckpt.enabled: return
         pos = pos or self.pos.at(rng=rng_state())
-        self.ckpt.save("last.pt", step=self.state.step, skipped_steps=self.state.skipped_steps, **pos.state_dict())
+        self.ckpt.save("last.pt", step=self.state.step, skipped_steps=self.state.skipped_steps,
+                       **pos.state_dict())
 
     def after_step(self, skipped: bool) -> Optional[str]:
         "Inside the epoch: validate every `eval_every` steps, last.pt every `checkpoint_every`; honour requests."
@@ -906,7 +933,8 @@ class _Loop:
         findings = state.findings + found
         state.findings = findings
         run = Run(records=self.history, config=self.cfg, stopped=stopped, findings=findings, model=self.model,
-                  run_dir=self.ckpt.run_dir, best_path=self.ckpt.path("best.pt"), last_path=self.ckpt.path("last.pt"),
+                  run_dir=self.ckpt.run_dir, best_path=self.ckpt.path("best.pt"),
+                  last_path=self.ckpt.path("last.pt"),
                   environment=self.env, step=state.step, epoch=state.epoch, skipped_steps=state.skipped_steps,
                   best=self.stopper.best, best_epoch=self.stopper.best_epoch,
                   extra={"seconds": time.perf_counter() - self.t_fit, "precision": self.precision,
@@ -1036,7 +1064,8 @@ def show_loop(callbacks: Iterable = (),  # callbacks to show at their events (a 
         text, indent = line.strip(), (len(line) - len(line.lstrip())) // 4 - 1
         event = re.search(r"cbs\(Event\.(\w+)", text)
         if event: text = f"[{event.group(1)}]"
-        elif text.startswith("for ") or text.startswith("with training_lock"): text = text.split("  #")[0].rstrip(":")
+        elif text.startswith("for ") or text.startswith("with training_lock"):
+            text = text.split("  #")[0].rstrip(":")
         elif text.startswith("#"):
             indent += 1 if text.startswith("#  ") else 0  # a comment's continuation line
             text = text.lstrip("# ")

@@ -34,14 +34,17 @@ class Checklist:
                  threshold: Optional[float] = None,  # the value of `metric` a run must reach to be accepted
                 ):
         if not isinstance(metric, str) or "_" not in metric:
-            raise ValueError(f"metric must name a run metric such as 'valid_accuracy' or 'valid_loss', got {metric!r}")
-        self.task, self.target, self.metric, self.baseline, self.threshold = task, target, metric, baseline, threshold
+            raise ValueError("metric must name a run metric such as 'valid_accuracy' or "
+                             f"'valid_loss', got {metric!r}")
+        self.task, self.target, self.metric, self.baseline, self.threshold = (
+            task, target, metric, baseline, threshold)
         self.lower_better = any(metric.endswith(s) for s in LOWER_IS_BETTER)
         self.done = {k: False for k, _ in STEPS}
         self.notes = {k: "" for k, _ in STEPS}
         self.done["defined"] = all(v is not None for v in (task, target, metric, threshold))
         self.notes["defined"] = "" if self.done["defined"] else "give task, target, metric and threshold"
-        if baseline is not None: self.done["baseline"], self.notes["baseline"] = True, f"given: {baseline:.4g}"
+        if baseline is not None:
+            self.done["baseline"], self.notes["baseline"] = True, f"given: {baseline:.4g}"
         self._widget = None
         self._handles = []  # the outputs showing this checklist, updated in place
         listen(self.hear)
@@ -67,7 +70,8 @@ class Checklist:
                 f"{len(leaks)} leakage finding(s)"
         elif kind == "overfit_batch":
             self.done["overfit"] = obj.passed
-            self.notes["overfit"] = "passed" if obj.passed else ", ".join(f.kind for f in obj.findings) or "failed"
+            self.notes["overfit"] = ("passed" if obj.passed else ", ".join(f.kind for f in obj.findings)
+                                     or "failed")
         elif kind == "baseline":
             col = self.metric if self.metric in obj.columns else None
             if col is not None:
@@ -75,17 +79,20 @@ class Checklist:
                 values = values if len(values) else obj[col]
                 self.baseline = float(values.min() if self.lower_better else values.max())
             self.done["baseline"] = True
-            self.notes["baseline"] = f"{self.metric} {self.baseline:.4g}" if self.baseline is not None else "fitted"
+            self.notes["baseline"] = (f"{self.metric} {self.baseline:.4g}" if self.baseline is not None
+                                      else "fitted")
         elif kind == "run":
             self.done["environment"] = bool(obj.environment)
-            self.notes["environment"] = f"torch {obj.environment.get('torch')}, git {str(obj.environment.get('git_commit'))[:8]}"
+            self.notes["environment"] = (f"torch {obj.environment.get('torch')}, git "
+                                         f"{str(obj.environment.get('git_commit'))[:8]}")
             value = self._run_value(obj)
             if value is not None:
                 ok = (self.baseline is None or self._better(value, self.baseline)) and \
                      (self.threshold is None or not self._better(self.threshold, value))
                 self.done["beats"] = ok and self.threshold is not None
                 self.notes["beats"] = (f"{self.metric} {value:.4g} vs baseline "
-                                       f"{'—' if self.baseline is None else f'{self.baseline:.4g}'}, threshold "
+                                       f"{'—' if self.baseline is None else f'{self.baseline:.4g}'}, "
+                                       "threshold "
                                        f"{'—' if self.threshold is None else f'{self.threshold:.4g}'}")
         self._refresh()
 
@@ -101,17 +108,21 @@ class Checklist:
     def __str__(self):
         lines = [f"Readiness checklist — {self.task}, target {self.target!r}, metric {self.metric}"]
         for key, text in STEPS:
-            lines.append(f"  [{'x' if self.done[key] else ' '}] {text}" + (f" — {self.notes[key]}" if self.notes[key] else ""))
+            lines.append(f"  [{'x' if self.done[key] else ' '}] {text}"
+                         + (f" — {self.notes[key]}" if self.notes[key] else ""))
         return "\n".join(lines)
 
     __repr__ = __str__
 
     def _html(self) -> str:
         rows = "".join(f"<li>{'✅' if self.done[k] else '⬜'} {html.escape(t)}"
-                       + (f" <small style='color:#666'>— {html.escape(self.notes[k])}</small>" if self.notes[k] else "") + "</li>"
+                       + (f" <small style='color:#666'>— {html.escape(self.notes[k])}</small>"
+                          if self.notes[k] else "") + "</li>"
                        for k, t in STEPS)
-        return (f"<div class='trainbook-checklist'><b>Readiness checklist</b> — {html.escape(str(self.task))}, target "
-                f"<code>{html.escape(str(self.target))}</code>, metric <code>{html.escape(self.metric)}</code>"
+        return ("<div class='trainbook-checklist'><b>Readiness checklist</b> — "
+                f"{html.escape(str(self.task))}, target "
+                f"<code>{html.escape(str(self.target))}</code>, metric "
+                f"<code>{html.escape(self.metric)}</code>"
                 f"<ul style='list-style:none;padding-left:0.5em'>{rows}</ul></div>")
 
     def _bundle(self) -> dict:
@@ -121,7 +132,8 @@ class Checklist:
 
     def _refresh(self):
         if self._widget is not None: self._widget.value = self._html()
-        for handle in self._handles: handle.update(self._bundle(), raw=True)  # a saved notebook keeps the latest
+        for handle in self._handles:
+            handle.update(self._bundle(), raw=True)  # a saved notebook keeps the latest
 
     def widget(self):
         "An ipywidgets.HTML that keeps itself up to date."
@@ -155,8 +167,10 @@ def choose_loss(name: Optional[str],  # --loss: cross_entropy | bce | mse | a ca
     if name is not None:
         if name in LOSSES: return getattr(F, LOSSES[name]), name
         if name in namespace and callable(namespace[name]): return namespace[name], name
-        raise UsageError(f"--loss {name!r}: not one of {', '.join(LOSSES)} and not a callable in the notebook")
-    if not isinstance(yb, torch.Tensor): raise UsageError("cannot infer the loss from these targets: pass --loss")
+        raise UsageError(
+            f"--loss {name!r}: not one of {', '.join(LOSSES)} and not a callable in the notebook")
+    if not isinstance(yb, torch.Tensor):
+        raise UsageError("cannot infer the loss from these targets: pass --loss")
     if yb.is_floating_point():
         return (lambda out, y: F.mse_loss(out.reshape(y.shape), y)), "mse"
     return F.cross_entropy, "cross_entropy"
@@ -172,7 +186,9 @@ def parse_body(body: str,  # the cell below `%%train`: one `key = value` per lin
         if not line: continue
         if "=" not in line: raise UsageError(f"%%train line {n}: expected 'key = value', got {line!r}")
         key, value = (p.strip() for p in line.split("=", 1))
-        if key not in known: raise UsageError(f"%%train line {n}: {key!r} is not a TrainConfig field; fields are: {', '.join(sorted(known))}")
+        if key not in known:
+            raise UsageError(f"%%train line {n}: {key!r} is not a TrainConfig field; fields are: "
+                             f"{', '.join(sorted(known))}")
         try: out[key] = ast.literal_eval(value)
         except (ValueError, SyntaxError): out[key] = value  # a bare word such as warmup_cosine
     return out
@@ -204,7 +220,8 @@ class TrainbookMagics(Magics):
     @magic_arguments()
     @argument("df", help="a DataFrame in the notebook")
     @argument("--target", help="the label column")
-    @argument("--strategy", default="auto", help="auto | random | stratified | group | stratified_group | time")
+    @argument("--strategy", default="auto",
+              help="auto | random | stratified | group | stratified_group | time")
     @argument("--groups", help="group column")
     @argument("--time", help="time column")
     @argument("--valid-size", type=float, default=0.2)
@@ -219,7 +236,8 @@ class TrainbookMagics(Magics):
         a = parse_argstring(self.split, line)
         try:
             sp = make_splits(self._get(a.df), a.target, strategy=a.strategy, groups=a.groups, time=a.time,
-                             valid_size=a.valid_size, test_size=a.test_size, n_folds=a.folds, gap=a.gap, seed=a.seed)
+                             valid_size=a.valid_size, test_size=a.test_size, n_folds=a.folds, gap=a.gap,
+                             seed=a.seed)
         except (ValueError, TypeError) as e: raise UsageError(str(e)) from None
         self.shell.user_ns["_splits"] = sp
         return sp
@@ -237,11 +255,14 @@ class TrainbookMagics(Magics):
     @argument("--patience", type=int)
     @argument("--checkpoint-dir")
     @argument("--metrics", help="a built-in metric name such as accuracy")
-    @argument("--loss", help="cross_entropy | bce | mse | a callable's name in the notebook (default: from the targets)")
-    @argument("--overfit", action="store_true", help="run overfit_batch on the first batch instead of training")
+    @argument("--loss",
+              help="cross_entropy | bce | mse | a callable's name in the notebook "
+                   "(default: from the targets)")
+    @argument("--overfit", action="store_true",
+              help="run overfit_batch on the first batch instead of training")
     @argument("--dry-run", action="store_true",
-              help="instead of training: a few steps through the real fit on copies, a checkpoint round trip and a "
-                   "resumed step; the verdict (DryRunReport) is stored as _dry_run")
+              help="instead of training: a few steps through the real fit on copies, a checkpoint round trip "
+                   "and a resumed step; the verdict (DryRunReport) is stored as _dry_run")
     @argument("--resume", help="a last.pt to resume from")
     @argument("--no-live", action="store_true", help="no progress bars or live curves")
     @line_cell_magic
@@ -251,10 +272,12 @@ class TrainbookMagics(Magics):
              ):
         "Train with `fit`: `%train model dl_train dl_valid --epochs 3 --lr 1e-3`; `%%train` takes `key = value` lines. Stored as `_run`."
         a = parse_argstring(self.train, line)
-        if a.overfit and a.dry_run: raise UsageError("--overfit and --dry-run are two different checks: pick one")
+        if a.overfit and a.dry_run:
+            raise UsageError("--overfit and --dry-run are two different checks: pick one")
         model, dl_train = self._get(a.model), self._get(a.dl_train)
         dl_valid = self._get(a.dl_valid) if a.dl_valid else None
-        overrides = {k: v for k, v in {"epochs": a.epochs, "lr": a.lr, "precision": a.precision, "accum_steps": a.accum,
+        overrides = {k: v for k, v in {"epochs": a.epochs, "lr": a.lr, "precision": a.precision,
+                                       "accum_steps": a.accum,
                                        "clip_norm": a.clip, "schedule": a.schedule, "patience": a.patience,
                                        "checkpoint_dir": a.checkpoint_dir}.items() if v is not None}
         overrides.update(parse_body(cell or ""))
@@ -273,13 +296,14 @@ class TrainbookMagics(Magics):
             return report
         if a.overfit:
             from trainbook.sanity import overfit_batch
-            report = overfit_batch(model, batch, loss_fn, precision=cfg.precision if cfg.precision != "auto" else "fp32")
+            report = overfit_batch(model, batch, loss_fn,
+                                   precision=cfg.precision if cfg.precision != "auto" else "fp32")
             self.shell.user_ns["_sanity"] = report
             return report
         from trainbook.loop import fit
         try:
-            run = fit(model, dl_train, dl_valid, loss_fn=loss_fn, config=cfg, metrics=a.metrics, resume=a.resume,
-                      live=False if a.no_live else "auto")
+            run = fit(model, dl_train, dl_valid, loss_fn=loss_fn, config=cfg, metrics=a.metrics,
+                      resume=a.resume, live=False if a.no_live else "auto")
         except (ValueError, TypeError, FileNotFoundError) as e: raise UsageError(str(e)) from None
         self.shell.user_ns["_run"] = run
         return run
@@ -289,7 +313,8 @@ class TrainbookMagics(Magics):
         "Show the readiness checklist made last (`tb.Checklist(...)`), or make one: `%checklist task target metric threshold`."
         parts = line.split()
         if parts:
-            if len(parts) != 4: raise UsageError("usage: %checklist TASK TARGET METRIC THRESHOLD (or no arguments)")
+            if len(parts) != 4:
+                raise UsageError("usage: %checklist TASK TARGET METRIC THRESHOLD (or no arguments)")
             try: threshold = float(parts[3])
             except ValueError: raise UsageError(f"threshold must be a number, got {parts[3]!r}") from None
             self.shell.user_ns["_checklist"] = Checklist(parts[0], parts[1], parts[2], threshold=threshold)

@@ -33,9 +33,11 @@ def param_groups(model: nn.Module,  # the model whose trainable parameters are g
         for pname, p in module.named_parameters(recurse=False):
             if not p.requires_grad or id(p) in seen: continue
             seen.add(id(p))
-            (no_decay if isinstance(module, NORM_TYPES) or pname.endswith("bias") or p.ndim < 2 else decay).append(p)
+            (no_decay if isinstance(module, NORM_TYPES) or pname.endswith("bias") or p.ndim < 2
+             else decay).append(p)
     if weight_decay == 0: return [{"params": decay + no_decay, "weight_decay": 0.0}]  # one group steps faster
-    return [g for g in ({"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}) if g["params"]]
+    return [g for g in ({"params": decay, "weight_decay": weight_decay},
+                        {"params": no_decay, "weight_decay": 0.0}) if g["params"]]
 
 # %% ../nbs/05_optim.ipynb #519915a5
 def warmup_steps(warmup: float,  # a fraction of the steps when < 1, else a number of steps
@@ -86,9 +88,11 @@ def make_scheduler(opt: torch.optim.Optimizer,  # the optimizer whose groups' lr
                                                           patience=cfg.plateau_patience)
     if total_steps is None:
         if cfg.schedule != "constant" or 0 < cfg.warmup < 1:
-            raise ValueError(f"schedule={cfg.schedule!r} needs the number of steps: give the loader a length or set max_steps")
+            raise ValueError(f"schedule={cfg.schedule!r} needs the number of steps: give the loader a "
+                             "length or set max_steps")
         total_steps = 0
-    fn = partial(SCHEDULE_FNS[cfg.schedule], total_steps=total_steps, warmup=warmup_steps(cfg.warmup, total_steps))
+    fn = partial(SCHEDULE_FNS[cfg.schedule], total_steps=total_steps,
+                 warmup=warmup_steps(cfg.warmup, total_steps))
     return torch.optim.lr_scheduler.LambdaLR(opt, fn)
 
 # %% ../nbs/05_optim.ipynb #16365b82
@@ -97,7 +101,8 @@ def scale_lr(lr: float,  # the lr tuned at `base_batch`
              effective_batch: int,  # the batch size used now (per-device batch · devices · accum_steps)
             ) -> float:
     "The linear scaling rule: `lr` tuned at `base_batch`, used at `effective_batch`."
-    if base_batch <= 0 or effective_batch <= 0: raise ValueError("base_batch and effective_batch must be positive")
+    if base_batch <= 0 or effective_batch <= 0:
+        raise ValueError("base_batch and effective_batch must be positive")
     return lr * effective_batch / base_batch
 
 # %% ../nbs/05_optim.ipynb #48ca48bf
@@ -114,8 +119,10 @@ class LRFinder:
         import plotly.graph_objects as go
         fig = go.Figure(go.Scatter(x=self.lrs, y=self.losses, name="train loss (smoothed)"))
         if self.suggestion is not None:
-            fig.add_vline(x=self.suggestion, line_dash="dash", annotation_text=f"suggested {self.suggestion:.2e}")
-        return fig.update_layout(xaxis_type="log", xaxis_title="learning rate", yaxis_title="loss", height=300)
+            fig.add_vline(x=self.suggestion, line_dash="dash",
+                          annotation_text=f"suggested {self.suggestion:.2e}")
+        return fig.update_layout(xaxis_type="log", xaxis_title="learning rate", yaxis_title="loss",
+                                 height=300)
 
 def _batches_forever(dl):
     while True:
@@ -145,8 +152,10 @@ def lr_find(model: nn.Module,  # the model to probe (a copy is trained; the mode
             stop=None,  # a `threading.Event` (or a callable returning bool): end early and return what was found
            ) -> LRFinder:
     "LR range test on a copy of `model`: exponential lr sweep, stop when the loss explodes, suggest the steepest descent."
-    if not 0 < start_lr < end_lr: raise ValueError(f"need 0 < start_lr < end_lr, got start_lr={start_lr}, end_lr={end_lr}")
-    if loss_fn is not None and not callable(loss_fn): raise TypeError(f"loss_fn must be callable or None, got {type(loss_fn).__name__}")
+    if not 0 < start_lr < end_lr:
+        raise ValueError(f"need 0 < start_lr < end_lr, got start_lr={start_lr}, end_lr={end_lr}")
+    if loss_fn is not None and not callable(loss_fn):
+        raise TypeError(f"loss_fn must be callable or None, got {type(loss_fn).__name__}")
     dev = pick_device(device)
     net = copy.deepcopy(model).to(dev).train()
     opt = torch.optim.AdamW(param_groups(net, weight_decay), lr=start_lr)

@@ -24,7 +24,8 @@ LOGIT_LOSSES = (nn.CrossEntropyLoss, nn.BCEWithLogitsLoss)
 def _loss_kind(loss_fn) -> Optional[str]:
     "'ce' for cross-entropy-like losses on class indices, 'bce' for logits BCE, else None."
     name = getattr(loss_fn, "__name__", type(loss_fn).__name__).lower()
-    if isinstance(loss_fn, (nn.CrossEntropyLoss, nn.NLLLoss)) or name in ("cross_entropy", "nll_loss"): return "ce"
+    if isinstance(loss_fn, (nn.CrossEntropyLoss, nn.NLLLoss)) or name in ("cross_entropy", "nll_loss"):
+        return "ce"
     if isinstance(loss_fn, nn.BCEWithLogitsLoss) or name == "binary_cross_entropy_with_logits": return "bce"
     return None
 
@@ -39,12 +40,14 @@ def static_findings(model: nn.Module,  # the model (as it will train)
     frozen = [n for n, p in params if not p.requires_grad]
     if frozen:
         sev = "error" if len(frozen) == len(params) else "info"
-        found.append(Finding("frozen_parameters", sev, f"{len(frozen)} of {len(params)} parameter tensors are frozen "
-                             f"(requires_grad=False): {', '.join(frozen[:5])}{'…' if len(frozen) > 5 else ''}",
+        found.append(Finding("frozen_parameters", sev,
+                             f"{len(frozen)} of {len(params)} parameter tensors are frozen "
+   f"(requires_grad=False): {', '.join(frozen[:5])}{'…' if len(frozen) > 5 else ''}",
                              advice="unfreeze them (p.requires_grad_(True)) unless freezing is intended",
                              data={"parameters": frozen}))
     if not model.training:
-        found.append(Finding("eval_mode", "warning", "the model is in eval mode: dropout and batch norm behave as at inference",
+        found.append(Finding("eval_mode", "warning",
+                             "the model is in eval mode: dropout and batch norm behave as at inference",
                              advice="call model.train() before training (fit does this itself)"))
     kind = _loss_kind(loss_fn)
     if kind == "ce" and isinstance(yb, torch.Tensor) and not yb.is_floating_point() and out.ndim >= 2:
@@ -52,32 +55,39 @@ def static_findings(model: nn.Module,  # the model (as it will train)
         lo, hi = int(yb.min()), int(yb.max())
         if lo < 0 or hi >= n_out:
             found.append(Finding("label_out_of_range", "error",
-                                 f"labels run from {lo} to {hi} but the model has {n_out} outputs (valid labels 0..{n_out - 1})",
-                                 advice="make the last layer as wide as the number of classes, or remap the labels to 0..C-1",
+                                 f"labels run from {lo} to {hi} but the model has {n_out} outputs (valid "
+                                 f"labels 0..{n_out - 1})",
+                                 advice="make the last layer as wide as the number of classes, or remap "
+                                        "the labels to 0..C-1",
                                  data={"min_label": lo, "max_label": hi, "n_outputs": n_out}))
     if kind == "ce" and out.ndim == 2 and out.shape[1] > 1:
         o = out.detach().float()
         if (o >= 0).all() and (o <= 1).all() and torch.allclose(o.sum(1), torch.ones(len(o)), atol=1e-3):
             found.append(Finding("activation_before_loss", "error",
-                                 "the outputs are probabilities (rows sum to 1): a softmax is applied before a loss that "
-                                 "applies log-softmax itself", advice="remove the final Softmax; return raw logits"))
+                                 "the outputs are probabilities (rows sum to 1): a softmax is applied before "
+                                 "a loss that applies log-softmax itself",
+                                 advice="remove the final Softmax; return raw logits"))
     if kind == "bce":
         o = out.detach().float()
         if (o >= 0).all() and (o <= 1).all() and o.std() < 0.5:
             found.append(Finding("activation_before_loss", "error",
-                                 "the outputs lie in [0, 1]: a sigmoid seems applied before BCEWithLogitsLoss, which applies one itself",
+                                 "the outputs lie in [0, 1]: a sigmoid seems applied before "
+                                 "BCEWithLogitsLoss, which applies one itself",
                                  advice="remove the final Sigmoid; return raw logits"))
     return found
 
 def no_gradient(model: nn.Module,  # a model right after one backward pass
                ) -> list[Finding]:
     "After a backward pass: trainable parameters whose gradient is None or all zero."
-    dead = [n for n, p in model.named_parameters() if p.requires_grad and (p.grad is None or not p.grad.any())]
+    dead = [n for n, p in model.named_parameters() if p.requires_grad
+            and (p.grad is None or not p.grad.any())]
     if not dead: return []
-    return [Finding("no_gradient", "error" if len(dead) == sum(p.requires_grad for p in model.parameters()) else "warning",
-                    f"{len(dead)} trainable parameter tensor(s) receive no gradient from the loss: {', '.join(dead[:5])}",
-                    advice="check that these layers are used in forward and that nothing detaches their output "
-                           "(.detach(), .item(), .numpy(), torch.no_grad)", data={"parameters": dead})]
+    return [Finding("no_gradient",
+                    "error" if len(dead) == sum(p.requires_grad for p in model.parameters()) else "warning",
+                    f"{len(dead)} trainable parameter tensor(s) receive no gradient from the loss: "
+                    f"{', '.join(dead[:5])}",
+                    advice="check that these layers are used in forward and that nothing detaches their "
+                           "output (.detach(), .item(), .numpy(), torch.no_grad)", data={"parameters": dead})]
 
 # %% ../nbs/08_sanity.ipynb #a29a739e
 @dataclass
@@ -92,7 +102,8 @@ class SanityReport:
     stopped: bool = False  # ended early by a Stop request
 
     def _repr_html_(self):
-        verdict = '<b style="color:#1e8449">PASSED</b>' if self.passed else '<b style="color:#c0392b">FAILED</b>'
+        verdict = ('<b style="color:#1e8449">PASSED</b>' if self.passed
+                   else '<b style="color:#c0392b">FAILED</b>')
         if self.stopped: verdict += " (stopped early)"
         losses = ""
         if self.final_loss is not None:
@@ -125,10 +136,13 @@ def overfit_batch(model: nn.Module,  # the model to test (a copy is trained; the
                   stop=None,  # a `threading.Event` (or a callable returning bool): end early with what was seen
                  ) -> SanityReport:
     "Train a copy of `model` on one batch; pass when the loss falls below `tolerance` × its start. The model is not touched."
-    if not isinstance(model, nn.Module): raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if loss_fn is not None and not callable(loss_fn):
-        raise TypeError(f"loss_fn must be callable (or None when the model computes its loss), got {type(loss_fn).__name__}")
-    if not isinstance(steps, int) or steps < 1: raise ValueError(f"steps must be a positive int, got {steps!r}")
+        raise TypeError("loss_fn must be callable (or None when the model computes its loss), got "
+                        f"{type(loss_fn).__name__}")
+    if not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be a positive int, got {steps!r}")
     dev = pick_device(device)
     batch = to_device(batch, dev)
     xb, yb = split_batch(batch, keep_labels=loss_fn is None)
@@ -158,14 +172,15 @@ def overfit_batch(model: nn.Module,  # the model to test (a copy is trained; the
     first, last = values[0], values[-1]
     if not all(math.isfinite(v) for v in values):
         findings.append(Finding("nonfinite", "error", "the loss became NaN/Inf while overfitting one batch",
-                                advice="check the data for NaN/Inf, the loss for log(0), and lower the learning rate"))
+                                advice="check the data for NaN/Inf, the loss for log(0), and "
+                                       "lower the learning rate"))
     elif not ok and not stopped:
         tried = ", ".join(f"{l:.0e}" for l in ([lr] if lr else lrs))
         findings.append(Finding("not_decreasing", "error",
-                                f"the loss on one batch only went from {first:.4g} to {last:.4g} in {steps} steps at any of "
-                                f"lr {tried}",
-                                advice="the model cannot memorize one batch: check the labels, the loss/activation pairing, "
-                                       "gradient flow and the model's capacity",
+                                f"the loss on one batch only went from {first:.4g} to {last:.4g} in {steps} "
+                                f"steps at any of lr {tried}",
+                                advice="the model cannot memorize one batch: check the labels, the "
+                                       "loss/activation pairing, gradient flow and the model's capacity",
                                 data={"initial_loss": first, "final_loss": last}))
     report = SanityReport(ok, findings, history, first, last, try_lr, stopped)
     announce("overfit_batch", report)
@@ -187,7 +202,8 @@ def check_init_loss(model: nn.Module,  # the untrained model
     expected = math.log(c)
     if abs(loss - expected) <= rel_tol * expected: return []
     return [Finding("init_loss", "warning",
-                    f"initial loss {loss:.4g}, expected about ln({c}) = {expected:.4g} for an untrained {c}-class model",
+                    f"initial loss {loss:.4g}, expected about ln({c}) = {expected:.4g} for an "
+                    f"untrained {c}-class model",
                     advice="higher: the initial logits are too confident (scale down the last layer's init); "
                            "lower: look for the label leaking into the inputs",
                     data={"initial_loss": loss, "expected": expected, "n_classes": c})]

@@ -52,9 +52,12 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
         for a, b in pairs:
             shared = np.intersect1d(g[parts[a]], g[parts[b]])
             if len(shared):
-                out.append(Finding("group_overlap", "error", f"{len(shared)} group(s) of {groups!r} in both {a} and {b}{where}",
-                                   column=groups, advice="split by group (strategy='group') so an entity stays on one side",
-                                   data={"splits": [a, b], "groups": shared[:20].tolist(), "n_shared": int(len(shared))}))
+                out.append(Finding("group_overlap", "error",
+                                   f"{len(shared)} group(s) of {groups!r} in both {a} and {b}{where}",
+                                   column=groups,
+                                   advice="split by group (strategy='group') so an entity stays on one side",
+                                   data={"splits": [a, b], "groups": shared[:20].tolist(),
+                                         "n_shared": int(len(shared))}))
     if time is not None:
         t = df[time].to_numpy()
         order = np.argsort(t, kind="stable")
@@ -64,14 +67,18 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
             later_min, earlier_max = t[parts[b]].min(), t[parts[a]].max()
             bad = int((t[parts[b]] <= earlier_max).sum())
             if bad:
-                out.append(Finding("time_leak", "error", f"{bad} {b} row(s) are not after every {a} row{where}", column=time,
-                                   advice="split by time (strategy='time') so the model never trains on the future",
+                out.append(Finding("time_leak", "error",
+                                   f"{bad} {b} row(s) are not after every {a} row{where}", column=time,
+                                   advice="split by time (strategy='time') so the model never "
+                                          "trains on the future",
                                    data={"splits": [a, b], "n_rows": bad}))
             elif gap:
                 inside = int((rank[parts[b]].min() - rank[parts[a]].max() - 1) < gap)
                 if inside:
-                    out.append(Finding("time_leak", "error", f"fewer than gap={gap} rows between {a} and {b}{where}", column=time,
-                                       advice="leave `gap` rows between the splits", data={"splits": [a, b], "gap": gap}))
+                    out.append(Finding("time_leak", "error",
+                                       f"fewer than gap={gap} rows between {a} and {b}{where}", column=time,
+                                       advice="leave `gap` rows between the splits",
+                                       data={"splits": [a, b], "gap": gap}))
     features = [c for c in df.columns if c != target]
     if features and len(df) <= 2_000_000:
         h = pd.util.hash_pandas_object(df[features], index=False).to_numpy()
@@ -79,8 +86,10 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
             shared = np.intersect1d(h[parts[a]], h[parts[b]])
             if len(shared):
                 n = int(np.isin(h[parts[b]], shared).sum())
-                out.append(Finding("duplicate_rows", "warning", f"{n} {b} row(s) have an identical copy in {a}{where}",
-                                   advice="drop duplicates before splitting, or split by a group id that keeps copies together",
+                out.append(Finding("duplicate_rows", "warning",
+                                   f"{n} {b} row(s) have an identical copy in {a}{where}",
+                                   advice="drop duplicates before splitting, or split by a group id that "
+                                          "keeps copies together",
                                    data={"splits": [a, b], "n_rows": n}))
     if target is not None and (task or infer_task(df[target])) != "regression":
         y = df[target]
@@ -91,8 +100,11 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
             shares[name] = counts
             missing = classes - set(counts.index)
             if missing:
-                out.append(Finding("missing_class", "warning", f"{name} has no rows of class(es) {sorted(map(str, missing))}{where}",
-                                   column=target, advice="stratify the split, or merge classes too rare to appear everywhere",
+                out.append(Finding("missing_class", "warning",
+                                   f"{name} has no rows of class(es) {sorted(map(str, missing))}{where}",
+                                   column=target,
+                                   advice="stratify the split, or merge classes too rare to appear "
+                                          "everywhere",
                                    data={"split": name, "classes": sorted(map(str, missing))}))
         base = shares.get("train")
         for name, counts in shares.items():
@@ -101,7 +113,8 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
                            - base.reindex(base.index.union(counts.index), fill_value=0)).abs().max())
             if drift > 0.05:
                 out.append(Finding("class_balance_drift", "warning",
-                                   f"class shares in {name} differ from train by up to {drift:.1%}{where}", column=target,
+                                   f"class shares in {name} differ from train by up to {drift:.1%}{where}",
+                                   column=target,
                                    advice="stratify the split (strategy='stratified' or 'stratified_group')",
                                    data={"split": name, "max_drift": drift}))
     return out
@@ -136,9 +149,11 @@ class Splits:
         _require_column(df, groups, "groups"); _require_column(df, time, "time")
         target = self.params.get("target")
         target = target if target in df.columns else None
-        out = audit_parts(df, _parts(self.train, self.valid, self.test), target, groups, time, self.params.get("gap", 0))
+        out = audit_parts(df, _parts(self.train, self.valid, self.test), target, groups, time,
+                          self.params.get("gap", 0))
         for i, (tr, va) in enumerate(self.folds or []):
-            out += [f for f in audit_parts(df, {"train": tr, "valid": va}, target, groups, time, self.params.get("gap", 0),
+            out += [f for f in audit_parts(df, {"train": tr, "valid": va}, target, groups, time,
+                                           self.params.get("gap", 0),
                                            label=f"fold {i}") if f.kind != "class_balance_drift"]
         return out
 
@@ -146,7 +161,8 @@ class Splits:
                 df: Optional[pd.DataFrame] = None,  # the frame, for class shares per split
                ) -> pd.DataFrame:
         "Rows per split and, with the frame and a class target, class shares per split."
-        rows = {name: {"rows": len(idx)} for name, idx in (("train", self.train), ("valid", self.valid), ("test", self.test))}
+        rows = {name: {"rows": len(idx)}
+                for name, idx in (("train", self.train), ("valid", self.valid), ("test", self.test))}
         target = self.params.get("target")
         if df is not None and target in df.columns and self.params.get("task") != "regression":
             for name, idx in (("train", self.train), ("valid", self.valid), ("test", self.test)):
@@ -163,12 +179,16 @@ class Splits:
 
     def _repr_html_(self):
         folds = f", {len(self.folds)} folds" if self.folds else ""
-        return (f"<div><b>Splits</b> ({self.strategy}{folds}; {self.reason}) train {len(self.train)} / valid {len(self.valid)}"
-                f" / test {len(self.test)} — fingerprint <code>{self.fingerprint}</code>{findings_html(self.findings)}</div>")
+        return (f"<div><b>Splits</b> ({self.strategy}{folds}; {self.reason}) train {len(self.train)} / "
+                f"valid {len(self.valid)}"
+                f" / test {len(self.test)} — fingerprint "
+                f"<code>{self.fingerprint}</code>{findings_html(self.findings)}</div>")
 
     def __repr__(self):
-        return (f"Splits({self.strategy}: train={len(self.train)}, valid={len(self.valid)}, test={len(self.test)}"
-                f"{', folds=' + str(len(self.folds)) if self.folds else ''}, findings={[f.kind for f in self.findings]})")
+        return (f"Splits({self.strategy}: train={len(self.train)}, valid={len(self.valid)}, "
+                f"test={len(self.test)}"
+                f"{', folds=' + str(len(self.folds)) if self.folds else ''}, "
+                f"findings={[f.kind for f in self.findings]})")
 
 # %% ../nbs/02_splits.ipynb #b443b230
 STRATEGIES = ("auto", "random", "stratified", "group", "stratified_group", "time")
@@ -176,8 +196,10 @@ STRATEGIES = ("auto", "random", "stratified", "group", "stratified_group", "time
 def _choose(strategy, target, groups, time, task) -> tuple[str, str]:
     if strategy != "auto": return strategy, "asked for"
     classif = target is not None and task != "regression"
-    if time is not None: return "time", f"a time column ({time!r}) is given: valid/test rows must come after train rows"
-    if groups is not None and classif: return "stratified_group", f"rows share groups ({groups!r}) and the target is a class"
+    if time is not None:
+        return "time", f"a time column ({time!r}) is given: valid/test rows must come after train rows"
+    if groups is not None and classif:
+        return "stratified_group", f"rows share groups ({groups!r}) and the target is a class"
     if groups is not None: return "group", f"rows share groups ({groups!r})"
     if classif: return "stratified", "the target is a class: keep class shares equal across splits"
     return "random", "no target classes, groups or time to respect"
@@ -188,19 +210,25 @@ def _holdout(idx, size, strategy, y, g, t, seed, gap):
     if strategy == "time":
         order = idx[np.argsort(t[idx], kind="stable")]
         cut = len(order) - max(1, int(round(size * len(order))))
-        while 0 < cut < len(order) and t[order[cut]] == t[order[cut - 1]]: cut += 1  # equal times stay together
+        while 0 < cut < len(order) and t[order[cut]] == t[order[cut - 1]]:
+            cut += 1  # equal times stay together
         return order[:max(0, cut - gap)], order[cut:]
-    if strategy == "random": return tuple(train_test_split(idx, test_size=size, random_state=seed, shuffle=True))
-    if strategy == "stratified": return tuple(train_test_split(idx, test_size=size, random_state=seed, stratify=y[idx]))
+    if strategy == "random":
+        return tuple(train_test_split(idx, test_size=size, random_state=seed, shuffle=True))
+    if strategy == "stratified":
+        return tuple(train_test_split(idx, test_size=size, random_state=seed, stratify=y[idx]))
     if strategy == "group":
-        rest, held = next(GroupShuffleSplit(n_splits=1, test_size=size, random_state=seed).split(idx, groups=g[idx]))
+        rest, held = next(GroupShuffleSplit(n_splits=1, test_size=size,
+                                            random_state=seed).split(idx, groups=g[idx]))
         return idx[rest], idx[held]
     k = max(2, int(round(1 / size)))
-    rest, held = next(StratifiedGroupKFold(n_splits=k, shuffle=True, random_state=seed).split(idx, y[idx], g[idx]))
+    rest, held = next(StratifiedGroupKFold(n_splits=k, shuffle=True,
+                                           random_state=seed).split(idx, y[idx], g[idx]))
     return idx[rest], idx[held]
 
 def _kfold(idx, n_folds, strategy, y, g, t, seed, gap):
-    from sklearn.model_selection import GroupKFold, KFold, StratifiedGroupKFold, StratifiedKFold, TimeSeriesSplit
+    from sklearn.model_selection import (GroupKFold, KFold, StratifiedGroupKFold, StratifiedKFold,
+                                         TimeSeriesSplit)
     if strategy == "time":
         order = idx[np.argsort(t[idx], kind="stable")]
         return [(order[a], order[b]) for a, b in TimeSeriesSplit(n_splits=n_folds, gap=gap).split(order)]
@@ -208,12 +236,17 @@ def _kfold(idx, n_folds, strategy, y, g, t, seed, gap):
                 "stratified": StratifiedKFold(n_folds, shuffle=True, random_state=seed),
                 "group": GroupKFold(n_folds),
                 "stratified_group": StratifiedGroupKFold(n_folds, shuffle=True, random_state=seed)}[strategy]
-    return [(idx[a], idx[b]) for a, b in splitter.split(idx, y[idx] if y is not None else None, g[idx] if g is not None else None)]
+    return [(idx[a], idx[b])
+            for a, b in splitter.split(idx, y[idx] if y is not None else None,
+                                       g[idx] if g is not None else None)]
 
 def _validate(df, target, strategy, groups, time, valid_size, test_size, n_folds, gap):
     _require_frame(df)
-    _require_column(df, target, "target"); _require_column(df, groups, "groups"); _require_column(df, time, "time")
-    if strategy not in STRATEGIES: raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+    _require_column(df, target, "target")
+    _require_column(df, groups, "groups")
+    _require_column(df, time, "time")
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
     if not (isinstance(valid_size, (int, float)) and 0 < valid_size < 1):
         raise ValueError(f"valid_size must be a fraction between 0 and 1, got {valid_size!r}")
     if not (isinstance(test_size, (int, float)) and 0 <= test_size < 1):
@@ -222,7 +255,8 @@ def _validate(df, target, strategy, groups, time, valid_size, test_size, n_folds
         raise ValueError(f"valid_size + test_size must be below 1, got {valid_size} + {test_size}")
     if n_folds is not None and (not isinstance(n_folds, int) or n_folds < 2):
         raise ValueError(f"n_folds must be an int >= 2 (or None for a holdout), got {n_folds!r}")
-    if not isinstance(gap, int) or gap < 0: raise ValueError(f"gap must be a non-negative int (rows), got {gap!r}")
+    if not isinstance(gap, int) or gap < 0:
+        raise ValueError(f"gap must be a non-negative int (rows), got {gap!r}")
     if strategy in ("group", "stratified_group") and groups is None:
         raise ValueError(f"strategy={strategy!r} needs groups=<column>")
     if strategy == "time" and time is None: raise ValueError("strategy='time' needs time=<column>")
@@ -251,17 +285,22 @@ def make_splits(df: pd.DataFrame,  # the data to split, one row per example
     "Leakage-safe train/valid(/test) positions or k folds of `df`, audited on creation."
     _validate(df, target, strategy, groups, time, valid_size, test_size, n_folds, gap)
     if target is not None and df[target].isna().any():
-        raise ValueError(f"target column {target!r} has {int(df[target].isna().sum())} missing values: drop those rows first")
+        raise ValueError(f"target column {target!r} has {int(df[target].isna().sum())} missing values: "
+                         "drop those rows first")
     task = infer_task(df[target]) if target is not None else None
     strategy, reason = _choose(strategy, target, groups, time, task)
     if strategy in ("stratified", "stratified_group"):
-        if task == "regression": raise ValueError(f"strategy={strategy!r} needs class labels, but target {target!r} looks continuous")
+        if task == "regression":
+            raise ValueError(f"strategy={strategy!r} needs class labels, but target "
+                             f"{target!r} looks continuous")
         counts = df[target].value_counts()
-        if len(counts) < 2: raise ValueError(f"cannot stratify on target {target!r}: it has a single class ({counts.index[0]!r})")
+        if len(counts) < 2:
+            raise ValueError(f"cannot stratify on target {target!r}: it has a single class "
+                             f"({counts.index[0]!r})")
         need = n_folds or 2
         if counts.min() < need:
-            raise ValueError(f"cannot stratify on target {target!r}: class {counts.idxmin()!r} has {counts.min()} row(s), "
-                             f"fewer than the {need} splits it must appear in")
+            raise ValueError(f"cannot stratify on target {target!r}: class {counts.idxmin()!r} has "
+                             f"{counts.min()} row(s), fewer than the {need} splits it must appear in")
     y = df[target].to_numpy() if target is not None else None
     g = df[groups].to_numpy() if groups is not None else None
     t = df[time].to_numpy() if time is not None else None
@@ -269,8 +308,8 @@ def make_splits(df: pd.DataFrame,  # the data to split, one row per example
         n_groups = len(pd.unique(g))
         need = (n_folds or 2) + (1 if test_size else 0)
         if n_groups < need:
-            raise ValueError(f"groups column {groups!r} has {n_groups} distinct groups, fewer than the {need} "
-                             f"{'folds' if n_folds else 'splits'} asked for")
+            raise ValueError(f"groups column {groups!r} has {n_groups} distinct groups, fewer than the "
+                             f"{need} {'folds' if n_folds else 'splits'} asked for")
     idx = np.arange(len(df))
     test = np.array([], dtype=np.int64)
     if test_size: idx, test = _holdout(idx, test_size, strategy, y, g, t, seed, gap)
@@ -280,14 +319,17 @@ def make_splits(df: pd.DataFrame,  # the data to split, one row per example
         train, valid = folds[0]
     else:
         train, valid = _holdout(np.sort(idx), valid_size / (1 - test_size), strategy, y, g, t, seed, gap)
-    params = dict(target=target, groups=groups, time=time, valid_size=valid_size, test_size=test_size, n_folds=n_folds,
-                  gap=gap, seed=seed, task=task)
-    sp = Splits(np.sort(train).astype(np.int64), np.sort(valid).astype(np.int64), np.sort(test).astype(np.int64),
-                [(np.sort(a).astype(np.int64), np.sort(b).astype(np.int64)) for a, b in folds] if folds else None,
-                strategy, reason, params)
+    params = dict(target=target, groups=groups, time=time, valid_size=valid_size, test_size=test_size,
+                  n_folds=n_folds, gap=gap, seed=seed, task=task)
+    sp = Splits(np.sort(train).astype(np.int64), np.sort(valid).astype(np.int64),
+                np.sort(test).astype(np.int64),
+                [(np.sort(a).astype(np.int64), np.sort(b).astype(np.int64)) for a, b in folds] if folds
+                else None, strategy, reason, params)
     sp.findings = sp.audit(df)
     if reason != "asked for":
-        sp.findings.insert(0, Finding("strategy_chosen", "info", f"strategy '{strategy}': {reason}", data={"strategy": strategy}))
+        sp.findings.insert(0,
+                           Finding("strategy_chosen", "info", f"strategy '{strategy}': {reason}",
+                                   data={"strategy": strategy}))
     announce("split_made", sp)
     return sp
 
@@ -307,6 +349,7 @@ def nested_splits(df: pd.DataFrame,  # the data to split
     result = []
     for tr, te in outer_sp.folds:
         sub = df.iloc[tr].reset_index(drop=True)
-        inner_sp = make_splits(sub, target, strategy=outer_sp.strategy, groups=groups, time=time, n_folds=inner, seed=seed)
+        inner_sp = make_splits(sub, target, strategy=outer_sp.strategy, groups=groups, time=time,
+                               n_folds=inner, seed=seed)
         result.append({"train": tr, "test": te, "inner": [(tr[a], tr[b]) for a, b in inner_sp.folds]})
     return result

@@ -291,8 +291,10 @@ class Tracker:
         now = int(time.time() * 1000)
         summary_points = [Metric(k, float(v), now, run.step) for k, v in summary.items()
                           if v is not None and math.isfinite(float(v))]
-        _log_batch(self.client, rec.run_id, metrics=_metrics(rows) + summary_points,  # one write, as limits allow
-                   params=[Param(k, v) for k, v in params.items()], tags=[RunTag(k, v) for k, v in tags_of(run).items()])
+        # one write, as limits allow
+        _log_batch(self.client, rec.run_id, metrics=_metrics(rows) + summary_points,
+                   params=[Param(k, v) for k, v in params.items()],
+                   tags=[RunTag(k, v) for k, v in tags_of(run).items()])
         self._artifacts(rec.run_id, run)
         self.client.set_terminated(rec.run_id, status_of(run))
         self.run_ids.append(rec.run_id)
@@ -397,7 +399,8 @@ def _client(uri: Optional[str]):
         _TRACKER.wait()
         if _TRACKER.client is not None: return _TRACKER.client
     uri = tracking_uri(uri)
-    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():  # do not create an empty store
+    # do not create an empty store
+    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
         raise ValueError(f"no tracking store at {uri}: turn tracking on with tb.track(), or pass uri=")
     return MlflowClient(tracking_uri=uri)
 

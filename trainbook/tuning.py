@@ -389,8 +389,8 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
             out.extra["trial"] = trial.number
             result.runs[trial.number] = out
             if not pruning.attached:
-                warnings.warn("the objective's fit did not get config.callbacks, so its trials cannot be pruned: "
-                              "pass callbacks=config.callbacks to fit")
+                warnings.warn("the objective's fit did not get config.callbacks, so its trials cannot be "
+                              "pruned: pass callbacks=config.callbacks to fit")
         return _value(out, direction, pruning)
 
     def after_trial(study, frozen):

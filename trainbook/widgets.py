@@ -43,7 +43,8 @@ class Snapshot:
 def buttons_html(buttons: list,  # ipywidgets Buttons
                 ) -> str:
     "Buttons as static HTML (disabled): a front end without a kernel still shows what the panel offers."
-    style = "margin:2px 4px 2px 0;padding:3px 10px;border:1px solid #bbb;border-radius:2px;background:#eee;font:13px sans-serif"
+    style = ("margin:2px 4px 2px 0;padding:3px 10px;border:1px solid "
+             "#bbb;border-radius:2px;background:#eee;font:13px sans-serif")
     return "".join(f'<button disabled style="{style}">{html.escape(b.description)}</button>' for b in buttons)
 
 # %% ../nbs/12_widgets.ipynb #2a472211
@@ -51,7 +52,8 @@ def split_code(params: dict,  # `make_splits` keyword arguments (the builder's c
                frame_name: str = "df",  # the DataFrame's name in the generated code
               ) -> str:
     "The `make_splits(...)` call that reproduces `params`."
-    defaults = {k: p.default for k, p in inspect.signature(make_splits).parameters.items() if p.kind == p.KEYWORD_ONLY}
+    defaults = {k: p.default for k, p in inspect.signature(make_splits).parameters.items()
+                if p.kind == p.KEYWORD_ONLY}
     changed = [f"{k}={params[k]!r}" for k in defaults if params.get(k, defaults[k]) != defaults[k]]
     return f"splits = tb.make_splits({frame_name}, {', '.join([repr(params.get('target'))] + changed)})"
 
@@ -83,17 +85,21 @@ class SplitBuilder(Snapshot):
                 ):
         import ipywidgets as w
         import plotly.graph_objects as go
-        if not isinstance(df, pd.DataFrame) or df.empty: raise ValueError("SplitBuilder needs a non-empty pandas DataFrame")
+        if not isinstance(df, pd.DataFrame) or df.empty:
+            raise ValueError("SplitBuilder needs a non-empty pandas DataFrame")
         self.df, self.frame_name, self.splits, self.error = df, frame_name, None, None
         cols = [None] + list(df.columns)
         style = {"description_width": "90px"}
-        self.target = w.Dropdown(options=cols, value=target if target in df.columns else None, description="target",
-                                 style=style)
-        self.strategy = w.Dropdown(options=list(STRATEGIES), value="auto", description="strategy", style=style)
+        self.target = w.Dropdown(options=cols, value=target if target in df.columns else None,
+                                 description="target", style=style)
+        self.strategy = w.Dropdown(options=list(STRATEGIES), value="auto", description="strategy",
+                                   style=style)
         self.groups = w.Dropdown(options=cols, value=None, description="groups", style=style)
         self.time = w.Dropdown(options=cols, value=None, description="time", style=style)
-        self.valid_size = w.FloatSlider(value=0.2, min=0.05, max=0.5, step=0.05, description="valid size", style=style)
-        self.test_size = w.FloatSlider(value=0.0, min=0.0, max=0.5, step=0.05, description="test size", style=style)
+        self.valid_size = w.FloatSlider(value=0.2, min=0.05, max=0.5, step=0.05, description="valid size",
+                                        style=style)
+        self.test_size = w.FloatSlider(value=0.0, min=0.0, max=0.5, step=0.05, description="test size",
+                                       style=style)
         self.n_folds = w.IntSlider(value=0, min=0, max=10, description="folds (0=none)", style=style)
         self.gap = w.IntText(value=0, description="gap (rows)", style=style)
         self.seed = w.IntText(value=0, description="seed", style=style)
@@ -105,7 +111,8 @@ class SplitBuilder(Snapshot):
                          self.n_folds, self.gap, self.seed]
         for c in self.controls: c.observe(lambda _: self.refresh(), names="value")
         self.copy_button.on_click(lambda _: self.copy())
-        self.widget = w.HBox([w.VBox(self.controls + [self.copy_button]), w.VBox([self.status, self.chart, self.code])])
+        self.widget = w.HBox([w.VBox(self.controls + [self.copy_button]),
+                              w.VBox([self.status, self.chart, self.code])])
         self.refresh()
 
     def params(self) -> dict:
@@ -129,7 +136,8 @@ class SplitBuilder(Snapshot):
         sp = self.splits
         folds = f", {len(sp.folds)} folds" if sp.folds else ""
         self.status.value = (f"<b>{sp.strategy}</b> ({html.escape(sp.reason)}) — train {len(sp.train)} / "
-                             f"valid {len(sp.valid)} / test {len(sp.test)}{folds}{findings_html(sp.findings)}")
+                             f"valid {len(sp.valid)} / test {len(sp.test)}{folds}"
+                             f"{findings_html(sp.findings)}")
         fig = balance_figure(sp, self.df)
         with self.chart.batch_update():  # the chart is updated in place, never re-created
             self.chart.data = ()
@@ -145,7 +153,8 @@ class SplitBuilder(Snapshot):
         import json
         code = self.code_text()
         self.code.value = (f"<pre>{html.escape(code)}</pre><img src onerror='navigator.clipboard && "
-                           f"navigator.clipboard.writeText({html.escape(json.dumps(code))})' style='display:none'>")
+                           f"navigator.clipboard.writeText({html.escape(json.dumps(code))})' "
+                           "style='display:none'>")
         return code
 
     def _snapshot_html(self) -> str:
@@ -185,10 +194,12 @@ class TrainPanel(Snapshot):
         self.config, self.metrics, self.callbacks = config or TrainConfig(), metrics, list(callbacks)
         self.run = self.sanity = self.lr_finder = self.dry_run_report = self.error = None
         self._stop, self._thread = threading.Event(), None
-        self.overfit_button = w.Button(description="Overfit one batch", icon="check", layout=w.Layout(**BUTTON))
+        self.overfit_button = w.Button(description="Overfit one batch", icon="check",
+                                       layout=w.Layout(**BUTTON))
         self.lr_button = w.Button(description="Find LR", icon="search", layout=w.Layout(**BUTTON))
         self.dry_button = w.Button(description="Dry run", icon="list", layout=w.Layout(**BUTTON))
-        self.train_button = w.Button(description="Train", icon="play", button_style="primary", layout=w.Layout(**BUTTON))
+        self.train_button = w.Button(description="Train", icon="play", button_style="primary",
+                                     layout=w.Layout(**BUTTON))
         self.stop_button = w.Button(description="Stop", icon="stop", button_style="danger", disabled=True,
                                     layout=w.Layout(**BUTTON))
         self.status = w.HTML("ready")
@@ -201,7 +212,8 @@ class TrainPanel(Snapshot):
         self.dry_button.on_click(lambda _: self._start("dry run", self._dry_run))
         self.train_button.on_click(lambda _: self._start("training", self._train))
         self.stop_button.on_click(lambda _: self.stop())
-        self.buttons = [self.overfit_button, self.lr_button, self.dry_button, self.train_button, self.stop_button]
+        self.buttons = [self.overfit_button, self.lr_button, self.dry_button, self.train_button,
+                        self.stop_button]
         self.widget = w.VBox([w.HBox(self.buttons), self.status, self.plot, self.findings])
 
     # --- what the panel shows -----------------------------------------------------------------------
@@ -214,7 +226,8 @@ class TrainPanel(Snapshot):
         self.figure = fig if isinstance(fig, go.FigureWidget) else go.FigureWidget(fig)
         self.plot.children = (self.figure,)
         if old is None or old is self.figure: return
-        if self.curves is not None and old is self.curves.figure:  # the curves' own widgets go with their figure
+        # the curves' own widgets go with their figure
+        if self.curves is not None and old is self.curves.figure:
             self.curves.close()
             self.curves = None
         else:
@@ -231,33 +244,39 @@ class TrainPanel(Snapshot):
     def _overfit(self):
         from trainbook.live import plot_overfit
         from trainbook.sanity import overfit_batch
-        self.sanity = overfit_batch(self.model, next(iter(self.dl_train)), self.loss_fn, steps=200, stop=self._stop)
+        self.sanity = overfit_batch(self.model, next(iter(self.dl_train)), self.loss_fn, steps=200,
+                                    stop=self._stop)
         self.findings.value = findings_html(self.sanity.findings)
         if len(self.sanity.history): self.show_figure(plot_overfit(self.sanity))
         verdict = "PASSED" if self.sanity.passed else "FAILED"
         if self.sanity.final_loss is None: return f"overfit one batch: <b>{verdict}</b>"
-        return f"overfit one batch: <b>{verdict}</b> (loss {self.sanity.initial_loss:.4g} → {self.sanity.final_loss:.4g})"
+        return (f"overfit one batch: <b>{verdict}</b> (loss {self.sanity.initial_loss:.4g} → "
+                f"{self.sanity.final_loss:.4g})")
 
     def _find_lr(self):
         from trainbook.live import plot_lr_find
         from trainbook.optim import lr_find
-        self.lr_finder = lr_find(self.model, self.dl_train, self.loss_fn, device=self.config.device, stop=self._stop)
+        self.lr_finder = lr_find(self.model, self.dl_train, self.loss_fn, device=self.config.device,
+                                 stop=self._stop)
         self.show_figure(plot_lr_find(self.lr_finder))
         return f"suggested lr: <b>{self.lr_finder.suggestion:.2e}</b> (config lr {self.config.lr:.2e})"
 
     def _dry_run(self):
-        from trainbook.preflight import dry_run  # the pre-flight checks: one batch through every stage of `fit`
+        # the pre-flight checks: one batch through every stage of `fit`
+        from trainbook.preflight import dry_run
         report = dry_run(self.model, self.dl_train, self.dl_valid, loss_fn=self.loss_fn, config=self.config,
                          metrics=self.metrics)
         self.dry_run_report = report
         self.findings.value = report._repr_html_()
-        return f"dry run: <b>{'PASSED' if report.passed else 'FAILED'}</b> ({len(report.findings)} finding(s))"
+        return (f"dry run: <b>{'PASSED' if report.passed else 'FAILED'}</b> "
+                f"({len(report.findings)} finding(s))")
 
     def _train(self):
         from trainbook.loop import fit
         self._new_curves()  # fresh curves for a new run
         self.run = fit(self.model, self.dl_train, self.dl_valid, loss_fn=self.loss_fn, config=self.config,
-                       metrics=self.metrics, callbacks=[StopOnEvent(self._stop), self.curves, *self.callbacks], live=False)
+                       metrics=self.metrics,
+                       callbacks=[StopOnEvent(self._stop), self.curves, *self.callbacks], live=False)
         self.findings.value = findings_html(self.run.findings)
         return f"run <b>{self.run.stopped}</b> after {self.run.step} steps"
 
@@ -275,7 +294,8 @@ class TrainPanel(Snapshot):
         self._stop.clear()
         self.error = None
         self._set_running(True, what)
-        self._thread = threading.Thread(target=self._work, args=(what, action), name=f"trainbook-{what}", daemon=True)
+        self._thread = threading.Thread(target=self._work, args=(what, action), name=f"trainbook-{what}",
+                                        daemon=True)
         self._thread.start()
 
     def _work(self, what: str, action: Callable[[], str]):
@@ -314,4 +334,5 @@ class TrainPanel(Snapshot):
     def _snapshot_html(self) -> str:
         from trainbook.live import figure_html
         fig = figure_html(self.figure, owner=self) if self.figure is not None and self.figure.data else ""
-        return f"<div>{buttons_html(self.buttons)}</div><div>{self.status.value}</div>{fig}{self.findings.value}"
+        return (f"<div>{buttons_html(self.buttons)}</div><div>{self.status.value}</div>"
+                f"{fig}{self.findings.value}")
