@@ -271,7 +271,7 @@ def _time_markers(history: History, findings: list, stopped: Optional[str] = Non
     return marks
 
 # %% ../nbs/11_live.ipynb #945dfa78
-# plotly.js goes into one output per kernel session: the first snapshot's
+# plotly.js goes into one output per kernel session: the first snapshot carries it (or the panel that re-renders it)
 _PLOTLYJS = {"sent": False, "owner": None}
 
 def plotlyjs_script(owner=None,  # an object that re-renders its own output (a panel): it keeps the copy it carried
