@@ -15,7 +15,7 @@ _EXPORTS = {
     "data": ["TensorLoader", "make_preprocessor", "loaders_from_frame", "FramePrep", "ServingReport",
              "fingerprint_data"],
     "batch": ["split_batch", "to_device", "call_model", "eval_mode", "prediction", "model_loss",
-              "training_lock", "check_loss_shapes", "stop_requested", "ShapeMismatch"],
+              "training_lock", "check_loss_shapes", "stop_requested", "ShapeMismatch", "rows_in"],
     "events": ["Event", "Callback", "Callbacks", "Control", "LoopState"],
     "optim": ["param_groups", "make_scheduler", "warmup_cosine", "one_cycle", "constant", "scale_lr",
               "lr_find", "LRFinder"],

@@ -13,7 +13,7 @@ from torch import nn
 from .core import Finding, autocast_dtype
 
 # %% auto #0
-__all__ = ['TARGET_KEYS', 'ELEMENTWISE_LOSSES', 'split_batch', 'to_device', 'call_model', 'batch_rows', 'prediction',
+__all__ = ['TARGET_KEYS', 'ELEMENTWISE_LOSSES', 'split_batch', 'to_device', 'call_model', 'batch_rows', 'rows_in', 'prediction',
            'model_loss', 'compute_loss', 'eval_mode', 'ShapeMismatch', 'check_loss_shapes', 'autocast', 'forward',
            'training_lock', 'stop_requested']
 
@@ -63,6 +63,12 @@ def batch_rows(xb,  # the model inputs of a batch
     for v in (xb.values() if isinstance(xb, dict) else xb if isinstance(xb, (tuple, list)) else [xb]):
         if isinstance(v, torch.Tensor) and v.ndim: return v.shape[0]
     return 1
+
+def rows_in(batch,  # a batch in any form `fit` takes
+           ) -> Optional[int]:
+    "The rows (examples) of a whole batch; None when it is not a batch `fit` understands."
+    try: return batch_rows(*split_batch(batch))
+    except TypeError: return None
 
 # %% ../nbs/03a_batch.ipynb #eabcedc2
 def prediction(out,  # what the model returned: a tensor, a tuple/list, a dict or an object with `logits`

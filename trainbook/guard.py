@@ -13,7 +13,7 @@ from torch import nn
 
 from . import __version__
 from .checkpoint import checkpoint_file, unwrap
-from .batch import batch_rows, split_batch
+from .batch import rows_in
 from .core import Finding, TrainConfig
 
 # %% auto #0
@@ -70,8 +70,7 @@ def check_loader(dl,  # the loader to check: a list of batches, a DataLoader, a 
 
 def _has_rows(batch) -> bool:
     "Whether a batch holds at least one row (a batch of a form not understood here counts as holding some)."
-    try: return batch_rows(*split_batch(batch)) > 0
-    except Exception: return True
+    return rows_in(batch) != 0
 
 def require_batches(batches: Iterable,  # one epoch's batches (e.g. `iter(dl_train)` of a loader without len)
                     name: str = "dl_train",  # the argument's name, for the message

@@ -14,8 +14,8 @@ import torch
 from torch import nn
 
 from .guard import RUN_FILES, unwritable
-from .batch import (batch_rows, call_model, compute_loss, model_loss, prediction, split_batch,
-                             to_device, training_lock)
+from .batch import (batch_rows, call_model, compute_loss, model_loss, prediction, rows_in,
+                             split_batch, to_device, training_lock)
 from .checkpoint import load_checkpoint
 from .core import (Finding, TrainConfig, announce, findings_html, pick_device, pick_precision,
                             rng_state, set_rng_state)
@@ -92,8 +92,7 @@ def _shapes(obj):
 
 def _rows(batch) -> int:
     "The rows of a batch in any form `fit` takes (0 when it is not one)."
-    try: return batch_rows(*split_batch(batch))
-    except TypeError: return 0
+    return rows_in(batch) or 0
 
 def format_bytes(n: float,  # a number of bytes
                 ) -> str:
