@@ -67,7 +67,9 @@ class Thresholds:
     diverge_peak: float = 20.0  # a briefly smoothed loss peaking above this multiple of the first: diverging
     diverge_end: float = 2.0  # ... so is one whose last tenth and second half stay above this multiple ...
     diverge_z: float = 1.5  # ... and whose last tenth is above the first loss by this many step-noise spreads
-    still: float = 0.16  # a loss that fell less than this share of its start (in 100+ steps): not learning
+    blowup: float = 2.0  # so is one whose raw loss jumped to this multiple of its median in the first tenth
+    blowup_z: float = 8.0  # ... and this many step noises above it, and never fell `still` below the first
+    still: float = 0.12  # a loss that fell less than this share of its start (in 100+ steps): not learning
     slow: float = 0.2  # one that fell less than this share and still falls steadily: the lr may be too low
     fall_z: float = 1.0  # "still falls": the second half's slope is this many standard errors below zero
     spike_z: float = 15.0  # a spike stands this many robust spreads above the moving median of its stage
@@ -132,6 +134,19 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
                         advice="the learning rate is likely too high: lower it (try lr_find), add warmup, "
                                "clip gradients",
                         data=data)]
+    jump = _early_blowup(loss, noise, th)
+    if jump is not None:
+        at = int(steps[jump])
+        ratio = float(loss[jump] / np.median(loss))
+        data = {**data, "blowup_step": at, "blowup_ratio": ratio}
+        return [Finding("diverging", "error",
+                        f"the training loss blew up at step {at} ({float(loss[jump - 1]):.4g} → "
+                        f"{float(loss[jump]):.4g}, {ratio:.3g}× its median) and never recovered: "
+                        f"it never fell clearly below its first loss {first:.4g} and ended at {end:.4g}",
+                        advice="the learning rate is too high: the first updates threw the model off and it "
+                               "never learned after: lower the lr about 10× (try lr_find), add warmup, "
+                               "clip gradients",
+                        data=data)]
     scale = max(abs(start), 1e-12)
     drop = (start - end) / scale
     if drop < th.still * min(1.0, len(loss) / 100):  # fewer steps, less movement expected
@@ -149,6 +164,19 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
                         advice="the learning rate may be too low (try lr_find), or the run too short",
                         data=data)]
     return []
+
+def _early_blowup(loss: np.ndarray, noise: float, th: Thresholds) -> Optional[int]:
+    "Where the loss jumped far above its median in the first tenth, if it never learned after; else None."
+    k = max(5, len(loss) // 10)
+    jump = 1 + int(np.argmax(loss[1:k]))  # after an update: the first loss is the untrained model's
+    level = float(np.median(loss))  # the run's robust level: for a collapsed run, the level it collapsed to
+    high = loss[jump] > th.blowup * level and loss[jump] - level > th.blowup_z * max(noise, 1e-12)
+    if not high: return None
+    # no learning after it: the loss's stage never fell `still` below the untrained model's loss
+    _, stage, _ = _stages(loss)
+    lowest = float(np.min(stage[jump:]))
+    if lowest < (1 - th.still) * float(loss[0]): return None
+    return jump
 
 def _still_falling(loss: np.ndarray, noise: float, z: float) -> bool:
     "Whether the second half's least-squares slope is below zero by more than `z` of its standard errors."
