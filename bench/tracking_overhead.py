@@ -6,6 +6,10 @@ on 1,024 rows. Tracking writes to a fresh SQLite store in a temporary folder. Th
 - fit: the wall time of the `fit` call (what a notebook waits for; the store catches up on another thread),
 - fit+store: until everything is written (`tracker.wait()`), i.e. the total work,
 - cpu: the process CPU time of fit+store (both threads).
+On a shared virtual machine the same fit's CPU time varies by tens of percent from run to run, more than the effect
+measured, so the script also measures the work tracking adds directly, in the same runs: the CPU time of the
+tracker's thread (`time.thread_time` around each task it runs) plus that of its listener calls on the training
+thread, as a share of the tracking-off fit's CPU time (what is not counted: GIL hand-offs between the two threads).
 Also printed: the number of MLflow write calls per run (one per epoch at most: never one per step).
 """
 import argparse, statistics, tempfile, time, warnings
@@ -47,6 +51,18 @@ def counted(tracker, calls):
     return tracker
 
 
+def metered(added):
+    "Count the CPU time tracking adds into `added`: the tracker thread's tasks and the listener on the training thread."
+    def timed(fn):
+        def wrapper(*args, **kw):
+            c0 = time.thread_time()
+            try: return fn(*args, **kw)
+            finally: added.append(time.thread_time() - c0)
+        return wrapper
+    tb.Tracker._guarded = timed(tb.Tracker._guarded)
+    tb.Tracker.__call__ = timed(tb.Tracker.__call__)
+
+
 def main(epochs, steps, rounds, figure):
     X = torch.randn(64 * steps, 32)
     y = (X[:, 0] > 0).long()
@@ -57,13 +73,19 @@ def main(epochs, steps, rounds, figure):
     tb.track(uri, experiment="bench")  # the first track() creates MLflow's tables: not part of a run's cost
     tb.track(False)
     one_run(dl_train, dl_valid, 1)  # warm-up: the first optimizer, imports
-    times, calls = {"off": [], "on": []}, []
+    # and one tracked run: the session's first figure builds plotly's validators (~0.4 s, once per session)
+    one_run(dl_train, dl_valid, 1, tb.track(uri, experiment="bench", figure=figure))
+    tb.track(False)
+    times, calls, added, shares = {"off": [], "on": []}, [], [], []
+    metered(added)
     for _ in range(rounds):
         for side in ("off", "on"):
             tracker = None
             if side == "on": tracker = counted(tb.track(uri, experiment="bench", figure=figure), calls)
+            added.clear()
             times[side].append(one_run(dl_train, dl_valid, epochs, tracker))
             tb.track(False)
+            if side == "on": shares.append(sum(added) / times["off"][-1][2])
     med = {side: [statistics.median(t[i] for t in v) for i in range(3)] for side, v in times.items()}
     print(f"tiny MLP 32→64→64→2, batch 64, {epochs} epochs × {steps} steps ({epochs * steps} steps), "
           f"validation each epoch, figure={'on' if figure else 'off'}, median of {rounds} interleaved rounds")
@@ -71,6 +93,8 @@ def main(epochs, steps, rounds, figure):
         off, on = med["off"][i], med["on"][i]
         print(f"  {what:>10}: off {off * 1e3:8.1f} ms   on {on * 1e3:8.1f} ms   ratio {on / off:5.3f}   "
               f"(+{(on - off) * 1e3:.1f} ms per run)")
+    print(f"  work added (tracker thread + listener CPU) / tracking-off CPU: median {statistics.median(shares):.4f} "
+          f"(rounds: {', '.join(f'{x:.4f}' for x in shares)}), i.e. a ratio of {1 + statistics.median(shares):.3f}")
     print(f"  MLflow write calls in the last tracked run: {len(calls)} "
           f"(epochs: {epochs}; steps: {epochs * steps})")
 

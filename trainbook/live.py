@@ -16,9 +16,9 @@ from .events import Callback, LoopState
 # %% auto #0
 __all__ = ['PANELS', 'TITLES', 'LOG_PANELS', 'SYSTEM', 'LEGENDS', 'STYLE', 'MARK_STYLE', 'GRADIENT_TROUBLE', 'display_mode',
            'Series', 'panel_of', 'new_figure', 'data_range', 'autoscale', 'marks_for', 'place_labels', 'draw',
-           'plotlyjs_script', 'figure_html', 'figure_bundle', 'StaticFigure', 'summary_of', 'as_static', 'plot_history',
-           'portable_outputs', 'grad_norm_matrix', 'plot_grad_norms', 'plot_curve', 'plot_lr_find', 'plot_overfit',
-           'LiveCurves', 'FinalView', 'Progress', 'HistoryStream', 'default_displays']
+           'plotlyjs_script', 'figure_html', 'page_html', 'figure_bundle', 'StaticFigure', 'summary_of', 'as_static',
+           'plot_history', 'portable_outputs', 'grad_norm_matrix', 'plot_grad_norms', 'plot_curve', 'plot_lr_find',
+           'plot_overfit', 'LiveCurves', 'FinalView', 'Progress', 'HistoryStream', 'default_displays']
 
 # %% ../nbs/11_live.ipynb #ec582984
 def display_mode() -> str:
@@ -291,7 +291,7 @@ def figure_html(fig,  # a plotly Figure, FigureWidget, or its dict
     import plotly.io as pio
     spec = pio.to_json(fig, validate=False)
     div = f"tb-fig-{uuid.uuid4().hex[:12]}"
-    height = (fig["layout"] if isinstance(fig, dict) else fig.to_dict()["layout"]).get("height") or 450
+    height = (fig.get("layout", {}).get("height") if isinstance(fig, dict) else fig.layout.height) or 450
     draw_js = (f"(function(){{var f={spec};function go(){{window.Plotly.newPlot('{div}',f.data,f.layout,"
                "{responsive:true,displaylogo:false});}"
                "if(window.Plotly){go();}else{var n=0,t=setInterval(function(){"
@@ -301,6 +301,15 @@ def figure_html(fig,  # a plotly Figure, FigureWidget, or its dict
     return (f'<div class="tb-figure">{plotlyjs_script(owner) if with_plotlyjs else ""}'
             f'<div id="{div}" style="height:{height}px;width:100%"></div>'
             f'<script type="text/javascript">{draw_js}</script>{note if summary else ""}</div>')
+
+def page_html(fig,  # a plotly Figure, FigureWidget, or its dict
+              title: str = "trainbook",  # the page's title
+             ) -> str:
+    "A standalone HTML page of `fig` that loads plotly.js from its CDN (as MLflow's `log_figure` does): kilobytes."
+    from plotly.offline import get_plotlyjs_version
+    cdn = f"https://cdn.plot.ly/plotly-{get_plotlyjs_version()}.min.js"
+    return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+            f'<script src="{cdn}"></script></head><body>{figure_html(fig, with_plotlyjs=False)}</body></html>')
 
 def figure_bundle(fig,  # a plotly Figure or FigureWidget
                   summary: str = "",  # a line of text for front ends that draw nothing (and for text/plain)

@@ -325,7 +325,8 @@ class Tracker:
 
 def _write_figure(path: Path, run: Run):
     "The run's final figure as a standalone HTML page (plotly.js from its CDN, as MLflow's log_figure does)."
-    path.write_text(run.plot().to_html(include_plotlyjs="cdn"))
+    from trainbook.live import page_html
+    path.write_text(page_html(run.plot(), title=f"trainbook run: {run.stopped} at step {run.step}"))
 
 def _preload(use_mlflow: bool, figure: bool, tensorboard: bool):
     "Import here what the background thread will need: two threads importing one module can deadlock."
