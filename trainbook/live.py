@@ -15,10 +15,10 @@ from .events import Callback, LoopState
 
 # %% auto #0
 __all__ = ['PANELS', 'TITLES', 'LOG_PANELS', 'SYSTEM', 'LEGENDS', 'STYLE', 'MARK_STYLE', 'GRADIENT_TROUBLE', 'display_mode',
-           'Series', 'panel_of', 'new_figure', 'data_range', 'autoscale', 'marks_for', 'place_labels', 'draw',
-           'plotlyjs_script', 'figure_html', 'page_html', 'figure_bundle', 'StaticFigure', 'summary_of', 'as_static',
-           'plot_history', 'portable_outputs', 'grad_norm_matrix', 'plot_grad_norms', 'plot_curve', 'plot_lr_find',
-           'plot_overfit', 'LiveCurves', 'FinalView', 'Progress', 'HistoryStream', 'default_displays']
+           'Series', 'panel_of', 'new_figure', 'data_range', 'autoscale', 'marks_for', 'place_labels', 'thinned',
+           'draw', 'plotlyjs_script', 'figure_html', 'page_html', 'figure_bundle', 'StaticFigure', 'summary_of',
+           'as_static', 'plot_history', 'portable_outputs', 'grad_norm_matrix', 'plot_grad_norms', 'plot_curve',
+           'plot_lr_find', 'plot_overfit', 'LiveCurves', 'FinalView', 'Progress', 'HistoryStream', 'default_displays']
 
 # %% ../nbs/11_live.ipynb #ec582984
 def display_mode() -> str:
@@ -226,6 +226,23 @@ def place_labels(marks: list,  # (x, color, label) sorted by x
     return placed
 
 # %% ../nbs/11_live.ipynb #d9990e7f
+def thinned(xs, ys,  # a curve's points
+            limit: int = 2000,  # at most about this many points are drawn
+           ) -> tuple[np.ndarray, np.ndarray]:
+    "A long curve cut to about `limit` points: each stretch keeps its lowest and highest point, so spikes stay."
+    x, y = np.asarray(xs), np.asarray(ys, dtype=float)
+    if len(y) <= limit: return x, y
+    finite = np.isfinite(y)
+    keep = [np.flatnonzero(~finite), np.array([0, len(y) - 1])]  # non-finite points are events: all stay
+    edges = np.linspace(0, len(y), limit // 2 + 1).astype(int)
+    for a, b in zip(edges[:-1], edges[1:]):
+        stretch = np.flatnonzero(finite[a:b])
+        if not len(stretch): continue
+        values = y[a:b][stretch]
+        keep.append(a + stretch[[np.argmin(values), np.argmax(values)]])
+    idx = np.unique(np.concatenate(keep).astype(int))
+    return x[idx], y[idx]
+
 def draw(fig,  # the figure (or FigureWidget) from `new_figure`, changed in place
          series: Series,  # the points to draw
          findings: list = (),  # findings and run markers; see `marks_for` for which get a mark
@@ -245,7 +262,7 @@ def draw(fig,  # the figure (or FigureWidget) from `new_figure`, changed in plac
                          "showlegend": panel in LEGENDS, **STYLE.get(name, {})}
                 fig.add_trace(go.Scatter(name=name, **style), row=r, col=c)
                 have[name] = fig.data[-1]
-            have[name].x, have[name].y = np.asarray(xs), np.asarray(ys)
+            have[name].x, have[name].y = thinned(xs, ys)
         ranges = autoscale(fig, series.points)
         lines = marks_for(findings, series, severities)
         width_px = (fig.layout.width or 900) * (fig.layout.xaxis.domain[1] - fig.layout.xaxis.domain[0])
