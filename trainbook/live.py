@@ -229,7 +229,7 @@ def place_labels(marks: list,  # (x, color, label) sorted by x
 def thinned(xs, ys,  # a curve's points
             limit: int = 2000,  # at most about this many points are drawn
            ) -> tuple[np.ndarray, np.ndarray]:
-    "A long curve cut to about `limit` points: each stretch keeps its lowest and highest point, so spikes stay."
+    "A long curve cut to about `limit` points: each stretch keeps its lowest and highest point (spikes stay)."
     x, y = np.asarray(xs), np.asarray(ys, dtype=float)
     if len(y) <= limit: return x, y
     finite = np.isfinite(y)
@@ -288,7 +288,7 @@ def _time_markers(history: History, findings: list, stopped: Optional[str] = Non
     return marks
 
 # %% ../nbs/11_live.ipynb #945dfa78
-# plotly.js goes into one output per kernel session: the first snapshot carries it (or the panel that re-renders it)
+# plotly.js goes into one output per kernel session: the first snapshot's (or that of a panel re-rendering it)
 _PLOTLYJS = {"sent": False, "owner": None}
 
 def plotlyjs_script(owner=None,  # an object that re-renders its own output (a panel): it keeps the copy it carried
@@ -322,11 +322,12 @@ def figure_html(fig,  # a plotly Figure, FigureWidget, or its dict
 def page_html(fig,  # a plotly Figure, FigureWidget, or its dict
               title: str = "trainbook",  # the page's title
              ) -> str:
-    "A standalone HTML page of `fig` that loads plotly.js from its CDN (as MLflow's `log_figure` does): kilobytes."
+    "A standalone HTML page of `fig` that loads plotly.js from its CDN (as MLflow's `log_figure` does)."
     from plotly.offline import get_plotlyjs_version
     cdn = f"https://cdn.plot.ly/plotly-{get_plotlyjs_version()}.min.js"
     return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-            f'<script src="{cdn}"></script></head><body>{figure_html(fig, with_plotlyjs=False)}</body></html>')
+            f'<script src="{cdn}"></script></head>'
+            f'<body>{figure_html(fig, with_plotlyjs=False)}</body></html>')
 
 def figure_bundle(fig,  # a plotly Figure or FigureWidget
                   summary: str = "",  # a line of text for front ends that draw nothing (and for text/plain)
