@@ -19,9 +19,9 @@ from .checkpoint import read_checkpoint, restore_checkpoint, save_checkpoint, wr
 from .core import (Finding, History, TrainConfig, announce, environment, findings_html,
                             pick_device, pick_precision, rng_state, seed_everything, set_rng_state, silenced)
 from .diagnostics import NanGuard, diagnose
-from .guard import (check_loader, check_loss_fn, check_monitor, nonfinite_validation,
-                             prepare_run_dir,
-                             probe_writable, require_batches, resume_changes, run_signature, saved_signature)
+from .guard import (_len, check_loader, check_loss_fn, check_monitor, nonfinite_validation,
+                             prepare_run_dir, probe_writable, require_batches, resume_changes, run_signature,
+                             saved_signature)
 from .events import Callback, Callbacks, Event, LoopState
 from .optim import make_scheduler, param_groups
 
@@ -559,10 +559,6 @@ class Checkpointer:
 # %% ../nbs/07_loop.ipynb #520f763d
 SCHEDULER_INTERVALS = ("step", "epoch")
 EPOCH_SCHEDULERS = ("StepLR", "MultiStepLR", "ExponentialLR")  # epoch-based in torch's docs
-
-def _len(dl) -> Optional[int]:
-    try: return len(dl)
-    except TypeError: return None
 
 def check_fit_inputs(model,  # what `fit` got as `model`
                      dl_train,  # ... as `dl_train`

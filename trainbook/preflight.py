@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Optional, Union
 import torch
 from torch import nn
 
-from .guard import RUN_FILES, unwritable
+from .guard import RUN_FILES, _len, unwritable
 from .batch import (batch_rows, call_model, compute_loss, model_loss, prediction, rows_in,
                              split_batch, to_device, training_lock)
 from .checkpoint import load_checkpoint
@@ -89,10 +89,6 @@ def _shapes(obj):
     if isinstance(obj, dict): return {k: _shapes(v) for k, v in obj.items() if _shapes(v) is not None}
     if isinstance(obj, (tuple, list)): return tuple(_shapes(v) for v in obj)
     return None
-
-def _rows(batch) -> int:
-    "The rows of a batch in any form `fit` takes (0 when it is not one)."
-    return rows_in(batch) or 0
 
 def format_bytes(n: float,  # a number of bytes
                 ) -> str:
@@ -365,7 +361,7 @@ class _Take:
             batch = next(batches, None)
             if batch is None: return
             self.wait += time.perf_counter() - t
-            self.rows += _rows(batch)
+            self.rows += rows_in(batch) or 0
             self.batches += 1
             yield batch
 
@@ -445,10 +441,6 @@ class DryRunReport:
         return f"DryRunReport(passed={self.passed}, steps={self.steps}, findings={kinds})"
 
 # %% ../nbs/08a_preflight.ipynb #4391f253
-def _length(dl) -> Optional[int]:
-    try: return len(dl)
-    except TypeError: return None
-
 @dataclass
 class _Trial:
     "One fit on copies: its run (None when it raised), the probe, the two loaders, and the error finding."
@@ -533,10 +525,10 @@ def _timings(trial: _Trial, cfg: TrainConfig, dl_train, dl_valid) -> dict:
     step_time = statistics.median(d[1:] if len(d) > 1 else d)
     n_valid = trial.valid.batches if trial.valid is not None else 0
     valid_batch_time = trial.probe.valid_time / n_valid if n_valid else None
-    n_train = _length(dl_train)
+    n_train = _len(dl_train)
     total = math.ceil(n_train / cfg.accum_steps) * cfg.epochs if n_train else None
     total = min(x for x in (total, cfg.max_steps) if x) if (total or cfg.max_steps) else None
-    n_eval = _length(dl_valid) if dl_valid is not None else 0
+    n_eval = _len(dl_valid) if dl_valid is not None else 0
     evals = cfg.epochs + (total // cfg.eval_every if cfg.eval_every and total else 0)
     estimate = step_time * total + (valid_batch_time or 0) * (n_eval or 0) * evals if total else None
     return {"steps": len(d), "step_time": step_time, "first_step_time": d[0],
@@ -678,7 +670,7 @@ class _BatchSearch:
     def fits(self, size: int) -> bool:
         "Whether `steps` training steps on a batch of `size` rows run, within the budget."
         batch = self._batch(size)
-        rows, note = _rows(batch), ""
+        rows, note = rows_in(batch) or 0, ""
         with PeakMemory(self.device) as mem:
             try:
                 for _ in range(self.steps):
