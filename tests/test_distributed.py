@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 import trainbook as tb
+from trainbook import distributed
 from trainbook.distributed import LaunchError, launch
 
 N, B = 512, 16  # rows, per-rank batch
@@ -231,3 +232,15 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="needs torch.distributed"):
         X, y = data()
         tb.fit(model(), [(X, y)], loss_fn=nn.functional.cross_entropy, live=False, strategy="ddp")
+
+
+def test_a_signalled_rank_is_the_cause_even_when_a_peer_failed_first(tmp_path):
+    "Seen on CI: rank 1 was SIGKILLed, rank 0 lost its peer and torchrun observed rank 0's failure first."
+    (tmp_path / "launcher.log").write_text(
+        "Failures:\n[1]:\n  time      : t\n  host      : h\n  rank      : 1 (local_rank: 1)\n"
+        "  exitcode  : -9 (pid: 12)\n  error_file: <N/A>\n  traceback : Signal 9 (SIGKILL) received by PID 12\n"
+        "----\nRoot Cause (first observed failure):\n[0]:\n  time      : t\n  host      : h\n"
+        "  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 11)\n  error_file: e\n")
+    (tmp_path / "error-0.txt").write_text("Traceback: connection reset by peer")
+    message = str(distributed._failure(tmp_path, 1))
+    assert message.startswith("rank 1 was killed by signal SIGKILL (9) (then rank(s) 0 failed too)")

@@ -129,13 +129,21 @@ def _root_cause(log: str) -> Optional[tuple[int, int]]:
     found = re.search(r"rank\s*:\s*(\d+).*?exitcode\s*:\s*(-?\d+)", section, re.S)
     return (int(found[1]), int(found[2])) if found else None
 
+def _signalled(log: str) -> Optional[tuple[int, int]]:
+    "(rank, exit code) of a rank torchrun reports killed by a signal (not its own SIGTERM to the others); else None."
+    summary = log[log.rfind("Failures:"):] if "Failures:" in log else ""
+    for rank, code in re.findall(r"rank\s*:\s*(\d+).*?exitcode\s*:\s*(-?\d+)", summary, re.S):
+        if int(code) < 0 and -int(code) != signal.SIGTERM: return int(rank), int(code)
+    return None
+
 def _failure(work: Path, returncode: int) -> LaunchError:
     "What went wrong, by rank: the signal that killed a rank, else the first traceback, else the log."
     log = (work / "launcher.log").read_text(errors="replace")
     # the first failure is the cause; the others are often its consequences
     errors = sorted(work.glob("error-*.txt"), key=lambda p: p.stat().st_mtime_ns)
     ranks = [p.stem.split("-")[1] for p in errors]
-    cause = _root_cause(log)
+    # a rank killed by a signal is the cause even when a peer's failure was observed first (it lost that rank)
+    cause = _signalled(log) or _root_cause(log)
     if cause is not None and cause[1] < 0:  # killed by a signal: it could not write a traceback
         rank, sig = cause[0], -cause[1]
         also = f" (then rank(s) {', '.join(ranks)} failed too)" if ranks else ""
