@@ -267,3 +267,23 @@ def test_figures_display_their_static_bundle_in_ipython(monkeypatch):
     data = out.outputs[0].data
     assert {"application/vnd.plotly.v1+json", "text/html", "text/plain"} <= set(data)
     assert "Plotly.newPlot" in data["text/html"]
+
+
+def test_the_live_figure_and_the_static_one_show_the_same():
+    "The widget is updated in place through plotly's objects; plot_history builds plotly's JSON directly: one picture."
+    import json
+    import plotly.graph_objects as go
+    import plotly.io as pio
+    from trainbook.live import Series, curves_spec, draw, new_figure
+    run = _fit([], epochs=3)  # throughput and memory are logged: both figures have the system row
+    series = Series()
+    series.read(run.records)
+    marks = [tb.Finding("loss_spikes", "warning", "planted", data={"steps": [7, 60]}),
+             tb.Finding("best", "info", "best evaluation", data={"step": 80})]
+    live = new_figure(widget=False)
+    draw(live, series, marks)
+    spec = curves_spec(series, marks)
+    assert type(spec) is dict and all(type(t) is dict for t in spec["data"])  # no plotly objects were built
+    assert json.loads(pio.to_json(live)) == json.loads(pio.to_json(go.Figure(spec)))
+    assert [a["text"] for a in spec["layout"]["annotations"]] == ["loss spikes", "loss spikes", "best"]
+    assert run.plot(as_dict=True)["layout"]["yaxis"]["range"] == list(run.plot().layout.yaxis.range)

@@ -264,7 +264,7 @@ def test_artifacts_are_the_run_record_and_the_figure_and_a_broken_figure_keeps_t
     assert sorted(a.path for a in client.list_artifacts(rid)) == ["curves.html", "run.json"]
     html = Path(client.download_artifacts(rid, "curves.html")).read_text()
     assert "Plotly.newPlot" in html and "cdn.plot.ly" in html  # plotly.js from its CDN: kilobytes, not megabytes
-    monkeypatch.setattr(tb.Run, "plot", lambda self: 1 / 0)
+    monkeypatch.setattr(tb.Run, "plot", lambda self, **kw: 1 / 0)
     with pytest.warns(UserWarning, match="write_figure failed"):
         broken = fit(epochs=1)
         tracker.wait()
@@ -272,3 +272,18 @@ def test_artifacts_are_the_run_record_and_the_figure_and_a_broken_figure_keeps_t
     assert [a.path for a in client.list_artifacts(rid)] == ["run.json"]
     assert client.get_run(rid).info.status == "FINISHED"
     assert tb.load_run(rid).step == broken.step
+
+
+def test_a_run_shorter_than_flush_every_is_one_write_with_its_params(store, request):
+    t = tb.track(store[0], experiment=request.node.name, flush_every=3600)
+    written = []
+    log_batch = t.client.log_batch
+    t.client.log_batch = lambda run_id, **kw: written.append(kw) or log_batch(run_id, **kw)
+    try:
+        run = fit(epochs=3, lr=3e-3)
+        t.wait()
+    finally: tb.untrack()
+    assert len(written) == 1 and written[0]["params"] and written[0]["metrics"] and written[0]["tags"]
+    data = mlflow.MlflowClient(store[0]).get_run(run.extra["mlflow_run_id"]).data
+    assert data.params["epochs"] == "3" and data.params["lr"] == "0.003" and data.params["model"] == "Sequential"
+    assert data.tags["stopped"] == run.stopped and "valid_loss" in data.metrics

@@ -15,10 +15,11 @@ from .events import Callback, LoopState
 
 # %% auto #0
 __all__ = ['PANELS', 'TITLES', 'LOG_PANELS', 'SYSTEM', 'LEGENDS', 'STYLE', 'MARK_STYLE', 'GRADIENT_TROUBLE', 'display_mode',
-           'Series', 'panel_of', 'new_figure', 'data_range', 'autoscale', 'marks_for', 'place_labels', 'thinned',
-           'draw', 'plotlyjs_script', 'figure_html', 'page_html', 'figure_bundle', 'StaticFigure', 'summary_of',
-           'as_static', 'plot_history', 'portable_outputs', 'grad_norm_matrix', 'plot_grad_norms', 'plot_curve',
-           'plot_lr_find', 'plot_overfit', 'LiveCurves', 'FinalView', 'Progress', 'HistoryStream', 'default_displays']
+           'Series', 'panel_of', 'new_figure', 'data_range', 'axis_ranges', 'autoscale', 'marks_for', 'place_labels',
+           'thinned', 'curves_content', 'curves_spec', 'draw', 'plotlyjs_script', 'figure_html', 'page_html',
+           'figure_bundle', 'StaticFigure', 'summary_of', 'as_static', 'plot_history', 'portable_outputs',
+           'grad_norm_matrix', 'plot_grad_norms', 'plot_curve', 'plot_lr_find', 'plot_overfit', 'LiveCurves',
+           'FinalView', 'Progress', 'HistoryStream', 'default_displays']
 
 # %% ../nbs/11_live.ipynb #ec582984
 def display_mode() -> str:
@@ -152,23 +153,29 @@ def data_range(values, log: bool = False,  # values on a log axis: the range is 
     span = hi - lo or (0.5 if log else max(abs(hi) * 0.1, 1e-3))
     return [lo - pad * span, hi + pad * span]
 
+def axis_ranges(curves,  # (x axis name, y axis name, xs, ys) per curve; names as in the layout: 'xaxis2'
+                log_axes=(),  # the names of the logarithmic axes
+               ) -> dict:
+    "{axis name: range} for every axis, holding all the finite points of the curves drawn on it."
+    parts = {}
+    for x_axis, y_axis, x, y in curves:
+        parts.setdefault(x_axis, []).append(np.asarray(x, dtype=float))
+        parts.setdefault(y_axis, []).append(np.asarray(y, dtype=float))
+    ranges = {}
+    for axis, values in parts.items():
+        r = data_range(np.concatenate(values), log=axis in log_axes)
+        if r is not None: ranges[axis] = r
+    return ranges
+
 def autoscale(fig,  # a plotly figure; its axes' ranges are set in place
-              points: Optional[dict] = None,  # {trace name: (xs, ys)} to use instead of the traces' own (inside a batch update)
              ) -> dict:
     "Set every axis of `fig` to a range that holds all its traces' finite points; returns {axis name: range}."
-    xs, ys, ranges = {}, {}, {}
-    for t in fig.data:
-        x, y = (points or {}).get(t.name, (t.x, t.y))
-        if x is None or y is None: continue
-        xs.setdefault(t.xaxis or "x", []).append(np.asarray(x, dtype=float))
-        ys.setdefault(t.yaxis or "y", []).append(np.asarray(y, dtype=float))
-    for axes, attr in ((xs, "xaxis"), (ys, "yaxis")):
-        for ref, parts in axes.items():
-            axis = fig.layout[attr + ref[1:]]
-            r = data_range(np.concatenate(parts), log=axis.type == "log")
-            if r is None: continue
-            axis.update(range=r, autorange=False)  # the live widget keeps no stale range
-            ranges[attr + ref[1:]] = r
+    curves = [("xaxis" + (t.xaxis or "x")[1:], "yaxis" + (t.yaxis or "y")[1:], t.x, t.y)
+              for t in fig.data if t.x is not None and t.y is not None]
+    log_axes = {axis for curve in curves for axis in curve[:2] if fig.layout[axis].type == "log"}
+    ranges = axis_ranges(curves, log_axes)
+    for axis, r in ranges.items():
+        fig.layout[axis].update(range=r, autorange=False)  # the live widget keeps no stale range
     return ranges
 
 # %% ../nbs/11_live.ipynb #21fa9eb9
@@ -243,37 +250,79 @@ def thinned(xs, ys,  # a curve's points
     idx = np.unique(np.concatenate(keep).astype(int))
     return x[idx], y[idx]
 
-def draw(fig,  # the figure (or FigureWidget) from `new_figure`, changed in place
+@functools.lru_cache(maxsize=None)
+def _blank_spec(system: bool) -> tuple:
+    "The empty panels as plotly's JSON (never changed in place), each panel's axes, the log axes, the loss panel's px."
+    import copy
+    fig = _blank_figure(system)
+    spec = copy.deepcopy(fig.to_plotly_json())
+    axes = {}
+    for panel, (r, c) in PANELS.items():
+        if r > len(fig._grid_ref): continue  # a figure without the system row
+        sub = fig.get_subplot(r, c)
+        axes[panel] = (sub.xaxis.plotly_name, sub.yaxis.plotly_name)
+    log_axes = frozenset(axis for pair in axes.values() for axis in pair if fig.layout[axis].type == "log")
+    x_domain = fig.layout.xaxis.domain
+    width_px = (fig.layout.width or 900) * (x_domain[1] - x_domain[0])
+    return spec, axes, log_axes, width_px
+
+def curves_content(series: Series,  # the points to draw
+                   findings: list = (),  # findings and run markers; see `marks_for` for which get a mark
+                   severities: tuple = ("warning", "error"),  # finding severities marked on the curve
+                   system: bool = True,  # the figure has the row of throughput and memory panels
+                  ) -> tuple[list, dict]:
+    "What the curves figure shows, as plain data: a trace dict per curve (thinned) and the layout's changes."
+    _, axes, log_axes, width_px = _blank_spec(system)
+    traces, curves = [], []
+    for name, (xs, ys) in series.points.items():
+        panel = panel_of(name)
+        if panel not in axes: continue
+        x_axis, y_axis = axes[panel]
+        x, y = thinned(xs, ys)
+        traces.append({"name": name, "x": x, "y": y, "xaxis": x_axis.replace("axis", ""),
+                       "yaxis": y_axis.replace("axis", ""), "mode": "lines", "legend": LEGENDS.get(panel, "legend"),
+                       "showlegend": panel in LEGENDS, **STYLE.get(name, {})})
+        curves.append((x_axis, y_axis, xs, ys))
+    ranges = axis_ranges(curves, log_axes)
+    lines = marks_for(findings, series, severities)
+    marks = place_labels(lines, ranges.get("xaxis", [0, 1]), width_px)
+    layout = {axis: {"range": r, "autorange": False} for axis, r in ranges.items()}
+    layout["shapes"] = [dict(type="line", x0=x, x1=x, xref="x", y0=0, y1=1, yref="y domain",
+                             line=dict(dash="dash", color=color, width=1)) for x, color, _ in lines]
+    layout["annotations"] = [dict(x=x, y=1 - 0.1 * level, xref="x", yref="y domain", text=text, showarrow=False,
+                                  xanchor="left", yanchor="top", font=dict(color=color, size=10),
+                                  bgcolor="rgba(255,255,255,0.8)")
+                             for x, color, text, level in marks]
+    return traces, layout
+
+def curves_spec(series: Series,  # the points to draw
+                findings: list = (),  # findings and run markers; see `marks_for` for which get a mark
+                severities: tuple = ("warning", "error"),  # finding severities marked on the curve
+               ) -> dict:
+    "The curves figure as plotly's JSON (a dict), built without plotly's objects (a Figure of it validates it all)."
+    spec = _blank_spec(series.has_system)[0]
+    traces, changes = curves_content(series, findings, severities, series.has_system)
+    layout = dict(spec["layout"])
+    for key, value in changes.items():
+        layout[key] = {**layout.get(key, {}), **value} if isinstance(value, dict) else value
+    return {"data": [{"type": "scatter", **t} for t in traces], "layout": layout}
+
+def draw(fig,  # the live figure (a FigureWidget from `new_figure`), changed in place
          series: Series,  # the points to draw
          findings: list = (),  # findings and run markers; see `marks_for` for which get a mark
          severities: tuple = ("warning", "error"),  # finding severities marked on the curve
         ):
-    "Put the series' points into `fig` in place (numpy arrays, one batch update), autoscale, and mark the findings."
+    "Put `curves_content` into `fig` in place, in one batch update: new points, axis ranges, marks."
     import plotly.graph_objects as go
+    traces, changes = curves_content(series, findings, severities, system=len(fig._grid_ref) > 2)
     have = {t.name: t for t in fig.data}
-    rows = len(fig._grid_ref)
     with fig.batch_update():
-        for name, (xs, ys) in series.points.items():
-            panel = panel_of(name)
-            r, c = PANELS[panel]
-            if r > rows: continue  # a figure without the system row
-            if name not in have:
-                style = {"mode": "lines", "legend": LEGENDS.get(panel, "legend"),
-                         "showlegend": panel in LEGENDS, **STYLE.get(name, {})}
-                fig.add_trace(go.Scatter(name=name, **style), row=r, col=c)
-                have[name] = fig.data[-1]
-            have[name].x, have[name].y = thinned(xs, ys)
-        ranges = autoscale(fig, series.points)
-        lines = marks_for(findings, series, severities)
-        width_px = (fig.layout.width or 900) * (fig.layout.xaxis.domain[1] - fig.layout.xaxis.domain[0])
-        marks = place_labels(lines, ranges.get("xaxis", [0, 1]), width_px)
-        fig.layout.shapes = [dict(type="line", x0=x, x1=x, xref="x", y0=0, y1=1, yref="y domain",
-                                  line=dict(dash="dash", color=color, width=1)) for x, color, _ in lines]
-        fig.layout.annotations = [dict(x=x, y=1 - 0.1 * level, xref="x", yref="y domain", text=text,
-                                       showarrow=False,
-                                       xanchor="left", yanchor="top", font=dict(color=color, size=10),
-                                       bgcolor="rgba(255,255,255,0.8)")
-                                  for x, color, text, level in marks]
+        for t in traces:
+            if t["name"] not in have: fig.add_trace(go.Scatter(t))
+            else: have[t["name"]].x, have[t["name"]].y = t["x"], t["y"]
+        fig.layout.shapes = changes.pop("shapes")
+        fig.layout.annotations = changes.pop("annotations")
+        fig.update_layout(changes)
 
 def _time_markers(history: History, findings: list, stopped: Optional[str] = None,
                   best_step: Optional[int] = None) -> list:
@@ -375,15 +424,16 @@ def plot_history(history,  # a `History`, a `Run` or a tidy DataFrame of records
                  stopped: Optional[str] = None,  # why the run stopped; 'early_stopping' gets a mark
                  best_step: Optional[int] = None,  # the step of the best monitored value (default: lowest valid loss)
                  severities: tuple = ("warning", "error"),  # finding severities marked on the curve
+                 as_dict: bool = False,  # plotly's JSON (a dict) instead of a Figure: no plotly objects are built
                 ):
     "The run's curves as a static plotly figure (what LiveCurves shows live)."
     from trainbook.diagnostics import _as_history
     h = _as_history(history)
     series = Series()
     series.read(h)
-    fig = as_static(_blank_figure(series.has_system))  # one copy, straight into the static class
-    draw(fig, series, _time_markers(h, findings, stopped, best_step), severities)
-    return fig
+    spec = curves_spec(series, _time_markers(h, findings, stopped, best_step), severities)
+    if as_dict: return spec
+    return as_static(spec)
 
 # %% ../nbs/11_live.ipynb #1593e010
 def portable_outputs(nb,  # an executed notebook (nbformat NotebookNode), changed in place
@@ -563,8 +613,7 @@ class LiveCurves(Callback):
 
     def final(self, state: LoopState) -> "FinalView":
         "What stays in the notebook after the run: the static curves, the findings and, on gradient trouble, the per-layer norms."
-        fig = as_static(_blank_figure(self.series.has_system))
-        draw(fig, self.series, self.marks(state), self.severities)
+        fig = as_static(curves_spec(self.series, self.marks(state), self.severities))
         extra = []
         if any(f.kind in GRADIENT_TROUBLE for f in self.findings) and grad_norm_matrix(state.history)[0]:
             extra.append(plot_grad_norms(state.history))

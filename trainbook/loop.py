@@ -312,10 +312,12 @@ class Run:
         first = [c for c in ("train_loss", "valid_loss") if c in wide.columns]
         return wide[first + [c for c in wide.columns if c not in first]].rename_axis(None, axis=1)
 
-    def plot(self):
+    def plot(self,
+             as_dict: bool = False,  # plotly's JSON (a dict) instead of a Figure: no plotly objects are built
+            ):
         "The run's curves as a static plotly figure (the same figure LiveCurves draws)."
         from trainbook.live import plot_history
-        return plot_history(self.records, self.findings, self.stopped, self.extra.get("best_step"))
+        return plot_history(self.records, self.findings, self.stopped, self.extra.get("best_step"), as_dict=as_dict)
 
     def to_tensorboard(self, logdir: Union[str, Path],  # the TensorBoard log folder to write into
                       ):

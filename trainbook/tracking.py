@@ -173,9 +173,11 @@ def _metrics(rows: list) -> list:
 class _Recording:
     "One run being recorded: its MLflow id, how far its history was read, its TensorBoard writer."
     name: str
-    params: dict
+    params: dict  # written with the first metrics (or at the end): a short run is one write
     tags: dict
     run_id: Optional[str] = None
+    artifact_uri: Optional[str] = None
+    params_written: bool = False
     offset: int = 0
     last_flush: float = field(default_factory=time.monotonic)
     rows: list = field(default_factory=list)
@@ -268,43 +270,53 @@ class Tracker:
     # --- on the background thread: the writes ------------------------------------------------------
     def _start(self, rec: _Recording):
         if self.client is not None:
-            from mlflow.entities import Param
             run = self.client.create_run(self.experiment_id, tags=rec.tags, run_name=rec.name)
-            rec.run_id = run.info.run_id
-            self.client.log_batch(rec.run_id, params=[Param(k, v) for k, v in rec.params.items()])
+            rec.run_id, rec.artifact_uri = run.info.run_id, run.info.artifact_uri
         if self.tensorboard is not None:
             from torch.utils.tensorboard import SummaryWriter
             rec.writer = SummaryWriter(str(self.tensorboard / rec.name))
 
     def _write(self, rec: _Recording, rows: list):
         if rec.writer is not None: write_scalars(rec.writer, rows)
-        if rec.run_id is not None and rows: _log_batch(self.client, rec.run_id, metrics=_metrics(rows))
+        if rec.run_id is not None and rows:
+            _log_batch(self.client, rec.run_id, metrics=_metrics(rows), params=self._unwritten_params(rec))
+
+    def _unwritten_params(self, rec: _Recording, more: Optional[dict] = None) -> list:
+        "The run's params not written yet, as MLflow `Param`s (params are write-once), `more` included."
+        from mlflow.entities import Param
+        params = {} if rec.params_written else dict(rec.params)
+        params.update({k: v for k, v in (more or {}).items() if k not in rec.params})
+        rec.params_written = True
+        return [Param(k, v) for k, v in params.items()]
 
     def _finish(self, rec: _Recording, rows: list, run: Run):
-        from mlflow.entities import Metric, Param, RunTag
+        from mlflow.entities import Metric, RunTag
         if rec.writer is not None:
             write_scalars(rec.writer, rows)
             rec.writer.close()
         if rec.run_id is None: return
-        params = {k: v for k, v in params_of(run).items() if k not in rec.params}  # params are write-once
         summary = {"best": run.best, "duration_s": run.extra.get("seconds"), "steps": run.step}
         now = int(time.time() * 1000)
         summary_points = [Metric(k, float(v), now, run.step) for k, v in summary.items()
                           if v is not None and math.isfinite(float(v))]
         # one write, as limits allow
         _log_batch(self.client, rec.run_id, metrics=_metrics(rows) + summary_points,
-                   params=[Param(k, v) for k, v in params.items()],
+                   params=self._unwritten_params(rec, params_of(run)),
                    tags=[RunTag(k, v) for k, v in tags_of(run).items()])
-        self._artifacts(rec.run_id, run)
+        self._artifacts(rec, run)
         self.client.set_terminated(rec.run_id, status_of(run))
         self.run_ids.append(rec.run_id)
 
-    def _artifacts(self, run_id: str, run: Run):
+    def _artifacts(self, rec: _Recording, run: Run):
         "run.json, and the final figure as curves.html (a bonus: its failure is only a warning), in one upload."
+        from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
+        from mlflow.utils.uri import add_databricks_profile_info_to_artifact_uri
+        # the repository MlflowClient.log_artifacts would use, without its query for the run's artifact URI
+        location = add_databricks_profile_info_to_artifact_uri(rec.artifact_uri, self.uri)
         with tempfile.TemporaryDirectory(prefix="trainbook-run-") as folder:
             Path(folder, "run.json").write_text(json.dumps(run_record(run)))
             if self.figure: self._guarded(_write_figure, Path(folder, "curves.html"), run)
-            self.client.log_artifacts(run_id, folder)
+            get_artifact_repository(location, tracking_uri=self.uri).log_artifacts(folder)
 
     def _drop(self, rec: _Recording):
         if rec.writer is not None: rec.writer.close()
@@ -326,7 +338,7 @@ class Tracker:
 def _write_figure(path: Path, run: Run):
     "The run's final figure as a standalone HTML page (plotly.js from its CDN, as MLflow's log_figure does)."
     from trainbook.live import page_html
-    path.write_text(page_html(run.plot(), title=f"trainbook run: {run.stopped} at step {run.step}"))
+    path.write_text(page_html(run.plot(as_dict=True), title=f"trainbook run: {run.stopped} at step {run.step}"))
 
 def _preload(use_mlflow: bool, figure: bool, tensorboard: bool):
     "Import here what the background thread will need: two threads importing one module can deadlock."
