@@ -193,8 +193,11 @@ class History:
 
     def rows(self, start: int = 0) -> list[tuple]:
         "The records from position `start` on, as tuples (what live views read incrementally)."
-        return list(zip(self.step[start:], self.epoch[start:], self.split[start:], self.name[start:],
-                        self.value[start:]))
+        return list(self.iter_rows(start))
+
+    def iter_rows(self, start: int = 0) -> Iterable[tuple]:
+        "The records from position `start` on, one tuple at a time (no list of them is made)."
+        return zip(self.step[start:], self.epoch[start:], self.split[start:], self.name[start:], self.value[start:])
 
     def to_frame(self):
         "A tidy DataFrame with one row per record."

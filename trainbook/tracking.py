@@ -4,7 +4,7 @@
 
 # %% ../nbs/16_tracking.ipynb #d9ef80e5
 from __future__ import annotations
-import json, math, os, re, tempfile, time, warnings
+import itertools, json, math, os, re, tempfile, time, warnings
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
@@ -169,6 +169,16 @@ def _metrics(rows: list) -> list:
     now = int(time.time() * 1000)
     return [Metric(k, v, now, s) for k, s, v in metric_points(rows)]
 
+def _handed_over(rec: _Recording, history: History) -> tuple:
+    "The records added since the last hand-over, as (history, start, end): read on the writer's thread, not copied."
+    start, rec.offset = rec.offset, len(history)
+    return history, start, rec.offset
+
+def _rows_in(window: tuple) -> list:
+    "The records of a hand-over (the history grows meanwhile: records before `end` are complete and never change)."
+    history, start, end = window
+    return list(itertools.islice(history.iter_rows(start), end - start))
+
 @dataclass
 class _Recording:
     "One run being recorded: its MLflow id, how far its history was read, its TensorBoard writer."
@@ -180,7 +190,6 @@ class _Recording:
     params_written: bool = False
     offset: int = 0
     last_flush: float = field(default_factory=time.monotonic)
-    rows: list = field(default_factory=list)
     writer: Any = None
 
 # %% ../nbs/16_tracking.ipynb #5cb86385
@@ -236,12 +245,9 @@ class Tracker:
     def _on_epoch(self, state):
         rec = self.recording.get(id(state.history))
         if rec is None: return
-        rows = state.history.rows(rec.offset)
-        rec.offset += len(rows)
-        rec.rows.extend(rows)
         if time.monotonic() - rec.last_flush < self.flush_every: return
-        rec.last_flush, batch, rec.rows = time.monotonic(), rec.rows, []
-        self._submit(self._write, rec, batch)
+        rec.last_flush = time.monotonic()
+        self._submit(self._write, rec, _handed_over(rec, state.history))
 
     def _on_run(self, run: Run, force: bool = False):
         rec = self.recording.pop(id(run.records), None)
@@ -254,9 +260,7 @@ class Tracker:
             self._submit(self._start, rec)
         self.wait()  # the MLflow run exists: its id goes into run.extra before fit returns
         if rec.run_id is not None: run.extra["mlflow_run_id"] = rec.run_id
-        rows = rec.rows + run.records.rows(rec.offset)
-        rec.rows = []
-        self._submit(self._finish, rec, rows, run)
+        self._submit(self._finish, rec, _handed_over(rec, run.records), run)
 
     def _submit(self, fn, *args):
         self._pool.submit(self._guarded, fn, *args)
@@ -276,7 +280,8 @@ class Tracker:
             from torch.utils.tensorboard import SummaryWriter
             rec.writer = SummaryWriter(str(self.tensorboard / rec.name))
 
-    def _write(self, rec: _Recording, rows: list):
+    def _write(self, rec: _Recording, window: tuple):
+        rows = _rows_in(window)
         if rec.writer is not None: write_scalars(rec.writer, rows)
         if rec.run_id is not None and rows:
             _log_batch(self.client, rec.run_id, metrics=_metrics(rows), params=self._unwritten_params(rec))
@@ -289,8 +294,9 @@ class Tracker:
         rec.params_written = True
         return [Param(k, v) for k, v in params.items()]
 
-    def _finish(self, rec: _Recording, rows: list, run: Run):
+    def _finish(self, rec: _Recording, window: tuple, run: Run):
         from mlflow.entities import Metric, RunTag
+        rows = _rows_in(window)
         if rec.writer is not None:
             write_scalars(rec.writer, rows)
             rec.writer.close()
