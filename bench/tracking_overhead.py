@@ -14,7 +14,7 @@ share of the tracking-off fit's CPU time. (What this leaves out: the training th
 thread holds the GIL or the caches; on two cores that is waiting, not CPU time.)
 Also printed: the number of MLflow write calls per run (one per epoch at most: never one per step).
 """
-import argparse, statistics, tempfile, time, warnings
+import argparse, resource, statistics, tempfile, time, warnings
 
 import torch
 from torch import nn
@@ -33,14 +33,16 @@ def make(widths=(32, 64, 64, 2), seed=0):
 
 
 def one_run(dl_train, dl_valid, epochs, tracker=None):
-    "Times one fit: (fit wall, fit+store wall, cpu, cpu of the other threads)."
+    "Times one fit: (fit wall, fit+store wall, cpu, cpu of the other threads, training thread's context switches)."
     cfg = tb.TrainConfig(epochs=epochs, lr=1e-3, weight_decay=0.0, device="cpu")
     c0, t0, m0 = time.process_time(), time.perf_counter(), time.thread_time()
+    s0 = resource.getrusage(resource.RUSAGE_THREAD).ru_nvcsw
     tb.fit(make(), dl_train, dl_valid, loss_fn=nn.functional.cross_entropy, config=cfg, live=False)
     t1 = time.perf_counter()
+    switches = resource.getrusage(resource.RUSAGE_THREAD).ru_nvcsw - s0  # waits for the GIL, among others
     if tracker is not None: tracker.wait()
     cpu = time.process_time() - c0
-    return t1 - t0, time.perf_counter() - t0, cpu, cpu - (time.thread_time() - m0)
+    return t1 - t0, time.perf_counter() - t0, cpu, cpu - (time.thread_time() - m0), switches
 
 
 def counted(tracker, calls):
@@ -97,6 +99,9 @@ def main(epochs, steps, rounds, figure):
               f"(+{(on - off) * 1e3:.1f} ms per run)")
     print(f"  work added (other threads' CPU + listener CPU) / tracking-off CPU: median {statistics.median(shares):.4f} "
           f"(rounds: {', '.join(f'{x:.4f}' for x in shares)}), i.e. a ratio of {1 + statistics.median(shares):.3f}")
+    switches = {side: statistics.median(t[4] for t in v) for side, v in times.items()}
+    print(f"  the training thread's voluntary context switches during fit (median): off {switches['off']:.0f}, "
+          f"on {switches['on']:.0f} (a thread handing the GIL back and forth would add thousands)")
     print(f"  MLflow write calls in the last tracked run: {len(calls)} "
           f"(epochs: {epochs}; steps: {epochs * steps})")
 
