@@ -197,7 +197,8 @@ class History:
 
     def iter_rows(self, start: int = 0) -> Iterable[tuple]:
         "The records from position `start` on, one tuple at a time (no list of them is made)."
-        return zip(self.step[start:], self.epoch[start:], self.split[start:], self.name[start:], self.value[start:])
+        columns = self.step, self.epoch, self.split, self.name, self.value
+        return zip(*(column[start:] for column in columns))
 
     def to_frame(self):
         "A tidy DataFrame with one row per record."
