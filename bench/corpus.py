@@ -376,6 +376,9 @@ def build(case: Case):
     dl = tb.TensorLoader(X, y, batch_size=case.batch, shuffle=True, seed=case.seed)
     if "sleep" in f: dl = Sleepy(dl, f["sleep"])
     if "spikes" in f:
+        batches = case.epochs * math.ceil(len(X) / case.batch)
+        if max(f["spikes"]) > batches:  # a spike planted past the end would be a miss nobody could find
+            raise ValueError(f"{case.id}: spikes planted at {f['spikes']}, but the run has {batches} batches")
         dl = BadBatches(dl, f["spikes"], regression=kind == "reg")
         expect["steps"] = list(f["spikes"])
     opt = None
