@@ -264,8 +264,12 @@ def broken_cases() -> list[Case]:
     for i, (kind, opt, lr) in enumerate([("mlp", "adamw", 1e-7), ("reg", "sgd", 1e-6), ("emb", "adamw", 3e-7),
                                          ("cnn", "sgd", 1e-6), ("mlp", "sgd", 1e-6), ("reg", "adamw", 1e-7)]):
         c.append(Case(f"stuck-{i}-{kind}-{opt}", "not_learning", kind, 2000, 32, 4, lr, opt, seed=30 + i))
+    # an lr 25-150x below the healthy runs' for that kind and optimizer (slowlr-6..9 added so that each half
+    # holds 5: one per kind and the optimizer the first six lack for it)
     for i, (kind, opt, lr) in enumerate([("mlp", "sgd", 2e-3), ("reg", "sgd", 1e-4), ("cnn", "adamw", 5e-5),
-                                         ("emb", "sgd", 3e-3), ("mlp", "adamw", 3e-5), ("reg", "adamw", 3e-5)]):
+                                         ("emb", "sgd", 3e-3), ("mlp", "adamw", 3e-5), ("reg", "adamw", 3e-5),
+                                         ("emb", "adamw", 1e-4), ("cnn", "sgd", 1e-3), ("mlp", "sgd", 5e-4),
+                                         ("reg", "sgd", 3e-4)]):
         c.append(Case(f"slowlr-{i}-{kind}-{opt}", "lr_too_low", kind, 2000, 32, 4, lr, opt, seed=40 + i))
     for i, (kind, how) in enumerate([("mlp", "frozen"), ("mlp", "dead_relu"), ("cnn", "frozen"), ("reg", "dead_relu"),
                                      ("emb", "frozen"), ("cnn", "dead_relu"), ("reg", "frozen")]):
@@ -280,8 +284,11 @@ def broken_cases() -> list[Case]:
                       model_kw={"width": 32, "depth": depth}, fault={"act": act}))
     for i, (kind, how, at) in enumerate([("mlp", "div", 40), ("mlp", "log", 25), ("emb", "sqrt", 60), ("cnn", "div", 30)]):
         c.append(Case(f"nan-{i}-{kind}-{how}", "nonfinite", kind, 2000, 32, 4, seed=80 + i, fault={"nan": how, "at": at}))
+    # spikes-6..9 added so that each half holds 5: one per kind, other batch sizes and places
     for i, (kind, batch, at) in enumerate([("mlp", 32, [150]), ("mlp", 8, [300, 700]), ("reg", 32, [120]),
-                                           ("cnn", 32, [100, 130]), ("emb", 16, [200]), ("mlp", 128, [40])]):
+                                           ("cnn", 32, [100, 130]), ("emb", 16, [200]), ("mlp", 128, [40]),
+                                           ("reg", 16, [250]), ("cnn", 64, [60]), ("emb", 32, [100]),
+                                           ("mlp", 64, [60, 100])]):
         n = {"cnn": 1200}.get(kind, 2000)
         c.append(Case(f"spikes-{i}-{kind}-b{batch}", "loss_spikes", kind, n, batch, 4, 3e-3 if batch > 16 else 1e-3,
                       seed=90 + i, fault={"spikes": at}))
@@ -369,6 +376,9 @@ def build(case: Case):
     dl = tb.TensorLoader(X, y, batch_size=case.batch, shuffle=True, seed=case.seed)
     if "sleep" in f: dl = Sleepy(dl, f["sleep"])
     if "spikes" in f:
+        batches = case.epochs * math.ceil(len(X) / case.batch)
+        if max(f["spikes"]) > batches:  # a spike planted past the end would be a miss nobody could find
+            raise ValueError(f"{case.id}: spikes planted at {f['spikes']}, but the run has {batches} batches")
         dl = BadBatches(dl, f["spikes"], regression=kind == "reg")
         expect["steps"] = list(f["spikes"])
     opt = None
@@ -511,6 +521,29 @@ def true_onset(record: dict) -> Optional[int]:
     return int(np.argmin(curve)) + 1 if curve else None
 
 
+def spike_prominence(record: dict) -> Optional[float]:
+    "The planted batches' lowest rise above their ±10 steps' median, over any clean step's largest rise."
+    col = record["history"].get("train/loss")
+    planted = record["expect"].get("steps")
+    if not col or not planted: return None
+    steps, loss = np.array(col["step"]), np.array(col["value"], dtype=float)
+    windows = np.lib.stride_tricks.sliding_window_view(np.pad(loss, 10, mode="edge"), 21)
+    rise = loss - np.median(windows, axis=1)
+    near = np.array([any(abs(s - p) <= 2 for p in planted) for s in steps])
+    clean = ~near & (np.arange(len(loss)) >= 10)  # the first steps fall fast: no neighbourhood to rise from
+    lowest = min(float(rise[np.argmin(np.abs(steps - p))]) for p in planted)
+    return lowest / max(float(np.max(rise[clean])), 1e-12)
+
+
+def truth_keeps_falling(record: dict) -> Optional[bool]:
+    "Whether the truth curve's later half of epochs fell at least half as fast per epoch as its first half."
+    t = record.get("truth_valid_loss")
+    if not t or len(t) < 3: return None
+    mid = len(t) // 2
+    early, late = (t[0] - t[mid]) / mid, (t[mid] - t[-1]) / (len(t) - 1 - mid)
+    return early > 0 and late >= 0.5 * early
+
+
 def score(records: list, th) -> dict:
     "Per kind: runs, hits, reports, false reports; healthy warnings; onset errors."
     per_label, reported, false_reports, healthy_alarms, onset = {}, {}, {}, [], []
@@ -556,8 +589,10 @@ TUNED = {  # threshold -> the grid it is tuned over
     "still": [0.005, 0.01, 0.02, 0.03, 0.05, 0.08, 0.12, 0.16, 0.2, 0.3, 0.5],
     "slow": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8],
     "fall_z": [0.5, 1, 1.5, 2, 3, 4, 6, 8],
+    "fall_keep": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
     "spike_z": [2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 50],
     "spike_rel": [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0],
+    "spike_gap": [1.2, 1.5, 2, 2.5, 3, 4, 5, 7, 10, 20],  # blowup's grid: both are a factor above a level
     "overfit_rise": [0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0],
     "overfit_z": [0.5, 1, 2, 3, 4, 6, 8, 12, 20],
     "explode": [1.5, 2, 3, 4, 5, 7, 10, 20, 50, 100, 300, 1000],
@@ -622,6 +657,15 @@ def table(records: list, th, title: str) -> str:
     weak = [r["id"] for r in records if r["label"] == "overfitting" and truth_rise(r) < 0.05]
     lines.append(f"Label check on the 4000-row truth set: healthy runs that overfit {not_healthy or 'none'}; "
                  f"overfitting runs that do not {weak or 'none'}")
+    slowed = [r["id"] for r in records if r["label"] == "lr_too_low" and truth_keeps_falling(r) is False]
+    lines.append("Label check for lr_too_low (the truth loss still falls at least half as fast per epoch "
+                 f"in the later epochs as in the first): runs that slowed {slowed or 'none'}")
+    prominence = {r["id"]: spike_prominence(r) for r in records if r["label"] == "loss_spikes"}
+    faint = {k: round(v, 2) for k, v in prominence.items() if v is not None and v < 2}
+    clear = min(v for k, v in prominence.items() if k not in faint)
+    lines.append("Label check for loss_spikes (a planted batch's rise above the median of its ±10 steps, "
+                 "over the largest such rise of any clean step): under 2×, so the curve barely shows it, "
+                 f"{faint or 'none'}; the others {clear:.1f}× or more")
     if s["onset"]:
         errs = [abs(e) for _, e in s["onset"]]
         lines.append(f"Overfitting onset error (epochs, detected − truth): {[e for _, e in s['onset']]}; "

@@ -70,10 +70,12 @@ class Thresholds:
     blowup: float = 2.0  # so is one whose raw loss jumped to this multiple of its median in the first tenth
     blowup_z: float = 8.0  # ... and this many step noises above it, and never fell `still` below the first
     still: float = 0.12  # a loss that fell less than this share of its start (in 100+ steps): not learning
-    slow: float = 0.2  # one that fell less than this share and still falls steadily: the lr may be too low
-    fall_z: float = 1.0  # "still falls": the second half's slope is this many standard errors below zero
-    spike_z: float = 15.0  # a spike stands this many robust spreads above the moving median of its stage
-    spike_rel: float = 0.5  # ... and above that median by at least this share of the starting loss
+    slow: float = 0.5  # one that fell less than this share and still falls steadily: the lr may be too low
+    fall_z: float = 3.0  # still falls, under 3 evaluations: the second half's slope this many SEs below 0
+    fall_keep: float = 0.7  # ... with 3+: the valid loss falls at each later one, at this share of its rate
+    spike_z: float = 8.0  # a spike stands this many robust spreads above the moving median of its stage
+    spike_rel: float = 0.3  # ... and above that median by at least this share of the starting loss
+    spike_gap: float = 3.0  # ... and this many times above every other step of its stage that is not one
     spike_share: float = 0.05  # more spike events than this share of the steps is a noisy loss, not spikes
     overfit_tol: float = 0.0  # the best epoch: the first whose smoothed valid loss is this share near its low
     overfit_after: int = 3  # evaluations after the best before a rise counts
@@ -157,7 +159,15 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
                                "too low (try lr_find)",
                         data=data)]
     long_enough = len(loss) >= 5 * th.min_steps  # a short run is not "slow"
-    if drop < th.slow and long_enough and _still_falling(loss, noise, th.fall_z):
+    # still falling as fast as before: the evaluations say it best (far less noisy than a step, and a run that
+    # learns slows down as it converges while one whose lr is too low does not); without 3 evaluations, the
+    # second half of the steps still falls
+    _, _, valid = _series(c, "valid", "loss")
+    if len(valid) >= 3:
+        falling = _evaluations_keep_falling(valid, th.fall_keep)
+    else:
+        falling = _still_falling(loss, noise, th.fall_z)
+    if drop < th.slow and long_enough and falling:
         return [Finding("lr_too_low", "info",
                         f"the training loss falls slowly and steadily ({start:.4g} → {end:.4g}) "
                         "and is still falling",
@@ -186,6 +196,16 @@ def _still_falling(loss: np.ndarray, noise: float, z: float) -> bool:
     standard_error = max(noise, 1e-12) / math.sqrt(float(np.sum(x * x)))
     return -slope > z * standard_error
 
+def _evaluations_keep_falling(v: np.ndarray, keep: float) -> bool:
+    "Whether the valid loss fell in both halves of the evaluations, the later at `keep` × the first's rate."
+    if len(v) < 3 or not np.isfinite(v).all(): return False
+    mid = len(v) // 2
+    early = (v[0] - v[mid]) / mid  # fall per evaluation over the first half
+    late = (v[mid] - v[-1]) / (len(v) - 1 - mid)  # ... and over the second
+    every = bool(np.all(np.diff(v[mid:]) < 0))  # lower at each later evaluation: not a noisy plateau
+    # a run that learns slows down as it converges; one whose lr is too low falls as fast late as early
+    return bool(early > 0 and every and late >= keep * early)
+
 def _events(idx: np.ndarray, gap: int = 3) -> list[list[int]]:
     "Positions grouped into events: runs of positions less than `gap` apart."
     groups = []
@@ -193,6 +213,12 @@ def _events(idx: np.ndarray, gap: int = 3) -> list[list[int]]:
         if groups and i - groups[-1][-1] < gap: groups[-1].append(int(i))
         else: groups.append([int(i)])
     return groups
+
+def _tallest_rest(resid: np.ndarray, tall: np.ndarray, i: int, w: int) -> float:
+    "The largest rise above the stage of the steps within `w` of step `i` that are not tall (0 if none)."
+    lo, hi = max(0, i - w), i + w + 1
+    rest = resid[lo:hi][~tall[lo:hi]]
+    return float(rest.max()) if len(rest) else 0.0
 
 def _spikes(c: dict, th: Thresholds) -> list[Finding]:
     "loss_spikes: steps whose loss stands far above the moving median of their stage, one per event."
@@ -202,10 +228,17 @@ def _spikes(c: dict, th: Thresholds) -> list[Finding]:
     resid = loss - med
     resid[:half] = 0.0  # the first steps have no stage before them to stand out from
     start = max(abs(float(loss[0])), 1e-12)
-    # the stage's spread, floored by the run's typical one: in a flat stretch not every blip is a spike
-    spread = 1.4826 * np.maximum(mad, 0.5 * float(np.median(mad)))
-    hits = np.where((resid > th.spike_z * spread) & (resid > th.spike_rel * start))[0]
-    events = [max(g, key=lambda i: resid[i]) for g in _events(hits)]
+    # the stage's spread: the moving MAD's own moving median over a 3× wider stretch (a MAD of a few
+    # steps is a noisy estimate: where it is small by chance, an ordinary blip of a small-batch run
+    # looks tall), floored by the run's typical one: in a flat stretch not every blip is a spike
+    stage_mad = _rolling(mad, 3 * half)[0]
+    spread = 1.4826 * np.maximum(stage_mad, 0.5 * float(np.median(mad)))
+    tall = (resid > th.spike_z * spread) & (resid > th.spike_rel * start)
+    # a bad batch is a lone tower: it also stands `spike_gap` times above every other step of its stage
+    # that is not tall itself (heavy-tailed small-batch noise builds a staircase of tall steps instead)
+    hits = [i for i in np.where(tall)[0]
+            if resid[i] >= th.spike_gap * _tallest_rest(resid, tall, i, 3 * half)]
+    events = [max(g, key=lambda i: resid[i]) for g in _events(np.array(hits, dtype=int))]
     if not events or len(events) > th.spike_share * len(loss) + 1: return []
     at = [int(steps[i]) for i in events]
     return [Finding("loss_spikes", "warning",
