@@ -1,11 +1,12 @@
-"""What recording a run in MLflow costs: `fit` with tracking on vs off, interleaved, medians.
+"""What recording a run in MLflow costs: `fit` with tracking on vs off, interleaved (ABBA), medians.
 
 Run: .venv/bin/python bench/tracking_overhead.py [--epochs 20] [--steps 250] [--rounds 5] [--no-figure]
 The model is bench/overhead.py's tiny MLP (32→64→64→2, batch 64, one thread), validated at each epoch's end
 on 1,024 rows. Tracking writes to a fresh SQLite store in a temporary folder. Three numbers per side:
 - fit: the wall time of the `fit` call (what a notebook waits for; the store catches up on another thread),
 - fit+store: until everything is written (`tracker.wait()`), i.e. the total work,
-- cpu: the process CPU time of fit+store (both threads).
+- cpu: the process CPU time of fit+store (both threads);
+each as the ratio of the two sides' medians and as the median of each round's on/off ratio (neighbours in time).
 On a shared virtual machine the same fit's CPU time varies by tens of percent from run to run, more than the effect
 measured, so the script also measures the work tracking adds directly, in the same runs: the CPU time of every
 thread but the training thread (process CPU time minus the training thread's `time.thread_time`: the tracker's
@@ -82,21 +83,23 @@ def main(epochs, steps, rounds, figure):
     tb.track(False)
     times, calls, added, shares = {"off": [], "on": []}, [], [], []
     metered(added)
-    for _ in range(rounds):
-        for side in ("off", "on"):
+    for r in range(rounds):
+        for side in (("off", "on") if r % 2 == 0 else ("on", "off")):  # ABBA: a drift in speed cancels out
             tracker = None
-            if side == "on": tracker = counted(tb.track(uri, experiment="bench", figure=figure), calls)
-            added.clear()
+            if side == "on":
+                tracker = counted(tb.track(uri, experiment="bench", figure=figure), calls)
+                added.clear()
             times[side].append(one_run(dl_train, dl_valid, epochs, tracker))
             tb.track(False)
-            if side == "on": shares.append((times["on"][-1][3] + sum(added)) / times["off"][-1][2])
+        shares.append((times["on"][-1][3] + sum(added)) / times["off"][-1][2])
     med = {side: [statistics.median(t[i] for t in v) for i in range(3)] for side, v in times.items()}
     print(f"tiny MLP 32→64→64→2, batch 64, {epochs} epochs × {steps} steps ({epochs * steps} steps), "
           f"validation each epoch, figure={'on' if figure else 'off'}, median of {rounds} interleaved rounds")
     for i, what in enumerate(("fit", "fit+store", "cpu")):
         off, on = med["off"][i], med["on"][i]
-        print(f"  {what:>10}: off {off * 1e3:8.1f} ms   on {on * 1e3:8.1f} ms   ratio {on / off:5.3f}   "
-              f"(+{(on - off) * 1e3:.1f} ms per run)")
+        paired = statistics.median(a[i] / b[i] for a, b in zip(times["on"], times["off"]))
+        print(f"  {what:>10}: off {off * 1e3:8.1f} ms   on {on * 1e3:8.1f} ms   ratio of medians {on / off:5.3f}, "
+              f"median of the rounds' ratios {paired:5.3f}")
     print(f"  work added (other threads' CPU + listener CPU) / tracking-off CPU: median {statistics.median(shares):.4f} "
           f"(rounds: {', '.join(f'{x:.4f}' for x in shares)}), i.e. a ratio of {1 + statistics.median(shares):.3f}")
     switches = {side: statistics.median(t[4] for t in v) for side, v in times.items()}
