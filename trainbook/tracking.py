@@ -348,7 +348,9 @@ def _write_figure(path: Path, run: Run):
 
 def _preload(use_mlflow: bool, figure: bool, tensorboard: bool):
     "Import here what the background thread will need: two threads importing one module can deadlock."
-    if use_mlflow: import mlflow.entities  # noqa: F401
+    if use_mlflow:
+        import mlflow.entities, mlflow.utils.uri  # noqa: F401
+        import mlflow.store.artifact.artifact_repository_registry  # noqa: F401
     if tensorboard: import torch.utils.tensorboard  # noqa: F401
     if figure:
         try: import trainbook.live, plotly.graph_objects, plotly.subplots  # noqa: F401
