@@ -195,10 +195,10 @@ class History:
         "The records from position `start` on, as tuples (what live views read incrementally)."
         return list(self.iter_rows(start))
 
-    def iter_rows(self, start: int = 0) -> Iterable[tuple]:
-        "The records from position `start` on, one tuple at a time (no list of them is made)."
+    def iter_rows(self, start: int = 0, stop: Optional[int] = None) -> Iterable[tuple]:
+        "The records from position `start` (to `stop`), one tuple at a time (no list of them is made)."
         columns = self.step, self.epoch, self.split, self.name, self.value
-        return zip(*(column[start:] for column in columns))
+        return zip(*(column[start:stop] for column in columns))
 
     def to_frame(self):
         "A tidy DataFrame with one row per record."

@@ -292,6 +292,7 @@ def curves_content(series: Series,  # the points to draw
         panel = panel_of(name)
         if panel not in axes: continue
         x_axis, y_axis = axes[panel]
+        xs, ys = np.asarray(xs), np.asarray(ys, dtype=float)  # once: thinned and the axis ranges both read them
         x, y = thinned(xs, ys)
         traces.append({"name": name, "x": x, "y": y, "xaxis": x_axis.replace("axis", ""),
                        "yaxis": y_axis.replace("axis", ""), "mode": "lines", "legend": LEGENDS.get(panel, "legend"),

@@ -4,7 +4,7 @@
 
 # %% ../nbs/16_tracking.ipynb #d9ef80e5
 from __future__ import annotations
-import itertools, json, math, os, re, tempfile, time, warnings
+import json, math, os, re, tempfile, time, warnings
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
@@ -177,7 +177,7 @@ def _handed_over(rec: _Recording, history: History) -> tuple:
 def _rows_in(window: tuple) -> list:
     "The records of a hand-over (the history grows meanwhile: records before `end` are complete and never change)."
     history, start, end = window
-    return list(itertools.islice(history.iter_rows(start), end - start))
+    return list(history.iter_rows(start, end))
 
 @dataclass
 class _Recording:
