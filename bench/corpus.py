@@ -22,7 +22,8 @@ import torch
 from torch import nn
 
 import trainbook as tb
-from trainbook.diagnostics import _curves, _judge  # diagnose's two halves: tuning re-judges cached curves
+# diagnose's two halves (tuning re-judges cached curves), and its moving median
+from trainbook.diagnostics import _curves, _judge, _rolling
 
 HERE = Path(__file__).parent / "corpus" / "runs"
 
@@ -527,8 +528,7 @@ def spike_prominence(record: dict) -> Optional[float]:
     planted = record["expect"].get("steps")
     if not col or not planted: return None
     steps, loss = np.array(col["step"]), np.array(col["value"], dtype=float)
-    windows = np.lib.stride_tricks.sliding_window_view(np.pad(loss, 10, mode="edge"), 21)
-    rise = loss - np.median(windows, axis=1)
+    rise = loss - _rolling(loss, 10)[0]  # above the median of the ±10 steps around
     near = np.array([any(abs(s - p) <= 2 for p in planted) for s in steps])
     clean = ~near & (np.arange(len(loss)) >= 10)  # the first steps fall fast: no neighbourhood to rise from
     lowest = min(float(rise[np.argmin(np.abs(steps - p))]) for p in planted)
