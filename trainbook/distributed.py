@@ -123,16 +123,18 @@ def _wait_ended(pids: Iterable[int], timeout: float = 30):
         waiting = {p for p in waiting if not _ended(p)}
         if waiting: time.sleep(0.01)
 
+# one failed rank in torchrun's summary: "rank : 1 (local_rank: 1)" ... "exitcode : -9 (pid: 12)"
+_RANK_EXIT = re.compile(r"rank\s*:\s*(\d+).*?exitcode\s*:\s*(-?\d+)", re.S)
+
 def _root_cause(log: str) -> Optional[tuple[int, int]]:
     "(rank, exit code) of the first failure torchrun observed, from its summary; None when it printed none."
-    section = log.rpartition("Root Cause")[2]
-    found = re.search(r"rank\s*:\s*(\d+).*?exitcode\s*:\s*(-?\d+)", section, re.S)
+    found = _RANK_EXIT.search(log.rpartition("Root Cause")[2])
     return (int(found[1]), int(found[2])) if found else None
 
 def _signalled(log: str) -> Optional[tuple[int, int]]:
     "(rank, exit code) of a rank torchrun reports killed by a signal (not its own SIGTERM to the others); else None."
     summary = log[log.rfind("Failures:"):] if "Failures:" in log else ""
-    for rank, code in re.findall(r"rank\s*:\s*(\d+).*?exitcode\s*:\s*(-?\d+)", summary, re.S):
+    for rank, code in _RANK_EXIT.findall(summary):
         if int(code) < 0 and -int(code) != signal.SIGTERM: return int(rank), int(code)
     return None
 
