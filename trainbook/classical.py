@@ -19,59 +19,13 @@ from .splits import fingerprint_frame
 from .diagnostics import diagnose
 from .guard import prepare_run_dir
 from .events import LoopState
-from .loop import Run
+from .metrics import class_weights, classification_metrics, proba_2d, regression_metrics
+from .run import Run
 
 # %% auto #0
-__all__ = ['BOOSTING_LIBRARIES', 'classification_metrics', 'regression_metrics', 'tune_threshold', 'pr_curve_figure',
-           'class_weights', 'focal_loss', 'score_model', 'baseline', 'RoundRecorder', 'BoostingLibrary',
-           'booster_library', 'BoostedModel', 'XGBoostLibrary', 'fit_xgboost', 'cross_validate', 'nested_cv',
-           'score_torch', 'compare']
-
-# %% ../nbs/10_classical.ipynb #abeeb5de
-def _proba_2d(proba) -> np.ndarray:
-    p = np.asarray(proba, dtype=float)
-    return np.column_stack([1 - p, p]) if p.ndim == 1 or p.shape[1] == 1 else p
-
-def _clip_rows(p: np.ndarray) -> np.ndarray:
-    p = np.clip(p, 1e-15, 1)
-    return p / p.sum(1, keepdims=True)
-
-def classification_metrics(y_true,  # class codes 0..k-1
-                           proba,  # predicted probabilities: (n, k), or (n,) for the positive class
-                           threshold: float = 0.5,  # decision threshold on the positive class (binary)
-                           labels=None,  # all class codes (default 0..k-1), for splits that miss a class
-                           ) -> dict:
-    "ROC-AUC, PR-AUC, F1, balanced accuracy, accuracy, log loss and Brier score of predicted probabilities."
-    from sklearn import metrics as M
-    y = np.asarray(y_true)
-    p = _proba_2d(proba)
-    k = p.shape[1]
-    labels = np.arange(k) if labels is None else labels
-    if k == 2:
-        pred = (p[:, 1] >= threshold).astype(int)
-        out = {"roc_auc": M.roc_auc_score(y, p[:, 1]) if len(np.unique(y)) > 1 else float("nan"),
-               "pr_auc": M.average_precision_score(y, p[:, 1]), "f1": M.f1_score(y, pred, zero_division=0),
-               "brier": M.brier_score_loss(y, p[:, 1])}
-    else:
-        pred = p.argmax(1)
-        onehot = np.eye(k)[y]
-        present = np.unique(y)
-        auc = M.roc_auc_score(y, p, multi_class="ovr", labels=labels) if len(present) == k else float("nan")
-        out = {"roc_auc": auc, "pr_auc": M.average_precision_score(onehot, p, average="macro"),
-               "f1": M.f1_score(y, pred, average="macro", zero_division=0),
-               "brier": float(np.mean(np.sum((p - onehot) ** 2, 1)))}
-    out.update(balanced_accuracy=M.balanced_accuracy_score(y, pred), accuracy=M.accuracy_score(y, pred),
-               log_loss=M.log_loss(y, _clip_rows(p), labels=labels))
-    return {k: float(v) for k, v in out.items()}
-
-def regression_metrics(y_true,  # true values
-                       pred,  # predicted values
-                       ) -> dict:
-    "RMSE, MAE and R²."
-    from sklearn import metrics as M
-    y, p = np.asarray(y_true, dtype=float).ravel(), np.asarray(pred, dtype=float).ravel()
-    return {"rmse": float(np.sqrt(M.mean_squared_error(y, p))), "mae": float(M.mean_absolute_error(y, p)),
-            "r2": float(M.r2_score(y, p))}
+__all__ = ['BOOSTING_LIBRARIES', 'tune_threshold', 'pr_curve_figure', 'score_model', 'baseline', 'RoundRecorder',
+           'BoostingLibrary', 'booster_library', 'BoostedModel', 'XGBoostLibrary', 'fit_xgboost', 'cross_validate',
+           'nested_cv', 'score_torch', 'compare']
 
 # %% ../nbs/10_classical.ipynb #1a737d4a
 def tune_threshold(y_true,  # validation labels (0/1)
@@ -81,7 +35,7 @@ def tune_threshold(y_true,  # validation labels (0/1)
                    ) -> tuple[float, float]:
     "(threshold, score) maximizing `metric` on validation data."
     from sklearn.metrics import precision_recall_curve, roc_curve
-    y, p = np.asarray(y_true), _proba_2d(proba)[:, 1]
+    y, p = np.asarray(y_true), proba_2d(proba)[:, 1]
     if len(np.unique(y)) != 2:
         raise ValueError("tune_threshold needs binary labels with both classes present")
     if metric == "recall_at_precision":
@@ -109,7 +63,7 @@ def pr_curve_figure(y_true,  # labels (0/1)
     "Precision-recall curve (plotly), with the chosen threshold marked."
     import plotly.graph_objects as go
     from sklearn.metrics import average_precision_score, precision_recall_curve
-    y, p = np.asarray(y_true), _proba_2d(proba)[:, 1]
+    y, p = np.asarray(y_true), proba_2d(proba)[:, 1]
     prec, rec, thr = precision_recall_curve(y, p)
     ap = average_precision_score(y, p)
     fig = go.Figure(go.Scatter(x=rec, y=prec, mode="lines", name=f"PR (AP {ap:.3f})"))
@@ -119,32 +73,6 @@ def pr_curve_figure(y_true,  # labels (0/1)
         fig.add_trace(go.Scatter(x=[rec[i]], y=[prec[i]], mode="markers", marker_size=10,
                                  name=f"threshold {threshold:.3f}"))
     return fig.update_layout(xaxis_title="recall", yaxis_title="precision", height=320, margin=dict(t=30))
-
-# %% ../nbs/10_classical.ipynb #dcca9aba
-def class_weights(y,  # training labels as class codes 0..k-1
-                  ) -> torch.Tensor:
-    "Per-class weights n / (k · count_c) for a weighted loss (`cross_entropy(..., weight=...)`)."
-    y = torch.as_tensor(y).long().ravel()
-    counts = torch.bincount(y).double()
-    if (counts == 0).any(): raise ValueError(f"class(es) {torch.where(counts == 0)[0].tolist()} have no rows")
-    return (len(y) / (len(counts) * counts)).float()
-
-def focal_loss(logits: torch.Tensor,  # (n, k) class logits, or (n,) / (n, 1) for binary
-               target: torch.Tensor,  # class codes (n,), or 0/1 for binary
-               gamma: float = 2.0,  # focusing strength; 0 gives plain cross-entropy
-               weight: Optional[torch.Tensor] = None,  # per-class weights (k,), e.g. from `class_weights`
-               ) -> torch.Tensor:
-    "Focal loss (Lin et al.): cross-entropy scaled by (1 - p_true)^gamma; binary for one column of logits."
-    if logits.ndim == 1 or logits.shape[-1] == 1:
-        logits, t = logits.reshape(-1), target.reshape(-1).float()
-        ce = torch.nn.functional.binary_cross_entropy_with_logits(logits, t, reduction="none")
-        p_true = torch.exp(-ce)
-        w = 1.0 if weight is None else torch.where(t > 0.5, weight[1], weight[0])
-        return (w * (1 - p_true) ** gamma * ce).mean()
-    ce = torch.nn.functional.cross_entropy(logits, target, reduction="none")
-    p_true = torch.exp(-ce)
-    w = 1.0 if weight is None else weight[target]
-    return (w * (1 - p_true) ** gamma * ce).mean()
 
 # %% ../nbs/10_classical.ipynb #c9668b55
 def _xy(df: pd.DataFrame, target: str, task: str, classes=None):
@@ -351,7 +279,7 @@ class BoostedModel:
                       X: pd.DataFrame,  # raw rows with the training columns
                       ) -> np.ndarray:
         "Class probabilities, (n, k), from the best round."
-        return _proba_2d(self._raw(X))
+        return proba_2d(self._raw(X))
 
     def predict(self,
                 X: pd.DataFrame,  # raw rows with the training columns

@@ -10,7 +10,7 @@ import pandas as pd
 
 from .classical import BoostingLibrary, _fit_boosted, _import_optional
 from .data import feature_columns
-from .loop import Run
+from .run import Run
 
 # %% auto #0
 __all__ = ['MISSING', 'LightGBMLibrary', 'fit_lightgbm', 'CatBoostLibrary', 'fit_catboost']

@@ -19,7 +19,8 @@ from .core import History, TrainConfig, environment
 from .data import TensorLoader
 from .diagnostics import diagnose
 from .events import LoopState
-from .loop import Run, fit
+from .loop import fit
+from .run import Run
 
 # %% auto #0
 __all__ = ['keras_callback', 'mlp', 'TorchClassifier', 'TorchRegressor', 'TokenLoader']

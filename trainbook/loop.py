@@ -23,109 +23,15 @@ from .guard import (_len, check_loader, check_loss_fn, check_monitor, nonfinite_
                              prepare_run_dir, probe_writable, require_batches, resume_changes, run_signature,
                              saved_signature)
 from .events import Callback, Callbacks, Event, LoopState
+from .metrics import resolve_metrics, try_metrics
 from .optim import make_scheduler, param_groups
+from .run import Run, remember_run, unrecorded
 
 # %% auto #0
-__all__ = ['BUILTIN_METRICS', 'SCHEDULER_INTERVALS', 'EPOCH_SCHEDULERS', 'MONITOR_ALIASES', 'accuracy', 'resolve_metrics',
-           'sk_metric', 'try_metrics', 'evaluate', 'unscale_and_clip', 'step_optimizer', 'optimizer_step', 'train_step',
-           'EarlyStopping', 'last_run', 'unrecorded', 'Run', 'Position', 'Window', 'accumulation_windows', 'dist_info',
+__all__ = ['SCHEDULER_INTERVALS', 'EPOCH_SCHEDULERS', 'MONITOR_ALIASES', 'evaluate', 'unscale_and_clip', 'step_optimizer',
+           'optimizer_step', 'train_step', 'EarlyStopping', 'Position', 'Window', 'accumulation_windows', 'dist_info',
            'all_mean', 'wrap_model', 'full_state', 'load_sharded_state', 'Checkpointer', 'check_fit_inputs',
            'peak_memory_mb', 'StepProfiler', 'fit', 'show_loop']
-
-# %% ../nbs/07_loop.ipynb #8c77c886
-def accuracy(pred: torch.Tensor,  # logits: (n, C) multi-class, (n,) or (n, 1) binary, (n, K) multi-label
-             yb: torch.Tensor,  # class indices (n,) for multi-class, else 0/1 targets shaped like `pred`
-            ) -> torch.Tensor:
-    "Share of correct predictions: arg-max for multi-class, each logit's sign for binary and multi-label."
-    if pred.ndim == yb.ndim + 1 and pred.shape[:-1] == yb.shape and pred.shape[-1] > 1:
-        return (pred.argmax(-1) == yb).float().mean()
-    if pred.ndim == yb.ndim + 1 and pred.shape[-1] == 1 and pred.shape[:-1] == yb.shape:
-        pred = pred.squeeze(-1)  # one logit per row, targets (n,)
-    if pred.shape == yb.shape: return ((pred > 0) == (yb > 0.5)).float().mean()
-    raise ValueError(f"accuracy: cannot score a prediction of shape {tuple(pred.shape)} "
-                     "against targets of shape "
-                     f"{tuple(yb.shape)}: expected (n, C) logits with (n,) class indices, or 0/1 targets "
-                     "shaped like the logits (binary, multi-label)")
-
-BUILTIN_METRICS = {"accuracy": accuracy}
-
-def resolve_metrics(metrics,  # None, a name, a callable, a list of these, or a dict name -> metric
-                   ) -> dict[str, Callable]:
-    "Metrics as a dict name → callable; names from `__name__`, made unique (`<lambda>`, `<lambda>_2`)."
-    if metrics is None: return {}
-    if isinstance(metrics, dict): items = list(metrics.items())
-    else:
-        given = metrics if isinstance(metrics, (list, tuple)) else [metrics]
-        items = [(m if isinstance(m, str) else getattr(m, "__name__", type(m).__name__), m) for m in given]
-    out = {}
-    for name, m in items:
-        if isinstance(m, str):
-            if m not in BUILTIN_METRICS:
-                raise ValueError(f"metrics: unknown metric {m!r}; built-in ones are: "
-                                 f"{', '.join(BUILTIN_METRICS)}")
-            m = BUILTIN_METRICS[m]
-        if not callable(m): raise TypeError(f"metrics: {name!r} is not callable")
-        if name == "loss": raise ValueError("metrics: the name 'loss' is taken by the loss itself")
-        unique, i = name, 2
-        while unique in out: unique, i = f"{name}_{i}", i + 1
-        out[unique] = m
-    return out
-
-# %% ../nbs/07_loop.ipynb #53eace4f
-def _labels(pred: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-    "Predicted labels: arg-max of multi-class logits, else the sign of each logit (binary, multi-label)."
-    if pred.ndim == yb.ndim + 1 and pred.shape[-1] > 1: return pred.argmax(-1)
-    return (pred.reshape(yb.shape) > 0).long() if pred.numel() == yb.numel() else (pred > 0).long()
-
-def _probabilities(pred: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-    "Predicted probabilities: softmax of multi-class logits (the positive column for two classes), else sigmoid."
-    if pred.ndim == yb.ndim + 1 and pred.shape[-1] > 1:
-        proba = pred.float().softmax(-1)
-        return proba[..., 1] if proba.shape[-1] == 2 else proba
-    return pred.float().sigmoid().reshape(yb.shape) if pred.numel() == yb.numel() else pred.float().sigmoid()
-
-def sk_metric(fn: Callable,  # a scikit-learn metric `fn(y_true, y_pred, **kw)` (f1_score, roc_auc_score, ...)
-              output: str = "label",  # what `fn` takes: "label" (classes) or "proba" (probabilities)
-              **kw,  # keyword arguments passed on to `fn` (average="macro", ...)
-             ) -> Callable:
-    "A scikit-learn metric as a trainbook metric `(prediction, target) -> float`, named after `fn`."
-    if not callable(fn): raise TypeError(f"sk_metric: fn must be callable, got {type(fn).__name__}")
-    if output not in ("label", "proba"):
-        raise ValueError(f"sk_metric: output must be 'label' or 'proba', got {output!r}")
-    convert = _labels if output == "label" else _probabilities
-
-    def metric(pred: torch.Tensor, yb: torch.Tensor) -> float:
-        y_pred = convert(pred.detach(), yb).cpu().numpy()
-        return float(fn(yb.detach().cpu().numpy(), y_pred, **kw))
-
-    metric.__name__ = getattr(fn, "__name__", type(fn).__name__)
-    return metric
-
-def try_metrics(model: nn.Module,  # the model (on its device)
-                dl_valid,  # the validation batches; only the first is used
-                loss_fn: Optional[Callable],  # the loss (None = the model's own)
-                metric_fns: dict,  # name -> metric, as `resolve_metrics` gives them
-                device: torch.device,  # where the model is
-                precision: str = "fp32",  # a resolved precision
-               ) -> None:
-    "Score the first validation batch with every metric before training; a ValueError names a metric that fails."
-    if not metric_fns or dl_valid is None: return
-    # leave the run as it was: a loader's iterator may draw from the global generator or keep its position
-    rng, where = rng_state(), dl_valid.state_dict() if hasattr(dl_valid, "state_dict") else None
-    try:
-        batch = next(iter(dl_valid), None)
-        if batch is None: return
-        with eval_mode(model), torch.inference_mode():
-            out, _, _, yb = forward(model, batch, loss_fn, device, precision)
-        pred = prediction(out).float()
-        for name, fn in metric_fns.items():
-            try: float(fn(pred, yb))
-            except Exception as e:
-                raise ValueError(f"metric {name!r} failed on the first validation batch (prediction shape "
-                                 f"{tuple(pred.shape)}, target shape {tuple(yb.shape)}): {e!r}") from e
-    finally:
-        set_rng_state(rng)
-        if where is not None: dl_valid.load_state_dict(where)
 
 # %% ../nbs/07_loop.ipynb #5c24e70f
 def evaluate(model: nn.Module,  # the model to score (its train/eval mode is restored afterwards)
@@ -258,86 +164,6 @@ class EarlyStopping:
 
     def load_state_dict(self, state: dict):
         for k, v in state.items(): setattr(self, k, v)
-
-# %% ../nbs/07_loop.ipynb #6dcbb9c6
-_LAST_RUN: list = [None]
-
-def last_run() -> Optional["Run"]:
-    "The most recent `Run` of this session (completed, stopped, interrupted or failed), or None."
-    return _LAST_RUN[0]
-
-@contextlib.contextmanager
-def unrecorded():
-    "Runs made inside the block are nobody's news: not announced (no checklist tick, no tracking), not `last_run()`."
-    last = _LAST_RUN[0]
-    try:
-        with silenced(): yield
-    finally: _LAST_RUN[0] = last
-
-@dataclass
-class Run:
-    "The outcome of a training run."
-    records: History  # the raw (step, epoch, split, name, value) records
-    config: TrainConfig
-    stopped: str  # completed | early_stopping | nonfinite | interrupted | max_steps | failed | pruned
-    findings: list = field(default_factory=list)
-    model: Any = None
-    run_dir: Optional[Path] = None
-    best_path: Optional[Path] = None
-    last_path: Optional[Path] = None
-    environment: dict = field(default_factory=dict)
-    step: int = 0  # optimizer steps completed
-    epoch: int = 0  # the last epoch (0-based) the run was in
-    skipped_steps: int = 0
-    best: Optional[float] = None  # best monitored value
-    best_epoch: Optional[int] = None  # epoch (0-based) of the best monitored value
-    kind: str = "torch"  # torch | xgboost
-    extra: dict = field(default_factory=dict)
-    error: Optional[str] = None  # `repr` of the exception that ended a failed run
-    profile: Optional[str] = None  # the top operators of the profiled steps (`fit(profile=N)`)
-
-    @property
-    def history(self):
-        "The history as a tidy DataFrame (step, epoch, split, name, value)."
-        return self.records.to_frame()
-
-    def metrics(self):
-        "One row per epoch: train loss (epoch mean), valid loss and metrics, learning rate at the epoch's end."
-        import pandas as pd
-        df = self.records.to_frame()
-        if df.empty: return pd.DataFrame()
-        epoch_rows = df[((df.split == "train") & df.name.isin(["epoch_loss", "lr"])) | (df.split == "valid")]
-        wide = epoch_rows.assign(col=lambda d: d.split + "_" + d.name.replace({"epoch_loss": "loss"})) \
-                         .pivot_table(index="epoch", columns="col", values="value", aggfunc="last")
-        first = [c for c in ("train_loss", "valid_loss") if c in wide.columns]
-        return wide[first + [c for c in wide.columns if c not in first]].rename_axis(None, axis=1)
-
-    def plot(self,
-             as_dict: bool = False,  # plotly's JSON (a dict) instead of a Figure: no plotly objects are built
-            ):
-        "The run's curves as a static plotly figure (the same figure LiveCurves draws)."
-        from trainbook.live import plot_history
-        return plot_history(self.records, self.findings, self.stopped, self.extra.get("best_step"), as_dict=as_dict)
-
-    def to_tensorboard(self, logdir: Union[str, Path],  # the TensorBoard log folder to write into
-                      ):
-        "Write the run's history as TensorBoard scalars (see `trainbook.tracking.to_tensorboard`)."
-        from trainbook.tracking import to_tensorboard
-        return to_tensorboard(self, logdir)
-
-    def _repr_html_(self):
-        try: table = self.metrics().tail(10).to_html(float_format=lambda v: f"{v:.4g}")
-        except Exception: table = ""
-        best = (f", best {self.config.monitor} {self.best:.4g} at epoch {self.best_epoch}"
-                if self.best is not None else "")
-        where = f" — checkpoints in <code>{self.run_dir}</code>" if self.run_dir else ""
-        error = f"<br><b>error</b>: <code>{self.error}</code>" if self.error else ""
-        return (f"<div><b>Run</b>: {self.stopped} after {self.step} steps / {self.epoch + 1} "
-                f"epochs{best}{where}{error}{table}{findings_html(self.findings)}</div>")
-
-    def __repr__(self):
-        kinds = [f.kind for f in self.findings]
-        return f"Run(stopped={self.stopped!r}, step={self.step}, epoch={self.epoch}, findings={kinds})"
 
 # %% ../nbs/07_loop.ipynb #031a6364
 @dataclass
@@ -941,7 +767,7 @@ class _Loop:
                          "data_fingerprint": self.data_fingerprint},
                   error=repr(error) if error is not None else None)
         state.run = run
-        _LAST_RUN[0] = run
+        remember_run(run)
         try: self.cbs(Event.after_fit, state)
         except Exception as e:
             if error is None: raise

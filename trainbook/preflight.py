@@ -20,7 +20,8 @@ from .checkpoint import load_checkpoint
 from .core import (Finding, TrainConfig, announce, findings_html, pick_device, pick_precision,
                             rng_state, set_rng_state)
 from .events import Callback
-from .loop import check_fit_inputs, fit, train_step, unrecorded
+from .loop import check_fit_inputs, fit, train_step
+from .run import unrecorded
 from .optim import param_groups, scale_lr
 from .sanity import _loss_kind, no_gradient, static_findings
 

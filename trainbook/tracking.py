@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any, Iterable, Optional, Union
 
 from .core import Finding, History, TrainConfig, listen, unlisten
-from .loop import MONITOR_ALIASES, Run
+from .loop import MONITOR_ALIASES
+from .run import Run
 
 # %% auto #0
 __all__ = ['DEFAULT_URI', 'PER_STEP', 'SUMMARY', 'tracking_uri', 'metric_key', 'metric_points', 'run_params', 'params_of',

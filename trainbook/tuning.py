@@ -10,7 +10,8 @@ from typing import Any, Callable, Optional, Union
 
 from .core import TrainConfig
 from .events import Callback
-from .loop import MONITOR_ALIASES, Run, fit
+from .loop import MONITOR_ALIASES, fit
+from .run import Run
 from .tracking import run_params
 
 # %% auto #0
