@@ -10,7 +10,8 @@ from enum import Enum
 from typing import Any, Iterable, Optional
 
 # %% auto #0
-__all__ = ['EVENT_NAMES', 'Event', 'Control', 'LoopState', 'Callback', 'Callbacks']
+__all__ = ['EVENT_NAMES', 'Event', 'Control', 'LoopState', 'Callback', 'Callbacks', 'add_session_observer',
+           'remove_session_observer', 'session_observers']
 
 # %% ../nbs/04_events.ipynb #ade284d1
 class Event(str, Enum):
@@ -122,3 +123,30 @@ class Callbacks:
         for i, cb in enumerate(self.callbacks):
             key = f"{i}:{type(cb).__name__}"
             if key in state and hasattr(cb, "load_state_dict"): cb.load_state_dict(state[key])
+
+# %% ../nbs/04_events.ipynb #e68eac59
+_SESSION_OBSERVERS: dict = {}  # name -> factory(context: dict) -> Callback, set by tb.track() and friends
+
+def add_session_observer(name: str,  # the kind of observer, e.g. "track"
+                         factory,  # `factory(context) -> Callback`: a new observer for one run
+                        ) -> None:
+    "Attach a new observer from `factory` to every run started from now on (replaces one of the same name)."
+    _SESSION_OBSERVERS[name] = factory
+
+def remove_session_observer(name: str,  # the name given to `add_session_observer`
+                           ) -> None:
+    "Stop attaching the observer named `name` to new runs."
+    _SESSION_OBSERVERS.pop(name, None)
+
+def session_observers(track: Optional[bool] = None,  # None = as the session says, False = none, True = required
+                      context: Optional[dict] = None,  # what the run is: {"kind": "torch" | "xgboost" | ...}
+                     ) -> list:
+    "The callbacks this session attaches to one new run; `track=True` without `tb.track()` is an error."
+    if track not in (None, True, False):
+        raise TypeError(f"track must be None, True or False, got {track!r}")
+    factory = _SESSION_OBSERVERS.get("track")
+    if track is True and factory is None:
+        raise ValueError("track=True but no tracking store is configured: call tb.track() first "
+                         "(or pass track=None to record only when tracking is on)")
+    if track is False or factory is None: return []
+    return [factory(dict(context or {}))]
