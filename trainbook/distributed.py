@@ -10,11 +10,68 @@ from typing import Any, Callable, Iterable, Optional
 
 import torch
 import torch.distributed as dist
+from torch import nn
 
 from .core import History
 
 # %% auto #0
-__all__ = ['LaunchError', 'worker_main', 'launch']
+__all__ = ['dist_info', 'full_tensor', 'all_mean', 'wrap_model', 'full_state', 'load_sharded_state', 'LaunchError', 'worker_main',
+           'launch']
+
+# %% ../nbs/14_distributed.ipynb #6524d83c
+def dist_info() -> tuple[int, int]:
+    "(rank, world size) under torch.distributed, (0, 1) otherwise."
+    if dist.is_available() and dist.is_initialized(): return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+def full_tensor(t: torch.Tensor,  # a tensor, or an FSDP DTensor
+               ) -> torch.Tensor:
+    "A plain tensor from an FSDP DTensor (its full value), or `t` itself."
+    return t.full_tensor() if hasattr(t, "full_tensor") else t
+
+def all_mean(t: torch.Tensor,  # a tensor with the same shape on every rank
+            ) -> torch.Tensor:
+    "The mean of `t` over all ranks."
+    t = t.detach().clone().float()
+    dist.all_reduce(t)
+    return t / dist.get_world_size()
+
+def wrap_model(model: nn.Module,  # the model, already on `device`
+               strategy: Optional[str],  # None | "ddp" | "fsdp"
+               device: torch.device,  # this rank's device
+              ) -> nn.Module:
+    "The module the forward pass calls: `model` itself, a DDP wrapper, or the model sharded in place by FSDP."
+    if strategy == "ddp":
+        return nn.parallel.DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == "cuda" else None)
+    if strategy == "fsdp":
+        from torch.distributed.fsdp import fully_shard
+        for m in model.modules():  # shard each leaf layer with parameters, then the root
+            if m is not model and any(True for _ in m.parameters(recurse=False)) and not list(m.children()):
+                fully_shard(m)
+        fully_shard(model)
+    return model
+
+def full_state(model: nn.Module,  # an FSDP-sharded model
+               opt,  # its optimizer
+              ) -> dict:
+    "Model and optimizer state of an FSDP model gathered into plain tensors (a collective; rank 0 gets the data)."
+    from torch.distributed.checkpoint.state_dict import (StateDictOptions, get_model_state_dict,
+                                                         get_optimizer_state_dict)
+    o = StateDictOptions(full_state_dict=True, cpu_offload=True)
+    return {"model": get_model_state_dict(model, options=o),
+            "optimizer": get_optimizer_state_dict(model, opt, options=o)}
+
+def load_sharded_state(model: nn.Module,  # an FSDP-sharded model
+                       opt,  # its optimizer
+                       ckpt: dict,  # a checkpoint with full "model" and "optimizer" states
+                      ):
+    "Put a full (plain) model and optimizer state back into an FSDP-sharded model."
+    from torch.distributed.checkpoint.state_dict import (StateDictOptions, set_model_state_dict,
+                                                         set_optimizer_state_dict)
+    o = StateDictOptions(full_state_dict=True)
+    set_model_state_dict(model, ckpt["model"], options=o)
+    set_optimizer_state_dict(model, opt, ckpt["optimizer"], options=o)
 
 # %% ../nbs/14_distributed.ipynb #edbd7372
 class LaunchError(RuntimeError):

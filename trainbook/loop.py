@@ -22,6 +22,7 @@ from .diagnostics import NanGuard, diagnose
 from .guard import (_len, check_loader, check_loss_fn, check_monitor, nonfinite_validation,
                              prepare_run_dir, probe_writable, require_batches, resume_changes, run_signature,
                              saved_signature)
+from .distributed import all_mean, dist_info, full_state, full_tensor, load_sharded_state, wrap_model
 from .events import Callback, Callbacks, Event, LoopState
 from .metrics import resolve_metrics, try_metrics
 from .optim import make_scheduler, param_groups
@@ -29,9 +30,8 @@ from .run import Run, remember_run, unrecorded
 
 # %% auto #0
 __all__ = ['SCHEDULER_INTERVALS', 'EPOCH_SCHEDULERS', 'MONITOR_ALIASES', 'evaluate', 'unscale_and_clip', 'step_optimizer',
-           'optimizer_step', 'train_step', 'EarlyStopping', 'Position', 'Window', 'accumulation_windows', 'dist_info',
-           'all_mean', 'wrap_model', 'full_state', 'load_sharded_state', 'Checkpointer', 'check_fit_inputs',
-           'peak_memory_mb', 'StepProfiler', 'fit', 'show_loop']
+           'optimizer_step', 'train_step', 'EarlyStopping', 'Position', 'Window', 'accumulation_windows',
+           'Checkpointer', 'check_fit_inputs', 'peak_memory_mb', 'StepProfiler', 'fit', 'show_loop']
 
 # %% ../nbs/07_loop.ipynb #5c24e70f
 def evaluate(model: nn.Module,  # the model to score (its train/eval mode is restored afterwards)
@@ -244,60 +244,6 @@ def accumulation_windows(batches: Iterator,  # the epoch's (positioned) batch it
         first = next(batches, _END)  # also at the epoch's end: a loader's generator finishes its epoch
         if first is _END or size <= 0: return
         yield Window(batches, first, size, pos, rng)
-
-# %% ../nbs/07_loop.ipynb #6524d83c
-def dist_info() -> tuple[int, int]:
-    "(rank, world size) under torch.distributed, (0, 1) otherwise."
-    if dist.is_available() and dist.is_initialized(): return dist.get_rank(), dist.get_world_size()
-    return 0, 1
-
-def _plain(t: torch.Tensor) -> torch.Tensor:
-    "A plain tensor from an FSDP DTensor (its full value), or `t` itself."
-    return t.full_tensor() if hasattr(t, "full_tensor") else t
-
-def all_mean(t: torch.Tensor,  # a tensor with the same shape on every rank
-            ) -> torch.Tensor:
-    "The mean of `t` over all ranks."
-    t = t.detach().clone().float()
-    dist.all_reduce(t)
-    return t / dist.get_world_size()
-
-def wrap_model(model: nn.Module,  # the model, already on `device`
-               strategy: Optional[str],  # None | "ddp" | "fsdp"
-               device: torch.device,  # this rank's device
-              ) -> nn.Module:
-    "The module the forward pass calls: `model` itself, a DDP wrapper, or the model sharded in place by FSDP."
-    if strategy == "ddp":
-        return nn.parallel.DistributedDataParallel(
-            model, device_ids=[device.index] if device.type == "cuda" else None)
-    if strategy == "fsdp":
-        from torch.distributed.fsdp import fully_shard
-        for m in model.modules():  # shard each leaf layer with parameters, then the root
-            if m is not model and any(True for _ in m.parameters(recurse=False)) and not list(m.children()):
-                fully_shard(m)
-        fully_shard(model)
-    return model
-
-def full_state(model: nn.Module,  # an FSDP-sharded model
-               opt,  # its optimizer
-              ) -> dict:
-    "Model and optimizer state of an FSDP model gathered into plain tensors (a collective; rank 0 gets the data)."
-    from torch.distributed.checkpoint.state_dict import (StateDictOptions, get_model_state_dict,
-                                                         get_optimizer_state_dict)
-    o = StateDictOptions(full_state_dict=True, cpu_offload=True)
-    return {"model": get_model_state_dict(model, options=o),
-            "optimizer": get_optimizer_state_dict(model, opt, options=o)}
-
-def load_sharded_state(model: nn.Module,  # an FSDP-sharded model
-                       opt,  # its optimizer
-                       ckpt: dict,  # a checkpoint with full "model" and "optimizer" states
-                      ):
-    "Put a full (plain) model and optimizer state back into an FSDP-sharded model."
-    from torch.distributed.checkpoint.state_dict import (StateDictOptions, set_model_state_dict,
-                                                         set_optimizer_state_dict)
-    o = StateDictOptions(full_state_dict=True)
-    set_model_state_dict(model, ckpt["model"], options=o)
-    set_optimizer_state_dict(model, opt, ckpt["optimizer"], options=o)
 
 # %% ../nbs/07_loop.ipynb #667a9f9e
 class Checkpointer:
@@ -669,9 +615,9 @@ class _Loop:
         h.append(state.step, state.epoch, "train", "lr", self.opt.param_groups[0]["lr"])
         if state.step % self.cfg.log_every: return
         if state.grad_norm is not None:
-            h.append(state.step, state.epoch, "train", "grad_norm", float(_plain(state.grad_norm)))
+            h.append(state.step, state.epoch, "train", "grad_norm", float(full_tensor(state.grad_norm)))
         if self.layer_norms is not None:
-            norms = torch.stack([_plain(n) for n in self.layer_norms[1]]).tolist()
+            norms = torch.stack([full_tensor(n) for n in self.layer_norms[1]]).tolist()
             for name, v in zip(self.layer_norms[0], norms):
                 h.append(state.step, state.epoch, "train", f"grad_norm/{name}", v)
         if self.scaler.is_enabled():
