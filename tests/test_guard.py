@@ -8,8 +8,8 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 import trainbook as tb
-from trainbook.guard import (check_loader, check_loss_fn, check_monitor, nonfinite_validation, prepare_run_dir,
-                             probe_writable, require_batches, resume_changes, run_signature, saved_signature)
+from trainbook.checkpoint import prepare_run_dir, probe_writable, resume_changes, run_signature, saved_signature
+from trainbook.guard import check_loader, check_loss_fn, check_monitor, nonfinite_validation, require_batches
 from test_checkpoint import small_tmpfs
 from helpers import blobs, mlp
 
@@ -128,7 +128,7 @@ def test_two_runs_starting_at_once_get_different_folders(tmp_path):
 
 
 def test_a_folder_claimed_by_a_run_that_died_before_writing_is_reused(tmp_path):
-    code = f"from trainbook.guard import prepare_run_dir; prepare_run_dir({str(tmp_path / 'runs')!r})"
+    code = f"from trainbook.checkpoint import prepare_run_dir; prepare_run_dir({str(tmp_path / 'runs')!r})"
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert prepare_run_dir(tmp_path / "runs")[0] == tmp_path / "runs"  # its claimer is gone and wrote nothing
 

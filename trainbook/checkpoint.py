@@ -4,17 +4,24 @@
 
 # %% ../nbs/06_checkpoint.ipynb #fb01ea68
 from __future__ import annotations
-import collections, io, json, math, os, pickle, reprlib, zipfile
+import collections, io, json, math, os, pickle, re, reprlib, socket, tempfile, threading, warnings, zipfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import numpy as np
 import torch
+import torch.distributed as dist
 from torch import nn
 
+from . import __version__
+from .core import Finding, TrainConfig
+from .distributed import full_state, load_sharded_state
+from .guard import loader_length
+
 # %% auto #0
-__all__ = ['FORMAT', 'unwrap', 'check_loadable', 'save_checkpoint', 'CheckpointError', 'UnsafeCheckpointError', 'checkpoint_file',
-           'read_checkpoint', 'restore_checkpoint', 'load_checkpoint', 'write_json']
+__all__ = ['FORMAT', 'RUN_FILES', 'unwrap', 'check_loadable', 'save_checkpoint', 'CheckpointError', 'UnsafeCheckpointError',
+           'checkpoint_file', 'read_checkpoint', 'restore_checkpoint', 'load_checkpoint', 'write_json', 'unwritable',
+           'probe_writable', 'prepare_run_dir', 'run_signature', 'saved_signature', 'resume_changes', 'Checkpointer']
 
 # %% ../nbs/06_checkpoint.ipynb #f4a0ad9b
 from .core import atomic_write
@@ -213,3 +220,264 @@ def write_json(path: str | Path,  # the file to write
     "Write `data` as JSON atomically (non-finite floats become strings, so the file is strict JSON)."
     text = json.dumps(_jsonable(data), indent=1)
     return atomic_write(path, lambda f: f.write(text.encode()))
+
+# %% ../nbs/06_checkpoint.ipynb #a754113e
+def unwritable(folder: str | Path,  # the folder a run would write to (it need not exist yet)
+              ) -> Optional[str]:
+    "Why no file can be written in `folder` (or where it would be made), or None when one can; leaves no trace."
+    existing = Path(folder).expanduser()
+    while not existing.exists() and existing != existing.parent: existing = existing.parent
+    if not existing.is_dir(): return f"{str(existing)!r} is a file, not a folder"
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".trainbook-probe-", dir=existing)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e: return f"{str(existing)!r} is not writable ({e.strerror or e})"
+    return None
+
+def probe_writable(folder: str | Path,  # the folder a run will write to (created when missing)
+                   name: str = "checkpoint_dir",  # the argument's name, for the message
+                  ) -> Path:
+    "Create `folder` and write (then remove) a small file in it; a ValueError naming `name` if that fails."
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{name}={str(folder)!r} is a file, not a folder; choose a folder for the files")
+    probe = folder / f".trainbook-probe-{os.getpid()}-{threading.get_ident()}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(probe, "wb") as f:
+            f.write(b"can trainbook write here?")
+            f.flush()
+            os.fsync(f.fileno())
+        probe.unlink()
+    except OSError as e:
+        raise ValueError(f"{name}={str(folder)!r} is not a writable folder ({e.strerror or e}), so no "
+                         f"checkpoint could be saved there; choose another folder, or {name}=None "
+                         "for a run without files") from None
+    return folder
+
+# %% ../nbs/06_checkpoint.ipynb #b8ccc60c
+RUN_FILES = ("last.pt", "best.pt", "run.json")  # what a run leaves in its folder
+_MARKER = ".trainbook-run"  # claims a folder for a run from its start, before any file is written
+_VERSION = re.compile(r"^version_\d+$")
+
+def _writer_gone(marker: Path) -> bool:
+    "Whether the run that claimed a folder died on this host without writing anything."
+    try: who = json.loads(marker.read_text())
+    except (OSError, ValueError): return False
+    if who.get("host") != socket.gethostname(): return False
+    try: os.kill(int(who["pid"]), 0)
+    except ProcessLookupError: return True
+    except (PermissionError, KeyError, ValueError, TypeError): return False
+    return False
+
+def _claim(folder: Path, force: bool = False) -> bool:
+    "Claim `folder` for a new run (atomically: of two runs starting at once one wins); False if it holds a run."
+    if not force and any((folder / f).exists() for f in RUN_FILES): return False
+    folder.mkdir(parents=True, exist_ok=True)
+    marker = folder / _MARKER
+    if force or _writer_gone(marker):
+        try: os.replace(marker, folder / f"{_MARKER}.old-{os.getpid()}")  # only one taker wins the rename
+        except FileNotFoundError: pass
+        (folder / f"{_MARKER}.old-{os.getpid()}").unlink(missing_ok=True)
+    try: fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError: return False  # another run claimed it first
+    with os.fdopen(fd, "w") as f: json.dump({"host": socket.gethostname(), "pid": os.getpid()}, f)
+    return True
+
+def _in_place(checkpoint_dir: Path, resume) -> Optional[Path]:
+    "The folder of the checkpoint `resume` names, when it is `checkpoint_dir` or one of its version folders."
+    folder = checkpoint_file(resume).parent.resolve()
+    base = checkpoint_dir.resolve()
+    return folder if folder == base or (folder.parent == base and _VERSION.match(folder.name)) else None
+
+def prepare_run_dir(checkpoint_dir: str | Path | None,  # the folder asked for (TrainConfig.checkpoint_dir)
+                    resume: str | Path | None = None,  # the checkpoint (or run folder) the run resumes from
+                    overwrite: bool = False,  # replace the previous run's files in checkpoint_dir
+                   ) -> tuple[Optional[Path], Optional[Finding]]:
+    "The folder this run writes to, checked writable and claimed, so no earlier run's files are replaced."
+    if checkpoint_dir is None: return None, None
+    base = probe_writable(checkpoint_dir, "checkpoint_dir")
+    here = _in_place(base, resume) if resume is not None else None
+    if here is not None:  # a resumed run continues in its own folder
+        _claim(here, force=True)
+        return here, None
+    if overwrite:
+        for name in RUN_FILES: (base / name).unlink(missing_ok=True)
+        _claim(base, force=True)
+        return base, None
+    folder = base
+    version = 0
+    while not _claim(folder):
+        version += 1
+        folder = base / f"version_{version}"
+    if folder == base: return base, None
+    held = [name for name in RUN_FILES if (base / name).exists()] or ["a run in progress"]
+    return folder, Finding(
+        "run_dir_versioned", "info",
+        f"checkpoint_dir {str(base)!r} already holds a run ({', '.join(held)}); this run writes to "
+        f"{str(folder)!r}, so nothing of the earlier run is replaced",
+        advice=f"to continue the earlier run pass resume={str(base)!r}; to replace it, overwrite=True",
+        data={"checkpoint_dir": str(base), "run_dir": str(folder)})
+
+# %% ../nbs/06_checkpoint.ipynb #7ae62d48
+def run_signature(model: nn.Module,  # the model being trained (wrappers are unwrapped)
+                  optimizer=None,  # the optimizer that steps it
+                  dl_train=None,  # the training loader
+                  cfg: Optional[TrainConfig] = None,  # the run's config
+                  split_fingerprint: Optional[str] = None,  # `Splits.fingerprint` of the data, when known
+                 ) -> dict:
+    "What a resume compares, as plain values: config, data, loader, versions, shapes, optimizer kind."
+    return {"config": cfg.to_dict() if cfg is not None else None,
+            "split_fingerprint": split_fingerprint,
+            "loader": {"kind": type(dl_train).__name__, "batches": loader_length(dl_train),
+                       "batch_size": getattr(dl_train, "batch_size", None)} if dl_train is not None else None,
+            "versions": {"torch": str(torch.__version__), "trainbook": __version__},
+            "shapes": {k: list(v.shape) for k, v in unwrap(model).state_dict().items()},
+            "optimizer": type(optimizer).__name__ if optimizer is not None else None}
+
+def saved_signature(ckpt: dict,  # a loaded checkpoint
+                   ) -> dict:
+    "The signature of the run that wrote `ckpt` (rebuilt from its contents when it has none: older files)."
+    sig = dict(ckpt.get("signature") or {})
+    if not sig:
+        env = ckpt.get("environment") or {}
+        sig = {"config": ckpt.get("config"), "split_fingerprint": ckpt.get("split_fingerprint"),
+               "versions": {"torch": env.get("torch"),
+                            "trainbook": (env.get("packages") or {}).get("trainbook")}}
+        if isinstance(ckpt.get("model"), dict):
+            tensors = {k: v for k, v in ckpt["model"].items() if isinstance(v, torch.Tensor)}
+            sig["shapes"] = {k: list(v.shape) for k, v in tensors.items()}
+    sig["batch_idx"] = ckpt.get("batch_idx")
+    return sig
+
+_NOT_COMPARED = {"checkpoint_dir", "checkpoint_every"}  # where and how often files go: no change to the run
+
+def _impossible(saved: dict, now: dict) -> list[str]:
+    "Why the run cannot continue exactly from the checkpoint (empty when it can)."
+    why = []
+    old, new = saved.get("shapes"), now.get("shapes")
+    if old and new:
+        gone, added = [k for k in old if k not in new], [k for k in new if k not in old]
+        if gone: why.append(f"the model has no {', '.join(gone[:5])} (the checkpoint has)")
+        if added: why.append(f"the model has {', '.join(added[:5])}, which the checkpoint lacks")
+        why += [f"{k} has shape {tuple(old[k])} in the checkpoint and {tuple(new[k])} in the model"
+                for k in old if k in new and list(old[k]) != list(new[k])][:5]
+    if saved.get("optimizer") and now.get("optimizer") and saved["optimizer"] != now["optimizer"]:
+        why.append(f"the optimizer was {saved['optimizer']} and is now {now['optimizer']}")
+    batches, position = (now.get("loader") or {}).get("batches"), saved.get("batch_idx")
+    if batches is not None and position and position > batches:
+        why.append(f"the checkpoint stopped after batch {position} of its epoch, "
+                   f"but dl_train now has {batches} batches")
+    return why
+
+def _flat(sig: dict) -> dict:
+    "The compared values of a signature, flat: 'config.lr', 'loader.batch_size', 'versions.torch'..."
+    out = {"split_fingerprint": sig.get("split_fingerprint")}
+    for group in ("config", "loader", "versions"):
+        for key, value in (sig.get(group) or {}).items():
+            if not (group == "config" and key in _NOT_COMPARED): out[f"{group}.{key}"] = value
+    return out
+
+def resume_changes(saved: dict,  # the signature of the checkpoint's run (`saved_signature(ckpt)`)
+                   now: dict,  # the signature of the run about to resume (`run_signature(...)`)
+                  ) -> list[Finding]:
+    "What changed since the checkpoint: a warning listing each change; a ValueError if exact resume is impossible."
+    why = _impossible(saved, now)
+    if why:
+        raise ValueError("this checkpoint cannot be resumed exactly: " + "; ".join(why) + ". Resume with the "
+                         "model, optimizer and data it was made with, or start a new run (without resume=)")
+    old, new = _flat(saved), _flat(now)
+    changes = {k: [old[k], new[k]] for k in new if k in old and old[k] is not None and old[k] != new[k]}
+    if not changes: return []
+    listed = "; ".join(f"{k}: {a!r} → {b!r}" for k, (a, b) in changes.items())
+    return [Finding("resume_changed", "warning",
+                    f"resuming with {len(changes)} change(s) since the checkpoint was written: {listed}",
+                    advice="the run continues, but not exactly as the original would have; "
+                           "resume with the original settings for an exact continuation",
+                    data={"changes": changes})]
+
+# %% ../nbs/06_checkpoint.ipynb #667a9f9e
+class Checkpointer:
+    "The run folder's policy: last.pt, best.pt and run.json in `run_dir` (rank 0 writes; FSDP gathers first)."
+    def __init__(self,
+                 run_dir: Union[str, Path, None],  # where the files go; None = no files
+                 *,
+                 rank: int = 0,  # this process's rank (only rank 0 writes)
+                 strategy: Optional[str] = None,  # None | ddp | fsdp (fsdp gathers the full state first)
+                 parts: Optional[dict] = None,  # name -> object with state_dict (model, optimizer, scheduler, ...)
+                 meta: Optional[dict] = None,  # plain entries stored in every checkpoint (config, environment, ...)
+                ):
+        self.run_dir = Path(run_dir) if run_dir else None
+        self.rank, self.strategy, self.parts, self.meta = rank, strategy, parts or {}, meta or {}
+        self.findings: list = []  # what choosing the folder and restoring noticed
+
+    def prepare(self,
+                resume: Union[str, Path, None] = None,  # the checkpoint (or run folder) the run resumes from
+                overwrite: bool = False,  # replace an earlier run's files (else take a new version folder)
+               ) -> None:
+        "Choose the run folder before any step: writable, claimed, never an earlier run's (rank 0 chooses)."
+        if self.run_dir is None: return
+        chosen = [None, None, None]  # folder, finding, error
+        if self.rank == 0:
+            try: chosen[:2] = prepare_run_dir(self.run_dir, resume, overwrite)
+            except (ValueError, OSError) as e: chosen[2] = e  # every rank raises it, none waits for ever
+        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+            dist.broadcast_object_list(chosen, src=0)
+        if chosen[2] is not None: raise chosen[2]
+        self.run_dir = Path(chosen[0])
+        if chosen[1] is not None:
+            self.findings.append(chosen[1])
+            warnings.warn(f"{chosen[1].message}; {chosen[1].advice}", stacklevel=4)
+
+    @property
+    def enabled(self) -> bool:
+        "Whether this run writes files."
+        return self.run_dir is not None
+
+    def save(self,
+             name: str,  # the file in `run_dir` (last.pt, best.pt)
+             **entries,  # more entries to store (step, the position, ...)
+            ) -> None:
+        "Write `run_dir/name` with every part's state, the meta entries and `entries` (e.g. the position)."
+        if not self.enabled: return
+        p = self.parts
+        full = full_state(p["model"], p["optimizer"]) if self.strategy == "fsdp" else None  # a collective
+        if self.rank != 0: return
+        others = {k: v.state_dict() for k, v in p.items()
+                  if k not in ("model", "optimizer", "scheduler", "scaler")}
+        save_checkpoint(self.run_dir / name, model=full["model"] if full else p["model"],
+                        optimizer=full["optimizer"] if full else p["optimizer"], scheduler=p.get("scheduler"),
+                        scaler=p.get("scaler"), **others, **self.meta, **entries)
+
+    def restore(self,
+                resume: Union[str, Path],  # the checkpoint (or run folder) to load
+                device: torch.device,  # where its tensors go
+               ) -> dict:
+        "Check what changed since `resume` was written, then load it into the parts (FSDP: into the shards)."
+        p = self.parts
+        sharded = self.strategy == "fsdp"
+        ckpt = read_checkpoint(resume, map_location=device)
+        if "signature" in self.meta:  # changes become a warning finding; an impossible resume a ValueError
+            self.findings += resume_changes(saved_signature(ckpt), self.meta["signature"])
+        restore_checkpoint(ckpt, None if sharded else p["model"], None if sharded else p["optimizer"],
+                           p.get("scheduler"), p.get("scaler"), where=str(resume))
+        if sharded: load_sharded_state(p["model"], p["optimizer"], ckpt)
+        for key, obj in p.items():
+            if key not in ("model", "optimizer", "scheduler", "scaler") and key in ckpt:
+                obj.load_state_dict(ckpt[key])
+        return ckpt
+
+    def path(self, name: str,  # a file name in `run_dir`
+            ) -> Optional[Path]:
+        "`run_dir/name` when that file exists."
+        return self.run_dir / name if self.enabled and (self.run_dir / name).exists() else None
+
+    def write_run(self, run: "Run",  # the run, however it ended
+                 ) -> None:
+        "Write run.json: how the run ended, its config, environment, findings and history."
+        if not self.enabled or self.rank != 0: return
+        write_json(self.run_dir / "run.json",
+                   {"stopped": run.stopped, "error": run.error, "step": run.step, "epoch": run.epoch,
+                    **self.meta, "findings": [f.__dict__ for f in run.findings],
+                    "history": run.records.state_dict()})

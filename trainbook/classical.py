@@ -17,7 +17,7 @@ from .core import Finding, History, TrainConfig, announce, environment
 from .data import FramePrep, make_preprocessor
 from .splits import fingerprint_frame
 from .diagnostics import diagnose
-from .guard import prepare_run_dir
+from .checkpoint import prepare_run_dir
 from .events import LoopState
 from .metrics import class_weights, classification_metrics, proba_2d, regression_metrics
 from .run import Run

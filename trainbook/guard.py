@@ -11,15 +11,12 @@ from typing import Callable, Iterable, Iterator, Optional
 import torch
 from torch import nn
 
-from . import __version__
-from .checkpoint import checkpoint_file, unwrap
 from .batch import rows_in
 from .core import Finding, TrainConfig
 
 # %% auto #0
-__all__ = ['LOWER_IS_BETTER', 'HIGHER_IS_BETTER', 'RUN_FILES', 'check_loss_fn', 'check_loader', 'require_batches',
-           'logged_values', 'check_monitor', 'unwritable', 'probe_writable', 'prepare_run_dir', 'nonfinite_validation',
-           'run_signature', 'saved_signature', 'resume_changes']
+__all__ = ['LOWER_IS_BETTER', 'HIGHER_IS_BETTER', 'check_loss_fn', 'loader_length', 'check_loader', 'require_batches',
+           'logged_values', 'check_monitor', 'nonfinite_validation']
 
 # %% ../nbs/06a_guard.ipynb #28a3ff5a
 def check_loss_fn(loss_fn: Optional[Callable],  # e.g. nn.CrossEntropyLoss() or F.cross_entropy; None = the model's
@@ -35,13 +32,14 @@ def check_loss_fn(loss_fn: Optional[Callable],  # e.g. nn.CrossEntropyLoss() or 
                         f"got {type(loss_fn).__name__}")
     return loss_fn
 
-def _len(obj) -> Optional[int]:
+def loader_length(obj,  # a loader, a dataset or any object that may have a length
+                 ) -> Optional[int]:
     try: return len(obj)
     except TypeError: return None
 
 def _why_empty(dl) -> str:
     "A hint at why a loader with a dataset has no batches."
-    rows = _len(getattr(dl, "dataset", None))
+    rows = loader_length(getattr(dl, "dataset", None))
     if rows is None: return ""
     if rows == 0: return "; its dataset has 0 rows"
     if getattr(dl, "drop_last", False):
@@ -59,7 +57,7 @@ def check_loader(dl,  # the loader to check: a list of batches, a DataLoader, a 
         why = " (a generator or iterator runs out after one epoch)" if once else ""
         raise TypeError(f"{name} must be re-iterable{why}: a list of batches, a DataLoader or a "
                         f"TensorLoader; got {type(dl).__name__}")
-    n = _len(dl)
+    n = loader_length(dl)
     if n == 0: raise ValueError(f"{name} is empty: it yields no batches{_why_empty(dl)}")
     if n is None and probe and next(iter(dl), None) is None:
         raise ValueError(f"{name} is empty: it yields no batches")
@@ -133,105 +131,6 @@ def check_monitor(cfg: TrainConfig,  # the run's config (its `monitor` and `mode
                          f"so best.pt would keep the worst epoch; use mode={better!r}")
     return split, name
 
-# %% ../nbs/06a_guard.ipynb #a754113e
-def unwritable(folder: str | Path,  # the folder a run would write to (it need not exist yet)
-              ) -> Optional[str]:
-    "Why no file can be written in `folder` (or where it would be made), or None when one can; leaves no trace."
-    existing = Path(folder).expanduser()
-    while not existing.exists() and existing != existing.parent: existing = existing.parent
-    if not existing.is_dir(): return f"{str(existing)!r} is a file, not a folder"
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".trainbook-probe-", dir=existing)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as e: return f"{str(existing)!r} is not writable ({e.strerror or e})"
-    return None
-
-def probe_writable(folder: str | Path,  # the folder a run will write to (created when missing)
-                   name: str = "checkpoint_dir",  # the argument's name, for the message
-                  ) -> Path:
-    "Create `folder` and write (then remove) a small file in it; a ValueError naming `name` if that fails."
-    folder = Path(folder)
-    if folder.exists() and not folder.is_dir():
-        raise ValueError(f"{name}={str(folder)!r} is a file, not a folder; choose a folder for the files")
-    probe = folder / f".trainbook-probe-{os.getpid()}-{threading.get_ident()}"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with open(probe, "wb") as f:
-            f.write(b"can trainbook write here?")
-            f.flush()
-            os.fsync(f.fileno())
-        probe.unlink()
-    except OSError as e:
-        raise ValueError(f"{name}={str(folder)!r} is not a writable folder ({e.strerror or e}), so no "
-                         f"checkpoint could be saved there; choose another folder, or {name}=None "
-                         "for a run without files") from None
-    return folder
-
-# %% ../nbs/06a_guard.ipynb #b8ccc60c
-RUN_FILES = ("last.pt", "best.pt", "run.json")  # what a run leaves in its folder
-_MARKER = ".trainbook-run"  # claims a folder for a run from its start, before any file is written
-_VERSION = re.compile(r"^version_\d+$")
-
-def _writer_gone(marker: Path) -> bool:
-    "Whether the run that claimed a folder died on this host without writing anything."
-    try: who = json.loads(marker.read_text())
-    except (OSError, ValueError): return False
-    if who.get("host") != socket.gethostname(): return False
-    try: os.kill(int(who["pid"]), 0)
-    except ProcessLookupError: return True
-    except (PermissionError, KeyError, ValueError, TypeError): return False
-    return False
-
-def _claim(folder: Path, force: bool = False) -> bool:
-    "Claim `folder` for a new run (atomically: of two runs starting at once one wins); False if it holds a run."
-    if not force and any((folder / f).exists() for f in RUN_FILES): return False
-    folder.mkdir(parents=True, exist_ok=True)
-    marker = folder / _MARKER
-    if force or _writer_gone(marker):
-        try: os.replace(marker, folder / f"{_MARKER}.old-{os.getpid()}")  # only one taker wins the rename
-        except FileNotFoundError: pass
-        (folder / f"{_MARKER}.old-{os.getpid()}").unlink(missing_ok=True)
-    try: fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError: return False  # another run claimed it first
-    with os.fdopen(fd, "w") as f: json.dump({"host": socket.gethostname(), "pid": os.getpid()}, f)
-    return True
-
-def _in_place(checkpoint_dir: Path, resume) -> Optional[Path]:
-    "The folder of the checkpoint `resume` names, when it is `checkpoint_dir` or one of its version folders."
-    folder = checkpoint_file(resume).parent.resolve()
-    base = checkpoint_dir.resolve()
-    return folder if folder == base or (folder.parent == base and _VERSION.match(folder.name)) else None
-
-def prepare_run_dir(checkpoint_dir: str | Path | None,  # the folder asked for (TrainConfig.checkpoint_dir)
-                    resume: str | Path | None = None,  # the checkpoint (or run folder) the run resumes from
-                    overwrite: bool = False,  # replace the previous run's files in checkpoint_dir
-                   ) -> tuple[Optional[Path], Optional[Finding]]:
-    "The folder this run writes to, checked writable and claimed, so no earlier run's files are replaced."
-    if checkpoint_dir is None: return None, None
-    base = probe_writable(checkpoint_dir, "checkpoint_dir")
-    here = _in_place(base, resume) if resume is not None else None
-    if here is not None:  # a resumed run continues in its own folder
-        _claim(here, force=True)
-        return here, None
-    if overwrite:
-        for name in RUN_FILES: (base / name).unlink(missing_ok=True)
-        _claim(base, force=True)
-        return base, None
-    folder = base
-    version = 0
-    while not _claim(folder):
-        version += 1
-        folder = base / f"version_{version}"
-    if folder == base: return base, None
-    held = [name for name in RUN_FILES if (base / name).exists()] or ["a run in progress"]
-    return folder, Finding(
-        "run_dir_versioned", "info",
-        f"checkpoint_dir {str(base)!r} already holds a run ({', '.join(held)}); this run writes to "
-        f"{str(folder)!r}, so nothing of the earlier run is replaced",
-        advice=f"to continue the earlier run pass resume={str(base)!r}; to replace it, overwrite=True",
-        data={"checkpoint_dir": str(base), "run_dir": str(folder)})
-
 # %% ../nbs/06a_guard.ipynb #dc3bcc9b
 def nonfinite_validation(values: dict,  # one validation's results: name -> value (loss, metrics)
                          epoch: int,  # the epoch it closed (0-based)
@@ -250,80 +149,3 @@ def nonfinite_validation(values: dict,  # one validation's results: name -> valu
                    advice="NaN or inf in the validation inputs or labels is the usual cause (tb.check_data "
                           "on those rows finds them); a metric undefined on this data gives NaN too",
                    data={"split": "valid", "names": list(bad), "epoch": epoch, "step": step})
-
-# %% ../nbs/06a_guard.ipynb #7ae62d48
-def run_signature(model: nn.Module,  # the model being trained (wrappers are unwrapped)
-                  optimizer=None,  # the optimizer that steps it
-                  dl_train=None,  # the training loader
-                  cfg: Optional[TrainConfig] = None,  # the run's config
-                  split_fingerprint: Optional[str] = None,  # `Splits.fingerprint` of the data, when known
-                 ) -> dict:
-    "What a resume compares, as plain values: config, data, loader, versions, shapes, optimizer kind."
-    return {"config": cfg.to_dict() if cfg is not None else None,
-            "split_fingerprint": split_fingerprint,
-            "loader": {"kind": type(dl_train).__name__, "batches": _len(dl_train),
-                       "batch_size": getattr(dl_train, "batch_size", None)} if dl_train is not None else None,
-            "versions": {"torch": str(torch.__version__), "trainbook": __version__},
-            "shapes": {k: list(v.shape) for k, v in unwrap(model).state_dict().items()},
-            "optimizer": type(optimizer).__name__ if optimizer is not None else None}
-
-def saved_signature(ckpt: dict,  # a loaded checkpoint
-                   ) -> dict:
-    "The signature of the run that wrote `ckpt` (rebuilt from its contents when it has none: older files)."
-    sig = dict(ckpt.get("signature") or {})
-    if not sig:
-        env = ckpt.get("environment") or {}
-        sig = {"config": ckpt.get("config"), "split_fingerprint": ckpt.get("split_fingerprint"),
-               "versions": {"torch": env.get("torch"),
-                            "trainbook": (env.get("packages") or {}).get("trainbook")}}
-        if isinstance(ckpt.get("model"), dict):
-            tensors = {k: v for k, v in ckpt["model"].items() if isinstance(v, torch.Tensor)}
-            sig["shapes"] = {k: list(v.shape) for k, v in tensors.items()}
-    sig["batch_idx"] = ckpt.get("batch_idx")
-    return sig
-
-_NOT_COMPARED = {"checkpoint_dir", "checkpoint_every"}  # where and how often files go: no change to the run
-
-def _impossible(saved: dict, now: dict) -> list[str]:
-    "Why the run cannot continue exactly from the checkpoint (empty when it can)."
-    why = []
-    old, new = saved.get("shapes"), now.get("shapes")
-    if old and new:
-        gone, added = [k for k in old if k not in new], [k for k in new if k not in old]
-        if gone: why.append(f"the model has no {', '.join(gone[:5])} (the checkpoint has)")
-        if added: why.append(f"the model has {', '.join(added[:5])}, which the checkpoint lacks")
-        why += [f"{k} has shape {tuple(old[k])} in the checkpoint and {tuple(new[k])} in the model"
-                for k in old if k in new and list(old[k]) != list(new[k])][:5]
-    if saved.get("optimizer") and now.get("optimizer") and saved["optimizer"] != now["optimizer"]:
-        why.append(f"the optimizer was {saved['optimizer']} and is now {now['optimizer']}")
-    batches, position = (now.get("loader") or {}).get("batches"), saved.get("batch_idx")
-    if batches is not None and position and position > batches:
-        why.append(f"the checkpoint stopped after batch {position} of its epoch, "
-                   f"but dl_train now has {batches} batches")
-    return why
-
-def _flat(sig: dict) -> dict:
-    "The compared values of a signature, flat: 'config.lr', 'loader.batch_size', 'versions.torch'..."
-    out = {"split_fingerprint": sig.get("split_fingerprint")}
-    for group in ("config", "loader", "versions"):
-        for key, value in (sig.get(group) or {}).items():
-            if not (group == "config" and key in _NOT_COMPARED): out[f"{group}.{key}"] = value
-    return out
-
-def resume_changes(saved: dict,  # the signature of the checkpoint's run (`saved_signature(ckpt)`)
-                   now: dict,  # the signature of the run about to resume (`run_signature(...)`)
-                  ) -> list[Finding]:
-    "What changed since the checkpoint: a warning listing each change; a ValueError if exact resume is impossible."
-    why = _impossible(saved, now)
-    if why:
-        raise ValueError("this checkpoint cannot be resumed exactly: " + "; ".join(why) + ". Resume with the "
-                         "model, optimizer and data it was made with, or start a new run (without resume=)")
-    old, new = _flat(saved), _flat(now)
-    changes = {k: [old[k], new[k]] for k in new if k in old and old[k] is not None and old[k] != new[k]}
-    if not changes: return []
-    listed = "; ".join(f"{k}: {a!r} → {b!r}" for k, (a, b) in changes.items())
-    return [Finding("resume_changed", "warning",
-                    f"resuming with {len(changes)} change(s) since the checkpoint was written: {listed}",
-                    advice="the run continues, but not exactly as the original would have; "
-                           "resume with the original settings for an exact continuation",
-                    data={"changes": changes})]

@@ -15,14 +15,13 @@ from torch import nn
 
 from .batch import (_NO_CONTEXT, autocast, batch_rows, call_model, eval_mode, forward, prediction,
                              split_batch, to_device, training_lock)
-from .checkpoint import read_checkpoint, restore_checkpoint, save_checkpoint, write_json
+from .checkpoint import Checkpointer, probe_writable, run_signature
 from .core import (Finding, History, TrainConfig, announce, environment, findings_html,
                             pick_device, pick_precision, rng_state, seed_everything, set_rng_state, silenced)
 from .diagnostics import NanGuard, diagnose
-from .guard import (_len, check_loader, check_loss_fn, check_monitor, nonfinite_validation,
-                             prepare_run_dir, probe_writable, require_batches, resume_changes, run_signature,
-                             saved_signature)
-from .distributed import all_mean, dist_info, full_state, full_tensor, load_sharded_state, wrap_model
+from .guard import (check_loader, check_loss_fn, check_monitor, loader_length, nonfinite_validation,
+                             require_batches)
+from .distributed import all_mean, dist_info, full_tensor, wrap_model
 from .events import Callback, Callbacks, Event, LoopState
 from .metrics import resolve_metrics, try_metrics
 from .optim import make_scheduler, param_groups
@@ -31,7 +30,7 @@ from .run import Run, remember_run, unrecorded
 # %% auto #0
 __all__ = ['SCHEDULER_INTERVALS', 'EPOCH_SCHEDULERS', 'MONITOR_ALIASES', 'evaluate', 'unscale_and_clip', 'step_optimizer',
            'optimizer_step', 'train_step', 'EarlyStopping', 'Position', 'Window', 'accumulation_windows',
-           'Checkpointer', 'check_fit_inputs', 'peak_memory_mb', 'StepProfiler', 'fit', 'show_loop']
+           'check_fit_inputs', 'peak_memory_mb', 'StepProfiler', 'fit', 'show_loop']
 
 # %% ../nbs/07_loop.ipynb #5c24e70f
 def evaluate(model: nn.Module,  # the model to score (its train/eval mode is restored afterwards)
@@ -245,91 +244,6 @@ def accumulation_windows(batches: Iterator,  # the epoch's (positioned) batch it
         if first is _END or size <= 0: return
         yield Window(batches, first, size, pos, rng)
 
-# %% ../nbs/07_loop.ipynb #667a9f9e
-class Checkpointer:
-    "The run folder's policy: last.pt, best.pt and run.json in `run_dir` (rank 0 writes; FSDP gathers first)."
-    def __init__(self,
-                 run_dir: Union[str, Path, None],  # where the files go; None = no files
-                 *,
-                 rank: int = 0,  # this process's rank (only rank 0 writes)
-                 strategy: Optional[str] = None,  # None | ddp | fsdp (fsdp gathers the full state first)
-                 parts: Optional[dict] = None,  # name -> object with state_dict (model, optimizer, scheduler, ...)
-                 meta: Optional[dict] = None,  # plain entries stored in every checkpoint (config, environment, ...)
-                ):
-        self.run_dir = Path(run_dir) if run_dir else None
-        self.rank, self.strategy, self.parts, self.meta = rank, strategy, parts or {}, meta or {}
-        self.findings: list = []  # what choosing the folder and restoring noticed
-
-    def prepare(self,
-                resume: Union[str, Path, None] = None,  # the checkpoint (or run folder) the run resumes from
-                overwrite: bool = False,  # replace an earlier run's files (else take a new version folder)
-               ) -> None:
-        "Choose the run folder before any step: writable, claimed, never an earlier run's (rank 0 chooses)."
-        if self.run_dir is None: return
-        chosen = [None, None, None]  # folder, finding, error
-        if self.rank == 0:
-            try: chosen[:2] = prepare_run_dir(self.run_dir, resume, overwrite)
-            except (ValueError, OSError) as e: chosen[2] = e  # every rank raises it, none waits for ever
-        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
-            dist.broadcast_object_list(chosen, src=0)
-        if chosen[2] is not None: raise chosen[2]
-        self.run_dir = Path(chosen[0])
-        if chosen[1] is not None:
-            self.findings.append(chosen[1])
-            warnings.warn(f"{chosen[1].message}; {chosen[1].advice}", stacklevel=4)
-
-    @property
-    def enabled(self) -> bool:
-        "Whether this run writes files."
-        return self.run_dir is not None
-
-    def save(self,
-             name: str,  # the file in `run_dir` (last.pt, best.pt)
-             **entries,  # more entries to store (step, the position, ...)
-            ) -> None:
-        "Write `run_dir/name` with every part's state, the meta entries and `entries` (e.g. the position)."
-        if not self.enabled: return
-        p = self.parts
-        full = full_state(p["model"], p["optimizer"]) if self.strategy == "fsdp" else None  # a collective
-        if self.rank != 0: return
-        others = {k: v.state_dict() for k, v in p.items()
-                  if k not in ("model", "optimizer", "scheduler", "scaler")}
-        save_checkpoint(self.run_dir / name, model=full["model"] if full else p["model"],
-                        optimizer=full["optimizer"] if full else p["optimizer"], scheduler=p.get("scheduler"),
-                        scaler=p.get("scaler"), **others, **self.meta, **entries)
-
-    def restore(self,
-                resume: Union[str, Path],  # the checkpoint (or run folder) to load
-                device: torch.device,  # where its tensors go
-               ) -> dict:
-        "Check what changed since `resume` was written, then load it into the parts (FSDP: into the shards)."
-        p = self.parts
-        sharded = self.strategy == "fsdp"
-        ckpt = read_checkpoint(resume, map_location=device)
-        if "signature" in self.meta:  # changes become a warning finding; an impossible resume a ValueError
-            self.findings += resume_changes(saved_signature(ckpt), self.meta["signature"])
-        restore_checkpoint(ckpt, None if sharded else p["model"], None if sharded else p["optimizer"],
-                           p.get("scheduler"), p.get("scaler"), where=str(resume))
-        if sharded: load_sharded_state(p["model"], p["optimizer"], ckpt)
-        for key, obj in p.items():
-            if key not in ("model", "optimizer", "scheduler", "scaler") and key in ckpt:
-                obj.load_state_dict(ckpt[key])
-        return ckpt
-
-    def path(self, name: str,  # a file name in `run_dir`
-            ) -> Optional[Path]:
-        "`run_dir/name` when that file exists."
-        return self.run_dir / name if self.enabled and (self.run_dir / name).exists() else None
-
-    def write_run(self, run: "Run",  # the run, however it ended
-                 ) -> None:
-        "Write run.json: how the run ended, its config, environment, findings and history."
-        if not self.enabled or self.rank != 0: return
-        write_json(self.run_dir / "run.json",
-                   {"stopped": run.stopped, "error": run.error, "step": run.step, "epoch": run.epoch,
-                    **self.meta, "findings": [f.__dict__ for f in run.findings],
-                    "history": run.records.state_dict()})
-
 # %% ../nbs/07_loop.ipynb #520f763d
 SCHEDULER_INTERVALS = ("step", "epoch")
 EPOCH_SCHEDULERS = ("StepLR", "MultiStepLR", "ExponentialLR")  # epoch-based in torch's docs
@@ -481,7 +395,7 @@ class _Loop:
             self.net = torch.compile(self.net)  # checkpoints keep the eager model
         self.named_params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
         self.params = [p for _, p in self.named_params]
-        self.n_batches = _len(dl_train)
+        self.n_batches = loader_length(dl_train)
         steps_per_epoch = math.ceil(self.n_batches / cfg.accum_steps) if self.n_batches else None
         budgets = [x for x in (cfg.max_steps, steps_per_epoch and steps_per_epoch * cfg.epochs) if x]
         total_steps = min(budgets) if budgets else None

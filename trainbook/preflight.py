@@ -13,7 +13,8 @@ from typing import Any, Callable, Iterable, Optional, Union
 import torch
 from torch import nn
 
-from .guard import RUN_FILES, _len, unwritable
+from .checkpoint import RUN_FILES, unwritable
+from .guard import loader_length
 from .batch import (batch_rows, call_model, compute_loss, model_loss, prediction, rows_in,
                              split_batch, to_device, training_lock)
 from .checkpoint import load_checkpoint
@@ -526,10 +527,10 @@ def _timings(trial: _Trial, cfg: TrainConfig, dl_train, dl_valid) -> dict:
     step_time = statistics.median(d[1:] if len(d) > 1 else d)
     n_valid = trial.valid.batches if trial.valid is not None else 0
     valid_batch_time = trial.probe.valid_time / n_valid if n_valid else None
-    n_train = _len(dl_train)
+    n_train = loader_length(dl_train)
     total = math.ceil(n_train / cfg.accum_steps) * cfg.epochs if n_train else None
     total = min(x for x in (total, cfg.max_steps) if x) if (total or cfg.max_steps) else None
-    n_eval = _len(dl_valid) if dl_valid is not None else 0
+    n_eval = loader_length(dl_valid) if dl_valid is not None else 0
     evals = cfg.epochs + (total // cfg.eval_every if cfg.eval_every and total else 0)
     estimate = step_time * total + (valid_batch_time or 0) * (n_eval or 0) * evals if total else None
     return {"steps": len(d), "step_time": step_time, "first_step_time": d[0],
