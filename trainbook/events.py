@@ -141,12 +141,12 @@ def remove_session_observer(name: str,  # the name given to `add_session_observe
 def session_observers(track: Optional[bool] = None,  # None = as the session says, False = none, True = required
                       context: Optional[dict] = None,  # what the run is: {"kind": "torch" | "xgboost" | ...}
                      ) -> list:
-    "The callbacks this session attaches to one new run; `track=True` without `tb.track()` is an error."
+    "One new callback per session observer for a new run; `track` decides about the tracker's alone."
     if track not in (None, True, False):
         raise TypeError(f"track must be None, True or False, got {track!r}")
-    factory = _SESSION_OBSERVERS.get("track")
-    if track is True and factory is None:
+    if track is True and "track" not in _SESSION_OBSERVERS:
         raise ValueError("track=True but no tracking store is configured: call tb.track() first "
                          "(or pass track=None to record only when tracking is on)")
-    if track is False or factory is None: return []
-    return [factory(dict(context or {}))]
+    context = dict(context or {})
+    return [factory(context) for name, factory in list(_SESSION_OBSERVERS.items())
+            if not (name == "track" and track is False)]

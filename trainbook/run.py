@@ -4,15 +4,72 @@
 
 # %% ../nbs/05a_run.ipynb #6765f40e
 from __future__ import annotations
-import contextlib
-from dataclasses import dataclass, field
+import contextlib, json, math, time
+from dataclasses import dataclass, field, fields
+from enum import Enum
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from .core import History, TrainConfig, findings_html, silenced
+from .core import Finding, History, TrainConfig, atomic_write, findings_html, silenced
 
 # %% auto #0
-__all__ = ['last_run', 'remember_run', 'unrecorded', 'Run']
+__all__ = ['STOP_REASONS', 'RECORDS', 'PER_STEP', 'SYSTEM', 'MONITOR_ALIASES', 'RUN_FORMAT', 'RUN_VERSION', 'RUNNING',
+           'StopReason', 'Record', 'record_key', 'monitored_record', 'last_run', 'remember_run', 'unrecorded', 'Run',
+           'RunFileError', 'json_safe', 'run_record_bytes', 'write_run_record']
+
+# %% ../nbs/05a_run.ipynb #c9cb2482
+class StopReason(str, Enum):
+    "Why a run ended: the value of `Run.stopped`."
+    completed = "completed"  # every epoch ran
+    early_stopping = "early_stopping"  # the monitored value stopped improving
+    nonfinite = "nonfinite"  # a NaN/Inf loss (on_nonfinite="stop") or a non-finite validation loss
+    interrupted = "interrupted"  # Ctrl-C, a Stop button, a callback's request
+    max_steps = "max_steps"  # TrainConfig.max_steps optimizer steps were taken
+    failed = "failed"  # an exception ended it (re-raised with the run as `err.run`)
+    pruned = "pruned"  # a search trial stopped by its pruner
+
+    def __str__(self): return self.value
+
+STOP_REASONS = tuple(r.value for r in StopReason)
+
+@dataclass(frozen=True)
+class Record:
+    "One kind of history record: where it is written, how often, what reports call it."
+    split: str  # 'train', 'valid', ...
+    name: str  # the record's name in the History
+    every: str  # 'step' (each optimizer step), 'log' (every log_every steps), 'epoch', 'round', 'end'
+    key: str  # the column / metric key reports and trackers use
+    system: bool = False  # about the machine (throughput, memory), not the model
+
+RECORDS = {(r.split, r.name): r for r in [
+    Record("train", "loss", "step", "train_step_loss"),
+    Record("train", "lr", "step", "train_lr"),
+    Record("train", "skipped_step", "step", "train_skipped_step"),
+    Record("train", "grad_norm", "log", "train_grad_norm"),
+    Record("train", "loss_scale", "log", "train_loss_scale"),
+    Record("train", "epoch_loss", "epoch", "train_loss"),
+    Record("train", "samples_per_s", "epoch", "train_samples_per_s", system=True),
+    Record("train", "step_time", "epoch", "train_step_time", system=True),
+    Record("train", "data_wait", "epoch", "train_data_wait", system=True),
+    Record("train", "peak_memory_mb", "epoch", "train_peak_memory_mb", system=True),
+    Record("valid", "loss", "epoch", "valid_loss"),
+]}
+PER_STEP = tuple(r.name for r in RECORDS.values() if r.split == "train" and r.every in ("step", "log"))
+SYSTEM = tuple(r.name for r in RECORDS.values() if r.system)
+MONITOR_ALIASES = {("train", "loss"): ("train", "epoch_loss")}  # a monitor 'train_loss' means the epoch mean
+
+def record_key(split: str,  # 'train', 'valid', ...
+               name: str,  # the record's name in the History (a metric's name for valid records)
+              ) -> str:
+    "What tables and trackers call a record: its `Record.key`, else `split_name`."
+    known = RECORDS.get((split, name))
+    return known.key if known is not None else f"{split}_{name}"
+
+def monitored_record(split: str,  # the monitor's split ('train', 'valid')
+                     name: str,  # the monitor's name ('loss', 'accuracy', ...)
+                    ) -> tuple[str, str]:
+    "The (split, name) record a monitor `split_name` follows: `train_loss` is the epoch mean."
+    return MONITOR_ALIASES.get((split, name), (split, name))
 
 # %% ../nbs/05a_run.ipynb #6dcbb9c6
 _LAST_RUN: list = [None]
@@ -39,7 +96,7 @@ class Run:
     "The outcome of a training run."
     records: History  # the raw (step, epoch, split, name, value) records
     config: TrainConfig
-    stopped: str  # completed | early_stopping | nonfinite | interrupted | max_steps | failed | pruned
+    stopped: str  # a `StopReason` value; "running" in a snapshot of a run still going
     findings: list = field(default_factory=list)
     model: Any = None
     run_dir: Optional[Path] = None
@@ -95,6 +152,101 @@ class Run:
         return (f"<div><b>Run</b>: {self.stopped} after {self.step} steps / {self.epoch + 1} "
                 f"epochs{best}{where}{error}{table}{findings_html(self.findings)}</div>")
 
+    def to_dict(self) -> dict:
+        "The run as plain JSON values: the one `run.json` record (run folder and trackers alike)."
+        return json_safe({
+            "format": RUN_FORMAT, "version": RUN_VERSION, "stopped": self.stopped, "error": self.error,
+            "kind": self.kind, "step": self.step, "epoch": self.epoch, "skipped_steps": self.skipped_steps,
+            "best": self.best, "best_epoch": self.best_epoch, "config": self.config.to_dict(),
+            "environment": self.environment, "findings": [f.__dict__ for f in self.findings],
+            "history": self.records.state_dict(), "profile": self.profile,
+            "extra": {k: v for k, v in self.extra.items() if k not in _NOT_RECORDED},
+            "run_dir": self.run_dir, "best_path": self.best_path, "last_path": self.last_path})
+
+    @classmethod
+    def from_dict(cls, record: dict,  # what `to_dict` made (e.g. a parsed run.json)
+                  where: str = "the run record",  # the file or artifact it came from, for messages
+                 ) -> "Run":
+        "A `Run` (without its model) rebuilt from its record; a `RunFileError` says what is missing."
+        return _run_from_record(record, where)
+
+    @classmethod
+    def load(cls, path: Union[str, Path],  # a run folder (its run.json is read) or a run.json file
+            ) -> "Run":
+        "The run a folder holds, from its run.json: history, findings, config (a killed run: up to its last epoch)."
+        path = Path(path).expanduser()
+        file = path / "run.json" if path.is_dir() else path
+        if not file.exists():
+            raise RunFileError(f"no run record at {str(file)!r}: expected a run folder holding run.json "
+                               "(a fit with TrainConfig(checkpoint_dir=...) writes one)")
+        try: record = json.loads(file.read_text())
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            raise RunFileError(f"{str(file)!r} is not a readable run record (JSON expected): {e}") from None
+        return cls.from_dict(record, where=repr(str(file)))
+
     def __repr__(self):
         kinds = [f.kind for f in self.findings]
         return f"Run(stopped={self.stopped!r}, step={self.step}, epoch={self.epoch}, findings={kinds})"
+
+# %% ../nbs/05a_run.ipynb #f55116ca
+RUN_FORMAT, RUN_VERSION = "trainbook-run", 1
+RUNNING = "running"  # `Run.stopped` of a snapshot written while the run goes
+_NOT_RECORDED = ("run_params",)  # extra entries that only live in the session
+
+class RunFileError(ValueError):
+    "A run record that cannot be read: the message names the file and what was expected."
+
+def json_safe(v):
+    "A JSON-safe copy of `v`: numbers, strings, lists, dicts; non-finite floats as strings; others as their repr."
+    if isinstance(v, Enum): return v.value
+    if isinstance(v, bool) or v is None or isinstance(v, (str, int)): return v
+    if isinstance(v, float): return v if math.isfinite(v) else str(v)
+    if isinstance(v, Path): return str(v)
+    if isinstance(v, dict): return {str(k): json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)): return [json_safe(x) for x in v]
+    if hasattr(v, "item") and getattr(v, "ndim", 1) == 0: return json_safe(v.item())
+    return repr(v)
+
+def _number(v):
+    "A float back from `json_safe` (the strings nan, inf, -inf included)."
+    return float(v) if isinstance(v, (int, float, str)) else v
+
+def _run_from_record(record: dict, where: str) -> "Run":
+    if not isinstance(record, dict):
+        raise RunFileError(f"{where} is not a run record: expected a JSON object, found {type(record).__name__}")
+    missing = [k for k in ("stopped", "config", "history") if k not in record]
+    if missing:
+        raise RunFileError(f"{where} is not a trainbook run record: it has no {', '.join(missing)} "
+                           f"(keys found: {', '.join(list(record)[:12]) or 'none'})")
+    try:
+        h = record["history"]
+        history = History()
+        history.load_state_dict({**h, "value": [_number(v) for v in h["value"]]})
+        known = {f.name for f in fields(TrainConfig)}
+        config = TrainConfig(**{k: v for k, v in record["config"].items() if k in known})
+        names = ("kind", "severity", "message", "column", "advice", "data")
+        findings = [Finding(**{k: v for k, v in f.items() if k in names}) for f in record.get("findings", [])]
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise RunFileError(f"{where} holds a malformed run record ({type(e).__name__}: {e}); expected the "
+                           "layout Run.to_dict writes") from None
+    path = lambda k: Path(record[k]) if record.get(k) else None
+    best = record.get("best")
+    return Run(records=history, config=config, stopped=record["stopped"], findings=findings,
+               environment=record.get("environment") or {}, step=record.get("step", 0),
+               epoch=record.get("epoch", 0), skipped_steps=record.get("skipped_steps", 0),
+               best=_number(best) if best is not None else None, best_epoch=record.get("best_epoch"),
+               kind=record.get("kind", "torch"), extra=dict(record.get("extra") or {}),
+               error=record.get("error"), profile=record.get("profile"), run_dir=path("run_dir"),
+               best_path=path("best_path"), last_path=path("last_path"))
+
+def run_record_bytes(run: Run,  # the run, ended or still going
+                    ) -> bytes:
+    "The bytes of `run`'s run.json (what the run folder holds and trackers upload)."
+    return json.dumps(run.to_dict()).encode()
+
+def write_run_record(run: Run,  # the run, ended or still going (`stopped == "running"`)
+                     path: Union[str, Path],  # the file to write, e.g. run_dir / "run.json"
+                    ) -> Path:
+    "Write `run`'s record atomically (temp file, fsync, rename): the one writer of run.json."
+    data = run_record_bytes(run)
+    return atomic_write(path, lambda f: f.write(data))
