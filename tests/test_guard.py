@@ -8,7 +8,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 import trainbook as tb
-from trainbook.checkpoint import prepare_run_dir, probe_writable, resume_changes, run_signature, saved_signature
+from trainbook.checkpoint import prepare_run_dir, probe_writable, release_run_dir, resume_changes, run_signature, saved_signature
 from trainbook.guard import check_loader, check_loss_fn, check_monitor, nonfinite_validation, require_batches
 from test_checkpoint import small_tmpfs
 from helpers import blobs, mlp
@@ -107,10 +107,14 @@ def test_a_new_run_never_replaces_an_earlier_runs_files(tmp_path):
     third, _ = prepare_run_dir(runs)  # version_1 is claimed (its run is starting), so the next one is taken
     assert third == runs / "version_2"
     assert tb.load_checkpoint(runs)["step"] == 1  # untouched
+    with pytest.raises(ValueError, match="is being written by process"):  # the first run still holds it
+        prepare_run_dir(runs, resume=runs / "last.pt")
+    for folder in (first, second, third): release_run_dir(folder)  # their runs ended
     assert prepare_run_dir(runs, resume=runs / "last.pt") == (runs, None)  # resume continues in place
     tb.save_checkpoint(second / "last.pt", model=nn.Linear(2, 2), step=1)
     assert prepare_run_dir(runs, resume=second)[0] == second
     assert prepare_run_dir(tmp_path / "elsewhere", resume=runs)[0] == tmp_path / "elsewhere"
+    release_run_dir(runs)
     assert prepare_run_dir(runs, overwrite=True) == (runs, None)
     assert visible(runs) == ["version_1", "version_2"]  # overwrite=True, and only then, removes the earlier files
     assert prepare_run_dir(None) == (None, None)

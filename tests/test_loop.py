@@ -378,7 +378,7 @@ def test_a_failure_keeps_the_run(tmp_path):
     finally: unlisten(listener)
     run = e.value.run
     assert run.stopped == "failed" and "disk went away" in run.error and tb.last_run() is run
-    assert AfterFit.called and seen[-1] == "run" and "fit_start" in seen
+    assert AfterFit.called and seen == ["run"]  # the checklist hears of the run once, at its end
     assert run.step == 6 and run.metrics()["valid_loss"].notna().sum() == 1  # epoch 0, two steps of epoch 1
     meta = json.loads((tmp_path / "run.json").read_text())
     assert meta["stopped"] == "failed" and "disk went away" in meta["error"] and meta["history"]["step"]
@@ -432,7 +432,7 @@ def test_throughput_memory_and_announcements_per_epoch():
     for name in ("samples_per_s", "step_time", "data_wait", "peak_memory_mb"):
         assert len(h[h.name == name]) == 2, name
     assert (h[h.name == "samples_per_s"].value > 0).all() and (h[h.name == "peak_memory_mb"].value > 0).all()
-    assert seen == ["fit_start", "epoch_end", "epoch_end", "run"] and run.extra["track"] is False
+    assert seen == ["run"] and run.extra["track"] is False  # the checklist hears of the run at its end only
 
 
 def test_profile_fills_run_profile_and_writes_a_trace(tmp_path):

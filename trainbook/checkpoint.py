@@ -4,7 +4,7 @@
 
 # %% ../nbs/06_checkpoint.ipynb #fb01ea68
 from __future__ import annotations
-import collections, io, json, math, os, pickle, re, reprlib, socket, tempfile, threading, warnings, zipfile
+import collections, io, json, math, os, pickle, re, reprlib, socket, tempfile, threading, time, warnings, zipfile
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -14,14 +14,16 @@ import torch.distributed as dist
 from torch import nn
 
 from . import __version__
-from .core import Finding, TrainConfig
+from .core import Finding, TrainConfig, process_alive, this_process
 from .distributed import full_state, load_sharded_state
 from .guard import loader_length
+from .run import write_run_record
 
 # %% auto #0
 __all__ = ['FORMAT', 'RUN_FILES', 'unwrap', 'check_loadable', 'save_checkpoint', 'CheckpointError', 'UnsafeCheckpointError',
            'checkpoint_file', 'read_checkpoint', 'restore_checkpoint', 'load_checkpoint', 'write_json', 'unwritable',
-           'probe_writable', 'prepare_run_dir', 'run_signature', 'saved_signature', 'resume_changes', 'Checkpointer']
+           'probe_writable', 'RunFolderBusy', 'folder_writer', 'release_run_dir', 'prepare_run_dir', 'run_signature',
+           'saved_signature', 'resume_changes', 'Checkpointer']
 
 # %% ../nbs/06_checkpoint.ipynb #f4a0ad9b
 from .core import atomic_write
@@ -258,32 +260,61 @@ def probe_writable(folder: str | Path,  # the folder a run will write to (create
 
 # %% ../nbs/06_checkpoint.ipynb #b8ccc60c
 RUN_FILES = ("last.pt", "best.pt", "run.json")  # what a run leaves in its folder
-_MARKER = ".trainbook-run"  # claims a folder for a run from its start, before any file is written
+_MARKER = ".trainbook-run"  # the writer's lock: who writes this folder (host, pid, start), from its start
 _VERSION = re.compile(r"^version_\d+$")
 
-def _writer_gone(marker: Path) -> bool:
-    "Whether the run that claimed a folder died on this host without writing anything."
-    try: who = json.loads(marker.read_text())
-    except (OSError, ValueError): return False
-    if who.get("host") != socket.gethostname(): return False
-    try: os.kill(int(who["pid"]), 0)
-    except ProcessLookupError: return True
-    except (PermissionError, KeyError, ValueError, TypeError): return False
-    return False
+class RunFolderBusy(ValueError):
+    "Another live process writes this run folder: the message names it (host, pid, since when)."
+
+def folder_writer(folder: str | Path,  # a run folder
+                 ) -> Optional[dict]:
+    "Who holds `folder`'s writer lock (host, pid, started, since), or None when nobody does."
+    try: who = json.loads((Path(folder) / _MARKER).read_text())
+    except (OSError, ValueError): return None
+    return who if isinstance(who, dict) else None
+
+def _describe(who: dict) -> str:
+    since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(who["since"])) if who.get("since") else "?"
+    return f"process {who.get('pid')} on {who.get('host')} (since {since})"
+
+def _take_over(folder: Path, who: dict) -> None:
+    "Move a dead writer's lock aside (atomically: of two takers one wins the rename), with a warning."
+    aside = folder / f"{_MARKER}.old-{os.getpid()}"
+    try: os.replace(folder / _MARKER, aside)
+    except FileNotFoundError: return
+    aside.unlink(missing_ok=True)
+    warnings.warn(f"run folder {str(folder)!r} was locked by {_describe(who)}, which is gone; "
+                  "this run takes the folder over", stacklevel=6)
 
 def _claim(folder: Path, force: bool = False) -> bool:
-    "Claim `folder` for a new run (atomically: of two runs starting at once one wins); False if it holds a run."
+    """Lock `folder` for this run: False when it holds another run (a new run then takes a version folder);
+    `force` (resume, overwrite) takes a folder with files but never one a live process writes."""
     if not force and any((folder / f).exists() for f in RUN_FILES): return False
     folder.mkdir(parents=True, exist_ok=True)
-    marker = folder / _MARKER
-    if force or _writer_gone(marker):
-        try: os.replace(marker, folder / f"{_MARKER}.old-{os.getpid()}")  # only one taker wins the rename
-        except FileNotFoundError: pass
-        (folder / f"{_MARKER}.old-{os.getpid()}").unlink(missing_ok=True)
-    try: fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError: return False  # another run claimed it first
-    with os.fdopen(fd, "w") as f: json.dump({"host": socket.gethostname(), "pid": os.getpid()}, f)
+    who = folder_writer(folder)
+    if who is not None:
+        alive = process_alive(who)
+        if alive is False: _take_over(folder, who)
+        elif not force: return False  # a run is starting or going there
+        else:
+            raise RunFolderBusy(f"run folder {str(folder)!r} is being written by {_describe(who)}; two "
+                                "runs writing one folder would overwrite each other's last.pt and run.json. "
+                                "Stop that run first, or give this run another checkpoint_dir")
+    try: fd = os.open(folder / _MARKER, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:  # another run claimed it in between
+        if force: return _claim(folder, force)
+        return False
+    with os.fdopen(fd, "w") as f: json.dump(this_process(), f)
     return True
+
+def release_run_dir(folder: str | Path | None,  # a folder this process claimed (`prepare_run_dir`)
+                   ) -> None:
+    "Give up the writer lock on `folder` when this process holds it: the run there has ended."
+    if folder is None: return
+    who = folder_writer(folder)
+    me = this_process()
+    if who is not None and who.get("host") == me["host"] and who.get("pid") == me["pid"]:
+        (Path(folder) / _MARKER).unlink(missing_ok=True)
 
 def _in_place(checkpoint_dir: Path, resume) -> Optional[Path]:
     "The folder of the checkpoint `resume` names, when it is `checkpoint_dir` or one of its version folders."
@@ -411,6 +442,7 @@ class Checkpointer:
         self.run_dir = Path(run_dir) if run_dir else None
         self.rank, self.strategy, self.parts, self.meta = rank, strategy, parts or {}, meta or {}
         self.findings: list = []  # what choosing the folder and restoring noticed
+        self._written: Optional[tuple] = None  # (when, seconds it took) of the last run.json write
 
     def prepare(self,
                 resume: Union[str, Path, None] = None,  # the checkpoint (or run folder) the run resumes from
@@ -445,10 +477,11 @@ class Checkpointer:
         full = full_state(p["model"], p["optimizer"]) if self.strategy == "fsdp" else None  # a collective
         if self.rank != 0: return
         others = {k: v.state_dict() for k, v in p.items()
-                  if k not in ("model", "optimizer", "scheduler", "scaler")}
+                  if k not in ("model", "optimizer", "scheduler", "scaler") and k not in entries}
+        scheduler = entries.pop("scheduler", p.get("scheduler"))  # an entry given replaces the part's state
         save_checkpoint(self.run_dir / name, model=full["model"] if full else p["model"],
-                        optimizer=full["optimizer"] if full else p["optimizer"], scheduler=p.get("scheduler"),
-                        scaler=p.get("scaler"), **others, **self.meta, **entries)
+                        optimizer=full["optimizer"] if full else p["optimizer"], scheduler=scheduler,
+                        scaler=p.get("scaler"), **{**others, **self.meta, **entries})
 
     def restore(self,
                 resume: Union[str, Path],  # the checkpoint (or run folder) to load
@@ -473,11 +506,18 @@ class Checkpointer:
         "`run_dir/name` when that file exists."
         return self.run_dir / name if self.enabled and (self.run_dir / name).exists() else None
 
-    def write_run(self, run: "Run",  # the run, however it ended
+    def write_run(self, run: "Run",  # the run: ended, or a snapshot (`stopped == "running"`)
+                  final: bool = True,  # the run ended: always written; else skipped when written lately
                  ) -> None:
-        "Write run.json: how the run ended, its config, environment, findings and history."
+        "Write run.json (rank 0); while the run goes at most ~1% of its time: a write costs what it costs."
         if not self.enabled or self.rank != 0: return
-        write_json(self.run_dir / "run.json",
-                   {"stopped": run.stopped, "error": run.error, "step": run.step, "epoch": run.epoch,
-                    **self.meta, "findings": [f.__dict__ for f in run.findings],
-                    "history": run.records.state_dict()})
+        now = time.perf_counter()
+        if not final and self._written is not None:
+            last, cost = self._written
+            if now - last < 100 * cost: return  # a long history every epoch would cost more than the run
+        write_run_record(run, self.run_dir / "run.json")
+        self._written = (now, time.perf_counter() - now)
+
+    def release(self) -> None:
+        "Give up the run folder's writer lock (the run ended, however)."
+        if self.rank == 0: release_run_dir(self.run_dir)

@@ -224,9 +224,11 @@ class History:
         "The distinct `(split, name)` pairs recorded, in order of first appearance."
         return list(dict.fromkeys(zip(self.split, self.name)))
 
-    def state_dict(self) -> dict:
+    def state_dict(self,
+                   stop: Optional[int] = None,  # only the records before this position
+                  ) -> dict:
         "Plain lists, safe for `torch.load(weights_only=True)` and JSON."
-        return {c: list(getattr(self, c)) for c in self.columns}
+        return {c: list(getattr(self, c)[:stop]) for c in self.columns}
 
     def load_state_dict(self, state: dict):
         "Replace the records with those of `state_dict()`."

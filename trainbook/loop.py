@@ -4,7 +4,7 @@
 
 # %% ../nbs/07_loop.ipynb #f9048b67
 from __future__ import annotations
-import collections.abc, contextlib, inspect, math, re, resource, sys, time, warnings
+import contextlib, inspect, math, re, time, warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional, Union
@@ -13,24 +13,26 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from .batch import (_NO_CONTEXT, autocast, batch_rows, call_model, eval_mode, forward, prediction,
-                             split_batch, to_device, training_lock)
+from .batch import batch_rows, eval_mode, forward, prediction, training_lock
 from .checkpoint import Checkpointer, probe_writable, run_signature
-from .core import (Finding, History, TrainConfig, announce, environment, findings_html,
-                            pick_device, pick_precision, rng_state, seed_everything, set_rng_state, silenced)
-from .diagnostics import NanGuard, diagnose
-from .guard import (check_loader, check_loss_fn, check_monitor, loader_length, nonfinite_validation,
-                             require_batches)
+from .core import (History, TrainConfig, environment, pick_device, pick_precision, rng_state,
+                            seed_everything, set_rng_state)
+from .diagnostics import NanGuard
 from .distributed import all_mean, dist_info, full_tensor, wrap_model
 from .events import Callback, Callbacks, Event, LoopState
+from .guard import check_loader, check_loss_fn, check_monitor, loader_length, require_batches
 from .metrics import resolve_metrics, try_metrics
 from .optim import make_scheduler, param_groups
-from .run import Run, remember_run, unrecorded
+from .recorder import (EarlyStopping, StepProfiler, TimedIterator, end_run, epoch_records,
+                                peak_memory_mb, record_validation, run_callbacks, run_of)
+from .run import MONITOR_ALIASES, RUNNING, Run, monitored_record, unrecorded
 
 # %% auto #0
-__all__ = ['SCHEDULER_INTERVALS', 'EPOCH_SCHEDULERS', 'MONITOR_ALIASES', 'evaluate', 'unscale_and_clip', 'step_optimizer',
-           'optimizer_step', 'train_step', 'EarlyStopping', 'Position', 'Window', 'accumulation_windows',
-           'check_fit_inputs', 'peak_memory_mb', 'StepProfiler', 'fit', 'show_loop']
+__all__ = ['SCHEDULER_INTERVALS', 'EPOCH_SCHEDULERS', 'evaluate', 'unscale_and_clip', 'step_optimizer', 'optimizer_step',
+           'train_step', 'Position', 'Window', 'accumulation_windows', 'check_fit_inputs', 'Setup', 'set_up',
+           'claim_and_resume', 'EpochMeter', 'start_epoch', 'windows', 'forward_loss', 'grad_sync', 'window_loss',
+           'skip_nonfinite', 'clip', 'log_step', 'validate', 'save_last', 'after_step', 'end_epoch', 'interrupted',
+           'snapshot', 'finish', 'failed', 'fit', 'show_loop']
 
 # %% ../nbs/07_loop.ipynb #5c24e70f
 def evaluate(model: nn.Module,  # the model to score (its train/eval mode is restored afterwards)
@@ -125,44 +127,6 @@ def train_step(model: nn.Module,  # the model to train (in train mode)
     if scheduler is not None and not skipped: scheduler.step()
     optimizer.zero_grad(set_to_none=True)
     return {"loss": loss.detach(), "grad_norm": grad_norm, "skipped": skipped}
-
-# %% ../nbs/07_loop.ipynb #8ad26698
-class EarlyStopping:
-    "Tracks the best monitored value; `should_stop` after `patience` evaluations without improvement."
-    def __init__(self,
-                 monitor: str = "valid_loss",  # the `split_name` value to follow
-                 mode: str = "min",  # min | max
-                 patience: Optional[int] = None,  # evaluations without improvement before stopping; None = never
-                 min_delta: float = 0.0,  # smallest change that counts as an improvement
-                ):
-        self.monitor, self.mode, self.patience, self.min_delta = monitor, mode, patience, min_delta
-        self.best, self.best_step, self.best_epoch, self.wait, self.nonfinite = None, None, None, 0, False
-
-    def update(self,
-               value: float,  # the monitored value of this evaluation
-               step: int,  # optimizer steps done
-               epoch: int,  # the epoch (0-based)
-              ) -> bool:
-        "Record one evaluation; True when it is the best so far."
-        if not math.isfinite(value):
-            self.nonfinite = True
-            return False
-        if self.best is None: better = True
-        elif self.mode == "min": better = value < self.best - self.min_delta
-        else: better = value > self.best + self.min_delta
-        if better: self.best, self.best_step, self.best_epoch, self.wait = value, step, epoch, 0
-        else: self.wait += 1
-        return better
-
-    @property
-    def should_stop(self) -> bool:
-        return self.nonfinite or (self.patience is not None and self.wait >= self.patience)
-
-    def state_dict(self) -> dict:
-        return {k: getattr(self, k) for k in ("best", "best_step", "best_epoch", "wait", "nonfinite")}
-
-    def load_state_dict(self, state: dict):
-        for k, v in state.items(): setattr(self, k, v)
 
 # %% ../nbs/07_loop.ipynb #031a6364
 @dataclass
@@ -297,77 +261,6 @@ def _scheduler_interval(sched, given: Optional[str], cfg: TrainConfig, user_sche
         return "never"  # its lr never changes
     return "epoch" if user_scheduler and type(sched).__name__ in EPOCH_SCHEDULERS else "step"
 
-MONITOR_ALIASES = {("train", "loss"): ("train", "epoch_loss")}
-
-def _monitor(cfg: TrainConfig, has_valid: bool, metric_names: Iterable[str] = ()) -> tuple[str, str]:
-    "The `(split, name)` in the history that early stopping and best.pt follow."
-    pair = check_monitor(cfg, has_valid, metric_names)
-    return MONITOR_ALIASES.get(pair, pair)
-
-def _displays(live) -> list:
-    "trainbook's own displays (progress, live curves) for `live`; none when False or when they cannot load."
-    if live is False or live is None: return []
-    try:
-        from trainbook.live import default_displays
-        return default_displays(live)
-    except Exception as e:  # a broken front end degrades to no display, never to a failed run
-        warnings.warn(f"live displays are off: {e!r}")
-        return []
-
-# %% ../nbs/07_loop.ipynb #f4461073
-class _Timed:
-    "Iterates `it`, adding the time spent waiting for each item to `self.wait` (the share logged as data_wait)."
-    def __init__(self, it): self.it, self.wait = it, 0.0
-    def __iter__(self): return self
-    def __next__(self):
-        t = time.perf_counter()
-        item = next(self.it)
-        self.wait += time.perf_counter() - t
-        return item
-
-def _set_epoch(dl, epoch: int):
-    for obj in (dl, getattr(dl, "sampler", None), getattr(dl, "batch_sampler", None)):
-        if obj is not None and hasattr(obj, "set_epoch"): obj.set_epoch(epoch)
-
-def peak_memory_mb(device: torch.device,  # the training device
-                  ) -> float:
-    "CUDA's peak allocated memory on `device` (MiB), else the process's peak resident memory."
-    if device.type == "cuda": return torch.cuda.max_memory_allocated(device) / 2 ** 20
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
-    return rss / 2 ** 20 if sys.platform == "darwin" else rss / 2 ** 10
-
-class StepProfiler(Callback):
-    "Profiles the first `steps` optimizer steps with `torch.profiler`; `table` holds the top operators."
-    critical = False  # a profiler problem never breaks a run
-
-    def __init__(self,
-                 steps: int,  # optimizer steps to profile, from the first
-                 trace_dir: Optional[Path] = None,  # where trace.json goes (the run folder); None = no trace
-                ):
-        self.steps, self.trace_dir, self.prof, self.table = steps, trace_dir, None, None
-
-    def before_fit(self, state):
-        from torch.profiler import ProfilerActivity, profile
-        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if state.device.type == "cuda" else [])
-        self.start = state.step
-        self.prof = profile(activities=acts)
-        self.prof.__enter__()
-
-    def after_step(self, state):
-        if self.prof is not None and state.step - self.start >= self.steps: self._stop(state)
-
-    def after_fit(self, state):
-        if self.prof is not None: self._stop(state)
-
-    def _stop(self, state):
-        prof, self.prof = self.prof, None
-        prof.__exit__(None, None, None)
-        sort = "self_cuda_time_total" if state.device.type == "cuda" else "self_cpu_time_total"
-        self.table = prof.key_averages().table(sort_by=sort, row_limit=15)
-        if self.trace_dir is not None:
-            Path(self.trace_dir).mkdir(parents=True, exist_ok=True)
-            prof.export_chrome_trace(str(Path(self.trace_dir) / "trace.json"))
-
 # %% ../nbs/07_loop.ipynb #dfbf5720
 def _data_fingerprint(dl_train, dl_valid) -> Optional[str]:
     "`fingerprint_data` of the two loaders; None when it fails: a fingerprint never stops a run."
@@ -375,276 +268,294 @@ def _data_fingerprint(dl_train, dl_valid) -> Optional[str]:
     try: return fingerprint_data(dl_train, dl_valid)
     except Exception: return None
 
-class _Loop:
-    "Everything `fit` sets up, and the bookkeeping around the steps `fit` runs."
-    def __init__(self, model, dl_train, dl_valid, loss_fn, cfg: TrainConfig, *, optimizer, scheduler,
-                 scheduler_interval, metric_fns, callbacks, live, split_fingerprint, strategy, track,
-                 profile):
-        self.rank, self.world = dist_info()
-        strategy = strategy or ("ddp" if self.world > 1 else None)
-        seed_everything(cfg.seed)
-        self.device = pick_device(cfg.device)
-        self.precision = pick_precision(cfg.precision, self.device)
-        model.to(self.device).train()
-        self.model, self.strategy, self.ddp, self.cfg, self.loss_fn = (
-            model, strategy, strategy == "ddp", cfg, loss_fn)
-        self.dl_train, self.dl_valid, self.metric_fns = dl_train, dl_valid, metric_fns
-        # what the forward pass calls: the model or its wrapper
-        self.net = wrap_model(model, strategy, self.device)
-        if getattr(cfg, "compile", False):
-            self.net = torch.compile(self.net)  # checkpoints keep the eager model
-        self.named_params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-        self.params = [p for _, p in self.named_params]
-        self.n_batches = loader_length(dl_train)
-        steps_per_epoch = math.ceil(self.n_batches / cfg.accum_steps) if self.n_batches else None
-        budgets = [x for x in (cfg.max_steps, steps_per_epoch and steps_per_epoch * cfg.epochs) if x]
-        total_steps = min(budgets) if budgets else None
-        self.opt = optimizer if optimizer is not None else \
-            torch.optim.AdamW(param_groups(model, cfg.weight_decay), lr=cfg.lr)
-        self.sched = scheduler if scheduler is not None else make_scheduler(self.opt, cfg, total_steps)
-        self.sched_interval = _scheduler_interval(self.sched, scheduler_interval, cfg, scheduler is not None)
-        # a no-op unless fp16
-        self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.precision == "fp16")
-        self.monitor = _monitor(cfg, dl_valid is not None, metric_fns)
-        self.stopper = EarlyStopping(cfg.monitor, cfg.mode, cfg.patience, cfg.min_delta)
-        self.history, self.env = History(), environment()
-        self.data_fingerprint = _data_fingerprint(dl_train, dl_valid)
-        self.profiler = StepProfiler(profile, cfg.checkpoint_dir) if profile else None
-        displays = _displays(live) if self.rank == 0 else []  # one rank shows progress
-        self.cbs = Callbacks([NanGuard(), *displays, *callbacks, *([self.profiler] if self.profiler else [])])
-        self.ckpt = Checkpointer(cfg.checkpoint_dir, rank=self.rank, strategy=strategy,
-                                 parts={"model": model, "optimizer": self.opt, "scheduler": self.sched,
-                                        "scaler": self.scaler, "early_stopping": self.stopper,
-                                        "callbacks": self.cbs, "history": self.history},
-                                 meta={"config": cfg.to_dict(), "environment": self.env,
-                                       "split_fingerprint": split_fingerprint,
-                                       "signature": run_signature(model, self.opt, dl_train, cfg,
-                                                                  split_fingerprint)})
-        self.state = LoopState(model=model, optimizer=self.opt, scheduler=self.sched, scaler=self.scaler,
-                               loss_fn=loss_fn, config=cfg, device=self.device, precision=self.precision,
-                               history=self.history, run_dir=self.ckpt.run_dir, n_batches=self.n_batches,
-                               total_steps=total_steps)
-        self.pos, self.track, self.t_fit, self.epoch_closed = Position(), track, time.perf_counter(), False
-        self.layer_norms = None
-        self.valid_failed = False  # a non-finite validation loss (or monitored value) stops the run
-        try_metrics(model, dl_valid, loss_fn, metric_fns, self.device, self.precision)  # before any step
+@dataclass(frozen=True)
+class Setup:
+    "What `fit` sets up once, before its first step; it does not change while the loop runs."
+    model: nn.Module  # the model being trained (what checkpoints store)
+    net: nn.Module  # what the forward pass calls: the model, its DDP wrapper or its compiled form
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    scheduler_interval: str  # step | epoch | plateau | never
+    scaler: Any  # a GradScaler: a no-op unless fp16
+    loss_fn: Optional[Callable]
+    config: TrainConfig
+    device: torch.device
+    precision: str  # resolved: bf16 | fp16 | fp32
+    dl_train: Any
+    dl_valid: Any
+    metric_fns: dict
+    monitor: tuple  # the (split, name) record early stopping and best.pt follow
+    n_batches: Optional[int]  # micro-batches per epoch, when dl_train has a length
+    params: list  # the trainable parameters
+    named_params: list  # (name, parameter) of the trainable ones, for per-parameter gradient norms
+    rank: int
+    world: int
+    ddp: bool
+    callbacks: Callbacks  # NanGuard, displays, the session's observers, the user's, the profiler
+    checkpointer: Checkpointer  # the run folder: last.pt, best.pt, run.json, its lock
+    stopper: EarlyStopping
+    environment: dict
+    extra: dict  # what the Run reports about the set-up: precision, device, fingerprints
+    started: float = field(default_factory=time.perf_counter)
 
-    def resume(self, resume, overwrite: bool = False) -> None:
-        "Choose the run folder (never an earlier run's); restore every piece of state from a checkpoint."
-        self.ckpt.prepare(resume, overwrite)
-        self.state.run_dir = self.ckpt.run_dir
-        if resume is not None:
-            ckpt = self.ckpt.restore(resume, self.device)
-            self.state.step, self.state.skipped_steps = ckpt["step"], ckpt["skipped_steps"]
-            self.pos = Position.from_state(ckpt)
-        self.state.findings += self.ckpt.findings
+def set_up(model, dl_train, dl_valid, loss_fn, cfg: TrainConfig, *, optimizer, scheduler, scheduler_interval,
+           metric_fns, callbacks, live, split_fingerprint, strategy, track, profile) -> tuple[Setup, LoopState]:
+    "Seed, device, precision, the DDP/FSDP wrapper, optimizer, scheduler, scaler, observers: the run's set-up."
+    rank, world = dist_info()
+    strategy = strategy or ("ddp" if world > 1 else None)
+    seed_everything(cfg.seed)
+    device = pick_device(cfg.device)
+    precision = pick_precision(cfg.precision, device)
+    model.to(device).train()
+    net = wrap_model(model, strategy, device)
+    if getattr(cfg, "compile", False): net = torch.compile(net)  # checkpoints keep the eager model
+    named_params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    n_batches = loader_length(dl_train)
+    steps_per_epoch = math.ceil(n_batches / cfg.accum_steps) if n_batches else None
+    budgets = [x for x in (cfg.max_steps, steps_per_epoch and steps_per_epoch * cfg.epochs) if x]
+    total_steps = min(budgets) if budgets else None
+    opt = optimizer if optimizer is not None else \
+        torch.optim.AdamW(param_groups(model, cfg.weight_decay), lr=cfg.lr)
+    sched = scheduler if scheduler is not None else make_scheduler(opt, cfg, total_steps)
+    scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")  # a no-op unless fp16
+    stopper = EarlyStopping(cfg.monitor, cfg.mode, cfg.patience, cfg.min_delta)
+    history = History()
+    profiler = [StepProfiler(profile, cfg.checkpoint_dir)] if profile else []
+    cbs = run_callbacks(callbacks, live=live, track=track, kind="torch", rank=rank, first=[NanGuard()],
+                        last=profiler)
+    keeper = Checkpointer(cfg.checkpoint_dir, rank=rank, strategy=strategy,
+                          parts={"model": model, "optimizer": opt, "scheduler": sched, "scaler": scaler,
+                                 "early_stopping": stopper, "callbacks": cbs, "history": history},
+                          meta={"config": cfg.to_dict(), "environment": environment(),
+                                "split_fingerprint": split_fingerprint,
+                                "signature": run_signature(model, opt, dl_train, cfg, split_fingerprint)})
+    s = Setup(model=model, net=net, optimizer=opt, scheduler=sched,
+              scheduler_interval=_scheduler_interval(sched, scheduler_interval, cfg, scheduler is not None),
+              scaler=scaler, loss_fn=loss_fn, config=cfg, device=device, precision=precision, dl_train=dl_train,
+              dl_valid=dl_valid, metric_fns=metric_fns,
+              monitor=monitored_record(*check_monitor(cfg, dl_valid is not None, metric_fns)),
+              n_batches=n_batches, params=[p for _, p in named_params], named_params=named_params, rank=rank,
+              world=world, ddp=strategy == "ddp", callbacks=cbs, checkpointer=keeper, stopper=stopper,
+              environment=keeper.meta["environment"],
+              extra={"precision": precision, "device": str(device), "split_fingerprint": split_fingerprint,
+                     "data_fingerprint": _data_fingerprint(dl_train, dl_valid), "track": track})
+    state = LoopState(model=model, optimizer=opt, scheduler=sched, scaler=scaler, loss_fn=loss_fn, config=cfg,
+                      device=device, precision=precision, history=history, n_batches=n_batches,
+                      total_steps=total_steps, position=Position())
+    try_metrics(model, dl_valid, loss_fn, metric_fns, device, precision)  # a metric that fails, before any step
+    return s, state
 
-    def start_epoch(self, epoch: int) -> _Timed:
-        "Position the loader: this epoch's order; on resume, the same order with the used batches skipped."
-        pos, skip = self.pos, self.pos.batch_idx
-        if skip: set_rng_state(pos.epoch_rng)  # the order this epoch was drawn in
-        elif pos.rng is not None: set_rng_state(pos.rng)
-        pos.epoch, pos.batch_idx, self.epoch_closed = epoch, 0, False
-        pos.epoch_rng = rng_state() if self.ckpt.enabled else None
-        self.state.epoch = epoch
-        _set_epoch(self.dl_train, epoch)
-        batches = iter(self.dl_train)
-        if self.n_batches is None: batches = require_batches(batches, "dl_train", epoch)  # empty: fails here
-        batches = _Timed(batches)
-        for _ in range(skip): next(batches)
-        pos.batch_idx = skip
-        if skip: set_rng_state(pos.rng)
-        pos.rng = None
-        if self.device.type == "cuda": torch.cuda.reset_peak_memory_stats(self.device)
-        batches.wait, self.epoch_rows, self.epoch_steps = 0.0, 0, 0
-        self.batches, self.t_epoch = batches, time.perf_counter()
-        return batches
+def claim_and_resume(s: Setup, state: LoopState, resume, overwrite: bool = False) -> None:
+    "Choose and lock the run folder (never an earlier run's); restore every piece of state from a checkpoint."
+    s.checkpointer.prepare(resume, overwrite)
+    state.run_dir = s.checkpointer.run_dir
+    if resume is not None:
+        try: ckpt = s.checkpointer.restore(resume, s.device)
+        except BaseException:
+            s.checkpointer.release()  # a refused resume leaves the folder to its next run
+            raise
+        state.step, state.skipped_steps = ckpt["step"], ckpt["skipped_steps"]
+        state.position = Position.from_state(ckpt)
+    state.findings += s.checkpointer.findings
 
-    def windows(self, batches: _Timed) -> Iterator[Window]:
-        "The epoch's accumulation windows (with their start's RNG states when checkpoints are written)."
-        return accumulation_windows(batches, self.cfg.accum_steps, self.n_batches, self.pos,
-                                    self.ckpt.enabled)
+# %% ../nbs/07_loop.ipynb #b14ef31b
+def _set_epoch(dl, epoch: int):
+    for obj in (dl, getattr(dl, "sampler", None), getattr(dl, "batch_sampler", None)):
+        if obj is not None and hasattr(obj, "set_epoch"): obj.set_epoch(epoch)
 
-    def forward(self, batch) -> tuple:
-        "Forward under autocast -> loss of one micro-batch: `(loss, xb, yb)`; the first batch's shapes are checked."
-        _, loss, xb, yb = forward(self.net, batch, self.loss_fn, self.device, self.precision,
-                                  self.state.step == 0)
-        return loss, xb, yb
+@dataclass
+class EpochMeter:
+    "What an epoch measures while it runs: the timed batch iterator, rows and steps done, when it began."
+    batches: TimedIterator
+    rows: int = 0
+    steps: int = 0
+    started: float = field(default_factory=time.perf_counter)
 
-    def sync(self, window: Window):
-        "DDP averages gradients across ranks once per window (at its last micro-batch), not after each one."
-        if self.ddp and not window.last: return self.net.no_sync()
-        return _NO_CONTEXT
+def start_epoch(s: Setup, state: LoopState, epoch: int) -> TimedIterator:
+    "Position the loader: this epoch's order; on resume, the same order with the used batches skipped."
+    pos = state.position
+    skip = pos.batch_idx
+    if skip: set_rng_state(pos.epoch_rng)  # the order this epoch was drawn in
+    elif pos.rng is not None: set_rng_state(pos.rng)
+    pos.epoch, pos.batch_idx, state.epoch_closed = epoch, 0, False
+    pos.epoch_rng = rng_state() if s.checkpointer.enabled else None
+    state.epoch = epoch
+    _set_epoch(s.dl_train, epoch)
+    batches = iter(s.dl_train)
+    if s.n_batches is None: batches = require_batches(batches, "dl_train", epoch)  # empty: fails here
+    batches = TimedIterator(batches)
+    for _ in range(skip): next(batches)
+    pos.batch_idx = skip
+    if skip: set_rng_state(pos.rng)
+    pos.rng = None
+    if s.device.type == "cuda": torch.cuda.reset_peak_memory_stats(s.device)
+    batches.wait = 0.0
+    state.meter = EpochMeter(batches)
+    return batches
 
-    def window_loss(self, window: Window) -> float:
-        "The window's mean loss (over ranks too): the one per-step sync; it decides whether the optimizer steps."
-        losses = [item[2].detach() for item in window.items]
-        loss = losses[0] if len(losses) == 1 else sum(losses) / window.size
-        if self.world > 1: loss = all_mean(loss)  # every rank takes the same decision
-        return loss.item()
+def windows(s: Setup, state: LoopState, batches: TimedIterator) -> Iterator[Window]:
+    "The epoch's accumulation windows (with their start's RNG states when checkpoints are written)."
+    return accumulation_windows(batches, s.config.accum_steps, s.n_batches, state.position,
+                                s.checkpointer.enabled)
 
-    def nonfinite(self, window: Window) -> Optional[str]:
-        "A non-finite window loss: [on_nonfinite], drop the gradients; 'nonfinite' to stop, None to skip the step."
-        state = self.state
-        state.batch_idx = self.pos.batch_idx
-        bad = next(item for item in window.items if not bool(torch.isfinite(item[2]).all()))
-        state.batch = (bad[0], bad[1])
-        self.cbs(Event.on_nonfinite, state)
-        self.opt.zero_grad(set_to_none=True)
-        window.done = True
-        if self.cfg.on_nonfinite == "stop": return "nonfinite"
-        self.count_skip()
-        return None
+def forward_loss(s: Setup, state: LoopState, batch) -> tuple:
+    "Forward under autocast -> loss of one micro-batch: `(loss, xb, yb)`; the first batch's shapes are checked."
+    _, loss, xb, yb = forward(s.net, batch, s.loss_fn, s.device, s.precision, state.step == 0)
+    return loss, xb, yb
 
-    def count_skip(self):
-        self.state.skipped_steps += 1
-        self.history.append(self.state.step, self.state.epoch, "train", "skipped_step", 1.0)
+def grad_sync(s: Setup, window: Window):
+    "DDP averages gradients across ranks once per window (at its last micro-batch), not after each one."
+    if s.ddp and not window.last: return s.net.no_sync()
+    return contextlib.nullcontext()
 
-    def log_now(self) -> bool:
-        "Whether this step records gradient norms (every `log_every` steps)."
-        return (self.state.step + 1) % self.cfg.log_every == 0
+def window_loss(s: Setup, window: Window) -> float:
+    "The window's mean loss (over ranks too): the one per-step sync; it decides whether the optimizer steps."
+    losses = [item[2].detach() for item in window.items]
+    loss = losses[0] if len(losses) == 1 else sum(losses) / window.size
+    if s.world > 1: loss = all_mean(loss)  # every rank takes the same decision
+    return loss.item()
 
-    def unscale_and_clip(self) -> Optional[torch.Tensor]:
-        "Unscale and clip; every `log_every` steps also read the per-parameter gradient norms (after clipping)."
-        log_now = self.log_now()
-        grad_norm = unscale_and_clip(self.opt, self.scaler, self.params, self.cfg.clip_norm, log_now)
-        self.layer_norms = None
-        if log_now:
-            grads = [(n, p.grad) for n, p in self.named_params if p.grad is not None]
-            if grads: self.layer_norms = ([n for n, _ in grads], torch._foreach_norm([g for _, g in grads]))
-        return grad_norm
+def skip_nonfinite(s: Setup, state: LoopState, window: Window) -> Optional[str]:
+    "A non-finite window loss: [on_nonfinite], drop the gradients; 'nonfinite' to stop, None to skip the step."
+    state.batch_idx = state.position.batch_idx
+    bad = next(item for item in window.items if not bool(torch.isfinite(item[2]).all()))
+    state.batch = (bad[0], bad[1])
+    s.callbacks(Event.on_nonfinite, state)
+    s.optimizer.zero_grad(set_to_none=True)
+    window.done = True
+    if s.config.on_nonfinite == "stop": return "nonfinite"
+    _count_skip(state)
+    return None
 
-    def log_step(self, skipped: bool, window: Window) -> None:
-        "Count the step and log the loss and lr; gradient norms and the fp16 loss scale every `log_every` steps."
-        state, pos, h = self.state, self.pos, self.history
-        state.batch_idx = pos.batch_idx
-        window.done = True
-        if skipped: return self.count_skip()
-        state.step += 1
-        pos.loss_sum += state.loss
-        pos.loss_count += 1
-        self.epoch_rows += window.rows
-        self.epoch_steps += 1
-        h.append(state.step, state.epoch, "train", "loss", state.loss)
-        h.append(state.step, state.epoch, "train", "lr", self.opt.param_groups[0]["lr"])
-        if state.step % self.cfg.log_every: return
-        if state.grad_norm is not None:
-            h.append(state.step, state.epoch, "train", "grad_norm", float(full_tensor(state.grad_norm)))
-        if self.layer_norms is not None:
-            norms = torch.stack([full_tensor(n) for n in self.layer_norms[1]]).tolist()
-            for name, v in zip(self.layer_norms[0], norms):
-                h.append(state.step, state.epoch, "train", f"grad_norm/{name}", v)
-        if self.scaler.is_enabled():
-            h.append(state.step, state.epoch, "train", "loss_scale", self.scaler.get_scale())
+def _count_skip(state: LoopState):
+    state.skipped_steps += 1
+    state.history.append(state.step, state.epoch, "train", "skipped_step", 1.0)
 
-    def validate(self) -> None:
-        "[before_validate] evaluate [after_validate]; then the plateau schedule, best.pt and early stopping's count."
-        state, cfg = self.state, self.cfg
-        if self.dl_valid is not None:
-            self.cbs(Event.before_validate, state)
-            state.valid = evaluate(self.model, self.dl_valid, self.loss_fn, self.metric_fns,
-                                   device=self.device, precision=self.precision)
-            for name, value in state.valid.items():
-                self.history.append(state.step, state.epoch, "valid", name, value)
-            self.cbs(Event.after_validate, state)
-            monitored = self.monitor[1] if self.monitor[0] == "valid" else "loss"
-            bad = nonfinite_validation(state.valid, state.epoch, state.step, monitored)
-            if bad is not None:  # named, with its epoch; the loss or monitored value NaN stops the run
-                state.findings.append(bad)
-                self.valid_failed = self.valid_failed or bad.severity == "error"
-        value = self.history.last(self.monitor[1], self.monitor[0])
-        if value is None: return
-        if self.sched_interval == "plateau": self.sched.step(value)
-        if self.stopper.update(value, state.step, state.epoch):
-            self.ckpt.save("best.pt", step=state.step, skipped_steps=state.skipped_steps,
-                           **self.pos.at(rng=rng_state()).state_dict())
+def clip(s: Setup, state: LoopState) -> Optional[tuple]:
+    "Unscale and clip; every `log_every` steps also read the per-parameter gradient norms (after clipping)."
+    log_now = (state.step + 1) % s.config.log_every == 0
+    state.grad_norm = unscale_and_clip(s.optimizer, s.scaler, s.params, s.config.clip_norm, log_now)
+    if not log_now: return None
+    grads = [(n, p.grad) for n, p in s.named_params if p.grad is not None]
+    return ([n for n, _ in grads], torch._foreach_norm([g for _, g in grads])) if grads else None
 
-    def save_last(self, pos: Optional[Position] = None) -> None:
-        "last.pt at `pos` (default: here, right after the last completed step)."
-        if not self.ckpt.enabled: return
-        pos = pos or self.pos.at(rng=rng_state())
-        self.ckpt.save("last.pt", step=self.state.step, skipped_steps=self.state.skipped_steps,
-                       **pos.state_dict())
+def log_step(s: Setup, state: LoopState, skipped: bool, window: Window, layer_norms: Optional[tuple]) -> None:
+    "Count the step and log the loss and lr; gradient norms and the fp16 loss scale every `log_every` steps."
+    pos, h = state.position, state.history
+    state.batch_idx = pos.batch_idx
+    window.done = True
+    if skipped: return _count_skip(state)
+    state.step += 1
+    pos.loss_sum += state.loss
+    pos.loss_count += 1
+    state.meter.rows += window.rows
+    state.meter.steps += 1
+    h.append(state.step, state.epoch, "train", "loss", state.loss)
+    h.append(state.step, state.epoch, "train", "lr", s.optimizer.param_groups[0]["lr"])
+    if state.step % s.config.log_every: return
+    if state.grad_norm is not None:
+        h.append(state.step, state.epoch, "train", "grad_norm", float(full_tensor(state.grad_norm)))
+    if layer_norms is not None:
+        norms = torch.stack([full_tensor(n) for n in layer_norms[1]]).tolist()
+        for name, v in zip(layer_norms[0], norms):
+            h.append(state.step, state.epoch, "train", f"grad_norm/{name}", v)
+    if s.scaler.is_enabled():
+        h.append(state.step, state.epoch, "train", "loss_scale", s.scaler.get_scale())
 
-    def after_step(self, skipped: bool) -> Optional[str]:
-        "Inside the epoch: validate every `eval_every` steps, last.pt every `checkpoint_every`; honour requests."
-        state, cfg, control = self.state, self.cfg, self.state.control
-        if (cfg.eval_every and not skipped and state.step % cfg.eval_every == 0) or control.evaluate:
-            control.evaluate = False
-            self.validate()
-            if self.valid_failed: return "nonfinite"
-        if (cfg.checkpoint_every and not skipped and state.step % cfg.checkpoint_every == 0) or control.save:
-            control.save = False
-            self.save_last()
-        if cfg.max_steps and state.step >= cfg.max_steps: return "max_steps"
-        if control.stop: return control.stop_reason or "interrupted"
-        return None
+def validate(s: Setup, state: LoopState) -> None:
+    "[before_validate] evaluate [after_validate]; then the plateau schedule, best.pt and early stopping's count."
+    if s.dl_valid is not None:
+        s.callbacks(Event.before_validate, state)
+        state.valid = evaluate(s.model, s.dl_valid, s.loss_fn, s.metric_fns, device=s.device,
+                               precision=s.precision)
+        monitored = s.monitor[1] if s.monitor[0] == "valid" else "loss"
+        state.valid_failed = record_validation(state, state.valid, monitored) or state.valid_failed
+        s.callbacks(Event.after_validate, state)
+    value = state.history.last(s.monitor[1], s.monitor[0])
+    if value is None: return
+    if s.scheduler_interval == "plateau": s.scheduler.step(value)
+    if s.stopper.update(value, state.step, state.epoch):
+        s.checkpointer.save("best.pt", step=state.step, skipped_steps=state.skipped_steps,
+                            **state.position.at(rng=rng_state()).state_dict())
 
-    def end_epoch(self) -> Optional[str]:
-        "Epoch means and throughput, validation, epoch scheduler, last.pt, early stopping, [after_epoch]."
-        state, pos, h, seconds = self.state, self.pos, self.history, time.perf_counter() - self.t_epoch
-        log = lambda name, value: h.append(state.step, state.epoch, "train", name, value)
-        if pos.loss_count: log("epoch_loss", pos.loss_sum / pos.loss_count)
-        log("data_wait", self.batches.wait / max(seconds, 1e-9))
-        log("samples_per_s", self.epoch_rows / max(seconds, 1e-9))
-        if self.epoch_steps: log("step_time", seconds / self.epoch_steps)
-        log("peak_memory_mb", peak_memory_mb(self.device))
-        pos.loss_sum, pos.loss_count = 0.0, 0
-        self.validate()
-        if self.sched_interval == "epoch": self.sched.step()
-        self.save_last(Position(epoch=state.epoch + 1, rng=rng_state()))
-        self.epoch_closed = True  # last.pt now describes the start of the next epoch
-        pos.batch_idx = 0
-        stopped = "nonfinite" if self.valid_failed else "early_stopping" if self.stopper.should_stop else None
-        self.cbs(Event.after_epoch, state)
-        announce("epoch_end", state)
-        if state.control.stop and not stopped: stopped = state.control.stop_reason or "interrupted"
-        return stopped
+def save_last(s: Setup, state: LoopState, pos: Optional[Position] = None, **entries) -> None:
+    "last.pt at `pos` (default: here, right after the last completed step); `entries` replace parts' states."
+    if not s.checkpointer.enabled: return
+    pos = pos or state.position.at(rng=rng_state())
+    s.checkpointer.save("last.pt", step=state.step, skipped_steps=state.skipped_steps, **pos.state_dict(),
+                        **entries)
 
-    def interrupted(self, window: Optional[Window]) -> str:
-        "Ctrl-C: drop the window in flight; last.pt describes the state after the last completed step."
-        self.opt.zero_grad(set_to_none=True)
-        if self.epoch_closed: return "interrupted"
-        if window is not None and not window.done and window.rng is not None:
-            self.save_last(self.pos.at(batch_idx=window.start, rng=window.rng))
-        else: self.save_last()
-        return "interrupted"
+def after_step(s: Setup, state: LoopState, skipped: bool) -> Optional[str]:
+    "Inside the epoch: validate every `eval_every` steps, last.pt every `checkpoint_every`; honour requests."
+    cfg, control = s.config, state.control
+    if (cfg.eval_every and not skipped and state.step % cfg.eval_every == 0) or control.evaluate:
+        control.evaluate = False
+        validate(s, state)
+        if state.valid_failed: return "nonfinite"
+    if (cfg.checkpoint_every and not skipped and state.step % cfg.checkpoint_every == 0) or control.save:
+        control.save = False
+        save_last(s, state)
+    if cfg.max_steps and state.step >= cfg.max_steps: return "max_steps"
+    if control.stop: return control.stop_reason or "interrupted"
+    return None
 
-    def finish(self, stopped: str, error: Optional[BaseException] = None) -> Run:
-        "Findings, the Run, run.json, [after_fit] and the announcement: for every way a run ends."
-        state = self.state
-        found = [f for f in diagnose(self.history) if f.kind != "diverging" or stopped != "nonfinite"]
-        findings = state.findings + found
-        state.findings = findings
-        run = Run(records=self.history, config=self.cfg, stopped=stopped, findings=findings, model=self.model,
-                  run_dir=self.ckpt.run_dir, best_path=self.ckpt.path("best.pt"),
-                  last_path=self.ckpt.path("last.pt"),
-                  environment=self.env, step=state.step, epoch=state.epoch, skipped_steps=state.skipped_steps,
-                  best=self.stopper.best, best_epoch=self.stopper.best_epoch,
-                  extra={"seconds": time.perf_counter() - self.t_fit, "precision": self.precision,
-                         "device": str(self.device), "best_step": self.stopper.best_step, "track": self.track,
-                         "split_fingerprint": self.ckpt.meta["split_fingerprint"],
-                         "data_fingerprint": self.data_fingerprint},
-                  error=repr(error) if error is not None else None)
-        state.run = run
-        remember_run(run)
-        try: self.cbs(Event.after_fit, state)
-        except Exception as e:
-            if error is None: raise
-            warnings.warn(f"after_fit raised while finishing a failed run: {e!r}")
-        finally:
-            run.profile = self.profiler.table if self.profiler else None
-            self.ckpt.write_run(run)
-            announce("run", run)
-            self.net = None  # a DDP wrapper must go before its process group does
-        return run
+def _before_epoch_end(s: Setup, state: LoopState) -> dict:
+    "The epoch's end as a resume must redo it: last.pt entries from just before its records and validation."
+    pos = state.position
+    return {"pos": pos.at(rng=rng_state()), "history": state.history.state_dict(len(state.history)),
+            "early_stopping": s.stopper.state_dict(), "callbacks": s.callbacks.state_dict(),
+            "scheduler": s.scheduler.state_dict()}
 
-    def failed(self, err: BaseException) -> None:
-        "A run that raised: finish it as 'failed' (last.pt stays the last good one) and attach it as `err.run`."
-        self.opt.zero_grad(set_to_none=True)
-        try: err.run = self.finish("failed", err)
-        except Exception as during:  # the original error is the one the user needs to see
-            warnings.warn(f"finishing the failed run raised too: {during!r}")
+def end_epoch(s: Setup, state: LoopState) -> Optional[str]:
+    "Epoch records, validation, epoch scheduler, last.pt, early stopping, [after_epoch], run.json."
+    pos, meter = state.position, state.meter
+    if s.checkpointer.enabled: state.epoch_end = _before_epoch_end(s, state)  # a Ctrl-C in here comes back
+    epoch_records(state.history, state.step, state.epoch, loss_sum=pos.loss_sum, loss_count=pos.loss_count,
+                  seconds=time.perf_counter() - meter.started, rows=meter.rows, data_wait=meter.batches.wait,
+                  device=s.device)
+    pos.loss_sum, pos.loss_count = 0.0, 0
+    validate(s, state)
+    if s.scheduler_interval == "epoch": s.scheduler.step()
+    save_last(s, state, Position(epoch=state.epoch + 1, rng=rng_state()))
+    state.epoch_closed, state.epoch_end = True, None  # last.pt now describes the next epoch's start
+    pos.batch_idx = 0
+    stopped = "nonfinite" if state.valid_failed else "early_stopping" if s.stopper.should_stop else None
+    s.callbacks(Event.after_epoch, state)
+    s.checkpointer.write_run(snapshot(s, state), final=False)  # a killed run keeps its history to here
+    if state.control.stop and not stopped: stopped = state.control.stop_reason or "interrupted"
+    return stopped
+
+def interrupted(s: Setup, state: LoopState, window: Optional[Window]) -> str:
+    "Ctrl-C: drop the window in flight; last.pt describes the state after the last completed step."
+    s.optimizer.zero_grad(set_to_none=True)
+    if state.epoch_closed: return "interrupted"
+    if state.epoch_end is not None:  # inside the epoch's end: a resume redoes it, its rows are not doubled
+        entries = dict(state.epoch_end)
+        save_last(s, state, entries.pop("pos"), **entries)
+    elif window is not None and not window.done and window.rng is not None:
+        save_last(s, state, state.position.at(batch_idx=window.start, rng=window.rng))
+    else: save_last(s, state)
+    return "interrupted"
+
+def snapshot(s: Setup, state: LoopState) -> Run:
+    "The run as it stands (stopped 'running'), for the run.json written at each epoch's end."
+    return run_of(state, RUNNING, stopper=s.stopper, checkpointer=s.checkpointer, environment=s.environment,
+                  extra=s.extra)
+
+def finish(s: Setup, state: LoopState, stopped: str, error: Optional[BaseException] = None) -> Run:
+    "Findings, the Run, [after_fit], run.json, the folder's lock: for every way a run ends."
+    try:
+        return end_run(state, s.callbacks, stopped, stopper=s.stopper, checkpointer=s.checkpointer,
+                       environment=s.environment, error=error,
+                       extra={**s.extra, "seconds": time.perf_counter() - s.started})
+    finally: object.__setattr__(s, "net", None)  # a DDP wrapper must go before its process group does
+
+def failed(s: Setup, state: LoopState, err: BaseException) -> None:
+    "A run that raised: finish it as 'failed' (last.pt stays the last good one) and attach it as `err.run`."
+    s.optimizer.zero_grad(set_to_none=True)
+    try: err.run = finish(s, state, "failed", err)
+    except Exception as during:  # the original error is the one the user needs to see
+        warnings.warn(f"finishing the failed run raised too: {during!r}")
 
 # %% ../nbs/07_loop.ipynb #a8d4db67
 def fit(model: nn.Module,  # the model to train (in place)
@@ -672,70 +583,70 @@ def fit(model: nn.Module,  # the model to train (in place)
                                   metrics=metrics, strategy=strategy, scheduler_interval=scheduler_interval,
                                   profile=profile)
     with training_lock(model, "fit"):
-        # set-up: seed, device, precision, DDP/FSDP wrapper, optimizer, scheduler, scaler, callbacks; resume
-        lp = _Loop(model, dl_train, dl_valid, loss_fn, cfg, optimizer=optimizer, scheduler=scheduler,
-                   scheduler_interval=scheduler_interval, metric_fns=metric_fns, callbacks=callbacks,
-                   live=live, split_fingerprint=split_fingerprint, strategy=strategy, track=track,
-                   profile=profile)
-        lp.resume(resume, overwrite)
-        state, pos, cbs, opt, scaler = lp.state, lp.pos, lp.cbs, lp.opt, lp.scaler
+        # set-up: seed, device, precision, DDP/FSDP wrapper, optimizer, scheduler, scaler, observers
+        s, state = set_up(model, dl_train, dl_valid, loss_fn, cfg, optimizer=optimizer, scheduler=scheduler,
+                          scheduler_interval=scheduler_interval, metric_fns=metric_fns, callbacks=callbacks,
+                          live=live, split_fingerprint=split_fingerprint, strategy=strategy, track=track,
+                          profile=profile)
+        # the run folder, locked for this run; on resume every piece of state restored
+        claim_and_resume(s, state, resume, overwrite)
+        cbs, opt, scaler = s.callbacks, s.optimizer, s.scaler
         stopped, window = None, None
         try:
             cbs(Event.before_fit, state)
-            announce("fit_start", state)
-            for epoch in range(pos.epoch, cfg.epochs):
+            for epoch in range(state.position.epoch, cfg.epochs):
                 # position the loader: this epoch's order; on resume, the same order minus the batches used
-                batches = lp.start_epoch(epoch)
+                batches = start_epoch(s, state, epoch)
                 cbs(Event.before_epoch, state)
-                for window in lp.windows(batches):  # accumulation windows of cfg.accum_steps micro-batches
+                for window in windows(s, state, batches):  # accumulation windows of accum_steps micro-batches
                     for batch in window:
-                        with lp.sync(window):  # DDP: all-reduce at the window's last micro-batch only
+                        with grad_sync(s, window):  # DDP: all-reduce at the window's last micro-batch only
                             # 1. forward under autocast -> 2. loss (the first batch's shapes checked)
-                            loss, xb, yb = lp.forward(batch)
+                            loss, xb, yb = forward_loss(s, state, batch)
                             # 3. backward of the loss / the window's size (scaled under fp16)
                             scaler.scale(loss / window.size if window.size > 1 else loss).backward()
                         window.add(xb, yb, loss)
                     # 4. window loss, read once; a non-finite loss never reaches the optimizer [on_nonfinite]
-                    state.loss = lp.window_loss(window)
+                    state.loss = window_loss(s, window)
                     if not math.isfinite(state.loss):
-                        stopped = lp.nonfinite(window)
+                        stopped = skip_nonfinite(s, state, window)
                         if stopped: break
                         continue
                     # 5. unscale -> 6. clip
-                    state.grad_norm = lp.unscale_and_clip()
+                    layer_norms = clip(s, state)
                     # 7. before_step: callbacks see the final (clipped) gradients, the weights not yet stepped
                     cbs(Event.before_step, state)
                     # 8. optimizer step (fp16: skipped on inf gradients) -> 9. scaler update
                     skipped = step_optimizer(opt, scaler)
                     # 10. scheduler step (per-epoch schedulers step at the epoch's end, plateau on validation)
-                    if not skipped and lp.sched_interval == "step": lp.sched.step()
+                    if not skipped and s.scheduler_interval == "step": s.scheduler.step()
                     # 11. zero_grad
                     opt.zero_grad(set_to_none=True)
                     # 12. log: loss and lr each step; gradient norms every log_every steps
-                    lp.log_step(skipped, window)
+                    log_step(s, state, skipped, window, layer_norms)
                     # 13. after_step: callbacks see the stepped weights and the logged values
                     cbs(Event.after_step, state)
                     # 14. validate / checkpoint / stop, when due or requested inside the epoch
-                    stopped = lp.after_step(skipped)
+                    stopped = after_step(s, state, skipped)
                     if stopped: break
                 if stopped == "nonfinite": break
                 if stopped:  # a stop inside the epoch: last.pt keeps its position for a resume
-                    lp.save_last()
+                    save_last(s, state)
                     break
                 # 15. epoch end: epoch loss, throughput, [before_validate] validate [after_validate], best.pt,
-                #     epoch scheduler, last.pt, early stopping, [after_epoch]
-                stopped = lp.end_epoch()
+                #     epoch scheduler, last.pt, early stopping, [after_epoch], run.json so far
+                stopped = end_epoch(s, state)
                 if stopped: break
             stopped = stopped or "completed"
         except KeyboardInterrupt:
             # Ctrl-C: drop the window in flight; last.pt describes the state after the last completed step
-            stopped = lp.interrupted(window)
+            stopped = interrupted(s, state, window)
         except Exception as err:
             # a failure keeps its run: [after_fit], run.json with the error, `err.run`, the last good last.pt
-            lp.failed(err)
+            failed(s, state, err)
             raise
         # 16. [after_fit] (also after an interrupt, a non-finite loss or a failure), run.json, the Run
-        return lp.finish(stopped)
+        return finish(s, state, stopped)
 
 # %% ../nbs/07_loop.ipynb #d175ea9a
 def show_loop(callbacks: Iterable = (),  # callbacks to show at their events (a list or a `Callbacks`)

@@ -160,6 +160,7 @@ class Run:
             "best": self.best, "best_epoch": self.best_epoch, "config": self.config.to_dict(),
             "environment": self.environment, "findings": [f.__dict__ for f in self.findings],
             "history": self.records.state_dict(), "profile": self.profile,
+            "split_fingerprint": self.extra.get("split_fingerprint"),
             "extra": {k: v for k, v in self.extra.items() if k not in _NOT_RECORDED},
             "run_dir": self.run_dir, "best_path": self.best_path, "last_path": self.last_path})
 
