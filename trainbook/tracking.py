@@ -5,25 +5,27 @@
 # %% ../nbs/16_tracking.ipynb #d9ef80e5
 from __future__ import annotations
 import json, math, os, re, tempfile, time, warnings
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional, Union
 
-from .core import Finding, History, TrainConfig, listen, unlisten
-from .loop import MONITOR_ALIASES
-from .run import Run
+from .core import Finding, History, TrainConfig, this_process
+from .events import Callback, LoopState, add_session_observer, remove_session_observer
+from .run import MONITOR_ALIASES, PER_STEP, Run, RunFileError, monitored_record, record_key, run_record_bytes
+from .store import (MAX_PARAM_VALUE, MAX_TAG_VALUE, bound_http, check_server, is_remote,
+                             mark_dead_runs, owner_tags, read_spooled, safe_items, safe_key, safe_value, spool,
+                             spooled)
 
 # %% auto #0
-__all__ = ['DEFAULT_URI', 'PER_STEP', 'SUMMARY', 'tracking_uri', 'metric_key', 'metric_points', 'run_params', 'params_of',
-           'tags_of', 'status_of', 'run_record', 'run_from_record', 'Tracker', 'track', 'untrack', 'active_tracker',
-           'log_run', 'differing', 'runs', 'load_run', 'Comparison', 'compare_runs', 'run_options', 'RunBrowser',
-           'write_scalars', 'to_tensorboard']
+__all__ = ['DEFAULT_URI', 'SUMMARY', 'tracking_uri', 'metric_key', 'metric_points', 'run_params', 'params_of', 'tags_of',
+           'status_of', 'TrackedRun', 'Tracker', 'track', 'sync', 'untrack', 'active_tracker', 'log_run', 'differing',
+           'runs', 'load_run', 'Comparison', 'compare_runs', 'run_options', 'RunBrowser', 'write_scalars',
+           'to_tensorboard']
 
 # %% ../nbs/16_tracking.ipynb #16f62e19
 DEFAULT_URI = "sqlite:///mlruns.db"
-PER_STEP = ("loss", "lr", "grad_norm", "loss_scale", "skipped_step")  # train records written every step
 
 def tracking_uri(uri: Optional[str] = None,  # tracking URI; None = $MLFLOW_TRACKING_URI, else the default
                  ) -> str:
@@ -32,10 +34,9 @@ def tracking_uri(uri: Optional[str] = None,  # tracking URI; None = $MLFLOW_TRAC
 
 def metric_key(split: str,  # 'train', 'valid', ...
                name: str,  # the record's name in the History
-               ) -> str:
-    "The MLflow metric key of a history record: `train_loss` for the epoch mean, else `split_name`."
-    if (split, name) == ("train", "epoch_loss"): return "train_loss"
-    return re.sub(r"[^\w\-./ ]", "_", f"{split}_{name}")
+              ) -> str:
+    "The MLflow metric key of a history record: its name in `run.RECORDS` (`train_loss` for the epoch mean), safe."
+    return safe_key(record_key(split, name))
 
 def metric_points(rows: Iterable[tuple],  # History records (step, epoch, split, name, value)
                   ) -> list[tuple[str, int, float]]:
@@ -108,37 +109,7 @@ def status_of(run: Run,  # a finished run
     return {"failed": "FAILED", "interrupted": "KILLED"}.get(run.stopped, "FINISHED")
 
 # %% ../nbs/16_tracking.ipynb #55d0f695
-def _plain(v):
-    "A JSON-safe copy of `v` (numbers, strings, lists, dicts; anything else as its repr)."
-    if isinstance(v, (str, bool, int, float)) or v is None: return v
-    if isinstance(v, dict): return {str(k): _plain(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)): return [_plain(x) for x in v]
-    if hasattr(v, "item") and getattr(v, "ndim", 1) == 0: return _plain(v.item())
-    return repr(v)
-
-def run_record(run: Run,  # a finished run
-               ) -> dict:
-    "`run` as a JSON-safe dict (what the `run.json` artifact holds)."
-    return {"stopped": run.stopped, "kind": run.kind, "step": run.step, "epoch": run.epoch, "best": run.best,
-            "best_epoch": run.best_epoch, "skipped_steps": run.skipped_steps, "config": run.config.to_dict(),
-            "environment": _plain(run.environment), "split_fingerprint": run.extra.get("split_fingerprint"),
-            "findings": [_plain(f.__dict__) for f in run.findings], "history": run.records.state_dict(),
-            "extra": {k: _plain(v) for k, v in run.extra.items() if k not in ("run_params",)},
-            "run_dir": str(run.run_dir) if run.run_dir else None}
-
-def run_from_record(rec: dict,  # what `run_record` made
-                    ) -> Run:
-    "A `Run` (without its model) rebuilt from a `run.json` record."
-    known = {f.name for f in fields(TrainConfig)}
-    history = History()
-    history.load_state_dict(rec["history"])
-    names = ("kind", "severity", "message", "column", "advice", "data")
-    findings = [Finding(**{k: v for k, v in f.items() if k in names}) for f in rec.get("findings", [])]
-    return Run(records=history, config=TrainConfig(**{k: v for k, v in rec["config"].items() if k in known}),
-               stopped=rec["stopped"], findings=findings, environment=rec.get("environment", {}),
-               step=rec.get("step", 0), epoch=rec.get("epoch", 0), skipped_steps=rec.get("skipped_steps", 0),
-               best=rec.get("best"), best_epoch=rec.get("best_epoch"), kind=rec.get("kind", "torch"),
-               run_dir=Path(rec["run_dir"]) if rec.get("run_dir") else None, extra=dict(rec.get("extra", {})))
+_EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}  # MLflow's UI: a training experiment
 
 # %% ../nbs/16_tracking.ipynb #a106f0dd
 def _sqlite_artifacts(uri: str) -> Optional[str]:
@@ -148,8 +119,11 @@ def _sqlite_artifacts(uri: str) -> Optional[str]:
 
 def _experiment_id(client, name: str, uri: str) -> str:
     exp = client.get_experiment_by_name(name)
-    if exp is not None: return exp.experiment_id
-    try: return client.create_experiment(name, artifact_location=_sqlite_artifacts(uri))
+    if exp is not None:
+        if "mlflow.experimentKind" not in (exp.tags or {}):  # filed under training, not GenAI evaluation
+            client.set_experiment_tag(exp.experiment_id, *next(iter(_EXPERIMENT_KIND.items())))
+        return exp.experiment_id
+    try: return client.create_experiment(name, artifact_location=_sqlite_artifacts(uri), tags=_EXPERIMENT_KIND)
     except Exception:  # another process created it in between
         exp = client.get_experiment_by_name(name)
         if exp is None: raise
@@ -180,22 +154,60 @@ def _rows_in(window: tuple) -> list:
     history, start, end = window
     return list(history.iter_rows(start, end))
 
+# %% ../nbs/16_tracking.ipynb #5cb86385
 @dataclass
 class _Recording:
     "One run being recorded: its MLflow id, how far its history was read, its TensorBoard writer."
     name: str
-    params: dict  # written with the first metrics (or at the end): a short run is one write
-    tags: dict
+    params: dict  # safe key -> value; written with the first metrics (or at the end): a short run is one write
+    tags: dict  # safe key -> value
     run_id: Optional[str] = None
     artifact_uri: Optional[str] = None
     params_written: bool = False
     offset: int = 0
     last_flush: float = field(default_factory=time.monotonic)
     writer: Any = None
+    spooled: bool = False  # handed to the spool: the writer thread leaves it alone
 
-# %% ../nbs/16_tracking.ipynb #5cb86385
+def _safe_tags(tags: dict) -> dict:
+    "Tags made safe for MLflow, with `trainbook.renamed` holding the original names of renamed keys."
+    safe, renamed = safe_items(tags, MAX_TAG_VALUE)
+    if renamed: safe["trainbook.renamed"] = safe_value(json.dumps(renamed), MAX_TAG_VALUE)
+    return safe
+
+def _safe_params(params: dict) -> tuple[dict, dict]:
+    "(params made safe, tags naming the renamed ones)."
+    safe, renamed = safe_items(params, MAX_PARAM_VALUE)
+    return safe, ({"trainbook.renamed_params": safe_value(json.dumps(renamed), MAX_TAG_VALUE)} if renamed else {})
+
+class TrackedRun(Callback):
+    "One run's link to the session's `Tracker`: opened at [before_fit], fed at [after_epoch], closed at [after_fit]."
+    critical = False  # tracking never breaks the run it records
+
+    def __init__(self,
+                 tracker: "Tracker",  # the session's tracker
+                 kind: str = "torch",  # what trains: 'torch', 'xgboost', 'keras', 'custom', ...
+                ):
+        self.tracker, self.kind, self.rec = tracker, kind, None
+
+    def before_fit(self, state: LoopState):
+        params = {**state.config.to_dict(), **_model_params(state.model), **_context("params")}
+        params, renamed = _safe_params(params)
+        tags = {"kind": self.kind, **_context("tags"), **owner_tags(this_process()), **renamed,
+                **({"trainbook.run_dir": str(state.run_dir)} if state.run_dir else {})}
+        self.rec = self.tracker.open(_Recording(name=_run_name(), params=params, tags=_safe_tags(tags)))
+
+    def after_epoch(self, state: LoopState):
+        if self.rec is not None: self.tracker.progress(self.rec, state.history)
+
+    def after_fit(self, state: LoopState):
+        if state.run is None: return
+        if self.rec is None:  # a run that fired no before_fit (a boosting run recorded at its end)
+            self.before_fit(state)
+        self.tracker.close_run(self.rec, state.run)
+
 class Tracker:
-    "Records every announced run into an MLflow store (and TensorBoard), on a background thread."
+    "The session's experiment store (MLflow, TensorBoard): a `TrackedRun` per run, writes on a background thread."
     def __init__(self,
                  uri: Optional[str] = None,  # tracking URI; None = $MLFLOW_TRACKING_URI, else the default
                  experiment: str = "trainbook",  # the MLflow experiment runs go to (created when missing)
@@ -203,74 +215,82 @@ class Tracker:
                  use_mlflow: bool = True,  # False: TensorBoard only
                  flush_every: float = 5.0,  # seconds between metric writes (made at epoch ends)
                  figure: bool = True,  # store the final figure as the artifact curves.html
+                 wait: float = 10.0,  # seconds a run's end may wait for the store; what is left goes to the spool
                  ):
         if uri is not None and not isinstance(uri, str):
             raise TypeError(f"uri must be a string or None, got {type(uri).__name__}")
         if not isinstance(experiment, str) or not experiment:
             raise ValueError(f"experiment must be a non-empty string, got {experiment!r}")
-        if not isinstance(flush_every, (int, float)) or flush_every < 0:
-            raise ValueError(f"flush_every must be a number of seconds >= 0, got {flush_every!r}")
+        for name, value in (("flush_every", flush_every), ("wait", wait)):
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{name} must be a number of seconds >= 0, got {value!r}")
         if not use_mlflow and tensorboard is None:
             raise ValueError("use_mlflow=False needs tensorboard=<folder>: nothing would be recorded")
         self.uri, self.experiment = tracking_uri(uri), experiment
-        self.flush_every, self.figure = flush_every, figure
+        self.flush_every, self.figure, self.wait_s = flush_every, figure, wait
         self.tensorboard = Path(tensorboard) if tensorboard is not None else None
         self.client, self.experiment_id = None, None
         if use_mlflow:  # connect now, so a wrong URI fails here and not in the middle of a run
+            bound_http()
+            if is_remote(self.uri): check_server(self.uri)
             from mlflow import MlflowClient
             self.client = MlflowClient(tracking_uri=self.uri)
             self.experiment_id = _experiment_id(self.client, experiment, self.uri)
         _preload(use_mlflow, figure, tensorboard is not None)
-        self.recording: dict[int, _Recording] = {}  # id(history) -> the run being recorded
+        self.recording: dict[int, _Recording] = {}  # id(recording) -> the runs open now
         self.errors: list = []
         self.run_ids: list[str] = []  # the MLflow runs written, in order
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainbook-track")
 
+    def observer(self, context: dict,  # what the run is: {"kind": "torch" | "xgboost" | ...}
+                ) -> TrackedRun:
+        "A new run's link to this store (what `tb.track()` registers as the session's 'track' observer)."
+        return TrackedRun(self, context.get("kind", "torch"))
+
     # --- on the training thread: take what is needed, hand it over ----------------------------------
-    def __call__(self, kind: str,  # what happened: 'fit_start', 'epoch_end' or 'run' (others are ignored)
-                 obj,  # the loop's state, or the finished Run
-                 ):
-        "The listener: `fit_start`, `epoch_end` and `run` announcements."
-        if kind == "fit_start": self._on_start(obj)
-        elif kind == "epoch_end": self._on_epoch(obj)
-        elif kind == "run": self._on_run(obj)
+    def open(self, rec: _Recording) -> _Recording:
+        "Start recording a run (its MLflow run is created on the writer thread)."
+        self.recording[id(rec)] = rec
+        self._submit(rec, self._start, rec)
+        return rec
 
-    def _on_start(self, state):
-        if getattr(state, "track", None) is False: return
-        params = {**{k: str(v) for k, v in state.config.to_dict().items()}, **_model_params(state.model),
-                  **{k: str(v) for k, v in _context("params").items()}}
-        rec = _Recording(name=_run_name(), params=params, tags={"kind": "torch", **_context("tags")})
-        self.recording[id(state.history)] = rec
-        self._submit(self._start, rec)
-
-    def _on_epoch(self, state):
-        rec = self.recording.get(id(state.history))
-        if rec is None: return
+    def progress(self, rec: _Recording, history: History):
+        "At an epoch's end: hand the new records over, at most every `flush_every` seconds."
         if time.monotonic() - rec.last_flush < self.flush_every: return
         rec.last_flush = time.monotonic()
-        self._submit(self._write, rec, _handed_over(rec, state.history))
+        self._submit(rec, self._write, rec, _handed_over(rec, history))
 
-    def _on_run(self, run: Run, force: bool = False):
-        rec = self.recording.pop(id(run.records), None)
-        if run.extra.get("track") is False and not force:
-            if rec is not None: self._submit(self._drop, rec)
-            return
-        if rec is None:  # a run without a fit_start (a GBDT run): open it now
-            run.extra.setdefault("run_params", _context("params"))
-            rec = _Recording(name=_run_name(), params={}, tags={"kind": run.kind, **_context("tags")})
-            self._submit(self._start, rec)
-        self.wait()  # the MLflow run exists: its id goes into run.extra before fit returns
+    def close_run(self, rec: _Recording, run: Run):
+        "At the run's end: the last records, tags, artifacts, status; waits `wait` seconds at most, then spools."
+        self.recording.pop(id(rec), None)
+        if rec.spooled: return
+        self._submit(rec, self._finish, rec, _handed_over(rec, run.records), run)
+        done = self._pool.submit(lambda: None)  # done once everything handed over before it is written
+        try: done.result(timeout=self.wait_s)
+        except (FutureTimeout, KeyboardInterrupt) as e:  # a store that does not answer never holds the run
+            path = self._spool(rec, run)
+            why = "Ctrl-C" if isinstance(e, KeyboardInterrupt) else f"the store did not answer in {self.wait_s:g} s"
+            warnings.warn(f"trainbook tracking: {why}; the run is kept in {path} and is recorded by "
+                          "tb.sync() (or the next tb.track() of this store)")
         if rec.run_id is not None: run.extra["mlflow_run_id"] = rec.run_id
-        self._submit(self._finish, rec, _handed_over(rec, run.records), run)
 
-    def _submit(self, fn, *args):
-        self._pool.submit(self._guarded, fn, *args)
+    def _submit(self, rec: Optional[_Recording], fn, *args):
+        self._pool.submit(self._guarded, rec, fn, *args)
 
-    def _guarded(self, fn, *args):
+    def _guarded(self, rec: Optional[_Recording], fn, *args):
+        if rec is not None and rec.spooled: return  # its writes went to the spool
         try: fn(*args)
         except Exception as e:  # tracking never breaks the work it records
             self.errors.append(e)
             warnings.warn(f"trainbook tracking: {fn.__name__.strip('_')} failed: {e!r}")
+
+    def _spool(self, rec: _Recording, run: Run) -> Path:
+        rec.spooled = True
+        params = {**rec.params, **_safe_params(params_of(run))[0]}
+        tags = {**rec.tags, **_safe_tags(tags_of(run))}
+        return spool(self.uri, {"experiment": self.experiment, "run_id": rec.run_id, "name": rec.name,
+                                "params": params, "tags": tags, "status": status_of(run),
+                                "record": run.to_dict(), "figure": self.figure})
 
     # --- on the background thread: the writes ------------------------------------------------------
     def _start(self, rec: _Recording):
@@ -282,10 +302,13 @@ class Tracker:
             rec.writer = SummaryWriter(str(self.tensorboard / rec.name))
 
     def _write(self, rec: _Recording, window: tuple):
+        from mlflow.entities import RunTag
         rows = _rows_in(window)
         if rec.writer is not None: write_scalars(rec.writer, rows)
         if rec.run_id is not None and rows:
-            _log_batch(self.client, rec.run_id, metrics=_metrics(rows), params=self._unwritten_params(rec))
+            beat = [RunTag("trainbook.heartbeat", str(time.time()))]
+            _log_batch(self.client, rec.run_id, metrics=_metrics(rows), params=self._unwritten_params(rec),
+                       tags=beat)
 
     def _unwritten_params(self, rec: _Recording, more: Optional[dict] = None) -> list:
         "The run's params not written yet, as MLflow `Param`s (params are write-once), `more` included."
@@ -302,45 +325,92 @@ class Tracker:
             write_scalars(rec.writer, rows)
             rec.writer.close()
         if rec.run_id is None: return
-        summary = {"best": run.best, "duration_s": run.extra.get("seconds"), "steps": run.step}
         now = int(time.time() * 1000)
-        summary_points = [Metric(k, float(v), now, run.step) for k, v in summary.items()
-                          if v is not None and math.isfinite(float(v))]
+        summary = [Metric(k, float(v), now, run.step) for k, v in _summary(run).items()]
+        params, renamed = _safe_params(params_of(run))
+        tags = _safe_tags({**tags_of(run), **renamed})
         # one write, as limits allow
-        _log_batch(self.client, rec.run_id, metrics=_metrics(rows) + summary_points,
-                   params=self._unwritten_params(rec, params_of(run)),
-                   tags=[RunTag(k, v) for k, v in tags_of(run).items()])
-        self._artifacts(rec, run)
+        _log_batch(self.client, rec.run_id, metrics=_metrics(rows) + summary,
+                   params=self._unwritten_params(rec, params), tags=[RunTag(k, v) for k, v in tags.items()])
+        self._artifacts(rec.artifact_uri, run)
         self.client.set_terminated(rec.run_id, status_of(run))
         self.run_ids.append(rec.run_id)
 
-    def _artifacts(self, rec: _Recording, run: Run):
+    def _artifacts(self, artifact_uri: str, run: Run):
         "run.json, and the final figure as curves.html (a bonus: its failure is only a warning), in one upload."
         from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
         from mlflow.utils.uri import add_databricks_profile_info_to_artifact_uri
         # the repository MlflowClient.log_artifacts would use, without its query for the run's artifact URI
-        location = add_databricks_profile_info_to_artifact_uri(rec.artifact_uri, self.uri)
+        location = add_databricks_profile_info_to_artifact_uri(artifact_uri, self.uri)
         with tempfile.TemporaryDirectory(prefix="trainbook-run-") as folder:
-            Path(folder, "run.json").write_text(json.dumps(run_record(run)))
-            if self.figure: self._guarded(_write_figure, Path(folder, "curves.html"), run)
+            Path(folder, "run.json").write_bytes(run_record_bytes(run))
+            if self.figure: self._guarded(None, _write_figure, Path(folder, "curves.html"), run)
             get_artifact_repository(location, tracking_uri=self.uri).log_artifacts(folder)
 
-    def _drop(self, rec: _Recording):
-        if rec.writer is not None: rec.writer.close()
-        if rec.run_id is not None: self.client.delete_run(rec.run_id)
+    def deliver(self, entry: dict,  # a spool entry (see `trainbook.store.spool`)
+               ) -> str:
+        "Record a spooled run in this store (only what it lacks when its MLflow run exists); returns its id."
+        from mlflow.entities import Metric, Param, RunTag
+        run = Run.from_dict(entry["record"], where="a spooled run")
+        run_id = entry.get("run_id")
+        if run_id is None:
+            got = self.client.create_run(self.experiment_id, tags=entry["tags"], run_name=entry.get("name"))
+            run_id, artifact_uri, stored = got.info.run_id, got.info.artifact_uri, {}
+        else:
+            got = self.client.get_run(run_id)
+            artifact_uri, stored = got.info.artifact_uri, dict(got.data.params)
+        metrics = _metrics(run.records.rows()) + [Metric(k, float(v), int(time.time() * 1000), run.step)
+                                                  for k, v in _summary(run).items()]
+        done = {}  # metric key -> last step already in the store
+        for m in metrics:
+            if m.key not in done:
+                history = self.client.get_metric_history(run_id, m.key) if entry.get("run_id") else []
+                done[m.key] = max((h.step for h in history), default=-1)
+        metrics = [m for m in metrics if m.step > done[m.key] or m.key in _summary(run)]
+        _log_batch(self.client, run_id, metrics=metrics,
+                   params=[Param(k, v) for k, v in entry["params"].items() if k not in stored],
+                   tags=[RunTag(k, v) for k, v in entry["tags"].items()])
+        figure, self.figure = self.figure, entry.get("figure", self.figure)
+        try: self._artifacts(artifact_uri, run)
+        finally: self.figure = figure
+        self.client.set_terminated(run_id, entry["status"])
+        return run_id
 
-    def wait(self):
-        "Block until everything handed over so far is written."
-        self._pool.submit(lambda: None).result()
+    def sync(self) -> list[str]:
+        "Deliver the runs spooled for this store; returns their MLflow ids (the files of delivered runs go)."
+        delivered = []
+        for path in spooled(self.uri):
+            entry = read_spooled(path)
+            if entry is None: continue
+            try: delivered.append(self.deliver(entry))
+            except Exception as e:
+                warnings.warn(f"trainbook tracking: spooled run {path.name} could not be delivered yet: {e!r}")
+                continue
+            path.unlink(missing_ok=True)
+        return delivered
+
+    def wait(self,
+             timeout: Optional[float] = None,  # seconds at most; None = until done
+            ) -> bool:
+        "Block until everything handed over so far is written (or `timeout` passes); True when done."
+        try: self._pool.submit(lambda: None).result(timeout=timeout)
+        except FutureTimeout: return False
+        return True
 
     def close(self):
-        "Write what is pending, then stop the background thread."
-        self._pool.shutdown(wait=True)
+        "Write what is pending (waiting `wait` seconds at most), then stop the background thread."
+        self.wait(self.wait_s)
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
     def __repr__(self):
         where = f"{self.uri}, experiment {self.experiment!r}" if self.client is not None else "MLflow off"
         board = f", TensorBoard in {self.tensorboard}" if self.tensorboard is not None else ""
         return f"Tracker({where}{board}; {len(self.run_ids)} runs written this session)"
+
+def _summary(run: Run) -> dict:
+    "The run's one-value metrics: its best monitored value, duration and steps (finite ones)."
+    values = {"best": run.best, "duration_s": run.extra.get("seconds"), "steps": run.step}
+    return {k: float(v) for k, v in values.items() if v is not None and math.isfinite(float(v))}
 
 def _write_figure(path: Path, run: Run):
     "The run's final figure as a standalone HTML page (plotly.js from its CDN, as MLflow's log_figure does)."
@@ -371,6 +441,7 @@ def track(uri: Union[str, bool, None] = None,  # None = $MLFLOW_TRACKING_URI or 
           use_mlflow: bool = True,  # False: TensorBoard only
           flush_every: float = 5.0,  # seconds between metric writes (made at epoch ends; never one per step)
           figure: bool = True,  # store each run's final figure as the artifact curves.html
+          wait: float = 10.0,  # seconds a run's end waits for the store at most; the rest is spooled
           ) -> Optional[Tracker]:
     "Record every run from now on (fit, the GBDT fit_* functions, %train, TrainPanel); `track(False)`: off."
     global _TRACKER
@@ -379,17 +450,35 @@ def track(uri: Union[str, bool, None] = None,  # None = $MLFLOW_TRACKING_URI or 
         return None
     if uri is True: uri = None
     tracker = Tracker(uri, experiment, tensorboard=tensorboard, use_mlflow=use_mlflow,
-                      flush_every=flush_every, figure=figure)
+                      flush_every=flush_every, figure=figure, wait=wait)
     untrack()
-    listen(tracker)
+    add_session_observer("track", tracker.observer)
     _TRACKER = tracker
+    if tracker.client is not None:
+        _housekeeping(tracker)
     return tracker
+
+def _housekeeping(tracker: Tracker) -> None:
+    "Mark the runs whose process died KILLED, deliver what the spool holds: a failure is only a warning."
+    try: mark_dead_runs(tracker.client, [tracker.experiment_id])
+    except Exception as e: warnings.warn(f"trainbook tracking: could not check for dead runs: {e!r}")
+    delivered = tracker.sync()
+    if delivered: print(f"trainbook: {len(delivered)} spooled run(s) recorded in {tracker.uri}")
+
+def sync(uri: Optional[str] = None,  # the store; None = the active tracker's
+         ) -> list[str]:
+    "Record the runs spooled while a store could not be reached; returns their MLflow run ids."
+    if _TRACKER is not None and uri in (None, _TRACKER.uri) and _TRACKER.client is not None:
+        return _TRACKER.sync()
+    tracker = Tracker(uri, figure=True)
+    try: return tracker.sync()
+    finally: tracker.close()
 
 def untrack() -> None:
     "Turn tracking off (what is pending is written first)."
     global _TRACKER
     if _TRACKER is None: return
-    unlisten(_TRACKER)
+    remove_session_observer("track")
     _TRACKER.close()
     _TRACKER = None
 
@@ -406,12 +495,18 @@ def log_run(run: Run,  # a finished run, e.g. one made before tracking was turne
     same = _TRACKER is not None and uri in (None, _TRACKER.uri) and experiment in (None, _TRACKER.experiment)
     if same and _TRACKER.client is not None: tracker = _TRACKER
     else: tracker = Tracker(uri, experiment or "trainbook", figure=False)
-    tracker._on_run(run, force=True)
-    tracker.wait()
-    if tracker is not _TRACKER: tracker.close()
-    if "mlflow_run_id" not in run.extra:
-        raise RuntimeError(f"the run could not be recorded: {tracker.errors[-1]!r}")
-    return run.extra["mlflow_run_id"]
+    try:
+        tracker.wait(tracker.wait_s)
+        params, renamed = _safe_params({**params_of(run), **_context("params")})
+        tags = _safe_tags({"kind": run.kind, **_context("tags"), **tags_of(run), **renamed})
+        entry = {"name": _run_name(), "params": params, "tags": tags, "status": status_of(run),
+                 "record": run.to_dict(), "figure": tracker.figure}
+        run_id = tracker.deliver(entry)
+    finally:
+        if tracker is not _TRACKER: tracker.close()
+    run.extra["mlflow_run_id"] = run_id
+    tracker.run_ids.append(run_id)
+    return run_id
 
 # %% ../nbs/16_tracking.ipynb #8bbc5a99
 def _client(uri: Optional[str]):
@@ -452,7 +547,10 @@ def runs(experiment: Optional[str] = None,  # experiment name; None = the active
     "An experiment's runs, newest first: name, start, duration, stopped, key params, best, metrics, findings."
     import pandas as pd
     client = _client(uri)
-    found = client.search_runs([_experiment(client, experiment)], filter_string=filter or "",
+    experiment_id = _experiment(client, experiment)
+    try: mark_dead_runs(client, [experiment_id])  # a run whose process is gone is not RUNNING
+    except Exception as e: warnings.warn(f"trainbook tracking: could not check for dead runs: {e!r}")
+    found = client.search_runs([experiment_id], filter_string=filter or "",
                                max_results=max_results, order_by=["attributes.start_time DESC"])
     key = differing([r.data.params for r in found])
     rows = []
@@ -473,16 +571,23 @@ def load_run(run_id: str,  # an MLflow run id (the `run_id` column of `runs()`)
              *,
              uri: Optional[str] = None,  # tracking URI; None = the active tracker's, else the default
              ) -> Run:
-    "A recorded run back as a `Run`: history, findings, config and environment, from its run.json artifact."
+    "A recorded run back as a `Run` (history, findings, config, environment) from run.json; a killed run from its folder."
     if not isinstance(run_id, str):
         raise TypeError(f"run_id must be an MLflow run id string, got {type(run_id).__name__}")
     import mlflow.artifacts
     client = _client(uri)
     info = client.get_run(run_id)
-    try: text = mlflow.artifacts.load_text(f"{info.info.artifact_uri}/run.json")
-    except Exception as e:
-        raise ValueError(f"run {run_id} has no run.json artifact (recorded by trainbook?): {e}") from None
-    run = run_from_record(json.loads(text))
+    try: run = Run.from_dict(json.loads(mlflow.artifacts.load_text(f"{info.info.artifact_uri}/run.json")),
+                             where=f"run {run_id}'s run.json artifact")
+    except RunFileError: raise
+    except Exception as e:  # no artifact: a run that died before its end; its folder's run.json has its epochs
+        folder = info.data.tags.get("trainbook.run_dir")
+        if folder is None or not (Path(folder) / "run.json").exists():
+            raise ValueError(f"run {run_id} has no run.json artifact ({e}) and no run folder with one "
+                             f"(tag trainbook.run_dir: {folder!r}); was it recorded by trainbook?") from None
+        run = Run.load(folder)
+        run.stopped = "interrupted" if info.info.status == "KILLED" else run.stopped
+        run.extra["recovered_from"] = str(Path(folder) / "run.json")
     run.extra.update(mlflow_run_id=run_id, run_name=info.info.run_name, params=dict(info.data.params))
     return run
 
