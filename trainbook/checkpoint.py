@@ -442,7 +442,7 @@ class Checkpointer:
         self.run_dir = Path(run_dir) if run_dir else None
         self.rank, self.strategy, self.parts, self.meta = rank, strategy, parts or {}, meta or {}
         self.findings: list = []  # what choosing the folder and restoring noticed
-        self._written: Optional[tuple] = None  # (when, seconds it took) of the last run.json write
+        self._skipped = 0  # snapshots of run.json not written since the last one
 
     def prepare(self,
                 resume: Union[str, Path, None] = None,  # the checkpoint (or run folder) the run resumes from
@@ -509,14 +509,12 @@ class Checkpointer:
     def write_run(self, run: "Run",  # the run: ended, or a snapshot (`stopped == "running"`)
                   final: bool = True,  # the run ended: always written; else skipped when written lately
                  ) -> None:
-        "Write run.json (rank 0); while the run goes at most ~1% of its time: a write costs what it costs."
+        "Write run.json (rank 0): at the end, and at each epoch's end (a history of n records: every n // 1e5-th)."
         if not self.enabled or self.rank != 0: return
-        now = time.perf_counter()
-        if not final and self._written is not None:
-            last, cost = self._written
-            if now - last < 100 * cost: return  # a long history every epoch would cost more than the run
+        self._skipped += 1
+        if not final and self._skipped < len(run.records) // 100_000: return
         write_run_record(run, self.run_dir / "run.json")
-        self._written = (now, time.perf_counter() - now)
+        self._skipped = 0
 
     def release(self) -> None:
         "Give up the run folder's writer lock (the run ended, however)."

@@ -520,8 +520,8 @@ def end_epoch(s: Setup, state: LoopState) -> Optional[str]:
     state.epoch_closed, state.epoch_end = True, None  # last.pt now describes the next epoch's start
     pos.batch_idx = 0
     stopped = "nonfinite" if state.valid_failed else "early_stopping" if s.stopper.should_stop else None
-    s.callbacks(Event.after_epoch, state)
     s.checkpointer.write_run(snapshot(s, state), final=False)  # a killed run keeps its history to here
+    s.callbacks(Event.after_epoch, state)
     if state.control.stop and not stopped: stopped = state.control.stop_reason or "interrupted"
     return stopped
 

@@ -416,9 +416,9 @@ class Recorder:
         if value is not None and self.stopper.update(value, state.step, state.epoch):
             self.save("best.pt")
         if self.stopper.should_stop: self._stop("nonfinite" if self.stopper.nonfinite else "early_stopping")
-        self.callbacks(Event.after_epoch, state)
         self.checkpointer.write_run(run_of(state, RUNNING, stopper=self.stopper, checkpointer=self.checkpointer,
                                            environment=self.environment, kind=self.kind), final=False)
+        self.callbacks(Event.after_epoch, state)
         state.epoch += 1
         self._epoch = {"loss_sum": 0.0, "loss_count": 0, "start": time.perf_counter()}
 

@@ -28,7 +28,7 @@ def safe_key(name,  # any param, metric or tag name
     text = str(name)
     key = _BAD.sub("_", text)
     key = "/".join(part if part not in ("", ".", "..") else "_" for part in key.split("/"))
-    if len(key) > MAX_KEY: key = key[:MAX_KEY - 9] + "~" + _digest(text)
+    if len(key) > MAX_KEY: key = key[:MAX_KEY - 9] + "-" + _digest(text)
     return key or "_"
 
 def safe_value(value,  # a param or tag value
@@ -47,7 +47,7 @@ def safe_items(items: dict,  # name -> value (params or tags)
     for name, value in items.items():
         if safe_key(name) == str(name): continue
         key = safe_key(name)
-        if key in out: key = safe_key(f"{key[:MAX_KEY - 9]}~{_digest(str(name))}")  # taken by another name
+        if key in out: key = safe_key(f"{key[:MAX_KEY - 9]}-{_digest(str(name))}")  # taken by another name
         out[key] = safe_value(value, limit)
         renamed[key] = str(name)
     return out, renamed

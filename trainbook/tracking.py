@@ -130,13 +130,24 @@ def _experiment_id(client, name: str, uri: str) -> str:
         return exp.experiment_id
 
 def _log_batch(client, run_id: str, metrics: list = (), params: list = (), tags: list = ()):
-    "Write in as few `log_batch` calls as MLflow's limits allow (100 params, 100 tags, 1000 entities per call)."
+    "Write in as few `log_batch` calls as MLflow's limits allow; an entry the store refuses costs only itself."
     metrics, params, tags = list(metrics), list(params), list(tags)
     while metrics or params or tags:
         p, t = params[:100], tags[:100]
         m = metrics[:1000 - len(p) - len(t)]
-        client.log_batch(run_id, metrics=m, params=p, tags=t)
+        try: client.log_batch(run_id, metrics=m, params=p, tags=t)
+        except Exception as e:
+            if "INVALID_PARAMETER_VALUE" not in str(getattr(e, "error_code", "")) + str(e): raise
+            _one_by_one(client, run_id, m, p, t)  # keep every entry the store accepts
         metrics, params, tags = metrics[len(m):], params[len(p):], tags[len(t):]
+
+def _one_by_one(client, run_id: str, metrics: list, params: list, tags: list):
+    refused = []
+    for kind, items in (("metrics", metrics), ("params", params), ("tags", tags)):
+        for item in items:
+            try: client.log_batch(run_id, **{kind: [item]})
+            except Exception: refused.append(item.key)
+    if refused: warnings.warn(f"trainbook tracking: the store refused {', '.join(map(repr, refused[:10]))}")
 
 def _metrics(rows: list) -> list:
     "MLflow `Metric`s of history records (thinned to epoch ends by `metric_points`)."

@@ -1,0 +1,242 @@
+"""Tracking under faults (trainbook.store and the tracker): a server that dies mid-run, a URI nothing listens on,
+Ctrl-C while a run's end waits, a tracked process SIGKILLed, bad param names, track=False/True. A real MLflow server
+is started once for the module on 127.0.0.1 and stopped by its pid; the test reaches it through a TCP proxy it can
+cut and restore, which is what a client sees when a server goes away and comes back."""
+import json, os, signal, socket, subprocess, sys, textwrap, threading, time
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import trainbook as tb
+from trainbook import store as st
+
+from helpers import blobs, mlp
+
+mlflow = pytest.importorskip("mlflow")
+from mlflow.entities import ViewType  # noqa: E402
+LOSS = nn.functional.cross_entropy
+
+
+def fit(epochs=3, **kw):
+    X, y = blobs(192)
+    cfg = kw.pop("config", None) or tb.TrainConfig(epochs=epochs, lr=1e-2, device="cpu")
+    return tb.fit(mlp(), tb.TensorLoader(X[:128], y[:128], batch_size=32), tb.TensorLoader(X[128:], y[128:]),
+                  loss_fn=LOSS, config=cfg, live=False, **kw)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Proxy:
+    "A TCP proxy on 127.0.0.1 to a target port; `cut()` drops it (connections refused), `restore()` listens again."
+    def __init__(self, target: int):
+        self.target, self.port, self.conns, self.sock = target, free_port(), [], None
+        self.restore()
+
+    def restore(self):
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", self.port))
+        self.sock.listen(64)
+        threading.Thread(target=self._accept, args=(self.sock,), daemon=True).start()
+
+    def _accept(self, sock):
+        while True:
+            try: client, _ = sock.accept()
+            except OSError: return  # cut
+            upstream = socket.create_connection(("127.0.0.1", self.target))
+            self.conns += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(a, b):
+        try:
+            while data := a.recv(65536): b.sendall(data)
+        except OSError: pass
+        finally:
+            for s in (a, b):
+                try: s.shutdown(socket.SHUT_RDWR)
+                except OSError: pass
+
+    def cut(self):
+        self.sock.close()
+        for c in self.conns:
+            try: c.shutdown(socket.SHUT_RDWR)
+            except OSError: pass
+            c.close()
+        self.conns = []
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    "One MLflow tracking server for the module, on 127.0.0.1, stopped by its pid at the end."
+    folder = tmp_path_factory.mktemp("server")
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
+                             "--backend-store-uri", f"sqlite:///{folder}/m.db", "--workers", "1",
+                             "--default-artifact-root", str(folder / "artifacts")],
+                            stdout=subprocess.DEVNULL, stderr=open(folder / "log.txt", "w"), start_new_session=True)
+    try:
+        for _ in range(240):  # it answers /health when it is up (no fixed sleep decides anything)
+            if proc.poll() is not None: pytest.fail(f"mlflow server exited: {(folder / 'log.txt').read_text()[-2000:]}")
+            try:
+                st.check_server(f"http://127.0.0.1:{port}", timeout=1)
+                break
+            except ConnectionError: time.sleep(0.5)
+        else: pytest.fail("mlflow server did not answer within 120 s")
+        yield port
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+@pytest.fixture(autouse=True)
+def spool_here(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAINBOOK_SPOOL", str(tmp_path / "spool"))
+    yield
+    tb.untrack()
+
+
+def test_a_server_gone_mid_fit_costs_seconds_and_the_run_arrives_after_sync(server):
+    proxy = Proxy(server)
+    uri = f"http://127.0.0.1:{proxy.port}"
+    tb.track(uri, experiment="server-gone", flush_every=0, wait=2)
+
+    class CutAfterFirstEpoch(tb.Callback):
+        def after_epoch(self, state):
+            if state.epoch == 0: proxy.cut()
+    t0 = time.monotonic()
+    with pytest.warns(UserWarning, match="the run is kept in"):
+        run = fit(epochs=4, callbacks=[CutAfterFirstEpoch()])
+    took = time.monotonic() - t0
+    assert run.stopped == "completed"
+    # the bound is wait=2 s after training; the margin covers a slow machine, not minutes of MLflow retries
+    assert took < 60, took
+    assert len(st.spooled(uri)) == 1
+    tb.untrack()
+    proxy.restore()
+    delivered = tb.sync(uri)
+    assert len(delivered) == 1 and st.spooled(uri) == []
+    client = mlflow.MlflowClient(uri)
+    got = client.get_run(delivered[0])
+    assert got.info.status == "FINISHED" and got.data.tags["stopped"] == "completed"
+    steps = [m.step for m in client.get_metric_history(delivered[0], "valid_loss")]
+    assert sorted(set(steps)) == sorted(run.records.series("loss", "valid").index.tolist())  # every epoch, once
+    assert len(steps) == len(set(steps))
+    assert tb.load_run(delivered[0], uri=uri).records.rows() == run.records.rows()
+
+
+def test_a_uri_nothing_listens_on_fails_fast_and_says_what_was_tried():
+    port = free_port()
+    t0 = time.monotonic()
+    with pytest.raises(ConnectionError, match=f"no MLflow tracking server answers at http://127.0.0.1:{port}"):
+        tb.track(f"http://127.0.0.1:{port}")
+    assert time.monotonic() - t0 < 30  # seconds, not MLflow's four minutes of retries
+    assert tb.active_tracker() is None
+
+
+def test_ctrl_c_while_a_run_end_waits_returns_the_run(tmp_path):
+    tracker = tb.track(f"sqlite:///{tmp_path}/m.db", experiment="ctrl-c", wait=60)
+    gate, main = threading.Event(), threading.main_thread().ident
+    real = tracker.client.log_batch
+
+    def stuck(*a, **k):
+        "A store that stopped answering at the run's end; the user presses Ctrl-C (a real SIGINT) meanwhile."
+        signal.pthread_kill(main, signal.SIGINT)
+        gate.wait(30)
+        return real(*a, **k)
+    tracker.client.log_batch = stuck
+    try:
+        with pytest.warns(UserWarning, match="Ctrl-C; the run is kept in"):
+            run = fit(epochs=1)
+    finally: gate.set()
+    assert isinstance(run, tb.Run) and run.stopped == "completed"
+    assert len(st.spooled(tracker.uri)) == 1
+
+
+def test_a_sigkilled_tracked_run_is_killed_in_runs_and_loads_to_its_last_epoch(tmp_path):
+    uri = f"sqlite:///{tmp_path}/m.db"
+    script = textwrap.dedent(f"""
+        import os, signal, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        import torch, trainbook as tb
+        from helpers import blobs, mlp
+        tb.track({uri!r}, experiment="killed", flush_every=0)
+        class Die(tb.Callback):
+            def after_epoch(self, state):
+                if state.epoch == 1: os.kill(os.getpid(), signal.SIGKILL)
+        X, y = blobs(192)
+        tb.fit(mlp(), tb.TensorLoader(X[:128], y[:128], batch_size=32), tb.TensorLoader(X[128:], y[128:]),
+               loss_fn=torch.nn.functional.cross_entropy, live=False, callbacks=[Die()],
+               config=tb.TrainConfig(epochs=5, device="cpu", checkpoint_dir={str(tmp_path / "run")!r}))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
+    table = tb.runs("killed", uri=uri)
+    assert list(table.status) == ["KILLED"]
+    run = tb.load_run(table.run_id[0], uri=uri)
+    assert run.stopped == "interrupted"
+    assert len(run.records.series("loss", "valid")) == 2  # epochs 0 and 1: up to its last finished epoch
+    assert tb.Run.load(tmp_path / "run").records.rows() == run.records.rows()
+
+
+def test_bad_param_names_cost_nothing_else(tmp_path):
+    uri = f"sqlite:///{tmp_path}/m.db"
+    tb.track(uri, experiment="names")
+    odd = {"a@b!#": 1, "k" * 300: 2, "fine": 3}
+    with tb.tracking.run_params(**odd):
+        run = fit(epochs=1)
+    got = mlflow.MlflowClient(uri).get_run(run.extra["mlflow_run_id"]).data
+    assert got.params["fine"] == "3" and got.params["lr"] == "0.01"  # the config's params are all there
+    assert got.params["a_b__"] == "1" and sum(1 for k in got.params if k.startswith("kkkk")) == 1
+    renamed = json.loads(got.tags["trainbook.renamed_params"])
+    assert set(renamed.values()) == {"a@b!#", "k" * 300}
+    assert "valid_loss" in got.metrics  # the first metrics were written too
+
+
+def count_runs(uri):
+    client = mlflow.MlflowClient(uri)
+    return len(client.search_runs([e.experiment_id for e in client.search_experiments(view_type=ViewType.ALL)],
+                                  run_view_type=ViewType.ALL))
+
+
+def test_track_false_leaves_the_store_unchanged_and_track_true_needs_a_store(tmp_path):
+    uri = f"sqlite:///{tmp_path}/m.db"
+    tb.track(uri, experiment="opt-out")
+    fit(epochs=1)
+    before = count_runs(uri)
+    fit(epochs=1, track=False)
+    assert count_runs(uri) == before  # no run at all: not a deleted one, not a RUNNING one
+    tb.untrack()
+    steps = []
+
+    class Steps(tb.Callback):
+        def after_step(self, state): steps.append(state.step)
+    with pytest.raises(ValueError, match=r"call tb.track\(\) first"):
+        fit(epochs=1, track=True, callbacks=[Steps()])
+    assert steps == []  # refused before any step
+
+
+def test_the_experiment_is_filed_as_model_training(tmp_path):
+    uri = f"sqlite:///{tmp_path}/m.db"
+    tracker = tb.track(uri, experiment="kind")
+    exp = tracker.client.get_experiment(tracker.experiment_id)
+    assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
+
+
+def test_run_load_equals_the_fit_run_and_load_run(tmp_path):
+    uri = f"sqlite:///{tmp_path}/m.db"
+    tb.track(uri, experiment="same")
+    run = fit(epochs=3, config=tb.TrainConfig(epochs=3, lr=1e-2, device="cpu", checkpoint_dir=str(tmp_path / "r")))
+    from_folder, from_store = tb.Run.load(run.run_dir), tb.load_run(run.extra["mlflow_run_id"], uri=uri)
+    for other in (from_folder, from_store):
+        assert other.records.rows() == run.records.rows()
+        assert [(f.kind, f.severity, f.message, f.data) for f in other.findings] == \
+               [(f.kind, f.severity, f.message, f.data) for f in run.findings]
+        assert other.config == run.config and other.stopped == run.stopped and other.step == run.step
