@@ -1,0 +1,150 @@
+"""trainbook.recorder: a hand-written loop with a `Recorder` gets what `fit` gives its own loop -- the same history,
+the same findings, checkpoints that resume exactly after a Ctrl-C, the trackers -- and the shared pieces behave."""
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import trainbook as tb
+from trainbook.recorder import Recorder, run_callbacks
+
+from helpers import TIMING, blobs, mlp, same_weights
+
+LOSS = nn.functional.cross_entropy
+
+
+def data(n=256, seed=0):
+    X, y = blobs(n, seed=seed)
+    return tb.TensorLoader(X[:192], y[:192], batch_size=32, shuffle=True, seed=3), (X[192:], y[192:])
+
+
+def model_rows(history):
+    "The records about the model (not the machine's timings), as tuples."
+    return [r for r in history.rows() if r[3] not in TIMING and not r[3].startswith("grad_norm")]
+
+
+def hand_written(model, dl_train, valid, cfg, rec_kw=None, stop_at=None, resume=None):
+    "A plain torch loop (the kind nanoGPT writes), told to trainbook through a Recorder."
+    opt = torch.optim.AdamW(tb.param_groups(model, cfg.weight_decay), lr=cfg.lr)
+    with Recorder(cfg, parts={"model": model, "optimizer": opt, "loader": dl_train}, live=False,
+                  resume=resume, **(rec_kw or {})) as rec:
+        start = rec.restore(resume)["entries"].get("batch_idx", 0) if resume else 0
+        for epoch in range(rec.state.epoch, cfg.epochs):
+            dl_train.set_epoch(epoch)
+            for i, (xb, yb) in enumerate(dl_train):
+                if i < start: continue  # the batches the interrupted run already trained on
+                if stop_at is not None and rec.state.step == stop_at: raise KeyboardInterrupt
+                loss = LOSS(model(xb), yb)
+                loss.backward()
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+                rec.step(loss.detach())
+                rec.save(batch_idx=i + 1)
+            start = 0
+            model.eval()
+            with torch.no_grad(): rec.validate(LOSS(model(valid[0]), valid[1]))
+            model.train()
+            rec.save(batch_idx=0)
+            if rec.should_stop: break
+    return rec.finish()
+
+
+def test_a_hand_written_loop_with_a_recorder_has_fits_history(tmp_path):
+    cfg = tb.TrainConfig(epochs=3, lr=3e-3, device="cpu", seed=0)
+    dl_train, (Xv, yv) = data()
+    ran = tb.fit(mlp(seed=1), dl_train, [(Xv, yv)], loss_fn=LOSS, config=cfg, live=False)
+    tb.seed_everything(0)
+    mine = hand_written(mlp(seed=1), dl_train, (Xv, yv), cfg.replace(checkpoint_dir=str(tmp_path)))
+    a, b = model_rows(ran.records), model_rows(mine.records)
+    assert [r[:4] for r in a] == [r[:4] for r in b]  # the same records, in the same order
+    assert np.allclose([r[4] for r in a], [r[4] for r in b], atol=1e-6, rtol=0)
+    assert mine.metrics().columns[:2].tolist() == ["train_loss", "valid_loss"]
+    assert tb.Run.load(tmp_path).records.rows() == mine.records.rows()
+
+
+def test_a_planted_overfitting_run_gets_the_same_findings_as_fit(tmp_path):
+    X, y = blobs(96, seed=4)
+    y = y[torch.randperm(96, generator=torch.Generator().manual_seed(0))]  # labels the model can only memorize
+    dl_train = tb.TensorLoader(X[:64], y[:64], batch_size=16, shuffle=True, seed=1)
+    cfg = tb.TrainConfig(epochs=40, lr=1e-2, device="cpu")
+    big = lambda: mlp(h=128, seed=2)
+    ran = tb.fit(big(), dl_train, [(X[64:], y[64:])], loss_fn=LOSS, config=cfg, live=False)
+    tb.seed_everything(0)
+    mine = hand_written(big(), dl_train, (X[64:], y[64:]), cfg.replace(checkpoint_dir=str(tmp_path)))
+    kinds = lambda run: sorted((f.kind, f.severity) for f in run.findings)
+    assert ("overfitting", "warning") in kinds(ran)
+    assert kinds(mine) == kinds(ran)
+
+
+def test_a_recorder_loop_resumes_exactly_after_ctrl_c(tmp_path):
+    cfg = tb.TrainConfig(epochs=3, lr=3e-3, device="cpu", seed=0, checkpoint_dir=str(tmp_path / "a"))
+    dl_train, valid = data()
+    tb.seed_everything(0)
+    whole_model = mlp(seed=1, dropout=0.2)  # dropout: the RNG must come back too
+    whole = hand_written(whole_model, dl_train, valid, cfg)
+    tb.seed_everything(0)
+    cut_model = mlp(seed=1, dropout=0.2)
+    cut_cfg = cfg.replace(checkpoint_dir=str(tmp_path / "b"))
+    cut = hand_written(cut_model, dl_train, valid, cut_cfg, stop_at=9)  # in the second epoch
+    assert cut.stopped == "interrupted" and cut.step == 9
+    resumed_model = mlp(seed=5, dropout=0.2)  # other weights: all of them come from the checkpoint
+    resumed = hand_written(resumed_model, dl_train, valid, cut_cfg, resume=tmp_path / "b")
+    assert resumed.step == whole.step and same_weights(resumed_model, whole_model)
+    assert [r[:4] for r in model_rows(resumed.records)] == [r[:4] for r in model_rows(whole.records)]
+
+
+def test_tensor_values_are_read_in_batches_and_a_nonfinite_loss_stops():
+    rec = Recorder(tb.TrainConfig(monitor="train_loss"), live=False, validates=False, read_every=10)
+    for i in range(5): rec.step(torch.tensor(1.0 / (i + 1)))
+    assert len(rec.history) == 0  # nothing read yet: no per-step device sync
+    rec.step(torch.tensor(float("nan")))
+    rec.end_epoch()
+    assert rec.history.series("loss").iloc[-1] != rec.history.series("loss").iloc[-1]  # NaN recorded
+    assert rec.should_stop and rec.stop_reason == "nonfinite"
+    run = rec.finish()
+    assert run.stopped == "nonfinite" and any(f.kind == "nonfinite" for f in run.findings)
+
+
+def test_bad_input_is_refused_at_the_door():
+    with pytest.raises(TypeError, match=r"parts\['model'\] is a int"):
+        Recorder(parts={"model": 3})
+    with pytest.raises(ValueError, match="monitor"):
+        Recorder(tb.TrainConfig(monitor="valid_f1"), metrics=["accuracy"])
+    with pytest.raises(ValueError, match="read_every"):
+        Recorder(read_every=0)
+
+
+def test_callbacks_whose_state_cannot_be_checkpointed_fail_before_step_one():
+    class KeepsNumpy(tb.Callback):
+        def state_dict(self): return {"best": np.float64(0.5)}
+    with pytest.raises(TypeError, match="could not be resumed"):
+        run_callbacks([KeepsNumpy()], live=False)
+    steps = []
+
+    class Steps(tb.Callback):
+        def after_step(self, state): steps.append(state.step)
+    X, y = blobs(64)
+    with pytest.raises(TypeError, match=r"state_dict\(\): \d+:KeepsNumpy.best is a numpy.float64"):
+        tb.fit(mlp(), [(X, y)], loss_fn=LOSS, live=False, callbacks=[Steps(), KeepsNumpy()],
+               config=tb.TrainConfig(epochs=1, device="cpu", monitor="train_loss"))
+    assert steps == []
+
+
+def test_ctrl_c_inside_after_validate_then_resume_writes_no_row_twice(tmp_path):
+    X, y = blobs(192)
+    cfg = tb.TrainConfig(epochs=3, lr=1e-2, device="cpu", checkpoint_dir=str(tmp_path))
+
+    class CtrlCInValidation(tb.Callback):
+        def after_validate(self, state):
+            if state.epoch == 1: raise KeyboardInterrupt
+    dl = tb.TensorLoader(X[:128], y[:128], batch_size=32)
+    cut = tb.fit(mlp(), dl, [(X[128:], y[128:])], loss_fn=LOSS, config=cfg, live=False,
+                 callbacks=[CtrlCInValidation()])
+    assert cut.stopped == "interrupted"
+    resumed = tb.fit(mlp(), dl, [(X[128:], y[128:])], loss_fn=LOSS, config=cfg, live=False, resume=tmp_path)
+    whole = tb.fit(mlp(), dl, [(X[128:], y[128:])], loss_fn=LOSS, live=False,
+                   config=cfg.replace(checkpoint_dir=str(tmp_path / "whole")))
+    keys = [r[:4] for r in resumed.records.rows()]
+    assert len(keys) == len(set(keys))  # no (step, epoch, split, name) twice
+    assert [r[:4] for r in model_rows(resumed.records)] == [r[:4] for r in model_rows(whole.records)]
+    assert np.allclose([r[4] for r in model_rows(resumed.records)], [r[4] for r in model_rows(whole.records)])
