@@ -8,7 +8,7 @@ import importlib
 
 _EXPORTS = {
     "core": ["TrainConfig", "Finding", "History", "findings_html", "seed_everything", "rng_state",
-             "set_rng_state", "environment", "pick_device", "pick_precision", "autocast_dtype",
+             "set_rng_state", "environment", "loader_length", "pick_device", "pick_precision", "autocast_dtype",
              "atomic_write"],
     "checks": ["check_data", "DataReport", "infer_task", "psi", "column_roles", "dtype_family", "ROLES"],
     "splits": ["make_splits", "Splits", "fingerprint_frame", "nested_splits", "audit_parts"],
@@ -18,16 +18,16 @@ _EXPORTS = {
               "training_lock", "check_loss_shapes", "stop_requested", "ShapeMismatch", "rows_in"],
     "events": ["Event", "Callback", "Callbacks", "Control", "LoopState"],
     "optim": ["param_groups", "make_scheduler", "warmup_cosine", "one_cycle", "constant", "scale_lr",
-              "lr_find", "LRFinder"],
+              "lr_find", "LRFinder", "optimizer_step", "pick_scheduler_interval"],
     "checkpoint": ["save_checkpoint", "load_checkpoint", "read_checkpoint", "restore_checkpoint",
                    "UnsafeCheckpointError", "CheckpointError", "checkpoint_file", "Checkpointer", "probe_writable",
                    "unwritable", "prepare_run_dir", "run_signature", "saved_signature", "resume_changes"],
     "guard": ["check_loss_fn", "check_loader", "require_batches", "check_monitor", "nonfinite_validation",
-              "loader_length"],
+              "check_fit_inputs"],
     "metrics": ["accuracy", "sk_metric", "resolve_metrics", "classification_metrics", "regression_metrics",
                 "class_weights", "focal_loss"],
     "run": ["Run", "last_run"],
-    "loop": ["fit", "train_step", "evaluate", "optimizer_step", "show_loop", "Position", "Setup"],
+    "loop": ["fit", "train_step", "evaluate", "show_loop", "Position", "Setup"],
     "recorder": ["Recorder", "EarlyStopping", "StepProfiler", "run_callbacks", "end_run"],
     "diagnostics": ["diagnose", "NanGuard", "locate_nonfinite", "top_losses", "Thresholds", "ExampleLosses"],
     "sanity": ["overfit_batch", "check_init_loss", "SanityReport"],
@@ -43,7 +43,8 @@ _EXPORTS = {
     "gbdt": ["fit_lightgbm", "fit_catboost"],
     "integrations": ["keras_callback", "TorchClassifier", "TorchRegressor", "mlp", "TokenLoader"],
     "tracking": ["track", "untrack", "Tracker", "runs", "load_run", "compare_runs", "RunBrowser",
-                 "to_tensorboard", "log_run", "run_params", "active_tracker"],
+                 "to_tensorboard", "log_run", "run_params", "active_tracker", "sync"],
+    "store": ["safe_key", "safe_items", "check_server", "mark_dead_runs"],
     "tuning": ["search", "SearchResult", "Pruning", "StudyPanel", "fit_objective"],
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}

@@ -14,9 +14,8 @@ import torch.distributed as dist
 from torch import nn
 
 from . import __version__
-from .core import Finding, TrainConfig, process_alive, this_process
+from .core import Finding, TrainConfig, loader_length, process_alive, this_process
 from .distributed import full_state, load_sharded_state
-from .guard import loader_length
 from .run import write_run_record
 
 # %% auto #0

@@ -14,9 +14,9 @@ import torch
 
 # %% auto #0
 __all__ = ['PRECISIONS', 'SCHEDULES', 'SEVERITIES', 'TrainConfig', 'Finding', 'findings_html', 'History', 'seed_everything',
-           'rng_state', 'set_rng_state', 'environment', 'pick_device', 'pick_precision', 'autocast_dtype',
-           'this_process', 'process_alive', 'remove_stale_temps', 'atomic_write', 'listen', 'unlisten', 'silenced',
-           'announce']
+           'rng_state', 'set_rng_state', 'environment', 'loader_length', 'pick_device', 'pick_precision',
+           'autocast_dtype', 'this_process', 'process_alive', 'remove_stale_temps', 'atomic_write', 'listen',
+           'unlisten', 'silenced', 'announce']
 
 # %% ../nbs/00_core.ipynb #03fb781b
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
@@ -320,6 +320,11 @@ def environment() -> dict:
     static = _static_environment()  # versions and hardware: read once per process
     return {**static, "packages": dict(static["packages"]), "gpus": list(static["gpus"]),
             "torch_threads": torch.get_num_threads(), "git_commit": _git_commit()}
+
+def loader_length(obj,  # a loader, a dataset or any object that may have a length
+                 ) -> Optional[int]:
+    try: return len(obj)
+    except TypeError: return None
 
 def pick_device(device: str | torch.device = "auto") -> torch.device:
     "`auto` = CUDA when available, then Apple MPS, else CPU; anything else is checked and returned."

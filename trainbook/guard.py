@@ -9,14 +9,18 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
 import torch
+import torch.distributed as dist
 from torch import nn
 
 from .batch import rows_in
-from .core import Finding, TrainConfig
+from .checkpoint import probe_writable
+from .core import Finding, TrainConfig, loader_length
+from .metrics import resolve_metrics
+from .optim import SCHEDULER_INTERVALS
 
 # %% auto #0
-__all__ = ['LOWER_IS_BETTER', 'HIGHER_IS_BETTER', 'check_loss_fn', 'loader_length', 'check_loader', 'require_batches',
-           'logged_values', 'check_monitor', 'nonfinite_validation']
+__all__ = ['LOWER_IS_BETTER', 'HIGHER_IS_BETTER', 'check_loss_fn', 'check_loader', 'require_batches', 'logged_values',
+           'check_monitor', 'nonfinite_validation', 'check_fit_inputs']
 
 # %% ../nbs/06a_guard.ipynb #28a3ff5a
 def check_loss_fn(loss_fn: Optional[Callable],  # e.g. nn.CrossEntropyLoss() or F.cross_entropy; None = the model's
@@ -31,11 +35,6 @@ def check_loss_fn(loss_fn: Optional[Callable],  # e.g. nn.CrossEntropyLoss() or 
         raise TypeError(f"loss_fn must be callable, such as nn.CrossEntropyLoss() or F.cross_entropy, "
                         f"got {type(loss_fn).__name__}")
     return loss_fn
-
-def loader_length(obj,  # a loader, a dataset or any object that may have a length
-                 ) -> Optional[int]:
-    try: return len(obj)
-    except TypeError: return None
 
 def _why_empty(dl) -> str:
     "A hint at why a loader with a dataset has no batches."
@@ -149,3 +148,45 @@ def nonfinite_validation(values: dict,  # one validation's results: name -> valu
                    advice="NaN or inf in the validation inputs or labels is the usual cause (tb.check_data "
                           "on those rows finds them); a metric undefined on this data gives NaN too",
                    data={"split": "valid", "names": list(bad), "epoch": epoch, "step": step})
+
+# %% ../nbs/06a_guard.ipynb #21aa912c
+def check_fit_inputs(model,  # what `fit` got as `model`
+                     dl_train,  # ... as `dl_train`
+                     dl_valid,  # ... as `dl_valid`
+                     loss_fn,  # ... as `loss_fn`
+                     cfg,  # the `TrainConfig` (`config`)
+                     *,
+                     optimizer=None,  # ... as `optimizer`
+                     metrics=None,  # ... as `metrics`
+                     strategy=None,  # ... as `strategy`
+                     scheduler_interval=None,  # ... as `scheduler_interval`
+                     profile: int = 0,  # ... as `profile`
+                    ) -> dict:
+    "Check `fit`'s arguments before any work; returns the metrics resolved to a dict name → callable."
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not any(p.requires_grad for p in model.parameters()):
+        raise ValueError("model has no trainable parameters (all frozen?)")
+    check_loss_fn(loss_fn)  # None = the model computes its loss; a loss class is refused
+    if not isinstance(cfg, TrainConfig):
+        raise TypeError(f"config must be a trainbook.TrainConfig, got {type(cfg).__name__}")
+    n_train = check_loader(dl_train, "dl_train")  # re-iterable, not empty (without a len: at its first epoch)
+    if dl_valid is not None: check_loader(dl_valid, "dl_valid", probe=True)
+    if cfg.accum_steps > 1 and n_train is None:
+        raise ValueError("accum_steps > 1 needs a dl_train with a length, so the epoch's "
+                         "last window can be sized")
+    if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
+    if scheduler_interval not in (None, *SCHEDULER_INTERVALS):
+        raise ValueError(f"scheduler_interval must be None, 'step' or 'epoch', got {scheduler_interval!r}")
+    if not isinstance(profile, int) or isinstance(profile, bool) or profile < 0:
+        raise ValueError(f"profile must be a number of optimizer steps >= 0, got {profile!r}")
+    if strategy not in (None, "ddp", "fsdp"):
+        raise ValueError(f"strategy must be None, 'ddp' or 'fsdp', got {strategy!r}")
+    if strategy and not (dist.is_available() and dist.is_initialized()):
+        raise ValueError(f"strategy={strategy!r} needs torch.distributed to be initialized: run fit "
+                         "inside trainbook.launch")
+    metric_fns = resolve_metrics(metrics)
+    check_monitor(cfg, dl_valid is not None, metric_fns)  # early stopping and best.pt follow something logged
+    if cfg.checkpoint_dir is not None: probe_writable(cfg.checkpoint_dir, "checkpoint_dir")
+    return metric_fns

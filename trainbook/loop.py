@@ -15,24 +15,24 @@ from torch import nn
 
 from .batch import batch_rows, eval_mode, forward, prediction, training_lock
 from .checkpoint import Checkpointer, probe_writable, run_signature
-from .core import (History, TrainConfig, environment, pick_device, pick_precision, rng_state,
-                            seed_everything, set_rng_state)
+from .core import (History, TrainConfig, environment, loader_length, pick_device, pick_precision,
+                            rng_state, seed_everything, set_rng_state)
 from .diagnostics import NanGuard
 from .distributed import all_mean, dist_info, full_tensor, wrap_model
 from .events import Callback, Callbacks, Event, LoopState
-from .guard import check_loader, check_loss_fn, check_monitor, loader_length, require_batches
+from .guard import check_fit_inputs, check_monitor, require_batches
 from .metrics import resolve_metrics, try_metrics
-from .optim import make_scheduler, param_groups
+from .optim import (make_scheduler, optimizer_step, param_groups, pick_scheduler_interval,
+                             step_optimizer, unscale_and_clip)
 from .recorder import (EarlyStopping, StepProfiler, TimedIterator, end_run, epoch_records,
                                 peak_memory_mb, record_validation, run_callbacks, run_of)
 from .run import MONITOR_ALIASES, RUNNING, Run, monitored_record, unrecorded
 
 # %% auto #0
-__all__ = ['SCHEDULER_INTERVALS', 'EPOCH_SCHEDULERS', 'evaluate', 'unscale_and_clip', 'step_optimizer', 'optimizer_step',
-           'train_step', 'Position', 'Window', 'accumulation_windows', 'check_fit_inputs', 'Setup', 'set_up',
-           'claim_and_resume', 'EpochMeter', 'start_epoch', 'windows', 'forward_loss', 'grad_sync', 'window_loss',
-           'skip_nonfinite', 'clip', 'log_step', 'validate', 'save_last', 'after_step', 'end_epoch', 'interrupted',
-           'snapshot', 'finish', 'failed', 'fit', 'show_loop']
+__all__ = ['evaluate', 'train_step', 'Position', 'Window', 'accumulation_windows', 'Setup', 'set_up', 'claim_and_resume',
+           'EpochMeter', 'start_epoch', 'windows', 'forward_loss', 'grad_sync', 'window_loss', 'skip_nonfinite', 'clip',
+           'log_step', 'validate', 'save_last', 'after_step', 'end_epoch', 'interrupted', 'snapshot', 'finish',
+           'failed', 'fit', 'show_loop']
 
 # %% ../nbs/07_loop.ipynb #5c24e70f
 def evaluate(model: nn.Module,  # the model to score (its train/eval mode is restored afterwards)
@@ -73,40 +73,6 @@ def evaluate(model: nn.Module,  # the model to score (its train/eval mode is res
     return {k: float(v) for k, v in results.items()}  # one sync for all values
 
 # %% ../nbs/07_loop.ipynb #d7160073
-def unscale_and_clip(optimizer: torch.optim.Optimizer,  # the optimizer whose gradients are unscaled
-                     scaler,  # a `torch.amp.GradScaler` (a no-op unless fp16)
-                     params: list,  # the trainable parameters
-                     clip_norm: Optional[float],  # max global gradient norm; None = no clipping
-                     want_norm: bool,  # compute the norm even without clipping (for logging)
-                    ) -> Optional[torch.Tensor]:
-    "Unscale the gradients (fp16), then clip them; returns the global norm before clipping (or None)."
-    scaler.unscale_(optimizer)
-    if clip_norm is not None: return torch.nn.utils.clip_grad_norm_(params, clip_norm)
-    if want_norm: return torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
-    return None
-
-def step_optimizer(optimizer: torch.optim.Optimizer,  # the optimizer to step
-                   scaler,  # a `torch.amp.GradScaler` (a no-op unless fp16)
-                  ) -> bool:
-    "Optimizer step (the fp16 scaler skips it on inf/NaN gradients), then the scaler update; True when skipped."
-    if not scaler.is_enabled():
-        optimizer.step()
-        return False
-    scale = scaler.get_scale()  # a sync, but fp16 steps sync anyway (the scaler reads its inf check)
-    scaler.step(optimizer)
-    scaler.update()
-    return scaler.get_scale() < scale
-
-def optimizer_step(optimizer: torch.optim.Optimizer,  # the optimizer to step
-                   scaler,  # a `torch.amp.GradScaler` (a no-op unless fp16)
-                   params: list,  # the trainable parameters
-                   clip_norm: Optional[float],  # max global gradient norm; None = no clipping
-                   want_norm: bool,  # compute the norm even without clipping (for logging)
-                  ) -> tuple:
-    "Unscale → clip → step → scaler update. Returns (grad_norm, skipped)."
-    grad_norm = unscale_and_clip(optimizer, scaler, params, clip_norm, want_norm)
-    return grad_norm, step_optimizer(optimizer, scaler)
-
 def train_step(model: nn.Module,  # the model to train (in train mode)
                batch,  # one batch, in any form `fit` takes
                loss_fn: Optional[Callable],  # `loss_fn(prediction, yb)`; None = the loss the model computes
@@ -208,59 +174,6 @@ def accumulation_windows(batches: Iterator,  # the epoch's (positioned) batch it
         if first is _END or size <= 0: return
         yield Window(batches, first, size, pos, rng)
 
-# %% ../nbs/07_loop.ipynb #520f763d
-SCHEDULER_INTERVALS = ("step", "epoch")
-EPOCH_SCHEDULERS = ("StepLR", "MultiStepLR", "ExponentialLR")  # epoch-based in torch's docs
-
-def check_fit_inputs(model,  # what `fit` got as `model`
-                     dl_train,  # ... as `dl_train`
-                     dl_valid,  # ... as `dl_valid`
-                     loss_fn,  # ... as `loss_fn`
-                     cfg,  # the `TrainConfig` (`config`)
-                     *,
-                     optimizer=None,  # ... as `optimizer`
-                     metrics=None,  # ... as `metrics`
-                     strategy=None,  # ... as `strategy`
-                     scheduler_interval=None,  # ... as `scheduler_interval`
-                     profile: int = 0,  # ... as `profile`
-                    ) -> dict:
-    "Check `fit`'s arguments before any work; returns the metrics resolved to a dict name → callable."
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    if not any(p.requires_grad for p in model.parameters()):
-        raise ValueError("model has no trainable parameters (all frozen?)")
-    check_loss_fn(loss_fn)  # None = the model computes its loss; a loss class is refused
-    if not isinstance(cfg, TrainConfig):
-        raise TypeError(f"config must be a trainbook.TrainConfig, got {type(cfg).__name__}")
-    n_train = check_loader(dl_train, "dl_train")  # re-iterable, not empty (without a len: at its first epoch)
-    if dl_valid is not None: check_loader(dl_valid, "dl_valid", probe=True)
-    if cfg.accum_steps > 1 and n_train is None:
-        raise ValueError("accum_steps > 1 needs a dl_train with a length, so the epoch's "
-                         "last window can be sized")
-    if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
-    if scheduler_interval not in (None, *SCHEDULER_INTERVALS):
-        raise ValueError(f"scheduler_interval must be None, 'step' or 'epoch', got {scheduler_interval!r}")
-    if not isinstance(profile, int) or isinstance(profile, bool) or profile < 0:
-        raise ValueError(f"profile must be a number of optimizer steps >= 0, got {profile!r}")
-    if strategy not in (None, "ddp", "fsdp"):
-        raise ValueError(f"strategy must be None, 'ddp' or 'fsdp', got {strategy!r}")
-    if strategy and not (dist.is_available() and dist.is_initialized()):
-        raise ValueError(f"strategy={strategy!r} needs torch.distributed to be initialized: run fit "
-                         "inside trainbook.launch")
-    metric_fns = resolve_metrics(metrics)
-    check_monitor(cfg, dl_valid is not None, metric_fns)  # early stopping and best.pt follow something logged
-    if cfg.checkpoint_dir is not None: probe_writable(cfg.checkpoint_dir, "checkpoint_dir")
-    return metric_fns
-
-def _scheduler_interval(sched, given: Optional[str], cfg: TrainConfig, user_scheduler: bool) -> str:
-    "When the scheduler steps: per step, per epoch, on the monitored value (ReduceLROnPlateau), or never."
-    if isinstance(sched, torch.optim.lr_scheduler.ReduceLROnPlateau): return "plateau"
-    if given is not None: return given
-    if not user_scheduler and cfg.schedule == "constant" and cfg.warmup == 0:
-        return "never"  # its lr never changes
-    return "epoch" if user_scheduler and type(sched).__name__ in EPOCH_SCHEDULERS else "step"
-
 # %% ../nbs/07_loop.ipynb #dfbf5720
 def _data_fingerprint(dl_train, dl_valid) -> Optional[str]:
     "`fingerprint_data` of the two loaders; None when it fails: a fingerprint never stops a run."
@@ -330,7 +243,7 @@ def set_up(model, dl_train, dl_valid, loss_fn, cfg: TrainConfig, *, optimizer, s
                                 "split_fingerprint": split_fingerprint,
                                 "signature": run_signature(model, opt, dl_train, cfg, split_fingerprint)})
     s = Setup(model=model, net=net, optimizer=opt, scheduler=sched,
-              scheduler_interval=_scheduler_interval(sched, scheduler_interval, cfg, scheduler is not None),
+              scheduler_interval=pick_scheduler_interval(sched, scheduler_interval, cfg, scheduler is not None),
               scaler=scaler, loss_fn=loss_fn, config=cfg, device=device, precision=precision, dl_train=dl_train,
               dl_valid=dl_valid, metric_fns=metric_fns,
               monitor=monitored_record(*check_monitor(cfg, dl_valid is not None, metric_fns)),

@@ -16,8 +16,9 @@ from .batch import forward, stop_requested
 from .core import Finding, TrainConfig, autocast_dtype, pick_device, pick_precision
 
 # %% auto #0
-__all__ = ['NORM_TYPES', 'SCHEDULE_FNS', 'param_groups', 'warmup_steps', 'constant', 'warmup_cosine', 'one_cycle',
-           'make_scheduler', 'scale_lr', 'LRFinder', 'lr_find']
+__all__ = ['NORM_TYPES', 'SCHEDULE_FNS', 'SCHEDULER_INTERVALS', 'EPOCH_SCHEDULERS', 'param_groups', 'warmup_steps', 'constant',
+           'warmup_cosine', 'one_cycle', 'make_scheduler', 'scale_lr', 'LRFinder', 'lr_find', 'unscale_and_clip',
+           'step_optimizer', 'optimizer_step', 'pick_scheduler_interval']
 
 # %% ../nbs/05_optim.ipynb #075ae175
 NORM_TYPES = (nn.modules.batchnorm._NormBase, nn.LayerNorm, nn.GroupNorm, nn.LocalResponseNorm) + \
@@ -183,3 +184,53 @@ def lr_find(model: nn.Module,  # the model to probe (a copy is trained; the mode
     if len(losses) < 3 and not stopped:
         raise ValueError("lr_find: the loss was not finite from the start; check the model and data first")
     return LRFinder(lrs, losses, _steepest(lrs, losses), stopped)
+
+# %% ../nbs/05_optim.ipynb #0a67b787
+def unscale_and_clip(optimizer: torch.optim.Optimizer,  # the optimizer whose gradients are unscaled
+                     scaler,  # a `torch.amp.GradScaler` (a no-op unless fp16)
+                     params: list,  # the trainable parameters
+                     clip_norm: Optional[float],  # max global gradient norm; None = no clipping
+                     want_norm: bool,  # compute the norm even without clipping (for logging)
+                    ) -> Optional[torch.Tensor]:
+    "Unscale the gradients (fp16), then clip them; returns the global norm before clipping (or None)."
+    scaler.unscale_(optimizer)
+    if clip_norm is not None: return torch.nn.utils.clip_grad_norm_(params, clip_norm)
+    if want_norm: return torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
+    return None
+
+def step_optimizer(optimizer: torch.optim.Optimizer,  # the optimizer to step
+                   scaler,  # a `torch.amp.GradScaler` (a no-op unless fp16)
+                  ) -> bool:
+    "Optimizer step (the fp16 scaler skips it on inf/NaN gradients), then the scaler update; True when skipped."
+    if not scaler.is_enabled():
+        optimizer.step()
+        return False
+    scale = scaler.get_scale()  # a sync, but fp16 steps sync anyway (the scaler reads its inf check)
+    scaler.step(optimizer)
+    scaler.update()
+    return scaler.get_scale() < scale
+
+def optimizer_step(optimizer: torch.optim.Optimizer,  # the optimizer to step
+                   scaler,  # a `torch.amp.GradScaler` (a no-op unless fp16)
+                   params: list,  # the trainable parameters
+                   clip_norm: Optional[float],  # max global gradient norm; None = no clipping
+                   want_norm: bool,  # compute the norm even without clipping (for logging)
+                  ) -> tuple:
+    "Unscale → clip → step → scaler update. Returns (grad_norm, skipped)."
+    grad_norm = unscale_and_clip(optimizer, scaler, params, clip_norm, want_norm)
+    return grad_norm, step_optimizer(optimizer, scaler)
+
+SCHEDULER_INTERVALS = ("step", "epoch")
+EPOCH_SCHEDULERS = ("StepLR", "MultiStepLR", "ExponentialLR")  # epoch-based in torch's docs
+
+def pick_scheduler_interval(sched,  # the scheduler the run uses
+                            given: Optional[str],  # what `fit(scheduler_interval=...)` said (None = by kind)
+                            cfg: TrainConfig,  # the run's config (its schedule and warmup)
+                            user_scheduler: bool,  # whether the scheduler was passed in (else trainbook's)
+                           ) -> str:
+    "When the scheduler steps: per step, per epoch, on the monitored value (ReduceLROnPlateau), or never."
+    if isinstance(sched, torch.optim.lr_scheduler.ReduceLROnPlateau): return "plateau"
+    if given is not None: return given
+    if not user_scheduler and cfg.schedule == "constant" and cfg.warmup == 0:
+        return "never"  # its lr never changes
+    return "epoch" if user_scheduler and type(sched).__name__ in EPOCH_SCHEDULERS else "step"

@@ -179,6 +179,7 @@ class _Recording:
     last_flush: float = field(default_factory=time.monotonic)
     writer: Any = None
     spooled: bool = False  # handed to the spool: the writer thread leaves it alone
+    failed: bool = False  # a write failed: the run's end spools the whole run
 
 def _safe_tags(tags: dict) -> dict:
     "Tags made safe for MLflow, with `trainbook.renamed` holding the original names of renamed keys."
@@ -277,10 +278,13 @@ class Tracker:
         if rec.spooled: return
         self._submit(rec, self._finish, rec, _handed_over(rec, run.records), run)
         done = self._pool.submit(lambda: None)  # done once everything handed over before it is written
+        why = None
         try: done.result(timeout=self.wait_s)
-        except (FutureTimeout, KeyboardInterrupt) as e:  # a store that does not answer never holds the run
+        except FutureTimeout: why = f"the store did not answer in {self.wait_s:g} s"
+        except KeyboardInterrupt: why = "Ctrl-C"  # a store that does not answer never holds the run
+        if why is None and rec.failed and self.client is not None: why = "a write to the store failed"
+        if why is not None:
             path = self._spool(rec, run)
-            why = "Ctrl-C" if isinstance(e, KeyboardInterrupt) else f"the store did not answer in {self.wait_s:g} s"
             warnings.warn(f"trainbook tracking: {why}; the run is kept in {path} and is recorded by "
                           "tb.sync() (or the next tb.track() of this store)")
         if rec.run_id is not None: run.extra["mlflow_run_id"] = rec.run_id
@@ -292,6 +296,7 @@ class Tracker:
         if rec is not None and rec.spooled: return  # its writes went to the spool
         try: fn(*args)
         except Exception as e:  # tracking never breaks the work it records
+            if rec is not None: rec.failed = True
             self.errors.append(e)
             warnings.warn(f"trainbook tracking: {fn.__name__.strip('_')} failed: {e!r}")
 
