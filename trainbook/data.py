@@ -69,6 +69,7 @@ class TensorLoader:
         self.tensors, self.batch_size, self.shuffle, self.drop_last = tensors, batch_size, shuffle, drop_last
         self.seed, self.pin_memory, self.weights = seed, pin_memory, weights
         self.n, self.epoch, self.position = n, 0, 0
+        self.resume_pending = False  # set by `load_state_dict`: the next pass continues at `position`
         self._flat, self._pack = flat, _packer(keys, len(flat))
 
     @property
@@ -82,7 +83,7 @@ class TensorLoader:
     def set_epoch(self, epoch: int,  # the epoch to start
                  ):
         "Start epoch `epoch` from its first batch (its order depends only on seed and epoch)."
-        self.epoch, self.position = epoch, 0
+        self.epoch, self.position, self.resume_pending = epoch, 0, False
 
     def order(self) -> Optional[torch.Tensor]:
         "This rank's row order for the current epoch (None = rows in order, sliced without copying)."
@@ -97,6 +98,11 @@ class TensorLoader:
         return order
 
     def __iter__(self):
+        # A pass starts at the epoch's first batch, as a DataLoader's does, unless a `load_state_dict` asked
+        # to continue: a pass left in the middle (a `break`, `next(iter(dl))`, a dry run's first 3 batches)
+        # must not leave the next pass to start there, or to find nothing at all.
+        if not self.resume_pending: self.position = 0
+        self.resume_pending = False
         order, bs, flat, pack = self.order(), self.batch_size, self._flat, self._pack
         for i in range(self.position, len(self)):
             if order is None: parts = [t[i * bs:(i + 1) * bs] for t in flat]
@@ -116,6 +122,7 @@ class TensorLoader:
                        ):
         "Continue from a `state_dict()`: the next iteration resumes the same epoch at the same batch."
         self.seed, self.epoch, self.position = state["seed"], state["epoch"], state["position"]
+        self.resume_pending = self.position > 0
 
     def __repr__(self):
         return (f"TensorLoader({self.n} rows, batch_size={self.batch_size}, shuffle={self.shuffle}, "
