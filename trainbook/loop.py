@@ -44,7 +44,7 @@ def evaluate(model: nn.Module,  # the model to score (its train/eval mode is res
             ) -> dict[str, float]:
     "Mean loss and metrics of `model` over `dl`, under inference mode and eval mode."
     device = pick_device(device) if device is not None else next(model.parameters()).device
-    metric_fns = resolve_metrics(metrics, loss_fn)  # the loss's ignore_index reaches the metrics
+    metric_fns = resolve_metrics(metrics)
     loss_sum, rows, preds, ys = torch.zeros((), device=device), 0, [], []
     with eval_mode(model), torch.inference_mode():
         for batch in dl:
@@ -424,7 +424,7 @@ def check_fit_inputs(model,  # what `fit` got as `model`
     if strategy and not (dist.is_available() and dist.is_initialized()):
         raise ValueError(f"strategy={strategy!r} needs torch.distributed to be initialized: run fit "
                          "inside trainbook.launch")
-    metric_fns = resolve_metrics(metrics, loss_fn)  # the loss's ignore_index reaches the metrics
+    metric_fns = resolve_metrics(metrics)
     check_monitor(cfg, dl_valid is not None, metric_fns)  # early stopping and best.pt follow something logged
     if cfg.checkpoint_dir is not None: probe_writable(cfg.checkpoint_dir, "checkpoint_dir")
     return metric_fns
