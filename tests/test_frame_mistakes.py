@@ -122,3 +122,16 @@ def test_a_1000_level_categorical_is_reported_and_not_one_hot_encoded_into_1000_
     assert not any(f.kind == "high_cardinality" for f in tb.check_data(few, "y").findings)
     assert tb.make_preprocessor(few, "y").fit(few[["c"]]).get_feature_names_out().tolist() == \
         [f"c_{v}" for v in "abcde"]  # a handful of levels: one column each, as before
+
+
+def test_score_model_without_classes_reads_them_from_the_training_rows():
+    "#25: score_model(..., classes=None) on a classifier raised TypeError: NoneType has no len()."
+    from sklearn.linear_model import LogisticRegression
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.normal(size=200)})
+    df["y"] = np.where(df.a + rng.normal(0, 0.5, 200) > 0, "yes", "no")
+    splits = tb.make_splits(df, "y")
+    model = LogisticRegression().fit(df[["a"]].iloc[splits.train], df.y.iloc[splits.train])
+    scores = tb.score_model(model.predict_proba, df, "y", splits, "binary")
+    given = tb.score_model(model.predict_proba, df, "y", splits, "binary", classes=["no", "yes"])
+    assert scores == given and scores["valid_roc_auc"] > 0.8  # codes in the order predict_proba uses
