@@ -64,14 +64,16 @@ def _forward_mismatch(model: nn.Module, xb) -> Optional[str]:
     try: sig = inspect.signature(model.forward)
     except (TypeError, ValueError, AttributeError): return None
     if isinstance(xb, dict): args, kwargs, how = (), xb, "model(**xb): each key a keyword argument"
-    elif isinstance(xb, (tuple, list)): args, kwargs, how = tuple(xb), {}, f"model(*xb): {len(xb)} positional arguments"
+    elif isinstance(xb, (tuple, list)):
+        args, kwargs, how = tuple(xb), {}, f"model(*xb): {len(xb)} positional arguments"
     else: args, kwargs, how = (xb,), {}, "model(xb): one argument"
     try: sig.bind(*args, **kwargs)
     except TypeError as why:
         return (f"the batch's inputs xb are a {describe(xb)}, and trainbook calls {how}; but "
-                f"{type(model).__name__}.forward{sig} cannot take them ({why}). A tuple/list of inputs is passed "
-                "as separate arguments (a TensorLoader of k tensors gives k-1 inputs and the target), a dict as "
-                "keyword arguments: give the model one input tensor, or a forward that takes these inputs")
+                f"{type(model).__name__}.forward{sig} cannot take them ({why}). A tuple/list of inputs "
+                "is passed as separate arguments (a TensorLoader of k tensors gives k-1 inputs and the "
+                "target), a dict as keyword arguments: give the model one input tensor, or a forward that "
+                "takes these inputs")
     return None
 
 def call_model(model: nn.Module,  # the model (or its DDP / compiled wrapper)
@@ -130,7 +132,7 @@ def model_loss(out,  # what the model returned
 
 def whole_output(loss_fn: Callable,  # `loss_fn(output, yb)`: the model's whole output, e.g. `(logits, aux)`
                 ) -> Callable:
-    "Mark `loss_fn` to receive the model's whole output (a tuple, a dict, a ModelOutput), not only the prediction."
+    "Mark `loss_fn` to receive the model's whole output (tuple, dict, ModelOutput), not only the prediction."
     if not callable(loss_fn) or isinstance(loss_fn, type):
         raise TypeError(f"whole_output takes a loss function, got {loss_fn!r}")
     @functools.wraps(loss_fn)
@@ -164,8 +166,8 @@ def _loss_failed(err: Exception, out, given, yb, whole: bool) -> Exception:
 
 def compute_loss(out,  # what the model returned
                  yb,  # the targets
-                 loss_fn: Optional[Callable],  # `loss_fn(prediction, yb)`; `whole_output(fn)`: `fn(output, yb)`;
-                                               # None = the loss the model computed
+                 loss_fn: Optional[Callable],  # `loss_fn(prediction, yb)`; None = the model's own loss
+                                               # (`whole_output(fn)`: `fn(output, yb)`)
                 ) -> torch.Tensor:
     "The batch's loss: `loss_fn` on the prediction (or the whole output), or the loss in the model's output."
     if loss_fn is not None:

@@ -28,7 +28,7 @@ def infer_task(y: pd.Series,  # the target column
     if pd.api.types.is_bool_dtype(y) or not pd.api.types.is_numeric_dtype(y):
         return "binary" if n <= 2 else "multiclass"
     values = y.to_numpy(dtype=float)
-    values = values[np.isfinite(values)]  # ±inf is neither whole nor fractional (it has a finding of its own)
+    values = values[np.isfinite(values)]  # ±inf is neither whole nor fractional (it has its own finding)
     integral = pd.api.types.is_integer_dtype(y) or bool(np.all(np.mod(values, 1) == 0))
     if integral and n <= max_classes: return "binary" if n <= 2 else "multiclass"
     return "regression"
@@ -222,8 +222,9 @@ def _role_findings(s: pd.Series, col, role: str, n: int) -> list[Finding]:
         rows_per_level = n / nun
         return [Finding("high_cardinality", "warning",
                         f"{nun} categories for {n} rows ({rows_per_level:.1f} rows per category)", column=col,
-                        advice=f"one column per category would be {nun} columns of mostly zeros: trainbook's "
-                               f"preprocessing one-hot encodes the {MAX_CATEGORIES - 1} most frequent and groups "
+                        advice=f"one column per category would be {nun} columns of mostly zeros: "
+                               f"trainbook's preprocessing one-hot encodes the {MAX_CATEGORIES - 1} most "
+                               "frequent and groups "
                                "the rest into one 'infrequent' column (OneHotEncoder(max_categories="
                                f"{MAX_CATEGORIES})); to keep more, group rare "
                                "categories yourself, or use target (TargetEncoder) or hash encoding",
@@ -349,7 +350,7 @@ def _leak_view(s: pd.Series) -> np.ndarray:
 
 def _leak_findings(df: pd.DataFrame, target: str, task: str, skip: set,
                    threshold: float = 0.98) -> list[Finding]:
-    "Each feature alone, as a small tree scored on held-out rows (3 shuffled folds) against the constant predictor."
+    "Each feature alone: a small tree scored on held-out rows (3 shuffled folds), beside a constant one."
     from sklearn.metrics import balanced_accuracy_score, r2_score
     from sklearn.model_selection import KFold, StratifiedKFold, cross_val_predict
     from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor

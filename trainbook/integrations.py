@@ -117,8 +117,8 @@ def mlp(n_features: int,  # inputs per row
 class _TorchEstimator(BaseEstimator):
     "What both estimators share: build the module from the factory, train it with `fit`, predict in eval."
     def __init__(self,
-                 module: Callable = mlp,  # `module(n_features, n_outputs, **module_kwargs) -> nn.Module`, or a
-                                          # module (a copy of it trains in each fit, from its weights)
+                 module: Callable = mlp,  # `module(n_features, n_outputs, **module_kwargs) -> nn.Module`,
+                                          # or a module (a copy of it trains in each fit, from its weights)
                  *,
                  module_kwargs: Optional[dict] = None,  # keyword arguments of the factory (tunable)
                  epochs: int = 20,  # passes over the training rows
@@ -154,11 +154,12 @@ class _TorchEstimator(BaseEstimator):
             torch.manual_seed(self.seed)
             built = self.module(n_features, n_outputs, **(self.module_kwargs or {}))
         if not isinstance(built, torch.nn.Module):
-            raise TypeError(f"module(n_features, n_outputs) must return an nn.Module, got {type(built).__name__}")
+            got = type(built).__name__
+            raise TypeError(f"module(n_features, n_outputs) must return an nn.Module, got {got}")
         return built
 
     def _check_width(self, X: np.ndarray, n_outputs: int):
-        "The module's outputs per row must be `n_outputs` (classes, or targets): checked on two rows, before training."
+        "The module's outputs per row must be `n_outputs` (classes or targets): checked on two rows, first."
         first = next(self.module_.parameters(), None)
         rows = torch.tensor(X[:2]).to(first.device if first is not None else "cpu")
         with eval_mode(self.module_), torch.inference_mode():

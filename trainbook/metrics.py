@@ -33,9 +33,9 @@ def _scored(pred: torch.Tensor, yb: torch.Tensor, ignore_index: Optional[int]) -
     if ignore_index is None: return torch.ones_like(yb, dtype=torch.bool)
     return yb != ignore_index
 
-def accuracy(pred: torch.Tensor,  # logits: (n, C) multi-class, (n, T, C) per token, (n,)/(n, 1) binary, (n, K) multi-label
-             yb: torch.Tensor,  # class indices (n,) / (n, T) for multi-class, else 0/1 targets shaped like `pred`
-             ignore_index: Optional[int] = IGNORE_INDEX,  # target positions left out (padding); None = score all
+def accuracy(pred: torch.Tensor,  # logits: (n, C)/(n, T, C) classes, (n,)/(n, 1) binary, (n, K) multi-label
+             yb: torch.Tensor,  # class indices (n,) / (n, T) for multi-class, else 0/1 targets like `pred`
+             ignore_index: Optional[int] = IGNORE_INDEX,  # targets left out (padding); None = score all
             ) -> torch.Tensor:
     "Share of correct predictions: arg-max for multi-class, each logit's sign for binary and multi-label."
     keep = _scored(pred, yb, ignore_index)
@@ -58,7 +58,7 @@ def _takes_ignore_index(fn) -> bool:
     except (TypeError, ValueError): return False
 
 def resolve_metrics(metrics,  # None, a name, a callable, a list of these, or a dict name -> metric
-                    loss_fn=None,  # the run's loss: its `ignore_index` (if not -100) goes to the metrics taking one
+                    loss_fn=None,  # the run's loss: its `ignore_index` (not -100) goes to metrics taking one
                    ) -> dict[str, Callable]:
     "Metrics as a dict name → callable; names from `__name__`, made unique (`<lambda>`, `<lambda>_2`)."
     if metrics is None: return {}
@@ -211,7 +211,7 @@ def focal_loss(logits: torch.Tensor,  # (n, k) class logits, or (n,) / (n, 1) fo
                target: torch.Tensor,  # class codes (n,), or 0/1 for binary
                gamma: float = 2.0,  # focusing strength; 0 gives plain cross-entropy
                weight: Optional[torch.Tensor] = None,  # per-class weights (k,), e.g. from `class_weights`
-               ignore_index: Optional[int] = IGNORE_INDEX,  # targets left out of the mean (padding); None = none
+               ignore_index: Optional[int] = IGNORE_INDEX,  # targets left out of the mean (padding)
                ) -> torch.Tensor:
     "Focal loss (Lin et al.): cross-entropy scaled by (1 - p_true)^gamma; binary for one column of logits."
     keep = _scored(logits, target, ignore_index).reshape(-1)
@@ -222,7 +222,8 @@ def focal_loss(logits: torch.Tensor,  # (n, k) class logits, or (n,) / (n, 1) fo
         w = 1.0 if weight is None else torch.where(t > 0.5, weight[1], weight[0])
         return (w * (1 - p_true) ** gamma * ce).mean()
     target = target.reshape(-1)[keep]
-    ce = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1])[keep], target, reduction="none")
+    flat = logits.reshape(-1, logits.shape[-1])[keep]
+    ce = torch.nn.functional.cross_entropy(flat, target, reduction="none")
     p_true = torch.exp(-ce)
     w = 1.0 if weight is None else weight[target]
     return (w * (1 - p_true) ** gamma * ce).mean()
