@@ -358,7 +358,7 @@ def one_column_predictions(x: np.ndarray,  # one feature as numbers (NaN = missi
                            folds: int = 3,  # held-out folds (shuffled, seeded)
                            seed: int = 0,  # seed of the fold assignment
                           ) -> np.ndarray:
-    "Held-out predictions of `y` from `x` alone: each fold's training rows bin `x`, each bin predicts its mean/mode."
+    "Held-out predictions of `y` from `x` alone: training rows bin `x`, each bin predicts its mean or mode."
     n = len(x)
     # ~10 training rows a bin (16 to 256 bins): a monotone relation, linear or not, is followed to R² ~0.999,
     # while a bin's mean or majority cannot memorize the noise of an honest feature
@@ -393,7 +393,7 @@ def _balanced_accuracy(y: np.ndarray, pred: np.ndarray) -> float:
 
 def _leak_findings(df: pd.DataFrame, target: str, task: str, skip: set,
                    threshold: float = 0.98) -> list[Finding]:
-    "Each feature alone, binned and scored on held-out rows (3 shuffled folds), beside the constant predictor."
+    "Each feature alone, binned and scored on held-out rows (3 shuffled folds), beside a constant predictor."
     data = df[df[target].notna()]
     regression = task == "regression"
     if regression:
