@@ -111,3 +111,15 @@ def test_a_two_input_batch_fed_to_a_one_input_model_says_what_the_batch_was():
     with pytest.raises(TypeError, match="unsupported operand") as err:
         tb.call_model(Broken(), X)
     assert "trainbook calls" not in str(err.value)
+
+
+def test_a_nonfinite_run_with_a_whole_output_loss_is_triaged_not_crashed():
+    "NaN triage re-runs the loss on the failing batch: through compute_loss, so it gets the whole output too."
+    class Blows(WithAux):
+        def forward(self, x):
+            logits, aux = super().forward(x)
+            return logits * float("nan"), aux
+    X, y = blobs(32)
+    run = tb.fit(Blows(), [(X, y)], loss_fn=tb.whole_output(tuple_loss), config=tb.TrainConfig(epochs=1),
+                 live=False)
+    assert run.stopped == "nonfinite" and "nonfinite" in [f.kind for f in run.findings]
