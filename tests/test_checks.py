@@ -101,3 +101,67 @@ def test_report_surface(cancer):
 ])
 def test_bad_input(cancer, call, match):
     with pytest.raises((ValueError, TypeError), match=match): call(cancer)
+
+
+# --- target leaks (#22): one feature that predicts the target almost perfectly on its own ---------------------
+
+def leak_frame(n=2000, seed=0, task="regression"):
+    "Honest features with R² ~0.5 together; `strong` alone R² ~0.9 (classification: ~0.9 balanced accuracy)."
+    rng = np.random.default_rng(seed)
+    x1, x2 = rng.normal(size=n), rng.normal(size=n)
+    y = x1 + x2 * 0.3 + rng.normal(0, 1.0, n)  # R² of x1 and x2 together ~0.5
+    df = pd.DataFrame({"x1": x1, "x2": x2})
+    if task == "regression":
+        df["strong"] = y + rng.normal(0, 0.33, n)  # an honest, strong proxy: R² ~0.9 alone
+        df["y"] = y
+    else:
+        label = (y > 0).astype(int)
+        df["strong"] = np.where(rng.random(n) < 0.9, label, 1 - label) + rng.normal(0, 0.2, n)  # ~90% right
+        df["y"] = label
+    return df.sort_values("y").reset_index(drop=True)  # rows in target order: folds must shuffle
+
+
+def test_a_leaked_regression_target_is_flagged_with_its_evidence():
+    "R² 0.998 from one column on data whose honest R² is ~0.5: a `target_leak` naming the column."
+    df = leak_frame()
+    rng = np.random.default_rng(1)
+    df["leak"] = df.y + rng.normal(0, 0.045 * df.y.std(), len(df))  # R² ~0.998
+    df["leak_curved"] = np.exp(df.y / 2)  # a monotone transform of the target: not linear, still a leak
+    leaks = {f.column: f for f in tb.check_data(df, "y").findings if f.kind == "target_leak"}
+    assert set(leaks) == {"leak", "leak_curved"}  # and not the honest strong feature
+    f = leaks["leak"]
+    assert f.data["metric"] == "R²" and f.data["score"] > 0.98 and f.data["constant_score"] == 0.0
+    assert f.data["threshold"] == 0.98 and f.data["n_rows"] == len(df) and 0.98 < f.data["skill"] <= 1
+    assert "held-out" in f.message and "R²" in f.message
+
+
+def test_a_leaked_class_label_is_flagged_and_a_strong_honest_feature_is_not():
+    df = leak_frame(task="binary")
+    df["leak"] = df.y * 2 + 1 + np.random.default_rng(2).normal(0, 0.01, len(df))
+    leaks = {f.column: f for f in tb.check_data(df, "y").findings if f.kind == "target_leak"}
+    assert set(leaks) == {"leak"}
+    f = leaks["leak"]
+    assert f.data["metric"] == "balanced accuracy" and f.data["constant_score"] == 0.5 and f.data["score"] > 0.98
+    multi = leak_frame(task="binary").assign(y=lambda d: pd.cut(d.x1, 3, labels=False))
+    multi["code"] = multi.y.map({0: "low", 1: "mid", 2: "high"})  # the label, spelled out
+    found = {f.column for f in tb.check_data(multi, "y").findings if f.kind == "target_leak"}
+    assert "code" in found and "strong" not in found and "x2" not in found  # x1 defines y: it is flagged too
+    assert tb.check_data(multi, "y").by_kind("target_leak")[0].data["constant_score"] == pytest.approx(1 / 3)
+
+
+def test_ordinary_strong_features_raise_no_leak_hint():
+    "Honest features up to R² ~0.95 (balanced accuracy ~0.9), on 300 to 2,000 rows and several seeds: no hint."
+    for task in ("regression", "binary"):
+        for seed, n in ((3, 2000), (4, 2000), (5, 300), (6, 300)):
+            df = leak_frame(n=n, task=task, seed=seed)
+            assert not tb.check_data(df, "y").by_kind("target_leak"), (task, seed, n)
+
+
+def test_a_leak_in_a_small_frame_and_in_a_few_distinct_values_is_found():
+    df = leak_frame(n=200, task="binary", seed=7)
+    df["status"] = np.where(df.y == 1, "closed", "open")  # recorded after the outcome
+    assert [f.column for f in tb.check_data(df, "y").by_kind("target_leak")] == ["status"]
+    from trainbook.checks import one_column_predictions
+    x = np.repeat([0.0, 1.0, np.nan], 40)
+    y = np.repeat([0, 1, 1], 40)
+    assert (one_column_predictions(x, y, 2) == y).all()  # each value and the missing ones: a bin each

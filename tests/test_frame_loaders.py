@@ -114,3 +114,25 @@ def test_drop_last_in_loaders_from_frame(cancer):
     assert sum(len(yb) for _, yb in dl_valid) == len(sp.valid)  # never drops validation rows
     with pytest.raises(ValueError, match="drop_last=True with batch_size=1000 leaves no batch"):
         tb.loaders_from_frame(cancer, "kind", sp, batch_size=1000, drop_last=True)
+
+
+@pytest.mark.parametrize("n_batches", [1, 2, 3, 5])
+def test_a_pass_left_in_the_middle_does_not_shorten_the_next_one(n_batches):
+    "#25: a dry run took 3 batches of a 3-batch loader and the next pass found none. Resuming still works."
+    y = torch.arange(4 * n_batches)
+    dl = tb.TensorLoader(y.unsqueeze(1).float(), y, batch_size=4)
+    full = [yb.tolist() for _, yb in dl]
+    assert len(full) == n_batches
+    first = next(iter(dl))  # a pass abandoned after one batch
+    assert first[1].tolist() == full[0]
+    for taken in range(1, n_batches + 1):
+        it = iter(dl)
+        for _ in range(taken): next(it)
+        assert [yb.tolist() for _, yb in dl] == full, taken  # the next pass is whole
+    it = iter(dl)
+    next(it)
+    state = dl.state_dict()
+    resumed = tb.TensorLoader(y.unsqueeze(1).float(), y, batch_size=4)
+    resumed.load_state_dict(state)
+    assert [yb.tolist() for _, yb in resumed] == full[1:]  # a loaded position continues the epoch once
+    assert [yb.tolist() for _, yb in resumed] == full

@@ -285,3 +285,94 @@ def test_lora_trains_only_the_adapter(tmp_path):
     assert {n for n in state if "lora_" in n} and set(model.state_dict()) == set(state)  # what resume needs
     n_opt = sum(len(g["params"]) for g in ckpt["optimizer"]["param_groups"])
     assert n_opt == len(trainable)  # the optimizer holds the adapter only
+
+
+# --- #25: a module instance, keras train metrics, keras runs seen by the session's observers ----------------
+
+def four_features(n=120, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4)).astype("float32")
+    return X, (X[:, 0] - X[:, 1] > 0).astype(int)
+
+
+def test_a_module_instance_trains_as_a_copy_in_each_fit():
+    "#25: TorchClassifier(module=nn.Linear(4, 2)), as skorch users write it, failed in forward()."
+    from sklearn.base import clone
+    from sklearn.model_selection import cross_val_score
+    X, y = four_features()
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(4, 2)
+    before = {k: v.clone() for k, v in linear.state_dict().items()}
+    clf = TorchClassifier(module=linear, epochs=30, lr=5e-2).fit(X, y)
+    assert clf.score(X, y) > 0.9
+    assert clf.module_ is not linear and all(torch.equal(before[k], v) for k, v in linear.state_dict().items())
+    again = clone(clf).fit(X, y)  # the same start, the same training
+    assert np.allclose(again.predict_proba(X), clf.predict_proba(X))
+    assert cross_val_score(TorchClassifier(module=linear, epochs=5), X, y, cv=3).shape == (3,)
+    reg = TorchRegressor(module=torch.nn.Linear(4, 1), epochs=20, lr=5e-2).fit(X, X[:, 0] * 2)
+    assert reg.predict(X).shape == (len(X),)
+
+
+def test_what_a_module_argument_cannot_be_is_refused_before_training():
+    X, y = four_features()
+    with pytest.raises(ValueError, match=r"outputs of shape \(2, 3\) .* expected \(2, 2\): one output per class"):
+        TorchClassifier(module=torch.nn.Linear(4, 3), epochs=1).fit(X, y)
+    with pytest.raises(ValueError, match=r"outputs of shape \(2, 1\)"):
+        TorchRegressor(module=torch.nn.Linear(4, 1), epochs=1).fit(X, np.c_[X[:, 0], X[:, 1]])
+    with pytest.raises(ValueError, match="module_kwargs are for a factory"):
+        TorchClassifier(module=torch.nn.Linear(4, 2), module_kwargs={"hidden": (8,)}).fit(X, y)
+    with pytest.raises(TypeError, match="got the class dict"):
+        TorchClassifier(module=dict).fit(X, y)
+    with pytest.raises(TypeError, match="an nn.Module or a factory"):
+        TorchClassifier(module="mlp").fit(X, y)
+    with pytest.raises(TypeError, match=r"model\(xb\): one argument(.|\n)*Bilinear"):  # a two-input module
+        TorchClassifier(module=torch.nn.Bilinear(4, 4, 2), epochs=1).fit(X, y)
+
+
+def test_keras_records_each_train_metric_per_epoch():
+    cb = tb.keras_callback(live=False)
+    keras_fit(*learnable(), n_train=300, epochs=3, callbacks=[cb])
+    h = cb.run.records
+    assert list(h.series("epoch_accuracy", "train", index="epoch").index) == [0, 1, 2]
+    assert h.last("epoch_accuracy", "train") == h.last("accuracy", "train") > 0.5  # Keras' own epoch value
+    cb = tb.keras_callback(live=False, batches=True)
+    keras_fit(*learnable(), n_train=300, epochs=2, callbacks=[cb])
+    assert len(cb.run.records.series("epoch_accuracy", "train")) == 2  # beside the running per-batch values
+
+
+@pytest.mark.xfail(strict=True, reason="run.metrics() reads only train epoch_loss and lr: needs the lead's "
+                                       "one-line change in 05a_run (read every train epoch_* row)")
+def test_keras_run_metrics_show_train_accuracy():
+    "#25: run.metrics() showed valid_accuracy but not train_accuracy, which the history holds."
+    cb = tb.keras_callback(live=False)
+    keras_fit(*learnable(), n_train=300, epochs=3, callbacks=[cb])
+    assert {"train_loss", "train_accuracy", "valid_loss", "valid_accuracy"} <= set(cb.run.metrics().columns)
+
+
+def test_keras_runs_are_seen_by_the_sessions_observers_like_fit_runs():
+    "#24 item 8: a tb.track() store records keras_callback runs; here a stand-in observer takes its place."
+    from trainbook.events import Callback, add_session_observer, remove_session_observer, session_observers
+    seen, contexts = [], []
+
+    class Observer(Callback):
+        def before_fit(self, state): seen.append(("before_fit", state.config.epochs, state.model is not None))
+        def after_epoch(self, state): seen.append(("after_epoch", state.epoch, round(state.valid["loss"], 6)))
+        def after_fit(self, state): seen.append(("after_fit", state.run))
+
+    def factory(context):
+        contexts.append(context)
+        return Observer()
+
+    previous = session_observers.__globals__["_SESSION_OBSERVERS"].get("track")
+    add_session_observer("track", factory)
+    try:
+        cb = tb.keras_callback(live=False)
+        keras_fit(*learnable(), n_train=300, epochs=2, callbacks=[cb])
+    finally:
+        if previous is None: remove_session_observer("track")
+        else: add_session_observer("track", previous)
+    assert contexts == [{"kind": "keras"}]
+    valid = cb.run.records.series("loss", "valid", index="epoch")
+    assert seen[0] == ("before_fit", 2, True)
+    assert seen[1:3] == [("after_epoch", e, round(float(valid[e]), 6)) for e in (0, 1)]
+    assert seen[3] == ("after_fit", cb.run) and len(seen) == 4

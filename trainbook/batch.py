@@ -4,7 +4,7 @@
 
 # %% ../nbs/03a_batch.ipynb #0ae7bb77
 from __future__ import annotations
-import contextlib, threading, weakref
+import contextlib, functools, inspect, threading, weakref
 from typing import Any, Callable, Optional, Union
 
 import torch
@@ -13,9 +13,9 @@ from torch import nn
 from .core import Finding, autocast_dtype
 
 # %% auto #0
-__all__ = ['TARGET_KEYS', 'ELEMENTWISE_LOSSES', 'split_batch', 'to_device', 'call_model', 'batch_rows', 'rows_in', 'prediction',
-           'model_loss', 'compute_loss', 'eval_mode', 'ShapeMismatch', 'check_loss_shapes', 'autocast', 'forward',
-           'training_lock', 'stop_requested']
+__all__ = ['TARGET_KEYS', 'ELEMENTWISE_LOSSES', 'split_batch', 'to_device', 'describe', 'call_model', 'batch_rows', 'rows_in',
+           'prediction', 'model_loss', 'whole_output', 'wants_whole_output', 'compute_loss', 'eval_mode',
+           'ShapeMismatch', 'check_loss_shapes', 'autocast', 'forward', 'training_lock', 'stop_requested']
 
 # %% ../nbs/03a_batch.ipynb #17015856
 TARGET_KEYS = ("y", "label", "labels", "target")
@@ -46,14 +46,49 @@ def to_device(obj,  # a tensor, or tuples / lists / dicts of them (other objects
     if isinstance(obj, dict): return {k: to_device(v, device) for k, v in obj.items()}
     return obj
 
+def describe(obj,  # a tensor, a tuple/list/dict of them, or anything else
+            ) -> str:
+    "A short description of a batch part or a model output: types and shapes (`tuple of 2: (8, 4), (8, 2)`)."
+    if isinstance(obj, torch.Tensor): return f"tensor {tuple(obj.shape)}"
+    if isinstance(obj, (tuple, list)):
+        parts = ", ".join(describe(o) for o in obj[:4]) + (", …" if len(obj) > 4 else "")
+        return f"{type(obj).__name__} of {len(obj)}: ({parts})"
+    if isinstance(obj, dict) or hasattr(obj, "keys"):
+        items = list(obj.items())
+        parts = ", ".join(f"{k!r}: {describe(v)}" for k, v in items[:6]) + (", …" if len(items) > 6 else "")
+        return f"{type(obj).__name__} {{{parts}}}"
+    return type(obj).__name__
+
+def _forward_mismatch(model: nn.Module, xb) -> Optional[str]:
+    "Why `model`'s forward cannot take `xb` as trainbook passes it; None when it can (or cannot tell)."
+    try: sig = inspect.signature(model.forward)
+    except (TypeError, ValueError, AttributeError): return None
+    if isinstance(xb, dict): args, kwargs, how = (), xb, "model(**xb): each key a keyword argument"
+    elif isinstance(xb, (tuple, list)):
+        args, kwargs, how = tuple(xb), {}, f"model(*xb): {len(xb)} positional arguments"
+    else: args, kwargs, how = (xb,), {}, "model(xb): one argument"
+    try: sig.bind(*args, **kwargs)
+    except TypeError as why:
+        return (f"the batch's inputs xb are a {describe(xb)}, and trainbook calls {how}; but "
+                f"{type(model).__name__}.forward{sig} cannot take them ({why}). A tuple/list of inputs "
+                "is passed as separate arguments (a TensorLoader of k tensors gives k-1 inputs and the "
+                "target), a dict as keyword arguments: give the model one input tensor, or a forward that "
+                "takes these inputs")
+    return None
+
 def call_model(model: nn.Module,  # the model (or its DDP / compiled wrapper)
                xb,  # the inputs: a tensor, a tuple/list (positional) or a dict (keyword arguments)
               ):
     "`model(xb)`, `model(*xb)` or `model(**xb)` by the type of `xb`."
-    if isinstance(xb, torch.Tensor): return model(xb)
-    if isinstance(xb, (tuple, list)): return model(*xb)
-    if isinstance(xb, dict): return model(**xb)
-    return model(xb)
+    try:
+        if isinstance(xb, torch.Tensor): return model(xb)
+        if isinstance(xb, (tuple, list)): return model(*xb)
+        if isinstance(xb, dict): return model(**xb)
+        return model(xb)
+    except TypeError as err:  # free when nothing fails: only a failed call pays for the explanation
+        why = _forward_mismatch(model, xb)
+        if why is None: raise  # forward takes these inputs: the TypeError came from inside it
+        raise TypeError(why) from err
 
 def batch_rows(xb,  # the model inputs of a batch
                yb,  # its targets
@@ -95,12 +130,54 @@ def model_loss(out,  # what the model returned
     loss = out.get("loss") if isinstance(out, dict) else getattr(out, "loss", None)
     return loss if isinstance(loss, torch.Tensor) else None
 
+def whole_output(loss_fn: Callable,  # `loss_fn(output, yb)`: the model's whole output, e.g. `(logits, aux)`
+                ) -> Callable:
+    "Mark `loss_fn` to receive the model's whole output (tuple, dict, ModelOutput), not only the prediction."
+    if not callable(loss_fn) or isinstance(loss_fn, type):
+        raise TypeError(f"whole_output takes a loss function, got {loss_fn!r}")
+    @functools.wraps(loss_fn)
+    def loss(out, yb, *args, **kwargs): return loss_fn(out, yb, *args, **kwargs)
+    loss.whole_output = True
+    return loss
+
+def wants_whole_output(loss_fn: Optional[Callable],  # a loss
+                      ) -> bool:
+    "Whether `loss_fn` asked (with `whole_output`) for the model's whole output."
+    return getattr(loss_fn, "whole_output", False) is True
+
+_EXPLAINED = (TypeError, ValueError, AttributeError, IndexError, KeyError, RuntimeError)
+
+def _loss_failed(err: Exception, out, given, yb, whole: bool) -> Exception:
+    "The loss's exception, of the same type, its message extended with what `loss_fn` received."
+    if isinstance(err, torch.OutOfMemoryError) or "out of memory" in str(err): return err
+    note = (f"loss_fn was called as loss_fn({'output' if whole else 'prediction'}, yb) with "
+            f"{describe(given)} and yb {describe(yb)}")
+    if not whole and not isinstance(out, torch.Tensor):
+        note += (f"; the model returned {describe(out)}, of which loss_fn gets the prediction only. "
+                 "For a loss on the whole output (auxiliary heads, an output dict) pass "
+                 "loss_fn=tb.whole_output(your_loss): it is called as your_loss(output, yb)")
+    elif not whole:
+        note += ("; a loss that needs more than the prediction can have the model's whole output: "
+                 "loss_fn=tb.whole_output(your_loss)")
+    if type(err) in _EXPLAINED:  # the same type, so code that catches it still does
+        return type(err)(f"{err}\n{note}")
+    err.add_note(note)
+    return err
+
 def compute_loss(out,  # what the model returned
                  yb,  # the targets
-                 loss_fn: Optional[Callable],  # `loss_fn(prediction, yb)`; None = the loss the model computed
+                 loss_fn: Optional[Callable],  # `loss_fn(prediction, yb)`; None = the model's own loss
+                                               # (`whole_output(fn)`: `fn(output, yb)`)
                 ) -> torch.Tensor:
-    "The batch's loss: `loss_fn` on the prediction, or (`loss_fn=None`) the loss in the model's output."
-    if loss_fn is not None: return loss_fn(prediction(out), yb)
+    "The batch's loss: `loss_fn` on the prediction (or the whole output), or the loss in the model's output."
+    if loss_fn is not None:
+        whole = wants_whole_output(loss_fn)
+        given = out if whole else prediction(out)
+        try: return loss_fn(given, yb)
+        except _EXPLAINED as err:
+            explained = _loss_failed(err, out, given, yb, whole)
+            if explained is err: raise
+            raise explained from err
     loss = model_loss(out)
     if loss is None:
         raise ValueError("loss_fn=None means the model computes its loss, but its output has "
@@ -176,7 +253,7 @@ def forward(model: nn.Module,  # the model (or its DDP wrapper)
     xb, yb = to_device(xb, device), to_device(yb, device)
     with autocast(device, precision):
         out = call_model(model, xb)
-        if check_shapes: check_loss_shapes(prediction(out), yb, loss_fn)
+        if check_shapes and not wants_whole_output(loss_fn): check_loss_shapes(prediction(out), yb, loss_fn)
         loss = compute_loss(out, yb, loss_fn)
     return out, loss, xb, yb
 

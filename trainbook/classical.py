@@ -102,9 +102,11 @@ def score_model(predict: Callable,  # `predict(X)`: probabilities ((n, k) or (n,
                 target: str,  # name of the target column
                 splits,  # a `Splits`: each non-empty split is scored
                 task: str,  # "binary", "multiclass" or "regression"
-                classes=None,  # the class labels in code order (classification)
+                classes=None,  # the class labels in code order (classification); None = train rows', sorted
                 ) -> dict:
     "Metrics per split ('train', 'valid', 'test' when present) of `predict(X) -> proba | values`."
+    if task != "regression" and classes is None:  # one code order for every split: the training rows'
+        classes = _xy(df.iloc[splits.train], target, task)[2]
     row = {}
     for name in ("train", "valid", "test"):
         idx = getattr(splits, name)

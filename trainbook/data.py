@@ -69,6 +69,7 @@ class TensorLoader:
         self.tensors, self.batch_size, self.shuffle, self.drop_last = tensors, batch_size, shuffle, drop_last
         self.seed, self.pin_memory, self.weights = seed, pin_memory, weights
         self.n, self.epoch, self.position = n, 0, 0
+        self.resume_pending = False  # set by `load_state_dict`: the next pass continues at `position`
         self._flat, self._pack = flat, _packer(keys, len(flat))
 
     @property
@@ -82,7 +83,7 @@ class TensorLoader:
     def set_epoch(self, epoch: int,  # the epoch to start
                  ):
         "Start epoch `epoch` from its first batch (its order depends only on seed and epoch)."
-        self.epoch, self.position = epoch, 0
+        self.epoch, self.position, self.resume_pending = epoch, 0, False
 
     def order(self) -> Optional[torch.Tensor]:
         "This rank's row order for the current epoch (None = rows in order, sliced without copying)."
@@ -97,6 +98,11 @@ class TensorLoader:
         return order
 
     def __iter__(self):
+        # A pass starts at the epoch's first batch, as a DataLoader's does, unless a `load_state_dict` asked
+        # to continue: a pass left in the middle (a `break`, `next(iter(dl))`, a dry run's first 3 batches)
+        # must not leave the next pass to start there, or to find nothing at all.
+        if not self.resume_pending: self.position = 0
+        self.resume_pending = False
         order, bs, flat, pack = self.order(), self.batch_size, self._flat, self._pack
         for i in range(self.position, len(self)):
             if order is None: parts = [t[i * bs:(i + 1) * bs] for t in flat]
@@ -116,6 +122,7 @@ class TensorLoader:
                        ):
         "Continue from a `state_dict()`: the next iteration resumes the same epoch at the same batch."
         self.seed, self.epoch, self.position = state["seed"], state["epoch"], state["position"]
+        self.resume_pending = self.position > 0
 
     def __repr__(self):
         return (f"TensorLoader({self.n} rows, batch_size={self.batch_size}, shuffle={self.shuffle}, "
@@ -131,7 +138,8 @@ import numpy as np
 import pandas as pd
 
 from .checks import _require_column, _require_frame, infer_task
-from .checks import column_roles, dtype_family, epoch_seconds
+from .checks import (MAX_CATEGORIES, column_roles, dtype_family, epoch_seconds, infinite_counts,
+                              require_string_columns)
 from .core import Finding
 
 _DATE_PARTS = ("year", "month", "day_of_week", "day_of_year")
@@ -198,6 +206,8 @@ def make_preprocessor(df: pd.DataFrame,  # the training rows (roles, date origin
                       target: Optional[str] = None,  # label column (left out)
                       exclude=(),  # other columns to leave out (groups, time)
                       roles: Optional[dict] = None,  # column -> role if decided (default: `column_roles`)
+                      max_categories: Optional[int] = MAX_CATEGORIES,  # one-hot columns per categorical at
+                                                                         # most (rarest grouped); None = all
                      ):
     "A ColumnTransformer with one step per column role (`column_roles`); ids, text and constants dropped."
     from sklearn.compose import ColumnTransformer
@@ -206,6 +216,9 @@ def make_preprocessor(df: pd.DataFrame,  # the training rows (roles, date origin
     from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardScaler
     _require_frame(df)
     _require_column(df, target, "target")
+    require_string_columns(df, [c for c in df.columns if c != target and c not in exclude])
+    if max_categories is not None and (not isinstance(max_categories, int) or max_categories < 2):
+        raise ValueError(f"max_categories must be an int >= 2 or None, got {max_categories!r}")
     roles = column_roles(df, target, exclude) if roles is None else roles
     by_role = {}
     for col, role in roles.items(): by_role.setdefault(role, []).append(col)
@@ -217,11 +230,14 @@ def make_preprocessor(df: pd.DataFrame,  # the training rows (roles, date origin
     steps = {
         "num": make_pipeline(as_float, SimpleImputer(strategy="median"), StandardScaler()),
         "bool": make_pipeline(as_float, SimpleImputer(strategy="most_frequent")),
+        # a 1,000-level column would become 1,000 columns of zeros: the most frequent levels get a column
+        # each, the rest one shared 'infrequent' column (unseen levels stay all zeros, as before)
         "cat": make_pipeline(as_text, SimpleImputer(strategy="most_frequent"),
-                             OneHotEncoder(handle_unknown="ignore", sparse_output=False)),
+                             OneHotEncoder(handle_unknown="ignore", sparse_output=False,
+                                           max_categories=max_categories)),
         "category": make_pipeline(as_text, SimpleImputer(strategy="most_frequent"),
                                   OneHotEncoder(categories=levels, handle_unknown="ignore",
-                                                sparse_output=False)),
+                                                sparse_output=False, max_categories=max_categories)),
         "datetime": make_pipeline(_date_transformer(df, by_role.get("datetime", [])),
                                   SimpleImputer(strategy="median"), StandardScaler()),
         "timedelta": make_pipeline(FunctionTransformer(_timedelta_seconds, feature_names_out="one-to-one"),
@@ -501,6 +517,27 @@ class FramePrep:
                 + f", task={self.task}, classes={self.classes})")
 
 # %% ../nbs/03_data.ipynb #1b17c844
+def _check_frame_values(df: pd.DataFrame, target, columns: list, task: str, splits) -> None:
+    "What the loaders cannot hold, refused before any work: odd names, ±inf, a single class."
+    require_string_columns(df, columns)
+    bad = infinite_counts(df, [target])
+    if bad:
+        raise ValueError(f"target column {target!r} holds {bad[target]} infinite value(s): drop those rows "
+                         f"first (df = df[np.isfinite(df[{target!r}])])")
+    bad = infinite_counts(df, columns)
+    if bad:
+        shown = ", ".join(f"{c!r} ({n})" for c, n in bad.items())
+        raise ValueError(f"feature column(s) hold infinite values: {shown}; mark them missing to impute "
+                         "them (df[cols] = df[cols].replace([np.inf, -np.inf], np.nan)) or clip them")
+    if task in ("binary", "multiclass"):
+        for rows, where in ((df, "the frame"), (df.iloc[splits.train], "the training rows")):
+            classes = rows[target].unique()
+            if len(classes) < 2:
+                only = classes[0].item() if hasattr(classes[0], "item") else classes[0]
+                raise ValueError(f"target {target!r} has a single class ({only!r}) in {where}: "
+                                 f"there is nothing to learn for task={task!r}; check the data extraction, "
+                                 "or use task='regression' for a numeric target")
+
 def loaders_from_frame(df: pd.DataFrame,  # the whole frame (all splits)
                        target: str,  # label column
                        splits,  # a `Splits` (row positions of train / valid / test)
@@ -528,6 +565,7 @@ def loaders_from_frame(df: pd.DataFrame,  # the whole frame (all splits)
     exclude = (list(exclude)
                + [c for c in (splits.params.get("groups"), splits.params.get("time")) if c and c != target])
     columns = [c for c in df.columns if c != target and c not in exclude]
+    _check_frame_values(df, target, columns, task, splits)
     train_rows = df.iloc[splits.train]
     prep_tf = preprocessor if preprocessor is not None else make_preprocessor(train_rows, target, exclude)
     prep_tf.fit(train_rows[columns], train_rows[target])  # train rows only: valid and test stay unseen

@@ -415,7 +415,7 @@ def _judge(c: dict, th: Thresholds) -> list[Finding]:
     return found
 
 # %% ../nbs/09_diagnostics.ipynb #391d44d5
-from .batch import autocast, call_model, model_loss, prediction
+from .batch import autocast, call_model, compute_loss, model_loss, prediction
 
 def _finite(obj) -> bool:
     if isinstance(obj, torch.Tensor): return bool(torch.isfinite(obj).all()) if obj.is_floating_point() or obj.is_complex() else True
@@ -437,7 +437,7 @@ def locate_nonfinite(model: nn.Module, xb, yb=None, loss_fn=None, *, precision: 
         with torch.no_grad(), autocast(next(model.parameters()).device, precision):
             out = call_model(model, xb)
             if loss_fn is None: loss = model_loss(out)  # a model that computes its own loss
-            else: loss = loss_fn(prediction(out), yb) if yb is not None else None
+            else: loss = compute_loss(out, yb, loss_fn) if yb is not None else None  # the one rule
     finally:
         for h in handles: h.remove()
     return {"module": first.get("module"), "module_type": first.get("type"), "inputs_finite": first.get("inputs_finite"),

@@ -4,7 +4,7 @@
 
 # %% ../nbs/15_integrations.ipynb #d26f29e8
 from __future__ import annotations
-import functools, os, sys
+import copy, functools, os, sys
 from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
@@ -13,12 +13,12 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .batch import eval_mode
+from .batch import call_model, eval_mode, prediction
 from .classical import _import_optional, _live_curves
 from .core import History, TrainConfig, environment
 from .data import TensorLoader
 from .diagnostics import diagnose
-from .events import LoopState
+from .events import Callbacks, Event, LoopState, session_observers
 from .loop import fit
 from .run import Run
 
@@ -48,8 +48,12 @@ def _keras_recorder_class():
 
         def on_train_begin(self, logs=None):
             self.records, self.step, self.epoch, self.run = History(), 0, 0, None
-            self.state = LoopState(history=self.records)
+            config = TrainConfig(epochs=int(self.params.get("epochs") or 1))
+            self.state = LoopState(history=self.records, model=self.model, config=config)
             self.curves = _live_curves(self.live, self.state)
+            # the session's observers (a tracking store from tb.track(), ...), told what fit tells them
+            self.observers = Callbacks(session_observers(None, {"kind": "keras"}))
+            self.observers(Event.before_fit, self.state)
 
         def on_epoch_begin(self, epoch, logs=None):
             self.epoch = epoch
@@ -64,16 +68,19 @@ def _keras_recorder_class():
                 self.curves.after_step(self.state)
 
         def on_epoch_end(self, epoch, logs=None):
+            valid = {}
             for key, value in (logs or {}).items():
                 split, name = _keras_name(key)
-                if split == "train" and name == "loss":
-                    # the epoch's train loss: what diagnose compares with the valid loss
-                    self.records.append(self.step, epoch, "train", "epoch_loss", value)
-                    if self.batches: continue  # the per-batch points already hold the train loss
+                if split == "valid": valid[name] = float(value)
+                if split == "train" and name != "lr":
+                    # the epoch's value of a train metric (the loss: what diagnose compares with the valid
+                    # loss), as `epoch_loss`, `epoch_accuracy`: one row per epoch, as run.metrics() reads them
+                    self.records.append(self.step, epoch, "train", f"epoch_{name}", value)
+                    if self.batches: continue  # the per-batch points already hold the running values
                 self.records.append(self.step, epoch, split, name, value)
-            if self.curves is not None:
-                self.state.step, self.state.epoch = self.step, epoch
-                self.curves.after_epoch(self.state)
+            self.state.step, self.state.epoch, self.state.valid = self.step, epoch, valid
+            if self.curves is not None: self.curves.after_epoch(self.state)
+            self.observers(Event.after_epoch, self.state)
 
         def on_train_end(self, logs=None):
             findings = diagnose(self.records)
@@ -82,9 +89,9 @@ def _keras_recorder_class():
             self.run = Run(records=self.records, config=config, stopped=stopped, findings=findings,
                            model=self.model, environment=environment(), step=self.step, epoch=self.epoch,
                            kind="keras")
-            if self.curves is not None:
-                self.state.findings, self.state.run = findings, self.run
-                self.curves.after_fit(self.state)
+            self.state.findings, self.state.run = findings, self.run
+            if self.curves is not None: self.curves.after_fit(self.state)
+            self.observers(Event.after_fit, self.state)
 
     return KerasRecorder
 
@@ -110,7 +117,8 @@ def mlp(n_features: int,  # inputs per row
 class _TorchEstimator(BaseEstimator):
     "What both estimators share: build the module from the factory, train it with `fit`, predict in eval."
     def __init__(self,
-                 module: Callable = mlp,  # `module(n_features, n_outputs, **module_kwargs) -> nn.Module`
+                 module: Callable = mlp,  # `module(n_features, n_outputs, **module_kwargs) -> nn.Module`,
+                                          # or a module (a copy of it trains in each fit, from its weights)
                  *,
                  module_kwargs: Optional[dict] = None,  # keyword arguments of the factory (tunable)
                  epochs: int = 20,  # passes over the training rows
@@ -127,16 +135,44 @@ class _TorchEstimator(BaseEstimator):
         self.loss_fn, self.device = loss_fn, device
         self.seed, self.live = seed, live
 
-    def _fit(self, X, y: np.ndarray, n_outputs: int, loss_fn: Callable):
+    def _build(self, n_features: int, n_outputs: int) -> torch.nn.Module:
+        "The module to train: a copy of a module given as it is, or what the factory builds (seeded)."
+        if isinstance(self.module, torch.nn.Module):  # skorch style: module=nn.Linear(4, 2)
+            if self.module_kwargs:
+                raise ValueError("module_kwargs are for a factory; module is already built "
+                                 f"({type(self.module).__name__}): pass the factory, or drop module_kwargs")
+            # a copy: fit never changes its parameters (scikit-learn's rule), and every fit (each CV fold,
+            # each clone in a grid search) starts from the same weights
+            return copy.deepcopy(self.module)
+        if isinstance(self.module, type) and not issubclass(self.module, torch.nn.Module):
+            raise TypeError(f"module must be an nn.Module or a factory (n_features, n_outputs) -> nn.Module, "
+                            f"got the class {self.module.__name__}")
         if not callable(self.module):
-            raise TypeError("module must be a factory (n_features, n_outputs) -> nn.Module, "
+            raise TypeError("module must be an nn.Module or a factory (n_features, n_outputs) -> nn.Module, "
                             f"got {self.module!r}")
         with torch.random.fork_rng(devices=[]):  # the caller's random state stays as it was
             torch.manual_seed(self.seed)
-            self.module_ = self.module(X.shape[1], n_outputs, **(self.module_kwargs or {}))
-        if not isinstance(self.module_, torch.nn.Module):
-            got = type(self.module_).__name__
+            built = self.module(n_features, n_outputs, **(self.module_kwargs or {}))
+        if not isinstance(built, torch.nn.Module):
+            got = type(built).__name__
             raise TypeError(f"module(n_features, n_outputs) must return an nn.Module, got {got}")
+        return built
+
+    def _check_width(self, X: np.ndarray, n_outputs: int):
+        "The module's outputs per row must be `n_outputs` (classes or targets): checked on two rows, first."
+        first = next(self.module_.parameters(), None)
+        rows = torch.tensor(X[:2]).to(first.device if first is not None else "cpu")
+        with eval_mode(self.module_), torch.inference_mode():
+            out = prediction(call_model(self.module_, rows))
+        if out.ndim != 2 or out.shape[1] != n_outputs:
+            what = "classes" if isinstance(self, ClassifierMixin) else "targets"
+            raise ValueError(f"module gives outputs of shape {tuple(out.shape)} for {len(rows)} rows of "
+                             f"{X.shape[1]} features; expected ({len(rows)}, {n_outputs}): one output per "
+                             f"{what[:-1]} ({n_outputs} {what})")
+
+    def _fit(self, X, y: np.ndarray, n_outputs: int, loss_fn: Callable):
+        self.module_ = self._build(X.shape[1], n_outputs)
+        self._check_width(X, n_outputs)
         dl = TensorLoader(torch.tensor(X), torch.tensor(y),  # copies: the caller's arrays may be read-only
                           batch_size=self.batch_size, shuffle=True, seed=self.seed)
         cfg = TrainConfig(epochs=self.epochs, lr=self.lr, batch_size=self.batch_size,
@@ -152,7 +188,7 @@ class _TorchEstimator(BaseEstimator):
         device = next(self.module_.parameters()).device
         chunks = [torch.tensor(X[i:i + 4096], device=device) for i in range(0, len(X), 4096)]
         with eval_mode(self.module_), torch.inference_mode():
-            outs = [self.module_(xb).float().cpu() for xb in chunks]
+            outs = [prediction(call_model(self.module_, xb)).float().cpu() for xb in chunks]
         return torch.cat(outs).double().numpy()  # scikit-learn expects float64 predictions
 
 class TorchClassifier(ClassifierMixin, _TorchEstimator):

@@ -4,6 +4,7 @@
 
 # %% ../nbs/04a_metrics.ipynb #dd240dfc
 from __future__ import annotations
+import functools, inspect
 from typing import Callable, Optional
 
 import numpy as np
@@ -14,19 +15,35 @@ from .batch import eval_mode, forward, prediction
 from .core import rng_state, set_rng_state
 
 # %% auto #0
-__all__ = ['BUILTIN_METRICS', 'accuracy', 'resolve_metrics', 'sk_metric', 'try_metrics', 'proba_2d', 'classification_metrics',
-           'regression_metrics', 'class_weights', 'focal_loss']
+__all__ = ['IGNORE_INDEX', 'BUILTIN_METRICS', 'ignore_index_of', 'accuracy', 'resolve_metrics', 'sk_metric', 'try_metrics',
+           'proba_2d', 'classification_metrics', 'regression_metrics', 'class_weights', 'focal_loss']
 
 # %% ../nbs/04a_metrics.ipynb #8c77c886
-def accuracy(pred: torch.Tensor,  # logits: (n, C) multi-class, (n,) or (n, 1) binary, (n, K) multi-label
-             yb: torch.Tensor,  # class indices (n,) for multi-class, else 0/1 targets shaped like `pred`
+IGNORE_INDEX = -100  # the label of positions without a target (torch's and Hugging Face's default)
+
+def ignore_index_of(loss_fn,  # a loss: nn.CrossEntropyLoss(...), F.cross_entropy, a partial of it, ...
+                   ) -> Optional[int]:
+    "The `ignore_index` a loss was given (an attribute, or a partial's keyword); None when it has none."
+    value = getattr(loss_fn, "ignore_index", None)
+    if value is None and isinstance(loss_fn, functools.partial): value = loss_fn.keywords.get("ignore_index")
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+def _scored(pred: torch.Tensor, yb: torch.Tensor, ignore_index: Optional[int]) -> torch.Tensor:
+    "A boolean mask of the target positions to score: those not labelled `ignore_index`."
+    if ignore_index is None: return torch.ones_like(yb, dtype=torch.bool)
+    return yb != ignore_index
+
+def accuracy(pred: torch.Tensor,  # logits: (n, C)/(n, T, C) classes, (n,)/(n, 1) binary, (n, K) multi-label
+             yb: torch.Tensor,  # class indices (n,) / (n, T) for multi-class, else 0/1 targets like `pred`
+             ignore_index: Optional[int] = IGNORE_INDEX,  # targets left out (padding); None = score all
             ) -> torch.Tensor:
     "Share of correct predictions: arg-max for multi-class, each logit's sign for binary and multi-label."
+    keep = _scored(pred, yb, ignore_index)
     if pred.ndim == yb.ndim + 1 and pred.shape[:-1] == yb.shape and pred.shape[-1] > 1:
-        return (pred.argmax(-1) == yb).float().mean()
+        return (pred.argmax(-1) == yb)[keep].float().mean()
     if pred.ndim == yb.ndim + 1 and pred.shape[-1] == 1 and pred.shape[:-1] == yb.shape:
         pred = pred.squeeze(-1)  # one logit per row, targets (n,)
-    if pred.shape == yb.shape: return ((pred > 0) == (yb > 0.5)).float().mean()
+    if pred.shape == yb.shape: return ((pred > 0) == (yb > 0.5))[keep].float().mean()
     raise ValueError(f"accuracy: cannot score a prediction of shape {tuple(pred.shape)} "
                      "against targets of shape "
                      f"{tuple(yb.shape)}: expected (n, C) logits with (n,) class indices, or 0/1 targets "
@@ -34,7 +51,14 @@ def accuracy(pred: torch.Tensor,  # logits: (n, C) multi-class, (n,) or (n, 1) b
 
 BUILTIN_METRICS = {"accuracy": accuracy}
 
+def _takes_ignore_index(fn) -> bool:
+    "Whether a metric has an `ignore_index` parameter that nobody set (the built-ins, `sk_metric`'s)."
+    if getattr(fn, "ignore_index_given", False): return False
+    try: return "ignore_index" in inspect.signature(fn).parameters
+    except (TypeError, ValueError): return False
+
 def resolve_metrics(metrics,  # None, a name, a callable, a list of these, or a dict name -> metric
+                    loss_fn=None,  # the run's loss: its `ignore_index` (not -100) goes to metrics taking one
                    ) -> dict[str, Callable]:
     "Metrics as a dict name → callable; names from `__name__`, made unique (`<lambda>`, `<lambda>_2`)."
     if metrics is None: return {}
@@ -51,6 +75,9 @@ def resolve_metrics(metrics,  # None, a name, a callable, a list of these, or a 
             m = BUILTIN_METRICS[m]
         if not callable(m): raise TypeError(f"metrics: {name!r} is not callable")
         if name == "loss": raise ValueError("metrics: the name 'loss' is taken by the loss itself")
+        ignore = ignore_index_of(loss_fn)
+        if ignore is not None and ignore != IGNORE_INDEX and _takes_ignore_index(m):
+            m = functools.partial(m, ignore_index=ignore)  # the loss's own padding label
         unique, i = name, 2
         while unique in out: unique, i = f"{name}_{i}", i + 1
         out[unique] = m
@@ -69,8 +96,11 @@ def _probabilities(pred: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
         return proba[..., 1] if proba.shape[-1] == 2 else proba
     return pred.float().sigmoid().reshape(yb.shape) if pred.numel() == yb.numel() else pred.float().sigmoid()
 
+_UNSET = object()
+
 def sk_metric(fn: Callable,  # a scikit-learn metric `fn(y_true, y_pred, **kw)` (f1_score, roc_auc_score, ...)
               output: str = "label",  # what `fn` takes: "label" (classes) or "proba" (probabilities)
+              ignore_index=_UNSET,  # target positions left out; default -100 (or the loss's); None = keep all
               **kw,  # keyword arguments passed on to `fn` (average="macro", ...)
              ) -> Callable:
     "A scikit-learn metric as a trainbook metric `(prediction, target) -> float`, named after `fn`."
@@ -78,12 +108,20 @@ def sk_metric(fn: Callable,  # a scikit-learn metric `fn(y_true, y_pred, **kw)` 
     if output not in ("label", "proba"):
         raise ValueError(f"sk_metric: output must be 'label' or 'proba', got {output!r}")
     convert = _labels if output == "label" else _probabilities
+    given = ignore_index is not _UNSET
 
-    def metric(pred: torch.Tensor, yb: torch.Tensor) -> float:
-        y_pred = convert(pred.detach(), yb).cpu().numpy()
-        return float(fn(yb.detach().cpu().numpy(), y_pred, **kw))
+    def metric(pred: torch.Tensor, yb: torch.Tensor,
+               ignore_index: Optional[int] = ignore_index if given else IGNORE_INDEX) -> float:
+        pred, yb = pred.detach(), yb.detach()
+        y_pred = convert(pred, yb)
+        keep = _scored(pred, yb, ignore_index)
+        per_position = pred.ndim == yb.ndim + 1 and pred.shape[-1] > 1 and yb.ndim > 1  # (n, T, C) vs (n, T)
+        if per_position or not keep.all():  # scikit-learn takes one target per row: one per kept position
+            y_pred, yb = y_pred[keep], yb[keep]
+        return float(fn(yb.cpu().numpy(), y_pred.cpu().numpy(), **kw))
 
     metric.__name__ = getattr(fn, "__name__", type(fn).__name__)
+    metric.ignore_index_given = given  # an explicit ignore_index is not replaced by the loss's
     return metric
 
 def try_metrics(model: nn.Module,  # the model (on its device)
@@ -173,15 +211,19 @@ def focal_loss(logits: torch.Tensor,  # (n, k) class logits, or (n,) / (n, 1) fo
                target: torch.Tensor,  # class codes (n,), or 0/1 for binary
                gamma: float = 2.0,  # focusing strength; 0 gives plain cross-entropy
                weight: Optional[torch.Tensor] = None,  # per-class weights (k,), e.g. from `class_weights`
+               ignore_index: Optional[int] = IGNORE_INDEX,  # targets left out of the mean (padding)
                ) -> torch.Tensor:
     "Focal loss (Lin et al.): cross-entropy scaled by (1 - p_true)^gamma; binary for one column of logits."
+    keep = _scored(logits, target, ignore_index).reshape(-1)
     if logits.ndim == 1 or logits.shape[-1] == 1:
-        logits, t = logits.reshape(-1), target.reshape(-1).float()
+        logits, t = logits.reshape(-1)[keep], target.reshape(-1)[keep].float()
         ce = torch.nn.functional.binary_cross_entropy_with_logits(logits, t, reduction="none")
         p_true = torch.exp(-ce)
         w = 1.0 if weight is None else torch.where(t > 0.5, weight[1], weight[0])
         return (w * (1 - p_true) ** gamma * ce).mean()
-    ce = torch.nn.functional.cross_entropy(logits, target, reduction="none")
+    target = target.reshape(-1)[keep]
+    flat = logits.reshape(-1, logits.shape[-1])[keep]
+    ce = torch.nn.functional.cross_entropy(flat, target, reduction="none")
     p_true = torch.exp(-ce)
     w = 1.0 if weight is None else weight[target]
     return (w * (1 - p_true) ** gamma * ce).mean()

@@ -27,8 +27,8 @@ from .optim import param_groups, scale_lr
 from .sanity import _loss_kind, no_gradient, static_findings
 
 # %% auto #0
-__all__ = ['PARAM_BYTES', 'ADAMW_BYTES', 'free_memory', 'PeakMemory', 'format_bytes', 'findings_of', 'kept_rng', 'ModelSummary',
-           'summary', 'probe_folder', 'DryRunReport', 'dry_run', 'BatchSizeResult', 'find_batch_size']
+__all__ = ['PARAM_BYTES', 'ADAMW_BYTES', 'free_memory', 'PeakMemory', 'format_bytes', 'findings_of', 'kept_rng', 'kept_positions',
+           'ModelSummary', 'summary', 'probe_folder', 'DryRunReport', 'dry_run', 'BatchSizeResult', 'find_batch_size']
 
 # %% ../nbs/08a_preflight.ipynb #2012b8bf
 def _proc_kb(key: str, path: str = "/proc/self/status") -> Optional[int]:
@@ -120,6 +120,16 @@ def kept_rng():
     state = rng_state()
     try: yield
     finally: set_rng_state(state)
+
+@contextmanager
+def kept_positions(*loaders,  # loaders (None allowed); those with state_dict/load_state_dict are kept
+                  ):
+    "Run the body and put every loader that keeps a position (epoch, batch) back where it was."
+    kept = [(dl, dl.state_dict()) for dl in loaders
+            if hasattr(dl, "load_state_dict") and hasattr(dl, "state_dict")]
+    try: yield
+    finally:
+        for dl, state in kept: dl.load_state_dict(state)
 
 # %% ../nbs/08a_preflight.ipynb #377aa186
 class _Recorder:
@@ -357,15 +367,25 @@ class _Take:
     def __len__(self): return min(self.n, len(self.dl))  # TypeError without a length: fit reads "unknown"
 
     def __iter__(self):
+        # Taking the first n batches stops a loader's epoch in the middle. A loader that keeps its position
+        # (TensorLoader, TokenLoader: a resume continues the epoch) would start its next pass there, and with
+        # exactly n batches it would sit at the end and yield nothing. So each pass starts where the loader
+        # was and leaves it there: the user's loader is as it was, and every pass sees the same batches.
+        where = self.dl.state_dict() if hasattr(self.dl, "load_state_dict") else None
         batches = iter(self.dl)
-        for _ in range(self.n):
-            t = time.perf_counter()
-            batch = next(batches, None)
-            if batch is None: return
-            self.wait += time.perf_counter() - t
-            self.rows += rows_in(batch) or 0
-            self.batches += 1
-            yield batch
+        try:
+            for _ in range(self.n):
+                t = time.perf_counter()
+                batch = next(batches, None)
+                if batch is None: return
+                self.wait += time.perf_counter() - t
+                self.rows += rows_in(batch) or 0
+                self.batches += 1
+                yield batch
+        finally:
+            close = getattr(batches, "close", None)
+            if close is not None: close()  # a generator's own clean-up runs now, not at garbage collection
+            if where is not None: self.dl.load_state_dict(where)
 
     def __getattr__(self, attr):
         if attr.startswith("__") or attr == "dl": raise AttributeError(attr)
@@ -577,7 +597,8 @@ def dry_run(model: nn.Module,  # the model of the run (copies train; it is not t
                   valid_batches)
     device = pick_device(cfg.device)
     folder = tempfile.TemporaryDirectory(prefix="trainbook-dry-run-")
-    with training_lock(model, "dry_run"), unrecorded(), kept_rng(), folder as tmp:
+    with training_lock(model, "dry_run"), unrecorded(), kept_rng(), kept_positions(dl_train, dl_valid), \
+            folder as tmp:
         with PeakMemory(device) as mem:
             trial = dry.fit(steps * cfg.accum_steps, trial_cfg.replace(checkpoint_dir=f"{tmp}/run"))
         if trial.error is not None: findings.append(trial.error)

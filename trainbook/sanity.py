@@ -14,6 +14,7 @@ from torch import nn
 from .batch import call_model, eval_mode, forward, prediction, split_batch, stop_requested, to_device
 from .core import Finding, History, announce, findings_html, pick_device
 from .loop import train_step
+from .metrics import IGNORE_INDEX, ignore_index_of
 
 # %% auto #0
 __all__ = ['LOGIT_LOSSES', 'static_findings', 'no_gradient', 'SanityReport', 'overfit_batch', 'check_init_loss']
@@ -51,8 +52,11 @@ def static_findings(model: nn.Module,  # the model (as it will train)
                              advice="call model.train() before training (fit does this itself)"))
     kind = _loss_kind(loss_fn)
     if kind == "ce" and isinstance(yb, torch.Tensor) and not yb.is_floating_point() and out.ndim >= 2:
-        n_out = out.shape[1]
-        lo, hi = int(yb.min()), int(yb.max())
+        # classes on the last axis for (n, T, C) logits against (n, T) labels, else on axis 1 (torch's layout)
+        n_out = out.shape[-1] if out.shape[:-1] == yb.shape else out.shape[1]
+        ignore = ignore_index_of(loss_fn)
+        labels = yb[yb != (IGNORE_INDEX if ignore is None else ignore)]  # the loss skips ignored positions
+        lo, hi = (int(labels.min()), int(labels.max())) if labels.numel() else (0, 0)
         if lo < 0 or hi >= n_out:
             found.append(Finding("label_out_of_range", "error",
                                  f"labels run from {lo} to {hi} but the model has {n_out} outputs (valid "

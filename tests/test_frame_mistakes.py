@@ -1,0 +1,137 @@
+"A user's frame mistakes, at every entry point that takes a frame: named before any work, or handled."
+import numpy as np
+import pandas as pd
+import pytest
+
+import trainbook as tb
+
+
+def frame(n=300, seed=0, task="binary"):
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n), "c": rng.choice(list("xyz"), n)})
+    df["y"] = (df.a + rng.normal(0, 1, n) > 0).astype(int) if task == "binary" else df.a * 2 + rng.normal(0, 1, n)
+    return df
+
+
+def kinds(report):
+    return {(f.kind, f.column) for f in report.findings}
+
+
+ENTRY_POINTS = {
+    "check_data": lambda df: tb.check_data(df, "y"),
+    "make_splits": lambda df: tb.make_splits(df, "y"),
+    "loaders_from_frame": lambda df: tb.loaders_from_frame(df, "y", tb.make_splits(frame(), "y")),
+    "make_preprocessor": lambda df: tb.make_preprocessor(df, "y"),
+    "column_roles": lambda df: tb.column_roles(df, "y"),
+}
+
+
+@pytest.mark.parametrize("entry", list(ENTRY_POINTS))
+def test_duplicated_column_names_are_named_at_every_entry_point(entry):
+    "#25: 'The truth value of a Series is ambiguous' from check_data."
+    df = frame()
+    dup = df.set_axis(["a", "a", "c", "y"], axis=1)
+    with pytest.raises(ValueError, match=r"duplicated column names: 'a' ×2(.|\n)*duplicated\(\)"):
+        ENTRY_POINTS[entry](dup)
+
+
+def test_non_string_column_names_are_reported_and_refused_where_scikit_learn_would_misread_them():
+    df = frame()
+    mixed = df.rename(columns={"a": 0})
+    assert ("non_string_column_names", None) in kinds(tb.check_data(mixed, "y"))
+    assert "non_string_column_names" not in {k for k, _ in kinds(tb.check_data(df, "y"))}
+    splits = tb.make_splits(mixed, "y")  # splitting reads only the target: fine
+    for call in (lambda: tb.loaders_from_frame(mixed, "y", splits), lambda: tb.make_preprocessor(mixed, "y")):
+        with pytest.raises(ValueError, match=r"not strings: 0 \(int\)(.|\n)*df.columns.map\(str\)"):
+            call()
+    # all-integer names (a frame from a numpy array): scikit-learn would read 1, 2 as positions
+    ints = pd.DataFrame(np.random.default_rng(0).normal(size=(100, 3)))
+    ints[3] = (ints[0] > 0).astype(int)
+    with pytest.raises(ValueError, match="not strings: 0 \\(int\\), 1 \\(int\\), 2 \\(int\\)"):
+        tb.loaders_from_frame(ints, 3, tb.make_splits(ints, 3))
+    named = ints.set_axis(["f0", "f1", "f2", "y"], axis=1)
+    assert tb.loaders_from_frame(named, "y", tb.make_splits(named, "y"))[3].n_features == 3
+
+
+def test_an_infinite_regression_target_is_reported_and_refused_by_name():
+    "#25: check_data said nothing, loaders_from_frame accepted it, XGBoost failed in C++."
+    df = frame(task="regression")
+    df.loc[7, "y"] = np.inf
+    report = tb.check_data(df, "y")
+    found = next(f for f in report.findings if f.kind == "infinite_values")
+    assert found.column == "y" and found.severity == "error" and found.data["n_infinite"] == 1
+    assert not report.ok and "drop those rows" in found.advice
+    assert "target_leak" not in {f.kind for f in report.findings}  # the leak check skips the bad row
+    splits = tb.make_splits(df, "y", strategy="random")
+    with pytest.raises(ValueError, match=r"target column 'y' holds 1 infinite value"):
+        tb.loaders_from_frame(df, "y", splits)
+
+
+@pytest.mark.parametrize("value", [np.inf, -np.inf])
+def test_an_infinite_feature_is_named(value):
+    "#25: an infinite feature failed inside scikit-learn without the column's name."
+    df = frame()
+    df.loc[[3, 9], "b"] = value
+    found = next(f for f in tb.check_data(df, "y").findings if f.kind == "infinite_values")
+    assert found.column == "b" and found.data["n_infinite"] == 2 and "replace" in found.advice
+    with pytest.raises(ValueError, match=r"feature column\(s\) hold infinite values: 'b' \(2\)"):
+        tb.loaders_from_frame(df, "y", tb.make_splits(df, "y"))
+    df["b"] = df["b"].replace([np.inf, -np.inf], np.nan)  # the advice works
+    assert tb.loaders_from_frame(df, "y", tb.make_splits(df, "y"))[3].n_features > 0
+
+
+def test_a_nullable_frame_with_infinite_values_is_read_too():
+    df = frame()
+    df["b"] = pd.array(df["b"].to_numpy(), dtype="Float64")
+    df.loc[0, "b"] = np.inf
+    df.loc[1, "b"] = pd.NA
+    assert ("infinite_values", "b") in kinds(tb.check_data(df, "y"))
+
+
+@pytest.mark.parametrize("task", ["multiclass", "binary"])
+def test_a_single_class_target_is_refused_like_make_splits_does(task):
+    "#25: loaders_from_frame(task='multiclass') accepted one class (classes == [1])."
+    df = frame().assign(y=1)
+    splits = tb.make_splits(df, "y", strategy="random")
+    with pytest.raises(ValueError, match=r"target 'y' has a single class \(1\) in the frame"):
+        tb.loaders_from_frame(df, "y", splits, task=task)
+    two = frame().assign(y=0, t=np.arange(300))
+    two.loc[295:, "y"] = 1  # the second class only in the last rows, which a time split validates on
+    splits = tb.make_splits(two, "y", strategy="time", time="t")
+    with pytest.raises(ValueError, match="single class .* in the training rows"):
+        tb.loaders_from_frame(two, "y", splits, task=task)
+
+
+def test_a_1000_level_categorical_is_reported_and_not_one_hot_encoded_into_1000_columns():
+    "#25: no finding, and ~1,000 one-hot columns."
+    rng = np.random.default_rng(0)
+    n = 3000
+    df = pd.DataFrame({"city": [f"c{i}" for i in rng.integers(0, 1000, n)], "x": rng.normal(size=n),
+                       "y": rng.integers(0, 2, n)})
+    found = next(f for f in tb.check_data(df, "y", leak_check=False).findings if f.kind == "high_cardinality")
+    assert found.column == "city" and found.data["n_unique"] > 900 and found.data["max_categories"] == 50
+    assert "infrequent" in found.advice and "TargetEncoder" in found.advice
+    *_, prep = tb.loaders_from_frame(df, "y", tb.make_splits(df, "y"))
+    assert prep.n_features == 1 + 50  # x, 49 frequent cities and one 'infrequent' column
+    assert any("infrequent" in name for name in prep.preprocessor.get_feature_names_out())
+    full = tb.make_preprocessor(df, "y", max_categories=None).fit(df.drop(columns="y"))
+    assert len(full.get_feature_names_out()) > 900  # the old behaviour, when asked for
+    with pytest.raises(ValueError, match="max_categories must be an int >= 2 or None"):
+        tb.make_preprocessor(df, "y", max_categories=1)
+    few = pd.DataFrame({"c": list("abcde") * 20, "y": [0, 1] * 50})
+    assert not any(f.kind == "high_cardinality" for f in tb.check_data(few, "y").findings)
+    assert tb.make_preprocessor(few, "y").fit(few[["c"]]).get_feature_names_out().tolist() == \
+        [f"c_{v}" for v in "abcde"]  # a handful of levels: one column each, as before
+
+
+def test_score_model_without_classes_reads_them_from_the_training_rows():
+    "#25: score_model(..., classes=None) on a classifier raised TypeError: NoneType has no len()."
+    from sklearn.linear_model import LogisticRegression
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.normal(size=200)})
+    df["y"] = np.where(df.a + rng.normal(0, 0.5, 200) > 0, "yes", "no")
+    splits = tb.make_splits(df, "y")
+    model = LogisticRegression().fit(df[["a"]].iloc[splits.train], df.y.iloc[splits.train])
+    scores = tb.score_model(model.predict_proba, df, "y", splits, "binary")
+    given = tb.score_model(model.predict_proba, df, "y", splits, "binary", classes=["no", "yes"])
+    assert scores == given and scores["valid_roc_auc"] > 0.8  # codes in the order predict_proba uses
