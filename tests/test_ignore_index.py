@@ -75,8 +75,6 @@ def test_accuracy_ignores_the_losss_own_ignore_index_in_fit_and_evaluate():
     assert float(resolve_metrics(["accuracy"])["accuracy"](logits, y)) < 1.0  # without the loss: -100 only
 
 
-@pytest.mark.xfail(strict=True, reason="evaluate and check_fit_inputs call resolve_metrics(metrics) without loss_fn: "
-                                       "needs the lead's 2-line change in 07_loop (resolve_metrics(metrics, loss_fn))")
 def test_evaluate_passes_an_nn_losss_ignore_index_to_the_built_in_metrics():
     x, y = tagged()
     y[y == -100] = 0

@@ -340,8 +340,6 @@ def test_keras_records_each_train_metric_per_epoch():
     assert len(cb.run.records.series("epoch_accuracy", "train")) == 2  # beside the running per-batch values
 
 
-@pytest.mark.xfail(strict=True, reason="run.metrics() reads only train epoch_loss and lr: needs the lead's "
-                                       "one-line change in 05a_run (read every train epoch_* row)")
 def test_keras_run_metrics_show_train_accuracy():
     "#25: run.metrics() showed valid_accuracy but not train_accuracy, which the history holds."
     cb = tb.keras_callback(live=False)

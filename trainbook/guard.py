@@ -186,7 +186,7 @@ def check_fit_inputs(model,  # what `fit` got as `model`
     if strategy and not (dist.is_available() and dist.is_initialized()):
         raise ValueError(f"strategy={strategy!r} needs torch.distributed to be initialized: run fit "
                          "inside trainbook.launch")
-    metric_fns = resolve_metrics(metrics)
+    metric_fns = resolve_metrics(metrics, loss_fn)  # the loss's ignore_index reaches the metrics
     check_monitor(cfg, dl_valid is not None, metric_fns)  # early stopping and best.pt follow something logged
     if cfg.checkpoint_dir is not None: probe_writable(cfg.checkpoint_dir, "checkpoint_dir")
     return metric_fns

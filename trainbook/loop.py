@@ -45,7 +45,7 @@ def evaluate(model: nn.Module,  # the model to score (its train/eval mode is res
             ) -> dict[str, float]:
     "Mean loss and metrics of `model` over `dl`, under inference mode and eval mode."
     device = pick_device(device) if device is not None else next(model.parameters()).device
-    metric_fns = resolve_metrics(metrics)
+    metric_fns = resolve_metrics(metrics, loss_fn)  # the loss's ignore_index reaches the metrics
     loss_sum, rows, preds, ys = torch.zeros((), device=device), 0, [], []
     with eval_mode(model), torch.inference_mode():
         for batch in dl:

@@ -123,8 +123,10 @@ class Run:
         import pandas as pd
         df = self.records.to_frame()
         if df.empty: return pd.DataFrame()
-        epoch_rows = df[((df.split == "train") & df.name.isin(["epoch_loss", "lr"])) | (df.split == "valid")]
-        wide = epoch_rows.assign(col=lambda d: d.split + "_" + d.name.replace({"epoch_loss": "loss"})) \
+        per_epoch = (df.split == "train") & (df.name.str.startswith("epoch_") | (df.name == "lr"))
+        epoch_rows = df[per_epoch | (df.split == "valid")]
+        names = epoch_rows.name.str.replace(r"^epoch_", "", regex=True)  # epoch_loss, epoch_accuracy: train_*
+        wide = epoch_rows.assign(col=epoch_rows.split + "_" + names) \
                          .pivot_table(index="epoch", columns="col", values="value", aggfunc="last")
         first = [c for c in ("train_loss", "valid_loss") if c in wide.columns]
         return wide[first + [c for c in wide.columns if c not in first]].rename_axis(None, axis=1)
