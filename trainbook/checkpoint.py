@@ -27,7 +27,8 @@ __all__ = ['FORMAT', 'RUN_FILES', 'unwrap', 'check_loadable', 'save_checkpoint',
 # %% ../nbs/06_checkpoint.ipynb #f4a0ad9b
 from .core import atomic_write
 
-def unwrap(model: nn.Module) -> nn.Module:
+def unwrap(model: nn.Module,  # a model, maybe inside DDP or torch.compile wrappers
+          ) -> nn.Module:
     "The plain module inside DDP / `torch.compile` wrappers, whose state_dict keys carry no prefix."
     while True:
         inner = (getattr(model, "module", None) if isinstance(model, nn.parallel.DistributedDataParallel)

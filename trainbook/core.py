@@ -160,7 +160,8 @@ class Finding:
         advice = f" → {self.advice}" if self.advice else ""
         return f"{self.severity.upper()} {self.kind}{where}: {self.message}{advice}"
 
-def findings_html(findings: Iterable[Finding]) -> str:
+def findings_html(findings: Iterable[Finding],  # the findings to show (sorted by severity)
+                 ) -> str:
     "An HTML list of findings, worst first, for notebooks."
     import html
     colors = {"error": "#c0392b", "warning": "#d68910", "info": "#2e86c1"}
@@ -177,26 +178,38 @@ class History:
     "Append-only records `(step, epoch, split, name, value)`, stored column-wise."
     columns = ("step", "epoch", "split", "name", "value")
 
-    def __init__(self, rows: Iterable[tuple] = ()):
+    def __init__(self, rows: Iterable[tuple] = (),  # (step, epoch, split, name, value) records to start with
+                ):
         self.step, self.epoch, self.split, self.name, self.value = [], [], [], [], []
         self.extend(rows)
 
-    def append(self, step: int, epoch: int, split: str, name: str, value: float):
+    def append(self,
+               step: int,  # optimizer steps done when the value was recorded
+               epoch: int,  # the epoch (0-based)
+               split: str,  # 'train', 'valid', ...
+               name: str,  # what the value is: 'loss', 'lr', a metric's name
+               value: float,  # the value (non-finite values are kept as they are)
+              ):
         "Add one record."
         self.step.append(step); self.epoch.append(epoch); self.split.append(split)
         self.name.append(name); self.value.append(float(value))
 
-    def extend(self, rows: Iterable[tuple]):
+    def extend(self, rows: Iterable[tuple],  # (step, epoch, split, name, value) records
+              ):
         "Add many `(step, epoch, split, name, value)` records."
         for r in rows: self.append(*r)
 
     def __len__(self): return len(self.step)
 
-    def rows(self, start: int = 0) -> list[tuple]:
+    def rows(self, start: int = 0,  # the position of the first record to return
+            ) -> list[tuple]:
         "The records from position `start` on, as tuples (what live views read incrementally)."
         return list(self.iter_rows(start))
 
-    def iter_rows(self, start: int = 0, stop: Optional[int] = None) -> Iterable[tuple]:
+    def iter_rows(self,
+                  start: int = 0,  # the position of the first record
+                  stop: Optional[int] = None,  # the position after the last one (None = to the end)
+                 ) -> Iterable[tuple]:
         "The records from position `start` (to `stop`), one tuple at a time (no list of them is made)."
         columns = self.step, self.epoch, self.split, self.name, self.value
         return zip(*(column[start:stop] for column in columns))
@@ -206,7 +219,11 @@ class History:
         import pandas as pd
         return pd.DataFrame({c: getattr(self, c) for c in self.columns})
 
-    def series(self, name: str, split: str = "train", index: str = "step"):
+    def series(self,
+               name: str,  # the record name, e.g. "loss"
+               split: str = "train",  # the split, e.g. "valid"
+               index: str = "step",  # index by "step" or by "epoch"
+              ):
         "The values of one `name` in one `split` as a pandas Series indexed by `step` or `epoch`."
         import pandas as pd
         idx = getattr(self, index)
@@ -214,7 +231,10 @@ class History:
         return pd.Series([self.value[i] for i in pick], index=pd.Index([idx[i] for i in pick], name=index),
                          name=f"{split}_{name}", dtype="float64")
 
-    def last(self, name: str, split: str = "train") -> Optional[float]:
+    def last(self,
+             name: str,  # the record name
+             split: str = "train",  # the split
+            ) -> Optional[float]:
         "The most recent value of `name` in `split`, or None."
         for i in range(len(self.step) - 1, -1, -1):
             if self.name[i] == name and self.split[i] == split: return self.value[i]
@@ -238,7 +258,9 @@ class History:
         return f"History({len(self)} records: {', '.join(f'{s}/{n}' for s, n in self.names())})"
 
 # %% ../nbs/00_core.ipynb #1643f025
-def seed_everything(seed: int = 0, deterministic: bool = False) -> int:
+def seed_everything(seed: int = 0,  # the seed for python, numpy and torch
+                    deterministic: bool = False,  # ask torch for deterministic kernels too
+                   ) -> int:
     "Seed python, numpy and torch (CPU and CUDA); with `deterministic`, ask torch for deterministic kernels."
     if not isinstance(seed, int): raise TypeError(f"seed must be an int, got {type(seed).__name__}")
     random.seed(seed); np.random.seed(seed % 2**32); torch.manual_seed(seed)
@@ -259,7 +281,8 @@ def rng_state() -> dict:
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
 
-def set_rng_state(state: dict):
+def set_rng_state(state: dict,  # what `rng_state()` returned
+                 ):
     "Restore generators from `rng_state()`."
     random.setstate(state["python"])
     kind, keys, pos, has_gauss, gauss = state["numpy"]
@@ -326,7 +349,8 @@ def loader_length(obj,  # a loader, a dataset or any object that may have a leng
     try: return len(obj)
     except TypeError: return None
 
-def pick_device(device: str | torch.device = "auto") -> torch.device:
+def pick_device(device: str | torch.device = "auto",  # "auto", "cpu", "cuda", "cuda:1", "mps" or a device
+               ) -> torch.device:
     "`auto` = CUDA when available, then Apple MPS, else CPU; anything else is checked and returned."
     if isinstance(device, torch.device): return device
     if device == "auto":
@@ -342,7 +366,9 @@ def pick_device(device: str | torch.device = "auto") -> torch.device:
                          "device='auto' or 'cpu'")
     return dev
 
-def pick_precision(precision: str = "auto", device: str | torch.device = "cpu") -> str:
+def pick_precision(precision: str = "auto",  # auto | bf16 | fp16 | fp32
+                   device: str | torch.device = "cpu",  # the training device
+                  ) -> str:
     "`auto` = bf16 on CUDA with bf16 support, fp16 (with a GradScaler) on older CUDA, fp32 elsewhere."
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
@@ -351,7 +377,8 @@ def pick_precision(precision: str = "auto", device: str | torch.device = "cpu") 
     if dev.type == "cuda": return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
     return "fp32"
 
-def autocast_dtype(precision: str) -> Optional[torch.dtype]:
+def autocast_dtype(precision: str,  # a resolved precision: bf16 | fp16 | fp32
+                  ) -> Optional[torch.dtype]:
     "The autocast dtype of a resolved precision; None for fp32 (autocast off)."
     return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": None}[precision]
 
@@ -394,7 +421,8 @@ def process_alive(who: dict,  # a `this_process()` record (host, pid, started)
     started = who.get("started")
     return started is None or _started(pid) in (None, started)  # same pid, another start: the writer is gone
 
-def remove_stale_temps(folder: str | Path) -> list[Path]:
+def remove_stale_temps(folder: str | Path,  # the folder to clean
+                      ) -> list[Path]:
     "Remove the temp files of writes killed before their rename from `folder` (this host's, writer gone)."
     removed = []
     for p in Path(folder).glob(".*.tmp"):
@@ -446,11 +474,13 @@ def atomic_write(path: str | Path,  # the file to write (its folder is created w
 # %% ../nbs/00_core.ipynb #79499d5e
 _LISTENERS: list = []
 
-def listen(fn) -> None:
+def listen(fn,  # `fn(kind, obj)`, called for each announcement
+          ) -> None:
     "Call `fn(kind, obj)` for every announcement from now on."
     if fn not in _LISTENERS: _LISTENERS.append(fn)
 
-def unlisten(fn) -> None:
+def unlisten(fn,  # a function given to `listen`
+            ) -> None:
     "Stop calling `fn`."
     if fn in _LISTENERS: _LISTENERS.remove(fn)
 
@@ -462,7 +492,9 @@ def silenced():
     try: yield
     finally: _LISTENERS[:] = saved + [fn for fn in _LISTENERS if fn not in saved]
 
-def announce(kind: str, obj: Any) -> None:
+def announce(kind: str,  # what happened: data_checked, split_made, overfit_batch, dry_run, baseline, run
+             obj: Any,  # its result (a DataReport, Splits, SanityReport, ...)
+            ) -> None:
     "Tell the listeners that `kind` happened (e.g. 'data_checked' with the DataReport)."
     for fn in list(_LISTENERS):
         try: fn(kind, obj)

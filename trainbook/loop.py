@@ -29,10 +29,8 @@ from .recorder import (EarlyStopping, StepProfiler, TimedIterator, end_run, epoc
 from .run import MONITOR_ALIASES, RUNNING, Run, monitored_record, unrecorded
 
 # %% auto #0
-__all__ = ['evaluate', 'train_step', 'Position', 'Window', 'accumulation_windows', 'Setup', 'set_up', 'claim_and_resume',
-           'EpochMeter', 'start_epoch', 'windows', 'forward_loss', 'grad_sync', 'window_loss', 'skip_nonfinite', 'clip',
-           'log_step', 'validate', 'save_last', 'after_step', 'end_epoch', 'interrupted', 'snapshot', 'finish',
-           'failed', 'fit', 'show_loop']
+__all__ = ['evaluate', 'train_step', 'Position', 'Window', 'accumulation_windows', 'Setup', 'set_up', 'EpochMeter', 'fit',
+           'show_loop']
 
 # %% ../nbs/07_loop.ipynb #5c24e70f
 def evaluate(model: nn.Module,  # the model to score (its train/eval mode is restored afterwards)
@@ -111,7 +109,8 @@ class Position:
                 "epoch_rng": self.epoch_rng, "epoch_loss": [self.loss_sum, self.loss_count]}
 
     @classmethod
-    def from_state(cls, state: dict) -> "Position":
+    def from_state(cls, state: dict,  # a checkpoint (or its position entries)
+                  ) -> "Position":
         "The position stored in a checkpoint."
         loss_sum, loss_count = state.get("epoch_loss", (0.0, 0))
         return cls(state["epoch"], state["batch_idx"], state.get("rng"), state.get("epoch_rng"), loss_sum,
@@ -211,8 +210,23 @@ class Setup:
     extra: dict  # what the Run reports about the set-up: precision, device, fingerprints
     started: float = field(default_factory=time.perf_counter)
 
-def set_up(model, dl_train, dl_valid, loss_fn, cfg: TrainConfig, *, optimizer, scheduler, scheduler_interval,
-           metric_fns, callbacks, live, split_fingerprint, strategy, track, profile) -> tuple[Setup, LoopState]:
+def set_up(model: nn.Module,  # the model to train (moved to its device, in train mode)
+           dl_train,  # the training batches
+           dl_valid,  # the validation batches, or None
+           loss_fn: Optional[Callable],  # the loss; None = the model's own
+           cfg: TrainConfig,  # every setting of the run
+           *,
+           optimizer=None,  # used as given; None = AdamW over `param_groups`
+           scheduler=None,  # used as given; None = the one `cfg.schedule` names
+           scheduler_interval: Optional[str] = None,  # when a given scheduler steps; None = by its kind
+           metric_fns: Optional[dict] = None,  # name -> metric, resolved
+           callbacks: Iterable = (),  # the user's callbacks
+           live: Union[str, bool] = "auto",  # trainbook's own displays
+           split_fingerprint: Optional[str] = None,  # the split's fingerprint, kept in checkpoints
+           strategy: Optional[str] = None,  # None | ddp | fsdp (DDP by default under torch.distributed)
+           track: Optional[bool] = None,  # the session tracker: None = as tb.track() set, False = none
+           profile: int = 0,  # optimizer steps to profile from the first
+          ) -> tuple[Setup, LoopState]:
     "Seed, device, precision, the DDP/FSDP wrapper, optimizer, scheduler, scaler, observers: the run's set-up."
     rank, world = dist_info()
     strategy = strategy or ("ddp" if world > 1 else None)
@@ -245,7 +259,7 @@ def set_up(model, dl_train, dl_valid, loss_fn, cfg: TrainConfig, *, optimizer, s
     s = Setup(model=model, net=net, optimizer=opt, scheduler=sched,
               scheduler_interval=pick_scheduler_interval(sched, scheduler_interval, cfg, scheduler is not None),
               scaler=scaler, loss_fn=loss_fn, config=cfg, device=device, precision=precision, dl_train=dl_train,
-              dl_valid=dl_valid, metric_fns=metric_fns,
+              dl_valid=dl_valid, metric_fns=metric_fns or {},
               monitor=monitored_record(*check_monitor(cfg, dl_valid is not None, metric_fns)),
               n_batches=n_batches, params=[p for _, p in named_params], named_params=named_params, rank=rank,
               world=world, ddp=strategy == "ddp", callbacks=cbs, checkpointer=keeper, stopper=stopper,
@@ -258,7 +272,7 @@ def set_up(model, dl_train, dl_valid, loss_fn, cfg: TrainConfig, *, optimizer, s
     try_metrics(model, dl_valid, loss_fn, metric_fns, device, precision)  # a metric that fails, before any step
     return s, state
 
-def claim_and_resume(s: Setup, state: LoopState, resume, overwrite: bool = False) -> None:
+def _claim_and_resume(s: Setup, state: LoopState, resume, overwrite: bool = False) -> None:
     "Choose and lock the run folder (never an earlier run's); restore every piece of state from a checkpoint."
     s.checkpointer.prepare(resume, overwrite)
     state.run_dir = s.checkpointer.run_dir
@@ -284,7 +298,7 @@ class EpochMeter:
     steps: int = 0
     started: float = field(default_factory=time.perf_counter)
 
-def start_epoch(s: Setup, state: LoopState, epoch: int) -> TimedIterator:
+def _start_epoch(s: Setup, state: LoopState, epoch: int) -> TimedIterator:
     "Position the loader: this epoch's order; on resume, the same order with the used batches skipped."
     pos = state.position
     skip = pos.batch_idx
@@ -306,29 +320,29 @@ def start_epoch(s: Setup, state: LoopState, epoch: int) -> TimedIterator:
     state.meter = EpochMeter(batches)
     return batches
 
-def windows(s: Setup, state: LoopState, batches: TimedIterator) -> Iterator[Window]:
+def _windows(s: Setup, state: LoopState, batches: TimedIterator) -> Iterator[Window]:
     "The epoch's accumulation windows (with their start's RNG states when checkpoints are written)."
     return accumulation_windows(batches, s.config.accum_steps, s.n_batches, state.position,
                                 s.checkpointer.enabled)
 
-def forward_loss(s: Setup, state: LoopState, batch) -> tuple:
+def _forward_loss(s: Setup, state: LoopState, batch) -> tuple:
     "Forward under autocast -> loss of one micro-batch: `(loss, xb, yb)`; the first batch's shapes are checked."
     _, loss, xb, yb = forward(s.net, batch, s.loss_fn, s.device, s.precision, state.step == 0)
     return loss, xb, yb
 
-def grad_sync(s: Setup, window: Window):
+def _grad_sync(s: Setup, window: Window):
     "DDP averages gradients across ranks once per window (at its last micro-batch), not after each one."
     if s.ddp and not window.last: return s.net.no_sync()
     return contextlib.nullcontext()
 
-def window_loss(s: Setup, window: Window) -> float:
+def _window_loss(s: Setup, window: Window) -> float:
     "The window's mean loss (over ranks too): the one per-step sync; it decides whether the optimizer steps."
     losses = [item[2].detach() for item in window.items]
     loss = losses[0] if len(losses) == 1 else sum(losses) / window.size
     if s.world > 1: loss = all_mean(loss)  # every rank takes the same decision
     return loss.item()
 
-def skip_nonfinite(s: Setup, state: LoopState, window: Window) -> Optional[str]:
+def _skip_nonfinite(s: Setup, state: LoopState, window: Window) -> Optional[str]:
     "A non-finite window loss: [on_nonfinite], drop the gradients; 'nonfinite' to stop, None to skip the step."
     state.batch_idx = state.position.batch_idx
     bad = next(item for item in window.items if not bool(torch.isfinite(item[2]).all()))
@@ -344,7 +358,7 @@ def _count_skip(state: LoopState):
     state.skipped_steps += 1
     state.history.append(state.step, state.epoch, "train", "skipped_step", 1.0)
 
-def clip(s: Setup, state: LoopState) -> Optional[tuple]:
+def _clip(s: Setup, state: LoopState) -> Optional[tuple]:
     "Unscale and clip; every `log_every` steps also read the per-parameter gradient norms (after clipping)."
     log_now = (state.step + 1) % s.config.log_every == 0
     state.grad_norm = unscale_and_clip(s.optimizer, s.scaler, s.params, s.config.clip_norm, log_now)
@@ -352,7 +366,7 @@ def clip(s: Setup, state: LoopState) -> Optional[tuple]:
     grads = [(n, p.grad) for n, p in s.named_params if p.grad is not None]
     return ([n for n, _ in grads], torch._foreach_norm([g for _, g in grads])) if grads else None
 
-def log_step(s: Setup, state: LoopState, skipped: bool, window: Window, layer_norms: Optional[tuple]) -> None:
+def _log_step(s: Setup, state: LoopState, skipped: bool, window: Window, layer_norms: Optional[tuple]) -> None:
     "Count the step and log the loss and lr; gradient norms and the fp16 loss scale every `log_every` steps."
     pos, h = state.position, state.history
     state.batch_idx = pos.batch_idx
@@ -375,7 +389,7 @@ def log_step(s: Setup, state: LoopState, skipped: bool, window: Window, layer_no
     if s.scaler.is_enabled():
         h.append(state.step, state.epoch, "train", "loss_scale", s.scaler.get_scale())
 
-def validate(s: Setup, state: LoopState) -> None:
+def _validate(s: Setup, state: LoopState) -> None:
     "[before_validate] evaluate [after_validate]; then the plateau schedule, best.pt and early stopping's count."
     if s.dl_valid is not None:
         s.callbacks(Event.before_validate, state)
@@ -391,23 +405,23 @@ def validate(s: Setup, state: LoopState) -> None:
         s.checkpointer.save("best.pt", step=state.step, skipped_steps=state.skipped_steps,
                             **state.position.at(rng=rng_state()).state_dict())
 
-def save_last(s: Setup, state: LoopState, pos: Optional[Position] = None, **entries) -> None:
+def _save_last(s: Setup, state: LoopState, pos: Optional[Position] = None, **entries) -> None:
     "last.pt at `pos` (default: here, right after the last completed step); `entries` replace parts' states."
     if not s.checkpointer.enabled: return
     pos = pos or state.position.at(rng=rng_state())
     s.checkpointer.save("last.pt", step=state.step, skipped_steps=state.skipped_steps, **pos.state_dict(),
                         **entries)
 
-def after_step(s: Setup, state: LoopState, skipped: bool) -> Optional[str]:
+def _after_step(s: Setup, state: LoopState, skipped: bool) -> Optional[str]:
     "Inside the epoch: validate every `eval_every` steps, last.pt every `checkpoint_every`; honour requests."
     cfg, control = s.config, state.control
     if (cfg.eval_every and not skipped and state.step % cfg.eval_every == 0) or control.evaluate:
         control.evaluate = False
-        validate(s, state)
+        _validate(s, state)
         if state.valid_failed: return "nonfinite"
     if (cfg.checkpoint_every and not skipped and state.step % cfg.checkpoint_every == 0) or control.save:
         control.save = False
-        save_last(s, state)
+        _save_last(s, state)
     if cfg.max_steps and state.step >= cfg.max_steps: return "max_steps"
     if control.stop: return control.stop_reason or "interrupted"
     return None
@@ -419,7 +433,7 @@ def _before_epoch_end(s: Setup, state: LoopState) -> dict:
             "early_stopping": s.stopper.state_dict(), "callbacks": s.callbacks.state_dict(),
             "scheduler": s.scheduler.state_dict()}
 
-def end_epoch(s: Setup, state: LoopState) -> Optional[str]:
+def _end_epoch(s: Setup, state: LoopState) -> Optional[str]:
     "Epoch records, validation, epoch scheduler, last.pt, early stopping, [after_epoch], run.json."
     pos, meter = state.position, state.meter
     if s.checkpointer.enabled: state.epoch_end = _before_epoch_end(s, state)  # a Ctrl-C in here comes back
@@ -427,35 +441,35 @@ def end_epoch(s: Setup, state: LoopState) -> Optional[str]:
                   seconds=time.perf_counter() - meter.started, rows=meter.rows, data_wait=meter.batches.wait,
                   device=s.device)
     pos.loss_sum, pos.loss_count = 0.0, 0
-    validate(s, state)
+    _validate(s, state)
     if s.scheduler_interval == "epoch": s.scheduler.step()
-    save_last(s, state, Position(epoch=state.epoch + 1, rng=rng_state()))
+    _save_last(s, state, Position(epoch=state.epoch + 1, rng=rng_state()))
     state.epoch_closed, state.epoch_end = True, None  # last.pt now describes the next epoch's start
     pos.batch_idx = 0
     stopped = "nonfinite" if state.valid_failed else "early_stopping" if s.stopper.should_stop else None
-    s.checkpointer.write_run(snapshot(s, state), final=False)  # a killed run keeps its history to here
+    s.checkpointer.write_run(_snapshot(s, state), final=False)  # a killed run keeps its history to here
     s.callbacks(Event.after_epoch, state)
     if state.control.stop and not stopped: stopped = state.control.stop_reason or "interrupted"
     return stopped
 
-def interrupted(s: Setup, state: LoopState, window: Optional[Window]) -> str:
+def _interrupted(s: Setup, state: LoopState, window: Optional[Window]) -> str:
     "Ctrl-C: drop the window in flight; last.pt describes the state after the last completed step."
     s.optimizer.zero_grad(set_to_none=True)
     if state.epoch_closed: return "interrupted"
     if state.epoch_end is not None:  # inside the epoch's end: a resume redoes it, its rows are not doubled
         entries = dict(state.epoch_end)
-        save_last(s, state, entries.pop("pos"), **entries)
+        _save_last(s, state, entries.pop("pos"), **entries)
     elif window is not None and not window.done and window.rng is not None:
-        save_last(s, state, state.position.at(batch_idx=window.start, rng=window.rng))
-    else: save_last(s, state)
+        _save_last(s, state, state.position.at(batch_idx=window.start, rng=window.rng))
+    else: _save_last(s, state)
     return "interrupted"
 
-def snapshot(s: Setup, state: LoopState) -> Run:
+def _snapshot(s: Setup, state: LoopState) -> Run:
     "The run as it stands (stopped 'running'), for the run.json written at each epoch's end."
     return run_of(state, RUNNING, stopper=s.stopper, checkpointer=s.checkpointer, environment=s.environment,
                   extra=s.extra)
 
-def finish(s: Setup, state: LoopState, stopped: str, error: Optional[BaseException] = None) -> Run:
+def _finish(s: Setup, state: LoopState, stopped: str, error: Optional[BaseException] = None) -> Run:
     "Findings, the Run, [after_fit], run.json, the folder's lock: for every way a run ends."
     try:
         return end_run(state, s.callbacks, stopped, stopper=s.stopper, checkpointer=s.checkpointer,
@@ -463,10 +477,10 @@ def finish(s: Setup, state: LoopState, stopped: str, error: Optional[BaseExcepti
                        extra={**s.extra, "seconds": time.perf_counter() - s.started})
     finally: object.__setattr__(s, "net", None)  # a DDP wrapper must go before its process group does
 
-def failed(s: Setup, state: LoopState, err: BaseException) -> None:
+def _failed(s: Setup, state: LoopState, err: BaseException) -> None:
     "A run that raised: finish it as 'failed' (last.pt stays the last good one) and attach it as `err.run`."
     s.optimizer.zero_grad(set_to_none=True)
-    try: err.run = finish(s, state, "failed", err)
+    try: err.run = _finish(s, state, "failed", err)
     except Exception as during:  # the original error is the one the user needs to see
         warnings.warn(f"finishing the failed run raised too: {during!r}")
 
@@ -502,31 +516,31 @@ def fit(model: nn.Module,  # the model to train (in place)
                           live=live, split_fingerprint=split_fingerprint, strategy=strategy, track=track,
                           profile=profile)
         # the run folder, locked for this run; on resume every piece of state restored
-        claim_and_resume(s, state, resume, overwrite)
+        _claim_and_resume(s, state, resume, overwrite)
         cbs, opt, scaler = s.callbacks, s.optimizer, s.scaler
         stopped, window = None, None
         try:
             cbs(Event.before_fit, state)
             for epoch in range(state.position.epoch, cfg.epochs):
                 # position the loader: this epoch's order; on resume, the same order minus the batches used
-                batches = start_epoch(s, state, epoch)
+                batches = _start_epoch(s, state, epoch)
                 cbs(Event.before_epoch, state)
-                for window in windows(s, state, batches):  # accumulation windows of accum_steps micro-batches
+                for window in _windows(s, state, batches):  # accumulation windows of accum_steps micro-batches
                     for batch in window:
-                        with grad_sync(s, window):  # DDP: all-reduce at the window's last micro-batch only
+                        with _grad_sync(s, window):  # DDP: all-reduce at the window's last micro-batch only
                             # 1. forward under autocast -> 2. loss (the first batch's shapes checked)
-                            loss, xb, yb = forward_loss(s, state, batch)
+                            loss, xb, yb = _forward_loss(s, state, batch)
                             # 3. backward of the loss / the window's size (scaled under fp16)
                             scaler.scale(loss / window.size if window.size > 1 else loss).backward()
                         window.add(xb, yb, loss)
                     # 4. window loss, read once; a non-finite loss never reaches the optimizer [on_nonfinite]
-                    state.loss = window_loss(s, window)
+                    state.loss = _window_loss(s, window)
                     if not math.isfinite(state.loss):
-                        stopped = skip_nonfinite(s, state, window)
+                        stopped = _skip_nonfinite(s, state, window)
                         if stopped: break
                         continue
                     # 5. unscale -> 6. clip
-                    layer_norms = clip(s, state)
+                    layer_norms = _clip(s, state)
                     # 7. before_step: callbacks see the final (clipped) gradients, the weights not yet stepped
                     cbs(Event.before_step, state)
                     # 8. optimizer step (fp16: skipped on inf gradients) -> 9. scaler update
@@ -536,30 +550,30 @@ def fit(model: nn.Module,  # the model to train (in place)
                     # 11. zero_grad
                     opt.zero_grad(set_to_none=True)
                     # 12. log: loss and lr each step; gradient norms every log_every steps
-                    log_step(s, state, skipped, window, layer_norms)
+                    _log_step(s, state, skipped, window, layer_norms)
                     # 13. after_step: callbacks see the stepped weights and the logged values
                     cbs(Event.after_step, state)
                     # 14. validate / checkpoint / stop, when due or requested inside the epoch
-                    stopped = after_step(s, state, skipped)
+                    stopped = _after_step(s, state, skipped)
                     if stopped: break
                 if stopped == "nonfinite": break
                 if stopped:  # a stop inside the epoch: last.pt keeps its position for a resume
-                    save_last(s, state)
+                    _save_last(s, state)
                     break
                 # 15. epoch end: epoch loss, throughput, [before_validate] validate [after_validate], best.pt,
                 #     epoch scheduler, last.pt, early stopping, [after_epoch], run.json so far
-                stopped = end_epoch(s, state)
+                stopped = _end_epoch(s, state)
                 if stopped: break
             stopped = stopped or "completed"
         except KeyboardInterrupt:
             # Ctrl-C: drop the window in flight; last.pt describes the state after the last completed step
-            stopped = interrupted(s, state, window)
+            stopped = _interrupted(s, state, window)
         except Exception as err:
             # a failure keeps its run: [after_fit], run.json with the error, `err.run`, the last good last.pt
-            failed(s, state, err)
+            _failed(s, state, err)
             raise
         # 16. [after_fit] (also after an interrupt, a non-finite loss or a failure), run.json, the Run
-        return finish(s, state, stopped)
+        return _finish(s, state, stopped)
 
 # %% ../nbs/07_loop.ipynb #d175ea9a
 def show_loop(callbacks: Iterable = (),  # callbacks to show at their events (a list or a `Callbacks`)

@@ -199,7 +199,8 @@ _NOT_RECORDED = ("run_params",)  # extra entries that only live in the session
 class RunFileError(ValueError):
     "A run record that cannot be read: the message names the file and what was expected."
 
-def json_safe(v):
+def json_safe(v,  # any value: a record, a config, a finding's data
+             ):
     "A JSON-safe copy of `v`: numbers, strings, lists, dicts; non-finite floats as strings; others as their repr."
     if isinstance(v, Enum): return v.value
     if isinstance(v, bool) or v is None or isinstance(v, (str, int)): return v

@@ -260,19 +260,24 @@ class Tracker:
         return TrackedRun(self, context.get("kind", "torch"))
 
     # --- on the training thread: take what is needed, hand it over ----------------------------------
-    def open(self, rec: _Recording) -> _Recording:
+    def open(self, rec: _Recording,  # the run to record: its name, params and tags
+            ) -> _Recording:
         "Start recording a run (its MLflow run is created on the writer thread)."
         self.recording[id(rec)] = rec
         self._submit(rec, self._start, rec)
         return rec
 
-    def progress(self, rec: _Recording, history: History):
+    def progress(self, rec: _Recording,  # the run being recorded
+                 history: History,  # its history (the records since the last hand-over are written)
+                ):
         "At an epoch's end: hand the new records over, at most every `flush_every` seconds."
         if time.monotonic() - rec.last_flush < self.flush_every: return
         rec.last_flush = time.monotonic()
         self._submit(rec, self._write, rec, _handed_over(rec, history))
 
-    def close_run(self, rec: _Recording, run: Run):
+    def close_run(self, rec: _Recording,  # the run being recorded
+                  run: Run,  # how it ended
+                 ):
         "At the run's end: the last records, tags, artifacts, status; waits `wait` seconds at most, then spools."
         self.recording.pop(id(rec), None)
         if rec.spooled: return

@@ -1,0 +1,139 @@
+"""The package's shape, read with `ast` over trainbook/ (nothing imported): no import cycle, the loop a lesson-sized
+file, no module over 800 lines, few private names crossing modules, every public parameter documented, and one
+writer of run.json."""
+import ast, collections
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parent.parent / "trainbook"
+MODULES = {p.stem: p for p in sorted(PKG.glob("*.py")) if p.stem not in ("__init__", "_modidx")}
+
+
+def tree(name):
+    return ast.parse(MODULES[name].read_text())
+
+
+def imported(node, name) -> list[tuple[str, list[str]]]:
+    "(module, names) of every trainbook import in `node` (relative `.x` or `trainbook.x`)."
+    out = []
+    for n in ast.walk(node):
+        if isinstance(n, ast.ImportFrom):
+            mod = n.module or ""
+            if n.level == 1: target = mod.split(".")[0] if mod else None
+            elif mod.startswith("trainbook."): target = mod.split(".")[1]
+            else: continue
+            if target in MODULES: out.append((target, [a.name for a in n.names]))
+            elif target is None: out += [(a.name, []) for a in n.names if a.name in MODULES]
+    return out
+
+
+def module_level_imports(name) -> set[str]:
+    "The trainbook modules `name` imports when it is imported (not inside functions)."
+    found = set()
+    for stmt in tree(name).body:
+        if isinstance(stmt, (ast.ImportFrom, ast.Import)): found |= {m for m, _ in imported(stmt, name)}
+    return found - {name}
+
+
+def test_no_import_cycle_among_trainbook_modules():
+    graph = {m: module_level_imports(m) for m in MODULES}
+    state, cycles = {}, []
+
+    def visit(m, path):
+        state[m] = "open"
+        for n in sorted(graph[m]):
+            if state.get(n) == "open": cycles.append(path[path.index(n):] + [n])
+            elif n not in state: visit(n, path + [n])
+        state[m] = "done"
+    for m in graph:
+        if m not in state: visit(m, [m])
+    assert cycles == []
+
+
+def lines_of(name) -> int:
+    return len(MODULES[name].read_text().splitlines())
+
+
+def test_the_loop_reads_as_a_lesson_and_no_module_is_a_book():
+    assert lines_of("loop") <= 600, lines_of("loop")
+    big = {m: lines_of(m) for m in MODULES if lines_of(m) > 800}
+    assert big == {}
+
+
+def test_few_private_names_cross_modules():
+    crossing = [(m, target, n) for m in MODULES for target, names in imported(tree(m), m)
+                for n in names if n.startswith("_") and target != m]
+    assert len(crossing) <= 5, crossing
+
+
+# methods of a protocol, documented once where the protocol is (events.Event, Callback, the loaders)
+PROTOCOL = {"before_fit", "before_epoch", "before_step", "after_step", "on_nonfinite", "before_validate",
+            "after_validate", "after_epoch", "after_fit", "state_dict", "load_state_dict", "set_epoch"}
+
+
+def base_methods() -> set[str]:
+    "Method names of every trainbook class: an override in a subclass is documented at its base."
+    names = collections.Counter()
+    for m in MODULES:
+        for node in tree(m).body:
+            if isinstance(node, ast.ClassDef):
+                names.update({i.name for i in node.body if isinstance(i, ast.FunctionDef)})
+    return {n for n, count in names.items() if count > 1}
+
+
+def public_functions(name):
+    "The public functions and public methods of public classes, as exported in `__all__`."
+    t = tree(name)
+    exported = next((ast.literal_eval(s.value) for s in t.body if isinstance(s, ast.Assign)
+                     and any(getattr(x, "id", None) == "__all__" for x in s.targets)), [])
+    overridden = base_methods()
+    for node in t.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in exported: yield node.name, node
+        if isinstance(node, ast.ClassDef) and node.name in exported:
+            bases = {ast.unparse(b) for b in node.bases}
+            for item in node.body:
+                if not isinstance(item, ast.FunctionDef): continue
+                if item.name.startswith("_") and item.name != "__init__": continue
+                if item.name in PROTOCOL or (bases and item.name in overridden and item.name != "__init__"): continue
+                yield f"{node.name}.{item.name}", item
+
+
+def undocumented(name):
+    "Parameters of public functions without a docment (a `# comment` on the parameter's line or the one after)."
+    source = MODULES[name].read_text().splitlines()
+    missing = []
+    for qual, fn in public_functions(name):
+        args = fn.args
+        params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+        if fn.decorator_list and any(getattr(d, "id", "") == "property" for d in fn.decorator_list): continue
+        for a in params:
+            if a.arg in ("self", "cls"): continue
+            line = source[a.lineno - 1]
+            if "#" not in line[a.col_offset:]: missing.append(f"{name}.{qual}({a.arg})")
+    return missing
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_every_public_parameter_is_documented(name):
+    assert undocumented(name) == []
+
+
+def writes_run_json(name) -> list[int]:
+    "Lines of `name` that write a file named run.json other than through run.write_run_record / run_record_bytes."
+    found = []
+    for node in ast.walk(tree(name)):
+        if not isinstance(node, ast.Call): continue
+        text = ast.unparse(node)
+        writer = isinstance(node.func, ast.Attribute) and node.func.attr in ("write_text", "write_bytes", "dump",
+                                                                            "open") or "atomic_write" in text
+        if writer and "run.json" in text and "run_record_bytes" not in text and "write_run_record" not in text:
+            found.append(node.lineno)
+    return found
+
+
+def test_one_writer_of_run_json():
+    assert {m: writes_run_json(m) for m in MODULES if writes_run_json(m)} == {}
+    calls = collections.Counter(m for m in MODULES for n in ast.walk(tree(m))
+                                if isinstance(n, ast.Call) and ast.unparse(n.func).endswith("write_run_record"))
+    assert set(calls) <= {"checkpoint"}  # the run folder's one writer; trackers upload run_record_bytes
