@@ -14,8 +14,9 @@ import pandas as pd
 from .core import Finding, announce, findings_html
 
 # %% auto #0
-__all__ = ['ROLES', 'MAX_CATEGORIES', 'infer_task', 'require_string_columns', 'infinite_counts', 'dtype_family', 'epoch_seconds',
-           'numeric_view', 'column_roles', 'one_column_predictions', 'psi', 'DataReport', 'check_data']
+__all__ = ['ROLES', 'MAX_CATEGORIES', 'infer_task', 'require_frame', 'require_string_columns', 'infinite_counts',
+           'require_column', 'dtype_family', 'epoch_seconds', 'numeric_view', 'column_roles', 'one_column_predictions',
+           'psi', 'DataReport', 'check_data']
 
 # %% ../nbs/01_checks.ipynb #44da07e6
 def infer_task(y: pd.Series,  # the target column
@@ -33,7 +34,10 @@ def infer_task(y: pd.Series,  # the target column
     if integral and n <= max_classes: return "binary" if n <= 2 else "multiclass"
     return "regression"
 
-def _require_frame(df, name: str = "df"):
+def require_frame(df,  # what the caller got as a frame
+                  name: str = "df",  # the argument's name, for the message
+                 ) -> None:
+    "A non-empty pandas DataFrame with unique column names, or an error naming the argument."
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"{name} must be a pandas DataFrame, got {type(df).__name__}")
     if df.empty: raise ValueError(f"{name} is empty (0 rows or 0 columns)")
@@ -68,10 +72,17 @@ def infinite_counts(df: pd.DataFrame,  # the frame
         if n: out[col] = n
     return out
 
-def _require_column(df: pd.DataFrame, col: Optional[str], arg: str):
+def require_column(df: pd.DataFrame,  # the frame
+                   col: Optional[str],  # the column asked for (None: nothing to check)
+                   arg: str,  # the argument that named it, for the message
+                  ) -> None:
+    "`col` is a column of `df`, or a ValueError lists the columns there are."
     if col is not None and col not in df.columns:
         cols = ", ".join(map(str, df.columns[:20])) + (" …" if len(df.columns) > 20 else "")
         raise ValueError(f"{arg} column {col!r} not in DataFrame; columns are: {cols}")
+
+_require_frame, _require_column = require_frame, require_column  # old names, for callers not yet moved
+
 
 # %% ../nbs/01_checks.ipynb #06abe1e6
 ROLES = ("numeric", "boolean", "categorical", "datetime", "timedelta", "text", "identifier", "constant")
@@ -146,7 +157,7 @@ def column_roles(df: pd.DataFrame,  # the frame whose columns get roles
                  exclude=(),  # other columns to leave out (groups, time)
                 ) -> dict:
     "Each feature column's role (one of `ROLES`): from its dtype and, for text, ids and constants, values."
-    _require_frame(df)
+    require_frame(df)
     skip = set(exclude) | ({target} if target is not None else set())
     distinct_rows = ~df.duplicated(keep="first")  # an id repeats on duplicated rows: judge on distinct rows
     return {col: _role(df[col], distinct_rows) for col in df.columns if col not in skip}
@@ -596,9 +607,9 @@ def check_data(df: pd.DataFrame,  # the training data, one row per example
                leak_check: bool = True,  # score each feature alone against the target (a few shallow trees)
               ) -> DataReport:
     "Run every data check on `df` (and, with `serving`, train/serving parity); returns a `DataReport`."
-    _require_frame(df)
-    _require_column(df, groups, "groups")
-    _require_column(df, time, "time")
+    require_frame(df)
+    require_column(df, groups, "groups")
+    require_column(df, time, "time")
     if task not in ("auto", "binary", "multiclass", "regression"):
         raise ValueError(f"task must be 'auto', 'binary', 'multiclass' or 'regression', got {task!r}")
     findings = []
@@ -620,7 +631,7 @@ def check_data(df: pd.DataFrame,  # the training data, one row per example
         leak_skip = skip | {c for c, role in roles.items() if role in ("identifier", "constant", "text")}
         findings += _leak_findings(df, target, task, leak_skip)
     if serving is not None:
-        _require_frame(serving, "serving")
+        require_frame(serving, "serving")
         findings += _serving_findings(df, serving, target)
     report = DataReport(findings, df, target, task if target is not None else None, roles, groups, time)
     announce("data_checked", report)

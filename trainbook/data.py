@@ -137,7 +137,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .checks import _require_column, _require_frame, infer_task
+from .checks import require_column, require_frame, infer_task
 from .checks import (MAX_CATEGORIES, column_roles, dtype_family, epoch_seconds, infinite_counts,
                               require_string_columns)
 from .core import Finding
@@ -214,8 +214,8 @@ def make_preprocessor(df: pd.DataFrame,  # the training rows (roles, date origin
     from sklearn.impute import SimpleImputer
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardScaler
-    _require_frame(df)
-    _require_column(df, target, "target")
+    require_frame(df)
+    require_column(df, target, "target")
     require_string_columns(df, [c for c in df.columns if c != target and c not in exclude])
     if max_categories is not None and (not isinstance(max_categories, int) or max_categories < 2):
         raise ValueError(f"max_categories must be an int >= 2 or None, got {max_categories!r}")
@@ -393,7 +393,7 @@ class FramePrep:
 
     def _serve(self, df: pd.DataFrame, unseen: bool) -> tuple[pd.DataFrame, list, np.ndarray]:
         "(frame converted to the training schema, findings, mask of the rows that cannot be served)."
-        _require_frame(df, "the serving frame")
+        require_frame(df, "the serving frame")
         roles, out, frame = self.roles, [], df.copy(deep=False)  # columns replaced, not edited
         bad_rows = np.zeros(len(df), dtype=bool)
         missing = [c for c in self.columns if c not in df.columns and roles[c] not in DROPPED_ROLES]
@@ -552,8 +552,8 @@ def loaders_from_frame(df: pd.DataFrame,  # the whole frame (all splits)
                        balanced: bool = False,  # draw each class equally often in training batches
                       ):
     "Fit preprocessing on the train rows only; return (dl_train, dl_valid, dl_test or None, FramePrep)."
-    _require_frame(df)
-    _require_column(df, target, "target")
+    require_frame(df)
+    require_column(df, target, "target")
     for name in ("train", "valid"):
         if not len(getattr(splits, name)): raise ValueError(f"splits.{name} is empty")
     if drop_last and len(splits.train) < batch_size:
@@ -605,7 +605,7 @@ def fingerprint_data(*sources,  # loaders (TensorLoader, a DataLoader over a Ten
                      limit: int = 1_000_000,  # elements hashed per tensor at most (evenly spaced beyond that)
                     ) -> Optional[str]:
     "A short stable hash of the data behind `sources` (None ones count as absent); None when one cannot be read."
-    from trainbook.splits import _digest, fingerprint_frame
+    from trainbook.splits import digest, fingerprint_frame
     parts = []
     for source in sources:
         if source is None:
@@ -617,4 +617,4 @@ def fingerprint_data(*sources,  # loaders (TensorLoader, a DataLoader over a Ten
         tensors = _held_tensors(source)
         if tensors is None: return None
         for t in tensors: parts += [f"{t.dtype}{tuple(t.shape)}|", _tensor_bytes(t, limit)]
-    return _digest(*parts)
+    return digest(*parts)

@@ -255,7 +255,9 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
                                  "early_stopping": stopper, "callbacks": cbs, "history": history},
                           meta={"config": cfg.to_dict(), "environment": environment(),
                                 "split_fingerprint": split_fingerprint,
-                                "signature": run_signature(model, opt, dl_train, cfg, split_fingerprint)})
+                                # what a resume compares: needed only where checkpoints are written
+                                **({"signature": run_signature(model, opt, dl_train, cfg, split_fingerprint)}
+                                   if cfg.checkpoint_dir is not None else {})})
     s = Setup(model=model, net=net, optimizer=opt, scheduler=sched,
               scheduler_interval=pick_scheduler_interval(sched, scheduler_interval, cfg, scheduler is not None),
               scaler=scaler, loss_fn=loss_fn, config=cfg, device=device, precision=precision, dl_train=dl_train,

@@ -21,10 +21,11 @@ from .checkpoint import load_checkpoint
 from .core import (Finding, TrainConfig, announce, findings_html, pick_device, pick_precision,
                             rng_state, set_rng_state)
 from .events import Callback
-from .loop import check_fit_inputs, fit, train_step
+from .guard import check_fit_inputs
+from .loop import fit, train_step
 from .run import unrecorded
 from .optim import param_groups, scale_lr
-from .sanity import _loss_kind, no_gradient, static_findings
+from .sanity import loss_kind, no_gradient, static_findings
 
 # %% auto #0
 __all__ = ['PARAM_BYTES', 'ADAMW_BYTES', 'free_memory', 'PeakMemory', 'format_bytes', 'findings_of', 'kept_rng', 'kept_positions',
@@ -250,7 +251,7 @@ def _frozen_finding(model: nn.Module) -> list[Finding]:
 
 def _final_activation_finding(last: Optional[nn.Module], name: str, loss_fn) -> list[Finding]:
     "A Softmax before a cross-entropy loss, or a Sigmoid before BCEWithLogits, as the last layer that ran."
-    kind = _loss_kind(loss_fn) if loss_fn is not None else None
+    kind = loss_kind(loss_fn) if loss_fn is not None else None
     bad = (kind == "ce" and isinstance(last, nn.Softmax)) or (kind == "bce" and isinstance(last, nn.Sigmoid))
     if not bad: return []
     return [Finding("activation_before_loss", "error",

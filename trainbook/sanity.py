@@ -17,12 +17,13 @@ from .loop import train_step
 from .metrics import IGNORE_INDEX, ignore_index_of
 
 # %% auto #0
-__all__ = ['LOGIT_LOSSES', 'static_findings', 'no_gradient', 'SanityReport', 'overfit_batch', 'check_init_loss']
+__all__ = ['LOGIT_LOSSES', 'loss_kind', 'static_findings', 'no_gradient', 'SanityReport', 'overfit_batch', 'check_init_loss']
 
 # %% ../nbs/08_sanity.ipynb #9d2aa348
 LOGIT_LOSSES = (nn.CrossEntropyLoss, nn.BCEWithLogitsLoss)
 
-def _loss_kind(loss_fn) -> Optional[str]:
+def loss_kind(loss_fn,  # a loss: an nn module, a torch.nn.functional function, a lambda
+             ) -> Optional[str]:
     "'ce' for cross-entropy-like losses on class indices, 'bce' for logits BCE, else None."
     name = getattr(loss_fn, "__name__", type(loss_fn).__name__).lower()
     if isinstance(loss_fn, (nn.CrossEntropyLoss, nn.NLLLoss)) or name in ("cross_entropy", "nll_loss"):
@@ -50,7 +51,7 @@ def static_findings(model: nn.Module,  # the model (as it will train)
         found.append(Finding("eval_mode", "warning",
                              "the model is in eval mode: dropout and batch norm behave as at inference",
                              advice="call model.train() before training (fit does this itself)"))
-    kind = _loss_kind(loss_fn)
+    kind = loss_kind(loss_fn)
     if kind == "ce" and isinstance(yb, torch.Tensor) and not yb.is_floating_point() and out.ndim >= 2:
         # classes on the last axis for (n, T, C) logits against (n, T) labels, else on axis 1 (torch's layout)
         n_out = out.shape[-1] if out.shape[:-1] == yb.shape else out.shape[1]

@@ -11,14 +11,15 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from .checks import _require_column, _require_frame, infer_task
+from .checks import require_column, require_frame, infer_task
 from .core import Finding, announce, findings_html
 
 # %% auto #0
-__all__ = ['STRATEGIES', 'fingerprint_frame', 'audit_parts', 'Splits', 'make_splits', 'nested_splits']
+__all__ = ['STRATEGIES', 'digest', 'fingerprint_frame', 'audit_parts', 'Splits', 'make_splits', 'nested_splits']
 
 # %% ../nbs/02_splits.ipynb #8c4c5a6c
-def _digest(*parts) -> str:
+def digest(*parts,  # bytes, strings or lists: what the fingerprint covers, in order
+          ) -> str:
     h = hashlib.sha256()
     for p in parts: h.update(p if isinstance(p, bytes) else str(p).encode())
     return h.hexdigest()[:16]
@@ -26,9 +27,9 @@ def _digest(*parts) -> str:
 def fingerprint_frame(df: pd.DataFrame,  # the frame to hash
                      ) -> str:
     "A stable hash of a DataFrame's values, index, column names and dtypes."
-    _require_frame(df)
+    require_frame(df)
     values = pd.util.hash_pandas_object(df, index=True).to_numpy()
-    return _digest(values.tobytes(), list(map(str, df.columns)), list(map(str, df.dtypes)))
+    return digest(values.tobytes(), list(map(str, df.columns)), list(map(str, df.dtypes)))
 
 # %% ../nbs/02_splits.ipynb #412cb508
 def _parts(train, valid, test) -> dict:
@@ -136,7 +137,7 @@ class Splits:
     def fingerprint(self) -> str:
         "A stable hash of every index array (saved with checkpoints)."
         parts = [self.train, self.valid, self.test] + [i for f in (self.folds or []) for i in f]
-        return _digest(*(np.asarray(p, dtype=np.int64).tobytes() + b"|" for p in parts))
+        return digest(*(np.asarray(p, dtype=np.int64).tobytes() + b"|" for p in parts))
 
     def audit(self,
               df: pd.DataFrame,  # the frame these positions index
@@ -144,9 +145,9 @@ class Splits:
               time: Optional[str] = None,  # time column (default: the one the splits were made with)
              ) -> list[Finding]:
         "Audit these splits against `df` (groups/time default to those the splits were made with)."
-        _require_frame(df)
+        require_frame(df)
         groups, time = groups or self.params.get("groups"), time or self.params.get("time")
-        _require_column(df, groups, "groups"); _require_column(df, time, "time")
+        require_column(df, groups, "groups"); require_column(df, time, "time")
         target = self.params.get("target")
         target = target if target in df.columns else None
         out = audit_parts(df, _parts(self.train, self.valid, self.test), target, groups, time,
@@ -241,10 +242,10 @@ def _kfold(idx, n_folds, strategy, y, g, t, seed, gap):
                                        g[idx] if g is not None else None)]
 
 def _validate(df, target, strategy, groups, time, valid_size, test_size, n_folds, gap):
-    _require_frame(df)
-    _require_column(df, target, "target")
-    _require_column(df, groups, "groups")
-    _require_column(df, time, "time")
+    require_frame(df)
+    require_column(df, target, "target")
+    require_column(df, groups, "groups")
+    require_column(df, time, "time")
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
     if not (isinstance(valid_size, (int, float)) and 0 < valid_size < 1):

@@ -1,0 +1,94 @@
+"""What `fit` costs over a raw PyTorch loop that does the same work, and its fixed cost per call.
+
+Run: .venv/bin/python bench/fit_overhead.py [--rounds 7]
+The case (issue #23): a list of 64 batches of 64 rows (a tiny MLP 32→64→64→2, so the loop's own overhead shows),
+8 epochs, the same list of 8 validation batches after each epoch. The raw loop validates the way `evaluate` does
+(eval mode, inference_mode, the loss summed on the device weighted by rows, one read at the end, back to train
+mode) and steps AdamW with the same two parameter groups `fit` makes, so neither side does work the other skips.
+Times are CPU time of this process (one torch thread), interleaved, the median of `rounds`. The fixed cost is the
+CPU time of a 2-step `fit(live=False)` minus two raw steps.
+"""
+import argparse, statistics, time, warnings
+
+import torch
+from torch import nn
+
+import trainbook as tb
+
+torch.set_num_threads(1)
+warnings.filterwarnings("ignore")
+LOSS = nn.functional.cross_entropy
+
+
+def make(seed=0):
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 2))
+
+
+def raw(model, train, valid, epochs):
+    opt = torch.optim.AdamW(tb.param_groups(model, 0.0), lr=1e-3)
+    for _ in range(epochs):
+        for xb, yb in train:
+            loss = LOSS(model(xb), yb)
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            loss.item()  # fit reads each step's loss once (it decides whether the optimizer may step)
+        model.eval()
+        with torch.inference_mode():
+            loss_sum, rows = torch.zeros(()), 0
+            for xb, yb in valid:
+                loss_sum += LOSS(model(xb), yb).float() * len(yb)
+                rows += len(yb)
+            float(loss_sum / rows)
+        model.train()
+
+
+def with_fit(model, train, valid, epochs, live):
+    cfg = tb.TrainConfig(epochs=epochs, lr=1e-3, weight_decay=0.0, device="cpu")
+    run = tb.fit(model, train, valid, loss_fn=LOSS, config=cfg, live=live)
+    assert run.step == epochs * len(train)
+
+
+def main(rounds: int):
+    g = torch.Generator().manual_seed(0)
+    batches = lambda n: [(torch.randn(64, 32, generator=g), torch.randint(0, 2, (64,), generator=g)) for _ in range(n)]
+    train, valid, epochs = batches(64), batches(8), 8
+    steps = epochs * len(train)
+    sides = {"raw loop": lambda m: raw(m, train, valid, epochs),
+             "fit(live=False)": lambda m: with_fit(m, train, valid, epochs, False),
+             "fit defaults": lambda m: with_fit(m, train, valid, epochs, "auto")}
+    for fn in sides.values(): fn(make())  # warm-up: the first optimizer of a process imports torch._dynamo
+    times = {k: [] for k in sides}
+    for _ in range(rounds):
+        for k, fn in sides.items():
+            model = make()
+            t = time.process_time()
+            fn(model)
+            times[k].append(time.process_time() - t)
+    base = statistics.median(times["raw loop"])
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread; {steps} steps ({epochs} epochs of "
+          f"{len(train)} batches of 64 rows, 8 validation batches each epoch), CPU time, median of {rounds}")
+    for k, v in times.items():
+        med = statistics.median(v)
+        print(f"  {k:>16}: {med * 1e3:8.1f} ms  {med / steps * 1e6:7.1f} µs/step   ratio to raw {med / base:5.3f}")
+    two = train[:2]
+    fixed, raw2 = [], []
+    for _ in range(4 * rounds):
+        m = make()
+        t = time.process_time()
+        tb.fit(m, two, loss_fn=LOSS, live=False, config=tb.TrainConfig(epochs=1, monitor="train_loss", device="cpu"))
+        fixed.append(time.process_time() - t)
+        m = make()
+        t = time.process_time()
+        raw(m, two, [], 0) if False else [LOSS(m(xb), yb).backward() for xb, yb in two]
+        raw2.append(time.process_time() - t)
+    print(f"  fixed cost of one fit (a 2-step fit minus 2 raw steps): "
+          f"{(statistics.median(fixed) - statistics.median(raw2)) * 1e3:.2f} ms "
+          f"(2-step fit {statistics.median(fixed) * 1e3:.2f} ms)")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=7)
+    main(ap.parse_args().rounds)
