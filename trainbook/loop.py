@@ -29,8 +29,8 @@ from .recorder import (EarlyStopping, StepProfiler, TimedIterator, end_run, epoc
 from .run import MONITOR_ALIASES, RUNNING, Run, monitored_record, unrecorded
 
 # %% auto #0
-__all__ = ['evaluate', 'train_step', 'Position', 'Window', 'accumulation_windows', 'Setup', 'set_up', 'EpochMeter', 'fit',
-           'show_loop']
+__all__ = ['LOOP_STARTS', 'evaluate', 'train_step', 'Position', 'Window', 'accumulation_windows', 'Setup', 'set_up', 'EpochMeter',
+           'fit', 'show_loop']
 
 # %% ../nbs/07_loop.ipynb #5c24e70f
 def evaluate(model: nn.Module,  # the model to score (its train/eval mode is restored afterwards)
@@ -507,6 +507,7 @@ def fit(model: nn.Module,  # the model to train (in place)
         profile: int = 0,  # profile the first N optimizer steps with torch.profiler (`Run.profile`)
        ) -> Run:
     "Train `model` on `dl_train`, validating on `dl_valid`: the checklist's steps, in order. Returns a `Run`."
+    # ---- the loop: show_loop prints fit from this line on ----
     cfg = config if config is not None else TrainConfig()
     metric_fns = check_fit_inputs(model, dl_train, dl_valid, loss_fn, cfg, optimizer=optimizer,
                                   metrics=metrics, strategy=strategy, scheduler_interval=scheduler_interval,
@@ -578,11 +579,13 @@ def fit(model: nn.Module,  # the model to train (in place)
         return _finish(s, state, stopped)
 
 # %% ../nbs/07_loop.ipynb #d175ea9a
+LOOP_STARTS = "# ---- the loop: show_loop prints fit from this line on ----"
+
 def show_loop(callbacks: Iterable = (),  # callbacks to show at their events (a list or a `Callbacks`)
              ) -> str:
     "Print `fit`'s steps in order, read from its source, with the callbacks attached at each event; returns the text."
     cbs = callbacks if isinstance(callbacks, Callbacks) else Callbacks(callbacks)
-    source = inspect.getsource(fit).split('"Train `model`', 1)[1].splitlines()[1:]
+    source = inspect.getsource(fit).split(LOOP_STARTS, 1)[1].splitlines()[1:]  # the body after the marker
     lines = ["fit:"]
     for line in source:
         text, indent = line.strip(), (len(line) - len(line.lstrip())) // 4 - 1
