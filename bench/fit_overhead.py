@@ -6,7 +6,8 @@ The case (issue #23): a list of 64 batches of 64 rows (a tiny MLP 32→64→64�
 (eval mode, inference_mode, the loss summed on the device weighted by rows, one read at the end, back to train
 mode) and steps AdamW with the same two parameter groups `fit` makes, so neither side does work the other skips.
 Times are CPU time of this process (one torch thread), interleaved, the median of `rounds`. The fixed cost is the
-CPU time of a 2-step `fit(live=False)` minus two raw steps.
+CPU time of a 2-step `fit(live=False)` minus two raw steps. "raw + Recorder" is the raw loop with a `Recorder`
+(no displays): what trainbook costs a loop it does not own.
 """
 import argparse, statistics, time, warnings
 
@@ -44,6 +45,27 @@ def raw(model, train, valid, epochs):
         model.train()
 
 
+def raw_recorded(model, train, valid, epochs):
+    "The raw loop told to trainbook through a Recorder: `rec.step(loss)` (a tensor) and `rec.validate` each epoch."
+    opt = torch.optim.AdamW(tb.param_groups(model, 0.0), lr=1e-3)
+    with tb.Recorder(tb.TrainConfig(epochs=epochs), parts={"model": model, "optimizer": opt}, live=False) as rec:
+        for _ in range(epochs):
+            for xb, yb in train:
+                loss = LOSS(model(xb), yb)
+                loss.backward()
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+                rec.step(loss.detach())
+            model.eval()
+            with torch.inference_mode():
+                loss_sum, rows = torch.zeros(()), 0
+                for xb, yb in valid:
+                    loss_sum += LOSS(model(xb), yb).float() * len(yb)
+                    rows += len(yb)
+                rec.validate(loss_sum / rows)
+            model.train()
+
+
 def with_fit(model, train, valid, epochs, live):
     cfg = tb.TrainConfig(epochs=epochs, lr=1e-3, weight_decay=0.0, device="cpu")
     run = tb.fit(model, train, valid, loss_fn=LOSS, config=cfg, live=live)
@@ -57,7 +79,8 @@ def main(rounds: int):
     steps = epochs * len(train)
     sides = {"raw loop": lambda m: raw(m, train, valid, epochs),
              "fit(live=False)": lambda m: with_fit(m, train, valid, epochs, False),
-             "fit defaults": lambda m: with_fit(m, train, valid, epochs, "auto")}
+             "fit defaults": lambda m: with_fit(m, train, valid, epochs, "auto"),
+             "raw + Recorder": lambda m: raw_recorded(m, train, valid, epochs)}
     for fn in sides.values(): fn(make())  # warm-up: the first optimizer of a process imports torch._dynamo
     times = {k: [] for k in sides}
     for _ in range(rounds):
