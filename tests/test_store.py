@@ -96,6 +96,15 @@ def server(tmp_path_factory):
         proc.wait(timeout=30)
 
 
+@pytest.fixture(scope="module")
+def sqlite_uri(tmp_path_factory):
+    "One SQLite store for the module (MLflow's tables cost seconds to create); each test has its own experiment."
+    uri = f"sqlite:///{tmp_path_factory.mktemp('store')}/m.db"
+    tb.track(uri, experiment="setup")
+    tb.untrack()
+    return uri
+
+
 @pytest.fixture(autouse=True)
 def spool_here(tmp_path, monkeypatch):
     monkeypatch.setenv("TRAINBOOK_SPOOL", str(tmp_path / "spool"))
@@ -141,8 +150,8 @@ def test_a_uri_nothing_listens_on_fails_fast_and_says_what_was_tried():
     assert tb.active_tracker() is None
 
 
-def test_ctrl_c_while_a_run_end_waits_returns_the_run(tmp_path):
-    tracker = tb.track(f"sqlite:///{tmp_path}/m.db", experiment="ctrl-c", wait=60)
+def test_ctrl_c_while_a_run_end_waits_returns_the_run(sqlite_uri):
+    tracker = tb.track(sqlite_uri, experiment="ctrl-c", wait=60)
     gate, main = threading.Event(), threading.main_thread().ident
     real = tracker.client.log_batch
 
@@ -160,8 +169,8 @@ def test_ctrl_c_while_a_run_end_waits_returns_the_run(tmp_path):
     assert len(st.spooled(tracker.uri)) == 1
 
 
-def test_a_sigkilled_tracked_run_is_killed_in_runs_and_loads_to_its_last_epoch(tmp_path):
-    uri = f"sqlite:///{tmp_path}/m.db"
+def test_a_sigkilled_tracked_run_is_killed_in_runs_and_loads_to_its_last_epoch(tmp_path, sqlite_uri):
+    uri = sqlite_uri
     script = textwrap.dedent(f"""
         import os, signal, sys
         sys.path.insert(0, {str(Path(__file__).parent)!r})
@@ -186,8 +195,8 @@ def test_a_sigkilled_tracked_run_is_killed_in_runs_and_loads_to_its_last_epoch(t
     assert tb.Run.load(tmp_path / "run").records.rows() == run.records.rows()
 
 
-def test_bad_param_names_cost_nothing_else(tmp_path):
-    uri = f"sqlite:///{tmp_path}/m.db"
+def test_bad_param_names_cost_nothing_else(sqlite_uri):
+    uri = sqlite_uri
     tb.track(uri, experiment="names")
     odd = {"a@b!#": 1, "k" * 300: 2, "fine": 3}
     with tb.tracking.run_params(**odd):
@@ -201,13 +210,14 @@ def test_bad_param_names_cost_nothing_else(tmp_path):
 
 
 def count_runs(uri):
+    "Every run in the store, whatever its lifecycle stage (deleted ones too) or status."
     client = mlflow.MlflowClient(uri)
     return len(client.search_runs([e.experiment_id for e in client.search_experiments(view_type=ViewType.ALL)],
-                                  run_view_type=ViewType.ALL))
+                                  run_view_type=ViewType.ALL, max_results=50000))
 
 
-def test_track_false_leaves_the_store_unchanged_and_track_true_needs_a_store(tmp_path):
-    uri = f"sqlite:///{tmp_path}/m.db"
+def test_track_false_leaves_the_store_unchanged_and_track_true_needs_a_store(sqlite_uri):
+    uri = sqlite_uri
     tb.track(uri, experiment="opt-out")
     fit(epochs=1)
     before = count_runs(uri)
@@ -223,15 +233,15 @@ def test_track_false_leaves_the_store_unchanged_and_track_true_needs_a_store(tmp
     assert steps == []  # refused before any step
 
 
-def test_the_experiment_is_filed_as_model_training(tmp_path):
-    uri = f"sqlite:///{tmp_path}/m.db"
+def test_the_experiment_is_filed_as_model_training(sqlite_uri):
+    uri = sqlite_uri
     tracker = tb.track(uri, experiment="kind")
     exp = tracker.client.get_experiment(tracker.experiment_id)
     assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
 
 
-def test_run_load_equals_the_fit_run_and_load_run(tmp_path):
-    uri = f"sqlite:///{tmp_path}/m.db"
+def test_run_load_equals_the_fit_run_and_load_run(tmp_path, sqlite_uri):
+    uri = sqlite_uri
     tb.track(uri, experiment="same")
     run = fit(epochs=3, config=tb.TrainConfig(epochs=3, lr=1e-2, device="cpu", checkpoint_dir=str(tmp_path / "r")))
     from_folder, from_store = tb.Run.load(run.run_dir), tb.load_run(run.extra["mlflow_run_id"], uri=uri)
