@@ -9,7 +9,10 @@ from torch import nn
 
 import trainbook as tb
 import numpy as np
-from trainbook.checkpoint import CheckpointError, UnsafeCheckpointError
+from trainbook.checkpoint import (CheckpointError, UnsafeCheckpointError, prepare_run_dir, probe_writable,
+                                  release_run_dir, resume_changes, run_signature, saved_signature)
+import threading
+from helpers import blobs, mlp
 
 WRITER = textwrap.dedent("""
     import sys, torch
@@ -176,3 +179,112 @@ def test_run_dir_files(tmp_path):
     import json
     meta = json.loads((tmp_path / "run.json").read_text())
     assert meta["stopped"] == "completed" and meta["split_fingerprint"] == "abc123"
+
+
+# --- the run folder: writable, locked, never an earlier run's; the resume signature (moved from test_guard) ---
+X, Y = torch.randn(16, 4), torch.randint(0, 2, (16,))
+def test_probe_writable_refuses_files_and_read_only_folders(tmp_path):
+    (tmp_path / "a_file").write_text("x")
+    with pytest.raises(ValueError, match="checkpoint_dir='.*a_file' is a file, not a folder"): probe_writable(tmp_path / "a_file")
+    with pytest.raises(ValueError, match="checkpoint_dir='.*a_file/sub' is not a writable folder \\(Not a directory\\)"):
+        probe_writable(tmp_path / "a_file" / "sub")
+    assert probe_writable(tmp_path / "new" / "run", "out") == tmp_path / "new" / "run"
+    assert list((tmp_path / "new" / "run").iterdir()) == []  # the probe file is gone
+    with small_tmpfs(tmp_path / "mnt") as folder:
+        subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)
+        with pytest.raises(ValueError, match="checkpoint_dir='.*mnt' is not a writable folder \\(Read-only file system\\)"):
+            probe_writable(folder)
+
+
+def visible(folder):
+    return sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
+
+
+def test_a_new_run_never_replaces_an_earlier_runs_files(tmp_path):
+    runs = tmp_path / "runs"
+    first, note = prepare_run_dir(runs)
+    assert first == runs and note is None
+    tb.save_checkpoint(runs / "last.pt", model=nn.Linear(2, 2), step=1)
+    second, note = prepare_run_dir(str(runs))
+    assert second == runs / "version_1" and note.kind == "run_dir_versioned" and note.data["run_dir"] == str(second)
+    assert "resume=" in note.advice and "overwrite=True" in note.advice
+    third, _ = prepare_run_dir(runs)  # version_1 is claimed (its run is starting), so the next one is taken
+    assert third == runs / "version_2"
+    assert tb.load_checkpoint(runs)["step"] == 1  # untouched
+    with pytest.raises(ValueError, match="is being written by process"):  # the first run still holds it
+        prepare_run_dir(runs, resume=runs / "last.pt")
+    for folder in (first, second, third): release_run_dir(folder)  # their runs ended
+    assert prepare_run_dir(runs, resume=runs / "last.pt") == (runs, None)  # resume continues in place
+    tb.save_checkpoint(second / "last.pt", model=nn.Linear(2, 2), step=1)
+    assert prepare_run_dir(runs, resume=second)[0] == second
+    assert prepare_run_dir(tmp_path / "elsewhere", resume=runs)[0] == tmp_path / "elsewhere"
+    release_run_dir(runs)
+    assert prepare_run_dir(runs, overwrite=True) == (runs, None)
+    assert visible(runs) == ["version_1", "version_2"]  # overwrite=True, and only then, removes the earlier files
+    assert prepare_run_dir(None) == (None, None)
+
+
+def test_two_runs_starting_at_once_get_different_folders(tmp_path):
+    got, barrier = [], threading.Barrier(8)
+    def start():
+        barrier.wait()
+        got.append(prepare_run_dir(tmp_path / "runs")[0])
+    threads = [threading.Thread(target=start) for _ in range(8)]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    assert len(set(got)) == 8
+
+
+def test_a_folder_claimed_by_a_run_that_died_before_writing_is_reused(tmp_path):
+    code = f"from trainbook.checkpoint import prepare_run_dir; prepare_run_dir({str(tmp_path / 'runs')!r})"
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert prepare_run_dir(tmp_path / "runs")[0] == tmp_path / "runs"  # its claimer is gone and wrote nothing
+
+
+def signature(model=None, opt=None, batches=10, **cfg):
+    model = model if model is not None else nn.Linear(4, 2)
+    opt = opt if opt is not None else torch.optim.AdamW(model.parameters())
+    return run_signature(model, opt, tb.TensorLoader(X.repeat(batches, 1), Y.repeat(batches), batch_size=16),
+                         tb.TrainConfig(**cfg), split_fingerprint="ab12")
+
+
+def test_resume_changes_lists_each_change_old_to_new():
+    saved = signature(lr=1e-3, seed=0, accum_steps=1, schedule="constant")
+    now = signature(lr=3e-4, seed=1, accum_steps=2, schedule="warmup_cosine", batches=12, checkpoint_dir="elsewhere")
+    now["split_fingerprint"] = "cd34"
+    now["versions"]["torch"] = "9.9.9"
+    (finding,) = resume_changes(saved, now)
+    assert finding.kind == "resume_changed" and finding.severity == "warning"
+    assert finding.data["changes"] == {"split_fingerprint": ["ab12", "cd34"], "config.lr": [1e-3, 3e-4],
+                                       "config.accum_steps": [1, 2], "config.schedule": ["constant", "warmup_cosine"],
+                                       "config.seed": [0, 1], "loader.batches": [10, 12],
+                                       "versions.torch": [torch.__version__, "9.9.9"]}
+    assert "config.lr: 0.001 → 0.0003" in finding.message
+    assert resume_changes(saved, signature(lr=1e-3, checkpoint_dir="moved")) == []  # where files go changes nothing
+
+
+def test_resume_refuses_what_cannot_continue_exactly():
+    saved = signature()
+    with pytest.raises(ValueError, match="weight has shape \\(2, 4\\) in the checkpoint and \\(2, 5\\) in the model"):
+        resume_changes(saved, signature(model=nn.Linear(5, 2)))
+    with pytest.raises(ValueError, match="the model has no 1.weight, 1.bias"):
+        resume_changes(signature(model=nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))), signature(model=nn.Sequential(nn.Linear(4, 4))))
+    net = nn.Linear(4, 2)
+    with pytest.raises(ValueError, match="the optimizer was AdamW and is now SGD"):
+        resume_changes(saved, signature(net, torch.optim.SGD(net.parameters(), lr=0.1)))
+    with pytest.raises(ValueError, match="stopped after batch 9 of its epoch, but dl_train now has 6 batches"):
+        resume_changes({**saved, "batch_idx": 9}, signature(batches=6))
+
+
+def test_saved_signature_of_a_checkpoint_with_and_without_one(tmp_path):
+    net = nn.Linear(4, 2)
+    sig = signature(model=net)
+    tb.save_checkpoint(tmp_path / "new.pt", model=net, signature=sig, batch_idx=3)
+    assert saved_signature(tb.load_checkpoint(tmp_path / "new.pt")) == {**sig, "batch_idx": 3}
+    # an older checkpoint (no signature): rebuilt from its config, environment and model state
+    tb.save_checkpoint(tmp_path / "old.pt", model=net, config=tb.TrainConfig(lr=0.1).to_dict(), batch_idx=0,
+                       environment={"torch": "2.0.0", "packages": {"trainbook": "0.0.9"}}, split_fingerprint="ab12")
+    old = saved_signature(tb.load_checkpoint(tmp_path / "old.pt"))
+    assert old["shapes"] == {"weight": [2, 4], "bias": [2]}
+    changes = resume_changes(old, sig)[0].data["changes"]
+    assert changes["config.lr"] == [0.1, 1e-3] and changes["versions.torch"] == ["2.0.0", torch.__version__]
