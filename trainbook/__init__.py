@@ -45,6 +45,9 @@ _EXPORTS = {
     "tracking": ["track", "untrack", "Tracker", "runs", "load_run", "compare_runs", "RunBrowser",
                  "to_tensorboard", "log_run", "run_params", "active_tracker"],
     "tuning": ["search", "SearchResult", "Pruning", "StudyPanel", "fit_objective"],
+    # check_data, make_splits, fit_xgboost and baseline take a Spark DataFrame too (they hand it to `spark`)
+    "spark": ["spark_session", "is_spark_frame", "SparkSplits", "SparkDataReport"],
+    "parquet": ["ParquetLoader", "fit_prep", "split_files", "write_split_column"],
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)
