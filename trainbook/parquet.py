@@ -50,18 +50,22 @@ def _key(*parts) -> int:
     return int.from_bytes(hashlib.sha256(repr(parts).encode()).digest()[:8], "little")
 
 def _take(chunks: deque, k: int) -> tuple:
-    "The first `k` rows of a queue of (x, y) chunks, removed from it (views when they lie in one chunk)."
+    "The next `k` rows of a queue of (x, y, row order) chunks, gathered and removed from it."
     xs, ys = [], []
     while k:
-        x, y = chunks[0]
-        m = min(k, len(y))
-        xs.append(x[:m])
-        ys.append(y[:m])
-        if m == len(y): chunks.popleft()
-        else: chunks[0] = (x[m:], y[m:])
+        x, y, idx = chunks[0]
+        m = min(k, len(idx))
+        xs.append(x[idx[:m]])
+        ys.append(y[idx[:m]])
+        if m == len(idx): chunks.popleft()
+        else: chunks[0] = (x, y, idx[m:])
         k -= m
     if len(xs) == 1: return xs[0], ys[0]
     return torch.cat(xs), torch.cat(ys)
+
+def _compact(chunks: deque):
+    "Copy the rows still to be yielded out of their buffers, so a buffer is freed before the next is read."
+    for i, (x, y, idx) in enumerate(chunks): chunks[i] = (x[idx], y[idx], torch.arange(len(idx)))
 
 def _classes(values) -> list:
     return sorted(pd.unique(pd.Series(values).dropna()).tolist(), key=lambda v: (str(type(v)), v))
@@ -204,7 +208,7 @@ class ParquetLoader:
         return [[int(i) for i in order[j:j + k]] for j in range(0, len(order), k)]
 
     def _read(self, b: int, units: list) -> tuple:
-        "(features, targets) of buffer `b`'s rows, in the buffer's shuffled order."
+        "(features, targets, row order) of buffer `b`: its rows as read and the order they are yielded in."
         import pyarrow as pa
         import pyarrow.compute as pc
         names = self.columns + [self.target] + ([self.where[0]] if self.where else [])
@@ -216,10 +220,10 @@ class ParquetLoader:
         if self.where is not None: table = table.filter(pc.equal(table[self.where[0]], self.where[1]))
         x, y = self._tensors(table)
         del table
-        if self.shuffle_buffer:
-            perm = torch.from_numpy(np.random.default_rng(_key(self.seed, self.epoch, b)).permutation(len(y)))
-            x, y = x[perm], y[perm]
-        return x, y
+        if not self.shuffle_buffer: return x, y, torch.arange(len(y))
+        # rows are gathered batch by batch in this order: the buffer is never copied whole
+        perm = np.random.default_rng(_key(self.seed, self.epoch, b)).permutation(len(y))
+        return x, y, torch.from_numpy(perm)
 
     def _tensors(self, table) -> tuple:
         "A table's rows as (features float32, target) tensors."
@@ -255,20 +259,20 @@ class ParquetLoader:
         edges = np.cumsum([0] + [int(self.sizes[units].sum()) for units in buffers])
         wanted = min(n_batches * bs, self.rows_per_rank)  # rows this rank yields this epoch
         done = self.position * bs
-        chunks, have = deque(), 0  # rows read and not yet yielded, as views into the buffer
+        chunks, have = deque(), 0  # (buffer features, targets, order of the rows still to come)
         while done < wanted:
             g = done * world + rank  # the stream position of this rank's next row
             g_real = g if g < self.n else g - self.n  # a padding row repeats one of the first rows
             b = int(np.searchsorted(edges, g_real, side="right") - 1)
-            x, y = self._read(b, buffers[b])
-            take = slice(int(g_real - edges[b]), None, world)
+            _compact(chunks)
+            x, y, order = self._read(b, buffers[b])
             limit = wanted - done
             if g >= self.n: limit = min(limit, math.ceil((total - g) / world))
-            xs, ys = x[take][:limit], y[take][:limit]
-            del x, y
-            done += len(ys)
-            chunks.append((xs, ys))
-            have += len(ys)
+            idx = order[int(g_real - edges[b])::world][:limit]  # this rank's rows of the buffer
+            done += len(idx)
+            chunks.append((x, y, idx))
+            have += len(idx)
+            del x, y, order
             while have >= bs or (done >= wanted and have):
                 xb, yb = _take(chunks, min(bs, have))
                 have -= len(yb)
