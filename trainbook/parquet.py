@@ -77,29 +77,36 @@ def fit_prep(source,  # a Parquet file or folder, a list of files, or a `pyarrow
              sample_rows: int = 100_000,  # rows of the sample the preprocessing is fitted on
              seed: int = 0,  # the sample's seed
              task: str = "auto",  # 'auto' (from the sample's target), 'binary', 'multiclass' or 'regression'
+             where: Optional[tuple] = None,  # (column, value): sample only those rows (the training part)
             ) -> tuple[FramePrep, dict]:
     "`make_preprocessor` fitted on a seeded sample of the rows: the `FramePrep` and what the sample was."
+    import pyarrow as pa
+    import pyarrow.compute as pc
     dataset = as_dataset(source)
     columns = _columns(dataset, target, columns)
+    if where is not None and (len(where) != 2 or where[0] not in dataset.schema.names):
+        raise ValueError(f"where must be a (column, value) pair naming a column of the dataset, got {where!r}")
+    names = list(dict.fromkeys(columns + [target] + ([where[0]] if where else [])))
     groups = row_groups(dataset)
     rng = np.random.default_rng(_key(seed, "prep"))
-    chosen, rows = [], 0
+    chosen, tables, rows = [], [], 0
     for i in rng.permutation(len(groups)):  # whole row groups at random until there are enough rows
+        table = groups[i][0].subset(row_group_ids=[groups[i][1]]).to_table(columns=names)
+        if where is not None: table = table.filter(pc.equal(table[where[0]], where[1]))
         chosen.append(int(i))
-        rows += groups[i][2]
+        tables.append(table)
+        rows += table.num_rows
         if rows >= sample_rows: break
-    tables = [groups[i][0].subset(row_group_ids=[groups[i][1]]).to_table(columns=columns + [target])
-              for i in sorted(chosen)]
-    import pyarrow as pa
-    sample = pa.concat_tables(tables).to_pandas()
+    sample = pa.concat_tables(tables).select(columns + [target]).to_pandas()
+    if sample.empty: raise ValueError(f"no rows to fit the preprocessing on (where={where!r})")
     if len(sample) > sample_rows: sample = sample.sample(sample_rows, random_state=seed).sort_index()
     task = infer_task(sample[target]) if task == "auto" else task
     classes = _classes(sample[target]) if task != "regression" else None
     y = sample[target].to_numpy(dtype=float) if classes is None else \
         pd.Categorical(sample[target], categories=classes).codes
     tf = make_preprocessor(sample, target).fit(sample[columns], y)
-    info = {"rows": len(sample), "of_rows": sum(g[2] for g in groups), "seed": seed,
-            "row_groups": [(groups[i][0].path, groups[i][1]) for i in sorted(chosen)]}
+    info = {"rows": len(sample), "seed": seed, "where": where,
+            "row_groups": sorted((groups[i][0].path, groups[i][1]) for i in chosen)}
     return FramePrep(tf, columns, target, task, classes), info
 
 def _columns(dataset, target: str, columns) -> list:
@@ -159,10 +166,8 @@ class ParquetLoader:
         self.prep_sample = None
         if isinstance(prep, str):
             if prep != "auto": raise ValueError(f"prep must be a FramePrep, 'auto' or None, got {prep!r}")
-            if where is not None:
-                raise ValueError("prep='auto' with where= would sample every part: fit the prep with "
-                                 "fit_prep on the training part and pass it")
-            prep, self.prep_sample = fit_prep(self.dataset, target, self.columns, sample_rows, seed)
+            prep, self.prep_sample = fit_prep(self.dataset, target, self.columns, sample_rows, seed, where=where)
+            self.prep_sample["of_rows"] = self.n
         if prep is not None and not isinstance(prep, FramePrep):
             raise TypeError(f"prep must be a FramePrep, 'auto' or None, got {type(prep).__name__}")
         if prep is None: self._check_numeric()
