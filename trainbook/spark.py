@@ -11,7 +11,7 @@ from typing import Optional, Union
 import numpy as np
 import pandas as pd
 
-from .checks import DataReport, check_data as check_frame, infer_task
+from .checks import DataReport, check_data as check_frame, column_roles, infer_task
 from .classical import BoostedModel, RoundRecorder, XGBoostLibrary
 from .core import Finding, TrainConfig, announce, environment, findings_html
 from .data import DROPPED_ROLES, FramePrep, make_preprocessor
@@ -337,7 +337,10 @@ def sample_rows_of(sdf,  # a Spark DataFrame
                    n: Optional[int] = None,  # the table's rows, when known (saves a count)
                   ) -> pd.DataFrame:
     "A seeded sample of about `rows` rows as pandas (all rows of a smaller table)."
-    n = sdf.count() if n is None else n
+    if n is None:  # one job for a small table: all of it, or rows + 1 of it and a count
+        head = sdf.limit(rows + 1).toPandas()
+        if len(head) <= rows: return head
+        n = sdf.count()
     if n <= rows: return sdf.toPandas()
     return sdf.sample(fraction=min(1.0, 1.2 * rows / n), seed=seed).limit(rows).toPandas()
 
@@ -780,26 +783,27 @@ def _label_expr(F, target: str, classes: Optional[list]):
         code = F.when(c == F.lit(value), float(i)) if code is None else code.when(c == F.lit(value), float(i))
     return code
 
-def _fit_prep(marked, target: str, task: str, columns: list, roles: dict, sample_rows: int, seed: int,
-              classes) -> tuple[FramePrep, int]:
-    "The preprocessing fitted on a seeded sample of the training rows, and the sample's size."
+def _fit_prep(marked, target: str, task: str, columns: list, sample_rows: int, seed: int,
+              classes) -> tuple[FramePrep, int, int]:
+    "The preprocessing fitted on a seeded sample of the training rows; the sample's size; the feature count."
     from pyspark.sql import functions as F
     train = marked.where(F.col("__part") == "train").select(*columns, target)
     sample = sample_rows_of(train, sample_rows, seed)
-    tf = make_preprocessor(sample, target, roles={c: r for c, r in roles.items() if c in columns})
+    tf = make_preprocessor(sample, target)  # roles from the sample, as pandas takes them from the train rows
     if classes is None: y = sample[target].to_numpy(dtype=float)
     else: y = pd.Categorical(sample[target], categories=classes).codes
     tf.fit(sample[columns], y)
-    return FramePrep(tf, columns, target, task, classes), len(sample)
+    prep = FramePrep(tf, columns, target, task, classes)
+    return prep, len(sample), prep.transform(sample[columns].head(1)).shape[1]
 
 def prepared_features(marked,  # a table with the `__part` column
                       prep: FramePrep,  # the fitted preprocessing
+                      width: int,  # the number of features `prep` makes
                       parts=("train", "valid"),  # the parts to keep
                      ):
     "(Spark DataFrame of `f0..fk`, `label`, `is_valid`; the feature names): `prep` applied batch by batch."
     from pyspark.sql import functions as F
     columns, target, classes = prep.columns, prep.target, prep.classes
-    width = prep.transform(marked.select(*columns).limit(1).toPandas()).shape[1]
     names = [f"f{i}" for i in range(width)]
     rows = (marked.where(F.col("__part").isin(*parts))
             .select(*columns, _label_expr(F, target, classes).alias("__label"),
@@ -869,16 +873,14 @@ def fit_xgboost(sdf,  # a Spark DataFrame: feature columns and the target
     task = (splits.params.get("task") or _task(sdf, target)) if task == "auto" else task
     exclude = [c for c in (splits.params.get("groups"), splits.params.get("time")) if c and c != target]
     marked = splits.assign(sdf)
-    n, _, stats = column_stats(marked.where("__part = 'train'").select(*sdf.columns))
-    roles = spark_roles(sdf, stats, n, target, exclude)
     columns = [c for c in sdf.columns if c != target and c not in exclude]
     classes = _spark_classes(marked.where("__part = 'train'"), target) if task != "regression" else None
     if classes is not None and len(classes) < 2:
         raise ValueError(f"target {target!r} has a single class in the training rows: nothing to learn")
-    prep, sampled = _fit_prep(marked, target, task, columns, roles, sample_rows, seed, classes)
+    prep, sampled, width = _fit_prep(marked, target, task, columns, sample_rows, seed, classes)
     lib = XGBoostLibrary()
     p = {**lib.default_params(task, len(classes or ()), seed), **(params or {})}
-    features, names = prepared_features(marked, prep)
+    features, names = prepared_features(marked, prep, width)
     workers = num_workers or sdf.sparkSession.sparkContext.defaultParallelism
     quiet = logging.getLogger("XGBoost-PySpark")
     if quiet.level == logging.NOTSET: quiet.setLevel(logging.WARNING)  # a level the user set is kept
@@ -975,6 +977,7 @@ def baseline(sdf,  # a Spark DataFrame: feature columns and the target
              models: tuple = ("dummy", "linear", "gbt"),  # any of `MLLIB_MODELS` ("xgboost": on Spark)
              seed: int = 0,  # seed of the tree models and of the scoring samples
              score_rows: int = 1_000_000,  # predictions per part scored at most (a seeded sample beyond)
+             role_rows: int = 20_000,  # training rows sampled to decide each column's role
             ) -> pd.DataFrame:
     "MLlib baselines (constant, linear, GBT) in a Pipeline fitted on train rows: the pandas baseline table."
     from pyspark.ml import Pipeline
@@ -992,13 +995,13 @@ def baseline(sdf,  # a Spark DataFrame: feature columns and the target
     exclude = [c for c in (splits.params.get("groups"), splits.params.get("time")) if c and c != target]
     marked = splits.assign(sdf)
     train = marked.where(F.col("__part") == "train")
-    n, _, stats = column_stats(train.select(*sdf.columns))
-    roles = spark_roles(sdf, stats, n, target, exclude)
+    # each column's role from a sample of the training rows (the pandas rules): ids, text, constants dropped
+    roles = column_roles(sample_rows_of(train.select(*sdf.columns), role_rows, seed), target, exclude)
     columns = [c for c in roles if roles[c] not in DROPPED_ROLES and roles[c] != "timedelta"]
     classes = _spark_classes(train, target) if task != "regression" else None
     table = marked.where(F.col("__part").isNotNull()).select(
         "__part", *[F.col(f"`{c}`") for c in columns], *_numeric_inputs(F, marked, columns, roles),
-        _label_expr(F, target, classes).alias("label"))
+        _label_expr(F, target, classes).alias("label")).cache()  # every model reads it
     parts = [p for p in ("train", "valid", "test") if splits.sizes.get(p)]
     rows = {}
     for name in models:
@@ -1015,6 +1018,7 @@ def baseline(sdf,  # a Spark DataFrame: feature columns and the target
             row.update({f"{part}_{k}": v for k, v in _score(predictions, task, classes, part, score_rows,
                                                           seed).items()})
         rows[name] = row
+    table.unpersist()
     result = pd.DataFrame(rows).T.rename_axis("model")
     announce("baseline", result)
     return result
