@@ -214,17 +214,22 @@ class ParquetLoader:
 
     def _read(self, b: int, units: list) -> tuple:
         "(features, targets, row order) of buffer `b`: its rows as read and the order they are yielded in."
-        import pyarrow as pa
         import pyarrow.compute as pc
         names = self.columns + [self.target] + ([self.where[0]] if self.where else [])
         names = list(dict.fromkeys(names))
-        tables = [self.groups[u][0].subset(row_group_ids=[self.groups[u][1]]).to_table(columns=names)
-                  for u in units]
-        table = pa.concat_tables(tables)
-        del tables
-        if self.where is not None: table = table.filter(pc.equal(table[self.where[0]], self.where[1]))
-        x, y = self._tensors(table)
-        del table
+        rows, at, x, y = int(self.sizes[units].sum()), 0, None, None
+        for u in units:  # one row group's table at a time, its rows converted into the buffer's tensors
+            frag, i, _ = self.groups[u]
+            table = frag.subset(row_group_ids=[i]).to_table(columns=names)
+            if self.where is not None: table = table.filter(pc.equal(table[self.where[0]], self.where[1]))
+            xu, yu = self._tensors(table)
+            del table
+            if x is None:
+                x = torch.empty((rows, xu.shape[1]), dtype=xu.dtype)
+                y = torch.empty(rows, dtype=yu.dtype)
+            x[at:at + len(yu)] = xu
+            y[at:at + len(yu)] = yu
+            at += len(yu)
         if not self.shuffle_buffer: return x, y, torch.arange(len(y))
         # rows are gathered batch by batch in this order: the buffer is never copied whole
         perm = np.random.default_rng(_key(self.seed, self.epoch, b)).permutation(len(y))
