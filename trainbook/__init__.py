@@ -47,6 +47,9 @@ _EXPORTS = {
                  "to_tensorboard", "log_run", "run_params", "active_tracker", "sync"],
     "store": ["safe_key", "safe_items", "check_server", "mark_dead_runs"],
     "tuning": ["search", "SearchResult", "Pruning", "StudyPanel", "fit_objective"],
+    # check_data, make_splits, fit_xgboost and baseline take a Spark DataFrame too (they hand it to `spark`)
+    "spark": ["spark_session", "is_spark_frame", "SparkSplits", "SparkDataReport"],
+    "parquet": ["ParquetLoader", "fit_prep", "split_files", "write_split_column"],
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)

@@ -607,6 +607,10 @@ def check_data(df: pd.DataFrame,  # the training data, one row per example
                leak_check: bool = True,  # score each feature alone against the target (a few shallow trees)
               ) -> DataReport:
     "Run every data check on `df` (and, with `serving`, train/serving parity); returns a `DataReport`."
+    from trainbook import spark  # a Spark DataFrame takes the Spark path (pyspark is imported only there)
+    if spark.is_spark_frame(df):
+        return spark.check_data(df, target, groups=groups, time=time, serving=serving, task=task,
+                                leak_check=leak_check)
     require_frame(df)
     require_column(df, groups, "groups")
     require_column(df, time, "time")

@@ -137,6 +137,9 @@ def baseline(df: pd.DataFrame,  # the whole table: feature columns and the targe
              seed: int = 0,  # random seed of the boosted models
              ) -> pd.DataFrame:
     "Dummy, linear, boosted models and any scikit-learn estimator on the same splits: metrics per split."
+    from trainbook import spark  # a Spark DataFrame takes the Spark path (pyspark is imported only there)
+    if spark.is_spark_frame(df):
+        return spark.baseline(df, target, splits, task=task, models=models, seed=seed)
     from sklearn.base import clone
     from sklearn.dummy import DummyClassifier, DummyRegressor
     from sklearn.linear_model import LogisticRegression, Ridge
@@ -438,6 +441,11 @@ def fit_xgboost(df: pd.DataFrame,  # the whole table: feature columns and the ta
                 seed: int = 0,  # the library's random seed
                 ) -> Run:
     "XGBoost (hist) with preprocessing fitted on train rows, per-round history, early stopping; a Run."
+    from trainbook import spark  # a Spark DataFrame takes the Spark path (pyspark is imported only there)
+    if spark.is_spark_frame(df):
+        return spark.fit_xgboost(df, target, splits, params, num_rounds, early_stopping, live, task=task,
+                                 class_weight=class_weight, preprocess=preprocess, checkpoint_dir=checkpoint_dir,
+                                 seed=seed)
     return _fit_boosted(XGBoostLibrary(), df, target, splits, params, num_rounds, early_stopping, live,
                         task=task, class_weight=class_weight, preprocess=preprocess,
                         checkpoint_dir=checkpoint_dir, seed=seed)

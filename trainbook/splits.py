@@ -284,6 +284,10 @@ def make_splits(df: pd.DataFrame,  # the data to split, one row per example
                 seed: int = 0,  # random seed of the shuffling splitters
                ) -> Splits:
     "Leakage-safe train/valid(/test) positions or k folds of `df`, audited on creation."
+    from trainbook import spark  # a Spark DataFrame takes the Spark path (pyspark is imported only there)
+    if spark.is_spark_frame(df):
+        return spark.make_splits(df, target, strategy=strategy, groups=groups, time=time,
+                                 valid_size=valid_size, test_size=test_size, n_folds=n_folds, gap=gap, seed=seed)
     _validate(df, target, strategy, groups, time, valid_size, test_size, n_folds, gap)
     if target is not None and df[target].isna().any():
         raise ValueError(f"target column {target!r} has {int(df[target].isna().sum())} missing values: "

@@ -1,0 +1,191 @@
+"ParquetLoader: every row once per epoch, disjoint ranks, exact resume inside `fit`, prep on a sample, splits."
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from torch import nn
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+import trainbook as tb
+from trainbook.events import Callback
+from trainbook.parquet import ParquetLoader, fit_prep, split_files, write_split_column
+from helpers import history_without_timing, same_weights
+
+FEATURES = ["x0", "x1", "x2", "x3"]
+
+
+def write_dataset(folder, files=3, rows=210, row_group=40, seed=0, extra=None):
+    "Parquet files of 4 float features, a row id and a 0/1 label; uneven last row groups."
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    for f in range(files):
+        x = rng.normal(size=(rows, 4)).astype("float32")
+        cols = {**{f"x{j}": x[:, j] for j in range(4)}, "row": np.arange(rows) + rows * f,
+                "y": (x[:, 0] + 0.5 * x[:, 1] > 0).astype("int64")}
+        if extra: cols.update(extra(rng, rows))
+        pq.write_table(pa.table(cols), folder / f"part-{f}.parquet", row_group_size=row_group)
+    return folder
+
+
+@pytest.fixture
+def data(tmp_path):
+    return write_dataset(tmp_path / "data")
+
+
+def rows_of(dl):
+    return torch.cat([xb[:, -1] for xb, _ in dl]).long().tolist()
+
+
+def test_an_epoch_is_every_row_once_in_a_new_order_each_epoch(data):
+    dl = ParquetLoader(data, "y", columns=FEATURES + ["row"], batch_size=50, shuffle_buffer=3, seed=2)
+    assert len(dl) == 13  # 630 rows
+    first, second = rows_of(dl), rows_of(dl)
+    assert sorted(first) == sorted(second) == list(range(630))
+    assert first != second and first != sorted(first)
+    ordered = ParquetLoader(data, "y", columns=FEATURES + ["row"], batch_size=50, shuffle_buffer=0)
+    assert rows_of(ordered) == list(range(630))  # no shuffling: file order
+
+
+def test_two_ranks_see_disjoint_rows_that_cover_the_epoch(data):
+    kw = dict(columns=FEATURES + ["row"], batch_size=32, shuffle_buffer=4, seed=5)
+    ranks = [ParquetLoader(data, "y", rank=r, world_size=2, **kw) for r in range(2)]
+    for dl in ranks: dl.set_epoch(3)
+    seen = [rows_of(dl) for dl in ranks]
+    assert len(ranks[0]) == len(ranks[1])  # same number of batches: DDP ranks never wait
+    assert set(seen[0]).isdisjoint(seen[1])
+    assert sorted(seen[0] + seen[1]) == list(range(630))
+    # the DistributedSampler rule: rank r takes positions r, r + 2, ... of the one-process order
+    single = ParquetLoader(data, "y", **kw)
+    single.set_epoch(3)
+    order = rows_of(single)
+    assert seen[0] == order[0::2] and seen[1] == order[1::2]
+
+
+def test_uneven_rows_are_padded_so_ranks_have_equal_batches(tmp_path):
+    data = write_dataset(tmp_path / "data", files=1, rows=101, row_group=30)
+    ranks = [ParquetLoader(data, "y", columns=FEATURES + ["row"], batch_size=10, rank=r, world_size=3)
+             for r in range(3)]
+    seen = [rows_of(dl) for dl in ranks]
+    assert [len(s) for s in seen] == [34, 34, 34]
+    assert set().union(*seen) == set(range(101))  # 1 row repeated twice to pad, none lost
+
+
+def test_state_dict_resumes_at_the_same_batch_of_the_same_epoch(data):
+    kw = dict(columns=FEATURES + ["row"], batch_size=25, shuffle_buffer=2, seed=7)
+    dl = ParquetLoader(data, "y", **kw)
+    dl.set_epoch(1)
+    whole = [xb for xb, _ in dl]
+    dl.set_epoch(1)
+    it = iter(dl)
+    for _ in range(9): next(it)  # stopped inside a buffer
+    state = dl.state_dict()
+    assert state["epoch"] == 1 and state["position"] == 9
+    assert 0 < state["row"] and state["rng"] == [7, 1, state["buffer"]]
+    fresh = ParquetLoader(data, "y", **kw)
+    fresh.load_state_dict(state)
+    rest = [xb for xb, _ in fresh]
+    assert len(rest) == len(whole) - 9
+    assert all(torch.equal(a, b) for a, b in zip(rest, whole[9:]))
+    with pytest.raises(ValueError, match="seed"):
+        ParquetLoader(data, "y", **{**kw, "seed": 8}).load_state_dict(state)
+
+
+class StopAt(Callback):
+    "Ctrl-C after optimizer step `step`."
+    def __init__(self, step): self.step = step
+    def after_step(self, state):
+        if state.step == self.step: raise KeyboardInterrupt
+
+
+def _setup(data):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
+    dl = ParquetLoader(data, "y", columns=FEATURES, batch_size=32, shuffle_buffer=2, seed=3)
+    dl_valid = ParquetLoader(data, "y", columns=FEATURES, batch_size=128, shuffle_buffer=0)
+    return model, dl, dl_valid
+
+
+def test_fit_resumed_mid_epoch_gives_the_weights_of_an_uninterrupted_run(data, tmp_path):
+    cfg = tb.TrainConfig(epochs=2, lr=5e-3, device="cpu", schedule="warmup_cosine", warmup=0.2)
+    ce = nn.functional.cross_entropy
+    model, dl, dl_valid = _setup(data)
+    full = tb.fit(model, dl, dl_valid, loss_fn=ce, live=False, config=cfg.replace(checkpoint_dir=str(tmp_path / "a")))
+    model2, dl, dl_valid = _setup(data)
+    cut = cfg.replace(checkpoint_dir=str(tmp_path / "b"))
+    first = tb.fit(model2, dl, dl_valid, loss_fn=ce, live=False, config=cut, callbacks=[StopAt(27)])
+    assert first.stopped == "interrupted" and first.epoch == 1  # 20 batches an epoch: step 27 is mid-epoch 1
+    assert not same_weights(model2, model)
+    model3, dl, dl_valid = _setup(data)
+    resumed = tb.fit(model3, dl, dl_valid, loss_fn=ce, live=False, config=cut, resume=tmp_path / "b" / "last.pt")
+    assert resumed.stopped == "completed"
+    assert same_weights(model3, model)
+    assert history_without_timing(resumed) == history_without_timing(full)
+
+
+def test_prep_auto_is_fitted_on_a_recorded_sample_and_encodes_text(tmp_path):
+    cities = lambda rng, n: {"city": rng.choice(["oslo", "rome", "lima"], n)}
+    data = write_dataset(tmp_path / "data", extra=cities)
+    dl = ParquetLoader(data, "y", columns=FEATURES + ["city"], batch_size=64, prep="auto", sample_rows=100, seed=1)
+    info = dl.prep_sample
+    assert info["rows"] == 100 and info["of_rows"] == 630 and info["seed"] == 1
+    assert len(info["row_groups"]) == 3  # whole row groups of 40 rows until 100 rows are there
+    xb, yb = next(iter(dl))
+    assert xb.shape == (64, 4 + 3) and xb.dtype == torch.float32  # 4 scaled numbers, one-hot city
+    assert yb.dtype == torch.int64 and set(yb.tolist()) <= {0, 1}
+    prep, again = fit_prep(data, "y", FEATURES + ["city"], sample_rows=100, seed=1)
+    assert again == {k: v for k, v in info.items() if k != "of_rows"}  # the same sample from the same seed
+    assert prep.classes == [0, 1]
+
+
+def test_prep_auto_on_a_split_column_samples_only_that_part(tmp_path):
+    data = write_dataset(tmp_path / "raw")
+    write_split_column(data, tmp_path / "marked", valid_size=0.5, seed=0)
+    dl = ParquetLoader(tmp_path / "marked", "y", columns=FEATURES + ["row"], where=("split", "train"),
+                       prep="auto", sample_rows=10_000)
+    marked = pq.read_table(tmp_path / "marked").to_pandas()
+    train = marked[marked.split == "train"]
+    assert dl.prep_sample["rows"] == dl.prep_sample["of_rows"] == len(train) == dl.n
+    scaler = dl.prep.preprocessor.named_transformers_["num"][-1]
+    assert np.allclose(scaler.mean_, train[FEATURES].mean().to_numpy())  # train rows only (row: an id, dropped)
+    assert not np.allclose(scaler.mean_, marked[FEATURES].mean().to_numpy())
+
+
+def test_bad_input_is_refused_before_any_work(data):
+    with pytest.raises(ValueError, match="target column 'label'"): ParquetLoader(data, "label")
+    with pytest.raises(ValueError, match=r"columns \['nope'\]"): ParquetLoader(data, "y", columns=["nope"])
+    with pytest.raises(ValueError, match="batch_size"): ParquetLoader(data, "y", batch_size=0)
+    with pytest.raises(ValueError, match="rank"): ParquetLoader(data, "y", rank=2, world_size=2)
+    with pytest.raises(FileNotFoundError, match="no Parquet"): ParquetLoader(data / "missing", "y")
+    with pytest.raises(TypeError, match="source"): ParquetLoader(42, "y")
+
+
+def test_text_columns_without_prep_are_refused_with_what_to_do(tmp_path):
+    data = write_dataset(tmp_path / "data", extra=lambda rng, n: {"city": rng.choice(["a", "b"], n)})
+    with pytest.raises(ValueError, match="prep='auto'"): ParquetLoader(data, "y")
+
+
+def test_split_files_are_disjoint_stable_and_cover_the_dataset(tmp_path):
+    data = write_dataset(tmp_path / "data", files=10, rows=20, row_group=20)
+    parts = split_files(data, valid_size=0.3, seed=0)
+    files = sorted(str(p) for p in data.glob("*.parquet"))
+    assert sorted(parts["train"] + parts["valid"]) == files
+    assert not set(parts["train"]) & set(parts["valid"])
+    assert split_files(data, valid_size=0.3, seed=0) == parts
+    dl = ParquetLoader(parts["valid"], "y", columns=FEATURES, batch_size=8)
+    assert dl.n == 20 * len(parts["valid"])
+
+
+def test_split_column_keeps_every_group_in_one_part(tmp_path):
+    groups = lambda rng, n: {"user": rng.integers(0, 40, n)}
+    data = write_dataset(tmp_path / "raw", extra=groups)
+    counts = write_split_column(data, tmp_path / "marked", groups="user", valid_size=0.25, test_size=0.25, seed=3)
+    marked = pq.read_table(tmp_path / "marked").to_pandas()
+    assert sum(counts.values()) == 630 and set(counts) == {"train", "valid", "test"}
+    assert (marked.groupby("user")["split"].nunique() == 1).all()
+    for name in counts:
+        dl = ParquetLoader(tmp_path / "marked", "y", columns=FEATURES + ["row"], where=("split", name),
+                           batch_size=64, shuffle_buffer=2)
+        assert dl.n == counts[name]
+        assert sorted(rows_of(dl)) == sorted(marked.loc[marked.split == name, "row"].tolist())

@@ -1,0 +1,196 @@
+"Spark DataFrames through the checklist: the pandas findings, leak-free parts, XGBoost on Spark, MLlib baselines."
+import subprocess, sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("xgboost")
+
+import trainbook as tb
+from trainbook import spark as S
+from trainbook.splits import Splits
+
+
+@pytest.fixture(scope="module")
+def spark():
+    "One local Spark for the whole module (local[2], UI off, 127.0.0.1), stopped after."
+    session = S.spark_session(cores=2)
+    yield session
+    session.stop()
+
+
+def messy(n=400, seed=0):
+    "A frame with a finding of most kinds: missing, constant, id, text, numbers as text, duplicates, leak, imbalance."
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({
+        "user_id": np.arange(n),
+        "x": rng.normal(size=n),
+        "city": rng.choice(["oslo", "rome", "lima"], n),
+        "zip": rng.integers(1000, 1100, n).astype(str),  # numbers stored as text
+        "score": np.where(rng.random(n) < 0.1, "n/a", rng.normal(size=n).round(1).astype(str)),  # mixed
+        "note": [f"customer wrote a long note number {i}" for i in range(n)],
+        "one": 7,
+        "when": pd.date_range("2024-01-01", periods=n, freq="h"),
+        "y": (rng.random(n) < 0.08).astype(int),
+    })
+    df.loc[:29, "x"] = np.nan
+    df["leak"] = df["y"] * 3.0 + 1
+    df.iloc[-5:] = df.iloc[:5].to_numpy()  # 5 exact duplicate rows
+    df = df.astype(dict(df.dtypes))
+    # in time order: a Spark table has no row order, so only pandas could say `time_unsorted`
+    return df.sort_values("when", kind="stable").reset_index(drop=True)
+
+
+def kinds(findings):
+    return sorted((f.kind, f.column) for f in findings)
+
+
+def test_is_spark_frame_tells_a_spark_frame_without_importing_pyspark(spark):
+    assert S.is_spark_frame(spark.range(2))
+    assert not S.is_spark_frame(pd.DataFrame({"a": [1]}))
+    code = ("import sys, pandas as pd, trainbook as tb\n"
+            "tb.check_data(pd.DataFrame({'a': range(30), 'y': [0, 1] * 15}), 'y', leak_check=False)\n"
+            "from trainbook.spark import is_spark_frame\n"
+            "assert not is_spark_frame(pd.DataFrame())\n"
+            "assert 'pyspark' not in sys.modules, 'pyspark imported'\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_check_data_finds_what_pandas_finds(spark):
+    df = messy()
+    pandas_report = tb.check_data(df, "y", time="when")
+    report = tb.check_data(spark.createDataFrame(df), "y", time="when")
+    assert isinstance(report, S.SparkDataReport) and report.task == pandas_report.task == "binary"
+    assert kinds(report.findings) == kinds(pandas_report.findings)
+    expected = {("missing_values", "x"), ("constant_column", "one"), ("id_like_column", "user_id"),
+                ("text_column", "note"), ("numbers_as_text", "zip"), ("mixed_types", "score"),
+                ("duplicate_rows", None), ("class_imbalance", "y"), ("target_leak", "leak")}
+    assert expected <= set(kinds(report.findings))
+    assert report.roles == pandas_report.roles
+    assert report.by_kind("duplicate_rows")[0].data["n_duplicates"] == 5
+    assert report.summary().loc["x", "missing"] == pandas_report.summary().loc["x", "missing"] == 35
+
+
+def test_check_data_on_groups_time_and_serving(spark):
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({"g": np.repeat(np.arange(50), 4).astype(float), "t": np.repeat(np.arange(100), 2),
+                       "x": rng.normal(size=200), "y": rng.integers(0, 3, 200)})
+    df.loc[:2, "g"] = np.nan
+    serving = df.drop(columns=["x"]).assign(x=rng.normal(loc=3, size=200))
+    pandas_report = tb.check_data(df, "y", groups="g", time="t", serving=serving)
+    report = tb.check_data(spark.createDataFrame(df), "y", groups="g", time="t",
+                           serving=spark.createDataFrame(serving))
+    assert kinds(report.findings) == kinds(pandas_report.findings)
+    assert {("missing_values", "g"), ("time_duplicates", "t"), ("distribution_shift", "x")} <= set(
+        kinds(report.findings))
+
+
+def pandas_splits(df, sdf, sp):
+    "The pandas `Splits` holding the rows of each Spark part (a group split: the part follows the group id)."
+    groups = sp.params["groups"]
+    part_of = dict(sp.assign(sdf).select(groups, "__part").distinct().toPandas().itertuples(index=False))
+    parts = df[groups].map(part_of).to_numpy()
+    where = {name: np.flatnonzero(parts == name) for name in ("train", "valid", "test")}
+    return Splits(where["train"], where["valid"], where["test"], strategy="group",
+                  params={"target": "y", "groups": groups, "task": sp.params["task"]})
+
+
+def test_grouped_split_never_puts_a_group_in_two_parts(spark):
+    rng = np.random.default_rng(2)
+    df = pd.DataFrame({"patient": rng.integers(0, 120, 1500), "x": rng.normal(size=1500),
+                       "y": rng.integers(0, 2, 1500)})
+    sdf = spark.createDataFrame(df)
+    sp = tb.make_splits(sdf, "y", strategy="group", groups="patient", valid_size=0.2, test_size=0.2, seed=4)
+    assert isinstance(sp, S.SparkSplits) and not [f for f in sp.findings if f.kind == "group_overlap"]
+    frames = sp.frames(sdf)
+    assert set(frames) == {"train", "valid", "test"}
+    ids = {name: set(part.select("patient").distinct().toPandas()["patient"]) for name, part in frames.items()}
+    assert not ids["train"] & ids["valid"] and not ids["train"] & ids["test"] and not ids["valid"] & ids["test"]
+    assert {name: part.count() for name, part in frames.items()} == sp.sizes
+    assert sum(sp.sizes.values()) == 1500
+    # the same rule gives the same parts: the audit of the pandas positions agrees, the fingerprint is stable
+    assert not [f for f in pandas_splits(df, sdf, sp).audit(df) if f.kind == "group_overlap"]
+    again = tb.make_splits(sdf, "y", strategy="group", groups="patient", valid_size=0.2, test_size=0.2, seed=4)
+    assert again.fingerprint == sp.fingerprint
+    assert tb.make_splits(sdf, "y", strategy="group", groups="patient", seed=5).fingerprint != sp.fingerprint
+    # a random split of the same rows puts patients on both sides, and the Spark audit says so
+    leaky = tb.make_splits(sdf, "y", strategy="random", seed=0)
+    overlap = [f for f in leaky.audit(sdf, groups="patient") if f.kind == "group_overlap"]
+    assert overlap and overlap[0].data["n_shared"] > 10
+
+
+def test_stratified_and_time_splits(spark):
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({"t": rng.permutation(1000), "x": rng.normal(size=1000),
+                       "y": (rng.random(1000) < 0.2).astype(int)})
+    sdf = spark.createDataFrame(df)
+    strat = tb.make_splits(sdf, "y", strategy="stratified", valid_size=0.25, seed=1)
+    counts = S.part_class_counts(strat.assign(sdf), "y")
+    for cls, total in df["y"].value_counts().items():
+        assert abs(counts[("valid", cls)] - 0.25 * total) <= 1  # class shares equal up to a row per class
+    timed = tb.make_splits(sdf, "y", strategy="time", time="t", valid_size=0.2, test_size=0.1, gap=25)
+    parts = timed.assign(sdf).toPandas()
+    span = parts.groupby("__part")["t"].agg(["min", "max", "size"])
+    assert span.loc["train", "max"] + 25 < span.loc["valid", "min"]
+    assert span.loc["valid", "max"] + 25 < span.loc["test", "min"]
+    assert span.loc["test", "size"] == 100 and span.loc["valid", "size"] == 200
+    assert parts["__part"].isna().sum() == 50  # the two gaps
+    assert not [f for f in timed.findings if f.kind == "time_leak"]
+
+
+def test_fit_xgboost_on_spark_matches_the_pandas_path(spark, tmp_path):
+    rng = np.random.default_rng(0)
+    n = 2400
+    df = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n), "c": rng.choice(list("pqr"), n),
+                       "g": rng.integers(0, 400, n)})
+    df["y"] = ((df.a + 0.7 * df.b + (df.c == "p") + rng.normal(scale=0.7, size=n)) > 0.4).astype(int)
+    sdf = spark.createDataFrame(df)
+    sp = tb.make_splits(sdf, "y", strategy="group", groups="g", seed=0)
+    run = tb.fit_xgboost(sdf, "y", sp, num_rounds=300, early_stopping=10, live=False,  # 2 workers: local[2]
+                         checkpoint_dir=str(tmp_path / "spark"))
+    pd_run = tb.fit_xgboost(df, "y", pandas_splits(df, sdf, sp), num_rounds=300, early_stopping=10, live=False)
+    assert run.kind == "xgboost" and run.extra["engine"] == "spark" and run.extra["num_workers"] == 2
+    assert run.stopped == "early_stopping"
+    h = run.history
+    rounds = h[(h.split == "valid") & (h.name == "loss")]
+    assert len(rounds) == run.step and rounds.step.tolist() == list(range(1, run.step + 1))
+    assert set(h[h.split == "valid"].name) == set(pd_run.history[pd_run.history.split == "valid"].name)
+    # the saved model loads with plain XGBoost and scores pandas rows
+    model = tb.BoostedModel.load(tmp_path / "spark")
+    valid = df.iloc[pandas_splits(df, sdf, sp).valid]
+    from sklearn.metrics import roc_auc_score
+    auc = roc_auc_score(valid.y, model.predict_proba(valid)[:, 1])
+    pd_auc = roc_auc_score(valid.y, pd_run.model.predict_proba(valid)[:, 1])
+    assert auc > 0.8 and abs(auc - pd_auc) < 0.01
+    assert np.allclose(model.predict_proba(valid), run.model.predict_proba(valid))
+
+
+def test_mllib_baselines_come_in_the_pandas_table(spark):
+    rng = np.random.default_rng(5)
+    n = 800
+    df = pd.DataFrame({"a": rng.normal(size=n), "c": rng.choice(list("pq"), n), "g": rng.integers(0, 100, n)})
+    df.loc[:20, "a"] = np.nan
+    df["y"] = ((df.a.fillna(0) + (df.c == "p") + rng.normal(scale=0.5, size=n)) > 0.5).astype(int)
+    sdf = spark.createDataFrame(df)
+    sp = tb.make_splits(sdf, "y", strategy="group", groups="g", seed=1)
+    table = tb.baseline(sdf, "y", sp, models=("dummy", "linear", "gbt"))
+    pandas_table = tb.baseline(df, "y", pandas_splits(df, sdf, sp), models=("dummy", "linear"))
+    assert list(table.columns) == list(pandas_table.columns) and table.index.name == "model"
+    assert list(table.index) == ["dummy", "linear", "gbt"]
+    assert table.loc["dummy", "valid_roc_auc"] == pytest.approx(0.5)
+    assert table.loc["linear", "valid_roc_auc"] > 0.8 and table.loc["gbt", "valid_roc_auc"] > 0.8
+    assert abs(table.loc["linear", "valid_roc_auc"] - pandas_table.loc["linear", "valid_roc_auc"]) < 0.02
+
+
+def test_bad_input_is_refused_with_what_to_do(spark):
+    sdf = spark.createDataFrame(pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0], "y": [0, 1, 0, 1]}))
+    with pytest.raises(ValueError, match="groups column 'g' not in"): tb.make_splits(sdf, "y", groups="g")
+    with pytest.raises(ValueError, match="n_folds"): tb.make_splits(sdf, "y", n_folds=3)
+    with pytest.raises(ValueError, match="needs groups"): tb.make_splits(sdf, "y", strategy="group")
+    sp = tb.make_splits(spark.createDataFrame(pd.DataFrame({"x": np.arange(40.0), "y": [0, 1] * 20})), "y")
+    with pytest.raises(TypeError, match="SparkSplits"):
+        S.fit_xgboost(sdf, "y", Splits(np.arange(2), np.arange(2, 4), np.array([], dtype=int)))
+    with pytest.raises(ValueError, match="binary only"): tb.baseline(sdf, "y", sp, task="multiclass", models=("gbt",))
+    with pytest.raises(ValueError, match="lacks column"): sp.frames(sdf.drop("x").withColumnRenamed("y", "z"))
