@@ -16,7 +16,7 @@ from .classical import BoostedModel, RoundRecorder, XGBoostLibrary
 from .core import Finding, TrainConfig, announce, environment, findings_html
 from .data import DROPPED_ROLES, FramePrep, make_preprocessor
 from .diagnostics import diagnose
-from .guard import prepare_run_dir
+from .checkpoint import prepare_run_dir
 from .metrics import classification_metrics, regression_metrics
 from .run import Run
 from .splits import STRATEGIES, Splits
