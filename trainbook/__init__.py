@@ -45,6 +45,7 @@ _EXPORTS = {
     "tracking": ["track", "untrack", "Tracker", "runs", "load_run", "compare_runs", "RunBrowser",
                  "to_tensorboard", "log_run", "run_params", "active_tracker"],
     "tuning": ["search", "SearchResult", "Pruning", "StudyPanel", "fit_objective"],
+    "ray_engine": ["RayLoader"],  # launch(engine="ray") and search(engine="ray") are the way in; ray loads lazily
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)
