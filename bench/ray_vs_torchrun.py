@@ -19,7 +19,7 @@ from trainbook.events import Callback
 
 MODELS = {  # name: (input width, hidden width, depth, rows, batch per rank, epochs)
     "tiny MLP 32-64-64-2": (32, 64, 2, 8192, 64, 2),
-    "compute-bound MLP 256-1024x4-2": (256, 1024, 4, 4096, 64, 1),
+    "compute-bound MLP 256-1024x4-2": (256, 1024, 4, 8192, 64, 1),
 }
 
 

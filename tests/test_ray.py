@@ -170,6 +170,19 @@ def test_a_worker_that_raises_is_named_with_its_traceback():
     assert "KeyError" in str(e.value) and "no such column" in str(e.value) and "Traceback" in str(e.value)
 
 
+def test_a_dead_worker_is_named_by_its_rank():
+    "What Ray says when a worker's process died (no traceback of ours): the rank, and what killed it."
+    class WorkerGroupError(Exception):  # the shape of ray.train.WorkerGroupError
+        worker_failures = {1: RuntimeError("The actor died unexpectedly before finishing this task")}
+    message = str(ray_engine._failure(WorkerGroupError("failed"), {}))
+    assert message.startswith("rank 1 died (killed, or out of memory)") and "actor died" in message
+    # rank 0 raised because it lost rank 1: the dead rank is the cause
+    both = str(ray_engine._failure(WorkerGroupError("failed"), {0: "Traceback ...\nConnectionResetError"}))
+    assert both.startswith("rank 1 died (then rank(s) 0 failed too)")
+    raised = str(ray_engine._failure(WorkerGroupError("failed"), {0: "Traceback\nKeyError", 1: "Traceback\nValueError"}))
+    assert raised.startswith("rank 0 failed (then rank(s) 1 failed too):\nTraceback\nKeyError")
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match="num_workers must be a positive int"): ray_engine.launch(fails, num_workers=0)
     with pytest.raises(TypeError, match="resources_per_worker must be a dict"):

@@ -176,8 +176,11 @@ def _failure(err: Exception, errors: dict) -> LaunchError:
     failures = getattr(err, "worker_failures", None) or {}
     ranks = sorted(set(errors) | set(failures))
     if not ranks: return LaunchError(f"the Ray Train run failed: {err}")
-    rank = ranks[0]
-    also = f" (then rank(s) {', '.join(map(str, ranks[1:]))} failed too)" if len(ranks) > 1 else ""
+    # a rank that died (no traceback of ours) is the cause: its peers failed because they lost it
+    died = [r for r in ranks if r not in errors]
+    rank = died[0] if died else ranks[0]
+    others = [r for r in ranks if r != rank]
+    also = f" (then rank(s) {', '.join(map(str, others))} failed too)" if others else ""
     if rank in errors: return LaunchError(f"rank {rank} failed{also}:\n{errors[rank]}")
     return LaunchError(f"rank {rank} died{also} (killed, or out of memory): {failures[rank]}")
 
