@@ -20,15 +20,16 @@ __all__ = ['init_local', 'Collector', 'in_worker', 'RayReport', 'worker_resume',
 def init_local(num_cpus: Optional[int] = None,  # CPUs the local Ray may use (None = all of this machine's)
                **kwargs,  # more arguments for `ray.init`
               ):
-    "Start a local Ray for trainbook: bound to 127.0.0.1, no dashboard, no usage stats, workers see this sys.path."
+    "Start a local Ray: on 127.0.0.1, no dashboard, no usage stats; its workers import from this sys.path."
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     # Ray's local-only mode (as on macOS): the node, and so torch's rendezvous, on 127.0.0.1; read at import
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     imported = "ray" in sys.modules
     import ray
-    if imported:  # Ray read the variable when it was imported: tell it again (its processes read the variable)
+    if imported:  # Ray read the variable at its import: tell it again (the processes it starts read it)
         from ray._private import ray_constants
-        ray_constants.ENABLE_RAY_CLUSTER = os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] not in ("0", "false")
+        local_only = os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] in ("0", "false")
+        ray_constants.ENABLE_RAY_CLUSTER = not local_only
     os.environ.pop("RAY_ADDRESS", None)  # a local Ray, not the cluster an environment variable points at
     # the workers import trainbook (and the caller's modules) from the same places as this process
     path = os.pathsep.join([p for p in sys.path if p] + [os.environ.get("PYTHONPATH", "")])
@@ -45,7 +46,7 @@ def init_local(num_cpus: Optional[int] = None,  # CPUs the local Ray may use (No
             if attempt == 2 or "timed out during startup" not in str(e): raise
 
 def _connect(address: Optional[str]) -> bool:
-    "Connect to Ray: the one already initialized, the cluster at `address`, or a new local one; True if we started it."
+    "Connect to Ray: the one running, the cluster at `address`, or a new local one; True if started here."
     import ray
     if ray.is_initialized(): return False
     if address is None:
@@ -56,7 +57,7 @@ def _connect(address: Optional[str]) -> bool:
 
 # %% ../nbs/14a_ray.ipynb #eaa6eef7
 class Collector:
-    "Held by a Ray actor for one launch: rank 0's history rows and return value, and each failed rank's traceback."
+    "A Ray actor's state for one launch: rank 0's history rows and result, each failed rank's traceback."
     def __init__(self):
         self.rows: list = []
         self.result: Optional[bytes] = None
@@ -79,7 +80,7 @@ def in_worker() -> bool:
     return bool(_WORKER)
 
 class RayReport(Callback):
-    "In a Ray Train worker: each epoch's metrics (with rank 0's last.pt) to `ray.train.report`; rank 0's history to the caller."
+    "In a Ray Train worker: each epoch to `ray.train.report` (with last.pt); rank 0's history to the caller."
     def __init__(self,
                  collector=None,  # the launch's Collector actor (None: the one of this worker's launch)
                  every: float = 0.5,  # seconds between history sends during an epoch
@@ -131,7 +132,7 @@ class RayReport(Callback):
     def after_fit(self, state): self.send(state, force=True)
 
 def worker_resume() -> Optional[str]:
-    "In a Ray Train worker restarted after a failure: the last reported checkpoint's last.pt (a local path); else None."
+    "In a Ray Train worker restarted after a failure: the last reported last.pt (a local copy); else None."
     if not _WORKER: return None
     import ray.train
     ckpt = ray.train.get_checkpoint()
@@ -201,15 +202,15 @@ def _live_curves(live, history: History):
     except Exception: pass  # a broken front end never stops the launch
     return None, None
 
-def launch(fn: Callable,  # the function each worker runs (it calls tb.fit); defined in a notebook cell is fine
+def launch(fn: Callable,  # what each worker runs (it calls tb.fit); a function from a notebook cell is fine
            *args,  # positional arguments for `fn`
            num_workers: int = 2,  # Ray Train workers (one process group, DDP by default)
            use_gpu: bool = False,  # one GPU per worker (nccl); False = CPU workers (gloo)
            resources_per_worker: Optional[dict] = None,  # e.g. {"CPU": 4, "GPU": 1}; None = Ray's default
-           address: Optional[str] = None,  # None = a local Ray (started for the call); 'auto' = the running cluster
-           max_failures: int = 0,  # worker-group restarts Ray makes; each resumes from the last reported checkpoint
+           address: Optional[str] = None,  # None = a local Ray for the call; 'auto' = the running cluster
+           max_failures: int = 0,  # worker-group restarts; each resumes from the last checkpoint reported
            storage_path: Optional[str] = None,  # where Ray keeps checkpoints (a shared path on a cluster)
-           datasets: Optional[dict] = None,  # Ray Datasets by name; a worker reads its shard with `dataset_shard`
+           datasets: Optional[dict] = None,  # Ray Datasets by name (a worker reads its shard: dataset_shard)
            timeout: float = 3600,  # seconds before a TimeoutError (a Ray started for the call is stopped)
            live="auto",  # show rank 0's curves while it runs (in a notebook); False = no display
            history: Optional[History] = None,  # receives rank 0's streamed records (also after a failure)
@@ -222,7 +223,8 @@ def launch(fn: Callable,  # the function each worker runs (it calls tb.fit); def
     if not isinstance(max_failures, int) or max_failures < -1:
         raise ValueError(f"max_failures must be an int >= 0 (or -1: retry for ever), got {max_failures!r}")
     if resources_per_worker is not None and not isinstance(resources_per_worker, dict):
-        raise TypeError(f"resources_per_worker must be a dict like {{'CPU': 2}}, got {resources_per_worker!r}")
+        raise TypeError("resources_per_worker must be a dict like {'CPU': 2}, "
+                        f"got {resources_per_worker!r}")
     if history is not None and not isinstance(history, History):
         raise TypeError(f"history must be a trainbook History (or None), got {type(history).__name__}")
     if not (isinstance(timeout, (int, float)) and timeout > 0):
@@ -245,7 +247,8 @@ def launch(fn: Callable,  # the function each worker runs (it calls tb.fit); def
             scaling_config=ScalingConfig(num_workers=num_workers, use_gpu=use_gpu,
                                          resources_per_worker=resources_per_worker),
             torch_config=TorchConfig(backend="nccl" if use_gpu else "gloo"),
-            run_config=RunConfig(storage_path=storage, failure_config=FailureConfig(max_failures=max_failures)),
+            run_config=RunConfig(storage_path=storage,
+                                 failure_config=FailureConfig(max_failures=max_failures)),
             datasets=datasets)
 
         def run():
@@ -284,7 +287,7 @@ class RayLoader:
     def __init__(self,
                  dataset,  # a ray.data.Dataset, or the DataIterator of `dataset_shard(name)`
                  target: str,  # the column holding the target
-                 features: Optional[list] = None,  # the input columns, stacked into xb (None = all but target)
+                 features: Optional[list] = None,  # input columns, stacked into xb (None = all but target)
                  batch_size: int = 64,  # rows per batch (use the config's batch_size)
                  drop_last: bool = False,  # leave out the last, smaller batch
                  dtype=None,  # dtype of xb (None = float32)
@@ -313,7 +316,7 @@ class TuneReport(Callback):
     def __init__(self,
                  mode: str = "min",  # min | max: which way the best so far goes
                  monitor: Optional[str] = None,  # 'split_name' to report; None = the run's config.monitor
-                 started: Optional[float] = None,  # when the trial started (time.time()), sent with each report
+                 started: Optional[float] = None,  # the trial's start (time.time()), sent with each report
                 ):
         self.mode, self.monitor, self.best, self.key, self.attached = mode, monitor, None, None, False
         self.started = started if started is not None else time.time()
@@ -398,7 +401,7 @@ def _ray_classes():
             return decision
 
     class StudySearch(OptunaSearch):
-        "Optuna's sampler for Tune, recording trials as trainbook's Optuna path does (pruned, failed, config, worker)."
+        "Optuna's sampler for Tune; records trials as tb.search does (pruned, failed, config, worker)."
         def __init__(self, stopped: set, **kwargs):
             super().__init__(**kwargs)
             self.stopped, self.last, self.configs = stopped, {}, {}
@@ -424,7 +427,8 @@ def _ray_classes():
             if trial_id in self._completed_trials or trial_id not in self._ot_trials: return
             ot_trial = self._ot_trials[trial_id]
             result = result or self.last.get(trial_id, {})
-            ot_trial.set_user_attr("config", {k: _plain(v) for k, v in self.configs.get(trial_id, {}).items()})
+            config = self.configs.get(trial_id, {})
+            ot_trial.set_user_attr("config", {k: _plain(v) for k, v in config.items()})
             for key in ("worker", "started", "ended"):
                 if key in result: ot_trial.set_user_attr(key, result[key])
             if "findings" in result: ot_trial.set_user_attr("findings", json.loads(result["findings"]))
@@ -489,10 +493,10 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
            resources_per_trial: Optional[dict] = None,  # e.g. {"cpu": 2, "gpu": 1}; None = one CPU
            timeout: Optional[float] = None,  # stop starting trials after this many seconds
            seed: Optional[int] = 0,  # the sampler's seed (None = not reproducible)
-           address: Optional[str] = None,  # None = a local Ray (started for the call); 'auto' = a running cluster
+           address: Optional[str] = None,  # None = a local Ray for the call; 'auto' = the running cluster
            live: Union[str, bool] = "auto",  # the study panel: 'auto', or False for none
           ):
-    "Search hyperparameters with Ray Tune: Optuna's sampler, ASHA stopping, trials in parallel; tb.search's result."
+    "Search hyperparameters on Ray Tune: Optuna's sampler, ASHA stopping, parallel trials; as tb.search."
     import optuna
     from trainbook.tuning import SearchResult, StudyPanel, check_space, fit_objective, make_storage, suggest
     if isinstance(objective, (tuple, list)):
@@ -501,7 +505,8 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
                              f"base_config), got {len(objective)} items")
         objective = fit_objective(*objective)
     if not callable(objective):
-        raise TypeError(f"objective must be a function config -> Run or a 5-tuple, got {type(objective).__name__}")
+        raise TypeError("objective must be a function config -> Run or a 5-tuple, "
+                        f"got {type(objective).__name__}")
     check_space(space)
     for name, value in (("n_trials", n_trials), ("max_concurrent", max_concurrent),
                         ("grace_period", grace_period)):
@@ -549,7 +554,8 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
                                         resources_per_trial or {"cpu": 1})
         tuner = tune.Tuner(trainable,
                            tune_config=tune.TuneConfig(search_alg=searcher, scheduler=scheduler,
-                                                       num_samples=n_trials, max_concurrent_trials=max_concurrent,
+                                                       num_samples=n_trials,
+                                                       max_concurrent_trials=max_concurrent,
                                                        time_budget_s=timeout, reuse_actors=True),
                            run_config=tune.RunConfig(storage_path=folder, name=study_name, verbose=0,
                                                      callbacks=[PanelFeed(panel, searcher)]))
