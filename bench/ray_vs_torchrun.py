@@ -76,7 +76,7 @@ def main():
             rate = statistics.median(g["rate"] for g in got)
             total = statistics.median(g["total"] for g in got)
             rows.append((name, engine, first, rate, total, got[0]["steps"]))
-            print(f"| {name} | {engine} | {first:.1f} | {rate:.0f} | {total:.1f} | {got[0]['steps']} |", flush=True)
+            print(f"| {name} | {engine} | {first:.1f} | {rate:.3g} | {total:.1f} | {got[0]['steps']} |", flush=True)
     print(f"\nload average at the end: {os.getloadavg()}")
 
 
