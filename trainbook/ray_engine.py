@@ -70,7 +70,7 @@ class Collector:
     def read(self, start: int) -> list: return self.rows[start:]
     def put_result(self, data: bytes): self.result = data
     def get_result(self) -> Optional[bytes]: return self.result
-    def put_error(self, rank: int, text: str): self.errors[rank] = text
+    def put_error(self, rank: int, text: str): self.errors.setdefault(rank, text)  # kept in order of arrival
     def get_errors(self) -> dict: return dict(self.errors)
 
 _WORKER: dict = {}  # inside a Ray Train worker run by `launch`: {"rank": ..., "collector": ...}
@@ -175,9 +175,9 @@ def _by_value(module) -> bool:
 def _failure(err: Exception, errors: dict) -> LaunchError:
     "A LaunchError naming the failed rank, with its traceback (or what Ray said about a worker that died)."
     failures = getattr(err, "worker_failures", None) or {}
-    ranks = sorted(set(errors) | set(failures))
+    ranks = list(errors) + [r for r in sorted(failures) if r not in errors]  # tracebacks first to last
     if not ranks: return LaunchError(f"the Ray Train run failed: {err}")
-    # a rank that died (no traceback of ours) is the cause: its peers failed because they lost it
+    # a rank that died (no traceback of ours) is the cause: its peers failed because they lost it; else the first
     died = [r for r in ranks if r not in errors]
     rank = died[0] if died else ranks[0]
     others = [r for r in ranks if r != rank]
