@@ -50,6 +50,7 @@ _EXPORTS = {
     # check_data, make_splits, fit_xgboost and baseline take a Spark DataFrame too (they hand it to `spark`)
     "spark": ["spark_session", "is_spark_frame", "SparkSplits", "SparkDataReport"],
     "parquet": ["ParquetLoader", "fit_prep", "split_files", "write_split_column"],
+    "ray_engine": ["RayLoader"],  # launch(engine="ray") and search(engine="ray") are the way in; ray loads lazily
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)

@@ -253,9 +253,15 @@ def launch(fn: Callable,  # the function each rank runs; defined in a notebook c
            timeout: float = 3600,  # seconds before the workers are stopped and a TimeoutError raised
            live="auto",  # show rank 0's curves while it runs (in a notebook); False = no display
            history: Optional[History] = None,  # receives rank 0's streamed records (also after a failure)
+           engine: str = "torchrun",  # torchrun | ray (Ray Train: num_workers=, use_gpu=, address=, max_failures=...)
            **kwargs,  # keyword arguments for `fn`
           ) -> Any:
     "Run `fn(*args, **kwargs)` on `nprocs` processes per machine via torchrun; returns rank 0's return value."
+    if engine == "ray":  # the options of trainbook.ray_engine.launch come through kwargs
+        from trainbook.ray_engine import launch as ray_launch
+        return ray_launch(fn, *args, num_workers=kwargs.pop("num_workers", nprocs), timeout=timeout, live=live,
+                          history=history, **kwargs)
+    if engine != "torchrun": raise ValueError(f"engine must be 'torchrun' or 'ray', got {engine!r}")
     import cloudpickle
     if not callable(fn): raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     if not isinstance(nprocs, int) or nprocs < 1:

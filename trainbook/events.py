@@ -145,7 +145,7 @@ def remove_session_observer(name: str,  # the name given to `add_session_observe
     _SESSION_OBSERVERS.pop(name, None)
 
 def session_observers(track: Optional[bool] = None,  # None = as the session says, False = none, True = required
-                      context: Optional[dict] = None,  # what the run is: {"kind": "torch" | "xgboost" | ...}
+                      context: Optional[dict] = None,  # what the run is: {"kind": "torch", "rank": 0, ...}
                      ) -> list:
     "One new callback per session observer for a new run; `track` decides about the tracker's alone."
     if track not in (None, True, False):
@@ -154,5 +154,6 @@ def session_observers(track: Optional[bool] = None,  # None = as the session say
         raise ValueError("track=True but no tracking store is configured: call tb.track() first "
                          "(or pass track=None to record only when tracking is on)")
     context = dict(context or {})
-    return [factory(context) for name, factory in list(_SESSION_OBSERVERS.items())
+    made = [factory(context) for name, factory in list(_SESSION_OBSERVERS.items())
             if not (name == "track" and track is False)]
+    return [cb for cb in made if cb is not None]  # a factory may decline (a tracker on a rank other than 0)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/07_loop.ipynb #f9048b67
 from __future__ import annotations
-import contextlib, inspect, math, re, time, warnings
+import contextlib, inspect, math, re, sys, time, warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional, Union
@@ -276,6 +276,8 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
 
 def _claim_and_resume(s: Setup, state: LoopState, resume, overwrite: bool = False) -> None:
     "Choose and lock the run folder (never an earlier run's); restore every piece of state from a checkpoint."
+    engine = sys.modules.get("trainbook.ray_engine")  # loaded only where Ray runs the workers
+    if resume is None and engine is not None: resume = engine.worker_resume()  # a worker Ray restarted
     s.checkpointer.prepare(resume, overwrite)
     state.run_dir = s.checkpointer.run_dir
     if resume is not None:
@@ -499,6 +501,7 @@ def fit(model: nn.Module,  # the model to train (in place)
         metrics=None,  # metric(s) computed at each validation: a callable, a name, a list or a dict
         callbacks: Iterable = (),  # objects with event methods (`before_step`, `after_epoch`, ...)
         resume: Union[str, Path, None] = None,  # a checkpoint (last.pt) or its run folder to continue exactly
+                                                # (in a Ray worker Ray restarted: its last checkpoint)
         overwrite: bool = False,  # replace an earlier run's files in checkpoint_dir (else: version_N folder)
         live: Union[str, bool] = "auto",  # trainbook's own displays: "auto" | True | False
         split_fingerprint: Optional[str] = None,  # the data split's fingerprint, stored with the checkpoints

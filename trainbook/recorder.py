@@ -135,7 +135,7 @@ def run_callbacks(callbacks: Iterable = (),  # the user's callbacks
                   last: Iterable = (),  # trainbook's callbacks after the user's (the profiler)
                  ) -> Callbacks:
     "The observers of one run, in their order; their state is checked loadable before any step."
-    observers = session_observers(track, {"kind": kind}) if rank == 0 else []
+    observers = session_observers(track, {"kind": kind, "rank": rank})  # every rank: e.g. Ray's reporter
     displays = run_displays(live) if rank == 0 else []  # one rank shows progress
     cbs = Callbacks([*first, *displays, *observers, *callbacks, *last])
     try: check_loadable(cbs.state_dict(), "a callback's state_dict()")

@@ -254,9 +254,10 @@ class Tracker:
         self.run_ids: list[str] = []  # the MLflow runs written, in order
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainbook-track")
 
-    def observer(self, context: dict,  # what the run is: {"kind": "torch" | "xgboost" | ...}
-                ) -> TrackedRun:
+    def observer(self, context: dict,  # what the run is: {"kind": "torch" | "xgboost" | ..., "rank": 0}
+                ) -> Optional[TrackedRun]:
         "A new run's link to this store (what `tb.track()` registers as the session's 'track' observer)."
+        if context.get("rank", 0) != 0: return None  # one rank records the run
         return TrackedRun(self, context.get("kind", "torch"))
 
     # --- on the training thread: take what is needed, hand it over ----------------------------------

@@ -354,8 +354,16 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
            timeout: Optional[float] = None,  # stop starting trials after this many seconds
            seed: Optional[int] = 0,  # the sampler's seed (None = not reproducible)
            live: Union[str, bool] = "auto",  # the study panel: 'auto', or False for none
+           engine: str = "optuna",  # optuna (trials here, one by one) | ray (Ray Tune: parallel trials, ASHA)
+           **engine_options,  # for engine='ray': max_concurrent=, address=, grace_period=, resources_per_trial=...
            ) -> SearchResult:
     "Search hyperparameters with Optuna: each trial a trainbook run, pruned from its live curve."
+    if engine == "ray":  # Optuna's sampler on Ray Tune; ASHA stops trials in place of `pruner`
+        from trainbook.ray_engine import search as ray_search
+        return ray_search(objective, space, n_trials, storage=storage, study_name=study_name, direction=direction,
+                          timeout=timeout, seed=seed, live=live, **engine_options)
+    if engine != "optuna": raise ValueError(f"engine must be 'optuna' or 'ray', got {engine!r}")
+    if engine_options: raise TypeError(f"unexpected arguments for engine='optuna': {', '.join(engine_options)}")
     import optuna
     _check_search(objective, n_trials, direction, timeout)
     check_space(space)

@@ -1,0 +1,279 @@
+"""Ray as an engine, on a local Ray (2 CPUs, 127.0.0.1, no dashboard): 2 Ray Train workers give the weights and history
+of torchrun's 2 processes and of one process with the double batch; rank 0's history streams to the caller; a worker
+killed mid-run is restarted and the run resumes exactly from Ray's last checkpoint; a worker that raises is named with
+its traceback; a Tune search runs trials two at a time with ASHA stopping some (pruned) and a killed one failed, with the
+Optuna path's study table, and its best config re-fitted gives its best value; a Ray Dataset is a loader."""
+import importlib.util, os, signal, subprocess, sys, time
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import trainbook as tb
+from trainbook import ray_engine
+from trainbook.distributed import LaunchError
+
+if importlib.util.find_spec("ray") is None: pytest.skip("needs ray (pip install trainbook[ray])", allow_module_level=True)
+
+N, B = 256, 16  # rows, per-rank batch
+CFG = dict(epochs=3, lr=5e-3, schedule="warmup_cosine", warmup=0.1, clip_norm=1.0, device="cpu", log_every=4)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    "One local Ray for the module (start-up is slow on 2 cores): 2 CPUs, 127.0.0.1, no dashboard, no usage stats."
+    import ray
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    os.environ.pop("RAY_ADDRESS", None)
+    ray_engine.init_local(num_cpus=2)
+    assert ray.util.get_node_ip_address() == "127.0.0.1"
+    yield ray
+    ray.shutdown()
+
+
+def data():
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(N, 8, generator=g)
+    return X, (X @ torch.randn(8, 3, generator=g)).argmax(1)
+
+
+def model():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3))
+
+
+def observers_wired() -> bool:
+    "Whether fit attaches every registered session observer (then RayReport comes by itself in a Ray worker)."
+    from trainbook.events import add_session_observer, remove_session_observer, session_observers
+    add_session_observer("probe", lambda context: "probe")
+    try: return "probe" in session_observers(None, {})
+    finally: remove_session_observer("probe")
+
+
+def train(batch, wired=False, checkpoint_dir=None, kill_marker=None, store=None, resume=False, shard=False):
+    "Runs on every rank (Ray or torchrun) or alone: train with a per-rank batch; optionally die once mid-run."
+    import torch.distributed as dist
+    from trainbook.events import Callback
+
+    class KillOnce(Callback):
+        def after_step(self, state):  # rank 1 dies mid-epoch 1, once Ray registered epoch 0's checkpoint
+            if dist.get_rank() != 1 or state.step != 12 or os.path.exists(kill_marker): return
+            # Ray's controller registers a reported checkpoint when it next polls the workers (every 2 s): a crash
+            # before that resumes from the checkpoint before. Wait for Ray's own record of it, then die.
+            deadline = time.monotonic() + 120
+            while not any(Path(store).rglob("checkpoint_manager_snapshot.json")) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            Path(kill_marker).touch()
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    class Start(Callback):
+        def before_fit(self, state): self.step = state.step  # after the resume: the checkpoint's step
+
+    start = Start()
+    callbacks = [start] + ([] if wired or not ray_engine.in_worker() else [ray_engine.RayReport()])
+    if kill_marker: callbacks.append(KillOnce())
+    X, y = data()
+    net = model()
+    run = tb.fit(net, tb.TensorLoader(X, y, batch_size=batch, shuffle=True, seed=1),
+                 tb.TensorLoader(X[:64], y[:64], batch_size=32), loss_fn=nn.functional.cross_entropy,
+                 metrics="accuracy", live=False, callbacks=callbacks,
+                 resume=ray_engine.worker_resume() if resume else None,
+                 config=tb.TrainConfig(**CFG, checkpoint_dir=checkpoint_dir))
+    out = {"state": {k: v.clone() for k, v in net.state_dict().items()}, "run": run, "start_step": start.step}
+    if shard:  # rows of this worker's shard of the Ray Dataset, summed over the workers
+        rows = sum(len(b["y"]) for b in ray_engine.dataset_shard("train").iter_batches(batch_size=64))
+        counts = [None] * dist.get_world_size()
+        dist.all_gather_object(counts, rows)
+        out["shard_rows"] = counts
+    return out
+
+
+TIMINGS = {"data_wait", "step_time", "samples_per_s", "peak_memory_mb"}  # records that measure the machine, not the run
+
+
+def learning(rows): return [r for r in rows if r[3] not in TIMINGS]
+
+
+def max_diff(a, b): return max((a[k] - b[k]).abs().max().item() for k in a)
+
+
+@pytest.fixture(scope="module")
+def ray_run(tmp_path_factory, local_ray):
+    "2 Ray Train workers, each with batch B; rank 0's history streamed into `streamed`; a Ray Dataset sharded."
+    import ray
+    store = tmp_path_factory.mktemp("ray-store")
+    streamed = tb.History()
+    ds = ray.data.from_items([{"x": float(i), "y": i % 3} for i in range(100)])
+    out = ray_engine.launch(train, B, wired=observers_wired(), checkpoint_dir=str(store / "ckpt"), shard=True,
+                            num_workers=2, storage_path=str(store), datasets={"train": ds}, history=streamed,
+                            live=False, timeout=600)
+    return out, streamed, store
+
+
+def test_two_ray_workers_match_torchrun_and_one_process_with_the_double_batch(ray_run):
+    out, streamed, store = ray_run
+    by_torchrun = tb.launch(train, B, nprocs=2, timeout=300)
+    net = model()
+    X, y = data()
+    single = tb.fit(net, tb.TensorLoader(X, y, batch_size=2 * B, shuffle=True, seed=1),
+                    tb.TensorLoader(X[:64], y[:64], batch_size=32), loss_fn=nn.functional.cross_entropy,
+                    metrics="accuracy", live=False, config=tb.TrainConfig(**CFG))
+    assert out["run"].step == by_torchrun["run"].step == single.step == 3 * N // (2 * B)
+    assert max_diff(out["state"], by_torchrun["state"]) <= 1e-6
+    assert max_diff(out["state"], net.state_dict()) <= 1e-6
+    ray_m, tr_m, one_m = (r.metrics() for r in (out["run"], by_torchrun["run"], single))
+    assert list(ray_m.columns) == list(tr_m.columns)
+    for col in ray_m.columns:  # train_loss (epoch mean), valid_loss, valid_accuracy, train_lr
+        assert ray_m[col].to_numpy() == pytest.approx(tr_m[col].to_numpy(), abs=1e-6), col
+        assert ray_m[col].to_numpy() == pytest.approx(one_m[col].to_numpy(), abs=1e-5), col
+    # the caller received rank 0's whole history while the run went
+    assert streamed.rows() == out["run"].records.rows()
+    # each worker read its own shard of the Ray Dataset: together, every row once
+    assert sum(out["shard_rows"]) == 100 and min(out["shard_rows"]) > 0
+    # each epoch was reported to Ray with rank 0's last.pt: Ray kept the checkpoints in storage_path
+    assert len(list(store.rglob("last.pt"))) >= 3
+
+
+def test_a_killed_worker_is_restarted_and_the_run_resumes_exactly(ray_run, tmp_path):
+    uninterrupted = ray_run[0]
+    streamed = tb.History()
+    marker = tmp_path / "killed-once"
+    out = ray_engine.launch(train, B, wired=observers_wired(), checkpoint_dir=str(tmp_path / "ckpt"),
+                            kill_marker=str(marker), store=str(tmp_path / "store"), resume=True, num_workers=2,
+                            max_failures=1,
+                            storage_path=str(tmp_path / "store"), history=streamed, live=False, timeout=600)
+    assert marker.exists()  # rank 1 was killed once
+    assert out["run"].stopped == "completed" and out["run"].step == uninterrupted["run"].step
+    for k in out["state"]: assert torch.equal(out["state"][k], uninterrupted["state"][k]), k
+    # the restarted workers resumed from epoch 0's checkpoint (8 steps), the last one reported before the kill
+    assert out["start_step"] == N // (2 * B) and uninterrupted["start_step"] == 0
+    assert learning(out["run"].records.rows()) == learning(uninterrupted["run"].records.rows())
+    # no record twice in the caller's history (the rows sent again after the restart replaced the first ones)
+    assert learning(streamed.rows()) == learning(out["run"].records.rows())
+
+
+@pytest.mark.skipif("worker_resume" not in Path(tb.fit.__code__.co_filename).read_text(),
+                    reason="needs fit's hook: without resume=, resume from ray_engine.worker_resume()")
+def test_fit_resumes_from_rays_checkpoint_by_itself(ray_run, tmp_path):
+    marker = tmp_path / "killed-once"
+    out = ray_engine.launch(train, B, wired=observers_wired(), checkpoint_dir=str(tmp_path / "ckpt"),
+                            kill_marker=str(marker), store=str(tmp_path / "store"), num_workers=2, max_failures=1,
+                            storage_path=str(tmp_path / "store"), live=False, timeout=600)
+    assert marker.exists() and out["start_step"] == N // (2 * B)  # fit resumed from epoch 0's checkpoint
+    for k in out["state"]: assert torch.equal(out["state"][k], ray_run[0]["state"][k]), k
+
+
+def fails():
+    import torch.distributed as dist
+    if dist.get_rank() == 1: raise KeyError("no such column: 'label'")
+    dist.barrier()
+
+
+def test_a_worker_that_raises_is_named_with_its_traceback():
+    with pytest.raises(LaunchError, match="rank 1 failed") as e:
+        ray_engine.launch(fails, num_workers=2, live=False, timeout=300)
+    assert "KeyError" in str(e.value) and "no such column" in str(e.value) and "Traceback" in str(e.value)
+
+
+def test_a_dead_worker_is_named_by_its_rank():
+    "What Ray says when a worker's process died (no traceback of ours): the rank, and what killed it."
+    class WorkerGroupError(Exception):  # the shape of ray.train.WorkerGroupError
+        worker_failures = {1: RuntimeError("The actor died unexpectedly before finishing this task")}
+    message = str(ray_engine._failure(WorkerGroupError("failed"), {}))
+    assert message.startswith("rank 1 died (killed, or out of memory)") and "actor died" in message
+    # rank 0 raised because it lost rank 1: the dead rank is the cause
+    both = str(ray_engine._failure(WorkerGroupError("failed"), {0: "Traceback ...\nConnectionResetError"}))
+    assert both.startswith("rank 1 died (then rank(s) 0 failed too)")
+    # both raised: the first traceback to arrive is the cause (rank 0 lost its peer in a collective after rank 1 raised)
+    raised = str(ray_engine._failure(WorkerGroupError("failed"), {1: "Traceback\nKeyError", 0: "Traceback\nGloo"}))
+    assert raised.startswith("rank 1 failed (then rank(s) 0 failed too):\nTraceback\nKeyError")
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="num_workers must be a positive int"): ray_engine.launch(fails, num_workers=0)
+    with pytest.raises(TypeError, match="resources_per_worker must be a dict"):
+        ray_engine.launch(fails, resources_per_worker=2)
+    with pytest.raises(ValueError, match="max_concurrent must be a positive integer"):
+        ray_engine.search(lambda c: 0.0, {"lr": (1e-3, 1e-1)}, 2, max_concurrent=0)
+    with pytest.raises(ValueError, match=r"space\['lr'\]"): ray_engine.search(lambda c: 0.0, {"lr": (1, 0)}, 2)
+
+
+def test_import_trainbook_loads_no_ray():
+    code = "import sys, trainbook, trainbook.ray_engine; trainbook.launch; print('ray' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+# ---- search: Ray Tune with Optuna's sampler and ASHA
+
+def make_net(width=16):
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(8, width), nn.ReLU(), nn.Linear(width, 3))
+
+
+def objective_for(kill_marker):
+    "fit_objective on the small problem; one trial (the first to end an epoch) kills itself after its first report."
+    X, y = data()
+    objective = tb.fit_objective(make_net, tb.TensorLoader(X[:192], y[:192], batch_size=32, shuffle=True),
+                                 tb.TensorLoader(X[192:], y[192:], batch_size=64), nn.functional.cross_entropy,
+                                 tb.TrainConfig(epochs=4, device="cpu"))
+
+    def with_a_kill(config):
+        from trainbook.events import Callback
+
+        class KillOnce(Callback):
+            def after_epoch(self, state):
+                if state.epoch == 0 and ray_engine.in_trial():
+                    try: os.close(os.open(kill_marker, os.O_CREAT | os.O_EXCL))  # one trial only
+                    except FileExistsError: return
+                    os.kill(os.getpid(), signal.SIGKILL)
+
+        config.callbacks = [*config.callbacks, KillOnce()]
+        return objective(config)
+
+    with_a_kill.base_config = objective.base_config
+    return with_a_kill
+
+
+SPACE = {"lr": ("log", 1e-4, 1e-1), "width": [8, 32], "weight_decay": 0.0}
+
+
+def test_ray_search_runs_trials_in_parallel_stops_some_early_and_records_a_killed_one(tmp_path):
+    objective = objective_for(str(tmp_path / "killed"))
+    result = ray_engine.search(objective, SPACE, 6, max_concurrent=2, storage=str(tmp_path / "s.db"),
+                               study_name="ray", grace_period=1, reduction_factor=2, live=False)
+    trials = result.trials
+    states = trials.state.value_counts().to_dict()
+    assert states.get("COMPLETE", 0) >= 1 and states.get("PRUNED", 0) >= 1, states
+    assert states.get("FAIL", 0) == 1, states  # the killed trial
+    # two at a time: some trial started before another ended, in another process
+    spans = list(zip(trials.user_attrs_started, trials.user_attrs_ended, trials.user_attrs_worker))
+    assert any(s1 < e2 and s2 < e1 and w1 != w2 for i, (s1, e1, w1) in enumerate(spans)
+               for (s2, e2, w2) in spans[i + 1:]), spans
+    # the Optuna path's table: same columns (and the same space format gave the same params)
+    optuna_path = tb.search(objective, SPACE, 2, storage=str(tmp_path / "o.db"), study_name="optuna", live=False)
+    assert set(optuna_path.trials.columns) <= set(trials.columns)
+    # findings of each trial are recorded
+    assert all(isinstance(f, list) for f in trials.user_attrs_findings.dropna())
+    # the best config, fitted again here, gives the best value
+    again = objective(tb.tuning.TrialConfig(result.best_config, None, []))
+    assert again.best == pytest.approx(result.best_value, abs=1e-6)
+    # a study resumes from its storage: the same study grows
+    more = ray_engine.search(objective, SPACE, 1, storage=str(tmp_path / "s.db"), study_name="ray", live=False)
+    assert len(more.trials) == len(trials) + 1
+
+
+def test_a_ray_dataset_is_a_loader():
+    import ray
+    X, y = data()
+    ds = ray.data.from_items([{"x": X[i].tolist(), "y": int(y[i])} for i in range(N)])
+    loader = ray_engine.RayLoader(ds, target="y", batch_size=64)
+    xb, yb = next(iter(loader))
+    assert xb.shape == (64, 8) and xb.dtype == torch.float32 and yb.shape == (64,)
+    run = tb.fit(model(), loader, loss_fn=nn.functional.cross_entropy, live=False,
+                 config=tb.TrainConfig(epochs=3, lr=1e-2, device="cpu", monitor="train_loss"))
+    losses = run.metrics()["train_loss"].to_numpy()
+    assert run.step == 3 * N // 64 and losses[-1] < losses[0]
+    with pytest.raises(ValueError, match="target column 'label' not in the dataset"):
+        next(iter(ray_engine.RayLoader(ds, target="label")))
