@@ -171,7 +171,7 @@ class RoundRecorder:
                ):
         "The run ended: [after_epoch] for the last rounds, then [after_fit] with `state.run` set."
         state = self.state
-        if run.stopped not in ("failed", "interrupted") or self.rounds: self.end_epoch()
+        self.end_epoch()
         state.findings, state.run = run.findings, run
         self.cbs(Event.after_fit, state)
 
@@ -226,19 +226,64 @@ class BoostingLibrary:
     "What the boosting core needs from a library: a subclass each for XGBoost, LightGBM and CatBoost."
     name, model_file, extra = "", "", "gbdt"
 
-    def default_params(self, task: str, n_classes: int, seed: int) -> dict: raise NotImplementedError
-    # the metric names as the library spells them; the first is the loss
-    def metric_names(self, params: dict) -> list: raise NotImplementedError
-    # train, feeding `recorder` every round (and stopping when it says so); returns (native model, best round)
-    def train(self, params: dict, train: tuple, valid: tuple, num_rounds: int, early_stopping: Optional[int],
-              recorder: RoundRecorder) -> tuple: raise NotImplementedError
-    def predict(self, model, X, best: int) -> np.ndarray: raise NotImplementedError
-    def save(self, model, path: Path): raise NotImplementedError
-    # structural checks of a saved file before the native loader sees it; the model's rounds when known
-    def check_file(self, path: Path, n_features: Optional[int] = None) -> Optional[int]:
+    def default_params(self,
+                       task: str,  # "binary", "multiclass" or "regression"
+                       n_classes: int,  # the number of classes (0 for regression)
+                       seed: int,  # the library's random seed
+                       ) -> dict:
+        "trainbook's default parameters for `task`, in the library's own names."
         raise NotImplementedError
-    def read(self, path: Path): raise NotImplementedError  # the native loader (after check_file)
-    def rounds(self, model) -> int: raise NotImplementedError  # boosting rounds the model holds
+
+    def metric_names(self,
+                     params: dict,  # the run's parameters
+                     ) -> list:
+        "The metric names as the library spells them; the first is the loss."
+        raise NotImplementedError
+
+    def train(self,
+              params: dict,  # the library's parameters
+              train: tuple,  # (features, labels, row weights or None) of the training rows
+              valid: tuple,  # (features, labels) of the validation rows
+              num_rounds: int,  # most boosting rounds
+              early_stopping: Optional[int],  # rounds without a better valid loss to stop after (None: never)
+              recorder: RoundRecorder,  # fed every round; stop training when its `log` returns True
+              ) -> tuple:
+        "Train; returns (the native model, the best round, 0-based)."
+        raise NotImplementedError
+
+    def predict(self,
+                model,  # the native model
+                X,  # features, as `features` makes them
+                best: int,  # the last round (0-based) to predict with
+                ) -> np.ndarray:
+        "Probabilities (classification) or values (regression) from the rounds up to `best`."
+        raise NotImplementedError
+
+    def save(self,
+             model,  # the native model
+             path: Path,  # the file to write, in the library's own format
+             ):
+        "Write the model in the library's own format."
+        raise NotImplementedError
+
+    def check_file(self,
+                   path: Path,  # a saved model file
+                   n_features: Optional[int] = None,  # the features it must take, when known
+                   ) -> Optional[int]:
+        "Structural checks before the native loader sees the file (a ModelFileError); its rounds when known."
+        raise NotImplementedError
+
+    def read(self,
+             path: Path,  # a model file `check_file` accepted
+             ):
+        "The native loader."
+        raise NotImplementedError
+
+    def rounds(self,
+               model,  # the native model
+               ) -> int:
+        "The boosting rounds the model holds."
+        raise NotImplementedError
 
     def load(self,
              path,  # the model file
@@ -250,7 +295,13 @@ class BoostingLibrary:
         except Exception as e:  # the library's own error, with the file named
             raise ModelFileError(path, f"{self.name} could not read it: {e}") from e
 
-    def preprocessor(self, train: pd.DataFrame, target: str, columns: list, exclude: list, preprocess: bool):
+    def preprocessor(self,
+                     train: pd.DataFrame,  # the training rows
+                     target: str,  # name of the target column
+                     columns: list,  # the feature columns
+                     exclude: list,  # columns that are no features (the split's groups and time)
+                     preprocess: bool,  # True: the library's preprocessing; False: the columns as they are
+                     ):
         "Unfitted transformer of the features: `make_preprocessor`'s, or the numeric columns as they are."
         if preprocess: return make_preprocessor(train, target, exclude)
         bad = [c for c in columns if not pd.api.types.is_numeric_dtype(train[c])]
@@ -260,7 +311,10 @@ class BoostingLibrary:
                              "take them as they are; keep preprocess=True (one-hot encoding) or encode them")
         return as_is_preprocessor(columns)
 
-    def features(self, prep: FramePrep, rows: pd.DataFrame):
+    def features(self,
+                 prep: FramePrep,  # the fitted preprocessing
+                 rows: pd.DataFrame,  # raw rows with the training columns
+                 ):
         "What the library trains and predicts on: the preprocessed rows as a float32 array."
         return prep.transform(rows).numpy()
 
