@@ -230,3 +230,46 @@ def test_a_folder_saved_before_checksums_still_loads_with_structural_checks(save
     xgb_tree(doc)["split_indices"][0] = 50
     (folder / "model.json").write_text(json.dumps(doc))
     with pytest.raises(ModelFileError, match="split on feature 50"): BoostedModel.load(folder)
+
+
+XGB_KINDS = {
+    "multiclass": {"objective": "multi:softprob", "num_class": 3},
+    "regression": {"objective": "reg:squarederror"},
+    "dart": {"booster": "dart", "objective": "binary:logistic", "rate_drop": 0.3},
+    "gblinear": {"booster": "gblinear", "objective": "binary:logistic"},
+    "exact with pruned nodes": {"tree_method": "exact", "objective": "binary:logistic", "gamma": 5.0, "max_depth": 8},
+    "parallel trees": {"num_parallel_tree": 3, "subsample": 0.5, "objective": "binary:logistic"},
+    "multi-output trees": {"multi_strategy": "multi_output_tree", "objective": "multi:softprob", "num_class": 3},
+}
+
+
+@pytest.mark.parametrize("kind", list(XGB_KINDS))
+def test_the_xgboost_checks_accept_every_kind_of_model(kind, tmp_path):
+    "No false alarm: whatever XGBoost writes, its checks accept (and the model still loads and predicts)."
+    xgb = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 6))
+    y = rng.integers(0, 3, 300) if "num_class" in XGB_KINDS[kind] else (X[:, 0] > 0).astype(int)
+    booster = xgb.train({**XGB_KINDS[kind], "nthread": 1}, xgb.DMatrix(X, label=y), num_boost_round=6)
+    booster.save_model(tmp_path / "m.json")
+    rounds = check_xgboost_json(tmp_path / "m.json", n_features=6)
+    assert rounds == (None if kind == "gblinear" else 6)
+    assert tb.booster_library("xgboost").load(tmp_path / "m.json", 6).num_boosted_rounds() == 6
+
+
+@pytest.mark.parametrize("kind", ["multiclass", "categorical", "linear_tree", "constant", "regression"])
+def test_the_lightgbm_checks_accept_every_kind_of_model(kind, tmp_path):
+    lgb = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(400, 5))).add_prefix("f").assign(c=rng.integers(0, 8, 400))
+    y = (X.f0 + (X.c % 2) > 0.5).astype(int)
+    params, kw = {"objective": "binary"}, {}
+    if kind == "multiclass": params, y = {"objective": "multiclass", "num_class": 3}, rng.integers(0, 3, 400)
+    if kind == "categorical": params, kw = {"objective": "binary", "max_cat_to_onehot": 2}, {"categorical_feature": ["c"]}
+    if kind == "linear_tree": params = {"objective": "binary", "linear_tree": True}
+    if kind == "constant": params = {"objective": "binary", "min_data_in_leaf": 1000}  # one-leaf trees
+    if kind == "regression": params, y = {"objective": "regression"}, X.f1.to_numpy()
+    booster = lgb.train({**params, "verbosity": -1, "num_threads": 1}, lgb.Dataset(X, y, **kw), num_boost_round=6)
+    booster.save_model(tmp_path / "m.txt")
+    assert check_lightgbm_text(tmp_path / "m.txt", n_features=6) == booster.current_iteration()
+    assert tb.booster_library("lightgbm").load(tmp_path / "m.txt", 6).current_iteration() == booster.current_iteration()

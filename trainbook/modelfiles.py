@@ -77,7 +77,7 @@ def _read_model_bytes(path, what: str) -> bytes:
 # %% ../nbs/10b_modelfiles.ipynb #fefd66f0
 def check_xgboost_json(path,  # an XGBoost model saved as JSON
                        n_features: Optional[int] = None,  # the features it must take (from its FramePrep)
-                       ) -> int:
+                       ) -> Optional[int]:
     "Structural checks of an XGBoost JSON model before XGBoost reads it (else a ModelFileError); its rounds."
     raw = _read_model_bytes(path, "an XGBoost JSON model")
     try: doc = json.loads(raw.decode("utf-8"))
@@ -103,7 +103,7 @@ def check_xgboost_json(path,  # an XGBoost model saved as JSON
         if len(weights) != (n_feature + 1) * outputs:
             raise ModelFileError(path, f"gblinear weights: expected {(n_feature + 1) * outputs}, "
                                  f"found {len(weights)}")
-        return 1
+        return None  # a linear booster's file does not say how many rounds it took
     if name not in ("gbtree", "dart"):
         raise ModelFileError(path, f"unknown gradient_booster {name!r}: expected gbtree, dart or gblinear")
     model = part(part(booster, "gbtree"), "model") if name == "dart" else part(booster, "model")
@@ -118,7 +118,9 @@ def check_xgboost_json(path,  # an XGBoost model saved as JSON
         raise ModelFileError(path, f"dart weight_drop: expected {n_trees} weights")
     for i, tree in enumerate(trees):
         where = f"tree {i}"
-        n = _int(path, part(tree, "tree_param", where=f"{where}: ").get("num_nodes"), f"{where} num_nodes", 1)
+        param = part(tree, "tree_param", where=f"{where}: ")
+        n = _int(path, param.get("num_nodes"), f"{where} num_nodes", 1)
+        vector = _int(path, param.get("size_leaf_vector", 1), f"{where} size_leaf_vector")
         arrays = {key: _ints(path, part(tree, key, list, f"{where}: "), f"{where} {key}")
                   for key in ("left_children", "right_children", "parents", "split_indices", "default_left")}
         arrays["split_conditions"] = part(tree, "split_conditions", list, f"{where}: ")
@@ -127,7 +129,14 @@ def check_xgboost_json(path,  # an XGBoost model saved as JSON
                 raise ModelFileError(path, f"{where} {key}: expected {n} entries (num_nodes), "
                                      f"found {len(values)}")
         left, right = arrays["left_children"], arrays["right_children"]
-        if ((left == -1) != (right == -1)).any():
+        if vector > 1:  # a multi-output tree: a leaf's right_children entry indexes its leaf_weights
+            slots = len(part(tree, "leaf_weights", list, f"{where}: ")) // vector
+            leaf_slots = right[left == -1]
+            if len(leaf_slots) and (leaf_slots.min() < 0 or leaf_slots.max() >= slots):
+                raise ModelFileError(path, f"{where}: a leaf points outside its {slots} leaf_weights")
+            if (right[left != -1] == -1).any():
+                raise ModelFileError(path, f"{where}: a node has one child (expected none or two)")
+        elif ((left == -1) != (right == -1)).any():
             raise ModelFileError(path, f"{where}: a node has one child (expected none or two)")
         inner = np.flatnonzero(left != -1)
         _check_children(path, left[inner], right[inner], where, lambda ids: ids == -1, n)
