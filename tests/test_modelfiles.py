@@ -76,6 +76,7 @@ def lgb_variants(text):
     first = text.index("Tree=1")
     return {
         "truncated": (text[:first], "no 'end of trees' line"),
+        "truncated in its parameters": (text[:text.index("end of parameters")], "without its 'end of parameters'"),
         "split_feature out of range": (re.sub(r"split_feature=\d", "split_feature=7", text, count=1),
                                        "a split on feature 7, expected features 0..4"),
         "huge num_leaves": (text.replace("num_leaves=", "num_leaves=2000000000", 1).replace("tree_sizes=", "x=", 1),
@@ -91,7 +92,7 @@ def lgb_variants(text):
     }
 
 
-@pytest.mark.parametrize("variant", list(lgb_variants("tree\nTree=1")))
+@pytest.mark.parametrize("variant", list(lgb_variants("tree\nTree=1\nend of parameters")))
 def test_tampered_lightgbm_file_is_a_named_error_not_an_abort(saved, frame, variant, tmp_path):
     folder = copy(saved, "lightgbm", tmp_path)
     path = folder / "model.txt"

@@ -182,6 +182,10 @@ def check_lightgbm_text(path,  # a LightGBM model saved in its text format
     end = text.find("\nend of trees")
     if end < 0:
         raise ModelFileError(path, "truncated or not a LightGBM text model: no 'end of trees' line")
+    tail = text[end:]  # feature importances, then the parameters section LightGBM parses to its end marker
+    at = tail.find("\nparameters:")
+    if at >= 0 and tail.find("\nend of parameters", at) < 0:
+        raise ModelFileError(path, "truncated: a 'parameters:' section without its 'end of parameters' line")
     starts = [m.start() for m in re.finditer(r"^Tree=", text[:end + 1], re.M)]
     head = _key_values(text[:starts[0] if starts else end].splitlines())
     for key in ("version", "num_class", "num_tree_per_iteration", "max_feature_idx"):
