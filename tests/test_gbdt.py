@@ -142,3 +142,155 @@ def test_baseline_refuses_unknown_models_before_fitting(cancer):
     sp = tb.make_splits(cancer, "target", seed=0)
     with pytest.raises(ValueError, match="models: each item is one of dummy, linear, xgboost, lightgbm, catboost"):
         tb.baseline(cancer, "target", sp, models=("dummy", "lgbm"))
+
+
+# --- every fit_* and baseline with nullable / NA dtypes, infinite values, duplicated names --------------------------
+
+def nullable_frame(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({"i": pd.array(rng.integers(0, 5, n), dtype="Int64"),
+                       "b": pd.array(rng.random(n) > 0.5, dtype="boolean"),
+                       "s": pd.array(rng.choice(["a", "b", "c"], n), dtype="string"),
+                       "f": pd.array(rng.normal(size=n), dtype="Float64")})
+    for c in df.columns: df.loc[df.index[::7], c] = pd.NA
+    df["y"] = ((df.f.fillna(0).to_numpy(dtype=float) > 0) ^ (rng.random(n) < 0.1)).astype(int)
+    return df
+
+
+@pytest.mark.parametrize("lib", ["xgboost", "lightgbm", "catboost"])
+@pytest.mark.parametrize("preprocess", [True, False])
+def test_nullable_dtypes_with_pd_na_in_every_library(lib, preprocess, tmp_path):
+    df = nullable_frame()
+    if not preprocess: df = df.drop(columns="s")  # as-is features must be numeric
+    sp = tb.make_splits(df, "y", seed=0)
+    run = fit(lib, df, "y", sp, num_rounds=20, preprocess=preprocess, checkpoint_dir=tmp_path)
+    X = df.drop(columns="y")
+    assert run.model.predict_proba(X).shape == (len(df), 2)
+    assert run.records.last("loss", "valid") < 0.69  # it learned from the Float64 column with its NAs
+    assert np.allclose(BoostedModel.load(run.run_dir).predict_proba(X), run.model.predict_proba(X))
+
+
+def test_baseline_with_nullable_dtypes():
+    df = nullable_frame()
+    sp = tb.make_splits(df, "y", seed=0)
+    table = tb.baseline(df, "y", sp, models=("dummy", "linear", "xgboost", "lightgbm", "catboost"))
+    assert table.valid_roc_auc.drop("dummy").min() > 0.7
+
+
+@pytest.mark.parametrize("lib", ["xgboost", "lightgbm", "catboost", "baseline"])
+@pytest.mark.parametrize("where", ["target", "feature"])
+def test_infinite_values_fail_before_any_work_naming_the_column(lib, where, tmp_path):
+    df = load_diabetes(as_frame=True).frame
+    column = "target" if where == "target" else "bmi"
+    df.loc[df.index[[3, 17]], column] = [np.inf, -np.inf]
+    sp = tb.make_splits(df, "target", seed=0)
+    match = f"{where} column '{column}' has 2 infinite value\\(s\\) \\(rows 3, 17\\)"
+    with pytest.raises(ValueError, match=match):
+        if lib == "baseline": tb.baseline(df, "target", sp)
+        else: fit(lib, df, "target", sp, checkpoint_dir=tmp_path / "run")
+    assert not (tmp_path / "run").exists()  # before any work: not even the run folder
+
+
+@pytest.mark.parametrize("lib", ["xgboost", "lightgbm", "catboost", "baseline"])
+def test_duplicated_column_names_are_named(lib, cancer):
+    df = pd.concat([cancer, cancer[["mean radius", "mean area"]]], axis=1)
+    sp = tb.make_splits(cancer, "target", seed=0)
+    with pytest.raises(ValueError, match="duplicated column names: 'mean radius', 'mean area'"):
+        if lib == "baseline": tb.baseline(df, "target", sp)
+        else: fit(lib, df, "target", sp)
+
+
+# --- observers: the session's (tracking) and the run's own callbacks hear every boosting run ------------------------
+
+class Recorder(tb.Callback):
+    def __init__(self): self.events, self.valid, self.run = [], [], None
+    def before_fit(self, state): self.events.append("before_fit")
+    def after_step(self, state): self.events.append("after_step")
+    def after_validate(self, state):
+        self.events.append("after_validate")
+        self.valid.append(state.valid["loss"])
+    def after_epoch(self, state): self.events.append("after_epoch")
+    def after_fit(self, state):
+        self.events.append("after_fit")
+        self.run = state.run
+
+
+@pytest.fixture
+def session_track():
+    "A stand-in for `tb.track()`: a 'track' session observer that records what it was given."
+    from trainbook.events import add_session_observer, remove_session_observer
+    made = []
+    def factory(context):
+        made.append((context, Recorder()))
+        return made[-1][1]
+    add_session_observer("track", factory)
+    yield made
+    remove_session_observer("track")
+
+
+@pytest.mark.parametrize("lib", ["xgboost", "lightgbm", "catboost"])
+def test_every_fit_is_heard_by_the_session_and_its_callbacks(lib, cancer, session_track):
+    sp = tb.make_splits(cancer, "target", seed=0)
+    own = Recorder()
+    run = fit(lib, cancer, "target", sp, num_rounds=12, early_stopping=None, callbacks=[own])
+    [(context, tracker)] = session_track
+    assert context == {"kind": lib}
+    for r in (own, tracker):
+        assert r.events[0] == "before_fit" and r.events[-1] == "after_fit" and r.run is run
+        assert r.events.count("after_step") == r.events.count("after_validate") == 12
+        assert r.events.count("after_epoch") == 2  # every 10 rounds, and the last ones
+        assert r.valid == list(run.records.series("loss", "valid").to_numpy())
+    fit(lib, cancer, "target", sp, num_rounds=3, track=False)
+    assert len(session_track) == 1  # track=False: the session's tracker is not attached
+
+
+def test_track_true_without_a_store_fails_before_any_work(cancer, tmp_path):
+    sp = tb.make_splits(cancer, "target", seed=0)
+    with pytest.raises(ValueError, match="call tb.track\\(\\) first"):
+        fit("lightgbm", cancer, "target", sp, track=True, checkpoint_dir=tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("lib", ["xgboost", "lightgbm", "catboost"])
+def test_a_callback_stop_request_ends_training_keeping_the_model(lib, cancer):
+    class Prune(tb.Callback):
+        def after_validate(self, state):
+            if state.step == 4: state.control.request_stop("pruned")
+    sp = tb.make_splits(cancer, "target", seed=0)
+    run = fit(lib, cancer, "target", sp, num_rounds=50, callbacks=[Prune()])
+    assert (run.stopped, run.step) == ("pruned", 4)
+    assert run.model.predict_proba(cancer.drop(columns="target")).shape == (len(cancer), 2)
+
+
+@pytest.mark.parametrize("lib", ["xgboost", "lightgbm", "catboost"])
+def test_ctrl_c_ends_a_boosting_run_as_interrupted_with_its_model(lib, cancer):
+    "A real SIGINT to this process (as Jupyter's interrupt sends it) in round 3: training ends, the run returns."
+    import os, signal
+    class Press(tb.Callback):
+        def after_step(self, state):
+            if state.step == 3: os.kill(os.getpid(), signal.SIGINT)
+    sp = tb.make_splits(cancer, "target", seed=0)
+    before = signal.getsignal(signal.SIGINT)
+    run = fit(lib, cancer, "target", sp, num_rounds=50, callbacks=[Press()])
+    assert (run.stopped, run.step) == ("interrupted", 3) and tb.last_run() is run
+    assert run.model.predict_proba(cancer.head()).shape == (5, 2)
+    assert signal.getsignal(signal.SIGINT) is before  # the usual Ctrl-C is back
+
+
+def test_a_failing_fit_keeps_its_run_and_tells_the_observers(cancer):
+    class Boom(tb.Callback):
+        def after_step(self, state):
+            if state.step == 2: raise RuntimeError("boom")
+    seen = Recorder()
+    sp = tb.make_splits(cancer, "target", seed=0)
+    with pytest.raises(RuntimeError, match="boom") as e: fit("xgboost", cancer, "target", sp, callbacks=[Boom(), seen])
+    assert e.value.run.stopped == "failed" and e.value.run.step == 2 and seen.run is e.value.run
+
+
+def test_three_fits_share_one_signature():
+    import inspect
+    sigs = {lib: inspect.signature(getattr(tb, f"fit_{lib}")) for lib in ("xgboost", "lightgbm", "catboost")}
+    assert sigs["xgboost"] == sigs["lightgbm"] == sigs["catboost"]
+    assert {"track", "callbacks"} <= set(sigs["xgboost"].parameters)
+    from trainbook.classical import fit_xgboost, BoostedModel as Old  # the old home still imports
+    assert fit_xgboost is tb.fit_xgboost and Old is BoostedModel

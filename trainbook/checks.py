@@ -81,8 +81,6 @@ def require_column(df: pd.DataFrame,  # the frame
         cols = ", ".join(map(str, df.columns[:20])) + (" …" if len(df.columns) > 20 else "")
         raise ValueError(f"{arg} column {col!r} not in DataFrame; columns are: {cols}")
 
-_require_frame, _require_column = require_frame, require_column  # old names, for callers not yet moved
-
 
 # %% ../nbs/01_checks.ipynb #06abe1e6
 ROLES = ("numeric", "boolean", "categorical", "datetime", "timedelta", "text", "identifier", "constant")

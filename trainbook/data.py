@@ -499,14 +499,28 @@ class FramePrep:
              trusted: Optional[list] = None,  # more type names to trust (beyond scikit-learn's, trainbook's)
             ) -> "FramePrep":
         "Load a saved FramePrep; only scikit-learn's own types are trusted unless you list more in `trusted`."
+        import io, zipfile
         import skops.io as sio
-        data = Path(path).read_bytes()
+        path = Path(path)
+        expected = "expected a file written by FramePrep.save (a skops zip archive holding schema.json)"
+        data = path.read_bytes()
+        if not data: raise ValueError(f"{path}: the file is empty (0 bytes); {expected}")
+        try:
+            with zipfile.ZipFile(io.BytesIO(data)) as archive: names = archive.namelist()
+        except zipfile.BadZipFile: raise ValueError(f"{path}: not a zip archive; {expected}") from None
+        if "schema.json" not in names: raise ValueError(f"{path}: a zip archive without schema.json; {expected}")
         trusted = SAFE_TYPES + list(trusted or [])
-        unknown = [t for t in sio.get_untrusted_types(data=data) if t not in trusted]
+        try: found = sio.get_untrusted_types(data=data)
+        except Exception as e: raise ValueError(f"{path}: skops cannot read it ({e!r}); {expected}") from e
+        unknown = [t for t in found if t not in trusted]
         if unknown:
-            raise ValueError(f"{path} holds types that are not trusted: {', '.join(unknown)}; pass "
+            raise ValueError(f"{path}: holds types that are not trusted: {', '.join(unknown)}; pass "
                              "trusted=[...] if you trust them")
-        state = sio.loads(data, trusted=trusted)
+        try: state = sio.loads(data, trusted=trusted)
+        except Exception as e: raise ValueError(f"{path}: skops cannot load it ({e!r}); {expected}") from e
+        keys = ("preprocessor", "columns", "target", "task", "classes")
+        missing = [k for k in keys if not isinstance(state, dict) or k not in state]
+        if missing: raise ValueError(f"{path}: no {', '.join(missing)} in it; {expected}")
         return cls(state["preprocessor"], state["columns"], state["target"], state["task"], state["classes"])
 
     def __repr__(self):

@@ -14,7 +14,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .batch import call_model, eval_mode, prediction
-from .classical import _import_optional, _live_curves
+from .gbdt import import_optional, live_curves
 from .core import History, TrainConfig, environment
 from .data import TensorLoader
 from .diagnostics import diagnose
@@ -29,7 +29,7 @@ __all__ = ['keras_callback', 'mlp', 'TorchClassifier', 'TorchRegressor', 'TokenL
 def _import_keras():
     "Keras 3, with the torch backend unless KERAS_BACKEND (or an earlier import) chose another."
     if "keras" not in sys.modules: os.environ.setdefault("KERAS_BACKEND", "torch")
-    return _import_optional("keras", "keras")
+    return import_optional("keras", "keras")
 
 def _keras_name(name: str) -> tuple[str, str]:
     "(split, name) of a Keras log key: `val_` marks validation; `learning_rate` becomes `lr`."
@@ -50,7 +50,7 @@ def _keras_recorder_class():
             self.records, self.step, self.epoch, self.run = History(), 0, 0, None
             config = TrainConfig(epochs=int(self.params.get("epochs") or 1))
             self.state = LoopState(history=self.records, model=self.model, config=config)
-            self.curves = _live_curves(self.live, self.state)
+            self.curves = live_curves(self.live, self.state)
             # the session's observers (a tracking store from tb.track(), ...), told what fit tells them
             self.observers = Callbacks(session_observers(None, {"kind": "keras"}))
             self.observers(Event.before_fit, self.state)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .checks import DataReport, check_data as check_frame, column_roles, infer_task
-from .classical import BoostedModel, RoundRecorder, XGBoostLibrary
+from .gbdt import BoostedModel, RoundRecorder, XGBoostLibrary
 from .core import Finding, TrainConfig, announce, environment, findings_html
 from .data import DROPPED_ROLES, FramePrep, make_preprocessor
 from .diagnostics import diagnose

@@ -4,19 +4,21 @@
 
 # %% ../nbs/17_search.ipynb #0fe18f41
 from __future__ import annotations
-import math, os, random, socket, time, warnings
+import math, os, random, socket, time, warnings, weakref
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Optional, Union
 
 from .core import TrainConfig
-from .events import Callback
-from .loop import MONITOR_ALIASES, fit
+from .events import Callback, add_session_observer, remove_session_observer
+from .loop import fit
+from .run import MONITOR_ALIASES
 from .run import Run
 from .tracking import run_params
 
 # %% auto #0
-__all__ = ['KINDS', 'CONFIG_FIELDS', 'DEFAULT_STORAGE', 'PRUNERS', 'check_space', 'suggest', 'Pruning', 'TrialConfig',
-           'fit_objective', 'StudyPanel', 'make_storage', 'make_pruner', 'SearchResult', 'search']
+__all__ = ['KINDS', 'CONFIG_FIELDS', 'DEFAULT_STORAGE', 'PRUNERS', 'TRIAL_OBSERVER', 'check_space', 'suggest', 'Pruning',
+           'TrialConfig', 'fit_objective', 'StudyPanel', 'make_storage', 'make_pruner', 'SearchResult', 'TrialDiverged',
+           'search']
 
 # %% ../nbs/17_search.ipynb #7e31bccb
 KINDS = ("log", "int", "int_log", "float")
@@ -72,6 +74,9 @@ class Pruning(Callback):
                  ):
         self.trial, self.monitor, self.notify = trial, monitor, notify
         self.reports, self.pruned, self.attached, self.key = 0, False, False, None
+        self.ended: list = []  # how each run of the trial ended (`Run.stopped`), in order
+        self._last = None  # (state, step) of the last report: attached twice, a validation counts once
+        self._seen = None  # the last run heard of at its end
 
     def before_fit(self, state):
         self.attached = True
@@ -84,9 +89,22 @@ class Pruning(Callback):
     def after_epoch(self, state):
         if self.key[0] == "train": self.report(state)  # a train monitor has no validation to wait for
 
+    def after_fit(self, state):
+        run = state.run
+        if run is None or (self._seen is not None and self._seen() is run): return
+        self._seen = weakref.ref(run)
+        self.ended.append(run.stopped)
+
+    @property
+    def interrupted(self) -> bool:
+        "Whether a run of this trial was interrupted (Ctrl-C): its result is partial."
+        return "interrupted" in self.ended
+
     def report(self, state,  # the loop's state (its history holds the value to report)
                ):
         "Report the newest monitored value; request the stop when the trial should be pruned."
+        if self._last is not None and self._last[0]() is state and self._last[1] == state.step: return
+        self._last = (weakref.ref(state), state.step)
         value = state.history.last(self.key[1], self.key[0])
         if value is None or not math.isfinite(value): return
         self.trial.report(value, self.reports)
@@ -98,10 +116,10 @@ class Pruning(Callback):
 
 # %% ../nbs/17_search.ipynb #8f9c0ad1
 class TrialConfig(dict):
-    "The values sampled for one trial (a dict), with `callbacks` to pass to `fit` and the Optuna `trial`."
+    "The values sampled for one trial (a dict), with the Optuna `trial` and its `callbacks` ([Pruning])."
     def __init__(self, values: dict,  # the sampled values
                  trial,  # the Optuna trial
-                 callbacks: list,  # [Pruning(trial)]: pass them to fit
+                 callbacks: list,  # [Pruning(trial)]: every fit in the trial gets them by itself
                  ):
         super().__init__(values)
         self.trial, self.callbacks = trial, callbacks
@@ -245,16 +263,25 @@ DEFAULT_STORAGE = "sqlite:///optuna.db"
 PRUNERS = ("median", "hyperband", "successive_halving", "none")
 
 def make_storage(storage=None,  # None = sqlite:///optuna.db; a database URL; a SQLite file; an Optuna storage
+                 heartbeat: Optional[float] = None,  # seconds between a running trial's heartbeats
                  ):
     "The Optuna storage for `storage` (SQLite with a patient lock timeout: local workers share one file)."
     import optuna
     if storage is None: storage = DEFAULT_STORAGE
     if not isinstance(storage, str): return storage
+    if heartbeat is not None and not (isinstance(heartbeat, (int, float)) and heartbeat > 0):
+        raise ValueError(f"heartbeat must be None or a positive number of seconds, got {heartbeat!r}")
     from sqlalchemy.exc import SQLAlchemyError
     url = storage if "://" in storage else f"sqlite:///{storage}"
     kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else None
+    # a trial whose worker sent nothing for 4 heartbeats is taken as dead (a busy SQLite file delays a few)
+    beats = {} if heartbeat is None else {"heartbeat_interval": max(1, round(heartbeat)),
+                                          "grace_period": max(4, round(4 * heartbeat))}
     for attempt in range(3):
-        try: return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # heartbeat_interval
+                return optuna.storages.RDBStorage(url, engine_kwargs=kwargs, **beats)
         except SQLAlchemyError:  # two workers creating the tables at once: the loser finds them on a retry
             if attempt == 2: raise
             time.sleep(0.2 + random.random())
@@ -281,6 +308,7 @@ class SearchResult:
     best_trial: int  # its number
     runs: dict = field(default_factory=dict)  # trial number -> Run, for the trials this process ran
     panel: Any = None  # the StudyPanel
+    stopped: str = "completed"  # "completed", or "interrupted" (Ctrl-C: the finished trials are kept)
 
     @property
     def trials(self):
@@ -301,7 +329,9 @@ class SearchResult:
         config = ", ".join(f"{k}={_short(v)}" for k, v in self.best_config.items())
         counts = self.trials.state.value_counts().to_dict()
         states = ", ".join(f"{v} {k.lower()}" for k, v in counts.items())
-        return (f"<div><b>Search</b> <code>{self.study.study_name}</code>: {sum(counts.values())} trials "
+        note = " — <b>interrupted</b>" if self.stopped == "interrupted" else ""
+        return (f"<div><b>Search</b> <code>{self.study.study_name}</code>{note}: "
+                f"{sum(counts.values())} trials "
                 f"({states}); best value {self.best_value:.4g} "
                 f"(trial {self.best_trial}): {config}</div>")
 
@@ -324,10 +354,18 @@ def _check_search(objective, n_trials, direction, timeout):
     if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
 
+class TrialDiverged(RuntimeError):
+    "A trial's run diverged (a non-finite loss): stored FAIL with its finding; the search goes on."
+
 def _value(result, direction: str, pruning: Pruning):
-    "The objective value of a trial's result; raises TrialPruned for a pruned run."
+    "The objective value of a trial's result; TrialPruned for a pruned run, TrialDiverged for a diverged one."
     import optuna
+    if pruning.interrupted or (isinstance(result, Run) and result.stopped == "interrupted"):
+        raise KeyboardInterrupt("the trial's run was interrupted: its result is partial")
     if isinstance(result, Run):
+        if result.stopped == "nonfinite":
+            found = [f for f in result.findings if f.kind in ("nonfinite", "diverging")]
+            raise TrialDiverged(str(found[0]) if found else "the run stopped on a non-finite value")
         if result.stopped == "pruned" or pruning.pruned:
             raise optuna.TrialPruned(f"pruned after {pruning.reports} reports")
         wanted = "min" if direction == "minimize" else "max"
@@ -354,6 +392,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
            timeout: Optional[float] = None,  # stop starting trials after this many seconds
            seed: Optional[int] = 0,  # the sampler's seed (None = not reproducible)
            live: Union[str, bool] = "auto",  # the study panel: 'auto', or False for none
+           heartbeat: Optional[float] = 30.0,  # RDB storage: seconds between a trial's heartbeats
            engine: str = "optuna",  # optuna (trials here, one by one) | ray (Ray Tune: parallel trials, ASHA)
            **engine_options,  # for engine='ray': max_concurrent=, address=, grace_period=, resources_per_trial=...
            ) -> SearchResult:
@@ -375,9 +414,10 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     verbosity = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # the panel says what Optuna's log lines would
     sampler = optuna.samplers.TPESampler(seed=seed)
-    try: study = optuna.create_study(storage=make_storage(storage), study_name=study_name,
+    try: study = optuna.create_study(storage=make_storage(storage, heartbeat), study_name=study_name,
                                      direction=direction, pruner=pruner, sampler=sampler, load_if_exists=True)
     finally: optuna.logging.set_verbosity(verbosity)
+    _fail_stale_trials(study)  # trials of killed workers: FAIL, before the sampler reads the study
     if study.direction.name.lower() != direction:
         raise ValueError(f"study {study_name!r} already exists and {study.direction.name.lower()}s; "
                          "pass direction= to match")
@@ -392,13 +432,21 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
         trial.set_user_attr("config", {k: _plain(v) for k, v in values.items()})
         trial.set_user_attr("worker", worker)
         panel.start(trial.number, values)
-        with run_params(tags={"study": study_name, "trial": str(trial.number)}, **values):
-            out = objective(TrialConfig(values, trial, [pruning]))
+        # every fit in the trial joins its pruning (and reports how it ended) without being told
+        add_session_observer(TRIAL_OBSERVER, lambda context: pruning)
+        try:
+            with run_params(tags={"study": study_name, "trial": str(trial.number)}, **values):
+                out = objective(TrialConfig(values, trial, [pruning]))
+        finally: remove_session_observer(TRIAL_OBSERVER)
         if isinstance(out, Run):
             out.extra["trial"] = trial.number
             result.runs[trial.number] = out
+            trial.set_user_attr("stopped", str(out.stopped))
+            if out.stopped == "nonfinite":
+                found = [f for f in out.findings if f.kind in ("nonfinite", "diverging")]
+                trial.set_user_attr("finding", str(found[0]) if found else "a non-finite loss")
             if not pruning.attached:
-                warnings.warn("the objective's fit did not get config.callbacks, so its trials cannot be "
+                warnings.warn("the trial's fit never attached the trial's Pruning, so this trial cannot be "
                               "pruned: pass callbacks=config.callbacks to fit")
         return _value(out, direction, pruning)
 
@@ -410,18 +458,48 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
                 if number != best[0]: run.model = None
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    try: study.optimize(run_trial, n_trials=n_trials, timeout=timeout, callbacks=[after_trial])
+    try: study.optimize(run_trial, n_trials=n_trials, timeout=timeout, callbacks=[after_trial],
+                        catch=(TrialDiverged,))
+    except KeyboardInterrupt:  # Ctrl-C: the trial in flight is FAIL (Optuna's doing), the search stops here
+        result.stopped = "interrupted"
+        _fail_own_running(study, worker)
+        for number in [n for n, state in panel.states.items() if state == "running"]:
+            panel.end(number, "fail", _best(study))
     finally:
         optuna.logging.set_verbosity(verbosity)
         panel.finish()
     best = _best(study)
     if best is None:
         states = result.trials.state.value_counts().to_dict()
+        if result.stopped == "interrupted":
+            warnings.warn(f"search interrupted before any trial of study {study_name!r} completed: {states}")
+            return result
         raise RuntimeError(f"no trial of study {study_name!r} completed: {states}")
     top = study.best_trial
     result.best_trial, result.best_value = top.number, top.value
     result.best_config = dict(top.user_attrs.get("config", top.params))
     return result
+
+TRIAL_OBSERVER = "search_trial"  # the session-observer name under which a running trial's Pruning is attached
+
+def _fail_stale_trials(study):
+    "Mark FAIL the RUNNING trials whose worker stopped sending heartbeats (RDB storage with a heartbeat)."
+    from optuna.storages import fail_stale_trials  # a no-op without a heartbeat
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Optuna calls fail_stale_trials experimental
+        fail_stale_trials(study)
+
+def _fail_own_running(study, worker: str) -> list:
+    "This worker's trials still RUNNING after a Ctrl-C: FAIL, never left running forever. Their numbers."
+    import optuna
+    running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+    numbers = []
+    for t in running:
+        if t.user_attrs.get("worker") != worker: continue
+        try: study.tell(t.number, state=optuna.trial.TrialState.FAIL)
+        except Exception: continue  # finished meanwhile
+        numbers.append(t.number)
+    return numbers
 
 def _best(study) -> Optional[tuple[int, float]]:
     "(number, value) of the study's best completed trial, or None."
