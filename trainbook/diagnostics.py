@@ -18,7 +18,8 @@ from .core import Finding, History, autocast_dtype
 from .events import Callback, LoopState
 
 # %% auto #0
-__all__ = ['RULES', 'Thresholds', 'diagnose', 'locate_nonfinite', 'NanGuard', 'top_losses', 'ExampleLosses']
+__all__ = ['RULES', 'Thresholds', 'diagnose', 'per_example_loss', 'Evaluation', 'LossStats', 'locate_nonfinite',
+           'backward_anomaly', 'NanGuard', 'top_losses', 'ExampleLosses']
 
 # %% ../nbs/09_diagnostics.ipynb #9e7182a0
 def _as_history(history) -> History:
@@ -414,21 +415,189 @@ def _judge(c: dict, th: Thresholds) -> list[Finding]:
         found = [f for f in found if f.kind not in ("loss_spikes", "overfitting")]
     return found
 
+# %% ../nbs/09_diagnostics.ipynb #a1c0e002
+import copy
+import inspect
+from typing import Callable
+
+def _takes_reduction(loss_fn) -> bool:
+    "Whether `loss_fn` accepts a `reduction=` keyword (by name or through **kwargs)."
+    try: params = inspect.signature(loss_fn).parameters.values()
+    except (TypeError, ValueError): return False  # a builtin without a signature
+    return any(p.name == "reduction" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+
+def _by_row(values: torch.Tensor, n: int) -> Optional[torch.Tensor]:
+    "A loss tensor as one value per row (the mean over a row's other positions), or None if it is not per row."
+    if values.ndim == 0 or values.shape[0] != n or n < 2: return None
+    return values.reshape(n, -1).float().mean(1)
+
+def per_example_loss(loss_fn: Callable,  # the loss: a torch loss module, a function, a lambda
+                     pred: torch.Tensor,  # the model's prediction for n rows
+                     yb,  # the targets of those rows
+                     one_call: bool = False,  # never fall back to one call per row: None instead
+                    ) -> Optional[torch.Tensor]:
+    "The loss of each of the n rows, shape (n,), whatever form `loss_fn` takes."
+    n = len(pred)
+    if isinstance(loss_fn, nn.Module) and hasattr(loss_fn, "reduction"):  # nn.CrossEntropyLoss() and kin
+        fn = copy.copy(loss_fn)
+        fn.reduction = "none"
+        rows = _by_row(fn(pred, yb), n)
+        if rows is not None: return rows
+    elif _takes_reduction(loss_fn):  # F.cross_entropy, a function written with a `reduction` argument
+        rows = _by_row(loss_fn(pred, yb, reduction="none"), n)
+        if rows is not None: return rows
+    else:  # a lambda that already returns a value per row (reduction="none" inside), or a scalar
+        rows = _by_row(loss_fn(pred, yb), n)
+        if rows is not None: return rows
+    if one_call: return None
+    return torch.stack([loss_fn(pred[i:i + 1], yb[i:i + 1]).reshape(-1).float().mean() for i in range(n)])
+
+class Evaluation(dict):
+    "`evaluate`'s results (name → value) with the evaluation's noise and reference levels in `.stats`."
+    stats: dict = {}
+
+_MAX_PRIOR_CLASSES = 1024  # the prior's loss is one call on a classes × classes batch
+
+class LossStats:
+    "Running sums for an evaluation: the per-example losses' mean and spread, and the targets' prior."
+    def __init__(self,
+                 loss_fn: Optional[Callable],  # the run's loss; None = the model's own (no per-example losses)
+                ):
+        self.loss_fn, self.per_example = loss_fn, loss_fn is not None
+        self.sums, self.counts, self.kind = None, None, None  # kind: classes | values | None
+
+    def add(self,
+            pred,  # the batch's prediction
+            yb,  # its targets
+            loss: torch.Tensor,  # its mean loss
+            n: int,  # its rows
+           ) -> None:
+        "Take one batch: no host sync (everything stays on the prediction's device)."
+        device = loss.device
+        if self.sums is None: self.sums = torch.zeros(7, device=device, dtype=torch.float64)
+        rows = None
+        if self.per_example and isinstance(pred, torch.Tensor):
+            try: rows = per_example_loss(self.loss_fn, pred, yb, one_call=True)
+            except Exception: rows = None  # a loss that cannot be split by row: the batches' spread instead
+            if rows is None: self.per_example = False
+        s = self.sums
+        if rows is not None:
+            rows = rows.detach().double()
+            s[0] += rows.sum()
+            s[1] += (rows * rows).sum()
+            s[2] += len(rows)
+        b = loss.detach().double().mean()
+        s[3] += b * n
+        s[4] += b * b * n
+        s[5] += n
+        s[6] += 1
+        self._add_targets(pred, yb)
+
+    def _add_targets(self, pred, yb) -> None:
+        "Class counts (integer targets against per-class scores) or the targets' sum and sum of squares."
+        if not isinstance(pred, torch.Tensor) or not isinstance(yb, torch.Tensor) or self.kind is False: return
+        classes = (not yb.is_floating_point() and pred.ndim == 2 and yb.ndim == 1 and len(yb) == len(pred)
+                   and 1 < pred.shape[1] <= _MAX_PRIOR_CLASSES)
+        values = yb.is_floating_point() and pred.is_floating_point() and pred.numel() == yb.numel()
+        kind = "classes" if classes else "values" if values else False
+        if self.kind is None: self.kind = kind
+        if kind != self.kind:
+            self.kind = False  # batches of different kinds: no prior
+            return
+        if kind == "classes":
+            y = yb[yb >= 0]  # ignore_index positions (-100) carry no label
+            counts = torch.bincount(y, minlength=pred.shape[1])[:pred.shape[1]].double()
+            self.counts = counts if self.counts is None else self.counts + counts
+            self.shape = pred.shape[1:]
+        elif kind == "values":
+            y = yb.detach().double().reshape(-1)
+            part = torch.stack([y.sum(), (y * y).sum(), torch.tensor(float(len(y)), device=y.device).double()])
+            self.counts = part if self.counts is None else self.counts + part
+            self.shape = (pred.shape[1:], yb.shape[1:])
+
+    def flat(self) -> torch.Tensor:
+        "Every running sum in one vector (to all-reduce across ranks)."
+        parts = [self.sums if self.sums is not None else torch.zeros(7, dtype=torch.float64)]
+        return torch.cat(parts + ([self.counts] if self.counts is not None else []))
+
+    def load_flat(self, v: torch.Tensor) -> None:
+        "Take back the vector `flat` gave (after an all-reduce)."
+        self.sums = v[:7]
+        if self.counts is not None: self.counts = v[7:]
+
+    def results(self) -> dict:
+        "`loss_se`, `loss_sd`, `rows` and (when the targets allow it) `prior_loss`: one host sync."
+        if self.sums is None: return {}
+        s = self.sums.tolist()
+        out = {"rows": s[5]}
+        if s[2] >= 2 and s[2] == s[5]:  # per-example losses for every row
+            mean = s[0] / s[2]
+            var = max(s[1] / s[2] - mean * mean, 0.0) * s[2] / (s[2] - 1)
+            out.update(loss_sd=math.sqrt(var), loss_se=math.sqrt(var / s[2]), spread_from="examples")
+        elif s[6] >= 2:  # batches of n_i rows: n_i·(batch mean − mean)² estimates the per-example variance
+            mean = s[3] / s[5]
+            var = max(s[4] - s[5] * mean * mean, 0.0) / (s[6] - 1)
+            out.update(loss_sd=math.sqrt(var), loss_se=math.sqrt(var / s[5]), spread_from="batches")
+        prior = self._prior()
+        if prior is not None: out["prior_loss"] = prior
+        return out
+
+    def _prior(self) -> Optional[float]:
+        "The constant predictor's loss under `loss_fn`: the class prior's, or (MSE-like) the targets' variance."
+        if self.counts is None or self.loss_fn is None or not self.kind: return None
+        device = self.counts.device
+        try:
+            if self.kind == "classes":
+                total = float(self.counts.sum())
+                if total <= 0: return None
+                p = self.counts / total
+                k = len(p)
+                logits = torch.log(p.clamp_min(1e-12)).float().expand(k, k).contiguous()
+                losses = per_example_loss(self.loss_fn, logits, torch.arange(k, device=device))
+                return float((p.float() * losses.reshape(-1)[:k]).sum())
+            y_sum, y_sq, m = self.counts.tolist()
+            if m < 2: return None
+            # MSE-like: a constant 0 against targets ±2 costs 4 (L1 costs 2, Huber 1.5)
+            pshape, yshape = self.shape
+            probe = self.loss_fn(torch.zeros((2, *pshape), device=device),
+                                 torch.tensor([2.0, -2.0], device=device).reshape(2, *([1] * len(yshape)))
+                                 .expand(2, *yshape).contiguous())
+            if abs(float(probe) - 4.0) > 1e-3: return None
+            mean = y_sum / m
+            return max(y_sq / m - mean * mean, 0.0)
+        except Exception:  # a loss that cannot score a constant: no reference level
+            return None
+
 # %% ../nbs/09_diagnostics.ipynb #391d44d5
-from .batch import autocast, call_model, model_loss, prediction
+import re
+import warnings
+
+from .batch import autocast, call_model, compute_loss, model_loss, prediction
 
 def _finite(obj) -> bool:
-    if isinstance(obj, torch.Tensor): return bool(torch.isfinite(obj).all()) if obj.is_floating_point() or obj.is_complex() else True
+    "Whether every floating tensor in `obj` (a tensor, or lists / tuples / dicts of them) is finite."
+    if isinstance(obj, torch.Tensor):
+        if obj.is_floating_point() or obj.is_complex(): return bool(torch.isfinite(obj).all())
+        return True
     if isinstance(obj, (list, tuple)): return all(_finite(o) for o in obj)
     if isinstance(obj, dict): return all(_finite(o) for o in obj.values())
     return True
 
-def locate_nonfinite(model: nn.Module, xb, yb=None, loss_fn=None, *, precision: str = "fp32") -> dict:
-    "Run `model` on `xb` with forward hooks; report the first module whose output is not finite and whether its inputs were."
-    first, order = {}, []
+def _nonfinite_parameters(model: nn.Module) -> list[str]:
+    "The names of the parameters holding NaN/Inf."
+    return [n for n, p in model.named_parameters() if not _finite(p.detach())]
+
+def locate_nonfinite(model: nn.Module,  # the model, in the mode the failure happened in
+                     xb,  # the batch's inputs
+                     yb=None,  # its targets (to check the loss too)
+                     loss_fn=None,  # the loss; None = the model's own
+                     *,
+                     precision: str = "fp32",  # a resolved precision: bf16 | fp16 | fp32
+                    ) -> dict:
+    "Re-run `model` on `xb` with forward hooks: the first module whose output is not finite, its inputs, the weights."
+    first = {}
     def hook(name):
         def fn(module, inputs, output):
-            order.append(name)
             if "module" not in first and not _finite(output):
                 first.update(module=name, type=type(module).__name__, inputs_finite=_finite(inputs))
         return fn
@@ -440,69 +609,159 @@ def locate_nonfinite(model: nn.Module, xb, yb=None, loss_fn=None, *, precision: 
             else: loss = loss_fn(prediction(out), yb) if yb is not None else None
     finally:
         for h in handles: h.remove()
-    return {"module": first.get("module"), "module_type": first.get("type"), "inputs_finite": first.get("inputs_finite"),
-            "batch_finite": _finite(xb), "output_finite": _finite(out),
-            "loss_finite": None if loss is None else bool(torch.isfinite(loss).all())}
+    bad_weights = _nonfinite_parameters(model)
+    return {"module": first.get("module"), "module_type": first.get("type"),
+            "inputs_finite": first.get("inputs_finite"), "batch_finite": _finite(xb),
+            "output_finite": _finite(out), "loss_finite": None if loss is None else bool(torch.isfinite(loss).all()),
+            "weights_finite": not bad_weights, "nonfinite_parameters": bad_weights[:20]}
+
+_ANOMALY = re.compile(r"Function '(\w+)' returned (nan|inf)")
+
+def backward_anomaly(model: nn.Module,  # a model with finite weights (a copy is run, never this one)
+                     xb,  # the batch's inputs
+                     yb,  # its targets
+                     loss_fn=None,  # the loss; None = the model's own
+                    ) -> dict:
+    "Forward and backward of one batch on a copy, under `torch.autograd.detect_anomaly`: the op that made NaN/Inf."
+    net = copy.deepcopy(model)
+    net.zero_grad(set_to_none=True)
+    found = {"backward_op": None, "forward_line": None}
+    with torch.random.fork_rng(devices=[]), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with torch.autograd.detect_anomaly(check_nan=True):
+                loss = compute_loss(call_model(net, xb), yb, loss_fn)
+                loss.float().mean().backward()
+        except RuntimeError as e:
+            m = _ANOMALY.search(str(e))
+            if m is None: raise
+            found["backward_op"] = m.group(1)
+    # anomaly mode warns with the forward call's traceback: its last frame outside torch made the op
+    for w in caught:
+        text = str(w.message)
+        if "Traceback of forward call" not in text: continue
+        frames = re.findall(r'File "([^"]+)", line (\d+), in (\w+)\n\s*(.*)', text)
+        mine = [f for f in frames if "/torch/" not in f[0]]
+        if mine: found["forward_line"] = f"{Path(mine[-1][0]).name}:{mine[-1][1]} in {mine[-1][2]}: {mine[-1][3]}"
+    return found
 
 class NanGuard(Callback):
-    "Triage of the first non-finite loss: the first module with a non-finite output, the saved batch, lr and loss scales."
+    "Triage of the first non-finite loss (the module, the batch, the backward op); records the evaluations' noise."
     def __init__(self,
                  max_reports: int = 3,  # non-finite windows triaged per run (each re-runs its batch with hooks)
                  ):
         if not isinstance(max_reports, int) or max_reports < 1:
             raise ValueError(f"max_reports must be a positive int, got {max_reports!r}")
         self.max_reports, self.reports = max_reports, []
+        self.finite_copy = None  # (step, a copy of the model) when the gradients of a step went non-finite
+        self.pending = None  # (finding, model copy, xb, yb, loss_fn): the backward re-run, once, after the run
+
+    def before_step(self, state: LoopState):
+        # the gradients are final and the weights not stepped: when the loop computed the gradient norm, a
+        # NaN/Inf there is the backward pass's doing; keep the last finite weights to name the operation later
+        g = state.grad_norm
+        if g is None or self.finite_copy is not None: return
+        if math.isfinite(float(g)): return
+        self.finite_copy = (state.step + 1, copy.deepcopy(state.model))
+
+    def after_validate(self, state: LoopState):
+        # the evaluation's noise and reference level, next to the valid loss (diagnose reads them)
+        stats = getattr(state.valid, "stats", None) or {}
+        for name in ("loss_se", "loss_sd", "prior_loss"):
+            if name in stats and math.isfinite(stats[name]):
+                state.history.append(state.step, state.epoch, "valid", name, float(stats[name]))
+
+    def after_step(self, state: LoopState):
+        # each trainable parameter's norm at the first step and every 10 gradient-norm logs: vanishing gradients
+        # are small against their weights (read here, before any checkpoint of this step, so a resume keeps them)
+        every = 10 * max(int(getattr(state.config, "log_every", 10) or 10), 1)
+        if state.history is None or (state.step != 1 and state.step % every): return
+        named = [(n, p) for n, p in state.model.named_parameters() if p.requires_grad]
+        if not named: return
+        try: norms = [float(n) for n in torch._foreach_norm([p.detach() for _, p in named])]
+        except Exception: return  # sharded or mixed-device parameters: no weight norms, never a failed run
+        for (name, _), v in zip(named, norms):
+            state.history.append(state.step, state.epoch, "train", f"weight_norm/{name}", v)
 
     def on_nonfinite(self, state: LoopState):
         if len(self.reports) >= self.max_reports: return
         xb, yb = state.batch
         where = locate_nonfinite(state.model, xb, yb, state.loss_fn, precision=state.precision)
-        info = {"step": state.step, "epoch": state.epoch, "batch_idx": state.batch_idx,
+        step = state.step + 1  # the failing step, numbered as the history numbers steps (the first is 1)
+        info = {"step": step, "completed_steps": state.step, "epoch": state.epoch, "batch_idx": state.batch_idx,
                 "lr": state.optimizer.param_groups[0]["lr"] if state.optimizer else None, **where}
         if state.precision == "fp16" and state.history is not None:
             info["loss_scales"] = state.history.series("loss_scale").tolist()[-10:]
         if state.run_dir is not None:
-            path = Path(state.run_dir) / f"nonfinite_step{state.step}.pt"
+            path = Path(state.run_dir) / f"nonfinite_step{step}.pt"
             path.parent.mkdir(parents=True, exist_ok=True)
-            torch.save({"xb": xb, "yb": yb, **{k: v for k, v in info.items() if k != "loss_scales"}}, path)
+            saved = {k: v for k, v in info.items() if k != "loss_scales"}
+            torch.save({"xb": xb, "yb": yb, **saved}, path)
             info["batch_path"] = str(path)
         self.reports.append(info)
-        if where["module"] is None:
+        first_module = next(iter(n for n, _ in state.model.named_modules() if n), None)
+        if not where["weights_finite"]:
+            # the forward pass only carries NaN weights: an earlier update applied NaN/Inf gradients
+            bad = ", ".join(where["nonfinite_parameters"][:3])
+            when = f" (the gradients of step {self.finite_copy[0]})" if self.finite_copy else ""
+            what = (f"the weights are already non-finite ({bad}): an earlier update applied NaN/Inf "
+                    f"gradients{when}, made in the backward pass")
+            advice = ("look for an operation whose gradient is infinite where its forward is finite (sqrt or "
+                      "pow(x, <1) at 0, log near 0, a norm of a zero vector): add an epsilon (sqrt(x + 1e-12)), "
+                      "clamp its input; lower the lr or clip gradients")
+            if self.finite_copy is None:
+                advice += ("; run with clip_norm= (or log_every=1) so NanGuard keeps the last finite weights "
+                           "and names the backward operation")
+        elif where["module"] is None:
             what = ("the forward pass is finite on a re-run: the non-finite values come from the loss"
                     if where["output_finite"] else "no single module could be named")
-        elif not where["inputs_finite"] and where["module"] == next(iter(n for n, _ in state.model.named_modules() if n), None):
+            advice = ("check the loss for log(0) or a division by zero; lower the lr or clip gradients; under "
+                      "fp16 try bf16; reproduce with the saved batch")
+        elif not where["inputs_finite"] and where["module"] == first_module:
             what = f"the batch itself holds NaN/Inf (first seen entering {where['module']})"
+            advice = "clean the data (check_data reports NaN/Inf columns) or impute before training"
         else:
             what = (f"first non-finite output from module '{where['module']}' ({where['module_type']}), "
                     f"whose inputs were {'finite' if where['inputs_finite'] else 'already non-finite'}")
-        state.findings.append(Finding(
-            "nonfinite", "error", f"non-finite loss at step {state.step} (epoch {state.epoch}, batch {state.batch_idx}): {what}",
-            advice="look at that module (division, log, sqrt, exp of large values); lower the lr or clip gradients; "
-                   "under fp16 try bf16; reproduce with the saved batch",
-            data=info))
+            advice = ("look at that module (division, log, sqrt, exp of large values); lower the lr or clip "
+                      "gradients; under fp16 try bf16; reproduce with the saved batch")
+        finding = Finding("nonfinite", "error",
+                          f"non-finite loss at step {step} (epoch {state.epoch}, batch {state.batch_idx}): {what}",
+                          advice=advice, data=info)
+        state.findings.append(finding)
+        if not where["weights_finite"] and self.finite_copy is not None and self.pending is None:
+            self.pending = (finding, self.finite_copy[1], xb, yb, state.loss_fn)
 
-    def state_dict(self): return {"reports": [{k: v for k, v in r.items() if isinstance(v, (int, float, str, bool, list)) or v is None}
-                                              for r in self.reports]}
+    def after_fit(self, state: LoopState):
+        # the run has stopped: re-run the failing batch once, on the last finite weights, under anomaly mode
+        if self.pending is None: return
+        finding, model, xb, yb, loss_fn = self.pending
+        self.pending, self.finite_copy = None, None
+        try: found = backward_anomaly(model, xb, yb, loss_fn)
+        except Exception as e: found = {"backward_op": None, "forward_line": None, "anomaly_error": repr(e)}
+        if found["backward_op"] is None: return
+        where = f" (made in the forward at {found['forward_line']})" if found["forward_line"] else ""
+        amended = Finding(finding.kind, finding.severity,
+                          f"{finding.message}; the backward operation {found['backward_op']} returned NaN/Inf{where}",
+                          advice=finding.advice, data={**finding.data, **found})
+        for i, f in enumerate(state.findings):
+            if f is finding: state.findings[i] = amended
+        if state.run is not None and state.run.findings is not state.findings:
+            state.run.findings = [amended if f is finding else f for f in state.run.findings]
+
+    def state_dict(self):
+        plain = (int, float, str, bool, list)
+        return {"reports": [{k: v for k, v in r.items() if isinstance(v, plain) or v is None} for r in self.reports]}
+
     def load_state_dict(self, state): self.reports = list(state.get("reports", []))
 
 # %% ../nbs/09_diagnostics.ipynb #e9619288
-def _per_example_loss(loss_fn, out, yb):
-    "Loss per example: `reduction='none'` when the loss takes it, else one call per row."
-    if isinstance(loss_fn, nn.Module) and hasattr(loss_fn, "reduction"):
-        import copy
-        fn = copy.copy(loss_fn); fn.reduction = "none"
-        return fn(out, yb).reshape(len(out), -1).mean(1)
-    try: return loss_fn(out, yb, reduction="none").reshape(len(out), -1).mean(1)
-    except TypeError: return torch.stack([loss_fn(out[i:i + 1], yb[i:i + 1]) for i in range(len(out))])
-
-from typing import Callable
-
-from .batch import eval_mode, split_batch, to_device
+from .batch import check_loss_shapes, eval_mode, split_batch, to_device
 
 @torch.no_grad()
 def top_losses(model: nn.Module,  # the trained model (its train/eval mode is restored afterwards)
                dl,  # re-iterable of batches, in any form `fit` takes, in a fixed order
-               loss_fn: Callable,  # the loss, computed per example (`reduction="none"` when it takes it)
+               loss_fn: Callable,  # any loss: a module, a function taking `reduction`, one returning per-row values
                k: int = 16,  # how many examples to return
               ):
     "The `k` examples of `dl` with the highest loss, as a DataFrame: index (position in `dl`), label, prediction, loss."
@@ -517,7 +776,8 @@ def top_losses(model: nn.Module,  # the trained model (its train/eval mode is re
         for batch in dl:
             xb, yb = to_device(split_batch(batch), device)
             out = prediction(call_model(model, xb))
-            losses.append(_per_example_loss(loss_fn, out, yb).float().cpu())
+            if not losses: check_loss_shapes(out, yb, loss_fn)  # a broadcast pair scores the wrong pairs
+            losses.append(per_example_loss(loss_fn, out, yb).float().cpu())
             labels.append(yb.cpu())
             preds.append((out.argmax(-1) if out.ndim > 1 and out.shape[-1] > 1 else out.reshape(len(out), -1)[:, 0]).cpu())
     loss, label, pred = torch.cat(losses), torch.cat(labels), torch.cat(preds)
