@@ -74,11 +74,12 @@ def digits():
 
 def data(kind, n, seed, n_valid=500, n_truth=4000, **kw):
     "(train, valid, truth) for a model kind; truth is None for the digits (too few rows)."
-    if kind == "cnn":
+    if kind in ("cnn", "bncnn"):
         X, y = digits()
         n = min(n, 1200)
         return (X[:n], y[:n]), (X[1200:], y[1200:]), None
-    make = {"mlp": teacher_classes, "reg": teacher_regression, "emb": tokens, "deep": teacher_classes}[kind]
+    make = {"mlp": teacher_classes, "reg": teacher_regression, "emb": tokens, "deep": teacher_classes,
+            "gru": tokens, "tfm": tokens}[kind]
     return make(n, seed, **kw), make(n_valid, seed + 1, **kw), make(n_truth, seed + 2, **kw)
 
 
@@ -86,9 +87,29 @@ def data(kind, n, seed, n_valid=500, n_truth=4000, **kw):
 # Models
 
 
+class SeqNet(nn.Module):
+    "Token sequences → class scores: an embedding, then a GRU (its last state) or a one-layer transformer (mean)."
+    def __init__(self, how, width=16, vocab=50, classes=3):
+        super().__init__()
+        self.how, self.emb = how, nn.Embedding(vocab, width)
+        if how == "gru": self.body = nn.GRU(width, width, batch_first=True)
+        else: self.body = nn.TransformerEncoderLayer(width, 2, 2 * width, dropout=0.0, batch_first=True)
+        self.head = nn.Linear(width, classes)
+
+    def forward(self, x):
+        h = self.emb(x)
+        if self.how == "gru": return self.head(self.body(h)[0][:, -1])
+        return self.head(self.body(h).mean(1))
+
+
 def make_model(kind, seed, width=64, depth=2, act=nn.ReLU, d=None, classes=4):
     torch.manual_seed(seed)
     d = d or (8 if kind == "reg" else 16)
+    if kind in ("gru", "tfm"): return SeqNet(kind, width=min(width, 32))
+    if kind == "bncnn":  # conv biases before BatchNorm: their gradient is exactly zero by construction
+        return nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Flatten(), nn.Linear(64, 10))
     if kind == "cnn":
         return nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(16, 32, 3, padding=1),
                              nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(128, 10))
@@ -126,19 +147,53 @@ class Sleepy:
 
 
 class BadBatches:
-    "Yields a corrupted batch (shuffled labels, inputs ×3) at given 1-based positions of the whole run: a spike."
-    def __init__(self, dl, at, regression=False): self.dl, self.at, self.regression, self.count = dl, set(at), regression, 0
+    "Yields a corrupted batch at given 1-based positions of the whole run: a spike (or a NaN planted in the inputs)."
+    def __init__(self, dl, at, regression=False, how="mixed"):
+        self.dl, self.at, self.regression, self.how, self.count = dl, set(at), regression, how, 0
     def __len__(self): return len(self.dl)
     def set_epoch(self, epoch): self.dl.set_epoch(epoch)
     def __iter__(self):
         for xb, yb in self.dl:
             self.count += 1
-            if self.count in self.at:
-                g = _gen(self.count)
-                yb = yb[torch.randperm(len(yb), generator=g)]
-                yb = -3 * yb if self.regression else torch.randint(0, int(yb.max()) + 1, yb.shape, generator=g)
-                xb = 3 * xb if xb.is_floating_point() else xb
+            if self.count in self.at: xb, yb = self.corrupt(xb, yb)
             yield xb, yb
+
+    def corrupt(self, xb, yb):
+        "mixed: shuffled labels, inputs ×3; x100: inputs ×100; y30: targets ×30; labels: labels only; nan: one NaN."
+        g = _gen(self.count)
+        if self.how == "nan":
+            xb = xb.clone()
+            xb.view(-1)[0] = float("nan")
+            return xb, yb
+        if self.how == "x100": return (100 * xb if xb.is_floating_point() else xb), yb
+        if self.how == "y30": return xb, 30 * yb
+        yb = yb[torch.randperm(len(yb), generator=g)]
+        if self.regression: yb = -3 * yb
+        else: yb = torch.randint(0, int(yb.max()) + 1, yb.shape, generator=g)
+        if self.how == "labels": return xb, yb
+        return (3 * xb if xb.is_floating_point() else xb), yb
+
+
+class RootFrom(nn.Module):
+    "sqrt of an exact 0 from the n-th training call: a finite forward whose backward is inf · 0 = NaN."
+    def __init__(self, n): super().__init__(); self.n, self.calls = n, 0
+    def forward(self, x):
+        if self.training: self.calls += 1
+        return x if self.calls < self.n else torch.sqrt(x * 0.0) + x
+
+
+class Overflows:
+    "A loss that overflows to inf from its n-th training call (an unscaled exp, a sum in fp16)."
+    def __init__(self, fn, n): self.fn, self.n, self.calls = fn, n, 0
+    def __call__(self, out, y, **kw):
+        self.calls += torch.is_grad_enabled()
+        loss = self.fn(out, y, **kw)
+        return loss * torch.exp(torch.tensor(200.0)) if self.calls >= self.n else loss
+
+
+def handwritten_mse(p, y):
+    "A hand-written MSE (no torch loss name to recognise): (n, 1) outputs against (n,) targets broadcast."
+    return ((p - y) ** 2).mean()
 
 
 class FailsFrom(nn.Module):
@@ -210,6 +265,7 @@ class Case:
     model_kw: dict = field(default_factory=dict)
     data_kw: dict = field(default_factory=dict)
     fault: dict = field(default_factory=dict)  # what is planted: {"flip": 0.2}, {"sleep": 0.003}, {"spikes": [..]}, ...
+    family: str = ""  # data set × model × optimizer × batch band × length band × fault recipe ("" = from the fields)
 
 
 def healthy_case(i, kind, batch, accum, opt, schedule, precision, width) -> Case:
@@ -308,7 +364,169 @@ def broken_cases() -> list[Case]:
     return c
 
 
-def all_cases() -> list[Case]: return broken_cases() + healthy_cases()
+# ---------------------------------------------------------------------------------------------------------------
+# The second corpus: families (data set × model × optimizer × batch band × length band × fault recipe) the first
+# lacks: BatchNorm CNNs, GRUs, transformers, six optimizers, warm restarts and plateau schedules, batch sizes
+# 4-1024, 10 to 5,000 steps (and, in `synthetic_records`, 10,000-50,000), several planting recipes per fault
+
+BASE_LR = {"plain_sgd": 0.1, "momentum": 0.02, "nesterov": 0.02, "rmsprop": 1e-3, "adam": 2e-3, "adamw": 2e-3}
+CAP = {"cnn": 1200, "bncnn": 1200}
+
+
+def band(value, edges, names):
+    "The name of the band `value` falls in (edges are the upper bounds)."
+    return next((n for e, n in zip(edges, names) if value <= e), names[-1])
+
+
+def family_of(case: Case) -> str:
+    "The case's family: what a run nobody tuned on would differ in."
+    data_set = {"mlp": "teacher", "deep": "teacher", "reg": "regression", "emb": "tokens", "gru": "tokens",
+                "tfm": "tokens", "cnn": "digits", "bncnn": "digits"}[case.kind]
+    opt = "momentum" if case.opt == "sgd" else case.opt
+    steps = case.epochs * math.ceil(case.n / case.batch / case.accum)
+    batch = band(case.batch, [8, 64, 256], ["b4-8", "b16-64", "b128-256", "b512+"])
+    length = band(steps, [100, 1000, 5000], ["short", "mid", "long", "vlong"])
+    recipe = "healthy" if case.label == "healthy" else case.label + ":" + (
+        "-".join(f"{k}={v}" for k, v in sorted(case.fault.items()) if k not in ("spikes", "at"))
+        or f"lr={case.lr:g}")
+    return case.family or f"{data_set}×{case.kind}×{opt}×{batch}×{length}×{recipe.split('=')[0]}"
+
+
+def sized(kind, batch, steps):
+    "(rows, epochs) for about `steps` optimizer steps at `batch` rows (rows capped by the data set)."
+    n = CAP.get(kind, 4000)
+    if batch * steps < n * 2: n = max(batch * 2, min(n, batch * steps // 2))
+    per_epoch = math.ceil(n / batch)
+    return n, int(max(2, round(steps / per_epoch)))
+
+
+def lr_for(kind, opt, batch):
+    lr = BASE_LR[opt] * (0.3 if batch <= 8 else 1.0)
+    if kind == "reg" and opt in ("plain_sgd", "momentum", "nesterov"): lr *= 0.3
+    if kind in ("gru", "tfm", "emb") and opt == "plain_sgd": lr *= 10
+    return lr
+
+
+def family_healthy_cases() -> list[Case]:
+    "100 healthy runs over the new kinds, optimizers, schedules, batch sizes 4-1024 and 30-5,000 steps."
+    rng = np.random.default_rng(1)
+    kinds = ["mlp", "reg", "emb", "cnn", "bncnn", "gru", "tfm"]
+    opts = list(BASE_LR)
+    batches = [4, 8, 16, 32, 64, 128, 256, 512, 1024]
+    schedules = ["constant", "warmup_cosine", "one_cycle", "plateau", "restarts"]
+    out = []
+    for i in range(100):
+        kind, opt = kinds[i % len(kinds)], opts[(i // len(kinds)) % len(opts)]
+        batch = int(batches[(i * 5 + i // 9) % len(batches)])
+        if kind in ("cnn", "bncnn", "gru", "tfm"): batch = min(batch, 256)  # seconds per step on a CPU above
+        steps = int(rng.choice([30, 150, 400, 1000, 2500] if batch >= 16 else [150, 400, 1200, 3000]))
+        if batch >= 128: steps = min(steps, 400)  # enough epochs over 4,000 rows; longer ones overfit
+        if kind in ("cnn", "bncnn", "gru", "tfm"): steps = min(steps, 120_000 // batch)  # CPU seconds
+        n, epochs = sized(kind, batch, steps)
+        schedule = schedules[(i // 3) % len(schedules)]
+        out.append(Case(f"fam-healthy-{i:03d}-{kind}-{opt}-b{batch}-{schedule}-s{steps}", "healthy", kind, n, batch,
+                        epochs, lr_for(kind, opt, batch), opt, schedule, seed=200 + i,
+                        model_kw={"width": int(rng.choice([32, 64]))}))
+    return out
+
+
+def family_broken_cases() -> list[Case]:
+    "Broken runs of the new families, several planting recipes per fault."
+    c = []
+    # spikes: one bad batch planted four ways (labels and inputs, inputs ×100, targets ×30, labels only)
+    for i, (kind, opt, batch, how, at) in enumerate([
+            ("mlp", "adam", 4, "mixed", [700]), ("mlp", "nesterov", 256, "x100", [30]),
+            ("reg", "rmsprop", 16, "y30", [300]), ("reg", "adam", 512, "y30", [40]),
+            ("gru", "adam", 32, "mixed", [200]), ("tfm", "adamw", 64, "x100", [90]),
+            ("bncnn", "momentum", 32, "mixed", [150]), ("emb", "rmsprop", 8, "mixed", [500]),
+            ("mlp", "plain_sgd", 1024, "x100", [25]), ("reg", "nesterov", 64, "y30", [120, 260]),
+            ("tfm", "adam", 16, "mixed", [400]), ("mlp", "adamw", 32, "labels", [180]),
+            ("gru", "rmsprop", 128, "mixed", [60]), ("bncnn", "adam", 64, "x100", [80])]):
+        n, epochs = sized(kind, batch, max(at) * 2 + 100)
+        c.append(Case(f"fam-spikes-{i:02d}-{kind}-{opt}-b{batch}-{how}", "loss_spikes", kind, n, batch, epochs,
+                      lr_for(kind, opt, batch), opt, seed=300 + i, fault={"spikes": at, "how": how}))
+    # NaN/Inf: from a module, an input, a loss overflow, a gradient (sqrt at 0, with clipping)
+    for i, (kind, opt, how, at) in enumerate([
+            ("mlp", "adam", "div", 30), ("bncnn", "momentum", "log", 20), ("reg", "rmsprop", "sqrt", 50),
+            ("mlp", "nesterov", "input", 40), ("gru", "adam", "input", 25), ("reg", "adamw", "input", 60),
+            ("mlp", "rmsprop", "overflow", 35), ("tfm", "adam", "overflow", 20), ("emb", "momentum", "overflow", 45),
+            ("mlp", "adamw", "backward", 30), ("reg", "adam", "backward", 40), ("bncnn", "adam", "backward", 25)]):
+        n, epochs = sized(kind, 32, 200)
+        c.append(Case(f"fam-nan-{i:02d}-{kind}-{opt}-{how}", "nonfinite", kind, n, 32, epochs, lr_for(kind, opt, 32),
+                      opt, seed=320 + i, fault={"nan": how, "at": at}))
+    # overfitting: few rows, a wide model, no weight decay, several kinds and optimizers
+    for i, (kind, opt, n, width, batch, epochs) in enumerate([
+            ("mlp", "adam", 120, 512, 16, 40), ("reg", "adam", 100, 512, 16, 40), ("gru", "adam", 150, 64, 16, 40),
+            ("tfm", "adamw", 150, 64, 16, 40), ("emb", "rmsprop", 100, 256, 8, 30), ("mlp", "nesterov", 150, 512, 8, 30),
+            ("bncnn", "adam", 80, 64, 16, 40), ("reg", "momentum", 120, 512, 16, 40), ("mlp", "adamw", 200, 1024, 32, 50),
+            ("gru", "rmsprop", 120, 64, 8, 30), ("tfm", "adam", 100, 64, 4, 25), ("emb", "adam", 80, 512, 16, 40)]):
+        lr = lr_for(kind, opt, batch) * (0.5 if opt in ("adam", "adamw", "rmsprop") else 1.0)
+        c.append(Case(f"fam-overfit-{i:02d}-{kind}-{opt}-b{batch}", "overfitting", kind, n, batch, epochs, lr, opt,
+                      weight_decay=0.0, seed=340 + i, model_kw={"width": width},
+                      data_kw={"noise": 1.0} if kind == "reg" else {}))
+    # diverging: an lr 100-1000x too high for each optimizer; a transformer that collapses to the prior (AdamW 0.3)
+    for i, (kind, opt, lr, batch) in enumerate([
+            ("mlp", "rmsprop", 0.5, 32), ("reg", "nesterov", 0.5, 64), ("gru", "adam", 1.0, 32),
+            ("tfm", "adamw", 0.3, 64), ("tfm", "adam", 0.3, 16), ("bncnn", "plain_sgd", 30.0, 64),
+            ("emb", "rmsprop", 3.0, 128), ("mlp", "plain_sgd", 50.0, 512), ("reg", "adam", 2.0, 8),
+            ("gru", "momentum", 20.0, 64), ("mlp", "nesterov", 5.0, 4)]):
+        n, epochs = sized(kind, batch, 300)
+        c.append(Case(f"fam-diverge-{i:02d}-{kind}-{opt}-lr{lr:g}", "diverging", kind, n, batch, epochs, lr, opt,
+                      seed=360 + i))
+    # not learning: an lr far too small, frozen layers, dead ReLUs
+    for i, (kind, opt, lr, fault) in enumerate([
+            ("gru", "adam", 1e-7, {}), ("tfm", "rmsprop", 1e-7, {}), ("bncnn", "nesterov", 1e-6, {}),
+            ("reg", "plain_sgd", 1e-6, {}), ("emb", "adam", 1e-7, {}), ("mlp", "rmsprop", 1e-7, {})]):
+        n, epochs = sized(kind, 64, 300)
+        c.append(Case(f"fam-stuck-{i:02d}-{kind}-{opt}", "not_learning", kind, n, 64, epochs, lr, opt, seed=380 + i,
+                      fault=fault))
+    for i, (kind, how, opt) in enumerate([("gru", "frozen", "adam"), ("tfm", "frozen", "rmsprop"),
+                                          ("mlp", "dead_relu", "nesterov"), ("reg", "dead_relu", "adam")]):
+        n, epochs = sized(kind, 64, 300)
+        c.append(Case(f"fam-dead-{i:02d}-{kind}-{how}-{opt}", "dead_model", kind, n, 64, epochs,
+                      lr_for(kind, opt, 64), opt, seed=390 + i, fault={"dead": how}))
+    # an lr 30-100x too low: still falling steadily at the end
+    for i, (kind, opt, lr) in enumerate([("mlp", "adam", 3e-5), ("reg", "rmsprop", 1e-5), ("gru", "adam", 5e-5),
+                                         ("bncnn", "nesterov", 3e-4), ("tfm", "adamw", 3e-5), ("emb", "plain_sgd", 3e-3)]):
+        n, epochs = sized(kind, 32, 500)
+        c.append(Case(f"fam-slowlr-{i:02d}-{kind}-{opt}", "lr_too_low", kind, n, 32, epochs, lr, opt, seed=400 + i))
+    # exploding and vanishing gradients
+    for i, (kind, opt, fault) in enumerate([("mlp", "adam", {"grad_growth": 1.03}), ("reg", "rmsprop", {"grad_growth": 1.02}),
+                                            ("gru", "adam", {"loss_scale_bug": 30}), ("mlp", "nesterov", {"loss_scale_bug": 40})]):
+        n, epochs = sized(kind, 32, 300)
+        c.append(Case(f"fam-explode-{i:02d}-{kind}-{opt}-{next(iter(fault))}", "exploding_gradients", kind, n, 32, epochs,
+                      1e-3 if opt != "nesterov" else 1e-3, opt, seed=410 + i, clip=1.0, fault=fault))
+    for i, (depth, act, opt) in enumerate([(12, "sigmoid", "adam"), (14, "sigmoid", "rmsprop"), (16, "tanh_small", "nesterov")]):
+        c.append(Case(f"fam-vanish-{i:02d}-deep{depth}-{act}-{opt}", "vanishing_gradients", "deep", 2000, 32, 4,
+                      1e-3 if opt != "nesterov" else 0.01, opt, seed=420 + i, model_kw={"width": 32, "depth": depth},
+                      fault={"act": act}))
+    # label noise 10-50%
+    for i, (kind, opt, flip, batch) in enumerate([
+            ("mlp", "adam", 0.1, 32), ("mlp", "nesterov", 0.3, 64), ("mlp", "adamw", 0.5, 32), ("gru", "adam", 0.2, 32),
+            ("tfm", "adamw", 0.4, 64), ("emb", "rmsprop", 0.3, 16), ("bncnn", "adam", 0.25, 32),
+            ("reg", "adam", 0.2, 32), ("emb", "adam", 0.5, 32), ("mlp", "rmsprop", 0.4, 128)]):
+        n, epochs = sized(kind, batch, 600)
+        n = min(n, 1500)
+        epochs = max(epochs, 8)
+        c.append(Case(f"fam-noise-{i:02d}-{kind}-{opt}-{flip}", "label_noise", kind, n, batch, epochs,
+                      lr_for(kind, opt, batch), opt, seed=430 + i, fault={"flip": flip}))
+    # leaks: a feature, a token, duplicated rows
+    for i, (kind, opt, how) in enumerate([("mlp", "adam", "feature"), ("reg", "rmsprop", "feature"),
+                                          ("gru", "adam", "token"), ("tfm", "adamw", "token"),
+                                          ("mlp", "adamw", "duplicate"), ("reg", "adam", "duplicate")]):
+        n, epochs = sized(kind, 32, 400)
+        c.append(Case(f"fam-leak-{i:02d}-{kind}-{opt}-{how}", "suspicious_score", kind, min(n, 600) if how == "duplicate"
+                      else n, 32, 20 if how == "duplicate" else epochs, lr_for(kind, opt, 32), opt, seed=450 + i,
+                      weight_decay=0.0, model_kw={"width": 512} if how == "duplicate" else {}, fault={"leak": how}))
+    # shapes: losses without a torch name (hand-written, a lambda), with ExampleLosses attached (as every run here)
+    for i, how in enumerate(["handwritten", "lambda", "mse", "handwritten"]):
+        c.append(Case(f"fam-shape-{i:02d}-{how}", "shape_mismatch", "reg", 1000, [32, 16, 8, 256][i], 4, 1e-3,
+                      ["adam", "rmsprop", "nesterov", "adamw"][i], seed=470 + i, fault={"shape": how}))
+    return c
+
+
+def all_cases() -> list[Case]:
+    return broken_cases() + healthy_cases() + family_broken_cases() + family_healthy_cases()
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -337,19 +555,22 @@ def build(case: Case):
     "(model, dl_train, dl_valid, loss_fn, config, optimizer, callbacks, truth, expect) for a case."
     kind, f = case.kind, case.fault
     (X, y), (Xv, yv), truth = data(kind, case.n, case.seed, **case.data_kw)
-    classes = 10 if kind == "cnn" else 3 if kind == "emb" else 4
+    classes = 10 if kind in ("cnn", "bncnn") else 3 if kind in ("emb", "gru", "tfm") else 4
     if "flip" in f:  # the same labelling process made the train and the valid labels
         y, yv = _flip(y, f["flip"], case.seed, classes), _flip(yv, f["flip"], case.seed + 1, classes)
     mkw = dict(case.model_kw)
     if f.get("act") == "sigmoid": mkw["act"] = nn.Sigmoid
     if f.get("act") == "tanh_small": mkw["act"] = nn.Tanh
-    if "leak" in f and kind != "emb":
+    if f.get("leak") == "duplicate":  # the valid rows are copies of training rows (a join that duplicated them)
+        Xv, yv = X[:len(Xv)].clone(), y[:len(Xv)].clone()
+        truth = None
+    if "leak" in f and kind not in ("emb", "gru", "tfm") and f["leak"] != "duplicate":
         X, Xv = _leak(X, y, 0.5 if f["leak"] == "valid_encoding" else 0.05, 1), _leak(Xv, yv, 0.05, 2)
         if f["leak"] == "valid_encoding":  # a target encoding fitted with the valid labels: noisy in train, exact in valid
             X[:, -classes:] = X[:, -classes:] + 1.2 * torch.randn(len(X), classes, generator=_gen(3))
         mkw["d"] = X.shape[1]
         truth = None
-    if "leak" in f and kind == "emb":  # the class as a reserved token in every bag
+    if "leak" in f and kind in ("emb", "gru", "tfm") and f["leak"] != "duplicate":  # the class as a reserved token
         X, Xv = X.clone(), Xv.clone()
         X[:, :5], Xv[:, :5] = (47 + y)[:, None], (47 + yv)[:, None]
         truth = None
@@ -360,38 +581,68 @@ def build(case: Case):
         with torch.no_grad():
             for m in model.modules():
                 if isinstance(m, nn.Linear): m.weight.mul_(0.3)
+    last = [m for m in model.modules() if isinstance(m, nn.Linear)][-1]
     if f.get("dead") == "frozen":
         for p in model.parameters(): p.requires_grad_(False)
-        model[-1].bias.requires_grad_(True)
+        last.bias.requires_grad_(True)
     if f.get("dead") == "dead_relu":
         with torch.no_grad(): model[0].bias.fill_(-20.0)
     expect = {}
-    if "nan" in f:
-        where = {"mlp": 2, "emb": 3, "cnn": 2}[kind]
+    if "nan" in f and f["nan"] in ("div", "log", "sqrt"):
+        where = {"mlp": 2, "emb": 3, "cnn": 2, "bncnn": 3, "reg": 2}[kind]
         model.insert(where, FailsFrom(f["at"], f["nan"]))
         expect["module"] = str(where)
+    if f.get("nan") == "backward":  # sqrt at 0: NaN gradients, the weights go NaN at the update
+        model.insert({"mlp": 2, "reg": 2, "bncnn": 3, "cnn": 2}[kind], RootFrom(f["at"]))
+        expect["weights_finite"] = False
+    if f.get("nan") == "input": expect["batch_finite"] = False
+    if f.get("nan") == "overflow": expect["module"] = None
     loss_fn = loss_for(kind)
     if "shape" in f:  # (n, 1) outputs against (n,) targets: broadcasts to an (n, n) loss
-        loss_fn = {"mse": nn.MSELoss(), "l1": nn.L1Loss(), "huber": nn.HuberLoss()}[f["shape"]]
+        loss_fn = {"mse": nn.MSELoss(), "l1": nn.L1Loss(), "huber": nn.HuberLoss(),
+                   "handwritten": handwritten_mse, "lambda": lambda p, y: (p - y).abs().mean()}[f["shape"]]
     if "loss_scale_bug" in f: loss_fn = ScaledUp(loss_fn, f["loss_scale_bug"])
+    if f.get("nan") == "overflow": loss_fn = Overflows(loss_fn, f["at"])
     dl = tb.TensorLoader(X, y, batch_size=case.batch, shuffle=True, seed=case.seed)
     if "sleep" in f: dl = Sleepy(dl, f["sleep"])
     if "spikes" in f:
         batches = case.epochs * math.ceil(len(X) / case.batch)
         if max(f["spikes"]) > batches:  # a spike planted past the end would be a miss nobody could find
             raise ValueError(f"{case.id}: spikes planted at {f['spikes']}, but the run has {batches} batches")
-        dl = BadBatches(dl, f["spikes"], regression=kind == "reg")
+        dl = BadBatches(dl, f["spikes"], regression=kind == "reg", how=f.get("how", "mixed"))
         expect["steps"] = list(f["spikes"])
-    opt = None
-    if case.opt == "sgd":
-        opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=case.lr, momentum=0.9,
-                              weight_decay=case.weight_decay * 0.1)
+    if f.get("nan") == "input": dl = BadBatches(dl, [f["at"]], how="nan")
+    opt = make_optimizer(case, model)
+    schedule = "constant" if case.schedule == "restarts" else case.schedule
+    warm = 0.1 if schedule in ("warmup_cosine", "one_cycle") else 0
+    clip = 1.0 if f.get("nan") == "backward" else case.clip
     cfg = tb.TrainConfig(epochs=case.epochs, lr=case.lr, batch_size=case.batch, accum_steps=case.accum,
-                         schedule=case.schedule, precision=case.precision, seed=case.seed, device="cpu",
-                         weight_decay=case.weight_decay, clip_norm=case.clip, warmup=0.1 if case.schedule != "constant" else 0)
+                         schedule=schedule, precision=case.precision, seed=case.seed, device="cpu",
+                         weight_decay=case.weight_decay, clip_norm=clip, warmup=warm)
     callbacks = [tb.ExampleLosses(tb.TensorLoader(X, y, batch_size=1024))]
     if truth is not None: callbacks.append(Truth(truth, loss_for(kind)))
-    return model, dl, tb.TensorLoader(Xv, yv, batch_size=1024), loss_fn, cfg, opt, callbacks, expect
+    sched = make_scheduler(case, opt, case.epochs * math.ceil(len(X) / case.batch / case.accum))
+    return model, dl, tb.TensorLoader(Xv, yv, batch_size=1024), loss_fn, cfg, opt, callbacks, expect, sched
+
+
+def make_optimizer(case: Case, model: nn.Module):
+    "The case's optimizer (None: fit's AdamW); `sgd` is momentum 0.9 (the first corpus's), `plain_sgd` none."
+    params = [p for p in model.parameters() if p.requires_grad]
+    wd = case.weight_decay
+    if case.opt == "sgd" or case.opt == "momentum":
+        return torch.optim.SGD(params, lr=case.lr, momentum=0.9, weight_decay=wd * 0.1)
+    if case.opt == "plain_sgd": return torch.optim.SGD(params, lr=case.lr)
+    if case.opt == "nesterov": return torch.optim.SGD(params, lr=case.lr, momentum=0.9, nesterov=True)
+    if case.opt == "rmsprop": return torch.optim.RMSprop(params, lr=case.lr)
+    if case.opt == "adam": return torch.optim.Adam(params, lr=case.lr)
+    if case.schedule == "restarts": return torch.optim.AdamW(params, lr=case.lr, weight_decay=wd)
+    return None
+
+
+def make_scheduler(case: Case, opt, steps: int):
+    "Warm restarts (cosine, three cycles) for `restarts`; None: the TrainConfig schedule."
+    if case.schedule != "restarts" or opt is None: return None
+    return torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=max(steps // 3, 1))
 
 
 def _compact(history: tb.History) -> dict:
@@ -426,11 +677,12 @@ def curves_of(record: dict) -> dict:
 
 def run_case(case: Case) -> dict:
     "Train one case and return its JSON record."
-    model, dl, dl_valid, loss_fn, cfg, opt, callbacks, expect = build(case)
+    model, dl, dl_valid, loss_fn, cfg, opt, callbacks, expect, sched = build(case)
     t = time.perf_counter()
     refused, run = None, None
     try:
-        run = tb.fit(model, dl, dl_valid, loss_fn=loss_fn, config=cfg, optimizer=opt, callbacks=callbacks, live=False)
+        run = tb.fit(model, dl, dl_valid, loss_fn=loss_fn, config=cfg, optimizer=opt, callbacks=callbacks, live=False,
+                     scheduler=sched, scheduler_interval="step" if sched is not None else None)
     except ValueError as e:
         refused = str(e)
         run = getattr(e, "run", None)

@@ -133,6 +133,17 @@ class ShapeMismatch(ValueError):
         super().__init__(message)
         self.finding = finding
 
+def _aligns_itself(loss_fn, pred, yb) -> bool:
+    "Whether `loss_fn` gives the same value on `pred` reshaped to the targets' shape (it squeezes by itself)."
+    if pred.numel() != yb.numel(): return False
+    try:
+        with torch.no_grad():
+            as_given = loss_fn(pred.detach(), yb)
+            aligned = loss_fn(pred.detach().reshape(yb.shape), yb)
+        return as_given.shape == aligned.shape and bool(torch.allclose(as_given.float(), aligned.float(),
+                                                                       rtol=1e-4, atol=1e-6))
+    except Exception: return False  # it fails on the aligned pair: it cannot be shown to align
+
 def check_loss_shapes(pred,  # the model's prediction (see `prediction`)
                       yb,  # the targets
                       loss_fn: Optional[Callable],  # the loss, whatever it is (a named one, a lambda, a module)
@@ -147,6 +158,7 @@ def check_loss_shapes(pred,  # the model's prediction (see `prediction`)
     # compares every prediction with every target; an elementwise loss needs equal shapes outright
     grows = broadcast is not None and torch.Size(broadcast).numel() > max(pred.numel(), yb.numel())
     if not grows and name not in ELEMENTWISE_LOSSES: return
+    if grows and name not in ELEMENTWISE_LOSSES and _aligns_itself(loss_fn, pred, yb): return
     pshape, yshape = tuple(pred.shape), tuple(yb.shape)
     fix = ("squeeze the prediction (out.squeeze(-1)) or reshape the targets (y.unsqueeze(-1))"
            if pred.numel() == yb.numel() else "make the model's output match the targets")
