@@ -19,7 +19,7 @@ from .events import Callback, LoopState
 
 # %% auto #0
 __all__ = ['RULES', 'Thresholds', 'diagnose', 'per_example_loss', 'Evaluation', 'LossStats', 'locate_nonfinite',
-           'backward_anomaly', 'NanGuard', 'top_losses', 'ExampleLosses']
+           'backward_anomaly', 'NanGuard', 'top_losses', 'confident_wrong', 'ExampleLosses']
 
 # %% ../nbs/09_diagnostics.ipynb #9e7182a0
 def _as_history(history) -> History:
@@ -83,14 +83,19 @@ class Thresholds:
     overfit_tol: float = 0.0  # the best epoch: the first whose smoothed valid loss is this share near its low
     overfit_after: int = 3  # evaluations after the best before a rise counts
     overfit_rise: float = 0.05  # valid loss above its best by this share ...
-    overfit_z: float = 4.0  # ... and by this many robust spreads of its wiggle around a 3-point median
+    overfit_z: float = 4.0  # ... its later evaluations' median by this many robust spreads of the wiggle ...
+    overfit_se: float = 0.5  # ... and by this many standard errors of one valid loss (per-example spread / √rows),
+    overfit_t: float = 4.0  # ... or climbing after the best with a least-squares slope this many of its errors
+    prior_z: float = 3.0  # below the constant predictor's loss by this many standard errors: it learned
     explode: float = 5.0  # the gradient norm grew by this factor from the first fifth of the run to the last
     explode_late: float = 2.0  # ... and by this factor over the second half (or by `explode` squared in all)
-    vanish: float = 1e-05  # a parameter whose median gradient norm is below this share of the largest one
+    vanish: float = 1e-05  # a parameter whose gradient (against its weights) is below this share of the largest
     data_wait: float = 0.3  # share of the training epoch spent waiting for batches
     memory_rise: float = 0.05  # peak memory rising by this share over the epochs after the first ...
     memory_mb: float = 50.0  # ... and by at least this many MB
-    noise_share: float = 0.1  # share of examples stuck worse than the untrained model (ExampleLosses) ...
+    noise_wrong: float = 0.04  # share of training rows confidently predicted as another class (ExampleLosses) ...
+    noise_focus: float = 0.75  # ... no more than this share of them in one class (a class not yet learned)
+    noise_share: float = 0.1  # (regression, or without probabilities) share of examples stuck worse than untrained ...
     noise_fit: float = 0.4  # ... while the others' median loss fell below this share of its untrained value
     leak_first: float = 0.03  # a first valid loss below this share of the starting loss is suspicious
     leak_ratio: float = 0.2  # so is a valid loss below this share of the train loss over the later epochs
@@ -112,6 +117,28 @@ def _stages(loss: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
 def _step_noise(mad: np.ndarray) -> float:
     "The run's typical step-to-step spread of the loss around its stage (1.4826 × the median moving MAD)."
     return float(1.4826 * np.median(mad))
+
+def _valid_noise(c: dict) -> Optional[np.ndarray]:
+    "Each evaluation's standard error (valid/loss_se, logged next to valid/loss), or None when it was not logged."
+    vs, _, v = _series(c, "valid", "loss")
+    ss, _, se = _series(c, "valid", "loss_se")
+    if len(se) == 0 or len(v) == 0: return None
+    if len(se) == len(v) and np.array_equal(ss, vs): return se
+    return np.interp(vs, ss, se)  # evaluations without one (a resumed old run): the nearest logged
+
+def _at_prior(c: dict, end: float, noise: float, th: Thresholds) -> Optional[dict]:
+    "The constant predictor's loss and whether the run ended there (train and valid), or None when not logged."
+    _, _, prior = _series(c, "valid", "prior_loss")
+    if len(prior) == 0: return None
+    level = float(np.median(prior))
+    _, _, v = _series(c, "valid", "loss")
+    se = _valid_noise(c)
+    v_end = float(np.median(v[-3:])) if len(v) else end
+    se_end = float(np.median(se[-3:])) if se is not None else noise
+    margin = max(th.prior_z * se_end, 0.02 * abs(level))
+    # both at the prior: a model that predicts the class frequencies (or the mean) and nothing else
+    ended = bool(v_end > level - margin and end > level - margin)
+    return {"prior_loss": level, "valid_end": v_end, "valid_se": se_end, "margin": margin, "at_prior": ended}
 
 def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
     "diverging, not_learning or lr_too_low, from the training loss per step."
@@ -141,7 +168,10 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
                         advice="the learning rate is likely too high: lower it (try lr_find), add warmup, "
                                "clip gradients",
                         data=data)]
-    jump = _early_blowup(loss, stage, noise, th)
+    prior = _at_prior(c, end, noise, th)
+    at_prior = prior is not None and prior["at_prior"]
+    if prior is not None: data = {**data, **prior}
+    jump = _early_blowup(loss, stage, noise, th, at_prior)
     if jump is not None:
         at = int(steps[jump])
         ratio = float(loss[jump] / np.median(loss))
@@ -149,13 +179,23 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
         return [Finding("diverging", "error",
                         f"the training loss blew up at step {at} ({float(loss[jump - 1]):.4g} → "
                         f"{float(loss[jump]):.4g}, {ratio:.3g}× its median) and never recovered: "
-                        f"it never fell clearly below its first loss {first:.4g} and ended at {end:.4g}",
+                        + (f"it ended at the constant predictor's loss {prior['prior_loss']:.4g} (it predicts "
+                           f"the prior and nothing else)" if at_prior else
+                           f"it never fell clearly below its first loss {first:.4g} and ended at {end:.4g}"),
                         advice="the learning rate is too high: the first updates threw the model off and it "
                                "never learned after: lower the lr about 10× (try lr_find), add warmup, "
                                "clip gradients",
                         data=data)]
     scale = max(abs(start), 1e-12)
     drop = (start - end) / scale
+    if at_prior and len(loss) >= 5 * th.min_steps:
+        return [Finding("not_learning", "warning",
+                        f"the run ended at the constant predictor's loss: valid {prior['valid_end']:.4g}, train "
+                        f"{end:.4g}, against {prior['prior_loss']:.4g} for predicting the class frequencies (or "
+                        f"the mean) alone, within {prior['margin']:.3g} ({th.prior_z:g} standard errors)",
+                        advice="the model learned only the prior: run overfit_batch; check that the inputs reach "
+                               "the model (a constant or shuffled feature), the labels, and the lr (lr_find)",
+                        data=data)]
     if drop < th.still * min(1.0, len(loss) / 100):  # fewer steps, less movement expected
         return [Finding("not_learning", "warning",
                         f"the training loss barely moved: {start:.4g} → {end:.4g} over {len(loss)} steps",
@@ -180,7 +220,8 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
                         data=data)]
     return []
 
-def _early_blowup(loss: np.ndarray, stage: np.ndarray, noise: float, th: Thresholds) -> Optional[int]:
+def _early_blowup(loss: np.ndarray, stage: np.ndarray, noise: float, th: Thresholds,
+                  at_prior: bool = False) -> Optional[int]:
     "Where the loss jumped far above its median in the first tenth, if it never learned after; else None."
     k = max(5, len(loss) // 10)
     jump = 1 + int(np.argmax(loss[1:k]))  # after an update: the first loss is the untrained model's
@@ -188,8 +229,9 @@ def _early_blowup(loss: np.ndarray, stage: np.ndarray, noise: float, th: Thresho
     high = loss[jump] > th.blowup * level and loss[jump] - level > th.blowup_z * max(noise, 1e-12)
     if not high: return None
     # no learning after it: the loss's stage never fell `still` below the untrained model's loss
+    # (a run that collapsed to the constant predictor after the jump did not recover, whatever its loss did)
     lowest = float(np.min(stage[jump:]))
-    if lowest < (1 - th.still) * float(loss[0]): return None
+    if lowest < (1 - th.still) * float(loss[0]) and not at_prior: return None
     return jump
 
 def _still_falling(loss: np.ndarray, noise: float, z: float) -> bool:
@@ -224,6 +266,22 @@ def _tallest_rest(resid: np.ndarray, tall: np.ndarray, i: int, w: int) -> float:
     rest = resid[lo:hi][~tall[lo:hi]]
     return float(rest.max()) if len(rest) else 0.0
 
+def _rows_per_step(c: dict) -> Optional[float]:
+    "Rows a step (each epoch's samples/s × s/step), the median over epochs; None when not logged."
+    _, e1, sps = _series(c, "train", "samples_per_s")
+    _, e2, st = _series(c, "train", "step_time")
+    if len(sps) == 0 or len(st) != len(sps): return None
+    rows = sps * st
+    rows = rows[np.isfinite(rows) & (rows > 0)]
+    return float(np.median(rows)) if len(rows) else None
+
+def _batch_spread(c: dict, steps: np.ndarray) -> Optional[np.ndarray]:
+    "The batch loss's chance spread at each step: per-example sd (nearest evaluation) / √rows a step."
+    ss, _, sd = _series(c, "valid", "loss_sd")
+    rows = _rows_per_step(c)
+    if len(sd) == 0 or rows is None: return None
+    return np.interp(steps, ss, sd) / math.sqrt(max(rows, 1.0))
+
 def _spikes(c: dict, th: Thresholds) -> list[Finding]:
     "loss_spikes: steps whose loss stands far above the moving median of their stage, one per event."
     steps, _, loss = _series(c, "train", "loss")
@@ -237,6 +295,10 @@ def _spikes(c: dict, th: Thresholds) -> list[Finding]:
     # looks tall), floored by the run's typical one: in a flat stretch not every blip is a spike
     stage_mad = _rolling(mad, 3 * half)[0]
     spread = 1.4826 * np.maximum(stage_mad, 0.5 * float(np.median(mad)))
+    # and never below the spread a batch of this size has by chance: the per-example losses' standard
+    # deviation (measured at the evaluations) over √(rows a step): batch 4 and batch 512 on one scale
+    expected = _batch_spread(c, steps)
+    if expected is not None: spread = np.maximum(spread, expected)
     tall = (resid > th.spike_z * spread) & (resid > th.spike_rel * start)
     # a bad batch is a lone tower: it also stands `spike_gap` times above every other step of its stage
     # that is not tall itself (heavy-tailed small-batch noise builds a staircase of tall steps instead)
@@ -259,31 +321,56 @@ def _smooth_evaluations(v: np.ndarray) -> np.ndarray:
     return np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1).mean(axis=1)
 
 def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
-    "overfitting: the valid loss rose clearly above its best while the training loss kept falling."
+    "overfitting: the valid loss rose above its best, by far more than its standard error, and stayed up."
     _, ve, v = _series(c, "valid", "loss")
     _, te, t = _series(c, "train", "epoch_loss")
     if len(v) < 3 or len(t) < 2 or not np.isfinite(v).all(): return []
-    low = float(np.min(v))
     # the best: the bottom of the smoothed curve, so that on a flat, noisy bottom the evaluation noise
     # picks neither an early dip nor a late one; the first within `overfit_tol` of that bottom
     smooth = _smooth_evaluations(v)
     best = int(np.argmax(smooth <= np.min(smooth) + th.overfit_tol * abs(np.min(smooth))))
-    if len(v) - 1 - best < th.overfit_after: return []
-    noise = _robust_spread(v - _rolling(v, 1)[0])  # evaluation noise: the wiggle around a 3-point median
-    rise = float(v[-1] - low)
-    if rise <= max(th.overfit_rise * abs(low), th.overfit_z * noise, 1e-12): return []
+    after = len(v) - 1 - best
+    if after < th.overfit_after: return []
+    # two noises: the wiggle around a 3-point median (how much neighbouring evaluations of the same rows
+    # differ: the paired noise) and one evaluation's standard error (per-example spread / √rows: how far
+    # the valid rows' mean can sit from the population's); the rise must clear both
+    se = _valid_noise(c)
+    wiggle = _robust_spread(v - _rolling(v, 1)[0])
+    noise = float(np.median(se[best:])) if se is not None else 0.0
+    # sustained: the later third of the evaluations after the best (at least `overfit_after`), by their
+    # median (one noisy last point moves a median of three by nothing), against the smoothed best
+    k = max(th.overfit_after, math.ceil(after / 3))
+    tail = v[-k:]
+    level = float(smooth[best])
+    rise = float(np.median(tail) - level)
+    need = max(th.overfit_rise * abs(level), th.overfit_z * wiggle, 1e-12)
+    # and rising: the evaluations after the best climb (a least-squares slope above zero by 2 of its errors)
+    y = v[best:]
+    x = np.arange(len(y)) - (len(y) - 1) / 2
+    slope = float(np.sum(x * y) / np.sum(x * x))
+    resid = y - y.mean() - slope * x
+    slope_se = math.sqrt(float(np.sum(resid ** 2)) / max(len(y) - 2, 1) / float(np.sum(x * x)))
+    slope_t = slope / max(slope_se, 1e-12)
+    climbing = slope_t > 2 or float(np.min(tail)) > level + 0.5 * need
+    # the evidence: a rise large against one evaluation's standard error, or a steady climb (evaluations
+    # of the same rows are correlated: a slow rise the trend test sees can sit inside that error)
+    evidence = rise > th.overfit_se * noise or slope_t > th.overfit_t
+    if rise <= need or not climbing or not evidence: return []
     t_at_best = t[te <= ve[best]]
     if len(t_at_best) and t[-1] >= t_at_best[-1]: return []  # train is not falling: not overfitting
     onset = int(ve[best + 1])
     gap = float(v[-1] - t[-1])
     return [Finding("overfitting", "warning",
-                    f"valid loss rose from {v[best]:.4g} (epoch {int(ve[best])}) to {v[-1]:.4g} while train "
-                    f"loss kept falling to {t[-1]:.4g}; onset at epoch {onset}, gap {gap:.3g}",
+                    f"valid loss rose from {level:.4g} (epoch {int(ve[best])}) to {float(np.median(tail)):.4g} "
+                    f"over its last {k} evaluations (needed {need:.3g}: wiggle {wiggle:.3g}, standard error "
+                    f"{noise:.3g}) while train loss kept falling to {t[-1]:.4g}; onset at epoch {onset}, "
+                    f"gap {gap:.3g}",
                     advice="stop earlier (patience / best.pt), add regularization (weight decay, dropout, "
                            "augmentation), use a smaller model or get more data",
                     data={"onset_epoch": onset, "best_epoch": int(ve[best]), "gap": gap,
-                          "best_valid_loss": low, "last_valid_loss": float(v[-1])})]
-
+                          "best_valid_loss": float(np.min(v)), "last_valid_loss": float(v[-1]),
+                          "rise": rise, "standard_error": noise, "wiggle": wiggle, "threshold": need,
+                          "slope": slope, "slope_se": slope_se, "slope_t": slope_t})]
 
 # %% ../nbs/09_diagnostics.ipynb #112f01e9
 def _gradient_growth(g: np.ndarray) -> Optional[tuple[float, float, float]]:
@@ -315,17 +402,52 @@ def _gradients(c: dict, th: Thresholds) -> list[Finding]:
                                advice="clip gradients (clip_norm=1.0), lower the learning rate, check "
                                       "normalization layers and any code that scales the loss or gradients",
                                data={"first": first, "middle": middle, "last": last}))
-    med = {name[len("grad_norm/"):]: float(np.median(values)) for (split, name), (_, _, values) in c.items()
-           if split == "train" and name.startswith("grad_norm/") and len(values)}
-    top = max(med.values(), default=0.0)
-    starved = [k for k, v in med.items() if top > 0 and v < th.vanish * top]
+    out += _parameter_gradients(c, th)
+    return out
+
+def _parameter_gradients(c: dict, th: Thresholds) -> list[Finding]:
+    "structural_zero_gradients (info: exactly 0 at every log), vanishing_gradients among the parameters that move."
+    grads, weights = {}, {}
+    for (split, name), (_, _, values) in c.items():
+        if split != "train" or not len(values): continue
+        if name.startswith("grad_norm/"): grads[name[len("grad_norm/"):]] = values
+        elif name.startswith("weight_norm/"): weights[name[len("weight_norm/"):]] = values
+    # exactly zero at every logged step: a bias before a normalization layer (it removes the mean, so the
+    # bias cannot matter), a parameter the forward pass never uses; no learning rate or activation fixes it
+    zero = sorted(k for k, v in grads.items() if len(v) >= 2 and np.all(v == 0))
+    out = []
+    if zero:
+        biases = [k for k in zero if k.endswith("bias")]
+        advice = []
+        if biases:
+            advice.append("a bias followed by a normalization layer (BatchNorm, LayerNorm) gets no gradient by "
+                          "construction: build that layer with bias=False")
+        if len(biases) < len(zero):
+            advice.append("a parameter the forward pass never uses: remove it, or freeze it "
+                          "(requires_grad_(False)) if it is meant to be unused")
+        out.append(Finding("structural_zero_gradients", "info",
+                           f"{len(zero)} parameter(s) got an exactly zero gradient at every logged step: "
+                           f"{', '.join(zero[:5])}",
+                           advice="; ".join(advice), data={"parameters": zero}))
+    # the others, against their weights where the norms were logged (a gradient small for its weight
+    # does not move it); a parameter whose weights are 0 is judged by its gradient alone
+    rel = {}
+    for k, v in grads.items():
+        if k in zero: continue
+        g = float(np.median(v))
+        w = float(np.median(weights[k])) if k in weights and len(weights[k]) else 0.0
+        rel[k] = g / w if w > 0 else g
+    top = max(rel.values(), default=0.0)
+    starved = [k for k, v in rel.items() if top > 0 and v < th.vanish * top]
     if starved:
+        against = "against their weights" if weights else "in norm"
         out.append(Finding("vanishing_gradients", "warning",
                            f"{len(starved)} parameter(s) get gradients over {1 / th.vanish:.0e} times "
-                           f"smaller than the largest: {', '.join(starved[:5])}",
+                           f"smaller ({against}) than the largest: {', '.join(starved[:5])}",
                            advice="check activations (dead ReLUs, saturated sigmoid/tanh), initialization "
                                   "and normalization; residual connections help deep stacks",
-                           data={"parameters": starved}))
+                           data={"parameters": starved, "relative": {k: rel[k] for k in starved[:20]},
+                                 "largest": top, "threshold": th.vanish * top}))
     return out
 
 def _input_pipeline(c: dict, th: Thresholds) -> list[Finding]:
@@ -355,7 +477,25 @@ def _memory(c: dict, th: Thresholds) -> list[Finding]:
                     data={"first_mb": float(later[0]), "last_mb": float(later[-1]), "epochs": e.tolist()})]
 
 def _label_noise(c: dict, th: Thresholds) -> list[Finding]:
-    "label_noise: late in the run the model fits most examples, but some stay worse than its untrained guess."
+    "label_noise: rows the model confidently puts in another class, spread over classes; else stuck rows."
+    _, e, wrong = _series(c, "train", "confident_wrong")
+    _, _, focus = _series(c, "train", "confident_wrong_focus")
+    if len(wrong) >= 2 and len(focus) == len(wrong):
+        # the second half of the epochs: the model has learned what it can by then; a class it has not
+        # learned yet concentrates the confidently-wrong rows in that one class (noise spreads over all)
+        late = e >= (e[0] + e[-1]) / 2
+        share, spread = float(np.median(wrong[late])), float(np.median(focus[late]))
+        data = {"confident_wrong": share, "focus": spread, "threshold": th.noise_wrong,
+                "focus_threshold": th.noise_focus}
+        if share < th.noise_wrong or spread > th.noise_focus: return []
+        return [Finding("label_noise", "warning",
+                        f"{share:.1%} of the training rows are confidently predicted as another class than "
+                        f"their label in the second half of the run (at least as confident as the model "
+                        f"is, on average, about rows of that class), spread over classes (the largest class "
+                        f"holds {spread:.0%} of them): their labels may be wrong",
+                        advice="look at them (top_losses on the training rows), relabel or drop the wrong ones; "
+                               "otherwise a robust loss (label smoothing) keeps the model from memorizing them",
+                        data=data)]
     _, e, share = _series(c, "train", "stuck_share")
     _, _, others = _series(c, "train", "others_loss")
     if len(share) < 2 or len(others) != len(share): return []
@@ -367,7 +507,8 @@ def _label_noise(c: dict, th: Thresholds) -> list[Finding]:
                     "the second half of the run, while the model fits the rest: their labels may be wrong",
                     advice="look at them (top_losses on the training rows), relabel or drop the wrong ones; "
                            "otherwise a robust loss (label smoothing) keeps the model from memorizing them",
-                    data={"stuck_share": stuck, "others_loss": fit})]
+                    data={"stuck_share": stuck, "others_loss": fit, "threshold": th.noise_share,
+                          "fit_threshold": th.noise_fit})]
 
 _LEAK_ADVICE = ("check for leakage: a feature computed with the target (target encoding on all rows, a value "
                 "known only later), rows or groups shared by train and valid (the make_splits audit), "
@@ -787,8 +928,29 @@ def top_losses(model: nn.Module,  # the trained model (its train/eval mode is re
                          "loss": loss[order].numpy()}).set_index("index")
 
 # %% ../nbs/09_diagnostics.ipynb #6e426ba3
+def confident_wrong(labels: np.ndarray,  # each row's label, shape (n,)
+                    probs: np.ndarray,  # each row's predicted class probabilities, shape (n, classes)
+                   ) -> tuple[float, float]:
+    "Confident learning's off-diagonal share, and the share of those rows in the one class holding most."
+    n, k = probs.shape
+    ok = (labels >= 0) & (labels < k)  # ignore_index rows carry no label
+    labels, probs = labels[ok], probs[ok]
+    if len(labels) == 0: return 0.0, 0.0
+    # each class's threshold: the mean probability the model gives that class on the rows labelled with it
+    sums = np.zeros(k)
+    np.add.at(sums, labels, probs[np.arange(len(labels)), labels])
+    counts = np.bincount(labels, minlength=k)
+    thresholds = np.where(counts > 0, sums / np.maximum(counts, 1), np.inf)
+    # a row is confidently another class j when its most probable class is j (not its label), with at
+    # least that class's threshold of probability
+    guess = probs.argmax(1)
+    wrong = (guess != labels) & (probs[np.arange(len(labels)), guess] >= thresholds[guess])
+    if not wrong.any(): return 0.0, 0.0
+    by_label = np.bincount(labels[wrong], minlength=k)
+    return float(wrong.mean()), float(by_label.max() / wrong.sum())
+
 class ExampleLosses(Callback):
-    "After each epoch, scores every training example; logs the share that stays worse than before training."
+    "After each epoch, scores every training example: the share stuck worse than untrained, the confidently wrong."
     def __init__(self,
                  dl,  # the training rows in a FIXED order (no shuffling), e.g. TensorLoader(X, y)
                  patience: int = 3,  # epochs in a row an example must stay worse than before training
@@ -800,17 +962,36 @@ class ExampleLosses(Callback):
         self.dl, self.patience = dl, patience
         self.initial, self.streak = None, None
 
+    @torch.no_grad()
+    def _score(self, state: LoopState) -> tuple:
+        "Per-example losses of the whole loader by position, and (classification) labels and probabilities."
+        model, loss_fn = state.model, state.loss_fn
+        device = next(model.parameters()).device
+        losses, labels, probs = [], [], []
+        with eval_mode(model):
+            for batch in self.dl:
+                xb, yb = to_device(split_batch(batch), device)
+                out = prediction(call_model(model, xb))
+                if not losses: check_loss_shapes(out, yb, loss_fn)  # a broadcast pair: refused before scoring
+                losses.append(per_example_loss(loss_fn, out, yb).float().cpu())
+                if probs is not None and out.ndim == 2 and out.shape[1] > 1 and not yb.is_floating_point():
+                    probs.append(torch.softmax(out.float(), 1).cpu())
+                    labels.append(yb.reshape(-1).cpu())
+                else: probs = None
+        loss = torch.cat(losses).numpy().astype(float)
+        if not probs: return loss, None, None
+        return loss, torch.cat(labels).numpy(), torch.cat(probs).numpy()
+
     def _losses(self, state: LoopState) -> np.ndarray:
         "Per-example losses of the whole loader, by position (what top_losses computes)."
-        worst = top_losses(state.model, self.dl, state.loss_fn, k=sys.maxsize)
-        return worst["loss"].sort_index().to_numpy(dtype=float)
+        return self._score(state)[0]
 
     def before_fit(self, state: LoopState):
         if self.initial is not None: return  # resumed: keep the untrained model's losses
         self.initial = self._losses(state)
 
     def after_epoch(self, state: LoopState):
-        losses = self._losses(state)
+        losses, labels, probs = self._score(state)
         if self.streak is None or len(self.streak) != len(losses):
             self.streak = np.zeros(len(losses), dtype=int)
         self.streak = np.where(losses > self.initial.mean(), self.streak + 1, 0)
@@ -821,6 +1002,10 @@ class ExampleLosses(Callback):
             others = float(np.median(losses[~stuck]) / max(np.median(self.initial[~stuck]), 1e-12))
         state.history.append(state.step, state.epoch, "train", "stuck_share", float(stuck.mean()))
         state.history.append(state.step, state.epoch, "train", "others_loss", others)
+        if probs is not None:
+            wrong, focus = confident_wrong(labels, probs)
+            state.history.append(state.step, state.epoch, "train", "confident_wrong", wrong)
+            state.history.append(state.step, state.epoch, "train", "confident_wrong_focus", focus)
 
     def state_dict(self) -> dict:
         return {"initial": None if self.initial is None else self.initial.tolist(),
