@@ -47,15 +47,25 @@ def _series(c: dict, split: str, name: str):
     "(steps, epochs, values) of one series of `_curves`, empty when it was never logged."
     return c.get((split, name), _EMPTY)
 
+_EXACT_UP_TO = 20_000  # longer series get their moving median at every stride-th point, interpolated between
+
 def _rolling(values: np.ndarray, half: int) -> tuple[np.ndarray, np.ndarray]:
     "A centred moving median over 2·`half`+1 points and the moving median absolute deviation around it."
     if half < 1 or len(values) < 3: return values.copy(), np.zeros_like(values)
-    windows = np.lib.stride_tricks.sliding_window_view(np.pad(values, half, mode="edge"), 2 * half + 1)
+    n = len(values)
+    # on a long run, every step's window costs steps × window of memory and time (1.6 GB for 200,000 steps
+    # of a 101-point window): centres a tenth of a window apart, linearly interpolated, cost a tenth of that
+    stride = 1 if n <= _EXACT_UP_TO else max(1, half // 5)
+    padded = np.pad(values, half, mode="edge")
+    windows = np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1)[::stride]
     # an odd window's median is its middle element once partitioned (what np.median does, with less work)
     med = np.partition(windows, half, axis=1)[:, half]
     deviations = np.abs(windows - med[:, None])
     deviations.partition(half, axis=1)
-    return med, deviations[:, half]
+    mad = deviations[:, half]
+    if stride == 1: return med, mad
+    at = np.arange(0, n, stride)
+    return np.interp(np.arange(n), at, med), np.interp(np.arange(n), at, mad)
 
 def _robust_spread(values: np.ndarray) -> float:
     "1.4826 × the median absolute deviation: the standard deviation of normal noise, unmoved by outliers."
@@ -114,6 +124,12 @@ def _stages(loss: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
     med, mad = _rolling(loss, half)
     return half, med, mad
 
+def _stages_of(c: dict, loss: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+    "`_stages` of the training loss, worked out once per diagnosis (two rules read it)."
+    key = ("stages", "train/loss")  # a key no history has: (split, name) pairs name real series
+    if key not in c: c[key] = _stages(loss)
+    return c[key]
+
 def _step_noise(mad: np.ndarray) -> float:
     "The run's typical step-to-step spread of the loss around its stage (1.4826 × the median moving MAD)."
     return float(1.4826 * np.median(mad))
@@ -151,16 +167,19 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
                                "and the loss for log(0)",
                         data={"step": first})]
     first, start, end = _levels(loss)
-    _, stage, mad = _stages(loss)
+    _, stage, mad = _stages_of(c, loss)
     noise = _step_noise(mad)
     peak = float(np.max(_rolling(loss, 1)[0]))  # a 3-point median: a lone spike is not a divergence
     late = float(np.median(loss[len(loss) // 2:]))
-    base = max(abs(first), 1e-12)  # the untrained model's loss: the start may already hold the blow-up
+    # the untrained model's loss (the start may already hold the blow-up); a small batch's first loss can be
+    # low by chance, so never below the constant predictor's loss (what an untrained model roughly predicts)
+    _, _, prior_values = _series(c, "valid", "prior_loss")
+    base = max(abs(first), float(np.median(prior_values)) if len(prior_values) else 0.0, 1e-12)
     data = {"start_loss": start, "end_loss": end, "peak_loss": peak, "first_loss": first, "noise": noise}
     blew_up = peak > th.diverge_peak * base
     # ended above the untrained loss, and stayed there: the whole second half, by a share and beyond the noise
     # of that one first step (a regression's first batch can be small by chance)
-    ended_high = min(end, late) > first + (th.diverge_end - 1) * base and end - first > th.diverge_z * noise
+    ended_high = min(end, late) > base + (th.diverge_end - 1) * base and end - base > th.diverge_z * noise
     if blew_up or ended_high:
         return [Finding("diverging", "error",
                         f"the training loss blew up: it started at {first:.4g}, peaked at {peak:.4g} "
@@ -171,7 +190,7 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
     prior = _at_prior(c, end, noise, th)
     at_prior = prior is not None and prior["at_prior"]
     if prior is not None: data = {**data, **prior}
-    jump = _early_blowup(loss, stage, noise, th, at_prior)
+    jump = _early_blowup(loss, stage, noise, th, at_prior, base)
     if jump is not None:
         at = int(steps[jump])
         ratio = float(loss[jump] / np.median(loss))
@@ -221,7 +240,7 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
     return []
 
 def _early_blowup(loss: np.ndarray, stage: np.ndarray, noise: float, th: Thresholds,
-                  at_prior: bool = False) -> Optional[int]:
+                  at_prior: bool = False, base: Optional[float] = None) -> Optional[int]:
     "Where the loss jumped far above its median in the first tenth, if it never learned after; else None."
     k = max(5, len(loss) // 10)
     jump = 1 + int(np.argmax(loss[1:k]))  # after an update: the first loss is the untrained model's
@@ -231,7 +250,8 @@ def _early_blowup(loss: np.ndarray, stage: np.ndarray, noise: float, th: Thresho
     # no learning after it: the loss's stage never fell `still` below the untrained model's loss
     # (a run that collapsed to the constant predictor after the jump did not recover, whatever its loss did)
     lowest = float(np.min(stage[jump:]))
-    if lowest < (1 - th.still) * float(loss[0]) and not at_prior: return None
+    untrained = float(loss[0]) if base is None else base
+    if lowest < (1 - th.still) * untrained and not at_prior: return None
     return jump
 
 def _still_falling(loss: np.ndarray, noise: float, z: float) -> bool:
@@ -286,7 +306,7 @@ def _spikes(c: dict, th: Thresholds) -> list[Finding]:
     "loss_spikes: steps whose loss stands far above the moving median of their stage, one per event."
     steps, _, loss = _series(c, "train", "loss")
     if len(loss) < th.min_steps or not np.isfinite(loss).all(): return []
-    half, med, mad = _stages(loss)
+    half, med, mad = _stages_of(c, loss)
     resid = loss - med
     resid[:half] = 0.0  # the first steps have no stage before them to stand out from
     start = max(abs(float(loss[0])), 1e-12)
@@ -405,6 +425,18 @@ def _gradients(c: dict, th: Thresholds) -> list[Finding]:
     out += _parameter_gradients(c, th)
     return out
 
+_ROUND_OFF = 1e-4  # below this share of its layer's other gradient at every log: round-off around an exact 0
+
+def _structural_zero(name: str, g: np.ndarray, grads: dict) -> bool:
+    "Exactly 0 at every log, or at round-off of its layer's other parameter's gradient (a bias before a norm)."
+    if len(g) < 2: return False
+    if np.all(g == 0): return True
+    layer = name.rsplit(".", 1)[0]
+    siblings = [v for k, v in grads.items() if k != name and k.rsplit(".", 1)[0] == layer and len(v) == len(g)]
+    # in float32 a bias before BatchNorm gets ~1e-8 of its weight's gradient: the mean removed, round-off left;
+    # a starved layer (a deep sigmoid stack) starves its weight and its bias alike
+    return any(np.all(g <= _ROUND_OFF * np.maximum(v, 1e-30)) for v in siblings)
+
 def _parameter_gradients(c: dict, th: Thresholds) -> list[Finding]:
     "structural_zero_gradients (info: exactly 0 at every log), vanishing_gradients among the parameters that move."
     grads, weights = {}, {}
@@ -414,7 +446,7 @@ def _parameter_gradients(c: dict, th: Thresholds) -> list[Finding]:
         elif name.startswith("weight_norm/"): weights[name[len("weight_norm/"):]] = values
     # exactly zero at every logged step: a bias before a normalization layer (it removes the mean, so the
     # bias cannot matter), a parameter the forward pass never uses; no learning rate or activation fixes it
-    zero = sorted(k for k, v in grads.items() if len(v) >= 2 and np.all(v == 0))
+    zero = sorted(k for k, v in grads.items() if _structural_zero(k, v, grads))
     out = []
     if zero:
         biases = [k for k in zero if k.endswith("bias")]
@@ -426,7 +458,8 @@ def _parameter_gradients(c: dict, th: Thresholds) -> list[Finding]:
             advice.append("a parameter the forward pass never uses: remove it, or freeze it "
                           "(requires_grad_(False)) if it is meant to be unused")
         out.append(Finding("structural_zero_gradients", "info",
-                           f"{len(zero)} parameter(s) got an exactly zero gradient at every logged step: "
+                           f"{len(zero)} parameter(s) got a zero gradient (exactly, or round-off beside their "
+                           f"layer's other parameter) at every logged step: "
                            f"{', '.join(zero[:5])}",
                            advice="; ".join(advice), data={"parameters": zero}))
     # the others, against their weights where the norms were logged (a gradient small for its weight
