@@ -302,14 +302,13 @@ def _batch_spread(c: dict, steps: np.ndarray) -> Optional[np.ndarray]:
     if len(sd) == 0 or rows is None: return None
     return np.interp(steps, ss, sd) / math.sqrt(max(rows, 1.0))
 
-def _spikes(c: dict, th: Thresholds) -> list[Finding]:
-    "loss_spikes: steps whose loss stands far above the moving median of their stage, one per event."
-    steps, _, loss = _series(c, "train", "loss")
-    if len(loss) < th.min_steps or not np.isfinite(loss).all(): return []
+def _spike_scale(c: dict, steps: np.ndarray, loss: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+    "Each step's rise above its stage and the stage's spread (no threshold in them: worked out once)."
+    key = ("spike_scale", "train/loss")  # a key no history has
+    if key in c: return c[key]
     half, med, mad = _stages_of(c, loss)
     resid = loss - med
     resid[:half] = 0.0  # the first steps have no stage before them to stand out from
-    start = max(abs(float(loss[0])), 1e-12)
     # the stage's spread: the moving MAD's own moving median over a 3× wider stretch (a MAD of a few
     # steps is a noisy estimate: where it is small by chance, an ordinary blip of a small-batch run
     # looks tall), floored by the run's typical one: in a flat stretch not every blip is a spike
@@ -319,6 +318,15 @@ def _spikes(c: dict, th: Thresholds) -> list[Finding]:
     # deviation (measured at the evaluations) over √(rows a step): batch 4 and batch 512 on one scale
     expected = _batch_spread(c, steps)
     if expected is not None: spread = np.maximum(spread, expected)
+    c[key] = (half, resid, spread)
+    return c[key]
+
+def _spikes(c: dict, th: Thresholds) -> list[Finding]:
+    "loss_spikes: steps whose loss stands far above the moving median of their stage, one per event."
+    steps, _, loss = _series(c, "train", "loss")
+    if len(loss) < th.min_steps or not np.isfinite(loss).all(): return []
+    half, resid, spread = _spike_scale(c, steps, loss)
+    start = max(abs(float(loss[0])), 1e-12)
     tall = (resid > th.spike_z * spread) & (resid > th.spike_rel * start)
     # a bad batch is a lone tower: it also stands `spike_gap` times above every other step of its stage
     # that is not tall itself (heavy-tailed small-batch noise builds a staircase of tall steps instead)
@@ -975,9 +983,11 @@ def confident_wrong(labels: np.ndarray,  # each row's label, shape (n,)
     counts = np.bincount(labels, minlength=k)
     thresholds = np.where(counts > 0, sums / np.maximum(counts, 1), np.inf)
     # a row is confidently another class j when its most probable class is j (not its label), with at
-    # least that class's threshold of probability
+    # least that class's threshold of probability, and with
+    # least probability on its own label than chance (a hard row near a boundary keeps some on it)
     guess = probs.argmax(1)
-    wrong = (guess != labels) & (probs[np.arange(len(labels)), guess] >= thresholds[guess])
+    rows = np.arange(len(labels))
+    wrong = (guess != labels) & (probs[rows, guess] >= thresholds[guess]) & (probs[rows, labels] < 1 / k)
     if not wrong.any(): return 0.0, 0.0
     by_label = np.bincount(labels[wrong], minlength=k)
     return float(wrong.mean()), float(by_label.max() / wrong.sum())
