@@ -238,3 +238,16 @@ def test_label_noise_is_spread_over_classes_a_class_not_yet_learned_is_not():
         h.append(e, e, "train", "confident_wrong", share)
         h.append(e, e, "train", "confident_wrong_focus", focus)
     assert "label_noise" not in kinds(tb.diagnose(h))
+
+
+def test_a_growing_history_is_read_incrementally_with_the_same_verdicts():
+    "The live diagnosis after each epoch reads only the new rows; its findings equal a fresh diagnosis'."
+    full = small_batch_run(16, steps=3000, spike_at=2000)
+    rows = list(full.rows())
+    growing = tb.History()
+    for end in (1000, 2100, len(rows)):
+        for r in rows[len(growing):end]: growing.append(*r)
+        again = tb.History(list(growing.rows()))
+        assert [(f.kind, f.data.get("steps")) for f in tb.diagnose(growing)] == \
+               [(f.kind, f.data.get("steps")) for f in tb.diagnose(again)]
+    assert "loss_spikes" in kinds(tb.diagnose(growing))

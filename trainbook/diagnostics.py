@@ -6,6 +6,7 @@
 from __future__ import annotations
 import math
 import sys
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -33,13 +34,34 @@ def _as_history(history) -> History:
         return History(history[list(History.columns)].itertuples(index=False, name=None))
     raise TypeError(f"history must be a History, a Run or a tidy DataFrame, got {type(history).__name__}")
 
+_CURVES: "weakref.WeakKeyDictionary[History, dict]" = weakref.WeakKeyDictionary()
+
 def _curves(h: History) -> dict:
-    "Every series of the history in one pass: (split, name) → (steps, epochs, values) arrays."
-    rows = {}
-    for i, key in enumerate(zip(h.split, h.name)): rows.setdefault(key, []).append(i)
-    step, epoch = np.asarray(h.step, dtype=int), np.asarray(h.epoch, dtype=int)
-    value = np.asarray(h.value, dtype=float)
-    return {key: (step[i], epoch[i], value[i]) for key, i in rows.items()}
+    "Every series of the history: (split, name) → (steps, epochs, values) arrays; only new rows are read."
+    # a history only grows during a run: the live diagnosis after each epoch reads that epoch's rows, not all
+    # of them again (a resumed or rewritten history is read from the start)
+    memo = _CURVES.get(h)
+    n = len(h.step)
+    if memo is None or memo["n"] > n or (memo["n"] and memo["last"] != (h.step[memo["n"] - 1],
+                                                                        h.name[memo["n"] - 1])):
+        memo = {"n": 0, "last": None, "series": {}}
+    start = memo["n"]
+    fresh = {}
+    for i in range(start, n): fresh.setdefault((h.split[i], h.name[i]), []).append(i)
+    series = memo["series"]
+    for key, rows in fresh.items():
+        step = np.fromiter((h.step[i] for i in rows), dtype=int, count=len(rows))
+        epoch = np.fromiter((h.epoch[i] for i in rows), dtype=int, count=len(rows))
+        value = np.fromiter((h.value[i] for i in rows), dtype=float, count=len(rows))
+        if key in series:
+            old = series[key]
+            step, epoch, value = (np.concatenate([old[0], step]), np.concatenate([old[1], epoch]),
+                                  np.concatenate([old[2], value]))
+        series[key] = (step, epoch, value)
+    memo.update(n=n, last=(h.step[n - 1], h.name[n - 1]) if n else None)
+    try: _CURVES[h] = memo
+    except TypeError: pass  # a history type that takes no weak reference: read whole each time
+    return dict(series)  # a fresh dict: the rules cache their per-diagnosis work in it
 
 _EMPTY = (np.zeros(0, dtype=int), np.zeros(0, dtype=int), np.zeros(0))
 
@@ -47,7 +69,7 @@ def _series(c: dict, split: str, name: str):
     "(steps, epochs, values) of one series of `_curves`, empty when it was never logged."
     return c.get((split, name), _EMPTY)
 
-_EXACT_UP_TO = 20_000  # longer series get their moving median at every stride-th point, interpolated between
+_EXACT_UP_TO = 4_000  # longer series get their moving median at every stride-th point, interpolated between
 
 def _rolling(values: np.ndarray, half: int) -> tuple[np.ndarray, np.ndarray]:
     "A centred moving median over 2·`half`+1 points and the moving median absolute deviation around it."
