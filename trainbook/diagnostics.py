@@ -126,7 +126,8 @@ class Thresholds:
     memory_rise: float = 0.05  # peak memory rising by this share over the epochs after the first ...
     memory_mb: float = 50.0  # ... and by at least this many MB
     noise_wrong: float = 0.04  # share of training rows confidently predicted as another class (ExampleLosses) ...
-    noise_focus: float = 0.75  # ... no more than this share of them in one class (a class not yet learned)
+    noise_focus: float = 0.75  # ... no more than this share of them in one class (a class not yet learned) ...
+    noise_learned: float = 0.7  # ... and the others' median loss under this share of its untrained value
     noise_share: float = 0.1  # (regression, or without probabilities) share of examples stuck worse than untrained ...
     noise_fit: float = 0.4  # ... while the others' median loss fell below this share of its untrained value
     leak_first: float = 0.03  # a first valid loss below this share of the starting loss is suspicious
@@ -494,12 +495,15 @@ def _parameter_gradients(c: dict, th: Thresholds) -> list[Finding]:
                            advice="; ".join(advice), data={"parameters": zero}))
     # the others, against their weights where the norms were logged (a gradient small for its weight
     # does not move it); a parameter whose weights are 0 is judged by its gradient alone
+    # (against the typical weight where a parameter's own is smaller: a zero-initialised bias is no scale)
     rel = {}
+    typical = float(np.median([np.median(v) for v in weights.values()])) if weights else 0.0
     for k, v in grads.items():
         if k in zero: continue
         g = float(np.median(v))
         w = float(np.median(weights[k])) if k in weights and len(weights[k]) else 0.0
-        rel[k] = g / w if w > 0 else g
+        scale = max(w, typical)
+        rel[k] = g / scale if scale > 0 else g
     top = max(rel.values(), default=0.0)
     starved = [k for k, v in rel.items() if top > 0 and v < th.vanish * top]
     if starved:
@@ -548,9 +552,13 @@ def _label_noise(c: dict, th: Thresholds) -> list[Finding]:
         # learned yet concentrates the confidently-wrong rows in that one class (noise spreads over all)
         late = e >= (e[0] + e[-1]) / 2
         share, spread = float(np.median(wrong[late])), float(np.median(focus[late]))
-        data = {"confident_wrong": share, "focus": spread, "threshold": th.noise_wrong,
-                "focus_threshold": th.noise_focus}
-        if share < th.noise_wrong or spread > th.noise_focus: return []
+        # and the model has learned the rest: the other rows' median loss well under the untrained one's
+        # (a model still near its start is confidently wrong about many rows without any wrong label)
+        _, _, others = _series(c, "train", "others_loss")
+        fit = float(np.median(others[late])) if len(others) == len(wrong) else 0.0
+        data = {"confident_wrong": share, "focus": spread, "others_loss": fit, "threshold": th.noise_wrong,
+                "focus_threshold": th.noise_focus, "learned_threshold": th.noise_learned}
+        if share < th.noise_wrong or spread > th.noise_focus or fit > th.noise_learned: return []
         return [Finding("label_noise", "warning",
                         f"{share:.1%} of the training rows are confidently predicted as another class than "
                         f"their label in the second half of the run (at least as confident as the model "
