@@ -199,6 +199,9 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
     _, _, prior_values = _series(c, "valid", "prior_loss")
     base = max(abs(first), float(np.median(prior_values)) if len(prior_values) else 0.0, 1e-12)
     data = {"start_loss": start, "end_loss": end, "peak_loss": peak, "first_loss": first, "noise": noise}
+    data.update(untrained_loss=base, peak_threshold=th.diverge_peak * base,
+                end_threshold=th.diverge_end * base, drop=(start - end) / max(abs(start), 1e-12),
+                drop_threshold=th.still)
     blew_up = peak > th.diverge_peak * base
     # ended above the untrained loss, and stayed there: the whole second half, by a share and beyond the noise
     # of that one first step (a regression's first batch can be small by chance)
@@ -363,7 +366,10 @@ def _spikes(c: dict, th: Thresholds) -> list[Finding]:
                     advice="a spike at one step is often one bad batch (corrupt rows, wrong labels): look at "
                            "that batch and at top_losses; spikes that repeat point to a too-high lr or fp16 "
                            "overflow: lower the lr, clip gradients",
-                    data={"steps": at[:20], "heights": [float(resid[i] / start) for i in events[:20]]})]
+                    data={"steps": at[:20], "heights": [float(resid[i] / start) for i in events[:20]],
+                          "rises": [float(resid[i]) for i in events[:20]],
+                          "spreads": [float(spread[i]) for i in events[:20]], "spread_threshold": th.spike_z,
+                          "rows_per_step": _rows_per_step(c)})]
 
 def _smooth_evaluations(v: np.ndarray) -> np.ndarray:
     "The valid loss as a centred moving mean over about a seventh of the evaluations (at least 3)."
@@ -452,7 +458,9 @@ def _gradients(c: dict, th: Thresholds) -> list[Finding]:
                                f"({middle:.3g} half-way)",
                                advice="clip gradients (clip_norm=1.0), lower the learning rate, check "
                                       "normalization layers and any code that scales the loss or gradients",
-                               data={"first": first, "middle": middle, "last": last}))
+                               data={"first": first, "middle": middle, "last": last,
+                                     "growth": last / max(first, 1e-30), "threshold": th.explode,
+                                     "late_threshold": th.explode_late}))
     out += _parameter_gradients(c, th)
     return out
 
@@ -526,7 +534,7 @@ def _input_pipeline(c: dict, th: Thresholds) -> list[Finding]:
                     f"{share:.0%} of the training time was spent waiting for data",
                     advice="in-memory tensors: use TensorLoader; a DataLoader: raise num_workers, set "
                            "pin_memory=True (on GPU) and persistent_workers=True; or precompute the features",
-                    data={"data_wait_share": share})]
+                    data={"data_wait_share": share, "threshold": th.data_wait})]
 
 def _memory(c: dict, th: Thresholds) -> list[Finding]:
     "memory_growth: the peak memory kept rising epoch after epoch (a leak: tensors kept across steps)."
@@ -541,7 +549,8 @@ def _memory(c: dict, th: Thresholds) -> list[Finding]:
                     f"to {later[-1]:.0f} MB",
                     advice="something keeps tensors across steps: store loss.item() or loss.detach(), not "
                            "the loss; do not keep outputs that hold the graph; clear lists a callback fills",
-                    data={"first_mb": float(later[0]), "last_mb": float(later[-1]), "epochs": e.tolist()})]
+                    data={"first_mb": float(later[0]), "last_mb": float(later[-1]), "epochs": e.tolist(),
+                          "rising_share": rising, "threshold_mb": max(th.memory_rise * later[0], th.memory_mb)})]
 
 def _label_noise(c: dict, th: Thresholds) -> list[Finding]:
     "label_noise: rows the model confidently puts in another class, spread over classes; else stuck rows."
@@ -596,7 +605,8 @@ def _suspicious_score(c: dict, th: Thresholds) -> list[Finding]:
         return [Finding("suspicious_score", "warning",
                         f"the first validation loss, {v[0]:.3g}, is {v[0] / start:.1%} of the starting loss: "
                         f"near-perfect from epoch {int(ve[0])}",
-                        advice=_LEAK_ADVICE, data={"first_valid_loss": float(v[0]), "start_loss": start})]
+                        advice=_LEAK_ADVICE, data={"first_valid_loss": float(v[0]), "start_loss": start,
+                                                   "threshold": th.leak_first * start})]
     train_at = dict(zip(te.tolist(), t.tolist()))
     later = [(val, train_at[ep]) for ep, val in zip(ve.tolist(), v.tolist())
              if ep in train_at and ep >= max(1, ve[-1] // 2)]
@@ -606,7 +616,7 @@ def _suspicious_score(c: dict, th: Thresholds) -> list[Finding]:
     return [Finding("suspicious_score", "warning",
                     f"the valid loss is {ratio:.0%} of the training loss over the later epochs: "
                     "far better than training",
-                    advice=_LEAK_ADVICE, data={"valid_train_ratio": ratio})]
+                    advice=_LEAK_ADVICE, data={"valid_train_ratio": ratio, "threshold": th.leak_ratio})]
 
 RULES = (_loss_trend, _spikes, _overfitting, _gradients, _input_pipeline, _memory, _label_noise,
          _suspicious_score)
