@@ -392,7 +392,12 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     # differ: the paired noise) and one evaluation's standard error (per-example spread / √rows: how far
     # the valid rows' mean can sit from the population's); the rise must clear both
     se = _valid_noise(c)
-    wiggle = _robust_spread(v - _rolling(v, 1)[0])
+    # the wiggle: the robust spread of the step from one evaluation to the next (÷√2: one evaluation's
+    # share), from just before the best on, where the rise is measured (a trend moves the differences'
+    # median, not their spread)
+    steps_after = np.diff(v[max(0, best - 3):])
+    if len(steps_after) < 4: steps_after = np.diff(v)
+    wiggle = _robust_spread(steps_after) / math.sqrt(2)
     noise = float(np.median(se[best:])) if se is not None else 0.0
     # sustained: the later third of the evaluations after the best (at least `overfit_after`), by their
     # median (one noisy last point moves a median of three by nothing), against the smoothed best
