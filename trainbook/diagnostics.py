@@ -474,12 +474,15 @@ _ROUND_OFF = 1e-4  # below this share of its layer's other gradient at every log
 def _structural_zero(name: str, g: np.ndarray, grads: dict) -> bool:
     "Exactly 0 at every log, or at round-off of its layer's other parameter's gradient (a bias before a norm)."
     if len(g) < 2: return False
-    if np.all(g == 0): return True
     layer = name.rsplit(".", 1)[0]
     siblings = [v for k, v in grads.items() if k != name and k.rsplit(".", 1)[0] == layer and len(v) == len(g)]
-    # in float32 a bias before BatchNorm gets ~1e-8 of its weight's gradient: the mean removed, round-off left;
-    # a starved layer (a deep sigmoid stack) starves its weight and its bias alike
-    return any(np.all(g <= _ROUND_OFF * np.maximum(v, 1e-30)) for v in siblings)
+    moving = [v for v in siblings if np.median(v) > 0]
+    # alone in its layer and exactly 0 throughout: a parameter the forward pass never uses; beside a
+    # parameter that does get gradients (a dead ReLU layer starves weight and bias alike: not structural),
+    # exactly 0 or, in float32, round-off (~1e-8) of it: a bias whose layer feeds a norm that removes the mean
+    # (a weight starved beside a moving bias has inputs that are all 0: dead units upstream, not structure)
+    if not siblings: return bool(np.all(g == 0))
+    return name.endswith("bias") and any(np.all(g <= _ROUND_OFF * v) for v in moving)
 
 def _parameter_gradients(c: dict, th: Thresholds) -> list[Finding]:
     "structural_zero_gradients (info: exactly 0 at every log), vanishing_gradients among the parameters that move."
