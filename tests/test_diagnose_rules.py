@@ -251,3 +251,14 @@ def test_a_growing_history_is_read_incrementally_with_the_same_verdicts():
         assert [(f.kind, f.data.get("steps")) for f in tb.diagnose(growing)] == \
                [(f.kind, f.data.get("steps")) for f in tb.diagnose(again)]
     assert "loss_spikes" in kinds(tb.diagnose(growing))
+
+
+def test_a_rise_after_a_warm_restart_is_the_schedule_not_a_spike():
+    "The loss jumps where the logged lr jumped back up (a warm restart): no spike; the same jump elsewhere is one."
+    def run(lr_jump_at):
+        h = small_batch_run(512, steps=3000, spike_at=2000)
+        for s in range(1, 3001):
+            h.append(s, (s - 1) // 250, "train", "lr", 1e-3 if s < lr_jump_at else 1e-2)
+        return h
+    assert "loss_spikes" not in kinds(tb.diagnose(run(lr_jump_at=1999)))
+    assert "loss_spikes" in kinds(tb.diagnose(run(lr_jump_at=2600)))

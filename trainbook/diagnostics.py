@@ -108,7 +108,7 @@ class Thresholds:
     slow: float = 0.5  # one that fell less than this share and still falls steadily: the lr may be too low
     fall_z: float = 3.0  # still falls, under 3 evaluations: the second half's slope this many SEs below 0
     fall_keep: float = 0.7  # ... with 3+: the valid loss falls at each later one, at this share of its rate
-    spike_z: float = 8.0  # a spike stands this many robust spreads above the moving median of its stage
+    spike_z: float = 12.0  # a spike stands this many robust spreads above the moving median of its stage
     spike_rel: float = 0.3  # ... and above that median by at least this share of the starting loss
     spike_gap: float = 3.0  # ... and this many times above every other step of its stage that is not one
     spike_share: float = 0.05  # more spike events than this share of the steps is a noisy loss, not spikes
@@ -127,7 +127,8 @@ class Thresholds:
     memory_mb: float = 50.0  # ... and by at least this many MB
     noise_wrong: float = 0.04  # share of training rows confidently predicted as another class (ExampleLosses) ...
     noise_focus: float = 0.75  # ... no more than this share of them in one class (a class not yet learned) ...
-    noise_learned: float = 0.7  # ... and the others' median loss under this share of its untrained value
+    noise_learned: float = 0.7  # ... the others' median loss under this share of its untrained value ...
+    noise_stuck: float = 0.05  # ... and this share of rows stuck worse than the untrained model for epochs
     noise_share: float = 0.1  # (regression, or without probabilities) share of examples stuck worse than untrained ...
     noise_fit: float = 0.4  # ... while the others' median loss fell below this share of its untrained value
     leak_first: float = 0.03  # a first valid loss below this share of the starting loss is suspicious
@@ -347,6 +348,13 @@ def _spike_scale(c: dict, steps: np.ndarray, loss: np.ndarray) -> tuple[int, np.
     c[key] = (half, resid, spread)
     return c[key]
 
+def _lr_jumps(c: dict) -> np.ndarray:
+    "The steps at which the logged learning rate rose 1.5× or more from one record to the next."
+    ls, _, lr = _series(c, "train", "lr")
+    if len(lr) < 2: return np.zeros(0, dtype=int)
+    up = lr[1:] >= 1.5 * np.maximum(lr[:-1], 1e-30)
+    return ls[1:][up]
+
 def _spikes(c: dict, th: Thresholds) -> list[Finding]:
     "loss_spikes: steps whose loss stands far above the moving median of their stage, one per event."
     steps, _, loss = _series(c, "train", "loss")
@@ -359,6 +367,10 @@ def _spikes(c: dict, th: Thresholds) -> list[Finding]:
     hits = [i for i in np.where(tall)[0]
             if resid[i] >= th.spike_gap * _tallest_rest(resid, tall, i, 3 * half)]
     events = [max(g, key=lambda i: resid[i]) for g in _events(np.array(hits, dtype=int))]
+    # a rise right after the learning rate jumped up (a warm restart, a cyclic schedule) is the schedule's
+    # doing, not a bad batch
+    jumps = _lr_jumps(c)
+    if len(jumps): events = [i for i in events if not np.any((steps[i] >= jumps) & (steps[i] <= jumps + 2 * half))]
     if not events or len(events) > th.spike_share * len(loss) + 1: return []
     at = [int(steps[i]) for i in events]
     return [Finding("loss_spikes", "warning",
@@ -573,14 +585,21 @@ def _label_noise(c: dict, th: Thresholds) -> list[Finding]:
         # (a model still near its start is confidently wrong about many rows without any wrong label)
         _, _, others = _series(c, "train", "others_loss")
         fit = float(np.median(others[late])) if len(others) == len(wrong) else 0.0
-        data = {"confident_wrong": share, "focus": spread, "others_loss": fit, "threshold": th.noise_wrong,
-                "focus_threshold": th.noise_focus, "learned_threshold": th.noise_learned}
+        # and persistently: rows stuck worse than the untrained model epoch after epoch (a hard row near a
+        # boundary of a task still being learned flips; a wrong label stays wrong)
+        _, _, stuck_share = _series(c, "train", "stuck_share")
+        stuck = float(np.median(stuck_share[late])) if len(stuck_share) == len(wrong) else 1.0
+        data = {"confident_wrong": share, "focus": spread, "others_loss": fit, "stuck_share": stuck,
+                "threshold": th.noise_wrong, "focus_threshold": th.noise_focus,
+                "learned_threshold": th.noise_learned, "stuck_threshold": th.noise_stuck}
         if share < th.noise_wrong or spread > th.noise_focus or fit > th.noise_learned: return []
+        if stuck < th.noise_stuck: return []
         return [Finding("label_noise", "warning",
                         f"{share:.1%} of the training rows are confidently predicted as another class than "
                         f"their label in the second half of the run (at least as confident as the model "
                         f"is, on average, about rows of that class), spread over classes (the largest class "
-                        f"holds {spread:.0%} of them): their labels may be wrong",
+                        f"holds {spread:.0%} of them), {stuck:.1%} stuck worse than the untrained model for "
+                        "epochs: their labels may be wrong",
                         advice="look at them (top_losses on the training rows), relabel or drop the wrong ones; "
                                "otherwise a robust loss (label smoothing) keeps the model from memorizing them",
                         data=data)]
