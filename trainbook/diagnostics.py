@@ -627,7 +627,9 @@ def _suspicious_score(c: dict, th: Thresholds) -> list[Finding]:
     _, ve, v = _series(c, "valid", "loss")
     _, te, t = _series(c, "train", "epoch_loss")
     if len(loss) == 0 or len(v) == 0 or not np.isfinite(v).all(): return []
-    start = max(abs(float(loss[0])), 1e-12)
+    # against the untrained loss, or the constant predictor's when that is higher (a first batch can be low)
+    _, _, prior = _series(c, "valid", "prior_loss")
+    start = max(abs(float(loss[0])), float(np.median(prior)) if len(prior) else 0.0, 1e-12)
     if v[0] < th.leak_first * start:
         return [Finding("suspicious_score", "warning",
                         f"the first validation loss, {v[0]:.3g}, is {v[0] / start:.1%} of the starting loss: "
@@ -910,6 +912,10 @@ class NanGuard(Callback):
         # NaN/Inf there is the backward pass's doing; keep the last finite weights to name the operation later
         g = state.grad_norm
         if g is None or self.finite_copy is not None: return
+        # reading the norm is a device sync: on a GPU only at the steps whose norm the loop logs (and reads)
+        every = max(int(getattr(state.config, "log_every", 10) or 10), 1)
+        on_gpu = getattr(state.device, "type", "cpu") == "cuda"
+        if on_gpu and (state.step + 1) % every: return
         if math.isfinite(float(g)): return
         self.finite_copy = (state.step + 1, copy.deepcopy(state.model))
 
