@@ -25,8 +25,13 @@ def test_planted_nan_is_named(tmp_path):
                  config=tb.TrainConfig(epochs=5, device="cpu", checkpoint_dir=str(tmp_path)))
     assert run.stopped == "nonfinite" and run.step == 24
     f = next(f for f in run.findings if f.kind == "nonfinite")
-    assert f.data["module"] == "2" and f.data["inputs_finite"] is True and f.data["step"] == 24
-    assert "module '2'" in f.message and f.severity == "error"
+    # the failing step numbered as the history numbers steps: 24 completed (the last logged loss is step 24's),
+    # the 25th failed
+    assert f.data["module"] == "2" and f.data["inputs_finite"] is True
+    assert f.data["step"] == 25 and f.data["completed_steps"] == 24
+    assert run.records.series("loss", "train").index.max() == 24
+    assert "step 25" in f.message and "module '2'" in f.message and f.severity == "error"
+    assert f.data["batch_path"].endswith("nonfinite_step25.pt")
     # the saved batch reproduces the failure
     saved = torch.load(f.data["batch_path"], weights_only=True)
     assert locate_nonfinite(model, saved["xb"])["module"] == "2"
@@ -45,3 +50,41 @@ def test_nan_in_the_data_is_blamed_on_the_data():
                  config=tb.TrainConfig(epochs=1, device="cpu"))
     f = next(f for f in run.findings if f.kind == "nonfinite")
     assert f.data["batch_finite"] is False and "batch itself" in f.message
+
+
+class RootFrom(nn.Module):
+    "sqrt of an exact 0 from the n-th training call: a finite forward whose backward is inf · 0 = NaN."
+    def __init__(self, n): super().__init__(); self.n, self.calls = n, 0
+    def forward(self, x):
+        if self.training: self.calls += 1
+        return x if self.calls < self.n else torch.sqrt(x * 0.0) + x
+
+
+def test_nan_made_in_the_backward_pass_names_the_backward_operation():
+    "NaN gradients from sqrt at 0: the weights, not a module's forward, are blamed; anomaly mode names the op."
+    X, y = blobs(n=320)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), RootFrom(15), nn.Linear(16, 3))
+    run = tb.fit(model, tb.TensorLoader(X, y, batch_size=32), loss_fn=nn.functional.cross_entropy, live=False,
+                 config=tb.TrainConfig(epochs=3, device="cpu", clip_norm=1.0))
+    f = next(f for f in run.findings if f.kind == "nonfinite")
+    # step 15's gradients were NaN (its loss was finite, logged); step 16's forward met the NaN weights
+    assert run.records.series("loss", "train").index.max() == 15 and f.data["step"] == 16
+    assert f.data["weights_finite"] is False and "0.weight" in f.data["nonfinite_parameters"]
+    assert "already non-finite" in f.message and "gradients of step 15" in f.message
+    # the backward re-run (on a copy of step 15's finite weights) names the op and the forward line
+    assert f.data["backward_op"] == "MulBackward0" and "torch.sqrt(x * 0.0)" in f.data["forward_line"]
+    assert "MulBackward0" in f.message and "epsilon" in f.advice
+    assert run.findings is not None and f in run.findings
+
+
+def test_nan_gradients_without_a_gradient_norm_say_how_to_name_the_operation():
+    "Without clipping the loop computes no norm at step 15: the finding blames the weights and says what to set."
+    X, y = blobs(n=320)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), RootFrom(15), nn.Linear(16, 3))
+    run = tb.fit(model, tb.TensorLoader(X, y, batch_size=32), loss_fn=nn.functional.cross_entropy, live=False,
+                 config=tb.TrainConfig(epochs=3, device="cpu"))
+    f = next(f for f in run.findings if f.kind == "nonfinite")
+    assert f.data["weights_finite"] is False and "backward_op" not in f.data
+    assert "backward pass" in f.message and "clip_norm=" in f.advice

@@ -210,26 +210,43 @@ class ShapeMismatch(ValueError):
         super().__init__(message)
         self.finding = finding
 
+def _aligns_itself(loss_fn, pred, yb) -> bool:
+    "Whether `loss_fn` gives the same value on `pred` reshaped to the targets' shape (it squeezes by itself)."
+    if pred.numel() != yb.numel(): return False
+    try:
+        with torch.no_grad():
+            as_given = loss_fn(pred.detach(), yb)
+            aligned = loss_fn(pred.detach().reshape(yb.shape), yb)
+        return as_given.shape == aligned.shape and bool(torch.allclose(as_given.float(), aligned.float(),
+                                                                       rtol=1e-4, atol=1e-6))
+    except Exception: return False  # it fails on the aligned pair: it cannot be shown to align
+
 def check_loss_shapes(pred,  # the model's prediction (see `prediction`)
                       yb,  # the targets
-                      loss_fn: Optional[Callable],  # the loss; only elementwise ones (MSE, L1, Huber, BCE) are checked
+                      loss_fn: Optional[Callable],  # the loss, whatever it is (a named one, a lambda, a module)
                      ) -> None:
-    "Raise `ShapeMismatch` (a ValueError naming both shapes) when an elementwise loss would broadcast `pred`, `yb`."
+    "Raise `ShapeMismatch` (a ValueError naming both shapes) when a loss would broadcast `pred` against `yb`."
     if loss_fn is None or not isinstance(pred, torch.Tensor) or not isinstance(yb, torch.Tensor): return
+    if pred.shape == yb.shape: return
     name = getattr(loss_fn, "__name__", type(loss_fn).__name__).lower()
-    if name not in ELEMENTWISE_LOSSES or pred.shape == yb.shape: return
+    try: broadcast = tuple(torch.broadcast_shapes(pred.shape, yb.shape))
+    except RuntimeError: broadcast = None
+    # any loss: a pair that broadcasts to more values than either holds ((n, 1) against (n,) gives (n, n))
+    # compares every prediction with every target; an elementwise loss needs equal shapes outright
+    grows = broadcast is not None and torch.Size(broadcast).numel() > max(pred.numel(), yb.numel())
+    if not grows and name not in ELEMENTWISE_LOSSES: return
+    if grows and name not in ELEMENTWISE_LOSSES and _aligns_itself(loss_fn, pred, yb): return
     pshape, yshape = tuple(pred.shape), tuple(yb.shape)
     fix = ("squeeze the prediction (out.squeeze(-1)) or reshape the targets (y.unsqueeze(-1))"
            if pred.numel() == yb.numel() else "make the model's output match the targets")
-    try:
-        what = (f"broadcast them to {tuple(torch.broadcast_shapes(pred.shape, yb.shape))} and "
-                "train on the wrong pairs")
-    except RuntimeError: what = "fail or broadcast"
-    message = (f"{name}: prediction shape {pshape} and target shape {yshape} differ; an elementwise "
-               f"loss would {what}: {fix}")
+    what = (f"broadcast them to {broadcast} and train on the wrong pairs" if broadcast is not None
+            else "fail or broadcast")
+    message = (f"{name}: prediction shape {pshape} and target shape {yshape} differ; the loss would "
+               f"{what}: {fix}")
     raise ShapeMismatch(message, Finding("shape_mismatch", "error", message, advice=fix,
                                          data={"prediction_shape": list(pshape),
-                                               "target_shape": list(yshape)}))
+                                               "target_shape": list(yshape),
+                                               "broadcast_shape": list(broadcast) if broadcast else None}))
 
 # %% ../nbs/03a_batch.ipynb #12159bcd
 def autocast(device: torch.device,  # the device the model runs on

@@ -6,6 +6,7 @@
 from __future__ import annotations
 import math
 import sys
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -18,7 +19,8 @@ from .core import Finding, History, autocast_dtype
 from .events import Callback, LoopState
 
 # %% auto #0
-__all__ = ['RULES', 'Thresholds', 'diagnose', 'locate_nonfinite', 'NanGuard', 'top_losses', 'ExampleLosses']
+__all__ = ['RULES', 'Thresholds', 'diagnose', 'per_example_loss', 'Evaluation', 'LossStats', 'locate_nonfinite',
+           'backward_anomaly', 'NanGuard', 'top_losses', 'confident_wrong', 'ExampleLosses']
 
 # %% ../nbs/09_diagnostics.ipynb #9e7182a0
 def _as_history(history) -> History:
@@ -32,13 +34,34 @@ def _as_history(history) -> History:
         return History(history[list(History.columns)].itertuples(index=False, name=None))
     raise TypeError(f"history must be a History, a Run or a tidy DataFrame, got {type(history).__name__}")
 
+_CURVES: "weakref.WeakKeyDictionary[History, dict]" = weakref.WeakKeyDictionary()
+
 def _curves(h: History) -> dict:
-    "Every series of the history in one pass: (split, name) → (steps, epochs, values) arrays."
-    rows = {}
-    for i, key in enumerate(zip(h.split, h.name)): rows.setdefault(key, []).append(i)
-    step, epoch = np.asarray(h.step, dtype=int), np.asarray(h.epoch, dtype=int)
-    value = np.asarray(h.value, dtype=float)
-    return {key: (step[i], epoch[i], value[i]) for key, i in rows.items()}
+    "Every series of the history: (split, name) → (steps, epochs, values) arrays; only new rows are read."
+    # a history only grows during a run: the live diagnosis after each epoch reads that epoch's rows, not all
+    # of them again (a resumed or rewritten history is read from the start)
+    memo = _CURVES.get(h)
+    n = len(h.step)
+    if memo is None or memo["n"] > n or (memo["n"] and memo["last"] != (h.step[memo["n"] - 1],
+                                                                        h.name[memo["n"] - 1])):
+        memo = {"n": 0, "last": None, "series": {}}
+    start = memo["n"]
+    fresh = {}
+    for i in range(start, n): fresh.setdefault((h.split[i], h.name[i]), []).append(i)
+    series = memo["series"]
+    for key, rows in fresh.items():
+        step = np.fromiter((h.step[i] for i in rows), dtype=int, count=len(rows))
+        epoch = np.fromiter((h.epoch[i] for i in rows), dtype=int, count=len(rows))
+        value = np.fromiter((h.value[i] for i in rows), dtype=float, count=len(rows))
+        if key in series:
+            old = series[key]
+            step, epoch, value = (np.concatenate([old[0], step]), np.concatenate([old[1], epoch]),
+                                  np.concatenate([old[2], value]))
+        series[key] = (step, epoch, value)
+    memo.update(n=n, last=(h.step[n - 1], h.name[n - 1]) if n else None)
+    try: _CURVES[h] = memo
+    except TypeError: pass  # a history type that takes no weak reference: read whole each time
+    return dict(series)  # a fresh dict: the rules cache their per-diagnosis work in it
 
 _EMPTY = (np.zeros(0, dtype=int), np.zeros(0, dtype=int), np.zeros(0))
 
@@ -46,15 +69,25 @@ def _series(c: dict, split: str, name: str):
     "(steps, epochs, values) of one series of `_curves`, empty when it was never logged."
     return c.get((split, name), _EMPTY)
 
+_EXACT_UP_TO = 4_000  # longer series get their moving median at every stride-th point, interpolated between
+
 def _rolling(values: np.ndarray, half: int) -> tuple[np.ndarray, np.ndarray]:
     "A centred moving median over 2·`half`+1 points and the moving median absolute deviation around it."
     if half < 1 or len(values) < 3: return values.copy(), np.zeros_like(values)
-    windows = np.lib.stride_tricks.sliding_window_view(np.pad(values, half, mode="edge"), 2 * half + 1)
+    n = len(values)
+    # on a long run, every step's window costs steps × window of memory and time (1.6 GB for 200,000 steps
+    # of a 101-point window): centres a tenth of a window apart, linearly interpolated, cost a tenth of that
+    stride = 1 if n <= _EXACT_UP_TO else max(1, half // 5)
+    padded = np.pad(values, half, mode="edge")
+    windows = np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1)[::stride]
     # an odd window's median is its middle element once partitioned (what np.median does, with less work)
     med = np.partition(windows, half, axis=1)[:, half]
     deviations = np.abs(windows - med[:, None])
     deviations.partition(half, axis=1)
-    return med, deviations[:, half]
+    mad = deviations[:, half]
+    if stride == 1: return med, mad
+    at = np.arange(0, n, stride)
+    return np.interp(np.arange(n), at, med), np.interp(np.arange(n), at, mad)
 
 def _robust_spread(values: np.ndarray) -> float:
     "1.4826 × the median absolute deviation: the standard deviation of normal noise, unmoved by outliers."
@@ -75,21 +108,28 @@ class Thresholds:
     slow: float = 0.5  # one that fell less than this share and still falls steadily: the lr may be too low
     fall_z: float = 3.0  # still falls, under 3 evaluations: the second half's slope this many SEs below 0
     fall_keep: float = 0.7  # ... with 3+: the valid loss falls at each later one, at this share of its rate
-    spike_z: float = 8.0  # a spike stands this many robust spreads above the moving median of its stage
+    spike_z: float = 12.0  # a spike stands this many robust spreads above the moving median of its stage
     spike_rel: float = 0.3  # ... and above that median by at least this share of the starting loss
     spike_gap: float = 3.0  # ... and this many times above every other step of its stage that is not one
     spike_share: float = 0.05  # more spike events than this share of the steps is a noisy loss, not spikes
     overfit_tol: float = 0.0  # the best epoch: the first whose smoothed valid loss is this share near its low
     overfit_after: int = 3  # evaluations after the best before a rise counts
     overfit_rise: float = 0.05  # valid loss above its best by this share ...
-    overfit_z: float = 4.0  # ... and by this many robust spreads of its wiggle around a 3-point median
+    overfit_z: float = 4.0  # ... its later evaluations' median by this many robust spreads of the wiggle ...
+    overfit_se: float = 0.5  # ... and by this many standard errors of one valid loss (per-example spread / √rows),
+    overfit_t: float = 4.0  # ... or climbing after the best with a least-squares slope this many of its errors
+    prior_z: float = 3.0  # below the constant predictor's loss by this many standard errors: it learned
     explode: float = 5.0  # the gradient norm grew by this factor from the first fifth of the run to the last
     explode_late: float = 2.0  # ... and by this factor over the second half (or by `explode` squared in all)
-    vanish: float = 1e-05  # a parameter whose median gradient norm is below this share of the largest one
+    vanish: float = 1e-05  # a parameter whose gradient (against its weights) is below this share of the largest
     data_wait: float = 0.3  # share of the training epoch spent waiting for batches
     memory_rise: float = 0.05  # peak memory rising by this share over the epochs after the first ...
     memory_mb: float = 50.0  # ... and by at least this many MB
-    noise_share: float = 0.1  # share of examples stuck worse than the untrained model (ExampleLosses) ...
+    noise_wrong: float = 0.04  # share of training rows confidently predicted as another class (ExampleLosses) ...
+    noise_focus: float = 0.75  # ... no more than this share of them in one class (a class not yet learned) ...
+    noise_learned: float = 0.7  # ... the others' median loss under this share of its untrained value ...
+    noise_stuck: float = 0.05  # ... and this share of rows stuck worse than the untrained model for epochs
+    noise_share: float = 0.1  # (regression, or without probabilities) share of examples stuck worse than untrained ...
     noise_fit: float = 0.4  # ... while the others' median loss fell below this share of its untrained value
     leak_first: float = 0.03  # a first valid loss below this share of the starting loss is suspicious
     leak_ratio: float = 0.2  # so is a valid loss below this share of the train loss over the later epochs
@@ -108,9 +148,37 @@ def _stages(loss: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
     med, mad = _rolling(loss, half)
     return half, med, mad
 
+def _stages_of(c: dict, loss: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+    "`_stages` of the training loss, worked out once per diagnosis (two rules read it)."
+    key = ("stages", "train/loss")  # a key no history has: (split, name) pairs name real series
+    if key not in c: c[key] = _stages(loss)
+    return c[key]
+
 def _step_noise(mad: np.ndarray) -> float:
     "The run's typical step-to-step spread of the loss around its stage (1.4826 × the median moving MAD)."
     return float(1.4826 * np.median(mad))
+
+def _valid_noise(c: dict) -> Optional[np.ndarray]:
+    "Each evaluation's standard error (valid/loss_se, logged next to valid/loss), or None when it was not logged."
+    vs, _, v = _series(c, "valid", "loss")
+    ss, _, se = _series(c, "valid", "loss_se")
+    if len(se) == 0 or len(v) == 0: return None
+    if len(se) == len(v) and np.array_equal(ss, vs): return se
+    return np.interp(vs, ss, se)  # evaluations without one (a resumed old run): the nearest logged
+
+def _at_prior(c: dict, end: float, noise: float, th: Thresholds) -> Optional[dict]:
+    "The constant predictor's loss and whether the run ended there (train and valid), or None when not logged."
+    _, _, prior = _series(c, "valid", "prior_loss")
+    if len(prior) == 0: return None
+    level = float(np.median(prior))
+    _, _, v = _series(c, "valid", "loss")
+    se = _valid_noise(c)
+    v_end = float(np.median(v[-3:])) if len(v) else end
+    se_end = float(np.median(se[-3:])) if se is not None else noise
+    margin = max(th.prior_z * se_end, 0.02 * abs(level))
+    # both at the prior: a model that predicts the class frequencies (or the mean) and nothing else
+    ended = bool(v_end > level - margin and end > level - margin)
+    return {"prior_loss": level, "valid_end": v_end, "valid_se": se_end, "margin": margin, "at_prior": ended}
 
 def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
     "diverging, not_learning or lr_too_low, from the training loss per step."
@@ -123,16 +191,22 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
                                "and the loss for log(0)",
                         data={"step": first})]
     first, start, end = _levels(loss)
-    _, stage, mad = _stages(loss)
+    _, stage, mad = _stages_of(c, loss)
     noise = _step_noise(mad)
     peak = float(np.max(_rolling(loss, 1)[0]))  # a 3-point median: a lone spike is not a divergence
     late = float(np.median(loss[len(loss) // 2:]))
-    base = max(abs(first), 1e-12)  # the untrained model's loss: the start may already hold the blow-up
+    # the untrained model's loss (the start may already hold the blow-up); a small batch's first loss can be
+    # low by chance, so never below the constant predictor's loss (what an untrained model roughly predicts)
+    _, _, prior_values = _series(c, "valid", "prior_loss")
+    base = max(abs(first), float(np.median(prior_values)) if len(prior_values) else 0.0, 1e-12)
     data = {"start_loss": start, "end_loss": end, "peak_loss": peak, "first_loss": first, "noise": noise}
+    data.update(untrained_loss=base, peak_threshold=th.diverge_peak * base,
+                end_threshold=th.diverge_end * base, drop=(start - end) / max(abs(start), 1e-12),
+                drop_threshold=th.still)
     blew_up = peak > th.diverge_peak * base
     # ended above the untrained loss, and stayed there: the whole second half, by a share and beyond the noise
     # of that one first step (a regression's first batch can be small by chance)
-    ended_high = min(end, late) > first + (th.diverge_end - 1) * base and end - first > th.diverge_z * noise
+    ended_high = min(end, late) > base + (th.diverge_end - 1) * base and end - base > th.diverge_z * noise
     if blew_up or ended_high:
         return [Finding("diverging", "error",
                         f"the training loss blew up: it started at {first:.4g}, peaked at {peak:.4g} "
@@ -140,7 +214,10 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
                         advice="the learning rate is likely too high: lower it (try lr_find), add warmup, "
                                "clip gradients",
                         data=data)]
-    jump = _early_blowup(loss, stage, noise, th)
+    prior = _at_prior(c, end, noise, th)
+    at_prior = prior is not None and prior["at_prior"]
+    if prior is not None: data = {**data, **prior}
+    jump = _early_blowup(loss, stage, noise, th, at_prior, base)
     if jump is not None:
         at = int(steps[jump])
         ratio = float(loss[jump] / np.median(loss))
@@ -148,13 +225,23 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
         return [Finding("diverging", "error",
                         f"the training loss blew up at step {at} ({float(loss[jump - 1]):.4g} → "
                         f"{float(loss[jump]):.4g}, {ratio:.3g}× its median) and never recovered: "
-                        f"it never fell clearly below its first loss {first:.4g} and ended at {end:.4g}",
+                        + (f"it ended at the constant predictor's loss {prior['prior_loss']:.4g} (it predicts "
+                           f"the prior and nothing else)" if at_prior else
+                           f"it never fell clearly below its first loss {first:.4g} and ended at {end:.4g}"),
                         advice="the learning rate is too high: the first updates threw the model off and it "
                                "never learned after: lower the lr about 10× (try lr_find), add warmup, "
                                "clip gradients",
                         data=data)]
     scale = max(abs(start), 1e-12)
     drop = (start - end) / scale
+    if at_prior and len(loss) >= 5 * th.min_steps:
+        return [Finding("not_learning", "warning",
+                        f"the run ended at the constant predictor's loss: valid {prior['valid_end']:.4g}, train "
+                        f"{end:.4g}, against {prior['prior_loss']:.4g} for predicting the class frequencies (or "
+                        f"the mean) alone, within {prior['margin']:.3g} ({th.prior_z:g} standard errors)",
+                        advice="the model learned only the prior: run overfit_batch; check that the inputs reach "
+                               "the model (a constant or shuffled feature), the labels, and the lr (lr_find)",
+                        data=data)]
     if drop < th.still * min(1.0, len(loss) / 100):  # fewer steps, less movement expected
         return [Finding("not_learning", "warning",
                         f"the training loss barely moved: {start:.4g} → {end:.4g} over {len(loss)} steps",
@@ -179,7 +266,8 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
                         data=data)]
     return []
 
-def _early_blowup(loss: np.ndarray, stage: np.ndarray, noise: float, th: Thresholds) -> Optional[int]:
+def _early_blowup(loss: np.ndarray, stage: np.ndarray, noise: float, th: Thresholds,
+                  at_prior: bool = False, base: Optional[float] = None) -> Optional[int]:
     "Where the loss jumped far above its median in the first tenth, if it never learned after; else None."
     k = max(5, len(loss) // 10)
     jump = 1 + int(np.argmax(loss[1:k]))  # after an update: the first loss is the untrained model's
@@ -187,8 +275,10 @@ def _early_blowup(loss: np.ndarray, stage: np.ndarray, noise: float, th: Thresho
     high = loss[jump] > th.blowup * level and loss[jump] - level > th.blowup_z * max(noise, 1e-12)
     if not high: return None
     # no learning after it: the loss's stage never fell `still` below the untrained model's loss
+    # (a run that collapsed to the constant predictor after the jump did not recover, whatever its loss did)
     lowest = float(np.min(stage[jump:]))
-    if lowest < (1 - th.still) * float(loss[0]): return None
+    untrained = float(loss[0]) if base is None else base
+    if lowest < (1 - th.still) * untrained and not at_prior: return None
     return jump
 
 def _still_falling(loss: np.ndarray, noise: float, z: float) -> bool:
@@ -223,25 +313,64 @@ def _tallest_rest(resid: np.ndarray, tall: np.ndarray, i: int, w: int) -> float:
     rest = resid[lo:hi][~tall[lo:hi]]
     return float(rest.max()) if len(rest) else 0.0
 
-def _spikes(c: dict, th: Thresholds) -> list[Finding]:
-    "loss_spikes: steps whose loss stands far above the moving median of their stage, one per event."
-    steps, _, loss = _series(c, "train", "loss")
-    if len(loss) < th.min_steps or not np.isfinite(loss).all(): return []
-    half, med, mad = _stages(loss)
+def _rows_per_step(c: dict) -> Optional[float]:
+    "Rows a step (each epoch's samples/s × s/step), the median over epochs; None when not logged."
+    _, e1, sps = _series(c, "train", "samples_per_s")
+    _, e2, st = _series(c, "train", "step_time")
+    if len(sps) == 0 or len(st) != len(sps): return None
+    rows = sps * st
+    rows = rows[np.isfinite(rows) & (rows > 0)]
+    return float(np.median(rows)) if len(rows) else None
+
+def _batch_spread(c: dict, steps: np.ndarray) -> Optional[np.ndarray]:
+    "The batch loss's chance spread at each step: per-example sd (nearest evaluation) / √rows a step."
+    ss, _, sd = _series(c, "valid", "loss_sd")
+    rows = _rows_per_step(c)
+    if len(sd) == 0 or rows is None: return None
+    return np.interp(steps, ss, sd) / math.sqrt(max(rows, 1.0))
+
+def _spike_scale(c: dict, steps: np.ndarray, loss: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+    "Each step's rise above its stage and the stage's spread (no threshold in them: worked out once)."
+    key = ("spike_scale", "train/loss")  # a key no history has
+    if key in c: return c[key]
+    half, med, mad = _stages_of(c, loss)
     resid = loss - med
     resid[:half] = 0.0  # the first steps have no stage before them to stand out from
-    start = max(abs(float(loss[0])), 1e-12)
     # the stage's spread: the moving MAD's own moving median over a 3× wider stretch (a MAD of a few
     # steps is a noisy estimate: where it is small by chance, an ordinary blip of a small-batch run
     # looks tall), floored by the run's typical one: in a flat stretch not every blip is a spike
     stage_mad = _rolling(mad, 3 * half)[0]
     spread = 1.4826 * np.maximum(stage_mad, 0.5 * float(np.median(mad)))
+    # and never below the spread a batch of this size has by chance: the per-example losses' standard
+    # deviation (measured at the evaluations) over √(rows a step): batch 4 and batch 512 on one scale
+    expected = _batch_spread(c, steps)
+    if expected is not None: spread = np.maximum(spread, expected)
+    c[key] = (half, resid, spread)
+    return c[key]
+
+def _lr_jumps(c: dict) -> np.ndarray:
+    "The steps at which the logged learning rate rose 1.5× or more from one record to the next."
+    ls, _, lr = _series(c, "train", "lr")
+    if len(lr) < 2: return np.zeros(0, dtype=int)
+    up = lr[1:] >= 1.5 * np.maximum(lr[:-1], 1e-30)
+    return ls[1:][up]
+
+def _spikes(c: dict, th: Thresholds) -> list[Finding]:
+    "loss_spikes: steps whose loss stands far above the moving median of their stage, one per event."
+    steps, _, loss = _series(c, "train", "loss")
+    if len(loss) < th.min_steps or not np.isfinite(loss).all(): return []
+    half, resid, spread = _spike_scale(c, steps, loss)
+    start = max(abs(float(loss[0])), 1e-12)
     tall = (resid > th.spike_z * spread) & (resid > th.spike_rel * start)
     # a bad batch is a lone tower: it also stands `spike_gap` times above every other step of its stage
     # that is not tall itself (heavy-tailed small-batch noise builds a staircase of tall steps instead)
     hits = [i for i in np.where(tall)[0]
             if resid[i] >= th.spike_gap * _tallest_rest(resid, tall, i, 3 * half)]
     events = [max(g, key=lambda i: resid[i]) for g in _events(np.array(hits, dtype=int))]
+    # a rise right after the learning rate jumped up (a warm restart, a cyclic schedule) is the schedule's
+    # doing, not a bad batch
+    jumps = _lr_jumps(c)
+    if len(jumps): events = [i for i in events if not np.any((steps[i] >= jumps) & (steps[i] <= jumps + 2 * half))]
     if not events or len(events) > th.spike_share * len(loss) + 1: return []
     at = [int(steps[i]) for i in events]
     return [Finding("loss_spikes", "warning",
@@ -249,7 +378,10 @@ def _spikes(c: dict, th: Thresholds) -> list[Finding]:
                     advice="a spike at one step is often one bad batch (corrupt rows, wrong labels): look at "
                            "that batch and at top_losses; spikes that repeat point to a too-high lr or fp16 "
                            "overflow: lower the lr, clip gradients",
-                    data={"steps": at[:20], "heights": [float(resid[i] / start) for i in events[:20]]})]
+                    data={"steps": at[:20], "heights": [float(resid[i] / start) for i in events[:20]],
+                          "rises": [float(resid[i]) for i in events[:20]],
+                          "spreads": [float(spread[i]) for i in events[:20]], "spread_threshold": th.spike_z,
+                          "rows_per_step": _rows_per_step(c)})]
 
 def _smooth_evaluations(v: np.ndarray) -> np.ndarray:
     "The valid loss as a centred moving mean over about a seventh of the evaluations (at least 3)."
@@ -258,31 +390,61 @@ def _smooth_evaluations(v: np.ndarray) -> np.ndarray:
     return np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1).mean(axis=1)
 
 def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
-    "overfitting: the valid loss rose clearly above its best while the training loss kept falling."
+    "overfitting: the valid loss rose above its best, by far more than its standard error, and stayed up."
     _, ve, v = _series(c, "valid", "loss")
     _, te, t = _series(c, "train", "epoch_loss")
     if len(v) < 3 or len(t) < 2 or not np.isfinite(v).all(): return []
-    low = float(np.min(v))
     # the best: the bottom of the smoothed curve, so that on a flat, noisy bottom the evaluation noise
     # picks neither an early dip nor a late one; the first within `overfit_tol` of that bottom
     smooth = _smooth_evaluations(v)
     best = int(np.argmax(smooth <= np.min(smooth) + th.overfit_tol * abs(np.min(smooth))))
-    if len(v) - 1 - best < th.overfit_after: return []
-    noise = _robust_spread(v - _rolling(v, 1)[0])  # evaluation noise: the wiggle around a 3-point median
-    rise = float(v[-1] - low)
-    if rise <= max(th.overfit_rise * abs(low), th.overfit_z * noise, 1e-12): return []
+    after = len(v) - 1 - best
+    if after < th.overfit_after: return []
+    # two noises: the wiggle around a 3-point median (how much neighbouring evaluations of the same rows
+    # differ: the paired noise) and one evaluation's standard error (per-example spread / √rows: how far
+    # the valid rows' mean can sit from the population's); the rise must clear both
+    se = _valid_noise(c)
+    # the wiggle: the robust spread of the step from one evaluation to the next (÷√2: one evaluation's
+    # share), from just before the best on, where the rise is measured (a trend moves the differences'
+    # median, not their spread)
+    steps_after = np.diff(v[max(0, best - 3):])
+    if len(steps_after) < 4: steps_after = np.diff(v)
+    wiggle = _robust_spread(steps_after) / math.sqrt(2)
+    noise = float(np.median(se[best:])) if se is not None else 0.0
+    # sustained: the later third of the evaluations after the best (at least `overfit_after`), by their
+    # median (one noisy last point moves a median of three by nothing), against the smoothed best
+    k = max(th.overfit_after, math.ceil(after / 3))
+    tail = v[-k:]
+    level = float(smooth[best])
+    rise = float(np.median(tail) - level)
+    need = max(th.overfit_rise * abs(level), th.overfit_z * wiggle, 1e-12)
+    # and rising: the evaluations after the best climb (a least-squares slope above zero by 2 of its errors)
+    y = v[best:]
+    x = np.arange(len(y)) - (len(y) - 1) / 2
+    slope = float(np.sum(x * y) / np.sum(x * x))
+    resid = y - y.mean() - slope * x
+    slope_se = math.sqrt(float(np.sum(resid ** 2)) / max(len(y) - 2, 1) / float(np.sum(x * x)))
+    slope_t = slope / max(slope_se, 1e-12)
+    climbing = slope_t > 2 or float(np.min(tail)) > level + 0.5 * need
+    # the evidence: a rise large against one evaluation's standard error, or a steady climb (evaluations
+    # of the same rows are correlated: a slow rise the trend test sees can sit inside that error)
+    evidence = rise > th.overfit_se * noise or slope_t > th.overfit_t
+    if rise <= need or not climbing or not evidence: return []
     t_at_best = t[te <= ve[best]]
     if len(t_at_best) and t[-1] >= t_at_best[-1]: return []  # train is not falling: not overfitting
     onset = int(ve[best + 1])
     gap = float(v[-1] - t[-1])
     return [Finding("overfitting", "warning",
-                    f"valid loss rose from {v[best]:.4g} (epoch {int(ve[best])}) to {v[-1]:.4g} while train "
-                    f"loss kept falling to {t[-1]:.4g}; onset at epoch {onset}, gap {gap:.3g}",
+                    f"valid loss rose from {level:.4g} (epoch {int(ve[best])}) to {float(np.median(tail)):.4g} "
+                    f"over its last {k} evaluations (needed {need:.3g}: wiggle {wiggle:.3g}, standard error "
+                    f"{noise:.3g}) while train loss kept falling to {t[-1]:.4g}; onset at epoch {onset}, "
+                    f"gap {gap:.3g}",
                     advice="stop earlier (patience / best.pt), add regularization (weight decay, dropout, "
                            "augmentation), use a smaller model or get more data",
                     data={"onset_epoch": onset, "best_epoch": int(ve[best]), "gap": gap,
-                          "best_valid_loss": low, "last_valid_loss": float(v[-1])})]
-
+                          "best_valid_loss": float(np.min(v)), "last_valid_loss": float(v[-1]),
+                          "rise": rise, "standard_error": noise, "wiggle": wiggle, "threshold": need,
+                          "slope": slope, "slope_se": slope_se, "slope_t": slope_t})]
 
 # %% ../nbs/09_diagnostics.ipynb #112f01e9
 def _gradient_growth(g: np.ndarray) -> Optional[tuple[float, float, float]]:
@@ -313,18 +475,74 @@ def _gradients(c: dict, th: Thresholds) -> list[Finding]:
                                f"({middle:.3g} half-way)",
                                advice="clip gradients (clip_norm=1.0), lower the learning rate, check "
                                       "normalization layers and any code that scales the loss or gradients",
-                               data={"first": first, "middle": middle, "last": last}))
-    med = {name[len("grad_norm/"):]: float(np.median(values)) for (split, name), (_, _, values) in c.items()
-           if split == "train" and name.startswith("grad_norm/") and len(values)}
-    top = max(med.values(), default=0.0)
-    starved = [k for k, v in med.items() if top > 0 and v < th.vanish * top]
+                               data={"first": first, "middle": middle, "last": last,
+                                     "growth": last / max(first, 1e-30), "threshold": th.explode,
+                                     "late_threshold": th.explode_late}))
+    out += _parameter_gradients(c, th)
+    return out
+
+_ROUND_OFF = 1e-4  # below this share of its layer's other gradient at every log: round-off around an exact 0
+
+def _structural_zero(name: str, g: np.ndarray, grads: dict) -> bool:
+    "Exactly 0 at every log, or at round-off of its layer's other parameter's gradient (a bias before a norm)."
+    if len(g) < 2: return False
+    layer = name.rsplit(".", 1)[0]
+    siblings = [v for k, v in grads.items() if k != name and k.rsplit(".", 1)[0] == layer and len(v) == len(g)]
+    moving = [v for v in siblings if np.median(v) > 0]
+    # alone in its layer and exactly 0 throughout: a parameter the forward pass never uses; beside a
+    # parameter that does get gradients (a dead ReLU layer starves weight and bias alike: not structural),
+    # exactly 0 or, in float32, round-off (~1e-8) of it: a bias whose layer feeds a norm that removes the mean
+    # (a weight starved beside a moving bias has inputs that are all 0: dead units upstream, not structure)
+    if not siblings: return bool(np.all(g == 0))
+    return name.endswith("bias") and any(np.all(g <= _ROUND_OFF * v) for v in moving)
+
+def _parameter_gradients(c: dict, th: Thresholds) -> list[Finding]:
+    "structural_zero_gradients (info: exactly 0 at every log), vanishing_gradients among the parameters that move."
+    grads, weights = {}, {}
+    for (split, name), (_, _, values) in c.items():
+        if split != "train" or not len(values): continue
+        if name.startswith("grad_norm/"): grads[name[len("grad_norm/"):]] = values
+        elif name.startswith("weight_norm/"): weights[name[len("weight_norm/"):]] = values
+    # exactly zero at every logged step: a bias before a normalization layer (it removes the mean, so the
+    # bias cannot matter), a parameter the forward pass never uses; no learning rate or activation fixes it
+    zero = sorted(k for k, v in grads.items() if _structural_zero(k, v, grads))
+    out = []
+    if zero:
+        biases = [k for k in zero if k.endswith("bias")]
+        advice = []
+        if biases:
+            advice.append("a bias followed by a normalization layer (BatchNorm, LayerNorm) gets no gradient by "
+                          "construction: build that layer with bias=False")
+        if len(biases) < len(zero):
+            advice.append("a parameter the forward pass never uses: remove it, or freeze it "
+                          "(requires_grad_(False)) if it is meant to be unused")
+        out.append(Finding("structural_zero_gradients", "info",
+                           f"{len(zero)} parameter(s) got a zero gradient (exactly, or round-off beside their "
+                           f"layer's other parameter) at every logged step: "
+                           f"{', '.join(zero[:5])}",
+                           advice="; ".join(advice), data={"parameters": zero}))
+    # the others, against their weights where the norms were logged (a gradient small for its weight
+    # does not move it); a parameter whose weights are 0 is judged by its gradient alone
+    # (against the typical weight where a parameter's own is smaller: a zero-initialised bias is no scale)
+    rel = {}
+    typical = float(np.median([np.median(v) for v in weights.values()])) if weights else 0.0
+    for k, v in grads.items():
+        if k in zero: continue
+        g = float(np.median(v))
+        w = float(np.median(weights[k])) if k in weights and len(weights[k]) else 0.0
+        scale = max(w, typical)
+        rel[k] = g / scale if scale > 0 else g
+    top = max(rel.values(), default=0.0)
+    starved = [k for k, v in rel.items() if top > 0 and v < th.vanish * top]
     if starved:
+        against = "against their weights" if weights else "in norm"
         out.append(Finding("vanishing_gradients", "warning",
                            f"{len(starved)} parameter(s) get gradients over {1 / th.vanish:.0e} times "
-                           f"smaller than the largest: {', '.join(starved[:5])}",
+                           f"smaller ({against}) than the largest: {', '.join(starved[:5])}",
                            advice="check activations (dead ReLUs, saturated sigmoid/tanh), initialization "
                                   "and normalization; residual connections help deep stacks",
-                           data={"parameters": starved}))
+                           data={"parameters": starved, "relative": {k: rel[k] for k in starved[:20]},
+                                 "largest": top, "threshold": th.vanish * top}))
     return out
 
 def _input_pipeline(c: dict, th: Thresholds) -> list[Finding]:
@@ -336,7 +554,7 @@ def _input_pipeline(c: dict, th: Thresholds) -> list[Finding]:
                     f"{share:.0%} of the training time was spent waiting for data",
                     advice="in-memory tensors: use TensorLoader; a DataLoader: raise num_workers, set "
                            "pin_memory=True (on GPU) and persistent_workers=True; or precompute the features",
-                    data={"data_wait_share": share})]
+                    data={"data_wait_share": share, "threshold": th.data_wait})]
 
 def _memory(c: dict, th: Thresholds) -> list[Finding]:
     "memory_growth: the peak memory kept rising epoch after epoch (a leak: tensors kept across steps)."
@@ -351,10 +569,40 @@ def _memory(c: dict, th: Thresholds) -> list[Finding]:
                     f"to {later[-1]:.0f} MB",
                     advice="something keeps tensors across steps: store loss.item() or loss.detach(), not "
                            "the loss; do not keep outputs that hold the graph; clear lists a callback fills",
-                    data={"first_mb": float(later[0]), "last_mb": float(later[-1]), "epochs": e.tolist()})]
+                    data={"first_mb": float(later[0]), "last_mb": float(later[-1]), "epochs": e.tolist(),
+                          "rising_share": rising, "threshold_mb": max(th.memory_rise * later[0], th.memory_mb)})]
 
 def _label_noise(c: dict, th: Thresholds) -> list[Finding]:
-    "label_noise: late in the run the model fits most examples, but some stay worse than its untrained guess."
+    "label_noise: rows the model confidently puts in another class, spread over classes; else stuck rows."
+    _, e, wrong = _series(c, "train", "confident_wrong")
+    _, _, focus = _series(c, "train", "confident_wrong_focus")
+    if len(wrong) >= 2 and len(focus) == len(wrong):
+        # the second half of the epochs: the model has learned what it can by then; a class it has not
+        # learned yet concentrates the confidently-wrong rows in that one class (noise spreads over all)
+        late = e >= (e[0] + e[-1]) / 2
+        share, spread = float(np.median(wrong[late])), float(np.median(focus[late]))
+        # and the model has learned the rest: the other rows' median loss well under the untrained one's
+        # (a model still near its start is confidently wrong about many rows without any wrong label)
+        _, _, others = _series(c, "train", "others_loss")
+        fit = float(np.median(others[late])) if len(others) == len(wrong) else 0.0
+        # and persistently: rows stuck worse than the untrained model epoch after epoch (a hard row near a
+        # boundary of a task still being learned flips; a wrong label stays wrong)
+        _, _, stuck_share = _series(c, "train", "stuck_share")
+        stuck = float(np.median(stuck_share[late])) if len(stuck_share) == len(wrong) else 1.0
+        data = {"confident_wrong": share, "focus": spread, "others_loss": fit, "stuck_share": stuck,
+                "threshold": th.noise_wrong, "focus_threshold": th.noise_focus,
+                "learned_threshold": th.noise_learned, "stuck_threshold": th.noise_stuck}
+        if share < th.noise_wrong or spread > th.noise_focus or fit > th.noise_learned: return []
+        if stuck < th.noise_stuck: return []
+        return [Finding("label_noise", "warning",
+                        f"{share:.1%} of the training rows are confidently predicted as another class than "
+                        f"their label in the second half of the run (at least as confident as the model "
+                        f"is, on average, about rows of that class), spread over classes (the largest class "
+                        f"holds {spread:.0%} of them), {stuck:.1%} stuck worse than the untrained model for "
+                        "epochs: their labels may be wrong",
+                        advice="look at them (top_losses on the training rows), relabel or drop the wrong ones; "
+                               "otherwise a robust loss (label smoothing) keeps the model from memorizing them",
+                        data=data)]
     _, e, share = _series(c, "train", "stuck_share")
     _, _, others = _series(c, "train", "others_loss")
     if len(share) < 2 or len(others) != len(share): return []
@@ -366,7 +614,8 @@ def _label_noise(c: dict, th: Thresholds) -> list[Finding]:
                     "the second half of the run, while the model fits the rest: their labels may be wrong",
                     advice="look at them (top_losses on the training rows), relabel or drop the wrong ones; "
                            "otherwise a robust loss (label smoothing) keeps the model from memorizing them",
-                    data={"stuck_share": stuck, "others_loss": fit})]
+                    data={"stuck_share": stuck, "others_loss": fit, "threshold": th.noise_share,
+                          "fit_threshold": th.noise_fit})]
 
 _LEAK_ADVICE = ("check for leakage: a feature computed with the target (target encoding on all rows, a value "
                 "known only later), rows or groups shared by train and valid (the make_splits audit), "
@@ -378,12 +627,15 @@ def _suspicious_score(c: dict, th: Thresholds) -> list[Finding]:
     _, ve, v = _series(c, "valid", "loss")
     _, te, t = _series(c, "train", "epoch_loss")
     if len(loss) == 0 or len(v) == 0 or not np.isfinite(v).all(): return []
-    start = max(abs(float(loss[0])), 1e-12)
+    # against the untrained loss, or the constant predictor's when that is higher (a first batch can be low)
+    _, _, prior = _series(c, "valid", "prior_loss")
+    start = max(abs(float(loss[0])), float(np.median(prior)) if len(prior) else 0.0, 1e-12)
     if v[0] < th.leak_first * start:
         return [Finding("suspicious_score", "warning",
                         f"the first validation loss, {v[0]:.3g}, is {v[0] / start:.1%} of the starting loss: "
                         f"near-perfect from epoch {int(ve[0])}",
-                        advice=_LEAK_ADVICE, data={"first_valid_loss": float(v[0]), "start_loss": start})]
+                        advice=_LEAK_ADVICE, data={"first_valid_loss": float(v[0]), "start_loss": start,
+                                                   "threshold": th.leak_first * start})]
     train_at = dict(zip(te.tolist(), t.tolist()))
     later = [(val, train_at[ep]) for ep, val in zip(ve.tolist(), v.tolist())
              if ep in train_at and ep >= max(1, ve[-1] // 2)]
@@ -393,7 +645,7 @@ def _suspicious_score(c: dict, th: Thresholds) -> list[Finding]:
     return [Finding("suspicious_score", "warning",
                     f"the valid loss is {ratio:.0%} of the training loss over the later epochs: "
                     "far better than training",
-                    advice=_LEAK_ADVICE, data={"valid_train_ratio": ratio})]
+                    advice=_LEAK_ADVICE, data={"valid_train_ratio": ratio, "threshold": th.leak_ratio})]
 
 RULES = (_loss_trend, _spikes, _overfitting, _gradients, _input_pipeline, _memory, _label_noise,
          _suspicious_score)
@@ -414,21 +666,189 @@ def _judge(c: dict, th: Thresholds) -> list[Finding]:
         found = [f for f in found if f.kind not in ("loss_spikes", "overfitting")]
     return found
 
+# %% ../nbs/09_diagnostics.ipynb #a1c0e002
+import copy
+import inspect
+from typing import Callable
+
+def _takes_reduction(loss_fn) -> bool:
+    "Whether `loss_fn` accepts a `reduction=` keyword (by name or through **kwargs)."
+    try: params = inspect.signature(loss_fn).parameters.values()
+    except (TypeError, ValueError): return False  # a builtin without a signature
+    return any(p.name == "reduction" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+
+def _by_row(values: torch.Tensor, n: int) -> Optional[torch.Tensor]:
+    "A loss tensor as one value per row (the mean over a row's other positions), or None if it is not per row."
+    if values.ndim == 0 or values.shape[0] != n or n < 2: return None
+    return values.reshape(n, -1).float().mean(1)
+
+def per_example_loss(loss_fn: Callable,  # the loss: a torch loss module, a function, a lambda
+                     pred: torch.Tensor,  # the model's prediction for n rows
+                     yb,  # the targets of those rows
+                     one_call: bool = False,  # never fall back to one call per row: None instead
+                    ) -> Optional[torch.Tensor]:
+    "The loss of each of the n rows, shape (n,), whatever form `loss_fn` takes."
+    n = len(pred)
+    if isinstance(loss_fn, nn.Module) and hasattr(loss_fn, "reduction"):  # nn.CrossEntropyLoss() and kin
+        fn = copy.copy(loss_fn)
+        fn.reduction = "none"
+        rows = _by_row(fn(pred, yb), n)
+        if rows is not None: return rows
+    elif _takes_reduction(loss_fn):  # F.cross_entropy, a function written with a `reduction` argument
+        rows = _by_row(loss_fn(pred, yb, reduction="none"), n)
+        if rows is not None: return rows
+    else:  # a lambda that already returns a value per row (reduction="none" inside), or a scalar
+        rows = _by_row(loss_fn(pred, yb), n)
+        if rows is not None: return rows
+    if one_call: return None
+    return torch.stack([loss_fn(pred[i:i + 1], yb[i:i + 1]).reshape(-1).float().mean() for i in range(n)])
+
+class Evaluation(dict):
+    "`evaluate`'s results (name → value) with the evaluation's noise and reference levels in `.stats`."
+    stats: dict = {}
+
+_MAX_PRIOR_CLASSES = 1024  # the prior's loss is one call on a classes × classes batch
+
+class LossStats:
+    "Running sums for an evaluation: the per-example losses' mean and spread, and the targets' prior."
+    def __init__(self,
+                 loss_fn: Optional[Callable],  # the run's loss; None = the model's own (no per-example losses)
+                ):
+        self.loss_fn, self.per_example = loss_fn, loss_fn is not None
+        self.sums, self.counts, self.kind = None, None, None  # kind: classes | values | None
+
+    def add(self,
+            pred,  # the batch's prediction
+            yb,  # its targets
+            loss: torch.Tensor,  # its mean loss
+            n: int,  # its rows
+           ) -> None:
+        "Take one batch: no host sync (everything stays on the prediction's device)."
+        device = loss.device
+        if self.sums is None: self.sums = torch.zeros(7, device=device, dtype=torch.float64)
+        rows = None
+        if self.per_example and isinstance(pred, torch.Tensor):
+            try: rows = per_example_loss(self.loss_fn, pred, yb, one_call=True)
+            except Exception: rows = None  # a loss that cannot be split by row: the batches' spread instead
+            if rows is None: self.per_example = False
+        s = self.sums
+        if rows is not None:
+            rows = rows.detach().double()
+            s[0] += rows.sum()
+            s[1] += (rows * rows).sum()
+            s[2] += len(rows)
+        b = loss.detach().double().mean()
+        s[3] += b * n
+        s[4] += b * b * n
+        s[5] += n
+        s[6] += 1
+        self._add_targets(pred, yb)
+
+    def _add_targets(self, pred, yb) -> None:
+        "Class counts (integer targets against per-class scores) or the targets' sum and sum of squares."
+        if not isinstance(pred, torch.Tensor) or not isinstance(yb, torch.Tensor) or self.kind is False: return
+        classes = (not yb.is_floating_point() and pred.ndim == 2 and yb.ndim == 1 and len(yb) == len(pred)
+                   and 1 < pred.shape[1] <= _MAX_PRIOR_CLASSES)
+        values = yb.is_floating_point() and pred.is_floating_point() and pred.numel() == yb.numel()
+        kind = "classes" if classes else "values" if values else False
+        if self.kind is None: self.kind = kind
+        if kind != self.kind:
+            self.kind = False  # batches of different kinds: no prior
+            return
+        if kind == "classes":
+            y = yb[yb >= 0]  # ignore_index positions (-100) carry no label
+            counts = torch.bincount(y, minlength=pred.shape[1])[:pred.shape[1]].double()
+            self.counts = counts if self.counts is None else self.counts + counts
+            self.shape = pred.shape[1:]
+        elif kind == "values":
+            y = yb.detach().double().reshape(-1)
+            part = torch.stack([y.sum(), (y * y).sum(), torch.tensor(float(len(y)), device=y.device).double()])
+            self.counts = part if self.counts is None else self.counts + part
+            self.shape = (pred.shape[1:], yb.shape[1:])
+
+    def flat(self) -> torch.Tensor:
+        "Every running sum in one vector (to all-reduce across ranks)."
+        parts = [self.sums if self.sums is not None else torch.zeros(7, dtype=torch.float64)]
+        return torch.cat(parts + ([self.counts] if self.counts is not None else []))
+
+    def load_flat(self, v: torch.Tensor) -> None:
+        "Take back the vector `flat` gave (after an all-reduce)."
+        self.sums = v[:7]
+        if self.counts is not None: self.counts = v[7:]
+
+    def results(self) -> dict:
+        "`loss_se`, `loss_sd`, `rows` and (when the targets allow it) `prior_loss`: one host sync."
+        if self.sums is None: return {}
+        s = self.sums.tolist()
+        out = {"rows": s[5]}
+        if s[2] >= 2 and s[2] == s[5]:  # per-example losses for every row
+            mean = s[0] / s[2]
+            var = max(s[1] / s[2] - mean * mean, 0.0) * s[2] / (s[2] - 1)
+            out.update(loss_sd=math.sqrt(var), loss_se=math.sqrt(var / s[2]), spread_from="examples")
+        elif s[6] >= 2:  # batches of n_i rows: n_i·(batch mean − mean)² estimates the per-example variance
+            mean = s[3] / s[5]
+            var = max(s[4] - s[5] * mean * mean, 0.0) / (s[6] - 1)
+            out.update(loss_sd=math.sqrt(var), loss_se=math.sqrt(var / s[5]), spread_from="batches")
+        prior = self._prior()
+        if prior is not None: out["prior_loss"] = prior
+        return out
+
+    def _prior(self) -> Optional[float]:
+        "The constant predictor's loss under `loss_fn`: the class prior's, or (MSE-like) the targets' variance."
+        if self.counts is None or self.loss_fn is None or not self.kind: return None
+        device = self.counts.device
+        try:
+            if self.kind == "classes":
+                total = float(self.counts.sum())
+                if total <= 0: return None
+                p = self.counts / total
+                k = len(p)
+                logits = torch.log(p.clamp_min(1e-12)).float().expand(k, k).contiguous()
+                losses = per_example_loss(self.loss_fn, logits, torch.arange(k, device=device))
+                return float((p.float() * losses.reshape(-1)[:k]).sum())
+            y_sum, y_sq, m = self.counts.tolist()
+            if m < 2: return None
+            # MSE-like: a constant 0 against targets ±2 costs 4 (L1 costs 2, Huber 1.5)
+            pshape, yshape = self.shape
+            probe = self.loss_fn(torch.zeros((2, *pshape), device=device),
+                                 torch.tensor([2.0, -2.0], device=device).reshape(2, *([1] * len(yshape)))
+                                 .expand(2, *yshape).contiguous())
+            if abs(float(probe) - 4.0) > 1e-3: return None
+            mean = y_sum / m
+            return max(y_sq / m - mean * mean, 0.0)
+        except Exception:  # a loss that cannot score a constant: no reference level
+            return None
+
 # %% ../nbs/09_diagnostics.ipynb #391d44d5
+import re
+import warnings
+
 from .batch import autocast, call_model, compute_loss, model_loss, prediction
 
 def _finite(obj) -> bool:
-    if isinstance(obj, torch.Tensor): return bool(torch.isfinite(obj).all()) if obj.is_floating_point() or obj.is_complex() else True
+    "Whether every floating tensor in `obj` (a tensor, or lists / tuples / dicts of them) is finite."
+    if isinstance(obj, torch.Tensor):
+        if obj.is_floating_point() or obj.is_complex(): return bool(torch.isfinite(obj).all())
+        return True
     if isinstance(obj, (list, tuple)): return all(_finite(o) for o in obj)
     if isinstance(obj, dict): return all(_finite(o) for o in obj.values())
     return True
 
-def locate_nonfinite(model: nn.Module, xb, yb=None, loss_fn=None, *, precision: str = "fp32") -> dict:
-    "Run `model` on `xb` with forward hooks; report the first module whose output is not finite and whether its inputs were."
-    first, order = {}, []
+def _nonfinite_parameters(model: nn.Module) -> list[str]:
+    "The names of the parameters holding NaN/Inf."
+    return [n for n, p in model.named_parameters() if not _finite(p.detach())]
+
+def locate_nonfinite(model: nn.Module,  # the model, in the mode the failure happened in
+                     xb,  # the batch's inputs
+                     yb=None,  # its targets (to check the loss too)
+                     loss_fn=None,  # the loss; None = the model's own
+                     *,
+                     precision: str = "fp32",  # a resolved precision: bf16 | fp16 | fp32
+                    ) -> dict:
+    "Re-run `model` on `xb` with forward hooks: the first module whose output is not finite, its inputs, the weights."
+    first = {}
     def hook(name):
         def fn(module, inputs, output):
-            order.append(name)
             if "module" not in first and not _finite(output):
                 first.update(module=name, type=type(module).__name__, inputs_finite=_finite(inputs))
         return fn
@@ -440,69 +860,163 @@ def locate_nonfinite(model: nn.Module, xb, yb=None, loss_fn=None, *, precision: 
             else: loss = compute_loss(out, yb, loss_fn) if yb is not None else None  # the one rule
     finally:
         for h in handles: h.remove()
-    return {"module": first.get("module"), "module_type": first.get("type"), "inputs_finite": first.get("inputs_finite"),
-            "batch_finite": _finite(xb), "output_finite": _finite(out),
-            "loss_finite": None if loss is None else bool(torch.isfinite(loss).all())}
+    bad_weights = _nonfinite_parameters(model)
+    return {"module": first.get("module"), "module_type": first.get("type"),
+            "inputs_finite": first.get("inputs_finite"), "batch_finite": _finite(xb),
+            "output_finite": _finite(out), "loss_finite": None if loss is None else bool(torch.isfinite(loss).all()),
+            "weights_finite": not bad_weights, "nonfinite_parameters": bad_weights[:20]}
+
+_ANOMALY = re.compile(r"Function '(\w+)' returned (nan|inf)")
+
+def backward_anomaly(model: nn.Module,  # a model with finite weights (a copy is run, never this one)
+                     xb,  # the batch's inputs
+                     yb,  # its targets
+                     loss_fn=None,  # the loss; None = the model's own
+                    ) -> dict:
+    "Forward and backward of one batch on a copy, under `torch.autograd.detect_anomaly`: the op that made NaN/Inf."
+    net = copy.deepcopy(model)
+    net.zero_grad(set_to_none=True)
+    found = {"backward_op": None, "forward_line": None}
+    with torch.random.fork_rng(devices=[]), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with torch.autograd.detect_anomaly(check_nan=True):
+                loss = compute_loss(call_model(net, xb), yb, loss_fn)
+                loss.float().mean().backward()
+        except RuntimeError as e:
+            m = _ANOMALY.search(str(e))
+            if m is None: raise
+            found["backward_op"] = m.group(1)
+    # anomaly mode warns with the forward call's traceback: its last frame outside torch made the op
+    for w in caught:
+        text = str(w.message)
+        if "Traceback of forward call" not in text: continue
+        frames = re.findall(r'File "([^"]+)", line (\d+), in (\w+)\n\s*(.*)', text)
+        mine = [f for f in frames if "/torch/" not in f[0]]
+        if mine: found["forward_line"] = f"{Path(mine[-1][0]).name}:{mine[-1][1]} in {mine[-1][2]}: {mine[-1][3]}"
+    return found
 
 class NanGuard(Callback):
-    "Triage of the first non-finite loss: the first module with a non-finite output, the saved batch, lr and loss scales."
+    "Triage of the first non-finite loss (the module, the batch, the backward op); records the evaluations' noise."
     def __init__(self,
                  max_reports: int = 3,  # non-finite windows triaged per run (each re-runs its batch with hooks)
                  ):
         if not isinstance(max_reports, int) or max_reports < 1:
             raise ValueError(f"max_reports must be a positive int, got {max_reports!r}")
         self.max_reports, self.reports = max_reports, []
+        self.finite_copy = None  # (step, a copy of the model) when the gradients of a step went non-finite
+        self.pending = None  # (finding, model copy, xb, yb, loss_fn): the backward re-run, once, after the run
+
+    def before_step(self, state: LoopState):
+        # the gradients are final and the weights not stepped: when the loop computed the gradient norm, a
+        # NaN/Inf there is the backward pass's doing; keep the last finite weights to name the operation later
+        g = state.grad_norm
+        if g is None or self.finite_copy is not None: return
+        # reading the norm is a device sync: on a GPU only at the steps whose norm the loop logs (and reads)
+        every = max(int(getattr(state.config, "log_every", 10) or 10), 1)
+        on_gpu = getattr(state.device, "type", "cpu") == "cuda"
+        if on_gpu and (state.step + 1) % every: return
+        if math.isfinite(float(g)): return
+        self.finite_copy = (state.step + 1, copy.deepcopy(state.model))
+
+    def after_validate(self, state: LoopState):
+        # the evaluation's noise and reference level, next to the valid loss (diagnose reads them)
+        stats = getattr(state.valid, "stats", None) or {}
+        for name in ("loss_se", "loss_sd", "prior_loss"):
+            if name in stats and math.isfinite(stats[name]):
+                state.history.append(state.step, state.epoch, "valid", name, float(stats[name]))
+
+    def after_step(self, state: LoopState):
+        # each trainable parameter's norm at the first step and every 10 gradient-norm logs: vanishing gradients
+        # are small against their weights (read here, before any checkpoint of this step, so a resume keeps them)
+        every = 10 * max(int(getattr(state.config, "log_every", 10) or 10), 1)
+        if state.history is None or (state.step != 1 and state.step % every): return
+        named = [(n, p) for n, p in state.model.named_parameters() if p.requires_grad]
+        if not named: return
+        try: norms = [float(n) for n in torch._foreach_norm([p.detach() for _, p in named])]
+        except Exception: return  # sharded or mixed-device parameters: no weight norms, never a failed run
+        for (name, _), v in zip(named, norms):
+            state.history.append(state.step, state.epoch, "train", f"weight_norm/{name}", v)
 
     def on_nonfinite(self, state: LoopState):
         if len(self.reports) >= self.max_reports: return
         xb, yb = state.batch
         where = locate_nonfinite(state.model, xb, yb, state.loss_fn, precision=state.precision)
-        info = {"step": state.step, "epoch": state.epoch, "batch_idx": state.batch_idx,
+        step = state.step + 1  # the failing step, numbered as the history numbers steps (the first is 1)
+        info = {"step": step, "completed_steps": state.step, "epoch": state.epoch, "batch_idx": state.batch_idx,
                 "lr": state.optimizer.param_groups[0]["lr"] if state.optimizer else None, **where}
         if state.precision == "fp16" and state.history is not None:
             info["loss_scales"] = state.history.series("loss_scale").tolist()[-10:]
         if state.run_dir is not None:
-            path = Path(state.run_dir) / f"nonfinite_step{state.step}.pt"
+            path = Path(state.run_dir) / f"nonfinite_step{step}.pt"
             path.parent.mkdir(parents=True, exist_ok=True)
-            torch.save({"xb": xb, "yb": yb, **{k: v for k, v in info.items() if k != "loss_scales"}}, path)
+            saved = {k: v for k, v in info.items() if k != "loss_scales"}
+            torch.save({"xb": xb, "yb": yb, **saved}, path)
             info["batch_path"] = str(path)
         self.reports.append(info)
-        if where["module"] is None:
+        first_module = next(iter(n for n, _ in state.model.named_modules() if n), None)
+        if not where["weights_finite"]:
+            # the forward pass only carries NaN weights: an earlier update applied NaN/Inf gradients
+            bad = ", ".join(where["nonfinite_parameters"][:3])
+            when = f" (the gradients of step {self.finite_copy[0]})" if self.finite_copy else ""
+            what = (f"the weights are already non-finite ({bad}): an earlier update applied NaN/Inf "
+                    f"gradients{when}, made in the backward pass")
+            advice = ("look for an operation whose gradient is infinite where its forward is finite (sqrt or "
+                      "pow(x, <1) at 0, log near 0, a norm of a zero vector): add an epsilon (sqrt(x + 1e-12)), "
+                      "clamp its input; lower the lr or clip gradients")
+            if self.finite_copy is None:
+                advice += ("; run with clip_norm= (or log_every=1) so NanGuard keeps the last finite weights "
+                           "and names the backward operation")
+        elif where["module"] is None:
             what = ("the forward pass is finite on a re-run: the non-finite values come from the loss"
                     if where["output_finite"] else "no single module could be named")
-        elif not where["inputs_finite"] and where["module"] == next(iter(n for n, _ in state.model.named_modules() if n), None):
+            advice = ("check the loss for log(0) or a division by zero; lower the lr or clip gradients; under "
+                      "fp16 try bf16; reproduce with the saved batch")
+        elif not where["inputs_finite"] and where["module"] == first_module:
             what = f"the batch itself holds NaN/Inf (first seen entering {where['module']})"
+            advice = "clean the data (check_data reports NaN/Inf columns) or impute before training"
         else:
             what = (f"first non-finite output from module '{where['module']}' ({where['module_type']}), "
                     f"whose inputs were {'finite' if where['inputs_finite'] else 'already non-finite'}")
-        state.findings.append(Finding(
-            "nonfinite", "error", f"non-finite loss at step {state.step} (epoch {state.epoch}, batch {state.batch_idx}): {what}",
-            advice="look at that module (division, log, sqrt, exp of large values); lower the lr or clip gradients; "
-                   "under fp16 try bf16; reproduce with the saved batch",
-            data=info))
+            advice = ("look at that module (division, log, sqrt, exp of large values); lower the lr or clip "
+                      "gradients; under fp16 try bf16; reproduce with the saved batch")
+        finding = Finding("nonfinite", "error",
+                          f"non-finite loss at step {step} (epoch {state.epoch}, batch {state.batch_idx}): {what}",
+                          advice=advice, data=info)
+        state.findings.append(finding)
+        if not where["weights_finite"] and self.finite_copy is not None and self.pending is None:
+            self.pending = (finding, self.finite_copy[1], xb, yb, state.loss_fn)
 
-    def state_dict(self): return {"reports": [{k: v for k, v in r.items() if isinstance(v, (int, float, str, bool, list)) or v is None}
-                                              for r in self.reports]}
+    def after_fit(self, state: LoopState):
+        # the run has stopped: re-run the failing batch once, on the last finite weights, under anomaly mode
+        if self.pending is None: return
+        finding, model, xb, yb, loss_fn = self.pending
+        self.pending, self.finite_copy = None, None
+        try: found = backward_anomaly(model, xb, yb, loss_fn)
+        except Exception as e: found = {"backward_op": None, "forward_line": None, "anomaly_error": repr(e)}
+        if found["backward_op"] is None: return
+        where = f" (made in the forward at {found['forward_line']})" if found["forward_line"] else ""
+        amended = Finding(finding.kind, finding.severity,
+                          f"{finding.message}; the backward operation {found['backward_op']} returned NaN/Inf{where}",
+                          advice=finding.advice, data={**finding.data, **found})
+        for i, f in enumerate(state.findings):
+            if f is finding: state.findings[i] = amended
+        if state.run is not None and state.run.findings is not state.findings:
+            state.run.findings = [amended if f is finding else f for f in state.run.findings]
+
+    def state_dict(self):
+        plain = (int, float, str, bool, list)
+        return {"reports": [{k: v for k, v in r.items() if isinstance(v, plain) or v is None} for r in self.reports]}
+
     def load_state_dict(self, state): self.reports = list(state.get("reports", []))
 
 # %% ../nbs/09_diagnostics.ipynb #e9619288
-def _per_example_loss(loss_fn, out, yb):
-    "Loss per example: `reduction='none'` when the loss takes it, else one call per row."
-    if isinstance(loss_fn, nn.Module) and hasattr(loss_fn, "reduction"):
-        import copy
-        fn = copy.copy(loss_fn); fn.reduction = "none"
-        return fn(out, yb).reshape(len(out), -1).mean(1)
-    try: return loss_fn(out, yb, reduction="none").reshape(len(out), -1).mean(1)
-    except TypeError: return torch.stack([loss_fn(out[i:i + 1], yb[i:i + 1]) for i in range(len(out))])
-
-from typing import Callable
-
-from .batch import eval_mode, split_batch, to_device
+from .batch import check_loss_shapes, eval_mode, split_batch, to_device
 
 @torch.no_grad()
 def top_losses(model: nn.Module,  # the trained model (its train/eval mode is restored afterwards)
                dl,  # re-iterable of batches, in any form `fit` takes, in a fixed order
-               loss_fn: Callable,  # the loss, computed per example (`reduction="none"` when it takes it)
+               loss_fn: Callable,  # any loss: a module, a function taking `reduction`, one returning per-row values
                k: int = 16,  # how many examples to return
               ):
     "The `k` examples of `dl` with the highest loss, as a DataFrame: index (position in `dl`), label, prediction, loss."
@@ -517,7 +1031,8 @@ def top_losses(model: nn.Module,  # the trained model (its train/eval mode is re
         for batch in dl:
             xb, yb = to_device(split_batch(batch), device)
             out = prediction(call_model(model, xb))
-            losses.append(_per_example_loss(loss_fn, out, yb).float().cpu())
+            if not losses: check_loss_shapes(out, yb, loss_fn)  # a broadcast pair scores the wrong pairs
+            losses.append(per_example_loss(loss_fn, out, yb).float().cpu())
             labels.append(yb.cpu())
             preds.append((out.argmax(-1) if out.ndim > 1 and out.shape[-1] > 1 else out.reshape(len(out), -1)[:, 0]).cpu())
     loss, label, pred = torch.cat(losses), torch.cat(labels), torch.cat(preds)
@@ -527,8 +1042,31 @@ def top_losses(model: nn.Module,  # the trained model (its train/eval mode is re
                          "loss": loss[order].numpy()}).set_index("index")
 
 # %% ../nbs/09_diagnostics.ipynb #6e426ba3
+def confident_wrong(labels: np.ndarray,  # each row's label, shape (n,)
+                    probs: np.ndarray,  # each row's predicted class probabilities, shape (n, classes)
+                   ) -> tuple[float, float]:
+    "Confident learning's off-diagonal share, and the share of those rows in the one class holding most."
+    n, k = probs.shape
+    ok = (labels >= 0) & (labels < k)  # ignore_index rows carry no label
+    labels, probs = labels[ok], probs[ok]
+    if len(labels) == 0: return 0.0, 0.0
+    # each class's threshold: the mean probability the model gives that class on the rows labelled with it
+    sums = np.zeros(k)
+    np.add.at(sums, labels, probs[np.arange(len(labels)), labels])
+    counts = np.bincount(labels, minlength=k)
+    thresholds = np.where(counts > 0, sums / np.maximum(counts, 1), np.inf)
+    # a row is confidently another class j when its most probable class is j (not its label), with at
+    # least that class's threshold of probability, and with
+    # least probability on its own label than chance (a hard row near a boundary keeps some on it)
+    guess = probs.argmax(1)
+    rows = np.arange(len(labels))
+    wrong = (guess != labels) & (probs[rows, guess] >= thresholds[guess]) & (probs[rows, labels] < 1 / k)
+    if not wrong.any(): return 0.0, 0.0
+    by_label = np.bincount(labels[wrong], minlength=k)
+    return float(wrong.mean()), float(by_label.max() / wrong.sum())
+
 class ExampleLosses(Callback):
-    "After each epoch, scores every training example; logs the share that stays worse than before training."
+    "After each epoch, scores every training example: the share stuck worse than untrained, the confidently wrong."
     def __init__(self,
                  dl,  # the training rows in a FIXED order (no shuffling), e.g. TensorLoader(X, y)
                  patience: int = 3,  # epochs in a row an example must stay worse than before training
@@ -540,17 +1078,36 @@ class ExampleLosses(Callback):
         self.dl, self.patience = dl, patience
         self.initial, self.streak = None, None
 
+    @torch.no_grad()
+    def _score(self, state: LoopState) -> tuple:
+        "Per-example losses of the whole loader by position, and (classification) labels and probabilities."
+        model, loss_fn = state.model, state.loss_fn
+        device = next(model.parameters()).device
+        losses, labels, probs = [], [], []
+        with eval_mode(model):
+            for batch in self.dl:
+                xb, yb = to_device(split_batch(batch), device)
+                out = prediction(call_model(model, xb))
+                if not losses: check_loss_shapes(out, yb, loss_fn)  # a broadcast pair: refused before scoring
+                losses.append(per_example_loss(loss_fn, out, yb).float().cpu())
+                if probs is not None and out.ndim == 2 and out.shape[1] > 1 and not yb.is_floating_point():
+                    probs.append(torch.softmax(out.float(), 1).cpu())
+                    labels.append(yb.reshape(-1).cpu())
+                else: probs = None
+        loss = torch.cat(losses).numpy().astype(float)
+        if not probs: return loss, None, None
+        return loss, torch.cat(labels).numpy(), torch.cat(probs).numpy()
+
     def _losses(self, state: LoopState) -> np.ndarray:
         "Per-example losses of the whole loader, by position (what top_losses computes)."
-        worst = top_losses(state.model, self.dl, state.loss_fn, k=sys.maxsize)
-        return worst["loss"].sort_index().to_numpy(dtype=float)
+        return self._score(state)[0]
 
     def before_fit(self, state: LoopState):
         if self.initial is not None: return  # resumed: keep the untrained model's losses
         self.initial = self._losses(state)
 
     def after_epoch(self, state: LoopState):
-        losses = self._losses(state)
+        losses, labels, probs = self._score(state)
         if self.streak is None or len(self.streak) != len(losses):
             self.streak = np.zeros(len(losses), dtype=int)
         self.streak = np.where(losses > self.initial.mean(), self.streak + 1, 0)
@@ -561,6 +1118,10 @@ class ExampleLosses(Callback):
             others = float(np.median(losses[~stuck]) / max(np.median(self.initial[~stuck]), 1e-12))
         state.history.append(state.step, state.epoch, "train", "stuck_share", float(stuck.mean()))
         state.history.append(state.step, state.epoch, "train", "others_loss", others)
+        if probs is not None:
+            wrong, focus = confident_wrong(labels, probs)
+            state.history.append(state.step, state.epoch, "train", "confident_wrong", wrong)
+            state.history.append(state.step, state.epoch, "train", "confident_wrong_focus", focus)
 
     def state_dict(self) -> dict:
         return {"initial": None if self.initial is None else self.initial.tolist(),

@@ -33,6 +33,8 @@ __all__ = ['LOOP_STARTS', 'evaluate', 'train_step', 'Position', 'Window', 'accum
            'fit', 'show_loop']
 
 # %% ../nbs/07_loop.ipynb #5c24e70f
+from .diagnostics import Evaluation, LossStats
+
 def evaluate(model: nn.Module,  # the model to score (its train/eval mode is restored afterwards)
              dl,  # re-iterable of batches, in any form `fit` takes
              loss_fn: Optional[Callable],  # `loss_fn(prediction, yb)`; None = the loss the model computes
@@ -40,17 +42,22 @@ def evaluate(model: nn.Module,  # the model to score (its train/eval mode is res
              *,
              device=None,  # where to run; None = where the model's parameters are
              precision: str = "fp32",  # a resolved precision: bf16 | fp16 | fp32
-            ) -> dict[str, float]:
-    "Mean loss and metrics of `model` over `dl`, under inference mode and eval mode."
+            ) -> Evaluation:
+    "Mean loss and metrics of `model` over `dl` (inference and eval mode); `.stats`: the loss's noise and prior."
     device = pick_device(device) if device is not None else next(model.parameters()).device
     metric_fns = resolve_metrics(metrics, loss_fn)  # the loss's ignore_index reaches the metrics
     loss_sum, rows, preds, ys = torch.zeros((), device=device), 0, [], []
+    # running sums of the per-example losses and the targets: the loss's standard error and the
+    # constant predictor's loss, at no extra sync
+    stats = LossStats(loss_fn)
     with eval_mode(model), torch.inference_mode():
         for batch in dl:
             out, loss, xb, yb = forward(model, batch, loss_fn, device, precision)
             n = batch_rows(xb, yb)
-            loss_sum += loss.float() * n
+            loss = loss.float().mean()  # a loss that returns one value per row: its batch mean
+            loss_sum += loss * n
             rows += n
+            stats.add(prediction(out), yb, loss, n)
             if metric_fns:
                 preds.append(prediction(out).float())
                 ys.append(yb)
@@ -59,6 +66,9 @@ def evaluate(model: nn.Module,  # the model to score (its train/eval mode is res
         total = torch.stack([loss_sum.float(), torch.tensor(float(rows), device=device)])
         dist.all_reduce(total)
         loss_sum, rows = total[0], int(total[1].item())
+        sums = stats.flat().to(device)
+        dist.all_reduce(sums)
+        stats.load_flat(sums)
         if metric_fns:
             parts = [None] * dist.get_world_size()
             dist.all_gather_object(parts, (torch.cat(preds).cpu(), torch.cat(ys).cpu()))
@@ -68,7 +78,9 @@ def evaluate(model: nn.Module,  # the model to score (its train/eval mode is res
     if metric_fns:
         pred, yb = torch.cat(preds), torch.cat(ys)
         for name, fn in metric_fns.items(): results[name] = fn(pred, yb)
-    return {k: float(v) for k, v in results.items()}  # one sync for all values
+    out = Evaluation({k: float(v) for k, v in results.items()})  # one sync for all values
+    out.stats = stats.results()
+    return out
 
 # %% ../nbs/07_loop.ipynb #d7160073
 def train_step(model: nn.Module,  # the model to train (in train mode)

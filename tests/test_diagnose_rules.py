@@ -1,0 +1,264 @@
+"Each rule's boundary on made-up histories: the run's own noise decides, not a constant tuned on other runs."
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import trainbook as tb
+from trainbook.batch import ShapeMismatch
+from trainbook.diagnostics import confident_wrong, per_example_loss
+
+
+def kinds(found): return [f.kind for f in found]
+
+
+def small_batch_run(batch, steps=5000, spike_at=None, seed=0, with_spread=True):
+    "A healthy run's history at `batch` rows: heavy-tailed per-example losses (gamma 0.5) on a falling curve."
+    rng = np.random.default_rng(seed)
+    h = tb.History()
+    t = np.arange(1, steps + 1)
+    mean = 0.2 + 0.9 * np.exp(-t / 800)
+    loss = mean * rng.gamma(0.5, 2.0, size=(steps, batch)).mean(1)
+    if spike_at is not None: loss[spike_at - 1] = mean[spike_at - 1] + 6.0
+    per_epoch = 250
+    for s, v in zip(t, loss): h.append(int(s), int((s - 1) // per_epoch), "train", "loss", float(v))
+    for e, s in enumerate(range(per_epoch, steps + 1, per_epoch)):
+        m = float(mean[s - 1])
+        h.append(s, e, "train", "epoch_loss", float(loss[s - per_epoch:s].mean()))
+        h.append(s, e, "train", "samples_per_s", batch / 1e-3)
+        h.append(s, e, "train", "step_time", 1e-3)
+        h.append(s, e, "valid", "loss", m * 1.05 + 0.01 * float(rng.standard_normal()))
+        if with_spread:
+            h.append(s, e, "valid", "loss_se", m * math.sqrt(2) / math.sqrt(500))
+            h.append(s, e, "valid", "loss_sd", m * math.sqrt(2))
+        h.append(s, e, "valid", "prior_loss", 1.1)
+    return h
+
+
+def test_batch_4_noise_is_not_spikes_but_a_bad_batch_is():
+    "Batch 4: one hard row lifts a batch loss many times; the per-example sd / √4 says that is chance."
+    for seed in range(3):
+        assert "loss_spikes" not in kinds(tb.diagnose(small_batch_run(4, seed=seed))), seed
+    spikes = next(f for f in tb.diagnose(small_batch_run(4, spike_at=3000)) if f.kind == "loss_spikes")
+    assert spikes.data["steps"] == [3000]
+    # batch 512 on the same scale: its chance spread is √128 times smaller, and the same bad batch stands out
+    assert "loss_spikes" not in kinds(tb.diagnose(small_batch_run(512)))
+    big = next(f for f in tb.diagnose(small_batch_run(512, spike_at=3000)) if f.kind == "loss_spikes")
+    assert big.data["steps"] == [3000]
+
+
+def evaluations(valid, se=0.02, train_fall=True):
+    "A history of epochs: train loss falling, the given valid losses, each with its standard error."
+    h = tb.History()
+    for e, v in enumerate(valid):
+        step = 10 * (e + 1)
+        for s in range(step - 9, step + 1): h.append(s, e, "train", "loss", 1.0 / (1 + 0.1 * s))
+        h.append(step, e, "train", "epoch_loss", 1.0 / (1 + e) if train_fall else 0.5)
+        h.append(step, e, "valid", "loss", v)
+        h.append(step, e, "valid", "loss_se", se)
+    return h
+
+
+def test_one_noisy_last_evaluation_is_not_overfitting():
+    "The issue's run: 0.323-0.328 for a while, then 0.346 once: one point, within the noise: no finding."
+    valid = [0.9, 0.6, 0.45, 0.38, 0.35, 0.335, 0.328, 0.325, 0.323, 0.326, 0.324, 0.327, 0.325, 0.323, 0.346]
+    assert "overfitting" not in kinds(tb.diagnose(evaluations(valid, se=0.012)))
+
+
+def test_a_sustained_rise_is_overfitting_with_its_evidence():
+    valid = [0.9, 0.6, 0.45, 0.38, 0.35, 0.36, 0.38, 0.41, 0.44, 0.47, 0.5, 0.53, 0.56]
+    f = next(f for f in tb.diagnose(evaluations(valid, se=0.012)) if f.kind == "overfitting")
+    assert f.data["best_epoch"] == 4 and f.data["onset_epoch"] == 5
+    assert f.data["rise"] > f.data["threshold"] and f.data["standard_error"] == pytest.approx(0.012)
+    # the same rise inside a much larger standard error, with a noisy (not steady) climb: no finding
+    noisy = [0.9, 0.6, 0.45, 0.38, 0.35, 0.45, 0.33, 0.47, 0.36, 0.46, 0.37, 0.5, 0.38]
+    assert "overfitting" not in kinds(tb.diagnose(evaluations(noisy, se=0.3)))
+
+
+def collapse_run(blow_up: bool, end_at_prior: bool, steps=400):
+    "A training loss that (maybe) blows up early, then sits at the constant predictor's loss 1.386 (or learns)."
+    rng = np.random.default_rng(0)
+    prior = math.log(4)
+    h = tb.History()
+    for s in range(1, steps + 1):
+        if blow_up and 3 <= s <= 6: v = 8.0  # 5x the untrained loss: under the peak rule, so the collapse decides
+        elif end_at_prior: v = prior + 0.02 * float(rng.standard_normal())
+        else: v = prior * math.exp(-s / 80) + 0.1
+        if s == 1: v = 1.5  # the untrained model's loss
+        h.append(s, (s - 1) // 40, "train", "loss", v)
+    for e in range(steps // 40):
+        step = 40 * (e + 1)
+        v = prior + 0.005 if end_at_prior else prior * math.exp(-step / 80) + 0.12
+        h.append(step, e, "train", "epoch_loss", v)
+        h.append(step, e, "valid", "loss", v)
+        h.append(step, e, "valid", "loss_se", 0.01)
+        h.append(step, e, "valid", "prior_loss", prior)
+    return h
+
+
+def test_a_collapse_to_the_prior_is_not_learning():
+    "A blow-up, then the class prior's loss for the rest: diverging, said as such; no blow-up: not learning."
+    found = tb.diagnose(collapse_run(blow_up=True, end_at_prior=True))
+    diverging = next(f for f in found if f.kind == "diverging")
+    assert "constant predictor" in diverging.message and diverging.data["at_prior"] is True
+    # without the prior on record, the loss ends 8% under the untrained one: the old rule called it learning
+    stuck = next(f for f in tb.diagnose(collapse_run(blow_up=False, end_at_prior=True)) if f.kind == "not_learning")
+    assert "constant predictor" in stuck.message and stuck.data["prior_loss"] == pytest.approx(math.log(4))
+    assert not [f for f in tb.diagnose(collapse_run(blow_up=False, end_at_prior=False)) if f.severity != "info"]
+
+
+def gradient_history(zero_bias: bool):
+    h = tb.History()
+    for s in range(10, 510, 10):
+        h.append(s, 0, "train", "grad_norm", 1.0)
+        h.append(s, 0, "train", "grad_norm/0.weight", 0.5)
+        h.append(s, 0, "train", "grad_norm/0.bias", 0.0 if zero_bias else 0.3)
+        h.append(s, 0, "train", "grad_norm/3.weight", 0.4)
+    return h
+
+
+def test_a_structurally_zero_bias_is_info_not_vanishing():
+    "A conv bias before BatchNorm: exactly 0 at every log, said once as info with the fix that fits it."
+    found = tb.diagnose(gradient_history(zero_bias=True))
+    assert kinds(found) == ["structural_zero_gradients"]
+    f = found[0]
+    assert f.severity == "info" and f.data["parameters"] == ["0.bias"]
+    assert "bias=False" in f.advice and "ReLU" not in f.advice
+    assert tb.diagnose(gradient_history(zero_bias=False)) == []
+
+
+def test_a_real_batchnorm_cnn_gets_no_vanishing_warning():
+    "Conv biases before BatchNorm in a real run: info, not a warning (every CNN+BN run was flagged)."
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(256, 1, 8, 8, generator=g), torch.randint(0, 3, (256,), generator=g)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(),
+                          nn.Linear(256, 3))
+    run = tb.fit(model, tb.TensorLoader(X, y, batch_size=32), tb.TensorLoader(X, y, batch_size=256),
+                 loss_fn=nn.functional.cross_entropy, live=False, config=tb.TrainConfig(epochs=3, device="cpu"))
+    assert "vanishing_gradients" not in kinds(run.findings)
+    zero = next(f for f in run.findings if f.kind == "structural_zero_gradients")
+    assert zero.data["parameters"] == ["0.bias"]
+
+
+@pytest.mark.parametrize("loss_fn", [
+    lambda p, y: ((p - y) ** 2).mean(),  # hand-written: no torch name to recognise
+    lambda p, y: (p - y).abs().mean(),
+    nn.MSELoss(),
+], ids=["handwritten_mse", "lambda_l1", "MSELoss"])
+def test_a_broadcast_shape_is_an_error_before_the_first_step(loss_fn):
+    "(n, 1) against (n,) broadcasts to (n, n) whatever the loss: refused before any step, before ExampleLosses."
+    X, y = torch.randn(64, 3), torch.randn(64)
+    torch.manual_seed(0)
+    model = nn.Linear(3, 1)
+    before = [p.detach().clone() for p in model.parameters()]
+    for callbacks in ([], [tb.ExampleLosses(tb.TensorLoader(X, y, batch_size=64))]):
+        with pytest.raises(ShapeMismatch, match=r"\(16, 1\).*\(16,\)|\(64, 1\).*\(64,\)"):
+            tb.fit(model, tb.TensorLoader(X, y, batch_size=16), loss_fn=loss_fn, callbacks=callbacks, live=False,
+                   config=tb.TrainConfig(epochs=1, device="cpu"))
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
+
+
+def test_a_loss_that_aligns_the_shapes_itself_is_accepted():
+    "A loss that squeezes (n, 1) to (n,) before comparing is not a broadcast: it trains."
+    X, y = torch.randn(64, 3), torch.randn(64)
+    run = tb.fit(nn.Linear(3, 1), tb.TensorLoader(X, y, batch_size=16), live=False,
+                 loss_fn=lambda p, t: nn.functional.mse_loss(p.squeeze(-1), t),
+                 config=tb.TrainConfig(epochs=1, device="cpu"))
+    assert run.stopped == "completed"
+
+
+def test_top_losses_takes_every_form_of_loss():
+    "A module, a function with `reduction`, a lambda returning per-row values, a lambda returning a mean."
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(40, 3, generator=g), torch.randint(0, 2, (40,), generator=g)
+    net = nn.Linear(3, 2)
+    forms = [nn.CrossEntropyLoss(), nn.functional.cross_entropy,
+             lambda o, t: nn.functional.cross_entropy(o, t, reduction="none"),
+             lambda o, t: nn.functional.cross_entropy(o, t)]
+    tables = [tb.top_losses(net, [(X[:25], y[:25]), (X[25:], y[25:])], fn, k=5) for fn in forms]
+    for t in tables[1:]:
+        assert t.index.tolist() == tables[0].index.tolist()
+        assert np.allclose(t["loss"].to_numpy(), tables[0]["loss"].to_numpy(), atol=1e-6)
+    # per_example_loss: one call where the loss allows it, None with one_call for a mean-only loss
+    out = net(X)
+    assert per_example_loss(forms[3], out, y, one_call=True) is None
+    assert per_example_loss(forms[2], out, y, one_call=True).shape == (40,)
+
+
+def test_evaluate_records_the_standard_error_and_the_prior():
+    "evaluate's .stats: per-example sd / √n and the class prior's cross entropy; fit records them per epoch."
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(300, 4, generator=g), torch.randint(0, 3, (300,), generator=g)
+    net = nn.Linear(4, 3)
+    res = tb.evaluate(net, tb.TensorLoader(X, y, batch_size=64), nn.functional.cross_entropy)
+    per_row = nn.functional.cross_entropy(net(X), y, reduction="none").detach()
+    assert res.stats["loss_se"] == pytest.approx(float(per_row.std() / math.sqrt(300)), rel=1e-4)
+    p = torch.bincount(y, minlength=3).double() / 300
+    assert res.stats["prior_loss"] == pytest.approx(float(-(p * p.log()).sum()), rel=1e-5)
+    assert set(res) == {"loss"}  # the results a monitor, a progress bar or a tracker reads are unchanged
+    # a mean-only loss: the spread between the batches instead
+    mean_only = tb.evaluate(net, tb.TensorLoader(X, y, batch_size=64), lambda o, t: nn.functional.cross_entropy(o, t))
+    assert mean_only.stats["spread_from"] == "batches" and mean_only.stats["loss_se"] > 0
+    # regression under an MSE-like loss: the targets' variance
+    yr = 2 * X[:, 0]
+    reg = tb.evaluate(nn.Linear(4, 1), tb.TensorLoader(X, yr, batch_size=64),
+                      lambda o, t: nn.functional.mse_loss(o.squeeze(-1), t))
+    assert reg.stats["prior_loss"] == pytest.approx(float(yr.double().var(unbiased=False)), rel=1e-4)
+    run = tb.fit(net, tb.TensorLoader(X, y, batch_size=64), tb.TensorLoader(X, y, batch_size=100),
+                 loss_fn=nn.functional.cross_entropy, live=False, config=tb.TrainConfig(epochs=2, device="cpu"))
+    assert len(run.records.series("loss_se", "valid")) == 2 and len(run.records.series("prior_loss", "valid")) == 2
+
+
+def test_label_noise_is_spread_over_classes_a_class_not_yet_learned_is_not():
+    "Confident learning: flipped labels put confidently-wrong rows in every class; a minority class the model "
+    "has not learned yet puts them all in that one class."
+    rng = np.random.default_rng(0)
+    n, k = 3000, 3
+    true = rng.integers(0, k, n)
+    probs = np.full((n, k), 0.05)
+    probs[np.arange(n), true] = 0.9
+    noisy = true.copy()
+    flip = rng.random(n) < 0.3
+    noisy[flip] = (true[flip] + rng.integers(1, k, flip.sum())) % k
+    share, focus = confident_wrong(noisy, probs)
+    assert share > 0.2 and focus < 0.5
+    # a minority class (10% of rows, labels right) predicted as class 0 with the majority's confidence
+    labels = np.where(rng.random(n) < 0.1, 2, rng.integers(0, 2, n))
+    guess = probs.copy()
+    guess[labels == 2] = [0.92, 0.04, 0.04]
+    guess[labels != 2] = 0.05
+    guess[labels != 2, labels[labels != 2]] = 0.9
+    share, focus = confident_wrong(labels, guess)
+    assert share > 0.05 and focus == 1.0
+    h = tb.History()
+    for e in range(6):
+        h.append(e, e, "train", "confident_wrong", share)
+        h.append(e, e, "train", "confident_wrong_focus", focus)
+    assert "label_noise" not in kinds(tb.diagnose(h))
+
+
+def test_a_growing_history_is_read_incrementally_with_the_same_verdicts():
+    "The live diagnosis after each epoch reads only the new rows; its findings equal a fresh diagnosis'."
+    full = small_batch_run(16, steps=3000, spike_at=2000)
+    rows = list(full.rows())
+    growing = tb.History()
+    for end in (1000, 2100, len(rows)):
+        for r in rows[len(growing):end]: growing.append(*r)
+        again = tb.History(list(growing.rows()))
+        assert [(f.kind, f.data.get("steps")) for f in tb.diagnose(growing)] == \
+               [(f.kind, f.data.get("steps")) for f in tb.diagnose(again)]
+    assert "loss_spikes" in kinds(tb.diagnose(growing))
+
+
+def test_a_rise_after_a_warm_restart_is_the_schedule_not_a_spike():
+    "The loss jumps where the logged lr jumped back up (a warm restart): no spike; the same jump elsewhere is one."
+    def run(lr_jump_at):
+        h = small_batch_run(512, steps=3000, spike_at=2000)
+        for s in range(1, 3001):
+            h.append(s, (s - 1) // 250, "train", "lr", 1e-3 if s < lr_jump_at else 1e-2)
+        return h
+    assert "loss_spikes" not in kinds(tb.diagnose(run(lr_jump_at=1999)))
+    assert "loss_spikes" in kinds(tb.diagnose(run(lr_jump_at=2600)))
