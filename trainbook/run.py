@@ -13,7 +13,7 @@ from typing import Any, Optional, Union
 from .core import Finding, History, TrainConfig, atomic_write, findings_html, silenced
 
 # %% auto #0
-__all__ = ['STOP_REASONS', 'RECORDS', 'PER_STEP', 'SYSTEM', 'MONITOR_ALIASES', 'RUN_FORMAT', 'RUN_VERSION', 'RUNNING',
+__all__ = ['STOP_REASONS', 'RECORDS', 'PER_STEP', 'SYSTEM', 'EVIDENCE', 'MONITOR_ALIASES', 'RUN_FORMAT', 'RUN_VERSION', 'RUNNING',
            'StopReason', 'Record', 'record_key', 'monitored_record', 'last_run', 'remember_run', 'unrecorded', 'Run',
            'RunFileError', 'json_safe', 'run_record_bytes', 'write_run_record']
 
@@ -40,6 +40,7 @@ class Record:
     every: str  # 'step' (each optimizer step), 'log' (every log_every steps), 'epoch', 'round', 'end'
     key: str  # the column / metric key reports and trackers use
     system: bool = False  # about the machine (throughput, memory), not the model
+    evidence: bool = False  # what the diagnosis reads (a loss's standard error, ...): not a column of metrics()
 
 RECORDS = {(r.split, r.name): r for r in [
     Record("train", "loss", "step", "train_step_loss"),
@@ -53,9 +54,18 @@ RECORDS = {(r.split, r.name): r for r in [
     Record("train", "data_wait", "epoch", "train_data_wait", system=True),
     Record("train", "peak_memory_mb", "epoch", "train_peak_memory_mb", system=True),
     Record("valid", "loss", "epoch", "valid_loss"),
+    # the diagnosis's evidence, recorded by NanGuard: the validation loss's spread and the constant predictor's loss
+    Record("valid", "loss_se", "epoch", "valid_loss_se", evidence=True),
+    Record("valid", "loss_sd", "epoch", "valid_loss_sd", evidence=True),
+    Record("valid", "prior_loss", "epoch", "valid_prior_loss", evidence=True),
+    Record("train", "stuck_share", "epoch", "train_stuck_share", evidence=True),
+    Record("train", "others_loss", "epoch", "train_others_loss", evidence=True),
+    Record("train", "confident_wrong", "epoch", "train_confident_wrong", evidence=True),
+    Record("train", "confident_wrong_focus", "epoch", "train_confident_wrong_focus", evidence=True),
 ]}
 PER_STEP = tuple(r.name for r in RECORDS.values() if r.split == "train" and r.every in ("step", "log"))
 SYSTEM = tuple(r.name for r in RECORDS.values() if r.system)
+EVIDENCE = tuple((r.split, r.name) for r in RECORDS.values() if r.evidence)  # per-parameter norms too (name/...)
 MONITOR_ALIASES = {("train", "loss"): ("train", "epoch_loss")}  # a monitor 'train_loss' means the epoch mean
 
 def record_key(split: str,  # 'train', 'valid', ...
@@ -124,7 +134,8 @@ class Run:
         df = self.records.to_frame()
         if df.empty: return pd.DataFrame()
         per_epoch = (df.split == "train") & (df.name.str.startswith("epoch_") | (df.name == "lr"))
-        epoch_rows = df[per_epoch | (df.split == "valid")]
+        evidence = pd.Series(list(zip(df.split, df.name)), index=df.index).isin(EVIDENCE)
+        epoch_rows = df[(per_epoch | (df.split == "valid")) & ~evidence]  # the diagnosis's evidence stays out
         names = epoch_rows.name.str.replace(r"^epoch_", "", regex=True)  # epoch_loss, epoch_accuracy: train_*
         wide = epoch_rows.assign(col=epoch_rows.split + "_" + names) \
                          .pivot_table(index="epoch", columns="col", values="value", aggfunc="last")
