@@ -45,6 +45,8 @@ _EXPORTS = {
     "tracking": ["track", "untrack", "Tracker", "runs", "load_run", "compare_runs", "RunBrowser",
                  "to_tensorboard", "log_run", "run_params", "active_tracker"],
     "tuning": ["search", "SearchResult", "Pruning", "StudyPanel", "fit_objective"],
+    "jax_loop": ["fit_flax", "KeyStreams", "FlaxState", "FlaxNanGuard", "optax_schedule", "evaluate_flax",
+                 "overfit_batch_flax", "lr_find_flax", "read_flax_checkpoint", "is_flax_model"],
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)
