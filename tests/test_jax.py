@@ -299,3 +299,16 @@ def test_a_given_optimizer_and_a_factory_are_used():
     given = optax.inject_hyperparams(optax.sgd)(learning_rate=0.05)
     run = fit_flax(MLP(), given, batches(X, y, 16), None, ce, tb.TrainConfig(epochs=1), live=False)
     assert run.records.series("lr").iloc[-1] == pytest.approx(0.05)
+
+
+def test_overfit_batch_and_lr_find_take_a_flax_model_and_leave_it_untouched():
+    X, y = data(n=32)
+    model = MLP(hidden=32)
+    before = params_of(model)
+    report = tb.overfit_batch(model, (X, y), ce, steps=150)
+    assert report.passed and report.final_loss < 0.1 * report.initial_loss and len(report.history) == 150
+    broken = tb.overfit_batch(MLP(hidden=32), (X, y), lambda pred, yb: 0.0 * pred.sum() + 1.0, steps=20, lr=1e-2)
+    assert not broken.passed and [f.kind for f in broken.findings] == ["not_decreasing"]
+    found = tb.lr_find(model, batches(X, y, 8), ce, num_steps=40, end_lr=1.0)
+    assert found.suggestion is not None and len(found.lrs) >= 3
+    assert_params_close(params_of(model), before, tol=0)
