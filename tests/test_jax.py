@@ -312,3 +312,15 @@ def test_overfit_batch_and_lr_find_take_a_flax_model_and_leave_it_untouched():
     found = tb.lr_find(model, batches(X, y, 8), ce, num_steps=40, end_lr=1.0)
     assert found.suggestion is not None and len(found.lrs) >= 3
     assert_params_close(params_of(model), before, tol=0)
+
+
+def test_live_curves_and_progress_draw_a_flax_run():
+    from trainbook.live import LiveCurves
+    X, y = data(n=64)
+    curves = LiveCurves()
+    run = fit_flax(MLP(), None, batches(X, y, 16), batches(X, y, 32), ce, tb.TrainConfig(epochs=2, log_every=1),
+                   callbacks=[curves], live=True)  # live=True: trainbook's progress bars and curves as well
+    names = {t.name for t in curves.figure.data}
+    assert {"train loss", "train lr", "train grad_norm", "valid loss"} <= names
+    loss = next(t for t in curves.figure.data if t.name == "train loss")
+    assert len(loss.y) == run.step == 8
