@@ -18,6 +18,8 @@ except ImportError as e:
     print(f"{backend} is not installed: {e}"); sys.exit(77)
 import numpy as np, keras
 import trainbook as tb
+if backend == "torch":
+    import torch; torch.set_num_threads(1)  # a net this small runs fastest on one thread
 assert keras.backend.backend() == backend, keras.backend.backend()
 rng = np.random.default_rng(0)
 X, y = rng.normal(size=(96, 16)).astype("float32"), rng.integers(0, 2, 96)
@@ -26,7 +28,7 @@ model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(64, activation=
 model.compile(optimizer=keras.optimizers.Adam(1e-2),
               loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
 cb = tb.keras_callback(live=False)
-model.fit(X[:64], y[:64], validation_data=(X[64:], y[64:]), epochs=25, batch_size=16, verbose=0, callbacks=[cb])
+model.fit(X[:64], y[:64], validation_data=(X[64:], y[64:]), epochs=20, batch_size=16, verbose=0, callbacks=[cb])
 run = cb.run
 table = run.metrics()
 fig = run.plot()
@@ -54,10 +56,10 @@ def run_child(backend: str) -> dict:
 def test_keras_callback_on_each_backend(backend):
     got = run_child(backend)
     assert got["backend"] == backend and got["kind"] == "keras" and got["stopped"] == "completed"
-    assert got["step"] == 25 * 4  # 4 batches of 16 rows per epoch
+    assert got["step"] == 20 * 4  # 4 batches of 16 rows per epoch
     assert got["columns"][:2] == ["train_loss", "valid_loss"] and "valid_accuracy" in got["columns"]
-    assert got["rows"] == 25 and got["valid_epochs"] == list(range(25))
+    assert got["rows"] == 20 and got["valid_epochs"] == list(range(20))
     assert got["train_loss_last"] < 0.5 * got["valid_loss_last"]  # the memorized train set
     assert "overfitting" in got["findings"]  # planted: random labels
-    assert int(got["findings"]["overfitting"]["best_epoch"]) < 24
+    assert int(got["findings"]["overfitting"]["best_epoch"]) < 19
     assert {"train loss", "valid loss"} <= set(got["traces"])
