@@ -324,3 +324,18 @@ def test_live_curves_and_progress_draw_a_flax_run():
     assert {"train loss", "train lr", "train grad_norm", "valid loss"} <= names
     loss = next(t for t in curves.figure.data if t.name == "train loss")
     assert len(loss.y) == run.step == 8
+
+
+def test_a_loss_that_takes_a_key_draws_from_the_sample_stream():
+    X, y = data(n=64)
+    seen = []
+
+    def noisy_ce(pred, yb, key):  # e.g. a loss that samples (noise, negatives, timesteps)
+        jax.debug.callback(lambda k: seen.append(np.asarray(k)), jax.random.key_data(key))
+        return ce(pred + 0.01 * jax.random.normal(key, pred.shape), yb)
+
+    fit_flax(MLP(), None, batches(X, y, 16), None, noisy_ce, tb.TrainConfig(epochs=1, seed=7), live=False)
+    streams = KeyStreams(7)
+    assert len(seen) == 4
+    for step, k in enumerate(seen):
+        np.testing.assert_array_equal(k, jax.random.key_data(streams.key("sample", step)))
