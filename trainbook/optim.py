@@ -17,8 +17,8 @@ from .core import Finding, TrainConfig, autocast_dtype, pick_device, pick_precis
 
 # %% auto #0
 __all__ = ['NORM_TYPES', 'SCHEDULE_FNS', 'SCHEDULER_INTERVALS', 'EPOCH_SCHEDULERS', 'param_groups', 'warmup_steps', 'constant',
-           'warmup_cosine', 'one_cycle', 'make_scheduler', 'scale_lr', 'LRFinder', 'lr_find', 'unscale_and_clip',
-           'step_optimizer', 'optimizer_step', 'pick_scheduler_interval']
+           'warmup_cosine', 'one_cycle', 'make_scheduler', 'scale_lr', 'LRFinder', 'cycle_batches', 'steepest_lr',
+           'lr_find', 'unscale_and_clip', 'step_optimizer', 'optimizer_step', 'pick_scheduler_interval']
 
 # %% ../nbs/05_optim.ipynb #075ae175
 NORM_TYPES = (nn.modules.batchnorm._NormBase, nn.LayerNorm, nn.GroupNorm, nn.LocalResponseNorm) + \
@@ -125,7 +125,9 @@ class LRFinder:
         return fig.update_layout(xaxis_type="log", xaxis_title="learning rate", yaxis_title="loss",
                                  height=300)
 
-def _batches_forever(dl):
+def cycle_batches(dl,  # re-iterable of batches
+                 ):
+    "The batches of `dl` over and over (a ValueError when it yields none)."
     while True:
         n = 0
         for batch in dl:
@@ -133,7 +135,9 @@ def _batches_forever(dl):
             yield batch
         if n == 0: raise ValueError("dl_train yielded no batches")
 
-def _steepest(lrs: list, losses: list) -> Optional[float]:
+def steepest_lr(lrs: list,  # the lrs of the sweep
+                losses: list,  # the smoothed loss at each
+               ) -> Optional[float]:
     "The lr of the steepest descent of the smoothed loss, ignoring the noisy first and exploding last points."
     if len(losses) < 3: return None
     lo, hi = len(losses) // 10, max(len(losses) // 10 + 2, int(len(losses) * 0.9))
@@ -153,6 +157,10 @@ def lr_find(model: nn.Module,  # the model to probe (a copy is trained; the mode
             stop=None,  # a `threading.Event` (or a callable returning bool): end early and return what was found
            ) -> LRFinder:
     "LR range test on a copy of `model`: exponential lr sweep, stop when the loss explodes, suggest the steepest descent."
+    if any(t.__module__.startswith("flax.nnx") for t in type(model).__mro__):  # a Flax model: the JAX sweep
+        from trainbook.jax_loop import lr_find_flax
+        return lr_find_flax(model, dl_train, loss_fn, start_lr=start_lr, end_lr=end_lr, num_steps=num_steps,
+                            smooth=smooth)
     if not 0 < start_lr < end_lr:
         raise ValueError(f"need 0 < start_lr < end_lr, got start_lr={start_lr}, end_lr={end_lr}")
     if loss_fn is not None and not callable(loss_fn):
@@ -162,7 +170,7 @@ def lr_find(model: nn.Module,  # the model to probe (a copy is trained; the mode
     opt = torch.optim.AdamW(param_groups(net, weight_decay), lr=start_lr)
     gamma = (end_lr / start_lr) ** (1 / max(1, num_steps - 1))
     lrs, losses, avg, best, stopped = [], [], 0.0, math.inf, False
-    batches = _batches_forever(dl_train)
+    batches = cycle_batches(dl_train)
     for i in range(num_steps):
         if stop_requested(stop):
             stopped = True
@@ -183,7 +191,7 @@ def lr_find(model: nn.Module,  # the model to probe (a copy is trained; the mode
         if smoothed > 4 * best and i > 10: break
     if len(losses) < 3 and not stopped:
         raise ValueError("lr_find: the loss was not finite from the start; check the model and data first")
-    return LRFinder(lrs, losses, _steepest(lrs, losses), stopped)
+    return LRFinder(lrs, losses, steepest_lr(lrs, losses), stopped)
 
 # %% ../nbs/05_optim.ipynb #0a67b787
 def unscale_and_clip(optimizer: torch.optim.Optimizer,  # the optimizer whose gradients are unscaled

@@ -141,6 +141,9 @@ def overfit_batch(model: nn.Module,  # the model to test (a copy is trained; the
                   stop=None,  # a `threading.Event` (or a callable returning bool): end early with what was seen
                  ) -> SanityReport:
     "Train a copy of `model` on one batch; pass when the loss falls below `tolerance` × its start. The model is not touched."
+    if any(t.__module__.startswith("flax.nnx") for t in type(model).__mro__):  # a Flax model: the JAX test
+        from trainbook.jax_loop import overfit_batch_flax
+        return overfit_batch_flax(model, batch, loss_fn, steps=steps, lr=lr, lrs=lrs, tolerance=tolerance)
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if loss_fn is not None and not callable(loss_fn):

@@ -1,0 +1,341 @@
+"fit_flax against a hand-written optax loop; PRNG streams; exact resume; non-finite losses; the torch loop's records."
+import functools
+
+import numpy as np
+import pytest
+import torch
+
+jax = pytest.importorskip("jax")
+optax = pytest.importorskip("optax")
+nnx = pytest.importorskip("flax.nnx")
+import jax.numpy as jnp
+
+import trainbook as tb
+from trainbook.data import TensorLoader
+from trainbook.events import Callback
+from trainbook.jax_loop import KeyStreams, fit_flax, optax_schedule, read_flax_checkpoint, schedule_lr
+
+
+class MLP(nnx.Module):
+    def __init__(self, din=4, dout=3, hidden=16, dropout=0.0, seed=0):
+        rngs = nnx.Rngs(seed)
+        self.l1, self.l2 = nnx.Linear(din, hidden, rngs=rngs), nnx.Linear(hidden, dout, rngs=rngs)
+        self.drop = nnx.Dropout(dropout, rngs=rngs) if dropout else None
+
+    def __call__(self, x):
+        h = nnx.relu(self.l1(x))
+        return self.l2(self.drop(h) if self.drop is not None else h)
+
+
+def data(n=128, din=4, classes=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, din)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(np.int32) + (X[:, 1] > 0.5).astype(np.int32)
+    return X, y % classes
+
+
+def batches(X, y, bs):
+    return [(X[i:i + bs], y[i:i + bs]) for i in range(0, len(X), bs)]
+
+
+def ce(pred, yb):
+    return optax.softmax_cross_entropy_with_integer_labels(pred, yb).mean()
+
+
+def params_of(model):
+    return {jax.tree_util.keystr(p): np.asarray(v) for p, v in
+            jax.tree_util.tree_flatten_with_path(nnx.state(model, nnx.Param))[0]}
+
+
+def assert_params_close(a, b, tol=1e-5):
+    assert a.keys() == b.keys()
+    for k in a: np.testing.assert_allclose(a[k], b[k], atol=tol, rtol=0, err_msg=k)
+
+
+def reference(model, loader, cfg, clip=None):
+    "A hand-written optax loop: AdamW with no decay on 1-d params, lr set each step from trainbook's schedule."
+    graphdef, params = nnx.split(model, nnx.Param)
+    mask = jax.tree.map(lambda p: p.ndim >= 2, params)
+    total = cfg.epochs * len(loader)
+    inner = optax.inject_hyperparams(optax.adamw)(learning_rate=cfg.lr, weight_decay=cfg.weight_decay, mask=mask)
+    tx = optax.chain(optax.clip_by_global_norm(clip), inner) if clip else inner
+    opt_state = tx.init(params)
+
+    def loss(p, xb, yb): return ce(nnx.merge(graphdef, p)(xb), yb)
+
+    grad, update = jax.jit(jax.grad(loss)), jax.jit(tx.update)
+    step = 0
+    for _ in range(cfg.epochs):
+        for xb, yb in loader:
+            hyper = opt_state[1].hyperparams if clip else opt_state.hyperparams
+            hyper["learning_rate"] = jnp.asarray(schedule_lr(cfg, total, step))
+            grads = grad(params, xb, yb)
+            updates, opt_state = update(grads, opt_state, params)
+            params = optax.apply_updates(params, updates)
+            step += 1
+    return {jax.tree_util.keystr(p): np.asarray(v) for p, v in jax.tree_util.tree_flatten_with_path(params)[0]}
+
+
+@pytest.mark.parametrize("schedule", ["constant", "warmup_cosine"])
+def test_fit_flax_equals_a_hand_written_optax_loop(schedule):
+    X, y = data()
+    cfg = tb.TrainConfig(epochs=3, lr=1e-2, weight_decay=0.1, schedule=schedule, warmup=0.25, log_every=1)
+    want = reference(MLP(), batches(X, y, 16), cfg)
+    model = MLP()
+    run = fit_flax(model, None, batches(X, y, 16), None, ce, cfg, live=False)
+    assert run.stopped == "completed" and run.step == 24
+    assert_params_close(params_of(model), want)
+    # the lr logged after step s is the next step's, as the torch loop logs it
+    lrs = run.records.series("lr").to_numpy()
+    np.testing.assert_allclose(lrs, [schedule_lr(cfg, 24, s) for s in range(1, 25)], rtol=1e-6)
+
+
+def test_accumulation_of_4_equals_a_batch_4_times_larger_with_clipping_and_a_short_last_window():
+    X, y = data(n=120)  # 15 micro-batches of 8 per epoch: windows of 4, 4, 4 and a last one of 3
+    cfg = tb.TrainConfig(epochs=2, lr=1e-2, weight_decay=0.0, schedule="warmup_cosine", warmup=0.2,
+                         clip_norm=0.3)
+    want = reference(MLP(), batches(X, y, 32), cfg, clip=0.3)
+    model = MLP()
+    run = fit_flax(model, None, batches(X, y, 8), None, ce, cfg.replace(accum_steps=4), live=False)
+    assert run.step == 8  # 4 optimizer steps per epoch
+    assert_params_close(params_of(model), want)
+    # clipping bites: the reference without it ends elsewhere
+    unclipped = reference(MLP(), batches(X, y, 32), cfg.replace(clip_norm=None))
+    assert max(np.abs(unclipped[k] - want[k]).max() for k in want) > 1e-3
+
+
+def test_optax_schedules_are_trainbooks_schedules():
+    for name in ("constant", "warmup_cosine", "one_cycle"):
+        for warmup in (0, 0.1, 7):
+            cfg = tb.TrainConfig(lr=3e-3, schedule=name, warmup=warmup)
+            sched = optax_schedule(cfg, 100)
+            got = np.array([float(sched(c)) for c in range(110)])
+            want = np.array([cfg.lr * tb.optim.SCHEDULE_FNS[name](c, 100, tb.optim.warmup_steps(warmup, 100))
+                             for c in range(110)])
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6 * cfg.lr, err_msg=f"{name} warmup={warmup}")
+
+
+class Probe(nnx.Module):
+    "Records the key its dropout layer is seeded with at each call (via a debug callback, inside jit)."
+    def __init__(self, seen):
+        rngs = nnx.Rngs(0)
+        self.l, self.drop, self.seen = nnx.Linear(4, 3, rngs=rngs), nnx.Dropout(0.5, rngs=rngs), seen
+
+    def __call__(self, x):
+        jax.debug.callback(lambda k: self.seen["dropout"].append(np.asarray(k)),
+                           jax.random.key_data(self.drop.rngs.key[...]))
+        return self.drop(self.l(x))
+
+
+def stream_run(seed, noise=0.1):
+    X, y = data(n=64)
+    seen = {"dropout": [], "augment": []}
+
+    def augment(xb, key):
+        jax.debug.callback(lambda k: seen["augment"].append(np.asarray(k)), jax.random.key_data(key))
+        return xb + noise * jax.random.normal(key, xb.shape)
+
+    model = Probe(seen)
+    fit_flax(model, None, batches(X, y, 16), None, ce, tb.TrainConfig(epochs=2, seed=seed), augment=augment,
+             live=False)
+    return seen, params_of(model)
+
+
+def test_dropout_and_augmentation_draw_from_separate_reproducible_streams():
+    seen, params = stream_run(seed=3)
+    assert len(seen["dropout"]) == len(seen["augment"]) == 8  # one key of each per step
+    streams = KeyStreams(3)
+    for step, a in enumerate(seen["augment"]):  # the augment stream's key at each step, as KeyStreams defines it
+        np.testing.assert_array_equal(a, jax.random.key_data(streams.key("augment", step)))
+    assert not {d.tobytes() for d in seen["dropout"]} & {a.tobytes() for a in seen["augment"]}
+    assert len({d.tobytes() for d in seen["dropout"]}) == 8  # a new dropout key every step
+    again, params_again = stream_run(seed=3)  # the same seed: the same keys and the same weights
+    assert all(np.array_equal(a, b) for a, b in zip(seen["dropout"], again["dropout"]))
+    assert_params_close(params, params_again, tol=0)
+    # another augmentation changes the inputs and the weights, never the dropout masks' keys
+    louder, params_louder = stream_run(seed=3, noise=1.0)
+    assert all(np.array_equal(a, b) for a, b in zip(seen["dropout"], louder["dropout"]))
+    assert max(np.abs(params[k] - params_louder[k]).max() for k in params) > 1e-4
+    other, _ = stream_run(seed=4)
+    assert not np.array_equal(seen["dropout"][0], other["dropout"][0])
+
+
+class StopAt(Callback):
+    def __init__(self, step): self.step = step
+
+    def after_step(self, state):
+        if state.step == self.step: state.control.request_stop("interrupted")
+
+
+class InterruptingLoader:
+    "A loader (no state_dict) that raises KeyboardInterrupt before its `at`-th batch of the run, like a Ctrl-C."
+    def __init__(self, inner, at=None): self.inner, self.at, self.drawn = inner, at, 0
+
+    def __len__(self): return len(self.inner)
+
+    def set_epoch(self, epoch): self.inner.set_epoch(epoch)
+
+    def __iter__(self):
+        for batch in self.inner:
+            if self.at is not None and self.drawn == self.at: raise KeyboardInterrupt
+            self.drawn += 1
+            yield batch
+
+
+def shuffled(n=96):
+    X, y = data(n=n)
+    return TensorLoader(torch.from_numpy(X), torch.from_numpy(y).long(), batch_size=8, shuffle=True, seed=1)
+
+
+def test_resume_after_a_stop_mid_epoch_gives_the_uninterrupted_parameters(tmp_path):
+    cfg = tb.TrainConfig(epochs=2, lr=1e-2, accum_steps=2, schedule="warmup_cosine", warmup=0.2, seed=5)
+    whole = MLP(dropout=0.3)
+    done = fit_flax(whole, None, shuffled(), None, ce, cfg, live=False)
+    assert done.step == 12
+    # stopped by a callback after step 4 of 6 in the first epoch; the TensorLoader's state positions the resume
+    part = MLP(dropout=0.3)
+    cut = fit_flax(part, None, shuffled(), None, ce, cfg.replace(checkpoint_dir=str(tmp_path / "a")),
+                   callbacks=[StopAt(4)], live=False)
+    assert cut.stopped == "interrupted" and cut.step == 4
+    saved = read_flax_checkpoint(cut.last_path)
+    assert saved["position"]["batch_idx"] == 8 and set(saved["streams"]["keys"]) == {"dropout", "augment", "sample"}
+    resumed = MLP(dropout=0.3, seed=9)  # other initial weights: the checkpoint must replace them all
+    again = fit_flax(resumed, None, shuffled(), None, ce, cfg.replace(checkpoint_dir=str(tmp_path / "a")),
+                     resume=cut.run_dir, live=False)
+    assert again.step == 12 and again.stopped == "completed"
+    assert_params_close(params_of(resumed), params_of(whole), tol=1e-6)
+    np.testing.assert_allclose(again.records.series("loss").to_numpy(), done.records.series("loss").to_numpy(),
+                               rtol=1e-6)
+
+
+def test_resume_after_ctrl_c_inside_an_accumulation_window(tmp_path):
+    cfg = tb.TrainConfig(epochs=2, lr=1e-2, accum_steps=3, seed=2, checkpoint_dir=str(tmp_path / "b"))
+    whole = MLP(dropout=0.3)
+    fit_flax(whole, None, InterruptingLoader(shuffled()), None, ce, cfg.replace(checkpoint_dir=None), live=False)
+    part = MLP(dropout=0.3)
+    cut = fit_flax(part, None, InterruptingLoader(shuffled(), at=16), None, ce, cfg, live=False)  # 2nd epoch
+    assert cut.stopped == "interrupted" and cut.step == 5  # 4 steps in epoch 0, one more, a window cut short
+    assert read_flax_checkpoint(cut.last_path)["position"]["batch_idx"] == 3  # the cut window's start
+    resumed = MLP(dropout=0.3)
+    fit_flax(resumed, None, InterruptingLoader(shuffled()), None, ce, cfg, resume=cut.run_dir, live=False)
+    assert_params_close(params_of(resumed), params_of(whole), tol=1e-6)
+
+
+def test_a_planted_nan_becomes_a_nonfinite_finding_and_never_reaches_the_weights():
+    X, y = data(n=64)
+    X = X.copy()
+    X[40, 1] = np.nan  # in the third batch of 16
+    model = MLP()
+    run = fit_flax(model, None, batches(X, y, 16), None, ce, tb.TrainConfig(epochs=2), live=False)
+    assert run.stopped == "nonfinite" and run.step == 2
+    bad = [f for f in run.findings if f.kind == "nonfinite"]
+    assert bad and bad[0].severity == "error" and "batch itself holds NaN" in bad[0].message
+    assert bad[0].data["step"] == 2
+    assert all(np.isfinite(v).all() for v in params_of(model).values())
+    skipped = fit_flax(MLP(), None, batches(X, y, 16), None, ce, tb.TrainConfig(epochs=2, on_nonfinite="skip"),
+                       live=False)
+    assert skipped.stopped == "completed" and skipped.skipped_steps == 2 and skipped.step == 6
+
+
+class Events(Callback):
+    def __init__(self): self.seen = []
+    def before_fit(self, state): self.seen.append("before_fit")
+    def after_step(self, state): self.seen.append("after_step")
+    def after_validate(self, state): self.seen.append("after_validate")
+    def after_epoch(self, state): self.seen.append("after_epoch")
+    def after_fit(self, state): self.seen.append("after_fit")
+
+
+def test_history_records_events_early_stopping_and_the_run_match_the_torch_loop(tmp_path):
+    X, y = data(n=160)
+    train, valid = batches(X[:96], y[:96], 16), batches(X[96:], y[96:], 32)
+    events = Events()
+    cfg = tb.TrainConfig(epochs=30, lr=5e-2, patience=2, log_every=3, checkpoint_dir=str(tmp_path))
+    model = MLP(hidden=64)
+    run = fit_flax(model, None, train, valid, ce, cfg, metrics="accuracy", callbacks=[events], live=False)
+    names = set(run.records.names())
+    for key in [("train", "loss"), ("train", "lr"), ("train", "grad_norm"), ("train", "grad_norm/l1.kernel"),
+                ("train", "epoch_loss"), ("train", "samples_per_s"), ("valid", "loss"), ("valid", "accuracy")]:
+        assert key in names, key
+    assert run.stopped == "early_stopping" and run.epoch < 29  # a small net on 96 rows overfits
+    assert events.seen[0] == "before_fit" and events.seen[-1] == "after_fit"
+    assert events.seen.count("after_epoch") == run.epoch + 1 == events.seen.count("after_validate")
+    table = run.metrics()
+    assert {"train_loss", "valid_loss", "valid_accuracy", "train_lr"} <= set(table.columns)
+    assert run.best_path is not None and run.best_path.exists() and (run.run_dir / "run.json").exists()
+    best = read_flax_checkpoint(run.best_path)
+    assert best["step"] == run.extra["best_step"]
+    assert len(run.plot(as_dict=True)["data"]) > 0
+
+
+def test_bf16_compute_keeps_float32_weights_and_learns():
+    X, y = data()
+    model = MLP()
+    run = fit_flax(model, None, batches(X, y, 16), None, ce, tb.TrainConfig(epochs=4, lr=1e-2, precision="bf16"),
+                   live=False)
+    assert run.extra["precision"] == "bf16"
+    assert all(v.dtype == np.float32 for v in params_of(model).values())
+    loss = run.records.series("loss").to_numpy()
+    assert loss[-8:].mean() < 0.8 * loss[:8].mean()
+
+
+def test_bad_input_is_refused_before_any_work():
+    X, y = data(n=32)
+    dl = batches(X, y, 16)
+    with pytest.raises(TypeError, match="Flax NNX module"): fit_flax(torch.nn.Linear(4, 3), None, dl, None, ce)
+    with pytest.raises(ValueError, match="fp16"): fit_flax(MLP(), None, dl, None, ce, tb.TrainConfig(precision="fp16"))
+    with pytest.raises(ValueError, match="plateau"):
+        fit_flax(MLP(), None, dl, None, ce, tb.TrainConfig(schedule="plateau"))
+    with pytest.raises(ValueError, match="loss_fn"): fit_flax(MLP(), None, dl, None, "hinge")
+    with pytest.raises(ValueError, match="dl_valid"):
+        fit_flax(MLP(), None, dl, None, ce, tb.TrainConfig(monitor="valid_accuracy", mode="max"))
+    with pytest.raises(TypeError, match="optimizer"): fit_flax(MLP(), 0.1, dl, None, ce)
+
+
+def test_a_given_optimizer_and_a_factory_are_used():
+    X, y = data()
+    sgd = fit_flax(MLP(), optax.sgd, batches(X, y, 16), None, ce, tb.TrainConfig(epochs=1, lr=0.1), live=False)
+    assert sgd.records.series("lr").iloc[-1] == pytest.approx(0.1)
+    given = optax.inject_hyperparams(optax.sgd)(learning_rate=0.05)
+    run = fit_flax(MLP(), given, batches(X, y, 16), None, ce, tb.TrainConfig(epochs=1), live=False)
+    assert run.records.series("lr").iloc[-1] == pytest.approx(0.05)
+
+
+def test_overfit_batch_and_lr_find_take_a_flax_model_and_leave_it_untouched():
+    X, y = data(n=32)
+    model = MLP(hidden=32)
+    before = params_of(model)
+    report = tb.overfit_batch(model, (X, y), ce, steps=150)
+    assert report.passed and report.final_loss < 0.1 * report.initial_loss and len(report.history) == 150
+    broken = tb.overfit_batch(MLP(hidden=32), (X, y), lambda pred, yb: 0.0 * pred.sum() + 1.0, steps=20, lr=1e-2)
+    assert not broken.passed and [f.kind for f in broken.findings] == ["not_decreasing"]
+    found = tb.lr_find(model, batches(X, y, 8), ce, num_steps=40, end_lr=1.0)
+    assert found.suggestion is not None and len(found.lrs) >= 3
+    assert_params_close(params_of(model), before, tol=0)
+
+
+def test_live_curves_and_progress_draw_a_flax_run():
+    from trainbook.live import LiveCurves
+    X, y = data(n=64)
+    curves = LiveCurves()
+    run = fit_flax(MLP(), None, batches(X, y, 16), batches(X, y, 32), ce, tb.TrainConfig(epochs=2, log_every=1),
+                   callbacks=[curves], live=True)  # live=True: trainbook's progress bars and curves as well
+    names = {t.name for t in curves.figure.data}
+    assert {"train loss", "train lr", "train grad_norm", "valid loss"} <= names
+    loss = next(t for t in curves.figure.data if t.name == "train loss")
+    assert len(loss.y) == run.step == 8
+
+
+def test_a_loss_that_takes_a_key_draws_from_the_sample_stream():
+    X, y = data(n=64)
+    seen = []
+
+    def noisy_ce(pred, yb, key):  # e.g. a loss that samples (noise, negatives, timesteps)
+        jax.debug.callback(lambda k: seen.append(np.asarray(k)), jax.random.key_data(key))
+        return ce(pred + 0.01 * jax.random.normal(key, pred.shape), yb)
+
+    fit_flax(MLP(), None, batches(X, y, 16), None, noisy_ce, tb.TrainConfig(epochs=1, seed=7), live=False)
+    streams = KeyStreams(7)
+    assert len(seen) == 4
+    for step, k in enumerate(seen):
+        np.testing.assert_array_equal(k, jax.random.key_data(streams.key("sample", step)))

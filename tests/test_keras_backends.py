@@ -1,0 +1,65 @@
+"`keras_callback` on each Keras 3 backend (torch, JAX, TensorFlow), each in its own process: KERAS_BACKEND is read once."
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("keras")
+
+# The child: trains a small net on random labels (memorized, never learned: planted overfitting) with
+# validation_data, and prints what the Run holds as JSON. Exit 77 = the backend's library is not installed.
+CHILD = r"""
+import importlib, json, os, sys
+backend = os.environ["KERAS_BACKEND"]
+try: importlib.import_module({"torch": "torch", "jax": "jax", "tensorflow": "tensorflow"}[backend])
+except ImportError as e:
+    print(f"{backend} is not installed: {e}"); sys.exit(77)
+import numpy as np, keras
+import trainbook as tb
+if backend == "torch":
+    import torch; torch.set_num_threads(1)  # a net this small runs fastest on one thread
+assert keras.backend.backend() == backend, keras.backend.backend()
+rng = np.random.default_rng(0)
+X, y = rng.normal(size=(96, 16)).astype("float32"), rng.integers(0, 2, 96)
+keras.utils.set_random_seed(0)
+model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(64, activation="relu"), keras.layers.Dense(2)])
+model.compile(optimizer=keras.optimizers.Adam(1e-2),
+              loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+cb = tb.keras_callback(live=False)
+model.fit(X[:64], y[:64], validation_data=(X[64:], y[64:]), epochs=20, batch_size=16, verbose=0, callbacks=[cb])
+run = cb.run
+table = run.metrics()
+fig = run.plot()
+print(json.dumps({
+    "backend": backend, "kind": run.kind, "stopped": run.stopped, "step": run.step,
+    "columns": list(table.columns), "rows": len(table),
+    "valid_epochs": list(map(int, run.records.series("loss", "valid", index="epoch").index)),
+    "findings": {f.kind: f.data for f in run.findings},
+    "traces": sorted({t.name for t in fig.data}),
+    "train_loss_last": float(table["train_loss"].iloc[-1]), "valid_loss_last": float(table["valid_loss"].iloc[-1]),
+}, default=str))
+"""
+
+
+def run_child(backend: str) -> dict:
+    env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": "",
+           "JAX_PLATFORMS": "cpu", "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, env=env, timeout=300)
+    if out.returncode == 77: pytest.skip(out.stdout.strip())
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("backend", ["torch", "jax", "tensorflow"])
+def test_keras_callback_on_each_backend(backend):
+    got = run_child(backend)
+    assert got["backend"] == backend and got["kind"] == "keras" and got["stopped"] == "completed"
+    assert got["step"] == 20 * 4  # 4 batches of 16 rows per epoch
+    assert got["columns"][:2] == ["train_loss", "valid_loss"] and "valid_accuracy" in got["columns"]
+    assert got["rows"] == 20 and got["valid_epochs"] == list(range(20))
+    assert got["train_loss_last"] < 0.5 * got["valid_loss_last"]  # the memorized train set
+    assert "overfitting" in got["findings"]  # planted: random labels
+    assert int(got["findings"]["overfitting"]["best_epoch"]) < 19
+    assert {"train loss", "valid loss"} <= set(got["traces"])
