@@ -437,6 +437,10 @@ def _ray_classes():
             elif trial_id in self.stopped: state = optuna.trial.TrialState.PRUNED
             elif result.get("final") and math.isfinite(result.get("objective", math.nan)):
                 value, state = result["objective"], optuna.trial.TrialState.COMPLETE
+            # how the trial's run ended, as the Optuna path records it
+            stopped = ("failed" if error else "pruned" if state == optuna.trial.TrialState.PRUNED
+                       else result.get("stopped") or ("completed" if value is not None else "failed"))
+            ot_trial.set_user_attr("stopped", str(stopped))
             self._ot_study.tell(ot_trial, value, state=state)
             self._completed_trials.add(trial_id)
 
