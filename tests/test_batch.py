@@ -9,7 +9,7 @@ from torch import nn
 
 import trainbook as tb
 from trainbook.batch import check_loss_shapes, eval_mode, forward, model_loss, prediction, split_batch, training_lock
-from trainbook.diagnostics import top_losses
+from trainbook.triage import top_losses
 from trainbook.sanity import overfit_batch
 
 CE = nn.functional.cross_entropy

@@ -8,7 +8,7 @@ from torch import nn
 
 import trainbook as tb
 from trainbook.batch import ShapeMismatch
-from trainbook.diagnostics import confident_wrong, per_example_loss
+from trainbook.triage import confident_wrong, per_example_loss
 
 
 def kinds(found): return [f.kind for f in found]

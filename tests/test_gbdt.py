@@ -59,7 +59,7 @@ def test_overfitting_found_as_rounds_go_on(lib):
     df = pd.DataFrame(X).add_prefix("f").assign(y=y)
     sp = tb.make_splits(df, "y", seed=0)
     params = {"lightgbm": {"learning_rate": 0.5, "num_leaves": 255, "min_data_in_leaf": 1},
-              "catboost": {"learning_rate": 0.5, "depth": 8}}[lib]
+              "catboost": {"learning_rate": 0.5, "depth": 8, "l2_leaf_reg": 0}}[lib]  # no shrinkage: a clear rise
     run = fit(lib, df, "y", sp, params=params, num_rounds=80, early_stopping=None)
     assert run.stopped == "completed" and run.step == 80 and run.best_epoch == 79
     assert "overfitting" in [f.kind for f in run.findings]

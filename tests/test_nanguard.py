@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 import trainbook as tb
-from trainbook.diagnostics import locate_nonfinite
+from trainbook.triage import locate_nonfinite
 from helpers import blobs
 
 

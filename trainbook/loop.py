@@ -17,7 +17,7 @@ from .batch import batch_rows, eval_mode, forward, prediction, training_lock
 from .checkpoint import Checkpointer, probe_writable, run_signature
 from .core import (History, TrainConfig, environment, loader_length, pick_device, pick_precision,
                             rng_state, seed_everything, set_rng_state)
-from .diagnostics import NanGuard
+from .triage import NanGuard
 from .distributed import all_mean, dist_info, full_tensor, wrap_model
 from .events import Callback, Callbacks, Event, LoopState
 from .guard import check_fit_inputs, check_monitor, require_batches
@@ -33,7 +33,7 @@ __all__ = ['LOOP_STARTS', 'evaluate', 'train_step', 'Position', 'Window', 'accum
            'fit', 'show_loop']
 
 # %% ../nbs/07_loop.ipynb #5c24e70f
-from .diagnostics import Evaluation, LossStats
+from .triage import Evaluation, LossStats
 
 def evaluate(model: nn.Module,  # the model to score (its train/eval mode is restored afterwards)
              dl,  # re-iterable of batches, in any form `fit` takes
