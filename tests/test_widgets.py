@@ -59,17 +59,44 @@ def test_overfit_and_find_lr_buttons_draw_in_the_panels_figure():
     assert p.sanity.passed and "PASSED" in p.status.value
     loss = p.sanity.history.series("loss")
     assert list(p.figure.data[0].y) == loss.tolist() and list(p.figure.data[0].x) == loss.index.tolist()
-    assert p.figure.layout.yaxis.type == "log" and p.plot.children == (p.figure,)
+    assert p.figure.layout.yaxis.type == "log" and p.plot.children == (p.chart,)
+    shown = p.chart.to_plotly_json()  # what the front end draws
+    assert shown["data"][0]["name"].startswith("train loss on one batch")
     lo, hi = p.figure.layout.yaxis.range
     assert 10 ** lo <= loss.min() and loss.max() <= 10 ** hi
     overfit_fig = p.figure
     p.lr_button.click(); p.wait()
     assert p.lr_finder is not None and "suggested lr" in p.status.value
     assert list(p.figure.data[0].x) == p.lr_finder.lrs and list(p.figure.data[0].y) == p.lr_finder.losses
-    assert p.figure.layout.xaxis.type == "log" and overfit_fig.comm is None  # the old figure was closed
+    assert p.figure.layout.xaxis.type == "log" and p.figure is not overfit_fig and len(p.chart.data) == 1
+    assert p.chart.layout.xaxis.type == "log" and p.chart.layout.yaxis.type == "linear"  # nothing stale from Overfit
     assert [s.x0 for s in p.figure.layout.shapes] == [p.lr_finder.suggestion]
     assert p.figure.layout.annotations[0].text.startswith("suggested")
     assert not p.busy and not p.train_button.disabled and p.stop_button.disabled
+
+
+def test_a_fresh_panel_shows_a_placeholder_and_owns_one_live_figure():
+    "Before any click: a placeholder, not empty axes; the live figure exists already (made on the main thread)."
+    p = panel()
+    assert p.plot.children == (p.placeholder,) and "press <b>Train</b>" in p.placeholder.value
+    assert p.figure is None and len(p.live_figure.data) == 0
+    assert "press <b>Train</b>" in p._repr_mimebundle_()["text/html"]
+
+
+def test_train_first_then_others_reuse_the_live_figure_and_replace_the_chart():
+    "Train as the first click draws in the figure made at start; Overfit replaces it; Train again reuses it, emptied."
+    p = panel(epochs=2)
+    live = p.live_figure
+    p.train_button.click(); p.wait()
+    assert p.error is None and p.plot.children == (live,) and p.figure is live
+    first = {t.name for t in live.data}
+    assert {"train loss", "valid loss"} <= first
+    p.overfit_button.click(); p.wait()
+    assert p.plot.children == (p.chart,) and p.live_figure is live
+    p.train_button.click(); p.wait()
+    assert p.plot.children == (live,) and {t.name for t in live.data} == first  # emptied, then drawn anew
+    steps = [t for t in live.data if t.name == "train loss"][0].x
+    assert len(steps) == p.run.step  # one run's points, not two
 
 
 def test_buttons_sized_to_their_labels():
@@ -84,6 +111,7 @@ def test_dry_run_button_shows_the_report(monkeypatch):
     calls = []
     class Report:
         passed, findings = False, [tb.Finding("shape_mismatch", "error", "pred (4, 1) vs target (4,)")]
+        steps, step_time, peak_memory_mb, data_wait = 3, 0.00122, 0.938, 0.25
         def _repr_html_(self): return "<p>dry-run report: shape_mismatch</p>"
     def dry_run(model, dl_train, dl_valid=None, loss_fn=None, config=None, metrics=None):
         calls.append((model, dl_train, dl_valid, loss_fn, config, metrics))
@@ -93,7 +121,11 @@ def test_dry_run_button_shows_the_report(monkeypatch):
     p.dry_button.click(); p.wait()
     assert calls == [(p.model, p.dl_train, p.dl_valid, p.loss_fn, p.config, p.metrics)]
     assert "dry run: <b>FAILED</b> (1 finding(s))" in p.status.value and "shape_mismatch" in p.findings.value
+    assert p.plot.children == (p.note,) and "FAILED" in p.note.value and p.figure is None  # no chart left above
     assert isinstance(p.dry_run_report, Report) and p.error is None
+    # units, not bare numbers: 0.00122 s per step reads as 1.22 ms, a share as a percentage
+    assert "1.22</td><td>ms" in p.note.value and "25</td><td>% of training time" in p.note.value
+    assert "peak memory rise" in p.note.value and "MiB" in p.note.value
 
 
 def _pressing_stop_at(p, call):

@@ -15,9 +15,9 @@ from .events import Callback, LoopState
 
 # %% auto #0
 __all__ = ['PANELS', 'TITLES', 'LOG_PANELS', 'SYSTEM', 'LEGENDS', 'STYLE', 'MARK_STYLE', 'GRADIENT_TROUBLE', 'display_mode',
-           'Series', 'panel_of', 'new_figure', 'data_range', 'axis_ranges', 'autoscale', 'marks_for', 'place_labels',
-           'thinned', 'curves_content', 'curves_spec', 'draw', 'plotlyjs_script', 'figure_html', 'page_html',
-           'figure_bundle', 'StaticFigure', 'summary_of', 'as_static', 'plot_history', 'portable_outputs',
+           'Series', 'panel_of', 'new_figure', 'clear_figure', 'data_range', 'axis_ranges', 'autoscale', 'marks_for',
+           'place_labels', 'thinned', 'curves_content', 'curves_spec', 'draw', 'plotlyjs_script', 'figure_html',
+           'page_html', 'figure_bundle', 'StaticFigure', 'summary_of', 'as_static', 'plot_history', 'portable_outputs',
            'grad_norm_matrix', 'plot_grad_norms', 'plot_curve', 'plot_lr_find', 'plot_overfit', 'LiveCurves',
            'FinalView', 'Progress', 'HistoryStream', 'default_displays']
 
@@ -128,6 +128,18 @@ def new_figure(widget: bool = False,  # a FigureWidget (updated in place in a li
     import plotly.graph_objects as go
     fig = go.Figure(_blank_figure(system))  # a copy: laying the panels out anew costs five times as much
     return go.FigureWidget(fig) if widget else fig
+
+def clear_figure(fig,  # a live curves figure (from `new_figure(widget=True)`), emptied in place
+                ):
+    "`fig` without traces, marks or fixed ranges, for a new run; the widget and the view showing it stay."
+    fig.data = ()
+    axes = [k for k in fig.layout.to_plotly_json() if k.startswith(("xaxis", "yaxis"))]
+    with fig.batch_update():
+        fig.layout.shapes = ()
+        fig.layout.annotations = ()
+        for axis in axes:
+            fig.layout[axis].update(autorange=True)
+    return fig
 
 @functools.lru_cache(maxsize=None)
 def _blank_figure(system: bool):
@@ -576,8 +588,10 @@ class LiveCurves(Callback):
                  clock: Callable[[], float] = time.monotonic,  # the time source for throttling (tests pass a fake)
                  show: bool = True,  # display the figure; False when a panel embeds `widget()` itself
                  severities: tuple = ("warning", "error"),  # finding severities marked on the curves
+                 figure=None,  # a live figure (`new_figure(widget=True)`) to draw in, emptied first (a panel's)
                 ):
         self.every, self.clock, self.mode, self.show, self.severities = every, clock, mode, show, severities
+        self._given = figure
         self.series, self.findings, self.n_updates, self.last = Series(), [], 0, -math.inf
         self.figure, self.box, self._findings_box, self._handle, self._shown = None, None, None, None, False
 
@@ -586,6 +600,9 @@ class LiveCurves(Callback):
         self.mode = self.mode or display_mode()
         if self.mode != "widget":  # drawn once at the end: the throughput row only when the run logged it
             self.figure = as_static(_blank_figure(self.series.has_system))
+            return
+        if self._given is not None:  # the panel's figure, made (and shown) by the panel: emptied, reused
+            self.figure = clear_figure(self._given)
             return
         import ipywidgets as w
         self.figure = new_figure(widget=True)  # the loop logs throughput and memory each epoch
@@ -601,8 +618,8 @@ class LiveCurves(Callback):
         return self.box
 
     def close(self):
-        "Close the live widgets (nothing is left to save or to draw); the points stay in `.series`."
-        for w in (self.box, self._findings_box, self.figure):
+        "Close the live widgets it made (nothing is left to save or to draw); the points stay in `.series`."
+        for w in (self.box, self._findings_box, None if self.figure is self._given else self.figure):
             if hasattr(w, "close"): w.close()
         self.box = self._findings_box = None
 

@@ -14,8 +14,8 @@ from .events import Callback
 from .splits import STRATEGIES, make_splits
 
 # %% auto #0
-__all__ = ['BALANCE_LAYOUT', 'BUTTON', 'Snapshot', 'buttons_html', 'split_code', 'balance_figure', 'SplitBuilder', 'StopOnEvent',
-           'TrainPanel']
+__all__ = ['BALANCE_LAYOUT', 'BUTTON', 'PLACEHOLDER', 'DRY_RUN_ROWS', 'Snapshot', 'buttons_html', 'split_code', 'balance_figure',
+           'SplitBuilder', 'StopOnEvent', 'run_status', 'dry_run_html', 'TrainPanel']
 
 # %% ../nbs/12_widgets.ipynb #e5463f06
 class Snapshot:
@@ -176,6 +176,41 @@ class StopOnEvent(Callback):
         if self.event.is_set(): state.control.request_stop("interrupted")
 
 BUTTON = dict(width="auto", min_width="max-content")  # a button as wide as its label
+PLACEHOLDER = ('<div class="tb-placeholder" style="padding:18px 12px;color:#666;font:13px sans-serif;'
+               'border:1px dashed #ccc;border-radius:4px;margin:6px 0">press <b>Train</b> or '
+               '<b>Overfit one batch</b> (<b>Find LR</b> and <b>Dry run</b> check the settings first): '
+               'the chart of the last action shows here</div>')
+
+def run_status(run,  # a finished `Run`
+              ) -> str:
+    "One status line for a finished run: how it ended, and for an early stop where and what was best."
+    if run.stopped == "early_stopping":
+        best = getattr(run, "best_epoch", None)
+        at = f", best epoch {best}" if best is not None else ""
+        return f"run <b>stopped early</b> at epoch {run.epoch}{at} ({run.step} steps)"
+    return f"run <b>{run.stopped}</b> after {run.step} steps"
+
+DRY_RUN_ROWS = (("steps", "optimizer steps taken", 1, ""), ("step_time", "time per step", 1e3, "ms"),
+                ("first_step_time", "first step (warm-up)", 1e3, "ms"),
+                ("data_wait", "waiting for data", 100, "% of training time"),
+                ("samples_per_s", "throughput", 1, "samples/s"),
+                ("peak_memory_mb", "peak memory rise", 1, "MiB"),
+                ("valid_batch_time", "time per validation batch", 1e3, "ms"),
+                ("estimated_run_s", "estimated full run", 1, "s"), ("seconds", "this dry run took", 1, "s"))
+
+def dry_run_html(report,  # a `DryRunReport`
+                ) -> str:
+    "The dry run's verdict and measurements as a table with units (what the panel shows after *Dry run*)."
+    color, word = ("#1e8449", "PASSED") if report.passed else ("#c0392b", "FAILED")
+    rows = []
+    for key, label, scale, unit in DRY_RUN_ROWS:
+        value = getattr(report, key, None)
+        if value is None: continue
+        shown = f"{value * scale:,.3g}" if isinstance(value, float) else f"{value:,}"
+        rows.append(f'<tr><td style="padding:1px 12px 1px 0">{label}</td>'
+                    f'<td style="text-align:right;padding:1px 6px">{shown}</td><td>{unit}</td></tr>')
+    return (f'<div class="tb-dryrun" style="font:13px sans-serif;margin:6px 0">dry run <b style="color:{color}">'
+            f'{word}</b><table style="border-collapse:collapse;margin-top:4px">{"".join(rows)}</table></div>')
 
 class TrainPanel(Snapshot):
     "Buttons (Overfit one batch, Find LR, Dry run, Train, Stop), one figure, findings and a status line for one model."
@@ -189,6 +224,8 @@ class TrainPanel(Snapshot):
                  callbacks=(),  # extra callbacks for *Train*
                 ):
         import ipywidgets as w
+        import plotly.graph_objects as go
+        from trainbook.live import new_figure
         if loss_fn is None: raise ValueError("TrainPanel needs loss_fn, e.g. loss_fn=nn.CrossEntropyLoss()")
         self.model, self.dl_train, self.dl_valid, self.loss_fn = model, dl_train, dl_valid, loss_fn
         self.config, self.metrics, self.callbacks = config or TrainConfig(), metrics, list(callbacks)
@@ -204,9 +241,17 @@ class TrainPanel(Snapshot):
                                     layout=w.Layout(**BUTTON))
         self.status = w.HTML("ready")
         self.findings = w.HTML()
-        self.plot = w.Box(layout=w.Layout(width="100%"))  # holds the figure of the last action
+        # Every widget the chart area shows is made here, on the kernel's main thread, while the panel is first
+        # displayed: the live figure's model (plotly's FigureWidget, an anywidget whose front-end runtime loads
+        # ~5 MB of JavaScript) is ready long before a button draws. A FigureWidget made per click, in the worker
+        # thread, and updated at once by the run, raced that load: Train as the first click showed "[anywidget]
+        # Runtime not found" instead of its curves. The live figure is reused by every run, never re-created.
+        self.placeholder = w.HTML(PLACEHOLDER)
+        self.live_figure = new_figure(widget=True)  # the curves of Train, updated in place while it runs
+        self.chart = go.FigureWidget()  # Overfit's and Find LR's curves, copied in (one layout shape for both)
+        self.note = w.HTML()  # Dry run's table
+        self.plot = w.Box([self.placeholder], layout=w.Layout(width="100%"))  # what the last action drew
         self.figure, self.curves = None, None
-        self._new_curves()
         self.overfit_button.on_click(lambda _: self._start("overfit one batch", self._overfit))
         self.lr_button.on_click(lambda _: self._start("find LR", self._find_lr))
         self.dry_button.on_click(lambda _: self._start("dry run", self._dry_run))
@@ -215,30 +260,31 @@ class TrainPanel(Snapshot):
         self.buttons = [self.overfit_button, self.lr_button, self.dry_button, self.train_button,
                         self.stop_button]
         self.widget = w.VBox([w.HBox(self.buttons), self.status, self.plot, self.findings])
+        self.widget.add_class("tb-panel")
 
     # --- what the panel shows -----------------------------------------------------------------------
     def show_figure(self,
-                    fig,  # a plotly figure (copied into a FigureWidget) or a FigureWidget (shown as it is)
+                    fig,  # a plotly figure, or the panel's `live_figure`
                    ):
-        "Put `fig` in the panel's plot area, closing the figure it replaces."
-        import plotly.graph_objects as go
-        old = self.figure
-        self.figure = fig if isinstance(fig, go.FigureWidget) else go.FigureWidget(fig)
-        self.plot.children = (self.figure,)
-        if old is None or old is self.figure: return
-        # the curves' own widgets go with their figure
-        if self.curves is not None and old is self.curves.figure:
-            self.curves.close()
-            self.curves = None
-        else:
-            old.close()
+        "Put `fig` in the panel's chart area in place of what the last action drew."
+        if fig is self.live_figure:
+            self.figure = fig
+            self.plot.children = (fig,)
+            return
+        self.figure = fig
+        chart = self.chart
+        chart.data = ()
+        chart.layout = fig.layout  # every curve chart sets the same keys: nothing stale is left in the view
+        chart.add_traces(list(fig.data))
+        self.plot.children = (chart,)
 
-    def _new_curves(self):
-        from trainbook.live import LiveCurves
-        curves = LiveCurves(mode="widget", show=False)
-        curves.widget()
-        self.show_figure(curves.figure)
-        self.curves = curves
+    def show_note(self,
+                  content: str,  # HTML shown in the chart area (a table), in place of a chart
+                 ):
+        "Put `content` in the panel's chart area in place of what the last action drew."
+        self.figure = None
+        self.note.value = content
+        self.plot.children = (self.note,)
 
     # --- actions (each runs in the background thread) -----------------------------------------------
     def _overfit(self):
@@ -267,18 +313,23 @@ class TrainPanel(Snapshot):
         report = dry_run(self.model, self.dl_train, self.dl_valid, loss_fn=self.loss_fn, config=self.config,
                          metrics=self.metrics)
         self.dry_run_report = report
-        self.findings.value = report._repr_html_()
+        self.findings.value = findings_html(report.findings)
+        self.show_note(dry_run_html(report))
         return (f"dry run: <b>{'PASSED' if report.passed else 'FAILED'}</b> "
                 f"({len(report.findings)} finding(s))")
 
     def _train(self):
+        from trainbook.live import LiveCurves
         from trainbook.loop import fit
-        self._new_curves()  # fresh curves for a new run
+        # fresh curves for a new run, drawn in the panel's live figure (throttled: one redraw a second at most)
+        self.curves = LiveCurves(every=1.0, mode="widget", show=False, figure=self.live_figure)
+        self.curves.widget()
+        self.show_figure(self.live_figure)
         self.run = fit(self.model, self.dl_train, self.dl_valid, loss_fn=self.loss_fn, config=self.config,
                        metrics=self.metrics,
                        callbacks=[StopOnEvent(self._stop), self.curves, *self.callbacks], live=False)
         self.findings.value = findings_html(self.run.findings)
-        return f"run <b>{self.run.stopped}</b> after {self.run.step} steps"
+        return run_status(self.run)
 
     # --- plumbing ---------------------------------------------------------------------------------
     def _start(self, what: str, action: Callable[[], str]):
@@ -333,6 +384,8 @@ class TrainPanel(Snapshot):
 
     def _snapshot_html(self) -> str:
         from trainbook.live import figure_html
-        fig = figure_html(self.figure, owner=self) if self.figure is not None and self.figure.data else ""
+        if self.figure is not None and self.figure.data: shown = figure_html(self.figure, owner=self)
+        elif self.plot.children == (self.note,): shown = self.note.value
+        else: shown = PLACEHOLDER
         return (f"<div>{buttons_html(self.buttons)}</div><div>{self.status.value}</div>"
-                f"{fig}{self.findings.value}")
+                f"{shown}{self.findings.value}")
