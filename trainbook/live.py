@@ -15,11 +15,12 @@ from .events import Callback, LoopState
 
 # %% auto #0
 __all__ = ['PANELS', 'TITLES', 'LOG_PANELS', 'SYSTEM', 'LEGENDS', 'STYLE', 'MARK_STYLE', 'GRADIENT_TROUBLE', 'display_mode',
-           'Series', 'panel_of', 'new_figure', 'clear_figure', 'data_range', 'axis_ranges', 'autoscale', 'marks_for',
-           'place_labels', 'thinned', 'curves_content', 'curves_spec', 'draw', 'plotlyjs_script', 'figure_html',
-           'page_html', 'figure_bundle', 'StaticFigure', 'summary_of', 'as_static', 'plot_history', 'portable_outputs',
-           'grad_norm_matrix', 'plot_grad_norms', 'plot_curve', 'plot_lr_find', 'plot_overfit', 'LiveCurves',
-           'FinalView', 'Progress', 'HistoryStream', 'default_displays']
+           'Series', 'panel_of', 'new_figure', 'clear_figure', 'data_range', 'axis_ranges', 'autoscale', 'axis_scale',
+           'decade_label', 'decade_ticks', 'constant_note', 'marks_for', 'place_labels', 'thinned', 'curves_content',
+           'curves_spec', 'draw', 'plotlyjs_script', 'figure_html', 'page_html', 'figure_bundle', 'StaticFigure',
+           'summary_of', 'as_static', 'plot_history', 'portable_outputs', 'grad_norm_matrix', 'plot_grad_norms',
+           'plot_curve', 'lr_find_y_range', 'plot_lr_find', 'plot_overfit', 'LiveCurves', 'FinalView', 'Progress',
+           'stop_summary', 'HistoryStream', 'default_displays']
 
 # %% ../nbs/11_live.ipynb #ec582984
 def display_mode() -> str:
@@ -201,6 +202,44 @@ def autoscale(fig,  # a plotly figure; its axes' ranges are set in place
     for axis, r in ranges.items():
         fig.layout[axis].update(range=r, autorange=False)  # the live widget keeps no stale range
     return ranges
+def axis_scale(values,  # the points drawn on one axis
+               log_ok: bool = True,  # whether a log axis may be chosen (positive quantities: loss, lr, norms)
+               squash: float = 0.5,  # log when at least this share of the points lies in the linear axis's bottom tenth
+               rtol: float = 1e-6,  # a relative spread below this is a constant
+              ) -> dict:
+    "How one axis reads best: {'kind': 'empty' | 'constant' | 'linear' | 'log', 'value': the constant's value}."
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if not len(v): return {"kind": "empty"}
+    lo, hi = float(v.min()), float(v.max())
+    if hi - lo <= rtol * max(abs(hi), abs(lo), 1e-300): return {"kind": "constant", "value": hi}
+    if not log_ok or lo <= 0 or hi / lo < 10: return {"kind": "linear"}  # less than a decade: linear reads better
+    # a linear axis would press most of the curve flat against its bottom (a spike, a fall by decades): log
+    flat = float(np.mean(v < lo + 0.1 * (hi - lo)))
+    return {"kind": "log" if flat >= squash else "linear"}
+
+def decade_label(exponent: int,  # the tick is at 10**exponent
+                 plain: bool = True,  # '0.001' (else '1e-3'); one axis uses one style
+                ) -> str:
+    "The label of a decade tick: '0.001' or '1e-3'."
+    if plain: return f"{10.0 ** exponent:g}"
+    return f"1e{exponent}"
+
+def decade_ticks(axis_range: list,  # a log axis's range, in decades (log10 units)
+                ) -> dict:
+    "Ticks at whole decades only (no minor digits), labelled alike: plotly's tickvals/ticktext for a log axis."
+    lo, hi = math.ceil(axis_range[0] - 1e-9), math.floor(axis_range[1] + 1e-9)
+    exps = list(range(lo, hi + 1))
+    if len(exps) > 8: exps = exps[:: -(-len(exps) // 8)]  # at most about eight labels
+    plain = all(-3 <= e <= 3 for e in exps)  # 0.001 … 1000 read plainly; past them every label is 1eN
+    return {"tickmode": "array", "tickvals": [10.0 ** e for e in exps],
+            "ticktext": [decade_label(e, plain) for e in exps]}
+
+def constant_note(name: str,  # what the constant is ('learning rate')
+                  value: float,  # its value
+                 ) -> str:
+    "One line in place of a flat panel: 'learning rate constant at 0.003'."
+    return f"{name} constant at {value:.4g}"
 
 # %% ../nbs/11_live.ipynb #21fa9eb9
 MARK_STYLE = {"best": ("#1e8449", "best"), "early_stopping": ("#555555", "early stop"),
@@ -230,7 +269,7 @@ def marks_for(findings: list,  # Findings (and the run's own 'best'/'early_stopp
             epochs = series.points.get("train loss (epoch)", ([], []))[0]
             if not epochs: continue
             at = epochs[min(f.data.get("best_epoch", f.data.get("onset_epoch", 0)), len(epochs) - 1)]
-            out.append((at, color, f"overfitting from epoch {f.data.get('onset_epoch')}"))
+            out.append((at, color, f"overfitting from step {at}"))  # the axis counts steps
             continue
         at = sorted(f.data.get("steps") or ([f.data["step"]] if "step" in f.data else []))
         # a burst of steps is one event: one mark, counted in its label
@@ -298,28 +337,45 @@ def curves_content(series: Series,  # the points to draw
                    system: bool = True,  # the figure has the row of throughput and memory panels
                   ) -> tuple[list, dict]:
     "What the curves figure shows, as plain data: a trace dict per curve (thinned) and the layout's changes."
-    _, axes, log_axes, width_px = _blank_spec(system)
-    traces, curves = [], []
+    _, axes, _, width_px = _blank_spec(system)
+    held = {}  # panel -> [(name, xs, ys)]
     for name, (xs, ys) in series.points.items():
         panel = panel_of(name)
-        if panel not in axes: continue
-        x_axis, y_axis = axes[panel]
-        xs, ys = np.asarray(xs), np.asarray(ys, dtype=float)  # once: thinned and the axis ranges both read them
-        x, y = thinned(xs, ys)
-        traces.append({"name": name, "x": x, "y": y, "xaxis": x_axis.replace("axis", ""),
-                       "yaxis": y_axis.replace("axis", ""), "mode": "lines", "legend": LEGENDS.get(panel, "legend"),
-                       "showlegend": panel in LEGENDS, **STYLE.get(name, {})})
-        curves.append((x_axis, y_axis, xs, ys))
+        if panel in axes: held.setdefault(panel, []).append((name, np.asarray(xs), np.asarray(ys, dtype=float)))
+    # each panel's axis from what it holds (see `axis_scale`): empty and constant panels are not drawn
+    scales = {p: axis_scale(np.concatenate([ys for _, _, ys in c]), log_ok=True) for p, c in held.items()}
+    traces, curves, layout, notes = [], [], {}, []
+    for panel, (x_axis, y_axis) in axes.items():
+        scale = scales.get(panel, {"kind": "empty"})
+        shown = scale["kind"] in ("linear", "log")
+        layout[x_axis] = {"visible": shown}
+        layout[y_axis] = {"visible": shown, "type": "log" if scale["kind"] == "log" else "linear"}
+        if scale["kind"] == "constant":
+            notes.append(dict(text=constant_note(TITLES[panel], scale["value"]), showarrow=False,
+                              xref=f"{x_axis.replace('axis', '')} domain", yref=f"{y_axis.replace('axis', '')} domain",
+                              x=0, y=0.5, xanchor="left", font=dict(size=11, color="#555")))
+        if not shown: continue
+        for name, xs, ys in held[panel]:
+            x, y = thinned(xs, ys)
+            traces.append({"name": name, "x": x, "y": y, "xaxis": x_axis.replace("axis", ""),
+                           "yaxis": y_axis.replace("axis", ""), "mode": "lines",
+                           "legend": LEGENDS.get(panel, "legend"), "showlegend": panel in LEGENDS,
+                           **STYLE.get(name, {})})
+            curves.append((x_axis, y_axis, xs, ys))
+    log_axes = {axes[p][1] for p, s in scales.items() if s["kind"] == "log"}
     ranges = axis_ranges(curves, log_axes)
+    for axis, r in ranges.items():
+        layout[axis].update(range=r, autorange=False)
+        if axis in log_axes: layout[axis].update(decade_ticks(r))
+        elif axis.startswith("yaxis"): layout[axis].update(tickmode="auto", tickvals=None, ticktext=None)
     lines = marks_for(findings, series, severities)
     marks = place_labels(lines, ranges.get("xaxis", [0, 1]), width_px)
-    layout = {axis: {"range": r, "autorange": False} for axis, r in ranges.items()}
     layout["shapes"] = [dict(type="line", x0=x, x1=x, xref="x", y0=0, y1=1, yref="y domain",
                              line=dict(dash="dash", color=color, width=1)) for x, color, _ in lines]
     layout["annotations"] = [dict(x=x, y=1 - 0.1 * level, xref="x", yref="y domain", text=text, showarrow=False,
                                   xanchor="left", yanchor="top", font=dict(color=color, size=10),
                                   bgcolor="rgba(255,255,255,0.8)")
-                             for x, color, text, level in marks]
+                             for x, color, text, level in marks] + notes
     return traces, layout
 
 def curves_spec(series: Series,  # the points to draw
@@ -542,6 +598,7 @@ def plot_curve(x, y,  # the points
                log_y: bool = False,  # a log y axis (a loss falling by orders of magnitude)
                marks: list = (),  # (x, color, label) vertical marks
                height: int = 320,  # the figure's height in px
+               y_range: Optional[list] = None,  # the y axis range (log10 units on a log axis); default: all the data
               ):
     "One autoscaled curve with marks: the LR finder's loss against lr, the overfit-one-batch loss against step."
     import plotly.graph_objects as go
@@ -552,6 +609,9 @@ def plot_curve(x, y,  # the points
     fig.update_xaxes(title_text=x_title, type="log" if log_x else "linear")
     fig.update_yaxes(title_text="loss", type="log" if log_y else "linear")
     x_range = autoscale(fig).get("xaxis", [0, 1])
+    if y_range is not None: fig.update_yaxes(range=y_range, autorange=False)
+    if log_x: fig.update_xaxes(**decade_ticks(x_range))
+    if log_y: fig.update_yaxes(**decade_ticks(y_range or fig.layout.yaxis.range))
     def side(mx):  # a label past the middle reads to the left of its line, so it stays inside the panel
         at = math.log10(mx) if log_x and mx > 0 else mx
         return "right" if at > sum(x_range) / 2 else "left"
@@ -562,11 +622,32 @@ def plot_curve(x, y,  # the points
                                         yanchor="top", font=dict(color=c, size=11)) for mx, c, t in marks])
     return as_static(fig)
 
+def lr_find_y_range(losses,  # the LR finder's smoothed losses, in lr order
+                    pad: float = 0.08,  # share of the span added on each side
+                   ) -> Optional[list]:
+    "A y range from the lowest loss up to the highest one before it: the fall fills the panel, the divergence is cut."
+    v = np.asarray(losses, dtype=float)
+    finite = np.flatnonzero(np.isfinite(v))
+    if not len(finite): return None
+    low = finite[np.argmin(v[finite])]
+    top = float(np.nanmax(v[: low + 1][np.isfinite(v[: low + 1])]))
+    lo = float(v[low])
+    span = (top - lo) or max(abs(top) * 0.1, 1e-3)
+    return [lo - pad * span, top + pad * span]
+
 def plot_lr_find(finder,  # an `LRFinder` (`lrs`, `losses`, `suggestion`)
                 ):
-    "The LR range test: smoothed loss against lr on a log axis, the suggestion marked."
-    return plot_curve(finder.lrs, finder.losses, "train loss (smoothed)", "learning rate", log_x=True,
-                      marks=[(finder.suggestion, "#1e8449", f"suggested {finder.suggestion:.2e}")])
+    "The LR range test: smoothed loss against lr on a log axis, clipped near the starting loss, the suggestion marked."
+    import plotly.graph_objects as go
+    fig = plot_curve(finder.lrs, finder.losses, "train loss (smoothed)", "learning rate", log_x=True,
+                     marks=[(finder.suggestion, "#1e8449", f"suggested {finder.suggestion:.2e}")],
+                     y_range=lr_find_y_range(finder.losses))
+    lrs = np.asarray(finder.lrs, dtype=float)
+    if finder.suggestion is not None and len(lrs):
+        at = int(np.argmin(np.abs(np.log10(lrs) - math.log10(finder.suggestion))))
+        fig.add_trace(go.Scatter(x=[finder.suggestion], y=[finder.losses[at]], mode="markers", name="suggested lr",
+                                 marker=dict(color="#1e8449", size=9), showlegend=False))
+    return fig
 
 def plot_overfit(report,  # a `SanityReport` from `overfit_batch`
                 ):
@@ -742,8 +823,24 @@ class Progress(Callback):
             post = {"train_loss": f"{train:.4g}", **{f"valid_{k}": v for k, v in post.items()}}
         self.epochs.set_postfix(post)
     def after_fit(self, state):
+        run = getattr(state, "run", None)
+        early = getattr(run, "stopped", None) == "early_stopping"
+        if early and self.epochs is not None and self.epochs.total:
+            # a finished bar at the epochs it ran: tqdm draws an incomplete bar red, which reads as a crash
+            done = self.epochs.n
+            self.epochs.reset(total=done)
+            self.epochs.update(done)
         for bar in (self.steps, self.epochs):
             if bar is not None: bar.close()
+        if early: print(stop_summary(run))
+
+def stop_summary(run,  # a finished `Run`
+                ) -> str:
+    "One line for an early stop, as Keras and Lightning print it: 'stopped early at epoch 10, best epoch 6 (…)'."
+    line = f"stopped early at epoch {run.epoch}"
+    if getattr(run, "best_epoch", None) is not None: line += f", best epoch {run.best_epoch}"
+    if getattr(run, "best", None) is not None: line += f" ({run.config.monitor} {run.best:.4g})"
+    return line
 
 class HistoryStream(Callback):
     "Appends new history records to a JSON-lines file (at most every `every` seconds, and at each epoch's end)."

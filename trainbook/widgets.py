@@ -184,10 +184,9 @@ PLACEHOLDER = ('<div class="tb-placeholder" style="padding:18px 12px;color:#666;
 def run_status(run,  # a finished `Run`
               ) -> str:
     "One status line for a finished run: how it ended, and for an early stop where and what was best."
+    from trainbook.live import stop_summary
     if run.stopped == "early_stopping":
-        best = getattr(run, "best_epoch", None)
-        at = f", best epoch {best}" if best is not None else ""
-        return f"run <b>stopped early</b> at epoch {run.epoch}{at} ({run.step} steps)"
+        return f"run <b>{html.escape(stop_summary(run))}</b> after {run.step} steps"
     return f"run <b>{run.stopped}</b> after {run.step} steps"
 
 DRY_RUN_ROWS = (("steps", "optimizer steps taken", 1, ""), ("step_time", "time per step", 1e3, "ms"),

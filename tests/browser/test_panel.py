@@ -18,7 +18,7 @@ panel = tb.TrainPanel(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2
 panel"""
 
 # what each button leaves: the status line it ends with, and the trace its chart holds (None: a table, no chart)
-DONE = {"Train": ("run (completed|early_stopping) after", "valid loss"),
+DONE = {"Train": ("run (completed|stopped early.*) after", "valid loss"),
         "Overfit one batch": ("overfit one batch: (PASSED|FAILED)", "train loss on one batch"),
         "Find LR": ("suggested lr:", "train loss (smoothed)"),
         "Dry run": ("dry run: (PASSED|FAILED)", None)}
