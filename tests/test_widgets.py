@@ -284,3 +284,27 @@ def test_saved_notebook_small_and_readable_without_kernel(tmp_path):
     assert visible_outputs(nb, html) == []
     snapshot = nb.cells[6].outputs[0]["data"]["text/html"]
     assert "PASSED" in snapshot and "Plotly.newPlot" in snapshot  # the panel's output was refreshed after the click
+
+
+def test_findings_render_as_callouts_and_reports_as_tables():
+    "A finding reads as a callout (severity colour, title, message, fix); reports are tables without empty cells."
+    import numpy as np, pandas as pd
+    from trainbook.core import findings_html, number_text
+    f = tb.Finding("class_imbalance", "warning", "the minority class is 3% of rows", column="y",
+                   advice="pass class weights")
+    out = findings_html([tb.Finding("duplicate_rows", "info", "2 duplicates"), f])
+    assert out.index("Class imbalance") < out.index("Duplicate rows")  # worst first
+    assert "tb-warning" in out and "<b>Fix:</b> pass class weights" in out and "<code>y</code>" in out
+    assert "overflow-wrap:break-word" in out and "monospace" not in out  # words wrap whole, in prose
+    assert f._repr_html_().startswith('<div class="tb-finding tb-warning"')
+    assert [number_text(v) for v in (0.021600820741402058, 1234, 3e-05, None, float("nan"), 2.0)] == \
+        ["0.0216", "1,234", "3e-05", "—", "—", "2"]
+    df = load_breast_cancer(as_frame=True).frame.assign(city=lambda d: np.where(d.index % 3, "north", None))
+    html = tb.check_data(df, target="target")._repr_html_()
+    assert "NaN" not in html and ">nan<" not in html.lower()
+    assert "33.4%" in html and "top: north" in html and "<th" in html  # missing share, top value, a real table
+    from trainbook.data import ServingReport
+    served = ServingReport(torch.zeros(3, 5), pd.Index([0, 1, 2]),
+                           [tb.Finding("unseen_category", "warning", "'east' was not seen in training", column="city")], 4)
+    page = served._repr_html_()
+    assert "3 of 4 rows served" in page and "rows refused</td><td>1" in page and "Unseen category" in page
