@@ -16,9 +16,9 @@ from .loop import MONITOR_ALIASES, Run
 
 # %% auto #0
 __all__ = ['DEFAULT_URI', 'PER_STEP', 'SUMMARY', 'tracking_uri', 'metric_key', 'metric_points', 'run_params', 'params_of',
-           'tags_of', 'status_of', 'run_record', 'run_from_record', 'Tracker', 'track', 'untrack', 'active_tracker',
-           'log_run', 'differing', 'runs', 'load_run', 'Comparison', 'compare_runs', 'run_options', 'RunBrowser',
-           'write_scalars', 'to_tensorboard']
+           'tags_of', 'status_of', 'run_record', 'run_from_record', 'Tracker', 'quiet_mlflow', 'track', 'untrack',
+           'active_tracker', 'log_run', 'differing', 'runs', 'load_run', 'Comparison', 'compare_runs', 'run_options',
+           'RunBrowser', 'write_scalars', 'to_tensorboard']
 
 # %% ../nbs/16_tracking.ipynb #16f62e19
 DEFAULT_URI = "sqlite:///mlruns.db"
@@ -217,6 +217,7 @@ class Tracker:
         self.client, self.experiment_id = None, None
         if use_mlflow:  # connect now, so a wrong URI fails here and not in the middle of a run
             from mlflow import MlflowClient
+            quiet_mlflow()
             self.client = MlflowClient(tracking_uri=self.uri)
             self.experiment_id = _experiment_id(self.client, experiment, self.uri)
         _preload(use_mlflow, figure, tensorboard is not None)
@@ -346,11 +347,19 @@ def _write_figure(path: Path, run: Run):
     from trainbook.live import page_html
     path.write_text(page_html(run.plot(as_dict=True), title=f"trainbook run: {run.stopped} at step {run.step}"))
 
+def quiet_mlflow():
+    "Keep MLflow's INFO lines (database set-up, migrations) out of cell outputs; MLFLOW_LOGGING_LEVEL asks for them."
+    import logging
+    if os.environ.get("MLFLOW_LOGGING_LEVEL"): return
+    for name in ("mlflow", "alembic"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
 def _preload(use_mlflow: bool, figure: bool, tensorboard: bool):
     "Import here what the background thread will need: two threads importing one module can deadlock."
     if use_mlflow:
         import mlflow.entities, mlflow.utils.uri  # noqa: F401
         import mlflow.store.artifact.artifact_repository_registry  # noqa: F401
+        quiet_mlflow()
     if tensorboard: import torch.utils.tensorboard  # noqa: F401
     if figure:
         try: import trainbook.live, plotly.graph_objects, plotly.subplots  # noqa: F401
@@ -416,6 +425,7 @@ def log_run(run: Run,  # a finished run, e.g. one made before tracking was turne
 def _client(uri: Optional[str]):
     "An MLflow client for `uri` (the active tracker's store by default), after pending writes."
     from mlflow import MlflowClient
+    quiet_mlflow()
     if _TRACKER is not None and uri in (None, _TRACKER.uri):
         _TRACKER.wait()
         if _TRACKER.client is not None: return _TRACKER.client
