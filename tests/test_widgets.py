@@ -308,3 +308,30 @@ def test_findings_render_as_callouts_and_reports_as_tables():
                            [tb.Finding("unseen_category", "warning", "'east' was not seen in training", column="city")], 4)
     page = served._repr_html_()
     assert "3 of 4 rows served" in page and "rows refused</td><td>1" in page and "Unseen category" in page
+
+
+def test_split_builder_starts_from_the_split_above():
+    "The quickstart made its split with test_size=0.2 and seed 0: the builder shows those, not the defaults."
+    df = load_breast_cancer(as_frame=True).frame
+    splits = tb.make_splits(df, "target", test_size=0.2, seed=3, valid_size=0.25)
+    sb = tb.SplitBuilder(df, splits=splits)
+    assert sb.target.value == "target" and sb.test_size.value == 0.2 and sb.valid_size.value == 0.25
+    assert sb.seed.value == 3 and sb.strategy.value == "auto"
+    assert sb.code_text() == "splits = tb.make_splits(df, 'target', valid_size=0.25, test_size=0.2, seed=3)"
+    assert len(sb.splits.test) == len(splits.test)  # the same split, ready to adjust
+    assert all(len(c.description) <= 12 for c in sb.controls)  # labels fit their 90 px
+
+
+def test_mlflow_info_lines_stay_out_unless_asked_for(monkeypatch):
+    import logging
+    pytest.importorskip("mlflow")
+    from trainbook.tracking import quiet_mlflow
+    log = logging.getLogger("mlflow")
+    monkeypatch.setattr(log, "level", logging.INFO)
+    monkeypatch.delenv("MLFLOW_LOGGING_LEVEL", raising=False)
+    quiet_mlflow()
+    assert log.level == logging.WARNING  # "Creating initial MLflow database tables..." is not the user's output
+    log.setLevel(logging.INFO)
+    monkeypatch.setenv("MLFLOW_LOGGING_LEVEL", "INFO")
+    quiet_mlflow()
+    assert log.level == logging.INFO  # asked for: kept

@@ -15,7 +15,7 @@ from .splits import STRATEGIES, make_splits
 
 # %% auto #0
 __all__ = ['BALANCE_LAYOUT', 'BUTTON', 'PLACEHOLDER', 'DRY_RUN_ROWS', 'Snapshot', 'buttons_html', 'split_code', 'balance_figure',
-           'SplitBuilder', 'StopOnEvent', 'run_status', 'dry_run_html', 'TrainPanel']
+           'start_values', 'SplitBuilder', 'StopOnEvent', 'run_status', 'dry_run_html', 'TrainPanel']
 
 # %% ../nbs/12_widgets.ipynb #e5463f06
 class Snapshot:
@@ -76,12 +76,27 @@ BALANCE_LAYOUT = dict(barmode="group", height=260, width=460, template="plotly_w
                       margin=dict(l=50, r=10, t=10, b=30), yaxis_title="share of rows",
                       legend=dict(orientation="h", x=0, y=-0.15, xanchor="left", yanchor="top"))
 
+def start_values(splits,  # a `Splits` whose settings the builder starts from, or None
+                 df: pd.DataFrame,  # the frame the builder splits
+                 target: Optional[str] = None,  # the target asked for (wins over the split's)
+                ) -> dict:
+    "The builder's first control values: the split's `make_splits` settings where given, else the defaults."
+    p = dict(getattr(splits, "params", None) or {})
+    asked = getattr(splits, "reason", "") == "asked for"  # an explicit strategy; else 'auto' chose it
+    column = lambda name: name if name in df.columns else None
+    return {"target": column(target if target is not None else p.get("target")),
+            "strategy": splits.strategy if splits is not None and asked else "auto",
+            "groups": column(p.get("groups")), "time": column(p.get("time")),
+            "valid_size": float(p.get("valid_size", 0.2)), "test_size": float(p.get("test_size", 0.0)),
+            "n_folds": int(p.get("n_folds") or 0), "gap": int(p.get("gap", 0)), "seed": int(p.get("seed", 0))}
+
 class SplitBuilder(Snapshot):
     "A widget to choose a split of `df`, preview it, and audit it; `.splits` is the result."
     def __init__(self,
                  df: pd.DataFrame,  # the frame to split
                  target: Optional[str] = None,  # the target column to start with
                  frame_name: str = "df",  # the frame's name in the code that *Copy code* writes
+                 splits=None,  # a `Splits` (from the `make_splits` call above): the controls start from its settings
                 ):
         import ipywidgets as w
         import plotly.graph_objects as go
@@ -89,20 +104,23 @@ class SplitBuilder(Snapshot):
             raise ValueError("SplitBuilder needs a non-empty pandas DataFrame")
         self.df, self.frame_name, self.splits, self.error = df, frame_name, None, None
         cols = [None] + list(df.columns)
+        start = start_values(splits, df, target)
         style = {"description_width": "90px"}
-        self.target = w.Dropdown(options=cols, value=target if target in df.columns else None,
-                                 description="target", style=style)
-        self.strategy = w.Dropdown(options=list(STRATEGIES), value="auto", description="strategy",
+        self.target = w.Dropdown(options=cols, value=start["target"], description="target", style=style)
+        self.strategy = w.Dropdown(options=list(STRATEGIES), value=start["strategy"], description="strategy",
                                    style=style)
-        self.groups = w.Dropdown(options=cols, value=None, description="groups", style=style)
-        self.time = w.Dropdown(options=cols, value=None, description="time", style=style)
-        self.valid_size = w.FloatSlider(value=0.2, min=0.05, max=0.5, step=0.05, description="valid size",
-                                        style=style)
-        self.test_size = w.FloatSlider(value=0.0, min=0.0, max=0.5, step=0.05, description="test size",
-                                       style=style)
-        self.n_folds = w.IntSlider(value=0, min=0, max=10, description="folds (0=none)", style=style)
-        self.gap = w.IntText(value=0, description="gap (rows)", style=style)
-        self.seed = w.IntText(value=0, description="seed", style=style)
+        self.groups = w.Dropdown(options=cols, value=start["groups"], description="groups", style=style)
+        self.time = w.Dropdown(options=cols, value=start["time"], description="time", style=style)
+        self.valid_size = w.FloatSlider(value=start["valid_size"], min=0.05, max=0.5, step=0.05,
+                                        description="valid size", style=style)
+        self.test_size = w.FloatSlider(value=start["test_size"], min=0.0, max=0.5, step=0.05,
+                                       description="test size", style=style)
+        # short labels that fit their 90 px (a cut "folds (0=no…" reads as nothing); the detail is the tooltip
+        self.n_folds = w.IntSlider(value=start["n_folds"], min=0, max=10, description="folds", style=style,
+                                   tooltip="cross-validation folds; 0 = one train/valid holdout")
+        self.gap = w.IntText(value=start["gap"], description="gap (rows)", style=style,
+                             tooltip="rows left out between train and valid (and valid and test)")
+        self.seed = w.IntText(value=start["seed"], description="seed", style=style)
         self.copy_button = w.Button(description="Copy code", icon="copy", layout=w.Layout(width="auto"))
         self.code = w.HTML()
         self.status = w.HTML()
