@@ -361,3 +361,22 @@ def test_an_early_stop_leaves_a_finished_bar_and_one_line(capsys):
     assert bar.epochs.n == bar.epochs.total == run.epoch + 1  # finished at the epochs it ran
     out = capsys.readouterr().out
     assert f"stopped early at epoch {run.epoch}, best epoch {run.best_epoch}" in out
+
+
+def test_runs_compared_by_what_differs():
+    "Legends and titles name the differing params; the table shows numbers to their precision and findings as chips."
+    import pandas as pd
+    from trainbook.live import wrap_title
+    from trainbook.tracking import Comparison, finding_chips, param_text, runs_label
+    assert runs_label({"hidden": "16", "lr": "0.001"}, ["hidden", "lr"], "20261201-113403-ce20") == "hidden=16, lr=0.001"
+    assert runs_label({"hidden": "16"}, [], "20261201-113403-ce20") == "20261201-113403-ce20"
+    assert [param_text(v) for v in ("0.0010000", None, float("nan"), "relu", 0.021600820741402058)] == \
+        ["0.001", "—", "—", "relu", "0.0216"]
+    chips = finding_chips("lr_too_low:info, overfitting:warning")
+    assert chips.count("<span") == 2 and ">lr too low<" in chips and "#b9770e" in chips and ":info" not in chips
+    table = pd.DataFrame({"run": ["a", "b"], "dropout": [0.1, None], "best": [0.021600820741402058, 0.5],
+                          "findings": ["lr_too_low:info", ""]}).set_index("run")
+    html = Comparison(None, table).table_html()
+    assert "0.0216<" in html and "NaN" not in html and "—" in html and "lr too low" in html
+    title = wrap_title("trial 12 of 20 done, 3 pruned; best valid_loss 0.3012 (trial 7: hidden=225, dropout=0.1, lr=0.003)", 40)
+    assert all(len(line) <= 40 for line in title.split("<br>")) and "dropout=0.1," in title  # nothing cut

@@ -19,8 +19,8 @@ __all__ = ['PANELS', 'TITLES', 'LOG_PANELS', 'SYSTEM', 'LEGENDS', 'STYLE', 'MARK
            'decade_label', 'decade_ticks', 'constant_note', 'marks_for', 'place_labels', 'thinned', 'curves_content',
            'curves_spec', 'draw', 'plotlyjs_script', 'figure_html', 'page_html', 'figure_bundle', 'StaticFigure',
            'summary_of', 'as_static', 'plot_history', 'portable_outputs', 'grad_norm_matrix', 'plot_grad_norms',
-           'plot_curve', 'lr_find_y_range', 'plot_lr_find', 'plot_overfit', 'LiveCurves', 'FinalView', 'Progress',
-           'stop_summary', 'HistoryStream', 'default_displays']
+           'plot_curve', 'lr_find_y_range', 'plot_lr_find', 'plot_overfit', 'wrap_title', 'LiveCurves', 'FinalView',
+           'Progress', 'stop_summary', 'HistoryStream', 'default_displays']
 
 # %% ../nbs/11_live.ipynb #ec582984
 def display_mode() -> str:
@@ -657,6 +657,18 @@ def plot_overfit(report,  # a `SanityReport` from `overfit_batch`
     return plot_curve(loss.index, loss.values, f"train loss on one batch ({verdict})",
                       log_y=bool(len(loss)) and
                       bool((loss.values > 0).all()))
+def wrap_title(text: str,  # a figure title, however long
+               width: int = 80,  # characters per line at most (a plotly title never wraps by itself)
+              ) -> str:
+    "A long title broken at spaces into lines of at most `width` characters ('<br>'): never cut at the edge."
+    lines, line = [], ""
+    for word in text.split(" "):
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return "<br>".join(lines + [line])
 
 # %% ../nbs/11_live.ipynb #c22a4aaf
 class LiveCurves(Callback):
