@@ -202,7 +202,8 @@ def _norm(anchor: str) -> str:
 
 def _heading_text(tag) -> str:
     "A heading's text with its code kept and the permalink sign dropped."
-    return " ".join(tag.get_text(" ", strip=True).replace("¶", "").split())
+    text = " ".join(tag.get_text(" ", strip=True).replace("¶", "").split())
+    return re.sub(r"\s+([,.:;)])", r"\1", text)  # 'Position ,' was two text nodes
 
 
 def _text_without_code(tag) -> str:
@@ -245,7 +246,7 @@ def fix_pages(titles: dict) -> None:
             if not href or href.startswith("#"): continue
             key = os.path.normpath(os.path.join(os.path.dirname(rel), href)).replace(os.sep, "/")
             label = a.find(class_="md-ellipsis") or a
-            if key in html_titles and html_titles[key] and not a.get("href", "").count("#"):
+            if key in html_titles and html_titles[key] and key != "index.html" and "#" not in a["href"]:
                 label.string = html_titles[key]
         if rel in html_titles and soup.title is not None:
             soup.title.string = f"{html_titles[rel]} - trainbook"
