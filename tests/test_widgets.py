@@ -122,7 +122,7 @@ def test_dry_run_button_shows_the_report(monkeypatch):
     p = panel()
     p.dry_button.click(); p.wait()
     assert calls == [(p.model, p.dl_train, p.dl_valid, p.loss_fn, p.config, p.metrics)]
-    assert "dry run: <b>FAILED</b> (1 finding(s))" in p.status.value and "shape_mismatch" in p.findings.value
+    assert "dry run: <b>FAILED</b> (1 finding(s))" in p.status.value and "Shape mismatch" in p.findings.value
     assert p.plot.children == (p.note,) and "FAILED" in p.note.value and p.figure is None  # no chart left above
     assert isinstance(p.dry_run_report, Report) and p.error is None
     # units, not bare numbers: 0.00122 s per step reads as 1.22 ms, a share as a percentage

@@ -368,15 +368,20 @@ class TrainPanel(Snapshot):
 
     def _work(self, what: str, action: Callable[[], str]):
         from trainbook.batch import training_lock
+        status = None
         try:
             with training_lock(self.model, what):  # the model is this panel's until the action ends
-                self.status.value = action()
+                status = action()
         except Exception as e:  # shown in the panel; the notebook keeps going
             self.error = e
-            self.status.value = f'<b style="color:#c0392b">{what} failed:</b> {html.escape(repr(e))}'
+            status = f'<b style="color:#c0392b">{what} failed:</b> {html.escape(repr(e))}'
         finally:
-            self._set_running(False)
+            # The saved notebook's snapshot is re-rendered first (its output is redrawn, the panel's view with
+            # it), then the status and the buttons change: a click that follows the new status hits the new view.
+            self._final_status = status if status is not None else self.status.value
             self.refresh_snapshot()
+            self.status.value, self._final_status = self._final_status, None
+            self._set_running(False)
 
     def _set_running(self, running: bool, what: str = ""):
         for b in self.buttons[:-1]: b.disabled = running
@@ -404,5 +409,6 @@ class TrainPanel(Snapshot):
         if self.figure is not None and self.figure.data: shown = figure_html(self.figure, owner=self)
         elif self.plot.children == (self.note,): shown = self.note.value
         else: shown = PLACEHOLDER
-        return (f"<div>{buttons_html(self.buttons)}</div><div>{self.status.value}</div>"
+        status = getattr(self, "_final_status", None) or self.status.value
+        return (f"<div>{buttons_html(self.buttons)}</div><div>{status}</div>"
                 f"{shown}{self.findings.value}")

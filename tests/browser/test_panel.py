@@ -72,6 +72,9 @@ def click_and_wait(page, button):
     page.get_by_role("button", name=button).click()
     page.wait_for_function("re => new RegExp(re).test((document.querySelector('.tb-panel') || {}).innerText || '')",
                            arg=status, timeout=120_000)
+    # the action is over once its button is enabled again (the status comes first, with the panel redrawn)
+    page.wait_for_function("""name => Array.from(document.querySelectorAll('.tb-panel button'))
+        .some(b => b.textContent.trim() === name && !b.disabled)""", arg=button, timeout=60_000)
     if trace is None:
         page.wait_for_function("() => document.querySelectorAll('.tb-panel .js-plotly-plot').length === 0",
                                timeout=30_000)
