@@ -179,7 +179,8 @@ def finding_html(f: Finding,  # the finding to render
             f'background:{background};padding:5px 10px;margin:4px 0;border-radius:3px;'
             'font:13px/1.45 -apple-system,Segoe UI,Helvetica,Arial,sans-serif;color:#222;'
             'white-space:normal;overflow-wrap:break-word;word-break:normal">'
-            f'<div><b style="color:{accent}">{word}</b> · <b>{html.escape(title)}</b>{column}</div>'
+            f'<div><b style="color:{accent}">{word}</b> · <b>{html.escape(title)}</b>{column}'
+            f' <span style="color:#888;font-size:11px">{html.escape(f.kind)}</span></div>'
             f'<div>{html.escape(f.message)}</div>{fix}</div>')
 
 def findings_html(findings: Iterable[Finding],  # the findings to render, any order
