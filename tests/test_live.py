@@ -380,3 +380,13 @@ def test_runs_compared_by_what_differs():
     assert "0.0216<" in html and "NaN" not in html and "—" in html and "lr too low" in html
     title = wrap_title("trial 12 of 20 done, 3 pruned; best valid_loss 0.3012 (trial 7: hidden=225, dropout=0.1, lr=0.003)", 40)
     assert all(len(line) <= 40 for line in title.split("<br>")) and "dropout=0.1," in title  # nothing cut
+
+
+def test_a_constant_note_sits_where_its_panel_would_be():
+    "The note for a constant lr is placed in the lr panel's place on the page, not over the loss panel."
+    from trainbook.live import curves_spec
+    spec = curves_spec(_series([(i, 0, "train", "loss", 1.0 / i) for i in range(1, 30)]
+                               + [(i, 0, "train", "lr", 3e-3) for i in range(1, 30)]))
+    note = next(a for a in spec["layout"]["annotations"] if a["text"] == "learning rate constant at 0.003")
+    y_lr, y_loss = spec["layout"]["yaxis3"]["domain"], spec["layout"]["yaxis"]["domain"]
+    assert note["yref"] == "paper" and y_lr[0] <= note["y"] <= y_lr[1] and not y_loss[0] <= note["y"] <= y_loss[1]

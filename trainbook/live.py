@@ -337,7 +337,7 @@ def curves_content(series: Series,  # the points to draw
                    system: bool = True,  # the figure has the row of throughput and memory panels
                   ) -> tuple[list, dict]:
     "What the curves figure shows, as plain data: a trace dict per curve (thinned) and the layout's changes."
-    _, axes, _, width_px = _blank_spec(system)
+    spec, axes, _, width_px = _blank_spec(system)
     held = {}  # panel -> [(name, xs, ys)]
     for name, (xs, ys) in series.points.items():
         panel = panel_of(name)
@@ -351,9 +351,11 @@ def curves_content(series: Series,  # the points to draw
         layout[x_axis] = {"visible": shown}
         layout[y_axis] = {"visible": shown, "type": "log" if scale["kind"] == "log" else "linear"}
         if scale["kind"] == "constant":
-            notes.append(dict(text=constant_note(TITLES[panel], scale["value"]), showarrow=False,
-                              xref=f"{x_axis.replace('axis', '')} domain", yref=f"{y_axis.replace('axis', '')} domain",
-                              x=0, y=0.5, xanchor="left", font=dict(size=11, color="#555")))
+            # placed on the page where the panel would be (a hidden axis's domain places nothing)
+            x_dom, y_dom = spec["layout"][x_axis]["domain"], spec["layout"][y_axis]["domain"]
+            notes.append(dict(text=constant_note(TITLES[panel], scale["value"]), showarrow=False, xref="paper",
+                              yref="paper", x=x_dom[0], y=sum(y_dom) / 2, xanchor="left",
+                              font=dict(size=11, color="#555")))
         if not shown: continue
         for name, xs, ys in held[panel]:
             x, y = thinned(xs, ys)
