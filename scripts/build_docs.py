@@ -13,6 +13,7 @@ With quarto installed this is `nbdev_docs`. Without it (the usual case here), Ma
 """
 import hashlib, inspect, os, re, shutil, subprocess, sys
 from pathlib import Path
+from urllib.parse import urlparse
 
 import nbformat
 import yaml
@@ -50,18 +51,26 @@ def with_parameter_tables() -> None:
         if self.sig is None or not table.has_docment: return text
         for d in table.dm.values():  # a `|` in a docment would end its table cell
             if isinstance(d.get("docment"), str): d["docment"] = d["docment"].replace("|", "\\|")
+            d["anno"] = type_name(d.get("anno", inspect._empty))
         params, star = [], False
         for p in self.sig.parameters.values():
             if p.name == "self": continue
             if p.kind == p.KEYWORD_ONLY and not star: params.append("*")
             star = star or p.kind in (p.KEYWORD_ONLY, p.VAR_POSITIONAL)
-            params.append(str(p))
+            params.append(type_name(str(p)))
         params = ",\n    ".join(params)
         sig = f"{self.nm}(\n    {params}\n)" if params else f"{self.nm}()"
         if self.sig.return_annotation is not self.sig.empty:
-            sig += " -> " + inspect.formatannotation(self.sig.return_annotation)
+            sig += " -> " + type_name(self.sig.return_annotation)
         return text.replace(f"```python\n{self.dm}\n```", f"```python\n{sig}\n```") + "\n\n" + table._repr_markdown_()
     nbdev.showdoc.BasicMarkdownRenderer._repr_markdown_ = render
+
+
+def type_name(anno) -> str:
+    "A type as a reader writes it: `Run`, `Optional[int]` (not `__main__.Run`); no annotation stays empty, not NoneType."
+    if anno is inspect._empty or anno is type(None): return inspect._empty
+    text = anno if isinstance(anno, str) else inspect.formatannotation(anno)
+    return re.sub(r"\b(?:__main__|typing|trainbook(?:\.\w+)*|torch\.nn\.modules\.\w+|pandas\.core\.\w+(?:\.\w+)*)\.", "", text)
 
 
 def front_matter(nb) -> tuple[str, str]:
@@ -181,6 +190,164 @@ def tidy_site() -> None:
     for sourcemap in DOCS.rglob("*.map"): sourcemap.unlink()
 
 
+def _soup(page: Path):
+    from bs4 import BeautifulSoup
+    return BeautifulSoup(page.read_text(), "html.parser")
+
+
+def _norm(anchor: str) -> str:
+    "An anchor reduced to its letters and digits: `run.metrics`, `runmetrics` and `run-metrics` meet."
+    return re.sub(r"[^a-z0-9]", "", anchor.lower())
+
+
+def _heading_text(tag) -> str:
+    "A heading's text with its code kept and the permalink sign dropped."
+    text = " ".join(tag.get_text(" ", strip=True).replace("¶", "").split())
+    return re.sub(r"\s+([,.:;)])", r"\1", text)  # 'Position ,' was two text nodes
+
+
+def _text_without_code(tag) -> str:
+    "A heading's text as the table of contents has it: the code left out."
+    import copy
+    tag = copy.copy(tag)
+    for code in tag.find_all("code"): code.decompose()
+    return _heading_text(tag)
+
+
+def fix_pages(titles: dict) -> None:
+    "Unique ids per page; TOC and nav entries keep a heading's code text; page titles as written; 404 page offline."
+    html_titles = {str(Path(k).with_suffix(".html")): t.replace("`", "") for k, t in titles.items()}
+    for page in sorted(DOCS.rglob("*.html")):
+        soup, rel = _soup(page), page.relative_to(DOCS).as_posix()
+        by_id = {}
+        for tag in soup.find_all(id=True): by_id.setdefault(tag["id"], []).append(tag)
+        for name, tags in by_id.items():  # a show_doc heading beside a section of the same name: `fit`, `fit_1`
+            if len(tags) < 2: continue
+            # the API entry (show_doc's h3/h4) keeps the plain id: nbdev's links to `fit` mean it
+            keeper = next((t for t in tags if t.name in ("h3", "h4")), tags[0])
+            for n, tag in enumerate([t for t in tags if t is not keeper], start=1):
+                tag["id"] = f"{name}_{n}"
+        # the page's table of contents, entry by entry against the headings in order: the entries lost a heading's
+        # code text ("Hugging Face models in" for "... in `fit`") and may link to ids the page does not have
+        heads = [h for h in soup.select("article h1, article h2, article h3, article h4, article h5, article h6")
+                 if h.get("id")]
+        for toc in soup.select("nav.md-nav--secondary"):  # (Material draws it twice: in the sidebar and the menu)
+            at = 0
+            for a in toc.select("a.md-nav__link[href^='#']"):
+                label = a.find(class_="md-ellipsis") or a
+                want = _norm(label.get_text(" ", strip=True))
+                match = next((j for j in range(at, len(heads)) if _norm(_text_without_code(heads[j])) == want), None)
+                if match is None: continue
+                a["href"] = f"#{heads[match]['id']}"
+                label.string = _heading_text(heads[match])
+                at = match + 1
+        for a in soup.select("nav.md-nav--primary a.md-nav__link[href]"):  # the site's nav: the titles as written
+            href = a["href"].split("#")[0]
+            if not href or href.startswith("#"): continue
+            key = os.path.normpath(os.path.join(os.path.dirname(rel), href)).replace(os.sep, "/")
+            label = a.find(class_="md-ellipsis") or a
+            if key in html_titles and html_titles[key] and key != "index.html" and "#" not in a["href"]:
+                label.string = html_titles[key]
+        if rel in html_titles and soup.title is not None:
+            soup.title.string = f"{html_titles[rel]} - trainbook"
+        text = str(soup)
+        if rel == "404.html":  # served from the site's root, offline: no links to the deployed site
+            root = urlparse(SITE_URL).path  # '/trainbook/'
+            text = text.replace(SITE_URL, "./").replace(f'href="{root}', 'href="./').replace(f'src="{root}', 'src="./')
+        page.write_text(text)
+
+
+def check_links() -> list[str]:
+    "Every local link resolves to a page and an id in it (a near miss is repaired); returns the links that do not."
+    pages = {p.relative_to(DOCS).as_posix(): p for p in DOCS.rglob("*.html")}
+    soups = {rel: _soup(p) for rel, p in pages.items()}
+    ids = {rel: {t["id"] for t in s.find_all(id=True)} for rel, s in soups.items()}
+    broken = []
+    for rel, soup in soups.items():
+        changed = False
+        for a in soup.find_all("a", href=True):
+            href = a["href"]
+            if re.match(r"^[a-z]+:", href) or href.startswith("//"): continue  # http:, mailto:, javascript:
+            path, _, frag = href.partition("#")
+            target = (os.path.normpath(os.path.join(os.path.dirname(rel), path)).replace(os.sep, "/")
+                      if path else rel)
+            if path and not (DOCS / target).exists():
+                broken.append(f"{rel}: {href} (no file {target})")
+                continue
+            if not frag or target not in ids or frag in ids[target]: continue
+            want = _norm(frag)
+            near = ([i for i in ids[target] if _norm(i) == want]
+                    or [i for i in ids[target] if len(want) >= 4 and (_norm(i).endswith(want) or _norm(i).startswith(want))]
+                    or [i for i in ids[target] if "." in frag and i == frag.rsplit(".", 1)[0]])  # `run.plot` → `run`
+            if len(near) == 1:  # `#the-model-at-a-glance` for the heading `#summary-the-model-at-a-glance`
+                a["href"] = f"{path}#{near[0]}"
+                changed = True
+            elif a.code is not None and _norm(a.get_text()) == want and a.get_text().strip().startswith("_"):
+                a.replace_with(a.code)  # nbdev's link to a private name, which has no entry to link to
+                changed = True
+            else:
+                broken.append(f"{rel}: {href} (no id {frag!r} in {target})")
+        if changed: pages[rel].write_text(str(soup))
+    return broken
+
+
+def check_ids() -> list[str]:
+    "Pages whose ids repeat."
+    out = []
+    for page in DOCS.rglob("*.html"):
+        found = re.findall(r'\sid="([^"]+)"', page.read_text())
+        dups = sorted({i for i in found if found.count(i) > 1})
+        if dups: out.append(f"{page.relative_to(DOCS)}: repeated ids {dups[:5]}")
+    return out
+
+
+TEST_CALL = re.compile(r"\b(?:test_eq|test_close|test_fail|test_ne|test_is|expect_fail)\(")
+
+
+def drop_test_calls(text: str) -> str:
+    "The text without the lessons' checking calls (`test_eq(...)`, balanced parentheses and all)."
+    out, i = [], 0
+    for m in TEST_CALL.finditer(text):
+        if m.start() < i: continue
+        depth, j = 1, m.end()
+        while j < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[j], 0)
+            j += 1
+        out.append(text[i:m.start()])
+        i = j
+    return "".join(out) + text[i:]
+
+
+def clean_search() -> None:
+    "The search index without permalink signs, button text or test lines, plus one entry per documented parameter."
+    index_path = DOCS / "search" / "search_index.json"
+    import json
+    index = json.loads(index_path.read_text())
+    docs = []
+    for d in index["docs"]:
+        if re.search(r"\(a parameter of [^)]*\)$", d.get("text", "")): continue  # added by an earlier run
+        text = d.get("text", "").replace("¶", "").replace("Copied!", "").replace("<p>source</p>", "")
+        text = re.sub(r"<pre>(?:(?!</pre>).)*?\b(?:test_eq|test_close|test_fail|test_ne|expect_fail)\(.*?</pre>", "",
+                      text, flags=re.S)
+        d["text"], d["title"] = drop_test_calls(text).strip(), d.get("title", "").replace("¶", "").strip()
+        docs.append(d)
+    for page in sorted(DOCS.rglob("*.html")):  # parameters findable by name: `patience` → TrainConfig's row
+        rel = page.relative_to(DOCS).as_posix()
+        soup = _soup(page)
+        for table in soup.find_all("table"):
+            heading = table.find_previous(["h2", "h3", "h4"])
+            head = [th.get_text(strip=True) for th in table.find_all("th")]
+            if heading is None or not heading.get("id") or "Details" not in head: continue
+            owner = _heading_text(heading)
+            for tr in table.find_all("tr"):
+                cells = [td.get_text(" ", strip=True) for td in tr.find_all("td")]
+                if len(cells) < 2 or not re.fullmatch(r"\w+", cells[0]) or cells[0] == "Returns": continue
+                docs.append({"location": f"{rel}#{heading['id']}", "title": f"{cells[0]} — {owner}",
+                             "text": f"{cells[0]}: {cells[-1]} (a parameter of {owner})"})
+    index["docs"] = docs
+    index_path.write_text(json.dumps(index, ensure_ascii=False))
+
+
 def sizes() -> None:
     files = [p for p in DOCS.rglob("*") if p.is_file()]
     total = sum(p.stat().st_size for p in files)
@@ -194,6 +361,12 @@ def main() -> int:
     if shutil.which("quarto"):
         print("quarto found: building with nbdev_docs")
         return subprocess.run([BIN / "nbdev_docs"], cwd=ROOT).returncode
+    if "--fix-only" in sys.argv:  # the last build's site, post-processed again (quick, when working on this step)
+        shutil.rmtree(DOCS, ignore_errors=True)
+        shutil.copytree(SRC / "site", DOCS)  # as mkdocs left it
+        titles = {p.relative_to(PROC).as_posix(): nbformat.read(p, as_version=4).cells[0].source.splitlines()[0][2:]
+                  for p in sorted(PROC.rglob("*.ipynb"))}
+        return finish_site(titles)
     print("quarto not installed: nbdev's processing + Material for MkDocs (mkdocs-jupyter)")
     # the kernels inherit these: static figures at the end of runs, plotly's own figures as JSON (drawn on the page)
     os.environ.update(TRAINBOOK_LIVE="static", PLOTLY_RENDERER="plotly_mimetype")
@@ -222,8 +395,20 @@ def main() -> int:
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--quiet", "-f", str(cfg)], cwd=ROOT)
     if done.returncode: return done.returncode
     tidy_site()
+    shutil.rmtree(SRC / "site", ignore_errors=True)
+    shutil.copytree(DOCS, SRC / "site")  # the site as mkdocs left it, for `--fix-only`
+    return finish_site(titles)
+
+
+def finish_site(titles: dict) -> int:
+    "The built site made whole: pages fixed, links checked (the build fails on one that does not resolve), search cleaned."
+    fix_pages(titles)
+    problems = check_links() + check_ids()
+    clean_search()
     sizes()
-    return 0
+    for p in problems: print(f"docs: broken: {p}")
+    if problems: print(f"docs: {len(problems)} broken link(s) or repeated id(s): the build fails")
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":

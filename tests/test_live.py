@@ -72,7 +72,10 @@ def test_plot_history_marks_findings():
     found = tb.diagnose(h)
     fig = plot_history(h, found, stopped="early_stopping")
     labels = [a.text for a in fig.layout.annotations]
-    assert any(l.startswith("overfitting from epoch 5") for l in labels) and "best" in labels and "early stop" in labels
+    assert "best" in labels and "early stop" in labels
+    # the x axis counts steps: the mark sits at a step and says so (never "epoch 5" on a step axis)
+    over = [(a.x, a.text) for a in fig.layout.annotations if a.text.startswith("overfitting")]
+    assert over and all(text == f"overfitting from step {x:g}" for x, text in over), over
 
 
 def test_top_losses_finds_flipped_labels():
@@ -133,9 +136,10 @@ def test_axis_ranges_contain_the_data_live_and_after():
     assert _assert_ranges_hold_the_data(curves.figure) >= 8
     fig = run.plot()
     assert _assert_ranges_hold_the_data(fig) >= 8
-    lr = next(t for t in fig.data if t.name == "train lr")
-    grad = next(t for t in fig.data if t.name == "train grad_norm")
-    assert _axis_of(fig, lr, "y").type == "log" and _axis_of(fig, grad, "y").type == "log"
+    # a constant lr is a line of text, not a panel of ticks around one value
+    assert "train lr" not in {t.name for t in fig.data}
+    assert "learning rate constant at 0.001" in [a.text for a in fig.layout.annotations]
+    assert fig.layout.yaxis3.visible is False  # the lr panel (row 2, col 1) is not drawn
     # an accuracy that rises after the first draw: the range follows it
     h = tb.History([(1, 0, "valid", "accuracy", 0.5)])
     s = __import__("trainbook.live", fromlist=["Series"]).Series()
@@ -152,7 +156,8 @@ def test_throughput_and_memory_panels_when_logged():
     h = tb.History()
     for e in range(3):
         h.append(10 * (e + 1), e, "train", "epoch_loss", 1.0 / (e + 1))
-        for name, v in (("samples_per_s", 1000 + e), ("step_time", 0.01), ("data_wait", 0.2), ("peak_memory_mb", 300)):
+        for name, v in (("samples_per_s", 1000 + e), ("step_time", 0.01 + 0.001 * e), ("data_wait", 0.2 + 0.05 * e),
+                        ("peak_memory_mb", 300 + 10 * e)):
             h.append(10 * (e + 1), e, "train", name, v)
     fig = plot_history(h)
     names = {t.name for t in fig.data}
@@ -285,5 +290,103 @@ def test_the_live_figure_and_the_static_one_show_the_same():
     spec = curves_spec(series, marks)
     assert type(spec) is dict and all(type(t) is dict for t in spec["data"])  # no plotly objects were built
     assert json.loads(pio.to_json(live)) == json.loads(pio.to_json(go.Figure(spec)))
-    assert [a["text"] for a in spec["layout"]["annotations"]] == ["loss spikes", "loss spikes", "best"]
+    marks_drawn = [a["text"] for a in spec["layout"]["annotations"] if " constant at " not in a["text"]]
+    assert marks_drawn == ["loss spikes", "loss spikes", "best"]
     assert run.plot(as_dict=True)["layout"]["yaxis"]["range"] == list(run.plot().layout.yaxis.range)
+
+
+def _series(records):
+    from trainbook.live import Series
+    s = Series()
+    s.read(tb.History(records))
+    return s
+
+
+def test_axis_choices_constant_small_range_and_decades():
+    "Constant → a note; under a decade → linear; a fall by decades → log with ticks at whole decades only."
+    import math
+    import numpy as np
+    from trainbook.live import axis_scale, curves_spec
+    assert axis_scale([0.1] * 5) == {"kind": "constant", "value": 0.1}
+    assert axis_scale([0.6, 0.5, 0.45])["kind"] == "linear"
+    assert axis_scale([1.0, 0.5, 0.2, 0.11])["kind"] == "linear"  # less than one decade, even if positive
+    loss = np.geomspace(2.0, 2e-4, 300)  # a fall by four decades
+    cosine = 1e-3 * 0.5 * (1 + np.cos(np.linspace(0, math.pi, 300)))
+    rows = [(i + 1, 0, "train", "loss", float(v)) for i, v in enumerate(loss)]
+    rows += [(i + 1, 0, "train", "lr", float(v)) for i, v in enumerate(cosine)]
+    spec = curves_spec(_series(rows))
+    y = spec["layout"]["yaxis"]  # the loss panel
+    assert y["type"] == "log" and y["tickmode"] == "array"
+    assert all(math.log10(v) == round(math.log10(v)) for v in y["tickvals"]), y["tickvals"]  # decades only
+    assert len(set("e" in t for t in y["ticktext"])) == 1, y["ticktext"]  # one label style on one axis
+    lr_axis = spec["layout"]["yaxis3"]
+    assert lr_axis["type"] == "linear" and lr_axis["visible"]  # a cosine stays linear: no dive through decades
+    assert spec["layout"]["yaxis2"]["visible"] is False  # no metric logged: its panel is not drawn
+
+
+def test_constant_and_empty_panels_in_the_live_figure():
+    "The live figure hides the same panels the static one does, and notes the constant."
+    from trainbook.live import new_figure, draw
+    live = new_figure(widget=True, system=False)
+    s = _series([(i, 0, "train", "loss", 1.0 / i) for i in range(1, 30)] + [(i, 0, "train", "lr", 3e-3) for i in range(1, 30)])
+    draw(live, s)
+    assert "train lr" not in {t.name for t in live.data}
+    assert live.layout.yaxis3.visible is False and live.layout.yaxis2.visible is False and live.layout.yaxis.visible
+    assert "learning rate constant at 0.003" in [a.text for a in live.layout.annotations]
+
+
+def test_find_lr_range_is_clipped_near_the_start_and_the_suggestion_marked():
+    import numpy as np
+    from trainbook.live import lr_find_y_range, plot_lr_find
+    losses = list(np.r_[np.linspace(2.3, 2.2, 30), np.linspace(2.2, 0.8, 50), np.geomspace(0.8, 80, 20)])
+    lo, hi = lr_find_y_range(losses)
+    assert lo < 0.8 and 2.3 < hi < 2.6  # the divergence to 80 is cut: the fall fills the panel
+    class Finder: lrs, suggestion = list(np.geomspace(1e-7, 10, 100)), 1e-3
+    Finder.losses = losses
+    fig = plot_lr_find(Finder())
+    assert tuple(fig.layout.yaxis.range) == (lo, hi)
+    marker = next(t for t in fig.data if t.name == "suggested lr")
+    assert marker.x == (1e-3,) and [s.x0 for s in fig.layout.shapes] == [1e-3]
+    assert all(float(v) in (1e-7, 1e-5, 1e-3, 1e-1, 10.0) for v in fig.layout.xaxis.tickvals)  # decades only
+
+
+def test_an_early_stop_leaves_a_finished_bar_and_one_line(capsys):
+    "Keras and Lightning print one line; a bar left at 83% reads as a crash."
+    X, y = blobs(n=256)
+    bar = Progress()
+    run = tb.fit(nn.Sequential(nn.Linear(8, 3)), tb.TensorLoader(X, y, batch_size=64), [(X[:64], y[:64])],
+                 loss_fn=nn.functional.cross_entropy, live=False, callbacks=[bar],
+                 config=tb.TrainConfig(epochs=40, lr=1e-6, patience=1, min_delta=1.0, device="cpu"))
+    assert run.stopped == "early_stopping" and run.epoch < 39
+    assert bar.epochs.n == bar.epochs.total == run.epoch + 1  # finished at the epochs it ran
+    out = capsys.readouterr().out
+    assert f"stopped early at epoch {run.epoch}, best epoch {run.best_epoch}" in out
+
+
+def test_runs_compared_by_what_differs():
+    "Legends and titles name the differing params; the table shows numbers to their precision and findings as chips."
+    import pandas as pd
+    from trainbook.live import wrap_title
+    from trainbook.tracking import Comparison, finding_chips, param_text, runs_label
+    assert runs_label({"hidden": "16", "lr": "0.001"}, ["hidden", "lr"], "20261201-113403-ce20") == "hidden=16, lr=0.001"
+    assert runs_label({"hidden": "16"}, [], "20261201-113403-ce20") == "20261201-113403-ce20"
+    assert [param_text(v) for v in ("0.0010000", None, float("nan"), "relu", 0.021600820741402058)] == \
+        ["0.001", "—", "—", "relu", "0.0216"]
+    chips = finding_chips("lr_too_low:info, overfitting:warning")
+    assert chips.count("<span") == 2 and ">lr too low<" in chips and "#b9770e" in chips and ":info" not in chips
+    table = pd.DataFrame({"run": ["a", "b"], "dropout": [0.1, None], "best": [0.021600820741402058, 0.5],
+                          "findings": ["lr_too_low:info", ""]}).set_index("run")
+    html = Comparison(None, table).table_html()
+    assert "0.0216<" in html and "NaN" not in html and "—" in html and "lr too low" in html
+    title = wrap_title("trial 12 of 20 done, 3 pruned; best valid_loss 0.3012 (trial 7: hidden=225, dropout=0.1, lr=0.003)", 40)
+    assert all(len(line) <= 40 for line in title.split("<br>")) and "dropout=0.1," in title  # nothing cut
+
+
+def test_a_constant_note_sits_where_its_panel_would_be():
+    "The note for a constant lr is placed in the lr panel's place on the page, not over the loss panel."
+    from trainbook.live import curves_spec
+    spec = curves_spec(_series([(i, 0, "train", "loss", 1.0 / i) for i in range(1, 30)]
+                               + [(i, 0, "train", "lr", 3e-3) for i in range(1, 30)]))
+    note = next(a for a in spec["layout"]["annotations"] if a["text"] == "learning rate constant at 0.003")
+    y_lr, y_loss = spec["layout"]["yaxis3"]["domain"], spec["layout"]["yaxis"]["domain"]
+    assert note["yref"] == "paper" and y_lr[0] <= note["y"] <= y_lr[1] and not y_loss[0] <= note["y"] <= y_loss[1]

@@ -59,17 +59,46 @@ def test_overfit_and_find_lr_buttons_draw_in_the_panels_figure():
     assert p.sanity.passed and "PASSED" in p.status.value
     loss = p.sanity.history.series("loss")
     assert list(p.figure.data[0].y) == loss.tolist() and list(p.figure.data[0].x) == loss.index.tolist()
-    assert p.figure.layout.yaxis.type == "log" and p.plot.children == (p.figure,)
+    assert p.figure.layout.yaxis.type == "log" and p.plot.children == (p.chart,)
+    shown = p.chart.to_plotly_json()  # what the front end draws
+    assert shown["data"][0]["name"].startswith("train loss on one batch")
     lo, hi = p.figure.layout.yaxis.range
     assert 10 ** lo <= loss.min() and loss.max() <= 10 ** hi
     overfit_fig = p.figure
     p.lr_button.click(); p.wait()
     assert p.lr_finder is not None and "suggested lr" in p.status.value
     assert list(p.figure.data[0].x) == p.lr_finder.lrs and list(p.figure.data[0].y) == p.lr_finder.losses
-    assert p.figure.layout.xaxis.type == "log" and overfit_fig.comm is None  # the old figure was closed
+    assert p.figure.layout.xaxis.type == "log" and p.figure is not overfit_fig and len(p.chart.data) == 2  # the curve, the suggestion
+    assert p.chart.layout.xaxis.type == "log" and p.chart.layout.yaxis.type == "linear"  # nothing stale from Overfit
     assert [s.x0 for s in p.figure.layout.shapes] == [p.lr_finder.suggestion]
     assert p.figure.layout.annotations[0].text.startswith("suggested")
     assert not p.busy and not p.train_button.disabled and p.stop_button.disabled
+
+
+def test_a_fresh_panel_shows_a_placeholder_and_owns_one_live_figure():
+    "Before any click: a placeholder, not empty axes; the live figure exists already (made on the main thread)."
+    p = panel()
+    assert p.plot.children == (p.placeholder,) and "press <b>Train</b>" in p.placeholder.value
+    assert p.figure is None and len(p.live_figure.data) == 0
+    assert "press <b>Train</b>" in p._repr_mimebundle_()["text/html"]
+
+
+def test_train_first_then_others_reuse_the_live_figure_and_replace_the_chart():
+    "Train as the first click draws in the figure made at start; Overfit replaces it; Train again reuses it, emptied."
+    p = panel(epochs=2)
+    live = p.live_figure
+    p.train_button.click(); p.wait()
+    assert p.error is None and p.plot.children == (live,) and p.figure is live
+    first = {t.name for t in live.data}
+    assert {"train loss", "valid loss"} <= first
+    p.overfit_button.click(); p.wait()
+    assert p.plot.children == (p.chart,) and p.live_figure is live
+    p.train_button.click(); p.wait()
+    names = [t.name for t in live.data]
+    assert p.plot.children == (live,) and {"train loss", "valid loss"} <= set(names)  # emptied, then drawn anew
+    assert len(names) == len(set(names))
+    steps = [t for t in live.data if t.name == "train loss"][0].x
+    assert len(steps) == p.run.step  # one run's points, not two
 
 
 def test_buttons_sized_to_their_labels():
@@ -84,6 +113,7 @@ def test_dry_run_button_shows_the_report(monkeypatch):
     calls = []
     class Report:
         passed, findings = False, [tb.Finding("shape_mismatch", "error", "pred (4, 1) vs target (4,)")]
+        steps, step_time, peak_memory_mb, data_wait = 3, 0.00122, 0.938, 0.25
         def _repr_html_(self): return "<p>dry-run report: shape_mismatch</p>"
     def dry_run(model, dl_train, dl_valid=None, loss_fn=None, config=None, metrics=None):
         calls.append((model, dl_train, dl_valid, loss_fn, config, metrics))
@@ -92,8 +122,12 @@ def test_dry_run_button_shows_the_report(monkeypatch):
     p = panel()
     p.dry_button.click(); p.wait()
     assert calls == [(p.model, p.dl_train, p.dl_valid, p.loss_fn, p.config, p.metrics)]
-    assert "dry run: <b>FAILED</b> (1 finding(s))" in p.status.value and "shape_mismatch" in p.findings.value
+    assert "dry run: <b>FAILED</b> (1 finding(s))" in p.status.value and "Shape mismatch" in p.findings.value
+    assert p.plot.children == (p.note,) and "FAILED" in p.note.value and p.figure is None  # no chart left above
     assert isinstance(p.dry_run_report, Report) and p.error is None
+    # units, not bare numbers: 0.00122 s per step reads as 1.22 ms, a share as a percentage
+    assert "1.22</td><td>ms" in p.note.value and "25</td><td>% of training time" in p.note.value
+    assert "peak memory rise" in p.note.value and "MiB" in p.note.value
 
 
 def _pressing_stop_at(p, call):
@@ -250,3 +284,54 @@ def test_saved_notebook_small_and_readable_without_kernel(tmp_path):
     assert visible_outputs(nb, html) == []
     snapshot = nb.cells[6].outputs[0]["data"]["text/html"]
     assert "PASSED" in snapshot and "Plotly.newPlot" in snapshot  # the panel's output was refreshed after the click
+
+
+def test_findings_render_as_callouts_and_reports_as_tables():
+    "A finding reads as a callout (severity colour, title, message, fix); reports are tables without empty cells."
+    import numpy as np, pandas as pd
+    from trainbook.core import findings_html, number_text
+    f = tb.Finding("class_imbalance", "warning", "the minority class is 3% of rows", column="y",
+                   advice="pass class weights")
+    out = findings_html([tb.Finding("duplicate_rows", "info", "2 duplicates"), f])
+    assert out.index("Class imbalance") < out.index("Duplicate rows")  # worst first
+    assert "tb-warning" in out and "<b>Fix:</b> pass class weights" in out and "<code>y</code>" in out
+    assert "overflow-wrap:break-word" in out and "monospace" not in out  # words wrap whole, in prose
+    assert f._repr_html_().startswith('<div class="tb-finding tb-warning"')
+    assert [number_text(v) for v in (0.021600820741402058, 1234, 3e-05, None, float("nan"), 2.0)] == \
+        ["0.0216", "1,234", "3e-05", "—", "—", "2"]
+    df = load_breast_cancer(as_frame=True).frame.assign(city=lambda d: np.where(d.index % 3, "north", None))
+    html = tb.check_data(df, target="target")._repr_html_()
+    assert "NaN" not in html and ">nan<" not in html.lower()
+    assert "33.4%" in html and "top: north" in html and "<th" in html  # missing share, top value, a real table
+    from trainbook.data import ServingReport
+    served = ServingReport(torch.zeros(3, 5), pd.Index([0, 1, 2]),
+                           [tb.Finding("unseen_category", "warning", "'east' was not seen in training", column="city")], 4)
+    page = served._repr_html_()
+    assert "3 of 4 rows served" in page and "rows refused</td><td>1" in page and "Unseen category" in page
+
+
+def test_split_builder_starts_from_the_split_above():
+    "The quickstart made its split with test_size=0.2 and seed 0: the builder shows those, not the defaults."
+    df = load_breast_cancer(as_frame=True).frame
+    splits = tb.make_splits(df, "target", test_size=0.2, seed=3, valid_size=0.25)
+    sb = tb.SplitBuilder(df, splits=splits)
+    assert sb.target.value == "target" and sb.test_size.value == 0.2 and sb.valid_size.value == 0.25
+    assert sb.seed.value == 3 and sb.strategy.value == "auto"
+    assert sb.code_text() == "splits = tb.make_splits(df, 'target', valid_size=0.25, test_size=0.2, seed=3)"
+    assert len(sb.splits.test) == len(splits.test)  # the same split, ready to adjust
+    assert all(len(c.description) <= 12 for c in sb.controls)  # labels fit their 90 px
+
+
+def test_mlflow_info_lines_stay_out_unless_asked_for(monkeypatch):
+    import logging
+    pytest.importorskip("mlflow")
+    from trainbook.tracking import quiet_mlflow
+    log = logging.getLogger("mlflow")
+    monkeypatch.setattr(log, "level", logging.INFO)
+    monkeypatch.delenv("MLFLOW_LOGGING_LEVEL", raising=False)
+    quiet_mlflow()
+    assert log.level == logging.WARNING  # "Creating initial MLflow database tables..." is not the user's output
+    log.setLevel(logging.INFO)
+    monkeypatch.setenv("MLFLOW_LOGGING_LEVEL", "INFO")
+    quiet_mlflow()
+    assert log.level == logging.INFO  # asked for: kept

@@ -577,19 +577,44 @@ class DataReport:
         n_warn = sum(f.severity == "warning" for f in self.findings)
         verdict = ('<b style="color:#1e8449">OK</b>' if self.ok
                    else f'<b style="color:#c0392b">{n_err} error(s)</b>')
-        return (f"<div><b>DataReport</b> {verdict}, {n_warn} warning(s) — {len(self.frame)} rows × "
-                f"{len(self.frame.columns)} "
-                f"columns, target {html.escape(str(self.target))!s} ({self.task})</div>")
+        target = (f", target <code>{html.escape(str(self.target))}</code> ({self.task})"
+                  if self.target is not None else "")
+        return (f'<div style="margin:4px 0"><b>DataReport</b>: {verdict}, {n_warn} warning(s) — '
+                f"{len(self.frame):,} rows × {len(self.frame.columns)} columns{target}</div>")
+
+    def summary_html(self) -> str:
+        "The per-column summary as a compact HTML table: role, type, missing share, distinct values, range or top value."
+        from trainbook.core import number_text
+        table = self.summary()
+        rows = []
+        for column, r in table.iterrows():
+            missing = "—" if not r["missing"] else f"{r['missing_pct']:.3g}%"
+            lo, hi, top = r["min"], r["max"], r["top"]
+            if lo is not None and pd.notna(lo) and pd.notna(hi):
+                values = f"{number_text(lo)} … {number_text(hi)}"
+            elif top is not None and pd.notna(top):
+                values = f"top: {html.escape(str(r['top']))[:40]}"
+            else:
+                values = ""
+            rows.append((html.escape(str(column)), html.escape(str(r["role"])), html.escape(str(r["dtype"])),
+                         missing, number_text(r["unique"]), values))
+        heads = ("column", "role", "dtype", "missing", "distinct", "values")
+        keep = [i for i in range(len(heads)) if any(row[i] for row in rows)]  # no column that is empty throughout
+        cell = 'style="padding:2px 10px 2px 0;text-align:{}"'
+        head = "".join(f"<th {cell.format('left')}>{heads[i]}</th>" for i in keep)
+        body = "".join("<tr>" + "".join(f"<td {cell.format('right' if i in (3, 4) else 'left')}>{row[i]}</td>"
+                                        for i in keep) + "</tr>" for row in rows)
+        return (f'<table class="tb-summary" style="border-collapse:collapse;font-size:12px;margin:4px 0">'
+                f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
     def _repr_html_(self):
-        return (self._header() + findings_html(self.findings)
-                + self.summary().to_html(float_format=lambda v: f"{v:.4g}"))
+        return self._header() + findings_html(self.findings) + self.summary_html()
 
     def _ipython_display_(self):
         from IPython.display import HTML, display
         display(HTML(self._header() + findings_html(self.findings)))
         for fig in self.figures(): display(fig)
-        display(self.summary())
+        display(HTML(self.summary_html()))
 
     def __repr__(self):
         return (f"DataReport(ok={self.ok}, "

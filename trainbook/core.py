@@ -13,10 +13,10 @@ import numpy as np
 import torch
 
 # %% auto #0
-__all__ = ['PRECISIONS', 'SCHEDULES', 'SEVERITIES', 'TrainConfig', 'Finding', 'findings_html', 'History', 'seed_everything',
-           'rng_state', 'set_rng_state', 'environment', 'loader_length', 'pick_device', 'pick_precision',
-           'autocast_dtype', 'this_process', 'process_alive', 'remove_stale_temps', 'atomic_write', 'listen',
-           'unlisten', 'silenced', 'announce']
+__all__ = ['PRECISIONS', 'SCHEDULES', 'SEVERITIES', 'SEVERITY_STYLE', 'TrainConfig', 'Finding', 'finding_html', 'findings_html',
+           'number_text', 'History', 'seed_everything', 'rng_state', 'set_rng_state', 'environment', 'loader_length',
+           'pick_device', 'pick_precision', 'autocast_dtype', 'this_process', 'process_alive', 'remove_stale_temps',
+           'atomic_write', 'listen', 'unlisten', 'silenced', 'announce']
 
 # %% ../nbs/00_core.ipynb #03fb781b
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
@@ -155,23 +155,54 @@ class Finding:
             raise ValueError(
                 f"Finding.severity must be one of {', '.join(SEVERITIES)}, got {self.severity!r}")
 
+    def _repr_html_(self): return finding_html(self)
+
     def __str__(self):
         where = f" [{self.column}]" if self.column else ""
         advice = f" → {self.advice}" if self.advice else ""
         return f"{self.severity.upper()} {self.kind}{where}: {self.message}{advice}"
 
-def findings_html(findings: Iterable[Finding],  # the findings to show (sorted by severity)
-                 ) -> str:
-    "An HTML list of findings, worst first, for notebooks."
+SEVERITY_STYLE = {"error": ("#c0392b", "#fdf2f1", "Error"), "warning": ("#b9770e", "#fef7ec", "Warning"),
+                  "info": ("#2e86c1", "#f1f7fc", "Note")}  # severity -> (accent, background, word)
+
+def finding_html(f: Finding,  # the finding to render
+                ) -> str:
+    "One finding as a callout: severity colour, a title, the message, and the fix (its advice)."
     import html
-    colors = {"error": "#c0392b", "warning": "#d68910", "info": "#2e86c1"}
+    accent, background, word = SEVERITY_STYLE[f.severity]
+    title = f.kind.replace("_", " ")
+    title = title[:1].upper() + title[1:]
+    column = (f' <span style="color:#555">· <code>{html.escape(str(f.column))}</code></span>'
+              if f.column else "")
+    fix = (f'<div style="margin-top:2px"><b>Fix:</b> {html.escape(f.advice)}</div>' if f.advice else "")
+    return (f'<div class="tb-finding tb-{f.severity}" style="border-left:4px solid {accent};'
+            f'background:{background};padding:5px 10px;margin:4px 0;border-radius:3px;'
+            'font:13px/1.45 -apple-system,Segoe UI,Helvetica,Arial,sans-serif;color:#222;'
+            'white-space:normal;overflow-wrap:break-word;word-break:normal">'
+            f'<div><b style="color:{accent}">{word}</b> · <b>{html.escape(title)}</b>{column}'
+            f' <span style="color:#888;font-size:11px">{html.escape(f.kind)}</span></div>'
+            f'<div>{html.escape(f.message)}</div>{fix}</div>')
+
+def findings_html(findings: Iterable[Finding],  # the findings to render, any order
+                 ) -> str:
+    "The findings as callouts, worst first, for notebooks and the docs."
     order = {s: i for i, s in enumerate(reversed(SEVERITIES))}
-    items = [f'<li><b style="color:{colors[f.severity]}">{f.severity}</b> <code>{f.kind}</code>'
-             + (f" <i>{html.escape(f.column)}</i>" if f.column else "")
-             + f": {html.escape(f.message)}"
-             + (f"<br><small>{html.escape(f.advice)}</small>" if f.advice else "") + "</li>"
-             for f in sorted(findings, key=lambda f: order[f.severity])]
-    return "<ul>" + "".join(items) + "</ul>" if items else "<p>No findings.</p>"
+    items = [finding_html(f) for f in sorted(findings, key=lambda f: order[f.severity])]
+    if not items: return '<p class="tb-findings" style="color:#555">No findings.</p>'
+    return '<div class="tb-findings">' + "".join(items) + "</div>"
+
+def number_text(value,  # a number (or None/NaN), as a table shows it
+                digits: int = 4,  # significant digits
+               ) -> str:
+    "A number to its precision for tables: '1,234', '0.0216', '3e-05'; '—' for a missing one."
+    if value is None: return "—"
+    if isinstance(value, (bool, np.bool_)): return str(bool(value))
+    if isinstance(value, (int, np.integer)): return f"{int(value):,}"
+    try: v = float(value)
+    except (TypeError, ValueError): return str(value)
+    if not math.isfinite(v): return "—" if math.isnan(v) else str(v)
+    if v == int(v) and abs(v) < 1e15: return f"{int(v):,}"
+    return f"{v:.{digits}g}"
 
 # %% ../nbs/00_core.ipynb #2b870ddb
 class History:

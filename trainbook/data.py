@@ -329,6 +329,23 @@ class ServingReport:
         "Every row could be served."
         return len(self.rows) == self.n_rows
 
+    def _repr_html_(self):
+        import html
+        from trainbook.core import findings_html
+        served = len(self.rows)
+        color = "#1e8449" if self.ok else "#c0392b"
+        shape = tuple(self.features.shape) if self.features is not None else ()
+        rows = [("rows asked for", f"{self.n_rows:,}"), ("rows served", f"{served:,}"),
+                ("rows refused", f"{self.n_rows - served:,}"),
+                ("features per row", f"{shape[1]:,}" if len(shape) == 2 else "—"),
+                ("columns with problems", ", ".join(sorted({html.escape(str(f.column)) for f in self.findings
+                                                             if f.column is not None})) or "—")]
+        table = "".join(f'<tr><td style="padding:1px 12px 1px 0">{k}</td><td>{v}</td></tr>' for k, v in rows)
+        return (f'<div style="margin:4px 0"><b>ServingReport</b>: <b style="color:{color}">'
+                f'{"all rows served" if self.ok else f"{served:,} of {self.n_rows:,} rows served"}</b></div>'
+                f'<table style="border-collapse:collapse;font-size:12px">{table}</table>'
+                f"{findings_html(self.findings)}")
+
     def __repr__(self):
         bad = [f"{f.kind}:{f.column}" for f in self.findings]
         return f"ServingReport({len(self.rows)} of {self.n_rows} rows served, findings={bad})"

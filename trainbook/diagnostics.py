@@ -19,10 +19,11 @@ from .core import Finding, History, autocast_dtype
 from .events import Callback, LoopState
 
 # %% auto #0
-__all__ = ['RULES', 'Thresholds', 'diagnose']
+__all__ = ['RULES', 'as_history', 'Thresholds', 'diagnose']
 
 # %% ../nbs/09_diagnostics.ipynb #9e7182a0
-def _as_history(history) -> History:
+def as_history(history,  # a `History`, a `Run` or a tidy DataFrame (step, epoch, split, name, value)
+              ) -> History:
     "A `History` from a History, a Run or a tidy DataFrame."
     if isinstance(history, History): return history
     if hasattr(history, "records"): return history.records  # a Run
@@ -656,7 +657,7 @@ def diagnose(history,  # a `History`, a `Run` or a tidy DataFrame (step, epoch, 
     th = thresholds if thresholds is not None else Thresholds()
     if not isinstance(th, Thresholds):
         raise TypeError(f"thresholds must be a trainbook Thresholds, got {type(th).__name__}")
-    return _judge(_curves(_as_history(history)), th)
+    return _judge(_curves(as_history(history)), th)
 
 def _judge(c: dict, th: Thresholds) -> list[Finding]:
     "Every rule on the curves; a run that blew up has no separate spikes or overfitting: they are the blow-up."

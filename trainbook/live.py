@@ -15,11 +15,12 @@ from .events import Callback, LoopState
 
 # %% auto #0
 __all__ = ['PANELS', 'TITLES', 'LOG_PANELS', 'SYSTEM', 'LEGENDS', 'STYLE', 'MARK_STYLE', 'GRADIENT_TROUBLE', 'display_mode',
-           'Series', 'panel_of', 'new_figure', 'data_range', 'axis_ranges', 'autoscale', 'marks_for', 'place_labels',
-           'thinned', 'curves_content', 'curves_spec', 'draw', 'plotlyjs_script', 'figure_html', 'page_html',
-           'figure_bundle', 'StaticFigure', 'summary_of', 'as_static', 'plot_history', 'portable_outputs',
-           'grad_norm_matrix', 'plot_grad_norms', 'plot_curve', 'plot_lr_find', 'plot_overfit', 'LiveCurves',
-           'FinalView', 'Progress', 'HistoryStream', 'default_displays']
+           'show_output', 'Series', 'panel_of', 'new_figure', 'clear_figure', 'data_range', 'axis_ranges', 'autoscale',
+           'axis_scale', 'decade_label', 'decade_ticks', 'constant_note', 'marks_for', 'place_labels', 'thinned',
+           'curves_content', 'curves_spec', 'draw', 'plotlyjs_script', 'figure_html', 'page_html', 'figure_bundle',
+           'StaticFigure', 'summary_of', 'as_static', 'plot_history', 'portable_outputs', 'grad_norm_matrix',
+           'plot_grad_norms', 'plot_curve', 'lr_find_y_range', 'plot_lr_find', 'plot_overfit', 'wrap_title',
+           'LiveCurves', 'FinalView', 'Progress', 'stop_summary', 'HistoryStream', 'default_displays']
 
 # %% ../nbs/11_live.ipynb #ec582984
 def display_mode() -> str:
@@ -37,7 +38,9 @@ def display_mode() -> str:
         return "widget"
     except ImportError: return "static"
 
-def _display(obj, **kwargs):
+def show_output(obj,  # anything IPython can display
+                **kwargs,  # passed on to IPython.display.display (display_id=True, raw=True, ...)
+               ):
     "Show `obj` in an IPython shell (returns the display handle when `display_id=True`); do nothing in plain Python."
     try:
         from IPython import get_ipython
@@ -129,6 +132,18 @@ def new_figure(widget: bool = False,  # a FigureWidget (updated in place in a li
     fig = go.Figure(_blank_figure(system))  # a copy: laying the panels out anew costs five times as much
     return go.FigureWidget(fig) if widget else fig
 
+def clear_figure(fig,  # a live curves figure (from `new_figure(widget=True)`), emptied in place
+                ):
+    "`fig` without traces, marks or fixed ranges, for a new run; the widget and the view showing it stay."
+    fig.data = ()
+    axes = [k for k in fig.layout.to_plotly_json() if k.startswith(("xaxis", "yaxis"))]
+    with fig.batch_update():
+        fig.layout.shapes = ()
+        fig.layout.annotations = ()
+        for axis in axes:
+            fig.layout[axis].update(autorange=True)
+    return fig
+
 @functools.lru_cache(maxsize=None)
 def _blank_figure(system: bool):
     "The empty panels, laid out once per process (what `new_figure` copies; never changed in place)."
@@ -189,6 +204,44 @@ def autoscale(fig,  # a plotly figure; its axes' ranges are set in place
     for axis, r in ranges.items():
         fig.layout[axis].update(range=r, autorange=False)  # the live widget keeps no stale range
     return ranges
+def axis_scale(values,  # the points drawn on one axis
+               log_ok: bool = True,  # whether a log axis may be chosen (positive quantities: loss, lr, norms)
+               squash: float = 0.5,  # log when at least this share of the points lies in the linear axis's bottom tenth
+               rtol: float = 1e-6,  # a relative spread below this is a constant
+              ) -> dict:
+    "How one axis reads best: {'kind': 'empty' | 'constant' | 'linear' | 'log', 'value': the constant's value}."
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if not len(v): return {"kind": "empty"}
+    lo, hi = float(v.min()), float(v.max())
+    if hi - lo <= rtol * max(abs(hi), abs(lo), 1e-300): return {"kind": "constant", "value": hi}
+    if not log_ok or lo <= 0 or hi / lo < 10: return {"kind": "linear"}  # less than a decade: linear reads better
+    # a linear axis would press most of the curve flat against its bottom (a spike, a fall by decades): log
+    flat = float(np.mean(v < lo + 0.1 * (hi - lo)))
+    return {"kind": "log" if flat >= squash else "linear"}
+
+def decade_label(exponent: int,  # the tick is at 10**exponent
+                 plain: bool = True,  # '0.001' (else '1e-3'); one axis uses one style
+                ) -> str:
+    "The label of a decade tick: '0.001' or '1e-3'."
+    if plain: return f"{10.0 ** exponent:g}"
+    return f"1e{exponent}"
+
+def decade_ticks(axis_range: list,  # a log axis's range, in decades (log10 units)
+                ) -> dict:
+    "Ticks at whole decades only (no minor digits), labelled alike: plotly's tickvals/ticktext for a log axis."
+    lo, hi = math.ceil(axis_range[0] - 1e-9), math.floor(axis_range[1] + 1e-9)
+    exps = list(range(lo, hi + 1))
+    if len(exps) > 8: exps = exps[:: -(-len(exps) // 8)]  # at most about eight labels
+    plain = all(-3 <= e <= 3 for e in exps)  # 0.001 … 1000 read plainly; past them every label is 1eN
+    return {"tickmode": "array", "tickvals": [10.0 ** e for e in exps],
+            "ticktext": [decade_label(e, plain) for e in exps]}
+
+def constant_note(name: str,  # what the constant is ('learning rate')
+                  value: float,  # its value
+                 ) -> str:
+    "One line in place of a flat panel: 'learning rate constant at 0.003'."
+    return f"{name} constant at {value:.4g}"
 
 # %% ../nbs/11_live.ipynb #21fa9eb9
 MARK_STYLE = {"best": ("#1e8449", "best"), "early_stopping": ("#555555", "early stop"),
@@ -218,7 +271,7 @@ def marks_for(findings: list,  # Findings (and the run's own 'best'/'early_stopp
             epochs = series.points.get("train loss (epoch)", ([], []))[0]
             if not epochs: continue
             at = epochs[min(f.data.get("best_epoch", f.data.get("onset_epoch", 0)), len(epochs) - 1)]
-            out.append((at, color, f"overfitting from epoch {f.data.get('onset_epoch')}"))
+            out.append((at, color, f"overfitting from step {at}"))  # the axis counts steps
             continue
         at = sorted(f.data.get("steps") or ([f.data["step"]] if "step" in f.data else []))
         # a burst of steps is one event: one mark, counted in its label
@@ -286,28 +339,47 @@ def curves_content(series: Series,  # the points to draw
                    system: bool = True,  # the figure has the row of throughput and memory panels
                   ) -> tuple[list, dict]:
     "What the curves figure shows, as plain data: a trace dict per curve (thinned) and the layout's changes."
-    _, axes, log_axes, width_px = _blank_spec(system)
-    traces, curves = [], []
+    spec, axes, _, width_px = _blank_spec(system)
+    held = {}  # panel -> [(name, xs, ys)]
     for name, (xs, ys) in series.points.items():
         panel = panel_of(name)
-        if panel not in axes: continue
-        x_axis, y_axis = axes[panel]
-        xs, ys = np.asarray(xs), np.asarray(ys, dtype=float)  # once: thinned and the axis ranges both read them
-        x, y = thinned(xs, ys)
-        traces.append({"name": name, "x": x, "y": y, "xaxis": x_axis.replace("axis", ""),
-                       "yaxis": y_axis.replace("axis", ""), "mode": "lines", "legend": LEGENDS.get(panel, "legend"),
-                       "showlegend": panel in LEGENDS, **STYLE.get(name, {})})
-        curves.append((x_axis, y_axis, xs, ys))
+        if panel in axes: held.setdefault(panel, []).append((name, np.asarray(xs), np.asarray(ys, dtype=float)))
+    # each panel's axis from what it holds (see `axis_scale`): empty and constant panels are not drawn
+    scales = {p: axis_scale(np.concatenate([ys for _, _, ys in c]), log_ok=True) for p, c in held.items()}
+    traces, curves, layout, notes = [], [], {}, []
+    for panel, (x_axis, y_axis) in axes.items():
+        scale = scales.get(panel, {"kind": "empty"})
+        shown = scale["kind"] in ("linear", "log")
+        layout[x_axis] = {"visible": shown}
+        layout[y_axis] = {"visible": shown, "type": "log" if scale["kind"] == "log" else "linear"}
+        if scale["kind"] == "constant":
+            # placed on the page where the panel would be (a hidden axis's domain places nothing)
+            x_dom, y_dom = spec["layout"][x_axis]["domain"], spec["layout"][y_axis]["domain"]
+            notes.append(dict(text=constant_note(TITLES[panel], scale["value"]), showarrow=False, xref="paper",
+                              yref="paper", x=x_dom[0], y=sum(y_dom) / 2, xanchor="left",
+                              font=dict(size=11, color="#555")))
+        if not shown: continue
+        for name, xs, ys in held[panel]:
+            x, y = thinned(xs, ys)
+            traces.append({"name": name, "x": x, "y": y, "xaxis": x_axis.replace("axis", ""),
+                           "yaxis": y_axis.replace("axis", ""), "mode": "lines",
+                           "legend": LEGENDS.get(panel, "legend"), "showlegend": panel in LEGENDS,
+                           **STYLE.get(name, {})})
+            curves.append((x_axis, y_axis, xs, ys))
+    log_axes = {axes[p][1] for p, s in scales.items() if s["kind"] == "log"}
     ranges = axis_ranges(curves, log_axes)
+    for axis, r in ranges.items():
+        layout[axis].update(range=r, autorange=False)
+        if axis in log_axes: layout[axis].update(decade_ticks(r))
+        elif axis.startswith("yaxis"): layout[axis].update(tickmode="auto", tickvals=None, ticktext=None)
     lines = marks_for(findings, series, severities)
     marks = place_labels(lines, ranges.get("xaxis", [0, 1]), width_px)
-    layout = {axis: {"range": r, "autorange": False} for axis, r in ranges.items()}
     layout["shapes"] = [dict(type="line", x0=x, x1=x, xref="x", y0=0, y1=1, yref="y domain",
                              line=dict(dash="dash", color=color, width=1)) for x, color, _ in lines]
     layout["annotations"] = [dict(x=x, y=1 - 0.1 * level, xref="x", yref="y domain", text=text, showarrow=False,
                                   xanchor="left", yanchor="top", font=dict(color=color, size=10),
                                   bgcolor="rgba(255,255,255,0.8)")
-                             for x, color, text, level in marks]
+                             for x, color, text, level in marks] + notes
     return traces, layout
 
 def curves_spec(series: Series,  # the points to draw
@@ -426,7 +498,7 @@ def _figure_class():
         "A plotly Figure that shows itself with static fallbacks (`figure_bundle`): it survives every front end."
         def _repr_mimebundle_(self, include=None, exclude=None, **kwargs): return figure_bundle(self)
         def _ipython_display_(self):  # plotly's own would win over the bundle above
-            _display(figure_bundle(self), raw=True)
+            show_output(figure_bundle(self), raw=True)
     return Figure
 
 def as_static(fig,  # a plotly Figure or FigureWidget
@@ -442,8 +514,8 @@ def plot_history(history,  # a `History`, a `Run` or a tidy DataFrame of records
                  as_dict: bool = False,  # plotly's JSON (a dict) instead of a Figure: no plotly objects are built
                 ):
     "The run's curves as a static plotly figure (what LiveCurves shows live)."
-    from trainbook.diagnostics import _as_history
-    h = _as_history(history)
+    from trainbook.diagnostics import as_history
+    h = as_history(history)
     series = Series()
     series.read(h)
     spec = curves_spec(series, _time_markers(h, findings, stopped, best_step), severities)
@@ -487,8 +559,8 @@ def grad_norm_matrix(history,  # a `History`, a `Run` or a tidy DataFrame with `
                      top: int = 20,  # keep the parameters with the most extreme median norms (largest and smallest)
                     ) -> tuple[list, list, np.ndarray]:
     "(parameter names, steps, norms[param, step]) from the per-parameter gradient norms the loop logs."
-    from trainbook.diagnostics import _as_history
-    h = _as_history(history)
+    from trainbook.diagnostics import as_history
+    h = as_history(history)
     cols = {}
     for step, _, split, name, value in h.rows():
         if split == "train" and name.startswith("grad_norm/"): cols.setdefault(name[10:], {})[step] = value
@@ -530,6 +602,7 @@ def plot_curve(x, y,  # the points
                log_y: bool = False,  # a log y axis (a loss falling by orders of magnitude)
                marks: list = (),  # (x, color, label) vertical marks
                height: int = 320,  # the figure's height in px
+               y_range: Optional[list] = None,  # the y axis range (log10 units on a log axis); default: all the data
               ):
     "One autoscaled curve with marks: the LR finder's loss against lr, the overfit-one-batch loss against step."
     import plotly.graph_objects as go
@@ -540,6 +613,9 @@ def plot_curve(x, y,  # the points
     fig.update_xaxes(title_text=x_title, type="log" if log_x else "linear")
     fig.update_yaxes(title_text="loss", type="log" if log_y else "linear")
     x_range = autoscale(fig).get("xaxis", [0, 1])
+    if y_range is not None: fig.update_yaxes(range=y_range, autorange=False)
+    if log_x: fig.update_xaxes(**decade_ticks(x_range))
+    if log_y: fig.update_yaxes(**decade_ticks(y_range or fig.layout.yaxis.range))
     def side(mx):  # a label past the middle reads to the left of its line, so it stays inside the panel
         at = math.log10(mx) if log_x and mx > 0 else mx
         return "right" if at > sum(x_range) / 2 else "left"
@@ -550,11 +626,32 @@ def plot_curve(x, y,  # the points
                                         yanchor="top", font=dict(color=c, size=11)) for mx, c, t in marks])
     return as_static(fig)
 
+def lr_find_y_range(losses,  # the LR finder's smoothed losses, in lr order
+                    pad: float = 0.08,  # share of the span added on each side
+                   ) -> Optional[list]:
+    "A y range from the lowest loss up to the highest one before it: the fall fills the panel, the divergence is cut."
+    v = np.asarray(losses, dtype=float)
+    finite = np.flatnonzero(np.isfinite(v))
+    if not len(finite): return None
+    low = finite[np.argmin(v[finite])]
+    top = float(np.nanmax(v[: low + 1][np.isfinite(v[: low + 1])]))
+    lo = float(v[low])
+    span = (top - lo) or max(abs(top) * 0.1, 1e-3)
+    return [lo - pad * span, top + pad * span]
+
 def plot_lr_find(finder,  # an `LRFinder` (`lrs`, `losses`, `suggestion`)
                 ):
-    "The LR range test: smoothed loss against lr on a log axis, the suggestion marked."
-    return plot_curve(finder.lrs, finder.losses, "train loss (smoothed)", "learning rate", log_x=True,
-                      marks=[(finder.suggestion, "#1e8449", f"suggested {finder.suggestion:.2e}")])
+    "The LR range test: smoothed loss against lr on a log axis, clipped near the starting loss, the suggestion marked."
+    import plotly.graph_objects as go
+    fig = plot_curve(finder.lrs, finder.losses, "train loss (smoothed)", "learning rate", log_x=True,
+                     marks=[(finder.suggestion, "#1e8449", f"suggested {finder.suggestion:.2e}")],
+                     y_range=lr_find_y_range(finder.losses))
+    lrs = np.asarray(finder.lrs, dtype=float)
+    if finder.suggestion is not None and len(lrs):
+        at = int(np.argmin(np.abs(np.log10(lrs) - math.log10(finder.suggestion))))
+        fig.add_trace(go.Scatter(x=[finder.suggestion], y=[finder.losses[at]], mode="markers", name="suggested lr",
+                                 marker=dict(color="#1e8449", size=9), showlegend=False))
+    return fig
 
 def plot_overfit(report,  # a `SanityReport` from `overfit_batch`
                 ):
@@ -564,6 +661,18 @@ def plot_overfit(report,  # a `SanityReport` from `overfit_batch`
     return plot_curve(loss.index, loss.values, f"train loss on one batch ({verdict})",
                       log_y=bool(len(loss)) and
                       bool((loss.values > 0).all()))
+def wrap_title(text: str,  # a figure title, however long
+               width: int = 80,  # characters per line at most (a plotly title never wraps by itself)
+              ) -> str:
+    "A long title broken at spaces into lines of at most `width` characters ('<br>'): never cut at the edge."
+    lines, line = [], ""
+    for word in text.split(" "):
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return "<br>".join(lines + [line])
 
 # %% ../nbs/11_live.ipynb #c22a4aaf
 class LiveCurves(Callback):
@@ -576,8 +685,10 @@ class LiveCurves(Callback):
                  clock: Callable[[], float] = time.monotonic,  # the time source for throttling (tests pass a fake)
                  show: bool = True,  # display the figure; False when a panel embeds `widget()` itself
                  severities: tuple = ("warning", "error"),  # finding severities marked on the curves
+                 figure=None,  # a live figure (`new_figure(widget=True)`) to draw in, emptied first (a panel's)
                 ):
         self.every, self.clock, self.mode, self.show, self.severities = every, clock, mode, show, severities
+        self._given = figure
         self.series, self.findings, self.n_updates, self.last = Series(), [], 0, -math.inf
         self.figure, self.box, self._findings_box, self._handle, self._shown = None, None, None, None, False
 
@@ -587,12 +698,15 @@ class LiveCurves(Callback):
         if self.mode != "widget":  # drawn once at the end: the throughput row only when the run logged it
             self.figure = as_static(_blank_figure(self.series.has_system))
             return
+        if self._given is not None:  # the panel's figure, made (and shown) by the panel: emptied, reused
+            self.figure = clear_figure(self._given)
+            return
         import ipywidgets as w
         self.figure = new_figure(widget=True)  # the loop logs throughput and memory each epoch
         self._findings_box = w.HTML()
         self.box = w.VBox([self.figure, self._findings_box])
         if self.show:
-            self._handle = _display(self.box, display_id=True)
+            self._handle = show_output(self.box, display_id=True)
             self._shown = True
 
     def widget(self):
@@ -601,8 +715,8 @@ class LiveCurves(Callback):
         return self.box
 
     def close(self):
-        "Close the live widgets (nothing is left to save or to draw); the points stay in `.series`."
-        for w in (self.box, self._findings_box, self.figure):
+        "Close the live widgets it made (nothing is left to save or to draw); the points stay in `.series`."
+        for w in (self.box, self._findings_box, None if self.figure is self._given else self.figure):
             if hasattr(w, "close"): w.close()
         self.box = self._findings_box = None
 
@@ -664,7 +778,7 @@ class LiveCurves(Callback):
             self.close()
         self.figure = view.figure
         if self.mode == "static" and not self._shown:
-            _display(view)
+            show_output(view)
             self._shown = True
 
 class FinalView:
@@ -725,8 +839,24 @@ class Progress(Callback):
             post = {"train_loss": f"{train:.4g}", **{f"valid_{k}": v for k, v in post.items()}}
         self.epochs.set_postfix(post)
     def after_fit(self, state):
+        run = getattr(state, "run", None)
+        early = getattr(run, "stopped", None) == "early_stopping"
+        if early and self.epochs is not None and self.epochs.total:
+            # a finished bar at the epochs it ran: tqdm draws an incomplete bar red, which reads as a crash
+            done = self.epochs.n
+            self.epochs.reset(total=done)
+            self.epochs.update(done)
         for bar in (self.steps, self.epochs):
             if bar is not None: bar.close()
+        if early: print(stop_summary(run))
+
+def stop_summary(run,  # a finished `Run`
+                ) -> str:
+    "One line for an early stop, as Keras and Lightning print it: 'stopped early at epoch 10, best epoch 6 (…)'."
+    line = f"stopped early at epoch {run.epoch}"
+    if getattr(run, "best_epoch", None) is not None: line += f", best epoch {run.best_epoch}"
+    if getattr(run, "best", None) is not None: line += f" ({run.config.monitor} {run.best:.4g})"
+    return line
 
 class HistoryStream(Callback):
     "Appends new history records to a JSON-lines file (at most every `every` seconds, and at each epoch's end)."

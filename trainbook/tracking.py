@@ -19,10 +19,10 @@ from .store import (MAX_PARAM_VALUE, MAX_TAG_VALUE, bound_http, check_server, is
                              spooled)
 
 # %% auto #0
-__all__ = ['DEFAULT_URI', 'SUMMARY', 'tracking_uri', 'metric_key', 'metric_points', 'run_params', 'params_of', 'tags_of',
-           'status_of', 'TrackedRun', 'Tracker', 'track', 'sync', 'untrack', 'active_tracker', 'log_run', 'differing',
-           'runs', 'load_run', 'Comparison', 'compare_runs', 'run_options', 'RunBrowser', 'write_scalars',
-           'to_tensorboard']
+__all__ = ['DEFAULT_URI', 'SUMMARY', 'FINDING_CHIP', 'tracking_uri', 'metric_key', 'metric_points', 'run_params', 'params_of',
+           'tags_of', 'status_of', 'TrackedRun', 'Tracker', 'quiet_mlflow', 'track', 'sync', 'untrack',
+           'active_tracker', 'log_run', 'differing', 'runs', 'load_run', 'Comparison', 'param_text', 'runs_label',
+           'finding_chips', 'compare_runs', 'run_options', 'RunBrowser', 'write_scalars', 'to_tensorboard']
 
 # %% ../nbs/16_tracking.ipynb #16f62e19
 DEFAULT_URI = "sqlite:///mlruns.db"
@@ -246,6 +246,7 @@ class Tracker:
             bound_http()
             if is_remote(self.uri): check_server(self.uri)
             from mlflow import MlflowClient
+            quiet_mlflow()
             self.client = MlflowClient(tracking_uri=self.uri)
             self.experiment_id = _experiment_id(self.client, experiment, self.uri)
         _preload(use_mlflow, figure, tensorboard is not None)
@@ -439,11 +440,19 @@ def _write_figure(path: Path, run: Run):
     from trainbook.live import page_html
     path.write_text(page_html(run.plot(as_dict=True), title=f"trainbook run: {run.stopped} at step {run.step}"))
 
+def quiet_mlflow():
+    "Keep MLflow's INFO lines (database set-up, migrations) out of cell outputs; MLFLOW_LOGGING_LEVEL asks for them."
+    import logging
+    if os.environ.get("MLFLOW_LOGGING_LEVEL"): return
+    for name in ("mlflow", "alembic"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
 def _preload(use_mlflow: bool, figure: bool, tensorboard: bool):
     "Import here what the background thread will need: two threads importing one module can deadlock."
     if use_mlflow:
         import mlflow.entities, mlflow.utils.uri  # noqa: F401
         import mlflow.store.artifact.artifact_repository_registry  # noqa: F401
+        quiet_mlflow()
     if tensorboard: import torch.utils.tensorboard  # noqa: F401
     if figure:
         try: import trainbook.live, plotly.graph_objects, plotly.subplots  # noqa: F401
@@ -534,6 +543,7 @@ def log_run(run: Run,  # a finished run, e.g. one made before tracking was turne
 def _client(uri: Optional[str]):
     "An MLflow client for `uri` (the active tracker's store by default), after pending writes."
     from mlflow import MlflowClient
+    quiet_mlflow()
     if _TRACKER is not None and uri in (None, _TRACKER.uri):
         _TRACKER.wait()
         if _TRACKER.client is not None: return _TRACKER.client
@@ -620,10 +630,60 @@ class Comparison:
     figure: Any  # plotly Figure: one trace per run
     table: Any  # DataFrame: one row per run, the differing params, best value, how it stopped, findings
 
+    def table_html(self) -> str:
+        "The table as HTML: numbers to their precision, '—' where a run lacks a param, findings as chips."
+        import html
+        from trainbook.core import number_text
+        t = self.table
+        cells = lambda v: html.escape(param_text(v)) if not isinstance(v, float) else number_text(v)
+        head = "".join(f'<th style="text-align:left;padding:2px 10px 2px 0">{html.escape(str(c))}</th>'
+                       for c in [t.index.name or "run", *t.columns])
+        body = []
+        for run, row in t.iterrows():
+            tds = [html.escape(str(run))] + [finding_chips(v) if c == "findings" else cells(v)
+                                             for c, v in row.items()]
+            body.append("<tr>" + "".join(f'<td style="padding:2px 10px 2px 0">{v}</td>' for v in tds) + "</tr>")
+        return (f'<table class="tb-compare" style="border-collapse:collapse;font-size:12px">'
+                f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+
+    def _repr_html_(self): return self.table_html()
+
     def _ipython_display_(self):
-        from IPython.display import display
+        from IPython.display import HTML, display
         display(self.figure)
-        display(self.table)
+        display(HTML(self.table_html()))
+
+def param_text(value) -> str:
+    "A param as a label shows it: '0.001' for 0.001 or '0.0010000', '16', '—' when the run has none."
+    from trainbook.core import number_text
+    if value is None or (isinstance(value, float) and value != value): return "—"
+    if isinstance(value, str):
+        try: number = float(value)
+        except ValueError: return value
+        return number_text(number) if value.strip().lower() not in ("nan", "inf", "-inf") else value
+    return number_text(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+
+def runs_label(params: dict,  # one run's params
+               keys: list,  # the params that differ between the runs compared
+               fallback: str,  # the run's name, when nothing differs
+              ) -> str:
+    "A run named by what differs: 'hidden=16, lr=0.001' (its timestamp name only when nothing does)."
+    return ", ".join(f"{k}={param_text(params.get(k))}" for k in keys) or fallback
+
+FINDING_CHIP = {"error": ("#c0392b", "#fdf2f1"), "warning": ("#b9770e", "#fef7ec"), "info": ("#2e86c1", "#f1f7fc")}
+
+def finding_chips(findings: str,  # 'kind:severity, kind:severity' (a run's findings tag) or 'kind, kind'
+                 ) -> str:
+    "Findings as short chips coloured by severity: 'lr too low' in blue for an info."
+    import html
+    chips = []
+    for item in [x.strip() for x in str(findings or "").split(",") if x.strip()]:
+        kind, _, severity = item.partition(":")
+        fg, bg = FINDING_CHIP.get(severity or "info", FINDING_CHIP["info"])
+        chips.append(f'<span title="{html.escape(severity or "finding")}" style="display:inline-block;'
+                     f'padding:0 6px;margin:1px 2px;border-radius:8px;font-size:11px;color:{fg};background:{bg};'
+                     f'border:1px solid {fg}33">{html.escape(kind.replace("_", " "))}</span>')
+    return "".join(chips)
 
 def _curve(item, i: int, metric: str, client) -> dict:
     "Label, params, points and summary of one run, from a Run or a recorded run id."
@@ -634,7 +694,8 @@ def _curve(item, i: int, metric: str, client) -> dict:
         label = item.extra.get("run_name") or f"run {i}"
         params = item.extra.get("params") or params_of(item)
         return {"label": label, "params": params, "x": list(s.index), "y": list(s.values), "best": item.best,
-                "stopped": item.stopped, "findings": ", ".join(f.kind for f in item.findings)}
+                "stopped": item.stopped,
+                "findings": ", ".join(f"{f.kind}:{f.severity}" for f in item.findings)}
     got = client.get_run(item)
     points = sorted(client.get_metric_history(item, metric), key=lambda m: (m.step, m.timestamp))
     return {"label": got.info.run_name or item[:8], "params": dict(got.data.params),
@@ -665,13 +726,18 @@ def compare_runs(runs_or_ids,  # Runs, MLflow run ids, or the DataFrame `runs()`
     curves = [_curve(x, i, metric, client) for i, x in enumerate(items)]
     keys = differing([c["params"] for c in curves])
     fig = go.Figure()
-    for c in curves:
-        what = "<br>".join(f"{k} = {c['params'].get(k)}" for k in keys)
-        fig.add_trace(go.Scatter(x=c["x"], y=c["y"], mode="lines+markers", name=c["label"],
-                                 hovertemplate=f"<b>{c['label']}</b><br>step %{{x}}<br>"
+    for c in curves:  # each run named by what differs; its own name stays in the hover
+        what = "<br>".join(f"{k} = {param_text(c['params'].get(k))}" for k in keys)
+        name = runs_label(c["params"], keys, c["label"])
+        fig.add_trace(go.Scatter(x=c["x"], y=c["y"], mode="lines+markers", name=name,
+                                 hovertemplate=f"<b>{name}</b><br>{c['label']}<br>step %{{x}}<br>"
                                                f"{metric} %{{y:.4g}}<br>{what}<extra></extra>"))
-    fig.update_layout(template="plotly_white", height=380, xaxis_title="step", yaxis_title=metric,
-                      margin=dict(l=50, r=20, t=30, b=40), legend=dict(orientation="h", y=1.1))
+    title = f"{metric} by {', '.join(keys)}" if keys else metric
+    if len(title) > 70: title = f"{metric} by {len(keys)} params (the legend names them)"
+    fig.update_layout(template="plotly_white", height=400, xaxis_title="step", yaxis_title=metric,
+                      title=dict(text=title, font=dict(size=13), x=0, xanchor="left"),
+                      margin=dict(l=50, r=20, t=60, b=40),
+                      legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"))
     table = pd.DataFrame([{"run": c["label"], **{k: c["params"].get(k) for k in keys}, "best": c["best"],
                            "stopped": c["stopped"], "findings": c["findings"]} for c in curves])
     table = table.set_index("run")

@@ -205,6 +205,7 @@ class StudyPanel:
              ):
         "Put the curves into `fig` (one trace per trial, in one batch update)."
         import plotly.graph_objects as go
+        from trainbook.live import wrap_title
         best = self.best[0] if self.best else None
         traces = []
         for n, (xs, ys) in self.curves.items():
@@ -218,21 +219,22 @@ class StudyPanel:
         with fig.batch_update():
             fig.data = []
             fig.add_traces(traces)
-            fig.layout.title = self.summary()
+            fig.layout.title.text = wrap_title(self.summary())  # lines, never cut at the figure's edge
 
     def new_figure(self, widget: bool = False,  # a FigureWidget (updated in place) instead of a Figure
                    ):
         "An empty figure for the panel (a FigureWidget when `widget`)."
         import plotly.graph_objects as go
         layout = dict(template="plotly_white", height=380, xaxis_title="step", yaxis_title=self.metric,
-                      margin=dict(l=50, r=20, t=50, b=40), title=dict(font=dict(size=13)), showlegend=False)
+                      margin=dict(l=50, r=20, t=80, b=40), title=dict(font=dict(size=12), x=0, xanchor="left"),
+                      showlegend=False)
         return go.FigureWidget(layout=layout) if widget else go.Figure(layout=layout)
 
     def _show_widget(self):
-        from trainbook.live import _display
+        from trainbook.live import show_output
         self.figure = self.new_figure(widget=True)
         self._box = self.figure
-        _display(self.figure)
+        show_output(self.figure)
 
     def redraw(self, force: bool = False,  # redraw even if the last redraw was less than `every` seconds ago
                ):
@@ -246,8 +248,8 @@ class StudyPanel:
     def finish(self):
         "The search ended: outside JupyterLab, show the figure once."
         if self.mode == "static":
-            from trainbook.live import _display
-            _display(self.plot())
+            from trainbook.live import show_output
+            show_output(self.plot())
 
     def plot(self):
         "The panel's figure, drawn now (a static plotly figure)."

@@ -14,8 +14,8 @@ from .events import Callback
 from .splits import STRATEGIES, make_splits
 
 # %% auto #0
-__all__ = ['BALANCE_LAYOUT', 'BUTTON', 'Snapshot', 'buttons_html', 'split_code', 'balance_figure', 'SplitBuilder', 'StopOnEvent',
-           'TrainPanel']
+__all__ = ['BALANCE_LAYOUT', 'BUTTON', 'PLACEHOLDER', 'DRY_RUN_ROWS', 'Snapshot', 'buttons_html', 'split_code', 'balance_figure',
+           'start_values', 'SplitBuilder', 'StopOnEvent', 'run_status', 'dry_run_html', 'TrainPanel']
 
 # %% ../nbs/12_widgets.ipynb #e5463f06
 class Snapshot:
@@ -76,12 +76,27 @@ BALANCE_LAYOUT = dict(barmode="group", height=260, width=460, template="plotly_w
                       margin=dict(l=50, r=10, t=10, b=30), yaxis_title="share of rows",
                       legend=dict(orientation="h", x=0, y=-0.15, xanchor="left", yanchor="top"))
 
+def start_values(splits,  # a `Splits` whose settings the builder starts from, or None
+                 df: pd.DataFrame,  # the frame the builder splits
+                 target: Optional[str] = None,  # the target asked for (wins over the split's)
+                ) -> dict:
+    "The builder's first control values: the split's `make_splits` settings where given, else the defaults."
+    p = dict(getattr(splits, "params", None) or {})
+    asked = getattr(splits, "reason", "") == "asked for"  # an explicit strategy; else 'auto' chose it
+    column = lambda name: name if name in df.columns else None
+    return {"target": column(target if target is not None else p.get("target")),
+            "strategy": splits.strategy if splits is not None and asked else "auto",
+            "groups": column(p.get("groups")), "time": column(p.get("time")),
+            "valid_size": float(p.get("valid_size", 0.2)), "test_size": float(p.get("test_size", 0.0)),
+            "n_folds": int(p.get("n_folds") or 0), "gap": int(p.get("gap", 0)), "seed": int(p.get("seed", 0))}
+
 class SplitBuilder(Snapshot):
     "A widget to choose a split of `df`, preview it, and audit it; `.splits` is the result."
     def __init__(self,
                  df: pd.DataFrame,  # the frame to split
                  target: Optional[str] = None,  # the target column to start with
                  frame_name: str = "df",  # the frame's name in the code that *Copy code* writes
+                 splits=None,  # a `Splits` (from the `make_splits` call above): the controls start from its settings
                 ):
         import ipywidgets as w
         import plotly.graph_objects as go
@@ -89,20 +104,23 @@ class SplitBuilder(Snapshot):
             raise ValueError("SplitBuilder needs a non-empty pandas DataFrame")
         self.df, self.frame_name, self.splits, self.error = df, frame_name, None, None
         cols = [None] + list(df.columns)
+        start = start_values(splits, df, target)
         style = {"description_width": "90px"}
-        self.target = w.Dropdown(options=cols, value=target if target in df.columns else None,
-                                 description="target", style=style)
-        self.strategy = w.Dropdown(options=list(STRATEGIES), value="auto", description="strategy",
+        self.target = w.Dropdown(options=cols, value=start["target"], description="target", style=style)
+        self.strategy = w.Dropdown(options=list(STRATEGIES), value=start["strategy"], description="strategy",
                                    style=style)
-        self.groups = w.Dropdown(options=cols, value=None, description="groups", style=style)
-        self.time = w.Dropdown(options=cols, value=None, description="time", style=style)
-        self.valid_size = w.FloatSlider(value=0.2, min=0.05, max=0.5, step=0.05, description="valid size",
-                                        style=style)
-        self.test_size = w.FloatSlider(value=0.0, min=0.0, max=0.5, step=0.05, description="test size",
-                                       style=style)
-        self.n_folds = w.IntSlider(value=0, min=0, max=10, description="folds (0=none)", style=style)
-        self.gap = w.IntText(value=0, description="gap (rows)", style=style)
-        self.seed = w.IntText(value=0, description="seed", style=style)
+        self.groups = w.Dropdown(options=cols, value=start["groups"], description="groups", style=style)
+        self.time = w.Dropdown(options=cols, value=start["time"], description="time", style=style)
+        self.valid_size = w.FloatSlider(value=start["valid_size"], min=0.05, max=0.5, step=0.05,
+                                        description="valid size", style=style)
+        self.test_size = w.FloatSlider(value=start["test_size"], min=0.0, max=0.5, step=0.05,
+                                       description="test size", style=style)
+        # short labels that fit their 90 px (a cut "folds (0=no…" reads as nothing); the detail is the tooltip
+        self.n_folds = w.IntSlider(value=start["n_folds"], min=0, max=10, description="folds", style=style,
+                                   tooltip="cross-validation folds; 0 = one train/valid holdout")
+        self.gap = w.IntText(value=start["gap"], description="gap (rows)", style=style,
+                             tooltip="rows left out between train and valid (and valid and test)")
+        self.seed = w.IntText(value=start["seed"], description="seed", style=style)
         self.copy_button = w.Button(description="Copy code", icon="copy", layout=w.Layout(width="auto"))
         self.code = w.HTML()
         self.status = w.HTML()
@@ -176,6 +194,40 @@ class StopOnEvent(Callback):
         if self.event.is_set(): state.control.request_stop("interrupted")
 
 BUTTON = dict(width="auto", min_width="max-content")  # a button as wide as its label
+PLACEHOLDER = ('<div class="tb-placeholder" style="padding:18px 12px;color:#666;font:13px sans-serif;'
+               'border:1px dashed #ccc;border-radius:4px;margin:6px 0">press <b>Train</b> or '
+               '<b>Overfit one batch</b> (<b>Find LR</b> and <b>Dry run</b> check the settings first): '
+               'the chart of the last action shows here</div>')
+
+def run_status(run,  # a finished `Run`
+              ) -> str:
+    "One status line for a finished run: how it ended, and for an early stop where and what was best."
+    from trainbook.live import stop_summary
+    if run.stopped == "early_stopping":
+        return f"run <b>{html.escape(stop_summary(run))}</b> after {run.step} steps"
+    return f"run <b>{run.stopped}</b> after {run.step} steps"
+
+DRY_RUN_ROWS = (("steps", "optimizer steps taken", 1, ""), ("step_time", "time per step", 1e3, "ms"),
+                ("first_step_time", "first step (warm-up)", 1e3, "ms"),
+                ("data_wait", "waiting for data", 100, "% of training time"),
+                ("samples_per_s", "throughput", 1, "samples/s"),
+                ("peak_memory_mb", "peak memory rise", 1, "MiB"),
+                ("valid_batch_time", "time per validation batch", 1e3, "ms"),
+                ("estimated_run_s", "estimated full run", 1, "s"), ("seconds", "this dry run took", 1, "s"))
+
+def dry_run_html(report,  # a `DryRunReport`
+                ) -> str:
+    "The dry run's verdict and measurements as a table with units (what the panel shows after *Dry run*)."
+    color, word = ("#1e8449", "PASSED") if report.passed else ("#c0392b", "FAILED")
+    rows = []
+    for key, label, scale, unit in DRY_RUN_ROWS:
+        value = getattr(report, key, None)
+        if value is None: continue
+        shown = f"{value * scale:,.3g}" if isinstance(value, float) else f"{value:,}"
+        rows.append(f'<tr><td style="padding:1px 12px 1px 0">{label}</td>'
+                    f'<td style="text-align:right;padding:1px 6px">{shown}</td><td>{unit}</td></tr>')
+    return (f'<div class="tb-dryrun" style="font:13px sans-serif;margin:6px 0">dry run <b style="color:{color}">'
+            f'{word}</b><table style="border-collapse:collapse;margin-top:4px">{"".join(rows)}</table></div>')
 
 class TrainPanel(Snapshot):
     "Buttons (Overfit one batch, Find LR, Dry run, Train, Stop), one figure, findings and a status line for one model."
@@ -189,6 +241,8 @@ class TrainPanel(Snapshot):
                  callbacks=(),  # extra callbacks for *Train*
                 ):
         import ipywidgets as w
+        import plotly.graph_objects as go
+        from trainbook.live import new_figure
         if loss_fn is None: raise ValueError("TrainPanel needs loss_fn, e.g. loss_fn=nn.CrossEntropyLoss()")
         self.model, self.dl_train, self.dl_valid, self.loss_fn = model, dl_train, dl_valid, loss_fn
         self.config, self.metrics, self.callbacks = config or TrainConfig(), metrics, list(callbacks)
@@ -204,9 +258,17 @@ class TrainPanel(Snapshot):
                                     layout=w.Layout(**BUTTON))
         self.status = w.HTML("ready")
         self.findings = w.HTML()
-        self.plot = w.Box(layout=w.Layout(width="100%"))  # holds the figure of the last action
+        # Every widget the chart area shows is made here, on the kernel's main thread, while the panel is first
+        # displayed: the live figure's model (plotly's FigureWidget, an anywidget whose front-end runtime loads
+        # ~5 MB of JavaScript) is ready long before a button draws. A FigureWidget made per click, in the worker
+        # thread, and updated at once by the run, raced that load: Train as the first click showed "[anywidget]
+        # Runtime not found" instead of its curves. The live figure is reused by every run, never re-created.
+        self.placeholder = w.HTML(PLACEHOLDER)
+        self.live_figure = new_figure(widget=True)  # the curves of Train, updated in place while it runs
+        self.chart = go.FigureWidget()  # Overfit's and Find LR's curves, copied in (one layout shape for both)
+        self.note = w.HTML()  # Dry run's table
+        self.plot = w.Box([self.placeholder], layout=w.Layout(width="100%"))  # what the last action drew
         self.figure, self.curves = None, None
-        self._new_curves()
         self.overfit_button.on_click(lambda _: self._start("overfit one batch", self._overfit))
         self.lr_button.on_click(lambda _: self._start("find LR", self._find_lr))
         self.dry_button.on_click(lambda _: self._start("dry run", self._dry_run))
@@ -215,30 +277,31 @@ class TrainPanel(Snapshot):
         self.buttons = [self.overfit_button, self.lr_button, self.dry_button, self.train_button,
                         self.stop_button]
         self.widget = w.VBox([w.HBox(self.buttons), self.status, self.plot, self.findings])
+        self.widget.add_class("tb-panel")
 
     # --- what the panel shows -----------------------------------------------------------------------
     def show_figure(self,
-                    fig,  # a plotly figure (copied into a FigureWidget) or a FigureWidget (shown as it is)
+                    fig,  # a plotly figure, or the panel's `live_figure`
                    ):
-        "Put `fig` in the panel's plot area, closing the figure it replaces."
-        import plotly.graph_objects as go
-        old = self.figure
-        self.figure = fig if isinstance(fig, go.FigureWidget) else go.FigureWidget(fig)
-        self.plot.children = (self.figure,)
-        if old is None or old is self.figure: return
-        # the curves' own widgets go with their figure
-        if self.curves is not None and old is self.curves.figure:
-            self.curves.close()
-            self.curves = None
-        else:
-            old.close()
+        "Put `fig` in the panel's chart area in place of what the last action drew."
+        if fig is self.live_figure:
+            self.figure = fig
+            self.plot.children = (fig,)
+            return
+        self.figure = fig
+        chart = self.chart
+        chart.data = ()
+        chart.layout = fig.layout  # every curve chart sets the same keys: nothing stale is left in the view
+        chart.add_traces(list(fig.data))
+        self.plot.children = (chart,)
 
-    def _new_curves(self):
-        from trainbook.live import LiveCurves
-        curves = LiveCurves(mode="widget", show=False)
-        curves.widget()
-        self.show_figure(curves.figure)
-        self.curves = curves
+    def show_note(self,
+                  content: str,  # HTML shown in the chart area (a table), in place of a chart
+                 ):
+        "Put `content` in the panel's chart area in place of what the last action drew."
+        self.figure = None
+        self.note.value = content
+        self.plot.children = (self.note,)
 
     # --- actions (each runs in the background thread) -----------------------------------------------
     def _overfit(self):
@@ -267,18 +330,23 @@ class TrainPanel(Snapshot):
         report = dry_run(self.model, self.dl_train, self.dl_valid, loss_fn=self.loss_fn, config=self.config,
                          metrics=self.metrics)
         self.dry_run_report = report
-        self.findings.value = report._repr_html_()
+        self.findings.value = findings_html(report.findings)
+        self.show_note(dry_run_html(report))
         return (f"dry run: <b>{'PASSED' if report.passed else 'FAILED'}</b> "
                 f"({len(report.findings)} finding(s))")
 
     def _train(self):
+        from trainbook.live import LiveCurves
         from trainbook.loop import fit
-        self._new_curves()  # fresh curves for a new run
+        # fresh curves for a new run, drawn in the panel's live figure (throttled: one redraw a second at most)
+        self.curves = LiveCurves(every=1.0, mode="widget", show=False, figure=self.live_figure)
+        self.curves.widget()
+        self.show_figure(self.live_figure)
         self.run = fit(self.model, self.dl_train, self.dl_valid, loss_fn=self.loss_fn, config=self.config,
                        metrics=self.metrics,
                        callbacks=[StopOnEvent(self._stop), self.curves, *self.callbacks], live=False)
         self.findings.value = findings_html(self.run.findings)
-        return f"run <b>{self.run.stopped}</b> after {self.run.step} steps"
+        return run_status(self.run)
 
     # --- plumbing ---------------------------------------------------------------------------------
     def _start(self, what: str, action: Callable[[], str]):
@@ -300,15 +368,20 @@ class TrainPanel(Snapshot):
 
     def _work(self, what: str, action: Callable[[], str]):
         from trainbook.batch import training_lock
+        status = None
         try:
             with training_lock(self.model, what):  # the model is this panel's until the action ends
-                self.status.value = action()
+                status = action()
         except Exception as e:  # shown in the panel; the notebook keeps going
             self.error = e
-            self.status.value = f'<b style="color:#c0392b">{what} failed:</b> {html.escape(repr(e))}'
+            status = f'<b style="color:#c0392b">{what} failed:</b> {html.escape(repr(e))}'
         finally:
-            self._set_running(False)
+            # The saved notebook's snapshot is re-rendered first (its output is redrawn, the panel's view with
+            # it), then the status and the buttons change: a click that follows the new status hits the new view.
+            self._final_status = status if status is not None else self.status.value
             self.refresh_snapshot()
+            self.status.value, self._final_status = self._final_status, None
+            self._set_running(False)
 
     def _set_running(self, running: bool, what: str = ""):
         for b in self.buttons[:-1]: b.disabled = running
@@ -333,6 +406,9 @@ class TrainPanel(Snapshot):
 
     def _snapshot_html(self) -> str:
         from trainbook.live import figure_html
-        fig = figure_html(self.figure, owner=self) if self.figure is not None and self.figure.data else ""
-        return (f"<div>{buttons_html(self.buttons)}</div><div>{self.status.value}</div>"
-                f"{fig}{self.findings.value}")
+        if self.figure is not None and self.figure.data: shown = figure_html(self.figure, owner=self)
+        elif self.plot.children == (self.note,): shown = self.note.value
+        else: shown = PLACEHOLDER
+        status = getattr(self, "_final_status", None) or self.status.value
+        return (f"<div>{buttons_html(self.buttons)}</div><div>{status}</div>"
+                f"{shown}{self.findings.value}")

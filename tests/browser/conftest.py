@@ -53,6 +53,8 @@ def lab(tmp_path_factory):
     shutil.copytree(ROOT / "nbs", root / "nbs")
     port, token = free_port(), secrets.token_hex(16)
     env = {k: v for k, v in os.environ.items() if k not in ("TRAINBOOK_LIVE", "PLOTLY_RENDERER")}
+    # the kernels import this checkout's trainbook (not whichever one the venv was installed from)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     env["JUPYTER_CONFIG_DIR"] = str(root / "jupyter-config")  # no user settings leak in
     settings = root / "lab-settings"
     for name, value in {"notebook-extension/tracker": {"windowingMode": "none"},  # render every cell, as a person scrolls

@@ -58,3 +58,49 @@ def test_search_finds_fit_and_the_fit_page_has_its_parameter_table(browser, docs
     table.evaluate("t => t.scrollIntoView({block: 'center'})")  # the signature's end and the table in view
     page.screenshot(path=str(ARTIFACTS / "docs-fit-page.png"))
     page.close()
+
+
+def test_every_local_link_resolves_ids_are_unique_nothing_fetched(browser, docs_site):
+    "The same check `make docs` fails on, on the site as built; and the pages ask nothing of the network."
+    import sys
+    sys.path.insert(0, str(docs_site["dir"].parent / "scripts"))
+    import build_docs
+    assert build_docs.check_links() == [] and build_docs.check_ids() == []
+    site = docs_site["dir"]
+    for page in site.rglob("*.html"):
+        text = page.read_text()
+        assert "api.github.com" not in text and "cdn.jsdelivr" not in text, page
+    page = browser.new_page(viewport={"width": 1300, "height": 900})
+    outside = []
+    page.on("request", lambda r: outside.append(r.url) if not r.url.startswith((docs_site["url"], "data:", "blob:")) else None)
+    for rel in ("index.html", "loop.html", "tutorials/quickstart.html"):
+        page.goto(f"{docs_site['url']}/{rel}")
+        page.wait_for_load_state("networkidle")
+    assert page.goto(f"{docs_site['url']}/404.html").status == 200
+    assert page.locator("link[rel=stylesheet]").count() >= 1
+    for href in page.eval_on_selector_all("a[href]", "els => els.map(e => e.getAttribute('href'))"):
+        assert not href.startswith("https://trainbook.github.io"), href  # works offline, from the root
+    page.close()
+    assert outside == [], outside[:5]
+
+
+def test_search_finds_parameters_and_sections_first(browser, docs_site):
+    "A reader types a word: the parameter or the section is the first hit; results carry no '¶' or button text."
+    import json
+    index = json.loads((docs_site["dir"] / "search" / "search_index.json").read_text())
+    texts = " ".join(d["text"] + d["title"] for d in index["docs"])
+    assert "¶" not in texts and "Copied!" not in texts and "test_eq(" not in texts
+    page = browser.new_page(viewport={"width": 1300, "height": 900})
+    page.goto(f"{docs_site['url']}/index.html")
+    for query, want in (("patience", "patience"), ("resume", "resume"), ("early stopping", "early")):
+        box = page.locator("input.md-search__input")
+        box.click()
+        box.fill("")
+        page.keyboard.type(query, delay=30)
+        page.wait_for_selector(".md-search-result__item", timeout=30_000)
+        first = page.locator(".md-search-result__item").first.inner_text().lower()
+        # the first hit: a page whose first entry is the parameter or the section (its title, not body text)
+        assert want in " ".join(first.split("\n")[:2]), (query, first[:200])
+        page.screenshot(path=str(ARTIFACTS / f"docs-search-{query.replace(' ', '-')}.png"))
+        page.keyboard.press("Escape")
+    page.close()

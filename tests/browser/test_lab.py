@@ -105,6 +105,8 @@ def wait_or_report(page, trace: str) -> bool:
 
 
 def panel_shot(page, name: str):
-    "A screenshot of the TrainPanel (its buttons down to its figure)."
+    "A screenshot of the TrainPanel (its buttons down to its figure), once the action is over (buttons enabled)."
+    page.wait_for_function("""() => Array.from(document.querySelectorAll('button'))
+        .some(b => b.textContent.trim() === 'Overfit one batch' && !b.disabled)""", timeout=60_000)
     page.get_by_role("button", name="Overfit one batch").scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / name))
