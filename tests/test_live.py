@@ -390,3 +390,20 @@ def test_a_constant_note_sits_where_its_panel_would_be():
     note = next(a for a in spec["layout"]["annotations"] if a["text"] == "learning rate constant at 0.003")
     y_lr, y_loss = spec["layout"]["yaxis3"]["domain"], spec["layout"]["yaxis"]["domain"]
     assert note["yref"] == "paper" and y_lr[0] <= note["y"] <= y_lr[1] and not y_loss[0] <= note["y"] <= y_loss[1]
+
+
+def test_a_plain_script_with_live_auto_builds_no_figure():
+    "#25: in plain Python (no IPython), live='auto' shows progress only: plotly is never imported."
+    import subprocess, sys, textwrap
+    code = textwrap.dedent("""
+        import sys, torch, trainbook as tb
+        from torch import nn
+        X = torch.randn(64, 4); y = (X[:, 0] > 0).long()
+        tb.fit(nn.Linear(4, 2), [(X, y)], [(X, y)], loss_fn=nn.functional.cross_entropy,
+               config=tb.TrainConfig(epochs=2))
+        print("plotly" in sys.modules)
+    """)
+    env = {k: v for k, v in __import__("os").environ.items() if k != "TRAINBOOK_LIVE"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "False"

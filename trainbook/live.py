@@ -12,6 +12,7 @@ import numpy as np
 from .core import Finding, History, findings_html
 from .diagnostics import diagnose
 from .events import Callback, LoopState
+from .run import EVIDENCE
 
 # %% auto #0
 __all__ = ['PANELS', 'TITLES', 'LOG_PANELS', 'SYSTEM', 'LEGENDS', 'STYLE', 'MARK_STYLE', 'GRADIENT_TROUBLE', 'display_mode',
@@ -75,6 +76,7 @@ class Series:
                  name: str,  # the record's name
                 ) -> Optional[str]:
         "The trace a record is drawn in, None for records not drawn (per-parameter norms, skipped steps, loss scale)."
+        if (split, name) in EVIDENCE: return None  # what the diagnosis reads (a loss's standard error, ...)
         if split == "valid": return f"valid {name}"
         if split != "train" or name in ("skipped_step", "loss_scale") or "/" in name: return None
         return {"loss": "train loss", "epoch_loss": "train loss (epoch)"}.get(name, f"train {name}")
@@ -890,4 +892,5 @@ def default_displays(live="auto",  # `fit`'s `live`: False or None turns trainbo
     stream = os.environ.get("TRAINBOOK_STREAM")
     if stream: return [HistoryStream(stream)]  # the launching notebook draws the curves
     if live in (False, None): return []
+    if live == "auto" and display_mode() == "text": return [Progress()]  # a plain script: no figure to show
     return [Progress(), LiveCurves()]
