@@ -55,8 +55,8 @@ _EXPORTS = {
     "spark": ["spark_session", "is_spark_frame", "SparkSplits", "SparkDataReport"],
     "parquet": ["ParquetLoader", "fit_prep", "split_files", "write_split_column"],
     "ray_engine": ["RayLoader"],  # launch(engine="ray") and search(engine="ray") are the way in; ray loads lazily
-    "jax_loop": ["fit_flax", "KeyStreams", "FlaxState", "FlaxNanGuard", "optax_schedule", "evaluate_flax",
-                 "overfit_batch_flax", "lr_find_flax", "read_flax_checkpoint", "is_flax_model"],
+    "jax_loop": ["fit_flax", "FlaxState", "evaluate_flax", "overfit_batch_flax", "lr_find_flax"],
+    "jax_parts": ["KeyStreams", "FlaxNanGuard", "optax_schedule", "read_flax_checkpoint", "is_flax_model"],
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)

@@ -111,9 +111,9 @@ def baseline(df: pd.DataFrame,  # the whole table: feature columns and the targe
              seed: int = 0,  # random seed of the boosted models
              ) -> pd.DataFrame:
     "Dummy, linear, boosted models and any scikit-learn estimator on the same splits: metrics per split."
-    from trainbook import spark  # a Spark DataFrame takes the Spark path (pyspark is imported only there)
+    from trainbook import spark, spark_models  # a Spark DataFrame takes the Spark path (pyspark loads there)
     if spark.is_spark_frame(df):
-        return spark.baseline(df, target, splits, task=task, models=models, seed=seed)
+        return spark_models.baseline(df, target, splits, task=task, models=models, seed=seed)
     from sklearn.base import clone
     from sklearn.dummy import DummyClassifier, DummyRegressor
     from sklearn.linear_model import LogisticRegression, Ridge

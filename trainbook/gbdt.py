@@ -708,9 +708,9 @@ def _boosting_fit(library: str,  # a key of BOOSTING_LIBRARIES
                     track: Optional[bool] = None,  # record the run (None = when `tb.track()` is on)
                     callbacks: Iterable = (),  # observers with event methods, as for `fit` (one step a round)
                     ) -> Run:
-        from trainbook import spark  # a Spark DataFrame takes the Spark path (pyspark is imported only there)
+        from trainbook import spark, spark_models  # a Spark DataFrame takes the Spark path (pyspark loads there)
         if library == "xgboost" and spark.is_spark_frame(df):
-            return spark.fit_xgboost(df, target, splits, params, num_rounds, early_stopping, live, task=task,
+            return spark_models.fit_xgboost(df, target, splits, params, num_rounds, early_stopping, live, task=task,
                                      class_weight=class_weight, preprocess=preprocess,
                                      checkpoint_dir=checkpoint_dir, seed=seed)
         return _fit_boosted(booster_library(library), df, target, splits, params, num_rounds, early_stopping,

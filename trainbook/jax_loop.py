@@ -21,255 +21,15 @@ from .recorder import EarlyStopping, run_callbacks
 from .metrics import resolve_metrics
 from .optim import SCHEDULE_FNS, LRFinder, warmup_steps
 from .run import MONITOR_ALIASES, Run, remember_run, write_run_record
+from .jax_parts import (CHECKPOINT_FORMAT, FlaxNanGuard, KeyStreams, STREAMS, decay_mask,
+                                flax_checkpoint_file, host_rng, import_jax, is_flax_model, make_tx,
+                                optax_schedule, read_flax_checkpoint, save_flax_checkpoint, schedule_lr,
+                                stream_key, tree_entries, tree_from_entries)
 
 # %% auto #0
-__all__ = ['STREAMS', 'CHECKPOINT_FORMAT', 'LOSSES', 'TARGET_KEYS', 'import_jax', 'is_flax_model', 'stream_key', 'KeyStreams',
-           'optax_schedule', 'schedule_lr', 'decay_mask', 'make_tx', 'tree_entries', 'tree_from_entries',
-           'save_flax_checkpoint', 'flax_checkpoint_file', 'read_flax_checkpoint', 'FlaxNanGuard', 'FlaxState',
-           'flax_loss', 'split_pure', 'from_pure', 'streams_used', 'flax_steps', 'as_arrays', 'split_arrays',
-           'evaluate_flax', 'pick_jax_precision', 'FlaxLoop', 'check_flax_inputs', 'fit_flax', 'overfit_batch_flax',
-           'lr_find_flax']
-
-# %% ../nbs/20_jax.ipynb #310057f2
-def import_jax() -> tuple:
-    "`(jax, jax.numpy, optax, flax.nnx)`, or an ImportError that names the extra installing them."
-    try:
-        jax = importlib.import_module("jax")
-        jnp = importlib.import_module("jax.numpy")
-        optax = importlib.import_module("optax")
-        nnx = importlib.import_module("flax.nnx")
-    except ImportError as e:
-        raise ImportError("this needs jax, flax and optax: pip install 'trainbook[jax]' "
-                          "(or pip install jax flax optax)") from e
-    return jax, jnp, optax, nnx
-
-def is_flax_model(model,  # anything
-                 ) -> bool:
-    "Whether `model` is a Flax NNX module, told by its type's module path (jax is not imported to ask)."
-    return any(t.__module__.startswith("flax.nnx") for t in type(model).__mro__)
-
-# %% ../nbs/20_jax.ipynb #6b138fe2
-STREAMS = ("dropout", "augment", "sample")  # the model's stochastic layers, `augment(xb, key)`, the loss / sampling
-
-def stream_key(base,  # a stream's base key (`KeyStreams.base[name]`)
-               step,  # optimizer steps done (an int, or a traced integer inside jit)
-               micro_step=0,  # position in the accumulation window
-              ):
-    "The key of a stream at `(step, micro_step)`: the base key folded with each (works inside jit)."
-    jax = import_jax()[0]
-    return jax.random.fold_in(jax.random.fold_in(base, step), micro_step)
-
-class KeyStreams:
-    "Independent named PRNG streams from one seed: `key(name, step, micro_step)` is a pure function of them."
-    def __init__(self,
-                 seed: int = 0,  # the run's seed (`TrainConfig.seed`)
-                 names: Iterable[str] = STREAMS,  # the streams' names
-                ):
-        jax = import_jax()[0]
-        if not isinstance(seed, int): raise TypeError(f"seed must be an int, got {type(seed).__name__}")
-        self.seed, self.names = seed, tuple(names)
-        root = jax.random.key(seed)
-        # a name's crc32 picks its stream: the same name gives the same stream in every run and version
-        self.base = {n: jax.random.fold_in(root, zlib.crc32(n.encode()) & 0x7FFFFFFF) for n in self.names}
-
-    def __repr__(self): return f"KeyStreams(seed={self.seed}, names={self.names})"
-
-    def key(self,
-            name: str,  # one of `names`
-            step: int,  # optimizer steps done
-            micro_step: int = 0,  # position in the accumulation window
-           ):
-        "The key stream `name` gives at `(step, micro_step)`."
-        if name not in self.base:
-            raise KeyError(f"no PRNG stream named {name!r}; streams are: {', '.join(self.names)}")
-        return stream_key(self.base[name], step, micro_step)
-
-    def state_dict(self) -> dict:
-        "The seed and each stream's raw base key (uint32 words), for checkpoints."
-        jax = import_jax()[0]
-        return {"seed": self.seed, "keys": {n: np.asarray(jax.random.key_data(k)) for n, k in self.base.items()}}
-
-    def load_state_dict(self, state: dict,  # from `state_dict()`
-                       ):
-        "Take the streams of a checkpoint."
-        jax, jnp = import_jax()[:2]
-        self.seed = int(state["seed"])
-        self.base = {n: jax.random.wrap_key_data(jnp.asarray(v, dtype=jnp.uint32)) for n, v in state["keys"].items()}
-        self.names = tuple(self.base)
-
-# %% ../nbs/20_jax.ipynb #4bfddc92
-def optax_schedule(cfg: TrainConfig,  # `lr`, `schedule` and `warmup` are read
-                   total_steps: Optional[int],  # optimizer steps in the run (None = unknown)
-                  ) -> Callable:
-    "`cfg.schedule` as an optax schedule (count -> lr), the same numbers as the torch loop's schedule."
-    jnp = import_jax()[1]
-    if cfg.schedule == "plateau":
-        raise ValueError("fit_flax: schedule='plateau' is not available here (it needs the validation loss "
-                         "inside the optimizer); use 'constant', 'warmup_cosine' or 'one_cycle', or pass an "
-                         "optax transformation with optax.contrib.reduce_on_plateau as optimizer=")
-    if total_steps is None:
-        if cfg.schedule != "constant" or 0 < cfg.warmup < 1:
-            raise ValueError(f"schedule={cfg.schedule!r} needs the number of steps: give dl_train a length "
-                             "or set max_steps")
-        total_steps = 0
-    total, warm, peak = total_steps, warmup_steps(cfg.warmup, total_steps), cfg.lr
-
-    def ramp(count):  # linear warmup: (count + 1) / warm, as trainbook.optim.constant
-        return (count + 1) / max(warm, 1)
-
-    def cos(a, b, t):  # from a to b along half a cosine, t in [0, 1]
-        return b + (a - b) * 0.5 * (1 + jnp.cos(jnp.pi * jnp.minimum(1.0, t)))
-
-    if cfg.schedule == "constant":
-        return lambda count: peak * jnp.where(count < warm, ramp(count), 1.0)
-    if cfg.schedule == "warmup_cosine":
-        return lambda count: peak * jnp.where(count < warm, ramp(count),
-                                              cos(1.0, 0.0, (count - warm) / max(1, total - warm)))
-    rise, lo, end = warm or max(1, int(0.3 * total)), 1 / 25.0, 1 / (25.0 * 1e4)  # one_cycle's defaults
-    return lambda count: peak * jnp.where(count < rise, cos(lo, 1.0, count / rise),
-                                          cos(1.0, end, (count - rise) / max(1, total - rise)))
-
-def schedule_lr(cfg: TrainConfig,  # the run's config
-                total_steps: Optional[int],  # optimizer steps in the run
-                step: int,  # optimizer steps done
-               ) -> float:
-    "The lr of the next optimizer step in plain Python (what the history logs as `lr`, like the torch loop)."
-    total = total_steps or 0
-    return cfg.lr * SCHEDULE_FNS[cfg.schedule](step, total, warmup_steps(cfg.warmup, total))
-
-# %% ../nbs/20_jax.ipynb #0c837875
-def decay_mask(params,  # the parameters (a pytree of arrays)
-              ):
-    "True for the weight matrices (ndim >= 2), which get weight decay; False for biases and norm scales."
-    jax = import_jax()[0]
-    return jax.tree.map(lambda p: p.ndim >= 2, params)
-
-def make_tx(cfg: TrainConfig,  # `clip_norm` and `weight_decay` are read
-            optimizer,  # None = AdamW; an optax factory `f(learning_rate)`; or a GradientTransformation as given
-            schedule: Callable,  # the lr schedule (`optax_schedule`)
-            params,  # the parameters (for the decay mask)
-           ):
-    "The optax chain of a run (accumulation not included: `MultiSteps` wraps it per window size)."
-    optax = import_jax()[2]
-    if optimizer is None and cfg.weight_decay == 0:  # the same numbers as adamw without its decay pass
-        tx = optax.adam(schedule, b1=0.9, b2=0.999, eps=1e-8)
-    elif optimizer is None:
-        tx = optax.adamw(schedule, b1=0.9, b2=0.999, eps=1e-8, weight_decay=cfg.weight_decay,
-                         mask=decay_mask(params))
-    elif isinstance(optimizer, optax.GradientTransformation): tx = optimizer
-    elif callable(optimizer): tx = optimizer(schedule)
-    else:
-        raise TypeError(f"optimizer must be None, an optax GradientTransformation or a factory such as "
-                        f"optax.sgd, got {type(optimizer).__name__}")
-    if cfg.clip_norm is not None: tx = optax.chain(optax.clip_by_global_norm(cfg.clip_norm), tx)
-    return tx
-
-# %% ../nbs/20_jax.ipynb #adc1211f
-def tree_entries(tree,  # a pytree of arrays (parameters, optimizer state)
-                ) -> dict:
-    "`{path: numpy array}` of every leaf of `tree` (its pytree path as the key)."
-    jax = import_jax()[0]
-    return {jax.tree_util.keystr(p): np.asarray(v) for p, v in jax.tree_util.tree_flatten_with_path(tree)[0]}
-
-def tree_from_entries(template,  # a pytree with the wanted structure (the freshly built state)
-                      entries: dict,  # from `tree_entries`
-                      what: str,  # its name, for the message ('params', 'opt_state', ...)
-                     ):
-    "`template` with its leaves replaced by `entries`; a ValueError naming the entries that do not fit."
-    jax, jnp = import_jax()[:2]
-    leaves, treedef = jax.tree_util.tree_flatten_with_path(template)
-    keys = [jax.tree_util.keystr(p) for p, _ in leaves]
-    missing, extra = [k for k in keys if k not in entries], [k for k in entries if k not in set(keys)]
-    wrong = [k for (k, (_, v)) in zip(keys, leaves) if k in entries and np.shape(entries[k]) != np.shape(v)]
-    if missing or extra or wrong:
-        raise ValueError(f"the checkpoint's {what} do not fit this run: missing {missing[:3]}, unexpected "
-                         f"{extra[:3]}, other shape {wrong[:3]}; resume with the model and optimizer "
-                         "the checkpoint was written by")
-    return jax.tree.unflatten(treedef, [jnp.asarray(entries[k], dtype=v.dtype) for k, (_, v) in zip(keys, leaves)])
-
-def _plain(obj):
-    "Plain msgpack-able values: tuples become lists, tensors numpy arrays, numpy scalars Python numbers."
-    if isinstance(obj, dict): return {str(k): _plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)): return [_plain(v) for v in obj]
-    if isinstance(obj, np.ndarray): return obj
-    if isinstance(obj, np.generic): return obj.item()
-    if obj is None or isinstance(obj, (str, bool, int, float)): return obj
-    if hasattr(obj, "numpy") and hasattr(obj, "detach"): return obj.detach().cpu().numpy()  # a torch tensor
-    if hasattr(obj, "__array__"): return np.asarray(obj)
-    return str(obj)
-
-def _host_rng(plain: Optional[dict]) -> Optional[dict]:
-    "The `rng_state()` a checkpoint stored as plain values, ready for `set_rng_state`."
-    if plain is None: return None
-    import torch
-    version, words, gauss = plain["python"]
-    kind, keys, pos, has_gauss, cached = plain["numpy"]
-    return {"python": (version, tuple(words), gauss), "numpy": (kind, np.asarray(keys), pos, has_gauss, cached),
-            "torch": torch.from_numpy(np.asarray(plain["torch"], dtype=np.uint8).copy())}
-
-def save_flax_checkpoint(path: Union[str, Path],  # the file to write (last.msgpack, best.msgpack)
-                         entries: dict,  # plain entries: arrays, numbers, strings, lists, dicts
-                        ) -> Path:
-    "Write `entries` as one msgpack file, atomically; serialized before the file is opened, so a bad entry fails first."
-    from flax import serialization
-    data = serialization.msgpack_serialize(_plain(entries))
-    return atomic_write(path, lambda f: f.write(data))
-
-def flax_checkpoint_file(path: Union[str, Path],  # a checkpoint file, or a run folder
-                        ) -> Path:
-    "The file `path` names: itself, or a run folder's last.msgpack; `CheckpointError` when there is none."
-    path = Path(path)
-    if path.is_dir(): path = path / "last.msgpack"
-    if not path.is_file():
-        raise CheckpointError(f"no Flax checkpoint at {path}: pass a last.msgpack / best.msgpack file or the "
-                              "folder of a fit_flax run that wrote checkpoints")
-    return path
-
-def read_flax_checkpoint(path: Union[str, Path],  # a checkpoint file, or a run folder (its last.msgpack)
-                        ) -> dict:
-    "The entries of a Flax checkpoint; `CheckpointError` when the file is missing, truncated or not one."
-    from flax import serialization
-    path = flax_checkpoint_file(path)
-    try: state = serialization.msgpack_restore(path.read_bytes())
-    except Exception as e: raise CheckpointError(f"{path} is corrupt or not a Flax checkpoint: {e!r}") from e
-    if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
-        raise CheckpointError(f"{path} is not a trainbook Flax checkpoint (no format {CHECKPOINT_FORMAT!r})")
-    return state
-
-CHECKPOINT_FORMAT = "trainbook-flax/1"
-
-# %% ../nbs/20_jax.ipynb #ed73a50d
-def _all_finite(tree) -> bool:
-    jax = import_jax()[0]
-    leaves = [np.asarray(v) for v in jax.tree.leaves(tree)]
-    return all(np.isfinite(v).all() for v in leaves if np.issubdtype(v.dtype, np.inexact))
-
-class FlaxNanGuard(Callback):
-    "A `nonfinite` finding for the first non-finite window loss: whether the batch or the parameters hold NaN/Inf."
-    def __init__(self, max_reports: int = 3,  # non-finite windows reported per run
-                ):
-        self.max_reports, self.reports = max_reports, []
-
-    def on_nonfinite(self, state: LoopState):
-        if len(self.reports) >= self.max_reports: return
-        xb, yb = state.batch
-        train_state = getattr(state, "train_state", None)  # fit_flax's explicit state, before the window
-        inputs_ok = _all_finite(xb)
-        params_ok = _all_finite(train_state.params) if train_state is not None else True
-        info = {"step": state.step, "epoch": state.epoch, "batch_idx": state.batch_idx,
-                "inputs_finite": inputs_ok, "params_finite": params_ok}
-        self.reports.append(info)
-        if not inputs_ok: what = "the batch itself holds NaN/Inf"
-        elif not params_ok: what = "the parameters were already non-finite"
-        else: what = "the inputs and parameters are finite: the forward pass or the loss made it"
-        state.findings.append(Finding(
-            "nonfinite", "error",
-            f"non-finite loss at step {state.step} (epoch {state.epoch}, batch {state.batch_idx}): {what}",
-            advice="check the data (tb.check_data); look for log/sqrt/division/exp of large values; lower the "
-                   "lr or clip gradients (clip_norm)", data=info))
-
-    def state_dict(self): return {"reports": self.reports}
-    def load_state_dict(self, state): self.reports = list(state.get("reports", []))
+__all__ = ['LOSSES', 'TARGET_KEYS', 'FlaxState', 'flax_loss', 'split_pure', 'from_pure', 'streams_used', 'flax_steps',
+           'as_arrays', 'split_arrays', 'evaluate_flax', 'pick_jax_precision', 'check_flax_inputs', 'fit_flax',
+           'overfit_batch_flax', 'lr_find_flax']
 
 # %% ../nbs/20_jax.ipynb #c5e11d29
 class FlaxState(NamedTuple):
@@ -412,7 +172,8 @@ def flax_steps(graphdef,  # the model's graph definition in train mode (`split_p
 # %% ../nbs/20_jax.ipynb #4bffbf3c
 TARGET_KEYS = ("y", "label", "labels", "target")
 
-def as_arrays(obj):
+def as_arrays(obj,  # a batch: tensors, arrays, or tuples, lists and dicts of them
+             ):
     "`obj` with every torch tensor as a numpy array (shared memory on CPU); tuples, lists and dicts walked."
     if isinstance(obj, dict): return {k: as_arrays(v) for k, v in obj.items()}
     if isinstance(obj, (tuple, list)): return tuple(as_arrays(v) for v in obj)
@@ -517,7 +278,7 @@ def _length(dl) -> Optional[int]:
     try: return len(dl)
     except TypeError: return None
 
-class FlaxLoop:
+class _FlaxLoop:
     "Everything `fit_flax` sets up, and the bookkeeping around the steps; callbacks find the state in `state.train_state`."
     def __init__(self, model, optimizer, dl_train, dl_valid, loss_fn, cfg: TrainConfig, *, metric_fns: dict,
                  callbacks: Iterable, augment: Optional[Callable], live, track):
@@ -580,7 +341,7 @@ class FlaxLoop:
         self.base_keys = {name: self.streams.base[name] for name in self.used}
         self.state.step, self.state.skipped_steps = int(ck["step"]), int(ck["skipped_steps"])
         pos = dict(ck["position"])
-        pos["rng"], pos["epoch_rng"] = _host_rng(pos.get("rng")), _host_rng(pos.get("epoch_rng"))
+        pos["rng"], pos["epoch_rng"] = host_rng(pos.get("rng")), host_rng(pos.get("epoch_rng"))
         self.pos = Position.from_state(pos)
         self.history.load_state_dict(ck["history"])
         self.stopper.load_state_dict(ck["early_stopping"])
@@ -789,7 +550,15 @@ def _version(pkg: str) -> Optional[str]:
     except importlib.metadata.PackageNotFoundError: return None
 
 # %% ../nbs/20_jax.ipynb #8d8071d3
-def check_flax_inputs(model, optimizer, dl_train, dl_valid, loss_fn, cfg, *, metrics=None, augment=None,
+def check_flax_inputs(model,  # what `fit_flax` got as `model`
+                      optimizer,  # ... as `optimizer`
+                      dl_train,  # ... as `dl_train`
+                      dl_valid,  # ... as `dl_valid`
+                      loss_fn,  # ... as `loss_fn`
+                      cfg,  # the `TrainConfig`
+                      *,
+                      metrics=None,  # ... as `metrics`
+                      augment=None,  # ... as `augment`
                      ) -> dict:
     "Check `fit_flax`'s arguments before any work; returns the metrics resolved to a dict name -> callable."
     if not is_flax_model(model):
@@ -838,7 +607,7 @@ def fit_flax(model,  # a Flax NNX module (trained in place: its variables hold t
     metric_fns = check_flax_inputs(model, optimizer, dl_train, dl_valid, loss_fn, cfg, metrics=metrics,
                                    augment=augment)
     # set-up: seeds, streams, the explicit state, the optax chain, the compiled steps, callbacks; resume
-    lp = FlaxLoop(model, optimizer, dl_train, dl_valid, loss_fn, cfg, metric_fns=metric_fns, callbacks=callbacks,
+    lp = _FlaxLoop(model, optimizer, dl_train, dl_valid, loss_fn, cfg, metric_fns=metric_fns, callbacks=callbacks,
                   augment=augment, live=live, track=track)
     lp.resume(resume, overwrite)
     state, cbs = lp.state, lp.cbs

@@ -114,7 +114,8 @@ class Series:
         "Whether throughput or memory records arrived (they get a row of small panels)."
         return any(f"train {n}" in self.points for n in SYSTEM)
 
-def panel_of(trace: str) -> str:
+def panel_of(trace: str,  # a trace name: "<split> <metric>"
+            ) -> str:
     "The panel a trace is drawn in, from its name (`'<split> <metric>'`)."
     name = trace.split(" ", 1)[1]
     if name.startswith("loss"): return "loss"
@@ -486,7 +487,8 @@ class StaticFigure:
 
     def _repr_mimebundle_(self, include=None, exclude=None): return figure_bundle(self.figure, self.summary)
 
-def summary_of(series: Series) -> str:
+def summary_of(series: Series,  # the curves read so far
+              ) -> str:
     "One line with the last value of each curve, for front ends that cannot draw the figure."
     parts = [f"{name} {ys[-1]:.4g}" for name, (xs, ys) in series.points.items()
              if ys and name != "train loss" and panel_of(name) in ("loss", "metric")]
@@ -722,7 +724,8 @@ class LiveCurves(Callback):
             if hasattr(w, "close"): w.close()
         self.box = self._findings_box = None
 
-    def marks(self, state: LoopState) -> list:
+    def marks(self, state: LoopState,  # the loop's state: its findings and history
+             ) -> list:
         "The findings and the run's own markers (best evaluation, early stop) to draw."
         run = getattr(state, "run", None)  # at the end: the run knows its monitored best and why it stopped
         return _time_markers(state.history, self.findings, getattr(run, "stopped", None),
@@ -742,7 +745,8 @@ class LiveCurves(Callback):
             self._findings_box.value = findings_html(self.findings) if self.findings else ""
         self.last, self.n_updates = now, self.n_updates + 1
 
-    def final(self, state: LoopState) -> "FinalView":
+    def final(self, state: LoopState,  # the state at the run's end
+             ) -> "FinalView":
         "What stays in the notebook after the run: the static curves, the findings and, on gradient trouble, the per-layer norms."
         fig = as_static(curves_spec(self.series, self.marks(state), self.severities))
         extra = []

@@ -63,12 +63,20 @@ class Collector:
         self.result: Optional[bytes] = None
         self.errors: dict = {}
 
-    def put_rows(self, start: int, rows: list):
+    def put_rows(self, start: int,  # the position of the first row in rank 0's history
+                 rows: list,  # (step, epoch, split, name, value) records from there on
+                ):
         "Rows from position `start` of rank 0's history (a restarted worker sends its restored prefix again)."
         self.rows[start:] = rows
 
-    def read(self, start: int) -> list: return self.rows[start:]
-    def put_result(self, data: bytes): self.result = data
+    def read(self, start: int,  # the first position the reader lacks
+            ) -> list:
+        "The rows from `start` on."
+        return self.rows[start:]
+    def put_result(self, data: bytes,  # rank 0's return value, pickled
+                  ):
+        "Keep rank 0's result for the driver."
+        self.result = data
     def get_result(self) -> Optional[bytes]: return self.result
     def put_error(self, rank: int, text: str): self.errors.setdefault(rank, text)  # kept in order of arrival
     def get_errors(self) -> dict: return dict(self.errors)
@@ -142,7 +150,8 @@ def worker_resume() -> Optional[str]:
     return str(path) if path.exists() else None
 
 # %% ../nbs/14a_ray.ipynb #be22e637
-def train_loop(config: dict):
+def train_loop(config: dict,  # what `launch` packed: the function, its arguments, the collector
+              ):
     "Each Ray Train worker's entry point: register the Ray observer, call the function, hand back its result."
     import cloudpickle
     import ray

@@ -22,10 +22,9 @@ from .run import Run
 from .splits import STRATEGIES, Splits
 
 # %% auto #0
-__all__ = ['MLLIB_MODELS', 'is_spark_frame', 'spark_session', 'require_spark_frame', 'require_spark_column', 'spark_family',
-           'ColumnStats', 'column_stats', 'spark_roles', 'class_counts', 'sample_rows_of', 'SparkDataReport',
-           'check_data', 'SparkSplits', 'time_value', 'part_class_counts', 'spark_audit', 'make_splits',
-           'prepared_features', 'fit_xgboost', 'baseline']
+__all__ = ['is_spark_frame', 'spark_session', 'require_spark_frame', 'require_spark_column', 'spark_family', 'ColumnStats',
+           'column_stats', 'spark_roles', 'spark_task', 'class_counts', 'sample_rows_of', 'SparkDataReport',
+           'check_data', 'SparkSplits', 'time_value', 'part_class_counts', 'spark_audit', 'make_splits']
 
 # %% ../nbs/19_spark.ipynb #9a6188c9
 def is_spark_frame(obj,  # anything
@@ -56,13 +55,18 @@ def spark_session(cores: int = 2,  # local cores (`local[cores]`) when no sessio
     session.sparkContext.setLogLevel("ERROR")
     return session
 
-def require_spark_frame(sdf, name: str = "df"):
+def require_spark_frame(sdf,  # what the caller got
+                        name: str = "df",  # the argument's name, for the message
+                       ):
     "A TypeError unless `sdf` is a Spark DataFrame; a ValueError when it has no columns."
     if not is_spark_frame(sdf):
         raise TypeError(f"{name} must be a pyspark DataFrame, got {type(sdf).__name__}")
     if not sdf.columns: raise ValueError(f"{name} has no columns")
 
-def require_spark_column(sdf, col: Optional[str], arg: str):
+def require_spark_column(sdf,  # a Spark DataFrame
+                         col: Optional[str],  # the column asked for (None: nothing to check)
+                         arg: str,  # the argument that named it
+                        ):
     "A ValueError naming the argument when `col` is not a column of `sdf`."
     if col is not None and col not in sdf.columns:
         cols = ", ".join(sdf.columns[:20]) + (" …" if len(sdf.columns) > 20 else "")
@@ -72,7 +76,8 @@ def require_spark_column(sdf, col: Optional[str], arg: str):
 _NUMERIC = ("byte", "short", "integer", "long", "float", "double", "decimal")
 _INTEGRAL = ("byte", "short", "integer", "long")
 
-def spark_family(dtype) -> str:
+def spark_family(dtype,  # a Spark column type (pyspark.sql.types)
+                ) -> str:
     "The dtype family of a Spark column type, as `checks.dtype_family` names them."
     name = dtype.typeName()
     if name == "boolean": return "boolean"
@@ -173,7 +178,10 @@ def spark_roles(sdf,  # a Spark DataFrame
     return {c: _role(stats[c], types[c] in _INTEGRAL, n) for c in sdf.columns if c not in skip}
 
 # %% ../nbs/19_spark.ipynb #d40bd7aa
-def _task(sdf, target: str, max_classes: int = 20) -> str:
+def spark_task(sdf,  # a Spark DataFrame
+               target: str,  # its target column
+               max_classes: int = 20,  # more distinct values than this: regression
+              ) -> str:
     "`infer_task` on the target's distinct values (at most `max_classes + 1` come back to the driver)."
     from pyspark.sql import functions as F
     values = sdf.select(target).where(F.col(f"`{target}`").isNotNull()).distinct().limit(max_classes + 1)
@@ -408,7 +416,7 @@ def check_data(sdf,  # a Spark DataFrame, one row per example
         target = None
     n, n_distinct, stats = column_stats(sdf, exact_limit)
     if n == 0: raise ValueError("df is empty (0 rows)")
-    if target is not None and task == "auto" and stats[target].missing < n: task = _task(sdf, target)
+    if target is not None and task == "auto" and stats[target].missing < n: task = spark_task(sdf, target)
     skip = {c for c in (groups, time) if c is not None}
     roles = spark_roles(sdf, stats, n, target, skip)
     findings += _spark_column_findings(sdf, stats, roles, n, target, groups)
@@ -537,7 +545,10 @@ class SparkSplits(Splits):
         sizes = ", ".join(f"{k}={v}" for k, v in self.sizes.items())
         return f"SparkSplits({self.strategy}: {sizes}, findings={[f.kind for f in self.findings]})"
 
-def time_value(F, time: str, sdf):
+def time_value(F,  # pyspark.sql.functions
+               time: str,  # the time column
+               sdf,  # the table holding it
+              ):
     "The time column as a number Spark can compare and take quantiles of (seconds for dates and timestamps)."
     kind = spark_family(sdf.schema[time].dataType)
     c = F.col(f"`{time}`")
@@ -724,7 +735,7 @@ def make_splits(sdf,  # a Spark DataFrame, one row per example
                          "its own id")
     if counts.get("time"):
         raise ValueError(f"time column {time!r} has {counts['time']} missing values: drop those rows first")
-    task = _task(sdf, target) if target is not None else None
+    task = spark_task(sdf, target) if target is not None else None
     strategy, reason = _choose(strategy, target, groups, time, task)
     if strategy in ("stratified", "stratified_group"):
         if task == "regression":
@@ -767,287 +778,3 @@ def make_splits(sdf,  # a Spark DataFrame, one row per example
                                       data={"strategy": strategy}))
     announce("split_made", sp)
     return sp
-
-# %% ../nbs/19_spark.ipynb #562d4954
-def _spark_classes(sdf, target: str) -> list:
-    "The class labels in code order (the pandas path's order: by type name, then value)."
-    values = [r[0] for r in sdf.select(target).distinct().collect()]
-    return sorted(values, key=lambda v: (str(type(v)), v))
-
-def _label_expr(F, target: str, classes: Optional[list]):
-    "The target as a float code (classification) or value (regression)."
-    c = F.col(f"`{target}`")
-    if classes is None: return c.cast("double")
-    code = None
-    for i, value in enumerate(classes):
-        code = F.when(c == F.lit(value), float(i)) if code is None else code.when(c == F.lit(value), float(i))
-    return code
-
-def _fit_prep(marked, target: str, task: str, columns: list, sample_rows: int, seed: int,
-              classes) -> tuple[FramePrep, int, int]:
-    "The preprocessing fitted on a seeded sample of the training rows; the sample's size; the feature count."
-    from pyspark.sql import functions as F
-    train = marked.where(F.col("__part") == "train").select(*columns, target)
-    sample = sample_rows_of(train, sample_rows, seed)
-    tf = make_preprocessor(sample, target)  # roles from the sample, as pandas takes them from the train rows
-    if classes is None: y = sample[target].to_numpy(dtype=float)
-    else: y = pd.Categorical(sample[target], categories=classes).codes
-    tf.fit(sample[columns], y)
-    prep = FramePrep(tf, columns, target, task, classes)
-    return prep, len(sample), prep.transform(sample[columns].head(1)).shape[1]
-
-def prepared_features(marked,  # a table with the `__part` column
-                      prep: FramePrep,  # the fitted preprocessing
-                      width: int,  # the number of features `prep` makes
-                      parts=("train", "valid"),  # the parts to keep
-                     ):
-    "(Spark DataFrame of `f0..fk`, `label`, `is_valid`; the feature names): `prep` applied batch by batch."
-    from pyspark.sql import functions as F
-    columns, target, classes = prep.columns, prep.target, prep.classes
-    names = [f"f{i}" for i in range(width)]
-    rows = (marked.where(F.col("__part").isin(*parts))
-            .select(*columns, _label_expr(F, target, classes).alias("__label"),
-                    (F.col("__part") == "valid").alias("__valid")))
-
-    def transform(batches):
-        for pdf in batches:
-            x = prep.transform(pdf[columns]).numpy()
-            out = pd.DataFrame(x, columns=names)
-            out["label"] = pdf["__label"].to_numpy(dtype=float)
-            out["is_valid"] = pdf["__valid"].to_numpy(dtype=bool)
-            yield out
-
-    schema = ", ".join(f"{n} float" for n in names) + ", label double, is_valid boolean"
-    return rows.mapInPandas(transform, schema), names
-
-def _estimator(task: str, params: dict, names: list, num_workers: int, num_rounds: int, early_stopping):
-    "SparkXGBClassifier/Regressor from trainbook's XGBoost parameters (loss last: early stopping watches it)."
-    from xgboost.spark import SparkXGBClassifier, SparkXGBRegressor
-    p = dict(params)
-    metrics = p.pop("eval_metric")
-    metrics = list(metrics) if isinstance(metrics, (list, tuple)) else [metrics]
-    p.pop("num_class", None)  # the classifier counts the classes itself
-    objective = p.pop("objective")
-    if "eta" in p: p["learning_rate"] = p.pop("eta")
-    if "seed" in p: p["random_state"] = p.pop("seed")
-    kwargs = dict(features_col=names, label_col="label", validation_indicator_col="is_valid",
-                  num_workers=num_workers, n_estimators=num_rounds, eval_metric=metrics[1:] + metrics[:1],
-                  early_stopping_rounds=early_stopping, verbose=False, **p)
-    if task == "regression": return SparkXGBRegressor(objective=objective, **kwargs)
-    return SparkXGBClassifier(**kwargs)
-
-def fit_xgboost(sdf,  # a Spark DataFrame: feature columns and the target
-                target: str,  # name of the target column
-                splits: SparkSplits,  # `make_splits` of this table: train and valid parts
-                params: Optional[dict] = None,  # XGBoost parameters, applied over trainbook's defaults
-                num_rounds: int = 500,  # most boosting rounds
-                early_stopping: Optional[int] = 50,  # stop after so many rounds without a better valid loss
-                live: Union[str, bool] = "auto",  # curves drawn from the rounds: "auto", True, or False
-                *,
-                task: str = "auto",  # "auto" (from the splits), "binary", "multiclass" or "regression"
-                num_workers: Optional[int] = None,  # Spark tasks training together (default: all cores)
-                sample_rows: int = 100_000,  # training rows the preprocessing is fitted on (a seeded sample)
-                checkpoint_dir=None,  # folder to save model + preprocessing in (for `BoostedModel.load`)
-                seed: int = 0,  # XGBoost's and the sample's seed
-                class_weight: Optional[str] = None,  # not on Spark yet: None only
-                preprocess: bool = True,  # not on Spark yet: True only (`make_preprocessor` on a sample)
-               ) -> Run:
-    "XGBoost on Spark (`xgboost.spark`) with preprocessing fitted on train rows, per-round History; a Run."
-    require_spark_frame(sdf)
-    require_spark_column(sdf, target, "target")
-    if class_weight is not None or preprocess is not True:
-        raise ValueError("class_weight and preprocess=False are not supported on a Spark DataFrame yet: "
-                         "leave them at their defaults")
-    if not isinstance(splits, SparkSplits):
-        raise TypeError(f"splits must be the SparkSplits of make_splits on this Spark DataFrame, got "
-                        f"{type(splits).__name__}")
-    if not isinstance(num_rounds, int) or num_rounds < 1:
-        raise ValueError(f"num_rounds must be a positive int, got {num_rounds!r}")
-    if early_stopping is not None and (not isinstance(early_stopping, int) or early_stopping < 1):
-        raise ValueError(f"early_stopping must be None or a positive int, got {early_stopping!r}")
-    if num_workers is not None and (not isinstance(num_workers, int) or num_workers < 1):
-        raise ValueError(f"num_workers must be a positive int, got {num_workers!r}")
-    if task not in ("auto", "binary", "multiclass", "regression"):
-        raise ValueError(f"task must be auto, binary, multiclass or regression, got {task!r}")
-    run_dir, versioned = prepare_run_dir(checkpoint_dir)
-    task = (splits.params.get("task") or _task(sdf, target)) if task == "auto" else task
-    exclude = [c for c in (splits.params.get("groups"), splits.params.get("time")) if c and c != target]
-    marked = splits.assign(sdf)
-    columns = [c for c in sdf.columns if c != target and c not in exclude]
-    classes = _spark_classes(marked.where("__part = 'train'"), target) if task != "regression" else None
-    if classes is not None and len(classes) < 2:
-        raise ValueError(f"target {target!r} has a single class in the training rows: nothing to learn")
-    prep, sampled, width = _fit_prep(marked, target, task, columns, sample_rows, seed, classes)
-    lib = XGBoostLibrary()
-    p = {**lib.default_params(task, len(classes or ()), seed), **(params or {})}
-    features, names = prepared_features(marked, prep, width)
-    workers = num_workers or sdf.sparkSession.sparkContext.defaultParallelism
-    quiet = logging.getLogger("XGBoost-PySpark")
-    if quiet.level == logging.NOTSET: quiet.setLevel(logging.WARNING)  # a level the user set is kept
-    t0 = time.perf_counter()
-    model = _estimator(task, p, names, workers, num_rounds, early_stopping).fit(features)
-    seconds = time.perf_counter() - t0
-    booster = model.get_booster()
-    booster.feature_names = None  # trained on f0..fk columns; BoostedModel feeds unnamed arrays
-    recorder = RoundRecorder(lib.metric_names(p)[0], live)
-    summary = model.training_summary
-    train_log, valid_log = summary.train_objective_history, summary.validation_objective_history
-    rounds = len(next(iter(valid_log.values())))
-    for r in range(rounds):
-        recorder.log(r, {k: v[r] for k, v in train_log.items()}, {k: v[r] for k, v in valid_log.items()})
-    best = int(booster.attr("best_iteration")) if booster.attr("best_iteration") else rounds - 1
-    boosted = BoostedModel(booster, prep, best, "xgboost")
-    findings = diagnose(recorder.history) + ([versioned] if versioned is not None else [])
-    recorder.finish(findings)
-    if run_dir is not None: boosted.save(run_dir)
-    valid_loss = recorder.history.series("loss", "valid")
-    config = TrainConfig(epochs=num_rounds, patience=early_stopping, seed=seed)
-    run = Run(records=recorder.history, config=config,
-              stopped="early_stopping" if early_stopping and rounds < num_rounds else "completed",
-              findings=findings, model=boosted, run_dir=run_dir, environment=environment(), step=rounds,
-              epoch=rounds - 1, best=float(valid_loss.iloc[best]) if len(valid_loss) > best else None,
-              best_epoch=best, kind="xgboost",
-              extra={"params": p, "best_iteration": best, "best_step": best + 1, "seconds": seconds,
-                     "task": task, "classes": classes, "engine": "spark", "num_workers": workers,
-                     "prep_sample_rows": sampled, "split_fingerprint": splits.fingerprint})
-    announce("run", run)
-    return run
-
-# %% ../nbs/19_spark.ipynb #2e50f857
-MLLIB_MODELS = ("dummy", "linear", "gbt", "forest", "xgboost")
-
-def _mllib_stages(sdf, columns: list, roles: dict, task: str, what: str, seed: int) -> list:
-    "Imputer, indexers + one-hot encoder, assembler and the model, as MLlib Pipeline stages."
-    from pyspark.ml.classification import GBTClassifier, LogisticRegression, RandomForestClassifier
-    from pyspark.ml.feature import Imputer, OneHotEncoder, StandardScaler, StringIndexer, VectorAssembler
-    from pyspark.ml.regression import GBTRegressor, LinearRegression, RandomForestRegressor
-    numeric = [c for c in columns if roles[c] in ("numeric", "boolean", "datetime")]
-    categorical = [c for c in columns if roles[c] == "categorical"]
-    stages, inputs = [], []
-    if numeric:
-        stages.append(Imputer(inputCols=[f"__n_{c}" for c in numeric],
-                              outputCols=[f"__i_{c}" for c in numeric], strategy="median"))
-        inputs += [f"__i_{c}" for c in numeric]
-    if categorical:
-        stages.append(StringIndexer(inputCols=categorical, outputCols=[f"__s_{c}" for c in categorical],
-                                    handleInvalid="keep"))
-        stages.append(OneHotEncoder(inputCols=[f"__s_{c}" for c in categorical],
-                                    outputCols=[f"__o_{c}" for c in categorical], handleInvalid="keep"))
-        inputs += [f"__o_{c}" for c in categorical]
-    stages.append(VectorAssembler(inputCols=inputs, outputCol="__raw", handleInvalid="keep"))
-    stages.append(StandardScaler(inputCol="__raw", outputCol="features", withMean=False))
-    regression = task == "regression"
-    if what == "linear":
-        if regression: model = LinearRegression(regParam=1e-3)
-        else: model = LogisticRegression(regParam=1e-3, maxIter=200)
-    elif what == "gbt":
-        if task == "multiclass":
-            raise ValueError("models: MLlib's GBTClassifier is binary only; use 'forest' for a multiclass "
-                             "target")
-        model = GBTRegressor(seed=seed) if regression else GBTClassifier(seed=seed)
-    else: model = RandomForestRegressor(seed=seed) if regression else RandomForestClassifier(seed=seed)
-    return stages + [model.setFeaturesCol("features").setLabelCol("label")]
-
-def _numeric_inputs(F, sdf, columns: list, roles: dict):
-    "Numbers as doubles for the Imputer (booleans 0/1, datetimes as seconds; NaN and null both missing)."
-    out = []
-    for c in columns:
-        if roles[c] not in ("numeric", "boolean", "datetime"): continue
-        value = time_value(F, c, sdf) if roles[c] == "datetime" else F.col(f"`{c}`").cast("double")
-        out.append(F.when(~F.isnan(value), value).alias(f"__n_{c}"))
-    return out
-
-def _score(predictions, task: str, classes, part: str, score_rows: int, seed: int) -> dict:
-    "The pandas baselines' metrics of one part's predictions (a seeded sample above `score_rows` rows)."
-    from pyspark.ml.functions import vector_to_array
-    from pyspark.sql import functions as F
-    rows = predictions.where(F.col("__part") == part)
-    out = "prediction" if task == "regression" else "probability"
-    rows = rows.select("label", (F.col(out) if task == "regression" else vector_to_array(out)).alias("out"))
-    pdf = sample_rows_of(rows, score_rows, seed)
-    y = pdf["label"].to_numpy()
-    if task == "regression": return regression_metrics(y, pdf["out"].to_numpy(dtype=float))
-    proba = np.stack(pdf["out"].to_numpy()) if len(pdf) else np.zeros((0, len(classes)))
-    return classification_metrics(y.astype(int), proba, labels=np.arange(len(classes)))
-
-def baseline(sdf,  # a Spark DataFrame: feature columns and the target
-             target: str,  # name of the target column
-             splits: SparkSplits,  # `make_splits` of this table: every model trains on its train part
-             task: str = "auto",  # "auto", "binary", "multiclass" or "regression"
-             models: tuple = ("dummy", "linear", "gbt"),  # any of `MLLIB_MODELS` ("xgboost": on Spark)
-             seed: int = 0,  # seed of the tree models and of the scoring samples
-             score_rows: int = 1_000_000,  # predictions per part scored at most (a seeded sample beyond)
-             role_rows: int = 20_000,  # training rows sampled to decide each column's role
-            ) -> pd.DataFrame:
-    "MLlib baselines (constant, linear, GBT) in a Pipeline fitted on train rows: the pandas baseline table."
-    from pyspark.ml import Pipeline
-    from pyspark.sql import functions as F
-    require_spark_frame(sdf)
-    require_spark_column(sdf, target, "target")
-    if not isinstance(splits, SparkSplits):
-        raise TypeError(f"splits must be the SparkSplits of make_splits on this Spark DataFrame, got "
-                        f"{type(splits).__name__}")
-    bad = [m for m in models if m not in MLLIB_MODELS]
-    if bad: raise ValueError(f"models: each is one of {', '.join(MLLIB_MODELS)}, got {bad[0]!r}")
-    task = (splits.params.get("task") or _task(sdf, target)) if task == "auto" else task
-    if task == "multiclass" and "gbt" in models:
-        raise ValueError("models: MLlib's GBTClassifier is binary only; use 'forest' for a multiclass target")
-    exclude = [c for c in (splits.params.get("groups"), splits.params.get("time")) if c and c != target]
-    marked = splits.assign(sdf)
-    train = marked.where(F.col("__part") == "train")
-    # each column's role from a sample of the training rows (the pandas rules): ids, text, constants dropped
-    roles = column_roles(sample_rows_of(train.select(*sdf.columns), role_rows, seed), target, exclude)
-    columns = [c for c in roles if roles[c] not in DROPPED_ROLES and roles[c] != "timedelta"]
-    classes = _spark_classes(train, target) if task != "regression" else None
-    table = marked.where(F.col("__part").isNotNull()).select(
-        "__part", *[F.col(f"`{c}`") for c in columns], *_numeric_inputs(F, marked, columns, roles),
-        _label_expr(F, target, classes).alias("label")).cache()  # every model reads it
-    parts = [p for p in ("train", "valid", "test") if splits.sizes.get(p)]
-    rows = {}
-    for name in models:
-        if name == "xgboost":  # XGBoost on Spark, its BoostedModel scored on each part's (sampled) rows
-            rows[name] = _score_boosted(sdf, target, splits, task, parts, score_rows, seed)
-            continue
-        if name == "dummy":
-            predictions = _constant_predictions(table, task, classes)
-        else:
-            pipe = Pipeline(stages=_mllib_stages(table, columns, roles, task, name, seed))
-            predictions = pipe.fit(table.where(F.col("__part") == "train")).transform(table)
-        row = {}
-        for part in parts:
-            row.update({f"{part}_{k}": v for k, v in _score(predictions, task, classes, part, score_rows,
-                                                          seed).items()})
-        rows[name] = row
-    table.unpersist()
-    result = pd.DataFrame(rows).T.rename_axis("model")
-    announce("baseline", result)
-    return result
-
-def _score_boosted(sdf, target: str, splits: SparkSplits, task: str, parts: list, score_rows: int,
-                   seed: int) -> dict:
-    "`fit_xgboost` on Spark, scored like the pandas baseline's boosted row (a sample above `score_rows`)."
-    from pyspark.sql import functions as F
-    run = fit_xgboost(sdf, target, splits, live=False, task=task, seed=seed)
-    model, classes, marked, row = run.model, run.extra["classes"], splits.assign(sdf), {}
-    for part in parts:
-        rows = sample_rows_of(marked.where(F.col("__part") == part).drop("__part"), score_rows, seed)
-        if task == "regression":
-            m = regression_metrics(rows[target].to_numpy(dtype=float), model.predict(rows))
-        else:
-            y = pd.Categorical(rows[target], categories=classes).codes
-            m = classification_metrics(y, model.predict_proba(rows), labels=np.arange(len(classes)))
-        row.update({f"{part}_{k}": v for k, v in m.items()})
-    return row
-
-def _constant_predictions(table, task: str, classes):
-    "The constant predictor: training class shares (or the training mean) for every row."
-    from pyspark.sql import functions as F
-    train = table.where(F.col("__part") == "train")
-    if task == "regression":
-        mean = train.agg(F.avg("label")).first()[0]
-        return table.withColumn("prediction", F.lit(float(mean)))
-    counts = dict(train.groupBy("label").count().collect())
-    total = sum(counts.values())
-    shares = [counts.get(float(i), 0) / total for i in range(len(classes))]
-    from pyspark.ml.functions import array_to_vector
-    return table.withColumn("probability", array_to_vector(F.array(*[F.lit(s) for s in shares])))

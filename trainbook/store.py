@@ -12,8 +12,8 @@ from .core import atomic_write, process_alive
 
 # %% auto #0
 __all__ = ['MAX_KEY', 'MAX_PARAM_VALUE', 'MAX_TAG_VALUE', 'CUT', 'HTTP_LIMITS', 'OWNER_TAGS', 'STALE_AFTER', 'safe_key',
-           'safe_value', 'safe_items', 'bound_http', 'is_remote', 'check_server', 'spool_dir', 'spool', 'spooled',
-           'read_spooled', 'owner_tags', 'is_dead', 'mark_dead_runs']
+           'safe_value', 'safe_items', 'bound_http', 'is_remote', 'check_server', 'quiet_mlflow', 'spool_dir', 'spool',
+           'spooled', 'read_spooled', 'owner_tags', 'is_dead', 'mark_dead_runs']
 
 # %% ../nbs/16a_store.ipynb #fc71d383
 MAX_KEY, MAX_PARAM_VALUE, MAX_TAG_VALUE = 250, 6000, 8000  # MLflow's limits (mlflow.utils.validation)
@@ -82,6 +82,14 @@ def check_server(uri: str,  # an http(s) tracking URI
     raise ConnectionError(f"no MLflow tracking server answers at {uri} (GET {url} for {timeout:g} s: "
                           f"{reason}); start one (mlflow server --host 127.0.0.1 --port 5000) or call "
                           "tb.track() for the local SQLite store")
+
+def quiet_mlflow():
+    "Keep MLflow's INFO lines (database set-up, migrations) out of cell outputs; MLFLOW_LOGGING_LEVEL asks for them."
+    import logging
+    if os.environ.get("MLFLOW_LOGGING_LEVEL"): return
+    for name in ("mlflow", "alembic"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
 
 # %% ../nbs/16a_store.ipynb #7a6b45bd
 def spool_dir(uri: str,  # the tracking URI the writes were meant for

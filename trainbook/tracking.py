@@ -14,15 +14,15 @@ from typing import Any, Iterable, Optional, Union
 from .core import Finding, History, TrainConfig, this_process
 from .events import Callback, LoopState, add_session_observer, remove_session_observer
 from .run import MONITOR_ALIASES, PER_STEP, Run, RunFileError, monitored_record, record_key, run_record_bytes
-from .store import (MAX_PARAM_VALUE, MAX_TAG_VALUE, bound_http, check_server, is_remote,
+from .store import (MAX_PARAM_VALUE, quiet_mlflow, MAX_TAG_VALUE, bound_http, check_server, is_remote,
                              mark_dead_runs, owner_tags, read_spooled, safe_items, safe_key, safe_value, spool,
                              spooled)
 
 # %% auto #0
 __all__ = ['DEFAULT_URI', 'SUMMARY', 'FINDING_CHIP', 'tracking_uri', 'metric_key', 'metric_points', 'run_params', 'params_of',
-           'tags_of', 'status_of', 'TrackedRun', 'Tracker', 'quiet_mlflow', 'track', 'sync', 'untrack',
-           'active_tracker', 'log_run', 'differing', 'runs', 'load_run', 'Comparison', 'param_text', 'runs_label',
-           'finding_chips', 'compare_runs', 'run_options', 'RunBrowser', 'write_scalars', 'to_tensorboard']
+           'tags_of', 'status_of', 'TrackedRun', 'Tracker', 'track', 'sync', 'untrack', 'active_tracker', 'log_run',
+           'differing', 'runs', 'load_run', 'Comparison', 'param_text', 'runs_label', 'finding_chips', 'compare_runs',
+           'run_options', 'RunBrowser', 'write_scalars', 'to_tensorboard']
 
 # %% ../nbs/16_tracking.ipynb #16f62e19
 DEFAULT_URI = "sqlite:///mlruns.db"
@@ -440,13 +440,6 @@ def _write_figure(path: Path, run: Run):
     from trainbook.live import page_html
     path.write_text(page_html(run.plot(as_dict=True), title=f"trainbook run: {run.stopped} at step {run.step}"))
 
-def quiet_mlflow():
-    "Keep MLflow's INFO lines (database set-up, migrations) out of cell outputs; MLFLOW_LOGGING_LEVEL asks for them."
-    import logging
-    if os.environ.get("MLFLOW_LOGGING_LEVEL"): return
-    for name in ("mlflow", "alembic"):
-        logging.getLogger(name).setLevel(logging.WARNING)
-
 def _preload(use_mlflow: bool, figure: bool, tensorboard: bool):
     "Import here what the background thread will need: two threads importing one module can deadlock."
     if use_mlflow:
@@ -653,7 +646,8 @@ class Comparison:
         display(self.figure)
         display(HTML(self.table_html()))
 
-def param_text(value) -> str:
+def param_text(value,  # a param's value as MLflow stores it (a string), or None
+              ) -> str:
     "A param as a label shows it: '0.001' for 0.001 or '0.0010000', '16', '—' when the run has none."
     from trainbook.core import number_text
     if value is None or (isinstance(value, float) and value != value): return "—"

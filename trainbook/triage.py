@@ -129,7 +129,8 @@ class LossStats:
         parts = [self.sums if self.sums is not None else torch.zeros(7, dtype=torch.float64)]
         return torch.cat(parts + ([self.counts] if self.counts is not None else []))
 
-    def load_flat(self, v: torch.Tensor) -> None:
+    def load_flat(self, v: torch.Tensor,  # the vector `flat` gave, summed over ranks
+                 ) -> None:
         "Take back the vector `flat` gave (after an all-reduce)."
         self.sums = v[:7]
         if self.counts is not None: self.counts = v[7:]
