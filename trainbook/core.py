@@ -15,8 +15,8 @@ import torch
 # %% auto #0
 __all__ = ['PRECISIONS', 'SCHEDULES', 'SEVERITIES', 'SEVERITY_STYLE', 'TrainConfig', 'Finding', 'finding_html', 'findings_html',
            'number_text', 'History', 'seed_everything', 'rng_state', 'set_rng_state', 'environment', 'loader_length',
-           'pick_device', 'pick_precision', 'autocast_dtype', 'this_process', 'process_alive', 'remove_stale_temps',
-           'atomic_write', 'listen', 'unlisten', 'silenced', 'announce']
+           'set_loader_epoch', 'pick_device', 'pick_precision', 'autocast_dtype', 'this_process', 'process_alive',
+           'remove_stale_temps', 'atomic_write', 'listen', 'unlisten', 'silenced', 'announce']
 
 # %% ../nbs/00_core.ipynb #03fb781b
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
@@ -379,6 +379,13 @@ def loader_length(obj,  # a loader, a dataset or any object that may have a leng
                  ) -> Optional[int]:
     try: return len(obj)
     except TypeError: return None
+
+def set_loader_epoch(dl,  # a loader (or a DataLoader whose sampler takes the epoch)
+                     epoch: int,  # the epoch about to start
+                    ) -> None:
+    "Tell the loader, its sampler and its batch sampler which epoch starts (its shuffle order depends on it)."
+    for obj in (dl, getattr(dl, "sampler", None), getattr(dl, "batch_sampler", None)):
+        if obj is not None and hasattr(obj, "set_epoch"): obj.set_epoch(epoch)
 
 def pick_device(device: str | torch.device = "auto",  # "auto", "cpu", "cuda", "cuda:1", "mps" or a device
                ) -> torch.device:

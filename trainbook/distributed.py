@@ -15,8 +15,8 @@ from torch import nn
 from .core import History
 
 # %% auto #0
-__all__ = ['dist_info', 'full_tensor', 'all_mean', 'wrap_model', 'full_state', 'load_sharded_state', 'LaunchError', 'worker_main',
-           'launch']
+__all__ = ['dist_info', 'full_tensor', 'all_mean', 'reduce_evaluation', 'wrap_model', 'full_state', 'load_sharded_state',
+           'LaunchError', 'worker_main', 'launch']
 
 # %% ../nbs/14_distributed.ipynb #6524d83c
 def dist_info() -> tuple[int, int]:
@@ -35,6 +35,28 @@ def all_mean(t: torch.Tensor,  # a tensor with the same shape on every rank
     t = t.detach().clone().float()
     dist.all_reduce(t)
     return t / dist.get_world_size()
+
+def reduce_evaluation(loss_sum: torch.Tensor,  # this rank's summed validation loss (rows-weighted)
+                      rows: int,  # this rank's validation rows
+                      stats,  # this rank's `triage.LossStats` (summed in place)
+                      preds: list,  # this rank's prediction tensors
+                      ys: list,  # this rank's target tensors
+                      device: torch.device,  # where the sums are made
+                      gather: bool,  # gather every rank's predictions (for metrics)
+                     ) -> tuple:
+    "A validation over every rank's shard: loss, rows and loss statistics summed, predictions gathered."
+    if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+        return loss_sum, rows, preds, ys
+    total = torch.stack([loss_sum.float(), torch.tensor(float(rows), device=device)])
+    dist.all_reduce(total)
+    sums = stats.flat().to(device)
+    dist.all_reduce(sums)
+    stats.load_flat(sums)
+    if gather:
+        parts = [None] * dist.get_world_size()
+        dist.all_gather_object(parts, (torch.cat(preds).cpu(), torch.cat(ys).cpu()))
+        preds, ys = [p[0] for p in parts], [p[1] for p in parts]
+    return total[0], int(total[1].item()), preds, ys
 
 def wrap_model(model: nn.Module,  # the model, already on `device`
                strategy: Optional[str],  # None | "ddp" | "fsdp"

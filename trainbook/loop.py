@@ -16,21 +16,21 @@ from torch import nn
 from .batch import batch_rows, eval_mode, forward, prediction, training_lock
 from .checkpoint import Checkpointer, probe_writable, run_signature
 from .core import (History, TrainConfig, environment, loader_length, pick_device, pick_precision,
-                            rng_state, seed_everything, set_rng_state)
+                            rng_state, seed_everything, set_loader_epoch, set_rng_state)
 from .triage import NanGuard
-from .distributed import all_mean, dist_info, full_tensor, wrap_model
+from .distributed import all_mean, dist_info, full_tensor, reduce_evaluation, wrap_model
 from .events import Callback, Callbacks, Event, LoopState
 from .guard import check_fit_inputs, check_monitor, require_batches
 from .metrics import resolve_metrics, try_metrics
 from .optim import (make_scheduler, optimizer_step, param_groups, pick_scheduler_interval,
                              step_optimizer, unscale_and_clip)
-from .recorder import (EarlyStopping, StepProfiler, TimedIterator, end_run, epoch_records,
+from .recorder import (EarlyStopping, EpochMeter, StepProfiler, TimedIterator, end_run, epoch_records,
                                 peak_memory_mb, record_validation, run_callbacks, run_of)
 from .run import MONITOR_ALIASES, RUNNING, Run, monitored_record, unrecorded
 
 # %% auto #0
-__all__ = ['LOOP_STARTS', 'evaluate', 'train_step', 'Position', 'Window', 'accumulation_windows', 'Setup', 'set_up', 'EpochMeter',
-           'fit', 'show_loop']
+__all__ = ['LOOP_STARTS', 'evaluate', 'train_step', 'Position', 'Window', 'accumulation_windows', 'Setup', 'set_up', 'fit',
+           'show_loop']
 
 # %% ../nbs/07_loop.ipynb #5c24e70f
 from .triage import Evaluation, LossStats
@@ -61,18 +61,8 @@ def evaluate(model: nn.Module,  # the model to score (its train/eval mode is res
             if metric_fns:
                 preds.append(prediction(out).float())
                 ys.append(yb)
-    # each rank scored its shard
-    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
-        total = torch.stack([loss_sum.float(), torch.tensor(float(rows), device=device)])
-        dist.all_reduce(total)
-        loss_sum, rows = total[0], int(total[1].item())
-        sums = stats.flat().to(device)
-        dist.all_reduce(sums)
-        stats.load_flat(sums)
-        if metric_fns:
-            parts = [None] * dist.get_world_size()
-            dist.all_gather_object(parts, (torch.cat(preds).cpu(), torch.cat(ys).cpu()))
-            preds, ys = [p[0] for p in parts], [p[1] for p in parts]
+    # each rank scored its shard: the sums over ranks, every rank's predictions
+    loss_sum, rows, preds, ys = reduce_evaluation(loss_sum, rows, stats, preds, ys, device, bool(metric_fns))
     if rows == 0: raise ValueError("evaluate: the loader yielded no rows")
     results = {"loss": loss_sum / rows}
     if metric_fns:
@@ -302,18 +292,6 @@ def _claim_and_resume(s: Setup, state: LoopState, resume, overwrite: bool = Fals
     state.findings += s.checkpointer.findings
 
 # %% ../nbs/07_loop.ipynb #b14ef31b
-def _set_epoch(dl, epoch: int):
-    for obj in (dl, getattr(dl, "sampler", None), getattr(dl, "batch_sampler", None)):
-        if obj is not None and hasattr(obj, "set_epoch"): obj.set_epoch(epoch)
-
-@dataclass
-class EpochMeter:
-    "What an epoch measures while it runs: the timed batch iterator, rows and steps done, when it began."
-    batches: TimedIterator
-    rows: int = 0
-    steps: int = 0
-    started: float = field(default_factory=time.perf_counter)
-
 def _start_epoch(s: Setup, state: LoopState, epoch: int) -> TimedIterator:
     "Position the loader: this epoch's order; on resume, the same order with the used batches skipped."
     pos = state.position
@@ -323,7 +301,7 @@ def _start_epoch(s: Setup, state: LoopState, epoch: int) -> TimedIterator:
     pos.epoch, pos.batch_idx, state.epoch_closed = epoch, 0, False
     pos.epoch_rng = rng_state() if s.checkpointer.enabled else None
     state.epoch = epoch
-    _set_epoch(s.dl_train, epoch)
+    set_loader_epoch(s.dl_train, epoch)
     batches = iter(s.dl_train)
     if s.n_batches is None: batches = require_batches(batches, "dl_train", epoch)  # empty: fails here
     batches = TimedIterator(batches)

@@ -5,6 +5,7 @@
 # %% ../nbs/06b_recorder.ipynb #65b0b186
 from __future__ import annotations
 import math, os, resource, sys, time, warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional, Union
 
@@ -19,8 +20,8 @@ from .guard import check_monitor, nonfinite_validation
 from .run import RUNNING, Run, monitored_record, remember_run
 
 # %% auto #0
-__all__ = ['EarlyStopping', 'TimedIterator', 'peak_memory_mb', 'StepProfiler', 'run_displays', 'run_callbacks', 'epoch_records',
-           'record_validation', 'run_of', 'end_run', 'Recorder']
+__all__ = ['EarlyStopping', 'TimedIterator', 'peak_memory_mb', 'StepProfiler', 'EpochMeter', 'run_displays', 'run_callbacks',
+           'epoch_records', 'record_validation', 'run_of', 'end_run', 'Recorder']
 
 # %% ../nbs/06b_recorder.ipynb #8ad26698
 class EarlyStopping:
@@ -112,6 +113,15 @@ class StepProfiler(Callback):
         if self.trace_dir is not None:
             Path(self.trace_dir).mkdir(parents=True, exist_ok=True)
             prof.export_chrome_trace(str(Path(self.trace_dir) / "trace.json"))
+
+@dataclass
+class EpochMeter:
+    "What an epoch measures while it runs: the timed batch iterator, rows and steps done, when it began."
+    batches: TimedIterator
+    rows: int = 0
+    steps: int = 0
+    started: float = field(default_factory=time.perf_counter)
+
 
 # %% ../nbs/06b_recorder.ipynb #d79ab0d7
 def run_displays(live: Union[str, bool, None] = "auto",  # "auto" | True | False (None = False)
