@@ -24,7 +24,7 @@ PROC, DOCS, SRC = ROOT / "_proc", ROOT / "_docs", ROOT / "build" / "docs"  # nbd
 SITE_URL = "https://trainbook.github.io/trainbook/"  # settings.ini's doc_host + doc_baseurl: nbdev's links point there
 LAYERS = [("Foundations", "00"), ("Data", "01 02 03"), ("The training loop", "04 05 06 07"),
           ("Sanity and diagnosis", "08 09"), ("Classical models", "10"), ("In the notebook", "11 12 13"),
-          ("Scale and integrations", "14 15 16 17 18 19")]
+          ("Scale and integrations", "14 15 16 17 18 19 20")]
 
 
 def execute_copies() -> None:

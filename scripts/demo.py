@@ -56,7 +56,7 @@ def main() -> int:
     os.environ["TRAINBOOK_LIVE"] = "static"
     os.environ["PLOTLY_RENDERER"] = "plotly_mimetype"
     sys.path.insert(0, str(ROOT))
-    from trainbook.live import portable_outputs
+    from trainbook.figures import portable_outputs
     nb = nbformat.read(NB, as_version=4)
     t0 = time.perf_counter()
     print(f"executing {NB.relative_to(ROOT)} ...", flush=True)

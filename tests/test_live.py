@@ -337,7 +337,7 @@ def test_constant_and_empty_panels_in_the_live_figure():
 
 def test_find_lr_range_is_clipped_near_the_start_and_the_suggestion_marked():
     import numpy as np
-    from trainbook.live import lr_find_y_range, plot_lr_find
+    from trainbook.figures import lr_find_y_range, plot_lr_find
     losses = list(np.r_[np.linspace(2.3, 2.2, 30), np.linspace(2.2, 0.8, 50), np.geomspace(0.8, 80, 20)])
     lo, hi = lr_find_y_range(losses)
     assert lo < 0.8 and 2.3 < hi < 2.6  # the divergence to 80 is cut: the fall fills the panel
@@ -366,7 +366,7 @@ def test_an_early_stop_leaves_a_finished_bar_and_one_line(capsys):
 def test_runs_compared_by_what_differs():
     "Legends and titles name the differing params; the table shows numbers to their precision and findings as chips."
     import pandas as pd
-    from trainbook.live import wrap_title
+    from trainbook.figures import wrap_title
     from trainbook.tracking import Comparison, finding_chips, param_text, runs_label
     assert runs_label({"hidden": "16", "lr": "0.001"}, ["hidden", "lr"], "20261201-113403-ce20") == "hidden=16, lr=0.001"
     assert runs_label({"hidden": "16"}, [], "20261201-113403-ce20") == "20261201-113403-ce20"

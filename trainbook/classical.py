@@ -80,7 +80,7 @@ def score_model(predict: Callable,  # `predict(X)`: probabilities ((n, k) or (n,
                 ) -> dict:
     "Metrics per split ('train', 'valid', 'test' when present) of `predict(X) -> proba | values`."
     if task != "regression" and classes is None:  # one code order for every split: the training rows'
-        classes = _xy(df.iloc[splits.train], target, task)[2]
+        classes = frame_xy(df.iloc[splits.train], target, task)[2]
     row = {}
     for name in ("train", "valid", "test"):
         idx = getattr(splits, name)

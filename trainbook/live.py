@@ -19,8 +19,7 @@ __all__ = ['PANELS', 'TITLES', 'LOG_PANELS', 'SYSTEM', 'LEGENDS', 'STYLE', 'MARK
            'show_output', 'Series', 'panel_of', 'new_figure', 'clear_figure', 'data_range', 'axis_ranges', 'autoscale',
            'axis_scale', 'decade_label', 'decade_ticks', 'constant_note', 'marks_for', 'place_labels', 'thinned',
            'curves_content', 'curves_spec', 'draw', 'plotlyjs_script', 'figure_html', 'page_html', 'figure_bundle',
-           'StaticFigure', 'summary_of', 'as_static', 'plot_history', 'portable_outputs', 'grad_norm_matrix',
-           'plot_grad_norms', 'plot_curve', 'lr_find_y_range', 'plot_lr_find', 'plot_overfit', 'wrap_title',
+           'StaticFigure', 'summary_of', 'as_static', 'plot_history', 'grad_norm_matrix', 'plot_grad_norms',
            'LiveCurves', 'FinalView', 'Progress', 'stop_summary', 'HistoryStream', 'default_displays']
 
 # %% ../nbs/11_live.ipynb #ec582984
@@ -526,36 +525,6 @@ def plot_history(history,  # a `History`, a `Run` or a tidy DataFrame of records
     if as_dict: return spec
     return as_static(spec)
 
-# %% ../nbs/11_live.ipynb #1593e010
-def portable_outputs(nb,  # an executed notebook (nbformat NotebookNode), changed in place
-                     drop_widget_views: bool = True,  # remove widget views (no widget state is saved with them)
-                    ) -> dict:
-    "Make every figure output of `nb` show without a kernel, with plotly.js once; returns counts of what changed."
-    marker = 'data-trainbook="plotly.js"'
-    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if "data" in o]
-    counts = {"figures_given_html": 0, "plotlyjs_copies": 0, "widget_views_dropped": 0}
-    for o in outputs:
-        data = o["data"]
-        fig = data.get("application/vnd.plotly.v1+json")
-        if fig is not None and "Plotly.newPlot" not in str(data.get("text/html", "")):
-            data["text/html"] = figure_html(fig, with_plotlyjs=False)
-            counts["figures_given_html"] += 1
-        if (drop_widget_views and "text/html" in data
-            and data.pop("application/vnd.jupyter.widget-view+json", None)):
-            counts["widget_views_dropped"] += 1
-    drawn = [o for o in outputs if "Plotly.newPlot" in str(o["data"].get("text/html", ""))]
-    carriers = [o for o in outputs if marker in str(o["data"].get("text/html", ""))]
-    for o in carriers[1:]:  # one copy is enough
-        o["data"]["text/html"] = re.sub(r'<script data-trainbook="plotly\.js">.*?</script>', "",
-                                        str(o["data"]["text/html"]), flags=re.S)
-    if drawn and not carriers:
-        from plotly.offline import get_plotlyjs
-        first = drawn[0]["data"]
-        first["text/html"] = f'<script {marker}>{get_plotlyjs()}</script>' + str(first["text/html"])
-    counts["plotlyjs_copies"] = 1 if drawn else 0
-    nb.metadata.pop("widgets", None)
-    return counts
-
 # %% ../nbs/11_live.ipynb #71e9ac4a
 GRADIENT_TROUBLE = ("exploding_gradients", "vanishing_gradients", "no_gradient")
 
@@ -597,86 +566,6 @@ def plot_grad_norms(history,  # a `History`, a `Run` or a tidy DataFrame with `g
     fig.update_yaxes(automargin=True, autorange="reversed")
     fig.update_xaxes(title_text="step", range=data_range(steps))
     return as_static(fig)
-
-# %% ../nbs/11_live.ipynb #3f1da9a2
-def plot_curve(x, y,  # the points
-               name: str,  # the trace's name (it starts with `train` or `valid`)
-               x_title: str = "step",  # the x axis title
-               log_x: bool = False,  # a log x axis (learning rates)
-               log_y: bool = False,  # a log y axis (a loss falling by orders of magnitude)
-               marks: list = (),  # (x, color, label) vertical marks
-               height: int = 320,  # the figure's height in px
-               y_range: Optional[list] = None,  # the y axis range (log10 units on a log axis); default: all the data
-              ):
-    "One autoscaled curve with marks: the LR finder's loss against lr, the overfit-one-batch loss against step."
-    import plotly.graph_objects as go
-    fig = go.Figure(go.Scatter(x=np.asarray(x, dtype=float), y=np.asarray(y, dtype=float), name=name,
-                               mode="lines", showlegend=True))
-    fig.update_layout(height=height, template="plotly_white", margin=dict(l=55, r=20, t=40, b=40),
-                      legend=dict(x=0, y=1.02, xanchor="left", yanchor="bottom", orientation="h"))
-    fig.update_xaxes(title_text=x_title, type="log" if log_x else "linear")
-    fig.update_yaxes(title_text="loss", type="log" if log_y else "linear")
-    x_range = autoscale(fig).get("xaxis", [0, 1])
-    if y_range is not None: fig.update_yaxes(range=y_range, autorange=False)
-    if log_x: fig.update_xaxes(**decade_ticks(x_range))
-    if log_y: fig.update_yaxes(**decade_ticks(y_range or fig.layout.yaxis.range))
-    def side(mx):  # a label past the middle reads to the left of its line, so it stays inside the panel
-        at = math.log10(mx) if log_x and mx > 0 else mx
-        return "right" if at > sum(x_range) / 2 else "left"
-    fig.update_layout(shapes=[dict(type="line", x0=mx, x1=mx, xref="x", y0=0, y1=1, yref="y domain",
-                                   line=dict(dash="dash", color=c, width=1)) for mx, c, _ in marks],
-                      annotations=[dict(x=mx, y=1, xref="x", yref="y domain", text=t, showarrow=False,
-                                        xanchor=side(mx),
-                                        yanchor="top", font=dict(color=c, size=11)) for mx, c, t in marks])
-    return as_static(fig)
-
-def lr_find_y_range(losses,  # the LR finder's smoothed losses, in lr order
-                    pad: float = 0.08,  # share of the span added on each side
-                   ) -> Optional[list]:
-    "A y range from the lowest loss up to the highest one before it: the fall fills the panel, the divergence is cut."
-    v = np.asarray(losses, dtype=float)
-    finite = np.flatnonzero(np.isfinite(v))
-    if not len(finite): return None
-    low = finite[np.argmin(v[finite])]
-    top = float(np.nanmax(v[: low + 1][np.isfinite(v[: low + 1])]))
-    lo = float(v[low])
-    span = (top - lo) or max(abs(top) * 0.1, 1e-3)
-    return [lo - pad * span, top + pad * span]
-
-def plot_lr_find(finder,  # an `LRFinder` (`lrs`, `losses`, `suggestion`)
-                ):
-    "The LR range test: smoothed loss against lr on a log axis, clipped near the starting loss, the suggestion marked."
-    import plotly.graph_objects as go
-    fig = plot_curve(finder.lrs, finder.losses, "train loss (smoothed)", "learning rate", log_x=True,
-                     marks=[(finder.suggestion, "#1e8449", f"suggested {finder.suggestion:.2e}")],
-                     y_range=lr_find_y_range(finder.losses))
-    lrs = np.asarray(finder.lrs, dtype=float)
-    if finder.suggestion is not None and len(lrs):
-        at = int(np.argmin(np.abs(np.log10(lrs) - math.log10(finder.suggestion))))
-        fig.add_trace(go.Scatter(x=[finder.suggestion], y=[finder.losses[at]], mode="markers", name="suggested lr",
-                                 marker=dict(color="#1e8449", size=9), showlegend=False))
-    return fig
-
-def plot_overfit(report,  # a `SanityReport` from `overfit_batch`
-                ):
-    "The overfit-one-batch loss against step (log y when positive), with its verdict in the legend."
-    loss = report.history.series("loss")
-    verdict = "passed" if report.passed else "failed"
-    return plot_curve(loss.index, loss.values, f"train loss on one batch ({verdict})",
-                      log_y=bool(len(loss)) and
-                      bool((loss.values > 0).all()))
-def wrap_title(text: str,  # a figure title, however long
-               width: int = 80,  # characters per line at most (a plotly title never wraps by itself)
-              ) -> str:
-    "A long title broken at spaces into lines of at most `width` characters ('<br>'): never cut at the edge."
-    lines, line = [], ""
-    for word in text.split(" "):
-        if line and len(line) + 1 + len(word) > width:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}" if line else word
-    return "<br>".join(lines + [line])
 
 # %% ../nbs/11_live.ipynb #c22a4aaf
 class LiveCurves(Callback):

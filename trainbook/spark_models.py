@@ -18,8 +18,9 @@ from .diagnostics import diagnose
 from .gbdt import BoostedModel, RoundRecorder, XGBoostLibrary
 from .metrics import classification_metrics, regression_metrics
 from .run import Run
-from .spark import (SparkSplits, make_splits, require_spark_column, require_spark_frame, sample_rows_of,
-                             spark_session, spark_task, time_value)
+from .checks import column_roles
+from .spark import (SparkSplits, make_splits, require_spark_column, require_spark_frame,
+                             sample_rows_of, spark_session, spark_task, time_value)
 
 # %% auto #0
 __all__ = ['MLLIB_MODELS', 'prepared_features', 'fit_xgboost', 'baseline']

@@ -205,7 +205,7 @@ class StudyPanel:
              ):
         "Put the curves into `fig` (one trace per trial, in one batch update)."
         import plotly.graph_objects as go
-        from trainbook.live import wrap_title
+        from trainbook.figures import wrap_title
         best = self.best[0] if self.best else None
         traces = []
         for n, (xs, ys) in self.curves.items():

@@ -305,7 +305,7 @@ class TrainPanel(Snapshot):
 
     # --- actions (each runs in the background thread) -----------------------------------------------
     def _overfit(self):
-        from trainbook.live import plot_overfit
+        from trainbook.figures import plot_overfit
         from trainbook.sanity import overfit_batch
         self.sanity = overfit_batch(self.model, next(iter(self.dl_train)), self.loss_fn, steps=200,
                                     stop=self._stop)
@@ -317,7 +317,7 @@ class TrainPanel(Snapshot):
                 f"{self.sanity.final_loss:.4g})")
 
     def _find_lr(self):
-        from trainbook.live import plot_lr_find
+        from trainbook.figures import plot_lr_find
         from trainbook.optim import lr_find
         self.lr_finder = lr_find(self.model, self.dl_train, self.loss_fn, device=self.config.device,
                                  stop=self._stop)
