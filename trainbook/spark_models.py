@@ -17,7 +17,8 @@ from .data import DROPPED_ROLES, FramePrep, make_preprocessor
 from .diagnostics import diagnose
 from .gbdt import BoostedModel, RoundRecorder, XGBoostLibrary
 from .metrics import classification_metrics, regression_metrics
-from .run import Run
+from .events import session_observers
+from .run import Run, remember_run
 from .checks import column_roles
 from .spark import (SparkSplits, make_splits, require_spark_column, require_spark_frame,
                              sample_rows_of, spark_session, spark_task, time_value)
@@ -146,7 +147,11 @@ def fit_xgboost(sdf,  # a Spark DataFrame: feature columns and the target
     seconds = time.perf_counter() - t0
     booster = model.get_booster()
     booster.feature_names = None  # trained on f0..fk columns; BoostedModel feeds unnamed arrays
-    recorder = RoundRecorder(lib.metric_names(p)[0], live)
+    config = TrainConfig(epochs=num_rounds, patience=early_stopping, seed=seed)
+    # the session's observers (a tracker from tb.track()) see the rounds as a boosting run's
+    recorder = RoundRecorder(lib.metric_names(p)[0], live, session_observers(None, {"kind": "xgboost"}), config,
+                             run_dir)
+    recorder.start()
     summary = model.training_summary
     train_log, valid_log = summary.train_objective_history, summary.validation_objective_history
     rounds = len(next(iter(valid_log.values())))
@@ -155,10 +160,8 @@ def fit_xgboost(sdf,  # a Spark DataFrame: feature columns and the target
     best = int(booster.attr("best_iteration")) if booster.attr("best_iteration") else rounds - 1
     boosted = BoostedModel(booster, prep, best, "xgboost")
     findings = diagnose(recorder.history) + ([versioned] if versioned is not None else [])
-    recorder.finish(findings)
     if run_dir is not None: boosted.save(run_dir)
     valid_loss = recorder.history.series("loss", "valid")
-    config = TrainConfig(epochs=num_rounds, patience=early_stopping, seed=seed)
     run = Run(records=recorder.history, config=config,
               stopped="early_stopping" if early_stopping and rounds < num_rounds else "completed",
               findings=findings, model=boosted, run_dir=run_dir, environment=environment(), step=rounds,
@@ -167,6 +170,8 @@ def fit_xgboost(sdf,  # a Spark DataFrame: feature columns and the target
               extra={"params": p, "best_iteration": best, "best_step": best + 1, "seconds": seconds,
                      "task": task, "classes": classes, "engine": "spark", "num_workers": workers,
                      "prep_sample_rows": sampled, "split_fingerprint": splits.fingerprint})
+    remember_run(run)
+    recorder.finish(run)  # [after_fit] with the run: the tracker records it
     announce("run", run)
     return run
 
