@@ -16,7 +16,7 @@ from .core import History
 
 # %% auto #0
 __all__ = ['dist_info', 'full_tensor', 'all_mean', 'reduce_evaluation', 'wrap_model', 'full_state', 'load_sharded_state',
-           'LaunchError', 'worker_main', 'launch']
+           'LaunchError', 'worker_main', 'launch_live_curves', 'launch']
 
 # %% ../nbs/14_distributed.ipynb #6524d83c
 def dist_info() -> tuple[int, int]:
@@ -246,7 +246,9 @@ def _read_stream(path: Path, offset: int, history: History) -> int:
     for line in complete.splitlines(): history.append(*json.loads(line))
     return offset + len(complete.encode())
 
-def _live_curves(live, history: History):
+def launch_live_curves(live,  # `launch(live=...)`: "auto", True or False
+                       history: History,  # the history rank 0's records stream into
+                      ):
     "LiveCurves and the state they read, when a widget display is wanted and possible; else (None, None)."
     if live in (False, None): return None, None
     try:
@@ -312,7 +314,7 @@ def launch(fn: Callable,  # the function each rank runs; defined in a notebook c
                "PYTHONPATH": os.pathsep.join([p for p in sys.path if p] + [os.environ.get("PYTHONPATH", "")])}
         if store is not None:  # the workers use launch's store; torchrun's agent hosts none of its own
             env.update(TRAINBOOK_STORE=f"127.0.0.1:{port}", TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1")
-        curves, state = _live_curves(live, history)
+        curves, state = launch_live_curves(live, history)
         offset, deadline = 0, time.monotonic() + timeout
         with open(work / "launcher.log", "w") as log:
             proc = subprocess.Popen(_command(work, nprocs, nnodes, rdzv_endpoint, port, backend), env=env,

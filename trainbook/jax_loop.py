@@ -17,7 +17,7 @@ from .diagnostics import diagnose
 from .events import Callback, Callbacks, Event, LoopState
 from .guard import check_loader, check_monitor, nonfinite_validation
 from .loop import Position
-from .recorder import EarlyStopping, run_callbacks
+from .recorder import EarlyStopping, TimedIterator, run_callbacks
 from .metrics import resolve_metrics
 from .optim import SCHEDULE_FNS, LRFinder, warmup_steps
 from .run import MONITOR_ALIASES, Run, remember_run, write_run_record
@@ -252,16 +252,6 @@ def pick_jax_precision(precision: str,  # TrainConfig.precision
     if precision == "auto": return "bf16" if jax.default_backend() in ("gpu", "tpu") else "fp32"
     return precision
 
-class _Timed:
-    "Iterates `it`, adding the time spent waiting for each batch to `wait` (logged as data_wait)."
-    def __init__(self, it): self.it, self.wait = it, 0.0
-    def __iter__(self): return self
-    def __next__(self):
-        t = time.perf_counter()
-        item = next(self.it)
-        self.wait += time.perf_counter() - t
-        return item
-
 def _positioned(dl, epoch: int, skip: int):
     "The epoch's batch iterator at batch `skip`: the loader's own state (TensorLoader) or drawing and dropping."
     for obj in (dl, getattr(dl, "sampler", None)):
@@ -363,7 +353,7 @@ class _FlaxLoop:
         return self.run_dir / name if self.run_dir is not None and (self.run_dir / name).exists() else None
 
     # --- an epoch -------------------------------------------------------------------------------------
-    def start_epoch(self, epoch: int) -> _Timed:
+    def start_epoch(self, epoch: int) -> TimedIterator:
         "Position the loader: this epoch's order; on resume, the same order from the batch reached."
         pos, skip = self.pos, self.pos.batch_idx
         if skip: set_rng_state(pos.epoch_rng)  # the host RNGs that drew this epoch's order
@@ -371,7 +361,7 @@ class _FlaxLoop:
         pos.epoch, pos.batch_idx, self.epoch_closed = epoch, 0, False
         pos.epoch_rng = rng_state() if self.run_dir is not None else None
         self.state.epoch = epoch
-        batches = _Timed(_positioned(self.dl_train, epoch, skip))
+        batches = TimedIterator(_positioned(self.dl_train, epoch, skip))
         pos.batch_idx = skip
         if skip: set_rng_state(pos.rng)
         pos.rng = None

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
 from .core import History
-from .distributed import LaunchError
+from .distributed import LaunchError, launch_live_curves
 from .events import Callback, add_session_observer, remove_session_observer
 
 # %% auto #0
@@ -201,9 +201,6 @@ def _receive(collector, got: int, history: History) -> int:
     for row in rows: history.append(*row)
     return got + len(rows)
 
-def _live_curves(live, history: History):
-    "LiveCurves and the state they read, when a widget display is wanted and possible; else (None, None)."
-    if live in (False, None): return None, None
     try:
         from trainbook.events import LoopState
         from trainbook.live import LiveCurves, display_mode
@@ -265,7 +262,7 @@ def launch(fn: Callable,  # what each worker runs (it calls tb.fit); a function 
             except BaseException as e: outcome["error"] = e
 
         thread = threading.Thread(target=run, daemon=True, name="trainbook-ray-launch")
-        curves, state = _live_curves(live, history)
+        curves, state = launch_live_curves(live, history)
         deadline = time.monotonic() + timeout
         thread.start()
         got = 0  # rows of rank 0's history received
