@@ -241,6 +241,26 @@ def test_a_folder_claimed_by_a_run_that_died_before_writing_is_reused(tmp_path):
     assert prepare_run_dir(tmp_path / "runs")[0] == tmp_path / "runs"  # its claimer is gone and wrote nothing
 
 
+def test_a_second_live_process_on_one_run_folder_is_refused_and_a_dead_ones_lock_is_taken_over(tmp_path):
+    "Two kernels, one checkpoint_dir: the second's resume is refused naming the holder; once it is gone, taken over."
+    folder = tmp_path / "runs"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", f"from trainbook.checkpoint import prepare_run_dir; prepare_run_dir({str(folder)!r}); "
+                               "print('held', flush=True); input()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        assert holder.stdout.readline().strip() == "held"  # the other process holds the folder now
+        tb.save_checkpoint(folder / "last.pt", model=nn.Linear(2, 2), step=1)
+        with pytest.raises(tb.RunFolderBusy, match=f"being written by process {holder.pid} on "):
+            prepare_run_dir(folder, resume=folder)
+        assert prepare_run_dir(folder)[0] == folder / "version_1"  # a new run goes beside it, never into it
+    finally:
+        holder.communicate("", timeout=60)  # it ends without releasing: a stale lock stays behind
+    with pytest.warns(UserWarning, match="which is gone; this run takes the folder over"):
+        assert prepare_run_dir(folder, resume=folder)[0] == folder
+
+
 def signature(model=None, opt=None, batches=10, **cfg):
     model = model if model is not None else nn.Linear(4, 2)
     opt = opt if opt is not None else torch.optim.AdamW(model.parameters())
