@@ -34,8 +34,18 @@ def execute_copies() -> None:
     shutil.copytree(ROOT / "nbs", SRC / "nbs", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     for path in sorted((SRC / "nbs").rglob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:  # as nbdev_test does: a cell flagged slow (a Ray cluster, a Spark job) is shown, not run
+            if cell.cell_type == "code" and re.match(r"\s*#\|\s*(slow|eval:\s*false)\b", cell.source):
+                cell.metadata["skip_execution"] = True
+        runnable = [c for c in nb.cells if not c.metadata.get("skip_execution")]
+        skipped = {id(c) for c in nb.cells} - {id(c) for c in runnable}
+        full = nb.cells
+        nb.cells = runnable
         NotebookClient(nb, timeout=900, kernel_name="python3", store_widget_state=False,
                        resources={"metadata": {"path": str(path.parent)}}).execute()
+        nb.cells = full  # the skipped cells come back, without outputs
+        for c in full:
+            if id(c) in skipped: c.metadata.pop("skip_execution", None)
         nbformat.write(nb, path)
         print(f"  executed {path.relative_to(SRC / 'nbs')}", flush=True)
 

@@ -195,7 +195,7 @@ def test_infinite_values_fail_before_any_work_naming_the_column(lib, where, tmp_
 def test_duplicated_column_names_are_named(lib, cancer):
     df = pd.concat([cancer, cancer[["mean radius", "mean area"]]], axis=1)
     sp = tb.make_splits(cancer, "target", seed=0)
-    with pytest.raises(ValueError, match="duplicated column names: 'mean radius', 'mean area'"):
+    with pytest.raises(ValueError, match="duplicated column names: 'mean radius' ×2, 'mean area' ×2"):
         if lib == "baseline": tb.baseline(df, "target", sp)
         else: fit(lib, df, "target", sp)
 

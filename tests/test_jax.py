@@ -321,7 +321,7 @@ def test_live_curves_and_progress_draw_a_flax_run():
     run = fit_flax(MLP(), None, batches(X, y, 16), batches(X, y, 32), ce, tb.TrainConfig(epochs=2, log_every=1),
                    callbacks=[curves], live=True)  # live=True: trainbook's progress bars and curves as well
     names = {t.name for t in curves.figure.data}
-    assert {"train loss", "train lr", "train grad_norm", "valid loss"} <= names
+    assert {"train loss", "train grad_norm", "valid loss"} <= names  # a constant lr is a note, not a curve
     loss = next(t for t in curves.figure.data if t.name == "train loss")
     assert len(loss.y) == run.step == 8
 

@@ -223,7 +223,7 @@ def test_live_widget_gives_way_to_a_static_figure(monkeypatch):
     "Shown live as a FigureWidget, the curves are replaced in the same output by a static view, and the widget closed."
     from trainbook import live
     handle = FakeHandle()
-    monkeypatch.setattr(live, "_display", lambda obj, **kw: handle)
+    monkeypatch.setattr(live, "show_output", lambda obj, **kw: handle)
     curves = LiveCurves(mode="widget", clock=FakeClock(1.0))
     seen = []
     class Keep(Callback):  # the live FigureWidget, as it is during the run

@@ -10,6 +10,7 @@ pytest.importorskip("xgboost")
 
 import trainbook as tb
 from trainbook import spark as S
+from trainbook import spark_models as SM
 from trainbook.splits import Splits
 
 
@@ -191,6 +192,6 @@ def test_bad_input_is_refused_with_what_to_do(spark):
     with pytest.raises(ValueError, match="needs groups"): tb.make_splits(sdf, "y", strategy="group")
     sp = tb.make_splits(spark.createDataFrame(pd.DataFrame({"x": np.arange(40.0), "y": [0, 1] * 20})), "y")
     with pytest.raises(TypeError, match="SparkSplits"):
-        S.fit_xgboost(sdf, "y", Splits(np.arange(2), np.arange(2, 4), np.array([], dtype=int)))
+        SM.fit_xgboost(sdf, "y", Splits(np.arange(2), np.arange(2, 4), np.array([], dtype=int)))
     with pytest.raises(ValueError, match="binary only"): tb.baseline(sdf, "y", sp, task="multiclass", models=("gbt",))
     with pytest.raises(ValueError, match="lacks column"): sp.frames(sdf.drop("x").withColumnRenamed("y", "z"))

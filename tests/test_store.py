@@ -65,6 +65,8 @@ class Proxy:
                 except OSError: pass
 
     def cut(self):
+        try: self.sock.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread: a closed fd alone may keep listening
+        except OSError: pass
         self.sock.close()
         for c in self.conns:
             try: c.shutdown(socket.SHUT_RDWR)

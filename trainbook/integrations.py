@@ -201,6 +201,9 @@ class TorchClassifier(ClassifierMixin, _TorchEstimator):
         X, y = validate_data(self, X, y, dtype=np.float32)
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
+        if len(self.classes_) < 2:  # scikit-learn's wording, so its checks and users recognise it
+            raise ValueError(f"Classifier can't train when only one class is present (y holds only "
+                             f"{self.classes_[0]!r})")
         return self._fit(X, codes.astype(np.int64), len(self.classes_), torch.nn.functional.cross_entropy)
 
     def predict_proba(self,

@@ -11,7 +11,7 @@ from typing import Optional, Union
 import numpy as np
 import pandas as pd
 
-from .checks import DataReport, check_data as check_frame, column_roles, infer_task
+from .checks import MAX_CATEGORIES, DataReport, check_data as check_frame, column_roles, infer_task
 from .gbdt import BoostedModel, RoundRecorder, XGBoostLibrary
 from .core import Finding, TrainConfig, announce, environment, findings_html
 from .data import DROPPED_ROLES, FramePrep, make_preprocessor
@@ -227,7 +227,7 @@ def _spark_column_findings(sdf, stats: dict, roles: dict, n: int, target, groups
                                advice=f"if rows are ordered in time, split with time={col!r} "
                                       "(validate later)"))
         elif role == "categorical":
-            if nun > 50 and nun > 0.5 * n:
+            if nun > MAX_CATEGORIES or (nun > 50 and nun > 0.5 * n):  # the pandas rule
                 out.append(Finding("high_cardinality", "warning", f"{nun} categories for {n} rows",
                                    column=col, advice="one-hot encoding will explode: group rare "
                                                       "categories, or use target/hash encoding",

@@ -19,6 +19,7 @@ from .core import Finding, History, autocast_dtype
 from .events import Callback, LoopState
 
 from .diagnostics import diagnose
+from .batch import wants_whole_output
 
 # %% auto #0
 __all__ = ['per_example_loss', 'Evaluation', 'LossStats', 'locate_nonfinite', 'backward_anomaly', 'NanGuard', 'top_losses',
@@ -72,7 +73,8 @@ class LossStats:
     def __init__(self,
                  loss_fn: Optional[Callable],  # the run's loss; None = the model's own (no per-example losses)
                 ):
-        self.loss_fn, self.per_example = loss_fn, loss_fn is not None
+        # a loss on the whole output (`tb.whole_output`) cannot score a prediction alone: batch spread only
+        self.loss_fn, self.per_example = loss_fn, loss_fn is not None and not wants_whole_output(loss_fn)
         self.sums, self.counts, self.kind = None, None, None  # kind: classes | values | None
 
     def add(self,
@@ -155,6 +157,7 @@ class LossStats:
     def _prior(self) -> Optional[float]:
         "The constant predictor's loss under `loss_fn`: the class prior's, or (MSE-like) the targets' variance."
         if self.counts is None or self.loss_fn is None or not self.kind: return None
+        if wants_whole_output(self.loss_fn): return None  # it scores the whole output, not a prediction
         device = self.counts.device
         try:
             if self.kind == "classes":
