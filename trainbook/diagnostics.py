@@ -404,12 +404,12 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     # differ: the paired noise) and one evaluation's standard error (per-example spread / √rows: how far
     # the valid rows' mean can sit from the population's); the rise must clear both
     se = _valid_noise(c)
-    # the wiggle: the robust spread of the second differences (÷√6: one evaluation's share of noise), from
-    # just before the best on -- a smooth climb, straight or curving, has none; only the evaluations'
-    # scatter around it counts (first differences would read a steepening rise as noise)
-    seg = v[max(0, best - 3):]
-    curv = np.diff(seg, 2) if len(seg) >= 6 else np.diff(v, 2)
-    wiggle = _robust_spread(curv) / math.sqrt(6) if len(curv) >= 3 else _robust_spread(np.diff(v)) / math.sqrt(2)
+    # the wiggle: the robust spread of the step from one evaluation to the next (÷√2: one evaluation's
+    # share), from just before the best on, where the rise is measured (a trend moves the differences'
+    # median, not their spread)
+    steps_after = np.diff(v[max(0, best - 3):])
+    if len(steps_after) < 4: steps_after = np.diff(v)
+    wiggle = _robust_spread(steps_after) / math.sqrt(2)
     noise = float(np.median(se[best:])) if se is not None else 0.0
     # sustained: the later third of the evaluations after the best (at least `overfit_after`), by their
     # median (one noisy last point moves a median of three by nothing), against the smoothed best
