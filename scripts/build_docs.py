@@ -27,27 +27,28 @@ LAYERS = [("Foundations", "00"), ("Data", "01 02 03"), ("The training loop", "04
           ("Scale and integrations", "14 15 16 17 18 19 20")]
 
 
-def execute_copies() -> None:
-    "Run every notebook on a copy (a kernel each, headless display settings) so the pages carry the lessons' outputs."
+def execute_one(path: Path) -> None:
+    "Run one notebook copy in a kernel of its own (cells flagged slow are shown, not run, as nbdev_test does)."
     from nbclient import NotebookClient
+    nb = nbformat.read(path, as_version=4)
+    full = nb.cells
+    nb.cells = [c for c in full  # a Ray cluster or a long Spark job stays out of the docs build
+                if not (c.cell_type == "code" and re.match(r"\s*#\|\s*(slow|eval:\s*false)\b", c.source))]
+    NotebookClient(nb, timeout=900, kernel_name="python3", store_widget_state=False,
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    nb.cells = full  # the skipped cells come back, without outputs
+    nbformat.write(nb, path)
+    print(f"  executed {path.relative_to(SRC / 'nbs')}", flush=True)
+
+
+def execute_copies() -> None:
+    "Run every notebook on a copy (a kernel each, two at a time, headless display settings): the pages' outputs."
+    from concurrent.futures import ThreadPoolExecutor
     shutil.rmtree(SRC, ignore_errors=True)
     shutil.copytree(ROOT / "nbs", SRC / "nbs", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    for path in sorted((SRC / "nbs").rglob("*.ipynb")):
-        nb = nbformat.read(path, as_version=4)
-        for cell in nb.cells:  # as nbdev_test does: a cell flagged slow (a Ray cluster, a Spark job) is shown, not run
-            if cell.cell_type == "code" and re.match(r"\s*#\|\s*(slow|eval:\s*false)\b", cell.source):
-                cell.metadata["skip_execution"] = True
-        runnable = [c for c in nb.cells if not c.metadata.get("skip_execution")]
-        skipped = {id(c) for c in nb.cells} - {id(c) for c in runnable}
-        full = nb.cells
-        nb.cells = runnable
-        NotebookClient(nb, timeout=900, kernel_name="python3", store_widget_state=False,
-                       resources={"metadata": {"path": str(path.parent)}}).execute()
-        nb.cells = full  # the skipped cells come back, without outputs
-        for c in full:
-            if id(c) in skipped: c.metadata.pop("skip_execution", None)
-        nbformat.write(nb, path)
-        print(f"  executed {path.relative_to(SRC / 'nbs')}", flush=True)
+    paths = sorted((SRC / "nbs").rglob("*.ipynb"))
+    with ThreadPoolExecutor(max_workers=2) as pool:  # the kernels are processes: two cores, two kernels
+        list(pool.map(execute_one, paths))
 
 
 def with_parameter_tables() -> None:
