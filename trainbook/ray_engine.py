@@ -328,10 +328,9 @@ class TuneReport(Callback):
         self.started = started if started is not None else time.time()
 
     def before_fit(self, state):
-        from trainbook.loop import MONITOR_ALIASES
+        from trainbook.run import monitored_record
         self.attached = True
-        split, name = (self.monitor or state.config.monitor).split("_", 1)
-        self.key = MONITOR_ALIASES.get((split, name), (split, name))
+        self.key = monitored_record(*(self.monitor or state.config.monitor).split("_", 1))  # train_loss: the epoch mean
 
     def after_validate(self, state):
         if self.key[0] != "train": self.report(state)

@@ -11,7 +11,6 @@ from typing import Any, Callable, Optional, Union
 from .core import TrainConfig
 from .events import Callback, add_session_observer, remove_session_observer
 from .loop import fit
-from .run import MONITOR_ALIASES
 from .run import Run
 from .tracking import run_params
 
@@ -79,9 +78,9 @@ class Pruning(Callback):
         self._seen = None  # the last run heard of at its end
 
     def before_fit(self, state):
+        from trainbook.run import monitored_record
         self.attached = True
-        split, name = (self.monitor or state.config.monitor).split("_", 1)
-        self.key = MONITOR_ALIASES.get((split, name), (split, name))
+        self.key = monitored_record(*(self.monitor or state.config.monitor).split("_", 1))  # train_loss: the epoch mean
 
     def after_validate(self, state):
         if self.key[0] != "train": self.report(state)
