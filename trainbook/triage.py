@@ -30,15 +30,24 @@ import copy
 import inspect
 from typing import Callable
 
+_TAKES_REDUCTION: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # loss -> bool, read once
+
 def _takes_reduction(loss_fn) -> bool:
-    "Whether `loss_fn` accepts a `reduction=` keyword (by name or through **kwargs)."
-    try: params = inspect.signature(loss_fn).parameters.values()
-    except (TypeError, ValueError): return False  # a builtin without a signature
-    return any(p.name == "reduction" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+    "Whether `loss_fn` accepts a `reduction=` keyword (by name or through **kwargs); its signature read once."
+    try: return _TAKES_REDUCTION[loss_fn]  # an evaluation asks at every batch; a signature costs ~20 µs
+    except (KeyError, TypeError): pass
+    try: params = list(inspect.signature(loss_fn).parameters.values())
+    except (TypeError, ValueError): params = None  # a builtin without a signature
+    found = params is not None and any(p.name == "reduction" or p.kind is inspect.Parameter.VAR_KEYWORD
+                                       for p in params)
+    try: _TAKES_REDUCTION[loss_fn] = found
+    except TypeError: pass  # not weak-referenceable or not hashable: read again next time
+    return found
 
 def _by_row(values: torch.Tensor, n: int) -> Optional[torch.Tensor]:
     "A loss tensor as one value per row (the mean over a row's other positions), or None if it is not per row."
     if values.ndim == 0 or values.shape[0] != n or n < 2: return None
+    if values.ndim == 1: return values.float()  # already one value per row
     return values.reshape(n, -1).float().mean(1)
 
 def per_example_loss(loss_fn: Callable,  # the loss: a torch loss module, a function, a lambda
@@ -76,6 +85,9 @@ class LossStats:
         # a loss on the whole output (`tb.whole_output`) cannot score a prediction alone: batch spread only
         self.loss_fn, self.per_example = loss_fn, loss_fn is not None and not wants_whole_output(loss_fn)
         self.sums, self.counts, self.kind = None, None, None  # kind: classes | values | None
+        # sums: the per-example losses' sum and sum of squares, the batch means' (times rows); the three
+        # counts (examples, rows, batches) are known on the host and kept there: no device op for them
+        self.n_examples, self.n_rows, self.n_batches = 0, 0, 0
 
     def add(self,
             pred,  # the batch's prediction
@@ -84,24 +96,23 @@ class LossStats:
             n: int,  # its rows
            ) -> None:
         "Take one batch: no host sync (everything stays on the prediction's device)."
-        device = loss.device
-        if self.sums is None: self.sums = torch.zeros(7, device=device, dtype=torch.float64)
+        if self.sums is None:
+            self.sums = torch.zeros(4, device=loss.device, dtype=torch.float64)
+            self._zero = torch.zeros((), device=loss.device, dtype=torch.float64)
         rows = None
         if self.per_example and isinstance(pred, torch.Tensor):
             try: rows = per_example_loss(self.loss_fn, pred, yb, one_call=True)
             except Exception: rows = None  # a loss that cannot be split by row: the batches' spread instead
             if rows is None: self.per_example = False
-        s = self.sums
+        b = loss.detach().double().mean()
         if rows is not None:
             rows = rows.detach().double()
-            s[0] += rows.sum()
-            s[1] += (rows * rows).sum()
-            s[2] += len(rows)
-        b = loss.detach().double().mean()
-        s[3] += b * n
-        s[4] += b * b * n
-        s[5] += n
-        s[6] += 1
+            r1, r2 = rows.sum(), (rows * rows).sum()
+            self.n_examples += len(rows)
+        else: r1 = r2 = self._zero
+        self.sums += torch.stack((r1, r2, b * n, b * b * n))  # one add: a handful of device ops a batch
+        self.n_rows += n
+        self.n_batches += 1
         self._add_targets(pred, yb)
 
     def _add_targets(self, pred, yb) -> None:
@@ -116,9 +127,10 @@ class LossStats:
             self.kind = False  # batches of different kinds: no prior
             return
         if kind == "classes":
-            y = yb[yb >= 0]  # ignore_index positions (-100) carry no label
-            counts = torch.bincount(y, minlength=pred.shape[1])[:pred.shape[1]].double()
-            self.counts = counts if self.counts is None else self.counts + counts
+            k = pred.shape[1]
+            # ignore_index positions (-100) carry no label: shifted into bin 0, which is dropped (no mask)
+            counts = torch.bincount((yb.long() + 1).clamp_(min=0), minlength=k + 1)[1:k + 1]
+            self.counts = counts if self.counts is None else self.counts.add_(counts)  # integer counts
             self.shape = pred.shape[1:]
         elif kind == "values":
             y = yb.detach().double().reshape(-1)
@@ -128,19 +140,25 @@ class LossStats:
 
     def flat(self) -> torch.Tensor:
         "Every running sum in one vector (to all-reduce across ranks)."
-        parts = [self.sums if self.sums is not None else torch.zeros(7, dtype=torch.float64)]
-        return torch.cat(parts + ([self.counts] if self.counts is not None else []))
+        s = self.sums if self.sums is not None else torch.zeros(4, dtype=torch.float64)
+        counts = torch.tensor([self.n_examples, self.n_rows, self.n_batches], dtype=torch.float64,
+                              device=s.device)
+        # [Σ loss, Σ loss², examples, Σ batch mean·rows, Σ batch mean²·rows, rows, batches, targets' counts]
+        parts = [s[:2], counts[:1], s[2:], counts[1:]]
+        return torch.cat(parts + ([self.counts.double()] if self.counts is not None else []))
 
     def load_flat(self, v: torch.Tensor,  # the vector `flat` gave, summed over ranks
                  ) -> None:
         "Take back the vector `flat` gave (after an all-reduce)."
-        self.sums = v[:7]
+        self.sums = v[[0, 1, 3, 4]]
+        self.n_examples, self.n_rows, self.n_batches = v[[2, 5, 6]].tolist()
         if self.counts is not None: self.counts = v[7:]
 
     def results(self) -> dict:
         "`loss_se`, `loss_sd`, `rows` and (when the targets allow it) `prior_loss`: one host sync."
         if self.sums is None: return {}
-        s = self.sums.tolist()
+        r1, r2, b1, b2 = self.sums.tolist()
+        s = [r1, r2, float(self.n_examples), b1, b2, float(self.n_rows), float(self.n_batches)]
         out = {"rows": s[5]}
         if s[2] >= 2 and s[2] == s[5]:  # per-example losses for every row
             mean = s[0] / s[2]
@@ -161,9 +179,10 @@ class LossStats:
         device = self.counts.device
         try:
             if self.kind == "classes":
-                total = float(self.counts.sum())
+                counts = self.counts.double()
+                total = float(counts.sum())
                 if total <= 0: return None
-                p = self.counts / total
+                p = counts / total
                 k = len(p)
                 logits = torch.log(p.clamp_min(1e-12)).float().expand(k, k).contiguous()
                 losses = per_example_loss(self.loss_fn, logits, torch.arange(k, device=device))
