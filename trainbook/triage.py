@@ -76,6 +76,8 @@ class Evaluation(dict):
     stats: dict = {}
 
 _MAX_PRIOR_CLASSES = 1024  # the prior's loss is one call on a classes × classes batch
+_HOLD_BATCHES, _HOLD_VALUES = 64, 2 ** 20  # batches (or values) held before they are summed
+_PRIORS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # loss -> (class counts, the prior's loss)
 
 class LossStats:
     "Running sums for an evaluation: the per-example losses' mean and spread, and the targets' prior."
@@ -85,9 +87,12 @@ class LossStats:
         # a loss on the whole output (`tb.whole_output`) cannot score a prediction alone: batch spread only
         self.loss_fn, self.per_example = loss_fn, loss_fn is not None and not wants_whole_output(loss_fn)
         self.sums, self.counts, self.kind = None, None, None  # kind: classes | values | None
-        # sums: the per-example losses' sum and sum of squares, the batch means' (times rows); the three
-        # counts (examples, rows, batches) are known on the host and kept there: no device op for them
-        self.n_examples, self.n_rows, self.n_batches = 0, 0, 0
+        # sums: the per-example losses' sum and sum of squares, the batch means' (times rows); counts: the
+        # targets' (per class, or their sum and sum of squares); how many of each is known on the host
+        self.n_examples, self.n_rows, self.n_batches, self.n_targets = 0, 0, 0, 0
+        # a batch's values are held (on their device) and summed with the next ones, up to 64 batches or
+        # about a million values at a time: a few operations for all of them instead of a dozen per batch
+        self._rows, self._means, self._targets, self._held = [], [], [], 0
 
     def add(self,
             pred,  # the batch's prediction
@@ -95,67 +100,90 @@ class LossStats:
             loss: torch.Tensor,  # its mean loss
             n: int,  # its rows
            ) -> None:
-        "Take one batch: no host sync (everything stays on the prediction's device)."
-        if self.sums is None:
-            self.sums = torch.zeros(4, device=loss.device, dtype=torch.float64)
-            self._zero = torch.zeros((), device=loss.device, dtype=torch.float64)
+        "Take one batch: held, then summed with the next ones on its device (no host sync)."
         rows = None
         if self.per_example and isinstance(pred, torch.Tensor):
             try: rows = per_example_loss(self.loss_fn, pred, yb, one_call=True)
             except Exception: rows = None  # a loss that cannot be split by row: the batches' spread instead
             if rows is None: self.per_example = False
-        b = loss.detach().double().mean()
         if rows is not None:
-            rows = rows.detach().double()
-            r1, r2 = rows.sum(), (rows * rows).sum()
+            self._rows.append(rows.detach())
             self.n_examples += len(rows)
-        else: r1 = r2 = self._zero
-        self.sums += torch.stack((r1, r2, b * n, b * b * n))  # one add: a handful of device ops a batch
+            self._held += len(rows)
+        loss = loss.detach()
+        self._means.append((loss if loss.ndim == 0 else loss.mean(), n))
         self.n_rows += n
         self.n_batches += 1
         self._add_targets(pred, yb)
+        if len(self._means) >= _HOLD_BATCHES or self._held >= _HOLD_VALUES: self._sum_held()
 
     def _add_targets(self, pred, yb) -> None:
-        "Class counts (integer targets against per-class scores) or the targets' sum and sum of squares."
+        "Hold the targets: class labels (integer targets against per-class scores) or values (regression)."
         if not isinstance(pred, torch.Tensor) or not isinstance(yb, torch.Tensor) or self.kind is False: return
         classes = (not yb.is_floating_point() and pred.ndim == 2 and yb.ndim == 1 and len(yb) == len(pred)
                    and 1 < pred.shape[1] <= _MAX_PRIOR_CLASSES)
         values = yb.is_floating_point() and pred.is_floating_point() and pred.numel() == yb.numel()
         kind = "classes" if classes else "values" if values else False
-        if self.kind is None: self.kind = kind
-        if kind != self.kind:
-            self.kind = False  # batches of different kinds: no prior
+        shape = pred.shape[1:] if classes else (pred.shape[1:], yb.shape[1:])
+        if self.kind is None: self.kind, self.shape = kind, shape
+        if kind != self.kind or shape != self.shape:
+            self.kind, self._targets = False, []  # batches of different kinds: no prior
             return
-        if kind == "classes":
-            k = pred.shape[1]
+        if kind: self._targets.append(yb.detach().reshape(-1))
+        if kind == "values": self.n_targets += yb.numel()
+        self._held += yb.numel()
+
+    def _sum_held(self) -> None:
+        "Add the held batches to the sums and counts: a few device operations, no host sync."
+        if not self._means: return
+        device = self._means[0][0].device
+        if self._rows:
+            r = torch.cat(self._rows).double()
+            part = [r.sum(), (r * r).sum()]
+        else: part = [torch.zeros((), dtype=torch.float64, device=device)] * 2
+        by_rows = {}  # batch means weighted by their rows: one batch size at a time (the last is smaller)
+        for m, n in self._means: by_rows.setdefault(n, []).append(m)
+        means = [torch.stack(ms).double() for ms in by_rows.values()]
+        part += [sum((b * n).sum() for b, n in zip(means, by_rows)),
+                 sum((b * b * n).sum() for b, n in zip(means, by_rows))]
+        held = torch.stack(part)
+        self.sums = held if self.sums is None else self.sums + held
+        if self._targets and self.kind == "classes":
+            k = self.shape[0]
             # ignore_index positions (-100) carry no label: shifted into bin 0, which is dropped (no mask)
-            counts = torch.bincount((yb.long() + 1).clamp_(min=0), minlength=k + 1)[1:k + 1]
-            self.counts = counts if self.counts is None else self.counts.add_(counts)  # integer counts
-            self.shape = pred.shape[1:]
-        elif kind == "values":
-            y = yb.detach().double().reshape(-1)
-            part = torch.stack([y.sum(), (y * y).sum(), torch.tensor(float(len(y)), device=y.device).double()])
-            self.counts = part if self.counts is None else self.counts + part
-            self.shape = (pred.shape[1:], yb.shape[1:])
+            y = (torch.cat(self._targets).long() + 1).clamp_(min=0)
+            counts = torch.bincount(y, minlength=k + 1)[1:k + 1]
+            self.counts = counts if self.counts is None else self.counts + counts
+        elif self._targets and self.kind == "values":
+            y = torch.cat(self._targets).double()
+            counts = torch.stack([y.sum(), (y * y).sum()])
+            self.counts = counts if self.counts is None else self.counts + counts
+        self._rows, self._means, self._targets, self._held = [], [], [], 0
 
     def flat(self) -> torch.Tensor:
         "Every running sum in one vector (to all-reduce across ranks)."
+        self._sum_held()
         s = self.sums if self.sums is not None else torch.zeros(4, dtype=torch.float64)
-        counts = torch.tensor([self.n_examples, self.n_rows, self.n_batches], dtype=torch.float64,
-                              device=s.device)
+        n = torch.tensor([self.n_examples, self.n_rows, self.n_batches, self.n_targets], dtype=torch.float64,
+                         device=s.device)
         # [Σ loss, Σ loss², examples, Σ batch mean·rows, Σ batch mean²·rows, rows, batches, targets' counts]
-        parts = [s[:2], counts[:1], s[2:], counts[1:]]
-        return torch.cat(parts + ([self.counts.double()] if self.counts is not None else []))
+        parts = [s[:2], n[:1], s[2:], n[1:3]]
+        if self.counts is not None:
+            parts += [self.counts.double()] + ([n[3:]] if self.kind == "values" else [])
+        return torch.cat(parts)
 
     def load_flat(self, v: torch.Tensor,  # the vector `flat` gave, summed over ranks
                  ) -> None:
         "Take back the vector `flat` gave (after an all-reduce)."
         self.sums = v[[0, 1, 3, 4]]
         self.n_examples, self.n_rows, self.n_batches = v[[2, 5, 6]].tolist()
-        if self.counts is not None: self.counts = v[7:]
+        if self.counts is not None and self.kind == "values":
+            self.counts, self.n_targets = v[7:9], float(v[9])
+        elif self.counts is not None: self.counts = v[7:]
 
     def results(self) -> dict:
         "`loss_se`, `loss_sd`, `rows` and (when the targets allow it) `prior_loss`: one host sync."
+        self._sum_held()
         if self.sums is None: return {}
         r1, r2, b1, b2 = self.sums.tolist()
         s = [r1, r2, float(self.n_examples), b1, b2, float(self.n_rows), float(self.n_batches)]
@@ -179,15 +207,24 @@ class LossStats:
         device = self.counts.device
         try:
             if self.kind == "classes":
-                counts = self.counts.double()
-                total = float(counts.sum())
-                if total <= 0: return None
-                p = counts / total
+                counts = tuple(self.counts.tolist())
+                if sum(counts) <= 0: return None
+                # the same validation targets every epoch: the prior's loss is computed once for them (a
+                # loss module is asked each time: its weights or smoothing may have changed)
+                known = None if isinstance(self.loss_fn, nn.Module) else _PRIORS.get(self.loss_fn)
+                if known is not None and known[0] == (counts, str(device)): return known[1]
+                p = torch.tensor(counts, dtype=torch.float64, device=device) / float(sum(counts))
                 k = len(p)
                 logits = torch.log(p.clamp_min(1e-12)).float().expand(k, k).contiguous()
                 losses = per_example_loss(self.loss_fn, logits, torch.arange(k, device=device))
-                return float((p.float() * losses.reshape(-1)[:k]).sum())
-            y_sum, y_sq, m = self.counts.tolist()
+                prior = float((p.float() * losses.reshape(-1)[:k]).sum())
+                try:
+                    if not isinstance(self.loss_fn, nn.Module):
+                        _PRIORS[self.loss_fn] = ((counts, str(device)), prior)
+                except TypeError: pass  # a loss that cannot be weakly referenced: computed each time
+                return prior
+            y_sum, y_sq = self.counts.tolist()
+            m = self.n_targets
             if m < 2: return None
             # MSE-like: a constant 0 against targets ±2 costs 4 (L1 costs 2, Huber 1.5)
             pshape, yshape = self.shape
@@ -310,6 +347,7 @@ class NanGuard(Callback):
     def after_step(self, state: LoopState):
         # each trainable parameter's norm at the first step and every 10 gradient-norm logs: vanishing gradients
         # are small against their weights (read here, before any checkpoint of this step, so a resume keeps them)
+        if state.step % 10 and state.step != 1: return  # (a multiple of 10 · log_every is one of 10)
         every = 10 * max(int(getattr(state.config, "log_every", 10) or 10), 1)
         if state.history is None or (state.step != 1 and state.step % every): return
         named = [(n, p) for n, p in state.model.named_parameters() if p.requires_grad]
