@@ -22,8 +22,8 @@ from .distributed import all_mean, dist_info, full_tensor, reduce_evaluation, wr
 from .events import Callback, Callbacks, Event, LoopState
 from .guard import check_fit_inputs, check_monitor, require_batches
 from .metrics import resolve_metrics, try_metrics
-from .optim import (make_scheduler, optimizer_step, param_groups, pick_scheduler_interval,
-                             step_optimizer, unscale_and_clip)
+from .optim import (gradient_norms, make_scheduler, optimizer_step, param_groups,
+                             pick_scheduler_interval, step_optimizer, unscale_and_clip)
 from .recorder import (EarlyStopping, EpochMeter, StepProfiler, TimedIterator, end_run, epoch_records,
                                 peak_memory_mb, record_validation, run_callbacks, run_of)
 from .run import MONITOR_ALIASES, RUNNING, Run, monitored_record, unrecorded
@@ -331,9 +331,9 @@ def _grad_sync(s: Setup, window: Window):
 
 def _window_loss(s: Setup, window: Window) -> float:
     "The window's mean loss (over ranks too): the one per-step sync; it decides whether the optimizer steps."
-    losses = [item[2].detach() for item in window.items]
-    loss = losses[0] if len(losses) == 1 else sum(losses) / window.size
-    if s.world > 1: loss = all_mean(loss)  # every rank takes the same decision
+    items = window.items
+    loss = items[0][2] if len(items) == 1 else sum(item[2].detach() for item in items) / window.size
+    if s.world > 1: loss = all_mean(loss.detach())  # every rank takes the same decision
     return loss.item()
 
 def _skip_nonfinite(s: Setup, state: LoopState, window: Window) -> Optional[str]:
@@ -355,10 +355,13 @@ def _count_skip(state: LoopState):
 def _clip(s: Setup, state: LoopState) -> Optional[tuple]:
     "Unscale and clip; every `log_every` steps also read the per-parameter gradient norms (after clipping)."
     log_now = (state.step + 1) % s.config.log_every == 0
-    state.grad_norm = unscale_and_clip(s.optimizer, s.scaler, s.params, s.config.clip_norm, log_now)
+    fused = log_now and s.config.clip_norm is None  # one pass gives the global norm and each parameter's
+    clip = s.config.clip_norm
+    state.grad_norm = unscale_and_clip(s.optimizer, s.scaler, s.params, clip, log_now and not fused)
     if not log_now: return None
-    grads = [(n, p.grad) for n, p in s.named_params if p.grad is not None]
-    return ([n for n, _ in grads], torch._foreach_norm([g for _, g in grads])) if grads else None
+    names, norms, total = gradient_norms(s.named_params)
+    if fused: state.grad_norm = total
+    return (names, norms) if names else None
 
 def _log_step(s: Setup, state: LoopState, skipped: bool, window: Window, layer_norms: Optional[tuple]) -> None:
     "Count the step and log the loss and lr; gradient norms and the fp16 loss scale every `log_every` steps."
@@ -374,12 +377,12 @@ def _log_step(s: Setup, state: LoopState, skipped: bool, window: Window, layer_n
     h.append(state.step, state.epoch, "train", "loss", state.loss)
     h.append(state.step, state.epoch, "train", "lr", s.optimizer.param_groups[0]["lr"])
     if state.step % s.config.log_every: return
-    if state.grad_norm is not None:
-        h.append(state.step, state.epoch, "train", "grad_norm", float(full_tensor(state.grad_norm)))
-    if layer_norms is not None:
-        norms = torch.stack([full_tensor(n) for n in layer_norms[1]]).tolist()
-        for name, v in zip(layer_norms[0], norms):
-            h.append(state.step, state.epoch, "train", f"grad_norm/{name}", v)
+    names, norms = layer_norms if layer_norms is not None else ([], [])
+    total = [] if state.grad_norm is None else [state.grad_norm]
+    read = [full_tensor(v).float() for v in [*total, *norms]]
+    values = torch.stack(read).tolist() if read else []
+    if total: h.append(state.step, state.epoch, "train", "grad_norm", values.pop(0))  # one read for all
+    for name, v in zip(names, values): h.append(state.step, state.epoch, "train", f"grad_norm/{name}", v)
     if s.scaler.is_enabled():
         h.append(state.step, state.epoch, "train", "loss_scale", s.scaler.get_scale())
 
@@ -395,7 +398,7 @@ def _validate(s: Setup, state: LoopState) -> None:
     value = state.history.last(s.monitor[1], s.monitor[0])
     if value is None: return
     if s.scheduler_interval == "plateau": s.scheduler.step(value)
-    if s.stopper.update(value, state.step, state.epoch):
+    if s.stopper.update(value, state.step, state.epoch) and s.checkpointer.enabled:
         s.checkpointer.save("best.pt", step=state.step, skipped_steps=state.skipped_steps,
                             **state.position.at(rng=rng_state()).state_dict())
 
@@ -437,11 +440,12 @@ def _end_epoch(s: Setup, state: LoopState) -> Optional[str]:
     pos.loss_sum, pos.loss_count = 0.0, 0
     _validate(s, state)
     if s.scheduler_interval == "epoch": s.scheduler.step()
-    _save_last(s, state, Position(epoch=state.epoch + 1, rng=rng_state()))
+    if s.checkpointer.enabled: _save_last(s, state, Position(epoch=state.epoch + 1, rng=rng_state()))
     state.epoch_closed, state.epoch_end = True, None  # last.pt now describes the next epoch's start
     pos.batch_idx = 0
     stopped = "nonfinite" if state.valid_failed else "early_stopping" if s.stopper.should_stop else None
-    s.checkpointer.write_run(_snapshot(s, state), final=False)  # a killed run keeps its history to here
+    # run.json so far: a killed run keeps its history up to here
+    if s.checkpointer.enabled: s.checkpointer.write_run(_snapshot(s, state), final=False)
     s.callbacks(Event.after_epoch, state)
     if state.control.stop and not stopped: stopped = state.control.stop_reason or "interrupted"
     return stopped

@@ -18,7 +18,8 @@ from .core import Finding, TrainConfig, autocast_dtype, pick_device, pick_precis
 # %% auto #0
 __all__ = ['NORM_TYPES', 'SCHEDULE_FNS', 'SCHEDULER_INTERVALS', 'EPOCH_SCHEDULERS', 'param_groups', 'warmup_steps', 'constant',
            'warmup_cosine', 'one_cycle', 'make_scheduler', 'scale_lr', 'LRFinder', 'cycle_batches', 'steepest_lr',
-           'lr_find', 'unscale_and_clip', 'step_optimizer', 'optimizer_step', 'pick_scheduler_interval']
+           'lr_find', 'unscale_and_clip', 'gradient_norms', 'step_optimizer', 'optimizer_step',
+           'pick_scheduler_interval']
 
 # %% ../nbs/05_optim.ipynb #075ae175
 NORM_TYPES = (nn.modules.batchnorm._NormBase, nn.LayerNorm, nn.GroupNorm, nn.LocalResponseNorm) + \
@@ -205,6 +206,19 @@ def unscale_and_clip(optimizer: torch.optim.Optimizer,  # the optimizer whose gr
     if clip_norm is not None: return torch.nn.utils.clip_grad_norm_(params, clip_norm)
     if want_norm: return torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
     return None
+
+def gradient_norms(named_params: list,  # (name, parameter) pairs; those without a gradient are left out
+                  ) -> tuple:
+    "`(names, norms, total)`: each gradient's norm from one fused pass, and the global norm made from them."
+    named = [(n, p.grad) for n, p in named_params if p.grad is not None]
+    if not named: return [], [], torch.tensor(0.0)  # what get_total_norm gives for no gradients
+    grads = [g for _, g in named]
+    norms = torch._foreach_norm(grads)
+    first = grads[0]
+    if all(type(g) is torch.Tensor and g.device == first.device and g.dtype == first.dtype for g in grads):
+        total = torch.linalg.vector_norm(torch.stack(norms))  # get_total_norm's reduction of the same norms
+    else: total = torch.nn.utils.get_total_norm(grads)  # mixed devices, dtypes or DTensors: its own grouping
+    return [n for n, _ in named], norms, total
 
 def step_optimizer(optimizer: torch.optim.Optimizer,  # the optimizer to step
                    scaler,  # a `torch.amp.GradScaler` (a no-op unless fp16)
