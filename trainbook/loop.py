@@ -354,9 +354,8 @@ def _count_skip(state: LoopState):
 
 def _clip(s: Setup, state: LoopState) -> Optional[tuple]:
     "Unscale and clip; every `log_every` steps also read the per-parameter gradient norms (after clipping)."
-    log_now = (state.step + 1) % s.config.log_every == 0
-    fused = log_now and s.config.clip_norm is None  # one pass gives the global norm and each parameter's
-    clip = s.config.clip_norm
+    log_now, clip = (state.step + 1) % s.config.log_every == 0, s.config.clip_norm
+    fused = log_now and clip is None  # one pass gives the global norm and each parameter's
     state.grad_norm = unscale_and_clip(s.optimizer, s.scaler, s.params, clip, log_now and not fused)
     if not log_now: return None
     names, norms, total = gradient_norms(s.named_params)
@@ -444,8 +443,9 @@ def _end_epoch(s: Setup, state: LoopState) -> Optional[str]:
     state.epoch_closed, state.epoch_end = True, None  # last.pt now describes the next epoch's start
     pos.batch_idx = 0
     stopped = "nonfinite" if state.valid_failed else "early_stopping" if s.stopper.should_stop else None
-    # run.json so far: a killed run keeps its history up to here
-    if s.checkpointer.enabled: s.checkpointer.write_run(_snapshot(s, state), final=False)
+    if s.checkpointer.enabled:  # run.json so far ('running'): a killed run keeps its history up to here
+        s.checkpointer.write_run(run_of(state, RUNNING, stopper=s.stopper, checkpointer=s.checkpointer,
+                                        environment=s.environment, extra=s.extra), final=False)
     s.callbacks(Event.after_epoch, state)
     if state.control.stop and not stopped: stopped = state.control.stop_reason or "interrupted"
     return stopped
@@ -461,11 +461,6 @@ def _interrupted(s: Setup, state: LoopState, window: Optional[Window]) -> str:
         _save_last(s, state, state.position.at(batch_idx=window.start, rng=window.rng))
     else: _save_last(s, state)
     return "interrupted"
-
-def _snapshot(s: Setup, state: LoopState) -> Run:
-    "The run as it stands (stopped 'running'), for the run.json written at each epoch's end."
-    return run_of(state, RUNNING, stopper=s.stopper, checkpointer=s.checkpointer, environment=s.environment,
-                  extra=s.extra)
 
 def _finish(s: Setup, state: LoopState, stopped: str, error: Optional[BaseException] = None) -> Run:
     "Findings, the Run, [after_fit], run.json, the folder's lock: for every way a run ends."
