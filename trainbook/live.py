@@ -702,6 +702,7 @@ class Progress(Callback):
                  leave: bool = True,  # keep the epochs bar after the run
                 ):
         self.mininterval, self.leave, self.epochs, self.steps = mininterval, leave, None, None
+        self._next, self._start = 0.0, 0  # when the step bar moves next; the steps done before this epoch
 
     def _tqdm(self):
         if display_mode() == "widget":
@@ -717,22 +718,32 @@ class Progress(Callback):
     def before_epoch(self, state):
         if display_mode() == "static":
             return  # a headless execution keeps one bar: per-epoch step bars would pile up
-        tqdm = self._tqdm()
-        if self.steps is not None: self.steps.close()
         n = state.n_batches and math.ceil(state.n_batches / state.config.accum_steps)
-        self.steps = tqdm(total=n, desc=f"epoch {state.epoch}", leave=False, mininterval=self.mininterval)
+        self._start, self._next = state.step, 0.0
+        if self.steps is None:
+            self.steps = self._tqdm()(total=n, desc=f"epoch {state.epoch}", leave=False,
+                                      mininterval=self.mininterval)
+            return
+        self.steps.set_description(f"epoch {state.epoch}", refresh=False)
+        self.steps.reset(total=n)  # one step bar for the run, reset each epoch: a new bar costs ~40 µs more
     def after_step(self, state):
         if self.steps is None: return
-        self.steps.update(1)
-        if state.step % state.config.log_every == 0:  # a new number to show now and then, not every step
-            self.steps.set_postfix(loss=f"{state.loss:.4g}", refresh=False)
+        now = time.monotonic()
+        if now < self._next: return  # the bar moves a few times per redraw, not at every step
+        self._next = now + min(self.mininterval / 4, 0.1)
+        self._move(state)
+    def _move(self, state):
+        "The step bar at the steps done this epoch, with the latest loss."
+        if state.loss is not None: self.steps.set_postfix(loss=f"{state.loss:.4g}", refresh=False)
+        self.steps.update(state.step - self._start - self.steps.n)
     def after_epoch(self, state):
-        self.epochs.update(1)
+        if self.steps is not None: self._move(state)
         post = {k: f"{v:.4g}" for k, v in state.valid.items()}
         train = state.history.last("epoch_loss")
         if train is not None:
             post = {"train_loss": f"{train:.4g}", **{f"valid_{k}": v for k, v in post.items()}}
-        self.epochs.set_postfix(post)
+        self.epochs.set_postfix(post, refresh=False)  # drawn by the update (tqdm throttles its redraws)
+        self.epochs.update(1)
     def after_fit(self, state):
         run = getattr(state, "run", None)
         early = getattr(run, "stopped", None) == "early_stopping"
