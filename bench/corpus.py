@@ -869,7 +869,8 @@ RULE_FIELDS = {  # the thresholds each rule reads: a rule's findings are cached 
     "_overfitting": ("overfit_tol", "overfit_after", "overfit_rise", "overfit_z", "overfit_se", "overfit_t"),
     "_gradients": ("explode", "explode_late", "vanish"),
     "_input_pipeline": ("data_wait",), "_memory": ("memory_rise", "memory_mb"),
-    "_label_noise": ("noise_wrong", "noise_focus", "noise_learned", "noise_stuck", "noise_share", "noise_fit"),
+    "_label_noise": ("noise_wrong", "noise_focus", "noise_learned", "noise_stuck", "noise_share", "noise_fit",
+                     "noise_gap_z"),
     "_suspicious_score": ("leak_first", "leak_ratio")}
 _RULE_CACHE = {}
 
@@ -1022,10 +1023,10 @@ def cost(s: dict) -> float:
 TUNED.update({"overfit_se": [0.25, 0.5, 1, 1.5, 2, 3], "overfit_t": [2, 3, 4, 6, 8, 12],
               "prior_z": [1, 2, 3, 4, 6], "noise_wrong": [0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.1],
               "noise_focus": [0.5, 0.6, 0.75, 0.9, 1.0], "noise_learned": [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
-              "noise_stuck": [0.01, 0.02, 0.03, 0.05, 0.07, 0.1]})
+              "noise_stuck": [0.01, 0.02, 0.03, 0.05, 0.07, 0.1], "noise_gap_z": [1, 1.5, 2, 3, 4, 6]})
 LOFO_TUNED = {k: TUNED[k] for k in (  # the thresholds re-tuned in each leave-one-family-out fold (one pass)
     "still", "blowup_z", "spike_z", "spike_gap", "overfit_z", "overfit_se", "overfit_t", "prior_z", "explode",
-    "vanish", "noise_wrong", "noise_focus", "noise_learned", "noise_stuck", "leak_ratio")}
+    "vanish", "noise_wrong", "noise_focus", "noise_learned", "noise_stuck", "noise_gap_z", "leak_ratio")}
 
 
 def tune(records: list, start, grids: Optional[dict] = None, passes: int = 2) -> tuple:
