@@ -557,8 +557,8 @@ def _leak(X, y, noise, seed):
     return X  # token bags: handled by the token itself below
 
 
-def build(case: Case):
-    "(model, dl_train, dl_valid, loss_fn, config, optimizer, callbacks, truth, expect) for a case."
+def case_rows(case: Case):
+    "(X, y, Xv, yv, truth, classes, model keywords): the case's training and valid rows, faults planted."
     kind, f = case.kind, case.fault
     (X, y), (Xv, yv), truth = data(kind, case.n, case.seed, **case.data_kw)
     classes = 10 if kind in ("cnn", "bncnn") else 3 if kind in ("emb", "gru", "tfm") else 4
@@ -580,6 +580,13 @@ def build(case: Case):
         X, Xv = X.clone(), Xv.clone()
         X[:, :5], Xv[:, :5] = (47 + y)[:, None], (47 + yv)[:, None]
         truth = None
+    return X, y, Xv, yv, truth, classes, mkw
+
+
+def build(case: Case):
+    "(model, dl_train, dl_valid, loss_fn, config, optimizer, callbacks, truth, expect) for a case."
+    kind, f = case.kind, case.fault
+    X, y, Xv, yv, truth, classes, mkw = case_rows(case)
     model = make_model(kind, case.seed, **mkw)
     if f.get("memory_leak"): keep_activations(next(m for m in model.modules() if isinstance(m, nn.Linear)))
     if "grad_growth" in f: _grow_gradients(next(p for p in model.parameters() if p.requires_grad), f["grad_growth"])
@@ -711,6 +718,49 @@ def run_case(case: Case) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# What a user sees before training: `check_data` on the rows and the audit of the train/valid split. A leak that
+# lives in the rows (valid rows copied from training rows, a column that is the target) is found there, where the
+# rows are; the history of a memorized duplicate looks like that of an easy valid set
+
+AUDIT = HERE.parent / "data_audit.json"
+LEAK_KINDS = {"target_leak", "duplicate_rows", "group_overlap", "time_leak"}  # the data findings that hint a leak
+
+
+def rows_frame(X: torch.Tensor, y: torch.Tensor) -> "pd.DataFrame":
+    "Rows as a user's frame: one column per input value (an image's pixels, a sequence's tokens), the target `y`."
+    import pandas as pd
+    flat = X.reshape(len(X), -1).numpy()
+    df = pd.DataFrame(flat, columns=[f"x{i}" for i in range(flat.shape[1])])
+    df["y"] = y.numpy()
+    return df
+
+
+def data_findings(case: Case) -> list[dict]:
+    "The leak hints `check_data` and the split audit give on the case's rows (train then valid), as dicts."
+    import pandas as pd
+    X, y, Xv, yv, _, _, _ = case_rows(case)
+    df = pd.concat([rows_frame(X, y), rows_frame(Xv, yv)], ignore_index=True)
+    found = tb.check_data(df, target="y").findings
+    splits = tb.Splits(train=np.arange(len(X)), valid=np.arange(len(X), len(df)), test=np.zeros(0, dtype=np.int64),
+                       params={"target": "y"})
+    found = [f for f in found if f.kind == "target_leak"] + [f for f in splits.audit(df) if f.kind in LEAK_KINDS]
+    plain = (int, float, str, bool)
+    return [{"kind": f.kind, "severity": f.severity, "column": f.column, "message": f.message,
+             "data": {k: v for k, v in f.data.items() if isinstance(v, plain)}} for f in found]
+
+
+def audits(records: list) -> dict:
+    "id -> the data findings of each trained record (cached in bench/corpus/data_audit.json; missing ones made)."
+    cached = json.loads(AUDIT.read_text()) if AUDIT.exists() else {}
+    fields = {f.name for f in dataclasses.fields(Case)}
+    missing = [r for r in records if r["id"] not in cached and not r["id"].startswith("syn-")]
+    for r in missing:
+        cached[r["id"]] = data_findings(Case(**{k: v for k, v in r["case"].items() if k in fields}))
+    if missing: AUDIT.write_text(json.dumps(cached, indent=0, sort_keys=True))
+    return cached
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Long runs (10,000-50,000 steps) as a fast synthetic loop: a batch's loss is the mean of `batch` per-example
 # losses drawn from a heavy-tailed (gamma, shape 0.5) distribution whose mean follows a learning curve; the
 # evaluations see the same curve (plus their own sampling noise); faults are planted in the curve
@@ -837,7 +887,8 @@ EXPECT = {  # label -> the finding kinds that name it
     "lr_too_low": {"lr_too_low", "not_learning"}, "dead_model": {"not_learning"},
     "exploding_gradients": {"exploding_gradients"}, "vanishing_gradients": {"vanishing_gradients"},
     "nonfinite": {"nonfinite"}, "loss_spikes": {"loss_spikes"}, "slow_input_pipeline": {"slow_input_pipeline"},
-    "shape_mismatch": {"shape_mismatch"}, "label_noise": {"label_noise"}, "suspicious_score": {"suspicious_score"},
+    "shape_mismatch": {"shape_mismatch"}, "label_noise": {"label_noise"},
+    "suspicious_score": {"suspicious_score", "target_leak", "duplicate_rows"},  # from the history, or the rows
     "memory_growth": {"memory_growth"}, "healthy": set()}
 ALSO_TRUE = {  # other findings that are true of such a run, not counted as false positives
     "diverging": {"exploding_gradients", "loss_spikes", "not_learning", "vanishing_gradients"},
@@ -859,7 +910,19 @@ def findings_of(record: dict, th) -> list:
         kind = "shape_mismatch" if "shape" in record["refused"] else "refused"
         return [tb.Finding(kind, "error", record["refused"])]
     loop = [tb.Finding(f["kind"], f["severity"], "", data=f["data"]) for f in record["run_findings"]]
-    return loop + judged(record, th)  # what tb.diagnose(history_of(record), th) returns
+    rows = [tb.Finding(d["kind"], d["severity"], d["message"], column=d["column"], data=d["data"])
+            for d in audit_of(record)]  # what check_data and the split audit said before training
+    return rows + loop + judged(record, th)  # judged: what tb.diagnose(history_of(record), th) returns
+
+
+_AUDITS = None
+
+
+def audit_of(record: dict) -> list:
+    "The record's stored data findings (bench/corpus/data_audit.json; `table` makes the missing ones)."
+    global _AUDITS
+    if _AUDITS is None: _AUDITS = json.loads(AUDIT.read_text()) if AUDIT.exists() else {}
+    return _AUDITS.get(record["id"], [])
 
 
 RULE_FIELDS = {  # the thresholds each rule reads: a rule's findings are cached per record and these values
@@ -1202,6 +1265,8 @@ def show_table(write: bool):
     "Tune on one half, print the table of the other half and of all runs; with `write`, also as markdown."
     records = load()
     if not records: sys.exit(f"no runs cached under {HERE}: run `python bench/corpus.py generate` first")
+    global _AUDITS
+    _AUDITS = audits(records)  # check_data and the split audit on each trained case's rows (made once, cached)
     t0 = time.perf_counter()
     found_by, _ = leave_one_family_out(records)
     held_out = lofo_table(records, found_by, "Leave-one-family-out: each family judged with thresholds tuned on "

@@ -374,3 +374,15 @@ def test_a_nan_made_in_the_backward_pass_is_named_in_the_corpus():
         if "backward" not in case_id or r["refused"]: continue
         f = next(f for f in corpus.findings_of(r, tb.Thresholds()) if f.kind == "nonfinite")
         assert f.data["weights_finite"] is False and f.data["backward_op"] in ("MulBackward0", "SqrtBackward0")
+
+
+def test_a_duplicated_row_leak_is_found_where_the_rows_are():
+    "Valid rows copied from training rows: the split audit names them before training (the corpus counts it as "
+    "the leak found); no healthy run's rows hold a leak hint."
+    for case_id in ("fam-leak-04-mlp-adamw-duplicate", "fam-leak-05-reg-adam-duplicate"):
+        record = stored(case_id)
+        found = corpus.findings_of(record, tb.Thresholds())
+        assert [f.kind for f in found if f.kind in corpus.LEAK_KINDS] == ["duplicate_rows"], (case_id, found)
+        assert corpus.right(record, found)
+    healthy = [r for r in corpus.load() if r["label"] == "healthy"]
+    assert not [r["id"] for r in healthy if corpus.audit_of(r)]
