@@ -929,7 +929,8 @@ RULE_FIELDS = {  # the thresholds each rule reads: a rule's findings are cached 
     "_loss_trend": ("min_steps", "diverge_peak", "diverge_end", "diverge_z", "blowup", "blowup_z", "still", "slow",
                     "fall_z", "fall_keep", "prior_z"),
     "_spikes": ("min_steps", "spike_z", "spike_rel", "spike_gap", "spike_share"),
-    "_overfitting": ("overfit_tol", "overfit_after", "overfit_rise", "overfit_z", "overfit_se", "overfit_t"),
+    "_overfitting": ("overfit_tol", "overfit_after", "overfit_rise", "overfit_z", "overfit_se", "overfit_t",
+                     "overfit_trend"),
     "_gradients": ("explode", "explode_late", "vanish"),
     "_input_pipeline": ("data_wait",), "_memory": ("memory_rise", "memory_mb"),
     "_label_noise": ("noise_wrong", "noise_focus", "noise_learned", "noise_stuck", "noise_share", "noise_fit",
@@ -1084,11 +1085,13 @@ def cost(s: dict) -> float:
 
 
 TUNED.update({"overfit_se": [0.25, 0.5, 1, 1.5, 2, 3], "overfit_t": [2, 3, 4, 6, 8, 12],
+              "overfit_trend": [3, 4, 6, 8, 12, 20, 50],
               "prior_z": [1, 2, 3, 4, 6], "noise_wrong": [0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.1],
               "noise_focus": [0.5, 0.6, 0.75, 0.9, 1.0], "noise_learned": [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
               "noise_stuck": [0.01, 0.02, 0.03, 0.05, 0.07, 0.1], "noise_gap_z": [1, 1.5, 2, 3, 4, 6]})
 LOFO_TUNED = {k: TUNED[k] for k in (  # the thresholds re-tuned in each leave-one-family-out fold (one pass)
-    "still", "blowup_z", "spike_z", "spike_gap", "overfit_z", "overfit_se", "overfit_t", "prior_z", "explode",
+    "still", "blowup_z", "spike_z", "spike_gap", "overfit_z", "overfit_se", "overfit_t", "overfit_trend", "prior_z",
+    "explode",
     "vanish", "noise_wrong", "noise_focus", "noise_learned", "noise_stuck", "noise_gap_z", "leak_ratio")}
 
 

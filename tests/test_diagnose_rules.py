@@ -1,4 +1,5 @@
 "Each rule's boundary on made-up histories: the run's own noise decides, not a constant tuned on other runs."
+import dataclasses
 import math
 
 import numpy as np
@@ -311,3 +312,27 @@ def test_overfitting_onset_is_the_lowest_evaluation_at_the_smoothed_bottom():
     found = [f for f in tb.diagnose(h) if f.kind == "overfitting"]
     assert len(found) == 1
     assert found[0].data["best_epoch"] == 5 and found[0].data["onset_epoch"] == 6
+
+
+def bending_rise(se: float = 0.01, tail=(0.06, 0.10, 0.13, 0.15, 0.16)) -> tb.History:
+    "A valid loss that falls for 15 epochs, then rises steeply over 5 evaluations, bending (SE `se`)."
+    fall = 1.0 - 0.6 * (1 - np.exp(-np.arange(15) / 3))
+    v = np.concatenate([fall, fall[-1] + np.array(tail)])
+    h = tb.History()
+    for e, value in enumerate(v):
+        h.append(e, e, "train", "epoch_loss", 1.0 / (e + 1))
+        h.append(e, e, "valid", "loss", float(value))
+        h.append(e, e, "valid", "loss_se", se)
+    return h
+
+
+def test_a_smooth_steep_rise_is_overfitting_by_a_trend_test_against_the_measured_noise():
+    "A rise that bends has first differences that vary (a large wiggle); against each evaluation's standard error "
+    "its slope is a clear trend. One noisy evaluation's worth of rise is not."
+    strict = tb.Thresholds(overfit_z=8.0)  # a wiggle test this strict misses the bend ...
+    assert "overfitting" not in kinds(tb.diagnose(bending_rise(), dataclasses.replace(strict, overfit_trend=1e9)))
+    found = [f for f in tb.diagnose(bending_rise(), strict) if f.kind == "overfitting"]  # ... the trend test not
+    assert len(found) == 1 and found[0].data["trend_z"] > strict.overfit_trend and found[0].data["onset_epoch"] == 15
+    # the same shape 20 times smaller, inside its standard errors: no trend to speak of
+    small = bending_rise(tail=tuple(0.05 * r for r in (0.06, 0.10, 0.13, 0.15, 0.16)))
+    assert "overfitting" not in kinds(tb.diagnose(small, strict))

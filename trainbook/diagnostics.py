@@ -118,6 +118,7 @@ class Thresholds:
     overfit_z: float = 4.0  # ... its later evaluations' median by this many robust spreads of the wiggle ...
     overfit_se: float = 0.5  # ... and by this many standard errors of one valid loss (per-example spread / √rows),
     overfit_t: float = 4.0  # ... or climbing after the best with a least-squares slope this many of its errors
+    overfit_trend: float = 6.0  # or that slope is this many of its errors from one evaluation's SE alone (a trend)
     prior_z: float = 3.0  # below the constant predictor's loss by this many standard errors: it learned
     explode: float = 5.0  # the gradient norm grew by this factor from the first fifth of the run to the last
     explode_late: float = 2.0  # ... and by this factor over the second half (or by `explode` squared in all)
@@ -439,7 +440,14 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     # the evidence: a rise large against one evaluation's standard error, or a steady climb (evaluations
     # of the same rows are correlated: a slow rise the trend test sees can sit inside that error)
     evidence = rise > th.overfit_se * noise or slope_t > th.overfit_t
-    if rise <= need or not climbing or not evidence: return []
+    # or a trend test against the run's measured noise: the slope after the best, against the error it has
+    # when each evaluation is off by its standard error (a smooth steep rise that bends has first differences
+    # that vary, so a wiggle measured from them is large while the evaluations' own noise is small); the rise
+    # must still clear `overfit_rise` of the level and `overfit_se` standard errors
+    trend_z = slope * math.sqrt(float(np.sum(x * x))) / noise if noise > 0 else 0.0
+    trend = (trend_z > th.overfit_trend and rise > th.overfit_se * noise
+             and rise > th.overfit_rise * abs(level))
+    if not climbing or not ((rise > need and evidence) or trend): return []
     t_at_best = t[te <= ve[best]]
     if len(t_at_best) and t[-1] >= t_at_best[-1]: return []  # train is not falling: not overfitting
     onset = int(ve[best + 1])
@@ -454,7 +462,7 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
                     data={"onset_epoch": onset, "best_epoch": int(ve[best]), "gap": gap,
                           "best_valid_loss": float(np.min(v)), "last_valid_loss": float(v[-1]),
                           "rise": rise, "standard_error": noise, "wiggle": wiggle, "threshold": need,
-                          "slope": slope, "slope_se": slope_se, "slope_t": slope_t})]
+                          "slope": slope, "slope_se": slope_se, "slope_t": slope_t, "trend_z": trend_z})]
 
 # %% ../nbs/09_diagnostics.ipynb #112f01e9
 def _gradient_growth(g: np.ndarray) -> Optional[tuple[float, float, float]]:
