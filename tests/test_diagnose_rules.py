@@ -330,9 +330,11 @@ def test_a_smooth_steep_rise_is_overfitting_by_a_trend_test_against_the_measured
     "A rise that bends has first differences that vary (a large wiggle); against each evaluation's standard error "
     "its slope is a clear trend. One noisy evaluation's worth of rise is not."
     strict = tb.Thresholds(overfit_z=8.0)  # a wiggle test this strict misses the bend ...
-    assert "overfitting" not in kinds(tb.diagnose(bending_rise(), dataclasses.replace(strict, overfit_trend=1e9)))
+    no_trend = dataclasses.replace(strict, overfit_trend=math.inf)
+    assert "overfitting" not in kinds(tb.diagnose(bending_rise(), no_trend))
     found = [f for f in tb.diagnose(bending_rise(), strict) if f.kind == "overfitting"]  # ... the trend test not
-    assert len(found) == 1 and found[0].data["trend_z"] > strict.overfit_trend and found[0].data["onset_epoch"] == 15
+    assert len(found) == 1 and found[0].data["trend_z"] > strict.overfit_trend
+    assert found[0].data["onset_epoch"] == 15
     # the same shape 20 times smaller, inside its standard errors: no trend to speak of
     small = bending_rise(tail=tuple(0.05 * r for r in (0.06, 0.10, 0.13, 0.15, 0.16)))
     assert "overfitting" not in kinds(tb.diagnose(small, strict))

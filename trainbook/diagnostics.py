@@ -118,7 +118,7 @@ class Thresholds:
     overfit_z: float = 4.0  # ... its later evaluations' median by this many robust spreads of the wiggle ...
     overfit_se: float = 0.5  # ... and by this many standard errors of one valid loss (per-example spread / √rows),
     overfit_t: float = 4.0  # ... or climbing after the best with a least-squares slope this many of its errors
-    overfit_trend: float = 6.0  # or that slope is this many of its errors from one evaluation's SE alone (a trend)
+    overfit_trend: float = 6.0  # or that slope is this many of the errors one evaluation's SE gives it
     prior_z: float = 3.0  # below the constant predictor's loss by this many standard errors: it learned
     explode: float = 5.0  # the gradient norm grew by this factor from the first fifth of the run to the last
     explode_late: float = 2.0  # ... and by this factor over the second half (or by `explode` squared in all)
@@ -130,7 +130,7 @@ class Thresholds:
     noise_focus: float = 0.75  # ... no more than this share of them in one class (a class not yet learned) ...
     noise_learned: float = 0.7  # ... the others' median loss under this share of its untrained value ...
     noise_stuck: float = 0.05  # ... and this share of rows stuck worse than the untrained model for epochs
-    noise_gap_z: float = 2.0  # (or, not learned: the train loss's later fall outran the valid's by this many SEs)
+    noise_gap_z: float = 2.0  # ... or the train loss's later fall outran the valid's by this many SEs
     noise_share: float = 0.1  # (regression, or without probabilities) share of examples stuck worse than untrained ...
     noise_fit: float = 0.4  # ... while the others' median loss fell below this share of its untrained value
     leak_first: float = 0.03  # a first valid loss below this share of the starting loss is suspicious
@@ -601,7 +601,7 @@ def _fit_not_carried(c: dict) -> Optional[float]:
     if int(ve[mid]) not in train_at or int(ve[-1]) not in train_at: return None
     fell_train = train_at[int(ve[mid])] - train_at[int(ve[-1])]
     fell_valid = float(v[mid] - v[-1])
-    if not math.isfinite(fell_train) or fell_train <= 0: return None  # the training rows are not fitted better
+    if not math.isfinite(fell_train) or fell_train <= 0: return None  # the training rows fit no better
     return float((fell_train - fell_valid) / max(float(se[-1]), 1e-12))
 
 def _label_noise(c: dict, th: Thresholds) -> list[Finding]:
@@ -633,8 +633,8 @@ def _label_noise(c: dict, th: Thresholds) -> list[Finding]:
         memorized = gap is not None and gap >= th.noise_gap_z
         if share < th.noise_wrong or spread > th.noise_focus or not (learned or memorized): return []
         if stuck < th.noise_stuck: return []
-        why = ("" if learned else f"; the training loss's fall over the later epochs outran the valid loss's by "
-               f"{gap:.1f} standard errors (the fit does not carry to held-out rows: it memorizes them)")
+        why = ("" if learned else f"; the training loss's fall over the later epochs outran the valid "
+               f"loss's by {gap:.1f} standard errors (the fit does not carry to held-out rows: it memorizes them)")
         return [Finding("label_noise", "warning",
                         f"{share:.1%} of the training rows are confidently predicted as another class than "
                         f"their label in the second half of the run (at least as confident as the model "
