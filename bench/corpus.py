@@ -14,7 +14,9 @@ recomputed without re-training.
 A family is data set × model kind × optimizer × batch-size band × length band × fault recipe (`family_of`). The
 table: per-kind precision and recall when each family is judged with thresholds tuned on all the other families,
 the healthy runs' warning/error findings (the target: at most 1 per 20), and the overfitting onset error in epochs
-against a truth curve measured on a large held-out set that the diagnosis never sees.
+against a truth curve measured on a large held-out set that the diagnosis never sees. A run is judged by what a user
+sees: the leak hints of `check_data` and of the split audit on its rows (before training), the loop's findings and
+`diagnose` on its history.
 """
 import argparse, dataclasses, json, math, subprocess, sys, time, warnings
 from dataclasses import dataclass, field
@@ -1260,8 +1262,10 @@ LOFO_ABOUT = """A family is data set × model kind × optimizer × batch-size ba
 of coordinate descent; a healthy run's warning costs 100, a false warning 10, a miss 1) and the left-out family
 is judged with them; the table counts those held-out verdicts. A broken run counts as found when a finding of its
 label's kind is reported (a NaN must name the planted cause: the module, the data or the weights; spikes every
-planted step within 2 steps). The overfitting truth is the epoch after the minimum of the loss on a 4000-row
-held-out set the diagnosis never sees (synthetic runs: the noiseless curve)."""
+planted step within 2 steps; a leak may also be named before training, by `check_data`'s `target_leak` or the
+split audit's `duplicate_rows`, run on each case's rows and cached in bench/corpus/data_audit.json — on a healthy
+run such a finding is a false alarm like any other). The overfitting truth is the epoch after the minimum of the
+loss on a 4000-row held-out set the diagnosis never sees (synthetic runs: the noiseless curve)."""
 
 
 def show_table(write: bool):
