@@ -14,7 +14,9 @@ recomputed without re-training.
 A family is data set × model kind × optimizer × batch-size band × length band × fault recipe (`family_of`). The
 table: per-kind precision and recall when each family is judged with thresholds tuned on all the other families,
 the healthy runs' warning/error findings (the target: at most 1 per 20), and the overfitting onset error in epochs
-against a truth curve measured on a large held-out set that the diagnosis never sees.
+against a truth curve measured on a large held-out set that the diagnosis never sees. A run is judged by what a user
+sees: the leak hints of `check_data` and of the split audit on its rows (before training), the loop's findings and
+`diagnose` on its history.
 """
 import argparse, dataclasses, json, math, subprocess, sys, time, warnings
 from dataclasses import dataclass, field
@@ -557,8 +559,8 @@ def _leak(X, y, noise, seed):
     return X  # token bags: handled by the token itself below
 
 
-def build(case: Case):
-    "(model, dl_train, dl_valid, loss_fn, config, optimizer, callbacks, truth, expect) for a case."
+def case_rows(case: Case):
+    "(X, y, Xv, yv, truth, classes, model keywords): the case's training and valid rows, faults planted."
     kind, f = case.kind, case.fault
     (X, y), (Xv, yv), truth = data(kind, case.n, case.seed, **case.data_kw)
     classes = 10 if kind in ("cnn", "bncnn") else 3 if kind in ("emb", "gru", "tfm") else 4
@@ -580,6 +582,13 @@ def build(case: Case):
         X, Xv = X.clone(), Xv.clone()
         X[:, :5], Xv[:, :5] = (47 + y)[:, None], (47 + yv)[:, None]
         truth = None
+    return X, y, Xv, yv, truth, classes, mkw
+
+
+def build(case: Case):
+    "(model, dl_train, dl_valid, loss_fn, config, optimizer, callbacks, truth, expect) for a case."
+    kind, f = case.kind, case.fault
+    X, y, Xv, yv, truth, classes, mkw = case_rows(case)
     model = make_model(kind, case.seed, **mkw)
     if f.get("memory_leak"): keep_activations(next(m for m in model.modules() if isinstance(m, nn.Linear)))
     if "grad_growth" in f: _grow_gradients(next(p for p in model.parameters() if p.requires_grad), f["grad_growth"])
@@ -711,6 +720,49 @@ def run_case(case: Case) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# What a user sees before training: `check_data` on the rows and the audit of the train/valid split. A leak that
+# lives in the rows (valid rows copied from training rows, a column that is the target) is found there, where the
+# rows are; the history of a memorized duplicate looks like that of an easy valid set
+
+AUDIT = HERE.parent / "data_audit.json"
+LEAK_KINDS = {"target_leak", "duplicate_rows", "group_overlap", "time_leak"}  # the data findings that hint a leak
+
+
+def rows_frame(X: torch.Tensor, y: torch.Tensor) -> "pd.DataFrame":
+    "Rows as a user's frame: one column per input value (an image's pixels, a sequence's tokens), the target `y`."
+    import pandas as pd
+    flat = X.reshape(len(X), -1).numpy()
+    df = pd.DataFrame(flat, columns=[f"x{i}" for i in range(flat.shape[1])])
+    df["y"] = y.numpy()
+    return df
+
+
+def data_findings(case: Case) -> list[dict]:
+    "The leak hints `check_data` and the split audit give on the case's rows (train then valid), as dicts."
+    import pandas as pd
+    X, y, Xv, yv, _, _, _ = case_rows(case)
+    df = pd.concat([rows_frame(X, y), rows_frame(Xv, yv)], ignore_index=True)
+    found = tb.check_data(df, target="y").findings
+    splits = tb.Splits(train=np.arange(len(X)), valid=np.arange(len(X), len(df)), test=np.zeros(0, dtype=np.int64),
+                       params={"target": "y"})
+    found = [f for f in found if f.kind == "target_leak"] + [f for f in splits.audit(df) if f.kind in LEAK_KINDS]
+    plain = (int, float, str, bool)
+    return [{"kind": f.kind, "severity": f.severity, "column": f.column, "message": f.message,
+             "data": {k: v for k, v in f.data.items() if isinstance(v, plain)}} for f in found]
+
+
+def audits(records: list) -> dict:
+    "id -> the data findings of each trained record (cached in bench/corpus/data_audit.json; missing ones made)."
+    cached = json.loads(AUDIT.read_text()) if AUDIT.exists() else {}
+    fields = {f.name for f in dataclasses.fields(Case)}
+    missing = [r for r in records if r["id"] not in cached and not r["id"].startswith("syn-")]
+    for r in missing:
+        cached[r["id"]] = data_findings(Case(**{k: v for k, v in r["case"].items() if k in fields}))
+    if missing: AUDIT.write_text(json.dumps(cached, indent=0, sort_keys=True))
+    return cached
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Long runs (10,000-50,000 steps) as a fast synthetic loop: a batch's loss is the mean of `batch` per-example
 # losses drawn from a heavy-tailed (gamma, shape 0.5) distribution whose mean follows a learning curve; the
 # evaluations see the same curve (plus their own sampling noise); faults are planted in the curve
@@ -837,7 +889,8 @@ EXPECT = {  # label -> the finding kinds that name it
     "lr_too_low": {"lr_too_low", "not_learning"}, "dead_model": {"not_learning"},
     "exploding_gradients": {"exploding_gradients"}, "vanishing_gradients": {"vanishing_gradients"},
     "nonfinite": {"nonfinite"}, "loss_spikes": {"loss_spikes"}, "slow_input_pipeline": {"slow_input_pipeline"},
-    "shape_mismatch": {"shape_mismatch"}, "label_noise": {"label_noise"}, "suspicious_score": {"suspicious_score"},
+    "shape_mismatch": {"shape_mismatch"}, "label_noise": {"label_noise"},
+    "suspicious_score": {"suspicious_score", "target_leak", "duplicate_rows"},  # from the history, or the rows
     "memory_growth": {"memory_growth"}, "healthy": set()}
 ALSO_TRUE = {  # other findings that are true of such a run, not counted as false positives
     "diverging": {"exploding_gradients", "loss_spikes", "not_learning", "vanishing_gradients"},
@@ -859,17 +912,31 @@ def findings_of(record: dict, th) -> list:
         kind = "shape_mismatch" if "shape" in record["refused"] else "refused"
         return [tb.Finding(kind, "error", record["refused"])]
     loop = [tb.Finding(f["kind"], f["severity"], "", data=f["data"]) for f in record["run_findings"]]
-    return loop + judged(record, th)  # what tb.diagnose(history_of(record), th) returns
+    rows = [tb.Finding(d["kind"], d["severity"], d["message"], column=d["column"], data=d["data"])
+            for d in audit_of(record)]  # what check_data and the split audit said before training
+    return rows + loop + judged(record, th)  # judged: what tb.diagnose(history_of(record), th) returns
+
+
+_AUDITS = None
+
+
+def audit_of(record: dict) -> list:
+    "The record's stored data findings (bench/corpus/data_audit.json; `table` makes the missing ones)."
+    global _AUDITS
+    if _AUDITS is None: _AUDITS = json.loads(AUDIT.read_text()) if AUDIT.exists() else {}
+    return _AUDITS.get(record["id"], [])
 
 
 RULE_FIELDS = {  # the thresholds each rule reads: a rule's findings are cached per record and these values
     "_loss_trend": ("min_steps", "diverge_peak", "diverge_end", "diverge_z", "blowup", "blowup_z", "still", "slow",
                     "fall_z", "fall_keep", "prior_z"),
     "_spikes": ("min_steps", "spike_z", "spike_rel", "spike_gap", "spike_share"),
-    "_overfitting": ("overfit_tol", "overfit_after", "overfit_rise", "overfit_z", "overfit_se", "overfit_t"),
+    "_overfitting": ("overfit_tol", "overfit_after", "overfit_rise", "overfit_z", "overfit_se", "overfit_t",
+                     "overfit_trend"),
     "_gradients": ("explode", "explode_late", "vanish"),
     "_input_pipeline": ("data_wait",), "_memory": ("memory_rise", "memory_mb"),
-    "_label_noise": ("noise_wrong", "noise_focus", "noise_learned", "noise_stuck", "noise_share", "noise_fit"),
+    "_label_noise": ("noise_wrong", "noise_focus", "noise_learned", "noise_stuck", "noise_share", "noise_fit",
+                     "noise_gap_z"),
     "_suspicious_score": ("leak_first", "leak_ratio")}
 _RULE_CACHE = {}
 
@@ -1020,12 +1087,14 @@ def cost(s: dict) -> float:
 
 
 TUNED.update({"overfit_se": [0.25, 0.5, 1, 1.5, 2, 3], "overfit_t": [2, 3, 4, 6, 8, 12],
+              "overfit_trend": [3, 4, 6, 8, 12, 20, 50],
               "prior_z": [1, 2, 3, 4, 6], "noise_wrong": [0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.1],
               "noise_focus": [0.5, 0.6, 0.75, 0.9, 1.0], "noise_learned": [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
-              "noise_stuck": [0.01, 0.02, 0.03, 0.05, 0.07, 0.1]})
+              "noise_stuck": [0.01, 0.02, 0.03, 0.05, 0.07, 0.1], "noise_gap_z": [1, 1.5, 2, 3, 4, 6]})
 LOFO_TUNED = {k: TUNED[k] for k in (  # the thresholds re-tuned in each leave-one-family-out fold (one pass)
-    "still", "blowup_z", "spike_z", "spike_gap", "overfit_z", "overfit_se", "overfit_t", "prior_z", "explode",
-    "vanish", "noise_wrong", "noise_focus", "noise_learned", "noise_stuck", "leak_ratio")}
+    "still", "blowup_z", "spike_z", "spike_gap", "overfit_z", "overfit_se", "overfit_t", "overfit_trend", "prior_z",
+    "explode",
+    "vanish", "noise_wrong", "noise_focus", "noise_learned", "noise_stuck", "noise_gap_z", "leak_ratio")}
 
 
 def tune(records: list, start, grids: Optional[dict] = None, passes: int = 2) -> tuple:
@@ -1193,14 +1262,18 @@ LOFO_ABOUT = """A family is data set × model kind × optimizer × batch-size ba
 of coordinate descent; a healthy run's warning costs 100, a false warning 10, a miss 1) and the left-out family
 is judged with them; the table counts those held-out verdicts. A broken run counts as found when a finding of its
 label's kind is reported (a NaN must name the planted cause: the module, the data or the weights; spikes every
-planted step within 2 steps). The overfitting truth is the epoch after the minimum of the loss on a 4000-row
-held-out set the diagnosis never sees (synthetic runs: the noiseless curve)."""
+planted step within 2 steps; a leak may also be named before training, by `check_data`'s `target_leak` or the
+split audit's `duplicate_rows`, run on each case's rows and cached in bench/corpus/data_audit.json — on a healthy
+run such a finding is a false alarm like any other). The overfitting truth is the epoch after the minimum of the
+loss on a 4000-row held-out set the diagnosis never sees (synthetic runs: the noiseless curve)."""
 
 
 def show_table(write: bool):
     "Tune on one half, print the table of the other half and of all runs; with `write`, also as markdown."
     records = load()
     if not records: sys.exit(f"no runs cached under {HERE}: run `python bench/corpus.py generate` first")
+    global _AUDITS
+    _AUDITS = audits(records)  # check_data and the split audit on each trained case's rows (made once, cached)
     t0 = time.perf_counter()
     found_by, _ = leave_one_family_out(records)
     held_out = lofo_table(records, found_by, "Leave-one-family-out: each family judged with thresholds tuned on "

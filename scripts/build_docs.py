@@ -27,28 +27,69 @@ LAYERS = [("Foundations", "00"), ("Data", "01 02 03"), ("The training loop", "04
           ("Scale and integrations", "14 15 16 17 18 19 20")]
 
 
-def execute_one(path: Path) -> None:
-    "Run one notebook copy in a kernel of its own (cells flagged slow are shown, not run, as nbdev_test does)."
+def skipped_flags() -> str:
+    "The cell flags nbdev_test leaves out (settings.ini's tst_flags, with `eval: false`), as one pattern."
+    import configparser
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "settings.ini")
+    flags = cfg["DEFAULT"].get("tst_flags", "slow").split()
+    return r"\s*#\|\s*(" + "|".join(map(re.escape, flags)) + r"|eval:\s*false)\b"
+
+
+def execute_one(path: Path) -> str | None:
+    "Run one notebook copy in a kernel of its own (flagged cells shown, not run); the error, or None."
+    import time
     from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
     nb = nbformat.read(path, as_version=4)
-    full = nb.cells
-    nb.cells = [c for c in full  # a Ray cluster or a long Spark job stays out of the docs build
-                if not (c.cell_type == "code" and re.match(r"\s*#\|\s*(slow|eval:\s*false)\b", c.source))]
-    NotebookClient(nb, timeout=900, kernel_name="python3", store_widget_state=False,
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    full, skip, began = nb.cells, skipped_flags(), time.time()
+    nb.cells = [c for c in full if not (c.cell_type == "code" and re.match(skip, c.source))]
+    try:
+        NotebookClient(nb, timeout=900, kernel_name="python3", store_widget_state=False,
+                       resources={"metadata": {"path": str(path.parent)}}).execute()
+    except CellExecutionError as e:
+        print(f"  FAILED {path.relative_to(SRC / 'nbs')} after {time.time() - began:.0f} s", flush=True)
+        return f"{path.relative_to(SRC / 'nbs')}:\n{e}"
     nb.cells = full  # the skipped cells come back, without outputs
     nbformat.write(nb, path)
-    print(f"  executed {path.relative_to(SRC / 'nbs')}", flush=True)
+    print(f"  executed {path.relative_to(SRC / 'nbs')} in {time.time() - began:.0f} s", flush=True)
+    return None
 
 
-def execute_copies() -> None:
-    "Run every notebook on a copy (a kernel each, two at a time, headless display settings): the pages' outputs."
+def sources_digest() -> str:
+    "A digest of what the executed copies depend on: the notebooks and the library."
+    h = hashlib.sha256()
+    for p in sorted([*(ROOT / "nbs").rglob("*.ipynb"), *(ROOT / "trainbook").rglob("*.py")]):
+        if ".ipynb_checkpoints" in p.parts: continue
+        h.update(p.relative_to(ROOT).as_posix().encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+STAMP = SRC / "executed.sha256"  # written when every copy ran: `--reuse` takes the copies only when it matches
+
+
+def execute_copies() -> int:
+    "Run every notebook on a copy (a kernel each, two at a time, headless display settings); 1 when any failed."
     from concurrent.futures import ThreadPoolExecutor
     shutil.rmtree(SRC, ignore_errors=True)
     shutil.copytree(ROOT / "nbs", SRC / "nbs", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     paths = sorted((SRC / "nbs").rglob("*.ipynb"))
+    digest = sources_digest()
     with ThreadPoolExecutor(max_workers=2) as pool:  # the kernels are processes: two cores, two kernels
-        list(pool.map(execute_one, paths))
+        failed = [e for e in pool.map(execute_one, paths) if e]
+    for e in failed: print(f"\nnotebook failed: {e}", flush=True)
+    if failed:
+        print(f"{len(failed)} of {len(paths)} notebooks failed", flush=True)
+        return 1
+    STAMP.write_text(digest)
+    print(f"every notebook ran ({len(paths)})", flush=True)
+    return 0
+
+
+def copies_current() -> bool:
+    "The executed copies are those of the notebooks and library as they are now."
+    return STAMP.exists() and STAMP.read_text() == sources_digest()
 
 
 def with_parameter_tables() -> None:
@@ -369,6 +410,10 @@ def sizes() -> None:
 
 
 def main() -> int:
+    # the kernels inherit these: static figures at the end of runs, plotly's own figures as JSON (drawn on the page)
+    os.environ.update(TRAINBOOK_LIVE="static", PLOTLY_RENDERER="plotly_mimetype")
+    if "--execute-only" in sys.argv:  # `make test`'s notebook check: each notebook runs once, the docs reuse it
+        return execute_copies()
     if shutil.which("quarto"):
         print("quarto found: building with nbdev_docs")
         return subprocess.run([BIN / "nbdev_docs"], cwd=ROOT).returncode
@@ -379,18 +424,16 @@ def main() -> int:
                   for p in sorted(PROC.rglob("*.ipynb"))}
         return finish_site(titles)
     print("quarto not installed: nbdev's processing + Material for MkDocs (mkdocs-jupyter)")
-    # the kernels inherit these: static figures at the end of runs, plotly's own figures as JSON (drawn on the page)
-    os.environ.update(TRAINBOOK_LIVE="static", PLOTLY_RENDERER="plotly_mimetype")
     sys.path.insert(0, str(ROOT))
     shutil.rmtree(PROC, ignore_errors=True)
     shutil.rmtree(DOCS, ignore_errors=True)
-    if "--reuse" in sys.argv and (SRC / "nbs").exists():  # the copies executed by the last build
-        print("reusing the notebooks executed by the last build")
+    if "--reuse" in sys.argv and copies_current():  # the copies executed for these very sources
+        print("reusing the notebooks executed for these sources")
     elif "--no-exec" in sys.argv:  # pages without outputs: quick, for checking the site itself
         shutil.rmtree(SRC, ignore_errors=True)
         shutil.copytree(ROOT / "nbs", SRC / "nbs", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    else:
-        execute_copies()
+    elif execute_copies():
+        return 1
     # nbdev's processing step alone: the nbdev_proc_nbs command first tries to install quarto, and with it the
     # library into whatever `pip` is on PATH, which must not happen on a machine without quarto.
     from nbdev.serve import proc_nbs

@@ -1,4 +1,5 @@
 "Each rule's boundary on made-up histories: the run's own noise decides, not a constant tuned on other runs."
+import dataclasses
 import math
 
 import numpy as np
@@ -262,3 +263,78 @@ def test_a_rise_after_a_warm_restart_is_the_schedule_not_a_spike():
         return h
     assert "loss_spikes" not in kinds(tb.diagnose(run(lr_jump_at=1999)))
     assert "loss_spikes" in kinds(tb.diagnose(run(lr_jump_at=2600)))
+
+
+def noisy_label_history(valid_fall: float, epochs: int = 10, others: float = 0.8) -> tb.History:
+    "ExampleLosses' evidence of 25% confidently-wrong rows spread over classes, the rest fitted only to `others` "
+    "of their untrained loss; the train loss falls 0.02 an epoch, the valid loss `valid_fall` (SE 0.02)."
+    h = tb.History()
+    for e in range(epochs):
+        h.append(e, e, "train", "confident_wrong", 0.25)
+        h.append(e, e, "train", "confident_wrong_focus", 0.3)
+        h.append(e, e, "train", "stuck_share", 0.25)
+        h.append(e, e, "train", "others_loss", others)
+        h.append(e, e, "train", "epoch_loss", 1.3 - 0.02 * e)
+        h.append(e, e, "valid", "loss", 1.32 - valid_fall * e)
+        h.append(e, e, "valid", "loss_se", 0.02)
+    return h
+
+
+def test_label_noise_the_models_fit_does_not_carry_to_held_out_rows():
+    "Heavy noise caps the fit of the rest: then the evidence is a train loss that falls on while the valid loss "
+    "does not follow, by more than noise_gap_z of its standard errors; falling together is learning, not noise."
+    th = tb.Thresholds()
+    # over the later 5 epochs the train loss falls 0.10; the valid loss 0.0: 5 SEs short, it memorizes
+    found = [f for f in tb.diagnose(noisy_label_history(valid_fall=0.0)) if f.kind == "label_noise"]
+    assert len(found) == 1 and found[0].data["not_carried_z"] == pytest.approx(5.0)
+    assert "held-out" in found[0].message
+    # the valid loss follows the train loss down (0.09 of 0.10: half an SE short): a model still learning
+    assert "label_noise" not in kinds(tb.diagnose(noisy_label_history(valid_fall=0.018)))
+    # the boundary: short by just over / just under noise_gap_z standard errors
+    over = (0.10 - (th.noise_gap_z + 0.1) * 0.02) / 5
+    under = (0.10 - (th.noise_gap_z - 0.1) * 0.02) / 5
+    assert "label_noise" in kinds(tb.diagnose(noisy_label_history(valid_fall=over)))
+    assert "label_noise" not in kinds(tb.diagnose(noisy_label_history(valid_fall=under)))
+    # the rows confidently wrong all in one class: a class not learned yet, whatever the gap
+    h = noisy_label_history(valid_fall=0.0)
+    for e in range(10): h.append(e, e, "train", "confident_wrong_focus", 1.0)
+    assert "label_noise" not in kinds(tb.diagnose(h))
+
+
+def test_overfitting_onset_is_the_lowest_evaluation_at_the_smoothed_bottom():
+    "A steep fall into a slow rise: a moving mean puts the bottom one epoch late; the lowest evaluation there "
+    "is the best epoch, and the onset the one after it."
+    v = [1.0, 0.8, 0.6, 0.45, 0.35, 0.30, 0.31, 0.32, 0.335, 0.35, 0.365, 0.38, 0.395, 0.41, 0.425, 0.44]
+    h = tb.History()
+    for e, value in enumerate(v):
+        h.append(e, e, "train", "epoch_loss", 1.0 / (e + 1))
+        h.append(e, e, "valid", "loss", value)
+    found = [f for f in tb.diagnose(h) if f.kind == "overfitting"]
+    assert len(found) == 1
+    assert found[0].data["best_epoch"] == 5 and found[0].data["onset_epoch"] == 6
+
+
+def bending_rise(se: float = 0.01, tail=(0.06, 0.10, 0.13, 0.15, 0.16)) -> tb.History:
+    "A valid loss that falls for 15 epochs, then rises steeply over 5 evaluations, bending (SE `se`)."
+    fall = 1.0 - 0.6 * (1 - np.exp(-np.arange(15) / 3))
+    v = np.concatenate([fall, fall[-1] + np.array(tail)])
+    h = tb.History()
+    for e, value in enumerate(v):
+        h.append(e, e, "train", "epoch_loss", 1.0 / (e + 1))
+        h.append(e, e, "valid", "loss", float(value))
+        h.append(e, e, "valid", "loss_se", se)
+    return h
+
+
+def test_a_smooth_steep_rise_is_overfitting_by_a_trend_test_against_the_measured_noise():
+    "A rise that bends has first differences that vary (a large wiggle); against each evaluation's standard error "
+    "its slope is a clear trend. One noisy evaluation's worth of rise is not."
+    strict = tb.Thresholds(overfit_z=8.0)  # a wiggle test this strict misses the bend ...
+    no_trend = dataclasses.replace(strict, overfit_trend=math.inf)
+    assert "overfitting" not in kinds(tb.diagnose(bending_rise(), no_trend))
+    found = [f for f in tb.diagnose(bending_rise(), strict) if f.kind == "overfitting"]  # ... the trend test not
+    assert len(found) == 1 and found[0].data["trend_z"] > strict.overfit_trend
+    assert found[0].data["onset_epoch"] == 15
+    # the same shape 20 times smaller, inside its standard errors: no trend to speak of
+    small = bending_rise(tail=tuple(0.05 * r for r in (0.06, 0.10, 0.13, 0.15, 0.16)))
+    assert "overfitting" not in kinds(tb.diagnose(small, strict))

@@ -195,6 +195,23 @@ def test_serving_report_mode_serves_the_good_rows(df, prepared):
         assert torch.allclose(prep.transform_for_serving(as_text), prep.transform(df.head(5)), equal_nan=True)
 
 
+def test_serving_refuses_infinite_numbers_naming_the_column_and_serves_the_other_rows(df, prepared):
+    *_, prep = prepared[1]
+    new = df.drop(columns="y").tail(6).copy()
+    new.loc[new.index[0], "spend"] = np.inf  # a nullable Float64 column
+    new.loc[new.index[1], "visits"] = pd.NA  # missing is fine: imputed as in training
+    with pytest.raises(ValueError) as err:
+        prep.transform_for_serving(new)
+    assert "'spend': 1 value(s) are ±inf" in str(err.value) and "replace([np.inf, -np.inf], np.nan)" in str(err.value)
+    report = prep.transform_for_serving(new, errors="report")
+    assert list(report.rows) == list(new.index[1:]) and torch.isfinite(report.features).all()
+    assert [(f.kind, f.column, f.data["n_rows"]) for f in report.findings] == [("infinite_values", "spend", 1)]
+    as_text = new.astype({"spend": object})
+    as_text.loc[as_text.index[0], "spend"] = "-inf"  # text that parses to a number, but not a finite one
+    with pytest.raises(ValueError, match="'spend': 1 value"):
+        prep.transform(as_text)
+
+
 def test_saved_prep_keeps_roles_and_serves(df, prepared, tmp_path):
     *_, prep = prepared[1]
     loaded = FramePrep.load(prep.save(tmp_path / "prep.skops"))

@@ -121,3 +121,19 @@ def test_bad_input(frame, kwargs, match):
 
 def test_empty_frame():
     with pytest.raises(ValueError, match="df is empty"): tb.make_splits(pd.DataFrame(), None)
+
+
+def test_valid_rows_copied_from_train_are_named_even_with_another_target():
+    "A join that copied training rows into valid: identical in features (the target may differ) is a duplicate."
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.normal(size=200), "b": rng.normal(size=200), "y": rng.integers(0, 2, 200)})
+    copies = df.iloc[:30].assign(y=lambda d: 1 - d["y"])  # the same inputs, the label flipped
+    both = pd.concat([df, copies], ignore_index=True)
+    # train: rows 0-169; valid: rows 170-199 (their own) and the 30 copies of rows 0-29
+    splits = tb.Splits(train=np.arange(170), valid=np.arange(170, 230), test=np.zeros(0, dtype=np.int64),
+                       params={"target": "y"})
+    found = [f for f in splits.audit(both) if f.kind == "duplicate_rows"]
+    assert len(found) == 1 and found[0].data["n_rows"] == 30, found
+    clean = tb.Splits(train=np.arange(170), valid=np.arange(170, 200), test=np.zeros(0, dtype=np.int64),
+                      params={"target": "y"})
+    assert not [f for f in clean.audit(both) if f.kind == "duplicate_rows"]

@@ -15,8 +15,8 @@ from .core import Finding, announce, findings_html
 
 # %% auto #0
 __all__ = ['ROLES', 'MAX_CATEGORIES', 'infer_task', 'require_frame', 'require_string_columns', 'infinite_counts',
-           'require_column', 'dtype_family', 'epoch_seconds', 'numeric_view', 'column_roles', 'one_column_predictions',
-           'psi', 'DataReport', 'check_data']
+           'require_column', 'dtype_family', 'epoch_seconds', 'numeric_view', 'column_roles', 'target_findings',
+           'one_column_predictions', 'psi', 'DataReport', 'check_data']
 
 # %% ../nbs/01_checks.ipynb #44da07e6
 def infer_task(y: pd.Series,  # the target column
@@ -312,20 +312,26 @@ def _duplicate_findings(df: pd.DataFrame, target: Optional[str]) -> list[Finding
                                data={"n_groups": conflicts}))
     return out
 
-def _target_findings(df: pd.DataFrame, target: str, task: str, min_per_class: int = 5) -> list[Finding]:
-    y, out = df[target], []
-    miss = int(y.isna().sum())
-    if miss:
-        out.append(Finding("missing_target", "error", f"{miss} rows have no target", column=target,
+def target_findings(target: str,  # the target column's name
+                    task: str,  # 'regression', 'binary' or 'multiclass'
+                    missing: int,  # rows without a target
+                    numeric: bool,  # the column holds numbers
+                    dtype,  # its dtype (named when a regression target is not numeric)
+                    counts: Optional[pd.Series] = None,  # rows per class (classification), largest first
+                    min_per_class: int = 5,  # classes with fewer rows are too rare to stratify or score
+                   ) -> list[Finding]:
+    "What a target's summary says: missing rows, a non-numeric regression target, one class, imbalance, rarity."
+    out = []
+    if missing:
+        out.append(Finding("missing_target", "error", f"{missing} rows have no target", column=target,
                            advice="drop these rows before splitting (they cannot be trained or scored on)",
-                           data={"missing": miss}))
+                           data={"missing": missing}))
     if task == "regression":
-        if not pd.api.types.is_numeric_dtype(y):
-            out.append(Finding("non_numeric_target", "error", f"regression target has dtype {y.dtype}",
+        if not numeric:
+            out.append(Finding("non_numeric_target", "error", f"regression target has dtype {dtype}",
                                column=target,
                                advice="convert it to numbers, or treat the task as classification"))
         return out
-    counts = y.value_counts(dropna=True)
     if len(counts) < 2:
         out.append(Finding("single_class", "error", f"the target has a single class ({counts.index[0]!r})",
                            column=target, advice="there is nothing to learn: check the data extraction"))
@@ -347,6 +353,12 @@ def _target_findings(df: pd.DataFrame, target: str, task: str, min_per_class: in
                                   "collect more, or drop them",
                            data={"classes": {str(k): int(v) for k, v in rare.items()}}))
     return out
+
+def _target_findings(df: pd.DataFrame, target: str, task: str, min_per_class: int = 5) -> list[Finding]:
+    y = df[target]
+    counts = None if task == "regression" else y.value_counts(dropna=True)
+    return target_findings(target, task, int(y.isna().sum()), pd.api.types.is_numeric_dtype(y), y.dtype,
+                           counts, min_per_class)
 
 # %% ../nbs/01_checks.ipynb #ba0cf3b3
 def _leak_view(s: pd.Series) -> np.ndarray:

@@ -275,6 +275,17 @@ def _unparsed(col, s: pd.Series, parsed: pd.Series, what: str, advice: str) -> t
     finding = Finding("unparseable_values", "error", message, column=col, advice=advice, data=data)
     return parsed, [finding], bad
 
+def _infinite(col, s: pd.Series) -> tuple:
+    "([a finding naming the ±inf values of a numeric column], mask of those rows): the scaler cannot take them."
+    values = pd.to_numeric(s, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    bad = np.isinf(values)
+    if not bad.any(): return [], bad
+    advice = (f"mark them missing to impute them (df[{col!r}] = df[{col!r}].replace([np.inf, -np.inf], np.nan)) "
+              "or clip them to the training range")
+    data = {"n_rows": int(bad.sum()), "positive": int((values[bad] > 0).sum())}
+    return [Finding("infinite_values", "error", f"{int(bad.sum())} value(s) are ±inf", column=col,
+                    advice=advice, data=data)], bad
+
 def _mismatch(col, s: pd.Series, message: str, advice: str) -> tuple:
     "(s, [a dtype_mismatch finding], every row bad): the whole column cannot be served."
     every = np.ones(len(s), dtype=bool)
@@ -426,6 +437,9 @@ class FramePrep:
             role = roles[col]
             if col in missing or role in DROPPED_ROLES or role == "custom": continue
             frame[col], found, bad = _serve_column(col, df[col], role, tz.get(col))
+            if role == "numeric" and not bad.all():  # a number the scaler cannot take
+                more, inf_rows = _infinite(col, frame[col])
+                found, bad = found + more, bad | inf_rows
             out += found
             bad_rows |= bad
         if unseen: out += self._unseen(df)

@@ -118,6 +118,7 @@ class Thresholds:
     overfit_z: float = 4.0  # ... its later evaluations' median by this many robust spreads of the wiggle ...
     overfit_se: float = 0.5  # ... and by this many standard errors of one valid loss (per-example spread / √rows),
     overfit_t: float = 4.0  # ... or climbing after the best with a least-squares slope this many of its errors
+    overfit_trend: float = 6.0  # or that slope is this many of the errors one evaluation's SE gives it
     prior_z: float = 3.0  # below the constant predictor's loss by this many standard errors: it learned
     explode: float = 5.0  # the gradient norm grew by this factor from the first fifth of the run to the last
     explode_late: float = 2.0  # ... and by this factor over the second half (or by `explode` squared in all)
@@ -129,6 +130,7 @@ class Thresholds:
     noise_focus: float = 0.75  # ... no more than this share of them in one class (a class not yet learned) ...
     noise_learned: float = 0.7  # ... the others' median loss under this share of its untrained value ...
     noise_stuck: float = 0.05  # ... and this share of rows stuck worse than the untrained model for epochs
+    noise_gap_z: float = 2.0  # ... or the train loss's later fall outran the valid's by this many SEs
     noise_share: float = 0.1  # (regression, or without probabilities) share of examples stuck worse than untrained ...
     noise_fit: float = 0.4  # ... while the others' median loss fell below this share of its untrained value
     leak_first: float = 0.03  # a first valid loss below this share of the starting loss is suspicious
@@ -383,9 +385,13 @@ def _spikes(c: dict, th: Thresholds) -> list[Finding]:
                           "spreads": [float(spread[i]) for i in events[:20]], "spread_threshold": th.spike_z,
                           "rows_per_step": _rows_per_step(c)})]
 
+def _smoothing_half(n: int) -> int:
+    "The half width of `_smooth_evaluations`'s window over `n` evaluations."
+    return max(1, n // 15)
+
 def _smooth_evaluations(v: np.ndarray) -> np.ndarray:
     "The valid loss as a centred moving mean over about a seventh of the evaluations (at least 3)."
-    half = max(1, len(v) // 15)
+    half = _smoothing_half(len(v))
     padded = np.pad(v, half, mode="edge")
     return np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1).mean(axis=1)
 
@@ -394,10 +400,15 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     _, ve, v = _series(c, "valid", "loss")
     _, te, t = _series(c, "train", "epoch_loss")
     if len(v) < 3 or len(t) < 2 or not np.isfinite(v).all(): return []
-    # the best: the bottom of the smoothed curve, so that on a flat, noisy bottom the evaluation noise
-    # picks neither an early dip nor a late one; the first within `overfit_tol` of that bottom
+    # the best: the bottom of the smoothed curve finds the region, so that on a flat, noisy bottom the
+    # evaluation noise picks neither an early dip nor a late one (the first within `overfit_tol` of it);
+    # inside that smoothing window, the lowest evaluation itself is the epoch (a moving mean shifts the
+    # corner of a fall that turns into a rise towards the side that climbs slower)
     smooth = _smooth_evaluations(v)
-    best = int(np.argmax(smooth <= np.min(smooth) + th.overfit_tol * abs(np.min(smooth))))
+    bottom = int(np.argmax(smooth <= np.min(smooth) + th.overfit_tol * abs(np.min(smooth))))
+    half = _smoothing_half(len(v))
+    lo = max(0, bottom - half)
+    best = lo + int(np.argmin(v[lo:bottom + half + 1]))
     after = len(v) - 1 - best
     if after < th.overfit_after: return []
     # two noises: the wiggle around a 3-point median (how much neighbouring evaluations of the same rows
@@ -429,7 +440,14 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     # the evidence: a rise large against one evaluation's standard error, or a steady climb (evaluations
     # of the same rows are correlated: a slow rise the trend test sees can sit inside that error)
     evidence = rise > th.overfit_se * noise or slope_t > th.overfit_t
-    if rise <= need or not climbing or not evidence: return []
+    # or a trend test against the run's measured noise: the slope after the best, against the error it has
+    # when each evaluation is off by its standard error (a smooth steep rise that bends has first differences
+    # that vary, so a wiggle measured from them is large while the evaluations' own noise is small); the rise
+    # must still clear `overfit_rise` of the level and `overfit_se` standard errors
+    trend_z = slope * math.sqrt(float(np.sum(x * x))) / noise if noise > 0 else 0.0
+    trend = (trend_z > th.overfit_trend and rise > th.overfit_se * noise
+             and rise > th.overfit_rise * abs(level))
+    if not climbing or not ((rise > need and evidence) or trend): return []
     t_at_best = t[te <= ve[best]]
     if len(t_at_best) and t[-1] >= t_at_best[-1]: return []  # train is not falling: not overfitting
     onset = int(ve[best + 1])
@@ -444,7 +462,7 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
                     data={"onset_epoch": onset, "best_epoch": int(ve[best]), "gap": gap,
                           "best_valid_loss": float(np.min(v)), "last_valid_loss": float(v[-1]),
                           "rise": rise, "standard_error": noise, "wiggle": wiggle, "threshold": need,
-                          "slope": slope, "slope_se": slope_se, "slope_t": slope_t})]
+                          "slope": slope, "slope_se": slope_se, "slope_t": slope_t, "trend_z": trend_z})]
 
 # %% ../nbs/09_diagnostics.ipynb #112f01e9
 def _gradient_growth(g: np.ndarray) -> Optional[tuple[float, float, float]]:
@@ -572,6 +590,20 @@ def _memory(c: dict, th: Thresholds) -> list[Finding]:
                     data={"first_mb": float(later[0]), "last_mb": float(later[-1]), "epochs": e.tolist(),
                           "rising_share": rising, "threshold_mb": max(th.memory_rise * later[0], th.memory_mb)})]
 
+def _fit_not_carried(c: dict) -> Optional[float]:
+    "How far the train loss's fall over the later half of the epochs outran the valid loss's, in valid SEs."
+    _, ve, v = _series(c, "valid", "loss")
+    _, te, t = _series(c, "train", "epoch_loss")
+    se = _valid_noise(c)
+    if len(v) < 4 or se is None or not np.isfinite(v).all(): return None
+    train_at = dict(zip(te.tolist(), t.tolist()))
+    mid = len(v) // 2 - 1  # the last evaluation of the first half
+    if int(ve[mid]) not in train_at or int(ve[-1]) not in train_at: return None
+    fell_train = train_at[int(ve[mid])] - train_at[int(ve[-1])]
+    fell_valid = float(v[mid] - v[-1])
+    if not math.isfinite(fell_train) or fell_train <= 0: return None  # the training rows fit no better
+    return float((fell_train - fell_valid) / max(float(se[-1]), 1e-12))
+
 def _label_noise(c: dict, th: Thresholds) -> list[Finding]:
     "label_noise: rows the model confidently puts in another class, spread over classes; else stuck rows."
     _, e, wrong = _series(c, "train", "confident_wrong")
@@ -589,17 +621,26 @@ def _label_noise(c: dict, th: Thresholds) -> list[Finding]:
         # boundary of a task still being learned flips; a wrong label stays wrong)
         _, _, stuck_share = _series(c, "train", "stuck_share")
         stuck = float(np.median(stuck_share[late])) if len(stuck_share) == len(wrong) else 1.0
+        # or, where the rest is not learned that far (heavy noise caps what a model can fit): the training
+        # loss's fall over the later epochs did not carry to the held-out rows, by more than the valid
+        # loss's standard errors: the model memorizes labels its own generalization contradicts
+        gap = _fit_not_carried(c)
         data = {"confident_wrong": share, "focus": spread, "others_loss": fit, "stuck_share": stuck,
                 "threshold": th.noise_wrong, "focus_threshold": th.noise_focus,
-                "learned_threshold": th.noise_learned, "stuck_threshold": th.noise_stuck}
-        if share < th.noise_wrong or spread > th.noise_focus or fit > th.noise_learned: return []
+                "learned_threshold": th.noise_learned, "stuck_threshold": th.noise_stuck,
+                "not_carried_z": gap, "not_carried_threshold": th.noise_gap_z}
+        learned = fit <= th.noise_learned
+        memorized = gap is not None and gap >= th.noise_gap_z
+        if share < th.noise_wrong or spread > th.noise_focus or not (learned or memorized): return []
         if stuck < th.noise_stuck: return []
+        why = ("" if learned else f"; the training loss's fall over the later epochs outran the valid "
+               f"loss's by {gap:.1f} standard errors (the fit does not carry to held-out rows: it memorizes them)")
         return [Finding("label_noise", "warning",
                         f"{share:.1%} of the training rows are confidently predicted as another class than "
                         f"their label in the second half of the run (at least as confident as the model "
                         f"is, on average, about rows of that class), spread over classes (the largest class "
                         f"holds {spread:.0%} of them), {stuck:.1%} stuck worse than the untrained model for "
-                        "epochs: their labels may be wrong",
+                        f"epochs{why}: their labels may be wrong",
                         advice="look at them (top_losses on the training rows), relabel or drop the wrong ones; "
                                "otherwise a robust loss (label smoothing) keeps the model from memorizing them",
                         data=data)]

@@ -11,7 +11,8 @@ from typing import Optional, Union
 import numpy as np
 import pandas as pd
 
-from .checks import MAX_CATEGORIES, DataReport, check_data as check_frame, column_roles, infer_task
+from .checks import (MAX_CATEGORIES, DataReport, check_data as check_frame, column_roles, infer_task,
+                              target_findings)
 from .gbdt import BoostedModel, RoundRecorder, XGBoostLibrary
 from .core import Finding, TrainConfig, announce, environment, findings_html
 from .data import DROPPED_ROLES, FramePrep, make_preprocessor
@@ -19,7 +20,7 @@ from .diagnostics import diagnose
 from .checkpoint import prepare_run_dir
 from .metrics import classification_metrics, regression_metrics
 from .run import Run
-from .splits import STRATEGIES, Splits
+from .splits import STRATEGIES, Splits, choose_strategy
 
 # %% auto #0
 __all__ = ['is_spark_frame', 'spark_session', 'require_spark_frame', 'require_spark_column', 'spark_family', 'ColumnStats',
@@ -276,38 +277,9 @@ def _spark_duplicates(sdf, n: int, n_distinct: int, target) -> list[Finding]:
     return out
 
 def _spark_target(sdf, target: str, task: str, stats: dict, min_per_class: int = 5) -> list[Finding]:
-    out, s = [], stats[target]
-    if s.missing:
-        out.append(Finding("missing_target", "error", f"{s.missing} rows have no target", column=target,
-                           advice="drop these rows before splitting (they cannot be trained or scored on)",
-                           data={"missing": s.missing}))
-    if task == "regression":
-        if s.family != "numeric":
-            out.append(Finding("non_numeric_target", "error", f"regression target has dtype {s.dtype}",
-                               column=target, advice="convert it to numbers, or treat the task as "
-                                                     "classification"))
-        return out
-    counts = class_counts(sdf, target)
-    if len(counts) < 2:
-        out.append(Finding("single_class", "error", f"the target has a single class ({counts.index[0]!r})",
-                           column=target, advice="there is nothing to learn: check the data extraction"))
-        return out
-    share = counts / counts.sum()
-    if share.min() < 0.1:
-        out.append(Finding("class_imbalance", "warning",
-                           f"minority class {share.idxmin()!r} is {share.min():.1%} of rows "
-                           f"(majority {share.max():.1%})", column=target,
-                           advice="stratify the split, report PR-AUC / balanced accuracy, consider class "
-                                  "weights or a tuned threshold",
-                           data={"shares": {str(k): float(v) for k, v in share.items()}}))
-    rare = counts[counts < min_per_class]
-    if len(rare):
-        out.append(Finding("rare_class", "warning", f"classes with fewer than {min_per_class} rows: "
-                           + ", ".join(f"{k!r} ({v})" for k, v in rare.items()), column=target,
-                           advice="too rare to stratify or score reliably: merge them, collect more, "
-                                  "or drop them",
-                           data={"classes": {str(k): int(v) for k, v in rare.items()}}))
-    return out
+    s = stats[target]
+    counts = None if task == "regression" else class_counts(sdf, target)
+    return target_findings(target, task, s.missing, s.family == "numeric", s.dtype, counts, min_per_class)
 
 def class_counts(sdf,  # a Spark DataFrame
                  target: str,  # a class column
@@ -691,18 +663,6 @@ def _spark_validate(sdf, target, strategy, groups, time, valid_size, test_size, 
     if strategy in ("stratified", "stratified_group") and target is None:
         raise ValueError(f"strategy={strategy!r} needs target=<column> to stratify on")
 
-def _choose(strategy, target, groups, time, task) -> tuple[str, str]:
-    "The strategy `'auto'` settles on, and why (the pandas `make_splits`'s order)."
-    if strategy != "auto": return strategy, "asked for"
-    classif = target is not None and task != "regression"
-    if time is not None:
-        return "time", f"a time column ({time!r}) is given: valid/test rows must come after train rows"
-    if groups is not None and classif:
-        return "stratified_group", f"rows share groups ({groups!r}) and the target is a class"
-    if groups is not None: return "group", f"rows share groups ({groups!r})"
-    if classif: return "stratified", "the target is a class: keep class shares equal across splits"
-    return "random", "no target classes, groups or time to respect"
-
 def make_splits(sdf,  # a Spark DataFrame, one row per example
                 target: Optional[str] = None,  # label column (to stratify on and to audit class shares)
                 *,
@@ -736,7 +696,7 @@ def make_splits(sdf,  # a Spark DataFrame, one row per example
     if counts.get("time"):
         raise ValueError(f"time column {time!r} has {counts['time']} missing values: drop those rows first")
     task = spark_task(sdf, target) if target is not None else None
-    strategy, reason = _choose(strategy, target, groups, time, task)
+    strategy, reason = choose_strategy(strategy, target, groups, time, task)
     if strategy in ("stratified", "stratified_group"):
         if task == "regression":
             raise ValueError(f"strategy={strategy!r} needs class labels, but target {target!r} looks "

@@ -15,7 +15,8 @@ from .checks import require_column, require_frame, infer_task
 from .core import Finding, announce, findings_html
 
 # %% auto #0
-__all__ = ['STRATEGIES', 'digest', 'fingerprint_frame', 'audit_parts', 'Splits', 'make_splits', 'nested_splits']
+__all__ = ['STRATEGIES', 'digest', 'fingerprint_frame', 'audit_parts', 'Splits', 'choose_strategy', 'make_splits',
+           'nested_splits']
 
 # %% ../nbs/02_splits.ipynb #8c4c5a6c
 def digest(*parts,  # bytes, strings or lists: what the fingerprint covers, in order
@@ -194,7 +195,13 @@ class Splits:
 # %% ../nbs/02_splits.ipynb #b443b230
 STRATEGIES = ("auto", "random", "stratified", "group", "stratified_group", "time")
 
-def _choose(strategy, target, groups, time, task) -> tuple[str, str]:
+def choose_strategy(strategy: str,  # one of STRATEGIES; 'auto' picks one
+                    target=None,  # the target column, if any
+                    groups=None,  # the group column, if any
+                    time=None,  # the time column, if any
+                    task: Optional[str] = None,  # the target's task ('regression' is not stratified)
+                   ) -> tuple[str, str]:
+    "The strategy `'auto'` settles on, and why: time first, then groups, then classes, else random."
     if strategy != "auto": return strategy, "asked for"
     classif = target is not None and task != "regression"
     if time is not None:
@@ -293,7 +300,7 @@ def make_splits(df: pd.DataFrame,  # the data to split, one row per example
         raise ValueError(f"target column {target!r} has {int(df[target].isna().sum())} missing values: "
                          "drop those rows first")
     task = infer_task(df[target]) if target is not None else None
-    strategy, reason = _choose(strategy, target, groups, time, task)
+    strategy, reason = choose_strategy(strategy, target, groups, time, task)
     if strategy in ("stratified", "stratified_group"):
         if task == "regression":
             raise ValueError(f"strategy={strategy!r} needs class labels, but target "

@@ -78,10 +78,12 @@ def lab(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def docs_site():
-    "The docs built by `make docs` (built here when missing), served over http on a free localhost port."
+    "The docs of these sources (built here when missing or stale, from `make test`'s executed notebooks), over http."
     docs = ROOT / "_docs"
-    if not (docs / "index.html").exists():
-        subprocess.run([sys.executable, str(ROOT / "scripts" / "build_docs.py")], cwd=ROOT, check=True)
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from build_docs import site_current
+    if not site_current():  # --reuse: the notebooks `make test` just ran are not run a second time
+        subprocess.run([sys.executable, str(ROOT / "scripts" / "build_docs.py"), "--reuse"], cwd=ROOT, check=True)
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(docs)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
