@@ -54,7 +54,8 @@ def evaluate(model: nn.Module,  # the model to score (its train/eval mode is res
         for batch in dl:
             out, loss, xb, yb = forward(model, batch, loss_fn, device, precision)
             n = batch_rows(xb, yb)
-            loss = loss.float().mean()  # a loss that returns one value per row: its batch mean
+            # a loss that returns one value per row: its batch mean (a float32 scalar is used as it is)
+            loss = loss if loss.ndim == 0 and loss.dtype == torch.float32 else loss.float().mean()
             loss_sum += loss * n
             rows += n
             stats.add(prediction(out), yb, loss, n)
@@ -368,22 +369,22 @@ def _log_step(s: Setup, state: LoopState, skipped: bool, window: Window, layer_n
     state.batch_idx = pos.batch_idx
     window.done = True
     if skipped: return _count_skip(state)
-    state.step += 1
+    state.step = step = state.step + 1
+    epoch, meter = state.epoch, state.meter
     pos.loss_sum += state.loss
     pos.loss_count += 1
-    state.meter.rows += window.rows
-    state.meter.steps += 1
-    h.append(state.step, state.epoch, "train", "loss", state.loss)
-    h.append(state.step, state.epoch, "train", "lr", s.optimizer.param_groups[0]["lr"])
-    if state.step % s.config.log_every: return
+    meter.rows += window.rows
+    meter.steps += 1
+    h.append(step, epoch, "train", "loss", state.loss)
+    h.append(step, epoch, "train", "lr", s.optimizer.param_groups[0]["lr"])
+    if step % s.config.log_every: return
     names, norms = layer_norms if layer_norms is not None else ([], [])
     total = [] if state.grad_norm is None else [state.grad_norm]
     read = [full_tensor(v).float() for v in [*total, *norms]]
     values = torch.stack(read).tolist() if read else []
-    if total: h.append(state.step, state.epoch, "train", "grad_norm", values.pop(0))  # one read for all
-    for name, v in zip(names, values): h.append(state.step, state.epoch, "train", f"grad_norm/{name}", v)
-    if s.scaler.is_enabled():
-        h.append(state.step, state.epoch, "train", "loss_scale", s.scaler.get_scale())
+    if total: h.append(step, epoch, "train", "grad_norm", values.pop(0))  # one read for all
+    for name, v in zip(names, values): h.append(step, epoch, "train", f"grad_norm/{name}", v)
+    if s.scaler.is_enabled(): h.append(step, epoch, "train", "loss_scale", s.scaler.get_scale())
 
 def _validate(s: Setup, state: LoopState) -> None:
     "[before_validate] evaluate [after_validate]; then the plateau schedule, best.pt and early stopping's count."
