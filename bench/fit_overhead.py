@@ -5,11 +5,14 @@ The case (issue #23): a list of 64 batches of 64 rows (a tiny MLP 32→64→64�
 8 epochs, the same list of 8 validation batches after each epoch. The raw loop validates the way `evaluate` does
 (eval mode, inference_mode, the loss summed on the device weighted by rows, one read at the end, back to train
 mode) and steps AdamW with the same two parameter groups `fit` makes, so neither side does work the other skips.
-Times are CPU time of this process (one torch thread), interleaved, the median of `rounds`. The fixed cost is the
+Times are CPU time of this process (one torch thread), interleaved (the order of the sides rotates each round, and
+the garbage of the previous side is collected before a side starts, outside its time), the median of `rounds`;
+the spread is the lowest and highest round. In a plain script "fit defaults" is Progress + NanGuard (LiveCurves
+draws only where a figure can show). The fixed cost is the
 CPU time of a 2-step `fit(live=False)` minus two raw steps. "raw + Recorder" is the raw loop with a `Recorder`
 (no displays): what trainbook costs a loop it does not own.
 """
-import argparse, statistics, time, warnings
+import argparse, gc, statistics, time, warnings
 
 import torch
 from torch import nn
@@ -83,18 +86,21 @@ def main(rounds: int):
              "raw + Recorder": lambda m: raw_recorded(m, train, valid, epochs)}
     for fn in sides.values(): fn(make())  # warm-up: the first optimizer of a process imports torch._dynamo
     times = {k: [] for k in sides}
-    for _ in range(rounds):
-        for k, fn in sides.items():
+    order = list(sides)
+    for r in range(rounds):
+        for k in order[r % len(order):] + order[:r % len(order)]:  # each side first in turn
             model = make()
+            gc.collect()
             t = time.process_time()
-            fn(model)
+            sides[k](model)
             times[k].append(time.process_time() - t)
     base = statistics.median(times["raw loop"])
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread; {steps} steps ({epochs} epochs of "
           f"{len(train)} batches of 64 rows, 8 validation batches each epoch), CPU time, median of {rounds}")
     for k, v in times.items():
         med = statistics.median(v)
-        print(f"  {k:>16}: {med * 1e3:8.1f} ms  {med / steps * 1e6:7.1f} µs/step   ratio to raw {med / base:5.3f}")
+        print(f"  {k:>16}: {med * 1e3:8.1f} ms  {med / steps * 1e6:7.1f} µs/step   ratio to raw {med / base:5.3f}"
+              f"   (rounds {min(v) * 1e3:.1f}-{max(v) * 1e3:.1f} ms)")
     two = train[:2]
     fixed, raw2 = [], []
     for _ in range(4 * rounds):
