@@ -1,16 +1,19 @@
 """What `fit` costs over a raw PyTorch loop that does the same work, and its fixed cost per call.
 
 Run: .venv/bin/python bench/fit_overhead.py [--rounds 7]
+     .venv/bin/python bench/fit_overhead.py --instructions  (needs valgrind and a C compiler; ~15 min on 2 cores)
 The case (issue #23): a list of 64 batches of 64 rows (a tiny MLP 32→64→64→2, so the loop's own overhead shows),
 8 epochs, the same list of 8 validation batches after each epoch. The raw loop validates the way `evaluate` does
 (eval mode, inference_mode, the loss summed on the device weighted by rows, one read at the end, back to train
 mode) and steps AdamW with the same two parameter groups `fit` makes, so neither side does work the other skips.
 Times are CPU time of this process (one torch thread), interleaved (the order of the sides rotates each round, and
 the garbage of the previous side is collected before a side starts, outside its time), the median of `rounds`;
-the spread is the lowest and highest round. In a plain script "fit defaults" is Progress + NanGuard (LiveCurves
-draws only where a figure can show). The fixed cost is the
-CPU time of a 2-step `fit(live=False)` minus two raw steps. "raw + Recorder" is the raw loop with a `Recorder`
-(no displays): what trainbook costs a loop it does not own.
+the spread is the lowest and highest round. `--instructions` counts instead the instructions of one run of each
+side under valgrind's callgrind (only those runs instrumented, after uninstrumented warm-ups): a number the
+machine's load does not move, though an instruction of the interpreter costs more time than one of a kernel.
+In a plain script "fit defaults" is Progress + NanGuard (LiveCurves draws only where a figure can show). The fixed
+cost is the CPU time of a 2-step `fit(live=False)` minus two raw steps. "raw + Recorder" is the raw loop with a
+`Recorder` (no displays): what trainbook costs a loop it does not own.
 """
 import argparse, gc, statistics, time, warnings
 
@@ -117,7 +120,53 @@ def main(rounds: int):
           f"(2-step fit {statistics.median(fixed) * 1e3:.2f} ms)")
 
 
+CALLGRIND_HOOKS = """#include <valgrind/callgrind.h>
+void start(void) { CALLGRIND_START_INSTRUMENTATION; CALLGRIND_ZERO_STATS; }
+void stop(const char *side) { CALLGRIND_DUMP_STATS_AT(side); CALLGRIND_STOP_INSTRUMENTATION; }
+"""
+
+def instructions(hooks=None):
+    "Run this script under callgrind and read the sides' instruction counts; inside it (`hooks` given), run them."
+    import ctypes, glob, os, re, subprocess, sys, tempfile
+    g = torch.Generator().manual_seed(0)
+    batches = lambda n: [(torch.randn(64, 32, generator=g), torch.randint(0, 2, (64,), generator=g)) for _ in range(n)]
+    train, valid, epochs = batches(64), batches(8), 8
+    sides = {"raw loop": lambda m: raw(m, train, valid, epochs),
+             "fit(live=False)": lambda m: with_fit(m, train, valid, epochs, False),
+             "fit defaults": lambda m: with_fit(m, train, valid, epochs, "auto")}
+    if hooks is not None:  # inside valgrind: warm-ups uninstrumented, then one instrumented run of each side
+        lib = ctypes.CDLL(hooks)
+        for fn in list(sides.values()) * 2: fn(make())
+        for k, fn in sides.items():
+            model = make()
+            gc.collect()
+            lib.start()
+            fn(model)
+            lib.stop(k.encode())
+        return
+    d = tempfile.mkdtemp()
+    open(f"{d}/hooks.c", "w").write(CALLGRIND_HOOKS)
+    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", f"{d}/hooks.so", f"{d}/hooks.c"], check=True)
+    subprocess.run(["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={d}/cg.%p",
+                    sys.executable, os.path.abspath(__file__), "--hooks", f"{d}/hooks.so"], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    counts = {}
+    for f in sorted(glob.glob(f"{d}/cg.*")):
+        text = open(f).read()
+        side = re.search(r"^desc: Trigger: Client Request: (.+)$", text, re.M)
+        total = re.search(r"^totals: (\d+)", text, re.M)
+        if side and total: counts[side.group(1)] = int(total.group(1))
+    steps = epochs * len(train)
+    for k, n in counts.items():
+        print(f"  {k:>16}: {n / 1e6:8.1f} M instructions  {n / steps / 1e3:7.1f} k/step   ratio to raw "
+              f"{n / counts['raw loop']:5.3f}")
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=7)
-    main(ap.parse_args().rounds)
+    ap.add_argument("--instructions", action="store_true", help="count instructions under callgrind instead")
+    ap.add_argument("--hooks", help=argparse.SUPPRESS)  # set when this script runs itself under callgrind
+    args = ap.parse_args()
+    if args.instructions or args.hooks: instructions(args.hooks)
+    else: main(args.rounds)
