@@ -24,8 +24,8 @@ from .guard import check_fit_inputs, check_monitor, require_batches
 from .metrics import resolve_metrics, try_metrics
 from .optim import (gradient_norms, make_scheduler, optimizer_step, param_groups,
                              pick_scheduler_interval, step_optimizer, unscale_and_clip)
-from .recorder import (EarlyStopping, EpochMeter, StepProfiler, TimedIterator, end_run, epoch_records,
-                                peak_memory_mb, record_validation, run_callbacks, run_of)
+from .recorder import (EarlyStopping, EpochMeter, StepProfiler, TimedIterator, data_fingerprint, end_run,
+                                epoch_records, peak_memory_mb, record_validation, run_callbacks, run_of)
 from .run import MONITOR_ALIASES, RUNNING, Run, monitored_record, unrecorded
 
 # %% auto #0
@@ -161,6 +161,7 @@ class Window:
         self.rows += batch_rows(xb, yb)
 
 _END = object()
+_NO_SYNC = contextlib.nullcontext()  # reusable: it holds no state
 
 def accumulation_windows(batches: Iterator,  # the epoch's (positioned) batch iterator
                          accum_steps: int,  # micro-batches per optimizer step
@@ -177,12 +178,6 @@ def accumulation_windows(batches: Iterator,  # the epoch's (positioned) batch it
         yield Window(batches, first, size, pos, rng)
 
 # %% ../nbs/07_loop.ipynb #dfbf5720
-def _data_fingerprint(dl_train, dl_valid) -> Optional[str]:
-    "`fingerprint_data` of the two loaders; None when it fails: a fingerprint never stops a run."
-    from trainbook.data import fingerprint_data
-    try: return fingerprint_data(dl_train, dl_valid)
-    except Exception: return None
-
 @dataclass(frozen=True)
 class Setup:
     "What `fit` sets up once, before its first step; it does not change while the loop runs."
@@ -270,7 +265,7 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
               world=world, ddp=strategy == "ddp", callbacks=cbs, checkpointer=keeper, stopper=stopper,
               environment=keeper.meta["environment"],
               extra={"precision": precision, "device": str(device), "split_fingerprint": split_fingerprint,
-                     "data_fingerprint": _data_fingerprint(dl_train, dl_valid), "track": track})
+                     "data_fingerprint": data_fingerprint(dl_train, dl_valid), "track": track})
     state = LoopState(model=model, optimizer=opt, scheduler=sched, scaler=scaler, loss_fn=loss_fn, config=cfg,
                       device=device, precision=precision, history=history, n_batches=n_batches,
                       total_steps=total_steps, position=Position())
@@ -328,7 +323,7 @@ def _forward_loss(s: Setup, state: LoopState, batch) -> tuple:
 def _grad_sync(s: Setup, window: Window):
     "DDP averages gradients across ranks once per window (at its last micro-batch), not after each one."
     if s.ddp and not window.last: return s.net.no_sync()
-    return contextlib.nullcontext()
+    return _NO_SYNC
 
 def _window_loss(s: Setup, window: Window) -> float:
     "The window's mean loss (over ranks too): the one per-step sync; it decides whether the optimizer steps."
@@ -357,6 +352,9 @@ def _clip(s: Setup, state: LoopState) -> Optional[tuple]:
     "Unscale and clip; every `log_every` steps also read the per-parameter gradient norms (after clipping)."
     log_now, clip = (state.step + 1) % s.config.log_every == 0, s.config.clip_norm
     fused = log_now and clip is None  # one pass gives the global norm and each parameter's
+    if not log_now and clip is None and s.precision != "fp16":
+        state.grad_norm = None  # nothing to unscale, clip or read at this step
+        return None
     state.grad_norm = unscale_and_clip(s.optimizer, s.scaler, s.params, clip, log_now and not fused)
     if not log_now: return None
     names, norms, total = gradient_norms(s.named_params)

@@ -21,7 +21,7 @@ from .run import RUNNING, Run, monitored_record, remember_run
 
 # %% auto #0
 __all__ = ['EarlyStopping', 'TimedIterator', 'peak_memory_mb', 'StepProfiler', 'EpochMeter', 'run_displays', 'run_callbacks',
-           'epoch_records', 'record_validation', 'run_of', 'end_run', 'Recorder']
+           'epoch_records', 'record_validation', 'run_of', 'end_run', 'data_fingerprint', 'Recorder']
 
 # %% ../nbs/06b_recorder.ipynb #8ad26698
 class EarlyStopping:
@@ -233,6 +233,15 @@ def end_run(state: LoopState,  # the loop's state
         checkpointer.release()
         announce("run", run)  # the notebook checklist ticks its step (nothing else listens)
     return run
+
+def data_fingerprint(dl_train,  # the training batches
+                     dl_valid=None,  # the validation batches, or None
+                    ) -> Optional[str]:
+    "`fingerprint_data` of a run's loaders, for its record; None when it fails: a fingerprint never stops a run."
+    from trainbook.data import fingerprint_data
+    try: return fingerprint_data(dl_train, dl_valid)
+    except Exception: return None
+
 
 # %% ../nbs/06b_recorder.ipynb #9524eec6
 _FROM_CONFIG = object()  # checkpoint_dir not given: the config's
