@@ -431,15 +431,17 @@ def _convex_fit(y: np.ndarray, w: np.ndarray) -> np.ndarray:
     fitted = hinges @ bends
     return (fitted + q @ (q.T @ (yw - fitted))) / root
 
-def _turning_point(v: np.ndarray, se: Optional[np.ndarray], bottom: int, half: int
+def _turning_point(v: np.ndarray, se: Optional[np.ndarray], smooth: np.ndarray, bottom: int, half: int
                   ) -> tuple[int, np.ndarray, int]:
     "The evaluation where the valid loss turns up: the low of a convex fit around the smoothed bottom."
     # a moving mean shifts the corner where a fall turns into a rise towards the flatter side by up to its
     # half width; a convex curve (the shape of a bottom: a fall that slows, a rise that does not) fitted by
     # least squares, each evaluation weighted by 1/SE², over a smoothing window either side of that, places
-    # a kink where it is and needs no width of its own
+    # a kink where it is and needs no width of its own; a smoothed bottom that is exactly flat is one bottom
+    end = bottom
+    while end + 1 < len(smooth) and smooth[end + 1] <= smooth[bottom]: end += 1
     lo = max(0, bottom - 2 * half)
-    hi = min(len(v), bottom + 2 * half + 1)
+    hi = min(len(v), end + 2 * half + 1)
     ok = se is not None and bool(np.all(np.isfinite(se[lo:hi]) & (se[lo:hi] > 0)))
     w = 1.0 / se[lo:hi] ** 2 if ok else np.ones(hi - lo)
     fit = _convex_fit(v[lo:hi], w)
@@ -514,7 +516,7 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     # where it turned: the rule above decides *whether* (from the bottom's lowest evaluation); the onset is
     # the evaluation after the low of a convex fit, and the evaluations whose fitted loss is within one
     # evaluation's noise of that low (the paired wiggle or the SE, the smaller) are the flat stretch
-    low, fit, start = _turning_point(v, se, bottom, half)
+    low, fit, start = _turning_point(v, se, smooth, bottom, half)
     low = min(low, len(v) - 2)
     flat_noise = min(noise, wiggle) if noise > 0 else wiggle
     first, last = _flat_stretch(fit, start, low, flat_noise)
