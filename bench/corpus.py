@@ -9,7 +9,7 @@ recomputed without re-training.
 
     .venv/bin/python bench/corpus.py generate [--only SUBSTRING] [--force]   # train and cache (~40 min, 2 cores)
     .venv/bin/python bench/corpus.py table [--write]                        # leave-one-family-out (~5 min)
-    .venv/bin/python bench/corpus.py onset                                  # the onset estimators compared (~30 s)
+    .venv/bin/python bench/corpus.py onset                                  # onset estimators (~30 s)
     .venv/bin/python bench/corpus.py list                                   # the cases and their labels
 
 A family is data set × model kind × optimizer × batch-size band × length band × fault recipe (`family_of`). The
@@ -1364,7 +1364,8 @@ def _hinge(smooth: bool, reach: Optional[int]):
     def estimate(v, se, data):
         n = len(v)
         bottom, half = _bottom(v)
-        lo, hi = (0, n - 1) if reach is None else (max(0, bottom - reach * half), min(n - 1, bottom + reach * half))
+        lo, hi = 0, n - 1
+        if reach is not None: lo, hi = max(0, bottom - reach * half), min(n - 1, bottom + reach * half)
         if hi - lo < 4: return _window_low(v, se, data)
         y = _smooth_evaluations(v) if smooth else v
         w = 1 / _se_or_wiggle(v, se, data) ** 2
@@ -1409,7 +1410,7 @@ _TRUTH = {}  # id -> the truth curve of the runs `_overfit_runs` returned
 
 
 def onset_study(seeds: int = 15) -> str:
-    "Each onset estimator's error on the corpus's overfitting runs and on `seeds` fresh draws per synthetic setting."
+    "Each onset estimator's error on the corpus's overfitting runs and on `seeds` fresh synthetic draws a setting."
     corpus_runs = _overfit_runs(load())
     fresh = []
     for steps in (10_000, 20_000, 50_000):

@@ -325,7 +325,7 @@ RISE = [0.33, 0.36, 0.39, 0.42, 0.45, 0.48, 0.51, 0.54]  # epochs 12-19
 
 
 def test_a_flat_bottom_puts_the_onset_at_its_centre_and_says_it_is_flat():
-    "The valid loss exactly flat over epochs 5-11: the lowest of them is any one; the best epoch is the centre."
+    "The valid loss exactly flat over epochs 5-11: the lowest of them is any one; the best is the centre."
     f = overfit_finding(FALL + [0.30] * 7 + RISE)
     assert f.data["best_range"] == [5, 11]
     assert f.data["best_epoch"] == 8 and f.data["onset_epoch"] == 9
@@ -352,7 +352,7 @@ def test_a_sharp_v_puts_the_onset_after_its_lowest_evaluation():
 
 
 def test_the_convex_fit_is_convex_and_keeps_a_convex_curve():
-    "`_convex_fit` (least squares under 'bends up only'): a convex curve comes back as it was; a noisy one is "
+    "`_convex_fit` (least squares, bending up only): a convex curve comes back as it was; a noisy one is "
     "bent up everywhere and fits at least as well as the best line."
     from trainbook.diagnostics import _convex_fit
     x = np.arange(12, dtype=float)

@@ -418,7 +418,7 @@ def _nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return x
 
 def _convex_fit(y: np.ndarray, w: np.ndarray) -> np.ndarray:
-    "The least-squares convex curve through `y` (weights `w`): a line plus hinges at every point, bending up only."
+    "The least-squares convex curve through `y` (weights `w`): a line plus up-bending hinges at every point."
     n = len(y)
     if n < 3: return y.astype(float).copy()
     x = np.arange(n, dtype=float)
@@ -525,8 +525,9 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     flat = (f" (the loss is flat within noise over epochs {int(ve[first])}-{int(ve[last])})"
             if last > first else "")
     return [Finding("overfitting", "warning",
-                    f"valid loss rose from {level:.4g} (epoch {int(ve[low])}) to {float(np.median(tail)):.4g} "
-                    f"over its last {k} evaluations (needed {need:.3g}: wiggle {wiggle:.3g}, standard error "
+                    f"valid loss rose from {level:.4g} (epoch {int(ve[low])}) to "
+                    f"{float(np.median(tail)):.4g} over its last {k} evaluations (needed {need:.3g}: wiggle "
+                    f"{wiggle:.3g}, standard error "
                     f"{noise:.3g}) while train loss kept falling to {t[-1]:.4g}; onset at epoch {onset}"
                     f"{flat}, gap {gap:.3g}",
                     advice="stop earlier (patience / best.pt), add regularization (weight decay, dropout, "
