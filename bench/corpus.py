@@ -1423,6 +1423,7 @@ def onset_study(seeds: int = 15) -> str:
     groups = {"trained runs of the corpus": [x for x in corpus_runs if not x[0].startswith("syn-")],
               "synthetic runs of the corpus": [x for x in corpus_runs if x[0].startswith("syn-")],
               "all runs of the corpus": corpus_runs, f"fresh synthetic draws ({seeds} per setting)": fresh_runs}
+    errors_of = {}
     lines = ["| estimator | " + " | ".join(f"{g} ({len(x)})" for g, x in groups.items()) + " |",
              "|---|" + "---|" * len(groups)]
     for name, estimate in ONSET_ESTIMATORS.items():
@@ -1434,8 +1435,15 @@ def onset_study(seeds: int = 15) -> str:
                 else: onset = int(ve[min(estimate(v, se, data), len(v) - 2) + 1])
                 errors.append(onset - truth)
             e = np.array(errors)
+            errors_of[(name, len(cells))] = np.abs(e)
             cells.append(f"{np.mean(np.abs(e)):.2f} ({np.mean(e):+.2f}; ±1: {np.mean(np.abs(e) <= 1):.0%})")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    # run by run, the library's estimator against the one before it, on each set
+    names = list(ONSET_ESTIMATORS)
+    paired = [f"{g} {int(np.sum(errors_of[(names[0], i)] < errors_of[(names[1], i)]))} closer, "
+              f"{int(np.sum(errors_of[(names[0], i)] > errors_of[(names[1], i)]))} farther"
+              for i, g in enumerate(groups)]
+    lines += ["", "Run by run, the library's onset against the one before: " + "; ".join(paired)]
     # what a misplaced onset costs: the truth loss at the reported best epoch above the truth's own minimum
     cost = {g: [float(_TRUTH[i][d["best_epoch"]] / _TRUTH[i].min() - 1) for i, _, _, _, d, _ in runs]
             for g, runs in groups.items()}
