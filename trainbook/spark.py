@@ -4,22 +4,16 @@
 
 # %% ../nbs/19_spark.ipynb #0fd47122
 from __future__ import annotations
-import hashlib, json, logging, os, sys, time
+import hashlib, json, os, sys
 from dataclasses import dataclass, field, replace
-from typing import Optional, Union
+from typing import Optional
 
 import numpy as np
 import pandas as pd
 
-from .checks import (MAX_CATEGORIES, DataReport, check_data as check_frame, column_roles, infer_task,
+from .checks import (MAX_CATEGORIES, DataReport, check_data as check_frame, infer_task,
                               target_findings)
-from .gbdt import BoostedModel, RoundRecorder, XGBoostLibrary
-from .core import Finding, TrainConfig, announce, environment, findings_html
-from .data import DROPPED_ROLES, FramePrep, make_preprocessor
-from .diagnostics import diagnose
-from .checkpoint import prepare_run_dir
-from .metrics import classification_metrics, regression_metrics
-from .run import Run
+from .core import Finding, announce, findings_html
 from .splits import STRATEGIES, Splits, choose_strategy, class_share_findings
 
 # %% auto #0

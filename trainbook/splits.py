@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_splits.ipynb #20b02c56
 from __future__ import annotations
-import hashlib, json
+import hashlib
 from dataclasses import dataclass, field
 from typing import Optional
 
