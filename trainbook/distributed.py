@@ -16,7 +16,7 @@ from .core import History
 
 # %% auto #0
 __all__ = ['dist_info', 'full_tensor', 'all_mean', 'reduce_evaluation', 'wrap_model', 'full_state', 'load_sharded_state',
-           'LaunchError', 'worker_main', 'launch_live_curves', 'launch']
+           'LaunchError', 'pickle_by_value', 'worker_main', 'launch_live_curves', 'launch']
 
 # %% ../nbs/14_distributed.ipynb #6524d83c
 def dist_info() -> tuple[int, int]:
@@ -99,12 +99,18 @@ def load_sharded_state(model: nn.Module,  # an FSDP-sharded model
 class LaunchError(RuntimeError):
     "A worker failed; the message names the rank, with its traceback or its signal (or the launcher's output)."
 
-def _by_value(module) -> bool:
-    "Pickle a module's functions by value unless it is installed library code the workers can import."
+def pickle_by_value(fn: Callable,  # a function about to be pickled for other processes (workers, Ray actors)
+                   ) -> bool:
+    "Make cloudpickle send `fn`'s module by value unless it is library code the workers can import; True if so."
+    module = sys.modules.get(getattr(fn, "__module__", None) or "")
+    if module is None: return False
     f = getattr(module, "__file__", None)
-    if module.__name__ == "__main__" or f is None: return True
-    installed = any(part in f for part in ("site-packages", "dist-packages"))
-    return not installed and not module.__name__.startswith(("trainbook", "torch"))
+    installed = f is not None and any(part in f for part in ("site-packages", "dist-packages"))
+    library = module.__name__.split(".")[0] in ("trainbook", "torch", "ray")
+    if module.__name__ != "__main__" and f is not None and (installed or library): return False
+    import cloudpickle
+    cloudpickle.register_pickle_by_value(module)
+    return True
 
 def _init_group(backend: str, rank: int):
     "Join the process group: through launch's own store (127.0.0.1 only) if there is one, else env://."
@@ -299,8 +305,7 @@ def launch(fn: Callable,  # the function each rank runs; defined in a notebook c
     if history is not None and not isinstance(history, History):
         raise TypeError(f"history must be a trainbook History (or None), got {type(history).__name__}")
     history = history if history is not None else History()
-    module = sys.modules.get(getattr(fn, "__module__", None) or "")
-    if module is not None and _by_value(module): cloudpickle.register_pickle_by_value(module)
+    pickle_by_value(fn)  # a function from a notebook cell (or a local module) travels with its code
     tag = uuid.uuid4().hex  # marks every process of this launch, so none can outlive it
     work = Path(tempfile.mkdtemp(prefix="trainbook-launch-"))
     store = proc = None

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
 from .core import History
-from .distributed import LaunchError, launch_live_curves
+from .distributed import LaunchError, launch_live_curves, pickle_by_value
 from .events import Callback, add_session_observer, remove_session_observer
 
 # %% auto #0
@@ -174,13 +174,6 @@ def train_loop(config: dict,  # what `launch` packed: the function, its argument
         _WORKER.clear()
         gc.collect()  # wrappers (DDP) go before the group they belong to
 
-def _by_value(module) -> bool:
-    "Pickle a module's functions by value unless it is installed library code the workers can import."
-    f = getattr(module, "__file__", None)
-    if module.__name__ == "__main__" or f is None: return True
-    installed = any(part in f for part in ("site-packages", "dist-packages"))
-    return not installed and not module.__name__.startswith(("trainbook", "torch", "ray"))
-
 def _failure(err: Exception, errors: dict) -> LaunchError:
     "A LaunchError naming the failed rank, with its traceback (or what Ray said about a worker that died)."
     failures = getattr(err, "worker_failures", None) or {}
@@ -200,13 +193,6 @@ def _receive(collector, got: int, history: History) -> int:
     rows = ray.get(collector.read.remote(got))
     for row in rows: history.append(*row)
     return got + len(rows)
-
-    try:
-        from trainbook.events import LoopState
-        from trainbook.live import LiveCurves, display_mode
-        if display_mode() == "widget": return LiveCurves(), LoopState(history=history)
-    except Exception: pass  # a broken front end never stops the launch
-    return None, None
 
 def launch(fn: Callable,  # what each worker runs (it calls tb.fit); a function from a notebook cell is fine
            *args,  # positional arguments for `fn`
@@ -240,8 +226,7 @@ def launch(fn: Callable,  # what each worker runs (it calls tb.fit); a function 
     from ray.train import FailureConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchConfig, TorchTrainer
     history = history if history is not None else History()
-    module = sys.modules.get(getattr(fn, "__module__", None) or "")
-    if module is not None and _by_value(module): cloudpickle.register_pickle_by_value(module)
+    pickle_by_value(fn)  # a function from a notebook cell travels with its code
     payload = cloudpickle.dumps((fn, args, kwargs))
     started = _connect(address)
     storage = storage_path or tempfile.mkdtemp(prefix="trainbook-ray-")
@@ -392,6 +377,7 @@ def _ray_classes():
     from ray.tune.schedulers import ASHAScheduler, TrialScheduler
     from ray.tune.search.optuna import OptunaSearch
     import optuna
+    from trainbook.tuning import attr_value, best_completed
 
     class StoppingASHA(ASHAScheduler):
         "ASHA that remembers which trials it stopped before their last epoch (they are 'pruned')."
@@ -433,7 +419,7 @@ def _ray_classes():
             ot_trial = self._ot_trials[trial_id]
             result = result or self.last.get(trial_id, {})
             config = self.configs.get(trial_id, {})
-            ot_trial.set_user_attr("config", {k: _plain(v) for k, v in config.items()})
+            ot_trial.set_user_attr("config", {k: attr_value(v) for k, v in config.items()})
             for key in ("worker", "started", "ended"):
                 if key in result: ot_trial.set_user_attr(key, result[key])
             if "findings" in result: ot_trial.set_user_attr("findings", json.loads(result["findings"]))
@@ -471,21 +457,9 @@ def _ray_classes():
             if number is None or number not in self.panel.states: return
             ot = self.searcher._ot_study
             state = ot.trials[number].state.name.lower() if number < len(ot.trials) else "fail"
-            self.panel.end(number, "running" if state == "running" else state, _best(ot))
+            self.panel.end(number, "running" if state == "running" else state, best_completed(ot))
 
     return StoppingASHA, StudySearch, PanelFeed
-
-def _best(study) -> Optional[tuple[int, float]]:
-    "(number, value) of the study's best completed trial, or None."
-    import optuna
-    done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
-    if not done: return None
-    best = study.best_trial
-    return best.number, best.value
-
-def _plain(v):
-    "A value Optuna can store as a user attribute (JSON)."
-    return v if isinstance(v, (str, int, float, bool)) or v is None else str(v)
 
 # %% ../nbs/14a_ray.ipynb #863d4dbf
 def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or a tuple for fit_objective
@@ -507,7 +481,8 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
           ):
     "Search hyperparameters on Ray Tune: Optuna's sampler, ASHA stopping, parallel trials; as tb.search."
     import optuna
-    from trainbook.tuning import SearchResult, StudyPanel, check_space, fit_objective, make_storage, suggest
+    from trainbook.tuning import (SearchResult, StudyPanel, best_completed, check_space, fit_objective, make_storage,
+                                  suggest)
     if isinstance(objective, (tuple, list)):
         if len(objective) != 5:
             raise ValueError("objective as a tuple must be (model_factory, dl_train, dl_valid, loss_fn, "
@@ -535,8 +510,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     # ASHA's horizon in reports: one per epoch, and the final one with the run's best value
     horizon = (max_epochs or (base.epochs if base is not None else 100)) + 1
     study_name = study_name or time.strftime("search-%Y%m%d-%H%M%S")
-    module = sys.modules.get(getattr(objective, "__module__", None) or "")
-    if module is not None and _by_value(module): cloudpickle.register_pickle_by_value(module)
+    pickle_by_value(objective)
     payload = cloudpickle.dumps((objective, direction))
     StoppingASHA, StudySearch, PanelFeed = _ray_classes()
     stopped: set = set()
@@ -574,7 +548,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
         shutil.rmtree(folder, ignore_errors=True)
         panel.finish()
     result = SearchResult(study, {}, math.nan, -1, panel=panel)
-    best = _best(study)
+    best = best_completed(study)
     if best is None:
         states = result.trials.state.value_counts().to_dict()
         raise RuntimeError(f"no trial of study {study_name!r} completed: {states}")
