@@ -289,6 +289,8 @@ class RayLoader:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
         self.dataset, self.target, self.features = dataset, target, features
         self.batch_size, self.drop_last, self.dtype = batch_size, drop_last, dtype
+        from ray.data import DataIterator
+        self.sharded = isinstance(dataset, DataIterator)  # a worker's shard: fit's shard_loader keeps it as is
 
     def __iter__(self):
         import torch
