@@ -18,7 +18,7 @@ from .checkpoint import Checkpointer, probe_writable, run_signature
 from .core import (History, TrainConfig, environment, loader_length, pick_device, pick_precision,
                             rng_state, seed_everything, set_loader_epoch, set_rng_state)
 from .triage import NanGuard
-from .distributed import all_mean, dist_info, full_tensor, reduce_evaluation, wrap_model
+from .distributed import all_mean, dist_info, full_tensor, reduce_evaluation, shard_loader, wrap_model
 from .events import Callback, Callbacks, Event, LoopState
 from .guard import check_fit_inputs, check_monitor, require_batches
 from .metrics import resolve_metrics, try_metrics
@@ -231,6 +231,7 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
           ) -> tuple[Setup, LoopState]:
     "Seed, device, precision, the DDP/FSDP wrapper, optimizer, scheduler, scaler, observers: the run's set-up."
     rank, world = dist_info()
+    dl_train, dl_valid = (shard_loader(dl, rank, world, cfg.seed) for dl in (dl_train, dl_valid))
     strategy = strategy or ("ddp" if world > 1 else None)
     seed_everything(cfg.seed)
     device = pick_device(cfg.device)
