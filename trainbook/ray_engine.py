@@ -81,7 +81,9 @@ class Collector:
     def put_error(self, rank: int, text: str): self.errors.setdefault(rank, text)  # kept in order of arrival
     def get_errors(self) -> dict: return dict(self.errors)
 
-_WORKER: dict = {}  # inside a Ray Train worker run by `launch`: {"rank": ..., "collector": ...}
+# inside a Ray Train worker run by `launch`: its rank, the collector, the checkpoint Ray gave it at its start
+# (for its first fit), and the rows rank 0's earlier fits in this worker streamed (a later fit's follow them)
+_WORKER: dict = {}
 
 def in_worker() -> bool:
     "Whether this process is a Ray Train worker running a function given to `ray_engine.launch`."
@@ -94,12 +96,13 @@ class RayReport(Callback):
                  every: float = 0.5,  # seconds between history sends during an epoch
                 ):
         self.collector = collector if collector is not None else _WORKER.get("collector")
-        self.every, self.sent, self.last, self.reported = every, 0, -math.inf, 0
+        self.every, self.sent, self.last, self.reported, self.base = every, 0, -math.inf, 0, 0
 
     def before_fit(self, state):
         import ray.train
         self.rank = ray.train.get_context().get_world_rank()
         self.sent, self.last = 0, -math.inf  # a resumed history is sent again from its start
+        self.base = _WORKER.get("streamed", 0)  # after the rows of this worker's earlier fits
 
     def send(self, state,  # the loop's state (its history is read incrementally)
              force: bool = False,  # send even if `every` seconds have not passed
@@ -109,7 +112,7 @@ class RayReport(Callback):
         now = time.monotonic()
         if not force and now - self.last < self.every: return
         rows = state.history.rows(self.sent)
-        if rows: self.collector.put_rows.remote(self.sent, rows)  # in order: one caller, one actor
+        if rows: self.collector.put_rows.remote(self.base + self.sent, rows)  # in order: one sender
         self.sent += len(rows)
         self.last = now
 
@@ -137,13 +140,13 @@ class RayReport(Callback):
             ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(str(folder)))
         finally: shutil.rmtree(folder, ignore_errors=True)
 
-    def after_fit(self, state): self.send(state, force=True)
+    def after_fit(self, state):
+        self.send(state, force=True)
+        if _WORKER: _WORKER["streamed"] = self.base + self.sent
 
 def worker_resume() -> Optional[str]:
-    "In a Ray Train worker restarted after a failure: the last reported last.pt (a local copy); else None."
-    if not _WORKER: return None
-    import ray.train
-    ckpt = ray.train.get_checkpoint()
+    "For the first fit of a Ray Train worker restarted after a failure: the last reported last.pt; else None."
+    ckpt = _WORKER.pop("checkpoint", None)  # a later fit in the same function starts afresh
     if ckpt is None: return None
     folder = ckpt.to_directory(tempfile.mkdtemp(prefix="trainbook-ray-resume-"))
     path = Path(folder) / "last.pt"
@@ -158,7 +161,7 @@ def train_loop(config: dict,  # what `launch` packed: the function, its argument
     import ray.train
     rank = ray.train.get_context().get_world_rank()
     collector = config["collector"]
-    _WORKER.update(rank=rank, collector=collector)
+    _WORKER.update(rank=rank, collector=collector, checkpoint=ray.train.get_checkpoint())
     add_session_observer("ray_train", lambda context: RayReport(collector))
     # the launching notebook draws the curves: the workers' own displays write nowhere
     os.environ["TRAINBOOK_STREAM"] = os.devnull
