@@ -491,8 +491,7 @@ def fit(model: nn.Module,  # the model to train (in place)
         scheduler_interval: Optional[str] = None,  # "step" | "epoch"; None = by the scheduler's kind
         metrics=None,  # metric(s) computed at each validation: a callable, a name, a list or a dict
         callbacks: Iterable = (),  # objects with event methods (`before_step`, `after_epoch`, ...)
-        resume: Union[str, Path, None] = None,  # a checkpoint (last.pt) or its run folder to continue exactly
-                                                # (in a Ray worker Ray restarted: its last checkpoint)
+        resume: Union[str, Path, None] = None,  # last.pt or its folder to resume exactly (Ray finds its own)
         overwrite: bool = False,  # replace an earlier run's files in checkpoint_dir (else: version_N folder)
         live: Union[str, bool] = "auto",  # trainbook's own displays: "auto" | True | False
         split_fingerprint: Optional[str] = None,  # the data split's fingerprint, stored with the checkpoints
