@@ -197,8 +197,10 @@ def make_net(width=16):
     return nn.Sequential(nn.Linear(8, width), nn.ReLU(), nn.Linear(width, 3))
 
 
-def objective_for(kill_marker):
-    "fit_objective on the small problem; one trial (the first to end an epoch) kills itself after its first report."
+def objective_for(kill_marker, meeting):
+    """fit_objective on the small problem; one trial (the first to end an epoch) kills itself after its first report;
+    on Ray, each trial waits at its start until two trials have started (files in `meeting`), so two do run at once
+    however long Ray takes to start the second one's process."""
     X, y = data()
     objective = tb.fit_objective(make_net, tb.TensorLoader(X[:192], y[:192], batch_size=32, shuffle=True),
                                  tb.TensorLoader(X[192:], y[192:], batch_size=64), nn.functional.cross_entropy,
@@ -214,7 +216,14 @@ def objective_for(kill_marker):
                     except FileExistsError: return
                     os.kill(os.getpid(), signal.SIGKILL)
 
-        config.callbacks = [*config.callbacks, KillOnce()]
+        class Meet(Callback):
+            def before_fit(self, state):
+                if not ray_engine.in_trial(): return
+                Path(meeting, f"{os.getpid()}-{time.time_ns()}").touch()
+                deadline = time.monotonic() + 120
+                while len(os.listdir(meeting)) < 2 and time.monotonic() < deadline: time.sleep(0.05)
+
+        config.callbacks = [*config.callbacks, Meet(), KillOnce()]
         return objective(config)
 
     with_a_kill.base_config = objective.base_config
@@ -225,7 +234,8 @@ SPACE = {"lr": ("log", 1e-4, 1e-1), "width": [8, 32], "weight_decay": 0.0}
 
 
 def test_ray_search_runs_trials_in_parallel_stops_some_early_and_records_a_killed_one(tmp_path):
-    objective = objective_for(str(tmp_path / "killed"))
+    (tmp_path / "started").mkdir()
+    objective = objective_for(str(tmp_path / "killed"), str(tmp_path / "started"))
     storage = str(tmp_path / "s.db")
     # a study the Optuna path began: the Ray search resumes it from its storage (one study, one table)
     tb.search(objective, SPACE, 2, storage=storage, study_name="study", live=False)
@@ -237,7 +247,8 @@ def test_ray_search_runs_trials_in_parallel_stops_some_early_and_records_a_kille
     states = by_ray.state.value_counts().to_dict()
     assert states.get("COMPLETE", 0) >= 1 and states.get("PRUNED", 0) >= 1, states
     assert states.get("FAIL", 0) == 1, states  # the killed trial
-    # two at a time: some trial started before another ended, in another process
+    # two at a time: some trial started before another ended, in another process (Meet makes sure Ray had the
+    # chance; with max_concurrent=1 the first trial would wait in vain)
     spans = list(zip(by_ray.user_attrs_started, by_ray.user_attrs_ended, by_ray.user_attrs_worker))
     assert any(s1 < e2 and s2 < e1 and w1 != w2 for i, (s1, e1, w1) in enumerate(spans)
                for (s2, e2, w2) in spans[i + 1:]), spans
