@@ -9,6 +9,7 @@ recomputed without re-training.
 
     .venv/bin/python bench/corpus.py generate [--only SUBSTRING] [--force]   # train and cache (~40 min, 2 cores)
     .venv/bin/python bench/corpus.py table [--write]                        # leave-one-family-out (~5 min)
+    .venv/bin/python bench/corpus.py onset                                  # onset estimators (~30 s)
     .venv/bin/python bench/corpus.py list                                   # the cases and their labels
 
 A family is data set × model kind × optimizer × batch-size band × length band × fault recipe (`family_of`). The
@@ -29,7 +30,8 @@ from torch import nn
 
 import trainbook as tb
 # diagnose's two halves (tuning re-judges cached curves), and its moving median
-from trainbook.diagnostics import RULES, _curves, _judge, _rolling
+from trainbook.diagnostics import (RULES, _curves, _judge, _overfitting, _rolling, _smooth_evaluations,
+                                   _smoothing_half, _valid_noise)
 
 HERE = Path(__file__).parent / "corpus" / "runs"
 
@@ -1323,11 +1325,139 @@ def show_table(write: bool):
         print(f"written to {out}")
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# The overfitting onset: where the valid loss turned, by several estimators, on the corpus and on fresh draws of
+# the synthetic runs (the same generator, other seeds: a flat noisy bottom's error is mostly its noise, so 12
+# synthetic runs are too few to tell two estimators apart)
+
+
+def _bottom(v: np.ndarray) -> tuple[int, int]:
+    "The smoothed curve's lowest evaluation and the smoothing half width (what `_overfitting` starts from)."
+    return int(np.argmin(_smooth_evaluations(v))), _smoothing_half(len(v))
+
+
+def _window_low(v, se, data):
+    "Before this round: the lowest evaluation within a smoothing half width of the smoothed bottom."
+    bottom, half = _bottom(v)
+    lo = max(0, bottom - half)
+    return lo + int(np.argmin(v[lo:bottom + half + 1]))
+
+
+def _stretch_centre(noise_of):
+    "Idea 1: the centre of the contiguous evaluations within one noise of the lowest (`_window_low`)."
+    def estimate(v, se, data):
+        best = _window_low(v, se, data)
+        noise = noise_of(v, se, data)
+        first = last = best
+        while first > 0 and v[first - 1] <= v[best] + noise[first - 1]: first -= 1
+        while last < len(v) - 1 and v[last + 1] <= v[best] + noise[last + 1]: last += 1
+        return (first + last) // 2
+    return estimate
+
+
+def _se_or_wiggle(v, se, data):
+    return se if se is not None else np.full(len(v), data["wiggle"])
+
+
+def _hinge(smooth: bool, reach: Optional[int]):
+    "Idea 2: the break of a continuous two-segment line fitted by 1/SE² least squares (free slopes)."
+    def estimate(v, se, data):
+        n = len(v)
+        bottom, half = _bottom(v)
+        lo, hi = 0, n - 1
+        if reach is not None: lo, hi = max(0, bottom - reach * half), min(n - 1, bottom + reach * half)
+        if hi - lo < 4: return _window_low(v, se, data)
+        y = _smooth_evaluations(v) if smooth else v
+        w = 1 / _se_or_wiggle(v, se, data) ** 2
+        x = np.arange(n, dtype=float)[lo:hi + 1]
+        root = np.sqrt(w[lo:hi + 1])
+        best = (math.inf, lo)
+        for k in np.arange(lo + 1, hi - 1 + 1e-9, 0.5):
+            a = np.stack([np.ones(len(x)), np.minimum(x - k, 0), np.maximum(x - k, 0)], 1) * root[:, None]
+            coef = np.linalg.lstsq(a, y[lo:hi + 1] * root, rcond=None)[0]
+            rss = float(np.sum((a @ coef - y[lo:hi + 1] * root) ** 2))
+            if rss < best[0]: best = (rss, k)
+        return int(round(best[1]))
+    return estimate
+
+
+ONSET_ESTIMATORS = {  # name -> (valid losses, their SEs or None, the finding's data) -> the best evaluation
+    "library: low of a convex fit (1/SE²) over ±2 smoothing windows": None,  # what diagnose reports
+    "before: lowest evaluation within ±1 half window of the smoothed bottom": _window_low,
+    "idea 1: centre of the evaluations within 1 SE of the lowest": _stretch_centre(_se_or_wiggle),
+    "idea 1: ... within min(SE, wiggle) of the lowest (the paired noise)":
+        _stretch_centre(lambda v, se, d: np.minimum(_se_or_wiggle(v, se, d), d["wiggle"])),
+    "idea 2: hinge of the smoothed curve, all evaluations": _hinge(True, None),
+    "idea 2: hinge of the evaluations within ±3 smoothing windows": _hinge(False, 3),
+}
+
+
+def _overfit_runs(records: list) -> list:
+    "(id, epochs, valid losses, SEs, finding data, true onset) of each overfitting run diagnose finds."
+    out = []
+    for r in records:
+        if r["label"] != "overfitting" or true_onset(r) is None: continue
+        c = curves_of(r)
+        found = _overfitting(c, tb.Thresholds())
+        if not found: continue
+        _, ve, v = c[("valid", "loss")]
+        out.append((r["id"], ve, v, _valid_noise(c), found[0].data, true_onset(r)))
+        _TRUTH[r["id"]] = np.array(r["truth_valid_loss"])
+    return out
+
+
+_TRUTH = {}  # id -> the truth curve of the runs `_overfit_runs` returned
+
+
+def onset_study(seeds: int = 15) -> str:
+    "Each onset estimator's error on the corpus's overfitting runs and on `seeds` fresh synthetic draws a setting."
+    corpus_runs = _overfit_runs(load())
+    fresh = []
+    for steps in (10_000, 20_000, 50_000):
+        for batch in (4, 16, 128, 1024):
+            for s in range(seeds):
+                spec = {"id": f"onset-{steps}-{batch}-{s}", "label": "overfitting", "batch": batch,
+                        "steps": steps, "seed": 10_000 + 7 * s + batch + steps}
+                fresh.append(synthetic_record(spec))
+    fresh_runs = _overfit_runs(fresh)
+    groups = {"trained runs of the corpus": [x for x in corpus_runs if not x[0].startswith("syn-")],
+              "synthetic runs of the corpus": [x for x in corpus_runs if x[0].startswith("syn-")],
+              "all runs of the corpus": corpus_runs, f"fresh synthetic draws ({seeds} per setting)": fresh_runs}
+    errors_of = {}
+    lines = ["| estimator | " + " | ".join(f"{g} ({len(x)})" for g, x in groups.items()) + " |",
+             "|---|" + "---|" * len(groups)]
+    for name, estimate in ONSET_ESTIMATORS.items():
+        cells = []
+        for runs in groups.values():
+            errors = []
+            for _, ve, v, se, data, truth in runs:
+                if estimate is None: onset = data["onset_epoch"]
+                else: onset = int(ve[min(estimate(v, se, data), len(v) - 2) + 1])
+                errors.append(onset - truth)
+            e = np.array(errors)
+            errors_of[(name, len(cells))] = np.abs(e)
+            cells.append(f"{np.mean(np.abs(e)):.2f} ({np.mean(e):+.2f}; ±1: {np.mean(np.abs(e) <= 1):.0%})")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    # run by run, the library's estimator against the one before it, on each set
+    names = list(ONSET_ESTIMATORS)
+    paired = [f"{g} {int(np.sum(errors_of[(names[0], i)] < errors_of[(names[1], i)]))} closer, "
+              f"{int(np.sum(errors_of[(names[0], i)] > errors_of[(names[1], i)]))} farther"
+              for i, g in enumerate(groups)]
+    lines += ["", "Run by run, the library's onset against the one before: " + "; ".join(paired)]
+    # what a misplaced onset costs: the truth loss at the reported best epoch above the truth's own minimum
+    cost = {g: [float(_TRUTH[i][d["best_epoch"]] / _TRUTH[i].min() - 1) for i, _, _, _, d, _ in runs]
+            for g, runs in groups.items()}
+    lines += ["", "The truth loss at the library's best epoch above the truth's minimum (mean, max): "
+              + "; ".join(f"{g} {100 * np.mean(c):.2f}%, {100 * np.max(c):.2f}%" for g, c in cost.items())]
+    return ("Onset mean |error| in epochs (mean error; share within ±1), the runs diagnose finds with the "
+            "library's thresholds:\n\n" + "\n".join(lines))
+
+
 def main():
     torch.set_num_threads(1)
     warnings.filterwarnings("ignore")  # the shape-broadcast cases warn on every step
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=["generate", "table", "list"])
+    ap.add_argument("what", choices=["generate", "table", "list", "onset"])
     ap.add_argument("--only", default=None, help="generate only the cases whose id contains this")
     ap.add_argument("--force", action="store_true", help="re-train cases already cached")
     ap.add_argument("--write", action="store_true", help="table: also write bench/corpus/RESULTS-diagnostics.md")
@@ -1337,6 +1467,7 @@ def main():
         if a.only is None or "syn-" in a.only: generate_synthetic(a.force)
     elif a.what == "list":
         for c in all_cases(): print(f"{c.id:48s} {c.label}")
+    elif a.what == "onset": print(onset_study())
     else: show_table(a.write)
 
 

@@ -302,8 +302,8 @@ def test_label_noise_the_models_fit_does_not_carry_to_held_out_rows():
 
 
 def test_overfitting_onset_is_the_lowest_evaluation_at_the_smoothed_bottom():
-    "A steep fall into a slow rise: a moving mean puts the bottom one epoch late; the lowest evaluation there "
-    "is the best epoch, and the onset the one after it."
+    "A steep fall into a slow rise: a moving mean puts the bottom one epoch late; the low of the convex fit "
+    "around it is the lowest evaluation, the best epoch, and the onset the one after it."
     v = [1.0, 0.8, 0.6, 0.45, 0.35, 0.30, 0.31, 0.32, 0.335, 0.35, 0.365, 0.38, 0.395, 0.41, 0.425, 0.44]
     h = tb.History()
     for e, value in enumerate(v):
@@ -313,6 +313,58 @@ def test_overfitting_onset_is_the_lowest_evaluation_at_the_smoothed_bottom():
     assert len(found) == 1
     assert found[0].data["best_epoch"] == 5 and found[0].data["onset_epoch"] == 6
 
+
+
+def overfit_finding(valid, se=0.01):
+    "The overfitting finding of `evaluations(valid, se)`."
+    return next(f for f in tb.diagnose(evaluations(valid, se=se)) if f.kind == "overfitting")
+
+
+FALL = [1.0, 0.7, 0.5, 0.4, 0.34]  # epochs 0-4
+RISE = [0.33, 0.36, 0.39, 0.42, 0.45, 0.48, 0.51, 0.54]  # epochs 12-19
+
+
+def test_a_flat_bottom_puts_the_onset_at_its_centre_and_says_it_is_flat():
+    "The valid loss exactly flat over epochs 5-11: the lowest of them is any one; the best is the centre."
+    f = overfit_finding(FALL + [0.30] * 7 + RISE)
+    assert f.data["best_range"] == [5, 11]
+    assert f.data["best_epoch"] == 8 and f.data["onset_epoch"] == 9
+    assert "flat within noise over epochs 5-11" in f.message
+
+
+def test_a_bottom_flat_within_noise_is_reported_as_a_stretch():
+    "Epochs 5-11 differ by less than the evaluation-to-evaluation noise: the finding names the stretch."
+    jitter = [0.002, -0.003, 0.001, -0.002, 0.003, -0.001, 0.002, -0.002, 0.001, -0.003, 0.002, -0.001, 0.003,
+              -0.002]
+    base = FALL + [0.30] * 7 + RISE
+    f = overfit_finding([b + jitter[i % len(jitter)] for i, b in enumerate(base)])
+    first, last = f.data["best_range"]
+    assert 5 <= first and last <= 11 and last - first >= 3
+    assert first <= f.data["best_epoch"] <= last and f.data["onset_epoch"] == f.data["best_epoch"] + 1
+    assert f"flat within noise over epochs {first}-{last}" in f.message
+
+
+def test_a_sharp_v_puts_the_onset_after_its_lowest_evaluation():
+    "A fall and a rise that meet at epoch 5: the best epoch is the lowest evaluation, a stretch of one epoch."
+    f = overfit_finding([1.0, 0.85, 0.7, 0.55, 0.4, 0.25, 0.4, 0.55, 0.7, 0.85, 1.0, 1.15])
+    assert f.data["best_epoch"] == 5 and f.data["onset_epoch"] == 6
+    assert f.data["best_range"] == [5, 5] and "flat within noise" not in f.message
+
+
+def test_the_convex_fit_is_convex_and_keeps_a_convex_curve():
+    "`_convex_fit` (least squares, bending up only): a convex curve comes back as it was; a noisy one is "
+    "bent up everywhere and fits at least as well as the best line."
+    from trainbook.diagnostics import _convex_fit
+    x = np.arange(12, dtype=float)
+    curve = 0.3 + 0.01 * (x - 7) ** 2 + 0.02 * np.maximum(x - 9, 0)
+    np.testing.assert_allclose(_convex_fit(curve, np.ones(12)), curve, atol=1e-9)
+    rng = np.random.default_rng(0)
+    y = curve + 0.05 * rng.standard_normal(12)
+    w = rng.uniform(0.5, 2.0, 12)
+    fit = _convex_fit(y, w)
+    assert np.all(np.diff(fit, 2) >= -1e-9)
+    line = np.polyval(np.polyfit(x, y, 1, w=np.sqrt(w)), x)
+    assert np.sum(w * (y - fit) ** 2) <= np.sum(w * (y - line) ** 2) + 1e-12
 
 def bending_rise(se: float = 0.01, tail=(0.06, 0.10, 0.13, 0.15, 0.16)) -> tb.History:
     "A valid loss that falls for 15 epochs, then rises steeply over 5 evaluations, bending (SE `se`)."

@@ -1,8 +1,9 @@
 """Ray as an engine, on a local Ray (2 CPUs, 127.0.0.1, no dashboard): 2 Ray Train workers give the weights and history
-of torchrun's 2 processes and of one process with the double batch; rank 0's history streams to the caller; a worker
-killed mid-run is restarted and the run resumes exactly from Ray's last checkpoint; a worker that raises is named with
-its traceback; a Tune search runs trials two at a time with ASHA stopping some (pruned) and a killed one failed, with the
-Optuna path's study table, and its best config re-fitted gives its best value; a Ray Dataset is a loader."""
+of torchrun's 2 processes and of one process with the double batch; rank 0's history streams to the caller; each worker
+reads its own rows of a Ray Dataset and of a plain DataLoader; a worker killed mid-run is restarted and fit resumes
+exactly from Ray's last checkpoint by itself; a worker that raises is named with its traceback; a Tune search runs
+trials two at a time with ASHA stopping some (pruned) and a killed one failed, with the Optuna path's study table, and
+its best config re-fitted gives its best value; a Ray Dataset is a loader."""
 import importlib.util, os, signal, subprocess, sys, time
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from torch import nn
 import trainbook as tb
 from trainbook import ray_engine
 from trainbook.distributed import LaunchError
+from test_shard_loader import assert_halves, rows_seen
 
 if importlib.util.find_spec("ray") is None: pytest.skip("needs ray (pip install trainbook[ray])", allow_module_level=True)
 
@@ -43,15 +45,7 @@ def model():
     return nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3))
 
 
-def observers_wired() -> bool:
-    "Whether fit attaches every registered session observer (then RayReport comes by itself in a Ray worker)."
-    from trainbook.events import add_session_observer, remove_session_observer, session_observers
-    add_session_observer("probe", lambda context: "probe")
-    try: return "probe" in session_observers(None, {})
-    finally: remove_session_observer("probe")
-
-
-def train(batch, wired=False, checkpoint_dir=None, kill_marker=None, store=None, resume=False, shard=False):
+def train(batch, checkpoint_dir=None, kill_marker=None, store=None, shard=False):
     "Runs on every rank (Ray or torchrun) or alone: train with a per-rank batch; optionally die once mid-run."
     import torch.distributed as dist
     from trainbook.events import Callback
@@ -71,14 +65,13 @@ def train(batch, wired=False, checkpoint_dir=None, kill_marker=None, store=None,
         def before_fit(self, state): self.step = state.step  # after the resume: the checkpoint's step
 
     start = Start()
-    callbacks = [start] + ([] if wired or not ray_engine.in_worker() else [ray_engine.RayReport()])
+    callbacks = [start]  # in a Ray worker, fit attaches RayReport by itself (a session observer)
     if kill_marker: callbacks.append(KillOnce())
     X, y = data()
     net = model()
     run = tb.fit(net, tb.TensorLoader(X, y, batch_size=batch, shuffle=True, seed=1),
                  tb.TensorLoader(X[:64], y[:64], batch_size=32), loss_fn=nn.functional.cross_entropy,
                  metrics="accuracy", live=False, callbacks=callbacks,
-                 resume=ray_engine.worker_resume() if resume else None,
                  config=tb.TrainConfig(**CFG, checkpoint_dir=checkpoint_dir))
     out = {"state": {k: v.clone() for k, v in net.state_dict().items()}, "run": run, "start_step": start.step}
     if shard:  # rows of this worker's shard of the Ray Dataset, summed over the workers
@@ -86,6 +79,7 @@ def train(batch, wired=False, checkpoint_dir=None, kill_marker=None, store=None,
         counts = [None] * dist.get_world_size()
         dist.all_gather_object(counts, rows)
         out["shard_rows"] = counts
+        out["dataloader"] = rows_seen()  # fit on a plain DataLoader: each worker its own rows
     return out
 
 
@@ -105,7 +99,7 @@ def ray_run(tmp_path_factory, local_ray):
     store = tmp_path_factory.mktemp("ray-store")
     streamed = tb.History()
     ds = ray.data.from_items([{"x": float(i), "y": i % 3} for i in range(100)])
-    out = ray_engine.launch(train, B, wired=observers_wired(), checkpoint_dir=str(store / "ckpt"), shard=True,
+    out = ray_engine.launch(train, B, checkpoint_dir=str(store / "ckpt"), shard=True,
                             num_workers=2, storage_path=str(store), datasets={"train": ds}, history=streamed,
                             live=False, timeout=600)
     return out, streamed, store
@@ -127,21 +121,24 @@ def test_two_ray_workers_match_torchrun_and_one_process_with_the_double_batch(ra
     for col in ray_m.columns:  # train_loss (epoch mean), valid_loss, valid_accuracy, train_lr
         assert ray_m[col].to_numpy() == pytest.approx(tr_m[col].to_numpy(), abs=1e-6), col
         assert ray_m[col].to_numpy() == pytest.approx(one_m[col].to_numpy(), abs=1e-5), col
-    # the caller received rank 0's whole history while the run went
-    assert streamed.rows() == out["run"].records.rows()
+    # the caller received rank 0's whole history while the run went (then the DataLoader fit's rows, as torchrun's)
+    rows = out["run"].records.rows()
+    assert streamed.rows()[:len(rows)] == rows and len(streamed.rows()) > len(rows)
     # each worker read its own shard of the Ray Dataset: together, every row once
     assert sum(out["shard_rows"]) == 100 and min(out["shard_rows"]) > 0
+    # fit gave a plain DataLoader a DistributedSampler: disjoint halves of every epoch's rows
+    assert_halves(out["dataloader"]["rows"])
     # each epoch was reported to Ray with rank 0's last.pt: Ray kept the checkpoints in storage_path
     assert len(list(store.rglob("last.pt"))) >= 3
 
 
-def test_a_killed_worker_is_restarted_and_the_run_resumes_exactly(ray_run, tmp_path):
+def test_a_killed_worker_is_restarted_and_fit_resumes_exactly_from_rays_checkpoint(ray_run, tmp_path):
+    "No resume= given: fit, in a worker Ray restarted, resumes from the last checkpoint reported (worker_resume)."
     uninterrupted = ray_run[0]
     streamed = tb.History()
     marker = tmp_path / "killed-once"
-    out = ray_engine.launch(train, B, wired=observers_wired(), checkpoint_dir=str(tmp_path / "ckpt"),
-                            kill_marker=str(marker), store=str(tmp_path / "store"), resume=True, num_workers=2,
-                            max_failures=1,
+    out = ray_engine.launch(train, B, checkpoint_dir=str(tmp_path / "ckpt"),
+                            kill_marker=str(marker), store=str(tmp_path / "store"), num_workers=2, max_failures=1,
                             storage_path=str(tmp_path / "store"), history=streamed, live=False, timeout=600)
     assert marker.exists()  # rank 1 was killed once
     assert out["run"].stopped == "completed" and out["run"].step == uninterrupted["run"].step
@@ -153,21 +150,9 @@ def test_a_killed_worker_is_restarted_and_the_run_resumes_exactly(ray_run, tmp_p
     assert learning(streamed.rows()) == learning(out["run"].records.rows())
 
 
-@pytest.mark.skipif("worker_resume" not in Path(tb.fit.__code__.co_filename).read_text(),
-                    reason="needs fit's hook: without resume=, resume from ray_engine.worker_resume()")
-def test_fit_resumes_from_rays_checkpoint_by_itself(ray_run, tmp_path):
-    marker = tmp_path / "killed-once"
-    out = ray_engine.launch(train, B, wired=observers_wired(), checkpoint_dir=str(tmp_path / "ckpt"),
-                            kill_marker=str(marker), store=str(tmp_path / "store"), num_workers=2, max_failures=1,
-                            storage_path=str(tmp_path / "store"), live=False, timeout=600)
-    assert marker.exists() and out["start_step"] == N // (2 * B)  # fit resumed from epoch 0's checkpoint
-    for k in out["state"]: assert torch.equal(out["state"][k], ray_run[0]["state"][k]), k
-
-
 def fails():
     import torch.distributed as dist
     if dist.get_rank() == 1: raise KeyError("no such column: 'label'")
-    dist.barrier()
 
 
 def test_a_worker_that_raises_is_named_with_its_traceback():
@@ -212,8 +197,10 @@ def make_net(width=16):
     return nn.Sequential(nn.Linear(8, width), nn.ReLU(), nn.Linear(width, 3))
 
 
-def objective_for(kill_marker):
-    "fit_objective on the small problem; one trial (the first to end an epoch) kills itself after its first report."
+def objective_for(kill_marker, meeting):
+    """fit_objective on the small problem; one trial (the first to end an epoch) kills itself after its first report;
+    on Ray, each trial waits at its start until two trials have started (files in `meeting`), so two do run at once
+    however long Ray takes to start the second one's process."""
     X, y = data()
     objective = tb.fit_objective(make_net, tb.TensorLoader(X[:192], y[:192], batch_size=32, shuffle=True),
                                  tb.TensorLoader(X[192:], y[192:], batch_size=64), nn.functional.cross_entropy,
@@ -229,7 +216,14 @@ def objective_for(kill_marker):
                     except FileExistsError: return
                     os.kill(os.getpid(), signal.SIGKILL)
 
-        config.callbacks = [*config.callbacks, KillOnce()]
+        class Meet(Callback):
+            def before_fit(self, state):
+                if not ray_engine.in_trial(): return
+                Path(meeting, f"{os.getpid()}-{time.time_ns()}").touch()
+                deadline = time.monotonic() + 120
+                while len(os.listdir(meeting)) < 2 and time.monotonic() < deadline: time.sleep(0.05)
+
+        config.callbacks = [*config.callbacks, Meet(), KillOnce()]
         return objective(config)
 
     with_a_kill.base_config = objective.base_config
@@ -240,28 +234,36 @@ SPACE = {"lr": ("log", 1e-4, 1e-1), "width": [8, 32], "weight_decay": 0.0}
 
 
 def test_ray_search_runs_trials_in_parallel_stops_some_early_and_records_a_killed_one(tmp_path):
-    objective = objective_for(str(tmp_path / "killed"))
-    result = ray_engine.search(objective, SPACE, 6, max_concurrent=2, storage=str(tmp_path / "s.db"),
-                               study_name="ray", grace_period=1, reduction_factor=2, live=False)
+    (tmp_path / "started").mkdir()
+    objective = objective_for(str(tmp_path / "killed"), str(tmp_path / "started"))
+    storage = str(tmp_path / "s.db")
+    # a study the Optuna path began: the Ray search resumes it from its storage (one study, one table)
+    tb.search(objective, SPACE, 2, storage=storage, study_name="study", live=False)
+    result = ray_engine.search(objective, SPACE, 6, max_concurrent=2, storage=storage, study_name="study",
+                               grace_period=1, reduction_factor=2, live=False)
     trials = result.trials
-    states = trials.state.value_counts().to_dict()
+    assert trials.number.tolist() == list(range(8))  # the study grew: 2 trials of the Optuna path, then Ray's 6
+    by_optuna, by_ray = trials[:2], trials[2:]
+    states = by_ray.state.value_counts().to_dict()
     assert states.get("COMPLETE", 0) >= 1 and states.get("PRUNED", 0) >= 1, states
     assert states.get("FAIL", 0) == 1, states  # the killed trial
-    # two at a time: some trial started before another ended, in another process
-    spans = list(zip(trials.user_attrs_started, trials.user_attrs_ended, trials.user_attrs_worker))
+    # two at a time: some trial started before another ended, in another process (Meet makes sure Ray had the
+    # chance; with max_concurrent=1 the first trial would wait in vain)
+    spans = list(zip(by_ray.user_attrs_started, by_ray.user_attrs_ended, by_ray.user_attrs_worker))
     assert any(s1 < e2 and s2 < e1 and w1 != w2 for i, (s1, e1, w1) in enumerate(spans)
                for (s2, e2, w2) in spans[i + 1:]), spans
-    # the Optuna path's table: same columns (and the same space format gave the same params)
-    optuna_path = tb.search(objective, SPACE, 2, storage=str(tmp_path / "o.db"), study_name="optuna", live=False)
-    assert set(optuna_path.trials.columns) <= set(trials.columns)
+    # the Optuna path's table: what its trials record (params from the same space, config, worker, how the run
+    # stopped...), Ray's completed trials record too
+    filled = [c for c in trials.columns if by_optuna[c].notna().all()]
+    done = by_ray[by_ray.state == "COMPLETE"]
+    assert done[filled].notna().all().all(), done[filled].isna().sum().to_dict()
     # findings of each trial are recorded
-    assert all(isinstance(f, list) for f in trials.user_attrs_findings.dropna())
-    # the best config, fitted again here, gives the best value
-    again = objective(tb.tuning.TrialConfig(result.best_config, None, []))
-    assert again.best == pytest.approx(result.best_value, abs=1e-6)
-    # a study resumes from its storage: the same study grows
-    more = ray_engine.search(objective, SPACE, 1, storage=str(tmp_path / "s.db"), study_name="ray", live=False)
-    assert len(more.trials) == len(trials) + 1
+    assert all(isinstance(f, list) for f in by_ray.user_attrs_findings.dropna())
+    # the best of Ray's trials, fitted again here, gives its value; the study's best is the best of all
+    best = done.loc[done.value.idxmin()]
+    again = objective(tb.tuning.TrialConfig(dict(best.user_attrs_config), None, []))
+    assert again.best == pytest.approx(best.value, abs=1e-6)
+    assert result.best_value == trials[trials.state == "COMPLETE"].value.min()
 
 
 def test_a_ray_dataset_is_a_loader():

@@ -41,7 +41,7 @@ _EXPORTS = {
     "figures": ["plot_lr_find", "plot_overfit", "portable_outputs"],
     "widgets": ["SplitBuilder", "TrainPanel"],
     "magics": ["Checklist"],
-    "distributed": ["launch", "LaunchError"],
+    "distributed": ["launch", "LaunchError", "shard_loader"],
     "classical": ["baseline", "cross_validate", "nested_cv", "tune_threshold", "pr_curve_figure", "compare",
                   "score_torch", "score_model"],
     "gbdt": ["fit_xgboost", "fit_lightgbm", "fit_catboost", "BoostedModel", "BoostingLibrary", "booster_library",

@@ -5,7 +5,7 @@
 # %% ../nbs/03a_batch.ipynb #0ae7bb77
 from __future__ import annotations
 import contextlib, functools, inspect, threading, weakref
-from typing import Any, Callable, Optional, Union
+from typing import Callable, Optional, Union
 
 import torch
 from torch import nn

@@ -4,7 +4,7 @@
 
 # %% ../nbs/06_checkpoint.ipynb #fb01ea68
 from __future__ import annotations
-import collections, io, json, math, os, pickle, re, reprlib, socket, tempfile, threading, time, warnings, zipfile
+import collections, io, json, math, os, pickle, re, reprlib, tempfile, threading, time, warnings, zipfile
 from pathlib import Path
 from typing import Any, Optional, Union
 

@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_checks.ipynb #b7c52e39
 from __future__ import annotations
-import html, math
+import html
 from dataclasses import dataclass, field
 from typing import Optional
 

@@ -16,8 +16,7 @@ from .data import make_preprocessor
 from .gbdt import BOOSTING_FITS, BOOSTING_LIBRARIES, check_boosting_inputs, frame_xy, split_columns
 from .metrics import classification_metrics, proba_2d, regression_metrics
 # boosting lives in trainbook.gbdt; these names stay importable from here for code written before the move
-from .gbdt import (BoostedModel, BoostingLibrary, ModelFileError, RoundRecorder, XGBoostLibrary,
-                            booster_library, fit_catboost, fit_lightgbm, fit_xgboost)
+from .gbdt import BoostedModel, fit_xgboost
 
 # %% auto #0
 __all__ = ['tune_threshold', 'pr_curve_figure', 'score_model', 'baseline', 'cross_validate', 'nested_cv', 'score_torch',

@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_core.ipynb #d6e9bcc4
 from __future__ import annotations
-import contextlib, hashlib, importlib.metadata, math, os, platform, random, re, socket, subprocess, sys, tempfile, time
+import contextlib, hashlib, importlib.metadata, math, os, platform, random, re, socket, sys, tempfile, time
 from pathlib import Path
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Iterable, Optional

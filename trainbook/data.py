@@ -10,8 +10,8 @@ from typing import Optional
 import torch
 
 # %% auto #0
-__all__ = ['DROPPED_ROLES', 'SAFE_TYPES', 'TensorLoader', 'feature_columns', 'make_preprocessor', 'ServingReport', 'FramePrep',
-           'loaders_from_frame', 'fingerprint_data']
+__all__ = ['DROPPED_ROLES', 'SAFE_TYPES', 'ShardedBatches', 'TensorLoader', 'feature_columns', 'make_preprocessor',
+           'ServingReport', 'FramePrep', 'loaders_from_frame', 'fingerprint_data']
 
 # %% ../nbs/03_data.ipynb #d532e539
 def _packer(keys: Optional[list], n: int):
@@ -24,7 +24,39 @@ def _packer(keys: Optional[list], n: int):
     if n == 2: return tuple  # (xb, yb): the fast, common case
     return lambda parts: (tuple(parts[:-1]), parts[-1])  # ((x1, x2, ...), yb): all but the last are inputs
 
-class TensorLoader:
+class ShardedBatches:
+    "What rank-aware, resumable batch sources share: their rank, batches an epoch, an epoch's start."
+    n: int  # rows in all (over every rank)
+    batch_size: int  # rows a batch, per rank
+    drop_last: bool  # the last, smaller batch left out
+
+    def place(self,
+              rank: Optional[int],  # this process's rank (None: from torch.distributed, else 0)
+              world_size: Optional[int],  # processes (None: from torch.distributed, else 1)
+             ):
+        "Set `rank` and `world_size` (from torch.distributed when neither is given); ValueError when outside."
+        if (rank is None and world_size is None and torch.distributed.is_available()
+                and torch.distributed.is_initialized()):
+            rank, world_size = torch.distributed.get_rank(), torch.distributed.get_world_size()
+        self.rank, self.world_size = rank or 0, world_size or 1
+        if not 0 <= self.rank < self.world_size:
+            raise ValueError(f"rank must be in [0, world_size), got rank={rank}, world_size={world_size}")
+
+    @property
+    def rows_per_rank(self) -> int:
+        "Rows each rank reads an epoch (a short share padded by repeated rows, as DistributedSampler does)."
+        return math.ceil(self.n / self.world_size)
+
+    def __len__(self) -> int:
+        rows = self.rows_per_rank
+        return rows // self.batch_size if self.drop_last else math.ceil(rows / self.batch_size)
+
+    def set_epoch(self, epoch: int,  # the epoch to start
+                 ):
+        "Start epoch `epoch` from its first batch (its order depends only on seed and epoch)."
+        self.epoch, self.position = epoch, 0
+
+class TensorLoader(ShardedBatches):
     "Batches of `tensors` (all with the same first dimension) by slicing; seeded shuffling; resumable; rank-aware."
     def __init__(self,
                  *tensors,  # tensors, one row per example, the last the target; or a dict of inputs (+ target)
@@ -60,30 +92,18 @@ class TensorLoader:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
         if weights is not None and (len(weights) != n or (weights < 0).any()):
             raise ValueError(f"weights must hold {n} non-negative numbers, one per row")
-        if (rank is None and world_size is None and torch.distributed.is_available()
-            and torch.distributed.is_initialized()):
-            rank, world_size = torch.distributed.get_rank(), torch.distributed.get_world_size()
-        self.rank, self.world_size = rank or 0, world_size or 1
-        if not 0 <= self.rank < self.world_size:
-            raise ValueError(f"rank must be in [0, world_size), got rank={rank}, world_size={world_size}")
+        self.place(rank, world_size)
         self.tensors, self.batch_size, self.shuffle, self.drop_last = tensors, batch_size, shuffle, drop_last
         self.seed, self.pin_memory, self.weights = seed, pin_memory, weights
         self.n, self.epoch, self.position = n, 0, 0
         self.resume_pending = False  # set by `load_state_dict`: the next pass continues at `position`
         self._flat, self._pack = flat, _packer(keys, len(flat))
 
-    @property
-    def rows_per_rank(self) -> int:
-        return math.ceil(self.n / self.world_size)
-
-    def __len__(self) -> int:
-        rows = self.rows_per_rank
-        return rows // self.batch_size if self.drop_last else math.ceil(rows / self.batch_size)
-
     def set_epoch(self, epoch: int,  # the epoch to start
                  ):
         "Start epoch `epoch` from its first batch (its order depends only on seed and epoch)."
-        self.epoch, self.position, self.resume_pending = epoch, 0, False
+        super().set_epoch(epoch)
+        self.resume_pending = False
 
     def order(self) -> Optional[torch.Tensor]:
         "This rank's row order for the current epoch (None = rows in order, sliced without copying)."

@@ -395,6 +395,69 @@ def _smooth_evaluations(v: np.ndarray) -> np.ndarray:
     padded = np.pad(v, half, mode="edge")
     return np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1).mean(axis=1)
 
+def _nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    "The x >= 0 that minimizes |a x - b| (Lawson and Hanson's active set)."
+    n = a.shape[1]
+    x = np.zeros(n)
+    free = np.zeros(n, dtype=bool)
+    grad = a.T @ b
+    scale = max(float(np.abs(grad).max(initial=0.0)), 1e-300)
+    for _ in range(3 * n + 10):
+        if free.all() or grad[~free].max() <= 1e-10 * scale: break
+        free[int(np.argmax(np.where(free, -np.inf, grad)))] = True
+        while True:
+            z = np.zeros(n)
+            z[free] = np.linalg.lstsq(a[:, free], b, rcond=None)[0]
+            if not free.any() or z[free].min() > 0: break
+            # step towards z only as far as the first coefficient that would turn negative, and drop it
+            out = free & (z <= 0)
+            x = x + float(np.min(x[out] / (x[out] - z[out]))) * (z - x)
+            free &= x > 1e-12 * max(float(np.abs(x).max()), 1e-300)
+        x = z
+        grad = a.T @ (b - a @ x)
+    return x
+
+def _convex_fit(y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    "The least-squares convex curve through `y` (weights `w`): a line plus up-bending hinges at every point."
+    n = len(y)
+    if n < 3: return y.astype(float).copy()
+    x = np.arange(n, dtype=float)
+    root = np.sqrt(w)
+    hinges = np.stack([np.maximum(x - j, 0.0) for j in range(1, n - 1)], axis=1) * root[:, None]
+    # the line is free: fit the hinges' non-negative weights to what the line leaves, then add the line back
+    q, _ = np.linalg.qr(np.stack([np.ones(n), x], axis=1) * root[:, None])
+    yw = y * root
+    bends = _nnls(hinges - q @ (q.T @ hinges), yw - q @ (q.T @ yw))
+    fitted = hinges @ bends
+    return (fitted + q @ (q.T @ (yw - fitted))) / root
+
+def _turning_point(v: np.ndarray, se: Optional[np.ndarray], smooth: np.ndarray, bottom: int, half: int
+                  ) -> tuple[int, np.ndarray, int]:
+    "The evaluation where the valid loss turns up: the low of a convex fit around the smoothed bottom."
+    # a moving mean shifts the corner where a fall turns into a rise towards the flatter side by up to its
+    # half width; a convex curve (the shape of a bottom: a fall that slows, a rise that does not) fitted by
+    # least squares, each evaluation weighted by 1/SE², over a smoothing window either side of that, places
+    # a kink where it is and needs no width of its own; a smoothed bottom that is exactly flat is one bottom
+    end = bottom
+    while end + 1 < len(smooth) and smooth[end + 1] <= smooth[bottom]: end += 1
+    lo = max(0, bottom - 2 * half)
+    hi = min(len(v), end + 2 * half + 1)
+    ok = se is not None and bool(np.all(np.isfinite(se[lo:hi]) & (se[lo:hi] > 0)))
+    w = 1.0 / se[lo:hi] ** 2 if ok else np.ones(hi - lo)
+    fit = _convex_fit(v[lo:hi], w)
+    # a bottom the fit leaves exactly flat: its centre (the lowest of noisy points is anywhere on it)
+    low = np.flatnonzero(fit <= fit.min() + 1e-12 * max(abs(float(fit.min())), 1e-12))
+    return lo + int(low[(len(low) - 1) // 2]), fit, lo
+
+def _flat_stretch(fit: np.ndarray, start: int, at: int, noise: float) -> tuple[int, int]:
+    "The evaluations around `at` whose fitted loss is within `noise` of the fit's low: (first, last)."
+    i = at - start
+    first = i
+    while first > 0 and fit[first - 1] <= fit[i] + noise: first -= 1
+    last = i
+    while last < len(fit) - 1 and fit[last + 1] <= fit[i] + noise: last += 1
+    return start + first, start + last
+
 def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     "overfitting: the valid loss rose above its best, by far more than its standard error, and stayed up."
     _, ve, v = _series(c, "valid", "loss")
@@ -450,16 +513,27 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     if not climbing or not ((rise > need and evidence) or trend): return []
     t_at_best = t[te <= ve[best]]
     if len(t_at_best) and t[-1] >= t_at_best[-1]: return []  # train is not falling: not overfitting
-    onset = int(ve[best + 1])
+    # where it turned: the rule above decides *whether* (from the bottom's lowest evaluation); the onset is
+    # the evaluation after the low of a convex fit, and the evaluations whose fitted loss is within one
+    # evaluation's noise of that low (the paired wiggle or the SE, the smaller) are the flat stretch
+    low, fit, start = _turning_point(v, se, smooth, bottom, half)
+    low = min(low, len(v) - 2)
+    flat_noise = min(noise, wiggle) if noise > 0 else wiggle
+    first, last = _flat_stretch(fit, start, low, flat_noise)
+    onset = int(ve[low + 1])
     gap = float(v[-1] - t[-1])
+    flat = (f" (the loss is flat within noise over epochs {int(ve[first])}-{int(ve[last])})"
+            if last > first else "")
     return [Finding("overfitting", "warning",
-                    f"valid loss rose from {level:.4g} (epoch {int(ve[best])}) to {float(np.median(tail)):.4g} "
-                    f"over its last {k} evaluations (needed {need:.3g}: wiggle {wiggle:.3g}, standard error "
-                    f"{noise:.3g}) while train loss kept falling to {t[-1]:.4g}; onset at epoch {onset}, "
-                    f"gap {gap:.3g}",
+                    f"valid loss rose from {level:.4g} (epoch {int(ve[low])}) to "
+                    f"{float(np.median(tail)):.4g} over its last {k} evaluations (needed {need:.3g}: wiggle "
+                    f"{wiggle:.3g}, standard error "
+                    f"{noise:.3g}) while train loss kept falling to {t[-1]:.4g}; onset at epoch {onset}"
+                    f"{flat}, gap {gap:.3g}",
                     advice="stop earlier (patience / best.pt), add regularization (weight decay, dropout, "
                            "augmentation), use a smaller model or get more data",
-                    data={"onset_epoch": onset, "best_epoch": int(ve[best]), "gap": gap,
+                    data={"onset_epoch": onset, "best_epoch": int(ve[low]), "gap": gap,
+                          "best_range": [int(ve[first]), int(ve[last])], "flat_noise": flat_noise,
                           "best_valid_loss": float(np.min(v)), "last_valid_loss": float(v[-1]),
                           "rise": rise, "standard_error": noise, "wiggle": wiggle, "threshold": need,
                           "slope": slope, "slope_se": slope_se, "slope_t": slope_t, "trend_z": trend_z})]

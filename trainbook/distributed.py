@@ -5,6 +5,7 @@
 # %% ../nbs/14_distributed.ipynb #3dd9a859
 from __future__ import annotations
 import contextlib, gc, json, os, re, shutil, signal, socket, subprocess, sys, tempfile, time, traceback, uuid
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
@@ -16,7 +17,7 @@ from .core import History
 
 # %% auto #0
 __all__ = ['dist_info', 'full_tensor', 'all_mean', 'reduce_evaluation', 'wrap_model', 'full_state', 'load_sharded_state',
-           'LaunchError', 'worker_main', 'launch_live_curves', 'launch']
+           'shard_loader', 'LaunchError', 'pickle_by_value', 'worker_main', 'launch_live_curves', 'launch']
 
 # %% ../nbs/14_distributed.ipynb #6524d83c
 def dist_info() -> tuple[int, int]:
@@ -95,16 +96,68 @@ def load_sharded_state(model: nn.Module,  # an FSDP-sharded model
     set_model_state_dict(model, ckpt["model"], options=o)
     set_optimizer_state_dict(model, opt, ckpt["optimizer"], options=o)
 
+# %% ../nbs/14_distributed.ipynb #22183624
+_UNSHARDED: set = set()  # the warnings shard_loader gave in this process (each is given once)
+
+def _unsharded(loader, rank: int, world: int, why: str):
+    "Leave `loader` as it is; say once (on rank 0) that every rank reads all of it, and why."
+    message = (f"shard_loader: {why}; with {world} processes every rank reads all of it (build it per "
+               "rank: a TensorLoader made in the launched function, or a DistributedSampler)")
+    if rank == 0 and message not in _UNSHARDED:
+        _UNSHARDED.add(message)
+        warnings.warn(message, stacklevel=3)
+    return loader
+
+def shard_loader(loader,  # the batches given to fit: a DataLoader, a TensorLoader, any re-iterable (or None)
+                 rank: int,  # this process's rank
+                 world: int,  # processes in the run
+                 seed: int = 0,  # seed of a DistributedSampler made here (with the epoch, it fixes the order)
+                ):
+    "`loader` reading only rank `rank`'s rows: a DataLoader gets a DistributedSampler; a sharded one is kept."
+    from torch.utils.data import DataLoader, DistributedSampler, RandomSampler, SequentialSampler
+    if loader is None or world <= 1: return loader
+    if getattr(loader, "sharded", False) or getattr(loader, "world_size", None) == world: return loader
+    kind = type(loader).__name__
+    if hasattr(loader, "world_size"):
+        return _unsharded(loader, rank, world, f"the {kind} was made for world_size={loader.world_size}")
+    if not isinstance(loader, DataLoader): return _unsharded(loader, rank, world, f"a {kind} cannot be split")
+    sampler = loader.sampler
+    if isinstance(sampler, DistributedSampler): return loader
+    if type(loader) is not DataLoader: return _unsharded(loader, rank, world, f"a {kind} cannot be rebuilt")
+    if loader.batch_size is None:
+        return _unsharded(loader, rank, world, "a DataLoader with its own batch_sampler cannot be split")
+    every_row = type(sampler) is RandomSampler and not sampler.replacement \
+        and sampler.num_samples == len(sampler.data_source)
+    whole = isinstance(sampler, SequentialSampler) or every_row  # each row once per epoch: a split keeps that
+    if not whole:
+        return _unsharded(loader, rank, world, f"a DataLoader with a {type(sampler).__name__} is not split")
+    shards = DistributedSampler(loader.dataset, num_replicas=world, rank=rank,
+                                shuffle=isinstance(sampler, RandomSampler), seed=seed)
+    workers = loader.num_workers
+    return DataLoader(loader.dataset, batch_size=loader.batch_size, sampler=shards, num_workers=workers,
+                      collate_fn=loader.collate_fn, pin_memory=loader.pin_memory, drop_last=loader.drop_last,
+                      timeout=loader.timeout, worker_init_fn=loader.worker_init_fn,
+                      multiprocessing_context=loader.multiprocessing_context if workers else None,
+                      generator=loader.generator, prefetch_factor=loader.prefetch_factor if workers else None,
+                      persistent_workers=loader.persistent_workers if workers else False,
+                      pin_memory_device=loader.pin_memory_device, in_order=loader.in_order)
+
 # %% ../nbs/14_distributed.ipynb #edbd7372
 class LaunchError(RuntimeError):
     "A worker failed; the message names the rank, with its traceback or its signal (or the launcher's output)."
 
-def _by_value(module) -> bool:
-    "Pickle a module's functions by value unless it is installed library code the workers can import."
+def pickle_by_value(fn: Callable,  # a function about to be pickled for other processes (workers, Ray actors)
+                   ) -> bool:
+    "Make cloudpickle send `fn`'s module by value unless it is library code the workers can import; True if so."
+    module = sys.modules.get(getattr(fn, "__module__", None) or "")
+    if module is None: return False
     f = getattr(module, "__file__", None)
-    if module.__name__ == "__main__" or f is None: return True
-    installed = any(part in f for part in ("site-packages", "dist-packages"))
-    return not installed and not module.__name__.startswith(("trainbook", "torch"))
+    installed = f is not None and any(part in f for part in ("site-packages", "dist-packages"))
+    library = module.__name__.split(".")[0] in ("trainbook", "torch", "ray")
+    if module.__name__ != "__main__" and f is not None and (installed or library): return False
+    import cloudpickle
+    cloudpickle.register_pickle_by_value(module)
+    return True
 
 def _init_group(backend: str, rank: int):
     "Join the process group: through launch's own store (127.0.0.1 only) if there is one, else env://."
@@ -299,8 +352,7 @@ def launch(fn: Callable,  # the function each rank runs; defined in a notebook c
     if history is not None and not isinstance(history, History):
         raise TypeError(f"history must be a trainbook History (or None), got {type(history).__name__}")
     history = history if history is not None else History()
-    module = sys.modules.get(getattr(fn, "__module__", None) or "")
-    if module is not None and _by_value(module): cloudpickle.register_pickle_by_value(module)
+    pickle_by_value(fn)  # a function from a notebook cell (or a local module) travels with its code
     tag = uuid.uuid4().hex  # marks every process of this launch, so none can outlive it
     work = Path(tempfile.mkdtemp(prefix="trainbook-launch-"))
     store = proc = None

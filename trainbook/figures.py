@@ -4,17 +4,13 @@
 
 # %% ../nbs/11a_figures.ipynb #db05a8c7
 from __future__ import annotations
-import functools, html, json, math, os, re, time, uuid
-from typing import Callable, Optional
+import html, json, math, re
+from typing import Optional
 
 import numpy as np
 
-from .core import Finding, History, findings_html
-from .diagnostics import diagnose
-from .events import Callback, LoopState
-from .run import EVIDENCE
 
-from .live import as_static, autoscale, decade_ticks, figure_bundle, figure_html, new_figure
+from .live import as_static, autoscale, decade_ticks, figure_html
 
 # %% auto #0
 __all__ = ['portable_outputs', 'plot_curve', 'lr_find_y_range', 'plot_lr_find', 'plot_overfit', 'wrap_title']

@@ -4,8 +4,7 @@
 
 # %% ../nbs/06a_guard.ipynb #fbcc8e7a
 from __future__ import annotations
-import collections.abc, difflib, json, math, os, re, socket, tempfile, threading
-from pathlib import Path
+import collections.abc, difflib, math, re
 from typing import Callable, Iterable, Iterator, Optional
 
 import torch

@@ -4,27 +4,27 @@
 
 # %% ../nbs/20_jax.ipynb #b16f04ac
 from __future__ import annotations
-import importlib, inspect, math, time, warnings, zlib
+import inspect, math, time, warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple, Optional, Union
 
 import numpy as np
 
-from .checkpoint import CheckpointError, prepare_run_dir, probe_writable, release_run_dir
-from .core import (Finding, History, TrainConfig, announce, atomic_write, environment, rng_state,
-                            seed_everything, set_rng_state)
+from .checkpoint import prepare_run_dir, probe_writable, release_run_dir
+from .core import (Finding, History, TrainConfig, announce, environment, rng_state, seed_everything,
+                            set_rng_state)
 from .diagnostics import diagnose
-from .events import Callback, Callbacks, Event, LoopState
+from .events import Event, LoopState
 from .guard import check_loader, check_monitor, nonfinite_validation
 from .loop import Position
 from .recorder import EarlyStopping, TimedIterator, run_callbacks
 from .metrics import resolve_metrics
-from .optim import SCHEDULE_FNS, LRFinder, warmup_steps
+from .optim import LRFinder
 from .run import MONITOR_ALIASES, Run, remember_run, write_run_record
-from .jax_parts import (CHECKPOINT_FORMAT, FlaxNanGuard, KeyStreams, STREAMS, decay_mask,
-                                flax_checkpoint_file, host_rng, import_jax, is_flax_model, make_tx,
-                                optax_schedule, read_flax_checkpoint, save_flax_checkpoint, schedule_lr,
-                                stream_key, tree_entries, tree_from_entries)
+from .jax_parts import (CHECKPOINT_FORMAT, FlaxNanGuard, KeyStreams, flax_checkpoint_file, host_rng,
+                                 import_jax, is_flax_model, make_tx, optax_schedule, read_flax_checkpoint,
+                                 save_flax_checkpoint, schedule_lr, stream_key, tree_entries,
+                                 tree_from_entries)
 
 # %% auto #0
 __all__ = ['LOSSES', 'TARGET_KEYS', 'FlaxState', 'flax_loss', 'split_pure', 'from_pure', 'streams_used', 'flax_steps',

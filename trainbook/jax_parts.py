@@ -4,9 +4,9 @@
 
 # %% ../nbs/20a_jax_parts.ipynb #dbef0cea
 from __future__ import annotations
-import importlib, inspect, math, time, warnings, zlib
+import importlib, zlib
 from pathlib import Path
-from typing import Any, Callable, Iterable, NamedTuple, Optional, Union
+from typing import Callable, Iterable, Optional, Union
 
 import numpy as np
 

@@ -18,7 +18,7 @@ from .checkpoint import Checkpointer, probe_writable, run_signature
 from .core import (History, TrainConfig, environment, loader_length, pick_device, pick_precision,
                             rng_state, seed_everything, set_loader_epoch, set_rng_state)
 from .triage import NanGuard
-from .distributed import all_mean, dist_info, full_tensor, reduce_evaluation, wrap_model
+from .distributed import all_mean, dist_info, full_tensor, reduce_evaluation, shard_loader, wrap_model
 from .events import Callback, Callbacks, Event, LoopState
 from .guard import check_fit_inputs, check_monitor, require_batches
 from .metrics import resolve_metrics, try_metrics
@@ -227,6 +227,7 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
           ) -> tuple[Setup, LoopState]:
     "Seed, device, precision, the DDP/FSDP wrapper, optimizer, scheduler, scaler, observers: the run's set-up."
     rank, world = dist_info()
+    dl_train, dl_valid = (shard_loader(dl, rank, world, cfg.seed) for dl in (dl_train, dl_valid))
     strategy = strategy or ("ddp" if world > 1 else None)
     seed_everything(cfg.seed)
     device = pick_device(cfg.device)
@@ -488,8 +489,7 @@ def fit(model: nn.Module,  # the model to train (in place)
         scheduler_interval: Optional[str] = None,  # "step" | "epoch"; None = by the scheduler's kind
         metrics=None,  # metric(s) computed at each validation: a callable, a name, a list or a dict
         callbacks: Iterable = (),  # objects with event methods (`before_step`, `after_epoch`, ...)
-        resume: Union[str, Path, None] = None,  # a checkpoint (last.pt) or its run folder to continue exactly
-                                                # (in a Ray worker Ray restarted: its last checkpoint)
+        resume: Union[str, Path, None] = None,  # last.pt or its folder to resume exactly (Ray finds its own)
         overwrite: bool = False,  # replace an earlier run's files in checkpoint_dir (else: version_N folder)
         live: Union[str, bool] = "auto",  # trainbook's own displays: "auto" | True | False
         split_fingerprint: Optional[str] = None,  # the data split's fingerprint, stored with the checkpoints

@@ -4,10 +4,10 @@
 
 # %% ../nbs/13_magics.ipynb #5c72d1ed
 from __future__ import annotations
-import ast, html, math
+import ast, html
 from typing import Any, Optional
 
-from .core import TrainConfig, announce, listen, unlisten
+from .core import TrainConfig, listen, unlisten
 
 # %% auto #0
 __all__ = ['STEPS', 'LOWER_IS_BETTER', 'LOSSES', 'Checklist', 'choose_loss', 'parse_body', 'TrainbookMagics',

@@ -14,7 +14,7 @@ import pandas as pd
 import torch
 
 from .checks import infer_task
-from .data import FramePrep, make_preprocessor
+from .data import FramePrep, ShardedBatches, make_preprocessor
 
 # %% auto #0
 __all__ = ['as_dataset', 'row_groups', 'fit_prep', 'ParquetLoader', 'split_files', 'write_split_column']
@@ -122,7 +122,7 @@ def _columns(dataset, target: str, columns) -> list:
     return list(columns)
 
 # %% ../nbs/18_parquet.ipynb #0730d70b
-class ParquetLoader:
+class ParquetLoader(ShardedBatches):
     "Batches of a Parquet dataset, a buffer of row groups at a time: shuffled, sharded by rank, resumable."
     def __init__(self,
                  source,  # a Parquet file or folder, a list of files, or a `pyarrow.dataset.Dataset`
@@ -149,12 +149,7 @@ class ParquetLoader:
         if where is not None and (len(where) != 2 or where[0] not in self.dataset.schema.names):
             raise ValueError("where must be a (column, value) pair naming a column of the dataset, "
                              f"got {where!r}")
-        if (rank is None and world_size is None and torch.distributed.is_available()
-                and torch.distributed.is_initialized()):
-            rank, world_size = torch.distributed.get_rank(), torch.distributed.get_world_size()
-        self.rank, self.world_size = rank or 0, world_size or 1
-        if not 0 <= self.rank < self.world_size:
-            raise ValueError(f"rank must be in [0, world_size), got rank={rank}, world_size={world_size}")
+        self.place(rank, world_size)
         self.target, self.batch_size, self.seed = target, batch_size, seed
         self.shuffle_buffer = shuffle_buffer
         self.drop_last, self.where = drop_last, where
@@ -190,19 +185,6 @@ class ParquetLoader:
         if bad:
             raise ValueError(f"column(s) {bad} are not numeric and prep=None: pass prep='auto' "
                              "(make_preprocessor fitted on a sample) or a FramePrep")
-
-    @property
-    def rows_per_rank(self) -> int:
-        return math.ceil(self.n / self.world_size)
-
-    def __len__(self) -> int:
-        rows = self.rows_per_rank
-        return rows // self.batch_size if self.drop_last else math.ceil(rows / self.batch_size)
-
-    def set_epoch(self, epoch: int,  # the epoch to start
-                 ):
-        "Start epoch `epoch` from its first batch (its order depends only on seed and epoch)."
-        self.epoch, self.position = epoch, 0
 
     def buffers(self) -> list:
         "The epoch's buffers: lists of row-group indices, in reading order."

@@ -4,7 +4,7 @@
 
 # %% ../nbs/08a_preflight.ipynb #a6a5d8f2
 from __future__ import annotations
-import copy, ctypes, functools, gc, math, os, statistics, tempfile, time
+import copy, ctypes, functools, gc, math, statistics, tempfile, time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
 from .core import History
-from .distributed import LaunchError, launch_live_curves
+from .distributed import LaunchError, launch_live_curves, pickle_by_value
 from .events import Callback, add_session_observer, remove_session_observer
 
 # %% auto #0
@@ -81,7 +81,9 @@ class Collector:
     def put_error(self, rank: int, text: str): self.errors.setdefault(rank, text)  # kept in order of arrival
     def get_errors(self) -> dict: return dict(self.errors)
 
-_WORKER: dict = {}  # inside a Ray Train worker run by `launch`: {"rank": ..., "collector": ...}
+# inside a Ray Train worker run by `launch`: its rank, the collector, the checkpoint Ray gave it at its start
+# (for its first fit), and the rows rank 0's earlier fits in this worker streamed (a later fit's follow them)
+_WORKER: dict = {}
 
 def in_worker() -> bool:
     "Whether this process is a Ray Train worker running a function given to `ray_engine.launch`."
@@ -94,12 +96,13 @@ class RayReport(Callback):
                  every: float = 0.5,  # seconds between history sends during an epoch
                 ):
         self.collector = collector if collector is not None else _WORKER.get("collector")
-        self.every, self.sent, self.last, self.reported = every, 0, -math.inf, 0
+        self.every, self.sent, self.last, self.reported, self.base = every, 0, -math.inf, 0, 0
 
     def before_fit(self, state):
         import ray.train
         self.rank = ray.train.get_context().get_world_rank()
         self.sent, self.last = 0, -math.inf  # a resumed history is sent again from its start
+        self.base = _WORKER.get("streamed", 0)  # after the rows of this worker's earlier fits
 
     def send(self, state,  # the loop's state (its history is read incrementally)
              force: bool = False,  # send even if `every` seconds have not passed
@@ -109,7 +112,7 @@ class RayReport(Callback):
         now = time.monotonic()
         if not force and now - self.last < self.every: return
         rows = state.history.rows(self.sent)
-        if rows: self.collector.put_rows.remote(self.sent, rows)  # in order: one caller, one actor
+        if rows: self.collector.put_rows.remote(self.base + self.sent, rows)  # in order: one sender
         self.sent += len(rows)
         self.last = now
 
@@ -137,13 +140,13 @@ class RayReport(Callback):
             ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(str(folder)))
         finally: shutil.rmtree(folder, ignore_errors=True)
 
-    def after_fit(self, state): self.send(state, force=True)
+    def after_fit(self, state):
+        self.send(state, force=True)
+        if _WORKER: _WORKER["streamed"] = self.base + self.sent
 
 def worker_resume() -> Optional[str]:
-    "In a Ray Train worker restarted after a failure: the last reported last.pt (a local copy); else None."
-    if not _WORKER: return None
-    import ray.train
-    ckpt = ray.train.get_checkpoint()
+    "For the first fit of a Ray Train worker restarted after a failure: the last reported last.pt; else None."
+    ckpt = _WORKER.pop("checkpoint", None)  # a later fit in the same function starts afresh
     if ckpt is None: return None
     folder = ckpt.to_directory(tempfile.mkdtemp(prefix="trainbook-ray-resume-"))
     path = Path(folder) / "last.pt"
@@ -158,7 +161,7 @@ def train_loop(config: dict,  # what `launch` packed: the function, its argument
     import ray.train
     rank = ray.train.get_context().get_world_rank()
     collector = config["collector"]
-    _WORKER.update(rank=rank, collector=collector)
+    _WORKER.update(rank=rank, collector=collector, checkpoint=ray.train.get_checkpoint())
     add_session_observer("ray_train", lambda context: RayReport(collector))
     # the launching notebook draws the curves: the workers' own displays write nowhere
     os.environ["TRAINBOOK_STREAM"] = os.devnull
@@ -173,13 +176,6 @@ def train_loop(config: dict,  # what `launch` packed: the function, its argument
         remove_session_observer("ray_train")
         _WORKER.clear()
         gc.collect()  # wrappers (DDP) go before the group they belong to
-
-def _by_value(module) -> bool:
-    "Pickle a module's functions by value unless it is installed library code the workers can import."
-    f = getattr(module, "__file__", None)
-    if module.__name__ == "__main__" or f is None: return True
-    installed = any(part in f for part in ("site-packages", "dist-packages"))
-    return not installed and not module.__name__.startswith(("trainbook", "torch", "ray"))
 
 def _failure(err: Exception, errors: dict) -> LaunchError:
     "A LaunchError naming the failed rank, with its traceback (or what Ray said about a worker that died)."
@@ -200,13 +196,6 @@ def _receive(collector, got: int, history: History) -> int:
     rows = ray.get(collector.read.remote(got))
     for row in rows: history.append(*row)
     return got + len(rows)
-
-    try:
-        from trainbook.events import LoopState
-        from trainbook.live import LiveCurves, display_mode
-        if display_mode() == "widget": return LiveCurves(), LoopState(history=history)
-    except Exception: pass  # a broken front end never stops the launch
-    return None, None
 
 def launch(fn: Callable,  # what each worker runs (it calls tb.fit); a function from a notebook cell is fine
            *args,  # positional arguments for `fn`
@@ -240,8 +229,7 @@ def launch(fn: Callable,  # what each worker runs (it calls tb.fit); a function 
     from ray.train import FailureConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchConfig, TorchTrainer
     history = history if history is not None else History()
-    module = sys.modules.get(getattr(fn, "__module__", None) or "")
-    if module is not None and _by_value(module): cloudpickle.register_pickle_by_value(module)
+    pickle_by_value(fn)  # a function from a notebook cell travels with its code
     payload = cloudpickle.dumps((fn, args, kwargs))
     started = _connect(address)
     storage = storage_path or tempfile.mkdtemp(prefix="trainbook-ray-")
@@ -304,6 +292,8 @@ class RayLoader:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
         self.dataset, self.target, self.features = dataset, target, features
         self.batch_size, self.drop_last, self.dtype = batch_size, drop_last, dtype
+        from ray.data import DataIterator
+        self.sharded = isinstance(dataset, DataIterator)  # a worker's shard: fit's shard_loader keeps it as is
 
     def __iter__(self):
         import torch
@@ -392,6 +382,7 @@ def _ray_classes():
     from ray.tune.schedulers import ASHAScheduler, TrialScheduler
     from ray.tune.search.optuna import OptunaSearch
     import optuna
+    from trainbook.tuning import attr_value, best_completed
 
     class StoppingASHA(ASHAScheduler):
         "ASHA that remembers which trials it stopped before their last epoch (they are 'pruned')."
@@ -433,7 +424,7 @@ def _ray_classes():
             ot_trial = self._ot_trials[trial_id]
             result = result or self.last.get(trial_id, {})
             config = self.configs.get(trial_id, {})
-            ot_trial.set_user_attr("config", {k: _plain(v) for k, v in config.items()})
+            ot_trial.set_user_attr("config", {k: attr_value(v) for k, v in config.items()})
             for key in ("worker", "started", "ended"):
                 if key in result: ot_trial.set_user_attr(key, result[key])
             if "findings" in result: ot_trial.set_user_attr("findings", json.loads(result["findings"]))
@@ -471,21 +462,9 @@ def _ray_classes():
             if number is None or number not in self.panel.states: return
             ot = self.searcher._ot_study
             state = ot.trials[number].state.name.lower() if number < len(ot.trials) else "fail"
-            self.panel.end(number, "running" if state == "running" else state, _best(ot))
+            self.panel.end(number, "running" if state == "running" else state, best_completed(ot))
 
     return StoppingASHA, StudySearch, PanelFeed
-
-def _best(study) -> Optional[tuple[int, float]]:
-    "(number, value) of the study's best completed trial, or None."
-    import optuna
-    done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
-    if not done: return None
-    best = study.best_trial
-    return best.number, best.value
-
-def _plain(v):
-    "A value Optuna can store as a user attribute (JSON)."
-    return v if isinstance(v, (str, int, float, bool)) or v is None else str(v)
 
 # %% ../nbs/14a_ray.ipynb #863d4dbf
 def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or a tuple for fit_objective
@@ -507,7 +486,8 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
           ):
     "Search hyperparameters on Ray Tune: Optuna's sampler, ASHA stopping, parallel trials; as tb.search."
     import optuna
-    from trainbook.tuning import SearchResult, StudyPanel, check_space, fit_objective, make_storage, suggest
+    from trainbook.tuning import (SearchResult, StudyPanel, best_completed, check_space, fit_objective, make_storage,
+                                  suggest)
     if isinstance(objective, (tuple, list)):
         if len(objective) != 5:
             raise ValueError("objective as a tuple must be (model_factory, dl_train, dl_valid, loss_fn, "
@@ -535,8 +515,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     # ASHA's horizon in reports: one per epoch, and the final one with the run's best value
     horizon = (max_epochs or (base.epochs if base is not None else 100)) + 1
     study_name = study_name or time.strftime("search-%Y%m%d-%H%M%S")
-    module = sys.modules.get(getattr(objective, "__module__", None) or "")
-    if module is not None and _by_value(module): cloudpickle.register_pickle_by_value(module)
+    pickle_by_value(objective)
     payload = cloudpickle.dumps((objective, direction))
     StoppingASHA, StudySearch, PanelFeed = _ray_classes()
     stopped: set = set()
@@ -574,7 +553,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
         shutil.rmtree(folder, ignore_errors=True)
         panel.finish()
     result = SearchResult(study, {}, math.nan, -1, panel=panel)
-    best = _best(study)
+    best = best_completed(study)
     if best is None:
         states = result.trials.state.value_counts().to_dict()
         raise RuntimeError(f"no trial of study {study_name!r} completed: {states}")

@@ -4,7 +4,7 @@
 
 # %% ../nbs/05a_run.ipynb #6765f40e
 from __future__ import annotations
-import contextlib, json, math, time
+import contextlib, json, math
 from dataclasses import dataclass, field, fields
 from enum import Enum
 from pathlib import Path

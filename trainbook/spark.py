@@ -4,23 +4,17 @@
 
 # %% ../nbs/19_spark.ipynb #0fd47122
 from __future__ import annotations
-import hashlib, json, logging, os, sys, time
+import hashlib, json, os, sys
 from dataclasses import dataclass, field, replace
-from typing import Optional, Union
+from typing import Optional
 
 import numpy as np
 import pandas as pd
 
-from .checks import (MAX_CATEGORIES, DataReport, check_data as check_frame, column_roles, infer_task,
+from .checks import (MAX_CATEGORIES, DataReport, check_data as check_frame, infer_task,
                               target_findings)
-from .gbdt import BoostedModel, RoundRecorder, XGBoostLibrary
-from .core import Finding, TrainConfig, announce, environment, findings_html
-from .data import DROPPED_ROLES, FramePrep, make_preprocessor
-from .diagnostics import diagnose
-from .checkpoint import prepare_run_dir
-from .metrics import classification_metrics, regression_metrics
-from .run import Run
-from .splits import STRATEGIES, Splits, choose_strategy
+from .core import Finding, announce, findings_html
+from .splits import STRATEGIES, Splits, choose_strategy, class_share_findings
 
 # %% auto #0
 __all__ = ['is_spark_frame', 'spark_session', 'require_spark_frame', 'require_spark_column', 'spark_family', 'ColumnStats',
@@ -598,29 +592,11 @@ def spark_audit(marked,  # a table with the `__part` column (`SparkSplits.assign
 
 def _class_findings(counts: dict, names: list, target: str) -> list[Finding]:
     "Missing classes and class-share drift per part, from (part, class) counts."
-    out = []
     table = pd.Series(counts, dtype=float).unstack(fill_value=0.0) if counts else pd.DataFrame()
-    classes = set(table.columns)
     shares = table.div(table.sum(axis=1), axis=0)
-    for name in names:
-        present = {c for c in classes if table.loc[name, c] > 0}
-        missing = classes - present
-        if missing:
-            out.append(Finding("missing_class", "warning",
-                               f"{name} has no rows of class(es) {sorted(map(str, missing))}", column=target,
-                               advice="stratify the split, or merge classes too rare to appear everywhere",
-                               data={"split": name, "classes": sorted(map(str, missing))}))
-    if "train" not in shares.index: return out
-    for name in names:
-        if name == "train": continue
-        drift = float((shares.loc[name] - shares.loc["train"]).abs().max())
-        if drift > 0.05:
-            out.append(Finding("class_balance_drift", "warning",
-                               f"class shares in {name} differ from train by up to {drift:.1%}",
-                               column=target,
-                               advice="stratify the split (strategy='stratified' or 'stratified_group')",
-                               data={"split": name, "max_drift": drift}))
-    return out
+    empty = pd.Series(dtype=float)  # a part with no rows has none of any class
+    return class_share_findings({name: shares.loc[name] if name in shares.index else empty for name in names},
+                                set(table.columns), target)
 
 # %% ../nbs/19_spark.ipynb #7edfc8c7
 def _time_cuts(sdf, time: str, n: int, valid_size: float, test_size: float, gap: int,

@@ -4,15 +4,14 @@
 
 # %% ../nbs/19a_spark_models.ipynb #54a1be15
 from __future__ import annotations
-import hashlib, json, logging, os, sys, time
-from dataclasses import dataclass, field, replace
+import logging, time
 from typing import Optional, Union
 
 import numpy as np
 import pandas as pd
 
 from .checkpoint import prepare_run_dir
-from .core import Finding, TrainConfig, announce, environment, findings_html
+from .core import TrainConfig, announce, environment
 from .data import DROPPED_ROLES, FramePrep, make_preprocessor
 from .diagnostics import diagnose
 from .gbdt import BoostedModel, RoundRecorder, XGBoostLibrary

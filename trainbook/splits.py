@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_splits.ipynb #20b02c56
 from __future__ import annotations
-import hashlib, json
+import hashlib
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -15,8 +15,8 @@ from .checks import require_column, require_frame, infer_task
 from .core import Finding, announce, findings_html
 
 # %% auto #0
-__all__ = ['STRATEGIES', 'digest', 'fingerprint_frame', 'audit_parts', 'Splits', 'choose_strategy', 'make_splits',
-           'nested_splits']
+__all__ = ['STRATEGIES', 'digest', 'fingerprint_frame', 'class_share_findings', 'audit_parts', 'Splits', 'choose_strategy',
+           'make_splits', 'nested_splits']
 
 # %% ../nbs/02_splits.ipynb #8c4c5a6c
 def digest(*parts,  # bytes, strings or lists: what the fingerprint covers, in order
@@ -35,6 +35,34 @@ def fingerprint_frame(df: pd.DataFrame,  # the frame to hash
 # %% ../nbs/02_splits.ipynb #412cb508
 def _parts(train, valid, test) -> dict:
     return {k: v for k, v in (("train", train), ("valid", valid), ("test", test)) if v is not None and len(v)}
+
+def class_share_findings(shares: dict,  # part name -> class shares in it (a Series; absent or 0: no rows)
+                         classes: set,  # every class of the target
+                         target: str,  # the target column (named in the findings)
+                         where: str = "",  # appended to the messages (e.g. " in fold 2")
+                        ) -> list[Finding]:
+    "Parts without rows of some class, and parts whose class shares drift from train's by over 5 points."
+    out = []
+    for name, counts in shares.items():
+        missing = classes - set(counts.index[counts > 0])
+        if missing:
+            out.append(Finding("missing_class", "warning",
+                               f"{name} has no rows of class(es) {sorted(map(str, missing))}{where}",
+                               column=target,
+                               advice="stratify the split, or merge classes too rare to appear everywhere",
+                               data={"split": name, "classes": sorted(map(str, missing))}))
+    base = shares.get("train")
+    for name, counts in shares.items():
+        if name == "train" or base is None: continue
+        both = base.index.union(counts.index)
+        drift = float((counts.reindex(both, fill_value=0) - base.reindex(both, fill_value=0)).abs().max())
+        if drift > 0.05:
+            out.append(Finding("class_balance_drift", "warning",
+                               f"class shares in {name} differ from train by up to {drift:.1%}{where}",
+                               column=target,
+                               advice="stratify the split (strategy='stratified' or 'stratified_group')",
+                               data={"split": name, "max_drift": drift}))
+    return out
 
 def audit_parts(df: pd.DataFrame,  # the frame the positions index
                 parts: dict,  # split name -> array of row positions
@@ -95,30 +123,8 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
                                    data={"splits": [a, b], "n_rows": n}))
     if target is not None and (task or infer_task(df[target])) != "regression":
         y = df[target]
-        classes = set(y.dropna().unique())
-        shares = {}
-        for name, idx in parts.items():
-            counts = y.iloc[idx].value_counts(normalize=True)
-            shares[name] = counts
-            missing = classes - set(counts.index)
-            if missing:
-                out.append(Finding("missing_class", "warning",
-                                   f"{name} has no rows of class(es) {sorted(map(str, missing))}{where}",
-                                   column=target,
-                                   advice="stratify the split, or merge classes too rare to appear "
-                                          "everywhere",
-                                   data={"split": name, "classes": sorted(map(str, missing))}))
-        base = shares.get("train")
-        for name, counts in shares.items():
-            if name == "train" or base is None: continue
-            drift = float((counts.reindex(base.index.union(counts.index), fill_value=0)
-                           - base.reindex(base.index.union(counts.index), fill_value=0)).abs().max())
-            if drift > 0.05:
-                out.append(Finding("class_balance_drift", "warning",
-                                   f"class shares in {name} differ from train by up to {drift:.1%}{where}",
-                                   column=target,
-                                   advice="stratify the split (strategy='stratified' or 'stratified_group')",
-                                   data={"split": name, "max_drift": drift}))
+        shares = {name: y.iloc[idx].value_counts(normalize=True) for name, idx in parts.items()}
+        out += class_share_findings(shares, set(y.dropna().unique()), target, where)
     return out
 
 # %% ../nbs/02_splits.ipynb #3ff518b0

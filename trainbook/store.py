@@ -4,9 +4,9 @@
 
 # %% ../nbs/16a_store.ipynb #6cce4c6e
 from __future__ import annotations
-import hashlib, json, os, posixpath, re, time, urllib.error, urllib.request, warnings
+import hashlib, json, os, re, time, urllib.error, urllib.request, warnings
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Iterable, Optional
 
 from .core import atomic_write, process_alive
 

@@ -4,7 +4,7 @@
 
 # %% ../nbs/16_tracking.ipynb #d9ef80e5
 from __future__ import annotations
-import json, math, os, re, tempfile, time, warnings
+import json, math, os, tempfile, time, warnings
 from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -13,7 +13,7 @@ from typing import Any, Iterable, Optional, Union
 
 from .core import Finding, History, TrainConfig, this_process
 from .events import Callback, LoopState, add_session_observer, remove_session_observer
-from .run import MONITOR_ALIASES, PER_STEP, Run, RunFileError, monitored_record, record_key, run_record_bytes
+from .run import MONITOR_ALIASES, PER_STEP, Run, RunFileError, record_key, run_record_bytes
 from .store import (MAX_PARAM_VALUE, quiet_mlflow, MAX_TAG_VALUE, bound_http, check_server, is_remote,
                              mark_dead_runs, owner_tags, read_spooled, safe_items, safe_key, safe_value, spool,
                              spooled)

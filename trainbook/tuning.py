@@ -17,7 +17,7 @@ from .tracking import run_params
 # %% auto #0
 __all__ = ['KINDS', 'CONFIG_FIELDS', 'DEFAULT_STORAGE', 'PRUNERS', 'TRIAL_OBSERVER', 'check_space', 'suggest', 'Pruning',
            'TrialConfig', 'fit_objective', 'StudyPanel', 'make_storage', 'make_pruner', 'SearchResult', 'TrialDiverged',
-           'search']
+           'search', 'best_completed', 'attr_value']
 
 # %% ../nbs/17_tuning.ipynb #7e31bccb
 KINDS = ("log", "int", "int_log", "float")
@@ -430,7 +430,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     def run_trial(trial) -> float:
         values = suggest(trial, space)
         pruning = Pruning(trial, notify=lambda step, value: panel.report(trial.number, step, value))
-        trial.set_user_attr("config", {k: _plain(v) for k, v in values.items()})
+        trial.set_user_attr("config", {k: attr_value(v) for k, v in values.items()})
         trial.set_user_attr("worker", worker)
         panel.start(trial.number, values)
         # every fit in the trial joins its pruning (and reports how it ended) without being told
@@ -452,7 +452,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
         return _value(out, direction, pruning)
 
     def after_trial(study, frozen):
-        best = _best(study)
+        best = best_completed(study)
         panel.end(frozen.number, frozen.state.name.lower(), best)
         if best is not None:  # keep the best trial's model only
             for number, run in result.runs.items():
@@ -465,11 +465,11 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
         result.stopped = "interrupted"
         _fail_own_running(study, worker)
         for number in [n for n, state in panel.states.items() if state == "running"]:
-            panel.end(number, "fail", _best(study))
+            panel.end(number, "fail", best_completed(study))
     finally:
         optuna.logging.set_verbosity(verbosity)
         panel.finish()
-    best = _best(study)
+    best = best_completed(study)
     if best is None:
         states = result.trials.state.value_counts().to_dict()
         if result.stopped == "interrupted":
@@ -502,14 +502,16 @@ def _fail_own_running(study, worker: str) -> list:
         numbers.append(t.number)
     return numbers
 
-def _best(study) -> Optional[tuple[int, float]]:
+def best_completed(study,  # an Optuna study
+                  ) -> Optional[tuple[int, float]]:
     "(number, value) of the study's best completed trial, or None."
     import optuna
-    done = [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))]
+    done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
     if not done: return None
     best = study.best_trial
     return best.number, best.value
 
-def _plain(v):
-    "A value Optuna can store as a user attribute (JSON)."
+def attr_value(v,  # a sampled value (a number, a string, a choice of any type)
+              ):
+    "`v` as a value Optuna can store in a user attribute (JSON): itself if plain, else its str."
     return v if isinstance(v, (str, int, float, bool)) or v is None else str(v)
