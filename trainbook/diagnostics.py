@@ -5,18 +5,13 @@
 # %% ../nbs/09_diagnostics.ipynb #714accc1
 from __future__ import annotations
 import math
-import sys
 import weakref
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Optional
 
 import numpy as np
-import torch
-from torch import nn
 
-from .core import Finding, History, autocast_dtype
-from .events import Callback, LoopState
+from .core import Finding, History
 
 # %% auto #0
 __all__ = ['RULES', 'as_history', 'Thresholds', 'diagnose']

@@ -4,7 +4,7 @@
 
 # %% ../nbs/11_live.ipynb #a2c7a414
 from __future__ import annotations
-import functools, html, json, math, os, re, time, uuid
+import functools, html, json, math, os, time, uuid
 from typing import Callable, Optional
 
 import numpy as np

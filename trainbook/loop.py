@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
 import torch
-import torch.distributed as dist
 from torch import nn
 
 from .batch import batch_rows, eval_mode, forward, prediction, training_lock
-from .checkpoint import Checkpointer, probe_writable, run_signature
+from .checkpoint import Checkpointer, run_signature
 from .core import (History, TrainConfig, environment, loader_length, pick_device, pick_precision,
                             rng_state, seed_everything, set_loader_epoch, set_rng_state)
 from .triage import NanGuard
@@ -24,9 +23,9 @@ from .guard import check_fit_inputs, check_monitor, require_batches
 from .metrics import resolve_metrics, try_metrics
 from .optim import (gradient_norms, make_scheduler, optimizer_step, param_groups,
                              pick_scheduler_interval, step_optimizer, unscale_and_clip)
-from .recorder import (EarlyStopping, EpochMeter, StepProfiler, TimedIterator, data_fingerprint, end_run,
-                                epoch_records, peak_memory_mb, record_validation, run_callbacks, run_of)
-from .run import MONITOR_ALIASES, RUNNING, Run, monitored_record, unrecorded
+from .recorder import (EarlyStopping, EpochMeter, StepProfiler, TimedIterator, data_fingerprint,
+                                end_run, epoch_records, record_validation, run_callbacks, run_of)
+from .run import RUNNING, Run, monitored_record
 
 # %% auto #0
 __all__ = ['LOOP_STARTS', 'evaluate', 'train_step', 'Position', 'Window', 'accumulation_windows', 'Setup', 'set_up', 'fit',

@@ -7,13 +7,13 @@ from __future__ import annotations
 import copy, math
 from dataclasses import dataclass
 from functools import partial
-from typing import Callable, Iterable, Optional
+from typing import Callable, Optional
 
 import torch
 from torch import nn
 
 from .batch import forward, stop_requested
-from .core import Finding, TrainConfig, autocast_dtype, pick_device, pick_precision
+from .core import TrainConfig, pick_device
 
 # %% auto #0
 __all__ = ['NORM_TYPES', 'SCHEDULE_FNS', 'SCHEDULER_INTERVALS', 'EPOCH_SCHEDULERS', 'param_groups', 'warmup_steps', 'constant',

@@ -4,15 +4,15 @@
 
 # %% ../nbs/06b_recorder.ipynb #65b0b186
 from __future__ import annotations
-import math, os, resource, sys, time, warnings
+import math, resource, sys, time, warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional, Union
+from typing import Iterable, Iterator, Optional, Union
 
 import numpy as np
 import torch
 
-from .checkpoint import Checkpointer, check_loadable, read_checkpoint, restore_checkpoint
+from .checkpoint import Checkpointer, check_loadable
 from .core import Finding, History, TrainConfig, announce, environment, rng_state, set_rng_state
 from .diagnostics import diagnose
 from .events import Callback, Callbacks, Event, LoopState, session_observers

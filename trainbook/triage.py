@@ -5,9 +5,7 @@
 # %% ../nbs/09a_triage.ipynb #5ad1fe23
 from __future__ import annotations
 import math
-import sys
 import weakref
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -15,10 +13,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from .core import Finding, History, autocast_dtype
+from .core import Finding
 from .events import Callback, LoopState
 
-from .diagnostics import diagnose
 from .batch import wants_whole_output
 
 # %% auto #0
