@@ -452,7 +452,15 @@ def main() -> int:
     tidy_site()
     shutil.rmtree(SRC / "site", ignore_errors=True)
     shutil.copytree(DOCS, SRC / "site")  # the site as mkdocs left it, for `--fix-only`
-    return finish_site(titles)
+    failed = finish_site(titles)
+    if not failed and STAMP.exists(): (DOCS / ".built-from").write_text(STAMP.read_text())
+    return failed
+
+
+def site_current() -> bool:
+    "_docs/ was built from executed copies of the notebooks and library as they are now."
+    built = DOCS / ".built-from"
+    return (DOCS / "index.html").exists() and built.exists() and built.read_text() == sources_digest()
 
 
 def finish_site(titles: dict) -> int:
