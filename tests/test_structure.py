@@ -139,15 +139,20 @@ def test_one_writer_of_run_json():
     assert defined == ["run"]
 
 
-def test_no_undefined_names():
-    "pyflakes over every module: a name used but never defined or imported (a moved function's old caller) fails here."
+def pyflakes_report() -> list:
+    "pyflakes' messages over every module, a line each."
     pyflakes = pytest.importorskip("pyflakes.api")
     from pyflakes import reporter as pyflakes_reporter
     import io
     out = io.StringIO()
-    for m, path in MODULES.items():
+    for path in MODULES.values():
         pyflakes.check(path.read_text(), str(path), pyflakes_reporter.Reporter(out, out))
-    undefined = [line for line in out.getvalue().splitlines()
+    return out.getvalue().splitlines()
+
+
+def test_no_undefined_names():
+    "pyflakes over every module: a name used but never defined or imported (a moved function's old caller) fails here."
+    undefined = [line for line in pyflakes_report()
                  if "undefined name" in line and "undefined name 'Run'" not in line]  # 'Run' in a string annotation
     assert undefined == []
 
@@ -169,14 +174,9 @@ REEXPORTS = {  # module-level imports kept on purpose: (module, name) -> why
 
 def test_no_unused_imports():
     "pyflakes over every module: a module-level import nothing uses (a leftover of a move) fails here."
-    pyflakes = pytest.importorskip("pyflakes.api")
-    from pyflakes import reporter as pyflakes_reporter
-    import io, re
-    out = io.StringIO()
-    for m, path in MODULES.items():
-        pyflakes.check(path.read_text(), str(path), pyflakes_reporter.Reporter(out, out))
+    import re
     unused = []
-    for line in out.getvalue().splitlines():
+    for line in pyflakes_report():
         found = re.match(r".*/trainbook/(\w+)\.py:\d+:1: '([^']+)' imported but unused", line)
         bound = found and found.group(2).split(" as ")[-1].split(".")[-1]
         if found and (found.group(1), bound) not in REEXPORTS: unused.append(line)
