@@ -184,6 +184,19 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match=r"space\['lr'\]"): ray_engine.search(lambda c: 0.0, {"lr": (1, 0)}, 2)
 
 
+def test_the_local_ray_starts_quietly_with_token_authentication(local_ray):
+    "Ray's start-up notes stay out of the cell: its driver logs warnings only; token auth (its default) stays on."
+    import logging
+    assert logging.getLogger("ray").getEffectiveLevel() == logging.WARNING
+    assert os.environ.get("RAY_AUTH_MODE") == "token"  # what Ray turned on for the new local cluster
+    notes = logging.getLogger(ray_engine._AUTH_LOGGER)
+    assert not notes.filters  # the filter lived for the start-up only
+    record = lambda msg: logging.LogRecord(ray_engine._AUTH_LOGGER, logging.WARNING, "", 0, msg, None, None)
+    quiet = ray_engine.LocalNotes()
+    assert not quiet.filter(record("Token authentication is enabled for this Ray cluster. Set RAY_AUTH_MODE=..."))
+    assert quiet.filter(record("Token authentication is disabled for this Ray cluster. Anyone with access..."))
+
+
 def test_import_trainbook_loads_no_ray():
     code = "import sys, trainbook, trainbook.ray_engine; trainbook.launch; print('ray' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

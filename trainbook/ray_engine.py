@@ -4,7 +4,7 @@
 
 # %% ../nbs/14a_ray.ipynb #b189a397
 from __future__ import annotations
-import gc, json, math, os, shutil, socket, sys, tempfile, threading, time, traceback
+import gc, json, logging, math, os, shutil, socket, sys, tempfile, threading, time, traceback
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
@@ -13,14 +13,22 @@ from .distributed import LaunchError, launch_live_curves, pickle_by_value
 from .events import Callback, add_session_observer, remove_session_observer
 
 # %% auto #0
-__all__ = ['init_local', 'Collector', 'in_worker', 'RayReport', 'worker_resume', 'train_loop', 'launch', 'dataset_shard',
-           'RayLoader', 'TuneReport', 'in_trial', 'trial_main', 'search']
+__all__ = ['LocalNotes', 'init_local', 'Collector', 'in_worker', 'RayReport', 'worker_resume', 'train_loop', 'launch',
+           'dataset_shard', 'RayLoader', 'TuneReport', 'in_trial', 'trial_main', 'search']
 
 # %% ../nbs/14a_ray.ipynb #8888818f
+class LocalNotes(logging.Filter):
+    "Ray's note that a new local cluster takes token authentication (its default), kept out of the cell."
+    def filter(self, record: logging.LogRecord,  # a record of Ray's authentication set-up
+              ) -> bool:
+        return not record.getMessage().startswith("Token authentication is enabled for this Ray cluster")
+
+_AUTH_LOGGER = "ray._private.authentication.authentication_token_setup"  # where Ray logs that note
+
 def init_local(num_cpus: Optional[int] = None,  # CPUs the local Ray may use (None = all of this machine's)
                **kwargs,  # more arguments for `ray.init`
               ):
-    "Start a local Ray: on 127.0.0.1, no dashboard, no usage stats; its workers import from this sys.path."
+    "Start a local Ray: on 127.0.0.1, no dashboard, no usage stats, quiet; its workers import from this sys.path."
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     # Ray's local-only mode (as on macOS): the node, and so torch's rendezvous, on 127.0.0.1; read at import
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
@@ -37,13 +45,18 @@ def init_local(num_cpus: Optional[int] = None,  # CPUs the local Ray may use (No
     runtime_env = kwargs.pop("runtime_env", {})
     runtime_env = {**runtime_env, "env_vars": {**env, **runtime_env.get("env_vars", {})}}
     log = kwargs.pop("log_to_driver", False)
-    for attempt in range(3):
-        try:
-            return ray.init(num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
-                            runtime_env=runtime_env, log_to_driver=log, **kwargs)
-        except Exception as e:  # Ray gives its raylet 30 s to register: a busy machine can miss that
-            ray.shutdown()
-            if attempt == 2 or "timed out during startup" not in str(e): raise
+    kwargs.setdefault("logging_level", logging.WARNING)  # Ray's warnings reach the cell, not its start-up notes
+    notes, quiet = logging.getLogger(_AUTH_LOGGER), LocalNotes()
+    notes.addFilter(quiet)
+    try:
+        for attempt in range(3):
+            try:
+                return ray.init(num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
+                                runtime_env=runtime_env, log_to_driver=log, **kwargs)
+            except Exception as e:  # Ray gives its raylet 30 s to register: a busy machine can miss that
+                ray.shutdown()
+                if attempt == 2 or "timed out during startup" not in str(e): raise
+    finally: notes.removeFilter(quiet)
 
 def _connect(address: Optional[str]) -> bool:
     "Connect to Ray: the one running, the cluster at `address`, or a new local one; True if started here."
