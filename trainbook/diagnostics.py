@@ -426,9 +426,66 @@ def _convex_fit(y: np.ndarray, w: np.ndarray) -> np.ndarray:
     fitted = hinges @ bends
     return (fitted + q @ (q.T @ (yw - fitted))) / root
 
-def _turning_point(v: np.ndarray, se: Optional[np.ndarray], smooth: np.ndarray, bottom: int, half: int
-                  ) -> tuple[int, np.ndarray, int]:
-    "The evaluation where the valid loss turns up: the low of a convex fit around the smoothed bottom."
+_Z_TAIL = 2.326  # the normal's 99th percentile: the noise tests of the onset are at 1% on each side
+
+def _chi2_share(k: float, z: float) -> float:
+    "The quantile of χ²/k with `k` degrees of freedom at the normal quantile `z` (Wilson and Hilferty)."
+    k = max(k, 1.0)
+    return max(1 - 2 / (9 * k) + z * math.sqrt(2 / (9 * k)), 0.0) ** 3
+
+def _scatter_as_sampled(v: np.ndarray, se: np.ndarray) -> tuple[float, float, float]:
+    "How far evaluations scatter against their SEs (1: independent draws) and that ratio's 1%-99% range."
+    # each step between evaluations against the noise two independent draws of those SEs would give it, its
+    # mean (a trend) taken off; a von Neumann variance of m steps of independent draws has ~2(m-1)/3 degrees
+    # of freedom (neighbouring steps share an evaluation)
+    u = np.diff(v) / np.sqrt((se[1:] ** 2 + se[:-1] ** 2) / 2)
+    m = len(u)
+    if m < 3: return math.nan, 0.0, math.inf
+    ratio = math.sqrt(float(np.sum((u - u.mean()) ** 2)) / (2 * m - 2 / m))
+    k = 2 * (m - 1) / 3
+    return ratio, math.sqrt(_chi2_share(k, -_Z_TAIL)), math.sqrt(_chi2_share(k, _Z_TAIL))
+
+_FIT_MAX = 400  # the fall-and-rise fit reads at most this many evaluations (around the bottom)
+
+def _fall_and_rise(v: np.ndarray, w: np.ndarray, power: float = 1.0) -> tuple[np.ndarray, float, float, float]:
+    "The least-squares a + b·exp(-e/τ) + c·max(0, e - e0)^power (b, c >= 0; weights `w`) over a (τ, e0) grid."
+    # for each (τ, e0) a, b and c are a linear least-squares solve (its normal equations, 3 × 3); b or c
+    # below 0 is clamped at 0 by solving without it; the grid: τ from a quarter of an evaluation to the
+    # whole run (an exponential that slow is a straight fall), e0 every half evaluation
+    n = len(v)
+    x = np.arange(n, dtype=float)
+    knots = np.arange(0.0, n - 1 + 1e-9, 0.5)
+    hinge = np.maximum(x[None, :] - knots[:, None], 0.0) ** power  # knots × evaluations
+    wh, wv = hinge * w, w * v
+    s_1, s_v, s_vv = float(w.sum()), float(wv.sum()), float(wv @ v)
+    s_h, s_hh, s_hv = wh.sum(axis=1), np.einsum("kn,kn->k", wh, hinge), hinge @ wv
+    best = (math.inf, None, 0.0, 0.0)
+    for tau in np.geomspace(0.25, max(n, 1.0), 24):
+        fall = np.exp(-x / tau)
+        s_f, s_ff, s_fv = float(w @ fall), float((w * fall) @ fall), float(wv @ fall)
+        s_fh = wh @ fall
+        k = len(knots)
+        gram = np.empty((k, 3, 3))
+        gram[:, 0, 0], gram[:, 0, 1], gram[:, 1, 1] = s_1, s_f, s_ff
+        gram[:, 0, 2], gram[:, 1, 2], gram[:, 2, 2] = s_h, s_fh, s_hh
+        gram[:, 1, 0], gram[:, 2, 0], gram[:, 2, 1] = gram[:, 0, 1], gram[:, 0, 2], gram[:, 1, 2]
+        rhs = np.stack([np.full(k, s_v), np.full(k, s_fv), s_hv], axis=1)
+        for keep in ((0, 1, 2), (0, 1), (0, 2), (0,)):
+            g = gram[:, keep][:, :, keep] + 1e-12 * s_1 * np.eye(len(keep))
+            coef = np.linalg.solve(g, rhs[:, keep, None])[..., 0]
+            ok = np.all(coef[:, 1:] >= 0, axis=1)
+            rss = np.where(ok, s_vv - np.einsum("ki,ki->k", coef, rhs[:, keep]), math.inf)
+            i = int(np.argmin(rss))
+            if rss[i] < best[0]:
+                full = np.zeros(3)
+                full[list(keep)] = coef[i]
+                best = (float(rss[i]), full, float(tau), float(knots[i]))
+    rss, (a, b, c), tau, knot = best
+    return a + b * np.exp(-x / tau) + c * np.maximum(x - knot, 0.0) ** power, tau, knot, rss
+
+def _convex_low(v: np.ndarray, se: Optional[np.ndarray], smooth: np.ndarray, bottom: int, half: int
+               ) -> tuple[int, np.ndarray, int]:
+    "The low of a convex fit (1/SE² least squares) over two smoothing windows either side of the smoothed bottom."
     # a moving mean shifts the corner where a fall turns into a rise towards the flatter side by up to its
     # half width; a convex curve (the shape of a bottom: a fall that slows, a rise that does not) fitted by
     # least squares, each evaluation weighted by 1/SE², over a smoothing window either side of that, places
@@ -443,6 +500,36 @@ def _turning_point(v: np.ndarray, se: Optional[np.ndarray], smooth: np.ndarray, 
     # a bottom the fit leaves exactly flat: its centre (the lowest of noisy points is anywhere on it)
     low = np.flatnonzero(fit <= fit.min() + 1e-12 * max(abs(float(fit.min())), 1e-12))
     return lo + int(low[(len(low) - 1) // 2]), fit, lo
+
+def _turning_point(v: np.ndarray, se: Optional[np.ndarray], smooth: np.ndarray, bottom: int, half: int,
+                   best: int) -> tuple[int, np.ndarray, int, dict]:
+    "Where the valid loss turns up: a fall-and-rise fit where evaluations scatter as sampled, else a convex fit."
+    # two kinds of noise: evaluations of the same valid rows (what `fit` does) move together, their steps
+    # far smaller than one SE, and what the steps show is the model's own change, which the population's
+    # loss shares: follow the evaluations (the convex fit, locally); evaluations that scatter as independent
+    # draws of their SE (fresh rows each time) carry noise a local fit takes for the bottom on a flat floor
+    # (it lands early): there one smooth curve through all of them, a saturating fall plus a rise, places the
+    # turn; it is taken only when the steps after the best scatter no less than such draws would (1% test)
+    # and the curve's residuals are no larger than the SEs allow (χ²/dof under its 99% quantile)
+    evidence = {"onset_fit": "convex", "scatter": None, "scatter_floor": None, "fit_chi2_dof": None,
+                "fit_chi2_limit": None}
+    ok = se is not None and len(se) == len(v) and bool(np.all(np.isfinite(se) & (se > 0)))
+    if ok and len(v) - best >= 5:
+        scatter, floor, _ = _scatter_as_sampled(v[best:], se[best:])
+        evidence.update(scatter=scatter, scatter_floor=floor)
+        if scatter >= floor:
+            start = max(0, min(bottom - _FIT_MAX // 2, len(v) - _FIT_MAX))
+            part = slice(start, start + _FIT_MAX)
+            fit, _, _, rss = _fall_and_rise(v[part], 1.0 / se[part] ** 2)
+            dof = len(fit) - 5  # a, b, c, τ and e0
+            if dof >= 3:
+                limit = _chi2_share(dof, _Z_TAIL)
+                evidence.update(fit_chi2_dof=rss / dof, fit_chi2_limit=limit)
+                if rss / dof <= limit:
+                    evidence["onset_fit"] = "fall_and_rise"
+                    return start + int(np.argmin(fit)), fit, start, evidence
+    low, fit, lo = _convex_low(v, se, smooth, bottom, half)
+    return low, fit, lo, evidence
 
 def _flat_stretch(fit: np.ndarray, start: int, at: int, noise: float) -> tuple[int, int]:
     "The evaluations around `at` whose fitted loss is within `noise` of the fit's low: (first, last)."
@@ -509,9 +596,10 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     t_at_best = t[te <= ve[best]]
     if len(t_at_best) and t[-1] >= t_at_best[-1]: return []  # train is not falling: not overfitting
     # where it turned: the rule above decides *whether* (from the bottom's lowest evaluation); the onset is
-    # the evaluation after the low of a convex fit, and the evaluations whose fitted loss is within one
-    # evaluation's noise of that low (the paired wiggle or the SE, the smaller) are the flat stretch
-    low, fit, start = _turning_point(v, se, smooth, bottom, half)
+    # the evaluation after the low of a fitted curve (`_turning_point`), and the evaluations whose fitted
+    # loss is within one evaluation's noise of that low (the paired wiggle or the SE, the smaller) are the
+    # flat stretch
+    low, fit, start, how = _turning_point(v, se, smooth, bottom, half, best)
     low = min(low, len(v) - 2)
     flat_noise = min(noise, wiggle) if noise > 0 else wiggle
     first, last = _flat_stretch(fit, start, low, flat_noise)
@@ -519,6 +607,9 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     gap = float(v[-1] - t[-1])
     flat = (f" (the loss is flat within noise over epochs {int(ve[first])}-{int(ve[last])})"
             if last > first else "")
+    if how["onset_fit"] == "fall_and_rise":
+        flat += (" (placed by one curve, a saturating fall plus a rise, fitted to every evaluation: they "
+                 "scatter as independent draws of their standard error)")
     return [Finding("overfitting", "warning",
                     f"valid loss rose from {level:.4g} (epoch {int(ve[low])}) to "
                     f"{float(np.median(tail)):.4g} over its last {k} evaluations (needed {need:.3g}: wiggle "
@@ -531,7 +622,8 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
                           "best_range": [int(ve[first]), int(ve[last])], "flat_noise": flat_noise,
                           "best_valid_loss": float(np.min(v)), "last_valid_loss": float(v[-1]),
                           "rise": rise, "standard_error": noise, "wiggle": wiggle, "threshold": need,
-                          "slope": slope, "slope_se": slope_se, "slope_t": slope_t, "trend_z": trend_z})]
+                          "slope": slope, "slope_se": slope_se, "slope_t": slope_t, "trend_z": trend_z,
+                          **how})]
 
 # %% ../nbs/09_diagnostics.ipynb #112f01e9
 def _gradient_growth(g: np.ndarray) -> Optional[tuple[float, float, float]]:
