@@ -434,7 +434,7 @@ def _chi2_share(k: float, z: float) -> float:
     return max(1 - 2 / (9 * k) + z * math.sqrt(2 / (9 * k)), 0.0) ** 3
 
 def _scatter_as_sampled(v: np.ndarray, se: np.ndarray) -> tuple[float, float, float]:
-    "How far evaluations scatter against their SEs (1: independent draws) and that ratio's 1%-99% range."
+    "How far a series' steps scatter against its SEs (1: independent draws) and that ratio's 1%-99% range."
     # each step between evaluations against the noise two independent draws of those SEs would give it, its
     # mean (a trend) taken off; a von Neumann variance of m steps of independent draws has ~2(m-1)/3 degrees
     # of freedom (neighbouring steps share an evaluation)
@@ -445,6 +445,7 @@ def _scatter_as_sampled(v: np.ndarray, se: np.ndarray) -> tuple[float, float, fl
     k = 2 * (m - 1) / 3
     return ratio, math.sqrt(_chi2_share(k, -_Z_TAIL)), math.sqrt(_chi2_share(k, _Z_TAIL))
 
+_SCATTER_TELLS = 1 / 3  # the least 1% floor of `_scatter_as_sampled` that tells paired steps from drawn ones
 _FIT_MAX = 400  # the fall-and-rise fit reads at most this many evaluations (around the bottom)
 
 def _fall_and_rise(v: np.ndarray, w: np.ndarray, power: float = 1.0) -> tuple[np.ndarray, float, float, float]:
@@ -509,25 +510,24 @@ def _turning_point(v: np.ndarray, se: Optional[np.ndarray], smooth: np.ndarray, 
     # loss shares: follow the evaluations (the convex fit, locally); evaluations that scatter as independent
     # draws of their SE (fresh rows each time) carry noise a local fit takes for the bottom on a flat floor
     # (it lands early): there one smooth curve through all of them, a saturating fall plus a rise, places the
-    # turn; it is taken only when the steps after the best scatter no less than such draws would (1% test)
-    # and the curve's residuals are no larger than the SEs allow (χ²/dof under its 99% quantile)
+    # turn. It is taken only when its residuals look like such draws: from the best on, their steps scatter
+    # no less than independent draws of those SEs would (1% test), and in all they are no larger than the SEs
+    # allow (χ²/dof under its 99% quantile); and only where that test can tell: with under 10 evaluations from
+    # the best on its 1% floor is below `_SCATTER_TELLS` of an SE, and steps that small pass it as well
     evidence = {"onset_fit": "convex", "scatter": None, "scatter_floor": None, "fit_chi2_dof": None,
                 "fit_chi2_limit": None}
     ok = se is not None and len(se) == len(v) and bool(np.all(np.isfinite(se) & (se > 0)))
-    if ok and len(v) - best >= 5:
-        scatter, floor, _ = _scatter_as_sampled(v[best:], se[best:])
-        evidence.update(scatter=scatter, scatter_floor=floor)
-        if scatter >= floor:
-            start = max(0, min(bottom - _FIT_MAX // 2, len(v) - _FIT_MAX))
-            part = slice(start, start + _FIT_MAX)
-            fit, _, _, rss = _fall_and_rise(v[part], 1.0 / se[part] ** 2)
-            dof = len(fit) - 5  # a, b, c, τ and e0
-            if dof >= 3:
-                limit = _chi2_share(dof, _Z_TAIL)
-                evidence.update(fit_chi2_dof=rss / dof, fit_chi2_limit=limit)
-                if rss / dof <= limit:
-                    evidence["onset_fit"] = "fall_and_rise"
-                    return start + int(np.argmin(fit)), fit, start, evidence
+    start = max(0, min(bottom - _FIT_MAX // 2, len(v) - _FIT_MAX))
+    part = slice(start, start + _FIT_MAX)
+    if ok and len(v[part]) >= 8 and len(v) - best >= 5 and best >= start:
+        fit, _, _, rss = _fall_and_rise(v[part], 1.0 / se[part] ** 2)
+        dof = len(fit) - 5  # a, b, c, τ and e0
+        scatter, floor, _ = _scatter_as_sampled((v[part] - fit)[best - start:], se[part][best - start:])
+        limit = _chi2_share(dof, _Z_TAIL)
+        evidence.update(scatter=scatter, scatter_floor=floor, fit_chi2_dof=rss / dof, fit_chi2_limit=limit)
+        if scatter >= floor >= _SCATTER_TELLS and rss / dof <= limit:
+            evidence["onset_fit"] = "fall_and_rise"
+            return start + int(np.argmin(fit)), fit, start, evidence
     low, fit, lo = _convex_low(v, se, smooth, bottom, half)
     return low, fit, lo, evidence
 
