@@ -448,20 +448,22 @@ def _scatter_as_sampled(v: np.ndarray, se: np.ndarray) -> tuple[float, float, fl
 _SCATTER_TELLS = 1 / 3  # the least 1% floor of `_scatter_as_sampled` that tells paired steps from drawn ones
 _FIT_MAX = 400  # the fall-and-rise fit reads at most this many evaluations (around the bottom)
 
-def _fall_and_rise(v: np.ndarray, w: np.ndarray, power: float = 1.0) -> tuple[np.ndarray, float, float, float]:
+def _fall_and_rise(v: np.ndarray, w: np.ndarray, power: float = 1.0, taus: Optional[np.ndarray] = None,
+                   knots: Optional[np.ndarray] = None) -> tuple[np.ndarray, float, float, float]:
     "The least-squares a + b·exp(-e/τ) + c·max(0, e - e0)^power (b, c >= 0; weights `w`) over a (τ, e0) grid."
     # for each (τ, e0) a, b and c are a linear least-squares solve (its normal equations, 3 × 3); b or c
     # below 0 is clamped at 0 by solving without it; the grid: τ from a quarter of an evaluation to the
     # whole run (an exponential that slow is a straight fall), e0 every half evaluation
     n = len(v)
     x = np.arange(n, dtype=float)
-    knots = np.arange(0.0, n - 1 + 1e-9, 0.5)
+    # (`taus`, `knots`: other grids, e.g. the true ones of a synthetic run, for a bound on what a fit can do)
+    knots = np.arange(0.0, n - 1 + 1e-9, 0.5) if knots is None else np.asarray(knots, dtype=float)
     hinge = np.maximum(x[None, :] - knots[:, None], 0.0) ** power  # knots × evaluations
     wh, wv = hinge * w, w * v
     s_1, s_v, s_vv = float(w.sum()), float(wv.sum()), float(wv @ v)
     s_h, s_hh, s_hv = wh.sum(axis=1), np.einsum("kn,kn->k", wh, hinge), hinge @ wv
     best = (math.inf, None, 0.0, 0.0)
-    for tau in np.geomspace(0.25, max(n, 1.0), 24):
+    for tau in (np.geomspace(0.25, max(n, 1.0), 24) if taus is None else taus):
         fall = np.exp(-x / tau)
         s_f, s_ff, s_fv = float(w @ fall), float((w * fall) @ fall), float(wv @ fall)
         s_fh = wh @ fall
