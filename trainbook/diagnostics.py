@@ -607,11 +607,12 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     first, last = _flat_stretch(fit, start, low, flat_noise)
     onset = int(ve[low + 1])
     gap = float(v[-1] - t[-1])
-    flat = (f" (the loss is flat within noise over epochs {int(ve[first])}-{int(ve[last])})"
-            if last > first else "")
+    notes = []
     if how["onset_fit"] == "fall_and_rise":
-        flat += (" (placed by one curve, a saturating fall plus a rise, fitted to every evaluation: they "
-                 "scatter as independent draws of their standard error)")
+        notes.append("placed by one curve, a saturating fall plus a rise, fitted to every evaluation: they "
+                     "scatter as independent draws of their standard error")
+    if last > first: notes.append(f"the loss is flat within noise over epochs {int(ve[first])}-{int(ve[last])}")
+    flat = f" ({'; '.join(notes)})" if notes else ""
     return [Finding("overfitting", "warning",
                     f"valid loss rose from {level:.4g} (epoch {int(ve[low])}) to "
                     f"{float(np.median(tail)):.4g} over its last {k} evaluations (needed {need:.3g}: wiggle "
