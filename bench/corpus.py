@@ -30,8 +30,8 @@ from torch import nn
 
 import trainbook as tb
 # diagnose's two halves (tuning re-judges cached curves), and its moving median
-from trainbook.diagnostics import (RULES, _convex_low, _curves, _fall_and_rise, _judge, _overfitting, _rolling,
-                                   _smooth_evaluations, _smoothing_half, _valid_noise)
+from trainbook.diagnostics import (RULES, _convex_low, _curves, _fall_and_rise, _judge, _overfitting,
+                                   _rolling, _smooth_evaluations, _smoothing_half, _valid_noise)
 
 HERE = Path(__file__).parent / "corpus" / "runs"
 
@@ -1397,7 +1397,7 @@ def _weights(v, se, data):
 
 
 def _global_fit(powers):
-    "Idea 1 on every run: the low of a + b·exp(-e/τ) + c·max(0, e - e0)^p over all evaluations (best of `powers`)."
+    "Idea 1 on every run: the low of a + b·exp(-e/τ) + c·max(0, e - e0)^p, all evaluations, best `powers`."
     def estimate(v, se, data):
         fits = [_fall_and_rise(v, _weights(v, se, data), power=p) for p in powers]
         return int(np.argmin(min(fits, key=lambda f: f[3])[0]))
@@ -1416,11 +1416,12 @@ def _oracle(knot: bool):
 
 
 ONSET_ESTIMATORS = {  # name -> (valid losses, their SEs or None, the finding's data) -> the best evaluation
-    "library: a fall-and-rise fit where its residuals scatter as independent draws of their SEs, else the convex "
-    "fit": None,  # what diagnose reports
+    "library: a fall-and-rise fit where its residuals scatter as independent draws of their SEs, "
+    "else the convex fit": None,  # what diagnose reports
     "before: low of a convex fit (1/SE²) over ±2 smoothing windows": _convex,
     "older: lowest evaluation within ±1 half window of the smoothed bottom": _window_low,
-    "fall-and-rise fit a + b·exp(-e/τ) + c·max(0, e - e0), 1/SE², all evaluations, on every run": _global_fit([1]),
+    "fall-and-rise fit a + b·exp(-e/τ) + c·max(0, e - e0), 1/SE², all evaluations, on every run":
+        _global_fit([1]),
     "... with the rise's power p in {0.5, 1, 2} (the best fit of the three), on every run":
         _global_fit([0.5, 1, 2]),
     "oracle: the fall-and-rise fit given the generator's τ (synthetic runs only)": _oracle(False),
@@ -1495,10 +1496,12 @@ def onset_study(seeds: int = 15) -> str:
     lines += ["", "The library's onset from the fall-and-rise fit (the others: the convex fit): "
               + "; ".join(f"{g} {used[g]} of {len(groups[g])}" for g in groups)]
     rng = np.random.default_rng(0)
-    v = 1 + np.exp(-np.arange(400) / 40) + 0.002 * np.maximum(np.arange(400) - 200, 0) + 0.01 * rng.standard_normal(400)
+    x = np.arange(400)
+    v = 1 + np.exp(-x / 40) + 0.002 * np.maximum(x - 200, 0) + 0.01 * rng.standard_normal(400)
     t = time.process_time()
     _fall_and_rise(v, np.full(400, 1e4))
-    lines += ["", f"The fall-and-rise fit on 400 evaluations (its cap): {1e3 * (time.process_time() - t):.0f} CPU-ms"]
+    ms = 1e3 * (time.process_time() - t)
+    lines += ["", f"The fall-and-rise fit on 400 evaluations (its cap): {ms:.0f} CPU-ms"]
     # what a misplaced onset costs: the truth loss at the reported best epoch above the truth's own minimum
     cost = {g: [float(_TRUTH[i][d["best_epoch"]] / _TRUTH[i].min() - 1) for i, _, _, _, d, _ in runs]
             for g, runs in groups.items()}

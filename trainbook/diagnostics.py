@@ -488,7 +488,7 @@ def _fall_and_rise(v: np.ndarray, w: np.ndarray, power: float = 1.0, taus: Optio
 
 def _convex_low(v: np.ndarray, se: Optional[np.ndarray], smooth: np.ndarray, bottom: int, half: int
                ) -> tuple[int, np.ndarray, int]:
-    "The low of a convex fit (1/SE² least squares) over two smoothing windows either side of the smoothed bottom."
+    "The low of a convex fit (1/SE² least squares) over two smoothing windows either side of the bottom."
     # a moving mean shifts the corner where a fall turns into a rise towards the flatter side by up to its
     # half width; a convex curve (the shape of a bottom: a fall that slows, a rise that does not) fitted by
     # least squares, each evaluation weighted by 1/SE², over a smoothing window either side of that, places
@@ -506,7 +506,7 @@ def _convex_low(v: np.ndarray, se: Optional[np.ndarray], smooth: np.ndarray, bot
 
 def _turning_point(v: np.ndarray, se: Optional[np.ndarray], smooth: np.ndarray, bottom: int, half: int,
                    best: int) -> tuple[int, np.ndarray, int, dict]:
-    "Where the valid loss turns up: a fall-and-rise fit where evaluations scatter as sampled, else a convex fit."
+    "Where the valid loss turns up: a fall-and-rise fit where evaluations scatter as drawn, else convex."
     # two kinds of noise: evaluations of the same valid rows (what `fit` does) move together, their steps
     # far smaller than one SE, and what the steps show is the model's own change, which the population's
     # loss shares: follow the evaluations (the convex fit, locally); evaluations that scatter as independent
@@ -611,7 +611,8 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     if how["onset_fit"] == "fall_and_rise":
         notes.append("placed by one curve, a saturating fall plus a rise, fitted to every evaluation: they "
                      "scatter as independent draws of their standard error")
-    if last > first: notes.append(f"the loss is flat within noise over epochs {int(ve[first])}-{int(ve[last])}")
+    if last > first:
+        notes.append(f"the loss is flat within noise over epochs {int(ve[first])}-{int(ve[last])}")
     flat = f" ({'; '.join(notes)})" if notes else ""
     return [Finding("overfitting", "warning",
                     f"valid loss rose from {level:.4g} (epoch {int(ve[low])}) to "
