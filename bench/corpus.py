@@ -30,8 +30,9 @@ from torch import nn
 
 import trainbook as tb
 # diagnose's two halves (tuning re-judges cached curves), and its moving median
-from trainbook.diagnostics import (RULES, _convex_low, _curves, _fall_and_rise, _judge, _overfitting,
-                                   _rolling, _smooth_evaluations, _smoothing_half, _valid_noise)
+from trainbook.curvefit import fall_and_rise
+from trainbook.diagnostics import (RULES, _convex_low, _curves, _judge, _overfitting, _rolling, _smooth_evaluations,
+                                   _smoothing_half, _valid_noise)
 
 HERE = Path(__file__).parent / "corpus" / "runs"
 
@@ -1399,7 +1400,7 @@ def _weights(v, se, data):
 def _global_fit(powers):
     "Idea 1 on every run: the low of a + b·exp(-e/τ) + c·max(0, e - e0)^p, all evaluations, best `powers`."
     def estimate(v, se, data):
-        fits = [_fall_and_rise(v, _weights(v, se, data), power=p) for p in powers]
+        fits = [fall_and_rise(v, _weights(v, se, data), power=p) for p in powers]
         return int(np.argmin(min(fits, key=lambda f: f[3])[0]))
     return estimate
 
@@ -1410,7 +1411,7 @@ def _oracle(knot: bool):
         curve = _CURVE.get(data["id"])
         if curve is None: return None  # a trained run: no generator
         knots = None if not knot else [curve["rise_from"]]
-        fit = _fall_and_rise(v, _weights(v, se, data), taus=[curve["tau_evaluations"]], knots=knots)[0]
+        fit = fall_and_rise(v, _weights(v, se, data), taus=[curve["tau_evaluations"]], knots=knots)[0]
         return int(np.argmin(fit))
     return estimate
 
@@ -1499,7 +1500,7 @@ def onset_study(seeds: int = 15) -> str:
     x = np.arange(400)
     v = 1 + np.exp(-x / 40) + 0.002 * np.maximum(x - 200, 0) + 0.01 * rng.standard_normal(400)
     t = time.process_time()
-    _fall_and_rise(v, np.full(400, 1e4))
+    fall_and_rise(v, np.full(400, 1e4))
     ms = 1e3 * (time.process_time() - t)
     lines += ["", f"The fall-and-rise fit on 400 evaluations (its cap): {ms:.0f} CPU-ms"]
     # what a misplaced onset costs: the truth loss at the reported best epoch above the truth's own minimum

@@ -352,16 +352,16 @@ def test_a_sharp_v_puts_the_onset_after_its_lowest_evaluation():
 
 
 def test_the_convex_fit_is_convex_and_keeps_a_convex_curve():
-    "`_convex_fit` (least squares, bending up only): a convex curve comes back as it was; a noisy one is "
+    "`convex_fit` (least squares, bending up only): a convex curve comes back as it was; a noisy one is "
     "bent up everywhere and fits at least as well as the best line."
-    from trainbook.diagnostics import _convex_fit
+    from trainbook.curvefit import convex_fit
     x = np.arange(12, dtype=float)
     curve = 0.3 + 0.01 * (x - 7) ** 2 + 0.02 * np.maximum(x - 9, 0)
-    np.testing.assert_allclose(_convex_fit(curve, np.ones(12)), curve, atol=1e-9)
+    np.testing.assert_allclose(convex_fit(curve, np.ones(12)), curve, atol=1e-9)
     rng = np.random.default_rng(0)
     y = curve + 0.05 * rng.standard_normal(12)
     w = rng.uniform(0.5, 2.0, 12)
-    fit = _convex_fit(y, w)
+    fit = convex_fit(y, w)
     assert np.all(np.diff(fit, 2) >= -1e-9)
     line = np.polyval(np.polyfit(x, y, 1, w=np.sqrt(w)), x)
     assert np.sum(w * (y - fit) ** 2) <= np.sum(w * (y - line) ** 2) + 1e-12
@@ -472,30 +472,30 @@ def test_too_few_evaluations_after_the_best_to_tell_keep_the_convex_fit():
 
 
 def test_the_fall_and_rise_fit_recovers_its_own_curve():
-    "`_fall_and_rise` on a noise-free member of its family (τ on its grid, the rise from a half evaluation): "
+    "`fall_and_rise` on a noise-free member of its family (τ on its grid, the rise from a half evaluation): "
     "the same curve back, b and c clamped at 0 when the data fall or rise no further."
-    from trainbook.diagnostics import _fall_and_rise
+    from trainbook.curvefit import fall_and_rise
     n = 30
     x = np.arange(n, dtype=float)
     tau = float(np.geomspace(0.25, n, 24)[12])
     curve = 0.4 + 0.8 * np.exp(-x / tau) + 0.05 * np.maximum(x - 17.5, 0)
-    fit, got_tau, knot, rss = _fall_and_rise(curve, np.ones(n))
+    fit, got_tau, knot, rss = fall_and_rise(curve, np.ones(n))
     np.testing.assert_allclose(fit, curve, atol=1e-8)
     assert got_tau == pytest.approx(tau) and knot == 17.5 and rss < 1e-8  # the normal equations: round-off
     # a curve that only rises: no fall (b = 0), the fit is a flat line plus the hinge
     rising = 0.5 + 0.05 * np.maximum(x - 10, 0)
-    np.testing.assert_allclose(_fall_and_rise(rising, np.ones(n))[0], rising, atol=1e-8)
+    np.testing.assert_allclose(fall_and_rise(rising, np.ones(n))[0], rising, atol=1e-8)
 
 
 def test_the_noise_tests_quantiles_and_scatter():
     "The chi2 quantiles (Wilson-Hilferty) match the tables; independent draws scatter as 1 SE, paired less."
-    from trainbook.diagnostics import _chi2_share, _scatter_as_sampled
-    assert _chi2_share(10, 2.326) == pytest.approx(23.209 / 10, rel=0.01)  # chi2 with 10 dof: 99% 23.209
-    assert _chi2_share(10, -2.326) == pytest.approx(2.558 / 10, rel=0.03)  # ... 1% 2.558
-    assert _chi2_share(100, 2.326) == pytest.approx(135.807 / 100, rel=0.005)
+    from trainbook.curvefit import chi2_share, scatter_as_sampled
+    assert chi2_share(10, 2.326) == pytest.approx(23.209 / 10, rel=0.01)  # chi2 with 10 dof: 99% 23.209
+    assert chi2_share(10, -2.326) == pytest.approx(2.558 / 10, rel=0.03)  # ... 1% 2.558
+    assert chi2_share(100, 2.326) == pytest.approx(135.807 / 100, rel=0.005)
     rng = np.random.default_rng(0)
     se = rng.uniform(0.5, 2.0, 200)
-    drawn, floor, top = _scatter_as_sampled(se * rng.standard_normal(200) + 0.01 * np.arange(200), se)
+    drawn, floor, top = scatter_as_sampled(se * rng.standard_normal(200) + 0.01 * np.arange(200), se)
     assert floor < drawn < top and drawn == pytest.approx(1, abs=0.15)
-    paired, floor, _ = _scatter_as_sampled(3.0 + 0.1 * se * rng.standard_normal(200), se)
+    paired, floor, _ = scatter_as_sampled(3.0 + 0.1 * se * rng.standard_normal(200), se)
     assert paired < floor and paired == pytest.approx(0.1, abs=0.05)

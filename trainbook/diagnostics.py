@@ -12,6 +12,7 @@ from typing import Optional
 import numpy as np
 
 from .core import Finding, History
+from .curvefit import chi2_share, convex_fit, fall_and_rise, scatter_as_sampled
 
 # %% auto #0
 __all__ = ['RULES', 'as_history', 'Thresholds', 'diagnose']
@@ -390,101 +391,10 @@ def _smooth_evaluations(v: np.ndarray) -> np.ndarray:
     padded = np.pad(v, half, mode="edge")
     return np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1).mean(axis=1)
 
-def _nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    "The x >= 0 that minimizes |a x - b| (Lawson and Hanson's active set)."
-    n = a.shape[1]
-    x = np.zeros(n)
-    free = np.zeros(n, dtype=bool)
-    grad = a.T @ b
-    scale = max(float(np.abs(grad).max(initial=0.0)), 1e-300)
-    for _ in range(3 * n + 10):
-        if free.all() or grad[~free].max() <= 1e-10 * scale: break
-        free[int(np.argmax(np.where(free, -np.inf, grad)))] = True
-        while True:
-            z = np.zeros(n)
-            z[free] = np.linalg.lstsq(a[:, free], b, rcond=None)[0]
-            if not free.any() or z[free].min() > 0: break
-            # step towards z only as far as the first coefficient that would turn negative, and drop it
-            out = free & (z <= 0)
-            x = x + float(np.min(x[out] / (x[out] - z[out]))) * (z - x)
-            free &= x > 1e-12 * max(float(np.abs(x).max()), 1e-300)
-        x = z
-        grad = a.T @ (b - a @ x)
-    return x
-
-def _convex_fit(y: np.ndarray, w: np.ndarray) -> np.ndarray:
-    "The least-squares convex curve through `y` (weights `w`): a line plus up-bending hinges at every point."
-    n = len(y)
-    if n < 3: return y.astype(float).copy()
-    x = np.arange(n, dtype=float)
-    root = np.sqrt(w)
-    hinges = np.stack([np.maximum(x - j, 0.0) for j in range(1, n - 1)], axis=1) * root[:, None]
-    # the line is free: fit the hinges' non-negative weights to what the line leaves, then add the line back
-    q, _ = np.linalg.qr(np.stack([np.ones(n), x], axis=1) * root[:, None])
-    yw = y * root
-    bends = _nnls(hinges - q @ (q.T @ hinges), yw - q @ (q.T @ yw))
-    fitted = hinges @ bends
-    return (fitted + q @ (q.T @ (yw - fitted))) / root
-
 _Z_TAIL = 2.326  # the normal's 99th percentile: the noise tests of the onset are at 1% on each side
 
-def _chi2_share(k: float, z: float) -> float:
-    "The quantile of χ²/k with `k` degrees of freedom at the normal quantile `z` (Wilson and Hilferty)."
-    k = max(k, 1.0)
-    return max(1 - 2 / (9 * k) + z * math.sqrt(2 / (9 * k)), 0.0) ** 3
-
-def _scatter_as_sampled(v: np.ndarray, se: np.ndarray) -> tuple[float, float, float]:
-    "How far a series' steps scatter against its SEs (1: independent draws) and that ratio's 1%-99% range."
-    # each step between evaluations against the noise two independent draws of those SEs would give it, its
-    # mean (a trend) taken off; a von Neumann variance of m steps of independent draws has ~2(m-1)/3 degrees
-    # of freedom (neighbouring steps share an evaluation)
-    u = np.diff(v) / np.sqrt((se[1:] ** 2 + se[:-1] ** 2) / 2)
-    m = len(u)
-    if m < 3: return math.nan, 0.0, math.inf
-    ratio = math.sqrt(float(np.sum((u - u.mean()) ** 2)) / (2 * m - 2 / m))
-    k = 2 * (m - 1) / 3
-    return ratio, math.sqrt(_chi2_share(k, -_Z_TAIL)), math.sqrt(_chi2_share(k, _Z_TAIL))
-
-_SCATTER_TELLS = 1 / 3  # the least 1% floor of `_scatter_as_sampled` that tells paired steps from drawn ones
+_SCATTER_TELLS = 1 / 3  # the least 1% floor of `scatter_as_sampled` that tells paired steps from drawn ones
 _FIT_MAX = 400  # the fall-and-rise fit reads at most this many evaluations (around the bottom)
-
-def _fall_and_rise(v: np.ndarray, w: np.ndarray, power: float = 1.0, taus: Optional[np.ndarray] = None,
-                   knots: Optional[np.ndarray] = None) -> tuple[np.ndarray, float, float, float]:
-    "The least-squares a + b·exp(-e/τ) + c·max(0, e - e0)^power (b, c >= 0; weights `w`) over a (τ, e0) grid."
-    # for each (τ, e0) a, b and c are a linear least-squares solve (its normal equations, 3 × 3); b or c
-    # below 0 is clamped at 0 by solving without it; the grid: τ from a quarter of an evaluation to the
-    # whole run (an exponential that slow is a straight fall), e0 every half evaluation
-    n = len(v)
-    x = np.arange(n, dtype=float)
-    # (`taus`, `knots`: other grids, e.g. the true ones of a synthetic run, for a bound on what a fit can do)
-    knots = np.arange(0.0, n - 1 + 1e-9, 0.5) if knots is None else np.asarray(knots, dtype=float)
-    hinge = np.maximum(x[None, :] - knots[:, None], 0.0) ** power  # knots × evaluations
-    wh, wv = hinge * w, w * v
-    s_1, s_v, s_vv = float(w.sum()), float(wv.sum()), float(wv @ v)
-    s_h, s_hh, s_hv = wh.sum(axis=1), np.einsum("kn,kn->k", wh, hinge), hinge @ wv
-    best = (math.inf, None, 0.0, 0.0)
-    for tau in (np.geomspace(0.25, max(n, 1.0), 24) if taus is None else taus):
-        fall = np.exp(-x / tau)
-        s_f, s_ff, s_fv = float(w @ fall), float((w * fall) @ fall), float(wv @ fall)
-        s_fh = wh @ fall
-        k = len(knots)
-        gram = np.empty((k, 3, 3))
-        gram[:, 0, 0], gram[:, 0, 1], gram[:, 1, 1] = s_1, s_f, s_ff
-        gram[:, 0, 2], gram[:, 1, 2], gram[:, 2, 2] = s_h, s_fh, s_hh
-        gram[:, 1, 0], gram[:, 2, 0], gram[:, 2, 1] = gram[:, 0, 1], gram[:, 0, 2], gram[:, 1, 2]
-        rhs = np.stack([np.full(k, s_v), np.full(k, s_fv), s_hv], axis=1)
-        for keep in ((0, 1, 2), (0, 1), (0, 2), (0,)):
-            g = gram[:, keep][:, :, keep] + 1e-12 * s_1 * np.eye(len(keep))
-            coef = np.linalg.solve(g, rhs[:, keep, None])[..., 0]
-            ok = np.all(coef[:, 1:] >= 0, axis=1)
-            rss = np.where(ok, s_vv - np.einsum("ki,ki->k", coef, rhs[:, keep]), math.inf)
-            i = int(np.argmin(rss))
-            if rss[i] < best[0]:
-                full = np.zeros(3)
-                full[list(keep)] = coef[i]
-                best = (float(rss[i]), full, float(tau), float(knots[i]))
-    rss, (a, b, c), tau, knot = best
-    return a + b * np.exp(-x / tau) + c * np.maximum(x - knot, 0.0) ** power, tau, knot, rss
 
 def _convex_low(v: np.ndarray, se: Optional[np.ndarray], smooth: np.ndarray, bottom: int, half: int
                ) -> tuple[int, np.ndarray, int]:
@@ -499,7 +409,7 @@ def _convex_low(v: np.ndarray, se: Optional[np.ndarray], smooth: np.ndarray, bot
     hi = min(len(v), end + 2 * half + 1)
     ok = se is not None and bool(np.all(np.isfinite(se[lo:hi]) & (se[lo:hi] > 0)))
     w = 1.0 / se[lo:hi] ** 2 if ok else np.ones(hi - lo)
-    fit = _convex_fit(v[lo:hi], w)
+    fit = convex_fit(v[lo:hi], w)
     # a bottom the fit leaves exactly flat: its centre (the lowest of noisy points is anywhere on it)
     low = np.flatnonzero(fit <= fit.min() + 1e-12 * max(abs(float(fit.min())), 1e-12))
     return lo + int(low[(len(low) - 1) // 2]), fit, lo
@@ -522,10 +432,11 @@ def _turning_point(v: np.ndarray, se: Optional[np.ndarray], smooth: np.ndarray, 
     start = max(0, min(bottom - _FIT_MAX // 2, len(v) - _FIT_MAX))
     part = slice(start, start + _FIT_MAX)
     if ok and len(v[part]) >= 8 and len(v) - best >= 5 and best >= start:
-        fit, _, _, rss = _fall_and_rise(v[part], 1.0 / se[part] ** 2)
+        fit, _, _, rss = fall_and_rise(v[part], 1.0 / se[part] ** 2)
         dof = len(fit) - 5  # a, b, c, τ and e0
-        scatter, floor, _ = _scatter_as_sampled((v[part] - fit)[best - start:], se[part][best - start:])
-        limit = _chi2_share(dof, _Z_TAIL)
+        scatter, floor, _ = scatter_as_sampled((v[part] - fit)[best - start:], se[part][best - start:],
+                                               _Z_TAIL)
+        limit = chi2_share(dof, _Z_TAIL)
         evidence.update(scatter=scatter, scatter_floor=floor, fit_chi2_dof=rss / dof, fit_chi2_limit=limit)
         if scatter >= floor >= _SCATTER_TELLS and rss / dof <= limit:
             evidence["onset_fit"] = "fall_and_rise"
