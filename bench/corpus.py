@@ -1492,6 +1492,13 @@ def onset_study(seeds: int = 15) -> str:
               f"{int(np.sum(errors_of[(names[0], i)] > errors_of[(names[1], i)]))} farther"
               for i, g in enumerate(groups)]
     lines += ["", "Run by run, the library's onset against the one before: " + "; ".join(paired)]
+    # how often the library's flat stretch (best_range) holds the truth's best epoch, and how wide it is
+    inside = {g: [d["best_range"][0] <= truth - 1 <= d["best_range"][1] for *_, d, truth in runs]
+              for g, runs in groups.items()}
+    width = {g: [d["best_range"][1] - d["best_range"][0] + 1 for *_, d, _ in runs] for g, runs in groups.items()}
+    lines += ["", "The truth's best epoch inside the library's best_range (the stretch flat within noise; its mean "
+              "width in evaluations): " + "; ".join(f"{g} {sum(inside[g])} of {len(inside[g])} "
+                                                   f"({np.mean(width[g]):.1f} wide)" for g in groups)]
     # which fit placed the library's onsets, and what the fall-and-rise fit costs at its cap of evaluations
     used = {g: sum(d.get("onset_fit") == "fall_and_rise" for *_, d, _ in runs) for g, runs in groups.items()}
     lines += ["", "The library's onset from the fall-and-rise fit (the others: the convex fit): "
@@ -1502,7 +1509,16 @@ def onset_study(seeds: int = 15) -> str:
     t = time.process_time()
     fall_and_rise(v, np.full(400, 1e4))
     ms = 1e3 * (time.process_time() - t)
-    lines += ["", f"The fall-and-rise fit on 400 evaluations (its cap): {ms:.0f} CPU-ms"]
+    # and the whole diagnosis of a long run that overfits (the fit runs only when overfitting is found)
+    long = synthetic_record({"id": "onset-cost", "label": "overfitting", "batch": 128, "steps": 200_000, "seed": 5})
+    h = history_of(long)
+    t = time.process_time()
+    found = tb.diagnose(h)
+    cpu = time.process_time() - t
+    over = [f.data["onset_fit"] for f in found if f.kind == "overfitting"]
+    lines += ["", f"The fall-and-rise fit on 400 evaluations (its cap): {ms:.0f} CPU-ms; diagnose on a synthetic "
+              f"200,000-step run that overfits ({long['case']['epochs']} evaluations): {cpu:.2f} CPU-s, "
+              f"onset by {over}"]
     # what a misplaced onset costs: the truth loss at the reported best epoch above the truth's own minimum
     cost = {g: [float(_TRUTH[i][d["best_epoch"]] / _TRUTH[i].min() - 1) for i, _, _, _, d, _ in runs]
             for g, runs in groups.items()}
