@@ -30,7 +30,8 @@ from torch import nn
 
 import trainbook as tb
 # diagnose's two halves (tuning re-judges cached curves), and its moving median
-from trainbook.diagnostics import (RULES, _curves, _judge, _overfitting, _rolling, _smooth_evaluations,
+from trainbook.curvefit import fall_and_rise
+from trainbook.diagnostics import (RULES, _convex_low, _curves, _judge, _overfitting, _rolling, _smooth_evaluations,
                                    _smoothing_half, _valid_noise)
 
 HERE = Path(__file__).parent / "corpus" / "runs"
@@ -844,8 +845,13 @@ def synthetic_record(spec: dict) -> dict:
             "accum": 1, "fault": {}, "lr": 0.0,
             "family": f"synthetic×curve×none×{band(batch, [8, 64, 256], ['b4-8', 'b16-64', 'b128-256', 'b512+'])}"
                       f"×vlong×{label}"}
+    # the valid curve's shape in evaluations (evaluation i is at step per_epoch·(i + 1)): the fall's time
+    # constant and where the rise starts, for the oracle of `onset_study`
+    curve = {"tau_evaluations": tau / per_epoch,
+             "rise_from": onset / per_epoch - 1 if label == "overfitting" else None}
     return {"id": spec["id"], "label": label, "case": case, "expect": expect, "seconds": 0.0, "refused": None,
-            "truth_valid_loss": truth, "stopped": "completed", "run_findings": [], "history": hist}
+            "truth_valid_loss": truth, "stopped": "completed", "run_findings": [], "history": hist,
+            "curve": curve}
 
 
 def generate_synthetic(force: bool):
@@ -1337,14 +1343,14 @@ def _bottom(v: np.ndarray) -> tuple[int, int]:
 
 
 def _window_low(v, se, data):
-    "Before this round: the lowest evaluation within a smoothing half width of the smoothed bottom."
+    "Two rounds ago: the lowest evaluation within a smoothing half width of the smoothed bottom."
     bottom, half = _bottom(v)
     lo = max(0, bottom - half)
     return lo + int(np.argmin(v[lo:bottom + half + 1]))
 
 
 def _stretch_centre(noise_of):
-    "Idea 1: the centre of the contiguous evaluations within one noise of the lowest (`_window_low`)."
+    "The centre of the contiguous evaluations within one noise of the lowest (`_window_low`)."
     def estimate(v, se, data):
         best = _window_low(v, se, data)
         noise = noise_of(v, se, data)
@@ -1360,7 +1366,7 @@ def _se_or_wiggle(v, se, data):
 
 
 def _hinge(smooth: bool, reach: Optional[int]):
-    "Idea 2: the break of a continuous two-segment line fitted by 1/SE² least squares (free slopes)."
+    "The break of a continuous two-segment line fitted by 1/SE² least squares (free slopes)."
     def estimate(v, se, data):
         n = len(v)
         bottom, half = _bottom(v)
@@ -1381,14 +1387,48 @@ def _hinge(smooth: bool, reach: Optional[int]):
     return estimate
 
 
+def _convex(v, se, data):
+    "Before this round (the library's from 6a1eff0): the low of a convex fit over ±2 smoothing windows."
+    smooth = _smooth_evaluations(v)
+    return _convex_low(v, se, smooth, int(np.argmin(smooth)), _smoothing_half(len(v)))[0]
+
+
+def _weights(v, se, data):
+    return 1 / _se_or_wiggle(v, se, data) ** 2
+
+
+def _global_fit(powers):
+    "Idea 1 on every run: the low of a + b·exp(-e/τ) + c·max(0, e - e0)^p, all evaluations, best `powers`."
+    def estimate(v, se, data):
+        fits = [fall_and_rise(v, _weights(v, se, data), power=p) for p in powers]
+        return int(np.argmin(min(fits, key=lambda f: f[3])[0]))
+    return estimate
+
+
+def _oracle(knot: bool):
+    "Idea 2, a bound: the fall-and-rise fit given the generator's own τ (and where its rise starts)."
+    def estimate(v, se, data):
+        curve = _CURVE.get(data["id"])
+        if curve is None: return None  # a trained run: no generator
+        knots = None if not knot else [curve["rise_from"]]
+        fit = fall_and_rise(v, _weights(v, se, data), taus=[curve["tau_evaluations"]], knots=knots)[0]
+        return int(np.argmin(fit))
+    return estimate
+
+
 ONSET_ESTIMATORS = {  # name -> (valid losses, their SEs or None, the finding's data) -> the best evaluation
-    "library: low of a convex fit (1/SE²) over ±2 smoothing windows": None,  # what diagnose reports
-    "before: lowest evaluation within ±1 half window of the smoothed bottom": _window_low,
-    "idea 1: centre of the evaluations within 1 SE of the lowest": _stretch_centre(_se_or_wiggle),
-    "idea 1: ... within min(SE, wiggle) of the lowest (the paired noise)":
-        _stretch_centre(lambda v, se, d: np.minimum(_se_or_wiggle(v, se, d), d["wiggle"])),
-    "idea 2: hinge of the smoothed curve, all evaluations": _hinge(True, None),
-    "idea 2: hinge of the evaluations within ±3 smoothing windows": _hinge(False, 3),
+    "library: a fall-and-rise fit where its residuals scatter as independent draws of their SEs, "
+    "else the convex fit": None,  # what diagnose reports
+    "before: low of a convex fit (1/SE²) over ±2 smoothing windows": _convex,
+    "older: lowest evaluation within ±1 half window of the smoothed bottom": _window_low,
+    "fall-and-rise fit a + b·exp(-e/τ) + c·max(0, e - e0), 1/SE², all evaluations, on every run":
+        _global_fit([1]),
+    "... with the rise's power p in {0.5, 1, 2} (the best fit of the three), on every run":
+        _global_fit([0.5, 1, 2]),
+    "oracle: the fall-and-rise fit given the generator's τ (synthetic runs only)": _oracle(False),
+    "oracle: ... given its τ and where its rise starts (a, b, c fitted)": _oracle(True),
+    "centre of the evaluations within 1 SE of the lowest": _stretch_centre(_se_or_wiggle),
+    "hinge of the evaluations within ±3 smoothing windows": _hinge(False, 3),
 }
 
 
@@ -1403,10 +1443,14 @@ def _overfit_runs(records: list) -> list:
         _, ve, v = c[("valid", "loss")]
         out.append((r["id"], ve, v, _valid_noise(c), found[0].data, true_onset(r)))
         _TRUTH[r["id"]] = np.array(r["truth_valid_loss"])
+        if r["case"]["kind"] == "synthetic":  # a stored run made before the record kept its curve: made again
+            _CURVE[r["id"]] = r.get("curve") or synthetic_record(
+                next(x for x in synthetic_cases() if x["id"] == r["id"]))["curve"]
     return out
 
 
 _TRUTH = {}  # id -> the truth curve of the runs `_overfit_runs` returned
+_CURVE = {}  # id -> the generator's curve (`synthetic_record`) of the synthetic ones
 
 
 def onset_study(seeds: int = 15) -> str:
@@ -1430,13 +1474,17 @@ def onset_study(seeds: int = 15) -> str:
         cells = []
         for runs in groups.values():
             errors = []
-            for _, ve, v, se, data, truth in runs:
+            for rid, ve, v, se, data, truth in runs:
                 if estimate is None: onset = data["onset_epoch"]
-                else: onset = int(ve[min(estimate(v, se, data), len(v) - 2) + 1])
+                else:
+                    best = estimate(v, se, {**data, "id": rid})
+                    if best is None: continue
+                    onset = int(ve[min(best, len(v) - 2) + 1])
                 errors.append(onset - truth)
             e = np.array(errors)
             errors_of[(name, len(cells))] = np.abs(e)
-            cells.append(f"{np.mean(np.abs(e)):.2f} ({np.mean(e):+.2f}; ±1: {np.mean(np.abs(e) <= 1):.0%})")
+            cells.append(f"{np.mean(np.abs(e)):.2f} ({np.mean(e):+.2f}; ±1: {np.mean(np.abs(e) <= 1):.0%})"
+                         if len(e) == len(runs) else "—")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     # run by run, the library's estimator against the one before it, on each set
     names = list(ONSET_ESTIMATORS)
@@ -1444,6 +1492,33 @@ def onset_study(seeds: int = 15) -> str:
               f"{int(np.sum(errors_of[(names[0], i)] > errors_of[(names[1], i)]))} farther"
               for i, g in enumerate(groups)]
     lines += ["", "Run by run, the library's onset against the one before: " + "; ".join(paired)]
+    # how often the library's flat stretch (best_range) holds the truth's best epoch, and how wide it is
+    inside = {g: [d["best_range"][0] <= truth - 1 <= d["best_range"][1] for *_, d, truth in runs]
+              for g, runs in groups.items()}
+    width = {g: [d["best_range"][1] - d["best_range"][0] + 1 for *_, d, _ in runs] for g, runs in groups.items()}
+    lines += ["", "The truth's best epoch inside the library's best_range (the stretch flat within noise; its mean "
+              "width in evaluations): " + "; ".join(f"{g} {sum(inside[g])} of {len(inside[g])} "
+                                                   f"({np.mean(width[g]):.1f} wide)" for g in groups)]
+    # which fit placed the library's onsets, and what the fall-and-rise fit costs at its cap of evaluations
+    used = {g: sum(d.get("onset_fit") == "fall_and_rise" for *_, d, _ in runs) for g, runs in groups.items()}
+    lines += ["", "The library's onset from the fall-and-rise fit (the others: the convex fit): "
+              + "; ".join(f"{g} {used[g]} of {len(groups[g])}" for g in groups)]
+    rng = np.random.default_rng(0)
+    x = np.arange(400)
+    v = 1 + np.exp(-x / 40) + 0.002 * np.maximum(x - 200, 0) + 0.01 * rng.standard_normal(400)
+    t = time.process_time()
+    fall_and_rise(v, np.full(400, 1e4))
+    ms = 1e3 * (time.process_time() - t)
+    # and the whole diagnosis of a long run that overfits (the fit runs only when overfitting is found)
+    long = synthetic_record({"id": "onset-cost", "label": "overfitting", "batch": 128, "steps": 200_000, "seed": 5})
+    h = history_of(long)
+    t = time.process_time()
+    found = tb.diagnose(h)
+    cpu = time.process_time() - t
+    over = [f.data["onset_fit"] for f in found if f.kind == "overfitting"]
+    lines += ["", f"The fall-and-rise fit on 400 evaluations (its cap): {ms:.0f} CPU-ms; diagnose on a synthetic "
+              f"200,000-step run that overfits ({long['case']['epochs']} evaluations): {cpu:.2f} CPU-s, "
+              f"onset by {over}"]
     # what a misplaced onset costs: the truth loss at the reported best epoch above the truth's own minimum
     cost = {g: [float(_TRUTH[i][d["best_epoch"]] / _TRUTH[i].min() - 1) for i, _, _, _, d, _ in runs]
             for g, runs in groups.items()}

@@ -352,16 +352,16 @@ def test_a_sharp_v_puts_the_onset_after_its_lowest_evaluation():
 
 
 def test_the_convex_fit_is_convex_and_keeps_a_convex_curve():
-    "`_convex_fit` (least squares, bending up only): a convex curve comes back as it was; a noisy one is "
+    "`convex_fit` (least squares, bending up only): a convex curve comes back as it was; a noisy one is "
     "bent up everywhere and fits at least as well as the best line."
-    from trainbook.diagnostics import _convex_fit
+    from trainbook.curvefit import convex_fit
     x = np.arange(12, dtype=float)
     curve = 0.3 + 0.01 * (x - 7) ** 2 + 0.02 * np.maximum(x - 9, 0)
-    np.testing.assert_allclose(_convex_fit(curve, np.ones(12)), curve, atol=1e-9)
+    np.testing.assert_allclose(convex_fit(curve, np.ones(12)), curve, atol=1e-9)
     rng = np.random.default_rng(0)
     y = curve + 0.05 * rng.standard_normal(12)
     w = rng.uniform(0.5, 2.0, 12)
-    fit = _convex_fit(y, w)
+    fit = convex_fit(y, w)
     assert np.all(np.diff(fit, 2) >= -1e-9)
     line = np.polyval(np.polyfit(x, y, 1, w=np.sqrt(w)), x)
     assert np.sum(w * (y - fit) ** 2) <= np.sum(w * (y - line) ** 2) + 1e-12
@@ -390,3 +390,112 @@ def test_a_smooth_steep_rise_is_overfitting_by_a_trend_test_against_the_measured
     # the same shape 20 times smaller, inside its standard errors: no trend to speak of
     small = bending_rise(tail=tuple(0.05 * r for r in (0.06, 0.10, 0.13, 0.15, 0.16)))
     assert "overfitting" not in kinds(tb.diagnose(small, strict))
+
+
+SE = 0.01  # the made-up evaluations' standard error below
+
+
+def floor_then_rise(seed, n=40, kink=20, slope=1.0, paired=False, bump=False):
+    "A valid loss that falls to a floor (exp, τ = 3 evaluations), then rises by `slope` SEs an evaluation "
+    "from `kink`; each evaluation an independent draw of its SE, or (`paired`) one shared offset plus steps "
+    "of 0.1 SE (the same rows each time). Returns the valid losses and the true onset (after the low)."
+    e = np.arange(n, dtype=float)
+    mean = 0.3 + 0.5 * np.exp(-e / 3) + slope * SE * np.maximum(e - kink, 0)
+    if bump: mean = mean + 12 * SE * np.exp(-0.5 * (e - 8) ** 2)  # a bump of 12 SEs at epoch 8
+    rng = np.random.default_rng(seed)
+    if paired: noise = SE * (rng.standard_normal() + 0.1 * rng.standard_normal(n))
+    else: noise = SE * rng.standard_normal(n)
+    return mean + noise, int(np.argmin(mean)) + 1
+
+
+def overfit_data(valid):
+    "The overfitting finding's data on `evaluations(valid, SE)`, or None when there is none."
+    found = [f for f in tb.diagnose(evaluations(valid, se=SE)) if f.kind == "overfitting"]
+    return found[0].data if found else None
+
+
+def convex_onset(valid):
+    "The onset the convex fit alone places (the library's before the fall-and-rise fit)."
+    from trainbook.diagnostics import _convex_low, _smooth_evaluations, _smoothing_half
+    smooth = _smooth_evaluations(valid)
+    bottom = int(np.argmin(smooth))
+    return _convex_low(valid, np.full(len(valid), SE), smooth, bottom, _smoothing_half(len(valid)))[0] + 1
+
+
+def test_evaluations_drawn_afresh_get_one_fall_and_rise_curve_and_its_onset_is_the_turn():
+    "A flat floor under independent draws: a local fit takes the noise for the bottom and lands early; "
+    "one curve through every evaluation (a saturating fall plus a rise) places the turn within 1 on average."
+    errors, convex = [], []
+    for seed in range(20):
+        valid, truth = floor_then_rise(seed)
+        d = overfit_data(valid)
+        assert d is not None and d["onset_fit"] == "fall_and_rise", seed
+        assert d["scatter"] >= d["scatter_floor"] >= 1 / 3 and d["fit_chi2_dof"] <= d["fit_chi2_limit"]
+        assert d["best_range"][0] <= d["best_epoch"] <= d["best_range"][1]
+        errors.append(d["onset_epoch"] - truth)
+        convex.append(convex_onset(valid) - truth)
+    assert np.mean(np.abs(errors)) <= 1, errors
+    assert np.mean(convex) < -1 and np.mean(np.abs(errors)) < np.mean(np.abs(convex)), convex
+
+
+def test_evaluations_of_the_same_rows_keep_the_convex_fit():
+    "The same curve and SE, but evaluations that move together (steps of 0.1 SE): what they show is the "
+    "model's own change, so the evaluations are followed (the convex fit); the steps fail the scatter test."
+    for seed in range(5):
+        valid, truth = floor_then_rise(seed, paired=True)
+        d = overfit_data(valid)
+        assert d["onset_fit"] == "convex" and d["scatter"] < d["scatter_floor"], seed
+        assert abs(d["onset_epoch"] - truth) <= 2, (seed, d["onset_epoch"], truth)
+
+
+def test_a_curve_the_fall_and_rise_cannot_follow_keeps_the_convex_fit():
+    "Independent draws around a curve with a 12-SE bump on its fall: no saturating fall plus rise fits it "
+    "within the SEs (chi2/dof over its 99% quantile), so the convex fit places the turn."
+    found = 0
+    for seed in range(5):
+        d = overfit_data(floor_then_rise(seed, bump=True)[0])
+        if d is None: continue
+        found += 1
+        assert d["onset_fit"] == "convex" and d["fit_chi2_dof"] > d["fit_chi2_limit"], seed
+    assert found >= 2
+
+
+def test_too_few_evaluations_after_the_best_to_tell_keep_the_convex_fit():
+    "Five or six evaluations after the best: the scatter test's 1% floor is under a third of an SE, where "
+    "steps of evaluations that move together pass it too, so it cannot tell: the convex fit."
+    for seed in range(3):
+        valid, truth = floor_then_rise(seed, n=16, kink=10, slope=3.0)
+        d = overfit_data(valid)
+        assert d["onset_fit"] == "convex" and d["scatter"] >= d["scatter_floor"], seed  # it passes, but ...
+        assert d["scatter_floor"] < 1 / 3, seed  # ... the test cannot tell
+        assert abs(d["onset_epoch"] - truth) <= 1, seed
+
+
+def test_the_fall_and_rise_fit_recovers_its_own_curve():
+    "`fall_and_rise` on a noise-free member of its family (τ on its grid, the rise from a half evaluation): "
+    "the same curve back, b and c clamped at 0 when the data fall or rise no further."
+    from trainbook.curvefit import fall_and_rise
+    n = 30
+    x = np.arange(n, dtype=float)
+    tau = float(np.geomspace(0.25, n, 24)[12])
+    curve = 0.4 + 0.8 * np.exp(-x / tau) + 0.05 * np.maximum(x - 17.5, 0)
+    fit, got_tau, knot, rss = fall_and_rise(curve, np.ones(n))
+    np.testing.assert_allclose(fit, curve, atol=1e-8)
+    assert got_tau == pytest.approx(tau) and knot == 17.5 and rss < 1e-8  # the normal equations: round-off
+    # a curve that only rises: no fall (b = 0), the fit is a flat line plus the hinge
+    rising = 0.5 + 0.05 * np.maximum(x - 10, 0)
+    np.testing.assert_allclose(fall_and_rise(rising, np.ones(n))[0], rising, atol=1e-8)
+
+
+def test_the_noise_tests_quantiles_and_scatter():
+    "The chi2 quantiles (Wilson-Hilferty) match the tables; independent draws scatter as 1 SE, paired less."
+    from trainbook.curvefit import chi2_share, scatter_as_sampled
+    assert chi2_share(10, 2.326) == pytest.approx(23.209 / 10, rel=0.01)  # chi2 with 10 dof: 99% 23.209
+    assert chi2_share(10, -2.326) == pytest.approx(2.558 / 10, rel=0.03)  # ... 1% 2.558
+    assert chi2_share(100, 2.326) == pytest.approx(135.807 / 100, rel=0.005)
+    rng = np.random.default_rng(0)
+    se = rng.uniform(0.5, 2.0, 200)
+    drawn, floor, top = scatter_as_sampled(se * rng.standard_normal(200) + 0.01 * np.arange(200), se)
+    assert floor < drawn < top and drawn == pytest.approx(1, abs=0.15)
+    paired, floor, _ = scatter_as_sampled(3.0 + 0.1 * se * rng.standard_normal(200), se)
+    assert paired < floor and paired == pytest.approx(0.1, abs=0.05)

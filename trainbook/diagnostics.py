@@ -12,6 +12,7 @@ from typing import Optional
 import numpy as np
 
 from .core import Finding, History
+from .curvefit import chi2_share, convex_fit, fall_and_rise, scatter_as_sampled
 
 # %% auto #0
 __all__ = ['RULES', 'as_history', 'Thresholds', 'diagnose']
@@ -390,45 +391,14 @@ def _smooth_evaluations(v: np.ndarray) -> np.ndarray:
     padded = np.pad(v, half, mode="edge")
     return np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1).mean(axis=1)
 
-def _nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    "The x >= 0 that minimizes |a x - b| (Lawson and Hanson's active set)."
-    n = a.shape[1]
-    x = np.zeros(n)
-    free = np.zeros(n, dtype=bool)
-    grad = a.T @ b
-    scale = max(float(np.abs(grad).max(initial=0.0)), 1e-300)
-    for _ in range(3 * n + 10):
-        if free.all() or grad[~free].max() <= 1e-10 * scale: break
-        free[int(np.argmax(np.where(free, -np.inf, grad)))] = True
-        while True:
-            z = np.zeros(n)
-            z[free] = np.linalg.lstsq(a[:, free], b, rcond=None)[0]
-            if not free.any() or z[free].min() > 0: break
-            # step towards z only as far as the first coefficient that would turn negative, and drop it
-            out = free & (z <= 0)
-            x = x + float(np.min(x[out] / (x[out] - z[out]))) * (z - x)
-            free &= x > 1e-12 * max(float(np.abs(x).max()), 1e-300)
-        x = z
-        grad = a.T @ (b - a @ x)
-    return x
+_Z_TAIL = 2.326  # the normal's 99th percentile: the noise tests of the onset are at 1% on each side
 
-def _convex_fit(y: np.ndarray, w: np.ndarray) -> np.ndarray:
-    "The least-squares convex curve through `y` (weights `w`): a line plus up-bending hinges at every point."
-    n = len(y)
-    if n < 3: return y.astype(float).copy()
-    x = np.arange(n, dtype=float)
-    root = np.sqrt(w)
-    hinges = np.stack([np.maximum(x - j, 0.0) for j in range(1, n - 1)], axis=1) * root[:, None]
-    # the line is free: fit the hinges' non-negative weights to what the line leaves, then add the line back
-    q, _ = np.linalg.qr(np.stack([np.ones(n), x], axis=1) * root[:, None])
-    yw = y * root
-    bends = _nnls(hinges - q @ (q.T @ hinges), yw - q @ (q.T @ yw))
-    fitted = hinges @ bends
-    return (fitted + q @ (q.T @ (yw - fitted))) / root
+_SCATTER_TELLS = 1 / 3  # the least 1% floor of `scatter_as_sampled` that tells paired steps from drawn ones
+_FIT_MAX = 400  # the fall-and-rise fit reads at most this many evaluations (around the bottom)
 
-def _turning_point(v: np.ndarray, se: Optional[np.ndarray], smooth: np.ndarray, bottom: int, half: int
-                  ) -> tuple[int, np.ndarray, int]:
-    "The evaluation where the valid loss turns up: the low of a convex fit around the smoothed bottom."
+def _convex_low(v: np.ndarray, se: Optional[np.ndarray], smooth: np.ndarray, bottom: int, half: int
+               ) -> tuple[int, np.ndarray, int]:
+    "The low of a convex fit (1/SE² least squares) over two smoothing windows either side of the bottom."
     # a moving mean shifts the corner where a fall turns into a rise towards the flatter side by up to its
     # half width; a convex curve (the shape of a bottom: a fall that slows, a rise that does not) fitted by
     # least squares, each evaluation weighted by 1/SE², over a smoothing window either side of that, places
@@ -439,10 +409,40 @@ def _turning_point(v: np.ndarray, se: Optional[np.ndarray], smooth: np.ndarray, 
     hi = min(len(v), end + 2 * half + 1)
     ok = se is not None and bool(np.all(np.isfinite(se[lo:hi]) & (se[lo:hi] > 0)))
     w = 1.0 / se[lo:hi] ** 2 if ok else np.ones(hi - lo)
-    fit = _convex_fit(v[lo:hi], w)
+    fit = convex_fit(v[lo:hi], w)
     # a bottom the fit leaves exactly flat: its centre (the lowest of noisy points is anywhere on it)
     low = np.flatnonzero(fit <= fit.min() + 1e-12 * max(abs(float(fit.min())), 1e-12))
     return lo + int(low[(len(low) - 1) // 2]), fit, lo
+
+def _turning_point(v: np.ndarray, se: Optional[np.ndarray], smooth: np.ndarray, bottom: int, half: int,
+                   best: int) -> tuple[int, np.ndarray, int, dict]:
+    "Where the valid loss turns up: a fall-and-rise fit where evaluations scatter as drawn, else convex."
+    # two kinds of noise: evaluations of the same valid rows (what `fit` does) move together, their steps
+    # far smaller than one SE, and what the steps show is the model's own change, which the population's
+    # loss shares: follow the evaluations (the convex fit, locally); evaluations that scatter as independent
+    # draws of their SE (fresh rows each time) carry noise a local fit takes for the bottom on a flat floor
+    # (it lands early): there one smooth curve through all of them, a saturating fall plus a rise, places the
+    # turn. It is taken only when its residuals look like such draws: from the best on, their steps scatter
+    # no less than independent draws of those SEs would (1% test), and in all they are no larger than the SEs
+    # allow (χ²/dof under its 99% quantile); and only where that test can tell: with under 10 evaluations from
+    # the best on its 1% floor is below `_SCATTER_TELLS` of an SE, and steps that small pass it as well
+    evidence = {"onset_fit": "convex", "scatter": None, "scatter_floor": None, "fit_chi2_dof": None,
+                "fit_chi2_limit": None}
+    ok = se is not None and len(se) == len(v) and bool(np.all(np.isfinite(se) & (se > 0)))
+    start = max(0, min(bottom - _FIT_MAX // 2, len(v) - _FIT_MAX))
+    part = slice(start, start + _FIT_MAX)
+    if ok and len(v[part]) >= 8 and len(v) - best >= 5 and best >= start:
+        fit, _, _, rss = fall_and_rise(v[part], 1.0 / se[part] ** 2)
+        dof = len(fit) - 5  # a, b, c, τ and e0
+        scatter, floor, _ = scatter_as_sampled((v[part] - fit)[best - start:], se[part][best - start:],
+                                               _Z_TAIL)
+        limit = chi2_share(dof, _Z_TAIL)
+        evidence.update(scatter=scatter, scatter_floor=floor, fit_chi2_dof=rss / dof, fit_chi2_limit=limit)
+        if scatter >= floor >= _SCATTER_TELLS and rss / dof <= limit:
+            evidence["onset_fit"] = "fall_and_rise"
+            return start + int(np.argmin(fit)), fit, start, evidence
+    low, fit, lo = _convex_low(v, se, smooth, bottom, half)
+    return low, fit, lo, evidence
 
 def _flat_stretch(fit: np.ndarray, start: int, at: int, noise: float) -> tuple[int, int]:
     "The evaluations around `at` whose fitted loss is within `noise` of the fit's low: (first, last)."
@@ -509,16 +509,22 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     t_at_best = t[te <= ve[best]]
     if len(t_at_best) and t[-1] >= t_at_best[-1]: return []  # train is not falling: not overfitting
     # where it turned: the rule above decides *whether* (from the bottom's lowest evaluation); the onset is
-    # the evaluation after the low of a convex fit, and the evaluations whose fitted loss is within one
-    # evaluation's noise of that low (the paired wiggle or the SE, the smaller) are the flat stretch
-    low, fit, start = _turning_point(v, se, smooth, bottom, half)
+    # the evaluation after the low of a fitted curve (`_turning_point`), and the evaluations whose fitted
+    # loss is within one evaluation's noise of that low (the paired wiggle or the SE, the smaller) are the
+    # flat stretch
+    low, fit, start, how = _turning_point(v, se, smooth, bottom, half, best)
     low = min(low, len(v) - 2)
     flat_noise = min(noise, wiggle) if noise > 0 else wiggle
     first, last = _flat_stretch(fit, start, low, flat_noise)
     onset = int(ve[low + 1])
     gap = float(v[-1] - t[-1])
-    flat = (f" (the loss is flat within noise over epochs {int(ve[first])}-{int(ve[last])})"
-            if last > first else "")
+    notes = []
+    if how["onset_fit"] == "fall_and_rise":
+        notes.append("placed by one curve, a saturating fall plus a rise, fitted to every evaluation: they "
+                     "scatter as independent draws of their standard error")
+    if last > first:
+        notes.append(f"the loss is flat within noise over epochs {int(ve[first])}-{int(ve[last])}")
+    flat = f" ({'; '.join(notes)})" if notes else ""
     return [Finding("overfitting", "warning",
                     f"valid loss rose from {level:.4g} (epoch {int(ve[low])}) to "
                     f"{float(np.median(tail)):.4g} over its last {k} evaluations (needed {need:.3g}: wiggle "
@@ -531,7 +537,8 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
                           "best_range": [int(ve[first]), int(ve[last])], "flat_noise": flat_noise,
                           "best_valid_loss": float(np.min(v)), "last_valid_loss": float(v[-1]),
                           "rise": rise, "standard_error": noise, "wiggle": wiggle, "threshold": need,
-                          "slope": slope, "slope_se": slope_se, "slope_t": slope_t, "trend_z": trend_z})]
+                          "slope": slope, "slope_se": slope_se, "slope_t": slope_t, "trend_z": trend_z,
+                          **how})]
 
 # %% ../nbs/09_diagnostics.ipynb #112f01e9
 def _gradient_growth(g: np.ndarray) -> Optional[tuple[float, float, float]]:
