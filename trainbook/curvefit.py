@@ -10,7 +10,7 @@ from typing import Optional
 import numpy as np
 
 # %% auto #0
-__all__ = ['nnls', 'convex_fit', 'fall_and_rise', 'chi2_share', 'scatter_as_sampled']
+__all__ = ['nnls', 'convex_fit', 'fall_and_rise', 'chi2_share', 'scatter_range', 'scatter_as_sampled']
 
 # %% ../nbs/09b_curvefit.ipynb #3da2c739
 def nnls(a: np.ndarray,  # the design matrix, rows × columns
@@ -101,6 +101,14 @@ def chi2_share(k: float,  # degrees of freedom
     k = max(k, 1.0)
     return max(1 - 2 / (9 * k) + z * math.sqrt(2 / (9 * k)), 0.0) ** 3
 
+def scatter_range(steps: int,  # the series' steps (its length less one)
+                  z: float = 2.326,  # the normal quantile of the range's ends (2.326: 1% and 99%)
+                  ) -> tuple[float, float]:
+    "The range of `scatter_as_sampled`'s ratio for independent draws over `steps` steps: (floor, top)."
+    if steps < 3: return 0.0, math.inf
+    k = 2 * (steps - 1) / 3
+    return math.sqrt(chi2_share(k, -z)), math.sqrt(chi2_share(k, z))
+
 def scatter_as_sampled(v: np.ndarray,  # the series, one value per evaluation
                        se: np.ndarray,  # each value's standard error
                        z: float = 2.326,  # the normal quantile of the range's ends (2.326: 1% and 99%)
@@ -110,5 +118,4 @@ def scatter_as_sampled(v: np.ndarray,  # the series, one value per evaluation
     m = len(u)
     if m < 3: return math.nan, 0.0, math.inf
     ratio = math.sqrt(float(np.sum((u - u.mean()) ** 2)) / (2 * m - 2 / m))
-    k = 2 * (m - 1) / 3
-    return ratio, math.sqrt(chi2_share(k, -z)), math.sqrt(chi2_share(k, z))
+    return ratio, *scatter_range(m, z)

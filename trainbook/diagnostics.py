@@ -12,7 +12,7 @@ from typing import Optional
 import numpy as np
 
 from .core import Finding, History
-from .curvefit import chi2_share, convex_fit, fall_and_rise, scatter_as_sampled
+from .curvefit import chi2_share, convex_fit, fall_and_rise, scatter_as_sampled, scatter_range
 
 # %% auto #0
 __all__ = ['RULES', 'as_history', 'Thresholds', 'diagnose']
@@ -431,7 +431,9 @@ def _turning_point(v: np.ndarray, se: Optional[np.ndarray], smooth: np.ndarray, 
     ok = se is not None and len(se) == len(v) and bool(np.all(np.isfinite(se) & (se > 0)))
     start = max(0, min(bottom - _FIT_MAX // 2, len(v) - _FIT_MAX))
     part = slice(start, start + _FIT_MAX)
-    if ok and len(v[part]) >= 8 and len(v) - best >= 5 and best >= start:
+    # the test's floor depends on the count of steps alone: where it cannot tell, no curve is fitted
+    evidence["scatter_floor"] = scatter_range(min(len(v), start + _FIT_MAX) - best - 1, _Z_TAIL)[0]
+    if ok and evidence["scatter_floor"] >= _SCATTER_TELLS and len(v[part]) >= 8 and best >= start:
         fit, _, _, rss = fall_and_rise(v[part], 1.0 / se[part] ** 2)
         dof = len(fit) - 5  # a, b, c, τ and e0
         scatter, floor, _ = scatter_as_sampled((v[part] - fit)[best - start:], se[part][best - start:],
