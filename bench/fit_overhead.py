@@ -2,6 +2,7 @@
 
 Run: .venv/bin/python bench/fit_overhead.py [--rounds 7]
      .venv/bin/python bench/fit_overhead.py --instructions  (needs valgrind and a C compiler; ~15 min on 2 cores)
+     .venv/bin/python bench/fit_overhead.py --breakdown     (where fit's time goes, piece by piece; ~1 min)
 The case (issue #23): a list of 64 batches of 64 rows (a tiny MLP 32→64→64→2, so the loop's own overhead shows),
 8 epochs, the same list of 8 validation batches after each epoch. The raw loop validates the way `evaluate` does
 (eval mode, inference_mode, the loss summed on the device weighted by rows, one read at the end, back to train
@@ -11,6 +12,8 @@ the garbage of the previous side is collected before a side starts, outside its 
 the spread is the lowest and highest round. `--instructions` counts instead the instructions of one run of each
 side under valgrind's callgrind (only those runs instrumented, after uninstrumented warm-ups): a number the
 machine's load does not move, though an instruction of the interpreter costs more time than one of a kernel.
+`--breakdown` times the loop's own functions inside `fit(live=False)` (each wrapped in a timer; the wrappers add
+~0.3 µs a call) and the raw loop's lines with the same timers, in µs per step.
 In a plain script "fit defaults" is Progress + NanGuard (LiveCurves draws only where a figure can show). The fixed
 cost is the CPU time of a 2-step `fit(live=False)` minus two raw steps. "raw + Recorder" is the raw loop with a
 `Recorder` (no displays): what trainbook costs a loop it does not own.
@@ -120,6 +123,79 @@ def main(rounds: int):
           f"(2-step fit {statistics.median(fixed) * 1e3:.2f} ms)")
 
 
+PIECES = {  # fit's pieces, by the module whose name the caller looks up: what each costs inside a run
+    "loop": ["_forward_loss", "_window_loss", "_clip", "step_optimizer", "_log_step", "_after_step", "_end_epoch",
+             "evaluate", "_finish", "set_up", "_start_epoch"],
+    "recorder": ["diagnose"]}
+
+
+def raw_timed(model, train, valid, epochs, acc):
+    "The raw loop with a timer around each of its lines: `acc[line] += seconds`."
+    opt = torch.optim.AdamW(tb.param_groups(model, 0.0), lr=1e-3)
+    clock = time.perf_counter
+    for _ in range(epochs):
+        for xb, yb in train:
+            t0 = clock()
+            loss = LOSS(model(xb), yb)
+            t1 = clock()
+            loss.backward()
+            t2 = clock()
+            opt.step()
+            t3 = clock()
+            opt.zero_grad(set_to_none=True)
+            loss.item()
+            t4 = clock()
+            acc["forward"] += t1 - t0
+            acc["backward"] += t2 - t1
+            acc["optimizer step"] += t3 - t2
+            acc["zero_grad + loss read"] += t4 - t3
+        t5 = clock()
+        model.eval()
+        with torch.inference_mode():
+            loss_sum, rows = torch.zeros(()), 0
+            for xb, yb in valid:
+                loss_sum += LOSS(model(xb), yb).float() * len(yb)
+                rows += len(yb)
+            float(loss_sum / rows)
+        model.train()
+        acc["validation"] += clock() - t5
+
+
+def breakdown(rounds: int = 5):
+    "µs per step of fit's pieces (timers around the loop's functions) and of the raw loop's lines, interleaved."
+    import collections, importlib
+    g = torch.Generator().manual_seed(0)
+    batches = lambda n: [(torch.randn(64, 32, generator=g), torch.randint(0, 2, (64,), generator=g)) for _ in range(n)]
+    train, valid, epochs = batches(64), batches(8), 8
+    fit_acc, raw_acc = collections.Counter(), collections.Counter()
+    for module, names in PIECES.items():
+        mod = importlib.import_module(f"trainbook.{module}")
+        for name in names:
+            def timed(*a, _f=getattr(mod, name), _name=name, **k):
+                t = time.perf_counter()
+                try: return _f(*a, **k)
+                finally: fit_acc[_name] += time.perf_counter() - t
+            setattr(mod, name, timed)
+    totals = {"fit": [], "raw": []}
+    for r in range(rounds + 1):  # the first round warms up
+        if r == 1: fit_acc.clear(); raw_acc.clear()
+        for side in (["fit", "raw"] if r % 2 else ["raw", "fit"]):
+            model = make()
+            gc.collect()
+            t = time.perf_counter()
+            if side == "fit": with_fit(model, train, valid, epochs, False)
+            else: raw_timed(model, train, valid, epochs, raw_acc)
+            if r: totals[side].append(time.perf_counter() - t)
+    steps = rounds * epochs * len(train)
+    per = lambda v: v / steps * 1e6
+    fit_total, raw_total = per(sum(totals["fit"])), per(sum(totals["raw"]))
+    print(f"fit(live=False) {fit_total:.1f} µs/step, raw loop {raw_total:.1f} µs/step (wall, {rounds} rounds each)")
+    print("fit, by piece (µs/step; nested pieces are inside their callers):")
+    for name, v in fit_acc.most_common(): print(f"  {name:>24} {per(v):7.2f}")
+    print("raw loop, by line (µs/step):")
+    for name, v in raw_acc.most_common(): print(f"  {name:>24} {per(v):7.2f}")
+
+
 CALLGRIND_HOOKS = """#include <valgrind/callgrind.h>
 void start(void) { CALLGRIND_START_INSTRUMENTATION; CALLGRIND_ZERO_STATS; }
 void stop(const char *side) { CALLGRIND_DUMP_STATS_AT(side); CALLGRIND_STOP_INSTRUMENTATION; }
@@ -166,7 +242,9 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--instructions", action="store_true", help="count instructions under callgrind instead")
+    ap.add_argument("--breakdown", action="store_true", help="time fit's pieces and the raw loop's lines")
     ap.add_argument("--hooks", help=argparse.SUPPRESS)  # set when this script runs itself under callgrind
     args = ap.parse_args()
-    if args.instructions or args.hooks: instructions(args.hooks)
+    if args.breakdown: breakdown(args.rounds)
+    elif args.instructions or args.hooks: instructions(args.hooks)
     else: main(args.rounds)
