@@ -44,14 +44,19 @@ def raw(model, train, valid, epochs):
             opt.step()
             opt.zero_grad(set_to_none=True)
             loss.item()  # fit reads each step's loss once (it decides whether the optimizer may step)
-        model.eval()
-        with torch.inference_mode():
-            loss_sum, rows = torch.zeros(()), 0
-            for xb, yb in valid:
-                loss_sum += LOSS(model(xb), yb).float() * len(yb)
-                rows += len(yb)
-            float(loss_sum / rows)
-        model.train()
+        float(validate(model, valid))  # one read
+
+
+def validate(model, valid) -> torch.Tensor:
+    "The raw loop's validation, the way `evaluate` does it: eval mode, inference, the loss summed on the device."
+    model.eval()
+    with torch.inference_mode():
+        loss_sum, rows = torch.zeros(()), 0
+        for xb, yb in valid:
+            loss_sum += LOSS(model(xb), yb).float() * len(yb)
+            rows += len(yb)
+    model.train()
+    return loss_sum / rows
 
 
 def raw_recorded(model, train, valid, epochs):
@@ -65,14 +70,7 @@ def raw_recorded(model, train, valid, epochs):
                 opt.step()
                 opt.zero_grad(set_to_none=True)
                 rec.step(loss.detach())
-            model.eval()
-            with torch.inference_mode():
-                loss_sum, rows = torch.zeros(()), 0
-                for xb, yb in valid:
-                    loss_sum += LOSS(model(xb), yb).float() * len(yb)
-                    rows += len(yb)
-                rec.validate(loss_sum / rows)
-            model.train()
+            rec.validate(validate(model, valid))
 
 
 def with_fit(model, train, valid, epochs, live):
@@ -150,14 +148,7 @@ def raw_timed(model, train, valid, epochs, acc):
             acc["optimizer step"] += t3 - t2
             acc["zero_grad + loss read"] += t4 - t3
         t5 = clock()
-        model.eval()
-        with torch.inference_mode():
-            loss_sum, rows = torch.zeros(()), 0
-            for xb, yb in valid:
-                loss_sum += LOSS(model(xb), yb).float() * len(yb)
-                rows += len(yb)
-            float(loss_sum / rows)
-        model.train()
+        float(validate(model, valid))
         acc["validation"] += clock() - t5
 
 
