@@ -1,9 +1,17 @@
 import os
+import signal
+
 import pytest
 import torch
 
 # One thread: the tests compare numbers, and two workers on two cores should not fight.
 torch.set_num_threads(1)
+
+# Ctrl-C as a terminal gives it, however the suite was started: a shell that starts a command in the background
+# (`make test &`, nohup) hands it SIGINT ignored, and Python then installs no KeyboardInterrupt for it, so the
+# tests that press Ctrl-C (a real SIGINT, or `_thread.interrupt_main`) would wait for timeouts instead
+if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL):
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
