@@ -2,7 +2,7 @@
 FSDP weights load into a plain model, failures surface with the remote traceback, a killed worker is named with its
 signal, a DDP run resumes exactly from its rank-0 checkpoint, and a launch that ends in any way leaves no process, no
 folder and no state behind."""
-import _thread, json, os, signal, sys, tempfile, threading, time
+import _thread, json, os, signal, sys, tempfile, threading, time, types
 from pathlib import Path
 
 import pytest
@@ -156,11 +156,19 @@ def started_pids(folder):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process table in /proc")
-def test_a_timed_out_launch_leaves_no_process_and_no_folder(tmp_path, private_tmp):
+def test_a_timed_out_launch_leaves_no_process_and_no_folder(tmp_path, private_tmp, monkeypatch):
     pids_dir = tmp_path / "pids"
     pids_dir.mkdir()
-    with pytest.raises(TimeoutError, match="timeout=60s; they were stopped"):
-        launch(sleeper, str(pids_dir), nprocs=2, timeout=60)
+    late = {"by": 0.0}
+    def monotonic():  # launch's clock: an hour later once both workers (and their children) have started
+        if not late["by"] and len(list(pids_dir.glob("*.pids"))) == 2: late["by"] = 3600.0
+        return time.monotonic() + late["by"]
+    clock = types.SimpleNamespace(**{k: getattr(time, k) for k in dir(time) if not k.startswith("_")})
+    clock.monotonic = monotonic
+    monkeypatch.setattr(distributed, "time", clock)
+    with pytest.raises(TimeoutError, match="timeout=600s; they were stopped"):
+        launch(sleeper, str(pids_dir), nprocs=2, timeout=600)
+    assert late["by"]  # the timeout came from the clock, after every process had started
     pids = started_pids(pids_dir)
     assert len(pids) == 4  # both workers and both grandchildren had started
     assert [p for p in pids if running(p)] == []
