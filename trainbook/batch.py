@@ -172,7 +172,7 @@ def compute_loss(out,  # what the model returned
     "The batch's loss: `loss_fn` on the prediction (or the whole output), or the loss in the model's output."
     if loss_fn is not None:
         whole = wants_whole_output(loss_fn)
-        given = out if whole or isinstance(out, torch.Tensor) else prediction(out)  # a tensor is its prediction
+        given = out if whole else prediction(out)
         try: return loss_fn(given, yb)
         except _EXPLAINED as err:
             explained = _loss_failed(err, out, given, yb, whole)
@@ -268,14 +268,11 @@ def forward(model: nn.Module,  # the model (or its DDP wrapper)
     "Forward under autocast, then the loss: `(output, loss, xb, yb)` of one batch."
     xb, yb = split_batch(batch, keep_labels=loss_fn is None)
     xb, yb = to_device(xb, device), to_device(yb, device)
-    if precision == "fp32": return _output_and_loss(model, xb, yb, loss_fn, check_shapes)  # no context to enter
-    with autocast(device, precision): return _output_and_loss(model, xb, yb, loss_fn, check_shapes)
-
-def _output_and_loss(model, xb, yb, loss_fn, check_shapes: bool) -> tuple:
-    "The model's output on `xb` and the loss against `yb` (inside the caller's autocast): `(out, loss, xb, yb)`."
-    out = call_model(model, xb)
-    if check_shapes and not wants_whole_output(loss_fn): check_loss_shapes(prediction(out), yb, loss_fn)
-    return out, compute_loss(out, yb, loss_fn), xb, yb
+    with autocast(device, precision):
+        out = call_model(model, xb)
+        if check_shapes and not wants_whole_output(loss_fn): check_loss_shapes(prediction(out), yb, loss_fn)
+        loss = compute_loss(out, yb, loss_fn)
+    return out, loss, xb, yb
 
 # %% ../nbs/03a_batch.ipynb #51a25704
 _LOCKS: "weakref.WeakKeyDictionary[nn.Module, list]" = weakref.WeakKeyDictionary()
