@@ -119,6 +119,24 @@ def with_parameter_tables() -> None:
     nbdev.showdoc.BasicMarkdownRenderer._repr_markdown_ = render
 
 
+def only_what_show_doc_needs() -> None:
+    """nbdev's processing runs exported cells, `show_doc` cells and any cell with an import in it. A cell that mixes an
+    import with example code (a Spark session, a Ray launch, a training run) already ran in the executed copy, whose
+    outputs the page keeps: running it again in this process only costs time (70 of 157 s once). Its top-level code
+    is run only when every statement is an import."""
+    import ast
+    import nbdev.processors as processors
+    nbdev_eval = processors._do_eval
+    def do_eval(cell):
+        trees = cell.parsed_() if cell.cell_type == "code" and cell.source else None
+        if (trees and cell.directives_.keys().isdisjoint({"export", "exports", "exporti", "exec_doc"})
+                and not processors._show_docs(trees)
+                and not all(isinstance(t, (ast.Import, ast.ImportFrom)) for t in trees)):
+            return None  # example code: its outputs are the executed copy's
+        return nbdev_eval(cell)
+    processors._do_eval = do_eval
+
+
 def type_name(anno) -> str:
     "A type as a reader writes it: `Run`, `Optional[int]` (not `__main__.Run`); no annotation stays empty, not NoneType."
     if anno is inspect._empty or anno is type(None): return inspect._empty
@@ -439,6 +457,7 @@ def main() -> int:
     # library into whatever `pip` is on PATH, which must not happen on a machine without quarto.
     from nbdev.serve import proc_nbs
     with_parameter_tables()  # proc_nbs renders show_doc in this process (n_workers=0)
+    only_what_show_doc_needs()
     proc_nbs(path=str(SRC / "nbs"), n_workers=0)
     for junk in ("_quarto.yml", "nbdev.yml", "sidebar.yml", "styles.css"): (PROC / junk).unlink(missing_ok=True)
     titles = prepare_pages()
