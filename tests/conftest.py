@@ -4,8 +4,11 @@ import signal
 import pytest
 import torch
 
-# One thread: the tests compare numbers, and two workers on two cores should not fight.
+# One thread: the tests compare numbers, and two workers on two cores should not fight. The processes the tests start
+# (kernels, Spark's Python workers, a Keras backend's subprocess) inherit one thread each: two OpenMP pools of every
+# core waiting on each other's threads made a notebook of small steps 13x slower beside another
 torch.set_num_threads(1)
+for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"): os.environ.setdefault(_name, "1")
 
 # Ctrl-C as a terminal gives it, however the suite was started: a shell that starts a command in the background
 # (`make test &`, nohup) hands it SIGINT ignored, and Python then installs no KeyboardInterrupt for it, so the
