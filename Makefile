@@ -28,16 +28,17 @@ demo: $(STAMP)
 
 ## make test: every check — notebooks and library in sync, notebooks clean, every notebook runs, pytest
 test: $(STAMP)
-	@echo "== nbdev_export: are the notebooks and the library in sync?"
+	@echo "== nbdev_export: are the notebooks and the library in sync? [$$(date +%T)]"
 	@$(PY) scripts/check_sync.py export
-	@echo "== nbdev_clean: are the notebooks free of noise?"
+	@echo "== nbdev_clean: are the notebooks free of noise? [$$(date +%T)]"
 	@$(PY) scripts/check_sync.py clean
 	@$(PY) scripts/readme.py --check
-	@echo "== every notebook runs (once, a kernel each, cells nbdev_test skips left out: the docs are built from these runs)"
+	@echo "== every notebook runs (once, a kernel each, cells nbdev_test skips left out: the docs are built from these runs) [$$(date +%T)]"
 	@$(PY) scripts/build_docs.py --execute-only
-	@echo "== pytest (browser tests included: chromium is installed from Debian when missing)"
+	@echo "== pytest (browser tests included: chromium is installed from Debian when missing) [$$(date +%T)]"
 	@$(PY) scripts/ensure_browser.py
-	@$(PY) -m pytest tests -q -p no:cacheprovider
+	@$(PY) -m pytest tests -q -p no:cacheprovider --durations=15  # the slowest, for CI's log
+	@echo "== done [$$(date +%T)]"
 
 ## make lab: JupyterLab on nbs/ with `%load_ext trainbook` done in every kernel
 lab: $(STAMP)
