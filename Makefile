@@ -16,7 +16,7 @@ PIP := $(PY) -m pip install -q --disable-pip-version-check --no-compile
 
 $(STAMP): setup.py settings.ini
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@echo "installing trainbook and its dev extra into $(VENV) ..."
+	@echo "installing trainbook and its dev extra into $(VENV) ... [$$(date +%T)]"
 	@$(PIP) $(TORCH) -e '.[dev]' 2> >(grep -v "^WARNING: Location" >&2)
 	@touch $(STAMP)
 
