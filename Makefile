@@ -8,9 +8,9 @@ BIN := $(VENV)/bin
 # The dev env pins a tested torch (a local CPU build on these machines); setup.py keeps a range for users.
 TORCH := torch==2.13.0
 STAMP := $(VENV)/.installed
-# --no-compile: Python writes the .pyc of a module when it is first imported; compiling every file of the ~200
-# packages at install time cost 55 of 226 s here, for modules the tests never import
-PIP := $(PY) -m pip install -q --disable-pip-version-check --no-compile
+# pip byte-compiles what it installs (55 of 226 s here). Not with --no-compile: where PYTHONDONTWRITEBYTECODE is set,
+# as on these machines, every import would then compile its module again (the notebooks ran 500 s instead of 285)
+PIP := $(PY) -m pip install -q --disable-pip-version-check
 
 .PHONY: install demo test test-fast lab docs bench clean
 
