@@ -8,16 +8,16 @@ BIN := $(VENV)/bin
 # The dev env pins a tested torch (a local CPU build on these machines); setup.py keeps a range for users.
 TORCH := torch==2.13.0
 STAMP := $(VENV)/.installed
-# pip byte-compiles what it installs (55 of 226 s here). Not with --no-compile: where PYTHONDONTWRITEBYTECODE is set,
-# as on these machines, every import would then compile its module again (the notebooks ran 500 s instead of 285)
-PIP := $(PY) -m pip install -q --disable-pip-version-check
+# scripts/install.py installs with uv (configured from pip's settings; pip when uv cannot): ~65 s against pip's
+# 150-230 s. It byte-compiles what it installs: where PYTHONDONTWRITEBYTECODE is set, as on these machines, every
+# import would otherwise compile its module again (the notebooks ran 500 s instead of 285)
 
 .PHONY: install demo test test-fast lab docs bench clean
 
-$(STAMP): setup.py settings.ini
+$(STAMP): setup.py settings.ini scripts/install.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "installing trainbook and its dev extra into $(VENV) ... [$$(date +%T)]"
-	@$(PIP) $(TORCH) -e '.[dev]' 2> >(grep -v "^WARNING: Location" >&2)
+	@$(PY) scripts/install.py $(TORCH) -e '.[dev]'
 	@touch $(STAMP)
 
 install: $(STAMP)
