@@ -1,7 +1,7 @@
 """The package's shape, read with `ast` over trainbook/ (nothing imported): no import cycle, the loop a lesson-sized
 file, no module over 800 lines, few private names crossing modules, every public parameter documented, and one
 writer of run.json."""
-import ast, collections
+import ast, collections, functools
 from pathlib import Path
 
 import pytest
@@ -10,6 +10,7 @@ PKG = Path(__file__).resolve().parent.parent / "trainbook"
 MODULES = {p.stem: p for p in sorted(PKG.glob("*.py")) if p.stem not in ("__init__", "_modidx")}
 
 
+@functools.cache  # parsed once: the trees are only read (every module's, for each of ~30 parametrized tests)
 def tree(name):
     return ast.parse(MODULES[name].read_text())
 
@@ -72,6 +73,7 @@ PROTOCOL = {"before_fit", "before_epoch", "before_step", "after_step", "on_nonfi
             "after_validate", "after_epoch", "after_fit", "state_dict", "load_state_dict", "set_epoch"}
 
 
+@functools.cache
 def base_methods() -> set[str]:
     "Method names of every trainbook class: an override in a subclass is documented at its base."
     names = collections.Counter()
