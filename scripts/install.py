@@ -15,7 +15,11 @@ PIP = [PY, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
 
 def pip_settings() -> dict[str, list[str]]:
     "pip's effective settings, `key -> values`, from `pip config list` (files and PIP_* variables alike)."
-    out = subprocess.run([PY, "-m", "pip", "config", "list"], capture_output=True, text=True).stdout
+    return parse_pip_config(subprocess.run([PY, "-m", "pip", "config", "list"], capture_output=True, text=True).stdout)
+
+
+def parse_pip_config(out: str) -> dict[str, list[str]]:
+    "`pip config list`'s lines (`global.extra-index-url='a b'`, `:env:.find-links='/x'`) as `key -> values`."
     settings: dict[str, list[str]] = {}
     for line in out.splitlines():
         name, _, value = line.partition("=")

@@ -1,0 +1,29 @@
+"scripts/install.py: uv gets the indexes, find-links and constraints pip would use, read from `pip config list`."
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+import install  # noqa: E402
+
+
+def test_pip_settings_become_uv_options():
+    listed = ("global.constraint='/etc/xdg/pip/constraints.txt'\n"
+              "global.extra-index-url='file:///opt/a/simple file:///opt/b/simple'\n"
+              "global.find-links='/opt/wheels'\n:env:.find-links='/opt/wheels'\n"
+              "global.index-url='https://mirror.example/simple'\nglobal.cert='/etc/ssl/ca.crt'\n")
+    settings = install.parse_pip_config(listed)
+    assert settings["extra-index-url"] == ["file:///opt/a/simple", "file:///opt/b/simple"]
+    assert settings["find-links"] == ["/opt/wheels"]  # from the file and the variable: once
+    args = install.uv_arguments(settings)
+    pairs = list(zip(args, args[1:]))
+    for pair in [("--index-url", "https://mirror.example/simple"), ("--extra-index-url", "file:///opt/a/simple"),
+                 ("--extra-index-url", "file:///opt/b/simple"), ("--find-links", "/opt/wheels"),
+                 ("--constraint", "/etc/xdg/pip/constraints.txt"), ("--index-strategy", "unsafe-best-match")]:
+        assert pair in pairs, pair
+    assert "--compile-bytecode" in args  # as pip does: with PYTHONDONTWRITEBYTECODE nothing compiles later
+    assert install.uv_env(settings)["SSL_CERT_FILE"] in ("/etc/ssl/ca.crt", install.os.environ.get("SSL_CERT_FILE"))
+
+
+def test_no_pip_settings_means_pypi_only():
+    args = install.uv_arguments(install.parse_pip_config(""))
+    assert not {"--index-url", "--extra-index-url", "--find-links", "--constraint"} & set(args)
