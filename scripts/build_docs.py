@@ -340,8 +340,10 @@ def fix_pages(titles: dict) -> dict:
     return soups
 
 
-def check_links(soups: dict) -> list[str]:
-    "Every local link resolves to a page and an id in it (a near miss is repaired); returns the links that do not."
+def check_links(soups: dict | None = None) -> list[str]:
+    """Every local link resolves to a page and an id in it (a near miss is repaired); returns the links that do not.
+    `soups`: the pages as `fix_pages` left them (None: read from the built site, as the docs test does)."""
+    if soups is None: soups = {p.relative_to(DOCS).as_posix(): _soup(p) for p in DOCS.rglob("*.html")}
     pages = {rel: DOCS / rel for rel in soups}
     ids = {rel: {t["id"] for t in s.find_all(id=True)} for rel, s in soups.items()}
     broken = []
