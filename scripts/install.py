@@ -2,10 +2,10 @@
 
 `make install` runs `python scripts/install.py torch==X -e '.[dev]'`. pip installs the dev environment (about 270
 packages) one wheel after another: 150–230 s on 2 cores. uv resolves, unpacks and byte-compiles in parallel: about
-65 s for the same set from an empty cache. uv reads neither pip.conf nor PIP_* variables, so the indexes, find-links
+65–80 s for the same set, from an empty cache too. uv reads neither pip.conf nor PIP_* variables, so the indexes, find-links
 and constraints pip would use (`pip config list`) are handed to it here, and it picks from all the indexes as pip does
 (`unsafe-best-match`). Anything uv cannot do (it is not installable, the resolution fails) falls back to pip, so the
-install never depends on uv.
+install never depends on uv; `TRAINBOOK_PIP_ONLY=1` skips uv altogether.
 """
 import os, shlex, subprocess, sys
 
