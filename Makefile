@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 # The dev env pins a tested torch (a local CPU build on these machines); setup.py keeps a range for users.
 TORCH := torch==2.13.0
 STAMP := $(VENV)/.installed
-# scripts/install.py installs with uv (configured from pip's settings; pip when uv cannot): ~65 s against pip's
+# scripts/install.py installs with uv (configured from pip's settings; pip when uv cannot): 65-80 s against pip's
 # 150-230 s. It byte-compiles what it installs: where PYTHONDONTWRITEBYTECODE is set, as on these machines, every
 # import would otherwise compile its module again (the notebooks ran 500 s instead of 285)
 
