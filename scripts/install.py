@@ -2,12 +2,12 @@
 
 `make install` runs `python scripts/install.py torch==X -e '.[dev]'`. pip installs the dev environment (about 270
 packages) one wheel after another: 150–230 s on 2 cores. uv resolves, unpacks and byte-compiles in parallel: about
-65–80 s for the same set, from an empty cache too. uv reads neither pip.conf nor PIP_* variables, so the indexes, find-links
-and constraints pip would use (`pip config list`) are handed to it here, and it picks from all the indexes as pip does
-(`unsafe-best-match`). Anything uv cannot do (it is not installable, the resolution fails) falls back to pip, so the
-install never depends on uv; `TRAINBOOK_PIP_ONLY=1` skips uv altogether.
+65–80 s for the same set, from an empty cache too. uv reads neither pip.conf nor PIP_* variables, so the indexes,
+find-links and constraints pip would use (`pip config list`) are handed to it here, and it picks from all the indexes
+as pip does (`unsafe-best-match`). Anything uv cannot do (it is not installable, the resolution fails) falls back to
+pip, so the install never depends on uv; `TRAINBOOK_PIP_ONLY=1` skips uv altogether.
 """
-import os, shlex, subprocess, sys
+import ast, os, subprocess, sys
 
 PY = sys.executable
 PIP = [PY, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
@@ -19,12 +19,16 @@ def pip_settings() -> dict[str, list[str]]:
 
 
 def parse_pip_config(out: str) -> dict[str, list[str]]:
-    "`pip config list`'s lines (`global.extra-index-url='a b'`, `:env:.find-links='/x'`) as `key -> values`."
+    """`pip config list`'s lines (`global.extra-index-url='a b'`, `:env:.find-links='/x'`) as `key -> values`. pip
+    prints each value as a Python literal (a pip.conf value over several lines is `'\\na\\nb'`), and splits a
+    list-valued option on whitespace."""
     settings: dict[str, list[str]] = {}
     for line in out.splitlines():
         name, _, value = line.partition("=")
         key = name.rpartition(".")[2]  # "global.extra-index-url", ":env:.find-links"
-        for v in shlex.split(value.strip().strip("'\"")) if value else []:
+        try: value = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError): value = value.strip().strip("'\"")
+        for v in str(value).split():
             if v not in settings.setdefault(key, []): settings[key].append(v)
     return settings
 
@@ -53,7 +57,7 @@ def with_pip(packages: list[str]) -> int:
 
 
 def main(packages: list[str]) -> int:
-    if "TRAINBOOK_PIP_ONLY" in os.environ: return with_pip(packages)
+    if os.environ.get("TRAINBOOK_PIP_ONLY", "0") not in ("", "0"): return with_pip(packages)
     if subprocess.run(PIP + ["uv"], capture_output=True).returncode:
         print("uv is not installable here: pip installs instead", flush=True)
         return with_pip(packages)

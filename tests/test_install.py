@@ -24,6 +24,12 @@ def test_pip_settings_become_uv_options():
     assert install.uv_env(settings)["SSL_CERT_FILE"] in ("/etc/ssl/ca.crt", install.os.environ.get("SSL_CERT_FILE"))
 
 
+def test_a_value_over_several_lines_of_pip_conf_is_one_value_a_line():
+    "pip.conf's `extra-index-url =` followed by one URL a line: `pip config list` prints it with its newlines escaped."
+    listed = "global.extra-index-url='\\nhttps://a.example/simple\\nhttps://b.example/simple'\n"
+    assert install.parse_pip_config(listed)["extra-index-url"] == ["https://a.example/simple", "https://b.example/simple"]
+
+
 def test_no_pip_settings_means_pypi_only():
     args = install.uv_arguments(install.parse_pip_config(""))
     assert not {"--index-url", "--extra-index-url", "--find-links", "--constraint"} & set(args)
