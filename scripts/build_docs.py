@@ -77,13 +77,8 @@ def execute_copies() -> int:
     shutil.copytree(ROOT / "nbs", SRC / "nbs", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     paths = sorted((SRC / "nbs").rglob("*.ipynb"))
     digest = sources_digest()
-    # two kernels at a time, each with its share of the cores: two torch (OpenMP, BLAS) thread pools of every core
-    # each wait on each other's threads, and a notebook of small steps ran 13x slower beside another (1.2 s -> 16 s)
-    threads = str(max(1, (os.cpu_count() or 2) // 2))
-    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"): os.environ.setdefault(name, threads)
-    # Spark's JVM with its quick JIT tier only: a notebook's session lives seconds, and the optimizing compiler's
-    # threads took a third of a Spark notebook's CPU (big_tables 130 -> 83 CPU-s, 19_spark 38 -> 27)
-    os.environ.setdefault("PYSPARK_SUBMIT_ARGS", "--driver-java-options -XX:TieredStopAtLevel=1 pyspark-shell")
+    from child_env import set_child_defaults
+    set_child_defaults(max(1, (os.cpu_count() or 2) // 2))  # two kernels at a time, each its share of the cores
     with ThreadPoolExecutor(max_workers=2) as pool:  # the kernels are processes: two cores, two kernels
         failed = [e for e in pool.map(execute_one, paths) if e]
     for e in failed: print(f"\nnotebook failed: {e}", flush=True)

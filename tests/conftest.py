@@ -1,17 +1,16 @@
-import os
 import signal
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
 # One thread: the tests compare numbers, and two workers on two cores should not fight. The processes the tests start
-# (kernels, Spark's Python workers, a Keras backend's subprocess) inherit one thread each: two OpenMP pools of every
-# core waiting on each other's threads made a notebook of small steps 13x slower beside another
+# (kernels, Spark's JVM and Python workers, a Keras backend's subprocess) inherit one thread each and Spark's quick JIT
 torch.set_num_threads(1)
-for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"): os.environ.setdefault(_name, "1")
-# Spark's driver JVM (local mode: the executors too) with its quick JIT tier only: these sessions live seconds, and
-# the optimizing compiler's threads took a third of the CPU of a Spark notebook (big_tables: 130 -> 83 CPU-s)
-os.environ.setdefault("PYSPARK_SUBMIT_ARGS", "--driver-java-options -XX:TieredStopAtLevel=1 pyspark-shell")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from child_env import set_child_defaults  # noqa: E402
+set_child_defaults(1)
 
 # Ctrl-C as a terminal gives it, however the suite was started: a shell that starts a command in the background
 # (`make test &`, nohup) hands it SIGINT ignored, and Python then installs no KeyboardInterrupt for it, so the

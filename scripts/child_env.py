@@ -1,0 +1,14 @@
+"""What the processes `make test` starts inherit (notebook kernels, Spark's JVM and Python workers, Ray's and torchrun's
+workers, a Keras backend's subprocess): set by scripts/build_docs.py for its kernels and by tests/conftest.py, each
+only where the caller did not set it."""
+import os
+
+
+def set_child_defaults(threads: int,  # OpenMP/BLAS threads per process: the cores over the processes run at once
+                       ) -> None:
+    # two kernels at a time on 2 cores: two torch thread pools of every core wait on each other's threads, and a
+    # notebook of small steps ran 13x slower beside another (1.2 s -> 16 s)
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"): os.environ.setdefault(name, str(threads))
+    # Spark's driver JVM (local mode: the executors too) with its quick JIT tier only: these sessions live seconds,
+    # and the optimizing compiler's threads took a third of a Spark notebook's CPU (big_tables 130 -> 83 CPU-s)
+    os.environ.setdefault("PYSPARK_SUBMIT_ARGS", "--driver-java-options -XX:TieredStopAtLevel=1 pyspark-shell")
