@@ -15,7 +15,7 @@ from .core import Finding, autocast_dtype
 # %% auto #0
 __all__ = ['TARGET_KEYS', 'ELEMENTWISE_LOSSES', 'split_batch', 'to_device', 'describe', 'call_model', 'batch_rows', 'rows_in',
            'prediction', 'model_loss', 'whole_output', 'wants_whole_output', 'compute_loss', 'eval_mode',
-           'ShapeMismatch', 'check_loss_shapes', 'autocast', 'forward', 'training_lock', 'stop_requested']
+           'ShapeMismatch', 'check_loss_shapes', 'autocast', 'Feeder', 'forward', 'training_lock', 'stop_requested']
 
 # %% ../nbs/03a_batch.ipynb #17015856
 TARGET_KEYS = ("y", "label", "labels", "target")
@@ -258,6 +258,32 @@ def autocast(device: torch.device,  # the device the model runs on
 
 _NO_CONTEXT = contextlib.nullcontext()  # reusable: it holds no state
 
+class Feeder:
+    "`forward` for many batches: what is the same for each (model, loss, device, autocast) is resolved once."
+    def __init__(self,
+                 model: nn.Module,  # the model (or its DDP / compiled wrapper)
+                 loss_fn: Optional[Callable],  # `loss_fn(prediction, yb)`; None = the model computes its loss
+                 device: torch.device,  # where the batches go
+                 precision: str = "fp32",  # a resolved precision: bf16 | fp16 | fp32
+                ):
+        self.model, self.loss_fn, self.device = model, loss_fn, device
+        self.autocast = autocast(device, precision)  # entered once per batch (not nested): reusable
+        self.keep_labels = loss_fn is None  # a dict batch keeps its labels among the model's inputs
+        self.on_prediction = loss_fn is not None and not wants_whole_output(loss_fn)
+
+    def __call__(self,
+                 batch,  # one batch, in any form `split_batch` takes
+                 check_shapes: bool = False,  # refuse a prediction/target pair an elementwise loss would broadcast
+                ) -> tuple:
+        "Forward under autocast, then the loss: `(output, loss, xb, yb)` of one batch."
+        xb, yb = split_batch(batch, self.keep_labels)
+        xb, yb = to_device(xb, self.device), to_device(yb, self.device)
+        with self.autocast:
+            out = call_model(self.model, xb)
+            if check_shapes and self.on_prediction: check_loss_shapes(prediction(out), yb, self.loss_fn)
+            loss = compute_loss(out, yb, self.loss_fn)
+        return out, loss, xb, yb
+
 def forward(model: nn.Module,  # the model (or its DDP wrapper)
             batch,  # one batch, in any form `split_batch` takes
             loss_fn: Optional[Callable],  # `loss_fn(prediction, yb)`; None = the model computes its loss
@@ -265,14 +291,8 @@ def forward(model: nn.Module,  # the model (or its DDP wrapper)
             precision: str = "fp32",  # a resolved precision: bf16 | fp16 | fp32
             check_shapes: bool = False,  # refuse a prediction/target pair an elementwise loss would broadcast
            ) -> tuple:
-    "Forward under autocast, then the loss: `(output, loss, xb, yb)` of one batch."
-    xb, yb = split_batch(batch, keep_labels=loss_fn is None)
-    xb, yb = to_device(xb, device), to_device(yb, device)
-    with autocast(device, precision):
-        out = call_model(model, xb)
-        if check_shapes and not wants_whole_output(loss_fn): check_loss_shapes(prediction(out), yb, loss_fn)
-        loss = compute_loss(out, yb, loss_fn)
-    return out, loss, xb, yb
+    "Forward under autocast, then the loss: `(output, loss, xb, yb)` of one batch (a `Feeder` for many)."
+    return Feeder(model, loss_fn, device, precision)(batch, check_shapes)
 
 # %% ../nbs/03a_batch.ipynb #51a25704
 _LOCKS: "weakref.WeakKeyDictionary[nn.Module, list]" = weakref.WeakKeyDictionary()

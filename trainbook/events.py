@@ -100,17 +100,27 @@ class Callbacks:
     def __init__(self, callbacks: Iterable = (),  # objects with event methods, called in this order
                 ):
         self.callbacks = list(callbacks)
-        self.handlers = {e: [] for e in EVENT_NAMES}
+        self.handlers = {e: [] for e in EVENT_NAMES}  # event -> [(callback, its method)], in list order
         for cb in self.callbacks:
             for name, fn in _handlers(cb).items(): self.handlers[name].append((cb, fn))
+        self._calls: dict = {}  # event -> [(callback, method, critical)]: what a dispatch reads, from `handlers`
+        self._index()
 
     def __call__(self, event: Event, state: LoopState):
-        for cb, fn in self.handlers[event]:
-            if getattr(cb, "critical", True): fn(state); continue
-            try: fn(state)
-            except Exception as e:  # a broken display never breaks a run
-                warnings.warn(f"{type(cb).__name__}.{event.value} failed and was switched off: {e!r}")
-                self._remove(cb)
+        for cb, fn, critical in self._calls[event]:
+            if critical: fn(state)
+            else: self._call_display(cb, fn, event, state)
+
+    def _call_display(self, cb, fn, event: Event, state: LoopState):
+        "A non-critical callback's method: an error switches the callback off with a warning (never breaks a run)."
+        try: fn(state)
+        except Exception as e:
+            warnings.warn(f"{type(cb).__name__}.{event.value} failed and was switched off: {e!r}")
+            self._remove(cb)
+
+    def _index(self):
+        self._calls = {e: [(cb, fn, getattr(cb, "critical", True)) for cb, fn in handlers]
+                       for e, handlers in self.handlers.items()}
 
     def has(self, event: Event,  # the event to ask about
            ) -> bool:
@@ -119,6 +129,7 @@ class Callbacks:
 
     def _remove(self, cb):
         for e in self.handlers: self.handlers[e] = [(c, f) for c, f in self.handlers[e] if c is not cb]
+        self._index()
 
     def state_dict(self) -> dict:
         "Each callback's state, keyed by position and class name."

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Union
 import torch
 from torch import nn
 
-from .batch import batch_rows, eval_mode, forward, prediction, training_lock
+from .batch import Feeder, batch_rows, eval_mode, forward, prediction, training_lock
 from .checkpoint import Checkpointer, run_signature
 from .core import (History, TrainConfig, environment, loader_length, pick_device, pick_precision,
                             rng_state, seed_everything, set_loader_epoch, set_rng_state)
@@ -157,7 +157,7 @@ class Window:
            ):
         "Keep a micro-batch's loss (and the batch, for a non-finite loss's triage)."
         self.items.append((xb, yb, loss))
-        self.rows += batch_rows(xb, yb)
+        self.rows += yb.shape[0] if type(yb) is torch.Tensor and yb.ndim else batch_rows(xb, yb)  # its rows
 
 _END = object()
 _NO_SYNC = contextlib.nullcontext()  # reusable: it holds no state
@@ -205,6 +205,9 @@ class Setup:
     stopper: EarlyStopping
     environment: dict
     extra: dict  # what the Run reports about the set-up: precision, device, fingerprints
+    feed: Feeder  # forward under autocast -> loss, for each micro-batch
+    log_every: int  # optimizer steps between gradient-norm records
+    unscale: bool  # whether every step unscales (fp16) or clips its gradients (else only the logged steps read them)
     started: float = field(default_factory=time.perf_counter)
 
 def set_up(model: nn.Module,  # the model to train (moved to its device, in train mode)
@@ -265,7 +268,9 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
               world=world, ddp=strategy == "ddp", callbacks=cbs, checkpointer=keeper, stopper=stopper,
               environment=keeper.meta["environment"],
               extra={"precision": precision, "device": str(device), "split_fingerprint": split_fingerprint,
-                     "data_fingerprint": data_fingerprint(dl_train, dl_valid), "track": track})
+                     "data_fingerprint": data_fingerprint(dl_train, dl_valid), "track": track},
+              feed=Feeder(net, loss_fn, device, precision), log_every=cfg.log_every,
+              unscale=cfg.clip_norm is not None or precision == "fp16")
     state = LoopState(model=model, optimizer=opt, scheduler=sched, scaler=scaler, loss_fn=loss_fn, config=cfg,
                       device=device, precision=precision, history=history, n_batches=n_batches,
                       total_steps=total_steps, position=Position())
@@ -315,11 +320,6 @@ def _windows(s: Setup, state: LoopState, batches: TimedIterator) -> Iterator[Win
     return accumulation_windows(batches, s.config.accum_steps, s.n_batches, state.position,
                                 s.checkpointer.enabled)
 
-def _forward_loss(s: Setup, state: LoopState, batch) -> tuple:
-    "Forward under autocast -> loss of one micro-batch: `(loss, xb, yb)`; the first batch's shapes are checked."
-    _, loss, xb, yb = forward(s.net, batch, s.loss_fn, s.device, s.precision, state.step == 0)
-    return loss, xb, yb
-
 def _grad_sync(s: Setup, window: Window):
     "DDP averages gradients across ranks once per window (at its last micro-batch), not after each one."
     if s.ddp and not window.last: return s.net.no_sync()
@@ -349,38 +349,40 @@ def _count_skip(state: LoopState):
     state.history.append(state.step, state.epoch, "train", "skipped_step", 1.0)
 
 def _clip(s: Setup, state: LoopState) -> Optional[tuple]:
-    "Unscale and clip; every `log_every` steps also read the per-parameter gradient norms (after clipping)."
-    log_now, clip = (state.step + 1) % s.config.log_every == 0, s.config.clip_norm
-    fused = log_now and clip is None  # one pass gives the global norm and each parameter's
-    if not log_now and clip is None and s.precision != "fp16":
+    "Unscale and clip; every `log_every` steps also the per-parameter gradient norms (after clipping)."
+    log_now = (state.step + 1) % s.log_every == 0
+    if not log_now and not s.unscale:
         state.grad_norm = None  # nothing to unscale, clip or read at this step
         return None
+    clip = s.config.clip_norm
+    fused = log_now and clip is None  # one pass gives the global norm and each parameter's
     state.grad_norm = unscale_and_clip(s.optimizer, s.scaler, s.params, clip, log_now and not fused)
     if not log_now: return None
     names, norms, total = gradient_norms(s.named_params)
     if fused: state.grad_norm = total
-    return (names, norms) if names else None
+    return names, norms
 
 def _log_step(s: Setup, state: LoopState, skipped: bool, window: Window, layer_norms: Optional[tuple]) -> None:
     "Count the step and log the loss and lr; gradient norms and the fp16 loss scale every `log_every` steps."
-    pos, h = state.position, state.history
+    pos = state.position
     state.batch_idx = pos.batch_idx
     window.done = True
     if skipped: return _count_skip(state)
     state.step = step = state.step + 1
-    epoch, meter = state.epoch, state.meter
     pos.loss_sum += state.loss
     pos.loss_count += 1
-    meter.rows += window.rows
-    meter.steps += 1
-    h.append(step, epoch, "train", "loss", state.loss)
-    h.append(step, epoch, "train", "lr", s.optimizer.param_groups[0]["lr"])
-    if step % s.config.log_every: return
-    names, norms = layer_norms if layer_norms is not None else ([], [])
-    total = [] if state.grad_norm is None else [state.grad_norm]
-    read = [full_tensor(v).float() for v in [*total, *norms]]
-    values = torch.stack(read).tolist() if read else []
-    if total: h.append(step, epoch, "train", "grad_norm", values.pop(0))  # one read for all
+    state.meter.add(window.rows)
+    state.history.append(step, state.epoch, "train", "loss", state.loss)
+    state.history.append(step, state.epoch, "train", "lr", s.optimizer.param_groups[0]["lr"])
+    if step % s.log_every == 0: _log_norms(s, state, layer_norms)
+
+def _log_norms(s: Setup, state: LoopState, layer_norms: Optional[tuple]) -> None:
+    "The global and per-parameter gradient norms, read in one sync, and the fp16 loss scale."
+    h, step, epoch = state.history, state.step, state.epoch
+    names, norms = layer_norms if layer_norms is not None else ([], None)
+    parts = [full_tensor(p).float().reshape(-1) for p in (state.grad_norm, norms) if p is not None]
+    values = torch.cat(parts).tolist() if parts else []
+    if state.grad_norm is not None: h.append(step, epoch, "train", "grad_norm", values.pop(0))
     for name, v in zip(names, values): h.append(step, epoch, "train", f"grad_norm/{name}", v)
     if s.scaler.is_enabled(): h.append(step, epoch, "train", "loss_scale", s.scaler.get_scale())
 
@@ -510,7 +512,7 @@ def fit(model: nn.Module,  # the model to train (in place)
                           profile=profile)
         # the run folder, locked for this run; on resume every piece of state restored
         _claim_and_resume(s, state, resume, overwrite)
-        cbs, opt, scaler = s.callbacks, s.optimizer, s.scaler
+        cbs, opt, scaler, feed = s.callbacks, s.optimizer, s.scaler, s.feed
         stopped, window = None, None
         try:
             cbs(Event.before_fit, state)
@@ -522,7 +524,7 @@ def fit(model: nn.Module,  # the model to train (in place)
                     for batch in window:
                         with _grad_sync(s, window):  # DDP: all-reduce at the window's last micro-batch only
                             # 1. forward under autocast -> 2. loss (the first batch's shapes checked)
-                            loss, xb, yb = _forward_loss(s, state, batch)
+                            _, loss, xb, yb = feed(batch, check_shapes=state.step == 0)
                             # 3. backward of the loss / the window's size (scaled under fp16)
                             scaler.scale(loss / window.size if window.size > 1 else loss).backward()
                         window.add(xb, yb, loss)

@@ -209,15 +209,19 @@ def unscale_and_clip(optimizer: torch.optim.Optimizer,  # the optimizer whose gr
 
 def gradient_norms(named_params: list,  # (name, parameter) pairs; those without a gradient are left out
                   ) -> tuple:
-    "`(names, norms, total)`: each gradient's norm from one fused pass, and the global norm made from them."
+    "`(names, norms, total)`: each gradient's norm from one fused pass (a 1-d tensor), and the global norm."
     named = [(n, p.grad) for n, p in named_params if p.grad is not None]
-    if not named: return [], [], torch.tensor(0.0)  # what get_total_norm gives for no gradients
+    if not named: return [], torch.zeros(0), torch.tensor(0.0)  # get_total_norm's value for no gradients
     grads = [g for _, g in named]
     norms = torch._foreach_norm(grads)
     first = grads[0]
     if all(type(g) is torch.Tensor and g.device == first.device and g.dtype == first.dtype for g in grads):
-        total = torch.linalg.vector_norm(torch.stack(norms))  # get_total_norm's reduction of the same norms
-    else: total = torch.nn.utils.get_total_norm(grads)  # mixed devices, dtypes or DTensors: its own grouping
+        norms = torch.stack(norms)
+        total = torch.linalg.vector_norm(norms)  # get_total_norm's reduction of the same norms
+    else:  # mixed devices, dtypes or DTensors: get_total_norm's own grouping, each norm a plain tensor
+        total = torch.nn.utils.get_total_norm(grads)
+        norms = torch.stack([(n.full_tensor() if hasattr(n, "full_tensor") else n).float().to(first.device)
+                             for n in norms])
     return [n for n, _ in named], norms, total
 
 def step_optimizer(optimizer: torch.optim.Optimizer,  # the optimizer to step

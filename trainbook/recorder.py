@@ -122,6 +122,13 @@ class EpochMeter:
     steps: int = 0
     started: float = field(default_factory=time.perf_counter)
 
+    def add(self,
+            rows: int,  # the rows of one optimizer step
+           ) -> None:
+        "Count one optimizer step of `rows` rows."
+        self.rows += rows
+        self.steps += 1
+
 
 # %% ../nbs/06b_recorder.ipynb #d79ab0d7
 def run_displays(live: Union[str, bool, None] = "auto",  # "auto" | True | False (None = False)
