@@ -121,9 +121,10 @@ def main(rounds: int):
           f"(2-step fit {statistics.median(fixed) * 1e3:.2f} ms)")
 
 
-PIECES = {  # fit's pieces, by the module whose name the caller looks up: what each costs inside a run
-    "loop": ["_forward_loss", "_window_loss", "_clip", "step_optimizer", "_log_step", "_after_step", "_end_epoch",
+PIECES = {  # fit's pieces, by the module (or class) whose attribute the caller looks up: what each costs in a run
+    "loop": ["_window_loss", "_clip", "step_optimizer", "_log_step", "_after_step", "_end_epoch",
              "evaluate", "_finish", "set_up", "_start_epoch"],
+    "batch.Feeder": ["__call__"],
     "recorder": ["diagnose"]}
 
 
@@ -159,14 +160,17 @@ def breakdown(rounds: int = 5):
     batches = lambda n: [(torch.randn(64, 32, generator=g), torch.randint(0, 2, (64,), generator=g)) for _ in range(n)]
     train, valid, epochs = batches(64), batches(8), 8
     fit_acc, raw_acc = collections.Counter(), collections.Counter()
-    for module, names in PIECES.items():
-        mod = importlib.import_module(f"trainbook.{module}")
+    for where, names in PIECES.items():
+        module, _, cls = where.partition(".")
+        owner = importlib.import_module(f"trainbook.{module}")
+        owner = getattr(owner, cls) if cls else owner
         for name in names:
-            def timed(*a, _f=getattr(mod, name), _name=name, **k):
+            label = f"{cls}.{name}" if cls else name
+            def timed(*a, _f=getattr(owner, name), _name=label, **k):
                 t = time.perf_counter()
                 try: return _f(*a, **k)
                 finally: fit_acc[_name] += time.perf_counter() - t
-            setattr(mod, name, timed)
+            setattr(owner, name, timed)
     totals = {"fit": [], "raw": []}
     for r in range(rounds + 1):  # the first round warms up
         if r == 1: fit_acc.clear(); raw_acc.clear()

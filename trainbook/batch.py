@@ -164,6 +164,14 @@ def _loss_failed(err: Exception, out, given, yb, whole: bool) -> Exception:
     err.add_note(note)
     return err
 
+def _call_loss(loss_fn: Callable, given, yb, out, whole: bool) -> torch.Tensor:
+    "`loss_fn(given, yb)`; a failure raised again with what the loss received (the same exception type)."
+    try: return loss_fn(given, yb)
+    except _EXPLAINED as err:
+        explained = _loss_failed(err, out, given, yb, whole)
+        if explained is err: raise
+        raise explained from err
+
 def compute_loss(out,  # what the model returned
                  yb,  # the targets
                  loss_fn: Optional[Callable],  # `loss_fn(prediction, yb)`; None = the model's own loss
@@ -172,12 +180,7 @@ def compute_loss(out,  # what the model returned
     "The batch's loss: `loss_fn` on the prediction (or the whole output), or the loss in the model's output."
     if loss_fn is not None:
         whole = wants_whole_output(loss_fn)
-        given = out if whole else prediction(out)
-        try: return loss_fn(given, yb)
-        except _EXPLAINED as err:
-            explained = _loss_failed(err, out, given, yb, whole)
-            if explained is err: raise
-            raise explained from err
+        return _call_loss(loss_fn, out if whole else prediction(out), yb, out, whole)
     loss = model_loss(out)
     if loss is None:
         raise ValueError("loss_fn=None means the model computes its loss, but its output has "
@@ -276,13 +279,24 @@ class Feeder:
                  check_shapes: bool = False,  # refuse a prediction/target pair an elementwise loss would broadcast
                 ) -> tuple:
         "Forward under autocast, then the loss: `(output, loss, xb, yb)` of one batch."
-        xb, yb = split_batch(batch, self.keep_labels)
-        xb, yb = to_device(xb, self.device), to_device(yb, self.device)
+        device = self.device
+        if type(batch) in _PAIR_TYPES and len(batch) == 2:  # (xb, yb): no split; tensors there already stay
+            xb, yb = batch
+            if type(xb) is not torch.Tensor or xb.device != device: xb = to_device(xb, device)
+            if type(yb) is not torch.Tensor or yb.device != device: yb = to_device(yb, device)
+        else:
+            xb, yb = split_batch(batch, self.keep_labels)
+            xb, yb = to_device(xb, device), to_device(yb, device)
         with self.autocast:
             out = call_model(self.model, xb)
             if check_shapes and self.on_prediction: check_loss_shapes(prediction(out), yb, self.loss_fn)
-            loss = compute_loss(out, yb, self.loss_fn)
+            if type(out) is torch.Tensor and self.on_prediction:  # the prediction is the output
+                loss = _call_loss(self.loss_fn, out, yb, out, False)
+            else: loss = compute_loss(out, yb, self.loss_fn)
         return out, loss, xb, yb
+
+_PAIR_TYPES = (tuple, list)
+
 
 def forward(model: nn.Module,  # the model (or its DDP wrapper)
             batch,  # one batch, in any form `split_batch` takes
