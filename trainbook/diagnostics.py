@@ -4,7 +4,9 @@
 
 # %% ../nbs/09_diagnostics.ipynb #714accc1
 from __future__ import annotations
+import itertools
 import math
+import struct
 import weakref
 from dataclasses import dataclass
 from typing import Optional
@@ -12,7 +14,8 @@ from typing import Optional
 import numpy as np
 
 from .core import Finding, History
-from .curvefit import chi2_share, convex_fit, fall_and_rise, scatter_as_sampled, scatter_range
+from .curvefit import (chi2_share, convex_fit, fall_and_rise, median, rolling_median, scatter_as_sampled,
+                       scatter_range, windows)
 
 # %% auto #0
 __all__ = ['RULES', 'as_history', 'Thresholds', 'diagnose']
@@ -32,6 +35,12 @@ def as_history(history,  # a `History`, a `Run` or a tidy DataFrame (step, epoch
 
 _CURVES: "weakref.WeakKeyDictionary[History, dict]" = weakref.WeakKeyDictionary()
 
+def _column(items: list, dtype: type) -> np.ndarray:
+    "A list of numbers as an array of `dtype`, as np.fromiter makes it (struct.pack: a third of its work)."
+    try: return np.frombuffer(struct.pack(f"{len(items)}{np.dtype(dtype).char}", *items), dtype=dtype)
+    except (struct.error, TypeError, OverflowError):  # a float step, a None value: np.fromiter's conversion
+        return np.fromiter(items, dtype=dtype, count=len(items))
+
 def _curves(h: History) -> dict:
     "Every series of the history: (split, name) → (steps, epochs, values) arrays; only new rows are read."
     # a history only grows during a run: the live diagnosis after each epoch reads that epoch's rows, not all
@@ -41,19 +50,23 @@ def _curves(h: History) -> dict:
     if memo is None or memo["n"] > n or (memo["n"] and memo["last"] != (h.step[memo["n"] - 1],
                                                                         h.name[memo["n"] - 1])):
         memo = {"n": 0, "last": None, "series": {}}
-    start = memo["n"]
-    fresh = {}
-    for i in range(start, n): fresh.setdefault((h.split[i], h.name[i]), []).append(i)
-    series = memo["series"]
-    for key, rows in fresh.items():
-        step = np.fromiter((h.step[i] for i in rows), dtype=int, count=len(rows))
-        epoch = np.fromiter((h.epoch[i] for i in rows), dtype=int, count=len(rows))
-        value = np.fromiter((h.value[i] for i in rows), dtype=float, count=len(rows))
-        if key in series:
-            old = series[key]
-            step, epoch, value = (np.concatenate([old[0], step]), np.concatenate([old[1], epoch]),
-                                  np.concatenate([old[2], value]))
-        series[key] = (step, epoch, value)
+    start, series = memo["n"], memo["series"]
+    # each new row's series as a code, the position of its first row (a dict look-up a row, in C: a Python
+    # loop over the rows cost ~0.4 ms a 1,500-row diagnosis); a stable sort by code groups each series' rows
+    # in order, the series in order of first appearance, as the dict holds them
+    codes = {}
+    pairs = zip(h.split[start:n], h.name[start:n])
+    # (16-bit codes where they fit: numpy's stable sort of those is a radix sort, a tenth of a timsort's work)
+    small = np.uint16 if n - start < 2 ** 16 else np.intp
+    code = _column(list(map(codes.setdefault, pairs, itertools.count())), small)
+    order = np.argsort(code, kind="stable")
+    step, epoch = _column(h.step[start:n], int)[order], _column(h.epoch[start:n], int)[order]
+    value = _column(h.value[start:n], float)[order]
+    begin = 0
+    for key, end in zip(codes, np.cumsum(np.bincount(code)[list(codes.values())]).tolist()):
+        fresh = step[begin:end].copy(), epoch[begin:end].copy(), value[begin:end].copy()
+        begin = end
+        series[key] = tuple(map(np.concatenate, zip(series[key], fresh))) if key in series else fresh
     memo.update(n=n, last=(h.step[n - 1], h.name[n - 1]) if n else None)
     try: _CURVES[h] = memo
     except TypeError: pass  # a history type that takes no weak reference: read whole each time
@@ -65,30 +78,12 @@ def _series(c: dict, split: str, name: str):
     "(steps, epochs, values) of one series of `_curves`, empty when it was never logged."
     return c.get((split, name), _EMPTY)
 
-_EXACT_UP_TO = 4_000  # longer series get their moving median at every stride-th point, interpolated between
-
-def _rolling(values: np.ndarray, half: int) -> tuple[np.ndarray, np.ndarray]:
-    "A centred moving median over 2·`half`+1 points and the moving median absolute deviation around it."
-    if half < 1 or len(values) < 3: return values.copy(), np.zeros_like(values)
-    n = len(values)
-    # on a long run, every step's window costs steps × window of memory and time (1.6 GB for 200,000 steps
-    # of a 101-point window): centres a tenth of a window apart, linearly interpolated, cost a tenth of that
-    stride = 1 if n <= _EXACT_UP_TO else max(1, half // 5)
-    padded = np.pad(values, half, mode="edge")
-    windows = np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1)[::stride]
-    # an odd window's median is its middle element once partitioned (what np.median does, with less work)
-    med = np.partition(windows, half, axis=1)[:, half]
-    deviations = np.abs(windows - med[:, None])
-    deviations.partition(half, axis=1)
-    mad = deviations[:, half]
-    if stride == 1: return med, mad
-    at = np.arange(0, n, stride)
-    return np.interp(np.arange(n), at, med), np.interp(np.arange(n), at, mad)
+_rolling = rolling_median  # the name bench/corpus.py reads it by
 
 def _robust_spread(values: np.ndarray) -> float:
     "1.4826 × the median absolute deviation: the standard deviation of normal noise, unmoved by outliers."
     if len(values) == 0: return 0.0
-    return float(1.4826 * np.median(np.abs(values - np.median(values))))
+    return float(1.4826 * median(np.abs(values - median(values))))
 
 # %% ../nbs/09_diagnostics.ipynb #950ba6ba
 @dataclass(frozen=True)
@@ -136,14 +131,14 @@ class Thresholds:
 def _levels(loss: np.ndarray) -> tuple[float, float, float]:
     "The first step's loss (before any update), the start's and end's: medians of the first and last tenth."
     k = max(5, len(loss) // 10)
-    return float(loss[0]), float(np.median(loss[:k])), float(np.median(loss[-k:]))
+    return float(loss[0]), float(median(loss[:k])), float(median(loss[-k:]))
 
 def _stages(loss: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
     "The loss's stage at each step: the window's half width, the moving median and the moving MAD around it."
     # a stage is 2% of the run, at most 101 steps: the moving median's cost is steps × window (a 50,000-step
     # run with a 2% window took 8 s and gigabytes)
     half = max(5, min(len(loss) // 50, 50))
-    med, mad = _rolling(loss, half)
+    med, mad = rolling_median(loss, half)
     return half, med, mad
 
 def _stages_of(c: dict, loss: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
@@ -154,25 +149,25 @@ def _stages_of(c: dict, loss: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
 
 def _step_noise(mad: np.ndarray) -> float:
     "The run's typical step-to-step spread of the loss around its stage (1.4826 × the median moving MAD)."
-    return float(1.4826 * np.median(mad))
+    return float(1.4826 * median(mad))
 
 def _valid_noise(c: dict) -> Optional[np.ndarray]:
     "Each evaluation's standard error (valid/loss_se, logged next to valid/loss), or None when it was not logged."
     vs, _, v = _series(c, "valid", "loss")
     ss, _, se = _series(c, "valid", "loss_se")
     if len(se) == 0 or len(v) == 0: return None
-    if len(se) == len(v) and np.array_equal(ss, vs): return se
+    if len(se) == len(v) and bool((ss == vs).all()): return se  # np.array_equal, the shapes being equal
     return np.interp(vs, ss, se)  # evaluations without one (a resumed old run): the nearest logged
 
 def _at_prior(c: dict, end: float, noise: float, th: Thresholds) -> Optional[dict]:
     "The constant predictor's loss and whether the run ended there (train and valid), or None when not logged."
     _, _, prior = _series(c, "valid", "prior_loss")
     if len(prior) == 0: return None
-    level = float(np.median(prior))
+    level = float(median(prior))
     _, _, v = _series(c, "valid", "loss")
     se = _valid_noise(c)
-    v_end = float(np.median(v[-3:])) if len(v) else end
-    se_end = float(np.median(se[-3:])) if se is not None else noise
+    v_end = float(median(v[-3:])) if len(v) else end
+    se_end = float(median(se[-3:])) if se is not None else noise
     margin = max(th.prior_z * se_end, 0.02 * abs(level))
     # both at the prior: a model that predicts the class frequencies (or the mean) and nothing else
     ended = bool(v_end > level - margin and end > level - margin)
@@ -191,12 +186,13 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
     first, start, end = _levels(loss)
     _, stage, mad = _stages_of(c, loss)
     noise = _step_noise(mad)
-    peak = float(np.max(_rolling(loss, 1)[0]))  # a 3-point median: a lone spike is not a divergence
-    late = float(np.median(loss[len(loss) // 2:]))
+    # a 3-point median: a lone spike is not a divergence
+    peak = float(rolling_median(loss, 1, spread=False)[0].max())
+    late = float(median(loss[len(loss) // 2:]))
     # the untrained model's loss (the start may already hold the blow-up); a small batch's first loss can be
     # low by chance, so never below the constant predictor's loss (what an untrained model roughly predicts)
     _, _, prior_values = _series(c, "valid", "prior_loss")
-    base = max(abs(first), float(np.median(prior_values)) if len(prior_values) else 0.0, 1e-12)
+    base = max(abs(first), float(median(prior_values)) if len(prior_values) else 0.0, 1e-12)
     data = {"start_loss": start, "end_loss": end, "peak_loss": peak, "first_loss": first, "noise": noise}
     data.update(untrained_loss=base, peak_threshold=th.diverge_peak * base,
                 end_threshold=th.diverge_end * base, drop=(start - end) / max(abs(start), 1e-12),
@@ -218,7 +214,7 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
     jump = _early_blowup(loss, stage, noise, th, at_prior, base)
     if jump is not None:
         at = int(steps[jump])
-        ratio = float(loss[jump] / np.median(loss))
+        ratio = float(loss[jump] / median(loss))
         data = {**data, "blowup_step": at, "blowup_ratio": ratio}
         return [Finding("diverging", "error",
                         f"the training loss blew up at step {at} ({float(loss[jump - 1]):.4g} → "
@@ -268,13 +264,13 @@ def _early_blowup(loss: np.ndarray, stage: np.ndarray, noise: float, th: Thresho
                   at_prior: bool = False, base: Optional[float] = None) -> Optional[int]:
     "Where the loss jumped far above its median in the first tenth, if it never learned after; else None."
     k = max(5, len(loss) // 10)
-    jump = 1 + int(np.argmax(loss[1:k]))  # after an update: the first loss is the untrained model's
-    level = float(np.median(loss))  # the run's robust level: for a collapsed run, the level it collapsed to
+    jump = 1 + int(loss[1:k].argmax())  # after an update: the first loss is the untrained model's
+    level = float(median(loss))  # the run's robust level: for a collapsed run, the level it collapsed to
     high = loss[jump] > th.blowup * level and loss[jump] - level > th.blowup_z * max(noise, 1e-12)
     if not high: return None
     # no learning after it: the loss's stage never fell `still` below the untrained model's loss
     # (a run that collapsed to the constant predictor after the jump did not recover, whatever its loss did)
-    lowest = float(np.min(stage[jump:]))
+    lowest = float(stage[jump:].min())
     untrained = float(loss[0]) if base is None else base
     if lowest < (1 - th.still) * untrained and not at_prior: return None
     return jump
@@ -283,8 +279,9 @@ def _still_falling(loss: np.ndarray, noise: float, z: float) -> bool:
     "Whether the second half's least-squares slope is below zero by more than `z` of its standard errors."
     y = loss[len(loss) // 2:]
     x = np.arange(len(y)) - (len(y) - 1) / 2
-    slope = float(np.sum(x * y) / np.sum(x * x))
-    standard_error = max(noise, 1e-12) / math.sqrt(float(np.sum(x * x)))
+    sxx = (x * x).sum()
+    slope = float((x * y).sum() / sxx)
+    standard_error = max(noise, 1e-12) / math.sqrt(float(sxx))
     return -slope > z * standard_error
 
 def _evaluations_keep_falling(v: np.ndarray, keep: float) -> bool:
@@ -293,7 +290,7 @@ def _evaluations_keep_falling(v: np.ndarray, keep: float) -> bool:
     mid = len(v) // 2
     early = (v[0] - v[mid]) / mid  # fall per evaluation over the first half
     late = (v[mid] - v[-1]) / (len(v) - 1 - mid)  # ... and over the second
-    every = bool(np.all(np.diff(v[mid:]) < 0))  # lower at each later evaluation: not a noisy plateau
+    every = bool((v[mid + 1:] - v[mid:-1] < 0).all())  # lower at each later evaluation: not a noisy plateau
     # a run that learns slows down as it converges; one whose lr is too low falls as fast late as early
     return bool(early > 0 and every and late >= keep * early)
 
@@ -318,7 +315,7 @@ def _rows_per_step(c: dict) -> Optional[float]:
     if len(sps) == 0 or len(st) != len(sps): return None
     rows = sps * st
     rows = rows[np.isfinite(rows) & (rows > 0)]
-    return float(np.median(rows)) if len(rows) else None
+    return float(median(rows)) if len(rows) else None
 
 def _batch_spread(c: dict, steps: np.ndarray) -> Optional[np.ndarray]:
     "The batch loss's chance spread at each step: per-example sd (nearest evaluation) / √rows a step."
@@ -327,18 +324,21 @@ def _batch_spread(c: dict, steps: np.ndarray) -> Optional[np.ndarray]:
     if len(sd) == 0 or rows is None: return None
     return np.interp(steps, ss, sd) / math.sqrt(max(rows, 1.0))
 
-def _spike_scale(c: dict, steps: np.ndarray, loss: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
-    "Each step's rise above its stage and the stage's spread (no threshold in them: worked out once)."
-    key = ("spike_scale", "train/loss")  # a key no history has
+def _spike_scale(c: dict, steps: np.ndarray, loss: np.ndarray, exact: bool = True
+                 ) -> tuple[int, np.ndarray, np.ndarray]:
+    "Each step's rise above its stage and the stage's spread, or (not `exact`) its least: worked out once."
+    key = ("spike_scale" if exact else "spike_floor", "train/loss")  # keys no history has
     if key in c: return c[key]
     half, med, mad = _stages_of(c, loss)
     resid = loss - med
     resid[:half] = 0.0  # the first steps have no stage before them to stand out from
     # the stage's spread: the moving MAD's own moving median over a 3× wider stretch (a MAD of a few
     # steps is a noisy estimate: where it is small by chance, an ordinary blip of a small-batch run
-    # looks tall), floored by the run's typical one: in a flat stretch not every blip is a spike
-    stage_mad = _rolling(mad, 3 * half)[0]
-    spread = 1.4826 * np.maximum(stage_mad, 0.5 * float(np.median(mad)))
+    # looks tall), floored by the run's typical one: in a flat stretch not every blip is a spike (that
+    # floor alone is the least the spread can be, without the moving median: most of the rule's work)
+    typical = 0.5 * float(median(mad))
+    stage = rolling_median(mad, 3 * half, spread=False)[0] if exact else typical
+    spread = 1.4826 * np.maximum(stage, typical)
     # and never below the spread a batch of this size has by chance: the per-example losses' standard
     # deviation (measured at the evaluations) over √(rows a step): batch 4 and batch 512 on one scale
     expected = _batch_spread(c, steps)
@@ -357,12 +357,16 @@ def _spikes(c: dict, th: Thresholds) -> list[Finding]:
     "loss_spikes: steps whose loss stands far above the moving median of their stage, one per event."
     steps, _, loss = _series(c, "train", "loss")
     if len(loss) < th.min_steps or not np.isfinite(loss).all(): return []
-    half, resid, spread = _spike_scale(c, steps, loss)
     start = max(abs(float(loss[0])), 1e-12)
+    # no step above `spike_z` of the least spread its stage can have (most runs): none above the spread itself
+    half, resid, spread = _spike_scale(c, steps, loss, exact=False)
     tall = (resid > th.spike_z * spread) & (resid > th.spike_rel * start)
+    if tall.any() or th.spike_z < 0:
+        half, resid, spread = _spike_scale(c, steps, loss)
+        tall = (resid > th.spike_z * spread) & (resid > th.spike_rel * start)
     # a bad batch is a lone tower: it also stands `spike_gap` times above every other step of its stage
     # that is not tall itself (heavy-tailed small-batch noise builds a staircase of tall steps instead)
-    hits = [i for i in np.where(tall)[0]
+    hits = [i for i in tall.nonzero()[0]
             if resid[i] >= th.spike_gap * _tallest_rest(resid, tall, i, 3 * half)]
     events = [max(g, key=lambda i: resid[i]) for g in _events(np.array(hits, dtype=int))]
     # a rise right after the learning rate jumped up (a warm restart, a cyclic schedule) is the schedule's
@@ -388,8 +392,8 @@ def _smoothing_half(n: int) -> int:
 def _smooth_evaluations(v: np.ndarray) -> np.ndarray:
     "The valid loss as a centred moving mean over about a seventh of the evaluations (at least 3)."
     half = _smoothing_half(len(v))
-    padded = np.pad(v, half, mode="edge")
-    return np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1).mean(axis=1)
+    # the windows' mean as ndarray.mean takes it: their sum along the rows over the count
+    return np.add.reduce(windows(v, half), axis=1) / (2 * half + 1)
 
 _Z_TAIL = 2.326  # the normal's 99th percentile: the noise tests of the onset are at 1% on each side
 
@@ -407,11 +411,11 @@ def _convex_low(v: np.ndarray, se: Optional[np.ndarray], smooth: np.ndarray, bot
     while end + 1 < len(smooth) and smooth[end + 1] <= smooth[bottom]: end += 1
     lo = max(0, bottom - 2 * half)
     hi = min(len(v), end + 2 * half + 1)
-    ok = se is not None and bool(np.all(np.isfinite(se[lo:hi]) & (se[lo:hi] > 0)))
+    ok = se is not None and bool((np.isfinite(se[lo:hi]) & (se[lo:hi] > 0)).all())
     w = 1.0 / se[lo:hi] ** 2 if ok else np.ones(hi - lo)
     fit = convex_fit(v[lo:hi], w)
     # a bottom the fit leaves exactly flat: its centre (the lowest of noisy points is anywhere on it)
-    low = np.flatnonzero(fit <= fit.min() + 1e-12 * max(abs(float(fit.min())), 1e-12))
+    low = (fit <= fit.min() + 1e-12 * max(abs(float(fit.min())), 1e-12)).nonzero()[0]
     return lo + int(low[(len(low) - 1) // 2]), fit, lo
 
 def _turning_point(v: np.ndarray, se: Optional[np.ndarray], smooth: np.ndarray, bottom: int, half: int,
@@ -428,7 +432,7 @@ def _turning_point(v: np.ndarray, se: Optional[np.ndarray], smooth: np.ndarray, 
     # the best on its 1% floor is below `_SCATTER_TELLS` of an SE, and steps that small pass it as well
     evidence = {"onset_fit": "convex", "scatter": None, "scatter_floor": None, "fit_chi2_dof": None,
                 "fit_chi2_limit": None}
-    ok = se is not None and len(se) == len(v) and bool(np.all(np.isfinite(se) & (se > 0)))
+    ok = se is not None and len(se) == len(v) and bool((np.isfinite(se) & (se > 0)).all())
     start = max(0, min(bottom - _FIT_MAX // 2, len(v) - _FIT_MAX))
     part = slice(start, start + _FIT_MAX)
     # the test's floor depends on the count of steps alone: where it cannot tell, no curve is fitted
@@ -442,7 +446,7 @@ def _turning_point(v: np.ndarray, se: Optional[np.ndarray], smooth: np.ndarray, 
         evidence.update(scatter=scatter, scatter_floor=floor, fit_chi2_dof=rss / dof, fit_chi2_limit=limit)
         if scatter >= floor >= _SCATTER_TELLS and rss / dof <= limit:
             evidence["onset_fit"] = "fall_and_rise"
-            return start + int(np.argmin(fit)), fit, start, evidence
+            return start + int(fit.argmin()), fit, start, evidence
     low, fit, lo = _convex_low(v, se, smooth, bottom, half)
     return low, fit, lo, evidence
 
@@ -465,10 +469,11 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     # inside that smoothing window, the lowest evaluation itself is the epoch (a moving mean shifts the
     # corner of a fall that turns into a rise towards the side that climbs slower)
     smooth = _smooth_evaluations(v)
-    bottom = int(np.argmax(smooth <= np.min(smooth) + th.overfit_tol * abs(np.min(smooth))))
+    lowest = smooth.min()
+    bottom = int((smooth <= lowest + th.overfit_tol * abs(lowest)).argmax())
     half = _smoothing_half(len(v))
     lo = max(0, bottom - half)
-    best = lo + int(np.argmin(v[lo:bottom + half + 1]))
+    best = lo + int(v[lo:bottom + half + 1].argmin())
     after = len(v) - 1 - best
     if after < th.overfit_after: return []
     # two noises: the wiggle around a 3-point median (how much neighbouring evaluations of the same rows
@@ -478,25 +483,28 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     # the wiggle: the robust spread of the step from one evaluation to the next (÷√2: one evaluation's
     # share), from just before the best on, where the rise is measured (a trend moves the differences'
     # median, not their spread)
-    steps_after = np.diff(v[max(0, best - 3):])
-    if len(steps_after) < 4: steps_after = np.diff(v)
+    around = v[max(0, best - 3):]
+    steps_after = around[1:] - around[:-1]
+    if len(steps_after) < 4: steps_after = v[1:] - v[:-1]
     wiggle = _robust_spread(steps_after) / math.sqrt(2)
-    noise = float(np.median(se[best:])) if se is not None else 0.0
+    noise = float(median(se[best:])) if se is not None else 0.0
     # sustained: the later third of the evaluations after the best (at least `overfit_after`), by their
     # median (one noisy last point moves a median of three by nothing), against the smoothed best
     k = max(th.overfit_after, math.ceil(after / 3))
     tail = v[-k:]
+    tail_level = median(tail)
     level = float(smooth[best])
-    rise = float(np.median(tail) - level)
+    rise = float(tail_level - level)
     need = max(th.overfit_rise * abs(level), th.overfit_z * wiggle, 1e-12)
     # and rising: the evaluations after the best climb (a least-squares slope above zero by 2 of its errors)
     y = v[best:]
     x = np.arange(len(y)) - (len(y) - 1) / 2
-    slope = float(np.sum(x * y) / np.sum(x * x))
-    resid = y - y.mean() - slope * x
-    slope_se = math.sqrt(float(np.sum(resid ** 2)) / max(len(y) - 2, 1) / float(np.sum(x * x)))
+    sxx = (x * x).sum()
+    slope = float((x * y).sum() / sxx)
+    resid = y - y.sum() / len(y) - slope * x  # y.mean(), without its Python layer
+    slope_se = math.sqrt(float((resid ** 2).sum()) / max(len(y) - 2, 1) / float(sxx))
     slope_t = slope / max(slope_se, 1e-12)
-    climbing = slope_t > 2 or float(np.min(tail)) > level + 0.5 * need
+    climbing = slope_t > 2 or float(tail.min()) > level + 0.5 * need
     # the evidence: a rise large against one evaluation's standard error, or a steady climb (evaluations
     # of the same rows are correlated: a slow rise the trend test sees can sit inside that error)
     evidence = rise > th.overfit_se * noise or slope_t > th.overfit_t
@@ -504,7 +512,7 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     # when each evaluation is off by its standard error (a smooth steep rise that bends has first differences
     # that vary, so a wiggle measured from them is large while the evaluations' own noise is small); the rise
     # must still clear `overfit_rise` of the level and `overfit_se` standard errors
-    trend_z = slope * math.sqrt(float(np.sum(x * x))) / noise if noise > 0 else 0.0
+    trend_z = slope * math.sqrt(float(sxx)) / noise if noise > 0 else 0.0
     trend = (trend_z > th.overfit_trend and rise > th.overfit_se * noise
              and rise > th.overfit_rise * abs(level))
     if not climbing or not ((rise > need and evidence) or trend): return []
@@ -529,7 +537,7 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     flat = f" ({'; '.join(notes)})" if notes else ""
     return [Finding("overfitting", "warning",
                     f"valid loss rose from {level:.4g} (epoch {int(ve[low])}) to "
-                    f"{float(np.median(tail)):.4g} over its last {k} evaluations (needed {need:.3g}: wiggle "
+                    f"{float(tail_level):.4g} over its last {k} evaluations (needed {need:.3g}: wiggle "
                     f"{wiggle:.3g}, standard error "
                     f"{noise:.3g}) while train loss kept falling to {t[-1]:.4g}; onset at epoch {onset}"
                     f"{flat}, gap {gap:.3g}",
@@ -537,7 +545,7 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
                            "augmentation), use a smaller model or get more data",
                     data={"onset_epoch": onset, "best_epoch": int(ve[low]), "gap": gap,
                           "best_range": [int(ve[first]), int(ve[last])], "flat_noise": flat_noise,
-                          "best_valid_loss": float(np.min(v)), "last_valid_loss": float(v[-1]),
+                          "best_valid_loss": float(v.min()), "last_valid_loss": float(v[-1]),
                           "rise": rise, "standard_error": noise, "wiggle": wiggle, "threshold": need,
                           "slope": slope, "slope_se": slope_se, "slope_t": slope_t, "trend_z": trend_z,
                           **how})]
@@ -546,14 +554,14 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
 def _gradient_growth(g: np.ndarray) -> Optional[tuple[float, float, float]]:
     "The gradient norm's median in the first, middle and last fifth; the last is inf once it became NaN/Inf."
     if not np.isfinite(g).all():
-        finite = g[:int(np.argmin(np.isfinite(g)))]  # up to the first NaN/Inf
+        finite = g[:int(np.isfinite(g).argmin())]  # up to the first NaN/Inf
         if len(finite) < 2: return None
         q = max(1, len(finite) // 5)
-        return float(np.median(finite[:q])), float(np.median(finite[-q:])), math.inf
+        return float(median(finite[:q])), float(median(finite[-q:])), math.inf
     if len(g) < 10: return None  # too few logged norms for three robust levels
     q = len(g) // 5
     middle = len(g) // 2 - q // 2
-    return float(np.median(g[:q])), float(np.median(g[middle:middle + q])), float(np.median(g[-q:]))
+    return float(median(g[:q])), float(median(g[middle:middle + q])), float(median(g[-q:]))
 
 def _gradients(c: dict, th: Thresholds) -> list[Finding]:
     "exploding_gradients (the global norm grew by orders of magnitude), vanishing_gradients (starved ones)."
@@ -579,18 +587,18 @@ def _gradients(c: dict, th: Thresholds) -> list[Finding]:
 
 _ROUND_OFF = 1e-4  # below this share of its layer's other gradient at every log: round-off around an exact 0
 
-def _structural_zero(name: str, g: np.ndarray, grads: dict) -> bool:
+def _structural_zero(name: str, g: np.ndarray, grads: dict, medians: dict) -> bool:
     "Exactly 0 at every log, or at round-off of its layer's other parameter's gradient (a bias before a norm)."
     if len(g) < 2: return False
     layer = name.rsplit(".", 1)[0]
-    siblings = [v for k, v in grads.items() if k != name and k.rsplit(".", 1)[0] == layer and len(v) == len(g)]
-    moving = [v for v in siblings if np.median(v) > 0]
+    siblings = [k for k, v in grads.items() if k != name and k.rsplit(".", 1)[0] == layer and len(v) == len(g)]
     # alone in its layer and exactly 0 throughout: a parameter the forward pass never uses; beside a
     # parameter that does get gradients (a dead ReLU layer starves weight and bias alike: not structural),
     # exactly 0 or, in float32, round-off (~1e-8) of it: a bias whose layer feeds a norm that removes the mean
     # (a weight starved beside a moving bias has inputs that are all 0: dead units upstream, not structure)
-    if not siblings: return bool(np.all(g == 0))
-    return name.endswith("bias") and any(np.all(g <= _ROUND_OFF * v) for v in moving)
+    if not siblings: return bool((g == 0).all())
+    moving = [grads[k] for k in siblings if medians[k] > 0]
+    return name.endswith("bias") and any((g <= _ROUND_OFF * v).all() for v in moving)
 
 def _parameter_gradients(c: dict, th: Thresholds) -> list[Finding]:
     "structural_zero_gradients (info: exactly 0 at every log), vanishing_gradients among the parameters that move."
@@ -601,7 +609,10 @@ def _parameter_gradients(c: dict, th: Thresholds) -> list[Finding]:
         elif name.startswith("weight_norm/"): weights[name[len("weight_norm/"):]] = values
     # exactly zero at every logged step: a bias before a normalization layer (it removes the mean, so the
     # bias cannot matter), a parameter the forward pass never uses; no learning rate or activation fixes it
-    zero = sorted(k for k, v in grads.items() if _structural_zero(k, v, grads))
+    # each series' median once: a layer's gradients are read again for each of its parameters
+    grad_median = {k: median(v) for k, v in grads.items()}
+    weight_median = {k: median(v) for k, v in weights.items()}
+    zero = sorted(k for k, v in grads.items() if _structural_zero(k, v, grads, grad_median))
     out = []
     if zero:
         biases = [k for k in zero if k.endswith("bias")]
@@ -621,11 +632,11 @@ def _parameter_gradients(c: dict, th: Thresholds) -> list[Finding]:
     # does not move it); a parameter whose weights are 0 is judged by its gradient alone
     # (against the typical weight where a parameter's own is smaller: a zero-initialised bias is no scale)
     rel = {}
-    typical = float(np.median([np.median(v) for v in weights.values()])) if weights else 0.0
-    for k, v in grads.items():
+    typical = float(median(np.array(list(weight_median.values())))) if weights else 0.0
+    for k in grads:
         if k in zero: continue
-        g = float(np.median(v))
-        w = float(np.median(weights[k])) if k in weights and len(weights[k]) else 0.0
+        g = float(grad_median[k])
+        w = float(weight_median[k]) if k in weights else 0.0
         scale = max(w, typical)
         rel[k] = g / scale if scale > 0 else g
     top = max(rel.values(), default=0.0)
@@ -644,8 +655,9 @@ def _parameter_gradients(c: dict, th: Thresholds) -> list[Finding]:
 def _input_pipeline(c: dict, th: Thresholds) -> list[Finding]:
     "slow_input_pipeline: the loop waited for batches for a large share of the training epochs."
     _, _, w = _series(c, "train", "data_wait")
-    if len(w) == 0 or float(np.median(w)) <= th.data_wait: return []
-    share = float(np.median(w))
+    if len(w) == 0: return []
+    share = float(median(w))
+    if share <= th.data_wait: return []
     return [Finding("slow_input_pipeline", "warning",
                     f"{share:.0%} of the training time was spent waiting for data",
                     advice="in-memory tensors: use TensorLoader; a DataLoader: raise num_workers, set "
@@ -658,7 +670,7 @@ def _memory(c: dict, th: Thresholds) -> list[Finding]:
     if len(m) < 4: return []
     later = m[1:]  # the first epoch holds the allocator's and the optimizer state's warm-up
     rise = float(later[-1] - later[0])
-    rising = float(np.mean(np.diff(later) > 0))
+    rising = float(np.count_nonzero(later[1:] - later[:-1] > 0) / (len(later) - 1))  # np.mean of the booleans
     if rising < 0.75 or rise < max(th.memory_rise * later[0], th.memory_mb): return []
     return [Finding("memory_growth", "warning",
                     f"peak memory rose in {rising:.0%} of the epochs, from {later[0]:.0f} MB "
@@ -690,15 +702,15 @@ def _label_noise(c: dict, th: Thresholds) -> list[Finding]:
         # the second half of the epochs: the model has learned what it can by then; a class it has not
         # learned yet concentrates the confidently-wrong rows in that one class (noise spreads over all)
         late = e >= (e[0] + e[-1]) / 2
-        share, spread = float(np.median(wrong[late])), float(np.median(focus[late]))
+        share, spread = float(median(wrong[late])), float(median(focus[late]))
         # and the model has learned the rest: the other rows' median loss well under the untrained one's
         # (a model still near its start is confidently wrong about many rows without any wrong label)
         _, _, others = _series(c, "train", "others_loss")
-        fit = float(np.median(others[late])) if len(others) == len(wrong) else 0.0
+        fit = float(median(others[late])) if len(others) == len(wrong) else 0.0
         # and persistently: rows stuck worse than the untrained model epoch after epoch (a hard row near a
         # boundary of a task still being learned flips; a wrong label stays wrong)
         _, _, stuck_share = _series(c, "train", "stuck_share")
-        stuck = float(np.median(stuck_share[late])) if len(stuck_share) == len(wrong) else 1.0
+        stuck = float(median(stuck_share[late])) if len(stuck_share) == len(wrong) else 1.0
         # or, where the rest is not learned that far (heavy noise caps what a model can fit): the training
         # loss's fall over the later epochs did not carry to the held-out rows, by more than the valid
         # loss's standard errors: the model memorizes labels its own generalization contradicts
@@ -726,7 +738,7 @@ def _label_noise(c: dict, th: Thresholds) -> list[Finding]:
     _, _, others = _series(c, "train", "others_loss")
     if len(share) < 2 or len(others) != len(share): return []
     late = e >= (e[0] + e[-1]) / 2  # the second half: examples that are merely hard have been learned by then
-    stuck, fit = float(np.median(share[late])), float(np.median(others[late]))
+    stuck, fit = float(median(share[late])), float(median(others[late]))
     if stuck < th.noise_share or fit > th.noise_fit: return []
     return [Finding("label_noise", "warning",
                     f"{stuck:.1%} of the training examples stay worse than the untrained model's guess in "
@@ -748,7 +760,7 @@ def _suspicious_score(c: dict, th: Thresholds) -> list[Finding]:
     if len(loss) == 0 or len(v) == 0 or not np.isfinite(v).all(): return []
     # against the untrained loss, or the constant predictor's when that is higher (a first batch can be low)
     _, _, prior = _series(c, "valid", "prior_loss")
-    start = max(abs(float(loss[0])), float(np.median(prior)) if len(prior) else 0.0, 1e-12)
+    start = max(abs(float(loss[0])), float(median(prior)) if len(prior) else 0.0, 1e-12)
     if v[0] < th.leak_first * start:
         return [Finding("suspicious_score", "warning",
                         f"the first validation loss, {v[0]:.3g}, is {v[0] / start:.1%} of the starting loss: "
@@ -759,7 +771,7 @@ def _suspicious_score(c: dict, th: Thresholds) -> list[Finding]:
     later = [(val, train_at[ep]) for ep, val in zip(ve.tolist(), v.tolist())
              if ep in train_at and ep >= max(1, ve[-1] // 2)]
     if len(later) < 2: return []
-    ratio = float(np.median([val / max(tr, 1e-12) for val, tr in later]))
+    ratio = float(median(np.array([val / max(tr, 1e-12) for val, tr in later])))
     if ratio >= th.leak_ratio: return []
     return [Finding("suspicious_score", "warning",
                     f"the valid loss is {ratio:.0%} of the training loss over the later epochs: "
