@@ -701,22 +701,21 @@ class Progress(Callback):
                  mininterval: float = 0.5,  # seconds between a bar's redraws
                  leave: bool = True,  # keep the epochs bar after the run
                 ):
-        self.mininterval, self.leave, self.epochs, self.steps = mininterval, leave, None, None
+        self.mininterval, self.leave, self.epochs, self.steps, self.mode = mininterval, leave, None, None, None
         self._next, self._start = 0.0, 0  # when the step bar moves next; the steps done before this epoch
 
     def _tqdm(self):
-        if display_mode() == "widget":
-            from tqdm.auto import tqdm
-        else:
-            from tqdm import tqdm
+        if self.mode == "widget": from tqdm.auto import tqdm  # a widget bar in a notebook
+        else: from tqdm import tqdm
         return tqdm
 
     def before_fit(self, state):
+        self.mode = display_mode()  # read once a run (each read imports and asks IPython)
         tqdm = self._tqdm()
         self.epochs = tqdm(total=state.config.epochs, initial=state.epoch, desc="epochs", leave=self.leave,
                            mininterval=self.mininterval)
     def before_epoch(self, state):
-        if display_mode() == "static":
+        if self.mode == "static":
             return  # a headless execution keeps one bar: per-epoch step bars would pile up
         n = state.n_batches and math.ceil(state.n_batches / state.config.accum_steps)
         self._start, self._next = state.step, 0.0

@@ -125,6 +125,8 @@ class Position:
 
 class Window:
     "One accumulation window: up to `size` micro-batches drawn lazily, where it started, and its losses."
+    __slots__ = ("batches", "first", "size", "pos", "start", "rng", "items", "rows", "done")
+
     def __init__(self,
                  batches: Iterator,  # the epoch's batch iterator (shared by all windows)
                  first,  # the window's first micro-batch, already drawn
@@ -206,7 +208,6 @@ class Setup:
     environment: dict
     extra: dict  # what the Run reports about the set-up: precision, device, fingerprints
     feed: Feeder  # forward under autocast -> loss, for each micro-batch
-    log_every: int  # optimizer steps between gradient-norm records
     unscale: bool  # whether every step unscales (fp16) or clips its gradients (else only the logged steps read them)
     started: float = field(default_factory=time.perf_counter)
 
@@ -269,7 +270,7 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
               environment=keeper.meta["environment"],
               extra={"precision": precision, "device": str(device), "split_fingerprint": split_fingerprint,
                      "data_fingerprint": data_fingerprint(dl_train, dl_valid), "track": track},
-              feed=Feeder(net, loss_fn, device, precision), log_every=cfg.log_every,
+              feed=Feeder(net, loss_fn, device, precision),
               unscale=cfg.clip_norm is not None or precision == "fp16")
     state = LoopState(model=model, optimizer=opt, scheduler=sched, scaler=scaler, loss_fn=loss_fn, config=cfg,
                       device=device, precision=precision, history=history, n_batches=n_batches,
@@ -350,7 +351,7 @@ def _count_skip(state: LoopState):
 
 def _clip(s: Setup, state: LoopState) -> Optional[tuple]:
     "Unscale and clip; every `log_every` steps also the per-parameter gradient norms (after clipping)."
-    log_now = (state.step + 1) % s.log_every == 0
+    log_now = (state.step + 1) % s.config.log_every == 0
     if not log_now and not s.unscale:
         state.grad_norm = None  # nothing to unscale, clip or read at this step
         return None
@@ -374,7 +375,7 @@ def _log_step(s: Setup, state: LoopState, skipped: bool, window: Window, layer_n
     state.meter.add(window.rows)
     state.history.append(step, state.epoch, "train", "loss", state.loss)
     state.history.append(step, state.epoch, "train", "lr", s.optimizer.param_groups[0]["lr"])
-    if step % s.log_every == 0: _log_norms(s, state, layer_norms)
+    if step % s.config.log_every == 0: _log_norms(s, state, layer_norms)
 
 def _log_norms(s: Setup, state: LoopState, layer_norms: Optional[tuple]) -> None:
     "The global and per-parameter gradient norms, read in one sync, and the fp16 loss scale."
