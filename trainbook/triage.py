@@ -51,7 +51,7 @@ def _by_row(values: torch.Tensor, n: int) -> Optional[torch.Tensor]:
     return values.reshape(n, -1).float().mean(1)
 
 def _example_losses_fn(loss_fn: Callable) -> Callable:
-    "`loss_fn` in the form that keeps a value per position: a copy with `reduction='none'`, a call with it, or itself."
+    "`loss_fn` in the form that keeps a value per position (`reduction='none'`): a copy, a partial, itself."
     if isinstance(loss_fn, nn.Module) and hasattr(loss_fn, "reduction"):  # nn.CrossEntropyLoss() and kin
         fn = copy.copy(loss_fn)
         fn.reduction = "none"
@@ -80,7 +80,7 @@ _HOLD_BATCHES, _HOLD_VALUES = 64, 2 ** 20  # batches (or values) held before the
 _PRIORS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # loss -> (class counts, the prior's loss)
 
 def _target_kind(pred: torch.Tensor, yb: torch.Tensor) -> tuple:
-    "What a batch's targets are (classes: integer labels against per-class scores; values: regression; or False)."
+    "What a batch's targets are (classes: labels against per-class scores; values: regression; or False)."
     if not yb.is_floating_point():
         classes = (pred.ndim == 2 and yb.ndim == 1 and yb.shape[0] == pred.shape[0]
                    and 1 < pred.shape[1] <= _MAX_PRIOR_CLASSES)
@@ -89,7 +89,13 @@ def _target_kind(pred: torch.Tensor, yb: torch.Tensor) -> tuple:
     values = pred.is_floating_point() and pred.numel() == yb.numel()
     return "values" if values else False, (pred.shape[1:], yb.shape[1:])
 
-def _flat(t: torch.Tensor) -> torch.Tensor:
+def _means_by_size(means: list) -> dict:
+    "Held batch means `[(mean, rows), ...]` stacked by rows: one batch size at a time (the last is smaller)."
+    by_rows = {}
+    for m, n in means: by_rows.setdefault(n, []).append(m)
+    return {n: torch.stack(ms) for n, ms in by_rows.items()}
+
+def _detached_1d(t: torch.Tensor) -> torch.Tensor:
     "`t` detached, as one dimension (a 1-d tensor without gradients as it is: no torch call)."
     if t.requires_grad: t = t.detach()
     return t if t.ndim == 1 else t.reshape(-1)
@@ -100,7 +106,8 @@ class LossStats:
                  loss_fn: Optional[Callable],  # the run's loss; None = the model's own (no per-example losses)
                 ):
         # a loss on the whole output (`tb.whole_output`) cannot score a prediction alone: batch spread only
-        self.loss_fn, self.per_example = loss_fn, loss_fn is not None and not wants_whole_output(loss_fn)
+        self.loss_fn, self._whole = loss_fn, wants_whole_output(loss_fn)
+        self.per_example = loss_fn is not None and not self._whole
         # the loss's per-row form, made once for the evaluation rather than at every batch
         self._example_fn = None
         try: self._example_fn = _example_losses_fn(loss_fn) if self.per_example else None
@@ -131,8 +138,9 @@ class LossStats:
             if rows is None: self.per_example = False
             else:
                 self._rows.append(rows.detach() if rows.requires_grad else rows)
-                self.n_examples += pshape[0]  # (its rows, as `_by_row` checked)
-                self._held += pshape[0]
+                m = pshape[0]  # its rows (`_by_row` checked)
+                self.n_examples += m
+                self._held += m
         if loss.requires_grad: loss = loss.detach()
         self._means.append((loss if loss.ndim == 0 else loss.mean(), n))
         self.n_rows += n
@@ -155,12 +163,12 @@ class LossStats:
             self._targets.append(yb)
             self._held += seen[2][0]
             return
-        if self.kind: self._targets.append(_flat(yb))
+        if self.kind: self._targets.append(_detached_1d(yb))
         if self.kind == "values": self.n_targets += yb.numel()
         self._held += yb.numel()
 
     def _sum_held(self,
-                  means: bool = True,  # keep the held batch means (False: no spread between batches is needed)
+                  stack_means: bool = True,  # stack the held batch means now (False: keep them as they are)
                  ) -> None:
         "Add the held batches to the sums and counts: a few device operations, no host sync."
         if not self._means: return
@@ -170,10 +178,8 @@ class LossStats:
             self.sums = held if self.sums is None else self.sums + held
         elif self.sums is None:
             self.sums = torch.zeros(2, dtype=torch.float64, device=self._means[0][0].device)
-        if means:
-            by_rows = {}  # batch means by their rows: one batch size at a time (the last is smaller)
-            for m, n in self._means: by_rows.setdefault(n, []).append(m)
-            self._mean_parts.append({n: torch.stack(ms) for n, ms in by_rows.items()})
+        # the batch means are summed only if the spread between batches is read (`_sum_means`)
+        self._mean_parts.append(_means_by_size(self._means) if stack_means else self._means)
         if self._targets and self.kind == "classes":
             k = self.shape[0]
             y = torch.cat(self._targets)
@@ -188,8 +194,9 @@ class LossStats:
         self._rows, self._means, self._targets, self._held = [], [], [], 0
 
     def _sum_means(self) -> torch.Tensor:
-        "Σ batch mean·rows and Σ batch mean²·rows (float64): the spread between batches, summed when asked."
+        "Σ batch mean·rows and Σ batch mean²·rows (float64): the spread between batches, summed when read."
         for part in self._mean_parts:  # in the order the batches came, one held group at a time
+            if isinstance(part, list): part = _means_by_size(part)
             means = [b.double() for b in part.values()]
             held = torch.stack([sum((b * n).sum() for b, n in zip(means, part)),
                                 sum((b * b * n).sum() for b, n in zip(means, part))])
@@ -223,20 +230,20 @@ class LossStats:
     def results(self) -> dict:
         "`loss_se`, `loss_sd`, `rows` and (when the targets allow it) `prior_loss`: one host sync."
         examples = self.n_examples >= 2 and self.n_examples == self.n_rows  # a per-example loss for every row
-        self._sum_held(means=not examples)
+        self._sum_held(stack_means=False)  # (stacked only if the spread between batches is read)
         if self.sums is None: return {}
         r1, r2 = self.sums.tolist()
-        s = [r1, r2, float(self.n_examples), None, None, float(self.n_rows), float(self.n_batches)]
-        out = {"rows": s[5]}
+        n_examples, n_rows, n_batches = float(self.n_examples), float(self.n_rows), float(self.n_batches)
+        out = {"rows": n_rows}
         if examples:
-            mean = s[0] / s[2]
-            var = max(s[1] / s[2] - mean * mean, 0.0) * s[2] / (s[2] - 1)
-            out.update(loss_sd=math.sqrt(var), loss_se=math.sqrt(var / s[2]), spread_from="examples")
-        elif s[6] >= 2:  # batches of n_i rows: n_i·(batch mean − mean)² estimates the per-example variance
-            s[3], s[4] = self._sum_means().tolist()
-            mean = s[3] / s[5]
-            var = max(s[4] - s[5] * mean * mean, 0.0) / (s[6] - 1)
-            out.update(loss_sd=math.sqrt(var), loss_se=math.sqrt(var / s[5]), spread_from="batches")
+            mean = r1 / n_examples
+            var = max(r2 / n_examples - mean * mean, 0.0) * n_examples / (n_examples - 1)
+            out.update(loss_sd=math.sqrt(var), loss_se=math.sqrt(var / n_examples), spread_from="examples")
+        elif n_batches >= 2:  # batches of n_i rows: n_i·(batch mean − mean)² estimates the per-example variance
+            b1, b2 = self._sum_means().tolist()
+            mean = b1 / n_rows
+            var = max(b2 - n_rows * mean * mean, 0.0) / (n_batches - 1)
+            out.update(loss_sd=math.sqrt(var), loss_se=math.sqrt(var / n_rows), spread_from="batches")
         prior = self._prior()
         if prior is not None: out["prior_loss"] = prior
         return out
@@ -244,7 +251,7 @@ class LossStats:
     def _prior(self) -> Optional[float]:
         "The constant predictor's loss under `loss_fn`: the class prior's, or (MSE-like) the targets' variance."
         if self.counts is None or self.loss_fn is None or not self.kind: return None
-        if wants_whole_output(self.loss_fn): return None  # it scores the whole output, not a prediction
+        if self._whole: return None  # it scores the whole output, not a prediction
         device = self.counts.device
         try:
             if self.kind == "classes":
