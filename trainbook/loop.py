@@ -57,9 +57,10 @@ def evaluate(model: nn.Module,  # the model to score (its train/eval mode is res
             loss = loss if loss.ndim == 0 and loss.dtype == torch.float32 else loss.float().mean()
             loss_sum += loss * n
             rows += n
-            stats.add(prediction(out), yb, loss, n)
+            pred = prediction(out)
+            stats.add(pred, yb, loss, n)
             if metric_fns:
-                preds.append(prediction(out).float())
+                preds.append(pred.float())
                 ys.append(yb)
     # each rank scored its shard: the sums over ranks, every rank's predictions
     loss_sum, rows, preds, ys = reduce_evaluation(loss_sum, rows, stats, preds, ys, device, bool(metric_fns))

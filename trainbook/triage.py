@@ -24,6 +24,7 @@ __all__ = ['per_example_loss', 'Evaluation', 'LossStats', 'locate_nonfinite', 'b
 
 # %% ../nbs/09a_triage.ipynb #a1c0e002
 import copy
+import functools
 import inspect
 from typing import Callable
 
@@ -43,9 +44,21 @@ def _takes_reduction(loss_fn) -> bool:
 
 def _by_row(values: torch.Tensor, n: int) -> Optional[torch.Tensor]:
     "A loss tensor as one value per row (the mean over a row's other positions), or None if it is not per row."
-    if values.ndim == 0 or values.shape[0] != n or n < 2: return None
-    if values.ndim == 1: return values.float()  # already one value per row
+    shape = values.shape  # read once: each read of a tensor's shape builds a new torch.Size
+    if not shape or shape[0] != n or n < 2: return None
+    if len(shape) == 1:  # already one value per row (`.float()` is a torch call even when it changes nothing)
+        return values if values.dtype is torch.float32 else values.float()
     return values.reshape(n, -1).float().mean(1)
+
+def _example_losses_fn(loss_fn: Callable) -> Callable:
+    "`loss_fn` in the form that keeps a value per position (`reduction='none'`): a copy, a partial, itself."
+    if isinstance(loss_fn, nn.Module) and hasattr(loss_fn, "reduction"):  # nn.CrossEntropyLoss() and kin
+        fn = copy.copy(loss_fn)
+        fn.reduction = "none"
+        return fn
+    if _takes_reduction(loss_fn):  # F.cross_entropy, a function written with a `reduction` argument
+        return functools.partial(loss_fn, reduction="none")
+    return loss_fn  # a lambda that already returns a value per row (reduction="none" inside), or a scalar
 
 def per_example_loss(loss_fn: Callable,  # the loss: a torch loss module, a function, a lambda
                      pred: torch.Tensor,  # the model's prediction for n rows
@@ -54,18 +67,8 @@ def per_example_loss(loss_fn: Callable,  # the loss: a torch loss module, a func
                     ) -> Optional[torch.Tensor]:
     "The loss of each of the n rows, shape (n,), whatever form `loss_fn` takes."
     n = len(pred)
-    if isinstance(loss_fn, nn.Module) and hasattr(loss_fn, "reduction"):  # nn.CrossEntropyLoss() and kin
-        fn = copy.copy(loss_fn)
-        fn.reduction = "none"
-        rows = _by_row(fn(pred, yb), n)
-        if rows is not None: return rows
-    elif _takes_reduction(loss_fn):  # F.cross_entropy, a function written with a `reduction` argument
-        rows = _by_row(loss_fn(pred, yb, reduction="none"), n)
-        if rows is not None: return rows
-    else:  # a lambda that already returns a value per row (reduction="none" inside), or a scalar
-        rows = _by_row(loss_fn(pred, yb), n)
-        if rows is not None: return rows
-    if one_call: return None
+    rows = _by_row(_example_losses_fn(loss_fn)(pred, yb), n)
+    if rows is not None or one_call: return rows
     return torch.stack([loss_fn(pred[i:i + 1], yb[i:i + 1]).reshape(-1).float().mean() for i in range(n)])
 
 class Evaluation(dict):
@@ -76,20 +79,50 @@ _MAX_PRIOR_CLASSES = 1024  # the prior's loss is one call on a classes × classe
 _HOLD_BATCHES, _HOLD_VALUES = 64, 2 ** 20  # batches (or values) held before they are summed
 _PRIORS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # loss -> (class counts, the prior's loss)
 
+def _target_kind(pred: torch.Tensor, yb: torch.Tensor) -> tuple:
+    "What a batch's targets are (classes: labels against per-class scores; values: regression; or False)."
+    if not yb.is_floating_point():
+        classes = (pred.ndim == 2 and yb.ndim == 1 and yb.shape[0] == pred.shape[0]
+                   and 1 < pred.shape[1] <= _MAX_PRIOR_CLASSES)
+        if classes: return "classes", pred.shape[1:]
+        return False, (pred.shape[1:], yb.shape[1:])
+    values = pred.is_floating_point() and pred.numel() == yb.numel()
+    return "values" if values else False, (pred.shape[1:], yb.shape[1:])
+
+def _means_by_size(means: list) -> dict:
+    "Held batch means `[(mean, rows), ...]` stacked by rows: one batch size at a time (the last is smaller)."
+    by_rows = {}
+    for m, n in means: by_rows.setdefault(n, []).append(m)
+    return {n: torch.stack(ms) for n, ms in by_rows.items()}
+
+def _detached_1d(t: torch.Tensor) -> torch.Tensor:
+    "`t` detached, as one dimension (a 1-d tensor without gradients as it is: no torch call)."
+    if t.requires_grad: t = t.detach()
+    return t if t.ndim == 1 else t.reshape(-1)
+
 class LossStats:
     "Running sums for an evaluation: the per-example losses' mean and spread, and the targets' prior."
     def __init__(self,
                  loss_fn: Optional[Callable],  # the run's loss; None = the model's own (no per-example losses)
                 ):
         # a loss on the whole output (`tb.whole_output`) cannot score a prediction alone: batch spread only
-        self.loss_fn, self.per_example = loss_fn, loss_fn is not None and not wants_whole_output(loss_fn)
+        self.loss_fn, self._whole = loss_fn, wants_whole_output(loss_fn)
+        self.per_example = loss_fn is not None and not self._whole
+        # the loss's per-row form, made once for the evaluation rather than at every batch
+        self._example_fn = None
+        try: self._example_fn = _example_losses_fn(loss_fn) if self.per_example else None
+        except Exception: self.per_example = False  # as if its first batch had failed
         self.sums, self.counts, self.kind = None, None, None  # kind: classes | values | None
-        # sums: the per-example losses' sum and sum of squares, the batch means' (times rows); counts: the
-        # targets' (per class, or their sum and sum of squares); how many of each is known on the host
+        # sums: the per-example losses' sum and sum of squares; counts: the targets' (per class, or their sum
+        # and sum of squares); how many of each is known on the host
         self.n_examples, self.n_rows, self.n_batches, self.n_targets = 0, 0, 0, 0
         # a batch's values are held (on their device) and summed with the next ones, up to 64 batches or
         # about a million values at a time: a few operations for all of them instead of a dozen per batch
         self._rows, self._means, self._targets, self._held = [], [], [], 0
+        # the batch means (rows-weighted sum and sum of squares) are summed only when they are read: the
+        # spread between batches is used only where some rows have no per-example loss (or across ranks)
+        self._mean_parts, self._batch_sums = [], None
+        self._seen = None  # the shapes and dtypes of the last batch whose targets were read
 
     def add(self,
             pred,  # the batch's prediction
@@ -98,58 +131,61 @@ class LossStats:
             n: int,  # its rows
            ) -> None:
         "Take one batch: held, then summed with the next ones on its device (no host sync)."
-        rows = None
-        if self.per_example and isinstance(pred, torch.Tensor):
-            try: rows = per_example_loss(self.loss_fn, pred, yb, one_call=True)
+        pshape = pred.shape if isinstance(pred, torch.Tensor) else None
+        if self.per_example and pshape is not None:
+            try: rows = _by_row(self._example_fn(pred, yb), pshape[0])
             except Exception: rows = None  # a loss that cannot be split by row: the batches' spread instead
             if rows is None: self.per_example = False
-        if rows is not None:
-            self._rows.append(rows.detach())
-            self.n_examples += len(rows)
-            self._held += len(rows)
-        loss = loss.detach()
+            else:
+                self._rows.append(rows.detach() if rows.requires_grad else rows)
+                m = pshape[0]  # its rows (`_by_row` checked)
+                self.n_examples += m
+                self._held += m
+        if loss.requires_grad: loss = loss.detach()
         self._means.append((loss if loss.ndim == 0 else loss.mean(), n))
         self.n_rows += n
         self.n_batches += 1
-        self._add_targets(pred, yb)
+        if pshape is not None and isinstance(yb, torch.Tensor) and self.kind is not False:
+            self._add_targets(pred, yb, pshape)
         if len(self._means) >= _HOLD_BATCHES or self._held >= _HOLD_VALUES: self._sum_held()
 
-    def _add_targets(self, pred, yb) -> None:
+    def _add_targets(self, pred: torch.Tensor, yb: torch.Tensor, pshape: torch.Size) -> None:
         "Hold the targets: class labels (integer targets against per-class scores) or values (regression)."
-        if not isinstance(pred, torch.Tensor) or not isinstance(yb, torch.Tensor) or self.kind is False: return
-        classes = (not yb.is_floating_point() and pred.ndim == 2 and yb.ndim == 1 and len(yb) == len(pred)
-                   and 1 < pred.shape[1] <= _MAX_PRIOR_CLASSES)
-        values = yb.is_floating_point() and pred.is_floating_point() and pred.numel() == yb.numel()
-        kind = "classes" if classes else "values" if values else False
-        shape = pred.shape[1:] if classes else (pred.shape[1:], yb.shape[1:])
-        if self.kind is None: self.kind, self.shape = kind, shape
-        if kind != self.kind or shape != self.shape:
-            self.kind, self._targets = False, []  # batches of different kinds: no prior
+        seen = (pshape, pred.dtype, yb.shape, yb.dtype)
+        if seen != self._seen:  # what the targets are depends on these only: read again when they change
+            kind, shape = _target_kind(pred, yb)
+            if self.kind is None: self.kind, self.shape = kind, shape
+            if kind != self.kind or shape != self.shape:
+                self.kind, self._targets = False, []  # batches of different kinds: no prior
+                return
+            self._seen = seen
+        if self.kind == "classes":  # integer labels in one dimension (never with gradients): held as they are
+            self._targets.append(yb)
+            self._held += seen[2][0]
             return
-        if kind: self._targets.append(yb.detach().reshape(-1))
-        if kind == "values": self.n_targets += yb.numel()
+        if self.kind: self._targets.append(_detached_1d(yb))
+        if self.kind == "values": self.n_targets += yb.numel()
         self._held += yb.numel()
 
-    def _sum_held(self) -> None:
+    def _sum_held(self,
+                  stack_means: bool = True,  # stack the held batch means now (False: keep them as they are)
+                 ) -> None:
         "Add the held batches to the sums and counts: a few device operations, no host sync."
         if not self._means: return
-        device = self._means[0][0].device
         if self._rows:
             r = torch.cat(self._rows).double()
-            part = [r.sum(), (r * r).sum()]
-        else: part = [torch.zeros((), dtype=torch.float64, device=device)] * 2
-        by_rows = {}  # batch means weighted by their rows: one batch size at a time (the last is smaller)
-        for m, n in self._means: by_rows.setdefault(n, []).append(m)
-        means = [torch.stack(ms).double() for ms in by_rows.values()]
-        part += [sum((b * n).sum() for b, n in zip(means, by_rows)),
-                 sum((b * b * n).sum() for b, n in zip(means, by_rows))]
-        held = torch.stack(part)
-        self.sums = held if self.sums is None else self.sums + held
+            held = torch.stack([r.sum(), (r * r).sum()])
+            self.sums = held if self.sums is None else self.sums + held
+        elif self.sums is None:
+            self.sums = torch.zeros(2, dtype=torch.float64, device=self._means[0][0].device)
+        # the batch means are summed only if the spread between batches is read (`_sum_means`)
+        self._mean_parts.append(_means_by_size(self._means) if stack_means else self._means)
         if self._targets and self.kind == "classes":
             k = self.shape[0]
+            y = torch.cat(self._targets)
+            if y.dtype != torch.int64: y = y.long()
             # ignore_index positions (-100) carry no label: shifted into bin 0, which is dropped (no mask)
-            y = (torch.cat(self._targets).long() + 1).clamp_(min=0)
-            counts = torch.bincount(y, minlength=k + 1)[1:k + 1]
+            counts = torch.bincount((y + 1).clamp_(min=0), minlength=k + 1)[1:k + 1]
             self.counts = counts if self.counts is None else self.counts + counts
         elif self._targets and self.kind == "values":
             y = torch.cat(self._targets).double()
@@ -157,14 +193,27 @@ class LossStats:
             self.counts = counts if self.counts is None else self.counts + counts
         self._rows, self._means, self._targets, self._held = [], [], [], 0
 
+    def _sum_means(self) -> torch.Tensor:
+        "Σ batch mean·rows and Σ batch mean²·rows (float64): the spread between batches, summed when read."
+        for part in self._mean_parts:  # in the order the batches came, one held group at a time
+            if isinstance(part, list): part = _means_by_size(part)
+            means = [b.double() for b in part.values()]
+            held = torch.stack([sum((b * n).sum() for b, n in zip(means, part)),
+                                sum((b * b * n).sum() for b, n in zip(means, part))])
+            self._batch_sums = held if self._batch_sums is None else self._batch_sums + held
+        self._mean_parts = []
+        if self._batch_sums is None: return torch.zeros(2, dtype=torch.float64)
+        return self._batch_sums
+
     def flat(self) -> torch.Tensor:
         "Every running sum in one vector (to all-reduce across ranks)."
         self._sum_held()
-        s = self.sums if self.sums is not None else torch.zeros(4, dtype=torch.float64)
+        s = self.sums if self.sums is not None else torch.zeros(2, dtype=torch.float64)
+        b = self._sum_means().to(s.device)
         n = torch.tensor([self.n_examples, self.n_rows, self.n_batches, self.n_targets], dtype=torch.float64,
                          device=s.device)
         # [Σ loss, Σ loss², examples, Σ batch mean·rows, Σ batch mean²·rows, rows, batches, targets' counts]
-        parts = [s[:2], n[:1], s[2:], n[1:3]]
+        parts = [s, n[:1], b, n[1:3]]
         if self.counts is not None:
             parts += [self.counts.double()] + ([n[3:]] if self.kind == "values" else [])
         return torch.cat(parts)
@@ -172,7 +221,7 @@ class LossStats:
     def load_flat(self, v: torch.Tensor,  # the vector `flat` gave, summed over ranks
                  ) -> None:
         "Take back the vector `flat` gave (after an all-reduce)."
-        self.sums = v[[0, 1, 3, 4]]
+        self.sums, self._batch_sums, self._mean_parts = v[0:2], v[3:5], []
         self.n_examples, self.n_rows, self.n_batches = v[[2, 5, 6]].tolist()
         if self.counts is not None and self.kind == "values":
             self.counts, self.n_targets = v[7:9], float(v[9])
@@ -180,19 +229,21 @@ class LossStats:
 
     def results(self) -> dict:
         "`loss_se`, `loss_sd`, `rows` and (when the targets allow it) `prior_loss`: one host sync."
-        self._sum_held()
+        examples = self.n_examples >= 2 and self.n_examples == self.n_rows  # a per-example loss for every row
+        self._sum_held(stack_means=False)  # (stacked only if the spread between batches is read)
         if self.sums is None: return {}
-        r1, r2, b1, b2 = self.sums.tolist()
-        s = [r1, r2, float(self.n_examples), b1, b2, float(self.n_rows), float(self.n_batches)]
-        out = {"rows": s[5]}
-        if s[2] >= 2 and s[2] == s[5]:  # per-example losses for every row
-            mean = s[0] / s[2]
-            var = max(s[1] / s[2] - mean * mean, 0.0) * s[2] / (s[2] - 1)
-            out.update(loss_sd=math.sqrt(var), loss_se=math.sqrt(var / s[2]), spread_from="examples")
-        elif s[6] >= 2:  # batches of n_i rows: n_i·(batch mean − mean)² estimates the per-example variance
-            mean = s[3] / s[5]
-            var = max(s[4] - s[5] * mean * mean, 0.0) / (s[6] - 1)
-            out.update(loss_sd=math.sqrt(var), loss_se=math.sqrt(var / s[5]), spread_from="batches")
+        r1, r2 = self.sums.tolist()
+        n_examples, n_rows, n_batches = float(self.n_examples), float(self.n_rows), float(self.n_batches)
+        out = {"rows": n_rows}
+        if examples:
+            mean = r1 / n_examples
+            var = max(r2 / n_examples - mean * mean, 0.0) * n_examples / (n_examples - 1)
+            out.update(loss_sd=math.sqrt(var), loss_se=math.sqrt(var / n_examples), spread_from="examples")
+        elif n_batches >= 2:  # batches of n_i rows: n_i·(batch mean − mean)² estimates the per-example variance
+            b1, b2 = self._sum_means().tolist()
+            mean = b1 / n_rows
+            var = max(b2 - n_rows * mean * mean, 0.0) / (n_batches - 1)
+            out.update(loss_sd=math.sqrt(var), loss_se=math.sqrt(var / n_rows), spread_from="batches")
         prior = self._prior()
         if prior is not None: out["prior_loss"] = prior
         return out
@@ -200,7 +251,7 @@ class LossStats:
     def _prior(self) -> Optional[float]:
         "The constant predictor's loss under `loss_fn`: the class prior's, or (MSE-like) the targets' variance."
         if self.counts is None or self.loss_fn is None or not self.kind: return None
-        if wants_whole_output(self.loss_fn): return None  # it scores the whole output, not a prediction
+        if self._whole: return None  # it scores the whole output, not a prediction
         device = self.counts.device
         try:
             if self.kind == "classes":

@@ -1,0 +1,72 @@
+"""`LossStats` (evaluate's `.stats`): what it works out once per evaluation, and what it sums only when
+read, give the same numbers as summing every batch by hand."""
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from trainbook.triage import LossStats
+
+
+def batches(sizes, classes=3, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return [(torch.randn(n, classes, generator=g), torch.randint(0, classes, (n,), generator=g))
+            for n in sizes]
+
+
+def fill(stats, data, loss_fn=F.cross_entropy):
+    for p, y in data: stats.add(p, y, loss_fn(p, y), len(y))
+    return stats
+
+
+def by_hand(data):
+    "Σ batch mean·rows and Σ batch mean²·rows, batch by batch in float64."
+    means = [(float(F.cross_entropy(p, y)), len(y)) for p, y in data]
+    return sum(m * n for m, n in means), sum(m * m * n for m, n in means)
+
+
+def test_the_spread_between_batches_reaches_flat_also_after_results():
+    "flat() (what ranks all-reduce) holds every batch's mean, also those results() held without summing."
+    data = batches([16] * 70 + [5])  # two held groups: 64 batches, then 7
+    stats = fill(LossStats(F.cross_entropy), data)
+    assert stats.results()["spread_from"] == "examples"
+    v = stats.flat()
+    b1, b2 = by_hand(data)
+    assert math.isclose(float(v[3]), b1, rel_tol=1e-9) and math.isclose(float(v[4]), b2, rel_tol=1e-9)
+    assert v[[5, 6]].tolist() == [16 * 70 + 5, 71]
+
+
+def test_a_batch_of_one_row_falls_back_to_the_spread_between_batches():
+    "A batch too small for per-example losses: every batch's mean is summed then, the first 64 included."
+    data = batches([8] * 66 + [1])
+    res = fill(LossStats(F.cross_entropy), data).results()
+    b1, b2 = by_hand(data)
+    rows, k = 8 * 66 + 1, len(data)
+    mean = b1 / rows
+    assert res["spread_from"] == "batches"
+    assert math.isclose(res["loss_sd"], math.sqrt((b2 - rows * mean * mean) / (k - 1)), rel_tol=1e-9)
+
+
+def test_the_targets_kind_is_read_again_when_a_batch_changes():
+    "Integer labels of another dtype keep the class prior; a batch of float targets among them drops it."
+    data = batches([32] * 4)
+    as_int32 = [(p, y.int() if i % 2 else y) for i, (p, y) in enumerate(data)]
+    loss = lambda p, y: F.cross_entropy(p, y.long(), reduction="none")
+    kept = fill(LossStats(loss), as_int32, lambda p, y: loss(p, y).mean()).results()
+    y = torch.cat([y for _, y in data])
+    p = torch.bincount(y, minlength=3).double() / len(y)
+    assert math.isclose(kept["prior_loss"], float(-(p * p.log()).sum()), rel_tol=1e-5)
+    mixed = [(p, y.float() if i == 2 else y) for i, (p, y) in enumerate(data)]
+    dropped = fill(LossStats(loss), mixed, lambda p, y: loss(p, y).mean()).results()
+    assert "prior_loss" not in dropped and dropped["spread_from"] == "examples"
+
+
+def test_a_loss_module_is_scored_per_row_through_a_copy():
+    "The per-row form of a loss module is a copy: the run's own module keeps its reduction."
+    loss_fn = nn.CrossEntropyLoss(label_smoothing=0.1)
+    data = batches([20] * 3)
+    res = fill(LossStats(loss_fn), data, loss_fn).results()
+    rows = torch.cat([F.cross_entropy(p, y, label_smoothing=0.1, reduction="none") for p, y in data]).double()
+    assert loss_fn.reduction == "mean" and res["spread_from"] == "examples"
+    assert math.isclose(res["loss_sd"], float(rows.std()), rel_tol=1e-9)
