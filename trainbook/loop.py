@@ -127,7 +127,6 @@ class Position:
 class Window:
     "One accumulation window: up to `size` micro-batches drawn lazily, where it started, and its losses."
     __slots__ = ("batches", "first", "size", "pos", "start", "rng", "items", "rows", "done")
-
     def __init__(self,
                  batches: Iterator,  # the epoch's batch iterator (shared by all windows)
                  first,  # the window's first micro-batch, already drawn
@@ -381,10 +380,10 @@ def _log_step(s: Setup, state: LoopState, skipped: bool, window: Window, layer_n
 def _log_norms(s: Setup, state: LoopState, layer_norms: Optional[tuple]) -> None:
     "The global and per-parameter gradient norms, read in one sync, and the fp16 loss scale."
     h, step, epoch = state.history, state.step, state.epoch
-    names, norms = layer_norms if layer_norms is not None else ([], None)
-    parts = [full_tensor(p).float().reshape(-1) for p in (state.grad_norm, norms) if p is not None]
-    values = torch.cat(parts).tolist() if parts else []
-    if state.grad_norm is not None: h.append(step, epoch, "train", "grad_norm", values.pop(0))
+    names, norms = layer_norms if layer_norms is not None else ([], torch.zeros(0))
+    total = [] if state.grad_norm is None else [full_tensor(state.grad_norm).reshape(1)]
+    values = torch.cat([*total, norms]).tolist()  # a run's rarest ops are the slowest: as few as can be
+    if total: h.append(step, epoch, "train", "grad_norm", values.pop(0))
     for name, v in zip(names, values): h.append(step, epoch, "train", f"grad_norm/{name}", v)
     if s.scaler.is_enabled(): h.append(step, epoch, "train", "loss_scale", s.scaler.get_scale())
 

@@ -400,8 +400,11 @@ class NanGuard(Callback):
         if state.history is None or (state.step != 1 and state.step % every): return
         named = [(n, p) for n, p in state.model.named_parameters() if p.requires_grad]
         if not named: return
-        try: norms = [float(n) for n in torch._foreach_norm([p.detach() for _, p in named])]
-        except Exception: return  # sharded or mixed-device parameters: no weight norms, never a failed run
+        try:
+            with torch.no_grad(): norms = torch._foreach_norm([p for _, p in named])
+            try: norms = torch.stack(norms).tolist()  # one read (no copy of the weights, no graph)
+            except RuntimeError: norms = [float(n) for n in norms]  # on several devices: one read each
+        except Exception: return  # sharded parameters: no weight norms, never a failed run
         for (name, _), v in zip(named, norms):
             state.history.append(state.step, state.epoch, "train", f"weight_norm/{name}", v)
 
