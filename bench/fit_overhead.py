@@ -3,13 +3,15 @@
 Run: .venv/bin/python bench/fit_overhead.py [--rounds 7]
      .venv/bin/python bench/fit_overhead.py --instructions  (needs valgrind and a C compiler; ~15 min on 2 cores)
      .venv/bin/python bench/fit_overhead.py --breakdown     (where fit's time goes, piece by piece; ~1 min)
+     .venv/bin/python bench/fit_overhead.py --without --rounds 60   (what each observer costs: taken out in turn)
 The case (issue #23): a list of 64 batches of 64 rows (a tiny MLP 32→64→64→2, so the loop's own overhead shows),
 8 epochs, the same list of 8 validation batches after each epoch. The raw loop validates the way `evaluate` does
 (eval mode, inference_mode, the loss summed on the device weighted by rows, one read at the end, back to train
 mode) and steps AdamW with the same two parameter groups `fit` makes, so neither side does work the other skips.
 Times are CPU time of this process (one torch thread), interleaved (the order of the sides rotates each round, and
 the garbage of the previous side is collected before a side starts, outside its time), the median of `rounds`;
-the spread is the lowest and highest round. `--instructions` counts instead the instructions of one run of each
+the spread is the lowest and highest round; "paired" is the median of each round's ratio to that round's raw
+loop (steadier on a host whose speed drifts: use --rounds 60 or more). `--instructions` counts instead the instructions of one run of each
 side under valgrind's callgrind (only those runs instrumented, after uninstrumented warm-ups): a number the
 machine's load does not move, though an instruction of the interpreter costs more time than one of a kernel.
 `--breakdown` times the loop's own functions inside `fit(live=False)` (each wrapped in a timer; the wrappers add
@@ -17,6 +19,12 @@ machine's load does not move, though an instruction of the interpreter costs mor
 In a plain script "fit defaults" is Progress + NanGuard (LiveCurves draws only where a figure can show). The fixed
 cost is the CPU time of a 2-step `fit(live=False)` minus two raw steps. "raw + Recorder" is the raw loop with a
 `Recorder` (no displays): what trainbook costs a loop it does not own.
+`--without` times `fit(live=False)` with one of its judgements taken out at a time (NanGuard; the gradient and
+weight norms, `log_every` out of reach; `evaluate`'s noise statistics, the raw loop's validation instead; `diagnose`;
+all of them), each interleaved with the raw loop and read as the median of the per-round ratios (a round's sides
+run seconds apart, so the host's slow minutes cancel): what each costs in time, which the instruction counts
+understate (an instruction of the interpreter, or of a torch op that runs once in ten steps from cold caches, costs
+about three times one of the raw loop's).
 """
 import argparse, gc, statistics, time, warnings
 
@@ -103,8 +111,9 @@ def main(rounds: int):
           f"{len(train)} batches of 64 rows, 8 validation batches each epoch), CPU time, median of {rounds}")
     for k, v in times.items():
         med = statistics.median(v)
+        paired = statistics.median(a / b for a, b in zip(v, times["raw loop"]))  # each round's own ratio
         print(f"  {k:>16}: {med * 1e3:8.1f} ms  {med / steps * 1e6:7.1f} µs/step   ratio to raw {med / base:5.3f}"
-              f"   (rounds {min(v) * 1e3:.1f}-{max(v) * 1e3:.1f} ms)")
+              f"   paired {paired:5.3f}   (rounds {min(v) * 1e3:.1f}-{max(v) * 1e3:.1f} ms)")
     two = train[:2]
     fixed, raw2 = [], []
     for _ in range(4 * rounds):
@@ -233,13 +242,63 @@ def instructions(hooks=None):
               f"{n / counts['raw loop']:5.3f}")
 
 
+def without(rounds: int):
+    "Paired time ratios to the raw loop of fit(live=False) whole and with each judgement taken out (see the docstring)."
+    from trainbook import core, loop, recorder, triage
+    g = torch.Generator().manual_seed(0)
+    batches = lambda n: [(torch.randn(64, 32, generator=g), torch.randint(0, 2, (64,), generator=g)) for _ in range(n)]
+    train, valid, epochs = batches(64), batches(8), 8
+
+    class Nothing(tb.Callback): pass
+
+    def raw_evaluate(model, dl, loss_fn, metrics=None, *, device=None, precision="fp32"):
+        out = triage.Evaluation({"loss": float(validate(model, dl))})
+        out.stats = {}
+        return out
+    real = {"NanGuard": loop.NanGuard, "diagnose": recorder.diagnose, "evaluate": loop.evaluate}
+    stand_ins = {"NanGuard": Nothing, "diagnose": lambda history: [], "evaluate": raw_evaluate}
+    taken = {"fit(live=False)": (), "without NanGuard": ("NanGuard",), "without norms": ("norms",),
+             "without eval stats": ("evaluate",), "without diagnose": ("diagnose",),
+             "without all four": ("NanGuard", "norms", "evaluate", "diagnose")}
+
+    def run(side, model):
+        if side == "raw loop": return raw(model, train, valid, epochs)
+        out = taken[side]
+        for name, module in (("NanGuard", loop), ("diagnose", recorder), ("evaluate", loop)):
+            setattr(module, name, stand_ins[name] if name in out else real[name])
+        cfg = tb.TrainConfig(epochs=epochs, lr=1e-3, weight_decay=0.0, device="cpu",
+                             log_every=10 ** 9 if "norms" in out else 10)
+        tb.fit(model, train, valid, loss_fn=LOSS, config=cfg, live=False)
+    sides = ["raw loop", *taken]
+    for side in sides: run(side, make())
+    times = {side: [] for side in sides}
+    try:
+        for r in range(rounds):
+            for side in sides[r % len(sides):] + sides[:r % len(sides)]:
+                model = make()
+                gc.collect()
+                t = time.process_time()
+                run(side, model)
+                times[side].append(time.process_time() - t)
+    finally:
+        for name, module in (("NanGuard", loop), ("diagnose", recorder), ("evaluate", loop)):
+            setattr(module, name, real[name])
+    print(f"CPU time, {rounds} rounds, median of each round's ratio to the raw loop (and its quartiles)")
+    for side in sides[1:]:
+        ratios = [a / b for a, b in zip(times[side], times["raw loop"])]
+        q = statistics.quantiles(ratios, n=4)
+        print(f"  {side:>20}: {statistics.median(ratios):.3f}   ({q[0]:.3f}-{q[2]:.3f})")
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--instructions", action="store_true", help="count instructions under callgrind instead")
     ap.add_argument("--breakdown", action="store_true", help="time fit's pieces and the raw loop's lines")
+    ap.add_argument("--without", action="store_true", help="time fit with each judgement taken out in turn")
     ap.add_argument("--hooks", help=argparse.SUPPRESS)  # set when this script runs itself under callgrind
     args = ap.parse_args()
     if args.breakdown: breakdown(args.rounds)
+    elif args.without: without(args.rounds)
     elif args.instructions or args.hooks: instructions(args.hooks)
     else: main(args.rounds)

@@ -297,7 +297,6 @@ class Feeder:
 
 _PAIR_TYPES = (tuple, list)
 
-
 def forward(model: nn.Module,  # the model (or its DDP wrapper)
             batch,  # one batch, in any form `split_batch` takes
             loss_fn: Optional[Callable],  # `loss_fn(prediction, yb)`; None = the model computes its loss

@@ -4,7 +4,8 @@
 
 # %% ../nbs/00_core.ipynb #d6e9bcc4
 from __future__ import annotations
-import contextlib, functools, hashlib, importlib.metadata, math, os, platform, random, re, socket, sys, tempfile, time
+import contextlib, functools, hashlib, importlib.metadata, math, os, platform, random, re, socket, sys, tempfile
+import time
 from pathlib import Path
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Iterable, Optional

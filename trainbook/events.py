@@ -109,9 +109,9 @@ class Callbacks:
     def __call__(self, event: Event, state: LoopState):
         for cb, fn, critical in self._calls[event]:
             if critical: fn(state)
-            else: self._call_display(cb, fn, event, state)
+            else: self._call_noncritical(cb, fn, event, state)
 
-    def _call_display(self, cb, fn, event: Event, state: LoopState):
+    def _call_noncritical(self, cb, fn, event: Event, state: LoopState):
         "A non-critical callback's method: an error switches the callback off with a warning (never breaks a run)."
         try: fn(state)
         except Exception as e:
