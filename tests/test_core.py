@@ -123,6 +123,18 @@ def test_history():
     assert list(h.to_frame().columns) == ["step", "epoch", "split", "name", "value"]
 
 
+def test_history_columns_follow_the_rows_and_a_read_column_never_changes():
+    "The columns are made from the rows on demand: later records appear, and a list already read stays as it was."
+    h = tb.History([(1, 0, "train", "loss", 2.0), (1, 0, "train", "lr", 0.1)])
+    steps, values = h.step, h.value
+    h.append(2, 0, "train", "loss", 1.5)
+    assert h.step == [1, 1, 2] and h.value == [2.0, 0.1, 1.5] and h.name == ["loss", "lr", "loss"]
+    assert steps == [1, 1] and values == [2.0, 0.1]  # what a reader held (another thread, say) is whole
+    h.load_state_dict({"step": [7], "epoch": [3], "split": ["valid"], "name": ["loss"], "value": [0.25]})
+    assert (h.step, h.split, h.value, len(h)) == ([7], ["valid"], [0.25], 1)  # replaced, not appended
+    assert list(h.iter_rows()) == [(7, 3, "valid", "loss", 0.25)]
+
+
 def test_environment_and_device():
     env = tb.environment()
     assert env["torch"] == torch.__version__ and env["cpu_count"] >= 1

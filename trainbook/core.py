@@ -4,8 +4,8 @@
 
 # %% ../nbs/00_core.ipynb #d6e9bcc4
 from __future__ import annotations
-import contextlib, functools, hashlib, importlib.metadata, math, os, platform, random, re, socket, sys, tempfile
-import time
+import contextlib, functools, hashlib, importlib.metadata, math, os, platform, random, re, socket, sys
+import tempfile, time
 from pathlib import Path
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Iterable, Optional
@@ -238,11 +238,11 @@ class History:
     def column(self,
                name: str,  # one of `History.columns`
               ) -> list:
-        "One column of the records, as a list to read (made incrementally: only rows added since are converted)."
+        "One column of the records, as a list to read (made again only when records were added since the last read)."
         done, columns = self._columns
         n = len(self._rows)
-        if done < n:
-            for column, new in zip(columns, zip(*self._rows[done:n])): column.extend(new)
+        if done < n:  # new lists, not longer old ones: a reader in another thread (a panel) sees whole columns
+            columns = tuple(old + list(new) for old, new in zip(columns, zip(*self._rows[done:n])))
             self._columns = (n, columns)
         return columns[self.columns.index(name)]
 
