@@ -27,7 +27,9 @@ demo: $(STAMP)
 	$(PY) scripts/demo.py
 
 ## make test: every check — notebooks and library in sync, notebooks clean, every notebook runs, pytest
-test: $(STAMP)
+test:
+	@$(PYTHON) scripts/ensure_browser.py --start  # chromium's download overlaps the set-up (stdlib only: no venv yet)
+	@$(MAKE) --no-print-directory install
 	@echo "== nbdev_export: are the notebooks and the library in sync? [$$(date +%T)]"
 	@$(PY) scripts/check_sync.py export
 	@echo "== nbdev_clean: are the notebooks free of noise? [$$(date +%T)]"
@@ -36,7 +38,7 @@ test: $(STAMP)
 	@echo "== every notebook runs (once, a kernel each, cells nbdev_test skips left out: the docs are built from these runs) [$$(date +%T)]"
 	@$(PY) scripts/build_docs.py --execute-only
 	@echo "== pytest (browser tests included: chromium is installed from Debian when missing) [$$(date +%T)]"
-	@$(PY) scripts/ensure_browser.py
+	@$(PY) scripts/ensure_browser.py --wait
 	@$(PY) -m pytest tests -q -p no:cacheprovider --durations=15  # the slowest, for CI's log
 	@echo "== done [$$(date +%T)]"
 
