@@ -1,0 +1,80 @@
+"""What known additions cost the raw loop of `fit_overhead.py`, in situ: a price list for fit's own overhead.
+
+Run: .venv/bin/python bench/loop_costs.py [--rounds 30]
+Each side is fit_overhead's raw loop (512 steps of a tiny MLP, validated each epoch) with one thing added to every
+step: `k` calls of a trivial Python function (an attribute increment and a list read: ~50 ns each in a warm loop),
+or the per-parameter gradient norms every 10 steps as `fit` logs them (`_foreach_norm`, one `stack`, one read);
+`fit(live=False)` beside them. CPU time, the sides' order rotated each round, read as the median of each round's
+ratio to that round's raw loop. What it shows: a step's Python and its rare torch ops cost several times their warm
+speed in the loop (the instructions alone do not predict the time: see RESULTS.md).
+"""
+import argparse, gc, statistics, time, warnings
+
+import torch
+
+import fit_overhead as fo
+import trainbook as tb
+
+torch.set_num_threads(1)
+warnings.filterwarnings("ignore")
+
+
+class Counter:
+    def __init__(self): self.n, self.items = 0, [0]
+
+
+def trivial(c: Counter):
+    c.n += 1
+    return c.items[0]
+
+
+def raw_with(model, train, valid, epochs, calls: int = 0, norms: bool = False):
+    "The raw loop with `calls` trivial Python calls a step, and the gradient norms every 10 steps when `norms`."
+    opt = torch.optim.AdamW(tb.param_groups(model, 0.0), lr=1e-3)
+    params, c = list(model.parameters()), Counter()
+    for _ in range(epochs):
+        for i, (xb, yb) in enumerate(train):
+            loss = fo.LOSS(model(xb), yb)
+            loss.backward()
+            if norms and i % 10 == 0: torch.stack(torch._foreach_norm([p.grad for p in params])).tolist()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            loss.item()
+            for _ in range(calls): trivial(c)
+        float(fo.validate(model, valid))
+
+
+def main(rounds: int):
+    g = torch.Generator().manual_seed(0)
+    batches = lambda n: [(torch.randn(64, 32, generator=g), torch.randint(0, 2, (64,), generator=g)) for _ in range(n)]
+    train, valid, epochs = batches(64), batches(8), 8
+    sides = {"raw loop": lambda m: raw_with(m, train, valid, epochs),
+             "+ 30 Python calls": lambda m: raw_with(m, train, valid, epochs, calls=30),
+             "+ 100 Python calls": lambda m: raw_with(m, train, valid, epochs, calls=100),
+             "+ norms every 10": lambda m: raw_with(m, train, valid, epochs, norms=True),
+             "fit(live=False)": lambda m: fo.with_fit(m, train, valid, epochs, False)}
+    for fn in sides.values(): fn(fo.make())  # warm-up
+    c, n = Counter(), 100_000
+    t = time.process_time()
+    for _ in range(n): trivial(c)
+    warm_ns = (time.process_time() - t) / n * 1e9
+    times, order = {k: [] for k in sides}, list(sides)
+    for r in range(rounds):
+        for k in order[r % len(order):] + order[:r % len(order)]:
+            model = fo.make()
+            gc.collect()
+            t = time.process_time()
+            sides[k](model)
+            times[k].append(time.process_time() - t)
+    steps = epochs * len(train)
+    base = statistics.median(times["raw loop"]) / steps * 1e6
+    print(f"{steps} steps, CPU time, {rounds} rounds; a trivial call {warm_ns:.0f} ns in a warm loop; raw {base:.1f} µs/step")
+    for k, v in times.items():
+        paired = statistics.median(a / b for a, b in zip(v, times["raw loop"]))
+        print(f"  {k:>20}: paired {paired:5.3f}  (+{(paired - 1) * base:5.1f} µs/step)")
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--rounds", type=int, default=30)
+    main(p.parse_args().rounds)
