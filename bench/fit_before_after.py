@@ -9,7 +9,7 @@ minute (a shared virtual machine), two runs of the fit_overhead table minutes ap
 of the loop: this pairing cancels the drift. "fastest tenth" compares the mean of each side's fastest tenth of
 rounds (a side slowed by the host is slowed, never sped up). The case is fit_overhead's (512 steps).
 """
-import argparse, gc, importlib, re, statistics, subprocess, sys, tempfile, time, warnings
+import argparse, importlib, re, statistics, subprocess, sys, tempfile, warnings
 from pathlib import Path
 
 import torch
@@ -39,9 +39,7 @@ def main(rev: str, rounds: int, live):
     import trainbook
     folder = Path(tempfile.mkdtemp())
     versions = {f"fit at {rev}": import_before(rev, folder), "fit now": trainbook}
-    g = torch.Generator().manual_seed(0)
-    batches = lambda n: [(torch.randn(64, 32, generator=g), torch.randint(0, 2, (64,), generator=g)) for _ in range(n)]
-    train, valid, epochs = batches(64), batches(8), 8
+    train, valid, epochs = fo.case()
 
     def with_fit(tb, model):
         cfg = tb.TrainConfig(epochs=epochs, lr=1e-3, weight_decay=0.0, device="cpu")
@@ -49,26 +47,18 @@ def main(rev: str, rounds: int, live):
     sides = {"raw loop": lambda m: fo.raw(m, train, valid, epochs)}
     sides.update({name: (lambda tb: lambda m: with_fit(tb, m))(tb) for name, tb in versions.items()})
     for fn in sides.values(): fn(fo.make())  # warm-ups
-    times = {k: [] for k in sides}
-    order = list(sides)
-    for r in range(rounds):
-        for k in order[r % len(order):] + order[:r % len(order)]:
-            model = fo.make()
-            gc.collect()
-            t = time.process_time()
-            sides[k](model)
-            times[k].append(time.process_time() - t)
+    times = fo.interleave(sides, rounds)
     tenth = max(3, rounds // 10)
     fastest = {k: statistics.mean(sorted(v)[:tenth]) for k, v in times.items()}
     print(f"live={live!r}, {rounds} rounds, CPU time; raw loop {statistics.median(times['raw loop']) / 512 * 1e6:.1f} "
           "µs/step (median)")
     for k in versions:
-        ratios = [a / b for a, b in zip(times[k], times["raw loop"])]
+        ratios = fo.paired(times, k)
         q = statistics.quantiles(ratios, n=4)
         print(f"  {k:>20}: paired ratio to raw {statistics.median(ratios):.3f} ({q[0]:.3f}-{q[2]:.3f}); "
               f"fastest tenth {fastest[k] / fastest['raw loop']:.3f}")
-    a, b = (times[k] for k in versions)
-    print(f"  now / before, paired: {statistics.median(y / x for x, y in zip(a, b)):.3f}")
+    before, now = versions
+    print(f"  now / before, paired: {statistics.median(fo.paired(times, now, base=before)):.3f}")
 
 
 if __name__ == "__main__":

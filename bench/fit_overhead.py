@@ -26,7 +26,7 @@ run seconds apart, so the host's slow minutes cancel): what each costs in time, 
 understate (an instruction of the interpreter, or of a torch op that runs once in ten steps from cold caches, costs
 about three times one of the raw loop's).
 """
-import argparse, gc, statistics, time, warnings
+import argparse, functools, gc, statistics, time, warnings
 
 import torch
 from torch import nn
@@ -87,33 +87,51 @@ def with_fit(model, train, valid, epochs, live):
     assert run.step == epochs * len(train)
 
 
-def main(rounds: int):
+def case():
+    "The case: 64 training batches and 8 validation batches of 64 rows (the same tensors each call), 8 epochs."
     g = torch.Generator().manual_seed(0)
     batches = lambda n: [(torch.randn(64, 32, generator=g), torch.randint(0, 2, (64,), generator=g)) for _ in range(n)]
-    train, valid, epochs = batches(64), batches(8), 8
+    return batches(64), batches(8), 8
+
+
+def interleave(sides: dict,  # name -> a function of a fresh model that runs the side
+               rounds: int,
+              ) -> dict:
+    """Each side's CPU seconds, round by round: a fresh model a run, the garbage before it collected outside its
+    time, the sides' order rotated each round (each side first in turn)."""
+    times, order = {k: [] for k in sides}, list(sides)
+    for r in range(rounds):
+        for k in order[r % len(order):] + order[:r % len(order)]:
+            model = make()
+            gc.collect()
+            t = time.process_time()
+            sides[k](model)
+            times[k].append(time.process_time() - t)
+    return times
+
+
+def paired(times: dict, side: str, base: str = "raw loop") -> list:
+    "Each round's ratio of `side` to `base` (the rounds run seconds apart: the host's slow minutes cancel)."
+    return [a / b for a, b in zip(times[side], times[base])]
+
+
+def main(rounds: int):
+    train, valid, epochs = case()
     steps = epochs * len(train)
     sides = {"raw loop": lambda m: raw(m, train, valid, epochs),
              "fit(live=False)": lambda m: with_fit(m, train, valid, epochs, False),
              "fit defaults": lambda m: with_fit(m, train, valid, epochs, "auto"),
              "raw + Recorder": lambda m: raw_recorded(m, train, valid, epochs)}
     for fn in sides.values(): fn(make())  # warm-up: the first optimizer of a process imports torch._dynamo
-    times = {k: [] for k in sides}
-    order = list(sides)
-    for r in range(rounds):
-        for k in order[r % len(order):] + order[:r % len(order)]:  # each side first in turn
-            model = make()
-            gc.collect()
-            t = time.process_time()
-            sides[k](model)
-            times[k].append(time.process_time() - t)
+    times = interleave(sides, rounds)
     base = statistics.median(times["raw loop"])
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread; {steps} steps ({epochs} epochs of "
           f"{len(train)} batches of 64 rows, 8 validation batches each epoch), CPU time, median of {rounds}")
     for k, v in times.items():
         med = statistics.median(v)
-        paired = statistics.median(a / b for a, b in zip(v, times["raw loop"]))  # each round's own ratio
+        ratio = statistics.median(paired(times, k))
         print(f"  {k:>16}: {med * 1e3:8.1f} ms  {med / steps * 1e6:7.1f} µs/step   ratio to raw {med / base:5.3f}"
-              f"   paired {paired:5.3f}   (rounds {min(v) * 1e3:.1f}-{max(v) * 1e3:.1f} ms)")
+              f"   paired {ratio:5.3f}   (rounds {min(v) * 1e3:.1f}-{max(v) * 1e3:.1f} ms)")
     two = train[:2]
     fixed, raw2 = [], []
     for _ in range(4 * rounds):
@@ -165,9 +183,7 @@ def raw_timed(model, train, valid, epochs, acc):
 def breakdown(rounds: int = 5):
     "µs per step of fit's pieces (timers around the loop's functions) and of the raw loop's lines, interleaved."
     import collections, importlib
-    g = torch.Generator().manual_seed(0)
-    batches = lambda n: [(torch.randn(64, 32, generator=g), torch.randint(0, 2, (64,), generator=g)) for _ in range(n)]
-    train, valid, epochs = batches(64), batches(8), 8
+    train, valid, epochs = case()
     fit_acc, raw_acc = collections.Counter(), collections.Counter()
     for where, names in PIECES.items():
         module, _, cls = where.partition(".")
@@ -208,9 +224,7 @@ void stop(const char *side) { CALLGRIND_DUMP_STATS_AT(side); CALLGRIND_STOP_INST
 def instructions(hooks=None):
     "Run this script under callgrind and read the sides' instruction counts; inside it (`hooks` given), run them."
     import ctypes, glob, os, re, subprocess, sys, tempfile
-    g = torch.Generator().manual_seed(0)
-    batches = lambda n: [(torch.randn(64, 32, generator=g), torch.randint(0, 2, (64,), generator=g)) for _ in range(n)]
-    train, valid, epochs = batches(64), batches(8), 8
+    train, valid, epochs = case()
     sides = {"raw loop": lambda m: raw(m, train, valid, epochs),
              "fit(live=False)": lambda m: with_fit(m, train, valid, epochs, False),
              "fit defaults": lambda m: with_fit(m, train, valid, epochs, "auto")}
@@ -244,10 +258,8 @@ def instructions(hooks=None):
 
 def without(rounds: int):
     "Paired time ratios to the raw loop of fit(live=False) whole and with each judgement taken out (see the docstring)."
-    from trainbook import core, loop, recorder, triage
-    g = torch.Generator().manual_seed(0)
-    batches = lambda n: [(torch.randn(64, 32, generator=g), torch.randint(0, 2, (64,), generator=g)) for _ in range(n)]
-    train, valid, epochs = batches(64), batches(8), 8
+    from trainbook import loop, recorder, triage
+    train, valid, epochs = case()
 
     class Nothing(tb.Callback): pass
 
@@ -269,23 +281,15 @@ def without(rounds: int):
         cfg = tb.TrainConfig(epochs=epochs, lr=1e-3, weight_decay=0.0, device="cpu",
                              log_every=10 ** 9 if "norms" in out else 10)
         tb.fit(model, train, valid, loss_fn=LOSS, config=cfg, live=False)
-    sides = ["raw loop", *taken]
-    for side in sides: run(side, make())
-    times = {side: [] for side in sides}
-    try:
-        for r in range(rounds):
-            for side in sides[r % len(sides):] + sides[:r % len(sides)]:
-                model = make()
-                gc.collect()
-                t = time.process_time()
-                run(side, model)
-                times[side].append(time.process_time() - t)
+    sides = {side: functools.partial(run, side) for side in ["raw loop", *taken]}
+    for fn in sides.values(): fn(make())
+    try: times = interleave(sides, rounds)
     finally:
         for name, module in (("NanGuard", loop), ("diagnose", recorder), ("evaluate", loop)):
             setattr(module, name, real[name])
     print(f"CPU time, {rounds} rounds, median of each round's ratio to the raw loop (and its quartiles)")
-    for side in sides[1:]:
-        ratios = [a / b for a, b in zip(times[side], times["raw loop"])]
+    for side in taken:
+        ratios = paired(times, side)
         q = statistics.quantiles(ratios, n=4)
         print(f"  {side:>20}: {statistics.median(ratios):.3f}   ({q[0]:.3f}-{q[2]:.3f})")
 

@@ -8,7 +8,7 @@ or the per-parameter gradient norms every 10 steps as `fit` logs them (`_foreach
 ratio to that round's raw loop. What it shows: a step's Python and its rare torch ops cost several times their warm
 speed in the loop (the instructions alone do not predict the time: see RESULTS.md).
 """
-import argparse, gc, statistics, time, warnings
+import argparse, statistics, time, warnings
 
 import torch
 
@@ -45,9 +45,7 @@ def raw_with(model, train, valid, epochs, calls: int = 0, norms: bool = False):
 
 
 def main(rounds: int):
-    g = torch.Generator().manual_seed(0)
-    batches = lambda n: [(torch.randn(64, 32, generator=g), torch.randint(0, 2, (64,), generator=g)) for _ in range(n)]
-    train, valid, epochs = batches(64), batches(8), 8
+    train, valid, epochs = fo.case()
     sides = {"raw loop": lambda m: raw_with(m, train, valid, epochs),
              "+ 30 Python calls": lambda m: raw_with(m, train, valid, epochs, calls=30),
              "+ 100 Python calls": lambda m: raw_with(m, train, valid, epochs, calls=100),
@@ -58,19 +56,12 @@ def main(rounds: int):
     t = time.process_time()
     for _ in range(n): trivial(c)
     warm_ns = (time.process_time() - t) / n * 1e9
-    times, order = {k: [] for k in sides}, list(sides)
-    for r in range(rounds):
-        for k in order[r % len(order):] + order[:r % len(order)]:
-            model = fo.make()
-            gc.collect()
-            t = time.process_time()
-            sides[k](model)
-            times[k].append(time.process_time() - t)
+    times = fo.interleave(sides, rounds)
     steps = epochs * len(train)
     base = statistics.median(times["raw loop"]) / steps * 1e6
     print(f"{steps} steps, CPU time, {rounds} rounds; a trivial call {warm_ns:.0f} ns in a warm loop; raw {base:.1f} µs/step")
-    for k, v in times.items():
-        paired = statistics.median(a / b for a, b in zip(v, times["raw loop"]))
+    for k in times:
+        paired = statistics.median(fo.paired(times, k))
         print(f"  {k:>20}: paired {paired:5.3f}  (+{(paired - 1) * base:5.1f} µs/step)")
 
 
