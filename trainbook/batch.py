@@ -279,23 +279,16 @@ class Feeder:
                  check_shapes: bool = False,  # refuse a prediction/target pair an elementwise loss would broadcast
                 ) -> tuple:
         "Forward under autocast, then the loss: `(output, loss, xb, yb)` of one batch."
-        device = self.device
-        if type(batch) in _PAIR_TYPES and len(batch) == 2:  # (xb, yb): no split; tensors there already stay
-            xb, yb = batch
-            if type(xb) is not torch.Tensor or xb.device != device: xb = to_device(xb, device)
-            if type(yb) is not torch.Tensor or yb.device != device: yb = to_device(yb, device)
-        else:
-            xb, yb = split_batch(batch, self.keep_labels)
-            xb, yb = to_device(xb, device), to_device(yb, device)
+        xb, yb = split_batch(batch, self.keep_labels)
+        xb, yb = to_device(xb, self.device), to_device(yb, self.device)  # tensors already there stay
         with self.autocast:
             out = call_model(self.model, xb)
-            if check_shapes and self.on_prediction: check_loss_shapes(prediction(out), yb, self.loss_fn)
-            if type(out) is torch.Tensor and self.on_prediction:  # the prediction is the output
-                loss = _call_loss(self.loss_fn, out, yb, out, False)
+            if self.on_prediction:  # the loss scores the prediction: `compute_loss` with its kind known
+                pred = prediction(out)
+                if check_shapes: check_loss_shapes(pred, yb, self.loss_fn)
+                loss = _call_loss(self.loss_fn, pred, yb, out, False)
             else: loss = compute_loss(out, yb, self.loss_fn)
         return out, loss, xb, yb
-
-_PAIR_TYPES = (tuple, list)
 
 def forward(model: nn.Module,  # the model (or its DDP wrapper)
             batch,  # one batch, in any form `split_batch` takes

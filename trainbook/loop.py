@@ -159,7 +159,7 @@ class Window:
            ):
         "Keep a micro-batch's loss (and the batch, for a non-finite loss's triage)."
         self.items.append((xb, yb, loss))
-        self.rows += yb.shape[0] if type(yb) is torch.Tensor and yb.ndim else batch_rows(xb, yb)  # its rows
+        self.rows += batch_rows(xb, yb)
 
 _END = object()
 _NO_SYNC = contextlib.nullcontext()  # reusable: it holds no state
