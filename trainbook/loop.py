@@ -378,13 +378,10 @@ def _log_step(s: Setup, state: LoopState, skipped: bool, window: Window, layer_n
     if step % s.config.log_every == 0: _log_norms(s, state, layer_norms)
 
 def _log_norms(s: Setup, state: LoopState, layer_norms: Optional[tuple]) -> None:
-    "The global and per-parameter gradient norms, read in one sync, and the fp16 loss scale."
+    "The global and per-parameter gradient norms (read in `_clip`; clip_grad_norm_'s total here), the fp16 loss scale."
     h, step, epoch = state.history, state.step, state.epoch
-    names, norms = layer_norms if layer_norms is not None else ([], torch.zeros(0))
-    total = [] if state.grad_norm is None else [full_tensor(state.grad_norm).reshape(1)]
-    values = torch.cat([*total, norms]).tolist()  # a run's rarest ops are the slowest: as few as can be
-    if total: h.append(step, epoch, "train", "grad_norm", values.pop(0))
-    for name, v in zip(names, values): h.append(step, epoch, "train", f"grad_norm/{name}", v)
+    if state.grad_norm is not None: h.append(step, epoch, "train", "grad_norm", float(full_tensor(state.grad_norm)))
+    for name, v in zip(*(layer_norms or ((), ()))): h.append(step, epoch, "train", f"grad_norm/{name}", v)
     if s.scaler.is_enabled(): h.append(step, epoch, "train", "loss_scale", s.scaler.get_scale())
 
 def _validate(s: Setup, state: LoopState) -> None:
