@@ -702,7 +702,7 @@ class Progress(Callback):
                  leave: bool = True,  # keep the epochs bar after the run
                 ):
         self.mininterval, self.leave, self.epochs, self.steps, self.mode = mininterval, leave, None, None, None
-        self._next, self._start = 0.0, 0  # when the step bar moves next; the steps done before this epoch
+        self._next = 0.0  # when the step bar moves next
 
     def _tqdm(self):
         if self.mode == "widget": from tqdm.auto import tqdm  # a widget bar in a notebook
@@ -714,17 +714,13 @@ class Progress(Callback):
         tqdm = self._tqdm()
         self.epochs = tqdm(total=state.config.epochs, initial=state.epoch, desc="epochs", leave=self.leave,
                            mininterval=self.mininterval)
+        if self.mode != "static":  # a headless execution keeps one bar: a second would print lines too
+            # the run's steps on one bar (as Hugging Face's Trainer shows them), named by the epoch in progress:
+            # nothing is reset or redrawn at an epoch's start
+            self.steps = tqdm(total=state.total_steps, initial=state.step, desc=f"epoch {state.epoch}",
+                              leave=False, mininterval=self.mininterval)
     def before_epoch(self, state):
-        if self.mode == "static":
-            return  # a headless execution keeps one bar: per-epoch step bars would pile up
-        n = state.n_batches and math.ceil(state.n_batches / state.config.accum_steps)
-        self._start, self._next = state.step, 0.0
-        if self.steps is None:
-            self.steps = self._tqdm()(total=n, desc=f"epoch {state.epoch}", leave=False,
-                                      mininterval=self.mininterval)
-            return
-        self.steps.set_description(f"epoch {state.epoch}", refresh=False)
-        self.steps.reset(total=n)  # one step bar for the run, reset each epoch: a new bar costs ~40 µs more
+        if self.steps is not None: self.steps.set_description(f"epoch {state.epoch}", refresh=False)
     def after_step(self, state):
         if self.steps is None: return
         now = time.monotonic()
@@ -732,11 +728,10 @@ class Progress(Callback):
         self._next = now + min(self.mininterval / 4, 0.1)
         self._move(state)
     def _move(self, state):
-        "The step bar at the steps done this epoch, with the latest loss."
+        "The step bar at the steps done, with the latest loss."
         if state.loss is not None: self.steps.set_postfix(loss=f"{state.loss:.4g}", refresh=False)
-        self.steps.update(state.step - self._start - self.steps.n)
+        self.steps.update(state.step - self.steps.n)
     def after_epoch(self, state):
-        if self.steps is not None: self._move(state)
         post = {k: f"{v:.4g}" for k, v in state.valid.items()}
         train = state.history.last("epoch_loss")
         if train is not None:
