@@ -64,6 +64,15 @@ def test_progress_runs_headless(capsys):
     assert "epochs" in err and "100%" in err
 
 
+def test_the_step_bar_is_the_runs_steps():
+    "One step bar for the run (as Hugging Face's Trainer shows it), named by the epoch in progress: not one per epoch."
+    bar = Progress()
+    run = _fit([bar], epochs=3)
+    assert run.step == 3 * 40 and bar.steps.total == run.step  # 640 rows in batches of 16, three epochs
+    assert bar.steps.desc.startswith("epoch 2")
+    assert bar.epochs.n == bar.epochs.total == 3
+
+
 def test_plot_history_marks_findings():
     h = tb.History()
     for e in range(12):  # the rise sustained over a third of the evaluations after the best

@@ -49,9 +49,10 @@ def evaluate(model: nn.Module,  # the model to score (its train/eval mode is res
     # running sums of the per-example losses and the targets: the loss's standard error and the
     # constant predictor's loss, at no extra sync
     stats = LossStats(loss_fn)
+    feed = Feeder(model, loss_fn, device, precision)  # the autocast and the loss's kind, once for all batches
     with eval_mode(model), torch.inference_mode():
         for batch in dl:
-            out, loss, xb, yb = forward(model, batch, loss_fn, device, precision)
+            out, loss, xb, yb = feed(batch)
             n = batch_rows(xb, yb)
             # a loss that returns one value per row: its batch mean (a float32 scalar is used as it is)
             loss = loss if loss.ndim == 0 and loss.dtype == torch.float32 else loss.float().mean()
