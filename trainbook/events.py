@@ -114,6 +114,7 @@ class Callbacks:
                 except Exception as e: self._switch_off(cb, event, e)
 
     def _switch_off(self, cb, event: Event, err: Exception):
+        "A display whose handler raised: warned about once, then removed from every event."
         warnings.warn(f"{type(cb).__name__}.{event.value} failed and was switched off: {err!r}")
         self._remove(cb)
 

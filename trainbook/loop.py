@@ -382,7 +382,8 @@ def _log_norms(s: Setup, state: LoopState, layer_norms: Optional[tuple]) -> None
     "The global and per-parameter gradient norms (read in `_clip`; clip_grad_norm_'s total here), the fp16 loss scale."
     h, step, epoch = state.history, state.step, state.epoch
     if state.grad_norm is not None: h.append(step, epoch, "train", "grad_norm", float(full_tensor(state.grad_norm)))
-    for name, v in zip(*(layer_norms or ((), ()))): h.append(step, epoch, "train", f"grad_norm/{name}", v)
+    names, norms = layer_norms or ((), ())
+    for name, v in zip(names, norms): h.append(step, epoch, "train", f"grad_norm/{name}", v)
     if s.scaler.is_enabled(): h.append(step, epoch, "train", "loss_scale", s.scaler.get_scale())
 
 def _validate(s: Setup, state: LoopState) -> None:
