@@ -714,11 +714,11 @@ class Progress(Callback):
         tqdm = self._tqdm()
         self.epochs = tqdm(total=state.config.epochs, initial=state.epoch, desc="epochs", leave=self.leave,
                            mininterval=self.mininterval)
-        if self.mode != "static":  # a headless execution keeps one bar: a second would print lines too
-            # the run's steps on one bar (as Hugging Face's Trainer shows them), named by the epoch in progress:
-            # nothing is reset or redrawn at an epoch's start
-            self.steps = tqdm(total=state.total_steps, initial=state.step, desc=f"epoch {state.epoch}",
-                              leave=False, mininterval=self.mininterval)
+        # the run's steps on one bar (as Hugging Face's Trainer shows them), named by the epoch in progress:
+        # nothing is reset or redrawn at an epoch's start; a headless execution keeps one bar (a second prints lines)
+        self.steps = None if self.mode == "static" else tqdm(
+            total=state.total_steps, initial=state.step, desc=f"epoch {state.epoch}", leave=False,
+            mininterval=self.mininterval)
     def before_epoch(self, state):
         if self.steps is not None: self.steps.set_description(f"epoch {state.epoch}", refresh=False)
     def after_step(self, state):

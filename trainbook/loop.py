@@ -361,7 +361,8 @@ def _clip(s: Setup, state: LoopState) -> Optional[tuple]:
     state.grad_norm = unscale_and_clip(s.optimizer, s.scaler, s.params, clip, log_now and not fused)
     if not log_now: return None
     names, norms, total = gradient_norms(s.named_params)
-    if fused: state.grad_norm = total
+    # the global norm read with the others, before the optimizer step (on a GPU a later read waits for the step)
+    state.grad_norm = total if fused else float(full_tensor(state.grad_norm))
     return names, norms
 
 def _log_step(s: Setup, state: LoopState, skipped: bool, window: Window, layer_norms: Optional[tuple]) -> None:
@@ -379,9 +380,9 @@ def _log_step(s: Setup, state: LoopState, skipped: bool, window: Window, layer_n
     if step % s.config.log_every == 0: _log_norms(s, state, layer_norms)
 
 def _log_norms(s: Setup, state: LoopState, layer_norms: Optional[tuple]) -> None:
-    "The global and per-parameter gradient norms (read in `_clip`; clip_grad_norm_'s total here), the fp16 loss scale."
+    "The global and per-parameter gradient norms (floats, read in `_clip`), and the fp16 loss scale."
     h, step, epoch = state.history, state.step, state.epoch
-    if state.grad_norm is not None: h.append(step, epoch, "train", "grad_norm", float(full_tensor(state.grad_norm)))
+    if state.grad_norm is not None: h.append(step, epoch, "train", "grad_norm", state.grad_norm)
     names, norms = layer_norms or ((), ())
     for name, v in zip(names, norms): h.append(step, epoch, "train", f"grad_norm/{name}", v)
     if s.scaler.is_enabled(): h.append(step, epoch, "train", "loss_scale", s.scaler.get_scale())

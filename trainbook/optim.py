@@ -14,6 +14,7 @@ from torch import nn
 
 from .batch import forward, stop_requested
 from .core import TrainConfig, pick_device
+from .distributed import full_tensor
 
 # %% auto #0
 __all__ = ['NORM_TYPES', 'SCHEDULE_FNS', 'SCHEDULER_INTERVALS', 'EPOCH_SCHEDULERS', 'param_groups', 'warmup_steps', 'constant',
@@ -221,7 +222,7 @@ def gradient_norms(named_params: list,  # (name, parameter) pairs; those without
     if all(type(g) is torch.Tensor and g.device == first.device and g.dtype == first.dtype for g in grads):
         values = torch.stack(norms).tolist()
     else:  # mixed devices, dtypes or DTensors: each norm made whole and read on its own
-        values = [float(n.full_tensor() if hasattr(n, "full_tensor") else n) for n in norms]
+        values = [float(full_tensor(n)) for n in norms]
     return [n for n, _ in named], values, math.hypot(*values)
 
 def step_optimizer(optimizer: torch.optim.Optimizer,  # the optimizer to step
