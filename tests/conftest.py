@@ -25,3 +25,25 @@ def tmp_run(tmp_path):
     d = tmp_path / "run"
     d.mkdir()
     return d
+
+
+# `make test` runs the suite in two workers (pytest-xdist, `-n 2 --dist loadgroup`; one per core). The tests that start
+# engines of several busy processes (Ray, torchrun, Spark, JupyterLab with its kernel) run one after another in one
+# worker, first, so that two of them never share the two cores and each keeps the margins its timeouts were sized on;
+# the other worker takes every other file meanwhile, a file at a time (its module fixtures set up once)
+ENGINES = ("browser/test_lab.py", "browser/test_panel.py", "browser/test_ray_live.py", "test_ray.py",
+           "test_distributed.py", "test_shard_loader.py", "test_spark.py", "test_parquet.py")
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "xdist_group(name): the tests of one group run in one worker, in order")
+
+
+def pytest_collection_modifyitems(items):
+    "Each test in its file's group, or in the engines' group; that group first (the longest lane starts at once)."
+    def group(item):
+        name = Path(str(item.fspath)).resolve().relative_to(HERE).as_posix()
+        return "engines" if name in ENGINES else name
+    for item in items: item.add_marker(pytest.mark.xdist_group(group(item)))
+    items.sort(key=lambda item: group(item) != "engines")  # stable: each group keeps its order
