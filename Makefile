@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed
 # 150-230 s. It byte-compiles what it installs: where PYTHONDONTWRITEBYTECODE is set, as on these machines, every
 # import would otherwise compile its module again (the notebooks ran 500 s instead of 285)
 
-# pytest in two workers where there are two cores (tests/conftest.py: which tests share a worker, and why); 0: in this process
+# pytest in two workers where there are two cores (tests/conftest.py says which tests share a worker, and why)
 TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(2 if len(os.sched_getaffinity(0)) > 1 else 0)")
 
 .PHONY: install demo test lab docs bench clean
@@ -42,7 +42,7 @@ test:
 	@$(PY) scripts/build_docs.py --execute-only
 	@echo "== pytest (browser tests included: chromium is installed from Debian when missing) [$$(date +%T)]"
 	@$(PY) scripts/ensure_browser.py --wait
-	@$(PY) -m pytest tests -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup --durations=15  # the slowest, for CI's log
+	@$(PY) -m pytest tests -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder --durations=15  # the slowest, for CI's log
 	@echo "== done [$$(date +%T)]"
 
 ## make lab: JupyterLab on nbs/ with `%load_ext trainbook` done in every kernel

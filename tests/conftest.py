@@ -1,3 +1,4 @@
+import importlib.util
 import signal
 import sys
 from pathlib import Path
@@ -27,23 +28,33 @@ def tmp_run(tmp_path):
     return d
 
 
-# `make test` runs the suite in two workers (pytest-xdist, `-n 2 --dist loadgroup`; one per core). The tests that start
-# engines of several busy processes (Ray, torchrun, Spark, JupyterLab with its kernel) run one after another in one
-# worker, first, so that two of them never share the two cores and each keeps the margins its timeouts were sized on;
-# the other worker takes every other file meanwhile, a file at a time (its module fixtures set up once)
+# `make test` runs the suite in two workers, one per core (pytest-xdist, `-n 2 --dist loadscope
+# --no-loadscope-reorder`). The tests that start engines of several busy processes with timeouts (Ray, torchrun,
+# JupyterLab with its kernel) run one after another in one worker, first, so that two of them never share the two cores
+# and each keeps the margins its timeouts were sized on; the other worker takes every other file meanwhile, a file at a
+# time (its module fixtures set up once), Spark's too (local[2], no timeout: it balances the two workers). The groups
+# are the scheduler's scopes: xdist's own `xdist_group` marks do nothing under pytest 9.2 (xdist 3.8 writes them into
+# `item._nodeid`, which pytest no longer reads)
 ENGINES = ("browser/test_lab.py", "browser/test_panel.py", "browser/test_ray_live.py", "test_ray.py",
-           "test_distributed.py", "test_shard_loader.py", "test_spark.py", "test_parquet.py")
+           "test_distributed.py", "test_shard_loader.py")
 HERE = Path(__file__).resolve().parent
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "xdist_group(name): the tests of one group run in one worker, in order")
+def lane(path: str) -> str:
+    "The scope of a test file (a path under tests/): 'engines', or the file itself."
+    return "engines" if path in ENGINES else path
 
 
 def pytest_collection_modifyitems(items):
-    "Each test in its file's group, or in the engines' group; that group first (the longest lane starts at once)."
-    def group(item):
-        name = Path(str(item.fspath)).resolve().relative_to(HERE).as_posix()
-        return "engines" if name in ENGINES else name
-    for item in items: item.add_marker(pytest.mark.xdist_group(group(item)))
-    items.sort(key=lambda item: group(item) != "engines")  # stable: each group keeps its order
+    "The engines' tests first (the longest lane starts at once); every file keeps its tests' order."
+    items.sort(key=lambda item: lane(Path(str(item.fspath)).resolve().relative_to(HERE).as_posix()) != "engines")
+
+
+if importlib.util.find_spec("xdist"):
+    def pytest_xdist_make_scheduler(config, log):
+        "xdist's scope scheduling with `lane` for scopes: a scope's tests go to one worker, in order."
+        from xdist.scheduler import LoadScopeScheduling
+
+        class Lanes(LoadScopeScheduling):
+            def _split_scope(self, nodeid: str) -> str: return lane(nodeid.split("::", 1)[0].removeprefix("tests/"))
+        return Lanes(config, log)
