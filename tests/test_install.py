@@ -1,4 +1,5 @@
-"scripts/install.py: uv gets the indexes, find-links and constraints pip would use, read from `pip config list`."
+"""make test's set-up: scripts/install.py gives uv the indexes, find-links and constraints pip would use (read from
+`pip config list`); the lanes of its two pytest workers name files that exist."""
 import sys
 from pathlib import Path
 
@@ -33,3 +34,13 @@ def test_a_value_over_several_lines_of_pip_conf_is_one_value_a_line():
 def test_no_pip_settings_means_pypi_only():
     args = install.uv_arguments(install.parse_pip_config(""))
     assert not {"--index-url", "--extra-index-url", "--find-links", "--constraint"} & set(args)
+
+
+def test_make_tests_engines_lane_names_files_that_exist(pytestconfig):
+    "`make test`'s two pytest workers: each file the engines' lane names exists (a renamed one would leave it unseen)."
+    here = Path(__file__).resolve().parent
+    suite = pytestconfig.pluginmanager.get_plugin(str(here / "conftest.py"))
+    for name in suite.ENGINES: assert (here / name).is_file(), name
+    assert {suite.lane(name) for name in suite.ENGINES} == {"engines"}
+    assert suite.lane("test_core.py") == "test_core.py" and suite.lane("browser/test_docs.py") == "browser/test_docs.py"
+    assert hasattr(suite, "pytest_xdist_make_scheduler")  # make test installs pytest-xdist (the dev extra)
