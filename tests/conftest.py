@@ -47,7 +47,7 @@ def lane(path: str) -> str:
 
 def pytest_collection_modifyitems(items):
     "The engines' tests first (the longest lane starts at once); every file keeps its tests' order."
-    items.sort(key=lambda item: lane(Path(str(item.fspath)).resolve().relative_to(HERE).as_posix()) != "engines")
+    items.sort(key=lambda item: lane(item.path.resolve().relative_to(HERE).as_posix()) != "engines")
 
 
 if importlib.util.find_spec("xdist"):

@@ -42,5 +42,5 @@ def test_make_tests_engines_lane_names_files_that_exist(pytestconfig):
     suite = pytestconfig.pluginmanager.get_plugin(str(here / "conftest.py"))
     for name in suite.ENGINES: assert (here / name).is_file(), name
     assert {suite.lane(name) for name in suite.ENGINES} == {"engines"}
-    assert suite.lane("test_core.py") == "test_core.py" and suite.lane("browser/test_docs.py") == "browser/test_docs.py"
+    for name in ("test_core.py", "browser/test_docs.py"): assert suite.lane(name) == name
     assert hasattr(suite, "pytest_xdist_make_scheduler")  # make test installs pytest-xdist (the dev extra)

@@ -13,8 +13,9 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--
 
 def pytest_collection_modifyitems(items):
     "The tests of this folder are marked `browser` (`-m 'not browser'` leaves them out); this hook sees every test."
+    here = Path(__file__).resolve().parent
     for item in items:
-        if Path(str(item.fspath)).resolve().parent == Path(__file__).resolve().parent: item.add_marker(pytest.mark.browser)
+        if item.path.resolve().parent == here: item.add_marker(pytest.mark.browser)
 
 
 def free_port() -> int:
