@@ -357,12 +357,11 @@ def _clip(s: Setup, state: LoopState) -> Optional[tuple]:
         state.grad_norm = None  # nothing to unscale, clip or read at this step
         return None
     clip = s.config.clip_norm
-    fused = log_now and clip is None  # one pass gives the global norm and each parameter's
-    state.grad_norm = unscale_and_clip(s.optimizer, s.scaler, s.params, clip, log_now and not fused)
+    state.grad_norm = unscale_and_clip(s.optimizer, s.scaler, s.params, clip, want_norm=False)  # clipping's norm
     if not log_now: return None
-    names, norms, total = gradient_norms(s.named_params)
+    names, norms, total = gradient_norms(s.named_params)  # unclipped, `total` is the global norm
     # the global norm read with the others, before the optimizer step (on a GPU a later read waits for the step)
-    state.grad_norm = total if fused else float(full_tensor(state.grad_norm))
+    state.grad_norm = total if clip is None else float(full_tensor(state.grad_norm))
     return names, norms
 
 def _log_step(s: Setup, state: LoopState, skipped: bool, window: Window, layer_norms: Optional[tuple]) -> None:
