@@ -37,17 +37,17 @@ def tmp_run(tmp_path):
 # `item._nodeid`, which pytest no longer reads)
 ENGINES = ("browser/test_lab.py", "browser/test_panel.py", "browser/test_ray_live.py", "test_ray.py",
            "test_distributed.py", "test_shard_loader.py")
-HERE = Path(__file__).resolve().parent
 
 
-def lane(path: str) -> str:
-    "The scope of a test file (a path under tests/): 'engines', or the file itself."
+def lane(nodeid: str) -> str:
+    "The scope of a test (its id, or its file's path under tests/): 'engines', or its file."
+    path = nodeid.split("::", 1)[0].removeprefix("tests/")
     return "engines" if path in ENGINES else path
 
 
 def pytest_collection_modifyitems(items):
     "The engines' tests first (the longest lane starts at once); every file keeps its tests' order."
-    items.sort(key=lambda item: lane(item.path.resolve().relative_to(HERE).as_posix()) != "engines")
+    items.sort(key=lambda item: lane(item.nodeid) != "engines")
 
 
 if importlib.util.find_spec("xdist"):
@@ -56,5 +56,5 @@ if importlib.util.find_spec("xdist"):
         from xdist.scheduler import LoadScopeScheduling
 
         class Lanes(LoadScopeScheduling):
-            def _split_scope(self, nodeid: str) -> str: return lane(nodeid.split("::", 1)[0].removeprefix("tests/"))
+            def _split_scope(self, nodeid: str) -> str: return lane(nodeid)
         return Lanes(config, log)
