@@ -333,3 +333,33 @@ def test_a_boosting_fit_that_forgets_callbacks_is_pruned_all_the_same(tmp_path):
                   live=False)
     study = optuna.load_study(study_name="g", storage=f"sqlite:///{tmp_path / 's.db'}")
     assert study.trials[0].state.name == "PRUNED" and len(study.trials[0].intermediate_values) == 1
+
+
+RAY_TRIAL_RUNS = []  # what `ray_trial_objective` ran (a module's function: pickled by name, so it fills this list)
+
+
+def ray_trial_objective(config):
+    dl_train, dl_valid = loaders()
+    cfg = lambda epochs: tb.TrainConfig(epochs=epochs, lr=config["lr"], device="cpu")
+    # one fit forgets the trial's callbacks, the next passes them too (attached twice)
+    RAY_TRIAL_RUNS.append(tb.fit(mlp(), dl_train, dl_valid, loss_fn=nn.CrossEntropyLoss(), live=False, config=cfg(2)))
+    RAY_TRIAL_RUNS.append(tb.fit(mlp(), dl_train, dl_valid, loss_fn=nn.CrossEntropyLoss(), live=False, config=cfg(3),
+                                 callbacks=config.callbacks))
+    return RAY_TRIAL_RUNS[-1]
+
+
+def test_a_ray_trial_reports_every_fit_once_a_validation_without_being_told(monkeypatch):
+    "Ray Tune's trial entry point, with Tune's report caught (no cluster): as in the Optuna search, a fit joins it."
+    tune = pytest.importorskip("ray.tune")
+    cloudpickle = pytest.importorskip("cloudpickle")
+    from trainbook import ray_engine
+    reports = []
+    monkeypatch.setattr(tune, "report", lambda metrics, **kw: reports.append(metrics))
+    RAY_TRIAL_RUNS.clear()
+    ray_engine.trial_main({"lr": 0.01}, cloudpickle.dumps((ray_trial_objective, "minimize")))
+    *each, final = reports
+    valid = [v for run in RAY_TRIAL_RUNS for v in run.records.series("loss", "valid").to_numpy()]
+    assert len(valid) == 5 and [r["valid_loss"] for r in each] == valid  # each validation once, in order
+    assert [r["objective"] for r in each] == [min(valid[:i + 1]) for i in range(5)]  # the best so far
+    assert final["final"] and final["objective"] == RAY_TRIAL_RUNS[-1].best
+    assert not any(isinstance(cb, ray_engine.TuneReport) for cb in session_observers())  # gone with the trial

@@ -11,6 +11,7 @@ from typing import Any, Callable, Optional, Union
 from .core import History
 from .distributed import LaunchError, launch_live_curves, pickle_by_value
 from .events import Callback, add_session_observer, remove_session_observer
+from .tuning import TRIAL_OBSERVER, MonitorReport
 
 # %% auto #0
 __all__ = ['LocalNotes', 'init_local', 'Collector', 'in_worker', 'RayReport', 'worker_resume', 'train_loop', 'launch',
@@ -320,33 +321,22 @@ class RayLoader:
             yield torch.cat(parts, 1).to(dtype), batch[self.target]
 
 # %% ../nbs/14a_ray.ipynb #111cb62d
-class TuneReport(Callback):
+class TuneReport(MonitorReport):
     "In a Ray Tune trial: the monitored value (and the best so far) to `ray.tune.report` at each validation."
     def __init__(self,
                  mode: str = "min",  # min | max: which way the best so far goes
                  monitor: Optional[str] = None,  # 'split_name' to report; None = the run's config.monitor
                  started: Optional[float] = None,  # the trial's start (time.time()), sent with each report
                 ):
-        self.mode, self.monitor, self.best, self.key, self.attached = mode, monitor, None, None, False
+        super().__init__(monitor)
+        self.mode, self.best = mode, None
         self.started = started if started is not None else time.time()
 
-    def before_fit(self, state):
-        from trainbook.run import monitored_record
-        self.attached = True
-        self.key = monitored_record(*(self.monitor or state.config.monitor).split("_", 1))  # train_loss: the epoch mean
-
-    def after_validate(self, state):
-        if self.key[0] != "train": self.report(state)
-
-    def after_epoch(self, state):
-        if self.key[0] == "train": self.report(state)  # a train monitor has no validation to wait for
-
-    def report(self, state,  # the loop's state (its history holds the value to report)
+    def report(self, state,  # the loop's state
+               value: float,  # the newest monitored value (finite)
               ):
-        "Report the newest monitored value and the best so far (Tune's scheduler reads `objective`)."
+        "Report a new monitored value and the best so far (Tune's scheduler reads `objective`)."
         from ray import tune
-        value = state.history.last(self.key[1], self.key[0])
-        if value is None or not math.isfinite(value): return
         better = self.best is None or (value < self.best if self.mode == "min" else value > self.best)
         if better: self.best = value
         tune.report({"objective": self.best, "_".join(self.key): value, "step": state.step,
@@ -377,8 +367,12 @@ def trial_main(config: dict,  # the trial's sampled values (from Tune)
     objective, direction = cloudpickle.loads(payload)
     report = TuneReport("min" if direction == "minimize" else "max", started=started)
     _TRIAL.update(started=started)
+    # every fit in the trial reports to Tune without being told (as in `tuning.search`); attached twice, once a step
+    add_session_observer(TRIAL_OBSERVER, lambda context: report)
     try: out = objective(TrialConfig(dict(config), None, [report]))
-    finally: _TRIAL.clear()
+    finally:
+        _TRIAL.clear()
+        remove_session_observer(TRIAL_OBSERVER)
     findings = _findings_json(out.findings) if isinstance(out, Run) else "[]"
     if isinstance(out, Run):
         if out.best is None:

@@ -11,13 +11,13 @@ from typing import Any, Callable, Optional, Union
 from .core import TrainConfig
 from .events import Callback, add_session_observer, remove_session_observer
 from .loop import fit
-from .run import Run
+from .run import Run, monitored_record
 from .tracking import run_params
 
 # %% auto #0
-__all__ = ['KINDS', 'CONFIG_FIELDS', 'DEFAULT_STORAGE', 'PRUNERS', 'TRIAL_OBSERVER', 'check_space', 'suggest', 'Pruning',
-           'TrialConfig', 'fit_objective', 'StudyPanel', 'make_storage', 'make_pruner', 'SearchResult', 'TrialDiverged',
-           'search', 'best_completed', 'attr_value']
+__all__ = ['KINDS', 'CONFIG_FIELDS', 'DEFAULT_STORAGE', 'PRUNERS', 'TRIAL_OBSERVER', 'check_space', 'suggest', 'MonitorReport',
+           'Pruning', 'TrialConfig', 'fit_objective', 'StudyPanel', 'make_storage', 'make_pruner', 'SearchResult',
+           'TrialDiverged', 'search', 'best_completed', 'attr_value']
 
 # %% ../nbs/17_tuning.ipynb #7e31bccb
 KINDS = ("log", "int", "int_log", "float")
@@ -65,28 +65,48 @@ def _suggest_one(trial, name: str, spec):
     return trial.suggest_float(name, float(low), float(high), log=kind == "log")
 
 # %% ../nbs/17_tuning.ipynb #e1ec3a16
-class Pruning(Callback):
+class MonitorReport(Callback):
+    """A search trial's reporter: `report(state, value)` with the run's newest monitored value at each validation
+    (at each epoch's end for a train monitor), once a step even when attached twice (by the trial and by hand)."""
+    def __init__(self,
+                 monitor: Optional[str] = None,  # 'split_name' to report; None = the run's config.monitor
+                ):
+        self.monitor, self.key, self.attached = monitor, None, False
+        self._last = None  # (state, step) of the last report: attached twice, a validation counts once
+
+    def before_fit(self, state):
+        self.attached = True
+        self.key = monitored_record(*(self.monitor or state.config.monitor).split("_", 1))  # train_loss: the epoch mean
+
+    def after_validate(self, state):
+        if self.key[0] != "train": self._newest(state)
+
+    def after_epoch(self, state):
+        if self.key[0] == "train": self._newest(state)  # a train monitor has no validation to wait for
+
+    def _newest(self, state):
+        "The newest monitored value to `report`, once a step of a run, when it is finite."
+        if self._last is not None and self._last[0]() is state and self._last[1] == state.step: return
+        self._last = (weakref.ref(state), state.step)
+        value = state.history.last(self.key[1], self.key[0])
+        if value is not None and math.isfinite(value): self.report(state, value)
+
+    def report(self, state,  # the loop's state
+               value: float,  # the newest monitored value (finite)
+              ):
+        "What the reporter does with a new value: its subclass says."
+        raise NotImplementedError
+
+class Pruning(MonitorReport):
     "Reports the monitored value to an Optuna trial at each validation; stops the run as 'pruned' if told."
     def __init__(self, trial,  # the Optuna trial of this run
                  monitor: Optional[str] = None,  # 'split_name' to report; None = the run's config.monitor
                  notify: Optional[Callable] = None,  # called as notify(step, value) after each report
                  ):
-        self.trial, self.monitor, self.notify = trial, monitor, notify
-        self.reports, self.pruned, self.attached, self.key = 0, False, False, None
+        super().__init__(monitor)
+        self.trial, self.notify, self.reports, self.pruned = trial, notify, 0, False
         self.ended: list = []  # how each run of the trial ended (`Run.stopped`), in order
-        self._last = None  # (state, step) of the last report: attached twice, a validation counts once
         self._seen = None  # the last run heard of at its end
-
-    def before_fit(self, state):
-        from trainbook.run import monitored_record
-        self.attached = True
-        self.key = monitored_record(*(self.monitor or state.config.monitor).split("_", 1))  # train_loss: the epoch mean
-
-    def after_validate(self, state):
-        if self.key[0] != "train": self.report(state)
-
-    def after_epoch(self, state):
-        if self.key[0] == "train": self.report(state)  # a train monitor has no validation to wait for
 
     def after_fit(self, state):
         run = state.run
@@ -99,13 +119,10 @@ class Pruning(Callback):
         "Whether a run of this trial was interrupted (Ctrl-C): its result is partial."
         return "interrupted" in self.ended
 
-    def report(self, state,  # the loop's state (its history holds the value to report)
-               ):
-        "Report the newest monitored value; request the stop when the trial should be pruned."
-        if self._last is not None and self._last[0]() is state and self._last[1] == state.step: return
-        self._last = (weakref.ref(state), state.step)
-        value = state.history.last(self.key[1], self.key[0])
-        if value is None or not math.isfinite(value): return
+    def report(self, state,  # the loop's state
+               value: float,  # the newest monitored value (finite)
+              ):
+        "Report a new monitored value to the trial; request the stop when the trial should be pruned."
         self.trial.report(value, self.reports)
         self.reports += 1
         if self.notify is not None: self.notify(state.step, value)
