@@ -14,7 +14,7 @@ import pandas as pd
 from .checks import (MAX_CATEGORIES, DataReport, check_data as check_frame, infer_task,
                               target_findings)
 from .core import Finding, announce, findings_html
-from .splits import STRATEGIES, Splits, choose_strategy, class_share_findings
+from .splits import Splits, check_split_args, choose_strategy, class_share_findings
 
 # %% auto #0
 __all__ = ['is_spark_frame', 'spark_session', 'require_spark_frame', 'require_spark_column', 'spark_family', 'ColumnStats',
@@ -620,24 +620,10 @@ def _spark_validate(sdf, target, strategy, groups, time, valid_size, test_size, 
     require_spark_frame(sdf)
     for col, arg in ((target, "target"), (groups, "groups"), (time, "time")):
         require_spark_column(sdf, col, arg)
-    if strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
-    if not (isinstance(valid_size, (int, float)) and 0 < valid_size < 1):
-        raise ValueError(f"valid_size must be a fraction between 0 and 1, got {valid_size!r}")
-    if not (isinstance(test_size, (int, float)) and 0 <= test_size < 1):
-        raise ValueError(f"test_size must be a fraction in [0, 1), got {test_size!r}")
-    if valid_size + test_size >= 1:
-        raise ValueError(f"valid_size + test_size must be below 1, got {valid_size} + {test_size}")
     if n_folds is not None:
         raise ValueError("n_folds is not supported on a Spark DataFrame: make a holdout (n_folds=None), or "
                          "collect a sample with .toPandas() for k-fold cross-validation")
-    if not isinstance(gap, int) or gap < 0:
-        raise ValueError(f"gap must be a non-negative int (rows), got {gap!r}")
-    if strategy in ("group", "stratified_group") and groups is None:
-        raise ValueError(f"strategy={strategy!r} needs groups=<column>")
-    if strategy == "time" and time is None: raise ValueError("strategy='time' needs time=<column>")
-    if strategy in ("stratified", "stratified_group") and target is None:
-        raise ValueError(f"strategy={strategy!r} needs target=<column> to stratify on")
+    check_split_args(strategy, target, groups, time, valid_size, test_size, n_folds, gap)
 
 def make_splits(sdf,  # a Spark DataFrame, one row per example
                 target: Optional[str] = None,  # label column (to stratify on and to audit class shares)

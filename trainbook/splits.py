@@ -16,7 +16,7 @@ from .core import Finding, announce, findings_html
 
 # %% auto #0
 __all__ = ['STRATEGIES', 'digest', 'fingerprint_frame', 'class_share_findings', 'audit_parts', 'Splits', 'choose_strategy',
-           'make_splits', 'nested_splits']
+           'check_split_args', 'make_splits', 'nested_splits']
 
 # %% ../nbs/02_splits.ipynb #8c4c5a6c
 def digest(*parts,  # bytes, strings or lists: what the fingerprint covers, in order
@@ -94,7 +94,7 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
         rank = np.empty(len(t), dtype=np.int64); rank[order] = np.arange(len(t))
         for a, b in pairs:
             if parts[a] is None or parts[b] is None: continue
-            later_min, earlier_max = t[parts[b]].min(), t[parts[a]].max()
+            earlier_max = t[parts[a]].max()
             bad = int((t[parts[b]] <= earlier_max).sum())
             if bad:
                 out.append(Finding("time_leak", "error",
@@ -254,11 +254,16 @@ def _kfold(idx, n_folds, strategy, y, g, t, seed, gap):
             for a, b in splitter.split(idx, y[idx] if y is not None else None,
                                        g[idx] if g is not None else None)]
 
-def _validate(df, target, strategy, groups, time, valid_size, test_size, n_folds, gap):
-    require_frame(df)
-    require_column(df, target, "target")
-    require_column(df, groups, "groups")
-    require_column(df, time, "time")
+def check_split_args(strategy: str,  # one of `STRATEGIES`
+                     target: Optional[str],  # the label column, or None
+                     groups: Optional[str],  # the group column, or None
+                     time: Optional[str],  # the time column, or None
+                     valid_size: float,  # share of rows for validation
+                     test_size: float,  # share of rows for the test
+                     n_folds: Optional[int],  # k folds, or None for a holdout
+                     gap: int,  # rows left out between the parts of a time split
+                    ) -> None:
+    "`make_splits`' arguments that do not depend on the frame (pandas or Spark): a ValueError naming a wrong one."
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
     if not (isinstance(valid_size, (int, float)) and 0 < valid_size < 1):
@@ -276,6 +281,13 @@ def _validate(df, target, strategy, groups, time, valid_size, test_size, n_folds
     if strategy == "time" and time is None: raise ValueError("strategy='time' needs time=<column>")
     if strategy in ("stratified", "stratified_group") and target is None:
         raise ValueError(f"strategy={strategy!r} needs target=<column> to stratify on")
+
+def _validate(df, target, strategy, groups, time, valid_size, test_size, n_folds, gap):
+    require_frame(df)
+    require_column(df, target, "target")
+    require_column(df, groups, "groups")
+    require_column(df, time, "time")
+    check_split_args(strategy, target, groups, time, valid_size, test_size, n_folds, gap)
     if groups is not None and df[groups].isna().any():
         miss = int(df[groups].isna().sum())
         raise ValueError(f"groups column {groups!r} has {miss} missing group id(s); every row needs a group. "
