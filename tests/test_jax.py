@@ -339,3 +339,20 @@ def test_a_loss_that_takes_a_key_draws_from_the_sample_stream():
     assert len(seen) == 4
     for step, k in enumerate(seen):
         np.testing.assert_array_equal(k, jax.random.key_data(streams.key("sample", step)))
+
+
+def test_the_flax_tiny_batch_test_judges_as_the_torch_one():
+    "Passes on a batch it can memorize; fails with the torch test's reasons (too small an lr, a NaN input)."
+    X, y = data(16)
+    model = MLP()
+    before = jax.tree_util.tree_leaves(nnx.state(model, nnx.Param))
+    good = tb.overfit_batch_flax(model, (X, y), steps=150, lr=1e-2)
+    assert good.passed and good.final_loss < 0.1 * good.initial_loss and good.findings == []
+    assert all(np.array_equal(a, b) for a, b in zip(before, jax.tree_util.tree_leaves(nnx.state(model, nnx.Param))))
+    slow = tb.overfit_batch_flax(MLP(), (X, y), steps=20, lrs=(1e-7, 1e-6))
+    assert not slow.passed and [f.kind for f in slow.findings] == ["not_decreasing"]
+    assert "1e-07, 1e-06" in slow.findings[0].message and slow.history.series("loss").size == 20
+    bad = X.copy()
+    bad[0, 0] = np.nan
+    nan = tb.overfit_batch_flax(MLP(), (bad, y), steps=5, lr=1e-2)
+    assert not nan.passed and [f.kind for f in nan.findings] == ["nonfinite"]

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable, NamedTuple, Optional, Union
 import numpy as np
 
 from .checkpoint import prepare_run_dir, probe_writable, release_run_dir
-from .core import (Finding, History, TrainConfig, announce, environment, rng_state, seed_everything,
+from .core import (History, TrainConfig, announce, environment, rng_state, seed_everything,
                             set_rng_state)
 from .diagnostics import diagnose
 from .events import Event, LoopState
@@ -655,7 +655,7 @@ def overfit_batch_flax(model,  # a Flax NNX module (not modified: its state is c
                        tolerance: float = 0.1,  # pass when the final loss is below tolerance x the first
                       ):
     "The tiny-batch test for a Flax model, as `overfit_batch` judges it; a `SanityReport`. The model is not touched."
-    from trainbook.sanity import SanityReport
+    from trainbook.sanity import memorized, overfit_report
     jax, jnp, optax, nnx = import_jax()
     if not is_flax_model(model): raise TypeError(f"model must be a Flax NNX module, got {type(model).__name__}")
     if not isinstance(steps, int) or steps < 1: raise ValueError(f"steps must be a positive int, got {steps!r}")
@@ -671,28 +671,10 @@ def overfit_batch_flax(model,  # a Flax NNX module (not modified: its state is c
             state, loss, _, _ = step_fn(state, rngs, xb, yb, keys, i, 0)
             losses.append(loss)
         values = [float(v) for v in losses]  # one sync per learning rate
-        first, last = values[0], values[-1]
-        ok = math.isfinite(last) and (last <= tolerance * first or last < 1e-3)
-        ratio = last / max(first, 1e-12) if math.isfinite(last) else math.inf
+        ok, ratio = memorized(values, tolerance)
         if best is None or ratio < best[0]: best = (ratio, try_lr, values, ok)
         if ok: break
-    _, try_lr, values, ok = best
-    history = History((i + 1, 0, "train", "loss", v) for i, v in enumerate(values))
-    first, last = values[0], values[-1]
-    findings = []
-    if not all(math.isfinite(v) for v in values):
-        findings.append(Finding("nonfinite", "error", "the loss became NaN/Inf while overfitting one batch",
-                                advice="check the data for NaN/Inf, the loss for log(0), and lower the lr"))
-    elif not ok:
-        findings.append(Finding("not_decreasing", "error",
-                                f"the loss on one batch only went from {first:.4g} to {last:.4g} in {steps} "
-                                f"steps at any of lr {', '.join(f'{l:.0e}' for l in tried)}",
-                                advice="the model cannot memorize one batch: check the labels, the "
-                                       "loss/activation pairing, gradient flow and the model's capacity",
-                                data={"initial_loss": first, "final_loss": last}))
-    report = SanityReport(ok, findings, history, first, last, try_lr)
-    announce("overfit_batch", report)
-    return report
+    return overfit_report(best, [], steps, tried)
 
 def lr_find_flax(model,  # a Flax NNX module (not modified)
                  dl_train,  # re-iterable of (xb, yb) batches (cycled when shorter than num_steps)

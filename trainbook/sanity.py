@@ -17,7 +17,8 @@ from .loop import train_step
 from .metrics import IGNORE_INDEX, ignore_index_of
 
 # %% auto #0
-__all__ = ['LOGIT_LOSSES', 'loss_kind', 'static_findings', 'no_gradient', 'SanityReport', 'overfit_batch', 'check_init_loss']
+__all__ = ['LOGIT_LOSSES', 'loss_kind', 'static_findings', 'no_gradient', 'SanityReport', 'overfit_batch', 'memorized',
+           'overfit_report', 'check_init_loss']
 
 # %% ../nbs/08_sanity.ipynb #9d2aa348
 LOGIT_LOSSES = (nn.CrossEntropyLoss, nn.BCEWithLogitsLoss)
@@ -165,16 +166,31 @@ def overfit_batch(model: nn.Module,  # the model to test (a copy is trained; the
     forward(probe, batch, loss_fn, dev)[1].backward()
     findings += no_gradient(probe)
 
-    best, stopped = None, False
-    for try_lr in ([lr] if lr is not None else list(lrs)):
+    best, stopped, tried = None, False, [lr] if lr is not None else list(lrs)
+    for try_lr in tried:
         values, stopped = _memorize(model, batch, loss_fn, try_lr, steps, precision, dev, stop)
         if not values: break
-        first, last = values[0], values[-1]
-        ok = math.isfinite(last) and (last <= tolerance * first or last < 1e-3)
-        ratio = last / max(first, 1e-12) if math.isfinite(last) else math.inf
+        ok, ratio = memorized(values, tolerance)
         if best is None or ratio < best[0]: best = (ratio, try_lr, values, ok)
         if ok or stopped: break
     if best is None: return SanityReport(False, findings, stopped=stopped)
+    return overfit_report(best, findings, steps, tried, stopped)
+
+def memorized(values: Sequence[float],  # one learning rate's losses on the batch, step by step
+              tolerance: float,  # pass when the final loss is below tolerance x the first
+             ) -> tuple[bool, float]:
+    "Whether the batch was memorized (the last loss below tolerance x the first, or below 1e-3), and last / first."
+    first, last = values[0], values[-1]
+    ok = math.isfinite(last) and (last <= tolerance * first or last < 1e-3)
+    return ok, (last / max(first, 1e-12) if math.isfinite(last) else math.inf)
+
+def overfit_report(best: tuple,  # the best try: (last / first, its lr, its losses, passed)
+                   findings: list,  # what was found before training (static checks, gradient flow)
+                   steps: int,  # optimizer steps per learning rate
+                   tried: Sequence[float],  # the learning rates tried
+                   stopped: bool = False,  # whether a Stop ended the test early (no verdict on the loss)
+                  ) -> SanityReport:
+    "The tiny-batch test's report from its best try, for any framework: the verdict and its reasons, announced."
     _, try_lr, values, ok = best
     history = History((i + 1, 0, "train", "loss", v) for i, v in enumerate(values))
     first, last = values[0], values[-1]
@@ -183,10 +199,9 @@ def overfit_batch(model: nn.Module,  # the model to test (a copy is trained; the
                                 advice="check the data for NaN/Inf, the loss for log(0), and "
                                        "lower the learning rate"))
     elif not ok and not stopped:
-        tried = ", ".join(f"{l:.0e}" for l in ([lr] if lr else lrs))
         findings.append(Finding("not_decreasing", "error",
                                 f"the loss on one batch only went from {first:.4g} to {last:.4g} in {steps} "
-                                f"steps at any of lr {tried}",
+                                f"steps at any of lr {', '.join(f'{l:.0e}' for l in tried)}",
                                 advice="the model cannot memorize one batch: check the labels, the "
                                        "loss/activation pairing, gradient flow and the model's capacity",
                                 data={"initial_loss": first, "final_loss": last}))
