@@ -4,7 +4,7 @@
 
 # %% ../nbs/11a_figures.ipynb #db05a8c7
 from __future__ import annotations
-import html, json, math, re
+import math, re
 from typing import Optional
 
 import numpy as np

@@ -4,7 +4,7 @@
 
 # %% ../nbs/06a_guard.ipynb #fbcc8e7a
 from __future__ import annotations
-import collections.abc, difflib, math, re
+import collections.abc, difflib, math
 from typing import Callable, Iterable, Iterator, Optional
 
 import torch
