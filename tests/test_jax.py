@@ -1,5 +1,6 @@
 "fit_flax against a hand-written optax loop; PRNG streams; exact resume; non-finite losses; the torch loop's records."
-import functools
+import functools, signal, subprocess, sys, textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -289,7 +290,11 @@ def test_bad_input_is_refused_before_any_work():
     with pytest.raises(ValueError, match="loss_fn"): fit_flax(MLP(), None, dl, None, "hinge")
     with pytest.raises(ValueError, match="dl_valid"):
         fit_flax(MLP(), None, dl, None, ce, tb.TrainConfig(monitor="valid_accuracy", mode="max"))
-    with pytest.raises(TypeError, match="optimizer"): fit_flax(MLP(), 0.1, dl, None, ce)
+    with pytest.raises(TypeError, match="optimizer") as e: fit_flax(MLP(), 0.1, dl, None, ce)
+    assert "looks like batches" not in str(e.value)
+    # fit's order by habit: the batches land in `optimizer`, and the message says how to pass them
+    with pytest.raises(TypeError, match=r"looks like batches.*fit_flax\(model, dl_train=\.\.\., dl_valid=\.\.\.\)"):
+        fit_flax(MLP(), dl, dl)
 
 
 def test_a_given_optimizer_and_a_factory_are_used():
@@ -356,3 +361,48 @@ def test_the_flax_tiny_batch_test_judges_as_the_torch_one():
     bad[0, 0] = np.nan
     nan = tb.overfit_batch_flax(MLP(), (bad, y), steps=5, lr=1e-2)
     assert not nan.passed and [f.kind for f in nan.findings] == ["nonfinite"]
+
+
+def test_a_killed_flax_run_keeps_its_history_and_its_folder(tmp_path):
+    """run.json is written at each epoch's end, as fit's is: a SIGKILLed run loads to its last finished epoch, and
+    the next run given that folder takes a version folder instead of replacing its checkpoints."""
+    script = textwrap.dedent(f"""
+        import os, signal, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        import trainbook as tb
+        from test_jax import MLP, batches, data
+        class Die(tb.Callback):
+            def after_epoch(self, state):
+                if state.epoch == 1: os.kill(os.getpid(), signal.SIGKILL)
+        X, y = data(96)
+        tb.fit_flax(MLP(), dl_train=batches(X[:64], y[:64], 16), dl_valid=batches(X[64:], y[64:], 32),
+                    live=False, callbacks=[Die()], config=tb.TrainConfig(epochs=5, checkpoint_dir={str(tmp_path)!r}))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
+    killed = tb.Run.load(tmp_path)
+    assert killed.stopped == "running" and killed.kind == "flax" and killed.epoch == 1
+    assert len(killed.records.series("loss", "valid")) == 2  # epochs 0 and 1: up to its last finished epoch
+    assert killed.last_path == tmp_path / "last.msgpack" and killed.best_path == tmp_path / "best.msgpack"
+    before = {name: (tmp_path / name).read_bytes() for name in ("last.msgpack", "best.msgpack")}
+    X, y = data(96)
+    with pytest.warns(UserWarning, match="already holds a run"):
+        again = tb.fit_flax(MLP(), dl_train=batches(X[:64], y[:64], 16), dl_valid=batches(X[64:], y[64:], 32),
+                            live=False, config=tb.TrainConfig(epochs=1, checkpoint_dir=str(tmp_path)))
+    assert again.run_dir == tmp_path / "version_1"
+    assert {name: (tmp_path / name).read_bytes() for name in before} == before  # the killed run's, untouched
+    loaded = tb.Run.load(again.run_dir)  # the run folder says what the returned Run says
+    assert loaded.records.rows() == again.records.rows() and loaded.stopped == again.stopped == "completed"
+    assert [(f.kind, f.message) for f in loaded.findings] == [(f.kind, f.message) for f in again.findings]
+    assert loaded.config == again.config and loaded.last_path == again.run_dir / "last.msgpack"
+
+
+def test_a_folder_with_flax_checkpoints_only_is_never_written_over(tmp_path):
+    "A run killed inside its first epoch leaves last.msgpack (checkpoint_every) and no run.json: still a run's folder."
+    (tmp_path / "last.msgpack").write_bytes(b"an earlier run's checkpoint")
+    X, y = data(32)
+    with pytest.warns(UserWarning, match=r"already holds a run \(last.msgpack\)"):
+        run = tb.fit_flax(MLP(), dl_train=batches(X, y, 16), live=False,
+                          config=tb.TrainConfig(epochs=1, monitor="train_loss", checkpoint_dir=str(tmp_path)))
+    assert run.run_dir == tmp_path / "version_1"
+    assert (tmp_path / "last.msgpack").read_bytes() == b"an earlier run's checkpoint"

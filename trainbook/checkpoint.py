@@ -259,7 +259,7 @@ def probe_writable(folder: str | Path,  # the folder a run will write to (create
     return folder
 
 # %% ../nbs/06_checkpoint.ipynb #b8ccc60c
-RUN_FILES = ("last.pt", "best.pt", "run.json")  # what a run leaves in its folder
+RUN_FILES = ("last.pt", "best.pt", "last.msgpack", "best.msgpack", "run.json")  # a run's files (torch's, Flax's)
 _MARKER = ".trainbook-run"  # the writer's lock: who writes this folder (host, pid, start), from its start
 _VERSION = re.compile(r"^version_\d+$")
 
@@ -438,8 +438,9 @@ class Checkpointer:
                  strategy: Optional[str] = None,  # None | ddp | fsdp (fsdp gathers the full state first)
                  parts: Optional[dict] = None,  # name -> object with state_dict (model, optimizer, scheduler, ...)
                  meta: Optional[dict] = None,  # plain entries stored in every checkpoint (config, environment, ...)
+                 suffix: str = ".pt",  # the checkpoint files' suffix: last.pt, best.pt (".msgpack" for Flax runs)
                 ):
-        self.run_dir = Path(run_dir) if run_dir else None
+        self.run_dir, self.suffix = (Path(run_dir) if run_dir else None), suffix
         self.rank, self.strategy, self.parts, self.meta = rank, strategy, parts or {}, meta or {}
         self.findings: list = []  # what choosing the folder and restoring noticed
         self._skipped = 0  # snapshots of run.json not written since the last one

@@ -10,17 +10,15 @@ from typing import Any, Callable, Iterable, NamedTuple, Optional, Union
 
 import numpy as np
 
-from .checkpoint import prepare_run_dir, probe_writable, release_run_dir
-from .core import (History, TrainConfig, announce, environment, rng_state, seed_everything,
-                            set_rng_state)
-from .diagnostics import diagnose
+from .checkpoint import Checkpointer, probe_writable
+from .core import History, TrainConfig, environment, rng_state, seed_everything, set_rng_state
 from .events import Event, LoopState
 from .guard import check_loader, check_monitor, nonfinite_validation
 from .loop import Position
-from .recorder import EarlyStopping, TimedIterator, run_callbacks
+from .recorder import EarlyStopping, TimedIterator, end_run, epoch_records, run_callbacks, run_of
 from .metrics import resolve_metrics
 from .optim import LRFinder
-from .run import MONITOR_ALIASES, Run, remember_run, write_run_record
+from .run import MONITOR_ALIASES, RUNNING, Run
 from .jax_parts import (CHECKPOINT_FORMAT, FlaxNanGuard, KeyStreams, flax_checkpoint_file, host_rng,
                                  import_jax, is_flax_model, make_tx, optax_schedule, read_flax_checkpoint,
                                  save_flax_checkpoint, schedule_lr, stream_key, tree_entries,
@@ -304,7 +302,8 @@ class _FlaxLoop:
         self.history, self.env = History(), environment()
         self.env["packages"].update({p: _version(p) for p in ("jax", "flax", "optax")})
         self.cbs = run_callbacks(callbacks, live=live, track=track, kind="flax", first=[FlaxNanGuard()])
-        self.run_dir, self.track, self.t_fit, self.epoch_closed = None, track, time.perf_counter(), False
+        self.folder = Checkpointer(cfg.checkpoint_dir, suffix=".msgpack")  # claimed by `resume`; run.json
+        self.track, self.t_fit, self.epoch_closed = track, time.perf_counter(), False
         self.pos, self.valid_failed, self.grad = Position(), False, None
         self.state = LoopState(model=model, optimizer=tx, config=cfg, device=str(jax.devices()[0]),
                                precision=self.precision, history=self.history, n_batches=self.n_batches,
@@ -315,10 +314,8 @@ class _FlaxLoop:
     def resume(self, resume, overwrite: bool) -> None:
         "Choose the run folder (never an earlier run's); restore every piece of state from a checkpoint."
         resume = flax_checkpoint_file(resume) if resume is not None else None
-        self.run_dir, found = prepare_run_dir(self.cfg.checkpoint_dir, resume, overwrite)
-        if found is not None:
-            self.state.findings.append(found)
-            warnings.warn(f"{found.message}; {found.advice}", stacklevel=3)
+        self.folder.prepare(resume, overwrite)
+        self.state.findings += self.folder.findings
         self.state.run_dir = self.run_dir
         if resume is None: return
         ck = read_flax_checkpoint(resume)
@@ -349,8 +346,15 @@ class _FlaxLoop:
             "history": self.history.state_dict(), "early_stopping": self.stopper.state_dict(),
             "callbacks": self.cbs.state_dict(), "config": self.cfg.to_dict(), "environment": self.env})
 
-    def path(self, name: str) -> Optional[Path]:
-        return self.run_dir / name if self.run_dir is not None and (self.run_dir / name).exists() else None
+    @property
+    def run_dir(self) -> Optional[Path]:
+        "The run folder (chosen and claimed by `resume`); None for a run without files."
+        return self.folder.run_dir
+
+    def details(self) -> dict:
+        "What the Run reports about the set-up, and the time so far."
+        return {"seconds": time.perf_counter() - self.t_fit, "precision": self.precision,
+                "device": self.state.device, "track": self.track, "streams": self.streams}
 
     # --- an epoch -------------------------------------------------------------------------------------
     def start_epoch(self, epoch: int) -> TimedIterator:
@@ -466,13 +470,10 @@ class _FlaxLoop:
 
     def end_epoch(self) -> Optional[str]:
         "Epoch loss and throughput, validation, last.msgpack, the model updated, early stopping, [after_epoch]."
-        state, pos, seconds = self.state, self.pos, time.perf_counter() - self.t_epoch
-        log = lambda name, value: self.history.append(state.step, state.epoch, "train", name, value)
-        if pos.loss_count: log("epoch_loss", pos.loss_sum / pos.loss_count)
-        log("data_wait", self.batches.wait / max(seconds, 1e-9))
-        log("samples_per_s", self.epoch_rows / max(seconds, 1e-9))
-        if self.epoch_steps: log("step_time", seconds / self.epoch_steps)
-        log("peak_memory_mb", _peak_memory_mb())
+        state, pos = self.state, self.pos
+        epoch_records(self.history, state.step, state.epoch, loss_sum=pos.loss_sum, loss_count=pos.loss_count,
+                      seconds=time.perf_counter() - self.t_epoch, rows=self.epoch_rows, steps=self.epoch_steps,
+                      data_wait=self.batches.wait, peak_mb=_peak_memory_mb())
         pos.loss_sum, pos.loss_count = 0.0, 0
         self.validate()
         self.save("last.msgpack", Position(epoch=state.epoch + 1, rng=rng_state()))
@@ -480,6 +481,9 @@ class _FlaxLoop:
         pos.batch_idx = 0
         self.write_back()  # callbacks at the epoch's end see the trained model (e.g. to draw samples)
         stopped = "nonfinite" if self.valid_failed else "early_stopping" if self.stopper.should_stop else None
+        if self.run_dir is not None:  # run.json so far ('running'): a killed run keeps its history up to here
+            self.folder.write_run(run_of(state, RUNNING, stopper=self.stopper, checkpointer=self.folder,
+                                         environment=self.env, kind="flax", extra=self.details()), final=False)
         self.cbs(Event.after_epoch, state)
         if state.control.stop and not stopped: stopped = state.control.stop_reason or "interrupted"
         return stopped
@@ -503,31 +507,10 @@ class _FlaxLoop:
         return "interrupted"
 
     def finish(self, stopped: str, error: Optional[BaseException] = None) -> Run:
-        "Findings, the model written back, the Run, run.json, [after_fit] and the announcement."
-        state = self.state
+        "The model written back, then how every run ends (`end_run`): findings, the Run, [after_fit], run.json."
         self.write_back()
-        found = [f for f in diagnose(self.history) if f.kind != "diverging" or stopped != "nonfinite"]
-        state.findings = state.findings + found
-        run = Run(records=self.history, config=self.cfg, stopped=stopped, findings=state.findings,
-                  model=self.model, run_dir=self.run_dir, best_path=self.path("best.msgpack"),
-                  last_path=self.path("last.msgpack"), environment=self.env, step=state.step, epoch=state.epoch,
-                  skipped_steps=state.skipped_steps, best=self.stopper.best, best_epoch=self.stopper.best_epoch,
-                  kind="flax", error=repr(error) if error is not None else None,
-                  extra={"seconds": time.perf_counter() - self.t_fit, "precision": self.precision,
-                         "device": state.device, "best_step": self.stopper.best_step, "track": self.track,
-                         "streams": self.streams})
-        state.run = run
-        remember_run(run)
-        try: self.cbs(Event.after_fit, state)
-        except Exception as e:
-            if error is None: raise
-            warnings.warn(f"after_fit raised while finishing a failed run: {e!r}")
-        finally:
-            if self.run_dir is not None:
-                write_run_record(run, self.run_dir / "run.json")  # the one run.json record
-                release_run_dir(self.run_dir)  # the folder's writer lock: this run ended
-            announce("run", run)
-        return run
+        return end_run(self.state, self.cbs, stopped, stopper=self.stopper, checkpointer=self.folder,
+                       environment=self.env, kind="flax", extra=self.details(), error=error)
 
     def failed(self, err: BaseException) -> None:
         "A run that raised: finish it as 'failed' (last.msgpack stays the last good one), attach it as `err.run`."
@@ -558,8 +541,12 @@ def check_flax_inputs(model,  # what `fit_flax` got as `model`
         raise TypeError(f"config must be a trainbook.TrainConfig, got {type(cfg).__name__}")
     optax = import_jax()[2]
     if optimizer is not None and not (isinstance(optimizer, optax.GradientTransformation) or callable(optimizer)):
+        # fit's order (model, dl_train, dl_valid) by habit: the batches landed in `optimizer`
+        batches = ("; it looks like batches: fit_flax's second argument is the optimizer (as in "
+                   "nnx.Optimizer(model, tx)), so name them: fit_flax(model, dl_train=..., dl_valid=...)"
+                   if hasattr(optimizer, "__iter__") else "")
         raise TypeError(f"optimizer must be None, an optax GradientTransformation or a factory such as "
-                        f"optax.sgd, got {type(optimizer).__name__}")
+                        f"optax.sgd, got {type(optimizer).__name__}{batches}")
     if not callable(loss_fn) and loss_fn not in LOSSES:
         raise ValueError(f"loss_fn must be a callable loss_fn(pred, yb) or one of {', '.join(LOSSES)}, "
                          f"got {loss_fn!r}")

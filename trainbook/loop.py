@@ -435,8 +435,8 @@ def _end_epoch(s: Setup, state: LoopState) -> Optional[str]:
     pos, meter = state.position, state.meter
     if s.checkpointer.enabled: state.epoch_end = _before_epoch_end(s, state)  # a Ctrl-C in here comes back
     epoch_records(state.history, state.step, state.epoch, loss_sum=pos.loss_sum, loss_count=pos.loss_count,
-                  seconds=time.perf_counter() - meter.started, rows=meter.rows, data_wait=meter.batches.wait,
-                  device=s.device)
+                  seconds=time.perf_counter() - meter.started, rows=meter.rows, steps=meter.steps,
+                  data_wait=meter.batches.wait, device=s.device)
     pos.loss_sum, pos.loss_count = 0.0, 0
     _validate(s, state)
     if s.scheduler_interval == "epoch": s.scheduler.step()

@@ -170,8 +170,10 @@ def epoch_records(history: History,  # the run's history
                   loss_count: int,  # the epoch's optimizer steps
                   seconds: float,  # the epoch's wall time
                   rows: Optional[int] = None,  # rows trained on (None = unknown: no samples_per_s)
+                  steps: Optional[int] = None,  # optimizer steps timed in `seconds` (None = loss_count)
                   data_wait: Optional[float] = None,  # seconds spent waiting for batches (None = unknown)
                   device: Optional[torch.device] = None,  # the training device (its peak memory)
+                  peak_mb: Optional[float] = None,  # the peak memory, where the framework measures it (JAX)
                  ) -> None:
     "Append an epoch's train records: epoch_loss, data_wait, samples_per_s, step_time, peak_memory_mb."
     log = lambda name, value: history.append(step, epoch, "train", name, value)
@@ -179,8 +181,10 @@ def epoch_records(history: History,  # the run's history
     if loss_count: log("epoch_loss", loss_sum / loss_count)
     if data_wait is not None: log("data_wait", data_wait / seconds)
     if rows is not None: log("samples_per_s", rows / seconds)
-    if loss_count: log("step_time", seconds / loss_count)
-    log("peak_memory_mb", peak_memory_mb(device if device is not None else torch.device("cpu")))
+    steps = loss_count if steps is None else steps
+    if steps: log("step_time", seconds / steps)
+    log("peak_memory_mb", peak_mb if peak_mb is not None else
+        peak_memory_mb(device if device is not None else torch.device("cpu")))
 
 def record_validation(state: LoopState,  # the loop's state: step, epoch, history, findings
                       values: dict,  # name -> value of this validation (loss and metrics)
@@ -205,11 +209,11 @@ def run_of(state: LoopState,  # the loop's state at the end (or now, for a snaps
            error: Optional[BaseException] = None,  # what ended a failed run
           ) -> Run:
     "The `Run` of the loop as it stands (its findings so far; `end_run` adds the diagnosis)."
+    best, last = (checkpointer.path(f"{name}{checkpointer.suffix}") for name in ("best", "last"))
     return Run(records=state.history, config=state.config, stopped=stopped, findings=list(state.findings),
-               model=state.model, run_dir=checkpointer.run_dir, best_path=checkpointer.path("best.pt"),
-               last_path=checkpointer.path("last.pt"), environment=environment, step=state.step,
-               epoch=state.epoch, skipped_steps=state.skipped_steps, best=stopper.best,
-               best_epoch=stopper.best_epoch, kind=kind,
+               model=state.model, run_dir=checkpointer.run_dir, best_path=best, last_path=last,
+               environment=environment, step=state.step, epoch=state.epoch, skipped_steps=state.skipped_steps,
+               best=stopper.best, best_epoch=stopper.best_epoch, kind=kind,
                extra={**(extra or {}), "best_step": stopper.best_step},
                error=repr(error) if error is not None else None)
 
