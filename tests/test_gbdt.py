@@ -294,3 +294,19 @@ def test_three_fits_share_one_signature():
     assert {"track", "callbacks"} <= set(sigs["xgboost"].parameters)
     from trainbook.classical import fit_xgboost, BoostedModel as Old  # the old home still imports
     assert fit_xgboost is tb.fit_xgboost and Old is BoostedModel
+
+
+@pytest.mark.parametrize("lib", ["xgboost", "lightgbm"])
+def test_a_boosting_run_folder_is_a_run_folder(lib, cancer, tmp_path):
+    "run.json written, the writer's lock released at the end, and the next run given the folder takes a version folder."
+    sp = tb.make_splits(cancer, "target", seed=0)
+    run = fit(lib, cancer, "target", sp, num_rounds=15, checkpoint_dir=tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith((".", "run"))) == ["run.json"]  # no lock
+    loaded = tb.Run.load(tmp_path)
+    assert loaded.records.rows() == run.records.rows() and loaded.kind == lib and loaded.step == run.step == 15
+    assert loaded.best == run.best and loaded.config == run.config and loaded.stopped == run.stopped
+    model = (tmp_path / run.model.lib.model_file).read_bytes()
+    with pytest.warns(UserWarning, match="already holds a run"):
+        again = fit(lib, cancer, "target", sp, num_rounds=5, checkpoint_dir=tmp_path)
+    assert again.run_dir == tmp_path / "version_1" and [f.kind for f in again.findings][-1] == "run_dir_versioned"
+    assert (tmp_path / run.model.lib.model_file).read_bytes() == model  # the first run's model, untouched

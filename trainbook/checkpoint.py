@@ -259,7 +259,7 @@ def probe_writable(folder: str | Path,  # the folder a run will write to (create
     return folder
 
 # %% ../nbs/06_checkpoint.ipynb #b8ccc60c
-RUN_FILES = ("last.pt", "best.pt", "last.msgpack", "best.msgpack", "run.json")  # a run's files (torch's, Flax's)
+RUN_FILES = ("last.pt", "best.pt", "last.msgpack", "best.msgpack", "boosted.json", "run.json")  # a run's files
 _MARKER = ".trainbook-run"  # the writer's lock: who writes this folder (host, pid, start), from its start
 _VERSION = re.compile(r"^version_\d+$")
 

@@ -16,7 +16,7 @@ from .core import History, TrainConfig, atomic_write, environment
 from .data import FramePrep, feature_columns, make_preprocessor
 from .diagnostics import diagnose
 from .events import Callbacks, Event, LoopState, session_observers
-from .checkpoint import prepare_run_dir
+from .checkpoint import Checkpointer
 from .metrics import class_weights, proba_2d
 from .modelfiles import (ModelFileError, check_catboost_file, check_lightgbm_text, check_xgboost_json,
                                   file_sha256)
@@ -640,7 +640,9 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
     _check_settings(num_rounds, early_stopping, class_weight, task, callbacks)
     observers = session_observers(track, {"kind": lib.name})  # track=True without tb.track() fails here
     # the run folder is checked writable and claimed before any work; an earlier run's files are kept
-    run_dir, versioned = prepare_run_dir(checkpoint_dir)
+    folder = Checkpointer(checkpoint_dir)
+    folder.prepare()
+    run_dir = folder.run_dir
     exclude = split_columns(splits, target)
     columns = [c for c in df.columns if c != target and c not in exclude]
     train = df.iloc[splits.train]
@@ -660,7 +662,7 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
     def ended(stopped, model=None, best=None, error=None) -> Run:
         rounds, valid_loss = recorder.rounds, recorder.history.series("loss", "valid")
         found = [f for f in diagnose(recorder.history) if f.kind != "diverging" or stopped != "nonfinite"]
-        findings = found + ([versioned] if versioned is not None else [])
+        findings = found + folder.findings
         run = Run(records=recorder.history, config=config, stopped=stopped, findings=findings, model=model,
                   run_dir=run_dir,
                   environment=environment(), step=rounds, epoch=max(rounds - 1, 0),
@@ -669,7 +671,10 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
                   extra={**extra, "best_iteration": best, "best_step": None if best is None else best + 1,
                          "seconds": time.perf_counter() - t0})
         remember_run(run)
-        recorder.finish(run)
+        try: recorder.finish(run)
+        finally:
+            folder.write_run(run)  # run.json, as every run folder holds
+            folder.release()  # the folder's writer lock: this run ended
         return run
     t0 = time.perf_counter()
     try:

@@ -10,7 +10,7 @@ from typing import Optional, Union
 import numpy as np
 import pandas as pd
 
-from .checkpoint import prepare_run_dir
+from .checkpoint import Checkpointer
 from .core import TrainConfig, announce, environment
 from .data import DROPPED_ROLES, FramePrep, make_preprocessor
 from .diagnostics import diagnose
@@ -126,7 +126,9 @@ def fit_xgboost(sdf,  # a Spark DataFrame: feature columns and the target
         raise ValueError(f"num_workers must be a positive int, got {num_workers!r}")
     if task not in ("auto", "binary", "multiclass", "regression"):
         raise ValueError(f"task must be auto, binary, multiclass or regression, got {task!r}")
-    run_dir, versioned = prepare_run_dir(checkpoint_dir)
+    folder = Checkpointer(checkpoint_dir)  # claimed before any work; an earlier run's files are kept
+    folder.prepare()
+    run_dir = folder.run_dir
     task = (splits.params.get("task") or spark_task(sdf, target)) if task == "auto" else task
     exclude = [c for c in (splits.params.get("groups"), splits.params.get("time")) if c and c != target]
     marked = splits.assign(sdf)
@@ -158,7 +160,7 @@ def fit_xgboost(sdf,  # a Spark DataFrame: feature columns and the target
         recorder.log(r, {k: v[r] for k, v in train_log.items()}, {k: v[r] for k, v in valid_log.items()})
     best = int(booster.attr("best_iteration")) if booster.attr("best_iteration") else rounds - 1
     boosted = BoostedModel(booster, prep, best, "xgboost")
-    findings = diagnose(recorder.history) + ([versioned] if versioned is not None else [])
+    findings = diagnose(recorder.history) + folder.findings
     if run_dir is not None: boosted.save(run_dir)
     valid_loss = recorder.history.series("loss", "valid")
     run = Run(records=recorder.history, config=config,
@@ -170,7 +172,10 @@ def fit_xgboost(sdf,  # a Spark DataFrame: feature columns and the target
                      "task": task, "classes": classes, "engine": "spark", "num_workers": workers,
                      "prep_sample_rows": sampled, "split_fingerprint": splits.fingerprint})
     remember_run(run)
-    recorder.finish(run)  # [after_fit] with the run: the tracker records it
+    try: recorder.finish(run)  # [after_fit] with the run: the tracker records it
+    finally:
+        folder.write_run(run)  # run.json, as every run folder holds
+        folder.release()  # the folder's writer lock: this run ended
     announce("run", run)
     return run
 
