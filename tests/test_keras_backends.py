@@ -33,7 +33,7 @@ run = cb.run
 table = run.metrics()
 fig = run.plot()
 print(json.dumps({
-    "backend": backend, "kind": run.kind, "stopped": run.stopped, "step": run.step,
+    "backend": backend, "kind": run.kind, "stopped": run.stopped, "step": run.step, "last_run": tb.last_run() is run,
     "columns": list(table.columns), "rows": len(table),
     "valid_epochs": list(map(int, run.records.series("loss", "valid", index="epoch").index)),
     "findings": {f.kind: f.data for f in run.findings},
@@ -55,7 +55,7 @@ def run_child(backend: str) -> dict:
 @pytest.mark.parametrize("backend", ["torch", "jax", "tensorflow"])
 def test_keras_callback_on_each_backend(backend):
     got = run_child(backend)
-    assert got["backend"] == backend and got["kind"] == "keras" and got["stopped"] == "completed"
+    assert got["backend"] == backend and got["kind"] == "keras" and got["stopped"] == "completed" and got["last_run"]
     assert got["step"] == 20 * 4  # 4 batches of 16 rows per epoch
     assert got["columns"][:2] == ["train_loss", "valid_loss"] and "valid_accuracy" in got["columns"]
     assert got["rows"] == 20 and got["valid_epochs"] == list(range(20))

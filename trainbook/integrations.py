@@ -15,12 +15,12 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .batch import call_model, eval_mode, prediction
 from .gbdt import import_optional, live_curves
-from .core import History, TrainConfig, environment
+from .core import History, TrainConfig, announce, environment
 from .data import TensorLoader
 from .diagnostics import diagnose
 from .events import Callbacks, Event, LoopState, session_observers
 from .loop import fit
-from .run import Run
+from .run import Run, remember_run
 
 # %% auto #0
 __all__ = ['keras_callback', 'mlp', 'TorchClassifier', 'TorchRegressor', 'TokenLoader']
@@ -90,8 +90,10 @@ def _keras_recorder_class():
                            model=self.model, environment=environment(), step=self.step, epoch=self.epoch,
                            kind="keras")
             self.state.findings, self.state.run = findings, self.run
+            remember_run(self.run)  # tb.last_run(), as after fit
             if self.curves is not None: self.curves.after_fit(self.state)
             self.observers(Event.after_fit, self.state)
+            announce("run", self.run)  # the notebook checklist ticks its step, as after fit
 
     return KerasRecorder
 
