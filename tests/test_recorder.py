@@ -117,6 +117,22 @@ def test_bad_input_is_refused_at_the_door():
         Recorder(read_every=0)
 
 
+def test_a_value_that_cannot_be_recorded_is_refused_at_its_call():
+    "Not later, at the batched read of some other step: named, and the step not counted."
+    rec = Recorder(tb.TrainConfig(monitor="train_loss"), live=False, validates=False, read_every=10)
+    with pytest.raises(ValueError, match=r"Recorder.step: loss must be one value, got a tensor of shape \(3,\)"):
+        rec.step(torch.ones(3))
+    with pytest.raises(TypeError, match="Recorder.step: accuracy must be a number"): rec.step(0.5, accuracy="high")
+    with pytest.raises(TypeError, match="loss is required"): rec.step(None)
+    rec.step(torch.tensor(0.5))
+    with pytest.raises(TypeError, match="Recorder.validate: loss must be a number"): rec.validate("low")
+    rec.end_epoch()
+    assert rec.state.step == 1 and list(rec.history.series("loss")) == [0.5]
+    run = rec.finish()
+    with pytest.raises(RuntimeError, match="run has ended"): rec.step(0.4)
+    assert rec.finish() is run and run.step == 1
+
+
 def test_callbacks_whose_state_cannot_be_checkpointed_fail_before_step_one():
     class KeepsNumpy(tb.Callback):
         def state_dict(self): return {"best": np.float64(0.5)}

@@ -21,7 +21,7 @@ from .run import RUNNING, Run, monitored_record, remember_run
 
 # %% auto #0
 __all__ = ['EarlyStopping', 'TimedIterator', 'peak_memory_mb', 'StepProfiler', 'EpochMeter', 'run_displays', 'run_callbacks',
-           'epoch_records', 'record_validation', 'run_of', 'end_run', 'data_fingerprint', 'Recorder']
+           'epoch_records', 'record_validation', 'run_of', 'end_run', 'data_fingerprint', 'recorded_value', 'Recorder']
 
 # %% ../nbs/06b_recorder.ipynb #8ad26698
 class EarlyStopping:
@@ -257,6 +257,22 @@ def data_fingerprint(dl_train,  # the training batches
 # %% ../nbs/06b_recorder.ipynb #9524eec6
 _FROM_CONFIG = object()  # checkpoint_dir not given: the config's
 
+def recorded_value(v,  # a value to record: a number, or a tensor of one element (any device)
+                   name: str,  # what it is ("loss", "lr", a metric), for the message
+                   where: str,  # who records it ("Recorder.step"), for the message
+                  ):
+    "A one-element tensor as it is (read later, with the others: one device sync), anything else as a float."
+    if type(v) is float: return v
+    if isinstance(v, torch.Tensor):
+        if v.numel() != 1:
+            raise ValueError(f"{where}: {name} must be one value, got a tensor of shape {tuple(v.shape)}; "
+                             f"reduce it first ({name}.mean())")
+        return v
+    try: return float(v)
+    except (TypeError, ValueError):
+        raise TypeError(f"{where}: {name} must be a number or a one-value tensor, got "
+                        f"{type(v).__name__} {str(v)[:40]!r}") from None
+
 class Recorder:
     "trainbook's history, observers, early stopping, checkpoints and Run for a training loop you wrote."
     def __init__(self,
@@ -309,6 +325,9 @@ class Recorder:
     # --- the loop calls these -------------------------------------------------------------------------
     def start(self) -> None:
         "[before_fit], once (the first `step` or `validate` calls it when you do not)."
+        if self.run is not None:
+            raise RuntimeError("this Recorder's run has ended (finish() was called, or its `with` block "
+                               "closed): make a new Recorder for a new run")
         if self.started: return
         self.started = True
         self.callbacks(Event.before_fit, self.state)
@@ -321,12 +340,14 @@ class Recorder:
              **values,  # more train values to record (e.g. accuracy=...)
             ) -> None:
         "Record one completed optimizer step, then [after_step]."
+        if loss is None: raise TypeError("Recorder.step: loss is required (this optimizer step's loss)")
         self.start()
         state = self.state
-        state.step += 1
         if lr is None and state.optimizer is not None: lr = state.optimizer.param_groups[0]["lr"]
         items = [("loss", loss), ("lr", lr), ("grad_norm", grad_norm), *values.items()]
-        self._pending += [(state.step, state.epoch, name, v) for name, v in items if v is not None]
+        items = [(name, recorded_value(v, name, "Recorder.step")) for name, v in items if v is not None]
+        state.step += 1
+        self._pending += [(state.step, state.epoch, name, v) for name, v in items]
         state.loss, state.grad_norm = loss, grad_norm
         if len(self._pending) >= 4 * self.read_every or not isinstance(loss, torch.Tensor): self._read()
         self.callbacks(Event.after_step, state)
@@ -341,7 +362,7 @@ class Recorder:
         "Close the epoch with a validation: its records, early stopping, best.pt, run.json, [after_epoch]."
         values = {**({"loss": loss} if loss is not None else {}), **metrics}
         if not values: raise ValueError("validate needs the validation loss or at least one metric")
-        self._close_epoch(epoch, {k: float(v) for k, v in values.items()})
+        self._close_epoch(epoch, {k: float(recorded_value(v, k, "Recorder.validate")) for k, v in values.items()})
 
     def end_epoch(self,
                   epoch: Optional[int] = None,  # the epoch that ends (default: the one the steps were in)
