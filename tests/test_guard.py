@@ -247,3 +247,30 @@ def test_resume_reports_what_changed_and_refuses_what_cannot_be_exact(tmp_path):
     (changed,) = [f for f in run.findings if f.kind == "resume_changed"]
     assert changed.severity == "warning" and run.stopped == "completed"
     assert changed.data["changes"]["config.lr"] == [1e-2, 3e-3] and changed.data["changes"]["config.seed"] == [0, 4]
+
+
+def test_a_new_users_mistakes_are_named_before_any_step():
+    "Arrays instead of tensors, float or too-large labels, a callback class or function, one callback, resume=True."
+    X, y = blobs(64)
+    cfg = tb.TrainConfig(epochs=1, monitor="train_loss", device="cpu")
+    ce = nn.functional.cross_entropy
+    fit = lambda model, batches, **kw: tb.fit(model, batches, loss_fn=ce, config=cfg, live=False, **kw)
+    with pytest.raises(TypeError, match=r"inputs are numpy.ndarray, not torch tensors.*torch.as_tensor"):
+        fit(mlp(), [(X.numpy(), y.numpy())])
+    with pytest.raises(TypeError, match=r"tensors\[0\] must be a torch.Tensor, got ndarray: convert it once"):
+        tb.TensorLoader(X.numpy(), y)
+    with pytest.raises(RuntimeError, match=r"class indices for this loss, but yb is float32: give integer labels"):
+        fit(mlp(), [(X, y.float())])
+    wide = torch.where(torch.arange(len(y)) == 0, -100, y + 5)  # one ignored position (-100) is not a label
+    with pytest.raises(IndexError, match=r"labels run from 5 to 7, but the model has 3 outputs \(labels 0..2\)"):
+        fit(mlp(), [(X, wide)])
+
+    class Hook(tb.Callback):
+        def after_epoch(self, state): pass
+    with pytest.raises(TypeError, match=r"callback Hook is a class, not a callback: pass an instance, Hook\(\)"):
+        fit(mlp(), [(X, y)], callbacks=[Hook])
+    with pytest.raises(TypeError, match="callback 'print' is a function"): fit(mlp(), [(X, y)], callbacks=[print])
+    with pytest.raises(TypeError, match=r"callbacks must be a list of callbacks, got a Hook"):
+        fit(mlp(), [(X, y)], callbacks=Hook())
+    with pytest.raises(TypeError, match="resume must be a checkpoint file or its run folder"):
+        fit(mlp(), [(X, y)], resume=True)

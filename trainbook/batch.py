@@ -86,9 +86,19 @@ def call_model(model: nn.Module,  # the model (or its DDP / compiled wrapper)
         if isinstance(xb, dict): return model(**xb)
         return model(xb)
     except TypeError as err:  # free when nothing fails: only a failed call pays for the explanation
-        why = _forward_mismatch(model, xb)
+        why = _forward_mismatch(model, xb) or _not_tensors(xb)
         if why is None: raise  # forward takes these inputs: the TypeError came from inside it
         raise TypeError(why) from err
+
+def _not_tensors(xb) -> Optional[str]:
+    "Why a torch model refused `xb` when its inputs are arrays (numpy, pandas) rather than tensors; else None."
+    parts = xb.values() if isinstance(xb, dict) else xb if isinstance(xb, (tuple, list)) else (xb,)
+    kinds = sorted({type(p).__module__.split(".")[0] + "." + type(p).__name__ for p in parts
+                    if not isinstance(p, torch.Tensor) and hasattr(p, "__array__")})
+    if not kinds: return None
+    return (f"the batch's inputs are {', '.join(kinds)}, not torch tensors: a torch model takes tensors. "
+            "Convert the arrays once: tb.TensorLoader(torch.as_tensor(X, dtype=torch.float32), "
+            "torch.as_tensor(y), batch_size=...); a DataFrame's columns: tb.loaders_from_frame")
 
 def batch_rows(xb,  # the model inputs of a batch
                yb,  # its targets
@@ -152,7 +162,9 @@ def _loss_failed(err: Exception, out, given, yb, whole: bool) -> Exception:
     if isinstance(err, torch.OutOfMemoryError) or "out of memory" in str(err): return err
     note = (f"loss_fn was called as loss_fn({'output' if whole else 'prediction'}, yb) with "
             f"{describe(given)} and yb {describe(yb)}")
-    if not whole and not isinstance(out, torch.Tensor):
+    labels = _label_hint(str(err), given, yb)  # the targets' form is the news: no other advice
+    if labels: note += labels
+    elif not whole and not isinstance(out, torch.Tensor):
         note += (f"; the model returned {describe(out)}, of which loss_fn gets the prediction only. "
                  "For a loss on the whole output (auxiliary heads, an output dict) pass "
                  "loss_fn=tb.whole_output(your_loss): it is called as your_loss(output, yb)")
@@ -163,6 +175,19 @@ def _loss_failed(err: Exception, out, given, yb, whole: bool) -> Exception:
         return type(err)(f"{err}\n{note}")
     err.add_note(note)
     return err
+
+def _label_hint(message: str, pred, yb) -> str:
+    "What a class-index loss's own message means for the targets (float labels; labels past the outputs)."
+    if not (isinstance(pred, torch.Tensor) and isinstance(yb, torch.Tensor)): return ""
+    if "dtype" in message and "Long" in message and yb.is_floating_point():
+        return (f": the targets are class indices for this loss, but yb is {str(yb.dtype).replace('torch.', '')}:"
+                " give integer labels (yb.long(), or torch.as_tensor(y, dtype=torch.long) once)")
+    labels = yb[yb != -100] if not yb.is_floating_point() else yb  # -100: torch's default ignore_index
+    if "out of bounds" in message and not yb.is_floating_point() and pred.ndim >= 2 and labels.numel():
+        n = pred.shape[-1] if pred.shape[:-1] == yb.shape else pred.shape[1]
+        return (f": the labels run from {int(labels.min())} to {int(labels.max())}, but the model has {n} outputs "
+                f"(labels 0..{n - 1}): widen its last layer to the number of classes, or remap the labels")
+    return ""
 
 def _call_loss(loss_fn: Callable, given, yb, out, whole: bool) -> torch.Tensor:
     "`loss_fn(given, yb)`; a failure raised again with what the loss received (the same exception type)."

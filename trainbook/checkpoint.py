@@ -22,7 +22,7 @@ from .run import write_run_record
 __all__ = ['FORMAT', 'RUN_FILES', 'unwrap', 'check_loadable', 'save_checkpoint', 'CheckpointError', 'UnsafeCheckpointError',
            'checkpoint_file', 'read_checkpoint', 'restore_checkpoint', 'load_checkpoint', 'write_json', 'unwritable',
            'probe_writable', 'RunFolderBusy', 'folder_writer', 'release_run_dir', 'prepare_run_dir', 'run_signature',
-           'saved_signature', 'resume_changes', 'Checkpointer']
+           'saved_signature', 'resume_changes', 'check_resume', 'Checkpointer']
 
 # %% ../nbs/06_checkpoint.ipynb #f4a0ad9b
 from .core import atomic_write
@@ -429,6 +429,12 @@ def resume_changes(saved: dict,  # the signature of the checkpoint's run (`saved
                     data={"changes": changes})]
 
 # %% ../nbs/06_checkpoint.ipynb #667a9f9e
+def check_resume(resume,  # what a run was given as `resume`
+                ):
+    "`resume` as given when it can name a checkpoint (None, a str or a Path); else a TypeError naming it."
+    if resume is None or isinstance(resume, (str, os.PathLike)): return resume
+    raise TypeError(f"resume must be a checkpoint file or its run folder (a str or Path), got {resume!r}")
+
 class Checkpointer:
     "The run folder's policy: last.pt, best.pt and run.json in `run_dir` (rank 0 writes; FSDP gathers first)."
     def __init__(self,
@@ -450,6 +456,7 @@ class Checkpointer:
                 overwrite: bool = False,  # replace an earlier run's files (else take a new version folder)
                ) -> None:
         "Choose the run folder before any step: writable, claimed, never an earlier run's (rank 0 chooses)."
+        check_resume(resume)
         if self.run_dir is None: return
         chosen = [None, None, None]  # folder, finding, error
         if self.rank == 0:

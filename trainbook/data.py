@@ -81,7 +81,10 @@ class TensorLoader(ShardedBatches):
             flat, names = list(tensors), [f"tensors[{i}]" for i in range(len(tensors))]
         for name, t in zip(names, flat):
             if not isinstance(t, torch.Tensor):
-                raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+                arrays = (": convert it once, torch.as_tensor(X, dtype=torch.float32) (labels: "
+                          "torch.as_tensor(y)); a DataFrame's columns: tb.loaders_from_frame"
+                          if hasattr(t, "__array__") else "")
+                raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}{arrays}")
         n = len(flat[0])
         bad = [i for i, t in enumerate(flat) if len(t) != n]
         if bad:

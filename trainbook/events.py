@@ -4,7 +4,7 @@
 
 # %% ../nbs/04_events.ipynb #cd8f0d4b
 from __future__ import annotations
-import warnings
+import inspect, warnings
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Iterable, Optional
@@ -85,6 +85,11 @@ class Callback:
 
 def _handlers(cb) -> dict:
     "Event name → bound method, for the events this callback implements; fails on event-like names that are not events."
+    if isinstance(cb, type):
+        raise TypeError(f"callback {cb.__name__} is a class, not a callback: pass an instance, {cb.__name__}()")
+    if inspect.isroutine(cb):
+        raise TypeError(f"callback {getattr(cb, '__name__', cb)!r} is a function; a callback is an object whose "
+                        "methods are named after events: class Hook(tb.Callback): def after_epoch(self, state): ...")
     found = {}
     for attr in dir(cb):
         if not attr.startswith(("before_", "after_", "on_")) or not callable(getattr(cb, attr, None)):

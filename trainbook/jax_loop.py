@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable, NamedTuple, Optional, Union
 
 import numpy as np
 
-from .checkpoint import Checkpointer, probe_writable
+from .checkpoint import Checkpointer, check_resume, probe_writable
 from .core import History, TrainConfig, environment, rng_state, seed_everything, set_rng_state
 from .events import Event, LoopState
 from .guard import check_loader, check_monitor, nonfinite_validation
@@ -313,7 +313,7 @@ class _FlaxLoop:
     # --- the run folder and resume --------------------------------------------------------------------
     def resume(self, resume, overwrite: bool) -> None:
         "Choose the run folder (never an earlier run's); restore every piece of state from a checkpoint."
-        resume = flax_checkpoint_file(resume) if resume is not None else None
+        resume = flax_checkpoint_file(check_resume(resume)) if resume is not None else None
         self.folder.prepare(resume, overwrite)
         self.state.findings += self.folder.findings
         self.state.run_dir = self.run_dir

@@ -152,6 +152,9 @@ def run_callbacks(callbacks: Iterable = (),  # the user's callbacks
                   last: Iterable = (),  # trainbook's callbacks after the user's (the profiler)
                  ) -> Callbacks:
     "The observers of one run, in their order; their state is checked loadable before any step."
+    if isinstance(callbacks, (str, bytes)) or not isinstance(callbacks, Iterable):
+        raise TypeError(f"callbacks must be a list of callbacks, got a {type(callbacks).__name__}: "
+                        "pass callbacks=[...]")
     observers = session_observers(track, {"kind": kind, "rank": rank})  # every rank: e.g. Ray's reporter
     displays = run_displays(live) if rank == 0 else []  # one rank shows progress
     cbs = Callbacks([*first, *displays, *observers, *callbacks, *last])
