@@ -269,7 +269,8 @@ def test_a_new_users_mistakes_are_named_before_any_step():
         def after_epoch(self, state): pass
     with pytest.raises(TypeError, match=r"callback Hook is a class, not a callback: pass an instance, Hook\(\)"):
         fit(mlp(), [(X, y)], callbacks=[Hook])
-    with pytest.raises(TypeError, match="callback 'print' is a function"): fit(mlp(), [(X, y)], callbacks=[print])
+    def log(state): pass
+    with pytest.raises(TypeError, match="callback 'log' is a function"): fit(mlp(), [(X, y)], callbacks=[log])
     with pytest.raises(TypeError, match=r"callbacks must be a list of callbacks, got a Hook"):
         fit(mlp(), [(X, y)], callbacks=Hook())
     with pytest.raises(TypeError, match="resume must be a checkpoint file or its run folder"):
