@@ -363,3 +363,30 @@ def test_a_ray_trial_reports_every_fit_once_a_validation_without_being_told(monk
     assert [r["objective"] for r in each] == [min(valid[:i + 1]) for i in range(5)]  # the best so far
     assert final["final"] and final["objective"] == RAY_TRIAL_RUNS[-1].best
     assert not any(isinstance(cb, ray_engine.TuneReport) for cb in session_observers())  # gone with the trial
+
+
+def test_two_searches_in_one_second_never_share_a_default_study(tmp_path, monkeypatch):
+    "Dated to the second, two quick searches once joined one study: the second's best was the first's."
+    import time
+    from trainbook import tuning
+
+    class OneSecond:  # the clock of tuning stands still: both searches begin in the same second
+        def __getattr__(self, name): return getattr(time, name)
+        def strftime(self, fmt, *args): return time.strftime(fmt, time.gmtime(0))
+    monkeypatch.setattr(tuning, "time", OneSecond())
+    storage = str(tmp_path / "s.db")
+    first = tb.search(lambda c: c["x"], {"x": (0.0, 1.0)}, 3, storage=storage, live=False)
+    second = tb.search(lambda c: 10 + c["y"], {"y": (0.0, 1.0)}, 3, storage=storage, live=False)
+    assert first.study.study_name != second.study.study_name
+    assert len(second.trials) == 3 and set(second.best_config) == {"y"} and second.best_value >= 10
+
+
+def test_a_space_name_the_objective_does_not_take_is_named_before_any_trial(tmp_path):
+    "A typo in a fit_objective space failed in every trial's model_factory ('unexpected keyword argument')."
+    with pytest.raises(ValueError, match=r"space\['lrr'\]: neither a TrainConfig field nor a parameter of "
+                                         r"model_factory; did you mean 'lr'\?"):
+        tb.search(form(), {"lrr": ("log", 1e-4, 0.3)}, 2, storage=str(tmp_path / "s.db"), live=False)
+    assert not (tmp_path / "s.db").exists()  # refused before any study was made
+    res = tb.search(form(epochs=1), {"lr": ("log", 1e-3, 0.1), "hidden": [4, 8]}, 1, storage=str(tmp_path / "s.db"),
+                    live=False)  # a config field and a factory parameter: taken
+    assert set(res.best_config) == {"lr", "hidden"}

@@ -11,7 +11,7 @@ from typing import Any, Callable, Optional, Union
 from .core import History
 from .distributed import LaunchError, launch_live_curves, pickle_by_value
 from .events import Callback, add_session_observer, remove_session_observer
-from .tuning import TRIAL_OBSERVER, MonitorReport
+from .tuning import TRIAL_OBSERVER, MonitorReport, new_study_name
 
 # %% auto #0
 __all__ = ['LocalNotes', 'init_local', 'Collector', 'in_worker', 'RayReport', 'worker_resume', 'train_loop', 'launch',
@@ -503,7 +503,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     if not callable(objective):
         raise TypeError("objective must be a function config -> Run or a 5-tuple, "
                         f"got {type(objective).__name__}")
-    check_space(space)
+    check_space(space, getattr(objective, "takes", None))
     for name, value in (("n_trials", n_trials), ("max_concurrent", max_concurrent),
                         ("grace_period", grace_period)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -521,7 +521,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     direction = direction or ("maximize" if base is not None and base.mode == "max" else "minimize")
     # ASHA's horizon in reports: one per epoch, and the final one with the run's best value
     horizon = (max_epochs or (base.epochs if base is not None else 100)) + 1
-    study_name = study_name or time.strftime("search-%Y%m%d-%H%M%S")
+    study_name = study_name or new_study_name()
     pickle_by_value(objective)
     payload = cloudpickle.dumps((objective, direction))
     StoppingASHA, StudySearch, PanelFeed = _ray_classes()

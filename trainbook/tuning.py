@@ -4,7 +4,7 @@
 
 # %% ../nbs/17_tuning.ipynb #0fe18f41
 from __future__ import annotations
-import math, os, random, socket, time, warnings, weakref
+import difflib, inspect, math, os, random, secrets, socket, time, warnings, weakref
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Optional, Union
 
@@ -16,20 +16,25 @@ from .tracking import run_params
 
 # %% auto #0
 __all__ = ['KINDS', 'CONFIG_FIELDS', 'DEFAULT_STORAGE', 'PRUNERS', 'TRIAL_OBSERVER', 'check_space', 'suggest', 'MonitorReport',
-           'Pruning', 'TrialConfig', 'fit_objective', 'StudyPanel', 'make_storage', 'make_pruner', 'SearchResult',
-           'TrialDiverged', 'search', 'best_completed', 'attr_value']
+           'Pruning', 'TrialConfig', 'fit_objective', 'StudyPanel', 'new_study_name', 'make_storage', 'make_pruner',
+           'SearchResult', 'TrialDiverged', 'search', 'best_completed', 'attr_value']
 
 # %% ../nbs/17_tuning.ipynb #7e31bccb
 KINDS = ("log", "int", "int_log", "float")
 
 def check_space(space: Union[dict, Callable],  # dict of ranges/choices/constants, or a function trial -> dict
+                takes: Optional[set] = None,  # the names the objective takes (`fit_objective`'s); None = any
                 ) -> None:
-    "Fail with a message naming the key when a plain-dict search space has a malformed entry."
+    "Fail with a message naming the key when a plain-dict search space has a malformed entry (or one not taken)."
     if callable(space): return
     if not isinstance(space, dict) or not space:
         raise TypeError(f"space must be a non-empty dict or a function trial -> dict, got {space!r}")
     for name, spec in space.items():
         where = f"space[{name!r}]"
+        if takes is not None and name not in takes:  # a typo ('lrr') would fail in every trial's model_factory
+            near = difflib.get_close_matches(name, sorted(takes), n=1)
+            raise ValueError(f"{where}: neither a TrainConfig field nor a parameter of model_factory"
+                             + (f"; did you mean {near[0]!r}?" if near else ""))
         if isinstance(spec, list):
             if not spec: raise ValueError(f"{where}: an empty list of choices")
             continue
@@ -161,7 +166,15 @@ def fit_objective(model_factory: Callable,  # model_factory(**values not TrainCo
         return fit(model, dl_train, dl_valid, loss_fn=loss_fn, config=cfg, metrics=metrics,
                    callbacks=getattr(config, "callbacks", ()), live=False)
     objective.base_config = base
+    objective.takes = _takes(model_factory)
     return objective
+
+def _takes(model_factory: Callable) -> Optional[set]:
+    "The names a search space may use with `fit_objective`: TrainConfig's fields and the factory's parameters."
+    try: params = inspect.signature(model_factory).parameters.values()
+    except (TypeError, ValueError): return None  # a callable whose signature is unknown: any name
+    if any(p.kind == p.VAR_KEYWORD for p in params): return None
+    return set(CONFIG_FIELDS) | {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
 
 # %% ../nbs/17_tuning.ipynb #65600513
 class StudyPanel:
@@ -278,6 +291,10 @@ def _short(v) -> str:
 
 # %% ../nbs/17_tuning.ipynb #f6808d83
 DEFAULT_STORAGE = "sqlite:///optuna.db"
+
+def new_study_name() -> str:
+    "A new study's name: when it began, and 4 random hex digits (two searches in one second never share one)."
+    return f"{time.strftime('search-%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
 PRUNERS = ("median", "hyperband", "successive_halving", "none")
 
 def make_storage(storage=None,  # None = sqlite:///optuna.db; a database URL; a SQLite file; an Optuna storage
@@ -423,12 +440,12 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     if engine_options: raise TypeError(f"unexpected arguments for engine='optuna': {', '.join(engine_options)}")
     import optuna
     _check_search(objective, n_trials, direction, timeout)
-    check_space(space)
-    pruner = make_pruner(pruner)
     if isinstance(objective, (tuple, list)): objective = fit_objective(*objective)
+    check_space(space, getattr(objective, "takes", None))
+    pruner = make_pruner(pruner)
     base = getattr(objective, "base_config", None)
     direction = direction or ("maximize" if base is not None and base.mode == "max" else "minimize")
-    study_name = study_name or time.strftime("search-%Y%m%d-%H%M%S")
+    study_name = study_name or new_study_name()
     verbosity = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # the panel says what Optuna's log lines would
     sampler = optuna.samplers.TPESampler(seed=seed)
