@@ -14,7 +14,7 @@ from .core import Finding, autocast_dtype
 
 # %% auto #0
 __all__ = ['TARGET_KEYS', 'ELEMENTWISE_LOSSES', 'split_batch', 'to_device', 'describe', 'call_model', 'batch_rows', 'rows_in',
-           'prediction', 'model_loss', 'whole_output', 'wants_whole_output', 'compute_loss', 'eval_mode',
+           'prediction', 'model_loss', 'whole_output', 'wants_whole_output', 'label_range', 'compute_loss', 'eval_mode',
            'ShapeMismatch', 'check_loss_shapes', 'autocast', 'Feeder', 'forward', 'training_lock', 'stop_requested']
 
 # %% ../nbs/03a_batch.ipynb #17015856
@@ -176,18 +176,29 @@ def _loss_failed(err: Exception, out, given, yb, whole: bool) -> Exception:
     err.add_note(note)
     return err
 
+def label_range(pred: torch.Tensor,  # per-class scores: (n, C, ...), or (n, T, C) against (n, T) labels
+                yb: torch.Tensor,  # the targets
+                ignore_index: int,  # the label of positions without a target (left out)
+               ) -> Optional[tuple[int, int, int]]:
+    "(lowest label, highest label, outputs) of integer class labels scored by `pred`; None when there are none."
+    if yb.is_floating_point() or pred.ndim < 2: return None
+    labels = yb[yb != ignore_index]  # the loss skips ignored positions
+    if not labels.numel(): return None
+    # classes on the last axis for (n, T, C) logits against (n, T) labels, else on axis 1 (torch's layout)
+    n_out = pred.shape[-1] if pred.shape[:-1] == yb.shape else pred.shape[1]
+    return int(labels.min()), int(labels.max()), n_out
+
 def _label_hint(message: str, pred, yb) -> str:
     "What a class-index loss's own message means for the targets (float labels; labels past the outputs)."
     if not (isinstance(pred, torch.Tensor) and isinstance(yb, torch.Tensor)): return ""
     if "dtype" in message and "Long" in message and yb.is_floating_point():
         return (f": the targets are class indices for this loss, but yb is {str(yb.dtype).replace('torch.', '')}:"
                 " give integer labels (yb.long(), or torch.as_tensor(y, dtype=torch.long) once)")
-    labels = yb[yb != -100] if not yb.is_floating_point() else yb  # -100: torch's default ignore_index
-    if "out of bounds" in message and not yb.is_floating_point() and pred.ndim >= 2 and labels.numel():
-        n = pred.shape[-1] if pred.shape[:-1] == yb.shape else pred.shape[1]
-        return (f": the labels run from {int(labels.min())} to {int(labels.max())}, but the model has {n} outputs "
-                f"(labels 0..{n - 1}): widen its last layer to the number of classes, or remap the labels")
-    return ""
+    found = label_range(pred, yb, -100) if "out of bounds" in message else None  # torch's default ignore_index
+    if found is None: return ""
+    lo, hi, n = found
+    return (f": the labels run from {lo} to {hi}, but the model has {n} outputs (labels 0..{n - 1}): widen its "
+            "last layer to the number of classes, or remap the labels")
 
 def _call_loss(loss_fn: Callable, given, yb, out, whole: bool) -> torch.Tensor:
     "`loss_fn(given, yb)`; a failure raised again with what the loss received (the same exception type)."

@@ -11,7 +11,7 @@ from typing import Callable, Optional, Sequence
 import torch
 from torch import nn
 
-from .batch import call_model, eval_mode, forward, prediction, split_batch, stop_requested, to_device
+from .batch import call_model, eval_mode, forward, label_range, prediction, split_batch, stop_requested, to_device
 from .core import Finding, History, announce, findings_html, pick_device
 from .loop import train_step
 from .metrics import IGNORE_INDEX, ignore_index_of
@@ -53,13 +53,11 @@ def static_findings(model: nn.Module,  # the model (as it will train)
                              "the model is in eval mode: dropout and batch norm behave as at inference",
                              advice="call model.train() before training (fit does this itself)"))
     kind = loss_kind(loss_fn)
-    if kind == "ce" and isinstance(yb, torch.Tensor) and not yb.is_floating_point() and out.ndim >= 2:
-        # classes on the last axis for (n, T, C) logits against (n, T) labels, else on axis 1 (torch's layout)
-        n_out = out.shape[-1] if out.shape[:-1] == yb.shape else out.shape[1]
+    if kind == "ce" and isinstance(yb, torch.Tensor):
         ignore = ignore_index_of(loss_fn)
-        labels = yb[yb != (IGNORE_INDEX if ignore is None else ignore)]  # the loss skips ignored positions
-        lo, hi = (int(labels.min()), int(labels.max())) if labels.numel() else (0, 0)
-        if lo < 0 or hi >= n_out:
+        labels = label_range(out, yb, IGNORE_INDEX if ignore is None else ignore)
+        if labels is not None and (labels[0] < 0 or labels[1] >= labels[2]):
+            lo, hi, n_out = labels
             found.append(Finding("label_out_of_range", "error",
                                  f"labels run from {lo} to {hi} but the model has {n_out} outputs (valid "
                                  f"labels 0..{n_out - 1})",
