@@ -121,9 +121,12 @@ class RoundRecorder:
                  live: Union[str, bool] = False,  # live curves: "auto", True, or False for none
                  callbacks: Iterable = (),  # more observers: objects with event methods, as for `fit`
                  config: Optional[TrainConfig] = None,  # the run's settings (callbacks read monitor and mode)
-                 run_dir=None,  # the run's folder, when it has one
+                 run_dir=None,  # the run's folder, when it has one (None: `folder`'s)
+                 folder: Optional[Checkpointer] = None,  # the claimed run folder: run.json and its lock at `finish`
                  ):
         self.loss_name, self.history, self.rounds, self.epoch_done = loss_name, History(), 0, 0
+        self.folder = folder
+        if run_dir is None and folder is not None: run_dir = folder.run_dir
         self.state = LoopState(history=self.history, config=config or TrainConfig(), run_dir=run_dir)
         curves = live_curves(live)
         self.cbs = Callbacks([*([curves] if curves is not None else []), *callbacks])
@@ -169,11 +172,16 @@ class RoundRecorder:
     def finish(self,
                run: Run,  # the run as it ended
                ):
-        "The run ended: [after_epoch] for the last rounds, then [after_fit] with `state.run` set."
+        "The run ended: [after_epoch] for the last rounds, [after_fit] with `state.run` set; run.json, the lock."
         state = self.state
-        self.end_epoch()
-        state.findings, state.run = run.findings, run
-        self.cbs(Event.after_fit, state)
+        try:
+            self.end_epoch()
+            state.findings, state.run = run.findings, run
+            self.cbs(Event.after_fit, state)
+        finally:
+            if self.folder is not None:
+                self.folder.write_run(run)  # run.json, as every run folder holds
+                self.folder.release()  # the folder's writer lock: this run ended
 
 class _CtrlCStops:
     "Inside the block, the first Ctrl-C asks the run to stop at the next round (the model so far is kept)."
@@ -655,7 +663,7 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
     valid = df.iloc[splits.valid]
     config = TrainConfig(epochs=num_rounds, patience=early_stopping, seed=seed,
                          checkpoint_dir=None if run_dir is None else str(run_dir))
-    recorder = RoundRecorder(lib.metric_names(p)[0], live, [*observers, *callbacks], config, run_dir)
+    recorder = RoundRecorder(lib.metric_names(p)[0], live, [*observers, *callbacks], config, folder=folder)
     extra = {"params": p, "task": task, "classes": classes, "track": track,
              "split_fingerprint": getattr(splits, "fingerprint", None),
              "data_fingerprint": fingerprint_frame(df)}
@@ -671,10 +679,7 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
                   extra={**extra, "best_iteration": best, "best_step": None if best is None else best + 1,
                          "seconds": time.perf_counter() - t0})
         remember_run(run)
-        try: recorder.finish(run)
-        finally:
-            folder.write_run(run)  # run.json, as every run folder holds
-            folder.release()  # the folder's writer lock: this run ended
+        recorder.finish(run)  # [after_fit], run.json, the folder's lock released
         return run
     t0 = time.perf_counter()
     try:

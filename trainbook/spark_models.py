@@ -151,7 +151,7 @@ def fit_xgboost(sdf,  # a Spark DataFrame: feature columns and the target
     config = TrainConfig(epochs=num_rounds, patience=early_stopping, seed=seed)
     # the session's observers (a tracker from tb.track()) see the rounds as a boosting run's
     recorder = RoundRecorder(lib.metric_names(p)[0], live, session_observers(None, {"kind": "xgboost"}), config,
-                             run_dir)
+                             folder=folder)
     recorder.start()
     summary = model.training_summary
     train_log, valid_log = summary.train_objective_history, summary.validation_objective_history
@@ -172,10 +172,7 @@ def fit_xgboost(sdf,  # a Spark DataFrame: feature columns and the target
                      "task": task, "classes": classes, "engine": "spark", "num_workers": workers,
                      "prep_sample_rows": sampled, "split_fingerprint": splits.fingerprint})
     remember_run(run)
-    try: recorder.finish(run)  # [after_fit] with the run: the tracker records it
-    finally:
-        folder.write_run(run)  # run.json, as every run folder holds
-        folder.release()  # the folder's writer lock: this run ended
+    recorder.finish(run)  # [after_fit] with the run (the tracker records it), run.json, the lock released
     announce("run", run)
     return run
 
