@@ -103,6 +103,11 @@ def test_bad_input(cancer, call, match):
     with pytest.raises((ValueError, TypeError), match=match): call(cancer)
 
 
+def test_a_mistyped_target_is_an_error_finding_naming_the_nearest_column(cancer):
+    (f,) = [f for f in tb.check_data(cancer, "traget").findings if f.severity == "error"]
+    assert f.kind == "missing_target" and "'traget' not in DataFrame (did you mean 'target'?)" in f.message
+
+
 # --- target leaks (#22): one feature that predicts the target almost perfectly on its own ---------------------
 
 def leak_frame(n=2000, seed=0, task="regression"):

@@ -1,4 +1,4 @@
-import os, random, subprocess, sys
+import os, pickle, random, subprocess, sys
 
 import numpy as np
 import pytest
@@ -88,7 +88,12 @@ def test_stale_temp_files_of_dead_writers_are_removed_live_ones_kept(tmp_path):
 def test_config_replace_validates():
     cfg = tb.TrainConfig()
     assert cfg.replace(lr=0.1).lr == 0.1 and cfg.lr == 1e-3
-    with pytest.raises(TypeError, match="no field"): cfg.replace(epoch=3)
+    with pytest.raises(TypeError, match=r"no field 'epoch' \(did you mean 'epochs'\?\)"): cfg.replace(epoch=3)
+    # the constructor names the field nearest to a typo (the dataclass's own error named none)
+    with pytest.raises(TypeError, match=r"no field 'shedule' \(did you mean 'schedule'\?\); fields are: epochs"):
+        tb.TrainConfig(shedule="constant")
+    with pytest.raises(TypeError, match=r"no field 'zzz'; fields are"): tb.TrainConfig(zzz=1)
+    assert tb.TrainConfig(3).epochs == 3 and pickle.loads(pickle.dumps(cfg)) == cfg
     with pytest.raises(ValueError, match="TrainConfig.lr"): cfg.replace(lr=-1)
 
 

@@ -35,6 +35,20 @@ def test_loaders_must_be_re_iterable_and_not_empty():
     assert check_loader(tb.TensorLoader(X, Y, batch_size=4), "dl_train") == 4
 
 
+@pytest.mark.parametrize("data, said", [
+    (X, r"dl_train is a Tensor of shape \(16, 4\): data, not batches; make batches: tb.TensorLoader\(X, y"),
+    (X.numpy(), r"dl_train is a ndarray of shape \(16, 4\): data, not batches"),
+    ((X, Y), r"dl_train holds 2 bare arrays \(Tensor \(16, 4\), Tensor \(16,\)\), not batches.*whole data set"),
+    ([X.numpy(), Y.numpy()], r"dl_train holds 2 bare arrays \(ndarray \(16, 4\), ndarray \(16,\)\)"),
+])
+def test_the_data_set_given_where_batches_belong_is_named_with_how_to_batch_it(data, said):
+    # fit(model, X) or fit(model, (X, y)) failed at the first step: "a batch must be an (xb, yb) pair ... got Tensor"
+    with pytest.raises(TypeError, match=said): check_loader(data, "dl_train")
+    with pytest.raises(TypeError, match=said):
+        tb.fit(mlp(4, out=2), data, loss_fn=nn.functional.cross_entropy, config=tb.TrainConfig(epochs=1), live=False)
+    assert check_loader([(X, Y), (X, Y)], "dl_train") == 2  # a list of pairs is a list of batches
+
+
 def test_an_empty_loader_without_len_fails_at_its_first_epoch_naming_the_argument():
     class Stream:
         def __init__(self, batches): self.batches = batches

@@ -75,7 +75,9 @@ def test_dry_run_flag(ip, tmp_path):
     ("%train model dl_train --epochs -1", "TrainConfig.epochs must be"),
     ("%train model dl_train --loss hinge", "--loss 'hinge'"),
     ("%train model missing", "name 'missing' is not defined"),
-    ("%%train model dl_train\nepoch = 3", "'epoch' is not a TrainConfig field"),
+    ("%train modle dl_train", "name 'modle' is not defined in the notebook (did you mean 'model'?)"),
+    ("%train model df", "df is a DataFrame of shape (569, 31): data, not batches"),
+    ("%%train model dl_train\nepoch = 3", "'epoch' is not a TrainConfig field (did you mean 'epochs'?)"),
     ("%train model dl_train --precision fp8", "invalid choice"),
 ])
 def test_bad_arguments_are_one_line_usage_errors(ip, capsys, code, message):

@@ -384,7 +384,7 @@ def test_two_searches_in_one_second_never_share_a_default_study(tmp_path, monkey
 def test_a_space_name_the_objective_does_not_take_is_named_before_any_trial(tmp_path):
     "A typo in a fit_objective space failed in every trial's model_factory ('unexpected keyword argument')."
     with pytest.raises(ValueError, match=r"space\['lrr'\]: neither a TrainConfig field nor a parameter of "
-                                         r"model_factory; did you mean 'lr'\?"):
+                                         r"model_factory \(did you mean 'lr'\?\)"):
         tb.search(form(), {"lrr": ("log", 1e-4, 0.3)}, 2, storage=str(tmp_path / "s.db"), live=False)
     assert not (tmp_path / "s.db").exists()  # refused before any study was made
     res = tb.search(form(epochs=1), {"lr": ("log", 1e-3, 0.1), "hidden": [4, 8]}, 1, storage=str(tmp_path / "s.db"),

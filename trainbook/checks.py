@@ -11,7 +11,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from .core import Finding, announce, findings_html
+from .core import Finding, announce, did_you_mean, findings_html
 
 # %% auto #0
 __all__ = ['ROLES', 'MAX_CATEGORIES', 'infer_task', 'require_frame', 'require_string_columns', 'infinite_counts',
@@ -79,7 +79,7 @@ def require_column(df: pd.DataFrame,  # the frame
     "`col` is a column of `df`, or a ValueError lists the columns there are."
     if col is not None and col not in df.columns:
         cols = ", ".join(map(str, df.columns[:20])) + (" …" if len(df.columns) > 20 else "")
-        raise ValueError(f"{arg} column {col!r} not in DataFrame; columns are: {cols}")
+        raise ValueError(f"{arg} column {col!r} not in DataFrame{did_you_mean(col, df.columns)}; columns are: {cols}")
 
 
 # %% ../nbs/01_checks.ipynb #06abe1e6
@@ -654,7 +654,7 @@ def check_data(df: pd.DataFrame,  # the training data, one row per example
     findings = []
     if target is not None and target not in df.columns:
         findings.append(Finding("missing_target", "error",
-                                f"target column {target!r} not in DataFrame; columns are: "
+                                f"target column {target!r} not in DataFrame{did_you_mean(target, df.columns)}; columns are: "
                                 + ", ".join(map(str, df.columns[:20])), column=target,
                                 advice="pass the name of the label column"))
         target = None

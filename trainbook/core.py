@@ -4,21 +4,21 @@
 
 # %% ../nbs/00_core.ipynb #d6e9bcc4
 from __future__ import annotations
-import contextlib, functools, hashlib, importlib.metadata, math, os, platform, random, re, socket, sys
+import contextlib, difflib, functools, hashlib, importlib.metadata, math, os, platform, random, re, socket, sys
 import tempfile, time
 from pathlib import Path
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional
 
 import numpy as np
 import torch
 
 # %% auto #0
-__all__ = ['PRECISIONS', 'SCHEDULES', 'SEVERITIES', 'SEVERITY_STYLE', 'TrainConfig', 'Finding', 'finding_html', 'findings_html',
-           'number_text', 'History', 'seed_everything', 'accelerators_present', 'rng_state', 'set_rng_state',
-           'environment', 'loader_length', 'set_loader_epoch', 'pick_device', 'pick_precision', 'autocast_dtype',
-           'this_process', 'process_alive', 'remove_stale_temps', 'atomic_write', 'listen', 'unlisten', 'silenced',
-           'announce']
+__all__ = ['PRECISIONS', 'SCHEDULES', 'SEVERITIES', 'SEVERITY_STYLE', 'did_you_mean', 'TrainConfig', 'Finding', 'finding_html',
+           'findings_html', 'number_text', 'History', 'seed_everything', 'accelerators_present', 'rng_state',
+           'set_rng_state', 'environment', 'loader_length', 'set_loader_epoch', 'pick_device', 'pick_precision',
+           'autocast_dtype', 'this_process', 'process_alive', 'remove_stale_temps', 'atomic_write', 'listen',
+           'unlisten', 'silenced', 'announce']
 
 # %% ../nbs/00_core.ipynb #03fb781b
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
@@ -83,6 +83,16 @@ _SPECS = {
     "compile": _spec(_as_bool),
 }
 
+def did_you_mean(name: str,  # what the user typed
+                 choices: Iterable[str],  # the names it could have meant
+                ) -> str:
+    "' (did you mean 'lr'?)' for the nearest of `choices` to a mistyped `name`; '' when none is near."
+    near = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1)
+    return f" (did you mean {near[0]!r}?)" if near else ""
+
+def _no_field(name: str) -> str:
+    return f"TrainConfig has no field {name!r}{did_you_mean(name, _SPECS)}; fields are: {', '.join(_SPECS)}"
+
 def _field_value(name: str, value: Any) -> Any:
     "`value` checked against field `name`'s spec and made a plain Python type; the errors name the field."
     convert, expected, ok, none_ok = _SPECS[name]
@@ -123,10 +133,15 @@ class TrainConfig:
     plateau_patience: int = 2  # evaluations without improvement before the plateau schedule cuts the lr
     compile: bool = False  # `torch.compile` the model for training (checkpoints keep holding the eager model)
 
+    def __new__(cls, *args, **given):
+        # before the generated __init__, whose TypeError for a mistyped field names no field near it
+        for name in given:
+            if name not in _SPECS: raise TypeError(_no_field(name))
+        return super().__new__(cls)
+
     def __setattr__(self, name: str, value: Any):
         # every assignment, the constructor's included, comes here: a field always holds a checked plain value
-        if name not in _SPECS:
-            raise AttributeError(f"TrainConfig has no field {name!r}; fields are: {', '.join(_SPECS)}")
+        if name not in _SPECS: raise AttributeError(_no_field(name))
         super().__setattr__(name, _field_value(name, value))
 
     def to_dict(self) -> dict:
@@ -136,9 +151,7 @@ class TrainConfig:
 
     def replace(self, **changes) -> "TrainConfig":
         "A copy with some fields changed, validated again."
-        unknown = set(changes) - {f.name for f in fields(self)}
-        if unknown: raise TypeError(f"TrainConfig has no field(s) {', '.join(sorted(unknown))}")
-        return TrainConfig(**{**self.to_dict(), **changes})
+        return TrainConfig(**{**self.to_dict(), **changes})  # a mistyped name is named by __new__
 
 # %% ../nbs/00_core.ipynb #45d1088a
 SEVERITIES = ("info", "warning", "error")

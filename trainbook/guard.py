@@ -4,7 +4,7 @@
 
 # %% ../nbs/06a_guard.ipynb #fbcc8e7a
 from __future__ import annotations
-import collections.abc, difflib, math
+import collections.abc, math
 from typing import Callable, Iterable, Iterator, Optional
 
 import torch
@@ -13,7 +13,7 @@ from torch import nn
 
 from .batch import rows_in
 from .checkpoint import probe_writable
-from .core import Finding, TrainConfig, loader_length
+from .core import Finding, TrainConfig, did_you_mean, loader_length
 from .metrics import resolve_metrics
 from .optim import SCHEDULER_INTERVALS
 
@@ -50,6 +50,8 @@ def check_loader(dl,  # the loader to check: a list of batches, a DataLoader, a 
                  probe: bool = False,  # without a len, fetch the first batch to see there is one (validation data)
                 ) -> Optional[int]:
     "`dl` must be re-iterable and, when it has a length, not empty; returns the length (None if it has none)."
+    data = _data_not_batches(dl, name)
+    if data: raise TypeError(data)
     if not isinstance(dl, collections.abc.Iterable) or isinstance(dl, collections.abc.Iterator):
         once = isinstance(dl, collections.abc.Iterator)
         why = " (a generator or iterator runs out after one epoch)" if once else ""
@@ -63,6 +65,22 @@ def check_loader(dl,  # the loader to check: a list of batches, a DataLoader, a 
     if isinstance(dl, collections.abc.Sequence) and not any(map(_has_rows, dl)):
         raise ValueError(f"{name} holds {n} batches but no rows: every batch is empty")
     return n
+
+def _is_array(x) -> bool:
+    "A tensor, a numpy array or a pandas/polars frame or series: data, never a batch by itself."
+    return isinstance(x, torch.Tensor) or type(x).__module__.split(".")[0] in ("numpy", "pandas", "polars")
+
+def _data_not_batches(dl, name: str) -> Optional[str]:
+    "The data set where batches belong (`X`, or the pair `(X, y)`): what was given, and how to make batches."
+    make = ("make batches: tb.TensorLoader(X, y, batch_size=64, shuffle=True) (tensors), tb.loaders_from_frame "
+            "(a DataFrame), or a list of (xb, yb) pairs")
+    shape = lambda x: tuple(getattr(x, "shape", ()))
+    if _is_array(dl): return f"{name} is a {type(dl).__name__} of shape {shape(dl)}: data, not batches; {make}"
+    if isinstance(dl, (tuple, list)) and dl and all(map(_is_array, dl)):
+        shapes = ", ".join(f"{type(x).__name__} {shape(x)}" for x in dl[:4]) + (", ..." if len(dl) > 4 else "")
+        return (f"{name} holds {len(dl)} bare arrays ({shapes}), not batches: a batch is an (xb, yb) pair or a "
+                f"dict. If this is the whole data set (X, y), {make}")
+    return None
 
 def _has_rows(batch) -> bool:
     "Whether a batch holds at least one row (a batch of a form not understood here counts as holding some)."
@@ -116,9 +134,7 @@ def check_monitor(cfg: TrainConfig,  # the run's config (its `monitor` and `mode
                          f"stopping and best.pt would follow nothing. Pass dl_valid, or monitor one of: "
                          f"{', '.join(logged)}")
     elif monitor not in logged:
-        close = difflib.get_close_matches(monitor, logged, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ValueError(f"monitor={monitor!r} names nothing this run logs{hint}; it logs: "
+        raise ValueError(f"monitor={monitor!r} names nothing this run logs{did_you_mean(monitor, logged)}; it logs: "
                          f"{', '.join(logged)}. Set TrainConfig(monitor=...) to one of these, "
                          "or add the metric to metrics=")
     split, name = monitor.split("_", 1)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast, html
 from typing import Any, Optional
 
-from .core import TrainConfig, listen, unlisten
+from .core import TrainConfig, did_you_mean, listen, unlisten
 
 # %% auto #0
 __all__ = ['STEPS', 'LOWER_IS_BETTER', 'LOSSES', 'Checklist', 'choose_loss', 'parse_body', 'TrainbookMagics',
@@ -187,7 +187,7 @@ def parse_body(body: str,  # the cell below `%%train`: one `key = value` per lin
         if "=" not in line: raise UsageError(f"%%train line {n}: expected 'key = value', got {line!r}")
         key, value = (p.strip() for p in line.split("=", 1))
         if key not in known:
-            raise UsageError(f"%%train line {n}: {key!r} is not a TrainConfig field; fields are: "
+            raise UsageError(f"%%train line {n}: {key!r} is not a TrainConfig field{did_you_mean(key, known)}; fields are: "
                              f"{', '.join(sorted(known))}")
         try: out[key] = ast.literal_eval(value)
         except (ValueError, SyntaxError): out[key] = value  # a bare word such as warmup_cosine
@@ -201,7 +201,9 @@ class TrainbookMagics(Magics):
 
     def _get(self, name: str):
         ns = self.shell.user_ns
-        if name not in ns: raise UsageError(f"name {name!r} is not defined in the notebook")
+        if name not in ns:
+            defined = [k for k in ns if not k.startswith("_")]
+            raise UsageError(f"name {name!r} is not defined in the notebook{did_you_mean(name, defined)}")
         return ns[name]
 
     @magic_arguments()
@@ -282,6 +284,9 @@ class TrainbookMagics(Magics):
                                        "checkpoint_dir": a.checkpoint_dir}.items() if v is not None}
         overrides.update(parse_body(cell or ""))
         try: cfg = TrainConfig(**overrides)
+        except (ValueError, TypeError) as e: raise UsageError(str(e)) from None
+        from trainbook.guard import check_loader
+        try: check_loader(dl_train, a.dl_train)  # data where batches belong, an empty list: named before any work
         except (ValueError, TypeError) as e: raise UsageError(str(e)) from None
         try: batch = next(iter(dl_train))
         except StopIteration: raise UsageError(f"{a.dl_train} yields no batches") from None

@@ -4,11 +4,11 @@
 
 # %% ../nbs/17_tuning.ipynb #0fe18f41
 from __future__ import annotations
-import difflib, inspect, math, os, random, secrets, socket, time, warnings, weakref
+import inspect, math, os, random, secrets, socket, time, warnings, weakref
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Optional, Union
 
-from .core import TrainConfig
+from .core import TrainConfig, did_you_mean
 from .events import Callback, add_session_observer, remove_session_observer
 from .loop import fit
 from .run import Run, monitored_record
@@ -32,9 +32,8 @@ def check_space(space: Union[dict, Callable],  # dict of ranges/choices/constant
     for name, spec in space.items():
         where = f"space[{name!r}]"
         if takes is not None and name not in takes:  # a typo ('lrr') would fail in every trial's model_factory
-            near = difflib.get_close_matches(name, sorted(takes), n=1)
             raise ValueError(f"{where}: neither a TrainConfig field nor a parameter of model_factory"
-                             + (f"; did you mean {near[0]!r}?" if near else ""))
+                             f"{did_you_mean(name, sorted(takes))}")
         if isinstance(spec, list):
             if not spec: raise ValueError(f"{where}: an empty list of choices")
             continue
