@@ -169,3 +169,20 @@ def test_forward_with_the_models_own_loss():
     assert "labels" in xb and loss is out["loss"]
     with pytest.raises(ValueError, match="output has no .loss"):
         forward(nn.Linear(8, 3), (X, y), None, torch.device("cpu"))
+
+
+@pytest.mark.parametrize("loss_fn, said", [
+    (lambda o, t: CE(o, t).item(), r"loss_fn returned a float 0\.\d+, not a tensor: .*no \.item\(\)"),
+    (lambda o, t: (CE(o, t), 0), r"loss_fn returned a tuple \(tensor"),
+    (lambda o, t: CE(o, t, reduction="none"), r"loss_fn returned 8 values \(shape \(8,\)\), not one.*reduction='mean'"),
+    (lambda o, t: CE(o, t).detach(), r"cut off from the model's parameters \(no grad_fn\)"),
+])
+def test_a_loss_backward_cannot_go_through_is_named_at_the_first_batch(loss_fn, said):
+    "They failed inside backward: \"'float' object has no attribute 'backward'\", \"grad can be implicitly created only for scalar outputs\"."
+    torch.manual_seed(0)
+    model, batch = nn.Linear(4, 3), (torch.randn(8, 4), torch.randint(0, 3, (8,)))
+    cfg = tb.TrainConfig(epochs=1, monitor="train_loss", device="cpu")
+    with pytest.raises(TypeError, match=said): tb.fit(model, [batch], loss_fn=loss_fn, config=cfg, live=False)
+    with pytest.raises(TypeError, match=said): overfit_batch(model, batch, loss_fn)
+    # the same loss in evaluation (no backward) is taken: evaluate means per-row losses itself
+    if "none" in said: assert tb.evaluate(model, [batch], loss_fn)["loss"] > 0

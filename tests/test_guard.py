@@ -289,3 +289,27 @@ def test_a_new_users_mistakes_are_named_before_any_step():
         fit(mlp(), [(X, y)], callbacks=Hook())
     with pytest.raises(TypeError, match="resume must be a checkpoint file or its run folder"):
         fit(mlp(), [(X, y)], resume=True)
+
+
+def test_an_optimizer_or_scheduler_of_another_model_is_named_before_any_step():
+    "They trained nothing, or scheduled nothing, in silence (a notebook cell run again makes a new model)."
+    X, y = blobs(64)
+    cfg = tb.TrainConfig(epochs=1, monitor="train_loss", device="cpu")
+    fit = lambda model, **kw: tb.fit(model, [(X, y)], loss_fn=nn.functional.cross_entropy, config=cfg, live=False, **kw)
+    earlier, model = mlp(), mlp()
+    with pytest.raises(ValueError, match="optimizer holds none of the model's trainable parameters"):
+        fit(model, optimizer=torch.optim.SGD(earlier.parameters(), lr=0.1))
+    sched = torch.optim.lr_scheduler.StepLR(torch.optim.SGD(earlier.parameters(), lr=0.1), 1)
+    with pytest.raises(ValueError, match="scheduler drives an optimizer other than the AdamW fit makes"):
+        fit(model, scheduler=sched)
+    with pytest.raises(ValueError, match="scheduler drives an optimizer other than optimizer="):
+        fit(model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), scheduler=sched)
+    head = torch.optim.SGD(model[-1].parameters(), lr=0.1)  # the first layer left out
+    with pytest.warns(UserWarning, match=r"optimizer leaves out 2 trainable parameters of the model \(0.weight, 0.bias\)"):
+        run = fit(model, optimizer=head)
+    assert run.stopped == "completed"
+    first = model[0].weight.detach().clone()
+    model[0].requires_grad_(False)  # frozen: nothing is left out
+    opt = torch.optim.SGD(model[-1].parameters(), lr=0.1)
+    fit(model, optimizer=opt, scheduler=torch.optim.lr_scheduler.StepLR(opt, 1))
+    assert torch.equal(model[0].weight, first)

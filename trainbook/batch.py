@@ -15,7 +15,8 @@ from .core import Finding, autocast_dtype
 # %% auto #0
 __all__ = ['TARGET_KEYS', 'ELEMENTWISE_LOSSES', 'split_batch', 'to_device', 'describe', 'call_model', 'batch_rows', 'rows_in',
            'prediction', 'model_loss', 'whole_output', 'wants_whole_output', 'label_range', 'compute_loss', 'eval_mode',
-           'ShapeMismatch', 'check_loss_shapes', 'autocast', 'Feeder', 'forward', 'training_lock', 'stop_requested']
+           'ShapeMismatch', 'check_loss_value', 'check_loss_shapes', 'autocast', 'Feeder', 'forward', 'training_lock',
+           'stop_requested']
 
 # %% ../nbs/03a_batch.ipynb #17015856
 TARGET_KEYS = ("y", "label", "labels", "target")
@@ -260,6 +261,22 @@ def _aligns_itself(loss_fn, pred, yb) -> bool:
                                                                        rtol=1e-4, atol=1e-6))
     except Exception: return False  # it fails on the aligned pair: it cannot be shown to align
 
+def check_loss_value(loss,  # what the loss function (or the model, for its own loss) returned for a batch
+                     loss_fn: Optional[Callable],  # the loss; None = the model's own
+                    ) -> None:
+    "Raise a TypeError, before any backward, when a training loss is not one tensor value backward can go through."
+    who = "loss_fn" if loss_fn is not None else "the model's loss"
+    if not isinstance(loss, torch.Tensor):
+        shown = f"{type(loss).__name__} {loss!r}"[:80]
+        raise TypeError(f"{who} returned a {shown}, not a tensor: backward needs the tensor the loss computes; "
+                        "return it as it is (no .item(), float(), .numpy() or tuple around it)")
+    if loss.numel() != 1:
+        raise TypeError(f"{who} returned {loss.numel()} values (shape {tuple(loss.shape)}), not one: training "
+                        "needs one number a batch; reduce it (reduction='mean', or .mean()) in the loss")
+    if torch.is_grad_enabled() and not loss.requires_grad:
+        raise TypeError(f"{who} returned a tensor cut off from the model's parameters (no grad_fn), so "
+                        "backward cannot train them: no .detach(), .data, torch.no_grad() or numpy on its way")
+
 def check_loss_shapes(pred,  # the model's prediction (see `prediction`)
                       yb,  # the targets
                       loss_fn: Optional[Callable],  # the loss, whatever it is (a named one, a lambda, a module)
@@ -312,7 +329,8 @@ class Feeder:
 
     def __call__(self,
                  batch,  # one batch, in any form `split_batch` takes
-                 check_shapes: bool = False,  # refuse a prediction/target pair an elementwise loss would broadcast
+                 check_shapes: bool = False,  # refuse a prediction/target pair an elementwise loss would broadcast,
+                                              # and a loss backward cannot go through (the first batch)
                 ) -> tuple:
         "Forward under autocast, then the loss: `(output, loss, xb, yb)` of one batch."
         xb, yb = split_batch(batch, self.keep_labels)
@@ -324,6 +342,7 @@ class Feeder:
                 if check_shapes: check_loss_shapes(pred, yb, self.loss_fn)
                 loss = _call_loss(self.loss_fn, pred, yb, out, False)
             else: loss = compute_loss(out, yb, self.loss_fn)
+        if check_shapes: check_loss_value(loss, self.loss_fn)  # the first batch: before any backward
         return out, loss, xb, yb
 
 def forward(model: nn.Module,  # the model (or its DDP wrapper)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/06a_guard.ipynb #fbcc8e7a
 from __future__ import annotations
-import collections.abc, math
+import collections.abc, math, warnings
 from typing import Callable, Iterable, Iterator, Optional
 
 import torch
@@ -19,7 +19,7 @@ from .optim import SCHEDULER_INTERVALS
 
 # %% auto #0
 __all__ = ['LOWER_IS_BETTER', 'HIGHER_IS_BETTER', 'check_loss_fn', 'check_loader', 'require_batches', 'logged_values',
-           'check_monitor', 'nonfinite_validation', 'check_fit_inputs']
+           'check_monitor', 'nonfinite_validation', 'check_optimizer', 'check_fit_inputs']
 
 # %% ../nbs/06a_guard.ipynb #28a3ff5a
 def check_loss_fn(loss_fn: Optional[Callable],  # e.g. nn.CrossEntropyLoss() or F.cross_entropy; None = the model's
@@ -165,6 +165,34 @@ def nonfinite_validation(values: dict,  # one validation's results: name -> valu
                    data={"split": "valid", "names": list(bad), "epoch": epoch, "step": step})
 
 # %% ../nbs/06a_guard.ipynb #21aa912c
+def check_optimizer(model: nn.Module,  # the model `fit` trains
+                    optimizer,  # the optimizer given to `fit`, or None (fit makes AdamW over the model)
+                    scheduler,  # the scheduler given to `fit`, or None
+                    strategy: Optional[str] = None,  # FSDP replaces the parameters: an optimizer comes after it
+                   ) -> None:
+    """A given optimizer steps the model's trainable parameters, and a given scheduler drives that optimizer.
+    Both fail silently otherwise: an optimizer made for an earlier model (a notebook cell run again made a new
+    one) trains nothing, and a scheduler of another optimizer leaves fit's learning rate where it was."""
+    if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
+    if scheduler is not None and getattr(scheduler, "optimizer", optimizer) is not optimizer:
+        made = "the AdamW fit makes" if optimizer is None else "optimizer="
+        raise ValueError(f"scheduler drives an optimizer other than {made}, so it would change no learning "
+                         "rate of this run: pass the optimizer the scheduler was made with as optimizer=, or "
+                         "leave both None and choose TrainConfig(schedule=...)")
+    if optimizer is None or strategy == "fsdp": return
+    held = {id(p) for group in optimizer.param_groups for p in group["params"]}
+    trainable = [name for name, p in model.named_parameters() if p.requires_grad and id(p) not in held]
+    if not trainable: return
+    if len(trainable) == sum(p.requires_grad for p in model.parameters()):
+        raise ValueError("optimizer holds none of the model's trainable parameters, so the run would train "
+                         "nothing: it was made for another model (a cell run again made a new model?). Make it "
+                         "from this one, e.g. torch.optim.AdamW(model.parameters()), or leave optimizer=None")
+    shown = ", ".join(trainable[:4]) + (", ..." if len(trainable) > 4 else "")
+    warnings.warn(f"optimizer leaves out {len(trainable)} trainable parameters of the model ({shown}): their "
+                  "gradients are computed and never applied. Add them to a parameter group, or freeze them "
+                  "with requires_grad_(False)", stacklevel=3)
+
 def check_fit_inputs(model,  # what `fit` got as `model`
                      dl_train,  # ... as `dl_train`
                      dl_valid,  # ... as `dl_valid`
@@ -172,6 +200,7 @@ def check_fit_inputs(model,  # what `fit` got as `model`
                      cfg,  # the `TrainConfig` (`config`)
                      *,
                      optimizer=None,  # ... as `optimizer`
+                     scheduler=None,  # ... as `scheduler`
                      metrics=None,  # ... as `metrics`
                      strategy=None,  # ... as `strategy`
                      scheduler_interval=None,  # ... as `scheduler_interval`
@@ -190,8 +219,7 @@ def check_fit_inputs(model,  # what `fit` got as `model`
     if cfg.accum_steps > 1 and n_train is None:
         raise ValueError("accum_steps > 1 needs a dl_train with a length, so the epoch's "
                          "last window can be sized")
-    if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
+    check_optimizer(model, optimizer, scheduler, strategy)
     if scheduler_interval not in (None, *SCHEDULER_INTERVALS):
         raise ValueError(f"scheduler_interval must be None, 'step' or 'epoch', got {scheduler_interval!r}")
     if not isinstance(profile, int) or isinstance(profile, bool) or profile < 0:

@@ -502,7 +502,7 @@ def fit(model: nn.Module,  # the model to train (in place)
     # ---- the loop: show_loop prints fit from this line on ----
     cfg = config if config is not None else TrainConfig()
     metric_fns = check_fit_inputs(model, dl_train, dl_valid, loss_fn, cfg, optimizer=optimizer,
-                                  metrics=metrics, strategy=strategy, scheduler_interval=scheduler_interval,
+                                  scheduler=scheduler, metrics=metrics, strategy=strategy, scheduler_interval=scheduler_interval,
                                   profile=profile)
     with training_lock(model, "fit"):
         # set-up: seed, device, precision, DDP/FSDP wrapper, optimizer, scheduler, scaler, observers

@@ -585,7 +585,7 @@ def dry_run(model: nn.Module,  # the model of the run (copies train; it is not t
         # the folder (probed above without a trace) and the monitor (below) get findings of their own
         door = cfg.replace(checkpoint_dir=None, monitor="train_loss", mode="min")
         resolved = check_fit_inputs(model, dl_train, dl_valid, loss_fn, door, optimizer=optimizer,
-                                    metrics=metrics)
+                                    scheduler=scheduler, metrics=metrics)
     except (TypeError, ValueError) as e:
         return _verdict(DryRunReport(False, findings + [_error_finding(e, "set-up")]), t0)
     metric_fns = {name: _NamedMetric(name, fn) for name, fn in resolved.items()}

@@ -161,7 +161,7 @@ def overfit_batch(model: nn.Module,  # the model to test (a copy is trained; the
     # one backward pass on a copy, to find parameters the loss does not reach
     probe.train()
     probe.zero_grad(set_to_none=True)
-    forward(probe, batch, loss_fn, dev)[1].backward()
+    forward(probe, batch, loss_fn, dev, check_shapes=True)[1].backward()
     findings += no_gradient(probe)
 
     best, stopped, tried = None, False, [lr] if lr is not None else list(lrs)
