@@ -16,11 +16,11 @@ from torch import nn
 from . import __version__
 from .core import Finding, TrainConfig, loader_length, process_alive, this_process
 from .distributed import full_state, load_sharded_state
-from .run import write_run_record
+from .run import json_safe, write_run_record
 
 # %% auto #0
 __all__ = ['FORMAT', 'RUN_FILES', 'unwrap', 'check_loadable', 'save_checkpoint', 'CheckpointError', 'UnsafeCheckpointError',
-           'checkpoint_file', 'read_checkpoint', 'restore_checkpoint', 'load_checkpoint', 'write_json', 'unwritable',
+           'checkpoint_file', 'read_checkpoint', 'restore_checkpoint', 'load_checkpoint', 'FindingsPart', 'unwritable',
            'probe_writable', 'RunFolderBusy', 'folder_writer', 'release_run_dir', 'prepare_run_dir', 'run_signature',
            'saved_signature', 'resume_changes', 'check_resume', 'Checkpointer']
 
@@ -119,8 +119,9 @@ class UnsafeCheckpointError(ValueError):
 
 def checkpoint_file(path: str | Path,  # a checkpoint file, or a run folder (its last.pt is meant)
                    ) -> Path:
-    "The checkpoint file `path` names: the file itself, or a run folder's `last.pt`."
-    path = Path(path)
+    "The checkpoint file `path` names: the file itself, or a run folder's `last.pt` (also for its run.json)."
+    path = Path(path).expanduser()
+    if path.name == "run.json" and path.is_file(): path = path.parent  # the run record: its run's folder
     if path.is_dir():
         if (path / "last.pt").is_file(): return path / "last.pt"
         runs = sorted(str(p.parent) for p in path.glob("*/last.pt"))
@@ -208,20 +209,20 @@ def load_checkpoint(path: str | Path,  # a checkpoint file, or a run folder (its
     return restore_checkpoint(state, model, optimizer, scheduler, scaler, strict=strict, where=str(path))
 
 # %% ../nbs/06_checkpoint.ipynb #845e78da
-def _jsonable(obj):
-    if isinstance(obj, dict): return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)): return [_jsonable(v) for v in obj]
-    if isinstance(obj, float) and not math.isfinite(obj): return str(obj)
-    if isinstance(obj, (str, int, float, bool)) or obj is None: return obj
-    if isinstance(obj, torch.Tensor) and obj.numel() == 1: return obj.item()
-    return str(obj)
+class FindingsPart:
+    "A run's findings as a checkpoint part: a resumed run keeps what was found before it stopped."
+    def __init__(self,
+                 findings: list,  # the run's findings (`LoopState.findings`), loaded into in place
+                ):
+        self.findings = findings
 
-def write_json(path: str | Path,  # the file to write
-               data: dict,  # what to write; non-finite floats and other objects become strings
-              ) -> Path:
-    "Write `data` as JSON atomically (non-finite floats become strings, so the file is strict JSON)."
-    text = json.dumps(_jsonable(data), indent=1)
-    return atomic_write(path, lambda f: f.write(text.encode()))
+    def state_dict(self) -> list:
+        return json_safe([f.__dict__ for f in self.findings])
+
+    def load_state_dict(self,
+                        rows: list,  # what `state_dict` returned
+                       ) -> None:
+        self.findings[:] = [Finding(**row) for row in rows]
 
 # %% ../nbs/06_checkpoint.ipynb #a754113e
 def unwritable(folder: str | Path,  # the folder a run would write to (it need not exist yet)
@@ -317,8 +318,12 @@ def release_run_dir(folder: str | Path | None,  # a folder this process claimed 
         (Path(folder) / _MARKER).unlink(missing_ok=True)
 
 def _in_place(checkpoint_dir: Path, resume) -> Optional[Path]:
-    "The folder of the checkpoint `resume` names, when it is `checkpoint_dir` or one of its version folders."
-    folder = checkpoint_file(resume).parent.resolve()
+    """The folder of the checkpoint `resume` names, when it is `checkpoint_dir` or one of its version folders and
+    the checkpoint is its last one. A resume from best.pt branches off: the run it came from, which went on past
+    its best, keeps its last.pt and run.json, and the new run takes a version folder."""
+    file = checkpoint_file(resume)
+    if not file.name.startswith("last."): return None
+    folder = file.parent.resolve()
     base = checkpoint_dir.resolve()
     return folder if folder == base or (folder.parent == base and _VERSION.match(folder.name)) else None
 
@@ -334,8 +339,8 @@ def prepare_run_dir(checkpoint_dir: str | Path | None,  # the folder asked for (
         _claim(here, force=True)
         return here, None
     if overwrite:
+        _claim(base, force=True)  # refused while another process writes there: its files stay
         for name in RUN_FILES: (base / name).unlink(missing_ok=True)
-        _claim(base, force=True)
         return base, None
     folder = base
     version = 0
@@ -357,10 +362,14 @@ def run_signature(model: nn.Module,  # the model being trained (wrappers are unw
                   dl_train=None,  # the training loader
                   cfg: Optional[TrainConfig] = None,  # the run's config
                   split_fingerprint: Optional[str] = None,  # `Splits.fingerprint` of the data, when known
+                  loss_fn=None,  # the loss (its name is compared)
+                  data_fingerprint: Optional[str] = None,  # the batches' fingerprint (`fingerprint_data`)
                  ) -> dict:
-    "What a resume compares, as plain values: config, data, loader, versions, shapes, optimizer kind."
+    "What a resume compares, as plain values: config, data, loader, versions, shapes, optimizer and loss."
     return {"config": cfg.to_dict() if cfg is not None else None,
-            "split_fingerprint": split_fingerprint,
+            "split_fingerprint": split_fingerprint, "data_fingerprint": data_fingerprint,
+            "loss": None if loss_fn is None else getattr(loss_fn, "__name__", type(loss_fn).__name__),
+            "optimizer_groups": [len(g["params"]) for g in optimizer.param_groups] if optimizer is not None else None,
             "loader": {"kind": type(dl_train).__name__, "batches": loader_length(dl_train),
                        "batch_size": getattr(dl_train, "batch_size", None)} if dl_train is not None else None,
             "versions": {"torch": str(torch.__version__), "trainbook": __version__},
@@ -396,6 +405,10 @@ def _impossible(saved: dict, now: dict) -> list[str]:
                 for k in old if k in new and list(old[k]) != list(new[k])][:5]
     if saved.get("optimizer") and now.get("optimizer") and saved["optimizer"] != now["optimizer"]:
         why.append(f"the optimizer was {saved['optimizer']} and is now {now['optimizer']}")
+    elif saved.get("optimizer_groups") and now.get("optimizer_groups") \
+            and list(saved["optimizer_groups"]) != list(now["optimizer_groups"]):
+        why.append(f"the optimizer's parameter groups held {saved['optimizer_groups']} parameters and now "
+                   f"hold {now['optimizer_groups']} (fit's default makes two groups: with and without decay)")
     batches, position = (now.get("loader") or {}).get("batches"), saved.get("batch_idx")
     if batches is not None and position and position > batches:
         why.append(f"the checkpoint stopped after batch {position} of its epoch, "
@@ -404,7 +417,7 @@ def _impossible(saved: dict, now: dict) -> list[str]:
 
 def _flat(sig: dict) -> dict:
     "The compared values of a signature, flat: 'config.lr', 'loader.batch_size', 'versions.torch'..."
-    out = {"split_fingerprint": sig.get("split_fingerprint")}
+    out = {k: sig.get(k) for k in ("split_fingerprint", "data_fingerprint", "loss")}
     for group in ("config", "loader", "versions"):
         for key, value in (sig.get(group) or {}).items():
             if not (group == "config" and key in _NOT_COMPARED): out[f"{group}.{key}"] = value
@@ -491,16 +504,25 @@ class Checkpointer:
                         optimizer=full["optimizer"] if full else p["optimizer"], scheduler=scheduler,
                         scaler=p.get("scaler"), **{**others, **self.meta, **entries})
 
+    def read(self,
+             resume: Union[str, Path],  # the checkpoint (or run folder) to resume from
+             device: torch.device,  # where its tensors go
+            ) -> dict:
+        """Read `resume` and compare it with this run, before any folder is claimed or part loaded: what changed
+        becomes a warning finding, a resume that cannot be exact a ValueError (nothing touched)."""
+        ckpt = read_checkpoint(resume, map_location=device)
+        if "signature" in self.meta: self.findings += resume_changes(saved_signature(ckpt), self.meta["signature"])
+        return ckpt
+
     def restore(self,
                 resume: Union[str, Path],  # the checkpoint (or run folder) to load
                 device: torch.device,  # where its tensors go
+                ckpt: Optional[dict] = None,  # what `read(resume)` returned; None = read it here
                ) -> dict:
         "Check what changed since `resume` was written, then load it into the parts (FSDP: into the shards)."
         p = self.parts
         sharded = self.strategy == "fsdp"
-        ckpt = read_checkpoint(resume, map_location=device)
-        if "signature" in self.meta:  # changes become a warning finding; an impossible resume a ValueError
-            self.findings += resume_changes(saved_signature(ckpt), self.meta["signature"])
+        if ckpt is None: ckpt = self.read(resume, device)
         restore_checkpoint(ckpt, None if sharded else p["model"], None if sharded else p["optimizer"],
                            p.get("scheduler"), p.get("scaler"), where=str(resume))
         if sharded: load_sharded_state(p["model"], p["optimizer"], ckpt)

@@ -39,7 +39,8 @@ def _as_bool(v):
     if isinstance(v, (bool, np.bool_)): return bool(v)
 
 def _as_path(v):
-    if isinstance(v, (str, os.PathLike)): return str(os.fspath(v))
+    # '~/runs' is the home folder's runs, as a shell reads it (not a folder named '~' in the working one)
+    if isinstance(v, (str, os.PathLike)): return os.path.expanduser(os.fspath(v))
 
 def _as_device(v):
     if isinstance(v, (str, torch.device)): return str(v)
@@ -315,6 +316,9 @@ class History:
 
     def load_state_dict(self, state: dict):
         "Replace the records with those of `state_dict()`."
+        lengths = {c: len(state[c]) for c in self.columns}
+        if len(set(lengths.values())) > 1:  # zip would drop the rows past the shortest column in silence
+            raise ValueError(f"the history's columns differ in length: {lengths}")
         self._rows = list(zip(*(state[c] for c in self.columns)))
         self._columns = (0, ([], [], [], [], []))
 
@@ -483,6 +487,8 @@ def _fsync_dir(folder: Path):
 # A temp file is named `.<target>.<host>-<pid>-<random>.tmp`: a later write can tell a dead writer's leftover
 # (same host, process gone) from a write in progress in another process.
 _HOST = hashlib.sha1(socket.gethostname().encode()).hexdigest()[:8]
+_UMASK = os.umask(0o022)  # read once, at import (reading it means setting it)
+os.umask(_UMASK)
 _TEMP = re.compile(r"^\..+\.([0-9a-f]{8})-(\d+)-[^.]+\.tmp$")
 
 def _alive(pid: int) -> bool:
@@ -545,6 +551,7 @@ def atomic_write(path: str | Path,  # the file to write (its folder is created w
         remove_stale_temps(path.parent)
         prefix = f".{path.name}.{_HOST}-{os.getpid()}-"
         fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=path.parent)
+        os.fchmod(fd, 0o666 & ~_UMASK)  # the mode open() gives a new file, not mkstemp's owner-only 0600
         with os.fdopen(fd, "wb") as f:
             recorder = _Recorder(f)
             write(recorder)

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from .batch import Feeder, batch_rows, eval_mode, forward, prediction, training_lock
-from .checkpoint import Checkpointer, run_signature
+from .checkpoint import Checkpointer, FindingsPart, check_resume, run_signature
 from .core import (History, TrainConfig, environment, loader_length, pick_device, pick_precision,
                             rng_state, seed_everything, set_loader_epoch, set_rng_state)
 from .triage import NanGuard
@@ -249,17 +249,20 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
     sched = scheduler if scheduler is not None else make_scheduler(opt, cfg, total_steps)
     scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")  # a no-op unless fp16
     stopper = EarlyStopping(cfg.monitor, cfg.mode, cfg.patience, cfg.min_delta)
-    history = History()
+    history, findings = History(), []
+    fingerprint = data_fingerprint(dl_train, dl_valid)
     profiler = [StepProfiler(profile, cfg.checkpoint_dir)] if profile else []
     cbs = run_callbacks(callbacks, live=live, track=track, kind="torch", rank=rank, first=[NanGuard()],
                         last=profiler)
     keeper = Checkpointer(cfg.checkpoint_dir, rank=rank, strategy=strategy,
                           parts={"model": model, "optimizer": opt, "scheduler": sched, "scaler": scaler,
-                                 "early_stopping": stopper, "callbacks": cbs, "history": history},
+                                 "early_stopping": stopper, "callbacks": cbs, "history": history,
+                                 "findings": FindingsPart(findings)},
                           meta={"config": cfg.to_dict(), "environment": environment(),
                                 "split_fingerprint": split_fingerprint,
                                 # what a resume compares: needed only where checkpoints are written
-                                **({"signature": run_signature(model, opt, dl_train, cfg, split_fingerprint)}
+                                **({"signature": run_signature(model, opt, dl_train, cfg, split_fingerprint,
+                                                               loss_fn, fingerprint)}
                                    if cfg.checkpoint_dir is not None else {})})
     s = Setup(model=model, net=net, optimizer=opt, scheduler=sched,
               scheduler_interval=pick_scheduler_interval(sched, scheduler_interval, cfg, scheduler is not None),
@@ -270,11 +273,11 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
               world=world, ddp=strategy == "ddp", callbacks=cbs, checkpointer=keeper, stopper=stopper,
               environment=keeper.meta["environment"],
               extra={"precision": precision, "device": str(device), "split_fingerprint": split_fingerprint,
-                     "data_fingerprint": data_fingerprint(dl_train, dl_valid), "track": track},
+                     "data_fingerprint": fingerprint, "track": track},
               feed=Feeder(net, loss_fn, device, precision),
               unscale=cfg.clip_norm is not None or precision == "fp16")
     state = LoopState(model=model, optimizer=opt, scheduler=sched, scaler=scaler, loss_fn=loss_fn, config=cfg,
-                      device=device, precision=precision, history=history, n_batches=n_batches,
+                      device=device, precision=precision, history=history, findings=findings, n_batches=n_batches,
                       total_steps=total_steps, position=Position())
     try_metrics(model, dl_valid, loss_fn, metric_fns, device, precision)  # a metric that fails, before any step
     return s, state
@@ -283,16 +286,37 @@ def _claim_and_resume(s: Setup, state: LoopState, resume, overwrite: bool = Fals
     "Choose and lock the run folder (never an earlier run's); restore every piece of state from a checkpoint."
     engine = sys.modules.get("trainbook.ray_engine")  # loaded only where Ray runs the workers
     if resume is None and engine is not None: resume = engine.worker_resume()  # a worker Ray restarted
-    s.checkpointer.prepare(resume, overwrite)
-    state.run_dir = s.checkpointer.run_dir
-    if resume is not None:
-        try: ckpt = s.checkpointer.restore(resume, s.device)
+    keeper, ckpt = s.checkpointer, None
+    if check_resume(resume) is not None:
+        if "signature" not in keeper.meta:  # a run without files compares what changed all the same
+            keeper.meta["signature"] = run_signature(s.model, s.optimizer, s.dl_train, s.config,
+                                                     s.extra["split_fingerprint"], s.loss_fn,
+                                                     s.extra["data_fingerprint"])
+        # read and compared before any folder is claimed or emptied (overwrite) and any part loaded
+        ckpt = keeper.read(resume, s.device)
+        _check_epochs_left(Position.from_state(ckpt), s.config.epochs)
+    keeper.prepare(resume, overwrite)
+    state.run_dir = keeper.run_dir
+    if ckpt is not None:
+        try: keeper.restore(resume, s.device, ckpt)
         except BaseException:
-            s.checkpointer.release()  # a refused resume leaves the folder to its next run
+            keeper.release()  # a refused resume leaves the folder to its next run
             raise
         state.step, state.skipped_steps = ckpt["step"], ckpt["skipped_steps"]
-        state.position = Position.from_state(ckpt)
-    state.findings += s.checkpointer.findings
+        state.position = pos = Position.from_state(ckpt)
+        state.epoch = pos.epoch - 1 if pos.batch_idx == 0 else pos.epoch  # the last epoch worked on
+    state.findings += keeper.findings
+
+def _check_epochs_left(pos: Position,  # where the checkpoint stopped
+                       epochs: int,  # TrainConfig.epochs of the resumed run
+                      ) -> None:
+    "A resume past the run's epochs: nothing to train (a warning), or an epoch cut short (a ValueError)."
+    if pos.epoch < epochs: return
+    if pos.batch_idx:
+        raise ValueError(f"the checkpoint stopped inside epoch {pos.epoch + 1} (after batch {pos.batch_idx}), "
+                         f"past TrainConfig.epochs={epochs}: resume with epochs >= {pos.epoch + 1} to finish it")
+    warnings.warn(f"the checkpoint's run already trained {pos.epoch} epoch(s), TrainConfig.epochs={epochs}: "
+                  f"nothing is left to train; raise epochs to train on", stacklevel=4)
 
 # %% ../nbs/07_loop.ipynb #b14ef31b
 def _start_epoch(s: Setup, state: LoopState, epoch: int) -> TimedIterator:
@@ -386,8 +410,8 @@ def _log_norms(s: Setup, state: LoopState, layer_norms: Optional[tuple]) -> None
     for name, v in zip(names, norms): h.append(step, epoch, "train", f"grad_norm/{name}", v)
     if s.scaler.is_enabled(): h.append(step, epoch, "train", "loss_scale", s.scaler.get_scale())
 
-def _validate(s: Setup, state: LoopState) -> None:
-    "[before_validate] evaluate [after_validate]; then the plateau schedule, best.pt and early stopping's count."
+def _validate(s: Setup, state: LoopState) -> bool:
+    "[before_validate] evaluate [after_validate]; the plateau schedule, early stopping's count; True: a new best."
     if s.dl_valid is not None:
         s.callbacks(Event.before_validate, state)
         state.valid = evaluate(s.model, s.dl_valid, s.loss_fn, s.metric_fns, device=s.device,
@@ -396,17 +420,17 @@ def _validate(s: Setup, state: LoopState) -> None:
         state.valid_failed = record_validation(state, state.valid, monitored) or state.valid_failed
         s.callbacks(Event.after_validate, state)
     value = state.history.last(s.monitor[1], s.monitor[0])
-    if value is None: return
+    if value is None: return False
     if s.scheduler_interval == "plateau": s.scheduler.step(value)
-    if s.stopper.update(value, state.step, state.epoch) and s.checkpointer.enabled:
-        s.checkpointer.save("best.pt", step=state.step, skipped_steps=state.skipped_steps,
-                            **state.position.at(rng=rng_state()).state_dict())
+    return s.stopper.update(value, state.step, state.epoch)
 
-def _save_last(s: Setup, state: LoopState, pos: Optional[Position] = None, **entries) -> None:
-    "last.pt at `pos` (default: here, right after the last completed step); `entries` replace parts' states."
+def _save_last(s: Setup, state: LoopState, pos: Optional[Position] = None, name: str = "last.pt",
+               **entries) -> None:
+    """last.pt (or best.pt) at `pos` (default: here, right after the last completed step); `entries` replace
+    parts' states. A resume from either continues from `pos`."""
     if not s.checkpointer.enabled: return
     pos = pos or state.position.at(rng=rng_state())
-    s.checkpointer.save("last.pt", step=state.step, skipped_steps=state.skipped_steps, **pos.state_dict(),
+    s.checkpointer.save(name, step=state.step, skipped_steps=state.skipped_steps, **pos.state_dict(),
                         **entries)
 
 def _after_step(s: Setup, state: LoopState, skipped: bool) -> Optional[str]:
@@ -414,7 +438,7 @@ def _after_step(s: Setup, state: LoopState, skipped: bool) -> Optional[str]:
     cfg, control = s.config, state.control
     if (cfg.eval_every and not skipped and state.step % cfg.eval_every == 0) or control.evaluate:
         control.evaluate = False
-        _validate(s, state)
+        if _validate(s, state): _save_last(s, state, name="best.pt")
         if state.valid_failed: return "nonfinite"
     if (cfg.checkpoint_every and not skipped and state.step % cfg.checkpoint_every == 0) or control.save:
         control.save = False
@@ -427,20 +451,24 @@ def _before_epoch_end(s: Setup, state: LoopState) -> dict:
     "The epoch's end as a resume must redo it: last.pt entries from just before its records and validation."
     pos = state.position
     return {"pos": pos.at(rng=rng_state()), "history": state.history.state_dict(len(state.history)),
+            "findings": FindingsPart(list(state.findings)).state_dict(),
             "early_stopping": s.stopper.state_dict(), "callbacks": s.callbacks.state_dict(),
             "scheduler": s.scheduler.state_dict()}
 
 def _end_epoch(s: Setup, state: LoopState) -> Optional[str]:
-    "Epoch records, validation, epoch scheduler, last.pt, early stopping, [after_epoch], run.json."
+    "Epoch records, validation, epoch scheduler, last.pt and best.pt, early stopping, [after_epoch], run.json."
     pos, meter = state.position, state.meter
     if s.checkpointer.enabled: state.epoch_end = _before_epoch_end(s, state)  # a Ctrl-C in here comes back
     epoch_records(state.history, state.step, state.epoch, loss_sum=pos.loss_sum, loss_count=pos.loss_count,
                   seconds=time.perf_counter() - meter.started, rows=meter.rows, steps=meter.steps,
                   data_wait=meter.batches.wait, device=s.device)
     pos.loss_sum, pos.loss_count = 0.0, 0
-    _validate(s, state)
+    best = _validate(s, state)
     if s.scheduler_interval == "epoch": s.scheduler.step()
-    if s.checkpointer.enabled: _save_last(s, state, Position(epoch=state.epoch + 1, rng=rng_state()))
+    if s.checkpointer.enabled:  # both at the next epoch's start: a resume from best.pt redoes no epoch end
+        start = Position(epoch=state.epoch + 1, rng=rng_state())
+        _save_last(s, state, start)
+        if best: _save_last(s, state, start, name="best.pt")
     state.epoch_closed, state.epoch_end = True, None  # last.pt now describes the next epoch's start
     pos.batch_idx = 0
     stopped = "nonfinite" if state.valid_failed else "early_stopping" if s.stopper.should_stop else None
@@ -555,8 +583,8 @@ def fit(model: nn.Module,  # the model to train (in place)
                 if stopped:  # a stop inside the epoch: last.pt keeps its position for a resume
                     _save_last(s, state)
                     break
-                # 15. epoch end: epoch loss, throughput, [before_validate] validate [after_validate], best.pt,
-                #     epoch scheduler, last.pt, early stopping, [after_epoch], run.json so far
+                # 15. epoch end: epoch loss, throughput, [before_validate] validate [after_validate],
+                #     epoch scheduler, last.pt (and best.pt), early stopping, [after_epoch], run.json so far
                 stopped = _end_epoch(s, state)
                 if stopped: break
             stopped = stopped or "completed"

@@ -4,7 +4,7 @@
 
 # %% ../nbs/05a_run.ipynb #6765f40e
 from __future__ import annotations
-import contextlib, json, math
+import contextlib, json, math, os
 from dataclasses import dataclass, field, fields
 from enum import Enum
 from pathlib import Path
@@ -185,18 +185,20 @@ class Run:
         return _run_from_record(record, where)
 
     @classmethod
-    def load(cls, path: Union[str, Path],  # a run folder (its run.json is read) or a run.json file
+    def load(cls, path: Union[str, Path],  # a run folder, its run.json, or a checkpoint in it (last.pt, best.pt)
             ) -> "Run":
         "The run a folder holds, from its run.json: history, findings, config (a killed run: up to its last epoch)."
-        path = Path(path).expanduser()
-        file = path / "run.json" if path.is_dir() else path
-        if not file.exists():
-            raise RunFileError(f"no run record at {str(file)!r}: expected a run folder holding run.json "
-                               "(a fit with TrainConfig(checkpoint_dir=...) writes one)")
+        file = _run_file(path)
         try: record = json.loads(file.read_text())
         except (OSError, UnicodeDecodeError, ValueError) as e:
             raise RunFileError(f"{str(file)!r} is not a readable run record (JSON expected): {e}") from None
-        return cls.from_dict(record, where=repr(str(file)))
+        run = cls.from_dict(record, where=repr(str(file)))
+        # a folder moved or copied, or a relative checkpoint_dir read from elsewhere: its files are the ones
+        # beside this run.json (the recorded paths may name another folder, or none from here)
+        if run.run_dir is not None:
+            run.run_dir = file.parent
+            run.best_path, run.last_path = (_beside(p, file.parent) for p in (run.best_path, run.last_path))
+        return run
 
     def __repr__(self):
         kinds = [f.kind for f in self.findings]
@@ -226,6 +228,25 @@ def _number(v):
     "A float back from `json_safe` (the strings nan, inf, -inf included)."
     return float(v) if isinstance(v, (int, float, str)) else v
 
+def _run_file(path) -> Path:
+    "The run.json that `Run.load(path)` reads; a RunFileError naming `path` and what is there instead."
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"Run.load takes a run folder or its run.json (a str or Path), got {path!r}")
+    path = Path(path).expanduser()
+    if path.is_file() and path.suffix in (".pt", ".msgpack"): path = path.parent  # a checkpoint: its folder
+    file = path / "run.json" if path.is_dir() else path
+    if file.exists(): return file
+    runs = sorted(p.parent.name for p in path.glob("*/run.json")) if path.is_dir() else []
+    inside = f"; it holds the runs {', '.join(runs)}: pass one of those folders" if runs else ""
+    raise RunFileError(f"no run record at {str(file)!r}: expected a run folder holding run.json (a fit with "
+                       f"TrainConfig(checkpoint_dir=...) writes one){inside}")
+
+def _beside(recorded: Optional[Path], folder: Path) -> Optional[Path]:
+    "A recorded checkpoint path, taken from `folder` (the run.json's) when the file is there."
+    if recorded is None: return None
+    here = folder / recorded.name
+    return here if here.exists() else recorded
+
 def _run_from_record(record: dict, where: str) -> "Run":
     if not isinstance(record, dict):
         raise RunFileError(f"{where} is not a run record: expected a JSON object, found {type(record).__name__}")
@@ -241,18 +262,18 @@ def _run_from_record(record: dict, where: str) -> "Run":
         config = TrainConfig(**{k: v for k, v in record["config"].items() if k in known})
         names = ("kind", "severity", "message", "column", "advice", "data")
         findings = [Finding(**{k: v for k, v in f.items() if k in names}) for f in record.get("findings", [])]
+        path = lambda k: Path(record[k]) if record.get(k) else None
+        best = record.get("best")
+        return Run(records=history, config=config, stopped=record["stopped"], findings=findings,
+                   environment=record.get("environment") or {}, step=int(record.get("step", 0)),
+                   epoch=int(record.get("epoch", 0)), skipped_steps=int(record.get("skipped_steps", 0)),
+                   best=float(_number(best)) if best is not None else None, best_epoch=record.get("best_epoch"),
+                   kind=record.get("kind", "torch"), extra=dict(record.get("extra") or {}),
+                   error=record.get("error"), profile=record.get("profile"), run_dir=path("run_dir"),
+                   best_path=path("best_path"), last_path=path("last_path"))
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise RunFileError(f"{where} holds a malformed run record ({type(e).__name__}: {e}); expected the "
                            "layout Run.to_dict writes") from None
-    path = lambda k: Path(record[k]) if record.get(k) else None
-    best = record.get("best")
-    return Run(records=history, config=config, stopped=record["stopped"], findings=findings,
-               environment=record.get("environment") or {}, step=record.get("step", 0),
-               epoch=record.get("epoch", 0), skipped_steps=record.get("skipped_steps", 0),
-               best=_number(best) if best is not None else None, best_epoch=record.get("best_epoch"),
-               kind=record.get("kind", "torch"), extra=dict(record.get("extra") or {}),
-               error=record.get("error"), profile=record.get("profile"), run_dir=path("run_dir"),
-               best_path=path("best_path"), last_path=path("last_path"))
 
 def run_record_bytes(run: Run,  # the run, ended or still going
                     ) -> bytes:

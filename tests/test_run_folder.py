@@ -1,0 +1,176 @@
+"""The run folder under a user's mistakes and bad moments: overwrite=True beside a live run or a refused resume,
+resumes compared without a checkpoint_dir, from best.pt, past the run's epochs; findings kept over a resume;
+Run.load of a moved folder, of a checkpoint, of a folder of versions; run files readable by the folder's group."""
+import json, os, shutil, stat, warnings
+
+import pytest
+import torch
+from torch import nn
+
+import trainbook as tb
+from trainbook.checkpoint import RunFolderBusy, prepare_run_dir, release_run_dir
+from trainbook.run import RunFileError
+from helpers import blobs, history_without_timing, mlp, same_weights
+
+CE = nn.functional.cross_entropy
+
+
+def data(seed=0):
+    X, y = blobs(n=96, seed=seed)
+    return tb.TensorLoader(X, y, batch_size=32, shuffle=True), tb.TensorLoader(X[:32], y[:32], batch_size=32)
+
+
+def fit(folder, epochs=2, model=None, **kw):
+    dl_train, dl_valid = kw.pop("batches", None) or data()
+    cfg = tb.TrainConfig(epochs=epochs, device="cpu", checkpoint_dir=None if folder is None else str(folder),
+                         **kw.pop("config", {}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return tb.fit(model if model is not None else mlp(), dl_train, dl_valid, loss_fn=kw.pop("loss_fn", CE),
+                      config=cfg, live=False, **kw)
+
+
+def files(folder):
+    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")}
+
+
+def test_overwrite_beside_a_live_run_is_refused_before_any_file_is_removed(tmp_path):
+    "Seen: overwrite=True deleted last.pt, best.pt and run.json of the run writing there, then raised RunFolderBusy."
+    fit(tmp_path)
+    before = files(tmp_path)
+    prepare_run_dir(tmp_path, resume=tmp_path)  # a live writer (this process) holds the folder, as a running fit does
+    try:
+        with pytest.raises(RunFolderBusy, match="is being written by process"): fit(tmp_path, overwrite=True)
+        assert files(tmp_path) == before
+    finally: release_run_dir(tmp_path)
+
+
+def test_a_refused_resume_with_overwrite_leaves_the_target_folder_as_it_was(tmp_path):
+    "Seen: the resume was refused after overwrite=True had emptied checkpoint_dir: the run there was lost."
+    a, b = tmp_path / "a", tmp_path / "b"
+    fit(a)
+    fit(b)
+    before = files(b)
+    wider = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3))
+    with pytest.raises(ValueError, match="cannot be resumed exactly"):
+        fit(b, epochs=3, model=wider, resume=a, overwrite=True)
+    assert files(b) == before and tb.checkpoint.folder_writer(b) is None
+
+
+def test_a_resume_without_checkpoint_dir_is_compared_like_any_other(tmp_path):
+    "Seen: checkpoint_dir=None skipped every check: torch's size-mismatch error, no warning for a changed lr."
+    fit(tmp_path)
+    wider = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3))
+    before = {k: v.clone() for k, v in wider.state_dict().items()}
+    with pytest.raises(ValueError, match=r"cannot be resumed exactly: .*0.weight has shape \(16, 8\) in the checkpoint and \(32, 8\)"):
+        fit(None, epochs=3, model=wider, resume=tmp_path)
+    assert all(torch.equal(v, wider.state_dict()[k]) for k, v in before.items())  # nothing was loaded
+    run = fit(None, epochs=3, resume=tmp_path, config={"lr": 3e-3})
+    (changed,) = [f for f in run.findings if f.kind == "resume_changed"]
+    assert "config.lr: 0.001 → 0.003" in changed.message
+
+
+def test_an_optimizer_with_other_parameter_groups_is_refused_before_the_model_is_touched(tmp_path):
+    "Seen: torch's 'different number of parameter groups', after the checkpoint's weights were loaded into the model."
+    fit(tmp_path)
+    model = mlp()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with pytest.raises(ValueError, match=r"parameter groups held \[2, 2\] parameters and now hold \[4\]"):
+        fit(tmp_path, epochs=3, model=model, resume=tmp_path, optimizer=torch.optim.AdamW(model.parameters()))
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
+
+
+def test_other_data_or_another_loss_is_a_resume_change(tmp_path):
+    fit(tmp_path)
+    run = fit(tmp_path, epochs=3, resume=tmp_path, batches=data(seed=1),
+              loss_fn=nn.CrossEntropyLoss(label_smoothing=0.1))
+    (changed,) = [f for f in run.findings if f.kind == "resume_changed"]
+    assert "data_fingerprint" in changed.data["changes"] and changed.data["changes"]["loss"] == ["cross_entropy", "CrossEntropyLoss"]
+
+
+def test_a_resume_from_best_pt_redoes_no_epoch_end_and_branches_off(tmp_path):
+    """Seen: best.pt held the position before its epoch's end, so a resume recorded that validation twice (and early
+    stopping counted it as no improvement); and it continued in place, over the run's later last.pt and run.json."""
+    run = fit(tmp_path, epochs=4)
+    best_epoch = run.best_epoch
+    before = files(tmp_path)
+    resumed = fit(tmp_path, epochs=4, resume=tmp_path / "best.pt")
+    assert files(tmp_path) == before and resumed.run_dir == tmp_path / "version_1"  # the run it came from is kept
+    valid = resumed.history.query("split == 'valid' and name == 'loss'")
+    assert list(valid.epoch) == list(range(4))  # each epoch validated once
+    kept = run.history.query(f"epoch <= {best_epoch}").drop(columns="value")
+    assert resumed.history.query(f"epoch <= {best_epoch}").drop(columns="value").equals(kept)
+
+
+def test_a_resumed_run_keeps_the_findings_made_before_it_stopped(tmp_path):
+    "Seen: a skipped non-finite step's finding of epoch 0 was gone from the resumed run and its run.json."
+    X, y = blobs(n=96)
+    X[40] = float("nan")  # batch 1 of each epoch (no shuffling)
+    batches = (tb.TensorLoader(X, y, batch_size=32), tb.TensorLoader(X[:32], y[:32], batch_size=32))
+
+    class StopAfterFirstEpoch(tb.Callback):
+        def after_epoch(self, state):
+            if state.epoch == 0: state.control.request_stop()
+
+    full = fit(tmp_path / "full", epochs=3, batches=batches, config={"on_nonfinite": "skip"})
+    fit(tmp_path / "cut", epochs=3, batches=batches, config={"on_nonfinite": "skip"}, callbacks=[StopAfterFirstEpoch()])
+    resumed = fit(tmp_path / "cut", epochs=3, batches=batches, config={"on_nonfinite": "skip"}, resume=tmp_path / "cut")
+    steps = lambda run: [f.data.get("step") for f in run.findings if f.kind == "nonfinite"]
+    assert steps(resumed) == steps(full) and len(steps(full)) == 3
+    assert steps(tb.Run.load(tmp_path / "cut")) == steps(full)
+
+
+def test_a_resume_past_the_runs_epochs(tmp_path):
+    "Seen: a finished run resumed said epoch=0; a run cut inside epoch 2 resumed with epochs=2 said 'completed'."
+    done = fit(tmp_path / "done", epochs=2)
+    with pytest.warns(UserWarning, match="already trained 2 epoch\\(s\\), TrainConfig.epochs=2: nothing is left"):
+        again = tb.fit(mlp(), *data(), loss_fn=CE, live=False, resume=tmp_path / "done",
+                       config=tb.TrainConfig(epochs=2, device="cpu", checkpoint_dir=str(tmp_path / "done")))
+    assert (again.epoch, again.step, again.stopped) == (done.epoch, done.step, "completed") == (1, done.step, "completed")
+
+    class StopAt(tb.Callback):
+        def after_step(self, state):
+            if state.step == 7: state.control.request_stop()
+    fit(tmp_path / "cut", epochs=4, callbacks=[StopAt()])  # 3 steps an epoch: step 7 is inside epoch 2
+    with pytest.raises(ValueError, match=r"stopped inside epoch 3 \(after batch 1\), past TrainConfig.epochs=2"):
+        fit(tmp_path / "cut", epochs=2, resume=tmp_path / "cut")
+    assert tb.checkpoint.folder_writer(tmp_path / "cut") is None
+
+
+def test_run_load_of_a_moved_folder_a_checkpoint_and_a_folder_of_versions(tmp_path):
+    fit(tmp_path / "a")
+    shutil.copytree(tmp_path / "a", tmp_path / "moved")
+    moved = tb.Run.load(tmp_path / "moved")
+    assert moved.run_dir == tmp_path / "moved" and moved.best_path == tmp_path / "moved" / "best.pt"
+    assert moved.last_path == tmp_path / "moved" / "last.pt"  # not the folder it was copied from
+    assert history_without_timing(tb.Run.load(tmp_path / "moved" / "last.pt")) == history_without_timing(moved)
+    os.makedirs(tmp_path / "runs")
+    for name in ("version_0", "version_1"): shutil.copytree(tmp_path / "a", tmp_path / "runs" / name)
+    with pytest.raises(RunFileError, match="it holds the runs version_0, version_1: pass one of those folders"):
+        tb.Run.load(tmp_path / "runs")
+    with pytest.raises(TypeError, match="Run.load takes a run folder or its run.json"): tb.Run.load(5)
+
+
+@pytest.mark.parametrize("change, said", [
+    (lambda r: r.update(extra=[1]), "malformed run record"),
+    (lambda r: r.update(best="abc"), "malformed run record"),
+    (lambda r: r["history"]["value"].pop(), "the history's columns differ in length"),
+])
+def test_a_malformed_run_record_is_a_run_file_error(tmp_path, change, said):
+    fit(tmp_path)
+    record = json.loads((tmp_path / "run.json").read_text())
+    change(record)
+    (tmp_path / "run.json").write_text(json.dumps(record))
+    with pytest.raises(RunFileError, match=said): tb.Run.load(tmp_path)
+
+
+def test_run_files_have_the_mode_open_gives_and_a_home_path_is_expanded(tmp_path, monkeypatch):
+    "Seen: mkstemp's owner-only 0600 on every run file; '~/runs' made a folder named '~' in the working folder."
+    fit(tmp_path)
+    for name in ("last.pt", "best.pt", "run.json"):
+        assert stat.S_IMODE(os.stat(tmp_path / name).st_mode) == 0o666 & ~tb.core._UMASK
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    run = fit("~/runs")
+    assert run.run_dir == tmp_path / "home" / "runs" and not (tmp_path / "~").exists()
+    assert tb.Run.load("~/runs").step == run.step
