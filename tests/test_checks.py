@@ -170,3 +170,20 @@ def test_a_leak_in_a_small_frame_and_in_a_few_distinct_values_is_found():
     x = np.repeat([0.0, 1.0, np.nan], 40)
     y = np.repeat([0, 1, 1], 40)
     assert (one_column_predictions(x, y, 2) == y).all()  # each value and the missing ones: a bin each
+
+
+def test_a_categorical_targets_unused_categories_are_no_classes():
+    "Seen: a category filtered away reported as a 0% class (class_imbalance, rare_class) and refused stratification."
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.normal(size=200),
+                       "y": pd.Categorical(rng.choice(["a", "b"], 200), categories=["a", "b", "zz"])})
+    assert not [f for f in tb.check_data(df, "y").findings if f.kind in ("class_imbalance", "rare_class")]
+    assert tb.make_splits(df, "y").strategy == "stratified"
+    assert list(df["y"].cat.categories) == ["a", "b", "zz"]  # the user's frame is left as it was
+
+
+def test_a_series_given_as_the_target_is_named():
+    "Seen: TypeError: unhashable type: 'Series'."
+    df = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "y": [0, 1, 0, 1]})
+    for call in (lambda: tb.check_data(df, df["y"]), lambda: tb.make_splits(df, df["y"])):
+        with pytest.raises(TypeError, match=r"target must be a column's name, got a Series: pass the name"): call()

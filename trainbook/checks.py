@@ -15,8 +15,9 @@ from .core import Finding, announce, did_you_mean, findings_html
 
 # %% auto #0
 __all__ = ['ROLES', 'MAX_CATEGORIES', 'infer_task', 'require_frame', 'require_string_columns', 'infinite_counts',
-           'require_column', 'dtype_family', 'epoch_seconds', 'numeric_view', 'column_roles', 'target_findings',
-           'one_column_predictions', 'psi', 'DataReport', 'check_data']
+           'check_column_name', 'drop_unused_categories', 'require_column', 'dtype_family', 'epoch_seconds',
+           'numeric_view', 'column_roles', 'target_findings', 'one_column_predictions', 'psi', 'DataReport',
+           'check_data']
 
 # %% ../nbs/01_checks.ipynb #44da07e6
 def infer_task(y: pd.Series,  # the target column
@@ -72,11 +73,33 @@ def infinite_counts(df: pd.DataFrame,  # the frame
         if n: out[col] = n
     return out
 
+def check_column_name(col,  # what was given as a column's name
+                      arg: str,  # the argument that named it, for the message
+                     ) -> None:
+    "A column is named by its name: a Series, a list or an array given instead is a TypeError naming `arg`."
+    try: hash(col)
+    except TypeError:
+        raise TypeError(f"{arg} must be a column's name, got a {type(col).__name__}: pass the name, "
+                        f"e.g. {arg}='y'") from None
+
+def drop_unused_categories(df: pd.DataFrame,  # the frame
+                           col: Optional[str],  # a column of `df` (None: nothing to do)
+                          ) -> pd.DataFrame:
+    """`df` with categorical column `col` holding only the categories that occur (a shallow copy when some do not):
+    a category left over from filtering the rows away is no class (no 0% class, nothing to stratify)."""
+    if col is None or not isinstance(df[col].dtype, pd.CategoricalDtype): return df
+    used = df[col].cat.remove_unused_categories()
+    if len(used.cat.categories) == len(df[col].cat.categories): return df
+    df = df.copy(deep=False)
+    df[col] = used
+    return df
+
 def require_column(df: pd.DataFrame,  # the frame
                    col: Optional[str],  # the column asked for (None: nothing to check)
                    arg: str,  # the argument that named it, for the message
                   ) -> None:
     "`col` is a column of `df`, or a ValueError lists the columns there are."
+    check_column_name(col, arg)
     if col is not None and col not in df.columns:
         cols = ", ".join(map(str, df.columns[:20])) + (" …" if len(df.columns) > 20 else "")
         raise ValueError(f"{arg} column {col!r} not in DataFrame{did_you_mean(col, df.columns)}; columns are: {cols}")
@@ -652,12 +675,14 @@ def check_data(df: pd.DataFrame,  # the training data, one row per example
     if task not in ("auto", "binary", "multiclass", "regression"):
         raise ValueError(f"task must be 'auto', 'binary', 'multiclass' or 'regression', got {task!r}")
     findings = []
+    check_column_name(target, "target")
     if target is not None and target not in df.columns:
         findings.append(Finding("missing_target", "error",
                                 f"target column {target!r} not in DataFrame{did_you_mean(target, df.columns)}; columns are: "
                                 + ", ".join(map(str, df.columns[:20])), column=target,
                                 advice="pass the name of the label column"))
         target = None
+    df = drop_unused_categories(df, target)
     if target is not None and task == "auto" and df[target].notna().any(): task = infer_task(df[target])
     skip = {c for c in (groups, time) if c is not None}
     roles = column_roles(df, target, skip)

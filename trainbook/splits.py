@@ -11,7 +11,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from .checks import require_column, require_frame, infer_task
+from .checks import drop_unused_categories, require_column, require_frame, infer_task
 from .core import Finding, announce, findings_html
 
 # %% auto #0
@@ -314,6 +314,7 @@ def make_splits(df: pd.DataFrame,  # the data to split, one row per example
         return spark.make_splits(df, target, strategy=strategy, groups=groups, time=time,
                                  valid_size=valid_size, test_size=test_size, n_folds=n_folds, gap=gap, seed=seed)
     _validate(df, target, strategy, groups, time, valid_size, test_size, n_folds, gap)
+    df = drop_unused_categories(df, target)
     if target is not None and df[target].isna().any():
         raise ValueError(f"target column {target!r} has {int(df[target].isna().sum())} missing values: "
                          "drop those rows first")
