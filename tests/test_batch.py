@@ -184,5 +184,17 @@ def test_a_loss_backward_cannot_go_through_is_named_at_the_first_batch(loss_fn, 
     cfg = tb.TrainConfig(epochs=1, monitor="train_loss", device="cpu")
     with pytest.raises(TypeError, match=said): tb.fit(model, [batch], loss_fn=loss_fn, config=cfg, live=False)
     with pytest.raises(TypeError, match=said): overfit_batch(model, batch, loss_fn)
+    with pytest.raises(TypeError, match=said): tb.lr_find(model, [batch], loss_fn, num_steps=3)
     # the same loss in evaluation (no backward) is taken: evaluate means per-row losses itself
     if "none" in said: assert tb.evaluate(model, [batch], loss_fn)["loss"] > 0
+
+
+def test_the_data_set_or_a_loader_where_one_batch_belongs_is_named():
+    "Seen: 'a batch must be an (xb, yb) pair ... got TensorLoader' (overfit_batch(model, dl)), '... got Tensor'."
+    X, y = torch.randn(16, 4), torch.randint(0, 3, (16,))
+    with pytest.raises(TypeError, match=r"got TensorLoader: a loader, where one batch belongs: .*next\(iter\(loader\)\)"):
+        overfit_batch(nn.Linear(4, 3), tb.TensorLoader(X, y, batch_size=8), CE)
+    with pytest.raises(TypeError, match=r"got Tensor of shape \(4,\): inputs alone; a batch pairs them"):
+        tb.evaluate(nn.Linear(4, 3), X, CE)  # iterating X gives its rows
+    with pytest.raises(tb.ShapeMismatch, match=r"prediction shape \(16, 1\) and target shape \(16,\)"):
+        tb.check_init_loss(nn.Linear(4, 1), (X, y), CE)  # was torch's IndexError: Target 1 is out of bounds

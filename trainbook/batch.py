@@ -35,7 +35,16 @@ def split_batch(batch,  # an (xb, yb) pair, or a dict with the target under y / 
                         f"its keys are: {', '.join(map(str, batch))}")
     length = f" of length {len(batch)}" if isinstance(batch, (tuple, list)) else ""
     raise TypeError(f"a batch must be an (xb, yb) pair or a dict with a 'y'/'labels' key, "
-                    f"got {type(batch).__name__}{length}")
+                    f"got {type(batch).__name__}{length}{_what_it_is(batch)}")
+
+def _what_it_is(batch) -> str:
+    "What a batch that is none seems to be instead: the whole data set, or a loader where one batch belongs."
+    if isinstance(batch, torch.Tensor) or hasattr(batch, "__array__"):
+        return (f" of shape {tuple(getattr(batch, 'shape', ()))}: inputs alone; a batch pairs them with their "
+                "targets, (xb, yb). Where a loader belongs: tb.TensorLoader(X, y, batch_size=64)")
+    if hasattr(batch, "__iter__") and not isinstance(batch, (str, bytes, tuple, list)):
+        return ": a loader, where one batch belongs: pass one of its batches, e.g. next(iter(loader))"
+    return ""
 
 def to_device(obj,  # a tensor, or tuples / lists / dicts of them (other objects pass through)
               device: torch.device,  # where the tensors go

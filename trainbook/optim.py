@@ -179,7 +179,7 @@ def lr_find(model: nn.Module,  # the model to probe (a copy is trained; the mode
             break
         lr = start_lr * gamma ** i
         for g in opt.param_groups: g["lr"] = lr
-        loss = forward(net, next(batches), loss_fn, dev)[1]
+        loss = forward(net, next(batches), loss_fn, dev, check_shapes=i == 0)[1]  # the first: a loss that can train
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

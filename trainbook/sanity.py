@@ -217,7 +217,7 @@ def check_init_loss(model: nn.Module,  # the untrained model
     "Compare the first loss with ln C for a C-class classifier; a finding when it is off by more than `rel_tol`."
     dev = next(model.parameters()).device
     with eval_mode(model), torch.no_grad():
-        out, loss, _, _ = forward(model, batch, loss_fn, dev)
+        out, loss, _, _ = forward(model, batch, loss_fn, dev, check_shapes=True)
     pred, loss = prediction(out), float(loss)
     c = n_classes or (pred.shape[1] if pred.ndim == 2 else 2)
     expected = math.log(c)
