@@ -4,7 +4,7 @@
 
 # %% ../nbs/06_checkpoint.ipynb #fb01ea68
 from __future__ import annotations
-import collections, io, json, math, os, pickle, re, reprlib, tempfile, threading, time, warnings, zipfile
+import collections, io, json, os, pickle, re, reprlib, tempfile, threading, time, warnings, zipfile
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -22,7 +22,7 @@ from .run import json_safe, write_run_record
 __all__ = ['FORMAT', 'RUN_FILES', 'unwrap', 'check_loadable', 'save_checkpoint', 'CheckpointError', 'UnsafeCheckpointError',
            'checkpoint_file', 'read_checkpoint', 'restore_checkpoint', 'load_checkpoint', 'FindingsPart', 'unwritable',
            'probe_writable', 'RunFolderBusy', 'folder_writer', 'release_run_dir', 'prepare_run_dir', 'run_signature',
-           'saved_signature', 'resume_changes', 'check_resume', 'Checkpointer']
+           'saved_signature', 'resume_changes', 'check_epochs_left', 'check_resume', 'Checkpointer']
 
 # %% ../nbs/06_checkpoint.ipynb #f4a0ad9b
 from .core import atomic_write
@@ -442,6 +442,18 @@ def resume_changes(saved: dict,  # the signature of the checkpoint's run (`saved
                     data={"changes": changes})]
 
 # %% ../nbs/06_checkpoint.ipynb #667a9f9e
+def check_epochs_left(epoch: int,  # the epoch the checkpoint resumes at
+                      batch_idx: int,  # batches of that epoch already done
+                      epochs: int,  # TrainConfig.epochs of the resumed run
+                     ) -> None:
+    "A resume past the run's epochs: nothing to train (a warning), or an epoch cut short (a ValueError)."
+    if epoch < epochs: return
+    if batch_idx:
+        raise ValueError(f"the checkpoint stopped inside epoch {epoch + 1} (after batch {batch_idx}), past "
+                         f"TrainConfig.epochs={epochs}: resume with epochs >= {epoch + 1} to finish it")
+    warnings.warn(f"the checkpoint's run already trained {epoch} epoch(s), TrainConfig.epochs={epochs}: nothing "
+                  "is left to train; raise epochs to train on", stacklevel=4)
+
 def check_resume(resume,  # what a run was given as `resume`
                 ):
     "`resume` as given when it can name a checkpoint (None, a str or a Path); else a TypeError naming it."

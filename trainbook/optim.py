@@ -20,7 +20,7 @@ from .distributed import full_tensor
 __all__ = ['NORM_TYPES', 'SCHEDULE_FNS', 'SCHEDULER_INTERVALS', 'EPOCH_SCHEDULERS', 'param_groups', 'warmup_steps', 'constant',
            'warmup_cosine', 'one_cycle', 'make_scheduler', 'scale_lr', 'LRFinder', 'cycle_batches', 'steepest_lr',
            'lr_find', 'unscale_and_clip', 'gradient_norms', 'step_optimizer', 'optimizer_step',
-           'pick_scheduler_interval']
+           'pick_scheduler_interval', 'train_step']
 
 # %% ../nbs/05_optim.ipynb #075ae175
 NORM_TYPES = (nn.modules.batchnorm._NormBase, nn.LayerNorm, nn.GroupNorm, nn.LocalResponseNorm) + \
@@ -261,3 +261,25 @@ def pick_scheduler_interval(sched,  # the scheduler the run uses
     if not user_scheduler and cfg.schedule == "constant" and cfg.warmup == 0:
         return "never"  # its lr never changes
     return "epoch" if user_scheduler and type(sched).__name__ in EPOCH_SCHEDULERS else "step"
+
+# %% ../nbs/05_optim.ipynb #d7160073
+def train_step(model: nn.Module,  # the model to train (in train mode)
+               batch,  # one batch, in any form `fit` takes
+               loss_fn: Optional[Callable],  # `loss_fn(prediction, yb)`; None = the loss the model computes
+               optimizer: torch.optim.Optimizer,  # the optimizer to step
+               *,
+               scaler=None,  # a `torch.amp.GradScaler`; None = one made for `precision`
+               scheduler=None,  # stepped after the optimizer (not on a step the fp16 scaler skipped)
+               precision: str = "fp32",  # a resolved precision: bf16 | fp16 | fp32
+               clip_norm: Optional[float] = None,  # max global gradient norm; None = no clipping
+              ) -> dict:
+    "Forward → loss → backward → unscale → clip → step → scaler update → scheduler step → zero_grad."
+    device = next(model.parameters()).device
+    scaler = scaler if scaler is not None else torch.amp.GradScaler(device.type, enabled=precision == "fp16")
+    out, loss, xb, yb = forward(model, batch, loss_fn, device, precision, check_shapes=True)
+    scaler.scale(loss).backward()
+    params = [p for p in model.parameters() if p.requires_grad]
+    grad_norm, skipped = optimizer_step(optimizer, scaler, params, clip_norm, True)
+    if scheduler is not None and not skipped: scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+    return {"loss": loss.detach(), "grad_norm": grad_norm, "skipped": skipped}

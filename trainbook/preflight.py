@@ -22,9 +22,9 @@ from .core import (Finding, TrainConfig, announce, findings_html, pick_device, p
                             rng_state, set_rng_state)
 from .events import Callback
 from .guard import check_fit_inputs
-from .loop import fit, train_step
+from .loop import fit
 from .run import unrecorded
-from .optim import param_groups, scale_lr
+from .optim import param_groups, scale_lr, train_step
 from .sanity import loss_kind, no_gradient, static_findings
 
 # %% auto #0

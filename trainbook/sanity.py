@@ -13,7 +13,7 @@ from torch import nn
 
 from .batch import call_model, eval_mode, forward, label_range, prediction, split_batch, stop_requested, to_device
 from .core import Finding, History, announce, findings_html, pick_device
-from .loop import train_step
+from .optim import train_step
 from .metrics import IGNORE_INDEX, ignore_index_of
 
 # %% auto #0
