@@ -1,5 +1,5 @@
 "fit_flax against a hand-written optax loop; PRNG streams; exact resume; non-finite losses; the torch loop's records."
-import functools, signal, subprocess, sys, textwrap
+import signal, subprocess, sys, textwrap
 from pathlib import Path
 
 import numpy as np
@@ -406,3 +406,86 @@ def test_a_folder_with_flax_checkpoints_only_is_never_written_over(tmp_path):
                           config=tb.TrainConfig(epochs=1, monitor="train_loss", checkpoint_dir=str(tmp_path)))
     assert run.run_dir == tmp_path / "version_1"
     assert (tmp_path / "last.msgpack").read_bytes() == b"an earlier run's checkpoint"
+
+
+class Reg(nnx.Module):
+    "One output per row: (n, 1) predictions."
+    def __init__(self, dout=1):
+        self.l = nnx.Linear(4, dout, rngs=nnx.Rngs(0))
+
+    def __call__(self, x): return self.l(x)
+
+
+def test_a_pair_the_loss_would_broadcast_is_refused_at_the_first_batch_as_fit_refuses_it():
+    "(n, 1) predictions against (n,) targets: mse and bce would train on every prediction against every target."
+    X, _ = data(n=16)
+    target = X[:, 0]
+    model = Reg()
+    before = params_of(model)
+    with pytest.raises(tb.ShapeMismatch, match=r"prediction shape \(16, 1\) and target shape \(16,\) differ.*"
+                                               r"broadcast them to \(16, 16\)") as e:
+        fit_flax(model, dl_train=[(X, target)], loss_fn="mse", config=tb.TrainConfig(epochs=1), live=False)
+    assert e.value.finding.kind == "shape_mismatch" and e.value.run.step == 0
+    assert_params_close(params_of(model), before, tol=0)  # refused before any step
+    # the torch loop's refusal, word for word
+    with pytest.raises(tb.ShapeMismatch) as torch_e:
+        tb.fit(torch.nn.Linear(4, 1), [(torch.from_numpy(X), torch.from_numpy(target))],
+               loss_fn=torch.nn.functional.mse_loss, config=tb.TrainConfig(epochs=1), live=False)
+    assert str(e.value) == str(torch_e.value)
+    with pytest.raises(tb.ShapeMismatch, match=r"\(16, 1\).*\(16,\)"):
+        tb.overfit_batch_flax(Reg(), (X, (target > 0).astype(np.float32)), loss_fn="bce", steps=5)
+    with pytest.raises(tb.ShapeMismatch, match=r"prediction shape \(16, 3\) and target shape \(16,\)"):  # no JAX error
+        fit_flax(Reg(dout=3), dl_train=[(X, target)], loss_fn="mse", config=tb.TrainConfig(epochs=1), live=False)
+    # a loss of one's own: refused when it broadcasts, let through when it pairs the rows itself
+    with pytest.raises(tb.ShapeMismatch, match="mine"):
+        def mine(pred, yb): return ((pred - yb) ** 2).mean()
+        fit_flax(Reg(), dl_train=[(X, target)], loss_fn=mine, config=tb.TrainConfig(epochs=1), live=False)
+    squeezed = fit_flax(Reg(), dl_train=[(X, target)], loss_fn=lambda pred, yb: ((pred.squeeze(-1) - yb) ** 2).mean(),
+                        config=tb.TrainConfig(epochs=1), live=False)
+    assert squeezed.stopped == "completed"
+    assert fit_flax(Reg(), dl_train=[(X, target[:, None])], loss_fn="mse", config=tb.TrainConfig(epochs=1),
+                    live=False).stopped == "completed"
+
+
+def test_labels_a_class_index_loss_cannot_take_are_named_at_the_first_batch():
+    X, y = data(n=16, classes=4)
+    labels = (y + 3).astype(np.int32)  # 3..6 for a model of 4 outputs
+    model = MLP(dout=4)
+    before = params_of(model)
+    with pytest.raises(ValueError, match=rf"fit_flax: labels run from 3 to {labels.max()} but the model has 4 "
+                                         r"outputs \(valid labels 0..3\); make the last layer") as e:
+        fit_flax(model, dl_train=[(X, labels)], config=tb.TrainConfig(epochs=1), live=False)
+    assert e.value.run.step == 0 and e.value.run.stopped == "failed"
+    assert_params_close(params_of(model), before, tol=0)
+    # the tiny-batch test: overfit_batch's finding, word for word, and no training (it would only give NaN)
+    report = tb.overfit_batch_flax(MLP(dout=4), (X, labels), steps=5)
+    torch_report = tb.overfit_batch(torch.nn.Linear(4, 4), (torch.from_numpy(X), torch.from_numpy(labels).long()),
+                                    torch.nn.functional.cross_entropy, steps=5)
+    assert not report.passed and [f.kind for f in report.findings] == ["label_out_of_range"]
+    assert report.findings[0].message == torch_report.findings[0].message
+    assert report.findings[0].data == torch_report.findings[0].data
+    # float labels for cross-entropy: named, not optax's dtype error
+    for run in (lambda: fit_flax(MLP(), dl_train=[(X, y.astype(np.float32))], config=tb.TrainConfig(epochs=1),
+                                 live=False),
+                lambda: tb.overfit_batch_flax(MLP(), (X, y.astype(np.float32)), steps=5)):
+        with pytest.raises(TypeError, match=r"loss_fn 'cross_entropy' takes class indices, but yb is float32"):
+            run()
+
+
+def test_evaluate_flax_scores_the_trained_model_or_its_run_as_validation_did():
+    X, y = data(n=96)
+    valid = batches(X[64:], y[64:], 16)
+    model = MLP(dropout=0.5)
+    run = fit_flax(model, dl_train=batches(X[:64], y[:64], 16), dl_valid=valid, metrics="accuracy",
+                   config=tb.TrainConfig(epochs=2, lr=1e-2), live=False)
+    scores = tb.evaluate_flax(model, valid, metrics="accuracy")
+    assert isinstance(scores, tb.Evaluation) and set(scores) == {"loss", "accuracy"}
+    assert scores["loss"] == pytest.approx(run.records.series("loss", "valid").iloc[-1], rel=1e-6)
+    assert scores["accuracy"] == pytest.approx(run.records.series("accuracy", "valid").iloc[-1])
+    assert tb.evaluate_flax(run, valid, "cross_entropy", ["accuracy"]) == scores  # eval mode: no dropout draws
+    assert tb.evaluate_flax(model, [{"x": X[64:], "y": y[64:]}])["loss"] == pytest.approx(scores["loss"], rel=1e-5)
+    with pytest.raises(TypeError, match="FlaxState holds the arrays"):
+        tb.evaluate_flax(tb.FlaxState({}, {}, None), valid)
+    with pytest.raises(TypeError, match="tb.evaluate"): tb.evaluate_flax(torch.nn.Linear(4, 3), valid)
+    with pytest.raises(ValueError, match="evaluate_flax: labels run from 5"):
+        tb.evaluate_flax(model, [(X, y + 5)])

@@ -4,7 +4,7 @@
 
 # %% ../nbs/20_jax.ipynb #b16f04ac
 from __future__ import annotations
-import inspect, math, time, warnings
+import math, time, warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple, Optional, Union
 
@@ -21,13 +21,13 @@ from .optim import LRFinder
 from .run import MONITOR_ALIASES, RUNNING, Run
 from .jax_parts import (CHECKPOINT_FORMAT, FlaxNanGuard, KeyStreams, flax_checkpoint_file, host_rng,
                                  import_jax, is_flax_model, make_tx, optax_schedule, read_flax_checkpoint,
-                                 save_flax_checkpoint, schedule_lr, stream_key, tree_entries,
-                                 tree_from_entries)
+                                 save_flax_checkpoint, schedule_lr, stream_key, takes_key, tree_entries,
+                                 tree_from_entries, check_targets)
 
 # %% auto #0
 __all__ = ['LOSSES', 'TARGET_KEYS', 'FlaxState', 'flax_loss', 'split_pure', 'from_pure', 'streams_used', 'flax_steps',
-           'as_arrays', 'split_arrays', 'evaluate_flax', 'pick_jax_precision', 'check_flax_inputs', 'fit_flax',
-           'overfit_batch_flax', 'lr_find_flax']
+           'as_arrays', 'split_arrays', 'check_first_batch', 'evaluate_compiled', 'evaluate_flax', 'pick_jax_precision',
+           'check_flax_inputs', 'fit_flax', 'overfit_batch_flax', 'lr_find_flax']
 
 # %% ../nbs/20_jax.ipynb #c5e11d29
 class FlaxState(NamedTuple):
@@ -43,10 +43,12 @@ def flax_loss(loss_fn: Union[str, Callable],  # a callable `loss_fn(pred, yb)` o
     "`loss_fn` as a function of `(pred, yb)` returning the mean loss."
     optax = import_jax()[2]
     if callable(loss_fn): return loss_fn
-    if loss_fn == "cross_entropy":
-        return lambda pred, yb: optax.softmax_cross_entropy_with_integer_labels(pred, yb).mean()
-    if loss_fn == "mse": return lambda pred, yb: ((pred - yb) ** 2).mean()
-    if loss_fn == "bce": return lambda pred, yb: optax.sigmoid_binary_cross_entropy(pred, yb).mean()
+    # named as the torch losses they are: the torch loop's checks know them by name (`check_targets`)
+    def cross_entropy(pred, yb): return optax.softmax_cross_entropy_with_integer_labels(pred, yb).mean()
+    def mse_loss(pred, yb): return ((pred - yb) ** 2).mean()
+    def binary_cross_entropy_with_logits(pred, yb): return optax.sigmoid_binary_cross_entropy(pred, yb).mean()
+    named = {"cross_entropy": cross_entropy, "mse": mse_loss, "bce": binary_cross_entropy_with_logits}
+    if loss_fn in named: return named[loss_fn]
     raise ValueError(f"loss_fn must be a callable loss_fn(pred, yb) or one of {', '.join(LOSSES)}, got {loss_fn!r}")
 
 def _call(model, xb):
@@ -54,10 +56,6 @@ def _call(model, xb):
     if isinstance(xb, dict): return model(**xb)
     if isinstance(xb, (tuple, list)): return model(*xb)
     return model(xb)
-
-def _takes_key(fn) -> bool:
-    try: return "key" in inspect.signature(fn).parameters
-    except (TypeError, ValueError): return False
 
 def split_pure(model,  # a Flax NNX module
                training: bool = True,  # train mode (dropout on, batch statistics updated) or eval mode
@@ -83,7 +81,7 @@ def streams_used(rng_tags: tuple,  # the model's RNG stream tags (empty: no stoc
                  loss_fn: Callable,  # the loss (takes a `key` keyword when it draws)
                 ) -> tuple:
     "The streams a step draws from: only those get a key folded each step."
-    used = (("dropout", bool(rng_tags)), ("augment", augment is not None), ("sample", _takes_key(loss_fn)))
+    used = (("dropout", bool(rng_tags)), ("augment", augment is not None), ("sample", takes_key(loss_fn)))
     return tuple(name for name, on in used if on)
 
 def flax_steps(graphdef,  # the model's graph definition in train mode (`split_pure`)
@@ -99,7 +97,7 @@ def flax_steps(graphdef,  # the model's graph definition in train mode (`split_p
               ) -> tuple[Callable, Callable, Callable]:
     "`(train_step(k), eval_step, wrap)`: compiled steps; `train_step(k)` for windows of k micro-batches."
     jax, jnp, optax, nnx = import_jax()
-    keyed = _takes_key(loss_fn)
+    keyed = takes_key(loss_fn)
 
     def cast(tree):
         if compute_dtype is None: return tree
@@ -195,18 +193,47 @@ def split_arrays(batch,  # one batch: (xb, yb), or a dict holding the target und
 def _rows(yb) -> int:
     return int(np.shape(yb)[0]) if np.ndim(yb) else 1
 
+def check_first_batch(graphdef,  # the model's graph definition in eval mode (`split_pure(model, training=False)`)
+                      templates: tuple,  # the (params, rngs, rest) States the plain dicts are rebuilt into
+                      pure: tuple,  # the (params, rngs, rest) plain dicts (`split_pure`)
+                      batch,  # the first batch
+                      loss_fn: Callable,  # the loss (`flax_loss`)
+                      *,
+                      values: bool = False,  # run the model (else its prediction's shape: a trace, nothing run)
+                      who: Optional[str] = None,  # raise a ValueError naming `who` on an error finding; None = return
+                     ) -> list:
+    "`check_targets` on the model's prediction for `batch` in eval mode; it runs only when a check needs the values."
+    jax, nnx = import_jax()[0], import_jax()[3]
+    params_t, rngs_t, rest_t = templates
+
+    def forward(params, rngs, rest, xb):
+        return _call(nnx.merge(graphdef, from_pure(params_t, params), from_pure(rngs_t, rngs),
+                               from_pure(rest_t, rest), copy=True), xb)
+
+    xb, yb = split_arrays(batch)
+    predict = lambda: jax.jit(forward)(*pure, xb)
+    found = check_targets(predict() if values else jax.eval_shape(forward, *pure, xb), yb, loss_fn, predict)
+    error = next((f for f in found if f.severity == "error"), None)
+    if who is not None and error is not None:  # training would fail (NaN losses) on such labels
+        raise ValueError(f"{who}: {error.message}; {error.advice}")
+    return found
+
 # %% ../nbs/20_jax.ipynb #d2e7ffe0
-def evaluate_flax(eval_step: Callable,  # the compiled eval step (`flax_steps`)
-                  train_state: FlaxState,  # the parameters and variables to score
-                  rngs,  # the model's RNG variables (unused in eval mode, needed to rebuild it)
-                  dl,  # re-iterable of validation batches
-                  metric_fns: Optional[dict] = None,  # name -> metric(pred, target) (trainbook's metrics)
-                 ) -> dict[str, float]:
-    "Mean loss over the rows of `dl` and the metrics on all its predictions (trainbook's metric functions)."
+def evaluate_compiled(eval_step: Callable,  # the compiled eval step (`flax_steps`)
+                      train_state: FlaxState,  # the parameters and variables to score
+                      rngs,  # the model's RNG variables (unused in eval mode, needed to rebuild it)
+                      dl,  # re-iterable of validation batches
+                      metric_fns: Optional[dict] = None,  # name -> metric(pred, target) (trainbook's metrics)
+                      first: Optional[Callable] = None,  # called with the first batch before it is scored (checks)
+                     ) -> dict[str, float]:
+    "Mean loss over the rows of `dl` and the metrics on all its predictions: `fit_flax`'s validation."
     import torch
     jax = import_jax()[0]
     losses, rows, preds, ys = [], 0, [], []
     for batch in dl:
+        if first is not None:
+            first(batch)
+            first = None
         xb, yb = split_arrays(batch)
         loss, pred = eval_step(train_state.params, rngs, train_state.rest, xb, yb)
         n = _rows(yb)
@@ -221,6 +248,33 @@ def evaluate_flax(eval_step: Callable,  # the compiled eval step (`flax_steps`)
         pred, target = torch.from_numpy(np.concatenate(preds)), torch.from_numpy(np.concatenate(ys))
         for name, fn in metric_fns.items(): results[name] = float(fn(pred, target))
     return results
+
+def evaluate_flax(model,  # a Flax NNX module (`fit_flax` trains it in place), or the `Run` fit_flax returned
+                  dl,  # re-iterable of batches, in any form `fit_flax` takes
+                  loss_fn: Union[str, Callable] = "cross_entropy",  # `loss_fn(pred, yb)` (jnp) or a LOSSES name
+                  metrics=None,  # a metric, a name, a list or a dict of them (see `resolve_metrics`)
+                  *,
+                  precision: str = "fp32",  # fp32 | bf16 | auto (bf16 on a GPU or TPU)
+                 ):
+    "Mean loss and metrics of a Flax `model` over `dl` in eval mode (no dropout, running statistics): an `Evaluation`."
+    from trainbook.triage import Evaluation
+    if isinstance(model, Run) and is_flax_model(model.model): model = model.model
+    if not is_flax_model(model):
+        what = ("a FlaxState holds the arrays without the model's structure: pass the model itself (fit_flax "
+                "trained it in place) or the Run fit_flax returned" if isinstance(model, FlaxState) else
+                "for a torch module use tb.evaluate")
+        raise TypeError(f"evaluate_flax: model must be a Flax NNX module or fit_flax's Run, got "
+                        f"{type(model).__name__}; {what}")
+    check_loader(dl, "dl", probe=True)
+    fn, metric_fns = flax_loss(loss_fn), resolve_metrics(metrics)
+    jnp = import_jax()[1]
+    graphdef, templates, pure = split_pure(model, training=False)
+    bf16 = pick_jax_precision(precision) == "bf16"
+    eval_step = flax_steps(graphdef, graphdef, templates, fn, None,  # no training: no optax chain
+                           compute_dtype=jnp.bfloat16 if bf16 else None)[1]
+    first = lambda batch: check_first_batch(graphdef, templates, pure, batch, fn, who="evaluate_flax")
+    results = evaluate_compiled(eval_step, FlaxState(pure[0], pure[2], None), pure[1], dl, metric_fns, first)
+    return Evaluation(results)
 
 # %% ../nbs/20_jax.ipynb #3350a6c9
 def _leaf_name(path) -> str:
@@ -294,6 +348,8 @@ class _FlaxLoop:
         self.train = FlaxState(params, rest, wrap(cfg.accum_steps).init(params))
         self.window_start = self.train  # the state before the window in flight (arrays are immutable: no copy)
         self.used = streams_used(tags, augment, flax_loss(loss_fn))
+        self.first_check = lambda batch: check_first_batch(eval_graphdef, templates, (params, self.rngs, rest), batch,
+                                                           flax_loss(loss_fn), who="fit_flax")
         self.base_keys = {name: self.streams.base[name] for name in self.used}
         # judging, keeping, stopping
         split, name = check_monitor(cfg, dl_valid is not None, metric_fns)
@@ -381,6 +437,9 @@ class _FlaxLoop:
     def micro_step(self, window, batch, micro_step: int) -> None:
         "One compiled step on one micro-batch: forward -> loss -> gradients -> accumulate -> (last) clip -> update."
         if micro_step == 0: self.window_start = self.train
+        if self.first_check is not None:  # the first batch: what the loss would take wrongly, before any step
+            check, self.first_check = self.first_check, None
+            check(batch)
         xb, yb = split_arrays(batch)
         step_fn = self.train_step(window.size)
         log_norms = (self.state.step + 1) % self.cfg.log_every == 0  # this step logs gradient norms
@@ -442,7 +501,7 @@ class _FlaxLoop:
         state = self.state
         if self.dl_valid is not None:
             self.cbs(Event.before_validate, state)
-            state.valid = evaluate_flax(self.eval_step, self.train, self.rngs, self.dl_valid, self.metric_fns)
+            state.valid = evaluate_compiled(self.eval_step, self.train, self.rngs, self.dl_valid, self.metric_fns)
             for name, value in state.valid.items(): self.history.append(state.step, state.epoch, "valid", name, value)
             self.cbs(Event.after_validate, state)
             monitored = self.monitor[1] if self.monitor[0] == "valid" else "loss"
@@ -642,13 +701,19 @@ def overfit_batch_flax(model,  # a Flax NNX module (not modified: its state is c
                        tolerance: float = 0.1,  # pass when the final loss is below tolerance x the first
                       ):
     "The tiny-batch test for a Flax model, as `overfit_batch` judges it; a `SanityReport`. The model is not touched."
-    from trainbook.sanity import memorized, overfit_report
+    from trainbook.sanity import SanityReport, memorized, overfit_report
     jax, jnp, optax, nnx = import_jax()
     if not is_flax_model(model): raise TypeError(f"model must be a Flax NNX module, got {type(model).__name__}")
     if not isinstance(steps, int) or steps < 1: raise ValueError(f"steps must be a positive int, got {steps!r}")
     xb, yb = split_arrays(batch)
     graphdef, templates, (params, rngs, rest) = split_pure(model, training=True)
     fn, keys, best = flax_loss(loss_fn), dict(KeyStreams(0).base), None
+    # as overfit_batch: labels past the outputs fail at once (training would only give NaN); float labels for a
+    # class-index loss and a pair the loss would broadcast are refused
+    findings = check_first_batch(split_pure(model, training=False)[0], templates, (params, rngs, rest), batch, fn,
+                                 values=True)
+    if any(f.severity == "error" and f.kind == "label_out_of_range" for f in findings):
+        return SanityReport(False, findings)
     tried = [lr] if lr is not None else list(lrs)
     for try_lr in tried:
         tx = optax.adam(try_lr)
@@ -661,7 +726,7 @@ def overfit_batch_flax(model,  # a Flax NNX module (not modified: its state is c
         ok, ratio = memorized(values, tolerance)
         if best is None or ratio < best[0]: best = (ratio, try_lr, values, ok)
         if ok: break
-    return overfit_report(best, [], steps, tried)
+    return overfit_report(best, findings, steps, tried)
 
 def lr_find_flax(model,  # a Flax NNX module (not modified)
                  dl_train,  # re-iterable of (xb, yb) batches (cycled when shorter than num_steps)

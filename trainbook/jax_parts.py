@@ -4,21 +4,27 @@
 
 # %% ../nbs/20a_jax_parts.ipynb #dbef0cea
 from __future__ import annotations
-import importlib, zlib
+import functools, importlib, inspect, zlib
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Union
 
 import numpy as np
+import torch
+from torch import nn
 
+from .batch import ELEMENTWISE_LOSSES, ShapeMismatch, check_loss_shapes, label_range
 from .checkpoint import CheckpointError
 from .core import Finding, TrainConfig, atomic_write
 from .events import Callback, LoopState
+from .metrics import IGNORE_INDEX
 from .optim import SCHEDULE_FNS, warmup_steps
+from .sanity import loss_kind, static_findings
 
 # %% auto #0
-__all__ = ['STREAMS', 'CHECKPOINT_FORMAT', 'import_jax', 'is_flax_model', 'stream_key', 'KeyStreams', 'optax_schedule',
-           'schedule_lr', 'decay_mask', 'make_tx', 'tree_entries', 'tree_from_entries', 'host_rng',
-           'save_flax_checkpoint', 'flax_checkpoint_file', 'read_flax_checkpoint', 'FlaxNanGuard']
+__all__ = ['STREAMS', 'CHECKPOINT_FORMAT', 'OUTPUT_FINDINGS', 'import_jax', 'is_flax_model', 'stream_key', 'KeyStreams',
+           'optax_schedule', 'schedule_lr', 'decay_mask', 'make_tx', 'tree_entries', 'tree_from_entries', 'host_rng',
+           'save_flax_checkpoint', 'flax_checkpoint_file', 'read_flax_checkpoint', 'FlaxNanGuard', 'takes_key',
+           'check_targets']
 
 # %% ../nbs/20a_jax_parts.ipynb #310057f2
 def import_jax() -> tuple:
@@ -261,3 +267,82 @@ class FlaxNanGuard(Callback):
 
     def state_dict(self): return {"reports": self.reports}
     def load_state_dict(self, state): self.reports = list(state.get("reports", []))
+
+# %% ../nbs/20a_jax_parts.ipynb #5e0c3a91
+def takes_key(fn,  # a loss or an augmentation
+             ) -> bool:
+    "Whether `fn` takes a `key` keyword (a loss that draws: it gets the sample stream's key)."
+    try: return "key" in inspect.signature(fn).parameters
+    except (TypeError, ValueError): return False
+
+def _is_array(a) -> bool:
+    "An array (numpy, jax) or the shape of one (`jax.ShapeDtypeStruct`): not a tuple, dict or scalar."
+    return hasattr(a, "shape") and hasattr(a, "dtype") and len(getattr(a, "shape", ())) > 0
+
+def _torch_view(a) -> torch.Tensor:
+    "`a` for trainbook's torch-side checks: a copy of its values (float32 for bf16), or its shape alone (meta)."
+    if not hasattr(a, "__array__"): return torch.empty(tuple(a.shape), device="meta")  # a ShapeDtypeStruct
+    values = np.asarray(a)
+    if values.dtype.kind not in "biuf": values = values.astype(np.float32)  # bfloat16 (ml_dtypes)
+    return torch.tensor(values)
+
+def _takes(loss_fn: Callable, pred, yb) -> bool:
+    "Whether `loss_fn` can be called on `pred` and `yb` (shapes are enough: a trace, nothing run)."
+    jax = import_jax()[0]
+    call = (lambda p, y: loss_fn(p, y, key=jax.random.key(0))) if takes_key(loss_fn) else loss_fn
+    try: jax.eval_shape(call, pred, yb)
+    except Exception: return False
+    return True
+
+def _on_torch(loss_fn: Callable) -> Callable:
+    "`loss_fn` (jnp) called on torch tensors, under its own name: what `check_loss_shapes` calls to compare values."
+    jax, jnp = import_jax()[:2]
+    keyed = takes_key(loss_fn)
+
+    @functools.wraps(loss_fn)
+    def on_torch(pred, yb):
+        args = jnp.asarray(pred.numpy()), jnp.asarray(yb.numpy())
+        value = loss_fn(*args, key=jax.random.key(0)) if keyed else loss_fn(*args)
+        return torch.tensor(np.asarray(value, dtype=np.float32))
+    return on_torch
+
+OUTPUT_FINDINGS = ("label_out_of_range", "activation_before_loss")  # what a prediction and its targets show
+
+def check_targets(pred,  # the model's prediction on a batch: an array, or its shape alone (`jax.eval_shape`)
+                  yb,  # the batch's targets (an array)
+                  loss_fn: Callable,  # the loss as `flax_loss` gives it (named as the torch loss it matches)
+                  predict: Optional[Callable] = None,  # `predict() -> pred` with values, for a shape-only `pred`
+                 ) -> list[Finding]:
+    """The torch loop's first-batch checks for a Flax loss, before any step: float labels for a class-index loss
+    (TypeError) and a pair the loss would broadcast (`ShapeMismatch`) refused; labels past the model's outputs
+    and an activation before a logits loss as `overfit_batch`'s findings (values needed: `predict`)."""
+    if not (_is_array(pred) and _is_array(yb)): return []  # a tuple or dict: the loss's own business
+    jax = import_jax()[0]
+    kind, ty = loss_kind(loss_fn), _torch_view(yb)
+    if kind == "ce" and (ty.is_floating_point() or ty.dtype == torch.bool):
+        raise TypeError(f"loss_fn {getattr(loss_fn, '__name__', loss_fn)!r} takes class indices, but yb is "
+                        f"{np.dtype(yb.dtype)}: give integer labels (yb.astype(np.int32), or np.asarray(y, "
+                        "dtype=np.int32) once); for class probabilities use a callable loss such as "
+                        "optax.softmax_cross_entropy")
+    tp = _torch_view(pred)
+    try: check_loss_shapes(tp, ty, _on_torch(loss_fn))
+    except ShapeMismatch:
+        name = getattr(loss_fn, "__name__", type(loss_fn).__name__).lower()
+        if name in ELEMENTWISE_LOSSES: raise  # refused by its name: the shapes say it all
+        # another loss is refused when it scores the pair otherwise than the prediction reshaped to the targets:
+        # one that cannot take that pair (jnp's squeeze(-1) of an axis longer than 1) is not refused on a guess
+        if not _takes(loss_fn, jax.ShapeDtypeStruct(tuple(yb.shape), pred.dtype), yb): return []
+        if not tp.is_meta: raise
+        if predict is None: return []  # the values decide
+        tp = _torch_view(predict())  # the values: a loss that aligns the pair itself passes
+        check_loss_shapes(tp, ty, _on_torch(loss_fn))
+    if kind not in ("ce", "bce"): return []
+    # judged as the torch loss it is; a Flax class-index loss ignores no label (an ignore_index none has)
+    ignore = int(ty.min()) - 1 if ty.numel() else IGNORE_INDEX
+    torch_loss = nn.CrossEntropyLoss(ignore_index=ignore) if kind == "ce" else nn.BCEWithLogitsLoss()
+    if tp.is_meta:  # the shape shows labels past the outputs; the other findings need the values
+        labels = label_range(tp, ty, ignore) if kind == "ce" else None
+        if predict is None or labels is None or (labels[0] >= 0 and labels[1] < labels[2]): return []
+        tp = _torch_view(predict())
+    # an empty module stands for the model: only the prediction's and the labels' findings are kept
+    return [f for f in static_findings(nn.Module(), tp, ty, torch_loss) if f.kind in OUTPUT_FINDINGS]
