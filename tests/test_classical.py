@@ -143,3 +143,32 @@ def test_bad_input(cancer, make, match):
     df, kw = make(cancer)
     sp = tb.make_splits(df, "target", strategy="random", seed=0)
     with pytest.raises(ValueError, match=match): tb.fit_xgboost(df, "target", sp, live=False, **kw)
+
+
+def test_baseline_takes_one_model_by_name_and_names_a_wrong_models(cancer):
+    "models='xgboost' was iterated letter by letter ('got x')."
+    sp = tb.make_splits(cancer, "target", seed=0)
+    assert list(tb.baseline(cancer, "target", sp, models="dummy").index) == ["dummy"]
+    with pytest.raises(TypeError, match="models must be a list of model names"):
+        tb.baseline(cancer, "target", sp, models=None)
+
+
+def test_a_class_only_in_the_test_rows_is_named_by_baseline_and_score_model(cancer):
+    "baseline scores the test rows too: a class the train rows lack failed in scikit-learn as {-1}."
+    df = cancer.assign(target=cancer.target.astype(str))
+    sp = tb.make_splits(df, "target", test_size=0.2, seed=0)
+    df.loc[df.index[sp.test[:2]], "target"] = "other"
+    with pytest.raises(ValueError, match=r"test rows hold class\(es\) \['other'\] of target 'target' that the train"):
+        tb.baseline(df, "target", sp, models=("dummy",))
+    from sklearn.dummy import DummyClassifier
+    model = DummyClassifier().fit(df.drop(columns="target").iloc[sp.train], df.target.iloc[sp.train])
+    with pytest.raises(ValueError, match=r"test rows hold class\(es\) \['other'\]"):
+        tb.score_model(model.predict_proba, df, "target", sp, "binary")
+
+
+def test_cross_validate_and_score_model_refuse_splits_of_another_frame(cancer):
+    longer = tb.make_splits(pd.concat([cancer, cancer], ignore_index=True), "target", seed=0)
+    with pytest.raises(ValueError, match="splits were made on a frame of 1138 rows, but df has 569"):
+        tb.cross_validate(LogisticRegression(max_iter=2000), cancer, "target", longer)
+    with pytest.raises(TypeError, match="splits must be a tb.Splits"):
+        tb.score_model(lambda X: np.zeros(len(X)), cancer, "target", None, "binary")

@@ -310,3 +310,130 @@ def test_a_boosting_run_folder_is_a_run_folder(lib, cancer, tmp_path):
         again = fit(lib, cancer, "target", sp, num_rounds=5, checkpoint_dir=tmp_path)
     assert again.run_dir == tmp_path / "version_1" and [f.kind for f in again.findings][-1] == "run_dir_versioned"
     assert (tmp_path / run.model.lib.model_file).read_bytes() == model  # the first run's model, untouched
+
+
+# --- the splits and the classes checked against the frame, before any work ------------------------------------------
+
+def rare_class_frame(n=300, seed=0):
+    "Classes 0-2, and class 7 in the last row only, which the splits put in the valid rows."
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({"a": rng.normal(size=n), "y": rng.choice([0, 1, 2], n)})
+    df.loc[n - 1, "y"] = 7
+    sp = tb.make_splits(df, "y", strategy="random", seed=seed)
+    sp.train = np.array([i for i in range(n - 1) if i % 5])
+    sp.valid = np.array([i for i in range(n) if i % 5 == 0 or i == n - 1])
+    return df, sp
+
+
+@pytest.mark.parametrize("lib", ["xgboost", "lightgbm", "catboost", "baseline"])
+def test_a_class_only_in_the_valid_rows_is_named_before_any_work(lib, tmp_path):
+    "XGBoost and CatBoost failed in C++ on the code -1, LightGBM trained on it, baseline failed in scikit-learn."
+    df, sp = rare_class_frame()
+    match = r"valid rows hold class\(es\) \[7\] of target 'y' that the train rows lack \(1 row\(s\): 299\)"
+    with pytest.raises(ValueError, match=match):
+        if lib == "baseline": tb.baseline(df, "y", sp)
+        else: fit(lib, df, "y", sp, num_rounds=5, checkpoint_dir=tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def splits_of(case, df):
+    "Splits that do not belong to `df`, one way or another."
+    if case == "none": return None
+    if case == "longer": return tb.make_splits(pd.concat([df, df], ignore_index=True), "y", seed=0)
+    if case == "shorter": return tb.make_splits(df.iloc[:100], "y", seed=0)
+    if case == "positions":  # splits that did not record their frame's rows (made by hand, or by an older trainbook)
+        sp = tb.make_splits(pd.concat([df, df], ignore_index=True), "y", seed=0)
+        del sp.params["n_rows"]
+        return sp
+    sp = tb.make_splits(df, "y", seed=0)
+    sp.params["n_rows"] = 250  # the frame's rows, as make_splits may record them
+    return sp
+
+
+@pytest.mark.parametrize("case, error, match", [
+    ("none", TypeError, r"splits must be a tb.Splits from tb.make_splits\(df, target, ...\).*got NoneType"),
+    ("longer", ValueError, r"splits were made on a frame of 600 rows, but df has 300"),
+    ("shorter", ValueError, r"splits were made on a frame of 100 rows, but df has 300"),
+    ("positions", ValueError, r"splits.train holds row position 5\d\d, out of range for a df of 300 rows"),
+    ("recorded", ValueError, r"splits were made on a frame of 250 rows, but df has 300"),
+])
+@pytest.mark.parametrize("lib", ["xgboost", "lightgbm", "catboost", "baseline"])
+def test_splits_of_another_frame_are_named(lib, case, error, match, tmp_path):
+    "Splits of a shorter frame trained on a part silently, of a longer one failed in pandas, None in an attribute."
+    df, _ = rare_class_frame()
+    df["y"] = df.y.clip(upper=2)
+    sp = splits_of(case, df)
+    with pytest.raises(error, match=match):
+        if lib == "baseline": tb.baseline(df, "y", sp)
+        else: fit(lib, df, "y", sp, num_rounds=5, checkpoint_dir=tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_splits_changed_by_hand_stay_welcome(cancer):
+    "A part subsampled or moved by hand is no other frame's: only positions outside the frame are."
+    sp = tb.make_splits(cancer, "target", seed=0)
+    sp.train = sp.train[::2]
+    run = fit("xgboost", cancer, "target", sp, num_rounds=5)
+    assert run.step == 5
+
+
+@pytest.mark.parametrize("lib, params, names", [
+    ("xgboost", {"eval_metric": "auc"}, ["logloss", "auc"]),
+    ("xgboost", {"eval_metric": ["aucpr", "error"]}, ["logloss", "aucpr", "error"]),
+    ("lightgbm", {"metric": "auc"}, ["binary_logloss", "auc"]),
+    ("lightgbm", {"metric": "auc,binary"}, ["binary_logloss", "auc"]),  # binary: LightGBM's name of its log loss
+    ("catboost", {"eval_metric": "AUC"}, ["Logloss", "auc"]),
+])
+def test_a_metric_set_in_params_is_recorded_by_its_name_beside_the_loss(lib, params, names, cancer):
+    "AUC was recorded as the loss (falsely `not_learning`), and early stopping followed it."
+    sp = tb.make_splits(cancer, "target", strategy="stratified", seed=0)
+    run = fit(lib, cancer, "target", sp, params=params, num_rounds=300, early_stopping=10)
+    if lib != "catboost": assert run.extra["params"][{"xgboost": "eval_metric", "lightgbm": "metric"}[lib]] == names
+    valid = run.records.series("loss", "valid")
+    assert len(run.records.series(names[1].lower(), "valid")) == len(valid) == run.step  # by its own name
+    X, y = cancer.drop(columns="target").iloc[sp.valid], cancer.target.iloc[sp.valid]
+    log_loss = tb.classification_metrics(y, run.model.predict_proba(X))["log_loss"]
+    assert run.best == pytest.approx(log_loss, rel=1e-3)  # the loss is the log loss, at the kept round
+    assert "not_learning" not in [f.kind for f in run.findings]
+    if lib != "catboost":  # early stopping watched the valid loss (CatBoost's eval_metric picks its best round)
+        assert run.stopped == "early_stopping" and run.best_epoch == int(np.argmin(valid.to_numpy()))
+
+
+def test_an_objective_of_ones_own_takes_its_first_loss_metric(cancer):
+    "With the user's objective, the loss is the first of their metrics that is no score."
+    sp = tb.make_splits(cancer, "target", seed=0)
+    run = fit("xgboost", cancer, "target", sp, num_rounds=5,
+              params={"objective": "binary:logitraw", "eval_metric": ["auc", "error"]})
+    assert run.extra["params"]["eval_metric"] == ["error", "auc"]
+    h = run.records
+    assert len(h.series("loss", "valid")) == len(h.series("auc", "valid")) == 5 and not len(h.series("error", "valid"))
+
+
+def test_overwrite_replaces_an_earlier_boosting_run_and_the_advice_names_no_other_flag(cancer, tmp_path):
+    "The versioned-folder warning advised resume= and overwrite=, which fit_* did not take (a TypeError)."
+    sp = tb.make_splits(cancer, "target", seed=0)
+    fit("xgboost", cancer, "target", sp, num_rounds=5, checkpoint_dir=tmp_path)
+    with pytest.warns(UserWarning, match="already holds a run.*pass overwrite=True") as caught:
+        again = fit("lightgbm", cancer, "target", sp, num_rounds=5, checkpoint_dir=tmp_path)
+    assert again.run_dir == tmp_path / "version_1"
+    [advice] = [f.advice for f in again.findings if f.kind == "run_dir_versioned"]
+    assert "overwrite=True" in advice and "resume" not in advice
+    assert not any("resume=" in str(w.message) for w in caught)
+    third = fit("lightgbm", cancer, "target", sp, num_rounds=7, checkpoint_dir=tmp_path, overwrite=True)
+    assert third.run_dir == tmp_path and "run_dir_versioned" not in [f.kind for f in third.findings]
+    assert not (tmp_path / "model.json").exists()  # the XGBoost run's model went with it
+    assert BoostedModel.load(tmp_path).library == "lightgbm" and tb.Run.load(tmp_path).step == 7
+    assert (tmp_path / "version_1" / "model.txt").is_file()  # the other run's folder: untouched
+
+
+def test_numpy_ints_are_taken_and_wrong_kinds_are_named(cancer):
+    sp = tb.make_splits(cancer, "target", seed=0)
+    run = fit("xgboost", cancer, "target", sp, num_rounds=np.int64(6), early_stopping=np.int32(3))
+    assert run.config.epochs == 6 and run.config.patience == 3 and type(run.config.epochs) is int
+    for kw, match in [({"early_stopping": True}, "early_stopping must be None or a positive int"),
+                      ({"num_rounds": True}, "num_rounds must be a positive int"),
+                      ({"num_rounds": 5.0}, "num_rounds must be a positive int"),
+                      ({"overwrite": "yes"}, "overwrite must be True or False")]:
+        with pytest.raises(TypeError, match=match): fit("xgboost", cancer, "target", sp, **kw)
+    with pytest.raises(TypeError, match=r"params must be a dict of xgboost's parameters.*got list \(dict\(params\)"):
+        tb.fit_xgboost(cancer, "target", sp, params=[("eta", 0.1)], live=False)

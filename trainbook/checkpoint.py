@@ -330,6 +330,7 @@ def _in_place(checkpoint_dir: Path, resume) -> Optional[Path]:
 def prepare_run_dir(checkpoint_dir: str | Path | None,  # the folder asked for (TrainConfig.checkpoint_dir)
                     resume: str | Path | None = None,  # the checkpoint (or run folder) the run resumes from
                     overwrite: bool = False,  # replace the previous run's files in checkpoint_dir
+                    resumable: bool = True,  # the run can resume an earlier one (the advice names resume=)
                    ) -> tuple[Optional[Path], Optional[Finding]]:
     "The folder this run writes to, checked writable and claimed, so no earlier run's files are replaced."
     if checkpoint_dir is None: return None, None
@@ -353,7 +354,8 @@ def prepare_run_dir(checkpoint_dir: str | Path | None,  # the folder asked for (
         "run_dir_versioned", "info",
         f"checkpoint_dir {str(base)!r} already holds a run ({', '.join(held)}); this run writes to "
         f"{str(folder)!r}, so nothing of the earlier run is replaced",
-        advice=f"to continue the earlier run pass resume={str(base)!r}; to replace it, overwrite=True",
+        advice=(f"to continue the earlier run pass resume={str(base)!r}; to replace it, overwrite=True" if resumable
+                else "to replace the earlier run instead, pass overwrite=True"),
         data={"checkpoint_dir": str(base), "run_dir": str(folder)})
 
 # %% ../nbs/06_checkpoint.ipynb #7ae62d48
@@ -479,13 +481,14 @@ class Checkpointer:
     def prepare(self,
                 resume: Union[str, Path, None] = None,  # the checkpoint (or run folder) the run resumes from
                 overwrite: bool = False,  # replace an earlier run's files (else take a new version folder)
+                resumable: bool = True,  # the run can resume an earlier one (a boosting run cannot)
                ) -> None:
         "Choose the run folder before any step: writable, claimed, never an earlier run's (rank 0 chooses)."
         check_resume(resume)
         if self.run_dir is None: return
         chosen = [None, None, None]  # folder, finding, error
         if self.rank == 0:
-            try: chosen[:2] = prepare_run_dir(self.run_dir, resume, overwrite)
+            try: chosen[:2] = prepare_run_dir(self.run_dir, resume, overwrite, resumable)
             except (ValueError, OSError) as e: chosen[2] = e  # every rank raises it, none waits for ever
         if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
             dist.broadcast_object_list(chosen, src=0)

@@ -14,6 +14,7 @@ from .checks import require_column, require_frame, infer_task
 from .core import announce
 from .data import make_preprocessor
 from .gbdt import BOOSTING_FITS, BOOSTING_LIBRARIES, check_boosting_inputs, frame_xy, split_columns
+from .splits import check_splits
 from .metrics import classification_metrics, proba_2d, regression_metrics
 # boosting lives in trainbook.gbdt; these names stay importable from here for code written before the move
 from .gbdt import BoostedModel, fit_xgboost
@@ -78,13 +79,15 @@ def score_model(predict: Callable,  # `predict(X)`: probabilities ((n, k) or (n,
                 classes=None,  # the class labels in code order (classification); None = train rows', sorted
                 ) -> dict:
     "Metrics per split ('train', 'valid', 'test' when present) of `predict(X) -> proba | values`."
+    require_frame(df)
+    check_splits(df, splits, need=("train",) if task != "regression" and classes is None else ())
     if task != "regression" and classes is None:  # one code order for every split: the training rows'
         classes = frame_xy(df.iloc[splits.train], target, task)[2]
     row = {}
     for name in ("train", "valid", "test"):
         idx = getattr(splits, name)
         if not len(idx): continue
-        X, y, _ = frame_xy(df.iloc[idx], target, task, classes)
+        X, y, _ = frame_xy(df.iloc[idx], target, task, classes, where=f"{name} rows")
         out = predict(X)
         if task == "regression": m = regression_metrics(y, out)
         else: m = classification_metrics(y, out, labels=np.arange(len(classes)))
@@ -94,6 +97,10 @@ def score_model(predict: Callable,  # `predict(X)`: probabilities ((n, k) or (n,
 def _baseline_models(models) -> list:
     "(name, what) pairs from `baseline`'s `models`, checked before any model is fitted."
     known = ("dummy", "linear", *BOOSTING_LIBRARIES)
+    if isinstance(models, str): models = (models,)  # one model by name
+    if not isinstance(models, (list, tuple)):
+        raise TypeError(f"models must be a list of model names ({', '.join(known)}) or (name, scikit-learn "
+                        f"estimator) pairs, got {type(models).__name__}")
     pairs = []
     for item in models:
         if isinstance(item, str) and item in known: pairs.append((item, item))
@@ -106,7 +113,7 @@ def baseline(df: pd.DataFrame,  # the whole table: feature columns and the targe
              target: str,  # name of the target column
              splits,  # a `Splits`: every model trains on its train rows and is scored on each split
              task: str = "auto",  # "auto" (from the target), "binary", "multiclass" or "regression"
-             models: tuple = ("dummy", "linear", "xgboost"),  # also "lightgbm", "catboost", (name, estimator)
+             models: Union[tuple, str] = ("dummy", "linear", "xgboost"),  # also "lightgbm", "catboost", (name, est)
              seed: int = 0,  # random seed of the boosted models
              ) -> pd.DataFrame:
     "Dummy, linear, boosted models and any scikit-learn estimator on the same splits: metrics per split."
@@ -117,7 +124,7 @@ def baseline(df: pd.DataFrame,  # the whole table: feature columns and the targe
     from sklearn.dummy import DummyClassifier, DummyRegressor
     from sklearn.linear_model import LogisticRegression, Ridge
     from sklearn.pipeline import make_pipeline
-    task = check_boosting_inputs(df, target, splits, task)
+    task = check_boosting_inputs(df, target, splits, task, scored=("valid", "test"))  # every part is scored
     pairs = _baseline_models(models)
     train = df.iloc[splits.train]
     X, y, classes = frame_xy(train, target, task)
@@ -159,6 +166,7 @@ def cross_validate(estimator,  # a scikit-learn estimator (cloned for each fold)
     "Scores per fold of `splits.folds` (or train/valid), preprocessing refitted in each fold; mean and std."
     from sklearn.metrics import get_scorer
     require_frame(df); require_column(df, target, "target")
+    check_splits(df, splits, need=() if getattr(splits, "folds", None) else ("train", "valid"))
     task = infer_task(df[target])
     usual = {"binary": ["roc_auc", "average_precision", "balanced_accuracy"],
              "multiclass": ["balanced_accuracy", "f1_macro"],

@@ -161,6 +161,7 @@ import numpy as np
 import pandas as pd
 
 from .checks import require_column, require_frame, infer_task
+from .splits import check_splits
 from .checks import (MAX_CATEGORIES, column_roles, dtype_family, epoch_seconds, infinite_counts,
                               require_string_columns)
 from .core import Finding
@@ -622,8 +623,7 @@ def loaders_from_frame(df: pd.DataFrame,  # the whole frame (all splits)
     "Fit preprocessing on the train rows only; return (dl_train, dl_valid, dl_test or None, FramePrep)."
     require_frame(df)
     require_column(df, target, "target")
-    for name in ("train", "valid"):
-        if not len(getattr(splits, name)): raise ValueError(f"splits.{name} is empty")
+    check_splits(df, splits)  # a Splits of this frame, with train and valid rows
     if drop_last and len(splits.train) < batch_size:
         raise ValueError(f"drop_last=True with batch_size={batch_size} leaves no batch: there are only "
                          f"{len(splits.train)} training rows; lower batch_size")

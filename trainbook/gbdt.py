@@ -5,6 +5,7 @@
 # %% ../nbs/10a_gbdt.ipynb #08eb76d2
 from __future__ import annotations
 import importlib, json, signal, threading, time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Union
 
@@ -21,7 +22,7 @@ from .metrics import class_weights, proba_2d
 from .modelfiles import (ModelFileError, check_catboost_file, check_lightgbm_text, check_xgboost_json,
                                   file_sha256)
 from .run import Run, remember_run
-from .splits import fingerprint_frame
+from .splits import check_splits, fingerprint_frame
 
 # %% auto #0
 __all__ = ['TRUSTED_TYPES', 'BOOSTED_FORMAT', 'MISSING', 'BOOSTING_LIBRARIES', 'fit_xgboost', 'fit_lightgbm', 'fit_catboost',
@@ -48,6 +49,7 @@ def frame_xy(df: pd.DataFrame,  # rows with the feature columns and the target
              target: str,  # name of the target column
              task: str,  # "binary", "multiclass" or "regression"
              classes: Optional[list] = None,  # the class labels in code order; None = from these rows
+             where: str = "these rows",  # the rows, as an error names them (e.g. "valid rows")
             ) -> tuple:
     "(features, y, classes): y as floats (regression) or class codes 0..k-1 (classification)."
     y = df[target]
@@ -56,11 +58,27 @@ def frame_xy(df: pd.DataFrame,  # rows with the feature columns and the target
             raise ValueError(f"target {target!r} must be numeric for regression, got dtype {y.dtype}")
         return df.drop(columns=[target]), y.to_numpy(dtype=float, na_value=np.nan), None
     classes = classes if classes is not None else sorted(y.unique().tolist(), key=lambda v: (str(type(v)), v))
+    unseen = ~y.isin(classes)
+    if unseen.any():  # a class outside `classes` would become the code -1: no library takes it
+        raise ValueError(_unseen_classes(y[unseen], where, target))
     return df.drop(columns=[target]), pd.Categorical(y, categories=classes).codes.astype(int), classes
 
 def _rows_text(index, mask: np.ndarray) -> str:
     rows = index[mask]
     return ", ".join(map(repr, rows[:5].tolist())) + (" …" if len(rows) > 5 else "")
+
+def _unseen_classes(y: pd.Series,  # the target values of the rows whose class the train rows lack
+                    where: str,  # those rows, e.g. "valid rows"
+                    target: str,  # the target column
+                   ) -> str:
+    "The message for rows of classes the model never trains on: which classes, which rows, what to do."
+    found = sorted(pd.unique(y).tolist(), key=lambda v: (str(type(v)), v))
+    rows = _rows_text(y.index, np.ones(len(y), dtype=bool))
+    return (f"{where} hold class(es) {found[:10]}{' …' if len(found) > 10 else ''} of target {target!r} that the "
+            f"train rows lack ({len(y)} row(s): {rows}): a model trained on the train rows can neither learn nor "
+            "score them. Split so that every class reaches train (tb.make_splits(df, target, "
+            "strategy='stratified'); merge classes too rare for that), or drop those rows "
+            f"(df = df[~df[{target!r}].isin({found[:10]!r})]) and split again")
 
 def _check_finite(df: pd.DataFrame, columns: Iterable, what: str):
     "No ±inf in the numeric `columns`: the libraries would fail deep inside (or treat inf as a value)."
@@ -76,11 +94,13 @@ def _check_finite(df: pd.DataFrame, columns: Iterable, what: str):
 
 def check_boosting_inputs(df: pd.DataFrame,  # the whole table: feature columns and the target
                           target: str,  # name of the target column
-                          splits,  # a `Splits`
+                          splits,  # a `Splits` of `df`
                           task: str = "auto",  # "auto" (from the target), binary, multiclass or regression
+                          scored: Iterable = ("valid",),  # the parts besides train a model sees: no unseen class
                          ) -> str:
-    "Check the frame, the target and the features before any work; the task, resolved."
+    "Check the frame, the splits, the target and the features before any work; the task, resolved."
     require_frame(df)
+    check_splits(df, splits)
     duplicated = df.columns[df.columns.duplicated()].unique().tolist()
     if duplicated:
         raise ValueError(f"df has duplicated column names: {', '.join(map(repr, duplicated))}; "
@@ -92,8 +112,15 @@ def check_boosting_inputs(df: pd.DataFrame,  # the whole table: feature columns 
     task = infer_task(df[target]) if task == "auto" else task
     if task not in ("binary", "multiclass", "regression"):
         raise ValueError(f"task must be auto, binary, multiclass or regression, got {task!r}")
-    if task != "regression" and df[target].iloc[splits.train].nunique() < 2:
-        raise ValueError(f"target {target!r} has a single class in the training rows: nothing to learn")
+    if task != "regression":
+        y = df[target]
+        train_classes = pd.unique(y.iloc[splits.train])
+        if len(train_classes) < 2:
+            raise ValueError(f"target {target!r} has a single class in the training rows: nothing to learn")
+        for name in scored:  # a class the train rows lack: XGBoost and CatBoost fail in C++, LightGBM learns -1
+            rows = y.iloc[getattr(splits, name)]
+            unseen = rows[~rows.isin(train_classes)]
+            if len(unseen): raise ValueError(_unseen_classes(unseen, f"{name} rows", target))
     if task == "regression" and not pd.api.types.is_numeric_dtype(df[target]):
         raise ValueError(f"target {target!r} must be numeric for regression, got dtype {df[target].dtype}")
     _check_finite(df, [c for c in df.columns if c != target], "feature")
@@ -233,6 +260,15 @@ def as_is_preprocessor(numeric: list,  # columns passed on as floats
 class BoostingLibrary:
     "What the boosting core needs from a library: a subclass each for XGBoost, LightGBM and CatBoost."
     name, model_file, extra = "", "", "gbdt"
+    objectives: dict = {}  # task -> (trainbook's objective, its metrics: the loss first)
+    objective_key, metric_key = "objective", ""  # where `params` name the objective and the metrics
+    scores: tuple = ()  # metrics that grow as the model improves: never the loss
+
+    def is_score(self,
+                 metric: str,  # a metric name, as the library spells it ("auc", "ndcg@5")
+                 ) -> bool:
+        "Whether `metric` grows as the model improves (AUC, NDCG, ...): a score, never the loss."
+        return str(metric).split("@")[0].lower() in self.scores
 
     def default_params(self,
                        task: str,  # "binary", "multiclass" or "regression"
@@ -246,7 +282,21 @@ class BoostingLibrary:
                      params: dict,  # the run's parameters
                      ) -> list:
         "The metric names as the library spells them; the first is the loss."
-        raise NotImplementedError
+        m = params.get(self.metric_key)
+        return [n for n in (m if isinstance(m, (list, tuple)) else [m]) if n is not None]
+
+    def with_loss_first(self,
+                        params: dict,  # trainbook's defaults with the user's parameters over them
+                        task: str,  # "binary", "multiclass" or "regression"
+                        ) -> dict:
+        """`params` with the loss first among the metrics (recorded as `loss`, watched by early stopping), the
+        user's other metrics after it (recorded by their names): with trainbook's objective its loss (logloss,
+        mlogloss, rmse), with the user's own the first of their metrics that is no score."""
+        objective, metrics = self.objectives[task]
+        names = self.metric_names(params)
+        if params.get(self.objective_key) == objective: loss = metrics[0]
+        else: loss = next((m for m in names if not self.is_score(m)), metrics[0])
+        return {**params, self.metric_key: [loss, *dict.fromkeys(m for m in names if m != loss)]}
 
     def train(self,
               params: dict,  # the library's parameters
@@ -446,7 +496,8 @@ class BoostedModel:
 # %% ../nbs/10a_gbdt.ipynb #2973d65a
 class XGBoostLibrary(BoostingLibrary):
     "XGBoost (hist): DMatrix data, a `TrainingCallback` for the history, its `EarlyStopping`, `model.json`."
-    name, model_file = "xgboost", "model.json"
+    name, model_file, metric_key = "xgboost", "model.json", "eval_metric"
+    scores = ("auc", "aucpr", "pre", "map", "ndcg", "interval-regression-accuracy")  # XGBoost maximizes these
     objectives = {"binary": ("binary:logistic", ["logloss", "auc"]),
                   "multiclass": ("multi:softprob", ["mlogloss", "merror"]),
                   "regression": ("reg:squarederror", ["rmse", "mae"])}
@@ -457,10 +508,6 @@ class XGBoostLibrary(BoostingLibrary):
              "max_depth": 6}
         if task == "multiclass": p["num_class"] = n_classes
         return p
-
-    def metric_names(self, params):
-        m = params["eval_metric"]
-        return list(m) if isinstance(m, (list, tuple)) else [m]
 
     def train(self, params, train, valid, num_rounds, early_stopping, recorder):
         import xgboost as xgb
@@ -499,7 +546,18 @@ class XGBoostLibrary(BoostingLibrary):
 # %% ../nbs/10a_gbdt.ipynb #87c0408f
 class LightGBMLibrary(BoostingLibrary):
     "LightGBM: `Dataset`s binned on train rows, a callback for the history, its early stopping, `model.txt`."
-    name, model_file = "lightgbm", "model.txt"
+    name, model_file, metric_key = "lightgbm", "model.txt", "metric"
+    scores = ("auc", "average_precision", "map", "ndcg", "auc_mu")  # LightGBM's higher-is-better metrics
+    aliases = {**dict.fromkeys(("mean_absolute_error", "mae", "regression_l1"), "l1"),  # LightGBM reports l1
+               **dict.fromkeys(("mean_squared_error", "mse", "regression_l2", "regression"), "l2"),
+               **dict.fromkeys(("root_mean_squared_error", "l2_root"), "rmse"),
+               "mean_absolute_percentage_error": "mape", "binary": "binary_logloss",
+               **dict.fromkeys(("multiclass", "softmax", "multiclassova", "multiclass_ova", "ova", "ovr"),
+                               "multi_logloss"),
+               "xentropy": "cross_entropy", "xentlambda": "cross_entropy_lambda", "kldiv": "kullback_leibler",
+               "mean_average_precision": "map",
+               **dict.fromkeys(("lambdarank", "rank_xendcg", "xendcg", "xe_ndcg", "xe_ndcg_mart", "xendcg_mart"),
+                               "ndcg")}
     objectives = {"binary": ("binary", ["binary_logloss", "auc"]),
                   "multiclass": ("multiclass", ["multi_logloss", "multi_error"]),
                   "regression": ("regression", ["rmse", "l1"])}
@@ -512,8 +570,10 @@ class LightGBMLibrary(BoostingLibrary):
         return p
 
     def metric_names(self, params):
-        m = params["metric"]
-        return list(m) if isinstance(m, (list, tuple)) else [m]
+        "The metrics by the names LightGBM reports them under (`mse` is `l2`); a string may list several, by commas."
+        m = params.get("metric")
+        names = [n.strip() for n in m.split(",")] if isinstance(m, str) else super().metric_names(params)
+        return [self.aliases.get(n, n) if isinstance(n, str) else n for n in names if n != ""]
 
     def train(self, params, train, valid, num_rounds, early_stopping, recorder):
         lgb = import_optional("lightgbm", self.extra)
@@ -565,6 +625,10 @@ class CatBoostLibrary(BoostingLibrary):
     def metric_names(self, params):
         extra = params.get("custom_metric") or []
         return [params["loss_function"]] + ([extra] if isinstance(extra, str) else list(extra))
+
+    def with_loss_first(self, params, task):
+        "As they are: CatBoost reports its `loss_function` first; its `eval_metric` (when set) picks the best round."
+        return params
 
     def preprocessor(self, train, target, columns, exclude, preprocess):
         "Numeric columns as floats (CatBoost handles missing values), the others as native categoricals."
@@ -628,28 +692,52 @@ def booster_library(name: str,  # 'xgboost', 'lightgbm' or 'catboost'
     return BOOSTING_LIBRARIES[name]()
 
 # %% ../nbs/10a_gbdt.ipynb #17edf8dc
-def _check_settings(num_rounds, early_stopping, class_weight, task, callbacks):
-    if not isinstance(num_rounds, int) or isinstance(num_rounds, bool) or num_rounds < 1:
-        raise ValueError(f"num_rounds must be a positive int, got {num_rounds!r}")
-    if early_stopping is not None and (not isinstance(early_stopping, int) or early_stopping < 1):
-        raise ValueError("early_stopping must be None or a positive int (rounds without improvement), "
-                         f"got {early_stopping!r}")
+def _positive_int(value, name: str, what: str) -> int:
+    "`value` as an int when it is a positive one (a numpy integer too, never a bool); else an error naming `name`."
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be {what}, got {value!r} ({type(value).__name__})")
+    if value < 1: raise ValueError(f"{name} must be {what}, got {value!r}")
+    return int(value)
+
+def _check_settings(lib, params, num_rounds, early_stopping, class_weight, task, callbacks, overwrite) -> tuple:
+    "The settings checked before any work, each error naming its argument; (num_rounds, early_stopping) as ints."
+    if params is not None and not isinstance(params, Mapping):
+        pairs = " (dict(params) makes one from (name, value) pairs)" if isinstance(params, (list, tuple)) else ""
+        raise TypeError(f"params must be a dict of {lib.name}'s parameters, e.g. {{'learning_rate': 0.05}}, got "
+                        f"{type(params).__name__}{pairs}")
+    num_rounds = _positive_int(num_rounds, "num_rounds", "a positive int")
+    if early_stopping is not None:
+        early_stopping = _positive_int(early_stopping, "early_stopping", "None or a positive int (rounds without "
+                                       "a better valid loss before stopping, e.g. early_stopping=50)")
     if class_weight not in (None, "balanced"):
         raise ValueError(f"class_weight must be None or 'balanced', got {class_weight!r}")
     if class_weight and task == "regression":
         raise ValueError("class_weight='balanced' needs a classification target")
     if isinstance(callbacks, (str, bytes)) or not isinstance(callbacks, Iterable):
         raise TypeError(f"callbacks must be a list of callbacks, got {type(callbacks).__name__}")
+    if not isinstance(overwrite, (bool, np.bool_)):
+        raise TypeError(f"overwrite must be True or False, got {overwrite!r}")
+    return num_rounds, early_stopping
+
+def _claim_folder(checkpoint_dir,  # the folder asked for (None: no files)
+                  overwrite: bool,  # replace an earlier run's files there (else this run takes a version folder)
+                  ) -> Checkpointer:
+    "The run folder, checked writable and claimed before any work; an earlier run's files kept unless `overwrite`."
+    folder = Checkpointer(checkpoint_dir)
+    folder.prepare(overwrite=bool(overwrite), resumable=False)  # a boosting run starts afresh (no resume=)
+    if overwrite and folder.enabled:  # the earlier run's model and preprocessing go too, whichever library
+        for name in {*(lib.model_file for lib in BOOSTING_LIBRARIES.values()), "prep.skops"}:
+            (folder.run_dir / name).unlink(missing_ok=True)
+    return folder
 
 def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, early_stopping, live, task,
-                 class_weight, preprocess, checkpoint_dir, seed, track, callbacks) -> Run:
+                 class_weight, preprocess, checkpoint_dir, seed, track, callbacks, overwrite=False) -> Run:
     "The one boosting path: check, preprocess on train rows, train with a per-round History, keep the best."
     task = check_boosting_inputs(df, target, splits, task)
-    _check_settings(num_rounds, early_stopping, class_weight, task, callbacks)
+    num_rounds, early_stopping = _check_settings(lib, params, num_rounds, early_stopping, class_weight, task,
+                                                 callbacks, overwrite)
     observers = session_observers(track, {"kind": lib.name})  # track=True without tb.track() fails here
-    # the run folder is checked writable and claimed before any work; an earlier run's files are kept
-    folder = Checkpointer(checkpoint_dir)
-    folder.prepare()
+    folder = _claim_folder(checkpoint_dir, overwrite)  # before any work; an earlier run's files kept
     run_dir = folder.run_dir
     exclude = split_columns(splits, target)
     columns = [c for c in df.columns if c != target and c not in exclude]
@@ -659,7 +747,8 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
     prep = FramePrep(tf, columns, target, task, classes)
     # balanced: each class weighs the same in total (n / (k * count) per row), the same rule as class_weights
     weights = class_weights(y_train).numpy()[y_train] if class_weight else None
-    p = {**lib.default_params(task, len(classes or ()), seed), **(params or {})}
+    # the user's parameters over trainbook's; the loss leads the metrics (recorded as `loss`, early stopping's)
+    p = lib.with_loss_first({**lib.default_params(task, len(classes or ()), seed), **(params or {})}, task)
     valid = df.iloc[splits.valid]
     config = TrainConfig(epochs=num_rounds, patience=early_stopping, seed=seed,
                          checkpoint_dir=None if run_dir is None else str(run_dir))
@@ -705,7 +794,7 @@ def _boosting_fit(library: str,  # a key of BOOSTING_LIBRARIES
     def fit_boosted(df: pd.DataFrame,  # the whole table: feature columns and the target
                     target: str,  # name of the target column
                     splits,  # a `Splits`: train and valid rows; its groups/time columns are no features
-                    params: Optional[dict] = None,  # the library's parameters, over trainbook's defaults
+                    params: Optional[dict] = None,  # the library's parameters over trainbook's (added metrics: by name)
                     num_rounds: int = 500,  # most boosting rounds
                     early_stopping: Optional[int] = 50,  # rounds without a better valid loss before stopping
                     live: Union[str, bool] = "auto",  # live curves: "auto", True, or False for none
@@ -714,18 +803,23 @@ def _boosting_fit(library: str,  # a key of BOOSTING_LIBRARIES
                     class_weight: Optional[str] = None,  # "balanced": each class weighs the same in total
                     preprocess: bool = True,  # the library's preprocessing, fitted on train rows; False: none
                     checkpoint_dir=None,  # folder to save model + preprocessing in (for `BoostedModel.load`)
+                    overwrite: bool = False,  # replace an earlier run's files in checkpoint_dir (else a version folder)
                     seed: int = 0,  # the library's random seed
                     track: Optional[bool] = None,  # record the run (None = when `tb.track()` is on)
                     callbacks: Iterable = (),  # observers with event methods, as for `fit` (one step a round)
                     ) -> Run:
         from trainbook import spark, spark_models  # a Spark DataFrame takes the Spark path (pyspark loads there)
         if library == "xgboost" and spark.is_spark_frame(df):
+            if overwrite is not False:
+                raise ValueError("overwrite=True is not supported on a Spark DataFrame yet: give another "
+                                 "checkpoint_dir (or leave overwrite out: the run takes a version folder)")
             return spark_models.fit_xgboost(df, target, splits, params, num_rounds, early_stopping, live, task=task,
                                      class_weight=class_weight, preprocess=preprocess,
                                      checkpoint_dir=checkpoint_dir, seed=seed)
         return _fit_boosted(booster_library(library), df, target, splits, params, num_rounds, early_stopping,
                             live, task=task, class_weight=class_weight, preprocess=preprocess,
-                            checkpoint_dir=checkpoint_dir, seed=seed, track=track, callbacks=callbacks)
+                            checkpoint_dir=checkpoint_dir, seed=seed, track=track, callbacks=callbacks,
+                            overwrite=overwrite)
     fit_boosted.__name__ = fit_boosted.__qualname__ = f"fit_{library}"
     fit_boosted.__doc__ = summary
     return fit_boosted

@@ -127,7 +127,7 @@ def fit_xgboost(sdf,  # a Spark DataFrame: feature columns and the target
     if task not in ("auto", "binary", "multiclass", "regression"):
         raise ValueError(f"task must be auto, binary, multiclass or regression, got {task!r}")
     folder = Checkpointer(checkpoint_dir)  # claimed before any work; an earlier run's files are kept
-    folder.prepare()
+    folder.prepare(resumable=False)
     run_dir = folder.run_dir
     task = (splits.params.get("task") or spark_task(sdf, target)) if task == "auto" else task
     exclude = [c for c in (splits.params.get("groups"), splits.params.get("time")) if c and c != target]

@@ -15,8 +15,8 @@ from .checks import drop_unused_categories, require_column, require_frame, infer
 from .core import Finding, announce, findings_html
 
 # %% auto #0
-__all__ = ['STRATEGIES', 'digest', 'fingerprint_frame', 'class_share_findings', 'audit_parts', 'Splits', 'choose_strategy',
-           'check_split_args', 'make_splits', 'nested_splits']
+__all__ = ['STRATEGIES', 'digest', 'fingerprint_frame', 'class_share_findings', 'audit_parts', 'Splits', 'check_splits',
+           'choose_strategy', 'check_split_args', 'make_splits', 'nested_splits']
 
 # %% ../nbs/02_splits.ipynb #8c4c5a6c
 def digest(*parts,  # bytes, strings or lists: what the fingerprint covers, in order
@@ -198,6 +198,38 @@ class Splits:
                 f"{', folds=' + str(len(self.folds)) if self.folds else ''}, "
                 f"findings={[f.kind for f in self.findings]})")
 
+def check_splits(df: pd.DataFrame,  # the frame the splits must index
+                 splits,  # what was given as `splits`
+                 need: tuple = ("train", "valid"),  # the parts that must hold rows
+                ) -> None:
+    """`splits` are a `Splits` of `df`: 1-D int row positions inside its rows (train, valid, test and folds), made
+    on a frame of its length, the parts in `need` not empty; else a TypeError or ValueError naming `splits`."""
+    remake = "make them on this df: tb.make_splits(df, target, ...)"
+    if not isinstance(splits, Splits):
+        raise TypeError(f"splits must be a tb.Splits from tb.make_splits(df, target, ...) (the row positions of "
+                        f"df's train, valid and test rows), got {type(splits).__name__}")
+    if hasattr(splits, "assign"):  # a SparkSplits holds a rule for a Spark DataFrame, no positions
+        raise TypeError(f"splits are SparkSplits, made on a Spark DataFrame, but df is a pandas DataFrame: {remake}")
+    n, made_on = len(df), splits.params.get("n_rows")  # the rows of the frame make_splits split
+    if made_on is not None and made_on != n:
+        raise ValueError(f"splits were made on a frame of {made_on} rows, but df has {n}: they index another "
+                         f"frame's rows; {remake}")
+    parts = [(name, getattr(splits, name)) for name in ("train", "valid", "test")]
+    parts += [(f"folds[{i}][{j}]", p) for i, fold in enumerate(splits.folds or []) for j, p in enumerate(fold)]
+    for name, part in parts:
+        idx = np.asarray(part)
+        if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
+            hint = ": np.flatnonzero(mask) gives a mask's positions" if idx.dtype == bool else ""
+            raise TypeError(f"splits.{name} must be a 1-D array of row positions (ints), got "
+                            f"{idx.ndim}-D {idx.dtype}{hint}")
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            bad = idx.max() if idx.max() >= n else idx.min()
+            raise ValueError(f"splits.{name} holds row position {bad}, out of range for a df of {n} rows: "
+                             f"these splits were made on another frame; {remake}")
+    for name in need:
+        if not len(getattr(splits, name)):
+            raise ValueError(f"splits.{name} is empty: {name} needs rows ({remake}, valid_size > 0)")
+
 # %% ../nbs/02_splits.ipynb #b443b230
 STRATEGIES = ("auto", "random", "stratified", "group", "stratified_group", "time")
 
@@ -351,7 +383,7 @@ def make_splits(df: pd.DataFrame,  # the data to split, one row per example
     else:
         train, valid = _holdout(np.sort(idx), valid_size / (1 - test_size), strategy, y, g, t, seed, gap)
     params = dict(target=target, groups=groups, time=time, valid_size=valid_size, test_size=test_size,
-                  n_folds=n_folds, gap=gap, seed=seed, task=task)
+                  n_folds=n_folds, gap=gap, seed=seed, task=task, n_rows=len(df))
     sp = Splits(np.sort(train).astype(np.int64), np.sort(valid).astype(np.int64),
                 np.sort(test).astype(np.int64),
                 [(np.sort(a).astype(np.int64), np.sort(b).astype(np.int64)) for a, b in folds] if folds
