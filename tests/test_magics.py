@@ -133,3 +133,74 @@ def test_checklist_output_carries_a_static_snapshot_that_follows_its_state():
         assert updates and "passed" in updates[-1]["text/html"]  # the saved output shows the new tick
     finally:
         cl.close()
+
+
+def small_fit(callbacks=(), epochs=2, **kw):
+    "A small regression fit: valid_loss (MSE) near 1, announced to the checklists like any fit."
+    g = torch.Generator().manual_seed(0)
+    data = [(torch.randn(16, 4, generator=g), torch.randn(16, 1, generator=g)) for _ in range(4)]
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    return tb.fit(model, data, data[:2], loss_fn=torch.nn.MSELoss(), live=False, callbacks=list(callbacks),
+                  config=tb.TrainConfig(epochs=epochs, device="cpu"), **kw)
+
+
+def test_checklist_takes_the_direction_from_the_table_fit_uses():
+    "mse, perplexity, *_loss are lower-better for the checklist as for fit's `mode` check; unknown names need mode."
+    def mse(pred, y): return float(((pred - y) ** 2).mean())
+    strict = tb.Checklist("regression", "y", "valid_mse", baseline=0.01, threshold=0.005)
+    loose = tb.Checklist("regression", "y", "valid_mse", baseline=50.0, threshold=20.0)
+    try:
+        run = small_fit(metrics=[mse])
+        assert run.metrics()["valid_mse"].min() > 0.01
+        assert strict.lower_better and not strict.done["beats"]  # valid_mse ~1 does not beat 0.01
+        assert loose.done["beats"], str(loose)
+    finally:
+        strict.close()
+        loose.close()
+    assert tb.Checklist("lm", "y", "valid_perplexity", threshold=9.0).lower_better
+    with pytest.raises(ValueError, match="pass mode='min' or mode='max'"):
+        tb.Checklist("ranking", "y", "valid_ndcg", threshold=0.5)
+    with pytest.raises(ValueError, match="mse is better when lower; use mode='min'"):
+        tb.Checklist("regression", "y", "valid_mse", threshold=0.5, mode="max")
+
+
+class Crash:
+    def after_epoch(self, state): raise RuntimeError("crash after epoch 0")
+
+
+class StopAfterEpoch0:
+    def after_epoch(self, state): state.control.request_stop("interrupted")
+
+
+@pytest.mark.parametrize("callback, stopped", [(Crash(), "failed"), (StopAfterEpoch0(), "interrupted")])
+def test_checklist_counts_only_a_finished_run(callback, stopped):
+    cl = tb.Checklist("regression", "y", "valid_loss", baseline=5.0, threshold=3.0)
+    try:
+        try: run = small_fit([callback], epochs=20)
+        except RuntimeError as e: run = e.run
+        assert run.stopped == stopped and run.metrics()["valid_loss"].min() < 3.0  # its partial value would pass
+        assert not cl.done["beats"] and f"ended {stopped}" in cl.notes["beats"]
+        small_fit()  # a finished run with the same value ticks it
+        assert cl.done["beats"], str(cl)
+    finally:
+        cl.close()
+
+
+def test_checklist_reads_the_runs_best_value_not_its_last():
+    from trainbook.core import History
+    from trainbook.run import Run
+    rows = [(10, 0, "valid", "loss", 0.5), (20, 1, "valid", "loss", 2.0),  # overfits after epoch 0
+            (10, 0, "valid", "mae", 0.4), (20, 1, "valid", "mae", 1.5)]
+    run = Run(records=History(rows), config=tb.TrainConfig(), stopped="completed", best=0.5, best_epoch=0,
+              environment={"torch": "2"})
+    monitored = tb.Checklist("regression", "y", "valid_loss", threshold=1.0)
+    other = tb.Checklist("regression", "y", "valid_mae", threshold=1.0)
+    try:
+        monitored.hear("run", run)
+        other.hear("run", run)
+        assert monitored.done["beats"] and "valid_loss 0.5 " in monitored.notes["beats"]  # run.best: best.pt's value
+        assert other.done["beats"] and "valid_mae 0.4 " in other.notes["beats"]  # the history's best, lower-better
+    finally:
+        monitored.close()
+        other.close()

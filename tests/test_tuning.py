@@ -8,7 +8,7 @@ from torch import nn
 
 import trainbook as tb
 from trainbook.events import add_session_observer, remove_session_observer, session_observers
-from trainbook.tuning import Pruning, StudyPanel
+from trainbook.tuning import TRIAL_OBSERVER, Pruning, StudyPanel
 
 from helpers import blobs, mlp
 
@@ -280,11 +280,14 @@ def test_a_killed_workers_trial_becomes_fail(tmp_path):
 
 
 def test_pruning_attached_twice_reports_each_validation_once(tmp_path):
+    "A trial's Pruning comes as a session observer and, by hand, in config.callbacks: each validation counts once."
     trial = optuna.create_study().ask()
     pruning = Pruning(trial)
     dl_train, dl_valid = loaders()
-    run = tb.fit(mlp(), dl_train, dl_valid, loss_fn=nn.CrossEntropyLoss(), live=False, callbacks=[pruning, pruning],
-                 config=tb.TrainConfig(epochs=3, device="cpu"))
+    add_session_observer(TRIAL_OBSERVER, lambda context: pruning)
+    try: run = tb.fit(mlp(), dl_train, dl_valid, loss_fn=nn.CrossEntropyLoss(), live=False, callbacks=[pruning],
+                      config=tb.TrainConfig(epochs=3, device="cpu"))
+    finally: remove_session_observer(TRIAL_OBSERVER)
     assert pruning.reports == 3 and pruning.ended == ["completed"]
     assert list(run.records.series("loss", "valid").to_numpy()) == [trial.storage.get_trial(trial._trial_id)
                                                                    .intermediate_values[i] for i in range(3)]
@@ -390,3 +393,78 @@ def test_a_space_name_the_objective_does_not_take_is_named_before_any_trial(tmp_
     res = tb.search(form(epochs=1), {"lr": ("log", 1e-3, 0.1), "hidden": [4, 8]}, 1, storage=str(tmp_path / "s.db"),
                     live=False)  # a config field and a factory parameter: taken
     assert set(res.best_config) == {"lr", "hidden"}
+
+
+def test_an_objective_error_keeps_the_finished_trials_in_err_result(tmp_path):
+    "As fit's err.run: the search's error carries the study and the trials done, and says how to continue."
+    def objective(config):
+        if config.trial.number == 2: raise RuntimeError("objective broke")
+        return (config["lr"] - 0.01) ** 2
+    db = str(tmp_path / "s.db")
+    with pytest.raises(RuntimeError, match="objective broke") as info:
+        tb.search(objective, {"lr": ("log", 1e-3, 0.1)}, 5, storage=db, study_name="broke", live=False)
+    result = info.value.result
+    assert result.stopped == "failed" and result.study.study_name == "broke"
+    assert states(result) == ["COMPLETE", "COMPLETE", "FAIL"]  # trials 3 and 4 never started
+    assert result.best_trial in (0, 1) and result.best_value == min(t.value for t in result.study.trials[:2])
+    note = " ".join(getattr(info.value, "__notes__", []))
+    assert "study 'broke'" in note and db in note and "study_name='broke'" in note
+    res = tb.search(objective, {"lr": ("log", 1e-3, 0.1)}, 1, storage=db, study_name="broke", live=False)
+    assert len(res.study.trials) == 4  # continued where it stopped
+
+
+def test_a_direction_the_base_mode_contradicts_fails_before_any_trial(tmp_path):
+    made = []
+    def factory(hidden=16):
+        made.append(hidden)
+        return mlp(h=hidden)
+    dl_train, dl_valid = loaders()
+    base = tb.TrainConfig(epochs=1, device="cpu", monitor="valid_accuracy", mode="max")
+    objective = tb.fit_objective(factory, dl_train, dl_valid, nn.CrossEntropyLoss(), base, metrics="accuracy")
+    with pytest.raises(ValueError, match=r"direction='minimize', but the base config monitors valid_accuracy with "
+                                         r"mode='max'.*pass direction='maximize'"):
+        tb.search(objective, {"lr": ("log", 1e-3, 0.1)}, 1, direction="minimize", storage=str(tmp_path / "s.db"),
+                  live=False)
+    assert made == [] and not (tmp_path / "s.db").exists()  # no fit, no study
+
+
+@pytest.mark.parametrize("space, match", [
+    ({"epochs": (1.0, 3.0)}, r"space\['epochs'\]: \(1.0, 3.0\) gives epochs=1.0, which TrainConfig refuses: "
+                             r"TrainConfig.epochs must be a positive integer.*int range"),
+    ({"lr": "0.01"}, r"space\['lr'\]: '0.01' gives lr='0.01', which TrainConfig refuses"),
+    ({"schedule": ["constant", "cosine"]}, r"space\['schedule'\]: .* gives schedule='cosine'"),
+])
+def test_space_values_trainconfig_refuses_are_named_before_any_trial(tmp_path, space, match):
+    with pytest.raises(ValueError, match=match):
+        tb.search(form(epochs=1), space, 1, storage=str(tmp_path / "s.db"), live=False)
+    assert not (tmp_path / "s.db").exists()
+
+
+def test_rejoining_a_study_with_another_space_warns(tmp_path):
+    db = str(tmp_path / "s.db")
+    objective = lambda config: 1.0
+    tb.search(objective, {"lr": ("log", 1e-3, 0.1)}, 1, storage=db, study_name="s1", live=False)
+    with pytest.warns(UserWarning, match=rf"study 's1' in {db} already holds 1 trial\(s\) over other parameters "
+                                         r"\(new: hidden; missing: lr\)"):
+        tb.search(objective, {"hidden": [4, 8]}, 1, storage=db, study_name="s1", live=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tb.search(objective, {"hidden": [4, 8], "lr": ("log", 1e-3, 0.1)}, 1, storage=db, study_name="s1",
+                  live=False)  # the union of what it held: the same parameters, nothing to say
+
+
+def test_search_never_makes_optuna_louder_than_the_user_set_it(tmp_path):
+    before = optuna.logging.get_verbosity()
+    seen = []
+    def objective(config):
+        seen.append(optuna.logging.get_verbosity())
+        return 1.0
+    try:
+        optuna.logging.set_verbosity(optuna.logging.ERROR)
+        tb.search(objective, {"lr": ("log", 1e-3, 0.1)}, 1, storage=str(tmp_path / "s.db"), live=False)
+        assert seen == [optuna.logging.ERROR] and optuna.logging.get_verbosity() == optuna.logging.ERROR
+        optuna.logging.set_verbosity(optuna.logging.INFO)
+        tb.search(objective, {"lr": ("log", 1e-3, 0.1)}, 1, storage=str(tmp_path / "s.db"), live=False)
+        assert seen[-1] == optuna.logging.WARNING and optuna.logging.get_verbosity() == optuna.logging.INFO
+    finally:
+        optuna.logging.set_verbosity(before)

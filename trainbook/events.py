@@ -4,10 +4,13 @@
 
 # %% ../nbs/04_events.ipynb #cd8f0d4b
 from __future__ import annotations
-import inspect, warnings
+import inspect, warnings, weakref
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Iterable, Optional
+
+from .core import did_you_mean
+from .run import STOP_REASONS, StopReason
 
 # %% auto #0
 __all__ = ['EVENT_NAMES', 'Event', 'Control', 'LoopState', 'Callback', 'Callbacks', 'add_session_observer',
@@ -33,14 +36,21 @@ EVENT_NAMES = tuple(e.value for e in Event)
 class Control:
     "Requests a callback may make; the loop honours them at the next optimizer-step boundary."
     stop: bool = False  # end the run
-    stop_reason: Optional[str] = None  # becomes `Run.stopped` ('interrupted' for a user's Stop)
+    stop_reason: Optional[str] = None  # a `StopReason` value: becomes `Run.stopped` ('interrupted': a Stop)
+    stop_message: Optional[str] = None  # the requester's own words on why, beside the reason
     save: bool = False  # write last.pt now
     evaluate: bool = False  # validate now
 
-    def request_stop(self, reason: str = "interrupted",  # becomes `Run.stopped`
+    def request_stop(self, reason: str = "interrupted",  # a `StopReason` value: becomes `Run.stopped`
+                     message: Optional[str] = None,  # free text on why ('loss below 0.01'), kept beside it
                     ):
         "Ask the loop to stop at the next boundary."
-        self.stop, self.stop_reason = True, reason
+        # `Run.stopped` is one of a closed set (reports and trackers read it): free text goes in `message`
+        if reason not in STOP_REASONS:
+            raise ValueError(f"request_stop({reason!r}): the reason must be one of {', '.join(STOP_REASONS)}"
+                             f"{did_you_mean(reason, STOP_REASONS)}; put your own words in message=, e.g. "
+                             f"request_stop('interrupted', message={str(reason)!r})")
+        self.stop, self.stop_reason, self.stop_message = True, StopReason(reason).value, message
 
 @dataclass
 class LoopState:
@@ -92,22 +102,63 @@ def _handlers(cb) -> dict:
                         "methods are named after events: class Hook(tb.Callback): def after_epoch(self, state): ...")
     found = {}
     for attr in dir(cb):
-        if not attr.startswith(("before_", "after_", "on_")) or not callable(getattr(cb, attr, None)):
+        if not attr.startswith(("before_", "after_", "on_")): continue
+        fn = getattr(cb, attr, None)
+        if not callable(fn):
+            if attr in EVENT_NAMES:  # `after_epoch = 5` would never run, and say nothing
+                raise TypeError(f"{type(cb).__name__}.{attr} is {fn!r}, not a method: an event handler is "
+                                f"def {attr}(self, state): ...")
             continue
         if attr not in EVENT_NAMES:
-            raise ValueError(f"{type(cb).__name__}.{attr} is not a trainbook event; events are: "
-                             f"{', '.join(EVENT_NAMES)}")
-        found[attr] = getattr(cb, attr)
+            raise ValueError(f"{type(cb).__name__}.{attr} is not a trainbook event"
+                             f"{did_you_mean(attr, EVENT_NAMES)}; events are: {', '.join(EVENT_NAMES)}")
+        _check_takes_state(cb, attr, fn)
+        found[attr] = fn
     return found
+
+def _check_takes_state(cb, attr: str, fn):
+    "Fail now, not when the event first fires (after_fit: after the whole run), if `fn(state)` is no call."
+    try: sig = inspect.signature(fn)
+    except (TypeError, ValueError): return  # no signature to read (a builtin): the call will tell
+    try: sig.bind(None)
+    except TypeError:
+        raise TypeError(f"{type(cb).__name__}.{attr}{sig} cannot be called as {attr}(state): the loop passes "
+                        f"one argument, the LoopState; define it as def {attr}(self, state): ...") from None
+
+# the callbacks `session_observers` made (by id, held weakly): one also in the user's list is attached once
+_SESSION_MADE = weakref.WeakValueDictionary()
+
+def _distinct(callbacks: list) -> list:
+    "The callbacks, each once: None or an instance listed twice fails (a session observer passed too: once)."
+    names = ", ".join("None" if cb is None else type(cb).__name__ for cb in callbacks)
+    first, kept = {}, []
+    for i, cb in enumerate(callbacks):
+        if cb is None:
+            raise TypeError(f"callback at position {i} is None (the run's callbacks: {names}); "
+                            "pass callback objects, or leave the None out")
+        if id(cb) in first:
+            if _SESSION_MADE.get(id(cb)) is cb: continue  # a search trial's Pruning, also in config.callbacks
+            raise ValueError(f"callback {type(cb).__name__} is listed twice (positions {first[id(cb)]} and "
+                             f"{i} of {names}): each event would call it twice; list it once")
+        first[id(cb)] = i
+        kept.append(cb)
+    return kept
+
+def _warn_unrestorable(cb):
+    "A state a checkpoint saves but a resume cannot give back: warned about when the callback is attached."
+    if callable(getattr(cb, "state_dict", None)) and not callable(getattr(cb, "load_state_dict", None)):
+        warnings.warn(f"callback {type(cb).__name__} has state_dict but no load_state_dict: a resumed run "
+                      "cannot restore it; add def load_state_dict(self, state): ...")
 
 class Callbacks:
     "Calls the callbacks' event methods in list order."
     def __init__(self, callbacks: Iterable = (),  # objects with event methods, called in this order
                 ):
-        self.callbacks = list(callbacks)
+        self.callbacks = _distinct(list(callbacks))
         self.handlers = {e: [] for e in EVENT_NAMES}  # event -> [(callback, its method)], in list order
         for cb in self.callbacks:
             for name, fn in _handlers(cb).items(): self.handlers[name].append((cb, fn))
+            _warn_unrestorable(cb)
         self._calls: dict = {}  # event -> [(callback, method, critical)]: what a dispatch reads, from `handlers`
         self._index()
 
@@ -172,4 +223,8 @@ def session_observers(track: Optional[bool] = None,  # None = as the session say
     context = dict(context or {})
     made = [factory(context) for name, factory in list(_SESSION_OBSERVERS.items())
             if not (name == "track" and track is False)]
-    return [cb for cb in made if cb is not None]  # a factory may decline (a tracker on a rank other than 0)
+    made = [cb for cb in made if cb is not None]  # a factory may decline (a tracker on a rank other than 0)
+    for cb in made:
+        try: _SESSION_MADE[id(cb)] = cb
+        except TypeError: pass  # not weakly referable: listed twice, it fails as any other callback would
+    return made

@@ -4,14 +4,16 @@
 
 # %% ../nbs/13_magics.ipynb #5c72d1ed
 from __future__ import annotations
-import ast, html
+import ast, html, math
 from typing import Any, Optional
 
 from .core import TrainConfig, did_you_mean, listen, unlisten
+from .guard import HIGHER_IS_BETTER, LOWER_IS_BETTER
+from .run import StopReason, monitored_record
 
 # %% auto #0
-__all__ = ['STEPS', 'LOWER_IS_BETTER', 'LOSSES', 'Checklist', 'choose_loss', 'parse_body', 'TrainbookMagics',
-           'load_ipython_extension', 'unload_ipython_extension']
+__all__ = ['STEPS', 'FINISHED', 'LOSSES', 'Checklist', 'choose_loss', 'parse_body', 'TrainbookMagics', 'load_ipython_extension',
+           'unload_ipython_extension']
 
 # %% ../nbs/13_magics.ipynb #a3e1a147
 STEPS = [("defined", "task, target, metric and acceptance threshold defined"),
@@ -22,7 +24,25 @@ STEPS = [("defined", "task, target, metric and acceptance threshold defined"),
          ("baseline", "baseline fitted on the same splits"),
          ("beats", "full run beats the baseline and the threshold")]
 
-LOWER_IS_BETTER = ("loss", "rmse", "mae", "brier", "error")
+# the ends that make a run's value count: a failed, interrupted, pruned or diverged run beats nothing
+FINISHED = (StopReason.completed.value, StopReason.early_stopping.value, StopReason.max_steps.value)
+
+def _metric_mode(metric: str,  # a run value as `split_name` ('valid_accuracy', 'valid_mse')
+                 mode: Optional[str] = None,  # 'min' or 'max' as the user says; None = from the metric's name
+                ) -> str:
+    "'min' or 'max': which way `metric` improves, from guard's tables of known names (a `mode` must agree)."
+    if mode not in (None, "min", "max"): raise ValueError(f"mode must be 'min', 'max' or None, got {mode!r}")
+    name = metric.split("_", 1)[1]
+    known = "min" if name in LOWER_IS_BETTER or name.endswith("_loss") else \
+        "max" if name in HIGHER_IS_BETTER else None
+    if known is not None and mode not in (None, known):
+        which = "lower" if known == "min" else "higher"
+        raise ValueError(f"mode={mode!r} with metric={metric!r}: {name} is better when {which}; "
+                         f"use mode={known!r}")
+    if known is None and mode is None:
+        raise ValueError(f"metric={metric!r}: trainbook does not know whether {name} is better when lower or "
+                         "higher; pass mode='min' or mode='max'")
+    return mode or known
 
 class Checklist:
     "The readiness steps for one task, ticked as trainbook calls succeed."
@@ -32,13 +52,14 @@ class Checklist:
                  metric: str,  # the run value that decides, as `split_name` ('valid_accuracy', 'valid_loss')
                  baseline: Optional[float] = None,  # the baseline's value of `metric`, when known already
                  threshold: Optional[float] = None,  # the value of `metric` a run must reach to be accepted
+                 mode: Optional[str] = None,  # 'min' or 'max', the way `metric` improves; None = by its name
                 ):
         if not isinstance(metric, str) or "_" not in metric:
             raise ValueError("metric must name a run metric such as 'valid_accuracy' or "
                              f"'valid_loss', got {metric!r}")
         self.task, self.target, self.metric, self.baseline, self.threshold = (
             task, target, metric, baseline, threshold)
-        self.lower_better = any(metric.endswith(s) for s in LOWER_IS_BETTER)
+        self.lower_better = _metric_mode(metric, mode) == "min"
         self.done = {k: False for k, _ in STEPS}
         self.notes = {k: "" for k, _ in STEPS}
         self.done["defined"] = all(v is not None for v in (task, target, metric, threshold))
@@ -86,7 +107,11 @@ class Checklist:
             self.notes["environment"] = (f"torch {obj.environment.get('torch')}, git "
                                          f"{str(obj.environment.get('git_commit'))[:8]}")
             value = self._run_value(obj)
-            if value is not None:
+            if obj.stopped not in FINISHED:  # its value is partial, or the run broke
+                self.done["beats"] = False
+                self.notes["beats"] = (f"the last run ended {obj.stopped}: only a finished run counts "
+                                       f"({', '.join(FINISHED)})")
+            elif value is not None:
                 ok = (self.baseline is None or self._better(value, self.baseline)) and \
                      (self.threshold is None or not self._better(self.threshold, value))
                 self.done["beats"] = ok and self.threshold is not None
@@ -97,10 +122,17 @@ class Checklist:
         self._refresh()
 
     def _run_value(self, run) -> Optional[float]:
+        "The run's best `metric`: its best monitored value if it monitors `metric`, else its history's best."
+        if getattr(run.config, "monitor", None) == self.metric and run.best is not None:
+            return float(run.best)
         m = run.metrics()
-        if self.metric in getattr(m, "columns", []): return float(m[self.metric].dropna().iloc[-1])
-        split, name = self.metric.split("_", 1)
-        return run.records.last(name, split)
+        if self.metric in getattr(m, "columns", []): values = m[self.metric]
+        else:
+            split, name = monitored_record(*self.metric.split("_", 1))
+            values = run.records.series(name, split)
+        values = values[values.abs() < math.inf]  # NaN and ±inf are no value to compare
+        if values.empty: return None
+        return float(values.min() if self.lower_better else values.max())
 
     @property
     def ready(self) -> bool: return all(self.done.values())
@@ -315,14 +347,16 @@ class TrainbookMagics(Magics):
 
     @line_magic
     def checklist(self, line: str):  # the magic's arguments, as typed
-        "Show the readiness checklist made last (`tb.Checklist(...)`), or make one: `%checklist task target metric threshold`."
+        "Show the last checklist, or make one: `%checklist task target metric threshold [min|max]`."
         parts = line.split()
         if parts:
-            if len(parts) != 4:
-                raise UsageError("usage: %checklist TASK TARGET METRIC THRESHOLD (or no arguments)")
+            if len(parts) not in (4, 5):
+                raise UsageError("usage: %checklist TASK TARGET METRIC THRESHOLD [min|max] (or no arguments)")
             try: threshold = float(parts[3])
             except ValueError: raise UsageError(f"threshold must be a number, got {parts[3]!r}") from None
-            self.shell.user_ns["_checklist"] = Checklist(parts[0], parts[1], parts[2], threshold=threshold)
+            mode = parts[4] if len(parts) == 5 else None
+            try: self.shell.user_ns["_checklist"] = Checklist(*parts[:3], threshold=threshold, mode=mode)
+            except ValueError as e: raise UsageError(str(e)) from None
         cl = self.shell.user_ns.get("_checklist")
         if cl is None: raise UsageError("no checklist yet: %checklist TASK TARGET METRIC THRESHOLD")
         return cl

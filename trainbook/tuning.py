@@ -4,7 +4,7 @@
 
 # %% ../nbs/17_tuning.ipynb #0fe18f41
 from __future__ import annotations
-import inspect, math, os, random, secrets, socket, time, warnings, weakref
+import inspect, math, os, random, re, secrets, socket, time, warnings, weakref
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Optional, Union
 
@@ -24,6 +24,7 @@ KINDS = ("log", "int", "int_log", "float")
 
 def check_space(space: Union[dict, Callable],  # dict of ranges/choices/constants, or a function trial -> dict
                 takes: Optional[set] = None,  # the names the objective takes (`fit_objective`'s); None = any
+                config: Optional[TrainConfig] = None,  # the config its TrainConfig keys change; None: unchecked
                 ) -> None:
     "Fail with a message naming the key when a plain-dict search space has a malformed entry (or one not taken)."
     if callable(space): return
@@ -34,20 +35,45 @@ def check_space(space: Union[dict, Callable],  # dict of ranges/choices/constant
         if takes is not None and name not in takes:  # a typo ('lrr') would fail in every trial's model_factory
             raise ValueError(f"{where}: neither a TrainConfig field nor a parameter of model_factory"
                              f"{did_you_mean(name, sorted(takes))}")
-        if isinstance(spec, list):
-            if not spec: raise ValueError(f"{where}: an empty list of choices")
-            continue
-        if not isinstance(spec, tuple): continue  # a constant
-        kind, bounds = (spec[0], spec[1:]) if spec and spec[0] in KINDS else (None, spec)
-        numbers = all(isinstance(b, (int, float)) and not isinstance(b, bool) for b in bounds)
-        if len(bounds) != 2 or not numbers:
-            raise ValueError(f"{where}: expected (low, high) or (kind, low, high) with kind in {KINDS}, "
-                             f"got {spec!r}; "
-                             "use a list for choices")
-        low, high = bounds
-        if not low < high: raise ValueError(f"{where}: low must be below high, got {spec!r}")
-        if kind in ("log", "int_log") and low <= 0:
-            raise ValueError(f"{where}: a log scale needs low > 0, got {spec!r}")
+        if isinstance(spec, list) and not spec: raise ValueError(f"{where}: an empty list of choices")
+        if isinstance(spec, tuple): _check_range(where, spec)
+        # a value TrainConfig refuses ('0.01', epochs from a float range) would fail in every trial, after the
+        # search started: TrainConfig itself says now which values a field takes
+        if config is not None and name in {f.name for f in fields(TrainConfig)}:
+            _check_field(where, config, name, spec)
+
+def _check_range(where: str, spec: tuple):
+    "A range `(low, high)` or `(kind, low, high)` Optuna can sample, or a ValueError naming `where`."
+    kind, bounds = (spec[0], spec[1:]) if spec and spec[0] in KINDS else (None, spec)
+    numbers = all(isinstance(b, (int, float)) and not isinstance(b, bool) for b in bounds)
+    if len(bounds) != 2 or not numbers:
+        raise ValueError(f"{where}: expected (low, high) or (kind, low, high) with kind in {KINDS}, "
+                         f"got {spec!r}; use a list for choices")
+    low, high = bounds
+    if not low < high: raise ValueError(f"{where}: low must be below high, got {spec!r}")
+    if kind in ("log", "int_log") and low <= 0:
+        raise ValueError(f"{where}: a log scale needs low > 0, got {spec!r}")
+
+def _range(spec: tuple) -> tuple:
+    "(kind, low, high) of a range: a pair of ints is an 'int' range, any other pair a 'float' one."
+    kind, (low, high) = (spec[0], spec[1:]) if spec[0] in KINDS else (None, spec)
+    if kind is None: kind = "int" if isinstance(low, int) and isinstance(high, int) else "float"
+    return kind, low, high
+
+def _check_field(where: str, config: TrainConfig, name: str, spec):
+    "Each value `spec` gives (each choice, a range's ends as sampled) must be one that TrainConfig takes."
+    if isinstance(spec, list): values = spec
+    elif isinstance(spec, tuple):
+        kind, low, high = _range(spec)
+        values = [int(low), int(high)] if kind in ("int", "int_log") else [float(low), float(high)]
+    else: values = [spec]
+    for value in values:
+        try: config.replace(**{name: value})
+        except (TypeError, ValueError) as e:
+            ints = isinstance(value, float) and "integer" in str(e)
+            hint = "; give an int range such as (1, 3) or ('int', 1, 3)" if ints else ""
+            raise ValueError(f"{where}: {spec!r} gives {name}={value!r}, which TrainConfig refuses: "
+                             f"{e}{hint}") from None
 
 def suggest(trial,  # an Optuna trial
             space: Union[dict, Callable],  # the search space (see the table above)
@@ -63,8 +89,7 @@ def suggest(trial,  # an Optuna trial
 def _suggest_one(trial, name: str, spec):
     if isinstance(spec, list): return trial.suggest_categorical(name, spec)
     if not isinstance(spec, tuple): return spec
-    kind, (low, high) = (spec[0], spec[1:]) if spec[0] in KINDS else (None, spec)
-    if kind is None: kind = "int" if isinstance(low, int) and isinstance(high, int) else "float"
+    kind, low, high = _range(spec)
     if kind in ("int", "int_log"): return trial.suggest_int(name, int(low), int(high), log=kind == "int_log")
     return trial.suggest_float(name, float(low), float(high), log=kind == "log")
 
@@ -342,7 +367,7 @@ class SearchResult:
     best_trial: int  # its number
     runs: dict = field(default_factory=dict)  # trial number -> Run, for the trials this process ran
     panel: Any = None  # the StudyPanel
-    stopped: str = "completed"  # "completed", or "interrupted" (Ctrl-C: the finished trials are kept)
+    stopped: str = "completed"  # "completed", "interrupted" (Ctrl-C) or "failed" (`err.result`): trials kept
 
     @property
     def trials(self):
@@ -440,13 +465,17 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     import optuna
     _check_search(objective, n_trials, direction, timeout)
     if isinstance(objective, (tuple, list)): objective = fit_objective(*objective)
-    check_space(space, getattr(objective, "takes", None))
-    pruner = make_pruner(pruner)
     base = getattr(objective, "base_config", None)
+    check_space(space, getattr(objective, "takes", None), base)
+    pruner = make_pruner(pruner)
+    _check_direction(direction, base, space)
     direction = direction or ("maximize" if base is not None and base.mode == "max" else "minimize")
     study_name = study_name or new_study_name()
+    where = _storage_text(storage)
     verbosity = optuna.logging.get_verbosity()
-    optuna.logging.set_verbosity(optuna.logging.WARNING)  # the panel says what Optuna's log lines would
+    # the panel says what Optuna's INFO lines would: quieter while searching, never louder than the user said
+    quiet = max(verbosity, optuna.logging.WARNING)
+    optuna.logging.set_verbosity(quiet)
     sampler = optuna.samplers.TPESampler(seed=seed)
     try: study = optuna.create_study(storage=make_storage(storage, heartbeat), study_name=study_name,
                                      direction=direction, pruner=pruner, sampler=sampler, load_if_exists=True)
@@ -455,6 +484,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     if study.direction.name.lower() != direction:
         raise ValueError(f"study {study_name!r} already exists and {study.direction.name.lower()}s; "
                          "pass direction= to match")
+    _warn_other_space(study, space, where)
     metric = base.monitor if base is not None else "valid_loss"
     panel = StudyPanel(metric, n_trials, mode="text" if live is False else None)
     result = SearchResult(study, {}, math.nan, -1, panel=panel)
@@ -491,7 +521,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
             for number, run in result.runs.items():
                 if number != best[0]: run.model = None
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    optuna.logging.set_verbosity(quiet)
     try: study.optimize(run_trial, n_trials=n_trials, timeout=timeout, callbacks=[after_trial],
                         catch=(TrialDiverged,))
     except KeyboardInterrupt:  # Ctrl-C: the trial in flight is FAIL (Optuna's doing), the search stops here
@@ -499,19 +529,26 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
         _fail_own_running(study, worker)
         for number in [n for n, state in panel.states.items() if state == "running"]:
             panel.end(number, "fail", best_completed(study))
+    except Exception as err:  # an objective's error: the trial is FAIL, the finished ones stay in the study
+        result.stopped = "failed"
+        _keep_best(result, study)
+        err.result = result  # as fit's `err.run`: what was done before the error
+        again = f"storage={where!r}" if storage is None or isinstance(storage, str) else "the same storage"
+        _add_note(err, f"search: study {study_name!r} in {where} keeps its {len(_completed(study))} "
+                       f"finished trial(s) (err.result has them): fix the objective and continue it with "
+                       f"search(..., study_name={study_name!r}, {again})")
+        raise
     finally:
         optuna.logging.set_verbosity(verbosity)
         panel.finish()
-    best = best_completed(study)
-    if best is None:
+    if _keep_best(result, study) is None:
         states = result.trials.state.value_counts().to_dict()
         if result.stopped == "interrupted":
             warnings.warn(f"search interrupted before any trial of study {study_name!r} completed: {states}")
             return result
-        raise RuntimeError(f"no trial of study {study_name!r} completed: {states}")
-    top = study.best_trial
-    result.best_trial, result.best_value = top.number, top.value
-    result.best_config = dict(top.user_attrs.get("config", top.params))
+        err = RuntimeError(f"no trial of study {study_name!r} completed: {states}")
+        err.result = result  # the trials, pruned or failed, with the study
+        raise err
     return result
 
 TRIAL_OBSERVER = "search_trial"  # the session-observer name under which a running trial's Pruning is attached
@@ -535,14 +572,60 @@ def _fail_own_running(study, worker: str) -> list:
         numbers.append(t.number)
     return numbers
 
+def _completed(study) -> list:
+    "The study's COMPLETE trials (not copied)."
+    import optuna
+    return study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+
 def best_completed(study,  # an Optuna study
                   ) -> Optional[tuple[int, float]]:
     "(number, value) of the study's best completed trial, or None."
-    import optuna
-    done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
-    if not done: return None
+    if not _completed(study): return None
     best = study.best_trial
     return best.number, best.value
+
+def _keep_best(result: SearchResult, study) -> Optional[tuple[int, float]]:
+    "Put the study's best completed trial (number, value, whole config) into `result`; that trial, or None."
+    best = best_completed(study)
+    if best is None: return None
+    top = study.best_trial
+    result.best_trial, result.best_value = top.number, top.value
+    result.best_config = dict(top.user_attrs.get("config", top.params))
+    return best
+
+def _check_direction(direction: Optional[str], base: Optional[TrainConfig], space):
+    "A direction the base config's mode contradicts fails now, not in trial 0 after its whole fit."
+    if direction is None or base is None: return
+    if not isinstance(space, dict) or "mode" in space: return  # the trials choose their own mode
+    fits = "maximize" if base.mode == "max" else "minimize"
+    if direction != fits:
+        raise ValueError(f"direction={direction!r}, but the base config monitors {base.monitor} with "
+                         f"mode={base.mode!r}, so every trial's run would be refused: pass "
+                         f"direction={fits!r}, or None to follow the mode")
+
+def _storage_text(storage) -> str:
+    "The storage as a message names it: its URL or file, a password hidden; an object by its type."
+    if storage is None: return DEFAULT_STORAGE
+    if not isinstance(storage, str): return f"a {type(storage).__name__}"
+    return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", storage)
+
+def _warn_other_space(study, space, where: str):
+    "Warn when a joined study's earlier trials sampled other names than `space` has (both join one study)."
+    if not isinstance(space, dict): return  # a function's names are known only once it runs
+    trials = study.get_trials(deepcopy=False)
+    before = set().union(*(t.user_attrs.get("config", t.params) for t in trials)) if trials else set()
+    if not before or before == set(space): return
+    added, dropped = sorted(set(space) - before), sorted(before - set(space))
+    differ = "; ".join(part for part in (f"new: {', '.join(added)}" if added else "",
+                                         f"missing: {', '.join(dropped)}" if dropped else "") if part)
+    warnings.warn(f"study {study.study_name!r} in {where} already holds {len(trials)} trial(s) over other "
+                  f"parameters ({differ}): this search joins it and the sampler mixes both spaces; "
+                  "pass a new study_name to start afresh")
+
+def _add_note(err: BaseException, note: str):
+    "Add `note` to the error's message (Python 3.11+), else say it as a warning."
+    if hasattr(err, "add_note"): err.add_note(note)
+    else: warnings.warn(note)
 
 def attr_value(v,  # a sampled value (a number, a string, a choice of any type)
               ):
