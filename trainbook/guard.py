@@ -19,7 +19,7 @@ from .optim import SCHEDULER_INTERVALS
 
 # %% auto #0
 __all__ = ['LOWER_IS_BETTER', 'HIGHER_IS_BETTER', 'check_loss_fn', 'check_loader', 'require_batches', 'logged_values',
-           'check_monitor', 'nonfinite_validation', 'check_optimizer', 'check_fit_inputs']
+           'better_mode', 'check_monitor', 'nonfinite_validation', 'check_optimizer', 'check_fit_inputs']
 
 # %% ../nbs/06a_guard.ipynb #28a3ff5a
 def check_loss_fn(loss_fn: Optional[Callable],  # e.g. nn.CrossEntropyLoss() or F.cross_entropy; None = the model's
@@ -114,7 +114,9 @@ def logged_values(has_valid: bool,  # whether the run validates (a dl_valid was 
     if has_valid: names += ["valid_loss"] + [f"valid_{m}" for m in metric_names]
     return names
 
-def _better(name: str) -> Optional[str]:
+def better_mode(name: str,  # a value's name without its split ('loss', 'accuracy', 'focal_loss')
+               ) -> Optional[str]:
+    "'min' or 'max': which way a value of this name improves; None when its name does not say."
     if name in LOWER_IS_BETTER or name.endswith("_loss"): return "min"
     if name in HIGHER_IS_BETTER: return "max"
     return None
@@ -138,7 +140,7 @@ def check_monitor(cfg: TrainConfig,  # the run's config (its `monitor` and `mode
                          f"{', '.join(logged)}. Set TrainConfig(monitor=...) to one of these, "
                          "or add the metric to metrics=")
     split, name = monitor.split("_", 1)
-    better = _better(name)
+    better = better_mode(name)
     if better is not None and better != cfg.mode:
         which = "lower" if better == "min" else "higher"
         raise ValueError(f"mode={cfg.mode!r} with monitor={monitor!r}: {name} is better when {which}, "

@@ -8,7 +8,7 @@ import ast, html, math
 from typing import Any, Optional
 
 from .core import TrainConfig, did_you_mean, listen, unlisten
-from .guard import HIGHER_IS_BETTER, LOWER_IS_BETTER
+from .guard import better_mode
 from .run import StopReason, monitored_record
 
 # %% auto #0
@@ -33,8 +33,7 @@ def _metric_mode(metric: str,  # a run value as `split_name` ('valid_accuracy', 
     "'min' or 'max': which way `metric` improves, from guard's tables of known names (a `mode` must agree)."
     if mode not in (None, "min", "max"): raise ValueError(f"mode must be 'min', 'max' or None, got {mode!r}")
     name = metric.split("_", 1)[1]
-    known = "min" if name in LOWER_IS_BETTER or name.endswith("_loss") else \
-        "max" if name in HIGHER_IS_BETTER else None
+    known = better_mode(name)
     if known is not None and mode not in (None, known):
         which = "lower" if known == "min" else "higher"
         raise ValueError(f"mode={mode!r} with metric={metric!r}: {name} is better when {which}; "
