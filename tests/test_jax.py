@@ -489,3 +489,23 @@ def test_evaluate_flax_scores_the_trained_model_or_its_run_as_validation_did():
     with pytest.raises(TypeError, match="tb.evaluate"): tb.evaluate_flax(torch.nn.Linear(4, 3), valid)
     with pytest.raises(ValueError, match="evaluate_flax: labels run from 5"):
         tb.evaluate_flax(model, [(X, y + 5)])
+
+
+def test_a_resume_from_best_msgpack_redoes_no_epoch_end_and_a_refused_one_claims_nothing(tmp_path):
+    "As fit's best.pt: it held the position before its epoch's end, and a resume recorded that validation twice."
+    X, y = data(n=64)
+    valid = batches(X[:32], y[:32], 16)
+    cfg = tb.TrainConfig(epochs=3, lr=1e-2, seed=3, checkpoint_dir=str(tmp_path / "a"))
+    first = fit_flax(MLP(), None, shuffled(64), valid, ce, cfg, live=False)
+    before = {p.name: p.read_bytes() for p in (tmp_path / "a").iterdir() if p.is_file()}
+    again = fit_flax(MLP(seed=4), None, shuffled(64), valid, ce, cfg.replace(epochs=5),
+                     resume=tmp_path / "a" / "best.msgpack", live=False)
+    assert again.run_dir == tmp_path / "a" / "version_1"  # the run it came from keeps its files
+    assert {p.name: p.read_bytes() for p in (tmp_path / "a").iterdir() if p.is_file()} == before
+    epochs = [r[1] for r in again.records.rows() if r[2:4] == ("valid", "loss")]
+    assert epochs == list(range(5)) and first.best_epoch is not None  # each epoch validated once
+    wide = MLP(hidden=32)  # other shapes: refused before any folder is claimed or emptied
+    with pytest.raises(Exception, match="parameters"):
+        fit_flax(wide, None, shuffled(64), valid, ce, cfg.replace(epochs=5, checkpoint_dir=str(tmp_path / "b")),
+                 resume=tmp_path / "a", overwrite=True, live=False)
+    assert not (tmp_path / "b").exists() or not any((tmp_path / "b").iterdir())

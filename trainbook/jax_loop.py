@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable, NamedTuple, Optional, Union
 
 import numpy as np
 
-from .checkpoint import Checkpointer, check_resume, probe_writable
+from .checkpoint import Checkpointer, check_epochs_left, check_resume, probe_writable
 from .core import History, TrainConfig, environment, rng_state, seed_everything, set_rng_state
 from .events import Event, LoopState
 from .guard import check_loader, check_monitor, nonfinite_validation
@@ -370,15 +370,17 @@ class _FlaxLoop:
     def resume(self, resume, overwrite: bool) -> None:
         "Choose the run folder (never an earlier run's); restore every piece of state from a checkpoint."
         resume = flax_checkpoint_file(check_resume(resume)) if resume is not None else None
+        ck, t = (read_flax_checkpoint(resume) if resume is not None else None), self.train
+        if ck is not None:  # read and matched before any folder is claimed or emptied (overwrite)
+            check_epochs_left(int(ck["position"]["epoch"]), int(ck["position"]["batch_idx"]), self.cfg.epochs)
+            t = FlaxState(tree_from_entries(t.params, ck["params"], "parameters"),
+                          tree_from_entries(t.rest, ck["rest"], "model variables"),
+                          tree_from_entries(t.opt_state, ck["opt_state"], "optimizer state"))
         self.folder.prepare(resume, overwrite)
         self.state.findings += self.folder.findings
         self.state.run_dir = self.run_dir
-        if resume is None: return
-        ck = read_flax_checkpoint(resume)
-        t = self.train
-        self.train = FlaxState(tree_from_entries(t.params, ck["params"], "parameters"),
-                               tree_from_entries(t.rest, ck["rest"], "model variables"),
-                               tree_from_entries(t.opt_state, ck["opt_state"], "optimizer state"))
+        if ck is None: return
+        self.train = t
         self.window_start = self.state.train_state = self.train
         self.streams.load_state_dict(ck["streams"])
         self.base_keys = {name: self.streams.base[name] for name in self.used}
@@ -386,6 +388,7 @@ class _FlaxLoop:
         pos = dict(ck["position"])
         pos["rng"], pos["epoch_rng"] = host_rng(pos.get("rng")), host_rng(pos.get("epoch_rng"))
         self.pos = Position.from_state(pos)
+        self.state.epoch = self.pos.epoch - 1 if self.pos.batch_idx == 0 else self.pos.epoch  # the last worked on
         self.history.load_state_dict(ck["history"])
         self.stopper.load_state_dict(ck["early_stopping"])
         self.cbs.load_state_dict(ck.get("callbacks", {}))
@@ -496,8 +499,8 @@ class _FlaxLoop:
         for name, value in zip(self.leaf_names, np.asarray(self.grad).tolist()):
             h.append(state.step, state.epoch, "train", f"grad_norm/{name}", value)
 
-    def validate(self) -> None:
-        "[before_validate] evaluate [after_validate]; then best.msgpack and early stopping's count."
+    def validate(self) -> bool:
+        "[before_validate] evaluate [after_validate]; early stopping's count; True: a new best (best.msgpack due)."
         state = self.state
         if self.dl_valid is not None:
             self.cbs(Event.before_validate, state)
@@ -510,15 +513,15 @@ class _FlaxLoop:
                 state.findings.append(bad)
                 self.valid_failed = self.valid_failed or bad.severity == "error"
         value = self.history.last(self.monitor[1], self.monitor[0])
-        if value is None: return
-        if self.stopper.update(value, state.step, state.epoch): self.save("best.msgpack")
+        if value is None: return False
+        return self.stopper.update(value, state.step, state.epoch)
 
     def after_step(self) -> Optional[str]:
         "Inside the epoch: validate every `eval_every` steps, last.msgpack every `checkpoint_every`; requests."
         state, cfg, control = self.state, self.cfg, self.state.control
         if (cfg.eval_every and state.step % cfg.eval_every == 0) or control.evaluate:
             control.evaluate = False
-            self.validate()
+            if self.validate(): self.save("best.msgpack")
             if self.valid_failed: return "nonfinite"
         if (cfg.checkpoint_every and state.step % cfg.checkpoint_every == 0) or control.save:
             control.save = False
@@ -534,8 +537,10 @@ class _FlaxLoop:
                       seconds=time.perf_counter() - self.t_epoch, rows=self.epoch_rows, steps=self.epoch_steps,
                       data_wait=self.batches.wait, peak_mb=_peak_memory_mb())
         pos.loss_sum, pos.loss_count = 0.0, 0
-        self.validate()
-        self.save("last.msgpack", Position(epoch=state.epoch + 1, rng=rng_state()))
+        best = self.validate()
+        start = Position(epoch=state.epoch + 1, rng=rng_state())  # both: a resume from either redoes no epoch end
+        self.save("last.msgpack", start)
+        if best: self.save("best.msgpack", start)
         self.epoch_closed = True
         pos.batch_idx = 0
         self.write_back()  # callbacks at the epoch's end see the trained model (e.g. to draw samples)
@@ -676,8 +681,8 @@ def fit_flax(model,  # a Flax NNX module (trained in place: its variables hold t
             if stopped:  # a stop inside the epoch: last.msgpack keeps its position for a resume
                 lp.save("last.msgpack")
                 break
-            # 11. epoch end: epoch loss, throughput, [before_validate] validate [after_validate], best.msgpack,
-            #     last.msgpack, early stopping, [after_epoch]
+            # 11. epoch end: epoch loss, throughput, [before_validate] validate [after_validate],
+            #     last.msgpack (and best.msgpack), early stopping, [after_epoch]
             stopped = lp.end_epoch()
             if stopped: break
         stopped = stopped or "completed"
