@@ -386,3 +386,51 @@ def test_keras_runs_are_seen_by_the_sessions_observers_like_fit_runs():
     assert seen[0] == ("before_fit", 2, True)
     assert seen[1:3] == [("after_epoch", e, round(float(valid[e]), 6)) for e in (0, 1)]
     assert seen[3] == ("after_fit", cb.run) and len(seen) == 4
+
+
+def test_a_keras_run_that_went_nan_is_named_nonfinite_not_early_stopping():
+    "TerminateOnNaN's stop was reported as early stopping, with no finding, while run.metrics() showed an inf loss."
+    X, y = learnable(200, 5)
+    for callbacks in ([keras.callbacks.TerminateOnNaN()], []):  # stopped at the first inf, or left to run on
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential([keras.Input((5,)), keras.layers.Dense(1)])
+        model.compile(optimizer=keras.optimizers.SGD(1e6), loss="mse")
+        cb = tb.keras_callback(live=False)
+        model.fit(X, y * 1e6, epochs=3, verbose=0, callbacks=[cb, *callbacks])
+        run = cb.run
+        assert run.stopped == "nonfinite", callbacks
+        bad = [f for f in run.findings if f.kind == "nonfinite"]
+        assert bad and bad[0].severity == "error" and bad[0].data["split"] == "train" and bad[0].data["step"] >= 1
+        assert "diverging" not in [f.kind for f in run.findings]
+    assert run.step == 3 * 7  # left to run on: every epoch
+
+
+def test_a_keras_stop_is_early_stopping_only_when_keras_early_stopping_made_it():
+    class Enough(keras.callbacks.Callback):  # a user's own rule: not early stopping on a monitor
+        def on_epoch_end(self, epoch, logs=None):
+            if epoch == 1: self.model.stop_training = True
+    cb = tb.keras_callback(live=False)
+    keras_fit(*learnable(), n_train=300, epochs=10, callbacks=[Enough(), cb])
+    assert cb.run.stopped == "interrupted" and len(cb.run.records.series("loss", "valid")) == 2
+    cb = tb.keras_callback(live=False)
+    keras_fit(*noise(), n_train=64, epochs=50, callbacks=[cb, keras.callbacks.EarlyStopping(monitor="val_loss", patience=1)])
+    assert cb.run.stopped == "early_stopping"
+
+
+def test_a_stop_a_trainbook_observer_asks_for_stops_keras_with_its_reason():
+    "A pruner (or a Stop button) asks through `state.control`: Keras' fit stops too, and the run says why."
+    from trainbook.events import Callback, add_session_observer, remove_session_observer, session_observers
+
+    class Pruner(Callback):
+        def after_epoch(self, state):
+            if state.epoch == 1: state.control.request_stop("pruned")
+
+    previous = session_observers.__globals__["_SESSION_OBSERVERS"].get("track")
+    add_session_observer("track", lambda context: Pruner())
+    try:
+        cb = tb.keras_callback(live=False)
+        keras_fit(*learnable(), n_train=300, epochs=10, callbacks=[cb])
+    finally:
+        if previous is None: remove_session_observer("track")
+        else: add_session_observer("track", previous)
+    assert cb.run.stopped == "pruned" and len(cb.run.records.series("loss", "valid")) == 2

@@ -30,15 +30,34 @@ model.compile(optimizer=keras.optimizers.Adam(1e-2),
 cb = tb.keras_callback(live=False)
 model.fit(X[:64], y[:64], validation_data=(X[64:], y[64:]), epochs=20, batch_size=16, verbose=0, callbacks=[cb])
 run = cb.run
+is_last = tb.last_run() is run
 table = run.metrics()
 fig = run.plot()
+# why Keras stopped, on this backend: a loss gone inf (TerminateOnNaN), Keras' EarlyStopping, a user's own rule
+stops = {}
+keras.utils.set_random_seed(0)
+huge = keras.Sequential([keras.Input((16,)), keras.layers.Dense(1)])
+huge.compile(optimizer=keras.optimizers.SGD(1e6), loss="mse")
+nan_cb = tb.keras_callback(live=False)
+huge.fit(X, y * 1e6, epochs=3, batch_size=16, verbose=0, callbacks=[nan_cb, keras.callbacks.TerminateOnNaN()])
+stops["nan"] = [nan_cb.run.stopped, [f.kind for f in nan_cb.run.findings if f.severity == "error"]]
+es_cb = tb.keras_callback(live=False)
+model.fit(X[:64], y[:64], validation_data=(X[64:], y[64:]), epochs=30, batch_size=16, verbose=0,
+          callbacks=[es_cb, keras.callbacks.EarlyStopping(monitor="val_loss", patience=1)])
+stops["early"] = [es_cb.run.stopped, len(es_cb.run.metrics())]
+class Enough(keras.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None): self.model.stop_training = True
+own_cb = tb.keras_callback(live=False)
+model.fit(X[:64], y[:64], epochs=5, batch_size=16, verbose=0, callbacks=[own_cb, Enough()])
+stops["own"] = [own_cb.run.stopped, len(own_cb.run.metrics())]
 print(json.dumps({
-    "backend": backend, "kind": run.kind, "stopped": run.stopped, "step": run.step, "last_run": tb.last_run() is run,
+    "backend": backend, "kind": run.kind, "stopped": run.stopped, "step": run.step, "last_run": is_last,
     "columns": list(table.columns), "rows": len(table),
     "valid_epochs": list(map(int, run.records.series("loss", "valid", index="epoch").index)),
     "findings": {f.kind: f.data for f in run.findings},
     "traces": sorted({t.name for t in fig.data}),
     "train_loss_last": float(table["train_loss"].iloc[-1]), "valid_loss_last": float(table["valid_loss"].iloc[-1]),
+    "stops": stops,
 }, default=str))
 """
 
@@ -63,3 +82,7 @@ def test_keras_callback_on_each_backend(backend):
     assert "overfitting" in got["findings"]  # planted: random labels
     assert int(got["findings"]["overfitting"]["best_epoch"]) < 19
     assert {"train loss", "valid loss"} <= set(got["traces"])
+    # Keras' fit stopped for three reasons, each named (each was 'early_stopping', the NaN run with no finding)
+    assert got["stops"]["nan"] == ["nonfinite", ["nonfinite"]]
+    assert got["stops"]["early"][0] == "early_stopping" and got["stops"]["early"][1] < 30
+    assert got["stops"]["own"] == ["interrupted", 1]

@@ -167,3 +167,144 @@ def test_ctrl_c_inside_after_validate_then_resume_writes_no_row_twice(tmp_path):
     assert len(keys) == len(set(keys))  # no (step, epoch, split, name) twice
     assert [r[:4] for r in model_rows(resumed.records)] == [r[:4] for r in model_rows(whole.records)]
     assert np.allclose([r[4] for r in model_rows(resumed.records)], [r[4] for r in model_rows(whole.records)])
+
+
+# --- the probe's findings: reads every read_every steps, last.pt kept, a refused resume, strings and flags ---
+
+def first_stop(rec, steps=400, nan_at=3):
+    "The step at which `should_stop` first turns True, with a NaN tensor loss at step `nan_at`."
+    for s in range(1, steps):
+        rec.step(torch.tensor(float("nan")) if s == nan_at else torch.tensor(0.5))
+        if rec.should_stop: return s
+    return None
+
+
+def test_a_nan_tensor_loss_is_seen_within_read_every_steps():
+    "read_every counts steps (as documented), not pending values: a NaN at step 3 stopped the run at step 200."
+    rec = Recorder(tb.TrainConfig(monitor="train_loss"), live=False, validates=False)
+    assert rec.read_every == 50 and first_stop(rec) == 50
+    assert rec.stop_reason == "nonfinite" and rec.finish().stopped == "nonfinite"
+    m = nn.Linear(2, 1)  # an optimizer part adds the lr to each step's values: the same steps between reads
+    rec = Recorder(tb.TrainConfig(monitor="train_loss"), parts={"model": m, "optimizer": torch.optim.SGD(m.parameters(), 0.1)},
+                   live=False, validates=False, read_every=10)
+    assert first_stop(rec) == 10
+    rec.finish()
+    # still one read per read_every steps: nothing is read before
+    rec = Recorder(tb.TrainConfig(monitor="train_loss"), live=False, validates=False, read_every=10)
+    for _ in range(9): rec.step(torch.tensor(0.5))
+    assert len(rec.history) == 0
+    rec.step(torch.tensor(0.5))
+    assert len(rec.history.series("loss")) == 10
+    rec.finish()
+
+
+# One hand-written loop, run whole, killed (os._exit: no finish, no `with` exit) and resumed: the loader is a part, so
+# a resume continues at its batch; dropout draws from the RNG, which comes back too
+LOOP = r"""
+import os, torch
+from torch import nn
+import trainbook as tb
+
+def train(folder, kill_at=None, resume=None):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Dropout(0.2), nn.Linear(16, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    g = torch.Generator().manual_seed(1)
+    X = torch.randn(64, 4, generator=g)
+    dl = tb.TensorLoader(X, (X[:, 0] > 0).long(), batch_size=8, shuffle=True, seed=2)
+    cfg = tb.TrainConfig(epochs=3, monitor="train_loss", checkpoint_dir=str(folder), checkpoint_every=5)
+    rec = tb.Recorder(cfg, parts={"model": model, "optimizer": opt, "loader": dl}, live=False, validates=False,
+                      resume=resume)
+    for epoch in range(rec.state.epoch, cfg.epochs):
+        for xb, yb in dl:
+            loss = nn.functional.cross_entropy(model(xb), yb)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            rec.step(loss.detach())
+            if rec.state.step == kill_at: os._exit(3)
+        rec.end_epoch()
+    return model, rec.finish()
+"""
+
+
+def test_checkpoint_every_writes_last_pt_and_a_killed_recorder_run_resumes_from_it(tmp_path):
+    "TrainConfig(checkpoint_every=...) was ignored: no last.pt unless the loop saved one, so a killed run was lost."
+    import subprocess, sys
+    space = {}
+    exec(LOOP, space)
+    whole_model, whole = space["train"](tmp_path / "whole")
+    assert whole.stopped == "completed" and whole.step == 24
+    assert torch.load(tmp_path / "whole" / "last.pt", weights_only=True)["step"] == 24  # written at the end too
+    killed = tmp_path / "killed"
+    code = LOOP + f"\ntrain({str(killed)!r}, kill_at=13)\n"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 3, out.stderr[-2000:]
+    ckpt = torch.load(killed / "last.pt", weights_only=True)
+    assert (ckpt["step"], ckpt["epoch"], ckpt["epoch_steps"]) == (10, 1, 2)  # every 5 steps: the last at 10
+    with pytest.warns(UserWarning, match="which is gone"):  # the killed process's lock is taken over
+        resumed_model, resumed = space["train"](killed, resume=killed)
+    assert resumed.stopped == "completed" and resumed.step == 24
+    assert same_weights(resumed_model, whole_model)
+    assert [r[:4] for r in model_rows(resumed.records)] == [r[:4] for r in model_rows(whole.records)]
+
+
+def test_the_last_good_last_pt_is_kept_after_a_nan_and_after_ctrl_c(tmp_path):
+    m = nn.Linear(2, 1)
+    parts = {"model": m, "optimizer": torch.optim.SGD(m.parameters(), 0.1)}
+    cfg = tb.TrainConfig(monitor="train_loss", checkpoint_dir=str(tmp_path / "nan"), checkpoint_every=4)
+    with Recorder(cfg, parts=parts, live=False, validates=False, read_every=100) as rec:
+        for s in range(1, 10):
+            rec.step(torch.tensor(float("nan") if s == 6 else 0.5))  # read at step 8, when last.pt is due
+    assert rec.run.stopped == "nonfinite"
+    assert torch.load(tmp_path / "nan" / "last.pt", weights_only=True)["step"] == 4  # not 8, not 9
+    with Recorder(cfg.replace(checkpoint_dir=str(tmp_path / "cut")), parts=parts, live=False, validates=False) as rec:
+        for s in range(1, 8):
+            rec.step(0.5)
+        raise KeyboardInterrupt  # may come between the optimizer's step and rec.step: not a state to write
+    assert rec.run.stopped == "interrupted"
+    assert torch.load(tmp_path / "cut" / "last.pt", weights_only=True)["step"] == 4
+
+
+def test_a_refused_resume_frees_the_folder_and_names_the_model_that_does_not_match(tmp_path):
+    "The lock stayed with this process (the next fit there: RunFolderBusy), and a raw 'Missing key(s)' came out."
+    from trainbook.checkpoint import folder_writer
+    X, y = blobs(64)
+    cfg = tb.TrainConfig(epochs=1, lr=1e-2, device="cpu", checkpoint_dir=str(tmp_path))
+    ran = tb.fit(mlp(), [(X, y)], [(X, y)], loss_fn=LOSS, config=cfg, live=False)
+    wrong = nn.Linear(8, 3)
+    with pytest.raises(ValueError, match=r"cannot be resumed exactly: the model has no 0\.weight"):
+        Recorder(cfg, parts={"model": wrong, "optimizer": torch.optim.AdamW(wrong.parameters())}, live=False,
+                 resume=tmp_path)
+    assert folder_writer(tmp_path) is None
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "last.pt").write_bytes((tmp_path / "last.pt").read_bytes()[:100])
+    with pytest.raises(tb.CheckpointError, match="truncated"):
+        Recorder(cfg.replace(checkpoint_dir=str(tmp_path / "broken")), parts={"model": mlp()}, live=False,
+                 resume=tmp_path / "broken")
+    assert folder_writer(tmp_path / "broken") is None
+    bare = tmp_path / "bare"  # a run that kept no model: refused only when the parts are loaded, the folder claimed
+    with Recorder(tb.TrainConfig(checkpoint_dir=str(bare), monitor="train_loss"), live=False, validates=False) as rec:
+        rec.step(0.5)
+    with pytest.raises(KeyError, match="holds no 'model' state"):
+        Recorder(tb.TrainConfig(checkpoint_dir=str(bare), monitor="train_loss"), parts={"model": mlp()}, live=False,
+                 validates=False, resume=bare)
+    assert folder_writer(bare) is None
+    resumed = tb.fit(mlp(), [(X, y)], [(X, y)], loss_fn=LOSS, config=cfg.replace(epochs=2), live=False,
+                     resume=tmp_path)  # the folder is free
+    assert resumed.step == ran.step + 1
+
+
+@pytest.mark.parametrize("value", ["0.5", b"0.5", True, np.bool_(False), torch.tensor(True), np.array("0.5")])
+def test_strings_and_flags_are_not_numbers(value):
+    "float() takes '0.5' and True, so Recorder.step recorded them as losses."
+    rec = Recorder(tb.TrainConfig(monitor="train_loss"), live=False, validates=False)
+    with pytest.raises(TypeError, match="Recorder.step: loss must be a number or a one-value tensor, got"):
+        rec.step(value)
+    with pytest.raises(TypeError, match="Recorder.step: accuracy must be a number"): rec.step(0.5, accuracy=value)
+    with pytest.raises(TypeError, match="Recorder.validate: f1 must be a number"): rec.validate(0.3, f1=value)
+    rec.step(np.float32(0.25))  # numbers of every kind still are
+    rec.step(torch.tensor([0.5]), accuracy=np.array(0.75), n=3)
+    rec.end_epoch()
+    assert rec.state.step == 2 and list(rec.history.series("loss")) == [0.25, 0.5]
+    rec.finish()

@@ -4,7 +4,7 @@
 
 # %% ../nbs/15_integrations.ipynb #d26f29e8
 from __future__ import annotations
-import copy, functools, os, sys
+import copy, functools, math, os, sys
 from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
@@ -15,12 +15,12 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .batch import call_model, eval_mode, prediction
 from .gbdt import import_optional, live_curves
-from .core import History, TrainConfig, announce, environment
+from .core import Finding, History, TrainConfig, announce, environment
 from .data import TensorLoader
 from .diagnostics import diagnose
 from .events import Callbacks, Event, LoopState, session_observers
 from .loop import fit
-from .run import Run, remember_run
+from .run import Run, StopReason, remember_run
 
 # %% auto #0
 __all__ = ['keras_callback', 'mlp', 'TorchClassifier', 'TorchRegressor', 'TokenLoader']
@@ -36,6 +36,43 @@ def _keras_name(name: str) -> tuple[str, str]:
     if name.startswith("val_"): return "valid", name[4:]
     return "train", {"learning_rate": "lr"}.get(name, name)
 
+def _keras_siblings(cb) -> Optional[list]:
+    """The callbacks of the `model.fit` that calls `cb`: Keras hands a callback no list of the others, but the
+    `CallbackList` calling its `on_train_begin` holds them (its caller's frame). None when not found."""
+    frame = sys._getframe(2)  # past this function and the callback's method
+    for _ in range(4):
+        if frame is None: return None
+        found = getattr(frame.f_locals.get("self"), "callbacks", None)
+        if isinstance(found, list) and any(c is cb for c in found): return found
+        frame = frame.f_back
+    return None
+
+def _nonfinite_losses(logs: Optional[dict]) -> dict:
+    "The losses among Keras' logs (`loss`, `val_loss`, an output's `out_loss`) that are NaN or inf."
+    bad = {}
+    for key, value in (logs or {}).items():
+        if not (key == "loss" or key.endswith("_loss")): continue
+        try: value = float(value)
+        except (TypeError, ValueError): continue
+        if not math.isfinite(value): bad[key] = value
+    return bad
+
+def _keras_stop_reason(stop_training: bool,  # `model.stop_training` when Keras' fit returned
+                       siblings: Optional[list],  # the fit's callbacks (None = not known)
+                       nonfinite: bool = False,  # a train loss was logged NaN or inf
+                       requested: Optional[str] = None,  # the stop a trainbook observer asked for (`Control`)
+                      ) -> str:
+    "Why a Keras run ended, as a `StopReason` value: only Keras' EarlyStopping (or trainbook's) is early stopping."
+    if nonfinite: return StopReason.nonfinite.value
+    if requested: return requested
+    if not stop_training: return StopReason.completed.value
+    if siblings is None: return StopReason.early_stopping.value  # who stopped it cannot be seen: the usual one
+    keras = sys.modules.get("keras")
+    stopper = getattr(getattr(keras, "callbacks", None), "EarlyStopping", None)
+    if stopper is not None and any(isinstance(c, stopper) and getattr(c, "stopped_epoch", 0) > 0 for c in siblings):
+        return StopReason.early_stopping.value
+    return StopReason.interrupted.value  # another callback asked Keras to stop (a callback's request)
+
 @functools.lru_cache(maxsize=None)
 def _keras_recorder_class():
     keras = _import_keras()
@@ -48,6 +85,8 @@ def _keras_recorder_class():
 
         def on_train_begin(self, logs=None):
             self.records, self.step, self.epoch, self.run = History(), 0, 0, None
+            self.siblings = _keras_siblings(self)  # who stopped the run, at its end
+            self.nonfinite = {}  # split -> (step, epoch, {key: value}) of its first non-finite loss
             config = TrainConfig(epochs=int(self.params.get("epochs") or 1))
             self.state = LoopState(history=self.records, model=self.model, config=config)
             self.curves = live_curves(self.live, self.state)
@@ -60,14 +99,17 @@ def _keras_recorder_class():
 
         def on_train_batch_end(self, batch, logs=None):
             self.step += 1
-            if not self.batches: return
-            for name, value in (logs or {}).items():  # Keras' running means over the epoch so far
-                self.records.append(self.step, self.epoch, "train", _keras_name(name)[1], value)
-            if self.curves is not None:
-                self.state.step, self.state.epoch = self.step, self.epoch
-                self.curves.after_step(self.state)
+            self._check(logs)
+            if self.batches:
+                for name, value in (logs or {}).items():  # Keras' running means over the epoch so far
+                    self.records.append(self.step, self.epoch, "train", _keras_name(name)[1], value)
+                if self.curves is not None:
+                    self.state.step, self.state.epoch = self.step, self.epoch
+                    self.curves.after_step(self.state)
+            self._honour_stop()
 
         def on_epoch_end(self, epoch, logs=None):
+            self._check(logs, epoch)
             valid = {}
             for key, value in (logs or {}).items():
                 split, name = _keras_name(key)
@@ -81,10 +123,16 @@ def _keras_recorder_class():
             self.state.step, self.state.epoch, self.state.valid = self.step, epoch, valid
             if self.curves is not None: self.curves.after_epoch(self.state)
             self.observers(Event.after_epoch, self.state)
+            self._honour_stop()
 
         def on_train_end(self, logs=None):
             findings = diagnose(self.records)
-            stopped = "early_stopping" if getattr(self.model, "stop_training", False) else "completed"
+            control = self.state.control
+            stopped = _keras_stop_reason(getattr(self.model, "stop_training", False), self.siblings,
+                                        nonfinite="train" in self.nonfinite,
+                                        requested=(control.stop_reason or "interrupted") if control.stop else None)
+            if self.nonfinite:  # named first; a divergence that ends in NaN is this finding, not another
+                findings = [self._nonfinite_finding()] + [f for f in findings if f.kind != "diverging"]
             config = TrainConfig(epochs=int(self.params.get("epochs") or 1))
             self.run = Run(records=self.records, config=config, stopped=stopped, findings=findings,
                            model=self.model, environment=environment(), step=self.step, epoch=self.epoch,
@@ -95,6 +143,27 @@ def _keras_recorder_class():
             self.observers(Event.after_fit, self.state)
             announce("run", self.run)  # the notebook checklist ticks its step, as after fit
 
+        def _check(self, logs, epoch=None):
+            "Note the first NaN/inf loss of each split (Keras' logs are Python numbers here: no device sync)."
+            for key, value in _nonfinite_losses(logs).items():
+                split = _keras_name(key)[0]
+                if split not in self.nonfinite:
+                    self.nonfinite[split] = (self.step, self.epoch if epoch is None else epoch, {key: value})
+
+        def _honour_stop(self):
+            "A stop a trainbook observer asked for (a Stop button, a pruner) stops Keras' fit too."
+            if self.state.control.stop: self.model.stop_training = True
+
+        def _nonfinite_finding(self) -> Finding:
+            split = "train" if "train" in self.nonfinite else "valid"
+            step, epoch, bad = self.nonfinite[split]
+            listed = ", ".join(f"{k}={v}" for k, v in bad.items())
+            advice = ("lower the learning rate or clip gradients (the optimizer's clipnorm=); "
+                      "keras.callbacks.TerminateOnNaN stops the run at the first one" if split == "train" else
+                      "NaN or inf in the validation inputs or labels is the usual cause (tb.check_data finds them)")
+            return Finding("nonfinite", "error", f"non-finite {split} loss ({listed}) at step {step} (epoch {epoch})",
+                           advice=advice, data={"split": split, "step": step, "epoch": epoch, "names": list(bad)})
+
     return KerasRecorder
 
 def keras_callback(live: Union[str, bool] = "auto",  # live curves: "auto", True, or False for none
@@ -102,6 +171,7 @@ def keras_callback(live: Union[str, bool] = "auto",  # live curves: "auto", True
                    ):
     "A Keras 3 callback: `model.fit` into a trainbook History, live curves, diagnose; `.run` afterwards."
     return _keras_recorder_class()(live=live, batches=batches)
+
 
 # %% ../nbs/15_integrations.ipynb #e01fc9ac
 def mlp(n_features: int,  # inputs per row

@@ -23,8 +23,8 @@ from .guard import check_fit_inputs, check_monitor, require_batches
 from .metrics import resolve_metrics, try_metrics
 from .optim import (gradient_norms, make_scheduler, param_groups,
                              pick_scheduler_interval, step_optimizer, unscale_and_clip)
-from .recorder import (EarlyStopping, EpochMeter, StepProfiler, TimedIterator, data_fingerprint,
-                                end_run, epoch_records, record_validation, run_callbacks, run_of)
+from .recorder import (EarlyStopping, EpochMeter, StepProfiler, TimedIterator, claim_run_dir,
+                                data_fingerprint, end_run, epoch_records, record_validation, run_callbacks, run_of)
 from .run import RUNNING, Run, monitored_record
 
 # %% auto #0
@@ -263,26 +263,21 @@ def _claim_and_resume(s: Setup, state: LoopState, resume, overwrite: bool = Fals
     "Choose and lock the run folder (never an earlier run's); restore every piece of state from a checkpoint."
     engine = sys.modules.get("trainbook.ray_engine")  # loaded only where Ray runs the workers
     if resume is None and engine is not None: resume = engine.worker_resume()  # a worker Ray restarted
-    keeper, ckpt = s.checkpointer, None
-    if check_resume(resume) is not None:
-        if "signature" not in keeper.meta:  # a run without files compares what changed all the same
-            keeper.meta["signature"] = run_signature(s.model, s.optimizer, s.dl_train, s.config,
-                                                     s.extra["split_fingerprint"], s.loss_fn,
-                                                     s.extra["data_fingerprint"])
-        # read and compared before any folder is claimed or emptied (overwrite) and any part loaded
-        ckpt = keeper.read(resume, s.device)
-        check_epochs_left(ckpt["epoch"], ckpt["batch_idx"], s.config.epochs)
-    keeper.prepare(resume, overwrite)
+    keeper = s.checkpointer
+    if check_resume(resume) is not None and "signature" not in keeper.meta:  # without files: compared all the same
+        keeper.meta["signature"] = run_signature(s.model, s.optimizer, s.dl_train, s.config,
+                                                 s.extra["split_fingerprint"], s.loss_fn, s.extra["data_fingerprint"])
+    # the checkpoint read and compared before any folder is claimed or emptied (overwrite) or any part loaded
+    claim_run_dir(keeper, resume, overwrite, device=s.device, take=lambda ckpt: _take_position(state, ckpt),
+                  check=lambda ckpt: check_epochs_left(ckpt["epoch"], ckpt["batch_idx"], s.config.epochs))
     state.run_dir = keeper.run_dir
-    if ckpt is not None:
-        try: keeper.restore(resume, s.device, ckpt)
-        except BaseException:
-            keeper.release()  # a refused resume leaves the folder to its next run
-            raise
-        state.step, state.skipped_steps = ckpt["step"], ckpt["skipped_steps"]
-        state.position = pos = Position.from_state(ckpt)
-        state.epoch = pos.epoch - 1 if pos.batch_idx == 0 else pos.epoch  # the last epoch worked on
     state.findings += keeper.findings
+
+def _take_position(state: LoopState, ckpt: dict) -> None:
+    "The loop's counters and position from a checkpoint whose parts are loaded."
+    state.step, state.skipped_steps = ckpt["step"], ckpt["skipped_steps"]
+    state.position = pos = Position.from_state(ckpt)
+    state.epoch = pos.epoch - 1 if pos.batch_idx == 0 else pos.epoch  # the last epoch worked on
 
 # %% ../nbs/07_loop.ipynb #b14ef31b
 def _start_epoch(s: Setup, state: LoopState, epoch: int) -> TimedIterator:

@@ -12,7 +12,7 @@ from typing import Iterable, Iterator, Optional, Union
 import numpy as np
 import torch
 
-from .checkpoint import Checkpointer, check_loadable
+from .checkpoint import Checkpointer, check_loadable, check_resume, run_signature
 from .core import Finding, History, TrainConfig, announce, environment, rng_state, set_rng_state
 from .diagnostics import diagnose
 from .events import Callback, Callbacks, Event, LoopState, session_observers
@@ -21,7 +21,8 @@ from .run import RUNNING, Run, monitored_record, remember_run
 
 # %% auto #0
 __all__ = ['EarlyStopping', 'TimedIterator', 'peak_memory_mb', 'StepProfiler', 'EpochMeter', 'run_displays', 'run_callbacks',
-           'epoch_records', 'record_validation', 'run_of', 'end_run', 'data_fingerprint', 'recorded_value', 'Recorder']
+           'epoch_records', 'record_validation', 'run_of', 'end_run', 'data_fingerprint', 'recorded_value',
+           'claim_run_dir', 'parts_signature', 'Recorder']
 
 # %% ../nbs/06b_recorder.ipynb #8ad26698
 class EarlyStopping:
@@ -243,9 +244,15 @@ def end_run(state: LoopState,  # the loop's state
         if error is None: raise
         warnings.warn(f"after_fit raised while finishing a failed run: {e!r}")
     finally:
-        checkpointer.write_run(run)
-        checkpointer.release()
-        announce("run", run)  # the notebook checklist ticks its step (nothing else listens)
+        try: checkpointer.write_run(run)
+        except OSError as e:  # a full disk: the run in memory is kept all the same
+            if error is None:
+                e.run = run
+                raise
+            warnings.warn(f"run.json of the failed run could not be written: {e}")
+        finally:
+            checkpointer.release()
+            announce("run", run)  # the notebook checklist ticks its step (nothing else listens)
     return run
 
 def data_fingerprint(dl_train,  # the training batches
@@ -270,11 +277,49 @@ def recorded_value(v,  # a value to record: a number, or a tensor of one element
         if v.numel() != 1:
             raise ValueError(f"{where}: {name} must be one value, got a tensor of shape {tuple(v.shape)}; "
                              f"reduce it first ({name}.mean())")
+        if v.dtype == torch.bool: raise _not_a_number(v, name, where)
         return v
+    # float() takes "0.5" and True: a string or a flag recorded as a loss is a mistake, named here
+    if isinstance(v, (str, bytes, bool, np.bool_)) or (isinstance(v, np.ndarray) and v.dtype.kind not in "iuf"):
+        raise _not_a_number(v, name, where)
     try: return float(v)
-    except (TypeError, ValueError):
-        raise TypeError(f"{where}: {name} must be a number or a one-value tensor, got "
-                        f"{type(v).__name__} {str(v)[:40]!r}") from None
+    except (TypeError, ValueError): raise _not_a_number(v, name, where) from None
+
+def _not_a_number(v, name: str, where: str) -> TypeError:
+    return TypeError(f"{where}: {name} must be a number or a one-value tensor, got {type(v).__name__} "
+                     f"{str(v)[:40]!r}" + (f"; pass float({v!r}) if it is one" if isinstance(v, str) else ""))
+
+def claim_run_dir(checkpointer: Checkpointer,  # the run's folder, not yet chosen
+                  resume: Union[str, Path, None] = None,  # the checkpoint (or run folder) the run resumes from
+                  overwrite: bool = False,  # replace an earlier run's files (else take a new version folder)
+                  *,
+                  device: torch.device = torch.device("cpu"),  # where the checkpoint's tensors go
+                  check=None,  # check(ckpt): more refusals, before the folder is claimed
+                  take=None,  # take(ckpt): the loop's own state from the checkpoint, after the parts'
+                 ) -> Optional[dict]:
+    """Read `resume` and compare it with this run (a mismatch refused before any folder is claimed or emptied),
+    choose and lock the run folder, load the parts and `take(ckpt)`; a load that fails gives the folder back."""
+    ckpt = checkpointer.read(resume, device) if check_resume(resume) is not None else None
+    if ckpt is not None and check is not None: check(ckpt)
+    checkpointer.prepare(resume, overwrite)
+    if ckpt is None: return None
+    try:
+        checkpointer.restore(resume, device, ckpt)
+        if take is not None: take(ckpt)
+    except BaseException:
+        checkpointer.release()  # a refused resume leaves the folder to its next run
+        raise
+    return ckpt
+
+def parts_signature(parts: dict,  # the parts a Recorder checkpoints (model, optimizer, loader, ...)
+                    cfg: TrainConfig,  # the run's config
+                   ) -> dict:
+    "What a resume compares (`run_signature`): the model's shapes when it is a torch module, optimizer, loader, config."
+    model = parts.get("model")
+    module = model if isinstance(model, torch.nn.Module) else torch.nn.Module()
+    sig = run_signature(module, parts.get("optimizer"), parts.get("loader"), cfg)
+    if module is not model: sig["shapes"] = None  # not a torch module: its shapes are not compared
+    return sig
 
 class Recorder:
     "trainbook's history, observers, early stopping, checkpoints and Run for a training loop you wrote."
@@ -313,17 +358,26 @@ class Recorder:
         self.callbacks = run_callbacks(callbacks, live=live, track=track, kind=kind)
         self.environment = environment()
         folder = cfg.checkpoint_dir if checkpoint_dir is _FROM_CONFIG else checkpoint_dir
-        self.checkpointer = Checkpointer(folder, parts={**parts, "early_stopping": self.stopper,
+        # what a resume compares (the model's shapes, optimizer, config): needed only where checkpoints are
+        sign = folder is not None or resume is not None
+        # no model or optimizer part: the checkpoints hold none (the Checkpointer reads both names)
+        self.checkpointer = Checkpointer(folder, parts={"model": None, "optimizer": None, **parts,
+                                                        "early_stopping": self.stopper,
                                                         "callbacks": self.callbacks, "history": self.history},
-                                         meta={"config": cfg.to_dict(), "environment": self.environment})
-        self.checkpointer.prepare(resume, overwrite)
-        self.state.run_dir = self.checkpointer.run_dir
-        self.state.findings += self.checkpointer.findings
+                                         meta={"config": cfg.to_dict(), "environment": self.environment,
+                                               **({"signature": parts_signature(parts, cfg)} if sign else {})})
         self.started, self.run, self.stop_reason = False, None, None
         self._pending: list = []  # (step, epoch, name, value) step records whose tensors are not read yet
+        self._unread = 0  # steps recorded since the last read
         self._epoch = {"loss_sum": 0.0, "loss_count": 0, "start": time.perf_counter()}
+        self._saved = None  # (step, epoch) of the last last.pt written
+        self._cut = False  # a Ctrl-C ended the `with` block
         self._t0 = time.perf_counter()
-        if resume is not None: self.restore(resume)
+        self._noted = 0  # the checkpointer's findings already in the state's
+        # the run folder, locked for this run; on resume every piece of state restored (refused: the lock given back)
+        claim_run_dir(self.checkpointer, resume, overwrite, take=self._take)
+        self.state.run_dir = self.checkpointer.run_dir
+        self._note_findings()
 
     # --- the loop calls these -------------------------------------------------------------------------
     def start(self) -> None:
@@ -351,9 +405,14 @@ class Recorder:
         items = [(name, recorded_value(v, name, "Recorder.step")) for name, v in items if v is not None]
         state.step += 1
         self._pending += [(state.step, state.epoch, name, v) for name, v in items]
+        self._unread += 1
         state.loss, state.grad_norm = loss, grad_norm
-        if len(self._pending) >= 4 * self.read_every or not isinstance(loss, torch.Tensor): self._read()
+        if self._unread >= self.read_every or not isinstance(loss, torch.Tensor): self._read()
         self.callbacks(Event.after_step, state)
+        every, control = self.config.checkpoint_every, state.control
+        if (every and state.step % every == 0) or control.save:  # last.pt every checkpoint_every steps
+            control.save = False
+            self._save_last()
         if self.config.max_steps and state.step >= self.config.max_steps: self._stop("max_steps")
 
     def validate(self,
@@ -362,7 +421,7 @@ class Recorder:
                  epoch: Optional[int] = None,  # the epoch that ends (default: the one the steps were in)
                  **metrics,  # validation metrics: accuracy=..., f1=...
                 ) -> None:
-        "Close the epoch with a validation: its records, early stopping, best.pt, run.json, [after_epoch]."
+        "Close the epoch with a validation: its records, early stopping, best.pt, last.pt, run.json, [after_epoch]."
         values = {**({"loss": loss} if loss is not None else {}), **metrics}
         if not values: raise ValueError("validate needs the validation loss or at least one metric")
         self._close_epoch(epoch, {k: float(recorded_value(v, k, "Recorder.validate")) for k, v in values.items()})
@@ -370,7 +429,7 @@ class Recorder:
     def end_epoch(self,
                   epoch: Optional[int] = None,  # the epoch that ends (default: the one the steps were in)
                  ) -> None:
-        "Close an epoch without validation: its records, early stopping on a train monitor, [after_epoch]."
+        "Close an epoch without validation: its records, early stopping on a train monitor, last.pt, [after_epoch]."
         self._close_epoch(epoch, None)
 
     @property
@@ -387,23 +446,21 @@ class Recorder:
         "Write a full-state checkpoint: the parts, history, early stopping, callbacks, step, epoch, every RNG."
         if not self.checkpointer.enabled: return None
         self._read()
-        self.checkpointer.save(name, step=self.state.step, epoch=self.state.epoch,
-                               skipped_steps=self.state.skipped_steps, rng=rng_state(),
-                               epoch_loss=[self._epoch["loss_sum"], self._epoch["loss_count"]],
-                               entries=dict(entries))
+        state = self.state
+        self.checkpointer.save(name, step=state.step, epoch=state.epoch, skipped_steps=state.skipped_steps,
+                               rng=rng_state(), epoch_loss=[self._epoch["loss_sum"], self._epoch["loss_count"]],
+                               epoch_steps=self._epoch["loss_count"], entries=dict(entries))
+        if name == "last.pt": self._saved = (state.step, state.epoch)
         return self.checkpointer.path(name)
 
     def restore(self,
                 path: Union[str, Path, None] = None,  # a checkpoint or run folder; None = this run's last.pt
                ) -> dict:
-        "Load a checkpoint into the parts and the recorder (RNGs too); returns its `entries` and the rest."
+        "Load a checkpoint into the parts and the recorder (RNGs too); returns it: its `entries`, `epoch_steps`..."
         path = path if path is not None else self.checkpointer.path("last.pt")
         if path is None: raise ValueError("restore: this run has no last.pt yet; pass the checkpoint to load")
         ckpt = self.checkpointer.restore(path, torch.device("cpu"))
-        self.state.step, self.state.epoch = ckpt["step"], ckpt["epoch"]
-        self.state.skipped_steps = ckpt.get("skipped_steps", 0)
-        self._epoch["loss_sum"], self._epoch["loss_count"] = ckpt.get("epoch_loss", (0.0, 0))
-        if ckpt.get("rng") is not None: set_rng_state(ckpt["rng"])
+        self._take(ckpt)
         return ckpt
 
     def finish(self,
@@ -414,6 +471,9 @@ class Recorder:
         if self.run is not None: return self.run
         self._read()
         stopped = stopped or self.stop_reason or "completed"
+        # last.pt of the end; a failed or non-finite run keeps its last good one, as in fit, and so does a Ctrl-C
+        # in a `with` block (it may have come between your optimizer step and `step`: not a state to resume)
+        if stopped not in ("failed", "nonfinite") and not self._cut: self._save_last()
         self.run = end_run(self.state, self.callbacks, stopped, stopper=self.stopper,
                            checkpointer=self.checkpointer, environment=self.environment, kind=self.kind,
                            extra={"seconds": time.perf_counter() - self._t0}, error=error)
@@ -423,13 +483,25 @@ class Recorder:
 
     def __exit__(self, kind, err, tb):
         if err is None: self.finish()
-        elif isinstance(err, KeyboardInterrupt): self.finish("interrupted")
+        elif isinstance(err, KeyboardInterrupt):
+            self._cut = True
+            self.finish("interrupted")
         else: err.run = self.finish("failed", err)
         return isinstance(err, KeyboardInterrupt)  # Ctrl-C ends the run as interrupted, like fit
 
     # --- bookkeeping ----------------------------------------------------------------------------------
+    def _take(self, ckpt: dict) -> None:
+        "The recorder's own state from a checkpoint whose parts are loaded: step, epoch, the epoch's loss, RNGs."
+        self.state.step, self.state.epoch = ckpt["step"], ckpt["epoch"]
+        self.state.skipped_steps = ckpt.get("skipped_steps", 0)
+        self._epoch["loss_sum"], self._epoch["loss_count"] = ckpt.get("epoch_loss", (0.0, 0))
+        if ckpt.get("rng") is not None: set_rng_state(ckpt["rng"])
+        self._saved = (self.state.step, self.state.epoch)  # last.pt holds this state (or the one restored)
+        self._note_findings()
+
     def _read(self) -> None:
         "Read the pending step values (one device sync for all), record them, sum the epoch's loss."
+        self._unread = 0
         if not self._pending: return
         pending, self._pending = self._pending, []
         tensors = [v.detach().float().reshape(()) for *_, v in pending if isinstance(v, torch.Tensor)]
@@ -453,6 +525,19 @@ class Recorder:
     def _stop(self, reason: str) -> None:
         self.stop_reason = self.stop_reason or reason
 
+    def _save_last(self) -> None:
+        "last.pt of the state now, unless it holds it already or the loss went non-finite (it keeps the last good one)."
+        if not (self.checkpointer.enabled and self.started): return
+        self._read()  # a NaN among the values not read yet is seen before anything is written
+        if self.stop_reason == "nonfinite" or self._saved == (self.state.step, self.state.epoch): return
+        self.save("last.pt")
+
+    def _note_findings(self) -> None:
+        "The findings of choosing the folder and of a restore (what changed since the checkpoint), once each."
+        new, self._noted = self.checkpointer.findings[self._noted:], len(self.checkpointer.findings)
+        known = {f.message for f in self.state.findings}  # restore() called again finds the same changes
+        self.state.findings += [f for f in new if f.message not in known]
+
     def _close_epoch(self, epoch: Optional[int], values: Optional[dict]) -> None:
         self.start()
         self._read()
@@ -475,6 +560,7 @@ class Recorder:
         self.callbacks(Event.after_epoch, state)
         state.epoch += 1
         self._epoch = {"loss_sum": 0.0, "loss_count": 0, "start": time.perf_counter()}
+        self._save_last()  # the next epoch's start: a killed run resumes from here
 
     def __repr__(self):
         return f"Recorder(step={self.state.step}, epoch={self.state.epoch}, run_dir={self.state.run_dir})"
