@@ -105,7 +105,8 @@ def test_a_callbacks_stop_reason_becomes_the_runs():
         def after_step(self, state):
             if state.step == 2: state.control.request_stop("early_stopping", message="enough")
     run = fit([Stop()], epochs=5)
-    assert (run.stopped, run.step) == ("early_stopping", 2)
+    assert (run.stopped, run.step, run.extra["stop_message"]) == ("early_stopping", 2, "enough")
+    assert "stop_message" not in fit([], epochs=1).extra
     class Bored:
         def after_step(self, state): state.control.request_stop("bored")
     with pytest.raises(ValueError, match="put your own words in message="):

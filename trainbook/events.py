@@ -4,7 +4,7 @@
 
 # %% ../nbs/04_events.ipynb #cd8f0d4b
 from __future__ import annotations
-import inspect, warnings, weakref
+import inspect, warnings
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Iterable, Optional
@@ -125,11 +125,8 @@ def _check_takes_state(cb, attr: str, fn):
         raise TypeError(f"{type(cb).__name__}.{attr}{sig} cannot be called as {attr}(state): the loop passes "
                         f"one argument, the LoopState; define it as def {attr}(self, state): ...") from None
 
-# the callbacks `session_observers` made (by id, held weakly): one also in the user's list is attached once
-_SESSION_MADE = weakref.WeakValueDictionary()
-
 def _distinct(callbacks: list) -> list:
-    "The callbacks, each once: None or an instance listed twice fails (a session observer passed too: once)."
+    "The callbacks, each once: None or an instance listed twice fails."
     names = ", ".join("None" if cb is None else type(cb).__name__ for cb in callbacks)
     first, kept = {}, []
     for i, cb in enumerate(callbacks):
@@ -137,7 +134,6 @@ def _distinct(callbacks: list) -> list:
             raise TypeError(f"callback at position {i} is None (the run's callbacks: {names}); "
                             "pass callback objects, or leave the None out")
         if id(cb) in first:
-            if _SESSION_MADE.get(id(cb)) is cb: continue  # a search trial's Pruning, also in config.callbacks
             raise ValueError(f"callback {type(cb).__name__} is listed twice (positions {first[id(cb)]} and "
                              f"{i} of {names}): each event would call it twice; list it once")
         first[id(cb)] = i
@@ -213,8 +209,10 @@ def remove_session_observer(name: str,  # the name given to `add_session_observe
 
 def session_observers(track: Optional[bool] = None,  # None = as the session says, False = none, True = required
                       context: Optional[dict] = None,  # what the run is: {"kind": "torch", "rank": 0, ...}
+                      given: Iterable = (),  # the run's own callbacks: an observer among them is not given again
                      ) -> list:
-    "One new callback per session observer for a new run; `track` decides about the tracker's alone."
+    """One new callback per session observer for a new run; `track` decides about the tracker's alone. A search
+    trial's `Pruning` is an observer its objective may pass in `config.callbacks` as well: it is attached once."""
     if track not in (None, True, False):
         raise TypeError(f"track must be None, True or False, got {track!r}")
     if track is True and "track" not in _SESSION_OBSERVERS:
@@ -223,8 +221,6 @@ def session_observers(track: Optional[bool] = None,  # None = as the session say
     context = dict(context or {})
     made = [factory(context) for name, factory in list(_SESSION_OBSERVERS.items())
             if not (name == "track" and track is False)]
-    made = [cb for cb in made if cb is not None]  # a factory may decline (a tracker on a rank other than 0)
-    for cb in made:
-        try: _SESSION_MADE[id(cb)] = cb
-        except TypeError: pass  # not weakly referable: listed twice, it fails as any other callback would
-    return made
+    given = [id(cb) for cb in given]
+    # a factory may decline (a tracker on a rank other than 0)
+    return [cb for cb in made if cb is not None and id(cb) not in given]

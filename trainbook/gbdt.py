@@ -736,7 +736,8 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
     task = check_boosting_inputs(df, target, splits, task)
     num_rounds, early_stopping = _check_settings(lib, params, num_rounds, early_stopping, class_weight, task,
                                                  callbacks, overwrite)
-    observers = session_observers(track, {"kind": lib.name})  # track=True without tb.track() fails here
+    callbacks = list(callbacks)
+    observers = session_observers(track, {"kind": lib.name}, given=callbacks)  # track=True without tb.track(): fails
     folder = _claim_folder(checkpoint_dir, overwrite)  # before any work; an earlier run's files kept
     run_dir = folder.run_dir
     exclude = split_columns(splits, target)

@@ -156,7 +156,8 @@ def run_callbacks(callbacks: Iterable = (),  # the user's callbacks
     if isinstance(callbacks, (str, bytes)) or not isinstance(callbacks, Iterable):
         raise TypeError(f"callbacks must be a list of callbacks, got a {type(callbacks).__name__}: "
                         "pass callbacks=[...]")
-    observers = session_observers(track, {"kind": kind, "rank": rank})  # every rank: e.g. Ray's reporter
+    # every rank: e.g. Ray's reporter; one the user passed too (a trial's Pruning in config.callbacks) once
+    observers = session_observers(track, {"kind": kind, "rank": rank}, given=callbacks)
     displays = run_displays(live) if rank == 0 else []  # one rank shows progress
     cbs = Callbacks([*first, *displays, *observers, *callbacks, *last])
     try: check_loadable(cbs.state_dict(), "a callback's state_dict()")
@@ -235,8 +236,9 @@ def end_run(state: LoopState,  # the loop's state
     "Findings, the Run, `last_run()`, [after_fit], run.json and the lock released: every way a run ends."
     found = [f for f in diagnose(state.history) if f.kind != "diverging" or stopped != "nonfinite"]
     state.findings = state.findings + found
+    said = state.control.stop_message  # a callback's words on why it stopped the run, beside the reason
     run = run_of(state, stopped, stopper=stopper, checkpointer=checkpointer, environment=environment,
-                 kind=kind, extra=extra, error=error)
+                 kind=kind, extra={**(extra or {}), **({"stop_message": said} if said else {})}, error=error)
     state.run = run
     remember_run(run)
     try: callbacks(Event.after_fit, state)
