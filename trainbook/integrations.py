@@ -14,7 +14,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .batch import call_model, eval_mode, prediction
-from .gbdt import import_optional, live_curves
+from .gbdt import import_optional
+from .recorder import live_curves
 from .core import Finding, History, TrainConfig, announce, environment
 from .data import TensorLoader
 from .diagnostics import diagnose

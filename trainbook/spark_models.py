@@ -14,7 +14,8 @@ from .checkpoint import Checkpointer
 from .core import TrainConfig, announce, environment
 from .data import DROPPED_ROLES, FramePrep, make_preprocessor
 from .diagnostics import diagnose
-from .gbdt import BoostedModel, RoundRecorder, XGBoostLibrary
+from .gbdt import BoostedModel, XGBoostLibrary
+from .recorder import RoundRecorder
 from .metrics import classification_metrics, regression_metrics
 from .events import session_observers
 from .run import Run, remember_run
