@@ -376,7 +376,7 @@ def test_runs_compared_by_what_differs():
     "Legends and titles name the differing params; the table shows numbers to their precision and findings as chips."
     import pandas as pd
     from trainbook.figures import wrap_title
-    from trainbook.tracking import Comparison, finding_chips, param_text, runs_label
+    from trainbook.experiments import Comparison, finding_chips, param_text, runs_label
     assert runs_label({"hidden": "16", "lr": "0.001"}, ["hidden", "lr"], "20261201-113403-ce20") == "hidden=16, lr=0.001"
     assert runs_label({"hidden": "16"}, [], "20261201-113403-ce20") == "20261201-113403-ce20"
     assert [param_text(v) for v in ("0.0010000", None, float("nan"), "relu", 0.021600820741402058)] == \

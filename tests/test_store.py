@@ -256,3 +256,43 @@ def test_run_load_equals_the_fit_run_and_load_run(tmp_path, sqlite_uri):
         assert [(f.kind, f.severity, f.message, f.data) for f in other.findings] == \
                [(f.kind, f.severity, f.message, f.data) for f in run.findings]
         assert other.config == run.config and other.stopped == run.stopped and other.step == run.step
+
+
+def test_a_hung_server_is_a_connection_error_naming_it():
+    "A server that accepts connections and never answers (SIGSTOPped, overloaded): an error naming it."
+    with socket.socket() as hung:
+        hung.bind(("127.0.0.1", 0))
+        hung.listen(16)  # the kernel accepts; nothing ever reads or answers
+        uri = f"http://127.0.0.1:{hung.getsockname()[1]}"
+        with pytest.raises(ConnectionError, match=f"no MLflow tracking server answers at {uri}"):
+            tb.runs(uri=uri)
+        with pytest.raises(ConnectionError, match=uri): tb.load_run("0" * 32, uri=uri)
+
+
+def test_read_limits_bound_mlflow_requests_and_keep_your_own(monkeypatch):
+    for name in st.READ_LIMITS: monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(st, "_BOUND", {})
+    st.bound_http()
+    name = "MLFLOW_HTTP_REQUEST_TIMEOUT"
+    with st.read_limits(): assert os.environ[name] == st.READ_LIMITS[name]
+    assert os.environ[name] == st.HTTP_LIMITS[name]  # restored
+    monkeypatch.setenv(name, "42")  # yours
+    with st.read_limits(): assert os.environ[name] == "42"
+
+
+def test_two_projects_default_stores_have_two_spools(tmp_path, monkeypatch):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    monkeypatch.chdir(tmp_path / "a")
+    st.spool("sqlite:///mlruns.db", {"name": "r", "tags": {}, "record": {}})
+    assert len(st.spooled("sqlite:///mlruns.db")) == 1
+    assert st.spooled(f"sqlite:///{tmp_path / 'a' / 'mlruns.db'}") == st.spooled("sqlite:///mlruns.db")
+    monkeypatch.chdir(tmp_path / "b")
+    assert st.spooled("sqlite:///mlruns.db") == []  # project b's store is another store
+
+
+def test_a_folder_is_the_store_in_it_and_a_new_db_path_is_the_file(tmp_path):
+    assert st.resolve_uri(str(tmp_path / "new")) == f"sqlite:///{tmp_path / 'new' / 'mlruns.db'}"
+    assert st.resolve_uri(str(tmp_path / "runs.db")) == f"sqlite:///{tmp_path / 'runs.db'}"
+    with pytest.raises(ValueError, match="uri .* is a folder"): st.resolve_uri(f"sqlite:///{tmp_path}")
+    with pytest.raises(ValueError, match="uri is blank"): st.resolve_uri("   ")

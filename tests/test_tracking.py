@@ -92,7 +92,7 @@ def test_fit_and_xgboost_runs_recorded(tracker, store, request):
 
 
 def test_loaded_run_keeps_findings_and_config(tracker):
-    run = fit(epochs=2)
+    run = fit(epochs=2, track=False)  # a run made before tracking: log_run records it
     made_up = tb.Finding("overfitting", "warning", "made up for the test", data={"onset_epoch": 1, "best_epoch": 0})
     run.findings.append(made_up)
     rid = tb.log_run(run)
@@ -287,3 +287,147 @@ def test_a_run_shorter_than_flush_every_is_one_write_with_its_params(store, requ
     data = mlflow.MlflowClient(store[0]).get_run(run.extra["mlflow_run_id"]).data
     assert data.params["epochs"] == "3" and data.params["lr"] == "0.003" and data.params["model"] == "Sequential"
     assert data.tags["stopped"] == run.stopped and "valid_loss" in data.metrics
+
+
+# --- a store that fails for a moment, a TensorBoard folder that cannot be written ---------------------------
+
+def stored_steps(uri, run_id, key):
+    return sorted(m.step for m in mlflow.MlflowClient(uri).get_metric_history(run_id, key))
+
+
+@pytest.mark.parametrize("lost", ["one epoch's write", "one epoch's write and the run's end"])
+def test_a_failed_metric_write_is_resent_and_nothing_is_doubled(store, request, tmp_path, monkeypatch, lost):
+    monkeypatch.setenv("TRAINBOOK_SPOOL", str(tmp_path / "spool"))
+    t = tb.track(store[0], experiment=request.node.name, flush_every=0)
+    real, calls, ends = t.client.log_batch, [], []
+
+    def blip(run_id, **kw):
+        "The store drops the third write (a network blip), and in the second case the first end write too."
+        calls.append(1)
+        end = any(tag.key == "stopped" for tag in kw.get("tags", ()))
+        if end and "end" in lost and not ends:
+            ends.append(1)
+            raise ConnectionError("blip at the end")
+        if len(calls) == 3: raise ConnectionError("blip")
+        return real(run_id, **kw)
+    t.client.log_batch = blip
+    try:
+        with pytest.warns(UserWarning, match="write failed"):
+            run = fit(epochs=6)
+            t.wait()
+    finally: tb.untrack()
+    rid = run.extra["mlflow_run_id"]
+    if "end" in lost:  # the run's end could not be written: spooled, then delivered by sync
+        assert len(tracking.spooled(store[0])) == 1
+        assert tb.sync(store[0]) == [rid]
+    assert tracking.spooled(store[0]) == []  # nothing left waiting (no spool at all in the first case)
+    want = list(run.records.series("loss", "valid").index)
+    assert stored_steps(store[0], rid, "valid_loss") == want  # every epoch, once: the lost one resent
+    assert stored_steps(store[0], rid, "train_loss") == want
+    assert stored_steps(store[0], rid, "best") == [run.step]  # a summary value is one point, not one per try
+
+
+def test_delivering_a_spooled_run_fills_a_gap_in_the_middle_once(tracker):
+    "A run the store holds in part (a write lost mid-run, an answer lost on its way): sync adds what lacks."
+    from mlflow.entities import Metric
+    run = fit(epochs=6, track=False)
+    valid = run.records.series("loss", "valid")
+    rid = tracker.client.create_run(tracker.experiment_id).info.run_id
+    kept = [Metric("valid_loss", float(v), 0, int(s)) for s, v in valid.items() if s != valid.index[2]]
+    tracker.client.log_batch(rid, metrics=kept + [Metric("best", float(run.best), 0, run.step)])
+    entry = {"run_id": rid, "name": "gap", "params": {}, "tags": {}, "status": "FINISHED",
+             "record": run.to_dict()}
+    assert tracker.deliver(entry) == rid
+    assert stored_steps(tracker.uri, rid, "valid_loss") == list(valid.index)  # the middle one added, once
+    assert stored_steps(tracker.uri, rid, "best") == [run.step]
+
+
+def test_tensorboard_folder_that_is_a_file_is_refused_before_any_run(store, tmp_path):
+    afile = tmp_path / "notes.txt"
+    afile.write_text("not a folder")
+    with pytest.raises(ValueError, match="tensorboard=.*is a file"): tb.track(store[0], tensorboard=afile)
+    with pytest.raises(ValueError, match="tensorboard=.*inside"):
+        tb.track(store[0], tensorboard=afile / "runs")
+    assert tb.active_tracker() is None
+
+
+def test_a_failing_tensorboard_writer_is_reported_as_such_and_the_store_keeps_the_run(
+        store, request, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAINBOOK_SPOOL", str(tmp_path / "spool"))
+    t = tb.track(store[0], experiment=request.node.name, tensorboard=tmp_path / "runs", flush_every=0)
+    monkeypatch.setattr(tracking, "write_scalars", lambda writer, rows: 1 / 0)  # TensorBoard's disk fails
+    try:
+        with pytest.warns(UserWarning) as caught:
+            run = fit(epochs=3)
+            t.wait()
+    finally: tb.untrack()
+    said = [str(w.message) for w in caught if "trainbook tracking" in str(w.message)]
+    assert len(said) == 1 and "TensorBoard" in said[0] and "not affected" in said[0]  # once: TensorBoard
+    assert tracking.spooled(store[0]) == []  # the store write did not fail: nothing spooled
+    rid = run.extra["mlflow_run_id"]
+    assert mlflow.MlflowClient(store[0]).get_run(rid).info.status == "FINISHED"
+    assert stored_steps(store[0], rid, "valid_loss") == list(run.records.series("loss", "valid").index)
+    assert stored_steps(store[0], rid, "best") == [run.step]
+
+
+# --- reading back: names as written, errors that name the argument ------------------------------------------
+
+def test_compare_runs_finds_a_metric_under_its_safe_name_and_names_a_missing_one(tracker):
+    dl_train, dl_valid = loaders()
+    top1 = lambda out, yb: float((out.argmax(1) == yb).float().mean())
+    run = tb.fit(mlp(), dl_train, dl_valid, loss_fn=LOSS, config=tb.TrainConfig(epochs=2, device="cpu"),
+                 metrics={"acc@1": top1}, live=False)
+    rid = run.extra["mlflow_run_id"]
+    cmp = tb.compare_runs([rid], metric="valid_acc@1")  # stored as valid_acc_1
+    assert np.allclose(cmp.figure.data[0].y, run.records.series("acc@1", "valid").to_numpy())
+    missing = r"metric 'valid_acc': none of the runs has it \(did you mean 'valid_acc_1'"
+    with pytest.raises(ValueError, match=missing):
+        tb.compare_runs([rid], metric="valid_acc")
+    with pytest.raises(ValueError, match="none of the runs has it"):
+        tb.compare_runs([run], metric="valid_top5")  # a Run in memory too
+
+
+def test_runs_and_load_run_errors_name_the_argument(tracker):
+    empty = tb.runs()
+    assert len(empty) == 0 and {"run_id", "status", "stopped", "best"} <= set(empty.columns)
+    assert list(empty[["run_id", "status"]].columns) == ["run_id", "status"]
+    refused = r"filter \"stopped = 'completed'\" is not an MLflow search filter.*tags\."
+    with pytest.raises(ValueError, match=refused):
+        tb.runs(filter="stopped = 'completed'")
+    with pytest.raises(ValueError, match="max_results must be"): tb.runs(max_results=0)
+    with pytest.raises(ValueError, match="run_id: no run 'nope'"): tb.load_run("nope")
+    with pytest.raises(ValueError, match="runs_or_ids: no run 'nope'"): tb.compare_runs(["nope"])
+
+
+def test_track_checks_the_uri_before_mlflow_sees_it(store, tmp_path):
+    with pytest.raises(ValueError, match=r"uri 'mlfow://foo': unknown scheme 'mlfow'.*http:"):
+        tb.track("mlfow://foo")
+    with pytest.raises(ValueError, match=r"unknown scheme 'htp' \(did you mean 'http'\?\)"):
+        tb.track("htp://127.0.0.1:5000")
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database")
+    with pytest.raises(ValueError, match="uri .* is not an SQLite database"): tb.track(f"sqlite:///{text}")
+    with pytest.raises(ValueError, match="uri .* is not an SQLite database"): tb.track(str(text))
+    assert tb.active_tracker() is None
+    folder = store[1]  # a folder: its mlruns.db is the store
+    try: assert tb.track(str(folder), experiment="by-folder").uri == store[0]
+    finally: tb.untrack()
+
+
+def test_log_run_of_a_run_recorded_already_returns_its_id(tracker):
+    run = fit(epochs=1)
+    tracker.wait()
+    rid = run.extra["mlflow_run_id"]
+    with pytest.warns(UserWarning, match="recorded already"): assert tb.log_run(run) == rid
+    assert list(tb.runs().run_id) == [rid]  # no second MLflow run
+
+
+def test_sync_without_a_store_makes_none_and_track_leaves_no_spool_folder(store, request, tmp_path,
+                                                                           monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TRAINBOOK_SPOOL", str(tmp_path / "spool"))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    assert tb.sync() == [] and not (tmp_path / "mlruns.db").exists()
+    tb.track(store[0], experiment=request.node.name)
+    tb.untrack()
+    assert not (tmp_path / "spool").exists()  # a spool folder is made only when a run is spooled

@@ -48,8 +48,8 @@ _EXPORTS = {
     "modelfiles": ["ModelFileError", "check_xgboost_json", "check_lightgbm_text", "check_catboost_file",
                    "file_sha256"],
     "integrations": ["keras_callback", "TorchClassifier", "TorchRegressor", "mlp", "TokenLoader"],
-    "tracking": ["track", "untrack", "Tracker", "runs", "load_run", "compare_runs", "RunBrowser",
-                 "to_tensorboard", "log_run", "run_params", "active_tracker", "sync"],
+    "tracking": ["track", "untrack", "Tracker", "to_tensorboard", "log_run", "run_params", "active_tracker", "sync"],
+    "experiments": ["runs", "load_run", "compare_runs", "RunBrowser"],
     "store": ["safe_key", "safe_items", "check_server", "mark_dead_runs"],
     "tuning": ["search", "SearchResult", "Pruning", "StudyPanel", "fit_objective"],
     # check_data, make_splits, fit_xgboost and baseline take a Spark DataFrame too (they hand it to `spark`)

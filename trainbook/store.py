@@ -4,16 +4,20 @@
 
 # %% ../nbs/16a_store.ipynb #6cce4c6e
 from __future__ import annotations
-import hashlib, json, os, re, time, urllib.error, urllib.request, warnings
+import hashlib, json, os, re, time, urllib.error, urllib.parse, urllib.request, warnings
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Optional
 
-from .core import atomic_write, process_alive
+from .core import atomic_write, did_you_mean, process_alive
+
 
 # %% auto #0
-__all__ = ['MAX_KEY', 'MAX_PARAM_VALUE', 'MAX_TAG_VALUE', 'CUT', 'HTTP_LIMITS', 'OWNER_TAGS', 'STALE_AFTER', 'safe_key',
-           'safe_value', 'safe_items', 'bound_http', 'is_remote', 'check_server', 'quiet_mlflow', 'spool_dir', 'spool',
-           'spooled', 'read_spooled', 'owner_tags', 'is_dead', 'mark_dead_runs']
+__all__ = ['MAX_KEY', 'MAX_PARAM_VALUE', 'MAX_TAG_VALUE', 'CUT', 'SCHEMES', 'STORE_FILE', 'SQLITE_SUFFIXES', 'HTTP_LIMITS',
+           'READ_LIMITS', 'READ_WAIT', 'OWNER_TAGS', 'STALE_AFTER', 'safe_key', 'safe_value', 'safe_items',
+           'sqlite_path', 'store_location', 'resolve_uri', 'bound_http', 'read_limits', 'no_answer', 'is_remote',
+           'check_server', 'quiet_mlflow', 'spool_dir', 'spool', 'spooled', 'read_spooled', 'owner_tags', 'is_dead',
+           'mark_dead_runs']
 
 # %% ../nbs/16a_store.ipynb #fc71d383
 MAX_KEY, MAX_PARAM_VALUE, MAX_TAG_VALUE = 250, 6000, 8000  # MLflow's limits (mlflow.utils.validation)
@@ -52,14 +56,110 @@ def safe_items(items: dict,  # name -> value (params or tags)
         renamed[key] = str(name)
     return out, renamed
 
+# %% ../nbs/16a_store.ipynb #0b6057dd
+SCHEMES = ("sqlite", "postgresql", "mysql", "mssql", "http", "https",
+           "databricks", "databricks-uc", "uc", "file")  # what MLflow's tracking takes (plugins add more)
+STORE_FILE = "mlruns.db"  # the SQLite file in a folder passed as a store
+SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")  # a new path ending so is the SQLite file itself
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+def _schemes() -> list[str]:
+    "The URI schemes MLflow's tracking accepts, those of installed plugins included."
+    from importlib.metadata import entry_points
+    return [*SCHEMES, *(e.name for e in entry_points(group="mlflow.tracking_store"))]
+
+def sqlite_path(uri: str,  # a tracking URI
+               ) -> Optional[Path]:
+    "The file of a `sqlite:///` URI; None for another URI or an in-memory database."
+    if not uri.startswith("sqlite:///"): return None
+    path = uri[len("sqlite:///"):].split("?", 1)[0]
+    return Path(path) if path and path != ":memory:" else None
+
+def store_location(uri: str,  # a tracking URI
+                  ) -> str:
+    "`uri` independent of the working folder: a relative SQLite path made absolute (other URIs as they are)."
+    if not uri.startswith("sqlite:///"): return uri
+    path, sep, query = uri[len("sqlite:///"):].partition("?")
+    if not path or path == ":memory:" or os.path.isabs(path): return uri
+    return "sqlite:///" + os.path.abspath(path) + sep + query
+
+def _check_sqlite_file(path: Path, uri: str):
+    "Refuse, naming `uri`, a SQLite path that is a folder or a file that is not an SQLite database."
+    if path.is_dir():
+        raise ValueError(f"uri {uri!r}: {path} is a folder, not an SQLite file; pass the folder itself "
+                         f"(its {STORE_FILE} is the store) or sqlite:///{path / STORE_FILE}")
+    if not path.is_file() or path.stat().st_size == 0: return  # a new store: MLflow makes its tables
+    try:
+        with open(path, "rb") as f: head = f.read(len(_SQLITE_HEADER))
+    except OSError as e: raise ValueError(f"uri {uri!r}: cannot read {path} ({e})") from None
+    if head != _SQLITE_HEADER:
+        raise ValueError(f"uri {uri!r}: {path} is not an SQLite database; name a new file (it is created) "
+                         "or an existing MLflow store")
+
+def resolve_uri(uri: str,  # a tracking URI (sqlite:///..., http://...), or a path: an SQLite file or a folder
+               ) -> str:
+    "The tracking URI `uri` means, checked before MLflow sees it; the errors name `uri` and say what to pass."
+    text = str(uri).strip()
+    if not text:
+        raise ValueError("uri is blank: pass a tracking URI (sqlite:///mlruns.db, http://127.0.0.1:5000) "
+                         "or a folder for the store")
+    if text in ("databricks", "databricks-uc"): return text  # MLflow's names for the default workspace
+    scheme = urllib.parse.urlparse(text).scheme.lower()
+    if len(scheme) > 1:  # a one-letter scheme is a Windows drive: a path
+        known = _schemes()
+        base = scheme.split("+")[0]  # postgresql+psycopg2
+        if base not in known:
+            starts = ", ".join(s + ":" for s in known)
+            raise ValueError(f"uri {uri!r}: unknown scheme {scheme!r}{did_you_mean(base, known)}; a tracking "
+                             f"URI starts with one of {starts} -- or pass a folder "
+                             f"(its {STORE_FILE} is the store)")
+        path = sqlite_path(text)
+        if path is not None: _check_sqlite_file(path, uri)
+        return store_location(text)
+    path = Path(text).expanduser()
+    if path.is_file() or (not path.exists() and path.suffix in SQLITE_SUFFIXES):
+        _check_sqlite_file(path, uri)
+        return "sqlite:///" + os.path.abspath(path)
+    return "sqlite:///" + os.path.abspath(path / STORE_FILE)
+
 # %% ../nbs/16a_store.ipynb #7b72be80
 HTTP_LIMITS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10",
                "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1", "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": "0.5"}
+READ_LIMITS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1", "MLFLOW_HTTP_REQUEST_TIMEOUT": "5"}  # a read waited on
+READ_WAIT = 5.0  # seconds a read waits for pending writes, and for the server's /health
+_BOUND: dict = {}  # name -> the value trainbook set (a value you set yourself is not in it)
 
 def bound_http() -> dict:
     "Bound MLflow's HTTP retries and timeouts for this process (values you set yourself are kept)."
-    for name, value in HTTP_LIMITS.items(): os.environ.setdefault(name, value)
+    for name, value in HTTP_LIMITS.items():
+        if name in os.environ: continue
+        os.environ[name] = _BOUND[name] = value
     return {name: os.environ[name] for name in HTTP_LIMITS}
+
+@contextmanager
+def read_limits():
+    "Inside the block MLflow's requests give up sooner (`READ_LIMITS`); values you set yourself are kept."
+    saved = {}
+    for name, value in READ_LIMITS.items():
+        if name in os.environ and os.environ[name] != _BOUND.get(name): continue  # yours
+        saved[name] = os.environ.get(name)
+        os.environ[name] = value
+    try: yield
+    finally:
+        for name, value in saved.items():
+            if value is None: os.environ.pop(name, None)
+            else: os.environ[name] = value
+
+def no_answer(error: BaseException,  # what a request to the store raised
+             ) -> bool:
+    "Whether `error` (an MLflow exception, say) comes from a request nothing answered (refused, timed out)."
+    import requests
+    seen, depth = error, 0
+    while seen is not None and depth < 10:  # MLflow re-raises without `from`: follow the context too
+        lost = (requests.exceptions.ConnectionError, requests.exceptions.Timeout)
+        if isinstance(seen, (*lost, ConnectionError, TimeoutError)): return True
+        seen, depth = seen.__cause__ or seen.__context__, depth + 1
+    return False
 
 def is_remote(uri: str,  # a tracking URI
              ) -> bool:
@@ -93,12 +193,15 @@ def quiet_mlflow():
 
 # %% ../nbs/16a_store.ipynb #7a6b45bd
 def spool_dir(uri: str,  # the tracking URI the writes were meant for
+              create: bool = False,  # make the folder (only a write to the spool does)
              ) -> Path:
-    "The spool folder of one store (created when needed)."
+    "The spool folder of one store, named after its absolute location (`store_location`)."
     root = Path(os.environ.get("TRAINBOOK_SPOOL") or Path.home() / ".cache" / "trainbook" / "spool")
-    folder = root / _digest(uri)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "uri.txt").write_text(uri)
+    location = store_location(uri)
+    folder = root / _digest(location)
+    if create:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "uri.txt").write_text(location)
     return folder
 
 def spool(uri: str,  # the store the run belongs to
@@ -107,12 +210,14 @@ def spool(uri: str,  # the store the run belongs to
     "Keep an undelivered run on disk (atomically); returns its spool file."
     name = f"{entry.get('name') or 'run'}-{_digest(json.dumps(entry.get('tags', {}), sort_keys=True) + str(time.time()))}.json"
     text = json.dumps(entry).encode()
-    return atomic_write(spool_dir(uri) / name, lambda f: f.write(text))
+    return atomic_write(spool_dir(uri, create=True) / name, lambda f: f.write(text))
 
 def spooled(uri: str,  # a tracking URI
            ) -> list[Path]:
     "The spool files waiting for this store, oldest first."
-    return sorted(spool_dir(uri).glob("*.json"), key=lambda p: p.stat().st_mtime)
+    folder = spool_dir(uri)
+    if not folder.is_dir(): return []
+    return sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime)
 
 def read_spooled(path: Path,  # a spool file
                 ) -> Optional[dict]:

@@ -13,24 +13,23 @@ from typing import Any, Iterable, Optional, Union
 
 from .core import Finding, History, TrainConfig, this_process
 from .events import Callback, LoopState, add_session_observer, remove_session_observer
-from .run import MONITOR_ALIASES, PER_STEP, Run, RunFileError, record_key, run_record_bytes
-from .store import (MAX_PARAM_VALUE, quiet_mlflow, MAX_TAG_VALUE, bound_http, check_server, is_remote,
-                             mark_dead_runs, owner_tags, read_spooled, safe_items, safe_key, safe_value, spool,
-                             spooled)
+from .run import PER_STEP, Run, record_key, run_record_bytes
+from .store import (MAX_PARAM_VALUE, MAX_TAG_VALUE, bound_http, check_server, is_remote, mark_dead_runs,
+                             owner_tags, quiet_mlflow, read_spooled, resolve_uri, safe_items, safe_key, safe_value,
+                             spool, spooled, sqlite_path)
 
 # %% auto #0
-__all__ = ['DEFAULT_URI', 'SUMMARY', 'FINDING_CHIP', 'tracking_uri', 'metric_key', 'metric_points', 'run_params', 'params_of',
-           'tags_of', 'status_of', 'TrackedRun', 'Tracker', 'track', 'sync', 'untrack', 'active_tracker', 'log_run',
-           'differing', 'runs', 'load_run', 'Comparison', 'param_text', 'runs_label', 'finding_chips', 'compare_runs',
-           'run_options', 'RunBrowser', 'write_scalars', 'to_tensorboard']
+__all__ = ['DEFAULT_URI', 'tracking_uri', 'metric_key', 'metric_points', 'run_params', 'params_of', 'tags_of', 'status_of',
+           'TrackedRun', 'Tracker', 'track', 'sync', 'untrack', 'active_tracker', 'log_run', 'write_scalars',
+           'to_tensorboard']
 
 # %% ../nbs/16_tracking.ipynb #16f62e19
 DEFAULT_URI = "sqlite:///mlruns.db"
 
-def tracking_uri(uri: Optional[str] = None,  # tracking URI; None = $MLFLOW_TRACKING_URI, else the default
+def tracking_uri(uri: Optional[str] = None,  # a tracking URI or a path (`store.resolve_uri`); None = default
                  ) -> str:
-    "The tracking URI: `uri`, else `$MLFLOW_TRACKING_URI`, else `sqlite:///mlruns.db` in the working folder."
-    return uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+    "The tracking URI, checked: `uri`, else `$MLFLOW_TRACKING_URI`, else `sqlite:///mlruns.db` here."
+    return resolve_uri(uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI)
 
 def metric_key(split: str,  # 'train', 'valid', ...
                name: str,  # the record's name in the History
@@ -155,6 +154,12 @@ def _metrics(rows: list) -> list:
     now = int(time.time() * 1000)
     return [Metric(k, v, now, s) for k, s, v in metric_points(rows)]
 
+def _unstored(client, run_id: str, metrics: list) -> list:
+    "The `metrics` whose (key, step) the run does not hold yet: a write after a failed one adds no duplicate."
+    stored = {key: {m.step for m in client.get_metric_history(run_id, key)}
+              for key in dict.fromkeys(m.key for m in metrics)}
+    return [m for m in metrics if m.step not in stored[m.key]]
+
 def _handed_over(rec: _Recording, history: History) -> tuple:
     "The records added since the last hand-over, as (history, start, end): read on the writer's thread, not copied."
     start, rec.offset = rec.offset, len(history)
@@ -175,11 +180,12 @@ class _Recording:
     run_id: Optional[str] = None
     artifact_uri: Optional[str] = None
     params_written: bool = False
-    offset: int = 0
+    offset: int = 0  # the records up to here were handed over
+    stored: int = 0  # the records up to here are in the store (a failed write leaves it where it was)
     last_flush: float = field(default_factory=time.monotonic)
     writer: Any = None
     spooled: bool = False  # handed to the spool: the writer thread leaves it alone
-    failed: bool = False  # a write failed: the run's end spools the whole run
+    failed: bool = False  # a store write failed and no later one made up for it: the run's end spools the run
 
 def _safe_tags(tags: dict) -> dict:
     "Tags made safe for MLflow, with `trainbook.renamed` holding the original names of renamed keys."
@@ -221,7 +227,7 @@ class TrackedRun(Callback):
 class Tracker:
     "The session's experiment store (MLflow, TensorBoard): a `TrackedRun` per run, writes on a background thread."
     def __init__(self,
-                 uri: Optional[str] = None,  # tracking URI; None = $MLFLOW_TRACKING_URI, else the default
+                 uri: Union[str, Path, None] = None,  # tracking URI or a store's folder; None = the default
                  experiment: str = "trainbook",  # the MLflow experiment runs go to (created when missing)
                  tensorboard: Union[str, Path, None] = None,  # also write each run's scalars into a subfolder
                  use_mlflow: bool = True,  # False: TensorBoard only
@@ -229,6 +235,7 @@ class Tracker:
                  figure: bool = True,  # store the final figure as the artifact curves.html
                  wait: float = 10.0,  # seconds a run's end may wait for the store; what is left goes to the spool
                  ):
+        if isinstance(uri, os.PathLike): uri = os.fspath(uri)
         if uri is not None and not isinstance(uri, str):
             raise TypeError(f"uri must be a string or None, got {type(uri).__name__}")
         if not isinstance(experiment, str) or not experiment:
@@ -240,9 +247,10 @@ class Tracker:
             raise ValueError("use_mlflow=False needs tensorboard=<folder>: nothing would be recorded")
         self.uri, self.experiment = tracking_uri(uri), experiment
         self.flush_every, self.figure, self.wait_s = flush_every, figure, wait
-        self.tensorboard = Path(tensorboard) if tensorboard is not None else None
+        self.tensorboard = _board_folder(tensorboard)
         self.client, self.experiment_id = None, None
         if use_mlflow:  # connect now, so a wrong URI fails here and not in the middle of a run
+            _make_store_folder(self.uri, uri or self.uri)
             bound_http()
             if is_remote(self.uri): check_server(self.uri)
             from mlflow import MlflowClient
@@ -317,46 +325,68 @@ class Tracker:
 
     # --- on the background thread: the writes ------------------------------------------------------
     def _start(self, rec: _Recording):
+        if self.tensorboard is not None: self._board(rec, self._open_board, rec)
         if self.client is not None:
             run = self.client.create_run(self.experiment_id, tags=rec.tags, run_name=rec.name)
             rec.run_id, rec.artifact_uri = run.info.run_id, run.info.artifact_uri
-        if self.tensorboard is not None:
-            from torch.utils.tensorboard import SummaryWriter
-            rec.writer = SummaryWriter(str(self.tensorboard / rec.name))
+
+    def _open_board(self, rec: _Recording):
+        from torch.utils.tensorboard import SummaryWriter
+        rec.writer = SummaryWriter(str(self.tensorboard / rec.name))
+
+    def _board(self, rec: _Recording, fn, *args):
+        "A TensorBoard step; a failure warns about TensorBoard and ends this run's writer, never the store's."
+        try: fn(*args)
+        except Exception as e:
+            self.errors.append(e)
+            where = self.tensorboard / rec.name
+            warnings.warn(f"trainbook tracking: TensorBoard writing into {where} failed ({e!r}); this run's "
+                          "scalars stop there (the MLflow store is not affected)")
+            writer, rec.writer = rec.writer, None
+            if writer is not None:
+                try: writer.close()
+                except Exception: pass  # it failed already: one warning says so
+
+    def _store_metrics(self, rec: _Recording, history: History, end: int, more: list = ()) -> list:
+        "The metric points the store lacks: from the last write that reached it to `end` (and `more`)."
+        metrics = _metrics(list(history.iter_rows(rec.stored, end))) + list(more)
+        # a failed write may have reached the store in part (an answer lost on the way back)
+        return _unstored(self.client, rec.run_id, metrics) if rec.failed else metrics
 
     def _write(self, rec: _Recording, window: tuple):
         from mlflow.entities import RunTag
-        rows = _rows_in(window)
-        if rec.writer is not None: write_scalars(rec.writer, rows)
-        if rec.run_id is not None and rows:
-            beat = [RunTag("trainbook.heartbeat", str(time.time()))]
-            _log_batch(self.client, rec.run_id, metrics=_metrics(rows), params=self._unwritten_params(rec),
-                       tags=beat)
+        history, start, end = window
+        if rec.writer is not None: self._board(rec, write_scalars, rec.writer, _rows_in(window))
+        if rec.run_id is None or end <= rec.stored: return
+        beat = [RunTag("trainbook.heartbeat", str(time.time()))]
+        _log_batch(self.client, rec.run_id, metrics=self._store_metrics(rec, history, end),
+                   params=self._unwritten_params(rec), tags=beat)
+        rec.stored, rec.params_written = end, True
+        rec.failed = False  # this write carried what a failed one lost
 
     def _unwritten_params(self, rec: _Recording, more: Optional[dict] = None) -> list:
         "The run's params not written yet, as MLflow `Param`s (params are write-once), `more` included."
         from mlflow.entities import Param
         params = {} if rec.params_written else dict(rec.params)
         params.update({k: v for k, v in (more or {}).items() if k not in rec.params})
-        rec.params_written = True
         return [Param(k, v) for k, v in params.items()]
 
     def _finish(self, rec: _Recording, window: tuple, run: Run):
         from mlflow.entities import Metric, RunTag
-        rows = _rows_in(window)
-        if rec.writer is not None:
-            write_scalars(rec.writer, rows)
-            rec.writer.close()
+        history, start, end = window
+        if rec.writer is not None: self._board(rec, _close_board, rec.writer, _rows_in(window))
         if rec.run_id is None: return
         now = int(time.time() * 1000)
         summary = [Metric(k, float(v), now, run.step) for k, v in _summary(run).items()]
         params, renamed = _safe_params(params_of(run))
         tags = _safe_tags({**tags_of(run), **renamed})
         # one write, as limits allow
-        _log_batch(self.client, rec.run_id, metrics=_metrics(rows) + summary,
+        _log_batch(self.client, rec.run_id, metrics=self._store_metrics(rec, history, end, summary),
                    params=self._unwritten_params(rec, params), tags=[RunTag(k, v) for k, v in tags.items()])
+        rec.stored, rec.params_written = end, True
         self._artifacts(rec.artifact_uri, run)
         self.client.set_terminated(rec.run_id, status_of(run))
+        rec.failed = False  # the whole run is in the store: nothing to spool
         self.run_ids.append(rec.run_id)
 
     def _artifacts(self, artifact_uri: str, run: Run):
@@ -384,12 +414,8 @@ class Tracker:
             artifact_uri, stored = got.info.artifact_uri, dict(got.data.params)
         metrics = _metrics(run.records.rows()) + [Metric(k, float(v), int(time.time() * 1000), run.step)
                                                   for k, v in _summary(run).items()]
-        done = {}  # metric key -> last step already in the store
-        for m in metrics:
-            if m.key not in done:
-                history = self.client.get_metric_history(run_id, m.key) if entry.get("run_id") else []
-                done[m.key] = max((h.step for h in history), default=-1)
-        metrics = [m for m in metrics if m.step > done[m.key] or m.key in _summary(run)]
+        if entry.get("run_id") is not None:  # the run is in the store in part: only the points it lacks
+            metrics = _unstored(self.client, run_id, metrics)
         _log_batch(self.client, run_id, metrics=metrics,
                    params=[Param(k, v) for k, v in entry["params"].items() if k not in stored],
                    tags=[RunTag(k, v) for k, v in entry["tags"].items()])
@@ -435,6 +461,34 @@ def _summary(run: Run) -> dict:
     values = {"best": run.best, "duration_s": run.extra.get("seconds"), "steps": run.step}
     return {k: float(v) for k, v in values.items() if v is not None and math.isfinite(float(v))}
 
+def _close_board(writer, rows: list):
+    "The last records into a run's TensorBoard writer, then close it."
+    write_scalars(writer, rows)
+    writer.close()
+
+def _board_folder(tensorboard) -> Optional[Path]:
+    "The TensorBoard folder, refused (naming `tensorboard=`) when it is a file or cannot be written."
+    if tensorboard is None: return None
+    folder = Path(tensorboard).expanduser()
+    whole = folder.absolute()
+    there = next(p for p in [whole, *whole.parents] if p.exists())  # the rest is made when missing
+    if there.is_file():
+        what = "is a file" if there == whole else f"is inside {there}, a file"
+        raise ValueError(f"tensorboard={str(tensorboard)!r} {what}; pass a folder "
+                         "(each run writes a subfolder)")
+    if not os.access(there, os.W_OK | os.X_OK):
+        raise ValueError(f"tensorboard={str(tensorboard)!r}: {there} is not writable; "
+                         "pass a folder you can write")
+    return folder
+
+def _make_store_folder(uri: str, given) -> None:
+    "The folder of a SQLite store, made when missing (a folder passed as `uri` holds a new mlruns.db)."
+    path = sqlite_path(uri)
+    if path is None or path.parent.is_dir(): return
+    try: path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"uri {given!r}: cannot make the folder {path.parent} ({e})") from None
+
 def _write_figure(path: Path, run: Run):
     "The run's final figure as a standalone HTML page (plotly.js from its CDN, as MLflow's log_figure does)."
     from trainbook.live import page_html
@@ -458,7 +512,7 @@ def _run_name() -> str:
 # %% ../nbs/16_tracking.ipynb #2dcb966b
 _TRACKER: Optional[Tracker] = None
 
-def track(uri: Union[str, bool, None] = None,  # None = $MLFLOW_TRACKING_URI or the default; False = off
+def track(uri: Union[str, Path, bool, None] = None,  # URI, or a folder: its mlruns.db; False = off
           experiment: str = "trainbook",  # the MLflow experiment runs go to (created when missing)
           *,
           tensorboard: Union[str, Path, None] = None,  # also write each run's scalars under this folder
@@ -468,6 +522,9 @@ def track(uri: Union[str, bool, None] = None,  # None = $MLFLOW_TRACKING_URI or 
           wait: float = 10.0,  # seconds a run's end waits for the store at most; the rest is spooled
           ) -> Optional[Tracker]:
     "Record every run from now on (fit, the GBDT fit_* functions, %train, TrainPanel); `track(False)`: off."
+    # uri: sqlite:///path.db, http(s)://host:port, ... (store.resolve_uri checks it); a folder means
+    # sqlite:///<folder>/mlruns.db (made when missing), a path to a .db file that file; None means
+    # $MLFLOW_TRACKING_URI, else sqlite:///mlruns.db in the working folder.
     global _TRACKER
     if uri is False:
         untrack()
@@ -492,8 +549,10 @@ def _housekeeping(tracker: Tracker) -> None:
 def sync(uri: Optional[str] = None,  # the store; None = the active tracker's
          ) -> list[str]:
     "Record the runs spooled while a store could not be reached; returns their MLflow run ids."
+    if uri is not None: uri = tracking_uri(uri)
     if _TRACKER is not None and uri in (None, _TRACKER.uri) and _TRACKER.client is not None:
         return _TRACKER.sync()
+    if not spooled(tracking_uri(uri)): return []  # nothing waits: no store is opened (nor made)
     tracker = Tracker(uri, figure=True)
     try: return tracker.sync()
     finally: tracker.close()
@@ -516,11 +575,18 @@ def log_run(run: Run,  # a finished run, e.g. one made before tracking was turne
             ) -> str:
     "Record one finished run now; returns its MLflow run id."
     if not isinstance(run, Run): raise TypeError(f"run must be a trainbook Run, got {type(run).__name__}")
+    if uri is not None: uri = tracking_uri(uri)
     same = _TRACKER is not None and uri in (None, _TRACKER.uri) and experiment in (None, _TRACKER.experiment)
     if same and _TRACKER.client is not None: tracker = _TRACKER
     else: tracker = Tracker(uri, experiment or "trainbook", figure=False)
     try:
         tracker.wait(tracker.wait_s)
+        known = _recorded_in(tracker, run.extra.get("mlflow_run_id"))
+        if known is not None:
+            warnings.warn(f"trainbook tracking: this run is recorded already, as MLflow run {known} in "
+                          f"{tracker.uri}; its id is returned and nothing is written (to record a copy: "
+                          "del run.extra['mlflow_run_id'])")
+            return known
         params, renamed = _safe_params({**params_of(run), **_context("params")})
         tags = _safe_tags({"kind": run.kind, **_context("tags"), **tags_of(run), **renamed})
         entry = {"name": _run_name(), "params": params, "tags": tags, "status": status_of(run),
@@ -532,254 +598,14 @@ def log_run(run: Run,  # a finished run, e.g. one made before tracking was turne
     tracker.run_ids.append(run_id)
     return run_id
 
-# %% ../nbs/16_tracking.ipynb #8bbc5a99
-def _client(uri: Optional[str]):
-    "An MLflow client for `uri` (the active tracker's store by default), after pending writes."
-    from mlflow import MlflowClient
-    quiet_mlflow()
-    if _TRACKER is not None and uri in (None, _TRACKER.uri):
-        _TRACKER.wait()
-        if _TRACKER.client is not None: return _TRACKER.client
-    uri = tracking_uri(uri)
-    # do not create an empty store
-    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).exists():
-        raise ValueError(f"no tracking store at {uri}: turn tracking on with tb.track(), or pass uri=")
-    return MlflowClient(tracking_uri=uri)
+def _recorded_in(tracker: Tracker, run_id: Optional[str]) -> Optional[str]:
+    "`run_id` when that MLflow run is in the tracker's store and experiment, else None."
+    if run_id is None: return None
+    from mlflow.exceptions import MlflowException
+    try: got = tracker.client.get_run(run_id)
+    except MlflowException: return None  # recorded in another store
+    return run_id if got.info.experiment_id == tracker.experiment_id else None
 
-def _experiment(client, experiment: Optional[str]) -> str:
-    name = experiment or (_TRACKER.experiment if _TRACKER is not None else "trainbook")
-    exp = client.get_experiment_by_name(name)
-    if exp is None:
-        known = ", ".join(repr(e.name) for e in client.search_experiments()) or "none"
-        raise ValueError(f"experiment {name!r} not found in {client.tracking_uri}; experiments there: "
-                         f"{known}")
-    return exp.experiment_id
-
-def differing(params: list[dict],  # one dict of params per run
-              ) -> list[str]:
-    "The param names whose values are not the same in every run (a missing value differs)."
-    keys = list(dict.fromkeys(k for p in params for k in p))
-    return [k for k in keys if len({p.get(k) for p in params}) > 1]
-
-SUMMARY = ("best", "duration_s", "steps")  # per-run metrics (one value each), not curves
-
-def runs(experiment: Optional[str] = None,  # experiment name; None = the active tracker's, else 'trainbook'
-         filter: Optional[str] = None,  # MLflow search filter, e.g. "tags.stopped = 'completed'"
-         *,
-         uri: Optional[str] = None,  # tracking URI; None = the active tracker's, else the default
-         max_results: int = 1000,  # at most this many runs, newest first
-         ):
-    "An experiment's runs, newest first: name, start, duration, stopped, key params, best, metrics, findings."
-    import pandas as pd
-    client = _client(uri)
-    experiment_id = _experiment(client, experiment)
-    try: mark_dead_runs(client, [experiment_id])  # a run whose process is gone is not RUNNING
-    except Exception as e: warnings.warn(f"trainbook tracking: could not check for dead runs: {e!r}")
-    found = client.search_runs([experiment_id], filter_string=filter or "",
-                               max_results=max_results, order_by=["attributes.start_time DESC"])
-    key = differing([r.data.params for r in found])
-    rows = []
-    for r in found:
-        end = r.info.end_time
-        rows.append({"run_id": r.info.run_id, "name": r.info.run_name,
-                     "start": pd.Timestamp(r.info.start_time, unit="ms"),
-                     "duration_s": (end - r.info.start_time) / 1000 if end else None, "status": r.info.status,
-                     "stopped": r.data.tags.get("stopped"), "kind": r.data.tags.get("kind"),
-                     **{k: r.data.params.get(k) for k in key},
-                     "monitor": r.data.tags.get("monitor"), "best": r.data.metrics.get("best"),
-                     **{k: v for k, v in sorted(r.data.metrics.items()) if k not in SUMMARY},
-                     "findings": r.data.tags.get("findings", "")})
-    return pd.DataFrame(rows)
-
-# %% ../nbs/16_tracking.ipynb #1038854a
-def load_run(run_id: str,  # an MLflow run id (the `run_id` column of `runs()`)
-             *,
-             uri: Optional[str] = None,  # tracking URI; None = the active tracker's, else the default
-             ) -> Run:
-    "A recorded run back as a `Run` (history, findings, config, environment) from run.json; a killed run from its folder."
-    if not isinstance(run_id, str):
-        raise TypeError(f"run_id must be an MLflow run id string, got {type(run_id).__name__}")
-    import mlflow.artifacts
-    client = _client(uri)
-    info = client.get_run(run_id)
-    try: run = Run.from_dict(json.loads(mlflow.artifacts.load_text(f"{info.info.artifact_uri}/run.json")),
-                             where=f"run {run_id}'s run.json artifact")
-    except RunFileError: raise
-    except Exception as e:  # no artifact: a run that died before its end; its folder's run.json has its epochs
-        folder = info.data.tags.get("trainbook.run_dir")
-        if folder is None or not (Path(folder) / "run.json").exists():
-            raise ValueError(f"run {run_id} has no run.json artifact ({e}) and no run folder with one "
-                             f"(tag trainbook.run_dir: {folder!r}); was it recorded by trainbook?") from None
-        run = Run.load(folder)
-        run.stopped = "interrupted" if info.info.status == "KILLED" else run.stopped
-        run.extra["recovered_from"] = str(Path(folder) / "run.json")
-    run.extra.update(mlflow_run_id=run_id, run_name=info.info.run_name, params=dict(info.data.params))
-    return run
-
-# %% ../nbs/16_tracking.ipynb #0fcd5588
-@dataclass
-class Comparison:
-    "An overlay of runs: `figure` (plotly) and `table` (the differing params, best value, how each stopped)."
-    figure: Any  # plotly Figure: one trace per run
-    table: Any  # DataFrame: one row per run, the differing params, best value, how it stopped, findings
-
-    def table_html(self) -> str:
-        "The table as HTML: numbers to their precision, '—' where a run lacks a param, findings as chips."
-        import html
-        from trainbook.core import number_text
-        t = self.table
-        cells = lambda v: html.escape(param_text(v)) if not isinstance(v, float) else number_text(v)
-        head = "".join(f'<th style="text-align:left;padding:2px 10px 2px 0">{html.escape(str(c))}</th>'
-                       for c in [t.index.name or "run", *t.columns])
-        body = []
-        for run, row in t.iterrows():
-            tds = [html.escape(str(run))] + [finding_chips(v) if c == "findings" else cells(v)
-                                             for c, v in row.items()]
-            body.append("<tr>" + "".join(f'<td style="padding:2px 10px 2px 0">{v}</td>' for v in tds) + "</tr>")
-        return (f'<table class="tb-compare" style="border-collapse:collapse;font-size:12px">'
-                f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
-
-    def _repr_html_(self): return self.table_html()
-
-    def _ipython_display_(self):
-        from IPython.display import HTML, display
-        display(self.figure)
-        display(HTML(self.table_html()))
-
-def param_text(value,  # a param's value as MLflow stores it (a string), or None
-              ) -> str:
-    "A param as a label shows it: '0.001' for 0.001 or '0.0010000', '16', '—' when the run has none."
-    from trainbook.core import number_text
-    if value is None or (isinstance(value, float) and value != value): return "—"
-    if isinstance(value, str):
-        try: number = float(value)
-        except ValueError: return value
-        return number_text(number) if value.strip().lower() not in ("nan", "inf", "-inf") else value
-    return number_text(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
-
-def runs_label(params: dict,  # one run's params
-               keys: list,  # the params that differ between the runs compared
-               fallback: str,  # the run's name, when nothing differs
-              ) -> str:
-    "A run named by what differs: 'hidden=16, lr=0.001' (its timestamp name only when nothing does)."
-    return ", ".join(f"{k}={param_text(params.get(k))}" for k in keys) or fallback
-
-FINDING_CHIP = {"error": ("#c0392b", "#fdf2f1"), "warning": ("#b9770e", "#fef7ec"), "info": ("#2e86c1", "#f1f7fc")}
-
-def finding_chips(findings: str,  # 'kind:severity, kind:severity' (a run's findings tag) or 'kind, kind'
-                 ) -> str:
-    "Findings as short chips coloured by severity: 'lr too low' in blue for an info."
-    import html
-    chips = []
-    for item in [x.strip() for x in str(findings or "").split(",") if x.strip()]:
-        kind, _, severity = item.partition(":")
-        fg, bg = FINDING_CHIP.get(severity or "info", FINDING_CHIP["info"])
-        chips.append(f'<span title="{html.escape(severity or "finding")}" style="display:inline-block;'
-                     f'padding:0 6px;margin:1px 2px;border-radius:8px;font-size:11px;color:{fg};background:{bg};'
-                     f'border:1px solid {fg}33">{html.escape(kind.replace("_", " "))}</span>')
-    return "".join(chips)
-
-def _curve(item, i: int, metric: str, client) -> dict:
-    "Label, params, points and summary of one run, from a Run or a recorded run id."
-    split, name = metric.split("_", 1)
-    if isinstance(item, Run):
-        split, name = MONITOR_ALIASES.get((split, name), (split, name))
-        s = item.records.series(name, split)
-        label = item.extra.get("run_name") or f"run {i}"
-        params = item.extra.get("params") or params_of(item)
-        return {"label": label, "params": params, "x": list(s.index), "y": list(s.values), "best": item.best,
-                "stopped": item.stopped,
-                "findings": ", ".join(f"{f.kind}:{f.severity}" for f in item.findings)}
-    got = client.get_run(item)
-    points = sorted(client.get_metric_history(item, metric), key=lambda m: (m.step, m.timestamp))
-    return {"label": got.info.run_name or item[:8], "params": dict(got.data.params),
-            "x": [m.step for m in points], "y": [m.value for m in points],
-            "best": got.data.metrics.get("best"), "stopped": got.data.tags.get("stopped"),
-            "findings": got.data.tags.get("findings", "")}
-
-def compare_runs(runs_or_ids,  # Runs, MLflow run ids, or the DataFrame `runs()` returns (its run_id column)
-                 metric: str = "valid_loss",  # the metric to overlay, as `split_name`
-                 *,
-                 uri: Optional[str] = None,  # tracking URI for ids; None = the active tracker's, else default
-                 ) -> Comparison:
-    "A plotly figure overlaying `metric` of several runs (hover: the params that differ) and a table of them."
-    import pandas as pd
-    import plotly.graph_objects as go
-    if isinstance(runs_or_ids, pd.DataFrame):
-        if "run_id" not in runs_or_ids.columns:
-            raise ValueError("runs_or_ids: a DataFrame needs a 'run_id' column (as runs() gives)")
-        runs_or_ids = list(runs_or_ids["run_id"])
-    items = [runs_or_ids] if isinstance(runs_or_ids, (str, Run)) else list(runs_or_ids)
-    if not items:
-        raise ValueError("runs_or_ids is empty: pass Runs, MLflow run ids or the DataFrame runs() returns")
-    bad = [type(x).__name__ for x in items if not isinstance(x, (str, Run))]
-    if bad: raise TypeError(f"runs_or_ids must hold Runs or run id strings, got {', '.join(bad)}")
-    if not isinstance(metric, str) or "_" not in metric:
-        raise ValueError(f"metric must be 'split_name' such as 'valid_loss', got {metric!r}")
-    client = _client(uri) if any(isinstance(x, str) for x in items) else None
-    curves = [_curve(x, i, metric, client) for i, x in enumerate(items)]
-    keys = differing([c["params"] for c in curves])
-    fig = go.Figure()
-    for c in curves:  # each run named by what differs; its own name stays in the hover
-        what = "<br>".join(f"{k} = {param_text(c['params'].get(k))}" for k in keys)
-        name = runs_label(c["params"], keys, c["label"])
-        fig.add_trace(go.Scatter(x=c["x"], y=c["y"], mode="lines+markers", name=name,
-                                 hovertemplate=f"<b>{name}</b><br>{c['label']}<br>step %{{x}}<br>"
-                                               f"{metric} %{{y:.4g}}<br>{what}<extra></extra>"))
-    title = f"{metric} by {', '.join(keys)}" if keys else metric
-    if len(title) > 70: title = f"{metric} by {len(keys)} params (the legend names them)"
-    fig.update_layout(template="plotly_white", height=400, xaxis_title="step", yaxis_title=metric,
-                      title=dict(text=title, font=dict(size=13), x=0, xanchor="left"),
-                      margin=dict(l=50, r=20, t=60, b=40),
-                      legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"))
-    table = pd.DataFrame([{"run": c["label"], **{k: c["params"].get(k) for k in keys}, "best": c["best"],
-                           "stopped": c["stopped"], "findings": c["findings"]} for c in curves])
-    table = table.set_index("run")
-    return Comparison(fig, table)
-
-# %% ../nbs/16_tracking.ipynb #9b8b9f9d
-def run_options(table,  # the DataFrame `runs()` returns
-                ) -> list[tuple[str, str]]:
-    "(label, run_id) pairs for a picker, from the DataFrame `runs()` returns."
-    def label(r):
-        best = f" · best {r['best']:.4g}" if r.get("best") is not None and r["best"] == r["best"] else ""
-        return f"{r['name']} · {r.get('stopped') or r['status']}{best}"
-    return [(label(r), r["run_id"]) for _, r in table.iterrows()]
-
-class RunBrowser:
-    "Pick runs from `runs()` and overlay one metric (an ipywidgets view over `runs` and `compare_runs`)."
-    def __init__(self,
-                 experiment: Optional[str] = None,  # None = the active tracker's experiment, else 'trainbook'
-                 metric: str = "valid_loss",  # the metric to overlay
-                 filter: Optional[str] = None,  # MLflow search filter
-                 *,
-                 uri: Optional[str] = None,  # tracking URI; None = the active tracker's, else the default
-                 ):
-        import ipywidgets as w
-        import plotly.graph_objects as go
-        self.metric, self.uri = metric, uri
-        self.table = runs(experiment, filter, uri=uri)
-        self.select = w.SelectMultiple(options=run_options(self.table), rows=min(max(len(self.table), 2), 10),
-                                       description="runs", layout=w.Layout(width="95%"))
-        layout = dict(template="plotly_white", height=380, xaxis_title="step", yaxis_title=metric)
-        self.figure = go.FigureWidget(layout=layout)
-        self.params = w.HTML()
-        self.select.observe(self.show, names="value")
-        self.widget = w.VBox([self.select, self.figure, self.params])
-
-    def show(self, change=None,  # the ipywidgets change event (unused: the selection is read from the picker)
-             ):
-        "Overlay the selected runs."
-        ids = list(self.select.value)
-        cmp = compare_runs(ids, self.metric, uri=self.uri) if ids else None
-        with self.figure.batch_update():
-            self.figure.data = []
-            if cmp is not None: self.figure.add_traces(list(cmp.figure.data))
-        self.params.value = cmp.table.to_html() if cmp is not None else ""
-
-    def _ipython_display_(self):
-        from IPython.display import display
-        display(self.widget)
 
 # %% ../nbs/16_tracking.ipynb #196baf7d
 def write_scalars(writer,  # a torch.utils.tensorboard.SummaryWriter
