@@ -112,3 +112,13 @@ def test_a_callbacks_stop_reason_becomes_the_runs():
     with pytest.raises(ValueError, match="put your own words in message="):
         fit([Bored()])
 
+
+
+@pytest.mark.parametrize("event", ["before_fit", "before_epoch"])
+def test_a_stop_asked_for_before_the_first_step_takes_no_step(event):
+    "Seen: a stop requested in before_fit or before_epoch still ran one optimizer step."
+    class StopEarly:
+        pass
+    setattr(StopEarly, event, lambda self, state: state.control.request_stop())
+    run = fit([StopEarly()], epochs=2)
+    assert (run.stopped, run.step) == ("interrupted", 0)

@@ -510,3 +510,15 @@ def test_compile_trains_and_checkpoints_the_eager_model(tmp_path, monkeypatch):
     assert calls == [model] and run.stopped == "completed"
     assert not any(k.startswith("_orig_mod") for k in ckpt["model"])
     assert all(torch.equal(ckpt["model"][k], v) for k, v in model.state_dict().items())
+
+
+def test_an_epoch_end_right_after_an_eval_every_validation_neither_repeats_nor_counts_it_twice():
+    "Seen: eval_every=4 with 4 batches an epoch validated step 4 twice, and patience=1 stopped a falling loss."
+    torch.manual_seed(0)
+    X = torch.randn(64, 4)
+    y = (X[:, 0] > 0).long()
+    dl = DataLoader(TensorDataset(X, y), batch_size=16)
+    run = tb.fit(nn.Linear(4, 2), dl, dl, loss_fn=CE, live=False,
+                 config=tb.TrainConfig(epochs=6, lr=0.05, device="cpu", eval_every=4, patience=1))
+    valid = [r[:2] for r in run.records.rows() if r[2:4] == ("valid", "loss")]
+    assert (run.stopped, valid) == ("completed", [(4 * (e + 1), e) for e in range(6)])

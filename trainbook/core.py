@@ -304,6 +304,15 @@ class History:
             if r[3] == name and r[2] == split: return r[4]
         return None
 
+    def last_step(self,
+                  name: str,  # the record name
+                  split: str = "train",  # the split
+                 ) -> Optional[int]:
+        "The step of the most recent record of `name` in `split`, or None."
+        for r in reversed(self._rows):
+            if r[3] == name and r[2] == split: return r[0]
+        return None
+
     def names(self) -> list[tuple[str, str]]:
         "The distinct `(split, name)` pairs recorded, in order of first appearance."
         return list(dict.fromkeys((r[2], r[3]) for r in self._rows))

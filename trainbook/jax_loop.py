@@ -502,7 +502,10 @@ class _FlaxLoop:
     def validate(self) -> bool:
         "[before_validate] evaluate [after_validate]; early stopping's count; True: a new best (best.msgpack due)."
         state = self.state
-        if self.dl_valid is not None:
+        # once a step: an epoch's end right after an eval_every validation neither repeats it nor counts it twice
+        again = self.dl_valid is not None and self.history.last_step("loss", "valid") == state.step
+        if again and self.monitor[0] == "valid": return False
+        if self.dl_valid is not None and not again:
             self.cbs(Event.before_validate, state)
             state.valid = evaluate_compiled(self.eval_step, self.train, self.rngs, self.dl_valid, self.metric_fns)
             for name, value in state.valid.items(): self.history.append(state.step, state.epoch, "valid", name, value)

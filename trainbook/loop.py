@@ -373,7 +373,10 @@ def _log_norms(s: Setup, state: LoopState, layer_norms: Optional[tuple]) -> None
 
 def _validate(s: Setup, state: LoopState) -> bool:
     "[before_validate] evaluate [after_validate]; the plateau schedule, early stopping's count; True: a new best."
-    if s.dl_valid is not None:
+    # once a step: an epoch's end right after an eval_every validation neither repeats it nor counts it twice
+    again = s.dl_valid is not None and state.history.last_step("loss", "valid") == state.step
+    if again and s.monitor[0] == "valid": return False
+    if s.dl_valid is not None and not again:
         s.callbacks(Event.before_validate, state)
         state.valid = evaluate(s.model, s.dl_valid, s.loss_fn, s.metric_fns, device=s.device,
                                precision=s.precision)
@@ -509,6 +512,9 @@ def fit(model: nn.Module,  # the model to train (in place)
                 # position the loader: this epoch's order; on resume, the same order minus the batches used
                 batches = _start_epoch(s, state, epoch)
                 cbs(Event.before_epoch, state)
+                if state.control.stop:  # asked for before this epoch's first step (also in before_fit)
+                    stopped = state.control.stop_reason or "interrupted"
+                    break
                 for window in _windows(s, state, batches):  # accumulation windows of accum_steps micro-batches
                     for batch in window:
                         with _grad_sync(s, window):  # DDP: all-reduce at the window's last micro-batch only
