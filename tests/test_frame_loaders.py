@@ -136,3 +136,12 @@ def test_a_pass_left_in_the_middle_does_not_shorten_the_next_one(n_batches):
     resumed.load_state_dict(state)
     assert [yb.tolist() for _, yb in resumed] == full[1:]  # a loaded position continues the epoch once
     assert [yb.tolist() for _, yb in resumed] == full
+
+
+def test_exclude_takes_one_name_and_names_a_column_the_frame_lacks():
+    "Seen: exclude='txt' was list('txt'): column 'x' dropped, 'txt' kept; a misspelt name ignored."
+    df = pd.DataFrame({"x": np.arange(40.0), "txt": ["a b"] * 40, "y": [0, 1] * 20})
+    sp = tb.make_splits(df, "y")
+    assert tb.loaders_from_frame(df, "y", sp, exclude="txt")[3].columns == ["x"]
+    with pytest.raises(ValueError, match=r"exclude: no column 'tx' in the DataFrame \(did you mean 'txt'\?\)"):
+        tb.loaders_from_frame(df, "y", sp, exclude=["tx"])

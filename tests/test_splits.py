@@ -137,3 +137,27 @@ def test_valid_rows_copied_from_train_are_named_even_with_another_target():
     clean = tb.Splits(train=np.arange(170), valid=np.arange(170, 200), test=np.zeros(0, dtype=np.int64),
                       params={"target": "y"})
     assert not [f for f in clean.audit(both) if f.kind == "duplicate_rows"]
+
+
+def test_a_time_split_refuses_what_it_cannot_order_and_a_split_without_train_rows():
+    "Seen: missing times all put in valid, dates as text sorted as text, gap=100 on 40 rows: an empty train, no word."
+    df = pd.DataFrame({"a": np.arange(40.0), "y": [0, 1] * 20, "t": pd.date_range("2021-01-01", periods=40)})
+    with pytest.raises(ValueError, match=r"time column 't' has 6 missing value\(s\)"):
+        tb.make_splits(df.assign(t=df.t.where(df.index % 7 != 0)), "y", time="t")
+    with pytest.raises(TypeError, match=r"sort as text \('2021-1-10' before '2021-1-9'\).*pd.to_datetime"):
+        tb.make_splits(df.assign(t=[f"2021-1-{i}" for i in range(1, 41)]), "y", time="t")
+    with pytest.raises(ValueError, match=r"these splits leave no train rows: 40 rows.*gap=100"):
+        tb.make_splits(df, "y", time="t", gap=100)
+    sp = tb.make_splits(df, "y", gap=np.int64(2), n_folds=np.int64(3), valid_size=np.float32(0.2))  # numpy's numbers
+    assert type(sp.params["n_folds"]) is int and len(sp.folds) == 3
+
+
+def test_audit_parts_names_its_wrong_inputs():
+    "Seen: 'The truth value of an array ... is ambiguous', KeyError 'gg', IndexError 40."
+    df = pd.DataFrame({"a": np.arange(40.0), "y": [0, 1] * 20})
+    with pytest.raises(TypeError, match=r"parts must be a dict of split name -> row positions.*got ndarray"):
+        tb.audit_parts(df, np.arange(10), np.arange(10, 20))
+    with pytest.raises(ValueError, match=r"parts\['valid'\] holds row position 40, out of range for a df of 40 rows"):
+        tb.audit_parts(df, {"train": np.arange(30), "valid": np.arange(30, 41)})
+    with pytest.raises(ValueError, match=r"groups column 'gg' not in DataFrame"):
+        tb.audit_parts(df, {"train": np.arange(30)}, groups="gg")

@@ -15,9 +15,9 @@ from .core import Finding, announce, did_you_mean, findings_html
 
 # %% auto #0
 __all__ = ['ROLES', 'MAX_CATEGORIES', 'infer_task', 'require_frame', 'require_string_columns', 'infinite_counts',
-           'check_column_name', 'drop_unused_categories', 'require_column', 'dtype_family', 'epoch_seconds',
-           'numeric_view', 'column_roles', 'target_findings', 'one_column_predictions', 'psi', 'DataReport',
-           'check_data']
+           'check_column_name', 'require_columns', 'drop_unused_categories', 'require_column', 'dtype_family',
+           'epoch_seconds', 'numeric_view', 'column_roles', 'target_findings', 'one_column_predictions', 'psi',
+           'DataReport', 'check_data']
 
 # %% ../nbs/01_checks.ipynb #44da07e6
 def infer_task(y: pd.Series,  # the target column
@@ -81,6 +81,18 @@ def check_column_name(col,  # what was given as a column's name
     except TypeError:
         raise TypeError(f"{arg} must be a column's name, got a {type(col).__name__}: pass the name, "
                         f"e.g. {arg}='y'") from None
+
+def require_columns(df: pd.DataFrame,  # the frame
+                    cols,  # column names: a list, or one name
+                    arg: str,  # the argument that named them, for the message
+                   ) -> list:
+    "`cols` as a list of `df`'s columns (one name is a list of one); a name `df` lacks is a ValueError."
+    cols = [cols] if isinstance(cols, str) else list(cols)  # list("txt") would be ['t', 'x', 't']
+    for col in cols:
+        check_column_name(col, arg)
+        if col not in df.columns:
+            raise ValueError(f"{arg}: no column {col!r} in the DataFrame{did_you_mean(col, df.columns)}")
+    return cols
 
 def drop_unused_categories(df: pd.DataFrame,  # the frame
                            col: Optional[str],  # a column of `df` (None: nothing to do)

@@ -160,7 +160,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .checks import require_column, require_frame, infer_task
+from .checks import require_column, require_columns, require_frame, infer_task
 from .splits import check_splits
 from .checks import (MAX_CATEGORIES, column_roles, dtype_family, epoch_seconds, infinite_counts,
                               require_string_columns)
@@ -240,6 +240,7 @@ def make_preprocessor(df: pd.DataFrame,  # the training rows (roles, date origin
     from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardScaler
     require_frame(df)
     require_column(df, target, "target")
+    exclude = require_columns(df, exclude, "exclude")
     require_string_columns(df, [c for c in df.columns if c != target and c not in exclude])
     if max_categories is not None and (not isinstance(max_categories, int) or max_categories < 2):
         raise ValueError(f"max_categories must be an int >= 2 or None, got {max_categories!r}")
@@ -630,7 +631,7 @@ def loaders_from_frame(df: pd.DataFrame,  # the whole frame (all splits)
     if df[target].isna().any():
         raise ValueError(f"target column {target!r} has missing values: drop those rows first")
     task = infer_task(df[target]) if task == "auto" else task
-    exclude = (list(exclude)
+    exclude = (require_columns(df, exclude, "exclude")
                + [c for c in (splits.params.get("groups"), splits.params.get("time")) if c and c != target])
     columns = [c for c in df.columns if c != target and c not in exclude]
     _check_frame_values(df, target, columns, task, splits)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_splits.ipynb #20b02c56
 from __future__ import annotations
-import hashlib
+import hashlib, numbers
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -15,8 +15,8 @@ from .checks import drop_unused_categories, require_column, require_frame, infer
 from .core import Finding, announce, findings_html
 
 # %% auto #0
-__all__ = ['STRATEGIES', 'digest', 'fingerprint_frame', 'class_share_findings', 'audit_parts', 'Splits', 'check_splits',
-           'choose_strategy', 'check_split_args', 'make_splits', 'nested_splits']
+__all__ = ['STRATEGIES', 'digest', 'fingerprint_frame', 'class_share_findings', 'require_positions', 'audit_parts', 'Splits',
+           'check_splits', 'choose_strategy', 'check_split_args', 'make_splits', 'nested_splits']
 
 # %% ../nbs/02_splits.ipynb #8c4c5a6c
 def digest(*parts,  # bytes, strings or lists: what the fingerprint covers, in order
@@ -64,6 +64,22 @@ def class_share_findings(shares: dict,  # part name -> class shares in it (a Ser
                                data={"split": name, "max_drift": drift}))
     return out
 
+def require_positions(idx,  # row positions (what a Splits part holds)
+                      n: int,  # the frame's rows
+                      name: str,  # what holds them, for the message ('splits.train', "parts['valid']")
+                      hint: str = "",  # what a position out of range means here
+                     ) -> np.ndarray:
+    "`idx` as a 1-D int array of positions inside `n` rows; else a TypeError or ValueError naming `name`."
+    idx = np.asarray(idx)
+    if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
+        mask = ": np.flatnonzero(mask) gives a mask's positions" if idx.dtype == bool else ""
+        raise TypeError(f"{name} must be a 1-D array of row positions (ints), got {idx.ndim}-D {idx.dtype}{mask}")
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        bad = idx.max() if idx.max() >= n else idx.min()
+        raise ValueError(f"{name} holds row position {bad}, out of range for a df of {n} rows"
+                         + (f": {hint}" if hint else ""))
+    return idx
+
 def audit_parts(df: pd.DataFrame,  # the frame the positions index
                 parts: dict,  # split name -> array of row positions
                 target: Optional[str] = None,  # label column, for class balance
@@ -74,6 +90,12 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
                 label: str = "",  # a name added to messages, e.g. 'fold 2'
                ) -> list[Finding]:
     "Leakage and balance findings for named index arrays of `df` (`{'train': idx, 'valid': idx, ...}`)."
+    require_frame(df)
+    if not isinstance(parts, dict):
+        raise TypeError(f"parts must be a dict of split name -> row positions, e.g. {{'train': idx, 'valid': idx}}, "
+                        f"got {type(parts).__name__}")
+    for col, arg in ((target, "target"), (groups, "groups"), (time, "time")): require_column(df, col, arg)
+    parts = {name: require_positions(idx, len(df), f"parts[{name!r}]") for name, idx in parts.items()}
     out, names = [], list(parts)
     where = f" ({label})" if label else ""
     pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
@@ -217,15 +239,7 @@ def check_splits(df: pd.DataFrame,  # the frame the splits must index
     parts = [(name, getattr(splits, name)) for name in ("train", "valid", "test")]
     parts += [(f"folds[{i}][{j}]", p) for i, fold in enumerate(splits.folds or []) for j, p in enumerate(fold)]
     for name, part in parts:
-        idx = np.asarray(part)
-        if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
-            hint = ": np.flatnonzero(mask) gives a mask's positions" if idx.dtype == bool else ""
-            raise TypeError(f"splits.{name} must be a 1-D array of row positions (ints), got "
-                            f"{idx.ndim}-D {idx.dtype}{hint}")
-        if idx.size and (idx.min() < 0 or idx.max() >= n):
-            bad = idx.max() if idx.max() >= n else idx.min()
-            raise ValueError(f"splits.{name} holds row position {bad}, out of range for a df of {n} rows: "
-                             f"these splits were made on another frame; {remake}")
+        require_positions(part, n, f"splits.{name}", f"these splits were made on another frame; {remake}")
     for name in need:
         if not len(getattr(splits, name)):
             raise ValueError(f"splits.{name} is empty: {name} needs rows ({remake}, valid_size > 0)")
@@ -298,15 +312,18 @@ def check_split_args(strategy: str,  # one of `STRATEGIES`
     "`make_splits`' arguments that do not depend on the frame (pandas or Spark): a ValueError naming a wrong one."
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
-    if not (isinstance(valid_size, (int, float)) and 0 < valid_size < 1):
+    # numpy's numbers are numbers (np.int64(5), np.float32(0.2)); a bool is none
+    real = lambda v: isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
+    whole = lambda v: isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
+    if not (real(valid_size) and 0 < valid_size < 1):
         raise ValueError(f"valid_size must be a fraction between 0 and 1, got {valid_size!r}")
-    if not (isinstance(test_size, (int, float)) and 0 <= test_size < 1):
+    if not (real(test_size) and 0 <= test_size < 1):
         raise ValueError(f"test_size must be a fraction in [0, 1), got {test_size!r}")
     if n_folds is None and valid_size + test_size >= 1:
         raise ValueError(f"valid_size + test_size must be below 1, got {valid_size} + {test_size}")
-    if n_folds is not None and (not isinstance(n_folds, int) or n_folds < 2):
+    if n_folds is not None and (not whole(n_folds) or n_folds < 2):
         raise ValueError(f"n_folds must be an int >= 2 (or None for a holdout), got {n_folds!r}")
-    if not isinstance(gap, int) or gap < 0:
+    if not whole(gap) or gap < 0:
         raise ValueError(f"gap must be a non-negative int (rows), got {gap!r}")
     if strategy in ("group", "stratified_group") and groups is None:
         raise ValueError(f"strategy={strategy!r} needs groups=<column>")
@@ -327,6 +344,19 @@ def _validate(df, target, strategy, groups, time, valid_size, test_size, n_folds
                          f"id, e.g. "
                          f"df[{groups!r}] = df[{groups!r}].astype(object).where(df[{groups!r}].notna(), "
                          f"'row-' + df.index.astype(str))")
+    if time is not None: _check_time(df[time], time)
+
+def _check_time(t: pd.Series, time: str) -> None:
+    "A time split orders every row by `time`: no missing values, and values that sort as times (not as text)."
+    if t.isna().any():
+        raise ValueError(f"time column {time!r} has {int(t.isna().sum())} missing value(s); a time split orders "
+                         f"every row by it: drop those rows (df.dropna(subset=[{time!r}])) or fill them")
+    kind = t.dtype
+    if pd.api.types.is_bool_dtype(kind) or not (pd.api.types.is_numeric_dtype(kind)
+                                               or pd.api.types.is_datetime64_any_dtype(kind)
+                                               or pd.api.types.is_timedelta64_dtype(kind)):
+        raise TypeError(f"time column {time!r} holds {kind} values, which sort as text ('2021-1-10' before "
+                        f"'2021-1-9'): parse them first, df[{time!r}] = pd.to_datetime(df[{time!r}])")
 
 def make_splits(df: pd.DataFrame,  # the data to split, one row per example
                 target: Optional[str] = None,  # label column (to stratify on and to audit class shares)
@@ -346,6 +376,8 @@ def make_splits(df: pd.DataFrame,  # the data to split, one row per example
         return spark.make_splits(df, target, strategy=strategy, groups=groups, time=time,
                                  valid_size=valid_size, test_size=test_size, n_folds=n_folds, gap=gap, seed=seed)
     _validate(df, target, strategy, groups, time, valid_size, test_size, n_folds, gap)
+    valid_size, test_size, gap = float(valid_size), float(test_size), int(gap)  # numpy's numbers as Python's
+    n_folds = None if n_folds is None else int(n_folds)
     df = drop_unused_categories(df, target)
     if target is not None and df[target].isna().any():
         raise ValueError(f"target column {target!r} has {int(df[target].isna().sum())} missing values: "
@@ -382,6 +414,9 @@ def make_splits(df: pd.DataFrame,  # the data to split, one row per example
         train, valid = folds[0]
     else:
         train, valid = _holdout(np.sort(idx), valid_size / (1 - test_size), strategy, y, g, t, seed, gap)
+    if not len(train):  # a gap as long as the frame, or valid and test taking every row
+        raise ValueError(f"these splits leave no train rows: {len(df)} rows, valid_size={valid_size}, "
+                         f"test_size={test_size}, gap={gap} rows between the parts; lower gap or the sizes")
     params = dict(target=target, groups=groups, time=time, valid_size=valid_size, test_size=test_size,
                   n_folds=n_folds, gap=gap, seed=seed, task=task, n_rows=len(df))
     sp = Splits(np.sort(train).astype(np.int64), np.sort(valid).astype(np.int64),
