@@ -198,3 +198,13 @@ def test_the_data_set_or_a_loader_where_one_batch_belongs_is_named():
         tb.evaluate(nn.Linear(4, 3), X, CE)  # iterating X gives its rows
     with pytest.raises(tb.ShapeMismatch, match=r"prediction shape \(16, 1\) and target shape \(16,\)"):
         tb.check_init_loss(nn.Linear(4, 1), (X, y), CE)  # was torch's IndexError: Target 1 is out of bounds
+
+
+def test_a_one_row_batch_into_batchnorm_says_drop_last():
+    "Seen: torch's 'Expected more than 1 value per channel when training', mid-epoch, with no hint."
+    torch.manual_seed(0)
+    X, y = torch.randn(33, 4), torch.randint(0, 2, (33,))
+    model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Linear(8, 2))
+    with pytest.raises(ValueError, match=r"batch of one row reached a BatchNorm layer.*drop_last=True"):
+        tb.fit(model, tb.TensorLoader(X, y, batch_size=16), loss_fn=CE, live=False,
+               config=tb.TrainConfig(epochs=1, monitor="train_loss", device="cpu"))

@@ -204,3 +204,30 @@ def test_checklist_reads_the_runs_best_value_not_its_last():
     finally:
         monitored.close()
         other.close()
+
+
+def test_a_hash_in_a_quoted_value_a_key_set_twice_and_a_model_that_computes_its_loss(ip, tmp_path):
+    "Seen: 'run#1' cut at the '#' into a folder named '\"/...run'; --epochs 1 and epochs = 2 ran 2 epochs; no --loss for an HF model."
+    folder = tmp_path / "run#1"
+    r = run(ip, f'%%train model dl_train --no-live\nepochs = 1  # one pass\ncheckpoint_dir = "{folder}"')
+    assert r.success and (folder / "run.json").exists()
+
+    class OwnLoss(torch.nn.Module):
+        "Hugging Face style: the labels go in, the loss comes out."
+        def __init__(self):
+            super().__init__()
+            self.head = torch.nn.Linear(30, 2)
+        def forward(self, x, labels):
+            logits = self.head(x)
+            return {"logits": logits, "loss": torch.nn.functional.cross_entropy(logits, labels)}
+    X = torch.randn(64, 30)
+    ip.user_ns.update(own=OwnLoss(), dicts=[{"x": X[i:i + 16], "labels": (X[i:i + 16, 0] > 0).long()}
+                                            for i in range(0, 64, 16)])
+    r = run(ip, "%train own dicts --loss model --epochs 2 --no-live")
+    assert r.success and r.result.step == 8 and r.result.stopped == "completed"
+
+
+def test_a_key_set_by_a_flag_and_in_the_cell_is_named(ip, capsys):
+    r = run(ip, "%%train model dl_train --no-live --epochs 1\nepochs = 2")
+    out = capsys.readouterr()
+    assert not r.success and "epochs: set by a flag and in the cell; set each once" in out.out + out.err

@@ -99,6 +99,11 @@ def call_model(model: nn.Module,  # the model (or its DDP / compiled wrapper)
         why = _forward_mismatch(model, xb) or _not_tensors(xb)
         if why is None: raise  # forward takes these inputs: the TypeError came from inside it
         raise TypeError(why) from err
+    except ValueError as err:  # BatchNorm in training on one row: the loader's short last batch
+        if "Expected more than 1 value per channel" not in str(err): raise
+        raise ValueError(f"{err}. A batch of one row reached a BatchNorm layer in training mode: leave out the short "
+                         "last batch (drop_last=True in the loader) or choose a batch size that divides the "
+                         "rows") from err
 
 def _not_tensors(xb) -> Optional[str]:
     "Why a torch model refused `xb` when its inputs are arrays (numpy, pandas) rather than tensors; else None."

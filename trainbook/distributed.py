@@ -282,8 +282,10 @@ def _failure(work: Path, returncode: int) -> LaunchError:
         rank, sig = cause[0], -cause[1]
         also = f" (then rank(s) {', '.join(ranks)} failed too)" if ranks else ""
         name = signal.Signals(sig).name if sig in signal.valid_signals() else f"number {sig}"
-        return LaunchError(f"rank {rank} was killed by signal {name} ({sig}){also}; "
-                           "out of memory (the kernel's OOM killer) is a common cause of SIGKILL")
+        why = ("out of memory (the kernel's OOM killer) is a common cause" if sig == signal.SIGKILL else
+               f"an abort in native code (a library's failed check); the workers' output ends:\n{log[-2000:]}"
+               if sig == signal.SIGABRT else f"the workers' output ends:\n{log[-2000:]}")
+        return LaunchError(f"rank {rank} was killed by signal {name} ({sig}){also}; {why}")
     if errors:
         also = f" (then rank(s) {', '.join(ranks[1:])} failed too)" if len(ranks) > 1 else ""
         return LaunchError(f"rank {ranks[0]} failed{also}:\n{errors[0].read_text()}")

@@ -238,10 +238,10 @@ class _TorchEstimator(BaseEstimator):
         with eval_mode(self.module_), torch.inference_mode():
             out = prediction(call_model(self.module_, rows))
         if out.ndim != 2 or out.shape[1] != n_outputs:
-            what = "classes" if isinstance(self, ClassifierMixin) else "targets"
+            one, many = ("class", "classes") if isinstance(self, ClassifierMixin) else ("target", "targets")
             raise ValueError(f"module gives outputs of shape {tuple(out.shape)} for {len(rows)} rows of "
                              f"{X.shape[1]} features; expected ({len(rows)}, {n_outputs}): one output per "
-                             f"{what[:-1]} ({n_outputs} {what})")
+                             f"{one} ({n_outputs} {many})")
 
     def _fit(self, X, y: np.ndarray, n_outputs: int, loss_fn: Callable):
         self.module_ = self._build(X.shape[1], n_outputs)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/13_magics.ipynb #5c72d1ed
 from __future__ import annotations
-import ast, html, math
+import ast, html, io, math, tokenize
 from typing import Any, Optional
 
 from .core import TrainConfig, did_you_mean, listen, unlisten
@@ -188,23 +188,39 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 # %% ../nbs/13_magics.ipynb #2d43fb6b
 LOSSES = {"cross_entropy": "cross_entropy", "bce": "binary_cross_entropy_with_logits", "mse": "mse_loss"}
 
-def choose_loss(name: Optional[str],  # --loss: cross_entropy | bce | mse | a callable's name in `namespace`; None: infer
+def _mse_to_targets(out, y):
+    "MSE of an output with one value per target, in the targets' shape ((n, 1) against (n,))."
+    import torch.nn.functional as F
+    if out.numel() != y.numel():
+        raise ValueError(f"float targets of shape {tuple(y.shape)} and a model output of shape {tuple(out.shape)}: "
+                         "the inferred MSE needs one output per target; for classes give integer labels, "
+                         "or choose the loss with --loss")
+    return F.mse_loss(out.reshape(y.shape), y)
+
+def choose_loss(name: Optional[str],  # --loss: cross_entropy | bce | mse | model | a callable in `namespace`; None: infer
                 yb,  # the targets of the first batch (what the loss is inferred from)
                 namespace: dict,  # the notebook's names
                ):
     "The loss for `--loss NAME` (a built-in name or a name in the notebook), or one inferred from the targets."
     import torch
     import torch.nn.functional as F
+    if name == "model": return None, "the model's own"  # it computes its loss (Hugging Face style)
     if name is not None:
         if name in LOSSES: return getattr(F, LOSSES[name]), name
         if name in namespace and callable(namespace[name]): return namespace[name], name
         raise UsageError(
-            f"--loss {name!r}: not one of {', '.join(LOSSES)} and not a callable in the notebook")
+            f"--loss {name!r}: not one of {', '.join(LOSSES)}, model, and not a callable in the notebook")
     if not isinstance(yb, torch.Tensor):
         raise UsageError("cannot infer the loss from these targets: pass --loss")
-    if yb.is_floating_point():
-        return (lambda out, y: F.mse_loss(out.reshape(y.shape), y)), "mse"
+    if yb.is_floating_point(): return _mse_to_targets, "mse"
     return F.cross_entropy, "cross_entropy"
+
+def _without_comment(line: str) -> str:
+    "`line` up to its `#` comment; a `#` inside quotes (a path such as 'runs/#1') is no comment."
+    try: tokens = list(tokenize.generate_tokens(io.StringIO(line).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError): return line.split("#", 1)[0]
+    comment = next((t for t in tokens if t.type == tokenize.COMMENT), None)
+    return line[:comment.start[1]] if comment else line
 
 def parse_body(body: str,  # the cell below `%%train`: one `key = value` per line, `#` comments allowed
               ) -> dict:
@@ -213,15 +229,19 @@ def parse_body(body: str,  # the cell below `%%train`: one `key = value` per lin
     known = {f.name for f in fields(TrainConfig)}
     out = {}
     for n, line in enumerate(body.splitlines(), 1):
-        line = line.split("#", 1)[0].strip()
+        line = _without_comment(line).strip()
         if not line: continue
         if "=" not in line: raise UsageError(f"%%train line {n}: expected 'key = value', got {line!r}")
         key, value = (p.strip() for p in line.split("=", 1))
         if key not in known:
             raise UsageError(f"%%train line {n}: {key!r} is not a TrainConfig field{did_you_mean(key, known)}; fields are: "
                              f"{', '.join(sorted(known))}")
+        if key in out: raise UsageError(f"%%train line {n}: {key!r} is set twice in the cell")
         try: out[key] = ast.literal_eval(value)
-        except (ValueError, SyntaxError): out[key] = value  # a bare word such as warmup_cosine
+        except (ValueError, SyntaxError):
+            if value[:1] in "'\"":  # a quoted value that does not parse would be kept with its quote
+                raise UsageError(f"%%train line {n}: {key} = {value} is not a Python literal") from None
+            out[key] = value  # a bare word such as warmup_cosine
     return out
 
 @magics_class
@@ -289,8 +309,8 @@ class TrainbookMagics(Magics):
     @argument("--checkpoint-dir")
     @argument("--metrics", help="a built-in metric name such as accuracy")
     @argument("--loss",
-              help="cross_entropy | bce | mse | a callable's name in the notebook "
-                   "(default: from the targets)")
+              help="cross_entropy | bce | mse | model (the model computes its loss) | a callable's name "
+                   "in the notebook (default: from the targets)")
     @argument("--overfit", action="store_true",
               help="run overfit_batch on the first batch instead of training")
     @argument("--dry-run", action="store_true",
@@ -313,7 +333,10 @@ class TrainbookMagics(Magics):
                                        "accum_steps": a.accum,
                                        "clip_norm": a.clip, "schedule": a.schedule, "patience": a.patience,
                                        "checkpoint_dir": a.checkpoint_dir}.items() if v is not None}
-        overrides.update(parse_body(cell or ""))
+        body = parse_body(cell or "")
+        twice = sorted(set(body) & set(overrides))
+        if twice: raise UsageError(f"{', '.join(twice)}: set by a flag and in the cell; set each once")
+        overrides.update(body)
         try: cfg = TrainConfig(**overrides)
         except (ValueError, TypeError) as e: raise UsageError(str(e)) from None
         from trainbook.guard import check_loader
