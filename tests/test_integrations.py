@@ -1,4 +1,5 @@
 "The other systems: Keras 3 logs in a trainbook History, trainbook nets as scikit-learn estimators, and lazy imports."
+import contextlib
 import os
 import subprocess
 import sys
@@ -359,9 +360,21 @@ def test_keras_run_metrics_show_train_accuracy():
     assert {"train_loss", "train_accuracy", "valid_loss", "valid_accuracy"} <= set(cb.run.metrics().columns)
 
 
+@contextlib.contextmanager
+def as_the_tracker(factory):
+    "`factory` as the session's tracker observer inside the block; the one before it back afterwards."
+    from trainbook.events import add_session_observer, remove_session_observer, session_observers
+    previous = session_observers.__globals__["_SESSION_OBSERVERS"].get("track")
+    add_session_observer("track", factory)
+    try: yield
+    finally:
+        if previous is None: remove_session_observer("track")
+        else: add_session_observer("track", previous)
+
+
 def test_keras_runs_are_seen_by_the_sessions_observers_like_fit_runs():
     "#24 item 8: a tb.track() store records keras_callback runs; here a stand-in observer takes its place."
-    from trainbook.events import Callback, add_session_observer, remove_session_observer, session_observers
+    from trainbook.events import Callback
     seen, contexts = [], []
 
     class Observer(Callback):
@@ -373,14 +386,9 @@ def test_keras_runs_are_seen_by_the_sessions_observers_like_fit_runs():
         contexts.append(context)
         return Observer()
 
-    previous = session_observers.__globals__["_SESSION_OBSERVERS"].get("track")
-    add_session_observer("track", factory)
-    try:
+    with as_the_tracker(factory):
         cb = tb.keras_callback(live=False)
         keras_fit(*learnable(), n_train=300, epochs=2, callbacks=[cb])
-    finally:
-        if previous is None: remove_session_observer("track")
-        else: add_session_observer("track", previous)
     assert contexts == [{"kind": "keras"}]
     valid = cb.run.records.series("loss", "valid", index="epoch")
     assert seen[0] == ("before_fit", 2, True)
@@ -419,18 +427,13 @@ def test_a_keras_stop_is_early_stopping_only_when_keras_early_stopping_made_it()
 
 def test_a_stop_a_trainbook_observer_asks_for_stops_keras_with_its_reason():
     "A pruner (or a Stop button) asks through `state.control`: Keras' fit stops too, and the run says why."
-    from trainbook.events import Callback, add_session_observer, remove_session_observer, session_observers
+    from trainbook.events import Callback
 
     class Pruner(Callback):
         def after_epoch(self, state):
             if state.epoch == 1: state.control.request_stop("pruned")
 
-    previous = session_observers.__globals__["_SESSION_OBSERVERS"].get("track")
-    add_session_observer("track", lambda context: Pruner())
-    try:
+    with as_the_tracker(lambda context: Pruner()):
         cb = tb.keras_callback(live=False)
         keras_fit(*learnable(), n_train=300, epochs=10, callbacks=[cb])
-    finally:
-        if previous is None: remove_session_observer("track")
-        else: add_session_observer("track", previous)
     assert cb.run.stopped == "pruned" and len(cb.run.records.series("loss", "valid")) == 2

@@ -300,17 +300,20 @@ class History:
              split: str = "train",  # the split
             ) -> Optional[float]:
         "The most recent value of `name` in `split`, or None."
-        for r in reversed(self._rows):
-            if r[3] == name and r[2] == split: return r[4]
-        return None
+        row = self._last_row(name, split)
+        return None if row is None else row[4]
 
     def last_step(self,
                   name: str,  # the record name
                   split: str = "train",  # the split
                  ) -> Optional[int]:
         "The step of the most recent record of `name` in `split`, or None."
+        row = self._last_row(name, split)
+        return None if row is None else row[0]
+
+    def _last_row(self, name: str, split: str) -> Optional[tuple]:
         for r in reversed(self._rows):
-            if r[3] == name and r[2] == split: return r[0]
+            if r[3] == name and r[2] == split: return r
         return None
 
     def names(self) -> list[tuple[str, str]]:
