@@ -128,7 +128,7 @@ def _check_takes_state(cb, attr: str, fn):
 def _distinct(callbacks: list) -> list:
     "The callbacks, each once: None or an instance listed twice fails."
     names = ", ".join("None" if cb is None else type(cb).__name__ for cb in callbacks)
-    first, kept = {}, []
+    first = {}
     for i, cb in enumerate(callbacks):
         if cb is None:
             raise TypeError(f"callback at position {i} is None (the run's callbacks: {names}); "
@@ -137,8 +137,7 @@ def _distinct(callbacks: list) -> list:
             raise ValueError(f"callback {type(cb).__name__} is listed twice (positions {first[id(cb)]} and "
                              f"{i} of {names}): each event would call it twice; list it once")
         first[id(cb)] = i
-        kept.append(cb)
-    return kept
+    return callbacks
 
 def _warn_unrestorable(cb):
     "A state a checkpoint saves but a resume cannot give back: warned about when the callback is attached."

@@ -643,9 +643,6 @@ def _claim_folder(checkpoint_dir,  # the folder asked for (None: no files)
     "The run folder, checked writable and claimed before any work; an earlier run's files kept unless `overwrite`."
     folder = Checkpointer(checkpoint_dir)
     folder.prepare(overwrite=bool(overwrite), resumable=False)  # a boosting run starts afresh (no resume=)
-    if overwrite and folder.enabled:  # the earlier run's model and preprocessing go too, whichever library
-        for name in {*(lib.model_file for lib in BOOSTING_LIBRARIES.values()), "prep.skops"}:
-            (folder.run_dir / name).unlink(missing_ok=True)
     return folder
 
 def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, early_stopping, live, task,

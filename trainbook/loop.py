@@ -415,7 +415,7 @@ def _before_epoch_end(s: Setup, state: LoopState) -> dict:
     "The epoch's end as a resume must redo it: last.pt entries from just before its records and validation."
     pos = state.position
     return {"pos": pos.at(rng=rng_state()), "history": state.history.state_dict(len(state.history)),
-            "findings": FindingsPart(list(state.findings)).state_dict(),
+            "findings": FindingsPart(state.findings).state_dict(),
             "early_stopping": s.stopper.state_dict(), "callbacks": s.callbacks.state_dict(),
             "scheduler": s.scheduler.state_dict()}
 
