@@ -509,3 +509,17 @@ def test_a_resume_from_best_msgpack_redoes_no_epoch_end_and_a_refused_one_claims
         fit_flax(wide, None, shuffled(64), valid, ce, cfg.replace(epochs=5, checkpoint_dir=str(tmp_path / "b")),
                  resume=tmp_path / "a", overwrite=True, live=False)
     assert not (tmp_path / "b").exists() or not any((tmp_path / "b").iterdir())
+
+
+def test_max_steps_inside_an_epoch_ends_it_with_records_and_validation_and_resumes_once(tmp_path):
+    "As fit: the partial epoch's records and a validation; a resume given more steps ends that epoch once."
+    X, y = data(n=64)
+    valid = batches(X[:32], y[:32], 16)
+    cfg = lambda d, n: tb.TrainConfig(epochs=3, lr=1e-2, seed=3, max_steps=n, checkpoint_dir=str(tmp_path / d))
+    cut = fit_flax(MLP(), None, shuffled(64), valid, ce, cfg("a", 10), live=False)  # 8 steps an epoch
+    assert (cut.stopped, cut.step) == ("max_steps", 10)
+    assert list(cut.metrics().index) == [0, 1] and cut.records.last_step("loss", "valid") == 10
+    straight = fit_flax(MLP(), None, shuffled(64), valid, ce, cfg("b", 12), live=False)
+    again = fit_flax(MLP(seed=4), None, shuffled(64), valid, ce, cfg("a", 12), resume=cut.run_dir, live=False)
+    assert again.step == 12 and [r[:4] for r in again.records.rows()] == [r[:4] for r in straight.records.rows()]
+    np.testing.assert_allclose(again.metrics().to_numpy(float), straight.metrics().to_numpy(float), rtol=1e-5)

@@ -522,3 +522,19 @@ def test_an_epoch_end_right_after_an_eval_every_validation_neither_repeats_nor_c
                  config=tb.TrainConfig(epochs=6, lr=0.05, device="cpu", eval_every=4, patience=1))
     valid = [r[:2] for r in run.records.rows() if r[2:4] == ("valid", "loss")]
     assert (run.stopped, valid) == ("completed", [(4 * (e + 1), e) for e in range(6)])
+
+
+def test_max_steps_inside_an_epoch_ends_it_with_records_and_validation(tmp_path):
+    "max_steps mid-epoch: the partial epoch's records and a validation; a resume given more steps ends it once."
+    X, y = blobs(n=128)
+    dl, dv = tb.TensorLoader(X, y, batch_size=32), [(X[:64], y[:64])]  # 4 steps an epoch
+    cfg = lambda d, n: tb.TrainConfig(epochs=3, max_steps=n, schedule="constant", device="cpu",
+                                      checkpoint_dir=str(tmp_path / d))
+    run = tb.fit(mlp(), dl, dv, loss_fn=CE, live=False, config=cfg("a", 6))
+    assert (run.stopped, run.step, run.epoch) == ("max_steps", 6, 1)
+    assert list(run.metrics().index) == [0, 1] and run.metrics()["valid_loss"].notna().all()
+    assert run.records.last_step("loss", "valid") == 6
+    straight = tb.fit(mlp(), dl, dv, loss_fn=CE, live=False, config=cfg("b", 8))
+    resumed = tb.fit(mlp(), dl, dv, loss_fn=CE, live=False, config=cfg("a", 8), resume=tmp_path / "a")
+    assert resumed.step == 8
+    assert history_without_timing(resumed) == history_without_timing(straight)

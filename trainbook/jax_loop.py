@@ -11,7 +11,8 @@ from typing import Any, Callable, Iterable, NamedTuple, Optional, Union
 import numpy as np
 
 from .checkpoint import Checkpointer, check_epochs_left, check_resume, probe_writable
-from .core import History, TrainConfig, environment, rng_state, seed_everything, set_rng_state
+from .core import (History, TrainConfig, atomic_write, environment, rng_state, seed_everything,
+                            set_rng_state)
 from .events import Event, LoopState
 from .guard import check_loader, check_monitor, nonfinite_validation
 from .loop import Position
@@ -533,14 +534,23 @@ class _FlaxLoop:
         if control.stop: return control.stop_reason or "interrupted"
         return None
 
-    def end_epoch(self) -> Optional[str]:
-        "Epoch loss and throughput, validation, last.msgpack, the model updated, early stopping, [after_epoch]."
+    def end_epoch(self, partial: bool = False) -> Optional[str]:
+        """Epoch loss and throughput, validation, last.msgpack, the model updated, early stopping, [after_epoch].
+        `partial` (max_steps inside the epoch): records and validation; last.msgpack from before them."""
         state, pos = self.state, self.pos
+        if partial:  # a resume given more steps ends this epoch once; a Ctrl-C from here keeps this file
+            self.save("last.msgpack")
+            self.epoch_closed = True
         epoch_records(self.history, state.step, state.epoch, loss_sum=pos.loss_sum, loss_count=pos.loss_count,
                       seconds=time.perf_counter() - self.t_epoch, rows=self.epoch_rows, steps=self.epoch_steps,
                       data_wait=self.batches.wait, peak_mb=_peak_memory_mb())
         pos.loss_sum, pos.loss_count = 0.0, 0
         best = self.validate()
+        if partial:
+            if best and self.run_dir is not None:  # best.msgpack: the same state as last.msgpack
+                data = (self.run_dir / "last.msgpack").read_bytes()
+                atomic_write(self.run_dir / "best.msgpack", lambda f: f.write(data))
+            return "nonfinite" if self.valid_failed else None
         start = Position(epoch=state.epoch + 1, rng=rng_state())  # both: a resume from either redoes no epoch end
         self.save("last.msgpack", start)
         if best: self.save("best.msgpack", start)
@@ -681,6 +691,9 @@ def fit_flax(model,  # a Flax NNX module (trained in place: its variables hold t
                 stopped = lp.after_step()
                 if stopped: break
             if stopped == "nonfinite": break
+            if stopped == "max_steps":  # the run's planned end: this epoch's records and validation
+                stopped = lp.end_epoch(partial=True) or stopped
+                break
             if stopped:  # a stop inside the epoch: last.msgpack keeps its position for a resume
                 lp.save("last.msgpack")
                 break

@@ -16,7 +16,7 @@ from .batch import Feeder, batch_rows, eval_mode, prediction, training_lock
 from .checkpoint import Checkpointer, FindingsPart, check_epochs_left, check_resume, run_signature
 from .core import (History, TrainConfig, environment, loader_length, pick_device, pick_precision,
                             rng_state, seed_everything, set_loader_epoch, set_rng_state)
-from .triage import NanGuard
+from .triage import Evaluation, LossStats, NanGuard
 from .distributed import all_mean, dist_info, full_tensor, reduce_evaluation, shard_loader, wrap_model
 from .events import Callback, Callbacks, Event, LoopState
 from .guard import check_fit_inputs, check_monitor, require_batches
@@ -31,8 +31,6 @@ from .run import RUNNING, Run, monitored_record
 __all__ = ['LOOP_STARTS', 'evaluate', 'Position', 'Window', 'accumulation_windows', 'Setup', 'set_up', 'fit', 'show_loop']
 
 # %% ../nbs/07_loop.ipynb #5c24e70f
-from .triage import Evaluation, LossStats
-
 def evaluate(model: nn.Module,  # the model to score (its train/eval mode is restored afterwards)
              dl,  # re-iterable of batches, in any form `fit` takes
              loss_fn: Optional[Callable],  # `loss_fn(prediction, yb)`; None = the loss the model computes
@@ -309,8 +307,7 @@ def _windows(s: Setup, state: LoopState, batches: TimedIterator) -> Iterator[Win
 
 def _grad_sync(s: Setup, window: Window):
     "DDP averages gradients across ranks once per window (at its last micro-batch), not after each one."
-    if s.ddp and not window.last: return s.net.no_sync()
-    return _NO_SYNC
+    return s.net.no_sync() if s.ddp and not window.last else _NO_SYNC
 
 def _window_loss(s: Setup, window: Window) -> float:
     "The window's mean loss (over ranks too): the one per-step sync; it decides whether the optimizer steps."
@@ -419,8 +416,9 @@ def _before_epoch_end(s: Setup, state: LoopState) -> dict:
             "early_stopping": s.stopper.state_dict(), "callbacks": s.callbacks.state_dict(),
             "scheduler": s.scheduler.state_dict()}
 
-def _end_epoch(s: Setup, state: LoopState) -> Optional[str]:
-    "Epoch records, validation, epoch scheduler, last.pt and best.pt, early stopping, [after_epoch], run.json."
+def _end_epoch(s: Setup, state: LoopState, partial: bool = False) -> Optional[str]:
+    """Epoch records, validation, epoch scheduler, last.pt and best.pt, early stopping, [after_epoch], run.json.
+    `partial` (max_steps inside the epoch): records and validation; last.pt from before them (a resume ends it once)."""
     pos, meter = state.position, state.meter
     if s.checkpointer.enabled: state.epoch_end = _before_epoch_end(s, state)  # a Ctrl-C in here comes back
     epoch_records(state.history, state.step, state.epoch, loss_sum=pos.loss_sum, loss_count=pos.loss_count,
@@ -428,13 +426,17 @@ def _end_epoch(s: Setup, state: LoopState) -> Optional[str]:
                   data_wait=meter.batches.wait, device=s.device)
     pos.loss_sum, pos.loss_count = 0.0, 0
     best = _validate(s, state)
+    if partial:
+        entries, state.epoch_end = state.epoch_end, None
+        if entries: _save_last(s, state, name="last.pt", **entries)
+        if entries and best: _save_last(s, state, name="best.pt", **entries)
+        return "nonfinite" if state.valid_failed else None
     if s.scheduler_interval == "epoch": s.scheduler.step()
     if s.checkpointer.enabled:  # both at the next epoch's start: a resume from best.pt redoes no epoch end
         start = Position(epoch=state.epoch + 1, rng=rng_state())
         _save_last(s, state, start)
         if best: _save_last(s, state, start, name="best.pt")
-    state.epoch_closed, state.epoch_end = True, None  # last.pt now describes the next epoch's start
-    pos.batch_idx = 0
+    state.epoch_closed, state.epoch_end, pos.batch_idx = True, None, 0  # last.pt: the next epoch's start
     stopped = "nonfinite" if state.valid_failed else "early_stopping" if s.stopper.should_stop else None
     if s.checkpointer.enabled:  # run.json so far ('running'): a killed run keeps its history up to here
         s.checkpointer.write_run(run_of(state, RUNNING, stopper=s.stopper, checkpointer=s.checkpointer,
@@ -547,6 +549,9 @@ def fit(model: nn.Module,  # the model to train (in place)
                     stopped = _after_step(s, state, skipped)
                     if stopped: break
                 if stopped == "nonfinite": break
+                if stopped == "max_steps":  # the run's planned end: this epoch's records and validation
+                    stopped = _end_epoch(s, state, partial=True) or stopped
+                    break
                 if stopped:  # a stop inside the epoch: last.pt keeps its position for a resume
                     _save_last(s, state)
                     break
