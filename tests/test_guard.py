@@ -184,7 +184,7 @@ def test_errors_come_before_the_first_step(tmp_path, case):
         with small_tmpfs(tmp_path / "mnt") as folder:
             subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)
             kwargs["config"] = kwargs["config"].replace(checkpoint_dir=str(folder / "run"))
-            refused_before_the_first_step(ValueError, "is not a writable folder \\(Read-only file system\\)", **kwargs)
+            refused_before_the_first_step(ValueError, "is not writable \\(Read-only file system\\)", **kwargs)
     elif case == "empty_valid":
         refused_before_the_first_step(ValueError, "dl_valid is empty", **{**kwargs, "dl_valid": []})
     elif case == "zero_row_valid":

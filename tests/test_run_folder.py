@@ -57,6 +57,20 @@ def test_a_refused_resume_with_overwrite_leaves_the_target_folder_as_it_was(tmp_
     assert files(b) == before and tb.checkpoint.folder_writer(b) is None
 
 
+
+def test_a_refused_run_leaves_no_new_folder_behind(tmp_path):
+    "Seen: a refused resume (or a missing checkpoint) left the new, empty checkpoint_dir that was checked."
+    fit(tmp_path / "a")
+    wider = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3))
+    with pytest.raises(ValueError, match="cannot be resumed exactly"):
+        fit(tmp_path / "new" / "b", epochs=3, model=wider, resume=tmp_path / "a")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        fit(tmp_path / "new" / "c", epochs=3, resume=tmp_path / "nope")
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(ValueError, match="checkpoint_dir=.*afile.* is a file"):
+        fit(tmp_path / "afile" / "d")
+    assert not (tmp_path / "new").exists()
+
 def test_a_resume_without_checkpoint_dir_is_compared_like_any_other(tmp_path):
     "Seen: checkpoint_dir=None skipped every check: torch's size-mismatch error, no warning for a changed lr."
     fit(tmp_path)

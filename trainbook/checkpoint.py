@@ -240,9 +240,14 @@ def unwritable(folder: str | Path,  # the folder a run would write to (it need n
 
 def probe_writable(folder: str | Path,  # the folder a run will write to (created when missing)
                    name: str = "checkpoint_dir",  # the argument's name, for the message
+                   create: bool = True,  # False: check only (`unwritable`), so a run refused later leaves no folder
                   ) -> Path:
     "Create `folder` and write (then remove) a small file in it; a ValueError naming `name` if that fails."
     folder = Path(folder)
+    why = None if create else unwritable(folder)
+    if why: raise ValueError(f"{name}={str(folder)!r} cannot hold the run's files: {why}; choose another folder, "
+                             f"or {name}=None for a run without files")
+    if not create: return folder
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"{name}={str(folder)!r} is a file, not a folder; choose a folder for the files")
     probe = folder / f".trainbook-probe-{os.getpid()}-{threading.get_ident()}"

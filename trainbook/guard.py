@@ -233,5 +233,5 @@ def check_fit_inputs(model,  # what `fit` got as `model`
                          "inside trainbook.launch")
     metric_fns = resolve_metrics(metrics, loss_fn)  # the loss's ignore_index reaches the metrics
     check_monitor(cfg, dl_valid is not None, metric_fns)  # early stopping and best.pt follow something logged
-    if cfg.checkpoint_dir is not None: probe_writable(cfg.checkpoint_dir, "checkpoint_dir")
+    if cfg.checkpoint_dir is not None: probe_writable(cfg.checkpoint_dir, "checkpoint_dir", create=False)
     return metric_fns

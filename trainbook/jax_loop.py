@@ -638,7 +638,7 @@ def check_flax_inputs(model,  # what `fit_flax` got as `model`
         optax_schedule(cfg, 1)  # raises with what to use instead
     metric_fns = resolve_metrics(metrics)
     check_monitor(cfg, dl_valid is not None, metric_fns)
-    if cfg.checkpoint_dir is not None: probe_writable(cfg.checkpoint_dir, "checkpoint_dir")
+    if cfg.checkpoint_dir is not None: probe_writable(cfg.checkpoint_dir, "checkpoint_dir", create=False)
     return metric_fns
 
 def fit_flax(model,  # a Flax NNX module (trained in place: its variables hold the result)
