@@ -308,3 +308,18 @@ def test_strings_and_flags_are_not_numbers(value):
     rec.end_epoch()
     assert rec.state.step == 2 and list(rec.history.series("loss")) == [0.25, 0.5]
     rec.finish()
+
+
+def test_epochs_given_to_validate_only_go_forward_and_are_ints():
+    "Seen: validate(epoch=5) then validate(epoch=2) was taken: the history's epochs went backwards."
+    with Recorder(live=False) as rec:
+        rec.step(1.0)
+        rec.validate(0.9, epoch=5)
+        with pytest.raises(ValueError, match="epoch=2 comes before epoch 5"):
+            rec.validate(0.8, epoch=2)
+        with pytest.raises(ValueError, match="non-negative int"):
+            rec.end_epoch(epoch=6.0)
+        rec.validate(0.7, epoch=5)  # a second validation of the epoch that ended is taken
+        rec.step(1.0)
+        rec.validate(0.6)  # counted on from the last one
+    assert [r[1] for r in rec.run.records.rows() if r[2:4] == ("valid", "loss")] == [5, 5, 6]

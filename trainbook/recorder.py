@@ -374,6 +374,7 @@ class Recorder:
         self._epoch = {"loss_sum": 0.0, "loss_count": 0, "start": time.perf_counter()}
         self._saved = None  # (step, epoch) of the last last.pt written
         self._cut = False  # a Ctrl-C ended the `with` block
+        self._closed = -1  # the last epoch closed (`validate`, `end_epoch`)
         self._t0 = time.perf_counter()
         self._noted = 0  # the checkpointer's findings already in the state's
         # the run folder, locked for this run; on resume every piece of state restored (refused: the lock given back)
@@ -496,6 +497,7 @@ class Recorder:
         "The recorder's own state from a checkpoint whose parts are loaded: step, epoch, the epoch's loss, RNGs."
         self.state.step, self.state.epoch = ckpt["step"], ckpt["epoch"]
         self.state.skipped_steps = ckpt.get("skipped_steps", 0)
+        self._closed = self.state.epoch - 1
         self._epoch["loss_sum"], self._epoch["loss_count"] = ckpt.get("epoch_loss", (0.0, 0))
         if ckpt.get("rng") is not None: set_rng_state(ckpt["rng"])
         self._saved = (self.state.step, self.state.epoch)  # last.pt holds this state (or the one restored)
@@ -544,7 +546,7 @@ class Recorder:
         self.start()
         self._read()
         state, e = self.state, self._epoch
-        if epoch is not None: state.epoch = epoch
+        if epoch is not None: state.epoch = self._check_epoch(epoch)
         epoch_records(self.history, state.step, state.epoch, loss_sum=e["loss_sum"], loss_count=e["loss_count"],
                       seconds=time.perf_counter() - e["start"])
         if values is not None:
@@ -560,9 +562,18 @@ class Recorder:
         self.checkpointer.write_run(run_of(state, RUNNING, stopper=self.stopper, checkpointer=self.checkpointer,
                                            environment=self.environment, kind=self.kind), final=False)
         self.callbacks(Event.after_epoch, state)
-        state.epoch += 1
+        self._closed, state.epoch = state.epoch, state.epoch + 1
         self._epoch = {"loss_sum": 0.0, "loss_count": 0, "start": time.perf_counter()}
         self._save_last()  # the next epoch's start: a killed run resumes from here
+
+    def _check_epoch(self, epoch) -> int:
+        "The epoch `validate` / `end_epoch` was given: an int, not before the last one closed."
+        if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 0:
+            raise ValueError(f"epoch must be a non-negative int (the epoch that ends), got {epoch!r}")
+        if epoch < self._closed:
+            raise ValueError(f"epoch={epoch} comes before epoch {self._closed}, which this run has closed already: "
+                             "epochs only go forward; pass the epoch that ends, or leave epoch= out to count them")
+        return int(epoch)
 
     def __repr__(self):
         return f"Recorder(step={self.state.step}, epoch={self.state.epoch}, run_dir={self.state.run_dir})"
