@@ -381,7 +381,8 @@ def test_a_killed_flax_run_keeps_its_history_and_its_folder(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
     killed = tb.Run.load(tmp_path)
-    assert killed.stopped == "running" and killed.kind == "flax" and killed.epoch == 1
+    assert killed.stopped == "killed" and killed.kind == "flax" and killed.epoch == 1
+    assert "resume=" in killed.findings[-1].advice and killed.findings[-1].kind == "killed"
     assert len(killed.records.series("loss", "valid")) == 2  # epochs 0 and 1: up to its last finished epoch
     assert killed.last_path == tmp_path / "last.msgpack" and killed.best_path == tmp_path / "best.msgpack"
     before = {name: (tmp_path / name).read_bytes() for name in ("last.msgpack", "best.msgpack")}

@@ -188,3 +188,13 @@ def test_run_files_have_the_mode_open_gives_and_a_home_path_is_expanded(tmp_path
     run = fit("~/runs")
     assert run.run_dir == tmp_path / "home" / "runs" and not (tmp_path / "~").exists()
     assert tb.Run.load("~/runs").step == run.step
+
+
+def test_a_run_still_going_loads_as_running(tmp_path):
+    "Run.load of a snapshot whose writer lives says 'running' (a killed one says 'killed': tests/test_store.py)."
+    seen = []
+    class Peek(tb.Callback):
+        def after_epoch(self, state): seen.append(tb.Run.load(state.run_dir))
+    run = fit(tmp_path, callbacks=[Peek()])
+    assert [r.stopped for r in seen] == ["running", "running"] and not any(f.kind == "killed" for f in seen[0].findings)
+    assert tb.Run.load(tmp_path).stopped == run.stopped == "completed"

@@ -196,9 +196,11 @@ def test_a_sigkilled_tracked_run_is_killed_in_runs_and_loads_to_its_last_epoch(t
     table = tb.runs("killed", uri=uri)
     assert list(table.status) == ["KILLED"]
     run = tb.load_run(table.run_id[0], uri=uri)
-    assert run.stopped == "interrupted"
+    assert run.stopped == "killed" and [f.kind for f in run.findings][-1:] == ["killed"]
     assert len(run.records.series("loss", "valid")) == 2  # epochs 0 and 1: up to its last finished epoch
-    assert tb.Run.load(tmp_path / "run").records.rows() == run.records.rows()
+    from_folder = tb.Run.load(tmp_path / "run")  # its writer is gone: killed, and how to go on
+    assert from_folder.records.rows() == run.records.rows() and from_folder.stopped == "killed"
+    assert f"resume={str(tmp_path / 'run' / 'last.pt')!r}" in from_folder.findings[-1].advice
 
 
 def test_bad_param_names_cost_nothing_else(sqlite_uri):

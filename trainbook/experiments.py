@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .core import did_you_mean
-from .run import MONITOR_ALIASES, Run, RunFileError, record_key
+from .run import MONITOR_ALIASES, RUNNING, Run, RunFileError, mark_killed, record_key
 from .store import (READ_WAIT, check_server, is_remote, mark_dead_runs, no_answer, quiet_mlflow,
                              read_limits, safe_key, sqlite_path)
 from .tracking import active_tracker, params_of, tracking_uri
@@ -146,7 +146,7 @@ def load_run(run_id: str,  # an MLflow run id (the `run_id` column of `runs()`)
                                  f"one (tag trainbook.run_dir: {folder!r}); was it recorded by "
                                  "trainbook?") from None
             run = Run.load(folder)
-            run.stopped = "interrupted" if info.info.status == "KILLED" else run.stopped
+            if run.stopped == RUNNING and info.info.status == "KILLED": mark_killed(run)  # another host's
             run.extra["recovered_from"] = str(Path(folder) / "run.json")
     run.extra.update(mlflow_run_id=run_id, run_name=info.info.run_name, params=dict(info.data.params))
     return run

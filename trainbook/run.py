@@ -10,12 +10,13 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from .core import Finding, History, TrainConfig, atomic_write, findings_html, silenced
+from .core import (Finding, History, TrainConfig, atomic_write, findings_html, process_alive, silenced,
+                            this_process)
 
 # %% auto #0
 __all__ = ['STOP_REASONS', 'RECORDS', 'PER_STEP', 'SYSTEM', 'EVIDENCE', 'MONITOR_ALIASES', 'RUN_FORMAT', 'RUN_VERSION', 'RUNNING',
            'StopReason', 'Record', 'record_key', 'monitored_record', 'last_run', 'remember_run', 'unrecorded', 'Run',
-           'RunFileError', 'json_safe', 'run_record_bytes', 'write_run_record']
+           'RunFileError', 'json_safe', 'mark_killed', 'run_record_bytes', 'write_run_record']
 
 # %% ../nbs/05a_run.ipynb #c9cb2482
 class StopReason(str, Enum):
@@ -27,6 +28,7 @@ class StopReason(str, Enum):
     max_steps = "max_steps"  # TrainConfig.max_steps optimizer steps were taken
     failed = "failed"  # an exception ended it (re-raised with the run as `err.run`)
     pruned = "pruned"  # a search trial stopped by its pruner
+    killed = "killed"  # its process ended while it ran (SIGKILL, out of memory): told when its record is read
 
     def __str__(self): return self.value
 
@@ -174,7 +176,8 @@ class Run:
             "environment": self.environment, "findings": [f.__dict__ for f in self.findings],
             "history": self.records.state_dict(), "profile": self.profile,
             "split_fingerprint": self.extra.get("split_fingerprint"),
-            "extra": {k: v for k, v in self.extra.items() if k not in _NOT_RECORDED},
+            "extra": {**{k: v for k, v in self.extra.items() if k not in _NOT_RECORDED},
+                      **({"writer": this_process()} if self.stopped == RUNNING else {})},  # a snapshot's writer
             "run_dir": self.run_dir, "best_path": self.best_path, "last_path": self.last_path})
 
     @classmethod
@@ -193,6 +196,7 @@ class Run:
         except (OSError, UnicodeDecodeError, ValueError) as e:
             raise RunFileError(f"{str(file)!r} is not a readable run record (JSON expected): {e}") from None
         run = cls.from_dict(record, where=repr(str(file)))
+        if run.stopped == RUNNING and process_alive(run.extra.get("writer")) is False: mark_killed(run)
         # a folder moved or copied, or a relative checkpoint_dir read from elsewhere: its files are the ones
         # beside this run.json (the recorded paths may name another folder, or none from here)
         if run.run_dir is not None:
@@ -227,6 +231,16 @@ def json_safe(v,  # any value: a record, a config, a finding's data
 def _number(v):
     "A float back from `json_safe` (the strings nan, inf, -inf included)."
     return float(v) if isinstance(v, (int, float, str)) else v
+
+def mark_killed(run: Run,  # a snapshot (stopped "running") whose process is gone
+               ) -> None:
+    "A snapshot whose writer is gone: the run was killed; its history goes up to its last finished epoch."
+    run.stopped = StopReason.killed.value
+    run.findings.append(Finding(
+        "killed", "error", f"the run's process ended while it ran (killed, or out of memory) after {run.step} "
+        f"steps: its history goes up to epoch {run.epoch}",
+        advice=(f"continue it with fit(..., resume={str(run.last_path)!r})" if run.last_path else
+                "run it again; a checkpoint_dir keeps last.pt to resume from")))
 
 def _run_file(path) -> Path:
     "The run.json that `Run.load(path)` reads; a RunFileError naming `path` and what is there instead."
