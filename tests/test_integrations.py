@@ -437,3 +437,27 @@ def test_a_stop_a_trainbook_observer_asks_for_stops_keras_with_its_reason():
         cb = tb.keras_callback(live=False)
         keras_fit(*learnable(), n_train=300, epochs=10, callbacks=[cb])
     assert cb.run.stopped == "pruned" and len(cb.run.records.series("loss", "valid")) == 2
+
+
+def test_keras_callback_keeps_a_run_folder_that_run_load_reads(tmp_path):
+    "As fit's: run.json at each epoch's end ('running') and at the end, the model as last.keras; a second run beside."
+    seen = []
+    class Peek(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None): seen.append(tb.Run.load(tmp_path).stopped)
+    cb = tb.keras_callback(live=False, checkpoint_dir=tmp_path)
+    model = keras_fit(*learnable(), n_train=300, epochs=3, callbacks=[cb, Peek()])
+    run = cb.run
+    assert seen == ["running"] * 3 and run.run_dir == tmp_path and run.last_path == tmp_path / "last.keras"
+    loaded = tb.Run.load(tmp_path)
+    assert loaded.records.rows() == run.records.rows() and loaded.stopped == run.stopped == "completed"
+    assert [f.kind for f in loaded.findings] == [f.kind for f in run.findings] and loaded.kind == "keras"
+    X = learnable()[0][:5]
+    again = keras.models.load_model(tmp_path / "last.keras")
+    np.testing.assert_allclose(again.predict(X, verbose=0), model.predict(X, verbose=0), rtol=1e-5, atol=1e-6)
+    with pytest.warns(UserWarning, match="already holds a run"):
+        second = tb.keras_callback(live=False, checkpoint_dir=tmp_path)
+        keras_fit(*learnable(), n_train=300, epochs=1, callbacks=[second])
+    assert second.run.run_dir == tmp_path / "version_1" and tb.Run.load(tmp_path).step == run.step
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(ValueError, match="checkpoint_dir=.*afile"):
+        tb.keras_callback(checkpoint_dir=tmp_path / "afile" / "run")

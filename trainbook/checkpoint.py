@@ -265,9 +265,9 @@ def probe_writable(folder: str | Path,  # the folder a run will write to (create
     return folder
 
 # %% ../nbs/06_checkpoint.ipynb #b8ccc60c
-# a run's files: checkpoints (torch, Flax), a boosting run's model and preprocessing, the record
-RUN_FILES = ("last.pt", "best.pt", "last.msgpack", "best.msgpack", "boosted.json", "model.json", "model.txt",
-             "model.cbm", "prep.skops", "run.json")
+# a run's files: checkpoints (torch, Flax), a Keras model, a boosting run's model and preprocessing, the record
+RUN_FILES = ("last.pt", "best.pt", "last.msgpack", "best.msgpack", "last.keras", "boosted.json", "model.json",
+             "model.txt", "model.cbm", "prep.skops", "run.json")
 _MARKER = ".trainbook-run"  # the writer's lock: who writes this folder (host, pid, start), from its start
 _VERSION = re.compile(r"^version_\d+$")
 

@@ -5,6 +5,7 @@
 # %% ../nbs/15_integrations.ipynb #d26f29e8
 from __future__ import annotations
 import copy, functools, math, os, sys
+from pathlib import Path
 from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
@@ -14,6 +15,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .batch import call_model, eval_mode, prediction
+from .checkpoint import Checkpointer, probe_writable
 from .gbdt import import_optional
 from .recorder import live_curves
 from .core import Finding, History, TrainConfig, announce, environment
@@ -21,10 +23,10 @@ from .data import TensorLoader
 from .diagnostics import diagnose
 from .events import Callbacks, Event, LoopState, session_observers
 from .loop import fit
-from .run import Run, StopReason, remember_run
+from .run import RUNNING, Run, StopReason, remember_run
 
 # %% auto #0
-__all__ = ['keras_callback', 'mlp', 'TorchClassifier', 'TorchRegressor', 'TokenLoader']
+__all__ = ['keras_callback', 'atomic_keras_save', 'mlp', 'TorchClassifier', 'TorchRegressor', 'TokenLoader']
 
 # %% ../nbs/15_integrations.ipynb #6cfff121
 def _import_keras():
@@ -80,16 +82,22 @@ def _keras_recorder_class():
 
     class KerasRecorder(keras.callbacks.Callback):
         "Keras' logs into a History (epochs, maybe batches), live curves, diagnose at the end; `.run` after."
-        def __init__(self, live: Union[str, bool] = "auto", batches: bool = False):
+        def __init__(self, live: Union[str, bool] = "auto", batches: bool = False, checkpoint_dir=None,
+                     overwrite: bool = False):
             super().__init__()
             self.live, self.batches, self.run = live, batches, None
+            self.checkpoint_dir, self.overwrite, self.folder = checkpoint_dir, overwrite, None
 
         def on_train_begin(self, logs=None):
             self.records, self.step, self.epoch, self.run = History(), 0, 0, None
             self.siblings = _keras_siblings(self)  # who stopped the run, at its end
             self.nonfinite = {}  # split -> (step, epoch, {key: value}) of its first non-finite loss
-            config = TrainConfig(epochs=int(self.params.get("epochs") or 1))
+            config = TrainConfig(epochs=int(self.params.get("epochs") or 1), checkpoint_dir=self.checkpoint_dir)
             self.state = LoopState(history=self.records, model=self.model, config=config)
+            if self.folder is not None: self.folder.release()  # an earlier fit that raised kept it
+            self.folder = Checkpointer(self.checkpoint_dir, suffix=".keras")  # run.json and last.keras
+            self.folder.prepare(overwrite=self.overwrite, resumable=False)
+            self.state.run_dir = self.folder.run_dir
             self.curves = live_curves(self.live, self.state)
             # the session's observers (a tracking store from tb.track(), ...), told what fit tells them
             self.observers = Callbacks(session_observers(None, {"kind": "keras"}))
@@ -122,6 +130,9 @@ def _keras_recorder_class():
                     if self.batches: continue  # the per-batch points already hold the running values
                 self.records.append(self.step, epoch, split, name, value)
             self.state.step, self.state.epoch, self.state.valid = self.step, epoch, valid
+            if self.folder.enabled:  # the model and run.json so far ('running'): a killed run keeps its epochs
+                atomic_keras_save(self.model, self.folder.run_dir / "last.keras")
+                self.folder.write_run(self._run(RUNNING, []), final=False)
             if self.curves is not None: self.curves.after_epoch(self.state)
             self.observers(Event.after_epoch, self.state)
             self._honour_stop()
@@ -134,15 +145,21 @@ def _keras_recorder_class():
                                         requested=(control.stop_reason or "interrupted") if control.stop else None)
             if self.nonfinite:  # named first; a divergence that ends in NaN is this finding, not another
                 findings = [self._nonfinite_finding()] + [f for f in findings if f.kind != "diverging"]
-            config = TrainConfig(epochs=int(self.params.get("epochs") or 1))
-            self.run = Run(records=self.records, config=config, stopped=stopped, findings=findings,
-                           model=self.model, environment=environment(), step=self.step, epoch=self.epoch,
-                           kind="keras")
+            self.run = self._run(stopped, findings)
             self.state.findings, self.state.run = findings, self.run
+            try: self.folder.write_run(self.run)
+            finally: self.folder.release()
             remember_run(self.run)  # tb.last_run(), as after fit
             if self.curves is not None: self.curves.after_fit(self.state)
             self.observers(Event.after_fit, self.state)
             announce("run", self.run)  # the notebook checklist ticks its step, as after fit
+
+        def _run(self, stopped: str, findings: list) -> Run:
+            "The run so far (a snapshot when `stopped` is 'running'), with its folder's files."
+            run_dir = self.folder.run_dir
+            return Run(records=self.records, config=self.state.config, stopped=stopped, findings=findings,
+                       model=self.model, environment=environment(), step=self.step, epoch=self.epoch,
+                       kind="keras", run_dir=run_dir, last_path=self.folder.path("last.keras"))
 
         def _check(self, logs, epoch=None):
             "Note the first NaN/inf loss of each split (Keras' logs are Python numbers here: no device sync)."
@@ -169,9 +186,24 @@ def _keras_recorder_class():
 
 def keras_callback(live: Union[str, bool] = "auto",  # live curves: "auto", True, or False for none
                    batches: bool = False,  # also record Keras' per-batch logs (running means in the epoch)
+                   checkpoint_dir: Union[str, os.PathLike, None] = None,  # a run folder: run.json, last.keras
+                   overwrite: bool = False,  # replace an earlier run's files there (else this run takes version_N)
                    ):
-    "A Keras 3 callback: `model.fit` into a trainbook History, live curves, diagnose; `.run` afterwards."
-    return _keras_recorder_class()(live=live, batches=batches)
+    """A Keras 3 callback: `model.fit` into a trainbook History, live curves, diagnose; `.run` afterwards.
+    With `checkpoint_dir`, the run folder `fit` keeps: run.json and the model (last.keras) at each epoch's end."""
+    if checkpoint_dir is not None: probe_writable(checkpoint_dir, "checkpoint_dir", create=False)
+    return _keras_recorder_class()(live=live, batches=batches, checkpoint_dir=checkpoint_dir, overwrite=overwrite)
+
+def atomic_keras_save(model,  # a Keras model
+                      path: Union[str, os.PathLike],  # the .keras file to write
+                     ) -> None:
+    "`model.save(path)` into a temp file renamed over `path`: a kill mid-write leaves the previous file."
+    path = Path(path)
+    tmp = path.with_name(f".{path.stem}-{os.getpid()}.keras")  # Keras wants the .keras suffix
+    try:
+        model.save(tmp)
+        os.replace(tmp, path)
+    finally: tmp.unlink(missing_ok=True)
 
 
 # %% ../nbs/15_integrations.ipynb #e01fc9ac
