@@ -323,3 +323,22 @@ def test_epochs_given_to_validate_only_go_forward_and_are_ints():
         rec.step(1.0)
         rec.validate(0.6)  # counted on from the last one
     assert [r[1] for r in rec.run.records.rows() if r[2:4] == ("valid", "loss")] == [5, 5, 6]
+
+
+def test_a_validation_without_the_monitored_value_and_a_reserved_name_are_refused():
+    "Seen: validate(accuracy=...) under monitor valid_loss ran 8 epochs with patience 2: early stopping never acted."
+    with Recorder(tb.TrainConfig(patience=2), live=False) as rec:
+        rec.step(1.0)
+        with pytest.raises(ValueError, match="not 'loss', which early stopping.*monitor='valid_accuracy'"):
+            rec.validate(accuracy=0.5)
+        with pytest.raises(ValueError, match="epoch_loss is a train record the Recorder writes itself"):
+            rec.step(0.7, epoch_loss=99.0)  # it made two epoch_loss rows for one epoch
+        rec.validate(0.4, accuracy=0.5)
+    assert rec.run.records.series("epoch_loss").tolist() == [1.0]
+    with Recorder(tb.TrainConfig(monitor="valid_accuracy", mode="max", patience=1), metrics=["accuracy"],
+                  live=False) as rec:
+        for acc in (0.5, 0.4, 0.3):
+            rec.step(1.0)
+            rec.validate(accuracy=acc)  # metrics only: fine when the monitor is one of them
+            if rec.should_stop: break
+    assert rec.run.stopped == "early_stopping"

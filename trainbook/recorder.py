@@ -17,7 +17,7 @@ from .core import Finding, History, TrainConfig, announce, environment, rng_stat
 from .diagnostics import diagnose
 from .events import Callback, Callbacks, Event, LoopState, session_observers
 from .guard import check_monitor, nonfinite_validation
-from .run import RUNNING, Run, monitored_record, remember_run
+from .run import RECORDS, RUNNING, Run, monitored_record, remember_run
 
 # %% auto #0
 __all__ = ['EarlyStopping', 'TimedIterator', 'peak_memory_mb', 'StepProfiler', 'EpochMeter', 'run_displays', 'run_callbacks',
@@ -323,6 +323,8 @@ def parts_signature(parts: dict,  # the parts a Recorder checkpoints (model, opt
     if module is not model: sig["shapes"] = None  # not a torch module: its shapes are not compared
     return sig
 
+_RESERVED = frozenset(r.name for r in RECORDS.values() if r.split == "train") - {"loss", "lr", "grad_norm"}
+
 class Recorder:
     "trainbook's history, observers, early stopping, checkpoints and Run for a training loop you wrote."
     def __init__(self,
@@ -401,6 +403,10 @@ class Recorder:
             ) -> None:
         "Record one completed optimizer step, then [after_step]."
         if loss is None: raise TypeError("Recorder.step: loss is required (this optimizer step's loss)")
+        taken = sorted(_RESERVED.intersection(values))
+        if taken:
+            raise ValueError(f"Recorder.step: {', '.join(taken)} is a train record the Recorder writes itself; "
+                             f"record yours under another name (e.g. my_{taken[0]}=...)")
         self.start()
         state = self.state
         if lr is None and state.optimizer is not None: lr = state.optimizer.param_groups[0]["lr"]
@@ -427,6 +433,12 @@ class Recorder:
         "Close the epoch with a validation: its records, early stopping, best.pt, last.pt, run.json, [after_epoch]."
         values = {**({"loss": loss} if loss is not None else {}), **metrics}
         if not values: raise ValueError("validate needs the validation loss or at least one metric")
+        split, name = self.monitor
+        if split == "valid" and name not in values:  # early stopping and best.pt would never act
+            raise ValueError(f"validate got {', '.join(values)} but not {name!r}, which early stopping and best.pt "
+                             f"follow (TrainConfig.monitor={self.config.monitor!r}): pass "
+                             f"{'the loss' if name == 'loss' else name + '=...'} too, or set monitor= to a value "
+                             f"you pass (e.g. monitor='valid_{next(iter(values))}', with mode='max' if higher is better)")
         self._close_epoch(epoch, {k: float(recorded_value(v, k, "Recorder.validate")) for k, v in values.items()})
 
     def end_epoch(self,
@@ -437,7 +449,8 @@ class Recorder:
 
     @property
     def should_stop(self) -> bool:
-        "Whether the loop should stop now: early stopping, a non-finite loss, max_steps, a callback's request."
+        """Whether the loop should stop now: early stopping, a non-finite loss, max_steps, a callback's request.
+        Tensor losses are read every `read_every` steps: a NaN among them is seen within that many steps."""
         if self.stop_reason is None and self.state.control.stop:
             self.stop_reason = self.state.control.stop_reason or "interrupted"
         return self.stop_reason is not None
