@@ -172,3 +172,23 @@ def test_cross_validate_and_score_model_refuse_splits_of_another_frame(cancer):
         tb.cross_validate(LogisticRegression(max_iter=2000), cancer, "target", longer)
     with pytest.raises(TypeError, match="splits must be a tb.Splits"):
         tb.score_model(lambda X: np.zeros(len(X)), cancer, "target", None, "binary")
+
+
+def test_an_estimator_class_is_refused_naming_the_argument_before_any_fit(cancer, monkeypatch):
+    "models=[('lr', LogisticRegression)] (the class) failed in scikit-learn's clone, after the other models fitted."
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+    sp = tb.make_splits(cancer, "target", seed=0)
+    def no_fit(self, *args, **kwargs): raise AssertionError("a model was fitted before the class was refused")
+    monkeypatch.setattr(Pipeline, "fit", no_fit)
+    with pytest.raises(TypeError, match=r"models \('lr'\): LogisticRegression is a class.*"
+                                        r"pass an instance: LogisticRegression\(\)"):
+        tb.baseline(cancer, "target", sp, models=["dummy", ("lr", LogisticRegression)])
+    with pytest.raises(TypeError, match=r"^estimator: .*pass an instance: LogisticRegression\(\)"):
+        tb.cross_validate(LogisticRegression, cancer, "target", sp)
+    with pytest.raises(TypeError, match=r"^preprocessor: .*pass an instance: StandardScaler\(\)"):
+        tb.cross_validate(LogisticRegression(), cancer, "target", sp, preprocessor=StandardScaler)
+    with pytest.raises(TypeError, match=r"^estimator: .*pass an instance: LogisticRegression\(\)"):
+        tb.nested_cv(LogisticRegression, {"C": [1.0]}, cancer, "target", outer=2, inner=2)
+    with pytest.raises(TypeError, match=r"got the class LogisticRegression"):  # not even in a list
+        tb.baseline(cancer, "target", sp, models=LogisticRegression)

@@ -431,3 +431,39 @@ def test_sync_without_a_store_makes_none_and_track_leaves_no_spool_folder(store,
     tb.track(store[0], experiment=request.node.name)
     tb.untrack()
     assert not (tmp_path / "spool").exists()  # a spool folder is made only when a run is spooled
+
+
+@pytest.mark.parametrize("inside", [False, True], ids=["the-file", "under-the-file"])
+def test_to_tensorboard_into_a_file_is_refused_naming_logdir_before_writing(tmp_path, inside):
+    "A file as logdir failed inside TensorFlow's file system; it is refused first, naming logdir= and the file."
+    afile = tmp_path / "somefile.txt"
+    afile.write_text("not a folder")
+    run = fit(epochs=1)
+    logdir = afile / "logs" if inside else afile
+    what = r"is inside .*somefile\.txt, a file" if inside else "is a file"
+    with pytest.raises(ValueError, match=rf"logdir='[^']*somefile\.txt[^']*' {what}; pass a folder"):
+        run.to_tensorboard(logdir)
+    assert afile.read_text() == "not a folder"
+    assert [p.name for p in tmp_path.iterdir()] == ["somefile.txt"]  # nothing written beside it
+
+
+@pytest.mark.parametrize("where", ["store", "file:store"], ids=["folder", "file-uri"])
+def test_a_relative_store_and_tensorboard_folder_stay_where_track_was_called(tmp_path, monkeypatch, where):
+    "A relative file: store (and tensorboard= folder) followed os.chdir: the second fit's run went elsewhere."
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 keeps its file store behind this switch
+    monkeypatch.setenv("TRAINBOOK_SPOOL", str(tmp_path / "spool"))
+    for name in ("a/store", "b"): (tmp_path / name).mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "a")
+    t = tb.track(where, tensorboard="boards", flush_every=0)
+    try:
+        first = fit(epochs=1)
+        t.wait()
+        monkeypatch.chdir(tmp_path / "b")
+        second = fit(epochs=1)
+        t.wait()
+        listed = set(tb.runs().run_id)
+    finally: tb.untrack()
+    ids = {first.extra.get("mlflow_run_id"), second.extra.get("mlflow_run_id")}
+    assert None not in ids and listed == ids  # both runs in the one store track() was given
+    assert len(list((tmp_path / "a" / "boards").iterdir())) == 2  # a TensorBoard folder per run, both there
+    assert list((tmp_path / "b").iterdir()) == []  # nothing written into the new working folder

@@ -151,6 +151,8 @@ def test_function_objective_callable_space_and_direction(tmp_path):
     (dict(space={"lr": ("exp", 1, 2, 3)}), "space\\['lr'\\]"),
     (dict(objective=(1, 2, 3)), "5-tuple|\\(model_factory"),
     (dict(direction="down"), "direction"),
+    (dict(pruner=optuna.pruners.MedianPruner), r"pruner: MedianPruner is a class.*pass an instance: MedianPruner\(\)"),
+    (dict(storage=optuna.storages.RDBStorage), r"storage: RDBStorage is a class.*pass an instance: RDBStorage\(\)"),
 ])
 def test_bad_input(tmp_path, kw, match):
     args = dict(objective=lambda c: 0.0, space={"x": (0.0, 1.0)}, n_trials=1, storage=str(tmp_path / "x.db"),

@@ -11,7 +11,7 @@ import pandas as pd
 import torch
 
 from .checks import require_column, require_frame, infer_task
-from .core import announce
+from .core import announce, require_instance
 from .data import make_preprocessor
 from .gbdt import BOOSTING_FITS, BOOSTING_LIBRARIES, check_boosting_inputs, frame_xy, split_columns
 from .splits import check_splits
@@ -99,14 +99,19 @@ def _baseline_models(models) -> list:
     known = ("dummy", "linear", *BOOSTING_LIBRARIES)
     if isinstance(models, str): models = (models,)  # one model by name
     if not isinstance(models, (list, tuple)):
+        got = f"the class {models.__name__}" if isinstance(models, type) else type(models).__name__
         raise TypeError(f"models must be a list of model names ({', '.join(known)}) or (name, scikit-learn "
-                        f"estimator) pairs, got {type(models).__name__}")
+                        f"estimator) pairs, e.g. ['dummy', ('lr', LogisticRegression())], got {got}")
     pairs = []
     for item in models:
-        if isinstance(item, str) and item in known: pairs.append((item, item))
-        elif isinstance(item, tuple) and len(item) == 2 and hasattr(item[1], "fit"): pairs.append(item)
-        else: raise ValueError(f"models: each item is one of {', '.join(known)} or a (name, scikit-learn "
-                               f"estimator) pair, got {item!r}")
+        if isinstance(item, str) and item in known:
+            pairs.append((item, item))
+        elif isinstance(item, tuple) and len(item) == 2 and hasattr(item[1], "fit"):
+            require_instance(item[1], f"models ({item[0]!r})")  # a class has .fit too: sklearn's clone fails
+            pairs.append(item)
+        else:
+            raise ValueError(f"models: each item is one of {', '.join(known)} or a (name, scikit-learn "
+                             f"estimator) pair, got {item!r}")
     return pairs
 
 def baseline(df: pd.DataFrame,  # the whole table: feature columns and the target
@@ -165,6 +170,8 @@ def cross_validate(estimator,  # a scikit-learn estimator (cloned for each fold)
                    ) -> pd.DataFrame:
     "Scores per fold of `splits.folds` (or train/valid), preprocessing refitted in each fold; mean and std."
     from sklearn.metrics import get_scorer
+    require_instance(estimator, "estimator")
+    if preprocessor is not None: require_instance(preprocessor, "preprocessor")
     require_frame(df); require_column(df, target, "target")
     check_splits(df, splits, need=() if getattr(splits, "folds", None) else ("train", "valid"))
     task = infer_task(df[target])
@@ -202,6 +209,7 @@ def nested_cv(estimator,  # a scikit-learn estimator
     from sklearn.model_selection import GridSearchCV
     from sklearn.base import clone
     from trainbook.splits import nested_splits
+    require_instance(estimator, "estimator")
     require_frame(df); require_column(df, target, "target")
     task = infer_task(df[target])
     usual = {"binary": "roc_auc", "multiclass": "balanced_accuracy",

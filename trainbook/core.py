@@ -14,11 +14,11 @@ import numpy as np
 import torch
 
 # %% auto #0
-__all__ = ['PRECISIONS', 'SCHEDULES', 'SEVERITIES', 'SEVERITY_STYLE', 'did_you_mean', 'TrainConfig', 'Finding', 'finding_html',
-           'findings_html', 'number_text', 'History', 'seed_everything', 'accelerators_present', 'rng_state',
-           'set_rng_state', 'environment', 'loader_length', 'set_loader_epoch', 'pick_device', 'pick_precision',
-           'autocast_dtype', 'this_process', 'process_alive', 'remove_stale_temps', 'atomic_write', 'listen',
-           'unlisten', 'silenced', 'announce']
+__all__ = ['PRECISIONS', 'SCHEDULES', 'SEVERITIES', 'SEVERITY_STYLE', 'did_you_mean', 'require_instance', 'TrainConfig',
+           'Finding', 'finding_html', 'findings_html', 'number_text', 'History', 'seed_everything',
+           'accelerators_present', 'rng_state', 'set_rng_state', 'environment', 'loader_length', 'set_loader_epoch',
+           'pick_device', 'pick_precision', 'autocast_dtype', 'this_process', 'process_alive', 'remove_stale_temps',
+           'atomic_write', 'listen', 'unlisten', 'silenced', 'announce']
 
 # %% ../nbs/00_core.ipynb #03fb781b
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
@@ -90,6 +90,14 @@ def did_you_mean(name: str,  # what the user typed
     "' (did you mean 'lr'?)' for the nearest of `choices` to a mistyped `name`; '' when none is near."
     near = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1)
     return f" (did you mean {near[0]!r}?)" if near else ""
+
+def require_instance(obj,  # what the caller passed: an estimator, a pruner, a transformer...
+                     arg: str,  # the argument's name, as the message should show it
+                    ) -> None:
+    "Refuse a class passed where an instance is wanted (`LogisticRegression`), naming `arg`."
+    if isinstance(obj, type):
+        raise TypeError(f"{arg}: {obj.__name__} is a class, not an instance of it; "
+                        f"pass an instance: {obj.__name__}()")
 
 def _no_field(name: str) -> str:
     return f"TrainConfig has no field {name!r}{did_you_mean(name, _SPECS)}; fields are: {', '.join(_SPECS)}"

@@ -77,7 +77,12 @@ def sqlite_path(uri: str,  # a tracking URI
 
 def store_location(uri: str,  # a tracking URI
                   ) -> str:
-    "`uri` independent of the working folder: a relative SQLite path made absolute (other URIs as they are)."
+    "`uri` independent of the working folder: a relative SQLite or file path made absolute, others kept."
+    # MLflow keeps a relative path relative: after os.chdir its store would be another folder's
+    if uri.startswith("file:"):
+        parsed = urllib.parse.urlparse(uri)
+        if parsed.netloc or not parsed.path or os.path.isabs(parsed.path): return uri
+        return Path(os.path.abspath(urllib.parse.unquote(parsed.path))).as_uri()
     if not uri.startswith("sqlite:///"): return uri
     path, sep, query = uri[len("sqlite:///"):].partition("?")
     if not path or path == ":memory:" or os.path.isabs(path): return uri

@@ -247,7 +247,7 @@ class Tracker:
             raise ValueError("use_mlflow=False needs tensorboard=<folder>: nothing would be recorded")
         self.uri, self.experiment = tracking_uri(uri), experiment
         self.flush_every, self.figure, self.wait_s = flush_every, figure, wait
-        self.tensorboard = _board_folder(tensorboard)
+        self.tensorboard = _board_folder(tensorboard, "tensorboard", "each run writes a subfolder")
         self.client, self.experiment_id = None, None
         if use_mlflow:  # connect now, so a wrong URI fails here and not in the middle of a run
             _make_store_folder(self.uri, uri or self.uri)
@@ -466,20 +466,20 @@ def _close_board(writer, rows: list):
     write_scalars(writer, rows)
     writer.close()
 
-def _board_folder(tensorboard) -> Optional[Path]:
-    "The TensorBoard folder, refused (naming `tensorboard=`) when it is a file or cannot be written."
-    if tensorboard is None: return None
-    folder = Path(tensorboard).expanduser()
-    whole = folder.absolute()
+def _board_folder(folder,  # the folder given (None: no TensorBoard)
+                  arg: str,  # the argument's name, for the errors: 'tensorboard', 'logdir'
+                  why: str,  # what goes into the folder, for the errors
+                  ) -> Optional[Path]:
+    "The folder, absolute (a later chdir moves nothing); refused, naming `arg`, when a file or not writable."
+    if folder is None: return None
+    whole = Path(folder).expanduser().absolute()
     there = next(p for p in [whole, *whole.parents] if p.exists())  # the rest is made when missing
     if there.is_file():
         what = "is a file" if there == whole else f"is inside {there}, a file"
-        raise ValueError(f"tensorboard={str(tensorboard)!r} {what}; pass a folder "
-                         "(each run writes a subfolder)")
+        raise ValueError(f"{arg}={str(folder)!r} {what}; pass a folder ({why})")
     if not os.access(there, os.W_OK | os.X_OK):
-        raise ValueError(f"tensorboard={str(tensorboard)!r}: {there} is not writable; "
-                         "pass a folder you can write")
-    return folder
+        raise ValueError(f"{arg}={str(folder)!r}: {there} is not writable; pass a folder you can write")
+    return whole
 
 def _make_store_folder(uri: str, given) -> None:
     "The folder of a SQLite store, made when missing (a folder passed as `uri` holds a new mlruns.db)."
@@ -619,8 +619,12 @@ def to_tensorboard(run: Run,  # the run to export
                    ) -> Path:
     "Write `run`'s history as TensorBoard scalars (`train/loss`, `valid/loss`, ...) into `logdir`."
     if not isinstance(run, Run): raise TypeError(f"run must be a trainbook Run, got {type(run).__name__}")
+    if not isinstance(logdir, (str, os.PathLike)):
+        raise TypeError(f"logdir must be a folder path (str or pathlib.Path), got {type(logdir).__name__}")
+    # checked before TensorBoard's writer starts: a file there would fail inside TensorFlow's file system
+    folder = _board_folder(logdir, "logdir", "TensorBoard reads the event files in it")
     from torch.utils.tensorboard import SummaryWriter
-    writer = SummaryWriter(str(logdir))
+    writer = SummaryWriter(str(folder))
     try: write_scalars(writer, run.records.rows())
     finally: writer.close()
-    return Path(logdir)
+    return folder

@@ -8,7 +8,7 @@ import inspect, math, os, random, re, secrets, socket, time, warnings, weakref
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Optional, Union
 
-from .core import TrainConfig, did_you_mean
+from .core import TrainConfig, did_you_mean, require_instance
 from .events import Callback, add_session_observer, remove_session_observer
 from .loop import fit
 from .run import Run, monitored_record
@@ -327,6 +327,7 @@ def make_storage(storage=None,  # None = sqlite:///optuna.db; a database URL; a 
     "The Optuna storage for `storage` (SQLite with a patient lock timeout: local workers share one file)."
     import optuna
     if storage is None: storage = DEFAULT_STORAGE
+    require_instance(storage, "storage")  # RDBStorage, not RDBStorage(url)
     if not isinstance(storage, str): return storage
     if heartbeat is not None and not (isinstance(heartbeat, (int, float)) and heartbeat > 0):
         raise ValueError(f"heartbeat must be None or a positive number of seconds, got {heartbeat!r}")
@@ -351,6 +352,7 @@ def make_pruner(pruner,  # 'median', 'hyperband', 'successive_halving', 'none'/N
     import optuna
     if pruner is None or pruner == "none": return optuna.pruners.NopPruner()
     if isinstance(pruner, optuna.pruners.BasePruner): return pruner
+    require_instance(pruner, "pruner")  # MedianPruner, not MedianPruner()
     made = {"median": optuna.pruners.MedianPruner, "hyperband": optuna.pruners.HyperbandPruner,
             "successive_halving": optuna.pruners.SuccessiveHalvingPruner}.get(pruner)
     if made is None:
