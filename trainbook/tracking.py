@@ -104,8 +104,8 @@ def tags_of(run: Run,  # a finished run
 
 def status_of(run: Run,  # a finished run
               ) -> str:
-    "MLflow's run status for how the run ended: FAILED, KILLED (interrupted) or FINISHED."
-    return {"failed": "FAILED", "interrupted": "KILLED"}.get(run.stopped, "FINISHED")
+    "MLflow's run status for how the run ended: FAILED, KILLED (interrupted, killed) or FINISHED."
+    return {"failed": "FAILED", "interrupted": "KILLED", "killed": "KILLED"}.get(run.stopped, "FINISHED")
 
 # %% ../nbs/16_tracking.ipynb #55d0f695
 _EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}  # MLflow's UI: a training experiment
