@@ -208,3 +208,20 @@ def test_a_one_row_batch_into_batchnorm_says_drop_last():
     with pytest.raises(ValueError, match=r"batch of one row reached a BatchNorm layer.*drop_last=True"):
         tb.fit(model, tb.TensorLoader(X, y, batch_size=16), loss_fn=CE, live=False,
                config=tb.TrainConfig(epochs=1, monitor="train_loss", device="cpu"))
+
+
+@pytest.mark.parametrize("model, x, fix", [
+    (nn.Linear(3, 1).double(), torch.randn(8, 3),
+     r"parameters are float64 but the batch's inputs are float32.*model\.float\(\).*x\.double\(\)"),
+    (nn.Conv1d(3, 2, 1), torch.randn(8, 3, 5, dtype=torch.float64),
+     r"parameters are float32 but the batch's inputs are float64.*model\.double\(\).*x\.float\(\)"),
+])
+def test_a_model_and_inputs_of_two_float_dtypes_are_named_with_the_cast(model, x, fix):
+    "Seen: nn.Linear(3, 1).double() on float32 batches failed in torch's words ('mat1 and mat2 must ...')."
+    with pytest.raises(RuntimeError, match=fix) as e:
+        forward(model, (x, torch.zeros(8)), nn.functional.mse_loss, torch.device("cpu"), check_shapes=True)
+    assert isinstance(e.value.__cause__, RuntimeError)  # raised from torch's own error, which stays in view
+    assert str(e.value.__cause__) in str(e.value)
+    with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied") as e:
+        tb.call_model(nn.Linear(4, 1), torch.randn(8, 3))  # any other RuntimeError passes as torch raised it
+    assert e.value.__cause__ is None

@@ -135,3 +135,51 @@ def test_score_model_without_classes_reads_them_from_the_training_rows():
     scores = tb.score_model(model.predict_proba, df, "y", splits, "binary")
     given = tb.score_model(model.predict_proba, df, "y", splits, "binary", classes=["no", "yes"])
     assert scores == given and scores["valid_roc_auc"] > 0.8  # codes in the order predict_proba uses
+
+
+@pytest.mark.parametrize("task, near", [("classification", ""),
+                                        ("regresion", " (did you mean 'regression'?)")])
+def test_an_unknown_task_is_refused_naming_task_and_the_accepted_ones(task, near):
+    "Seen: loaders_from_frame(task='classification') was accepted, and trained a classifier of unknown kind."
+    df = frame()
+    splits = tb.make_splits(df, "y")
+    message = (f"task={task!r} is not a task trainbook knows{near}; task must be one of 'auto', 'binary', "
+               "'multiclass', 'regression': 'binary' or 'multiclass' for classes")
+    for call in (lambda: tb.loaders_from_frame(df, "y", splits, task=task),
+                 lambda: tb.check_data(df, "y", task=task)):  # one check, one message, wherever task= goes
+        with pytest.raises(ValueError) as e:
+            call()
+        assert str(e.value).startswith(message)
+    with pytest.raises(ValueError, match=r"task='auto' is not a task trainbook knows; task must be one of "
+                                         r"'binary', 'multiclass', 'regression'"):
+        tb.FramePrep(None, ["a"], "y", "auto")  # a fitted prep decodes by its task: it must be a real one
+    assert tb.loaders_from_frame(df, "y", splits, task="binary")[3].task == "binary"
+
+
+LIST_ENTRY_POINTS = {name: call for name, call in ENTRY_POINTS.items() if name != "make_splits"}
+LIST_ENTRY_POINTS["baseline"] = lambda df: tb.baseline(df, "y", tb.make_splits(frame(), "y"),
+                                                       models=("dummy",))
+
+
+@pytest.mark.parametrize("entry", list(LIST_ENTRY_POINTS))
+def test_a_list_valued_feature_column_is_named_at_every_feature_entry_point(entry):
+    "Seen: df['tags'] = [[1, 2]] * n failed in pandas' words ('unhashable type: list')."
+    df = frame()
+    df["tags"] = [[1, 2]] * len(df)
+    df["emb"] = [np.zeros(3)] * len(df)
+    said = (r"feature column\(s\) whose cells hold several values: 'tags' \(list\), 'emb' \(ndarray\)"
+            r"(.|\n)*\.tolist\(\), index=df.index\)")
+    with pytest.raises(TypeError, match=said):
+        LIST_ENTRY_POINTS[entry](df)
+
+
+def test_a_list_valued_column_left_out_as_the_message_says_trains():
+    df = frame()
+    splits = tb.make_splits(df, "y")
+    df["tags"] = [[1, 2]] * len(df)
+    *_, prep = tb.loaders_from_frame(df, "y", splits, exclude=["tags"])
+    assert "tags" not in prep.columns
+    assert prep.n_features == tb.loaders_from_frame(frame(), "y", splits)[3].n_features
+    expanded = pd.DataFrame(df["tags"].tolist(), index=df.index).add_prefix("tags_")  # as the message says
+    expanded = df.drop(columns="tags").join(expanded)
+    assert {"tags_0", "tags_1"} <= set(tb.column_roles(expanded, "y"))

@@ -538,3 +538,17 @@ def test_max_steps_inside_an_epoch_ends_it_with_records_and_validation(tmp_path)
     resumed = tb.fit(mlp(), dl, dv, loss_fn=CE, live=False, config=cfg("a", 8), resume=tmp_path / "a")
     assert resumed.step == 8
     assert history_without_timing(resumed) == history_without_timing(straight)
+
+
+def test_a_float64_model_on_float32_batches_is_named_at_the_first_step():
+    "Seen: fit(nn.Linear(3, 1).double(), a float32 loader) ended in torch's 'mat1 and mat2 must have ...'."
+    model = nn.Linear(3, 1).double()
+    before = model.weight.detach().clone()
+    dl = tb.TensorLoader(torch.randn(32, 3), torch.randn(32, 1), batch_size=8)
+    said = r"model's parameters are float64 but the batch's inputs are float32.*model\.float\(\)"
+    with pytest.raises(RuntimeError, match=said) as e:
+        tb.fit(model, dl, loss_fn=nn.MSELoss(), live=False, config=tb.TrainConfig(epochs=1, device="cpu"))
+    assert "same dtype" in str(e.value.__cause__) and torch.equal(model.weight, before)
+    run = tb.fit(model.float(), dl, loss_fn=nn.MSELoss(), live=False,
+                 config=tb.TrainConfig(epochs=1, device="cpu"))
+    assert run.stopped == "completed" and run.step == 4  # the fix the message names trains

@@ -79,6 +79,12 @@ def test_dry_run_flag(ip, tmp_path):
     ("%train model df", "df is a DataFrame of shape (569, 31): data, not batches"),
     ("%%train model dl_train\nepoch = 3", "'epoch' is not a TrainConfig field (did you mean 'epochs'?)"),
     ("%train model dl_train --precision fp8", "invalid choice"),
+    ("%checklist binary target valid_accuracy nan", "argument threshold: expected a finite number, got 'nan'"),
+    ("%checklist binary target valid_accuracy -inf", "argument threshold: expected a finite number, got '-inf'"),
+    ("%checklist binary target valid_accuracy high", "argument threshold: expected a number, got 'high'"),
+    ("%checklist binary target", "usage: %checklist TASK TARGET METRIC THRESHOLD"),
+    ("%train model dl_train --lr nan", "argument --lr: expected a finite number, got 'nan'"),
+    ("%split df --target target --valid-size nan", "argument --valid-size: expected a finite number"),
 ])
 def test_bad_arguments_are_one_line_usage_errors(ip, capsys, code, message):
     r = run(ip, code)
@@ -231,3 +237,25 @@ def test_a_key_set_by_a_flag_and_in_the_cell_is_named(ip, capsys):
     r = run(ip, "%%train model dl_train --no-live --epochs 1\nepochs = 2")
     out = capsys.readouterr()
     assert not r.success and "epochs: set by a flag and in the cell; set each once" in out.out + out.err
+
+
+def test_checklist_takes_a_quoted_task_of_several_words(ip):
+    "Seen: %checklist \"binary classification\" ... was split at the space into five arguments."
+    r = run(ip, '%checklist "binary classification" target valid_accuracy 0.9 max')
+    cl = r.result
+    try:
+        assert r.success and ip.user_ns["_checklist"] is cl
+        assert (cl.task, cl.target, cl.metric, cl.threshold) == ("binary classification", "target",
+                                                                 "valid_accuracy", 0.9)
+        assert run(ip, "%checklist").result is cl  # no arguments: the last one
+    finally:
+        cl.close()
+    r = run(ip, "%check df --target 'mean radius'")  # the other magics split the same way
+    assert r.success and r.result.target == "mean radius" and r.result.task == "regression"
+
+
+@pytest.mark.parametrize("given", ["threshold", "baseline"])
+def test_a_checklist_refuses_a_nan_threshold_or_baseline(given):
+    "A NaN threshold compares False with every value: each run would have passed it."
+    with pytest.raises(ValueError, match=f"{given} must be a finite number \\(or None\\), got nan"):
+        tb.Checklist("binary", "y", "valid_accuracy", **{"threshold": 0.9, given: float("nan")})

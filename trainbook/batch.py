@@ -99,11 +99,32 @@ def call_model(model: nn.Module,  # the model (or its DDP / compiled wrapper)
         why = _forward_mismatch(model, xb) or _not_tensors(xb)
         if why is None: raise  # forward takes these inputs: the TypeError came from inside it
         raise TypeError(why) from err
+    except RuntimeError as err:  # a float64 model fed float32 inputs, or the reverse: torch names no fix
+        why = _dtype_mismatch(model, xb, err)
+        if why is None: raise
+        raise RuntimeError(why) from err
     except ValueError as err:  # BatchNorm in training on one row: the loader's short last batch
         if "Expected more than 1 value per channel" not in str(err): raise
         raise ValueError(f"{err}. A batch of one row reached a BatchNorm layer in training mode: leave out the short "
                          "last batch (drop_last=True in the loader) or choose a batch size that divides the "
                          "rows") from err
+
+_CASTS = {torch.float64: "double()", torch.float32: "float()", torch.float16: "half()",
+          torch.bfloat16: "bfloat16()"}
+
+def _dtype_mismatch(model: nn.Module, xb, err: RuntimeError) -> Optional[str]:
+    "Why the forward failed when its parameters and the inputs are floats of two dtypes; else None."
+    if "type" not in str(err): return None  # 'same dtype', 'scalar type', 'Input type (double) and bias type'
+    weights = next((p.dtype for p in model.parameters() if p.is_floating_point()), None)
+    parts = xb.values() if isinstance(xb, dict) else xb if isinstance(xb, (tuple, list)) else (xb,)
+    inputs = next((p.dtype for p in parts if isinstance(p, torch.Tensor) and p.is_floating_point()
+                   and p.dtype != weights), None)
+    if weights is None or inputs is None: return None
+    name = lambda dtype: str(dtype).replace("torch.", "")
+    to_data, to_model = _CASTS.get(inputs, f"to({inputs})"), _CASTS.get(weights, f"to({weights})")
+    return (f"the model's parameters are {name(weights)} but the batch's inputs are {name(inputs)}: a layer "
+            f"computes in one dtype. Make them agree: the model to the data, model.{to_data}, or the data to "
+            f"the model, x.{to_model} before the loader (torch: {err})")
 
 def _not_tensors(xb) -> Optional[str]:
     "Why a torch model refused `xb` when its inputs are arrays (numpy, pandas) rather than tensors; else None."

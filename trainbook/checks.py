@@ -14,10 +14,10 @@ import pandas as pd
 from .core import Finding, announce, did_you_mean, findings_html
 
 # %% auto #0
-__all__ = ['ROLES', 'MAX_CATEGORIES', 'infer_task', 'require_frame', 'require_string_columns', 'infinite_counts',
-           'check_column_name', 'require_columns', 'drop_unused_categories', 'require_column', 'dtype_family',
-           'epoch_seconds', 'numeric_view', 'column_roles', 'target_findings', 'one_column_predictions', 'psi',
-           'DataReport', 'check_data']
+__all__ = ['TASKS', 'ROLES', 'MAX_CATEGORIES', 'infer_task', 'require_task', 'require_frame', 'require_string_columns',
+           'require_flat_columns', 'infinite_counts', 'check_column_name', 'require_columns', 'drop_unused_categories',
+           'require_column', 'dtype_family', 'epoch_seconds', 'numeric_view', 'column_roles', 'target_findings',
+           'one_column_predictions', 'psi', 'DataReport', 'check_data']
 
 # %% ../nbs/01_checks.ipynb #44da07e6
 def infer_task(y: pd.Series,  # the target column
@@ -34,6 +34,19 @@ def infer_task(y: pd.Series,  # the target column
     integral = pd.api.types.is_integer_dtype(y) or bool(np.all(np.mod(values, 1) == 0))
     if integral and n <= max_classes: return "binary" if n <= 2 else "multiclass"
     return "regression"
+
+TASKS = ("binary", "multiclass", "regression")  # what `infer_task` returns, and what `task=` may name
+
+def require_task(task,  # what the caller got as `task=`
+                 auto: bool = True,  # whether 'auto' (infer it from the target) is accepted too
+                ) -> None:
+    "`task` is one of `TASKS` (or 'auto'), or a ValueError naming `task` and listing the accepted ones."
+    accepted = (("auto",) if auto else ()) + TASKS
+    if isinstance(task, str) and task in accepted: return
+    near = did_you_mean(task, accepted) if isinstance(task, str) else ""
+    raise ValueError(f"task={task!r} is not a task trainbook knows{near}; task must be one of "
+                     f"{', '.join(map(repr, accepted))}: 'binary' or 'multiclass' for classes, 'regression' "
+                     "for a number" + (", 'auto' to infer it from the target" if auto else ""))
 
 def require_frame(df,  # what the caller got as a frame
                   name: str = "df",  # the argument's name, for the message
@@ -60,6 +73,27 @@ def require_string_columns(df: pd.DataFrame,  # the frame
     raise ValueError(f"{what} has column names that are not strings: {shown}. scikit-learn's "
                      "preprocessing reads integer names as column positions and refuses mixed ones: "
                      "name the columns with strings, e.g. df.columns = df.columns.map(str)")
+
+_CONTAINERS = (list, tuple, dict, set, frozenset, np.ndarray)
+
+def require_flat_columns(df: pd.DataFrame,  # the frame
+                         columns,  # the feature columns
+                         what: str = "df",  # the argument's name, for the message
+                        ) -> None:
+    "A TypeError naming each column whose cells hold lists, tuples, dicts, sets or arrays (several values)."
+    bad = {}
+    for col in columns:
+        if df[col].dtype != object: continue  # numbers, dates, strings, categories: one value a cell
+        kinds = {t.__name__ for t in set(map(type, df[col].to_numpy())) if issubclass(t, _CONTAINERS)}
+        if kinds: bad[col] = "/".join(sorted(kinds))
+    if not bad: return
+    shown = ", ".join(f"{c!r} ({kind})" for c, kind in bad.items())
+    col = next(iter(bad))
+    raise TypeError(f"{what} has feature column(s) whose cells hold several values: {shown}; a feature is "
+                    "one number or category a row. Expand such a column into one column per element "
+                    f"(pd.DataFrame(df[{col!r}].tolist(), index=df.index).add_prefix('{col}_')), or leave it "
+                    f"out: df.drop(columns=[{col!r}]), or exclude=[{col!r}] in loaders_from_frame / "
+                    "make_preprocessor")
 
 def infinite_counts(df: pd.DataFrame,  # the frame
                     columns=None,  # the columns to look at (default: all); only numeric ones can hold ±inf
@@ -192,8 +226,13 @@ def column_roles(df: pd.DataFrame,  # the frame whose columns get roles
     "Each feature column's role (one of `ROLES`): from its dtype and, for text, ids and constants, values."
     require_frame(df)
     skip = set(exclude) | ({target} if target is not None else set())
-    distinct_rows = ~df.duplicated(keep="first")  # an id repeats on duplicated rows: judge on distinct rows
-    return {col: _role(df[col], distinct_rows) for col in df.columns if col not in skip}
+    features = [col for col in df.columns if col not in skip]
+    require_flat_columns(df, features)  # every feature path asks for roles: lists are named here, first
+    # an id repeats on duplicated rows: judge on distinct rows
+    try: distinct_rows = ~df.duplicated(keep="first")
+    except TypeError:  # lists in a left-out column (exclude=, the target): compare rows on the features
+        distinct_rows = ~df[features].duplicated(keep="first")
+    return {col: _role(df[col], distinct_rows) for col in features}
 
 # %% ../nbs/01_checks.ipynb #c3d43d4a
 MAX_CATEGORIES = 50  # one-hot columns of a categorical at most (the most frequent, then one 'infrequent')
@@ -684,8 +723,7 @@ def check_data(df: pd.DataFrame,  # the training data, one row per example
     require_frame(df)
     require_column(df, groups, "groups")
     require_column(df, time, "time")
-    if task not in ("auto", "binary", "multiclass", "regression"):
-        raise ValueError(f"task must be 'auto', 'binary', 'multiclass' or 'regression', got {task!r}")
+    require_task(task)
     findings = []
     check_column_name(target, "target")
     if target is not None and target not in df.columns:

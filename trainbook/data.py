@@ -160,7 +160,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .checks import require_column, require_columns, require_frame, infer_task
+from .checks import require_column, require_columns, require_frame, require_task, infer_task
 from .splits import check_splits
 from .checks import (MAX_CATEGORIES, column_roles, dtype_family, epoch_seconds, infinite_counts,
                               require_string_columns)
@@ -410,6 +410,7 @@ class FramePrep:
                  task: str,  # 'binary', 'multiclass' or 'regression'
                  classes: Optional[list] = None,  # the training labels, in code order (classification)
                 ):
+        require_task(task, auto=False)  # serving decodes by it: 'auto' or a typo would decode nothing
         self.preprocessor, self.columns, self.target, self.task = preprocessor, list(columns), target, task
         self.classes = classes
 
@@ -624,6 +625,7 @@ def loaders_from_frame(df: pd.DataFrame,  # the whole frame (all splits)
     "Fit preprocessing on the train rows only; return (dl_train, dl_valid, dl_test or None, FramePrep)."
     require_frame(df)
     require_column(df, target, "target")
+    require_task(task)
     check_splits(df, splits)  # a Splits of this frame, with train and valid rows
     if drop_last and len(splits.train) < batch_size:
         raise ValueError(f"drop_last=True with batch_size={batch_size} leaves no batch: there are only "

@@ -4,7 +4,7 @@
 
 # %% ../nbs/13_magics.ipynb #5c72d1ed
 from __future__ import annotations
-import ast, html, io, math, tokenize
+import ast, html, io, math, shlex, tokenize
 from typing import Any, Optional
 
 from .core import TrainConfig, did_you_mean, listen, unlisten
@@ -56,6 +56,10 @@ class Checklist:
         if not isinstance(metric, str) or "_" not in metric:
             raise ValueError("metric must name a run metric such as 'valid_accuracy' or "
                              f"'valid_loss', got {metric!r}")
+        for name, value in (("baseline", baseline), ("threshold", threshold)):
+            if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value)):
+                # a NaN threshold compares False with every value: each run would pass it
+                raise ValueError(f"{name} must be a finite number (or None), got {value!r}")
         self.task, self.target, self.metric, self.baseline, self.threshold = (
             task, target, metric, baseline, threshold)
         self.lower_better = _metric_mode(metric, mode) == "min"
@@ -181,9 +185,10 @@ class Checklist:
         self._handles.append(display(self._bundle(), raw=True, display_id=True))
 
 # %% ../nbs/13_magics.ipynb #b7df9947
+from argparse import ArgumentTypeError
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
 # %% ../nbs/13_magics.ipynb #2d43fb6b
 LOSSES = {"cross_entropy": "cross_entropy", "bce": "binary_cross_entropy_with_logits", "mse": "mse_loss"}
@@ -214,6 +219,22 @@ def choose_loss(name: Optional[str],  # --loss: cross_entropy | bce | mse | mode
         raise UsageError("cannot infer the loss from these targets: pass --loss")
     if yb.is_floating_point(): return _mse_to_targets, "mse"
     return F.cross_entropy, "cross_entropy"
+
+def _finite_number(text: str,  # a magic's numeric argument, as typed
+                 ) -> float:
+    "`text` as a finite float; as a magic argument's `type=`, argparse names the flag in the refusal."
+    try: value = float(text)
+    except ValueError: raise ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value): raise ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+def _split_line(line: str,  # a magic's arguments, as typed
+              ) -> list:
+    "`line` split at spaces as a shell does: a quoted part (\"mean radius\") is one argument; a backslash stays."
+    lex = shlex.shlex(line, posix=True)
+    lex.whitespace_split, lex.escape, lex.commenters = True, "", ""  # Windows paths, 'runs/#1' as typed
+    try: return list(lex)
+    except ValueError as e: raise UsageError(f"{e} in: {line.strip()}") from None  # an unclosed quote
 
 def _without_comment(line: str) -> str:
     "`line` up to its `#` comment; a `#` inside quotes (a path such as 'runs/#1') is no comment."
@@ -266,7 +287,7 @@ class TrainbookMagics(Magics):
     def check(self, line: str):  # the magic's arguments, as typed
         "Check a DataFrame: `%check df --target y [--groups g] [--time t]` shows the DataReport."
         from trainbook.checks import check_data
-        args = parse_argstring(self.check, line)
+        args = self.check.parser.parse_args(_split_line(line))
         try: return check_data(self._get(args.df), args.target, groups=args.groups, time=args.time)
         except (ValueError, TypeError) as e: raise UsageError(str(e)) from None
 
@@ -277,8 +298,8 @@ class TrainbookMagics(Magics):
               help="auto | random | stratified | group | stratified_group | time")
     @argument("--groups", help="group column")
     @argument("--time", help="time column")
-    @argument("--valid-size", type=float, default=0.2)
-    @argument("--test-size", type=float, default=0.0)
+    @argument("--valid-size", type=_finite_number, default=0.2)
+    @argument("--test-size", type=_finite_number, default=0.0)
     @argument("--folds", type=int, default=None)
     @argument("--gap", type=int, default=0)
     @argument("--seed", type=int, default=0)
@@ -286,7 +307,7 @@ class TrainbookMagics(Magics):
     def split(self, line: str):  # the magic's arguments, as typed
         "Make audited splits: `%split df --target y --strategy group --groups g [--test-size 0.2 --folds 5]`; stored as `_splits`."
         from trainbook.splits import make_splits
-        a = parse_argstring(self.split, line)
+        a = self.split.parser.parse_args(_split_line(line))
         try:
             sp = make_splits(self._get(a.df), a.target, strategy=a.strategy, groups=a.groups, time=a.time,
                              valid_size=a.valid_size, test_size=a.test_size, n_folds=a.folds, gap=a.gap,
@@ -300,10 +321,10 @@ class TrainbookMagics(Magics):
     @argument("dl_train", help="training batches (a loader or a list of (xb, yb))")
     @argument("dl_valid", nargs="?", default=None, help="validation batches")
     @argument("--epochs", type=int)
-    @argument("--lr", type=float)
+    @argument("--lr", type=_finite_number)
     @argument("--precision", choices=["auto", "bf16", "fp16", "fp32"])
     @argument("--accum", type=int, help="accumulation steps")
-    @argument("--clip", type=float, help="max gradient norm")
+    @argument("--clip", type=_finite_number, help="max gradient norm")
     @argument("--schedule", choices=["constant", "warmup_cosine", "one_cycle", "plateau"])
     @argument("--patience", type=int)
     @argument("--checkpoint-dir")
@@ -324,7 +345,7 @@ class TrainbookMagics(Magics):
               cell: Optional[str] = None,  # %%train's body: `key = value` lines for TrainConfig fields
              ):
         "Train with `fit`: `%train model dl_train dl_valid --epochs 3 --lr 1e-3`; `%%train` takes `key = value` lines. Stored as `_run`."
-        a = parse_argstring(self.train, line)
+        a = self.train.parser.parse_args(_split_line(line))
         if a.overfit and a.dry_run:
             raise UsageError("--overfit and --dry-run are two different checks: pick one")
         model, dl_train = self._get(a.model), self._get(a.dl_train)
@@ -369,16 +390,18 @@ class TrainbookMagics(Magics):
 
     @line_magic
     def checklist(self, line: str):  # the magic's arguments, as typed
-        "Show the last checklist, or make one: `%checklist task target metric threshold [min|max]`."
-        parts = line.split()
+        "The last checklist, or a new one: `%checklist \"binary churn\" target valid_accuracy 0.9 [min|max]`."
+        parts = _split_line(line)  # a quoted TASK of several words is one argument
         if parts:
             if len(parts) not in (4, 5):
-                raise UsageError("usage: %checklist TASK TARGET METRIC THRESHOLD [min|max] (or no arguments)")
-            try: threshold = float(parts[3])
-            except ValueError: raise UsageError(f"threshold must be a number, got {parts[3]!r}") from None
+                raise UsageError("usage: %checklist TASK TARGET METRIC THRESHOLD [min|max] (or no "
+                                 "arguments); quote a TASK of several words")
+            try: threshold = _finite_number(parts[3])  # by hand, not argparse: '-1e-3' is no flag
+            except ArgumentTypeError as e: raise UsageError(f"argument threshold: {e}") from None
             mode = parts[4] if len(parts) == 5 else None
-            try: self.shell.user_ns["_checklist"] = Checklist(*parts[:3], threshold=threshold, mode=mode)
+            try: cl = Checklist(*parts[:3], threshold=threshold, mode=mode)
             except ValueError as e: raise UsageError(str(e)) from None
+            self.shell.user_ns["_checklist"] = cl
         cl = self.shell.user_ns.get("_checklist")
         if cl is None: raise UsageError("no checklist yet: %checklist TASK TARGET METRIC THRESHOLD")
         return cl
