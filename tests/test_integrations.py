@@ -461,3 +461,16 @@ def test_keras_callback_keeps_a_run_folder_that_run_load_reads(tmp_path):
     (tmp_path / "afile").write_text("x")
     with pytest.raises(ValueError, match="checkpoint_dir=.*afile"):
         tb.keras_callback(checkpoint_dir=tmp_path / "afile" / "run")
+
+
+def test_a_keras_metric_that_logs_a_vector_is_recorded_per_element():
+    "Seen: F1Score(average=None) logs one value per class; float() of it raised inside model.fit."
+    X, y = learnable()
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((X.shape[1],)), keras.layers.Dense(2, activation="softmax")])
+    model.compile("adam", "categorical_crossentropy", metrics=[keras.metrics.F1Score(average=None)])
+    cb = tb.keras_callback(live=False)
+    model.fit(X[:300], keras.utils.to_categorical(y[:300], 2), epochs=2, verbose=0, callbacks=[cb],
+              validation_data=(X[300:], keras.utils.to_categorical(y[300:], 2)))
+    assert {"valid_f1_score/0", "valid_f1_score/1", "train_f1_score/0"} <= set(cb.run.metrics().columns)
+    assert len(cb.run.records.series("f1_score/1", "valid")) == 2 and cb.run.stopped == "completed"

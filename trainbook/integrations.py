@@ -50,6 +50,16 @@ def _keras_siblings(cb) -> Optional[list]:
         frame = frame.f_back
     return None
 
+def _keras_logs(logs: Optional[dict]) -> list:
+    "Keras' logs as (key, float): a metric that logs a vector (`F1Score(average=None)`) as key/0, key/1, ..."
+    out = []
+    for key, value in (logs or {}).items():
+        try: values = np.asarray(value, dtype=float)
+        except (TypeError, ValueError): continue  # not a number (a callback's note): nothing to record
+        if values.ndim == 0: out.append((key, float(values)))
+        else: out += [(f"{key}/{i}", float(v)) for i, v in enumerate(values.ravel())]
+    return out
+
 def _nonfinite_losses(logs: Optional[dict]) -> dict:
     "The losses among Keras' logs (`loss`, `val_loss`, an output's `out_loss`) that are NaN or inf."
     bad = {}
@@ -110,7 +120,7 @@ def _keras_recorder_class():
             self.step += 1
             self._check(logs)
             if self.batches:
-                for name, value in (logs or {}).items():  # Keras' running means over the epoch so far
+                for name, value in _keras_logs(logs):  # Keras' running means over the epoch so far
                     self.records.append(self.step, self.epoch, "train", _keras_name(name)[1], value)
                 if self.curves is not None:
                     self.state.step, self.state.epoch = self.step, self.epoch
@@ -120,9 +130,9 @@ def _keras_recorder_class():
         def on_epoch_end(self, epoch, logs=None):
             self._check(logs, epoch)
             valid = {}
-            for key, value in (logs or {}).items():
+            for key, value in _keras_logs(logs):
                 split, name = _keras_name(key)
-                if split == "valid": valid[name] = float(value)
+                if split == "valid": valid[name] = value
                 if split == "train" and name != "lr":
                     # the epoch's value of a train metric (the loss: what diagnose compares with the valid
                     # loss), as `epoch_loss`, `epoch_accuracy`: one row per epoch, as run.metrics() reads them
