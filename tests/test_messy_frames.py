@@ -237,3 +237,21 @@ def test_serving_text_for_booleans_and_dates_with_mixed_zones(df, prepared):
     found = {f.column: f for f in report.findings}
     assert found["member"].kind == "unparseable_values" and found["member"].data["examples"] == ["maybe"]
     assert found["when"].kind == "dtype_mismatch" and len(report.rows) == 0
+
+
+def test_a_target_mixing_numbers_and_strings_is_named_at_every_target_path():
+    "Seen: make_splits and loaders_from_frame failed in numpy's words ('<' not supported between int and str)."
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.normal(size=60), "y": [1 if i % 2 else "x" for i in range(60)]})
+    for call in (lambda: tb.make_splits(df, "y"), lambda: tb.check_data(df, "y"),
+                 lambda: tb.loaders_from_frame(df, "y", tb.make_splits(df.assign(y=0), "y", strategy="random"))):
+        with pytest.raises(TypeError, match=r"the target 'y' mixes numbers and strings \(e.g. 1 and 'x'\)"):
+            call()
+    tb.make_splits(df.assign(y=df.y.astype(str)), "y")  # as the message says: one kind, then it splits
+
+
+def test_multiindex_columns_are_refused_with_the_flattening_line():
+    "Seen: check_data failed in pandas' words on MultiIndex columns while make_splits took them."
+    df = pd.DataFrame(np.zeros((8, 2)), columns=pd.MultiIndex.from_tuples([("f", "a"), ("t", "y")]))
+    for call in (lambda: tb.check_data(df, ("t", "y")), lambda: tb.make_splits(df, ("t", "y"))):
+        with pytest.raises(TypeError, match=r"MultiIndex columns \(2 levels.*'_'.join"): call()

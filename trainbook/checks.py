@@ -26,6 +26,7 @@ def infer_task(y: pd.Series,  # the target column
     "'binary', 'multiclass' or 'regression' from the target's values."
     y = pd.Series(y).dropna()
     if y.empty: raise ValueError("the target has no non-missing values")
+    if y.dtype == object: _require_one_kind(y)
     n = y.nunique()
     if pd.api.types.is_bool_dtype(y) or not pd.api.types.is_numeric_dtype(y):
         return "binary" if n <= 2 else "multiclass"
@@ -34,6 +35,15 @@ def infer_task(y: pd.Series,  # the target column
     integral = pd.api.types.is_integer_dtype(y) or bool(np.all(np.mod(values, 1) == 0))
     if integral and n <= max_classes: return "binary" if n <= 2 else "multiclass"
     return "regression"
+
+def _require_one_kind(y: pd.Series) -> None:
+    "A TypeError naming the target when its labels mix numbers and strings (they cannot be ordered or encoded)."
+    text = next((v for v in y if isinstance(v, str)), None)
+    number = next((v for v in y if isinstance(v, (int, float, np.number)) and not isinstance(v, bool)), None)
+    if text is None or number is None: return
+    col = y.name if y.name is not None else "y"
+    raise TypeError(f"the target {col!r} mixes numbers and strings (e.g. {number!r} and {text!r}): its labels "
+                    f"must be one kind; make them one, e.g. df[{col!r}] = df[{col!r}].astype(str)")
 
 TASKS = ("binary", "multiclass", "regression")  # what `infer_task` returns, and what `task=` may name
 
@@ -55,6 +65,10 @@ def require_frame(df,  # what the caller got as a frame
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"{name} must be a pandas DataFrame, got {type(df).__name__}")
     if df.empty: raise ValueError(f"{name} is empty (0 rows or 0 columns)")
+    if isinstance(df.columns, pd.MultiIndex):  # a column is named by one label everywhere in trainbook
+        raise TypeError(f"{name} has MultiIndex columns ({df.columns.nlevels} levels, e.g. {df.columns[0]!r}): "
+                        "name each column by one label, e.g. df.columns = ['_'.join(map(str, c)) for c in "
+                        "df.columns]")
     # df[col] of a repeated name is a frame, not a column: every check below would misread it
     repeated = df.columns[df.columns.duplicated()].unique()
     if len(repeated):
