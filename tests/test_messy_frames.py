@@ -255,3 +255,11 @@ def test_multiindex_columns_are_refused_with_the_flattening_line():
     df = pd.DataFrame(np.zeros((8, 2)), columns=pd.MultiIndex.from_tuples([("f", "a"), ("t", "y")]))
     for call in (lambda: tb.check_data(df, ("t", "y")), lambda: tb.make_splits(df, ("t", "y"))):
         with pytest.raises(TypeError, match=r"MultiIndex columns \(2 levels.*'_'.join"): call()
+
+
+def test_a_frame_with_a_list_column_splits_and_its_duplicates_are_still_found():
+    "Seen: make_splits failed in pandas' words (unhashable type: 'list') in its duplicate audit."
+    df = pd.DataFrame({"a": np.arange(40.) % 20, "tags": [[i % 20, 1] for i in range(40)], "y": [0, 1] * 20})
+    splits = tb.make_splits(df, "y", strategy="random", seed=0)
+    assert len(splits.train) + len(splits.valid) + len(splits.test) == 40
+    assert "duplicate_rows" in {f.kind for f in splits.findings}  # rows equal in every column, lists included

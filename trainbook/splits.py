@@ -133,7 +133,10 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
                                        data={"splits": [a, b], "gap": gap}))
     features = [c for c in df.columns if c != target]
     if features and len(df) <= 2_000_000:
-        h = pd.util.hash_pandas_object(df[features], index=False).to_numpy()
+        try: h = pd.util.hash_pandas_object(df[features], index=False).to_numpy()
+        except TypeError:  # cells holding lists or dicts (unhashable): such columns compared by their text
+            frame = df[features].apply(lambda s: s.astype(str) if s.dtype == object else s)
+            h = pd.util.hash_pandas_object(frame, index=False).to_numpy()
         for a, b in pairs:
             shared = np.intersect1d(h[parts[a]], h[parts[b]])
             if len(shared):
