@@ -12,7 +12,7 @@ from typing import Callable, Iterable, Optional, Union
 import numpy as np
 import pandas as pd
 
-from .checks import require_column, require_frame, infer_task, numeric_view
+from .checks import require_column, require_frame, require_task, infer_task, numeric_view
 from .core import TrainConfig, atomic_write, environment
 from .data import FramePrep, feature_columns, make_preprocessor
 from .diagnostics import diagnose
@@ -102,17 +102,12 @@ def check_boosting_inputs(df: pd.DataFrame,  # the whole table: feature columns 
     "Check the frame, the splits, the target and the features before any work; the task, resolved."
     require_frame(df)
     check_splits(df, splits)
-    duplicated = df.columns[df.columns.duplicated()].unique().tolist()
-    if duplicated:
-        raise ValueError(f"df has duplicated column names: {', '.join(map(repr, duplicated))}; "
-                         "each column needs its own name (rename or drop the copies)")
+    require_task(task)
     require_column(df, target, "target")
     if df[target].isna().any():
         raise ValueError(f"target column {target!r} has missing values: drop those rows first")
     _check_finite(df, [target], "target")
     task = infer_task(df[target]) if task == "auto" else task
-    if task not in ("binary", "multiclass", "regression"):
-        raise ValueError(f"task must be auto, binary, multiclass or regression, got {task!r}")
     if task != "regression":
         y = df[target]
         train_classes = pd.unique(y.iloc[splits.train])

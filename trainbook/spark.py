@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .checks import (MAX_CATEGORIES, DataReport, check_data as check_frame, infer_task,
-                              target_findings)
+                              require_task, target_findings)
 from .core import Finding, announce, findings_html
 from .splits import Splits, check_split_args, choose_strategy, class_share_findings
 
@@ -370,8 +370,7 @@ def check_data(sdf,  # a Spark DataFrame, one row per example
     require_spark_frame(sdf)
     require_spark_column(sdf, groups, "groups")
     require_spark_column(sdf, time, "time")
-    if task not in ("auto", "binary", "multiclass", "regression"):
-        raise ValueError(f"task must be 'auto', 'binary', 'multiclass' or 'regression', got {task!r}")
+    require_task(task)
     if serving is not None and not (is_spark_frame(serving) or isinstance(serving, pd.DataFrame)):
         raise TypeError(f"serving must be a Spark or pandas DataFrame, got {type(serving).__name__}")
     findings = []

@@ -19,7 +19,7 @@ from .recorder import RoundRecorder
 from .metrics import classification_metrics, regression_metrics
 from .events import session_observers
 from .run import Run, remember_run
-from .checks import column_roles
+from .checks import column_roles, require_task
 from .spark import (SparkSplits, make_splits, require_spark_column, require_spark_frame,
                              sample_rows_of, spark_session, spark_task, time_value)
 
@@ -125,8 +125,7 @@ def fit_xgboost(sdf,  # a Spark DataFrame: feature columns and the target
         raise ValueError(f"early_stopping must be None or a positive int, got {early_stopping!r}")
     if num_workers is not None and (not isinstance(num_workers, int) or num_workers < 1):
         raise ValueError(f"num_workers must be a positive int, got {num_workers!r}")
-    if task not in ("auto", "binary", "multiclass", "regression"):
-        raise ValueError(f"task must be auto, binary, multiclass or regression, got {task!r}")
+    require_task(task)
     folder = Checkpointer(checkpoint_dir)  # claimed before any work; an earlier run's files are kept
     folder.prepare(resumable=False)
     run_dir = folder.run_dir
