@@ -195,3 +195,16 @@ def test_bad_input_is_refused_with_what_to_do(spark):
         SM.fit_xgboost(sdf, "y", Splits(np.arange(2), np.arange(2, 4), np.array([], dtype=int)))
     with pytest.raises(ValueError, match="binary only"): tb.baseline(sdf, "y", sp, task="multiclass", models=("gbt",))
     with pytest.raises(ValueError, match="lacks column"): sp.frames(sdf.drop("x").withColumnRenamed("y", "z"))
+
+
+def test_a_dotted_column_name_is_read_as_a_name_and_duplicated_names_are_refused(spark):
+    "Seen: a feature 'a.b' or a target 'y.z' (common after flattening structs) failed in Spark's words."
+    rng = np.random.default_rng(0)
+    sdf = spark.createDataFrame(pd.DataFrame({"a.b": rng.normal(size=60), "g": rng.integers(0, 6, 60),
+                                              "y.z": rng.integers(0, 2, 60)}))
+    report = tb.check_data(sdf, "y.z", groups="g", leak_check=False)
+    assert report.task == "binary"
+    sp = tb.make_splits(sdf, "y.z", groups="g", strategy="group")
+    assert sum(sp.summary(sdf)["rows"]) == 60 and "group_overlap" not in {f.kind for f in sp.findings}
+    with pytest.raises(ValueError, match="duplicated column names: 'a'"):
+        tb.check_data(sdf.toDF("a", "a", "y"), "y", leak_check=False)

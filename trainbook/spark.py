@@ -17,9 +17,10 @@ from .core import Finding, announce, findings_html
 from .splits import Splits, check_split_args, choose_strategy, class_share_findings
 
 # %% auto #0
-__all__ = ['is_spark_frame', 'spark_session', 'require_spark_frame', 'require_spark_column', 'spark_family', 'ColumnStats',
-           'column_stats', 'spark_roles', 'spark_task', 'class_counts', 'sample_rows_of', 'SparkDataReport',
-           'check_data', 'SparkSplits', 'time_value', 'part_class_counts', 'spark_audit', 'make_splits']
+__all__ = ['is_spark_frame', 'spark_session', 'require_spark_frame', 'spark_col', 'require_spark_column', 'spark_family',
+           'ColumnStats', 'column_stats', 'spark_roles', 'spark_task', 'class_counts', 'sample_rows_of',
+           'SparkDataReport', 'check_data', 'SparkSplits', 'time_value', 'part_class_counts', 'spark_audit',
+           'make_splits']
 
 # %% ../nbs/19_spark.ipynb #9a6188c9
 def is_spark_frame(obj,  # anything
@@ -57,6 +58,16 @@ def require_spark_frame(sdf,  # what the caller got
     if not is_spark_frame(sdf):
         raise TypeError(f"{name} must be a pyspark DataFrame, got {type(sdf).__name__}")
     if not sdf.columns: raise ValueError(f"{name} has no columns")
+    repeated = sorted({c for c in sdf.columns if sdf.columns.count(c) > 1})  # Spark: 'ambiguous reference'
+    if repeated:
+        raise ValueError(f"{name} has duplicated column names: {', '.join(map(repr, repeated))}; rename them "
+                         "(sdf.toDF(*new_names)) or drop the copies before a join adds them")
+
+def spark_col(name: str,  # a column's name, as `sdf.columns` holds it
+             ):
+    "The column `name` read literally: a dot or a space in it is part of the name, not a path into a struct."
+    from pyspark.sql import functions as F
+    return F.col("`" + str(name).replace("`", "``") + "`")
 
 def require_spark_column(sdf,  # a Spark DataFrame
                          col: Optional[str],  # the column asked for (None: nothing to check)
@@ -85,7 +96,7 @@ def _floating(dtype) -> bool: return dtype.typeName() in ("float", "double")
 
 def _present(F, name: str, dtype):
     "The column with NaN counted as missing (pandas' rule for floats)."
-    c = F.col(f"`{name}`")
+    c = spark_col(name)
     return F.when(~F.isnan(c), c) if _floating(dtype) else c
 
 def _named_like_id(name: str) -> bool:
@@ -178,15 +189,14 @@ def spark_task(sdf,  # a Spark DataFrame
                max_classes: int = 20,  # more distinct values than this: regression
               ) -> str:
     "`infer_task` on the target's distinct values (at most `max_classes + 1` come back to the driver)."
-    from pyspark.sql import functions as F
-    values = sdf.select(target).where(F.col(f"`{target}`").isNotNull()).distinct().limit(max_classes + 1)
+    y = spark_col(target)
+    values = sdf.select(y).where(y.isNotNull()).distinct().limit(max_classes + 1)
     values = values.toPandas()[target]
     if len(values) > max_classes:
         return "regression" if pd.api.types.is_numeric_dtype(values) else "multiclass"
     return infer_task(values, max_classes)
 
 def _spark_column_findings(sdf, stats: dict, roles: dict, n: int, target, groups) -> list[Finding]:
-    from pyspark.sql import functions as F
     out = []
     for col in sdf.columns:
         s = stats[col]
@@ -200,7 +210,7 @@ def _spark_column_findings(sdf, stats: dict, roles: dict, n: int, target, groups
         if col not in roles: continue
         role, nun = roles[col], s.n_unique
         if role == "constant":
-            single = sdf.select(col).where(F.col(f"`{col}`").isNotNull()).first() if nun else None
+            single = sdf.select(spark_col(col)).where(spark_col(col).isNotNull()).first() if nun else None
             value = single[0] if single is not None else "all missing"
             out.append(Finding("constant_column", "warning", f"a single value ({value!r})", column=col,
                                advice="drop it: it carries no information", data={"n_unique": nun}))
@@ -240,8 +250,8 @@ def _spark_mixed(sdf, col: str, s: ColumnStats, n: int) -> list[Finding]:
         return [Finding("numbers_as_text", "warning", f"all {present} values are numbers stored as text "
                         f"(dtype {s.dtype})", column=col, advice=f"convert them: cast({col!r} as double)",
                         data={"dtype": s.dtype})]
-    bad = (sdf.where(F.col(f"`{col}`").isNotNull() & F.expr(f"try_cast(`{col}` as double)").isNull())
-           .groupBy(col).count().orderBy(F.desc("count")).limit(20).collect())
+    bad = (sdf.where(spark_col(col).isNotNull() & F.expr(f"try_cast(`{col}` as double)").isNull())
+           .groupBy(spark_col(col)).count().orderBy(F.desc("count")).limit(20).collect())
     counts = {str(r[0]): int(r[1]) for r in bad}
     shown = ", ".join(f"{v!r} ×{c}" for v, c in list(counts.items())[:5])
     shown += " …" if len(counts) > 5 else ""
@@ -260,7 +270,7 @@ def _spark_duplicates(sdf, n: int, n_distinct: int, target) -> list[Finding]:
                            data={"n_duplicates": n - n_distinct}))
     if target is not None and len(sdf.columns) > 1:
         features = [c for c in sdf.columns if c != target]
-        labels = sdf.groupBy(*features).agg(F.countDistinct(f"`{target}`").alias("k"))
+        labels = sdf.groupBy(*map(spark_col, features)).agg(F.countDistinct(f"`{target}`").alias("k"))
         conflicts = labels.where(F.col("k") > 1).count()
         if conflicts:
             out.append(Finding("conflicting_labels", "error",
@@ -279,8 +289,7 @@ def class_counts(sdf,  # a Spark DataFrame
                  target: str,  # a class column
                 ) -> pd.Series:
     "Rows per class (missing labels left out), largest first, computed by Spark."
-    from pyspark.sql import functions as F
-    rows = sdf.where(F.col(f"`{target}`").isNotNull()).groupBy(target).count().collect()
+    rows = sdf.where(spark_col(target).isNotNull()).groupBy(spark_col(target)).count().collect()
     counts = pd.Series({r[0]: int(r[1]) for r in rows}, dtype="int64")
     return counts.sort_values(ascending=False, kind="stable")
 
@@ -418,7 +427,7 @@ _SCALE = 2_147_483_647  # hashes map to [0, 1) through pmod by this prime
 
 def _unit(F, cols: list, seed: int):
     "A seeded hash of `cols` as a number in [0, 1)."
-    return F.pmod(F.xxhash64(F.lit(seed), *[F.col(f"`{c}`") for c in cols]), _SCALE) / _SCALE
+    return F.pmod(F.xxhash64(F.lit(seed), *[spark_col(c) for c in cols]), _SCALE) / _SCALE
 
 def _part_by_share(F, u, valid_size: float, test_size: float):
     return (F.when(u < test_size, "test").when(u < test_size + valid_size, "valid").otherwise("train"))
@@ -447,8 +456,8 @@ class SparkSplits(Splits):
         if r["strategy"] in ("group", "stratified_group"):
             return sdf.withColumn(column, _part_by_share(F, _unit(F, [r["groups"]], r["seed"]), *shares))
         if r["strategy"] == "stratified":
-            by_class = Window.partitionBy(F.col(f"`{r['target']}`"))
-            ties = [F.col(f"`{c}`") for c in r["columns"]]  # rows with one hash are copies: any order
+            by_class = Window.partitionBy(spark_col(r['target']))
+            ties = [spark_col(c) for c in r["columns"]]  # rows with one hash are copies: any order
             ranked = by_class.orderBy(_unit(F, r["columns"], r["seed"]), *ties)
             u = (F.row_number().over(ranked) - 0.5) / F.count(F.lit(1)).over(by_class)
             return sdf.withColumn(column, _part_by_share(F, u, r["valid_size"], r["test_size"]))
@@ -516,7 +525,7 @@ def time_value(F,  # pyspark.sql.functions
               ):
     "The time column as a number Spark can compare and take quantiles of (seconds for dates and timestamps)."
     kind = spark_family(sdf.schema[time].dataType)
-    c = F.col(f"`{time}`")
+    c = spark_col(time)
     if kind == "datetime": return F.unix_micros(c.cast("timestamp")) / 1e6
     return c.cast("double")
 
@@ -526,7 +535,7 @@ def part_class_counts(marked,  # a table with the `__part` column (`SparkSplits.
                      ) -> dict:
     "(part, class) -> rows, by Spark."
     from pyspark.sql import functions as F
-    rows = marked.where(F.col("__part").isNotNull()).groupBy("__part", target).count().collect()
+    rows = marked.where(F.col("__part").isNotNull()).groupBy("__part", spark_col(target)).count().collect()
     return {(r[0], r[1]): int(r[2]) for r in rows}
 
 def _pairs(names: list) -> list: return [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
@@ -545,12 +554,12 @@ def spark_audit(marked,  # a table with the `__part` column (`SparkSplits.assign
     names = [n for n in ("train", "valid", "test")
              if n in {r[0] for r in parts.select("__part").distinct().collect()}]
     if groups is not None:
-        spans = parts.groupBy(groups).agg(F.collect_set("__part").alias("parts"))
+        spans = parts.groupBy(spark_col(groups)).agg(F.collect_set("__part").alias("parts"))
         for a, b in _pairs(names):
             both = spans.where(F.array_contains("parts", a) & F.array_contains("parts", b))
             shared = both.count()
             if shared:
-                ids = [r[0] for r in both.select(groups).limit(20).collect()]
+                ids = [r[0] for r in both.select(spark_col(groups)).limit(20).collect()]
                 out.append(Finding("group_overlap", "error",
                                    f"{shared} group(s) of {groups!r} in both {a} and {b}", column=groups,
                                    advice="split by group (strategy='group') so an entity stays on one side",
@@ -572,7 +581,7 @@ def spark_audit(marked,  # a table with the `__part` column (`SparkSplits.assign
                                    data={"splits": [a, b], "gap": gap}))
     features = [c for c in marked.columns if c not in (target, "__part")]
     if features and len(names) > 1:
-        hashed = parts.withColumn("__h", F.xxhash64(*[F.col(f"`{c}`") for c in features]))
+        hashed = parts.withColumn("__h", F.xxhash64(*[spark_col(c) for c in features]))
         where = hashed.groupBy("__h").agg(F.collect_set("__part").alias("__in"))
         joined = hashed.select("__h", "__part").join(where, "__h")
         pairs = _pairs(names)
@@ -643,7 +652,7 @@ def make_splits(sdf,  # a Spark DataFrame, one row per example
     checks = [F.count(F.lit(1)).alias("n")]
     for col, arg in ((target, "target"), (groups, "groups"), (time, "time")):
         if col is None: continue
-        checks.append(F.sum(F.when(F.col(f"`{col}`").isNull(), 1).otherwise(0)).alias(arg))
+        checks.append(F.sum(F.when(spark_col(col).isNull(), 1).otherwise(0)).alias(arg))
     counts = sdf.agg(*checks).first().asDict()
     n = int(counts["n"])
     if n == 0: raise ValueError("df is empty (0 rows)")
@@ -670,7 +679,7 @@ def make_splits(sdf,  # a Spark DataFrame, one row per example
             raise ValueError(f"cannot stratify on target {target!r}: class {classes.idxmin()!r} has "
                              f"{classes.min()} row(s), fewer than the 2 splits it must appear in")
     if groups is not None:
-        n_groups = sdf.select(groups).distinct().count()
+        n_groups = sdf.select(spark_col(groups)).distinct().count()
         need = 2 + (1 if test_size else 0)
         if n_groups < need:
             raise ValueError(f"groups column {groups!r} has {n_groups} distinct groups, fewer than the "
@@ -685,7 +694,7 @@ def make_splits(sdf,  # a Spark DataFrame, one row per example
     empty = np.array([], dtype=np.int64)
     sp = SparkSplits(empty, empty, empty, None, strategy, reason, params, rule=rule)
     marked = sp.assign(sdf)
-    row_hash = F.pmod(F.xxhash64(*[F.col(f"`{c}`") for c in sdf.columns]), _SCALE)
+    row_hash = F.pmod(F.xxhash64(*[spark_col(c) for c in sdf.columns]), _SCALE)
     per_part = marked.where(F.col("__part").isNotNull()).groupBy("__part")
     sizes = {r[0]: (int(r[1]), int(r[2])) for r in per_part.agg(F.count(F.lit(1)), F.sum(row_hash)).collect()}
     sp.sizes = {k: sizes[k][0] for k in ("train", "valid", "test") if k in sizes}
