@@ -471,6 +471,83 @@ def test_labels_a_class_index_loss_cannot_take_are_named_at_the_first_batch():
                 lambda: tb.overfit_batch_flax(MLP(), (X, y.astype(np.float32)), steps=5)):
         with pytest.raises(TypeError, match=r"loss_fn 'cross_entropy' takes class indices, but yb is float32"):
             run()
+    # labels with a trailing axis: named, not optax's "indices and arr must have the same number of dimensions"
+    with pytest.raises(ValueError, match=r"'cross_entropy' takes one class index per prediction row: labels of "
+                                         r"shape \(16,\) .* yb has shape \(16, 1\): .*y.reshape\(-1\)") as e:
+        fit_flax(model, dl_train=[(X, y[:, None])], config=tb.TrainConfig(epochs=1), live=False)
+    assert e.value.run.step == 0
+    assert_params_close(params_of(model), before, tol=0)
+    # inputs and targets of different lengths: named, not JAX's broadcasting error (for a loss of one's own too)
+    for loss in ("cross_entropy", ce):
+        with pytest.raises(ValueError, match=r"inputs give 16 predictions \(shape \(16, 4\)\) but yb holds 15 "
+                                             r"targets"):
+            fit_flax(model, dl_train=[(X, y[:15])], loss_fn=loss, config=tb.TrainConfig(epochs=1), live=False)
+    assert_params_close(params_of(model), before, tol=0)
+
+
+def test_validation_labels_past_the_outputs_are_named_at_dl_valids_first_batch_once(monkeypatch):
+    "Not reported as a NaN validation loss (a `nonfinite` stop, accuracy 0); dl_valid's first batch is checked once."
+    X, y = data(n=64, classes=2)
+    with pytest.raises(ValueError, match=r"fit_flax: dl_valid's first batch: labels run from 5 to 6 but the model "
+                                         r"has 2 outputs") as e:
+        fit_flax(MLP(dout=2), dl_train=batches(X, y, 16), dl_valid=[(X[:16], y[:16] + 5)], metrics="accuracy",
+                 config=tb.TrainConfig(epochs=2), live=False)
+    assert e.value.run.stopped == "failed" and e.value.run.step == 4  # at the first validation
+    # good labels: validated at each epoch's end, each loader's first batch checked once a run
+    import trainbook.jax_loop as jax_loop
+    checked, real = [], jax_loop.check_first_batch
+    monkeypatch.setattr(jax_loop, "check_first_batch", lambda *a, **k: checked.append(k["who"]) or real(*a, **k))
+    run = fit_flax(MLP(dout=2), dl_train=batches(X, y, 16), dl_valid=[(X[:16], y[:16])],
+                   config=tb.TrainConfig(epochs=3), live=False)
+    assert run.stopped == "completed" and len(run.records.series("loss", "valid")) == 3
+    assert checked == ["fit_flax", "fit_flax: dl_valid's first batch"]
+
+
+class Pair(nnx.Module):
+    "Returns (logits, features), as models with an auxiliary output do."
+    def __init__(self, din=4):
+        self.mlp = MLP(din=din)
+
+    def __call__(self, x): return self.mlp(x), x
+
+
+def test_a_tuple_output_trains_on_its_first_element_as_fit_does():
+    X, y = data(n=64)
+    plain, pair = MLP(), Pair()
+    cfg = tb.TrainConfig(epochs=2, lr=1e-2)
+    a = fit_flax(plain, dl_train=batches(X, y, 16), dl_valid=batches(X, y, 32), metrics="accuracy", config=cfg,
+                 live=False)
+    b = fit_flax(pair, dl_train=batches(X, y, 16), dl_valid=batches(X, y, 32), metrics="accuracy", config=cfg,
+                 live=False)
+    assert b.stopped == "completed"
+    assert_params_close(params_of(pair.mlp), params_of(plain), tol=1e-6)
+    assert b.records.series("accuracy", "valid").tolist() == a.records.series("accuracy", "valid").tolist()
+    scores = tb.evaluate_flax(pair, batches(X, y, 32), metrics="accuracy")
+    assert scores == pytest.approx(tb.evaluate_flax(plain, batches(X, y, 32), metrics="accuracy"))
+    # the whole output, when the loss asks for it
+    got = []
+    def whole(out, yb):
+        got.append(type(out).__name__)
+        return ce(out[0], yb)
+    assert fit_flax(Pair(), dl_train=batches(X, y, 16), loss_fn=tb.whole_output(whole), config=cfg,
+                    live=False).stopped == "completed"
+    assert got and set(got) == {"tuple"}
+    tiny = [tb.overfit_batch_flax(m, (X[:16], y[:16]), steps=20, lr=1e-2) for m in (Pair(), MLP())]
+    assert tiny[0].final_loss == pytest.approx(tiny[1].final_loss)
+
+
+def test_a_model_of_another_input_size_is_named_at_the_first_batch():
+    X, y = data(n=16)
+    model = MLP(din=4)
+    before = params_of(model)
+    with pytest.raises(TypeError, match=r"the model cannot take the first batch's inputs, xb float32 \(16, 3\): "
+                                        r"the model's input size differs") as e:
+        fit_flax(model, dl_train=[(X[:, :3], y)], config=tb.TrainConfig(epochs=1), live=False)
+    assert "dot_general" in str(e.value.__cause__)  # JAX's own error kept as the cause
+    assert e.value.run.step == 0
+    assert_params_close(params_of(model), before, tol=0)
+    with pytest.raises(TypeError, match=r"xb float32 \(16, 3\)"):
+        tb.overfit_batch_flax(MLP(din=4), (X[:, :3], y), steps=5)
 
 
 def test_evaluate_flax_scores_the_trained_model_or_its_run_as_validation_did():

@@ -23,7 +23,7 @@ from .run import MONITOR_ALIASES, RUNNING, Run
 from .jax_parts import (CHECKPOINT_FORMAT, FlaxNanGuard, KeyStreams, flax_checkpoint_file, host_rng,
                                  import_jax, is_flax_model, make_tx, optax_schedule, read_flax_checkpoint,
                                  save_flax_checkpoint, schedule_lr, stream_key, takes_key, tree_entries,
-                                 tree_from_entries, check_targets)
+                                 tree_from_entries, check_targets, first_forward, flax_prediction, loss_input)
 
 # %% auto #0
 __all__ = ['LOSSES', 'TARGET_KEYS', 'FlaxState', 'flax_loss', 'split_pure', 'from_pure', 'streams_used', 'flax_steps',
@@ -98,7 +98,7 @@ def flax_steps(graphdef,  # the model's graph definition in train mode (`split_p
               ) -> tuple[Callable, Callable, Callable]:
     "`(train_step(k), eval_step, wrap)`: compiled steps; `train_step(k)` for windows of k micro-batches."
     jax, jnp, optax, nnx = import_jax()
-    keyed = takes_key(loss_fn)
+    keyed, given = takes_key(loss_fn), loss_input(loss_fn)  # the prediction, or the whole output
 
     def cast(tree):
         if compute_dtype is None: return tree
@@ -116,8 +116,9 @@ def flax_steps(graphdef,  # the model's graph definition in train mode (`split_p
         if rng_tags:  # dropout masks come from the run's dropout stream, not the model's own keys
             nnx.reseed(model, **{t: keys["dropout"] if i == 0 else jax.random.fold_in(keys["dropout"], i)
                                  for i, t in enumerate(rng_tags)})
-        pred = _call(model, cast(xb))
-        pred = jax.tree.map(lambda a: a.astype(jnp.float32) if jnp.issubdtype(a.dtype, jnp.floating) else a, pred)
+        out = _call(model, cast(xb))
+        out = jax.tree.map(lambda a: a.astype(jnp.float32) if jnp.issubdtype(a.dtype, jnp.floating) else a, out)
+        pred = given(out)
         loss = loss_fn(pred, yb, key=keys["sample"]) if keyed else loss_fn(pred, yb)
         new_rest = nnx.to_pure_dict(nnx.split(model, nnx.Param, nnx.RngState, ...)[3])
         new_rest = jax.tree.map(lambda new, old: new.astype(old.dtype), new_rest, rest)
@@ -159,10 +160,10 @@ def flax_steps(graphdef,  # the model's graph definition in train mode (`split_p
     @jax.jit
     def eval_step(params, rngs, rest, xb, yb):
         model = rebuild(eval_graphdef, cast(params), rngs, rest)
-        pred = _call(model, cast(xb))
-        pred = jax.tree.map(lambda a: a.astype(jnp.float32) if jnp.issubdtype(a.dtype, jnp.floating) else a, pred)
-        loss = loss_fn(pred, yb, key=jax.random.key(0)) if keyed else loss_fn(pred, yb)
-        return jnp.asarray(loss, jnp.float32), pred
+        out = _call(model, cast(xb))
+        out = jax.tree.map(lambda a: a.astype(jnp.float32) if jnp.issubdtype(a.dtype, jnp.floating) else a, out)
+        loss = loss_fn(given(out), yb, key=jax.random.key(0)) if keyed else loss_fn(given(out), yb)
+        return jnp.asarray(loss, jnp.float32), out  # the whole output: metrics take its prediction
 
     return train_step_for, eval_step, wrap
 
@@ -212,8 +213,9 @@ def check_first_batch(graphdef,  # the model's graph definition in eval mode (`s
                                from_pure(rest_t, rest), copy=True), xb)
 
     xb, yb = split_arrays(batch)
-    predict = lambda: jax.jit(forward)(*pure, xb)
-    found = check_targets(predict() if values else jax.eval_shape(forward, *pure, xb), yb, loss_fn, predict)
+    given, run = loss_input(loss_fn), lambda: jax.jit(forward)(*pure, xb)  # `prediction`'s rule
+    out = first_forward(run if values else lambda: jax.eval_shape(forward, *pure, xb), xb)  # a failure: named
+    found = check_targets(given(out), yb, loss_fn, lambda: given(run()))
     error = next((f for f in found if f.severity == "error"), None)
     if who is not None and error is not None:  # training would fail (NaN losses) on such labels
         raise ValueError(f"{who}: {error.message}; {error.advice}")
@@ -241,7 +243,7 @@ def evaluate_compiled(eval_step: Callable,  # the compiled eval step (`flax_step
         losses.append((loss, n))  # read once, at the end
         rows += n
         if metric_fns:
-            preds.append(np.asarray(pred[0] if isinstance(pred, (tuple, list)) else pred))
+            preds.append(np.asarray(flax_prediction(pred)))
             ys.append(np.asarray(yb))
     if rows == 0: raise ValueError("evaluate_flax: the loader yielded no rows")
     results = {"loss": float(sum(float(v) * n for v, n in jax.device_get(losses)) / rows)}
@@ -349,8 +351,10 @@ class _FlaxLoop:
         self.train = FlaxState(params, rest, wrap(cfg.accum_steps).init(params))
         self.window_start = self.train  # the state before the window in flight (arrays are immutable: no copy)
         self.used = streams_used(tags, augment, flax_loss(loss_fn))
-        self.first_check = lambda batch: check_first_batch(eval_graphdef, templates, (params, self.rngs, rest), batch,
-                                                           flax_loss(loss_fn), who="fit_flax")
+        check = lambda batch, who: check_first_batch(eval_graphdef, templates, (params, self.rngs, rest), batch,
+                                                     flax_loss(loss_fn), who=who)
+        self.first_check = lambda batch: check(batch, "fit_flax")  # each loader's first batch, once a run
+        self.valid_check = lambda batch: check(batch, "fit_flax: dl_valid's first batch")
         self.base_keys = {name: self.streams.base[name] for name in self.used}
         # judging, keeping, stopping
         split, name = check_monitor(cfg, dl_valid is not None, metric_fns)
@@ -508,7 +512,9 @@ class _FlaxLoop:
         if again and self.monitor[0] == "valid": return False
         if self.dl_valid is not None and not again:
             self.cbs(Event.before_validate, state)
-            state.valid = evaluate_compiled(self.eval_step, self.train, self.rngs, self.dl_valid, self.metric_fns)
+            first, self.valid_check = self.valid_check, None  # dl_valid's first batch, once a run
+            state.valid = evaluate_compiled(self.eval_step, self.train, self.rngs, self.dl_valid, self.metric_fns,
+                                            first)
             for name, value in state.valid.items(): self.history.append(state.step, state.epoch, "valid", name, value)
             self.cbs(Event.after_validate, state)
             monitored = self.monitor[1] if self.monitor[0] == "valid" else "loss"

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .batch import ELEMENTWISE_LOSSES, ShapeMismatch, check_loss_shapes, label_range
+from .batch import ELEMENTWISE_LOSSES, ShapeMismatch, check_loss_shapes, label_range, wants_whole_output
 from .checkpoint import CheckpointError
 from .core import Finding, TrainConfig, atomic_write
 from .events import Callback, LoopState
@@ -24,7 +24,7 @@ from .sanity import loss_kind, static_findings
 __all__ = ['STREAMS', 'CHECKPOINT_FORMAT', 'OUTPUT_FINDINGS', 'import_jax', 'is_flax_model', 'stream_key', 'KeyStreams',
            'optax_schedule', 'schedule_lr', 'decay_mask', 'make_tx', 'tree_entries', 'tree_from_entries', 'host_rng',
            'save_flax_checkpoint', 'flax_checkpoint_file', 'read_flax_checkpoint', 'FlaxNanGuard', 'takes_key',
-           'check_targets']
+           'flax_prediction', 'loss_input', 'first_forward', 'check_targets']
 
 # %% ../nbs/20a_jax_parts.ipynb #310057f2
 def import_jax() -> tuple:
@@ -277,7 +277,56 @@ def takes_key(fn,  # a loss or an augmentation
 
 def _is_array(a) -> bool:
     "An array (numpy, jax) or the shape of one (`jax.ShapeDtypeStruct`): not a tuple, dict or scalar."
-    return hasattr(a, "shape") and hasattr(a, "dtype") and len(getattr(a, "shape", ())) > 0
+    return _array_like(a) and len(a.shape) > 0
+
+def _array_like(a) -> bool:
+    "An array of any rank (numpy, jax, a tracer) or the shape of one (`jax.ShapeDtypeStruct`)."
+    return hasattr(a, "shape") and hasattr(a, "dtype")
+
+def flax_prediction(out,  # a Flax model's output: an array, a tuple/list, a dict, an object with `logits`
+                   ):
+    "The prediction in a model output, by `batch.prediction`'s rule: the array, `logits`, or a tuple's first element."
+    if _array_like(out): return out
+    if isinstance(out, dict) or hasattr(out, "keys"):
+        if _array_like(out.get("logits")): return out["logits"]
+        raise TypeError(f"the model returned a dict without 'logits'; its keys are: {', '.join(map(str, out))}. "
+                        "Return the prediction under 'logits' (or return an array), or give the loss the whole "
+                        "output: loss_fn=tb.whole_output(your_loss)")
+    logits = getattr(out, "logits", None)
+    if _array_like(logits): return logits
+    if isinstance(out, (tuple, list)) and out and _array_like(out[0]): return out[0]
+    raise TypeError(f"cannot find the prediction in a model output of type {type(out).__name__}: return an array, "
+                    "a tuple whose first element is the prediction, or an object with .logits")
+
+def loss_input(loss_fn: Callable,  # the loss; `tb.whole_output(fn)` asks for the model's whole output
+              ) -> Callable:
+    "What `loss_fn` is given of a model output: the whole output (`whole_output`), else its prediction."
+    return (lambda out: out) if wants_whole_output(loss_fn) else flax_prediction
+
+def _shapes(xb) -> str:
+    "`float32 (16, 3)` for an array; tuples and dicts of them walked."
+    if isinstance(xb, dict): return "{" + ", ".join(f"{k!r}: {_shapes(v)}" for k, v in xb.items()) + "}"
+    if isinstance(xb, (tuple, list)): return "(" + ", ".join(_shapes(v) for v in xb) + ")"
+    if _array_like(xb): return f"{np.dtype(xb.dtype)} {tuple(xb.shape)}"
+    return type(xb).__name__
+
+def first_forward(forward: Callable,  # `forward()`: the model on the first batch (run, or traced: eval_shape)
+                  xb,  # that batch's inputs
+                 ):
+    "`forward()`; a failure raised again (from JAX's) naming the inputs' shape: mostly a model of another input size."
+    try: return forward()
+    except (TypeError, ValueError) as err:
+        said = str(err).splitlines()[0] if str(err) else type(err).__name__
+        sizes = any(w in said for w in ("shape", "dimension", "size"))
+        why = ("the model's input size differs from the batch's: its first layer (nnx.Linear(in_features, "
+               "...), nnx.Conv(in_features, ...)) must take the features of xb's last axis; build the model for "
+               "this data or give it the columns it was built for" if sizes else
+               "the model's __call__ failed on them: check it runs on one batch, model(xb)")
+        message = f"the model cannot take the first batch's inputs, xb {_shapes(xb)}: {why} (JAX: {said})"
+        if type(err) not in (TypeError, ValueError): # a subclass may not be built from a message: a note instead
+            err.add_note(message)
+            raise
+        raise type(err)(message) from err
 
 def _torch_view(a) -> torch.Tensor:
     "`a` for trainbook's torch-side checks: a copy of its values (float32 for bf16), or its shape alone (meta)."
@@ -286,13 +335,34 @@ def _torch_view(a) -> torch.Tensor:
     if values.dtype.kind not in "biuf": values = values.astype(np.float32)  # bfloat16 (ml_dtypes)
     return torch.tensor(values)
 
-def _takes(loss_fn: Callable, pred, yb) -> bool:
-    "Whether `loss_fn` can be called on `pred` and `yb` (shapes are enough: a trace, nothing run)."
+def _loss_error(loss_fn: Callable, pred, yb) -> Optional[Exception]:
+    "What `loss_fn` raises on `pred` and `yb`, or None (shapes are enough: a trace, nothing run)."
     jax = import_jax()[0]
     call = (lambda p, y: loss_fn(p, y, key=jax.random.key(0))) if takes_key(loss_fn) else loss_fn
     try: jax.eval_shape(call, pred, yb)
-    except Exception: return False
-    return True
+    except Exception as err: return err
+    return None
+
+def _takes(loss_fn: Callable, pred, yb) -> bool:
+    "Whether `loss_fn` can be called on `pred` and `yb` (shapes are enough: a trace, nothing run)."
+    return _loss_error(loss_fn, pred, yb) is None
+
+def _loss_failed(loss_fn: Callable, kind: Optional[str], pred, yb, err: Exception) -> Exception:
+    "Why `loss_fn` cannot take the first batch's pair: labels of the wrong shape named, else JAX's words and the pair."
+    name = getattr(loss_fn, "__name__", type(loss_fn).__name__)
+    want, got = tuple(pred.shape[:-1]), tuple(yb.shape)
+    if kind == "ce" and got != want:
+        fix = ("drop the labels' last axis once, before the loader: y.reshape(-1)" if got == want + (1,) else
+               "yb looks like one-hot rows or class probabilities: give class indices (y.argmax(-1)), or for "
+               "probabilities a callable loss such as optax.softmax_cross_entropy" if got == tuple(pred.shape)
+               else f"give labels of shape {want}")
+        return ValueError(f"loss_fn {name!r} takes one class index per prediction row: labels of shape "
+                          f"{want} for a prediction of shape {tuple(pred.shape)}, but yb has shape {got}: {fix}")
+    note = f"loss_fn {name!r} was called as loss_fn(prediction, yb) with {_shapes(pred)} and yb {_shapes(yb)}"
+    if type(err) not in (TypeError, ValueError):
+        err.add_note(note)
+        return err
+    return type(err)(f"{err}\n{note}")
 
 def _on_torch(loss_fn: Callable) -> Callable:
     "`loss_fn` (jnp) called on torch tensors, under its own name: what `check_loss_shapes` calls to compare values."
@@ -324,10 +394,16 @@ def check_targets(pred,  # the model's prediction on a batch: an array, or its s
                         f"{np.dtype(yb.dtype)}: give integer labels (yb.astype(np.int32), or np.asarray(y, "
                         "dtype=np.int32) once); for class probabilities use a callable loss such as "
                         "optax.softmax_cross_entropy")
+    name = getattr(loss_fn, "__name__", type(loss_fn).__name__).lower()
+    rows, n_y = pred.shape[0], yb.shape[0]
+    # one prediction a target: a known loss is refused on the rows alone, another one when it cannot take the pair
+    if rows != n_y and (kind is not None or name in ELEMENTWISE_LOSSES or not _takes(loss_fn, pred, yb)):
+        raise ValueError(f"{name}: the batch's inputs give {rows} predictions (shape {tuple(pred.shape)}) "
+                         f"but yb holds {n_y} targets (shape {tuple(yb.shape)}): a batch pairs each input row with "
+                         "its target; give x and y of the same length (tb.TensorLoader(X, y) checks it)")
     tp = _torch_view(pred)
     try: check_loss_shapes(tp, ty, _on_torch(loss_fn))
     except ShapeMismatch:
-        name = getattr(loss_fn, "__name__", type(loss_fn).__name__).lower()
         if name in ELEMENTWISE_LOSSES: raise  # refused by its name: the shapes say it all
         # another loss is refused when it scores the pair otherwise than the prediction reshaped to the targets:
         # one that cannot take that pair (jnp's squeeze(-1) of an axis longer than 1) is not refused on a guess
@@ -336,6 +412,8 @@ def check_targets(pred,  # the model's prediction on a batch: an array, or its s
         if predict is None: return []  # the values decide
         tp = _torch_view(predict())  # the values: a loss that aligns the pair itself passes
         check_loss_shapes(tp, ty, _on_torch(loss_fn))
+    err = _loss_error(loss_fn, pred, yb)  # in the loss's words only when trainbook cannot name it
+    if err is not None: raise _loss_failed(loss_fn, kind, pred, yb, err) from err
     if kind not in ("ce", "bce"): return []
     # judged as the torch loss it is; a Flax class-index loss ignores no label (an ignore_index none has)
     ignore = int(ty.min()) - 1 if ty.numel() else IGNORE_INDEX
