@@ -30,9 +30,8 @@ from torch import nn
 
 import trainbook as tb
 # diagnose's two halves (tuning re-judges cached curves), and its moving median
-from trainbook.curvefit import fall_and_rise
-from trainbook.diagnostics import (RULES, _convex_low, _curves, _judge, _overfitting, _rolling, _smooth_evaluations,
-                                   _smoothing_half, _valid_noise)
+from trainbook.curvefit import convex_low, fall_and_rise, smooth_evaluations, smoothing_half
+from trainbook.diagnostics import RULES, _curves, _overfitting, _rolling, _screen, _valid_noise
 
 HERE = Path(__file__).parent / "corpus" / "runs"
 
@@ -957,9 +956,7 @@ def judged(record: dict, th) -> list:
         key = (record["id"], rule.__name__, tuple(getattr(th, f) for f in RULE_FIELDS[rule.__name__]))
         if key not in _RULE_CACHE: _RULE_CACHE[key] = rule(c, th)
         found += _RULE_CACHE[key]
-    if any(f.kind == "diverging" for f in found):  # as _judge: a blow-up has no separate spikes or overfitting
-        found = [f for f in found if f.kind not in ("loss_spikes", "overfitting")]
-    return found
+    return _screen(found)  # as _judge
 
 
 def family(record: dict) -> str:
@@ -1339,7 +1336,7 @@ def show_table(write: bool):
 
 def _bottom(v: np.ndarray) -> tuple[int, int]:
     "The smoothed curve's lowest evaluation and the smoothing half width (what `_overfitting` starts from)."
-    return int(np.argmin(_smooth_evaluations(v))), _smoothing_half(len(v))
+    return int(np.argmin(smooth_evaluations(v))), smoothing_half(len(v))
 
 
 def _window_low(v, se, data):
@@ -1373,7 +1370,7 @@ def _hinge(smooth: bool, reach: Optional[int]):
         lo, hi = 0, n - 1
         if reach is not None: lo, hi = max(0, bottom - reach * half), min(n - 1, bottom + reach * half)
         if hi - lo < 4: return _window_low(v, se, data)
-        y = _smooth_evaluations(v) if smooth else v
+        y = smooth_evaluations(v) if smooth else v
         w = 1 / _se_or_wiggle(v, se, data) ** 2
         x = np.arange(n, dtype=float)[lo:hi + 1]
         root = np.sqrt(w[lo:hi + 1])
@@ -1389,8 +1386,8 @@ def _hinge(smooth: bool, reach: Optional[int]):
 
 def _convex(v, se, data):
     "Before this round (the library's from 6a1eff0): the low of a convex fit over ±2 smoothing windows."
-    smooth = _smooth_evaluations(v)
-    return _convex_low(v, se, smooth, int(np.argmin(smooth)), _smoothing_half(len(v)))[0]
+    smooth = smooth_evaluations(v)
+    return convex_low(v, se, smooth, int(np.argmin(smooth)), smoothing_half(len(v)))[0]
 
 
 def _weights(v, se, data):

@@ -1,6 +1,7 @@
 "Each rule's boundary on made-up histories: the run's own noise decides, not a constant tuned on other runs."
 import dataclasses
 import math
+import re
 
 import numpy as np
 import pytest
@@ -416,10 +417,10 @@ def overfit_data(valid):
 
 def convex_onset(valid):
     "The onset the convex fit alone places (the library's before the fall-and-rise fit)."
-    from trainbook.diagnostics import _convex_low, _smooth_evaluations, _smoothing_half
-    smooth = _smooth_evaluations(valid)
+    from trainbook.curvefit import convex_low, smooth_evaluations, smoothing_half
+    smooth = smooth_evaluations(valid)
     bottom = int(np.argmin(smooth))
-    return _convex_low(valid, np.full(len(valid), SE), smooth, bottom, _smoothing_half(len(valid)))[0] + 1
+    return convex_low(valid, np.full(len(valid), SE), smooth, bottom, smoothing_half(len(valid)))[0] + 1
 
 
 def test_evaluations_drawn_afresh_get_one_fall_and_rise_curve_and_its_onset_is_the_turn():
@@ -499,3 +500,78 @@ def test_the_noise_tests_quantiles_and_scatter():
     assert floor < drawn < top and drawn == pytest.approx(1, abs=0.15)
     paired, floor, _ = scatter_as_sampled(3.0 + 0.1 * se * rng.standard_normal(200), se)
     assert paired < floor and paired == pytest.approx(0.1, abs=0.05)
+
+
+NAN = float("nan")
+
+
+def test_a_saved_history_whose_loss_turned_nan_gets_one_nonfinite_error():
+    "A History, its DataFrame or a Run: a train loss NaN from step 4 is a nonfinite error naming the split, the step "
+    "and the epoch, whatever the run's length; diagnose said nothing under 20 steps and 'diverging' above."
+    short = tb.History([(s, 0, "train", "loss", v) for s, v in enumerate([1.0, 0.9, 0.8, NAN, NAN], 1)])
+    long = tb.History([(s, (s - 1) // 10, "train", "loss", 1.0 / s if s < 40 else NAN) for s in range(1, 61)])
+    for h, step, epoch in ((short, 4, 0), (long, 40, 3)):
+        for given in (h, h.to_frame()):  # a History, or the tidy DataFrame a saved run gives
+            found = tb.diagnose(given)
+            assert kinds(found) == ["nonfinite"], found
+            f = found[0]
+            assert f.severity == "error" and (f.data["split"], f.data["step"], f.data["epoch"]) == ("train", step, epoch)
+            assert f.data["names"] == ["loss"] and f"at step {step} (epoch {epoch})" in f.message
+            assert "non-finite train loss (loss=nan)" in f.message and "learning rate" in f.advice
+
+
+def test_a_nan_validation_loss_every_epoch_is_a_nonfinite_error_and_nothing_else():
+    "Train falling, valid NaN from the first evaluation: the valid split, epoch 0, the data named in the advice."
+    h = tb.History([(e + 1, e, "train", "epoch_loss", 1 / (e + 1)) for e in range(20)]
+                   + [(e + 1, e, "valid", "loss", NAN) for e in range(20)])
+    [f] = tb.diagnose(h)
+    assert (f.kind, f.severity, f.data["split"], f.data["epoch"], f.data["step"]) == ("nonfinite", "error", "valid", 0, 1)
+    assert "check_data" in f.advice
+
+
+def test_a_history_that_went_nan_gets_no_nonsense_beside_the_nonfinite_finding():
+    "The epoch loss NaN from epoch 4 while the valid loss stays low: no 'valid loss is nan% of training' "
+    "(suspicious_score on a NaN ratio), no divergence; the train loss first, the valid one noted."
+    rows = [(s, (s - 1) // 10, "train", "loss", 1.0 / s if s <= 40 else NAN) for s in range(1, 81)]
+    rows += [(10 * (e + 1), e, "train", "epoch_loss", 1.0 / (e + 1) if e < 4 else NAN) for e in range(8)]
+    rows += [(10 * (e + 1), e, "valid", "loss", 0.05) for e in range(8)]
+    [f] = tb.diagnose(tb.History(rows))
+    assert (f.kind, f.data["split"], f.data["step"]) == ("nonfinite", "train", 41) and "also" not in f.data
+    # valid NaN too, later: named beside it
+    rows += [(90, 8, "valid", "loss", NAN)]
+    [f] = tb.diagnose(tb.History(rows))
+    assert f.data["also"] == {"split": "valid", "step": 90, "epoch": 8} and "the valid loss from step 90" in f.message
+
+
+def test_what_the_run_already_found_is_not_said_again():
+    "known=: the loop's nonfinite error stands for diagnose's; a quieter one (a NaN metric) does not hide it."
+    h = tb.History([(s, 0, "train", "loss", v) for s, v in enumerate([1.0, 0.9, NAN], 1)])
+    guard = tb.Finding("nonfinite", "error", "non-finite loss at step 3 (epoch 0, batch 2): ...")
+    metric = tb.Finding("nonfinite", "warning", "validation at epoch 0 (step 2) gave valid_accuracy=nan")
+    assert tb.diagnose(h, known=[guard]) == []
+    assert kinds(tb.diagnose(h, known=[metric])) == ["nonfinite"]
+    assert kinds(tb.diagnose(h, known=[tb.Finding("overfitting", "warning", "")])) == ["nonfinite"]
+
+
+def said(message):
+    "The numbers a diverging message gives, in order: the start, the peak (if it is not the end), the end."
+    return [float(x) for x in re.findall(r"(?:started at|peaked at|rose to|ended at) (-?[\d.]+(?:e[+-]?\d+)?)",
+                                         message)]
+
+
+def test_a_steady_rise_is_said_with_numbers_that_compare_like_with_like():
+    "1.05^s up to 131.5 was 'peaked at 131.5 and ended at 105.6' (a raw peak, a smoothed end): it rose to the end."
+    loss = [1.05 ** s for s in range(1, 101)]
+    rows = [(s, (s - 1) // 10, "train", "loss", v) for s, v in enumerate(loss, 1)]
+    [f] = tb.diagnose(tb.History(rows))
+    numbers = said(f.message)
+    assert f.kind == "diverging" and numbers == sorted(numbers), f.message
+    assert numbers[-1] == max(numbers) and abs(numbers[-1] - loss[-1]) < 0.1, f.message
+    assert "rose to 131.5 by its last step" in f.message and "3-step moving medians" in f.message
+    # a blow-up that came partly back: the peak and the end, both 3-step medians, the end below the peak
+    back = loss[:80] + [loss[79] * 0.97 ** k for k in range(1, 21)]
+    [f] = tb.diagnose(tb.History([(s, 0, "train", "loss", v) for s, v in enumerate(back, 1)]))
+    start, peak, end = said(f.message)
+    assert f.data["peak_step"] == 80 and abs(peak - np.median(back[78:81])) < 0.01, f.message  # not the raw top
+    assert abs(end - back[-1]) < 0.01, f.message
+    assert start < end < peak and f.data["last_loss"] == back[-1]

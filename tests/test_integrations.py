@@ -408,7 +408,7 @@ def test_a_keras_run_that_went_nan_is_named_nonfinite_not_early_stopping():
         run = cb.run
         assert run.stopped == "nonfinite", callbacks
         bad = [f for f in run.findings if f.kind == "nonfinite"]
-        assert bad and bad[0].severity == "error" and bad[0].data["split"] == "train" and bad[0].data["step"] >= 1
+        assert len(bad) == 1 and bad[0].severity == "error" and bad[0].data["split"] == "train" and bad[0].data["step"] >= 1
         assert "diverging" not in [f.kind for f in run.findings]
     assert run.step == 3 * 7  # left to run on: every epoch
 

@@ -5,6 +5,7 @@ import torch
 from torch import nn
 
 import trainbook as tb
+from trainbook.recorder import Recorder
 from trainbook.triage import locate_nonfinite
 from helpers import blobs
 
@@ -88,3 +89,27 @@ def test_nan_gradients_without_a_gradient_norm_say_how_to_name_the_operation():
     f = next(f for f in run.findings if f.kind == "nonfinite")
     assert f.data["weights_finite"] is False and "backward_op" not in f.data
     assert "backward pass" in f.message and "clip_norm=" in f.advice
+
+
+def test_a_nan_validation_loss_is_one_nonfinite_finding():
+    "The loop names a NaN valid loss as it happens; diagnose, reading the NaN in the history at the end, does not "
+    "name it a second time (the history alone, diagnosed later, still gets it)."
+    X, y = blobs(n=64)
+    Xv = X[:32].clone()
+    Xv[3, 0] = float("nan")
+    run = tb.fit(nn.Sequential(nn.Linear(8, 3)), [(X, y)], [(Xv, y[:32])], loss_fn=nn.functional.cross_entropy,
+                 live=False, config=tb.TrainConfig(epochs=3, device="cpu"))
+    assert run.stopped == "nonfinite"
+    bad = [f for f in run.findings if f.kind == "nonfinite"]
+    assert len(bad) == 1 and "validation at epoch 0" in bad[0].message, run.findings
+    later = [f for f in tb.diagnose(run.records) if f.kind == "nonfinite"]
+    assert [(f.data["split"], f.data["epoch"]) for f in later] == [("valid", 0)]
+
+
+def test_a_nan_loss_told_to_a_recorder_is_one_nonfinite_finding():
+    "A hand-written loop's Recorder records the NaN loss and names it; the diagnosis at the end does not repeat it."
+    rec = Recorder(tb.TrainConfig(monitor="train_loss"), live=False, validates=False)
+    for v in (1.0, 0.5, float("nan")): rec.step(torch.tensor(v))
+    run = rec.finish()
+    assert run.stopped == "nonfinite" and run.records.series("loss").isna().any()
+    assert [f.kind for f in run.findings].count("nonfinite") == 1, run.findings

@@ -10,8 +10,9 @@ from typing import Optional
 import numpy as np
 
 # %% auto #0
-__all__ = ['nnls', 'convex_fit', 'fall_and_rise', 'chi2_share', 'scatter_range', 'scatter_as_sampled', 'median', 'windows',
-           'rolling_median']
+__all__ = ['Z_TAIL', 'SCATTER_TELLS', 'FIT_MAX', 'nnls', 'convex_fit', 'fall_and_rise', 'chi2_share', 'scatter_range',
+           'scatter_as_sampled', 'median', 'windows', 'rolling_median', 'smoothing_half', 'smooth_evaluations',
+           'convex_low', 'turning_point', 'flat_stretch']
 
 # %% ../nbs/09b_curvefit.ipynb #3da2c739
 def nnls(a: np.ndarray,  # the design matrix, rows × columns
@@ -185,3 +186,94 @@ def rolling_median(values: np.ndarray,  # a 1-D series
     if stride == 1: return med, mad
     at = np.arange(0, n, stride)
     return np.interp(np.arange(n), at, med), None if mad is None else np.interp(np.arange(n), at, mad)
+
+# %% ../nbs/09b_curvefit.ipynb #f473936a
+def smoothing_half(n: int,  # how many evaluations the series has
+                  ) -> int:
+    "The half width of `smooth_evaluations`'s window over `n` evaluations."
+    return max(1, n // 15)
+
+def smooth_evaluations(v: np.ndarray,  # the validation loss, one value per evaluation
+                      ) -> np.ndarray:
+    "The valid loss as a centred moving mean over about a seventh of the evaluations (at least 3)."
+    half = smoothing_half(len(v))
+    # the windows' mean as ndarray.mean takes it: their sum along the rows over the count
+    return np.add.reduce(windows(v, half), axis=1) / (2 * half + 1)
+
+Z_TAIL = 2.326  # the normal's 99th percentile: the noise tests of the onset are at 1% on each side
+
+SCATTER_TELLS = 1 / 3  # the least 1% floor of `scatter_as_sampled` that tells paired steps from drawn ones
+FIT_MAX = 400  # the fall-and-rise fit reads at most this many evaluations (around the bottom)
+
+def convex_low(v: np.ndarray,  # the validation loss, one value per evaluation
+               se: Optional[np.ndarray],  # each evaluation's standard error (None: equal weights)
+               smooth: np.ndarray,  # `smooth_evaluations(v)`
+               bottom: int,  # the index of the smoothed curve's lowest point
+               half: int,  # the smoothing window's half width (`smoothing_half`)
+              ) -> tuple[int, np.ndarray, int]:
+    "The low of a convex fit (1/SE² least squares) over two smoothing windows either side of the bottom."
+    # a moving mean shifts the corner where a fall turns into a rise towards the flatter side by up to its
+    # half width; a convex curve (the shape of a bottom: a fall that slows, a rise that does not) fitted by
+    # least squares, each evaluation weighted by 1/SE², over a smoothing window either side of that, places
+    # a kink where it is and needs no width of its own; a smoothed bottom that is exactly flat is one bottom
+    end = bottom
+    while end + 1 < len(smooth) and smooth[end + 1] <= smooth[bottom]: end += 1
+    lo = max(0, bottom - 2 * half)
+    hi = min(len(v), end + 2 * half + 1)
+    ok = se is not None and bool((np.isfinite(se[lo:hi]) & (se[lo:hi] > 0)).all())
+    w = 1.0 / se[lo:hi] ** 2 if ok else np.ones(hi - lo)
+    fit = convex_fit(v[lo:hi], w)
+    # a bottom the fit leaves exactly flat: its centre (the lowest of noisy points is anywhere on it)
+    low = (fit <= fit.min() + 1e-12 * max(abs(float(fit.min())), 1e-12)).nonzero()[0]
+    return lo + int(low[(len(low) - 1) // 2]), fit, lo
+
+def turning_point(v: np.ndarray,  # the validation loss, one value per evaluation
+                  se: Optional[np.ndarray],  # each evaluation's standard error (None: the convex fit only)
+                  smooth: np.ndarray,  # `smooth_evaluations(v)`
+                  bottom: int,  # the index of the smoothed curve's lowest point
+                  half: int,  # the smoothing window's half width (`smoothing_half`)
+                  best: int,  # the index of the best evaluation (the scatter test reads from there on)
+                 ) -> tuple[int, np.ndarray, int, dict]:
+    "Where the valid loss turns up: a fall-and-rise fit where evaluations scatter as drawn, else convex."
+    # two kinds of noise: evaluations of the same valid rows (what `fit` does) move together, their steps
+    # far smaller than one SE, and what the steps show is the model's own change, which the population's
+    # loss shares: follow the evaluations (the convex fit, locally); evaluations that scatter as independent
+    # draws of their SE (fresh rows each time) carry noise a local fit takes for the bottom on a flat floor
+    # (it lands early): there one smooth curve through all of them, a saturating fall plus a rise, places the
+    # turn. It is taken only when its residuals look like such draws: from the best on, their steps scatter
+    # no less than independent draws of those SEs would (1% test), and in all they are no larger than the SEs
+    # allow (χ²/dof under its 99% quantile); and only where that test can tell: with under 10 evaluations from
+    # the best on its 1% floor is below `SCATTER_TELLS` of an SE, and steps that small pass it as well
+    evidence = {"onset_fit": "convex", "scatter": None, "scatter_floor": None, "fit_chi2_dof": None,
+                "fit_chi2_limit": None}
+    ok = se is not None and len(se) == len(v) and bool((np.isfinite(se) & (se > 0)).all())
+    start = max(0, min(bottom - FIT_MAX // 2, len(v) - FIT_MAX))
+    part = slice(start, start + FIT_MAX)
+    # the test's floor depends on the count of steps alone: where it cannot tell, no curve is fitted
+    evidence["scatter_floor"] = scatter_range(min(len(v), start + FIT_MAX) - best - 1, Z_TAIL)[0]
+    if ok and evidence["scatter_floor"] >= SCATTER_TELLS and len(v[part]) >= 8 and best >= start:
+        fit, _, _, rss = fall_and_rise(v[part], 1.0 / se[part] ** 2)
+        dof = len(fit) - 5  # a, b, c, τ and e0
+        scatter, floor, _ = scatter_as_sampled((v[part] - fit)[best - start:], se[part][best - start:],
+                                               Z_TAIL)
+        limit = chi2_share(dof, Z_TAIL)
+        evidence.update(scatter=scatter, scatter_floor=floor, fit_chi2_dof=rss / dof, fit_chi2_limit=limit)
+        if scatter >= floor >= SCATTER_TELLS and rss / dof <= limit:
+            evidence["onset_fit"] = "fall_and_rise"
+            return start + int(fit.argmin()), fit, start, evidence
+    low, fit, lo = convex_low(v, se, smooth, bottom, half)
+    return low, fit, lo, evidence
+
+def flat_stretch(fit: np.ndarray,  # a fitted curve over part of the evaluations
+                 start: int,  # the evaluation the fit starts at
+                 at: int,  # the evaluation of the fit's low
+                 noise: float,  # how far above the low still counts as flat
+                ) -> tuple[int, int]:
+    "The evaluations around `at` whose fitted loss is within `noise` of the fit's low: (first, last)."
+    i = at - start
+    first = i
+    while first > 0 and fit[first - 1] <= fit[i] + noise: first -= 1
+    last = i
+    while last < len(fit) - 1 and fit[last + 1] <= fit[i] + noise: last += 1
+    return start + first, start + last
+

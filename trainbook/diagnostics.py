@@ -9,16 +9,16 @@ import math
 import struct
 import weakref
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 
-from .core import Finding, History
-from .curvefit import (chi2_share, convex_fit, fall_and_rise, median, rolling_median, scatter_as_sampled,
-                       scatter_range, windows)
+from .core import SEVERITIES, Finding, History
+from .curvefit import (flat_stretch, median, rolling_median, smooth_evaluations, smoothing_half,
+                                turning_point)
 
 # %% auto #0
-__all__ = ['RULES', 'as_history', 'Thresholds', 'diagnose']
+__all__ = ['RULES', 'as_history', 'Thresholds', 'nonfinite_loss', 'diagnose']
 
 # %% ../nbs/09_diagnostics.ipynb #9e7182a0
 def as_history(history,  # a `History`, a `Run` or a tidy DataFrame (step, epoch, split, name, value)
@@ -127,6 +127,44 @@ class Thresholds:
     leak_first: float = 0.03  # a first valid loss below this share of the starting loss is suspicious
     leak_ratio: float = 0.2  # so is a valid loss below this share of the train loss over the later epochs
 
+# %% ../nbs/09_diagnostics.ipynb #0a4733ce
+_NONFINITE_ADVICE = {
+    "train": "lower the learning rate, clip gradients (clip_norm=), check the data for NaN/Inf (check_data) "
+             "and the loss for log(0); fit's NanGuard names the module that made it (locate_nonfinite too)",
+    "valid": "NaN or inf in the validation inputs or labels is the usual cause (tb.check_data on those rows "
+             "finds them)"}
+
+def nonfinite_loss(split: str,  # the split whose loss it was: "train" or "valid"
+                   step: int,  # the step it was logged at (optimizer steps done)
+                   epoch: int,  # the epoch it was logged in
+                   values: dict,  # the non-finite values by the name they were logged under: {"loss": nan}
+                   advice: Optional[str] = None,  # what to do; None: the usual remedy for that split
+                  ) -> Finding:
+    "The `nonfinite` error for a loss logged NaN or inf: its split, where it first showed, the values."
+    listed = ", ".join(f"{name}={value}" for name, value in values.items())
+    data = {"split": split, "step": step, "epoch": epoch, "names": list(values)}
+    return Finding("nonfinite", "error", f"non-finite {split} loss ({listed}) at step {step} (epoch {epoch})",
+                   advice=advice or _NONFINITE_ADVICE[split], data=data)
+
+def _nonfinite(c: dict) -> list[Finding]:
+    "nonfinite: the first NaN/inf loss of the history, train or valid (the earlier; train on a tie)."
+    first = {}  # split -> (step, epoch, {name: value}) where its loss was first logged NaN/inf
+    for split, name in (("train", "loss"), ("train", "epoch_loss"), ("valid", "loss")):
+        steps, epochs, values = _series(c, split, name)
+        bad = np.flatnonzero(~np.isfinite(values))
+        if not len(bad): continue
+        step, epoch, value = int(steps[bad[0]]), int(epochs[bad[0]]), float(values[bad[0]])
+        if split not in first or step < first[split][0]: first[split] = (step, epoch, {})
+        if step == first[split][0]: first[split][2][name] = value  # a step's loss and its epoch's mean, both
+    if not first: return []
+    split = min(first, key=lambda s: (first[s][0], s != "train"))
+    finding = nonfinite_loss(split, *first[split])
+    for other, (step, epoch, _) in first.items():
+        if other == split: continue
+        finding.message += f"; the {other} loss from step {step} (epoch {epoch})"
+        finding.data["also"] = {"split": other, "step": step, "epoch": epoch}
+    return [finding]
+
 # %% ../nbs/09_diagnostics.ipynb #56c42fb9
 def _levels(loss: np.ndarray) -> tuple[float, float, float]:
     "The first step's loss (before any update), the start's and end's: medians of the first and last tenth."
@@ -174,26 +212,26 @@ def _at_prior(c: dict, end: float, noise: float, th: Thresholds) -> Optional[dic
     return {"prior_loss": level, "valid_end": v_end, "valid_se": se_end, "margin": margin, "at_prior": ended}
 
 def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
-    "diverging, not_learning or lr_too_low, from the training loss per step."
+    "nonfinite (alone: nothing else can be measured), else diverging, not_learning or lr_too_low."
+    nonfinite = _nonfinite(c)
+    if nonfinite: return nonfinite  # at any length: one NaN step is news, a short run is not
     steps, _, loss = _series(c, "train", "loss")
     if len(loss) < th.min_steps: return []
-    if not np.isfinite(loss).all():
-        first = int(steps[~np.isfinite(loss)][0])
-        return [Finding("diverging", "error", f"the training loss became non-finite at step {first}",
-                        advice="lower the learning rate, clip gradients, check the data for NaN/Inf "
-                               "and the loss for log(0)",
-                        data={"step": first})]
     first, start, end = _levels(loss)
     _, stage, mad = _stages_of(c, loss)
     noise = _step_noise(mad)
-    # a 3-point median: a lone spike is not a divergence
-    peak = float(rolling_median(loss, 1, spread=False)[0].max())
+    # a 3-point median: a lone spike is not a divergence (and the message's peak and last value are both
+    # that median: a raw peak beside a smoothed end reads as a loss that came back down when it did not)
+    brief = rolling_median(loss, 1, spread=False)[0]
+    top = int(brief.argmax())
+    peak, last = float(brief[top]), float(brief[-1])
     late = float(median(loss[len(loss) // 2:]))
     # the untrained model's loss (the start may already hold the blow-up); a small batch's first loss can be
     # low by chance, so never below the constant predictor's loss (what an untrained model roughly predicts)
     _, _, prior_values = _series(c, "valid", "prior_loss")
     base = max(abs(first), float(median(prior_values)) if len(prior_values) else 0.0, 1e-12)
-    data = {"start_loss": start, "end_loss": end, "peak_loss": peak, "first_loss": first, "noise": noise}
+    data = {"start_loss": start, "end_loss": end, "peak_loss": peak, "first_loss": first, "noise": noise,
+            "peak_step": int(steps[top]), "last_loss": last}
     data.update(untrained_loss=base, peak_threshold=th.diverge_peak * base,
                 end_threshold=th.diverge_end * base, drop=(start - end) / max(abs(start), 1e-12),
                 drop_threshold=th.still)
@@ -202,9 +240,11 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
     # of that one first step (a regression's first batch can be small by chance)
     ended_high = min(end, late) > base + (th.diverge_end - 1) * base and end - base > th.diverge_z * noise
     if blew_up or ended_high:
+        course = (f"rose to {last:.4g} by its last step" if last >= peak else
+                  f"peaked at {peak:.4g} at step {int(steps[top])} and ended at {last:.4g}")
         return [Finding("diverging", "error",
-                        f"the training loss blew up: it started at {first:.4g}, peaked at {peak:.4g} "
-                        f"and ended at {end:.4g}",
+                        f"the training loss blew up: it started at {first:.4g} and {course} "
+                        f"(3-step moving medians: one high step is not a blow-up)",
                         advice="the learning rate is likely too high: lower it (try lr_find), add warmup, "
                                "clip gradients",
                         data=data)]
@@ -221,7 +261,8 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
                         f"{float(loss[jump]):.4g}, {ratio:.3g}× its median) and never recovered: "
                         + (f"it ended at the constant predictor's loss {prior['prior_loss']:.4g} (it predicts "
                            f"the prior and nothing else)" if at_prior else
-                           f"it never fell clearly below its first loss {first:.4g} and ended at {end:.4g}"),
+                           f"it never fell clearly below its first loss {first:.4g} and ended at {end:.4g} "
+                           f"(the median of its last tenth)"),
                         advice="the learning rate is too high: the first updates threw the model off and it "
                                "never learned after: lower the lr about 10× (try lr_find), add warmup, "
                                "clip gradients",
@@ -385,80 +426,6 @@ def _spikes(c: dict, th: Thresholds) -> list[Finding]:
                           "spreads": [float(spread[i]) for i in events[:20]], "spread_threshold": th.spike_z,
                           "rows_per_step": _rows_per_step(c)})]
 
-def _smoothing_half(n: int) -> int:
-    "The half width of `_smooth_evaluations`'s window over `n` evaluations."
-    return max(1, n // 15)
-
-def _smooth_evaluations(v: np.ndarray) -> np.ndarray:
-    "The valid loss as a centred moving mean over about a seventh of the evaluations (at least 3)."
-    half = _smoothing_half(len(v))
-    # the windows' mean as ndarray.mean takes it: their sum along the rows over the count
-    return np.add.reduce(windows(v, half), axis=1) / (2 * half + 1)
-
-_Z_TAIL = 2.326  # the normal's 99th percentile: the noise tests of the onset are at 1% on each side
-
-_SCATTER_TELLS = 1 / 3  # the least 1% floor of `scatter_as_sampled` that tells paired steps from drawn ones
-_FIT_MAX = 400  # the fall-and-rise fit reads at most this many evaluations (around the bottom)
-
-def _convex_low(v: np.ndarray, se: Optional[np.ndarray], smooth: np.ndarray, bottom: int, half: int
-               ) -> tuple[int, np.ndarray, int]:
-    "The low of a convex fit (1/SE² least squares) over two smoothing windows either side of the bottom."
-    # a moving mean shifts the corner where a fall turns into a rise towards the flatter side by up to its
-    # half width; a convex curve (the shape of a bottom: a fall that slows, a rise that does not) fitted by
-    # least squares, each evaluation weighted by 1/SE², over a smoothing window either side of that, places
-    # a kink where it is and needs no width of its own; a smoothed bottom that is exactly flat is one bottom
-    end = bottom
-    while end + 1 < len(smooth) and smooth[end + 1] <= smooth[bottom]: end += 1
-    lo = max(0, bottom - 2 * half)
-    hi = min(len(v), end + 2 * half + 1)
-    ok = se is not None and bool((np.isfinite(se[lo:hi]) & (se[lo:hi] > 0)).all())
-    w = 1.0 / se[lo:hi] ** 2 if ok else np.ones(hi - lo)
-    fit = convex_fit(v[lo:hi], w)
-    # a bottom the fit leaves exactly flat: its centre (the lowest of noisy points is anywhere on it)
-    low = (fit <= fit.min() + 1e-12 * max(abs(float(fit.min())), 1e-12)).nonzero()[0]
-    return lo + int(low[(len(low) - 1) // 2]), fit, lo
-
-def _turning_point(v: np.ndarray, se: Optional[np.ndarray], smooth: np.ndarray, bottom: int, half: int,
-                   best: int) -> tuple[int, np.ndarray, int, dict]:
-    "Where the valid loss turns up: a fall-and-rise fit where evaluations scatter as drawn, else convex."
-    # two kinds of noise: evaluations of the same valid rows (what `fit` does) move together, their steps
-    # far smaller than one SE, and what the steps show is the model's own change, which the population's
-    # loss shares: follow the evaluations (the convex fit, locally); evaluations that scatter as independent
-    # draws of their SE (fresh rows each time) carry noise a local fit takes for the bottom on a flat floor
-    # (it lands early): there one smooth curve through all of them, a saturating fall plus a rise, places the
-    # turn. It is taken only when its residuals look like such draws: from the best on, their steps scatter
-    # no less than independent draws of those SEs would (1% test), and in all they are no larger than the SEs
-    # allow (χ²/dof under its 99% quantile); and only where that test can tell: with under 10 evaluations from
-    # the best on its 1% floor is below `_SCATTER_TELLS` of an SE, and steps that small pass it as well
-    evidence = {"onset_fit": "convex", "scatter": None, "scatter_floor": None, "fit_chi2_dof": None,
-                "fit_chi2_limit": None}
-    ok = se is not None and len(se) == len(v) and bool((np.isfinite(se) & (se > 0)).all())
-    start = max(0, min(bottom - _FIT_MAX // 2, len(v) - _FIT_MAX))
-    part = slice(start, start + _FIT_MAX)
-    # the test's floor depends on the count of steps alone: where it cannot tell, no curve is fitted
-    evidence["scatter_floor"] = scatter_range(min(len(v), start + _FIT_MAX) - best - 1, _Z_TAIL)[0]
-    if ok and evidence["scatter_floor"] >= _SCATTER_TELLS and len(v[part]) >= 8 and best >= start:
-        fit, _, _, rss = fall_and_rise(v[part], 1.0 / se[part] ** 2)
-        dof = len(fit) - 5  # a, b, c, τ and e0
-        scatter, floor, _ = scatter_as_sampled((v[part] - fit)[best - start:], se[part][best - start:],
-                                               _Z_TAIL)
-        limit = chi2_share(dof, _Z_TAIL)
-        evidence.update(scatter=scatter, scatter_floor=floor, fit_chi2_dof=rss / dof, fit_chi2_limit=limit)
-        if scatter >= floor >= _SCATTER_TELLS and rss / dof <= limit:
-            evidence["onset_fit"] = "fall_and_rise"
-            return start + int(fit.argmin()), fit, start, evidence
-    low, fit, lo = _convex_low(v, se, smooth, bottom, half)
-    return low, fit, lo, evidence
-
-def _flat_stretch(fit: np.ndarray, start: int, at: int, noise: float) -> tuple[int, int]:
-    "The evaluations around `at` whose fitted loss is within `noise` of the fit's low: (first, last)."
-    i = at - start
-    first = i
-    while first > 0 and fit[first - 1] <= fit[i] + noise: first -= 1
-    last = i
-    while last < len(fit) - 1 and fit[last + 1] <= fit[i] + noise: last += 1
-    return start + first, start + last
-
 def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     "overfitting: the valid loss rose above its best, by far more than its standard error, and stayed up."
     _, ve, v = _series(c, "valid", "loss")
@@ -468,10 +435,10 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     # evaluation noise picks neither an early dip nor a late one (the first within `overfit_tol` of it);
     # inside that smoothing window, the lowest evaluation itself is the epoch (a moving mean shifts the
     # corner of a fall that turns into a rise towards the side that climbs slower)
-    smooth = _smooth_evaluations(v)
+    smooth = smooth_evaluations(v)
     lowest = smooth.min()
     bottom = int((smooth <= lowest + th.overfit_tol * abs(lowest)).argmax())
-    half = _smoothing_half(len(v))
+    half = smoothing_half(len(v))
     lo = max(0, bottom - half)
     best = lo + int(v[lo:bottom + half + 1].argmin())
     after = len(v) - 1 - best
@@ -519,13 +486,13 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     t_at_best = t[te <= ve[best]]
     if len(t_at_best) and t[-1] >= t_at_best[-1]: return []  # train is not falling: not overfitting
     # where it turned: the rule above decides *whether* (from the bottom's lowest evaluation); the onset is
-    # the evaluation after the low of a fitted curve (`_turning_point`), and the evaluations whose fitted
+    # the evaluation after the low of a fitted curve (`turning_point`), and the evaluations whose fitted
     # loss is within one evaluation's noise of that low (the paired wiggle or the SE, the smaller) are the
     # flat stretch
-    low, fit, start, how = _turning_point(v, se, smooth, bottom, half, best)
+    low, fit, start, how = turning_point(v, se, smooth, bottom, half, best)
     low = min(low, len(v) - 2)
     flat_noise = min(noise, wiggle) if noise > 0 else wiggle
-    first, last = _flat_stretch(fit, start, low, flat_noise)
+    first, last = flat_stretch(fit, start, low, flat_noise)
     onset = int(ve[low + 1])
     gap = float(v[-1] - t[-1])
     notes = []
@@ -769,7 +736,7 @@ def _suspicious_score(c: dict, th: Thresholds) -> list[Finding]:
                                                    "threshold": th.leak_first * start})]
     train_at = dict(zip(te.tolist(), t.tolist()))
     later = [(val, train_at[ep]) for ep, val in zip(ve.tolist(), v.tolist())
-             if ep in train_at and ep >= max(1, ve[-1] // 2)]
+             if ep in train_at and ep >= max(1, ve[-1] // 2) and math.isfinite(train_at[ep])]
     if len(later) < 2: return []
     ratio = float(median(np.array([val / max(tr, 1e-12) for val, tr in later])))
     if ratio >= th.leak_ratio: return []
@@ -783,16 +750,22 @@ RULES = (_loss_trend, _spikes, _overfitting, _gradients, _input_pipeline, _memor
 
 def diagnose(history,  # a `History`, a `Run` or a tidy DataFrame (step, epoch, split, name, value)
              thresholds: Optional[Thresholds] = None,  # the rules' numbers; None: those fitted on the corpus
+             known: Sequence[Finding] = (),  # what the run found itself (NanGuard's): not said again
              ) -> list[Finding]:
-    "Findings about a run from its history alone."
+    "Findings about a run from its history alone, less those of a kind `known` already names as loudly."
     th = thresholds if thresholds is not None else Thresholds()
     if not isinstance(th, Thresholds):
         raise TypeError(f"thresholds must be a trainbook Thresholds, got {type(th).__name__}")
-    return _judge(_curves(as_history(history)), th)
+    # the run's own saw more (NanGuard names the module); a quieter one (a NaN metric) stands for none
+    said = {(f.kind, s) for f in known for s in SEVERITIES[:SEVERITIES.index(f.severity) + 1]}
+    return [f for f in _judge(_curves(as_history(history)), th) if (f.kind, f.severity) not in said]
 
 def _judge(c: dict, th: Thresholds) -> list[Finding]:
-    "Every rule on the curves; a run that blew up has no separate spikes or overfitting: they are the blow-up."
-    found = [f for rule in RULES for f in rule(c, th)]
-    if any(f.kind == "diverging" for f in found):
+    "Every rule on the curves, screened (`_screen`)."
+    return _screen([f for rule in RULES for f in rule(c, th)])
+
+def _screen(found: list) -> list:
+    "A run that blew up (or went NaN) has no separate spikes or overfitting: what its loss did says it all."
+    if any(f.kind in ("diverging", "nonfinite") for f in found):
         found = [f for f in found if f.kind not in ("loss_spikes", "overfitting")]
     return found

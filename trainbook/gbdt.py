@@ -669,7 +669,8 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
              "data_fingerprint": fingerprint_frame(df)}
     def ended(stopped, model=None, best=None, error=None) -> Run:
         rounds, valid_loss = recorder.rounds, recorder.history.series("loss", "valid")
-        found = [f for f in diagnose(recorder.history) if f.kind != "diverging" or stopped != "nonfinite"]
+        found = [f for f in diagnose(recorder.history, known=recorder.state.findings)
+                 if f.kind != "diverging" or stopped != "nonfinite"]
         findings = found + folder.findings
         run = Run(records=recorder.history, config=config, stopped=stopped, findings=findings, model=model,
                   run_dir=run_dir,

@@ -20,7 +20,7 @@ from .gbdt import import_optional
 from .recorder import live_curves
 from .core import Finding, History, TrainConfig, announce, environment
 from .data import TensorLoader
-from .diagnostics import diagnose
+from .diagnostics import diagnose, nonfinite_loss
 from .events import Callbacks, Event, LoopState, session_observers
 from .loop import fit
 from .run import RUNNING, Run, StopReason, remember_run
@@ -148,13 +148,14 @@ def _keras_recorder_class():
             self._honour_stop()
 
         def on_train_end(self, logs=None):
-            findings = diagnose(self.records)
+            own = [self._nonfinite_finding()] if self.nonfinite else []
+            findings = diagnose(self.records, known=own)  # the NaN this callback saw: said once
             control = self.state.control
             stopped = _keras_stop_reason(getattr(self.model, "stop_training", False), self.siblings,
                                         nonfinite="train" in self.nonfinite,
                                         requested=(control.stop_reason or "interrupted") if control.stop else None)
             if self.nonfinite:  # named first; a divergence that ends in NaN is this finding, not another
-                findings = [self._nonfinite_finding()] + [f for f in findings if f.kind != "diverging"]
+                findings = own + [f for f in findings if f.kind != "diverging"]
             self.run = self._run(stopped, findings)
             self.state.findings, self.state.run = findings, self.run
             try: self.folder.write_run(self.run)
@@ -185,12 +186,10 @@ def _keras_recorder_class():
         def _nonfinite_finding(self) -> Finding:
             split = "train" if "train" in self.nonfinite else "valid"
             step, epoch, bad = self.nonfinite[split]
-            listed = ", ".join(f"{k}={v}" for k, v in bad.items())
             advice = ("lower the learning rate or clip gradients (the optimizer's clipnorm=); "
                       "keras.callbacks.TerminateOnNaN stops the run at the first one" if split == "train" else
                       "NaN or inf in the validation inputs or labels is the usual cause (tb.check_data finds them)")
-            return Finding("nonfinite", "error", f"non-finite {split} loss ({listed}) at step {step} (epoch {epoch})",
-                           advice=advice, data={"split": split, "step": step, "epoch": epoch, "names": list(bad)})
+            return nonfinite_loss(split, step, epoch, bad, advice=advice)
 
     return KerasRecorder
 

@@ -654,7 +654,7 @@ class LiveCurves(Callback):
         if self.mode == "widget": self.update(state)
     def after_epoch(self, state):
         if self.mode != "widget": return
-        self.findings = state.findings + diagnose(state.history)
+        self.findings = state.findings + diagnose(state.history, known=state.findings)
         self.update(state, force=True)
 
     def after_fit(self, state):

@@ -13,8 +13,8 @@ import numpy as np
 import torch
 
 from .checkpoint import Checkpointer, check_loadable, check_resume, run_signature
-from .core import Finding, History, TrainConfig, announce, environment, rng_state, set_rng_state
-from .diagnostics import diagnose
+from .core import History, TrainConfig, announce, environment, rng_state, set_rng_state
+from .diagnostics import diagnose, nonfinite_loss
 from .events import Callback, Callbacks, Event, LoopState, session_observers
 from .guard import check_monitor, nonfinite_validation
 from .run import RECORDS, RUNNING, Run, monitored_record, remember_run
@@ -234,7 +234,8 @@ def end_run(state: LoopState,  # the loop's state
             error: Optional[BaseException] = None,  # what ended a failed run
            ) -> Run:
     "Findings, the Run, `last_run()`, [after_fit], run.json and the lock released: every way a run ends."
-    found = [f for f in diagnose(state.history) if f.kind != "diverging" or stopped != "nonfinite"]
+    found = [f for f in diagnose(state.history, known=state.findings)  # NanGuard's nonfinite: not said twice
+             if f.kind != "diverging" or stopped != "nonfinite"]
     state.findings = state.findings + found
     said = state.control.stop_message  # a callback's words on why it stopped the run, beside the reason
     run = run_of(state, stopped, stopper=stopper, checkpointer=checkpointer, environment=environment,
@@ -533,10 +534,9 @@ class Recorder:
 
     def _nonfinite(self, step: int, epoch: int, value: float) -> None:
         if any(f.kind == "nonfinite" for f in self.state.findings): return  # the first one is the news
-        self.state.findings.append(Finding(
-            "nonfinite", "error", f"non-finite loss ({value}) at step {step} (epoch {epoch})",
-            advice="lower the lr or clip gradients; under fp16 try bf16; check the batch of that step",
-            data={"step": step, "epoch": epoch}))
+        self.state.findings.append(nonfinite_loss(
+            "train", step, epoch, {"loss": value},
+            advice="lower the lr or clip gradients; under fp16 try bf16; check the batch of that step"))
         if self.config.on_nonfinite == "stop": self._stop("nonfinite")
 
     def _stop(self, reason: str) -> None:
