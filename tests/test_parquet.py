@@ -10,7 +10,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 
 import trainbook as tb
 from trainbook.events import Callback
-from trainbook.parquet import ParquetLoader, fit_prep, split_files, write_split_column
+from trainbook.parquet import ParquetLoader, as_dataset, fit_prep, split_files, write_split_column
 from helpers import history_without_timing, same_weights
 
 FEATURES = ["x0", "x1", "x2", "x3"]
@@ -154,7 +154,8 @@ def test_prep_auto_on_a_split_column_samples_only_that_part(tmp_path):
 
 def test_bad_input_is_refused_before_any_work(data):
     with pytest.raises(ValueError, match="target column 'label'"): ParquetLoader(data, "label")
-    with pytest.raises(ValueError, match=r"columns \['nope'\]"): ParquetLoader(data, "y", columns=["nope"])
+    with pytest.raises(ValueError, match=r"columns: no column 'x00'.*did you mean 'x0'"):
+        ParquetLoader(data, "y", columns=["x1", "x00"])
     with pytest.raises(ValueError, match="batch_size"): ParquetLoader(data, "y", batch_size=0)
     with pytest.raises(ValueError, match="rank"): ParquetLoader(data, "y", rank=2, world_size=2)
     with pytest.raises(FileNotFoundError, match="no Parquet"): ParquetLoader(data / "missing", "y")
@@ -189,3 +190,115 @@ def test_split_column_keeps_every_group_in_one_part(tmp_path):
                            batch_size=64, shuffle_buffer=2)
         assert dl.n == counts[name]
         assert sorted(rows_of(dl)) == sorted(marked.loc[marked.split == name, "row"].tolist())
+
+
+def test_the_target_among_the_feature_columns_is_refused(data):
+    with pytest.raises(ValueError, match="columns holds the target column 'y'.*drop 'y' from columns"):
+        ParquetLoader(data, "y", columns=["x0", "y"])
+    with pytest.raises(ValueError, match="drop 'y'"): fit_prep(data, "y", ["x0", "y"])
+
+
+def frame(n, seed):
+    r = np.random.default_rng(seed)
+    return pd.DataFrame({"a": r.normal(size=n), "y": r.integers(0, 2, n)})
+
+
+def test_write_split_column_refuses_an_out_dir_holding_an_earlier_copy_unless_overwrite(tmp_path):
+    (tmp_path / "big").mkdir()
+    for i in range(3): frame(30, i).to_parquet(tmp_path / "big" / f"f{i}.parquet")
+    (tmp_path / "small").mkdir()
+    frame(30, 9).to_parquet(tmp_path / "small" / "f.parquet")
+    out = tmp_path / "out"
+    write_split_column(tmp_path / "big", out)
+    before = {f.name: f.read_bytes() for f in out.iterdir()}
+    with pytest.raises(ValueError, match="out_dir .* holds 3 part file.*overwrite=True"):
+        write_split_column(tmp_path / "small", out)
+    assert {f.name: f.read_bytes() for f in out.iterdir()} == before  # refused before anything was written
+    (out / "notes.txt").write_text("mine")
+    counts = write_split_column(tmp_path / "small", out, overwrite=True)
+    assert sorted(f.name for f in out.iterdir()) == ["notes.txt", "part-00000.parquet"]  # the old parts gone
+    assert as_dataset(out).count_rows() == sum(counts.values()) == 30  # notes.txt is no part of the dataset
+    # Parquet files this function did not write are never removed, even with overwrite
+    frame(5, 1).to_parquet(out / "theirs.parquet")
+    with pytest.raises(ValueError, match="theirs.parquet.*empty folder"):
+        write_split_column(tmp_path / "small", out, overwrite=True)
+    assert (out / "theirs.parquet").exists() and (out / "part-00000.parquet").exists()
+
+
+def test_write_split_column_refuses_an_out_dir_that_is_holds_or_sits_in_the_source(tmp_path):
+    src = tmp_path / "same"
+    src.mkdir()
+    frame(30, 0).to_parquet(src / "part-00000.parquet")
+    data = (src / "part-00000.parquet").read_bytes()
+    for out in (src, src / "marked", tmp_path):
+        with pytest.raises(ValueError, match="out_dir .*source.*outside the source"):
+            write_split_column(src, out, overwrite=True)
+    with pytest.raises(ValueError, match="out_dir"):  # the source as a list of files
+        write_split_column([src / "part-00000.parquet"], src, overwrite=True)
+    assert (src / "part-00000.parquet").read_bytes() == data  # the user's file untouched
+    assert sorted(p.name for p in src.iterdir()) == ["part-00000.parquet"]  # no folder made inside it
+
+
+def test_a_target_with_missing_values_is_refused_with_their_count(tmp_path):
+    f = frame(50, 0).astype({"y": float})
+    f.loc[:5, "y"] = np.nan  # 6 nulls in the file
+    f.to_parquet(tmp_path / "nulls.parquet")
+    for prep in ("auto", None):
+        with pytest.raises(ValueError, match="column 'y' has 6 missing value.*nulls.parquet.*drop or fill"):
+            ParquetLoader(tmp_path / "nulls.parquet", "y", prep=prep)
+    # NaN that is no Parquet null (and rows a where= filter keeps): refused when the row group is read
+    y = np.r_[np.full(5, np.nan), np.arange(45) % 2].astype("float64")
+    part = np.where(np.isnan(y), "b", "a")
+    pq.write_table(pa.table({"a": np.arange(50.0), "y": y, "part": part}), tmp_path / "nan.parquet")
+    with pytest.raises(ValueError, match="target column 'y' has 5 missing value.*row group 0 of nan.parquet"):
+        list(ParquetLoader(tmp_path / "nan.parquet", "y", columns=["a"]))
+    with pytest.raises(ValueError, match="has 5 missing"):
+        list(ParquetLoader(tmp_path / "nan.parquet", "y", columns=["a"], where=("part", "b"), prep="auto"))
+    kept = torch.cat([yb for _, yb in ParquetLoader(tmp_path / "nan.parquet", "y", columns=["a"],
+                                                  where=("part", "a"))])
+    assert len(kept) == 45 and not kept.isnan().any()
+
+
+def test_a_class_outside_the_prep_sample_is_refused_and_classes_fixes_it(tmp_path):
+    g = pd.DataFrame({"a": np.arange(400.0), "y": ["a"] * 399 + ["zzz"]})
+    pq.write_table(pa.Table.from_pandas(g), tmp_path / "rare.parquet", row_group_size=50)
+    dl = ParquetLoader(tmp_path / "rare.parquet", "y", batch_size=100, prep="auto", sample_rows=100)
+    assert dl.prep.classes == ["a"]
+    with pytest.raises(ValueError, match=r"holds class\(es\) \['zzz'\] in row group 7 of rare.parquet.*"
+                                         r"every class.*classes="):
+        list(dl)
+    dl = ParquetLoader(tmp_path / "rare.parquet", "y", batch_size=100, prep="auto", sample_rows=100,
+                       classes=["a", "zzz"])
+    labels = torch.cat([yb for _, yb in dl])
+    assert dl.prep.classes == ["a", "zzz"] and dl.prep.task == "binary"
+    assert sorted(labels.tolist()) == [0] * 399 + [1]
+    with pytest.raises(ValueError, match=r"classes=\['zzz'\] lacks class\(es\) \['a'\]"):
+        fit_prep(tmp_path / "rare.parquet", "y", classes=["zzz"], sample_rows=100)
+
+
+def test_messy_folders_are_refused_naming_the_file_and_the_columns(tmp_path):
+    f = pd.DataFrame({"a": np.arange(50.0), "b": np.arange(50.0), "y": np.arange(50) % 2})
+    for name in ("mixed", "zero", "extra", "readme"): (tmp_path / name).mkdir()
+    f.to_parquet(tmp_path / "mixed" / "p1.parquet")
+    f.drop(columns="b").to_parquet(tmp_path / "mixed" / "p2.parquet")
+    with pytest.raises(ValueError, match=r"p2.parquet' lacks column\(s\) \['b'\].*p1.parquet"):
+        ParquetLoader(tmp_path / "mixed", "y")
+    f.drop(columns="b").to_parquet(tmp_path / "extra" / "p1.parquet")
+    f.to_parquet(tmp_path / "extra" / "p2.parquet")
+    with pytest.raises(ValueError, match=r"p2.parquet' adds column\(s\) \['b'\]"):
+        ParquetLoader(tmp_path / "extra", "y")
+    f.to_parquet(tmp_path / "zero" / "p1.parquet")
+    (tmp_path / "zero" / "p2.parquet").write_bytes(b"")
+    with pytest.raises(ValueError, match="p2.parquet' is empty"): ParquetLoader(tmp_path / "zero", "y")
+    f.to_csv(tmp_path / "data.csv")
+    with pytest.raises(ValueError, match="data.csv' is not a Parquet file"):
+        ParquetLoader(tmp_path / "data.csv", "y")
+    (tmp_path / "fake.parquet").write_text("a,b\n1,2\n")
+    with pytest.raises(ValueError, match="fake.parquet' is not a Parquet file"):
+        ParquetLoader([tmp_path / "fake.parquet"], "y")
+    # a folder: only its *.parquet files are read; a README beside them is left out
+    (tmp_path / "readme" / "README.txt").write_text("about the data")
+    with pytest.raises(FileNotFoundError, match=r"no \*.parquet files.*README.txt"):
+        ParquetLoader(tmp_path / "readme", "y")
+    f.to_parquet(tmp_path / "readme" / "p1.parquet")
+    assert ParquetLoader(tmp_path / "readme", "y").n == 50

@@ -292,3 +292,26 @@ def test_a_ray_dataset_is_a_loader():
     assert run.step == 3 * N // 64 and losses[-1] < losses[0]
     with pytest.raises(ValueError, match="target column 'label' not in the dataset"):
         next(iter(ray_engine.RayLoader(ds, target="label")))
+
+
+def test_a_ray_loader_checks_its_columns_from_the_schema_when_made():
+    "A missing or misspelt column, the target among the features, a text column: refused by name when made."
+    import numpy as np, pandas as pd, ray
+    r = np.random.default_rng(0)
+    pdf = pd.DataFrame({"a": r.normal(size=50), "b": r.normal(size=50), "y": r.integers(0, 2, 50)})
+    ds = ray.data.from_pandas(pdf)
+    with pytest.raises(ValueError, match="features: no column 'bb' in the dataset .did you mean 'b'"):
+        ray_engine.RayLoader(ds, "y", features=["a", "bb"])
+    with pytest.raises(ValueError, match="features holds the target column 'y'.*drop 'y' from features"):
+        ray_engine.RayLoader(ds, "y", features=["a", "y"])
+    with pytest.raises(ValueError, match="target column 'yy' not in the dataset .did you mean 'y'"):
+        ray_engine.RayLoader(ds, "yy")
+    text = ray.data.from_pandas(pdf.assign(s="x"))
+    with pytest.raises(ValueError, match=r"column\(s\) 's' \(string\).*drop_columns\(\['s'\]\)"):
+        ray_engine.RayLoader(text, "y")
+    # not a feature, but Ray makes every column of a batch a tensor: it fails there too, in torch's words
+    with pytest.raises(TypeError): next(iter(text.iter_torch_batches(batch_size=50)))
+    with pytest.raises(ValueError, match="'s'"): ray_engine.RayLoader(text, "y", features=["a"])
+    xb, yb = next(iter(ray_engine.RayLoader(text.drop_columns(["s"]), "y", features=["b"], batch_size=50)))
+    assert torch.equal(xb[:, 0], torch.tensor(pdf.b.to_numpy(), dtype=torch.float32))
+    assert torch.equal(yb, torch.tensor(pdf.y.to_numpy()))

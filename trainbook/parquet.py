@@ -4,7 +4,7 @@
 
 # %% ../nbs/18_parquet.ipynb #1735129f
 from __future__ import annotations
-import hashlib, math
+import hashlib, math, re
 from collections import deque
 from pathlib import Path
 from typing import Optional, Union
@@ -14,27 +14,81 @@ import pandas as pd
 import torch
 
 from .checks import infer_task
+from .core import did_you_mean
 from .data import FramePrep, ShardedBatches, make_preprocessor
 
 # %% auto #0
-__all__ = ['as_dataset', 'row_groups', 'fit_prep', 'ParquetLoader', 'split_files', 'write_split_column']
+__all__ = ['as_dataset', 'parquet_files', 'check_same_columns', 'row_groups', 'require_features', 'fit_prep', 'ParquetLoader',
+           'split_files', 'write_split_column']
 
 # %% ../nbs/18_parquet.ipynb #0cb11b4a
-def as_dataset(source,  # a Parquet file or folder, a list of files, or a `pyarrow.dataset.Dataset`
+def as_dataset(source,  # a Parquet file or folder (its *.parquet files), a list of files, or a Dataset
               ):
-    "A `pyarrow.dataset.Dataset` of Parquet files."
+    """A `pyarrow.dataset.Dataset` of Parquet files. A folder gives the files named `*.parquet` in it and its
+    subfolders (others, such as a README, `_SUCCESS` or `.crc` files, are left out); every file must be a
+    Parquet file with the same columns as the first (a file that is not, or that lacks or adds a column, is
+    named)."""
     import pyarrow.dataset as ds
     if isinstance(source, ds.Dataset): return source
     if isinstance(source, (str, Path)):
-        if not Path(source).exists(): raise FileNotFoundError(f"no Parquet file or folder at {str(source)!r}")
-        return ds.dataset(str(source), format="parquet")
-    if isinstance(source, (list, tuple)):
+        path = Path(source)
+        if not path.exists(): raise FileNotFoundError(f"no Parquet file or folder at {str(source)!r}")
+        files = parquet_files(path) if path.is_dir() else [path]
+    elif isinstance(source, (list, tuple)):
         if not source: raise ValueError("the list of Parquet files is empty")
-        missing = [str(p) for p in source if not Path(p).exists()]
+        missing = [str(p) for p in source if not Path(p).is_file()]
         if missing: raise FileNotFoundError(f"Parquet file(s) not found: {', '.join(missing[:5])}")
-        return ds.dataset([str(p) for p in source], format="parquet")
-    raise TypeError(f"source must be a path, a list of paths or a pyarrow.dataset.Dataset, got "
-                    f"{type(source).__name__}")
+        files = [Path(p) for p in source]
+    else:
+        raise TypeError(f"source must be a path, a list of paths or a pyarrow.dataset.Dataset, got "
+                        f"{type(source).__name__}")
+    check_same_columns(files)
+    return ds.dataset([str(p) for p in files], format="parquet")
+
+def parquet_files(folder: Path,  # a folder of Parquet files (subfolders too)
+                 ) -> list:
+    "The `*.parquet` files under `folder`, sorted; names starting with '.' or '_' left out (as pyarrow does)."
+    hidden = lambda p: any(part.startswith((".", "_")) for part in p.relative_to(folder).parts)
+    files = sorted(p for p in folder.rglob("*.parquet") if p.is_file() and not hidden(p))
+    if not files:
+        others = sorted(p.name for p in folder.rglob("*") if p.is_file())
+        raise FileNotFoundError(f"no *.parquet files in folder {str(folder)!r} (only files named *.parquet "
+                                f"are read); it holds: {', '.join(others[:5]) or 'nothing'}")
+    return files
+
+def _file_columns(path: Path) -> list:
+    "The column names in a Parquet file's footer; a file that is empty or not Parquet: a ValueError naming it."
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    if path.stat().st_size == 0:
+        raise ValueError(f"Parquet file {str(path)!r} is empty (0 bytes; an interrupted write?): "
+                         "write it again, or delete it")
+    with open(path, "rb") as f:
+        head = f.read(4)
+        f.seek(-4, 2)
+        tail = f.read(4)
+    if head != b"PAR1" or tail != b"PAR1":
+        raise ValueError(f"{str(path)!r} is not a Parquet file (no PAR1 marker; a CSV, or a write cut "
+                         "short?): convert it (pd.read_csv(path).to_parquet(...)), or leave it out of the dataset")
+    try: return pq.read_schema(path).names
+    except (pa.ArrowException, OSError) as e:
+        raise ValueError(f"Parquet file {str(path)!r} cannot be read ({e}): write it again, "
+                         "or leave it out") from e
+
+def check_same_columns(files: list,  # Parquet file paths, the first one the reference
+                      ) -> None:
+    "Every file is a readable Parquet file with the first file's columns; the first that is not: a ValueError."
+    first = _file_columns(Path(files[0]))
+    for path in files[1:]:
+        names = _file_columns(Path(path))
+        if names == first: continue
+        lacks, adds = [c for c in first if c not in names], [c for c in names if c not in first]
+        if not lacks and not adds: continue  # the same columns in another order: read by name
+        what = "; ".join(([f"lacks column(s) {lacks}"] if lacks else [])
+                         + ([f"adds column(s) {adds}"] if adds else []))
+        raise ValueError(f"Parquet file {str(path)!r} {what} compared with the first file {str(files[0])!r}: "
+                         "the files of one dataset need the same columns; write them again with the same "
+                         "columns, or pass a list of the files that match")
 
 def row_groups(dataset,  # a `pyarrow.dataset.Dataset`
               ) -> list:
@@ -67,6 +121,29 @@ def _compact(chunks: deque):
     "Copy the rows still to be yielded out of their buffers, so a buffer is freed before the next is read."
     for i, (x, y, idx) in enumerate(chunks): chunks[i] = (x[idx], y[idx], torch.arange(len(idx)))
 
+def require_features(names: list,  # the dataset's column names
+                     target: str,  # the label column
+                     features: Optional[list] = None,  # feature columns asked for (None: all but the target)
+                     arg: str = "columns",  # the argument that named the features, for the message
+                    ) -> list:
+    "The feature columns: `features`, each a column of `names`, none the target; None = every column but it."
+    names = list(names)
+    shown = ", ".join(map(str, names[:20])) + (", ..." if len(names) > 20 else "")
+    if target not in names:
+        raise ValueError(f"target column {target!r} not in the dataset{did_you_mean(target, names)}; "
+                         f"columns are: {shown}")
+    if features is None: features = [c for c in names if c != target]
+    features = [features] if isinstance(features, str) else list(features)
+    for c in features:
+        if c not in names:
+            raise ValueError(f"{arg}: no column {c!r} in the dataset{did_you_mean(c, names)}; "
+                             f"columns are: {shown}")
+    if target in features:  # the label as an input: a perfect score that means nothing
+        raise ValueError(f"{arg} holds the target column {target!r}: the model would get the label as an "
+                         f"input; drop {target!r} from {arg}")
+    if not features: raise ValueError(f"no feature columns: the dataset holds only the target {target!r}")
+    return features
+
 def _classes(values) -> list:
     return sorted(pd.unique(pd.Series(values).dropna()).tolist(), key=lambda v: (str(type(v)), v))
 
@@ -78,6 +155,7 @@ def fit_prep(source,  # a Parquet file or folder, a list of files, or a `pyarrow
              seed: int = 0,  # the sample's seed
              task: str = "auto",  # 'auto' (from the sample's target), 'binary', 'multiclass' or 'regression'
              where: Optional[tuple] = None,  # (column, value): sample only those rows (the training part)
+             classes: Optional[list] = None,  # every class of the target, in label order (None: the sample's)
             ) -> tuple[FramePrep, dict]:
     "`make_preprocessor` fitted on a seeded sample of the rows: the `FramePrep` and what the sample was."
     import pyarrow as pa
@@ -100,8 +178,19 @@ def fit_prep(source,  # a Parquet file or folder, a list of files, or a `pyarrow
     sample = pa.concat_tables(tables).select(columns + [target]).to_pandas()
     if sample.empty: raise ValueError(f"no rows to fit the preprocessing on (where={where!r})")
     if len(sample) > sample_rows: sample = sample.sample(sample_rows, random_state=seed).sort_index()
+    nulls = int(sample[target].isna().sum())
+    if nulls:
+        raise ValueError(f"target column {target!r} has {nulls} missing value(s) in the sample of "
+                         f"{len(sample)} rows: drop or fill those rows in the files first (or keep them out with where=)")
+    if classes is not None:  # the classes given: the sample need not hold every one
+        classes = list(classes)
+        unknown = sorted(set(_classes(sample[target])) - set(classes), key=str)
+        if unknown:
+            raise ValueError(f"classes={classes!r} lacks class(es) {unknown[:10]} of target {target!r}")
+        if task == "auto": task = "binary" if len(classes) <= 2 else "multiclass"
     task = infer_task(sample[target]) if task == "auto" else task
-    classes = _classes(sample[target]) if task != "regression" else None
+    if task != "regression" and classes is None: classes = _classes(sample[target])
+    if task == "regression": classes = None
     y = sample[target].to_numpy(dtype=float) if classes is None else \
         pd.Categorical(sample[target], categories=classes).codes
     tf = make_preprocessor(sample, target).fit(sample[columns], y)
@@ -110,16 +199,7 @@ def fit_prep(source,  # a Parquet file or folder, a list of files, or a `pyarrow
     return FramePrep(tf, columns, target, task, classes), info
 
 def _columns(dataset, target: str, columns) -> list:
-    names = dataset.schema.names
-    if target not in names:
-        raise ValueError(f"target column {target!r} not in the Parquet dataset; columns are: "
-                         + ", ".join(names[:20]))
-    if columns is None: return [c for c in names if c != target]
-    missing = [c for c in columns if c not in names]
-    if missing:
-        raise ValueError(f"columns {missing} not in the Parquet dataset; columns are: "
-                         + ", ".join(names[:20]))
-    return list(columns)
+    return require_features(dataset.schema.names, target, columns, "columns")
 
 # %% ../nbs/18_parquet.ipynb #0730d70b
 class ParquetLoader(ShardedBatches):
@@ -138,6 +218,7 @@ class ParquetLoader(ShardedBatches):
                  drop_last: bool = False,  # leave out the last, smaller batch
                  sample_rows: int = 100_000,  # rows `prep="auto"` is fitted on
                  where: Optional[tuple] = None,  # (column, value): only rows whose column equals value
+                 classes: Optional[list] = None,  # prep="auto": every class in label order (None: sample's)
                 ):
         self.dataset = as_dataset(source)
         self.columns = _columns(self.dataset, target, columns)
@@ -158,10 +239,15 @@ class ParquetLoader(ShardedBatches):
         self.n = int(self.sizes.sum())
         if self.n == 0:
             raise ValueError("the Parquet dataset has no rows" + (f" where {where}" if where else ""))
+        self._check_target_nulls()
         self.prep_sample = None
+        if classes is not None and prep != "auto":
+            raise ValueError("classes= is what prep='auto' encodes the target by; a FramePrep has its own "
+                             "classes")
         if isinstance(prep, str):
             if prep != "auto": raise ValueError(f"prep must be a FramePrep, 'auto' or None, got {prep!r}")
-            prep, self.prep_sample = fit_prep(self.dataset, target, self.columns, sample_rows, seed, where=where)
+            prep, self.prep_sample = fit_prep(self.dataset, target, self.columns, sample_rows, seed,
+                                              where=where, classes=classes)
             self.prep_sample["of_rows"] = self.n
         if prep is not None and not isinstance(prep, FramePrep):
             raise TypeError(f"prep must be a FramePrep, 'auto' or None, got {type(prep).__name__}")
@@ -175,6 +261,48 @@ class ParquetLoader(ShardedBatches):
         if self.where is None: return rows
         col = frag.subset(row_group_ids=[i]).to_table(columns=[self.where[0]]).column(0)
         return int(np.sum(col.to_numpy(zero_copy_only=False) == self.where[1]))
+
+    def _check_target_nulls(self):
+        "Refuse a target with missing values, counted in the file footers' statistics (no data is read)."
+        if self.where is not None: return  # the footers count every row, the loader only some: see _labels
+        nulls, first = 0, None
+        for frag, i, _ in self.groups:
+            meta = frag.metadata
+            if self.target not in meta.schema.names: continue
+            stats = meta.row_group(i).column(meta.schema.names.index(self.target)).statistics
+            if stats is None or not stats.has_null_count or not stats.null_count: continue
+            nulls += stats.null_count
+            first = first or Path(frag.path).name
+        if nulls:
+            raise ValueError(f"target column {self.target!r} has {nulls} missing value(s) (the first in "
+                             f"{first}): drop or fill those rows in the files, or mark them in a column and keep "
+                             "them out with where=(column, value)")
+
+    def _labels(self, target: pd.Series,  # a row group's target values
+                origin: str,  # where they come from, for the message
+               ) -> torch.Tensor:
+        "The target as labels: class codes (prep's classes), else numbers; a missing or unknown value refused."
+        classes = self.prep.classes if self.prep is not None else None
+        if classes is not None:
+            codes = pd.Index(classes).get_indexer(target).astype(np.int64)
+            bad = codes < 0  # missing, or a class the prep was not fitted on
+            if not bad.any(): return torch.from_numpy(codes)
+        elif self.prep is None and target.dtype.kind in "iub":  # integers without nulls: labels as they are
+            return torch.from_numpy(target.to_numpy().astype(np.int64))
+        else:  # numbers (a regression target, or integers with nulls): NaN is missing
+            y = target.to_numpy(dtype=np.float32, na_value=np.nan)
+            bad = np.isnan(y)
+            if not bad.any(): return torch.from_numpy(y)
+        missing = int(target[bad].isna().sum())
+        if missing:
+            raise ValueError(f"target column {self.target!r} has {missing} missing value(s) in {origin}: "
+                             "drop or fill those rows in the files, or mark them in a column and keep them out with "
+                             "where=(column, value)")
+        unseen = sorted(set(target[bad].tolist()), key=str)
+        raise ValueError(f"target column {self.target!r} holds class(es) {unseen[:10]} in {origin} that the "
+                         f"prep was not fitted on (its classes: {classes[:20]}): the prep sample must include "
+                         "every class; pass classes=[...] (every class) with prep='auto', a larger sample_rows, "
+                         "or a FramePrep fitted on rows holding every class")
 
     def _check_numeric(self):
         import pyarrow.types as pt
@@ -204,7 +332,7 @@ class ParquetLoader(ShardedBatches):
             frag, i, _ = self.groups[u]
             table = frag.subset(row_group_ids=[i]).to_table(columns=names)
             if self.where is not None: table = table.filter(pc.equal(table[self.where[0]], self.where[1]))
-            xu, yu = self._tensors(table)
+            xu, yu = self._tensors(table, f"row group {i} of {Path(frag.path).name}")
             del table
             if x is None:
                 x = torch.empty((rows, xu.shape[1]), dtype=xu.dtype)
@@ -217,22 +345,16 @@ class ParquetLoader(ShardedBatches):
         perm = np.random.default_rng(_key(self.seed, self.epoch, b)).permutation(len(y))
         return x, y, torch.from_numpy(perm)
 
-    def _tensors(self, table) -> tuple:
+    def _tensors(self, table,  # a row group's rows (the loader's columns)
+                 origin: str = "the table",  # where they come from, for the messages
+                ) -> tuple:
         "A table's rows as (features float32, target) tensors."
         if self.prep is not None:
             frame = table.select(self.columns + [self.target]).to_pandas()
-            x = self.prep.transform(frame[self.columns]).float()
-            target = frame[self.target]
-            if self.prep.classes is None: y = torch.tensor(target.to_numpy(dtype=np.float32))
-            else:
-                codes = pd.Categorical(target, categories=self.prep.classes).codes
-                y = torch.from_numpy(codes.astype(np.int64))
-            return x, y
+            return self.prep.transform(frame[self.columns]).float(), self._labels(frame[self.target], origin)
         x = np.empty((table.num_rows, len(self.columns)), dtype=np.float32)
         for j, c in enumerate(self.columns): x[:, j] = table.column(c).to_numpy(zero_copy_only=False)
-        y = table.column(self.target).to_numpy(zero_copy_only=False)
-        y = y.astype(np.int64) if y.dtype.kind in "iub" else y.astype(np.float32)
-        return torch.from_numpy(x), torch.from_numpy(y)
+        return torch.from_numpy(x), self._labels(table.column(self.target).to_pandas(), origin)
 
     def locate(self, position: int,  # batches already yielded this epoch
               ) -> dict:
@@ -324,6 +446,31 @@ def split_files(source,  # a Parquet folder, a list of files, or a `pyarrow.data
                          "by rows with write_split_column")
     return out
 
+_PART = re.compile(r"part-\d{5}\.parquet")  # the names of the files write_split_column writes
+
+def _check_out_dir(source, files: list, out_dir: Path, overwrite: bool) -> list:
+    "`out_dir` is not, holds nor sits in the source, nor holds others' Parquet files; the old parts to remove."
+    out = out_dir.resolve()
+    inputs = [Path(f).resolve() for f in files]
+    roots = [Path(source).resolve()] if isinstance(source, (str, Path)) and Path(source).is_dir() else []
+    roots += [f.parent for f in inputs]  # the folders the source files are in
+    clash = next((r for r in roots if out == r or r in out.parents), None)
+    clash = clash or next((f for f in inputs if out in f.parents), None)
+    if clash is not None:
+        raise ValueError(f"out_dir {str(out_dir)!r} is, holds or sits inside the source ({str(clash)!r}): "
+                         "the copy would rewrite or mix with the files it reads; pass an out_dir outside the source")
+    if not out.is_dir(): return []
+    found = sorted(f for f in out.rglob("*.parquet") if f.is_file())
+    ours = [f for f in found if f.parent == out and _PART.fullmatch(f.name)]
+    theirs = [f for f in found if f not in ours]
+    if theirs:
+        raise ValueError(f"out_dir {str(out_dir)!r} holds Parquet files write_split_column did not write "
+                         f"({', '.join(f.name for f in theirs[:5])}): pass an empty folder as out_dir")
+    if not overwrite:
+        raise ValueError(f"out_dir {str(out_dir)!r} already holds {len(ours)} part file(s) of an earlier "
+                         "copy: pass overwrite=True to replace them, or another out_dir")
+    return ours
+
 def write_split_column(source,  # a Parquet folder, a list of files, or a `pyarrow.dataset.Dataset`
                        out_dir,  # the folder the copy with the split column goes to (one file per input file)
                        groups: Optional[str] = None,  # entity column: every row of a group in one part
@@ -331,6 +478,7 @@ def write_split_column(source,  # a Parquet folder, a list of files, or a `pyarr
                        test_size: float = 0.0,  # share for test
                        seed: int = 0,  # seed of the hash
                        column: str = "split",  # the name of the split column
+                       overwrite: bool = False,  # replace the part files of an earlier copy in out_dir
                       ) -> dict:
     "A copy of the dataset with a `column` naming each row's part, one row group at a time: rows per part."
     import pyarrow as pa
@@ -342,6 +490,9 @@ def write_split_column(source,  # a Parquet folder, a list of files, or a `pyarr
                          + ", ".join(dataset.schema.names[:20]))
     if column in dataset.schema.names: raise ValueError(f"the dataset already has a column {column!r}")
     out_dir = Path(out_dir)
+    # checked before anything is written
+    old = _check_out_dir(source, getattr(dataset, "files", []), out_dir, overwrite)
+    for f in old: f.unlink()  # an earlier copy's parts: one of more files would stay and mix with this one
     out_dir.mkdir(parents=True, exist_ok=True)
     counts = {"train": 0, "valid": 0, "test": 0}
     for k, frag in enumerate(dataset.get_fragments()):

@@ -11,11 +11,12 @@ from typing import Any, Callable, Optional, Union
 from .core import History
 from .distributed import LaunchError, launch_live_curves, pickle_by_value
 from .events import Callback, add_session_observer, remove_session_observer
+from .parquet import require_features
 from .tuning import TRIAL_OBSERVER, MonitorReport, new_study_name
 
 # %% auto #0
 __all__ = ['LocalNotes', 'init_local', 'Collector', 'in_worker', 'RayReport', 'worker_resume', 'train_loop', 'launch',
-           'dataset_shard', 'RayLoader', 'TuneReport', 'in_trial', 'trial_main', 'search']
+           'dataset_shard', 'require_tensor_columns', 'RayLoader', 'TuneReport', 'in_trial', 'trial_main', 'search']
 
 # %% ../nbs/14a_ray.ipynb #8888818f
 class LocalNotes(logging.Filter):
@@ -290,6 +291,29 @@ def dataset_shard(name: str = "train",  # the key in `launch(datasets=...)`
     import ray.train
     return ray.train.get_dataset_shard(name)
 
+def _numeric(t) -> Optional[bool]:
+    "Whether a Ray Dataset column's type becomes a number tensor (numbers, lists or tensors of them); None: unknown"
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.types as pt
+    if isinstance(t, np.dtype): return t.kind in "biuf"
+    if not isinstance(t, pa.DataType): return None  # e.g. a pandas categorical: Ray cannot say
+    inner = getattr(t, "scalar_type", None)  # Ray's tensor extension types
+    if inner is None and (pt.is_list(t) or pt.is_large_list(t) or pt.is_fixed_size_list(t)):
+        inner = t.value_type
+    if inner is not None: return _numeric(inner)
+    return pt.is_integer(t) or pt.is_floating(t) or pt.is_boolean(t)
+
+def require_tensor_columns(schema,  # a Ray Dataset's schema (`ds.schema()`)
+                          ) -> None:
+    "Every column can become a torch tensor (`iter_torch_batches` converts them all); one that cannot: named."
+    bad = [(n, t) for n, t in zip(schema.names, schema.types) if _numeric(t) is False]
+    if bad:
+        shown = ", ".join(f"{n!r} ({t})" for n, t in bad[:5])
+        raise ValueError(f"column(s) {shown} of the Ray Dataset are not numbers, and every column of a batch "
+                         "becomes a torch tensor: encode them as numbers (a ray.data.preprocessors encoder), "
+                         f"or drop them before the loader: ds.drop_columns({[n for n, _ in bad]!r})")
+
 class RayLoader:
     "A Ray Dataset (or a worker's shard of one) as re-iterable `(xb, yb)` batches for `fit`."
     def __init__(self,
@@ -304,6 +328,10 @@ class RayLoader:
             raise TypeError(f"dataset must be a Ray Dataset or DataIterator, got {type(dataset).__name__}")
         if not isinstance(batch_size, int) or batch_size <= 0:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        schema = dataset.schema() if hasattr(dataset, "schema") else None  # metadata (or one block), no rows
+        if schema is not None:  # checked up front, not at the first batch (a worker's, maybe)
+            features = require_features(schema.names, target, features, "features")
+            require_tensor_columns(schema)
         self.dataset, self.target, self.features = dataset, target, features
         self.batch_size, self.drop_last, self.dtype = batch_size, drop_last, dtype
         from ray.data import DataIterator
