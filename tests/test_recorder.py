@@ -315,14 +315,15 @@ def test_epochs_given_to_validate_only_go_forward_and_are_ints():
     with Recorder(live=False) as rec:
         rec.step(1.0)
         rec.validate(0.9, epoch=5)
-        with pytest.raises(ValueError, match="epoch=2 comes before epoch 5"):
+        with pytest.raises(ValueError, match="epoch=2 is not after epoch 5"):
             rec.validate(0.8, epoch=2)
         with pytest.raises(ValueError, match="non-negative int"):
             rec.end_epoch(epoch=6.0)
-        rec.validate(0.7, epoch=5)  # a second validation of the epoch that ended is taken
+        with pytest.raises(ValueError, match="epoch=5 is not after epoch 5"):  # it replaced epoch 5's records
+            rec.validate(0.7, epoch=5)
         rec.step(1.0)
         rec.validate(0.6)  # counted on from the last one
-    assert [r[1] for r in rec.run.records.rows() if r[2:4] == ("valid", "loss")] == [5, 5, 6]
+    assert [r[1] for r in rec.run.records.rows() if r[2:4] == ("valid", "loss")] == [5, 6]
 
 
 def test_a_validation_without_the_monitored_value_and_a_reserved_name_are_refused():

@@ -2,7 +2,7 @@
 Ctrl-C while a run's end waits, a tracked process SIGKILLed, bad param names, track=False/True. A real MLflow server
 is started once for the module on 127.0.0.1 and stopped by its pid; the test reaches it through a TCP proxy it can
 cut and restore, which is what a client sees when a server goes away and comes back."""
-import json, os, signal, socket, subprocess, sys, textwrap, threading, time
+import json, os, shutil, signal, socket, subprocess, sys, textwrap, threading, time
 from pathlib import Path
 
 import pytest
@@ -201,6 +201,8 @@ def test_a_sigkilled_tracked_run_is_killed_in_runs_and_loads_to_its_last_epoch(t
     from_folder = tb.Run.load(tmp_path / "run")  # its writer is gone: killed, and how to go on
     assert from_folder.records.rows() == run.records.rows() and from_folder.stopped == "killed"
     assert f"resume={str(tmp_path / 'run' / 'last.pt')!r}" in from_folder.findings[-1].advice
+    shutil.copytree(tmp_path / "run", tmp_path / "copy")  # a copy's advice names the copy's last.pt
+    assert f"resume={str(tmp_path / 'copy' / 'last.pt')!r}" in tb.Run.load(tmp_path / "copy").findings[-1].advice
 
 
 def test_bad_param_names_cost_nothing_else(sqlite_uri):

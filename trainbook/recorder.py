@@ -580,11 +580,11 @@ class Recorder:
         self._save_last()  # the next epoch's start: a killed run resumes from here
 
     def _check_epoch(self, epoch) -> int:
-        "The epoch `validate` / `end_epoch` was given: an int, not before the last one closed."
+        "The epoch `validate` / `end_epoch` was given: an int, after the last one closed."
         if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 0:
             raise ValueError(f"epoch must be a non-negative int (the epoch that ends), got {epoch!r}")
-        if epoch < self._closed:
-            raise ValueError(f"epoch={epoch} comes before epoch {self._closed}, which this run has closed already: "
+        if epoch <= self._closed:
+            raise ValueError(f"epoch={epoch} is not after epoch {self._closed}, which this run has closed already: "
                              "epochs only go forward; pass the epoch that ends, or leave epoch= out to count them")
         return int(epoch)
 

@@ -196,12 +196,12 @@ class Run:
         except (OSError, UnicodeDecodeError, ValueError) as e:
             raise RunFileError(f"{str(file)!r} is not a readable run record (JSON expected): {e}") from None
         run = cls.from_dict(record, where=repr(str(file)))
-        if run.stopped == RUNNING and process_alive(run.extra.get("writer")) is False: mark_killed(run)
         # a folder moved or copied, or a relative checkpoint_dir read from elsewhere: its files are the ones
         # beside this run.json (the recorded paths may name another folder, or none from here)
         if run.run_dir is not None:
             run.run_dir = file.parent
             run.best_path, run.last_path = (_beside(p, file.parent) for p in (run.best_path, run.last_path))
+        if run.stopped == RUNNING and process_alive(run.extra.get("writer")) is False: mark_killed(run)
         return run
 
     def __repr__(self):
