@@ -198,3 +198,15 @@ def test_a_run_still_going_loads_as_running(tmp_path):
     run = fit(tmp_path, callbacks=[Peek()])
     assert [r.stopped for r in seen] == ["running", "running"] and not any(f.kind == "killed" for f in seen[0].findings)
     assert tb.Run.load(tmp_path).stopped == run.stopped == "completed"
+
+
+def test_a_relative_checkpoint_dir_is_recorded_as_the_folder_it_named(tmp_path, monkeypatch):
+    "Seen: run_dir 'ck' and last_path 'ck/last.pt' were relative: after os.chdir, resume=run.last_path failed."
+    monkeypatch.chdir(tmp_path)
+    run = fit("ck")
+    assert run.run_dir == tmp_path / "ck" and run.last_path == tmp_path / "ck" / "last.pt"
+    assert tb.Run.load(tmp_path / "ck").run_dir == tmp_path / "ck"
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    again = fit("ck", epochs=3, resume=run.last_path)  # the checkpoint found from here; its own folder kept
+    assert again.run_dir == tmp_path / "elsewhere" / "ck" and again.epoch == 2 and again.step > run.step

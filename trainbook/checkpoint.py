@@ -341,7 +341,8 @@ def prepare_run_dir(checkpoint_dir: str | Path | None,  # the folder asked for (
                    ) -> tuple[Optional[Path], Optional[Finding]]:
     "The folder this run writes to, checked writable and claimed, so no earlier run's files are replaced."
     if checkpoint_dir is None: return None, None
-    base = probe_writable(checkpoint_dir, "checkpoint_dir")
+    # absolute: the Run, run.json and a tracker's tag name the folder from any working folder, after a chdir too
+    base = probe_writable(Path(checkpoint_dir).expanduser().absolute(), "checkpoint_dir")
     here = _in_place(base, resume) if resume is not None else None
     if here is not None:  # a resumed run continues in its own folder
         _claim(here, force=True)
