@@ -15,6 +15,7 @@ import trainbook as tb
 from trainbook.data import TensorLoader
 from trainbook.events import Callback
 from trainbook.jax_loop import KeyStreams, fit_flax, optax_schedule, read_flax_checkpoint, schedule_lr
+from helpers import TIMING
 
 
 class MLP(nnx.Module):
@@ -601,3 +602,19 @@ def test_max_steps_inside_an_epoch_ends_it_with_records_and_validation_and_resum
     again = fit_flax(MLP(seed=4), None, shuffled(64), valid, ce, cfg("a", 12), resume=cut.run_dir, live=False)
     assert again.step == 12 and [r[:4] for r in again.records.rows()] == [r[:4] for r in straight.records.rows()]
     np.testing.assert_allclose(again.metrics().to_numpy(float), straight.metrics().to_numpy(float), rtol=1e-5)
+
+
+def test_a_resume_at_max_steps_takes_no_step(tmp_path):
+    "As fit: resume with the same max_steps took one more step."
+    X, y = data(n=64)
+    cfg = tb.TrainConfig(epochs=3, lr=1e-2, seed=3, max_steps=10, checkpoint_dir=str(tmp_path))
+    model = MLP()
+    run = fit_flax(model, None, shuffled(64), batches(X[:32], y[:32], 16), ce, cfg, live=False)
+    before = params_of(model)
+    with pytest.warns(UserWarning, match=r"already took 10 optimizer step\(s\)"):
+        again = fit_flax(model, None, shuffled(64), batches(X[:32], y[:32], 16), ce, cfg, resume=tmp_path,
+                         live=False)
+    assert (again.stopped, again.step) == ("max_steps", 10)
+    timeless = lambda r: [row for row in r.records.rows() if row[3] not in TIMING]
+    assert timeless(again) == timeless(run)  # the epoch's end redone once, no step
+    assert_params_close(params_of(model), before, tol=0)

@@ -552,3 +552,18 @@ def test_a_float64_model_on_float32_batches_is_named_at_the_first_step():
     run = tb.fit(model.float(), dl, loss_fn=nn.MSELoss(), live=False,
                  config=tb.TrainConfig(epochs=1, device="cpu"))
     assert run.stopped == "completed" and run.step == 4  # the fix the message names trains
+
+
+def test_a_resume_at_max_steps_takes_no_step(tmp_path):
+    "Seen: resume with the same max_steps took one more step (and validated it): 15 -> 16."
+    X, y = blobs(n=128)
+    dl, dv = tb.TensorLoader(X, y, batch_size=32), [(X[:64], y[:64])]
+    cfg = tb.TrainConfig(epochs=3, max_steps=6, device="cpu", checkpoint_dir=str(tmp_path))
+    model = mlp()
+    run = tb.fit(model, dl, dv, loss_fn=CE, live=False, config=cfg)
+    before = copy.deepcopy(model.state_dict())
+    with pytest.warns(UserWarning, match=r"already took 6 optimizer step\(s\), TrainConfig.max_steps=6"):
+        again = tb.fit(model, dl, dv, loss_fn=CE, live=False, config=cfg, resume=tmp_path)
+    assert (again.stopped, again.step) == ("max_steps", 6)
+    assert history_without_timing(again) == history_without_timing(run)  # the epoch's end redone once, no step
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())

@@ -5,6 +5,7 @@
 # %% ../nbs/06_checkpoint.ipynb #fb01ea68
 from __future__ import annotations
 import collections, io, json, os, pickle, re, reprlib, tempfile, threading, time, warnings, zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -22,7 +23,7 @@ from .run import json_safe, write_run_record
 __all__ = ['FORMAT', 'RUN_FILES', 'unwrap', 'check_loadable', 'save_checkpoint', 'CheckpointError', 'UnsafeCheckpointError',
            'checkpoint_file', 'read_checkpoint', 'restore_checkpoint', 'load_checkpoint', 'FindingsPart', 'unwritable',
            'probe_writable', 'RunFolderBusy', 'folder_writer', 'release_run_dir', 'prepare_run_dir', 'run_signature',
-           'saved_signature', 'resume_changes', 'check_epochs_left', 'check_resume', 'Checkpointer']
+           'saved_signature', 'resume_changes', 'check_epochs_left', 'check_resume', 'Checkpointer', 'Position']
 
 # %% ../nbs/06_checkpoint.ipynb #f4a0ad9b
 from .core import atomic_write
@@ -454,9 +455,15 @@ def resume_changes(saved: dict,  # the signature of the checkpoint's run (`saved
 # %% ../nbs/06_checkpoint.ipynb #667a9f9e
 def check_epochs_left(epoch: int,  # the epoch the checkpoint resumes at
                       batch_idx: int,  # batches of that epoch already done
-                      epochs: int,  # TrainConfig.epochs of the resumed run
+                      config,  # the resumed run's TrainConfig (its epochs and max_steps)
+                      step: int = 0,  # optimizer steps the checkpoint's run took
                      ) -> None:
-    "A resume past the run's epochs: nothing to train (a warning), or an epoch cut short (a ValueError)."
+    "A resume past the run's epochs or max_steps: nothing to train (a warning), or an epoch cut short (a ValueError)."
+    epochs, max_steps = config.epochs, config.max_steps
+    if max_steps and step >= max_steps:  # the loop takes no step (it stops as 'max_steps')
+        warnings.warn(f"the checkpoint's run already took {step} optimizer step(s), TrainConfig.max_steps="
+                      f"{max_steps}: nothing is left to train; raise max_steps to train on", stacklevel=4)
+        return
     if epoch < epochs: return
     if batch_idx:
         raise ValueError(f"the checkpoint stopped inside epoch {epoch + 1} (after batch {batch_idx}), past "
@@ -572,3 +579,33 @@ class Checkpointer:
     def release(self) -> None:
         "Give up the run folder's writer lock (the run ended, however)."
         if self.rank == 0: release_run_dir(self.run_dir)
+
+# %% ../nbs/06_checkpoint.ipynb #4dfc610b
+@dataclass
+class Position:
+    "Where the loop is, as a resume needs it: epoch, micro-batches used, RNG states, the epoch's loss so far."
+    epoch: int = 0
+    batch_idx: int = 0  # micro-batches consumed in this epoch
+    rng: Optional[dict] = None  # RNG states at this position (before the next micro-batch is drawn)
+    epoch_rng: Optional[dict] = None  # RNG states at the epoch's start, to draw the same order again
+    loss_sum: float = 0.0  # sum of this epoch's step losses
+    loss_count: int = 0  # optimizer steps in this epoch
+
+    def state_dict(self) -> dict:
+        "The position as checkpoint entries."
+        return {"epoch": self.epoch, "batch_idx": self.batch_idx, "rng": self.rng,
+                "epoch_rng": self.epoch_rng, "epoch_loss": [self.loss_sum, self.loss_count]}
+
+    @classmethod
+    def from_state(cls, state: dict,  # a checkpoint (or its position entries)
+                  ) -> "Position":
+        "The position stored in a checkpoint."
+        loss_sum, loss_count = state.get("epoch_loss", (0.0, 0))
+        return cls(state["epoch"], state["batch_idx"], state.get("rng"), state.get("epoch_rng"), loss_sum,
+                   loss_count)
+
+    def at(self, **changes,  # fields to change (batch_idx=..., rng=...)
+          ) -> "Position":
+        "A copy with some fields changed."
+        return Position(**{**self.__dict__, **changes})
+

@@ -79,7 +79,7 @@ class LoopState:
     control: Control = field(default_factory=Control)
     run: Any = None  # after_fit: the Run that fit returns
     # where fit's loop is (read them; the loop alone changes them)
-    position: Any = None  # a `loop.Position`: epoch, micro-batches used, RNG states (what a resume restores)
+    position: Any = None  # a `checkpoint.Position`: epoch, micro-batches used, RNG states (what a resume restores)
     meter: Any = None  # the epoch's meter: its timed batches, rows and steps so far
     epoch_closed: bool = False  # the epoch's end is done: last.pt describes the next epoch's start
     epoch_end: Any = None  # inside the epoch's end: the last.pt entries a Ctrl-C there writes

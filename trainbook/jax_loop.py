@@ -10,12 +10,11 @@ from typing import Any, Callable, Iterable, NamedTuple, Optional, Union
 
 import numpy as np
 
-from .checkpoint import Checkpointer, check_epochs_left, check_resume, probe_writable
+from .checkpoint import Checkpointer, Position, check_epochs_left, check_resume, probe_writable
 from .core import (History, TrainConfig, atomic_write, environment, rng_state, seed_everything,
                             set_rng_state)
 from .events import Event, LoopState
 from .guard import check_loader, check_monitor, nonfinite_validation
-from .loop import Position
 from .recorder import EarlyStopping, TimedIterator, end_run, epoch_records, run_callbacks, run_of
 from .metrics import resolve_metrics
 from .optim import LRFinder
@@ -377,7 +376,8 @@ class _FlaxLoop:
         resume = flax_checkpoint_file(check_resume(resume)) if resume is not None else None
         ck, t = (read_flax_checkpoint(resume) if resume is not None else None), self.train
         if ck is not None:  # read and matched before any folder is claimed or emptied (overwrite)
-            check_epochs_left(int(ck["position"]["epoch"]), int(ck["position"]["batch_idx"]), self.cfg.epochs)
+            check_epochs_left(int(ck["position"]["epoch"]), int(ck["position"]["batch_idx"]), self.cfg,
+                              int(ck["step"]))
             t = FlaxState(tree_from_entries(t.params, ck["params"], "parameters"),
                           tree_from_entries(t.rest, ck["rest"], "model variables"),
                           tree_from_entries(t.opt_state, ck["opt_state"], "optimizer state"))
@@ -390,6 +390,7 @@ class _FlaxLoop:
         self.streams.load_state_dict(ck["streams"])
         self.base_keys = {name: self.streams.base[name] for name in self.used}
         self.state.step, self.state.skipped_steps = int(ck["step"]), int(ck["skipped_steps"])
+        if self.cfg.max_steps and self.state.step >= self.cfg.max_steps: self.state.control.request_stop("max_steps")
         pos = dict(ck["position"])
         pos["rng"], pos["epoch_rng"] = host_rng(pos.get("rng")), host_rng(pos.get("epoch_rng"))
         self.pos = Position.from_state(pos)
@@ -678,6 +679,11 @@ def fit_flax(model,  # a Flax NNX module (trained in place: its variables hold t
             # position the loader: this epoch's order; on resume, the same order from the batch reached
             batches = lp.start_epoch(epoch)
             cbs(Event.before_epoch, state)
+            if state.control.stop:  # asked for before this epoch's first step (also in before_fit, on resume)
+                stopped = state.control.stop_reason or "interrupted"
+                if stopped == "max_steps" and lp.pos.batch_idx:  # a resume at max_steps ends its epoch, once
+                    stopped = lp.end_epoch(partial=True) or stopped
+                break
             for window in lp.windows(batches):  # accumulation windows of cfg.accum_steps micro-batches
                 for micro_step, batch in enumerate(window):
                     # 1. forward (bf16 when asked) -> 2. loss -> 3. gradients -> 4. accumulate (MultiSteps)

@@ -13,7 +13,8 @@ import torch
 from torch import nn
 
 from .batch import Feeder, batch_rows, eval_mode, prediction, training_lock
-from .checkpoint import Checkpointer, FindingsPart, check_epochs_left, check_resume, run_signature
+from .checkpoint import (Checkpointer, FindingsPart, Position, check_epochs_left, check_resume,
+                                  run_signature)
 from .core import (History, TrainConfig, environment, loader_length, pick_device, pick_precision,
                             rng_state, seed_everything, set_loader_epoch, set_rng_state)
 from .triage import Evaluation, LossStats, NanGuard
@@ -28,7 +29,7 @@ from .recorder import (EarlyStopping, EpochMeter, StepProfiler, TimedIterator, c
 from .run import RUNNING, Run, monitored_record
 
 # %% auto #0
-__all__ = ['LOOP_STARTS', 'evaluate', 'Position', 'Window', 'accumulation_windows', 'Setup', 'set_up', 'fit', 'show_loop']
+__all__ = ['LOOP_STARTS', 'evaluate', 'Window', 'accumulation_windows', 'Setup', 'set_up', 'fit', 'show_loop']
 
 # %% ../nbs/07_loop.ipynb #5c24e70f
 def evaluate(model: nn.Module,  # the model to score (its train/eval mode is restored afterwards)
@@ -72,34 +73,6 @@ def evaluate(model: nn.Module,  # the model to score (its train/eval mode is res
     return out
 
 # %% ../nbs/07_loop.ipynb #031a6364
-@dataclass
-class Position:
-    "Where the loop is, as a resume needs it: epoch, micro-batches used, RNG states, the epoch's loss so far."
-    epoch: int = 0
-    batch_idx: int = 0  # micro-batches consumed in this epoch
-    rng: Optional[dict] = None  # RNG states at this position (before the next micro-batch is drawn)
-    epoch_rng: Optional[dict] = None  # RNG states at the epoch's start, to draw the same order again
-    loss_sum: float = 0.0  # sum of this epoch's step losses
-    loss_count: int = 0  # optimizer steps in this epoch
-
-    def state_dict(self) -> dict:
-        "The position as checkpoint entries."
-        return {"epoch": self.epoch, "batch_idx": self.batch_idx, "rng": self.rng,
-                "epoch_rng": self.epoch_rng, "epoch_loss": [self.loss_sum, self.loss_count]}
-
-    @classmethod
-    def from_state(cls, state: dict,  # a checkpoint (or its position entries)
-                  ) -> "Position":
-        "The position stored in a checkpoint."
-        loss_sum, loss_count = state.get("epoch_loss", (0.0, 0))
-        return cls(state["epoch"], state["batch_idx"], state.get("rng"), state.get("epoch_rng"), loss_sum,
-                   loss_count)
-
-    def at(self, **changes,  # fields to change (batch_idx=..., rng=...)
-          ) -> "Position":
-        "A copy with some fields changed."
-        return Position(**{**self.__dict__, **changes})
-
 class Window:
     "One accumulation window: up to `size` micro-batches drawn lazily, where it started, and its losses."
     __slots__ = ("batches", "first", "size", "pos", "start", "rng", "items", "rows", "done")
@@ -267,7 +240,7 @@ def _claim_and_resume(s: Setup, state: LoopState, resume, overwrite: bool = Fals
                                                  s.extra["split_fingerprint"], s.loss_fn, s.extra["data_fingerprint"])
     # the checkpoint read and compared before any folder is claimed or emptied (overwrite) or any part loaded
     claim_run_dir(keeper, resume, overwrite, device=s.device, take=lambda ckpt: _take_position(state, ckpt),
-                  check=lambda ckpt: check_epochs_left(ckpt["epoch"], ckpt["batch_idx"], s.config.epochs))
+                  check=lambda ckpt: check_epochs_left(ckpt["epoch"], ckpt["batch_idx"], s.config, ckpt["step"]))
     state.run_dir = keeper.run_dir
     state.findings += keeper.findings
 
@@ -276,6 +249,7 @@ def _take_position(state: LoopState, ckpt: dict) -> None:
     state.step, state.skipped_steps = ckpt["step"], ckpt["skipped_steps"]
     state.position = pos = Position.from_state(ckpt)
     state.epoch = pos.epoch - 1 if pos.batch_idx == 0 else pos.epoch  # the last epoch worked on
+    if state.config.max_steps and state.step >= state.config.max_steps: state.control.request_stop("max_steps")
 
 # %% ../nbs/07_loop.ipynb #b14ef31b
 def _start_epoch(s: Setup, state: LoopState, epoch: int) -> TimedIterator:
@@ -445,6 +419,12 @@ def _end_epoch(s: Setup, state: LoopState, partial: bool = False) -> Optional[st
     if state.control.stop and not stopped: stopped = state.control.stop_reason or "interrupted"
     return stopped
 
+def _stopped_before_step(s: Setup, state: LoopState) -> str:
+    "A stop asked for before the epoch's first step; a resume at max_steps ends the epoch it stopped in, once."
+    reason = state.control.stop_reason or "interrupted"
+    if reason == "max_steps" and state.position.batch_idx: return _end_epoch(s, state, partial=True) or reason
+    return reason
+
 def _interrupted(s: Setup, state: LoopState, window: Optional[Window]) -> str:
     "Ctrl-C: drop the window in flight; last.pt describes the state after the last completed step."
     s.optimizer.zero_grad(set_to_none=True)
@@ -514,8 +494,8 @@ def fit(model: nn.Module,  # the model to train (in place)
                 # position the loader: this epoch's order; on resume, the same order minus the batches used
                 batches = _start_epoch(s, state, epoch)
                 cbs(Event.before_epoch, state)
-                if state.control.stop:  # asked for before this epoch's first step (also in before_fit)
-                    stopped = state.control.stop_reason or "interrupted"
+                if state.control.stop:  # asked for before this epoch's first step (also in before_fit, on resume)
+                    stopped = _stopped_before_step(s, state)
                     break
                 for window in _windows(s, state, batches):  # accumulation windows of accum_steps micro-batches
                     for batch in window:
