@@ -474,3 +474,28 @@ def test_a_keras_metric_that_logs_a_vector_is_recorded_per_element():
               validation_data=(X[300:], keras.utils.to_categorical(y[300:], 2)))
     assert {"valid_f1_score/0", "valid_f1_score/1", "train_f1_score/0"} <= set(cb.run.metrics().columns)
     assert len(cb.run.records.series("f1_score/1", "valid")) == 2 and cb.run.stopped == "completed"
+
+
+@pytest.mark.parametrize("raised, stopped", [("RuntimeError('boom')", "failed"), ("KeyboardInterrupt()", "interrupted")])
+def test_a_keras_fit_that_raises_ends_its_run_at_the_cells_end(tmp_path, raised, stopped):
+    "Seen: Keras calls no callback when fit raises: the run stayed 'running', its folder locked for the session."
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    try:
+        X, y = learnable()
+        shell.user_ns.update(tb=tb, keras=keras, keras_fit=keras_fit, X=X, y=y, folder=str(tmp_path))
+        shell.run_cell(f"""
+class Raise(keras.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == 1: raise {raised}
+cb = tb.keras_callback(live=False, checkpoint_dir=folder)
+keras_fit(X, y, n_train=300, epochs=4, callbacks=[cb, Raise()])
+""", store_history=False)
+        cb = shell.user_ns["cb"]
+        assert cb.run is not None and cb.run.stopped == stopped and tb.last_run() is cb.run
+        assert tb.Run.load(tmp_path).stopped == stopped and tb.checkpoint.folder_writer(tmp_path) is None
+        assert (cb.run.error is not None) == (stopped == "failed")
+        again = tb.keras_callback(live=False, checkpoint_dir=tmp_path, overwrite=True)  # the folder is free
+        keras_fit(X, y, n_train=300, epochs=1, callbacks=[again])
+        assert again.run.run_dir == tmp_path and again.run.stopped == "completed"
+    finally: InteractiveShell.clear_instance()

@@ -210,3 +210,15 @@ def test_a_relative_checkpoint_dir_is_recorded_as_the_folder_it_named(tmp_path, 
     monkeypatch.chdir(tmp_path / "elsewhere")
     again = fit("ck", epochs=3, resume=run.last_path)  # the checkpoint found from here; its own folder kept
     assert again.run_dir == tmp_path / "elsewhere" / "ck" and again.epoch == 2 and again.step > run.step
+
+
+def test_a_system_exit_inside_fit_ends_the_run_and_frees_its_folder(tmp_path):
+    "Seen: SystemExit from a callback (IPython catches it) left the run 'running' and its folder locked."
+    class Exit(tb.Callback):
+        def after_step(self, state):
+            if state.step == 5: raise SystemExit(3)  # in epoch 1: last.pt holds epoch 0
+    with pytest.raises(SystemExit) as caught:
+        fit(tmp_path, callbacks=[Exit()])
+    assert caught.value.run.stopped == "failed" and tb.Run.load(tmp_path).stopped == "failed"
+    assert tb.checkpoint.folder_writer(tmp_path) is None
+    assert fit(tmp_path, epochs=2, resume=tmp_path).stopped == "completed"  # resumable: not RunFolderBusy

@@ -108,6 +108,7 @@ def _keras_recorder_class():
             self.folder = Checkpointer(self.checkpoint_dir, suffix=".keras")  # run.json and last.keras
             self.folder.prepare(overwrite=self.overwrite, resumable=False)
             self.state.run_dir = self.folder.run_dir
+            self._watch_cell()  # a model.fit that raises skips on_train_end: the cell's end finishes the run
             self.curves = live_curves(self.live, self.state)
             # the session's observers (a tracking store from tb.track(), ...), told what fit tells them
             self.observers = Callbacks(session_observers(None, {"kind": "keras"}))
@@ -148,15 +149,21 @@ def _keras_recorder_class():
             self._honour_stop()
 
         def on_train_end(self, logs=None):
+            self._end()
+
+        def _end(self, stopped: Optional[str] = None, error: Optional[BaseException] = None):
+            "How the run ends: at on_train_end, or (`stopped` given) at the end of a cell whose model.fit raised."
+            self._unwatch()
             own = [self._nonfinite_finding()] if self.nonfinite else []
             findings = diagnose(self.records, known=own)  # the NaN this callback saw: said once
             control = self.state.control
-            stopped = _keras_stop_reason(getattr(self.model, "stop_training", False), self.siblings,
-                                        nonfinite="train" in self.nonfinite,
-                                        requested=(control.stop_reason or "interrupted") if control.stop else None)
+            stopped = stopped or _keras_stop_reason(
+                getattr(self.model, "stop_training", False), self.siblings, nonfinite="train" in self.nonfinite,
+                requested=(control.stop_reason or "interrupted") if control.stop else None)
             if self.nonfinite:  # named first; a divergence that ends in NaN is this finding, not another
                 findings = own + [f for f in findings if f.kind != "diverging"]
             self.run = self._run(stopped, findings)
+            self.run.error = repr(error) if error is not None and stopped == "failed" else None
             self.state.findings, self.state.run = findings, self.run
             try: self.folder.write_run(self.run)
             finally: self.folder.release()
@@ -164,6 +171,24 @@ def _keras_recorder_class():
             if self.curves is not None: self.curves.after_fit(self.state)
             self.observers(Event.after_fit, self.state)
             announce("run", self.run)  # the notebook checklist ticks its step, as after fit
+
+        def _watch_cell(self):
+            "In IPython: hear the end of the cell (Keras calls no callback when its fit raises)."
+            shell = sys.modules["IPython"].get_ipython() if "IPython" in sys.modules else None
+            self._shell = shell if hasattr(shell, "events") else None
+            if self._shell is not None: self._shell.events.register("post_run_cell", self._cell_ended)
+
+        def _unwatch(self):
+            shell, self._shell = getattr(self, "_shell", None), None
+            if shell is None: return
+            try: shell.events.unregister("post_run_cell", self._cell_ended)
+            except ValueError: pass  # not registered
+
+        def _cell_ended(self, result):
+            "A cell ended with model.fit unfinished: failed (interrupted on Ctrl-C), run.json written, folder freed."
+            error = getattr(result, "error_in_exec", None)
+            if error is None: return  # a fit still going (in a thread): not ours to end
+            self._end("interrupted" if isinstance(error, KeyboardInterrupt) else "failed", error)
 
         def _run(self, stopped: str, findings: list) -> Run:
             "The run so far (a snapshot when `stopped` is 'running'), with its folder's files."

@@ -717,7 +717,7 @@ def fit_flax(model,  # a Flax NNX module (trained in place: its variables hold t
     except KeyboardInterrupt:
         # Ctrl-C: drop the window in flight; last.msgpack describes the state after the last completed step
         stopped = lp.interrupted(window)
-    except Exception as err:
+    except BaseException as err:  # SystemExit too (a notebook goes on): the folder is given back
         # a failure keeps its run: [after_fit], run.json with the error, `err.run`, the last good checkpoint
         lp.failed(err)
         raise

@@ -543,7 +543,7 @@ def fit(model: nn.Module,  # the model to train (in place)
         except KeyboardInterrupt:
             # Ctrl-C: drop the window in flight; last.pt describes the state after the last completed step
             stopped = _interrupted(s, state, window)
-        except Exception as err:
+        except BaseException as err:  # SystemExit too (a notebook goes on): the folder is given back
             # a failure keeps its run: [after_fit], run.json with the error, `err.run`, the last good last.pt
             _failed(s, state, err)
             raise
