@@ -566,4 +566,6 @@ def test_a_resume_at_max_steps_takes_no_step(tmp_path):
         again = tb.fit(model, dl, dv, loss_fn=CE, live=False, config=cfg, resume=tmp_path)
     assert (again.stopped, again.step) == ("max_steps", 6)
     assert history_without_timing(again) == history_without_timing(run)  # the epoch's end redone once, no step
+    timed = [r for r in again.records.rows() if r[3] in ("samples_per_s", "step_time", "data_wait")]
+    assert [r[1] for r in timed] == [0, 0, 0]  # epoch 1's end timed no step here: unknown, not a rate of 0
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())

@@ -184,10 +184,11 @@ def epoch_records(history: History,  # the run's history
     log = lambda name, value: history.append(step, epoch, "train", name, value)
     seconds = max(seconds, 1e-9)
     if loss_count: log("epoch_loss", loss_sum / loss_count)
-    if data_wait is not None: log("data_wait", data_wait / seconds)
-    if rows is not None: log("samples_per_s", rows / seconds)
     steps = loss_count if steps is None else steps
-    if steps: log("step_time", seconds / steps)
+    if steps:  # none timed here (a resume at the epoch's end): its throughput is unknown, not 0
+        if data_wait is not None: log("data_wait", data_wait / seconds)
+        if rows is not None: log("samples_per_s", rows / seconds)
+        log("step_time", seconds / steps)
     log("peak_memory_mb", peak_mb if peak_mb is not None else
         peak_memory_mb(device if device is not None else torch.device("cpu")))
 
