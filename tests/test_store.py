@@ -205,6 +205,45 @@ def test_a_sigkilled_tracked_run_is_killed_in_runs_and_loads_to_its_last_epoch(t
     assert f"resume={str(tmp_path / 'copy' / 'last.pt')!r}" in tb.Run.load(tmp_path / "copy").findings[-1].advice
 
 
+def test_a_run_sigkilled_before_its_first_write_has_its_params_a_sane_end_and_its_curve(tmp_path, sqlite_uri):
+    uri = sqlite_uri
+    script = textwrap.dedent(f"""
+        import os, signal, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        import torch, trainbook as tb
+        from helpers import blobs, mlp
+        tracker = tb.track({uri!r}, experiment="early", flush_every=3600)  # no metric write before the kill
+        class Die(tb.Callback):
+            def after_step(self, state):
+                if state.step == 5:  # the first step of epoch 1: epoch 0 is in the run folder only
+                    tracker.wait()  # the store has opened the run (nothing else was handed over)
+                    os.kill(os.getpid(), signal.SIGKILL)
+        X, y = blobs(192)
+        tb.fit(mlp(), tb.TensorLoader(X[:128], y[:128], batch_size=32), tb.TensorLoader(X[128:], y[128:]),
+               loss_fn=torch.nn.functional.cross_entropy, live=False, callbacks=[Die()],
+               config=tb.TrainConfig(epochs=5, lr=0.01, device="cpu",
+                                     checkpoint_dir={str(tmp_path / "run")!r}))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
+    table = tb.runs("early", uri=uri)  # marks it KILLED
+    killed = table.run_id[0]
+    got = mlflow.MlflowClient(uri).get_run(killed)
+    assert got.info.status == "KILLED" and not got.data.metrics  # killed before any metric reached the store
+    assert got.data.params["lr"] == "0.01" and got.data.params["epochs"] == "5"  # written when it was opened
+    assert got.info.end_time >= got.info.start_time and table.duration_s[0] >= 0
+    run = tb.load_run(killed, uri=uri)
+    valid = list(run.records.series("loss", "valid").values)
+    assert len(valid) == 1 and table.best[0] == run.best  # epoch 0, from its folder, as load_run reads it
+    tb.track(uri, experiment="early")
+    fit(epochs=1, config=tb.TrainConfig(epochs=1, lr=0.05, device="cpu"))
+    cmp = tb.compare_runs(tb.runs("early", uri=uri), uri=uri)
+    curve = next(t for t in cmp.figure.data if "lr=0.01" in t.name)  # named by its param, not '—'
+    assert list(curve.y) == valid
+    row = cmp.table.loc[got.info.run_name]
+    assert row["lr"] == "0.01" and row["stopped"] == "killed" and row["best"] == run.best
+
+
 def test_bad_param_names_cost_nothing_else(sqlite_uri):
     uri = sqlite_uri
     tb.track(uri, experiment="names")

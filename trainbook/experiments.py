@@ -14,11 +14,11 @@ from .core import did_you_mean
 from .run import MONITOR_ALIASES, RUNNING, Run, RunFileError, mark_killed, record_key
 from .store import (READ_WAIT, check_server, is_remote, mark_dead_runs, no_answer, quiet_mlflow,
                              read_limits, safe_key, sqlite_path)
-from .tracking import active_tracker, params_of, tracking_uri
+from .tracking import active_tracker, metrics_of, params_of, tracking_uri
 
 # %% auto #0
-__all__ = ['SUMMARY', 'RUN_COLUMNS', 'MAX_RESULTS', 'FINDING_CHIP', 'differing', 'runs', 'load_run', 'Comparison', 'param_text',
-           'runs_label', 'finding_chips', 'compare_runs', 'run_options', 'RunBrowser']
+__all__ = ['SUMMARY', 'RUN_COLUMNS', 'MAX_RESULTS', 'FINDING_CHIP', 'differing', 'recorded_run', 'runs', 'load_run', 'Comparison',
+           'param_text', 'runs_label', 'finding_chips', 'compare_runs', 'run_options', 'RunBrowser']
 
 # %% ../nbs/16b_experiments.ipynb #8bbc5a99
 def _client(uri: Optional[str]):
@@ -76,6 +76,33 @@ def differing(params: list[dict],  # one dict of params per run
     keys = list(dict.fromkeys(k for p in params for k in p))
     return [k for k in keys if len({p.get(k) for p in params}) > 1]
 
+def recorded_run(got,  # an MLflow run (what `MlflowClient.get_run` or `search_runs` returns)
+                ) -> Run:
+    "The `Run` of a recorded run: its run.json artifact, else (a run that died before its end) its folder's."
+    import mlflow.artifacts
+    run_id = got.info.run_id
+    try: run = Run.from_dict(json.loads(mlflow.artifacts.load_text(f"{got.info.artifact_uri}/run.json")),
+                             where=f"run {run_id}'s run.json artifact")
+    except RunFileError: raise
+    # no artifact: a run that died before its end; its folder's run.json has its epochs
+    except Exception as e:
+        folder = got.data.tags.get("trainbook.run_dir")
+        if folder is None or not (Path(folder) / "run.json").exists():
+            raise ValueError(f"run {run_id} has no run.json artifact ({e}) and no run folder with "
+                             f"one (tag trainbook.run_dir: {folder!r}); was it recorded by "
+                             "trainbook?") from None
+        run = Run.load(folder)
+        if run.stopped == RUNNING and got.info.status == "KILLED": mark_killed(run)  # another host's
+        run.extra["recovered_from"] = str(Path(folder) / "run.json")
+    run.extra.update(mlflow_run_id=run_id, run_name=got.info.run_name, params=dict(got.data.params))
+    return run
+
+def _metric_values(got) -> dict:
+    "A recorded run's metrics; when the store has none (killed before its first write), its `recorded_run`'s."
+    if got.data.metrics: return dict(got.data.metrics)
+    try: return metrics_of(recorded_run(got))
+    except ValueError: return {}  # no run.json anywhere: nothing to show
+
 SUMMARY = ("best", "duration_s", "steps")  # per-run metrics (one value each), not curves
 RUN_COLUMNS = ("run_id", "name", "start", "duration_s", "status", "stopped", "kind", "monitor", "best",
                "findings")  # those of every runs() table, an empty one too
@@ -99,17 +126,18 @@ def runs(experiment: Optional[str] = None,  # experiment name; None = the active
         try: mark_dead_runs(client, [experiment_id])  # a run whose process is gone is not RUNNING
         except Exception as e: warnings.warn(f"trainbook tracking: could not check for dead runs: {e!r}")
         found = _search(client, experiment_id, filter, max_results)
+        metrics = {r.info.run_id: _metric_values(r) for r in found}
     key = differing([r.data.params for r in found])
     rows = []
     for r in found:
-        end = r.info.end_time
+        end, got = r.info.end_time, metrics[r.info.run_id]
         rows.append({"run_id": r.info.run_id, "name": r.info.run_name,
                      "start": pd.Timestamp(r.info.start_time, unit="ms"),
                      "duration_s": (end - r.info.start_time) / 1000 if end else None, "status": r.info.status,
                      "stopped": r.data.tags.get("stopped"), "kind": r.data.tags.get("kind"),
                      **{k: r.data.params.get(k) for k in key},
-                     "monitor": r.data.tags.get("monitor"), "best": r.data.metrics.get("best"),
-                     **{k: v for k, v in sorted(r.data.metrics.items()) if k not in SUMMARY},
+                     "monitor": r.data.tags.get("monitor"), "best": got.get("best"),
+                     **{k: v for k, v in sorted(got.items()) if k not in SUMMARY},
                      "findings": r.data.tags.get("findings", "")})
     return pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(RUN_COLUMNS))
 
@@ -132,24 +160,7 @@ def load_run(run_id: str,  # an MLflow run id (the `run_id` column of `runs()`)
     "A recorded run back as a `Run` (history, findings, config, environment) from run.json; a killed run from its folder."
     if not isinstance(run_id, str):
         raise TypeError(f"run_id must be an MLflow run id string, got {type(run_id).__name__}")
-    import mlflow.artifacts
-    with _reading(uri) as client:
-        info = _get_run(client, run_id, "run_id")
-        try: run = Run.from_dict(json.loads(mlflow.artifacts.load_text(f"{info.info.artifact_uri}/run.json")),
-                                 where=f"run {run_id}'s run.json artifact")
-        except RunFileError: raise
-        # no artifact: a run that died before its end; its folder's run.json has its epochs
-        except Exception as e:
-            folder = info.data.tags.get("trainbook.run_dir")
-            if folder is None or not (Path(folder) / "run.json").exists():
-                raise ValueError(f"run {run_id} has no run.json artifact ({e}) and no run folder with "
-                                 f"one (tag trainbook.run_dir: {folder!r}); was it recorded by "
-                                 "trainbook?") from None
-            run = Run.load(folder)
-            if run.stopped == RUNNING and info.info.status == "KILLED": mark_killed(run)  # another host's
-            run.extra["recovered_from"] = str(Path(folder) / "run.json")
-    run.extra.update(mlflow_run_id=run_id, run_name=info.info.run_name, params=dict(info.data.params))
-    return run
+    with _reading(uri) as client: return recorded_run(_get_run(client, run_id, "run_id"))
 
 # %% ../nbs/16b_experiments.ipynb #0fcd5588
 @dataclass
@@ -227,6 +238,9 @@ def _curve(item, i: int, metric: str, client) -> dict:
                 "stopped": item.stopped, "metrics": names,
                 "findings": ", ".join(f"{f.kind}:{f.severity}" for f in item.findings)}
     got = _get_run(client, item, "runs_or_ids")
+    if not got.data.metrics:  # none stored (a run killed before its first write): its run.json's history
+        try: return _curve(recorded_run(got), i, metric, None)
+        except ValueError: pass  # no run.json anywhere: what the store holds
     # stored under the key its writer made safe ('valid_acc@1' as 'valid_acc_1')
     points = sorted(client.get_metric_history(item, safe_key(metric)), key=lambda m: (m.step, m.timestamp))
     return {"label": got.info.run_name or item[:8], "params": dict(got.data.params),

@@ -17,7 +17,7 @@ __all__ = ['MAX_KEY', 'MAX_PARAM_VALUE', 'MAX_TAG_VALUE', 'CUT', 'SCHEMES', 'STO
            'READ_LIMITS', 'READ_WAIT', 'OWNER_TAGS', 'STALE_AFTER', 'safe_key', 'safe_value', 'safe_items',
            'sqlite_path', 'store_location', 'resolve_uri', 'bound_http', 'read_limits', 'no_answer', 'is_remote',
            'check_server', 'quiet_mlflow', 'spool_dir', 'spool', 'spooled', 'read_spooled', 'owner_tags', 'is_dead',
-           'mark_dead_runs']
+           'dead_end_time', 'mark_dead_runs']
 
 # %% ../nbs/16a_store.ipynb #fc71d383
 MAX_KEY, MAX_PARAM_VALUE, MAX_TAG_VALUE = 250, 6000, 8000  # MLflow's limits (mlflow.utils.validation)
@@ -260,6 +260,16 @@ def is_dead(tags: dict,  # a RUNNING run's tags
     beat = float(tags.get("trainbook.heartbeat") or 0)
     return (now or time.time()) - beat > stale_after
 
+def dead_end_time(start_time: int,  # the run's start, in ms (MLflow's `run.info.start_time`)
+                  tags: dict,  # its tags (`trainbook.heartbeat`: seconds)
+                 ) -> int:
+    "A dead run's end time in ms: its last heartbeat, never before its start (a missing one: its start)."
+    # the first heartbeat is taken before the store opens the run: it may precede its start time
+    beat = tags.get("trainbook.heartbeat")
+    try: beat_ms = int(float(beat) * 1000)
+    except (TypeError, ValueError): beat_ms = start_time  # missing or not a number
+    return max(start_time, beat_ms)
+
 def mark_dead_runs(client,  # an MlflowClient
                    experiment_ids: Iterable[str],  # the experiments to look at
                    stale_after: float = STALE_AFTER,  # seconds without a heartbeat (another machine's run)
@@ -270,9 +280,7 @@ def mark_dead_runs(client,  # an MlflowClient
     dead = []
     for r in found:
         if not is_dead(r.data.tags, stale_after=stale_after): continue
-        beat = r.data.tags.get("trainbook.heartbeat")
         client.set_tag(r.info.run_id, "stopped", "killed")
-        client.set_terminated(r.info.run_id, "KILLED",
-                              end_time=int(float(beat) * 1000) if beat else None)
+        client.set_terminated(r.info.run_id, "KILLED", end_time=dead_end_time(r.info.start_time, r.data.tags))
         dead.append(r.info.run_id)
     return dead

@@ -20,8 +20,8 @@ from .store import (MAX_PARAM_VALUE, MAX_TAG_VALUE, bound_http, check_server, is
 
 # %% auto #0
 __all__ = ['DEFAULT_URI', 'tracking_uri', 'metric_key', 'metric_points', 'run_params', 'params_of', 'tags_of', 'status_of',
-           'TrackedRun', 'Tracker', 'track', 'sync', 'untrack', 'active_tracker', 'log_run', 'write_scalars',
-           'to_tensorboard']
+           'TrackedRun', 'Tracker', 'metrics_of', 'track', 'sync', 'untrack', 'active_tracker', 'log_run',
+           'write_scalars', 'to_tensorboard']
 
 # %% ../nbs/16_tracking.ipynb #16f62e19
 DEFAULT_URI = "sqlite:///mlruns.db"
@@ -175,7 +175,7 @@ def _rows_in(window: tuple) -> list:
 class _Recording:
     "One run being recorded: its MLflow id, how far its history was read, its TensorBoard writer."
     name: str
-    params: dict  # safe key -> value; written with the first metrics (or at the end): a short run is one write
+    params: dict  # safe key -> value; written when the store opens the run: a run killed at once has them
     tags: dict  # safe key -> value
     run_id: Optional[str] = None
     artifact_uri: Optional[str] = None
@@ -326,9 +326,12 @@ class Tracker:
     # --- on the background thread: the writes ------------------------------------------------------
     def _start(self, rec: _Recording):
         if self.tensorboard is not None: self._board(rec, self._open_board, rec)
-        if self.client is not None:
-            run = self.client.create_run(self.experiment_id, tags=rec.tags, run_name=rec.name)
-            rec.run_id, rec.artifact_uri = run.info.run_id, run.info.artifact_uri
+        if self.client is None: return
+        run = self.client.create_run(self.experiment_id, tags=rec.tags, run_name=rec.name)
+        rec.run_id, rec.artifact_uri = run.info.run_id, run.info.artifact_uri
+        # the params are known before the first step: a run killed before its first metrics still has them
+        _log_batch(self.client, rec.run_id, params=self._unwritten_params(rec))
+        rec.params_written = True
 
     def _open_board(self, rec: _Recording):
         from torch.utils.tensorboard import SummaryWriter
@@ -460,6 +463,11 @@ def _summary(run: Run) -> dict:
     "The run's one-value metrics: its best monitored value, duration and steps (finite ones)."
     values = {"best": run.best, "duration_s": run.extra.get("seconds"), "steps": run.step}
     return {k: float(v) for k, v in values.items() if v is not None and math.isfinite(float(v))}
+
+def metrics_of(run: Run,  # a run, finished or recovered from its folder
+              ) -> dict[str, float]:
+    "The metrics the store keeps for `run`, each at its latest value (as `tb.runs()` shows them), `best` too."
+    return {**{key: value for key, _, value in metric_points(run.records.rows())}, **_summary(run)}
 
 def _close_board(writer, rows: list):
     "The last records into a run's TensorBoard writer, then close it."
