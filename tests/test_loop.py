@@ -569,3 +569,29 @@ def test_a_resume_at_max_steps_takes_no_step(tmp_path):
     timed = [r for r in again.records.rows() if r[3] in ("samples_per_s", "step_time", "data_wait")]
     assert [r[1] for r in timed] == [0, 0, 0]  # epoch 1's end timed no step here: unknown, not a rate of 0
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+class InterruptInValidation(Callback):
+    "Ctrl-C while the eval_every validation of step `step` runs."
+    def __init__(self, step): self.step = step
+    def before_validate(self, state):
+        if state.step == self.step: raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("cut", ["after_step", "in_validation"])
+def test_a_ctrl_c_inside_a_steps_end_is_redone_on_resume(tmp_path, cut):
+    "Seen: Ctrl-C in after_step (or in the eval_every validation) at step 6: the resumed run never validated step 6."
+    cfg = tb.TrainConfig(epochs=2, lr=5e-3, eval_every=3, device="cpu", patience=5)
+    dl, dl_valid, model = _train_setup("tensor")
+    full = tb.fit(model, dl, dl_valid, loss_fn=CE, live=False, config=cfg.replace(checkpoint_dir=str(tmp_path / "a")))
+    dl, dl_valid, model2 = _train_setup("tensor")
+    stop = InterruptAt(6) if cut == "after_step" else InterruptInValidation(6)
+    first = tb.fit(model2, dl, dl_valid, loss_fn=CE, live=False, config=cfg.replace(checkpoint_dir=str(tmp_path / "b")),
+                   callbacks=[stop])
+    assert first.stopped == "interrupted" and first.step == 6
+    dl, dl_valid, model3 = _train_setup("tensor")
+    resumed = tb.fit(model3, dl, dl_valid, loss_fn=CE, live=False, config=cfg.replace(checkpoint_dir=str(tmp_path / "b")),
+                     resume=tmp_path / "b")
+    valid_steps = lambda run: [r[0] for r in run.records.rows() if r[2:4] == ("valid", "loss")]
+    assert 6 in valid_steps(resumed) and valid_steps(resumed) == valid_steps(full)
+    assert same_weights(model3, model) and history_without_timing(resumed) == history_without_timing(full)

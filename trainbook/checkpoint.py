@@ -590,11 +590,13 @@ class Position:
     epoch_rng: Optional[dict] = None  # RNG states at the epoch's start, to draw the same order again
     loss_sum: float = 0.0  # sum of this epoch's step losses
     loss_count: int = 0  # optimizer steps in this epoch
+    step_end_due: bool = False  # the last step's end (its validation, checkpoint, stop checks) not done yet
 
     def state_dict(self) -> dict:
         "The position as checkpoint entries."
         return {"epoch": self.epoch, "batch_idx": self.batch_idx, "rng": self.rng,
-                "epoch_rng": self.epoch_rng, "epoch_loss": [self.loss_sum, self.loss_count]}
+                "epoch_rng": self.epoch_rng, "epoch_loss": [self.loss_sum, self.loss_count],
+                "step_end_due": self.step_end_due}
 
     @classmethod
     def from_state(cls, state: dict,  # a checkpoint (or its position entries)
@@ -602,7 +604,7 @@ class Position:
         "The position stored in a checkpoint."
         loss_sum, loss_count = state.get("epoch_loss", (0.0, 0))
         return cls(state["epoch"], state["batch_idx"], state.get("rng"), state.get("epoch_rng"), loss_sum,
-                   loss_count)
+                   loss_count, bool(state.get("step_end_due", False)))
 
     def at(self, **changes,  # fields to change (batch_idx=..., rng=...)
           ) -> "Position":

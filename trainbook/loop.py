@@ -327,6 +327,7 @@ def _log_step(s: Setup, state: LoopState, skipped: bool, window: Window, layer_n
     window.done = True
     if skipped: return _count_skip(state)
     state.step = step = state.step + 1
+    pos.step_end_due = True  # until `_after_step` is done: a Ctrl-C before then leaves it to the resume
     pos.loss_sum += state.loss
     pos.loss_count += 1
     state.meter.add(window.rows)
@@ -369,6 +370,12 @@ def _save_last(s: Setup, state: LoopState, pos: Optional[Position] = None, name:
                         **entries)
 
 def _after_step(s: Setup, state: LoopState, skipped: bool) -> Optional[str]:
+    "The step's end; once done, a Ctrl-C resumes after it (before: a resume does it first, `step_end_due`)."
+    stopped = _step_end(s, state, skipped)
+    state.position.step_end_due = False
+    return stopped
+
+def _step_end(s: Setup, state: LoopState, skipped: bool) -> Optional[str]:
     "Inside the epoch: validate every `eval_every` steps, last.pt every `checkpoint_every`; honour requests."
     cfg, control = s.config, state.control
     if (cfg.eval_every and not skipped and state.step % cfg.eval_every == 0) or control.evaluate:
@@ -497,7 +504,9 @@ def fit(model: nn.Module,  # the model to train (in place)
                 if state.control.stop:  # asked for before this epoch's first step (also in before_fit, on resume)
                     stopped = _stopped_before_step(s, state)
                     break
-                for window in _windows(s, state, batches):  # accumulation windows of accum_steps micro-batches
+                # resumed from a Ctrl-C inside a step's end (in its validation, say): that end first
+                stopped = _after_step(s, state, False) if state.position.step_end_due else None
+                for window in _windows(s, state, batches) if not stopped else ():  # windows of accum_steps
                     for batch in window:
                         with _grad_sync(s, window):  # DDP: all-reduce at the window's last micro-batch only
                             # 1. forward under autocast -> 2. loss (the first batch's shapes checked)
