@@ -225,3 +225,20 @@ def test_a_model_and_inputs_of_two_float_dtypes_are_named_with_the_cast(model, x
     with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied") as e:
         tb.call_model(nn.Linear(4, 1), torch.randn(8, 3))  # any other RuntimeError passes as torch raised it
     assert e.value.__cause__ is None
+
+
+@pytest.mark.parametrize("model, x, cast", [
+    (nn.Linear(3, 2), torch.randint(0, 5, (8, 3)), r"x\.float\(\)"),
+    (nn.Conv1d(3, 2, 1).double(), torch.randint(0, 5, (8, 3, 5), dtype=torch.int32), r"x\.double\(\)"),
+])
+def test_integer_inputs_into_a_float_model_are_named_with_the_cast_or_an_embedding(model, x, cast):
+    "Seen: a float model fed a frame's int64 columns failed in torch's words ('... got Long and Float')."
+    weights = str(next(model.parameters()).dtype).replace("torch.", "")
+    said = (rf"parameters are {weights} but the batch's inputs are integers \({str(x.dtype)[6:]}\).*{cast} "
+            r"before the loader.*token ids.*nn\.Embedding first")
+    with pytest.raises(RuntimeError, match=said) as e:
+        tb.fit(model, [(x, torch.zeros(8, dtype=torch.long))], loss_fn=nn.functional.cross_entropy,
+               config=tb.TrainConfig(epochs=1, device="cpu"), live=False)
+    assert isinstance(e.value.__cause__, RuntimeError) and str(e.value.__cause__) in str(e.value)
+    ids = nn.Sequential(nn.Embedding(5, 4), nn.Flatten(), nn.Linear(12, 2))  # token ids into an embedding
+    assert tb.call_model(ids, torch.randint(0, 5, (8, 3))).shape == (8, 2)

@@ -183,3 +183,38 @@ def test_a_list_valued_column_left_out_as_the_message_says_trains():
     expanded = pd.DataFrame(df["tags"].tolist(), index=df.index).add_prefix("tags_")  # as the message says
     expanded = df.drop(columns="tags").join(expanded)
     assert {"tags_0", "tags_1"} <= set(tb.column_roles(expanded, "y"))
+
+
+@pytest.mark.parametrize("entry", list(LIST_ENTRY_POINTS))
+def test_an_arrow_list_struct_or_map_column_is_named_at_every_feature_entry_point(entry):
+    "Seen: a list column from read_parquet(dtype_backend='pyarrow') failed with ArrowNotImplementedError."
+    pa = pytest.importorskip("pyarrow")
+    df = frame()
+    n = len(df)
+    df["l"] = pd.Series([[i, i + 1] for i in range(n)], dtype=pd.ArrowDtype(pa.list_(pa.int64())))
+    df["s"] = pd.Series([{"k": i} for i in range(n)], dtype=pd.ArrowDtype(pa.struct([("k", pa.int64())])))
+    df["m"] = pd.Series([[("k", i)] for i in range(n)], dtype=pd.ArrowDtype(pa.map_(pa.string(), pa.int64())))
+    df["ok"] = pd.Series(np.arange(n), dtype=pd.ArrowDtype(pa.int64()))  # one value a cell: not named
+    said = (r"cells hold several values: 'l' \(list<item: int64>\[pyarrow\]\), 's' \(struct<k: int64>"
+            r"\[pyarrow\]\), 'm' \(map<string, int64>\[pyarrow\]\); a feature")
+    with pytest.raises(TypeError, match=said):
+        LIST_ENTRY_POINTS[entry](df)
+
+
+def test_a_frame_with_arrow_list_columns_splits_and_its_duplicates_are_found():
+    "Seen: make_splits failed with 'unhashable type: numpy.ndarray' in its duplicate audit."
+    pa = pytest.importorskip("pyarrow")
+    n = 40
+    key = [i if i < 30 else i - 30 for i in range(n)]  # rows 30..39 copy rows 0..9
+    lists = [list(range(2000)) for _ in range(n)]
+    for i, cells in enumerate(lists): cells[1000] = key[i]  # rows differ in the middle only
+    df = pd.DataFrame({"a": np.zeros(n), "y": [0, 1] * 20})
+    df["l"] = pd.Series(lists, dtype=pd.ArrowDtype(pa.list_(pa.int64())))
+    splits = tb.make_splits(df, "y", strategy="random", seed=0)
+    assert len(splits.train) + len(splits.valid) == n
+    found = {f.kind: f for f in splits.findings}
+    assert "duplicate_rows" in found
+    # numpy's text of a 2000-long array elides its middle: each valid row would look like a copy
+    copied = sum(key[r] in {key[t] for t in splits.train} for r in splits.valid)
+    assert 0 < copied < len(splits.valid)
+    assert found["duplicate_rows"].data["n_rows"] == copied

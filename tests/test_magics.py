@@ -259,3 +259,19 @@ def test_a_checklist_refuses_a_nan_threshold_or_baseline(given):
     "A NaN threshold compares False with every value: each run would have passed it."
     with pytest.raises(ValueError, match=f"{given} must be a finite number \\(or None\\), got nan"):
         tb.Checklist("binary", "y", "valid_accuracy", **{"threshold": 0.9, given: float("nan")})
+
+
+def test_a_windows_path_with_escapes_in_the_cell_is_refused_before_a_folder_is_made(ip, capsys, tmp_path,
+                                                                                   monkeypatch):
+    "Seen: checkpoint_dir = \"C:\\runs\\new\" in a %%train cell made a folder whose name holds a newline."
+    monkeypatch.chdir(tmp_path)
+    r = run(ip, '%%train model dl_train --no-live\nepochs = 1\ncheckpoint_dir = "C:\\runs\\new"')
+    out = capsys.readouterr()
+    said = ('line 2: checkpoint_dir = "C:\\runs\\new" holds a backslash escape that Python reads as a control '
+            'character')
+    assert not r.success and said in out.out + out.err
+    assert 'r"C:\\runs\\new", or forward slashes, checkpoint_dir = "C:/runs/new"' in out.out + out.err
+    assert list(tmp_path.iterdir()) == []  # refused before any folder is made
+    r = run(ip, '%%train model dl_train --no-live\nepochs = 1\ncheckpoint_dir = r"C:\\runs\\new"')
+    assert r.success and r.result.run_dir is not None and "\n" not in str(r.result.run_dir)
+    assert tb.magics.parse_body('checkpoint_dir = "runs\\\\new"') == {"checkpoint_dir": "runs\\new"}

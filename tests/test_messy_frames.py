@@ -263,3 +263,28 @@ def test_a_frame_with_a_list_column_splits_and_its_duplicates_are_still_found():
     splits = tb.make_splits(df, "y", strategy="random", seed=0)
     assert len(splits.train) + len(splits.valid) + len(splits.test) == 40
     assert "duplicate_rows" in {f.kind for f in splits.findings}  # rows equal in every column, lists included
+
+
+MIXED_LABELS = {
+    "category of 1 and 'b'": (pd.Categorical([1 if i % 2 else "b" for i in range(60)]),
+                              r"mixes numbers and strings \(e.g. 1 and 'b'\)"),
+    "True and 'no'": ([True if i % 3 == 0 else "no" for i in range(60)],
+                      r"mixes booleans and strings \(e.g. True and 'no'\)"),
+    "True and 2": ([True if i % 3 == 0 else 2 for i in range(60)],
+                   r"mixes numbers and booleans \(e.g. 2 and True\)"),
+}
+
+
+@pytest.mark.parametrize("labels, said", list(MIXED_LABELS.values()), ids=list(MIXED_LABELS))
+def test_a_categorical_or_bool_target_mixing_kinds_is_named_at_every_target_path(labels, said):
+    "Seen: a category target [1, 'b'] and an object target [True, 'no'] failed in Python's words."
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.normal(size=60), "y": labels})
+    other = tb.make_splits(df.assign(y=0), "y", strategy="random")
+    for call in (lambda: tb.make_splits(df, "y"), lambda: tb.check_data(df, "y"),
+                 lambda: tb.loaders_from_frame(df, "y", other)):
+        with pytest.raises(TypeError, match=said + r": its labels must be one kind.*astype\(str\)"):
+            call()
+    tb.make_splits(df.assign(y=df.y.astype(str)), "y")  # as the message says: one kind, then it splits
+    bools = pd.Series([i % 2 == 0 for i in range(60)], dtype=object)
+    tb.make_splits(df.assign(y=bools), "y")  # bools alone (object dtype) are one kind

@@ -208,3 +208,35 @@ def test_a_dotted_column_name_is_read_as_a_name_and_duplicated_names_are_refused
     assert sum(sp.summary(sdf)["rows"]) == 60 and "group_overlap" not in {f.kind for f in sp.findings}
     with pytest.raises(ValueError, match="duplicated column names: 'a'"):
         tb.check_data(sdf.toDF("a", "a", "y"), "y", leak_check=False)
+
+
+def test_dots_and_backticks_in_names_reach_spark_as_names(spark):
+    "Seen: a feature 'a.b' failed in baseline's select, a target 'la`b' in check_data's label count."
+    rng = np.random.default_rng(0)
+    n = 200
+    y = rng.integers(0, 2, n)
+    sdf = spark.createDataFrame(pd.DataFrame({
+        "a.b": y + rng.normal(size=n), "we`ird": rng.normal(size=n),
+        "c.d": rng.choice(["u", "v", "w"], n),  # a category: StringIndexer and OneHotEncoder read it
+        "s`x": np.where(rng.random(n) < 0.2, "n/a", rng.normal(size=n).round(2).astype(str)),  # try_cast
+        "la`b": y}))
+    report = tb.check_data(sdf, "la`b", leak_check=False)
+    assert report.task == "binary"
+    assert ("mixed_types", "s`x") in kinds(report.findings)
+    sp = tb.make_splits(sdf, "la`b", seed=0)
+    table = tb.baseline(sdf, "la`b", sp, models=("dummy", "linear", "xgboost"))
+    assert list(table.index) == ["dummy", "linear", "xgboost"]
+    assert table.loc["linear", "valid_roc_auc"] > table.loc["dummy", "valid_roc_auc"] + 0.1
+
+
+def test_names_equal_but_for_case_are_refused_when_spark_ignores_case(spark):
+    "Seen: columns 'A' and 'a' failed with Spark's AMBIGUOUS_REFERENCE deep inside check_data."
+    sdf = spark.createDataFrame(pd.DataFrame({"A": [1.0, 2.0] * 20, "a": [3.0, 4.0] * 20, "y": [0, 1] * 20}))
+    with pytest.raises(ValueError, match=r"equal but for case: 'A', 'a'.*rename them"):
+        tb.check_data(sdf, "y", leak_check=False)
+    with pytest.raises(ValueError, match="equal but for case"): tb.make_splits(sdf, "y")
+    spark.conf.set("spark.sql.caseSensitive", "true")
+    try:
+        assert tb.check_data(sdf, "y", leak_check=False).task == "binary"
+    finally:
+        spark.conf.unset("spark.sql.caseSensitive")

@@ -99,7 +99,7 @@ def call_model(model: nn.Module,  # the model (or its DDP / compiled wrapper)
         why = _forward_mismatch(model, xb) or _not_tensors(xb)
         if why is None: raise  # forward takes these inputs: the TypeError came from inside it
         raise TypeError(why) from err
-    except RuntimeError as err:  # a float64 model fed float32 inputs, or the reverse: torch names no fix
+    except RuntimeError as err:  # a float64 model fed float32 (or int64) inputs: torch names no fix
         why = _dtype_mismatch(model, xb, err)
         if why is None: raise
         raise RuntimeError(why) from err
@@ -113,18 +113,28 @@ _CASTS = {torch.float64: "double()", torch.float32: "float()", torch.float16: "h
           torch.bfloat16: "bfloat16()"}
 
 def _dtype_mismatch(model: nn.Module, xb, err: RuntimeError) -> Optional[str]:
-    "Why the forward failed when its parameters and the inputs are floats of two dtypes; else None."
+    "Why the forward failed: float parameters, and inputs that are floats of another dtype or integers."
     if "type" not in str(err): return None  # 'same dtype', 'scalar type', 'Input type (double) and bias type'
     weights = next((p.dtype for p in model.parameters() if p.is_floating_point()), None)
+    if weights is None: return None
     parts = xb.values() if isinstance(xb, dict) else xb if isinstance(xb, (tuple, list)) else (xb,)
-    inputs = next((p.dtype for p in parts if isinstance(p, torch.Tensor) and p.is_floating_point()
-                   and p.dtype != weights), None)
-    if weights is None or inputs is None: return None
+    tensors = [p for p in parts if isinstance(p, torch.Tensor)]
     name = lambda dtype: str(dtype).replace("torch.", "")
-    to_data, to_model = _CASTS.get(inputs, f"to({inputs})"), _CASTS.get(weights, f"to({weights})")
-    return (f"the model's parameters are {name(weights)} but the batch's inputs are {name(inputs)}: a layer "
-            f"computes in one dtype. Make them agree: the model to the data, model.{to_data}, or the data to "
-            f"the model, x.{to_model} before the loader (torch: {err})")
+    to_model = _CASTS.get(weights, f"to({weights})")
+    inputs = next((p.dtype for p in tensors if p.is_floating_point() and p.dtype != weights), None)
+    if inputs is not None:
+        to_data = _CASTS.get(inputs, f"to({inputs})")
+        return (f"the model's parameters are {name(weights)} but the batch's inputs are {name(inputs)}: "
+                f"a layer computes in one dtype. Make them agree: the model to the data, model.{to_data}, "
+                f"or the data to the model, x.{to_model} before the loader (torch: {err})")
+    # integers (a frame's int64 columns, token ids) into a layer that multiplies by float weights
+    inputs = next((p.dtype for p in tensors if not p.is_floating_point() and not p.is_complex()
+                   and p.dtype != torch.bool), None)
+    if inputs is None: return None
+    return (f"the model's parameters are {name(weights)} but the batch's inputs are integers "
+            f"({name(inputs)}): a layer with float weights takes floats. Convert the inputs, x.{to_model} "
+            f"before the loader; or, if the inputs are token ids, look them up in an nn.Embedding first "
+            f"(torch: {err})")
 
 def _not_tensors(xb) -> Optional[str]:
     "Why a torch model refused `xb` when its inputs are arrays (numpy, pandas) rather than tensors; else None."

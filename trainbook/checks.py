@@ -15,9 +15,9 @@ from .core import Finding, announce, did_you_mean, findings_html
 
 # %% auto #0
 __all__ = ['TASKS', 'ROLES', 'MAX_CATEGORIES', 'infer_task', 'require_task', 'require_frame', 'require_string_columns',
-           'require_flat_columns', 'infinite_counts', 'check_column_name', 'require_columns', 'drop_unused_categories',
-           'require_column', 'dtype_family', 'epoch_seconds', 'numeric_view', 'column_roles', 'target_findings',
-           'one_column_predictions', 'psi', 'DataReport', 'check_data']
+           'is_nested_arrow', 'require_flat_columns', 'infinite_counts', 'check_column_name', 'require_columns',
+           'drop_unused_categories', 'require_column', 'dtype_family', 'epoch_seconds', 'numeric_view', 'column_roles',
+           'target_findings', 'one_column_predictions', 'psi', 'DataReport', 'check_data']
 
 # %% ../nbs/01_checks.ipynb #44da07e6
 def infer_task(y: pd.Series,  # the target column
@@ -26,7 +26,7 @@ def infer_task(y: pd.Series,  # the target column
     "'binary', 'multiclass' or 'regression' from the target's values."
     y = pd.Series(y).dropna()
     if y.empty: raise ValueError("the target has no non-missing values")
-    if y.dtype == object: _require_one_kind(y)
+    if y.dtype == object or isinstance(y.dtype, pd.CategoricalDtype): _require_one_kind(y)
     n = y.nunique()
     if pd.api.types.is_bool_dtype(y) or not pd.api.types.is_numeric_dtype(y):
         return "binary" if n <= 2 else "multiclass"
@@ -36,13 +36,27 @@ def infer_task(y: pd.Series,  # the target column
     if integral and n <= max_classes: return "binary" if n <= 2 else "multiclass"
     return "regression"
 
+_LABEL_KINDS = ("numbers", "booleans", "strings")  # labels of two kinds cannot be ordered or encoded
+
+def _label_kind(value) -> Optional[str]:
+    "Which of `_LABEL_KINDS` a label is (a bool is its own kind, not a number); None for anything else."
+    if isinstance(value, (bool, np.bool_)): return "booleans"
+    if isinstance(value, (int, float, np.number)): return "numbers"
+    if isinstance(value, str): return "strings"
+    return None
+
 def _require_one_kind(y: pd.Series) -> None:
-    "A TypeError naming the target when its labels mix numbers and strings (they cannot be ordered or encoded)."
-    text = next((v for v in y if isinstance(v, str)), None)
-    number = next((v for v in y if isinstance(v, (int, float, np.number)) and not isinstance(v, bool)), None)
-    if text is None or number is None: return
+    "A TypeError naming the target when its labels (a categorical's categories) mix `_LABEL_KINDS`."
+    values = y.cat.categories if isinstance(y.dtype, pd.CategoricalDtype) else y
+    first = {}  # kind -> its first label
+    for v in values:
+        kind = _label_kind(v)
+        if kind is not None: first.setdefault(kind, v)
+        if len(first) > 1: break
+    if len(first) < 2: return
+    (a, va), (b, vb) = sorted(first.items(), key=lambda kv: _LABEL_KINDS.index(kv[0]))
     col = y.name if y.name is not None else "y"
-    raise TypeError(f"the target {col!r} mixes numbers and strings (e.g. {number!r} and {text!r}): its labels "
+    raise TypeError(f"the target {col!r} mixes {a} and {b} (e.g. {va!r} and {vb!r}): its labels "
                     f"must be one kind; make them one, e.g. df[{col!r}] = df[{col!r}].astype(str)")
 
 TASKS = ("binary", "multiclass", "regression")  # what `infer_task` returns, and what `task=` may name
@@ -90,6 +104,15 @@ def require_string_columns(df: pd.DataFrame,  # the frame
 
 _CONTAINERS = (list, tuple, dict, set, frozenset, np.ndarray)
 
+def is_nested_arrow(dtype,  # a column's dtype
+                   ) -> bool:
+    "Whether `dtype` is a pyarrow list, struct or map (`read_parquet(dtype_backend='pyarrow')` gives them)."
+    if not isinstance(dtype, pd.ArrowDtype): return False
+    import pyarrow.types as pat  # only a frame that holds an ArrowDtype gets here
+    t = dtype.pyarrow_dtype
+    return (pat.is_list(t) or pat.is_large_list(t) or pat.is_fixed_size_list(t) or pat.is_struct(t)
+            or pat.is_map(t))
+
 def require_flat_columns(df: pd.DataFrame,  # the frame
                          columns,  # the feature columns
                          what: str = "df",  # the argument's name, for the message
@@ -97,6 +120,9 @@ def require_flat_columns(df: pd.DataFrame,  # the frame
     "A TypeError naming each column whose cells hold lists, tuples, dicts, sets or arrays (several values)."
     bad = {}
     for col in columns:
+        if is_nested_arrow(df[col].dtype):
+            bad[col] = str(df[col].dtype)
+            continue
         if df[col].dtype != object: continue  # numbers, dates, strings, categories: one value a cell
         kinds = {t.__name__ for t in set(map(type, df[col].to_numpy())) if issubclass(t, _CONTAINERS)}
         if kinds: bad[col] = "/".join(sorted(kinds))

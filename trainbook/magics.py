@@ -243,6 +243,15 @@ def _without_comment(line: str) -> str:
     comment = next((t for t in tokens if t.type == tokenize.COMMENT), None)
     return line[:comment.start[1]] if comment else line
 
+_CONTROL = set("\n\t\r\b\f\v\a")  # what a backslash in a Windows path turns into: '\n' in C:\runs\new
+
+def _escaped_control(value: str) -> bool:
+    "Whether a string in the literal `value` holds a control character its text spells with a backslash."
+    for node in ast.walk(ast.parse(value, mode="eval")):
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)): continue
+        if _CONTROL & set(node.value) and "\\" in (ast.get_source_segment(value, node) or ""): return True
+    return False
+
 def parse_body(body: str,  # the cell below `%%train`: one `key = value` per line, `#` comments allowed
               ) -> dict:
     "`key = value` lines (TrainConfig fields) of a %%train cell; values are Python literals."
@@ -263,6 +272,13 @@ def parse_body(body: str,  # the cell below `%%train`: one `key = value` per lin
             if value[:1] in "'\"":  # a quoted value that does not parse would be kept with its quote
                 raise UsageError(f"%%train line {n}: {key} = {value} is not a Python literal") from None
             out[key] = value  # a bare word such as warmup_cosine
+            continue
+        if _escaped_control(value):  # "C:\runs\new" would name a folder holding a newline
+            raw = f"r{value}" if value[:1] in "'\"" else 'r"..."'
+            slashes = value.replace("\\", "/")
+            raise UsageError(f"%%train line {n}: {key} = {value} holds a backslash escape that Python reads "
+                             f"as a control character (\\n: a newline, \\t: a tab): write a raw string, "
+                             f"{key} = {raw}, or forward slashes, {key} = {slashes}")
     return out
 
 @magics_class

@@ -17,8 +17,8 @@ from .core import Finding, announce, findings_html
 from .splits import Splits, check_split_args, choose_strategy, class_share_findings
 
 # %% auto #0
-__all__ = ['is_spark_frame', 'spark_session', 'require_spark_frame', 'spark_col', 'require_spark_column', 'spark_family',
-           'ColumnStats', 'column_stats', 'spark_roles', 'spark_task', 'class_counts', 'sample_rows_of',
+__all__ = ['is_spark_frame', 'spark_session', 'require_spark_frame', 'spark_sql_name', 'spark_col', 'require_spark_column',
+           'spark_family', 'ColumnStats', 'column_stats', 'spark_roles', 'spark_task', 'class_counts', 'sample_rows_of',
            'SparkDataReport', 'check_data', 'SparkSplits', 'time_value', 'part_class_counts', 'spark_audit',
            'make_splits']
 
@@ -62,12 +62,25 @@ def require_spark_frame(sdf,  # what the caller got
     if repeated:
         raise ValueError(f"{name} has duplicated column names: {', '.join(map(repr, repeated))}; rename them "
                          "(sdf.toDF(*new_names)) or drop the copies before a join adds them")
+    # by default Spark resolves names ignoring case: 'A' and 'a' are one name to it
+    if str(sdf.sparkSession.conf.get("spark.sql.caseSensitive", "false")).lower() != "true":
+        lower = [c.lower() for c in sdf.columns]
+        clash = sorted({c for c in sdf.columns if lower.count(c.lower()) > 1})
+        if clash:
+            raise ValueError(f"{name} has column names equal but for case: {', '.join(map(repr, clash))}; "
+                             "Spark reads names ignoring case (spark.sql.caseSensitive=false), so they are "
+                             "one name to it: rename them (sdf.toDF(*new_names))")
+
+def spark_sql_name(name: str,  # a column's name, as `sdf.columns` holds it
+                  ) -> str:
+    "`name` quoted for Spark (backticks, a backtick in it doubled): for `F.col` and inside `F.expr` text."
+    return "`" + str(name).replace("`", "``") + "`"
 
 def spark_col(name: str,  # a column's name, as `sdf.columns` holds it
              ):
     "The column `name` read literally: a dot or a space in it is part of the name, not a path into a struct."
     from pyspark.sql import functions as F
-    return F.col("`" + str(name).replace("`", "``") + "`")
+    return F.col(spark_sql_name(name))
 
 def require_spark_column(sdf,  # a Spark DataFrame
                          col: Optional[str],  # the column asked for (None: nothing to check)
@@ -133,7 +146,7 @@ def column_stats(sdf,  # a Spark DataFrame
         if fam in ("numeric", "datetime", "timedelta") and fam != "timedelta":
             aggs += [F.min(c).alias(f"lo{i}"), F.max(c).alias(f"hi{i}")]
         if f.dataType.typeName() == "string":
-            num = F.expr(f"try_cast(`{f.name}` as double)")
+            num = F.expr(f"try_cast({spark_sql_name(f.name)} as double)")
             words = F.size(F.split(F.trim(c), r"\s+"))
             aggs += [F.count(num).alias(f"p{i}"), F.sum(F.when(num % 1 == 0, 1).otherwise(0)).alias(f"w{i}"),
                      F.percentile_approx(F.when(c.isNotNull(), words), 0.5).alias(f"t{i}")]
@@ -250,7 +263,7 @@ def _spark_mixed(sdf, col: str, s: ColumnStats, n: int) -> list[Finding]:
         return [Finding("numbers_as_text", "warning", f"all {present} values are numbers stored as text "
                         f"(dtype {s.dtype})", column=col, advice=f"convert them: cast({col!r} as double)",
                         data={"dtype": s.dtype})]
-    bad = (sdf.where(spark_col(col).isNotNull() & F.expr(f"try_cast(`{col}` as double)").isNull())
+    bad = (sdf.where(spark_col(col).isNotNull() & F.expr(f"try_cast({spark_sql_name(col)} as double)").isNull())
            .groupBy(spark_col(col)).count().orderBy(F.desc("count")).limit(20).collect())
     counts = {str(r[0]): int(r[1]) for r in bad}
     shown = ", ".join(f"{v!r} ×{c}" for v, c in list(counts.items())[:5])
@@ -270,7 +283,7 @@ def _spark_duplicates(sdf, n: int, n_distinct: int, target) -> list[Finding]:
                            data={"n_duplicates": n - n_distinct}))
     if target is not None and len(sdf.columns) > 1:
         features = [c for c in sdf.columns if c != target]
-        labels = sdf.groupBy(*map(spark_col, features)).agg(F.countDistinct(f"`{target}`").alias("k"))
+        labels = sdf.groupBy(*map(spark_col, features)).agg(F.countDistinct(spark_col(target)).alias("k"))
         conflicts = labels.where(F.col("k") > 1).count()
         if conflicts:
             out.append(Finding("conflicting_labels", "error",

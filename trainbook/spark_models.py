@@ -21,7 +21,7 @@ from .events import session_observers
 from .run import Run, remember_run
 from .checks import column_roles, require_task
 from .spark import (SparkSplits, make_splits, require_spark_column, require_spark_frame,
-                             sample_rows_of, spark_session, spark_task, time_value)
+                             sample_rows_of, spark_col, spark_session, spark_task, time_value)
 
 # %% auto #0
 __all__ = ['MLLIB_MODELS', 'prepared_features', 'fit_xgboost', 'baseline']
@@ -29,12 +29,12 @@ __all__ = ['MLLIB_MODELS', 'prepared_features', 'fit_xgboost', 'baseline']
 # %% ../nbs/19a_spark_models.ipynb #562d4954
 def _spark_classes(sdf, target: str) -> list:
     "The class labels in code order (the pandas path's order: by type name, then value)."
-    values = [r[0] for r in sdf.select(target).distinct().collect()]
+    values = [r[0] for r in sdf.select(spark_col(target)).distinct().collect()]
     return sorted(values, key=lambda v: (str(type(v)), v))
 
 def _label_expr(F, target: str, classes: Optional[list]):
     "The target as a float code (classification) or value (regression)."
-    c = F.col(f"`{target}`")
+    c = spark_col(target)
     if classes is None: return c.cast("double")
     code = None
     for i, value in enumerate(classes):
@@ -45,7 +45,7 @@ def _fit_prep(marked, target: str, task: str, columns: list, sample_rows: int, s
               classes) -> tuple[FramePrep, int, int]:
     "The preprocessing fitted on a seeded sample of the training rows; the sample's size; the feature count."
     from pyspark.sql import functions as F
-    train = marked.where(F.col("__part") == "train").select(*columns, target)
+    train = marked.where(F.col("__part") == "train").select(*map(spark_col, [*columns, target]))
     sample = sample_rows_of(train, sample_rows, seed)
     tf = make_preprocessor(sample, target)  # roles from the sample, as pandas takes them from the train rows
     if classes is None: y = sample[target].to_numpy(dtype=float)
@@ -63,13 +63,15 @@ def prepared_features(marked,  # a table with the `__part` column
     from pyspark.sql import functions as F
     columns, target, classes = prep.columns, prep.target, prep.classes
     names = [f"f{i}" for i in range(width)]
+    inputs = [f"__c_{i}" for i in range(len(columns))]  # mapInPandas reads a name with a dot as a path
+    renamed = [spark_col(c).alias(a) for c, a in zip(columns, inputs)]
     rows = (marked.where(F.col("__part").isin(*parts))
-            .select(*columns, _label_expr(F, target, classes).alias("__label"),
+            .select(*renamed, _label_expr(F, target, classes).alias("__label"),
                     (F.col("__part") == "valid").alias("__valid")))
 
     def transform(batches):
         for pdf in batches:
-            x = prep.transform(pdf[columns]).numpy()
+            x = prep.transform(pdf[inputs].set_axis(columns, axis=1)).numpy()
             out = pd.DataFrame(x, columns=names)
             out["label"] = pdf["__label"].to_numpy(dtype=float)
             out["is_valid"] = pdf["__valid"].to_numpy(dtype=bool)
@@ -179,24 +181,27 @@ def fit_xgboost(sdf,  # a Spark DataFrame: feature columns and the target
 # %% ../nbs/19a_spark_models.ipynb #2e50f857
 MLLIB_MODELS = ("dummy", "linear", "gbt", "forest", "xgboost")
 
+_NUMERIC_ROLES = ("numeric", "boolean", "datetime")
+
 def _mllib_stages(sdf, columns: list, roles: dict, task: str, what: str, seed: int) -> list:
     "Imputer, indexers + one-hot encoder, assembler and the model, as MLlib Pipeline stages."
     from pyspark.ml.classification import GBTClassifier, LogisticRegression, RandomForestClassifier
     from pyspark.ml.feature import Imputer, OneHotEncoder, StandardScaler, StringIndexer, VectorAssembler
     from pyspark.ml.regression import GBTRegressor, LinearRegression, RandomForestRegressor
-    numeric = [c for c in columns if roles[c] in ("numeric", "boolean", "datetime")]
-    categorical = [c for c in columns if roles[c] == "categorical"]
+    # MLlib reads a dot in a column name as a path: the stages see the columns by position (`__c_0`, `__n_0`)
+    numeric = [i for i, c in enumerate(columns) if roles[c] in _NUMERIC_ROLES]
+    categorical = [i for i, c in enumerate(columns) if roles[c] == "categorical"]
     stages, inputs = [], []
     if numeric:
-        stages.append(Imputer(inputCols=[f"__n_{c}" for c in numeric],
-                              outputCols=[f"__i_{c}" for c in numeric], strategy="median"))
-        inputs += [f"__i_{c}" for c in numeric]
+        stages.append(Imputer(inputCols=[f"__n_{i}" for i in numeric],
+                              outputCols=[f"__i_{i}" for i in numeric], strategy="median"))
+        inputs += [f"__i_{i}" for i in numeric]
     if categorical:
-        stages.append(StringIndexer(inputCols=categorical, outputCols=[f"__s_{c}" for c in categorical],
-                                    handleInvalid="keep"))
-        stages.append(OneHotEncoder(inputCols=[f"__s_{c}" for c in categorical],
-                                    outputCols=[f"__o_{c}" for c in categorical], handleInvalid="keep"))
-        inputs += [f"__o_{c}" for c in categorical]
+        stages.append(StringIndexer(inputCols=[f"__c_{i}" for i in categorical],
+                                    outputCols=[f"__s_{i}" for i in categorical], handleInvalid="keep"))
+        stages.append(OneHotEncoder(inputCols=[f"__s_{i}" for i in categorical],
+                                    outputCols=[f"__o_{i}" for i in categorical], handleInvalid="keep"))
+        inputs += [f"__o_{i}" for i in categorical]
     stages.append(VectorAssembler(inputCols=inputs, outputCol="__raw", handleInvalid="keep"))
     stages.append(StandardScaler(inputCol="__raw", outputCol="features", withMean=False))
     regression = task == "regression"
@@ -211,13 +216,14 @@ def _mllib_stages(sdf, columns: list, roles: dict, task: str, what: str, seed: i
     else: model = RandomForestRegressor(seed=seed) if regression else RandomForestClassifier(seed=seed)
     return stages + [model.setFeaturesCol("features").setLabelCol("label")]
 
-def _numeric_inputs(F, sdf, columns: list, roles: dict):
-    "Numbers as doubles for the Imputer (booleans 0/1, datetimes as seconds; NaN and null both missing)."
-    out = []
-    for c in columns:
-        if roles[c] not in ("numeric", "boolean", "datetime"): continue
-        value = time_value(F, c, sdf) if roles[c] == "datetime" else F.col(f"`{c}`").cast("double")
-        out.append(F.when(~F.isnan(value), value).alias(f"__n_{c}"))
+def _stage_inputs(F, sdf, columns: list, roles: dict) -> list:
+    "The columns the stages read, named by position: `__c_i` as is, `__n_i` numbers for the Imputer."
+    out = [spark_col(c).alias(f"__c_{i}") for i, c in enumerate(columns) if roles[c] == "categorical"]
+    for i, c in enumerate(columns):
+        if roles[c] not in _NUMERIC_ROLES: continue
+        # booleans 0/1, datetimes as seconds; NaN and null both missing
+        value = time_value(F, c, sdf) if roles[c] == "datetime" else spark_col(c).cast("double")
+        out.append(F.when(~F.isnan(value), value).alias(f"__n_{i}"))
     return out
 
 def _score(predictions, task: str, classes, part: str, score_rows: int, seed: int) -> dict:
@@ -259,11 +265,12 @@ def baseline(sdf,  # a Spark DataFrame: feature columns and the target
     marked = splits.assign(sdf)
     train = marked.where(F.col("__part") == "train")
     # each column's role from a sample of the training rows (the pandas rules): ids, text, constants dropped
-    roles = column_roles(sample_rows_of(train.select(*sdf.columns), role_rows, seed), target, exclude)
+    roles = column_roles(sample_rows_of(train.select(*map(spark_col, sdf.columns)), role_rows, seed), target,
+                         exclude)
     columns = [c for c in roles if roles[c] not in DROPPED_ROLES and roles[c] != "timedelta"]
     classes = _spark_classes(train, target) if task != "regression" else None
     table = marked.where(F.col("__part").isNotNull()).select(
-        "__part", *[F.col(f"`{c}`") for c in columns], *_numeric_inputs(F, marked, columns, roles),
+        "__part", *_stage_inputs(F, marked, columns, roles),
         _label_expr(F, target, classes).alias("label")).cache()  # every model reads it
     parts = [p for p in ("train", "valid", "test") if splits.sizes.get(p)]
     rows = {}

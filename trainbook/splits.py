@@ -4,14 +4,15 @@
 
 # %% ../nbs/02_splits.ipynb #20b02c56
 from __future__ import annotations
-import hashlib, numbers
+import hashlib, numbers, sys
 from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
 import pandas as pd
 
-from .checks import drop_unused_categories, require_column, require_frame, infer_task
+from .checks import (drop_unused_categories, infer_task, is_nested_arrow, require_column,
+                              require_frame)
 from .core import Finding, announce, findings_html
 
 # %% auto #0
@@ -135,7 +136,9 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
     if features and len(df) <= 2_000_000:
         try: h = pd.util.hash_pandas_object(df[features], index=False).to_numpy()
         except TypeError:  # cells holding lists or dicts (unhashable): such columns compared by their text
-            frame = df[features].apply(lambda s: s.astype(str) if s.dtype == object else s)
+            with np.printoptions(threshold=sys.maxsize):  # the whole text: numpy elides a long array's middle
+                frame = df[features].apply(
+                    lambda s: s.astype(str) if s.dtype == object or is_nested_arrow(s.dtype) else s)
             h = pd.util.hash_pandas_object(frame, index=False).to_numpy()
         for a, b in pairs:
             shared = np.intersect1d(h[parts[a]], h[parts[b]])
