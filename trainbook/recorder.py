@@ -405,7 +405,7 @@ class Recorder:
             ) -> None:
         "Record one completed optimizer step, then [after_step]."
         if loss is None: raise TypeError("Recorder.step: loss is required (this optimizer step's loss)")
-        taken = sorted(_RESERVED.intersection(values))
+        taken = sorted(_RESERVED.intersection(values)) if values else ()  # most steps pass no values
         if taken:
             raise ValueError(f"Recorder.step: {', '.join(taken)} is a train record the Recorder writes itself; "
                              f"record yours under another name (e.g. my_{taken[0]}=...)")
