@@ -21,6 +21,10 @@ $(STAMP): setup.py settings.ini scripts/install.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "installing trainbook and its dev extra into $(VENV) ... [$$(date +%T)]"
 	@$(PY) scripts/install.py $(TORCH) -e '.[dev]'
+	@# jsonschema imports rfc3987-syntax when it is there (nbformat and jupyter-events ask for it), and its import
+	@# builds ~35 Earley parsers: 2.4 s of CPU in every process that imports ray, nbformat or jupyter_server (a Ray
+	@# launch starts eight: 44 s a launch on 2 cores, 17 s without). No schema of these tools uses its iri formats
+	@$(PY) -m pip uninstall --yes --quiet rfc3987-syntax
 	@touch $(STAMP)
 
 install: $(STAMP)
