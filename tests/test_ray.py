@@ -252,8 +252,11 @@ def test_ray_search_runs_trials_in_parallel_stops_some_early_and_records_a_kille
     storage = str(tmp_path / "s.db")
     # a study the Optuna path began: the Ray search resumes it from its storage (one study, one table)
     tb.search(objective, SPACE, 2, storage=storage, study_name="study", live=False)
+    ctrl_c = signal.getsignal(signal.SIGINT)
     result = ray_engine.search(objective, SPACE, 6, max_concurrent=2, storage=storage, study_name="study",
                                grace_period=1, reduction_factor=2, live=False)
+    # Tune's own Ctrl-C handler (it ends a search) is gone with the search: the next Ctrl-C interrupts again
+    assert signal.getsignal(signal.SIGINT) is ctrl_c
     trials = result.trials
     assert trials.number.tolist() == list(range(8))  # the study grew: 2 trials of the Optuna path, then Ray's 6
     by_optuna, by_ray = trials[:2], trials[2:]

@@ -4,7 +4,7 @@
 
 # %% ../nbs/14a_ray.ipynb #b189a397
 from __future__ import annotations
-import gc, json, logging, math, os, shutil, socket, sys, tempfile, threading, time, traceback
+import gc, json, logging, math, os, shutil, signal, socket, sys, tempfile, threading, time, traceback
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
@@ -375,6 +375,7 @@ def _stamp(started: float) -> dict:
     return {"worker": f"{socket.gethostname()}:{os.getpid()}", "started": started, "ended": time.time()}
 
 _TRIAL: dict = {}  # inside a Ray Tune trial run by `search`: {"started": ...}
+_TUNE_SIGNALS = [getattr(signal, name) for name in ("SIGINT", "SIGUSR1") if hasattr(signal, name)]  # Tune sets both
 
 def in_trial() -> bool:
     "Whether this process runs a Ray Tune trial of `ray_engine.search`."
@@ -572,6 +573,9 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     panel = StudyPanel(metric, n_trials, mode="text" if live is False else None)
     started = _connect(address)
     folder = tempfile.mkdtemp(prefix="trainbook-tune-")
+    # Tune sets its own Ctrl-C handler (ending the search) and leaves it set: a later cell's first Ctrl-C would be lost
+    main = threading.current_thread() is threading.main_thread()  # only there can handlers be set
+    handlers = {s: signal.getsignal(s) for s in _TUNE_SIGNALS} if main else {}
     try:
         trainable = tune.with_resources(tune.with_parameters(trial_main, payload=payload),
                                         resources_per_trial or {"cpu": 1})
@@ -584,6 +588,8 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
                                                      callbacks=[PanelFeed(panel, searcher)]))
         tuner.fit()
     finally:
+        for s, handler in handlers.items():
+            if handler is not None: signal.signal(s, handler)
         if started: ray.shutdown()
         shutil.rmtree(folder, ignore_errors=True)
         panel.finish()
