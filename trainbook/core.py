@@ -16,9 +16,9 @@ import torch
 # %% auto #0
 __all__ = ['PRECISIONS', 'SCHEDULES', 'SEVERITIES', 'SEVERITY_STYLE', 'did_you_mean', 'require_instance', 'TrainConfig',
            'Finding', 'finding_html', 'findings_html', 'number_text', 'History', 'seed_everything',
-           'accelerators_present', 'rng_state', 'set_rng_state', 'environment', 'loader_length', 'set_loader_epoch',
-           'pick_device', 'pick_precision', 'autocast_dtype', 'this_process', 'process_alive', 'remove_stale_temps',
-           'atomic_write', 'listen', 'unlisten', 'silenced', 'announce']
+           'accelerators_present', 'rng_state', 'set_rng_state', 'package_version', 'environment', 'loader_length',
+           'set_loader_epoch', 'pick_device', 'pick_precision', 'autocast_dtype', 'this_process', 'process_alive',
+           'remove_stale_temps', 'atomic_write', 'listen', 'unlisten', 'silenced', 'announce']
 
 # %% ../nbs/00_core.ipynb #03fb781b
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
@@ -432,17 +432,20 @@ def _git_commit(path: str = ".") -> Optional[str]:
 
 _STATIC_ENVIRONMENT: dict = {}  # what cannot change while the process runs, read once
 
+def package_version(pkg: str,  # a distribution's name, as pip knows it ("scikit-learn")
+                   ) -> Optional[str]:
+    "The installed version of `pkg`, or None when it is not installed."
+    try: return importlib.metadata.version(pkg)
+    except importlib.metadata.PackageNotFoundError: return None
+
 def _static_environment() -> dict:
     if not _STATIC_ENVIRONMENT:
-        def version(pkg):
-            try: return importlib.metadata.version(pkg)
-            except importlib.metadata.PackageNotFoundError: return None
         cuda = torch.cuda.is_available()
         _STATIC_ENVIRONMENT.update(
             python=sys.version.split()[0], platform=platform.platform(), torch=str(torch.__version__),
             cuda=torch.version.cuda, cudnn=torch.backends.cudnn.version() if cuda else None,
             gpus=[torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if cuda else [],
-            cpu_count=os.cpu_count(), packages={p: version(p) for p in _PACKAGES})
+            cpu_count=os.cpu_count(), packages={p: package_version(p) for p in _PACKAGES})
     return _STATIC_ENVIRONMENT
 
 def environment() -> dict:

@@ -11,8 +11,8 @@ from typing import Any, Callable, Iterable, NamedTuple, Optional, Union
 import numpy as np
 
 from .checkpoint import Checkpointer, Position, check_epochs_left, check_resume, probe_writable
-from .core import (History, TrainConfig, atomic_write, environment, rng_state, seed_everything,
-                            set_rng_state)
+from .core import (History, TrainConfig, atomic_write, environment, loader_length, package_version,
+                            rng_state, seed_everything, set_loader_epoch, set_rng_state)
 from .events import Event, LoopState
 from .guard import check_loader, check_monitor, nonfinite_validation
 from .recorder import EarlyStopping, TimedIterator, end_run, epoch_records, run_callbacks, run_of
@@ -308,8 +308,7 @@ def pick_jax_precision(precision: str,  # TrainConfig.precision
 
 def _positioned(dl, epoch: int, skip: int):
     "The epoch's batch iterator at batch `skip`: the loader's own state (TensorLoader) or drawing and dropping."
-    for obj in (dl, getattr(dl, "sampler", None)):
-        if obj is not None and hasattr(obj, "set_epoch"): obj.set_epoch(epoch)
+    set_loader_epoch(dl, epoch)
     saved = dl.state_dict() if skip and hasattr(dl, "state_dict") and hasattr(dl, "load_state_dict") else None
     if isinstance(saved, dict) and {"epoch", "position"} <= set(saved):
         dl.load_state_dict({**saved, "epoch": epoch, "position": skip})  # resumes inside the epoch
@@ -317,10 +316,6 @@ def _positioned(dl, epoch: int, skip: int):
     batches = iter(dl)
     for _ in range(skip): next(batches)
     return batches
-
-def _length(dl) -> Optional[int]:
-    try: return len(dl)
-    except TypeError: return None
 
 class _FlaxLoop:
     "Everything `fit_flax` sets up, and the bookkeeping around the steps; callbacks find the state in `state.train_state`."
@@ -337,7 +332,7 @@ class _FlaxLoop:
         tags = tuple(sorted({s.key.tag for _, s in nnx.graph.iter_graph(model) if isinstance(s, nnx.RngStream)}))
         self.leaf_names = [_leaf_name(p) for p, _ in jax.tree_util.tree_flatten_with_path(params)[0]]
         # steps in the run: the schedule's length
-        self.n_batches = _length(dl_train)
+        self.n_batches = loader_length(dl_train)
         per_epoch = math.ceil(self.n_batches / cfg.accum_steps) if self.n_batches else None
         budgets = [x for x in (cfg.max_steps, per_epoch and per_epoch * cfg.epochs) if x]
         self.total_steps = min(budgets) if budgets else None
@@ -360,7 +355,7 @@ class _FlaxLoop:
         self.monitor = MONITOR_ALIASES.get((split, name), (split, name))
         self.stopper = EarlyStopping(cfg.monitor, cfg.mode, cfg.patience, cfg.min_delta)
         self.history, self.env = History(), environment()
-        self.env["packages"].update({p: _version(p) for p in ("jax", "flax", "optax")})
+        self.env["packages"].update({p: package_version(p) for p in ("jax", "flax", "optax")})
         self.cbs = run_callbacks(callbacks, live=live, track=track, kind="flax", first=[FlaxNanGuard()])
         self.folder = Checkpointer(cfg.checkpoint_dir, suffix=".msgpack")  # claimed by `resume`; run.json
         self.track, self.t_fit, self.epoch_closed = track, time.perf_counter(), False
@@ -490,6 +485,7 @@ class _FlaxLoop:
         state, pos, h = self.state, self.pos, self.history
         state.batch_idx, window.done = pos.batch_idx, True
         state.step += 1
+        pos.step_end_due = True  # until `after_step` is done: a Ctrl-C before then leaves it to the resume
         state.train_state = self.train
         pos.loss_sum += state.loss
         pos.loss_count += 1
@@ -530,10 +526,12 @@ class _FlaxLoop:
     def after_step(self) -> Optional[str]:
         "Inside the epoch: validate every `eval_every` steps, last.msgpack every `checkpoint_every`; requests."
         state, cfg, control = self.state, self.cfg, self.state.control
-        if (cfg.eval_every and state.step % cfg.eval_every == 0) or control.evaluate:
-            control.evaluate = False
-            if self.validate(): self.save("best.msgpack")
-            if self.valid_failed: return "nonfinite"
+        due = (cfg.eval_every and state.step % cfg.eval_every == 0) or control.evaluate
+        control.evaluate = False
+        best = due and self.validate()
+        self.pos.step_end_due = False  # validated (once a step): the files below, and a Ctrl-C, resume after it
+        if best: self.save("best.msgpack")
+        if due and self.valid_failed: return "nonfinite"
         if (cfg.checkpoint_every and state.step % cfg.checkpoint_every == 0) or control.save:
             control.save = False
             self.save("last.msgpack")
@@ -600,11 +598,6 @@ class _FlaxLoop:
         "A run that raised: finish it as 'failed' (last.msgpack stays the last good one), attach it as `err.run`."
         try: err.run = self.finish("failed", err)
         except Exception as during: warnings.warn(f"finishing the failed run raised too: {during!r}")
-
-def _version(pkg: str) -> Optional[str]:
-    import importlib.metadata
-    try: return importlib.metadata.version(pkg)
-    except importlib.metadata.PackageNotFoundError: return None
 
 # %% ../nbs/20_jax.ipynb #8d8071d3
 def check_flax_inputs(model,  # what `fit_flax` got as `model`
@@ -684,7 +677,9 @@ def fit_flax(model,  # a Flax NNX module (trained in place: its variables hold t
                 if stopped == "max_steps" and lp.pos.batch_idx:  # a resume at max_steps ends its epoch, once
                     stopped = lp.end_epoch(partial=True) or stopped
                 break
-            for window in lp.windows(batches):  # accumulation windows of cfg.accum_steps micro-batches
+            # resumed from a Ctrl-C inside a step's end (in its validation, say): that end first
+            stopped = lp.after_step() if lp.pos.step_end_due else None
+            for window in lp.windows(batches) if not stopped else ():  # windows of cfg.accum_steps micro-batches
                 for micro_step, batch in enumerate(window):
                     # 1. forward (bf16 when asked) -> 2. loss -> 3. gradients -> 4. accumulate (MultiSteps)
                     #    -> at the window's last micro-batch: 5. clip -> 6. optax update; one compiled call
