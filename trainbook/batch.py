@@ -15,8 +15,8 @@ from .core import Finding, autocast_dtype
 # %% auto #0
 __all__ = ['TARGET_KEYS', 'ELEMENTWISE_LOSSES', 'split_batch', 'to_device', 'describe', 'call_model', 'batch_rows', 'rows_in',
            'prediction', 'model_loss', 'whole_output', 'wants_whole_output', 'label_range', 'compute_loss', 'eval_mode',
-           'ShapeMismatch', 'check_loss_value', 'check_loss_shapes', 'autocast', 'Feeder', 'forward', 'training_lock',
-           'stop_requested']
+           'ShapeMismatch', 'check_loss_value', 'nothing_to_train', 'check_loss_shapes', 'autocast', 'Feeder',
+           'forward', 'training_lock', 'stop_requested']
 
 # %% ../nbs/03a_batch.ipynb #17015856
 TARGET_KEYS = ("y", "label", "labels", "target")
@@ -240,6 +240,15 @@ def _label_hint(message: str, pred, yb) -> str:
     if "dtype" in message and "Long" in message and yb.is_floating_point():
         return (f": the targets are class indices for this loss, but yb is {str(yb.dtype).replace('torch.', '')}:"
                 " give integer labels (yb.long(), or torch.as_tensor(y, dtype=torch.long) once)")
+    if "can't be cast" in message and "Long" in message and not yb.is_floating_point():  # BCE on int labels
+        return (f": this loss computes with float targets (0./1. for BCE), but yb is "
+                f"{str(yb.dtype).replace('torch.', '')}: give float labels (yb.float(), or "
+                "torch.as_tensor(y, dtype=torch.float32) once)")
+    if ("target size" in message and pred.ndim == 3 and pred.shape[:-1] == yb.shape
+            and not yb.is_floating_point()):  # (n, T, C) scores against (n, T) labels: classes last
+        return (f": the prediction {tuple(pred.shape)} holds its {pred.shape[-1]} classes on the last axis, "
+                "but cross-entropy wants them on axis 1, (n, C, T): loss_fn=lambda out, y: "
+                "F.cross_entropy(out.transpose(1, 2), y), or flatten both, (out.flatten(0, 1), y.flatten())")
     found = label_range(pred, yb, -100) if "out of bounds" in message else None  # torch's default ignore_index
     if found is None: return ""
     lo, hi, n = found
@@ -264,6 +273,11 @@ def compute_loss(out,  # what the model returned
         whole = wants_whole_output(loss_fn)
         return _call_loss(loss_fn, out if whole else prediction(out), yb, out, whole)
     loss = model_loss(out)
+    if loss is None and isinstance(out, torch.Tensor) and out.numel() == 1:  # the loss itself, returned bare
+        raise ValueError(f"loss_fn=None means the model computes its loss, and it returned one bare value "
+                         f"({describe(out)}): return it named, {{'loss': loss}} (or an object with .loss), "
+                         "so trainbook knows it is the loss and not a prediction; or return the prediction "
+                         "and pass loss_fn=")
     if loss is None:
         raise ValueError("loss_fn=None means the model computes its loss, but its output has "
                          "no .loss / ['loss']: "
@@ -308,6 +322,7 @@ def _aligns_itself(loss_fn, pred, yb) -> bool:
 
 def check_loss_value(loss,  # what the loss function (or the model, for its own loss) returned for a batch
                      loss_fn: Optional[Callable],  # the loss; None = the model's own
+                     model: Optional[nn.Module] = None,  # the model: tells a frozen one from a detached loss
                     ) -> None:
     "Raise a TypeError, before any backward, when a training loss is not one tensor value backward can go through."
     who = "loss_fn" if loss_fn is not None else "the model's loss"
@@ -319,8 +334,22 @@ def check_loss_value(loss,  # what the loss function (or the model, for its own 
         raise TypeError(f"{who} returned {loss.numel()} values (shape {tuple(loss.shape)}), not one: training "
                         "needs one number a batch; reduce it (reduction='mean', or .mean()) in the loss")
     if torch.is_grad_enabled() and not loss.requires_grad:
+        frozen = nothing_to_train(model)
+        if frozen: raise TypeError(f"{who} returned a tensor without grad_fn because {frozen}")
         raise TypeError(f"{who} returned a tensor cut off from the model's parameters (no grad_fn), so "
                         "backward cannot train them: no .detach(), .data, torch.no_grad() or numpy on its way")
+
+def nothing_to_train(model: Optional[nn.Module],  # a model (None: nothing to say)
+                    ) -> Optional[str]:
+    "Why `model` has nothing backward could train (no parameters, or all frozen); None when it has some."
+    if model is None: return None
+    params = list(model.parameters())
+    if any(p.requires_grad for p in params): return None
+    if not params:
+        return ("the model has no parameters at all: there is nothing to train; give it a layer with weights "
+                "(nn.Linear, ...)")
+    return (f"all {len(params)} of the model's parameter tensors are frozen (requires_grad=False): unfreeze "
+            "what should learn, p.requires_grad_(True) (e.g. the head: model.head.requires_grad_(True))")
 
 def check_loss_shapes(pred,  # the model's prediction (see `prediction`)
                       yb,  # the targets
@@ -387,7 +416,7 @@ class Feeder:
                 if check_shapes: check_loss_shapes(pred, yb, self.loss_fn)
                 loss = _call_loss(self.loss_fn, pred, yb, out, False)
             else: loss = compute_loss(out, yb, self.loss_fn)
-        if check_shapes: check_loss_value(loss, self.loss_fn)  # the first batch: before any backward
+        if check_shapes: check_loss_value(loss, self.loss_fn, self.model)  # the first batch: before backward
         return out, loss, xb, yb
 
 def forward(model: nn.Module,  # the model (or its DDP wrapper)

@@ -11,7 +11,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from .batch import rows_in
+from .batch import nothing_to_train, rows_in
 from .checkpoint import probe_writable
 from .core import Finding, TrainConfig, did_you_mean, loader_length
 from .metrics import resolve_metrics
@@ -212,7 +212,7 @@ def check_fit_inputs(model,  # what `fit` got as `model`
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if not any(p.requires_grad for p in model.parameters()):
-        raise ValueError("model has no trainable parameters (all frozen?)")
+        raise ValueError(nothing_to_train(model))
     check_loss_fn(loss_fn)  # None = the model computes its loss; a loss class is refused
     if not isinstance(cfg, TrainConfig):
         raise TypeError(f"config must be a trainbook.TrainConfig, got {type(cfg).__name__}")

@@ -41,6 +41,11 @@ def static_findings(model: nn.Module,  # the model (as it will train)
     found = []
     params = list(model.named_parameters())
     frozen = [n for n, p in params if not p.requires_grad]
+    if not params:
+        found.append(Finding("no_parameters", "error",
+                             "the model has no parameters: there is nothing to train",
+                             advice="give it a layer with weights (nn.Linear, ...); a parameter-free model "
+                                    "cannot memorize anything"))
     if frozen:
         sev = "error" if len(frozen) == len(params) else "info"
         found.append(Finding("frozen_parameters", sev,
@@ -156,7 +161,8 @@ def overfit_batch(model: nn.Module,  # the model to test (a copy is trained; the
     probe = copy.deepcopy(model).to(dev)
     with torch.no_grad(): out = prediction(call_model(probe, xb))
     findings = static_findings(probe, out, yb, loss_fn)
-    if any(f.severity == "error" and f.kind in ("label_out_of_range", "frozen_parameters") for f in findings):
+    if any(f.severity == "error" and f.kind in ("label_out_of_range", "frozen_parameters", "no_parameters")
+           for f in findings):
         return SanityReport(False, findings)  # training would crash or cannot move
     # one backward pass on a copy, to find parameters the loss does not reach
     probe.train()
@@ -215,7 +221,8 @@ def check_init_loss(model: nn.Module,  # the untrained model
                     rel_tol: float = 0.5,  # tolerated relative distance from ln C
                    ) -> list[Finding]:
     "Compare the first loss with ln C for a C-class classifier; a finding when it is off by more than `rel_tol`."
-    dev = next(model.parameters()).device
+    # where the model lives: its first parameter or buffer (a model without either runs on the CPU)
+    dev = next((t.device for t in (*model.parameters(), *model.buffers())), torch.device("cpu"))
     with eval_mode(model), torch.no_grad():
         out, loss, _, _ = forward(model, batch, loss_fn, dev, check_shapes=True)
     pred, loss = prediction(out), float(loss)
