@@ -266,6 +266,17 @@ def test_model_mode_restored_by_evaluate():
     assert not model.training
 
 
+def test_evaluate_refuses_a_pair_the_loss_would_broadcast_as_fit_does():
+    "Seen: a (N, 1) prediction against (N,) targets, mse_loss: evaluate gave a wrong loss (torch only warned)."
+    X = torch.randn(32, 4)
+    y = X[:, 0]
+    with pytest.raises(ValueError, match=r"prediction shape \(16, 1\) and target shape \(16,\)"):
+        tb.evaluate(nn.Linear(4, 1), tb.TensorLoader(X, y, batch_size=16), nn.functional.mse_loss)
+    # a loss of one value per row stays allowed: its shapes agree
+    per_row = lambda p, t: (p - t).pow(2).squeeze(-1)
+    assert tb.evaluate(nn.Linear(4, 1), tb.TensorLoader(X, y[:, None], batch_size=16), per_row)["loss"] > 0
+
+
 @pytest.mark.parametrize("kwargs, match", [
     ({"model": "not a model"}, "model must be a torch.nn.Module"),
     ({"dl_train": iter([])}, "dl_train must be re-iterable"),

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Union
 import torch
 from torch import nn
 
-from .batch import Feeder, batch_rows, eval_mode, prediction, training_lock
+from .batch import Feeder, batch_rows, check_loss_shapes, eval_mode, prediction, training_lock
 from .checkpoint import (Checkpointer, FindingsPart, Position, check_epochs_left, check_resume,
                                   run_signature)
 from .core import (History, TrainConfig, environment, loader_length, pick_device, pick_precision,
@@ -49,8 +49,10 @@ def evaluate(model: nn.Module,  # the model to score (its train/eval mode is res
     stats = LossStats(loss_fn)
     feed = Feeder(model, loss_fn, device, precision)  # the autocast and the loss's kind, once for all batches
     with eval_mode(model), torch.inference_mode():
-        for batch in dl:
+        for i, batch in enumerate(dl):
             out, loss, xb, yb = feed(batch)
+            # the first batch: a pair the loss broadcasts ((n, 1) against (n,)) is refused, as `fit` refuses it
+            if i == 0 and feed.on_prediction: check_loss_shapes(prediction(out), yb, loss_fn)
             n = batch_rows(xb, yb)
             # a loss that returns one value per row: its batch mean (a float32 scalar is used as it is)
             loss = loss if loss.ndim == 0 and loss.dtype == torch.float32 else loss.float().mean()
