@@ -187,3 +187,11 @@ def test_a_series_given_as_the_target_is_named():
     df = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "y": [0, 1, 0, 1]})
     for call in (lambda: tb.check_data(df, df["y"]), lambda: tb.make_splits(df, df["y"])):
         with pytest.raises(TypeError, match=r"target must be a column's name, got a Series: pass the name"): call()
+
+
+def test_a_matrix_given_for_the_frame_gets_the_line_that_makes_one():
+    "Seen: check_data(X, 'y') on a tensor said only that df must be a DataFrame."
+    import torch
+    with pytest.raises(TypeError, match=r"got Tensor; make one from the matrix .*pd\.DataFrame\(X"):
+        tb.check_data(torch.randn(8, 3), "y")
+    with pytest.raises(TypeError, match=r"got list$"): tb.check_data([1, 2], "y")  # no matrix: nothing to add

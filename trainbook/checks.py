@@ -77,7 +77,11 @@ def require_frame(df,  # what the caller got as a frame
                  ) -> None:
     "A non-empty pandas DataFrame with unique column names, or an error naming the argument."
     if not isinstance(df, pd.DataFrame):
-        raise TypeError(f"{name} must be a pandas DataFrame, got {type(df).__name__}")
+        hint = ""
+        if hasattr(df, "shape") and len(getattr(df, "shape", ())) == 2:  # a matrix (numpy, torch): its columns
+            hint = ("; make one from the matrix and its target: pd.DataFrame(X, columns=[f'x{i}' for i in "
+                    "range(X.shape[1])]).assign(y=y), then check_data(frame, 'y')")
+        raise TypeError(f"{name} must be a pandas DataFrame, got {type(df).__name__}{hint}")
     if df.empty: raise ValueError(f"{name} is empty (0 rows or 0 columns)")
     if isinstance(df.columns, pd.MultiIndex):  # a column is named by one label everywhere in trainbook
         raise TypeError(f"{name} has MultiIndex columns ({df.columns.nlevels} levels, e.g. {df.columns[0]!r}): "
