@@ -2,7 +2,7 @@
 FSDP weights load into a plain model, failures surface with the remote traceback, a killed worker is named with its
 signal, a DDP run resumes exactly from its rank-0 checkpoint, and a launch that ends in any way leaves no process, no
 folder and no state behind."""
-import _thread, json, os, signal, sys, tempfile, threading, time, types
+import _thread, contextlib, json, os, signal, sys, tempfile, threading, time, types
 from pathlib import Path
 
 import pytest
@@ -252,3 +252,31 @@ def test_a_signalled_rank_is_the_cause_even_when_a_peer_failed_first(tmp_path):
     (tmp_path / "error-0.txt").write_text("Traceback: connection reset by peer")
     message = str(distributed._failure(tmp_path, 1))
     assert message.startswith("rank 1 was killed by signal SIGKILL (9) (then rank(s) 0 failed too)")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process table in /proc")
+def test_a_second_ctrl_c_during_the_clean_up_leaves_no_process_frozen(tmp_path, private_tmp, monkeypatch):
+    "Ctrl-C, then Ctrl-C again just after the clean-up froze the processes (SIGSTOP) and before it killed them."
+    pids_dir = tmp_path / "pids"
+    pids_dir.mkdir()
+    main = threading.main_thread().ident
+    original = distributed._signal
+    def again_after_the_freeze(pids, sig):
+        original(pids, sig)
+        if sig == signal.SIGSTOP: signal.pthread_kill(main, signal.SIGINT)  # the user presses once more
+    monkeypatch.setattr(distributed, "_signal", again_after_the_freeze)
+    def interrupt_once_started():
+        deadline = time.monotonic() + 300
+        while not list(pids_dir.glob("*.pids")) and time.monotonic() < deadline: time.sleep(0.05)
+        _thread.interrupt_main()
+    threading.Thread(target=interrupt_once_started, daemon=True).start()
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            launch(sleeper, str(pids_dir), nprocs=1, timeout=600)
+        pids = started_pids(pids_dir)
+        assert len(pids) == 2 and [p for p in pids if running(p)] == []  # none left frozen (state T)
+        assert list(private_tmp.iterdir()) == [] and signal.getsignal(signal.SIGINT) is before
+    finally:  # a failure here must not leave frozen processes behind for the rest of the suite
+        for pid in started_pids(pids_dir):
+            with contextlib.suppress(ProcessLookupError): os.kill(pid, signal.SIGKILL)

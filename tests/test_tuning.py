@@ -470,3 +470,25 @@ def test_search_never_makes_optuna_louder_than_the_user_set_it(tmp_path):
         assert seen[-1] == optuna.logging.WARNING and optuna.logging.get_verbosity() == optuna.logging.INFO
     finally:
         optuna.logging.set_verbosity(before)
+
+
+def test_a_storage_in_a_missing_folder_or_a_folder_is_refused_naming_it_before_any_trial(tmp_path):
+    "SQLite's own 'unable to open database file' (after its retries) named neither the storage nor the fix."
+    ran = []
+    for storage, says in [(tmp_path / "nope" / "s.db", "does not exist"), (tmp_path, "is a folder")]:
+        with pytest.raises(ValueError, match=f"storage '.*': .*{says}; pass an SQLite file"):
+            tb.search(lambda c: ran.append(c) or 1.0, {"x": (0.0, 1.0)}, 1, storage=str(storage), live=False)
+    assert ran == [] and not (tmp_path / "nope").exists()  # nothing ran, no folder was made
+
+
+def test_joining_a_study_with_another_kind_of_range_is_refused_naming_the_key_before_any_trial(tmp_path):
+    "Optuna refused it in every trial ('Cannot set different distribution kind...'), naming no parameter."
+    db = str(tmp_path / "s.db")
+    tb.search(lambda c: c["lr"], {"lr": (1e-3, 0.1)}, 1, storage=db, study_name="joined", live=False)
+    for space in ({"lr": ("int", 1, 5)}, {"lr": ("log", 1e-4, 0.1)}, {"lr": [0.01, 0.02]}):
+        with pytest.raises(ValueError, match=r"space\['lr'\]: study 'joined' in .* sampled lr from Float"):
+            tb.search(lambda c: float(c["lr"]), space, 1, storage=db, study_name="joined", live=False)
+    study = optuna.load_study(study_name="joined", storage=f"sqlite:///{db}")
+    assert [t.state.name for t in study.trials] == ["COMPLETE"]  # no FAIL trial per refused search
+    res = tb.search(lambda c: c["lr"], {"lr": (1e-4, 0.2)}, 1, storage=db, study_name="joined", live=False)
+    assert states(res) == ["COMPLETE", "COMPLETE"]  # another float range joins, as Optuna allows

@@ -139,6 +139,11 @@ def baseline(df: pd.DataFrame,  # the whole table: feature columns and the targe
     for name, what in pairs:
         if what in BOOSTING_LIBRARIES:
             run = BOOSTING_FITS[what](df, target, splits, live=False, task=task, seed=seed)
+            if run.stopped == "interrupted":  # Ctrl-C ended its training: stop here, score no partial model
+                err = KeyboardInterrupt(f"baseline stopped: Ctrl-C while {name!r} trained (round {run.step});"
+                                        " err.run is its partial run")
+                err.run = run  # as fit_xgboost's `err.run`: the partial run, its model kept
+                raise err
             predict = run.model.predict_proba if task != "regression" else run.model.predict
             rows[name] = score_model(predict, df, target, splits, task, classes)
             continue

@@ -4,7 +4,8 @@
 
 # %% ../nbs/14_distributed.ipynb #3dd9a859
 from __future__ import annotations
-import contextlib, gc, json, os, re, shutil, signal, socket, subprocess, sys, tempfile, time, traceback, uuid
+import contextlib, gc, json, os, re, shutil, signal, socket, subprocess, sys, tempfile, threading, time
+import traceback, uuid
 import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
@@ -225,6 +226,20 @@ def _signal(pids: Iterable[int], sig: int):
         try: os.kill(pid, sig)
         except (ProcessLookupError, PermissionError): pass
 
+@contextlib.contextmanager
+def _ctrl_c_waits():
+    "Inside the block a Ctrl-C waits for its end, then interrupts (unless an exception is on its way up)."
+    # a second Ctrl-C in the middle of the kill (its processes frozen, not yet killed) would leave them frozen
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    try: yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+    if pressed and sys.exc_info()[0] is None: raise KeyboardInterrupt("launch: Ctrl-C during its clean-up")
+
 def _stop_all(proc: subprocess.Popen, tag: str):
     "Kill the launcher and every process of this launch, whatever its session: freeze them all, then kill."
     if not os.path.isdir("/proc"):  # no process table to read (not Linux): reach torchrun's own group only
@@ -386,6 +401,7 @@ def launch(fn: Callable,  # the function each rank runs; defined in a notebook c
         result = work / "result.pkl"
         return cloudpickle.loads(result.read_bytes()) if result.exists() else None
     finally:  # success, failure, timeout or Ctrl-C alike: no process of this launch survives, no file stays
-        if proc is not None: _stop_all(proc, tag)
-        del store  # stops the rendezvous store
-        shutil.rmtree(work, ignore_errors=True)
+        with _ctrl_c_waits():  # a second Ctrl-C cannot cut the clean-up short
+            if proc is not None: _stop_all(proc, tag)
+            del store  # stops the rendezvous store
+            shutil.rmtree(work, ignore_errors=True)

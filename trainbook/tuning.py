@@ -12,6 +12,7 @@ from .core import TrainConfig, did_you_mean, require_instance
 from .events import Callback, add_session_observer, remove_session_observer
 from .loop import fit
 from .run import Run, monitored_record
+from .store import sqlite_path
 from .tracking import run_params
 
 # %% auto #0
@@ -333,6 +334,11 @@ def make_storage(storage=None,  # None = sqlite:///optuna.db; a database URL; a 
         raise ValueError(f"heartbeat must be None or a positive number of seconds, got {heartbeat!r}")
     from sqlalchemy.exc import SQLAlchemyError
     url = storage if "://" in storage else f"sqlite:///{storage}"
+    file = sqlite_path(url)  # SQLite would say 'unable to open database file', after the retries below
+    if file is not None and (file.is_dir() or not file.parent.is_dir()):
+        what = f"{file} is a folder" if file.is_dir() else f"its folder {file.parent} does not exist"
+        raise ValueError(f"storage {_storage_text(storage)!r}: {what}; pass an SQLite file in an "
+                         "existing folder (the file is created), e.g. 'studies/optuna.db' with studies/ made")
     kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else None
     # a trial whose worker sent nothing for 4 heartbeats is taken as dead (a busy SQLite file delays a few)
     beats = {} if heartbeat is None else {"heartbeat_interval": max(1, round(heartbeat)),
@@ -342,8 +348,11 @@ def make_storage(storage=None,  # None = sqlite:///optuna.db; a database URL; a 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # heartbeat_interval
                 return optuna.storages.RDBStorage(url, engine_kwargs=kwargs, **beats)
-        except SQLAlchemyError:  # two workers creating the tables at once: the loser finds them on a retry
-            if attempt == 2: raise
+        except SQLAlchemyError as err:  # two workers creating the tables at once: the loser finds them later
+            if attempt == 2:
+                _add_note(err, f"storage {_storage_text(storage)!r} could not be opened (3 tries): check "
+                               "that its file can be written there, or that the database takes the URL")
+                raise
             time.sleep(0.2 + random.random())
 
 def make_pruner(pruner,  # 'median', 'hyperband', 'successive_halving', 'none'/None, or an optuna pruner
@@ -486,6 +495,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     if study.direction.name.lower() != direction:
         raise ValueError(f"study {study_name!r} already exists and {study.direction.name.lower()}s; "
                          "pass direction= to match")
+    _check_joined_ranges(study, space, where)  # Optuna would fail trial after trial, naming no parameter
     _warn_other_space(study, space, where)
     metric = base.monitor if base is not None else "valid_loss"
     panel = StudyPanel(metric, n_trials, mode="text" if live is False else None)
@@ -610,6 +620,36 @@ def _storage_text(storage) -> str:
     if storage is None: return DEFAULT_STORAGE
     if not isinstance(storage, str): return f"a {type(storage).__name__}"
     return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", storage)
+
+class _Ranges:
+    "A stand-in trial for `_suggest_one`: each suggest_* returns the distribution it would sample from."
+    def suggest_categorical(self, name, choices):
+        from optuna.distributions import CategoricalDistribution
+        return CategoricalDistribution(choices)
+
+    def suggest_int(self, name, low, high, log=False):
+        from optuna.distributions import IntDistribution
+        return IntDistribution(low, high, log=log)
+
+    def suggest_float(self, name, low, high, log=False):
+        from optuna.distributions import FloatDistribution
+        return FloatDistribution(low, high, log=log)
+
+def _check_joined_ranges(study, space, where: str):
+    "A joined study that sampled a name of `space` from another kind of range (or other choices) fails now."
+    if not isinstance(space, dict): return  # a function's ranges are known only once it runs
+    from optuna.distributions import BaseDistribution, check_distribution_compatibility
+    before = {}
+    for t in study.get_trials(deepcopy=False): before.update(t.distributions)
+    for name, spec in space.items():
+        if name not in before: continue  # a new name: nothing to agree with
+        new = _suggest_one(_Ranges(), name, spec)
+        if not isinstance(new, BaseDistribution): continue  # a constant
+        try: check_distribution_compatibility(before[name], new)
+        except ValueError as e:
+            raise ValueError(f"space[{name!r}]: study {study.study_name!r} in {where} sampled {name} from "
+                             f"{before[name]}, this space gives {new} ({e}); keep the earlier kind of range "
+                             "(or the same choices), or pass a new study_name to start afresh") from None
 
 def _warn_other_space(study, space, where: str):
     "Warn when a joined study's earlier trials sampled other names than `space` has (both join one study)."
