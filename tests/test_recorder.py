@@ -343,3 +343,37 @@ def test_a_validation_without_the_monitored_value_and_a_reserved_name_are_refuse
             rec.validate(accuracy=acc)  # metrics only: fine when the monitor is one of them
             if rec.should_stop: break
     assert rec.run.stopped == "early_stopping"
+
+
+def test_a_recorder_never_finished_is_named_when_the_same_process_resumes_its_folder(tmp_path):
+    "Seen: 'being written by process N ... Stop that run first', N being the user's own kernel, no way to stop it."
+    cfg = tb.TrainConfig(epochs=2, checkpoint_dir=str(tmp_path), monitor="train_loss")
+    left = Recorder(cfg, live=False, validates=False)  # its loop raised before finish(), outside a `with` block
+    left.step(0.5)
+    left.end_epoch()
+    with pytest.raises(tb.RunFolderBusy, match=r"which is this process: a Recorder there was never finished") as e:
+        Recorder(cfg, live=False, validates=False, resume=tmp_path)
+    assert f"tb.release_run_dir({str(tmp_path)!r})" in str(e.value)
+    tb.release_run_dir(tmp_path)  # what the message says: the folder is free again
+    with Recorder(cfg, live=False, validates=False, resume=tmp_path) as rec:
+        rec.step(0.4)
+    assert rec.run.step == 2 and rec.run.run_dir == tmp_path
+
+
+def test_a_resume_from_a_checkpoint_another_kind_of_run_wrote_says_so(tmp_path):
+    "Seen: fit(resume=<a Recorder's run folder>) and Recorder(resume=<bare weights>) ended in a bare KeyError."
+    from trainbook.checkpoint import folder_writer
+    X, y = blobs(64)
+    mine = tmp_path / "mine"
+    with Recorder(tb.TrainConfig(checkpoint_dir=str(mine), monitor="train_loss"), parts={"model": mlp()},
+                  live=False, validates=False) as rec:
+        rec.step(0.5)
+        rec.end_epoch()
+    cfg = tb.TrainConfig(epochs=2, device="cpu", checkpoint_dir=str(mine))
+    with pytest.raises(tb.CheckpointError, match=r"no 'batch_idx' entry.*written by a Recorder .*load_checkpoint"):
+        tb.fit(mlp(), [(X, y)], [(X, y)], loss_fn=LOSS, config=cfg, live=False, resume=mine)
+    tb.save_checkpoint(tmp_path / "weights.pt", model=mlp())
+    with pytest.raises(tb.CheckpointError, match=r"no 'step' entry.*another kind of run \(entries: format"):
+        Recorder(tb.TrainConfig(checkpoint_dir=str(tmp_path / "new")), parts={"model": mlp()}, live=False,
+                 resume=tmp_path / "weights.pt")
+    assert folder_writer(tmp_path / "new") is None and folder_writer(mine) is None

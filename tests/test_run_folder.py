@@ -222,3 +222,45 @@ def test_a_system_exit_inside_fit_ends_the_run_and_frees_its_folder(tmp_path):
     assert caught.value.run.stopped == "failed" and tb.Run.load(tmp_path).stopped == "failed"
     assert tb.checkpoint.folder_writer(tmp_path) is None
     assert fit(tmp_path, epochs=2, resume=tmp_path).stopped == "completed"  # resumable: not RunFolderBusy
+
+
+def test_an_empty_resume_is_refused_not_read_as_the_working_folder(tmp_path, monkeypatch):
+    "Seen: resume='' (an unset RESUME variable) was Path('') = the working folder: a run there was resumed unasked."
+    fit(tmp_path / "old")
+    monkeypatch.chdir(tmp_path / "old")  # the working folder holds another run's last.pt
+    with pytest.raises(ValueError, match=r"resume='' names no checkpoint .* resume=None for a new run"):
+        fit(tmp_path / "new", epochs=3, resume="")
+    assert not (tmp_path / "new" / "last.pt").exists()
+    with pytest.raises(TypeError, match=r"resume=True picks no folder: pass the run folder"):
+        fit(tmp_path / "new", epochs=3, resume=True)
+
+
+def test_run_load_takes_any_of_a_runs_files_and_names_a_mistyped_one(tmp_path):
+    "Seen: Run.load('run/model.json') of a boosting run: 'not a trainbook run record'; last.keras: a utf-8 error."
+    import numpy as np
+    import pandas as pd
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.normal(size=120), "b": rng.normal(size=120)})
+    df["y"] = (df.a + df.b > 0).astype(int)
+    boosted = tb.fit_xgboost(df, "y", tb.make_splits(df, target="y", seed=0), num_rounds=5, live=False,
+                             checkpoint_dir=tmp_path)
+    for name in ("model.json", "boosted.json", "prep.skops"):
+        assert tb.Run.load(tmp_path / name).step == boosted.step
+    (tmp_path / "last.keras").write_bytes(b"PK\x03\x04 a Keras model's zip")  # the file a keras run keeps
+    assert tb.Run.load(tmp_path / "last.keras").kind == "xgboost"
+    with pytest.raises(RunFileError, match=r"run\.jsn'.*\(did you mean 'run\.json'\?\)"):
+        tb.Run.load(tmp_path / "run.jsn")
+
+
+def test_a_lock_left_empty_by_a_run_killed_as_it_started_is_taken_over(tmp_path):
+    "Seen: an empty .trainbook-run made resume= and overwrite=True fail with RecursionError, and new runs version_N."
+    fit(tmp_path / "run")
+    (tmp_path / "run" / ".trainbook-run").write_text("")  # killed between creating the lock and writing it
+    with pytest.warns(UserWarning, match=r"had an unreadable lock \(\.trainbook-run: empty or damaged"):
+        resumed = tb.fit(mlp(), *data(), loss_fn=CE, live=False, resume=tmp_path / "run",
+                         config=tb.TrainConfig(epochs=3, device="cpu", checkpoint_dir=str(tmp_path / "run")))
+    assert resumed.run_dir == tmp_path / "run" and resumed.epoch == 2
+    (tmp_path / "fresh").mkdir()
+    (tmp_path / "fresh" / ".trainbook-run").write_text('{"host": ')  # a damaged lock, no run's files
+    assert fit(tmp_path / "fresh").run_dir == tmp_path / "fresh"  # not fresh/version_1
+    assert sorted(p.name for p in (tmp_path / "fresh").iterdir()) == ["best.pt", "last.pt", "run.json"]

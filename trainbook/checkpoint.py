@@ -17,13 +17,13 @@ from torch import nn
 from . import __version__
 from .core import Finding, TrainConfig, loader_length, process_alive, this_process
 from .distributed import full_state, load_sharded_state
-from .run import json_safe, write_run_record
+from .run import RUN_FILES, json_safe, write_run_record
 
 # %% auto #0
-__all__ = ['FORMAT', 'RUN_FILES', 'unwrap', 'check_loadable', 'save_checkpoint', 'CheckpointError', 'UnsafeCheckpointError',
-           'checkpoint_file', 'read_checkpoint', 'restore_checkpoint', 'load_checkpoint', 'FindingsPart', 'unwritable',
-           'probe_writable', 'RunFolderBusy', 'folder_writer', 'release_run_dir', 'prepare_run_dir', 'run_signature',
-           'saved_signature', 'resume_changes', 'check_epochs_left', 'check_resume', 'Checkpointer', 'Position']
+__all__ = ['FORMAT', 'unwrap', 'check_loadable', 'save_checkpoint', 'CheckpointError', 'UnsafeCheckpointError', 'checkpoint_file',
+           'read_checkpoint', 'restore_checkpoint', 'load_checkpoint', 'FindingsPart', 'unwritable', 'probe_writable',
+           'RunFolderBusy', 'folder_writer', 'release_run_dir', 'prepare_run_dir', 'run_signature', 'saved_signature',
+           'resume_changes', 'check_epochs_left', 'check_resume', 'Checkpointer', 'Position']
 
 # %% ../nbs/06_checkpoint.ipynb #f4a0ad9b
 from .core import atomic_write
@@ -266,9 +266,7 @@ def probe_writable(folder: str | Path,  # the folder a run will write to (create
     return folder
 
 # %% ../nbs/06_checkpoint.ipynb #b8ccc60c
-# a run's files: checkpoints (torch, Flax), a Keras model, a boosting run's model and preprocessing, the record
-RUN_FILES = ("last.pt", "best.pt", "last.msgpack", "best.msgpack", "last.keras", "boosted.json", "model.json",
-             "model.txt", "model.cbm", "prep.skops", "run.json")
+# a run's files (`RUN_FILES`, in `run`): an earlier run's, when the folder holds one of them
 _MARKER = ".trainbook-run"  # the writer's lock: who writes this folder (host, pid, start), from its start
 _VERSION = re.compile(r"^version_\d+$")
 
@@ -278,52 +276,85 @@ class RunFolderBusy(ValueError):
 def folder_writer(folder: str | Path,  # a run folder
                  ) -> Optional[dict]:
     "Who holds `folder`'s writer lock (host, pid, started, since), or None when nobody does."
-    try: who = json.loads((Path(folder) / _MARKER).read_text())
-    except (OSError, ValueError): return None
-    return who if isinstance(who, dict) else None
+    return _read_lock(Path(folder))[1]
+
+def _read_lock(folder: Path) -> tuple[bool, Optional[dict]]:
+    "Whether `folder` has a lock, and who holds it (None: nobody, or it cannot be read), in one read."
+    try: text = (folder / _MARKER).read_text()
+    except FileNotFoundError: return False, None
+    except OSError: return True, None
+    try: who = json.loads(text)
+    except ValueError: return True, None
+    return True, (who if isinstance(who, dict) else None)
 
 def _describe(who: dict) -> str:
     since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(who["since"])) if who.get("since") else "?"
     return f"process {who.get('pid')} on {who.get('host')} (since {since})"
 
-def _take_over(folder: Path, who: dict) -> None:
-    "Move a dead writer's lock aside (atomically: of two takers one wins the rename), with a warning."
+def _held_here(who: Optional[dict]) -> bool:
+    "Whether the writer lock `who` is this process's."
+    me = this_process()
+    return who is not None and who.get("host") == me["host"] and who.get("pid") == me["pid"]
+
+def _busy(folder: Path, who: dict) -> RunFolderBusy:
+    "The refusal of a folder a live process writes; when that is this process, what in it may hold the lock."
+    busy = f"run folder {str(folder)!r} is being written by {_describe(who)}"
+    if not _held_here(who):
+        return RunFolderBusy(f"{busy}; two runs writing one folder would overwrite each other's last.pt and "
+                             "run.json. Stop that run first, or give this run another checkpoint_dir")
+    # in a notebook: a Recorder whose loop raised before finish(), or a fit going on in a thread
+    return RunFolderBusy(f"{busy}, which is this process: a Recorder there was never finished (its loop "
+                         "stopped before finish(), outside a `with` block), or a fit still runs in another "
+                         "thread. Call that Recorder's finish(); if nothing writes there any more, "
+                         f"tb.release_run_dir({str(folder)!r}) frees the folder")
+
+def _take_over(folder: Path, who: Optional[dict]) -> None:
+    "Move a dead or unreadable lock aside, with a warning (atomic: of two takers one wins the rename)."
     aside = folder / f"{_MARKER}.old-{os.getpid()}"
     try: os.replace(folder / _MARKER, aside)
     except FileNotFoundError: return
     aside.unlink(missing_ok=True)
-    warnings.warn(f"run folder {str(folder)!r} was locked by {_describe(who)}, which is gone; "
-                  "this run takes the folder over", stacklevel=6)
+    held = (f"was locked by {_describe(who)}, which is gone" if who is not None else
+            f"had an unreadable lock ({_MARKER}: empty or damaged, its run killed as it started)")
+    warnings.warn(f"run folder {str(folder)!r} {held}; this run takes the folder over", stacklevel=6)
+
+def _write_lock(folder: Path) -> bool:
+    "Create `folder`'s lock naming this process, whole or not at all (a link); False when one exists."
+    lock, me = folder / _MARKER, json.dumps(this_process())
+    written = folder / f"{_MARKER}.new-{os.getpid()}-{threading.get_ident()}"
+    try:
+        written.write_text(me)
+        try: os.link(written, lock)
+        except FileExistsError: return False
+        except OSError:  # a file system without hard links: create, then fill (empty for an instant)
+            try: fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError: return False
+            with os.fdopen(fd, "w") as f: f.write(me)
+    finally: written.unlink(missing_ok=True)
+    return True
 
 def _claim(folder: Path, force: bool = False) -> bool:
     """Lock `folder` for this run: False when it holds another run (a new run then takes a version folder);
     `force` (resume, overwrite) takes a folder with files but never one a live process writes."""
     if not force and any((folder / f).exists() for f in RUN_FILES): return False
     folder.mkdir(parents=True, exist_ok=True)
-    who = folder_writer(folder)
-    if who is not None:
+    locked, who = _read_lock(folder)
+    if locked and who is None:  # a lock is written whole: this one was cut short
+        _take_over(folder, None)
+    elif who is not None:
         alive = process_alive(who)
         if alive is False: _take_over(folder, who)
         elif not force: return False  # a run is starting or going there
-        else:
-            raise RunFolderBusy(f"run folder {str(folder)!r} is being written by {_describe(who)}; two "
-                                "runs writing one folder would overwrite each other's last.pt and run.json. "
-                                "Stop that run first, or give this run another checkpoint_dir")
-    try: fd = os.open(folder / _MARKER, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError:  # another run claimed it in between
-        if force: return _claim(folder, force)
-        return False
-    with os.fdopen(fd, "w") as f: json.dump(this_process(), f)
-    return True
+        else: raise _busy(folder, who)
+    if _write_lock(folder): return True
+    # another run claimed it in between
+    return _claim(folder, force) if force else False
 
 def release_run_dir(folder: str | Path | None,  # a folder this process claimed (`prepare_run_dir`)
                    ) -> None:
     "Give up the writer lock on `folder` when this process holds it: the run there has ended."
     if folder is None: return
-    who = folder_writer(folder)
-    me = this_process()
-    if who is not None and who.get("host") == me["host"] and who.get("pid") == me["pid"]:
-        (Path(folder) / _MARKER).unlink(missing_ok=True)
+    if _held_here(folder_writer(folder)): (Path(folder) / _MARKER).unlink(missing_ok=True)
 
 def _in_place(checkpoint_dir: Path, resume) -> Optional[Path]:
     """The folder of the checkpoint `resume` names, when it is `checkpoint_dir` or one of its version folders and
@@ -473,9 +504,16 @@ def check_epochs_left(epoch: int,  # the epoch the checkpoint resumes at
 
 def check_resume(resume,  # what a run was given as `resume`
                 ):
-    "`resume` as given when it can name a checkpoint (None, a str or a Path); else a TypeError naming it."
+    "`resume` as given when it can name a checkpoint (None, a str or a Path); else an error naming it."
+    if isinstance(resume, str) and not resume.strip():  # Path('') is the working folder: another run's, maybe
+        raise ValueError(f"resume={resume!r} names no checkpoint (as a path it would be the working "
+                         "folder): pass resume=None for a new run, or the checkpoint file or run folder to "
+                         "continue from")
     if resume is None or isinstance(resume, (str, os.PathLike)): return resume
-    raise TypeError(f"resume must be a checkpoint file or its run folder (a str or Path), got {resume!r}")
+    hint = ""
+    if resume is True: hint = " (resume=True picks no folder: pass the run folder, resume=cfg.checkpoint_dir)"
+    raise TypeError(f"resume must be a checkpoint file or its run folder (a str or Path), got {resume!r}"
+                    f"{hint}")
 
 class Checkpointer:
     "The run folder's policy: last.pt, best.pt and run.json in `run_dir` (rank 0 writes; FSDP gathers first)."

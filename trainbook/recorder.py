@@ -12,7 +12,7 @@ from typing import Iterable, Iterator, Optional, Union
 import numpy as np
 import torch
 
-from .checkpoint import Checkpointer, check_loadable, check_resume, run_signature
+from .checkpoint import CheckpointError, Checkpointer, check_loadable, check_resume, run_signature
 from .core import History, TrainConfig, announce, environment, rng_state, set_rng_state
 from .diagnostics import diagnose, nonfinite_loss
 from .events import Callback, Callbacks, Event, LoopState, session_observers
@@ -293,6 +293,17 @@ def _not_a_number(v, name: str, where: str) -> TypeError:
     return TypeError(f"{where}: {name} must be a number or a one-value tensor, got {type(v).__name__} "
                      f"{str(v)[:40]!r}" + (f"; pass float({v!r}) if it is one" if isinstance(v, str) else ""))
 
+def _entry_missing(ckpt: dict, resume, error: KeyError) -> Optional[CheckpointError]:
+    "The refusal of a checkpoint that lacks an entry the run reads (another kind of run wrote it), else None."
+    key = error.args[0] if error.args else None
+    # a KeyError with a message (restore_checkpoint's), or of something else than the checkpoint: not this one
+    if not isinstance(key, str) or not key.isidentifier() or key in ckpt: return None
+    by = f"another kind of run (entries: {', '.join(map(str, list(ckpt)[:12]))})"
+    if "entries" in ckpt: by = "a Recorder (your own training loop), which keeps no position in its epoch"
+    return CheckpointError(f"resume={str(resume)!r}: the checkpoint has no {key!r} entry, which this run "
+                           f"reads to continue from it; it was written by {by}. Continue it the way it was "
+                           "made, or load only its weights (tb.load_checkpoint(path, model)) and start anew")
+
 def claim_run_dir(checkpointer: Checkpointer,  # the run's folder, not yet chosen
                   resume: Union[str, Path, None] = None,  # the checkpoint (or run folder) the run resumes from
                   overwrite: bool = False,  # replace an earlier run's files (else take a new version folder)
@@ -304,14 +315,21 @@ def claim_run_dir(checkpointer: Checkpointer,  # the run's folder, not yet chose
     """Read `resume` and compare it with this run (a mismatch refused before any folder is claimed or emptied),
     choose and lock the run folder, load the parts and `take(ckpt)`; a load that fails gives the folder back."""
     ckpt = checkpointer.read(resume, device) if check_resume(resume) is not None else None
-    if ckpt is not None and check is not None: check(ckpt)
+    try:
+        if ckpt is not None and check is not None: check(ckpt)
+    except KeyError as e:
+        missing = _entry_missing(ckpt, resume, e)
+        if missing is not None: raise missing from None
+        raise
     checkpointer.prepare(resume, overwrite)
     if ckpt is None: return None
     try:
         checkpointer.restore(resume, device, ckpt)
         if take is not None: take(ckpt)
-    except BaseException:
+    except BaseException as e:
         checkpointer.release()  # a refused resume leaves the folder to its next run
+        missing = _entry_missing(ckpt, resume, e) if isinstance(e, KeyError) else None
+        if missing is not None: raise missing from None
         raise
     return ckpt
 

@@ -10,13 +10,13 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from .core import (Finding, History, TrainConfig, atomic_write, findings_html, process_alive, silenced,
-                            this_process)
+from .core import (Finding, History, TrainConfig, atomic_write, did_you_mean, findings_html,
+                            process_alive, silenced, this_process)
 
 # %% auto #0
-__all__ = ['STOP_REASONS', 'RECORDS', 'PER_STEP', 'SYSTEM', 'EVIDENCE', 'MONITOR_ALIASES', 'RUN_FORMAT', 'RUN_VERSION', 'RUNNING',
-           'StopReason', 'Record', 'record_key', 'monitored_record', 'last_run', 'remember_run', 'unrecorded', 'Run',
-           'RunFileError', 'json_safe', 'mark_killed', 'run_record_bytes', 'write_run_record']
+__all__ = ['STOP_REASONS', 'RECORDS', 'PER_STEP', 'SYSTEM', 'EVIDENCE', 'MONITOR_ALIASES', 'RUN_FORMAT', 'RUN_VERSION',
+           'RUN_FILES', 'RUNNING', 'StopReason', 'Record', 'record_key', 'monitored_record', 'last_run', 'remember_run',
+           'unrecorded', 'Run', 'RunFileError', 'json_safe', 'mark_killed', 'run_record_bytes', 'write_run_record']
 
 # %% ../nbs/05a_run.ipynb #c9cb2482
 class StopReason(str, Enum):
@@ -188,7 +188,7 @@ class Run:
         return _run_from_record(record, where)
 
     @classmethod
-    def load(cls, path: Union[str, Path],  # a run folder, its run.json, or a checkpoint in it (last.pt, best.pt)
+    def load(cls, path: Union[str, Path],  # a run folder or one of its files (run.json, last.pt...)
             ) -> "Run":
         "The run a folder holds, from its run.json: history, findings, config (a killed run: up to its last epoch)."
         file = _run_file(path)
@@ -210,6 +210,9 @@ class Run:
 
 # %% ../nbs/05a_run.ipynb #f55116ca
 RUN_FORMAT, RUN_VERSION = "trainbook-run", 1
+# a run's files: checkpoints (torch, Flax), a Keras model, a boosting run's model and preprocessing, the record
+RUN_FILES = ("last.pt", "best.pt", "last.msgpack", "best.msgpack", "last.keras", "boosted.json", "model.json",
+             "model.txt", "model.cbm", "prep.skops", "run.json")
 RUNNING = "running"  # `Run.stopped` of a snapshot written while the run goes
 _NOT_RECORDED = ("run_params",)  # extra entries that only live in the session
 
@@ -248,10 +251,14 @@ def _run_file(path) -> Path:
         raise TypeError(f"Run.load takes a run folder or its run.json (a str or Path), got {path!r}")
     path = Path(path).expanduser()
     if path.is_file() and path.suffix in (".pt", ".msgpack"): path = path.parent  # a checkpoint: its folder
+    # another of a run's files (a Keras or boosting run's model): the record beside it
+    if path.is_file() and path.name in RUN_FILES and (path.parent / "run.json").is_file(): path = path.parent
     file = path / "run.json" if path.is_dir() else path
     if file.exists(): return file
     runs = sorted(p.parent.name for p in path.glob("*/run.json")) if path.is_dir() else []
     inside = f"; it holds the runs {', '.join(runs)}: pass one of those folders" if runs else ""
+    if not path.is_dir() and file.parent.is_dir():  # a typo in the file's name: run.jsn, last.tp
+        inside = did_you_mean(file.name, [p.name for p in file.parent.iterdir()])
     raise RunFileError(f"no run record at {str(file)!r}: expected a run folder holding run.json (a fit with "
                        f"TrainConfig(checkpoint_dir=...) writes one){inside}")
 
