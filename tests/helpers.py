@@ -30,3 +30,14 @@ TIMING = ("data_wait", "samples_per_s", "step_time", "peak_memory_mb")
 def history_without_timing(run):
     "History rows, leaving out the wall-clock and memory ones, which differ between any two runs."
     return [r for r in run.records.rows() if r[3] not in TIMING]
+
+
+def ctrl_c_at(step: int):
+    "A callback that sends this process a real SIGINT (as Jupyter's interrupt does) after step `step`."
+    import os, signal
+    from trainbook.events import Callback
+
+    class Press(Callback):
+        def after_step(self, state):
+            if state.step == step: os.kill(os.getpid(), signal.SIGINT)
+    return Press()

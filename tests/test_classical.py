@@ -196,14 +196,12 @@ def test_an_estimator_class_is_refused_naming_the_argument_before_any_fit(cancer
 
 def test_ctrl_c_while_baseline_boosts_stops_baseline_instead_of_scoring_the_partial_model(cancer):
     "fit_xgboost turns a real SIGINT into a run 'interrupted' at round 3; baseline must not go on as if complete."
-    import os, signal
+    import signal
     from trainbook.events import add_session_observer, remove_session_observer
-    class Press(tb.Callback):
-        def after_step(self, state):
-            if state.step == 3: os.kill(os.getpid(), signal.SIGINT)
+    from helpers import ctrl_c_at
     sp = tb.make_splits(cancer, "target", seed=0)
     before = signal.getsignal(signal.SIGINT)
-    add_session_observer("press_ctrl_c", lambda context: Press())
+    add_session_observer("press_ctrl_c", lambda context: ctrl_c_at(3))
     try:
         with pytest.raises(KeyboardInterrupt, match="Ctrl-C while 'xgboost' trained") as e:
             tb.baseline(cancer, "target", sp, models=("xgboost", "dummy"))

@@ -265,13 +265,11 @@ def test_a_callback_stop_request_ends_training_keeping_the_model(lib, cancer):
 @pytest.mark.parametrize("lib", ["xgboost", "lightgbm", "catboost"])
 def test_ctrl_c_ends_a_boosting_run_as_interrupted_with_its_model(lib, cancer):
     "A real SIGINT to this process (as Jupyter's interrupt sends it) in round 3: training ends, the run returns."
-    import os, signal
-    class Press(tb.Callback):
-        def after_step(self, state):
-            if state.step == 3: os.kill(os.getpid(), signal.SIGINT)
+    import signal
+    from helpers import ctrl_c_at
     sp = tb.make_splits(cancer, "target", seed=0)
     before = signal.getsignal(signal.SIGINT)
-    run = fit(lib, cancer, "target", sp, num_rounds=50, callbacks=[Press()])
+    run = fit(lib, cancer, "target", sp, num_rounds=50, callbacks=[ctrl_c_at(3)])
     assert (run.stopped, run.step) == ("interrupted", 3) and tb.last_run() is run
     assert run.model.predict_proba(cancer.head()).shape == (5, 2)
     assert signal.getsignal(signal.SIGINT) is before  # the usual Ctrl-C is back
