@@ -347,6 +347,7 @@ def test_a_validation_without_the_monitored_value_and_a_reserved_name_are_refuse
 
 def test_a_recorder_never_finished_is_named_when_the_same_process_resumes_its_folder(tmp_path):
     "Seen: 'being written by process N ... Stop that run first', N being the user's own kernel, no way to stop it."
+    from trainbook.checkpoint import folder_writer
     cfg = tb.TrainConfig(epochs=2, checkpoint_dir=str(tmp_path), monitor="train_loss")
     left = Recorder(cfg, live=False, validates=False)  # its loop raised before finish(), outside a `with` block
     left.step(0.5)
@@ -357,7 +358,13 @@ def test_a_recorder_never_finished_is_named_when_the_same_process_resumes_its_fo
     tb.release_run_dir(tmp_path)  # what the message says: the folder is free again
     with Recorder(cfg, live=False, validates=False, resume=tmp_path) as rec:
         rec.step(0.4)
+        holder = folder_writer(tmp_path)
+        # seen: the left Recorder, finished now, wrote its run.json over this run's and freed this run's lock
+        with pytest.raises(tb.RunFolderBusy, match=r"was freed .* this run does not write its .* there"):
+            left.finish()
+        assert folder_writer(tmp_path) == holder  # the running one keeps its folder
     assert rec.run.step == 2 and rec.run.run_dir == tmp_path
+    assert tb.Run.load(tmp_path).step == 2 and folder_writer(tmp_path) is None
 
 
 def test_a_resume_from_a_checkpoint_another_kind_of_run_wrote_says_so(tmp_path):

@@ -110,6 +110,9 @@ def test_a_resume_from_best_pt_redoes_no_epoch_end_and_branches_off(tmp_path):
     before = files(tmp_path)
     resumed = fit(tmp_path, epochs=4, resume=tmp_path / "best.pt")
     assert files(tmp_path) == before and resumed.run_dir == tmp_path / "version_1"  # the run it came from is kept
+    # seen: the versioned folder's note advised "to continue the earlier run pass resume=<folder>", as if none was given
+    [note] = [f for f in resumed.findings if f.kind == "run_dir_versioned"]
+    assert "goes on from" in note.message and "best.pt" in note.message and "resume=" not in note.advice
     valid = resumed.history.query("split == 'valid' and name == 'loss'")
     assert list(valid.epoch) == list(range(4))  # each epoch validated once
     kept = run.history.query(f"epoch <= {best_epoch}").drop(columns="value")
@@ -264,3 +267,17 @@ def test_a_lock_left_empty_by_a_run_killed_as_it_started_is_taken_over(tmp_path)
     (tmp_path / "fresh" / ".trainbook-run").write_text('{"host": ')  # a damaged lock, no run's files
     assert fit(tmp_path / "fresh").run_dir == tmp_path / "fresh"  # not fresh/version_1
     assert sorted(p.name for p in (tmp_path / "fresh").iterdir()) == ["best.pt", "last.pt", "run.json"]
+
+
+def test_a_truncated_last_pt_names_the_best_pt_beside_it(tmp_path):
+    "Seen: a last.pt cut short by a full disk was refused without a word of the best.pt that could still be resumed."
+    fit(tmp_path, epochs=2)
+    raw = (tmp_path / "last.pt").read_bytes()
+    (tmp_path / "last.pt").write_bytes(raw[:len(raw) // 2])
+    with pytest.raises(tb.CheckpointError, match="truncated") as e:
+        fit(tmp_path, epochs=3, resume=tmp_path)
+    assert f"resume={str(tmp_path / 'best.pt')!r}" in str(e.value)
+    (tmp_path / "best.pt").unlink()
+    with pytest.raises(tb.CheckpointError, match="truncated") as e:  # no best.pt: nothing named
+        fit(tmp_path, epochs=3, resume=tmp_path)
+    assert "best.pt" not in str(e.value)

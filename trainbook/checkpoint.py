@@ -148,8 +148,11 @@ def _unreadable(path: Path, error: Optional[BaseException] = None) -> Optional[C
     else:
         first = (str(error).splitlines() or [""])[0][:200]
         why = f"{size} bytes that torch could not read ({type(error).__name__}: {first})"
+    best = path.with_name("best" + path.suffix)
+    other = (f". Its folder also holds {best}, the best epoch's checkpoint: resume={str(best)!r} goes on from there"
+             if path.name.startswith("last.") and best.is_file() else "")
     return CheckpointError(f"{path} is not a readable checkpoint: {why}. Expected a file written by "
-                           "trainbook.save_checkpoint or torch.save (a zip archive starting with b'PK')")
+                           f"trainbook.save_checkpoint or torch.save (a zip archive starting with b'PK'){other}")
 
 def read_checkpoint(path: str | Path,  # a checkpoint file, or a run folder (its last.pt)
                     *,
@@ -390,6 +393,13 @@ def prepare_run_dir(checkpoint_dir: str | Path | None,  # the folder asked for (
         folder = base / f"version_{version}"
     if folder == base: return base, None
     held = [name for name in RUN_FILES if (base / name).exists()] or ["a run in progress"]
+    if resume is not None:  # a branch (from best.pt, or from another folder's run): the new run has its own folder
+        return folder, Finding(
+            "run_dir_versioned", "info",
+            f"this run goes on from {str(checkpoint_file(resume))!r} and writes to {str(folder)!r}: "
+            f"{str(base)!r} keeps what it holds ({', '.join(held)})",
+            advice="to go on in the earlier run's own folder instead, resume from its last.pt (or the folder)",
+            data={"checkpoint_dir": str(base), "run_dir": str(folder)})
     return folder, Finding(
         "run_dir_versioned", "info",
         f"checkpoint_dir {str(base)!r} already holds a run ({', '.join(held)}); this run writes to "
@@ -530,6 +540,7 @@ class Checkpointer:
         self.rank, self.strategy, self.parts, self.meta = rank, strategy, parts or {}, meta or {}
         self.findings: list = []  # what choosing the folder and restoring noticed
         self._skipped = 0  # snapshots of run.json not written since the last one
+        self._lock: Optional[dict] = None  # the folder's lock as this run claimed it (rank 0)
 
     def prepare(self,
                 resume: Union[str, Path, None] = None,  # the checkpoint (or run folder) the run resumes from
@@ -547,6 +558,7 @@ class Checkpointer:
             dist.broadcast_object_list(chosen, src=0)
         if chosen[2] is not None: raise chosen[2]
         self.run_dir = Path(chosen[0])
+        if self.rank == 0: self._lock = folder_writer(self.run_dir)
         if chosen[1] is not None:
             self.findings.append(chosen[1])
             warnings.warn(f"{chosen[1].message}; {chosen[1].advice}", stacklevel=4)
@@ -565,6 +577,7 @@ class Checkpointer:
         p = self.parts
         full = full_state(p["model"], p["optimizer"]) if self.strategy == "fsdp" else None  # a collective
         if self.rank != 0: return
+        self._check_held(name)
         others = {k: v.state_dict() for k, v in p.items()
                   if k not in ("model", "optimizer", "scheduler", "scaler") and k not in entries}
         scheduler = entries.pop("scheduler", p.get("scheduler"))  # an entry given replaces the part's state
@@ -611,12 +624,22 @@ class Checkpointer:
         if not self.enabled or self.rank != 0: return
         self._skipped += 1
         if not final and self._skipped < len(run.records) // 100_000: return
+        self._check_held("run.json")
         write_run_record(run, self.run_dir / "run.json")
         self._skipped = 0
 
+    def _check_held(self, name: str) -> None:
+        "Refuse a write once another run holds the folder (freed by `release_run_dir` while this run went on)."
+        who = folder_writer(self.run_dir) if self._lock is not None else None
+        if who is None or who == self._lock: return
+        raise RunFolderBusy(f"run folder {str(self.run_dir)!r} was freed (tb.release_run_dir) and is now written by "
+                            f"{_describe(who)}: this run does not write its {name} there, so that run's files stay as "
+                            "they are")
+
     def release(self) -> None:
-        "Give up the run folder's writer lock (the run ended, however)."
-        if self.rank == 0: release_run_dir(self.run_dir)
+        "Give up the run folder's writer lock (the run ended, however); another run's lock since then is kept."
+        if self.rank != 0 or (self._lock is not None and folder_writer(self.run_dir) != self._lock): return
+        release_run_dir(self.run_dir)
 
 # %% ../nbs/06_checkpoint.ipynb #4dfc610b
 @dataclass

@@ -12,7 +12,8 @@ from typing import Iterable, Iterator, Optional, Union
 import numpy as np
 import torch
 
-from .checkpoint import CheckpointError, Checkpointer, check_loadable, check_resume, run_signature
+from .checkpoint import (CheckpointError, Checkpointer, RunFolderBusy, check_loadable, check_resume,
+                                  run_signature)
 from .core import History, TrainConfig, announce, environment, rng_state, set_rng_state
 from .diagnostics import diagnose, nonfinite_loss
 from .events import Callback, Callbacks, Event, LoopState, session_observers
@@ -249,7 +250,7 @@ def end_run(state: LoopState,  # the loop's state
         warnings.warn(f"after_fit raised while finishing a failed run: {e!r}")
     finally:
         try: checkpointer.write_run(run)
-        except OSError as e:  # a full disk: the run in memory is kept all the same
+        except (OSError, RunFolderBusy) as e:  # a full disk, a folder freed and taken: the run in memory is kept
             if error is None:
                 e.run = run
                 raise
