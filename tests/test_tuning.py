@@ -472,13 +472,16 @@ def test_search_never_makes_optuna_louder_than_the_user_set_it(tmp_path):
         optuna.logging.set_verbosity(before)
 
 
-def test_a_storage_in_a_missing_folder_or_a_folder_is_refused_naming_it_before_any_trial(tmp_path):
-    "SQLite's own 'unable to open database file' (after its retries) named neither the storage nor the fix."
+def test_a_storage_in_a_missing_folder_is_made_and_a_folder_refused_naming_it_before_any_trial(tmp_path):
+    """SQLite's own 'unable to open database file' (after its retries) named neither the storage nor the fix.
+    A missing folder is made, as tb.track and checkpoint_dir make theirs; a folder passed as the file is refused."""
     ran = []
-    for storage, says in [(tmp_path / "nope" / "s.db", "does not exist"), (tmp_path, "is a folder")]:
-        with pytest.raises(ValueError, match=f"storage '.*': .*{says}; pass an SQLite file"):
-            tb.search(lambda c: ran.append(c) or 1.0, {"x": (0.0, 1.0)}, 1, storage=str(storage), live=False)
-    assert ran == [] and not (tmp_path / "nope").exists()  # nothing ran, no folder was made
+    with pytest.raises(ValueError, match="storage '.*': .* is a folder; pass a database file in it"):
+        tb.search(lambda c: ran.append(c) or 1.0, {"x": (0.0, 1.0)}, 1, storage=str(tmp_path), live=False)
+    assert ran == []  # refused before any trial
+    nested = tmp_path / "studies" / "a" / "s.db"
+    res = tb.search(lambda c: ran.append(c) or 1.0, {"x": (0.0, 1.0)}, 1, storage=str(nested), live=False)
+    assert len(ran) == 1 and nested.is_file() and len(res.trials) == 1
 
 
 def test_joining_a_study_with_another_kind_of_range_is_refused_naming_the_key_before_any_trial(tmp_path):

@@ -335,3 +335,8 @@ def test_mlflow_info_lines_stay_out_unless_asked_for(monkeypatch):
     monkeypatch.setenv("MLFLOW_LOGGING_LEVEL", "INFO")
     quiet_mlflow()
     assert log.level == logging.INFO  # asked for: kept
+    monkeypatch.delenv("MLFLOW_LOGGING_LEVEL")
+    for mine in (logging.DEBUG, logging.ERROR):  # seen: a level the user had set was replaced for the session
+        log.setLevel(mine)
+        quiet_mlflow()
+        assert log.level == mine

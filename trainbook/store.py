@@ -15,9 +15,9 @@ from .core import atomic_write, did_you_mean, process_alive
 # %% auto #0
 __all__ = ['MAX_KEY', 'MAX_PARAM_VALUE', 'MAX_TAG_VALUE', 'CUT', 'SCHEMES', 'STORE_FILE', 'SQLITE_SUFFIXES', 'HTTP_LIMITS',
            'READ_LIMITS', 'READ_WAIT', 'OWNER_TAGS', 'STALE_AFTER', 'safe_key', 'safe_value', 'safe_items',
-           'sqlite_path', 'store_location', 'resolve_uri', 'bound_http', 'read_limits', 'no_answer', 'is_remote',
-           'check_server', 'quiet_mlflow', 'spool_dir', 'spool', 'spooled', 'read_spooled', 'owner_tags', 'is_dead',
-           'dead_end_time', 'mark_dead_runs']
+           'sqlite_path', 'make_sqlite_folder', 'store_location', 'resolve_uri', 'bound_http', 'read_limits',
+           'no_answer', 'is_remote', 'check_server', 'quiet_mlflow', 'spool_dir', 'spool', 'spooled', 'read_spooled',
+           'owner_tags', 'is_dead', 'dead_end_time', 'mark_dead_runs']
 
 # %% ../nbs/16a_store.ipynb #fc71d383
 MAX_KEY, MAX_PARAM_VALUE, MAX_TAG_VALUE = 250, 6000, 8000  # MLflow's limits (mlflow.utils.validation)
@@ -74,6 +74,20 @@ def sqlite_path(uri: str,  # a tracking URI
     if not uri.startswith("sqlite:///"): return None
     path = uri[len("sqlite:///"):].split("?", 1)[0]
     return Path(path) if path and path != ":memory:" else None
+
+def make_sqlite_folder(uri: str,  # a database URI (`sqlite:///...`; other URIs are left alone)
+                       name: str,  # the argument it came from, for the message ("uri", "storage")
+                       given: str,  # what the user passed, for the message
+                      ) -> None:
+    "The folder of a SQLite file, made when missing (as `checkpoint_dir` is); a folder passed as the file is refused."
+    path = sqlite_path(uri)
+    if path is None: return
+    if path.is_dir():
+        raise ValueError(f"{name} {given!r}: {path} is a folder; pass a database file in it (it is created)")
+    if path.parent.is_dir(): return
+    try: path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"{name} {given!r}: cannot make the folder {path.parent} ({e})") from None
 
 def store_location(uri: str,  # a tracking URI
                   ) -> str:
@@ -189,11 +203,13 @@ def check_server(uri: str,  # an http(s) tracking URI
                           "tb.track() for the local SQLite store")
 
 def quiet_mlflow():
-    "Keep MLflow's INFO lines (database set-up, migrations) out of cell outputs; MLFLOW_LOGGING_LEVEL asks for them."
+    """Keep MLflow's INFO lines (database set-up, migrations) out of cell outputs; MLFLOW_LOGGING_LEVEL asks for them.
+    Only the level MLflow sets itself (INFO) or none is raised: a level the user set (DEBUG, ERROR) is theirs."""
     import logging
     if os.environ.get("MLFLOW_LOGGING_LEVEL"): return
     for name in ("mlflow", "alembic"):
-        logging.getLogger(name).setLevel(logging.WARNING)
+        log = logging.getLogger(name)
+        if log.level in (logging.NOTSET, logging.INFO): log.setLevel(logging.WARNING)
 
 
 # %% ../nbs/16a_store.ipynb #7a6b45bd

@@ -14,9 +14,9 @@ from typing import Any, Iterable, Optional, Union
 from .core import Finding, History, TrainConfig, this_process
 from .events import Callback, LoopState, add_session_observer, remove_session_observer
 from .run import PER_STEP, Run, record_key, run_record_bytes
-from .store import (MAX_PARAM_VALUE, MAX_TAG_VALUE, bound_http, check_server, is_remote, mark_dead_runs,
-                             owner_tags, quiet_mlflow, read_spooled, resolve_uri, safe_items, safe_key, safe_value,
-                             spool, spooled, sqlite_path)
+from .store import (MAX_PARAM_VALUE, MAX_TAG_VALUE, bound_http, check_server, is_remote,
+                             make_sqlite_folder, mark_dead_runs, owner_tags, quiet_mlflow, read_spooled,
+                             resolve_uri, safe_items, safe_key, safe_value, spool, spooled)
 
 # %% auto #0
 __all__ = ['DEFAULT_URI', 'tracking_uri', 'metric_key', 'metric_points', 'run_params', 'params_of', 'tags_of', 'status_of',
@@ -250,7 +250,7 @@ class Tracker:
         self.tensorboard = _board_folder(tensorboard, "tensorboard", "each run writes a subfolder")
         self.client, self.experiment_id = None, None
         if use_mlflow:  # connect now, so a wrong URI fails here and not in the middle of a run
-            _make_store_folder(self.uri, uri or self.uri)
+            make_sqlite_folder(self.uri, "uri", uri or self.uri)  # a folder passed as `uri` holds a new mlruns.db
             bound_http()
             if is_remote(self.uri): check_server(self.uri)
             from mlflow import MlflowClient
@@ -488,14 +488,6 @@ def _board_folder(folder,  # the folder given (None: no TensorBoard)
     if not os.access(there, os.W_OK | os.X_OK):
         raise ValueError(f"{arg}={str(folder)!r}: {there} is not writable; pass a folder you can write")
     return whole
-
-def _make_store_folder(uri: str, given) -> None:
-    "The folder of a SQLite store, made when missing (a folder passed as `uri` holds a new mlruns.db)."
-    path = sqlite_path(uri)
-    if path is None or path.parent.is_dir(): return
-    try: path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise ValueError(f"uri {given!r}: cannot make the folder {path.parent} ({e})") from None
 
 def _write_figure(path: Path, run: Run):
     "The run's final figure as a standalone HTML page (plotly.js from its CDN, as MLflow's log_figure does)."

@@ -12,7 +12,7 @@ from .core import TrainConfig, did_you_mean, require_instance
 from .events import Callback, add_session_observer, remove_session_observer
 from .loop import fit
 from .run import Run, monitored_record
-from .store import sqlite_path
+from .store import make_sqlite_folder
 from .tracking import run_params
 
 # %% auto #0
@@ -334,11 +334,7 @@ def make_storage(storage=None,  # None = sqlite:///optuna.db; a database URL; a 
         raise ValueError(f"heartbeat must be None or a positive number of seconds, got {heartbeat!r}")
     from sqlalchemy.exc import SQLAlchemyError
     url = storage if "://" in storage else f"sqlite:///{storage}"
-    file = sqlite_path(url)  # SQLite would say 'unable to open database file', after the retries below
-    if file is not None and (file.is_dir() or not file.parent.is_dir()):
-        what = f"{file} is a folder" if file.is_dir() else f"its folder {file.parent} does not exist"
-        raise ValueError(f"storage {_storage_text(storage)!r}: {what}; pass an SQLite file in an "
-                         "existing folder (the file is created), e.g. 'studies/optuna.db' with studies/ made")
+    make_sqlite_folder(url, "storage", _storage_text(storage))  # SQLite says 'unable to open database file'
     kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else None
     # a trial whose worker sent nothing for 4 heartbeats is taken as dead (a busy SQLite file delays a few)
     beats = {} if heartbeat is None else {"heartbeat_interval": max(1, round(heartbeat)),
