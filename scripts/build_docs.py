@@ -247,7 +247,8 @@ def mkdocs_config(titles: dict) -> Path:
 
 
 def tidy_site() -> None:
-    "Stylesheets once as files (mkdocs-jupyter inlines 600 kB of them in every page), no source maps, no CDN scripts."
+    """Stylesheets once as files (mkdocs-jupyter inlines 600 kB of them in every page), no source maps, no CDN scripts,
+    plotly.js only on pages with a figure."""
     for page in DOCS.rglob("*.html"):
         text = page.read_text()
         links = []
@@ -259,6 +260,8 @@ def tidy_site() -> None:
             links.append(f'<link rel="stylesheet" href="{os.path.relpath(DOCS / name, page.parent)}">')
         text = text.replace("</head>", "".join(links) + "</head>", 1)
         text = re.sub(r'<script[^>]+src="https://[^"]*(?:mathjax|mermaid|require)[^"]*"[^>]*>\s*</script>', "", text)
+        if "Plotly.newPlot" not in text:  # plotly.js (4.8 MB to parse) only where a figure is drawn: 13 of 49 pages
+            text = re.sub(r'<script src="[^"]*assets/plotly\.min\.js"></script>', "", text)
         page.write_text(text)
     for sourcemap in DOCS.rglob("*.map"): sourcemap.unlink()
 
