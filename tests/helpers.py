@@ -32,6 +32,19 @@ def history_without_timing(run):
     return [r for r in run.records.rows() if r[3] not in TIMING]
 
 
+def interrupt_at(step: int, event: str = "after_step"):
+    """A callback that raises KeyboardInterrupt at `event` of optimizer step `step`: Ctrl-C as the loop meets it there
+    (after_step: at a step's boundary; before_validate: inside the step's eval_every validation)."""
+    from trainbook.events import Callback
+
+    def press(self, state):
+        if state.step == step: raise KeyboardInterrupt
+
+    class Interrupt(Callback): pass
+    setattr(Interrupt, event, press)
+    return Interrupt()
+
+
 def ctrl_c_at(step: int):
     "A callback that sends this process a real SIGINT (as Jupyter's interrupt does) after step `step`."
     import os, signal

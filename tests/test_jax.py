@@ -15,7 +15,7 @@ import trainbook as tb
 from trainbook.data import TensorLoader
 from trainbook.events import Callback
 from trainbook.jax_loop import KeyStreams, fit_flax, optax_schedule, read_flax_checkpoint, schedule_lr
-from helpers import TIMING
+from helpers import TIMING, interrupt_at
 
 
 class MLP(nnx.Module):
@@ -223,13 +223,6 @@ def test_resume_after_ctrl_c_inside_an_accumulation_window(tmp_path):
     assert_params_close(params_of(resumed), params_of(whole), tol=1e-6)
 
 
-class InterruptInValidation(Callback):
-    "Ctrl-C while the eval_every validation of step `step` runs."
-    def __init__(self, step): self.step = step
-    def before_validate(self, state):
-        if state.step == self.step: raise KeyboardInterrupt
-
-
 def test_a_ctrl_c_inside_a_steps_validation_is_redone_on_resume(tmp_path):
     "As fit: a Ctrl-C in step 6's eval_every validation; the resumed run validates step 6, as the whole run did."
     cfg = tb.TrainConfig(epochs=2, lr=1e-2, eval_every=3, seed=2, checkpoint_dir=str(tmp_path / "b"))
@@ -237,7 +230,8 @@ def test_a_ctrl_c_inside_a_steps_validation_is_redone_on_resume(tmp_path):
     valid = [(X, y)]
     whole = MLP()
     full = fit_flax(whole, None, shuffled(), valid, ce, cfg.replace(checkpoint_dir=None), live=False)
-    cut = fit_flax(MLP(), None, shuffled(), valid, ce, cfg, callbacks=[InterruptInValidation(6)], live=False)
+    in_validation = interrupt_at(6, "before_validate")
+    cut = fit_flax(MLP(), None, shuffled(), valid, ce, cfg, callbacks=[in_validation], live=False)
     assert cut.stopped == "interrupted" and cut.step == 6
     resumed = MLP()
     again = fit_flax(resumed, None, shuffled(), valid, ce, cfg, resume=cut.run_dir, live=False)

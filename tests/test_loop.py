@@ -8,7 +8,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import trainbook as tb
 from trainbook.events import Callback
-from helpers import blobs, history_without_timing, max_diff, mlp, same_weights
+from helpers import blobs, history_without_timing, interrupt_at, max_diff, mlp, same_weights
 
 CE = nn.functional.cross_entropy
 
@@ -71,13 +71,6 @@ def test_partial_window_is_weighted_like_its_own_batch():
     assert max_diff(a, b) < 1e-5
 
 
-class InterruptAt(Callback):
-    "Raises KeyboardInterrupt after optimizer step `step` (a user pressing Ctrl-C at a boundary)."
-    def __init__(self, step): self.step = step
-    def after_step(self, state):
-        if state.step == self.step: raise KeyboardInterrupt
-
-
 class InterruptAfterEpoch(Callback):
     "Raises KeyboardInterrupt once epoch `epoch` has fully ended (validation and last.pt done)."
     def __init__(self, epoch): self.epoch = epoch
@@ -125,7 +118,7 @@ def test_resume_is_exact(tmp_path, loader_kind, where):
     run_dir = tmp_path / "cut"
     cut_cfg = cfg.replace(checkpoint_dir=str(run_dir))
     if where == "boundary_mid_epoch":  # 13 batches per epoch, windows of 2: step 9 is in epoch 1
-        first = tb.fit(model2, dl, dl_valid, loss_fn=CE, live=False, config=cut_cfg, callbacks=[InterruptAt(9)], metrics="accuracy")
+        first = tb.fit(model2, dl, dl_valid, loss_fn=CE, live=False, config=cut_cfg, callbacks=[interrupt_at(9)], metrics="accuracy")
     elif where == "inside_window":  # Ctrl-C during the second micro-batch of a window, mid-epoch
         handle = interrupt_in_forward(model2, 18)
         first = tb.fit(model2, dl, dl_valid, loss_fn=CE, live=False, config=cut_cfg, metrics="accuracy")
@@ -582,21 +575,14 @@ def test_a_resume_at_max_steps_takes_no_step(tmp_path):
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
 
 
-class InterruptInValidation(Callback):
-    "Ctrl-C while the eval_every validation of step `step` runs."
-    def __init__(self, step): self.step = step
-    def before_validate(self, state):
-        if state.step == self.step: raise KeyboardInterrupt
-
-
-@pytest.mark.parametrize("cut", ["after_step", "in_validation"])
+@pytest.mark.parametrize("cut", ["after_step", "before_validate"])  # at the step's end; inside its validation
 def test_a_ctrl_c_inside_a_steps_end_is_redone_on_resume(tmp_path, cut):
     "Seen: Ctrl-C in after_step (or in the eval_every validation) at step 6: the resumed run never validated step 6."
     cfg = tb.TrainConfig(epochs=2, lr=5e-3, eval_every=3, device="cpu", patience=5)
     dl, dl_valid, model = _train_setup("tensor")
     full = tb.fit(model, dl, dl_valid, loss_fn=CE, live=False, config=cfg.replace(checkpoint_dir=str(tmp_path / "a")))
     dl, dl_valid, model2 = _train_setup("tensor")
-    stop = InterruptAt(6) if cut == "after_step" else InterruptInValidation(6)
+    stop = interrupt_at(6, cut)
     first = tb.fit(model2, dl, dl_valid, loss_fn=CE, live=False, config=cfg.replace(checkpoint_dir=str(tmp_path / "b")),
                    callbacks=[stop])
     assert first.stopped == "interrupted" and first.step == 6

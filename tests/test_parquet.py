@@ -9,9 +9,8 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
 import trainbook as tb
-from trainbook.events import Callback
 from trainbook.parquet import ParquetLoader, as_dataset, fit_prep, split_files, write_split_column
-from helpers import history_without_timing, same_weights
+from helpers import history_without_timing, interrupt_at, same_weights
 
 FEATURES = ["x0", "x1", "x2", "x3"]
 
@@ -92,13 +91,6 @@ def test_state_dict_resumes_at_the_same_batch_of_the_same_epoch(data):
         ParquetLoader(data, "y", **{**kw, "seed": 8}).load_state_dict(state)
 
 
-class StopAt(Callback):
-    "Ctrl-C after optimizer step `step`."
-    def __init__(self, step): self.step = step
-    def after_step(self, state):
-        if state.step == self.step: raise KeyboardInterrupt
-
-
 def _setup(data):
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
@@ -114,7 +106,7 @@ def test_fit_resumed_mid_epoch_gives_the_weights_of_an_uninterrupted_run(data, t
     full = tb.fit(model, dl, dl_valid, loss_fn=ce, live=False, config=cfg.replace(checkpoint_dir=str(tmp_path / "a")))
     model2, dl, dl_valid = _setup(data)
     cut = cfg.replace(checkpoint_dir=str(tmp_path / "b"))
-    first = tb.fit(model2, dl, dl_valid, loss_fn=ce, live=False, config=cut, callbacks=[StopAt(27)])
+    first = tb.fit(model2, dl, dl_valid, loss_fn=ce, live=False, config=cut, callbacks=[interrupt_at(27)])
     assert first.stopped == "interrupted" and first.epoch == 1  # 20 batches an epoch: step 27 is mid-epoch 1
     assert not same_weights(model2, model)
     model3, dl, dl_valid = _setup(data)
