@@ -5,6 +5,7 @@
 # %% ../nbs/06b_recorder.ipynb #65b0b186
 from __future__ import annotations
 import math, resource, sys, time, warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Union
@@ -294,16 +295,20 @@ def _not_a_number(v, name: str, where: str) -> TypeError:
     return TypeError(f"{where}: {name} must be a number or a one-value tensor, got {type(v).__name__} "
                      f"{str(v)[:40]!r}" + (f"; pass float({v!r}) if it is one" if isinstance(v, str) else ""))
 
-def _entry_missing(ckpt: dict, resume, error: KeyError) -> Optional[CheckpointError]:
-    "The refusal of a checkpoint that lacks an entry the run reads (another kind of run wrote it), else None."
-    key = error.args[0] if error.args else None
-    # a KeyError with a message (restore_checkpoint's), or of something else than the checkpoint: not this one
-    if not isinstance(key, str) or not key.isidentifier() or key in ckpt: return None
-    by = f"another kind of run (entries: {', '.join(map(str, list(ckpt)[:12]))})"
-    if "entries" in ckpt: by = "a Recorder (your own training loop), which keeps no position in its epoch"
-    return CheckpointError(f"resume={str(resume)!r}: the checkpoint has no {key!r} entry, which this run "
-                           f"reads to continue from it; it was written by {by}. Continue it the way it was "
-                           "made, or load only its weights (tb.load_checkpoint(path, model)) and start anew")
+@contextmanager
+def _entries_named(ckpt: Optional[dict], resume):
+    "Inside: a KeyError for an entry `ckpt` lacks (another kind of run wrote it) becomes a CheckpointError saying so."
+    try: yield
+    except KeyError as error:
+        key = error.args[0] if error.args else None
+        # a KeyError with a message (restore_checkpoint's), or of something else than the checkpoint: not this one
+        if ckpt is None or not isinstance(key, str) or not key.isidentifier() or key in ckpt: raise
+        by = f"another kind of run (entries: {', '.join(map(str, list(ckpt)[:12]))})"
+        if "entries" in ckpt: by = "a Recorder (your own training loop), which keeps no position in its epoch"
+        raise CheckpointError(f"resume={str(resume)!r}: the checkpoint has no {key!r} entry, which this run "
+                              f"reads to continue from it; it was written by {by}. Continue it the way it was "
+                              "made, or load only its weights (tb.load_checkpoint(path, model)) and start "
+                              "anew") from None
 
 def claim_run_dir(checkpointer: Checkpointer,  # the run's folder, not yet chosen
                   resume: Union[str, Path, None] = None,  # the checkpoint (or run folder) the run resumes from
@@ -316,21 +321,16 @@ def claim_run_dir(checkpointer: Checkpointer,  # the run's folder, not yet chose
     """Read `resume` and compare it with this run (a mismatch refused before any folder is claimed or emptied),
     choose and lock the run folder, load the parts and `take(ckpt)`; a load that fails gives the folder back."""
     ckpt = checkpointer.read(resume, device) if check_resume(resume) is not None else None
-    try:
+    with _entries_named(ckpt, resume):
         if ckpt is not None and check is not None: check(ckpt)
-    except KeyError as e:
-        missing = _entry_missing(ckpt, resume, e)
-        if missing is not None: raise missing from None
-        raise
     checkpointer.prepare(resume, overwrite)
     if ckpt is None: return None
     try:
-        checkpointer.restore(resume, device, ckpt)
-        if take is not None: take(ckpt)
-    except BaseException as e:
+        with _entries_named(ckpt, resume):
+            checkpointer.restore(resume, device, ckpt)
+            if take is not None: take(ckpt)
+    except BaseException:
         checkpointer.release()  # a refused resume leaves the folder to its next run
-        missing = _entry_missing(ckpt, resume, e) if isinstance(e, KeyError) else None
-        if missing is not None: raise missing from None
         raise
     return ckpt
 
