@@ -161,3 +161,117 @@ def test_audit_parts_names_its_wrong_inputs():
         tb.audit_parts(df, {"train": np.arange(30), "valid": np.arange(30, 41)})
     with pytest.raises(ValueError, match=r"groups column 'gg' not in DataFrame"):
         tb.audit_parts(df, {"train": np.arange(30)}, groups="gg")
+
+
+def days_frame(days, per_day, seed=0):
+    "`per_day` rows a day: every time value is tied `per_day` times."
+    rng = np.random.default_rng(seed)
+    n = days * per_day
+    return pd.DataFrame({"x": rng.normal(size=n), "y": rng.integers(0, 2, n),
+                         "t": np.repeat(pd.date_range("2021-01-01", periods=days), per_day)})
+
+
+@pytest.mark.parametrize("gap", [0, 3])
+def test_time_folds_keep_tied_times_on_one_side_at_both_levels_of_nested_splits(gap):
+    df = days_frame(10, 10)
+    sp = tb.make_splits(df, "y", strategy="time", time="t", n_folds=3, gap=gap)
+    assert not [f for f in sp.findings if f.kind == "time_leak"]
+    for tr, va in sp.folds:
+        assert df.t.iloc[tr].max() < df.t.iloc[va].min() and len(tr) and len(va)
+    nested = nested_splits(days_frame(12, 10), "y", time="t", outer=4, inner=2)
+    for fold in nested:
+        assert not [f for f in fold["findings"] if f.severity == "error"]
+        d = days_frame(12, 10).t
+        assert d.iloc[fold["train"]].max() < d.iloc[fold["test"]].min()
+        for a, b in fold["inner"]: assert d.iloc[a].max() < d.iloc[b].min()
+
+
+def test_nested_splits_carry_the_audit_and_nested_cv_warns_of_a_leak(frame):
+    from sklearn.linear_model import LogisticRegression
+    nested = nested_splits(frame, "y", groups="g", outer=3, inner=2)
+    assert all("findings" in f for f in nested)
+    leaky = [dict(f, findings=[tb.Finding("group_overlap", "error", "2 group(s) in both train and test")])
+             for f in nested]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("trainbook.splits.nested_splits", lambda *a, **k: leaky)
+        with pytest.warns(UserWarning, match="the splits leak"):
+            out = tb.nested_cv(LogisticRegression(), {"C": [1.0]}, frame, "y", groups="g", outer=3, inner=2)
+    assert len(out["findings"]) == 3
+    with pytest.raises(ValueError, match="groups column 'gg' not in DataFrame"):
+        tb.nested_cv(LogisticRegression(), {"C": [1.0]}, frame, "y", groups="gg")
+
+
+def test_a_grouped_holdout_counts_rows_and_says_when_uneven_groups_miss_the_share():
+    rng = np.random.default_rng(0)
+    even = pd.DataFrame({"x": rng.normal(size=400), "g": np.repeat(np.arange(100), 4)})
+    even["g"] = np.where(np.arange(400) < 200, even.g, np.arange(400) // 40 + 1000)  # 100 small, 5 big groups
+    for seed in range(5):
+        sp = tb.make_splits(even, groups="g", valid_size=0.2, seed=seed)
+        assert abs(len(sp.valid) / 400 - 0.2) <= 0.05 and "split_size" not in [f.kind for f in sp.findings]
+    lopsided = pd.DataFrame({"x": rng.normal(size=100), "g": [0] * 80 + list(range(1, 21))})
+    for seed in range(6):  # the big group first in the draw is passed over: the 20 small ones fill the share
+        assert len(tb.make_splits(lopsided, groups="g", valid_size=0.2, seed=seed).valid) == 20
+    two = pd.DataFrame({"x": rng.normal(size=100), "g": [0] * 70 + [1] * 30})
+    for seed in range(4):
+        sp = tb.make_splits(two, groups="g", valid_size=0.2, seed=seed)
+        size = [f for f in sp.findings if f.kind == "split_size"]
+        assert len(sp.valid) == 30 and size and "the largest group holds 70 of 100 rows" in size[0].message
+
+
+@pytest.mark.parametrize("valid_size, test_size", [(0.3, 0.0), (0.4, 0.0), (0.2, 0.4)])
+def test_a_stratified_group_holdout_holds_the_share_asked_for(valid_size, test_size):
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({"x": rng.normal(size=2000), "g": rng.integers(0, 400, 2000), "y": rng.integers(0, 2, 2000)})
+    sp = tb.make_splits(df, "y", groups="g", valid_size=valid_size, test_size=test_size, seed=0)
+    assert sp.strategy == "stratified_group"
+    assert abs(len(sp.valid) / 2000 - valid_size) < 0.03 and abs(len(sp.test) / 2000 - test_size) < 0.03
+    three = pd.DataFrame({"x": np.arange(60.0), "y": np.tile([0, 1], 30), "g": np.repeat([1, 2, 3], 20)})
+    sp = tb.make_splits(three, "y", groups="g")  # 3 groups: a holdout of 1 of them, not 5 folds of 3
+    assert len(sp.valid) == 20 and not set(three.g.iloc[sp.valid]) & set(three.g.iloc[sp.train])
+
+
+def test_split_arguments_the_splitters_would_reject_are_named_first():
+    df = pd.DataFrame({"x": np.arange(20.0), "y": np.repeat(np.arange(10), 2)})
+    with pytest.raises(ValueError, match=r"valid_size=0.2 holds 4 of the 20 rows.*10 classes"):
+        tb.make_splits(df, "y", strategy="stratified")
+    counts = pd.DataFrame({"x": np.arange(60.0), "y": [0] * 20 + [1] * 20 + [2] * 19 + [9]})
+    with pytest.raises(ValueError, match="if it is a count or a measure, pass strategy='random'"):
+        tb.make_splits(counts, "y")
+    with pytest.raises(ValueError, match="fewer than the 2 splits it must appear in$"):
+        tb.make_splits(counts, "y", strategy="stratified")  # asked for: no word about 'auto'
+    t = pd.DataFrame({"x": np.arange(60.0), "t": np.arange(60)})
+    with pytest.raises(ValueError, match="gap=50 rows leave no train rows before the first time fold"):
+        tb.make_splits(t, time="t", n_folds=3, gap=50)
+    with pytest.raises(ValueError, match="n_folds=60 time folds need 61 blocks.*60 distinct value"):
+        tb.make_splits(t, time="t", n_folds=60)
+    with pytest.raises(ValueError, match="n_folds=61 is more than the 60 rows"):
+        tb.make_splits(t, strategy="random", n_folds=61)
+    for seed in (None, -1, "0", 1.5):
+        with pytest.raises(ValueError, match="seed must be a non-negative int"):
+            tb.make_splits(t, seed=seed)
+
+
+def test_group_folds_follow_the_seed_and_group_ids_of_mixed_types_split_and_audit():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.normal(size=300), "g": rng.integers(0, 30, 300)})
+    a, b = (tb.make_splits(df, strategy="group", groups="g", n_folds=3, seed=s) for s in (0, 1))
+    assert not all(np.array_equal(x[1], y[1]) for x, y in zip(a.folds, b.folds))
+    df["g"] = [i if i % 2 else f"id{i}" for i in df.g]  # ints and strings
+    sp = tb.make_splits(df, groups="g", n_folds=3)
+    assert not [f for f in sp.findings if f.kind == "group_overlap"]
+    holes = df.assign(g=df.g.where(df.index % 7 != 0, None))  # a missing id is in no group
+    found = sp.audit(holes, groups="g")
+    assert not [f for f in found if f.kind == "group_overlap"]
+    leaky = Splits(np.arange(0, 200), np.arange(150, 300), np.array([], dtype=np.int64))
+    overlap = [f for f in leaky.audit(df, groups="g") if f.kind == "group_overlap"]
+    assert overlap and all(x in set(df.g) for x in overlap[0].data["groups"])
+
+
+def test_zoned_times_and_periods_order_a_time_split():
+    from trainbook.splits import time_values
+    zoned = pd.Series(pd.date_range("2021-03-27", periods=48, freq="h", tz="Europe/Berlin"))  # across DST
+    assert time_values(zoned).dtype.kind == "M" and (np.diff(time_values(zoned)) > np.timedelta64(0)).all()
+    df = pd.DataFrame({"x": np.arange(48.0), "t": zoned, "p": pd.period_range("2021-01", periods=48, freq="M")})
+    for col in ("t", "p"):
+        sp = tb.make_splits(df, time=col, valid_size=0.25)
+        assert sp.valid.min() == 36 and sp.train.max() == 35 and not sp.findings[1:]

@@ -4,6 +4,7 @@
 
 # %% ../nbs/10_classical.ipynb #30d32035
 from __future__ import annotations
+import warnings
 from typing import Any, Callable, Optional, Union
 
 import numpy as np
@@ -216,6 +217,7 @@ def nested_cv(estimator,  # a scikit-learn estimator
     from trainbook.splits import nested_splits
     require_instance(estimator, "estimator")
     require_frame(df); require_column(df, target, "target")
+    require_column(df, groups, "groups"); require_column(df, time, "time")
     task = infer_task(df[target])
     usual = {"binary": "roc_auc", "multiclass": "balanced_accuracy",
              "regression": "neg_root_mean_squared_error"}
@@ -224,6 +226,10 @@ def nested_cv(estimator,  # a scikit-learn estimator
     X, y = df.drop(columns=[target] + exclude), df[target].to_numpy()
     folds = nested_splits(df, target, strategy=strategy, groups=groups, time=time, outer=outer, inner=inner,
                           seed=seed)
+    findings = [x for f in folds for x in f["findings"]]
+    leaks = [x.message for x in findings if x.severity == "error"]
+    if leaks: warnings.warn(f"nested_cv: the splits leak ({len(leaks)} finding(s)), so its scores are "
+                            f"optimistic: {'; '.join(leaks[:3])}", stacklevel=2)
     scores, chosen = [], []
     for f in folds:
         tr = f["train"]
@@ -235,7 +241,7 @@ def nested_cv(estimator,  # a scikit-learn estimator
         scores.append(float(get_scorer(scoring)(search.best_estimator_, X.iloc[f["test"]], y[f["test"]])))
         chosen.append({k.removeprefix("model__"): v for k, v in search.best_params_.items()})
     return {"scores": scores, "mean": float(np.mean(scores)), "std": float(np.std(scores)), "params": chosen,
-            "scoring": scoring, "folds": folds}
+            "scoring": scoring, "folds": folds, "findings": findings}
 
 # %% ../nbs/10_classical.ipynb #6db41e34
 @torch.no_grad()

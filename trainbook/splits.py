@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_splits.ipynb #20b02c56
 from __future__ import annotations
-import hashlib, numbers, sys
+import hashlib, numbers, sys, warnings
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -16,8 +16,8 @@ from .checks import (drop_unused_categories, infer_task, is_nested_arrow, requir
 from .core import Finding, announce, findings_html
 
 # %% auto #0
-__all__ = ['STRATEGIES', 'digest', 'fingerprint_frame', 'class_share_findings', 'require_positions', 'audit_parts', 'Splits',
-           'check_splits', 'choose_strategy', 'check_split_args', 'make_splits', 'nested_splits']
+__all__ = ['STRATEGIES', 'digest', 'fingerprint_frame', 'class_share_findings', 'require_positions', 'time_values', 'audit_parts',
+           'Splits', 'check_splits', 'choose_strategy', 'check_split_args', 'make_splits', 'nested_splits']
 
 # %% ../nbs/02_splits.ipynb #8c4c5a6c
 def digest(*parts,  # bytes, strings or lists: what the fingerprint covers, in order
@@ -81,6 +81,13 @@ def require_positions(idx,  # row positions (what a Splits part holds)
                          + (f": {hint}" if hint else ""))
     return idx
 
+def time_values(t: pd.Series,  # a time column (numbers, datetimes with or without a zone, timedeltas, periods)
+               ) -> np.ndarray:
+    "A time column as a numpy array that sorts and compares fast: zoned times in UTC, periods as ordinals."
+    if isinstance(t.dtype, pd.DatetimeTZDtype): return t.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy()
+    if isinstance(t.dtype, pd.PeriodDtype): return t.array.asi8
+    return t.to_numpy()
+
 def audit_parts(df: pd.DataFrame,  # the frame the positions index
                 parts: dict,  # split name -> array of row positions
                 target: Optional[str] = None,  # label column, for class balance
@@ -101,18 +108,19 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
     where = f" ({label})" if label else ""
     pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
     if groups is not None:
-        g = df[groups].to_numpy()
+        codes, ids = pd.factorize(df[groups])  # ids of mixed types compare; a missing id (-1) is in no group
         for a, b in pairs:
-            shared = np.intersect1d(g[parts[a]], g[parts[b]])
+            shared = np.intersect1d(codes[parts[a]], codes[parts[b]])
+            shared = shared[shared >= 0]
             if len(shared):
                 out.append(Finding("group_overlap", "error",
                                    f"{len(shared)} group(s) of {groups!r} in both {a} and {b}{where}",
                                    column=groups,
                                    advice="split by group (strategy='group') so an entity stays on one side",
-                                   data={"splits": [a, b], "groups": shared[:20].tolist(),
+                                   data={"splits": [a, b], "groups": ids[shared[:20]].tolist(),
                                          "n_shared": int(len(shared))}))
     if time is not None:
-        t = df[time].to_numpy()
+        t = time_values(df[time])
         order = np.argsort(t, kind="stable")
         rank = np.empty(len(t), dtype=np.int64); rank[order] = np.arange(len(t))
         for a, b in pairs:
@@ -270,37 +278,81 @@ def choose_strategy(strategy: str,  # one of STRATEGIES; 'auto' picks one
     if classif: return "stratified", "the target is a class: keep class shares equal across splits"
     return "random", "no target classes, groups or time to respect"
 
-def _holdout(idx, size, strategy, y, g, t, seed, gap):
-    "Split positions `idx` into (rest, held) with about `size` of them held out."
-    from sklearn.model_selection import GroupShuffleSplit, StratifiedGroupKFold, train_test_split
+def _after_ties(ts: np.ndarray, cut: int) -> int:
+    "`cut` moved past the rows of the same time as the row before it (`ts` sorted): equal times stay together."
+    return int(np.searchsorted(ts, ts[cut - 1], side="right")) if 0 < cut < len(ts) else cut
+
+def _group_holdout(idx, size, g, seed):
+    "Whole groups held out, taken in a seeded order when they bring the held rows nearer `size` of the rows."
+    codes, counts = np.unique(g[idx], return_inverse=True, return_counts=True)[1:]
+    order = np.random.default_rng(seed).permutation(len(counts))
+    want, filled, held = size * len(idx), 0, []
+    for group in order.tolist():
+        if filled >= want: break
+        if abs(filled + counts[group] - want) < want - filled: held.append(group); filled += counts[group]
+    held = held[:len(counts) - 1] or [order[np.argmin(counts[order])]]  # a group on each side
+    mask = np.isin(codes, held)
+    return idx[~mask], idx[mask]
+
+def _stratified_group_holdout(idx, size, y, g, seed):
+    "Whole groups held out with the class shares kept: m of k stratified group folds (k up to 20: 5% steps)."
+    from sklearn.model_selection import StratifiedGroupKFold
+    k = min(len(np.unique(g[idx])), 20)
+    m = min(k - 1, max(1, round(size * k)))
+    with warnings.catch_warnings():  # a class rarer than k is spread as far as it goes: the shares are audited
+        warnings.filterwarnings("ignore", message="The least populated class", category=UserWarning)
+        folds = StratifiedGroupKFold(n_splits=k, shuffle=True, random_state=seed).split(idx, y[idx], g[idx])
+        held = np.concatenate([b for _, b in list(folds)[:m]])
+    return idx[np.setdiff1d(np.arange(len(idx)), held)], idx[held]
+
+def _check_stratified_room(idx, size, y, arg):
+    "A stratified holdout puts each class on both sides: a ValueError naming `arg` when a side is too small."
+    name, given = arg
+    n, n_classes = len(idx), len(pd.unique(y[idx]))
+    held = int(np.ceil(size * n))
+    if min(held, n - held) < n_classes:
+        raise ValueError(f"{name}={given} holds {held} of the {n} rows it splits, but a stratified split puts "
+                         f"each of the target's {n_classes} classes on both sides: give each side at least "
+                         f"{n_classes} rows (a larger {name} or more rows), or strategy='random'")
+
+def _holdout(idx, size, strategy, y, g, t, seed, gap, arg):
+    "Split positions `idx` into (rest, held) with about `size` of them held out (`arg`: the size's name, value)."
+    from sklearn.model_selection import train_test_split
     if strategy == "time":
         order = idx[np.argsort(t[idx], kind="stable")]
-        cut = len(order) - max(1, int(round(size * len(order))))
-        while 0 < cut < len(order) and t[order[cut]] == t[order[cut - 1]]:
-            cut += 1  # equal times stay together
+        cut = _after_ties(t[order], len(order) - max(1, int(round(size * len(order)))))
         return order[:max(0, cut - gap)], order[cut:]
     if strategy == "random":
         return tuple(train_test_split(idx, test_size=size, random_state=seed, shuffle=True))
     if strategy == "stratified":
+        _check_stratified_room(idx, size, y, arg)
         return tuple(train_test_split(idx, test_size=size, random_state=seed, stratify=y[idx]))
-    if strategy == "group":
-        rest, held = next(GroupShuffleSplit(n_splits=1, test_size=size,
-                                            random_state=seed).split(idx, groups=g[idx]))
-        return idx[rest], idx[held]
-    k = max(2, int(round(1 / size)))
-    rest, held = next(StratifiedGroupKFold(n_splits=k, shuffle=True,
-                                           random_state=seed).split(idx, y[idx], g[idx]))
-    return idx[rest], idx[held]
+    if strategy == "group": return _group_holdout(idx, size, g, seed)
+    return _stratified_group_holdout(idx, size, y, g, seed)
 
-def _kfold(idx, n_folds, strategy, y, g, t, seed, gap):
-    from sklearn.model_selection import (GroupKFold, KFold, StratifiedGroupKFold, StratifiedKFold,
-                                         TimeSeriesSplit)
-    if strategy == "time":
-        order = idx[np.argsort(t[idx], kind="stable")]
-        return [(order[a], order[b]) for a, b in TimeSeriesSplit(n_splits=n_folds, gap=gap).split(order)]
+def _time_folds(idx, n_folds, t, gap, time):
+    "Expanding-window time folds of `idx` (TimeSeriesSplit's sizes); rows of equal time stay on one side."
+    order = idx[np.argsort(t[idx], kind="stable")]
+    ts, n = t[order], len(order)
+    size = n // (n_folds + 1)
+    starts = [_after_ties(ts, n - k * size) for k in range(n_folds, 0, -1)] + [n]
+    if not size or any(b <= a for a, b in zip(starts, starts[1:])):
+        raise ValueError(f"n_folds={n_folds} time folds need {n_folds + 1} blocks of rows, each of later times, "
+                         f"but time column {time!r} has {len(pd.unique(ts))} distinct value(s) in these {n} "
+                         f"rows (equal times stay on one side): lower n_folds")
+    if starts[0] - gap < 1:
+        raise ValueError(f"gap={gap} rows leave no train rows before the first time fold (it starts at row "
+                         f"{starts[0]} of {n} in time order): lower gap or n_folds")
+    return [(order[:s - gap], order[s:e]) for s, e in zip(starts, starts[1:])]
+
+def _kfold(idx, n_folds, strategy, y, g, t, seed, gap, time):
+    "k (train, valid) folds of positions `idx`, each fold's valid part once."
+    from sklearn.model_selection import GroupKFold, KFold, StratifiedGroupKFold, StratifiedKFold
+    if strategy == "time": return _time_folds(idx, n_folds, t, gap, time)
+    if n_folds > len(idx): raise ValueError(f"n_folds={n_folds} is more than the {len(idx)} rows to fold")
     splitter = {"random": KFold(n_folds, shuffle=True, random_state=seed),
                 "stratified": StratifiedKFold(n_folds, shuffle=True, random_state=seed),
-                "group": GroupKFold(n_folds),
+                "group": GroupKFold(n_folds, shuffle=True, random_state=seed),
                 "stratified_group": StratifiedGroupKFold(n_folds, shuffle=True, random_state=seed)}[strategy]
     return [(idx[a], idx[b])
             for a, b in splitter.split(idx, y[idx] if y is not None else None,
@@ -314,6 +366,7 @@ def check_split_args(strategy: str,  # one of `STRATEGIES`
                      test_size: float,  # share of rows for the test
                      n_folds: Optional[int],  # k folds, or None for a holdout
                      gap: int,  # rows left out between the parts of a time split
+                     seed: int = 0,  # seed of the shuffling splitters
                     ) -> None:
     "`make_splits`' arguments that do not depend on the frame (pandas or Spark): a ValueError naming a wrong one."
     if strategy not in STRATEGIES:
@@ -331,18 +384,20 @@ def check_split_args(strategy: str,  # one of `STRATEGIES`
         raise ValueError(f"n_folds must be an int >= 2 (or None for a holdout), got {n_folds!r}")
     if not whole(gap) or gap < 0:
         raise ValueError(f"gap must be a non-negative int (rows), got {gap!r}")
+    if not whole(seed) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int (the same seed, the same splits), got {seed!r}")
     if strategy in ("group", "stratified_group") and groups is None:
         raise ValueError(f"strategy={strategy!r} needs groups=<column>")
     if strategy == "time" and time is None: raise ValueError("strategy='time' needs time=<column>")
     if strategy in ("stratified", "stratified_group") and target is None:
         raise ValueError(f"strategy={strategy!r} needs target=<column> to stratify on")
 
-def _validate(df, target, strategy, groups, time, valid_size, test_size, n_folds, gap):
+def _validate(df, target, strategy, groups, time, valid_size, test_size, n_folds, gap, seed):
     require_frame(df)
     require_column(df, target, "target")
     require_column(df, groups, "groups")
     require_column(df, time, "time")
-    check_split_args(strategy, target, groups, time, valid_size, test_size, n_folds, gap)
+    check_split_args(strategy, target, groups, time, valid_size, test_size, n_folds, gap, seed)
     if groups is not None and df[groups].isna().any():
         miss = int(df[groups].isna().sum())
         raise ValueError(f"groups column {groups!r} has {miss} missing group id(s); every row needs a group. "
@@ -359,10 +414,28 @@ def _check_time(t: pd.Series, time: str) -> None:
                          f"every row by it: drop those rows (df.dropna(subset=[{time!r}])) or fill them")
     kind = t.dtype
     if pd.api.types.is_bool_dtype(kind) or not (pd.api.types.is_numeric_dtype(kind)
+                                               or isinstance(kind, pd.PeriodDtype)
                                                or pd.api.types.is_datetime64_any_dtype(kind)
                                                or pd.api.types.is_timedelta64_dtype(kind)):
         raise TypeError(f"time column {time!r} holds {kind} values, which sort as text ('2021-1-10' before "
                         f"'2021-1-9'): parse them first, df[{time!r}] = pd.to_datetime(df[{time!r}])")
+
+def _size_findings(sp: Splits, n: int, g) -> list[Finding]:
+    "A warning for a holdout part whose share of the rows is a quarter or more off the share asked for."
+    grouped = ("whole groups go to one side, and the groups are of uneven sizes",
+               "another seed draws other groups; n_folds=k gives every group a turn")
+    why, advice = {"group": grouped, "stratified_group": grouped,
+                   "time": ("rows of equal time stay on one side", "a finer time column cuts nearer the share")
+                   }.get(sp.strategy, (None, None))
+    out = []
+    for name, asked in (("valid", sp.params["valid_size"]), ("test", sp.params["test_size"])):
+        got = len(getattr(sp, name)) / n
+        if why and asked and not (name == "valid" and sp.folds) and abs(got - asked) > asked / 4:
+            largest = f" (the largest group holds {np.bincount(g).max()} of {n} rows)" if g is not None else ""
+            out.append(Finding("split_size", "warning", f"{name} holds {got:.0%} of the rows, not the "
+                               f"{asked:.0%} asked: {why}{largest}", data={"split": name, "share": got},
+                               advice=advice))
+    return out
 
 def make_splits(df: pd.DataFrame,  # the data to split, one row per example
                 target: Optional[str] = None,  # label column (to stratify on and to audit class shares)
@@ -381,8 +454,8 @@ def make_splits(df: pd.DataFrame,  # the data to split, one row per example
     if spark.is_spark_frame(df):
         return spark.make_splits(df, target, strategy=strategy, groups=groups, time=time,
                                  valid_size=valid_size, test_size=test_size, n_folds=n_folds, gap=gap, seed=seed)
-    _validate(df, target, strategy, groups, time, valid_size, test_size, n_folds, gap)
-    valid_size, test_size, gap = float(valid_size), float(test_size), int(gap)  # numpy's numbers as Python's
+    _validate(df, target, strategy, groups, time, valid_size, test_size, n_folds, gap, seed)
+    valid_size, test_size, gap, seed = float(valid_size), float(test_size), int(gap), int(seed)  # numpy's numbers as Python's
     n_folds = None if n_folds is None else int(n_folds)
     df = drop_unused_categories(df, target)
     if target is not None and df[target].isna().any():
@@ -400,11 +473,14 @@ def make_splits(df: pd.DataFrame,  # the data to split, one row per example
                              f"({counts.index[0]!r})")
         need = n_folds or 2
         if counts.min() < need:
+            chosen = (f"; 'auto' took the target for classes ({len(counts)} values): if it is a count or a "
+                      f"measure, pass strategy='random'{' or ' + repr('group') if groups else ''}"
+                      if reason != "asked for" else "")
             raise ValueError(f"cannot stratify on target {target!r}: class {counts.idxmin()!r} has "
-                             f"{counts.min()} row(s), fewer than the {need} splits it must appear in")
+                             f"{counts.min()} row(s), fewer than the {need} splits it must appear in{chosen}")
     y = df[target].to_numpy() if target is not None else None
-    g = df[groups].to_numpy() if groups is not None else None
-    t = df[time].to_numpy() if time is not None else None
+    g = pd.factorize(df[groups])[0] if groups is not None else None  # ids of mixed types as codes
+    t = time_values(df[time]) if time is not None else None
     if g is not None:
         n_groups = len(pd.unique(g))
         need = (n_folds or 2) + (1 if test_size else 0)
@@ -413,13 +489,14 @@ def make_splits(df: pd.DataFrame,  # the data to split, one row per example
                              f"{need} {'folds' if n_folds else 'splits'} asked for")
     idx = np.arange(len(df))
     test = np.array([], dtype=np.int64)
-    if test_size: idx, test = _holdout(idx, test_size, strategy, y, g, t, seed, gap)
+    if test_size: idx, test = _holdout(idx, test_size, strategy, y, g, t, seed, gap, ("test_size", test_size))
     folds = None
     if n_folds:
-        folds = _kfold(np.sort(idx), n_folds, strategy, y, g, t, seed, gap)
+        folds = _kfold(np.sort(idx), n_folds, strategy, y, g, t, seed, gap, time)
         train, valid = folds[0]
     else:
-        train, valid = _holdout(np.sort(idx), valid_size / (1 - test_size), strategy, y, g, t, seed, gap)
+        train, valid = _holdout(np.sort(idx), valid_size / (1 - test_size), strategy, y, g, t, seed, gap,
+                                ("valid_size", valid_size))
     if not len(train):  # a gap as long as the frame, or valid and test taking every row
         raise ValueError(f"these splits leave no train rows: {len(df)} rows, valid_size={valid_size}, "
                          f"test_size={test_size}, gap={gap} rows between the parts; lower gap or the sizes")
@@ -429,7 +506,7 @@ def make_splits(df: pd.DataFrame,  # the data to split, one row per example
                 np.sort(test).astype(np.int64),
                 [(np.sort(a).astype(np.int64), np.sort(b).astype(np.int64)) for a, b in folds] if folds
                 else None, strategy, reason, params)
-    sp.findings = sp.audit(df)
+    sp.findings = sp.audit(df) + _size_findings(sp, len(df), g)
     if reason != "asked for":
         sp.findings.insert(0,
                            Finding("strategy_chosen", "info", f"strategy '{strategy}': {reason}",
@@ -448,12 +525,18 @@ def nested_splits(df: pd.DataFrame,  # the data to split
                   inner: int = 3,  # inner folds per outer train set (selection)
                   seed: int = 0,  # random seed
                  ) -> list[dict]:
-    "Outer folds, each with its inner folds (positions of `df`): `[{'train', 'test', 'inner': [(train, valid), ...]}]`."
+    "Outer folds with their inner folds (positions of `df`) and the audit findings of both levels."
     outer_sp = make_splits(df, target, strategy=strategy, groups=groups, time=time, n_folds=outer, seed=seed)
     result = []
     for tr, te in outer_sp.folds:
         sub = df.iloc[tr].reset_index(drop=True)
         inner_sp = make_splits(sub, target, strategy=outer_sp.strategy, groups=groups, time=time,
                                n_folds=inner, seed=seed)
-        result.append({"train": tr, "test": te, "inner": [(tr[a], tr[b]) for a, b in inner_sp.folds]})
+        where = f"outer fold {len(result)}"
+        found = audit_parts(df, {"train": tr, "test": te}, groups=groups, time=time, label=where)
+        for j, (a, b) in enumerate(inner_sp.folds):
+            found += audit_parts(sub, {"train": a, "valid": b}, groups=groups, time=time,
+                                 label=f"{where}, inner fold {j}")
+        result.append({"train": tr, "test": te, "inner": [(tr[a], tr[b]) for a, b in inner_sp.folds],
+                       "findings": found})
     return result
