@@ -85,3 +85,120 @@ def test_init_loss(digits_batch):
     assert check_init_loss(net(), digits_batch) == []
     hot = net(); hot[2].weight.data *= 50
     assert [f.kind for f in check_init_loss(hot, digits_batch)] == ["init_loss"]
+
+
+# The verdict reasons from the run's own measurements: the loss's start, its floor, its noise, and the loss of
+# the best constant output. Each case below was once judged wrong (a pass for a broken set-up, a fail for a
+# fine one, or a fail with the wrong reason).
+def small_batch(out=4, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(16, 10, generator=g), torch.randint(0, out, (16,), generator=g)
+
+
+def small_net(out=4, hidden=32):
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(10, hidden), nn.ReLU(), nn.Linear(hidden, out))
+
+
+def test_a_loss_stuck_at_zero_without_gradients_fails():
+    "A constant-0 loss (every term masked away) is not a memorized batch: nothing fell and nothing gets a gradient."
+    report = overfit_batch(small_net(), small_batch(), lambda pred, y: (pred * 0).sum(), steps=20, lr=1e-2)
+    assert not report.passed
+    assert {"no_gradient", "not_decreasing"} <= set(kinds(report))
+
+
+def test_a_negative_loss_is_judged_by_its_fall_not_its_sign():
+    "Gaussian NLL can be negative: at lr=1e-9 nothing is learned (fail), shifted or not; a learnable run passes."
+    g = torch.Generator().manual_seed(0)
+    xb, yb = torch.randn(16, 10, generator=g), 0.01 * torch.randn(16, 1, generator=g)
+    def nll(out, y): return nn.functional.gaussian_nll_loss(out[:, :1], y, nn.functional.softplus(out[:, 1:]) + 1e-3)
+    frozen_in_place = [overfit_batch(small_net(2), (xb, yb), loss, steps=20, lr=1e-9)
+                       for loss in (nll, lambda o, y: nll(o, y) + 1.0)]
+    assert frozen_in_place[0].initial_loss < 0 < frozen_in_place[1].initial_loss
+    for report in frozen_in_place:
+        assert not report.passed and "not_decreasing" in kinds(report)
+    assert overfit_batch(small_net(2), (xb, yb), nll, steps=200, lr=1e-2).passed
+
+
+def test_label_smoothing_and_soft_targets_pass_at_their_floor():
+    "Smoothed CE and BCE on soft targets cannot reach 0; a model at their computed floor has memorized the batch."
+    from trainbook.sanity import loss_levels
+    xb, yb = small_batch()
+    smoothed = nn.CrossEntropyLoss(label_smoothing=0.1)
+    q = torch.tensor([1 - 0.1 + 0.1 / 4] + [0.1 / 4] * 3)
+    test_floor = float(-(q * q.log()).sum())  # 0.3488: the entropy of the smoothed one-hot target
+    assert abs(loss_levels(smoothed, torch.zeros(16, 4), yb).floor - test_floor) < 1e-4
+    report = overfit_batch(small_net(hidden=64), (xb, yb), smoothed)
+    assert report.passed, report.findings
+    soft = torch.rand(16, 5, generator=torch.Generator().manual_seed(1))
+    bce = nn.BCEWithLogitsLoss()
+    entropy = float(-(soft * soft.log() + (1 - soft) * (1 - soft).log()).mean())
+    assert abs(loss_levels(bce, torch.zeros(16, 5), soft).floor - entropy) < 1e-4
+    report = overfit_batch(small_net(5, hidden=64), (xb, soft), bce)
+    assert report.passed, report.findings
+
+
+def test_a_plateau_of_a_loss_with_an_unknown_floor_is_uncertain_not_a_capacity_failure():
+    "The same smoothed CE behind a lambda: trainbook cannot know its floor, so it says so instead of blaming capacity."
+    xb, yb = small_batch()
+    report = overfit_batch(small_net(hidden=64), (xb, yb),
+                           lambda out, y: nn.functional.cross_entropy(out, y, label_smoothing=0.1), steps=150)
+    assert not report.passed and report.uncertain
+    assert kinds(report) == ["unknown_floor"]
+    assert "capacity" not in report.findings[0].advice
+
+
+class IgnoresInput(nn.Module):
+    "A regression net whose forward uses a constant buffer instead of x (the bug)."
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.net = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 1))
+        self.register_buffer("c", torch.ones(1, 10))
+    def forward(self, x): return self.net(self.c.expand(len(x), -1))
+
+
+@pytest.mark.parametrize("loss_fn", [nn.functional.mse_loss, lambda p, y: ((p - y) ** 2).mean()],
+                         ids=["mse_loss", "lambda"])
+def test_a_regression_model_that_ignores_its_input_fails(loss_fn):
+    "Targets 5 ± 1: learning the mean alone divides the MSE by 50; that is not memorizing the batch."
+    g = torch.Generator().manual_seed(0)
+    xb, yb = torch.randn(16, 10, generator=g), 5 + torch.randn(16, 1, generator=g)
+    report = overfit_batch(IgnoresInput(), (xb, yb), loss_fn, lr=1e-2, steps=200)
+    assert not report.passed and "learned_only_constant" in kinds(report)
+    f = next(f for f in report.findings if f.kind == "learned_only_constant")
+    assert "the input does not reach the output" in f.message
+    if loss_fn is nn.functional.mse_loss:  # the constant predictor's loss is known: the targets' variance
+        assert "mean" in f.message and abs(f.data["constant_loss"] - yb.var(unbiased=False).item()) < 1e-4
+    assert overfit_batch(small_net(1), (xb, yb), loss_fn, lr=1e-2, steps=200).passed
+
+
+def test_a_batch_of_only_ignored_targets_says_no_target_is_left():
+    "Pure padding (every target -100): the reason is the empty batch, not NaN data or detached layers."
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Embedding(11, 16), nn.Linear(16, 11))
+    ids, tgt = torch.randint(1, 11, (4, 6)), torch.full((4, 6), -100)
+    report = overfit_batch(model, (ids, tgt), lambda p, y: nn.functional.cross_entropy(p.reshape(-1, 11), y.reshape(-1)))
+    assert not report.passed and kinds(report) == ["no_targets"]
+    assert "-100" in report.findings[0].message and report.findings[0].data["targets"] == 0
+
+
+def test_a_far_too_high_lr_is_diverging_with_advice_to_lower_it():
+    "lr=1e4 blows the loss up: the reason is the learning rate, not the labels or the capacity."
+    report = overfit_batch(small_net(), small_batch(), nn.functional.cross_entropy, lr=1e4, steps=100)
+    assert not report.passed and "diverging" in kinds(report)
+    f = next(f for f in report.findings if f.kind == "diverging")
+    assert "lower the learning rate" in f.advice and "capacity" not in f.advice
+
+
+def test_a_loss_below_its_floor_fails():
+    "nll_loss on raw scores (no log_softmax) falls without bound, below the 0 it allows: not a memorized batch."
+    report = overfit_batch(small_net(), small_batch(), nn.functional.nll_loss, steps=100, lr=1e-2)
+    assert report.final_loss < 0 and not report.passed and "below_floor" in kinds(report)
+
+
+def test_a_batch_of_one_target_is_uncertain():
+    "Every label the same: a constant output reaches the floor, so even memorizing it cannot show the input is used."
+    xb, _ = small_batch()
+    report = overfit_batch(small_net(), (xb, torch.full((16,), 2)), nn.CrossEntropyLoss(), steps=50, lr=1e-2)
+    assert not report.passed and report.uncertain and kinds(report) == ["uniform_targets"]

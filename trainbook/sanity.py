@@ -4,20 +4,23 @@
 
 # %% ../nbs/08_sanity.ipynb #734ee267
 from __future__ import annotations
-import copy, math
+import copy, functools, math
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 import torch
 from torch import nn
 
-from .batch import call_model, eval_mode, forward, label_range, prediction, split_batch, stop_requested, to_device
+from .batch import (call_model, eval_mode, forward, label_range, prediction, split_batch,
+                             stop_requested, to_device, wants_whole_output)
 from .core import Finding, History, announce, findings_html, pick_device
 from .optim import train_step
 from .metrics import IGNORE_INDEX, ignore_index_of
 
 # %% auto #0
-__all__ = ['LOGIT_LOSSES', 'loss_kind', 'static_findings', 'no_gradient', 'SanityReport', 'overfit_batch', 'memorized',
+__all__ = ['LOGIT_LOSSES', 'CLASS_LOSSES', 'BINARY_LOSSES', 'DISTANCE_LOSSES', 'LOSS_OPTIONS', 'loss_kind', 'static_findings',
+           'no_gradient', 'LossLevels', 'loss_options', 'count_targets', 'loss_levels', 'SanityReport', 'same_output',
+           'overfit_batch', 'no_targets', 'Curve', 'measure_curve', 'memorized', 'curve_findings', 'fell_short',
            'overfit_report', 'check_init_loss']
 
 # %% ../nbs/08_sanity.ipynb #9d2aa348
@@ -98,6 +101,121 @@ def no_gradient(model: nn.Module,  # a model right after one backward pass
                     advice="check that these layers are used in forward and that nothing detaches their "
                            "output (.detach(), .item(), .numpy(), torch.no_grad)", data={"parameters": dead})]
 
+# %% ../nbs/08_sanity.ipynb #3efdceba
+@dataclass
+class LossLevels:
+    "What a loss can reach on one batch: its floor, the best constant output's loss, the targets it scores."
+    floor: Optional[float] = None  # the lowest value the loss can take on these targets; None = unknown
+    constant: Optional[float] = None  # the loss of the best output shared by every row; None = unknown
+    constant_is: str = ""  # what that constant output is, e.g. "the mean of the targets"
+    targets: Optional[int] = None  # the targets the loss scores (those not ignore_index); None = not counted
+
+CLASS_LOSSES = ("cross_entropy", "crossentropyloss", "nll_loss", "nllloss")  # class indices or probabilities
+BINARY_LOSSES = ("binary_cross_entropy_with_logits", "bcewithlogitsloss", "binary_cross_entropy", "bceloss")
+DISTANCE_LOSSES = {"mse_loss": "mean", "mseloss": "mean", "l1_loss": "median", "l1loss": "median",
+                   "smooth_l1_loss": None, "smoothl1loss": None, "huber_loss": None, "huberloss": None}
+LOSS_OPTIONS = ("weight", "pos_weight", "ignore_index", "label_smoothing")  # what moves a loss's floor
+
+def loss_options(loss_fn,  # a loss: an nn module, a torch.nn.functional function, a functools.partial of one
+                ) -> tuple[str, Optional[dict]]:
+    "The loss's name in lower case, and its options (a module's attributes, a partial's keywords) or None."
+    options = {}
+    if isinstance(loss_fn, functools.partial):
+        if loss_fn.args: return "", None  # options given by position: not read
+        options, loss_fn = dict(loss_fn.keywords), loss_fn.func
+    name = getattr(loss_fn, "__name__", type(loss_fn).__name__).lower()
+    if isinstance(loss_fn, nn.Module):
+        options = {k: getattr(loss_fn, k) for k in LOSS_OPTIONS if getattr(loss_fn, k, None) is not None}
+    return name, options
+
+def count_targets(yb,  # the batch's targets
+                  ignore_index: Optional[int],  # the label of positions without a target; None = torch's -100
+                 ) -> Optional[int]:
+    "How many targets are left for the loss: integer labels other than `ignore_index`, else every value."
+    if not isinstance(yb, torch.Tensor): return None
+    if yb.is_floating_point() or yb.dtype == torch.bool: return yb.numel()
+    return int((yb != (IGNORE_INDEX if ignore_index is None else ignore_index)).sum())
+
+def _class_levels(loss_fn, pred: torch.Tensor, yb: torch.Tensor, options: dict, ignore: int) -> tuple:
+    "Cross-entropy / NLL: the loss at the best prediction for each row, and at the best one for all rows."
+    n_classes = pred.shape[1]
+    if yb.is_floating_point() and yb.shape == pred.shape:  # class probabilities
+        q, keep = yb.double(), torch.ones((len(yb), *yb.shape[2:]), dtype=torch.bool, device=yb.device)
+    elif not yb.is_floating_point() and yb.shape == (pred.shape[0], *pred.shape[2:]):
+        keep = yb != ignore
+        q = nn.functional.one_hot(torch.where(keep, yb, 0).long(), n_classes).movedim(-1, 1).double()
+    else: return None, None
+    eps = float(options.get("label_smoothing", 0.0))
+    q = q * (1 - eps) + eps / n_classes
+    weight = options.get("weight")
+    shape = (1, n_classes) + (1,) * (pred.ndim - 2)
+    # the row's loss is Σ_c a_c·(-log p_c) with a = smoothed target × class weight: lowest at p = a / Σ a
+    a = q * (weight.double().reshape(shape) if weight is not None else 1.0)
+    def score(a):
+        # log-probabilities: logits for cross-entropy too
+        log_p = (a / a.sum(1, keepdim=True).clamp_min(1e-300)).clamp_min(1e-12).log()
+        return float(loss_fn(log_p.to(pred.dtype).expand_as(pred), yb))
+    return score(a), score((a * keep.unsqueeze(1)).sum(0, keepdim=True))
+
+def _binary_levels(loss_fn, pred: torch.Tensor, yb: torch.Tensor, options: dict, logits: bool) -> tuple:
+    "BCE on each output: the loss at the best rate for each value and at the best one shared by all rows."
+    if yb.shape != pred.shape or not yb.is_floating_point() or yb.min() < 0 or yb.max() > 1: return None, None
+    t = yb.double()
+    weight = options.get("weight")
+    w = torch.ones_like(t) if weight is None else weight.double().broadcast_to(t.shape)
+    pos = options.get("pos_weight")
+    pos = 1.0 if pos is None else pos.double()
+    # the lowest loss of w·[-pos·t·log σ - (1-t)·log(1-σ)] is at σ = pos·Σwt / (pos·Σwt + Σw(1-t))
+    def score(ones, zeros):
+        rate = (pos * ones / (pos * ones + zeros)).clamp(1e-12, 1 - 1e-12)
+        given = rate.log() - (-rate).log1p() if logits else rate
+        return float(loss_fn(given.to(pred.dtype).expand_as(pred), yb))
+    return score(w * t, w * (1 - t)), score((w * t).sum(0, keepdim=True), (w * (1 - t)).sum(0, keepdim=True))
+
+def _distance_levels(loss_fn, pred: torch.Tensor, yb: torch.Tensor, center: Optional[str]) -> tuple:
+    "MSE / L1 / Huber: 0 at the targets themselves; the loss at their mean (MSE) or median (L1) for all rows."
+    if yb.shape != pred.shape or not yb.is_floating_point(): return None, None
+    floor = float(loss_fn(yb.clone(), yb))
+    if center is None: return floor, None
+    middle = yb.mean(0, keepdim=True) if center == "mean" else yb.median(0, keepdim=True).values
+    return floor, float(loss_fn(middle.expand_as(yb).contiguous(), yb))
+
+def loss_levels(loss_fn,  # the loss (None = the model's own: nothing is known of it)
+                pred,  # the model's prediction on the batch (its shape and dtype)
+                yb,  # the batch's targets
+               ) -> LossLevels:
+    "A known torch loss's floor and best constant output's loss on one batch, and the targets it scores."
+    name, options = loss_options(loss_fn) if loss_fn is not None else ("", None)
+    ignore = ignore_index_of(loss_fn) if loss_fn is not None else None
+    targets = count_targets(yb, ignore)
+    known = (options is not None and not wants_whole_output(loss_fn)
+             and isinstance(pred, torch.Tensor) and isinstance(yb, torch.Tensor)
+             and pred.is_floating_point() and pred.ndim >= 1 and len(pred) >= 2)
+    if not known or not targets: return LossLevels(targets=targets)
+    pred, yb = pred.detach().float(), yb.detach()  # in float32: a bf16 model's floor, exactly
+    try:
+        with torch.no_grad():
+            if name in CLASS_LOSSES and pred.ndim >= 2:
+                levels = _class_levels(loss_fn, pred, yb, options, IGNORE_INDEX if ignore is None else ignore)
+                what = "the class shares"
+            elif name in BINARY_LOSSES:
+                logits = name.endswith(("logits", "logitsloss"))
+                levels = _binary_levels(loss_fn, pred, yb, options, logits)
+                what = "each output's share of 1s"
+            elif name in DISTANCE_LOSSES:
+                levels = _distance_levels(loss_fn, pred, yb, DISTANCE_LOSSES[name])
+                what = f"the {DISTANCE_LOSSES[name]} of the targets"
+            else: return LossLevels(targets=targets)
+    except (RuntimeError, ValueError, TypeError, IndexError):  # options or targets not covered here
+        return LossLevels(targets=targets)
+    floor, constant = levels
+    if floor is None or not math.isfinite(floor): return LossLevels(targets=targets)
+    floor = 0.0 if abs(floor) < 1e-9 else floor  # hard targets: 0, reached only in the limit
+    if constant is not None and bool((yb == yb[:1]).all()): constant = floor  # one target for all rows
+    if constant is not None and not (math.isfinite(constant) and constant >= floor - 1e-6 * (1 + abs(floor))):
+        constant = None
+    return LossLevels(floor, constant, what if constant is not None else "", targets)
+
 # %% ../nbs/08_sanity.ipynb #a29a739e
 @dataclass
 class SanityReport:
@@ -109,10 +227,12 @@ class SanityReport:
     final_loss: Optional[float] = None
     lr: Optional[float] = None
     stopped: bool = False  # ended early by a Stop request
+    uncertain: bool = False  # not passed, nothing found wrong: the loss alone cannot tell (see the findings)
 
     def _repr_html_(self):
-        verdict = ('<b style="color:#1e8449">PASSED</b>' if self.passed
-                   else '<b style="color:#c0392b">FAILED</b>')
+        if self.passed: verdict = '<b style="color:#1e8449">PASSED</b>'
+        elif self.uncertain: verdict = '<b style="color:#b9770e">UNCERTAIN</b>'
+        else: verdict = '<b style="color:#c0392b">FAILED</b>'
         if self.stopped: verdict += " (stopped early)"
         losses = ""
         if self.final_loss is not None:
@@ -121,17 +241,33 @@ class SanityReport:
 
     def __repr__(self):
         kinds = [f.kind for f in self.findings]
-        return f"SanityReport(passed={self.passed}, final_loss={self.final_loss}, findings={kinds})"
+        uncertain = ", uncertain=True" if self.uncertain else ""
+        return (f"SanityReport(passed={self.passed}{uncertain}, final_loss={self.final_loss}, "
+                f"findings={kinds})")
 
-def _memorize(model, batch, loss_fn, lr: float, steps: int, precision: str, dev, stop) -> tuple[list, bool]:
-    "Train a fresh copy of `model` on `batch` for `steps` steps at `lr`; the losses, and whether a stop cut it short."
+def same_output(model: nn.Module,  # a model (it is switched to eval mode and back)
+                xb,  # the inputs of a batch: a tensor, or a tuple / list / dict of them
+               ) -> Optional[bool]:
+    "Whether `model` gives the same prediction for every row of `xb` (its input does not reach its output)."
+    parts = list(xb.values()) if isinstance(xb, dict) else list(xb) if isinstance(xb, (tuple, list)) else [xb]
+    rows = [t for t in parts if isinstance(t, torch.Tensor) and t.ndim >= 1 and len(t) >= 2]
+    # rows with equal inputs: equal outputs are right
+    if not rows or all(bool((t == t[:1]).all()) for t in rows): return None
+    with eval_mode(model), torch.no_grad():  # no dropout: rows differ only through their inputs
+        pred = prediction(call_model(model, xb)).float()
+    if pred.ndim == 0 or len(pred) < 2: return None
+    return bool((pred - pred[:1]).abs().max() <= 1e-5 * pred.abs().max())
+
+def _memorize(model, batch, loss_fn, lr: float, steps: int, precision: str, dev, stop) -> tuple:
+    "Train a copy of `model` on `batch` at `lr`: the losses, whether a stop cut them short, `same_output`."
     net = copy.deepcopy(model).to(dev).train()
     opt = torch.optim.Adam([p for p in net.parameters() if p.requires_grad], lr=lr)
     losses = []
     for _ in range(steps):
-        if stop_requested(stop): return torch.stack(losses).float().tolist() if losses else [], True
+        if stop_requested(stop): return (torch.stack(losses).float().tolist() if losses else []), True, None
         losses.append(train_step(net, batch, loss_fn, opt, precision=precision)["loss"])
-    return torch.stack(losses).float().tolist(), False
+    same = same_output(net, split_batch(batch, loss_fn is None)[0])
+    return torch.stack(losses).float().tolist(), False, same
 
 def overfit_batch(model: nn.Module,  # the model to test (a copy is trained; the model is not touched)
                   batch,  # one batch, in any form `fit` takes
@@ -141,10 +277,13 @@ def overfit_batch(model: nn.Module,  # the model to test (a copy is trained; the
                   precision: str = "fp32",  # a resolved precision: bf16 | fp16 | fp32
                   device: str = "auto",  # auto | cpu | cuda | ...
                   lrs: Sequence[float] = (1e-3, 1e-2, 1e-4),  # learning rates tried in order when `lr` is None
-                  tolerance: float = 0.1,  # pass when the final loss is below tolerance × the first
+                  tolerance: float = 0.1,  # pass when at most this share of the fall to the floor is left
                   stop=None,  # a `threading.Event` (or a callable returning bool): end early with what was seen
                  ) -> SanityReport:
-    "Train a copy of `model` on one batch; pass when the loss falls below `tolerance` × its start. The model is not touched."
+    "Train a copy of `model` on one batch: pass when the loss nearly reaches its floor. `model` is untouched."
+    if not 0 < tolerance < 1:
+        raise ValueError("tolerance is the share of the fall to the loss's floor that may be left, between 0 "
+                         f"and 1 (0.1: all but a tenth of the way), got {tolerance!r}")
     if any(t.__module__.startswith("flax.nnx") for t in type(model).__mro__):  # a Flax model: the JAX test
         from trainbook.jax_loop import overfit_batch_flax
         return overfit_batch_flax(model, batch, loss_fn, steps=steps, lr=lr, lrs=lrs, tolerance=tolerance)
@@ -164,52 +303,270 @@ def overfit_batch(model: nn.Module,  # the model to test (a copy is trained; the
     if any(f.severity == "error" and f.kind in ("label_out_of_range", "frozen_parameters", "no_parameters")
            for f in findings):
         return SanityReport(False, findings)  # training would crash or cannot move
+    levels = loss_levels(loss_fn, out, yb)
+    if levels.targets == 0:  # every target is ignore_index: the loss is a mean over nothing
+        return SanityReport(False, findings + [no_targets(yb, loss_fn)])
     # one backward pass on a copy, to find parameters the loss does not reach
     probe.train()
     probe.zero_grad(set_to_none=True)
     forward(probe, batch, loss_fn, dev, check_shapes=True)[1].backward()
     findings += no_gradient(probe)
 
-    best, stopped, tried = None, False, [lr] if lr is not None else list(lrs)
+    best, rank, stopped, tried, same = None, None, False, [lr] if lr is not None else list(lrs), {}
     for try_lr in tried:
-        values, stopped = _memorize(model, batch, loss_fn, try_lr, steps, precision, dev, stop)
+        values, stopped, same[try_lr] = _memorize(model, batch, loss_fn, try_lr, steps, precision, dev, stop)
         if not values: break
-        ok, ratio = memorized(values, tolerance)
-        if best is None or ratio < best[0]: best = (ratio, try_lr, values, ok)
-        if ok or stopped: break
+        ok, left = memorized(values, tolerance, levels.floor, levels.constant)
+        passed = ok and not same[try_lr]
+        if best is None or (not passed, left) < rank:  # a try that passes first, then the least fall left
+            best, rank = (left, try_lr, values, ok), (not passed, left)
+        if passed or stopped: break
     if best is None: return SanityReport(False, findings, stopped=stopped)
-    return overfit_report(best, findings, steps, tried, stopped)
+    return overfit_report(best, findings, steps, tried, stopped, levels=levels, same=same.get(best[1]),
+                          tolerance=tolerance)
+
+def no_targets(yb: torch.Tensor,  # the batch's targets, every one of them ignore_index
+               loss_fn,  # the loss (its ignore_index, else torch's -100)
+              ) -> Finding:
+    "The finding for a batch whose targets are all ignore_index: nothing is left to learn from."
+    ignore = ignore_index_of(loss_fn) if loss_fn is not None else None
+    ignore = IGNORE_INDEX if ignore is None else ignore
+    return Finding("no_targets", "error",
+                   f"all {yb.numel()} targets of the batch are ignore_index ({ignore}): no target is "
+                   "left for the loss to learn from (its mean over no targets is NaN)",
+                   advice="test a batch that holds real targets; if every batch looks like this, check how "
+                          "the labels are made (shifted off the end, cut by max_length, masked twice)",
+                   data={"targets": 0, "ignore_index": ignore, "size": yb.numel()})
+
+# %% ../nbs/08_sanity.ipynb #91b277b6
+@dataclass
+class Curve:
+    "What one run on the batch measured: where the loss started and ended, its noise, how far it could fall."
+    start: float  # the untrained model's loss (the first step's)
+    last: float  # the last step's loss
+    end: float  # where the loss ended: a line through its last tenth, read at the last step
+    noise: float  # the spread of the last tenth around that line
+    peak: float  # the highest finite loss seen
+    tail_fall: float  # how far that line falls over the last tenth (> 0: still falling)
+    tail_steps: int  # the steps in the last tenth
+    tail_low: float  # the lowest loss of the last tenth
+    zero: float  # where a full fall ends: the floor; unknown: 0, or twice the start when it is negative
+    top: float  # learned nothing: the start, or the best constant output's loss when lower
+    constant_fits: bool = False  # the best constant output reaches the floor: every target is the same
+    below_floor: bool = False  # the loss went below the floor it was given (an error): the floor is not used
+    nonfinite_at: Optional[int] = None  # the first step whose loss was NaN/Inf
+
+    @property
+    def left(self) -> float:
+        "The share of the fall from `top` to `zero` left at the end: 0 = all the way down, 1 = none of it."
+        if self.nonfinite_at is not None: return math.inf
+        if self.top <= self.zero: return 0.0 if self.end <= self.zero else math.inf
+        return (self.end - self.zero) / (self.top - self.zero)
+
+    def fell(self,
+             share: float,  # the share of the way from the start to `zero` the fall must pass
+            ) -> bool:
+        "Whether the loss fell, beyond its noise, by more than `share` of the way from its start to `zero`."
+        fall = self.start - self.end
+        if self.nonfinite_at is not None: return False
+        return fall > 3 * self.noise and fall > share * max(self.start - self.zero, 0)
+
+    def rose(self,
+             share: float,  # the share of the start's way to `zero` the rise must pass
+            ) -> bool:
+        "Whether the loss ended above its start by over `share` of its way down (or all its last tenth did)."
+        margin = share * max(self.start - self.zero, 0)
+        return self.end - self.start > max(3 * self.noise, margin) or self.tail_low - self.start > margin
+
+    def still_falling(self,
+                      share: float,  # the share of what is left to `zero` the last tenth's fall must pass
+                     ) -> bool:
+        "Whether the last tenth still fell, beyond its noise, by more than `share` of what is left to `zero`."
+        return self.tail_fall > 3 * self.noise and self.tail_fall > share * (self.end - self.zero)
+
+    def memorized(self,
+                  tolerance: float,  # the share of the fall that may be left
+                 ) -> bool:
+        "At most `tolerance` of the fall left, a fall beyond the noise, and targets a constant cannot fit."
+        return self.left <= tolerance and self.fell(0.0) and not self.constant_fits
+
+def measure_curve(values: Sequence[float],  # one learning rate's losses on the batch, step by step
+                  floor: Optional[float] = None,  # the loss's lowest value on the batch; None = unknown
+                  constant: Optional[float] = None,  # the best constant output's loss; None = unknown
+                 ) -> Curve:
+    "The measurements of one run on the batch that the verdict reads (see `Curve`)."
+    start = values[0]
+    bad = next((i for i, v in enumerate(values) if not math.isfinite(v)), None)
+    if bad is not None:
+        peak = max((v for v in values if math.isfinite(v)), default=math.nan)
+        last = values[-1]
+        return Curve(start, last, last, 0.0, peak, 0.0, 0, last, 0.0, start, nonfinite_at=bad)
+    tail = torch.tensor(values[-max(3, len(values) // 10):], dtype=torch.float64)
+    x = torch.arange(len(tail), dtype=torch.float64)
+    x = x - x.mean()
+    slope = float((x * tail).sum() / (x * x).sum()) if len(tail) > 1 else 0.0
+    line = tail.mean() + slope * x
+    noise = math.sqrt(float(((tail - line) ** 2).sum()) / (len(tail) - 2)) if len(tail) > 2 else 0.0
+    # a loss below its floor (beyond its noise, and the rounding of a loss computed in bf16): the prediction
+    # is not what the loss expects, and the floor is not used
+    below = floor is not None and min(values) < floor - 3 * noise - 1e-2 * (1 + abs(floor))
+    if below: floor, constant = None, None
+    zero = floor if floor is not None else min(0.0, 2 * start)
+    fits = constant is not None and constant <= zero  # `loss_levels` gives the floor itself: one target
+    top = min(start, constant) if constant is not None else start
+    return Curve(start, values[-1], float(line[-1]), noise, max(values), -slope * (len(tail) - 1), len(tail),
+                 float(tail.min()), zero, top, fits, below)
 
 def memorized(values: Sequence[float],  # one learning rate's losses on the batch, step by step
-              tolerance: float,  # pass when the final loss is below tolerance x the first
+              tolerance: float,  # pass when at most this share of the fall to the floor is left
+              floor: Optional[float] = None,  # the loss's lowest possible value on the batch; None = unknown
+              constant: Optional[float] = None,  # the best constant output's loss; None = unknown
              ) -> tuple[bool, float]:
-    "Whether the batch was memorized (the last loss below tolerance x the first, or below 1e-3), and last / first."
-    first, last = values[0], values[-1]
-    ok = math.isfinite(last) and (last <= tolerance * first or last < 1e-3)
-    return ok, (last / max(first, 1e-12) if math.isfinite(last) else math.inf)
+    "Whether the loss curve shows the batch memorized, and the share of its fall left (lower is better)."
+    curve = measure_curve(values, floor, constant)
+    return curve.memorized(tolerance), curve.left
 
-def overfit_report(best: tuple,  # the best try: (last / first, its lr, its losses, passed)
+def curve_findings(curve: Curve,  # the best try's measurements
+                   levels: LossLevels,  # the loss's floor and best constant on the batch
+                   lr: float,  # the best try's learning rate
+                   tried: Sequence[float],  # the learning rates tried
+                   steps: int,  # optimizer steps per learning rate
+                   tolerance: float,  # the share of the fall that may be left
+                   same: Optional[bool] = None,  # the trained model gives the same output for every row
+                   dead: bool = False,  # no parameter receives a gradient (found before training)
+                  ) -> tuple[list, bool]:
+    "Why the batch was not memorized, from its loss curve: the findings, and whether that is uncertain."
+    lrs = ", ".join(f"{l:.0e}" for l in tried)
+    start, end, peak = curve.start, curve.last, curve.peak  # the last loss seen; the judged level: curve.end
+    data = {"initial_loss": start, "final_loss": end, "end_level": curve.end, "peak_loss": peak,
+            "noise": curve.noise, "floor": levels.floor, "constant_loss": levels.constant, "lr": lr}
+    if curve.nonfinite_at == 0:
+        return [Finding("nonfinite", "error",
+                        "the loss was NaN/Inf from the first step, on the untrained model",
+                        advice="check the data for NaN/Inf and the loss for log(0) or a mean over nothing",
+                        data=data)], False
+    if curve.nonfinite_at is not None:
+        return [Finding("nonfinite", "error",
+                        f"the loss became NaN/Inf at step {curve.nonfinite_at + 1} at lr {lr:.0e}, after "
+                        f"starting at {start:.4g} (highest finite value {peak:.4g})",
+                        advice="the learning rate is likely too high: lower it (lr_find shows where the loss "
+                               "falls fastest) or clip gradients; else look for log(0) in the loss",
+                        data=data)], False
+    if curve.rose(tolerance):
+        return [Finding("diverging", "error",
+                        f"the loss rose from {start:.4g} to {end:.4g} (peaking at {peak:.4g}) in {steps} "
+                        f"steps at lr {lr:.0e}: the updates overshoot",
+                        advice=f"lower the learning rate (10x or more below {lr:.0e}; lr_find shows where "
+                               "the loss falls fastest), or clip gradients", data=data)], False
+    if same:
+        what = (f"it learned only {levels.constant_is}: loss {end:.4g}, and that constant output scores "
+                f"{levels.constant:.4g}" if levels.constant is not None else
+                f"its loss fell from {start:.4g} to {end:.4g} with one output for all rows")
+        return [Finding("learned_only_constant", "error",
+                        f"after training, the model gives the same output for every row of the batch: "
+                        f"{what}. So the input does not reach the output",
+                        advice="check that forward uses its input (not a constant, a buffer or a zeroed "
+                               "tensor in its place, not a broken reshape) and that nothing on the way is "
+                               "dead (all-zero ReLUs, a zero multiplier)", data=data)], False
+    if curve.constant_fits:
+        return [Finding("uniform_targets", "warning",
+                        f"every target of the batch is the same: predicting {levels.constant_is} for every "
+                        f"row already scores the loss's floor {levels.floor:.4g}, so memorizing this batch "
+                        "cannot show that the input reaches the output",
+                        advice="test a batch with varied targets (shuffle the loader, or a bigger batch)",
+                        data=data)], True
+    if not curve.fell(tolerance):
+        if dead:
+            advice = ("no parameter receives a gradient (see no_gradient): make the loss depend on the "
+                      "prediction, and check that its mask does not zero every term")
+        else:
+            advice = (f"gradients reach the parameters, yet nothing was learned: check the learning rate (a "
+                      f"tiny one moves nothing in {steps} steps: try 1e-3 or lr_find), that the loss depends "
+                      "on the prediction, and that the targets are the same at every step")
+        return [Finding("not_decreasing", "error",
+                        f"the loss on one batch did not fall: {start:.4g} → {end:.4g} in {steps} steps at "
+                        f"lr {lrs}{_reference(curve, levels)}", advice=advice, data=data)], False
+    return fell_short(curve, levels, lrs, steps, tolerance, data)
+
+def _reference(curve: Curve, levels: LossLevels) -> str:
+    "The loss's floor and the best constant's loss as the messages show them; '' for an unknown floor."
+    if levels.floor is None or curve.below_floor: return ""
+    constant = (f"; predicting {levels.constant_is} for every row scores {levels.constant:.4g}"
+                if levels.constant is not None else "")
+    return f" (the loss's floor on this batch is {levels.floor:.4g}{constant})"
+
+def fell_short(curve: Curve,  # the best try's measurements: the loss fell, but not far enough
+               levels: LossLevels,  # the loss's floor and best constant on the batch
+               lrs: str,  # the learning rates tried, as the messages show them
+               steps: int,  # optimizer steps per learning rate
+               tolerance: float,  # the share of the fall that may be left
+               data: dict,  # the measurements the finding carries
+              ) -> tuple[list, bool]:
+    "A loss that fell, short of its goal: an unknown floor (uncertain), still falling, a spike, or capacity."
+    start, end, peak = curve.start, curve.last, curve.peak
+    goal = curve.zero + tolerance * (curve.top - curve.zero)
+    falling = curve.still_falling(tolerance)
+    more = (f"it was still falling at the end ({curve.tail_fall:.3g} over its last {curve.tail_steps} "
+            "steps): give it more steps or a higher learning rate")
+    if levels.floor is None or curve.below_floor:
+        return [Finding("unknown_floor", "warning",
+                        f"the loss fell from {start:.4g} to {end:.4g} in {steps} steps at lr {lrs}, short "
+                        f"of {goal:.4g}; trainbook does not know this loss's lowest possible value on the "
+                        "batch, so it cannot tell a batch memorized at a floor above that (label smoothing, "
+                        "soft targets, an added penalty) from a plateau",
+                        advice=(more + "; else " if falling else "")
+                               + "pass the loss as a torch loss with its options (nn.CrossEntropyLoss("
+                               "label_smoothing=0.1), F.mse_loss, nn.BCEWithLogitsLoss()) so its floor is "
+                               f"computed, or compare {end:.4g} with the lowest value your loss can take on "
+                               "this batch: there, the batch is memorized", data=data)], True
+    if falling:
+        far = (levels.constant is not None and "targets" in levels.constant_is
+               and levels.constant - curve.zero < tolerance * (start - curve.zero))
+        scale = "; targets far from 0 for their spread take many steps: standardize them"
+        advice = more + (scale if far else "")
+    elif peak - curve.zero > 2 * (start - curve.zero):  # it blew up on the way, then settled short
+        advice = (f"it spiked to {peak:.4g} on the way: lower the learning rate (a blow-up can kill units "
+                  "for good); if it still stops short, check the labels, the loss/activation pairing and "
+                  "the capacity")
+    else:
+        advice = ("the model cannot memorize one batch: check the labels, the loss/activation pairing, "
+                  "gradient flow and the model's capacity")
+    return [Finding("not_decreasing", "error",
+                    f"the loss on one batch only went from {start:.4g} to {end:.4g} in {steps} steps at any "
+                    f"of lr {lrs}{_reference(curve, levels)}: memorizing it means ending below {goal:.4g}",
+                    advice=advice, data=data)], False
+
+def overfit_report(best: tuple,  # the best try: (share of the fall left, its lr, its losses, memorized)
                    findings: list,  # what was found before training (static checks, gradient flow)
                    steps: int,  # optimizer steps per learning rate
                    tried: Sequence[float],  # the learning rates tried
                    stopped: bool = False,  # whether a Stop ended the test early (no verdict on the loss)
+                   levels: Optional[LossLevels] = None,  # the loss's floor and best constant; None = unknown
+                   same: Optional[bool] = None,  # the best try's model gives the same output for every row
+                   tolerance: float = 0.1,  # the share of the fall that may be left
                   ) -> SanityReport:
-    "The tiny-batch test's report from its best try, for any framework: the verdict and its reasons, announced."
+    "The tiny-batch test's report from its best try, for any framework: the verdict and its reasons."
     _, try_lr, values, ok = best
+    levels = levels if levels is not None else LossLevels()
     history = History((i + 1, 0, "train", "loss", v) for i, v in enumerate(values))
-    first, last = values[0], values[-1]
-    if not all(math.isfinite(v) for v in values):
-        findings.append(Finding("nonfinite", "error", "the loss became NaN/Inf while overfitting one batch",
-                                advice="check the data for NaN/Inf, the loss for log(0), and "
-                                       "lower the learning rate"))
-    elif not ok and not stopped:
-        findings.append(Finding("not_decreasing", "error",
-                                f"the loss on one batch only went from {first:.4g} to {last:.4g} in {steps} "
-                                f"steps at any of lr {', '.join(f'{l:.0e}' for l in tried)}",
-                                advice="the model cannot memorize one batch: check the labels, the "
-                                       "loss/activation pairing, gradient flow and the model's capacity",
-                                data={"initial_loss": first, "final_loss": last}))
-    report = SanityReport(ok, findings, history, first, last, try_lr, stopped)
+    curve = measure_curve(values, levels.floor, levels.constant)
+    if curve.below_floor:
+        findings.append(Finding("below_floor", "error",
+                                f"the loss went down to {min(values):.4g}, below {levels.floor:.4g}, the "
+                                "lowest value this loss can take on these targets: the prediction is not "
+                                "what the loss expects, so a low loss says nothing here",
+                                advice="nll_loss wants log-probabilities (log_softmax), binary_cross_entropy "
+                                       "probabilities (sigmoid); or use cross_entropy / BCEWithLogitsLoss "
+                                       "on raw logits"))
+    dead = any(f.kind == "no_gradient" and f.severity == "error" for f in findings)
+    uncertain = False
+    if not stopped and not (ok and not same):
+        found, uncertain = curve_findings(curve, levels, try_lr, tried, steps, tolerance, same, dead)
+        findings += found
+    errors = any(f.severity == "error" for f in findings)  # an error found before training, or one just above
+    passed = ok and not same and not errors
+    report = SanityReport(passed, findings, history, values[0], values[-1], try_lr, stopped,
+                          uncertain and not errors)
     announce("overfit_batch", report)
     return report
 
