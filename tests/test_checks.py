@@ -59,8 +59,6 @@ def test_target_findings(cancer):
     rare = pd.concat([cancer, cancer.head(2).assign(target=2)], ignore_index=True)
     assert "rare_class" in kinds(tb.check_data(rare, "target"))
     assert "single_class" in kinds(tb.check_data(cancer.assign(target=1), "target"))
-    missing = tb.check_data(cancer, "label")
-    assert "missing_target" in kinds(missing) and not missing.ok
 
 
 def test_time_findings(cancer):
@@ -103,9 +101,56 @@ def test_bad_input(cancer, call, match):
     with pytest.raises((ValueError, TypeError), match=match): call(cancer)
 
 
-def test_a_mistyped_target_is_an_error_finding_naming_the_nearest_column(cancer):
-    (f,) = [f for f in tb.check_data(cancer, "traget").findings if f.severity == "error"]
-    assert f.kind == "missing_target" and "'traget' not in DataFrame (did you mean 'target'?)" in f.message
+@pytest.mark.parametrize("typo, near", [("traget", "target"), ("TARGET", "target"), ("Y", "y")])
+def test_a_mistyped_target_raises_like_a_mistyped_groups_naming_the_nearest_column(cancer, typo, near):
+    "Seen (F16): a typo in target= came back as a report with a missing_target finding, in groups= it raised."
+    df = cancer.assign(y=cancer["target"])
+    for arg, call in (("target", lambda: tb.check_data(df, typo)),
+                      ("groups", lambda: tb.check_data(df, "target", groups=typo))):
+        with pytest.raises(ValueError, match=rf"^{arg} column '{typo}' not in DataFrame \(did you mean '{near}'\?\)"):
+            call()
+
+
+@pytest.mark.parametrize("task", ["auto", "binary", "regression"])
+def test_a_target_with_no_value_is_one_missing_target_error_not_a_crash(task):
+    "Seen (F1): an all-NaN target crashed check_data with IndexError: index 0 is out of bounds."
+    df = pd.DataFrame({"x": np.arange(30.0), "y": [np.nan] * 30})
+    report = tb.check_data(df, "y", task=task)
+    (f,) = [f for f in report.findings if f.column == "y"]
+    assert (f.kind, f.severity, f.data["missing"]) == ("missing_target", "error", 30) and not report.ok
+    assert "30 rows have no target" in f.message
+
+
+# ids stored as floats (a join with missing keys turns int ids into floats): whole numbers, near-unique, wide span
+ID_VALUES = np.random.default_rng(0).permutation(np.arange(100, 100 + 60 * 97, 97)).astype(float)
+
+
+@pytest.mark.parametrize("name, is_id", [
+    ("id", True), ("ID", True), ("uuid", True), ("user_id", True), ("user-id", True), ("user id", True),
+    ("userId", True), ("customerID", True), ("UserID", True), ("order.id", True),
+    ("amount_paid", False), ("humid", False), ("valid", False), ("grid", False), ("fluid", False), ("acid", False)])
+def test_an_identifier_is_named_like_one_not_a_word_that_ends_in_id(name, is_id):
+    "Seen (F3): near-unique floats named amount_paid and humid were taken for ids, and baseline dropped them."
+    df = pd.DataFrame({name: ID_VALUES, "y": [0, 1] * 30})
+    assert (tb.column_roles(df, "y")[name] == "identifier") == is_id
+    assert bool(tb.check_data(df, "y", leak_check=False).by_kind("id_like_column")) == is_id
+
+
+def test_a_float_with_fractions_is_no_identifier_whatever_its_name():
+    "An id is a whole number: a measurement named like an id (a float with fractions) stays a feature."
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"user_id": rng.gamma(2.0, 50.0, 60), "y": [0, 1] * 30})
+    assert tb.column_roles(df, "y") == {"user_id": "numeric"}
+    assert tb.column_roles(df.assign(user_id=ID_VALUES), "y") == {"user_id": "identifier"}
+
+
+def test_features_whose_names_end_in_id_reach_the_model():
+    "F3 end to end: amount_paid and humid are preprocessed as numbers, not dropped as identifiers."
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"amount_paid": rng.gamma(2.0, 50.0, 200), "humid": rng.uniform(20, 90, 200),
+                       "row_id": np.arange(200), "y": [0, 1] * 100})
+    prep = tb.make_preprocessor(df, "y").fit(df.drop(columns="y"))
+    assert list(prep.get_feature_names_out()) == ["amount_paid", "humid"]  # row_id: an id, left out
 
 
 # --- target leaks (#22): one feature that predicts the target almost perfectly on its own ---------------------
@@ -166,7 +211,7 @@ def test_a_leak_in_a_small_frame_and_in_a_few_distinct_values_is_found():
     df = leak_frame(n=200, task="binary", seed=7)
     df["status"] = np.where(df.y == 1, "closed", "open")  # recorded after the outcome
     assert [f.column for f in tb.check_data(df, "y").by_kind("target_leak")] == ["status"]
-    from trainbook.checks import one_column_predictions
+    from trainbook.leaks import one_column_predictions
     x = np.repeat([0.0, 1.0, np.nan], 40)
     y = np.repeat([0, 1, 1], 40)
     assert (one_column_predictions(x, y, 2) == y).all()  # each value and the missing ones: a bin each

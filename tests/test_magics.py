@@ -1,6 +1,7 @@
 "The magics through a real IPython InteractiveShell: each works, bad arguments give usage errors, reload does not double-register."
 import pytest
 import torch
+from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from sklearn.datasets import load_breast_cancer
 
@@ -275,3 +276,37 @@ def test_a_windows_path_with_escapes_in_the_cell_is_refused_before_a_folder_is_m
     r = run(ip, '%%train model dl_train --no-live\nepochs = 1\ncheckpoint_dir = r"C:\\runs\\new"')
     assert r.success and r.result.run_dir is not None and "\n" not in str(r.result.run_dir)
     assert tb.magics.parse_body('checkpoint_dir = "runs\\\\new"') == {"checkpoint_dir": "runs\\new"}
+
+
+def test_check_shows_its_report_as_text_in_a_terminal(ip, capsys):
+    "Seen (F15): %check in a terminal IPython printed only '<IPython.core.display.HTML object>'."
+    run(ip, "_bad = df.assign(worst_radius_copy=df['target'] * 3.0)")
+    r = run(ip, "%check _bad --target target")
+    out = capsys.readouterr().out
+    assert r.success and "IPython.core.display" not in out and "<plotly" not in out
+    assert "DataReport: 1 error(s)" in out and "ERROR target_leak [worst_radius_copy]" in out
+    assert "mean radius" in out  # the per-column summary, as a text table
+
+
+def test_batches_given_as_y_x_are_a_usage_error_that_says_to_swap_them(ip, capsys):
+    "Seen (F17): a RuntimeError traceback escaped %train when the batches were (y, X)."
+    X, y = torch.randn(64, 4), torch.randint(0, 2, (64,))
+    ip.user_ns.update(lin=torch.nn.Linear(4, 2), swapped=[(y[i:i + 16], X[i:i + 16]) for i in range(0, 64, 16)])
+    r = run(ip, "%train lin swapped --epochs 1 --no-live")
+    text = "".join(capsys.readouterr())
+    assert not r.success and isinstance(r.error_in_exec, UsageError) and "Traceback" not in text
+    assert "swapped's first batch failed" in text and "int64" in text  # what went wrong
+    assert "look like (y, x)" in text and "(x, y)" in text  # and what to do
+    ip.user_ns["wide"] = [(torch.randn(16, 5), y[:16])]  # a failure whose shapes say nothing of the order
+    r = run(ip, "%train lin wide --epochs 1 --no-live")
+    text = "".join(capsys.readouterr())
+    assert isinstance(r.error_in_exec, UsageError) and "wide's first batch failed" in text
+    assert "look like (y, x)" not in text
+
+
+def test_a_comparison_in_the_train_cell_names_the_assignment(ip, capsys):
+    "Seen (F17): `epochs == 1` in %%train said: TrainConfig.epochs must be a positive integer, got '= 1' (str)."
+    r = run(ip, "%%train model dl_train --no-live\nepochs == 1")
+    text = "".join(capsys.readouterr())
+    assert isinstance(r.error_in_exec, UsageError) and "'= 1'" not in text
+    assert "%%train line 1: 'epochs == 1' compares; set a field with one '=': epochs = 1" in text

@@ -384,3 +384,15 @@ def test_a_resume_from_a_checkpoint_another_kind_of_run_wrote_says_so(tmp_path):
         Recorder(tb.TrainConfig(checkpoint_dir=str(tmp_path / "new")), parts={"model": mlp()}, live=False,
                  resume=tmp_path / "weights.pt")
     assert folder_writer(tmp_path / "new") is None and folder_writer(mine) is None
+
+
+def test_a_recorder_that_stops_on_the_training_loss_in_place_of_valid_loss_says_so():
+    "F18 in a hand-written loop: validates=False with patience under monitor 'valid_loss' follows train_loss."
+    with Recorder(tb.TrainConfig(patience=1), live=False, validates=False) as rec:
+        for loss in (1.0, 1.0, 1.0):
+            rec.step(loss)
+            rec.end_epoch()
+            if rec.should_stop: break
+    assert rec.run.stopped == "early_stopping"
+    assert [f.data for f in rec.run.findings if f.kind == "monitor_fallback"] == [
+        {"monitor": "valid_loss", "follows": "train_loss"}]

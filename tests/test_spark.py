@@ -240,3 +240,20 @@ def test_names_equal_but_for_case_are_refused_when_spark_ignores_case(spark):
         assert tb.check_data(sdf, "y", leak_check=False).task == "binary"
     finally:
         spark.conf.unset("spark.sql.caseSensitive")
+
+
+def test_spark_takes_ids_by_the_pandas_name_rule_and_refuses_a_mistyped_target(spark, monkeypatch):
+    "F3, F15, F16 on Spark: the pandas name rule (humid no id, customerID one), a text form, a target typo raises."
+    rng = np.random.default_rng(0)
+    ids = rng.permutation(np.arange(100, 100 + 60 * 97, 97)).astype(float)  # whole floats, wide span
+    df = pd.DataFrame({"humid": ids, "customerID": ids[::-1].copy(), "user_id": rng.gamma(2.0, 50.0, 60),
+                       "y": [0, 1] * 30})
+    report = tb.check_data(spark.createDataFrame(df), "y", leak_check=False)
+    assert report.roles == tb.check_data(df, "y", leak_check=False).roles
+    assert report.roles == {"humid": "numeric", "customerID": "identifier", "user_id": "numeric"}
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, **kw: shown.append(obj))
+    report._ipython_display_()
+    assert shown[0]["text/plain"].startswith("DataReport (Spark) OK") and "customerID" in shown[0]["text/plain"]
+    with pytest.raises(ValueError, match=r"^target column 'Y' not in the Spark DataFrame \(did you mean 'y'\?\)"):
+        tb.check_data(spark.createDataFrame(df), "Y")

@@ -4,20 +4,20 @@
 
 # %% ../nbs/01_checks.ipynb #b7c52e39
 from __future__ import annotations
-import html
+import html, re
 from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
 import pandas as pd
 
-from .core import Finding, announce, did_you_mean, findings_html
+from .core import Finding, announce, did_you_mean, findings_html, findings_text
 
 # %% auto #0
-__all__ = ['TASKS', 'ROLES', 'MAX_CATEGORIES', 'infer_task', 'require_task', 'require_frame', 'require_string_columns',
-           'is_nested_arrow', 'require_flat_columns', 'infinite_counts', 'check_column_name', 'require_columns',
-           'drop_unused_categories', 'require_column', 'dtype_family', 'epoch_seconds', 'numeric_view', 'column_roles',
-           'target_findings', 'one_column_predictions', 'psi', 'DataReport', 'check_data']
+__all__ = ['TASKS', 'ROLES', 'ID_WORDS', 'MAX_CATEGORIES', 'infer_task', 'require_task', 'require_frame',
+           'require_string_columns', 'is_nested_arrow', 'require_flat_columns', 'infinite_counts', 'check_column_name',
+           'require_columns', 'drop_unused_categories', 'require_column', 'dtype_family', 'epoch_seconds',
+           'numeric_view', 'named_like_id', 'column_roles', 'target_findings', 'psi', 'DataReport', 'check_data']
 
 # %% ../nbs/01_checks.ipynb #44da07e6
 def infer_task(y: pd.Series,  # the target column
@@ -238,17 +238,27 @@ def _is_text(s: pd.Series) -> bool:
     sample = values.sample(min(len(values), 2000), random_state=0)
     return bool(sample.str.split().str.len().median() >= 4 and sample.nunique() >= 0.5 * len(sample))
 
+ID_WORDS = ("id", "uuid", "guid")  # a column whose name's last word is one of these is named like an id
+# the words of a name: 'customerID' -> customer, ID; 'userId' -> user, Id; 'user_id', 'user-id', 'user id'
+_NAME_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+def named_like_id(name,  # a column's name
+                 ) -> bool:
+    "Whether a name says identifier: 'id', 'key', 'index' or a last word in `ID_WORDS`; not 'humid'."
+    words = [w.lower() for w in _NAME_WORDS.findall(str(name)) if not w.isdigit()]  # 'id2' ends in 'id'
+    return words in (["key"], ["index"]) or bool(words) and words[-1] in ID_WORDS
+
 def _is_identifier(s: pd.Series, distinct_rows: pd.Series) -> bool:
     "Near-unique (>= 95% distinct among distinct rows): an integer sequence, a string key, a named id."
     values = s[distinct_rows].dropna()
     if len(values) < 20 or values.nunique() < 0.95 * len(values): return False
-    name = str(s.name).lower()
-    named = name in ("id", "uuid", "index", "key") or name.endswith(("_id", "id"))
+    named = named_like_id(s.name)
     family = dtype_family(s)
     if family == "numeric" and pd.api.types.is_integer_dtype(s.dtype):
         span = float(values.max()) - float(values.min()) + 1
         return named or span <= 2 * values.nunique()  # 0..n-1, shuffled or with a few gaps
-    if family == "numeric": return named  # a near-unique float is a measurement unless named like an id
+    if family == "numeric":  # a near-unique float is a measurement, unless whole numbers named like an id
+        return named and bool(np.all(np.mod(values.to_numpy(dtype="float64"), 1) == 0))
     if family != "categorical" or isinstance(s.dtype, pd.CategoricalDtype): return False
     numbers = pd.to_numeric(values, errors="coerce")
     if numbers.notna().mean() >= 0.5:  # numbers as text: a feature, unless whole numbers (zero-padded keys)
@@ -440,6 +450,10 @@ def target_findings(target: str,  # the target column's name
                    ) -> list[Finding]:
     "What a target's summary says: missing rows, a non-numeric regression target, one class, imbalance, rarity."
     out = []
+    if counts is not None and counts.empty:  # no row has a target: no class to count, nothing to learn
+        return [Finding("missing_target", "error", f"all {missing} rows have no target", column=target,
+                        advice="check the column and the data extraction: there is nothing to train or "
+                               "score on", data={"missing": missing})]
     if missing:
         out.append(Finding("missing_target", "error", f"{missing} rows have no target", column=target,
                            advice="drop these rows before splitting (they cannot be trained or scored on)",
@@ -477,92 +491,6 @@ def _target_findings(df: pd.DataFrame, target: str, task: str, min_per_class: in
     counts = None if task == "regression" else y.value_counts(dropna=True)
     return target_findings(target, task, int(y.isna().sum()), pd.api.types.is_numeric_dtype(y), y.dtype,
                            counts, min_per_class)
-
-# %% ../nbs/01_checks.ipynb #ba0cf3b3
-def _leak_view(s: pd.Series) -> np.ndarray:
-    "A column as one number per row for the leak test: values, 0/1, epoch seconds or codes; ±inf as missing."
-    x = numeric_view(s).copy()  # a view of the frame's own values may be read-only
-    x[np.isinf(x)] = np.nan
-    return x
-
-def _bins(x_train: np.ndarray, n_bins: int) -> np.ndarray:
-    "Inner bin edges: between the distinct values when there are few, else at quantiles of the training rows."
-    values = np.unique(x_train)
-    if len(values) <= n_bins: return (values[1:] + values[:-1]) / 2  # each value a bin of its own
-    return np.unique(np.quantile(x_train, np.linspace(0, 1, n_bins + 1)[1:-1]))
-
-def one_column_predictions(x: np.ndarray,  # one feature as numbers (NaN = missing: a bin of its own)
-                           y: np.ndarray,  # the target: values (regression) or class codes 0..k-1
-                           n_classes: Optional[int] = None,  # k for classification; None = regression
-                           folds: int = 3,  # held-out folds (shuffled, seeded)
-                           seed: int = 0,  # seed of the fold assignment
-                          ) -> np.ndarray:
-    "Held-out predictions of `y` from `x` alone: training rows bin `x`, each bin predicts its mean or mode."
-    n = len(x)
-    # ~10 training rows a bin (16 to 256 bins): a monotone relation, linear or not, is followed to R² ~0.999,
-    # while a bin's mean or majority cannot memorize the noise of an honest feature
-    n_bins = int(np.clip(n * (folds - 1) // folds // 10, 16, 256))
-    missing = np.isnan(x)
-    order = np.random.default_rng(seed).permutation(n)
-    pred = np.empty(n, dtype=float if n_classes is None else np.int64)
-    for k in range(folds):
-        test = order[k::folds]
-        train = np.setdiff1d(order, test, assume_unique=True)
-        seen = x[train][~missing[train]]
-        edges = _bins(seen, n_bins) if len(seen) else np.array([])
-        slot = np.where(missing, len(edges) + 1, np.searchsorted(edges, np.nan_to_num(x), side="right"))
-        size = len(edges) + 2
-        if n_classes is None:
-            counts = np.bincount(slot[train], minlength=size)
-            sums = np.bincount(slot[train], weights=y[train], minlength=size)
-            value = np.where(counts > 0, sums / np.maximum(counts, 1), y[train].mean())
-        else:
-            table = np.zeros((size, n_classes))
-            np.add.at(table, (slot[train], y[train]), 1)
-            prior = np.bincount(y[train], minlength=n_classes).argmax()
-            value = np.where(table.sum(1) > 0, table.argmax(1), prior)
-        pred[test] = value[slot[test]]
-    return pred
-
-def _r2(y: np.ndarray, pred: np.ndarray) -> float:
-    return float(1 - np.sum((y - pred) ** 2) / max(np.sum((y - y.mean()) ** 2), 1e-300))
-
-def _balanced_accuracy(y: np.ndarray, pred: np.ndarray) -> float:
-    return float(np.mean([np.mean(pred[y == c] == c) for c in np.unique(y)]))
-
-def _leak_findings(df: pd.DataFrame, target: str, task: str, skip: set,
-                   threshold: float = 0.98) -> list[Finding]:
-    "Each feature alone, binned and scored on held-out rows (3 shuffled folds), beside a constant predictor."
-    data = df[df[target].notna()]
-    regression = task == "regression"
-    if regression:
-        data = data[np.isfinite(numeric_view(data[target]))]  # an infinite target has its own finding
-    if len(data) > 5000: data = data.sample(5000, random_state=0)
-    if len(data) < 30: return []  # too few rows to tell a leak from luck
-    if regression:
-        y, n_classes, metric, score_fn = numeric_view(data[target]), None, "R²", _r2
-        constant = 0.0  # the training mean scores R² 0 (a little less on held-out rows)
-    else:
-        y = pd.factorize(data[target])[0]
-        if np.bincount(y).min() < 3: return []
-        n_classes, metric, score_fn = int(y.max()) + 1, "balanced accuracy", _balanced_accuracy
-        constant = 1.0 / n_classes  # what predicting one class scores
-    out = []
-    for col in data.columns:
-        if col == target or col in skip: continue
-        score = score_fn(y, one_column_predictions(_leak_view(data[col]), y, n_classes))
-        if score < threshold: continue
-        skill = (score - constant) / (1.0 - constant)  # the share of the way from the constant to perfect
-        out.append(Finding("target_leak", "error",
-                           f"this feature alone predicts the target with {metric} {score:.3f} on held-out "
-                           f"rows (the constant predictor: {constant:.3f})",
-                           column=col,
-                           advice="check whether it is known at prediction time; if it is derived "
-                                  "from the target (or recorded after it), drop it",
-                           data={"score": score, "metric": metric, "constant_score": constant,
-                                 "skill": float(skill), "threshold": threshold, "n_rows": int(len(data)),
-                                 "model": "one column in bins of ~10 rows, 3 shuffled held-out folds"}))
-    return out
 
 # %% ../nbs/01_checks.ipynb #97f0bf19
 def _time_findings(df: pd.DataFrame, time: str) -> list[Finding]:
@@ -740,11 +668,22 @@ class DataReport:
     def _repr_html_(self):
         return self._header() + findings_html(self.findings) + self.summary_html()
 
+    def _text_header(self) -> str:
+        return html.unescape(re.sub(r"<[^>]+>", "", self._header()))  # the header's words, without markup
+
+    def __str__(self):
+        "The report as text: the verdict, the findings worst first, the per-column summary."
+        return f"{self._text_header()}\n{findings_text(self.findings)}\n{self.summary().to_string()}"
+
     def _ipython_display_(self):
-        from IPython.display import HTML, display
-        display(HTML(self._header() + findings_html(self.findings)))
-        for fig in self.figures(): display(fig)
-        display(HTML(self.summary_html()))
+        from IPython.display import display
+        from trainbook.live import figure_bundle
+        # bundles with a text/plain beside the HTML: a terminal shows the text (an HTML object shows its repr)
+        display({"text/html": self._header() + findings_html(self.findings),
+                 "text/plain": f"{self._text_header()}\n{findings_text(self.findings)}"}, raw=True)
+        for fig in self.figures():  # plotly's own display would open a browser tab from a terminal
+            display({**figure_bundle(fig), "text/plain": f"[chart: {fig.layout.title.text}]"}, raw=True)
+        display({"text/html": self.summary_html(), "text/plain": self.summary().to_string()}, raw=True)
 
     def __repr__(self):
         return (f"DataReport(ok={self.ok}, "
@@ -765,17 +704,10 @@ def check_data(df: pd.DataFrame,  # the training data, one row per example
         return spark.check_data(df, target, groups=groups, time=time, serving=serving, task=task,
                                 leak_check=leak_check)
     require_frame(df)
-    require_column(df, groups, "groups")
-    require_column(df, time, "time")
+    for col, arg in ((target, "target"), (groups, "groups"), (time, "time")):  # a typo raises, did-you-mean
+        require_column(df, col, arg)
     require_task(task)
     findings = []
-    check_column_name(target, "target")
-    if target is not None and target not in df.columns:
-        findings.append(Finding("missing_target", "error",
-                                f"target column {target!r} not in DataFrame{did_you_mean(target, df.columns)}; columns are: "
-                                + ", ".join(map(str, df.columns[:20])), column=target,
-                                advice="pass the name of the label column"))
-        target = None
     df = drop_unused_categories(df, target)
     if target is not None and task == "auto" and df[target].notna().any(): task = infer_task(df[target])
     skip = {c for c in (groups, time) if c is not None}
@@ -786,8 +718,9 @@ def check_data(df: pd.DataFrame,  # the training data, one row per example
     if target is not None: findings += _target_findings(df, target, task)
     if time is not None: findings += _time_findings(df, time)
     if leak_check and target is not None and df[target].nunique() > 1:
+        from trainbook.leaks import leak_findings  # it builds on this module (numeric_view): imported here
         leak_skip = skip | {c for c, role in roles.items() if role in ("identifier", "constant", "text")}
-        findings += _leak_findings(df, target, task, leak_skip)
+        findings += leak_findings(df, target, task, leak_skip)
     if serving is not None:
         require_frame(serving, "serving")
         findings += _serving_findings(df, serving, target)

@@ -15,7 +15,7 @@ import torch
 
 # %% auto #0
 __all__ = ['PRECISIONS', 'SCHEDULES', 'SEVERITIES', 'SEVERITY_STYLE', 'did_you_mean', 'require_instance', 'TrainConfig',
-           'Finding', 'finding_html', 'findings_html', 'number_text', 'History', 'seed_everything',
+           'Finding', 'finding_html', 'findings_html', 'findings_text', 'number_text', 'History', 'seed_everything',
            'accelerators_present', 'rng_state', 'set_rng_state', 'package_version', 'environment', 'loader_length',
            'set_loader_epoch', 'pick_device', 'pick_precision', 'autocast_dtype', 'this_process', 'process_alive',
            'remove_stale_temps', 'atomic_write', 'listen', 'unlisten', 'silenced', 'announce']
@@ -88,8 +88,10 @@ def did_you_mean(name: str,  # what the user typed
                  choices: Iterable[str],  # the names it could have meant
                 ) -> str:
     "' (did you mean 'lr'?)' for the nearest of `choices` to a mistyped `name`; '' when none is near."
-    near = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1)
-    return f" (did you mean {near[0]!r}?)" if near else ""
+    # compared in lower case: difflib scores 'Y' and 'y' as unlike as 'Y' and 'q'
+    lowered = {str(c).lower(): str(c) for c in reversed(list(choices))}  # the first of equal ones wins
+    near = difflib.get_close_matches(str(name).lower(), list(lowered), n=1)
+    return f" (did you mean {lowered[near[0]]!r}?)" if near else ""
 
 def require_instance(obj,  # what the caller passed: an estimator, a pruner, a transformer...
                      arg: str,  # the argument's name, as the message should show it
@@ -215,6 +217,13 @@ def findings_html(findings: Iterable[Finding],  # the findings to render, any or
     items = [finding_html(f) for f in sorted(findings, key=lambda f: order[f.severity])]
     if not items: return '<p class="tb-findings" style="color:#555">No findings.</p>'
     return '<div class="tb-findings">' + "".join(items) + "</div>"
+
+def findings_text(findings: Iterable[Finding],  # the findings to write, any order
+                 ) -> str:
+    "The findings as lines of text, worst first: what a terminal shows in place of `findings_html`."
+    order = {s: i for i, s in enumerate(reversed(SEVERITIES))}
+    lines = [f"  {f}" for f in sorted(findings, key=lambda f: order[f.severity])]
+    return "\n".join(lines) if lines else "  No findings."
 
 def number_text(value,  # a number (or None/NaN), as a table shows it
                 digits: int = 4,  # significant digits

@@ -19,7 +19,8 @@ from .optim import SCHEDULER_INTERVALS
 
 # %% auto #0
 __all__ = ['LOWER_IS_BETTER', 'HIGHER_IS_BETTER', 'check_loss_fn', 'check_loader', 'require_batches', 'logged_values',
-           'better_mode', 'check_monitor', 'nonfinite_validation', 'check_optimizer', 'check_fit_inputs']
+           'better_mode', 'check_monitor', 'monitor_fallback', 'nonfinite_validation', 'check_optimizer',
+           'check_fit_inputs']
 
 # %% ../nbs/06a_guard.ipynb #28a3ff5a
 def check_loss_fn(loss_fn: Optional[Callable],  # e.g. nn.CrossEntropyLoss() or F.cross_entropy; None = the model's
@@ -146,6 +147,20 @@ def check_monitor(cfg: TrainConfig,  # the run's config (its `monitor` and `mode
         raise ValueError(f"mode={cfg.mode!r} with monitor={monitor!r}: {name} is better when {which}, "
                          f"so best.pt would keep the worst epoch; use mode={better!r}")
     return split, name
+
+def monitor_fallback(cfg: TrainConfig,  # the run's config (its `monitor`, `patience`, `checkpoint_dir`)
+                     has_valid: bool,  # whether the run validates (a dl_valid was given)
+                    ) -> list[Finding]:
+    "Early stopping follows train_loss when the default monitor 'valid_loss' has no dl_valid: say so."
+    # the fallback itself is `check_monitor`'s; a run that stops on it says so, once, in its findings
+    if cfg.monitor != "valid_loss" or has_valid or cfg.patience is None: return []
+    also = " and best.pt" if cfg.checkpoint_dir is not None else ""
+    return [Finding("monitor_fallback", "warning",
+                    f"monitor='valid_loss' but dl_valid is None: early stopping (patience="
+                    f"{cfg.patience}){also} follow train_loss, the epoch's mean training loss",
+                    advice="pass dl_valid to stop on held-out data, or set TrainConfig(monitor='train_loss') "
+                           "to stop on the training loss on purpose",
+                    data={"monitor": "valid_loss", "follows": "train_loss"})]
 
 # %% ../nbs/06a_guard.ipynb #dc3bcc9b
 def nonfinite_validation(values: dict,  # one validation's results: name -> value (loss, metrics)

@@ -12,8 +12,8 @@ from .guard import better_mode
 from .run import StopReason, monitored_record
 
 # %% auto #0
-__all__ = ['STEPS', 'FINISHED', 'LOSSES', 'Checklist', 'choose_loss', 'parse_body', 'TrainbookMagics', 'load_ipython_extension',
-           'unload_ipython_extension']
+__all__ = ['STEPS', 'FINISHED', 'LOSSES', 'Checklist', 'choose_loss', 'parse_body', 'first_batch_failure', 'TrainbookMagics',
+           'load_ipython_extension', 'unload_ipython_extension']
 
 # %% ../nbs/13_magics.ipynb #a3e1a147
 STEPS = [("defined", "task, target, metric and acceptance threshold defined"),
@@ -263,6 +263,9 @@ def parse_body(body: str,  # the cell below `%%train`: one `key = value` per lin
         if not line: continue
         if "=" not in line: raise UsageError(f"%%train line {n}: expected 'key = value', got {line!r}")
         key, value = (p.strip() for p in line.split("=", 1))
+        if value.startswith("="):  # 'epochs == 1' would give epochs the text '= 1'
+            raise UsageError(f"%%train line {n}: {line!r} compares; set a field with one '=': "
+                             f"{key} = {value[1:].strip()}")
         if key not in known:
             raise UsageError(f"%%train line {n}: {key!r} is not a TrainConfig field{did_you_mean(key, known)}; fields are: "
                              f"{', '.join(sorted(known))}")
@@ -280,6 +283,25 @@ def parse_body(body: str,  # the cell below `%%train`: one `key = value` per lin
                              f"as a control character (\\n: a newline, \\t: a tab): write a raw string, "
                              f"{key} = {raw}, or forward slashes, {key} = {slashes}")
     return out
+
+def _looks_swapped(xb, yb) -> bool:
+    "Whether a batch looks like (y, x): a first tensor of fewer dimensions than the floating second one."
+    import torch
+    tensors = isinstance(xb, torch.Tensor) and isinstance(yb, torch.Tensor)
+    return tensors and xb.ndim < yb.ndim and yb.is_floating_point()
+
+def first_batch_failure(name: str,  # the loader's name in the notebook
+                        batch,  # its first batch
+                        err: BaseException,  # what training on it raised
+                       ) -> str:
+    "What a UsageError says when training fails on a loader's first batch: the error, and a swap hint if due."
+    from trainbook.batch import split_batch
+    xb, yb = split_batch(batch)
+    text = f"{name}'s first batch failed: {type(err).__name__}: {err}"
+    if not _looks_swapped(xb, yb): return text
+    kind = lambda t: f"{tuple(t.shape)} ({str(t.dtype).replace('torch.', '')})"
+    return (f"{text}. The batches look like (y, x): the first element is {kind(xb)}, the second {kind(yb)}; "
+            f"trainbook takes (x, y) batches, inputs first: swap them, e.g. [(x, y) for y, x in {name}]")
 
 @magics_class
 class TrainbookMagics(Magics):
@@ -392,15 +414,22 @@ class TrainbookMagics(Magics):
             return report
         if a.overfit:
             from trainbook.sanity import overfit_batch
-            report = overfit_batch(model, batch, loss_fn,
-                                   precision=cfg.precision if cfg.precision != "auto" else "fp32")
+            try:
+                report = overfit_batch(model, batch, loss_fn,
+                                       precision=cfg.precision if cfg.precision != "auto" else "fp32")
+            except Exception as e: raise UsageError(first_batch_failure(a.dl_train, batch, e)) from None
             self.shell.user_ns["_sanity"] = report
             return report
         from trainbook.loop import fit
         try:
             run = fit(model, dl_train, dl_valid, loss_fn=loss_fn, config=cfg, metrics=a.metrics,
                       resume=a.resume, live=False if a.no_live else "auto")
-        except (ValueError, TypeError, FileNotFoundError) as e: raise UsageError(str(e)) from None
+        except Exception as e:
+            # before its first step (`err.run`, the failed run, is at step 0): the first batch failed
+            if getattr(getattr(e, "run", None), "step", None) == 0:
+                raise UsageError(first_batch_failure(a.dl_train, batch, e)) from None
+            if isinstance(e, (ValueError, TypeError, FileNotFoundError)): raise UsageError(str(e)) from None
+            raise  # a failure later in the run is the run's own: its traceback shows where
         self.shell.user_ns["_run"] = run
         return run
 

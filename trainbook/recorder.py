@@ -18,7 +18,7 @@ from .checkpoint import (CheckpointError, Checkpointer, RunFolderBusy, check_loa
 from .core import History, TrainConfig, announce, environment, rng_state, set_rng_state
 from .diagnostics import diagnose, nonfinite_loss
 from .events import Callback, Callbacks, Event, LoopState, session_observers
-from .guard import check_monitor, nonfinite_validation
+from .guard import check_monitor, monitor_fallback, nonfinite_validation
 from .run import RECORDS, RUNNING, Run, monitored_record, remember_run
 
 # %% auto #0
@@ -379,7 +379,7 @@ class Recorder:
         self.history = History()
         self.state = LoopState(model=parts.get("model"), optimizer=parts.get("optimizer"),
                                scheduler=parts.get("scheduler"), config=cfg, history=self.history,
-                               total_steps=cfg.max_steps)
+                               total_steps=cfg.max_steps, findings=monitor_fallback(cfg, validates))
         self.callbacks = run_callbacks(callbacks, live=live, track=track, kind=kind)
         self.environment = environment()
         folder = cfg.checkpoint_dir if checkpoint_dir is _FROM_CONFIG else checkpoint_dir

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 
 from .checks import (MAX_CATEGORIES, DataReport, check_data as check_frame, infer_task,
-                              require_task, target_findings)
-from .core import Finding, announce, findings_html
+                              named_like_id, require_task, target_findings)
+from .core import Finding, announce, did_you_mean, findings_html
 from .splits import Splits, check_split_args, choose_strategy, class_share_findings
 
 # %% auto #0
@@ -89,7 +89,8 @@ def require_spark_column(sdf,  # a Spark DataFrame
     "A ValueError naming the argument when `col` is not a column of `sdf`."
     if col is not None and col not in sdf.columns:
         cols = ", ".join(sdf.columns[:20]) + (" …" if len(sdf.columns) > 20 else "")
-        raise ValueError(f"{arg} column {col!r} not in the Spark DataFrame; columns are: {cols}")
+        raise ValueError(f"{arg} column {col!r} not in the Spark DataFrame{did_you_mean(col, sdf.columns)}; "
+                         f"columns are: {cols}")
 
 # %% ../nbs/19_spark.ipynb #a18f4b57
 _NUMERIC = ("byte", "short", "integer", "long", "float", "double", "decimal")
@@ -112,10 +113,6 @@ def _present(F, name: str, dtype):
     c = spark_col(name)
     return F.when(~F.isnan(c), c) if _floating(dtype) else c
 
-def _named_like_id(name: str) -> bool:
-    name = str(name).lower()
-    return name in ("id", "uuid", "index", "key") or name.endswith(("_id", "id"))
-
 @dataclass
 class ColumnStats:
     "What Spark counted about one column: rows, missing, distinct, range, parsing, words."
@@ -130,6 +127,7 @@ class ColumnStats:
     parsed: int = 0  # string columns: values that read as numbers
     whole: int = 0  # string columns: values that read as whole numbers
     median_words: float = 0.0
+    fractional: int = 0  # float and decimal columns: values with a fractional part (an id is whole)
 
 def column_stats(sdf,  # a Spark DataFrame
                  exact_limit: int = 1_000_000,  # exact distinct counts up to this many rows
@@ -150,6 +148,8 @@ def column_stats(sdf,  # a Spark DataFrame
             words = F.size(F.split(F.trim(c), r"\s+"))
             aggs += [F.count(num).alias(f"p{i}"), F.sum(F.when(num % 1 == 0, 1).otherwise(0)).alias(f"w{i}"),
                      F.percentile_approx(F.when(c.isNotNull(), words), 0.5).alias(f"t{i}")]
+        if fam == "numeric" and f.dataType.typeName() not in _INTEGRAL:
+            aggs.append(F.sum(F.when(c % 1 != 0, 1).otherwise(0)).alias(f"f{i}"))  # inf % 1 is NaN: counted
     row = sdf.agg(*aggs).first().asDict()
     dedup = sdf.dropDuplicates()
     counts = dedup.agg(F.count(F.lit(1)).alias("n"),
@@ -160,7 +160,8 @@ def column_stats(sdf,  # a Spark DataFrame
         stats[f.name] = ColumnStats(f.name, f.dataType.simpleString(), spark_family(f.dataType),
                                     int(row[f"m{i}"] or 0), int(row[f"u{i}"] or 0), int(counts[f"c{i}"]),
                                     row.get(f"lo{i}"), row.get(f"hi{i}"), int(row.get(f"p{i}") or 0),
-                                    int(row.get(f"w{i}") or 0), float(row.get(f"t{i}") or 0))
+                                    int(row.get(f"w{i}") or 0), float(row.get(f"t{i}") or 0),
+                                    int(row.get(f"f{i}") or 0))
     return n, int(counts["n"]), stats
 
 def _is_identifier(s: ColumnStats, integral: bool) -> bool:
@@ -169,8 +170,8 @@ def _is_identifier(s: ColumnStats, integral: bool) -> bool:
     if present < 20 or s.n_unique < 0.95 * present: return False
     if s.family == "numeric" and integral:
         span = float(s.vmax) - float(s.vmin) + 1
-        return _named_like_id(s.name) or span <= 2 * s.n_unique
-    if s.family == "numeric": return _named_like_id(s.name)
+        return named_like_id(s.name) or span <= 2 * s.n_unique
+    if s.family == "numeric": return named_like_id(s.name) and s.fractional == 0  # whole numbers only
     if s.family != "categorical": return False
     values = s.present_distinct_rows
     if s.parsed >= 0.5 * values: return s.parsed == values and s.whole == values
@@ -374,8 +375,9 @@ class SparkDataReport(DataReport):
     def _repr_html_(self): return self._header() + findings_html(self.findings) + self.summary().to_html()
 
     def _ipython_display_(self):
-        from IPython.display import HTML, display
-        display(HTML(self._repr_html_()))
+        from IPython.display import display
+        # a text/plain beside the HTML: a terminal shows the report's text (an HTML object shows only its repr)
+        display({"text/html": self._repr_html_(), "text/plain": str(self)}, raw=True)
 
 def check_data(sdf,  # a Spark DataFrame, one row per example
                target: Optional[str] = None,  # label column (None: checks that need no label)
@@ -390,17 +392,12 @@ def check_data(sdf,  # a Spark DataFrame, one row per example
               ) -> SparkDataReport:
     "`checks.check_data` on a Spark DataFrame: the same findings, computed by Spark."
     require_spark_frame(sdf)
-    require_spark_column(sdf, groups, "groups")
-    require_spark_column(sdf, time, "time")
+    for col, arg in ((target, "target"), (groups, "groups"), (time, "time")):
+        require_spark_column(sdf, col, arg)
     require_task(task)
     if serving is not None and not (is_spark_frame(serving) or isinstance(serving, pd.DataFrame)):
         raise TypeError(f"serving must be a Spark or pandas DataFrame, got {type(serving).__name__}")
     findings = []
-    if target is not None and target not in sdf.columns:
-        findings.append(Finding("missing_target", "error", f"target column {target!r} not in DataFrame; "
-                                "columns are: " + ", ".join(sdf.columns[:20]), column=target,
-                                advice="pass the name of the label column"))
-        target = None
     n, n_distinct, stats = column_stats(sdf, exact_limit)
     if n == 0: raise ValueError("df is empty (0 rows)")
     if target is not None and task == "auto" and stats[target].missing < n: task = spark_task(sdf, target)
@@ -644,7 +641,7 @@ def _spark_validate(sdf, target, strategy, groups, time, valid_size, test_size, 
     if n_folds is not None:
         raise ValueError("n_folds is not supported on a Spark DataFrame: make a holdout (n_folds=None), or "
                          "collect a sample with .toPandas() for k-fold cross-validation")
-    check_split_args(strategy, target, groups, time, valid_size, test_size, n_folds, gap)
+    check_split_args(strategy, target, groups, time, valid_size, test_size, n_folds, gap, seed)
 
 def make_splits(sdf,  # a Spark DataFrame, one row per example
                 target: Optional[str] = None,  # label column (to stratify on and to audit class shares)
