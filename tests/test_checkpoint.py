@@ -308,3 +308,25 @@ def test_saved_signature_of_a_checkpoint_with_and_without_one(tmp_path):
     assert old["shapes"] == {"weight": [2, 4], "bias": [2]}
     changes = resume_changes(old, sig)[0].data["changes"]
     assert changes["config.lr"] == [0.1, 1e-3] and changes["versions.torch"] == ["2.0.0", torch.__version__]
+
+
+def test_a_changed_loader_order_is_a_resume_change(tmp_path):
+    "Seen (F10): a DataLoader's shuffle turned off between a run and its resume: no resume_changed, other results."
+    from torch.utils.data import DataLoader, TensorDataset
+    Xs, ys = blobs(n=64, d=4, classes=2)
+    loader = lambda shuffle: DataLoader(TensorDataset(Xs, ys), batch_size=8, shuffle=shuffle)
+    cfg = tb.TrainConfig(epochs=2, lr=1e-2, device="cpu", checkpoint_dir=str(tmp_path))
+
+    class CtrlC(tb.Callback):
+        def after_step(self, state):
+            if state.step == 3: raise KeyboardInterrupt
+    net = lambda: mlp(d=4, out=2)
+    assert tb.fit(net(), loader(True), loss_fn=nn.functional.cross_entropy, config=cfg, live=False,
+                  callbacks=[CtrlC()]).stopped == "interrupted"
+    run = tb.fit(net(), loader(False), loss_fn=nn.functional.cross_entropy, config=cfg, live=False, resume=tmp_path)
+    (changed,) = [f for f in run.findings if f.kind == "resume_changed"]
+    assert changed.data["changes"] == {"loader.order": ["RandomSampler", "SequentialSampler"]}
+    # a TensorLoader's order: shuffled or not, and its seed; the same loader again is no change
+    order = lambda **kw: run_signature(nn.Linear(4, 2), None, tb.TensorLoader(X, Y, **kw))["loader"]["order"]
+    assert order() == "in order" and order(shuffle=True, seed=3) == "shuffled, seed 3"
+    assert resume_changes(signature(), signature()) == []

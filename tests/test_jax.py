@@ -635,3 +635,23 @@ def test_a_resume_at_max_steps_takes_no_step(tmp_path):
     timeless = lambda r: [row for row in r.records.rows() if row[3] not in TIMING]
     assert timeless(again) == timeless(run)  # the epoch's end redone once, no step
     assert_params_close(params_of(model), before, tol=0)
+
+
+def test_a_ctrl_c_in_before_epoch_resumes_a_dataloaders_shuffle_exactly(tmp_path):
+    """As fit (F2): iter(DataLoader) draws its order from torch's generator before before_epoch; last.msgpack kept
+    the RNG state after that draw, so the resumed epoch was shuffled in another order."""
+    from torch.utils.data import DataLoader, TensorDataset
+    X, y = data(n=64)
+    dl = lambda: DataLoader(TensorDataset(torch.from_numpy(X), torch.from_numpy(y).long()), batch_size=8, shuffle=True)
+
+    class CtrlC(Callback):
+        def before_epoch(self, state):
+            if state.epoch == 1: raise KeyboardInterrupt
+    cfg = tb.TrainConfig(epochs=2, lr=1e-2, seed=2, checkpoint_dir=str(tmp_path))
+    whole = MLP()
+    fit_flax(whole, None, dl(), None, ce, cfg.replace(checkpoint_dir=None), live=False)
+    cut = fit_flax(MLP(), None, dl(), None, ce, cfg, callbacks=[CtrlC()], live=False)
+    assert cut.stopped == "interrupted" and cut.step == 8
+    resumed = MLP()
+    fit_flax(resumed, None, dl(), None, ce, cfg, resume=cut.run_dir, live=False)
+    assert_params_close(params_of(resumed), params_of(whole), tol=0)

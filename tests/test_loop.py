@@ -592,3 +592,146 @@ def test_a_ctrl_c_inside_a_steps_end_is_redone_on_resume(tmp_path, cut):
     valid_steps = lambda run: [r[0] for r in run.records.rows() if r[2:4] == ("valid", "loss")]
     assert 6 in valid_steps(resumed) and valid_steps(resumed) == valid_steps(full)
     assert same_weights(model3, model) and history_without_timing(resumed) == history_without_timing(full)
+
+
+def test_early_stopping_without_validation_says_once_which_value_it_follows():
+    "Seen (F18): TrainConfig(patience=1) under monitor 'valid_loss' and no dl_valid stopped on the train loss, silently."
+    torch.manual_seed(0)
+    X, y = torch.randn(64, 4), torch.randint(0, 2, (64,))  # random labels at lr 1.0: the loss soon stops falling
+    dl = [(X[i:i + 16], y[i:i + 16]) for i in range(0, 64, 16)]
+    cfg = tb.TrainConfig(epochs=30, lr=1.0, patience=1, device="cpu")
+    run = tb.fit(nn.Linear(4, 2), dl, loss_fn=CE, live=False, config=cfg)
+    (f,) = [f for f in run.findings if f.kind == "monitor_fallback"]
+    assert run.stopped == "early_stopping" and run.epoch < 29  # it did stop early, on train_loss
+    assert f.data == {"monitor": "valid_loss", "follows": "train_loss"} and "dl_valid is None" in f.message
+    lin = lambda: nn.Linear(4, 2)
+    quiet = [tb.fit(lin(), dl, dl[:1], loss_fn=CE, live=False, config=cfg.replace(epochs=2)),  # it validates
+             tb.fit(lin(), dl, loss_fn=CE, live=False, config=cfg.replace(epochs=2, monitor="train_loss")),  # asked
+             tb.fit(lin(), dl, loss_fn=CE, live=False, config=cfg.replace(epochs=2, patience=None))]  # no stopping
+    assert [[f for f in r.findings if f.kind == "monitor_fallback"] for r in quiet] == [[], [], []]
+
+
+def bn_mlp(seed=0):
+    "An MLP with BatchNorm: its running stats and num_batches_tracked move at every training forward."
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 3))
+
+
+@pytest.mark.parametrize("where, accum", [("before_step", 2), ("forward", 3), ("before_step", 1)])
+def test_a_ctrl_c_inside_a_window_leaves_batchnorm_stats_as_at_the_last_step(tmp_path, where, accum):
+    """Seen (F1): the dropped micro-batches had already moved BatchNorm's running stats, and the resume, which
+    replays them, moved them again (num_batches_tracked 16 -> 18): weights equal, buffers and valid loss not."""
+    X, y = blobs(n=96)
+    dl = lambda: DataLoader(TensorDataset(X, y), batch_size=16, shuffle=True)
+    dl_valid = tb.TensorLoader(X[:32], y[:32], batch_size=32)
+    cfg = tb.TrainConfig(epochs=2, lr=1e-2, accum_steps=accum, device="cpu")
+    full_model = bn_mlp()
+    full = tb.fit(full_model, dl(), dl_valid, loss_fn=CE, live=False, config=cfg.replace(checkpoint_dir=str(tmp_path / "a")))
+    model, cut = bn_mlp(), cfg.replace(checkpoint_dir=str(tmp_path / "b"))
+    if where == "forward":  # Ctrl-C at the 3rd micro-batch of the 2nd window: two of its forwards already ran
+        handle = interrupt_in_forward(model, 6)
+        first = tb.fit(model, dl(), dl_valid, loss_fn=CE, live=False, config=cut)
+        handle.remove()
+    else:  # after the 2nd window's forwards and backwards, before its optimizer step
+        first = tb.fit(model, dl(), dl_valid, loss_fn=CE, live=False, config=cut, callbacks=[interrupt_at(1, where)])
+    assert (first.stopped, first.step) == ("interrupted", 1)
+    saved = torch.load(tmp_path / "b" / "last.pt", weights_only=True)["model"]
+    assert saved["1.num_batches_tracked"] == accum  # the one completed step's micro-batches, no more
+    assert torch.equal(model.state_dict()["1.running_mean"], saved["1.running_mean"])  # the model in hand too
+    resumed_model = bn_mlp()
+    resumed = tb.fit(resumed_model, dl(), dl_valid, loss_fn=CE, live=False, config=cut, resume=tmp_path / "b")
+    assert same_weights(resumed_model, full_model)  # running_mean, running_var, num_batches_tracked included
+    assert history_without_timing(resumed) == history_without_timing(full)
+
+
+class InterruptBeforeEpoch(Callback):
+    "Raises KeyboardInterrupt in before_epoch of epoch `epoch`: the loader is positioned, no batch is drawn yet."
+    def __init__(self, epoch): self.epoch = epoch
+    def before_epoch(self, state):
+        if state.epoch == self.epoch: raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("epoch", [0, 1])
+def test_a_ctrl_c_in_before_epoch_resumes_a_dataloaders_shuffle_exactly(tmp_path, epoch):
+    """Seen (F2): iter(DataLoader) draws its seed from torch's generator before before_epoch; last.pt kept the RNG
+    state after that draw, so the resumed epoch drew again and was shuffled in another order."""
+    cfg = tb.TrainConfig(epochs=2, lr=5e-3, device="cpu", log_every=3)
+    dl, dl_valid, model = _train_setup("dataloader")
+    full = tb.fit(model, dl, dl_valid, loss_fn=CE, live=False, config=cfg.replace(checkpoint_dir=str(tmp_path / "a")))
+    dl, dl_valid, model2 = _train_setup("dataloader")
+    cut = cfg.replace(checkpoint_dir=str(tmp_path / "b"))
+    first = tb.fit(model2, dl, dl_valid, loss_fn=CE, live=False, config=cut, callbacks=[InterruptBeforeEpoch(epoch)])
+    assert first.stopped == "interrupted" and first.step == 13 * epoch
+    dl, dl_valid, model3 = _train_setup("dataloader")
+    resumed = tb.fit(model3, dl, dl_valid, loss_fn=CE, live=False, config=cut, resume=tmp_path / "b")
+    assert resumed.stopped == "completed"
+    assert same_weights(model3, model) and history_without_timing(resumed) == history_without_timing(full)
+
+
+def _stalls():
+    "A run that early stopping ends: valid labels unrelated to the inputs, so the valid loss soon stops falling."
+    X, y = blobs(n=64, d=4, classes=2)
+    g = torch.Generator().manual_seed(1)
+    Xv, yv = torch.randn(32, 4, generator=g), torch.randint(0, 2, (32,), generator=g)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 2))
+    return model, tb.TensorLoader(X, y, batch_size=16, shuffle=True), tb.TensorLoader(Xv, yv, batch_size=32)
+
+
+def test_early_stopping_decided_before_a_ctrl_c_in_after_epoch_ends_the_resumed_run(tmp_path):
+    """Seen (F3): a Ctrl-C in after_epoch of the epoch at which early stopping decided to stop: the resumed run
+    trained another epoch (step 16 -> 24) instead of ending where the uninterrupted run ended."""
+    cfg = tb.TrainConfig(epochs=20, lr=5e-2, patience=1, device="cpu")
+    model, dl, dv = _stalls()
+    full = tb.fit(model, dl, dv, loss_fn=CE, live=False, config=cfg.replace(checkpoint_dir=str(tmp_path / "a")))
+    assert full.stopped == "early_stopping" and full.epoch < 19
+    model2, dl, dv = _stalls()
+    cut = cfg.replace(checkpoint_dir=str(tmp_path / "b"))
+    first = tb.fit(model2, dl, dv, loss_fn=CE, live=False, config=cut, callbacks=[InterruptAfterEpoch(full.epoch)])
+    assert first.stopped == "interrupted" and first.step == full.step
+    model3, dl, dv = _stalls()
+    with pytest.warns(UserWarning, match="early stopping ended the checkpoint's run"):
+        resumed = tb.fit(model3, dl, dv, loss_fn=CE, live=False, config=cut, resume=tmp_path / "b")
+    assert (resumed.stopped, resumed.step, resumed.epoch) == ("early_stopping", full.step, full.epoch)
+    assert same_weights(model3, model) and history_without_timing(resumed) == history_without_timing(full)
+    assert tb.Run.load(tmp_path / "b").stopped == "early_stopping"
+
+
+def test_resuming_an_early_stopped_run_trains_nothing_unless_patience_lets_it(tmp_path):
+    """Seen (F3): resuming a finished early-stopped run silently trained one more epoch, where a completed run warns
+    that nothing is left to train. Now the same: nothing trained, a warning; a larger patience trains on, and says so."""
+    cfg = tb.TrainConfig(epochs=20, lr=5e-2, patience=1, device="cpu", checkpoint_dir=str(tmp_path))
+    model, dl, dv = _stalls()
+    done = tb.fit(model, dl, dv, loss_fn=CE, live=False, config=cfg)
+    assert done.stopped == "early_stopping"
+    before = copy.deepcopy(model.state_dict())
+    for same in (cfg, cfg.replace(epochs=40)):  # more epochs alone do not undo early stopping's decision
+        with pytest.warns(UserWarning, match=r"early stopping ended the checkpoint's run.*nothing is left to train; "
+                                             r"raise patience"):
+            again = tb.fit(model, dl, dv, loss_fn=CE, live=False, config=same, resume=tmp_path)
+        assert (again.stopped, again.step, again.epoch) == ("early_stopping", done.step, done.epoch)
+        assert history_without_timing(again) == history_without_timing(done)
+        assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    with pytest.warns(UserWarning, match=r"early stopping ended the checkpoint's run \(patience=1: 1 evaluation.*with "
+                                         r"TrainConfig.patience=3 it trains on"):
+        more = tb.fit(model, dl, dv, loss_fn=CE, live=False, config=cfg.replace(patience=3), resume=tmp_path)
+    assert more.step > done.step
+
+
+def test_a_fractional_warmup_without_a_step_count_names_warmup():
+    "Seen (F9): schedule='constant', warmup=0.1 and a loader without a length: the error blamed the schedule."
+    from torch.utils.data import IterableDataset
+
+    class Stream(IterableDataset):
+        def __iter__(self):
+            g = torch.Generator().manual_seed(0)
+            for _ in range(32): yield torch.randn(4, generator=g), 1
+    cfg = tb.TrainConfig(epochs=1, schedule="constant", warmup=0.1, device="cpu")
+    dl = DataLoader(Stream(), batch_size=8)
+    with pytest.raises(ValueError, match=r"warmup=0.1 is a fraction of the run's optimizer steps.*warmup in steps "
+                                         r"\(warmup=.*\) or set max_steps") as e:
+        tb.fit(nn.Linear(4, 2), dl, loss_fn=CE, live=False, config=cfg)
+    assert "schedule='constant' needs" not in str(e.value)
+    assert tb.fit(nn.Linear(4, 2), dl, loss_fn=CE, live=False, config=cfg.replace(warmup=2)).step == 4
+    with pytest.raises(ValueError, match=r"schedule='warmup_cosine' needs the number of steps"):  # the schedule's own need
+        tb.fit(nn.Linear(4, 2), dl, loss_fn=CE, live=False, config=cfg.replace(schedule="warmup_cosine", warmup=2))

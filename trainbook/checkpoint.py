@@ -15,7 +15,7 @@ import torch.distributed as dist
 from torch import nn
 
 from . import __version__
-from .core import Finding, TrainConfig, loader_length, process_alive, this_process
+from .core import Finding, TrainConfig, loader_length, process_alive, rng_state, this_process
 from .distributed import full_state, load_sharded_state
 from .run import RUN_FILES, json_safe, write_run_record
 
@@ -23,7 +23,8 @@ from .run import RUN_FILES, json_safe, write_run_record
 __all__ = ['FORMAT', 'unwrap', 'check_loadable', 'save_checkpoint', 'CheckpointError', 'UnsafeCheckpointError', 'checkpoint_file',
            'read_checkpoint', 'restore_checkpoint', 'load_checkpoint', 'FindingsPart', 'unwritable', 'probe_writable',
            'RunFolderBusy', 'folder_writer', 'release_run_dir', 'prepare_run_dir', 'run_signature', 'saved_signature',
-           'resume_changes', 'check_epochs_left', 'check_resume', 'Checkpointer', 'Position']
+           'resume_changes', 'stopped_early', 'check_epochs_left', 'check_resume', 'Checkpointer', 'Position',
+           'BufferSnapshot']
 
 # %% ../nbs/06_checkpoint.ipynb #f4a0ad9b
 from .core import atomic_write
@@ -409,6 +410,19 @@ def prepare_run_dir(checkpoint_dir: str | Path | None,  # the folder asked for (
         data={"checkpoint_dir": str(base), "run_dir": str(folder)})
 
 # %% ../nbs/06_checkpoint.ipynb #7ae62d48
+def _loader_order(dl) -> Optional[str]:
+    "How a loader orders its rows: a DataLoader's sampler (shuffled or not), a TensorLoader's shuffling and seed."
+    batches = getattr(dl, "batch_sampler", None)
+    custom = batches is not None and type(batches) is not torch.utils.data.BatchSampler
+    sampler = batches if custom else getattr(dl, "sampler", None)
+    if sampler is not None:
+        shuffle = getattr(sampler, "shuffle", None)  # a DistributedSampler's (a DataLoader sharded for DDP)
+        return type(sampler).__name__ + ("" if shuffle is None else f"(shuffle={shuffle})")
+    if getattr(dl, "shuffle", None) is None: return None  # a list of batches: its order is its data's
+    seed = getattr(dl, "seed", None)
+    if getattr(dl, "weights", None) is not None: return f"weighted, seed {seed}"
+    return ("shuffled" + ("" if seed is None else f", seed {seed}")) if dl.shuffle else "in order"
+
 def run_signature(model: nn.Module,  # the model being trained (wrappers are unwrapped)
                   optimizer=None,  # the optimizer that steps it
                   dl_train=None,  # the training loader
@@ -423,7 +437,8 @@ def run_signature(model: nn.Module,  # the model being trained (wrappers are unw
             "loss": None if loss_fn is None else getattr(loss_fn, "__name__", type(loss_fn).__name__),
             "optimizer_groups": [len(g["params"]) for g in optimizer.param_groups] if optimizer is not None else None,
             "loader": {"kind": type(dl_train).__name__, "batches": loader_length(dl_train),
-                       "batch_size": getattr(dl_train, "batch_size", None)} if dl_train is not None else None,
+                       "batch_size": getattr(dl_train, "batch_size", None), "order": _loader_order(dl_train)}
+                      if dl_train is not None else None,
             "versions": {"torch": str(torch.__version__), "trainbook": __version__},
             "shapes": {k: list(v.shape) for k, v in unwrap(model).state_dict().items()},
             "optimizer": type(optimizer).__name__ if optimizer is not None else None}
@@ -494,17 +509,42 @@ def resume_changes(saved: dict,  # the signature of the checkpoint's run (`saved
                     data={"changes": changes})]
 
 # %% ../nbs/06_checkpoint.ipynb #667a9f9e
+def stopped_early(ckpt: dict,  # a loaded checkpoint: its position, step and early-stopping state
+                  config,  # the resuming run's TrainConfig (its patience and max_steps)
+                 ) -> bool:
+    """Whether early stopping ends the checkpoint's run before it takes another step: the checkpoint is an epoch's
+    end after which `config.patience` evaluations went without improvement (a max_steps reached ends it first)."""
+    wait = (ckpt.get("early_stopping") or {}).get("wait") or 0
+    at_max = bool(config.max_steps) and ckpt.get("step", 0) >= config.max_steps
+    at_epoch_end = ckpt.get("epoch", 0) > 0 and not ckpt.get("batch_idx")  # the loop stops only there
+    return at_epoch_end and config.patience is not None and wait >= config.patience and not at_max
+
 def check_epochs_left(epoch: int,  # the epoch the checkpoint resumes at
                       batch_idx: int,  # batches of that epoch already done
-                      config,  # the resumed run's TrainConfig (its epochs and max_steps)
+                      config,  # the resumed run's TrainConfig (its epochs, max_steps and patience)
                       step: int = 0,  # optimizer steps the checkpoint's run took
+                      ckpt: Optional[dict] = None,  # the checkpoint, to tell whether early stopping ended its run
                      ) -> None:
-    "A resume past the run's epochs or max_steps: nothing to train (a warning), or an epoch cut short (a ValueError)."
+    """A resume past the run's epochs or max_steps, or of a run early stopping ended: nothing to train (a warning),
+    or an epoch cut short (a ValueError). A patience that lets an early-stopped run go on is said too."""
     epochs, max_steps = config.epochs, config.max_steps
     if max_steps and step >= max_steps:  # the loop takes no step (it stops as 'max_steps')
         warnings.warn(f"the checkpoint's run already took {step} optimizer step(s), TrainConfig.max_steps="
                       f"{max_steps}: nothing is left to train; raise max_steps to train on", stacklevel=4)
         return
+    if ckpt is not None:
+        wait = (ckpt.get("early_stopping") or {}).get("wait") or 0
+        before = (ckpt.get("config") or {}).get("patience")
+        if stopped_early(ckpt, config):  # the loop takes no step (it stops as 'early_stopping')
+            warnings.warn(f"early stopping ended the checkpoint's run: {config.monitor} went {wait} "
+                          f"evaluation(s) without improvement, TrainConfig.patience={config.patience}: nothing is "
+                          "left to train; raise patience (or set patience=None) to train on (more epochs alone do "
+                          "not)", stacklevel=4)
+            return
+        if stopped_early(ckpt, config.replace(patience=before)):  # a larger patience: the run goes on
+            warnings.warn(f"early stopping ended the checkpoint's run (patience={before}: {wait} evaluation(s) "
+                          f"without improvement); with TrainConfig.patience={config.patience} it trains on from "
+                          f"epoch {epoch + 1}", stacklevel=4)
     if epoch < epochs: return
     if batch_idx:
         raise ValueError(f"the checkpoint stopped inside epoch {epoch + 1} (after batch {batch_idx}), past "
@@ -672,3 +712,50 @@ class Position:
         "A copy with some fields changed."
         return Position(**{**self.__dict__, **changes})
 
+    def resume_from(self,
+                    rng: Optional[dict] = None,  # the RNG states at the point saved; None = as they are now
+                    batch_idx: Optional[int] = None,  # micro-batches used at that point; None = `batch_idx`
+                   ) -> "Position":
+        """The position a checkpoint saves, with the RNG states a resume must start from: a position not entered
+        yet (a resumed run before its first epoch starts) as it was loaded; at an epoch's start, the epoch's own
+        states, from before the loader drew the epoch's order (a DataLoader draws it when iterated)."""
+        if self.rng is not None: return self.at()
+        batch_idx = self.batch_idx if batch_idx is None else batch_idx
+        if batch_idx == 0 and self.epoch_rng is not None: rng = self.epoch_rng  # the epoch is redone whole
+        return self.at(batch_idx=batch_idx, rng=rng if rng is not None else rng_state())
+
+
+# %% ../nbs/06_checkpoint.ipynb #89ce6887
+class BufferSnapshot:
+    """The model's buffers that training moves (BatchNorm's running stats, ...), copied at each accumulation
+    window's start, so that a Ctrl-C inside the window can put them back as the last completed step left them."""
+    def __init__(self,
+                 model: nn.Module,  # the model being trained (wrappers are unwrapped)
+                ):
+        # all at first, after the first window those it moved; detached views (the same memory), so copying
+        # them never joins an autograd graph
+        self.buffers = [b.detach() for b in unwrap(model).buffers()]
+        self.copies: Optional[list] = None  # the buffers as they were at the current window's start
+        self.found = False  # whether the buffers that move are known (from the first window on)
+
+    @classmethod
+    def of(cls, model: nn.Module,  # the model being trained
+          ) -> Optional["BufferSnapshot"]:
+        "A snapshot of `model`'s buffers; None when it has none (nothing to copy, not even a call)."
+        return cls(model) if any(True for _ in unwrap(model).buffers()) else None
+
+    def keep(self) -> None:
+        "At a window's start: copy the buffers that move (for the first window all, to learn which move)."
+        if self.copies is None:
+            self.copies = [b.clone() for b in self.buffers]
+            return
+        if not self.found:  # the first window is over: from now on only what it changed
+            moved = [(b, c) for b, c in zip(self.buffers, self.copies) if not torch.equal(b, c)]
+            self.buffers, self.copies = [b for b, _ in moved], [c for _, c in moved]
+            self.found = True
+        if self.buffers: torch._foreach_copy_(self.copies, self.buffers)
+
+    def restore(self) -> None:
+        "Put the buffers back as they were at the current window's start."
+        if not self.copies: return
+        with torch.no_grad(): torch._foreach_copy_(self.buffers, self.copies)

@@ -397,7 +397,7 @@ class _FlaxLoop:
     def save(self, name: str, pos: Optional[Position] = None) -> None:
         "`run_dir/name` (last.msgpack, best.msgpack) with the whole state at `pos` (default: here)."
         if self.run_dir is None: return
-        pos = pos or self.pos.at(rng=rng_state())
+        pos = pos or self.pos.resume_from()  # at an epoch's start: the RNG from before its order was drawn
         t = self.train
         save_flax_checkpoint(self.run_dir / name, {
             "format": CHECKPOINT_FORMAT, "params": tree_entries(t.params), "rest": tree_entries(t.rest),
@@ -583,7 +583,7 @@ class _FlaxLoop:
         if window is not None and not window.done:
             self.train = self.state.train_state = self.window_start
             if window.rng is not None:  # resume restarts at the window's first micro-batch
-                self.save("last.msgpack", self.pos.at(batch_idx=window.start, rng=window.rng))
+                self.save("last.msgpack", self.pos.resume_from(window.rng, window.start))
                 return "interrupted"
         self.save("last.msgpack")
         return "interrupted"

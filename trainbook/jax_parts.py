@@ -17,7 +17,7 @@ from .checkpoint import CheckpointError
 from .core import Finding, TrainConfig, atomic_write
 from .events import Callback, LoopState
 from .metrics import IGNORE_INDEX
-from .optim import SCHEDULE_FNS, warmup_steps
+from .optim import SCHEDULE_FNS, schedule_steps, warmup_steps
 from .sanity import loss_kind, static_findings
 
 # %% auto #0
@@ -103,11 +103,7 @@ def optax_schedule(cfg: TrainConfig,  # `lr`, `schedule` and `warmup` are read
         raise ValueError("fit_flax: schedule='plateau' is not available here (it needs the validation loss "
                          "inside the optimizer); use 'constant', 'warmup_cosine' or 'one_cycle', or pass an "
                          "optax transformation with optax.contrib.reduce_on_plateau as optimizer=")
-    if total_steps is None:
-        if cfg.schedule != "constant" or 0 < cfg.warmup < 1:
-            raise ValueError(f"schedule={cfg.schedule!r} needs the number of steps: give dl_train a length "
-                             "or set max_steps")
-        total_steps = 0
+    total_steps = schedule_steps(cfg, total_steps)
     total, warm, peak = total_steps, warmup_steps(cfg.warmup, total_steps), cfg.lr
 
     def ramp(count):  # linear warmup: (count + 1) / warm, as trainbook.optim.constant

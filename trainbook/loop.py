@@ -13,14 +13,14 @@ import torch
 from torch import nn
 
 from .batch import Feeder, batch_rows, check_loss_shapes, eval_mode, prediction, training_lock
-from .checkpoint import (Checkpointer, FindingsPart, Position, check_epochs_left, check_resume,
-                                  run_signature)
+from .checkpoint import (BufferSnapshot, Checkpointer, FindingsPart, Position, check_epochs_left,
+                                  check_resume, run_signature, stopped_early)
 from .core import (History, TrainConfig, environment, loader_length, pick_device, pick_precision,
                             rng_state, seed_everything, set_loader_epoch, set_rng_state)
 from .triage import Evaluation, LossStats, NanGuard
 from .distributed import all_mean, dist_info, full_tensor, reduce_evaluation, shard_loader, wrap_model
 from .events import Callback, Callbacks, Event, LoopState
-from .guard import check_fit_inputs, check_monitor, require_batches
+from .guard import check_fit_inputs, check_monitor, monitor_fallback, require_batches
 from .metrics import resolve_metrics, try_metrics
 from .optim import (gradient_norms, make_scheduler, param_groups,
                              pick_scheduler_interval, step_optimizer, unscale_and_clip)
@@ -120,6 +120,7 @@ def accumulation_windows(batches: Iterator,  # the epoch's (positioned) batch it
                          n_batches: Optional[int],  # micro-batches per epoch (None = unknown; then accum_steps == 1)
                          pos: Position,  # the loop's position; `batch_idx` advances as micro-batches are drawn
                          keep_rng: bool = False,  # record the RNG state at each window's start (for checkpoints)
+                         buffers: Optional[BufferSnapshot] = None,  # the model's moving buffers, copied there too
                         ) -> Iterator[Window]:
     "The epoch's accumulation windows; the last is shorter when the epoch does not divide evenly."
     while True:
@@ -127,6 +128,7 @@ def accumulation_windows(batches: Iterator,  # the epoch's (positioned) batch it
         size = min(accum_steps, n_batches - pos.batch_idx) if n_batches else accum_steps
         first = next(batches, _END)  # also at the epoch's end: a loader's generator finishes its epoch
         if first is _END or size <= 0: return
+        if buffers is not None: buffers.keep()  # as the last step left them: a dropped window puts them back
         yield Window(batches, first, size, pos, rng)
 
 # %% ../nbs/07_loop.ipynb #dfbf5720
@@ -160,6 +162,7 @@ class Setup:
     extra: dict  # what the Run reports about the set-up: precision, device, fingerprints
     feed: Feeder  # forward under autocast -> loss, for each micro-batch
     unscale: bool  # whether every step unscales (fp16) or clips its gradients (else only the logged steps read them)
+    buffers: Optional[BufferSnapshot]  # the model's moving buffers, kept at each window's start (checkpoints only)
     started: float = field(default_factory=time.perf_counter)
 
 def set_up(model: nn.Module,  # the model to train (moved to its device, in train mode)
@@ -199,7 +202,7 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
     sched = scheduler if scheduler is not None else make_scheduler(opt, cfg, total_steps)
     scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")  # a no-op unless fp16
     stopper = EarlyStopping(cfg.monitor, cfg.mode, cfg.patience, cfg.min_delta)
-    history, findings = History(), []
+    history, findings = History(), monitor_fallback(cfg, dl_valid is not None)  # a set-up note, once a run
     fingerprint = data_fingerprint(dl_train, dl_valid)
     profiler = [StepProfiler(profile, cfg.checkpoint_dir)] if profile else []
     cbs = run_callbacks(callbacks, live=live, track=track, kind="torch", rank=rank, first=[NanGuard()],
@@ -225,6 +228,7 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
               extra={"precision": precision, "device": str(device), "split_fingerprint": split_fingerprint,
                      "data_fingerprint": fingerprint, "track": track},
               feed=Feeder(net, loss_fn, device, precision),
+              buffers=BufferSnapshot.of(model) if keeper.enabled else None,
               unscale=cfg.clip_norm is not None or precision == "fp16")
     state = LoopState(model=model, optimizer=opt, scheduler=sched, scaler=scaler, loss_fn=loss_fn, config=cfg,
                       device=device, precision=precision, history=history, findings=findings, n_batches=n_batches,
@@ -232,8 +236,9 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
     try_metrics(model, dl_valid, loss_fn, metric_fns, device, precision)  # a metric that fails, before any step
     return s, state
 
-def _claim_and_resume(s: Setup, state: LoopState, resume, overwrite: bool = False) -> None:
-    "Choose and lock the run folder (never an earlier run's); restore every piece of state from a checkpoint."
+def _claim_and_resume(s: Setup, state: LoopState, resume, overwrite: bool = False) -> Optional[str]:
+    """Choose and lock the run folder (never an earlier run's); restore every piece of state from a checkpoint.
+    'early_stopping' when early stopping had ended the checkpoint's run: nothing is left to train."""
     engine = sys.modules.get("trainbook.ray_engine")  # loaded only where Ray runs the workers
     if resume is None and engine is not None: resume = engine.worker_resume()  # a worker Ray restarted
     keeper = s.checkpointer
@@ -241,10 +246,11 @@ def _claim_and_resume(s: Setup, state: LoopState, resume, overwrite: bool = Fals
         keeper.meta["signature"] = run_signature(s.model, s.optimizer, s.dl_train, s.config,
                                                  s.extra["split_fingerprint"], s.loss_fn, s.extra["data_fingerprint"])
     # the checkpoint read and compared before any folder is claimed or emptied (overwrite) or any part loaded
-    claim_run_dir(keeper, resume, overwrite, device=s.device, take=lambda ckpt: _take_position(state, ckpt),
-                  check=lambda ckpt: check_epochs_left(ckpt["epoch"], ckpt["batch_idx"], s.config, ckpt["step"]))
+    ckpt = claim_run_dir(keeper, resume, overwrite, device=s.device, take=lambda ckpt: _take_position(state, ckpt),
+                         check=lambda c: check_epochs_left(c["epoch"], c["batch_idx"], s.config, c["step"], c))
     state.run_dir = keeper.run_dir
     state.findings += keeper.findings
+    return "early_stopping" if ckpt is not None and stopped_early(ckpt, s.config) else None
 
 def _take_position(state: LoopState, ckpt: dict) -> None:
     "The loop's counters and position from a checkpoint whose parts are loaded."
@@ -279,7 +285,7 @@ def _start_epoch(s: Setup, state: LoopState, epoch: int) -> TimedIterator:
 def _windows(s: Setup, state: LoopState, batches: TimedIterator) -> Iterator[Window]:
     "The epoch's accumulation windows (with their start's RNG states when checkpoints are written)."
     return accumulation_windows(batches, s.config.accum_steps, s.n_batches, state.position,
-                                s.checkpointer.enabled)
+                                s.checkpointer.enabled, s.buffers)
 
 def _grad_sync(s: Setup, window: Window):
     "DDP averages gradients across ranks once per window (at its last micro-batch), not after each one."
@@ -367,7 +373,7 @@ def _save_last(s: Setup, state: LoopState, pos: Optional[Position] = None, name:
     """last.pt (or best.pt) at `pos` (default: here, right after the last completed step); `entries` replace
     parts' states. A resume from either continues from `pos`."""
     if not s.checkpointer.enabled: return
-    pos = pos or state.position.at(rng=rng_state())
+    pos = pos or state.position.resume_from()
     s.checkpointer.save(name, step=state.step, skipped_steps=state.skipped_steps, **pos.state_dict(),
                         **entries)
 
@@ -442,7 +448,8 @@ def _interrupted(s: Setup, state: LoopState, window: Optional[Window]) -> str:
         entries = dict(state.epoch_end)
         _save_last(s, state, entries.pop("pos"), **entries)
     elif window is not None and not window.done and window.rng is not None:
-        _save_last(s, state, state.position.at(batch_idx=window.start, rng=window.rng))
+        if s.buffers is not None: s.buffers.restore()  # its forwards moved BatchNorm's stats: the replay does
+        _save_last(s, state, state.position.resume_from(window.rng, window.start))
     else: _save_last(s, state)
     return "interrupted"
 
@@ -493,13 +500,14 @@ def fit(model: nn.Module,  # the model to train (in place)
                           scheduler_interval=scheduler_interval, metric_fns=metric_fns, callbacks=callbacks,
                           live=live, split_fingerprint=split_fingerprint, strategy=strategy, track=track,
                           profile=profile)
-        # the run folder, locked for this run; on resume every piece of state restored
-        _claim_and_resume(s, state, resume, overwrite)
+        # the run folder, locked for this run; on resume every piece of state restored (a run that early
+        #   stopping had ended stays ended: 'early_stopping', no epoch started)
+        finished = _claim_and_resume(s, state, resume, overwrite)
         cbs, opt, scaler, feed = s.callbacks, s.optimizer, s.scaler, s.feed
-        stopped, window = None, None
+        stopped, window = finished, None
         try:
             cbs(Event.before_fit, state)
-            for epoch in range(state.position.epoch, cfg.epochs):
+            for epoch in range(state.position.epoch, cfg.epochs) if not finished else ():
                 # position the loader: this epoch's order; on resume, the same order minus the batches used
                 batches = _start_epoch(s, state, epoch)
                 cbs(Event.before_epoch, state)

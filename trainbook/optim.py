@@ -18,8 +18,8 @@ from .distributed import full_tensor
 
 # %% auto #0
 __all__ = ['NORM_TYPES', 'SCHEDULE_FNS', 'SCHEDULER_INTERVALS', 'EPOCH_SCHEDULERS', 'param_groups', 'warmup_steps', 'constant',
-           'warmup_cosine', 'one_cycle', 'make_scheduler', 'scale_lr', 'LRFinder', 'cycle_batches', 'steepest_lr',
-           'lr_find', 'unscale_and_clip', 'gradient_norms', 'step_optimizer', 'optimizer_step',
+           'warmup_cosine', 'one_cycle', 'schedule_steps', 'make_scheduler', 'scale_lr', 'LRFinder', 'cycle_batches',
+           'steepest_lr', 'lr_find', 'unscale_and_clip', 'gradient_norms', 'step_optimizer', 'optimizer_step',
            'pick_scheduler_interval', 'train_step']
 
 # %% ../nbs/05_optim.ipynb #075ae175
@@ -81,6 +81,20 @@ def one_cycle(step: int,  # the optimizer step (0-based)
 
 SCHEDULE_FNS = {"constant": constant, "warmup_cosine": warmup_cosine, "one_cycle": one_cycle}
 
+def schedule_steps(cfg: TrainConfig,  # `schedule` and `warmup` are read
+                   total_steps: Optional[int],  # optimizer steps in the run (None = unknown)
+                  ) -> int:
+    "`total_steps`, or 0 where nothing needs it; unknown yet needed: a ValueError that names what needs it."
+    if total_steps is not None: return total_steps
+    if cfg.schedule != "constant":
+        raise ValueError(f"schedule={cfg.schedule!r} needs the number of steps: give dl_train a length or set "
+                         "max_steps")
+    if 0 < cfg.warmup < 1:  # the constant schedule needs no step count; a fraction of the steps does
+        raise ValueError(f"warmup={cfg.warmup} is a fraction of the run's optimizer steps, and their number is "
+                         "unknown (dl_train has no length, max_steps is not set): give warmup in steps (warmup=N, "
+                         "N >= 1 optimizer steps) or set max_steps")
+    return 0
+
 def make_scheduler(opt: torch.optim.Optimizer,  # the optimizer whose groups' lrs are scaled
                    cfg: TrainConfig,  # `schedule`, `warmup`, `mode`, `plateau_*` are read
                    total_steps: Optional[int],  # optimizer steps in the run (None = unknown)
@@ -89,11 +103,7 @@ def make_scheduler(opt: torch.optim.Optimizer,  # the optimizer whose groups' lr
     if cfg.schedule == "plateau":
         return torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode=cfg.mode, factor=cfg.plateau_factor,
                                                           patience=cfg.plateau_patience)
-    if total_steps is None:
-        if cfg.schedule != "constant" or 0 < cfg.warmup < 1:
-            raise ValueError(f"schedule={cfg.schedule!r} needs the number of steps: give the loader a "
-                             "length or set max_steps")
-        total_steps = 0
+    total_steps = schedule_steps(cfg, total_steps)
     fn = partial(SCHEDULE_FNS[cfg.schedule], total_steps=total_steps,
                  warmup=warmup_steps(cfg.warmup, total_steps))
     return torch.optim.lr_scheduler.LambdaLR(opt, fn)
