@@ -634,7 +634,7 @@ def _time_cuts(sdf, time: str, n: int, valid_size: float, test_size: float, gap:
     if not n_test: cuts[2] = cuts[3] = float("inf")
     return cuts
 
-def _spark_validate(sdf, target, strategy, groups, time, valid_size, test_size, n_folds, gap):
+def _spark_validate(sdf, target, strategy, groups, time, valid_size, test_size, n_folds, gap, seed):
     require_spark_frame(sdf)
     for col, arg in ((target, "target"), (groups, "groups"), (time, "time")):
         require_spark_column(sdf, col, arg)
@@ -658,7 +658,7 @@ def make_splits(sdf,  # a Spark DataFrame, one row per example
                ) -> SparkSplits:
     "Leakage-safe train/valid(/test) parts of a Spark DataFrame: a rule Spark applies, audited on creation."
     from pyspark.sql import functions as F
-    _spark_validate(sdf, target, strategy, groups, time, valid_size, test_size, n_folds, gap)
+    _spark_validate(sdf, target, strategy, groups, time, valid_size, test_size, n_folds, gap, seed)
     checks = [F.count(F.lit(1)).alias("n")]
     for col, arg in ((target, "target"), (groups, "groups"), (time, "time")):
         if col is None: continue
