@@ -281,3 +281,32 @@ def test_a_truncated_last_pt_names_the_best_pt_beside_it(tmp_path):
     with pytest.raises(tb.CheckpointError, match="truncated") as e:  # no best.pt: nothing named
         fit(tmp_path, epochs=3, resume=tmp_path)
     assert "best.pt" not in str(e.value)
+
+
+def test_run_load_refuses_another_format_or_a_newer_version_and_keeps_config_fields_it_does_not_know(tmp_path):
+    """Seen: a run.json with format 'trainbook-run-v2', version 99 and a new config field loaded without a word,
+    and the field was dropped; RUN_VERSION was written but never read."""
+    from trainbook.run import RUN_FORMAT, RUN_VERSION, write_run_record
+    fit(tmp_path / "a", epochs=1)
+    file = tmp_path / "a" / "run.json"
+    record = json.loads(file.read_text())
+    assert (record["format"], record["version"]) == (RUN_FORMAT, RUN_VERSION)
+    def load(**changes):
+        changed = tmp_path / "changed"
+        changed.mkdir(exist_ok=True)
+        (changed / "run.json").write_text(json.dumps({**record, **changes}))
+        return tb.Run.load(changed)
+    with pytest.raises(RunFileError, match=r"'.*changed/run.json' is a 'trainbook-run-v2' record, not a trainbook "
+                                           r"run record \(format 'trainbook-run'\)"):
+        load(format="trainbook-run-v2")
+    with pytest.raises(RunFileError, match=rf"'.*changed/run.json' was written by a newer trainbook \(run record "
+                                           rf"version 99; this trainbook reads version {RUN_VERSION}\): upgrade"):
+        load(version=99)
+    with pytest.raises(RunFileError, match=r"version 'x'"): load(version="x")
+    with pytest.warns(UserWarning, match=r"config has fields this trainbook does not know: grad_checkpointing"):
+        run = load(config={**record["config"], "grad_checkpointing": True})
+    assert run.extra["unknown_config"] == {"grad_checkpointing": True}
+    write_run_record(run, tmp_path / "again.json")  # written back as it came: the field stays in the config
+    again = json.loads((tmp_path / "again.json").read_text())
+    assert again["config"]["grad_checkpointing"] is True and "unknown_config" not in again["extra"]
+    assert tb.Run.load(file).config == run.config  # a record as this trainbook writes it: read without a word

@@ -151,6 +151,7 @@ def test_function_objective_callable_space_and_direction(tmp_path):
     (dict(space={"lr": ("exp", 1, 2, 3)}), "space\\['lr'\\]"),
     (dict(objective=(1, 2, 3)), "5-tuple|\\(model_factory"),
     (dict(direction="down"), "direction"),
+    (dict(seed=-1), "seed must be None or a non-negative integer"),
     (dict(pruner=optuna.pruners.MedianPruner), r"pruner: MedianPruner is a class.*pass an instance: MedianPruner\(\)"),
     (dict(storage=optuna.storages.RDBStorage), r"storage: RDBStorage is a class.*pass an instance: RDBStorage\(\)"),
 ])
@@ -234,7 +235,8 @@ def test_ctrl_c_in_the_objective_outside_fit(tmp_path):
     def objective(config):
         if config.trial.number == 1: raise KeyboardInterrupt
         return base(config)
-    res = tb.search(objective, lr_per_trial(0.01, 0.01, 0.01), 3, storage=str(tmp_path / "s.db"), live=False)
+    with pytest.warns(UserWarning, match="run again, as the space function returned it"):
+        res = tb.search(objective, lr_per_trial(0.01, 0.01, 0.01), 3, storage=str(tmp_path / "s.db"), live=False)
     assert res.stopped == "interrupted" and states(res) == ["COMPLETE", "FAIL"] and res.best_trial == 0
     assert res.panel.states == {0: "complete", 1: "fail"}
 
@@ -247,8 +249,9 @@ def test_a_diverged_trial_is_fail_with_its_finding_and_the_search_goes_on(tmp_pa
         data = poisoned if config.trial.number == 1 else dl_train
         return tb.fit(mlp(), data, dl_valid, loss_fn=nn.CrossEntropyLoss(), live=False, callbacks=config.callbacks,
                       config=tb.TrainConfig(epochs=2, lr=config["lr"], device="cpu"))
-    res = tb.search(objective, lr_per_trial(0.01, 0.01, 0.02), 3, storage=str(tmp_path / "s.db"), pruner="none",
-                    live=False)
+    with pytest.warns(UserWarning, match=r"\(trial 1 as 0\): run again, as the space function returned it"):
+        res = tb.search(objective, lr_per_trial(0.01, 0.01, 0.02), 3, storage=str(tmp_path / "s.db"),
+                        pruner="none", live=False)  # a space function's repeat is its to mean: it runs
     assert res.stopped == "completed" and states(res) == ["COMPLETE", "FAIL", "COMPLETE"]
     diverged = res.study.trials[1]
     assert diverged.user_attrs["stopped"] == "nonfinite" and "nonfinite" in diverged.user_attrs["finding"]
@@ -495,3 +498,83 @@ def test_joining_a_study_with_another_kind_of_range_is_refused_naming_the_key_be
     assert [t.state.name for t in study.trials] == ["COMPLETE"]  # no FAIL trial per refused search
     res = tb.search(lambda c: c["lr"], {"lr": (1e-4, 0.2)}, 1, storage=db, study_name="joined", live=False)
     assert states(res) == ["COMPLETE", "COMPLETE"]  # another float range joins, as Optuna allows
+
+
+def configs(res):
+    "The sampled (x, y) of each trial, in trial order."
+    return [(t.params["x"], t.params["y"]) for t in sorted(res.study.trials, key=lambda t: t.number)]
+
+
+def test_a_continued_study_and_a_second_worker_draw_new_configs_and_a_fresh_search_replays_its_seed(tmp_path):
+    """Seen: seed=0 seeded the sampler afresh on every call, so a continued study replayed the configs it had
+    tried (trials 4-7 = 0-3) and two workers started at once drew identical pairs."""
+    db, space = str(tmp_path / "s.db"), {"x": (0.0, 1.0), "y": ("log", 1e-3, 1.0)}
+    score = lambda c: (c["x"] - 0.3) ** 2 + c["y"]
+    once = configs(tb.search(score, space, 6, storage=db, study_name="once", live=False))
+    again = configs(tb.search(score, space, 6, storage=db, study_name="again", live=False))
+    assert once == again  # a fresh search replays from its seed
+    tb.search(score, space, 3, storage=db, study_name="halves", live=False)
+    halves = configs(tb.search(score, space, 3, storage=db, study_name="halves", live=False))
+    assert len(set(halves)) == 6 and halves == once  # continued: new configs, as one search of 6 would draw
+    other = configs(tb.search(score, space, 6, storage=db, study_name="seeded", seed=1, live=False))
+    assert not set(other) & set(once)  # another seed, other configs
+    inner = []
+    def first_worker(config):  # a second worker starts while this one's trial 0 runs
+        if config.trial.number == 0:
+            inner.append(tb.search(score, space, 2, storage=db, study_name="two", live=False))
+        return score(config)
+    outer = tb.search(first_worker, space, 2, storage=db, study_name="two", live=False)
+    both = configs(outer)
+    assert len(both) == 4 and len(set(both)) == 4 and inner[0].study.study_name == "two"
+
+
+def test_a_config_the_study_already_tried_is_never_run_again_silently(tmp_path):
+    "Two choices and five trials: each config is trained once; the repeats take its value and say so."
+    ran = []
+    def objective(config):
+        ran.append(config["hidden"])
+        return config["hidden"] / 100
+    repeated = r"drew a config an earlier trial had tried \(trial .* as .*\): not run again"
+    with pytest.warns(UserWarning, match=repeated):
+        res = tb.search(objective, {"hidden": [16, 32]}, 5, storage=str(tmp_path / "s.db"), live=False)
+    assert sorted(ran) == sorted(set(ran))  # none trained twice
+    trials = sorted(res.study.trials, key=lambda t: t.number)
+    repeats = [t for t in trials if "duplicate_of" in t.user_attrs]
+    assert len(repeats) == 5 - len(ran) >= 3
+    for t in repeats:
+        first = trials[t.user_attrs["duplicate_of"]]
+        assert first.params == t.params and first.value == t.value and "duplicate_of" not in first.user_attrs
+    first_16 = next(t.number for t in trials if t.params["hidden"] == 16)
+    assert res.best_trial == first_16 and res.best_value == 0.16  # the best is the trial that ran, not a repeat
+    # a config another worker is running now: not run twice, FAIL with the reason
+    def first_worker(config):
+        if config.trial.number == 0:
+            with pytest.raises(RuntimeError, match=r"trial 1 \(hidden=16\): .*running as trial 0") as info:
+                tb.search(objective, {"hidden": [16]}, 1, storage=str(tmp_path / "t.db"), study_name="t",
+                          live=False)
+            assert info.value.result.stopped == "failed"
+        return objective(config)
+    ran.clear()
+    res = tb.search(first_worker, {"hidden": [16]}, 1, storage=str(tmp_path / "t.db"), study_name="t", live=False)
+    assert ran == [16] and states(res) == ["COMPLETE", "FAIL"]
+
+
+def test_a_nan_objective_fails_its_trial_with_the_reason_and_numpy_or_tensor_numbers_count(tmp_path):
+    """Seen: a NaN objective gave "no trial ... completed: {'FAIL': 3}" with no reason (err.result.stopped
+    read 'completed'); a numpy float32 or 0-d tensor result was refused after the trial's work."""
+    import numpy as np
+    db = str(tmp_path / "s.db")
+    said = r"no trial of study 'nan' completed: \{'FAIL': 2\}.*trial 0 \(x=[0-9.]+\): the objective returned nan"
+    with pytest.raises(RuntimeError, match=said) as info:
+        tb.search(lambda c: float("nan"), {"x": (0.0, 1.0)}, 2, storage=db, study_name="nan", live=False)
+    result = info.value.result
+    assert result.stopped == "failed"
+    assert all("the objective returned nan" in t.user_attrs["fail_reason"] for t in result.study.trials)
+    for value in (np.float32(0.5), torch.tensor(0.5), np.array(0.5), torch.tensor(0.5, requires_grad=True) * 1):
+        res = tb.search(lambda c: value, {"x": (0.0, 1.0)}, 1, storage=db, live=False)
+        assert res.best_value == 0.5 and states(res) == ["COMPLETE"]
+    inf_first = lambda c: torch.tensor(math.inf) if c.trial.number == 0 else np.float64(c["x"])
+    res = tb.search(inf_first, {"x": (0.0, 1.0)}, 2, storage=db, live=False)  # trial 0 fails, the search goes on
+    assert states(res) == ["FAIL", "COMPLETE"] and "returned inf" in res.study.trials[0].user_attrs["fail_reason"]
+    with pytest.raises(TypeError, match=r"a Run or a real number .* got a Tensor of shape \(2,\)"):
+        tb.search(lambda c: torch.ones(2), {"x": (0.0, 1.0)}, 1, storage=db, live=False)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/05a_run.ipynb #6765f40e
 from __future__ import annotations
-import contextlib, json, math, os
+import contextlib, json, math, os, warnings
 from dataclasses import dataclass, field, fields
 from enum import Enum
 from pathlib import Path
@@ -15,8 +15,9 @@ from .core import (Finding, History, TrainConfig, atomic_write, did_you_mean, fi
 
 # %% auto #0
 __all__ = ['STOP_REASONS', 'RECORDS', 'PER_STEP', 'SYSTEM', 'EVIDENCE', 'MONITOR_ALIASES', 'RUN_FORMAT', 'RUN_VERSION',
-           'RUN_FILES', 'RUNNING', 'StopReason', 'Record', 'record_key', 'monitored_record', 'last_run', 'remember_run',
-           'unrecorded', 'Run', 'RunFileError', 'json_safe', 'mark_killed', 'run_record_bytes', 'write_run_record']
+           'RUN_FILES', 'RUNNING', 'UNKNOWN_CONFIG', 'StopReason', 'Record', 'record_key', 'monitored_record',
+           'last_run', 'remember_run', 'unrecorded', 'Run', 'RunFileError', 'json_safe', 'mark_killed',
+           'run_record_bytes', 'write_run_record']
 
 # %% ../nbs/05a_run.ipynb #c9cb2482
 class StopReason(str, Enum):
@@ -172,11 +173,13 @@ class Run:
         return json_safe({
             "format": RUN_FORMAT, "version": RUN_VERSION, "stopped": self.stopped, "error": self.error,
             "kind": self.kind, "step": self.step, "epoch": self.epoch, "skipped_steps": self.skipped_steps,
-            "best": self.best, "best_epoch": self.best_epoch, "config": self.config.to_dict(),
+            "best": self.best, "best_epoch": self.best_epoch,
+            # config fields a newer trainbook wrote and this one does not know go back as they came
+            "config": {**self.extra.get(UNKNOWN_CONFIG, {}), **self.config.to_dict()},
             "environment": self.environment, "findings": [f.__dict__ for f in self.findings],
             "history": self.records.state_dict(), "profile": self.profile,
             "split_fingerprint": self.extra.get("split_fingerprint"),
-            "extra": {**{k: v for k, v in self.extra.items() if k not in _NOT_RECORDED},
+            "extra": {**{k: v for k, v in self.extra.items() if k not in (*_NOT_RECORDED, UNKNOWN_CONFIG)},
                       **({"writer": this_process()} if self.stopped == RUNNING else {})},  # a snapshot's writer
             "run_dir": self.run_dir, "best_path": self.best_path, "last_path": self.last_path})
 
@@ -215,6 +218,7 @@ RUN_FILES = ("last.pt", "best.pt", "last.msgpack", "best.msgpack", "last.keras",
              "model.txt", "model.cbm", "prep.skops", "run.json")
 RUNNING = "running"  # `Run.stopped` of a snapshot written while the run goes
 _NOT_RECORDED = ("run_params",)  # extra entries that only live in the session
+UNKNOWN_CONFIG = "unknown_config"  # `Run.extra` key: config fields of the record this trainbook does not know
 
 class RunFileError(ValueError):
     "A run record that cannot be read: the message names the file and what was expected."
@@ -268,9 +272,35 @@ def _beside(recorded: Optional[Path], folder: Path) -> Optional[Path]:
     here = folder / recorded.name
     return here if here.exists() else recorded
 
+def _check_format(record: dict, where: str):
+    "A record of another format, or of a version newer than this trainbook reads: a RunFileError saying so."
+    # a record without the keys is read as this version's layout (the required keys are checked next)
+    name, version = record.get("format", RUN_FORMAT), record.get("version", RUN_VERSION)
+    if name != RUN_FORMAT:
+        raise RunFileError(f"{where} is a {name!r} record, not a trainbook run record (format "
+                           f"{RUN_FORMAT!r}): another program's file, or one a newer trainbook wrote "
+                           "(upgrade trainbook to read it)")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise RunFileError(f"{where} has version {version!r}: a run record's version is a whole number "
+                           f"(this trainbook writes {RUN_VERSION})")
+    # the version goes up only when the layout changes in a way an older reader would misread (a new key does
+    # not need it: readers keep what they do not know), so a newer record is refused, never guessed at
+    if version > RUN_VERSION:
+        raise RunFileError(f"{where} was written by a newer trainbook (run record version {version}; "
+                           f"this trainbook reads version {RUN_VERSION}): upgrade trainbook "
+                           "(pip install -U trainbook) to read it")
+
+def _keep_unknown_config(extra: dict, unknown: dict, where: str):
+    "Config fields this trainbook does not know: kept in `extra` (and written back), a warning naming them."
+    extra[UNKNOWN_CONFIG] = unknown
+    warnings.warn(f"{where}: its config has fields this trainbook does not know: {', '.join(unknown)}; "
+                  f"they are kept in run.extra[{UNKNOWN_CONFIG!r}] and written back with the run, but "
+                  "run.config cannot use them: a newer trainbook wrote it (upgrade trainbook to use them)")
+
 def _run_from_record(record: dict, where: str) -> "Run":
     if not isinstance(record, dict):
         raise RunFileError(f"{where} is not a run record: expected a JSON object, found {type(record).__name__}")
+    _check_format(record, where)
     missing = [k for k in ("stopped", "config", "history") if k not in record]
     if missing:
         raise RunFileError(f"{where} is not a trainbook run record: it has no {', '.join(missing)} "
@@ -281,6 +311,9 @@ def _run_from_record(record: dict, where: str) -> "Run":
         history.load_state_dict({**h, "value": [_number(v) for v in h["value"]]})
         known = {f.name for f in fields(TrainConfig)}
         config = TrainConfig(**{k: v for k, v in record["config"].items() if k in known})
+        extra = dict(record.get("extra") or {})
+        unknown = {k: v for k, v in record["config"].items() if k not in known}
+        if unknown: _keep_unknown_config(extra, unknown, where)
         names = ("kind", "severity", "message", "column", "advice", "data")
         findings = [Finding(**{k: v for k, v in f.items() if k in names}) for f in record.get("findings", [])]
         path = lambda k: Path(record[k]) if record.get(k) else None
@@ -289,7 +322,7 @@ def _run_from_record(record: dict, where: str) -> "Run":
                    environment=record.get("environment") or {}, step=int(record.get("step", 0)),
                    epoch=int(record.get("epoch", 0)), skipped_steps=int(record.get("skipped_steps", 0)),
                    best=float(_number(best)) if best is not None else None, best_epoch=record.get("best_epoch"),
-                   kind=record.get("kind", "torch"), extra=dict(record.get("extra") or {}),
+                   kind=record.get("kind", "torch"), extra=extra,
                    error=record.get("error"), profile=record.get("profile"), run_dir=path("run_dir"),
                    best_path=path("best_path"), last_path=path("last_path"))
     except (KeyError, TypeError, ValueError, AttributeError) as e:

@@ -4,7 +4,7 @@
 
 # %% ../nbs/17_tuning.ipynb #0fe18f41
 from __future__ import annotations
-import inspect, math, os, random, re, secrets, socket, time, warnings, weakref
+import inspect, math, numbers, os, random, re, secrets, socket, time, warnings, weakref
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Optional, Union
 
@@ -18,7 +18,8 @@ from .tracking import run_params
 # %% auto #0
 __all__ = ['KINDS', 'CONFIG_FIELDS', 'DEFAULT_STORAGE', 'PRUNERS', 'TRIAL_OBSERVER', 'check_space', 'suggest', 'MonitorReport',
            'Pruning', 'TrialConfig', 'fit_objective', 'StudyPanel', 'new_study_name', 'make_storage', 'make_pruner',
-           'SearchResult', 'TrialDiverged', 'search', 'best_completed', 'attr_value']
+           'make_sampler', 'trial_seed', 'SearchResult', 'TrialFailed', 'TrialDiverged', 'search', 'best_completed',
+           'attr_value']
 
 # %% ../nbs/17_tuning.ipynb #7e31bccb
 KINDS = ("log", "int", "int_log", "float")
@@ -251,7 +252,7 @@ class StudyPanel:
         line = f"trial {done}{total} done, {pruned} pruned"
         if self.best is not None:
             number, value = self.best
-            config = ", ".join(f"{k}={_short(v)}" for k, v in self.params.get(number, {}).items())
+            config = _config_text(self.params.get(number, {}))
             line += f"; best {self.metric} {value:.4g} (trial {number}: {config})"
         return line
 
@@ -314,6 +315,10 @@ class StudyPanel:
 def _short(v) -> str:
     return f"{v:.3g}" if isinstance(v, float) else str(v)
 
+def _config_text(values: dict) -> str:
+    "A trial's config, short: lr=0.01, hidden=64."
+    return ", ".join(f"{k}={_short(v)}" for k, v in values.items())
+
 # %% ../nbs/17_tuning.ipynb #f6808d83
 DEFAULT_STORAGE = "sqlite:///optuna.db"
 
@@ -364,6 +369,51 @@ def make_pruner(pruner,  # 'median', 'hyperband', 'successive_halving', 'none'/N
         raise ValueError(f"pruner must be one of {', '.join(PRUNERS)} or an optuna pruner, got {pruner!r}")
     return made()
 
+def make_sampler(seed: Optional[int] = 0,  # trial n samples from (seed, n); None: not reproducible
+                 ):
+    """Optuna's TPE sampler, seeded for each trial from `(seed, trial number)`: a fresh study replays from its
+    seed; a continued study or a second worker (its trials have other numbers) draws new configs."""
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise ValueError(f"seed must be None or a non-negative integer, got {seed!r}")
+    return _TrialSeeded(seed)
+
+def trial_seed(seed: int,  # the search's seed
+               number: int,  # the trial's number in its study
+               ) -> int:
+    "The seed trial `number` of a search seeded `seed` samples with: the same on every machine."
+    import numpy as np
+    return int(np.random.SeedSequence([seed, number]).generate_state(1)[0])
+
+class _TrialSeeded:
+    "Optuna's sampler protocol, handed to a TPE sampler made at each trial's start from the trial's seed."
+    def __init__(self, seed: Optional[int]):
+        self.seed, self.tpe = seed, _tpe(seed)
+
+    def before_trial(self, study, trial):
+        # seeded once a call, a continued study replayed its first trials and two workers drew the same
+        if self.seed is not None: self.tpe = _tpe(trial_seed(self.seed, trial.number))
+        self.tpe.before_trial(study, trial)
+
+    def infer_relative_search_space(self, study, trial):
+        return self.tpe.infer_relative_search_space(study, trial)
+
+    def sample_relative(self, study, trial, search_space):
+        return self.tpe.sample_relative(study, trial, search_space)
+
+    def sample_independent(self, study, trial, name, distribution):
+        return self.tpe.sample_independent(study, trial, name, distribution)
+
+    def after_trial(self, study, trial, state, values):
+        self.tpe.after_trial(study, trial, state, values)
+
+    def reseed_rng(self):  # Optuna's, for n_jobs > 1
+        self.tpe.reseed_rng()
+
+def _tpe(seed: Optional[int]):
+    import optuna
+    # constant_liar: a trial another worker is running counts as a bad result, so no one samples beside it
+    return optuna.samplers.TPESampler(seed=seed, constant_liar=True)
+
 # %% ../nbs/17_tuning.ipynb #7ed07b63
 @dataclass
 class SearchResult:
@@ -392,7 +442,7 @@ class SearchResult:
         return self.panel.plot()
 
     def _repr_html_(self):
-        config = ", ".join(f"{k}={_short(v)}" for k, v in self.best_config.items())
+        config = _config_text(self.best_config)
         counts = self.trials.state.value_counts().to_dict()
         states = ", ".join(f"{v} {k.lower()}" for k, v in counts.items())
         note = " — <b>interrupted</b>" if self.stopped == "interrupted" else ""
@@ -420,7 +470,10 @@ def _check_search(objective, n_trials, direction, timeout):
     if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
 
-class TrialDiverged(RuntimeError):
+class TrialFailed(RuntimeError):
+    "A trial that fails while the search goes on: stored FAIL, with its reason as the trial's `fail_reason`."
+
+class TrialDiverged(TrialFailed):
     "A trial's run diverged (a non-finite loss): stored FAIL with its finding; the search goes on."
 
 def _value(result, direction: str, pruning: Pruning):
@@ -442,9 +495,33 @@ def _value(result, direction: str, pruning: Pruning):
         if result.best is None:
             raise ValueError(f"the run has no best {result.config.monitor} (was it ever logged? "
                              "pass dl_valid, or set monitor)")
-        return float(result.best)
-    if isinstance(result, (int, float)) and not isinstance(result, bool): return float(result)
-    raise TypeError(f"the objective must return a Run or a number, got {type(result).__name__}")
+        value, said = float(result.best), f"the run's best {result.config.monitor} is"
+    else:
+        value, said = _real(result), "the objective returned"
+    if value is None:  # known only once the objective returns: a value Optuna could not store either
+        shape = f" of shape {tuple(result.shape)}" if hasattr(result, "shape") else ""
+        raise TypeError("the objective must return a Run or a real number (a float, a numpy scalar, a 0-d "
+                        f"tensor), got a {type(result).__name__}{shape}")
+    # Optuna would FAIL it too, saying why in its log only: the reason goes with the trial and the error
+    if not math.isfinite(value): raise TrialFailed(f"{said} {value}")
+    return value
+
+def _real(v) -> Optional[float]:
+    "`v` as a float when it is one real number (a Python or numpy number, a 0-d tensor or array), else None."
+    if getattr(v, "ndim", None) == 0 and hasattr(v, "item"): v = v.item()  # numpy scalars, 0-d tensors
+    if isinstance(v, bool) or not isinstance(v, numbers.Real): return None
+    return float(v)
+
+def _repeat(trial, earlier) -> float:
+    "A trial that drew the config of `earlier`: that trial's outcome again, untrained (FAIL while it runs)."
+    import optuna
+    trial.set_user_attr("duplicate_of", earlier.number)
+    if earlier.state == optuna.trial.TrialState.COMPLETE: return earlier.value
+    if earlier.state == optuna.trial.TrialState.PRUNED:  # its curve again, for the sampler and the pruner
+        for step, value in sorted(earlier.intermediate_values.items()): trial.report(value, step)
+        raise optuna.TrialPruned(f"the config of trial {earlier.number}, pruned: not run again")
+    worker = earlier.user_attrs.get("worker", "another worker")
+    raise TrialFailed(f"the same config is running as trial {earlier.number} (on {worker}): not run twice")
 
 # %% ../nbs/17_tuning.ipynb #a32c469c
 def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or a tuple for fit_objective
@@ -456,7 +533,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
            pruner="median",  # median | hyperband | successive_halving | none, or an optuna pruner
            direction: Optional[str] = None,  # minimize | maximize; None = from the monitored value's mode
            timeout: Optional[float] = None,  # stop starting trials after this many seconds
-           seed: Optional[int] = 0,  # the sampler's seed (None = not reproducible)
+           seed: Optional[int] = 0,  # trial n samples from (seed, n); None: not reproducible
            live: Union[str, bool] = "auto",  # the study panel: 'auto', or False for none
            heartbeat: Optional[float] = 30.0,  # RDB storage: seconds between a trial's heartbeats
            engine: str = "optuna",  # optuna (trials here, one by one) | ray (Ray Tune: parallel trials, ASHA)
@@ -475,6 +552,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     base = getattr(objective, "base_config", None)
     check_space(space, getattr(objective, "takes", None), base)
     pruner = make_pruner(pruner)
+    sampler = make_sampler(seed)
     _check_direction(direction, base, space)
     direction = direction or ("maximize" if base is not None and base.mode == "max" else "minimize")
     study_name = study_name or new_study_name()
@@ -483,7 +561,6 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     # the panel says what Optuna's INFO lines would: quieter while searching, never louder than the user said
     quiet = max(verbosity, optuna.logging.WARNING)
     optuna.logging.set_verbosity(quiet)
-    sampler = optuna.samplers.TPESampler(seed=seed)
     try: study = optuna.create_study(storage=make_storage(storage, heartbeat), study_name=study_name,
                                      direction=direction, pruner=pruner, sampler=sampler, load_if_exists=True)
     finally: optuna.logging.set_verbosity(verbosity)
@@ -498,12 +575,27 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     result = SearchResult(study, {}, math.nan, -1, panel=panel)
     worker = f"{socket.gethostname()}:{os.getpid()}"
 
+    repeats: list = []  # (trial, the earlier trial whose whole config it drew)
+
     def run_trial(trial) -> float:
         values = suggest(trial, space)
-        pruning = Pruning(trial, notify=lambda step, value: panel.report(trial.number, step, value))
-        trial.set_user_attr("config", {k: attr_value(v) for k, v in values.items()})
+        config = {k: attr_value(v) for k, v in values.items()}
+        trial.set_user_attr("config", config)
         trial.set_user_attr("worker", worker)
         panel.start(trial.number, values)
+        try:
+            earlier = _tried(study, trial.number, config)
+            if earlier is not None: repeats.append((trial.number, earlier.number))
+            # a dict space is sampled here: a config the study tried is never trained twice; a space
+            # function may mean its repeat (another seed): it runs, and is warned about
+            if earlier is not None and isinstance(space, dict): return _repeat(trial, earlier)
+            return train(trial, values)
+        except TrialFailed as err:  # FAIL, the search goes on: the reason stays with the trial
+            trial.set_user_attr("fail_reason", f"trial {trial.number} ({_config_text(values)}): {err}")
+            raise
+
+    def train(trial, values: dict) -> float:
+        pruning = Pruning(trial, notify=lambda step, value: panel.report(trial.number, step, value))
         # every fit in the trial joins its pruning (and reports how it ended) without being told
         add_session_observer(TRIAL_OBSERVER, lambda context: pruning)
         try:
@@ -531,7 +623,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
 
     optuna.logging.set_verbosity(quiet)
     try: study.optimize(run_trial, n_trials=n_trials, timeout=timeout, callbacks=[after_trial],
-                        catch=(TrialDiverged,))
+                        catch=(TrialFailed,))
     except KeyboardInterrupt:  # Ctrl-C: the trial in flight is FAIL (Optuna's doing), the search stops here
         result.stopped = "interrupted"
         _fail_own_running(study, worker)
@@ -549,12 +641,14 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     finally:
         optuna.logging.set_verbosity(verbosity)
         panel.finish()
+        if repeats: _warn_repeats(repeats, trained=not isinstance(space, dict))
     if _keep_best(result, study) is None:
         states = result.trials.state.value_counts().to_dict()
         if result.stopped == "interrupted":
             warnings.warn(f"search interrupted before any trial of study {study_name!r} completed: {states}")
             return result
-        err = RuntimeError(f"no trial of study {study_name!r} completed: {states}")
+        result.stopped = "failed"  # nothing completed: the search has no best to give
+        err = RuntimeError(f"no trial of study {study_name!r} completed: {states}{_fail_reasons(study)}")
         err.result = result  # the trials, pruned or failed, with the study
         raise err
     return result
@@ -587,16 +681,49 @@ def _completed(study) -> list:
 
 def best_completed(study,  # an Optuna study
                   ) -> Optional[tuple[int, float]]:
-    "(number, value) of the study's best completed trial, or None."
+    "(number, value) of the study's best completed trial (a repeat not run: the trial it repeats), or None."
     if not _completed(study): return None
-    best = study.best_trial
+    best = _best_trial(study)
     return best.number, best.value
+
+def _best_trial(study):
+    "The study's best trial; a repeat that was not run stands for the trial that ran (same value, a Run)."
+    best = study.best_trial  # which of two equal values is Optuna's best is not said: the repeat's, maybe
+    first = best.user_attrs.get("duplicate_of")
+    if first is None: return best
+    return next((t for t in study.get_trials(deepcopy=False) if t.number == first), best)
+
+def _tried(study, number: int, config: dict):
+    "The study's first trial but `number` (complete, pruned or running) with this whole config, or None."
+    import optuna
+    kept = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED, optuna.trial.TrialState.RUNNING)
+    for t in study.get_trials(deepcopy=False, states=kept):  # a FAIL one runs again: the objective was fixed
+        if t.number != number and t.user_attrs.get("config", t.params) == config: return t
+    return None
+
+def _warn_repeats(repeats: list, trained: bool):
+    "Say which trials drew the config of an earlier trial, and whether they were trained again."
+    pairs = ", ".join(f"{n} as {first}" for n, first in repeats[:10]) + (", ..." if len(repeats) > 10 else "")
+    said = ("run again, as the space function returned it; to repeat a config on purpose, return what "
+            "differs too (e.g. a seed)") if trained else (
+        "not run again; each took that trial's result (FAIL while it still ran): the space may be nearly "
+        "exhausted; widen it, or run fewer trials")
+    warnings.warn(f"{len(repeats)} trial(s) drew a config an earlier trial had tried (trial {pairs}): {said}")
+
+def _fail_reasons(study, most: int = 3) -> str:
+    "': reason; reason' from the first `most` failed trials' `fail_reason`, for a message ('' if none)."
+    import optuna
+    failed = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.FAIL,))
+    reasons = [t.user_attrs["fail_reason"] for t in failed if "fail_reason" in t.user_attrs]
+    if not reasons: return ""
+    more = f"; {len(reasons) - most} more in result.trials" if len(reasons) > most else ""
+    return ": " + "; ".join(reasons[:most]) + more
 
 def _keep_best(result: SearchResult, study) -> Optional[tuple[int, float]]:
     "Put the study's best completed trial (number, value, whole config) into `result`; that trial, or None."
     best = best_completed(study)
     if best is None: return None
-    top = study.best_trial
+    top = _best_trial(study)
     result.best_trial, result.best_value = top.number, top.value
     result.best_config = dict(top.user_attrs.get("config", top.params))
     return best
