@@ -12,7 +12,7 @@ from .core import History
 from .distributed import LaunchError, launch_live_curves, pickle_by_value
 from .events import Callback, add_session_observer, remove_session_observer
 from .parquet import require_features
-from .tuning import TRIAL_OBSERVER, MonitorReport, new_study_name
+from .tuning import TRIAL_OBSERVER, MonitorReport, make_sampler, new_study_name
 
 # %% auto #0
 __all__ = ['LocalNotes', 'init_local', 'Collector', 'in_worker', 'RayReport', 'worker_resume', 'train_loop', 'launch',
@@ -560,7 +560,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     try:
         searcher = StudySearch(stopped, space=lambda trial: suggest(trial, space), metric="objective",
                                mode="min" if direction == "minimize" else "max", study_name=study_name,
-                               storage=make_storage(storage), sampler=optuna.samplers.TPESampler(seed=seed))
+                               storage=make_storage(storage), sampler=make_sampler(seed))  # as tb.search
     finally: optuna.logging.set_verbosity(verbosity)
     study = searcher._ot_study
     if study.direction.name.lower() != direction:

@@ -375,7 +375,8 @@ def make_sampler(seed: Optional[int] = 0,  # trial n samples from (seed, n); Non
     seed; a continued study or a second worker (its trials have other numbers) draws new configs."""
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise ValueError(f"seed must be None or a non-negative integer, got {seed!r}")
-    return _TrialSeeded(seed)
+    import optuna  # an Optuna BaseSampler, which Ray Tune's OptunaSearch asserts
+    return type("TrialSeeded", (_TrialSeeded, optuna.samplers.BaseSampler), {})(seed)
 
 def trial_seed(seed: int,  # the search's seed
                number: int,  # the trial's number in its study
