@@ -655,3 +655,11 @@ def test_a_ctrl_c_in_before_epoch_resumes_a_dataloaders_shuffle_exactly(tmp_path
     resumed = MLP()
     fit_flax(resumed, None, dl(), None, ce, cfg, resume=cut.run_dir, live=False)
     assert_params_close(params_of(resumed), params_of(whole), tol=0)
+
+
+def test_early_stopping_without_validation_says_it_follows_the_training_loss():
+    X, y = data()
+    run = fit_flax(MLP(), None, batches(X, y, 16), None, ce, tb.TrainConfig(epochs=2, lr=1e-2, patience=1),
+                   live=False)
+    assert [f.data for f in run.findings if f.kind == "monitor_fallback"] == [
+        {"monitor": "valid_loss", "follows": "train_loss"}]
