@@ -2,7 +2,7 @@
 Ctrl-C while a run's end waits, a tracked process SIGKILLed, bad param names, track=False/True. A real MLflow server
 is started once for the module on 127.0.0.1 and stopped by its pid; the test reaches it through a TCP proxy it can
 cut and restore, which is what a client sees when a server goes away and comes back."""
-import json, os, shutil, signal, socket, subprocess, sys, textwrap, threading, time
+import json, os, re, shutil, signal, socket, subprocess, sys, textwrap, threading, time
 from pathlib import Path
 
 import pytest
@@ -82,7 +82,8 @@ def server(tmp_path_factory):
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
                              "--backend-store-uri", f"sqlite:///{folder}/m.db", "--workers", "1",
-                             "--default-artifact-root", str(folder / "artifacts")],
+                             # artifacts served by the server (mlflow-artifacts:/ URIs), as a team's server does
+                             "--artifacts-destination", str(folder / "artifacts")],
                             stdout=subprocess.DEVNULL, stderr=open(folder / "log.txt", "w"), start_new_session=True)
     try:
         for _ in range(240):  # it answers /health when it is up (no fixed sleep decides anything)
@@ -347,3 +348,108 @@ def test_a_relative_file_store_uri_is_made_absolute_where_it_is_given(tmp_path, 
     assert st.resolve_uri("file:./mlruns") == (tmp_path / "mlruns").as_uri()
     assert st.resolve_uri("file:mlruns") == (tmp_path / "mlruns").as_uri()
     assert st.resolve_uri(f"file://{tmp_path}/x") == f"file://{tmp_path}/x"  # absolute: as it is
+
+
+# --- the store trainbook opened, not MLflow's global one; bounded waits; refusals at the door -----------------------
+
+def test_load_run_reads_the_artifact_through_the_server_it_was_given(server, tmp_path, monkeypatch):
+    "Seen: load_run read run.json through MLflow's global tracking URI, so a server's mlflow-artifacts:/ was 'missing'."
+    monkeypatch.chdir(tmp_path)  # MLflow's global default (sqlite:///mlflow.db here) is not the server
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    uri = f"http://127.0.0.1:{server}"
+    tb.track(uri, experiment="load-from-server")
+    run = fit(epochs=2)
+    rid = run.extra["mlflow_run_id"]
+    assert mlflow.MlflowClient(uri).get_run(rid).info.artifact_uri.startswith("mlflow-artifacts:")
+    assert tb.load_run(rid).records.rows() == run.records.rows()  # the active tracker's server
+    tb.untrack()
+    assert tb.load_run(rid, uri=uri).records.rows() == run.records.rows()  # a server named by uri=
+
+
+@pytest.fixture
+def read_only_folder(tmp_path):
+    "A folder nothing can be written in: a read-only tmpfs for root (who ignores permission bits), else mode 555."
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        try: yield folder
+        finally: folder.chmod(0o755)
+        return
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(folder)], capture_output=True)
+    if done.returncode != 0: pytest.skip(f"cannot mount a read-only tmpfs here: {done.stderr.decode().strip()}")
+    try: yield folder
+    finally: subprocess.run(["umount", "-l", str(folder)], check=True)
+
+
+def test_a_store_in_a_read_only_folder_is_refused_at_once_naming_the_argument(read_only_folder):
+    "Seen: track() sat in MLflow's ~100 s of engine retries, then raised sqlite's 'unable to open database file'."
+    db, below = read_only_folder / "mlruns.db", f"sqlite:///{read_only_folder}/sub/m.db"
+    unwritable = rf"{re.escape(str(read_only_folder))}.* is not writable.*pass a store in a folder you can write"
+    # the one rule, in store: before any engine is made (the old code passed this in silence)
+    with pytest.raises(ValueError, match=rf"storage '{re.escape(str(db))}': .*" + unwritable):
+        st.make_sqlite_folder(f"sqlite:///{db}", "storage", str(db))
+    with pytest.raises(ValueError, match=rf"uri '{re.escape(str(db))}': .*" + unwritable):
+        tb.track(str(db))
+    with pytest.raises(ValueError, match=rf"uri '{re.escape(below)}': .*" + unwritable):
+        tb.track(below)  # its folder would be made there
+    assert tb.active_tracker() is None
+    pytest.importorskip("optuna")
+    from trainbook.tuning import make_storage
+    with pytest.raises(ValueError, match=rf"storage '{re.escape(str(db))}': .*" + unwritable):
+        make_storage(str(db))  # search's storage: the same rule
+
+
+@pytest.mark.parametrize("given, meant", [
+    ("sqlite:/ABS/x.db", "sqlite:////ABS/x.db"),  # one slash: an absolute path was meant
+    ("sqlite://ABS/x.db", "sqlite:////ABS/x.db"),  # two: SQLAlchemy reads a host, then x.db here
+    ("sqlite:x.db", "sqlite:///x.db"),  # none: a relative path
+])
+def test_a_sqlite_uri_with_too_few_slashes_is_refused_with_the_form_meant(tmp_path, monkeypatch, given, meant):
+    "Seen: search() wrote its study to ./sqlite:/tmp/x.db, track() raised SQLAlchemy's 'Could not parse'."
+    monkeypatch.chdir(tmp_path)
+    given, meant = (s.replace("/ABS", str(tmp_path)) for s in (given, meant))
+    refused = rf"'{re.escape(given)}'.*pass '{re.escape(meant)}'"
+    with pytest.raises(ValueError, match="uri " + refused): tb.track(given)
+    with pytest.raises(ValueError, match="storage " + refused):
+        st.make_sqlite_folder(f"sqlite:///{given}", "storage", given)  # the URL tuning builds of a 'path'
+    with pytest.raises(ValueError, match="storage " + refused): st.database_url(given, "storage")
+    assert list(tmp_path.iterdir()) == []  # no folder named 'sqlite:' in the working folder
+    assert st.sqlite_path(f"sqlite:///{tmp_path}/a.db") == tmp_path / "a.db"
+    assert st.sqlite_path("sqlite:///rel.db") == Path("rel.db") and st.sqlite_path("sqlite://") is None
+    assert st.database_url("study.db", "storage") == "sqlite:///study.db"
+
+
+def test_a_server_whose_api_hangs_makes_track_give_up_in_its_read_bound_naming_it(monkeypatch):
+    "Seen: /health answered, the API hung: track() blocked 37 s and raised MLflow's 'Max retries exceeded'."
+    import http.server, socketserver
+    release = threading.Event()
+
+    class HealthOnly(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            if self.path.startswith("/health"):
+                self.send_response(200)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"OK")
+                return
+            release.wait()  # the API never answers (until the test ends)
+        do_POST = do_GET
+
+        def log_message(self, *args): pass
+    hung = socketserver.ThreadingTCPServer(("127.0.0.1", 0), HealthOnly)
+    hung.daemon_threads = True
+    threading.Thread(target=hung.serve_forever, daemon=True).start()
+    uri = f"http://127.0.0.1:{hung.server_address[1]}"
+    # your own (short) request timeout is kept, so the bound is seconds here; trainbook's retries are what is tested
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "1")
+    monkeypatch.delenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", raising=False)
+    try:
+        with pytest.raises(ConnectionError, match=rf"the MLflow tracking server at {uri} stopped answering"
+                                                  r".*2 tries of 1 s.*MLFLOW_HTTP_REQUEST_TIMEOUT"):
+            tb.track(uri)
+    finally:
+        release.set()
+        hung.shutdown()
+        hung.server_close()
+    assert tb.active_tracker() is None

@@ -1,5 +1,5 @@
 "Experiment memory: runs recorded in MLflow (a temporary SQLite store), listed, loaded, compared, sent to TensorBoard."
-import inspect, subprocess, sys
+import inspect, json, subprocess, sys
 from pathlib import Path
 
 import numpy as np
@@ -179,6 +179,63 @@ def test_run_params_and_compare(tracker):
     assert len(browser.figure.data) == 1
     browser.select.value = ()
     assert len(browser.figure.data) == 0
+
+
+def test_two_runs_trained_at_once_in_two_threads_keep_their_own_run_params(tracker):
+    "Seen: run_params was one stack for the process: a run trained under who='A' was recorded with who='B'."
+    import threading
+    inside, ending = threading.Barrier(2, timeout=120), threading.Barrier(2, timeout=120)
+
+    class BothEnd(tb.Callback):  # neither block closes before both runs opened (and read their params)
+        def after_fit(self, state): ending.wait()
+    runs, errors = {}, []
+
+    def train(who):
+        try:
+            with tracking.run_params(who=who):
+                inside.wait()  # both blocks are open before either run starts
+                runs[who] = fit(epochs=1, callbacks=[BothEnd()])
+        except Exception as e: errors.append(e)
+    threads = [threading.Thread(target=train, args=(who,)) for who in "AB"]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    assert errors == []
+    tracker.wait()
+    client = mlflow.MlflowClient(tracker.uri)
+    for who, run in runs.items():
+        assert client.get_run(run.extra["mlflow_run_id"]).data.params["who"] == who
+        assert run.extra["run_params"] == {"who": who}  # kept with the run it was recorded for
+    with tracking.run_params(who="outer"):
+        with tracking.run_params(hidden=8): assert tracking.context_params() == {"who": "outer", "hidden": 8}
+        assert tracking.context_params() == {"who": "outer"}  # nested blocks still stack in one thread
+    assert tracking.context_params() == {}
+
+
+def test_metric_names_one_safe_key_apart_stay_two_metrics_in_the_store(tracker):
+    "Seen: 'acc@1' and 'acc_1' were both written as valid_acc_1, their points mixed at the same steps."
+    dl_train, dl_valid = loaders()
+    top1 = lambda out, yb: float((out.argmax(1) == yb).float().mean())
+    const = lambda out, yb: 0.123
+    run = tb.fit(mlp(), dl_train, dl_valid, loss_fn=LOSS, config=tb.TrainConfig(epochs=2, device="cpu"),
+                 metrics={"acc@1": top1, "acc_1": const}, live=False)
+    tracker.wait()
+    rid = run.extra["mlflow_run_id"]
+    client = mlflow.MlflowClient(tracker.uri)
+    got = client.get_run(rid).data
+    renamed = json.loads(got.tags["trainbook.renamed_metrics"])  # MLflow key -> the name as written
+    key = next(k for k, name in renamed.items() if name == "valid_acc@1")
+    assert key != "valid_acc_1" and "valid_acc_1" not in renamed  # a name MLflow takes keeps its own key
+    for name, stored in (("acc@1", key), ("acc_1", "valid_acc_1")):
+        points = sorted((m.step, m.value) for m in client.get_metric_history(rid, stored))
+        want = run.records.series(name, "valid")
+        assert points == list(zip(want.index, want.to_numpy()))  # one series each, one point per epoch
+    table = tb.runs()
+    assert np.isclose(table.loc[0, "valid_acc@1"], run.records.series("acc@1", "valid").iloc[-1])
+    assert np.isclose(table.loc[0, "valid_acc_1"], 0.123)
+    for metric, name in (("valid_acc@1", "acc@1"), ("valid_acc_1", "acc_1")):
+        curve = tb.compare_runs([rid], metric=metric).figure.data[0]
+        assert np.allclose(curve.y, run.records.series(name, "valid").to_numpy())
+    assert tb.load_run(rid).records.rows() == run.records.rows()
 
 
 def event_scalars(logdir):
@@ -382,7 +439,7 @@ def test_compare_runs_finds_a_metric_under_its_safe_name_and_names_a_missing_one
     rid = run.extra["mlflow_run_id"]
     cmp = tb.compare_runs([rid], metric="valid_acc@1")  # stored as valid_acc_1
     assert np.allclose(cmp.figure.data[0].y, run.records.series("acc@1", "valid").to_numpy())
-    missing = r"metric 'valid_acc': none of the runs has it \(did you mean 'valid_acc_1'"
+    missing = r"metric 'valid_acc': none of the runs has it \(did you mean 'valid_acc@1'"  # the name as written
     with pytest.raises(ValueError, match=missing):
         tb.compare_runs([rid], metric="valid_acc")
     with pytest.raises(ValueError, match="none of the runs has it"):

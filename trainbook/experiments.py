@@ -13,8 +13,8 @@ from typing import Any, Optional
 from .core import did_you_mean
 from .run import MONITOR_ALIASES, RUNNING, Run, RunFileError, mark_killed, record_key
 from .store import (READ_WAIT, check_server, is_remote, mark_dead_runs, no_answer, quiet_mlflow,
-                             read_limits, safe_key, sqlite_path)
-from .tracking import active_tracker, metrics_of, params_of, tracking_uri
+                             read_artifact, read_limits, safe_key, server_errors, sqlite_path)
+from .tracking import active_tracker, metric_names, metrics_of, params_of, tracking_uri
 
 # %% auto #0
 __all__ = ['SUMMARY', 'RUN_COLUMNS', 'MAX_RESULTS', 'FINDING_CHIP', 'differing', 'recorded_run', 'runs', 'load_run', 'Comparison',
@@ -44,12 +44,8 @@ def _reading(uri: Optional[str]):
     "A client for a read the notebook waits on: bounded (`store.read_limits`); a lost server is named."
     with read_limits():
         client = _client(uri)
-        try: yield client
-        except Exception as e:
-            if not no_answer(e): raise
-            raise ConnectionError(f"the MLflow tracking server at {client.tracking_uri} stopped answering "
-                                  f"({type(e).__name__}); try again when it runs, or read another store "
-                                  "with uri=") from e
+        with server_errors(client.tracking_uri, "try again when it runs, or read another store with uri="):
+            yield client
 
 def _get_run(client, run_id: str, name: str):
     "`client.get_run(run_id)`; a run the store does not hold is a ValueError naming the argument `name`."
@@ -70,22 +66,33 @@ def _experiment(client, experiment: Optional[str]) -> str:
                          f"{known}")
     return exp.experiment_id
 
+def _comparable(value):
+    "A param's value as a set holds it: a list or dict (xgboost's eval_metric) by its JSON text, keys sorted."
+    try:
+        hash(value)
+        return value
+    except TypeError: pass
+    try: return json.dumps(value, sort_keys=True, default=str)
+    except (TypeError, ValueError): return repr(value)  # keys JSON cannot sort
+
 def differing(params: list[dict],  # one dict of params per run
               ) -> list[str]:
     "The param names whose values are not the same in every run (a missing value differs)."
     keys = list(dict.fromkeys(k for p in params for k in p))
-    return [k for k in keys if len({p.get(k) for p in params}) > 1]
+    return [k for k in keys if len({_comparable(p.get(k)) for p in params}) > 1]
 
 def recorded_run(got,  # an MLflow run (what `MlflowClient.get_run` or `search_runs` returns)
+                 client,  # the MlflowClient of the store it came from (its artifacts are read there)
                 ) -> Run:
     "The `Run` of a recorded run: its run.json artifact, else (a run that died before its end) its folder's."
-    import mlflow.artifacts
     run_id = got.info.run_id
-    try: run = Run.from_dict(json.loads(mlflow.artifacts.load_text(f"{got.info.artifact_uri}/run.json")),
-                             where=f"run {run_id}'s run.json artifact")
+    try:  # through the client's store: MLflow's global tracking URI may be another store (a server's artifacts)
+        text = read_artifact(got.info.artifact_uri, client.tracking_uri, "run.json")
+        run = Run.from_dict(json.loads(text), where=f"run {run_id}'s run.json artifact")
     except RunFileError: raise
     # no artifact: a run that died before its end; its folder's run.json has its epochs
     except Exception as e:
+        if no_answer(e): raise  # the server, not the run: `_reading` names it
         folder = got.data.tags.get("trainbook.run_dir")
         if folder is None or not (Path(folder) / "run.json").exists():
             raise ValueError(f"run {run_id} has no run.json artifact ({e}) and no run folder with "
@@ -94,13 +101,15 @@ def recorded_run(got,  # an MLflow run (what `MlflowClient.get_run` or `search_r
         run = Run.load(folder)
         if run.stopped == RUNNING and got.info.status == "KILLED": mark_killed(run)  # another host's
         run.extra["recovered_from"] = str(Path(folder) / "run.json")
-    run.extra.update(mlflow_run_id=run_id, run_name=got.info.run_name, params=dict(got.data.params))
+    # the params as recorded; `extra["params"]` stays the run's own (a GBDT run's library parameters)
+    run.extra.update(mlflow_run_id=run_id, run_name=got.info.run_name, mlflow_params=dict(got.data.params))
     return run
 
-def _metric_values(got) -> dict:
-    "A recorded run's metrics; when the store has none (killed before its first write), its `recorded_run`'s."
-    if got.data.metrics: return dict(got.data.metrics)
-    try: return metrics_of(recorded_run(got))
+def _metric_values(got, client) -> dict:
+    "A recorded run's metrics, named as written; when the store has none (killed before its first write), its run.json's."
+    names = metric_names(got.data.tags)  # the renamed keys: 'valid_acc_1-3f2a…' is 'valid_acc@1'
+    if got.data.metrics: return {names.get(k, k): v for k, v in got.data.metrics.items()}
+    try: return metrics_of(recorded_run(got, client))
     except ValueError: return {}  # no run.json anywhere: nothing to show
 
 SUMMARY = ("best", "duration_s", "steps")  # per-run metrics (one value each), not curves
@@ -126,7 +135,7 @@ def runs(experiment: Optional[str] = None,  # experiment name; None = the active
         try: mark_dead_runs(client, [experiment_id])  # a run whose process is gone is not RUNNING
         except Exception as e: warnings.warn(f"trainbook tracking: could not check for dead runs: {e!r}")
         found = _search(client, experiment_id, filter, max_results)
-        metrics = {r.info.run_id: _metric_values(r) for r in found}
+        metrics = {r.info.run_id: _metric_values(r, client) for r in found}
     key = differing([r.data.params for r in found])
     rows = []
     for r in found:
@@ -160,7 +169,7 @@ def load_run(run_id: str,  # an MLflow run id (the `run_id` column of `runs()`)
     "A recorded run back as a `Run` (history, findings, config, environment) from run.json; a killed run from its folder."
     if not isinstance(run_id, str):
         raise TypeError(f"run_id must be an MLflow run id string, got {type(run_id).__name__}")
-    with _reading(uri) as client: return recorded_run(_get_run(client, run_id, "run_id"))
+    with _reading(uri) as client: return recorded_run(_get_run(client, run_id, "run_id"), client)
 
 # %% ../nbs/16b_experiments.ipynb #0fcd5588
 @dataclass
@@ -232,21 +241,24 @@ def _curve(item, i: int, metric: str, client) -> dict:
         split, name = MONITOR_ALIASES.get((split, name), (split, name))
         s = item.records.series(name, split)
         label = item.extra.get("run_name") or f"run {i}"
-        params = item.extra.get("params") or params_of(item)
+        params = item.extra.get("mlflow_params") or params_of(item)  # as recorded, or as they would be
         names = [record_key(sp, n) for sp, n in item.records.names() if "/" not in n]
         return {"label": label, "params": params, "x": list(s.index), "y": list(s.values), "best": item.best,
                 "stopped": item.stopped, "metrics": names,
                 "findings": ", ".join(f"{f.kind}:{f.severity}" for f in item.findings)}
     got = _get_run(client, item, "runs_or_ids")
     if not got.data.metrics:  # none stored (a run killed before its first write): its run.json's history
-        try: return _curve(recorded_run(got), i, metric, None)
+        try: return _curve(recorded_run(got, client), i, metric, None)
         except ValueError: pass  # no run.json anywhere: what the store holds
-    # stored under the key its writer made safe ('valid_acc@1' as 'valid_acc_1')
-    points = sorted(client.get_metric_history(item, safe_key(metric)), key=lambda m: (m.step, m.timestamp))
+    # stored under the key its writer made for it ('valid_acc@1' as 'valid_acc_1', or with a hash when a metric
+    # acc_1 took that key: the tag trainbook.renamed_metrics says which)
+    names = metric_names(got.data.tags)
+    key = {name: key for key, name in names.items()}.get(metric, safe_key(metric))
+    points = sorted(client.get_metric_history(item, key), key=lambda m: (m.step, m.timestamp))
     return {"label": got.info.run_name or item[:8], "params": dict(got.data.params),
             "x": [m.step for m in points], "y": [m.value for m in points],
             "best": got.data.metrics.get("best"), "stopped": got.data.tags.get("stopped"),
-            "metrics": [k for k in got.data.metrics if k not in SUMMARY],
+            "metrics": [names.get(k, k) for k in got.data.metrics if k not in SUMMARY],
             "findings": got.data.tags.get("findings", "")}
 
 def compare_runs(runs_or_ids,  # Runs, MLflow run ids, or the DataFrame `runs()` returns (its run_id column)

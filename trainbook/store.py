@@ -4,20 +4,22 @@
 
 # %% ../nbs/16a_store.ipynb #6cce4c6e
 from __future__ import annotations
-import hashlib, json, os, re, time, urllib.error, urllib.parse, urllib.request, warnings
+import hashlib, json, os, re, tempfile, time, urllib.error, urllib.parse, urllib.request, warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Optional
 
+from .checkpoint import unwritable
 from .core import atomic_write, did_you_mean, process_alive
 
 
 # %% auto #0
 __all__ = ['MAX_KEY', 'MAX_PARAM_VALUE', 'MAX_TAG_VALUE', 'CUT', 'SCHEMES', 'STORE_FILE', 'SQLITE_SUFFIXES', 'HTTP_LIMITS',
-           'READ_LIMITS', 'READ_WAIT', 'OWNER_TAGS', 'STALE_AFTER', 'safe_key', 'safe_value', 'safe_items',
-           'sqlite_path', 'make_sqlite_folder', 'store_location', 'resolve_uri', 'bound_http', 'read_limits',
-           'no_answer', 'is_remote', 'check_server', 'quiet_mlflow', 'spool_dir', 'spool', 'spooled', 'read_spooled',
-           'owner_tags', 'is_dead', 'dead_end_time', 'mark_dead_runs']
+           'READ_LIMITS', 'READ_WAIT', 'OWNER_TAGS', 'STALE_AFTER', 'safe_key', 'safe_value', 'safe_names',
+           'safe_items', 'sqlite_path', 'database_url', 'make_sqlite_folder', 'store_location', 'resolve_uri',
+           'bound_http', 'read_limits', 'no_answer', 'request_bound', 'server_errors', 'artifact_repository',
+           'read_artifact', 'is_remote', 'check_server', 'quiet_mlflow', 'spool_dir', 'spool', 'spooled',
+           'read_spooled', 'owner_tags', 'is_dead', 'dead_end_time', 'mark_dead_runs']
 
 # %% ../nbs/16a_store.ipynb #fc71d383
 MAX_KEY, MAX_PARAM_VALUE, MAX_TAG_VALUE = 250, 6000, 8000  # MLflow's limits (mlflow.utils.validation)
@@ -42,19 +44,27 @@ def safe_value(value,  # a param or tag value
     text = str(value)
     return text if len(text) <= limit else text[:limit - len(CUT)] + CUT
 
+def safe_names(names: Iterable,  # param, metric or tag names
+               keys: Optional[dict] = None,  # name -> key given already (one run's metrics, say): kept as they are
+              ) -> dict[str, str]:
+    "name -> a key MLflow accepts, no two names sharing one; a name MLflow accepts as it is keeps itself."
+    keys = dict(keys or {})
+    taken = set(keys.values())
+    new = [str(n) for n in dict.fromkeys(names) if str(n) not in keys]
+    for name in sorted(new, key=lambda n: safe_key(n) != n):  # the names MLflow accepts first: they keep themselves
+        key = safe_key(name)
+        if key in taken: key = safe_key(f"{key[:MAX_KEY - 9]}-{_digest(name)}")  # taken by another name
+        keys[name] = key
+        taken.add(key)
+    return keys
+
 def safe_items(items: dict,  # name -> value (params or tags)
                limit: int = MAX_PARAM_VALUE,  # the value limit
               ) -> tuple[dict, dict]:
     "(safe key -> safe value, safe key -> original name of each renamed key); no two names share a key."
-    out = {str(k): safe_value(v, limit) for k, v in items.items() if safe_key(k) == str(k)}  # as they are
-    renamed = {}
-    for name, value in items.items():
-        if safe_key(name) == str(name): continue
-        key = safe_key(name)
-        if key in out: key = safe_key(f"{key[:MAX_KEY - 9]}-{_digest(str(name))}")  # taken by another name
-        out[key] = safe_value(value, limit)
-        renamed[key] = str(name)
-    return out, renamed
+    keys = safe_names(items)
+    out = {keys[str(name)]: safe_value(value, limit) for name, value in items.items()}
+    return out, {key: name for name, key in keys.items() if key != name}
 
 # %% ../nbs/16a_store.ipynb #0b6057dd
 SCHEMES = ("sqlite", "postgresql", "mysql", "mssql", "http", "https",
@@ -68,22 +78,61 @@ def _schemes() -> list[str]:
     from importlib.metadata import entry_points
     return [*SCHEMES, *(e.name for e in entry_points(group="mlflow.tracking_store"))]
 
-def sqlite_path(uri: str,  # a tracking URI
+_SQLITE = re.compile(r"sqlite(\+\w+)?:", re.IGNORECASE)  # a SQLite URL, its driver named or not
+
+def _misread_sqlite(url: str, name: str, given) -> ValueError:
+    "The error for a SQLite URL SQLAlchemy would misread (too few slashes), with the form meant."
+    prefix = _SQLITE.match(url).group(0)
+    rest = url[len(prefix):]
+    path = rest.lstrip("/") or STORE_FILE
+    absolute, relative = f"{prefix}////{path}", f"{prefix}///{path}"
+    if rest.startswith("/"):  # sqlite:/tmp/x.db, sqlite://tmp/x.db: an absolute path, short of slashes
+        meant = f"for the file /{path} pass {absolute!r}; for {path} under the working folder pass {relative!r}"
+    else: meant = f"for {path} in the working folder pass {relative!r}; for an absolute path pass {absolute!r}"
+    return ValueError(f"{name} {given!r} is not a SQLite URL SQLAlchemy reads: 'sqlite:' is followed by three "
+                      f"slashes, then the file's path (four slashes before an absolute one); {meant}")
+
+def sqlite_path(uri: str,  # a tracking URI or database URL
+                name: str = "uri",  # the argument it came from, for the message ("uri", "storage")
+                given: Optional[str] = None,  # what the user passed, for the message (default: `uri`)
                ) -> Optional[Path]:
-    "The file of a `sqlite:///` URI; None for another URI or an in-memory database."
-    if not uri.startswith("sqlite:///"): return None
-    path = uri[len("sqlite:///"):].split("?", 1)[0]
+    "The file of a SQLite URL (`sqlite:///rel.db`, `sqlite:////abs.db`), None for another URL or an in-memory one."
+    # the one reader of SQLite URLs: one short of slashes is refused, naming `name`, with the form meant
+    found = _SQLITE.match(uri)
+    if found is None: return None
+    rest = uri[found.end():]
+    if rest == "//" or rest.startswith("//?"): return None  # sqlite:// is SQLAlchemy's in-memory database
+    if not rest.startswith("///"): raise _misread_sqlite(uri, name, uri if given is None else given)
+    path = rest[3:].split("?", 1)[0]
+    # a URL taken for a path ('sqlite:/tmp/x.db' without '://' made sqlite:///sqlite:/tmp/x.db): a folder 'sqlite:'
+    if _SQLITE.match(path): raise _misread_sqlite(path, name, path if given is None else given)
     return Path(path) if path and path != ":memory:" else None
+
+def database_url(storage: str,  # a database URL (sqlite:///study.db, postgresql://...) or a SQLite file's path
+                 name: str,  # the argument it came from, for the messages ("storage")
+                ) -> str:
+    "The database URL `storage` means: a URL as it is (a SQLite one checked by `sqlite_path`), a path as sqlite:///path."
+    if len(urllib.parse.urlparse(storage).scheme) > 1:  # a one-letter scheme is a Windows drive: a path
+        sqlite_path(storage, name, storage)
+        return storage
+    return f"sqlite:///{storage}"
 
 def make_sqlite_folder(uri: str,  # a database URI (`sqlite:///...`; other URIs are left alone)
                        name: str,  # the argument it came from, for the message ("uri", "storage")
                        given: str,  # what the user passed, for the message
                       ) -> None:
-    "The folder of a SQLite file, made when missing (as `checkpoint_dir` is); a folder passed as the file is refused."
-    path = sqlite_path(uri)
+    "The folder of a SQLite file, checked writable and made when missing (as `checkpoint_dir` is), before any engine."
+    path = sqlite_path(uri, name, given)
     if path is None: return
     if path.is_dir():
         raise ValueError(f"{name} {given!r}: {path} is a folder; pass a database file in it (it is created)")
+    # SQLite writes a journal beside its file: in a folder it cannot write, MLflow retries its engine for ~100 s
+    # and Optuna three times, both ending in 'unable to open database file'. One probe file says so at once.
+    why = unwritable(path.parent)
+    if why is None and path.is_file() and not os.access(path, os.W_OK): why = f"{str(path)!r} is read-only"
+    if why is not None:
+        raise ValueError(f"{name} {given!r}: the SQLite store {path} cannot be written: {why}; pass a store in "
+                         "a folder you can write")
     if path.parent.is_dir(): return
     try: path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -132,7 +181,7 @@ def resolve_uri(uri: str,  # a tracking URI (sqlite:///..., http://...), or a pa
             raise ValueError(f"uri {uri!r}: unknown scheme {scheme!r}{did_you_mean(base, known)}; a tracking "
                              f"URI starts with one of {starts} -- or pass a folder "
                              f"(its {STORE_FILE} is the store)")
-        path = sqlite_path(text)
+        path = sqlite_path(text, "uri", uri)
         if path is not None: _check_sqlite_file(path, uri)
         return store_location(text)
     path = Path(text).expanduser()
@@ -179,6 +228,48 @@ def no_answer(error: BaseException,  # what a request to the store raised
         if isinstance(seen, (*lost, ConnectionError, TimeoutError)): return True
         seen, depth = seen.__cause__ or seen.__context__, depth + 1
     return False
+
+def request_bound() -> str:
+    "How long one MLflow request may wait now, in words: '2 tries of 5 s' (read from MLflow's variables)."
+    tries = int(os.environ.get("MLFLOW_HTTP_REQUEST_MAX_RETRIES") or 7) + 1  # MLflow's defaults: 7 retries,
+    timeout = float(os.environ.get("MLFLOW_HTTP_REQUEST_TIMEOUT") or 120)  # 120 s a request
+    return f"{tries} tries of {timeout:g} s (MLFLOW_HTTP_REQUEST_MAX_RETRIES, MLFLOW_HTTP_REQUEST_TIMEOUT)"
+
+@contextmanager
+def server_errors(uri: str,  # the store's tracking URI, for the message
+                  then: str,  # what to do about it, for the message
+                 ):
+    "Inside the block, a request to `uri` nothing answered is a ConnectionError naming the server and the wait."
+    try: yield
+    except Exception as e:
+        if not no_answer(e): raise
+        raise ConnectionError(f"the MLflow tracking server at {uri} stopped answering ({type(e).__name__}: "
+                              f"no answer in {request_bound()}); {then}") from e
+
+def artifact_repository(artifact_uri: str,  # a run's artifact URI (`run.info.artifact_uri`)
+                        tracking_uri: str,  # the store the run is in
+                       ):
+    "The artifact repository of a run in the store at `tracking_uri`, never MLflow's global tracking URI."
+    # a server's mlflow-artifacts:/ URI is resolved against the tracking URI: the global one may be another store
+    from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
+    from mlflow.utils.uri import add_databricks_profile_info_to_artifact_uri
+    location = add_databricks_profile_info_to_artifact_uri(artifact_uri, tracking_uri)
+    return get_artifact_repository(location, tracking_uri=tracking_uri)
+
+def read_artifact(artifact_uri: str,  # a run's artifact URI (`run.info.artifact_uri`)
+                  tracking_uri: str,  # the store the run is in
+                  path: str,  # the artifact's path in the run: 'run.json'
+                 ) -> str:
+    "A run's artifact as text, read through the store at `tracking_uri` (`artifact_repository`)."
+    bar = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
+    quiet = bar not in os.environ  # MLflow's bar for one small file is noise in a cell's output; yours is kept
+    if quiet: os.environ[bar] = "false"
+    try:
+        with tempfile.TemporaryDirectory(prefix="trainbook-read-") as folder:
+            local = artifact_repository(artifact_uri, tracking_uri).download_artifacts(path, dst_path=folder)
+            return Path(local).read_text()
+    finally:
+        if quiet: os.environ.pop(bar, None)
 
 def is_remote(uri: str,  # a tracking URI
              ) -> bool:

@@ -4,7 +4,7 @@
 
 # %% ../nbs/16_tracking.ipynb #d9ef80e5
 from __future__ import annotations
-import json, math, os, tempfile, time, warnings
+import contextvars, json, math, os, tempfile, time, warnings
 from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -14,14 +14,15 @@ from typing import Any, Iterable, Optional, Union
 from .core import Finding, History, TrainConfig, this_process
 from .events import Callback, LoopState, add_session_observer, remove_session_observer
 from .run import PER_STEP, Run, record_key, run_record_bytes
-from .store import (MAX_PARAM_VALUE, MAX_TAG_VALUE, bound_http, check_server, is_remote,
-                             make_sqlite_folder, mark_dead_runs, owner_tags, quiet_mlflow, read_spooled,
-                             resolve_uri, safe_items, safe_key, safe_value, spool, spooled)
+from .store import (MAX_PARAM_VALUE, MAX_TAG_VALUE, artifact_repository, bound_http, check_server,
+                             is_remote, make_sqlite_folder, mark_dead_runs, owner_tags, quiet_mlflow, read_limits,
+                             read_spooled, resolve_uri, safe_items, safe_key, safe_names, safe_value,
+                             server_errors, spool, spooled)
 
 # %% auto #0
-__all__ = ['DEFAULT_URI', 'tracking_uri', 'metric_key', 'metric_points', 'run_params', 'params_of', 'tags_of', 'status_of',
-           'TrackedRun', 'Tracker', 'metrics_of', 'track', 'sync', 'untrack', 'active_tracker', 'log_run',
-           'write_scalars', 'to_tensorboard']
+__all__ = ['DEFAULT_URI', 'RENAMED_METRICS', 'tracking_uri', 'metric_key', 'epoch_points', 'metric_points', 'renamed_metrics',
+           'metric_names', 'run_params', 'context_params', 'params_of', 'tags_of', 'status_of', 'TrackedRun', 'Tracker',
+           'metrics_of', 'track', 'sync', 'untrack', 'active_tracker', 'log_run', 'write_scalars', 'to_tensorboard']
 
 # %% ../nbs/16_tracking.ipynb #16f62e19
 DEFAULT_URI = "sqlite:///mlruns.db"
@@ -31,38 +32,68 @@ def tracking_uri(uri: Optional[str] = None,  # a tracking URI or a path (`store.
     "The tracking URI, checked: `uri`, else `$MLFLOW_TRACKING_URI`, else `sqlite:///mlruns.db` here."
     return resolve_uri(uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI)
 
+RENAMED_METRICS = "trainbook.renamed_metrics"  # the tag: {MLflow key: the metric's name} where they differ
+
 def metric_key(split: str,  # 'train', 'valid', ...
                name: str,  # the record's name in the History
               ) -> str:
-    "The MLflow metric key of a history record: its name in `run.RECORDS` (`train_loss` for the epoch mean), safe."
+    "A record's MLflow key when no other name of its run takes it: its name in `run.RECORDS`, made safe."
     return safe_key(record_key(split, name))
 
-def metric_points(rows: Iterable[tuple],  # History records (step, epoch, split, name, value)
-                  ) -> list[tuple[str, int, float]]:
-    "The per-epoch `(key, step, value)` points of history records (the per-step ones thinned to epoch ends)."
+def epoch_points(rows: Iterable[tuple],  # History records (step, epoch, split, name, value)
+                 ) -> list[tuple[str, int, float]]:
+    "The per-epoch `(name, step, value)` points of history records (`train_loss`, `valid_acc@1`): per-step ones thinned."
     points, lr = [], None
     for step, epoch, split, name, value in rows:
         if split == "train" and name == "lr": lr = value
         if split == "train" and (name in PER_STEP or "/" in name): continue
-        points.append((metric_key(split, name), step, value))
+        points.append((record_key(split, name), step, value))
         if (split, name) == ("train", "epoch_loss") and lr is not None: points.append(("train_lr", step, lr))
     return points
 
+def metric_points(rows: Iterable[tuple],  # History records (step, epoch, split, name, value)
+                  keys: Optional[dict] = None,  # one run's name -> MLflow key so far, extended in place
+                  ) -> list[tuple[str, int, float]]:
+    "The per-epoch `(key, step, value)` points of history records, keyed for MLflow: no two names share a key."
+    # acc@1 and acc_1 are both valid_acc_1 to `safe_key`: the run's map keeps them two keys (`store.safe_names`)
+    points = epoch_points(rows)
+    keys = {} if keys is None else keys
+    keys.update(safe_names((name for name, _, _ in points), keys))
+    return [(keys[name], step, value) for name, step, value in points]
+
+def renamed_metrics(keys: dict,  # one run's name -> MLflow key (what `metric_points` filled)
+                   ) -> dict[str, str]:
+    "The tags that let a reader find each renamed metric: {RENAMED_METRICS: JSON of MLflow key -> name}, or {}."
+    renamed = {key: name for name, key in list(keys.items()) if key != name}  # a copy: the writer may add one
+    return {RENAMED_METRICS: safe_value(json.dumps(renamed), MAX_TAG_VALUE)} if renamed else {}
+
+def metric_names(tags: dict,  # a recorded run's tags
+                ) -> dict[str, str]:
+    "MLflow key -> the metric's name as written, for the keys of a recorded run that differ from its names."
+    try: names = json.loads(tags.get(RENAMED_METRICS) or "{}")
+    except ValueError: return {}  # cut to MLflow's limit: the keys as they are
+    return names if isinstance(names, dict) else {}
+
 # %% ../nbs/16_tracking.ipynb #23c1694d
-_CONTEXT: list[dict] = []  # a stack of {"params", "tags"}; a module global, so TrainPanel's thread sees it
+# the open `run_params` blocks, innermost last, as {"params", "tags"} layers. A context variable, not a module
+# global: each thread (and asyncio task) has its own, so two runs trained at once keep their own params
+_CONTEXT: contextvars.ContextVar[tuple] = contextvars.ContextVar("trainbook_run_params", default=())
 
 @contextmanager
 def run_params(tags: Optional[dict] = None,  # tags to add as well (strings)
                **params,  # params recorded with every run tracked inside the block, e.g. hidden=64
                ):
-    "Record these params (and tags) with every run tracked inside the `with` block."
-    _CONTEXT.append({"params": dict(params), "tags": dict(tags or {})})
+    "Record these params (and tags) with every run tracked inside the `with` block, in this thread."
+    before = _CONTEXT.get()
+    _CONTEXT.set((*before, {"params": dict(params), "tags": dict(tags or {})}))
     try: yield
-    finally: _CONTEXT.pop()
+    finally: _CONTEXT.set(before)
 
-def _context(what: str) -> dict:
+def context_params(what: str = "params",  # 'params', or 'tags'
+                  ) -> dict:
+    "The params (or tags) of the `run_params` blocks open in this thread; an inner block's value wins."
     out = {}
-    for layer in _CONTEXT: out.update(layer[what])
+    for layer in _CONTEXT.get(): out.update(layer[what])
     return out
 
 def _model_params(model) -> dict:
@@ -148,11 +179,11 @@ def _one_by_one(client, run_id: str, metrics: list, params: list, tags: list):
             except Exception: refused.append(item.key)
     if refused: warnings.warn(f"trainbook tracking: the store refused {', '.join(map(repr, refused[:10]))}")
 
-def _metrics(rows: list) -> list:
-    "MLflow `Metric`s of history records (thinned to epoch ends by `metric_points`)."
+def _metrics(rows: list, keys: dict) -> list:
+    "MLflow `Metric`s of history records (thinned to epoch ends by `metric_points`, keyed by the run's `keys`)."
     from mlflow.entities import Metric
     now = int(time.time() * 1000)
-    return [Metric(k, v, now, s) for k, s, v in metric_points(rows)]
+    return [Metric(k, v, now, s) for k, s, v in metric_points(rows, keys)]
 
 def _unstored(client, run_id: str, metrics: list) -> list:
     "The `metrics` whose (key, step) the run does not hold yet: a write after a failed one adds no duplicate."
@@ -184,6 +215,7 @@ class _Recording:
     stored: int = 0  # the records up to here are in the store (a failed write leaves it where it was)
     last_flush: float = field(default_factory=time.monotonic)
     writer: Any = None
+    keys: dict = field(default_factory=dict)  # metric name -> MLflow key, as the writes made them (`metric_points`)
     spooled: bool = False  # handed to the spool: the writer thread leaves it alone
     failed: bool = False  # a store write failed and no later one made up for it: the run's end spools the run
 
@@ -206,12 +238,13 @@ class TrackedRun(Callback):
                  tracker: "Tracker",  # the session's tracker
                  kind: str = "torch",  # what trains: 'torch', 'xgboost', 'keras', 'custom', ...
                 ):
-        self.tracker, self.kind, self.rec = tracker, kind, None
+        self.tracker, self.kind, self.rec, self.own = tracker, kind, None, {}
 
     def before_fit(self, state: LoopState):
-        params = {**state.config.to_dict(), **_model_params(state.model), **_context("params")}
+        self.own = context_params()  # this thread's blocks, read once: the run keeps them (`after_fit`)
+        params = {**state.config.to_dict(), **_model_params(state.model), **self.own}
         params, renamed = _safe_params(params)
-        tags = {"kind": self.kind, **_context("tags"), **owner_tags(this_process()), **renamed,
+        tags = {"kind": self.kind, **context_params("tags"), **owner_tags(this_process()), **renamed,
                 **({"trainbook.run_dir": str(state.run_dir)} if state.run_dir else {})}
         self.rec = self.tracker.open(_Recording(name=_run_name(), params=params, tags=_safe_tags(tags)))
 
@@ -222,6 +255,7 @@ class TrackedRun(Callback):
         if state.run is None: return
         if self.rec is None:  # a run that fired no before_fit (a boosting run recorded at its end)
             self.before_fit(state)
+        if self.own: state.run.extra["run_params"] = dict(self.own)  # `params_of` reads them from the run
         self.tracker.close_run(self.rec, state.run)
 
 class Tracker:
@@ -256,7 +290,10 @@ class Tracker:
             from mlflow import MlflowClient
             quiet_mlflow()
             self.client = MlflowClient(tracking_uri=self.uri)
-            self.experiment_id = _experiment_id(self.client, experiment, self.uri)
+            # bounded as a read is: a server that answers /health but not its API costs ~10 s, not ~40
+            then = "check the server (its log, its database) or call tb.track() with another store"
+            with read_limits(), server_errors(self.uri, then):
+                self.experiment_id = _experiment_id(self.client, experiment, self.uri)
         _preload(use_mlflow, figure, tensorboard is not None)
         self.recording: dict[int, _Recording] = {}  # id(recording) -> the runs open now
         self.errors: list = []
@@ -318,7 +355,7 @@ class Tracker:
     def _spool(self, rec: _Recording, run: Run) -> Path:
         rec.spooled = True
         params = {**rec.params, **_safe_params(params_of(run))[0]}
-        tags = {**rec.tags, **_safe_tags(tags_of(run))}
+        tags = {**rec.tags, **_safe_tags(tags_of(run)), **renamed_metrics(rec.keys)}  # the keys written so far
         return spool(self.uri, {"experiment": self.experiment, "run_id": rec.run_id, "name": rec.name,
                                 "params": params, "tags": tags, "status": status_of(run),
                                 "record": run.to_dict(), "figure": self.figure})
@@ -352,7 +389,7 @@ class Tracker:
 
     def _store_metrics(self, rec: _Recording, history: History, end: int, more: list = ()) -> list:
         "The metric points the store lacks: from the last write that reached it to `end` (and `more`)."
-        metrics = _metrics(list(history.iter_rows(rec.stored, end))) + list(more)
+        metrics = _metrics(list(history.iter_rows(rec.stored, end)), rec.keys) + list(more)
         # a failed write may have reached the store in part (an answer lost on the way back)
         return _unstored(self.client, rec.run_id, metrics) if rec.failed else metrics
 
@@ -361,9 +398,10 @@ class Tracker:
         history, start, end = window
         if rec.writer is not None: self._board(rec, write_scalars, rec.writer, _rows_in(window))
         if rec.run_id is None or end <= rec.stored: return
-        beat = [RunTag("trainbook.heartbeat", str(time.time()))]
-        _log_batch(self.client, rec.run_id, metrics=self._store_metrics(rec, history, end),
-                   params=self._unwritten_params(rec), tags=beat)
+        metrics = self._store_metrics(rec, history, end)
+        tags = {"trainbook.heartbeat": str(time.time()), **renamed_metrics(rec.keys)}  # a killed run's keys too
+        _log_batch(self.client, rec.run_id, metrics=metrics, params=self._unwritten_params(rec),
+                   tags=[RunTag(k, v) for k, v in tags.items()])
         rec.stored, rec.params_written = end, True
         rec.failed = False  # this write carried what a failed one lost
 
@@ -382,10 +420,11 @@ class Tracker:
         now = int(time.time() * 1000)
         summary = [Metric(k, float(v), now, run.step) for k, v in _summary(run).items()]
         params, renamed = _safe_params(params_of(run))
-        tags = _safe_tags({**tags_of(run), **renamed})
+        metrics = self._store_metrics(rec, history, end, summary)
+        tags = {**_safe_tags({**tags_of(run), **renamed}), **renamed_metrics(rec.keys)}
         # one write, as limits allow
-        _log_batch(self.client, rec.run_id, metrics=self._store_metrics(rec, history, end, summary),
-                   params=self._unwritten_params(rec, params), tags=[RunTag(k, v) for k, v in tags.items()])
+        _log_batch(self.client, rec.run_id, metrics=metrics, params=self._unwritten_params(rec, params),
+                   tags=[RunTag(k, v) for k, v in tags.items()])
         rec.stored, rec.params_written = end, True
         self._artifacts(rec.artifact_uri, run)
         self.client.set_terminated(rec.run_id, status_of(run))
@@ -394,14 +433,11 @@ class Tracker:
 
     def _artifacts(self, artifact_uri: str, run: Run):
         "run.json, and the final figure as curves.html (a bonus: its failure is only a warning), in one upload."
-        from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
-        from mlflow.utils.uri import add_databricks_profile_info_to_artifact_uri
         # the repository MlflowClient.log_artifacts would use, without its query for the run's artifact URI
-        location = add_databricks_profile_info_to_artifact_uri(artifact_uri, self.uri)
         with tempfile.TemporaryDirectory(prefix="trainbook-run-") as folder:
             Path(folder, "run.json").write_bytes(run_record_bytes(run))
             if self.figure: self._guarded(None, _write_figure, Path(folder, "curves.html"), run)
-            get_artifact_repository(location, tracking_uri=self.uri).log_artifacts(folder)
+            artifact_repository(artifact_uri, self.uri).log_artifacts(folder)
 
     def deliver(self, entry: dict,  # a spool entry (see `trainbook.store.spool`)
                ) -> str:
@@ -415,13 +451,16 @@ class Tracker:
         else:
             got = self.client.get_run(run_id)
             artifact_uri, stored = got.info.artifact_uri, dict(got.data.params)
-        metrics = _metrics(run.records.rows()) + [Metric(k, float(v), int(time.time() * 1000), run.step)
-                                                  for k, v in _summary(run).items()]
+        # the keys the run's writes made so far (a spooled run's tag), the rest added as `metric_points` adds them
+        keys = {name: key for key, name in metric_names(entry["tags"]).items()}
+        metrics = _metrics(run.records.rows(), keys) + [Metric(k, float(v), int(time.time() * 1000), run.step)
+                                                        for k, v in _summary(run).items()]
         if entry.get("run_id") is not None:  # the run is in the store in part: only the points it lacks
             metrics = _unstored(self.client, run_id, metrics)
+        tags = {**entry["tags"], **renamed_metrics(keys)}
         _log_batch(self.client, run_id, metrics=metrics,
                    params=[Param(k, v) for k, v in entry["params"].items() if k not in stored],
-                   tags=[RunTag(k, v) for k, v in entry["tags"].items()])
+                   tags=[RunTag(k, v) for k, v in tags.items()])
         figure, self.figure = self.figure, entry.get("figure", self.figure)
         try: self._artifacts(artifact_uri, run)
         finally: self.figure = figure
@@ -466,8 +505,8 @@ def _summary(run: Run) -> dict:
 
 def metrics_of(run: Run,  # a run, finished or recovered from its folder
               ) -> dict[str, float]:
-    "The metrics the store keeps for `run`, each at its latest value (as `tb.runs()` shows them), `best` too."
-    return {**{key: value for key, _, value in metric_points(run.records.rows())}, **_summary(run)}
+    "The metrics the store keeps for `run`, each at its latest value, named as written (as `tb.runs()` shows them)."
+    return {**{name: value for name, _, value in epoch_points(run.records.rows())}, **_summary(run)}
 
 def _close_board(writer, rows: list):
     "The last records into a run's TensorBoard writer, then close it."
@@ -524,7 +563,10 @@ def track(uri: Union[str, Path, bool, None] = None,  # URI, or a folder: its mlr
     "Record every run from now on (fit, the GBDT fit_* functions, %train, TrainPanel); `track(False)`: off."
     # uri: sqlite:///path.db, http(s)://host:port, ... (store.resolve_uri checks it); a folder means
     # sqlite:///<folder>/mlruns.db (made when missing), a path to a .db file that file; None means
-    # $MLFLOW_TRACKING_URI, else sqlite:///mlruns.db in the working folder.
+    # $MLFLOW_TRACKING_URI, else sqlite:///mlruns.db in the working folder. A SQLite store's folder must be
+    # writable (refused at once otherwise). A server is asked /health for 5 s, then the experiment is looked up
+    # within store.READ_LIMITS (2 tries of 5 s): a server that does not answer costs ~15 s at most and a
+    # ConnectionError naming it; a run's end waits `wait` seconds for the store at most.
     global _TRACKER
     if uri is False:
         untrack()
@@ -587,8 +629,8 @@ def log_run(run: Run,  # a finished run, e.g. one made before tracking was turne
                           f"{tracker.uri}; its id is returned and nothing is written (to record a copy: "
                           "del run.extra['mlflow_run_id'])")
             return known
-        params, renamed = _safe_params({**params_of(run), **_context("params")})
-        tags = _safe_tags({"kind": run.kind, **_context("tags"), **tags_of(run), **renamed})
+        params, renamed = _safe_params({**params_of(run), **context_params()})
+        tags = _safe_tags({"kind": run.kind, **context_params("tags"), **tags_of(run), **renamed})
         entry = {"name": _run_name(), "params": params, "tags": tags, "status": status_of(run),
                  "record": run.to_dict(), "figure": tracker.figure}
         run_id = tracker.deliver(entry)
