@@ -12,7 +12,7 @@ from .core import TrainConfig, did_you_mean, require_instance
 from .events import Callback, add_session_observer, remove_session_observer
 from .loop import fit
 from .run import Run, monitored_record
-from .store import make_sqlite_folder
+from .store import database_url, make_sqlite_folder
 from .tracking import run_params
 
 # %% auto #0
@@ -338,7 +338,7 @@ def make_storage(storage=None,  # None = sqlite:///optuna.db; a database URL; a 
     if heartbeat is not None and not (isinstance(heartbeat, (int, float)) and heartbeat > 0):
         raise ValueError(f"heartbeat must be None or a positive number of seconds, got {heartbeat!r}")
     from sqlalchemy.exc import SQLAlchemyError
-    url = storage if "://" in storage else f"sqlite:///{storage}"
+    url = database_url(storage, "storage")  # a path as sqlite:///path; a SQLite URL checked
     make_sqlite_folder(url, "storage", _storage_text(storage))  # SQLite says 'unable to open database file'
     kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else None
     # a trial whose worker sent nothing for 4 heartbeats is taken as dead (a busy SQLite file delays a few)
