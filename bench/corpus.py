@@ -866,7 +866,8 @@ def generate_synthetic(force: bool):
 
 
 DIAGNOSE_KINDS = {"diverging", "not_learning", "lr_too_low", "loss_spikes", "overfitting", "exploding_gradients",
-                  "vanishing_gradients", "slow_input_pipeline", "memory_growth", "label_noise", "suspicious_score"}
+                  "vanishing_gradients", "slow_input_pipeline", "memory_growth", "label_noise", "suspicious_score",
+                  "frozen_validation"}
 
 
 def generate(only: Optional[str], force: bool):
@@ -944,7 +945,7 @@ RULE_FIELDS = {  # the thresholds each rule reads: a rule's findings are cached 
     "_input_pipeline": ("data_wait",), "_memory": ("memory_rise", "memory_mb"),
     "_label_noise": ("noise_wrong", "noise_focus", "noise_learned", "noise_stuck", "noise_share", "noise_fit",
                      "noise_gap_z"),
-    "_suspicious_score": ("leak_first", "leak_ratio")}
+    "_suspicious_score": ("leak_first", "leak_ratio"), "_frozen_validation": ("frozen_evals", "fall_z")}
 _RULE_CACHE = {}
 
 

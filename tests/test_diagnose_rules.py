@@ -575,3 +575,126 @@ def test_a_steady_rise_is_said_with_numbers_that_compare_like_with_like():
     assert f.data["peak_step"] == 80 and abs(peak - np.median(back[78:81])) < 0.01, f.message  # not the raw top
     assert abs(end - back[-1]) < 0.01, f.message
     assert start < end < peak and f.data["last_loss"] == back[-1]
+
+
+def learned_in_nine_steps(steps=360, per_epoch=12, seed=0):
+    "An easy task's history (probe f6): 0.75 → ~1e-7 in 9 steps, then round-off that creeps up; tiny gradients."
+    rng = np.random.default_rng(seed)
+    early = [0.75, 0.078, 0.016, 0.0035, 7e-4, 4e-4, 2e-4, 1e-4, 3e-5]
+    creep = 1e-7 * np.exp(np.arange(steps - len(early)) / 110) * rng.lognormal(0, 0.8, steps - len(early))
+    loss = np.concatenate([early, creep])
+    rows = [(s, (s - 1) // per_epoch, "train", "loss", float(v)) for s, v in enumerate(loss, 1)]
+    # the gradient norm, every 10 steps: 1e-4 at the first log (the loss just reached ~1e-5), then ~1e-6 that
+    # grows ten-fold with the round-off, far below where it was when the model was learning
+    grads = np.concatenate([[1.1e-4], 2e-6 * np.exp(np.arange(steps // 10 - 1) / 14)])
+    rows += [(10 * (i + 1), (10 * (i + 1) - 1) // per_epoch, "train", "grad_norm", float(g))
+             for i, g in enumerate(grads)]
+    for e, s in enumerate(range(per_epoch, steps + 1, per_epoch)):
+        rows.append((s, e, "train", "epoch_loss", float(loss[s - per_epoch:s].mean())))
+        valid = [3e-6, 1.3e-7, 5e-8][e] if e < 3 else 4.2e-8 * math.exp((e - 3) / 7)  # as f6's: ~0, then creeps
+        rows.append((s, e, "valid", "loss", valid))
+        rows.append((s, e, "valid", "loss_se", valid / 3))
+        rows.append((s, e, "valid", "prior_loss", 0.685))
+    return tb.History(rows)
+
+
+def test_a_run_that_learned_inside_its_first_window_is_not_not_learning():
+    "f6: the first tenth's median was already converged, so 5e-7 → 1e-6 read as 'barely moved': it fell from 0.75."
+    found = {f.kind: f for f in tb.diagnose(learned_in_nine_steps())}
+    assert "not_learning" not in found and "lr_too_low" not in found, found
+    # a loss that did not fall from its first step is still not learning
+    flat = tb.History([(s, (s - 1) // 12, "train", "loss", 0.75 + 0.01 * math.sin(s)) for s in range(1, 361)])
+    assert kinds(tb.diagnose(flat)) == ["not_learning"]
+
+
+def test_a_gradient_norm_that_grows_back_towards_its_first_logged_value_is_not_exploding():
+    "f6: 2e-6 → 2e-5, after 1.1e-4 at the first log: the norm never came near where it started; no clipping advice."
+    found = {f.kind: f for f in tb.diagnose(learned_in_nine_steps())}
+    assert "exploding_gradients" not in found, found["exploding_gradients"].message
+    # the same growth from a first logged norm at its level is exploding: measured from there
+    h = tb.History([(10 * (i + 1), 0, "train", "grad_norm", float(2e-6 * np.exp(i / 14))) for i in range(36)])
+    [f] = tb.diagnose(h)
+    assert f.kind == "exploding_gradients" and f.data["first_logged"] == 2e-6
+
+
+def test_a_near_perfect_first_evaluation_that_training_matches_is_a_note_not_a_leak_warning():
+    "f6: an easy task is near-perfect on train and valid alike: info naming both readings; valid ahead of train warns."
+    [f] = [f for f in tb.diagnose(learned_in_nine_steps()) if f.kind == "suspicious_score"]
+    assert f.severity == "info" and "easy" in f.message and "check_data" in f.advice, f
+    # the valid loss near-perfect while the training loss at that point is not: validation knows what training
+    # does not (a leak)
+    rows = [(s, 0, "train", "loss", 1.0 - 0.001 * s) for s in range(1, 101)]
+    rows += [(100, 0, "train", "epoch_loss", 0.95), (100, 0, "valid", "loss", 0.004)]
+    [f] = [f for f in tb.diagnose(tb.History(rows)) if f.kind == "suspicious_score"]
+    assert f.severity == "warning", f
+
+
+def test_a_frame_in_any_row_order_gets_the_diagnosis_of_its_steps():
+    "f7: diagnose(DataFrame) sorts by step (stably): newest-first read as diverging, shuffled as not_learning."
+    import pandas as pd
+    rng = np.random.default_rng(0)
+    epochs, per_epoch = 20, 30
+    train = 2.3 * np.exp(-np.arange(epochs * per_epoch) / 150) + 0.1 + 0.05 * rng.standard_normal(epochs * per_epoch)
+    v = 2.3 * np.exp(-np.arange(1, epochs + 1) * per_epoch / 150) + 0.15
+    v = np.concatenate([v[:8], v[7] + 0.08 * np.arange(1, 13)])  # valid turns up after epoch 7
+    rows = [(i + 1, i // per_epoch, "train", "loss", float(train[i])) for i in range(epochs * per_epoch)]
+    rows += [((e + 1) * per_epoch, e, "train", "epoch_loss", float(train[e * per_epoch:(e + 1) * per_epoch].mean()))
+             for e in range(epochs)]
+    rows += [((e + 1) * per_epoch, e, "valid", "loss", float(v[e])) for e in range(epochs)]
+    df = pd.DataFrame(rows, columns=["step", "epoch", "split", "name", "value"]).sort_values("step", kind="stable")
+    said = [(f.kind, f.message) for f in tb.diagnose(df)]
+    assert [k for k, _ in said] == ["overfitting"]
+    assert [(f.kind, f.message) for f in tb.diagnose(df.iloc[::-1])] == said
+    assert [(f.kind, f.message) for f in tb.diagnose(df.sample(frac=1, random_state=0))] == said
+
+
+def test_zero_losses_are_not_far_better_than_training():
+    "f9: train and valid both exactly 0 in the later epochs: the ratio 0/0 says nothing; no 'far better than training'."
+    rows = []
+    for i in range(600):
+        rows.append((i + 1, i // 30, "train", "loss", max(2.3 - i / 100, 0.0)))
+        if (i + 1) % 30 == 0:
+            rows.append((i + 1, i // 30, "train", "epoch_loss",
+                         sum(max(2.3 - j / 100, 0.0) for j in range(i - 29, i + 1)) / 30))
+            rows.append((i + 1, i // 30, "valid", "loss", max(2.3 - (i + 1) / 100, 0.0)))
+    assert "suspicious_score" not in kinds(tb.diagnose(tb.History(rows)))
+    # a valid loss far below a training loss that is well above 0 still is
+    rows = [(s, (s - 1) // 30, "train", "loss", 1.0 - 0.001 * s) for s in range(1, 601)]
+    rows += [(30 * (e + 1), e, "train", "epoch_loss", 0.9 - 0.02 * e) for e in range(20)]
+    rows += [(30 * (e + 1), e, "valid", "loss", 0.05 * (0.9 - 0.02 * e)) for e in range(20)]
+    [f] = [f for f in tb.diagnose(tb.History(rows)) if f.kind == "suspicious_score"]
+    assert f.data["valid_train_ratio"] == pytest.approx(0.05)
+
+
+def frozen_history(valid, train_falls=True, epochs=20, per_epoch=30):
+    "Steps of a training loss (falling 2.3 → 0.1, or flat around 1.0) and a valid loss from `valid(epoch)`."
+    rng = np.random.default_rng(0)
+    t = np.arange(epochs * per_epoch)
+    level = 2.3 * np.exp(-t / 150) + 0.1 if train_falls else np.full(len(t), 1.0)
+    train = level + 0.05 * rng.standard_normal(len(t))
+    rows = [(i + 1, i // per_epoch, "train", "loss", float(train[i])) for i in range(len(t))]
+    for e in range(epochs):
+        s = (e + 1) * per_epoch
+        rows += [(s, e, "train", "epoch_loss", float(train[s - per_epoch:s].mean())),
+                 (s, e, "valid", "loss", float(valid(e))), (s, e, "valid", "accuracy", 0.5)]
+    return tb.History(rows)
+
+
+def test_a_validation_loss_frozen_while_training_moves_is_found():
+    "f13: valid exactly 0.7 at 20 evaluations while train falls 2.3 → 0.1: validation does not see the trained model."
+    [f] = tb.diagnose(frozen_history(lambda e: 0.7))
+    assert (f.kind, f.severity) == ("frozen_validation", "warning") and f.data["evaluations"] == 20, f
+    assert "cached" in f.advice and "split" in f.advice and "weights" in f.advice
+    # frozen from epoch 8 on (12 evaluations) after it moved: the stretch is named
+    [f] = tb.diagnose(frozen_history(lambda e: 0.7 + 0.1 * max(8 - e, 0)))
+    assert f.kind == "frozen_validation" and f.data["first_epoch"] == 8 and f.data["evaluations"] == 12
+    # not frozen: a valid loss that moves by round-off, one at exactly 0 (perfect: nowhere to go), and one
+    # constant beside a training loss that does not move either (nothing was trained: not_learning says it)
+    assert "frozen_validation" not in kinds(tb.diagnose(frozen_history(lambda e: 0.7 + 1e-9 * e)))
+    assert "frozen_validation" not in kinds(tb.diagnose(frozen_history(lambda e: 0.0)))
+    assert "frozen_validation" not in kinds(tb.diagnose(frozen_history(lambda e: 0.7, train_falls=False)))
+    # nor a frozen model fed the same rows in a fixed order, hardest last: each pass climbs, none moves
+    per_pass = np.linspace(0.5, 1.5, 100)
+    rows = [(100 * e + j + 1, e, "train", "loss", float(v)) for e in range(6) for j, v in enumerate(per_pass)]
+    rows += [(100 * (e + 1), e, "valid", "loss", 0.7) for e in range(6)]
+    assert "frozen_validation" not in kinds(tb.diagnose(tb.History(rows)))

@@ -14,8 +14,9 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .core import SEVERITIES, Finding, History
-from .curvefit import (flat_stretch, median, rolling_median, smooth_evaluations, smoothing_half,
-                                turning_point)
+from .curvefit import (clusters, constant_stretch, end_levels, fifths, flat_stretch, keeps_falling,
+                                line_slope, median, robust_spread, rolling_median, smooth_evaluations,
+                                smoothing_half, still_falling, turning_point)
 
 # %% auto #0
 __all__ = ['RULES', 'as_history', 'Thresholds', 'nonfinite_loss', 'diagnose']
@@ -23,14 +24,17 @@ __all__ = ['RULES', 'as_history', 'Thresholds', 'nonfinite_loss', 'diagnose']
 # %% ../nbs/09_diagnostics.ipynb #9e7182a0
 def as_history(history,  # a `History`, a `Run` or a tidy DataFrame (step, epoch, split, name, value)
               ) -> History:
-    "A `History` from a History, a Run or a tidy DataFrame."
+    "A `History` from a History, a Run or a tidy DataFrame (its rows taken in step order)."
     if isinstance(history, History): return history
     if hasattr(history, "records"): return history.records  # a Run
     import pandas as pd
     if isinstance(history, pd.DataFrame):
         missing = set(History.columns) - set(history.columns)
         if missing: raise ValueError(f"history DataFrame lacks columns {sorted(missing)}")
-        return History(history[list(History.columns)].itertuples(index=False, name=None))
+        # in step order, whatever the frame's (newest first, shuffled, concatenated runs): the rules read each
+        # series as a curve; a stable sort keeps the frame's order among the rows of one step
+        rows = history[list(History.columns)].sort_values("step", kind="stable")
+        return History(rows.itertuples(index=False, name=None))
     raise TypeError(f"history must be a History, a Run or a tidy DataFrame, got {type(history).__name__}")
 
 _CURVES: "weakref.WeakKeyDictionary[History, dict]" = weakref.WeakKeyDictionary()
@@ -80,11 +84,6 @@ def _series(c: dict, split: str, name: str):
 
 _rolling = rolling_median  # the name bench/corpus.py reads it by
 
-def _robust_spread(values: np.ndarray) -> float:
-    "1.4826 × the median absolute deviation: the standard deviation of normal noise, unmoved by outliers."
-    if len(values) == 0: return 0.0
-    return float(1.4826 * median(np.abs(values - median(values))))
-
 # %% ../nbs/09_diagnostics.ipynb #950ba6ba
 @dataclass(frozen=True)
 class Thresholds:
@@ -126,6 +125,7 @@ class Thresholds:
     noise_fit: float = 0.4  # ... while the others' median loss fell below this share of its untrained value
     leak_first: float = 0.03  # a first valid loss below this share of the starting loss is suspicious
     leak_ratio: float = 0.2  # so is a valid loss below this share of the train loss over the later epochs
+    frozen_evals: int = 5  # evaluations in a row with exactly the same valid loss (training moving): frozen
 
 # %% ../nbs/09_diagnostics.ipynb #0a4733ce
 _NONFINITE_ADVICE = {
@@ -166,11 +166,6 @@ def _nonfinite(c: dict) -> list[Finding]:
     return [finding]
 
 # %% ../nbs/09_diagnostics.ipynb #56c42fb9
-def _levels(loss: np.ndarray) -> tuple[float, float, float]:
-    "The first step's loss (before any update), the start's and end's: medians of the first and last tenth."
-    k = max(5, len(loss) // 10)
-    return float(loss[0]), float(median(loss[:k])), float(median(loss[-k:]))
-
 def _stages(loss: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
     "The loss's stage at each step: the window's half width, the moving median and the moving MAD around it."
     # a stage is 2% of the run, at most 101 steps: the moving median's cost is steps × window (a 50,000-step
@@ -217,7 +212,7 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
     if nonfinite: return nonfinite  # at any length: one NaN step is news, a short run is not
     steps, _, loss = _series(c, "train", "loss")
     if len(loss) < th.min_steps: return []
-    first, start, end = _levels(loss)
+    first, start, end = end_levels(loss)  # the first step's loss is the untrained model's
     _, stage, mad = _stages_of(c, loss)
     noise = _step_noise(mad)
     # a 3-point median: a lone spike is not a divergence (and the message's peak and last value are both
@@ -267,8 +262,14 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
                                "never learned after: lower the lr about 10× (try lr_find), add warmup, "
                                "clip gradients",
                         data=data)]
+    # a run that learned inside its first tenth (an easy task: 0.75 → 1e-7 in 9 steps) has a start that is
+    # already the converged level: its fall is from the untrained loss, which stands out of that first
+    # tenth as a blow-up stands out of a run (`blowup` times its level and `blowup_z` step noises above it)
+    early = bool(base > th.blowup * start and base - start > th.blowup_z * max(noise, 1e-12))
+    if early: start = base
     scale = max(abs(start), 1e-12)
     drop = (start - end) / scale
+    data.update(drop=drop, learned_in_first_tenth=early)
     if at_prior and len(loss) >= 5 * th.min_steps:
         return [Finding("not_learning", "warning",
                         f"the run ended at the constant predictor's loss: valid {prior['valid_end']:.4g}, train "
@@ -290,9 +291,9 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
     # second half of the steps still falls
     _, _, valid = _series(c, "valid", "loss")
     if len(valid) >= 3:
-        falling = _evaluations_keep_falling(valid, th.fall_keep)
+        falling = keeps_falling(valid, th.fall_keep)
     else:
-        falling = _still_falling(loss, noise, th.fall_z)
+        falling = still_falling(loss, noise, th.fall_z)
     if drop < th.slow and long_enough and falling:
         return [Finding("lr_too_low", "info",
                         f"the training loss falls slowly and steadily ({start:.4g} → {end:.4g}) "
@@ -315,33 +316,6 @@ def _early_blowup(loss: np.ndarray, stage: np.ndarray, noise: float, th: Thresho
     untrained = float(loss[0]) if base is None else base
     if lowest < (1 - th.still) * untrained and not at_prior: return None
     return jump
-
-def _still_falling(loss: np.ndarray, noise: float, z: float) -> bool:
-    "Whether the second half's least-squares slope is below zero by more than `z` of its standard errors."
-    y = loss[len(loss) // 2:]
-    x = np.arange(len(y)) - (len(y) - 1) / 2
-    sxx = (x * x).sum()
-    slope = float((x * y).sum() / sxx)
-    standard_error = max(noise, 1e-12) / math.sqrt(float(sxx))
-    return -slope > z * standard_error
-
-def _evaluations_keep_falling(v: np.ndarray, keep: float) -> bool:
-    "Whether the valid loss fell in both halves of the evaluations, the later at `keep` × the first's rate."
-    if len(v) < 3 or not np.isfinite(v).all(): return False
-    mid = len(v) // 2
-    early = (v[0] - v[mid]) / mid  # fall per evaluation over the first half
-    late = (v[mid] - v[-1]) / (len(v) - 1 - mid)  # ... and over the second
-    every = bool((v[mid + 1:] - v[mid:-1] < 0).all())  # lower at each later evaluation: not a noisy plateau
-    # a run that learns slows down as it converges; one whose lr is too low falls as fast late as early
-    return bool(early > 0 and every and late >= keep * early)
-
-def _events(idx: np.ndarray, gap: int = 3) -> list[list[int]]:
-    "Positions grouped into events: runs of positions less than `gap` apart."
-    groups = []
-    for i in idx:
-        if groups and i - groups[-1][-1] < gap: groups[-1].append(int(i))
-        else: groups.append([int(i)])
-    return groups
 
 def _tallest_rest(resid: np.ndarray, tall: np.ndarray, i: int, w: int) -> float:
     "The largest rise above the stage of the steps within `w` of step `i` that are not tall (0 if none)."
@@ -409,7 +383,7 @@ def _spikes(c: dict, th: Thresholds) -> list[Finding]:
     # that is not tall itself (heavy-tailed small-batch noise builds a staircase of tall steps instead)
     hits = [i for i in tall.nonzero()[0]
             if resid[i] >= th.spike_gap * _tallest_rest(resid, tall, i, 3 * half)]
-    events = [max(g, key=lambda i: resid[i]) for g in _events(np.array(hits, dtype=int))]
+    events = [max(g, key=lambda i: resid[i]) for g in clusters(np.array(hits, dtype=int))]
     # a rise right after the learning rate jumped up (a warm restart, a cyclic schedule) is the schedule's
     # doing, not a bad batch
     jumps = _lr_jumps(c)
@@ -453,7 +427,7 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     around = v[max(0, best - 3):]
     steps_after = around[1:] - around[:-1]
     if len(steps_after) < 4: steps_after = v[1:] - v[:-1]
-    wiggle = _robust_spread(steps_after) / math.sqrt(2)
+    wiggle = robust_spread(steps_after) / math.sqrt(2)
     noise = float(median(se[best:])) if se is not None else 0.0
     # sustained: the later third of the evaluations after the best (at least `overfit_after`), by their
     # median (one noisy last point moves a median of three by nothing), against the smoothed best
@@ -464,12 +438,7 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     rise = float(tail_level - level)
     need = max(th.overfit_rise * abs(level), th.overfit_z * wiggle, 1e-12)
     # and rising: the evaluations after the best climb (a least-squares slope above zero by 2 of its errors)
-    y = v[best:]
-    x = np.arange(len(y)) - (len(y) - 1) / 2
-    sxx = (x * x).sum()
-    slope = float((x * y).sum() / sxx)
-    resid = y - y.sum() / len(y) - slope * x  # y.mean(), without its Python layer
-    slope_se = math.sqrt(float((resid ** 2).sum()) / max(len(y) - 2, 1) / float(sxx))
+    slope, slope_se, sxx = line_slope(v[best:])
     slope_t = slope / max(slope_se, 1e-12)
     climbing = slope_t > 2 or float(tail.min()) > level + 0.5 * need
     # the evidence: a rise large against one evaluation's standard error, or a steady climb (evaluations
@@ -518,25 +487,18 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
                           **how})]
 
 # %% ../nbs/09_diagnostics.ipynb #112f01e9
-def _gradient_growth(g: np.ndarray) -> Optional[tuple[float, float, float]]:
-    "The gradient norm's median in the first, middle and last fifth; the last is inf once it became NaN/Inf."
-    if not np.isfinite(g).all():
-        finite = g[:int(np.isfinite(g).argmin())]  # up to the first NaN/Inf
-        if len(finite) < 2: return None
-        q = max(1, len(finite) // 5)
-        return float(median(finite[:q])), float(median(finite[-q:])), math.inf
-    if len(g) < 10: return None  # too few logged norms for three robust levels
-    q = len(g) // 5
-    middle = len(g) // 2 - q // 2
-    return float(median(g[:q])), float(median(g[middle:middle + q])), float(median(g[-q:]))
-
 def _gradients(c: dict, th: Thresholds) -> list[Finding]:
     "exploding_gradients (the global norm grew by orders of magnitude), vanishing_gradients (starved ones)."
     _, _, g = _series(c, "train", "grad_norm")
     out = []
-    growth = _gradient_growth(g)
+    growth = fifths(g)
     if growth is not None:
-        first, middle, last = growth
+        fifth, middle, last = growth
+        # grown from where it started: the first fifth's median, or the first logged norm where that is
+        # larger (a run that converged before its first fifth: its norm fell 50-fold by then, and a creep
+        # back towards where it was is no explosion, nor is clipping at a norm it never reaches again any use)
+        logged = float(g[0])
+        first = max(fifth, logged)
         # grew by `explode`x and still grows over the second half (a healthy norm that rises early while the
         # model starts to learn levels off), or grew by orders of magnitude, or became NaN/Inf
         still_growing = last > th.explode_late * middle
@@ -546,7 +508,8 @@ def _gradients(c: dict, th: Thresholds) -> list[Finding]:
                                f"({middle:.3g} half-way)",
                                advice="clip gradients (clip_norm=1.0), lower the learning rate, check "
                                       "normalization layers and any code that scales the loss or gradients",
-                               data={"first": first, "middle": middle, "last": last,
+                               data={"first": first, "first_fifth": fifth, "first_logged": logged,
+                                     "middle": middle, "last": last,
                                      "growth": last / max(first, 1e-30), "threshold": th.explode,
                                      "late_threshold": th.explode_late}))
     out += _parameter_gradients(c, th)
@@ -719,24 +682,45 @@ _LEAK_ADVICE = ("check for leakage: a feature computed with the target (target e
                 "known only later), rows or groups shared by train and valid (the make_splits audit), "
                 "a valid set easier than the real one")
 
+_EASY_ADVICE = ("nothing in the history points to a leak (validation is no better than training); if "
+                "the task is not that easy, look at the rows: tb.check_data(df, target=...) names a feature "
+                "that predicts the target on its own (target_leak), the split audit rows or groups shared "
+                "by train and valid")
+
 def _suspicious_score(c: dict, th: Thresholds) -> list[Finding]:
-    "suspicious_score: a near-perfect first validation, or validation far better than training."
-    _, _, loss = _series(c, "train", "loss")
-    _, ve, v = _series(c, "valid", "loss")
+    "suspicious_score: a near-perfect first validation (a note if training was as good), or far better."
+    ls, _, loss = _series(c, "train", "loss")
+    vs, ve, v = _series(c, "valid", "loss")
     _, te, t = _series(c, "train", "epoch_loss")
     if len(loss) == 0 or len(v) == 0 or not np.isfinite(v).all(): return []
     # against the untrained loss, or the constant predictor's when that is higher (a first batch can be low)
     _, _, prior = _series(c, "valid", "prior_loss")
     start = max(abs(float(loss[0])), float(median(prior)) if len(prior) else 0.0, 1e-12)
     if v[0] < th.leak_first * start:
-        return [Finding("suspicious_score", "warning",
-                        f"the first validation loss, {v[0]:.3g}, is {v[0] / start:.1%} of the starting loss: "
-                        f"near-perfect from epoch {int(ve[0])}",
-                        advice=_LEAK_ADVICE, data={"first_valid_loss": float(v[0]), "start_loss": start,
-                                                   "threshold": th.leak_first * start})]
+        # what training had reached when validation first looked: the last tenth of its steps up to then (at
+        # least 3). Near-perfect there too, the task may simply be easy (or a feature gives the target away on
+        # both: the history cannot tell); validation far ahead of training knows what training does not
+        before = loss[ls <= vs[0]]
+        train_then = float(median(before[-max(3, len(before) // 10):])) if len(before) else math.inf
+        ahead = not v[0] >= th.leak_ratio * train_then  # (no training loss before it: as ahead)
+        data = {"first_valid_loss": float(v[0]), "start_loss": start, "threshold": th.leak_first * start,
+                "train_loss_then": train_then, "ahead_of_training": ahead}
+        first = f"the first validation loss, {v[0]:.3g}, is {100 * v[0] / start:.2g}% of the starting loss"
+        if not ahead:
+            return [Finding("suspicious_score", "info",
+                            f"near-perfect from epoch {int(ve[0])} on training and validation alike: "
+                            f"{first}, and the training loss was {train_then:.3g} by then; an easy task "
+                            f"learned in its first epoch, or a feature that gives the target away on both "
+                            f"(the history cannot tell which)", advice=_EASY_ADVICE, data=data)]
+        then = f", while the training loss then was {train_then:.3g}" if math.isfinite(train_then) else ""
+        return [Finding("suspicious_score", "warning", f"{first}: near-perfect from epoch {int(ve[0])}{then}",
+                        advice=_LEAK_ADVICE, data=data)]
+    # over the later epochs, where the training loss is clearly above 0: two losses that are both near-perfect
+    # (below `leak_first` of the start: 0 and 0, round-off) have a ratio that says nothing
     train_at = dict(zip(te.tolist(), t.tolist()))
     later = [(val, train_at[ep]) for ep, val in zip(ve.tolist(), v.tolist())
-             if ep in train_at and ep >= max(1, ve[-1] // 2) and math.isfinite(train_at[ep])]
+             if ep in train_at and ep >= max(1, ve[-1] // 2) and math.isfinite(train_at[ep])
+             and train_at[ep] >= th.leak_first * start]
     if len(later) < 2: return []
     ratio = float(median(np.array([val / max(tr, 1e-12) for val, tr in later])))
     if ratio >= th.leak_ratio: return []
@@ -745,8 +729,44 @@ def _suspicious_score(c: dict, th: Thresholds) -> list[Finding]:
                     "far better than training",
                     advice=_LEAK_ADVICE, data={"valid_train_ratio": ratio, "threshold": th.leak_ratio})]
 
+_FROZEN_ADVICE = ("validation is not scoring the model being trained: evaluate that model with its "
+                  "current weights (not a copy made before fit, nor one loaded from a checkpoint once); "
+                  "look for a cached or constant prediction (outputs computed once and reused, a loss on "
+                  "a stored tensor, a model that outputs a constant); check that the evaluation reads the "
+                  "validation split (not an empty, wrong or fixed one-batch split)")
+
+def _frozen_validation(c: dict, th: Thresholds) -> list[Finding]:
+    "frozen_validation: the valid loss exactly the same at many evaluations in a row while training moved."
+    vs, ve, v = _series(c, "valid", "loss")
+    if len(v) < th.frozen_evals or not np.isfinite(v).all(): return []
+    # the longest stretch of evaluations that gave exactly the same value: a model whose weights change
+    # scores the same rows to the same float twice in a row with a chance of ~0
+    lo, hi = constant_stretch(v)
+    # a loss of exactly 0 is a perfect fit, with nowhere to go
+    if hi - lo + 1 < max(th.frozen_evals, 2) or v[lo] == 0: return []
+    # and training moved meanwhile: the mean step loss of the pass between the stretch's first two evaluations
+    # and of the pass between its last two differ by `fall_z` standard errors of the steps' own spread (a
+    # model that stands still gives two passes one mean, up to the batches' noise, whatever their order;
+    # without step losses nothing tells training from round-off: no finding)
+    ts, _, t = _series(c, "train", "loss")
+    first, last = t[(ts > vs[lo]) & (ts <= vs[lo + 1])], t[(ts > vs[hi - 1]) & (ts <= vs[hi])]
+    if min(len(first), len(last)) < 2 or not np.isfinite(np.concatenate([first, last])).all(): return []
+    before, after = float(first.mean()), float(last.mean())
+    se = math.sqrt(float(first.var(ddof=1)) / len(first) + float(last.var(ddof=1)) / len(last))
+    if not abs(after - before) > th.fall_z * se: return []
+    n = hi - lo + 1
+    return [Finding("frozen_validation", "warning",
+                    f"the validation loss was exactly {v[lo]:.6g} at {n} evaluations in a row (epochs "
+                    f"{int(ve[lo])}-{int(ve[hi])}) while the training loss moved from {before:.4g} to "
+                    f"{after:.4g}",
+                    advice=_FROZEN_ADVICE,
+                    data={"value": float(v[lo]), "evaluations": n, "first_epoch": int(ve[lo]),
+                          "last_epoch": int(ve[hi]), "first_step": int(vs[lo]), "last_step": int(vs[hi]),
+                          "train_from": before, "train_to": after, "train_change_se": se,
+                          "threshold": th.frozen_evals, "change_threshold": th.fall_z})]
+
 RULES = (_loss_trend, _spikes, _overfitting, _gradients, _input_pipeline, _memory, _label_noise,
-         _suspicious_score)
+         _suspicious_score, _frozen_validation)
 
 def diagnose(history,  # a `History`, a `Run` or a tidy DataFrame (step, epoch, split, name, value)
              thresholds: Optional[Thresholds] = None,  # the rules' numbers; None: those fitted on the corpus
