@@ -411,7 +411,8 @@ def prepare_run_dir(checkpoint_dir: str | Path | None,  # the folder asked for (
 
 # %% ../nbs/06_checkpoint.ipynb #7ae62d48
 def _loader_order(dl) -> Optional[str]:
-    "How a loader orders its rows: a DataLoader's sampler (shuffled or not), a TensorLoader's shuffling and seed."
+    """How a loader orders its rows: a DataLoader's sampler (shuffled or not), a TensorLoader's shuffling
+    and seed."""
     batches = getattr(dl, "batch_sampler", None)
     custom = batches is not None and type(batches) is not torch.utils.data.BatchSampler
     sampler = batches if custom else getattr(dl, "sampler", None)
@@ -512,8 +513,9 @@ def resume_changes(saved: dict,  # the signature of the checkpoint's run (`saved
 def stopped_early(ckpt: dict,  # a loaded checkpoint: its position, step and early-stopping state
                   config,  # the resuming run's TrainConfig (its patience and max_steps)
                  ) -> bool:
-    """Whether early stopping ends the checkpoint's run before it takes another step: the checkpoint is an epoch's
-    end after which `config.patience` evaluations went without improvement (a max_steps reached ends it first)."""
+    """Whether early stopping ends the checkpoint's run before it takes another step: the checkpoint is an
+    epoch's end after which `config.patience` evaluations went without improvement (a max_steps reached ends
+    it first)."""
     wait = (ckpt.get("early_stopping") or {}).get("wait") or 0
     at_max = bool(config.max_steps) and ckpt.get("step", 0) >= config.max_steps
     at_epoch_end = ckpt.get("epoch", 0) > 0 and not ckpt.get("batch_idx")  # the loop stops only there
@@ -523,10 +525,11 @@ def check_epochs_left(epoch: int,  # the epoch the checkpoint resumes at
                       batch_idx: int,  # batches of that epoch already done
                       config,  # the resumed run's TrainConfig (its epochs, max_steps and patience)
                       step: int = 0,  # optimizer steps the checkpoint's run took
-                      ckpt: Optional[dict] = None,  # the checkpoint, to tell whether early stopping ended its run
+                      ckpt: Optional[dict] = None,  # the checkpoint: did early stopping end its run?
                      ) -> None:
-    """A resume past the run's epochs or max_steps, or of a run early stopping ended: nothing to train (a warning),
-    or an epoch cut short (a ValueError). A patience that lets an early-stopped run go on is said too."""
+    """A resume past the run's epochs or max_steps, or of a run early stopping ended: nothing to train (a
+    warning), or an epoch cut short (a ValueError). A patience that lets an early-stopped run go on is said
+    too."""
     epochs, max_steps = config.epochs, config.max_steps
     if max_steps and step >= max_steps:  # the loop takes no step (it stops as 'max_steps')
         warnings.warn(f"the checkpoint's run already took {step} optimizer step(s), TrainConfig.max_steps="
@@ -537,14 +540,14 @@ def check_epochs_left(epoch: int,  # the epoch the checkpoint resumes at
         before = (ckpt.get("config") or {}).get("patience")
         if stopped_early(ckpt, config):  # the loop takes no step (it stops as 'early_stopping')
             warnings.warn(f"early stopping ended the checkpoint's run: {config.monitor} went {wait} "
-                          f"evaluation(s) without improvement, TrainConfig.patience={config.patience}: nothing is "
-                          "left to train; raise patience (or set patience=None) to train on (more epochs alone do "
-                          "not)", stacklevel=4)
+                          f"evaluation(s) without improvement, TrainConfig.patience={config.patience}: "
+                          "nothing is left to train; raise patience (or set patience=None) to train on "
+                          "(more epochs alone do not)", stacklevel=4)
             return
         if stopped_early(ckpt, config.replace(patience=before)):  # a larger patience: the run goes on
-            warnings.warn(f"early stopping ended the checkpoint's run (patience={before}: {wait} evaluation(s) "
-                          f"without improvement); with TrainConfig.patience={config.patience} it trains on from "
-                          f"epoch {epoch + 1}", stacklevel=4)
+            warnings.warn(f"early stopping ended the checkpoint's run (patience={before}: {wait} "
+                          f"evaluation(s) without improvement); with TrainConfig.patience={config.patience} "
+                          f"it trains on from epoch {epoch + 1}", stacklevel=4)
     if epoch < epochs: return
     if batch_idx:
         raise ValueError(f"the checkpoint stopped inside epoch {epoch + 1} (after batch {batch_idx}), past "
@@ -716,9 +719,10 @@ class Position:
                     rng: Optional[dict] = None,  # the RNG states at the point saved; None = as they are now
                     batch_idx: Optional[int] = None,  # micro-batches used at that point; None = `batch_idx`
                    ) -> "Position":
-        """The position a checkpoint saves, with the RNG states a resume must start from: a position not entered
-        yet (a resumed run before its first epoch starts) as it was loaded; at an epoch's start, the epoch's own
-        states, from before the loader drew the epoch's order (a DataLoader draws it when iterated)."""
+        """The position a checkpoint saves, with the RNG states a resume must start from: a position not
+        entered yet (a resumed run before its first epoch starts) as it was loaded; at an epoch's start, the
+        epoch's own states, from before the loader drew the epoch's order (a DataLoader draws it when
+        iterated)."""
         if self.rng is not None: return self.at()
         batch_idx = self.batch_idx if batch_idx is None else batch_idx
         if batch_idx == 0 and self.epoch_rng is not None: rng = self.epoch_rng  # the epoch is redone whole
@@ -728,7 +732,8 @@ class Position:
 # %% ../nbs/06_checkpoint.ipynb #89ce6887
 class BufferSnapshot:
     """The model's buffers that training moves (BatchNorm's running stats, ...), copied at each accumulation
-    window's start, so that a Ctrl-C inside the window can put them back as the last completed step left them."""
+    window's start, so that a Ctrl-C inside the window can put them back as the last completed step left
+    them."""
     def __init__(self,
                  model: nn.Module,  # the model being trained (wrappers are unwrapped)
                 ):

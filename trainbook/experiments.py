@@ -86,7 +86,8 @@ def recorded_run(got,  # an MLflow run (what `MlflowClient.get_run` or `search_r
                 ) -> Run:
     "The `Run` of a recorded run: its run.json artifact, else (a run that died before its end) its folder's."
     run_id = got.info.run_id
-    try:  # through the client's store: MLflow's global tracking URI may be another store (a server's artifacts)
+    # through the client's store: MLflow's global tracking URI may be another store (a server's artifacts)
+    try:
         text = read_artifact(got.info.artifact_uri, client.tracking_uri, "run.json")
         run = Run.from_dict(json.loads(text), where=f"run {run_id}'s run.json artifact")
     except RunFileError: raise
@@ -106,7 +107,8 @@ def recorded_run(got,  # an MLflow run (what `MlflowClient.get_run` or `search_r
     return run
 
 def _metric_values(got, client) -> dict:
-    "A recorded run's metrics, named as written; when the store has none (killed before its first write), its run.json's."
+    """A recorded run's metrics, named as written; when the store has none (killed before its first write),
+    its run.json's."""
     names = metric_names(got.data.tags)  # the renamed keys: 'valid_acc_1-3f2a…' is 'valid_acc@1'
     if got.data.metrics: return {names.get(k, k): v for k, v in got.data.metrics.items()}
     try: return metrics_of(recorded_run(got, client))
@@ -250,8 +252,8 @@ def _curve(item, i: int, metric: str, client) -> dict:
     if not got.data.metrics:  # none stored (a run killed before its first write): its run.json's history
         try: return _curve(recorded_run(got, client), i, metric, None)
         except ValueError: pass  # no run.json anywhere: what the store holds
-    # stored under the key its writer made for it ('valid_acc@1' as 'valid_acc_1', or with a hash when a metric
-    # acc_1 took that key: the tag trainbook.renamed_metrics says which)
+    # stored under the key its writer made for it ('valid_acc@1' as 'valid_acc_1', or with a hash when a
+    # metric acc_1 took that key: the tag trainbook.renamed_metrics says which)
     names = metric_names(got.data.tags)
     key = {name: key for key, name in names.items()}.get(metric, safe_key(metric))
     points = sorted(client.get_metric_history(item, key), key=lambda m: (m.step, m.timestamp))

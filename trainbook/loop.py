@@ -120,7 +120,7 @@ def accumulation_windows(batches: Iterator,  # the epoch's (positioned) batch it
                          n_batches: Optional[int],  # micro-batches per epoch (None = unknown; then accum_steps == 1)
                          pos: Position,  # the loop's position; `batch_idx` advances as micro-batches are drawn
                          keep_rng: bool = False,  # record the RNG state at each window's start (for checkpoints)
-                         buffers: Optional[BufferSnapshot] = None,  # the model's moving buffers, copied there too
+                         buffers: Optional[BufferSnapshot] = None,  # moving buffers, copied there too
                         ) -> Iterator[Window]:
     "The epoch's accumulation windows; the last is shorter when the epoch does not divide evenly."
     while True:
@@ -162,7 +162,7 @@ class Setup:
     extra: dict  # what the Run reports about the set-up: precision, device, fingerprints
     feed: Feeder  # forward under autocast -> loss, for each micro-batch
     unscale: bool  # whether every step unscales (fp16) or clips its gradients (else only the logged steps read them)
-    buffers: Optional[BufferSnapshot]  # the model's moving buffers, kept at each window's start (checkpoints only)
+    buffers: Optional[BufferSnapshot]  # moving buffers, kept at each window's start (checkpoints only)
     started: float = field(default_factory=time.perf_counter)
 
 def set_up(model: nn.Module,  # the model to train (moved to its device, in train mode)
@@ -237,8 +237,8 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
     return s, state
 
 def _claim_and_resume(s: Setup, state: LoopState, resume, overwrite: bool = False) -> Optional[str]:
-    """Choose and lock the run folder (never an earlier run's); restore every piece of state from a checkpoint.
-    'early_stopping' when early stopping had ended the checkpoint's run: nothing is left to train."""
+    """Choose and lock the run folder (never an earlier run's); restore every piece of state from a
+    checkpoint. 'early_stopping' when early stopping ended the checkpoint's run: nothing is left to train."""
     engine = sys.modules.get("trainbook.ray_engine")  # loaded only where Ray runs the workers
     if resume is None and engine is not None: resume = engine.worker_resume()  # a worker Ray restarted
     keeper = s.checkpointer
@@ -246,8 +246,9 @@ def _claim_and_resume(s: Setup, state: LoopState, resume, overwrite: bool = Fals
         keeper.meta["signature"] = run_signature(s.model, s.optimizer, s.dl_train, s.config,
                                                  s.extra["split_fingerprint"], s.loss_fn, s.extra["data_fingerprint"])
     # the checkpoint read and compared before any folder is claimed or emptied (overwrite) or any part loaded
-    ckpt = claim_run_dir(keeper, resume, overwrite, device=s.device, take=lambda ckpt: _take_position(state, ckpt),
-                         check=lambda c: check_epochs_left(c["epoch"], c["batch_idx"], s.config, c["step"], c))
+    ckpt = claim_run_dir(keeper, resume, overwrite, device=s.device, take=lambda c: _take_position(state, c),
+                         check=lambda c: check_epochs_left(c["epoch"], c["batch_idx"], s.config,
+                                                           c["step"], c))
     state.run_dir = keeper.run_dir
     state.findings += keeper.findings
     return "early_stopping" if ckpt is not None and stopped_early(ckpt, s.config) else None

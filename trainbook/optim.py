@@ -87,12 +87,12 @@ def schedule_steps(cfg: TrainConfig,  # `schedule` and `warmup` are read
     "`total_steps`, or 0 where nothing needs it; unknown yet needed: a ValueError that names what needs it."
     if total_steps is not None: return total_steps
     if cfg.schedule != "constant":
-        raise ValueError(f"schedule={cfg.schedule!r} needs the number of steps: give dl_train a length or set "
-                         "max_steps")
+        raise ValueError(f"schedule={cfg.schedule!r} needs the number of steps: give dl_train a length "
+                         "or set max_steps")
     if 0 < cfg.warmup < 1:  # the constant schedule needs no step count; a fraction of the steps does
-        raise ValueError(f"warmup={cfg.warmup} is a fraction of the run's optimizer steps, and their number is "
-                         "unknown (dl_train has no length, max_steps is not set): give warmup in steps (warmup=N, "
-                         "N >= 1 optimizer steps) or set max_steps")
+        raise ValueError(f"warmup={cfg.warmup} is a fraction of the run's optimizer steps, and their number "
+                         "is unknown (dl_train has no length, max_steps is not set): give warmup in steps "
+                         "(warmup=N, N >= 1 optimizer steps) or set max_steps")
     return 0
 
 def make_scheduler(opt: torch.optim.Optimizer,  # the optimizer whose groups' lrs are scaled

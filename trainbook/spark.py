@@ -376,7 +376,8 @@ class SparkDataReport(DataReport):
 
     def _ipython_display_(self):
         from IPython.display import display
-        # a text/plain beside the HTML: a terminal shows the report's text (an HTML object shows only its repr)
+        # a text/plain beside the HTML: a terminal shows the report's text (an HTML object shows only
+        # its repr)
         display({"text/html": self._repr_html_(), "text/plain": str(self)}, raw=True)
 
 def check_data(sdf,  # a Spark DataFrame, one row per example

@@ -81,7 +81,7 @@ def require_positions(idx,  # row positions (what a Splits part holds)
                          + (f": {hint}" if hint else ""))
     return idx
 
-def time_values(t: pd.Series,  # a time column (numbers, datetimes with or without a zone, timedeltas, periods)
+def time_values(t: pd.Series,  # a time column (numbers, datetimes, zoned or not, timedeltas, periods)
                ) -> np.ndarray:
     "A time column as a numpy array that sorts and compares fast: zoned times in UTC, periods as ordinals."
     if isinstance(t.dtype, pd.DatetimeTZDtype): return t.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy()
@@ -279,7 +279,8 @@ def choose_strategy(strategy: str,  # one of STRATEGIES; 'auto' picks one
     return "random", "no target classes, groups or time to respect"
 
 def _after_ties(ts: np.ndarray, cut: int) -> int:
-    "`cut` moved past the rows of the same time as the row before it (`ts` sorted): equal times stay together."
+    """`cut` moved past the rows of the same time as the row before it (`ts` sorted): equal times stay
+    together."""
     return int(np.searchsorted(ts, ts[cut - 1], side="right")) if 0 < cut < len(ts) else cut
 
 def _group_holdout(idx, size, g, seed):
@@ -299,7 +300,8 @@ def _stratified_group_holdout(idx, size, y, g, seed):
     from sklearn.model_selection import StratifiedGroupKFold
     k = min(len(np.unique(g[idx])), 20)
     m = min(k - 1, max(1, round(size * k)))
-    with warnings.catch_warnings():  # a class rarer than k is spread as far as it goes: the shares are audited
+    # a class rarer than k is spread as far as it goes: the shares are audited
+    with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="The least populated class", category=UserWarning)
         folds = StratifiedGroupKFold(n_splits=k, shuffle=True, random_state=seed).split(idx, y[idx], g[idx])
         held = np.concatenate([b for _, b in list(folds)[:m]])
@@ -311,12 +313,13 @@ def _check_stratified_room(idx, size, y, arg):
     n, n_classes = len(idx), len(pd.unique(y[idx]))
     held = int(np.ceil(size * n))
     if min(held, n - held) < n_classes:
-        raise ValueError(f"{name}={given} holds {held} of the {n} rows it splits, but a stratified split puts "
-                         f"each of the target's {n_classes} classes on both sides: give each side at least "
-                         f"{n_classes} rows (a larger {name} or more rows), or strategy='random'")
+        raise ValueError(f"{name}={given} holds {held} of the {n} rows it splits, but a stratified split "
+                         f"puts each of the target's {n_classes} classes on both sides: give each side at "
+                         f"least {n_classes} rows (a larger {name} or more rows), or strategy='random'")
 
 def _holdout(idx, size, strategy, y, g, t, seed, gap, arg):
-    "Split positions `idx` into (rest, held) with about `size` of them held out (`arg`: the size's name, value)."
+    """Split positions `idx` into (rest, held) with about `size` of them held out (`arg`: the size's name,
+    value)."""
     from sklearn.model_selection import train_test_split
     if strategy == "time":
         order = idx[np.argsort(t[idx], kind="stable")]
@@ -337,9 +340,9 @@ def _time_folds(idx, n_folds, t, gap, time):
     size = n // (n_folds + 1)
     starts = [_after_ties(ts, n - k * size) for k in range(n_folds, 0, -1)] + [n]
     if not size or any(b <= a for a, b in zip(starts, starts[1:])):
-        raise ValueError(f"n_folds={n_folds} time folds need {n_folds + 1} blocks of rows, each of later times, "
-                         f"but time column {time!r} has {len(pd.unique(ts))} distinct value(s) in these {n} "
-                         f"rows (equal times stay on one side): lower n_folds")
+        raise ValueError(f"n_folds={n_folds} time folds need {n_folds + 1} blocks of rows, each of later "
+                         f"times, but time column {time!r} has {len(pd.unique(ts))} distinct value(s) in "
+                         f"these {n} rows (equal times stay on one side): lower n_folds")
     if starts[0] - gap < 1:
         raise ValueError(f"gap={gap} rows leave no train rows before the first time fold (it starts at row "
                          f"{starts[0]} of {n} in time order): lower gap or n_folds")
@@ -425,13 +428,15 @@ def _size_findings(sp: Splits, n: int, g) -> list[Finding]:
     grouped = ("whole groups go to one side, and the groups are of uneven sizes",
                "another seed draws other groups; n_folds=k gives every group a turn")
     why, advice = {"group": grouped, "stratified_group": grouped,
-                   "time": ("rows of equal time stay on one side", "a finer time column cuts nearer the share")
+                   "time": ("rows of equal time stay on one side",
+                            "a finer time column cuts nearer the share")
                    }.get(sp.strategy, (None, None))
     out = []
     for name, asked in (("valid", sp.params["valid_size"]), ("test", sp.params["test_size"])):
         got = len(getattr(sp, name)) / n
         if why and asked and not (name == "valid" and sp.folds) and abs(got - asked) > asked / 4:
-            largest = f" (the largest group holds {np.bincount(g).max()} of {n} rows)" if g is not None else ""
+            largest = (f" (the largest group holds {np.bincount(g).max()} of {n} rows)"
+                       if g is not None else "")
             out.append(Finding("split_size", "warning", f"{name} holds {got:.0%} of the rows, not the "
                                f"{asked:.0%} asked: {why}{largest}", data={"split": name, "share": got},
                                advice=advice))
@@ -455,7 +460,8 @@ def make_splits(df: pd.DataFrame,  # the data to split, one row per example
         return spark.make_splits(df, target, strategy=strategy, groups=groups, time=time,
                                  valid_size=valid_size, test_size=test_size, n_folds=n_folds, gap=gap, seed=seed)
     _validate(df, target, strategy, groups, time, valid_size, test_size, n_folds, gap, seed)
-    valid_size, test_size, gap, seed = float(valid_size), float(test_size), int(gap), int(seed)  # numpy's numbers as Python's
+    # numpy's numbers as Python's
+    valid_size, test_size, gap, seed = float(valid_size), float(test_size), int(gap), int(seed)
     n_folds = None if n_folds is None else int(n_folds)
     df = drop_unused_categories(df, target)
     if target is not None and df[target].isna().any():

@@ -45,13 +45,14 @@ def safe_value(value,  # a param or tag value
     return text if len(text) <= limit else text[:limit - len(CUT)] + CUT
 
 def safe_names(names: Iterable,  # param, metric or tag names
-               keys: Optional[dict] = None,  # name -> key given already (one run's metrics, say): kept as they are
+               keys: Optional[dict] = None,  # name -> key given already (one run's metrics, say): kept as is
               ) -> dict[str, str]:
     "name -> a key MLflow accepts, no two names sharing one; a name MLflow accepts as it is keeps itself."
     keys = dict(keys or {})
     taken = set(keys.values())
     new = [str(n) for n in dict.fromkeys(names) if str(n) not in keys]
-    for name in sorted(new, key=lambda n: safe_key(n) != n):  # the names MLflow accepts first: they keep themselves
+    # the names MLflow accepts first: they keep themselves
+    for name in sorted(new, key=lambda n: safe_key(n) != n):
         key = safe_key(name)
         if key in taken: key = safe_key(f"{key[:MAX_KEY - 9]}-{_digest(name)}")  # taken by another name
         keys[name] = key
@@ -87,16 +88,20 @@ def _misread_sqlite(url: str, name: str, given) -> ValueError:
     path = rest.lstrip("/") or STORE_FILE
     absolute, relative = f"{prefix}////{path}", f"{prefix}///{path}"
     if rest.startswith("/"):  # sqlite:/tmp/x.db, sqlite://tmp/x.db: an absolute path, short of slashes
-        meant = f"for the file /{path} pass {absolute!r}; for {path} under the working folder pass {relative!r}"
-    else: meant = f"for {path} in the working folder pass {relative!r}; for an absolute path pass {absolute!r}"
-    return ValueError(f"{name} {given!r} is not a SQLite URL SQLAlchemy reads: 'sqlite:' is followed by three "
-                      f"slashes, then the file's path (four slashes before an absolute one); {meant}")
+        meant = (f"for the file /{path} pass {absolute!r}; "
+                 f"for {path} under the working folder pass {relative!r}")
+    else:
+        meant = (f"for {path} in the working folder pass {relative!r}; "
+                 f"for an absolute path pass {absolute!r}")
+    return ValueError(f"{name} {given!r} is not a SQLite URL SQLAlchemy reads: 'sqlite:' is followed by "
+                      f"three slashes, then the file's path (four slashes before an absolute one); {meant}")
 
 def sqlite_path(uri: str,  # a tracking URI or database URL
                 name: str = "uri",  # the argument it came from, for the message ("uri", "storage")
                 given: Optional[str] = None,  # what the user passed, for the message (default: `uri`)
                ) -> Optional[Path]:
-    "The file of a SQLite URL (`sqlite:///rel.db`, `sqlite:////abs.db`), None for another URL or an in-memory one."
+    """The file of a SQLite URL (`sqlite:///rel.db`, `sqlite:////abs.db`), None for another URL or an
+    in-memory one."""
     # the one reader of SQLite URLs: one short of slashes is refused, naming `name`, with the form meant
     found = _SQLITE.match(uri)
     if found is None: return None
@@ -104,14 +109,16 @@ def sqlite_path(uri: str,  # a tracking URI or database URL
     if rest == "//" or rest.startswith("//?"): return None  # sqlite:// is SQLAlchemy's in-memory database
     if not rest.startswith("///"): raise _misread_sqlite(uri, name, uri if given is None else given)
     path = rest[3:].split("?", 1)[0]
-    # a URL taken for a path ('sqlite:/tmp/x.db' without '://' made sqlite:///sqlite:/tmp/x.db): a folder 'sqlite:'
+    # a URL taken for a path ('sqlite:/tmp/x.db' without '://' made sqlite:///sqlite:/tmp/x.db):
+    # a folder 'sqlite:'
     if _SQLITE.match(path): raise _misread_sqlite(path, name, path if given is None else given)
     return Path(path) if path and path != ":memory:" else None
 
-def database_url(storage: str,  # a database URL (sqlite:///study.db, postgresql://...) or a SQLite file's path
+def database_url(storage: str,  # a database URL (sqlite:///study.db, postgresql://...) or a SQLite file path
                  name: str,  # the argument it came from, for the messages ("storage")
                 ) -> str:
-    "The database URL `storage` means: a URL as it is (a SQLite one checked by `sqlite_path`), a path as sqlite:///path."
+    """The database URL `storage` means: a URL as it is (a SQLite one checked by `sqlite_path`), a path as
+    sqlite:///path."""
     if len(urllib.parse.urlparse(storage).scheme) > 1:  # a one-letter scheme is a Windows drive: a path
         sqlite_path(storage, name, storage)
         return storage
@@ -121,18 +128,20 @@ def make_sqlite_folder(uri: str,  # a database URI (`sqlite:///...`; other URIs 
                        name: str,  # the argument it came from, for the message ("uri", "storage")
                        given: str,  # what the user passed, for the message
                       ) -> None:
-    "The folder of a SQLite file, checked writable and made when missing (as `checkpoint_dir` is), before any engine."
+    """The folder of a SQLite file, checked writable and made when missing (as `checkpoint_dir` is), before
+    any engine."""
     path = sqlite_path(uri, name, given)
     if path is None: return
     if path.is_dir():
         raise ValueError(f"{name} {given!r}: {path} is a folder; pass a database file in it (it is created)")
-    # SQLite writes a journal beside its file: in a folder it cannot write, MLflow retries its engine for ~100 s
-    # and Optuna three times, both ending in 'unable to open database file'. One probe file says so at once.
+    # SQLite writes a journal beside its file: in a folder it cannot write, MLflow retries its engine for
+    # ~100 s and Optuna three times, both ending in 'unable to open database file'. One probe file says so
+    # at once.
     why = unwritable(path.parent)
     if why is None and path.is_file() and not os.access(path, os.W_OK): why = f"{str(path)!r} is read-only"
     if why is not None:
-        raise ValueError(f"{name} {given!r}: the SQLite store {path} cannot be written: {why}; pass a store in "
-                         "a folder you can write")
+        raise ValueError(f"{name} {given!r}: the SQLite store {path} cannot be written: {why}; pass a store "
+                         "in a folder you can write")
     if path.parent.is_dir(): return
     try: path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -239,7 +248,8 @@ def request_bound() -> str:
 def server_errors(uri: str,  # the store's tracking URI, for the message
                   then: str,  # what to do about it, for the message
                  ):
-    "Inside the block, a request to `uri` nothing answered is a ConnectionError naming the server and the wait."
+    """Inside the block, a request to `uri` nothing answered is a ConnectionError naming the server and the
+    wait."""
     try: yield
     except Exception as e:
         if not no_answer(e): raise
@@ -250,7 +260,8 @@ def artifact_repository(artifact_uri: str,  # a run's artifact URI (`run.info.ar
                         tracking_uri: str,  # the store the run is in
                        ):
     "The artifact repository of a run in the store at `tracking_uri`, never MLflow's global tracking URI."
-    # a server's mlflow-artifacts:/ URI is resolved against the tracking URI: the global one may be another store
+    # a server's mlflow-artifacts:/ URI is resolved against the tracking URI: the global one may be
+    # another store
     from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
     from mlflow.utils.uri import add_databricks_profile_info_to_artifact_uri
     location = add_databricks_profile_info_to_artifact_uri(artifact_uri, tracking_uri)
@@ -262,7 +273,8 @@ def read_artifact(artifact_uri: str,  # a run's artifact URI (`run.info.artifact
                  ) -> str:
     "A run's artifact as text, read through the store at `tracking_uri` (`artifact_repository`)."
     bar = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
-    quiet = bar not in os.environ  # MLflow's bar for one small file is noise in a cell's output; yours is kept
+    # MLflow's bar for one small file is noise in a cell's output; yours is kept
+    quiet = bar not in os.environ
     if quiet: os.environ[bar] = "false"
     try:
         with tempfile.TemporaryDirectory(prefix="trainbook-read-") as folder:

@@ -15,9 +15,9 @@ from .core import Finding, History, TrainConfig, this_process
 from .events import Callback, LoopState, add_session_observer, remove_session_observer
 from .run import PER_STEP, Run, record_key, run_record_bytes
 from .store import (MAX_PARAM_VALUE, MAX_TAG_VALUE, artifact_repository, bound_http, check_server,
-                             is_remote, make_sqlite_folder, mark_dead_runs, owner_tags, quiet_mlflow, read_limits,
-                             read_spooled, resolve_uri, safe_items, safe_key, safe_names, safe_value,
-                             server_errors, spool, spooled)
+                             is_remote, make_sqlite_folder, mark_dead_runs, owner_tags, quiet_mlflow,
+                             read_limits, read_spooled, resolve_uri, safe_items, safe_key, safe_names,
+                             safe_value, server_errors, spool, spooled)
 
 # %% auto #0
 __all__ = ['DEFAULT_URI', 'RENAMED_METRICS', 'tracking_uri', 'metric_key', 'epoch_points', 'metric_points', 'renamed_metrics',
@@ -42,7 +42,8 @@ def metric_key(split: str,  # 'train', 'valid', ...
 
 def epoch_points(rows: Iterable[tuple],  # History records (step, epoch, split, name, value)
                  ) -> list[tuple[str, int, float]]:
-    "The per-epoch `(name, step, value)` points of history records (`train_loss`, `valid_acc@1`): per-step ones thinned."
+    """The per-epoch `(name, step, value)` points of history records (`train_loss`, `valid_acc@1`): per-step
+    ones thinned."""
     points, lr = [], None
     for step, epoch, split, name, value in rows:
         if split == "train" and name == "lr": lr = value
@@ -54,8 +55,10 @@ def epoch_points(rows: Iterable[tuple],  # History records (step, epoch, split, 
 def metric_points(rows: Iterable[tuple],  # History records (step, epoch, split, name, value)
                   keys: Optional[dict] = None,  # one run's name -> MLflow key so far, extended in place
                   ) -> list[tuple[str, int, float]]:
-    "The per-epoch `(key, step, value)` points of history records, keyed for MLflow: no two names share a key."
-    # acc@1 and acc_1 are both valid_acc_1 to `safe_key`: the run's map keeps them two keys (`store.safe_names`)
+    """The per-epoch `(key, step, value)` points of history records, keyed for MLflow: no two names share a
+    key."""
+    # acc@1 and acc_1 are both valid_acc_1 to `safe_key`: the run's map keeps them two keys
+    # (`store.safe_names`)
     points = epoch_points(rows)
     keys = {} if keys is None else keys
     keys.update(safe_names((name for name, _, _ in points), keys))
@@ -63,7 +66,8 @@ def metric_points(rows: Iterable[tuple],  # History records (step, epoch, split,
 
 def renamed_metrics(keys: dict,  # one run's name -> MLflow key (what `metric_points` filled)
                    ) -> dict[str, str]:
-    "The tags that let a reader find each renamed metric: {RENAMED_METRICS: JSON of MLflow key -> name}, or {}."
+    """The tags that let a reader find each renamed metric: {RENAMED_METRICS: JSON of MLflow key -> name},
+    or {}."""
     renamed = {key: name for name, key in list(keys.items()) if key != name}  # a copy: the writer may add one
     return {RENAMED_METRICS: safe_value(json.dumps(renamed), MAX_TAG_VALUE)} if renamed else {}
 
@@ -180,7 +184,8 @@ def _one_by_one(client, run_id: str, metrics: list, params: list, tags: list):
     if refused: warnings.warn(f"trainbook tracking: the store refused {', '.join(map(repr, refused[:10]))}")
 
 def _metrics(rows: list, keys: dict) -> list:
-    "MLflow `Metric`s of history records (thinned to epoch ends by `metric_points`, keyed by the run's `keys`)."
+    """MLflow `Metric`s of history records (thinned to epoch ends by `metric_points`, keyed by the run's
+    `keys`)."""
     from mlflow.entities import Metric
     now = int(time.time() * 1000)
     return [Metric(k, v, now, s) for k, s, v in metric_points(rows, keys)]
@@ -215,7 +220,7 @@ class _Recording:
     stored: int = 0  # the records up to here are in the store (a failed write leaves it where it was)
     last_flush: float = field(default_factory=time.monotonic)
     writer: Any = None
-    keys: dict = field(default_factory=dict)  # metric name -> MLflow key, as the writes made them (`metric_points`)
+    keys: dict = field(default_factory=dict)  # name -> MLflow key, as the writes made them (`metric_points`)
     spooled: bool = False  # handed to the spool: the writer thread leaves it alone
     failed: bool = False  # a store write failed and no later one made up for it: the run's end spools the run
 
@@ -355,7 +360,8 @@ class Tracker:
     def _spool(self, rec: _Recording, run: Run) -> Path:
         rec.spooled = True
         params = {**rec.params, **_safe_params(params_of(run))[0]}
-        tags = {**rec.tags, **_safe_tags(tags_of(run)), **renamed_metrics(rec.keys)}  # the keys written so far
+        # the keys written so far
+        tags = {**rec.tags, **_safe_tags(tags_of(run)), **renamed_metrics(rec.keys)}
         return spool(self.uri, {"experiment": self.experiment, "run_id": rec.run_id, "name": rec.name,
                                 "params": params, "tags": tags, "status": status_of(run),
                                 "record": run.to_dict(), "figure": self.figure})
@@ -399,7 +405,8 @@ class Tracker:
         if rec.writer is not None: self._board(rec, write_scalars, rec.writer, _rows_in(window))
         if rec.run_id is None or end <= rec.stored: return
         metrics = self._store_metrics(rec, history, end)
-        tags = {"trainbook.heartbeat": str(time.time()), **renamed_metrics(rec.keys)}  # a killed run's keys too
+        # a killed run's keys too
+        tags = {"trainbook.heartbeat": str(time.time()), **renamed_metrics(rec.keys)}
         _log_batch(self.client, rec.run_id, metrics=metrics, params=self._unwritten_params(rec),
                    tags=[RunTag(k, v) for k, v in tags.items()])
         rec.stored, rec.params_written = end, True
@@ -451,7 +458,8 @@ class Tracker:
         else:
             got = self.client.get_run(run_id)
             artifact_uri, stored = got.info.artifact_uri, dict(got.data.params)
-        # the keys the run's writes made so far (a spooled run's tag), the rest added as `metric_points` adds them
+        # the keys the run's writes made so far (a spooled run's tag), the rest added as `metric_points`
+        # adds them
         keys = {name: key for key, name in metric_names(entry["tags"]).items()}
         metrics = _metrics(run.records.rows(), keys) + [Metric(k, float(v), int(time.time() * 1000), run.step)
                                                         for k, v in _summary(run).items()]
@@ -505,7 +513,8 @@ def _summary(run: Run) -> dict:
 
 def metrics_of(run: Run,  # a run, finished or recovered from its folder
               ) -> dict[str, float]:
-    "The metrics the store keeps for `run`, each at its latest value, named as written (as `tb.runs()` shows them)."
+    """The metrics the store keeps for `run`, each at its latest value, named as written (as `tb.runs()`
+    shows them)."""
     return {**{name: value for name, _, value in epoch_points(run.records.rows())}, **_summary(run)}
 
 def _close_board(writer, rows: list):
@@ -564,9 +573,9 @@ def track(uri: Union[str, Path, bool, None] = None,  # URI, or a folder: its mlr
     # uri: sqlite:///path.db, http(s)://host:port, ... (store.resolve_uri checks it); a folder means
     # sqlite:///<folder>/mlruns.db (made when missing), a path to a .db file that file; None means
     # $MLFLOW_TRACKING_URI, else sqlite:///mlruns.db in the working folder. A SQLite store's folder must be
-    # writable (refused at once otherwise). A server is asked /health for 5 s, then the experiment is looked up
-    # within store.READ_LIMITS (2 tries of 5 s): a server that does not answer costs ~15 s at most and a
-    # ConnectionError naming it; a run's end waits `wait` seconds for the store at most.
+    # writable (refused at once otherwise). A server is asked /health for 5 s, then the experiment is
+    # looked up within store.READ_LIMITS (2 tries of 5 s): a server that does not answer costs ~15 s at most
+    # and a ConnectionError naming it; a run's end waits `wait` seconds for the store at most.
     global _TRACKER
     if uri is False:
         untrack()
