@@ -202,3 +202,12 @@ def test_a_batch_of_one_target_is_uncertain():
     xb, _ = small_batch()
     report = overfit_batch(small_net(), (xb, torch.full((16,), 2)), nn.CrossEntropyLoss(), steps=50, lr=1e-2)
     assert not report.passed and report.uncertain and kinds(report) == ["uniform_targets"]
+
+
+def test_a_partial_of_a_torch_loss_is_read_by_its_name_for_the_kind_and_the_options():
+    from functools import partial
+    from trainbook.sanity import loss_kind, loss_options
+    F = nn.functional
+    smoothed = partial(F.cross_entropy, label_smoothing=0.1)
+    assert loss_kind(smoothed) == "ce" and loss_kind(partial(F.binary_cross_entropy_with_logits)) == "bce"
+    assert loss_options(smoothed) == ("cross_entropy", {"label_smoothing": 0.1})

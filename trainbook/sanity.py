@@ -18,18 +18,24 @@ from .optim import train_step
 from .metrics import IGNORE_INDEX, ignore_index_of
 
 # %% auto #0
-__all__ = ['LOGIT_LOSSES', 'CLASS_LOSSES', 'BINARY_LOSSES', 'DISTANCE_LOSSES', 'LOSS_OPTIONS', 'loss_kind', 'static_findings',
-           'no_gradient', 'LossLevels', 'loss_options', 'count_targets', 'loss_levels', 'SanityReport', 'same_output',
-           'overfit_batch', 'no_targets', 'Curve', 'measure_curve', 'memorized', 'curve_findings', 'fell_short',
-           'overfit_report', 'check_init_loss']
+__all__ = ['LOGIT_LOSSES', 'CLASS_LOSSES', 'BINARY_LOSSES', 'DISTANCE_LOSSES', 'LOSS_OPTIONS', 'loss_name', 'loss_kind',
+           'static_findings', 'no_gradient', 'LossLevels', 'loss_options', 'count_targets', 'loss_levels',
+           'SanityReport', 'same_output', 'overfit_batch', 'no_targets', 'Curve', 'measure_curve', 'memorized',
+           'curve_findings', 'fell_short', 'overfit_report', 'check_init_loss']
 
 # %% ../nbs/08_sanity.ipynb #9d2aa348
 LOGIT_LOSSES = (nn.CrossEntropyLoss, nn.BCEWithLogitsLoss)
 
-def loss_kind(loss_fn,  # a loss: an nn module, a torch.nn.functional function, a lambda
+def loss_name(loss_fn,  # a loss: an nn module, a torch.nn.functional function, a functools.partial of one
+             ) -> str:
+    "A loss's name in lower case: 'cross_entropy' (a function, also through a partial), 'crossentropyloss'."
+    fn = loss_fn.func if isinstance(loss_fn, functools.partial) else loss_fn
+    return getattr(fn, "__name__", type(fn).__name__).lower()
+
+def loss_kind(loss_fn,  # a loss: an nn module, a torch.nn.functional function (or a partial of one), a lambda
              ) -> Optional[str]:
     "'ce' for cross-entropy-like losses on class indices, 'bce' for logits BCE, else None."
-    name = getattr(loss_fn, "__name__", type(loss_fn).__name__).lower()
+    name = loss_name(loss_fn)
     if isinstance(loss_fn, (nn.CrossEntropyLoss, nn.NLLLoss)) or name in ("cross_entropy", "nll_loss"):
         return "ce"
     if isinstance(loss_fn, nn.BCEWithLogitsLoss) or name == "binary_cross_entropy_with_logits": return "bce"
@@ -119,11 +125,10 @@ LOSS_OPTIONS = ("weight", "pos_weight", "ignore_index", "label_smoothing")  # wh
 def loss_options(loss_fn,  # a loss: an nn module, a torch.nn.functional function, a functools.partial of one
                 ) -> tuple[str, Optional[dict]]:
     "The loss's name in lower case, and its options (a module's attributes, a partial's keywords) or None."
-    options = {}
+    options, name = {}, loss_name(loss_fn)
     if isinstance(loss_fn, functools.partial):
         if loss_fn.args: return "", None  # options given by position: not read
         options, loss_fn = dict(loss_fn.keywords), loss_fn.func
-    name = getattr(loss_fn, "__name__", type(loss_fn).__name__).lower()
     if isinstance(loss_fn, nn.Module):
         options = {k: getattr(loss_fn, k) for k in LOSS_OPTIONS if getattr(loss_fn, k, None) is not None}
     return name, options
