@@ -66,4 +66,4 @@ bench: $(STAMP)
 	$(PY) bench/xgboost_overhead.py
 
 clean:
-	rm -rf _docs _proc build/docs demo_output test_artifacts .pytest_cache
+	rm -rf _docs _proc build/docs build/jax-cache demo_output test_artifacts .pytest_cache

@@ -61,9 +61,15 @@ def single_train(batch, accum=1):
     return net.state_dict(), run
 
 
+@pytest.fixture(scope="module")
+def ddp_full():
+    "One uninterrupted DDP run, shared: the reference for one process and for the resumed run."
+    return launch(ddp_train, B, nprocs=2, timeout=300)
+
+
 @pytest.mark.parametrize("accum", [1, 2])  # with accumulation, DDP syncs gradients once per window (no_sync before)
-def test_ddp_matches_one_process_with_the_double_batch(accum):
-    out = launch(ddp_train, B, accum=accum, nprocs=2, timeout=300)
+def test_ddp_matches_one_process_with_the_double_batch(accum, ddp_full):
+    out = ddp_full if accum == 1 else launch(ddp_train, B, accum=accum, nprocs=2, timeout=300)
     state, run = single_train(2 * B, accum)
     assert out["mismatches"] == 0  # parameters identical across ranks after every step
     assert out["run"].step == run.step == 3 * N // (2 * B * accum)
@@ -72,8 +78,8 @@ def test_ddp_matches_one_process_with_the_double_batch(accum):
     assert out["run"].metrics()["valid_loss"].to_numpy() == pytest.approx(run.metrics()["valid_loss"].to_numpy(), abs=1e-4)
 
 
-def test_ddp_resume_from_the_rank0_checkpoint_is_exact(tmp_path):
-    full = launch(ddp_train, B, nprocs=2, timeout=300)
+def test_ddp_resume_from_the_rank0_checkpoint_is_exact(tmp_path, ddp_full):
+    full = ddp_full
     first = launch(ddp_train, B, str(tmp_path), 11, nprocs=2, timeout=300)  # stopped mid-epoch at step 11
     assert first["run"].stopped == "interrupted" and torch.load(tmp_path / "last.pt", weights_only=True)["step"] == 11
     resumed = launch(ddp_train, B, str(tmp_path), None, str(tmp_path / "last.pt"), nprocs=2, timeout=300)
