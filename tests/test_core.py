@@ -20,6 +20,12 @@ def test_public_names_resolve():
     with pytest.raises(AttributeError, match="no attribute 'nope'"): tb.nope
 
 
+def test_every_integration_is_a_top_level_name():
+    "Seen: atomic_keras_save, documented in 15_integrations and in its __all__, was not `tb.atomic_keras_save`."
+    from trainbook import integrations
+    assert [n for n in integrations.__all__ if n not in tb.__all__] == []
+
+
 @pytest.mark.parametrize("kwargs, field", [({"epochs": -1}, "epochs"), ({"precision": "fp8"}, "precision"),
                                             ({"lr": 0}, "lr"), ({"accum_steps": 0}, "accum_steps"),
                                             ({"schedule": "cosine"}, "schedule"), ({"clip_norm": -1.0}, "clip_norm"),

@@ -47,7 +47,7 @@ _EXPORTS = {
     "gbdt": ["fit_xgboost", "fit_lightgbm", "fit_catboost", "BoostedModel", "BoostingLibrary", "booster_library"],
     "modelfiles": ["ModelFileError", "check_xgboost_json", "check_lightgbm_text", "check_catboost_file",
                    "file_sha256"],
-    "integrations": ["keras_callback", "TorchClassifier", "TorchRegressor", "mlp", "TokenLoader"],
+    "integrations": ["keras_callback", "atomic_keras_save", "TorchClassifier", "TorchRegressor", "mlp", "TokenLoader"],
     "tracking": ["track", "untrack", "Tracker", "to_tensorboard", "log_run", "run_params", "active_tracker", "sync"],
     "experiments": ["runs", "load_run", "compare_runs", "RunBrowser"],
     "store": ["safe_key", "safe_items", "check_server", "mark_dead_runs"],
