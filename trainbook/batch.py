@@ -4,7 +4,7 @@
 
 # %% ../nbs/03a_batch.ipynb #0ae7bb77
 from __future__ import annotations
-import contextlib, functools, inspect, threading, weakref
+import contextlib, functools, inspect, signal, threading, weakref
 from typing import Callable, Optional, Union
 
 import torch
@@ -16,7 +16,7 @@ from .core import Finding, autocast_dtype
 __all__ = ['TARGET_KEYS', 'ELEMENTWISE_LOSSES', 'split_batch', 'to_device', 'describe', 'call_model', 'batch_rows', 'rows_in',
            'prediction', 'model_loss', 'whole_output', 'wants_whole_output', 'label_range', 'compute_loss', 'eval_mode',
            'ShapeMismatch', 'check_loss_value', 'nothing_to_train', 'check_loss_shapes', 'autocast', 'Feeder',
-           'forward', 'training_lock', 'stop_requested']
+           'forward', 'training_lock', 'stop_requested', 'DeferredCtrlC']
 
 # %% ../nbs/03a_batch.ipynb #17015856
 TARGET_KEYS = ("y", "label", "labels", "target")
@@ -309,6 +309,10 @@ class ShapeMismatch(ValueError):
         super().__init__(message)
         self.finding = finding
 
+def _one_class_column(pred, yb) -> bool:
+    "Whether `pred` has one column where integer targets `yb` (one per row) are class indices: C=1."
+    return pred.ndim == yb.ndim + 1 and pred.shape[1] == 1 and not yb.is_floating_point()
+
 def _aligns_itself(loss_fn, pred, yb) -> bool:
     "Whether `loss_fn` gives the same value on `pred` reshaped to the targets' shape (it squeezes by itself)."
     if pred.numel() != yb.numel(): return False
@@ -367,12 +371,18 @@ def check_loss_shapes(pred,  # the model's prediction (see `prediction`)
     if not grows and name not in ELEMENTWISE_LOSSES: return
     if grows and name not in ELEMENTWISE_LOSSES and _aligns_itself(loss_fn, pred, yb): return
     pshape, yshape = tuple(pred.shape), tuple(yb.shape)
-    fix = ("squeeze the prediction (out.squeeze(-1)) or reshape the targets (y.unsqueeze(-1))"
-           if pred.numel() == yb.numel() else "make the model's output match the targets")
-    what = (f"broadcast them to {broadcast} and train on the wrong pairs" if broadcast is not None
-            else "fail or broadcast")
-    message = (f"{name}: prediction shape {pshape} and target shape {yshape} differ; the loss would "
-               f"{what}: {fix}")
+    if name not in ELEMENTWISE_LOSSES and _one_class_column(pred, yb):  # (n, 1) logits, (n,) class indices
+        fix = ("give the model one output per class (2 for two classes: nn.Linear(..., 2)), or train a "
+               "binary loss: binary_cross_entropy_with_logits(out.squeeze(-1), y.float()) (%train: --loss bce)")
+        message = (f"{name}: prediction shape {pshape} and target shape {yshape} ({yb.dtype} class indices): "
+                   f"a class-index loss reads one column per class, so 1 column is 1 class: {fix}")
+    else:
+        fix = ("squeeze the prediction (out.squeeze(-1)) or reshape the targets (y.unsqueeze(-1))"
+               if pred.numel() == yb.numel() else "make the model's output match the targets")
+        what = (f"broadcast them to {broadcast} and train on the wrong pairs" if broadcast is not None
+                else "fail or broadcast")
+        message = (f"{name}: prediction shape {pshape} and target shape {yshape} differ; the loss would "
+                   f"{what}: {fix}")
     raise ShapeMismatch(message, Finding("shape_mismatch", "error", message, advice=fix,
                                          data={"prediction_shape": list(pshape),
                                                "target_shape": list(yshape),
@@ -458,3 +468,22 @@ def stop_requested(stop: Union[threading.Event, Callable[[], bool], None],  # a 
     if stop is None: return False
     if hasattr(stop, "is_set"): return stop.is_set()
     return bool(stop())
+
+class DeferredCtrlC:
+    "Inside the block the first Ctrl-C waits for the block's end (`pressed` turns True); a second interrupts."
+    def __init__(self): self.pressed, self.previous = False, None
+
+    def _handler(self, signum, frame):
+        self.pressed = True
+        signal.signal(signal.SIGINT, self.previous)  # a second Ctrl-C interrupts as usual
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.getsignal(signal.SIGINT)  # None: a handler not set from Python
+            self.previous = previous if previous is not None else signal.default_int_handler
+            signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def __exit__(self, *exc):
+        if self.previous is not None: signal.signal(signal.SIGINT, self.previous)
+        return False

@@ -206,6 +206,10 @@ def _at_prior(c: dict, end: float, noise: float, th: Thresholds) -> Optional[dic
     ended = bool(v_end > level - margin and end > level - margin)
     return {"prior_loss": level, "valid_end": v_end, "valid_se": se_end, "margin": margin, "at_prior": ended}
 
+def _how_it_moved(drop: float) -> str:
+    "The not-learning message's verb, true to the numbers: a loss that rose did not merely 'barely move'."
+    return "rose instead of falling" if drop < 0 else "did not fall" if drop == 0 else "barely fell"
+
 def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
     "nonfinite (alone: nothing else can be measured), else diverging, not_learning or lr_too_low."
     nonfinite = _nonfinite(c)
@@ -280,7 +284,7 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
                         data=data)]
     if drop < th.still * min(1.0, len(loss) / 100):  # fewer steps, less movement expected
         return [Finding("not_learning", "warning",
-                        f"the training loss barely moved: {start:.4g} → {end:.4g} over {len(loss)} steps",
+                        f"the training loss {_how_it_moved(drop)}: {start:.4g} → {end:.4g} over {len(loss)} steps",
                         advice="run overfit_batch; check the labels, the loss/activation pairing and "
                                "that gradients reach every layer (frozen or dead layers); the lr may be far "
                                "too low (try lr_find)",

@@ -12,7 +12,8 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Union
 import torch
 from torch import nn
 
-from .batch import Feeder, batch_rows, check_loss_shapes, eval_mode, prediction, training_lock
+from .batch import (DeferredCtrlC, Feeder, batch_rows, check_loss_shapes, eval_mode, prediction,
+                             training_lock)
 from .checkpoint import (BufferSnapshot, Checkpointer, FindingsPart, Position, check_epochs_left,
                                   check_resume, run_signature, stopped_early)
 from .core import (History, TrainConfig, environment, loader_length, pick_device, pick_precision,
@@ -44,8 +45,7 @@ def evaluate(model: nn.Module,  # the model to score (its train/eval mode is res
     device = pick_device(device) if device is not None else next(model.parameters()).device
     metric_fns = resolve_metrics(metrics, loss_fn)  # the loss's ignore_index reaches the metrics
     loss_sum, rows, preds, ys = torch.zeros((), device=device), 0, [], []
-    # running sums of the per-example losses and the targets: the loss's standard error and the
-    # constant predictor's loss, at no extra sync
+    # running sums of per-row losses and targets (no extra sync): the loss's standard error, the prior loss
     stats = LossStats(loss_fn)
     feed = Feeder(model, loss_fn, device, precision)  # the autocast and the loss's kind, once for all batches
     with eval_mode(model), torch.inference_mode():
@@ -56,8 +56,7 @@ def evaluate(model: nn.Module,  # the model to score (its train/eval mode is res
             n = batch_rows(xb, yb)
             # a loss that returns one value per row: its batch mean (a float32 scalar is used as it is)
             loss = loss if loss.ndim == 0 and loss.dtype == torch.float32 else loss.float().mean()
-            loss_sum += loss * n
-            rows += n
+            loss_sum, rows = loss_sum + loss * n, rows + n
             pred = prediction(out)
             stats.add(pred, yb, loss, n)
             if metric_fns:
@@ -184,8 +183,9 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
           ) -> tuple[Setup, LoopState]:
     "Seed, device, precision, the DDP/FSDP wrapper, optimizer, scheduler, scaler, observers: the run's set-up."
     rank, world = dist_info()
-    dl_train, dl_valid = (shard_loader(dl, rank, world, cfg.seed) for dl in (dl_train, dl_valid))
     strategy = strategy or ("ddp" if world > 1 else None)
+    dl_train = shard_loader(dl_train, rank, world, cfg.seed)
+    dl_valid = shard_loader(dl_valid, rank, world, cfg.seed, pad=strategy == "fsdp")  # FSDP: each forward a collective
     seed_everything(cfg.seed)
     device = pick_device(cfg.device)
     precision = pick_precision(cfg.precision, device)
@@ -497,18 +497,19 @@ def fit(model: nn.Module,  # the model to train (in place)
                                   profile=profile)
     with training_lock(model, "fit"):
         # set-up: seed, device, precision, DDP/FSDP wrapper, optimizer, scheduler, scaler, observers
-        s, state = set_up(model, dl_train, dl_valid, loss_fn, cfg, optimizer=optimizer, scheduler=scheduler,
-                          scheduler_interval=scheduler_interval, metric_fns=metric_fns, callbacks=callbacks,
-                          live=live, split_fingerprint=split_fingerprint, strategy=strategy, track=track,
-                          profile=profile)
-        # the run folder, locked for this run; on resume every piece of state restored (a run that early
-        #   stopping had ended stays ended: 'early_stopping', no epoch started)
-        finished = _claim_and_resume(s, state, resume, overwrite)
+        with DeferredCtrlC() as ctrl_c:  # a Ctrl-C waits for its end (torch imports lazily here), then stops
+            s, state = set_up(model, dl_train, dl_valid, loss_fn, cfg, optimizer=optimizer, scheduler=scheduler,
+                              scheduler_interval=scheduler_interval, metric_fns=metric_fns, callbacks=callbacks,
+                              live=live, split_fingerprint=split_fingerprint, strategy=strategy, track=track,
+                              profile=profile)
+            # the run folder, locked for this run; on resume every piece of state restored (a run that early
+            #   stopping had ended stays ended: 'early_stopping', no epoch started)
+            finished = _claim_and_resume(s, state, resume, overwrite)
         cbs, opt, scaler, feed = s.callbacks, s.optimizer, s.scaler, s.feed
-        stopped, window = finished, None
+        stopped, window = "interrupted" if ctrl_c.pressed else finished, None
         try:
             cbs(Event.before_fit, state)
-            for epoch in range(state.position.epoch, cfg.epochs) if not finished else ():
+            for epoch in range(state.position.epoch, cfg.epochs) if not stopped else ():
                 # position the loader: this epoch's order; on resume, the same order minus the batches used
                 batches = _start_epoch(s, state, epoch)
                 cbs(Event.before_epoch, state)

@@ -33,6 +33,15 @@ def _scored(pred: torch.Tensor, yb: torch.Tensor, ignore_index: Optional[int]) -
     if ignore_index is None: return torch.ones_like(yb, dtype=torch.bool)
     return yb != ignore_index
 
+def _require_0_1(yb: torch.Tensor) -> None:
+    "Refuse targets that are not 0/1 labels (regression values): accuracy of a logit's sign means nothing there."
+    bad = yb[(yb != 0) & (yb != 1)]
+    if bad.numel():
+        raise ValueError(f"accuracy: the targets are not 0/1 labels ({bad.numel()} of {yb.numel()} are not, e.g. "
+                         f"{float(bad[0]):.4g}); accuracy scores classes. For regression targets leave it out "
+                         "and read the loss, or give a regression metric (a callable, e.g. "
+                         "lambda pred, y: (pred - y).abs().mean())")
+
 def accuracy(pred: torch.Tensor,  # logits: (n, C)/(n, T, C) classes, (n,)/(n, 1) binary, (n, K) multi-label
              yb: torch.Tensor,  # class indices (n,) / (n, T) for multi-class, else 0/1 targets like `pred`
              ignore_index: Optional[int] = IGNORE_INDEX,  # targets left out (padding); None = score all
@@ -43,7 +52,9 @@ def accuracy(pred: torch.Tensor,  # logits: (n, C)/(n, T, C) classes, (n,)/(n, 1
         return (pred.argmax(-1) == yb)[keep].float().mean()
     if pred.ndim == yb.ndim + 1 and pred.shape[-1] == 1 and pred.shape[:-1] == yb.shape:
         pred = pred.squeeze(-1)  # one logit per row, targets (n,)
-    if pred.shape == yb.shape: return ((pred > 0) == (yb > 0.5))[keep].float().mean()
+    if pred.shape == yb.shape:
+        _require_0_1(yb[keep])
+        return ((pred > 0) == yb.bool())[keep].float().mean()
     raise ValueError(f"accuracy: cannot score a prediction of shape {tuple(pred.shape)} "
                      "against targets of shape "
                      f"{tuple(yb.shape)}: expected (n, C) logits with (n,) class indices, or 0/1 targets "

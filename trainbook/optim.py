@@ -12,7 +12,7 @@ from typing import Callable, Optional
 import torch
 from torch import nn
 
-from .batch import forward, stop_requested
+from .batch import DeferredCtrlC, forward, stop_requested
 from .core import TrainConfig, pick_device
 from .distributed import full_tensor
 
@@ -121,7 +121,7 @@ def scale_lr(lr: float,  # the lr tuned at `base_batch`
 # %% ../nbs/05_optim.ipynb #48ca48bf
 @dataclass
 class LRFinder:
-    "The result of `lr_find`: the loss at each lr, and a suggested lr (None when stopped before it could tell)."
+    "The result of `lr_find`: the loss at each lr, and a suggested lr (None when stopped: a cut-short sweep)."
     lrs: list
     losses: list
     suggestion: Optional[float]
@@ -179,7 +179,9 @@ def lr_find(model: nn.Module,  # the model to probe (a copy is trained; the mode
         raise TypeError(f"loss_fn must be callable or None, got {type(loss_fn).__name__}")
     dev = pick_device(device)
     net = copy.deepcopy(model).to(dev).train()
-    opt = torch.optim.AdamW(param_groups(net, weight_decay), lr=start_lr)
+    with DeferredCtrlC() as ctrl_c:  # the first optimizer imports torch._dynamo: a Ctrl-C waits for it
+        opt = torch.optim.AdamW(param_groups(net, weight_decay), lr=start_lr)
+    if ctrl_c.pressed: raise KeyboardInterrupt("lr_find: Ctrl-C while it set up (after it, torch is whole)")
     gamma = (end_lr / start_lr) ** (1 / max(1, num_steps - 1))
     lrs, losses, avg, best, stopped = [], [], 0.0, math.inf, False
     batches = cycle_batches(dl_train)
@@ -203,7 +205,8 @@ def lr_find(model: nn.Module,  # the model to probe (a copy is trained; the mode
         if smoothed > 4 * best and i > 10: break
     if len(losses) < 3 and not stopped:
         raise ValueError("lr_find: the loss was not finite from the start; check the model and data first")
-    return LRFinder(lrs, losses, steepest_lr(lrs, losses), stopped)
+    # a sweep stopped early covered only the smallest lrs: its steepest point is no suggestion
+    return LRFinder(lrs, losses, None if stopped else steepest_lr(lrs, losses), stopped)
 
 # %% ../nbs/05_optim.ipynb #0a67b787
 def unscale_and_clip(optimizer: torch.optim.Optimizer,  # the optimizer whose gradients are unscaled

@@ -1,0 +1,101 @@
+"""Held-out findings in the training core: Ctrl-C in fit's set-up, lr_find's suggestion, C=1 with a class
+loss, accuracy on regression targets, the not-learning wording."""
+import signal
+
+import pytest
+import torch
+from torch import nn
+
+import trainbook as tb
+from helpers import blobs, mlp
+
+CE = nn.functional.cross_entropy
+
+
+def _presses_ctrl_c_once():
+    "A metric that presses Ctrl-C (a real SIGINT) the first time it is scored: inside fit's set-up (try_metrics)."
+    pressed = []
+    def metric(pred, yb):
+        if not pressed:
+            pressed.append(1)
+            signal.raise_signal(signal.SIGINT)
+        return (pred.argmax(-1) == yb).float().mean()
+    return metric
+
+
+def test_ctrl_c_during_fit_set_up_ends_an_interrupted_run_and_the_next_fit_works():
+    "A Ctrl-C while fit sets up (where torch imports lazily) waits for the set-up, then ends the run interrupted."
+    X, y = blobs()
+    batches = [(X[i:i + 32], y[i:i + 32]) for i in range(0, len(X), 32)]
+    model, before = mlp(), signal.getsignal(signal.SIGINT)
+    cfg = tb.TrainConfig(epochs=2, device="cpu")
+    run = tb.fit(model, batches, batches, loss_fn=CE, config=cfg, live=False,
+                 metrics={"acc": _presses_ctrl_c_once()})
+    assert run.stopped == "interrupted" and run.step == 0
+    assert tb.last_run() is run
+    assert signal.getsignal(signal.SIGINT) is before  # the usual Ctrl-C is back
+    again = tb.fit(model, batches, loss_fn=CE, config=cfg, live=False)
+    assert again.stopped == "completed" and again.step == 2 * len(batches)
+
+
+def test_deferred_ctrl_c_a_second_press_interrupts_at_once():
+    "The first Ctrl-C waits for the block's end; a second one raises KeyboardInterrupt inside the block."
+    reached = []
+    with pytest.raises(KeyboardInterrupt):
+        with tb.batch.DeferredCtrlC() as ctrl_c:
+            signal.raise_signal(signal.SIGINT)
+            reached.append("after the first")
+            signal.raise_signal(signal.SIGINT)
+            reached.append("after the second")
+    assert reached == ["after the first"] and ctrl_c.pressed
+
+
+def test_one_output_with_class_labels_and_cross_entropy_says_one_column_is_one_class():
+    "(n, 1) logits, (n,) int labels, cross-entropy: the message names C=1 and fixes that work, not squeezing."
+    X = torch.randn(64, 8)
+    y = (X[:, 0] > 0).long()
+    with pytest.raises(tb.batch.ShapeMismatch) as caught:
+        tb.fit(nn.Linear(8, 1), [(X, y)], loss_fn=CE, config=tb.TrainConfig(epochs=1, device="cpu"), live=False)
+    message = str(caught.value)
+    assert "1 column is 1 class" in message and "--loss bce" in message and "nn.Linear(..., 2)" in message
+    assert "squeeze the prediction" not in message
+    # both fixes it names train
+    assert tb.fit(nn.Linear(8, 2), [(X, y)], loss_fn=CE, live=False).stopped == "completed"
+    bce = lambda out, yb: nn.functional.binary_cross_entropy_with_logits(out.squeeze(-1), yb.float())
+    assert tb.fit(nn.Linear(8, 1), [(X, y)], loss_fn=bce, live=False).stopped == "completed"
+    # an elementwise loss on the same pair keeps its broadcasting message
+    with pytest.raises(tb.batch.ShapeMismatch, match=r"broadcast them to \(64, 64\)"):
+        tb.batch.check_loss_shapes(torch.zeros(64, 1), y.float(), nn.functional.mse_loss)
+
+
+def test_accuracy_refuses_regression_targets_before_the_first_step():
+    "metrics='accuracy' on float regression targets: fit refuses the run, naming the metric; 0/1 targets score."
+    X = torch.randn(128, 8)
+    y = X[:, :1] * 2
+    batches = [(X[:64], y[:64]), (X[64:], y[64:])]
+    model = nn.Linear(8, 1)
+    before = [p.detach().clone() for p in model.parameters()]
+    with pytest.raises(ValueError, match="metric 'accuracy' failed.*not 0/1 labels"):
+        tb.fit(model, batches, batches, loss_fn=nn.functional.mse_loss, metrics="accuracy", live=False,
+               config=tb.TrainConfig(epochs=1, device="cpu"))
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))  # no step was taken
+    binary = tb.metrics.accuracy(torch.tensor([[1.0], [-1.0], [2.0]]), torch.tensor([[1.0], [0.0], [0.0]]))
+    assert float(binary) == pytest.approx(2 / 3)
+
+
+def test_not_learning_says_a_rising_loss_rose():
+    "The not-learning message's words agree with its numbers: a loss that went up is not 'barely moved'."
+    rising = tb.History([(s, 0, "train", "loss", 2.5 + 0.004 * s) for s in range(200)])
+    found = [f for f in tb.diagnose(rising) if f.kind == "not_learning"]
+    assert found and "rose instead of falling" in found[0].message and "barely" not in found[0].message
+    flat = tb.History([(s, 0, "train", "loss", 1.0 - 1e-4 * s) for s in range(200)])
+    assert "barely fell" in next(f for f in tb.diagnose(flat) if f.kind == "not_learning").message
+
+
+def test_lr_find_stopped_gives_no_suggestion():
+    "A sweep a Stop cut short covered only the smallest lrs: no suggestion (the doc's None), stopped=True."
+    X, y = blobs()
+    steps = iter(range(1000))
+    found = tb.lr_find(mlp(), [(X[:64], y[:64])], CE, num_steps=50, stop=lambda: next(steps) >= 20)
+    assert (len(found.lrs), found.stopped, found.suggestion) == (20, True, None)
+    assert tb.lr_find(mlp(), [(X[:64], y[:64])], CE, num_steps=50).suggestion is not None
