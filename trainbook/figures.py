@@ -13,9 +13,19 @@ import numpy as np
 from .live import as_static, autoscale, decade_ticks, figure_html
 
 # %% auto #0
-__all__ = ['portable_outputs', 'plot_curve', 'lr_find_y_range', 'plot_lr_find', 'plot_overfit', 'wrap_title']
+__all__ = ['running_cell', 'portable_outputs', 'plot_curve', 'lr_find_y_range', 'plot_lr_find', 'plot_overfit', 'wrap_title']
 
 # %% ../nbs/11a_figures.ipynb #1593e010
+def running_cell() -> tuple:
+    "`(cell, execution, deleted cells)` of the kernel's running execute request; `(None, None, ())` else."
+    from IPython import get_ipython
+    parent = getattr(get_ipython(), "parent_header", None) or {}
+    if parent.get("header", {}).get("msg_type") != "execute_request": return None, None, ()
+    meta = parent.get("metadata") or {}
+    # JupyterLab, Notebook 7 and VS Code send the cell's id (and cells deleted since); nbclient only the code
+    cell = meta.get("cellId") or ("code", hash(parent.get("content", {}).get("code")))
+    return cell, parent["header"].get("msg_id"), tuple(meta.get("deletedCells") or ())
+
 def portable_outputs(nb,  # an executed notebook (nbformat NotebookNode), changed in place
                      drop_widget_views: bool = True,  # remove widget views (no widget state is saved with them)
                     ) -> dict:
@@ -94,9 +104,11 @@ def plot_lr_find(finder,  # an `LRFinder` (`lrs`, `losses`, `suggestion`)
                 ):
     "The LR range test: smoothed loss against lr on a log axis, clipped near the starting loss, the suggestion marked."
     import plotly.graph_objects as go
+    # a sweep cut short by Stop suggests nothing (None): nothing is marked
+    best = finder.suggestion
+    marks = [] if best is None else [(best, "#1e8449", f"suggested {best:.2e}")]
     fig = plot_curve(finder.lrs, finder.losses, "train loss (smoothed)", "learning rate", log_x=True,
-                     marks=[(finder.suggestion, "#1e8449", f"suggested {finder.suggestion:.2e}")],
-                     y_range=lr_find_y_range(finder.losses))
+                     marks=marks, y_range=lr_find_y_range(finder.losses))
     lrs = np.asarray(finder.lrs, dtype=float)
     if finder.suggestion is not None and len(lrs):
         at = int(np.argmin(np.abs(np.log10(lrs) - math.log10(finder.suggestion))))
@@ -108,7 +120,7 @@ def plot_overfit(report,  # a `SanityReport` from `overfit_batch`
                 ):
     "The overfit-one-batch loss against step (log y when positive), with its verdict in the legend."
     loss = report.history.series("loss")
-    verdict = "passed" if report.passed else "failed"
+    verdict = "passed" if report.passed else "stopped" if report.stopped else "failed"  # a Stop is no verdict
     return plot_curve(loss.index, loss.values, f"train loss on one batch ({verdict})",
                       log_y=bool(len(loss)) and
                       bool((loss.values > 0).all()))

@@ -426,15 +426,22 @@ def _time_markers(history: History, findings: list, stopped: Optional[str] = Non
     return marks
 
 # %% ../nbs/11_live.ipynb #945dfa78
-# plotly.js goes into one output per kernel session: the first snapshot's (or that of a panel re-rendering it)
-_PLOTLYJS = {"sent": False, "owner": None}
+# plotly.js goes into one output (the first snapshot's, or a panel's re-rendering it), and again once that cell
+# runs again or is deleted (its output, the copy with it, is gone): see `trainbook.figures.running_cell`
+_PLOTLYJS = {"sent": False, "owner": None, "cell": None, "execution": None}
 
 def plotlyjs_script(owner=None,  # an object that re-renders its own output (a panel): it keeps the copy it carried
                    ) -> str:
-    "plotly.js in a script tag the first time in this kernel ('' after): one copy per notebook, marked for tools."
-    if _PLOTLYJS["sent"] and (owner is None or _PLOTLYJS["owner"] != id(owner)): return ""
+    "plotly.js in a script tag where the notebook has no copy left ('' else): one copy, marked for tools."
+    from trainbook.figures import running_cell  # (figures builds on this module)
+    cell, execution, deleted = running_cell()
+    if cell is None and owner is not None:  # a click re-renders the owner's output, in the owner's cell
+        cell, execution = getattr(owner, "display_cell", None) or (None, None)
+    was = _PLOTLYJS["cell"]
+    gone = was is not None and ((cell == was and execution != _PLOTLYJS["execution"]) or was in deleted)
+    if _PLOTLYJS["sent"] and not gone and (owner is None or _PLOTLYJS["owner"] != id(owner)): return ""
     from plotly.offline import get_plotlyjs
-    _PLOTLYJS.update(sent=True, owner=None if owner is None else id(owner))
+    _PLOTLYJS.update(sent=True, owner=None if owner is None else id(owner), cell=cell, execution=execution)
     return f'<script data-trainbook="plotly.js">{get_plotlyjs()}</script>'
 
 def figure_html(fig,  # a plotly Figure, FigureWidget, or its dict
@@ -773,7 +780,6 @@ class HistoryStream(Callback):
              ):
         now = self.clock()
         if not force and now - self.last < self.every: return
-        import json
         rows = state.history.rows(self.offset)
         self.offset += len(rows)
         if rows:

@@ -93,6 +93,7 @@ class Checklist:
             self.notes["split_audited"] = f"{obj.strategy}, fingerprint {obj.fingerprint}" if not leaks else \
                 f"{len(leaks)} leakage finding(s)"
         elif kind == "overfit_batch":
+            if getattr(obj, "stopped", False) and not obj.passed: return  # a Stop is no verdict: the step stays
             self.done["overfit"] = obj.passed
             self.notes["overfit"] = ("passed" if obj.passed else ", ".join(f.kind for f in obj.findings)
                                      or "failed")
@@ -420,7 +421,11 @@ class TrainbookMagics(Magics):
             except Exception as e: raise UsageError(first_batch_failure(a.dl_train, batch, e)) from None
             self.shell.user_ns["_sanity"] = report
             return report
+        from trainbook.batch import training_lock
         from trainbook.loop import fit
+        try:  # another thread (a TrainPanel) trains this model: say so in one line
+            with training_lock(model, "fit"): pass
+        except RuntimeError as e: raise UsageError(str(e)) from None
         try:
             run = fit(model, dl_train, dl_valid, loss_fn=loss_fn, config=cfg, metrics=a.metrics,
                       resume=a.resume, live=False if a.no_live else "auto")

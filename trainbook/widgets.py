@@ -4,7 +4,7 @@
 
 # %% ../nbs/12_widgets.ipynb #33e228ba
 from __future__ import annotations
-import html, inspect, threading
+import html, inspect, threading, traceback
 from typing import Callable, Optional
 
 import pandas as pd
@@ -15,7 +15,8 @@ from .splits import STRATEGIES, make_splits
 
 # %% auto #0
 __all__ = ['BALANCE_LAYOUT', 'BUTTON', 'PLACEHOLDER', 'DRY_RUN_ROWS', 'Snapshot', 'buttons_html', 'split_code', 'balance_figure',
-           'start_values', 'SplitBuilder', 'StopOnEvent', 'run_status', 'dry_run_html', 'TrainPanel']
+           'start_values', 'SplitBuilder', 'StopOnEvent', 'run_status', 'overfit_status', 'lr_status', 'error_html',
+           'dry_run_html', 'TrainPanel']
 
 # %% ../nbs/12_widgets.ipynb #e5463f06
 class Snapshot:
@@ -31,6 +32,8 @@ class Snapshot:
 
     def _ipython_display_(self):
         from IPython.display import display
+        from trainbook.figures import running_cell
+        self.display_cell = running_cell()[:2]  # where its output is: plotly.js follows it (`plotlyjs_script`)
         self._handles = getattr(self, "_handles", [])
         self._handles.append(display(self._bundle(), raw=True, display_id=True))
 
@@ -103,6 +106,7 @@ class SplitBuilder(Snapshot):
         if not isinstance(df, pd.DataFrame) or df.empty:
             raise ValueError("SplitBuilder needs a non-empty pandas DataFrame")
         self.df, self.frame_name, self.splits, self.error = df, frame_name, None, None
+        self._made = {}  # settings -> (splits, error, figure): a control set back is not split again
         cols = [None] + list(df.columns)
         start = start_values(splits, df, target)
         style = {"description_width": "90px"}
@@ -111,13 +115,15 @@ class SplitBuilder(Snapshot):
                                    style=style)
         self.groups = w.Dropdown(options=cols, value=start["groups"], description="groups", style=style)
         self.time = w.Dropdown(options=cols, value=start["time"], description="time", style=style)
+        # sliders change their value when let go, not at every step of a drag: each value is a new split
         self.valid_size = w.FloatSlider(value=start["valid_size"], min=0.05, max=0.5, step=0.05,
-                                        description="valid size", style=style)
+                                        description="valid size", style=style, continuous_update=False)
         self.test_size = w.FloatSlider(value=start["test_size"], min=0.0, max=0.5, step=0.05,
-                                       description="test size", style=style)
+                                       description="test size", style=style, continuous_update=False)
         # short labels that fit their 90 px (a cut "folds (0=no…" reads as nothing); the detail is the tooltip
         self.n_folds = w.IntSlider(value=start["n_folds"], min=0, max=10, description="folds", style=style,
-                                   tooltip="cross-validation folds; 0 = one train/valid holdout")
+                                   tooltip="cross-validation folds; 0 = one train/valid holdout",
+                                   continuous_update=False)
         self.gap = w.IntText(value=start["gap"], description="gap (rows)", style=style,
                              tooltip="rows left out between train and valid (and valid and test)")
         self.seed = w.IntText(value=start["seed"], description="seed", style=style)
@@ -140,14 +146,25 @@ class SplitBuilder(Snapshot):
                 "test_size": round(self.test_size.value, 4), "n_folds": self.n_folds.value or None,
                 "gap": self.gap.value, "seed": self.seed.value}
 
+    def _make(self, p: dict) -> tuple:
+        "The split, error and balance figure for settings `p`, made once per settings (the last 16 are kept)."
+        key = tuple(p.items())
+        if key not in self._made:
+            # the status says so first: on a large frame splitting and auditing take seconds
+            self.status.value = f"splitting {len(self.df):,} rows …"
+            try:
+                sp = make_splits(self.df, **p)
+                self._made[key] = (sp, None, balance_figure(sp, self.df))
+            except (ValueError, TypeError) as e:
+                self._made[key] = (None, str(e), None)
+            if len(self._made) > 16: self._made.pop(next(iter(self._made)))
+        return self._made[key]
+
     def refresh(self):
         "Make and audit the split for the current controls; show sizes, class balance and findings (or the error)."
-        p = self.params()
-        try:
-            self.splits, self.error = make_splits(self.df, **p), None
-        except (ValueError, TypeError) as e:
-            self.splits, self.error = None, str(e)
-            self.status.value = f'<b style="color:#c0392b">cannot split:</b> {html.escape(str(e))}'
+        self.splits, self.error, fig = self._make(self.params())
+        if self.error is not None:
+            self.status.value = f'<b style="color:#c0392b">cannot split:</b> {html.escape(self.error)}'
             self.chart.data = ()
             self.refresh_snapshot()
             return
@@ -156,7 +173,6 @@ class SplitBuilder(Snapshot):
         self.status.value = (f"<b>{sp.strategy}</b> ({html.escape(sp.reason)}) — train {len(sp.train)} / "
                              f"valid {len(sp.valid)} / test {len(sp.test)}{folds}"
                              f"{findings_html(sp.findings)}")
-        fig = balance_figure(sp, self.df)
         with self.chart.batch_update():  # the chart is updated in place, never re-created
             self.chart.data = ()
             for trace in (fig.data if fig is not None else ()): self.chart.add_trace(trace)
@@ -207,6 +223,38 @@ def run_status(run,  # a finished `Run`
         return f"run <b>{html.escape(stop_summary(run))}</b> after {run.step} steps"
     return f"run <b>{run.stopped}</b> after {run.step} steps"
 
+def overfit_status(report,  # a `SanityReport` from `overfit_batch`
+                  ) -> str:
+    "One status line for the overfit test: PASSED, FAILED, or stopped (a Stop is no verdict on the model)."
+    losses = "" if report.final_loss is None else f" (loss {report.initial_loss:.4g} → {report.final_loss:.4g})"
+    if report.stopped and not report.passed:
+        return f"overfit one batch: <b>stopped</b> before a verdict{losses}; press it again and let it finish"
+    return f"overfit one batch: <b>{'PASSED' if report.passed else 'FAILED'}</b>{losses}"
+
+def lr_status(finder,  # an `LRFinder` from `lr_find`
+              config_lr: float,  # the lr the panel's config trains with, shown beside the suggestion
+             ) -> str:
+    "One status line for the LR finder: the suggestion, or why there is none (a Stop cut the sweep short)."
+    if finder.stopped:
+        return (f"find LR <b>stopped</b> after {len(finder.lrs)} learning rates: no suggested lr from a sweep "
+                f"cut short (config lr {config_lr:.2e}); press it again and let it finish")
+    if finder.suggestion is None:
+        return f"find LR: <b>no suggested lr</b> from {len(finder.lrs)} learning rates (config lr {config_lr:.2e})"
+    return f"suggested lr: <b>{finder.suggestion:.2e}</b> (config lr {config_lr:.2e})"
+
+def error_html(what: str,  # the action that failed ("training", "find LR", ...)
+               error: BaseException,  # what it raised
+               frames: int = 3,  # how many of the innermost frames to show
+              ) -> str:
+    "The error's type and message, and where it was raised (the innermost frames, folded), as the panel shows it."
+    stack = traceback.extract_tb(error.__traceback__)
+    # torch's own module-call frames say nothing about where: the user's code and trainbook's do
+    shown = [f for f in stack if "/torch/" not in f.filename][-frames:] or stack[-frames:]
+    where = "".join(f"{f.filename}:{f.lineno} in {f.name}\n    {f.line}\n" for f in shown)
+    head = f"{type(error).__name__}: {error}"
+    return (f'<b style="color:#c0392b">{html.escape(what)} failed:</b> {html.escape(head)}'
+            f'<details><summary>where</summary><pre style="font-size:11px">{html.escape(where)}</pre></details>')
+
 DRY_RUN_ROWS = (("steps", "optimizer steps taken", 1, ""), ("step_time", "time per step", 1e3, "ms"),
                 ("first_step_time", "first step (warm-up)", 1e3, "ms"),
                 ("data_wait", "waiting for data", 100, "% of training time"),
@@ -243,7 +291,10 @@ class TrainPanel(Snapshot):
         import ipywidgets as w
         import plotly.graph_objects as go
         from trainbook.live import new_figure
+        from trainbook.guard import check_fit_inputs
         if loss_fn is None: raise ValueError("TrainPanel needs loss_fn, e.g. loss_fn=nn.CrossEntropyLoss()")
+        # fit's own door checks, at construction: a wrong argument fails here, naming it, not on a click
+        check_fit_inputs(model, dl_train, dl_valid, loss_fn, config or TrainConfig(), metrics=metrics)
         self.model, self.dl_train, self.dl_valid, self.loss_fn = model, dl_train, dl_valid, loss_fn
         self.config, self.metrics, self.callbacks = config or TrainConfig(), metrics, list(callbacks)
         self.run = self.sanity = self.lr_finder = self.dry_run_report = self.error = None
@@ -311,10 +362,7 @@ class TrainPanel(Snapshot):
                                     stop=self._stop)
         self.findings.value = findings_html(self.sanity.findings)
         if len(self.sanity.history): self.show_figure(plot_overfit(self.sanity))
-        verdict = "PASSED" if self.sanity.passed else "FAILED"
-        if self.sanity.final_loss is None: return f"overfit one batch: <b>{verdict}</b>"
-        return (f"overfit one batch: <b>{verdict}</b> (loss {self.sanity.initial_loss:.4g} → "
-                f"{self.sanity.final_loss:.4g})")
+        return overfit_status(self.sanity)
 
     def _find_lr(self):
         from trainbook.figures import plot_lr_find
@@ -322,7 +370,7 @@ class TrainPanel(Snapshot):
         self.lr_finder = lr_find(self.model, self.dl_train, self.loss_fn, device=self.config.device,
                                  stop=self._stop)
         self.show_figure(plot_lr_find(self.lr_finder))
-        return f"suggested lr: <b>{self.lr_finder.suggestion:.2e}</b> (config lr {self.config.lr:.2e})"
+        return lr_status(self.lr_finder, self.config.lr)
 
     def _dry_run(self):
         # the pre-flight checks: one batch through every stage of `fit`
@@ -342,9 +390,15 @@ class TrainPanel(Snapshot):
         self.curves = LiveCurves(every=1.0, mode="widget", show=False, figure=self.live_figure)
         self.curves.widget()
         self.show_figure(self.live_figure)
-        self.run = fit(self.model, self.dl_train, self.dl_valid, loss_fn=self.loss_fn, config=self.config,
-                       metrics=self.metrics,
-                       callbacks=[StopOnEvent(self._stop), self.curves, *self.callbacks], live=False)
+        try:
+            self.run = fit(self.model, self.dl_train, self.dl_valid, loss_fn=self.loss_fn, config=self.config,
+                           metrics=self.metrics,
+                           callbacks=[StopOnEvent(self._stop), self.curves, *self.callbacks], live=False)
+        except Exception as e:
+            # a run that raised is still the last run (`err.run`, stopped 'failed'), as `tb.last_run()` says
+            self.run = getattr(e, "run", None)
+            if self.run is not None: self.findings.value = findings_html(self.run.findings)
+            raise
         self.findings.value = findings_html(self.run.findings)
         return run_status(self.run)
 
@@ -374,7 +428,7 @@ class TrainPanel(Snapshot):
                 status = action()
         except Exception as e:  # shown in the panel; the notebook keeps going
             self.error = e
-            status = f'<b style="color:#c0392b">{what} failed:</b> {html.escape(repr(e))}'
+            status = error_html(what, e)
         finally:
             # The saved notebook's snapshot is re-rendered first (its output is redrawn, the panel's view with
             # it), then the status and the buttons change: a click that follows the new status hits the new view.
