@@ -36,7 +36,7 @@ def tmp_run(tmp_path):
 # are the scheduler's scopes: xdist's own `xdist_group` marks do nothing under pytest 9.2 (xdist 3.8 writes them into
 # `item._nodeid`, which pytest no longer reads)
 ENGINES = ("browser/test_lab.py", "browser/test_panel.py", "browser/test_ray_live.py", "test_ray.py",
-           "test_distributed.py", "test_shard_loader.py")
+           "test_distributed.py", "test_shard_loader.py", "test_held_out_engines.py")
 # plain CPU tests that share the engines' worker, so that the two lanes end together: measured with `--durations=0`
 # on a fresh clone (2026-12-03, 10:00 UTC, Ray's launches cheaper): engines and these two 576 s, the rest 679 s;
 # test_checkpoint and test_tuning move 57 s more across

@@ -30,23 +30,21 @@ def hand_written(model, dl_train, valid, cfg, rec_kw=None, stop_at=None, resume=
     opt = torch.optim.AdamW(tb.param_groups(model, cfg.weight_decay), lr=cfg.lr)
     with Recorder(cfg, parts={"model": model, "optimizer": opt, "loader": dl_train}, live=False,
                   resume=resume, **(rec_kw or {})) as rec:
-        start = rec.restore(resume)["entries"].get("batch_idx", 0) if resume else 0
+        if resume: rec.restore(resume)  # the loader, a part, goes on where the interrupted run stopped
         for epoch in range(rec.state.epoch, cfg.epochs):
-            dl_train.set_epoch(epoch)
-            for i, (xb, yb) in enumerate(dl_train):
-                if i < start: continue  # the batches the interrupted run already trained on
+            dl_train.set_epoch(epoch)  # keeps the restored position in the epoch being resumed
+            for xb, yb in dl_train:
                 if stop_at is not None and rec.state.step == stop_at: raise KeyboardInterrupt
                 loss = LOSS(model(xb), yb)
                 loss.backward()
                 opt.step()
                 opt.zero_grad(set_to_none=True)
                 rec.step(loss.detach())
-                rec.save(batch_idx=i + 1)
-            start = 0
+                rec.save()
             model.eval()
             with torch.no_grad(): rec.validate(LOSS(model(valid[0]), valid[1]))
             model.train()
-            rec.save(batch_idx=0)
+            rec.save()
             if rec.should_stop: break
     return rec.finish()
 

@@ -4,7 +4,7 @@
 
 # %% ../nbs/03_data.ipynb #01596025
 from __future__ import annotations
-import math
+import copy, math
 from typing import Optional
 
 import torch
@@ -29,6 +29,7 @@ class ShardedBatches:
     n: int  # rows in all (over every rank)
     batch_size: int  # rows a batch, per rank
     drop_last: bool  # the last, smaller batch left out
+    pad: bool = True  # a short rank's share padded with repeated rows, so every rank takes as many batches
 
     def place(self,
               rank: Optional[int],  # this process's rank (None: from torch.distributed, else 0)
@@ -45,6 +46,7 @@ class ShardedBatches:
     @property
     def rows_per_rank(self) -> int:
         "Rows each rank reads an epoch (a short share padded by repeated rows, as DistributedSampler does)."
+        if not self.pad: return len(range(self.rank, self.n, self.world_size))  # each row on one rank
         return math.ceil(self.n / self.world_size)
 
     def __len__(self) -> int:
@@ -104,9 +106,17 @@ class TensorLoader(ShardedBatches):
 
     def set_epoch(self, epoch: int,  # the epoch to start
                  ):
-        "Start epoch `epoch` from its first batch (its order depends only on seed and epoch)."
+        "Start epoch `epoch` at its first batch; the epoch a `load_state_dict` restored goes on where it was."
+        # a resumed loop calls set_epoch for the epoch it resumes, as it does at every epoch's start
+        if self.resume_pending and epoch == self.epoch: return
         super().set_epoch(epoch)
         self.resume_pending = False
+
+    def unpadded(self) -> TensorLoader:
+        "This loader (the same tensors, rank and order) without padding: each row read once over the ranks."
+        out = copy.copy(self)
+        out.pad = False
+        return out
 
     def order(self) -> Optional[torch.Tensor]:
         "This rank's row order for the current epoch (None = rows in order, sliced without copying)."
@@ -115,6 +125,7 @@ class TensorLoader(ShardedBatches):
         if self.weights is not None:  # balanced sampling: draw rows with replacement in proportion to weights
             order = torch.multinomial(self.weights.double(), self.n, replacement=True, generator=g)
         else: order = torch.randperm(self.n, generator=g) if self.shuffle else torch.arange(self.n)
+        if self.world_size > 1 and not self.pad: return order[self.rank::self.world_size]
         if self.world_size > 1:
             pad = self.rows_per_rank * self.world_size - self.n
             order = torch.cat([order, order[:pad]])[self.rank::self.world_size]

@@ -18,7 +18,8 @@ from .core import History
 
 # %% auto #0
 __all__ = ['dist_info', 'full_tensor', 'all_mean', 'reduce_evaluation', 'wrap_model', 'full_state', 'load_sharded_state',
-           'shard_loader', 'LaunchError', 'pickle_by_value', 'worker_main', 'launch_live_curves', 'launch']
+           'EachRowOnce', 'shard_loader', 'LaunchError', 'pickle_by_value', 'clean_exit', 'worker_main',
+           'launch_live_curves', 'launch']
 
 # %% ../nbs/14_distributed.ipynb #6524d83c
 def dist_info() -> tuple[int, int]:
@@ -46,7 +47,8 @@ def reduce_evaluation(loss_sum: torch.Tensor,  # this rank's summed validation l
                       device: torch.device,  # where the sums are made
                       gather: bool,  # gather every rank's predictions (for metrics)
                      ) -> tuple:
-    "A validation over every rank's shard: loss, rows and loss statistics summed, predictions gathered."
+    """A validation over every rank's shard: loss, rows and loss statistics summed, predictions gathered.
+    Each row must be scored on one rank only (`shard_loader(..., pad=False)`), or padded rows count twice."""
     if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
         return loss_sum, rows, preds, ys
     total = torch.stack([loss_sum.float(), torch.tensor(float(rows), device=device)])
@@ -98,6 +100,8 @@ def load_sharded_state(model: nn.Module,  # an FSDP-sharded model
     set_optimizer_state_dict(model, opt, ckpt["optimizer"], options=o)
 
 # %% ../nbs/14_distributed.ipynb #22183624
+from torch.utils.data import DistributedSampler
+
 _UNSHARDED: set = set()  # the warnings shard_loader gave in this process (each is given once)
 
 def _unsharded(loader, rank: int, world: int, why: str):
@@ -109,15 +113,30 @@ def _unsharded(loader, rank: int, world: int, why: str):
         warnings.warn(message, stacklevel=3)
     return loader
 
+class EachRowOnce(DistributedSampler):
+    "A DistributedSampler without its padding: rank r reads positions r, r+world, … of the epoch's order."
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.num_samples = len(range(self.rank, len(self.dataset), self.num_replicas))  # uneven shares
+
+    def __iter__(self):
+        n = len(self.dataset)
+        g = torch.Generator().manual_seed(self.seed + self.epoch)  # DistributedSampler's order
+        order = torch.randperm(n, generator=g) if self.shuffle else torch.arange(n)
+        return iter(order[self.rank::self.num_replicas].tolist())
+
 def shard_loader(loader,  # the batches given to fit: a DataLoader, a TensorLoader, any re-iterable (or None)
                  rank: int,  # this process's rank
                  world: int,  # processes in the run
                  seed: int = 0,  # seed of a DistributedSampler made here (with the epoch, it fixes the order)
+                 pad: bool = True,  # pad short shares (training: equal steps); False: each row once (scoring)
                 ):
     "`loader` reading only rank `rank`'s rows: a DataLoader gets a DistributedSampler; a sharded one is kept."
-    from torch.utils.data import DataLoader, DistributedSampler, RandomSampler, SequentialSampler
+    from torch.utils.data import DataLoader, RandomSampler, SequentialSampler
     if loader is None or world <= 1: return loader
-    if getattr(loader, "sharded", False) or getattr(loader, "world_size", None) == world: return loader
+    if getattr(loader, "sharded", False): return loader
+    if getattr(loader, "world_size", None) == world:  # it shards itself (a TensorLoader made in the worker)
+        return loader.unpadded() if not pad and hasattr(loader, "unpadded") else loader
     kind = type(loader).__name__
     if hasattr(loader, "world_size"):
         return _unsharded(loader, rank, world, f"the {kind} was made for world_size={loader.world_size}")
@@ -132,8 +151,9 @@ def shard_loader(loader,  # the batches given to fit: a DataLoader, a TensorLoad
     whole = isinstance(sampler, SequentialSampler) or every_row  # each row once per epoch: a split keeps that
     if not whole:
         return _unsharded(loader, rank, world, f"a DataLoader with a {type(sampler).__name__} is not split")
-    shards = DistributedSampler(loader.dataset, num_replicas=world, rank=rank,
-                                shuffle=isinstance(sampler, RandomSampler), seed=seed)
+    kind = DistributedSampler if pad else EachRowOnce
+    shards = kind(loader.dataset, num_replicas=world, rank=rank, shuffle=isinstance(sampler, RandomSampler),
+                  seed=seed)
     workers = loader.num_workers
     return DataLoader(loader.dataset, batch_size=loader.batch_size, sampler=shards, num_workers=workers,
                       collate_fn=loader.collate_fn, pin_memory=loader.pin_memory, drop_last=loader.drop_last,
@@ -170,6 +190,11 @@ def _init_group(backend: str, rank: int):
     store = dist.PrefixStore("trainbook/group", dist.TCPStore(host, int(port), is_master=False))
     dist.init_process_group(backend, store=store, rank=rank, world_size=int(os.environ["WORLD_SIZE"]))
 
+def clean_exit(e: BaseException,  # what the function raised
+              ) -> bool:
+    "Whether `e` is `sys.exit()` or `sys.exit(0)`: a rank that ends cleanly, as with `os._exit(0)`."
+    return isinstance(e, SystemExit) and e.code in (0, None)
+
 def worker_main():
     "Each worker's entry point (run by torchrun): join the group, call the function, write the result or error."
     import cloudpickle
@@ -185,6 +210,10 @@ def worker_main():
             from trainbook.core import atomic_write
             data = cloudpickle.dumps(result)
             atomic_write(work / "result.pkl", lambda f: f.write(data))
+    except SystemExit as e:
+        if not clean_exit(e):
+            (work / f"error-{rank}.txt").write_text(traceback.format_exc())
+            code = 1
     except BaseException:
         (work / f"error-{rank}.txt").write_text(traceback.format_exc())
         code = 1
@@ -338,6 +367,15 @@ def _command(work: Path, nprocs: int, nnodes: int, rdzv_endpoint: Optional[str],
         cmd += ["--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{store_port}", "--rdzv-conf=is_host=0"]
     return cmd + [str(work / "worker.py"), str(work), backend]
 
+def _check_backend(backend: str):
+    "ValueError unless torch.distributed knows `backend` and this build of torch has it."
+    known = [b for b in dist.Backend.backend_list if b not in ("undefined", "fake")]
+    if backend not in known:
+        raise ValueError(f"backend must be 'auto' or one of {', '.join(known)}, got {backend!r}")
+    if not dist.is_backend_available(backend):
+        raise ValueError(f"backend={backend!r} is not available in this build of torch; use 'gloo' (CPU) "
+                         "or 'auto'")
+
 def launch(fn: Callable,  # the function each rank runs; defined in a notebook cell is fine (pickled by value)
            *args,  # positional arguments for `fn`
            nprocs: int = 2,  # processes per machine (one per GPU, or CPU processes with gloo)
@@ -363,6 +401,7 @@ def launch(fn: Callable,  # the function each rank runs; defined in a notebook c
     if nnodes > 1 and not rdzv_endpoint:
         raise ValueError("nnodes > 1 needs rdzv_endpoint='host:port' (the same on every machine)")
     if backend == "auto": backend = "nccl" if torch.cuda.is_available() else "gloo"
+    _check_backend(backend)
     if backend == "nccl" and torch.cuda.device_count() < nprocs:
         raise ValueError(f"backend='nccl' with nprocs={nprocs} needs {nprocs} GPUs, "
                          f"found {torch.cuda.device_count()}")

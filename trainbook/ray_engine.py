@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
 from .core import History
-from .distributed import LaunchError, launch_live_curves, pickle_by_value
+from .distributed import LaunchError, clean_exit, launch_live_curves, pickle_by_value
 from .events import Callback, add_session_observer, remove_session_observer
 from .parquet import require_features
 from .tuning import TRIAL_OBSERVER, MonitorReport, make_sampler, new_study_name
@@ -77,6 +77,7 @@ class Collector:
         self.rows: list = []
         self.result: Optional[bytes] = None
         self.errors: dict = {}
+        self.controller = None  # the Ray Train controller's actor handle, so launch can stop the run
 
     def put_rows(self, start: int,  # the position of the first row in rank 0's history
                  rows: list,  # (step, epoch, split, name, value) records from there on
@@ -95,6 +96,10 @@ class Collector:
     def get_result(self) -> Optional[bytes]: return self.result
     def put_error(self, rank: int, text: str): self.errors.setdefault(rank, text)  # kept in order of arrival
     def get_errors(self) -> dict: return dict(self.errors)
+    def put_controller(self, handle,  # the run's TrainController actor (sent by `_controller_reporter`)
+                      ):
+        self.controller = handle
+    def get_controller(self): return self.controller
 
 # inside a Ray Train worker run by `launch`: its rank, the collector, the checkpoint Ray gave it at its start
 # (for its first fit), and the rows rank 0's earlier fits in this worker streamed (a later fit's follow them)
@@ -184,7 +189,8 @@ def train_loop(config: dict,  # what `launch` packed: the function, its argument
         fn, args, kwargs = cloudpickle.loads(config["payload"])
         result = fn(*args, **kwargs)
         if rank == 0: ray.get(collector.put_result.remote(cloudpickle.dumps(result)))
-    except BaseException:
+    except BaseException as e:
+        if clean_exit(e): return  # sys.exit() / sys.exit(0): this rank ends cleanly, as under torchrun
         ray.get(collector.put_error.remote(rank, traceback.format_exc()))
         raise
     finally:
@@ -205,6 +211,31 @@ def _failure(err: Exception, errors: dict) -> LaunchError:
     if rank in errors: return LaunchError(f"rank {rank} failed{also}:\n{errors[rank]}")
     return LaunchError(f"rank {rank} died{also} (killed, or out of memory): {failures[rank]}")
 
+def _controller_reporter(collector):
+    "A Ray Train callback, run in the controller, that hands its actor handle to `collector` (or None)."
+    try: from ray.train.v2._internal.execution.callback import ControllerCallback
+    except ImportError: return None  # Ray Train v1: no controller actor
+
+    class ReportController(ControllerCallback):
+        def __init__(self, collector): self.collector = collector
+
+        def after_controller_start(self, train_run_context):
+            import ray
+            # not waited for: the controller is an async actor
+            self.collector.put_controller.remote(ray.get_runtime_context().current_actor)
+    return ReportController(collector)
+
+def _stop_run(collector, thread: threading.Thread, wait: float = 60) -> str:
+    "Stop a Ray Train run still going (its controller aborts its workers, then ends); what happened."
+    import ray
+    controller = ray.get(collector.get_controller.remote())
+    if controller is None: return "its workers could not be reached, and may still run"
+    try: ray.get(controller.abort.remote(), timeout=wait)
+    except Exception: pass  # the controller exits inside `abort`: the call ends with an actor error
+    ray.kill(controller, no_restart=True)  # in case it did not
+    thread.join(wait)  # trainer.fit() returns once its controller is gone
+    return "it was stopped" if not thread.is_alive() else "it was asked to stop"
+
 def _receive(collector, got: int, history: History) -> int:
     "Append the rows rank 0 sent since the first `got` to `history`; the new count."
     import ray
@@ -221,7 +252,7 @@ def launch(fn: Callable,  # what each worker runs (it calls tb.fit); a function 
            max_failures: int = 0,  # worker-group restarts; each resumes from the last checkpoint reported
            storage_path: Optional[str] = None,  # where Ray keeps checkpoints (a shared path on a cluster)
            datasets: Optional[dict] = None,  # Ray Datasets by name (a worker reads its shard: dataset_shard)
-           timeout: float = 3600,  # seconds before a TimeoutError (a Ray started for the call is stopped)
+           timeout: float = 3600,  # seconds before the run is stopped and a TimeoutError raised
            live="auto",  # show rank 0's curves while it runs (in a notebook); False = no display
            history: Optional[History] = None,  # receives rank 0's streamed records (also after a failure)
            **kwargs,  # keyword arguments for `fn`
@@ -249,14 +280,16 @@ def launch(fn: Callable,  # what each worker runs (it calls tb.fit); a function 
     started = _connect(address)
     storage = storage_path or tempfile.mkdtemp(prefix="trainbook-ray-")
     outcome: dict = {}
+    thread = stopped = None
     try:
         collector = ray.remote(num_cpus=0)(Collector).remote()
+        reporter = _controller_reporter(collector)  # so a timeout or a Ctrl-C can stop the run
         trainer = TorchTrainer(
             train_loop, train_loop_config={"payload": payload, "collector": collector},
             scaling_config=ScalingConfig(num_workers=num_workers, use_gpu=use_gpu,
                                          resources_per_worker=resources_per_worker),
             torch_config=TorchConfig(backend="nccl" if use_gpu else "gloo"),
-            run_config=RunConfig(storage_path=storage,
+            run_config=RunConfig(storage_path=storage, callbacks=[reporter] if reporter else None,
                                  failure_config=FailureConfig(max_failures=max_failures)),
             datasets=datasets)
 
@@ -274,13 +307,16 @@ def launch(fn: Callable,  # what each worker runs (it calls tb.fit); a function 
             got = _receive(collector, got, history)
             if curves is not None: curves.update(state)
             if thread.is_alive() and time.monotonic() > deadline:
-                raise TimeoutError(f"launch: the Ray run did not finish within timeout={timeout}s")
+                stopped = "its Ray was stopped" if started else _stop_run(collector, thread)
+                raise TimeoutError(f"launch: the Ray run did not finish within timeout={timeout}s; {stopped}")
         _receive(collector, got, history)
         if curves is not None: curves.update(state, force=True)
         if "error" in outcome: raise _failure(outcome["error"], ray.get(collector.get_errors.remote()))
         data = ray.get(collector.get_result.remote())
         return cloudpickle.loads(data) if data is not None else None
-    finally:
+    finally:  # a Ctrl-C too: the run does not go on in the background of the user's own Ray
+        if thread is not None and thread.is_alive() and not started and stopped is None:
+            _stop_run(collector, thread)
         if started: ray.shutdown()  # a Ray started for this call ends with it (its workers too)
         if storage_path is None: shutil.rmtree(storage, ignore_errors=True)
 

@@ -1,0 +1,172 @@
+"""Held-out findings on distributed runs, loaders and the Recorder: a validation split over ranks scores every row
+once; a Ray launch that times out on the user's own Ray stops its run; a misspelt `backend` is refused before
+torchrun starts; `sys.exit(0)` in a worker is a clean end; a Recorder loop that calls `set_epoch` resumes exactly."""
+import importlib.util, sys, threading
+
+import pytest
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+import trainbook as tb
+from trainbook.distributed import launch, shard_loader
+
+
+def rows_of(loaders) -> list:
+    "Every target value the loaders yield, over all their batches."
+    return sorted(v for dl in loaders for *_, yb in dl for v in yb.tolist())
+
+
+# --- 1. validation over ranks: each row scored once -------------------------------------------------------------
+
+def test_unpadded_shards_read_every_row_exactly_once():
+    X, y = torch.randn(65, 3), torch.arange(65)
+    padded = [tb.TensorLoader(X, y, batch_size=16, shuffle=True, rank=r, world_size=2) for r in (0, 1)]
+    assert len(rows_of(padded)) == 66  # training keeps DistributedSampler's padding: equal steps per rank
+    once = [shard_loader(dl, r, 2, pad=False) for r, dl in enumerate(padded)]
+    assert rows_of(once) == list(range(65))
+    assert [len(dl) for dl in once] == [3, 2]  # 33 and 32 rows: uneven batch counts
+    assert padded[0].pad and rows_of(padded) != rows_of(once)  # the user's loader is left as it was
+    data = TensorDataset(X, y)
+    for shuffle in (False, True):
+        halves = [shard_loader(DataLoader(data, batch_size=16, shuffle=shuffle), r, 2, pad=False) for r in (0, 1)]
+        for dl in halves: dl.sampler.set_epoch(1)
+        assert rows_of(halves) == list(range(65))
+        assert [len(dl.sampler) for dl in halves] == [33, 32]
+
+
+def _score_on_ranks():
+    "On each rank: the validation of a fixed model over its unpadded shard of 65 rows, reduced over the ranks."
+    import torch.distributed as dist
+    from trainbook.loop import evaluate
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(65, 8, generator=g)
+    y = (X[:, 0] > 0).long()
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+    valid = tb.TensorLoader(X, y, batch_size=16)  # made in the worker: it takes its rank's rows by itself
+    shard = shard_loader(valid, dist.get_rank(), dist.get_world_size(), pad=False)
+    scored = dict(evaluate(net, shard, nn.functional.cross_entropy, "accuracy"))
+    # fit's own validation under DDP (an lr too small to move a weight): the same rows, each once
+    run = tb.fit(net, tb.TensorLoader(X, y, batch_size=16), valid, loss_fn=nn.functional.cross_entropy,
+                 metrics="accuracy", live=False, config=tb.TrainConfig(epochs=1, lr=1e-30, device="cpu"))
+    last = run.metrics().iloc[-1]
+    return scored, {"loss": float(last["valid_loss"]), "accuracy": float(last["valid_accuracy"])}
+
+
+def test_a_validation_over_two_ranks_scores_each_of_its_65_rows_once():
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(65, 8, generator=g)
+    y = (X[:, 0] > 0).long()
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+    one = dict(tb.evaluate(net, tb.TensorLoader(X, y, batch_size=16), nn.functional.cross_entropy, "accuracy"))
+    for two in launch(_score_on_ranks, nprocs=2, backend="gloo", live=False, timeout=300):  # evaluate, then fit
+        assert two["accuracy"] == pytest.approx(one["accuracy"], abs=1e-7)  # k/65, not k'/66
+        assert two["loss"] == pytest.approx(one["loss"], rel=1e-5)
+
+
+# --- 3. and 4. torchrun: the backend checked at the door; sys.exit(0) is a clean end ----------------------------
+
+def test_a_misspelt_backend_is_refused_before_any_process_starts():
+    with pytest.raises(ValueError, match=r"backend must be 'auto' or one of .*gloo.*got 'glo'"):
+        launch(lambda: 1, nprocs=2, backend="glo", live=False)
+
+
+def _rank1_exits_cleanly():
+    import torch.distributed as dist
+    if dist.get_rank() == 1: sys.exit(0)
+    return "rank 0's value"
+
+
+def test_sys_exit_0_in_a_worker_is_a_clean_end_of_that_rank():
+    assert launch(_rank1_exits_cleanly, nprocs=2, backend="gloo", live=False, timeout=300) == "rank 0's value"
+    from trainbook.distributed import clean_exit
+    assert clean_exit(SystemExit(0)) and clean_exit(SystemExit(None)) and clean_exit(SystemExit())
+    assert not clean_exit(SystemExit(1)) and not clean_exit(SystemExit("a message")) and not clean_exit(KeyError())
+
+
+# --- 5. a Recorder loop that calls set_epoch resumes exactly ----------------------------------------------------
+
+def test_set_epoch_of_the_restored_epoch_keeps_the_loaders_position():
+    X, y = torch.arange(40.).unsqueeze(1), torch.arange(40)
+    dl = tb.TensorLoader(X, y, batch_size=4, shuffle=True, seed=3)
+    dl.set_epoch(2)
+    whole = [yb.tolist() for _, yb in dl]
+    dl.set_epoch(2)
+    it = iter(dl)
+    for _ in range(4): next(it)
+    state = dl.state_dict()
+    again = tb.TensorLoader(X, y, batch_size=4, shuffle=True, seed=3)
+    again.load_state_dict(state)
+    again.set_epoch(2)  # what a loop does at the start of the epoch it resumes
+    assert [yb.tolist() for _, yb in again] == whole[4:]
+    again.load_state_dict(state)
+    again.set_epoch(3)  # another epoch: from its first batch
+    assert len([yb for _, yb in again]) == len(dl)
+
+
+def _recorder_run(model, opt, dl, X, y, folder, epochs, resume=None, kill=None):
+    "The any_loop tutorial's loop: set_epoch at each epoch's start, a checkpoint every 3 steps, maybe a Ctrl-C."
+    cfg = tb.TrainConfig(epochs=epochs, checkpoint_dir=folder, checkpoint_every=3)
+    with tb.Recorder(cfg, parts={"model": model, "optimizer": opt, "loader": dl}, live=False, resume=resume) as rec:
+        for epoch in range(rec.state.epoch, epochs):
+            dl.set_epoch(epoch)
+            for xb, yb in dl:
+                loss = nn.functional.cross_entropy(model(xb), yb)
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+                rec.step(loss.detach())
+                if kill and rec.state.step == kill: raise KeyboardInterrupt  # a Ctrl-C in the middle of epoch 1
+            with torch.no_grad(): rec.validate(nn.functional.cross_entropy(model(X), y))
+            rec.save()
+    return rec.finish()
+
+
+def test_a_recorder_loop_stopped_mid_epoch_resumes_exactly_despite_set_epoch(tmp_path):
+    X = torch.randn(256, 8, generator=torch.Generator().manual_seed(0))
+    y = (X[:, 0] > 0).long()
+
+    def fresh():
+        return tb.TensorLoader(X, y, batch_size=32, shuffle=True)  # 8 batches an epoch
+
+    tb.seed_everything(0)
+    w = nn.Linear(8, 2)
+    whole = _recorder_run(w, torch.optim.Adam(w.parameters(), 1e-2), fresh(), X, y, tmp_path / "whole", 4)
+    tb.seed_everything(0)
+    p = nn.Linear(8, 2)
+    cut = _recorder_run(p, torch.optim.Adam(p.parameters(), 1e-2), fresh(), X, y, tmp_path / "cut", 4, kill=13)
+    assert cut.step == 13
+    q = nn.Linear(8, 2)
+    resumed = _recorder_run(q, torch.optim.Adam(q.parameters(), 1e-2), fresh(), X, y, tmp_path / "cut", 4,
+                            resume=tmp_path / "cut")
+    assert resumed.step == whole.step == 32
+    assert all(torch.equal(a, b) for a, b in zip(q.state_dict().values(), w.state_dict().values()))
+
+
+# --- 2. a Ray launch that times out on the user's own Ray stops its run ------------------------------------------
+
+def _sleeper():
+    import time
+    time.sleep(600)
+
+
+def _quick():
+    return "done"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="needs ray (pip install trainbook[ray])")
+def test_a_timed_out_ray_launch_on_the_users_ray_stops_its_workers():
+    import ray
+    from trainbook import ray_engine
+    ray_engine.init_local(num_cpus=2)  # the user's own Ray: launch leaves it running
+    try:
+        with pytest.raises(TimeoutError, match="it was stopped"):
+            launch(_sleeper, engine="ray", num_workers=2, live=False, timeout=15)
+        assert ray.is_initialized()
+        assert not [t for t in threading.enumerate() if t.name == "trainbook-ray-launch"]
+        # the next launch needs both CPUs: it runs only if the timed-out run freed them
+        assert launch(_quick, engine="ray", num_workers=2, live=False, timeout=120) == "done"
+    finally:
+        ray.shutdown()
