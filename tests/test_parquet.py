@@ -294,3 +294,57 @@ def test_messy_folders_are_refused_naming_the_file_and_the_columns(tmp_path):
         ParquetLoader(tmp_path / "readme", "y")
     f.to_parquet(tmp_path / "readme" / "p1.parquet")
     assert ParquetLoader(tmp_path / "readme", "y").n == 50
+
+
+def two_files(folder, change):
+    "Two Parquet files of the same column names, `change` applied to the second one's frame."
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    frames = [pd.DataFrame({"x0": rng.normal(size=40), "x1": rng.normal(size=40),
+                            "y": rng.integers(0, 3, 40)}) for _ in range(2)]
+    change(frames[1])
+    for i, f in enumerate(frames): f.to_parquet(folder / f"f{i}.parquet")
+    return folder
+
+
+def test_files_with_a_column_of_another_type_are_refused_naming_file_and_column(tmp_path):
+    def float_target(f): f["y"] = f["y"].astype(float)
+    def text_feature(f): f["x1"] = "abc"
+    for name, change, col in (("floaty", float_target, "y"), ("texty", text_feature, "x1")):
+        folder = two_files(tmp_path / name, change)
+        for prep in (None, "auto"):  # refused when the loader is made, before any batch
+            with pytest.raises(ValueError, match=f"f1.parquet.*'{col}' is .* there but .* in the first file"):
+                ParquetLoader(folder, "y", batch_size=20, prep=prep)
+    # types of one kind in other widths (int32 beside int64, float32 beside double) read alike
+    def narrower(f): f["y"], f["x0"] = f["y"].astype("int32"), f["x0"].astype("float32")
+    folder = two_files(tmp_path / "narrow", narrower)
+    for prep in (None, "auto"):
+        dl = ParquetLoader(folder, "y", batch_size=20, shuffle_buffer=0, prep=prep)
+        assert {yb.dtype for _, yb in dl} == {torch.int64} and sum(len(yb) for _, yb in dl) == 80
+
+
+def test_write_split_column_refuses_missing_group_ids_naming_column_and_file(tmp_path):
+    (tmp_path / "src").mkdir()
+    frame(30, 0).assign(g=np.arange(30) // 3, h=1.0).to_parquet(tmp_path / "src" / "a.parquet")
+    df = frame(30, 1).assign(g=pd.array(np.arange(30) // 3, dtype="Int64"),
+                             h=np.where(np.arange(30) % 5 == 0, np.nan, 1.0))
+    df.loc[::3, "g"] = pd.NA
+    df.to_parquet(tmp_path / "src" / "b.parquet")
+    with pytest.raises(ValueError, match="groups column 'g' has 10 missing group id.*b.parquet"):
+        write_split_column(tmp_path / "src", tmp_path / "out", groups="g")
+    assert not (tmp_path / "out").exists()  # refused before anything was written
+    with pytest.raises(ValueError, match="missing group id"):  # NaN in a float column is missing too
+        write_split_column(tmp_path / "src", tmp_path / "out", groups="h")
+    df.dropna(subset=["g"]).assign(h=1.0).to_parquet(tmp_path / "src" / "b.parquet", index=False)
+    assert sum(write_split_column(tmp_path / "src", tmp_path / "out", groups="g").values()) == 50
+
+
+def test_write_split_column_accepts_an_empty_folder_or_one_holding_only_a_readme(tmp_path):
+    (tmp_path / "src").mkdir()
+    frame(30, 0).to_parquet(tmp_path / "src" / "a.parquet")
+    for name, files in (("empty", {}), ("readme", {"README.md": "the split copy"})):
+        out = tmp_path / name
+        out.mkdir()
+        for f, text in files.items(): (out / f).write_text(text)
+        assert sum(write_split_column(tmp_path / "src", out).values()) == 30
+        assert sorted(p.name for p in out.iterdir()) == sorted([*files, "part-00000.parquet"])

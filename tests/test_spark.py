@@ -257,3 +257,48 @@ def test_spark_takes_ids_by_the_pandas_name_rule_and_refuses_a_mistyped_target(s
     assert shown[0]["text/plain"].startswith("DataReport (Spark) OK") and "customerID" in shown[0]["text/plain"]
     with pytest.raises(ValueError, match=r"^target column 'Y' not in the Spark DataFrame \(did you mean 'y'\?\)"):
         tb.check_data(spark.createDataFrame(df), "Y")
+
+
+def test_group_split_holds_the_share_of_rows_not_of_groups(spark):
+    rng = np.random.default_rng(0)
+    n = 400  # one group of about 70% of the rows, 29 small ones
+    df = pd.DataFrame({"a": rng.normal(size=n), "g": np.where(rng.random(n) < 0.7, 0, rng.integers(1, 30, n)),
+                       "y": rng.integers(0, 2, n)})
+    sdf = spark.createDataFrame(df)
+    for test_size in (0.0, 0.1):
+        sp = tb.make_splits(sdf, "y", strategy="group", groups="g", valid_size=0.2, test_size=test_size)
+        asked = {"valid": 0.2, "test": test_size}
+        for name, share in asked.items():  # within a quarter of the share asked, as pandas' split_size rule
+            if share: assert abs(sp.sizes[name] / n - share) <= share / 4, sp.sizes
+        assert not [f for f in sp.findings if f.kind in ("split_size", "group_overlap")]
+        frames = sp.frames(sdf)
+        ids = {name: set(part.select("g").distinct().toPandas()["g"]) for name, part in frames.items()}
+        assert 0 in ids["train"] and all(not ids[a] & ids[b] for a in ids for b in ids if a < b)
+        assert {name: part.count() for name, part in frames.items()} == sp.sizes
+
+
+def test_group_split_warns_when_uneven_groups_miss_the_share(spark):
+    df = pd.DataFrame({"g": np.repeat([0, 1, 2], [300, 50, 50]), "x": np.arange(400.0),
+                       "y": np.arange(400) % 2})
+    sp = tb.make_splits(spark.createDataFrame(df), "y", strategy="group", groups="g", valid_size=0.5)
+    assert sp.sizes == {"train": 300, "valid": 100}  # the big group stays in train, both others held
+    found = [f for f in sp.findings if f.kind == "split_size"]
+    assert found and found[0].severity == "warning" and found[0].data["split"] == "valid"
+    assert "25% of the rows, not the 50% asked" in found[0].message and "holds 300 of 400" in found[0].message
+
+
+def test_check_data_refuses_array_map_and_struct_features_as_pandas_does(spark):
+    from pyspark.sql import functions as F
+    rng = np.random.default_rng(0)
+    pdf = pd.DataFrame({"a": rng.normal(size=60), "y": rng.integers(0, 2, 60)})
+    pdf["arr"] = [list(rng.normal(size=3)) for _ in range(60)]
+    with pytest.raises(TypeError, match="cells hold several values: 'arr'"):  # the pandas judgement
+        tb.check_data(pdf, target="y")
+    sdf = spark.createDataFrame(pdf)
+    with pytest.raises(TypeError, match=r"cells hold several values: 'arr' \(array<double>\).*drop\('arr'\)"):
+        tb.check_data(sdf, target="y")
+    flat = sdf.drop("arr")
+    for col, value in (("m", F.create_map(F.lit("k"), F.col("a"))), ("s", F.struct("a", "y"))):
+        with pytest.raises(TypeError, match=f"several values: '{col}'"):
+            tb.check_data(flat.withColumn(col, value), target="y")
+    assert not tb.check_data(flat, target="y").by_kind("id_like_column")

@@ -26,8 +26,8 @@ def as_dataset(source,  # a Parquet file or folder (its *.parquet files), a list
               ):
     """A `pyarrow.dataset.Dataset` of Parquet files. A folder gives the files named `*.parquet` in it and its
     subfolders (others, such as a README, `_SUCCESS` or `.crc` files, are left out); every file must be a
-    Parquet file with the same columns as the first (a file that is not, or that lacks or adds a column, is
-    named)."""
+    Parquet file with the same columns as the first, of the same types (a file that is not, that lacks or adds
+    a column, or that holds a column of another type, is named with the column)."""
     import pyarrow.dataset as ds
     if isinstance(source, ds.Dataset): return source
     if isinstance(source, (str, Path)):
@@ -56,8 +56,8 @@ def parquet_files(folder: Path,  # a folder of Parquet files (subfolders too)
                                 f"are read); it holds: {', '.join(others[:5]) or 'nothing'}")
     return files
 
-def _file_columns(path: Path) -> list:
-    "The column names in a Parquet file's footer; a file that is empty or not Parquet: a ValueError naming it."
+def _file_schema(path: Path):
+    "The schema in a Parquet file's footer; a file that is empty or not Parquet: a ValueError naming it."
     import pyarrow as pa
     import pyarrow.parquet as pq
     if path.stat().st_size == 0:
@@ -70,25 +70,49 @@ def _file_columns(path: Path) -> list:
     if head != b"PAR1" or tail != b"PAR1":
         raise ValueError(f"{str(path)!r} is not a Parquet file (no PAR1 marker; a CSV, or a write cut "
                          "short?): convert it (pd.read_csv(path).to_parquet(...)), or leave it out of the dataset")
-    try: return pq.read_schema(path).names
+    try: return pq.read_schema(path)
     except (pa.ArrowException, OSError) as e:
         raise ValueError(f"Parquet file {str(path)!r} cannot be read ({e}): write it again, "
                          "or leave it out") from e
 
+def _type_kind(dtype) -> str:
+    "A column type's kind: types of one kind read as the same tensors (int32 and int64, float and double)."
+    import pyarrow.types as pt
+    kinds = (("integer", pt.is_integer), ("floating", pt.is_floating), ("boolean", pt.is_boolean),
+             ("text", lambda t: pt.is_string(t) or pt.is_large_string(t)),
+             ("bytes", lambda t: pt.is_binary(t) or pt.is_large_binary(t)))
+    kind = next((name for name, test in kinds if test(dtype)), None)
+    if kind is None and pt.is_timestamp(dtype): kind = f"timestamp {dtype.tz}"  # any unit, one time zone
+    return kind or str(dtype)
+
+def _same_kind(a, b) -> bool:
+    "Whether two files' types of a column read alike: one kind, or one of them all missing (null)."
+    import pyarrow.types as pt
+    return a == b or pt.is_null(a) or pt.is_null(b) or _type_kind(a) == _type_kind(b)
+
 def check_same_columns(files: list,  # Parquet file paths, the first one the reference
                       ) -> None:
-    "Every file is a readable Parquet file with the first file's columns; the first that is not: a ValueError."
-    first = _file_columns(Path(files[0]))
+    """Every file is a readable Parquet file with the first file's columns, each of the same kind of type;
+    the first that is not: a ValueError naming the file (and the column)."""
+    first = _file_schema(Path(files[0]))
     for path in files[1:]:
-        names = _file_columns(Path(path))
-        if names == first: continue
-        lacks, adds = [c for c in first if c not in names], [c for c in names if c not in first]
-        if not lacks and not adds: continue  # the same columns in another order: read by name
-        what = "; ".join(([f"lacks column(s) {lacks}"] if lacks else [])
-                         + ([f"adds column(s) {adds}"] if adds else []))
-        raise ValueError(f"Parquet file {str(path)!r} {what} compared with the first file {str(files[0])!r}: "
-                         "the files of one dataset need the same columns; write them again with the same "
-                         "columns, or pass a list of the files that match")
+        schema = _file_schema(Path(path))
+        lacks = [c for c in first.names if c not in schema.names]
+        adds = [c for c in schema.names if c not in first.names]
+        if lacks or adds:  # the same columns in another order are fine: read by name
+            what = "; ".join(([f"lacks column(s) {lacks}"] if lacks else [])
+                             + ([f"adds column(s) {adds}"] if adds else []))
+            raise ValueError(f"Parquet file {str(path)!r} {what} compared with the first file "
+                             f"{str(files[0])!r}: the files of one dataset need the same columns; write them "
+                             "again with the same columns, or pass a list of the files that match")
+        clash = [(c, first.field(c).type, schema.field(c).type) for c in first.names
+                 if not _same_kind(first.field(c).type, schema.field(c).type)]
+        if clash:
+            shown = ", ".join(f"{c!r} is {b} there but {a} in the first file" for c, a, b in clash[:5])
+            raise ValueError(f"Parquet file {str(path)!r} holds column(s) of another type than the first "
+                             f"file {str(files[0])!r}: {shown}; an int and a float target give different batches, "
+                             "text among numbers fails mid-epoch: write the file again with the first file's "
+                             "types (df[column].astype(...)), or pass a list of the files that match")
 
 def row_groups(dataset,  # a `pyarrow.dataset.Dataset`
               ) -> list:
@@ -175,7 +199,8 @@ def fit_prep(source,  # a Parquet file or folder, a list of files, or a `pyarrow
         tables.append(table)
         rows += table.num_rows
         if rows >= sample_rows: break
-    sample = pa.concat_tables(tables).select(columns + [target]).to_pandas()
+    # files of one kind of type but other widths (int32, int64): the wider
+    sample = pa.concat_tables(tables, promote_options="permissive").select(columns + [target]).to_pandas()
     if sample.empty: raise ValueError(f"no rows to fit the preprocessing on (where={where!r})")
     if len(sample) > sample_rows: sample = sample.sample(sample_rows, random_state=seed).sort_index()
     nulls = int(sample[target].isna().sum())
@@ -465,11 +490,26 @@ def _check_out_dir(source, files: list, out_dir: Path, overwrite: bool) -> list:
     theirs = [f for f in found if f not in ours]
     if theirs:
         raise ValueError(f"out_dir {str(out_dir)!r} holds Parquet files write_split_column did not write "
-                         f"({', '.join(f.name for f in theirs[:5])}): pass an empty folder as out_dir")
-    if not overwrite:
+                         f"({', '.join(f.name for f in theirs[:5])}): pass an empty folder (or a new one) as "
+                         "out_dir")
+    if ours and not overwrite:  # an empty folder, or one with only other files (a README): written into
         raise ValueError(f"out_dir {str(out_dir)!r} already holds {len(ours)} part file(s) of an earlier "
                          "copy: pass overwrite=True to replace them, or another out_dir")
     return ours
+
+def _check_group_ids(dataset, groups: str):
+    "Refuse missing group ids (null, NaN) before anything is written: `make_splits`' rule, naming the file."
+    import pyarrow.compute as pc
+    missing, first = 0, None
+    for frag in dataset.get_fragments():  # one column of each file read
+        ids = frag.to_table(columns=[groups]).column(groups)
+        found = int(pc.sum(pc.is_null(ids, nan_is_null=True)).as_py() or 0)
+        if found and first is None: first = frag.path
+        missing += found
+    if missing:
+        raise ValueError(f"groups column {groups!r} has {missing} missing group id(s) (the first in "
+                         f"{str(first)!r}); every row needs a group, or the rows without one would make one "
+                         "group: drop those rows from the files, or give each its own id")
 
 def write_split_column(source,  # a Parquet folder, a list of files, or a `pyarrow.dataset.Dataset`
                        out_dir,  # the folder the copy with the split column goes to (one file per input file)
@@ -489,6 +529,7 @@ def write_split_column(source,  # a Parquet folder, a list of files, or a `pyarr
         raise ValueError(f"groups column {groups!r} not in the Parquet dataset; columns are: "
                          + ", ".join(dataset.schema.names[:20]))
     if column in dataset.schema.names: raise ValueError(f"the dataset already has a column {column!r}")
+    if groups is not None: _check_group_ids(dataset, groups)
     out_dir = Path(out_dir)
     # checked before anything is written
     old = _check_out_dir(source, getattr(dataset, "files", []), out_dir, overwrite)

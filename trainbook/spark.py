@@ -398,6 +398,7 @@ def check_data(sdf,  # a Spark DataFrame, one row per example
     require_task(task)
     if serving is not None and not (is_spark_frame(serving) or isinstance(serving, pd.DataFrame)):
         raise TypeError(f"serving must be a Spark or pandas DataFrame, got {type(serving).__name__}")
+    _require_flat_spark(sdf, {target, groups, time})
     findings = []
     n, n_distinct, stats = column_stats(sdf, exact_limit)
     if n == 0: raise ValueError("df is empty (0 rows)")
@@ -424,6 +425,17 @@ def check_data(sdf,  # a Spark DataFrame, one row per example
     announce("data_checked", report)
     return report
 
+def _require_flat_spark(sdf, skip: set) -> None:
+    "pandas' `require_flat_columns`: a TypeError naming each feature column of arrays, maps or structs."
+    nested = {f.name: f.dataType.simpleString() for f in sdf.schema.fields
+              if f.name not in skip and f.dataType.typeName() in ("array", "map", "struct")}
+    if not nested: return
+    shown, col = ", ".join(f"{c!r} ({t})" for c, t in nested.items()), next(iter(nested))
+    raise TypeError(f"df has feature column(s) whose cells hold several values: {shown}; a feature is one "
+                    "number or category a row. Expand such a column into one column per element "
+                    f"(sdf.select('*', *[F.col({col!r})[i].alias(f'{col}_{{i}}') for i in range(k)])), "
+                    f"or leave it out: sdf.drop({col!r})")
+
 _SERVING_KINDS = ("serving_missing_column", "serving_extra_columns", "dtype_mismatch", "unseen_categories",
                   "distribution_shift")
 
@@ -442,6 +454,14 @@ def _unit(F, cols: list, seed: int):
 
 def _part_by_share(F, u, valid_size: float, test_size: float):
     return (F.when(u < test_size, "test").when(u < test_size + valid_size, "valid").otherwise("train"))
+
+def _group_part(F, rule: dict):
+    "A group's part: train for the groups too big to hold out, else by its hash against the cuts."
+    test_cut, valid_cut = rule["group_cuts"]
+    u = _unit(F, [rule["groups"]], rule["seed"])
+    part = F.when(u < test_cut, "test").when(u < valid_cut, "valid").otherwise("train")
+    big = rule["train_groups"]
+    return F.when(spark_col(rule["groups"]).isin(big), "train").otherwise(part) if big else part
 
 @dataclass(repr=False)
 class SparkSplits(Splits):
@@ -464,8 +484,7 @@ class SparkSplits(Splits):
         shares = r["valid_size"], r["test_size"]
         if r["strategy"] == "random":
             return sdf.withColumn(column, _part_by_share(F, _unit(F, r["columns"], r["seed"]), *shares))
-        if r["strategy"] in ("group", "stratified_group"):
-            return sdf.withColumn(column, _part_by_share(F, _unit(F, [r["groups"]], r["seed"]), *shares))
+        if r["strategy"] in ("group", "stratified_group"): return sdf.withColumn(column, _group_part(F, r))
         if r["strategy"] == "stratified":
             by_class = Window.partitionBy(spark_col(r['target']))
             ties = [spark_col(c) for c in r["columns"]]  # rows with one hash are copies: any order
@@ -635,6 +654,51 @@ def _time_cuts(sdf, time: str, n: int, valid_size: float, test_size: float, gap:
     if not n_test: cuts[2] = cuts[3] = float("inf")
     return cuts
 
+def _group_cuts(sdf, groups: str, seed: int, n: int, valid_size: float, test_size: float) -> dict:
+    """Whole groups by rows, not by count: the groups in the order of their seeded hash, test the first ones
+    whose rows come nearest `test_size` of the rows, valid the next ones nearest `valid_size`. A group of more
+    rows than a part asks for stays in train (at most 1/share of them: their ids are kept in the rule)."""
+    from pyspark.sql import Window, functions as F
+    per = sdf.groupBy(spark_col(groups).alias("__g")).agg(F.count(F.lit(1)).alias("__n"))
+    per = per.withColumn("__u", _unit(F, ["__g"], seed)).persist()  # one row a group, read a few times
+    try:
+        smallest, largest = per.agg(F.min("__n"), F.max("__n")).first()
+        cap = max(min(w * n for w in (valid_size, test_size) if w), smallest)  # the smallest always fits
+        big = [r[0] for r in per.where(F.col("__n") > cap).select("__g").collect()]
+        upto = Window.orderBy("__u", "__g").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+        held = per.where(F.col("__n") <= cap).withColumn("__before", F.sum("__n").over(upto) - F.col("__n"))
+        end = held.agg(F.sum("__n")).first()[0]  # rows before a cut past every group
+        cuts, start, taken = [], 0.0, 0
+        for share in (test_size, valid_size):  # a cut at a group's hash: the groups before it held
+            if not share:  # no test part: its cut holds nothing
+                cuts.append(start)
+                continue
+            want = taken + share * n
+            best = held.where(F.col("__u") >= start).orderBy(F.abs(F.col("__before") - want), "__u").first()
+            options = [(abs(end - want), 1.0, end)] if big else []  # every group left: train has the big
+            if best is not None: options.append((abs(best["__before"] - want), best["__u"], best["__before"]))
+            if options: start, taken = min(options)[1:]
+            cuts.append(start)
+    finally:
+        per.unpersist()
+    return {"group_cuts": cuts, "train_groups": big, "largest_group": int(largest)}
+
+def _spark_size_findings(sizes: dict, n: int, strategy: str, valid_size: float, test_size: float,
+                         largest: Optional[int]) -> list[Finding]:
+    "`splits`' split_size warning: a part a quarter or more off its share (uneven groups, tied times)."
+    why, advice = (("whole groups go to one side, and the groups are of uneven sizes",
+                    "another seed draws other groups") if strategy != "time" else
+                   ("rows of equal time stay on one side", "a finer time column cuts nearer the share"))
+    out = []
+    for name, asked in (("valid", valid_size), ("test", test_size)):
+        got = sizes.get(name, 0) / n
+        if asked and abs(got - asked) > asked / 4:
+            big = f" (the largest group holds {largest} of {n} rows)" if largest is not None else ""
+            out.append(Finding("split_size", "warning", f"{name} holds {got:.0%} of the rows, not the "
+                               f"{asked:.0%} asked: {why}{big}", data={"split": name, "share": got},
+                               advice=advice))
+    return out
+
 def _spark_validate(sdf, target, strategy, groups, time, valid_size, test_size, n_folds, gap, seed):
     require_spark_frame(sdf)
     for col, arg in ((target, "target"), (groups, "groups"), (time, "time")):
@@ -698,6 +762,8 @@ def make_splits(sdf,  # a Spark DataFrame, one row per example
     rule = {"strategy": strategy, "columns": list(sdf.columns), "seed": seed, "valid_size": valid_size,
             "test_size": test_size, "target": target, "groups": groups, "time": time}
     if strategy == "time": rule["cuts"] = _time_cuts(sdf, time, n, valid_size, test_size, gap, exact_limit)
+    if strategy in ("group", "stratified_group"):
+        rule.update(_group_cuts(sdf, groups, seed, n, valid_size, test_size))
     if strategy == "stratified_group":
         reason += "; parts by the hash of the group id (class shares audited)"
     params = dict(target=target, groups=groups, time=time, valid_size=valid_size, test_size=test_size,
@@ -714,6 +780,9 @@ def make_splits(sdf,  # a Spark DataFrame, one row per example
         raise ValueError(f"the split left a part empty ({sp.sizes}): use a larger valid_size, or more "
                          "rows or groups")
     sp.findings = spark_audit(marked, target, groups, time, gap, task)
+    if strategy in ("group", "stratified_group", "time"):
+        sp.findings += _spark_size_findings(sp.sizes, n, strategy, valid_size, test_size,
+                                            rule.get("largest_group"))
     if reason != "asked for":
         sp.findings.insert(0, Finding("strategy_chosen", "info", f"strategy '{strategy}': {reason}",
                                       data={"strategy": strategy}))
