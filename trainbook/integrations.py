@@ -4,13 +4,14 @@
 
 # %% ../nbs/15_integrations.ipynb #d26f29e8
 from __future__ import annotations
-import copy, functools, math, os, sys
+import copy, functools, inspect, math, os, sys, warnings
 from pathlib import Path
 from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -26,7 +27,7 @@ from .loop import fit
 from .run import RUNNING, Run, StopReason, remember_run
 
 # %% auto #0
-__all__ = ['keras_callback', 'atomic_keras_save', 'mlp', 'TorchClassifier', 'TorchRegressor', 'TokenLoader']
+__all__ = ['keras_callback', 'atomic_keras_save', 'mlp', 'TrainingWarning', 'TorchClassifier', 'TorchRegressor', 'TokenLoader']
 
 # %% ../nbs/15_integrations.ipynb #6cfff121
 def _import_keras():
@@ -97,6 +98,7 @@ def _keras_recorder_class():
             super().__init__()
             self.live, self.batches, self.run = live, batches, None
             self.checkpoint_dir, self.overwrite, self.folder = checkpoint_dir, overwrite, None
+            self.open = False  # a run begun and not yet ended
 
         def on_train_begin(self, logs=None):
             self.records, self.step, self.epoch, self.run = History(), 0, 0, None
@@ -108,7 +110,7 @@ def _keras_recorder_class():
             self.folder = Checkpointer(self.checkpoint_dir, suffix=".keras")  # run.json and last.keras
             self.folder.prepare(overwrite=self.overwrite, resumable=False)
             self.state.run_dir = self.folder.run_dir
-            self._watch_cell()  # a model.fit that raises skips on_train_end: the cell's end finishes the run
+            self.open = True  # a model.fit that raises skips on_train_end: `fail` ends the run then
             self.curves = live_curves(self.live, self.state)
             # the session's observers (a tracking store from tb.track(), ...), told what fit tells them
             self.observers = Callbacks(session_observers(None, {"kind": "keras"}))
@@ -152,8 +154,8 @@ def _keras_recorder_class():
             self._end()
 
         def _end(self, stopped: Optional[str] = None, error: Optional[BaseException] = None):
-            "How the run ends: at on_train_end, or (`stopped` given) at the end of a cell whose model.fit raised."
-            self._unwatch()
+            "How the run ends: at on_train_end, or (`stopped` given) by `fail` when model.fit raised."
+            self.open = False
             own = [self._nonfinite_finding()] if self.nonfinite else []
             findings = diagnose(self.records, known=own)  # the NaN this callback saw: said once
             control = self.state.control
@@ -172,23 +174,13 @@ def _keras_recorder_class():
             self.observers(Event.after_fit, self.state)
             announce("run", self.run)  # the notebook checklist ticks its step, as after fit
 
-        def _watch_cell(self):
-            "In IPython: hear the end of the cell (Keras calls no callback when its fit raises)."
-            shell = sys.modules["IPython"].get_ipython() if "IPython" in sys.modules else None
-            self._shell = shell if hasattr(shell, "events") else None
-            if self._shell is not None: self._shell.events.register("post_run_cell", self._cell_ended)
-
-        def _unwatch(self):
-            shell, self._shell = getattr(self, "_shell", None), None
-            if shell is None: return
-            try: shell.events.unregister("post_run_cell", self._cell_ended)
-            except ValueError: pass  # not registered
-
-        def _cell_ended(self, result):
-            "A cell ended with model.fit unfinished: failed (interrupted on Ctrl-C), run.json written, folder freed."
-            error = getattr(result, "error_in_exec", None)
-            if error is None: return  # a fit still going (in a thread): not ours to end
-            self._end("interrupted" if isinstance(error, KeyboardInterrupt) else "failed", error)
+        def fail(self, error: BaseException):
+            "model.fit raised: the run ends failed (interrupted on Ctrl-C), run.json written, folder freed."
+            try:
+                self._end("interrupted" if isinstance(error, KeyboardInterrupt) else "failed", error)
+                error.run = self.run  # as `tb.fit` attaches its failed run
+            except Exception as during:  # the original error is the one the user needs to see
+                warnings.warn(f"ending the Keras run of a model.fit that raised raised too: {during!r}")
 
         def _run(self, stopped: str, findings: list) -> Run:
             "The run so far (a snapshot when `stopped` is 'running'), with its folder's files."
@@ -216,7 +208,28 @@ def _keras_recorder_class():
                       "NaN or inf in the validation inputs or labels is the usual cause (tb.check_data finds them)")
             return nonfinite_loss(split, step, epoch, bad, advice=advice)
 
+    if not getattr(keras.Model.fit, "ends_trainbook_runs", False):
+        keras.Model.fit = _ending_runs_on_error(keras.Model.fit, KerasRecorder)
     return KerasRecorder
+
+def _fit_callbacks(fit: Callable, args: tuple, kwargs: dict) -> list:
+    "The callbacks a call of Keras' `fit(model, *args, **kwargs)` was given (a list or a CallbackList)."
+    try: callbacks = inspect.signature(fit).bind(*args, **kwargs).arguments.get("callbacks")
+    except TypeError: return []  # a call fit refused itself: no callback began
+    return list(getattr(callbacks, "callbacks", callbacks) or [])
+
+def _ending_runs_on_error(fit: Callable, recorder_class: type) -> Callable:
+    """Keras' `Model.fit`, ending the open runs of its trainbook callbacks when it raises: Keras calls no
+    callback then, and the run would stay 'running', its folder locked, `tb.last_run()` an older run."""
+    @functools.wraps(fit)
+    def fit_ending_runs(*args, **kwargs):
+        try: return fit(*args, **kwargs)
+        except BaseException as err:
+            for cb in _fit_callbacks(fit, args, kwargs):
+                if isinstance(cb, recorder_class) and cb.open: cb.fail(err)
+            raise
+    fit_ending_runs.ends_trainbook_runs = True
+    return fit_ending_runs
 
 def keras_callback(live: Union[str, bool] = "auto",  # live curves: "auto", True, or False for none
                    batches: bool = False,  # also record Keras' per-batch logs (running means in the epoch)
@@ -252,6 +265,9 @@ def mlp(n_features: int,  # inputs per row
         layers += [torch.nn.Linear(width, h), torch.nn.ReLU(), torch.nn.Dropout(dropout)]
         width = h
     return torch.nn.Sequential(*layers, torch.nn.Linear(width, n_outputs))
+
+class TrainingWarning(ConvergenceWarning):
+    "An error or warning finding of an estimator's training run, said as scikit-learn's ConvergenceWarning."
 
 class _TorchEstimator(BaseEstimator):
     "What both estimators share: build the module from the factory, train it with `fit`, predict in eval."
@@ -318,7 +334,16 @@ class _TorchEstimator(BaseEstimator):
                           weight_decay=self.weight_decay, device=self.device, precision="fp32",
                           seed=self.seed)
         self.run_ = fit(self.module_, dl, None, loss_fn=self.loss_fn or loss_fn, config=cfg, live=self.live)
+        self._warn_findings()
         return self
+
+    def _warn_findings(self):
+        "The run's error and warning findings as `TrainingWarning`s: a Pipeline or a grid search hears them."
+        for f in self.run_.findings:
+            if f.severity not in ("error", "warning"): continue
+            said = f"{type(self).__name__}.fit: {f.kind}: {f.message}; {f.advice} (all in .run_.findings)"
+            warnings.warn(said,
+                          TrainingWarning, stacklevel=4)  # at the caller of fit
 
     def _forward(self, X) -> np.ndarray:
         "The module's outputs on X, in eval mode, in batches."

@@ -22,7 +22,8 @@ from .run import MONITOR_ALIASES, RUNNING, Run
 from .jax_parts import (CHECKPOINT_FORMAT, FlaxNanGuard, KeyStreams, flax_checkpoint_file, host_rng,
                                  import_jax, is_flax_model, make_tx, optax_schedule, read_flax_checkpoint,
                                  save_flax_checkpoint, schedule_lr, stream_key, takes_key, tree_entries,
-                                 tree_from_entries, check_targets, first_forward, flax_prediction, loss_input)
+                                 tree_from_entries, check_targets, first_forward, flax_prediction, loss_input,
+                                 check_scalar_loss, require_params)
 
 # %% auto #0
 __all__ = ['LOSSES', 'TARGET_KEYS', 'FlaxState', 'flax_loss', 'split_pure', 'from_pure', 'streams_used', 'flax_steps',
@@ -215,6 +216,7 @@ def check_first_batch(graphdef,  # the model's graph definition in eval mode (`s
     given, run = loss_input(loss_fn), lambda: jax.jit(forward)(*pure, xb)  # `prediction`'s rule
     out = first_forward(run if values else lambda: jax.eval_shape(forward, *pure, xb), xb)  # a failure: named
     found = check_targets(given(out), yb, loss_fn, lambda: given(run()))
+    check_scalar_loss(loss_fn, given(out), yb)  # grad takes one value: per-example losses refused by name
     error = next((f for f in found if f.severity == "error"), None)
     if who is not None and error is not None:  # training would fail (NaN losses) on such labels
         raise ValueError(f"{who}: {error.message}; {error.advice}")
@@ -615,6 +617,7 @@ def check_flax_inputs(model,  # what `fit_flax` got as `model`
     if not is_flax_model(model):
         raise TypeError(f"model must be a Flax NNX module (flax.nnx.Module), got {type(model).__name__}; "
                         "for a torch module use tb.fit")
+    require_params(model, "fit_flax")  # as tb.fit refuses a model with nothing to train
     if not isinstance(cfg, TrainConfig):
         raise TypeError(f"config must be a trainbook.TrainConfig, got {type(cfg).__name__}")
     optax = import_jax()[2]
@@ -733,6 +736,7 @@ def overfit_batch_flax(model,  # a Flax NNX module (not modified: its state is c
     from trainbook.sanity import SanityReport, memorized, overfit_report
     jax, jnp, optax, nnx = import_jax()
     if not is_flax_model(model): raise TypeError(f"model must be a Flax NNX module, got {type(model).__name__}")
+    require_params(model, "overfit_batch_flax")
     if not isinstance(steps, int) or steps < 1: raise ValueError(f"steps must be a positive int, got {steps!r}")
     xb, yb = split_arrays(batch)
     graphdef, templates, (params, rngs, rest) = split_pure(model, training=True)
@@ -771,6 +775,7 @@ def lr_find_flax(model,  # a Flax NNX module (not modified)
     jax, jnp, optax, nnx = import_jax()
     if not 0 < start_lr < end_lr:
         raise ValueError(f"need 0 < start_lr < end_lr, got start_lr={start_lr}, end_lr={end_lr}")
+    require_params(model, "lr_find_flax")
     graphdef, templates, (params, rngs, rest) = split_pure(model, training=True)
     gamma = (end_lr / start_lr) ** (1 / max(1, num_steps - 1))
     tx = optax.adamw(lambda c: start_lr * gamma ** c, weight_decay=0.0)

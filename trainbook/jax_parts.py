@@ -21,10 +21,10 @@ from .optim import SCHEDULE_FNS, schedule_steps, warmup_steps
 from .sanity import loss_kind, static_findings
 
 # %% auto #0
-__all__ = ['STREAMS', 'CHECKPOINT_FORMAT', 'OUTPUT_FINDINGS', 'import_jax', 'is_flax_model', 'stream_key', 'KeyStreams',
-           'optax_schedule', 'schedule_lr', 'decay_mask', 'make_tx', 'tree_entries', 'tree_from_entries', 'host_rng',
-           'save_flax_checkpoint', 'flax_checkpoint_file', 'read_flax_checkpoint', 'FlaxNanGuard', 'takes_key',
-           'flax_prediction', 'loss_input', 'first_forward', 'check_targets']
+__all__ = ['STREAMS', 'CHECKPOINT_FORMAT', 'OUTPUT_FINDINGS', 'import_jax', 'is_flax_model', 'require_params', 'stream_key',
+           'KeyStreams', 'optax_schedule', 'schedule_lr', 'decay_mask', 'make_tx', 'tree_entries', 'tree_from_entries',
+           'host_rng', 'save_flax_checkpoint', 'flax_checkpoint_file', 'read_flax_checkpoint', 'FlaxNanGuard',
+           'takes_key', 'flax_prediction', 'loss_input', 'first_forward', 'check_scalar_loss', 'check_targets']
 
 # %% ../nbs/20a_jax_parts.ipynb #310057f2
 def import_jax() -> tuple:
@@ -43,6 +43,15 @@ def is_flax_model(model,  # anything
                  ) -> bool:
     "Whether `model` is a Flax NNX module, told by its type's module path (jax is not imported to ask)."
     return any(t.__module__.startswith("flax.nnx") for t in type(model).__mro__)
+
+def require_params(model,  # a Flax NNX module
+                   who: str,  # the caller, for the message ("fit_flax")
+                  ) -> None:
+    "A ValueError naming `model` when it holds no `nnx.Param`: nothing for the optimizer to train."
+    jax, nnx = import_jax()[0], import_jax()[3]
+    if jax.tree.leaves(nnx.state(model, nnx.Param)): return
+    raise ValueError(f"{who}: model ({type(model).__name__}) has no nnx.Param to train: give it a layer with "
+                     "weights (nnx.Linear, ...) as an attribute of the module")
 
 # %% ../nbs/20a_jax_parts.ipynb #6b138fe2
 STREAMS = ("dropout", "augment", "sample")  # the model's stochastic layers, `augment(xb, key)`, the loss / sampling
@@ -331,13 +340,28 @@ def _torch_view(a) -> torch.Tensor:
     if values.dtype.kind not in "biuf": values = values.astype(np.float32)  # bfloat16 (ml_dtypes)
     return torch.tensor(values)
 
-def _loss_error(loss_fn: Callable, pred, yb) -> Optional[Exception]:
-    "What `loss_fn` raises on `pred` and `yb`, or None (shapes are enough: a trace, nothing run)."
+def _traced_loss(loss_fn: Callable, pred, yb):
+    "What `loss_fn` returns on `pred` and `yb` as shapes (a trace, nothing run), or the exception it raises."
     jax = import_jax()[0]
     call = (lambda p, y: loss_fn(p, y, key=jax.random.key(0))) if takes_key(loss_fn) else loss_fn
-    try: jax.eval_shape(call, pred, yb)
+    try: return jax.eval_shape(call, pred, yb)
     except Exception as err: return err
-    return None
+
+def _loss_error(loss_fn: Callable, pred, yb) -> Optional[Exception]:
+    "What `loss_fn` raises on `pred` and `yb`, or None (shapes are enough: a trace, nothing run)."
+    out = _traced_loss(loss_fn, pred, yb)
+    return out if isinstance(out, Exception) else None
+
+def check_scalar_loss(loss_fn: Callable,  # the loss as `flax_loss` gives it
+                      pred,  # what it is given of the model's output on the first batch (or its shape)
+                      yb,  # that batch's targets
+                     ) -> None:
+    "A ValueError naming `loss_fn` when it returns more than one value (per-example losses): grad needs one."
+    out = _traced_loss(loss_fn, pred, yb)
+    if isinstance(out, Exception) or not _array_like(out) or tuple(out.shape) == (): return  # its error later
+    name = getattr(loss_fn, "__name__", type(loss_fn).__name__)
+    raise ValueError(f"loss_fn {name!r} must return one value for the batch; got shape {tuple(out.shape)} "
+                     f"(per-example losses?): reduce it ({name}(...).mean(), or .sum())")
 
 def _takes(loss_fn: Callable, pred, yb) -> bool:
     "Whether `loss_fn` can be called on `pred` and `yb` (shapes are enough: a trace, nothing run)."
@@ -374,6 +398,16 @@ def _on_torch(loss_fn: Callable) -> Callable:
 
 OUTPUT_FINDINGS = ("label_out_of_range", "activation_before_loss")  # what a prediction and its targets show
 
+def _one_output(name: str, lo: int, hi: int) -> Finding:
+    "A class-index loss on a model of one output: a softmax over one class (NaN for a label past it, else 0)."
+    return Finding("label_out_of_range", "error",
+                   f"{name} takes class indices, one output per class, but the model has 1 output "
+                   f"(labels run from {lo} to {hi}): a class-index loss needs 2 or more outputs",
+                   advice="give the last layer one output per class (2 for 0/1 labels), or keep 1 output and "
+                          "use loss_fn='bce' with float 0./1. targets shaped as the prediction "
+                          "(y.reshape(-1, 1).astype(np.float32))",
+                   data={"min_label": lo, "max_label": hi, "n_outputs": 1})
+
 def check_targets(pred,  # the model's prediction on a batch: an array, or its shape alone (`jax.eval_shape`)
                   yb,  # the batch's targets (an array)
                   loss_fn: Callable,  # the loss as `flax_loss` gives it (named as the torch loss it matches)
@@ -381,7 +415,8 @@ def check_targets(pred,  # the model's prediction on a batch: an array, or its s
                  ) -> list[Finding]:
     """The torch loop's first-batch checks for a Flax loss, before any step: float labels for a class-index loss
     (TypeError) and a pair the loss would broadcast (`ShapeMismatch`) refused; labels past the model's outputs
-    and an activation before a logits loss as `overfit_batch`'s findings (values needed: `predict`)."""
+    (a class-index loss on one output too) and an activation before a logits loss as `overfit_batch`'s
+    findings (values needed: `predict`)."""
     if not (_is_array(pred) and _is_array(yb)): return []  # a tuple or dict: the loss's own business
     jax = import_jax()[0]
     kind, ty = loss_kind(loss_fn), _torch_view(yb)
@@ -398,6 +433,10 @@ def check_targets(pred,  # the model's prediction on a batch: an array, or its s
                          f"but yb holds {n_y} targets (shape {tuple(yb.shape)}): a batch pairs each input row with "
                          "its target; give x and y of the same length (tb.TensorLoader(X, y) checks it)")
     tp = _torch_view(pred)
+    # a flax class-index loss ignores no label (an ignore_index none has)
+    ignore = int(ty.min()) - 1 if ty.numel() else IGNORE_INDEX
+    labels = label_range(tp, ty, ignore) if kind == "ce" else None
+    if labels is not None and labels[2] == 1: return [_one_output(name, *labels[:2])]  # never a class pair
     try: check_loss_shapes(tp, ty, _on_torch(loss_fn))
     except ShapeMismatch:
         if name in ELEMENTWISE_LOSSES: raise  # refused by its name: the shapes say it all
@@ -411,11 +450,9 @@ def check_targets(pred,  # the model's prediction on a batch: an array, or its s
     err = _loss_error(loss_fn, pred, yb)  # in the loss's words only when trainbook cannot name it
     if err is not None: raise _loss_failed(loss_fn, kind, pred, yb, err) from err
     if kind not in ("ce", "bce"): return []
-    # judged as the torch loss it is; a Flax class-index loss ignores no label (an ignore_index none has)
-    ignore = int(ty.min()) - 1 if ty.numel() else IGNORE_INDEX
+    # judged as the torch loss it is
     torch_loss = nn.CrossEntropyLoss(ignore_index=ignore) if kind == "ce" else nn.BCEWithLogitsLoss()
     if tp.is_meta:  # the shape shows labels past the outputs; the other findings need the values
-        labels = label_range(tp, ty, ignore) if kind == "ce" else None
         if predict is None or labels is None or (labels[0] >= 0 and labels[1] < labels[2]): return []
         tp = _torch_view(predict())
     # an empty module stands for the model: only the prediction's and the labels' findings are kept
