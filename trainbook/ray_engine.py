@@ -228,8 +228,12 @@ def _controller_reporter(collector):
 def _stop_run(collector, thread: threading.Thread, wait: float = 60) -> str:
     "Stop a Ray Train run still going (its controller aborts its workers, then ends); what happened."
     import ray
-    controller = ray.get(collector.get_controller.remote())
-    if controller is None: return "its workers could not be reached, and may still run"
+    deadline, controller = time.monotonic() + wait, None
+    while controller is None and thread.is_alive() and time.monotonic() < deadline:  # a run still starting:
+        controller = ray.get(collector.get_controller.remote())  # its controller reports once it is up
+        if controller is None: thread.join(0.2)
+    if controller is None:
+        return "it had ended" if not thread.is_alive() else "its workers could not be reached, and may still run"
     try: ray.get(controller.abort.remote(), timeout=wait)
     except Exception: pass  # the controller exits inside `abort`: the call ends with an actor error
     ray.kill(controller, no_restart=True)  # in case it did not
