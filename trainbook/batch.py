@@ -471,11 +471,18 @@ def stop_requested(stop: Union[threading.Event, Callable[[], bool], None],  # a 
 
 class DeferredCtrlC:
     "Inside the block the first Ctrl-C waits for the block's end (`pressed` turns True); a second interrupts."
-    def __init__(self): self.pressed, self.previous = False, None
+    def __init__(self,
+                 on_press: Optional[Callable[[], None]] = None,  # called at the first Ctrl-C (e.g. a stop request)
+                 second: str = "interrupts",  # what a second Ctrl-C does: "interrupts", or "waits" as the first
+                ):
+        if second not in ("interrupts", "waits"): raise ValueError(f"second must be 'interrupts' or 'waits', "
+                                                                  f"got {second!r}")
+        self.on_press, self.second, self.pressed, self.previous = on_press, second, False, None
 
     def _handler(self, signum, frame):
-        self.pressed = True
-        signal.signal(signal.SIGINT, self.previous)  # a second Ctrl-C interrupts as usual
+        first, self.pressed = not self.pressed, True
+        if first and self.on_press is not None: self.on_press()
+        if self.second == "interrupts": signal.signal(signal.SIGINT, self.previous)  # the next interrupts
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():

@@ -4,7 +4,7 @@
 
 # %% ../nbs/14_distributed.ipynb #3dd9a859
 from __future__ import annotations
-import contextlib, gc, json, os, re, shutil, signal, socket, subprocess, sys, tempfile, threading, time
+import contextlib, gc, json, os, re, shutil, signal, socket, subprocess, sys, tempfile, time
 import traceback, uuid
 import warnings
 from pathlib import Path
@@ -14,6 +14,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from .batch import DeferredCtrlC
 from .core import History
 
 # %% auto #0
@@ -255,20 +256,6 @@ def _signal(pids: Iterable[int], sig: int):
         try: os.kill(pid, sig)
         except (ProcessLookupError, PermissionError): pass
 
-@contextlib.contextmanager
-def _ctrl_c_waits():
-    "Inside the block a Ctrl-C waits for its end, then interrupts (unless an exception is on its way up)."
-    # a second Ctrl-C in the middle of the kill (its processes frozen, not yet killed) would leave them frozen
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    pressed = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
-    try: yield
-    finally:
-        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
-    if pressed and sys.exc_info()[0] is None: raise KeyboardInterrupt("launch: Ctrl-C during its clean-up")
-
 def _stop_all(proc: subprocess.Popen, tag: str):
     "Kill the launcher and every process of this launch, whatever its session: freeze them all, then kill."
     if not os.path.isdir("/proc"):  # no process table to read (not Linux): reach torchrun's own group only
@@ -440,7 +427,10 @@ def launch(fn: Callable,  # the function each rank runs; defined in a notebook c
         result = work / "result.pkl"
         return cloudpickle.loads(result.read_bytes()) if result.exists() else None
     finally:  # success, failure, timeout or Ctrl-C alike: no process of this launch survives, no file stays
-        with _ctrl_c_waits():  # a second Ctrl-C cannot cut the clean-up short
+        # every Ctrl-C waits: one in the middle of the kill (processes frozen, not yet killed) would leave them frozen
+        with DeferredCtrlC(second="waits") as ctrl_c:
             if proc is not None: _stop_all(proc, tag)
             del store  # stops the rendezvous store
             shutil.rmtree(work, ignore_errors=True)
+        if ctrl_c.pressed and sys.exc_info()[0] is None:  # then it interrupts (unless an error is on its way up)
+            raise KeyboardInterrupt("launch: Ctrl-C during its clean-up")

@@ -4,7 +4,7 @@
 
 # %% ../nbs/10a_gbdt.ipynb #08eb76d2
 from __future__ import annotations
-import importlib, json, signal, threading, time
+import importlib, json, time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Union
@@ -12,11 +12,12 @@ from typing import Callable, Iterable, Optional, Union
 import numpy as np
 import pandas as pd
 
+from .batch import DeferredCtrlC
 from .checks import require_column, require_frame, require_task, infer_task, numeric_view
 from .core import TrainConfig, atomic_write, environment
 from .data import FramePrep, feature_columns, make_preprocessor
 from .diagnostics import diagnose
-from .events import LoopState, session_observers
+from .events import session_observers
 from .checkpoint import Checkpointer
 from .metrics import class_weights, proba_2d
 from .modelfiles import (ModelFileError, check_catboost_file, check_lightgbm_text, check_xgboost_json,
@@ -121,25 +122,6 @@ def check_boosting_inputs(df: pd.DataFrame,  # the whole table: feature columns 
         raise ValueError(f"target {target!r} must be numeric for regression, got dtype {df[target].dtype}")
     _check_finite(df, [c for c in df.columns if c != target], "feature")
     return task
-
-# %% ../nbs/10a_gbdt.ipynb #61f0ed66
-class _CtrlCStops:
-    "Inside the block, the first Ctrl-C asks the run to stop at the next round (the model so far is kept)."
-    def __init__(self, state: LoopState): self.state, self.previous = state, None
-
-    def _handler(self, signum, frame):
-        self.state.control.request_stop("interrupted")
-        signal.signal(signal.SIGINT, self.previous)  # a second Ctrl-C interrupts as usual
-
-    def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            self.previous = signal.getsignal(signal.SIGINT)
-            signal.signal(signal.SIGINT, self._handler)
-        return self
-
-    def __exit__(self, *exc):
-        if self.previous is not None: signal.signal(signal.SIGINT, self.previous)
-        return False
 
 # %% ../nbs/10a_gbdt.ipynb #e0551312
 def numeric_as_float(X,  # numeric, boolean, datetime or duration columns (a DataFrame)
@@ -685,7 +667,8 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
     t0 = time.perf_counter()
     try:
         recorder.start()
-        with _CtrlCStops(recorder.state):  # Ctrl-C ends training at the next round, the model so far kept
+        # Ctrl-C ends training at the next round, the model so far kept (a second one interrupts at once)
+        with DeferredCtrlC(on_press=lambda: recorder.state.control.request_stop("interrupted")):
             booster, best = lib.train(p, (lib.features(prep, train), y_train, weights),
                                       (lib.features(prep, valid), frame_xy(valid, target, task, classes)[1]),
                                       num_rounds, early_stopping, recorder)
