@@ -1,7 +1,7 @@
 """Held-out findings on distributed runs, loaders and the Recorder: a validation split over ranks scores every row
-once; a Ray launch that times out on the user's own Ray stops its run; a misspelt `backend` is refused before
-torchrun starts; `sys.exit(0)` in a worker is a clean end; a Recorder loop that calls `set_epoch` resumes exactly."""
-import importlib.util, sys, threading
+once; a misspelt `backend` is refused before torchrun starts; `sys.exit(0)` in a worker is a clean end; a Recorder
+loop that calls `set_epoch` resumes exactly. (A Ray launch that times out on the user's Ray: tests/test_ray.py.)"""
+import sys
 
 import pytest
 import torch
@@ -143,30 +143,3 @@ def test_a_recorder_loop_stopped_mid_epoch_resumes_exactly_despite_set_epoch(tmp
                             resume=tmp_path / "cut")
     assert resumed.step == whole.step == 32
     assert all(torch.equal(a, b) for a, b in zip(q.state_dict().values(), w.state_dict().values()))
-
-
-# --- 2. a Ray launch that times out on the user's own Ray stops its run ------------------------------------------
-
-def _sleeper():
-    import time
-    time.sleep(600)
-
-
-def _quick():
-    return "done"
-
-
-@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="needs ray (pip install trainbook[ray])")
-def test_a_timed_out_ray_launch_on_the_users_ray_stops_its_workers():
-    import ray
-    from trainbook import ray_engine
-    ray_engine.init_local(num_cpus=2)  # the user's own Ray: launch leaves it running
-    try:
-        with pytest.raises(TimeoutError, match="it was stopped"):
-            launch(_sleeper, engine="ray", num_workers=2, live=False, timeout=15)
-        assert ray.is_initialized()
-        assert not [t for t in threading.enumerate() if t.name == "trainbook-ray-launch"]
-        # the next launch needs both CPUs: it runs only if the timed-out run freed them
-        assert launch(_quick, engine="ray", num_workers=2, live=False, timeout=120) == "done"
-    finally:
-        ray.shutdown()

@@ -161,6 +161,22 @@ def test_a_worker_that_raises_is_named_with_its_traceback():
     assert "KeyError" in str(e.value) and "no such column" in str(e.value) and "Traceback" in str(e.value)
 
 
+def sleeper():
+    time.sleep(600)
+
+
+def test_a_timed_out_launch_on_the_users_ray_stops_its_run(local_ray):
+    "Seen: the controller, the workers and the launch thread went on after the TimeoutError, holding both CPUs."
+    import threading
+    with pytest.raises(TimeoutError, match="it was stopped"):
+        ray_engine.launch(sleeper, num_workers=2, live=False, timeout=5)  # still starting, or sleeping: stopped
+    assert local_ray.is_initialized()  # the user's Ray goes on
+    assert not [t for t in threading.enumerate() if t.name == "trainbook-ray-launch"]
+    deadline = time.monotonic() + 60  # Ray hands a killed actor's CPUs back as it notices the death
+    while local_ray.available_resources().get("CPU", 0) < 2 and time.monotonic() < deadline: time.sleep(0.1)
+    assert local_ray.available_resources().get("CPU", 0) == 2  # both free: the next launch can run
+
+
 def test_a_dead_worker_is_named_by_its_rank():
     "What Ray says when a worker's process died (no traceback of ours): the rank, and what killed it."
     class WorkerGroupError(Exception):  # the shape of ray.train.WorkerGroupError
