@@ -16,6 +16,7 @@ from trainbook import figures, live, widgets
 from trainbook.magics import Checklist
 from trainbook.optim import LRFinder
 from helpers import blobs
+from test_widgets import _pressing_stop_at as pressing_stop_at
 
 
 def data(n=640):
@@ -30,16 +31,6 @@ def panel(model=None, **kw):
     model = model or nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3))
     return tb.TrainPanel(model, dl, dv, loss_fn=nn.functional.cross_entropy,
                          config=tb.TrainConfig(lr=1e-2, device="cpu", **kw), metrics="accuracy")
-
-
-def pressing_stop_at(p, call):
-    "A loss that presses the panel's Stop button at its `call`-th evaluation (from the worker thread)."
-    calls = []
-    def loss(out, yb):
-        calls.append(1)
-        if len(calls) == call: p.stop_button.click()
-        return nn.functional.cross_entropy(out, yb)
-    return loss
 
 
 # --- 1. Find LR then Stop: no suggestion from a sweep cut short ------------------------------------------
