@@ -12,12 +12,14 @@ def set_child_defaults(threads: int,  # OpenMP/BLAS threads per process: the cor
     # Spark's driver JVM (local mode: the executors too) with its quick JIT tier only: these sessions live seconds,
     # and the optimizing compiler's threads took a third of a Spark notebook's CPU (big_tables 130 -> 83 CPU-s)
     os.environ.setdefault("PYSPARK_SUBMIT_ARGS", "--driver-java-options -XX:TieredStopAtLevel=1 pyspark-shell")
-    # one XLA compilation cache for every JAX process of the run (tests, kernels, Keras' JAX child): the tests and
-    # notebooks compile the same small steps again and again (tests/test_jax.py: 89 s -> 61 s on one core). Entries
-    # are keyed on the whole computation and JAX's version, so a hit is the executable a compile would give; the size
-    # cap turns on JAX's file lock, so the processes running at once never read an entry half written
+    # one XLA compilation cache for every JAX process of the run (tests, kernels, Keras' JAX child): the tests
+    # and notebooks compile the same small steps again and again (tests/test_jax.py: 89 s -> 53 s, one core,
+    # cold). Entries are keyed on the whole computation and JAX's version, so a hit is the executable a
+    # compile would give; the size cap turns on JAX's file lock, so the processes running at once never read
+    # an entry half written
     cache = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build", "jax-cache")
-    for name, value in (("JAX_COMPILATION_CACHE_DIR", cache), ("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0"),
+    for name, value in (("JAX_COMPILATION_CACHE_DIR", cache),
+                        ("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0"),
                         ("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0"),
                         ("JAX_COMPILATION_CACHE_MAX_SIZE", str(1 << 30))):
         os.environ.setdefault(name, value)

@@ -38,9 +38,11 @@ def tmp_run(tmp_path):
 ENGINES = ("browser/test_lab.py", "browser/test_panel.py", "browser/test_ray_live.py", "test_ray.py",
            "test_distributed.py", "test_shard_loader.py", "test_held_out_engines.py")
 # plain CPU tests that share the engines' worker, so that the two lanes end together: measured with `--durations=0`
-# (2026-12-03, 17:30 UTC, after the XLA cache cut test_jax 92 s -> 33 s): engines and these four 510 s, the rest
-# 463 s + the docs tests (~135 s in `make test`, where the site is built); test_keras_backends (48 s) moves across
-BALANCE = ("test_checkpoint.py", "test_diagnose.py", "test_recorder.py", "test_tuning.py", "test_keras_backends.py")
+# (2026-12-03, 17:30 UTC, after the XLA cache cut test_jax 92 s -> 33 s): engines and these four 510 s, the
+# rest 463 s + the docs tests (~135 s in `make test`, where the site is built); test_keras_backends (48 s)
+# moves across
+BALANCE = ("test_checkpoint.py", "test_diagnose.py", "test_recorder.py", "test_tuning.py",
+           "test_keras_backends.py")
 
 
 def lane(nodeid: str) -> str:

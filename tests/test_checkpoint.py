@@ -36,8 +36,9 @@ WRITER = textwrap.dedent("""
 
 
 def test_sigkill_while_writing_always_leaves_a_loadable_last_pt(tmp_path):
-    """Kill the writer six times: at random moments (odd trials), or just after a write began (even trials, so that a
-    killed write's temp file is certain to exist); last.pt always loads and the next save removes the leftover."""
+    """Kill the writer six times: at random moments (odd trials), or just after a write began (even trials, so
+    that a killed write's temp file is certain to exist); last.pt always loads and the next save removes the
+    leftover."""
     script = tmp_path / "writer.py"
     script.write_text(WRITER)
     run_dir = tmp_path / "run"

@@ -13,7 +13,7 @@ CE = nn.functional.cross_entropy
 
 
 def _presses_ctrl_c_once():
-    "A metric that presses Ctrl-C (a real SIGINT) the first time it is scored: inside fit's set-up (try_metrics)."
+    "A metric that presses Ctrl-C (a real SIGINT) the first time it is scored: in fit's set-up (try_metrics)."
     pressed = []
     def metric(pred, yb):
         if not pressed:
@@ -24,7 +24,7 @@ def _presses_ctrl_c_once():
 
 
 def test_ctrl_c_during_fit_set_up_ends_an_interrupted_run_and_the_next_fit_works():
-    "A Ctrl-C while fit sets up (where torch imports lazily) waits for the set-up, then ends the run interrupted."
+    "A Ctrl-C while fit sets up (where torch imports lazily) waits for the set-up; the run ends interrupted."
     X, y = blobs()
     batches = [(X[i:i + 32], y[i:i + 32]) for i in range(0, len(X), 32)]
     model, before = mlp(), signal.getsignal(signal.SIGINT)
@@ -55,7 +55,8 @@ def test_one_output_with_class_labels_and_cross_entropy_says_one_column_is_one_c
     X = torch.randn(64, 8)
     y = (X[:, 0] > 0).long()
     with pytest.raises(tb.batch.ShapeMismatch) as caught:
-        tb.fit(nn.Linear(8, 1), [(X, y)], loss_fn=CE, config=tb.TrainConfig(epochs=1, device="cpu"), live=False)
+        tb.fit(nn.Linear(8, 1), [(X, y)], loss_fn=CE, config=tb.TrainConfig(epochs=1, device="cpu"),
+               live=False)
     message = str(caught.value)
     assert "1 column is 1 class" in message and "--loss bce" in message and "nn.Linear(..., 2)" in message
     assert "squeeze the prediction" not in message
@@ -69,7 +70,7 @@ def test_one_output_with_class_labels_and_cross_entropy_says_one_column_is_one_c
 
 
 def test_accuracy_refuses_regression_targets_before_the_first_step():
-    "metrics='accuracy' on float regression targets: fit refuses the run, naming the metric; 0/1 targets score."
+    "metrics='accuracy' on float regression targets: fit refuses the run, naming the metric; 0/1 ones score."
     X = torch.randn(128, 8)
     y = X[:, :1] * 2
     batches = [(X[:64], y[:64]), (X[64:], y[64:])]

@@ -1,6 +1,7 @@
-"""Held-out findings on distributed runs, loaders and the Recorder: a validation split over ranks scores every row
-once; a misspelt `backend` is refused before torchrun starts; `sys.exit(0)` in a worker is a clean end; a Recorder
-loop that calls `set_epoch` resumes exactly. (A Ray launch that times out on the user's Ray: tests/test_ray.py.)"""
+"""Held-out findings on distributed runs, loaders and the Recorder: a validation split over ranks scores every
+row once; a misspelt `backend` is refused before torchrun starts; `sys.exit(0)` in a worker is a clean end; a
+Recorder loop that calls `set_epoch` resumes exactly. (A Ray launch that times out on the user's Ray:
+tests/test_ray.py.)"""
 import sys
 
 import pytest
@@ -17,7 +18,7 @@ def rows_of(loaders) -> list:
     return sorted(v for dl in loaders for *_, yb in dl for v in yb.tolist())
 
 
-# --- 1. validation over ranks: each row scored once -------------------------------------------------------------
+# --- 1. validation over ranks: each row scored once ---------------------------------------------------------
 
 def test_unpadded_shards_read_every_row_exactly_once():
     X, y = torch.randn(65, 3), torch.arange(65)
@@ -29,14 +30,15 @@ def test_unpadded_shards_read_every_row_exactly_once():
     assert padded[0].pad and rows_of(padded) != rows_of(once)  # the user's loader is left as it was
     data = TensorDataset(X, y)
     for shuffle in (False, True):
-        halves = [shard_loader(DataLoader(data, batch_size=16, shuffle=shuffle), r, 2, pad=False) for r in (0, 1)]
+        halves = [shard_loader(DataLoader(data, batch_size=16, shuffle=shuffle), r, 2, pad=False)
+                  for r in (0, 1)]
         for dl in halves: dl.sampler.set_epoch(1)
         assert rows_of(halves) == list(range(65))
         assert [len(dl.sampler) for dl in halves] == [33, 32]
 
 
 def _score_on_ranks():
-    "On each rank: the validation of a fixed model over its unpadded shard of 65 rows, reduced over the ranks."
+    "On each rank: the validation of a fixed model over its unpadded shard of 65 rows, reduced over ranks."
     import torch.distributed as dist
     from trainbook.loop import evaluate
     g = torch.Generator().manual_seed(0)
@@ -60,13 +62,15 @@ def test_a_validation_over_two_ranks_scores_each_of_its_65_rows_once():
     y = (X[:, 0] > 0).long()
     torch.manual_seed(0)
     net = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
-    one = dict(tb.evaluate(net, tb.TensorLoader(X, y, batch_size=16), nn.functional.cross_entropy, "accuracy"))
-    for two in launch(_score_on_ranks, nprocs=2, backend="gloo", live=False, timeout=300):  # evaluate, then fit
+    one = dict(tb.evaluate(net, tb.TensorLoader(X, y, batch_size=16), nn.functional.cross_entropy,
+                           "accuracy"))
+    # evaluate, then fit
+    for two in launch(_score_on_ranks, nprocs=2, backend="gloo", live=False, timeout=300):
         assert two["accuracy"] == pytest.approx(one["accuracy"], abs=1e-7)  # k/65, not k'/66
         assert two["loss"] == pytest.approx(one["loss"], rel=1e-5)
 
 
-# --- 3. and 4. torchrun: the backend checked at the door; sys.exit(0) is a clean end ----------------------------
+# --- 3. and 4. torchrun: the backend checked at the door; sys.exit(0) is a clean end ------------------------
 
 def test_a_misspelt_backend_is_refused_before_any_process_starts():
     with pytest.raises(ValueError, match=r"backend must be 'auto' or one of .*gloo.*got 'glo'"):
@@ -83,10 +87,11 @@ def test_sys_exit_0_in_a_worker_is_a_clean_end_of_that_rank():
     assert launch(_rank1_exits_cleanly, nprocs=2, backend="gloo", live=False, timeout=300) == "rank 0's value"
     from trainbook.distributed import clean_exit
     assert clean_exit(SystemExit(0)) and clean_exit(SystemExit(None)) and clean_exit(SystemExit())
-    assert not clean_exit(SystemExit(1)) and not clean_exit(SystemExit("a message")) and not clean_exit(KeyError())
+    assert not clean_exit(SystemExit(1)) and not clean_exit(SystemExit("a message"))
+    assert not clean_exit(KeyError())
 
 
-# --- 5. a Recorder loop that calls set_epoch resumes exactly ----------------------------------------------------
+# --- 5. a Recorder loop that calls set_epoch resumes exactly ------------------------------------------------
 
 def test_set_epoch_of_the_restored_epoch_keeps_the_loaders_position():
     X, y = torch.arange(40.).unsqueeze(1), torch.arange(40)
@@ -107,9 +112,10 @@ def test_set_epoch_of_the_restored_epoch_keeps_the_loaders_position():
 
 
 def _recorder_run(model, opt, dl, X, y, folder, epochs, resume=None, kill=None):
-    "The any_loop tutorial's loop: set_epoch at each epoch's start, a checkpoint every 3 steps, maybe a Ctrl-C."
+    "The any_loop tutorial's loop: set_epoch at each epoch's start, a checkpoint every 3 steps, a Ctrl-C"
     cfg = tb.TrainConfig(epochs=epochs, checkpoint_dir=folder, checkpoint_every=3)
-    with tb.Recorder(cfg, parts={"model": model, "optimizer": opt, "loader": dl}, live=False, resume=resume) as rec:
+    parts = {"model": model, "optimizer": opt, "loader": dl}
+    with tb.Recorder(cfg, parts=parts, live=False, resume=resume) as rec:
         for epoch in range(rec.state.epoch, epochs):
             dl.set_epoch(epoch)
             for xb, yb in dl:
@@ -118,7 +124,7 @@ def _recorder_run(model, opt, dl, X, y, folder, epochs, resume=None, kill=None):
                 opt.step()
                 opt.zero_grad()
                 rec.step(loss.detach())
-                if kill and rec.state.step == kill: raise KeyboardInterrupt  # a Ctrl-C in the middle of epoch 1
+                if kill and rec.state.step == kill: raise KeyboardInterrupt  # a Ctrl-C inside epoch 1
             with torch.no_grad(): rec.validate(nn.functional.cross_entropy(model(X), y))
             rec.save()
     return rec.finish()
@@ -136,7 +142,8 @@ def test_a_recorder_loop_stopped_mid_epoch_resumes_exactly_despite_set_epoch(tmp
     whole = _recorder_run(w, torch.optim.Adam(w.parameters(), 1e-2), fresh(), X, y, tmp_path / "whole", 4)
     tb.seed_everything(0)
     p = nn.Linear(8, 2)
-    cut = _recorder_run(p, torch.optim.Adam(p.parameters(), 1e-2), fresh(), X, y, tmp_path / "cut", 4, kill=13)
+    cut = _recorder_run(p, torch.optim.Adam(p.parameters(), 1e-2), fresh(), X, y, tmp_path / "cut", 4,
+                        kill=13)
     assert cut.step == 13
     q = nn.Linear(8, 2)
     resumed = _recorder_run(q, torch.optim.Adam(q.parameters(), 1e-2), fresh(), X, y, tmp_path / "cut", 4,

@@ -166,10 +166,10 @@ def sleeper():
 
 
 def test_a_timed_out_launch_on_the_users_ray_stops_its_run(local_ray):
-    "Seen: the controller, the workers and the launch thread went on after the TimeoutError, holding both CPUs."
+    "Seen: the controller, the workers and the launch thread went on after the TimeoutError, holding CPUs."
     import threading
     with pytest.raises(TimeoutError, match="it was stopped"):
-        ray_engine.launch(sleeper, num_workers=2, live=False, timeout=5)  # still starting, or sleeping: stopped
+        ray_engine.launch(sleeper, num_workers=2, live=False, timeout=5)  # starting, or sleeping: stopped
     assert local_ray.is_initialized()  # the user's Ray goes on
     assert not [t for t in threading.enumerate() if t.name == "trainbook-ray-launch"]
     deadline = time.monotonic() + 60  # Ray hands a killed actor's CPUs back as it notices the death

@@ -373,7 +373,8 @@ def check_loss_shapes(pred,  # the model's prediction (see `prediction`)
     pshape, yshape = tuple(pred.shape), tuple(yb.shape)
     if name not in ELEMENTWISE_LOSSES and _one_class_column(pred, yb):  # (n, 1) logits, (n,) class indices
         fix = ("give the model one output per class (2 for two classes: nn.Linear(..., 2)), or train a "
-               "binary loss: binary_cross_entropy_with_logits(out.squeeze(-1), y.float()) (%train: --loss bce)")
+               "binary loss: binary_cross_entropy_with_logits(out.squeeze(-1), y.float()) "
+               "(%train: --loss bce)")
         message = (f"{name}: prediction shape {pshape} and target shape {yshape} ({yb.dtype} class indices): "
                    f"a class-index loss reads one column per class, so 1 column is 1 class: {fix}")
     else:
@@ -472,8 +473,8 @@ def stop_requested(stop: Union[threading.Event, Callable[[], bool], None],  # a 
 class DeferredCtrlC:
     "Inside the block the first Ctrl-C waits for the block's end (`pressed` turns True); a second interrupts."
     def __init__(self,
-                 on_press: Optional[Callable[[], None]] = None,  # called at the first Ctrl-C (e.g. a stop request)
-                 second: str = "interrupts",  # what a second Ctrl-C does: "interrupts", or "waits" as the first
+                 on_press: Optional[Callable[[], None]] = None,  # called at the first Ctrl-C (a stop request)
+                 second: str = "interrupts",  # a second Ctrl-C: "interrupts", or "waits" as the first did
                 ):
         if second not in ("interrupts", "waits"): raise ValueError(f"second must be 'interrupts' or 'waits', "
                                                                   f"got {second!r}")

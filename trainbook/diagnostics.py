@@ -284,7 +284,8 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
                         data=data)]
     if drop < th.still * min(1.0, len(loss) / 100):  # fewer steps, less movement expected
         return [Finding("not_learning", "warning",
-                        f"the training loss {_how_it_moved(drop)}: {start:.4g} → {end:.4g} over {len(loss)} steps",
+                        f"the training loss {_how_it_moved(drop)}: {start:.4g} → {end:.4g} "
+                        f"over {len(loss)} steps",
                         advice="run overfit_batch; check the labels, the loss/activation pairing and "
                                "that gradients reach every layer (frozen or dead layers); the lr may be far "
                                "too low (try lr_find)",

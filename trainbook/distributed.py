@@ -427,10 +427,11 @@ def launch(fn: Callable,  # the function each rank runs; defined in a notebook c
         result = work / "result.pkl"
         return cloudpickle.loads(result.read_bytes()) if result.exists() else None
     finally:  # success, failure, timeout or Ctrl-C alike: no process of this launch survives, no file stays
-        # every Ctrl-C waits: one in the middle of the kill (processes frozen, not yet killed) would leave them frozen
+        # every Ctrl-C waits: one in the middle of the kill (processes frozen, not yet killed) would leave
+        # them frozen
         with DeferredCtrlC(second="waits") as ctrl_c:
             if proc is not None: _stop_all(proc, tag)
             del store  # stops the rendezvous store
             shutil.rmtree(work, ignore_errors=True)
-        if ctrl_c.pressed and sys.exc_info()[0] is None:  # then it interrupts (unless an error is on its way up)
+        if ctrl_c.pressed and sys.exc_info()[0] is None:  # then it interrupts (unless an error is on its way)
             raise KeyboardInterrupt("launch: Ctrl-C during its clean-up")

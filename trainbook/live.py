@@ -426,8 +426,8 @@ def _time_markers(history: History, findings: list, stopped: Optional[str] = Non
     return marks
 
 # %% ../nbs/11_live.ipynb #945dfa78
-# plotly.js goes into one output (the first snapshot's, or a panel's re-rendering it), and again once that cell
-# runs again or is deleted (its output, the copy with it, is gone): see `trainbook.figures.running_cell`
+# plotly.js goes into one output (the first snapshot's, or a panel's re-rendering it), and again once that
+# cell runs again or is deleted (its output, the copy with it, is gone): see `trainbook.figures.running_cell`
 _PLOTLYJS = {"sent": False, "owner": None, "cell": None, "execution": None}
 
 def plotlyjs_script(owner=None,  # an object that re-renders its own output (a panel): it keeps the copy it carried

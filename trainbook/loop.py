@@ -185,7 +185,7 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
     rank, world = dist_info()
     strategy = strategy or ("ddp" if world > 1 else None)
     dl_train = shard_loader(dl_train, rank, world, cfg.seed)
-    dl_valid = shard_loader(dl_valid, rank, world, cfg.seed, pad=strategy == "fsdp")  # FSDP: each forward a collective
+    dl_valid = shard_loader(dl_valid, rank, world, cfg.seed, pad=strategy == "fsdp")  # FSDP: all ranks step
     seed_everything(cfg.seed)
     device = pick_device(cfg.device)
     precision = pick_precision(cfg.precision, device)
@@ -498,10 +498,10 @@ def fit(model: nn.Module,  # the model to train (in place)
     with training_lock(model, "fit"):
         # set-up: seed, device, precision, DDP/FSDP wrapper, optimizer, scheduler, scaler, observers
         with DeferredCtrlC() as ctrl_c:  # a Ctrl-C waits for its end (torch imports lazily here), then stops
-            s, state = set_up(model, dl_train, dl_valid, loss_fn, cfg, optimizer=optimizer, scheduler=scheduler,
-                              scheduler_interval=scheduler_interval, metric_fns=metric_fns, callbacks=callbacks,
-                              live=live, split_fingerprint=split_fingerprint, strategy=strategy, track=track,
-                              profile=profile)
+            s, state = set_up(model, dl_train, dl_valid, loss_fn, cfg, optimizer=optimizer,
+                              scheduler=scheduler, scheduler_interval=scheduler_interval,
+                              metric_fns=metric_fns, callbacks=callbacks, live=live, profile=profile,
+                              split_fingerprint=split_fingerprint, strategy=strategy, track=track)
             # the run folder, locked for this run; on resume every piece of state restored (a run that early
             #   stopping had ended stays ended: 'early_stopping', no epoch started)
             finished = _claim_and_resume(s, state, resume, overwrite)

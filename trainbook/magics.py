@@ -93,7 +93,7 @@ class Checklist:
             self.notes["split_audited"] = f"{obj.strategy}, fingerprint {obj.fingerprint}" if not leaks else \
                 f"{len(leaks)} leakage finding(s)"
         elif kind == "overfit_batch":
-            if getattr(obj, "stopped", False) and not obj.passed: return  # a Stop is no verdict: the step stays
+            if getattr(obj, "stopped", False) and not obj.passed: return  # a Stop is no verdict: step kept
             self.done["overfit"] = obj.passed
             self.notes["overfit"] = ("passed" if obj.passed else ", ".join(f.kind for f in obj.findings)
                                      or "failed")

@@ -34,11 +34,12 @@ def _scored(pred: torch.Tensor, yb: torch.Tensor, ignore_index: Optional[int]) -
     return yb != ignore_index
 
 def _require_0_1(yb: torch.Tensor) -> None:
-    "Refuse targets that are not 0/1 labels (regression values): accuracy of a logit's sign means nothing there."
+    "Refuse targets that are not 0/1 labels (regression values): a logit's sign against them is no accuracy."
     bad = yb[(yb != 0) & (yb != 1)]
     if bad.numel():
-        raise ValueError(f"accuracy: the targets are not 0/1 labels ({bad.numel()} of {yb.numel()} are not, e.g. "
-                         f"{float(bad[0]):.4g}); accuracy scores classes. For regression targets leave it out "
+        raise ValueError(f"accuracy: the targets are not 0/1 labels ({bad.numel()} of {yb.numel()} are not, "
+                         f"e.g. {float(bad[0]):.4g}); accuracy scores classes. For regression targets leave "
+                         "it out "
                          "and read the loss, or give a regression metric (a callable, e.g. "
                          "lambda pred, y: (pred - y).abs().mean())")
 

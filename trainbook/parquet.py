@@ -110,7 +110,8 @@ def check_same_columns(files: list,  # Parquet file paths, the first one the ref
         if clash:
             shown = ", ".join(f"{c!r} is {b} there but {a} in the first file" for c, a, b in clash[:5])
             raise ValueError(f"Parquet file {str(path)!r} holds column(s) of another type than the first "
-                             f"file {str(files[0])!r}: {shown}; an int and a float target give different batches, "
+                             f"file {str(files[0])!r}: {shown}; an int and a float target give different "
+                             "batches, "
                              "text among numbers fails mid-epoch: write the file again with the first file's "
                              "types (df[column].astype(...)), or pass a list of the files that match")
 

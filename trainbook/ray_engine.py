@@ -233,7 +233,8 @@ def _stop_run(collector, thread: threading.Thread, wait: float = 60) -> str:
         controller = ray.get(collector.get_controller.remote())  # its controller reports once it is up
         if controller is None: thread.join(0.2)
     if controller is None:
-        return "it had ended" if not thread.is_alive() else "its workers could not be reached, and may still run"
+        if not thread.is_alive(): return "it had ended"
+        return "its workers could not be reached, and may still run"
     try: ray.get(controller.abort.remote(), timeout=wait)
     except Exception: pass  # the controller exits inside `abort`: the call ends with an actor error
     ray.kill(controller, no_restart=True)  # in case it did not

@@ -33,7 +33,7 @@ class Snapshot:
     def _ipython_display_(self):
         from IPython.display import display
         from trainbook.figures import running_cell
-        self.display_cell = running_cell()[:2]  # where its output is: plotly.js follows it (`plotlyjs_script`)
+        self.display_cell = running_cell()[:2]  # where its output is: plotly.js follows it (plotlyjs_script)
         self._handles = getattr(self, "_handles", [])
         self._handles.append(display(self._bundle(), raw=True, display_id=True))
 
@@ -226,7 +226,8 @@ def run_status(run,  # a finished `Run`
 def overfit_status(report,  # a `SanityReport` from `overfit_batch`
                   ) -> str:
     "One status line for the overfit test: PASSED, FAILED, or stopped (a Stop is no verdict on the model)."
-    losses = "" if report.final_loss is None else f" (loss {report.initial_loss:.4g} → {report.final_loss:.4g})"
+    losses = ("" if report.final_loss is None else
+              f" (loss {report.initial_loss:.4g} → {report.final_loss:.4g})")
     if report.stopped and not report.passed:
         return f"overfit one batch: <b>stopped</b> before a verdict{losses}; press it again and let it finish"
     return f"overfit one batch: <b>{'PASSED' if report.passed else 'FAILED'}</b>{losses}"
@@ -236,24 +237,26 @@ def lr_status(finder,  # an `LRFinder` from `lr_find`
              ) -> str:
     "One status line for the LR finder: the suggestion, or why there is none (a Stop cut the sweep short)."
     if finder.stopped:
-        return (f"find LR <b>stopped</b> after {len(finder.lrs)} learning rates: no suggested lr from a sweep "
-                f"cut short (config lr {config_lr:.2e}); press it again and let it finish")
+        return (f"find LR <b>stopped</b> after {len(finder.lrs)} learning rates: no suggested lr from a "
+                f"sweep cut short (config lr {config_lr:.2e}); press it again and let it finish")
     if finder.suggestion is None:
-        return f"find LR: <b>no suggested lr</b> from {len(finder.lrs)} learning rates (config lr {config_lr:.2e})"
+        return (f"find LR: <b>no suggested lr</b> from {len(finder.lrs)} learning rates "
+                f"(config lr {config_lr:.2e})")
     return f"suggested lr: <b>{finder.suggestion:.2e}</b> (config lr {config_lr:.2e})"
 
 def error_html(what: str,  # the action that failed ("training", "find LR", ...)
                error: BaseException,  # what it raised
                frames: int = 3,  # how many of the innermost frames to show
               ) -> str:
-    "The error's type and message, and where it was raised (the innermost frames, folded), as the panel shows it."
+    "The error's type and message, and where it was raised (the innermost frames, folded): the panel's view."
     stack = traceback.extract_tb(error.__traceback__)
     # torch's own module-call frames say nothing about where: the user's code and trainbook's do
     shown = [f for f in stack if "/torch/" not in f.filename][-frames:] or stack[-frames:]
     where = "".join(f"{f.filename}:{f.lineno} in {f.name}\n    {f.line}\n" for f in shown)
     head = f"{type(error).__name__}: {error}"
     return (f'<b style="color:#c0392b">{html.escape(what)} failed:</b> {html.escape(head)}'
-            f'<details><summary>where</summary><pre style="font-size:11px">{html.escape(where)}</pre></details>')
+            '<details><summary>where</summary>'
+            f'<pre style="font-size:11px">{html.escape(where)}</pre></details>')
 
 DRY_RUN_ROWS = (("steps", "optimizer steps taken", 1, ""), ("step_time", "time per step", 1e3, "ms"),
                 ("first_step_time", "first step (warm-up)", 1e3, "ms"),
@@ -294,9 +297,10 @@ class TrainPanel(Snapshot):
         from trainbook.guard import check_fit_inputs
         if loss_fn is None: raise ValueError("TrainPanel needs loss_fn, e.g. loss_fn=nn.CrossEntropyLoss()")
         # fit's own door checks, at construction: a wrong argument fails here, naming it, not on a click
-        check_fit_inputs(model, dl_train, dl_valid, loss_fn, config or TrainConfig(), metrics=metrics)
+        config = config or TrainConfig()
+        check_fit_inputs(model, dl_train, dl_valid, loss_fn, config, metrics=metrics)
         self.model, self.dl_train, self.dl_valid, self.loss_fn = model, dl_train, dl_valid, loss_fn
-        self.config, self.metrics, self.callbacks = config or TrainConfig(), metrics, list(callbacks)
+        self.config, self.metrics, self.callbacks = config, metrics, list(callbacks)
         self.run = self.sanity = self.lr_finder = self.dry_run_report = self.error = None
         self._stop, self._thread = threading.Event(), None
         self.overfit_button = w.Button(description="Overfit one batch", icon="check",
