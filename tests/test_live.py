@@ -416,3 +416,28 @@ def test_a_plain_script_with_live_auto_builds_no_figure():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_a_run_refused_at_its_first_batch_draws_nothing(capsys, monkeypatch):
+    "A loss refused at the first batch (MSE on class labels): no empty bars or figure are left above the error."
+    shown = []
+    monkeypatch.setattr("trainbook.live.show_output", lambda obj, **k: shown.append(obj))
+    X, y = blobs(n=64)
+    bars, curves = Progress(), LiveCurves(mode="static")
+    with pytest.raises(Exception, match="mse_loss"):
+        tb.fit(nn.Linear(8, 3), tb.TensorLoader(X, y, batch_size=16), loss_fn=nn.functional.mse_loss, live=False,
+               callbacks=[bars, curves], config=tb.TrainConfig(epochs=2, device="cpu"))
+    assert bars.epochs is None and bars.steps is None and "epochs" not in capsys.readouterr().err
+    assert shown == [] and curves.figure is None
+    run = _fit([bars, curves], epochs=1)  # the same displays on a run that trains: drawn, once each
+    assert run.stopped == "completed" and bars.epochs.n == 1 and len(shown) == 1 and "epochs" in capsys.readouterr().err
+
+
+def test_bars_of_a_run_whose_every_step_was_skipped():
+    "Every loss non-finite, skipped: no step ever begins, yet the epochs bar counts the epoch that ended."
+    X, y = blobs(n=64)
+    bars = Progress()
+    run = tb.fit(nn.Linear(8, 3), tb.TensorLoader(X * float("nan"), y, batch_size=16),
+                 loss_fn=nn.functional.cross_entropy, live=False, callbacks=[bars],
+                 config=tb.TrainConfig(epochs=1, device="cpu", on_nonfinite="skip"))
+    assert run.step == 0 and run.skipped_steps == 4 and bars.epochs.n == 1

@@ -652,9 +652,9 @@ class LiveCurves(Callback):
 
     # Only a widget is worth redrawing during the run; elsewhere nobody would see it, so the figure is drawn
     # once at the end.
-    def before_fit(self, state):
+    def before_fit(self, state):  # a figure of its own is shown at the first redraw (after the first step)
         self.mode = self.mode or display_mode()
-        if self.mode == "widget": self._ensure()
+        if self.mode == "widget" and self._given is not None: self._ensure()  # a panel's: emptied now
     def after_step(self, state):
         if self.mode == "widget": self.update(state)
     def after_validate(self, state):
@@ -665,6 +665,7 @@ class LiveCurves(Callback):
         self.update(state, force=True)
 
     def after_fit(self, state):
+        if not len(state.history) and self.figure is None: return  # refused before its first step: no figure
         self.findings = state.findings
         self.mode = self.mode or display_mode()
         if self.mode == "widget":
@@ -711,18 +712,16 @@ class Progress(Callback):
         self.mininterval, self.leave, self.epochs, self.steps, self.mode = mininterval, leave, None, None, None
         self._next = 0.0  # when the step bar moves next
 
-    def _tqdm(self):
-        if self.mode == "widget": from tqdm.auto import tqdm  # a widget bar in a notebook
-        else: from tqdm import tqdm
-        return tqdm
-
-    def before_fit(self, state):
+    def before_fit(self, state): self.epochs = self.steps = None  # each run draws its own bars
+    def before_step(self, state):  # drawn at the first step: a run refused at its first batch leaves no bars
+        if self.epochs is None: self._open(state)
+    def _open(self, state):
         self.mode = display_mode()  # read once a run (each read imports and asks IPython)
-        tqdm = self._tqdm()
+        from tqdm import tqdm
+        if self.mode == "widget": from tqdm.auto import tqdm  # a widget bar in a notebook
         self.epochs = tqdm(total=state.config.epochs, initial=state.epoch, desc="epochs", leave=self.leave,
                            mininterval=self.mininterval)
-        # the run's steps on one bar (as Hugging Face's Trainer shows them), named by the epoch in progress:
-        # nothing is reset or redrawn at an epoch's start; a headless execution keeps one bar (a second prints lines)
+        # one bar for the run's steps (as Hugging Face's Trainer), named by the epoch; headless: one bar only
         self.steps = None if self.mode == "static" else tqdm(
             total=state.total_steps, initial=state.step, desc=f"epoch {state.epoch}", leave=False,
             mininterval=self.mininterval)
@@ -739,6 +738,7 @@ class Progress(Callback):
         if state.loss is not None: self.steps.set_postfix(loss=f"{state.loss:.4g}", refresh=False)
         self.steps.update(state.step - self.steps.n)
     def after_epoch(self, state):
+        if self.epochs is None: self._open(state)  # an epoch whose every step was skipped (non-finite losses)
         post = {k: f"{v:.4g}" for k, v in state.valid.items()}
         train = state.history.last("epoch_loss")
         if train is not None:
