@@ -18,9 +18,9 @@ from .batch import DeferredCtrlC
 from .core import History
 
 # %% auto #0
-__all__ = ['dist_info', 'full_tensor', 'all_mean', 'reduce_evaluation', 'wrap_model', 'full_state', 'load_sharded_state',
-           'EachRowOnce', 'shard_loader', 'LaunchError', 'pickle_by_value', 'clean_exit', 'worker_main',
-           'launch_live_curves', 'launch']
+__all__ = ['dist_info', 'full_tensor', 'all_mean', 'reduce_evaluation', 'paired_batches', 'wrap_model', 'full_state',
+           'load_sharded_state', 'EachRowOnce', 'shard_loader', 'LaunchError', 'pickle_by_value', 'clean_exit',
+           'worker_main', 'launch_live_curves', 'launch']
 
 # %% ../nbs/14_distributed.ipynb #6524d83c
 def dist_info() -> tuple[int, int]:
@@ -62,6 +62,32 @@ def reduce_evaluation(loss_sum: torch.Tensor,  # this rank's summed validation l
         dist.all_gather_object(parts, (torch.cat(preds).cpu(), torch.cat(ys).cpu()))
         preds, ys = [p[0] for p in parts], [p[1] for p in parts]
     return total[0], int(total[1].item()), preds, ys
+
+def paired_batches(model: nn.Module,  # the model being scored (FSDP-sharded or not)
+                   dl,  # this rank's batches (each row on one rank only: uneven counts across ranks)
+                   device: torch.device,  # where the ranks' flags are reduced
+                   forward: Callable,  # `forward(batch)`: a pass whose result is dropped (a rank out of batches)
+                  ):
+    """`dl` itself, unless each forward pass of `model` is a collective (FSDP): then `dl`'s batches, and on a rank
+    out of batches `forward(its last batch)` again, result dropped, until every rank is done (no row counted twice)."""
+    if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1): return dl
+    from torch.distributed.fsdp import FSDPModule
+    return _in_step(dl, device, forward) if isinstance(model, FSDPModule) else dl
+
+def _in_step(dl, device: torch.device, forward: Callable):
+    "Each round, the ranks agree whether any has a batch left (and whether any has none at all)."
+    last = None
+    def round_(has: bool) -> bool:
+        flags = torch.tensor([float(has), float(last is None and not has)], device=device)
+        dist.all_reduce(flags, op=dist.ReduceOp.MAX)
+        if flags[1]: raise ValueError("evaluate: a rank has no validation rows (fewer rows than processes); FSDP "
+                                      "needs at least one row per process")
+        return bool(flags[0])
+    for batch in dl:
+        round_(True)
+        last = batch
+        yield batch
+    while round_(False): forward(last)
 
 def wrap_model(model: nn.Module,  # the model, already on `device`
                strategy: Optional[str],  # None | "ddp" | "fsdp"

@@ -19,7 +19,8 @@ from .checkpoint import (BufferSnapshot, Checkpointer, FindingsPart, Position, c
 from .core import (History, TrainConfig, environment, loader_length, pick_device, pick_precision,
                             rng_state, seed_everything, set_loader_epoch, set_rng_state)
 from .triage import Evaluation, LossStats, NanGuard
-from .distributed import all_mean, dist_info, full_tensor, reduce_evaluation, shard_loader, wrap_model
+from .distributed import (all_mean, dist_info, full_tensor, paired_batches, reduce_evaluation,
+                                   shard_loader, wrap_model)
 from .events import Callback, Callbacks, Event, LoopState
 from .guard import check_fit_inputs, check_monitor, monitor_fallback, require_batches
 from .metrics import resolve_metrics, try_metrics
@@ -49,7 +50,7 @@ def evaluate(model: nn.Module,  # the model to score (its train/eval mode is res
     stats = LossStats(loss_fn)
     feed = Feeder(model, loss_fn, device, precision)  # the autocast and the loss's kind, once for all batches
     with eval_mode(model), torch.inference_mode():
-        for i, batch in enumerate(dl):
+        for i, batch in enumerate(paired_batches(model, dl, device, feed)):  # FSDP: as many passes per rank
             out, loss, xb, yb = feed(batch)
             # the first batch: a pair the loss broadcasts ((n, 1) against (n,)) is refused, as `fit` refuses it
             if i == 0 and feed.on_prediction: check_loss_shapes(prediction(out), yb, loss_fn)
@@ -185,7 +186,7 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
     rank, world = dist_info()
     strategy = strategy or ("ddp" if world > 1 else None)
     dl_train = shard_loader(dl_train, rank, world, cfg.seed)
-    dl_valid = shard_loader(dl_valid, rank, world, cfg.seed, pad=strategy == "fsdp")  # FSDP: all ranks step
+    dl_valid = shard_loader(dl_valid, rank, world, cfg.seed, pad=False)  # each row scored once
     seed_everything(cfg.seed)
     device = pick_device(cfg.device)
     precision = pick_precision(cfg.precision, device)
@@ -502,8 +503,7 @@ def fit(model: nn.Module,  # the model to train (in place)
                               scheduler=scheduler, scheduler_interval=scheduler_interval,
                               metric_fns=metric_fns, callbacks=callbacks, live=live, profile=profile,
                               split_fingerprint=split_fingerprint, strategy=strategy, track=track)
-            # the run folder, locked for this run; on resume every piece of state restored (a run that early
-            #   stopping had ended stays ended: 'early_stopping', no epoch started)
+            # the run folder, locked; on resume every piece of state restored (an early-stopped run stays ended)
             finished = _claim_and_resume(s, state, resume, overwrite)
         cbs, opt, scaler, feed = s.callbacks, s.optimizer, s.scaler, s.feed
         stopped, window = "interrupted" if ctrl_c.pressed else finished, None
