@@ -20,8 +20,9 @@ from .metrics import IGNORE_INDEX, ignore_index_of
 # %% auto #0
 __all__ = ['LOGIT_LOSSES', 'CLASS_LOSSES', 'BINARY_LOSSES', 'DISTANCE_LOSSES', 'LOSS_OPTIONS', 'loss_name', 'loss_kind',
            'static_findings', 'no_gradient', 'LossLevels', 'loss_options', 'count_targets', 'loss_levels',
-           'SanityReport', 'same_output', 'overfit_batch', 'no_targets', 'Curve', 'measure_curve', 'memorized',
-           'curve_findings', 'fell_short', 'overfit_report', 'check_init_loss']
+           'SanityReport', 'same_output', 'all_right', 'Trained', 'overfit_batch', 'no_targets', 'Curve',
+           'measure_curve', 'memorized', 'worth_more', 'curve_findings', 'fell_short', 'overfit_report',
+           'check_init_loss']
 
 # %% ../nbs/08_sanity.ipynb #9d2aa348
 LOGIT_LOSSES = (nn.CrossEntropyLoss, nn.BCEWithLogitsLoss)
@@ -263,16 +264,50 @@ def same_output(model: nn.Module,  # a model (it is switched to eval mode and ba
     if pred.ndim == 0 or len(pred) < 2: return None
     return bool((pred - pred[:1]).abs().max() <= 1e-5 * pred.abs().max())
 
-def _memorize(model, batch, loss_fn, lr: float, steps: int, precision: str, dev, stop) -> tuple:
-    "Train a copy of `model` on `batch` at `lr`: the losses, whether a stop cut them short, `same_output`."
+def all_right(pred,  # the trained model's prediction on the batch
+              yb,  # the batch's targets
+              loss_fn,  # the loss: cross-entropy / NLL on class indices, BCE with logits on 0/1 targets
+             ) -> Optional[bool]:
+    "Whether `pred` gets every scored target of a classification batch right; None = not such a batch."
+    if not isinstance(pred, torch.Tensor) or not isinstance(yb, torch.Tensor) or not pred.is_floating_point():
+        return None
+    kind = loss_kind(loss_fn)
+    indices = not yb.is_floating_point() and pred.ndim >= 2 and yb.shape == (len(pred), *pred.shape[2:])
+    if kind == "ce" and indices:
+        ignore = ignore_index_of(loss_fn)
+        keep = yb != (IGNORE_INDEX if ignore is None else ignore)
+        return bool((pred.argmax(1) == yb)[keep].all()) if keep.any() else None
+    if kind == "bce" and yb.shape == pred.shape and bool(((yb == 0) | (yb == 1)).all()):
+        return bool(((pred > 0) == (yb == 1)).all())  # logits: a positive one predicts 1
+    return None
+
+@dataclass
+class Trained:
+    "What the trained copy shows on the batch in eval mode (no dropout, batch norm on running statistics)."
+    same: Optional[bool] = None  # the same output for every row (`same_output`); None = not measured
+    right: Optional[bool] = None  # every target predicted right (`all_right`); None = not a class batch
+    settled: Optional[float] = None  # its loss on the batch; None = not measured
+
+def _memorize(model, batch, loss_fn, lr: float, steps: int, precision: str, dev, stop,
+              levels: LossLevels, tolerance: float) -> tuple:
+    "Train a copy of `model` on `batch` at `lr`: its losses, whether a stop cut them, what it shows."
     net = copy.deepcopy(model).to(dev).train()
     opt = torch.optim.Adam([p for p in net.parameters() if p.requires_grad], lr=lr)
-    losses = []
-    for _ in range(steps):
-        if stop_requested(stop): return (torch.stack(losses).float().tolist() if losses else []), True, None
+    losses, budget = [], steps
+    while len(losses) < budget:
+        if stop_requested(stop):
+            return (torch.stack(losses).float().tolist() if losses else []), True, Trained()
         losses.append(train_step(net, batch, loss_fn, opt, precision=precision)["loss"])
-    same = same_output(net, split_batch(batch, loss_fn is None)[0])
-    return torch.stack(losses).float().tolist(), False, same
+        # short of the pass line but on course to cross it: a quarter more steps, up to twice `steps` in all
+        if len(losses) == budget < 2 * steps and worth_more(torch.stack(losses).float().tolist(), levels,
+                                                            tolerance, 2 * steps - budget):
+            budget = min(budget + max(steps // 4, 1), 2 * steps)
+    xb, yb = split_batch(batch, loss_fn is None)
+    with eval_mode(net), torch.no_grad():  # the trained model as it will predict: no dropout noise
+        out, loss = forward(net, batch, loss_fn, dev)[:2]
+    right = all_right(prediction(out), yb, loss_fn) if loss_fn is not None else None
+    settled = float(loss) if math.isfinite(float(loss)) else None
+    return torch.stack(losses).float().tolist(), False, Trained(same_output(net, xb), right, settled)
 
 def overfit_batch(model: nn.Module,  # the model to test (a copy is trained; the model is not touched)
                   batch,  # one batch, in any form `fit` takes
@@ -317,18 +352,20 @@ def overfit_batch(model: nn.Module,  # the model to test (a copy is trained; the
     forward(probe, batch, loss_fn, dev, check_shapes=True)[1].backward()
     findings += no_gradient(probe)
 
-    best, rank, stopped, tried, same = None, None, False, [lr] if lr is not None else list(lrs), {}
+    best, rank, stopped, tried, after = None, None, False, [lr] if lr is not None else list(lrs), {}
     for try_lr in tried:
-        values, stopped, same[try_lr] = _memorize(model, batch, loss_fn, try_lr, steps, precision, dev, stop)
+        values, stopped, after[try_lr] = _memorize(model, batch, loss_fn, try_lr, steps, precision, dev, stop,
+                                                   levels, tolerance)
         if not values: break
-        ok, left = memorized(values, tolerance, levels.floor, levels.constant)
-        passed = ok and not same[try_lr]
+        ok, left = memorized(values, tolerance, levels.floor, levels.constant, after[try_lr])
+        passed = ok and not after[try_lr].same
         if best is None or (not passed, left) < rank:  # a try that passes first, then the least fall left
             best, rank = (left, try_lr, values, ok), (not passed, left)
         if passed or stopped: break
     if best is None: return SanityReport(False, findings, stopped=stopped)
-    return overfit_report(best, findings, steps, tried, stopped, levels=levels, same=same.get(best[1]),
-                          tolerance=tolerance)
+    trained = after[best[1]]
+    return overfit_report(best, findings, steps, tried, stopped, levels=levels, same=trained.same,
+                          tolerance=tolerance, trained=trained)
 
 def no_targets(yb: torch.Tensor,  # the batch's targets, every one of them ignore_index
                loss_fn,  # the loss (its ignore_index, else torch's -100)
@@ -389,11 +426,30 @@ class Curve:
         "Whether the last tenth still fell, beyond its noise, by more than `share` of what is left to `zero`."
         return self.tail_fall > 3 * self.noise and self.tail_fall > share * (self.end - self.zero)
 
+    def goal(self,
+             tolerance: float,  # the share of the fall that may be left
+            ) -> float:
+        "The pass line: the loss that leaves `tolerance` of the way from `top` to `zero`."
+        return self.zero + tolerance * (self.top - self.zero)
+
+    def steps_to(self,
+                 level: float,  # a loss level below the end
+                ) -> float:
+        "Steps the line through the last tenth needs to reach `level`; inf unless it falls beyond its noise."
+        if self.end <= level: return 0.0
+        if self.nonfinite_at is not None or self.tail_fall <= 3 * self.noise: return math.inf
+        return (self.end - level) * max(self.tail_steps - 1, 1) / self.tail_fall
+
     def memorized(self,
                   tolerance: float,  # the share of the fall that may be left
+                  trained: Optional[Trained] = None,  # what the trained model shows in eval mode
                  ) -> bool:
-        "At most `tolerance` of the fall left, a fall beyond the noise, and targets a constant cannot fit."
-        return self.left <= tolerance and self.fell(0.0) and not self.constant_fits
+        "At most `tolerance` of the fall left, on varied targets; or the trained model in eval mode shows it."
+        if self.constant_fits or not self.fell(0.0): return False
+        if self.left <= tolerance or trained is None: return self.left <= tolerance
+        # without dropout's noise the loss is past the line; or a fall past `tolerance` got every row right
+        settled = trained.settled is not None and trained.settled <= self.goal(tolerance)
+        return settled or bool(trained.right) and self.fell(tolerance)
 
 def measure_curve(values: Sequence[float],  # one learning rate's losses on the batch, step by step
                   floor: Optional[float] = None,  # the loss's lowest value on the batch; None = unknown
@@ -426,10 +482,21 @@ def memorized(values: Sequence[float],  # one learning rate's losses on the batc
               tolerance: float,  # pass when at most this share of the fall to the floor is left
               floor: Optional[float] = None,  # the loss's lowest possible value on the batch; None = unknown
               constant: Optional[float] = None,  # the best constant output's loss; None = unknown
+              trained: Optional[Trained] = None,  # what the trained model shows in eval mode; None = unknown
              ) -> tuple[bool, float]:
     "Whether the loss curve shows the batch memorized, and the share of its fall left (lower is better)."
     curve = measure_curve(values, floor, constant)
-    return curve.memorized(tolerance), curve.left
+    return curve.memorized(tolerance, trained), curve.left
+
+def worth_more(values: Sequence[float],  # the losses so far, step by step
+               levels: LossLevels,  # the loss's floor and best constant on the batch
+               tolerance: float,  # the share of the fall that may be left
+               budget: int,  # the extra steps allowed
+              ) -> bool:
+    "Whether a loss short of the pass line falls, past its noise, fast enough to reach it in `budget` steps."
+    curve = measure_curve(values, levels.floor, levels.constant)
+    if curve.memorized(tolerance) or curve.constant_fits or curve.below_floor: return False
+    return curve.steps_to(curve.goal(tolerance)) <= budget
 
 def curve_findings(curve: Curve,  # the best try's measurements
                    levels: LossLevels,  # the loss's floor and best constant on the batch
@@ -509,7 +576,7 @@ def fell_short(curve: Curve,  # the best try's measurements: the loss fell, but 
               ) -> tuple[list, bool]:
     "A loss that fell, short of its goal: an unknown floor (uncertain), still falling, a spike, or capacity."
     start, end, peak = curve.start, curve.last, curve.peak
-    goal = curve.zero + tolerance * (curve.top - curve.zero)
+    goal = curve.goal(tolerance)
     falling = curve.still_falling(tolerance)
     more = (f"it was still falling at the end ({curve.tail_fall:.3g} over its last {curve.tail_steps} "
             "steps): give it more steps or a higher learning rate")
@@ -524,11 +591,20 @@ def fell_short(curve: Curve,  # the best try's measurements: the loss fell, but 
                                "label_smoothing=0.1), F.mse_loss, nn.BCEWithLogitsLoss()) so its floor is "
                                f"computed, or compare {end:.4g} with the lowest value your loss can take on "
                                "this batch: there, the batch is memorized", data=data)], True
+    far = (levels.constant is not None and "targets" in levels.constant_is
+           and levels.constant - curve.zero < tolerance * (start - curve.zero))
+    scale = "; targets far from 0 for their spread take many steps: standardize them" if far else ""
+    need = curve.steps_to(goal)
+    if need <= steps:  # on course to cross the line within as many steps again: not shown to fail
+        return [Finding("still_falling", "warning",
+                        f"the loss on one batch went from {start:.4g} to {end:.4g} in {steps} steps at lr "
+                        f"{lrs}{_reference(curve, levels)} and is still falling: at its last "
+                        f"{curve.tail_steps} steps' pace it would pass {goal:.4g}, the line for a memorized "
+                        f"batch, in about {math.ceil(need)} more steps",
+                        advice=f"run it longer (steps={steps + math.ceil(need)}) or at a higher learning rate"
+                               + scale, data=data)], True
     if falling:
-        far = (levels.constant is not None and "targets" in levels.constant_is
-               and levels.constant - curve.zero < tolerance * (start - curve.zero))
-        scale = "; targets far from 0 for their spread take many steps: standardize them"
-        advice = more + (scale if far else "")
+        advice = more + scale
     elif peak - curve.zero > 2 * (start - curve.zero):  # it blew up on the way, then settled short
         advice = (f"it spiked to {peak:.4g} on the way: lower the learning rate (a blow-up can kill units "
                   "for good); if it still stops short, check the labels, the loss/activation pairing and "
@@ -536,10 +612,26 @@ def fell_short(curve: Curve,  # the best try's measurements: the loss fell, but 
     else:
         advice = ("the model cannot memorize one batch: check the labels, the loss/activation pairing, "
                   "gradient flow and the model's capacity")
-    return [Finding("not_decreasing", "error",
-                    f"the loss on one batch only went from {start:.4g} to {end:.4g} in {steps} steps at any "
-                    f"of lr {lrs}{_reference(curve, levels)}: memorizing it means ending below {goal:.4g}",
+    return [Finding("fell_short", "error",
+                    f"the loss on one batch fell, but only from {start:.4g} to {end:.4g} in {steps} steps "
+                    f"at any of lr {lrs}{_reference(curve, levels)}: memorizing it means ending below "
+                    f"{goal:.4g}",
                     advice=advice, data=data)], False
+
+def _passed_in_eval(curve: Curve, trained: Trained, tolerance: float) -> Finding:
+    "The note on a pass the loss curve alone did not show: the eval-mode loss, or every target right."
+    goal = curve.goal(tolerance)
+    data = {"final_loss": curve.last, "end_level": curve.end, "eval_loss": trained.settled, "goal": goal}
+    if trained.settled is not None and trained.settled <= goal:
+        return Finding("settled_in_eval", "info",
+                       f"the training loss ended at {curve.end:.4g}, above {goal:.4g}, but the trained model "
+                       f"in eval mode scores {trained.settled:.4g}: the noise of dropout (or of batch "
+                       "statistics) kept the training loss up", data=data)
+    return Finding("all_right", "info",
+                   f"the trained model predicts every target of the batch right; its loss, {curve.end:.4g}, "
+                   f"has not yet reached {goal:.4g} (a classifier's loss keeps falling long after its last "
+                   "mistake)",
+                   data=data)
 
 def overfit_report(best: tuple,  # the best try: (share of the fall left, its lr, its losses, memorized)
                    findings: list,  # what was found before training (static checks, gradient flow)
@@ -549,12 +641,14 @@ def overfit_report(best: tuple,  # the best try: (share of the fall left, its lr
                    levels: Optional[LossLevels] = None,  # the loss's floor and best constant; None = unknown
                    same: Optional[bool] = None,  # the best try's model gives the same output for every row
                    tolerance: float = 0.1,  # the share of the fall that may be left
+                   trained: Optional[Trained] = None,  # what the best try's model shows in eval mode
                   ) -> SanityReport:
     "The tiny-batch test's report from its best try, for any framework: the verdict and its reasons."
     _, try_lr, values, ok = best
     levels = levels if levels is not None else LossLevels()
     history = History((i + 1, 0, "train", "loss", v) for i, v in enumerate(values))
     curve = measure_curve(values, levels.floor, levels.constant)
+    steps = max(steps, len(values))  # a try still on its way down ran on, up to twice `steps`
     if curve.below_floor:
         findings.append(Finding("below_floor", "error",
                                 f"the loss went down to {min(values):.4g}, below {levels.floor:.4g}, the "
@@ -570,6 +664,8 @@ def overfit_report(best: tuple,  # the best try: (share of the fall left, its lr
         findings += found
     errors = any(f.severity == "error" for f in findings)  # an error found before training, or one just above
     passed = ok and not same and not errors
+    if passed and not curve.memorized(tolerance):  # passed on what the trained model shows, not on its curve
+        findings.append(_passed_in_eval(curve, trained, tolerance))
     report = SanityReport(passed, findings, history, values[0], values[-1], try_lr, stopped,
                           uncertain and not errors)
     announce("overfit_batch", report)

@@ -1,0 +1,86 @@
+"The overfit test's verdict on a loss short of its pass line: what the trained model shows, a bounded run-on, honest kinds."
+import math
+
+import torch
+from torch import nn
+
+from trainbook.sanity import Trained, memorized, overfit_batch
+
+
+def kinds(report): return [f.kind for f in report.findings]
+
+
+def separable_batch():
+    "16 rows that the first feature separates: a logistic regression can get every one right."
+    torch.manual_seed(0)
+    X = torch.randn(16, 8)
+    return X, (X[:, 0] > 0).long()
+
+
+def test_a_logistic_regression_on_a_separable_batch_passes():
+    "Its cross-entropy falls like 1/t, just short of the line at 300 steps: it runs on (bounded) and passes."
+    batch = separable_batch()
+    model = nn.Linear(8, 2)  # made after the batch, as a user would: the same seed as the reported failure
+    report = overfit_batch(model, batch, nn.functional.cross_entropy)
+    assert report.passed, report.findings
+    assert 300 <= len(report.history) <= 600  # at most twice the steps asked for
+
+
+def test_every_target_right_passes_a_classifier_whose_loss_is_short_of_the_line():
+    "A loss curve 0.81 -> 0.063 against a line at 0.056: it passes when every row is right, not when one is wrong."
+    values = [0.81 / (1 + 0.04 * t) for t in range(300)]  # ends at 0.063
+    curve_only = memorized(values, 0.1, floor=0.0, constant=0.562)
+    assert curve_only[0] is False
+    assert memorized(values, 0.1, 0.0, 0.562, Trained(right=True))[0] is True
+    assert memorized(values, 0.1, 0.0, 0.562, Trained(right=False))[0] is False
+    flat = [0.6 - 1e-5 * t for t in range(300)]  # every row right from the start, but nothing learned
+    assert memorized(flat, 0.1, 0.0, 0.562, Trained(right=True))[0] is False
+
+
+def test_a_classifier_right_from_the_start_whose_loss_does_not_fall_fails():
+    "All rows right at init and lr=1e-9: getting them right is no proof that training works."
+    X, y = separable_batch()
+    model = nn.Linear(8, 2)
+    with torch.no_grad():
+        model.weight.zero_()
+        model.bias.zero_()
+        model.weight[1, 0], model.weight[0, 0] = 0.5, -0.5  # right on every row, with a loss far above 0
+    report = overfit_batch(model, (X, y), nn.functional.cross_entropy, lr=1e-9, steps=50)
+    assert not report.passed and "not_decreasing" in kinds(report)
+
+
+def test_a_loss_that_fell_then_levelled_off_is_fell_short_not_not_decreasing():
+    "A linear model on 64 random 10-class labels of 4 features: the loss falls, then stops well short."
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(64, 4, generator=g), torch.randint(0, 10, (64,), generator=g)
+    torch.manual_seed(0)
+    report = overfit_batch(nn.Linear(4, 10), (X, y), nn.functional.cross_entropy, steps=100)
+    assert not report.passed and not report.uncertain and kinds(report) == ["fell_short"]
+    f = report.findings[0]
+    assert f.severity == "error" and "fell, but only from" in f.message
+    assert f.data["final_loss"] < f.data["initial_loss"] - 0.3
+
+
+def test_a_loss_still_on_its_way_down_is_uncertain_not_an_error():
+    "A linear regression at a modest lr: after its bounded run-on it is still falling toward the line."
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(32, 6, generator=g)
+    y = X @ torch.randn(6, 1, generator=g)
+    torch.manual_seed(0)
+    report = overfit_batch(nn.Linear(6, 1), (X, y), nn.functional.mse_loss, steps=40, lr=2e-2)
+    assert not report.passed and report.uncertain and kinds(report) == ["still_falling"]
+    assert 40 < len(report.history) <= 80  # it ran on, but no further than twice the steps
+    f = report.findings[0]
+    assert f.severity == "warning" and "more steps" in f.message and "steps=" in f.advice
+
+
+def test_dropout_noise_does_not_fail_a_regression_net_that_memorized_the_batch():
+    "Dropout 0.5 keeps the training MSE above the line; the trained model in eval mode is well below it."
+    g = torch.Generator().manual_seed(1)
+    X = torch.randn(32, 12, generator=g)
+    y = torch.sin(2 * X @ torch.randn(12, 2, generator=g) / math.sqrt(12))
+    torch.manual_seed(1)
+    model = nn.Sequential(nn.Linear(12, 64), nn.ReLU(), nn.Dropout(0.5), nn.Linear(64, 2))
+    report = overfit_batch(model, (X, y), nn.functional.mse_loss)
+    assert report.passed, report.findings
+    assert kinds(report) == ["settled_in_eval"] and report.findings[0].severity == "info"
