@@ -11,7 +11,7 @@ _EXPORTS = {
              "set_rng_state", "environment", "loader_length", "pick_device", "pick_precision", "autocast_dtype",
              "atomic_write"],
     "checks": ["check_data", "DataReport", "infer_task", "psi", "column_roles", "dtype_family", "ROLES"],
-    "splits": ["make_splits", "Splits", "fingerprint_frame", "nested_splits", "audit_parts"],
+    "splits": ["make_splits", "Splits", "fingerprint_frame", "nested_splits", "audit_parts", "RowHashes"],
     "data": ["TensorLoader", "make_preprocessor", "loaders_from_frame", "FramePrep", "ServingReport",
              "fingerprint_data"],
     "batch": ["split_batch", "to_device", "call_model", "eval_mode", "prediction", "model_loss",

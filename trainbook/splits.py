@@ -16,8 +16,9 @@ from .checks import (drop_unused_categories, infer_task, is_nested_arrow, requir
 from .core import Finding, announce, findings_html
 
 # %% auto #0
-__all__ = ['STRATEGIES', 'digest', 'fingerprint_frame', 'class_share_findings', 'require_positions', 'time_values', 'audit_parts',
-           'Splits', 'check_splits', 'choose_strategy', 'check_split_args', 'make_splits', 'nested_splits']
+__all__ = ['STRATEGIES', 'digest', 'fingerprint_frame', 'RowHashes', 'class_share_findings', 'require_positions', 'time_values',
+           'audit_parts', 'Splits', 'check_splits', 'choose_strategy', 'check_split_args', 'make_splits',
+           'nested_splits']
 
 # %% ../nbs/02_splits.ipynb #8c4c5a6c
 def digest(*parts,  # bytes, strings or lists: what the fingerprint covers, in order
@@ -32,6 +33,66 @@ def fingerprint_frame(df: pd.DataFrame,  # the frame to hash
     require_frame(df)
     values = pd.util.hash_pandas_object(df, index=True).to_numpy()
     return digest(values.tobytes(), list(map(str, df.columns)), list(map(str, df.dtypes)))
+
+# %% ../nbs/02_splits.ipynb #4c24060f
+_COPIES_UP_TO = 2_000_000  # rows: larger frames are not searched for copies across splits
+
+def _hash_column(s: pd.Series) -> np.ndarray:
+    "One column's row hashes: `pd.util.hash_pandas_object` of its values (not the index)."
+    return pd.util.hash_pandas_object(s, index=False).to_numpy()
+
+def _as_text(s: pd.Series) -> pd.Series:
+    "A column of objects or nested Arrow values as the text of each cell (lists and dicts have no hash)."
+    with np.printoptions(threshold=sys.maxsize):  # the whole text: numpy elides a long array's middle
+        return s.astype(str)
+
+def _combine_hashes(hashes: list, n: int) -> np.ndarray:
+    "Column hashes combined into row hashes, as `pd.util.hash_pandas_object(frame, index=False)` does."
+    # CPython's tuple hash, the one pandas uses (its helper is private): the same row hashes as pandas'
+    out = np.full(n, 0x345678, dtype=np.uint64)
+    mult = np.uint64(1000003)
+    for i, h in enumerate(hashes):
+        out ^= h
+        out *= mult
+        mult += np.uint64(82520 + 2 * (len(hashes) - i))
+    return out + np.uint64(97531)
+
+class RowHashes:
+    """Each column's row hashes of a frame, made once: the duplicate-row audit combines those of the features.
+    They hold the values as they were when made: pass them (`make_splits(..., row_hashes=)`) only for that
+    frame unchanged since."""
+    def __init__(self,
+                 df: pd.DataFrame,  # the frame whose rows are hashed
+                 columns: Optional[list] = None,  # the columns to hash (default: every column)
+                ):
+        require_frame(df)
+        self.n_rows, self.columns = len(df), list(df.columns if columns is None else columns)
+        if len(df) > _COPIES_UP_TO: self.columns = []  # the audit does not look for copies in frames this large
+        self._plain, self._text, self._codes = {}, {}, {}
+        for c in self.columns:
+            try: self._plain[c] = _hash_column(df[c])
+            except TypeError: self._plain[c] = None  # cells holding lists or dicts (unhashable)
+        if any(h is None for h in self._plain.values()):  # such columns are compared by their text
+            self._text = {c: _hash_column(_as_text(df[c])) for c in self.columns
+                          if df[c].dtype == object or is_nested_arrow(df[c].dtype)}
+
+    def codes(self,
+              features: list,  # the columns two rows must agree on to be copies
+             ) -> tuple[np.ndarray, int]:
+        "(codes, n_codes): a code per row, equal for rows of equal `features` values (hashes factorized)."
+        key = tuple(features)
+        missing = [c for c in key if c not in self._plain]
+        if missing:
+            raise ValueError(f"row_hashes hold no hashes of column(s) {missing}: they were made on another "
+                             f"frame; make them on this df, RowHashes(df)")
+        if key not in self._codes:
+            # one column of unhashable cells, and every object column is compared by its text (as before)
+            text = any(self._plain[c] is None for c in key)
+            hashes = [self._text.get(c, self._plain[c]) if text else self._plain[c] for c in key]
+            codes, uniques = pd.factorize(_combine_hashes(hashes, self.n_rows))
+            self._codes[key] = codes, len(uniques)
+        return self._codes[key]
+
 
 # %% ../nbs/02_splits.ipynb #412cb508
 def _parts(train, valid, test) -> dict:
@@ -88,6 +149,12 @@ def time_values(t: pd.Series,  # a time column (numbers, datetimes, zoned or not
     if isinstance(t.dtype, pd.PeriodDtype): return t.array.asi8
     return t.to_numpy()
 
+def _present(codes: np.ndarray, idx: np.ndarray, n_codes: int) -> np.ndarray:
+    "A mask over the codes 0..n_codes-1: those found at positions `idx` (-1, a missing value, left out)."
+    seen = np.zeros(n_codes + 1, dtype=bool)  # the last slot takes the -1s
+    seen[codes[idx]] = True
+    return seen[:-1]
+
 def audit_parts(df: pd.DataFrame,  # the frame the positions index
                 parts: dict,  # split name -> array of row positions
                 target: Optional[str] = None,  # label column, for class balance
@@ -96,6 +163,7 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
                 gap: int = 0,  # rows required between consecutive time splits
                 task: Optional[str] = None,  # the task, when known (saves inferring it)
                 label: str = "",  # a name added to messages, e.g. 'fold 2'
+                row_hashes: Optional[RowHashes] = None,  # `RowHashes` of this df unchanged (None: made here)
                ) -> list[Finding]:
     "Leakage and balance findings for named index arrays of `df` (`{'train': idx, 'valid': idx, ...}`)."
     require_frame(df)
@@ -110,8 +178,7 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
     if groups is not None:
         codes, ids = pd.factorize(df[groups])  # ids of mixed types compare; a missing id (-1) is in no group
         for a, b in pairs:
-            shared = np.intersect1d(codes[parts[a]], codes[parts[b]])
-            shared = shared[shared >= 0]
+            shared = np.flatnonzero(_present(codes, parts[a], len(ids)) & _present(codes, parts[b], len(ids)))
             if len(shared):
                 out.append(Finding("group_overlap", "error",
                                    f"{len(shared)} group(s) of {groups!r} in both {a} and {b}{where}",
@@ -121,8 +188,9 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
                                          "n_shared": int(len(shared))}))
     if time is not None:
         t = time_values(df[time])
-        order = np.argsort(t, kind="stable")
-        rank = np.empty(len(t), dtype=np.int64); rank[order] = np.arange(len(t))
+        if gap:  # each row's place in time order, to count the rows between two parts
+            rank = np.empty(len(t), dtype=np.int64)
+            rank[np.argsort(t, kind="stable")] = np.arange(len(t))
         for a, b in pairs:
             if parts[a] is None or parts[b] is None: continue
             earlier_max = t[parts[a]].max()
@@ -141,17 +209,15 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
                                        advice="leave `gap` rows between the splits",
                                        data={"splits": [a, b], "gap": gap}))
     features = [c for c in df.columns if c != target]
-    if features and len(df) <= 2_000_000:
-        try: h = pd.util.hash_pandas_object(df[features], index=False).to_numpy()
-        except TypeError:  # cells holding lists or dicts (unhashable): such columns compared by their text
-            with np.printoptions(threshold=sys.maxsize):  # the whole text: numpy elides a long array's middle
-                frame = df[features].apply(
-                    lambda s: s.astype(str) if s.dtype == object or is_nested_arrow(s.dtype) else s)
-            h = pd.util.hash_pandas_object(frame, index=False).to_numpy()
+    if features and len(df) <= _COPIES_UP_TO:
+        if row_hashes is not None and row_hashes.n_rows != len(df):
+            raise ValueError(f"row_hashes were made on a frame of {row_hashes.n_rows} rows, but df has "
+                             f"{len(df)}: make them on this df, RowHashes(df)")
+        codes, n_codes = (row_hashes or RowHashes(df, features)).codes(features)
         for a, b in pairs:
-            shared = np.intersect1d(h[parts[a]], h[parts[b]])
-            if len(shared):
-                n = int(np.isin(h[parts[b]], shared).sum())
+            shared = _present(codes, parts[a], n_codes) & _present(codes, parts[b], n_codes)
+            if shared.any():
+                n = int(shared[codes[parts[b]]].sum())
                 out.append(Finding("duplicate_rows", "warning",
                                    f"{n} {b} row(s) have an identical copy in {a}{where}",
                                    advice="drop duplicates before splitting, or split by a group id that "
@@ -186,6 +252,7 @@ class Splits:
               df: pd.DataFrame,  # the frame these positions index
               groups: Optional[str] = None,  # entity column (default: the one the splits were made with)
               time: Optional[str] = None,  # time column (default: the one the splits were made with)
+              row_hashes: Optional[RowHashes] = None,  # `RowHashes` of this df unchanged (None: made here)
              ) -> list[Finding]:
         "Audit these splits against `df` (groups/time default to those the splits were made with)."
         require_frame(df)
@@ -193,12 +260,15 @@ class Splits:
         require_column(df, groups, "groups"); require_column(df, time, "time")
         target = self.params.get("target")
         target = target if target in df.columns else None
-        out = audit_parts(df, _parts(self.train, self.valid, self.test), target, groups, time,
-                          self.params.get("gap", 0))
+        if row_hashes is None:  # hashed once for the parts and every fold
+            row_hashes = RowHashes(df, [c for c in df.columns if c != target])
+        gap, task = self.params.get("gap", 0), infer_task(df[target]) if target is not None else None
+        out = audit_parts(df, _parts(self.train, self.valid, self.test), target, groups, time, gap, task,
+                          row_hashes=row_hashes)
         for i, (tr, va) in enumerate(self.folds or []):
-            out += [f for f in audit_parts(df, {"train": tr, "valid": va}, target, groups, time,
-                                           self.params.get("gap", 0),
-                                           label=f"fold {i}") if f.kind != "class_balance_drift"]
+            out += [f for f in audit_parts(df, {"train": tr, "valid": va}, target, groups, time, gap, task,
+                                           label=f"fold {i}", row_hashes=row_hashes)
+                    if f.kind != "class_balance_drift"]
         return out
 
     def summary(self,
@@ -442,6 +512,12 @@ def _size_findings(sp: Splits, n: int, g) -> list[Finding]:
                                advice=advice))
     return out
 
+def _ascending(idx) -> np.ndarray:
+    "Positions `idx` as a sorted int64 copy (k-fold splitters give them sorted already: no sort then)."
+    out = np.array(idx, dtype=np.int64)
+    if (out[1:] < out[:-1]).any(): out.sort()
+    return out
+
 def make_splits(df: pd.DataFrame,  # the data to split, one row per example
                 target: Optional[str] = None,  # label column (to stratify on and to audit class shares)
                 *,
@@ -453,6 +529,7 @@ def make_splits(df: pd.DataFrame,  # the data to split, one row per example
                 n_folds: Optional[int] = None,  # k folds instead of a holdout (train/valid: the first fold)
                 gap: int = 0,  # rows left out between train and valid (and valid and test) in time splits
                 seed: int = 0,  # random seed of the shuffling splitters
+                row_hashes: Optional[RowHashes] = None,  # `RowHashes(df)` of this df unchanged (None: made here)
                ) -> Splits:
     "Leakage-safe train/valid(/test) positions or k folds of `df`, audited on creation."
     from trainbook import spark  # a Spark DataFrame takes the Spark path (pyspark is imported only there)
@@ -460,6 +537,9 @@ def make_splits(df: pd.DataFrame,  # the data to split, one row per example
         return spark.make_splits(df, target, strategy=strategy, groups=groups, time=time,
                                  valid_size=valid_size, test_size=test_size, n_folds=n_folds, gap=gap, seed=seed)
     _validate(df, target, strategy, groups, time, valid_size, test_size, n_folds, gap, seed)
+    if row_hashes is not None and not isinstance(row_hashes, RowHashes):
+        raise TypeError(f"row_hashes must be the RowHashes of this df (RowHashes(df)), or None to hash it "
+                        f"here, got {type(row_hashes).__name__}")
     # numpy's numbers as Python's
     valid_size, test_size, gap, seed = float(valid_size), float(test_size), int(gap), int(seed)
     n_folds = None if n_folds is None else int(n_folds)
@@ -508,11 +588,9 @@ def make_splits(df: pd.DataFrame,  # the data to split, one row per example
                          f"test_size={test_size}, gap={gap} rows between the parts; lower gap or the sizes")
     params = dict(target=target, groups=groups, time=time, valid_size=valid_size, test_size=test_size,
                   n_folds=n_folds, gap=gap, seed=seed, task=task, n_rows=len(df))
-    sp = Splits(np.sort(train).astype(np.int64), np.sort(valid).astype(np.int64),
-                np.sort(test).astype(np.int64),
-                [(np.sort(a).astype(np.int64), np.sort(b).astype(np.int64)) for a, b in folds] if folds
-                else None, strategy, reason, params)
-    sp.findings = sp.audit(df) + _size_findings(sp, len(df), g)
+    sp = Splits(_ascending(train), _ascending(valid), _ascending(test),
+                [(_ascending(a), _ascending(b)) for a, b in folds] if folds else None, strategy, reason, params)
+    sp.findings = sp.audit(df, row_hashes=row_hashes) + _size_findings(sp, len(df), g)
     if reason != "asked for":
         sp.findings.insert(0,
                            Finding("strategy_chosen", "info", f"strategy '{strategy}': {reason}",
@@ -532,17 +610,21 @@ def nested_splits(df: pd.DataFrame,  # the data to split
                   seed: int = 0,  # random seed
                  ) -> list[dict]:
     "Outer folds with their inner folds (positions of `df`) and the audit findings of both levels."
-    outer_sp = make_splits(df, target, strategy=strategy, groups=groups, time=time, n_folds=outer, seed=seed)
+    hashes = RowHashes(df)  # df's rows hashed once, for the outer split and each outer fold's audit
+    outer_sp = make_splits(df, target, strategy=strategy, groups=groups, time=time, n_folds=outer, seed=seed,
+                           row_hashes=hashes)
     result = []
     for tr, te in outer_sp.folds:
         sub = df.iloc[tr].reset_index(drop=True)
+        sub_hashes = RowHashes(sub)  # each outer train part hashed once, for its inner split and audits
         inner_sp = make_splits(sub, target, strategy=outer_sp.strategy, groups=groups, time=time,
-                               n_folds=inner, seed=seed)
+                               n_folds=inner, seed=seed, row_hashes=sub_hashes)
         where = f"outer fold {len(result)}"
-        found = audit_parts(df, {"train": tr, "test": te}, groups=groups, time=time, label=where)
+        found = audit_parts(df, {"train": tr, "test": te}, groups=groups, time=time, label=where,
+                            row_hashes=hashes)
         for j, (a, b) in enumerate(inner_sp.folds):
             found += audit_parts(sub, {"train": a, "valid": b}, groups=groups, time=time,
-                                 label=f"{where}, inner fold {j}")
+                                 label=f"{where}, inner fold {j}", row_hashes=sub_hashes)
         result.append({"train": tr, "test": te, "inner": [(tr[a], tr[b]) for a, b in inner_sp.folds],
                        "findings": found})
     return result

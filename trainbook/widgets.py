@@ -11,7 +11,7 @@ import pandas as pd
 
 from .core import TrainConfig, findings_html
 from .events import Callback
-from .splits import STRATEGIES, make_splits
+from .splits import STRATEGIES, RowHashes, make_splits
 
 # %% auto #0
 __all__ = ['BALANCE_LAYOUT', 'BUTTON', 'PLACEHOLDER', 'DRY_RUN_ROWS', 'Snapshot', 'buttons_html', 'split_code', 'balance_figure',
@@ -93,8 +93,14 @@ def start_values(splits,  # a `Splits` whose settings the builder starts from, o
             "valid_size": float(p.get("valid_size", 0.2)), "test_size": float(p.get("test_size", 0.0)),
             "n_folds": int(p.get("n_folds") or 0), "gap": int(p.get("gap", 0)), "seed": int(p.get("seed", 0))}
 
+def _frame_snapshot(df: pd.DataFrame) -> pd.DataFrame:
+    "`df` as it is now: a shallow copy where pandas copies on write (pandas 3, or its option on), else a copy."
+    on_write = int(pd.__version__.split(".")[0]) >= 3 or pd.get_option("mode.copy_on_write") is True
+    return df.copy(deep=not on_write)
+
 class SplitBuilder(Snapshot):
-    "A widget to choose a split of `df`, preview it, and audit it; `.splits` is the result."
+    """A widget to choose a split of `df`, preview it, and audit it; `.splits` is the result. It splits `df` as it
+    was when the builder was made (a snapshot): after changing the frame, make a new builder."""
     def __init__(self,
                  df: pd.DataFrame,  # the frame to split
                  target: Optional[str] = None,  # the target column to start with
@@ -105,7 +111,10 @@ class SplitBuilder(Snapshot):
         import plotly.graph_objects as go
         if not isinstance(df, pd.DataFrame) or df.empty:
             raise ValueError("SplitBuilder needs a non-empty pandas DataFrame")
-        self.df, self.frame_name, self.splits, self.error = df, frame_name, None, None
+        # a snapshot: a later change to `df` does not reach it, so its rows are hashed once for the audit of
+        # every setting (and a setting shown before is shown again as it was)
+        self.df, self.frame_name, self.splits, self.error = _frame_snapshot(df), frame_name, None, None
+        self.row_hashes = RowHashes(self.df)
         self._made = {}  # settings -> (splits, error, figure): a control set back is not split again
         cols = [None] + list(df.columns)
         start = start_values(splits, df, target)
@@ -153,7 +162,7 @@ class SplitBuilder(Snapshot):
             # the status says so first: on a large frame splitting and auditing take seconds
             self.status.value = f"splitting {len(self.df):,} rows …"
             try:
-                sp = make_splits(self.df, **p)
+                sp = make_splits(self.df, **p, row_hashes=self.row_hashes)
                 self._made[key] = (sp, None, balance_figure(sp, self.df))
             except (ValueError, TypeError) as e:
                 self._made[key] = (None, str(e), None)
