@@ -771,7 +771,7 @@ def lr_find_flax(model,  # a Flax NNX module (not modified)
                  smooth: float = 0.98,  # exponential smoothing of the loss curve
                 ) -> LRFinder:
     "The LR range test for a Flax model: AdamW with an exponential lr sweep; an `LRFinder` like `lr_find`'s."
-    from trainbook.optim import cycle_batches, steepest_lr
+    from trainbook.optim import cycle_batches
     jax, jnp, optax, nnx = import_jax()
     if not 0 < start_lr < end_lr:
         raise ValueError(f"need 0 < start_lr < end_lr, got start_lr={start_lr}, end_lr={end_lr}")
@@ -781,7 +781,7 @@ def lr_find_flax(model,  # a Flax NNX module (not modified)
     tx = optax.adamw(lambda c: start_lr * gamma ** c, weight_decay=0.0)
     step_fn = flax_steps(graphdef, graphdef, templates, flax_loss(loss_fn), tx)[0](1)
     state, keys = FlaxState(params, rest, tx.init(params)), dict(KeyStreams(0).base)
-    lrs, losses, avg, best = [], [], 0.0, math.inf
+    lrs, losses, raw, avg, best = [], [], [], 0.0, math.inf
     batches = cycle_batches(dl_train)
     for i in range(num_steps):
         xb, yb = split_arrays(next(batches))
@@ -792,8 +792,8 @@ def lr_find_flax(model,  # a Flax NNX module (not modified)
         smoothed = avg / (1 - smooth ** (i + 1))
         lrs.append(start_lr * gamma ** i)
         losses.append(smoothed)
-        best = min(best, smoothed)
-        if smoothed > 4 * best and i > 10: break
+        raw.append(value)
+        if smoothed > 4 * (best := min(best, smoothed)) and i > 10: break
     if len(losses) < 3:
         raise ValueError("lr_find: the loss was not finite from the start; check the model and data first")
-    return LRFinder(lrs, losses, steepest_lr(lrs, losses))
+    return LRFinder.from_sweep(lrs, losses, raw)

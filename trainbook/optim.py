@@ -5,10 +5,11 @@
 # %% ../nbs/05_optim.ipynb #1bd91f7c
 from __future__ import annotations
 import copy, math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable, Optional
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -19,8 +20,8 @@ from .distributed import full_tensor
 # %% auto #0
 __all__ = ['NORM_TYPES', 'SCHEDULE_FNS', 'SCHEDULER_INTERVALS', 'EPOCH_SCHEDULERS', 'param_groups', 'warmup_steps', 'constant',
            'warmup_cosine', 'one_cycle', 'schedule_steps', 'make_scheduler', 'scale_lr', 'LRFinder', 'cycle_batches',
-           'steepest_lr', 'lr_find', 'unscale_and_clip', 'gradient_norms', 'step_optimizer', 'optimizer_step',
-           'pick_scheduler_interval', 'train_step']
+           'steepest_lr', 'step_noise', 'window_means', 'descent_lr', 'lr_find', 'unscale_and_clip', 'gradient_norms',
+           'step_optimizer', 'optimizer_step', 'pick_scheduler_interval', 'train_step']
 
 # %% ../nbs/05_optim.ipynb #075ae175
 NORM_TYPES = (nn.modules.batchnorm._NormBase, nn.LayerNorm, nn.GroupNorm, nn.LocalResponseNorm) + \
@@ -121,11 +122,26 @@ def scale_lr(lr: float,  # the lr tuned at `base_batch`
 # %% ../nbs/05_optim.ipynb #48ca48bf
 @dataclass
 class LRFinder:
-    "The result of `lr_find`: the loss at each lr, and a suggested lr (None when stopped: a cut-short sweep)."
-    lrs: list
-    losses: list
-    suggestion: Optional[float]
+    "The result of `lr_find`: the loss at each lr, a suggested lr (or None) and why."
+    lrs: list  # the sweep's lrs, in order
+    losses: list  # the smoothed loss at each (what is plotted)
+    suggestion: Optional[float]  # the suggested lr; None: a stopped sweep, or no sustained descent
     stopped: bool = False  # ended early by a Stop request
+    raw: list = field(default_factory=list)  # the raw per-step losses the suggestion is read from
+    reason: str = ""  # how the suggestion was found, or why there is none
+
+    @classmethod
+    def from_sweep(cls,
+                   lrs: list,  # the sweep's lrs
+                   losses: list,  # the smoothed loss at each
+                   raw: list,  # the raw loss at each
+                   stopped: bool = False,  # ended early by a Stop request
+                  ) -> LRFinder:
+        "The finder of a finished (or stopped) sweep, its suggestion read by `descent_lr`."
+        if stopped:  # a sweep stopped early covered only the smallest lrs: no suggestion from a part
+            return cls(lrs, losses, None, True, raw, "stopped before the sweep ended")
+        suggestion, reason = descent_lr(lrs, raw)
+        return cls(lrs, losses, suggestion, False, raw, reason)
 
     def plot(self):
         "The loss-vs-lr curve (log x) with the suggestion marked."
@@ -150,11 +166,45 @@ def cycle_batches(dl,  # re-iterable of batches
 def steepest_lr(lrs: list,  # the lrs of the sweep
                 losses: list,  # the smoothed loss at each
                ) -> Optional[float]:
-    "The lr of the steepest descent of the smoothed loss, ignoring the noisy first and exploding last points."
+    "The lr of the largest one-step drop of the smoothed loss past its first 10% (the old rule: noise wins)."
     if len(losses) < 3: return None
     lo, hi = len(losses) // 10, max(len(losses) // 10 + 2, int(len(losses) * 0.9))
     slopes = [(losses[i + 1] - losses[i]) for i in range(lo, min(hi, len(losses) - 1))]
     return lrs[lo + min(range(len(slopes)), key=slopes.__getitem__)]
+
+def step_noise(raw: list,  # the raw per-step losses of a sweep
+              ) -> float:
+    "The noise (sd) of one step's loss: the robust spread (1.4826 MAD) of step-to-step differences / √2."
+    diffs = np.diff(np.asarray(raw, dtype=float))
+    return float(1.4826 * np.median(np.abs(diffs - np.median(diffs))) / math.sqrt(2))
+
+def window_means(raw: list,  # the raw per-step losses of a sweep
+                 width: int,  # steps in a window
+                ) -> np.ndarray:
+    "The mean loss of each full window of `width` consecutive steps (the window at step i starts there)."
+    sums = np.cumsum(np.r_[0.0, np.asarray(raw, dtype=float)])
+    return (sums[width:] - sums[:-width]) / width
+
+def descent_lr(lrs: list,  # the sweep's lrs
+               raw: list,  # the raw loss at each
+               z: float = 3.0,  # how many noise sds the fall must exceed
+              ) -> tuple[Optional[float], str]:
+    "The lr halfway down the sweep's sustained descent, and how it was found; None and why, without one."
+    n, width = len(raw), max(3, len(raw) // 10)
+    if n < 2 * width: return None, f"too short: {n} steps, a descent needs at least {2 * width}"
+    means = window_means(raw, width)
+    bottom = int(np.argmin(means))
+    top = int(np.argmax(means[:bottom + 1]))
+    fall, noise = means[top] - means[bottom], step_noise(raw)
+    needed = z * noise * math.sqrt(2 / width)  # the sd of a difference of two window means: noise·√(2/width)
+    if fall <= needed:
+        return None, (f"no sustained descent: the loss fell {fall:.3g} at most over windows of {width} steps, "
+                      f"within {z:g} sds of the noise ({needed:.3g}): it only rises or stays flat")
+    half = top + int(np.argmax(means[top:bottom + 1] <= means[top] - fall / 2))
+    at = half + width // 2  # the window's middle step
+    return lrs[at], (f"halfway down the descent: the loss fell {fall:.3g} "
+                     f"from lr {lrs[top + width // 2]:.2e} "
+                     f"to {lrs[bottom + width // 2]:.2e} ({fall / needed * z:.1f} noise sds)")
 
 def lr_find(model: nn.Module,  # the model to probe (a copy is trained; the model is not touched)
             dl_train,  # re-iterable of batches, in any form `fit` takes (cycled when shorter than num_steps)
@@ -168,7 +218,7 @@ def lr_find(model: nn.Module,  # the model to probe (a copy is trained; the mode
             smooth: float = 0.98,  # exponential smoothing of the loss curve
             stop=None,  # a `threading.Event` (or a callable returning bool): end early and return what was found
            ) -> LRFinder:
-    "LR range test on a copy of `model`: exponential lr sweep, stop when the loss explodes, suggest the steepest descent."
+    "LR range test on a copy of `model`: exponential lr sweep, stop when the loss explodes; `descent_lr` suggests."
     if any(t.__module__.startswith("flax.nnx") for t in type(model).__mro__):  # a Flax model: the JAX sweep
         from trainbook.jax_loop import lr_find_flax
         return lr_find_flax(model, dl_train, loss_fn, start_lr=start_lr, end_lr=end_lr, num_steps=num_steps,
@@ -183,7 +233,7 @@ def lr_find(model: nn.Module,  # the model to probe (a copy is trained; the mode
         opt = torch.optim.AdamW(param_groups(net, weight_decay), lr=start_lr)
     if ctrl_c.pressed: raise KeyboardInterrupt("lr_find: Ctrl-C while it set up (after it, torch is whole)")
     gamma = (end_lr / start_lr) ** (1 / max(1, num_steps - 1))
-    lrs, losses, avg, best, stopped = [], [], 0.0, math.inf, False
+    lrs, losses, raw, avg, best, stopped = [], [], [], 0.0, math.inf, False
     batches = cycle_batches(dl_train)
     for i in range(num_steps):
         if stop_requested(stop):
@@ -201,12 +251,12 @@ def lr_find(model: nn.Module,  # the model to probe (a copy is trained; the mode
         smoothed = avg / (1 - smooth ** (i + 1))
         lrs.append(lr)
         losses.append(smoothed)
+        raw.append(value)
         best = min(best, smoothed)
         if smoothed > 4 * best and i > 10: break
     if len(losses) < 3 and not stopped:
         raise ValueError("lr_find: the loss was not finite from the start; check the model and data first")
-    # a sweep stopped early covered only the smallest lrs: its steepest point is no suggestion
-    return LRFinder(lrs, losses, None if stopped else steepest_lr(lrs, losses), stopped)
+    return LRFinder.from_sweep(lrs, losses, raw, stopped)
 
 # %% ../nbs/05_optim.ipynb #0a67b787
 def unscale_and_clip(optimizer: torch.optim.Optimizer,  # the optimizer whose gradients are unscaled
