@@ -249,8 +249,9 @@ def lr_status(finder,  # an `LRFinder` from `lr_find`
         return (f"find LR <b>stopped</b> after {len(finder.lrs)} learning rates: no suggested lr from a "
                 f"sweep cut short (config lr {config_lr:.2e}); press it again and let it finish")
     if finder.suggestion is None:
+        why = html.escape(getattr(finder, "reason", "") or "")
         return (f"find LR: <b>no suggested lr</b> from {len(finder.lrs)} learning rates "
-                f"(config lr {config_lr:.2e})")
+                f"(config lr {config_lr:.2e}){': ' + why if why else ''}")
     return f"suggested lr: <b>{finder.suggestion:.2e}</b> (config lr {config_lr:.2e})"
 
 def error_html(what: str,  # the action that failed ("training", "find LR", ...)
@@ -371,8 +372,8 @@ class TrainPanel(Snapshot):
     def _overfit(self):
         from trainbook.figures import plot_overfit
         from trainbook.sanity import overfit_batch
-        self.sanity = overfit_batch(self.model, next(iter(self.dl_train)), self.loss_fn, steps=200,
-                                    stop=self._stop)
+        self.sanity = overfit_batch(self.model, next(iter(self.dl_train)), self.loss_fn,
+                                    stop=self._stop)  # its own steps: the panel's verdict is the function's
         self.findings.value = findings_html(self.sanity.findings)
         if len(self.sanity.history): self.show_figure(plot_overfit(self.sanity))
         return overfit_status(self.sanity)
