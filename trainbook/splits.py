@@ -98,12 +98,22 @@ class RowHashes:
 def _parts(train, valid, test) -> dict:
     return {k: v for k, v in (("train", train), ("valid", valid), ("test", test)) if v is not None and len(v)}
 
+_DRIFT_SE = 3.0  # standard errors: a random split of that many rows gives a larger drift under 3 times in 1,000
+_DRIFT_MIN = 0.05  # share: a smaller drift matters little to training, however sure
+
+def _drift_noise(base: pd.Series, counts: pd.Series, n_base: int, n_part: int) -> pd.Series:
+    "Per class, the standard error of the share gap between two parts of n_base and n_part random rows."
+    pooled = (base * n_base + counts * n_part) / (n_base + n_part)  # the class's share in both parts
+    return np.sqrt(pooled * (1 - pooled) * (1 / n_base + 1 / n_part))
+
 def class_share_findings(shares: dict,  # part name -> class shares in it (a Series; absent or 0: no rows)
                          classes: set,  # every class of the target
                          target: str,  # the target column (named in the findings)
                          where: str = "",  # appended to the messages (e.g. " in fold 2")
+                         sizes: Optional[dict] = None,  # part name -> its labelled rows (None: size alone)
                         ) -> list[Finding]:
-    "Parts without rows of some class, and parts whose class shares drift from train's by over 5 points."
+    """Parts without rows of some class, and parts whose class shares drift from train's by over 5 points and
+    (given `sizes`) by over 3 standard errors of what a random split of that many rows gives."""
     out = []
     for name, counts in shares.items():
         missing = classes - set(counts.index[counts > 0])
@@ -117,13 +127,20 @@ def class_share_findings(shares: dict,  # part name -> class shares in it (a Ser
     for name, counts in shares.items():
         if name == "train" or base is None: continue
         both = base.index.union(counts.index)
-        drift = float((counts.reindex(both, fill_value=0) - base.reindex(both, fill_value=0)).abs().max())
-        if drift > 0.05:
+        b, c = base.reindex(both, fill_value=0), counts.reindex(both, fill_value=0)
+        gap = (c - b).abs()
+        drift = float(gap.max()) if len(gap) else 0.0
+        known = sizes and sizes.get("train") and sizes.get(name)  # rows on both sides: sampling noise known
+        noise = _drift_noise(b, c, sizes["train"], sizes[name]) if known else None
+        real = gap > _DRIFT_MIN if noise is None else (gap > _DRIFT_MIN) & (gap > _DRIFT_SE * noise)
+        if real.any():
+            se = float((gap / noise)[real].max()) if noise is not None else None  # how far beyond chance
+            z = f" ({se:.1f} standard errors)" if se is not None else ""
             out.append(Finding("class_balance_drift", "warning",
-                               f"class shares in {name} differ from train by up to {drift:.1%}{where}",
+                               f"class shares in {name} differ from train by up to {drift:.1%}{z}{where}",
                                column=target,
                                advice="stratify the split (strategy='stratified' or 'stratified_group')",
-                               data={"split": name, "max_drift": drift}))
+                               data={"split": name, "max_drift": drift, "standard_errors": se}))
     return out
 
 def require_positions(idx,  # row positions (what a Splits part holds)
@@ -226,7 +243,8 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
     if target is not None and (task or infer_task(df[target])) != "regression":
         y = df[target]
         shares = {name: y.iloc[idx].value_counts(normalize=True) for name, idx in parts.items()}
-        out += class_share_findings(shares, set(y.dropna().unique()), target, where)
+        sizes = {name: int(y.iloc[idx].notna().sum()) for name, idx in parts.items()}
+        out += class_share_findings(shares, set(y.dropna().unique()), target, where, sizes)
     return out
 
 # %% ../nbs/02_splits.ipynb #3ff518b0

@@ -1,0 +1,142 @@
+"""Held-out findings on the leakage check (a leak missing on some rows, a label in an id's prefix) and on the
+split audit's class balance (drift judged against the sampling noise of a random split)."""
+import numpy as np
+import pandas as pd
+import pytest
+
+import trainbook as tb
+from trainbook.splits import Splits, class_share_findings
+
+
+def _frame(n=1000, seed=0, task="binary"):
+    "Four honest features; `a + b` explains the target partly (no single column comes near a leak)."
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame(rng.normal(size=(n, 4)), columns=list("abcd"))
+    noisy = df.a + df.b + rng.normal(size=n)
+    if task == "binary": df["y"] = (noisy > 0).astype(int)
+    elif task == "multiclass": df["y"] = pd.qcut(noisy, 4, labels=False)
+    elif task == "imbalanced": df["y"] = (noisy > np.quantile(noisy, 0.92)).astype(int)
+    else: df["y"] = noisy * 3
+    return df
+
+
+def _leaks(df, target="y"):
+    return {f.column: f for f in tb.check_data(df, target).by_kind("target_leak")}
+
+
+# --- f5: a copy of the target that is missing on some rows --------------------------------------------------
+
+@pytest.mark.parametrize("share", [0.1, 0.4])
+def test_a_class_label_copy_missing_on_some_rows_is_a_leak(share):
+    df = _frame()
+    rng = np.random.default_rng(1)
+    df["outcome_code"] = df.y.astype(float).where(rng.random(len(df)) >= share)  # NaN on `share` of the rows
+    leaks = _leaks(df)
+    assert set(leaks) == {"outcome_code"}
+    f = leaks["outcome_code"]
+    assert f.data["filled_share"] == pytest.approx(1 - share, abs=0.05)
+    assert f.data["score"] >= 0.98 and "where it is filled" in f.message
+
+
+def test_a_regression_target_copy_missing_on_30pct_of_rows_is_a_leak():
+    df = _frame(task="regression")
+    df["y_copy"] = df.y.where(np.random.default_rng(2).random(len(df)) > 0.3)
+    leaks = _leaks(df)
+    assert set(leaks) == {"y_copy"} and leaks["y_copy"].data["metric"] == "R²"
+    assert leaks["y_copy"].data["filled_share"] == pytest.approx(0.7, abs=0.05)
+
+
+def test_a_complete_leak_still_reports_every_row_scored():
+    df = _frame()
+    df["outcome_code"] = df.y
+    f = _leaks(df)["outcome_code"]
+    assert f.data["filled_share"] == 1.0 and "where it is filled" not in f.message
+
+
+@pytest.mark.parametrize("task", ["binary", "multiclass", "imbalanced", "regression"])
+def test_clean_frames_with_missing_values_and_an_id_raise_no_leak(task):
+    "Honest columns missing at random (10% to 85% of rows), an id column: no `target_leak`, several seeds."
+    for seed in range(3):
+        df = _frame(n=800, seed=seed, task=task)
+        rng = np.random.default_rng(seed + 10)
+        for col, share in zip("abcd", (0.1, 0.4, 0.7, 0.85)):
+            df[col] = df[col].where(rng.random(len(df)) >= share)
+        best = df.a.fillna(0) + df.b.fillna(0)  # the best honest column, half missing
+        df["strong"] = best.where(rng.random(len(df)) >= 0.5)
+        df["customer_id"] = [f"cust-{i:05d}" for i in rng.permutation(len(df))]
+        df["ref"] = [f"{rng.choice(['ab', 'cd', 'ef'])}{rng.integers(1e6)}" for _ in range(len(df))]
+        assert not _leaks(df), (task, seed)
+
+
+# --- 3: a label hidden in a high-cardinality text column ----------------------------------------------------
+
+def test_a_label_in_the_prefix_of_an_id_or_a_note_is_a_leak():
+    df = _frame()
+    rng = np.random.default_rng(3)
+    word = np.where(df.y == 1, "approved", "rejected")
+    df["status"] = [f"{w}-{i}" for i, w in enumerate(word)]  # near-unique: an identifier by its role
+    df["note"] = [f"{w.title()} after review number {rng.integers(1e6)} of the file" for w in word]  # text
+    leaks = _leaks(df)
+    assert set(leaks) == {"status", "note"}
+    assert all(f.data["view"] == "prefix" and "leading letters" in f.message for f in leaks.values())
+
+
+def test_an_honest_prefix_raises_no_leak():
+    "A prefix that is a real, weak feature (the region of an order id) is scored and is not a leak."
+    df = _frame()
+    region = np.where(df.a > 0, "north", "south")  # follows a feature, ~70% right about the target
+    df["order"] = [f"{r}-{i}" for i, r in enumerate(region)]
+    assert not _leaks(df)
+
+
+# --- f6: class balance drift judged against the sampling noise of a random split ----------------------------
+
+@pytest.mark.parametrize("n", [300, 1000])
+def test_random_splits_of_clean_balanced_data_raise_no_class_drift(n):
+    "Before: a fixed 5-point rule warned on 7/20 splits of 300 rows and 2/20 of 1,000 from chance alone."
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        df = pd.DataFrame({"a": rng.normal(size=n), "y": rng.integers(0, 2, n)})
+        s = tb.make_splits(df, "y", strategy="random", seed=seed)
+        assert not [f for f in s.findings if f.kind == "class_balance_drift"], (n, seed)
+
+
+def test_the_same_drift_is_noise_in_a_small_part_and_real_in_a_large_one():
+    "A 10-point gap: within chance for 60 rows against 180, far beyond it for 1,000 against 3,000."
+    train, valid = pd.Series({0: 0.5, 1: 0.5}), pd.Series({0: 0.4, 1: 0.6})
+    def drift(n_valid):
+        found = class_share_findings({"train": train, "valid": valid}, {0, 1}, "y",
+                                     sizes={"train": 3 * n_valid, "valid": n_valid})
+        return [f for f in found if f.kind == "class_balance_drift"]
+    assert not drift(60)
+    (f,) = drift(1000)
+    assert f.data["max_drift"] == pytest.approx(0.1) and f.data["standard_errors"] > 3
+    assert "standard errors" in f.message
+    # a tiny gap in a huge part is sure but does not matter: still under the 5-point floor
+    near = {"train": train, "valid": pd.Series({0: 0.48, 1: 0.52})}
+    assert not class_share_findings(near, {0, 1}, "y", sizes={"train": 10**6, "valid": 10**6})
+
+
+def test_a_stratification_bug_and_a_moving_class_mix_are_still_found():
+    n = 5000
+    df = pd.DataFrame({"a": np.arange(n), "y": np.r_[np.zeros(n // 2), np.ones(n // 2)].astype(int)})
+    rng = np.random.default_rng(0)
+    ones, zeros = np.flatnonzero(df.y == 1), np.flatnonzero(df.y == 0)
+    valid = np.r_[rng.choice(ones, 600, replace=False), rng.choice(zeros, 400, replace=False)]  # 60/40
+    bad = Splits(train=np.setdiff1d(np.arange(n), valid), valid=valid, test=np.array([], dtype=np.int64),
+                 params={"target": "y"})
+    assert [f.data["split"] for f in bad.audit(df) if f.kind == "class_balance_drift"] == ["valid"]
+    t = np.arange(n)  # positives grow from 30% to 60% of the rows over time
+    rising = (rng.random(n) < np.linspace(0.3, 0.6, n)).astype(int)
+    moving = pd.DataFrame({"a": rng.normal(size=n), "t": t, "y": rising})
+    s = tb.make_splits(moving, "y", strategy="time", time="t")
+    assert {f.data["split"] for f in s.findings if f.kind == "class_balance_drift"} == {"valid"}
+
+
+def test_stratified_and_group_splits_of_clean_data_raise_no_class_drift():
+    rng = np.random.default_rng(4)
+    df = pd.DataFrame({"a": rng.normal(size=600), "g": rng.integers(0, 60, 600),
+                       "y": rng.integers(0, 3, 600)})
+    for kw in ({"strategy": "stratified"}, {"strategy": "group", "groups": "g"}):
+        s = tb.make_splits(df, "y", seed=0, **kw)
+        assert not [f for f in s.findings if f.kind == "class_balance_drift"], kw
