@@ -13,10 +13,11 @@ from torch import nn
 from .core import Finding, autocast_dtype
 
 # %% auto #0
-__all__ = ['TARGET_KEYS', 'ELEMENTWISE_LOSSES', 'split_batch', 'to_device', 'describe', 'call_model', 'batch_rows', 'rows_in',
-           'prediction', 'model_loss', 'whole_output', 'wants_whole_output', 'label_range', 'compute_loss', 'eval_mode',
-           'ShapeMismatch', 'check_loss_value', 'nothing_to_train', 'check_loss_shapes', 'autocast', 'Feeder',
-           'forward', 'training_lock', 'stop_requested', 'DeferredCtrlC']
+__all__ = ['TARGET_KEYS', 'ELEMENTWISE_LOSSES', 'BCE_LOSSES', 'split_batch', 'to_device', 'describe', 'call_model', 'batch_rows',
+           'rows_in', 'prediction', 'model_loss', 'whole_output', 'wants_whole_output', 'label_range', 'compute_loss',
+           'eval_mode', 'ShapeMismatch', 'TargetsOutOfRange', 'bce_target_range', 'check_loss_value',
+           'nothing_to_train', 'check_loss_shapes', 'autocast', 'Feeder', 'forward', 'training_lock', 'stop_requested',
+           'DeferredCtrlC']
 
 # %% ../nbs/03a_batch.ipynb #17015856
 TARGET_KEYS = ("y", "label", "labels", "target")
@@ -309,6 +310,32 @@ class ShapeMismatch(ValueError):
         super().__init__(message)
         self.finding = finding
 
+BCE_LOSSES = ("binary_cross_entropy", "binary_cross_entropy_with_logits", "bceloss", "bcewithlogitsloss")
+
+class TargetsOutOfRange(ValueError):
+    "Targets outside the values the loss is defined on (a BCE loss's [0, 1]); `.finding` says the same."
+    def __init__(self, finding: Finding):  # a `target_out_of_range` Finding (for reports such as a dry run)
+        super().__init__(f"{finding.message}; {finding.advice}")
+        self.finding = finding
+
+def bce_target_range(yb,  # a batch's targets
+                     loss_fn: Optional[Callable],  # the loss: a BCE one is known by name (a partial too)
+                    ) -> Optional[Finding]:
+    "An error finding when a BCE loss gets targets outside [0, 1] (class labels 0..C-1, say); None otherwise."
+    fn = loss_fn.func if isinstance(loss_fn, functools.partial) else loss_fn
+    name = getattr(fn, "__name__", type(fn).__name__)
+    if name.lower() not in BCE_LOSSES or not isinstance(yb, torch.Tensor) or not yb.numel(): return None
+    lo, hi = (float(v) for v in torch.aminmax(yb.detach().float()))
+    if not (lo < 0 or hi > 1): return None  # NaN targets are for the NaN checks
+    labels = "class labels, " if float(yb.detach().float().frac().abs().max()) == 0 else ""
+    message = (f"{name} takes targets in [0, 1] (the probability of the positive class), but the targets "
+               f"run from {lo:g} to {hi:g} ({labels}outside [0, 1]): on them the loss has no minimum and "
+               "training drives it below 0 towards -inf")
+    advice = ("for class labels 0..C-1 use cross_entropy with C outputs (nn.Linear(..., C)) and integer "
+              "targets (y.long()); for a binary task map the targets to 0./1.")
+    return Finding("target_out_of_range", "error", message, advice=advice,
+                   data={"loss": name, "min_target": lo, "max_target": hi})
+
 def _one_class_column(pred, yb) -> bool:
     "Whether `pred` has one column where integer targets `yb` (one per row) are class indices: C=1."
     return pred.ndim == yb.ndim + 1 and pred.shape[1] == 1 and not yb.is_floating_point()
@@ -359,8 +386,11 @@ def check_loss_shapes(pred,  # the model's prediction (see `prediction`)
                       yb,  # the targets
                       loss_fn: Optional[Callable],  # the loss, whatever it is (a named one, a lambda, a module)
                      ) -> None:
-    "Raise `ShapeMismatch` (a ValueError naming both shapes) when a loss would broadcast `pred` against `yb`."
+    """Raise `ShapeMismatch` (a ValueError naming both shapes) when a loss would broadcast `pred` against
+    `yb`, and `TargetsOutOfRange` when a BCE loss gets targets outside [0, 1] (`bce_target_range`)."""
     if loss_fn is None or not isinstance(pred, torch.Tensor) or not isinstance(yb, torch.Tensor): return
+    out_of_range = bce_target_range(yb, loss_fn)
+    if out_of_range is not None: raise TargetsOutOfRange(out_of_range)
     if pred.shape == yb.shape: return
     name = getattr(loss_fn, "__name__", type(loss_fn).__name__).lower()
     try: broadcast = tuple(torch.broadcast_shapes(pred.shape, yb.shape))

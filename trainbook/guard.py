@@ -15,12 +15,12 @@ from .batch import nothing_to_train, rows_in
 from .checkpoint import probe_writable
 from .core import Finding, TrainConfig, did_you_mean, loader_length
 from .metrics import resolve_metrics
-from .optim import SCHEDULER_INTERVALS
+from .optim import SCHEDULE_FNS, SCHEDULER_INTERVALS, warmup_steps
 
 # %% auto #0
 __all__ = ['LOWER_IS_BETTER', 'HIGHER_IS_BETTER', 'check_loss_fn', 'check_loader', 'require_batches', 'logged_values',
-           'better_mode', 'check_monitor', 'monitor_fallback', 'nonfinite_validation', 'check_optimizer',
-           'check_fit_inputs']
+           'better_mode', 'check_monitor', 'monitor_fallback', 'run_steps', 'warmup_past_run', 'nonfinite_validation',
+           'check_optimizer', 'check_fit_inputs']
 
 # %% ../nbs/06a_guard.ipynb #28a3ff5a
 def check_loss_fn(loss_fn: Optional[Callable],  # e.g. nn.CrossEntropyLoss() or F.cross_entropy; None = the model's
@@ -162,6 +162,30 @@ def monitor_fallback(cfg: TrainConfig,  # the run's config (its `monitor`, `pati
                            "to stop on the training loss on purpose",
                     data={"monitor": "valid_loss", "follows": "train_loss"})]
 
+def run_steps(cfg: TrainConfig,  # `epochs`, `accum_steps` and `max_steps` are read
+              n_batches: Optional[int],  # dl_train's batches in an epoch; None when it has no length
+             ) -> Optional[int]:
+    "The run's optimizer steps: `epochs` × an epoch's steps, capped by `max_steps`; None when unknown."
+    per_epoch = math.ceil(n_batches / cfg.accum_steps) if n_batches else None
+    budgets = [x for x in (cfg.max_steps, per_epoch and per_epoch * cfg.epochs) if x]
+    return min(budgets) if budgets else None
+
+def warmup_past_run(cfg: TrainConfig,  # the run's config (its `schedule`, `warmup` and `lr`)
+                    total_steps: Optional[int],  # the run's optimizer steps (`run_steps`); None = unknown
+                   ) -> list[Finding]:
+    "A warning when fit's schedule warms up for the whole run or longer: the lr never gets past its warmup."
+    if cfg.schedule not in SCHEDULE_FNS or not cfg.warmup or not total_steps: return []
+    warm = warmup_steps(cfg.warmup, total_steps)
+    if warm < total_steps: return []
+    last = cfg.lr * SCHEDULE_FNS[cfg.schedule](total_steps - 1, total_steps, warm)  # the highest lr used
+    return [Finding("warmup_past_run", "warning",
+                    f"warmup={cfg.warmup:g} is {warm} optimizer steps but the run has {total_steps} "
+                    f"(schedule={cfg.schedule!r}): the lr warms up for the whole run and ends at {last:.3g}, "
+                    f"{last / cfg.lr:.0%} of lr={cfg.lr:g}",
+                    advice="shorten the warmup (warmup < 1 is a fraction of the run's steps: warmup=0.05 is "
+                           "5%), or train longer (epochs=, max_steps=)",
+                    data={"warmup_steps": warm, "total_steps": total_steps, "last_lr": last})]
+
 # %% ../nbs/06a_guard.ipynb #dc3bcc9b
 def nonfinite_validation(values: dict,  # one validation's results: name -> value (loss, metrics)
                          epoch: int,  # the epoch it closed (0-based)
@@ -237,6 +261,8 @@ def check_fit_inputs(model,  # what `fit` got as `model`
         raise ValueError("accum_steps > 1 needs a dl_train with a length, so the epoch's "
                          "last window can be sized")
     check_optimizer(model, optimizer, scheduler, strategy)
+    for note in warmup_past_run(cfg, run_steps(cfg, n_train)) if scheduler is None else ():
+        warnings.warn(f"{note.message}; {note.advice}", stacklevel=3)  # fit's own schedule only
     if scheduler_interval not in (None, *SCHEDULER_INTERVALS):
         raise ValueError(f"scheduler_interval must be None, 'step' or 'epoch', got {scheduler_interval!r}")
     if not isinstance(profile, int) or isinstance(profile, bool) or profile < 0:

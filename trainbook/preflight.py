@@ -4,7 +4,7 @@
 
 # %% ../nbs/08a_preflight.ipynb #a6a5d8f2
 from __future__ import annotations
-import copy, ctypes, functools, gc, math, statistics, tempfile, time
+import copy, ctypes, functools, gc, statistics, tempfile, time, warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,15 +13,13 @@ from typing import Any, Callable, Iterable, Optional, Union
 import torch
 from torch import nn
 
-from .checkpoint import RUN_FILES, unwritable
-from .guard import loader_length
-from .batch import (batch_rows, call_model, compute_loss, model_loss, prediction, rows_in,
-                             split_batch, to_device, training_lock)
-from .checkpoint import load_checkpoint
+from .checkpoint import RUN_FILES, load_checkpoint, unwritable
+from .batch import (batch_rows, bce_target_range, call_model, compute_loss, model_loss, prediction,
+                             rows_in, split_batch, to_device, training_lock)
 from .core import (Finding, TrainConfig, announce, findings_html, pick_device, pick_precision,
                             rng_state, set_rng_state)
 from .events import Callback
-from .guard import check_fit_inputs
+from .guard import check_fit_inputs, check_loss_fn, loader_length, run_steps, warmup_past_run
 from .loop import fit
 from .run import unrecorded
 from .optim import param_groups, scale_lr, train_step
@@ -59,8 +57,7 @@ def free_memory(device: Union[str, torch.device] = "cpu",  # the device whose ca
     "Give freed memory back: Python's garbage, CUDA's cached blocks, glibc's free heap pages."
     gc.collect() if full else gc.collect(0)
     if torch.device(device).type == "cuda": torch.cuda.empty_cache()
-    libc = _libc()
-    if libc is not None and hasattr(libc, "malloc_trim"): libc.malloc_trim(0)
+    if hasattr(_libc(), "malloc_trim"): _libc().malloc_trim(0)  # None (no glibc) has no malloc_trim
 
 class PeakMemory:
     "The peak memory of the work inside (`peak_mb`) and its rise over the start (`growth_mb`)."
@@ -143,8 +140,7 @@ class _Recorder:
         self.handles = [h for m in self.names for h in (m.register_forward_pre_hook(self._enter),
                                                       m.register_forward_hook(self._leave))]
 
-    def _enter(self, module, args):
-        self.stack.append(self.names[module])
+    def _enter(self, module, args): self.stack.append(self.names[module])
 
     def _leave(self, module, args, out):
         name = self.stack.pop()
@@ -276,12 +272,10 @@ def summary(model: nn.Module,  # the model to describe (a copy runs; the model i
     "Each module's output shape and parameters, the memory totals, findings (frozen, final activation, ...)."
     import pandas as pd
     _check_module(model)
-    if loss_fn is not None and not callable(loss_fn):
-        raise TypeError(f"loss_fn must be callable or None, got {type(loss_fn).__name__}")
+    check_loss_fn(loss_fn)  # None, or a callable (a loss class is refused, named)
     xb, yb = (batch, None) if isinstance(batch, torch.Tensor) else split_batch(batch)
     with training_lock(model, "summary"): probe = copy.deepcopy(model).train()
-    first = next(probe.parameters(), None)
-    device = first.device if first is not None else torch.device("cpu")
+    device = next((p.device for p in probe.parameters()), torch.device("cpu"))
     xb, yb = to_device((xb, yb), device)
     rec = _Recorder(probe)
     try:
@@ -300,6 +294,7 @@ def summary(model: nn.Module,  # the model to describe (a copy runs; the model i
     if value_checks and not findings_of(findings, "activation_before_loss"):  # what the outputs' values show
         findings += [f for f in static_findings(probe, pred, yb, loss_fn)
                      if f.kind in ("activation_before_loss", "label_out_of_range")]
+    findings += [f for f in [bce_target_range(yb, loss_fn)] if f is not None]  # BCE targets outside [0, 1]
     findings += no_gradient(probe) if total else []
     trainable = sum(p.numel() for p in unique if p.requires_grad)
     buffers = sum(b.numel() * b.element_size() for b in model.buffers())
@@ -363,15 +358,15 @@ class _NamedMetric:
 
 class _Take:
     "The first `n` batches of a re-iterable, timing the wait for each; other attributes are the loader's."
-    def __init__(self, dl, n: int): self.dl, self.n, self.wait, self.rows, self.batches = dl, n, 0.0, 0, 0
+    def __init__(self, dl, n: int):
+        self.dl, self.n, self.wait, self.rows, self.batches, self.first = dl, n, 0.0, 0, 0, None
 
     def __len__(self): return min(self.n, len(self.dl))  # TypeError without a length: fit reads "unknown"
 
     def __iter__(self):
-        # Taking the first n batches stops a loader's epoch in the middle. A loader that keeps its position
-        # (TensorLoader, TokenLoader: a resume continues the epoch) would start its next pass there, and with
-        # exactly n batches it would sit at the end and yield nothing. So each pass starts where the loader
-        # was and leaves it there: the user's loader is as it was, and every pass sees the same batches.
+        # A loader that keeps its position (TensorLoader, TokenLoader) would start its next pass where the
+        # first n batches stopped it (at its end: nothing). So each pass starts where the loader was and
+        # leaves it there: the user's loader is as it was, and every pass sees the same batches.
         where = self.dl.state_dict() if hasattr(self.dl, "load_state_dict") else None
         batches = iter(self.dl)
         try:
@@ -382,6 +377,7 @@ class _Take:
                 self.wait += time.perf_counter() - t
                 self.rows += rows_in(batch) or 0
                 self.batches += 1
+                if self.first is None: self.first = batch
                 yield batch
         finally:
             close = getattr(batches, "close", None)
@@ -499,9 +495,11 @@ class _DryRun:
         valid = _Take(self.dl_valid, self.valid_batches) if self.dl_valid is not None else None
         probe = _Probe()
         try:
-            run = fit(net, train, valid, loss_fn=self.loss_fn, config=cfg, optimizer=opt, scheduler=sched,
-                      metrics=self.metrics or None, callbacks=[*cbs, probe], resume=resume, live=False,
-                      track=False)
+            with warnings.catch_warnings():  # a short trial is all warmup; the run's warmup is a finding
+                warnings.filterwarnings("ignore", message="warmup=")
+                run = fit(net, train, valid, loss_fn=self.loss_fn, config=cfg, optimizer=opt, scheduler=sched,
+                          metrics=self.metrics or None, callbacks=[*cbs, probe], resume=resume, live=False,
+                          track=False)
         except Exception as e: return _Trial(None, probe, train, valid, _error_finding(e, probe.phase))
         return _Trial(run, probe, train, valid, None)
 
@@ -548,9 +546,7 @@ def _timings(trial: _Trial, cfg: TrainConfig, dl_train, dl_valid) -> dict:
     step_time = statistics.median(d[1:] if len(d) > 1 else d)
     n_valid = trial.valid.batches if trial.valid is not None else 0
     valid_batch_time = trial.probe.valid_time / n_valid if n_valid else None
-    n_train = loader_length(dl_train)
-    total = math.ceil(n_train / cfg.accum_steps) * cfg.epochs if n_train else None
-    total = min(x for x in (total, cfg.max_steps) if x) if (total or cfg.max_steps) else None
+    total = run_steps(cfg, loader_length(dl_train))
     n_eval = loader_length(dl_valid) if dl_valid is not None else 0
     evals = cfg.epochs + (total // cfg.eval_every if cfg.eval_every and total else 0)
     estimate = step_time * total + (valid_batch_time or 0) * (n_eval or 0) * evals if total else None
@@ -579,11 +575,11 @@ def dry_run(model: nn.Module,  # the model of the run (copies train; it is not t
         raise TypeError(f"config must be a trainbook.TrainConfig, got {type(cfg).__name__}")
     _check_positive(steps=steps, valid_batches=valid_batches)
     t0 = time.perf_counter()
-    findings = []
+    findings = [] if scheduler else warmup_past_run(cfg, run_steps(cfg, loader_length(dl_train)))
     if cfg.checkpoint_dir: findings += probe_folder(cfg.checkpoint_dir) + _previous_run(cfg.checkpoint_dir)
     try:
-        # the folder (probed above without a trace) and the monitor (below) get findings of their own
-        door = cfg.replace(checkpoint_dir=None, monitor="train_loss", mode="min")
+        # the folder (probed above without a trace), the warmup and the monitor get findings of their own
+        door = cfg.replace(checkpoint_dir=None, monitor="train_loss", mode="min", warmup=0.0)
         resolved = check_fit_inputs(model, dl_train, dl_valid, loss_fn, door, optimizer=optimizer,
                                     scheduler=scheduler, metrics=metrics)
     except (TypeError, ValueError) as e:
@@ -607,10 +603,17 @@ def dry_run(model: nn.Module,  # the model of the run (copies train; it is not t
             findings += _run_findings(trial.run)
             findings += dry.round_trip(trial.run)
             findings += dry.resume(trial.run, trial_cfg, f"{tmp}/resumed", cfg.accum_steps)
+    findings += _summary_findings(model, trial.train.first, loss_fn, findings)  # summary's checks agree
     report = DryRunReport(False, dry.findings + findings, run=trial.run,
                           peak_memory_mb=mem.peak_mb if device.type == "cuda" else mem.growth_mb,
                           **_timings(trial, cfg, dl_train, dl_valid))
     return _verdict(report, t0)
+
+def _summary_findings(model, batch, loss_fn, found: list) -> list[Finding]:
+    "`summary`'s model and loss findings on the run's first batch, but for kinds the trial already reported."
+    try: checks = summary(model, batch, loss_fn).findings
+    except Exception: return []  # the trial's own finding names what failed
+    return [f for f in checks if f.kind not in {g.kind for g in found}]
 
 def _verdict(report: DryRunReport, t0: float) -> DryRunReport:
     report.passed = not any(f.severity == "error" for f in report.findings)
