@@ -696,7 +696,7 @@ def check_data(df: pd.DataFrame,  # the training data, one row per example
                time: Optional[str] = None,  # column that orders rows in time
                serving: Optional[pd.DataFrame] = None,  # data seen at prediction time (train/serving parity)
                task: str = "auto",  # 'auto', 'binary', 'multiclass' or 'regression'
-               leak_check: bool = True,  # score each feature alone against the target (a few shallow trees)
+               leak_check: bool = True,  # score each feature alone against the target (binned, on held-out rows)
               ) -> DataReport:
     "Run every data check on `df` (and, with `serving`, train/serving parity); returns a `DataReport`."
     from trainbook import spark  # a Spark DataFrame takes the Spark path (pyspark is imported only there)

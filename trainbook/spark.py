@@ -634,7 +634,8 @@ def _class_findings(counts: dict, names: list, target: str) -> list[Finding]:
     shares = table.div(table.sum(axis=1), axis=0)
     empty = pd.Series(dtype=float)  # a part with no rows has none of any class
     return class_share_findings({name: shares.loc[name] if name in shares.index else empty for name in names},
-                                set(table.columns), target)
+                                set(table.columns), target,
+                                sizes={n: float(table.loc[n].sum()) if n in table.index else 0.0 for n in names})
 
 # %% ../nbs/19_spark.ipynb #7edfc8c7
 def _time_cuts(sdf, time: str, n: int, valid_size: float, test_size: float, gap: int,
