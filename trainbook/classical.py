@@ -16,7 +16,7 @@ from .core import announce, require_instance
 from .data import make_preprocessor
 from .gbdt import BOOSTING_FITS, BOOSTING_LIBRARIES, check_boosting_inputs, frame_xy, split_columns
 from .splits import check_splits
-from .metrics import classification_metrics, proba_2d, regression_metrics
+from .metrics import classification_metrics, proba_2d, regression_metrics, require_codes
 # boosting lives in trainbook.gbdt; these names stay importable from here for code written before the move
 from .gbdt import BoostedModel, fit_xgboost
 
@@ -32,7 +32,7 @@ def tune_threshold(y_true,  # validation labels (0/1)
                    ) -> tuple[float, float]:
     "(threshold, score) maximizing `metric` on validation data."
     from sklearn.metrics import precision_recall_curve, roc_curve
-    y, p = np.asarray(y_true), proba_2d(proba)[:, 1]
+    y, p = require_codes(y_true, "y_true", k=2), proba_2d(proba)[:, 1]  # text labels: encode them first
     if len(np.unique(y)) != 2:
         raise ValueError("tune_threshold needs binary labels with both classes present")
     if metric == "recall_at_precision":
@@ -60,7 +60,7 @@ def pr_curve_figure(y_true,  # labels (0/1)
     "Precision-recall curve (plotly), with the chosen threshold marked."
     import plotly.graph_objects as go
     from sklearn.metrics import average_precision_score, precision_recall_curve
-    y, p = np.asarray(y_true), proba_2d(proba)[:, 1]
+    y, p = require_codes(y_true, "y_true", k=2), proba_2d(proba)[:, 1]  # text labels: encode them first
     prec, rec, thr = precision_recall_curve(y, p)
     ap = average_precision_score(y, p)
     fig = go.Figure(go.Scatter(x=rec, y=prec, mode="lines", name=f"PR (AP {ap:.3f})"))
@@ -121,10 +121,13 @@ def baseline(df: pd.DataFrame,  # the whole table: feature columns and the targe
              task: str = "auto",  # "auto" (from the target), "binary", "multiclass" or "regression"
              models: Union[tuple, str] = ("dummy", "linear", "xgboost"),  # also "lightgbm", "catboost", (name, est)
              seed: int = 0,  # random seed of the boosted models
+             pos_label=None,  # binary: the positive class (None: the rarer of two text labels, else 1/True)
              ) -> pd.DataFrame:
     "Dummy, linear, boosted models and any scikit-learn estimator on the same splits: metrics per split."
     from trainbook import spark, spark_models  # a Spark DataFrame takes the Spark path (pyspark loads there)
     if spark.is_spark_frame(df):
+        if pos_label is not None: raise ValueError("baseline: pos_label is not taken for a Spark DataFrame: "
+                                                   "code the target 0/1 (1: the positive class)")
         return spark_models.baseline(df, target, splits, task=task, models=models, seed=seed)
     from sklearn.base import clone
     from sklearn.dummy import DummyClassifier, DummyRegressor
@@ -133,13 +136,13 @@ def baseline(df: pd.DataFrame,  # the whole table: feature columns and the targe
     task = check_boosting_inputs(df, target, splits, task, scored=("valid", "test"))  # every part is scored
     pairs = _baseline_models(models)
     train = df.iloc[splits.train]
-    X, y, classes = frame_xy(train, target, task)
+    X, y, classes = frame_xy(train, target, task, pos_label=pos_label)
     exclude = split_columns(splits, target)
     X = X.drop(columns=exclude)
     rows = {}
     for name, what in pairs:
         if what in BOOSTING_LIBRARIES:
-            run = BOOSTING_FITS[what](df, target, splits, live=False, task=task, seed=seed)
+            run = BOOSTING_FITS[what](df, target, splits, live=False, task=task, seed=seed, pos_label=pos_label)
             if run.stopped == "interrupted":  # Ctrl-C ended its training: stop here, score no partial model
                 err = KeyboardInterrupt(f"baseline stopped: Ctrl-C while {name!r} trained (round {run.step});"
                                         " err.run is its partial run")

@@ -509,9 +509,15 @@ class FramePrep:
                   df: pd.DataFrame,  # rows with (at least) the training columns
                  ) -> torch.Tensor:
         "Features of `df` as a float32 tensor, preprocessed as in training (ValueError naming bad columns)."
+        return self._features(self.checked(df))
+
+    def checked(self,
+                df: pd.DataFrame,  # rows with (at least) the training columns
+               ) -> pd.DataFrame:
+        "`df` in the training schema (numbers sent as text parsed), unprocessed; a ValueError names bad columns."
         frame, findings, _ = self._serve(df, unseen=False)
         _raise_bad(findings)
-        return self._features(frame)
+        return frame
 
     def transform_for_serving(self,
                               df: pd.DataFrame,  # new rows with the training columns

@@ -4,7 +4,7 @@
 
 # %% ../nbs/10a_gbdt.ipynb #08eb76d2
 from __future__ import annotations
-import importlib, json, time
+import importlib, json, re, time, warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Union
@@ -14,21 +14,21 @@ import pandas as pd
 
 from .batch import DeferredCtrlC
 from .checks import require_column, require_frame, require_task, infer_task, numeric_view
-from .core import TrainConfig, atomic_write, environment
+from .core import Finding, TrainConfig, atomic_write, did_you_mean, environment
 from .data import FramePrep, feature_columns, make_preprocessor
-from .diagnostics import diagnose
+from .diagnostics import Thresholds, diagnose
 from .events import session_observers
 from .checkpoint import Checkpointer
-from .metrics import class_weights, proba_2d
-from .modelfiles import (ModelFileError, check_catboost_file, check_lightgbm_text, check_xgboost_json,
-                                  file_sha256)
+from .metrics import class_order, class_weights, loss_vs_constant, proba_2d
+from .modelfiles import (BOOSTED_FORMAT, ModelFileError, check_catboost_file,
+                                  check_lightgbm_text, check_xgboost_json, file_sha256, read_boosted_meta)
 from .recorder import RoundRecorder
 from .run import Run, remember_run
 from .splits import check_splits, fingerprint_frame
 
 # %% auto #0
-__all__ = ['TRUSTED_TYPES', 'BOOSTED_FORMAT', 'MISSING', 'BOOSTING_LIBRARIES', 'fit_xgboost', 'fit_lightgbm', 'fit_catboost',
-           'BOOSTING_FITS', 'import_optional', 'split_columns', 'frame_xy', 'check_boosting_inputs', 'numeric_as_float',
+__all__ = ['TRUSTED_TYPES', 'MISSING', 'BOOSTING_LIBRARIES', 'fit_xgboost', 'fit_lightgbm', 'fit_catboost', 'BOOSTING_FITS',
+           'import_optional', 'split_columns', 'frame_xy', 'check_boosting_inputs', 'numeric_as_float',
            'categories_as_text', 'as_is_preprocessor', 'BoostingLibrary', 'BoostedModel', 'XGBoostLibrary',
            'LightGBMLibrary', 'CatBoostLibrary', 'booster_library']
 
@@ -50,8 +50,9 @@ def split_columns(splits,  # a `Splits`
 def frame_xy(df: pd.DataFrame,  # rows with the feature columns and the target
              target: str,  # name of the target column
              task: str,  # "binary", "multiclass" or "regression"
-             classes: Optional[list] = None,  # the class labels in code order; None = from these rows
+             classes: Optional[list] = None,  # the class labels in code order; None: `class_order`'s
              where: str = "these rows",  # the rows, as an error names them (e.g. "valid rows")
+             pos_label=None,  # binary, without `classes`: the label coded 1 (None: `class_order`'s)
             ) -> tuple:
     "(features, y, classes): y as floats (regression) or class codes 0..k-1 (classification)."
     y = df[target]
@@ -59,7 +60,7 @@ def frame_xy(df: pd.DataFrame,  # rows with the feature columns and the target
         if not pd.api.types.is_numeric_dtype(y):
             raise ValueError(f"target {target!r} must be numeric for regression, got dtype {y.dtype}")
         return df.drop(columns=[target]), y.to_numpy(dtype=float, na_value=np.nan), None
-    classes = classes if classes is not None else sorted(y.unique().tolist(), key=lambda v: (str(type(v)), v))
+    classes = classes if classes is not None else class_order(y, pos_label)
     unseen = ~y.isin(classes)
     if unseen.any():  # a class outside `classes` would become the code -1: no library takes it
         raise ValueError(_unseen_classes(y[unseen], where, target))
@@ -193,6 +194,13 @@ class BoostingLibrary:
         else: loss = next((m for m in names if not self.is_score(m)), metrics[0])
         return {**params, self.metric_key: [loss, *dict.fromkeys(m for m in names if m != loss)]}
 
+    def unknown_params(self,
+                       params: dict,  # trainbook's defaults with the user's parameters over them
+                       ) -> tuple:
+        """(names in `params` the library does not take, the names it does): a typo the library would ignore
+        silently. ([], []) when the library refuses unknown names itself or cannot list them."""
+        return [], []
+
     def train(self,
               params: dict,  # the library's parameters
               train: tuple,  # (features, labels, row weights or None) of the training rows
@@ -272,46 +280,6 @@ class BoostingLibrary:
         return prep.transform(rows).numpy()
 
 # %% ../nbs/10a_gbdt.ipynb #a51dd26f
-BOOSTED_FORMAT = "trainbook.boosted/2"  # the layout of boosted.json that `BoostedModel.save` writes
-
-def _inside(folder: Path, name, key: str) -> Path:
-    "folder/name, refused when `name` is not a plain relative path that stays in `folder`."
-    meta = folder / "boosted.json"
-    if not isinstance(name, str) or not name:
-        raise ModelFileError(meta, f"{key} must be a file name in the folder, got {name!r}")
-    path = folder / name
-    if Path(name).is_absolute() or not path.resolve().is_relative_to(folder.resolve()):
-        raise ModelFileError(meta, f"{key}={name!r} leaves the folder {folder}: "
-                             "a saved model's files stay in it")
-    return path
-
-def _read_meta(folder: Path) -> dict:
-    "boosted.json, checked: the library, the model file inside the folder, the best round, the checksums."
-    path = folder / "boosted.json"
-    if not path.is_file():
-        raise FileNotFoundError(f"{folder} has no boosted.json: expected a folder written by "
-                                "BoostedModel.save (or by fit_xgboost/fit_lightgbm/fit_catboost with "
-                                "checkpoint_dir)")
-    try: meta = json.loads(path.read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e: raise ModelFileError(path, f"not JSON ({e})") from None
-    expected = ("expected BoostedModel.save's layout: {'library': 'xgboost' | 'lightgbm' | 'catboost', "
-                "'model_file': ..., 'best_iteration': ..., 'sha256': {...}}")
-    if not isinstance(meta, dict): raise ModelFileError(path, f"a JSON {type(meta).__name__}; {expected}")
-    missing = [k for k in ("library", "model_file", "best_iteration") if k not in meta]
-    if missing: raise ModelFileError(path, f"no {', '.join(missing)}; {expected}")
-    if meta["library"] not in BOOSTING_LIBRARIES:
-        known = ", ".join(BOOSTING_LIBRARIES)
-        raise ModelFileError(path, f"library {meta['library']!r}: expected one of {known}")
-    best = meta["best_iteration"]
-    if not isinstance(best, int) or isinstance(best, bool) or best < 0:
-        raise ModelFileError(path, f"best_iteration must be a round (an int >= 0), got {best!r}")
-    sums = meta.get("sha256", {})
-    if not isinstance(sums, dict) or not all(isinstance(v, str) for v in sums.values()):
-        raise ModelFileError(path, "sha256 must map file names to hex digests")
-    _inside(folder, meta["model_file"], "model_file")
-    for name in sums: _inside(folder, name, "sha256")
-    return meta
-
 class BoostedModel:
     "A trained booster with its preprocessing: predicts from a raw DataFrame, saves both together."
     def __init__(self,
@@ -343,23 +311,30 @@ class BoostedModel:
     def save(self,
              folder,  # created if needed; holds the model file, prep.skops and boosted.json
              ) -> Path:
-        "The model in its library's own format, the preprocessing as skops, `boosted.json` with their sha256."
+        """The model in its library's own format, the preprocessing as skops, `boosted.json` with their
+        sha256: all three written and checked under temp names first, then renamed into place, boosted.json
+        last. A failure while writing leaves a model saved there before loadable, as it was."""
         folder = Path(folder)
+        if folder.exists() and not folder.is_dir():
+            raise NotADirectoryError(f"folder={str(folder)!r} is a file: BoostedModel.save writes a folder "
+                                     "(the model file, prep.skops, boosted.json); give a folder path")
         folder.mkdir(parents=True, exist_ok=True)
-        model_path = folder / self.lib.model_file
-        # the library writes a temp file (its name keeps the extension, which picks XGBoost's format), renamed
-        tmp = folder / f".tmp-{time.time_ns()}-{self.lib.model_file}"
+        names = (self.lib.model_file, "prep.skops", "boosted.json")
+        # temp names beside the real ones; each keeps its extension (which picks XGBoost's format)
+        temps = {name: folder / f".tmp-{time.time_ns()}-{name}" for name in names}
         try:
-            self.lib.save(self.booster, tmp)
-            self.lib.check_file(tmp, self.prep.n_features)  # the writer never writes what the reader refuses
-            tmp.replace(model_path)
-        finally: tmp.unlink(missing_ok=True)
-        self.prep.save(folder / "prep.skops")
-        sums = {name: file_sha256(folder / name) for name in (self.lib.model_file, "prep.skops")}
-        meta = {"format": BOOSTED_FORMAT, "library": self.library, "model_file": self.lib.model_file,
-                "best_iteration": int(self.best_iteration), "n_features": self.prep.n_features,
-                "sha256": sums}
-        atomic_write(folder / "boosted.json", lambda f: f.write(json.dumps(meta, indent=1).encode()))
+            self.lib.save(self.booster, temps[self.lib.model_file])
+            # the writer never writes what the reader refuses
+            self.lib.check_file(temps[self.lib.model_file], self.prep.n_features)
+            self.prep.save(temps["prep.skops"])
+            sums = {name: file_sha256(temps[name]) for name in names[:2]}
+            meta = {"format": BOOSTED_FORMAT, "library": self.library, "model_file": self.lib.model_file,
+                    "best_iteration": int(self.best_iteration), "n_features": self.prep.n_features,
+                    "sha256": sums}
+            atomic_write(temps["boosted.json"], lambda f: f.write(json.dumps(meta, indent=1).encode()))
+            for name in names: temps[name].replace(folder / name)  # all written: renamed back to back
+        finally:
+            for tmp in temps.values(): tmp.unlink(missing_ok=True)
         return folder
 
     @classmethod
@@ -368,7 +343,7 @@ class BoostedModel:
              ) -> "BoostedModel":
         "Load what `save` wrote, each file checked first: a bad file is a ModelFileError."
         folder = Path(folder)
-        meta = _read_meta(folder)
+        meta = read_boosted_meta(folder, BOOSTING_LIBRARIES)
         for name, digest in meta.get("sha256", {}).items():
             path = folder / name
             if not path.is_file(): raise FileNotFoundError(f"{path}: listed in boosted.json, missing")
@@ -423,6 +398,18 @@ class XGBoostLibrary(BoostingLibrary):
         booster = xgb.train(params, dtrain, num_boost_round=num_rounds, evals=evals, callbacks=callbacks,
                             verbose_eval=False)
         return booster, int(getattr(booster, "best_iteration", booster.num_boosted_rounds() - 1))
+
+    def unknown_params(self, params):
+        "The names XGBoost reports as not used when a booster is configured with `params` (no training)."
+        import xgboost as xgb
+        rows = xgb.DMatrix(np.zeros((2, 1)))  # held: the booster's cache does not keep its data alive
+        booster = xgb.Booster({**params, "verbosity": 1}, [rows])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            config = booster.save_config()  # configures the learner: it warns of the names it does not use
+        found = re.search(r"Parameters: \{(.*?)\} are not used", " ".join(str(w.message) for w in caught))
+        known = [*dict.fromkeys(re.findall(r'"(\w+)":\s*"', config)), self.metric_key]  # what it holds
+        return (re.findall(r'"([^"]+)"', found.group(1)) if found else []), known
 
     def predict(self, model, X, best):
         import xgboost as xgb
@@ -492,6 +479,14 @@ class LightGBMLibrary(BoostingLibrary):
         best = booster.best_iteration or booster.current_iteration()  # 1-based; 0 without early stopping
         return booster, best - 1
 
+    def unknown_params(self, params):
+        "The names neither a LightGBM parameter nor an alias of one (LightGBM warns of them, muted here)."
+        import_optional("lightgbm", self.extra)
+        from lightgbm.basic import _ConfigAliases  # LightGBM's own table: every parameter with its aliases
+        table = _ConfigAliases._get_all_param_aliases()
+        known = [n for name, aliases in table.items() for n in (name, *aliases)]
+        return [k for k in params if k not in set(known)], known
+
     def predict(self, model, X, best): return model.predict(X, num_iteration=best + 1)
     def save(self, model, path): model.save_model(str(path), num_iteration=-1)  # all rounds
     def check_file(self, path, n_features=None): return check_lightgbm_text(path, n_features)
@@ -506,7 +501,7 @@ MISSING = "<missing>"  # what a missing categorical value becomes: a category of
 
 class CatBoostLibrary(BoostingLibrary):
     "CatBoost: categorical columns native (ordered target statistics), a history callback, `model.cbm`."
-    name, model_file = "catboost", "model.cbm"
+    name, model_file, objective_key = "catboost", "model.cbm", "loss_function"
     classification_losses = ("Logloss", "CrossEntropy", "MultiClass", "MultiClassOneVsAll")
     objectives = {"binary": ("Logloss", ["AUC"]), "multiclass": ("MultiClass", ["Accuracy"]),
                   "regression": ("RMSE", ["MAE"])}
@@ -532,10 +527,13 @@ class CatBoostLibrary(BoostingLibrary):
         return as_is_preprocessor(numeric, categorical)
 
     def features(self, prep, rows):
-        "A DataFrame: numeric columns as floats, categorical ones as strings (missing: its own category)."
+        """A DataFrame: numeric columns as floats, categorical ones as strings (missing: its own category).
+        The rows pass the training-schema check of `FramePrep.transform` first (a ValueError naming each bad
+        or missing column), as the other libraries' do: a number sent as text is parsed, junk is refused."""
+        frame = prep.checked(rows)  # FramePrep.transform's schema check, not its floats
         tf = prep.preprocessor
         names = list(tf.get_feature_names_out())
-        X = pd.DataFrame(tf.transform(rows[prep.columns]), columns=names, index=rows.index)
+        X = pd.DataFrame(tf.transform(frame[prep.columns]), columns=names, index=rows.index)
         cats = [c for name, _, cols in tf.transformers_ if name == "cat" for c in cols]
         numeric = [c for c in X.columns if c not in cats]
         X[numeric] = X[numeric].astype(float)
@@ -614,6 +612,15 @@ def _check_settings(lib, params, num_rounds, early_stopping, class_weight, task,
         raise TypeError(f"overwrite must be True or False, got {overwrite!r}")
     return num_rounds, early_stopping
 
+def _check_param_names(lib: BoostingLibrary, params: dict):
+    "A misspelt parameter refused before any work, with the nearest name; no list of names: nothing refused."
+    try: unknown, known = lib.unknown_params(params)
+    except Exception: return  # a library version without the list: the run goes on, as the library decides
+    if not unknown: return
+    lines = [f"params[{k!r}] is not a {lib.name} parameter{did_you_mean(k, known)}" for k in unknown]
+    raise ValueError("; ".join(lines) + f": {lib.name} would ignore it silently. Fix the name (see "
+                     f"{lib.name}'s parameter list) or leave it out")
+
 def _claim_folder(checkpoint_dir,  # the folder asked for (None: no files)
                   overwrite: bool,  # replace an earlier run's files there (else this run takes a version folder)
                   ) -> Checkpointer:
@@ -622,20 +629,43 @@ def _claim_folder(checkpoint_dir,  # the folder asked for (None: no files)
     folder.prepare(overwrite=bool(overwrite), resumable=False)  # a boosting run starts afresh (no resume=)
     return folder
 
+def _boosting_findings(history, known, stopped: str, early_stopping) -> list:
+    """`diagnose`'s findings less what the run already handled: with early stopping the model kept is the
+    best round's, so the valid loss rising after it (the patience rounds) is no overfitting; a NaN stop is no
+    divergence."""
+    handled = {"overfitting"} if early_stopping else set()
+    if stopped == "nonfinite": handled.add("diverging")
+    return [f for f in diagnose(history, known=known) if f.kind not in handled]
+
+def _constant_finding(y_train, y_valid, pred, task: str) -> list:
+    "not_learning when the best round's valid loss beats the constant predictor's by less than its noise."
+    c = loss_vs_constant(y_train, y_valid, pred, task)
+    z = Thresholds().prior_z  # the torch side's rule: below the constant predictor by z standard errors
+    if not c["difference"] >= -z * c["difference_se"]: return []  # it learned (or too few rows to tell)
+    return [Finding("not_learning", "warning",
+                    f"the best round's valid {c['loss_name']} {c['loss']:.4g} is no better than the constant "
+                    f"predictor's {c['constant_loss']:.4g} (the training rows' class shares, or mean): the "
+                    f"difference {c['difference']:+.3g} is within {z:g} standard errors "
+                    f"({c['difference_se']:.2g})",
+                    advice="the features carry no signal the model found: check the labels and the feature "
+                           "columns; a weak signal needs more rows", data=c)]
+
 def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, early_stopping, live, task,
-                 class_weight, preprocess, checkpoint_dir, seed, track, callbacks, overwrite=False) -> Run:
+                 class_weight, preprocess, checkpoint_dir, seed, track, callbacks, overwrite=False,
+                 pos_label=None) -> Run:
     "The one boosting path: check, preprocess on train rows, train with a per-round History, keep the best."
     task = check_boosting_inputs(df, target, splits, task)
     num_rounds, early_stopping = _check_settings(lib, params, num_rounds, early_stopping, class_weight, task,
                                                  callbacks, overwrite)
+    train = df.iloc[splits.train]
+    _, y_train, classes = frame_xy(train, target, task, pos_label=pos_label)  # a wrong pos_label: refused
+    _check_param_names(lib, {**lib.default_params(task, len(classes or ()), seed), **(params or {})})
     callbacks = list(callbacks)
     observers = session_observers(track, {"kind": lib.name}, given=callbacks)  # track=True without tb.track(): fails
     folder = _claim_folder(checkpoint_dir, overwrite)  # before any work; an earlier run's files kept
     run_dir = folder.run_dir
     exclude = split_columns(splits, target)
     columns = [c for c in df.columns if c != target and c not in exclude]
-    train = df.iloc[splits.train]
-    _, y_train, classes = frame_xy(train, target, task)
     tf = lib.preprocessor(train, target, columns, exclude, preprocess).fit(train[columns], y_train)
     prep = FramePrep(tf, columns, target, task, classes)
     # balanced: each class weighs the same in total (n / (k * count) per row), the same rule as class_weights
@@ -647,13 +677,13 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
                          checkpoint_dir=None if run_dir is None else str(run_dir))
     recorder = RoundRecorder(lib.metric_names(p)[0], live, [*observers, *callbacks], config, folder=folder)
     extra = {"params": p, "task": task, "classes": classes, "track": track,
+             "positive_class": classes[1] if task == "binary" else None,  # code 1: what aucpr, F1 score
              "split_fingerprint": getattr(splits, "fingerprint", None),
              "data_fingerprint": fingerprint_frame(df)}
-    def ended(stopped, model=None, best=None, error=None) -> Run:
+    def ended(stopped, model=None, best=None, error=None, more=()) -> Run:
         rounds, valid_loss = recorder.rounds, recorder.history.series("loss", "valid")
-        found = [f for f in diagnose(recorder.history, known=recorder.state.findings)
-                 if f.kind != "diverging" or stopped != "nonfinite"]
-        findings = found + folder.findings
+        found = _boosting_findings(recorder.history, recorder.state.findings, stopped, early_stopping)
+        findings = found + [f for f in more if f.kind not in {g.kind for g in found}] + folder.findings
         run = Run(records=recorder.history, config=config, stopped=stopped, findings=findings, model=model,
                   run_dir=run_dir,
                   environment=environment(), step=rounds, epoch=max(rounds - 1, 0),
@@ -669,9 +699,12 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
         recorder.start()
         # Ctrl-C ends training at the next round, the model so far kept (a second one interrupts at once)
         with DeferredCtrlC(on_press=lambda: recorder.state.control.request_stop("interrupted")):
-            booster, best = lib.train(p, (lib.features(prep, train), y_train, weights),
-                                      (lib.features(prep, valid), frame_xy(valid, target, task, classes)[1]),
+            Xv, yv = lib.features(prep, valid), frame_xy(valid, target, task, classes)[1]
+            booster, best = lib.train(p, (lib.features(prep, train), y_train, weights), (Xv, yv),
                                       num_rounds, early_stopping, recorder)
+        # the best round against the constant predictor, with trainbook's objective (probabilities or values)
+        own = p.get(lib.objective_key) == lib.objectives[task][0]
+        more = _constant_finding(y_train, yv, lib.predict(booster, Xv, best), task) if own else []
         model = BoostedModel(booster, prep, best, lib.name)
         if run_dir is not None: model.save(run_dir)
     except BaseException as err:  # a failure keeps its run: [after_fit], and the partial run as `err.run`
@@ -680,7 +713,7 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
         raise
     stopped = recorder.stop_reason or ("early_stopping" if early_stopping and recorder.rounds < num_rounds
                                        else "completed")
-    return ended(stopped, model, best)
+    return ended(stopped, model, best, more=more)
 
 def _boosting_fit(library: str,  # a key of BOOSTING_LIBRARIES
                   summary: str,  # the function's one-line docstring
@@ -702,19 +735,22 @@ def _boosting_fit(library: str,  # a key of BOOSTING_LIBRARIES
                     seed: int = 0,  # the library's random seed
                     track: Optional[bool] = None,  # record the run (None = when `tb.track()` is on)
                     callbacks: Iterable = (),  # observers with event methods, as for `fit` (one step a round)
+                    pos_label=None,  # binary: the label coded 1, the positive class (None: `class_order`'s)
                     ) -> Run:
         from trainbook import spark, spark_models  # a Spark DataFrame takes the Spark path (pyspark loads there)
         if library == "xgboost" and spark.is_spark_frame(df):
             if overwrite is not False:
                 raise ValueError("overwrite=True is not supported on a Spark DataFrame yet: give another "
                                  "checkpoint_dir (or leave overwrite out: the run takes a version folder)")
+            if pos_label is not None:
+                raise ValueError("pos_label is not supported on a Spark DataFrame yet: leave it out")
             return spark_models.fit_xgboost(df, target, splits, params, num_rounds, early_stopping, live, task=task,
                                      class_weight=class_weight, preprocess=preprocess,
                                      checkpoint_dir=checkpoint_dir, seed=seed)
         return _fit_boosted(booster_library(library), df, target, splits, params, num_rounds, early_stopping,
                             live, task=task, class_weight=class_weight, preprocess=preprocess,
                             checkpoint_dir=checkpoint_dir, seed=seed, track=track, callbacks=callbacks,
-                            overwrite=overwrite)
+                            overwrite=overwrite, pos_label=pos_label)
     fit_boosted.__name__ = fit_boosted.__qualname__ = f"fit_{library}"
     fit_boosted.__doc__ = summary
     return fit_boosted

@@ -5,6 +5,7 @@
 # %% ../nbs/04a_metrics.ipynb #dd240dfc
 from __future__ import annotations
 import functools, inspect
+from collections import Counter
 from typing import Callable, Optional
 
 import numpy as np
@@ -16,7 +17,8 @@ from .core import rng_state, set_rng_state
 
 # %% auto #0
 __all__ = ['IGNORE_INDEX', 'BUILTIN_METRICS', 'ignore_index_of', 'accuracy', 'resolve_metrics', 'sk_metric', 'try_metrics',
-           'proba_2d', 'classification_metrics', 'regression_metrics', 'class_weights', 'focal_loss']
+           'proba_2d', 'class_order', 'require_codes', 'classification_metrics', 'loss_vs_constant',
+           'regression_metrics', 'class_weights', 'focal_loss']
 
 # %% ../nbs/04a_metrics.ipynb #8c77c886
 IGNORE_INDEX = -100  # the label of positions without a target (torch's and Hugging Face's default)
@@ -173,17 +175,60 @@ def _clip_rows(p: np.ndarray) -> np.ndarray:
     p = np.clip(p, 1e-15, 1)
     return p / p.sum(1, keepdims=True)
 
+def class_order(y,  # the training rows' labels (a Series, array or list)
+                pos_label=None,  # binary: the label coded 1, the positive class; None: as below
+                ) -> list:
+    """The classes in code order: sorted, but of two the positive one (code 1) last: `pos_label` when given,
+    else for text labels the rarer one (on a tie the later), else the greater (1, True)."""
+    counts = Counter(np.asarray(y, dtype=object).ravel().tolist())
+    classes = sorted(counts, key=lambda v: (str(type(v)), v))
+    if pos_label is None:
+        if len(classes) != 2 or not any(isinstance(c, str) for c in classes): return classes
+        pos_label = min(reversed(classes), key=counts.__getitem__)  # the rarer: what PR-AUC and F1 are for
+    if pos_label not in classes:
+        raise ValueError(f"pos_label={pos_label!r} is not a class of the target; its classes are "
+                         f"{classes[:10]}")
+    if len(classes) != 2:
+        raise ValueError(f"pos_label names the positive class of a binary target, but it has {len(classes)} "
+                         "classes: leave pos_label out")
+    return [c for c in classes if c != pos_label] + [pos_label]
+
+def require_codes(y,  # labels that should be class codes
+                  arg: str,  # the argument's name, as the message shows it
+                  k: Optional[int] = None,  # the number of classes, when known (codes < k)
+                  ) -> np.ndarray:
+    "`y` as int class codes 0..k-1, or a ValueError naming `arg` and saying how to encode the labels."
+    y = np.asarray(y).ravel()
+    whole = y.dtype.kind in "iub" or (y.dtype.kind == "f" and bool(np.all(np.mod(y[~np.isnan(y)], 1) == 0)))
+    if not whole or (y.dtype.kind == "f" and np.isnan(y).any()):
+        shown = ", ".join(map(repr, list(dict.fromkeys(y.tolist()))[:4]))
+        raise ValueError(f"{arg} must be class codes 0..k-1, got {shown}: encode the labels first, e.g. "
+                         "pd.Categorical(y, categories=classes).codes (class_order(y) puts the rarer of two "
+                         "text labels last, as code 1: the positive class)")
+    y = y.astype(int)
+    top = k if k is not None else int(y.max(initial=0)) + 1
+    if len(y) and (y.min() < 0 or y.max() >= top):
+        raise ValueError(f"{arg} holds codes {int(y.min())}..{int(y.max())}, but {top} classes take "
+                         f"0..{top - 1}"
+                         + (": labels 1..k? pass y - 1" if y.min() == 1 and y.max() == top else ""))
+    return y
+
 def classification_metrics(y_true,  # class codes 0..k-1
                            proba,  # predicted probabilities: (n, k), or (n,) for the positive class
                            threshold: float = 0.5,  # decision threshold on the positive class (binary)
                            labels=None,  # all class codes (default 0..k-1), for splits that miss a class
+                           pos_label: int = 1,  # binary: the code scored positive (PR-AUC, F1, Brier...)
                            ) -> dict:
     "ROC-AUC, PR-AUC, F1, balanced accuracy, accuracy, log loss and Brier score of predicted probabilities."
     from sklearn import metrics as M
-    y = np.asarray(y_true)
     p = proba_2d(proba)
     k = p.shape[1]
+    y = require_codes(y_true, "y_true", k)
     labels = np.arange(k) if labels is None else labels
+    if k == 2 and pos_label not in (0, 1):
+        raise ValueError(f"pos_label must be the code of the positive class, 0 or 1, got {pos_label!r}")
+    if k == 2 and pos_label == 0:  # code 0 scored as the positive class: the columns and the codes swapped
+        y, p = 1 - y, p[:, ::-1]
     if k == 2:
         pred = (p[:, 1] >= threshold).astype(int)
         out = {"roc_auc": M.roc_auc_score(y, p[:, 1]) if len(np.unique(y)) > 1 else float("nan"),
@@ -201,6 +246,28 @@ def classification_metrics(y_true,  # class codes 0..k-1
                log_loss=M.log_loss(y, _clip_rows(p), labels=labels))
     return {k: float(v) for k, v in out.items()}
 
+def loss_vs_constant(y_train,  # the training rows' targets: class codes 0..k-1, or values (regression)
+                     y_valid,  # the validation rows' targets, coded the same way
+                     pred,  # the model's validation predictions: probabilities (n, k) or (n,), or values
+                     task: str,  # "binary", "multiclass" or "regression"
+                     ) -> dict:
+    """The model's mean per-row valid loss (log loss, or squared error) against the constant predictor's (the
+    training class shares, or mean), with the standard error of their per-row difference."""
+    if task == "regression":
+        yv = np.asarray(y_valid, dtype=float).ravel()
+        model = (yv - np.asarray(pred, dtype=float).ravel()) ** 2
+        const = (yv - float(np.mean(np.asarray(y_train, dtype=float)))) ** 2
+    else:
+        p = _clip_rows(proba_2d(pred))
+        yv = require_codes(y_valid, "y_valid", p.shape[1])
+        counts = np.bincount(require_codes(y_train, "y_train"), minlength=p.shape[1])
+        shares = _clip_rows(counts[None, :] / counts.sum())[0]  # the constant predictor: the class shares
+        model, const = -np.log(p[np.arange(len(yv)), yv]), -np.log(shares[yv])
+    diff = model - const
+    se = float(diff.std(ddof=1) / np.sqrt(len(diff))) if len(diff) > 1 else float("nan")
+    return {"loss_name": "squared error" if task == "regression" else "log loss", "loss": float(model.mean()),
+            "constant_loss": float(const.mean()), "difference": float(diff.mean()), "difference_se": se}
+
 def regression_metrics(y_true,  # true values
                        pred,  # predicted values
                        ) -> dict:
@@ -214,9 +281,13 @@ def regression_metrics(y_true,  # true values
 def class_weights(y,  # training labels as class codes 0..k-1
                   ) -> torch.Tensor:
     "Per-class weights n / (k · count_c) for a weighted loss (`cross_entropy(..., weight=...)`)."
-    y = torch.as_tensor(y).long().ravel()
+    device = y.device if isinstance(y, torch.Tensor) else None  # the weights go where the labels are
+    y = torch.as_tensor(require_codes(y.cpu() if device is not None else y, "y"), device=device)
     counts = torch.bincount(y).double()
-    if (counts == 0).any(): raise ValueError(f"class(es) {torch.where(counts == 0)[0].tolist()} have no rows")
+    if (counts == 0).any():
+        empty = torch.where(counts == 0)[0].tolist()
+        hint = " (labels 1..k? pass y - 1)" if empty == [0] else ""
+        raise ValueError(f"y: class code(s) {empty} have no rows{hint}; class_weights takes codes 0..k-1")
     return (len(y) / (len(counts) * counts)).float()
 
 def focal_loss(logits: torch.Tensor,  # (n, k) class logits, or (n,) / (n, 1) for binary

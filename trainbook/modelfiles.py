@@ -11,7 +11,8 @@ from typing import Optional
 import numpy as np
 
 # %% auto #0
-__all__ = ['MAX_LEAVES', 'ModelFileError', 'file_sha256', 'check_xgboost_json', 'check_lightgbm_text', 'check_catboost_file']
+__all__ = ['MAX_LEAVES', 'BOOSTED_FORMAT', 'ModelFileError', 'file_sha256', 'check_xgboost_json', 'check_lightgbm_text',
+           'check_catboost_file', 'check_boosted_format', 'read_boosted_meta']
 
 # %% ../nbs/10b_modelfiles.ipynb #46be7291
 class ModelFileError(ValueError):
@@ -268,3 +269,58 @@ def check_catboost_file(path,  # a CatBoost model saved in its binary format (.c
     root = int.from_bytes(raw[8:12], "little")
     if root >= size: raise ModelFileError(path, "damaged: the model's root points outside the file")
     return None
+
+# %% ../nbs/10b_modelfiles.ipynb #5d338ef6
+BOOSTED_FORMAT = "trainbook.boosted/2"  # the layout of boosted.json that `BoostedModel.save` writes
+
+def _inside(folder: Path, name, key: str) -> Path:
+    "folder/name, refused when `name` is not a plain relative path that stays in `folder`."
+    meta = folder / "boosted.json"
+    if not isinstance(name, str) or not name:
+        raise ModelFileError(meta, f"{key} must be a file name in the folder, got {name!r}")
+    path = folder / name
+    if Path(name).is_absolute() or not path.resolve().is_relative_to(folder.resolve()):
+        raise ModelFileError(meta, f"{key}={name!r} leaves the folder {folder}: "
+                             "a saved model's files stay in it")
+    return path
+
+def check_boosted_format(path,  # the boosted.json file
+                         meta: dict,  # its content
+                         ):
+    "A ModelFileError unless boosted.json is in the layout this trainbook writes (a newer one's is refused)."
+    if meta.get("format") != BOOSTED_FORMAT:
+        raise ModelFileError(path, f"format {meta.get('format')!r}, but this trainbook reads "
+                             f"{BOOSTED_FORMAT!r}: save the model again with this version, or load it with "
+                             "the trainbook that wrote it")
+
+def read_boosted_meta(folder: Path,  # a folder `BoostedModel.save` wrote
+                      libraries,  # the library names it may name
+                      ) -> dict:
+    "boosted.json, checked: the library, the model file inside the folder, the best round, the checksums."
+    path = folder / "boosted.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{folder} has no boosted.json: expected a folder written by "
+                                "BoostedModel.save (or by fit_xgboost/fit_lightgbm/fit_catboost with "
+                                "checkpoint_dir)")
+    try: meta = json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e: raise ModelFileError(path, f"not JSON ({e})") from None
+    expected = ("expected BoostedModel.save's layout: {'library': 'xgboost' | 'lightgbm' | 'catboost', "
+                "'model_file': ..., 'best_iteration': ..., 'sha256': {...}}")
+    if not isinstance(meta, dict): raise ModelFileError(path, f"a JSON {type(meta).__name__}; {expected}")
+    missing = [k for k in ("library", "model_file", "best_iteration") if k not in meta]
+    if missing: raise ModelFileError(path, f"no {', '.join(missing)}; {expected}")
+    # another layout's fields may mean something else; none at all: a folder saved before the field
+    if "format" in meta: check_boosted_format(path, meta)
+    if meta["library"] not in libraries:
+        known = ", ".join(libraries)
+        raise ModelFileError(path, f"library {meta['library']!r}: expected one of {known}")
+    best = meta["best_iteration"]
+    if not isinstance(best, int) or isinstance(best, bool) or best < 0:
+        raise ModelFileError(path, f"best_iteration must be a round (an int >= 0), got {best!r}")
+    sums = meta.get("sha256", {})
+    if not isinstance(sums, dict) or not all(isinstance(v, str) for v in sums.values()):
+        raise ModelFileError(path, "sha256 must map file names to hex digests")
+    _inside(folder, meta["model_file"], "model_file")
+    for name in sums: _inside(folder, name, "sha256")
+    return meta
+
