@@ -47,19 +47,16 @@ def _column(items: list, dtype: type) -> np.ndarray:
 
 def _curves(h: History) -> dict:
     "Every series of the history: (split, name) → (steps, epochs, values) arrays; only new rows are read."
-    # a history only grows during a run: the live diagnosis after each epoch reads that epoch's rows, not all
-    # of them again (a resumed or rewritten history is read from the start)
+    # a history only grows during a run: each live diagnosis reads the new rows (a rewritten one: all again)
     memo = _CURVES.get(h)
     n = len(h.step)
     if memo is None or memo["n"] > n or (memo["n"] and memo["last"] != (h.step[memo["n"] - 1],
                                                                         h.name[memo["n"] - 1])):
         memo = {"n": 0, "last": None, "series": {}}
     start, series = memo["n"], memo["series"]
-    # each new row's series as a code, the position of its first row (a dict look-up a row, in C: a Python
-    # loop over the rows cost ~0.4 ms a 1,500-row diagnosis); a stable sort by code groups each series' rows
-    # in order, the series in order of first appearance, as the dict holds them
-    codes = {}
-    pairs = zip(h.split[start:n], h.name[start:n])
+    # each new row's series as a code (a dict look-up a row, in C); a stable sort by code groups each series'
+    # rows in order, the series in order of first appearance, as the dict holds them
+    codes, pairs = {}, zip(h.split[start:n], h.name[start:n])
     # (16-bit codes where they fit: numpy's stable sort of those is a radix sort, a tenth of a timsort's work)
     small = np.uint16 if n - start < 2 ** 16 else np.intp
     code = _column(list(map(codes.setdefault, pairs, itertools.count())), small)
@@ -168,8 +165,7 @@ def _nonfinite(c: dict) -> list[Finding]:
 # %% ../nbs/09_diagnostics.ipynb #56c42fb9
 def _stages(loss: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
     "The loss's stage at each step: the window's half width, the moving median and the moving MAD around it."
-    # a stage is 2% of the run, at most 101 steps: the moving median's cost is steps × window (a 50,000-step
-    # run with a 2% window took 8 s and gigabytes)
+    # a stage is 2% of the run, at most 101 steps (the moving median's cost is steps × window)
     half = max(5, min(len(loss) // 50, 50))
     med, mad = rolling_median(loss, half)
     return half, med, mad
@@ -202,15 +198,30 @@ def _at_prior(c: dict, end: float, noise: float, th: Thresholds) -> Optional[dic
     v_end = float(median(v[-3:])) if len(v) else end
     se_end = float(median(se[-3:])) if se is not None else noise
     margin = max(th.prior_z * se_end, 0.02 * abs(level))
-    # both at the prior: a model that predicts the class frequencies (or the mean) and nothing else
-    ended = bool(v_end > level - margin and end > level - margin)
+    # both at the prior, within its noise on either side (3× the prior is worse than it, not at it)
+    ended = bool(abs(v_end - level) <= margin and abs(end - level) <= margin)
     return {"prior_loss": level, "valid_end": v_end, "valid_se": se_end, "margin": margin, "at_prior": ended}
 
 def _how_it_moved(drop: float) -> str:
     "The not-learning message's verb, true to the numbers: a loss that rose did not merely 'barely move'."
     return "rose instead of falling" if drop < 0 else "did not fall" if drop == 0 else "barely fell"
 
+def _lr_never_peaked(c: dict) -> str:
+    "A note when the logged lr still rose at the run's last step (a warmup longer than the run), else ''."
+    _, _, lr = _series(c, "train", "lr")
+    rising = len(lr) >= 4 and np.isfinite(lr).all() and lr[-1] >= lr.max() and lr[-1] > 1.5 * lr[len(lr) // 2]
+    return (f"; the learning rate was still rising at the last step ({lr[0]:.3g} → {lr[-1]:.3g}): the warmup "
+            f"is longer than the run, the lr never reached its peak") if rising else ""
+
 def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
+    "`_loss_course`, naming a schedule that never reached its peak lr where the run did not learn."
+    found, note = _loss_course(c, th), _lr_never_peaked(c)
+    advice = "shorten the warmup (warmup= well under the run's steps, or a fraction: 0.05) or train longer"
+    return [Finding(f.kind, f.severity, f.message + note, advice=f"{advice}; otherwise {f.advice}",
+                    data={**f.data, "lr_still_rising": True})
+            if note and f.kind in ("not_learning", "lr_too_low") else f for f in found]
+
+def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
     "nonfinite (alone: nothing else can be measured), else diverging, not_learning or lr_too_low."
     nonfinite = _nonfinite(c)
     if nonfinite: return nonfinite  # at any length: one NaN step is news, a short run is not
@@ -219,14 +230,12 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
     first, start, end = end_levels(loss)  # the first step's loss is the untrained model's
     _, stage, mad = _stages_of(c, loss)
     noise = _step_noise(mad)
-    # a 3-point median: a lone spike is not a divergence (and the message's peak and last value are both
-    # that median: a raw peak beside a smoothed end reads as a loss that came back down when it did not)
+    # a 3-point median: a lone spike is not a divergence (the message's peak and end: that median)
     brief = rolling_median(loss, 1, spread=False)[0]
     top = int(brief.argmax())
     peak, last = float(brief[top]), float(brief[-1])
     late = float(median(loss[len(loss) // 2:]))
-    # the untrained model's loss (the start may already hold the blow-up); a small batch's first loss can be
-    # low by chance, so never below the constant predictor's loss (what an untrained model roughly predicts)
+    # the untrained model's loss, never below the constant predictor's (a small first batch's can be low)
     _, _, prior_values = _series(c, "valid", "prior_loss")
     base = max(abs(first), float(median(prior_values)) if len(prior_values) else 0.0, 1e-12)
     data = {"start_loss": start, "end_loss": end, "peak_loss": peak, "first_loss": first, "noise": noise,
@@ -235,8 +244,7 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
                 end_threshold=th.diverge_end * base, drop=(start - end) / max(abs(start), 1e-12),
                 drop_threshold=th.still)
     blew_up = peak > th.diverge_peak * base
-    # ended above the untrained loss, and stayed there: the whole second half, by a share and beyond the noise
-    # of that one first step (a regression's first batch can be small by chance)
+    # ended above the untrained loss and stayed there (all the second half), by a share and beyond the noise
     ended_high = min(end, late) > base + (th.diverge_end - 1) * base and end - base > th.diverge_z * noise
     if blew_up or ended_high:
         course = (f"rose to {last:.4g} by its last step" if last >= peak else
@@ -266,9 +274,8 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
                                "never learned after: lower the lr about 10× (try lr_find), add warmup, "
                                "clip gradients",
                         data=data)]
-    # a run that learned inside its first tenth (an easy task: 0.75 → 1e-7 in 9 steps) has a start that is
-    # already the converged level: its fall is from the untrained loss, which stands out of that first
-    # tenth as a blow-up stands out of a run (`blowup` times its level and `blowup_z` step noises above it)
+    # a run that learned inside its first tenth (0.75 → 1e-7 in 9 steps): its fall is from the untrained loss,
+    # which stands out of that tenth as a blow-up would (`blowup` × its level and `blowup_z` noises above it)
     early = bool(base > th.blowup * start and base - start > th.blowup_z * max(noise, 1e-12))
     if early: start = base
     scale = max(abs(start), 1e-12)
@@ -291,9 +298,8 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
                                "too low (try lr_find)",
                         data=data)]
     long_enough = len(loss) >= 5 * th.min_steps  # a short run is not "slow"
-    # still falling as fast as before: the evaluations say it best (far less noisy than a step, and a run that
-    # learns slows down as it converges while one whose lr is too low does not); without 3 evaluations, the
-    # second half of the steps still falls
+    # still falling as fast as before, by the evaluations (a run that converges slows down, one whose lr is
+    # too low does not); without 3 of them, the second half of the steps still falls
     _, _, valid = _series(c, "valid", "loss")
     if len(valid) >= 3:
         falling = keeps_falling(valid, th.fall_keep)
@@ -315,8 +321,7 @@ def _early_blowup(loss: np.ndarray, stage: np.ndarray, noise: float, th: Thresho
     level = float(median(loss))  # the run's robust level: for a collapsed run, the level it collapsed to
     high = loss[jump] > th.blowup * level and loss[jump] - level > th.blowup_z * max(noise, 1e-12)
     if not high: return None
-    # no learning after it: the loss's stage never fell `still` below the untrained model's loss
-    # (a run that collapsed to the constant predictor after the jump did not recover, whatever its loss did)
+    # no learning after it: its stage never fell `still` below the untrained loss (or it fell to the prior)
     lowest = float(stage[jump:].min())
     untrained = float(loss[0]) if base is None else base
     if lowest < (1 - th.still) * untrained and not at_prior: return None
@@ -352,10 +357,8 @@ def _spike_scale(c: dict, steps: np.ndarray, loss: np.ndarray, exact: bool = Tru
     half, med, mad = _stages_of(c, loss)
     resid = loss - med
     resid[:half] = 0.0  # the first steps have no stage before them to stand out from
-    # the stage's spread: the moving MAD's own moving median over a 3× wider stretch (a MAD of a few
-    # steps is a noisy estimate: where it is small by chance, an ordinary blip of a small-batch run
-    # looks tall), floored by the run's typical one: in a flat stretch not every blip is a spike (that
-    # floor alone is the least the spread can be, without the moving median: most of the rule's work)
+    # the stage's spread: the moving MAD's moving median over a 3× wider stretch (a few steps' MAD is noisy),
+    # floored by the run's typical one (that floor alone, not `exact`: the least the spread can be)
     typical = 0.5 * float(median(mad))
     stage = rolling_median(mad, 3 * half, spread=False)[0] if exact else typical
     spread = 1.4826 * np.maximum(stage, typical)
@@ -405,15 +408,26 @@ def _spikes(c: dict, th: Thresholds) -> list[Finding]:
                           "spreads": [float(spread[i]) for i in events[:20]], "spread_threshold": th.spike_z,
                           "rows_per_step": _rows_per_step(c)})]
 
+_SHIFT_ADVICE = ("validation rows may come from another distribution than the training rows (distribution "
+                 "shift: another source, period or labeling rule): compare the splits' label frequencies "
+                 "and features, check how the validation set was drawn and labeled; if it is the target, "
+                 "train on rows like it (regularizing or stopping earlier will not make the model fit them)")
+
+def _never_beat_prior(c: dict, v: np.ndarray, se: Optional[np.ndarray], th: Thresholds = Thresholds()) -> str:
+    "A note when every evaluation, from the first, was above the constant predictor's loss beyond its noise."
+    _, _, prior = _series(c, "valid", "prior_loss")
+    level = float(median(prior)) if len(prior) else math.inf
+    if not bool((v - level > th.prior_z * (se if se is not None else 0.0)).all()): return ""
+    return (f"; the valid loss was above the constant predictor's loss {level:.4g} at every evaluation, from "
+            f"the first ({float(v[0]):.4g}): the model never generalized to these rows at all")
+
 def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     "overfitting: the valid loss rose above its best, by far more than its standard error, and stayed up."
     _, ve, v = _series(c, "valid", "loss")
     _, te, t = _series(c, "train", "epoch_loss")
     if len(v) < 3 or len(t) < 2 or not np.isfinite(v).all(): return []
-    # the best: the bottom of the smoothed curve finds the region, so that on a flat, noisy bottom the
-    # evaluation noise picks neither an early dip nor a late one (the first within `overfit_tol` of it);
-    # inside that smoothing window, the lowest evaluation itself is the epoch (a moving mean shifts the
-    # corner of a fall that turns into a rise towards the side that climbs slower)
+    # the best: the smoothed curve's bottom finds the region (noise picks no early or late dip on a flat one),
+    # the lowest evaluation in its smoothing window the epoch (a moving mean shifts a corner)
     smooth = smooth_evaluations(v)
     lowest = smooth.min()
     bottom = int((smooth <= lowest + th.overfit_tol * abs(lowest)).argmax())
@@ -422,20 +436,16 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     best = lo + int(v[lo:bottom + half + 1].argmin())
     after = len(v) - 1 - best
     if after < th.overfit_after: return []
-    # two noises: the wiggle around a 3-point median (how much neighbouring evaluations of the same rows
-    # differ: the paired noise) and one evaluation's standard error (per-example spread / √rows: how far
-    # the valid rows' mean can sit from the population's); the rise must clear both
+    # two noises the rise must clear: the wiggle (how neighbouring evaluations of the same rows differ) and
+    # one evaluation's standard error (per-example spread / √rows)
     se = _valid_noise(c)
-    # the wiggle: the robust spread of the step from one evaluation to the next (÷√2: one evaluation's
-    # share), from just before the best on, where the rise is measured (a trend moves the differences'
-    # median, not their spread)
+    # the wiggle: the robust spread of evaluation-to-evaluation steps from just before the best (÷√2: one's)
     around = v[max(0, best - 3):]
     steps_after = around[1:] - around[:-1]
     if len(steps_after) < 4: steps_after = v[1:] - v[:-1]
     wiggle = robust_spread(steps_after) / math.sqrt(2)
     noise = float(median(se[best:])) if se is not None else 0.0
-    # sustained: the later third of the evaluations after the best (at least `overfit_after`), by their
-    # median (one noisy last point moves a median of three by nothing), against the smoothed best
+    # sustained: the median of the later third of the evaluations after the best, against the smoothed best
     k = max(th.overfit_after, math.ceil(after / 3))
     tail = v[-k:]
     tail_level = median(tail)
@@ -449,20 +459,16 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     # the evidence: a rise large against one evaluation's standard error, or a steady climb (evaluations
     # of the same rows are correlated: a slow rise the trend test sees can sit inside that error)
     evidence = rise > th.overfit_se * noise or slope_t > th.overfit_t
-    # or a trend test against the run's measured noise: the slope after the best, against the error it has
-    # when each evaluation is off by its standard error (a smooth steep rise that bends has first differences
-    # that vary, so a wiggle measured from them is large while the evaluations' own noise is small); the rise
-    # must still clear `overfit_rise` of the level and `overfit_se` standard errors
+    # or a trend test: the slope after the best against its error when each evaluation is off by its SE (a
+    # steep rise that bends has a large wiggle); the rise must still clear `overfit_rise` and `overfit_se`
     trend_z = slope * math.sqrt(float(sxx)) / noise if noise > 0 else 0.0
     trend = (trend_z > th.overfit_trend and rise > th.overfit_se * noise
              and rise > th.overfit_rise * abs(level))
     if not climbing or not ((rise > need and evidence) or trend): return []
     t_at_best = t[te <= ve[best]]
     if len(t_at_best) and t[-1] >= t_at_best[-1]: return []  # train is not falling: not overfitting
-    # where it turned: the rule above decides *whether* (from the bottom's lowest evaluation); the onset is
-    # the evaluation after the low of a fitted curve (`turning_point`), and the evaluations whose fitted
-    # loss is within one evaluation's noise of that low (the paired wiggle or the SE, the smaller) are the
-    # flat stretch
+    # where it turned: the evaluation after the low of a fitted curve (`turning_point`); those whose fitted
+    # loss is within one evaluation's noise (the wiggle or the SE, the smaller) of that low: the flat stretch
     low, fit, start, how = turning_point(v, se, smooth, bottom, half, best)
     low = min(low, len(v) - 2)
     flat_noise = min(noise, wiggle) if noise > 0 else wiggle
@@ -476,32 +482,33 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     if last > first:
         notes.append(f"the loss is flat within noise over epochs {int(ve[first])}-{int(ve[last])}")
     flat = f" ({'; '.join(notes)})" if notes else ""
+    shift = _never_beat_prior(c, v, se)
     return [Finding("overfitting", "warning",
-                    f"valid loss rose from {level:.4g} (epoch {int(ve[low])}) to "
-                    f"{float(tail_level):.4g} over its last {k} evaluations (needed {need:.3g}: wiggle "
+                    f"valid loss rose from {float(v[low]):.4g} (epoch {int(ve[low])}) to "
+                    f"{float(tail_level):.4g} (median of its last {k} evaluations; needed {need:.3g}: wiggle "
                     f"{wiggle:.3g}, standard error "
                     f"{noise:.3g}) while train loss kept falling to {t[-1]:.4g}; onset at epoch {onset}"
-                    f"{flat}, gap {gap:.3g}",
-                    advice="stop earlier (patience / best.pt), add regularization (weight decay, dropout, "
-                           "augmentation), use a smaller model or get more data",
+                    f"{flat}, gap {gap:.3g}{shift}",
+                    advice=_SHIFT_ADVICE if shift else "stop earlier (patience / best.pt), add regularization"
+                           " (weight decay, dropout, augmentation), use a smaller model or get more data",
                     data={"onset_epoch": onset, "best_epoch": int(ve[low]), "gap": gap,
                           "best_range": [int(ve[first]), int(ve[last])], "flat_noise": flat_noise,
                           "best_valid_loss": float(v.min()), "last_valid_loss": float(v[-1]),
                           "rise": rise, "standard_error": noise, "wiggle": wiggle, "threshold": need,
                           "slope": slope, "slope_se": slope_se, "slope_t": slope_t, "trend_z": trend_z,
-                          **how})]
+                          "never_beat_prior": bool(shift), **how})]
 
 # %% ../nbs/09_diagnostics.ipynb #112f01e9
 def _gradients(c: dict, th: Thresholds) -> list[Finding]:
     "exploding_gradients (the global norm grew by orders of magnitude), vanishing_gradients (starved ones)."
+    c = _before_nonfinite(c)
     _, _, g = _series(c, "train", "grad_norm")
     out = []
     growth = fifths(g)
     if growth is not None:
         fifth, middle, last = growth
-        # grown from where it started: the first fifth's median, or the first logged norm where that is
-        # larger (a run that converged before its first fifth: its norm fell 50-fold by then, and a creep
-        # back towards where it was is no explosion, nor is clipping at a norm it never reaches again any use)
+        # grown from the first fifth's median, or the first logged norm where larger (a run that converged
+        # early: a creep back towards where its norm was is no explosion)
         logged = float(g[0])
         first = max(fifth, logged)
         # grew by `explode`x and still grows over the second half (a healthy norm that rises early while the
@@ -520,20 +527,25 @@ def _gradients(c: dict, th: Thresholds) -> list[Finding]:
     out += _parameter_gradients(c, th)
     return out
 
+def _before_nonfinite(c: dict) -> dict:
+    "The gradient and weight norms logged before the first non-finite loss (after it: a broken model's)."
+    bad, norms = _nonfinite(c), [k for k in c if k[1].startswith(("grad_norm", "weight_norm"))]
+    return {**c, **{k: tuple(a[c[k][0] < bad[0].data["step"]] for a in c[k]) for k in norms}} if bad else c
+
 _ROUND_OFF = 1e-4  # below this share of its layer's other gradient at every log: round-off around an exact 0
 
-def _structural_zero(name: str, g: np.ndarray, grads: dict, medians: dict) -> bool:
-    "Exactly 0 at every log, or at round-off of its layer's other parameter's gradient (a bias before a norm)."
+def _structural_zero(name: str, g: np.ndarray, grads: dict, medians: dict, own: float = 0.0) -> bool:
+    "Exactly 0 at every log, or round-off of its layer's other gradient and of its own weights `own`."
     if len(g) < 2: return False
     layer = name.rsplit(".", 1)[0]
     siblings = [k for k, v in grads.items() if k != name and k.rsplit(".", 1)[0] == layer and len(v) == len(g)]
-    # alone in its layer and exactly 0 throughout: a parameter the forward pass never uses; beside a
-    # parameter that does get gradients (a dead ReLU layer starves weight and bias alike: not structural),
-    # exactly 0 or, in float32, round-off (~1e-8) of it: a bias whose layer feeds a norm that removes the mean
-    # (a weight starved beside a moving bias has inputs that are all 0: dead units upstream, not structure)
+    # alone in its layer: exactly 0 throughout (a parameter the forward pass never uses); else a bias at
+    # round-off (~1e-8 in float32) of its layer's moving gradient (it feeds a norm removing the mean) and of
+    # its own weights where logged (a weight fed 1e4-scale inputs gets 1e5× an ordinary bias's gradient)
     if not siblings: return bool((g == 0).all())
     moving = [grads[k] for k in siblings if medians[k] > 0]
-    return name.endswith("bias") and any((g <= _ROUND_OFF * v).all() for v in moving)
+    small = own <= 0 or bool((g <= _ROUND_OFF * own).all())
+    return name.endswith("bias") and small and any((g <= _ROUND_OFF * v).all() for v in moving)
 
 def _parameter_gradients(c: dict, th: Thresholds) -> list[Finding]:
     "structural_zero_gradients (info: exactly 0 at every log), vanishing_gradients among the parameters that move."
@@ -542,30 +554,26 @@ def _parameter_gradients(c: dict, th: Thresholds) -> list[Finding]:
         if split != "train" or not len(values): continue
         if name.startswith("grad_norm/"): grads[name[len("grad_norm/"):]] = values
         elif name.startswith("weight_norm/"): weights[name[len("weight_norm/"):]] = values
-    # exactly zero at every logged step: a bias before a normalization layer (it removes the mean, so the
-    # bias cannot matter), a parameter the forward pass never uses; no learning rate or activation fixes it
     # each series' median once: a layer's gradients are read again for each of its parameters
     grad_median = {k: median(v) for k, v in grads.items()}
     weight_median = {k: median(v) for k, v in weights.items()}
-    zero = sorted(k for k, v in grads.items() if _structural_zero(k, v, grads, grad_median))
+    zero = sorted(k for k, v in grads.items()
+                  if _structural_zero(k, v, grads, grad_median, float(weight_median.get(k, 0.0))))
     out = []
     if zero:
         biases = [k for k in zero if k.endswith("bias")]
-        advice = []
-        if biases:
-            advice.append("a bias followed by a normalization layer (BatchNorm, LayerNorm) gets no gradient by "
-                          "construction: build that layer with bias=False")
+        advice = ["a bias followed by a normalization layer (BatchNorm, LayerNorm) gets no gradient by "
+                  "construction: build that layer with bias=False"] if biases else []
         if len(biases) < len(zero):
             advice.append("a parameter the forward pass never uses: remove it, or freeze it "
                           "(requires_grad_(False)) if it is meant to be unused")
         out.append(Finding("structural_zero_gradients", "info",
                            f"{len(zero)} parameter(s) got a zero gradient (exactly, or round-off beside their "
-                           f"layer's other parameter) at every logged step: "
+                           f"layer's other gradient and their own size) at every logged step: "
                            f"{', '.join(zero[:5])}",
                            advice="; ".join(advice), data={"parameters": zero}))
-    # the others, against their weights where the norms were logged (a gradient small for its weight
-    # does not move it); a parameter whose weights are 0 is judged by its gradient alone
-    # (against the typical weight where a parameter's own is smaller: a zero-initialised bias is no scale)
+    # the others, against their weights where logged (or the typical weight where that is larger: a
+    # zero-initialised bias is no scale); a parameter whose weights are 0 is judged by its gradient alone
     rel = {}
     typical = float(median(np.array(list(weight_median.values())))) if weights else 0.0
     for k in grads:
@@ -634,21 +642,17 @@ def _label_noise(c: dict, th: Thresholds) -> list[Finding]:
     _, e, wrong = _series(c, "train", "confident_wrong")
     _, _, focus = _series(c, "train", "confident_wrong_focus")
     if len(wrong) >= 2 and len(focus) == len(wrong):
-        # the second half of the epochs: the model has learned what it can by then; a class it has not
-        # learned yet concentrates the confidently-wrong rows in that one class (noise spreads over all)
+        # the second half of the epochs (a class not learned yet concentrates the wrong rows; noise spreads)
         late = e >= (e[0] + e[-1]) / 2
         share, spread = float(median(wrong[late])), float(median(focus[late]))
         # and the model has learned the rest: the other rows' median loss well under the untrained one's
-        # (a model still near its start is confidently wrong about many rows without any wrong label)
         _, _, others = _series(c, "train", "others_loss")
         fit = float(median(others[late])) if len(others) == len(wrong) else 0.0
-        # and persistently: rows stuck worse than the untrained model epoch after epoch (a hard row near a
-        # boundary of a task still being learned flips; a wrong label stays wrong)
+        # and persistently: rows stuck worse than the untrained model epoch after epoch (a hard row flips)
         _, _, stuck_share = _series(c, "train", "stuck_share")
         stuck = float(median(stuck_share[late])) if len(stuck_share) == len(wrong) else 1.0
-        # or, where the rest is not learned that far (heavy noise caps what a model can fit): the training
-        # loss's fall over the later epochs did not carry to the held-out rows, by more than the valid
-        # loss's standard errors: the model memorizes labels its own generalization contradicts
+        # or (heavy noise caps the fit) the train loss's later fall did not carry to held-out rows, by more
+        # than the valid loss's standard errors: the model memorizes labels its generalization contradicts
         gap = _fit_not_carried(c)
         data = {"confident_wrong": share, "focus": spread, "others_loss": fit, "stuck_share": stuck,
                 "threshold": th.noise_wrong, "focus_threshold": th.noise_focus,

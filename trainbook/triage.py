@@ -362,6 +362,32 @@ def backward_anomaly(model: nn.Module,  # a model with finite weights (a copy is
         if mine: found["forward_line"] = f"{Path(mine[-1][0]).name}:{mine[-1][1]} in {mine[-1][2]}: {mine[-1][3]}"
     return found
 
+def _stopped_on_noise(history, config) -> Optional[Finding]:
+    "early_stop_on_noise: early stopping ended the run on valid losses within one standard error of its best."
+    if config is None or config.monitor != "valid_loss" or not config.patience or history is None: return None
+    v = history.series("loss", "valid").to_numpy()
+    se = history.series("loss_se", "valid").to_numpy()
+    p = int(config.patience)
+    if len(v) <= p or len(se) != len(v) or not np.isfinite(v).all() or not np.isfinite(se).all(): return None
+    best, rise, noise = int(np.argmin(v[:-p])), float(v[-p:].max() - v[:-p].min()), float(np.median(se[-p:]))
+    if rise >= noise or config.min_delta >= noise: return None  # a real rise, or a min_delta that sees noise
+    epochs = history.series("loss", "valid", index="epoch").index
+    return Finding("early_stop_on_noise", "info",
+                   f"early stopping ended the run after epoch {int(epochs[-1])} on {p} evaluation(s) without "
+                   f"improvement that rose at most {rise:.3g} above the best valid loss {v[best]:.4g} (epoch "
+                   f"{int(epochs[best])}): less than one evaluation's standard error ({noise:.3g}), noise",
+                   advice=f"raise patience (3 or more evaluations) or set min_delta to about the standard "
+                          f"error ({noise:.2g}) so that only a rise beyond the noise stops the run",
+                   data={"patience": p, "rise": rise, "standard_error": noise, "min_delta": float(config.min_delta),
+                         "best_epoch": int(epochs[best])})
+
+def _batch_named(info: dict) -> str:
+    "The failing batch as the nonfinite message names it: 0-based, in its epoch (or its accumulation window)."
+    if info["batch_idx"] is not None: return f"batch {info['batch_idx']}, 0-based"
+    first, last = info["window"]
+    return (f"one of micro-batches {first}-{last}, 0-based: its accumulation window; the saved batch is the "
+            "failing one")
+
 class NanGuard(Callback):
     "Triage of the first non-finite loss (the module, the batch, the backward op); records the evaluations' noise."
     def __init__(self,
@@ -413,7 +439,13 @@ class NanGuard(Callback):
         xb, yb = state.batch
         where = locate_nonfinite(state.model, xb, yb, state.loss_fn, precision=state.precision)
         step = state.step + 1  # the failing step, numbered as the history numbers steps (the first is 1)
-        info = {"step": step, "completed_steps": state.step, "epoch": state.epoch, "batch_idx": state.batch_idx,
+        # the failing batch, 0-based in its epoch (state.batch_idx counts the batches drawn); under gradient
+        # accumulation the loop drew its whole window first: the window is named, the saved batch is the one
+        accum = max(int(getattr(state.config, "accum_steps", 1) or 1), 1)
+        drawn = state.batch_idx
+        window = [(drawn - 1) // accum * accum, drawn - 1]
+        info = {"step": step, "completed_steps": state.step, "epoch": state.epoch,
+                "batch_idx": drawn - 1 if window[0] == window[1] else None, "window": window,
                 "lr": state.optimizer.param_groups[0]["lr"] if state.optimizer else None, **where}
         if state.precision == "fp16" and state.history is not None:
             info["loss_scales"] = state.history.series("loss_scale").tolist()[-10:]
@@ -451,13 +483,19 @@ class NanGuard(Callback):
             advice = ("look at that module (division, log, sqrt, exp of large values); lower the lr or clip "
                       "gradients; under fp16 try bf16; reproduce with the saved batch")
         finding = Finding("nonfinite", "error",
-                          f"non-finite loss at step {step} (epoch {state.epoch}, batch {state.batch_idx}): {what}",
+                          f"non-finite loss at step {step} (epoch {state.epoch}, {_batch_named(info)}): "
+                          f"{what}",
                           advice=advice, data=info)
         state.findings.append(finding)
         if not where["weights_finite"] and self.finite_copy is not None and self.pending is None:
             self.pending = (finding, self.finite_copy[1], xb, yb, state.loss_fn)
 
     def after_fit(self, state: LoopState):
+        note = _stopped_on_noise(state.history, state.config) if getattr(state.run, "stopped", None) == \
+            "early_stopping" else None
+        if note is not None:
+            state.findings.append(note)
+            if state.run.findings is not state.findings: state.run.findings = state.run.findings + [note]
         # the run has stopped: re-run the failing batch once, on the last finite weights, under anomaly mode
         if self.pending is None: return
         finding, model, xb, yb, loss_fn = self.pending

@@ -1,0 +1,167 @@
+"Held-out testers' findings on the diagnostics and the NaN triage: each test one finding's repro, made small."
+import math
+
+import numpy as np
+import torch
+from torch import nn
+
+import trainbook as tb
+
+
+def kinds(found): return [f.kind for f in found]
+
+
+def epochs_run(train, valid, se, prior, steps_per_epoch=47, lr=None):
+    "A history: step losses `train` (one a step), one valid loss (with its SE and the prior's loss) an epoch."
+    h = tb.History()
+    for s, v in enumerate(train, 1):
+        e = (s - 1) // steps_per_epoch
+        h.append(s, e, "train", "loss", float(v))
+        if lr is not None: h.append(s, e, "train", "lr", float(lr[s - 1]))
+    for e, v in enumerate(valid):
+        s = min((e + 1) * steps_per_epoch, len(train))
+        h.append(s, e, "train", "epoch_loss", float(np.mean(train[s - steps_per_epoch:s])))
+        h.append(s, e, "valid", "loss", float(v))
+        h.append(s, e, "valid", "loss_se", float(se))
+        h.append(s, e, "valid", "prior_loss", float(prior))
+    return h
+
+
+def test_a_loss_3x_the_prior_is_not_at_the_prior_nor_diverging():
+    "f4: unnormalized inputs: 100 → a jump to 330 → 5.3, valid 46 → 4.2, prior 1.37: it learned."
+    rng = np.random.default_rng(0)
+    n = 470
+    train = 5 + 95 * np.exp(-np.arange(n) / 60) * (1 + 0.2 * rng.standard_normal(n))
+    train[:3] = [100.0, 150.0, 333.0]
+    valid = [46.0, 27.3, 14.5, 11.5, 12.8, 5.3, 6.2, 6.0, 8.6, 4.2]
+    found = tb.diagnose(epochs_run(train, valid, se=0.15, prior=1.37))
+    assert "diverging" not in kinds(found)
+    assert not any("constant predictor" in f.message for f in found)
+    # a run that did end at the prior, on both losses, within its noise: still named so
+    flat = 1.37 + 0.05 * rng.standard_normal(n)
+    flat[:3] = [1.4, 1.38, 1.39]
+    stuck = tb.diagnose(epochs_run(flat, [1.372] * 10, se=0.01, prior=1.37))
+    assert any(f.kind == "not_learning" and "constant predictor" in f.message for f in stuck)
+
+
+def grads_history(grads: dict, weights: dict, steps=40):
+    "Per-parameter gradient norms (a constant each, times a little noise) and weight norms."
+    rng = np.random.default_rng(1)
+    h = tb.History()
+    for s in range(1, steps + 1):
+        h.append(s, 0, "train", "loss", 1.0 / s)
+        for k, g in grads.items(): h.append(s, 0, "train", f"grad_norm/{k}", g * (1 + 0.1 * rng.random()))
+    for k, w in weights.items(): h.append(1, 0, "train", f"weight_norm/{k}", w)
+    return h
+
+
+def test_a_bias_beside_a_weight_fed_huge_inputs_is_not_structurally_zero():
+    "f4: a first-layer bias's gradient 0.02 beside its weight's 900 (inputs ~1e4) is 2% of its own size."
+    h = grads_history({"0.weight": 900.0, "0.bias": 0.02, "2.weight": 1700.0, "2.bias": 0.07},
+                      {"0.weight": 20.0, "0.bias": 0.98, "2.weight": 5.0, "2.bias": 0.6})
+    assert "structural_zero_gradients" not in kinds(tb.diagnose(h))
+    # a bias before a norm: round-off of its layer's gradient and of its own size: still structural
+    bn = grads_history({"0.weight": 1.0, "0.bias": 1e-8}, {"0.weight": 3.0, "0.bias": 0.5})
+    zero = next(f for f in tb.diagnose(bn) if f.kind == "structural_zero_gradients")
+    assert zero.data["parameters"] == ["0.bias"]
+
+
+def test_overfitting_quotes_logged_values_and_names_a_valid_set_never_better_than_the_prior():
+    "f6: valid 1.546 → 6.1, above the prior 1.382 from the first evaluation: another distribution."
+    valid = [1.546, 2.891, 3.942, 4.572, 4.97, 5.215, 5.44, 5.585, 5.78, 5.878, 5.953, 6.097]
+    train = np.repeat(np.linspace(1.2, 0.24, len(valid)), 47)
+    found = tb.diagnose(epochs_run(train, valid, se=0.05, prior=1.382))
+    f = next(f for f in found if f.kind == "overfitting")
+    assert "rose from 1.546 (epoch 0)" in f.message, f.message
+    assert "never generalized" in f.message and "distribution shift" in f.advice
+    assert f.data["never_beat_prior"] is True
+    # a classic overfit (below the prior first, then rising): the usual advice
+    classic = [1.0, 0.7, 0.55, 0.5, 0.52, 0.56, 0.61, 0.66, 0.72, 0.78, 0.84, 0.9]
+    found = tb.diagnose(epochs_run(train, classic, se=0.01, prior=1.382))
+    g = next(f for f in found if f.kind == "overfitting")
+    assert "stop earlier" in g.advice and not g.data["never_beat_prior"]
+    assert f"rose from {classic[g.data['best_epoch']]:.4g}" in g.message
+
+
+def test_a_warmup_longer_than_the_run_is_named_not_the_model():
+    "f1: the lr rose linearly all run (6% of its peak at the end): the schedule, not the model, is to blame."
+    rng = np.random.default_rng(2)
+    n = 315
+    train = 1.37 + 0.03 * rng.standard_normal(n)
+    lr = 1e-3 * np.arange(1, n + 1) / 5000
+    valid = [1.382, 1.377, 1.369, 1.358, 1.343]
+    found = tb.diagnose(epochs_run(train, valid, se=0.009, prior=1.372, steps_per_epoch=63, lr=lr))
+    f = next(f for f in found if f.kind == "not_learning")
+    assert "still rising" in f.message and "warmup" in f.advice and f.data["lr_still_rising"]
+    # a warmup that ended (then a cosine decay): no such note
+    done = np.where(np.arange(n) < 30, np.arange(1, n + 1) / 30, 0.5 * (1 + np.cos(np.pi * np.arange(n) / n)))
+    found = tb.diagnose(epochs_run(train, valid, se=0.009, prior=1.372, steps_per_epoch=63, lr=1e-3 * done))
+    assert not any("still rising" in f.message for f in found)
+
+
+def test_gradients_after_the_loss_went_nonfinite_say_nothing():
+    "6: a NaN at step 30; a parameter starved only after it is a broken model's, not vanishing gradients."
+    h = tb.History()
+    for s in range(1, 121):
+        h.append(s, 0, "train", "loss", 1.0 if s < 30 else math.nan)
+        h.append(s, 0, "train", "grad_norm/a.weight", 1.0)
+        h.append(s, 0, "train", "grad_norm/b.weight", 1.0 if s < 30 else 1e-9)
+    assert kinds(tb.diagnose(h)) == ["nonfinite"]
+
+
+def nan_run(accum_steps, bad_row, tmp_path):
+    "A fit whose training row `bad_row` holds a NaN (64-row batches, no shuffle): its nonfinite finding."
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(1200, 8, generator=g), torch.randint(0, 3, (1200,), generator=g)
+    X[bad_row, 3] = float("nan")
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+    run = tb.fit(model, tb.TensorLoader(X[:1000], y[:1000], batch_size=64, shuffle=False),
+                 tb.TensorLoader(X[1000:], y[1000:], batch_size=200), loss_fn=nn.functional.cross_entropy,
+                 live=False,
+                 config=tb.TrainConfig(epochs=1, accum_steps=accum_steps, checkpoint_dir=str(tmp_path)))
+    return next(f for f in run.findings if f.kind == "nonfinite")
+
+
+def test_the_nan_finding_names_the_failing_batch_0_based(tmp_path):
+    "f2: row 780 is in batch 12 (0-based); without accumulation that batch is named, with 4 its window 12-15."
+    f = nan_run(1, 780, tmp_path / "one")
+    assert "batch 12, 0-based" in f.message and f.data["batch_idx"] == 12, f.message
+    saved = torch.load(f.data["batch_path"], weights_only=False)
+    assert saved["batch_idx"] == 12 and bool(torch.isnan(saved["xb"][780 - 12 * 64, 3]))
+    f = nan_run(4, 780, tmp_path / "four")
+    assert "micro-batches 12-15, 0-based" in f.message and f.data["window"] == [12, 15], f.message
+    assert bool(torch.isnan(torch.load(f.data["batch_path"], weights_only=False)["xb"][780 - 12 * 64, 3]))
+
+
+def test_early_stopping_on_a_rise_within_the_noise_is_noted():
+    "f7: patience=1 on 100 valid rows stops on a rise under one standard error: an info finding says so."
+    g = torch.Generator().manual_seed(0)
+    W = torch.randn(8, 3, generator=g)
+    X = torch.randn(700, 8, generator=g)
+    y = (X @ W + torch.randn(700, 3, generator=g)).argmax(1)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+    run = tb.fit(model, tb.TensorLoader(X[:600], y[:600], batch_size=32, shuffle=True),
+                 tb.TensorLoader(X[600:], y[600:], batch_size=100), loss_fn=nn.functional.cross_entropy,
+                 live=False, config=tb.TrainConfig(epochs=40, lr=3e-3, patience=1))
+    assert run.stopped == "early_stopping"
+    f = next(f for f in run.findings if f.kind == "early_stop_on_noise")
+    assert f.severity == "info" and f.data["rise"] < f.data["standard_error"] and "min_delta" in f.advice
+
+
+def test_early_stopping_on_a_real_rise_or_with_a_min_delta_says_nothing():
+    "The note's boundary: a rise beyond one standard error, or a min_delta that already covers it: no note."
+    from trainbook.triage import _stopped_on_noise
+
+    def history(valid, se):
+        h = tb.History()
+        for e, v in enumerate(valid):
+            h.append(10 * (e + 1), e, "valid", "loss", v)
+            h.append(10 * (e + 1), e, "valid", "loss_se", se)
+        return h
+    noisy = history([0.34, 0.31, 0.28, 0.31], 0.05)
+    assert _stopped_on_noise(noisy, tb.TrainConfig(patience=1)) is not None
+    assert _stopped_on_noise(noisy, tb.TrainConfig(patience=1, min_delta=0.05)) is None
+    assert _stopped_on_noise(history([0.34, 0.31, 0.28, 0.40], 0.05), tb.TrainConfig(patience=1)) is None
+    assert _stopped_on_noise(noisy, tb.TrainConfig(patience=None)) is None
