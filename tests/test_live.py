@@ -430,7 +430,8 @@ def test_a_run_refused_at_its_first_batch_draws_nothing(capsys, monkeypatch):
     assert bars.epochs is None and bars.steps is None and "epochs" not in capsys.readouterr().err
     assert shown == [] and curves.figure is None
     run = _fit([bars, curves], epochs=1)  # the same displays on a run that trains: drawn, once each
-    assert run.stopped == "completed" and bars.epochs.n == 1 and len(shown) == 1 and "epochs" in capsys.readouterr().err
+    assert run.stopped == "completed" and bars.epochs.n == 1 and len(shown) == 1
+    assert "epochs" in capsys.readouterr().err
 
 
 def test_bars_of_a_run_whose_every_step_was_skipped():

@@ -94,4 +94,5 @@ def test_the_panel_says_why_there_is_no_suggestion():
     from trainbook import widgets
     from trainbook.optim import LRFinder
     flat = LRFinder([1e-7, 1e-6], [1.0, 1.0], None, False, [1.0, 1.0], "no sustained descent: flat")
-    assert "no suggested lr" in widgets.lr_status(flat, 1e-3) and "no sustained descent" in widgets.lr_status(flat, 1e-3)
+    line = widgets.lr_status(flat, 1e-3)
+    assert "no suggested lr" in line and "no sustained descent" in line
