@@ -198,9 +198,10 @@ def _at_prior(c: dict, end: float, noise: float, th: Thresholds) -> Optional[dic
     v_end = float(median(v[-3:])) if len(v) else end
     se_end = float(median(se[-3:])) if se is not None else noise
     margin = max(th.prior_z * se_end, 0.02 * abs(level))
-    # both at the prior, within its noise on either side (3× the prior is worse than it, not at it)
-    ended = bool(abs(v_end - level) <= margin and abs(end - level) <= margin)
-    return {"prior_loss": level, "valid_end": v_end, "valid_se": se_end, "margin": margin, "at_prior": ended}
+    # both no better than the prior, within its noise: at it, or above it (worse than predicting it)
+    ended = bool(v_end > level - margin and end > level - margin)
+    return {"prior_loss": level, "valid_end": v_end, "valid_se": se_end, "margin": margin, "at_prior": ended,
+            "where": "above" if v_end > level + margin else "at"}
 
 def _how_it_moved(drop: float) -> str:
     "The not-learning message's verb, true to the numbers: a loss that rose did not merely 'barely move'."
@@ -266,13 +267,12 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
         return [Finding("diverging", "error",
                         f"the training loss blew up at step {at} ({float(loss[jump - 1]):.4g} → "
                         f"{float(loss[jump]):.4g}, {ratio:.3g}× its median) and never recovered: "
-                        + (f"it ended at the constant predictor's loss {prior['prior_loss']:.4g} (it predicts "
-                           f"the prior and nothing else)" if at_prior else
+                        + (f"it ended {prior['where']} the constant predictor's loss {prior['prior_loss']:.4g} "
+                           f"(valid {prior['valid_end']:.4g}): no better than predicting it" if at_prior else
                            f"it never fell clearly below its first loss {first:.4g} and ended at {end:.4g} "
                            f"(the median of its last tenth)"),
-                        advice="the learning rate is too high: the first updates threw the model off and it "
-                               "never learned after: lower the lr about 10× (try lr_find), add warmup, "
-                               "clip gradients",
+                        advice="the lr is too high: the first updates threw the model off and it never learned "
+                               "after: lower the lr about 10× (lr_find), add warmup, clip gradients; standardize inputs",
                         data=data)]
     # a run that learned inside its first tenth (0.75 → 1e-7 in 9 steps): its fall is from the untrained loss,
     # which stands out of that tenth as a blow-up would (`blowup` × its level and `blowup_z` noises above it)
@@ -283,9 +283,9 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
     data.update(drop=drop, learned_in_first_tenth=early)
     if at_prior and len(loss) >= 5 * th.min_steps:
         return [Finding("not_learning", "warning",
-                        f"the run ended at the constant predictor's loss: valid {prior['valid_end']:.4g}, train "
-                        f"{end:.4g}, against {prior['prior_loss']:.4g} for predicting the class frequencies (or "
-                        f"the mean) alone, within {prior['margin']:.3g} ({th.prior_z:g} standard errors)",
+                        f"the run ended {prior['where']} the constant predictor's loss {prior['prior_loss']:.4g} "
+                        f"(the class frequencies' or the mean's): valid {prior['valid_end']:.4g}, train {end:.4g}, "
+                        f"not below it by {prior['margin']:.3g} ({th.prior_z:g} standard errors)",
                         advice="the model learned only the prior: run overfit_batch; check that the inputs reach "
                                "the model (a constant or shuffled feature), the labels, and the lr (lr_find)",
                         data=data)]
