@@ -7,7 +7,7 @@ from __future__ import annotations
 import collections, io, json, os, pickle, re, reprlib, tempfile, threading, time, warnings, zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 import numpy as np
 import torch
@@ -20,11 +20,11 @@ from .distributed import full_state, load_sharded_state
 from .run import RUN_FILES, json_safe, write_run_record
 
 # %% auto #0
-__all__ = ['FORMAT', 'unwrap', 'check_loadable', 'save_checkpoint', 'CheckpointError', 'UnsafeCheckpointError', 'checkpoint_file',
-           'read_checkpoint', 'restore_checkpoint', 'load_checkpoint', 'FindingsPart', 'unwritable', 'probe_writable',
-           'RunFolderBusy', 'folder_writer', 'release_run_dir', 'prepare_run_dir', 'run_signature', 'saved_signature',
-           'resume_changes', 'stopped_early', 'check_epochs_left', 'check_resume', 'Checkpointer', 'Position',
-           'BufferSnapshot']
+__all__ = ['FORMAT', 'SNAPSHOT_SPACING', 'SNAPSHOT_FREE', 'unwrap', 'check_loadable', 'save_checkpoint', 'CheckpointError',
+           'UnsafeCheckpointError', 'checkpoint_file', 'read_checkpoint', 'restore_checkpoint', 'load_checkpoint',
+           'FindingsPart', 'unwritable', 'probe_writable', 'RunFolderBusy', 'folder_writer', 'release_run_dir',
+           'prepare_run_dir', 'run_signature', 'saved_signature', 'resume_changes', 'stopped_early',
+           'check_epochs_left', 'check_resume', 'Checkpointer', 'Position', 'BufferSnapshot']
 
 # %% ../nbs/06_checkpoint.ipynb #f4a0ad9b
 from .core import atomic_write
@@ -568,6 +568,9 @@ def check_resume(resume,  # what a run was given as `resume`
     raise TypeError(f"resume must be a checkpoint file or its run folder (a str or Path), got {resume!r}"
                     f"{hint}")
 
+SNAPSHOT_SPACING = 20  # a run.json snapshot waits 20 times its last write's duration: <= 1/21 of the time
+SNAPSHOT_FREE = 0.01  # seconds: a write that took less delays no snapshot (a flat cost, not a growing one)
+
 class Checkpointer:
     "The run folder's policy: last.pt, best.pt and run.json in `run_dir` (rank 0 writes; FSDP gathers first)."
     def __init__(self,
@@ -578,11 +581,12 @@ class Checkpointer:
                  parts: Optional[dict] = None,  # name -> object with state_dict (model, optimizer, scheduler, ...)
                  meta: Optional[dict] = None,  # plain entries stored in every checkpoint (config, environment, ...)
                  suffix: str = ".pt",  # the checkpoint files' suffix: last.pt, best.pt (".msgpack" for Flax runs)
+                 clock: Callable[[], float] = time.perf_counter,  # seconds, to time run.json (tests: fake)
                 ):
         self.run_dir, self.suffix = (Path(run_dir) if run_dir else None), suffix
         self.rank, self.strategy, self.parts, self.meta = rank, strategy, parts or {}, meta or {}
         self.findings: list = []  # what choosing the folder and restoring noticed
-        self._skipped = 0  # snapshots of run.json not written since the last one
+        self._clock, self._last_write = clock, None  # (when the last run.json write ended, how long it took)
         self._lock: Optional[dict] = None  # the folder's lock as this run claimed it (rank 0)
 
     def prepare(self,
@@ -663,13 +667,17 @@ class Checkpointer:
     def write_run(self, run: "Run",  # the run: ended, or a snapshot (`stopped == "running"`)
                   final: bool = True,  # the run ended: always written; else skipped when written lately
                  ) -> None:
-        "Write run.json (rank 0): at the end, and at each epoch's end (a history of n records: every n // 1e5-th)."
+        """Write run.json (rank 0): always at the end; a snapshot unless the last write took over
+        `SNAPSHOT_FREE` and the time since is under `SNAPSHOT_SPACING` times its duration (<= ~5%)."""
         if not self.enabled or self.rank != 0: return
-        self._skipped += 1
-        if not final and self._skipped < len(run.records) // 100_000: return
+        started = self._clock()
+        if not final and self._last_write is not None:
+            ended, took = self._last_write
+            if took > SNAPSHOT_FREE and started - ended < SNAPSHOT_SPACING * took: return
         self._check_held("run.json")
         write_run_record(run, self.run_dir / "run.json")
-        self._skipped = 0
+        ended = self._clock()
+        self._last_write = (ended, ended - started)
 
     def _check_held(self, name: str) -> None:
         "Refuse a write once another run holds the folder (freed by `release_run_dir` while this run went on)."

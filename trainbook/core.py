@@ -247,6 +247,7 @@ class History:
                 ):
         self._rows: list = []  # the records as tuples: an append is one tuple (two a step, in fit's loop)
         self._columns: tuple = (0, ([], [], [], [], []))  # (rows read so far, the columns made of them)
+        self._arrays: tuple = _NOT_ENCODED  # (rows encoded, arrays with room to grow, split, name codes)
         self.extend(rows)
 
     def append(self,
@@ -337,22 +338,53 @@ class History:
         "The distinct `(split, name)` pairs recorded, in order of first appearance."
         return list(dict.fromkeys((r[2], r[3]) for r in self._rows))
 
+    def _encoded(self, n: int) -> tuple:
+        "`_arrays` holding the first `n` records at least: only records added since are encoded."
+        done, arrays, splits, names = self._arrays
+        if done >= n and arrays is not None: return self._arrays
+        new = list(zip(*self._rows[done:n])) or [()] * 5
+        splits, names = _with_codes(splits, new[2]), _with_codes(names, new[3])
+        if arrays is None or len(arrays[0]) < n:  # new arrays, twice as long: a record is copied O(1) times
+            grown = [np.empty(max(2 * n, 1024), kind) for kind in _ARRAY_KINDS]
+            for old, bigger in zip(arrays or (), grown): bigger[:done] = old[:done]
+            arrays = grown
+        codes = ([splits[s] for s in new[2]], [names[s] for s in new[3]])
+        for array, values in zip(arrays, (new[0], new[1], *codes, new[4])): array[done:n] = values
+        self._arrays = (n, arrays, splits, names)  # readers of the old tuple read only its first `done`
+        return self._arrays
+
     def state_dict(self,
                    stop: Optional[int] = None,  # only the records before this position
                   ) -> dict:
-        "Plain lists, safe for `torch.load(weights_only=True)` and JSON."
-        return {c: list(self.column(c)[:stop]) for c in self.columns}
+        """The records as tensors: int64 `step` and `epoch`, float64 `value`, `split` and `name` as int32
+        codes into the lists in `vocab`. `torch.save` writes buffers; `weights_only=True` loads them."""
+        n = len(range(len(self._rows))[:stop])
+        _, arrays, splits, names = self._encoded(n)
+        columns = {c: torch.from_numpy(array[:n].copy()) for c, array in zip(self.columns, arrays)}
+        return {**columns, "vocab": {"split": list(splits), "name": list(names)}}
 
     def load_state_dict(self, state: dict):
-        "Replace the records with those of `state_dict()`."
-        lengths = {c: len(state[c]) for c in self.columns}
+        "Replace the records with those of `state_dict()`: tensors, or the plain lists of older checkpoints."
+        columns = {c: state[c].tolist() if hasattr(state[c], "tolist") else state[c] for c in self.columns}
+        lengths = {c: len(columns[c]) for c in self.columns}
         if len(set(lengths.values())) > 1:  # zip would drop the rows past the shortest column in silence
             raise ValueError(f"the history's columns differ in length: {lengths}")
-        self._rows = list(zip(*(state[c] for c in self.columns)))
-        self._columns = (0, ([], [], [], [], []))
+        for c, words in (state.get("vocab") or {}).items():  # codes: back to the splits' and names' words
+            words = list(words)
+            columns[c] = [words[code] for code in columns[c]]
+        self._rows = list(zip(*(columns[c] for c in self.columns)))
+        self._columns, self._arrays = (0, ([], [], [], [], [])), _NOT_ENCODED
 
     def __repr__(self):
         return f"History({len(self)} records: {', '.join(f'{s}/{n}' for s, n in self.names())})"
+
+_NOT_ENCODED = (0, None, {}, {})
+_ARRAY_KINDS = (np.int64, np.int64, np.int32, np.int32, np.float64)  # step, epoch, split, name, value
+
+def _with_codes(codes: dict, words) -> dict:
+    "`codes` (word -> code) with `words` it lacks added, as a new dict: one handed out before never changes."
+    new = [w for w in dict.fromkeys(words) if w not in codes]
+    return {**codes, **{w: len(codes) + i for i, w in enumerate(new)}} if new else codes
 
 # %% ../nbs/00_core.ipynb #1643f025
 def seed_everything(seed: int = 0,  # the seed for python, numpy and torch

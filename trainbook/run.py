@@ -10,13 +10,14 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Optional, Union
 
+import numpy as np
 from .core import (Finding, History, TrainConfig, atomic_write, did_you_mean, findings_html,
                             process_alive, silenced, this_process)
 
 # %% auto #0
 __all__ = ['STOP_REASONS', 'RECORDS', 'PER_STEP', 'SYSTEM', 'EVIDENCE', 'MONITOR_ALIASES', 'RUN_FORMAT', 'RUN_VERSION',
            'RUN_FILES', 'RUNNING', 'UNKNOWN_CONFIG', 'StopReason', 'Record', 'record_key', 'monitored_record',
-           'last_run', 'remember_run', 'unrecorded', 'Run', 'RunFileError', 'json_safe', 'mark_killed',
+           'last_run', 'remember_run', 'unrecorded', 'Run', 'RunFileError', 'json_safe', 'history_json', 'mark_killed',
            'run_record_bytes', 'write_run_record']
 
 # %% ../nbs/05a_run.ipynb #c9cb2482
@@ -170,18 +171,20 @@ class Run:
 
     def to_dict(self) -> dict:
         "The run as plain JSON values: the one `run.json` record (run folder and trackers alike)."
-        return json_safe({
+        record = json_safe({
             "format": RUN_FORMAT, "version": RUN_VERSION, "stopped": self.stopped, "error": self.error,
             "kind": self.kind, "step": self.step, "epoch": self.epoch, "skipped_steps": self.skipped_steps,
             "best": self.best, "best_epoch": self.best_epoch,
             # config fields a newer trainbook wrote and this one does not know go back as they came
             "config": {**self.extra.get(UNKNOWN_CONFIG, {}), **self.config.to_dict()},
             "environment": self.environment, "findings": [f.__dict__ for f in self.findings],
-            "history": self.records.state_dict(), "profile": self.profile,
+            "history": None, "profile": self.profile,
             "split_fingerprint": self.extra.get("split_fingerprint"),
             "extra": {**{k: v for k, v in self.extra.items() if k not in (*_NOT_RECORDED, UNKNOWN_CONFIG)},
                       **({"writer": this_process()} if self.stopped == RUNNING else {})},  # a snapshot's writer
             "run_dir": self.run_dir, "best_path": self.best_path, "last_path": self.last_path})
+        record["history"] = history_json(self.records)  # its place kept; no json_safe walk per record
+        return record
 
     @classmethod
     def from_dict(cls, record: dict,  # what `to_dict` made (e.g. a parsed run.json)
@@ -193,7 +196,7 @@ class Run:
     @classmethod
     def load(cls, path: Union[str, Path],  # a run folder or one of its files (run.json, last.pt...)
             ) -> "Run":
-        "The run a folder holds, from its run.json: history, findings, config (a killed run: up to its last epoch)."
+        "The run a folder holds, from its run.json: history, findings, config (killed: to its last snapshot)."
         file = _run_file(path)
         try: record = json.loads(file.read_text())
         except (OSError, UnicodeDecodeError, ValueError) as e:
@@ -235,13 +238,32 @@ def json_safe(v,  # any value: a record, a config, a finding's data
     if hasattr(v, "item") and getattr(v, "ndim", 1) == 0: return json_safe(v.item())
     return repr(v)
 
+_PLAIN = {"step": int, "epoch": int, "split": str, "name": str, "value": float}  # the types a column holds
+
+def _finite_json(values: list) -> list:
+    "Floats as `json_safe` writes them, in place: non-finite ones (found by numpy, not a loop) as strings."
+    bad = np.flatnonzero(~np.isfinite(np.asarray(values, dtype=np.float64)))
+    for i in bad.tolist(): values[i] = str(values[i])
+    return values
+
+def history_json(history: History,  # the records of a run
+                ) -> dict:
+    """The history's columns as `json_safe` writes them, without its walk per record: a column of plain
+    ints, strings or floats is copied as it is (non-finite floats become "nan", "inf", "-inf"), any other
+    goes through `json_safe`."""
+    columns = {c: history.column(c) for c in history.columns}
+    plain = {c: not set(map(type, col)) - {_PLAIN[c]} for c, col in columns.items()}
+    out = {c: list(col) if plain[c] else json_safe(col) for c, col in columns.items()}
+    if plain["value"]: out["value"] = _finite_json(out["value"])
+    return out
+
 def _number(v):
     "A float back from `json_safe` (the strings nan, inf, -inf included)."
     return float(v) if isinstance(v, (int, float, str)) else v
 
 def mark_killed(run: Run,  # a snapshot (stopped "running") whose process is gone
                ) -> None:
-    "A snapshot whose writer is gone: the run was killed; its history goes up to its last finished epoch."
+    "A snapshot whose writer is gone: the run was killed; its history goes up to its last snapshot's epoch."
     run.stopped = StopReason.killed.value
     run.findings.append(Finding(
         "killed", "error", f"the run's process ended while it ran (killed, or out of memory) after {run.step} "
