@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 import trainbook as tb
-from trainbook.checkpoint import SNAPSHOT_FREE, SNAPSHOT_SPACING, Checkpointer, read_checkpoint
+from trainbook.checkpoint import SNAPSHOT_ALWAYS, SNAPSHOT_FREE, SNAPSHOT_SPACING, Checkpointer, read_checkpoint
 from trainbook.run import RUNNING, history_json, json_safe, run_record_bytes
 from helpers import blobs, mlp
 
@@ -120,11 +120,11 @@ class Clock:
     def __call__(self): return next(self.times)
 
 
-def written_steps(folder, ck, calls):
-    "Call write_run for each (step, final); the step that run.json holds after each call."
+def written_steps(folder, ck, calls, epoch=SNAPSHOT_ALWAYS):
+    "Call write_run for each (step, final) at `epoch`; the step that run.json holds after each call."
     seen = []
     for step, final in calls:
-        run = tb.Run(records=tb.History(), config=tb.TrainConfig(), stopped=RUNNING, step=step)
+        run = tb.Run(records=tb.History(), config=tb.TrainConfig(), stopped=RUNNING, step=step, epoch=epoch)
         ck.write_run(run, final=final)
         seen.append(json.loads((folder / "run.json").read_text())["step"])
     return seen
@@ -150,6 +150,15 @@ def test_snapshots_of_cheap_writes_are_all_written(tmp_path):
     assert written_steps(tmp_path, ck, [(1, False), (2, False), (3, False)]) == [1, 2, 3]
     ck = Checkpointer(tmp_path, clock=Clock(0, 0.05, 2, 2.05, 4, 4.05))  # writes of 50 ms, 2 s apart
     assert written_steps(tmp_path, ck, [(1, False), (2, False), (3, False)]) == [1, 2, 3]
+
+
+def test_every_epoch_end_before_snapshot_always_is_written_however_slow_the_machine(tmp_path):
+    "Writes timed at 1 s, 1 s apart (a loaded machine): epochs 0-99 are each written; spacing starts at epoch 100."
+    assert SNAPSHOT_ALWAYS == 100
+    ck = Checkpointer(tmp_path, clock=Clock(*range(12)))
+    early = [written_steps(tmp_path, ck, [(step, False)], epoch=SNAPSHOT_ALWAYS - 3 + step)[0] for step in (1, 2)]
+    assert early == [1, 2]  # epochs 98 and 99
+    assert written_steps(tmp_path, ck, [(3, False)], epoch=SNAPSHOT_ALWAYS) == [2]  # epoch 100: spaced
 
 
 def test_a_run_folder_loads_as_the_run_that_wrote_it(tmp_path):

@@ -20,10 +20,10 @@ from .distributed import full_state, load_sharded_state
 from .run import RUN_FILES, json_safe, write_run_record
 
 # %% auto #0
-__all__ = ['FORMAT', 'SNAPSHOT_SPACING', 'SNAPSHOT_FREE', 'unwrap', 'check_loadable', 'save_checkpoint', 'CheckpointError',
-           'UnsafeCheckpointError', 'checkpoint_file', 'read_checkpoint', 'restore_checkpoint', 'load_checkpoint',
-           'FindingsPart', 'unwritable', 'probe_writable', 'RunFolderBusy', 'folder_writer', 'release_run_dir',
-           'prepare_run_dir', 'run_signature', 'saved_signature', 'resume_changes', 'stopped_early',
+__all__ = ['FORMAT', 'SNAPSHOT_SPACING', 'SNAPSHOT_FREE', 'SNAPSHOT_ALWAYS', 'unwrap', 'check_loadable', 'save_checkpoint',
+           'CheckpointError', 'UnsafeCheckpointError', 'checkpoint_file', 'read_checkpoint', 'restore_checkpoint',
+           'load_checkpoint', 'FindingsPart', 'unwritable', 'probe_writable', 'RunFolderBusy', 'folder_writer',
+           'release_run_dir', 'prepare_run_dir', 'run_signature', 'saved_signature', 'resume_changes', 'stopped_early',
            'check_epochs_left', 'check_resume', 'Checkpointer', 'Position', 'BufferSnapshot']
 
 # %% ../nbs/06_checkpoint.ipynb #f4a0ad9b
@@ -570,6 +570,7 @@ def check_resume(resume,  # what a run was given as `resume`
 
 SNAPSHOT_SPACING = 20  # a run.json snapshot waits 20 times its last write's duration: <= 1/21 of the time
 SNAPSHOT_FREE = 0.01  # seconds: a write that took less delays no snapshot (a flat cost, not a growing one)
+SNAPSHOT_ALWAYS = 100  # epochs: each epoch end before this one is written, however long the last write took
 
 class Checkpointer:
     "The run folder's policy: last.pt, best.pt and run.json in `run_dir` (rank 0 writes; FSDP gathers first)."
@@ -668,10 +669,11 @@ class Checkpointer:
                   final: bool = True,  # the run ended: always written; else skipped when written lately
                  ) -> None:
         """Write run.json (rank 0): always at the end; a snapshot unless the last write took over
-        `SNAPSHOT_FREE` and the time since is under `SNAPSHOT_SPACING` times its duration (<= ~5%)."""
+        `SNAPSHOT_FREE` and the time since is under `SNAPSHOT_SPACING` times its duration (<= ~5%), from
+        epoch `SNAPSHOT_ALWAYS` on."""
         if not self.enabled or self.rank != 0: return
         started = self._clock()
-        if not final and self._last_write is not None:
+        if not final and self._last_write is not None and run.epoch >= SNAPSHOT_ALWAYS:
             ended, took = self._last_write
             if took > SNAPSHOT_FREE and started - ended < SNAPSHOT_SPACING * took: return
         self._check_held("run.json")
