@@ -31,29 +31,37 @@ def tmp_run(tmp_path):
 # `make test` runs the suite in two workers, one per core (pytest-xdist, `-n 2 --dist loadscope
 # --no-loadscope-reorder`). The tests that start engines of several busy processes with timeouts (Ray, torchrun,
 # JupyterLab with its kernel) run one after another in one worker, first, so that two of them never share the two cores
-# and each keeps the margins its timeouts were sized on; the other worker takes every other file meanwhile, a file at a
-# time (its module fixtures set up once), Spark's too (local[2], no timeout: it balances the two workers). The groups
-# are the scheduler's scopes: xdist's own `xdist_group` marks do nothing under pytest 9.2 (xdist 3.8 writes them into
-# `item._nodeid`, which pytest no longer reads)
+# and each keeps the margins its timeouts were sized on. Every other file is a scope of its own, handed by xdist to
+# whichever worker runs low (a worker with two tests or fewer left takes the next file): the other worker starts on
+# them at once, and the engines' worker joins when its lane is done, so the two end together without a hand-kept
+# balance. The heaviest of them go first, longest first, so that no long file starts last and runs alone: measured
+# with `--durations=0` (2026-12-03, in-tree: the docs tests ~170 s in `make test`, where the site is built, Spark 151 s,
+# the Keras backends 70 s, the MLflow store 56 s; the rest under 35 s a file). The groups are the scheduler's scopes:
+# xdist's own `xdist_group` marks do nothing under pytest 9.2 (xdist 3.8 writes them into `item._nodeid`, which
+# pytest no longer reads)
 ENGINES = ("browser/test_lab.py", "browser/test_panel.py", "browser/test_ray_live.py", "test_ray.py",
            "test_distributed.py", "test_shard_loader.py", "test_held_out_engines.py")
-# plain CPU tests that share the engines' worker, so that the two lanes end together: measured with `--durations=0`
-# (2026-12-03, 17:30 UTC, after the XLA cache cut test_jax 92 s -> 33 s): engines and these four 510 s, the
-# rest 463 s + the docs tests (~135 s in `make test`, where the site is built); test_keras_backends (48 s)
-# moves across
-BALANCE = ("test_checkpoint.py", "test_diagnose.py", "test_recorder.py", "test_tuning.py",
-           "test_keras_backends.py")
+HEAVIEST = ("browser/test_docs.py", "test_spark.py", "test_keras_backends.py", "test_store.py", "test_diagnose.py",
+            "test_jax.py", "test_tuning.py", "test_checkpoint.py", "test_widgets.py", "test_integrations.py",
+            "test_tracking.py")
 
 
 def lane(nodeid: str) -> str:
     "The scope of a test (its id, or its file's path under tests/): 'engines', or its file."
     path = nodeid.split("::", 1)[0].removeprefix("tests/")
-    return "engines" if path in ENGINES + BALANCE else path
+    return "engines" if path in ENGINES else path
+
+
+def order(nodeid: str) -> int:
+    "Where a test's scope runs: the engines' lane first (0), the heaviest files in `HEAVIEST`'s order, the rest."
+    scope = lane(nodeid)
+    if scope == "engines": return 0
+    return 1 + HEAVIEST.index(scope) if scope in HEAVIEST else 1 + len(HEAVIEST)
 
 
 def pytest_collection_modifyitems(items):
-    "The engines' tests first (the longest lane starts at once); every file keeps its tests' order."
-    items.sort(key=lambda item: lane(item.nodeid) != "engines")
+    "The engines' tests first (the longest lane starts at once), the heaviest files next; a file keeps its order."
+    items.sort(key=lambda item: order(item.nodeid))
 
 
 if importlib.util.find_spec("xdist"):

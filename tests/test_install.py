@@ -40,7 +40,9 @@ def test_make_tests_engines_lane_names_files_that_exist(pytestconfig):
     "`make test`'s two pytest workers: each file the engines' lane names exists (a renamed one would leave it unseen)."
     here = Path(__file__).resolve().parent
     suite = pytestconfig.pluginmanager.get_plugin(str(here / "conftest.py"))
-    for name in suite.ENGINES + suite.BALANCE: assert (here / name).is_file(), name
-    assert {suite.lane(name) for name in suite.ENGINES + suite.BALANCE} == {"engines"}
+    for name in suite.ENGINES + suite.HEAVIEST: assert (here / name).is_file(), name
+    assert {suite.lane(name) for name in suite.ENGINES} == {"engines"}
     for name in ("test_core.py", "browser/test_docs.py"): assert suite.lane(name) == name
+    ranks = [suite.order(name) for name in ("test_ray.py", *suite.HEAVIEST, "test_core.py")]
+    assert ranks == sorted(ranks) and len(set(ranks)) == len(ranks)  # engines, the heaviest in turn, then the rest
     assert hasattr(suite, "pytest_xdist_make_scheduler")  # make test installs pytest-xdist (the dev extra)
