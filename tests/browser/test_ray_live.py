@@ -79,7 +79,9 @@ def test_live_curves_grow_in_the_launching_cell_during_a_ray_run(browser, lab):
         second = points_while_busy(page, first)  # epoch 1's, in the same figure, the cell still running
         open(gates[2], "w").close()
         page.wait_for_selector("text=/ray run: Run completed 24/", timeout=240_000)  # 3 epochs of 512 / (2 * 32)
-        end = page.evaluate(CELL_STATE)
+        # the printed line comes before the kernel's reply that clears the cell's [*]: wait for that reply too
+        end = page.wait_for_function(f"() => {{ const s = ({CELL_STATE})(); return !s.busy && s; }}",
+                                     timeout=60_000).json_value()
         page.screenshot(path=str(ARTIFACTS / "lab-ray-live.png"))
         assert not end["busy"] and end["n"] > second > first > 0, (first, second, end)
         assert page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']").count() == 0
