@@ -126,14 +126,16 @@ def nan_run(accum_steps, bad_row, tmp_path):
 
 
 def test_the_nan_finding_names_the_failing_batch_0_based(tmp_path):
-    "f2: row 780 is in batch 12 (0-based); without accumulation that batch is named, with 4 its window 12-15."
+    """f2: row 780 is in batch 12 (0-based), row 850 in batch 13; with accumulation of 4 the failing micro-batch is
+    named too, with its window (12-15)."""
     f = nan_run(1, 780, tmp_path / "one")
     assert "batch 12, 0-based" in f.message and f.data["batch_idx"] == 12, f.message
     saved = torch.load(f.data["batch_path"], weights_only=False)
     assert saved["batch_idx"] == 12 and bool(torch.isnan(saved["xb"][780 - 12 * 64, 3]))
-    f = nan_run(4, 780, tmp_path / "four")
-    assert "micro-batches 12-15, 0-based" in f.message and f.data["window"] == [12, 15], f.message
-    assert bool(torch.isnan(torch.load(f.data["batch_path"], weights_only=False)["xb"][780 - 12 * 64, 3]))
+    f = nan_run(4, 850, tmp_path / "four")
+    assert "batch 13, 0-based (in its accumulation window, micro-batches 12-15)" in f.message, f.message
+    assert f.data["batch_idx"] == 13 and f.data["window"] == [12, 15]
+    assert bool(torch.isnan(torch.load(f.data["batch_path"], weights_only=False)["xb"][850 - 13 * 64, 3]))
 
 
 def test_early_stopping_on_a_rise_within_the_noise_is_noted():

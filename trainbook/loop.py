@@ -303,8 +303,8 @@ def _window_loss(s: Setup, window: Window) -> float:
 def _skip_nonfinite(s: Setup, state: LoopState, window: Window) -> Optional[str]:
     "A non-finite window loss: [on_nonfinite], drop the gradients; 'nonfinite' to stop, None to skip the step."
     state.batch_idx = state.position.batch_idx
-    bad = next(item for item in window.items if not bool(torch.isfinite(item[2]).all()))
-    state.batch = (bad[0], bad[1])
+    i, bad = next((i, item) for i, item in enumerate(window.items) if not torch.isfinite(item[2]).all())
+    state.batch, state.batch_in_epoch = (bad[0], bad[1]), window.start + i  # the micro-batch named
     s.callbacks(Event.on_nonfinite, state)
     s.optimizer.zero_grad(set_to_none=True)
     window.done = True

@@ -383,8 +383,10 @@ def _stopped_on_noise(history, config) -> Optional[Finding]:
 
 def _batch_named(info: dict) -> str:
     "The failing batch as the nonfinite message names it: 0-based, in its epoch (or its accumulation window)."
-    if info["batch_idx"] is not None: return f"batch {info['batch_idx']}, 0-based"
     first, last = info["window"]
+    if info["batch_idx"] is not None and first < last:
+        return f"batch {info['batch_idx']}, 0-based (in its accumulation window, micro-batches {first}-{last})"
+    if info["batch_idx"] is not None: return f"batch {info['batch_idx']}, 0-based"
     return (f"one of micro-batches {first}-{last}, 0-based: its accumulation window; the saved batch is the "
             "failing one")
 
@@ -439,13 +441,15 @@ class NanGuard(Callback):
         xb, yb = state.batch
         where = locate_nonfinite(state.model, xb, yb, state.loss_fn, precision=state.precision)
         step = state.step + 1  # the failing step, numbered as the history numbers steps (the first is 1)
-        # the failing batch, 0-based in its epoch (state.batch_idx counts the batches drawn); under gradient
-        # accumulation the loop drew its whole window first: the window is named, the saved batch is the one
+        # the failing batch, 0-based in its epoch (state.batch_idx counts the batches drawn): under gradient
+        # accumulation the loop drew its whole window first, and names the failing micro-batch in it (a loop
+        # that does not: the window is named, the saved batch is the failing one)
         accum = max(int(getattr(state.config, "accum_steps", 1) or 1), 1)
-        drawn = state.batch_idx
+        drawn, bad = state.batch_idx, getattr(state, "batch_in_epoch", None)
         window = [(drawn - 1) // accum * accum, drawn - 1]
-        info = {"step": step, "completed_steps": state.step, "epoch": state.epoch,
-                "batch_idx": drawn - 1 if window[0] == window[1] else None, "window": window,
+        if bad is None and window[0] == window[1]: bad = drawn - 1
+        info = {"step": step, "completed_steps": state.step, "epoch": state.epoch, "batch_idx": bad,
+                "window": window,
                 "lr": state.optimizer.param_groups[0]["lr"] if state.optimizer else None, **where}
         if state.precision == "fp16" and state.history is not None:
             info["loss_scales"] = state.history.series("loss_scale").tolist()[-10:]
