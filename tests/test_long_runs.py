@@ -4,6 +4,7 @@ record, and run.json snapshots are skipped while writing them would take more th
 import io, json, math, warnings
 
 import numpy as np
+import pytest
 import torch
 from torch import nn
 
@@ -177,3 +178,47 @@ def test_a_run_folder_loads_as_the_run_that_wrote_it(tmp_path):
     assert (loaded.stopped, loaded.step, loaded.epoch, loaded.best, loaded.best_epoch) == (
         run.stopped, run.step, run.epoch, run.best, run.best_epoch)
     assert [f.kind for f in loaded.findings] == [f.kind for f in run.findings]
+
+
+
+KILLED = """
+import os, signal, sys, torch
+from torch import nn
+import trainbook as tb
+from trainbook import checkpoint
+checkpoint.SNAPSHOT_ALWAYS, checkpoint.SNAPSHOT_FREE, checkpoint.SNAPSHOT_SPACING = 0, 0.0, 1e9  # one snapshot
+torch.manual_seed(0)
+X, y = torch.randn(96, 4), torch.randint(0, 2, (96,))
+model, cfg = nn.Linear(4, 2), tb.TrainConfig(epochs=10, checkpoint_dir=sys.argv[1])
+class Kill(tb.Callback):  # killed at the first step of epoch 4: last.pt holds the end of epoch 3
+    def after_step(self, state):
+        if state.step == 13: os.kill(os.getpid(), signal.SIGKILL)
+if sys.argv[2] == "fit":
+    tb.fit(model, tb.TensorLoader(X, y, batch_size=32), tb.TensorLoader(X, y, batch_size=48),
+           loss_fn=nn.functional.cross_entropy, live=False, callbacks=[Kill()], config=cfg)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+with tb.Recorder(cfg, parts={"model": model, "optimizer": opt}, callbacks=[Kill()], live=False) as rec:
+    for epoch in range(10):
+        for xb, yb in tb.TensorLoader(X, y, batch_size=32):
+            loss = nn.functional.cross_entropy(model(xb), yb)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            rec.step(loss.detach())
+        rec.validate(nn.functional.cross_entropy(model(X), y).item())
+"""
+
+
+@pytest.mark.parametrize("loop", ["fit", "recorder"])
+def test_a_killed_run_whose_snapshots_were_spaced_loads_to_its_last_epoch_from_last_pt(tmp_path, loop):
+    """Snapshots spaced (as past SNAPSHOT_ALWAYS on a long run): run.json holds epoch 0 and last.pt epoch 3 when the
+    run is killed; the folder loads with its history up to epoch 3."""
+    import subprocess, sys
+    done = subprocess.run([sys.executable, "-c", KILLED, str(tmp_path), loop], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == -9, done.stderr[-2000:]
+    assert json.loads((tmp_path / "run.json").read_text())["epoch"] == 0  # the one snapshot
+    run = tb.Run.load(tmp_path)
+    assert run.stopped == "killed" and (run.step, run.epoch) == (12, 3)  # 3 steps an epoch, epochs 0-3
+    assert [r[1] for r in run.records.rows() if r[2:4] == ("valid", "loss")] == [0, 1, 2, 3]  # each epoch's
+    assert "up to epoch 3" in next(f.message for f in run.findings if f.kind == "killed")

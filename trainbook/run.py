@@ -17,8 +17,8 @@ from .core import (Finding, History, TrainConfig, atomic_write, did_you_mean, fi
 # %% auto #0
 __all__ = ['STOP_REASONS', 'RECORDS', 'PER_STEP', 'SYSTEM', 'EVIDENCE', 'MONITOR_ALIASES', 'RUN_FORMAT', 'RUN_VERSION',
            'RUN_FILES', 'RUNNING', 'UNKNOWN_CONFIG', 'StopReason', 'Record', 'record_key', 'monitored_record',
-           'last_run', 'remember_run', 'unrecorded', 'Run', 'RunFileError', 'json_safe', 'history_json', 'mark_killed',
-           'run_record_bytes', 'write_run_record']
+           'last_run', 'remember_run', 'unrecorded', 'Run', 'RunFileError', 'json_safe', 'history_json',
+           'history_from_last', 'mark_killed', 'run_record_bytes', 'write_run_record']
 
 # %% ../nbs/05a_run.ipynb #c9cb2482
 class StopReason(str, Enum):
@@ -207,7 +207,9 @@ class Run:
         if run.run_dir is not None:
             run.run_dir = file.parent
             run.best_path, run.last_path = (_beside(p, file.parent) for p in (run.best_path, run.last_path))
-        if run.stopped == RUNNING and process_alive(run.extra.get("writer")) is False: mark_killed(run)
+        if run.stopped == RUNNING and process_alive(run.extra.get("writer")) is False:
+            history_from_last(run)
+            mark_killed(run)
         return run
 
     def __repr__(self):
@@ -260,6 +262,26 @@ def history_json(history: History,  # the records of a run
 def _number(v):
     "A float back from `json_safe` (the strings nan, inf, -inf included)."
     return float(v) if isinstance(v, (int, float, str)) else v
+
+def history_from_last(run: Run,  # a snapshot (stopped "running") whose process is gone
+                     ) -> bool:
+    """The history, step and epoch of the run's last.pt where that checkpoint is newer than the snapshot: a long
+    run spaces its run.json snapshots by their cost, last.pt is written at every epoch's end. True if taken."""
+    path = run.last_path or (Path(run.run_dir) / "last.pt" if run.run_dir is not None else None)  # a first snapshot
+    if path is None or Path(path).suffix != ".pt" or not Path(path).is_file(): return False  # may precede last.pt
+    import torch  # a torch run's folder: torch is there
+    try: ckpt = torch.load(path, map_location="cpu", weights_only=True, mmap=True)  # the weights stay on disk
+    except Exception: return False  # unreadable (being written when the run was killed): the snapshot stands
+    if not isinstance(ckpt, dict) or "history" not in ckpt or int(ckpt.get("step", -1)) <= run.step: return False
+    records = History()
+    records.load_state_dict(ckpt["history"])
+    run.records, run.step, run.last_path = records, int(ckpt["step"]), Path(path)
+    run.skipped_steps = int(ckpt.get("skipped_steps", run.skipped_steps))
+    epoch = int(ckpt.get("epoch", run.epoch))
+    # last.pt at an epoch's end is the next epoch's start: no batch used (fit), no step recorded (a Recorder)
+    unused = ckpt.get("batch_idx", ckpt.get("epoch_steps"))
+    run.epoch = epoch - 1 if unused == 0 and epoch > 0 else epoch
+    return True
 
 def mark_killed(run: Run,  # a snapshot (stopped "running") whose process is gone
                ) -> None:
