@@ -196,7 +196,7 @@ class Run:
     @classmethod
     def load(cls, path: Union[str, Path],  # a run folder or one of its files (run.json, last.pt...)
             ) -> "Run":
-        "The run a folder holds, from its run.json: history, findings, config (killed: to its last snapshot)."
+        "The run a folder holds, from its run.json: history, findings, config (killed: to its last finished epoch)."
         file = _run_file(path)
         try: record = json.loads(file.read_text())
         except (OSError, UnicodeDecodeError, ValueError) as e:
@@ -285,7 +285,7 @@ def history_from_last(run: Run,  # a snapshot (stopped "running") whose process 
 
 def mark_killed(run: Run,  # a snapshot (stopped "running") whose process is gone
                ) -> None:
-    "A snapshot whose writer is gone: the run was killed; its history goes up to its last snapshot's epoch."
+    "A snapshot whose writer is gone: the run was killed; its history goes up to its last finished epoch."
     run.stopped = StopReason.killed.value
     run.findings.append(Finding(
         "killed", "error", f"the run's process ended while it ran (killed, or out of memory) after {run.step} "
