@@ -100,6 +100,8 @@ def test_fit_warns_when_the_warmup_is_longer_than_the_run():
     note = [str(w.message) for w in seen if "warmup=" in str(w.message)]
     assert len(note) == 1 and "40% of lr=0.001" in note[0] and "warmup=0.05" in note[0]
     assert run.step == 8
+    # and the run keeps it among its findings (run.json, the live display), once
+    assert [f.data["total_steps"] for f in run.findings if f.kind == "warmup_past_run"] == [8]
 
 
 @pytest.mark.parametrize("changes", [dict(warmup=4), dict(warmup=0.5), dict(schedule="plateau", warmup=20),

@@ -663,3 +663,12 @@ def test_early_stopping_without_validation_says_it_follows_the_training_loss():
                    live=False)
     assert [f.data for f in run.findings if f.kind == "monitor_fallback"] == [
         {"monitor": "valid_loss", "follows": "train_loss"}]
+
+
+def test_a_warmup_longer_than_the_run_is_a_finding_of_the_flax_run():
+    X, y = data(n=64)
+    cfg = tb.TrainConfig(epochs=2, schedule="warmup_cosine", warmup=20)  # 4 batches x 2 epochs = 8 steps
+    run = fit_flax(MLP(), dl_train=batches(X, y, 16), loss_fn=ce, config=cfg, live=False)
+    assert [f.data["total_steps"] for f in run.findings if f.kind == "warmup_past_run"] == [8]
+    quiet = fit_flax(MLP(), dl_train=batches(X, y, 16), loss_fn=ce, config=cfg.replace(warmup=4), live=False)
+    assert not [f for f in quiet.findings if f.kind == "warmup_past_run"]

@@ -14,7 +14,7 @@ from .checkpoint import Checkpointer, Position, check_epochs_left, check_resume,
 from .core import (History, TrainConfig, atomic_write, environment, loader_length, package_version,
                             rng_state, seed_everything, set_loader_epoch, set_rng_state)
 from .events import Event, LoopState
-from .guard import check_loader, check_monitor, monitor_fallback, nonfinite_validation
+from .guard import check_loader, check_monitor, monitor_fallback, nonfinite_validation, warmup_past_run
 from .recorder import EarlyStopping, TimedIterator, end_run, epoch_records, run_callbacks, run_of
 from .metrics import resolve_metrics
 from .optim import LRFinder
@@ -365,7 +365,8 @@ class _FlaxLoop:
         self.state = LoopState(model=model, optimizer=tx, config=cfg, device=str(jax.devices()[0]),
                                precision=self.precision, history=self.history, n_batches=self.n_batches,
                                total_steps=self.total_steps)
-        self.state.findings += monitor_fallback(cfg, dl_valid is not None)  # a set-up note, once a run
+        self.state.findings += monitor_fallback(cfg, dl_valid is not None)  # set-up notes, once a run
+        self.state.findings += warmup_past_run(cfg, self.total_steps if self.lr_known else None)
         self.state.train_state = self.train  # what FlaxNanGuard and other Flax-aware callbacks read
 
     # --- the run folder and resume --------------------------------------------------------------------

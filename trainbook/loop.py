@@ -22,7 +22,7 @@ from .triage import Evaluation, LossStats, NanGuard
 from .distributed import (all_mean, dist_info, full_tensor, paired_batches, reduce_evaluation,
                                    shard_loader, wrap_model)
 from .events import Callback, Callbacks, Event, LoopState
-from .guard import check_fit_inputs, check_monitor, monitor_fallback, require_batches
+from .guard import check_fit_inputs, check_monitor, monitor_fallback, require_batches, run_steps, warmup_past_run
 from .metrics import resolve_metrics, try_metrics
 from .optim import (gradient_norms, make_scheduler, param_groups,
                              pick_scheduler_interval, step_optimizer, unscale_and_clip)
@@ -195,15 +195,14 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
     if getattr(cfg, "compile", False): net = torch.compile(net)  # checkpoints keep the eager model
     named_params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     n_batches = loader_length(dl_train)
-    steps_per_epoch = math.ceil(n_batches / cfg.accum_steps) if n_batches else None
-    budgets = [x for x in (cfg.max_steps, steps_per_epoch and steps_per_epoch * cfg.epochs) if x]
-    total_steps = min(budgets) if budgets else None
+    total_steps = run_steps(cfg, n_batches)  # epochs x an epoch's steps, capped by max_steps; None: unknown
     opt = optimizer if optimizer is not None else \
         torch.optim.AdamW(param_groups(model, cfg.weight_decay), lr=cfg.lr)
     sched = scheduler if scheduler is not None else make_scheduler(opt, cfg, total_steps)
     scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")  # a no-op unless fp16
     stopper = EarlyStopping(cfg.monitor, cfg.mode, cfg.patience, cfg.min_delta)
-    history, findings = History(), monitor_fallback(cfg, dl_valid is not None)  # a set-up note, once a run
+    history = History()  # the set-up's notes, once a run (fit warned of the second at its door too)
+    findings = monitor_fallback(cfg, dl_valid is not None) + warmup_past_run(cfg, None if scheduler else total_steps)
     fingerprint = data_fingerprint(dl_train, dl_valid)
     profiler = [StepProfiler(profile, cfg.checkpoint_dir)] if profile else []
     cbs = run_callbacks(callbacks, live=live, track=track, kind="torch", rank=rank, first=[NanGuard()],
