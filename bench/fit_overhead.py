@@ -268,7 +268,7 @@ def without(rounds: int):
         out.stats = {}
         return out
     real = {"NanGuard": loop.NanGuard, "diagnose": recorder.diagnose, "evaluate": loop.evaluate}
-    stand_ins = {"NanGuard": Nothing, "diagnose": lambda history: [], "evaluate": raw_evaluate}
+    stand_ins = {"NanGuard": Nothing, "diagnose": lambda history, **_: [], "evaluate": raw_evaluate}
     taken = {"fit(live=False)": (), "without NanGuard": ("NanGuard",), "without norms": ("norms",),
              "without eval stats": ("evaluate",), "without diagnose": ("diagnose",),
              "without all four": ("NanGuard", "norms", "evaluate", "diagnose")}
