@@ -313,3 +313,18 @@ def test_an_optimizer_or_scheduler_of_another_model_is_named_before_any_step():
     opt = torch.optim.SGD(model[-1].parameters(), lr=0.1)
     fit(model, optimizer=opt, scheduler=torch.optim.lr_scheduler.StepLR(opt, 1))
     assert torch.equal(model[0].weight, first)
+
+
+def test_an_optimizer_that_needs_a_closure_is_refused_at_the_door_and_sgd_is_not(tmp_path):
+    "LBFGS evaluates the loss inside its step: fit would fail at its first step with torch's own TypeError."
+    X, y = blobs(64)
+    model = mlp()
+    with pytest.raises(TypeError, match="optimizer LBFGS needs a closure at each step"):
+        tb.fit(model, tb.TensorLoader(X, y, batch_size=16), loss_fn=nn.functional.cross_entropy, live=False,
+               optimizer=torch.optim.LBFGS(model.parameters()),
+               config=tb.TrainConfig(epochs=1, checkpoint_dir=str(tmp_path / "run")))
+    assert not (tmp_path / "run").exists()  # refused before any work
+    run = tb.fit(model, tb.TensorLoader(X, y, batch_size=16), loss_fn=nn.functional.cross_entropy, live=False,
+                 optimizer=torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True),
+                 config=tb.TrainConfig(epochs=1))
+    assert run.stopped == "completed"

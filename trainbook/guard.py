@@ -4,7 +4,7 @@
 
 # %% ../nbs/06a_guard.ipynb #fbcc8e7a
 from __future__ import annotations
-import collections.abc, math, warnings
+import collections.abc, inspect, math, warnings
 from typing import Callable, Iterable, Iterator, Optional
 
 import torch
@@ -20,7 +20,7 @@ from .optim import SCHEDULE_FNS, SCHEDULER_INTERVALS, warmup_steps
 # %% auto #0
 __all__ = ['LOWER_IS_BETTER', 'HIGHER_IS_BETTER', 'check_loss_fn', 'check_loader', 'require_batches', 'logged_values',
            'better_mode', 'check_monitor', 'monitor_fallback', 'run_steps', 'warmup_past_run', 'nonfinite_validation',
-           'check_optimizer', 'check_fit_inputs']
+           'needs_closure', 'check_optimizer', 'check_fit_inputs']
 
 # %% ../nbs/06a_guard.ipynb #28a3ff5a
 def check_loss_fn(loss_fn: Optional[Callable],  # e.g. nn.CrossEntropyLoss() or F.cross_entropy; None = the model's
@@ -206,6 +206,13 @@ def nonfinite_validation(values: dict,  # one validation's results: name -> valu
                    data={"split": "valid", "names": list(bad), "epoch": epoch, "step": step})
 
 # %% ../nbs/06a_guard.ipynb #21aa912c
+def needs_closure(optimizer: torch.optim.Optimizer,  # an optimizer
+                 ) -> bool:
+    "Whether its `step` cannot run without a closure that computes the loss again (LBFGS)."
+    try: closure = inspect.signature(optimizer.step).parameters.get("closure")
+    except (TypeError, ValueError): return False  # a step whose signature cannot be read: not refused on a guess
+    return closure is not None and closure.default is inspect.Parameter.empty
+
 def check_optimizer(model: nn.Module,  # the model `fit` trains
                     optimizer,  # the optimizer given to `fit`, or None (fit makes AdamW over the model)
                     scheduler,  # the scheduler given to `fit`, or None
@@ -216,6 +223,11 @@ def check_optimizer(model: nn.Module,  # the model `fit` trains
     one) trains nothing, and a scheduler of another optimizer leaves fit's learning rate where it was."""
     if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
+    if optimizer is not None and needs_closure(optimizer):
+        raise TypeError(f"optimizer {type(optimizer).__name__} needs a closure at each step (it evaluates the "
+                        "loss again inside its step, as LBFGS does), and fit steps once per batch (or "
+                        "accumulation window) without one: use a first-order optimizer (AdamW, SGD), or train "
+                        "it in your own loop and record it with tb.Recorder")
     if scheduler is not None and getattr(scheduler, "optimizer", optimizer) is not optimizer:
         made = "the AdamW fit makes" if optimizer is None else "optimizer="
         raise ValueError(f"scheduler drives an optimizer other than {made}, so it would change no learning "
