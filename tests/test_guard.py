@@ -328,3 +328,19 @@ def test_an_optimizer_that_needs_a_closure_is_refused_at_the_door_and_sgd_is_not
                  optimizer=torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True),
                  config=tb.TrainConfig(epochs=1))
     assert run.stopped == "completed"
+
+
+def test_a_one_cycle_scheduler_shorter_than_the_run_is_refused_at_the_door():
+    "OneCycleLR raises at the step past its total_steps: 3 epochs of 4 batches need 12 (max_steps=5 needs 5)."
+    X, y = blobs(64)
+    dl = tb.TensorLoader(X, y, batch_size=16)
+
+    def run(total_steps, **cfg):
+        model = mlp()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=total_steps)
+        return tb.fit(model, dl, loss_fn=nn.functional.cross_entropy, optimizer=opt, scheduler=sched, live=False,
+                      config=tb.TrainConfig(epochs=3, **cfg))
+    with pytest.raises(ValueError, match="made for total_steps=5 but the run takes 12 optimizer steps"):
+        run(5)
+    assert run(12).step == 12 and run(5, max_steps=5).step == 5

@@ -20,7 +20,7 @@ from .optim import SCHEDULE_FNS, SCHEDULER_INTERVALS, warmup_steps
 # %% auto #0
 __all__ = ['LOWER_IS_BETTER', 'HIGHER_IS_BETTER', 'check_loss_fn', 'check_loader', 'require_batches', 'logged_values',
            'better_mode', 'check_monitor', 'monitor_fallback', 'run_steps', 'warmup_past_run', 'nonfinite_validation',
-           'needs_closure', 'check_optimizer', 'check_fit_inputs']
+           'needs_closure', 'check_scheduler_length', 'check_optimizer', 'check_fit_inputs']
 
 # %% ../nbs/06a_guard.ipynb #28a3ff5a
 def check_loss_fn(loss_fn: Optional[Callable],  # e.g. nn.CrossEntropyLoss() or F.cross_entropy; None = the model's
@@ -213,6 +213,22 @@ def needs_closure(optimizer: torch.optim.Optimizer,  # an optimizer
     except (TypeError, ValueError): return False  # a step whose signature cannot be read: not refused on a guess
     return closure is not None and closure.default is inspect.Parameter.empty
 
+def check_scheduler_length(scheduler,  # the scheduler given to `fit`, or None
+                           interval: Optional[str],  # fit's `scheduler_interval` (None = by the scheduler's kind)
+                           cfg: TrainConfig,  # the run's config (epochs, accum_steps, max_steps)
+                           n_batches: Optional[int],  # dl_train's batches in an epoch; None when unknown
+                          ) -> None:
+    "A OneCycleLR made for fewer steps than the run takes: torch would raise at the first step past them."
+    if not isinstance(scheduler, torch.optim.lr_scheduler.OneCycleLR): return
+    per_epoch = interval == "epoch"
+    steps = cfg.epochs if per_epoch else run_steps(cfg, n_batches)
+    if not steps or scheduler.total_steps >= steps: return
+    what = f"{cfg.epochs} epochs" if per_epoch else f"{steps} optimizer steps"
+    raise ValueError(f"scheduler OneCycleLR was made for total_steps={scheduler.total_steps} but the run takes "
+                     f"{what}: torch raises at the step past its end. Make it with total_steps={steps} (or "
+                     "epochs= and steps_per_epoch= of this run), or leave scheduler=None and choose "
+                     "TrainConfig(schedule='one_cycle'), which fits the run's length")
+
 def check_optimizer(model: nn.Module,  # the model `fit` trains
                     optimizer,  # the optimizer given to `fit`, or None (fit makes AdamW over the model)
                     scheduler,  # the scheduler given to `fit`, or None
@@ -273,6 +289,7 @@ def check_fit_inputs(model,  # what `fit` got as `model`
         raise ValueError("accum_steps > 1 needs a dl_train with a length, so the epoch's "
                          "last window can be sized")
     check_optimizer(model, optimizer, scheduler, strategy)
+    check_scheduler_length(scheduler, scheduler_interval, cfg, n_train)
     for note in warmup_past_run(cfg, run_steps(cfg, n_train)) if scheduler is None else ():
         warnings.warn(f"{note.message}; {note.advice}", stacklevel=3)  # fit's own schedule only
     if scheduler_interval not in (None, *SCHEDULER_INTERVALS):
