@@ -240,3 +240,16 @@ def test_a_matrix_given_for_the_frame_gets_the_line_that_makes_one():
     with pytest.raises(TypeError, match=r"got Tensor; make one from the matrix .*pd\.DataFrame\(X"):
         tb.check_data(torch.randn(8, 3), "y")
     with pytest.raises(TypeError, match=r"got list$"): tb.check_data([1, 2], "y")  # no matrix: nothing to add
+
+
+def test_labels_equal_but_for_case_and_spaces_are_named_and_clean_labels_are_not():
+    "'yes', 'Yes ' and 'YES' would be three classes: check_data says which labels, and how to make them one."
+    import numpy as np
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.normal(size=300), "y": rng.choice(["yes", "Yes ", "no", "NO", "maybe"], size=300)})
+    (f,) = tb.check_data(df, "y").by_kind("label_variants")
+    assert f.severity == "warning" and f.column == "y"
+    assert sorted(map(sorted, f.data["variants"])) == [["NO", "no"], ["Yes ", "yes"]]
+    assert "'yes' / 'Yes '" in f.message or "'Yes ' / 'yes'" in f.message
+    df["y"] = df["y"].str.strip().str.lower()
+    assert tb.check_data(df, "y").by_kind("label_variants") == []

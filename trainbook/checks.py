@@ -11,13 +11,14 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from .core import Finding, announce, did_you_mean, findings_html, findings_text
+from .core import (Finding, announce, compact_table_html, did_you_mean, findings_html, findings_text,
+                            number_text)
 
 # %% auto #0
-__all__ = ['TASKS', 'ROLES', 'ID_WORDS', 'MAX_CATEGORIES', 'infer_task', 'require_task', 'require_frame',
-           'require_string_columns', 'is_nested_arrow', 'require_flat_columns', 'infinite_counts', 'check_column_name',
-           'require_columns', 'drop_unused_categories', 'require_column', 'dtype_family', 'epoch_seconds',
-           'numeric_view', 'named_like_id', 'column_roles', 'target_findings', 'psi', 'DataReport', 'check_data']
+__all__ = ['TASKS', 'ROLES', 'ID_WORDS', 'MAX_CATEGORIES', 'infer_task', 'require_task', 'require_frame', 'is_nested_arrow',
+           'require_flat_columns', 'infinite_counts', 'check_column_name', 'require_columns', 'drop_unused_categories',
+           'require_column', 'dtype_family', 'epoch_seconds', 'numeric_view', 'named_like_id', 'column_roles',
+           'label_variants', 'target_findings', 'psi', 'DataReport', 'check_data']
 
 # %% ../nbs/01_checks.ipynb #44da07e6
 def infer_task(y: pd.Series,  # the target column
@@ -93,18 +94,6 @@ def require_frame(df,  # what the caller got as a frame
         counts = ", ".join(f"{c!r} ×{int((df.columns == c).sum())}" for c in repeated[:10])
         raise ValueError(f"{name} has duplicated column names: {counts}; rename them "
                          "(df.columns = [...]) or drop the copies (df.loc[:, ~df.columns.duplicated()])")
-
-def require_string_columns(df: pd.DataFrame,  # the frame
-                           columns,  # the columns scikit-learn will see
-                           what: str = "df",  # the argument's name, for the message
-                          ) -> None:
-    "A ValueError when a column name is not a string: scikit-learn reads integer names as positions."
-    odd = [c for c in columns if not isinstance(c, str)]
-    if not odd: return
-    shown = ", ".join(f"{c!r} ({type(c).__name__})" for c in odd[:8]) + (" …" if len(odd) > 8 else "")
-    raise ValueError(f"{what} has column names that are not strings: {shown}. scikit-learn's "
-                     "preprocessing reads integer names as column positions and refuses mixed ones: "
-                     "name the columns with strings, e.g. df.columns = df.columns.map(str)")
 
 _CONTAINERS = (list, tuple, dict, set, frozenset, np.ndarray)
 
@@ -505,6 +494,14 @@ def _duplicate_findings(df: pd.DataFrame, target: Optional[str], codes: _ValueCo
                                data={"n_groups": conflicts}))
     return out
 
+def label_variants(labels,  # the classes (a target's distinct values)
+                  ) -> list[list]:
+    "Groups of text labels equal but for case and surrounding spaces ('yes', 'Yes ', 'YES'), in their order."
+    groups = {}
+    for v in labels:
+        if isinstance(v, str): groups.setdefault(v.strip().casefold(), []).append(v)
+    return [g for g in groups.values() if len(g) > 1]
+
 def target_findings(target: str,  # the target column's name
                     task: str,  # 'regression', 'binary' or 'multiclass'
                     missing: int,  # rows without a target
@@ -533,6 +530,12 @@ def target_findings(target: str,  # the target column's name
         out.append(Finding("single_class", "error", f"the target has a single class ({counts.index[0]!r})",
                            column=target, advice="there is nothing to learn: check the data extraction"))
         return out
+    variants = label_variants(counts.index)
+    if variants:
+        out.append(Finding("label_variants", "warning", "labels that differ only in case or spaces are separate "
+                           "classes: " + "; ".join(" / ".join(map(repr, v)) for v in variants[:5]), column=target,
+                           advice=f"make them one label before splitting, e.g. df[{target!r}] = df[{target!r}]"
+                                  ".str.strip().str.lower()", data={"variants": [list(map(str, v)) for v in variants]}))
     share = counts / counts.sum()
     if share.min() < 0.1:
         out.append(Finding("class_imbalance", "warning",
@@ -706,7 +709,6 @@ class DataReport:
 
     def summary_html(self) -> str:
         "The per-column summary as a compact HTML table: role, type, missing share, distinct values, range or top value."
-        from trainbook.core import number_text
         table = self.summary()
         rows = []
         for column, r in table.iterrows():
@@ -720,14 +722,8 @@ class DataReport:
                 values = ""
             rows.append((html.escape(str(column)), html.escape(str(r["role"])), html.escape(str(r["dtype"])),
                          missing, number_text(r["unique"]), values))
-        heads = ("column", "role", "dtype", "missing", "distinct", "values")
-        keep = [i for i in range(len(heads)) if any(row[i] for row in rows)]  # no column that is empty throughout
-        cell = 'style="padding:2px 10px 2px 0;text-align:{}"'
-        head = "".join(f"<th {cell.format('left')}>{heads[i]}</th>" for i in keep)
-        body = "".join("<tr>" + "".join(f"<td {cell.format('right' if i in (3, 4) else 'left')}>{row[i]}</td>"
-                                        for i in keep) + "</tr>" for row in rows)
-        return (f'<table class="tb-summary" style="border-collapse:collapse;font-size:12px;margin:4px 0">'
-                f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+        return compact_table_html(("column", "role", "dtype", "missing", "distinct", "values"), rows, right=(3, 4),
+                                  css_class="tb-summary")
 
     def _repr_html_(self):
         return self._header() + findings_html(self.findings) + self.summary_html()

@@ -8,17 +8,17 @@ import contextlib, difflib, functools, hashlib, importlib.metadata, math, os, pl
 import tempfile, time
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
 import torch
 
 # %% auto #0
 __all__ = ['PRECISIONS', 'SCHEDULES', 'SEVERITIES', 'SEVERITY_STYLE', 'did_you_mean', 'require_instance', 'TrainConfig',
-           'Finding', 'finding_html', 'findings_html', 'findings_text', 'number_text', 'History', 'seed_everything',
-           'accelerators_present', 'rng_state', 'set_rng_state', 'package_version', 'environment', 'loader_length',
-           'set_loader_epoch', 'pick_device', 'pick_precision', 'autocast_dtype', 'this_process', 'process_alive',
-           'remove_stale_temps', 'atomic_write', 'listen', 'unlisten', 'silenced', 'announce']
+           'Finding', 'finding_html', 'findings_html', 'findings_text', 'number_text', 'compact_table_html', 'History',
+           'seed_everything', 'accelerators_present', 'rng_state', 'set_rng_state', 'package_version', 'environment',
+           'loader_length', 'set_loader_epoch', 'pick_device', 'pick_precision', 'autocast_dtype', 'this_process',
+           'process_alive', 'remove_stale_temps', 'atomic_write', 'listen', 'unlisten', 'silenced', 'announce']
 
 # %% ../nbs/00_core.ipynb #03fb781b
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
@@ -237,6 +237,21 @@ def number_text(value,  # a number (or None/NaN), as a table shows it
     if not math.isfinite(v): return "—" if math.isnan(v) else str(v)
     if v == int(v) and abs(v) < 1e15: return f"{int(v):,}"
     return f"{v:.{digits}g}"
+
+def compact_table_html(heads: Sequence[str],  # the column headings
+                       rows: Iterable[Sequence[str]],  # each row's cells, as HTML (escaped by the caller)
+                       right: Iterable[int] = (),  # positions of the columns aligned right (numbers)
+                       css_class: str = "",  # the table's class, for the docs' styles and tests
+                      ) -> str:
+    "A small HTML table for notebooks, without the columns that are empty in every row."
+    rows = [list(r) for r in rows]
+    keep = [i for i in range(len(heads)) if any(row[i] for row in rows)]
+    cell = 'style="padding:2px 10px 2px 0;text-align:{}"'
+    head = "".join(f"<th {cell.format('left')}>{heads[i]}</th>" for i in keep)
+    body = "".join("<tr>" + "".join(f"<td {cell.format('right' if i in right else 'left')}>{row[i]}</td>"
+                                    for i in keep) + "</tr>" for row in rows)
+    return (f'<table class="{css_class}" style="border-collapse:collapse;font-size:12px;margin:4px 0">'
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
 # %% ../nbs/00_core.ipynb #2b870ddb
 class History:

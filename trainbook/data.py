@@ -11,7 +11,7 @@ import torch
 
 # %% auto #0
 __all__ = ['DROPPED_ROLES', 'SAFE_TYPES', 'ShardedBatches', 'TensorLoader', 'feature_columns', 'make_preprocessor',
-           'ServingReport', 'FramePrep', 'loaders_from_frame', 'fingerprint_data']
+           'ServingReport', 'FramePrep', 'require_string_columns', 'loaders_from_frame', 'fingerprint_data']
 
 # %% ../nbs/03_data.ipynb #d532e539
 def _packer(keys: Optional[list], n: int):
@@ -173,8 +173,7 @@ import pandas as pd
 
 from .checks import require_column, require_columns, require_frame, require_task, infer_task
 from .splits import check_splits
-from .checks import (MAX_CATEGORIES, column_roles, dtype_family, epoch_seconds, infinite_counts,
-                              require_string_columns)
+from .checks import MAX_CATEGORIES, column_roles, dtype_family, epoch_seconds, infinite_counts
 from .core import Finding
 
 _DATE_PARTS = ("year", "month", "day_of_week", "day_of_year")
@@ -605,6 +604,18 @@ class FramePrep:
                 + f", task={self.task}, classes={self.classes})")
 
 # %% ../nbs/03_data.ipynb #1b17c844
+def require_string_columns(df: pd.DataFrame,  # the frame
+                           columns,  # the columns scikit-learn will see
+                           what: str = "df",  # the argument's name, for the message
+                          ) -> None:
+    "A ValueError when a column name is not a string: scikit-learn reads integer names as positions."
+    odd = [c for c in columns if not isinstance(c, str)]
+    if not odd: return
+    shown = ", ".join(f"{c!r} ({type(c).__name__})" for c in odd[:8]) + (" …" if len(odd) > 8 else "")
+    raise ValueError(f"{what} has column names that are not strings: {shown}. scikit-learn's "
+                     "preprocessing reads integer names as column positions and refuses mixed ones: "
+                     "name the columns with strings, e.g. df.columns = df.columns.map(str)")
+
 def _check_frame_values(df: pd.DataFrame, target, columns: list, task: str, splits) -> None:
     "What the loaders cannot hold, refused before any work: odd names, ±inf, a single class."
     require_string_columns(df, columns)
