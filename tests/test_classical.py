@@ -208,3 +208,15 @@ def test_ctrl_c_while_baseline_boosts_stops_baseline_instead_of_scoring_the_part
     finally: remove_session_observer("press_ctrl_c")
     assert e.value.run.stopped == "interrupted" and e.value.run.step == 3  # the partial run, not a table row
     assert signal.getsignal(signal.SIGINT) is before  # the next Ctrl-C interrupts as usual
+
+
+def test_the_frame_given_where_the_estimator_goes_is_named_with_the_calls_order():
+    "nested_cv(df, 'y') bound df to estimator: Python's own error named df and target as missing."
+    df = pd.DataFrame({"x": np.arange(60.0), "y": np.arange(60) % 2})
+    with pytest.raises(TypeError, match=r"the estimator comes first, nested_cv\(estimator, param_grid, df, target\)"):
+        tb.nested_cv(df, "y", outer=2, inner=2)
+    with pytest.raises(TypeError, match=r"nested_cv needs df and target"):
+        tb.nested_cv(LogisticRegression(), {"C": [1.0]}, df)
+    splits = tb.make_splits(df, "y", seed=0)
+    with pytest.raises(TypeError, match=r"the estimator comes first, cross_validate\(estimator, df, target"):
+        tb.cross_validate(df, "y", splits, LogisticRegression())

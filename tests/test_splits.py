@@ -112,6 +112,7 @@ def test_fingerprints(frame):
     ({"strategy": "group", "groups": "few", "n_folds": 5}, "3 distinct groups, fewer than the 5 folds"),
     ({"strategy": "group"}, "needs groups="),
     ({"strategy": "shuffle"}, "strategy must be one of"),
+    ({"strategy": "grouped", "groups": "g"}, r"got 'grouped' \(did you mean 'group'\?\)"),
 ])
 def test_bad_input(frame, kwargs, match):
     df = frame.assign(one=1, few=frame.g % 3)

@@ -21,8 +21,8 @@ from .metrics import classification_metrics, proba_2d, regression_metrics, requi
 from .gbdt import BoostedModel, fit_xgboost
 
 # %% auto #0
-__all__ = ['tune_threshold', 'pr_curve_figure', 'score_model', 'baseline', 'cross_validate', 'nested_cv', 'score_torch',
-           'compare']
+__all__ = ['tune_threshold', 'pr_curve_figure', 'score_model', 'baseline', 'require_estimator', 'cross_validate', 'nested_cv',
+           'score_torch', 'compare']
 
 # %% ../nbs/10_classical.ipynb #1a737d4a
 def tune_threshold(y_true,  # validation labels (0/1)
@@ -170,6 +170,15 @@ def _pipeline(estimator, df, target, exclude, preprocessor=None):
     pre = clone(preprocessor) if preprocessor is not None else make_preprocessor(df, target, exclude)
     return Pipeline([("prep", pre), ("model", clone(estimator))])
 
+def require_estimator(estimator,  # what the caller got as `estimator`
+                      call: str,  # the call's order of arguments, for the message
+                     ) -> None:
+    "An estimator instance (an object with `fit`), else a TypeError that shows the call: the estimator comes first."
+    require_instance(estimator, "estimator")
+    if not hasattr(estimator, "fit"):
+        raise TypeError(f"estimator must be a scikit-learn estimator (an object with .fit), got "
+                        f"{type(estimator).__name__}: the estimator comes first, {call}")
+
 def cross_validate(estimator,  # a scikit-learn estimator (cloned for each fold)
                    df: pd.DataFrame,  # the whole table: feature columns and the target
                    target: str,  # name of the target column
@@ -179,7 +188,7 @@ def cross_validate(estimator,  # a scikit-learn estimator (cloned for each fold)
                    ) -> pd.DataFrame:
     "Scores per fold of `splits.folds` (or train/valid), preprocessing refitted in each fold; mean and std."
     from sklearn.metrics import get_scorer
-    require_instance(estimator, "estimator")
+    require_estimator(estimator, "cross_validate(estimator, df, target, splits)")
     if preprocessor is not None: require_instance(preprocessor, "preprocessor")
     require_frame(df); require_column(df, target, "target")
     check_splits(df, splits, need=() if getattr(splits, "folds", None) else ("train", "valid"))
@@ -201,8 +210,8 @@ def cross_validate(estimator,  # a scikit-learn estimator (cloned for each fold)
 
 def nested_cv(estimator,  # a scikit-learn estimator
               param_grid: dict,  # the estimator's hyper-parameters to choose from, as for GridSearchCV
-              df: pd.DataFrame,  # the whole table: feature columns and the target
-              target: str,  # name of the target column
+              df: pd.DataFrame = None,  # the whole table: feature columns and the target
+              target: str = None,  # name of the target column
               *,
               groups: Optional[str] = None,  # column of groups that never straddle train and test
               time: Optional[str] = None,  # column of time: train always before test
@@ -218,7 +227,9 @@ def nested_cv(estimator,  # a scikit-learn estimator
     from sklearn.model_selection import GridSearchCV
     from sklearn.base import clone
     from trainbook.splits import nested_splits
-    require_instance(estimator, "estimator")
+    call = "nested_cv(estimator, param_grid, df, target), e.g. nested_cv(LogisticRegression(), {'C': [0.1, 1]}, df, 'y')"
+    require_estimator(estimator, call)
+    if df is None or target is None: raise TypeError(f"nested_cv needs df and target: {call}")
     require_frame(df); require_column(df, target, "target")
     require_column(df, groups, "groups"); require_column(df, time, "time")
     task = infer_task(df[target])

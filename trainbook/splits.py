@@ -13,7 +13,7 @@ import pandas as pd
 
 from .checks import (drop_unused_categories, infer_task, is_nested_arrow, require_column,
                               require_frame)
-from .core import Finding, announce, findings_html
+from .core import Finding, announce, did_you_mean, findings_html
 
 # %% auto #0
 __all__ = ['STRATEGIES', 'digest', 'fingerprint_frame', 'RowHashes', 'class_share_findings', 'require_positions', 'time_values',
@@ -461,7 +461,8 @@ def check_split_args(strategy: str,  # one of `STRATEGIES`
                     ) -> None:
     "`make_splits`' arguments that do not depend on the frame (pandas or Spark): a ValueError naming a wrong one."
     if strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+        near = did_you_mean(strategy, STRATEGIES) if isinstance(strategy, str) else ""
+        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}{near}")
     # numpy's numbers are numbers (np.int64(5), np.float32(0.2)); a bool is none
     real = lambda v: isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
     whole = lambda v: isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
