@@ -100,3 +100,39 @@ def test_lr_find_stopped_gives_no_suggestion():
     found = tb.lr_find(mlp(), [(X[:64], y[:64])], CE, num_steps=50, stop=lambda: next(steps) >= 20)
     assert (len(found.lrs), found.stopped, found.suggestion) == (20, True, None)
     assert tb.lr_find(mlp(), [(X[:64], y[:64])], CE, num_steps=50).suggestion is not None
+
+
+# --- probe 10: a TensorLoader pass left unfinished is no position -------------------------------------------------
+
+def test_a_pass_left_unfinished_is_no_position_and_a_pass_under_way_is():
+    X, y = blobs(64)
+    dl = tb.TensorLoader(X, y, batch_size=16)
+    next(iter(dl))  # a peek: its iterator is dropped at once
+    assert dl.state_dict()["position"] == 0
+    it = iter(dl)
+    next(it), next(it)
+    assert dl.state_dict()["position"] == 2  # under way: a checkpoint now continues at batch 2
+    other = tb.TensorLoader(X, y, batch_size=16)
+    other.load_state_dict(dl.state_dict())
+    assert torch.equal(next(iter(other))[0], next(it)[0])  # the restored pass goes on where it was
+    it.close()
+    assert dl.state_dict()["position"] == 0
+
+
+@pytest.mark.parametrize("valid_batch", [16, 64])
+def test_peeking_at_the_loaders_changes_no_batch_of_the_run(valid_batch):
+    "Seen: a peek at dl_valid before fit(metrics=) lost epoch 0's first valid batch (one batch: no rows, a crash)."
+    X, y = blobs(256)
+
+    def run(peek):
+        dl = tb.TensorLoader(X[:192], y[:192], batch_size=32, shuffle=True)
+        dv = tb.TensorLoader(X[192:], y[192:], batch_size=valid_batch)
+        if peek:
+            next(iter(dv)), next(iter(dl))
+            tb.dry_run(mlp(), dl, dv, nn.functional.cross_entropy)  # its trials save and load the positions
+        torch.manual_seed(0)
+        return tb.fit(mlp(), dl, dv, loss_fn=nn.functional.cross_entropy, metrics="accuracy", live=False,
+                      config=tb.TrainConfig(epochs=2, lr=1e-2))
+    a, b = run(False), run(True)
+    assert a.step == b.step == 12
+    assert a.metrics()["valid_loss"].tolist() == b.metrics()["valid_loss"].tolist()

@@ -102,6 +102,7 @@ class TensorLoader(ShardedBatches):
         self.seed, self.pin_memory, self.weights = seed, pin_memory, weights
         self.n, self.epoch, self.position = n, 0, 0
         self.resume_pending = False  # set by `load_state_dict`: the next pass continues at `position`
+        self.live = False  # a pass is under way (started, neither finished nor abandoned)
         self._flat, self._pack = flat, _packer(keys, len(flat))
 
     def set_epoch(self, epoch: int,  # the epoch to start
@@ -138,19 +139,26 @@ class TensorLoader(ShardedBatches):
         if not self.resume_pending: self.position = 0
         self.resume_pending = False
         order, bs, flat, pack = self.order(), self.batch_size, self._flat, self._pack
-        for i in range(self.position, len(self)):
-            if order is None: parts = [t[i * bs:(i + 1) * bs] for t in flat]
-            else:
-                idx = order[i * bs:(i + 1) * bs]
-                parts = [t[idx] for t in flat]
-            if self.pin_memory: parts = [p.pin_memory() for p in parts]
-            self.position = i + 1
-            yield pack(parts)
-        self.epoch, self.position = self.epoch + 1, 0
+        self.live = True
+        try:
+            for i in range(self.position, len(self)):
+                if order is None: parts = [t[i * bs:(i + 1) * bs] for t in flat]
+                else:
+                    idx = order[i * bs:(i + 1) * bs]
+                    parts = [t[idx] for t in flat]
+                if self.pin_memory: parts = [p.pin_memory() for p in parts]
+                self.position = i + 1
+                yield pack(parts)
+            self.epoch, self.position = self.epoch + 1, 0
+        finally: self.live = False  # finished, or abandoned (its iterator closed): no pass under way
 
     def state_dict(self) -> dict:
-        "Where the loader is: epoch and batches already yielded in it."
-        return {"seed": self.seed, "epoch": self.epoch, "position": self.position}
+        """Where the loader's next batch comes from: epoch, and batches already yielded in the pass under way (or
+        in a restored one). A pass left unfinished (`next(iter(dl))`, a `break`) is no position: its next pass
+        starts the epoch over, so its state says 0, and a state saved and loaded back around a peek (a metric's
+        or a dry run's) never makes the next pass skip batches."""
+        going = self.live or self.resume_pending
+        return {"seed": self.seed, "epoch": self.epoch, "position": self.position if going else 0}
 
     def load_state_dict(self, state: dict,  # from `state_dict()`
                        ):
