@@ -169,3 +169,17 @@ def test_early_stopping_on_a_real_rise_or_with_a_min_delta_says_nothing():
     assert _stopped_on_noise(noisy, tb.TrainConfig(patience=1, min_delta=0.05)) is None
     assert _stopped_on_noise(history([0.34, 0.31, 0.28, 0.40], 0.05), tb.TrainConfig(patience=1)) is None
     assert _stopped_on_noise(noisy, tb.TrainConfig(patience=None)) is None
+
+
+def test_a_memorized_training_set_is_overfitting_not_a_blow_up():
+    """Probe 10: 40 rows of random labels, a wide MLP: the training loss falls to ~0 while the validation rises far
+    above the constant predictor's, whose noise is wide. The training loss is not 'at the prior' by that noise."""
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(240, 8, generator=g), torch.randint(0, 3, (240,), generator=g)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 256), nn.ReLU(), nn.Linear(256, 3))
+    run = tb.fit(model, tb.TensorLoader(X[:40], y[:40], batch_size=10, shuffle=True),
+                 tb.TensorLoader(X[40:], y[40:], batch_size=200), loss_fn=nn.functional.cross_entropy, live=False,
+                 config=tb.TrainConfig(epochs=60, lr=1e-2))
+    kinds = [f.kind for f in run.findings]
+    assert "diverging" not in kinds and "overfitting" in kinds, kinds

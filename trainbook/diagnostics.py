@@ -198,8 +198,8 @@ def _at_prior(c: dict, end: float, noise: float, th: Thresholds) -> Optional[dic
     v_end = float(median(v[-3:])) if len(v) else end
     se_end = float(median(se[-3:])) if se is not None else noise
     margin = max(th.prior_z * se_end, 0.02 * abs(level))
-    # both no better than the prior, within its noise: at it, or above it (worse than predicting it)
-    ended = bool(v_end > level - margin and end > level - margin)
+    # both no better than the prior (at or above it); the training loss's margin no wider than its steps' spread
+    ended = bool(v_end > level - margin and end > level - min(margin, max(th.prior_z * noise, 0.02 * abs(level))))
     return {"prior_loss": level, "valid_end": v_end, "valid_se": se_end, "margin": margin, "at_prior": ended,
             "where": "above" if v_end > level + margin else "at"}
 
