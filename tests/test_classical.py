@@ -220,3 +220,18 @@ def test_the_frame_given_where_the_estimator_goes_is_named_with_the_calls_order(
     splits = tb.make_splits(df, "y", seed=0)
     with pytest.raises(TypeError, match=r"the estimator comes first, cross_validate\(estimator, df, target"):
         tb.cross_validate(df, "y", splits, LogisticRegression())
+
+
+def test_two_text_labels_have_one_positive_class_in_the_loaders_the_baseline_and_cross_validate():
+    "'yes' is the majority and sorts last: the rarer 'no' is code 1 in the loaders too, as in the baseline (probe 12)."
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=400)
+    df = pd.DataFrame({"x": x, "y": np.where(x + rng.normal(size=400) > -1.0, "yes", "no")})
+    assert (df.y == "yes").mean() > 0.7
+    splits = tb.make_splits(df, "y", seed=0)
+    *_, prep = tb.loaders_from_frame(df, "y", splits, batch_size=64)
+    assert prep.classes == ["yes", "no"] and prep.encode_target(pd.Series(["no", "yes"])).tolist() == [1, 0]
+    *_, named = tb.loaders_from_frame(df, "y", splits, batch_size=64, pos_label="yes")
+    assert named.classes == ["no", "yes"]
+    scores = tb.cross_validate(LogisticRegression(), df, "y", splits)  # its default scorers (average_precision)
+    assert scores.loc["mean", "roc_auc"] > 0.6 and scores.loc["mean", "average_precision"] > 0

@@ -13,7 +13,7 @@ import torch
 
 from .checks import require_column, require_frame, infer_task
 from .core import announce, require_instance
-from .data import make_preprocessor
+from .data import class_order, make_preprocessor
 from .gbdt import BOOSTING_FITS, BOOSTING_LIBRARIES, check_boosting_inputs, frame_xy, split_columns
 from .splits import check_splits
 from .metrics import classification_metrics, proba_2d, regression_metrics, require_codes
@@ -200,6 +200,8 @@ def cross_validate(estimator,  # a scikit-learn estimator (cloned for each fold)
     scoring = [scoring] if isinstance(scoring, str) else list(scoring)
     exclude = split_columns(splits, target)
     X, y = df.drop(columns=[target] + exclude), df[target].to_numpy()
+    # two labels as codes, the positive (of text labels the rarer) 1: what every scorer's pos_label=1 scores
+    if task == "binary": y = pd.Categorical(y, categories=class_order(y)).codes
     folds = splits.folds or [(splits.train, splits.valid)]
     rows = []
     for i, (tr, va) in enumerate(folds):

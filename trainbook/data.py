@@ -11,7 +11,8 @@ import torch
 
 # %% auto #0
 __all__ = ['DROPPED_ROLES', 'SAFE_TYPES', 'ShardedBatches', 'TensorLoader', 'feature_columns', 'make_preprocessor',
-           'ServingReport', 'FramePrep', 'require_string_columns', 'loaders_from_frame', 'fingerprint_data']
+           'ServingReport', 'FramePrep', 'class_order', 'require_string_columns', 'loaders_from_frame',
+           'fingerprint_data']
 
 # %% ../nbs/03_data.ipynb #d532e539
 def _packer(keys: Optional[list], n: int):
@@ -173,6 +174,7 @@ class TensorLoader(ShardedBatches):
 
 # %% ../nbs/03_data.ipynb #3c2d7dfa
 import warnings
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -612,6 +614,24 @@ class FramePrep:
                 + f", task={self.task}, classes={self.classes})")
 
 # %% ../nbs/03_data.ipynb #1b17c844
+def class_order(y,  # the training rows' labels (a Series, array or list)
+                pos_label=None,  # binary: the label coded 1, the positive class; None: as below
+                ) -> list:
+    """The classes in code order: sorted, but of two the positive one (code 1) last: `pos_label` when given,
+    else for text labels the rarer one (on a tie the later), else the greater (1, True)."""
+    counts = Counter(np.asarray(y, dtype=object).ravel().tolist())
+    classes = sorted(counts, key=lambda v: (str(type(v)), v))
+    if pos_label is None:
+        if len(classes) != 2 or not any(isinstance(c, str) for c in classes): return classes
+        pos_label = min(reversed(classes), key=counts.__getitem__)  # the rarer: what PR-AUC and F1 are for
+    if pos_label not in classes:
+        raise ValueError(f"pos_label={pos_label!r} is not a class of the target; its classes are "
+                         f"{classes[:10]}")
+    if len(classes) != 2:
+        raise ValueError(f"pos_label names the positive class of a binary target, but it has {len(classes)} "
+                         "classes: leave pos_label out")
+    return [c for c in classes if c != pos_label] + [pos_label]
+
 def require_string_columns(df: pd.DataFrame,  # the frame
                            columns,  # the columns scikit-learn will see
                            what: str = "df",  # the argument's name, for the message
@@ -657,6 +677,7 @@ def loaders_from_frame(df: pd.DataFrame,  # the whole frame (all splits)
                        seed: int = 0,  # seed of the shuffling
                        task: str = "auto",  # 'auto', 'binary', 'multiclass' or 'regression'
                        balanced: bool = False,  # draw each class equally often in training batches
+                       pos_label=None,  # binary: the label coded 1 (None: the rarer of two text labels, else 1/True)
                       ):
     "Fit preprocessing on the train rows only; return (dl_train, dl_valid, dl_test or None, FramePrep)."
     require_frame(df)
@@ -676,8 +697,8 @@ def loaders_from_frame(df: pd.DataFrame,  # the whole frame (all splits)
     train_rows = df.iloc[splits.train]
     prep_tf = preprocessor if preprocessor is not None else make_preprocessor(train_rows, target, exclude)
     prep_tf.fit(train_rows[columns], train_rows[target])  # train rows only: valid and test stay unseen
-    classes = (None if task == "regression"
-               else sorted(train_rows[target].unique().tolist(), key=lambda v: (str(type(v)), v)))
+    # the labels' codes as every model of the project has them: of two text labels the rarer is 1, the positive
+    classes = None if task == "regression" else class_order(train_rows[target], pos_label)
     prep = FramePrep(prep_tf, columns, target, task, classes)
     def loader(idx, train):
         rows = df.iloc[idx]

@@ -19,7 +19,8 @@ from .data import FramePrep, feature_columns, make_preprocessor
 from .diagnostics import Thresholds, diagnose
 from .events import session_observers
 from .checkpoint import Checkpointer
-from .metrics import class_order, class_weights, loss_vs_constant, proba_2d
+from .data import class_order
+from .metrics import class_weights, loss_vs_constant, proba_2d
 from .modelfiles import (BOOSTED_FORMAT, ModelFileError, check_catboost_file,
                                   check_lightgbm_text, check_xgboost_json, file_sha256, read_boosted_meta)
 from .recorder import RoundRecorder

@@ -5,7 +5,6 @@
 # %% ../nbs/04a_metrics.ipynb #dd240dfc
 from __future__ import annotations
 import functools, inspect
-from collections import Counter
 from typing import Callable, Optional
 
 import numpy as np
@@ -17,8 +16,8 @@ from .core import rng_state, set_rng_state
 
 # %% auto #0
 __all__ = ['IGNORE_INDEX', 'BUILTIN_METRICS', 'ignore_index_of', 'accuracy', 'resolve_metrics', 'sk_metric', 'try_metrics',
-           'proba_2d', 'class_order', 'require_codes', 'classification_metrics', 'loss_vs_constant',
-           'regression_metrics', 'class_weights', 'focal_loss']
+           'proba_2d', 'require_codes', 'classification_metrics', 'loss_vs_constant', 'regression_metrics',
+           'class_weights', 'focal_loss']
 
 # %% ../nbs/04a_metrics.ipynb #8c77c886
 IGNORE_INDEX = -100  # the label of positions without a target (torch's and Hugging Face's default)
@@ -174,24 +173,6 @@ def proba_2d(proba,  # probabilities: (n, k), or (n,) / (n, 1) for the positive 
 def _clip_rows(p: np.ndarray) -> np.ndarray:
     p = np.clip(p, 1e-15, 1)
     return p / p.sum(1, keepdims=True)
-
-def class_order(y,  # the training rows' labels (a Series, array or list)
-                pos_label=None,  # binary: the label coded 1, the positive class; None: as below
-                ) -> list:
-    """The classes in code order: sorted, but of two the positive one (code 1) last: `pos_label` when given,
-    else for text labels the rarer one (on a tie the later), else the greater (1, True)."""
-    counts = Counter(np.asarray(y, dtype=object).ravel().tolist())
-    classes = sorted(counts, key=lambda v: (str(type(v)), v))
-    if pos_label is None:
-        if len(classes) != 2 or not any(isinstance(c, str) for c in classes): return classes
-        pos_label = min(reversed(classes), key=counts.__getitem__)  # the rarer: what PR-AUC and F1 are for
-    if pos_label not in classes:
-        raise ValueError(f"pos_label={pos_label!r} is not a class of the target; its classes are "
-                         f"{classes[:10]}")
-    if len(classes) != 2:
-        raise ValueError(f"pos_label names the positive class of a binary target, but it has {len(classes)} "
-                         "classes: leave pos_label out")
-    return [c for c in classes if c != pos_label] + [pos_label]
 
 def require_codes(y,  # labels that should be class codes
                   arg: str,  # the argument's name, as the message shows it
