@@ -276,3 +276,16 @@ def test_zoned_times_and_periods_order_a_time_split():
     for col in ("t", "p"):
         sp = tb.make_splits(df, time=col, valid_size=0.25)
         assert sp.valid.min() == 36 and sp.train.max() == 35 and not sp.findings[1:]
+
+
+def test_hand_made_splits_whose_parts_share_rows_are_refused_where_they_are_used():
+    "Probe 12: train = valid = all rows was a warning only; loaders and the baseline then scored training rows."
+    df = pd.DataFrame({"x": np.arange(100.0), "y": np.arange(100) % 2})
+    rows = np.arange(100)
+    same = tb.Splits(train=rows, valid=rows, test=np.zeros(0, dtype=np.int64), params={"target": "y"})
+    with pytest.raises(ValueError, match=r"splits.train and splits.valid share 100 row positions \(e.g. 0, 1"):
+        tb.loaders_from_frame(df, "y", same)
+    folds = tb.Splits(train=rows[:80], valid=rows[80:], test=np.zeros(0, dtype=np.int64), params={"target": "y"},
+                      folds=[(rows[:60], rows[50:])])
+    with pytest.raises(ValueError, match=r"splits.folds\[0\]\[0\] and splits.folds\[0\]\[1\] share 10"):
+        tb.baseline(df, "y", folds, models="dummy")

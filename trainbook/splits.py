@@ -342,6 +342,15 @@ def check_splits(df: pd.DataFrame,  # the frame the splits must index
     parts += [(f"folds[{i}][{j}]", p) for i, fold in enumerate(splits.folds or []) for j, p in enumerate(fold)]
     for name, part in parts:
         require_positions(part, n, f"splits.{name}", f"these splits were made on another frame; {remake}")
+    pairs = [("train", "valid"), ("train", "test"), ("valid", "test")]
+    pairs = [((a, getattr(splits, a)), (b, getattr(splits, b))) for a, b in pairs]
+    pairs += [((f"folds[{i}][0]", tr), (f"folds[{i}][1]", va)) for i, (tr, va) in enumerate(splits.folds or [])]
+    for (a, pa), (b, pb) in pairs:
+        both = np.intersect1d(np.asarray(pa), np.asarray(pb))
+        if len(both):
+            raise ValueError(f"splits.{a} and splits.{b} share {len(both)} row positions (e.g. "
+                             f"{', '.join(map(str, both[:5].tolist()))}): a row in both is scored on what it was "
+                             f"trained on; {remake}")
     for name in need:
         if not len(getattr(splits, name)):
             raise ValueError(f"splits.{name} is empty: {name} needs rows ({remake}, valid_size > 0)")
