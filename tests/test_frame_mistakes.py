@@ -218,3 +218,10 @@ def test_a_frame_with_arrow_list_columns_splits_and_its_duplicates_are_found():
     copied = sum(key[r] in {key[t] for t in splits.train} for r in splits.valid)
     assert 0 < copied < len(splits.valid)
     assert found["duplicate_rows"].data["n_rows"] == copied
+
+
+def test_a_misspelt_role_is_named_not_a_dropped_column():
+    "Probe 12: roles={'x': 'numerc'} dropped x in silence."
+    df = pd.DataFrame({"x": np.arange(20.0), "c": list("ab") * 10, "y": np.arange(20) % 2})
+    with pytest.raises(ValueError, match=r"roles\['x'\] = 'numerc' is not a role \(did you mean 'numeric'\?\)"):
+        tb.make_preprocessor(df, "y", roles={"x": "numerc", "c": "categorical"})

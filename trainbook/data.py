@@ -183,8 +183,8 @@ import pandas as pd
 
 from .checks import require_column, require_columns, require_frame, require_task, infer_task
 from .splits import check_splits
-from .checks import MAX_CATEGORIES, column_roles, dtype_family, epoch_seconds, infinite_counts
-from .core import Finding
+from .checks import MAX_CATEGORIES, ROLES, column_roles, dtype_family, epoch_seconds, infinite_counts
+from .core import Finding, did_you_mean
 
 _DATE_PARTS = ("year", "month", "day_of_week", "day_of_year")
 
@@ -265,6 +265,10 @@ def make_preprocessor(df: pd.DataFrame,  # the training rows (roles, date origin
     if max_categories is not None and (not isinstance(max_categories, int) or max_categories < 2):
         raise ValueError(f"max_categories must be an int >= 2 or None, got {max_categories!r}")
     roles = column_roles(df, target, exclude) if roles is None else roles
+    for col, role in roles.items():  # a misspelt role would drop its column in silence
+        if role not in ROLES:
+            raise ValueError(f"roles[{col!r}] = {role!r} is not a role{did_you_mean(str(role), ROLES)}; roles "
+                             f"are: {', '.join(ROLES)}")
     by_role = {}
     for col, role in roles.items(): by_role.setdefault(role, []).append(col)
     declared = [c for c in by_role.get("categorical", []) if isinstance(df[c].dtype, pd.CategoricalDtype)]
