@@ -253,3 +253,13 @@ def test_labels_equal_but_for_case_and_spaces_are_named_and_clean_labels_are_not
     assert "'yes' / 'Yes '" in f.message or "'Yes ' / 'yes'" in f.message
     df["y"] = df["y"].str.strip().str.lower()
     assert tb.check_data(df, "y").by_kind("label_variants") == []
+
+
+def test_group_ids_written_several_ways_are_named():
+    "Probe 12: 'P07' / 'p07 ' and 7 / '7' were separate groups: the same patient on both sides of a split."
+    ids = ["P07", "p07 ", "P08", "P09"] * 25 + [7, "7"] * 5
+    df = pd.DataFrame({"g": pd.Series(ids, dtype=object), "x": range(110), "y": [0, 1] * 55})
+    (f,) = tb.check_data(df, "y", groups="g").by_kind("group_id_variants")
+    assert f.severity == "warning" and sorted(map(sorted, f.data["variants"])) == [["7", "7"], ["P07", "p07 "]]
+    clean = df.assign(g=df.g.astype(str).str.strip().str.upper())
+    assert tb.check_data(clean, "y", groups="g").by_kind("group_id_variants") == []

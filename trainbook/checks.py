@@ -463,14 +463,19 @@ def _column_findings(df: pd.DataFrame, target: Optional[str], skip: set, roles: 
         if roles[col] == "categorical": out += _mixed_findings(s, col, codes)
     return out
 
-def _group_findings(df: pd.DataFrame, groups: str) -> list[Finding]:
-    miss = int(df[groups].isna().sum())
-    if not miss: return []
-    return [Finding("missing_values", "error", f"{miss} rows have no group id", column=groups,
-                    advice=f"a grouped split needs a group for every row: drop those rows "
-                           f"(df.dropna(subset=[{groups!r}])), or give each missing one a "
-                           "unique id of its own",
-                    data={"missing": miss})]
+def _group_findings(df: pd.DataFrame, groups: str, codes: _ValueCodes) -> list[Finding]:
+    c = codes.codes(groups)
+    first = np.unique(c, return_index=True)[1]  # a row of each id: one entity under two ids goes to both sides
+    variants = label_variants(df[groups].to_numpy()[first[c[first] >= 0]])
+    out = [Finding("group_id_variants", "warning", f"{len(variants)} group id(s) written several ways, as separate "
+                   "groups: " + "; ".join(" / ".join(map(repr, v)) for v in variants[:5]), column=groups,
+                   advice="make each entity's ids one before splitting (e.g. .astype(str).str.strip().str.upper())",
+                   data={"variants": [list(map(str, v)) for v in variants[:100]]})] if variants else []
+    miss = int((c < 0).sum())
+    return out + ([Finding("missing_values", "error", f"{miss} rows have no group id", column=groups,
+                           advice=f"a grouped split needs a group for every row: drop those rows "
+                                  f"(df.dropna(subset=[{groups!r}])), or give each missing one a unique id of its own",
+                           data={"missing": miss})] if miss else [])
 
 def _duplicate_findings(df: pd.DataFrame, target: Optional[str], codes: _ValueCodes) -> list[Finding]:
     out = []
@@ -496,10 +501,9 @@ def _duplicate_findings(df: pd.DataFrame, target: Optional[str], codes: _ValueCo
 
 def label_variants(labels,  # the classes (a target's distinct values)
                   ) -> list[list]:
-    "Groups of text labels equal but for case and surrounding spaces ('yes', 'Yes ', 'YES'), in their order."
+    "Groups of labels equal but for case, surrounding spaces or type ('yes' / 'Yes ', 7 / '7'), in their order."
     groups = {}
-    for v in labels:
-        if isinstance(v, str): groups.setdefault(v.strip().casefold(), []).append(v)
+    for v in labels: groups.setdefault(str(v).strip().casefold(), []).append(v)
     return [g for g in groups.values() if len(g) > 1]
 
 def target_findings(target: str,  # the target column's name
@@ -780,7 +784,7 @@ def check_data(df: pd.DataFrame,  # the training data, one row per example
     codes = _ValueCodes(df, target)  # each column's values coded once: roles, counts, duplicates
     roles = _column_roles(df, target, skip, codes)
     findings += _column_findings(df, target, skip, roles, codes, groups)
-    if groups is not None: findings += _group_findings(df, groups)
+    if groups is not None: findings += _group_findings(df, groups, codes)
     findings += _duplicate_findings(df, target, codes)
     if target is not None: findings += _target_findings(df, target, task)
     if time is not None: findings += _time_findings(df, time)
