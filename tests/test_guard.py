@@ -344,3 +344,44 @@ def test_a_one_cycle_scheduler_shorter_than_the_run_is_refused_at_the_door():
     with pytest.raises(ValueError, match="made for total_steps=5 but the run takes 12 optimizer steps"):
         run(5)
     assert run(12).step == 12 and run(5, max_steps=5).step == 5
+
+
+def test_a_plateau_scheduler_that_reads_the_monitor_the_other_way_is_refused():
+    "Probe 10: ReduceLROnPlateau's default mode 'min' on valid_accuracy (mode 'max') cut the lr at every improvement."
+    X, y = blobs(64)
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    cfg = tb.TrainConfig(epochs=2, monitor="valid_accuracy", mode="max")
+    with pytest.raises(ValueError, match=r"ReduceLROnPlateau\(mode='min'\) steps on the monitored value "
+                                         r"'valid_accuracy', which improves as it goes up"):
+        tb.fit(model, tb.TensorLoader(X, y, batch_size=16), tb.TensorLoader(X, y, batch_size=32),
+               loss_fn=nn.functional.cross_entropy, metrics="accuracy", optimizer=opt, live=False, config=cfg,
+               scheduler=torch.optim.lr_scheduler.ReduceLROnPlateau(opt))
+    run = tb.fit(model, tb.TensorLoader(X, y, batch_size=16), tb.TensorLoader(X, y, batch_size=32),
+                 loss_fn=nn.functional.cross_entropy, metrics="accuracy", optimizer=opt, live=False, config=cfg,
+                 scheduler=torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="max"))
+    assert run.stopped == "completed"
+
+
+def test_a_resume_at_an_epochs_end_gives_no_scheduler_order_warning(tmp_path):
+    "Probe 10: a Ctrl-C at after_validate, resumed: torch warned that lr_scheduler.step() came before optimizer.step()."
+    import warnings
+    X, y = blobs(64)
+
+    class Cut(tb.Callback):
+        def after_validate(self, state):
+            if state.epoch == 0: raise KeyboardInterrupt
+
+    def run(**kw):
+        torch.manual_seed(0)
+        model = mlp()
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        return tb.fit(model, tb.TensorLoader(X, y, batch_size=16), tb.TensorLoader(X, y, batch_size=32),
+                      loss_fn=nn.functional.cross_entropy, optimizer=opt, live=False,
+                      scheduler=torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5),
+                      config=tb.TrainConfig(epochs=3, checkpoint_dir=str(tmp_path)), **kw)
+    assert run(callbacks=[Cut()]).stopped == "interrupted"
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert run(resume=tmp_path).stopped == "completed"
+    assert not [w for w in seen if "lr_scheduler.step()" in str(w.message)]

@@ -197,6 +197,9 @@ def restore_checkpoint(state: dict,  # a checkpoint's entries (`read_checkpoint`
             raise KeyError(f"{where} holds no {key!r} state; it holds: {', '.join(map(str, state))}")
         if key == "model": obj.load_state_dict(state[key], strict=strict)
         else: obj.load_state_dict(state[key])
+        # the optimizer of a checkpoint after step 1 has stepped in this run: torch's scheduler would warn, at its
+        # first step in this process (a resume at an epoch's end), that it comes before optimizer.step()
+        if key == "optimizer" and (state.get("step") or state[key].get("state")): obj._opt_called = True
     return state
 
 def load_checkpoint(path: str | Path,  # a checkpoint file, or a run folder (its last.pt)

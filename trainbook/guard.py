@@ -218,7 +218,14 @@ def check_scheduler_length(scheduler,  # the scheduler given to `fit`, or None
                            cfg: TrainConfig,  # the run's config (epochs, accum_steps, max_steps)
                            n_batches: Optional[int],  # dl_train's batches in an epoch; None when unknown
                           ) -> None:
-    "A OneCycleLR made for fewer steps than the run takes: torch would raise at the first step past them."
+    """A OneCycleLR made for fewer steps than the run takes (torch raises past them); a plateau schedule that reads
+    the monitored value the other way round (it would cut the lr at every improvement)."""
+    plateau = isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau)
+    if plateau and scheduler.mode != cfg.mode:
+        raise ValueError(f"scheduler ReduceLROnPlateau(mode={scheduler.mode!r}) steps on the monitored value "
+                         f"{cfg.monitor!r}, which improves as it goes {'up' if cfg.mode == 'max' else 'down'} "
+                         f"(TrainConfig(mode={cfg.mode!r})): it would cut the lr at every improvement. Make it "
+                         f"with mode={cfg.mode!r}, or choose TrainConfig(schedule='plateau')")
     if not isinstance(scheduler, torch.optim.lr_scheduler.OneCycleLR): return
     per_epoch = interval == "epoch"
     steps = cfg.epochs if per_epoch else run_steps(cfg, n_batches)
