@@ -385,3 +385,16 @@ def test_a_resume_at_an_epochs_end_gives_no_scheduler_order_warning(tmp_path):
         warnings.simplefilter("always")
         assert run(resume=tmp_path).stopped == "completed"
     assert not [w for w in seen if "lr_scheduler.step()" in str(w.message)]
+
+
+def test_checkpoint_settings_that_write_nothing_are_said(tmp_path):
+    "Probe 10: resume= without checkpoint_dir, and checkpoint_every without it, wrote nothing in silence."
+    X, y = blobs(64)
+    dl = tb.TensorLoader(X, y, batch_size=16)
+    fit = lambda **kw: tb.fit(mlp(), dl, loss_fn=nn.functional.cross_entropy, live=False, **kw)
+    fit(config=tb.TrainConfig(epochs=1, checkpoint_dir=str(tmp_path)))
+    with pytest.warns(UserWarning, match=r"at step 4, but checkpoint_dir is None: this run writes no last.pt"):
+        run = fit(config=tb.TrainConfig(epochs=2), resume=tmp_path / "last.pt")
+    assert run.step == 8 and "resume_without_folder" in [f.kind for f in run.findings]
+    with pytest.warns(UserWarning, match=r"checkpoint_every=2 writes nothing: checkpoint_dir is None"):
+        fit(config=tb.TrainConfig(epochs=1, checkpoint_every=2))

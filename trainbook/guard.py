@@ -297,6 +297,9 @@ def check_fit_inputs(model,  # what `fit` got as `model`
                          "last window can be sized")
     check_optimizer(model, optimizer, scheduler, strategy)
     check_scheduler_length(scheduler, scheduler_interval, cfg, n_train)
+    if cfg.checkpoint_every and cfg.checkpoint_dir is None:
+        warnings.warn(f"checkpoint_every={cfg.checkpoint_every} writes nothing: checkpoint_dir is None; set "
+                      "TrainConfig(checkpoint_dir=...) for last.pt every that many steps", stacklevel=3)
     for note in warmup_past_run(cfg, run_steps(cfg, n_train)) if scheduler is None else ():
         warnings.warn(f"{note.message}; {note.advice}", stacklevel=3)  # fit's own schedule only
     if scheduler_interval not in (None, *SCHEDULER_INTERVALS):

@@ -15,7 +15,7 @@ import torch
 
 from .checkpoint import (CheckpointError, Checkpointer, RunFolderBusy, check_loadable, check_resume,
                                   run_signature)
-from .core import History, TrainConfig, announce, environment, rng_state, set_rng_state
+from .core import Finding, History, TrainConfig, announce, environment, rng_state, set_rng_state
 from .diagnostics import diagnose, nonfinite_loss
 from .events import Callback, Callbacks, Event, LoopState, session_observers
 from .guard import check_monitor, monitor_fallback, nonfinite_validation
@@ -325,6 +325,13 @@ def claim_run_dir(checkpointer: Checkpointer,  # the run's folder, not yet chose
         if ckpt is not None and check is not None: check(ckpt)
     checkpointer.prepare(resume, overwrite)
     if ckpt is None: return None
+    if not checkpointer.enabled:  # resumed, with no folder to go on writing in: said, not left to be found later
+        note = Finding("resume_without_folder", "warning",
+                       f"resumed from {str(resume)!r} at step {ckpt.get('step')}, but checkpoint_dir is None: this "
+                       f"run writes no last.pt or run.json, and that folder stays at step {ckpt.get('step')}",
+                       advice="set TrainConfig(checkpoint_dir=...) to the run's folder to go on writing there")
+        checkpointer.findings.append(note)
+        warnings.warn(f"{note.message}; {note.advice}", stacklevel=3)
     try:
         with _entries_named(ckpt, resume):
             checkpointer.restore(resume, device, ckpt)
