@@ -141,3 +141,19 @@ def test_the_estimators_warn_the_error_and_warning_findings_of_their_run():
         warnings.simplefilter("error", TrainingWarning)  # a run without such findings says nothing
         clf = tb.TorchClassifier(epochs=5).fit(X, y)
     assert not [f for f in clf.run_.findings if f.severity in ("error", "warning")]
+
+
+def test_float_labels_refused_by_the_models_own_loss_are_named_as_labels_not_inputs():
+    "Probe 11: an HF-style model (loss_fn=None, token ids in, float labels) was told to make its inputs float."
+    class Own(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb, self.head = torch.nn.Embedding(16, 4), torch.nn.Linear(4, 2)
+
+        def forward(self, input_ids, labels):
+            logits = self.head(self.emb(input_ids).mean(1))
+            return {"loss": torch.nn.functional.cross_entropy(logits, labels), "logits": logits}
+    batches = [{"input_ids": torch.randint(0, 16, (8, 5)), "labels": torch.randint(0, 2, (8,)).float()}]
+    with pytest.raises(RuntimeError, match=r"the model's own loss takes integer class labels, but the labels are "
+                                           r"float32"):
+        tb.fit(Own(), batches, loss_fn=None, live=False, config=tb.TrainConfig(epochs=1))

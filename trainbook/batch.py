@@ -121,6 +121,11 @@ def _dtype_mismatch(model: nn.Module, xb, err: RuntimeError) -> Optional[str]:
     parts = xb.values() if isinstance(xb, dict) else xb if isinstance(xb, (tuple, list)) else (xb,)
     tensors = [p for p in parts if isinstance(p, torch.Tensor)]
     name = lambda dtype: str(dtype).replace("torch.", "")
+    if "target dtype" in str(err):  # the model's own loss (its labels among the inputs) refused the labels
+        labels = xb.get("labels") if isinstance(xb, dict) else None
+        got = f", but the labels are {name(labels.dtype)}" if isinstance(labels, torch.Tensor) else ""
+        return (f"the model's own loss takes integer class labels{got}: give them as integers "
+                f"(torch.as_tensor(y, dtype=torch.long), or int labels to the loader) (torch: {err})")
     to_model = _CASTS.get(weights, f"to({weights})")
     inputs = next((p.dtype for p in tensors if p.is_floating_point() and p.dtype != weights), None)
     if inputs is not None:
