@@ -394,3 +394,28 @@ def test_a_recorder_that_stops_on_the_training_loss_in_place_of_valid_loss_says_
     assert rec.run.stopped == "early_stopping"
     assert [f.data for f in rec.run.findings if f.kind == "monitor_fallback"] == [
         {"monitor": "valid_loss", "follows": "train_loss"}]
+
+
+def test_recorder_argument_mistakes_are_named(tmp_path):
+    "Probe 11: metrics='accuracy' was split into letters, parts=[model] and live='yes' were not named."
+    rec = tb.Recorder(tb.TrainConfig(monitor="valid_accuracy", mode="max"), live=False, metrics="accuracy")
+    rec.step(1.0)
+    rec.validate(0.5, accuracy=0.7)
+    assert rec.finish().best == 0.7
+    with pytest.raises(TypeError, match=r"parts must be a dict of name -> object with state_dict\(\)"):
+        tb.Recorder(live=False, parts=[torch.nn.Linear(2, 2)])
+    with pytest.raises(ValueError, match=r"live must be 'auto', True or False"):
+        tb.Recorder(live="yes")
+
+
+def test_a_resume_with_nowhere_to_load_the_model_is_refused(tmp_path):
+    "Probe 11: a Recorder resumed without parts= came back at its step with the fresh model's weights, in silence."
+    model = torch.nn.Linear(2, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with tb.Recorder(tb.TrainConfig(checkpoint_dir=str(tmp_path)), parts={"model": model, "optimizer": opt},
+                     live=False) as rec:
+        rec.step(1.0)
+        rec.validate(0.5)
+    with pytest.raises(tb.CheckpointError, match=r"holds the state of the model and the optimizer, and this run "
+                                                 r"has no model or optimizer to load it into"):
+        tb.Recorder(tb.TrainConfig(), checkpoint_dir=str(tmp_path), resume=str(tmp_path), live=False)

@@ -655,6 +655,11 @@ class Checkpointer:
         p = self.parts
         sharded = self.strategy == "fsdp"
         if ckpt is None: ckpt = self.read(resume, device)
+        left = [k for k in ("model", "optimizer") if ckpt.get(k) is not None and p.get(k) is None]
+        if left:  # nothing to load them into: the run would go on from fresh weights, looking continuous
+            raise CheckpointError(f"{resume} holds the state of the {' and the '.join(left)}, and this run has no "
+                                  f"{' or '.join(left)} to load it into: pass them (a Recorder: parts={{"
+                                  f"{', '.join(repr(k) + ': ...' for k in left)}}}) to resume")
         restore_checkpoint(ckpt, None if sharded else p["model"], None if sharded else p["optimizer"],
                            p.get("scheduler"), p.get("scaler"), where=str(resume))
         if sharded: load_sharded_state(p["model"], p["optimizer"], ckpt)

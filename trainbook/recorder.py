@@ -158,6 +158,8 @@ def run_callbacks(callbacks: Iterable = (),  # the user's callbacks
     if isinstance(callbacks, (str, bytes)) or not isinstance(callbacks, Iterable):
         raise TypeError(f"callbacks must be a list of callbacks, got a {type(callbacks).__name__}: "
                         "pass callbacks=[...]")
+    if not (live is None or live == "auto" or isinstance(live, bool)):
+        raise ValueError(f"live must be 'auto', True or False (trainbook's own displays), got {live!r}")
     # every rank: e.g. Ray's reporter; one the user passed too (a trial's Pruning in config.callbacks) once
     observers = session_observers(track, {"kind": kind, "rank": rank}, given=callbacks)
     displays = run_displays(live) if rank == 0 else []  # one rank shows progress
@@ -373,6 +375,9 @@ class Recorder:
         cfg = config if config is not None else TrainConfig()
         if not isinstance(cfg, TrainConfig):
             raise TypeError(f"config must be a trainbook.TrainConfig, got {type(cfg).__name__}")
+        if parts is not None and not isinstance(parts, dict):
+            raise TypeError(f"parts must be a dict of name -> object with state_dict(), e.g. parts={{'model': model, "
+                            f"'optimizer': optimizer}}, got a {type(parts).__name__}")
         parts = dict(parts or {})
         for name, obj in parts.items():
             if not (hasattr(obj, "state_dict") and hasattr(obj, "load_state_dict")):
@@ -381,7 +386,8 @@ class Recorder:
         if not isinstance(read_every, int) or read_every < 1:
             raise ValueError(f"read_every must be a positive int, got {read_every!r}")
         self.config, self.kind, self.read_every = cfg, kind, read_every
-        self.monitor = monitored_record(*check_monitor(cfg, validates, list(metrics)))
+        metrics = [metrics] if isinstance(metrics, str) else list(metrics)  # one name is a list of one
+        self.monitor = monitored_record(*check_monitor(cfg, validates, metrics))
         self.stopper = EarlyStopping(cfg.monitor, cfg.mode, cfg.patience, cfg.min_delta)
         self.history = History()
         self.state = LoopState(model=parts.get("model"), optimizer=parts.get("optimizer"),
