@@ -263,3 +263,15 @@ def test_group_ids_written_several_ways_are_named():
     assert f.severity == "warning" and sorted(map(sorted, f.data["variants"])) == [["7", "7"], ["P07", "p07 "]]
     clean = df.assign(g=df.g.astype(str).str.strip().str.upper())
     assert tb.check_data(clean, "y", groups="g").by_kind("group_id_variants") == []
+
+
+def test_duplicate_rows_are_found_beside_a_row_id_column():
+    "Probe 12: a row_id column made every row unique, so 100 copied rows went unreported."
+    import numpy as np
+    rng = np.random.default_rng(0)
+    base = pd.DataFrame({"a": rng.normal(size=300), "b": rng.normal(size=300), "y": rng.integers(0, 2, 300)})
+    df = pd.concat([base, base.iloc[:100]], ignore_index=True).assign(row_id=np.arange(400))
+    (f,) = tb.check_data(df, "y").by_kind("duplicate_rows")
+    assert f.data["n_duplicates"] == 100 and "'row_id' left out" in f.message
+    flipped = df.assign(y=np.r_[df.y[:300], 1 - df.y[300:]])  # the copies' labels flipped: conflicts too
+    assert tb.check_data(flipped, "y").by_kind("conflicting_labels")[0].data["n_groups"] == 100

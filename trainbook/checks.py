@@ -351,8 +351,7 @@ def _missing_finding(s: pd.Series, col, n: int) -> list[Finding]:
     share = miss / n
     return [Finding("missing_values", "warning" if share > 0.05 else "info",
                     f"{miss} missing values ({share:.1%})", column=col,
-                    advice="impute inside the training pipeline (fit on train rows only), "
-                           "or drop the column if mostly empty",
+                    advice="impute inside the training pipeline (fit on train rows only), or drop the column if mostly empty",
                     data={"missing": miss, "share": share})]
 
 def _value_counts_text(values: pd.Series, k: int = 5) -> str:
@@ -477,16 +476,17 @@ def _group_findings(df: pd.DataFrame, groups: str, codes: _ValueCodes) -> list[F
                                   f"(df.dropna(subset=[{groups!r}])), or give each missing one a unique id of its own",
                            data={"missing": miss})] if miss else [])
 
-def _duplicate_findings(df: pd.DataFrame, target: Optional[str], codes: _ValueCodes) -> list[Finding]:
-    out = []
-    dup = ~codes.distinct_rows(codes.everything)
+def _duplicate_findings(df: pd.DataFrame, target: Optional[str], codes: _ValueCodes, roles: dict) -> list[Finding]:
+    ids = [c for c in codes.everything if roles.get(c) == "identifier"]  # a row id makes each row unique
+    out, ids = [], ids if any(c not in ids and c != target for c in codes.everything) else []  # features left
+    dup = ~codes.distinct_rows([c for c in codes.everything if c not in ids])
     if dup.any():
-        out.append(Finding("duplicate_rows", "warning", f"{int(dup.sum())} exact duplicate rows",
-                           advice="drop them, or keep copies in the same split (a duplicate across "
-                                  "splits inflates scores)",
+        out.append(Finding("duplicate_rows", "warning", f"{int(dup.sum())} exact duplicate rows"
+                           + (f" (the identifier column(s) {', '.join(map(repr, ids))} left out)" if ids else ""),
+                           advice="drop them, or keep copies in the same split (a duplicate across splits inflates scores)",
                            data={"n_duplicates": int(dup.sum()), "rows": df.index[dup][:20].tolist()}))
     if target is not None and target in df.columns and len(df.columns) > 1:
-        features = [c for c in df.columns if c != target]
+        features = [c for c in df.columns if c != target and c not in ids]
         # one distinct row per (feature values, label) pair: a feature row met twice there has two labels
         labels_per_row = pd.Series(codes.row_codes(features)[0][~dup]).value_counts()
         conflicts = int((labels_per_row > 1).sum())
@@ -785,7 +785,7 @@ def check_data(df: pd.DataFrame,  # the training data, one row per example
     roles = _column_roles(df, target, skip, codes)
     findings += _column_findings(df, target, skip, roles, codes, groups)
     if groups is not None: findings += _group_findings(df, groups, codes)
-    findings += _duplicate_findings(df, target, codes)
+    findings += _duplicate_findings(df, target, codes, roles)
     if target is not None: findings += _target_findings(df, target, task)
     if time is not None: findings += _time_findings(df, time)
     if leak_check and target is not None and codes.nunique(target) > 1:
