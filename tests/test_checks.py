@@ -275,3 +275,13 @@ def test_duplicate_rows_are_found_beside_a_row_id_column():
     assert f.data["n_duplicates"] == 100 and "'row_id' left out" in f.message
     flipped = df.assign(y=np.r_[df.y[:300], 1 - df.y[300:]])  # the copies' labels flipped: conflicts too
     assert tb.check_data(flipped, "y").by_kind("conflicting_labels")[0].data["n_groups"] == 100
+
+
+def test_a_time_column_of_text_is_an_error_of_check_data_as_it_is_of_the_split():
+    "Probe 12: check_data(time=) said nothing of timestamps stored as text; make_splits(time=) then refused them."
+    t = pd.Series(pd.date_range("2024-01-01", periods=60, freq="h"))
+    df = pd.DataFrame({"t": t.astype(str), "x": range(60), "y": [0, 1] * 30})
+    (f,) = tb.check_data(df, "y", time="t").by_kind("time_as_text")
+    assert f.severity == "error" and "pd.to_datetime(df['t'])" in f.advice
+    assert tb.check_data(df.assign(t=t), "y", time="t").by_kind("time_as_text") == []
+    assert tb.check_data(df.assign(t=range(60)), "y", time="t").by_kind("time_as_text") == []

@@ -409,16 +409,14 @@ def _role_findings(s: pd.Series, col, role: str, n: int, nun: int) -> list[Findi
                         advice=f"if rows are ordered in time, split with time={col!r} (validate later)")]
     if role == "categorical" and (nun > MAX_CATEGORIES or (nun > 50 and nun > 0.5 * n)):
         rows_per_level = n / nun
-        return [Finding("high_cardinality", "warning",
-                        f"{nun} categories for {n} rows ({rows_per_level:.1f} rows per category)", column=col,
+        return [Finding("high_cardinality", "warning", f"{nun} categories for {n} rows ({rows_per_level:.1f} rows "
+                        "per category)", column=col,
                         advice=f"one column per category would be {nun} columns of mostly zeros: "
-                               f"trainbook's preprocessing one-hot encodes the {MAX_CATEGORIES - 1} most "
-                               "frequent and groups "
-                               "the rest into one 'infrequent' column (OneHotEncoder(max_categories="
-                               f"{MAX_CATEGORIES})); to keep more, group rare "
-                               "categories yourself, or use target (TargetEncoder) or hash encoding",
-                        data={"n_unique": int(nun), "rows_per_category": rows_per_level,
-                              "max_categories": MAX_CATEGORIES})]
+                               f"trainbook's preprocessing one-hot encodes the {MAX_CATEGORIES - 1} most frequent and "
+                               "groups the rest into one 'infrequent' column (OneHotEncoder(max_categories="
+                               f"{MAX_CATEGORIES})); to keep more, group rare categories yourself, or use target "
+                               "(TargetEncoder) or hash encoding",
+                        data={"n_unique": int(nun), "rows_per_category": rows_per_level, "max_categories": MAX_CATEGORIES})]
     return []
 
 def _nullable_finding(s: pd.Series, col) -> list[Finding]:
@@ -567,17 +565,19 @@ def _target_findings(df: pd.DataFrame, target: str, task: str, min_per_class: in
 # %% ../nbs/01_checks.ipynb #97f0bf19
 def _time_findings(df: pd.DataFrame, time: str) -> list[Finding]:
     t, out = df[time], []
+    if dtype_family(t) in ("categorical", "boolean") and not isinstance(t.dtype, pd.PeriodDtype):  # text sorts as text
+        out.append(Finding("time_as_text", "error", f"holds {t.dtype} values, which sort as text ('2021-1-10' before "
+                           "'2021-1-9'): a time split refuses them", column=time,
+                           advice=f"parse them first: df[{time!r}] = pd.to_datetime(df[{time!r}])"))
     if t.isna().any():
         out.append(Finding("missing_values", "error", f"{int(t.isna().sum())} rows have no timestamp",
                            column=time, advice="a time split needs a time for every row"))
     if not t.dropna().is_monotonic_increasing:
         out.append(Finding("time_unsorted", "info", "rows are not in time order", column=time,
-                           advice="fine for make_splits(strategy='time'), which sorts; beware of "
-                                  "order-based code elsewhere"))
+                           advice="fine for make_splits(strategy='time'), which sorts; beware of order-based code elsewhere"))
     dups = int(t.dropna().duplicated().sum())
     if dups:
-        out.append(Finding("time_duplicates", "info", f"{dups} rows share a timestamp with an earlier row",
-                           column=time,
+        out.append(Finding("time_duplicates", "info", f"{dups} rows share a timestamp with an earlier row", column=time,
                            advice="equal timestamps are kept on the same side of a time split",
                            data={"n_duplicates": dups}))
     return out
