@@ -157,3 +157,15 @@ def test_float_labels_refused_by_the_models_own_loss_are_named_as_labels_not_inp
     with pytest.raises(RuntimeError, match=r"the model's own loss takes integer class labels, but the labels are "
                                            r"float32"):
         tb.fit(Own(), batches, loss_fn=None, live=False, config=tb.TrainConfig(epochs=1))
+
+
+def test_a_keras_run_names_its_best_epoch():
+    "Probe 11: run.best and run.best_epoch stayed None for Keras runs; fit's, the Recorder's and fit_flax's have them."
+    keras = pytest.importorskip("keras")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(64, 4)).astype("float32")
+    y = (X[:, 0] > 0).astype("int64")
+    cb = tb.keras_callback(live=False)
+    _keras_model(keras).fit(X, y, epochs=3, validation_split=0.25, verbose=0, callbacks=[cb])
+    valid = [(r[4], r[1]) for r in cb.run.records.rows() if r[2:4] == ("valid", "loss")]
+    assert len(valid) == 3 and (cb.run.best, cb.run.best_epoch) == min(valid)

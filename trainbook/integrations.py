@@ -185,9 +185,15 @@ def _keras_recorder_class():
         def _run(self, stopped: str, findings: list) -> Run:
             "The run so far (a snapshot when `stopped` is 'running'), with its folder's files."
             run_dir = self.folder.run_dir
+            # the best epoch as fit names it: the lowest validation loss, else the lowest epoch training loss
+            rows = self.records.rows()
+            losses = ([(r[4], r[1]) for r in rows if r[2:4] == ("valid", "loss") and math.isfinite(r[4])]
+                      or [(r[4], r[1]) for r in rows if r[2:4] == ("train", "epoch_loss") and math.isfinite(r[4])])
+            best, best_epoch = min(losses) if losses else (None, None)
             return Run(records=self.records, config=self.state.config, stopped=stopped, findings=findings,
                        model=self.model, environment=environment(), step=self.step, epoch=self.epoch,
-                       kind="keras", run_dir=run_dir, last_path=self.folder.path("last.keras"))
+                       kind="keras", run_dir=run_dir, last_path=self.folder.path("last.keras"), best=best,
+                       best_epoch=best_epoch)
 
         def _check(self, logs, epoch=None):
             "Note the first NaN/inf loss of each split (Keras' logs are Python numbers here: no device sync)."
