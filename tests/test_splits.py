@@ -289,3 +289,14 @@ def test_hand_made_splits_whose_parts_share_rows_are_refused_where_they_are_used
                       folds=[(rows[:60], rows[50:])])
     with pytest.raises(ValueError, match=r"splits.folds\[0\]\[0\] and splits.folds\[0\]\[1\] share 10"):
         tb.baseline(df, "y", folds, models="dummy")
+
+
+def test_the_split_audit_finds_copies_beside_a_row_id_column():
+    "Probe 12: a row_id column made every row unique, so copies across train and valid went unreported."
+    rng = np.random.default_rng(0)
+    base = pd.DataFrame({"a": rng.normal(size=300), "b": rng.normal(size=300), "y": rng.integers(0, 2, 300)})
+    df = pd.concat([base, base.iloc[:100]], ignore_index=True).assign(row_id=np.arange(400))
+    found = [f for f in tb.make_splits(df, "y", seed=0).findings if f.kind == "duplicate_rows"]
+    assert found and "'row_id' left out" in found[0].message and found[0].data["n_rows"] > 0
+    clean = base.assign(row_id=np.arange(300))  # no copies: the id left out finds none either
+    assert not [f for f in tb.make_splits(clean, "y", seed=0).findings if f.kind == "duplicate_rows"]

@@ -11,7 +11,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from .checks import (drop_unused_categories, infer_task, is_nested_arrow, require_column,
+from .checks import (drop_unused_categories, infer_task, is_nested_arrow, named_like_id, require_column,
                               require_frame)
 from .core import Finding, announce, did_you_mean, findings_html
 
@@ -226,6 +226,10 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
                                        advice="leave `gap` rows between the splits",
                                        data={"splits": [a, b], "gap": gap}))
     features = [c for c in df.columns if c != target]
+    # a row id (named like one, every value its own) makes each row unique: copies are compared without it
+    ids = [c for c in features if named_like_id(c) and not pd.api.types.is_float_dtype(df[c]) and df[c].is_unique]
+    if len(ids) < len(features): features = [c for c in features if c not in ids]
+    else: ids = []
     if features and len(df) <= _COPIES_UP_TO:
         if row_hashes is not None and row_hashes.n_rows != len(df):
             raise ValueError(f"row_hashes were made on a frame of {row_hashes.n_rows} rows, but df has "
@@ -236,7 +240,8 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
             if shared.any():
                 n = int(shared[codes[parts[b]]].sum())
                 out.append(Finding("duplicate_rows", "warning",
-                                   f"{n} {b} row(s) have an identical copy in {a}{where}",
+                                   f"{n} {b} row(s) have an identical copy in {a}{where}"
+                                   + (f" (the identifier column(s) {', '.join(map(repr, ids))} left out)" if ids else ""),
                                    advice="drop duplicates before splitting, or split by a group id that "
                                           "keeps copies together",
                                    data={"splits": [a, b], "n_rows": n}))
