@@ -300,3 +300,16 @@ def test_the_split_audit_finds_copies_beside_a_row_id_column():
     assert found and "'row_id' left out" in found[0].message and found[0].data["n_rows"] > 0
     clean = base.assign(row_id=np.arange(300))  # no copies: the id left out finds none either
     assert not [f for f in tb.make_splits(clean, "y", seed=0).findings if f.kind == "duplicate_rows"]
+
+
+def test_the_split_audit_names_one_entity_written_two_ways_on_two_sides():
+    "Probe 12: 'P07' in train and 'p07 ' in valid were separate groups to the audit: a silent leak."
+    ids = [f"P{i:02d}" for i in range(40)]
+    df = pd.DataFrame({"g": [v if k % 2 else v.lower() + " " for v in ids for k in range(4)],
+                       "x": np.arange(160.0), "y": np.arange(160) % 2})
+    found = [f for f in tb.make_splits(df, "y", strategy="group", groups="g", seed=0).findings
+             if f.kind == "group_id_variants"]
+    assert found and found[0].data["n_entities"] > 0 and "likely one entity on both sides" in found[0].message
+    clean = df.assign(g=df.g.str.strip().str.upper())
+    assert not [f for f in tb.make_splits(clean, "y", strategy="group", groups="g", seed=0).findings
+                if f.kind == "group_id_variants"]

@@ -172,6 +172,25 @@ def _present(codes: np.ndarray, idx: np.ndarray, n_codes: int) -> np.ndarray:
     seen[codes[idx]] = True
     return seen[:-1]
 
+def _written_apart(codes: np.ndarray, ids, parts: dict, pairs: list, groups: str, where: str) -> list[Finding]:
+    "Group ids equal but for case, spaces or type ('P07' / 'p07 ', 7 / '7') on two sides: likely one entity."
+    same, _ = pd.factorize(np.array([str(v).strip().casefold() for v in ids], dtype=object))  # id -> entity
+    n = int(same.max(initial=-1)) + 1
+    if n == len(ids): return []  # every id written one way
+    entity, out = np.where(codes >= 0, same[np.maximum(codes, 0)], -1), []
+    for a, b in pairs:
+        exact = _present(codes, parts[a], len(ids)) & _present(codes, parts[b], len(ids))
+        apart = _present(entity, parts[a], n) & _present(entity, parts[b], n)
+        apart[same[exact]] = False  # those are group_overlap's
+        if apart.any():
+            shown = [" / ".join(map(repr, ids[same == e][:3])) for e in np.flatnonzero(apart)[:5]]
+            out.append(Finding("group_id_variants", "warning",
+                               f"{int(apart.sum())} group id(s) of {groups!r} written differently in {a} and {b}"
+                               f"{where} ({'; '.join(shown)}): likely one entity on both sides", column=groups,
+                               advice="make each entity's ids one (e.g. .astype(str).str.strip().str.upper()) "
+                                      "before splitting", data={"splits": [a, b], "n_entities": int(apart.sum())}))
+    return out
+
 def audit_parts(df: pd.DataFrame,  # the frame the positions index
                 parts: dict,  # split name -> array of row positions
                 target: Optional[str] = None,  # label column, for class balance
@@ -203,6 +222,7 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
                                    advice="split by group (strategy='group') so an entity stays on one side",
                                    data={"splits": [a, b], "groups": ids[shared[:20]].tolist(),
                                          "n_shared": int(len(shared))}))
+        out += _written_apart(codes, ids, parts, pairs, groups, where)
     if time is not None:
         t = time_values(df[time])
         if gap:  # each row's place in time order, to count the rows between two parts
