@@ -96,3 +96,14 @@ def test_the_panel_says_why_there_is_no_suggestion():
     flat = LRFinder([1e-7, 1e-6], [1.0, 1.0], None, False, [1.0, 1.0], "no sustained descent: flat")
     line = widgets.lr_status(flat, 1e-3)
     assert "no suggested lr" in line and "no sustained descent" in line
+
+
+def test_a_one_shot_iterator_shorter_than_the_sweep_is_named_as_such():
+    "Probe 11: a generator of 3 batches for 100 steps said 'dl_train yielded no batches', though it yielded 3."
+    from trainbook.optim import cycle_batches
+    batches = cycle_batches(iter([1, 2, 3]))
+    assert [next(batches) for _ in range(3)] == [1, 2, 3]
+    with pytest.raises(ValueError, match="yielded its batches once and none after: a list_iterator runs out"):
+        next(batches)
+    with pytest.raises(ValueError, match="^dl_train yielded no batches$"):
+        next(cycle_batches([]))

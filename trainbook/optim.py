@@ -155,13 +155,19 @@ class LRFinder:
 
 def cycle_batches(dl,  # re-iterable of batches
                  ):
-    "The batches of `dl` over and over (a ValueError when it yields none)."
+    "The batches of `dl` over and over (a ValueError when it yields none, or none again: a one-shot iterator)."
+    passes = 0
     while True:
         n = 0
         for batch in dl:
             n += 1
             yield batch
+        if n == 0 and passes:
+            raise ValueError(f"dl_train yielded its batches once and none after: a {type(dl).__name__} runs out "
+                             "after one pass, and the sweep needed more steps than it held. Pass a re-iterable (a "
+                             "list of batches, a DataLoader, a TensorLoader), or fewer num_steps")
         if n == 0: raise ValueError("dl_train yielded no batches")
+        passes += 1
 
 def steepest_lr(lrs: list,  # the lrs of the sweep
                 losses: list,  # the smoothed loss at each
