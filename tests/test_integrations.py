@@ -499,3 +499,15 @@ keras_fit(X, y, n_train=300, epochs=4, callbacks=[cb, Raise()])
         keras_fit(X, y, n_train=300, epochs=1, callbacks=[again])
         assert again.run.run_dir == tmp_path and again.run.stopped == "completed"
     finally: InteractiveShell.clear_instance()
+
+
+def test_token_loader_names_text_fractional_ids_and_text_labels():
+    "Probe 11: raw text and text labels gave raw torch errors; fractional ids were truncated in silence."
+    with pytest.raises(TypeError, match=r"sequences\[0\] is text \('hello world'\): TokenLoader takes token ids"):
+        tb.TokenLoader(["hello world", "foo"], [0, 1])
+    with pytest.raises(ValueError, match=r"sequences\[0\] holds fractional token ids"):
+        tb.TokenLoader([[1.5, 2.7], [3.0]], [0, 1])
+    with pytest.raises(TypeError, match=r"labels must be one number per sequence .* got e.g. 'pos'"):
+        tb.TokenLoader([[1, 2], [3]], ["pos", "neg"])
+    batch = next(iter(tb.TokenLoader([[1.0, 2.0], [3.0]], [0, 1], batch_size=2)))  # whole floats are ids
+    assert batch["input_ids"].dtype == torch.long and batch["input_ids"][0].tolist() == [1, 2]

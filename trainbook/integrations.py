@@ -414,6 +414,16 @@ class TorchRegressor(RegressorMixin, _TorchEstimator):
         return out[:, 0] if self._y_1d else out
 
 # %% ../nbs/15_integrations.ipynb #a286bd1b
+def _token_ids(seq, i: int) -> torch.Tensor:
+    "One sequence's token ids as int64: text (not yet tokenized) and fractional ids are refused, naming it."
+    if isinstance(seq, (str, bytes)):
+        raise TypeError(f"sequences[{i}] is text ({seq[:40]!r}): TokenLoader takes token ids; tokenize first, "
+                        "e.g. tokenizer(texts)['input_ids']")
+    ids = torch.as_tensor(seq)
+    if ids.is_floating_point() and not bool((ids == ids.round()).all()):
+        raise ValueError(f"sequences[{i}] holds fractional token ids ({ids[:4].tolist()}): ids are whole numbers")
+    return ids.long()
+
 class TokenLoader:
     "Token-id lists as dict batches (`input_ids`, `attention_mask`, `labels`), padded per batch."
     def __init__(self,
@@ -429,10 +439,14 @@ class TokenLoader:
         if labels is not None and len(labels) != len(sequences):
             raise ValueError(f"labels has {len(labels)} entries for {len(sequences)} sequences: "
                              "give one label per sequence")
-        self.sequences = [torch.as_tensor(s, dtype=torch.long)[:max_length] for s in sequences]
+        self.sequences = [_token_ids(s, i)[:max_length] for i, s in enumerate(sequences)]
         bad = [i for i, s in enumerate(self.sequences) if s.ndim != 1 or len(s) == 0]
         if bad: raise ValueError(f"sequences[{bad[0]}] must be a non-empty 1-d list of token ids")
-        self.labels = None if labels is None else torch.as_tensor(labels)
+        try: self.labels = None if labels is None else torch.as_tensor(labels)
+        except (TypeError, ValueError, RuntimeError) as e:  # text labels; per-token labels of uneven lengths
+            raise TypeError(f"labels must be one number per sequence (a class id or a value), got e.g. "
+                            f"{labels[0]!r}: encode text labels first (classes.index(label)); per-token labels "
+                            f"go in your own dict batches ({e})") from None
         self.pad_id = pad_id
         # the order (seeded shuffling, set_epoch, resume position) is TensorLoader's, over example indices
         index = torch.arange(len(self.sequences))
