@@ -169,3 +169,30 @@ def test_a_keras_run_names_its_best_epoch():
     _keras_model(keras).fit(X, y, epochs=3, validation_split=0.25, verbose=0, callbacks=[cb])
     valid = [(r[4], r[1]) for r in cb.run.records.rows() if r[2:4] == ("valid", "loss")]
     assert len(valid) == 3 and (cb.run.best, cb.run.best_epoch) == min(valid)
+
+
+def test_an_index_past_an_embedding_or_past_the_outputs_is_named():
+    "Probe 11: ids past the vocabulary, over-long inputs and labels past num_labels gave torch's bare IndexError."
+    class Own(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.word, self.position = torch.nn.Embedding(16, 4), torch.nn.Embedding(6, 4)
+            self.head = torch.nn.Linear(4, 2)
+
+        def forward(self, input_ids, labels):
+            h = self.word(input_ids) + self.position(torch.arange(input_ids.shape[1]))
+            logits = self.head(h.mean(1))
+            return {"loss": torch.nn.functional.cross_entropy(logits, labels), "logits": logits}
+
+    def fit(ids, labels):
+        return tb.fit(Own(), [{"input_ids": ids, "labels": labels}], loss_fn=None, live=False,
+                      config=tb.TrainConfig(epochs=1))
+    ok_labels = torch.tensor([0, 1])
+    with pytest.raises(IndexError, match=r"the inputs \('input_ids'\) hold ids up to 20, but the model's "
+                                         r"embedding tables have word: 16, position: 6 rows"):
+        fit(torch.tensor([[1, 2, 20], [3, 4, 5]]), ok_labels)
+    with pytest.raises(IndexError, match=r"the inputs are 8 positions long, but the model's position table has 6"):
+        fit(torch.randint(0, 16, (2, 8)), ok_labels)
+    with pytest.raises(IndexError, match=r"the labels run from 2 to 3, past the model's outputs"):
+        fit(torch.randint(0, 16, (2, 4)), torch.tensor([2, 3]))
+    assert fit(torch.randint(0, 16, (2, 4)), ok_labels).stopped == "completed"

@@ -104,11 +104,39 @@ def call_model(model: nn.Module,  # the model (or its DDP / compiled wrapper)
         why = _dtype_mismatch(model, xb, err)
         if why is None: raise
         raise RuntimeError(why) from err
+    except IndexError as err:  # an id past an embedding's rows; a model's own loss given labels past its outputs
+        why = _index_past(model, xb, err)
+        if why is None: raise
+        raise IndexError(why) from err
     except ValueError as err:  # BatchNorm in training on one row: the loader's short last batch
         if "Expected more than 1 value per channel" not in str(err): raise
         raise ValueError(f"{err}. A batch of one row reached a BatchNorm layer in training mode: leave out the short "
                          "last batch (drop_last=True in the loader) or choose a batch size that divides the "
                          "rows") from err
+
+def _index_past(model: nn.Module, xb, err: IndexError) -> Optional[str]:
+    "Why an index failed inside the model: integer inputs past an embedding's rows, or labels past its outputs."
+    parts = xb.items() if isinstance(xb, dict) else enumerate(xb if isinstance(xb, (tuple, list)) else (xb,))
+    ints = {k: v for k, v in parts if isinstance(v, torch.Tensor) and v.dtype in (torch.int32, torch.int64)}
+    if "out of bounds" in str(err) and "labels" in ints:  # the model's own cross-entropy (an HF model)
+        return (f"the labels run from {int(ints['labels'].min())} to {int(ints['labels'].max())}, past the model's "
+                f"outputs: labels are 0..num_labels-1; remap them, or make the model with num_labels = the number "
+                f"of classes (torch: {err})")
+    if "index out of range" not in str(err): return None
+    tables = {n: m.num_embeddings for n, m in model.named_modules() if isinstance(m, nn.Embedding)}
+    ids = {k: v for k, v in ints.items() if k != "labels" and v.numel()}
+    if not tables or not ids: return None
+    name, top = max(((k, int(v.max())) for k, v in ids.items()), key=lambda kv: kv[1])
+    shown = ", ".join(f"{n}: {s}" for n, s in list(tables.items())[:3])
+    if top >= max(tables.values()):  # past every table: certainly the ids
+        where = f" ({name!r})" if isinstance(name, str) else ""
+        return (f"the inputs{where} hold ids up to {top}, but the model's embedding tables have {shown} rows: an "
+                f"id must be below its table's size; check the tokenizer matches the model (vocab_size) (torch: {err})")
+    positions = [s for n, s in tables.items() if "position" in n]
+    longest = max(v.shape[-1] for v in ids.values())
+    if not positions or longest <= min(positions): return None
+    return (f"the inputs are {longest} positions long, but the model's position table has {min(positions)} rows: "
+            f"truncate them to fit (TokenLoader(max_length=...)) (torch: {err})")
 
 _CASTS = {torch.float64: "double()", torch.float32: "float()", torch.float16: "half()",
           torch.bfloat16: "bfloat16()"}
