@@ -313,3 +313,11 @@ def test_the_split_audit_names_one_entity_written_two_ways_on_two_sides():
     clean = df.assign(g=df.g.str.strip().str.upper())
     assert not [f for f in tb.make_splits(clean, "y", strategy="group", groups="g", seed=0).findings
                 if f.kind == "group_id_variants"]
+
+
+@pytest.mark.parametrize("kw, name", [(dict(outer=1), "outer"), (dict(inner=1), "inner"), (dict(inner=2.5), "inner")])
+def test_nested_folds_are_named_as_given(kw, name):
+    "Probe 12: outer=1 and inner=1 were refused as 'n_folds', an argument the caller never passed."
+    df = pd.DataFrame({"x": np.arange(60.0), "y": np.arange(60) % 2})
+    with pytest.raises(ValueError, match=rf"^{name} must be an int >= 2"):
+        tb.nested_splits(df, "y", **kw)

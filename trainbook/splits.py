@@ -663,6 +663,9 @@ def nested_splits(df: pd.DataFrame,  # the data to split
                   seed: int = 0,  # random seed
                  ) -> list[dict]:
     "Outer folds with their inner folds (positions of `df`) and the audit findings of both levels."
+    for name, k in (("outer", outer), ("inner", inner)):  # named as given (make_splits would say n_folds)
+        if not isinstance(k, numbers.Integral) or isinstance(k, (bool, np.bool_)) or k < 2:
+            raise ValueError(f"{name} must be an int >= 2 (folds at the {name} level), got {k!r}")
     hashes = RowHashes(df)  # df's rows hashed once, for the outer split and each outer fold's audit
     outer_sp = make_splits(df, target, strategy=strategy, groups=groups, time=time, n_folds=outer, seed=seed,
                            row_hashes=hashes)
