@@ -196,3 +196,17 @@ def test_an_index_past_an_embedding_or_past_the_outputs_is_named():
     with pytest.raises(IndexError, match=r"the labels run from 2 to 3, past the model's outputs"):
         fit(torch.randint(0, 16, (2, 4)), torch.tensor([2, 3]))
     assert fit(torch.randint(0, 16, (2, 4)), ok_labels).stopped == "completed"
+
+
+def test_a_keras_run_records_its_learning_rate_without_a_callback_that_logs_it():
+    "Probe 11: Keras 3 logs no lr: the lr series stayed empty unless ReduceLROnPlateau came first in callbacks=."
+    keras = pytest.importorskip("keras")
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(48, 4)).astype("float32"), rng.integers(0, 2, 48)
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    model.compile(keras.optimizers.Adam(keras.optimizers.schedules.ExponentialDecay(1e-2, 3, 0.5)),
+                  keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    cb = tb.keras_callback(live=False)
+    model.fit(X, y, epochs=2, batch_size=16, verbose=0, callbacks=[cb])  # 3 steps an epoch: halved each epoch
+    assert cb.run.records.series("lr").tolist() == pytest.approx([5e-3, 2.5e-3])

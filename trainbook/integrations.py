@@ -51,6 +51,13 @@ def _keras_siblings(cb) -> Optional[list]:
         frame = frame.f_back
     return None
 
+def _keras_lr(model) -> Optional[float]:
+    "The optimizer's learning rate now (a schedule's value at this step); None where it cannot be read."
+    try:
+        import keras
+        return float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))
+    except Exception: return None  # no optimizer yet, or one without a plain learning_rate
+
 def _keras_logs(logs: Optional[dict]) -> list:
     "Keras' logs as (key, float): a metric that logs a vector (`F1Score(average=None)`) as key/0, key/1, ..."
     out = []
@@ -142,6 +149,9 @@ def _keras_recorder_class():
                     self.records.append(self.step, epoch, "train", f"epoch_{name}", value)
                     if self.batches: continue  # the per-batch points already hold the running values
                 self.records.append(self.step, epoch, split, name, value)
+            if not any(_keras_name(key)[1] == "lr" for key in (logs or {})):  # Keras 3 logs no lr of its own
+                lr = _keras_lr(self.model)
+                if lr is not None: self.records.append(self.step, epoch, "train", "lr", lr)
             self.state.step, self.state.epoch, self.state.valid = self.step, epoch, valid
             if self.folder.enabled:  # the model and run.json so far ('running'): a killed run keeps its epochs
                 atomic_keras_save(self.model, self.folder.run_dir / "last.keras")
