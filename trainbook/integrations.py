@@ -18,7 +18,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .batch import call_model, eval_mode, prediction
 from .checkpoint import Checkpointer, probe_writable
 from .gbdt import import_optional
-from .recorder import live_curves
+from .recorder import EarlyStopping, live_curves
 from .core import Finding, History, TrainConfig, announce, environment
 from .data import TensorLoader
 from .diagnostics import diagnose, nonfinite_loss
@@ -111,6 +111,8 @@ def _keras_recorder_class():
             self.records, self.step, self.epoch, self.run = History(), 0, 0, None
             self.siblings = _keras_siblings(self)  # who stopped the run, at its end
             self.nonfinite = {}  # split -> (step, epoch, {key: value}) of its first non-finite loss
+            # the best epoch as fit names it: the lowest validation loss, else the lowest training loss
+            self.best_of = {"valid": EarlyStopping(), "train": EarlyStopping()}
             config = TrainConfig(epochs=int(self.params.get("epochs") or 1), checkpoint_dir=self.checkpoint_dir)
             self.state = LoopState(history=self.records, model=self.model, config=config)
             if self.folder is not None: self.folder.release()  # an earlier fit that raised kept it
@@ -143,6 +145,7 @@ def _keras_recorder_class():
             for key, value in _keras_logs(logs):
                 split, name = _keras_name(key)
                 if split == "valid": valid[name] = value
+                if name == "loss": self.best_of[split].update(value, self.step, epoch)
                 if split == "train" and name != "lr":
                     # the epoch's value of a train metric (the loss: what diagnose compares with the valid
                     # loss), as `epoch_loss`, `epoch_accuracy`: one row per epoch, as run.metrics() reads them
@@ -195,15 +198,11 @@ def _keras_recorder_class():
         def _run(self, stopped: str, findings: list) -> Run:
             "The run so far (a snapshot when `stopped` is 'running'), with its folder's files."
             run_dir = self.folder.run_dir
-            # the best epoch as fit names it: the lowest validation loss, else the lowest epoch training loss
-            rows = self.records.rows()
-            losses = ([(r[4], r[1]) for r in rows if r[2:4] == ("valid", "loss") and math.isfinite(r[4])]
-                      or [(r[4], r[1]) for r in rows if r[2:4] == ("train", "epoch_loss") and math.isfinite(r[4])])
-            best, best_epoch = min(losses) if losses else (None, None)
+            best = self.best_of["valid"] if self.best_of["valid"].best is not None else self.best_of["train"]
             return Run(records=self.records, config=self.state.config, stopped=stopped, findings=findings,
                        model=self.model, environment=environment(), step=self.step, epoch=self.epoch,
-                       kind="keras", run_dir=run_dir, last_path=self.folder.path("last.keras"), best=best,
-                       best_epoch=best_epoch)
+                       kind="keras", run_dir=run_dir, last_path=self.folder.path("last.keras"), best=best.best,
+                       best_epoch=best.best_epoch)
 
         def _check(self, logs, epoch=None):
             "Note the first NaN/inf loss of each split (Keras' logs are Python numbers here: no device sync)."
