@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .core import (Finding, announce, compact_table_html, did_you_mean, findings_html, findings_text,
-                            number_text)
+                            label_key, number_text)
 
 # %% auto #0
 __all__ = ['TASKS', 'ROLES', 'ID_WORDS', 'MAX_CATEGORIES', 'infer_task', 'require_task', 'require_frame', 'is_nested_arrow',
@@ -476,8 +476,8 @@ def _group_findings(df: pd.DataFrame, groups: str, codes: _ValueCodes) -> list[F
 
 def _duplicate_findings(df: pd.DataFrame, target: Optional[str], codes: _ValueCodes, roles: dict) -> list[Finding]:
     ids = [c for c in codes.everything if roles.get(c) == "identifier"]  # a row id makes each row unique
-    out, ids = [], ids if any(c not in ids and c != target for c in codes.everything) else []  # features left
-    dup = ~codes.distinct_rows([c for c in codes.everything if c not in ids])
+    if all(c in ids or c == target for c in codes.everything): ids = []  # no other feature to compare on
+    out, dup = [], ~codes.distinct_rows([c for c in codes.everything if c not in ids])
     if dup.any():
         out.append(Finding("duplicate_rows", "warning", f"{int(dup.sum())} exact duplicate rows"
                            + (f" (the identifier column(s) {', '.join(map(repr, ids))} left out)" if ids else ""),
@@ -501,7 +501,7 @@ def label_variants(labels,  # the classes (a target's distinct values)
                   ) -> list[list]:
     "Groups of labels equal but for case, surrounding spaces or type ('yes' / 'Yes ', 7 / '7'), in their order."
     groups = {}
-    for v in labels: groups.setdefault(str(v).strip().casefold(), []).append(v)
+    for v in labels: groups.setdefault(label_key(v), []).append(v)
     return [g for g in groups.values() if len(g) > 1]
 
 def target_findings(target: str,  # the target column's name

@@ -14,11 +14,12 @@ import numpy as np
 import torch
 
 # %% auto #0
-__all__ = ['PRECISIONS', 'SCHEDULES', 'SEVERITIES', 'SEVERITY_STYLE', 'did_you_mean', 'require_instance', 'TrainConfig',
-           'Finding', 'finding_html', 'findings_html', 'findings_text', 'number_text', 'compact_table_html', 'History',
-           'seed_everything', 'accelerators_present', 'rng_state', 'set_rng_state', 'package_version', 'environment',
-           'loader_length', 'set_loader_epoch', 'pick_device', 'pick_precision', 'autocast_dtype', 'this_process',
-           'process_alive', 'remove_stale_temps', 'atomic_write', 'listen', 'unlisten', 'silenced', 'announce']
+__all__ = ['PRECISIONS', 'SCHEDULES', 'SEVERITIES', 'SEVERITY_STYLE', 'did_you_mean', 'label_key', 'require_instance',
+           'TrainConfig', 'Finding', 'finding_html', 'findings_html', 'findings_text', 'number_text',
+           'compact_table_html', 'History', 'seed_everything', 'accelerators_present', 'rng_state', 'set_rng_state',
+           'package_version', 'environment', 'loader_length', 'set_loader_epoch', 'pick_device', 'pick_precision',
+           'autocast_dtype', 'this_process', 'process_alive', 'remove_stale_temps', 'atomic_write', 'listen',
+           'unlisten', 'silenced', 'announce']
 
 # %% ../nbs/00_core.ipynb #03fb781b
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
@@ -92,6 +93,11 @@ def did_you_mean(name: str,  # what the user typed
     lowered = {str(c).lower(): str(c) for c in reversed(list(choices))}  # the first of equal ones wins
     near = difflib.get_close_matches(str(name).lower(), list(lowered), n=1)
     return f" (did you mean {lowered[near[0]]!r}?)" if near else ""
+
+def label_key(value,  # a label or an id, of any type
+             ) -> str:
+    "How labels and ids are compared for variants: as text, stripped and case-folded ('Yes ', 'YES' -> 'yes'; 7 -> '7')."
+    return str(value).strip().casefold()
 
 def require_instance(obj,  # what the caller passed: an estimator, a pruner, a transformer...
                      arg: str,  # the argument's name, as the message should show it

@@ -13,7 +13,7 @@ import pandas as pd
 
 from .checks import (drop_unused_categories, infer_task, is_nested_arrow, named_like_id, require_column,
                               require_frame)
-from .core import Finding, announce, did_you_mean, findings_html
+from .core import Finding, announce, did_you_mean, findings_html, label_key
 
 # %% auto #0
 __all__ = ['STRATEGIES', 'digest', 'fingerprint_frame', 'RowHashes', 'class_share_findings', 'require_positions', 'time_values',
@@ -174,7 +174,7 @@ def _present(codes: np.ndarray, idx: np.ndarray, n_codes: int) -> np.ndarray:
 
 def _written_apart(codes: np.ndarray, ids, parts: dict, pairs: list, groups: str, where: str) -> list[Finding]:
     "Group ids equal but for case, spaces or type ('P07' / 'p07 ', 7 / '7') on two sides: likely one entity."
-    same, _ = pd.factorize(np.array([str(v).strip().casefold() for v in ids], dtype=object))  # id -> entity
+    same, _ = pd.factorize(np.array([label_key(v) for v in ids], dtype=object))  # id -> entity
     n = int(same.max(initial=-1)) + 1
     if n == len(ids): return []  # every id written one way
     entity, out = np.where(codes >= 0, same[np.maximum(codes, 0)], -1), []
