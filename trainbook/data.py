@@ -103,7 +103,7 @@ class TensorLoader(ShardedBatches):
         self.seed, self.pin_memory, self.weights = seed, pin_memory, weights
         self.n, self.epoch, self.position = n, 0, 0
         self.resume_pending = False  # set by `load_state_dict`: the next pass continues at `position`
-        self.live = False  # a pass is under way (started, neither finished nor abandoned)
+        self.under_way = False  # a pass is under way (started, neither finished nor abandoned)
         self._flat, self._pack = flat, _packer(keys, len(flat))
 
     def set_epoch(self, epoch: int,  # the epoch to start
@@ -140,7 +140,7 @@ class TensorLoader(ShardedBatches):
         if not self.resume_pending: self.position = 0
         self.resume_pending = False
         order, bs, flat, pack = self.order(), self.batch_size, self._flat, self._pack
-        self.live = True
+        self.under_way = True
         try:
             for i in range(self.position, len(self)):
                 if order is None: parts = [t[i * bs:(i + 1) * bs] for t in flat]
@@ -151,14 +151,14 @@ class TensorLoader(ShardedBatches):
                 self.position = i + 1
                 yield pack(parts)
             self.epoch, self.position = self.epoch + 1, 0
-        finally: self.live = False  # finished, or abandoned (its iterator closed): no pass under way
+        finally: self.under_way = False  # finished, or abandoned (its iterator closed): no pass under way
 
     def state_dict(self) -> dict:
         """Where the loader's next batch comes from: epoch, and batches already yielded in the pass under way (or
         in a restored one). A pass left unfinished (`next(iter(dl))`, a `break`) is no position: its next pass
         starts the epoch over, so its state says 0, and a state saved and loaded back around a peek (a metric's
         or a dry run's) never makes the next pass skip batches."""
-        going = self.live or self.resume_pending
+        going = self.under_way or self.resume_pending
         return {"seed": self.seed, "epoch": self.epoch, "position": self.position if going else 0}
 
     def load_state_dict(self, state: dict,  # from `state_dict()`
