@@ -20,7 +20,7 @@ from .optim import SCHEDULE_FNS, SCHEDULER_INTERVALS, warmup_steps
 # %% auto #0
 __all__ = ['LOWER_IS_BETTER', 'HIGHER_IS_BETTER', 'check_loss_fn', 'check_loader', 'require_batches', 'logged_values',
            'better_mode', 'check_monitor', 'monitor_fallback', 'run_steps', 'warmup_past_run', 'nonfinite_validation',
-           'needs_closure', 'check_scheduler_length', 'check_optimizer', 'check_fit_inputs']
+           'needs_closure', 'check_scheduler', 'check_optimizer', 'check_fit_inputs']
 
 # %% ../nbs/06a_guard.ipynb #28a3ff5a
 def check_loss_fn(loss_fn: Optional[Callable],  # e.g. nn.CrossEntropyLoss() or F.cross_entropy; None = the model's
@@ -213,7 +213,7 @@ def needs_closure(optimizer: torch.optim.Optimizer,  # an optimizer
     except (TypeError, ValueError): return False  # a step whose signature cannot be read: not refused on a guess
     return closure is not None and closure.default is inspect.Parameter.empty
 
-def check_scheduler_length(scheduler,  # the scheduler given to `fit`, or None
+def check_scheduler(scheduler,  # the scheduler given to `fit`, or None
                            interval: Optional[str],  # fit's `scheduler_interval` (None = by the scheduler's kind)
                            cfg: TrainConfig,  # the run's config (epochs, accum_steps, max_steps)
                            n_batches: Optional[int],  # dl_train's batches in an epoch; None when unknown
@@ -296,7 +296,7 @@ def check_fit_inputs(model,  # what `fit` got as `model`
         raise ValueError("accum_steps > 1 needs a dl_train with a length, so the epoch's "
                          "last window can be sized")
     check_optimizer(model, optimizer, scheduler, strategy)
-    check_scheduler_length(scheduler, scheduler_interval, cfg, n_train)
+    check_scheduler(scheduler, scheduler_interval, cfg, n_train)
     if cfg.checkpoint_every and cfg.checkpoint_dir is None:
         warnings.warn(f"checkpoint_every={cfg.checkpoint_every} writes nothing: checkpoint_dir is None; set "
                       "TrainConfig(checkpoint_dir=...) for last.pt every that many steps", stacklevel=3)
