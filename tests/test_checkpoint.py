@@ -135,6 +135,25 @@ def test_corrupt_files_are_checkpoint_errors_with_size_and_expectation(tmp_path)
     with pytest.raises(CheckpointError, match="holds a list, not a checkpoint"): tb.load_checkpoint(tmp_path / "list.pt")
 
 
+def test_bytes_changed_inside_a_checkpoint_fail_its_checksum_and_are_refused(tmp_path):
+    "A flipped byte in the weights loads in torch as other weights; the zip's checksums tell, and read_checkpoint says so."
+    model = nn.Linear(64, 64)
+    tb.save_checkpoint(tmp_path / "last.pt", model=model, step=3)
+    tb.save_checkpoint(tmp_path / "best.pt", model=model, step=2)
+    raw = bytearray((tmp_path / "last.pt").read_bytes())
+    at = raw.find(model.weight.detach().numpy().tobytes()[:64])  # the weights' bytes, inside the archive
+    assert at > 0
+    raw[at + 100] ^= 0x01
+    (tmp_path / "last.pt").write_bytes(bytes(raw))
+    with pytest.raises(CheckpointError, match=r"last.pt is not a readable checkpoint: its entry '.*data/0' fails its "
+                                              r"checksum.*best.pt.*resume="):
+        tb.read_checkpoint(tmp_path)
+    torch.serialization.set_crc32_options(False)  # a file saved without checksums loads as before
+    try: tb.save_checkpoint(tmp_path / "plain.pt", model=model, step=1)
+    finally: torch.serialization.set_crc32_options(True)
+    assert tb.read_checkpoint(tmp_path / "plain.pt")["step"] == 1
+
+
 def test_a_run_folder_stands_for_its_last_pt(tmp_path):
     run_dir = tmp_path / "runs" / "a"
     tb.save_checkpoint(run_dir / "last.pt", model=nn.Linear(2, 2), step=7)
