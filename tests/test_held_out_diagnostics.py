@@ -66,6 +66,22 @@ def test_a_bias_beside_a_weight_fed_huge_inputs_is_not_structurally_zero():
     bn = grads_history({"0.weight": 1.0, "0.bias": 1e-8}, {"0.weight": 3.0, "0.bias": 0.5})
     zero = next(f for f in tb.diagnose(bn) if f.kind == "structural_zero_gradients")
     assert zero.data["parameters"] == ["0.bias"]
+    # a short run logs each parameter once (probe 11, f8): that one log of round-off tells, and is not "vanishing"
+    once = grads_history({"0.weight": 0.3, "0.bias": 2e-8, "1.weight": 0.06, "1.bias": 0.07},
+                         {"0.weight": 2.4, "0.bias": 1.2, "1.weight": 4.0, "1.bias": 0.1}, steps=1)
+    found = tb.diagnose(once)
+    assert "vanishing_gradients" not in kinds(found), [f.message for f in found]
+    assert next(f for f in found if f.kind == "structural_zero_gradients").data["parameters"] == ["0.bias"]
+    # the same gradient in a real Linear → BatchNorm block trained 18 steps (one per-parameter log)
+    torch.manual_seed(0)
+    x = torch.randn(192, 4)
+    dl = tb.TensorLoader(x, (x[:, 0] > 0).long(), batch_size=32)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.BatchNorm1d(16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+    run = tb.fit(model, dl, dl, loss_fn=torch.nn.functional.cross_entropy, live=False,
+                 config=tb.TrainConfig(epochs=3, lr=1e-2, device="cpu"))
+    assert len(run.records.series("grad_norm/0.bias")) == 1
+    assert "vanishing_gradients" not in kinds(run.findings), [f.message for f in run.findings]
+    assert "0.bias" in next(f for f in run.findings if f.kind == "structural_zero_gradients").data["parameters"]
 
 
 def test_overfitting_quotes_logged_values_and_names_a_valid_set_never_better_than_the_prior():

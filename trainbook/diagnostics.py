@@ -536,13 +536,13 @@ _ROUND_OFF = 1e-4  # below this share of its layer's other gradient at every log
 
 def _structural_zero(name: str, g: np.ndarray, grads: dict, medians: dict, own: float = 0.0) -> bool:
     "Exactly 0 at every log, or round-off of its layer's other gradient and of its own weights `own`."
-    if len(g) < 2: return False
+    if not len(g): return False
     layer = name.rsplit(".", 1)[0]
     siblings = [k for k, v in grads.items() if k != name and k.rsplit(".", 1)[0] == layer and len(v) == len(g)]
-    # alone in its layer: exactly 0 throughout (a parameter the forward pass never uses); else a bias at
-    # round-off (~1e-8 in float32) of its layer's moving gradient (it feeds a norm removing the mean) and of
-    # its own weights where logged (a weight fed 1e4-scale inputs gets 1e5× an ordinary bias's gradient)
-    if not siblings: return bool((g == 0).all())
+    # alone in its layer: exactly 0 at two logs or more (a parameter the forward pass never uses); else a bias at
+    # round-off (~1e-8 in float32; one log tells: short runs log once) of its layer's moving gradient (it feeds a
+    # norm removing the mean) and of its own weights (a weight fed 1e4-scale inputs gets 1e5× a bias's gradient)
+    if not siblings: return len(g) >= 2 and bool((g == 0).all())
     moving = [grads[k] for k in siblings if medians[k] > 0]
     small = own <= 0 or bool((g <= _ROUND_OFF * own).all())
     return name.endswith("bias") and small and any((g <= _ROUND_OFF * v).all() for v in moving)
