@@ -70,6 +70,29 @@ def test_clean_frames_with_missing_values_and_an_id_raise_no_leak(task):
 
 # --- 3: a label hidden in a high-cardinality text column ----------------------------------------------------
 
+def test_a_lag_of_the_target_is_told_apart_from_a_lead_when_time_is_given():
+    "Probe 12, f8: y shifted one step back (a forecasting feature) was an error like y shifted forward (a leak)."
+    rng = np.random.default_rng(0)
+    parts = []
+    for store in range(20):  # 20 entities' random walks, rows shuffled: the lag is taken within each one
+        d = pd.DataFrame({"store": store, "t": pd.date_range("2024", periods=150, freq="D"),
+                          "y": np.cumsum(rng.normal(size=150))})
+        d["lag1"], d["lead1"] = d.y.shift(1), d.y.shift(-1)
+        parts.append(d)
+    df = pd.concat(parts).sample(frac=1, random_state=1)
+    report = tb.check_data(df, "y", time="t", groups="store")
+    by = {(f.kind, f.column): f for f in report.findings if f.kind.startswith("target_")}
+    assert set(by) == {("target_lag", "lag1"), ("target_leak", "lead1")}, sorted(by)
+    lag = by["target_lag", "lag1"]
+    assert lag.severity == "info" and lag.data["score_past"] > lag.data["score"] and "make_splits(time=" in lag.advice
+    assert tb.check_data(df.drop(columns="lead1"), "y", time="t", groups="store").ok
+    # without time= a lag cannot be told from a leak: both are errors; a copy of the target stays one with time=
+    assert {f.column for f in tb.check_data(df, "y").findings if f.kind == "target_leak"} == {"lag1", "lead1"}
+    df["copy"] = df.y
+    assert "copy" in {f.column for f in tb.check_data(df, "y", time="t", groups="store").findings
+                      if f.kind == "target_leak"}
+
+
 def test_a_label_in_the_prefix_of_an_id_or_a_note_is_a_leak():
     df = _frame()
     rng = np.random.default_rng(3)

@@ -791,7 +791,7 @@ def check_data(df: pd.DataFrame,  # the training data, one row per example
     if leak_check and target is not None and codes.nunique(target) > 1:
         from trainbook.leaks import leak_findings  # it builds on this module (numeric_view): imported here
         leak_skip = skip | {c for c, role in roles.items() if role in ("identifier", "constant", "text")}
-        findings += leak_findings(df, target, task, leak_skip)
+        findings += leak_findings(df, target, task, leak_skip, time=time, groups=groups)
     if serving is not None:
         require_frame(serving, "serving")
         findings += _serving_findings(df, serving, target)

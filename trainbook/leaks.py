@@ -13,7 +13,7 @@ from .checks import numeric_view
 from .core import Finding
 
 # %% auto #0
-__all__ = ['one_column_predictions', 'leak_findings']
+__all__ = ['one_column_predictions', 'past_target', 'leak_findings']
 
 # %% ../nbs/01a_leaks.ipynb #ba0cf3b3
 def _leak_view(s: pd.Series) -> np.ndarray:
@@ -117,20 +117,58 @@ def _leak_finding(col: str, metric: str, score: float, constant: float, covered:
                          "filled_share": covered, "view": view,
                          "model": "one column in bins of ~10 rows, 3 shuffled held-out folds"})
 
+def past_target(df: pd.DataFrame,  # the frame
+                target: str,  # the label column
+                time: str,  # the column that orders rows in time
+                groups: Optional[str] = None,  # entity ids: each entity's rows are a series of their own
+               ) -> Optional[np.ndarray]:
+    """Each row's previous target in time order (within its entity): what a lag-1 feature holds (None for an
+    entity's first row); None when the time column does not sort."""
+    keys = [c for c in (groups, time) if c is not None]
+    try: order = df[keys].reset_index(drop=True).sort_values(keys, kind="stable").index.to_numpy()
+    except TypeError: return None  # mixed types: make_splits names them
+    y = df[target].to_numpy(dtype=object)[order]
+    first = np.zeros(len(order), dtype=bool)
+    first[0] = True
+    if groups is not None:
+        entity = df[groups].to_numpy(dtype=object)[order]
+        first[1:] = entity[1:] != entity[:-1]
+    past = np.empty(len(order), dtype=object)
+    past[order] = np.where(first, None, np.roll(y, 1))
+    return past
+
+def _lag_finding(col: str, metric: str, past: tuple, now: tuple) -> Finding:
+    "A `target_lag` finding: a feature that repeats an earlier row's target (a lag), not the row's own."
+    return Finding("target_lag", "info",
+                   f"it repeats the previous time's target ({metric} {past[0]:.3f} against it on held-out rows, "
+                   f"{now[0]:.3f} against the row's own): an autoregressive lag, known at prediction time when "
+                   "that earlier target is",
+                   column=col,
+                   advice="keep it for a one-step-ahead forecast; for a forecast h steps ahead lag it by h; "
+                          "split by time (make_splits(time=...)) so that no training row holds a later target",
+                   data={"score_past": past[0], "score": now[0], "metric": metric})
+
 def leak_findings(df: pd.DataFrame,  # the frame `check_data` checks
                   target: str,  # the label column
                   task: str,  # 'binary', 'multiclass' or 'regression'
                   skip: set,  # columns not scored as they are (groups, time, identifiers, constants, text)
                   threshold: float = 0.98,  # a held-out score (R², balanced accuracy) from here on is a leak
+                  time: Optional[str] = None,  # the column ordering rows in time: a lag of the target is told apart
+                  groups: Optional[str] = None,  # entity ids: lags are taken within each entity's rows
                  ) -> list[Finding]:
     """Each feature alone, binned and scored on held-out rows (3 shuffled folds), beside a constant predictor;
-    also a feature's filled rows alone, and a text column's first letters (even one in `skip`)."""
-    data = df[df[target].notna()]
+    also a feature's filled rows alone, and a text column's first letters (even one in `skip`). With `time`,
+    a feature that matches the previous time's target at least as well as the row's own is a lag (info)."""
     regression = task == "regression"
-    if regression:
-        data = data[np.isfinite(numeric_view(data[target]))]  # an infinite target has its own finding
-    if len(data) > 5000: data = data.sample(5000, random_state=0)
-    if len(data) < _MIN_ROWS: return []
+    keep = df[target].notna().to_numpy().copy()
+    if regression:  # an infinite target has its own finding
+        keep &= np.isfinite(numeric_view(df[target]))
+    rows = np.flatnonzero(keep)
+    if len(rows) > 5000: rows = rows[np.random.RandomState(0).choice(len(rows), 5000, replace=False)]
+    if len(rows) < _MIN_ROWS: return []
+    data = df.iloc[rows]
+    past = past_target(df, target, time, groups) if time is not None else None
+    past = None if past is None else past[rows]
     y = numeric_view(data[target]) if regression else pd.factorize(data[target])[0]
     metric = "R²" if regression else "balanced accuracy"
     out = []
@@ -140,9 +178,16 @@ def leak_findings(df: pd.DataFrame,  # the frame `check_data` checks
         head = _prefix(data[col])
         if head is not None: views.append(("prefix", head))
         for view, s in views:
-            found = _column_leak(_leak_view(s), y, regression, threshold)
-            if found:
-                out.append(_leak_finding(col, metric, *found, view, threshold, len(data)))
-                break  # one finding a column
+            x = _leak_view(s)
+            found = _column_leak(x, y, regression, threshold)
+            if not found: continue
+            lag = None
+            if past is not None and view == "values":
+                known = pd.notna(past)
+                target_past = past[known].astype(float) if regression else past[known]
+                lag = _column_leak(x[known], target_past, regression, threshold)
+            if lag and lag[0] >= found[0]: out.append(_lag_finding(col, metric, lag, found))
+            else: out.append(_leak_finding(col, metric, *found, view, threshold, len(data)))
+            break  # one finding a column
     return out
 
