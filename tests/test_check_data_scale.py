@@ -74,7 +74,8 @@ BEFORE = {
         ('nullable_dtype', 'Int', 'pandas nullable dtype Int64 (missing values are pd.NA)'),
         ('missing_values', 'obj_mixed', '90 missing values (22.5%)'),
         ('mixed_types', 'obj_mixed', "numbers mixed with 80 value(s) that are not: 'n/a' ×43, 'x' ×37"),
-        ('numbers_as_text', 'text_nums', 'all 400 values are numbers stored as text (dtype str)'),
+        ('numbers_as_text', 'text_nums', 'all 400 values are numbers stored as text (dtype str), so they are read '
+         'as categories'),
         ('id_like_column', 'padded', ID_400),
         ('high_cardinality', 'hi_txt', '246 categories for 400 rows (1.6 rows per category)'),
         ('high_cardinality', 'mid', '60 categories for 400 rows (6.7 rows per category)'),

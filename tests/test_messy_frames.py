@@ -97,6 +97,21 @@ def test_mixed_numbers_are_shown_with_counts_and_advice():
     assert "pd.to_numeric(df['dose'], errors='coerce')" in f.advice
 
 
+def test_decimals_and_bools_held_as_objects_are_not_called_text():
+    "Probe 12, f10: an object column of Decimals, or of bools with None, was 'numbers stored as text'."
+    import decimal
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"price": [decimal.Decimal(str(round(v, 2))) for v in rng.normal(50, 10, 200)],
+                       "flag": pd.Series([None if i % 7 == 0 else bool(i % 3) for i in range(200)], dtype=object),
+                       "zip": rng.integers(1000, 1100, 200).astype(str), "y": np.arange(200) % 2})
+    found = by_column(tb.check_data(df, "y").findings, "numbers_as_text")
+    assert "numbers held as Python objects (Decimal)" in found["price"].message
+    assert "pd.to_numeric(df['price']" in found["price"].advice
+    assert "True/False held as Python objects" in found["flag"].message
+    assert found["flag"].advice == "convert them: df['flag'] = df['flag'].astype('boolean')"
+    assert "numbers stored as text" in found["zip"].message
+
+
 def test_missing_group_ids_are_an_error_in_check_and_split(df):
     holes = df.assign(customer=(df.index // 3).astype(float).where(df.index % 40 != 0))
     f = by_column(tb.check_data(holes, "y", groups="customer").findings, "missing_values")["customer"]

@@ -18,7 +18,7 @@ from .core import (Finding, announce, compact_table_html, did_you_mean, findings
 __all__ = ['TASKS', 'ROLES', 'ID_WORDS', 'MAX_CATEGORIES', 'infer_task', 'require_task', 'require_frame', 'is_nested_arrow',
            'require_flat_columns', 'infinite_counts', 'check_column_name', 'require_columns', 'drop_unused_categories',
            'require_column', 'dtype_family', 'epoch_seconds', 'numeric_view', 'named_like_id', 'column_roles',
-           'label_variants', 'target_findings', 'psi', 'DataReport', 'check_data']
+           'label_variants', 'target_findings', 'DataReport', 'check_data']
 
 # %% ../nbs/01_checks.ipynb #44da07e6
 def infer_task(y: pd.Series,  # the target column
@@ -365,10 +365,16 @@ def _mixed_findings(s: pd.Series, col, codes: _ValueCodes) -> list[Finding]:
     parsed = (codes.parses(col)[0][codes.codes(col) >= 0] if isinstance(s.dtype, pd.StringDtype)  # once each
               else pd.to_numeric(values, errors="coerce").notna().to_numpy())
     fix = f"df[{col!r}] = pd.to_numeric(df[{col!r}], errors='coerce')"
-    if parsed.all():
-        return [Finding("numbers_as_text", "warning", f"all {len(values)} values are numbers stored as text "
-                        f"(dtype {s.dtype})", column=col, advice=f"convert them: {fix}",
-                        data={"dtype": str(s.dtype)})]
+    if parsed.all():  # text, or Python objects (Decimal, bool with None): which, from a sample's types
+        sample = values.iloc[::len(values) // 10_000 + 1]
+        kinds = set() if isinstance(s.dtype, pd.StringDtype) else set(sample.map(type))
+        held = "numbers stored as text" if not kinds or any(issubclass(k, str) for k in kinds) else (
+            "True/False held as Python objects" if kinds <= {bool, np.bool_} else
+            f"numbers held as Python objects ({', '.join(sorted(k.__name__ for k in kinds))})")
+        if held.startswith("True"): fix = f"df[{col!r}] = df[{col!r}].astype('boolean')"
+        return [Finding("numbers_as_text", "warning", f"all {len(values)} values are {held} (dtype {s.dtype}), so "
+                        "they are read as categories", column=col, advice=f"convert them: {fix}",
+                        data={"dtype": str(s.dtype), "held": held})]
     bad = values[~parsed]
     if parsed.mean() >= 0.5:
         counts = bad.astype(str).value_counts()
@@ -395,11 +401,9 @@ def _role_findings(s: pd.Series, col, role: str, n: int, nun: int) -> list[Findi
         return [Finding("constant_column", "warning", f"a single value ({single!r})", column=col,
                         advice="drop it: it carries no information", data={"n_unique": int(nun)})]
     if role == "identifier":
-        return [Finding("id_like_column", "warning",
-                        f"near-unique ({nun} distinct values in {n} rows): an identifier, not a feature",
-                        column=col, advice="drop it from the features (trainbook's preprocessing does); "
-                                           "use it as `groups` if rows share an entity",
-                        data={"n_unique": int(nun)})]
+        return [Finding("id_like_column", "warning", f"near-unique ({nun} distinct values in {n} rows): an "
+                        "identifier, not a feature", column=col, data={"n_unique": int(nun)}, advice="drop it from "
+                        "the features (trainbook's preprocessing does); use it as `groups` if rows share an entity")]
     if role == "text":
         return [Finding("text_column", "warning", "long free text: left out of the features by default",
                         column=col, advice="embed it with a text model, or derive features from it")]
@@ -422,9 +426,8 @@ def _role_findings(s: pd.Series, col, role: str, n: int, nun: int) -> list[Findi
 def _nullable_finding(s: pd.Series, col) -> list[Finding]:
     if not _is_nullable(s): return []
     return [Finding("nullable_dtype", "info", f"pandas nullable dtype {s.dtype} (missing values are pd.NA)",
-                    column=col, advice="fine for trainbook (it converts them, with NaN); numpy and "
-                                       "scikit-learn code of your own may need .astype(...)",
-                    data={"dtype": str(s.dtype)})]
+                    column=col, data={"dtype": str(s.dtype)}, advice="fine for trainbook (it converts them, with "
+                    "NaN); numpy and scikit-learn code of your own may need .astype(...)")]
 
 def _infinite_finding(s: pd.Series, col, is_target: bool) -> list[Finding]:
     "+inf/-inf in a numeric column: scikit-learn refuses them, a torch model turns them into NaN losses."
@@ -444,8 +447,7 @@ def _column_findings(df: pd.DataFrame, target: Optional[str], skip: set, roles: 
     out, n = [], len(df)
     odd = [c for c in df.columns if not isinstance(c, str)]
     if odd:
-        out.append(Finding("non_string_column_names", "warning",
-                           f"{len(odd)} column name(s) are not strings: "
+        out.append(Finding("non_string_column_names", "warning", f"{len(odd)} column name(s) are not strings: "
                            + ", ".join(f"{c!r} ({type(c).__name__})" for c in odd[:8]),
                            advice="scikit-learn (and loaders_from_frame) need string names: "
                                   "df.columns = df.columns.map(str)",
@@ -580,70 +582,6 @@ def _time_findings(df: pd.DataFrame, time: str) -> list[Finding]:
         out.append(Finding("time_duplicates", "info", f"{dups} rows share a timestamp with an earlier row", column=time,
                            advice="equal timestamps are kept on the same side of a time split",
                            data={"n_duplicates": dups}))
-    return out
-
-def psi(expected: pd.Series,  # reference values (training)
-        actual: pd.Series,  # values to compare (serving)
-        bins: int = 10,  # quantile bins of `expected` for numbers
-       ) -> float:
-    "Population stability index of `actual` against `expected` (quantile bins of `expected`; categories for non-numeric)."
-    eps = 1e-4
-    if _is_categorical(expected) or _is_categorical(actual):
-        e, a = (x.astype(str).value_counts(normalize=True) for x in (expected, actual))
-        cats = e.index.union(a.index)
-        e, a = e.reindex(cats, fill_value=0) + eps, a.reindex(cats, fill_value=0) + eps
-    else:
-        e_num, a_num = numeric_view(expected), numeric_view(actual)
-        e_num, a_num = e_num[~np.isnan(e_num)], a_num[~np.isnan(a_num)]
-        if not len(e_num): return 0.0
-        edges = np.unique(np.quantile(e_num, np.linspace(0, 1, bins + 1)))
-        if len(edges) < 2: return 0.0
-        edges[0], edges[-1] = -np.inf, np.inf
-        e = np.histogram(e_num, edges)[0] / len(e_num) + eps
-        a = np.histogram(a_num, edges)[0] / max(len(a_num), 1) + eps
-    return float(np.sum((a - e) * np.log(a / e)))
-
-def _serving_findings(train: pd.DataFrame, serving: pd.DataFrame, target: Optional[str]) -> list[Finding]:
-    out = []
-    cols = [c for c in train.columns if c != target]
-    missing = [c for c in cols if c not in serving.columns]
-    extra = [c for c in serving.columns if c not in train.columns]
-    for c in missing:
-        out.append(Finding("serving_missing_column", "error", "in training data but not in serving data",
-                           column=c,
-                           advice="the model cannot be fed at serving time: fix the serving "
-                                  "pipeline or drop the feature"))
-    if extra:
-        out.append(Finding("serving_extra_columns", "info",
-                           f"serving data has columns training lacks: {', '.join(map(str, extra))}",
-                           advice="harmless if ignored; check they are not renamed training columns",
-                           data={"columns": extra}))
-    for c in cols:
-        if c not in serving.columns: continue
-        a, b = train[c], serving[c]
-        if pd.api.types.is_numeric_dtype(a) != pd.api.types.is_numeric_dtype(b) or \
-                (pd.api.types.is_numeric_dtype(a) and a.dtype.kind != b.dtype.kind):
-            out.append(Finding("dtype_mismatch", "error",
-                               f"dtype {a.dtype} in training, {b.dtype} in serving", column=c,
-                               advice="cast serving data to the training schema before predicting"))
-            continue
-        if _is_categorical(a):
-            unseen = set(b.dropna().unique()) - set(a.dropna().unique())
-            if unseen:
-                share = float(b.isin(unseen).mean())
-                out.append(Finding("unseen_categories", "warning" if share > 0.01 else "info",
-                                   f"{len(unseen)} categories never seen in training "
-                                   f"({share:.1%} of serving rows)", column=c,
-                                   advice="they will be encoded as unknown: check for renamed or new values",
-                                   data={"categories": sorted(map(str, unseen))[:20], "share": share}))
-        value = psi(a, b)
-        if value > 0.2:
-            out.append(Finding("distribution_shift", "warning" if value < 0.5 else "error",
-                               f"distribution shift between training and serving: PSI {value:.2f} "
-                               "(>0.2 is a notable shift)",
-                               column=c,
-                               advice="check the serving pipeline for unit or encoding changes; retrain on "
-                                      "recent data if the world changed", data={"psi": value}))
     return out
 
 # %% ../nbs/01_checks.ipynb #2497a31b
@@ -794,7 +732,8 @@ def check_data(df: pd.DataFrame,  # the training data, one row per example
         findings += leak_findings(df, target, task, leak_skip, time=time, groups=groups)
     if serving is not None:
         require_frame(serving, "serving")
-        findings += _serving_findings(df, serving, target)
+        from trainbook.serving import serving_findings  # it builds on this module (numeric_view): imported here
+        findings += serving_findings(df, serving, target)
     report = DataReport(findings, df, target, task if target is not None else None, roles, groups, time)
     announce("data_checked", report)
     return report
