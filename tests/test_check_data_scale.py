@@ -85,18 +85,18 @@ BEFORE = {
         ('time_candidate', 'whentz', 'a datetime: as a feature it becomes numeric parts (year, month, day of '
          'week, day of year, hour, elapsed time), never categories'),
         ('nullable_dtype', 'nflag', 'pandas nullable dtype boolean (missing values are pd.NA)'),
-        ('constant_column', 'const', 'a single value (np.int64(1))'),
+        ('constant_column', 'const', 'a single value (1)'),
         ('missing_values', 'nullstr', '204 missing values (51.0%)'),
         ('nullable_dtype', 'nullstr', 'pandas nullable dtype string (missing values are pd.NA)'),
         ('constant_column', 'nullstr', "a single value ('a')"),
-        ('class_imbalance', 'y', 'minority class np.int64(2) is 4.2% of rows (majority 50.0%)'),
+        ('class_imbalance', 'y', 'minority class 2 is 4.2% of rows (majority 50.0%)'),
         ('time_unsorted', 'when', 'rows are not in time order'),
         ('time_duplicates', 'when', '350 rows share a timestamp with an earlier row'),
     ],
     'dups': [
         ('missing_values', 'num', '12 missing values (15.0%)'),
         ('duplicate_rows', None, '21 exact duplicate rows'),
-        ('class_imbalance', 'y', 'minority class np.int64(2) is 6.2% of rows (majority 48.8%)'),
+        ('class_imbalance', 'y', 'minority class 2 is 6.2% of rows (majority 48.8%)'),
     ],
     'conflicts': [
         ('missing_values', 'num', '12 missing values (15.0%)'),
@@ -110,7 +110,7 @@ BEFORE = {
     ],
     'nan_rows': [
         ('missing_values', 'a', '30 missing values (50.0%)'),
-        ('constant_column', 'a', 'a single value (np.float64(1.0))'),
+        ('constant_column', 'a', 'a single value (1.0)'),
         ('missing_values', 'b', '30 missing values (50.0%)'),
         ('constant_column', 'b', "a single value ('x')"),
         ('duplicate_rows', None, '56 exact duplicate rows'),

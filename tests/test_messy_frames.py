@@ -112,6 +112,17 @@ def test_decimals_and_bools_held_as_objects_are_not_called_text():
     assert "numbers stored as text" in found["zip"].message
 
 
+def test_messages_show_values_as_written_not_numpy_reprs():
+    "Probe 12, f11: 'single class (np.int64(1))'; the user wrote 1."
+    df = pd.DataFrame({"x": np.arange(60.0), "c": 1, "y": np.r_[np.zeros(58, int), [2, 2]]})
+    msgs = " | ".join(f.message for f in tb.check_data(df, "y").findings)
+    assert "a single value (1)" in msgs and "minority class 2 " in msgs and "np." not in msgs, msgs
+    with pytest.raises(ValueError, match=r"single class \(1\)$"):
+        tb.make_splits(df.assign(y=1), "y", strategy="stratified")
+    with pytest.raises(ValueError, match=r"got -1.0$"):
+        tb.TrainConfig(lr=np.float64(-1))
+
+
 def test_missing_group_ids_are_an_error_in_check_and_split(df):
     holes = df.assign(customer=(df.index // 3).astype(float).where(df.index % 40 != 0))
     f = by_column(tb.check_data(holes, "y", groups="customer").findings, "missing_values")["customer"]

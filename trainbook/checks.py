@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .core import (Finding, announce, compact_table_html, did_you_mean, findings_html, findings_text,
-                            label_key, number_text)
+                            label_key, number_text, shown)
 
 # %% auto #0
 __all__ = ['TASKS', 'ROLES', 'ID_WORDS', 'MAX_CATEGORIES', 'infer_task', 'require_task', 'require_frame', 'is_nested_arrow',
@@ -398,7 +398,7 @@ def _role_findings(s: pd.Series, col, role: str, n: int, nun: int) -> list[Findi
     "What a role means for training (`nun`: distinct values): ids, text, constants, dates, many categories."
     if role == "constant":
         single = s.dropna().iloc[0] if nun else "all missing"
-        return [Finding("constant_column", "warning", f"a single value ({single!r})", column=col,
+        return [Finding("constant_column", "warning", f"a single value ({shown(single)})", column=col,
                         advice="drop it: it carries no information", data={"n_unique": int(nun)})]
     if role == "identifier":
         return [Finding("id_like_column", "warning", f"near-unique ({nun} distinct values in {n} rows): an "
@@ -531,7 +531,7 @@ def target_findings(target: str,  # the target column's name
                                advice="convert it to numbers, or treat the task as classification"))
         return out
     if len(counts) < 2:
-        out.append(Finding("single_class", "error", f"the target has a single class ({counts.index[0]!r})",
+        out.append(Finding("single_class", "error", f"the target has a single class ({shown(counts.index[0])})",
                            column=target, advice="there is nothing to learn: check the data extraction"))
         return out
     variants = label_variants(counts.index)
@@ -543,7 +543,7 @@ def target_findings(target: str,  # the target column's name
     share = counts / counts.sum()
     if share.min() < 0.1:
         out.append(Finding("class_imbalance", "warning",
-                           f"minority class {share.idxmin()!r} is {share.min():.1%} of rows "
+                           f"minority class {shown(share.idxmin())} is {share.min():.1%} of rows "
                            f"(majority {share.max():.1%})",
                            column=target,
                            advice="stratify the split, report PR-AUC / balanced accuracy, consider class "
@@ -552,7 +552,7 @@ def target_findings(target: str,  # the target column's name
     rare = counts[counts < min_per_class]
     if len(rare):
         out.append(Finding("rare_class", "warning", f"classes with fewer than {min_per_class} rows: "
-                           + ", ".join(f"{k!r} ({v})" for k, v in rare.items()), column=target,
+                           + ", ".join(f"{shown(k)} ({v})" for k, v in rare.items()), column=target,
                            advice="too rare to stratify or score reliably: merge them, "
                                   "collect more, or drop them",
                            data={"classes": {str(k): int(v) for k, v in rare.items()}}))

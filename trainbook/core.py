@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 # %% auto #0
-__all__ = ['PRECISIONS', 'SCHEDULES', 'SEVERITIES', 'SEVERITY_STYLE', 'did_you_mean', 'label_key', 'require_instance',
+__all__ = ['PRECISIONS', 'SCHEDULES', 'SEVERITIES', 'SEVERITY_STYLE', 'shown', 'did_you_mean', 'label_key', 'require_instance',
            'TrainConfig', 'Finding', 'finding_html', 'findings_html', 'findings_text', 'number_text',
            'compact_table_html', 'History', 'seed_everything', 'accelerators_present', 'rng_state', 'set_rng_state',
            'package_version', 'environment', 'loader_length', 'set_loader_epoch', 'pick_device', 'pick_precision',
@@ -85,6 +85,11 @@ _SPECS = {
     "compile": _spec(_as_bool),
 }
 
+def shown(value,  # a value from the user's data: a label, a category, a setting
+         ) -> str:
+    "`repr` of a value as the user wrote it: numpy scalars as Python ones (`1`, not `np.int64(1)`)."
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
 def did_you_mean(name: str,  # what the user typed
                  choices: Iterable[str],  # the names it could have meant
                 ) -> str:
@@ -117,9 +122,9 @@ def _field_value(name: str, value: Any) -> Any:
     expected += " or None" if none_ok else ""
     plain = convert(value)
     if plain is None:
-        raise TypeError(f"TrainConfig.{name} must be {expected}, got {value!r} ({type(value).__name__})")
+        raise TypeError(f"TrainConfig.{name} must be {expected}, got {shown(value)} ({type(value).__name__})")
     if ok is not None and not ok(plain):
-        raise ValueError(f"TrainConfig.{name} must be {expected}, got {value!r}")
+        raise ValueError(f"TrainConfig.{name} must be {expected}, got {shown(value)}")
     return plain
 
 @dataclass

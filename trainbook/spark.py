@@ -13,7 +13,7 @@ import pandas as pd
 
 from .checks import (MAX_CATEGORIES, DataReport, check_data as check_frame, infer_task,
                               named_like_id, require_task, target_findings)
-from .core import Finding, announce, did_you_mean, findings_html
+from .core import Finding, announce, did_you_mean, findings_html, shown
 from .splits import Splits, check_split_args, choose_strategy, class_share_findings
 
 # %% auto #0
@@ -226,7 +226,7 @@ def _spark_column_findings(sdf, stats: dict, roles: dict, n: int, target, groups
         if role == "constant":
             single = sdf.select(spark_col(col)).where(spark_col(col).isNotNull()).first() if nun else None
             value = single[0] if single is not None else "all missing"
-            out.append(Finding("constant_column", "warning", f"a single value ({value!r})", column=col,
+            out.append(Finding("constant_column", "warning", f"a single value ({shown(value)})", column=col,
                                advice="drop it: it carries no information", data={"n_unique": nun}))
         elif role == "identifier":
             out.append(Finding("id_like_column", "warning",
@@ -750,9 +750,9 @@ def make_splits(sdf,  # a Spark DataFrame, one row per example
         classes = class_counts(sdf, target)
         if len(classes) < 2:
             raise ValueError(f"cannot stratify on target {target!r}: it has a single class "
-                             f"({classes.index[0]!r})")
+                             f"({shown(classes.index[0])})")
         if classes.min() < 2:
-            raise ValueError(f"cannot stratify on target {target!r}: class {classes.idxmin()!r} has "
+            raise ValueError(f"cannot stratify on target {target!r}: class {shown(classes.idxmin())} has "
                              f"{classes.min()} row(s), fewer than the 2 splits it must appear in")
     if groups is not None:
         n_groups = sdf.select(spark_col(groups)).distinct().count()

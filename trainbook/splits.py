@@ -13,7 +13,7 @@ import pandas as pd
 
 from .checks import (drop_unused_categories, infer_task, is_nested_arrow, named_like_id, require_column,
                               require_frame)
-from .core import Finding, announce, did_you_mean, findings_html, label_key
+from .core import Finding, announce, did_you_mean, findings_html, label_key, shown
 
 # %% auto #0
 __all__ = ['STRATEGIES', 'digest', 'fingerprint_frame', 'RowHashes', 'class_share_findings', 'require_positions', 'time_values',
@@ -609,13 +609,13 @@ def make_splits(df: pd.DataFrame,  # the data to split, one row per example
         counts = df[target].value_counts()
         if len(counts) < 2:
             raise ValueError(f"cannot stratify on target {target!r}: it has a single class "
-                             f"({counts.index[0]!r})")
+                             f"({shown(counts.index[0])})")
         need = n_folds or 2
         if counts.min() < need:
             chosen = (f"; 'auto' took the target for classes ({len(counts)} values): if it is a count or a "
                       f"measure, pass strategy='random'{' or ' + repr('group') if groups else ''}"
                       if reason != "asked for" else "")
-            raise ValueError(f"cannot stratify on target {target!r}: class {counts.idxmin()!r} has "
+            raise ValueError(f"cannot stratify on target {target!r}: class {shown(counts.idxmin())} has "
                              f"{counts.min()} row(s), fewer than the {need} splits it must appear in{chosen}")
     y = df[target].to_numpy() if target is not None else None
     g = pd.factorize(df[groups])[0] if groups is not None else None  # ids of mixed types as codes
