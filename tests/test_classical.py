@@ -135,7 +135,7 @@ def test_compare_nn_and_baselines(cancer):
 
 
 @pytest.mark.parametrize("make, match", [
-    (lambda df: (df.assign(target=df.target.map({0: "a", 1: "b"})), {"task": "regression"}), "must be numeric for regression"),
+    (lambda df: (df.assign(target=df.target.map({0: "a", 1: "b"})), {"task": "regression"}), "task=.regression. but the target .target. holds labels"),
     (lambda df: (df.assign(target=1), {}), "single class"),
     (lambda df: (df.assign(city="x"), {"preprocess": False}), "'city' are not numeric and preprocess=False"),
 ])

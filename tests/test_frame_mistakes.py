@@ -156,6 +156,29 @@ def test_an_unknown_task_is_refused_naming_task_and_the_accepted_ones(task, near
     assert tb.loaders_from_frame(df, "y", splits, task="binary")[3].task == "binary"
 
 
+def test_a_task_the_target_cannot_be_is_refused_at_every_task_path():
+    "Seen: task='binary' on 4 classes gave FramePrep(task=binary, classes=[0, 1, 2, 3]) and an XGBoost crash."
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": np.arange(120.0), "k": np.arange(120) % 4, "r": rng.normal(size=120),
+                       "s": np.where(np.arange(120) % 2, "a", "b")})
+    cases = {("k", "binary"): r"task='binary' but the target 'k' has 4 classes \(0, 1, 2, 3\): use task='multiclass'",
+             ("r", "multiclass"): r"task='multiclass' but the target 'r' holds fractional numbers \(120 distinct",
+             ("s", "regression"): r"task='regression' but the target 's' holds labels \(.*'(a|b)'\), not numbers"}
+    for (target, task), said in cases.items():
+        frame_ = df[["x", target]]
+        splits = tb.make_splits(frame_, target, strategy="random")
+        for call in (lambda: tb.loaders_from_frame(frame_, target, splits, task=task),
+                     lambda: tb.fit_xgboost(frame_, target, splits, num_rounds=2, live=False, task=task),
+                     lambda: tb.baseline(frame_, target, splits, task=task, models=("dummy",)),
+                     lambda: tb.check_data(frame_, target, task=task)):
+            with pytest.raises(ValueError, match=said):
+                call()
+    # what a target can be is kept: 0/1 as multiclass, integer counts as a regression
+    assert tb.loaders_from_frame(df[["x", "k"]], "k", tb.make_splits(df, "k"), task="regression")[3].task == "regression"
+    two = df.assign(b=df.k % 2)[["x", "b"]]
+    assert tb.loaders_from_frame(two, "b", tb.make_splits(two, "b"), task="multiclass")[3].task == "multiclass"
+
+
 LIST_ENTRY_POINTS = {name: call for name, call in ENTRY_POINTS.items() if name != "make_splits"}
 LIST_ENTRY_POINTS["baseline"] = lambda df: tb.baseline(df, "y", tb.make_splits(frame(), "y"),
                                                        models=("dummy",))

@@ -15,10 +15,10 @@ from .core import (Finding, announce, compact_table_html, did_you_mean, findings
                             label_key, number_text, shown)
 
 # %% auto #0
-__all__ = ['TASKS', 'ROLES', 'ID_WORDS', 'MAX_CATEGORIES', 'infer_task', 'require_task', 'require_frame', 'is_nested_arrow',
-           'require_flat_columns', 'infinite_counts', 'check_column_name', 'require_columns', 'drop_unused_categories',
-           'require_column', 'dtype_family', 'epoch_seconds', 'numeric_view', 'named_like_id', 'column_roles',
-           'label_variants', 'target_findings', 'DataReport', 'check_data']
+__all__ = ['TASKS', 'ROLES', 'ID_WORDS', 'MAX_CATEGORIES', 'infer_task', 'require_task', 'resolve_task', 'require_frame',
+           'is_nested_arrow', 'require_flat_columns', 'infinite_counts', 'check_column_name', 'require_columns',
+           'drop_unused_categories', 'require_column', 'dtype_family', 'epoch_seconds', 'numeric_view', 'named_like_id',
+           'column_roles', 'label_variants', 'target_findings', 'DataReport', 'check_data']
 
 # %% ../nbs/01_checks.ipynb #44da07e6
 def infer_task(y: pd.Series,  # the target column
@@ -72,6 +72,30 @@ def require_task(task,  # what the caller got as `task=`
     raise ValueError(f"task={task!r} is not a task trainbook knows{near}; task must be one of "
                      f"{', '.join(map(repr, accepted))}: 'binary' or 'multiclass' for classes, 'regression' "
                      "for a number" + (", 'auto' to infer it from the target" if auto else ""))
+
+def resolve_task(y: pd.Series,  # the target column
+                 task: str = "auto",  # what the caller asked for: 'auto' or one of `TASKS`
+                ) -> str:
+    """The task: inferred from `y` for 'auto'; else `task`, once the target can be one (a ValueError naming
+    both: classes of fractional numbers, 'binary' with more than two classes, 'regression' on text labels)."""
+    require_task(task)
+    if task == "auto": return infer_task(y)
+    y = pd.Series(y).dropna()
+    if y.empty: return task
+    col, n = (y.name if y.name is not None else "y"), y.nunique()
+    numeric = pd.api.types.is_numeric_dtype(y) and not pd.api.types.is_bool_dtype(y)
+    if task == "regression" and not numeric:
+        raise ValueError(f"task='regression' but the target {col!r} holds labels ({y.dtype}, e.g. "
+                         f"{shown(y.iloc[0])}), not numbers: use task='binary' or 'multiclass' (or 'auto')")
+    if task != "regression" and numeric and infer_task(y, max_classes=n) == "regression":
+        raise ValueError(f"task={task!r} but the target {col!r} holds fractional numbers ({n} distinct, e.g. "
+                         f"{shown(y.iloc[0])}): classes are labels; use task='regression', or bin the values "
+                         "first (pd.cut)")
+    if task == "binary" and n > 2:
+        some = ", ".join(shown(v) for v in sorted(y.unique(), key=str)[:5]) + (" …" if n > 5 else "")
+        raise ValueError(f"task='binary' but the target {col!r} has {n} classes ({some}): use "
+                         "task='multiclass' (or 'auto')")
+    return task
 
 def require_frame(df,  # what the caller got as a frame
                   name: str = "df",  # the argument's name, for the message
@@ -713,7 +737,7 @@ def check_data(df: pd.DataFrame,  # the training data, one row per example
     require_task(task)
     findings = []
     df = drop_unused_categories(df, target)
-    if target is not None and task == "auto" and df[target].notna().any(): task = infer_task(df[target])
+    if target is not None and df[target].notna().any(): task = resolve_task(df[target], task)
     skip = {c for c in (groups, time) if c is not None}
     if len(df) > 1_000_000:  # a long check says so first: a line in a notebook, nothing in plain Python
         from trainbook.live import show_output  # the display helper, imported only for a large frame

@@ -181,7 +181,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .checks import require_column, require_columns, require_frame, require_task, infer_task
+from .checks import require_column, require_columns, require_frame, require_task, resolve_task
 from .splits import check_splits
 from .checks import MAX_CATEGORIES, ROLES, column_roles, dtype_family, epoch_seconds, infinite_counts
 from .core import Finding, did_you_mean
@@ -693,7 +693,7 @@ def loaders_from_frame(df: pd.DataFrame,  # the whole frame (all splits)
                          f"{len(splits.train)} training rows; lower batch_size")
     if df[target].isna().any():
         raise ValueError(f"target column {target!r} has missing values: drop those rows first")
-    task = infer_task(df[target]) if task == "auto" else task
+    task = resolve_task(df[target], task)
     exclude = (require_columns(df, exclude, "exclude")
                + [c for c in (splits.params.get("groups"), splits.params.get("time")) if c and c != target])
     columns = [c for c in df.columns if c != target and c not in exclude]

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .batch import DeferredCtrlC
-from .checks import require_column, require_frame, require_task, infer_task, numeric_view
+from .checks import require_column, require_frame, require_task, resolve_task, numeric_view
 from .core import Finding, TrainConfig, atomic_write, did_you_mean, environment
 from .data import FramePrep, feature_columns, make_preprocessor
 from .diagnostics import Thresholds, diagnose
@@ -110,7 +110,7 @@ def check_boosting_inputs(df: pd.DataFrame,  # the whole table: feature columns 
     if df[target].isna().any():
         raise ValueError(f"target column {target!r} has missing values: drop those rows first")
     _check_finite(df, [target], "target")
-    task = infer_task(df[target]) if task == "auto" else task
+    task = resolve_task(df[target], task)
     if task != "regression":
         y = df[target]
         train_classes = pd.unique(y.iloc[splits.train])
@@ -120,8 +120,6 @@ def check_boosting_inputs(df: pd.DataFrame,  # the whole table: feature columns 
             rows = y.iloc[getattr(splits, name)]
             unseen = rows[~rows.isin(train_classes)]
             if len(unseen): raise ValueError(_unseen_classes(unseen, f"{name} rows", target))
-    if task == "regression" and not pd.api.types.is_numeric_dtype(df[target]):
-        raise ValueError(f"target {target!r} must be numeric for regression, got dtype {df[target].dtype}")
     _check_finite(df, [c for c in df.columns if c != target], "feature")
     return task
 

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .checks import infer_task
+from .checks import resolve_task
 from .core import did_you_mean
 from .data import FramePrep, ShardedBatches, make_preprocessor
 
@@ -214,7 +214,7 @@ def fit_prep(source,  # a Parquet file or folder, a list of files, or a `pyarrow
         if unknown:
             raise ValueError(f"classes={classes!r} lacks class(es) {unknown[:10]} of target {target!r}")
         if task == "auto": task = "binary" if len(classes) <= 2 else "multiclass"
-    task = infer_task(sample[target]) if task == "auto" else task
+    task = resolve_task(sample[target], task)
     if task != "regression" and classes is None: classes = _classes(sample[target])
     if task == "regression": classes = None
     y = sample[target].to_numpy(dtype=float) if classes is None else \
