@@ -107,6 +107,12 @@ def test_classification_metrics_pos_label_and_label_errors():
         classification_metrics(np.where(y == 1, "fraud", "ok")[::-1], p)
     with pytest.raises(ValueError, match=r"y_true holds codes 1..3, but 3 classes.*pass y - 1"):
         classification_metrics(np.array([1, 2, 3, 1]), np.full((4, 3), 1 / 3))
+    # NaN probabilities (a model that blew up) are named, not scikit-learn's "Input contains NaN"
+    p[[3, 7]] = np.nan
+    for call in (lambda: classification_metrics(y, p), lambda: tb.tune_threshold(y, p)):
+        with pytest.raises(ValueError, match=r"proba holds non-finite values \(NaN or ±inf\) in 2 of 200 rows "
+                                             r"\(first: row 3\)"):
+            call()
 
 
 def test_class_weights_names_its_argument_on_text_or_one_based_labels():

@@ -16,7 +16,7 @@ from .core import announce, require_instance
 from .data import class_order, make_preprocessor
 from .gbdt import BOOSTING_FITS, BOOSTING_LIBRARIES, check_boosting_inputs, frame_xy, split_columns
 from .splits import check_splits
-from .metrics import classification_metrics, proba_2d, regression_metrics, require_codes
+from .metrics import classification_metrics, regression_metrics, require_codes, scored_proba
 # boosting lives in trainbook.gbdt; these names stay importable from here for code written before the move
 from .gbdt import BoostedModel, fit_xgboost
 
@@ -32,7 +32,7 @@ def tune_threshold(y_true,  # validation labels (0/1)
                    ) -> tuple[float, float]:
     "(threshold, score) maximizing `metric` on validation data."
     from sklearn.metrics import precision_recall_curve, roc_curve
-    y, p = require_codes(y_true, "y_true", k=2), proba_2d(proba)[:, 1]  # text labels: encode them first
+    y, p = require_codes(y_true, "y_true", k=2), scored_proba(proba)[:, 1]  # text labels: encode them first
     if len(np.unique(y)) != 2:
         raise ValueError("tune_threshold needs binary labels with both classes present")
     if metric == "recall_at_precision":
@@ -60,7 +60,7 @@ def pr_curve_figure(y_true,  # labels (0/1)
     "Precision-recall curve (plotly), with the chosen threshold marked."
     import plotly.graph_objects as go
     from sklearn.metrics import average_precision_score, precision_recall_curve
-    y, p = require_codes(y_true, "y_true", k=2), proba_2d(proba)[:, 1]  # text labels: encode them first
+    y, p = require_codes(y_true, "y_true", k=2), scored_proba(proba)[:, 1]  # text labels: encode them first
     prec, rec, thr = precision_recall_curve(y, p)
     ap = average_precision_score(y, p)
     fig = go.Figure(go.Scatter(x=rec, y=prec, mode="lines", name=f"PR (AP {ap:.3f})"))

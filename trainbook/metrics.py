@@ -16,8 +16,8 @@ from .core import rng_state, set_rng_state
 
 # %% auto #0
 __all__ = ['IGNORE_INDEX', 'BUILTIN_METRICS', 'ignore_index_of', 'accuracy', 'resolve_metrics', 'sk_metric', 'try_metrics',
-           'proba_2d', 'require_codes', 'classification_metrics', 'loss_vs_constant', 'regression_metrics',
-           'class_weights', 'focal_loss']
+           'proba_2d', 'scored_proba', 'require_codes', 'classification_metrics', 'loss_vs_constant',
+           'regression_metrics', 'class_weights', 'focal_loss']
 
 # %% ../nbs/04a_metrics.ipynb #8c77c886
 IGNORE_INDEX = -100  # the label of positions without a target (torch's and Hugging Face's default)
@@ -170,6 +170,17 @@ def proba_2d(proba,  # probabilities: (n, k), or (n,) / (n, 1) for the positive 
     p = np.asarray(proba, dtype=float)
     return np.column_stack([1 - p, p]) if p.ndim == 1 or p.shape[1] == 1 else p
 
+def scored_proba(proba,  # probabilities to score: (n, k), or (n,) / (n, 1) for the positive class
+                ) -> np.ndarray:
+    "`proba_2d(proba)`, or a ValueError naming `proba` where it holds NaN or ±inf (sklearn: 'Input contains NaN')."
+    p = proba_2d(proba)
+    bad = ~np.isfinite(p)
+    if not bad.any(): return p
+    rows = np.flatnonzero(bad.any(1))
+    raise ValueError(f"proba holds non-finite values (NaN or ±inf) in {len(rows)} of {len(p)} rows (first: row "
+                     f"{rows[0]}): a model that output NaN has nothing to score; find where it came from "
+                     "(tb.locate_nonfinite) or drop those rows")
+
 def _clip_rows(p: np.ndarray) -> np.ndarray:
     p = np.clip(p, 1e-15, 1)
     return p / p.sum(1, keepdims=True)
@@ -202,7 +213,7 @@ def classification_metrics(y_true,  # class codes 0..k-1
                            ) -> dict:
     "ROC-AUC, PR-AUC, F1, balanced accuracy, accuracy, log loss and Brier score of predicted probabilities."
     from sklearn import metrics as M
-    p = proba_2d(proba)
+    p = scored_proba(proba)
     k = p.shape[1]
     y = require_codes(y_true, "y_true", k)
     labels = np.arange(k) if labels is None else labels
