@@ -87,6 +87,59 @@ def test_init_loss(digits_batch):
     assert [f.kind for f in check_init_loss(hot, digits_batch)] == ["init_loss"]
 
 
+def init_kinds(model, batch, loss_fn=nn.functional.cross_entropy):
+    return [(f.kind, f.severity) for f in check_init_loss(model, batch, loss_fn)]
+
+
+def test_init_loss_reads_its_reference_from_the_loss_for_any_output_shape():
+    "Probe 15, f1: every loss but cross-entropy on (N, C) was held to ln(output width): 5 false alarms in 6."
+    g = torch.Generator().manual_seed(1)
+    torch.manual_seed(0)
+    x = torch.randn(256, 20, generator=g)
+    mlp = lambda k: nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, k))
+    bce = nn.BCEWithLogitsLoss()
+    healthy = {  # each at its own uninformed loss: ln 2 a BCE output, ln 50 over token positions, ~1 under MSE
+        "binary (N, 1)": (mlp(1), (x, (torch.rand(256, 1, generator=g) > 0.5).float()), bce),
+        "8 labels": (mlp(8), (x, (torch.rand(256, 8, generator=g) > 0.5).float()), bce),
+        "tokens (N, C, T)": (nn.Conv1d(20, 50, 1), (torch.randn(64, 20, 12, generator=g),
+                                                     torch.randint(0, 50, (64, 12), generator=g)), None),
+        "standardized MSE": (mlp(1), (x, torch.randn(256, 1, generator=g)), nn.MSELoss()),
+        "log-softmax + NLL": (nn.Sequential(mlp(10), nn.LogSoftmax(1)), (x, torch.randint(0, 10, (256,), generator=g)),
+                              nn.NLLLoss()),
+        "sigmoid + BCELoss": (nn.Sequential(mlp(1), nn.Sigmoid()), (x, (torch.rand(256, 1, generator=g) > 0.5).float()),
+                              nn.BCELoss()),
+    }
+    for name, (model, batch, loss_fn) in healthy.items():
+        assert init_kinds(model, batch, loss_fn or nn.functional.cross_entropy) == [], name
+    # an imbalanced classifier whose bias holds the prior (the recommended init) costs the prior's entropy: passes
+    y = (torch.rand(256, generator=g) < 0.03).long()
+    p = y.float().mean()
+    prior = mlp(2)
+    with torch.no_grad():
+        prior[2].weight.mul_(0.01)
+        prior[2].bias.copy_(torch.stack([torch.log(1 - p), torch.log(p)]))
+    assert init_kinds(prior, (x, y)) == []
+    assert init_kinds(mlp(2), (x, y)) == [("init_bias", "info")]  # the same task without: set the bias
+    # confidently wrong outputs, in each shape
+    hot_bce, hot_tokens = mlp(1), nn.Conv1d(20, 50, 1)
+    with torch.no_grad():
+        hot_bce[2].bias.fill_(8.0)
+        hot_tokens.bias[0] = 12.0
+    assert init_kinds(hot_bce, healthy["binary (N, 1)"][1], bce) == [("init_loss", "warning")]
+    assert init_kinds(hot_tokens, healthy["tokens (N, C, T)"][1]) == [("init_loss", "warning")]
+    # targets far from 0 under MSE: an info to set the bias to their mean, not an alarm
+    found = check_init_loss(mlp(1), (x, torch.randn(256, 1, generator=g) * 5 + 100), nn.MSELoss())
+    assert [f.kind for f in found] == ["init_bias"] and "targets' mean" in found[0].advice
+    # an input that holds the label: below the best constant
+    leak = nn.Linear(1, 2)
+    with torch.no_grad():
+        leak.weight.copy_(torch.tensor([[-8.0], [8.0]]))
+        leak.bias.zero_()
+    yl = torch.randint(0, 2, (256,), generator=g)
+    found = check_init_loss(leak, ((yl.float() - 0.5).unsqueeze(1), yl))
+    assert [f.kind for f in found] == ["init_loss"] and "leaking" in found[0].advice
+
+
 # The verdict reasons from the run's own measurements: the loss's start, its floor, its noise, and the loss of
 # the best constant output. Each case below was once judged wrong (a pass for a broken set-up, a fail for a
 # fine one, or a fail with the wrong reason).

@@ -672,24 +672,71 @@ def overfit_report(best: tuple,  # the best try: (share of the fall left, its lr
     return report
 
 # %% ../nbs/08_sanity.ipynb #48648571
+_PROBABILITY_LOSSES = ("binary_cross_entropy", "BCELoss")  # losses of probabilities, not logits
+_LOG_PROBABILITY_LOSSES = ("nll_loss", "NLLLoss")  # losses of log-probabilities
+
+def _output_map(loss_fn: Callable, pred: torch.Tensor) -> Callable:
+    "From free values (one per output unit) to what `loss_fn` expects: logits/values, probabilities or log-probs."
+    name = getattr(loss_fn, "__name__", type(loss_fn).__name__)
+    if name in _PROBABILITY_LOSSES:
+        return torch.sigmoid if pred.ndim < 2 or pred.shape[1] == 1 else (lambda v: torch.softmax(v, 1))
+    if name in _LOG_PROBABILITY_LOSSES: return lambda v: torch.log_softmax(v, 1)
+    return lambda v: v
+
+def _reference_losses(loss_fn: Callable, pred: torch.Tensor, yb) -> tuple[float, float]:
+    """(the loss of an output carrying no information: zero logits or values; the lowest loss of a constant output
+    on this batch, one value per output unit fitted by LBFGS)."""
+    to_output = _output_map(loss_fn, pred)
+    shape = (1, *pred.shape[1:2]) + (1,) * max(pred.ndim - 2, 0) if pred.ndim >= 2 else (1,)
+    free = torch.zeros(shape, dtype=torch.float32, device=pred.device, requires_grad=True)
+    cost = lambda: loss_fn(to_output(free).expand_as(pred).to(pred.dtype), yb).float()
+    with torch.no_grad(): neutral = float(cost())
+    opt = torch.optim.LBFGS([free], max_iter=25, line_search_fn="strong_wolfe")  # convex: ~10 steps converge
+    def closure():
+        opt.zero_grad()
+        loss = cost()
+        loss.backward()
+        return loss
+    try:
+        with torch.enable_grad(): opt.step(closure)
+    except RuntimeError: return neutral, neutral  # a loss without gradients (detached): no constant to fit
+    with torch.no_grad(): constant = float(cost())
+    return neutral, min(constant, neutral) if math.isfinite(constant) else neutral
+
 def check_init_loss(model: nn.Module,  # the untrained model
                     batch,  # one batch, in any form `fit` takes
                     loss_fn: Optional[Callable] = nn.functional.cross_entropy,  # None = the model computes its loss
-                    n_classes: Optional[int] = None,  # C; None = the width of the model's output
-                    rel_tol: float = 0.5,  # tolerated relative distance from ln C
+                    n_classes: Optional[int] = None,  # C when the model computes its loss (the reference: ln C)
+                    rel_tol: float = 0.5,  # tolerated relative distance from the references
                    ) -> list[Finding]:
-    "Compare the first loss with ln C for a C-class classifier; a finding when it is off by more than `rel_tol`."
+    """The first loss against what an uninformed output costs (zero logits or values, read from `loss_fn` on the
+    batch's targets) and against the best constant output's; a finding when it is off by more than `rel_tol`."""
     # where the model lives: its first parameter or buffer (a model without either runs on the CPU)
     dev = next((t.device for t in (*model.parameters(), *model.buffers())), torch.device("cpu"))
     with eval_mode(model), torch.no_grad():
-        out, loss, _, _ = forward(model, batch, loss_fn, dev, check_shapes=True)
+        out, loss, _, yb = forward(model, batch, loss_fn, dev, check_shapes=True)
     pred, loss = prediction(out), float(loss)
-    c = n_classes or (pred.shape[1] if pred.ndim == 2 else 2)
-    expected = math.log(c)
-    if abs(loss - expected) <= rel_tol * expected: return []
-    return [Finding("init_loss", "warning",
-                    f"initial loss {loss:.4g}, expected about ln({c}) = {expected:.4g} for an "
-                    f"untrained {c}-class model",
-                    advice="higher: the initial logits are too confident (scale down the last layer's init); "
-                           "lower: look for the label leaking into the inputs",
-                    data={"initial_loss": loss, "expected": expected, "n_classes": c})]
+    if loss_fn is None or wants_whole_output(loss_fn):  # the model's own loss: a classifier's logits, last dim
+        c = n_classes or (pred.shape[-1] if pred.ndim >= 2 else 2)
+        if c < 2: return []  # one output: a regression head, nothing to expect without the loss
+        neutral = constant = math.log(c)
+    else:
+        neutral, constant = _reference_losses(loss_fn, pred.detach().float(), yb)
+    data = {"initial_loss": loss, "expected": neutral, "constant": constant}
+    if loss > neutral * (1 + rel_tol) + 1e-6:
+        return [Finding("init_loss", "warning", f"initial loss {loss:.4g}, but an output carrying no information "
+                        f"(zero logits or values) costs {neutral:.4g} on this batch: the untrained outputs are "
+                        "confidently wrong", data=data,
+                        advice="scale down the last layer's initial weights (or its bias); check the inputs' scale")]
+    if loss < constant * (1 - rel_tol):
+        return [Finding("init_loss", "warning", f"initial loss {loss:.4g}, below {constant:.4g}, the best a constant "
+                        "output reaches on this batch: an untrained model should not predict this well",
+                        data=data, advice="look for the label leaking into the inputs")]
+    if neutral > 2 * constant + 1e-6 and loss > 2 * constant:
+        return [Finding("init_bias", "info", f"initial loss {loss:.4g}, the best constant output costs {constant:.4g}:"
+                        " the targets are far from what a zero output predicts (imbalanced classes, or values far "
+                        "from 0)", data=data,
+                        advice="set the last layer's bias to the targets' mean (regression) or to the log of the "
+                               "class shares (the prior), or standardize the targets: the first steps then learn "
+                               "features, not the offset")]
+    return []
