@@ -231,8 +231,8 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
     first, start, end = end_levels(loss)  # the first step's loss is the untrained model's
     _, stage, mad = _stages_of(c, loss)
     noise = _step_noise(mad)
-    # a 3-point median: a lone spike is not a divergence (the message's peak and end: that median)
-    brief = rolling_median(loss, 1, spread=False)[0]
+    # 7-point medians: spikes two steps apart (heavy-tailed targets) are no blow-up (the message's peak and end)
+    brief = rolling_median(loss, 3, spread=False)[0]
     top = int(brief.argmax())
     peak, last = float(brief[top]), float(brief[-1])
     late = float(median(loss[len(loss) // 2:]))
@@ -252,7 +252,7 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
                   f"peaked at {peak:.4g} at step {int(steps[top])} and ended at {last:.4g}")
         return [Finding("diverging", "error",
                         f"the training loss blew up: it started at {first:.4g} and {course} "
-                        f"(3-step moving medians: one high step is not a blow-up)",
+                        f"(7-step moving medians: a few high steps are no blow-up)",
                         advice="the learning rate is likely too high: lower it (try lr_find), add warmup, "
                                "clip gradients",
                         data=data)]
