@@ -204,6 +204,19 @@ def test_a_sigkilled_tracked_run_is_killed_in_runs_and_loads_to_its_last_epoch(t
     assert f"resume={str(tmp_path / 'run' / 'last.pt')!r}" in from_folder.findings[-1].advice
     shutil.copytree(tmp_path / "run", tmp_path / "copy")  # a copy's advice names the copy's last.pt
     assert f"resume={str(tmp_path / 'copy' / 'last.pt')!r}" in tb.Run.load(tmp_path / "copy").findings[-1].advice
+    # resumed in its folder (probe 14, f1): the folder's run.json is now the resumed run's, which load_run gave as
+    # the killed run's record ("completed", 48 steps); the killed run's own record is gone, and that is said
+    tb.track(uri, experiment="killed")
+    try:
+        X, y = blobs(192)
+        resumed = tb.fit(mlp(), tb.TensorLoader(X[:128], y[:128], batch_size=32), tb.TensorLoader(X[128:], y[128:]),
+                         loss_fn=torch.nn.functional.cross_entropy, live=False, resume=tmp_path / "run",
+                         config=tb.TrainConfig(epochs=5, device="cpu", checkpoint_dir=tmp_path / "run"))
+    finally: tb.untrack()
+    assert resumed.stopped == "completed"
+    with pytest.raises(ValueError, match=r"now holds another run's record \(stopped='completed'"):
+        tb.load_run(table.run_id[0], uri=uri)
+    assert tb.load_run(resumed.extra["mlflow_run_id"], uri=uri).stopped == "completed"
 
 
 def test_a_run_sigkilled_before_its_first_write_has_its_params_a_sane_end_and_its_curve(tmp_path, sqlite_uri):

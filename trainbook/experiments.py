@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .core import did_you_mean
-from .run import MONITOR_ALIASES, RUNNING, Run, RunFileError, mark_killed, record_key
+from .run import MONITOR_ALIASES, RUNNING, Run, RunFileError, mark_killed, record_key, written_by
 from .store import (READ_WAIT, check_server, is_remote, mark_dead_runs, no_answer, quiet_mlflow,
                              read_artifact, read_limits, safe_key, server_errors, sqlite_path)
 from .tracking import active_tracker, metric_names, metrics_of, params_of, tracking_uri
@@ -100,6 +100,11 @@ def recorded_run(got,  # an MLflow run (what `MlflowClient.get_run` or `search_r
                              f"one (tag trainbook.run_dir: {folder!r}); was it recorded by "
                              "trainbook?") from None
         run = Run.load(folder)
+        if written_by(run.extra.get("writer"), got.data.tags) is False:  # a resume or a later run wrote there
+            raise ValueError(f"run {run_id} ({got.info.status}) has no run.json artifact, and its folder {folder} "
+                             f"now holds another run's record (stopped={run.stopped!r} after {run.step} steps, "
+                             f"written by pid {run.extra['writer'].get('pid')}): a resume or a later run wrote "
+                             "there since. This run's own record is what the store holds: its metrics in runs()")
         if run.stopped == RUNNING and got.info.status == "KILLED": mark_killed(run)  # another host's
         run.extra["recovered_from"] = str(Path(folder) / "run.json")
     # the params as recorded; `extra["params"]` stays the run's own (a GBDT run's library parameters)

@@ -18,7 +18,7 @@ from .core import (Finding, History, TrainConfig, atomic_write, did_you_mean, fi
 __all__ = ['STOP_REASONS', 'RECORDS', 'PER_STEP', 'SYSTEM', 'EVIDENCE', 'MONITOR_ALIASES', 'RUN_FORMAT', 'RUN_VERSION',
            'RUN_FILES', 'RUNNING', 'UNKNOWN_CONFIG', 'StopReason', 'Record', 'record_key', 'monitored_record',
            'last_run', 'remember_run', 'unrecorded', 'Run', 'RunFileError', 'json_safe', 'history_json',
-           'history_from_last', 'mark_killed', 'run_record_bytes', 'write_run_record']
+           'history_from_last', 'mark_killed', 'written_by', 'run_record_bytes', 'write_run_record']
 
 # %% ../nbs/05a_run.ipynb #c9cb2482
 class StopReason(str, Enum):
@@ -181,7 +181,8 @@ class Run:
             "history": None, "profile": self.profile,
             "split_fingerprint": self.extra.get("split_fingerprint"),
             "extra": {**{k: v for k, v in self.extra.items() if k not in (*_NOT_RECORDED, UNKNOWN_CONFIG)},
-                      **({"writer": this_process()} if self.stopped == RUNNING else {})},  # a snapshot's writer
+                      # its writer: whether a snapshot's lives; whose a record is (a later run's in one folder?)
+                      "writer": this_process() if self.stopped == RUNNING else _who(this_process())},
             "run_dir": self.run_dir, "best_path": self.best_path, "last_path": self.last_path})
         record["history"] = history_json(self.records)  # its place kept; no json_safe walk per record
         return record
@@ -292,6 +293,18 @@ def mark_killed(run: Run,  # a snapshot (stopped "running") whose process is gon
         f"steps: its history goes up to epoch {run.epoch}",
         advice=(f"continue it with fit(..., resume={str(run.last_path)!r})" if run.last_path else
                 "run it again; a checkpoint_dir keeps last.pt to resume from")))
+
+def _who(process: dict) -> dict:
+    "A process's identity (host, pid, start), without when it wrote: a final record's `writer`."
+    return {k: v for k, v in process.items() if k in ("host", "pid", "started")}
+
+def written_by(record_writer,  # a run record's `extra["writer"]` (None in records before it was kept)
+               tags: dict,  # the MLflow run's tags (`store.owner_tags`: trainbook.host, .pid, .started)
+              ) -> Optional[bool]:
+    "Whether the record was written by the process the tags name; None when either side does not say."
+    if not isinstance(record_writer, dict) or "trainbook.pid" not in tags: return None
+    return (str(record_writer.get("pid")) == tags["trainbook.pid"] and record_writer.get("host") == tags.get(
+        "trainbook.host") and str(record_writer.get("started")) == tags.get("trainbook.started"))
 
 def _run_file(path) -> Path:
     "The run.json that `Run.load(path)` reads; a RunFileError naming `path` and what is there instead."
