@@ -401,6 +401,33 @@ def test_delivering_a_spooled_run_fills_a_gap_in_the_middle_once(tracker):
     assert stored_steps(tracker.uri, rid, "best") == [run.step]
 
 
+def test_a_spooled_run_is_delivered_once_into_its_own_experiment(store, request, tmp_path, monkeypatch, capsys):
+    "Probe 14, f2-f3: a spooled run went to the syncing tracker's experiment; two sessions syncing at once sent it twice."
+    import os
+    from trainbook import store as st
+    monkeypatch.setenv("TRAINBOOK_SPOOL", str(tmp_path / "spool"))
+    run = fit(epochs=2, track=False)
+    own, other = f"{request.node.name}-A", f"{request.node.name}-B"
+    entry = lambda name: {"experiment": own, "run_id": None, "name": name, "params": {}, "tags": {},
+                          "status": "FINISHED", "record": run.to_dict()}
+    first, taken, stale = (st.spool(store[0], entry(n)) for n in ("first", "taken", "stale"))
+    held = st.claim_spooled(taken)  # another live session (this process) is delivering it
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    os.rename(stale, stale.with_name(f"{stale.name}.{dead.pid}.claimed"))  # a session that died while delivering
+    tb.track(store[0], experiment=other)
+    try: said = capsys.readouterr().out
+    finally: tb.untrack()
+    assert f"2 spooled run(s) recorded in {store[0]}: 2 in experiment {own!r}" in said, said
+    client = mlflow.MlflowClient(store[0])
+    names = lambda exp: sorted(r.info.run_name for r in client.search_runs(
+        [client.get_experiment_by_name(exp).experiment_id]))
+    assert names(own) == ["first", "stale"]  # each once, in its own experiment; the held one left to its session
+    assert client.get_experiment_by_name(other) is None or names(other) == []
+    assert [p.name for p in st.spooled(store[0])] == [] and held.exists()
+    assert not first.exists()
+
+
 def test_tensorboard_folder_that_is_a_file_is_refused_before_any_run(store, tmp_path):
     afile = tmp_path / "notes.txt"
     afile.write_text("not a folder")

@@ -4,7 +4,7 @@
 
 # %% ../nbs/16a_store.ipynb #6cce4c6e
 from __future__ import annotations
-import hashlib, json, os, re, tempfile, time, urllib.error, urllib.parse, urllib.request, warnings
+import hashlib, json, os, re, socket, tempfile, time, urllib.error, urllib.parse, urllib.request, warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Optional
@@ -19,7 +19,8 @@ __all__ = ['MAX_KEY', 'MAX_PARAM_VALUE', 'MAX_TAG_VALUE', 'CUT', 'SCHEMES', 'STO
            'safe_items', 'sqlite_path', 'database_url', 'make_sqlite_folder', 'store_location', 'resolve_uri',
            'bound_http', 'read_limits', 'no_answer', 'request_bound', 'server_errors', 'artifact_repository',
            'read_artifact', 'is_remote', 'check_server', 'quiet_mlflow', 'spool_dir', 'spool', 'spooled',
-           'read_spooled', 'owner_tags', 'is_dead', 'dead_end_time', 'mark_dead_runs']
+           'claim_spooled', 'release_spooled', 'read_spooled', 'owner_tags', 'is_dead', 'dead_end_time',
+           'mark_dead_runs']
 
 # %% ../nbs/16a_store.ipynb #fc71d383
 MAX_KEY, MAX_PARAM_VALUE, MAX_TAG_VALUE = 250, 6000, 8000  # MLflow's limits (mlflow.utils.validation)
@@ -336,12 +337,32 @@ def spool(uri: str,  # the store the run belongs to
     text = json.dumps(entry).encode()
     return atomic_write(spool_dir(uri, create=True) / name, lambda f: f.write(text))
 
+_CLAIMED = ".claimed"  # a spool file being delivered: `<name>.<pid>.claimed`
+
 def spooled(uri: str,  # a tracking URI
            ) -> list[Path]:
-    "The spool files waiting for this store, oldest first."
+    "The spool files waiting for this store, oldest first (a claim whose process died waits again)."
     folder = spool_dir(uri)
     if not folder.is_dir(): return []
+    for claim in folder.glob(f"*{_CLAIMED}"):
+        name, pid = claim.name[:-len(_CLAIMED)].rsplit(".", 1)
+        if pid.isdigit() and process_alive({"host": socket.gethostname(), "pid": int(pid)}) is False:
+            try: os.rename(claim, folder / name)
+            except OSError: pass  # another session put it back first
     return sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime)
+
+def claim_spooled(path: Path,  # a spool file (`spooled`)
+                 ) -> Optional[Path]:
+    "Take a spool file for delivery by an atomic rename; None when another session took it first."
+    claimed = path.with_name(f"{path.name}.{os.getpid()}{_CLAIMED}")
+    try: os.rename(path, claimed)
+    except FileNotFoundError: return None
+    return claimed
+
+def release_spooled(claimed: Path,  # what `claim_spooled` returned
+                   ) -> None:
+    "Put back a spool file whose delivery failed: it waits for the next sync."
+    os.rename(claimed, claimed.with_name(claimed.name[:-len(_CLAIMED)].rsplit(".", 1)[0]))
 
 def read_spooled(path: Path,  # a spool file
                 ) -> Optional[dict]:

@@ -17,7 +17,7 @@ from .run import PER_STEP, Run, record_key, run_record_bytes
 from .store import (MAX_PARAM_VALUE, MAX_TAG_VALUE, artifact_repository, bound_http, check_server,
                              is_remote, make_sqlite_folder, mark_dead_runs, owner_tags, quiet_mlflow,
                              read_limits, read_spooled, resolve_uri, safe_items, safe_key, safe_names,
-                             safe_value, server_errors, spool, spooled)
+                             safe_value, server_errors, spool, spooled, claim_spooled, release_spooled)
 
 # %% auto #0
 __all__ = ['DEFAULT_URI', 'RENAMED_METRICS', 'tracking_uri', 'metric_key', 'epoch_points', 'metric_points', 'renamed_metrics',
@@ -303,6 +303,7 @@ class Tracker:
         self.recording: dict[int, _Recording] = {}  # id(recording) -> the runs open now
         self.errors: list = []
         self.run_ids: list[str] = []  # the MLflow runs written, in order
+        self.synced: dict = {}  # the last sync's delivered runs: experiment -> count
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainbook-track")
 
     def observer(self, context: dict,  # what the run is: {"kind": "torch" | "xgboost" | ..., "rank": 0}
@@ -452,8 +453,11 @@ class Tracker:
         from mlflow.entities import Metric, Param, RunTag
         run = Run.from_dict(entry["record"], where="a spooled run")
         run_id = entry.get("run_id")
-        if run_id is None:
-            got = self.client.create_run(self.experiment_id, tags=entry["tags"], run_name=entry.get("name"))
+        if run_id is None:  # in the experiment it was made for, not this tracker's
+            experiment = entry.get("experiment") or self.experiment
+            experiment_id = (self.experiment_id if experiment == self.experiment else
+                             _experiment_id(self.client, experiment, self.uri))
+            got = self.client.create_run(experiment_id, tags=entry["tags"], run_name=entry.get("name"))
             run_id, artifact_uri, stored = got.info.run_id, got.info.artifact_uri, {}
         else:
             got = self.client.get_run(run_id)
@@ -476,16 +480,24 @@ class Tracker:
         return run_id
 
     def sync(self) -> list[str]:
-        "Deliver the runs spooled for this store; returns their MLflow ids (the files of delivered runs go)."
-        delivered = []
+        """Deliver the runs spooled for this store, each once (claimed first: two sessions syncing at once share
+        them out); returns their MLflow ids, `synced` counts them by experiment (the files of delivered runs go)."""
+        delivered, self.synced = [], {}
         for path in spooled(self.uri):
-            entry = read_spooled(path)
-            if entry is None: continue
+            claimed = claim_spooled(path)
+            if claimed is None: continue  # another session delivers it
+            entry = read_spooled(claimed)
+            if entry is None:
+                release_spooled(claimed)
+                continue
             try: delivered.append(self.deliver(entry))
             except Exception as e:
+                release_spooled(claimed)
                 warnings.warn(f"trainbook tracking: spooled run {path.name} could not be delivered yet: {e!r}")
                 continue
-            path.unlink(missing_ok=True)
+            claimed.unlink(missing_ok=True)
+            experiment = entry.get("experiment") or self.experiment
+            self.synced[experiment] = self.synced.get(experiment, 0) + 1
         return delivered
 
     def wait(self,
@@ -595,7 +607,9 @@ def _housekeeping(tracker: Tracker) -> None:
     try: mark_dead_runs(tracker.client, [tracker.experiment_id])
     except Exception as e: warnings.warn(f"trainbook tracking: could not check for dead runs: {e!r}")
     delivered = tracker.sync()
-    if delivered: print(f"trainbook: {len(delivered)} spooled run(s) recorded in {tracker.uri}")
+    if delivered:
+        where = ", ".join(f"{n} in experiment {name!r}" for name, n in tracker.synced.items())
+        print(f"trainbook: {len(delivered)} spooled run(s) recorded in {tracker.uri}: {where}")
 
 def sync(uri: Optional[str] = None,  # the store; None = the active tracker's
          ) -> list[str]:
