@@ -172,6 +172,8 @@ def test_run_load_of_a_moved_folder_a_checkpoint_and_a_folder_of_versions(tmp_pa
     (lambda r: r.update(extra=[1]), "malformed run record"),
     (lambda r: r.update(best="abc"), "malformed run record"),
     (lambda r: r["history"]["value"].pop(), "the history's columns differ in length"),
+    (lambda r: r.update(stopped="banana"), "stopped='banana', which is no stop reason"),  # probe 14, f6
+    (lambda r: r.update(step=-5), "holds step=-5: counts are whole numbers >= 0"),
 ])
 def test_a_malformed_run_record_is_a_run_file_error(tmp_path, change, said):
     fit(tmp_path)

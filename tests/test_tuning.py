@@ -578,3 +578,9 @@ def test_a_nan_objective_fails_its_trial_with_the_reason_and_numpy_or_tensor_num
     assert states(res) == ["FAIL", "COMPLETE"] and "returned inf" in res.study.trials[0].user_attrs["fail_reason"]
     with pytest.raises(TypeError, match=r"a Run or a real number .* got a Tensor of shape \(2,\)"):
         tb.search(lambda c: torch.ones(2), {"x": (0.0, 1.0)}, 1, storage=db, live=False)
+
+
+def test_the_documented_way_to_fail_one_trial_is_a_public_name():
+    "Probe 14, f7: tb.TrialFailed was an AttributeError that ended the whole search."
+    from trainbook import tuning
+    assert tb.TrialFailed is tuning.TrialFailed and "TrialFailed" in tb.__all__

@@ -53,7 +53,7 @@ _EXPORTS = {
     "tracking": ["track", "untrack", "Tracker", "to_tensorboard", "log_run", "run_params", "active_tracker", "sync"],
     "experiments": ["runs", "load_run", "compare_runs", "RunBrowser"],
     "store": ["safe_key", "safe_items", "check_server", "mark_dead_runs"],
-    "tuning": ["search", "SearchResult", "Pruning", "StudyPanel", "fit_objective"],
+    "tuning": ["search", "SearchResult", "Pruning", "StudyPanel", "fit_objective", "TrialFailed"],
     # check_data, make_splits, fit_xgboost and baseline take a Spark DataFrame too (they hand it to `spark`)
     "spark": ["spark_session", "is_spark_frame", "SparkSplits", "SparkDataReport"],
     "parquet": ["ParquetLoader", "fit_prep", "split_files", "write_split_column"],

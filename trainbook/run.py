@@ -362,6 +362,13 @@ def _run_from_record(record: dict, where: str) -> "Run":
     if missing:
         raise RunFileError(f"{where} is not a trainbook run record: it has no {', '.join(missing)} "
                            f"(keys found: {', '.join(list(record)[:12]) or 'none'})")
+    if record["stopped"] not in (*STOP_REASONS, RUNNING):
+        raise RunFileError(f"{where} says the run stopped={record['stopped']!r}, which is no stop reason (one of "
+                           f"{', '.join(STOP_REASONS)}, or {RUNNING!r} while it runs): edited by hand?")
+    bad = [k for k in ("step", "epoch", "skipped_steps") if not isinstance(record.get(k, 0), int)
+           or isinstance(record.get(k, 0), bool) or record.get(k, 0) < 0]
+    if bad: raise RunFileError(f"{where} holds {', '.join(f'{k}={record[k]!r}' for k in bad)}: counts are whole "
+                               "numbers >= 0 (edited by hand?)")
     try:
         h = record["history"]
         history = History()
