@@ -467,3 +467,24 @@ def test_a_server_whose_api_hangs_makes_track_give_up_in_its_read_bound_naming_i
         hung.shutdown()
         hung.server_close()
     assert tb.active_tracker() is None
+
+
+def test_an_optuna_file_given_as_the_store_and_a_store_given_as_the_storage_are_refused_untouched(tmp_path, sqlite_uri):
+    "Probe 14, f4: each tool added its tables to the other's file, then failed with a message naming neither argument."
+    import sqlite3
+    tables = lambda path: sorted(r[0] for r in sqlite3.connect(path).execute(
+        "SELECT name FROM sqlite_master WHERE type='table'"))
+    study = tmp_path / "optuna.db"
+    tb.search(lambda c: c["x"], {"x": (0.0, 1.0)}, 2, storage=str(study), study_name="keep", live=False)
+    store = sqlite_uri[len("sqlite:///"):]
+    before = tables(study), tables(store)
+    with pytest.raises(ValueError, match=r"uri '.*optuna.db': .* holds an Optuna study \(\d+ tables: .*studies.*not an "
+                                         r"MLflow store; it is left as it is"):
+        tb.track(str(study))
+    with pytest.raises(ValueError, match=r"storage '.*m.db': .* holds an MLflow store .*not an Optuna study"):
+        tb.search(lambda c: c["x"], {"x": (0.0, 1.0)}, 2, storage=store, study_name="s", live=False)
+    assert (tables(study), tables(store)) == before and tb.active_tracker() is None
+    other = tmp_path / "app.db"  # someone else's data: refused too, by what it is not
+    with sqlite3.connect(other) as db: db.execute("CREATE TABLE customers (id INTEGER)")
+    with pytest.raises(ValueError, match=r"holds another application's data \(1 tables: customers"):
+        tb.track(f"sqlite:///{other}")

@@ -5,6 +5,7 @@
 # %% ../nbs/16a_store.ipynb #6cce4c6e
 from __future__ import annotations
 import hashlib, json, os, re, socket, tempfile, time, urllib.error, urllib.parse, urllib.request, warnings
+import contextlib
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Optional
@@ -16,11 +17,11 @@ from .core import atomic_write, did_you_mean, process_alive
 # %% auto #0
 __all__ = ['MAX_KEY', 'MAX_PARAM_VALUE', 'MAX_TAG_VALUE', 'CUT', 'SCHEMES', 'STORE_FILE', 'SQLITE_SUFFIXES', 'HTTP_LIMITS',
            'READ_LIMITS', 'READ_WAIT', 'OWNER_TAGS', 'STALE_AFTER', 'safe_key', 'safe_value', 'safe_names',
-           'safe_items', 'sqlite_path', 'database_url', 'make_sqlite_folder', 'store_location', 'resolve_uri',
-           'bound_http', 'read_limits', 'no_answer', 'request_bound', 'server_errors', 'artifact_repository',
-           'read_artifact', 'is_remote', 'check_server', 'quiet_mlflow', 'spool_dir', 'spool', 'spooled',
-           'claim_spooled', 'release_spooled', 'read_spooled', 'owner_tags', 'is_dead', 'dead_end_time',
-           'mark_dead_runs']
+           'safe_items', 'sqlite_path', 'database_url', 'make_sqlite_folder', 'store_location', 'sqlite_tables',
+           'require_own_sqlite', 'resolve_uri', 'bound_http', 'read_limits', 'no_answer', 'request_bound',
+           'server_errors', 'artifact_repository', 'read_artifact', 'is_remote', 'check_server', 'quiet_mlflow',
+           'spool_dir', 'spool', 'spooled', 'claim_spooled', 'release_spooled', 'read_spooled', 'owner_tags', 'is_dead',
+           'dead_end_time', 'mark_dead_runs']
 
 # %% ../nbs/16a_store.ipynb #fc71d383
 MAX_KEY, MAX_PARAM_VALUE, MAX_TAG_VALUE = 250, 6000, 8000  # MLflow's limits (mlflow.utils.validation)
@@ -128,11 +129,13 @@ def database_url(storage: str,  # a database URL (sqlite:///study.db, postgresql
 def make_sqlite_folder(uri: str,  # a database URI (`sqlite:///...`; other URIs are left alone)
                        name: str,  # the argument it came from, for the message ("uri", "storage")
                        given: str,  # what the user passed, for the message
+                       own: Optional[str] = None,  # a table an existing file must hold (`require_own_sqlite`)
                       ) -> None:
     """The folder of a SQLite file, checked writable and made when missing (as `checkpoint_dir` is), before
-    any engine."""
+    any engine; with `own`, an existing file checked to be ours."""
     path = sqlite_path(uri, name, given)
     if path is None: return
+    if own is not None: require_own_sqlite(path, name, given, own)
     if path.is_dir():
         raise ValueError(f"{name} {given!r}: {path} is a folder; pass a database file in it (it is created)")
     # SQLite writes a journal beside its file: in a folder it cannot write, MLflow retries its engine for
@@ -161,6 +164,31 @@ def store_location(uri: str,  # a tracking URI
     if not path or path == ":memory:" or os.path.isabs(path): return uri
     return "sqlite:///" + os.path.abspath(path) + sep + query
 
+_SQLITE_OWNERS = {"experiments": "an MLflow store", "studies": "an Optuna study"}  # a table that marks whose
+
+def sqlite_tables(path: Path,  # an SQLite file
+                 ) -> set:
+    "The tables of an existing SQLite file, read without writing (empty for a new, empty or unreadable file)."
+    import sqlite3
+    if not path.is_file() or path.stat().st_size == 0: return set()
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+            return {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except sqlite3.Error: return set()
+
+def require_own_sqlite(path: Path,  # the SQLite file about to be opened
+                       name: str,  # the argument it came from ("uri", "storage")
+                       given: str,  # what the user passed, for the message
+                       own: str,  # a table the file holds when it is ours ("experiments", "studies")
+                      ) -> None:
+    "Refuse, before anything adds its tables, an SQLite file that holds another application's (an Optuna study...)."
+    tables = sqlite_tables(path)
+    if not tables or own in tables: return
+    theirs = next((app for table, app in _SQLITE_OWNERS.items() if table in tables), "another application's data")
+    raise ValueError(f"{name} {given!r}: {path} holds {theirs} ({len(tables)} tables: "
+                     f"{', '.join(sorted(tables)[:4])}, …), not {_SQLITE_OWNERS[own]}; it is left as it is: "
+                     "name another file for this one")
+
 def _check_sqlite_file(path: Path, uri: str):
     "Refuse, naming `uri`, a SQLite path that is a folder or a file that is not an SQLite database."
     if path.is_dir():
@@ -173,6 +201,7 @@ def _check_sqlite_file(path: Path, uri: str):
     if head != _SQLITE_HEADER:
         raise ValueError(f"uri {uri!r}: {path} is not an SQLite database; name a new file (it is created) "
                          "or an existing MLflow store")
+    require_own_sqlite(path, "uri", uri, "experiments")
 
 def resolve_uri(uri: str,  # a tracking URI (sqlite:///..., http://...), or a path: an SQLite file or a folder
                ) -> str:

@@ -339,7 +339,8 @@ def make_storage(storage=None,  # None = sqlite:///optuna.db; a database URL; a 
         raise ValueError(f"heartbeat must be None or a positive number of seconds, got {heartbeat!r}")
     from sqlalchemy.exc import SQLAlchemyError
     url = database_url(storage, "storage")  # a path as sqlite:///path; a SQLite URL checked
-    make_sqlite_folder(url, "storage", _storage_text(storage))  # SQLite says 'unable to open database file'
+    # SQLite says 'unable to open database file'; an MLflow store's file would get Optuna's tables
+    make_sqlite_folder(url, "storage", _storage_text(storage), own="studies")
     kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else None
     # a trial whose worker sent nothing for 4 heartbeats is taken as dead (a busy SQLite file delays a few)
     beats = {} if heartbeat is None else {"heartbeat_interval": max(1, round(heartbeat)),
