@@ -354,6 +354,8 @@ def test_a_folder_is_the_store_in_it_and_a_new_db_path_is_the_file(tmp_path):
     assert st.resolve_uri(str(tmp_path / "runs.db")) == f"sqlite:///{tmp_path / 'runs.db'}"
     with pytest.raises(ValueError, match="uri .* is a folder"): st.resolve_uri(f"sqlite:///{tmp_path}")
     with pytest.raises(ValueError, match="uri is blank"): st.resolve_uri("   ")
+    with pytest.raises(ValueError, match="uri is blank"): tb.track("")  # probe 14, f8: it was the default store
+    assert tb.active_tracker() is None
 
 
 def test_a_relative_file_store_uri_is_made_absolute_where_it_is_given(tmp_path, monkeypatch):

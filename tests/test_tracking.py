@@ -262,6 +262,9 @@ def test_tensorboard_export_equals_history(tmp_path):
     run = fit(epochs=2)
     run.to_tensorboard(tmp_path / "tb")
     assert_same(event_scalars(tmp_path / "tb"), expected_scalars(run))
+    # a second export into the same folder mixes two runs' events (probe 14, f5): said
+    with pytest.warns(UserWarning, match=r"already holds 1 event file\(s\).*give each run its own folder"):
+        fit(epochs=1).to_tensorboard(tmp_path / "tb")
 
 
 def test_track_writes_tensorboard_while_training(tmp_path):

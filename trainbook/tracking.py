@@ -30,7 +30,8 @@ DEFAULT_URI = "sqlite:///mlruns.db"
 def tracking_uri(uri: Optional[str] = None,  # a tracking URI or a path (`store.resolve_uri`); None = default
                  ) -> str:
     "The tracking URI, checked: `uri`, else `$MLFLOW_TRACKING_URI`, else `sqlite:///mlruns.db` here."
-    return resolve_uri(uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI)
+    if uri is None: uri = os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
+    return resolve_uri(uri)  # a blank uri is refused by name, not read as the default
 
 RENAMED_METRICS = "trainbook.renamed_metrics"  # the tag: {MLflow key: the metric's name} where they differ
 
@@ -688,6 +689,10 @@ def to_tensorboard(run: Run,  # the run to export
         raise TypeError(f"logdir must be a folder path (str or pathlib.Path), got {type(logdir).__name__}")
     # checked before TensorBoard's writer starts: a file there would fail inside TensorFlow's file system
     folder = _board_folder(logdir, "logdir", "TensorBoard reads the event files in it")
+    earlier = sorted(folder.glob("events.out.tfevents.*"))
+    if earlier:  # TensorBoard reads every event file of a folder as one run: two runs' curves zig-zag
+        warnings.warn(f"logdir {str(folder)!r} already holds {len(earlier)} event file(s) (another run, or this "
+                      "one written before): TensorBoard reads them as one run; give each run its own folder")
     from torch.utils.tensorboard import SummaryWriter
     writer = SummaryWriter(str(folder))
     try: write_scalars(writer, run.records.rows())
