@@ -219,7 +219,8 @@ def test_dry_run_fails_when_the_checkpoint_folder_is_read_only(read_only_folder)
 def test_dry_run_fails_when_the_monitor_is_never_logged(monitor, valid):
     dl_train, dl_valid = loaders()
     report = dry_run(mlp(), dl_train, dl_valid if valid else None, nn.CrossEntropyLoss(),
-                     tb.TrainConfig(monitor=monitor), metrics="accuracy")
+                     tb.TrainConfig(monitor=monitor, mode="max"), metrics="accuracy")
+    # one finding: the trial's stand-in monitor (a loss) is read with mode 'min' (probe 15, f9: 'fit_refused')
     assert not report.passed and kinds(report.findings) == ["monitor_not_logged"]
     assert report.findings[0].data["monitor"] == monitor
     assert report.run is not None and report.run.step == 3  # the rest of the dry run still ran
@@ -268,6 +269,8 @@ def test_dry_run_reports_a_nonfinite_loss_and_a_crashing_model():
     dl_train, dl_valid = loaders()
     report = dry_run(Exploding(), dl_train, dl_valid, nn.CrossEntropyLoss())
     assert not report.passed and "nonfinite" in kinds(report.findings)
+    # what follows from it is not news: no checkpoint or resume errors without advice (probe 15, f9)
+    assert not {"checkpoint_failed", "resume_failed"} & set(kinds(report.findings)), kinds(report.findings)
     report = dry_run(nn.Linear(5, 3), dl_train, dl_valid, nn.CrossEntropyLoss())  # 8 features in the data
     assert not report.passed and kinds(report.findings) == ["dry_run_failed"]
     assert report.findings[0].data["phase"] == "the first training step"

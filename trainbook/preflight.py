@@ -586,10 +586,9 @@ def dry_run(model: nn.Module,  # the model of the run (copies train; it is not t
         return _verdict(DryRunReport(False, findings + [_error_finding(e, "set-up")]), t0)
     metric_fns = {name: _NamedMetric(name, fn) for name, fn in resolved.items()}
     findings += _monitor_finding(cfg, dl_valid is not None, list(metric_fns))
-    monitor = cfg.monitor
-    if findings_of(findings, "monitor_not_logged"):  # reported; the dry run goes on with a value the run logs
-        monitor = "valid_loss" if dl_valid is not None else "train_loss"
-    trial_cfg = cfg.replace(epochs=1, max_steps=None, monitor=monitor)
+    trial_cfg = cfg.replace(epochs=1, max_steps=None)
+    if findings_of(findings, "monitor_not_logged"):  # reported; the dry run goes on with a loss the run logs
+        trial_cfg = trial_cfg.replace(monitor="valid_loss" if dl_valid is not None else "train_loss", mode="min")
     dry = _DryRun(model, optimizer, scheduler, callbacks, dl_train, dl_valid, loss_fn, metric_fns,
                   valid_batches)
     device = pick_device(cfg.device)
@@ -600,9 +599,10 @@ def dry_run(model: nn.Module,  # the model of the run (copies train; it is not t
             trial = dry.fit(steps * cfg.accum_steps, trial_cfg.replace(checkpoint_dir=f"{tmp}/run"))
         if trial.error is not None: findings.append(trial.error)
         else:
-            findings += _run_findings(trial.run)
-            findings += dry.round_trip(trial.run)
-            findings += dry.resume(trial.run, trial_cfg, f"{tmp}/resumed", cfg.accum_steps)
+            findings += (own := _run_findings(trial.run))
+            if not any(f.severity == "error" for f in own):  # after a failed trial, no checkpoint says more
+                findings += dry.round_trip(trial.run)
+                findings += dry.resume(trial.run, trial_cfg, f"{tmp}/resumed", cfg.accum_steps)
     findings += _summary_findings(model, trial.train.first, loss_fn, findings)  # summary's checks agree
     report = DryRunReport(False, dry.findings + findings, run=trial.run,
                           peak_memory_mb=mem.peak_mb if device.type == "cuda" else mem.growth_mb,
