@@ -3,6 +3,7 @@ resumes compared without a checkpoint_dir, from best.pt, past the run's epochs; 
 Run.load of a moved folder, of a checkpoint, of a folder of versions; run files readable by the folder's group."""
 import json, os, shutil, stat, warnings
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -100,6 +101,19 @@ def test_other_data_or_another_loss_is_a_resume_change(tmp_path):
               loss_fn=nn.CrossEntropyLoss(label_smoothing=0.1))
     (changed,) = [f for f in run.findings if f.kind == "resume_changed"]
     assert "data_fingerprint" in changed.data["changes"] and changed.data["changes"]["loss"] == ["cross_entropy", "CrossEntropyLoss"]
+
+
+@pytest.mark.parametrize("schedule", ["warmup_cosine", "one_cycle", "constant"])
+def test_a_resume_given_another_lr_trains_at_it(tmp_path, schedule):
+    "Probe 13, f2: config.lr 0.005 → 0.1 was listed as a change, but the restored optimizer kept 0.005."
+    fit(tmp_path / "a", epochs=2, config={"lr": 5e-3, "schedule": schedule})
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    same = fit(tmp_path / "a", epochs=4, resume=tmp_path / "a", config={"lr": 5e-3, "schedule": schedule})
+    higher = fit(tmp_path / "b", epochs=4, resume=tmp_path / "b", config={"lr": 0.1, "schedule": schedule})
+    after = lambda run: run.records.series("lr")[lambda s: s.index > run.step // 2]
+    np.testing.assert_allclose(after(higher).to_numpy(), 20 * after(same).to_numpy(), rtol=1e-9)
+    change = next(f for f in higher.findings if f.kind == "resume_changed")
+    assert "config.lr: 0.005 → 0.1 (applied: the restored optimizer and schedule scaled to it)" in change.message
 
 
 def test_a_resume_from_best_pt_redoes_no_epoch_end_and_branches_off(tmp_path):

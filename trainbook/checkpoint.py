@@ -16,6 +16,7 @@ from torch import nn
 
 from . import __version__
 from .core import Finding, TrainConfig, loader_length, process_alive, rng_state, this_process
+from .optim import rescale_lr
 from .distributed import full_state, load_sharded_state
 from .run import RUN_FILES, json_safe, write_run_record
 
@@ -236,13 +237,11 @@ def load_checkpoint(path: str | Path,  # a checkpoint file, or a run folder (its
 # %% ../nbs/06_checkpoint.ipynb #845e78da
 class FindingsPart:
     "A run's findings as a checkpoint part: a resumed run keeps what was found before it stopped."
-    def __init__(self,
-                 findings: list,  # the run's findings (`LoopState.findings`), loaded into in place
+    def __init__(self, findings: list,  # the run's findings (`LoopState.findings`), loaded into in place
                 ):
         self.findings = findings
 
-    def state_dict(self) -> list:
-        return json_safe([f.__dict__ for f in self.findings])
+    def state_dict(self) -> list: return json_safe([f.__dict__ for f in self.findings])
 
     def load_state_dict(self,
                         rows: list,  # what `state_dict` returned
@@ -521,7 +520,8 @@ def resume_changes(saved: dict,  # the signature of the checkpoint's run (`saved
     old, new = _flat(saved), _flat(now)
     changes = {k: [old[k], new[k]] for k in new if k in old and old[k] is not None and old[k] != new[k]}
     if not changes: return []
-    listed = "; ".join(f"{k}: {a!r} → {b!r}" for k, (a, b) in changes.items())
+    listed = "; ".join(f"{k}: {a!r} → {b!r}" + (" (applied: the restored optimizer and schedule scaled to it)"
+                                                 if k == "config.lr" else "") for k, (a, b) in changes.items())
     return [Finding("resume_changed", "warning",
                     f"resuming with {len(changes)} change(s) since the checkpoint was written: {listed}",
                     advice="the run continues, but not exactly as the original would have; "
@@ -582,10 +582,8 @@ def check_resume(resume,  # what a run was given as `resume`
                          "folder): pass resume=None for a new run, or the checkpoint file or run folder to "
                          "continue from")
     if resume is None or isinstance(resume, (str, os.PathLike)): return resume
-    hint = ""
-    if resume is True: hint = " (resume=True picks no folder: pass the run folder, resume=cfg.checkpoint_dir)"
-    raise TypeError(f"resume must be a checkpoint file or its run folder (a str or Path), got {resume!r}"
-                    f"{hint}")
+    hint = " (resume=True picks no folder: pass the run folder, resume=cfg.checkpoint_dir)" if resume is True else ""
+    raise TypeError(f"resume must be a checkpoint file or its run folder (a str or Path), got {resume!r}{hint}")
 
 SNAPSHOT_SPACING = 20  # a run.json snapshot waits 20 times its last write's duration: <= 1/21 of the time
 SNAPSHOT_FREE = 0.01  # seconds: a write that took less delays no snapshot (a flat cost, not a growing one)
@@ -679,6 +677,9 @@ class Checkpointer:
         restore_checkpoint(ckpt, None if sharded else p["model"], None if sharded else p["optimizer"],
                            p.get("scheduler"), p.get("scaler"), where=str(resume))
         if sharded: load_sharded_state(p["model"], p["optimizer"], ckpt)
+        old, new = ((s.get("config") or {}).get("lr") for s in (saved_signature(ckpt), self.meta.get("signature", {})))
+        if p.get("optimizer") is not None and old and new and old != new:  # a resume given another lr trains at it
+            rescale_lr(p["optimizer"], p.get("scheduler"), new / old)
         for key, obj in p.items():
             if key not in ("model", "optimizer", "scheduler", "scaler") and key in ckpt:
                 obj.load_state_dict(ckpt[key])

@@ -19,9 +19,9 @@ from .distributed import full_tensor
 
 # %% auto #0
 __all__ = ['NORM_TYPES', 'SCHEDULE_FNS', 'SCHEDULER_INTERVALS', 'EPOCH_SCHEDULERS', 'param_groups', 'warmup_steps', 'constant',
-           'warmup_cosine', 'one_cycle', 'schedule_steps', 'make_scheduler', 'scale_lr', 'LRFinder', 'cycle_batches',
-           'steepest_lr', 'step_noise', 'window_means', 'descent_lr', 'lr_find', 'unscale_and_clip', 'gradient_norms',
-           'step_optimizer', 'optimizer_step', 'pick_scheduler_interval', 'train_step']
+           'warmup_cosine', 'one_cycle', 'schedule_steps', 'make_scheduler', 'rescale_lr', 'scale_lr', 'LRFinder',
+           'cycle_batches', 'steepest_lr', 'step_noise', 'window_means', 'descent_lr', 'lr_find', 'unscale_and_clip',
+           'gradient_norms', 'step_optimizer', 'optimizer_step', 'pick_scheduler_interval', 'train_step']
 
 # %% ../nbs/05_optim.ipynb #075ae175
 NORM_TYPES = (nn.modules.batchnorm._NormBase, nn.LayerNorm, nn.GroupNorm, nn.LocalResponseNorm) + \
@@ -110,6 +110,18 @@ def make_scheduler(opt: torch.optim.Optimizer,  # the optimizer whose groups' lr
     return torch.optim.lr_scheduler.LambdaLR(opt, fn)
 
 # %% ../nbs/05_optim.ipynb #16365b82
+def rescale_lr(optimizer,  # an optimizer (restored from a checkpoint)
+               scheduler,  # its lr schedule, or None
+               ratio: float,  # the new lr over the old
+              ) -> None:
+    "Scale an optimizer's and its schedule's learning rates by `ratio`: the schedule's shape kept, at the new lr."
+    for group in optimizer.param_groups:
+        for key in ("lr", "initial_lr", "max_lr", "min_lr"):  # OneCycleLR keeps its range in the groups
+            if isinstance(group.get(key), (int, float)): group[key] *= ratio
+    for key in ("base_lrs", "_last_lr"):
+        values = getattr(scheduler, key, None)
+        if isinstance(values, list): setattr(scheduler, key, [v * ratio for v in values])
+
 def scale_lr(lr: float,  # the lr tuned at `base_batch`
              base_batch: int,  # the batch size it was tuned at
              effective_batch: int,  # the batch size used now (per-device batch · devices · accum_steps)
