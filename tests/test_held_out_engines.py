@@ -150,3 +150,18 @@ def test_a_recorder_loop_stopped_mid_epoch_resumes_exactly_despite_set_epoch(tmp
                             resume=tmp_path / "cut")
     assert resumed.step == whole.step == 32
     assert all(torch.equal(a, b) for a, b in zip(q.state_dict().values(), w.state_dict().values()))
+
+
+def test_ray_workers_that_can_never_be_placed_are_named_before_any_work():
+    "Probe 13, f1: 3 workers on a 2-CPU local Ray (or 2 workers and a dataset) waited silently until the timeout."
+    from trainbook.ray_engine import check_resources
+    two = {"CPU": 2.0, "memory": 1e9}
+    assert check_resources(two, 2, False, None, None) is None
+    said = check_resources(two, 3, False, None, None)
+    assert said.startswith("num_workers=3 × 1 CPU each needs 3 CPU; this Ray has 2") and "{'CPU': 0.67}" in said
+    said = check_resources(two, 2, False, None, {"train": object()})  # Ray Data reads with a free CPU
+    assert "and one more for Ray Data to read the datasets" in said and "{'CPU': 0.5}" in said
+    assert check_resources(two, 2, False, {"CPU": 0.5}, {"train": object()}) is None
+    MaterializedDataset = type("MaterializedDataset", (), {})  # its blocks already made: no read task waits
+    assert check_resources(two, 2, False, None, {"train": MaterializedDataset()}) is None
+    assert "needs 2 GPU; this Ray has 0" in check_resources(two, 2, True, None, None)

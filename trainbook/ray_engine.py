@@ -4,7 +4,7 @@
 
 # %% ../nbs/14a_ray.ipynb #b189a397
 from __future__ import annotations
-import gc, json, logging, math, os, shutil, signal, socket, sys, tempfile, threading, time, traceback
+import gc, json, logging, math, os, shutil, signal, socket, sys, tempfile, threading, time, traceback, warnings
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
@@ -15,8 +15,9 @@ from .parquet import require_features
 from .tuning import TRIAL_OBSERVER, MonitorReport, make_sampler, new_study_name
 
 # %% auto #0
-__all__ = ['LocalNotes', 'init_local', 'Collector', 'in_worker', 'RayReport', 'worker_resume', 'train_loop', 'launch',
-           'dataset_shard', 'require_tensor_columns', 'RayLoader', 'TuneReport', 'in_trial', 'trial_main', 'search']
+__all__ = ['LocalNotes', 'init_local', 'Collector', 'in_worker', 'RayReport', 'worker_resume', 'train_loop', 'check_resources',
+           'launch', 'dataset_shard', 'require_tensor_columns', 'RayLoader', 'TuneReport', 'in_trial', 'trial_main',
+           'search']
 
 # %% ../nbs/14a_ray.ipynb #8888818f
 class LocalNotes(logging.Filter):
@@ -241,6 +242,27 @@ def _stop_run(collector, thread: threading.Thread, wait: float = 60) -> str:
     thread.join(wait)  # trainer.fit() returns once its controller is gone
     return "it was stopped" if not thread.is_alive() else "it was asked to stop"
 
+def check_resources(total: dict,  # the Ray cluster's resources (`ray.cluster_resources()`)
+                    num_workers: int,  # the workers asked for
+                    use_gpu: bool,  # one GPU a worker
+                    resources_per_worker: Optional[dict],  # what each worker holds; None = 1 CPU (Ray's default)
+                    datasets: Optional[dict],  # Ray Datasets the workers read (Ray Data reads with free CPUs)
+                   ) -> Optional[str]:
+    """Why the workers can never all be placed on `total` (Ray waits for them until the timeout, silently), or
+    None. A dataset not materialized (read lazily, mapped) needs a CPU the workers do not hold."""
+    each = {"CPU": 1.0, **({"GPU": 1.0} if use_gpu else {}), **(resources_per_worker or {})}
+    for kind, amount in each.items():
+        need, have = num_workers * float(amount), float(total.get(kind, 0))
+        lazy = [d for d in (datasets or {}).values() if type(d).__name__ != "MaterializedDataset"]
+        spare = kind == "CPU" and bool(lazy)  # Ray Data's reads wait for a free CPU
+        if need > have or (spare and need >= have):
+            fix = ("fewer workers, or a share of a CPU each: resources_per_worker={'CPU': "
+                   f"{max(have - (1 if spare else 0), 0) / num_workers:.2g}}}" if kind == "CPU" else "fewer workers")
+            return (f"num_workers={num_workers} × {amount:g} {kind} each needs {need:g} {kind}"
+                    + (" and one more for Ray Data to read the datasets (or pass ds.materialize())" if spare else "")
+                    + f"; this Ray has {have:g}: the run would wait for them until the timeout. Use {fix}")
+    return None
+
 def _receive(collector, got: int, history: History) -> int:
     "Append the rows rank 0 sent since the first `got` to `history`; the new count."
     import ray
@@ -287,6 +309,9 @@ def launch(fn: Callable,  # what each worker runs (it calls tb.fit); a function 
     outcome: dict = {}
     thread = stopped = None
     try:
+        short = check_resources(ray.cluster_resources(), num_workers, use_gpu, resources_per_worker, datasets)
+        if short is not None and started: raise ValueError(f"launch: {short}")  # a local Ray never grows
+        if short is not None: warnings.warn(f"launch: {short} (unless the cluster adds nodes)", stacklevel=2)
         collector = ray.remote(num_cpus=0)(Collector).remote()
         reporter = _controller_reporter(collector)  # so a timeout or a Ctrl-C can stop the run
         trainer = TorchTrainer(
