@@ -165,3 +165,28 @@ def test_ray_workers_that_can_never_be_placed_are_named_before_any_work():
     MaterializedDataset = type("MaterializedDataset", (), {})  # its blocks already made: no read task waits
     assert check_resources(two, 2, False, None, {"train": MaterializedDataset()}) is None
     assert "needs 2 GPU; this Ray has 0" in check_resources(two, 2, True, None, None)
+
+
+def test_a_launched_fit_with_live_false_still_streams_its_records_to_the_caller(tmp_path, monkeypatch):
+    "Probe 13, f7: under torchrun, fit(live=False) attached no stream: launch(history=...) stayed empty."
+    import json
+    stream = tmp_path / "history.jsonl"
+    monkeypatch.setenv("TRAINBOOK_STREAM", str(stream))  # what launch sets for its workers
+    x = torch.randn(64, 4)
+    dl = tb.TensorLoader(x, (x[:, 0] > 0).long(), batch_size=16)
+    run = tb.fit(nn.Linear(4, 2), dl, dl, loss_fn=nn.functional.cross_entropy, live=False,
+                 config=tb.TrainConfig(epochs=2, device="cpu"))
+    streamed = [tuple(json.loads(line)) for line in stream.read_text().splitlines()]
+    assert streamed == [tuple(r) for r in run.records.rows()] and len(streamed) > 10
+
+
+def test_a_misspelt_launch_option_and_a_bool_nprocs_are_named_before_any_process():
+    "Probe 13, f12 and f15: nprocs=True failed inside torchrun; num_worker=1 reached fn after Ray's start-up."
+    def job(x, scale=1.0): return x * scale
+    with pytest.raises(TypeError, match=r"launch: job\(x, scale=1.0\) cannot be called with these arguments "
+                                        r"\(got an unexpected keyword argument 'nproc'\) \(nproc=: did you mean 'nprocs'\?\)"):
+        launch(job, 2, nproc=2)
+    with pytest.raises(TypeError, match=r"\(num_worker=: did you mean 'num_workers'\?\)"):
+        launch(job, 2, engine="ray", num_worker=1)  # refused before Ray is imported or started
+    with pytest.raises(ValueError, match="nprocs must be a positive int, got True"):
+        launch(job, 2, nprocs=True)

@@ -5,7 +5,7 @@
 # %% ../nbs/14_distributed.ipynb #3dd9a859
 from __future__ import annotations
 import contextlib, gc, json, os, re, shutil, signal, socket, subprocess, sys, tempfile, time
-import traceback, uuid
+import inspect, traceback, uuid
 import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
@@ -15,12 +15,12 @@ import torch.distributed as dist
 from torch import nn
 
 from .batch import DeferredCtrlC
-from .core import History
+from .core import History, did_you_mean
 
 # %% auto #0
 __all__ = ['dist_info', 'full_tensor', 'all_mean', 'reduce_evaluation', 'paired_batches', 'wrap_model', 'full_state',
            'load_sharded_state', 'EachRowOnce', 'shard_loader', 'LaunchError', 'pickle_by_value', 'clean_exit',
-           'worker_main', 'launch_live_curves', 'launch']
+           'worker_main', 'launch_live_curves', 'check_call', 'launch']
 
 # %% ../nbs/14_distributed.ipynb #6524d83c
 def dist_info() -> tuple[int, int]:
@@ -389,6 +389,21 @@ def _check_backend(backend: str):
         raise ValueError(f"backend={backend!r} is not available in this build of torch; use 'gloo' (CPU) "
                          "or 'auto'")
 
+def check_call(fn: Callable,  # the function the workers will run
+               args: tuple,  # its positional arguments
+               kwargs: dict,  # its keyword arguments (what `launch` did not take)
+               launcher: Callable,  # the launch function: its options, for a did-you-mean
+              ) -> None:
+    "A TypeError, before any process starts, when `fn` cannot take these arguments (a misspelt launch option?)."
+    try: inspect.signature(fn).bind(*args, **kwargs)
+    except ValueError: return  # no signature to read (a builtin): the workers will tell
+    except TypeError as e:
+        kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        options = [n for n, p in inspect.signature(launcher).parameters.items() if p.kind in kinds and n != "fn"]
+        near = "".join(did_you_mean(k, options).replace(" (did", f" ({k}=: did") for k in kwargs)
+        raise TypeError(f"launch: {getattr(fn, '__name__', 'fn')}{inspect.signature(fn)} cannot be called with "
+                        f"these arguments ({e}){near}; keywords launch does not take go to fn") from None
+
 def launch(fn: Callable,  # the function each rank runs; defined in a notebook cell is fine (pickled by value)
            *args,  # positional arguments for `fn`
            nprocs: int = 2,  # processes per machine (one per GPU, or CPU processes with gloo)
@@ -402,15 +417,16 @@ def launch(fn: Callable,  # the function each rank runs; defined in a notebook c
            **kwargs,  # keyword arguments for `fn`
           ) -> Any:
     "Run `fn(*args, **kwargs)` on `nprocs` processes per machine via torchrun; returns rank 0's return value."
+    if not callable(fn): raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     if engine == "ray":  # the options of trainbook.ray_engine.launch come through kwargs
         from trainbook.ray_engine import launch as ray_launch
         return ray_launch(fn, *args, num_workers=kwargs.pop("num_workers", nprocs), timeout=timeout, live=live,
                           history=history, **kwargs)
     if engine != "torchrun": raise ValueError(f"engine must be 'torchrun' or 'ray', got {engine!r}")
     import cloudpickle
-    if not callable(fn): raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    if not isinstance(nprocs, int) or nprocs < 1:
+    if not isinstance(nprocs, int) or isinstance(nprocs, bool) or nprocs < 1:
         raise ValueError(f"nprocs must be a positive int, got {nprocs!r}")
+    check_call(fn, args, kwargs, launch)
     if nnodes > 1 and not rdzv_endpoint:
         raise ValueError("nnodes > 1 needs rdzv_endpoint='host:port' (the same on every machine)")
     if backend == "auto": backend = "nccl" if torch.cuda.is_available() else "gloo"

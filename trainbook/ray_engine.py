@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
 from .core import History
-from .distributed import LaunchError, clean_exit, launch_live_curves, pickle_by_value
+from .distributed import LaunchError, check_call, clean_exit, launch_live_curves, pickle_by_value
 from .events import Callback, add_session_observer, remove_session_observer
 from .parquet import require_features
 from .tuning import TRIAL_OBSERVER, MonitorReport, make_sampler, new_study_name
@@ -297,6 +297,7 @@ def launch(fn: Callable,  # what each worker runs (it calls tb.fit); a function 
         raise TypeError(f"history must be a trainbook History (or None), got {type(history).__name__}")
     if not (isinstance(timeout, (int, float)) and timeout > 0):
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    check_call(fn, args, kwargs, launch)  # a misspelt option goes to fn: said before Ray starts
     import cloudpickle
     import ray
     from ray.train import FailureConfig, RunConfig, ScalingConfig
