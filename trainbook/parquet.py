@@ -280,6 +280,8 @@ class ParquetLoader(ShardedBatches):
         if prep is None: self._check_numeric()
         self.prep = prep
         self.epoch, self.position = 0, 0
+        self.resume_pending = False  # set by `load_state_dict`: the next pass continues at `position`
+        self.under_way = False  # a pass is under way (started, neither finished nor abandoned)
 
     def _kept(self, group) -> int:
         "Rows of a row group this loader uses (all of them, or those `where` keeps: one column is read)."
@@ -393,6 +395,13 @@ class ParquetLoader(ShardedBatches):
                 "row": int(start - edges[b]), "rng": [self.seed, self.epoch, b]}
 
     def __iter__(self):
+        # as TensorLoader: a pass left in the middle (a fit stopped at max_steps, a `break`) is no position
+        if not self.resume_pending: self.position = 0
+        self.resume_pending, self.under_way = False, True
+        try: yield from self._batches()
+        finally: self.under_way = False
+
+    def _batches(self):
         bs, world, rank = self.batch_size, self.world_size, self.rank
         n_batches, total = len(self), self.rows_per_rank * world  # the stream padded to equal ranks
         buffers = self.buffers()
@@ -421,9 +430,10 @@ class ParquetLoader(ShardedBatches):
         self.epoch, self.position = self.epoch + 1, 0
 
     def state_dict(self) -> dict:
-        "Where the loader is: epoch and batches yielded in it (and where reading resumes)."
-        return {"seed": self.seed, "epoch": self.epoch, "position": self.position,
-                **self.locate(self.position)}
+        """Where the loader's next batch comes from: epoch and batches yielded in the pass under way (or a restored
+        one; a pass left unfinished is none), and where reading resumes."""
+        position = self.position if self.under_way or self.resume_pending else 0
+        return {"seed": self.seed, "epoch": self.epoch, "position": position, **self.locate(position)}
 
     def load_state_dict(self, state: dict,  # from `state_dict()`
                        ):
@@ -432,6 +442,7 @@ class ParquetLoader(ShardedBatches):
             raise ValueError(f"the state was saved with seed={state['seed']}, "
                              f"this loader has seed={self.seed}")
         self.epoch, self.position = state["epoch"], state["position"]
+        self.resume_pending = self.position > 0
 
     def __repr__(self):
         return (f"ParquetLoader({self.n} rows in {len(self.groups)} row groups, "
