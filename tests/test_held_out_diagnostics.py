@@ -99,6 +99,13 @@ def test_overfitting_quotes_logged_values_and_names_a_valid_set_never_better_tha
     g = next(f for f in found if f.kind == "overfitting")
     assert "stop earlier" in g.advice and not g.data["never_beat_prior"]
     assert f"rose from {classic[g.data['best_epoch']]:.4g}" in g.message
+    # a train loss that rose again at the end (still below the best epoch's): "kept falling" was said (probe 15, f8)
+    bent = np.concatenate([np.linspace(1.2, 0.2, 47 * 8), np.linspace(0.2, 0.35, 47 * 4)])
+    h = epochs_run(bent, classic, se=0.01, prior=1.382)
+    g = next(f for f in tb.diagnose(h) if f.kind == "overfitting")
+    at_best = float(np.mean(bent[47 * g.data["best_epoch"]:47 * (g.data["best_epoch"] + 1)]))
+    assert f"while train loss fell from {at_best:.4g} to {np.mean(bent[-47:]):.4g}" in g.message, g.message
+    assert "kept falling" not in g.message
 
 
 def test_a_warmup_longer_than_the_run_is_named_not_the_model():

@@ -436,8 +436,7 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     best = lo + int(v[lo:bottom + half + 1].argmin())
     after = len(v) - 1 - best
     if after < th.overfit_after: return []
-    # two noises the rise must clear: the wiggle (how neighbouring evaluations of the same rows differ) and
-    # one evaluation's standard error (per-example spread / √rows)
+    # two noises the rise must clear: the wiggle (neighbouring evaluations) and one's SE (spread / √rows)
     se = _valid_noise(c)
     # the wiggle: the robust spread of evaluation-to-evaluation steps from just before the best (÷√2: one's)
     around = v[max(0, best - 3):]
@@ -487,7 +486,8 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
                     f"valid loss rose from {float(v[low]):.4g} (epoch {int(ve[low])}) to "
                     f"{float(tail_level):.4g} (median of its last {k} evaluations; needed {need:.3g}: wiggle "
                     f"{wiggle:.3g}, standard error "
-                    f"{noise:.3g}) while train loss kept falling to {t[-1]:.4g}; onset at epoch {onset}"
+                    f"{noise:.3g}) while train loss fell from {t_at_best[-1] if len(t_at_best) else t[0]:.4g} "
+                    f"to {t[-1]:.4g}; onset at epoch {onset}"
                     f"{flat}, gap {gap:.3g}{shift}",
                     advice=_SHIFT_ADVICE if shift else "stop earlier (patience / best.pt), add regularization"
                            " (weight decay, dropout, augmentation), use a smaller model or get more data",
