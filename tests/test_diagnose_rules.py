@@ -645,6 +645,13 @@ def test_a_near_perfect_first_evaluation_that_training_matches_is_a_note_not_a_l
     rows += [(100, 0, "train", "epoch_loss", 0.95), (100, 0, "valid", "loss", 0.004)]
     [f] = [f for f in tb.diagnose(tb.History(rows)) if f.kind == "suspicious_score"]
     assert f.severity == "warning", f
+    # learned within epoch 0, its last batches noisy (two hard ones among ~0.001): training was as good; the
+    # median of the last three read 0.0396 and warned of a leak (probe 15, f4)
+    steps = [0.7 * 0.6 ** s for s in range(14)] + [0.0009, 0.0396, 0.0418]
+    rows = [(s, 0, "train", "loss", v) for s, v in enumerate(steps, 1)]
+    rows += [(17, 0, "train", "epoch_loss", float(np.mean(steps))), (17, 0, "valid", "loss", 0.0021)]
+    [f] = [f for f in tb.diagnose(tb.History(rows)) if f.kind == "suspicious_score"]
+    assert f.severity == "info" and f.data["train_loss_then"] == 0.0009, f
 
 
 def test_a_frame_in_any_row_order_gets_the_diagnosis_of_its_steps():

@@ -706,11 +706,11 @@ def _suspicious_score(c: dict, th: Thresholds) -> list[Finding]:
     _, _, prior = _series(c, "valid", "prior_loss")
     start = max(abs(float(loss[0])), float(median(prior)) if len(prior) else 0.0, 1e-12)
     if v[0] < th.leak_first * start:
-        # what training had reached when validation first looked: the last tenth of its steps up to then (at
-        # least 3). Near-perfect there too, the task may simply be easy (or a feature gives the target away on
-        # both: the history cannot tell); validation far ahead of training knows what training does not
+        # training when validation first looked: the best of its last tenth of steps (>= 3; a hard batch is no
+        # level). Near-perfect there too, the task may be easy (or a feature gives the target away on both: the
+        # history cannot tell); validation far ahead of even training's best batch knows what training does not
         before = loss[ls <= vs[0]]
-        train_then = float(median(before[-max(3, len(before) // 10):])) if len(before) else math.inf
+        train_then = float(np.min(before[-max(3, len(before) // 10):])) if len(before) else math.inf
         ahead = not v[0] >= th.leak_ratio * train_then  # (no training loss before it: as ahead)
         data = {"first_valid_loss": float(v[0]), "start_loss": start, "threshold": th.leak_first * start,
                 "train_loss_then": train_then, "ahead_of_training": ahead}
