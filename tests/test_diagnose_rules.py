@@ -723,3 +723,17 @@ def test_a_validation_loss_frozen_while_training_moves_is_found():
     rows = [(100 * e + j + 1, e, "train", "loss", float(v)) for e in range(6) for j, v in enumerate(per_pass)]
     rows += [(100 * (e + 1), e, "valid", "loss", 0.7) for e in range(6)]
     assert "frozen_validation" not in kinds(tb.diagnose(tb.History(rows)))
+
+
+def test_a_gradient_norm_that_rises_as_the_loss_drops_is_learning_not_an_explosion():
+    "Probe 15, f5: a deep net leaving its plateau: the norm rose 0.44 → 3.5 while the loss fell; clip and lower lr was advised."
+    n = 400
+    s = np.arange(n)
+    loss = np.where(s < 200, 6.0, 6.0 * np.exp(-(s - 200) / 40.0)) + 0.05  # the plateau, then a steep fall
+    norm = np.where(s < 200, 0.5, 0.5 + 3.5 * (1 - np.exp(-(s - 200) / 60.0)))  # the norm grows as it falls
+    rows = [(i + 1, i // 40, "train", "loss", float(loss[i])) for i in range(n)]
+    grow = [(i + 1, i // 40, "train", "grad_norm", float(norm[i])) for i in range(0, n, 10)]
+    assert "exploding_gradients" not in kinds(tb.diagnose(tb.History(rows + grow)))
+    # the same growth while the loss barely moves: an explosion (a hook that scales the gradients, say)
+    flat = [(i + 1, i // 40, "train", "loss", float(2.0 - 0.001 * i)) for i in range(n)]
+    assert "exploding_gradients" in kinds(tb.diagnose(tb.History(flat + grow)))

@@ -507,22 +507,22 @@ def _gradients(c: dict, th: Thresholds) -> list[Finding]:
     growth = fifths(g)
     if growth is not None:
         fifth, middle, last = growth
-        # grown from the first fifth's median, or the first logged norm where larger (a run that converged
-        # early: a creep back towards where its norm was is no explosion)
+        # from the first fifth's median, or the first logged norm where larger (a converged run creeping back)
         logged = float(g[0])
         first = max(fifth, logged)
-        # grew by `explode`x and still grows over the second half (a healthy norm that rises early while the
-        # model starts to learn levels off), or grew by orders of magnitude, or became NaN/Inf
-        still_growing = last > th.explode_late * middle
+        # grew by `explode`x and still grows over the second half, faster than the loss falls there (a model
+        # leaving a plateau: the norm rises as the loss drops), or by orders of magnitude, or became NaN/Inf
+        loss = fifths(_series(c, "train", "loss")[2])
+        learning = loss is not None and loss[1] / max(loss[2], 1e-30) >= last / max(middle, 1e-30)
+        still_growing = last > th.explode_late * middle and not learning
         if last > th.explode * first and (still_growing or last > th.explode ** 2 * first):
             out.append(Finding("exploding_gradients", "warning",
                                f"the gradient norm grew from {first:.3g} to {last:.3g} "
                                f"({middle:.3g} half-way)",
                                advice="clip gradients (clip_norm=1.0), lower the learning rate, check "
                                       "normalization layers and any code that scales the loss or gradients",
-                               data={"first": first, "first_fifth": fifth, "first_logged": logged,
-                                     "middle": middle, "last": last,
-                                     "growth": last / max(first, 1e-30), "threshold": th.explode,
+                               data={"first": first, "first_fifth": fifth, "first_logged": logged, "middle": middle,
+                                     "last": last, "growth": last / max(first, 1e-30), "threshold": th.explode,
                                      "late_threshold": th.explode_late}))
     out += _parameter_gradients(c, th)
     return out
