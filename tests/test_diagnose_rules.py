@@ -108,6 +108,7 @@ def test_a_collapse_to_the_prior_is_not_learning():
     # without the prior on record, the loss ends 8% under the untrained one: the old rule called it learning
     stuck = next(f for f in tb.diagnose(collapse_run(blow_up=False, end_at_prior=True)) if f.kind == "not_learning")
     assert "constant predictor" in stuck.message and stuck.data["prior_loss"] == pytest.approx(math.log(4))
+    assert "capacity (a linear model cannot fit a non-linear task" in stuck.advice  # probe 15, f7: XOR, linear
     assert not [f for f in tb.diagnose(collapse_run(blow_up=False, end_at_prior=False)) if f.severity != "info"]
 
 

@@ -287,7 +287,8 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
                         f"(the class frequencies' or the mean's): valid {prior['valid_end']:.4g}, train {end:.4g}, "
                         f"not below it by {prior['margin']:.3g} ({th.prior_z:g} standard errors)",
                         advice="the model learned only the prior: run overfit_batch; check that the inputs reach "
-                               "the model (a constant or shuffled feature), the labels, and the lr (lr_find)",
+                               "the model (a constant or shuffled feature), the labels, the lr (lr_find) and its "
+                               "capacity (a linear model cannot fit a non-linear task: add a hidden layer)",
                         data=data)]
     if drop < th.still * min(1.0, len(loss) / 100):  # fewer steps, less movement expected
         return [Finding("not_learning", "warning",
@@ -392,8 +393,7 @@ def _spikes(c: dict, th: Thresholds) -> list[Finding]:
     hits = [i for i in tall.nonzero()[0]
             if resid[i] >= th.spike_gap * _tallest_rest(resid, tall, i, 3 * half)]
     events = [max(g, key=lambda i: resid[i]) for g in clusters(np.array(hits, dtype=int))]
-    # a rise right after the learning rate jumped up (a warm restart, a cyclic schedule) is the schedule's
-    # doing, not a bad batch
+    # a rise right after the lr jumped up (a warm restart, a cyclic schedule) is the schedule's, not a bad batch
     jumps = _lr_jumps(c)
     if len(jumps): events = [i for i in events if not np.any((steps[i] >= jumps) & (steps[i] <= jumps + 2 * half))]
     if not events or len(events) > th.spike_share * len(loss) + 1: return []
