@@ -321,3 +321,17 @@ def test_nested_folds_are_named_as_given(kw, name):
     df = pd.DataFrame({"x": np.arange(60.0), "y": np.arange(60) % 2})
     with pytest.raises(ValueError, match=rf"^{name} must be an int >= 2"):
         tb.nested_splits(df, "y", **kw)
+
+
+def test_a_random_split_of_an_entity_id_column_names_the_overlap_and_the_fix():
+    "Probe 15, f10: 200 patients × 10 rows split at random (no groups=): no finding; each patient on both sides."
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"patient_id": np.repeat(np.arange(200), 10), "x": rng.normal(size=2000)})
+    df["y"] = (df.x > 0).astype(int)
+    (f,) = [f for f in tb.make_splits(df, "y").findings if f.kind == "entity_overlap"]
+    assert f.severity == "warning" and f.column == "patient_id" and "groups='patient_id'" in f.advice
+    assert f.data["n_ids"] == 200 and f.data["n_shared"] > 150
+    assert "entity_overlap" not in [g.kind for g in tb.make_splits(df, "y", groups="patient_id").findings]
+    # a row id (every value its own) and a column not named like an id: no entity
+    other = df.drop(columns="patient_id").assign(row_id=np.arange(2000), ward=np.repeat(np.arange(200), 10))
+    assert "entity_overlap" not in [g.kind for g in tb.make_splits(other, "y").findings]

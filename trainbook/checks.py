@@ -75,6 +75,7 @@ def require_task(task,  # what the caller got as `task=`
 
 def resolve_task(y: pd.Series,  # the target column
                  task: str = "auto",  # what the caller asked for: 'auto' or one of `TASKS`
+                 n_unique: Optional[int] = None,  # its distinct values, when already counted
                 ) -> str:
     """The task: inferred from `y` for 'auto'; else `task`, once the target can be one (a ValueError naming
     both: classes of fractional numbers, 'binary' with more than two classes, 'regression' on text labels)."""
@@ -82,12 +83,13 @@ def resolve_task(y: pd.Series,  # the target column
     if task == "auto": return infer_task(y)
     y = pd.Series(y).dropna()
     if y.empty: return task
-    col, n = (y.name if y.name is not None else "y"), y.nunique()
+    col, n = (y.name if y.name is not None else "y"), n_unique if n_unique is not None else y.nunique()
     numeric = pd.api.types.is_numeric_dtype(y) and not pd.api.types.is_bool_dtype(y)
     if task == "regression" and not numeric:
         raise ValueError(f"task='regression' but the target {col!r} holds labels ({y.dtype}, e.g. "
                          f"{shown(y.iloc[0])}), not numbers: use task='binary' or 'multiclass' (or 'auto')")
-    if task != "regression" and numeric and infer_task(y, max_classes=n) == "regression":
+    values = y.to_numpy(dtype=float) if numeric and not pd.api.types.is_integer_dtype(y) else np.zeros(0)
+    if task != "regression" and bool(np.any(np.mod(values[np.isfinite(values)], 1) != 0)):
         raise ValueError(f"task={task!r} but the target {col!r} holds fractional numbers ({n} distinct, e.g. "
                          f"{shown(y.iloc[0])}): classes are labels; use task='regression', or bin the values "
                          "first (pd.cut)")
@@ -737,13 +739,14 @@ def check_data(df: pd.DataFrame,  # the training data, one row per example
     require_task(task)
     findings = []
     df = drop_unused_categories(df, target)
-    if target is not None and df[target].notna().any(): task = resolve_task(df[target], task)
+    if target is not None and task == "auto" and df[target].notna().any(): task = infer_task(df[target])
     skip = {c for c in (groups, time) if c is not None}
     if len(df) > 1_000_000:  # a long check says so first: a line in a notebook, nothing in plain Python
         from trainbook.live import show_output  # the display helper, imported only for a large frame
         show_output({"text/plain": f"check_data: {len(df):,} rows × {len(df.columns)} columns, about "
                                    f"{_SECONDS_PER_MILLION * len(df) / 1e6:.0f} s …"}, raw=True)
     codes = _ValueCodes(df, target)  # each column's values coded once: roles, counts, duplicates
+    if target is not None and task != "auto": task = resolve_task(df[target], task, codes.nunique(target))
     roles = _column_roles(df, target, skip, codes)
     findings += _column_findings(df, target, skip, roles, codes, groups)
     if groups is not None: findings += _group_findings(df, groups, codes)

@@ -191,6 +191,31 @@ def _written_apart(codes: np.ndarray, ids, parts: dict, pairs: list, groups: str
                                       "before splitting", data={"splits": [a, b], "n_entities": int(apart.sum())}))
     return out
 
+def _entities_across(df: pd.DataFrame, parts: dict, pairs: list, target, where: str) -> list[Finding]:
+    """Without `groups`: a column named like an id whose ids repeat (an entity's rows: a patient's visits, a
+    user's sessions) with most ids on both sides of a pair of parts. Rows of one entity are alike: a random split
+    scores the model on entities it trained on."""
+    out = []
+    for col in [c for c in df.columns if c != target and named_like_id(c)]:
+        s = df[col]
+        if pd.api.types.is_float_dtype(s): continue
+        codes, ids = pd.factorize(s)
+        if not 2 <= len(ids) <= len(df) // 2: continue  # unique (a row id) or a flag: no entity
+        for a, b in pairs:
+            if parts[a] is None or parts[b] is None or not len(parts[b]): continue
+            in_b = _present(codes, parts[b], len(ids))
+            shared = int((_present(codes, parts[a], len(ids)) & in_b).sum())
+            if shared > in_b.sum() / 2:
+                out.append(Finding("entity_overlap", "warning",
+                                   f"{shared} of the {int(in_b.sum())} ids of {col!r} in {b} have rows in {a} too"
+                                   f"{where} ({len(ids)} ids, {len(df) / len(ids):.1f} rows each): an entity's rows "
+                                   "are alike, so the score is of entities the model trained on", column=col,
+                                   advice=f"if {col!r} names an entity (a patient, a user), split by it: "
+                                          f"make_splits(..., groups={col!r})",
+                                   data={"splits": [a, b], "n_shared": shared, "n_ids": len(ids)}))
+                break  # one finding a column
+    return out
+
 def audit_parts(df: pd.DataFrame,  # the frame the positions index
                 parts: dict,  # split name -> array of row positions
                 target: Optional[str] = None,  # label column, for class balance
@@ -223,6 +248,7 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
                                    data={"splits": [a, b], "groups": ids[shared[:20]].tolist(),
                                          "n_shared": int(len(shared))}))
         out += _written_apart(codes, ids, parts, pairs, groups, where)
+    else: out += _entities_across(df, parts, pairs, target, where)
     if time is not None:
         t = time_values(df[time])
         if gap:  # each row's place in time order, to count the rows between two parts
