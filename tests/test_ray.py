@@ -122,6 +122,9 @@ def test_two_ray_workers_one_killed_mid_run_match_torchrun_and_one_process_with_
     # the restarted workers resumed from epoch 0's checkpoint (8 steps), the last one reported before the kill
     assert out["start_step"] == N // (2 * B) and by_torchrun["start_step"] == 0
     assert out["run"].stopped == "completed"
+    # ... in its own folder (probe 13, f4: the restart went on in version_1, the folder kept the failed attempt)
+    assert Path(out["run"].run_dir).resolve() == (store / "ckpt").resolve() and not (store / "ckpt" / "version_1").exists()
+    assert tb.Run.load(store / "ckpt").stopped == "completed"
     assert out["run"].step == by_torchrun["run"].step == single.step == 3 * N // (2 * B)
     for k in out["state"]: assert torch.equal(out["state"][k], by_torchrun["state"][k]), k
     assert max_diff(out["state"], net.state_dict()) <= 1e-6

@@ -794,7 +794,7 @@ def default_displays(live="auto",  # `fit`'s `live`: False or None turns trainbo
                     ) -> list:
     "trainbook's own displays for `fit(live=...)`: progress bars and live curves; inside `launch`, a stream to the caller."
     stream = os.environ.get("TRAINBOOK_STREAM")
-    if stream: return [HistoryStream(stream)]  # the launching notebook draws the curves
+    if stream: return [HistoryStream(stream)] if stream != os.devnull else []  # the caller draws the curves
     if live in (False, None): return []
     if live == "auto" and display_mode() == "text": return [Progress()]  # a plain script: no figure to show
     return [Progress(), LiveCurves()]

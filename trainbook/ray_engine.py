@@ -15,9 +15,9 @@ from .parquet import require_features
 from .tuning import TRIAL_OBSERVER, MonitorReport, make_sampler, new_study_name
 
 # %% auto #0
-__all__ = ['LocalNotes', 'init_local', 'Collector', 'in_worker', 'RayReport', 'worker_resume', 'train_loop', 'check_resources',
-           'launch', 'dataset_shard', 'require_tensor_columns', 'RayLoader', 'TuneReport', 'in_trial', 'trial_main',
-           'search']
+__all__ = ['RUN_DIR_NOTE', 'LocalNotes', 'init_local', 'Collector', 'in_worker', 'RayReport', 'worker_resume', 'train_loop',
+           'check_resources', 'launch', 'dataset_shard', 'require_tensor_columns', 'RayLoader', 'TuneReport',
+           'in_trial', 'trial_main', 'search']
 
 # %% ../nbs/14a_ray.ipynb #8888818f
 class LocalNotes(logging.Filter):
@@ -158,6 +158,7 @@ class RayReport(Callback):
         folder = Path(tempfile.mkdtemp(prefix="trainbook-ray-ckpt-"))
         try:
             shutil.copy2(last, folder / "last.pt")
+            (folder / RUN_DIR_NOTE).write_text(str(Path(state.run_dir).resolve()))  # where a restart goes on
             ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(str(folder)))
         finally: shutil.rmtree(folder, ignore_errors=True)
 
@@ -165,12 +166,19 @@ class RayReport(Callback):
         self.send(state, force=True)
         if _WORKER: _WORKER["streamed"] = self.base + self.sent
 
+RUN_DIR_NOTE = "run_dir.txt"  # in a reported checkpoint: the run folder its last.pt came from
+
 def worker_resume() -> Optional[str]:
-    "For the first fit of a Ray Train worker restarted after a failure: the last reported last.pt; else None."
+    """For the first fit of a Ray Train worker restarted after a failure: the run folder's own last.pt when this
+    worker sees it (the run goes on in its folder), else a copy of the last reported one; None: no restart."""
     ckpt = _WORKER.pop("checkpoint", None)  # a later fit in the same function starts afresh
     if ckpt is None: return None
-    folder = ckpt.to_directory(tempfile.mkdtemp(prefix="trainbook-ray-resume-"))
-    path = Path(folder) / "last.pt"
+    folder = Path(ckpt.to_directory(tempfile.mkdtemp(prefix="trainbook-ray-resume-")))
+    _WORKER["resume_copy"] = folder  # removed when the worker's function returns
+    note = folder / RUN_DIR_NOTE
+    own = Path(note.read_text()) / "last.pt" if note.exists() else None
+    if own is not None and own.exists(): return str(own)  # on this machine: resumed in place, no version folder
+    path = folder / "last.pt"
     return str(path) if path.exists() else None
 
 # %% ../nbs/14a_ray.ipynb #be22e637
@@ -196,6 +204,7 @@ def train_loop(config: dict,  # what `launch` packed: the function, its argument
         raise
     finally:
         remove_session_observer("ray_train")
+        if "resume_copy" in _WORKER: shutil.rmtree(_WORKER["resume_copy"], ignore_errors=True)
         _WORKER.clear()
         gc.collect()  # wrappers (DDP) go before the group they belong to
 

@@ -138,7 +138,7 @@ def run_displays(live: Union[str, bool, None] = "auto",  # "auto" | True | False
                 ) -> list:
     """trainbook's own displays for `live`; none when False (but inside `launch` the stream of records to the
     caller, which draws them), and none (with a warning) when the front end breaks."""
-    if (live is False or live is None) and not os.environ.get("TRAINBOOK_STREAM"): return []
+    if (live is False or live is None) and os.environ.get("TRAINBOOK_STREAM") in (None, "", os.devnull): return []
     try:
         from trainbook.live import default_displays
         return default_displays(live)
