@@ -579,6 +579,17 @@ def _ray_classes():
     return StoppingASHA, StudySearch, PanelFeed
 
 # %% ../nbs/14a_ray.ipynb #863d4dbf
+def _fail_left_running(study, first: int) -> None:
+    "This search's trials still RUNNING once Tune returned (a Ctrl-C, a timeout): FAIL, never running for ever."
+    import optuna
+    running = optuna.trial.TrialState.RUNNING
+    left = [t.number for t in study.get_trials(deepcopy=False, states=(running,)) if t.number >= first]
+    for number in left:
+        try: study.tell(number, state=optuna.trial.TrialState.FAIL)
+        except Exception: pass  # finished meanwhile
+    if left: warnings.warn(f"search: trial(s) {left} were still running when the search ended (Ctrl-C or the "
+                           "timeout): marked FAIL; search again with the same storage and study_name to go on")
+
 def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or a tuple for fit_objective
            space: Union[dict, Callable],  # the same space as tb.search: ranges, choices, constants
            n_trials: int,  # trials to run in this call
@@ -598,8 +609,8 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
           ):
     "Search hyperparameters on Ray Tune: Optuna's sampler, ASHA stopping, parallel trials; as tb.search."
     import optuna
-    from trainbook.tuning import (SearchResult, StudyPanel, best_completed, check_space, fit_objective, make_storage,
-                                  suggest)
+    from trainbook.tuning import (SearchResult, StudyPanel, _fail_stale_trials, best_completed, check_space,
+                                  fit_objective, make_storage, suggest)
     if isinstance(objective, (tuple, list)):
         if len(objective) != 5:
             raise ValueError("objective as a tuple must be (model_factory, dl_train, dl_valid, loss_fn, "
@@ -608,7 +619,8 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     if not callable(objective):
         raise TypeError("objective must be a function config -> Run or a 5-tuple, "
                         f"got {type(objective).__name__}")
-    check_space(space, getattr(objective, "takes", None))
+    # as tb.search: a value TrainConfig refuses (epochs from a float range) is named now, not in every trial
+    check_space(space, getattr(objective, "takes", None), getattr(objective, "base_config", None))
     for name, value in (("n_trials", n_trials), ("max_concurrent", max_concurrent),
                         ("grace_period", grace_period)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -642,6 +654,8 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     if study.direction.name.lower() != direction:
         raise ValueError(f"study {study_name!r} already exists and {study.direction.name.lower()}s; "
                          "pass direction= to match")
+    _fail_stale_trials(study)  # trials of killed workers: FAIL, before the sampler reads the study
+    before = len(study.get_trials(deepcopy=False))  # this search's trials are numbered from here
     scheduler = StoppingASHA(stopped, time_attr="training_iteration", max_t=horizon, metric="objective",
                              mode="min" if direction == "minimize" else "max",
                              grace_period=grace_period, reduction_factor=reduction_factor)
@@ -669,6 +683,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
         if started: ray.shutdown()
         shutil.rmtree(folder, ignore_errors=True)
         panel.finish()
+        _fail_left_running(study, before)
     result = SearchResult(study, {}, math.nan, -1, panel=panel)
     best = best_completed(study)
     if best is None:
