@@ -149,8 +149,13 @@ def test_fit_xgboost_on_spark_matches_the_pandas_path(spark, tmp_path):
     df["y"] = ((df.a + 0.7 * df.b + (df.c == "p") + rng.normal(scale=0.7, size=n)) > 0.4).astype(int)
     sdf = spark.createDataFrame(df)
     sp = tb.make_splits(sdf, "y", strategy="group", groups="g", seed=0)
+    class Rounds(tb.Callback):  # probe 13, f11: callbacks= reached no observer on a Spark DataFrame
+        def __init__(self): self.steps = 0
+        def after_step(self, state): self.steps += 1
+    seen = Rounds()
     run = tb.fit_xgboost(sdf, "y", sp, num_rounds=300, early_stopping=10, live=False,  # 2 workers: local[2]
-                         checkpoint_dir=str(tmp_path / "spark"))
+                         checkpoint_dir=str(tmp_path / "spark"), callbacks=[seen])
+    assert seen.steps == run.step > 0
     pd_run = tb.fit_xgboost(df, "y", pandas_splits(df, sdf, sp), num_rounds=300, early_stopping=10, live=False)
     assert run.kind == "xgboost" and run.extra["engine"] == "spark" and run.extra["num_workers"] == 2
     assert run.stopped == "early_stopping"

@@ -745,7 +745,7 @@ def _boosting_fit(library: str,  # a key of BOOSTING_LIBRARIES
                 raise ValueError("pos_label is not supported on a Spark DataFrame yet: leave it out")
             return spark_models.fit_xgboost(df, target, splits, params, num_rounds, early_stopping, live, task=task,
                                      class_weight=class_weight, preprocess=preprocess,
-                                     checkpoint_dir=checkpoint_dir, seed=seed)
+                                     checkpoint_dir=checkpoint_dir, seed=seed, track=track, callbacks=callbacks)
         return _fit_boosted(booster_library(library), df, target, splits, params, num_rounds, early_stopping,
                             live, task=task, class_weight=class_weight, preprocess=preprocess,
                             checkpoint_dir=checkpoint_dir, seed=seed, track=track, callbacks=callbacks,

@@ -5,7 +5,7 @@
 # %% ../nbs/19a_spark_models.ipynb #54a1be15
 from __future__ import annotations
 import logging, time
-from typing import Optional, Union
+from typing import Iterable, Optional, Union
 
 import numpy as np
 import pandas as pd
@@ -111,6 +111,8 @@ def fit_xgboost(sdf,  # a Spark DataFrame: feature columns and the target
                 seed: int = 0,  # XGBoost's and the sample's seed
                 class_weight: Optional[str] = None,  # not on Spark yet: None only
                 preprocess: bool = True,  # not on Spark yet: True only (`make_preprocessor` on a sample)
+                track: Optional[bool] = None,  # record the run (None = when `tb.track()` is on)
+                callbacks: Iterable = (),  # observers with event methods, as for `fit` (the rounds, once trained)
                ) -> Run:
     "XGBoost on Spark (`xgboost.spark`) with preprocessing fitted on train rows, per-round History; a Run."
     require_spark_frame(sdf)
@@ -152,8 +154,8 @@ def fit_xgboost(sdf,  # a Spark DataFrame: feature columns and the target
     booster.feature_names = None  # trained on f0..fk columns; BoostedModel feeds unnamed arrays
     config = TrainConfig(epochs=num_rounds, patience=early_stopping, seed=seed)
     # the session's observers (a tracker from tb.track()) see the rounds as a boosting run's
-    recorder = RoundRecorder(lib.metric_names(p)[0], live, session_observers(None, {"kind": "xgboost"}), config,
-                             folder=folder)
+    observers = [*session_observers(track, {"kind": "xgboost"}), *callbacks]
+    recorder = RoundRecorder(lib.metric_names(p)[0], live, observers, config, folder=folder)
     recorder.start()
     summary = model.training_summary
     train_log, valid_log = summary.train_objective_history, summary.validation_objective_history
