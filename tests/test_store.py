@@ -256,6 +256,10 @@ def test_a_run_sigkilled_before_its_first_write_has_its_params_a_sane_end_and_it
     assert list(curve.y) == valid
     row = cmp.table.loc[got.info.run_name]
     assert row["lr"] == "0.01" and row["stopped"] == "killed" and row["best"] == run.best
+    shutil.rmtree(tmp_path / "run")  # its folder gone too: the message says what is left, not "trainbook's?"
+    with pytest.raises(ValueError, match=r"has no run.json artifact: it ended \(KILLED\) before its record was "
+                                         r"uploaded, and kept no run.json in .*: the store holds its params"):
+        tb.load_run(killed, uri=uri)
 
 
 def test_bad_param_names_cost_nothing_else(sqlite_uri):

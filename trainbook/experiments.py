@@ -96,9 +96,12 @@ def recorded_run(got,  # an MLflow run (what `MlflowClient.get_run` or `search_r
         if no_answer(e): raise  # the server, not the run: `_reading` names it
         folder = got.data.tags.get("trainbook.run_dir")
         if folder is None or not (Path(folder) / "run.json").exists():
-            raise ValueError(f"run {run_id} has no run.json artifact ({e}) and no run folder with "
-                             f"one (tag trainbook.run_dir: {folder!r}); was it recorded by "
-                             "trainbook?") from None
+            ours = "trainbook.pid" in got.data.tags  # trainbook's run, ended before its record was uploaded
+            why = (f"it ended ({got.info.status}) before its record was uploaded, and kept "
+                   + ("no run folder (fit without checkpoint_dir)" if folder is None else f"no run.json in {folder}")
+                   + ": the store holds its params and metrics, which runs() shows" if ours else
+                   f"and no run folder with one (tag trainbook.run_dir: {folder!r}); was it recorded by trainbook?")
+            raise ValueError(f"run {run_id} has no run.json artifact: {why}") from None
         run = Run.load(folder)
         if written_by(run.extra.get("writer"), got.data.tags) is False:  # a resume or a later run wrote there
             raise ValueError(f"run {run_id} ({got.info.status}) has no run.json artifact, and its folder {folder} "
