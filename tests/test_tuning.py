@@ -574,7 +574,8 @@ def test_a_nan_objective_fails_its_trial_with_the_reason_and_numpy_or_tensor_num
         res = tb.search(lambda c: value, {"x": (0.0, 1.0)}, 1, storage=db, live=False)
         assert res.best_value == 0.5 and states(res) == ["COMPLETE"]
     inf_first = lambda c: torch.tensor(math.inf) if c.trial.number == 0 else np.float64(c["x"])
-    res = tb.search(inf_first, {"x": (0.0, 1.0)}, 2, storage=db, live=False)  # trial 0 fails, the search goes on
+    with pytest.warns(UserWarning, match=r"search: 1 of 2 trials failed: trial 0 \(x=[0-9.]+\): the objective returned inf"):
+        res = tb.search(inf_first, {"x": (0.0, 1.0)}, 2, storage=db, live=False)  # trial 0 fails, the search goes on
     assert states(res) == ["FAIL", "COMPLETE"] and "returned inf" in res.study.trials[0].user_attrs["fail_reason"]
     with pytest.raises(TypeError, match=r"a Run or a real number .* got a Tensor of shape \(2,\)"):
         tb.search(lambda c: torch.ones(2), {"x": (0.0, 1.0)}, 1, storage=db, live=False)

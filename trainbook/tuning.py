@@ -588,8 +588,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
         try:
             earlier = _tried(study, trial.number, config)
             if earlier is not None: repeats.append((trial.number, earlier.number))
-            # a dict space is sampled here: a config the study tried is never trained twice; a space
-            # function may mean its repeat (another seed): it runs, and is warned about
+            # a dict space's config the study tried is never trained twice; a function's repeat runs (warned)
             if earlier is not None and isinstance(space, dict): return _repeat(trial, earlier)
             return train(trial, values)
         except TrialFailed as err:  # FAIL, the search goes on: the reason stays with the trial
@@ -653,6 +652,8 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
         err = RuntimeError(f"no trial of study {study_name!r} completed: {states}{_fail_reasons(study)}")
         err.result = result  # the trials, pruned or failed, with the study
         raise err
+    failed = [n for n, state in panel.states.items() if state == "fail"]  # this search's: the best is of the rest
+    if failed: warnings.warn(f"search: {len(failed)} of {len(panel.states)} trials failed{_fail_reasons(study)}")
     return result
 
 TRIAL_OBSERVER = "search_trial"  # the session-observer name under which a running trial's Pruning is attached
@@ -723,11 +724,10 @@ def _fail_reasons(study, most: int = 3) -> str:
 
 def _keep_best(result: SearchResult, study) -> Optional[tuple[int, float]]:
     "Put the study's best completed trial (number, value, whole config) into `result`; that trial, or None."
-    best = best_completed(study)
-    if best is None: return None
+    if (best := best_completed(study)) is None: return None
     top = _best_trial(study)
-    result.best_trial, result.best_value = top.number, top.value
-    result.best_config = dict(top.user_attrs.get("config", top.params))
+    result.best_trial, result.best_value, result.best_config = top.number, top.value, dict(
+        top.user_attrs.get("config", top.params))
     return best
 
 def _check_direction(direction: Optional[str], base: Optional[TrainConfig], space):
