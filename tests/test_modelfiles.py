@@ -72,6 +72,18 @@ def test_a_changed_file_fails_its_checksum(saved, lib, tmp_path):
     assert e.value.path == path
 
 
+@pytest.mark.parametrize("lib", ["xgboost", "catboost"])
+def test_a_model_file_that_is_a_folder_is_named_as_one(saved, lib, tmp_path):
+    "Probe 14, f11: a folder in the model file's place was 'listed in boosted.json, missing'; the checks: 'no such file'."
+    folder = copy(saved, lib, tmp_path)
+    path = folder / json.loads((folder / "boosted.json").read_text())["model_file"]
+    path.unlink()
+    path.mkdir()
+    with pytest.raises(IsADirectoryError, match="listed in boosted.json as a file, is a folder"): BoostedModel.load(folder)
+    check = tb.check_xgboost_json if lib == "xgboost" else tb.check_catboost_file
+    with pytest.raises(IsADirectoryError, match=r"is a folder, not .* file: pass the file"): check(path)
+
+
 def lgb_variants(text):
     first = text.index("Tree=1")
     return {

@@ -345,6 +345,7 @@ class BoostedModel:
         meta = read_boosted_meta(folder, BOOSTING_LIBRARIES)
         for name, digest in meta.get("sha256", {}).items():
             path = folder / name
+            if path.is_dir(): raise IsADirectoryError(f"{path}: listed in boosted.json as a file, is a folder")
             if not path.is_file(): raise FileNotFoundError(f"{path}: listed in boosted.json, missing")
             if file_sha256(path) != digest:
                 raise ModelFileError(path, "its sha256 differs from the one boosted.json recorded at saving: "

@@ -70,6 +70,8 @@ def _check_children(path, left: np.ndarray, right: np.ndarray, where: str, leaf,
 
 def _read_model_bytes(path, what: str) -> bytes:
     path = Path(path)
+    if path.is_dir(): raise IsADirectoryError(f"{path} is a folder, not {what} file: pass the file (or, for a "
+                                              "folder BoostedModel.save wrote, BoostedModel.load(folder))")
     if not path.is_file(): raise FileNotFoundError(f"{path}: no such {what} file")
     raw = path.read_bytes()
     if not raw: raise ModelFileError(path, f"the file is empty (0 bytes): expected {what}")
