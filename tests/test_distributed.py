@@ -235,15 +235,22 @@ def listening(pids):
 
 
 def rendezvous_addresses(caller):
-    "Run on each rank: what the rendezvous side listens on: the caller (which hosts the store) and torchrun's agent."
+    """Run on each rank: what the rendezvous side listens on: the caller (which hosts the store) and torchrun's agent.
+    Each rank is warned twice of one thing, as fit warns ("nothing is left to train")."""
+    import warnings
+    for _ in range(2): warnings.warn(f"nothing is left to train (rank {os.environ['RANK']})")
     return listening([caller, os.getppid()])
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process table in /proc")
 def test_the_standalone_rendezvous_listens_on_127_0_0_1_only():
+    "... and rank 0's warnings reach the caller, once each (probe 13, f9: they went to a deleted log)."
     pytest.importorskip("psutil")
-    addresses = launch(rendezvous_addresses, os.getpid(), nprocs=2, timeout=120)
+    with pytest.warns(UserWarning) as caught:
+        addresses = launch(rendezvous_addresses, os.getpid(), nprocs=2, timeout=120)
     assert addresses and set(addresses) <= {"127.0.0.1", "::1"}, addresses
+    said = [str(w.message) for w in caught if "nothing is left" in str(w.message)]
+    assert said == ["rank 0: UserWarning: nothing is left to train (rank 0)"], said
 
 
 def test_bad_arguments():

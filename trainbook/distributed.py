@@ -230,9 +230,12 @@ def worker_main():
     if backend == "nccl": torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
     _init_group(backend, rank)
     code = 0
+    caught = []  # rank 0's warnings: its log is not the caller's, so they travel back (`worker_warnings`)
     try:
         fn, args, kwargs = cloudpickle.loads((work / "payload.pkl").read_bytes())
-        result = fn(*args, **kwargs)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")  # each once, as the caller's own session would show them
+            result = fn(*args, **kwargs)
         if rank == 0:
             from trainbook.core import atomic_write
             data = cloudpickle.dumps(result)
@@ -245,6 +248,9 @@ def worker_main():
         (work / f"error-{rank}.txt").write_text(traceback.format_exc())
         code = 1
     finally:
+        if rank == 0 and caught:
+            said = list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught))
+            (work / "warnings.json").write_text(json.dumps(said))
         gc.collect()  # wrappers (DDP) go before the group they belong to
         if code == 0: dist.destroy_process_group()
     if code: os._exit(code)  # leave at once: other ranks may be blocked in a collective; torchrun ends them
@@ -465,6 +471,8 @@ def launch(fn: Callable,  # the function each rank runs; defined in a notebook c
                                        "they were stopped")
         _read_stream(work / "history.jsonl", offset, history)
         if curves is not None: curves.update(state, force=True)
+        said = json.loads((work / "warnings.json").read_text()) if (work / "warnings.json").exists() else []
+        for line in said: warnings.warn(f"rank 0: {line}", stacklevel=2)  # rank 0's warnings reach the caller
         if proc.returncode != 0: raise _failure(work, proc.returncode)
         result = work / "result.pkl"
         return cloudpickle.loads(result.read_bytes()) if result.exists() else None

@@ -56,9 +56,9 @@ def init_local(num_cpus: Optional[int] = None,  # CPUs the local Ray may use (No
             try:
                 return ray.init(num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
                                 runtime_env=runtime_env, log_to_driver=log, **kwargs)
-            except Exception as e:  # Ray gives its raylet 30 s to register: a busy machine can miss that
-                ray.shutdown()
-                if attempt == 2 or "timed out during startup" not in str(e): raise
+            except BaseException as e:  # Ray gives its raylet 30 s to register: a busy machine can miss that
+                ray.shutdown()  # a Ctrl-C too: no half-started Ray (its agents) outlives the call
+                if attempt == 2 or not isinstance(e, Exception) or "timed out during startup" not in str(e): raise
     finally: notes.removeFilter(quiet)
 
 def _connect(address: Optional[str]) -> bool:
