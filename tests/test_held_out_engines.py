@@ -208,3 +208,19 @@ def test_the_ray_search_checks_its_space_as_tb_search_and_fails_trials_left_runn
     with pytest.warns(UserWarning, match=r"trial\(s\) \[2\] were still running when the search ended"):
         _fail_left_running(study, first=2)
     assert [t.state.name for t in study.trials] == ["COMPLETE", "RUNNING", "FAIL"]
+
+
+def test_a_ctrl_c_while_a_local_ray_starts_leaves_none_of_its_processes(monkeypatch):
+    "Probe 13, f6: a Ctrl-C inside ray.init left its raylet's agents running, re-parented to init."
+    import subprocess
+    ray = pytest.importorskip("ray")
+    from trainbook import ray_engine
+    started = []
+
+    def init_then_ctrl_c(**kwargs):  # Ray has started its processes when the Ctrl-C comes
+        started.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"]))
+        raise KeyboardInterrupt
+    monkeypatch.setattr(ray, "init", init_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        ray_engine.init_local(num_cpus=1)
+    assert started[0].wait(timeout=30) is not None  # killed, not left running

@@ -15,9 +15,9 @@ from .parquet import require_features
 from .tuning import TRIAL_OBSERVER, MonitorReport, make_sampler, new_study_name
 
 # %% auto #0
-__all__ = ['RUN_DIR_NOTE', 'LocalNotes', 'init_local', 'Collector', 'in_worker', 'RayReport', 'worker_resume', 'train_loop',
-           'check_resources', 'launch', 'dataset_shard', 'require_tensor_columns', 'RayLoader', 'TuneReport',
-           'in_trial', 'trial_main', 'search']
+__all__ = ['RUN_DIR_NOTE', 'LocalNotes', 'init_local', 'shutdown_local', 'Collector', 'in_worker', 'RayReport', 'worker_resume',
+           'train_loop', 'check_resources', 'launch', 'dataset_shard', 'require_tensor_columns', 'RayLoader',
+           'TuneReport', 'in_trial', 'trial_main', 'search']
 
 # %% ../nbs/14a_ray.ipynb #8888818f
 class LocalNotes(logging.Filter):
@@ -51,15 +51,38 @@ def init_local(num_cpus: Optional[int] = None,  # CPUs the local Ray may use (No
     kwargs.setdefault("logging_level", logging.WARNING)  # Ray's warnings reach the cell, not its start-up notes
     notes, quiet = logging.getLogger(_AUTH_LOGGER), LocalNotes()
     notes.addFilter(quiet)
+    before = {p.pid for p in _descendants()}
     try:
         for attempt in range(3):
             try:
                 return ray.init(num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
                                 runtime_env=runtime_env, log_to_driver=log, **kwargs)
             except BaseException as e:  # Ray gives its raylet 30 s to register: a busy machine can miss that
-                ray.shutdown()  # a Ctrl-C too: no half-started Ray (its agents) outlives the call
+                # a Ctrl-C too: no half-started Ray (its raylet's agents) outlives the call
+                shutdown_local([p for p in _descendants() if p.pid not in before])
                 if attempt == 2 or not isinstance(e, Exception) or "timed out during startup" not in str(e): raise
     finally: notes.removeFilter(quiet)
+
+def _descendants(pid: Optional[int] = None) -> list:
+    "The child processes of `pid` (None: this process), recursively (psutil's; none without psutil)."
+    try:
+        import psutil
+        return psutil.Process(pid).children(recursive=True)
+    except Exception: return []
+
+def shutdown_local(started: Optional[list] = None,  # processes Ray started here; None = the raylet's children
+                  ) -> None:
+    """Stop the Ray this process started, and the agents its raylet started: Ray's own shutdown can leave them
+    running (re-parented to init) after a Ctrl-C in its start-up or in a run's set-up."""
+    import ray
+    if started is None:
+        node = getattr(ray._private.worker, "_global_node", None)
+        raylet = (getattr(node, "all_processes", None) or {}).get("raylet") or []
+        started = _descendants(raylet[0].process.pid) if raylet else []  # its agents and workers
+    ray.shutdown()
+    for p in started:
+        try: p.kill()
+        except Exception: pass  # ended with the raylet
 
 def _connect(address: Optional[str]) -> bool:
     "Connect to Ray: the one running, the cluster at `address`, or a new local one; True if started here."
@@ -357,7 +380,7 @@ def launch(fn: Callable,  # what each worker runs (it calls tb.fit); a function 
     finally:  # a Ctrl-C too: the run does not go on in the background of the user's own Ray
         if thread is not None and thread.is_alive() and not started and stopped is None:
             _stop_run(collector, thread)
-        if started: ray.shutdown()  # a Ray started for this call ends with it (its workers too)
+        if started: shutdown_local()  # a Ray started for this call ends with it (its workers, its agents)
         if storage_path is None: shutil.rmtree(storage, ignore_errors=True)
 
 # %% ../nbs/14a_ray.ipynb #6e8be09a
@@ -680,7 +703,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     finally:
         for s, handler in handlers.items():
             if handler is not None: signal.signal(s, handler)
-        if started: ray.shutdown()
+        if started: shutdown_local()
         shutil.rmtree(folder, ignore_errors=True)
         panel.finish()
         _fail_left_running(study, before)
