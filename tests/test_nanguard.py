@@ -113,3 +113,20 @@ def test_a_nan_loss_told_to_a_recorder_is_one_nonfinite_finding():
     run = rec.finish()
     assert run.stopped == "nonfinite" and run.records.series("loss").isna().any()
     assert [f.kind for f in run.findings].count("nonfinite") == 1, run.findings
+
+
+def test_a_loss_that_overflows_on_huge_outputs_is_said_so_not_log_0():
+    "Probe 15, f7: predictions of ~1e19 squared by MSE overflowed; the finding said 'log(0) or a division by zero'."
+    X = torch.randn(64, 4)
+    model = nn.Linear(4, 1)
+    with torch.no_grad(): model.weight.fill_(1e19)  # weights an lr past the stability limit grew to
+    run = tb.fit(model, [(X, torch.randn(64, 1))], loss_fn=nn.functional.mse_loss, live=False,
+                 config=tb.TrainConfig(epochs=1, device="cpu"))
+    f = next(f for f in run.findings if f.kind == "nonfinite")
+    assert "the forward pass is finite on a re-run (outputs up to" in f.message and "log(0)" not in f.advice
+    assert "overflow the loss" in f.advice and f.data["output_largest"] > 1e18
+    # a loss made non-finite by log(0) on ordinary outputs keeps its advice
+    def log_loss(pred, y): return torch.log(pred.clamp(max=0) * 0).mean()
+    run = tb.fit(nn.Linear(4, 1), [(X, torch.randn(64, 1))], loss_fn=log_loss, live=False,
+                 config=tb.TrainConfig(epochs=1, device="cpu"))
+    assert "log(0)" in next(f for f in run.findings if f.kind == "nonfinite").advice

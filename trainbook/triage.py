@@ -19,8 +19,8 @@ from .events import Callback, LoopState
 from .batch import wants_whole_output
 
 # %% auto #0
-__all__ = ['per_example_loss', 'Evaluation', 'LossStats', 'locate_nonfinite', 'backward_anomaly', 'NanGuard', 'top_losses',
-           'confident_wrong', 'ExampleLosses']
+__all__ = ['HUGE_OUTPUT', 'per_example_loss', 'Evaluation', 'LossStats', 'locate_nonfinite', 'backward_anomaly', 'NanGuard',
+           'top_losses', 'confident_wrong', 'ExampleLosses']
 
 # %% ../nbs/09a_triage.ipynb #a1c0e002
 import copy
@@ -304,6 +304,8 @@ def _nonfinite_parameters(model: nn.Module) -> list[str]:
     "The names of the parameters holding NaN/Inf."
     return [n for n, p in model.named_parameters() if not _finite(p.detach())]
 
+HUGE_OUTPUT = 1e6  # a model's output past this is no prediction but weights that grew (said with a loss overflow)
+
 def locate_nonfinite(model: nn.Module,  # the model, in the mode the failure happened in
                      xb,  # the batch's inputs
                      yb=None,  # its targets (to check the loss too)
@@ -327,9 +329,11 @@ def locate_nonfinite(model: nn.Module,  # the model, in the mode the failure hap
     finally:
         for h in handles: h.remove()
     bad_weights = _nonfinite_parameters(model)
+    largest = float(out.abs().max()) if isinstance(out, torch.Tensor) and out.numel() and _finite(out) else None
     return {"module": first.get("module"), "module_type": first.get("type"),
             "inputs_finite": first.get("inputs_finite"), "batch_finite": _finite(xb),
-            "output_finite": _finite(out), "loss_finite": None if loss is None else bool(torch.isfinite(loss).all()),
+            "output_finite": _finite(out), "output_largest": largest,
+            "loss_finite": None if loss is None else bool(torch.isfinite(loss).all()),
             "weights_finite": not bad_weights, "nonfinite_parameters": bad_weights[:20]}
 
 _ANOMALY = re.compile(r"Function '(\w+)' returned (nan|inf)")
@@ -474,10 +478,15 @@ class NanGuard(Callback):
                 advice += ("; run with clip_norm= (or log_every=1) so NanGuard keeps the last finite weights "
                            "and names the backward operation")
         elif where["module"] is None:
-            what = ("the forward pass is finite on a re-run: the non-finite values come from the loss"
-                    if where["output_finite"] else "no single module could be named")
-            advice = ("check the loss for log(0) or a division by zero; lower the lr or clip gradients; under "
-                      "fp16 try bf16; reproduce with the saved batch")
+            largest = where.get("output_largest")
+            huge = largest is not None and largest > HUGE_OUTPUT  # a square of it overflows float32 soon
+            what = ("the forward pass is finite on a re-run" + (f" (outputs up to {largest:.3g})" if huge else "")
+                    + ": the non-finite values come from the loss" if where["output_finite"]
+                    else "no single module could be named")
+            advice = ("outputs this large overflow the loss (a square past 3e38 is inf): the weights grew "
+                      "(lr too high) or the targets are unscaled: lower the lr, clip gradients, standardize the "
+                      "targets" if huge else "check the loss for log(0) or a division by zero; lower the lr or "
+                      "clip gradients") + "; under fp16 try bf16; reproduce with the saved batch"
         elif not where["inputs_finite"] and where["module"] == first_module:
             what = f"the batch itself holds NaN/Inf (first seen entering {where['module']})"
             advice = "clean the data (check_data reports NaN/Inf columns) or impute before training"
