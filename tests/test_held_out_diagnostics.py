@@ -92,6 +92,7 @@ def test_overfitting_quotes_logged_values_and_names_a_valid_set_never_better_tha
     f = next(f for f in found if f.kind == "overfitting")
     assert "rose from 1.546 (epoch 0)" in f.message, f.message
     assert "never generalized" in f.message and "distribution shift" in f.advice
+    assert "labels hold nothing the inputs predict" in f.advice  # shuffled labels look like this too (probe 15, f7)
     assert f.data["never_beat_prior"] is True
     # a classic overfit (below the prior first, then rising): the usual advice
     classic = [1.0, 0.7, 0.55, 0.5, 0.52, 0.56, 0.61, 0.66, 0.72, 0.78, 0.84, 0.9]

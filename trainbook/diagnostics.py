@@ -54,8 +54,7 @@ def _curves(h: History) -> dict:
                                                                         h.name[memo["n"] - 1])):
         memo = {"n": 0, "last": None, "series": {}}
     start, series = memo["n"], memo["series"]
-    # each new row's series as a code (a dict look-up a row, in C); a stable sort by code groups each series'
-    # rows in order, the series in order of first appearance, as the dict holds them
+    # each row's series as a code (a dict look-up, in C); a stable sort groups each series' rows, in order
     codes, pairs = {}, zip(h.split[start:n], h.name[start:n])
     # (16-bit codes where they fit: numpy's stable sort of those is a radix sort, a tenth of a timsort's work)
     small = np.uint16 if n - start < 2 ** 16 else np.intp
@@ -411,7 +410,8 @@ def _spikes(c: dict, th: Thresholds) -> list[Finding]:
 _SHIFT_ADVICE = ("validation rows may come from another distribution than the training rows (distribution "
                  "shift: another source, period or labeling rule): compare the splits' label frequencies "
                  "and features, check how the validation set was drawn and labeled; if it is the target, "
-                 "train on rows like it (regularizing or stopping earlier will not make the model fit them)")
+                 "train on rows like it (regularizing or stopping earlier will not make the model fit them); "
+                 "or the labels hold nothing the inputs predict (shuffled, or joined to the wrong rows)")
 
 def _never_beat_prior(c: dict, v: np.ndarray, se: Optional[np.ndarray], th: Thresholds = Thresholds()) -> str:
     "A note when every evaluation, from the first, was above the constant predictor's loss beyond its noise."
