@@ -444,6 +444,12 @@ class RayLoader:
                 raise ValueError(f"target column {self.target!r} not in the dataset; columns are: "
                                  f"{', '.join(batch)}")
             names = self.features or [c for c in batch if c != self.target]
+            # nulls arrive as NaN (a column some files lack, a null label): named here, not a NaN loss at step 1
+            missing = [c for c in [self.target, *names] if batch[c].is_floating_point() and batch[c].isnan().any()]
+            if missing:
+                raise ValueError(f"column(s) {', '.join(map(repr, missing))} of the Ray Dataset hold missing values "
+                                 "(NaN: nulls, or a column some files lack): fill them (ds.map_batches) or drop those "
+                                 "rows (ds.filter) before the loader")
             parts = [batch[c].reshape(len(batch[c]), -1) for c in names]
             yield torch.cat(parts, 1).to(dtype), batch[self.target]
 
