@@ -115,7 +115,7 @@ def spool_here(tmp_path, monkeypatch):
     tb.untrack()
 
 
-def test_a_server_gone_mid_fit_costs_seconds_and_the_run_arrives_after_sync(server):
+def test_a_server_gone_mid_fit_costs_seconds_and_the_run_arrives_after_sync(server, capsys):
     proxy = Proxy(server)
     uri = f"http://127.0.0.1:{proxy.port}"
     tb.track(uri, experiment="server-gone", flush_every=0, wait=2)
@@ -133,8 +133,10 @@ def test_a_server_gone_mid_fit_costs_seconds_and_the_run_arrives_after_sync(serv
     assert len(st.spooled(uri)) == 1
     tb.untrack()
     proxy.restore()
+    capsys.readouterr()
     delivered = tb.sync(uri)
     assert len(delivered) == 1 and st.spooled(uri) == []
+    assert "View run" not in capsys.readouterr().out  # MLflow's links, a line a run delivered (probe 14, f10)
     client = mlflow.MlflowClient(uri)
     got = client.get_run(delivered[0])
     assert got.info.status == "FINISHED" and got.data.tags["stopped"] == "completed"

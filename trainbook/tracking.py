@@ -4,7 +4,7 @@
 
 # %% ../nbs/16_tracking.ipynb #d9ef80e5
 from __future__ import annotations
-import contextvars, json, math, os, tempfile, time, warnings
+import contextlib, contextvars, io, json, math, os, tempfile, time, warnings
 from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -491,7 +491,9 @@ class Tracker:
             if entry is None:
                 release_spooled(claimed)
                 continue
-            try: delivered.append(self.deliver(entry))
+            try:
+                with contextlib.redirect_stdout(io.StringIO()):  # MLflow's 'View run' lines, one a run
+                    delivered.append(self.deliver(entry))
             except Exception as e:
                 release_spooled(claimed)
                 warnings.warn(f"trainbook tracking: spooled run {path.name} could not be delivered yet: {e!r}")
