@@ -298,8 +298,7 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
                                "too low (try lr_find)",
                         data=data)]
     long_enough = len(loss) >= 5 * th.min_steps  # a short run is not "slow"
-    # still falling as fast as before, by the evaluations (a run that converges slows down, one whose lr is
-    # too low does not); without 3 of them, the second half of the steps still falls
+    # falling as fast as before by the evaluations (a converging run slows, a too-low lr not); else by the steps
     _, _, valid = _series(c, "valid", "loss")
     if len(valid) >= 3:
         falling = keeps_falling(valid, th.fall_keep)
@@ -480,9 +479,11 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
                      "scatter as independent draws of their standard error")
     if last > first:
         notes.append(f"the loss is flat within noise over epochs {int(ve[first])}-{int(ve[last])}")
-    flat = f" ({'; '.join(notes)})" if notes else ""
     shift = _never_beat_prior(c, v, se)
-    return [Finding("overfitting", "warning",
+    within = 0 < rise <= noise  # a small valid set's: a rise on these rows (the trend's), an info
+    if within: notes.append(f"inside one evaluation's standard error {noise:.3g}: on these rows; more would tell")
+    flat = f" ({'; '.join(notes)})" if notes else ""
+    return [Finding("overfitting", "info" if within else "warning",
                     f"valid loss rose from {float(v[low]):.4g} (epoch {int(ve[low])}) to "
                     f"{float(tail_level):.4g} (median of its last {k} evaluations; needed {need:.3g}: wiggle "
                     f"{wiggle:.3g}, standard error "
@@ -748,8 +749,7 @@ def _frozen_validation(c: dict, th: Thresholds) -> list[Finding]:
     "frozen_validation: the valid loss exactly the same at many evaluations in a row while training moved."
     vs, ve, v = _series(c, "valid", "loss")
     if len(v) < th.frozen_evals or not np.isfinite(v).all(): return []
-    # the longest stretch of evaluations that gave exactly the same value: a model whose weights change
-    # scores the same rows to the same float twice in a row with a chance of ~0
+    # the longest run of evaluations giving the same float: a model whose weights change does that with chance ~0
     lo, hi = constant_stretch(v)
     # a loss of exactly 0 is a perfect fit, with nowhere to go
     if hi - lo + 1 < max(th.frozen_evals, 2) or v[lo] == 0: return []
