@@ -114,6 +114,15 @@ def test_a_resume_given_another_lr_trains_at_it(tmp_path, schedule):
     np.testing.assert_allclose(after(higher).to_numpy(), 20 * after(same).to_numpy(), rtol=1e-9)
     change = next(f for f in higher.findings if f.kind == "resume_changed")
     assert "config.lr: 0.005 → 0.1 (applied: the restored optimizer and schedule scaled to it)" in change.message
+    # an optimizer the user made is used as given: config.lr is not its lr, so its change scales nothing
+    torch.manual_seed(0)
+    own = mlp()
+    fit(tmp_path / "c", epochs=2, model=own, optimizer=torch.optim.SGD(own.parameters(), lr=0.05),
+        config={"lr": 5e-3, "schedule": schedule})
+    again = fit(tmp_path / "c", epochs=3, model=own, optimizer=torch.optim.SGD(own.parameters(), lr=0.05),
+                resume=tmp_path / "c", config={"lr": 0.1, "schedule": schedule})
+    assert after(again).max() <= 0.05 + 1e-12
+    assert "(applied" not in next(f for f in again.findings if f.kind == "resume_changed").message
 
 
 def test_a_resume_from_best_pt_redoes_no_epoch_end_and_branches_off(tmp_path):

@@ -511,6 +511,7 @@ def _flat(sig: dict) -> dict:
 
 def resume_changes(saved: dict,  # the signature of the checkpoint's run (`saved_signature(ckpt)`)
                    now: dict,  # the signature of the run about to resume (`run_signature(...)`)
+                   lr_applied: bool = False,  # a changed config.lr scales the restored optimizer (fit's own)
                   ) -> list[Finding]:
     "What changed since the checkpoint: a warning listing each change; a ValueError if exact resume is impossible."
     why = _impossible(saved, now)
@@ -520,8 +521,8 @@ def resume_changes(saved: dict,  # the signature of the checkpoint's run (`saved
     old, new = _flat(saved), _flat(now)
     changes = {k: [old[k], new[k]] for k in new if k in old and old[k] is not None and old[k] != new[k]}
     if not changes: return []
-    listed = "; ".join(f"{k}: {a!r} → {b!r}" + (" (applied: the restored optimizer and schedule scaled to it)"
-                                                 if k == "config.lr" else "") for k, (a, b) in changes.items())
+    note = " (applied: the restored optimizer and schedule scaled to it)" if lr_applied else ""
+    listed = "; ".join(f"{k}: {a!r} → {b!r}" + (note if k == "config.lr" else "") for k, (a, b) in changes.items())
     return [Finding("resume_changed", "warning",
                     f"resuming with {len(changes)} change(s) since the checkpoint was written: {listed}",
                     advice="the run continues, but not exactly as the original would have; "
@@ -532,9 +533,8 @@ def resume_changes(saved: dict,  # the signature of the checkpoint's run (`saved
 def stopped_early(ckpt: dict,  # a loaded checkpoint: its position, step and early-stopping state
                   config,  # the resuming run's TrainConfig (its patience and max_steps)
                  ) -> bool:
-    """Whether early stopping ends the checkpoint's run before it takes another step: the checkpoint is an
-    epoch's end after which `config.patience` evaluations went without improvement (a max_steps reached ends
-    it first)."""
+    """Whether early stopping ends the checkpoint's run before it takes another step: an epoch's end after which
+    `config.patience` evaluations went without improvement (a max_steps reached ends it first)."""
     wait = (ckpt.get("early_stopping") or {}).get("wait") or 0
     at_max = bool(config.max_steps) and ckpt.get("step", 0) >= config.max_steps
     at_epoch_end = ckpt.get("epoch", 0) > 0 and not ckpt.get("batch_idx")  # the loop stops only there
@@ -547,8 +547,7 @@ def check_epochs_left(epoch: int,  # the epoch the checkpoint resumes at
                       ckpt: Optional[dict] = None,  # the checkpoint: did early stopping end its run?
                      ) -> None:
     """A resume past the run's epochs or max_steps, or of a run early stopping ended: nothing to train (a
-    warning), or an epoch cut short (a ValueError). A patience that lets an early-stopped run go on is said
-    too."""
+    warning), or an epoch cut short (a ValueError). A patience that lets an early-stopped run go on is said too."""
     epochs, max_steps = config.epochs, config.max_steps
     if max_steps and step >= max_steps:  # the loop takes no step (it stops as 'max_steps')
         warnings.warn(f"the checkpoint's run already took {step} optimizer step(s), TrainConfig.max_steps="
@@ -600,8 +599,9 @@ class Checkpointer:
                  meta: Optional[dict] = None,  # plain entries stored in every checkpoint (config, environment, ...)
                  suffix: str = ".pt",  # the checkpoint files' suffix: last.pt, best.pt (".msgpack" for Flax runs)
                  clock: Callable[[], float] = time.perf_counter,  # seconds, to time run.json (tests: fake)
+                 config_lr: bool = False,  # the optimizer was made at config.lr: a resume at another lr scales it
                 ):
-        self.run_dir, self.suffix = (Path(run_dir) if run_dir else None), suffix
+        self.run_dir, self.suffix, self.config_lr = (Path(run_dir) if run_dir else None), suffix, config_lr
         self.rank, self.strategy, self.parts, self.meta = rank, strategy, parts or {}, meta or {}
         self.findings: list = []  # what choosing the folder and restoring noticed
         self._clock, self._last_write = clock, None  # (when the last run.json write ended, how long it took)
@@ -657,7 +657,8 @@ class Checkpointer:
         """Read `resume` and compare it with this run, before any folder is claimed or part loaded: what changed
         becomes a warning finding, a resume that cannot be exact a ValueError (nothing touched)."""
         ckpt = read_checkpoint(resume, map_location=device)
-        if "signature" in self.meta: self.findings += resume_changes(saved_signature(ckpt), self.meta["signature"])
+        if "signature" in self.meta:
+            self.findings += resume_changes(saved_signature(ckpt), self.meta["signature"], self.config_lr)
         return ckpt
 
     def restore(self,
@@ -678,11 +679,10 @@ class Checkpointer:
                            p.get("scheduler"), p.get("scaler"), where=str(resume))
         if sharded: load_sharded_state(p["model"], p["optimizer"], ckpt)
         old, new = ((s.get("config") or {}).get("lr") for s in (saved_signature(ckpt), self.meta.get("signature", {})))
-        if p.get("optimizer") is not None and old and new and old != new:  # a resume given another lr trains at it
+        if self.config_lr and old and new and old != new:  # a resume given another lr trains at it
             rescale_lr(p["optimizer"], p.get("scheduler"), new / old)
-        for key, obj in p.items():
-            if key not in ("model", "optimizer", "scheduler", "scaler") and key in ckpt:
-                obj.load_state_dict(ckpt[key])
+        for key in [k for k in p if k not in ("model", "optimizer", "scheduler", "scaler") and k in ckpt]:
+            p[key].load_state_dict(ckpt[key])
         return ckpt
 
     def path(self, name: str,  # a file name in `run_dir`

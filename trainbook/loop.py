@@ -207,7 +207,7 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
     profiler = [StepProfiler(profile, cfg.checkpoint_dir)] if profile else []
     cbs = run_callbacks(callbacks, live=live, track=track, kind="torch", rank=rank, first=[NanGuard()],
                         last=profiler)
-    keeper = Checkpointer(cfg.checkpoint_dir, rank=rank, strategy=strategy,
+    keeper = Checkpointer(cfg.checkpoint_dir, rank=rank, strategy=strategy, config_lr=optimizer is None,
                           parts={"model": model, "optimizer": opt, "scheduler": sched, "scaler": scaler,
                                  "early_stopping": stopper, "callbacks": cbs, "history": history,
                                  "findings": FindingsPart(findings)},
