@@ -481,6 +481,9 @@ def test_labels_a_class_index_loss_cannot_take_are_named_at_the_first_batch():
     torch_report = tb.overfit_batch(torch.nn.Linear(4, 4), (torch.from_numpy(X), torch.from_numpy(labels).long()),
                                     torch.nn.functional.cross_entropy, steps=5)
     assert not report.passed and [f.kind for f in report.findings] == ["label_out_of_range"]
+    # the lr sweep too (probe 11: it swept NaN losses and found no lr, without saying why)
+    with pytest.raises(ValueError, match=r"lr_find_flax: labels run from 3 to \d+ but the model has 4 outputs"):
+        tb.lr_find(MLP(dout=4), [(X, labels)], "cross_entropy", num_steps=10)
     assert report.findings[0].message == torch_report.findings[0].message
     assert report.findings[0].data == torch_report.findings[0].data
     # float labels for cross-entropy: named, not optax's dtype error

@@ -630,8 +630,7 @@ def check_flax_inputs(model,  # what `fit_flax` got as `model`
         raise TypeError(f"optimizer must be None, an optax GradientTransformation or a factory such as "
                         f"optax.sgd, got {type(optimizer).__name__}{batches}")
     if not callable(loss_fn) and loss_fn not in LOSSES:
-        raise ValueError(f"loss_fn must be a callable loss_fn(pred, yb) or one of {', '.join(LOSSES)}, "
-                         f"got {loss_fn!r}")
+        raise ValueError(f"loss_fn must be a callable loss_fn(pred, yb) or one of {', '.join(LOSSES)}, got {loss_fn!r}")
     if augment is not None and not callable(augment):
         raise TypeError(f"augment must be a function augment(xb, key) -> xb or None, got {type(augment).__name__}")
     n_train = check_loader(dl_train, "dl_train")
@@ -742,8 +741,7 @@ def overfit_batch_flax(model,  # a Flax NNX module (not modified: its state is c
     xb, yb = split_arrays(batch)
     graphdef, templates, (params, rngs, rest) = split_pure(model, training=True)
     fn, keys, best = flax_loss(loss_fn), dict(KeyStreams(0).base), None
-    # as overfit_batch: labels past the outputs fail at once (training would only give NaN); float labels for a
-    # class-index loss and a pair the loss would broadcast are refused
+    # as overfit_batch: labels past the outputs fail at once (training gives NaN), float class labels are refused
     findings = check_first_batch(split_pure(model, training=False)[0], templates, (params, rngs, rest), batch, fn,
                                  values=True)
     if any(f.severity == "error" and f.kind == "label_out_of_range" for f in findings):
@@ -778,14 +776,17 @@ def lr_find_flax(model,  # a Flax NNX module (not modified)
         raise ValueError(f"need 0 < start_lr < end_lr, got start_lr={start_lr}, end_lr={end_lr}")
     require_params(model, "lr_find_flax")
     graphdef, templates, (params, rngs, rest) = split_pure(model, training=True)
-    gamma = (end_lr / start_lr) ** (1 / max(1, num_steps - 1))
+    gamma, fn = (end_lr / start_lr) ** (1 / max(1, num_steps - 1)), flax_loss(loss_fn)
     tx = optax.adamw(lambda c: start_lr * gamma ** c, weight_decay=0.0)
-    step_fn = flax_steps(graphdef, graphdef, templates, flax_loss(loss_fn), tx)[0](1)
+    step_fn = flax_steps(graphdef, graphdef, templates, fn, tx)[0](1)
     state, keys = FlaxState(params, rest, tx.init(params)), dict(KeyStreams(0).base)
     lrs, losses, raw, avg, best = [], [], [], 0.0, math.inf
     batches = cycle_batches(dl_train)
+    first = next(batches)  # checked as fit_flax checks it (labels past the outputs: a sweep of NaN, said as none)
+    check_first_batch(split_pure(model, training=False)[0], templates, (params, rngs, rest), first, fn, values=True,
+                      who="lr_find_flax")
     for i in range(num_steps):
-        xb, yb = split_arrays(next(batches))
+        xb, yb = split_arrays(first if i == 0 else next(batches))
         state, loss, _, _ = step_fn(state, rngs, xb, yb, keys, i, 0)
         value = float(loss)  # the sweep stops on the value: one read per step
         if not math.isfinite(value): break
@@ -795,6 +796,5 @@ def lr_find_flax(model,  # a Flax NNX module (not modified)
         losses.append(smoothed)
         raw.append(value)
         if smoothed > 4 * (best := min(best, smoothed)) and i > 10: break
-    if len(losses) < 3:
-        raise ValueError("lr_find: the loss was not finite from the start; check the model and data first")
+    if len(losses) < 3: raise ValueError("lr_find: the loss was not finite from the start; check the model and data")
     return LRFinder.from_sweep(lrs, losses, raw)
