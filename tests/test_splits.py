@@ -335,3 +335,13 @@ def test_a_random_split_of_an_entity_id_column_names_the_overlap_and_the_fix():
     # a row id (every value its own) and a column not named like an id: no entity
     other = df.drop(columns="patient_id").assign(row_id=np.arange(2000), ward=np.repeat(np.arange(200), 10))
     assert "entity_overlap" not in [g.kind for g in tb.make_splits(other, "y").findings]
+
+
+def test_a_random_split_of_a_series_says_the_parts_share_one_period():
+    "Probe 15, f10: a random split of an hourly series was silent; an info says what a time split would do."
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"ts": pd.date_range("2024", periods=600, freq="h"), "x": rng.normal(size=600)})
+    df["y"] = np.cumsum(rng.normal(size=600))
+    (f,) = [f for f in tb.make_splits(df, "y").findings if f.kind == "one_period"]
+    assert f.severity == "info" and f.column == "ts" and "time='ts'" in f.advice and f.data["share"] > 0.9
+    assert "one_period" not in [g.kind for g in tb.make_splits(df, "y", time="ts").findings]

@@ -11,7 +11,8 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from .checks import (drop_unused_categories, infer_task, is_nested_arrow, named_like_id, require_column,
+from .checks import (drop_unused_categories, dtype_family, infer_task, is_nested_arrow, named_like_id,
+                              numeric_view, require_column,
                               require_frame)
 from .core import Finding, announce, did_you_mean, findings_html, label_key, shown
 
@@ -216,6 +217,24 @@ def _entities_across(df: pd.DataFrame, parts: dict, pairs: list, target, where: 
                 break  # one finding a column
     return out
 
+def _one_period(df: pd.DataFrame, parts: dict, pairs: list, target, where: str) -> list[Finding]:
+    """Without `time`: a datetime column by which most of a later part is not after the earlier one (a random split
+    of a series: each part from the whole period). Right unless the model will predict later times: an info."""
+    out = []
+    for col in [c for c in df.columns if c != target and dtype_family(df[c]) == "datetime"]:
+        t = numeric_view(df[col])  # epoch seconds, NaN where missing
+        for a, b in [(a, b) for a, b in pairs if parts[a] is not None and parts[b] is not None]:
+            if not len(parts[a]) or not len(parts[b]) or np.isnan(t[parts[a]]).all(): continue
+            inside = float(np.mean(t[parts[b]] <= np.nanmax(t[parts[a]])))
+            if inside > 0.5:
+                out.append(Finding("one_period", "info", f"{inside:.0%} of the {b} rows are not after every {a} row by "
+                                   f"{col!r}{where}: the parts share one period", column=col,
+                                   advice=f"if the model will predict times after its training data, split by time "
+                                          f"(make_splits(..., time={col!r})): a random split scores it on its own "
+                                          "period; else ignore this", data={"splits": [a, b], "share": inside}))
+                break  # one finding a column
+    return out
+
 def audit_parts(df: pd.DataFrame,  # the frame the positions index
                 parts: dict,  # split name -> array of row positions
                 target: Optional[str] = None,  # label column, for class balance
@@ -249,6 +268,7 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
                                          "n_shared": int(len(shared))}))
         out += _written_apart(codes, ids, parts, pairs, groups, where)
     else: out += _entities_across(df, parts, pairs, target, where)
+    if time is None: out += _one_period(df, parts, pairs, target, where)
     if time is not None:
         t = time_values(df[time])
         if gap:  # each row's place in time order, to count the rows between two parts
