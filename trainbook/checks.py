@@ -368,9 +368,6 @@ def _column_roles(df: pd.DataFrame, target: Optional[str], exclude, codes: _Valu
 # %% ../nbs/01_checks.ipynb #c3d43d4a
 MAX_CATEGORIES = 50  # one-hot columns of a categorical at most (the most frequent, then one 'infrequent')
 
-def _is_categorical(s: pd.Series) -> bool:
-    return dtype_family(s) in ("categorical", "boolean")
-
 def _missing_finding(s: pd.Series, col, n: int) -> list[Finding]:
     miss = int(s.isna().sum())
     if not miss: return []
@@ -427,9 +424,11 @@ def _role_findings(s: pd.Series, col, role: str, n: int, nun: int) -> list[Findi
         return [Finding("constant_column", "warning", f"a single value ({shown(single)})", column=col,
                         advice="drop it: it carries no information", data={"n_unique": int(nun)})]
     if role == "identifier":
-        return [Finding("id_like_column", "warning", f"near-unique ({nun} distinct values in {n} rows): an "
-                        "identifier, not a feature", column=col, data={"n_unique": int(nun)}, advice="drop it from "
-                        "the features (trainbook's preprocessing does); use it as `groups` if rows share an entity")]
+        return [Finding("id_like_column", "warning",
+                        f"near-unique ({nun} distinct values in {n} rows): an identifier, not a feature",
+                        column=col, advice="drop it from the features (trainbook's preprocessing does); "
+                                           "use it as `groups` if rows share an entity",
+                        data={"n_unique": int(nun)})]
     if role == "text":
         return [Finding("text_column", "warning", "long free text: left out of the features by default",
                         column=col, advice="embed it with a text model, or derive features from it")]
@@ -446,14 +445,16 @@ def _role_findings(s: pd.Series, col, role: str, n: int, nun: int) -> list[Findi
                                "groups the rest into one 'infrequent' column (OneHotEncoder(max_categories="
                                f"{MAX_CATEGORIES})); to keep more, group rare categories yourself, or use target "
                                "(TargetEncoder) or hash encoding",
-                        data={"n_unique": int(nun), "rows_per_category": rows_per_level, "max_categories": MAX_CATEGORIES})]
+                        data={"n_unique": int(nun), "rows_per_category": rows_per_level,
+                              "max_categories": MAX_CATEGORIES})]
     return []
 
 def _nullable_finding(s: pd.Series, col) -> list[Finding]:
     if not _is_nullable(s): return []
     return [Finding("nullable_dtype", "info", f"pandas nullable dtype {s.dtype} (missing values are pd.NA)",
-                    column=col, data={"dtype": str(s.dtype)}, advice="fine for trainbook (it converts them, with "
-                    "NaN); numpy and scikit-learn code of your own may need .astype(...)")]
+                    column=col, advice="fine for trainbook (it converts them, with NaN); numpy and "
+                                       "scikit-learn code of your own may need .astype(...)",
+                    data={"dtype": str(s.dtype)})]
 
 def _infinite_finding(s: pd.Series, col, is_target: bool) -> list[Finding]:
     "+inf/-inf in a numeric column: scikit-learn refuses them, a torch model turns them into NaN losses."
@@ -473,7 +474,8 @@ def _column_findings(df: pd.DataFrame, target: Optional[str], skip: set, roles: 
     out, n = [], len(df)
     odd = [c for c in df.columns if not isinstance(c, str)]
     if odd:
-        out.append(Finding("non_string_column_names", "warning", f"{len(odd)} column name(s) are not strings: "
+        out.append(Finding("non_string_column_names", "warning",
+                           f"{len(odd)} column name(s) are not strings: "
                            + ", ".join(f"{c!r} ({type(c).__name__})" for c in odd[:8]),
                            advice="scikit-learn (and loaders_from_frame) need string names: "
                                   "df.columns = df.columns.map(str)",

@@ -283,10 +283,10 @@ def check_resources(total: dict,  # the Ray cluster's resources (`ray.cluster_re
     """Why the workers can never all be placed on `total` (Ray waits for them until the timeout, silently), or
     None. A dataset not materialized (read lazily, mapped) needs a CPU the workers do not hold."""
     each = {"CPU": 1.0, **({"GPU": 1.0} if use_gpu else {}), **(resources_per_worker or {})}
+    lazy = any(type(d).__name__ != "MaterializedDataset" for d in (datasets or {}).values())
     for kind, amount in each.items():
         need, have = num_workers * float(amount), float(total.get(kind, 0))
-        lazy = [d for d in (datasets or {}).values() if type(d).__name__ != "MaterializedDataset"]
-        spare = kind == "CPU" and bool(lazy)  # Ray Data's reads wait for a free CPU
+        spare = kind == "CPU" and lazy  # Ray Data's reads wait for a free CPU
         if need > have or (spare and need >= have):
             fix = ("fewer workers, or a share of a CPU each: resources_per_worker={'CPU': "
                    f"{max(have - (1 if spare else 0), 0) / num_workers:.2g}}}" if kind == "CPU" else "fewer workers")
@@ -444,14 +444,14 @@ class RayLoader:
                 raise ValueError(f"target column {self.target!r} not in the dataset; columns are: "
                                  f"{', '.join(batch)}")
             names = self.features or [c for c in batch if c != self.target]
+            xb, yb = torch.cat([batch[c].reshape(len(batch[c]), -1) for c in names], 1).to(dtype), batch[self.target]
             # nulls arrive as NaN (a column some files lack, a null label): named here, not a NaN loss at step 1
-            missing = [c for c in [self.target, *names] if batch[c].is_floating_point() and batch[c].isnan().any()]
-            if missing:
+            if xb.isnan().any() or (yb.is_floating_point() and yb.isnan().any()):  # one read a batch
+                missing = [c for c in [self.target, *names] if batch[c].is_floating_point() and batch[c].isnan().any()]
                 raise ValueError(f"column(s) {', '.join(map(repr, missing))} of the Ray Dataset hold missing values "
                                  "(NaN: nulls, or a column some files lack): fill them (ds.map_batches) or drop those "
                                  "rows (ds.filter) before the loader")
-            parts = [batch[c].reshape(len(batch[c]), -1) for c in names]
-            yield torch.cat(parts, 1).to(dtype), batch[self.target]
+            yield xb, yb
 
 # %% ../nbs/14a_ray.ipynb #111cb62d
 class TuneReport(MonitorReport):
@@ -609,13 +609,9 @@ def _ray_classes():
 
 # %% ../nbs/14a_ray.ipynb #863d4dbf
 def _fail_left_running(study, first: int) -> None:
-    "This search's trials still RUNNING once Tune returned (a Ctrl-C, a timeout): FAIL, never running for ever."
-    import optuna
-    running = optuna.trial.TrialState.RUNNING
-    left = [t.number for t in study.get_trials(deepcopy=False, states=(running,)) if t.number >= first]
-    for number in left:
-        try: study.tell(number, state=optuna.trial.TrialState.FAIL)
-        except Exception: pass  # finished meanwhile
+    "This search's trials (numbered from `first`) still RUNNING once Tune returned: FAIL, with a warning."
+    from trainbook.tuning import fail_running
+    left = fail_running(study, lambda t: t.number >= first)
     if left: warnings.warn(f"search: trial(s) {left} were still running when the search ended (Ctrl-C or the "
                            "timeout): marked FAIL; search again with the same storage and study_name to go on")
 

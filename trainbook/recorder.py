@@ -4,7 +4,7 @@
 
 # %% ../nbs/06b_recorder.ipynb #65b0b186
 from __future__ import annotations
-import math, os, resource, sys, time, warnings
+import math, resource, sys, time, warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,9 +136,8 @@ class EpochMeter:
 # %% ../nbs/06b_recorder.ipynb #d79ab0d7
 def run_displays(live: Union[str, bool, None] = "auto",  # "auto" | True | False (None = False)
                 ) -> list:
-    """trainbook's own displays for `live`; none when False (but inside `launch` the stream of records to the
-    caller, which draws them), and none (with a warning) when the front end breaks."""
-    if (live is False or live is None) and os.environ.get("TRAINBOOK_STREAM") in (None, "", os.devnull): return []
+    """trainbook's own displays for `live` (`live.default_displays`: none when False, but inside `launch` the stream
+    of records to the caller, which draws them), and none (with a warning) when the front end breaks."""
     try:
         from trainbook.live import default_displays
         return default_displays(live)

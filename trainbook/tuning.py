@@ -18,8 +18,8 @@ from .tracking import run_params
 # %% auto #0
 __all__ = ['KINDS', 'CONFIG_FIELDS', 'DEFAULT_STORAGE', 'PRUNERS', 'TRIAL_OBSERVER', 'check_space', 'suggest', 'MonitorReport',
            'Pruning', 'TrialConfig', 'fit_objective', 'StudyPanel', 'new_study_name', 'make_storage', 'make_pruner',
-           'make_sampler', 'trial_seed', 'SearchResult', 'TrialFailed', 'TrialDiverged', 'search', 'best_completed',
-           'attr_value']
+           'make_sampler', 'trial_seed', 'SearchResult', 'TrialFailed', 'TrialDiverged', 'search', 'fail_running',
+           'best_completed', 'attr_value']
 
 # %% ../nbs/17_tuning.ipynb #7e31bccb
 KINDS = ("log", "int", "int_log", "float")
@@ -627,7 +627,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
                         catch=(TrialFailed,))
     except KeyboardInterrupt:  # Ctrl-C: the trial in flight is FAIL (Optuna's doing), the search stops here
         result.stopped = "interrupted"
-        _fail_own_running(study, worker)
+        fail_running(study, lambda t: t.user_attrs.get("worker") == worker)
         for number in [n for n, state in panel.states.items() if state == "running"]:
             panel.end(number, "fail", best_completed(study))
     except Exception as err:  # an objective's error: the trial is FAIL, the finished ones stay in the study
@@ -665,13 +665,13 @@ def _fail_stale_trials(study):
         warnings.simplefilter("ignore")  # Optuna calls fail_stale_trials experimental
         fail_stale_trials(study)
 
-def _fail_own_running(study, worker: str) -> list:
-    "This worker's trials still RUNNING after a Ctrl-C: FAIL, never left running forever. Their numbers."
+def fail_running(study,  # an Optuna study
+                 mine: Callable,  # which of its RUNNING trials are this search's: a FrozenTrial -> bool
+                ) -> list:
+    "This search's trials still RUNNING when it ended (a Ctrl-C, a timeout): FAIL, never running for ever. Numbers."
     import optuna
-    running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
     numbers = []
-    for t in running:
-        if t.user_attrs.get("worker") != worker: continue
+    for t in [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)) if mine(t)]:
         try: study.tell(t.number, state=optuna.trial.TrialState.FAIL)
         except Exception: continue  # finished meanwhile
         numbers.append(t.number)
