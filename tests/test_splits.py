@@ -345,3 +345,17 @@ def test_a_random_split_of_a_series_says_the_parts_share_one_period():
     (f,) = [f for f in tb.make_splits(df, "y").findings if f.kind == "one_period"]
     assert f.severity == "info" and f.column == "ts" and "time='ts'" in f.advice and f.data["share"] > 0.9
     assert "one_period" not in [g.kind for g in tb.make_splits(df, "y", time="ts").findings]
+
+
+def test_nested_splits_announce_once_with_the_findings_of_both_levels(frame):
+    from trainbook.core import listen, unlisten
+    heard = []
+    hear = lambda kind, obj: heard.append((kind, obj))
+    copied = pd.concat([frame, frame], ignore_index=True)  # each row twice
+    listen(hear)
+    try: nested = nested_splits(copied, "y", outer=3, inner=2)
+    finally: unlisten(hear)
+    assert [kind for kind, _ in heard] == ["split_made"]  # not once for each inner split as well
+    found = [f for fold in nested for f in fold["findings"]]
+    assert any(f.kind == "duplicate_rows" for f in found)
+    assert heard[0][1].findings == found  # a checklist reads the leaks of both levels, not the last inner split's

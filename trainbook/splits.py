@@ -635,10 +635,20 @@ def make_splits(df: pd.DataFrame,  # the data to split, one row per example
     if spark.is_spark_frame(df):
         return spark.make_splits(df, target, strategy=strategy, groups=groups, time=time,
                                  valid_size=valid_size, test_size=test_size, n_folds=n_folds, gap=gap, seed=seed)
-    _validate(df, target, strategy, groups, time, valid_size, test_size, n_folds, gap, seed)
     if row_hashes is not None and not isinstance(row_hashes, RowHashes):
         raise TypeError(f"row_hashes must be the RowHashes of this df (RowHashes(df)), or None to hash it "
                         f"here, got {type(row_hashes).__name__}")
+    sp, df, g = _split(df, target, strategy, groups, time, valid_size, test_size, n_folds, gap, seed)
+    sp.findings = sp.audit(df, row_hashes=row_hashes) + _size_findings(sp, len(df), g)
+    if sp.reason != "asked for":
+        sp.findings.insert(0, Finding("strategy_chosen", "info", f"strategy '{sp.strategy}': {sp.reason}",
+                                      data={"strategy": sp.strategy}))
+    announce("split_made", sp)
+    return sp
+
+def _split(df, target, strategy, groups, time, valid_size, test_size, n_folds, gap, seed):
+    "`make_splits`' positions (not audited yet), the frame as split (unused categories dropped), its group codes."
+    _validate(df, target, strategy, groups, time, valid_size, test_size, n_folds, gap, seed)
     # numpy's numbers as Python's
     valid_size, test_size, gap, seed = float(valid_size), float(test_size), int(gap), int(seed)
     n_folds = None if n_folds is None else int(n_folds)
@@ -687,15 +697,9 @@ def make_splits(df: pd.DataFrame,  # the data to split, one row per example
                          f"test_size={test_size}, gap={gap} rows between the parts; lower gap or the sizes")
     params = dict(target=target, groups=groups, time=time, valid_size=valid_size, test_size=test_size,
                   n_folds=n_folds, gap=gap, seed=seed, task=task, n_rows=len(df))
-    sp = Splits(_ascending(train), _ascending(valid), _ascending(test),
-                [(_ascending(a), _ascending(b)) for a, b in folds] if folds else None, strategy, reason, params)
-    sp.findings = sp.audit(df, row_hashes=row_hashes) + _size_findings(sp, len(df), g)
-    if reason != "asked for":
-        sp.findings.insert(0,
-                           Finding("strategy_chosen", "info", f"strategy '{strategy}': {reason}",
-                                   data={"strategy": strategy}))
-    announce("split_made", sp)
-    return sp
+    return Splits(_ascending(train), _ascending(valid), _ascending(test),
+                  [(_ascending(a), _ascending(b)) for a, b in folds] if folds else None, strategy, reason,
+                  params), df, g
 
 # %% ../nbs/02_splits.ipynb #e46e1f3e
 def nested_splits(df: pd.DataFrame,  # the data to split
@@ -712,15 +716,14 @@ def nested_splits(df: pd.DataFrame,  # the data to split
     for name, k in (("outer", outer), ("inner", inner)):  # named as given (make_splits would say n_folds)
         if not isinstance(k, numbers.Integral) or isinstance(k, (bool, np.bool_)) or k < 2:
             raise ValueError(f"{name} must be an int >= 2 (folds at the {name} level), got {k!r}")
-    hashes = RowHashes(df)  # df's rows hashed once, for the outer split and each outer fold's audit
-    outer_sp = make_splits(df, target, strategy=strategy, groups=groups, time=time, n_folds=outer, seed=seed,
-                           row_hashes=hashes)
+    # each level split once and audited once, here (make_splits would audit each level a second time)
+    outer_sp, df, _ = _split(df, target, strategy, groups, time, 0.2, 0.0, outer, 0, seed)
+    hashes = RowHashes(df)  # df's rows hashed once, for each outer fold's audit
     result = []
     for tr, te in outer_sp.folds:
         sub = df.iloc[tr].reset_index(drop=True)
-        sub_hashes = RowHashes(sub)  # each outer train part hashed once, for its inner split and audits
-        inner_sp = make_splits(sub, target, strategy=outer_sp.strategy, groups=groups, time=time,
-                               n_folds=inner, seed=seed, row_hashes=sub_hashes)
+        sub_hashes = RowHashes(sub)  # each outer train part hashed once, for its inner folds' audits
+        inner_sp = _split(sub, target, outer_sp.strategy, groups, time, 0.2, 0.0, inner, 0, seed)[0]
         where = f"outer fold {len(result)}"
         found = audit_parts(df, {"train": tr, "test": te}, groups=groups, time=time, label=where,
                             row_hashes=hashes)
@@ -729,4 +732,6 @@ def nested_splits(df: pd.DataFrame,  # the data to split
                                  label=f"{where}, inner fold {j}", row_hashes=sub_hashes)
         result.append({"train": tr, "test": te, "inner": [(tr[a], tr[b]) for a, b in inner_sp.folds],
                        "findings": found})
+    outer_sp.findings = [f for fold in result for f in fold["findings"]]
+    announce("split_made", outer_sp)  # once, with both levels' findings (a checklist reads its leaks)
     return result
