@@ -98,13 +98,15 @@ def _train_setup(loader_kind, dropout=0.2):
     X, y = blobs(n=200)
     if loader_kind == "tensor":
         dl = tb.TensorLoader(X, y, batch_size=16, shuffle=True, seed=3)
+    elif loader_kind == "generator":  # a DataLoader with a generator of its own (torch's advice for reproducibility)
+        dl = DataLoader(TensorDataset(X, y), batch_size=16, shuffle=True, generator=torch.Generator().manual_seed(7))
     else:  # a shuffling DataLoader draws its order from torch's global generator
         dl = DataLoader(TensorDataset(X, y), batch_size=16, shuffle=True)
     dl_valid = tb.TensorLoader(X[:64], y[:64], batch_size=32)
     return dl, dl_valid, mlp(dropout=dropout)
 
 
-@pytest.mark.parametrize("loader_kind", ["tensor", "dataloader"])
+@pytest.mark.parametrize("loader_kind", ["tensor", "dataloader", "generator"])
 @pytest.mark.parametrize("where", ["boundary_mid_epoch", "inside_window", "epoch_end", "checkpoint_every"])
 def test_resume_is_exact(tmp_path, loader_kind, where):
     "Interrupted at several points (mid-epoch included) and resumed: identical final weights and history."
@@ -735,3 +737,17 @@ def test_a_fractional_warmup_without_a_step_count_names_warmup():
     assert tb.fit(nn.Linear(4, 2), dl, loss_fn=CE, live=False, config=cfg.replace(warmup=2)).step == 4
     with pytest.raises(ValueError, match=r"schedule='warmup_cosine' needs the number of steps"):  # the schedule's own need
         tb.fit(nn.Linear(4, 2), dl, loss_fn=CE, live=False, config=cfg.replace(schedule="warmup_cosine", warmup=2))
+
+
+def test_the_epoch_loss_is_a_mean_over_rows_as_validation_is():
+    "88 rows in batches of 16: the short last batch weighs 8 rows, not one batch's share (train and valid on one footing)."
+    X, y = blobs(n=88)
+    batches = [(X[i:i + 16], y[i:i + 16]) for i in range(0, 88, 16)]
+    run = tb.fit(mlp(), batches, loss_fn=CE, live=False,
+                 config=tb.TrainConfig(epochs=1, lr=1e-3, device="cpu", monitor="train_loss"))
+    h = run.history[run.history.split == "train"]
+    losses = h[h.name == "loss"].value.tolist()
+    rows = [len(yb) for _, yb in batches]
+    [epoch_loss] = h[h.name == "epoch_loss"].value.tolist()
+    assert epoch_loss == pytest.approx(sum(l * n for l, n in zip(losses, rows)) / 88, rel=1e-6)
+    assert epoch_loss != pytest.approx(sum(losses) / len(losses), rel=1e-6)

@@ -8,7 +8,8 @@ import importlib
 
 _EXPORTS = {
     "core": ["TrainConfig", "Finding", "History", "findings_html", "seed_everything", "rng_state",
-             "set_rng_state", "environment", "loader_length", "pick_device", "pick_precision", "autocast_dtype",
+             "set_rng_state", "loader_generators", "environment", "loader_length", "pick_device", "pick_precision",
+             "autocast_dtype",
              "atomic_write"],
     "checks": ["check_data", "DataReport", "infer_task", "column_roles", "dtype_family", "ROLES"],
     "serving": ["psi", "serving_findings"],

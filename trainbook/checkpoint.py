@@ -667,8 +667,7 @@ class Checkpointer:
                 ckpt: Optional[dict] = None,  # what `read(resume)` returned; None = read it here
                ) -> dict:
         "Check what changed since `resume` was written, then load it into the parts (FSDP: into the shards)."
-        p = self.parts
-        sharded = self.strategy == "fsdp"
+        p, sharded = self.parts, self.strategy == "fsdp"
         if ckpt is None: ckpt = self.read(resume, device)
         left = [k for k in ("model", "optimizer") if ckpt.get(k) is not None and p.get(k) is None]
         if left:  # nothing to load them into: the run would go on from fresh weights, looking continuous
@@ -727,8 +726,8 @@ class Position:
     batch_idx: int = 0  # micro-batches consumed in this epoch
     rng: Optional[dict] = None  # RNG states at this position (before the next micro-batch is drawn)
     epoch_rng: Optional[dict] = None  # RNG states at the epoch's start, to draw the same order again
-    loss_sum: float = 0.0  # sum of this epoch's step losses
-    loss_count: int = 0  # optimizer steps in this epoch
+    loss_sum: float = 0.0  # sum of this epoch's step losses, each times its rows (the epoch loss: a mean over rows)
+    loss_count: int = 0  # rows of this epoch's steps
     step_end_due: bool = False  # the last step's end (its validation, checkpoint, stop checks) not done yet
 
     def state_dict(self) -> dict:
@@ -753,6 +752,7 @@ class Position:
     def resume_from(self,
                     rng: Optional[dict] = None,  # the RNG states at the point saved; None = as they are now
                     batch_idx: Optional[int] = None,  # micro-batches used at that point; None = `batch_idx`
+                    generators: tuple = (),  # the loader's own torch.Generators (`loader_generators`)
                    ) -> "Position":
         """The position a checkpoint saves, with the RNG states a resume must start from: a position not
         entered yet (a resumed run before its first epoch starts) as it was loaded; at an epoch's start, the
@@ -761,7 +761,7 @@ class Position:
         if self.rng is not None: return self.at()
         batch_idx = self.batch_idx if batch_idx is None else batch_idx
         if batch_idx == 0 and self.epoch_rng is not None: rng = self.epoch_rng  # the epoch is redone whole
-        return self.at(batch_idx=batch_idx, rng=rng if rng is not None else rng_state())
+        return self.at(batch_idx=batch_idx, rng=rng if rng is not None else rng_state(generators))
 
 
 # %% ../nbs/06_checkpoint.ipynb #89ce6887

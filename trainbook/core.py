@@ -17,9 +17,9 @@ import torch
 __all__ = ['PRECISIONS', 'SCHEDULES', 'SEVERITIES', 'SEVERITY_STYLE', 'shown', 'did_you_mean', 'label_key', 'require_instance',
            'TrainConfig', 'Finding', 'finding_html', 'findings_html', 'findings_text', 'number_text',
            'compact_table_html', 'History', 'seed_everything', 'accelerators_present', 'rng_state', 'set_rng_state',
-           'package_version', 'environment', 'loader_length', 'set_loader_epoch', 'pick_device', 'pick_precision',
-           'autocast_dtype', 'this_process', 'process_alive', 'remove_stale_temps', 'atomic_write', 'listen',
-           'unlisten', 'silenced', 'announce']
+           'loader_generators', 'package_version', 'environment', 'loader_length', 'set_loader_epoch', 'pick_device',
+           'pick_precision', 'autocast_dtype', 'this_process', 'process_alive', 'remove_stale_temps', 'atomic_write',
+           'listen', 'unlisten', 'silenced', 'announce']
 
 # %% ../nbs/00_core.ipynb #03fb781b
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
@@ -441,17 +441,20 @@ def accelerators_present() -> bool:
                torch._C._get_privateuse1_backend_name() != "privateuseone"]  # a custom backend is registered
     return any(present)
 
-def rng_state() -> dict:
-    "The state of every random generator: python, numpy, torch and (when initialized) CUDA."
+def rng_state(generators: tuple = (),  # torch.Generators of their own to include (a loader's: `loader_generators`)
+             ) -> dict:
+    "The state of every random generator: python, numpy, torch, (when initialized) CUDA, and `generators`."
     kind, keys, pos, has_gauss, gauss = np.random.get_state()
     state = {"python": random.getstate(),
              "numpy": (kind, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss),
              "torch": torch.get_rng_state()}
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         state["cuda"] = torch.cuda.get_rng_state_all()
+    if generators: state["generators"] = [g.get_state() for g in generators]
     return state
 
 def set_rng_state(state: dict,  # what `rng_state()` returned
+                  generators: tuple = (),  # the generators given to `rng_state`, in the same order
                  ):
     "Restore generators from `rng_state()`."
     random.setstate(state["python"])
@@ -459,6 +462,19 @@ def set_rng_state(state: dict,  # what `rng_state()` returned
     np.random.set_state((kind, np.asarray(keys, dtype=np.int64).astype(np.uint32), pos, has_gauss, gauss))
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available(): torch.cuda.set_rng_state_all(state["cuda"])
+    saved = state.get("generators") or ()
+    if generators and len(saved) == len(generators):  # (a resume given another loader draws its own order)
+        for g, s in zip(generators, saved): g.set_state(s)
+
+def loader_generators(dl,  # a loader (a DataLoader, its sampler and batch sampler are looked at)
+                     ) -> tuple:
+    """The torch.Generators of its own a loader draws its order with (`DataLoader(generator=...)`, a sampler's):
+    their states go with the global RNGs' into checkpoints, so a resume draws the same batches."""
+    found = []
+    for obj in (dl, getattr(dl, "sampler", None), getattr(getattr(dl, "batch_sampler", None), "sampler", None)):
+        g = getattr(obj, "generator", None)
+        if isinstance(g, torch.Generator) and not any(g is f for f in found): found.append(g)
+    return tuple(found)
 
 # %% ../nbs/00_core.ipynb #d1d28778
 _PACKAGES = ("numpy", "pandas", "scikit-learn", "xgboost", "plotly", "ipywidgets", "anywidget", "tqdm",

@@ -491,8 +491,7 @@ class _FlaxLoop:
         state.step += 1
         pos.step_end_due = True  # until `after_step` is done: a Ctrl-C before then leaves it to the resume
         state.train_state = self.train
-        pos.loss_sum += state.loss
-        pos.loss_count += 1
+        pos.loss_sum, pos.loss_count = pos.loss_sum + state.loss * window.rows, pos.loss_count + window.rows
         self.epoch_rows += window.rows
         self.epoch_steps += 1
         h.append(state.step, state.epoch, "train", "loss", state.loss)

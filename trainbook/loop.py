@@ -16,8 +16,8 @@ from .batch import (DeferredCtrlC, Feeder, batch_rows, check_loss_shapes, eval_m
                              training_lock)
 from .checkpoint import (BufferSnapshot, Checkpointer, FindingsPart, Position, check_epochs_left,
                                   check_resume, run_signature, stopped_early)
-from .core import (History, TrainConfig, environment, loader_length, pick_device, pick_precision,
-                            rng_state, seed_everything, set_loader_epoch, set_rng_state)
+from .core import (History, TrainConfig, environment, loader_generators, loader_length, pick_device,
+                            pick_precision, rng_state, seed_everything, set_loader_epoch, set_rng_state)
 from .triage import Evaluation, LossStats, NanGuard
 from .distributed import (all_mean, dist_info, full_tensor, paired_batches, reduce_evaluation,
                                    shard_loader, wrap_model)
@@ -121,10 +121,11 @@ def accumulation_windows(batches: Iterator,  # the epoch's (positioned) batch it
                          pos: Position,  # the loop's position; `batch_idx` advances as micro-batches are drawn
                          keep_rng: bool = False,  # record the RNG state at each window's start (for checkpoints)
                          buffers: Optional[BufferSnapshot] = None,  # moving buffers, copied there too
+                         generators: tuple = (),  # the loader's own torch.Generators, kept with the RNG states
                         ) -> Iterator[Window]:
     "The epoch's accumulation windows; the last is shorter when the epoch does not divide evenly."
     while True:
-        rng = rng_state() if keep_rng else None  # before the window's first micro-batch is drawn
+        rng = rng_state(generators) if keep_rng else None  # before the window's first micro-batch is drawn
         size = min(accum_steps, n_batches - pos.batch_idx) if n_batches else accum_steps
         first = next(batches, _END)  # also at the epoch's end: a loader's generator finishes its epoch
         if first is _END or size <= 0: return
@@ -163,6 +164,7 @@ class Setup:
     feed: Feeder  # forward under autocast -> loss, for each micro-batch
     unscale: bool  # whether every step unscales (fp16) or clips its gradients (else only the logged steps read them)
     buffers: Optional[BufferSnapshot]  # moving buffers, kept at each window's start (checkpoints only)
+    generators: tuple  # the training loader's own torch.Generators (its order), kept with the RNG states
     started: float = field(default_factory=time.perf_counter)
 
 def set_up(model: nn.Module,  # the model to train (moved to its device, in train mode)
@@ -227,7 +229,7 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
               environment=keeper.meta["environment"],
               extra={"precision": precision, "device": str(device), "split_fingerprint": split_fingerprint,
                      "data_fingerprint": fingerprint, "track": track},
-              feed=Feeder(net, loss_fn, device, precision),
+              feed=Feeder(net, loss_fn, device, precision), generators=loader_generators(dl_train),
               buffers=BufferSnapshot.of(model) if keeper.enabled else None,
               unscale=cfg.clip_norm is not None or precision == "fp16")
     state = LoopState(model=model, optimizer=opt, scheduler=sched, scaler=scaler, loss_fn=loss_fn, config=cfg,
@@ -265,10 +267,10 @@ def _start_epoch(s: Setup, state: LoopState, epoch: int) -> TimedIterator:
     "Position the loader: this epoch's order; on resume, the same order with the used batches skipped."
     pos = state.position
     skip = pos.batch_idx
-    if skip: set_rng_state(pos.epoch_rng)  # the order this epoch was drawn in
-    elif pos.rng is not None: set_rng_state(pos.rng)
+    if skip: set_rng_state(pos.epoch_rng, s.generators)  # the order this epoch was drawn in
+    elif pos.rng is not None: set_rng_state(pos.rng, s.generators)
     pos.epoch, pos.batch_idx, state.epoch_closed = epoch, 0, False
-    pos.epoch_rng = rng_state() if s.checkpointer.enabled else None
+    pos.epoch_rng = rng_state(s.generators) if s.checkpointer.enabled else None
     state.epoch = epoch
     set_loader_epoch(s.dl_train, epoch)
     batches = iter(s.dl_train)
@@ -276,7 +278,7 @@ def _start_epoch(s: Setup, state: LoopState, epoch: int) -> TimedIterator:
     batches = TimedIterator(batches)
     for _ in range(skip): next(batches)
     pos.batch_idx = skip
-    if skip: set_rng_state(pos.rng)
+    if skip: set_rng_state(pos.rng, s.generators)
     pos.rng = None
     if s.device.type == "cuda": torch.cuda.reset_peak_memory_stats(s.device)
     batches.wait = 0.0
@@ -286,7 +288,7 @@ def _start_epoch(s: Setup, state: LoopState, epoch: int) -> TimedIterator:
 def _windows(s: Setup, state: LoopState, batches: TimedIterator) -> Iterator[Window]:
     "The epoch's accumulation windows (with their start's RNG states when checkpoints are written)."
     return accumulation_windows(batches, s.config.accum_steps, s.n_batches, state.position,
-                                s.checkpointer.enabled, s.buffers)
+                                s.checkpointer.enabled, s.buffers, s.generators)
 
 def _grad_sync(s: Setup, window: Window):
     "DDP averages gradients across ranks once per window (at its last micro-batch), not after each one."
@@ -337,8 +339,7 @@ def _log_step(s: Setup, state: LoopState, skipped: bool, window: Window, layer_n
     if skipped: return _count_skip(state)
     state.step = step = state.step + 1
     pos.step_end_due = True  # until `_after_step` is done: a Ctrl-C before then leaves it to the resume
-    pos.loss_sum += state.loss
-    pos.loss_count += 1
+    pos.loss_sum, pos.loss_count = pos.loss_sum + state.loss * window.rows, pos.loss_count + window.rows
     state.meter.add(window.rows)
     state.history.append(step, state.epoch, "train", "loss", state.loss)
     state.history.append(step, state.epoch, "train", "lr", s.optimizer.param_groups[0]["lr"])
@@ -374,7 +375,7 @@ def _save_last(s: Setup, state: LoopState, pos: Optional[Position] = None, name:
     """last.pt (or best.pt) at `pos` (default: here, right after the last completed step); `entries` replace
     parts' states. A resume from either continues from `pos`."""
     if not s.checkpointer.enabled: return
-    pos = pos or state.position.resume_from()
+    pos = pos or state.position.resume_from(generators=s.generators)
     s.checkpointer.save(name, step=state.step, skipped_steps=state.skipped_steps, **pos.state_dict(),
                         **entries)
 
@@ -401,7 +402,7 @@ def _step_end(s: Setup, state: LoopState, skipped: bool) -> Optional[str]:
 def _before_epoch_end(s: Setup, state: LoopState) -> dict:
     "The epoch's end as a resume must redo it: last.pt entries from just before its records and validation."
     pos = state.position
-    return {"pos": pos.at(rng=rng_state()), "history": state.history.state_dict(len(state.history)),
+    return {"pos": pos.at(rng=rng_state(s.generators)), "history": state.history.state_dict(len(state.history)),
             "findings": FindingsPart(state.findings).state_dict(),
             "early_stopping": s.stopper.state_dict(), "callbacks": s.callbacks.state_dict(),
             "scheduler": s.scheduler.state_dict()}
@@ -423,7 +424,7 @@ def _end_epoch(s: Setup, state: LoopState, partial: bool = False) -> Optional[st
         return "nonfinite" if state.valid_failed else None
     if s.scheduler_interval == "epoch": s.scheduler.step()
     if s.checkpointer.enabled:  # both at the next epoch's start: a resume from best.pt redoes no epoch end
-        start = Position(epoch=state.epoch + 1, rng=rng_state())
+        start = Position(epoch=state.epoch + 1, rng=rng_state(s.generators))
         _save_last(s, state, start)
         if best: _save_last(s, state, start, name="best.pt")
     state.epoch_closed, state.epoch_end, pos.batch_idx = True, None, 0  # last.pt: the next epoch's start

@@ -175,8 +175,8 @@ def epoch_records(history: History,  # the run's history
                   step: int,  # optimizer steps done
                   epoch: int,  # the epoch that ends
                   *,
-                  loss_sum: float,  # the sum of the epoch's step losses
-                  loss_count: int,  # the epoch's optimizer steps
+                  loss_sum: float,  # the sum of the epoch's step losses (each times its rows where they are known)
+                  loss_count: int,  # what they were weighted by: the epoch's rows, or its optimizer steps
                   seconds: float,  # the epoch's wall time
                   rows: Optional[int] = None,  # rows trained on (None = unknown: no samples_per_s)
                   steps: Optional[int] = None,  # optimizer steps timed in `seconds` (None = loss_count)
