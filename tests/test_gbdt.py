@@ -435,3 +435,46 @@ def test_numpy_ints_are_taken_and_wrong_kinds_are_named(cancer):
         with pytest.raises(TypeError, match=match): fit("xgboost", cancer, "target", sp, **kw)
     with pytest.raises(TypeError, match=r"params must be a dict of xgboost's parameters.*got list \(dict\(params\)"):
         tb.fit_xgboost(cancer, "target", sp, params=[("eta", 0.1)], live=False)
+
+
+def time_frame(n=300, seed=0):
+    "A naive datetime, a tz-aware one and a duration, each with a missing value; y follows the time of day."
+    rng = np.random.default_rng(seed)
+    when = pd.Timestamp("2024-01-01") + pd.to_timedelta(rng.integers(0, 90 * 24, n), unit="h")
+    df = pd.DataFrame({"x": rng.normal(size=n), "when": when,
+                       "when_tz": when.tz_localize("UTC").tz_convert("Europe/Paris"),
+                       "wait": pd.to_timedelta(when.hour * 60, unit="m")})
+    df["y"] = ((when.hour >= 12) ^ (rng.random(n) < 0.05)).astype(int)
+    for i, c in enumerate(["when", "when_tz", "wait"]): df.loc[df.index[i], c] = pd.NaT
+    return df
+
+
+@pytest.mark.parametrize("column,role",
+                         [("when", "datetime"), ("when_tz", "datetime"), ("wait", "timedelta")])
+def test_catboost_takes_datetime_and_duration_features_as_the_others_do(column, role, tmp_path):
+    df = time_frame()[["x", column, "y"]]
+    sp = tb.make_splits(df, "y", seed=0)
+    run = fit("catboost", df, "y", sp, num_rounds=40, checkpoint_dir=tmp_path)
+    X = df.drop(columns="y")  # the raw column, as in training
+    assert run.model.prep.roles[column] == role  # served as a datetime / duration, never as a number
+    assert run.records.last("loss", "valid") < 0.4  # it learned from the time column
+    loaded = BoostedModel.load(run.run_dir)
+    assert np.array_equal(loaded.predict_proba(X), run.model.predict_proba(X))
+    assert set(loaded.predict(X)) <= {0, 1}
+
+
+def test_catboost_serving_a_naive_datetime_to_a_tz_aware_model_names_the_column():
+    df = time_frame()[["x", "when_tz", "y"]]
+    run = fit("catboost", df, "y", tb.make_splits(df, "y", seed=0), num_rounds=10)
+    X = df.drop(columns="y")
+    tokyo = X.assign(when_tz=X.when_tz.dt.tz_convert("Asia/Tokyo"))  # the same instants: the same answers
+    assert np.allclose(run.model.predict_proba(tokyo), run.model.predict_proba(X))
+    with pytest.raises(ValueError, match="'when_tz': time zone: datetime64.* in serving, tz-aware"):
+        run.model.predict(X.assign(when_tz=X.when_tz.dt.tz_localize(None)))
+
+
+def test_baseline_catboost_with_datetime_and_duration_features():
+    df = time_frame()
+    sp = tb.make_splits(df, "y", seed=0)
+    table = tb.baseline(df, "y", sp, models=("dummy", "xgboost", "lightgbm", "catboost"))
+    assert (table.valid_roc_auc.drop("dummy") > 0.9).all()

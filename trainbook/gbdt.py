@@ -14,8 +14,9 @@ import pandas as pd
 
 from .batch import DeferredCtrlC
 from .checks import require_column, require_frame, require_task, resolve_task, numeric_view
+from .checks import column_roles
 from .core import Finding, TrainConfig, atomic_write, did_you_mean, environment
-from .data import FramePrep, feature_columns, make_preprocessor
+from .data import FramePrep, _date_transformer, _timedelta_seconds, make_preprocessor
 from .diagnostics import Thresholds, diagnose
 from .events import session_observers
 from .checkpoint import Checkpointer
@@ -142,14 +143,26 @@ TRUSTED_TYPES = ["trainbook.gbdt.numeric_as_float", "trainbook.gbdt.categories_a
 
 def as_is_preprocessor(numeric: list,  # columns passed on as floats
                        categorical: Optional[list] = None,  # columns passed on as strings
+                       dates: Optional[pd.DataFrame] = None,  # training rows of the datetime columns: each
+                                                              # becomes `make_preprocessor`'s date parts
+                       durations: Optional[list] = None,  # timedelta columns, passed on as seconds
                        ):
-    "An unfitted transformer that passes the columns on as they are: numbers as float64, categories as text."
+    """An unfitted transformer that passes the columns on as they are: numbers as float64, categories as text,
+    datetimes and durations as `make_preprocessor` makes them numbers (unscaled), in steps of their roles'
+    names: `FramePrep` then serves them as datetimes and durations (time zone checked), never as numbers."""
     from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import FunctionTransformer
     parts = [("num", FunctionTransformer(numeric_as_float, feature_names_out="one-to-one"), list(numeric))]
     if categorical:
         parts.append(("cat", FunctionTransformer(categories_as_text, feature_names_out="one-to-one"),
                       list(categorical)))
+    if dates is not None and dates.shape[1]:  # a pipeline, as make_preprocessor's: FramePrep reads its tz
+        cols = list(dates.columns)
+        parts.append(("datetime", make_pipeline(_date_transformer(dates, cols)), cols))
+    if durations:
+        seconds = FunctionTransformer(_timedelta_seconds, feature_names_out="one-to-one")
+        parts.append(("timedelta", make_pipeline(seconds), list(durations)))
     return ColumnTransformer(parts, verbose_feature_names_out=False)
 
 class BoostingLibrary:
@@ -521,10 +534,13 @@ class CatBoostLibrary(BoostingLibrary):
         return params
 
     def preprocessor(self, train, target, columns, exclude, preprocess):
-        "Numeric columns as floats (CatBoost handles missing values), the others as native categoricals."
+        """Numeric columns as floats (CatBoost handles missing values), datetimes as date parts and
+        durations as seconds (as XGBoost's and LightGBM's, unscaled), the others as native categoricals."""
         if not preprocess: return super().preprocessor(train, target, columns, exclude, preprocess)
-        numeric, categorical = feature_columns(train[columns], None)
-        return as_is_preprocessor(numeric, categorical)
+        roles = column_roles(train[columns], None)
+        role = lambda *names: [c for c, r in roles.items() if r in names]
+        return as_is_preprocessor(role("numeric", "boolean"), role("categorical"), train[role("datetime")],
+                                  role("timedelta"))
 
     def features(self, prep, rows):
         """A DataFrame: numeric columns as floats, categorical ones as strings (missing: its own category).
