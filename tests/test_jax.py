@@ -87,9 +87,9 @@ def test_fit_flax_equals_a_hand_written_optax_loop(schedule):
     run = fit_flax(model, None, batches(X, y, 16), None, ce, cfg, live=False)
     assert run.stopped == "completed" and run.step == 24
     assert_params_close(params_of(model), want)
-    # the lr logged after step s is the next step's, as the torch loop logs it
+    # the lr logged at step s is the one that step used, as the torch loop logs it
     lrs = run.records.series("lr").to_numpy()
-    np.testing.assert_allclose(lrs, [schedule_lr(cfg, 24, s) for s in range(1, 25)], rtol=1e-6)
+    np.testing.assert_allclose(lrs, [schedule_lr(cfg, 24, s) for s in range(24)], rtol=1e-6)
 
 
 def test_accumulation_of_4_equals_a_batch_4_times_larger_with_clipping_and_a_short_last_window():

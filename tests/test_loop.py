@@ -237,7 +237,8 @@ def test_schedule_drives_a_given_optimizer():
     run = tb.fit(model, [(X, y)] * 10, loss_fn=CE, optimizer=opt, live=False,
                  config=tb.TrainConfig(epochs=1, schedule="warmup_cosine", warmup=2, device="cpu"))
     lrs = run.history.query("name == 'lr'").value.tolist()
-    assert lrs[0] == pytest.approx(0.5) and lrs[-1] == pytest.approx(0.0, abs=1e-9)  # peak from the optimizer, not cfg.lr
+    assert max(lrs) == pytest.approx(0.5) and lrs[0] == pytest.approx(0.25)  # peak from the optimizer, not cfg.lr
+    assert 0 < lrs[-1] < 0.05  # the last step's lr: near the cosine's end (0 comes after it)
 
 
 def test_plateau_schedule_cuts_lr():
@@ -404,7 +405,7 @@ def test_user_step_lr_steps_per_epoch():
     opt = torch.optim.SGD(model.parameters(), lr=0.1)  # asked per step: 4 steps an epoch
     run = tb.fit(model, batches, loss_fn=CE, optimizer=opt, scheduler=torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5),
                  scheduler_interval="step", live=False, config=tb.TrainConfig(epochs=1, device="cpu"))
-    assert run.history.query("name == 'lr'").value.iloc[-1] == pytest.approx(0.1 * 0.5 ** 4)
+    assert run.history.query("name == 'lr'").value.iloc[-1] == pytest.approx(0.1 * 0.5 ** 3)  # the 4th step's lr
 
 
 def test_show_loop_matches_the_order_events_fire():
@@ -751,3 +752,33 @@ def test_the_epoch_loss_is_a_mean_over_rows_as_validation_is():
     [epoch_loss] = h[h.name == "epoch_loss"].value.tolist()
     assert epoch_loss == pytest.approx(sum(l * n for l, n in zip(losses, rows)) / 88, rel=1e-6)
     assert epoch_loss != pytest.approx(sum(losses) / len(losses), rel=1e-6)
+
+
+class LrUsed(Callback):
+    "The lr each optimizer step uses, read in before_step (the gradients final, the weights not yet stepped)."
+    def __init__(self): self.lrs = []
+    def before_step(self, state): self.lrs.append(state.optimizer.param_groups[0]["lr"])
+
+
+@pytest.mark.parametrize("schedule", ["one_cycle", "warmup_cosine"])
+def test_the_lr_logged_at_a_step_is_the_lr_that_step_used(schedule):
+    X, y = blobs(n=192)
+    batches = [(X[i:i + 16], y[i:i + 16]) for i in range(0, 192, 16)]
+    used = LrUsed()
+    run = tb.fit(mlp(), batches, loss_fn=CE, live=False, callbacks=[used],
+                 config=tb.TrainConfig(epochs=1, lr=1e-2, schedule=schedule, device="cpu", monitor="train_loss"))
+    h = run.history[(run.history.split == "train") & (run.history.name == "lr")]
+    assert h.value.tolist() == pytest.approx(used.lrs, rel=1e-12)  # not the next step's (the last not 0)
+    assert h.step.tolist() == list(range(1, 13))
+
+
+def test_each_gradients_norm_is_read_before_clipping_as_the_global_one_is():
+    "Clipped to 1e-3: the per-parameter norms of a logged step still add up (in squares) to the global norm logged."
+    X, y = blobs(n=64)
+    run = tb.fit(mlp(), [(X[:32], y[:32]), (X[32:], y[32:])], loss_fn=CE, live=False,
+                 config=tb.TrainConfig(epochs=1, clip_norm=1e-3, log_every=1, device="cpu", monitor="train_loss"))
+    h = run.history[run.history.step == 1]
+    total = h[h.name == "grad_norm"].value.item()
+    layers = h[h.name.str.startswith("grad_norm/")].value
+    assert len(layers) == 4 and total > 1e-2  # far above the clip: a norm from before it
+    assert math.hypot(*layers) == pytest.approx(total, rel=1e-6)

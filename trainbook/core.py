@@ -149,7 +149,7 @@ class TrainConfig:
     checkpoint_every: Optional[int] = None  # also write last.pt every N optimizer steps
     max_steps: Optional[int] = None  # stop after this many optimizer steps
     on_nonfinite: str = "stop"  # stop | skip, when the loss or gradients are NaN/Inf
-    log_every: int = 10  # record lr and gradient norms every N optimizer steps
+    log_every: int = 10  # record the gradient norms every N optimizer steps (the loss and lr: every step)
     eval_every: Optional[int] = None  # validate every N optimizer steps as well as at each epoch end
     plateau_factor: float = 0.5  # lr factor of the plateau schedule
     plateau_patience: int = 2  # evaluations without improvement before the plateau schedule cuts the lr

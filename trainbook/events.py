@@ -72,6 +72,7 @@ class LoopState:
     total_steps: Optional[int] = None
     loss: Any = None  # mean loss of the last window (a float: the one value read per step)
     grad_norm: Any = None  # global gradient norm before clipping, when computed
+    lr: Optional[float] = None  # the lr the last optimizer step used (its first parameter group's)
     batch: Any = None  # on_nonfinite: the first micro-batch whose loss was not finite
     batch_in_epoch: Optional[int] = None  # on_nonfinite: that micro-batch's place in its epoch, 0-based
     valid: dict = field(default_factory=dict)  # the last validation results

@@ -478,7 +478,7 @@ class _FlaxLoop:
         return None
 
     def lr(self) -> Optional[float]:
-        "The lr of the next step: trainbook's schedule, or an injected hyperparameter of a given optimizer."
+        "The lr of the step in hand: trainbook's schedule, or an injected hyperparameter of a given optimizer."
         if self.lr_known: return schedule_lr(self.cfg, self.total_steps, self.state.step)
         optax = import_jax()[2]
         value = optax.tree_utils.tree_get(self.train.opt_state, "learning_rate", None)
@@ -487,7 +487,7 @@ class _FlaxLoop:
     def log_step(self, window) -> None:
         "Count the step; log loss and lr; the gradient norms every `log_every` steps."
         state, pos, h = self.state, self.pos, self.history
-        state.batch_idx, window.done = pos.batch_idx, True
+        state.batch_idx, window.done, lr = pos.batch_idx, True, self.lr()  # the lr this step used
         state.step += 1
         pos.step_end_due = True  # until `after_step` is done: a Ctrl-C before then leaves it to the resume
         state.train_state = self.train
@@ -495,7 +495,6 @@ class _FlaxLoop:
         self.epoch_rows += window.rows
         self.epoch_steps += 1
         h.append(state.step, state.epoch, "train", "loss", state.loss)
-        lr = self.lr()
         if lr is not None: h.append(state.step, state.epoch, "train", "lr", lr)
         state.grad_norm = None
         if state.step % self.cfg.log_every: return

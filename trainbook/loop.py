@@ -19,8 +19,7 @@ from .checkpoint import (BufferSnapshot, Checkpointer, FindingsPart, Position, c
 from .core import (History, TrainConfig, environment, loader_generators, loader_length, pick_device,
                             pick_precision, rng_state, seed_everything, set_loader_epoch, set_rng_state)
 from .triage import Evaluation, LossStats, NanGuard
-from .distributed import (all_mean, dist_info, full_tensor, paired_batches, reduce_evaluation,
-                                   shard_loader, wrap_model)
+from .distributed import all_mean, dist_info, paired_batches, reduce_evaluation, shard_loader, wrap_model
 from .events import Callback, Callbacks, Event, LoopState
 from .guard import check_fit_inputs, check_monitor, monitor_fallback, require_batches, run_steps, warmup_past_run
 from .metrics import resolve_metrics, try_metrics
@@ -318,17 +317,18 @@ def _count_skip(state: LoopState):
     state.history.append(state.step, state.epoch, "train", "skipped_step", 1.0)
 
 def _clip(s: Setup, state: LoopState) -> Optional[tuple]:
-    "Unscale and clip; every `log_every` steps also the per-parameter gradient norms (after clipping)."
-    log_now = (state.step + 1) % s.config.log_every == 0
+    "Unscale and clip; every `log_every` steps first each gradient's norm and the global one (before clipping)."
+    log_now, clip = (state.step + 1) % s.config.log_every == 0, s.config.clip_norm
     if not log_now and not s.unscale:
         state.grad_norm = None  # nothing to unscale, clip or read at this step
         return None
-    clip = s.config.clip_norm
-    state.grad_norm = unscale_and_clip(s.optimizer, s.scaler, s.params, clip, want_norm=False)  # clipping's norm
-    if not log_now: return None
-    names, norms, total = gradient_norms(s.named_params)  # unclipped, `total` is the global norm
-    # the global norm read with the others, before the optimizer step (on a GPU a later read waits for the step)
-    state.grad_norm = total if clip is None else float(full_tensor(state.grad_norm))
+    if not log_now:
+        state.grad_norm = unscale_and_clip(s.optimizer, s.scaler, s.params, clip, want_norm=False)  # clipping's
+        return None
+    unscale_and_clip(s.optimizer, s.scaler, s.params, None, want_norm=False)  # unscaled (fp16), not clipped yet
+    # each norm and the global one, read together before the optimizer step (on a GPU a later read waits for it)
+    names, norms, state.grad_norm = gradient_norms(s.named_params)
+    if clip is not None: torch.nn.utils.clip_grad_norm_(s.params, clip)
     return names, norms
 
 def _log_step(s: Setup, state: LoopState, skipped: bool, window: Window, layer_norms: Optional[tuple]) -> None:
@@ -342,7 +342,7 @@ def _log_step(s: Setup, state: LoopState, skipped: bool, window: Window, layer_n
     pos.loss_sum, pos.loss_count = pos.loss_sum + state.loss * window.rows, pos.loss_count + window.rows
     state.meter.add(window.rows)
     state.history.append(step, state.epoch, "train", "loss", state.loss)
-    state.history.append(step, state.epoch, "train", "lr", s.optimizer.param_groups[0]["lr"])
+    state.history.append(step, state.epoch, "train", "lr", state.lr)  # the step's: the scheduler moved on
     if step % s.config.log_every == 0: _log_norms(s, state, layer_norms)
 
 def _log_norms(s: Setup, state: LoopState, layer_norms: Optional[tuple]) -> None:
@@ -536,13 +536,13 @@ def fit(model: nn.Module,  # the model to train (in place)
                     layer_norms = _clip(s, state)
                     # 7. before_step: callbacks see the final (clipped) gradients, the weights not yet stepped
                     cbs(Event.before_step, state)
-                    # 8. optimizer step (fp16: skipped on inf gradients) -> 9. scaler update
-                    skipped = step_optimizer(opt, scaler)
+                    # 8. optimizer step (fp16: skipped on inf gradients) -> 9. scaler update; its lr kept
+                    skipped, state.lr = step_optimizer(opt, scaler), opt.param_groups[0]["lr"]
                     # 10. scheduler step (per-epoch schedulers step at the epoch's end, plateau on validation)
                     if not skipped and s.scheduler_interval == "step": s.scheduler.step()
                     # 11. zero_grad
                     opt.zero_grad(set_to_none=True)
-                    # 12. log: loss and lr each step; gradient norms every log_every steps
+                    # 12. log: loss and the lr the step used, each step; gradient norms every log_every steps
                     _log_step(s, state, skipped, window, layer_norms)
                     # 13. after_step: callbacks see the stepped weights and the logged values
                     cbs(Event.after_step, state)
