@@ -310,3 +310,152 @@ def test_a_comparison_in_the_train_cell_names_the_assignment(ip, capsys):
     text = "".join(capsys.readouterr())
     assert isinstance(r.error_in_exec, UsageError) and "'= 1'" not in text
     assert "%%train line 1: 'epochs == 1' compares; set a field with one '=': epochs = 1" in text
+
+
+def churn_frame(n=200, seed=0):
+    "A small binary table: two noise features and a 0/1 churn label, no findings of its own."
+    import numpy as np
+    import pandas as pd
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"tenure": rng.normal(size=n), "spend": rng.normal(size=n),
+                         "churn": rng.integers(0, 2, n)})
+
+
+def test_a_check_without_the_target_does_not_tick_data_checked():
+    "Seen: check_data(df, 'churn') found a target leak, then check_data(df) flipped the step to '0 error(s)'."
+    leaky = churn_frame().assign(leak=lambda d: d["churn"] * 2.0)
+    cl = tb.Checklist("churn", "churn", "valid_accuracy", threshold=0.8)
+    first = tb.Checklist("churn", "churn", "valid_accuracy", threshold=0.8)
+    try:
+        tb.check_data(leaky, "churn")
+        first.close()  # `first` hears only the check without a target
+        assert not cl.done["data_checked"] and cl.notes["data_checked"] == "1 error(s)"
+        tb.check_data(leaky)
+        assert not cl.done["data_checked"], str(cl)  # the leak was never checked again
+        assert cl.notes["data_checked"].startswith("1 error(s); ignored a check without a target")
+        tb.check_data(leaky.drop(columns="leak"), "churn")  # a check of the target, clean: ticked
+        assert cl.done["data_checked"] and cl.notes["data_checked"] == "0 error(s)"
+    finally:
+        cl.close()
+    fresh = tb.Checklist("churn", "churn", "valid_accuracy", threshold=0.8)
+    try:
+        tb.check_data(leaky)
+        assert not fresh.done["data_checked"] and "check_data(df, 'churn')" in fresh.notes["data_checked"]
+    finally:
+        fresh.close()
+
+
+def test_a_split_of_another_table_or_target_is_set_aside():
+    "Seen: make_splits on another frame ticked 'split audited' for the checklist's table."
+    df, other = churn_frame(), churn_frame(120, seed=1)
+    cl = tb.Checklist("churn", "churn", "valid_accuracy", threshold=0.8)
+    note = lambda: cl.notes["split_audited"]
+    try:
+        tb.check_data(df, "churn")
+        tb.make_splits(other, "churn")  # the same target, another table
+        assert not cl.done["split_audited"], str(cl)
+        assert note() == "ignored a split of a table of 120 rows: the table checked for 'churn' has 200"
+        tb.make_splits(df.rename(columns={"churn": "plan"}), "plan")
+        assert not cl.done["split_audited"] and note() == "ignored a split of target 'plan', not 'churn'"
+        sp = tb.make_splits(df, "churn")
+        assert cl.done["split_audited"] and note() == f"stratified, fingerprint {sp.fingerprint}"
+        tb.make_splits(other, "churn")  # set aside: the audited split stands
+        assert cl.done["split_audited"]
+        assert note().startswith(f"stratified, fingerprint {sp.fingerprint}; ignored a split of a table")
+    finally:
+        cl.close()
+
+
+def test_a_baseline_that_names_other_splits_is_set_aside():
+    "A baseline table whose attrs carry another split_fingerprint is not 'fitted on the same splits'."
+    import pandas as pd
+    from trainbook.core import announce
+    cl = tb.Checklist("regression", "y", "valid_loss", threshold=3.0)
+    try:
+        sp = tb.make_splits(churn_frame().rename(columns={"churn": "y"}), "y")
+        table = pd.DataFrame({"valid_loss": [5.0]}, index=pd.Index(["linear"], name="model"))
+        table.attrs["split_fingerprint"] = "0123abcd"  # a baseline table that says its splits
+        announce("baseline", table)
+        assert not cl.done["baseline"] and cl.baseline is None
+        assert cl.notes["baseline"] == ("ignored a baseline fitted on other splits (fingerprint 0123abcd, "
+                                        f"audited {sp.fingerprint})")
+        table.attrs["split_fingerprint"] = sp.fingerprint
+        announce("baseline", table)
+        assert cl.done["baseline"] and cl.baseline == 5.0 and cl.notes["baseline"] == "valid_loss 5"
+    finally:
+        cl.close()
+
+
+def test_a_run_on_other_splits_does_not_beat_the_baseline():
+    "Seen: a run with another split_fingerprint than the audited split's beat the baseline."
+    cl = tb.Checklist("regression", "y", "valid_loss", baseline=5.0, threshold=3.0)
+    try:
+        sp = tb.make_splits(churn_frame().rename(columns={"churn": "y"}), "y")
+        small_fit(split_fingerprint="0123abcd")  # valid_loss ~1 would beat 5.0 and 3.0
+        assert not cl.done["beats"], str(cl)
+        assert cl.notes["beats"] == ("the run was fitted on other splits (fingerprint 0123abcd, "
+                                     f"audited {sp.fingerprint})")
+        small_fit(split_fingerprint=sp.fingerprint)
+        assert cl.done["beats"], str(cl)
+        new = tb.make_splits(churn_frame().rename(columns={"churn": "y"}), "y", seed=1)  # a new audited split
+        assert not cl.done["beats"] and cl.done["baseline"]  # the given baseline names no splits
+        assert cl.notes["beats"] == (f"fitted on other splits (fingerprint {sp.fingerprint}, "
+                                     f"audited {new.fingerprint})")
+    finally:
+        cl.close()
+
+
+def test_a_baseline_without_the_metric_column_gives_no_win_on_the_threshold_alone():
+    "Seen: metric='valid_loss', baseline() has no valid_loss column, and the run was ticked on the threshold."
+    df = churn_frame()
+    cl = tb.Checklist("churn", "churn", "valid_loss", threshold=3.0)
+    try:
+        tb.baseline(df, "churn", tb.make_splits(df, "churn"), models=("dummy", "linear"))
+        assert cl.done["baseline"] and cl.baseline is None
+        assert "the baseline has no column 'valid_loss' (its columns: train_roc_auc" in cl.notes["baseline"]
+        assert "(did you mean 'valid_log_loss'?)" in cl.notes["baseline"]
+        small_fit()  # valid_loss ~1, under the threshold 3.0
+        assert not cl.done["beats"], str(cl)
+        assert cl.notes["beats"].endswith("(did you mean 'valid_log_loss'?): nothing to compare it with")
+    finally:
+        cl.close()
+
+
+def test_a_run_without_the_metric_says_so_in_the_note():
+    "Seen: a run without valid_accuracy left the 'beats' note empty."
+    cl = tb.Checklist("churn", "churn", "valid_accuracy", threshold=0.5)
+    try:
+        small_fit()
+        assert not cl.done["beats"]
+        assert cl.notes["beats"] == ("the run has no value of valid_accuracy "
+                                     "(its values: train_loss, valid_loss, train_lr)")
+    finally:
+        cl.close()
+
+
+def test_a_trailing_comment_on_a_magic_line_is_no_argument(ip, tmp_path):
+    "Seen: `%train m dl dv --epochs 1  # a comment` said: unrecognized arguments: # a comment."
+    r = run(ip, "%train model dl_train dl_valid --epochs 1 --no-live  # a comment")
+    assert r.success and r.result.step == 7
+    folder = tmp_path / "run #2"  # a '#' in quotes, or inside a word, is no comment
+    r = run(ip, f'%train model dl_train --epochs 1 --no-live --checkpoint-dir "{folder}"  # quoted')
+    assert r.success and (folder / "run.json").exists()
+    r = run(ip, f"%train model dl_train --epochs 1 --no-live --checkpoint-dir {tmp_path}/r#3")
+    assert r.success and (tmp_path / "r#3" / "run.json").exists()
+    assert run(ip, "%check df --target target  # the label").result.target == "target"
+
+
+def test_tb_baseline_says_its_splits_and_a_baseline_of_other_splits_is_set_aside():
+    "Seen: a baseline fitted on a leaky split of the table ticked 'fitted on the same splits' of a clean one."
+    df = churn_frame()
+    cl = tb.Checklist("binary", "churn", "valid_roc_auc")
+    try:
+        other = tb.make_splits(df, "churn", seed=1)
+        audited = tb.make_splits(df, "churn", seed=0)  # the split audited last is the checklist's
+        table = tb.baseline(df, "churn", other, models=("dummy", "linear"))
+        assert table.attrs == {"target": "churn", "split_fingerprint": other.fingerprint}
+        assert not cl.done["baseline"] and "other splits" in cl.notes["baseline"]
+        tb.baseline(df, "churn", audited, models=("dummy", "linear"))
+        assert cl.done["baseline"], str(cl)
+    finally:
+        cl.close()

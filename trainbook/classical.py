@@ -160,6 +160,8 @@ def baseline(df: pd.DataFrame,  # the whole table: feature columns and the targe
         def predict_rows(X, predict=predict): return predict(X.drop(columns=exclude))
         rows[name] = score_model(predict_rows, df, target, splits, task, classes)
     table = pd.DataFrame(rows).T.rename_axis("model")
+    # what it was fitted on: a Checklist sets aside a baseline of other splits or another target
+    table.attrs.update(target=target, split_fingerprint=splits.fingerprint)
     announce("baseline", table)
     return table
 

@@ -43,6 +43,12 @@ def _metric_mode(metric: str,  # a run value as `split_name` ('valid_accuracy', 
                          "higher; pass mode='min' or mode='max'")
     return mode or known
 
+def _rows_of(report) -> Optional[int]:
+    "The rows of the table a DataReport checked (a Spark report counts them); None when unknown."
+    if getattr(report, "n_rows", None): return int(report.n_rows)
+    shape = getattr(getattr(report, "frame", None), "shape", None)
+    return int(shape[0]) if shape else None
+
 class Checklist:
     "The readiness steps for one task, ticked as trainbook calls succeed."
     def __init__(self,
@@ -69,6 +75,13 @@ class Checklist:
         self.notes["defined"] = "" if self.done["defined"] else "give task, target, metric and threshold"
         if baseline is not None:
             self.done["baseline"], self.notes["baseline"] = True, f"given: {baseline:.4g}"
+        self._given = baseline  # kept when a fitted baseline has no column `metric`
+        self._checked = False  # whether check_data ran on `target`
+        self._rows = None  # rows of the table checked for `target`: a split of another size is another table
+        self._split = None  # the fingerprint of the audited split, that baseline and run must be fitted on
+        self._fitted_on = {"baseline": None, "beats": None}  # the split fingerprints of the baseline and run
+        self._no_metric = None  # why the fitted baseline gives no value of `metric`
+        self._kept = dict(self.notes)  # each step's note before a set-aside announcement's 'ignored ...'
         self._widget = None
         self._handles = []  # the outputs showing this checklist, updated in place
         listen(self.hear)
@@ -79,51 +92,113 @@ class Checklist:
 
     def _better(self, a: float, b: float) -> bool: return a < b if self.lower_better else a > b
 
+    def _set(self, step: str, done: bool, note: str):
+        self.done[step], self.notes[step], self._kept[step] = done, note, note
+
+    def _ignore(self, step: str, why: str):
+        "Leave `step` as it is; its note says which announcement was set aside, and why."
+        kept = self._kept[step]
+        self.notes[step] = f"{kept}; ignored {why}" if kept else f"ignored {why}"
+
+    def _other_splits(self, fingerprint: Optional[str]) -> Optional[str]:
+        "Why a fit on splits `fingerprint` is not on the audited split; None: it is, or one is unknown."
+        if fingerprint is None or self._split is None or fingerprint == self._split: return None
+        return f"fitted on other splits (fingerprint {fingerprint}, audited {self._split})"
+
     def hear(self,
              kind: str,  # what happened: data_checked, split_made, overfit_batch, baseline or run (others are ignored)
              obj: Any,  # what it produced (a DataReport, Splits, SanityReport, DataFrame, Run)
             ):
         "Update the steps from an announcement."
-        if kind == "data_checked" and getattr(obj, "target", None) in (self.target, None):
-            self.done["data_checked"] = obj.ok
-            self.notes["data_checked"] = f"{sum(f.severity == 'error' for f in obj.findings)} error(s)"
-        elif kind == "split_made":
-            leaks = [f for f in obj.findings if f.kind in ("group_overlap", "time_leak", "duplicate_rows")]
-            self.done["split_audited"] = not leaks
-            self.notes["split_audited"] = f"{obj.strategy}, fingerprint {obj.fingerprint}" if not leaks else \
-                f"{len(leaks)} leakage finding(s)"
-        elif kind == "overfit_batch":
-            if getattr(obj, "stopped", False) and not obj.passed: return  # a Stop is no verdict: step kept
-            self.done["overfit"] = obj.passed
-            self.notes["overfit"] = ("passed" if obj.passed else ", ".join(f.kind for f in obj.findings)
-                                     or "failed")
-        elif kind == "baseline":
-            col = self.metric if self.metric in obj.columns else None
-            if col is not None:
-                values = obj[col].drop(index="dummy", errors="ignore")
-                values = values if len(values) else obj[col]
-                self.baseline = float(values.min() if self.lower_better else values.max())
-            self.done["baseline"] = True
-            self.notes["baseline"] = (f"{self.metric} {self.baseline:.4g}" if self.baseline is not None
-                                      else "fitted")
-        elif kind == "run":
-            self.done["environment"] = bool(obj.environment)
-            self.notes["environment"] = (f"torch {obj.environment.get('torch')}, git "
-                                         f"{str(obj.environment.get('git_commit'))[:8]}")
-            value = self._run_value(obj)
-            if obj.stopped not in FINISHED:  # its value is partial, or the run broke
-                self.done["beats"] = False
-                self.notes["beats"] = (f"the last run ended {obj.stopped}: only a finished run counts "
-                                       f"({', '.join(FINISHED)})")
-            elif value is not None:
-                ok = (self.baseline is None or self._better(value, self.baseline)) and \
-                     (self.threshold is None or not self._better(self.threshold, value))
-                self.done["beats"] = ok and self.threshold is not None
-                self.notes["beats"] = (f"{self.metric} {value:.4g} vs baseline "
-                                       f"{'—' if self.baseline is None else f'{self.baseline:.4g}'}, "
-                                       "threshold "
-                                       f"{'—' if self.threshold is None else f'{self.threshold:.4g}'}")
+        heard = {"data_checked": self._heard_check, "split_made": self._heard_split,
+                 "overfit_batch": self._heard_overfit, "baseline": self._heard_baseline,
+                 "run": self._heard_run}.get(kind)
+        if heard is not None: heard(obj)
         self._refresh()
+
+    def _heard_check(self, report):
+        target = getattr(report, "target", None)
+        if target == self.target:
+            self._checked, self._rows = True, _rows_of(report)
+            self._set("data_checked", report.ok,
+                      f"{sum(f.severity == 'error' for f in report.findings)} error(s)")
+        elif target is None:  # no target: the target's leak and class checks were not made
+            why = (f"a check without a target: the checks of {self.target!r} need "
+                   f"check_data(df, {self.target!r})")
+            if self._checked: self._ignore("data_checked", why)
+            else: self._set("data_checked", False, why)
+
+    def _heard_split(self, sp):
+        params = getattr(sp, "params", None) or {}
+        target, rows = params.get("target"), params.get("n_rows")
+        if None not in (target, self.target) and target != self.target:
+            return self._ignore("split_audited", f"a split of target {target!r}, not {self.target!r}")
+        if None not in (rows, self._rows) and rows != self._rows:
+            return self._ignore("split_audited", f"a split of a table of {rows} rows: the table checked for "
+                                                 f"{self.target!r} has {self._rows}")
+        leaks = [f for f in sp.findings if f.kind in ("group_overlap", "time_leak", "duplicate_rows")]
+        self._set("split_audited", not leaks, f"{sp.strategy}, fingerprint {sp.fingerprint}" if not leaks else
+                  f"{len(leaks)} leakage finding(s)")
+        self._split = sp.fingerprint
+        for step, fitted in self._fitted_on.items():  # a baseline or run of earlier splits counts no more
+            why = self._other_splits(fitted)
+            if why and self.done[step]: self._set(step, False, why)
+
+    def _heard_overfit(self, report):
+        if getattr(report, "stopped", False) and not report.passed: return  # a Stop is no verdict: step kept
+        self._set("overfit", report.passed, "passed" if report.passed else
+                  ", ".join(f.kind for f in report.findings) or "failed")
+
+    def _heard_baseline(self, table):
+        attrs = getattr(table, "attrs", None) or {}  # target and split_fingerprint, where the table has them
+        target, fitted = attrs.get("target"), attrs.get("split_fingerprint")
+        if None not in (target, self.target) and target != self.target:
+            return self._ignore("baseline", f"a baseline of target {target!r}, not {self.target!r}")
+        why = self._other_splits(fitted)
+        if why: return self._ignore("baseline", f"a baseline {why}")
+        self._fitted_on["baseline"] = fitted
+        if self.metric in table.columns:
+            values = table[self.metric].drop(index="dummy", errors="ignore")
+            values = values if len(values) else table[self.metric]
+            self.baseline = float(values.min() if self.lower_better else values.max())
+            self._no_metric = None
+            return self._set("baseline", True, f"{self.metric} {self.baseline:.4g}")
+        columns = [str(c) for c in table.columns]
+        self.baseline = self._given
+        self._no_metric = (f"the baseline has no column {self.metric!r} (its columns: {', '.join(columns)})"
+                           f"{did_you_mean(self.metric, columns)}")
+        given = "" if self._given is None else f"; given: {self._given:.4g}"
+        self._set("baseline", True, f"fitted, but {self._no_metric}{given}")
+
+    def _heard_run(self, run):
+        self._set("environment", bool(run.environment), f"torch {run.environment.get('torch')}, git "
+                  f"{str(run.environment.get('git_commit'))[:8]}")
+        fitted = (getattr(run, "extra", None) or {}).get("split_fingerprint")
+        self._fitted_on["beats"] = fitted
+        if run.stopped not in FINISHED:  # its value is partial, or the run broke
+            return self._set("beats", False, f"the last run ended {run.stopped}: only a finished run counts "
+                                             f"({', '.join(FINISHED)})")
+        value, other = self._run_value(run), self._other_splits(fitted)
+        if value is None: return self._set("beats", False, self._no_value(run))
+        if other: return self._set("beats", False, f"the run was {other}")
+        if self.baseline is None and self._no_metric:  # a threshold alone is no win over a baseline
+            return self._set("beats", False, f"{self.metric} {value:.4g}, but {self._no_metric}: "
+                                             "nothing to compare it with")
+        ok = (self.baseline is None or self._better(value, self.baseline)) and \
+             (self.threshold is None or not self._better(self.threshold, value))
+        self._set("beats", ok and self.threshold is not None,
+                  f"{self.metric} {value:.4g} vs baseline "
+                  f"{'—' if self.baseline is None else f'{self.baseline:.4g}'}, threshold "
+                  f"{'—' if self.threshold is None else f'{self.threshold:.4g}'}")
+
+    def _no_value(self, run) -> str:
+        "The note for a run without a value of `metric`: the values it has, the nearest named."
+        try: names = [str(c) for c in run.metrics().columns]
+        except Exception: names = []  # a run without records
+        if self.metric in names: return f"the run's {self.metric} is NaN or infinite in every epoch"
+        if not names: return f"the run has no value of {self.metric}: it recorded none"
+        return (f"the run has no value of {self.metric} (its values: {', '.join(names)})"
+                f"{did_you_mean(self.metric, names)}")
 
     def _run_value(self, run) -> Optional[float]:
         "The run's best `metric`: its best monitored value if it monitors `metric`, else its history's best."
@@ -229,9 +304,20 @@ def _finite_number(text: str,  # a magic's numeric argument, as typed
     if not math.isfinite(value): raise ArgumentTypeError(f"expected a finite number, got {text!r}")
     return value
 
+def _shell_comment_cut(line: str,  # a magic's arguments, as typed
+                      ) -> str:
+    "`line` up to a `#` that starts a word outside quotes, as a shell ends it; 'runs/#1' and '\"#1\"' stay."
+    quote = None
+    for i, ch in enumerate(line):
+        if quote: quote = None if ch == quote else quote
+        elif ch in "'\"": quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1].isspace()): return line[:i]
+    return line
+
 def _split_line(line: str,  # a magic's arguments, as typed
               ) -> list:
     "`line` split at spaces as a shell does: a quoted part (\"mean radius\") is one argument; a backslash stays."
+    line = _shell_comment_cut(line)  # '%train m dl --epochs 1  # a comment'
     lex = shlex.shlex(line, posix=True)
     lex.whitespace_split, lex.escape, lex.commenters = True, "", ""  # Windows paths, 'runs/#1' as typed
     try: return list(lex)

@@ -292,6 +292,7 @@ def baseline(sdf,  # a Spark DataFrame: feature columns and the target
         rows[name] = row
     table.unpersist()
     result = pd.DataFrame(rows).T.rename_axis("model")
+    result.attrs.update(target=target, split_fingerprint=splits.fingerprint)  # what a Checklist compares
     announce("baseline", result)
     return result
 
