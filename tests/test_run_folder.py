@@ -335,3 +335,39 @@ def test_run_load_refuses_another_format_or_a_newer_version_and_keeps_config_fie
     again = json.loads((tmp_path / "again.json").read_text())
     assert again["config"]["grad_checkpointing"] is True and "unknown_config" not in again["extra"]
     assert tb.Run.load(file).config == run.config  # a record as this trainbook writes it: read without a word
+
+
+def test_run_html_escapes_its_error_and_folder(tmp_path):
+    "Seen: a loss's error text and a checkpoint folder holding <, >, & were put in the run's HTML raw."
+    def bad_loss(pred, yb): raise RuntimeError("bad value <b>BOLD</b> & <img src=x onerror=alert(1)>")
+    with pytest.raises(RuntimeError) as e:
+        fit(tmp_path / "runs" / "<b>a&b</b>", epochs=1, loss_fn=bad_loss)
+    page = e.value.run._repr_html_()
+    assert "<b>BOLD</b>" not in page and "<img" not in page and "<b>a&b</b>" not in page
+    assert "bad value &lt;b&gt;BOLD&lt;/b&gt; &amp; &lt;img" in page and "&lt;b&gt;a&amp;b&lt;/b&gt;</code>" in page
+    typed = tb.Run(records=tb.History(), config=tb.TrainConfig(), stopped="failed",
+                   error="TypeError(\"got <class 'str'>\")")
+    assert "got &lt;class &#x27;str&#x27;&gt;" in typed._repr_html_()  # the type's name shows in a browser
+
+
+def test_run_html_names_the_monitor_it_followed_without_validation_data():
+    "Seen: a run without dl_valid said 'best valid_loss 2.008 at epoch 2' of its training loss."
+    X, y = blobs(n=96)
+    run = fit(None, epochs=3, batches=(tb.TensorLoader(X, y, batch_size=32), None))
+    page = run._repr_html_()
+    assert f"best train_loss {run.best:.4g} at epoch {run.best_epoch}" in page and "best valid_loss" not in page
+    assert run.monitor_followed() == "train_loss"
+    assert "best valid_loss" in fit(None, epochs=2)._repr_html_()  # with validation data: what it follows
+
+
+def test_repeated_findings_are_grouped_in_the_runs_repr_and_html():
+    "Seen: a metric NaN at every validation made a repr of 184 'nonfinite' and 138 KB of HTML."
+    from trainbook.core import Finding
+    nan = [Finding("nonfinite", "warning", f"validation at epoch {i} gave valid_m=nan") for i in range(184)]
+    findings = nan + [Finding("overfitting", "warning", "the gap grows")]
+    run = tb.Run(records=tb.History(), config=tb.TrainConfig(), stopped="completed", findings=findings)
+    assert repr(run) == "Run(stopped='completed', step=0, epoch=0, findings=['nonfinite ×184', 'overfitting'])"
+    page = run._repr_html_()
+    assert page.count("tb-finding tb-warning") == 2 and "nonfinite ×184" in page and len(page) < 5000
+    assert "validation at epoch 0 gave" in page and "validation at epoch 1 gave" not in page
+    assert run.findings == findings  # the run keeps each

@@ -340,3 +340,72 @@ def test_mlflow_info_lines_stay_out_unless_asked_for(monkeypatch):
         log.setLevel(mine)
         quiet_mlflow()
         assert log.level == mine
+
+
+def test_an_interrupted_wait_leaves_the_panel_busy_until_its_run_ends(monkeypatch):
+    """Seen: Ctrl-C in `panel.wait()` (CPython 3.11 can then mark the thread stopped while it runs): `busy` was
+    False, the status stayed 'training …' and Train was refused as 'already training in another thread'."""
+    import threading
+    p = panel(epochs=2)
+    started, go = threading.Event(), threading.Event()
+    class Hold(Callback):
+        def after_step(self, state):
+            if state.step == 1: started.set(); go.wait(60)
+    p.callbacks.append(Hold())
+    p.train_button.click()
+    try:
+        assert started.wait(60)
+        thread = p._thread
+        def interrupted_join(timeout=None):
+            # what an interrupted join can leave: the thread marked stopped, a later join returning at once
+            monkeypatch.setattr(thread, "is_alive", lambda: False)
+            monkeypatch.setattr(thread, "join", lambda timeout=None: None)
+            raise KeyboardInterrupt
+        monkeypatch.setattr(thread, "join", interrupted_join)
+        with pytest.raises(KeyboardInterrupt): p.wait()
+        assert p.busy and "training …" in p.status.value and p.run is None and p.train_button.disabled
+        p.train_button.click()
+        assert "this panel's training is still running" in p.status.value
+        assert "another thread" not in p.status.value and p.busy
+    finally:
+        go.set()
+    p.wait()
+    assert not p.busy and p.run.stopped == "completed" and "completed" in p.status.value
+    assert not p.train_button.disabled and p.stop_button.disabled
+
+
+def test_an_action_ended_by_a_base_exception_ends_in_the_panel():
+    "Seen: a SystemExit in a Train (a callback's) left the status on 'training …'."
+    class Exit(Callback):
+        def after_step(self, state):
+            if state.step == 2: raise SystemExit(3)
+    p = panel()
+    p.callbacks.append(Exit())
+    p.train_button.click(); p.wait()
+    assert not p.busy and "training failed" in p.status.value and "SystemExit" in p.status.value
+    assert isinstance(p.error, SystemExit) and p.run.stopped == "failed"
+    assert not p.train_button.disabled and p.stop_button.disabled
+    p.overfit_button.click(); p.wait()  # usable again
+    assert "PASSED" in p.status.value
+
+
+def test_the_saved_snapshot_shows_the_buttons_as_the_action_left_them():
+    "Seen: the snapshot re-rendered at an action's end (its text/plain) showed the buttons still disabled=True."
+    p = panel()
+    handle = FakeHandle()
+    p._handles = [handle]
+    p.overfit_button.click(); p.wait()
+    assert len(handle.updates) == 1
+    plain = handle.updates[0]["text/plain"]
+    assert plain.startswith("VBox(children=(HBox(children=(Button(description='Overfit one batch'")
+    assert "disabled=True" not in plain and "PASSED" in handle.updates[0]["text/html"]
+
+
+def test_a_finding_repeated_at_every_validation_shows_once_in_the_panel():
+    "Seen: a metric NaN at every validation: one callout per epoch in the panel's findings."
+    p = panel(epochs=4)
+    p.metrics = {"m": lambda pred, yb: float("nan")}
+    p.train_button.click(); p.wait()
+    assert p.run.stopped == "completed" and [f.kind for f in p.run.findings].count("nonfinite") == 4
+    assert p.findings.value.count('class="tb-finding ') == 1 + sum(f.kind != "nonfinite" for f in p.run.findings)
+    assert "nonfinite ×4" in p.findings.value

@@ -4,7 +4,7 @@
 
 # %% ../nbs/05a_run.ipynb #6765f40e
 from __future__ import annotations
-import contextlib, json, math, os, warnings
+import contextlib, html, json, math, os, warnings
 from dataclasses import dataclass, field, fields
 from enum import Enum
 from pathlib import Path
@@ -17,8 +17,8 @@ from .core import (Finding, History, TrainConfig, atomic_write, did_you_mean, fi
 # %% auto #0
 __all__ = ['STOP_REASONS', 'RECORDS', 'PER_STEP', 'SYSTEM', 'EVIDENCE', 'MONITOR_ALIASES', 'RUN_FORMAT', 'RUN_VERSION',
            'RUN_FILES', 'RUNNING', 'UNKNOWN_CONFIG', 'StopReason', 'Record', 'record_key', 'monitored_record',
-           'last_run', 'remember_run', 'unrecorded', 'Run', 'RunFileError', 'json_safe', 'history_json',
-           'history_from_last', 'mark_killed', 'written_by', 'run_record_bytes', 'write_run_record']
+           'last_run', 'remember_run', 'unrecorded', 'Run', 'grouped_findings', 'RunFileError', 'json_safe',
+           'history_json', 'history_from_last', 'mark_killed', 'written_by', 'run_record_bytes', 'write_run_record']
 
 # %% ../nbs/05a_run.ipynb #c9cb2482
 class StopReason(str, Enum):
@@ -159,15 +159,27 @@ class Run:
         from trainbook.tracking import to_tensorboard
         return to_tensorboard(self, logdir)
 
+    def monitor_followed(self) -> str:
+        """The value `best` is of: `config.monitor`, or the training split's where the run had no validation
+        data to follow (fit falls back from 'valid_loss' to 'train_loss', see `guard.monitor_fallback`)."""
+        said = [f.data.get("follows") for f in self.findings if f.kind == "monitor_fallback" and f.data]
+        if said and said[0]: return str(said[0])
+        monitor = str(self.config.monitor)
+        try: validated = "valid" in self.records.column("split")
+        except Exception: return monitor  # records that are no History: the config says it
+        if monitor.startswith("valid_") and not validated: return "train_" + monitor[len("valid_"):]
+        return monitor
+
     def _repr_html_(self):
-        try: table = self.metrics().tail(10).to_html(float_format=lambda v: f"{v:.4g}")
+        esc = lambda v: html.escape(str(v))  # an error's or a folder's text may hold <, >, &
+        try: table = self.metrics().tail(10).to_html(float_format=lambda v: f"{v:.4g}")  # escapes its cells
         except Exception: table = ""
-        best = (f", best {self.config.monitor} {self.best:.4g} at epoch {self.best_epoch}"
+        best = (f", best {esc(self.monitor_followed())} {self.best:.4g} at epoch {self.best_epoch}"
                 if self.best is not None else "")
-        where = f" — checkpoints in <code>{self.run_dir}</code>" if self.run_dir else ""
-        error = f"<br><b>error</b>: <code>{self.error}</code>" if self.error else ""
-        return (f"<div><b>Run</b>: {self.stopped} after {self.step} steps / {self.epoch + 1} "
-                f"epochs{best}{where}{error}{table}{findings_html(self.findings)}</div>")
+        where = f" — checkpoints in <code>{esc(self.run_dir)}</code>" if self.run_dir else ""
+        error = f"<br><b>error</b>: <code>{esc(self.error)}</code>" if self.error else ""
+        return (f"<div><b>Run</b>: {esc(self.stopped)} after {self.step} steps / {self.epoch + 1} "
+                f"epochs{best}{where}{error}{table}{findings_html(grouped_findings(self.findings))}</div>")
 
     def to_dict(self) -> dict:
         "The run as plain JSON values: the one `run.json` record (run folder and trackers alike)."
@@ -214,8 +226,24 @@ class Run:
         return run
 
     def __repr__(self):
-        kinds = [f.kind for f in self.findings]
+        kinds = [f.kind for f in grouped_findings(self.findings)]  # 'nonfinite ×184', not 184 'nonfinite'
         return f"Run(stopped={self.stopped!r}, step={self.step}, epoch={self.epoch}, findings={kinds})"
+
+def grouped_findings(findings: list,  # a run's findings, in their order
+                    ) -> list:
+    """The findings as a report shows them: three or more of one kind and severity (a metric NaN at every
+    validation) become one, the first's message with the count (its kind reads 'nonfinite ×184'); a pair
+    shows both."""
+    groups: dict = {}
+    for f in findings: groups.setdefault((f.kind, f.severity), []).append(f)
+    out = []
+    for (kind, _), same in groups.items():
+        first = same[0]
+        if len(same) < 3: out.extend(same); continue
+        out.append(Finding(f"{kind} ×{len(same)}", first.severity,
+                           f"{first.message} (the first of {len(same)}; run.findings holds each)",
+                           column=first.column, advice=first.advice, data=first.data))
+    return out
 
 # %% ../nbs/05a_run.ipynb #f55116ca
 RUN_FORMAT, RUN_VERSION = "trainbook-run", 1

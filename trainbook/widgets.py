@@ -4,13 +4,14 @@
 
 # %% ../nbs/12_widgets.ipynb #33e228ba
 from __future__ import annotations
-import html, inspect, threading, traceback
+import html, inspect, threading, time, traceback
 from typing import Callable, Optional
 
 import pandas as pd
 
 from .core import TrainConfig, findings_html
 from .events import Callback
+from .run import grouped_findings
 from .splits import STRATEGIES, RowHashes, make_splits
 
 # %% auto #0
@@ -313,6 +314,11 @@ class TrainPanel(Snapshot):
         self.config, self.metrics, self.callbacks = config, metrics, list(callbacks)
         self.run = self.sanity = self.lr_finder = self.dry_run_report = self.error = None
         self._stop, self._thread = threading.Event(), None
+        # the panel's own state, not its thread's `is_alive()`: on CPython 3.11 a `join()` cut short by Ctrl-C
+        # can mark the thread stopped while it still runs. `_running` names the action going (None when idle),
+        # `_idle` is set when it has ended, `_state` keeps a click and an action's end (two threads) apart
+        self._running, self._idle, self._state = None, threading.Event(), threading.Lock()
+        self._idle.set()
         self.overfit_button = w.Button(description="Overfit one batch", icon="check",
                                        layout=w.Layout(**BUTTON))
         self.lr_button = w.Button(description="Find LR", icon="search", layout=w.Layout(**BUTTON))
@@ -408,31 +414,39 @@ class TrainPanel(Snapshot):
             self.run = fit(self.model, self.dl_train, self.dl_valid, loss_fn=self.loss_fn, config=self.config,
                            metrics=self.metrics,
                            callbacks=[StopOnEvent(self._stop), self.curves, *self.callbacks], live=False)
-        except Exception as e:
+        except BaseException as e:
             # a run that raised is still the last run (`err.run`, stopped 'failed'), as `tb.last_run()` says
             self.run = getattr(e, "run", None)
-            if self.run is not None: self.findings.value = findings_html(self.run.findings)
+            if self.run is not None: self.findings.value = findings_html(grouped_findings(self.run.findings))
             raise
-        self.findings.value = findings_html(self.run.findings)
+        self.findings.value = findings_html(grouped_findings(self.run.findings))  # a repeated one shown once
         return run_status(self.run)
 
     # --- plumbing ---------------------------------------------------------------------------------
     def _start(self, what: str, action: Callable[[], str]):
         from trainbook.batch import training_lock
-        if self.busy:
-            self.status.value = "busy: wait for the current action or press Stop"
-            return
-        try:  # refuse at once (not in the background) when another thread trains this model
-            with training_lock(self.model, what): pass
-        except RuntimeError as e:
-            self.status.value = f'<b style="color:#c0392b">{what} refused:</b> {html.escape(str(e))}'
-            return
-        self._stop.clear()
-        self.error = None
-        self._set_running(True, what)
-        self._thread = threading.Thread(target=self._work, args=(what, action), name=f"trainbook-{what}",
-                                        daemon=True)
-        self._thread.start()
+        with self._state:
+            if self._running is not None:  # this panel's own action, still going (a `wait()` cut short too)
+                self.status.value = (f"busy: this panel's {html.escape(self._running)} is still running: "
+                                     "wait for it to end or press Stop")
+                return
+            try:  # refuse at once (not in the background) when another thread trains this model
+                with training_lock(self.model, what): pass
+            except RuntimeError as e:
+                self.status.value = f'<b style="color:#c0392b">{what} refused:</b> {html.escape(str(e))}'
+                return
+            self._stop.clear()
+            self.error = None
+            self._running = what
+            self._idle.clear()
+            self._set_running(True, what)
+            thread = threading.Thread(target=self._work, args=(what, action), name=f"trainbook-{what}",
+                                      daemon=True)
+            try: thread.start()
+            except BaseException:  # no thread (the process's limit): the panel stays usable
+                self._end(f'<b style="color:#c0392b">{what} could not start</b>', refresh=False)
+                raise
+            self._thread = thread
 
     def _work(self, what: str, action: Callable[[], str]):
         from trainbook.batch import training_lock
@@ -440,16 +454,26 @@ class TrainPanel(Snapshot):
         try:
             with training_lock(self.model, what):  # the model is this panel's until the action ends
                 status = action()
-        except Exception as e:  # shown in the panel; the notebook keeps going
+        except BaseException as e:  # shown in the panel (a Ctrl-C or SystemExit too); the notebook goes on
             self.error = e
             status = error_html(what, e)
         finally:
-            # The saved notebook's snapshot is re-rendered first (its output is redrawn, the panel's view with
-            # it), then the status and the buttons change: a click that follows the new status hits the new view.
-            self._final_status = status if status is not None else self.status.value
-            self.refresh_snapshot()
-            self.status.value, self._final_status = self._final_status, None
+            with self._state:
+                self._end(status if status is not None else f"{html.escape(what)} ended")
+
+    def _end(self, status: str, refresh: bool = True):
+        "The action ended, however: the buttons, the saved snapshot, the status, then the panel is idle."
+        try:
+            # The buttons first, so the snapshot (its text/plain too) shows them as they will be; the snapshot
+            # is re-rendered next (its output redrawn, the panel's view with it), the status last: a click
+            # that follows the new status hits the new view. Every step happens whatever the one before raised.
             self._set_running(False)
+            self._final_status = status
+            if refresh: self.refresh_snapshot()
+        finally:
+            self.status.value, self._final_status = status, None
+            self._running = None
+            self._idle.set()
 
     def _set_running(self, running: bool, what: str = ""):
         for b in self.buttons[:-1]: b.disabled = running
@@ -458,8 +482,8 @@ class TrainPanel(Snapshot):
 
     @property
     def busy(self) -> bool:
-        "Whether an action is running in the background."
-        return self._thread is not None and self._thread.is_alive()
+        "Whether an action is running in the background (the panel's own flag, whatever its thread says)."
+        return self._running is not None
 
     def stop(self):
         "Ask the running action (training, Find LR, Overfit one batch) to stop at its next step."
@@ -468,8 +492,14 @@ class TrainPanel(Snapshot):
     def wait(self,
              timeout: Optional[float] = None,  # seconds to wait at most; None waits for the end
             ):
-        "Block until the current action ends (for scripts and tests)."
-        if self._thread is not None: self._thread.join(timeout)
+        "Block until the current action ends (for scripts and tests); a Ctrl-C while waiting leaves it going."
+        if self._thread is None: return self
+        end = None if timeout is None else time.monotonic() + timeout
+        # a KeyboardInterrupt in the join goes up; the panel's state is its own flag's, untouched by the join
+        self._thread.join(timeout)
+        # a join cut short before may have marked the thread stopped while it runs (CPython 3.11): then this
+        # join returns at once; the action's end is the panel's own event
+        self._idle.wait(None if end is None else max(0.0, end - time.monotonic()))
         return self
 
     def _snapshot_html(self) -> str:
