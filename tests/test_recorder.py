@@ -419,3 +419,14 @@ def test_a_resume_with_nowhere_to_load_the_model_is_refused(tmp_path):
     with pytest.raises(tb.CheckpointError, match=r"holds the state of the model and the optimizer, and this run "
                                                  r"has no model or optimizer to load it into"):
         tb.Recorder(tb.TrainConfig(), checkpoint_dir=str(tmp_path), resume=str(tmp_path), live=False)
+
+
+def test_patience_zero_stops_at_the_first_evaluation_without_improvement_not_at_the_first_one():
+    "Seen: TrainConfig(patience=0) stopped every run after its first (improving) evaluation."
+    from trainbook.recorder import EarlyStopping
+    es = EarlyStopping("valid_loss", "min", patience=0)
+    for step, value in enumerate([3.0, 2.0, 1.0], 1):
+        es.update(value, step, 0)
+        assert not es.should_stop  # each one improved
+    es.update(1.5, 4, 0)
+    assert es.should_stop and es.best == 1.0

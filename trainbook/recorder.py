@@ -56,7 +56,8 @@ class EarlyStopping:
 
     @property
     def should_stop(self) -> bool:
-        return self.nonfinite or (self.patience is not None and self.wait >= self.patience)
+        # patience=0: the first evaluation without improvement (as Keras reads it), never one that improved
+        return self.nonfinite or (self.patience is not None and self.wait >= max(self.patience, 1))
 
     def state_dict(self) -> dict:
         return {k: getattr(self, k) for k in ("best", "best_step", "best_epoch", "wait", "nonfinite")}
