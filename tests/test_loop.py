@@ -782,3 +782,22 @@ def test_each_gradients_norm_is_read_before_clipping_as_the_global_one_is():
     layers = h[h.name.str.startswith("grad_norm/")].value
     assert len(layers) == 4 and total > 1e-2  # far above the clip: a norm from before it
     assert math.hypot(*layers) == pytest.approx(total, rel=1e-6)
+
+
+def test_a_ctrl_c_stops_the_rest_of_the_cell_not_the_next_one(monkeypatch):
+    "Seen: a cell fitting three models in a loop trained the other two after a Ctrl-C ended the first."
+    import IPython  # noqa: F401  (a notebook's kernel has it imported)
+    from trainbook import figures
+    cell = {"execution": "run-1"}  # the kernel's execute request: one run of a cell
+    monkeypatch.setattr(figures, "running_cell", lambda: ("cell", cell["execution"], ()))
+    X, y = blobs(n=64)
+    batches = [(X[:32], y[:32]), (X[32:], y[32:])]
+    cfg = tb.TrainConfig(epochs=2, device="cpu", monitor="train_loss")
+    first = tb.fit(mlp(), batches, loss_fn=CE, live=False, config=cfg, callbacks=[interrupt_at(1)])
+    assert first.stopped == "interrupted"  # the run a Ctrl-C stops is returned, as before
+    with pytest.raises(KeyboardInterrupt, match="a Ctrl-C stopped a run earlier in this cell"):
+        tb.fit(mlp(), batches, loss_fn=CE, live=False, config=cfg)  # the sweep's next model
+    with pytest.raises(KeyboardInterrupt, match="Recorder not started"):
+        tb.Recorder(cfg, live=False)
+    cell["execution"] = "run-2"  # the next cell
+    assert tb.fit(mlp(), batches, loss_fn=CE, live=False, config=cfg).stopped == "completed"

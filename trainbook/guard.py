@@ -4,7 +4,7 @@
 
 # %% ../nbs/06a_guard.ipynb #fbcc8e7a
 from __future__ import annotations
-import collections.abc, inspect, math, warnings
+import collections.abc, inspect, math, sys, warnings
 from typing import Callable, Iterable, Iterator, Optional
 
 import torch
@@ -20,7 +20,8 @@ from .optim import SCHEDULE_FNS, SCHEDULER_INTERVALS, warmup_steps
 # %% auto #0
 __all__ = ['LOWER_IS_BETTER', 'HIGHER_IS_BETTER', 'check_loss_fn', 'check_loader', 'require_batches', 'logged_values',
            'better_mode', 'check_monitor', 'monitor_fallback', 'run_steps', 'warmup_past_run', 'nonfinite_validation',
-           'needs_closure', 'check_scheduler', 'check_optimizer', 'check_fit_inputs']
+           'needs_closure', 'check_scheduler', 'check_optimizer', 'note_interrupt', 'refuse_after_interrupt',
+           'check_fit_inputs']
 
 # %% ../nbs/06a_guard.ipynb #28a3ff5a
 def check_loss_fn(loss_fn: Optional[Callable],  # e.g. nn.CrossEntropyLoss() or F.cross_entropy; None = the model's
@@ -269,6 +270,27 @@ def check_optimizer(model: nn.Module,  # the model `fit` trains
                   "gradients are computed and never applied. Add them to a parameter group, or freeze them "
                   "with requires_grad_(False)", stacklevel=3)
 
+_CUT_SHORT = {"execution": None}  # the kernel's execute request (a cell run) in which a Ctrl-C ended a run
+
+def _execution():
+    "The Jupyter kernel's running execute request (one run of a cell), or None outside a kernel."
+    if "IPython" not in sys.modules: return None  # no notebook: nothing to look up
+    from trainbook.figures import running_cell  # (figures builds on the loop's modules)
+    return running_cell()[1]
+
+def note_interrupt() -> None:
+    """A Ctrl-C ended a run (it returns, interrupted): in a Jupyter kernel, each run the same cell starts after
+    it stops at its door, so a cell that trains several models (a sweep, a retry loop) stops as any cell does."""
+    _CUT_SHORT["execution"] = _execution()
+
+def refuse_after_interrupt(what: str,  # what would start ('fit', 'fit_flax')
+                          ) -> None:
+    "Raise KeyboardInterrupt when a Ctrl-C ended a run earlier in the running cell (`note_interrupt`)."
+    cut = _CUT_SHORT["execution"]
+    if cut is not None and cut == _execution():
+        raise KeyboardInterrupt(f"{what} not started: a Ctrl-C stopped a run earlier in this cell, so the cell "
+                                "stops here (the run it stopped is tb.last_run(); the next cell trains as usual)")
+
 def check_fit_inputs(model,  # what `fit` got as `model`
                      dl_train,  # ... as `dl_train`
                      dl_valid,  # ... as `dl_valid`
@@ -283,6 +305,7 @@ def check_fit_inputs(model,  # what `fit` got as `model`
                      profile: int = 0,  # ... as `profile`
                     ) -> dict:
     "Check `fit`'s arguments before any work; returns the metrics resolved to a dict name → callable."
+    refuse_after_interrupt("fit")  # a sweep in a cell that a Ctrl-C interrupted goes no further
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if not any(p.requires_grad for p in model.parameters()):

@@ -14,7 +14,8 @@ from .checkpoint import Checkpointer, Position, check_epochs_left, check_resume,
 from .core import (History, TrainConfig, atomic_write, environment, loader_length, package_version,
                             rng_state, seed_everything, set_loader_epoch, set_rng_state)
 from .events import Event, LoopState
-from .guard import check_loader, check_monitor, monitor_fallback, nonfinite_validation, warmup_past_run
+from .guard import (check_loader, check_monitor, monitor_fallback, nonfinite_validation, note_interrupt,
+                             refuse_after_interrupt, warmup_past_run)
 from .recorder import EarlyStopping, TimedIterator, end_run, epoch_records, run_callbacks, run_of
 from .metrics import resolve_metrics
 from .optim import LRFinder
@@ -492,8 +493,7 @@ class _FlaxLoop:
         pos.step_end_due = True  # until `after_step` is done: a Ctrl-C before then leaves it to the resume
         state.train_state = self.train
         pos.loss_sum, pos.loss_count = pos.loss_sum + state.loss * window.rows, pos.loss_count + window.rows
-        self.epoch_rows += window.rows
-        self.epoch_steps += 1
+        self.epoch_rows, self.epoch_steps = self.epoch_rows + window.rows, self.epoch_steps + 1
         h.append(state.step, state.epoch, "train", "loss", state.loss)
         if lr is not None: h.append(state.step, state.epoch, "train", "lr", lr)
         state.grad_norm = None
@@ -581,6 +581,7 @@ class _FlaxLoop:
     # --- how a run ends -------------------------------------------------------------------------------
     def interrupted(self, window) -> str:
         "Ctrl-C: drop the window in flight; last.msgpack describes the state after the last completed step."
+        note_interrupt()  # in a notebook, the rest of the cell does not train on
         if self.epoch_closed: return "interrupted"
         if window is not None and not window.done:
             self.train = self.state.train_state = self.window_start
@@ -613,6 +614,7 @@ def check_flax_inputs(model,  # what `fit_flax` got as `model`
                       augment=None,  # ... as `augment`
                      ) -> dict:
     "Check `fit_flax`'s arguments before any work; returns the metrics resolved to a dict name -> callable."
+    refuse_after_interrupt("fit_flax")  # a sweep in a cell that a Ctrl-C interrupted goes no further
     if not is_flax_model(model):
         raise TypeError(f"model must be a Flax NNX module (flax.nnx.Module), got {type(model).__name__}; "
                         "for a torch module use tb.fit")

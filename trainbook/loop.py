@@ -21,7 +21,8 @@ from .core import (History, TrainConfig, environment, loader_generators, loader_
 from .triage import Evaluation, LossStats, NanGuard
 from .distributed import all_mean, dist_info, paired_batches, reduce_evaluation, shard_loader, wrap_model
 from .events import Callback, Callbacks, Event, LoopState
-from .guard import check_fit_inputs, check_monitor, monitor_fallback, require_batches, run_steps, warmup_past_run
+from .guard import (check_fit_inputs, check_monitor, monitor_fallback, note_interrupt, require_batches,
+                             run_steps, warmup_past_run)
 from .metrics import resolve_metrics, try_metrics
 from .optim import (gradient_norms, make_scheduler, param_groups,
                              pick_scheduler_interval, step_optimizer, unscale_and_clip)
@@ -280,8 +281,7 @@ def _start_epoch(s: Setup, state: LoopState, epoch: int) -> TimedIterator:
     if skip: set_rng_state(pos.rng, s.generators)
     pos.rng = None
     if s.device.type == "cuda": torch.cuda.reset_peak_memory_stats(s.device)
-    batches.wait = 0.0
-    state.meter = EpochMeter(batches)
+    batches.wait, state.meter = 0.0, EpochMeter(batches)  # the skipped batches' wait is not this epoch's
     return batches
 
 def _windows(s: Setup, state: LoopState, batches: TimedIterator) -> Iterator[Window]:
@@ -309,8 +309,7 @@ def _skip_nonfinite(s: Setup, state: LoopState, window: Window) -> Optional[str]
     s.optimizer.zero_grad(set_to_none=True)
     window.done = True
     if s.config.on_nonfinite == "stop": return "nonfinite"
-    _count_skip(state)
-    return None
+    return _count_skip(state)  # None: the step is skipped, the run goes on
 
 def _count_skip(state: LoopState):
     state.skipped_steps += 1
@@ -445,6 +444,7 @@ def _stopped_before_step(s: Setup, state: LoopState) -> str:
 def _interrupted(s: Setup, state: LoopState, window: Optional[Window]) -> str:
     "Ctrl-C: drop the window in flight; last.pt describes the state after the last completed step."
     s.optimizer.zero_grad(set_to_none=True)
+    note_interrupt()  # in a notebook, the rest of the cell does not train on
     if state.epoch_closed: return "interrupted"
     if state.epoch_end is not None:  # inside the epoch's end: a resume redoes it, its rows are not doubled
         entries = dict(state.epoch_end)

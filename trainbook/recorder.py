@@ -18,7 +18,8 @@ from .checkpoint import (CheckpointError, Checkpointer, RunFolderBusy, check_loa
 from .core import Finding, History, TrainConfig, announce, environment, rng_state, set_rng_state
 from .diagnostics import diagnose, nonfinite_loss
 from .events import Callback, Callbacks, Event, LoopState, session_observers
-from .guard import check_monitor, monitor_fallback, nonfinite_validation
+from .guard import (check_monitor, monitor_fallback, nonfinite_validation, note_interrupt,
+                             refuse_after_interrupt)
 from .run import RECORDS, RUNNING, Run, monitored_record, remember_run
 
 # %% auto #0
@@ -373,6 +374,7 @@ class Recorder:
                  kind: str = "custom",  # what trains, for the trackers: 'custom', 'accelerate', 'flax', ...
                  read_every: int = 50,  # steps between reads of tensor values (one device sync for all)
                 ):
+        refuse_after_interrupt("Recorder")  # a sweep in a cell that a Ctrl-C interrupted goes no further
         cfg = config if config is not None else TrainConfig()
         if not isinstance(cfg, TrainConfig):
             raise TypeError(f"config must be a trainbook.TrainConfig, got {type(cfg).__name__}")
@@ -537,6 +539,7 @@ class Recorder:
         elif isinstance(err, KeyboardInterrupt):
             self._cut = True
             self.finish("interrupted")
+            note_interrupt()  # in a notebook, the rest of the cell does not train on
         else: err.run = self.finish("failed", err)
         return isinstance(err, KeyboardInterrupt)  # Ctrl-C ends the run as interrupted, like fit
 
