@@ -371,3 +371,23 @@ def test_repeated_findings_are_grouped_in_the_runs_repr_and_html():
     assert page.count("tb-finding tb-warning") == 2 and "nonfinite ×184" in page and len(page) < 5000
     assert "validation at epoch 0 gave" in page and "validation at epoch 1 gave" not in page
     assert run.findings == findings  # the run keeps each
+
+
+def test_restore_best_loads_the_best_evaluations_weights(tmp_path):
+    "fit returns the last step's weights (early stopping or not); run.restore_best(model) puts best.pt's back."
+    import torch
+    from torch import nn
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(64, 4, generator=g), torch.randint(0, 2, (64,), generator=g)
+    Xv, yv = torch.randn(32, 4, generator=g), torch.randint(0, 2, (32,), generator=g)  # noise: it overfits
+    model = nn.Sequential(nn.Linear(4, 64), nn.ReLU(), nn.Linear(64, 2))
+    run = tb.fit(model, [(X, y)], [(Xv, yv)], loss_fn=nn.functional.cross_entropy, live=False,
+                 config=tb.TrainConfig(epochs=30, lr=3e-2, checkpoint_dir=str(tmp_path), device="cpu"))
+    best = torch.load(run.run_dir / "best.pt", weights_only=True)["model"]
+    assert run.best_epoch < run.epoch  # the last epoch is not the best one
+    assert not all(torch.equal(v, best[k]) for k, v in model.state_dict().items())
+    assert run.restore_best(model) is run
+    assert all(torch.equal(v, best[k]) for k, v in model.state_dict().items())
+    with pytest.raises(ValueError, match="kept no folder"):
+        tb.fit(model, [(X, y)], loss_fn=nn.functional.cross_entropy, live=False,
+               config=tb.TrainConfig(epochs=1, device="cpu")).restore_best(model)

@@ -159,6 +159,26 @@ class Run:
         from trainbook.tracking import to_tensorboard
         return to_tensorboard(self, logdir)
 
+    def restore_best(self,
+                     model,  # the torch model this run trained: its weights are replaced in place
+                    ) -> "Run":
+        """Load the weights of the run's best evaluation (its folder's best.pt) into `model`. `fit` returns the
+        model as its last step left it (as Keras and Lightning do); this is the way back to the best."""
+        import torch
+        from trainbook.checkpoint import load_checkpoint
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(f"model must be the torch model this run trained, got {type(model).__name__}")
+        if self.run_dir is None:
+            raise ValueError("this run kept no folder (TrainConfig.checkpoint_dir=None), so no best.pt: set "
+                             "checkpoint_dir to keep the best evaluation's weights")
+        best = Path(self.run_dir) / "best.pt"
+        if not best.is_file():
+            raise FileNotFoundError(f"{best} does not exist: the run saved no best evaluation (none was "
+                                    f"finite, or it ended before its first)")
+        device = next((p.device for p in model.parameters()), torch.device("cpu"))
+        load_checkpoint(best, model, map_location=device)
+        return self
+
     def monitor_followed(self) -> str:
         """The value `best` is of: `config.monitor`, or the training split's where the run had no validation
         data to follow (fit falls back from 'valid_loss' to 'train_loss', see `guard.monitor_fallback`)."""
