@@ -398,3 +398,18 @@ def test_checkpoint_settings_that_write_nothing_are_said(tmp_path):
     assert run.step == 8 and "resume_without_folder" in [f.kind for f in run.findings]
     with pytest.warns(UserWarning, match=r"checkpoint_every=2 writes nothing: checkpoint_dir is None"):
         fit(config=tb.TrainConfig(epochs=1, checkpoint_every=2))
+
+
+def test_a_warning_of_fit_points_at_the_users_line_not_at_trainbook():
+    "Seen: a warning printed trainbook's own source line (a fixed stacklevel off by a call or two)."
+    import torch
+    from torch import nn
+    class Counts:  # a state a checkpoint keeps, but no way to give it back
+        def after_step(self, state): pass
+        def state_dict(self): return {}
+    X, y = torch.randn(32, 4), torch.randint(0, 2, (32,))
+    with pytest.warns(UserWarning) as seen:
+        tb.fit(nn.Linear(4, 2), [(X, y)], loss_fn=nn.functional.cross_entropy, live=False, callbacks=[Counts()],
+               config=tb.TrainConfig(epochs=1, checkpoint_every=2, device="cpu"))
+    said = {str(w.message).split(" ")[0]: w.filename for w in seen}
+    assert said["checkpoint_every=2"] == said["callback"] == __file__  # not trainbook/events.py

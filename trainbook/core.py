@@ -5,7 +5,7 @@
 # %% ../nbs/00_core.ipynb #d6e9bcc4
 from __future__ import annotations
 import contextlib, difflib, functools, hashlib, importlib.metadata, math, os, platform, random, re, socket, sys
-import tempfile, time
+import tempfile, time, warnings
 from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Sequence
@@ -14,12 +14,12 @@ import numpy as np
 import torch
 
 # %% auto #0
-__all__ = ['PRECISIONS', 'SCHEDULES', 'SEVERITIES', 'SEVERITY_STYLE', 'shown', 'did_you_mean', 'label_key', 'require_instance',
-           'TrainConfig', 'Finding', 'finding_html', 'findings_html', 'findings_text', 'number_text',
-           'compact_table_html', 'History', 'seed_everything', 'accelerators_present', 'rng_state', 'set_rng_state',
-           'loader_generators', 'package_version', 'environment', 'loader_length', 'set_loader_epoch', 'pick_device',
-           'pick_precision', 'autocast_dtype', 'this_process', 'process_alive', 'remove_stale_temps', 'atomic_write',
-           'listen', 'unlisten', 'silenced', 'announce']
+__all__ = ['PRECISIONS', 'SCHEDULES', 'SEVERITIES', 'SEVERITY_STYLE', 'shown', 'did_you_mean', 'warn', 'label_key',
+           'require_instance', 'TrainConfig', 'Finding', 'finding_html', 'findings_html', 'findings_text',
+           'number_text', 'compact_table_html', 'History', 'seed_everything', 'accelerators_present', 'rng_state',
+           'set_rng_state', 'loader_generators', 'package_version', 'environment', 'loader_length', 'set_loader_epoch',
+           'pick_device', 'pick_precision', 'autocast_dtype', 'this_process', 'process_alive', 'remove_stale_temps',
+           'atomic_write', 'listen', 'unlisten', 'silenced', 'announce']
 
 # %% ../nbs/00_core.ipynb #03fb781b
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
@@ -98,6 +98,18 @@ def did_you_mean(name: str,  # what the user typed
     lowered = {str(c).lower(): str(c) for c in reversed(list(choices))}  # the first of equal ones wins
     near = difflib.get_close_matches(str(name).lower(), list(lowered), n=1)
     return f" (did you mean {lowered[near[0]]!r}?)" if near else ""
+
+def warn(message: str,  # what the user should know
+         category: type = UserWarning,  # the warning's class
+        ) -> None:
+    """`warnings.warn`, shown at the user's line: the first caller outside trainbook, however deep the call
+    (a fixed `stacklevel` pointed at trainbook's own source from some paths, and printed its line)."""
+    import trainbook
+    package = os.path.dirname(os.path.abspath(trainbook.__file__)) + os.sep
+    frame, level = sys._getframe(1), 2  # level 2: warn's caller
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level if frame is not None else 2)  # a thread's: its caller
 
 def label_key(value,  # a label or an id, of any type
              ) -> str:

@@ -15,7 +15,7 @@ import torch.distributed as dist
 from torch import nn
 
 from .batch import DeferredCtrlC
-from .core import History, did_you_mean
+from .core import History, did_you_mean, warn
 
 # %% auto #0
 __all__ = ['dist_info', 'full_tensor', 'all_mean', 'reduce_evaluation', 'paired_batches', 'wrap_model', 'full_state',
@@ -137,7 +137,7 @@ def _unsharded(loader, rank: int, world: int, why: str):
                "rank: a TensorLoader made in the launched function, or a DistributedSampler)")
     if rank == 0 and message not in _UNSHARDED:
         _UNSHARDED.add(message)
-        warnings.warn(message, stacklevel=3)
+        warn(message)
     return loader
 
 class EachRowOnce(DistributedSampler):
@@ -472,7 +472,7 @@ def launch(fn: Callable,  # the function each rank runs; defined in a notebook c
         _read_stream(work / "history.jsonl", offset, history)
         if curves is not None: curves.update(state, force=True)
         said = json.loads((work / "warnings.json").read_text()) if (work / "warnings.json").exists() else []
-        for line in said: warnings.warn(f"rank 0: {line}", stacklevel=2)  # rank 0's warnings reach the caller
+        for line in said: warn(f"rank 0: {line}")  # rank 0's warnings reach the caller
         if proc.returncode != 0: raise _failure(work, proc.returncode)
         result = work / "result.pkl"
         return cloudpickle.loads(result.read_bytes()) if result.exists() else None

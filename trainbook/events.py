@@ -4,12 +4,12 @@
 
 # %% ../nbs/04_events.ipynb #cd8f0d4b
 from __future__ import annotations
-import inspect, warnings
+import inspect
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Iterable, Optional
 
-from .core import did_you_mean
+from .core import did_you_mean, warn
 from .run import STOP_REASONS, StopReason
 
 # %% auto #0
@@ -144,8 +144,8 @@ def _distinct(callbacks: list) -> list:
 def _warn_unrestorable(cb):
     "A state a checkpoint saves but a resume cannot give back: warned about when the callback is attached."
     if callable(getattr(cb, "state_dict", None)) and not callable(getattr(cb, "load_state_dict", None)):
-        warnings.warn(f"callback {type(cb).__name__} has state_dict but no load_state_dict: a resumed run "
-                      "cannot restore it; add def load_state_dict(self, state): ...")
+        warn(f"callback {type(cb).__name__} has state_dict but no load_state_dict: a resumed run "
+             "cannot restore it; add def load_state_dict(self, state): ...")
 
 class Callbacks:
     "Calls the callbacks' event methods in list order."
@@ -168,7 +168,7 @@ class Callbacks:
 
     def _switch_off(self, cb, event: Event, err: Exception):
         "A display whose handler raised: warned about once, then removed from every event."
-        warnings.warn(f"{type(cb).__name__}.{event.value} failed and was switched off: {err!r}")
+        warn(f"{type(cb).__name__}.{event.value} failed and was switched off: {err!r}")
         self._remove(cb)
 
     def _index(self):

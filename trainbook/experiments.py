@@ -4,13 +4,13 @@
 
 # %% ../nbs/16b_experiments.ipynb #194fc827
 from __future__ import annotations
-import json, warnings
+import json
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from .core import did_you_mean
+from .core import did_you_mean, warn
 from .run import MONITOR_ALIASES, RUNNING, Run, RunFileError, mark_killed, record_key, written_by
 from .store import (READ_WAIT, check_server, is_remote, mark_dead_runs, no_answer, quiet_mlflow,
                              read_artifact, read_limits, safe_key, server_errors, sqlite_path)
@@ -29,8 +29,8 @@ def _client(uri: Optional[str]):
     client, tracker = None, active_tracker()
     if tracker is not None and uri in (None, tracker.uri):
         if not tracker.wait(READ_WAIT):
-            warnings.warn(f"trainbook tracking: writes to {tracker.uri} still pending after "
-                          f"{READ_WAIT:g} s; what they carry is not read yet")
+            warn(f"trainbook tracking: writes to {tracker.uri} still pending after "
+                 f"{READ_WAIT:g} s; what they carry is not read yet")
         if tracker.client is not None: uri, client = tracker.uri, tracker.client
     uri = tracking_uri(uri)
     path = sqlite_path(uri)
@@ -143,7 +143,7 @@ def runs(experiment: Optional[str] = None,  # experiment name; None = the active
     with _reading(uri) as client:
         experiment_id = _experiment(client, experiment)
         try: mark_dead_runs(client, [experiment_id])  # a run whose process is gone is not RUNNING
-        except Exception as e: warnings.warn(f"trainbook tracking: could not check for dead runs: {e!r}")
+        except Exception as e: warn(f"trainbook tracking: could not check for dead runs: {e!r}")
         found = _search(client, experiment_id, filter, max_results)
         metrics = {r.info.run_id: _metric_values(r, client) for r in found}
     key = differing([r.data.params for r in found])

@@ -4,7 +4,7 @@
 
 # %% ../nbs/06a_guard.ipynb #fbcc8e7a
 from __future__ import annotations
-import collections.abc, inspect, math, sys, warnings
+import collections.abc, inspect, math, sys
 from typing import Callable, Iterable, Iterator, Optional
 
 import torch
@@ -13,7 +13,7 @@ from torch import nn
 
 from .batch import nothing_to_train, rows_in
 from .checkpoint import probe_writable
-from .core import Finding, TrainConfig, did_you_mean, loader_length
+from .core import Finding, TrainConfig, did_you_mean, loader_length, warn
 from .metrics import resolve_metrics
 from .optim import SCHEDULE_FNS, SCHEDULER_INTERVALS, warmup_steps
 
@@ -266,9 +266,9 @@ def check_optimizer(model: nn.Module,  # the model `fit` trains
                          "nothing: it was made for another model (a cell run again made a new model?). Make it "
                          "from this one, e.g. torch.optim.AdamW(model.parameters()), or leave optimizer=None")
     shown = ", ".join(trainable[:4]) + (", ..." if len(trainable) > 4 else "")
-    warnings.warn(f"optimizer leaves out {len(trainable)} trainable parameters of the model ({shown}): their "
-                  "gradients are computed and never applied. Add them to a parameter group, or freeze them "
-                  "with requires_grad_(False)", stacklevel=3)
+    warn(f"optimizer leaves out {len(trainable)} trainable parameters of the model ({shown}): their "
+         "gradients are computed and never applied. Add them to a parameter group, or freeze them "
+         "with requires_grad_(False)")
 
 _CUT_SHORT = {"execution": None}  # the kernel's execute request (a cell run) in which a Ctrl-C ended a run
 
@@ -321,10 +321,10 @@ def check_fit_inputs(model,  # what `fit` got as `model`
     check_optimizer(model, optimizer, scheduler, strategy)
     check_scheduler(scheduler, scheduler_interval, cfg, n_train)
     if cfg.checkpoint_every and cfg.checkpoint_dir is None:
-        warnings.warn(f"checkpoint_every={cfg.checkpoint_every} writes nothing: checkpoint_dir is None; set "
-                      "TrainConfig(checkpoint_dir=...) for last.pt every that many steps", stacklevel=3)
+        warn(f"checkpoint_every={cfg.checkpoint_every} writes nothing: checkpoint_dir is None; set "
+             "TrainConfig(checkpoint_dir=...) for last.pt every that many steps")
     for note in warmup_past_run(cfg, run_steps(cfg, n_train)) if scheduler is None else ():
-        warnings.warn(f"{note.message}; {note.advice}", stacklevel=3)  # fit's own schedule only
+        warn(f"{note.message}; {note.advice}")  # fit's own schedule only
     if scheduler_interval not in (None, *SCHEDULER_INTERVALS):
         raise ValueError(f"scheduler_interval must be None, 'step' or 'epoch', got {scheduler_interval!r}")
     if not isinstance(profile, int) or isinstance(profile, bool) or profile < 0:

@@ -4,7 +4,7 @@
 
 # %% ../nbs/15_integrations.ipynb #d26f29e8
 from __future__ import annotations
-import copy, functools, inspect, math, os, sys, warnings
+import copy, functools, inspect, math, os, sys
 from pathlib import Path
 from typing import Callable, Optional, Sequence, Union
 
@@ -19,7 +19,7 @@ from .batch import call_model, eval_mode, prediction
 from .checkpoint import Checkpointer, probe_writable
 from .gbdt import import_optional
 from .recorder import EarlyStopping, live_curves
-from .core import Finding, History, TrainConfig, announce, environment
+from .core import Finding, History, TrainConfig, announce, environment, warn
 from .data import TensorLoader
 from .diagnostics import diagnose, nonfinite_loss
 from .events import Callbacks, Event, LoopState, session_observers
@@ -193,7 +193,7 @@ def _keras_recorder_class():
                 self._end("interrupted" if isinstance(error, KeyboardInterrupt) else "failed", error)
                 error.run = self.run  # as `tb.fit` attaches its failed run
             except Exception as during:  # the original error is the one the user needs to see
-                warnings.warn(f"ending the Keras run of a model.fit that raised raised too: {during!r}")
+                warn(f"ending the Keras run of a model.fit that raised raised too: {during!r}")
 
         def _run(self, stopped: str, findings: list) -> Run:
             "The run so far (a snapshot when `stopped` is 'running'), with its folder's files."
@@ -357,8 +357,8 @@ class _TorchEstimator(BaseEstimator):
         for f in self.run_.findings:
             if f.severity not in ("error", "warning"): continue
             said = f"{type(self).__name__}.fit: {f.kind}: {f.message}; {f.advice} (all in .run_.findings)"
-            warnings.warn(said,
-                          TrainingWarning, stacklevel=4)  # at the caller of fit
+            warn(said,
+                 TrainingWarning)  # at the caller of fit
 
     def _forward(self, X) -> np.ndarray:
         "The module's outputs on X, in eval mode, in batches."

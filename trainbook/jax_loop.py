@@ -4,7 +4,7 @@
 
 # %% ../nbs/20_jax.ipynb #b16f04ac
 from __future__ import annotations
-import math, time, warnings
+import math, time
 from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple, Optional, Union
 
@@ -12,7 +12,7 @@ import numpy as np
 
 from .checkpoint import Checkpointer, Position, check_epochs_left, check_resume, probe_writable
 from .core import (History, TrainConfig, atomic_write, environment, loader_length, package_version,
-                            rng_state, seed_everything, set_loader_epoch, set_rng_state)
+                            rng_state, seed_everything, set_loader_epoch, set_rng_state, warn)
 from .events import Event, LoopState
 from .guard import (check_loader, check_monitor, monitor_fallback, nonfinite_validation, note_interrupt,
                              refuse_after_interrupt, warmup_past_run)
@@ -600,7 +600,7 @@ class _FlaxLoop:
     def failed(self, err: BaseException) -> None:
         "A run that raised: finish it as 'failed' (last.msgpack stays the last good one), attach it as `err.run`."
         try: err.run = self.finish("failed", err)
-        except Exception as during: warnings.warn(f"finishing the failed run raised too: {during!r}")
+        except Exception as during: warn(f"finishing the failed run raised too: {during!r}")
 
 # %% ../nbs/20_jax.ipynb #8d8071d3
 def check_flax_inputs(model,  # what `fit_flax` got as `model`

@@ -4,11 +4,11 @@
 
 # %% ../nbs/14a_ray.ipynb #b189a397
 from __future__ import annotations
-import gc, json, logging, math, os, shutil, signal, socket, sys, tempfile, threading, time, traceback, warnings
+import gc, json, logging, math, os, shutil, signal, socket, sys, tempfile, threading, time, traceback
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
-from .core import History
+from .core import History, warn
 from .distributed import LaunchError, check_call, clean_exit, launch_live_curves, pickle_by_value
 from .events import Callback, add_session_observer, remove_session_observer
 from .parquet import require_features
@@ -344,7 +344,7 @@ def launch(fn: Callable,  # what each worker runs (it calls tb.fit); a function 
     try:
         short = check_resources(ray.cluster_resources(), num_workers, use_gpu, resources_per_worker, datasets)
         if short is not None and started: raise ValueError(f"launch: {short}")  # a local Ray never grows
-        if short is not None: warnings.warn(f"launch: {short} (unless the cluster adds nodes)", stacklevel=2)
+        if short is not None: warn(f"launch: {short} (unless the cluster adds nodes)")
         collector = ray.remote(num_cpus=0)(Collector).remote()
         reporter = _controller_reporter(collector)  # so a timeout or a Ctrl-C can stop the run
         trainer = TorchTrainer(
@@ -612,8 +612,8 @@ def _fail_left_running(study, first: int) -> None:
     "This search's trials (numbered from `first`) still RUNNING once Tune returned: FAIL, with a warning."
     from trainbook.tuning import fail_running
     left = fail_running(study, lambda t: t.number >= first)
-    if left: warnings.warn(f"search: trial(s) {left} were still running when the search ended (Ctrl-C or the "
-                           "timeout): marked FAIL; search again with the same storage and study_name to go on")
+    if left: warn(f"search: trial(s) {left} were still running when the search ended (Ctrl-C or the "
+                  "timeout): marked FAIL; search again with the same storage and study_name to go on")
 
 def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or a tuple for fit_objective
            space: Union[dict, Callable],  # the same space as tb.search: ranges, choices, constants

@@ -4,7 +4,7 @@
 
 # %% ../nbs/06b_recorder.ipynb #65b0b186
 from __future__ import annotations
-import math, resource, sys, time, warnings
+import math, resource, sys, time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +15,7 @@ import torch
 
 from .checkpoint import (CheckpointError, Checkpointer, RunFolderBusy, check_loadable, check_resume,
                                   run_signature)
-from .core import Finding, History, TrainConfig, announce, environment, rng_state, set_rng_state
+from .core import Finding, History, TrainConfig, announce, environment, rng_state, set_rng_state, warn
 from .diagnostics import diagnose, nonfinite_loss
 from .events import Callback, Callbacks, Event, LoopState, session_observers
 from .guard import (check_monitor, monitor_fallback, nonfinite_validation, note_interrupt,
@@ -144,7 +144,7 @@ def run_displays(live: Union[str, bool, None] = "auto",  # "auto" | True | False
         from trainbook.live import default_displays
         return default_displays(live)
     except Exception as e:  # a broken front end degrades to no display, never to a failed run
-        warnings.warn(f"live displays are off: {e!r}")
+        warn(f"live displays are off: {e!r}")
         return []
 
 def run_callbacks(callbacks: Iterable = (),  # the user's callbacks
@@ -252,14 +252,14 @@ def end_run(state: LoopState,  # the loop's state
     try: callbacks(Event.after_fit, state)
     except Exception as e:
         if error is None: raise
-        warnings.warn(f"after_fit raised while finishing a failed run: {e!r}")
+        warn(f"after_fit raised while finishing a failed run: {e!r}")
     finally:
         try: checkpointer.write_run(run)
         except (OSError, RunFolderBusy) as e:  # a full disk, a folder freed and taken: the run in memory is kept
             if error is None:
                 e.run = run
                 raise
-            warnings.warn(f"run.json of the failed run could not be written: {e}")
+            warn(f"run.json of the failed run could not be written: {e}")
         finally:
             checkpointer.release()
             announce("run", run)  # the notebook checklist ticks its step (nothing else listens)
@@ -335,7 +335,7 @@ def claim_run_dir(checkpointer: Checkpointer,  # the run's folder, not yet chose
                        f"run writes no last.pt or run.json, and that folder stays at step {ckpt.get('step')}",
                        advice="set TrainConfig(checkpoint_dir=...) to the run's folder to go on writing there")
         checkpointer.findings.append(note)
-        warnings.warn(f"{note.message}; {note.advice}", stacklevel=3)
+        warn(f"{note.message}; {note.advice}")
     try:
         with _entries_named(ckpt, resume):
             checkpointer.restore(resume, device, ckpt)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/05a_run.ipynb #6765f40e
 from __future__ import annotations
-import contextlib, html, json, math, os, warnings
+import contextlib, html, json, math, os
 from dataclasses import dataclass, field, fields
 from enum import Enum
 from pathlib import Path
@@ -12,7 +12,7 @@ from typing import Any, Optional, Union
 
 import numpy as np
 from .core import (Finding, History, TrainConfig, atomic_write, did_you_mean, findings_html,
-                            process_alive, silenced, this_process)
+                            process_alive, silenced, this_process, warn)
 
 # %% auto #0
 __all__ = ['STOP_REASONS', 'RECORDS', 'PER_STEP', 'SYSTEM', 'EVIDENCE', 'MONITOR_ALIASES', 'RUN_FORMAT', 'RUN_VERSION',
@@ -398,9 +398,9 @@ def _check_format(record: dict, where: str):
 def _keep_unknown_config(extra: dict, unknown: dict, where: str):
     "Config fields this trainbook does not know: kept in `extra` (and written back), a warning naming them."
     extra[UNKNOWN_CONFIG] = unknown
-    warnings.warn(f"{where}: its config has fields this trainbook does not know: {', '.join(unknown)}; "
-                  f"they are kept in run.extra[{UNKNOWN_CONFIG!r}] and written back with the run, but "
-                  "run.config cannot use them: a newer trainbook wrote it (upgrade trainbook to use them)")
+    warn(f"{where}: its config has fields this trainbook does not know: {', '.join(unknown)}; "
+         f"they are kept in run.extra[{UNKNOWN_CONFIG!r}] and written back with the run, but "
+         "run.config cannot use them: a newer trainbook wrote it (upgrade trainbook to use them)")
 
 def _run_from_record(record: dict, where: str) -> "Run":
     if not isinstance(record, dict):

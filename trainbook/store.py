@@ -4,14 +4,14 @@
 
 # %% ../nbs/16a_store.ipynb #6cce4c6e
 from __future__ import annotations
-import hashlib, json, os, re, socket, tempfile, time, urllib.error, urllib.parse, urllib.request, warnings
+import hashlib, json, os, re, socket, tempfile, time, urllib.error, urllib.parse, urllib.request
 import contextlib
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Optional
 
 from .checkpoint import unwritable
-from .core import atomic_write, did_you_mean, process_alive
+from .core import atomic_write, did_you_mean, process_alive, warn
 
 
 # %% auto #0
@@ -398,10 +398,10 @@ def read_spooled(path: Path,  # a spool file
     "A spool file's entry, or None (with a warning naming the file) when it is not one."
     try: entry = json.loads(Path(path).read_text())
     except (OSError, ValueError) as e:
-        warnings.warn(f"spool file {str(path)!r} is unreadable ({e}); it is left in place")
+        warn(f"spool file {str(path)!r} is unreadable ({e}); it is left in place")
         return None
     if not isinstance(entry, dict) or "record" not in entry:
-        warnings.warn(f"spool file {str(path)!r} is not a trainbook spool entry; it is left in place")
+        warn(f"spool file {str(path)!r} is not a trainbook spool entry; it is left in place")
         return None
     return entry
 

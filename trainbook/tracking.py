@@ -4,14 +4,14 @@
 
 # %% ../nbs/16_tracking.ipynb #d9ef80e5
 from __future__ import annotations
-import contextlib, contextvars, io, json, math, os, tempfile, time, warnings
+import contextlib, contextvars, io, json, math, os, tempfile, time
 from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional, Union
 
-from .core import Finding, History, TrainConfig, this_process
+from .core import Finding, History, TrainConfig, this_process, warn
 from .events import Callback, LoopState, add_session_observer, remove_session_observer
 from .run import PER_STEP, Run, record_key, run_record_bytes
 from .store import (MAX_PARAM_VALUE, MAX_TAG_VALUE, artifact_repository, bound_http, check_server,
@@ -182,7 +182,7 @@ def _one_by_one(client, run_id: str, metrics: list, params: list, tags: list):
         for item in items:
             try: client.log_batch(run_id, **{kind: [item]})
             except Exception: refused.append(item.key)
-    if refused: warnings.warn(f"trainbook tracking: the store refused {', '.join(map(repr, refused[:10]))}")
+    if refused: warn(f"trainbook tracking: the store refused {', '.join(map(repr, refused[:10]))}")
 
 def _metrics(rows: list, keys: dict) -> list:
     """MLflow `Metric`s of history records (thinned to epoch ends by `metric_points`, keyed by the run's
@@ -344,8 +344,8 @@ class Tracker:
         if why is None and rec.failed and self.client is not None: why = "a write to the store failed"
         if why is not None:
             path = self._spool(rec, run)
-            warnings.warn(f"trainbook tracking: {why}; the run is kept in {path} and is recorded by "
-                          "tb.sync() (or the next tb.track() of this store)")
+            warn(f"trainbook tracking: {why}; the run is kept in {path} and is recorded by "
+                 "tb.sync() (or the next tb.track() of this store)")
         if rec.run_id is not None: run.extra["mlflow_run_id"] = rec.run_id
 
     def _submit(self, rec: Optional[_Recording], fn, *args):
@@ -357,7 +357,7 @@ class Tracker:
         except Exception as e:  # tracking never breaks the work it records
             if rec is not None: rec.failed = True
             self.errors.append(e)
-            warnings.warn(f"trainbook tracking: {fn.__name__.strip('_')} failed: {e!r}")
+            warn(f"trainbook tracking: {fn.__name__.strip('_')} failed: {e!r}")
 
     def _spool(self, rec: _Recording, run: Run) -> Path:
         rec.spooled = True
@@ -388,8 +388,8 @@ class Tracker:
         except Exception as e:
             self.errors.append(e)
             where = self.tensorboard / rec.name
-            warnings.warn(f"trainbook tracking: TensorBoard writing into {where} failed ({e!r}); this run's "
-                          "scalars stop there (the MLflow store is not affected)")
+            warn(f"trainbook tracking: TensorBoard writing into {where} failed ({e!r}); this run's "
+                 "scalars stop there (the MLflow store is not affected)")
             writer, rec.writer = rec.writer, None
             if writer is not None:
                 try: writer.close()
@@ -496,7 +496,7 @@ class Tracker:
                     delivered.append(self.deliver(entry))
             except Exception as e:
                 release_spooled(claimed)
-                warnings.warn(f"trainbook tracking: spooled run {path.name} could not be delivered yet: {e!r}")
+                warn(f"trainbook tracking: spooled run {path.name} could not be delivered yet: {e!r}")
                 continue
             claimed.unlink(missing_ok=True)
             experiment = entry.get("experiment") or self.experiment
@@ -608,7 +608,7 @@ def track(uri: Union[str, Path, bool, None] = None,  # URI, or a folder: its mlr
 def _housekeeping(tracker: Tracker) -> None:
     "Mark the runs whose process died KILLED, deliver what the spool holds: a failure is only a warning."
     try: mark_dead_runs(tracker.client, [tracker.experiment_id])
-    except Exception as e: warnings.warn(f"trainbook tracking: could not check for dead runs: {e!r}")
+    except Exception as e: warn(f"trainbook tracking: could not check for dead runs: {e!r}")
     delivered = tracker.sync()
     if delivered:
         where = ", ".join(f"{n} in experiment {name!r}" for name, n in tracker.synced.items())
@@ -651,9 +651,9 @@ def log_run(run: Run,  # a finished run, e.g. one made before tracking was turne
         tracker.wait(tracker.wait_s)
         known = _recorded_in(tracker, run.extra.get("mlflow_run_id"))
         if known is not None:
-            warnings.warn(f"trainbook tracking: this run is recorded already, as MLflow run {known} in "
-                          f"{tracker.uri}; its id is returned and nothing is written (to record a copy: "
-                          "del run.extra['mlflow_run_id'])")
+            warn(f"trainbook tracking: this run is recorded already, as MLflow run {known} in "
+                 f"{tracker.uri}; its id is returned and nothing is written (to record a copy: "
+                 "del run.extra['mlflow_run_id'])")
             return known
         params, renamed = _safe_params({**params_of(run), **context_params()})
         tags = _safe_tags({"kind": run.kind, **context_params("tags"), **tags_of(run), **renamed})
@@ -693,8 +693,8 @@ def to_tensorboard(run: Run,  # the run to export
     folder = _board_folder(logdir, "logdir", "TensorBoard reads the event files in it")
     earlier = sorted(folder.glob("events.out.tfevents.*"))
     if earlier:  # TensorBoard reads every event file of a folder as one run: two runs' curves zig-zag
-        warnings.warn(f"logdir {str(folder)!r} already holds {len(earlier)} event file(s) (another run, or this "
-                      "one written before): TensorBoard reads them as one run; give each run its own folder")
+        warn(f"logdir {str(folder)!r} already holds {len(earlier)} event file(s) (another run, or this "
+             "one written before): TensorBoard reads them as one run; give each run its own folder")
     from torch.utils.tensorboard import SummaryWriter
     writer = SummaryWriter(str(folder))
     try: write_scalars(writer, run.records.rows())

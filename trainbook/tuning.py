@@ -8,7 +8,7 @@ import inspect, math, numbers, os, random, re, secrets, socket, time, warnings, 
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Optional, Union
 
-from .core import TrainConfig, did_you_mean, require_instance
+from .core import TrainConfig, did_you_mean, require_instance, warn
 from .events import Callback, add_session_observer, remove_session_observer
 from .loop import fit
 from .run import Run, monitored_record
@@ -611,8 +611,8 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
                 found = [f for f in out.findings if f.kind in ("nonfinite", "diverging")]
                 trial.set_user_attr("finding", str(found[0]) if found else "a non-finite loss")
             if not pruning.attached:
-                warnings.warn("the trial's fit never attached the trial's Pruning, so this trial cannot be "
-                              "pruned: pass callbacks=config.callbacks to fit")
+                warn("the trial's fit never attached the trial's Pruning, so this trial cannot be "
+                     "pruned: pass callbacks=config.callbacks to fit")
         return _value(out, direction, pruning)
 
     def after_trial(study, frozen):
@@ -646,14 +646,14 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     if _keep_best(result, study) is None:
         states = result.trials.state.value_counts().to_dict()
         if result.stopped == "interrupted":
-            warnings.warn(f"search interrupted before any trial of study {study_name!r} completed: {states}")
+            warn(f"search interrupted before any trial of study {study_name!r} completed: {states}")
             return result
         result.stopped = "failed"  # nothing completed: the search has no best to give
         err = RuntimeError(f"no trial of study {study_name!r} completed: {states}{_fail_reasons(study)}")
         err.result = result  # the trials, pruned or failed, with the study
         raise err
     failed = [n for n, state in panel.states.items() if state == "fail"]  # this search's: the best is of the rest
-    if failed: warnings.warn(f"search: {len(failed)} of {len(panel.states)} trials failed{_fail_reasons(study)}")
+    if failed: warn(f"search: {len(failed)} of {len(panel.states)} trials failed{_fail_reasons(study)}")
     return result
 
 TRIAL_OBSERVER = "search_trial"  # the session-observer name under which a running trial's Pruning is attached
@@ -711,7 +711,7 @@ def _warn_repeats(repeats: list, trained: bool):
             "differs too (e.g. a seed)") if trained else (
         "not run again; each took that trial's result (FAIL while it still ran): the space may be nearly "
         "exhausted; widen it, or run fewer trials")
-    warnings.warn(f"{len(repeats)} trial(s) drew a config an earlier trial had tried (trial {pairs}): {said}")
+    warn(f"{len(repeats)} trial(s) drew a config an earlier trial had tried (trial {pairs}): {said}")
 
 def _fail_reasons(study, most: int = 3) -> str:
     "': reason; reason' from the first `most` failed trials' `fail_reason`, for a message ('' if none)."
@@ -785,14 +785,14 @@ def _warn_other_space(study, space, where: str):
     added, dropped = sorted(set(space) - before), sorted(before - set(space))
     differ = "; ".join(part for part in (f"new: {', '.join(added)}" if added else "",
                                          f"missing: {', '.join(dropped)}" if dropped else "") if part)
-    warnings.warn(f"study {study.study_name!r} in {where} already holds {len(trials)} trial(s) over other "
-                  f"parameters ({differ}): this search joins it and the sampler mixes both spaces; "
-                  "pass a new study_name to start afresh")
+    warn(f"study {study.study_name!r} in {where} already holds {len(trials)} trial(s) over other "
+         f"parameters ({differ}): this search joins it and the sampler mixes both spaces; "
+         "pass a new study_name to start afresh")
 
 def _add_note(err: BaseException, note: str):
     "Add `note` to the error's message (Python 3.11+), else say it as a warning."
     if hasattr(err, "add_note"): err.add_note(note)
-    else: warnings.warn(note)
+    else: warn(note)
 
 def attr_value(v,  # a sampled value (a number, a string, a choice of any type)
               ):
