@@ -70,3 +70,25 @@ def test_a_loss_module_is_scored_per_row_through_a_copy():
     rows = torch.cat([F.cross_entropy(p, y, label_smoothing=0.1, reduction="none") for p, y in data]).double()
     assert loss_fn.reduction == "mean" and res["spread_from"] == "examples"
     assert math.isclose(res["loss_sd"], float(rows.std()), rel_tol=1e-9)
+
+
+def test_the_constant_predictors_loss_is_scored_without_grad_and_a_failure_is_said_once():
+    "Seen: the loss was called on tiny synthetic batches with grad on, and an error there was swallowed silently."
+    import warnings
+    import trainbook as tb
+    torch.manual_seed(0)
+    X, y = torch.randn(96, 8), torch.randint(0, 3, (96,))
+    calls = []
+    def picky(pred, yb):
+        calls.append((len(pred), torch.is_grad_enabled()))
+        if len(pred) < 8: raise RuntimeError("needs a real batch")
+        return nn.functional.cross_entropy(pred, yb)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        tb.fit(nn.Linear(8, 3), tb.TensorLoader(X[:64], y[:64], batch_size=16),
+               tb.TensorLoader(X[64:], y[64:], batch_size=16), loss_fn=picky, config=tb.TrainConfig(epochs=3),
+               live=False)
+    synthetic = [grad for n, grad in calls if n < 8]
+    assert synthetic and not any(synthetic)  # scored under no_grad
+    told = [w for w in said if "prior_loss" in str(w.message)]
+    assert len(told) == 1 and "picky raised RuntimeError: needs a real batch" in str(told[0].message)

@@ -484,3 +484,28 @@ def test_find_batch_size_with_a_make_loader_of_few_batches(n_batches):
     def make(bs): return sized_loaders(n_batches, 1, batch=bs)[0]
     found = find_batch_size(mlp(), make, nn.CrossEntropyLoss(), start=8, max_size=32, steps=1)
     assert found.batch_size == 32 and found.limit == "max_size"
+
+
+def test_the_trial_call_of_a_metric_object_before_training_leaves_its_state_alone():
+    "Held-out #4: fit's set-up called each metric once on a first batch: a stateful metric was off by one."
+    class Counting:
+        "A stateful metric: the rows of every call it gets."
+        __name__ = "counting"
+
+        def __init__(self): self.calls = []
+
+        def __call__(self, pred, yb):
+            self.calls.append(len(yb))
+            return 0.0
+    X, y = blobs(96)
+    metric = Counting()
+    tb.fit(nn.Linear(8, 3), tb.TensorLoader(X[:64], y[:64], batch_size=16),
+           tb.TensorLoader(X[64:], y[64:], batch_size=8), loss_fn=nn.functional.cross_entropy,
+           metrics=[metric], config=tb.TrainConfig(epochs=2), live=False)
+    assert metric.calls == [32, 32]  # one call a validation, on the whole split; none from the set-up
+
+    def broken(pred, yb): raise RuntimeError("no")  # the trial still stops a failing metric before any step
+    with pytest.raises(ValueError, match="metric 'broken' failed on the first validation batch"):
+        tb.fit(nn.Linear(8, 3), tb.TensorLoader(X, y, batch_size=16), tb.TensorLoader(X, y, batch_size=16),
+               loss_fn=nn.functional.cross_entropy, metrics=[broken], config=tb.TrainConfig(epochs=1),
+               live=False)

@@ -264,3 +264,62 @@ def test_a_partial_of_a_torch_loss_is_read_by_its_name_for_the_kind_and_the_opti
     smoothed = partial(F.cross_entropy, label_smoothing=0.1)
     assert loss_kind(smoothed) == "ce" and loss_kind(partial(F.binary_cross_entropy_with_logits)) == "bce"
     assert loss_options(smoothed) == ("cross_entropy", {"label_smoothing": 0.1})
+
+
+def test_overfit_batch_leaves_the_random_generators_as_it_found_them():
+    "Held-out #2: a run after overfit_batch drew other dropout masks and orders than a run without it."
+    import random
+    import numpy as np
+    model = nn.Sequential(nn.Linear(10, 32), nn.Dropout(0.3), nn.ReLU(), nn.Linear(32, 4))
+
+    def draws(): return torch.rand(3).tolist(), random.random(), float(np.random.rand())
+    for loss in (nn.functional.cross_entropy, lambda p, y: 1 / 0):  # a test that passes, one that raises
+        torch.manual_seed(5); random.seed(5); np.random.seed(5)
+        expected = draws()
+        torch.manual_seed(5); random.seed(5); np.random.seed(5)
+        try: overfit_batch(model, small_batch(), loss, steps=20, lr=1e-2)
+        except ZeroDivisionError: pass
+        assert draws() == expected
+
+
+def regression_batch():
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(64, 8, generator=g)
+    return X, (80 + 10 * X[:, :1] + 5 * torch.randn(64, 1, generator=g))  # unscaled targets: mean ~80
+
+
+def test_a_loss_short_of_memorizing_large_targets_is_told_to_standardize_them():
+    "Held-out #3: MSE on targets of mean ~80 fell short, and the advice never mentioned the targets' scale."
+    import math
+    from trainbook.sanity import LossLevels, curve_findings, measure_curve
+    values = [6500 * math.exp(-i / 20) + 60 + (-1) ** i for i in range(300)]  # fell, then flat at 60
+    levels = LossLevels(0.0, 104.3, "the mean of the targets", 64, (79.7, 10.2))
+    found, _ = curve_findings(measure_curve(values, 0.0, 104.3), levels, 1e-3, [1e-3], 300, 0.1)
+    assert [f.kind for f in found] == ["fell_short"]
+    assert "targets are large (mean 79.7, std 10.2): standardize them" in found[0].advice
+    assert "output layer's bias at their mean" in found[0].advice
+    torch.manual_seed(0)
+    report = overfit_batch(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1)), regression_batch(),
+                           nn.MSELoss(), steps=100)
+    assert not report.passed and "targets are large (mean 79" in report.findings[-1].advice
+    # targets of unit scale: no such advice
+    levels.target_scale = (0.1, 1.0)
+    found, _ = curve_findings(measure_curve(values, 0.0, 104.3), levels, 1e-3, [1e-3], 300, 0.1)
+    assert "targets are large" not in found[0].advice
+
+
+def test_a_loss_that_scores_every_prediction_against_every_target_does_not_pass():
+    "Held-out #3: a lambda broadcasting (n,) against (n, 1) to (n, n) passed, its loss only a constant's."
+    X, y = regression_batch()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+    report = overfit_batch(model, (X, y), lambda p, t: ((p.squeeze(-1) - t) ** 2).mean())
+    assert not report.passed and "no_better_than_constant" in kinds(report)
+    f = next(f for f in report.findings if f.kind == "no_better_than_constant")
+    assert "(n, n)" in f.message and "rows reversed" in f.message and "squeeze" in f.advice
+    assert f.data["constant_loss"] == pytest.approx(float(y.var(unbiased=False)), rel=1e-3)
+    # the same loss with matching shapes pairs the rows, and gets below a constant: it passes
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+    report = overfit_batch(model, (X, y), lambda p, t: ((p - t) ** 2).mean())
+    assert "no_better_than_constant" not in kinds(report)

@@ -74,7 +74,7 @@ def test_a_loss_that_fails_on_the_prediction_says_what_it_got_and_how_to_ask_for
     for as_dict, loss in ((False, tuple_loss), (True, dict_loss)):
         with pytest.raises((ValueError, IndexError, TypeError)) as err:
             tb.train_step(WithAux(as_dict), (x, y), loss, torch.optim.SGD(WithAux().parameters(), lr=0.1))
-        text = str(err.value)
+        text = "\n".join([str(err.value), *err.value.__notes__])  # the note is under the traceback
         assert "loss_fn was called as loss_fn(prediction, yb) with tensor (16, 3) and yb tensor (16,)" in text
         assert "tb.whole_output" in text and ("tuple of 2" in text or "dict {" in text)
     attr = lambda out, yb: F.cross_entropy(out.logits, yb)  # 'Tensor' object has no attribute 'logits'
@@ -83,6 +83,30 @@ def test_a_loss_that_fails_on_the_prediction_says_what_it_got_and_how_to_ask_for
     # a loss failing on a model that returns a tensor: what it got, and the same way out
     with pytest.raises(ValueError, match=r"with tensor \(16, 3\) and yb tensor \(4,\)"):
         compute_loss(torch.zeros(16, 3), y[:4], F.cross_entropy)
+
+
+def test_a_loss_raising_its_own_error_keeps_it_and_gets_no_whole_output_advice():
+    "Held-out #1: RuntimeError('loader broke') at step 30 got whole_output advice; a KeyError was rebuilt."
+    x, y = blobs(64)
+    calls = []
+
+    def breaks_later(pred, yb):
+        calls.append(1)
+        if len(calls) == 30: raise RuntimeError("loader broke")
+        return F.cross_entropy(pred, yb)
+    model = nn.Linear(8, 3)
+    with pytest.raises(RuntimeError) as err:
+        tb.fit(model, tb.TensorLoader(x, y, batch_size=2), loss_fn=breaks_later,
+               config=tb.TrainConfig(epochs=1), live=False)
+    assert err.value.args == ("loader broke",) and str(err.value) == "loader broke"
+    notes = " ".join(getattr(err.value, "__notes__", []))
+    assert "whole_output" not in notes and "tensor (2, 3)" in notes  # what it got: a fact, no advice
+
+    def needs_weights(pred, yb): raise KeyError("weights")
+    with pytest.raises(KeyError) as err:
+        compute_loss(WithAux()(x), y, needs_weights)
+    assert err.value.args == ("weights",) and str(err.value) == "'weights'"  # the user's own exception
+    assert "whole_output" not in " ".join(err.value.__notes__)
 
 
 def test_whole_output_refuses_what_is_not_a_loss():

@@ -4,18 +4,18 @@
 
 # %% ../nbs/03a_batch.ipynb #0ae7bb77
 from __future__ import annotations
-import contextlib, functools, inspect, signal, threading, weakref
+import contextlib, functools, inspect, re, signal, threading, weakref
 from typing import Callable, Optional, Union
 
 import torch
 from torch import nn
 
-from .core import Finding, autocast_dtype
+from .core import Finding, autocast_dtype, rng_state, set_rng_state
 
 # %% auto #0
 __all__ = ['TARGET_KEYS', 'ELEMENTWISE_LOSSES', 'BCE_LOSSES', 'split_batch', 'to_device', 'describe', 'call_model', 'batch_rows',
            'rows_in', 'prediction', 'model_loss', 'whole_output', 'wants_whole_output', 'label_range', 'compute_loss',
-           'eval_mode', 'ShapeMismatch', 'TargetsOutOfRange', 'bce_target_range', 'check_loss_value',
+           'eval_mode', 'kept_rng', 'ShapeMismatch', 'TargetsOutOfRange', 'bce_target_range', 'check_loss_value',
            'nothing_to_train', 'check_loss_shapes', 'autocast', 'Feeder', 'forward', 'training_lock', 'stop_requested',
            'DeferredCtrlC']
 
@@ -236,24 +236,28 @@ def wants_whole_output(loss_fn: Optional[Callable],  # a loss
     return getattr(loss_fn, "whole_output", False) is True
 
 _EXPLAINED = (TypeError, ValueError, AttributeError, IndexError, KeyError, RuntimeError)
+# the words of a loss that got another kind of input than it expects: a call, unpacking, indexing or a shape
+_MISMATCH = re.compile(r"argument|unpack|iterable|subscript|indices|has no attribute|tensor|tuple|size|shape"
+                       r"|dimension|must match|broadcast|mat1", re.IGNORECASE)
 
 def _loss_failed(err: Exception, out, given, yb, whole: bool) -> Exception:
-    "The loss's exception, of the same type, its message extended with what `loss_fn` received."
+    "The loss's own exception, a note added (args untouched): what `loss_fn` received, and advice if it fits."
     if isinstance(err, torch.OutOfMemoryError) or "out of memory" in str(err): return err
     note = (f"loss_fn was called as loss_fn({'output' if whole else 'prediction'}, yb) with "
             f"{describe(given)} and yb {describe(yb)}")
     labels = _label_hint(str(err), given, yb)  # the targets' form is the news: no other advice
+    # whole_output only for a failure that reads like a mismatch: not the user's own error (a KeyError
+    # of a config, 'loader broke' at step 30) from a loss that ran on the same kind of input before
+    mismatch = not whole and not isinstance(err, KeyError) and _MISMATCH.search(str(err)) is not None
     if labels: note += labels
-    elif not whole and not isinstance(out, torch.Tensor):
+    elif mismatch and not isinstance(out, torch.Tensor):
         note += (f"; the model returned {describe(out)}, of which loss_fn gets the prediction only. "
                  "For a loss on the whole output (auxiliary heads, an output dict) pass "
                  "loss_fn=tb.whole_output(your_loss): it is called as your_loss(output, yb)")
-    elif not whole:
+    elif mismatch:
         note += ("; a loss that needs more than the prediction can have the model's whole output: "
                  "loss_fn=tb.whole_output(your_loss)")
-    if type(err) in _EXPLAINED:  # the same type, so code that catches it still does
-        return type(err)(f"{err}\n{note}")
-    err.add_note(note)
+    if note not in getattr(err, "__notes__", ()): err.add_note(note)  # shown under the traceback
     return err
 
 def label_range(pred: torch.Tensor,  # per-class scores: (n, C, ...), or (n, T, C) against (n, T) labels
@@ -290,12 +294,11 @@ def _label_hint(message: str, pred, yb) -> str:
             "last layer to the number of classes, or remap the labels")
 
 def _call_loss(loss_fn: Callable, given, yb, out, whole: bool) -> torch.Tensor:
-    "`loss_fn(given, yb)`; a failure raised again with what the loss received (the same exception type)."
+    "`loss_fn(given, yb)`; a failure raised again as itself, a note added of what the loss received."
     try: return loss_fn(given, yb)
     except _EXPLAINED as err:
-        explained = _loss_failed(err, out, given, yb, whole)
-        if explained is err: raise
-        raise explained from err
+        _loss_failed(err, out, given, yb, whole)
+        raise
 
 def compute_loss(out,  # what the model returned
                  yb,  # the targets
@@ -328,6 +331,13 @@ def eval_mode(model: nn.Module,  # the model to switch to eval mode for the dura
     try: yield model
     finally:
         for m, training in modes: m.training = training
+
+@contextlib.contextmanager
+def kept_rng():
+    "Run the body and put every random generator (python, numpy, torch, CUDA) back as it was."
+    state = rng_state()
+    try: yield
+    finally: set_rng_state(state)
 
 # %% ../nbs/03a_batch.ipynb #d71863bb
 ELEMENTWISE_LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",

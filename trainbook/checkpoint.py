@@ -565,7 +565,7 @@ def check_epochs_left(epoch: int,  # the epoch the checkpoint resumes at
         if stopped_early(ckpt, config.replace(patience=before)):  # a larger patience: the run goes on
             warnings.warn(f"early stopping ended the checkpoint's run (patience={before}: {wait} "
                           f"evaluation(s) without improvement); with TrainConfig.patience={config.patience} "
-                          f"it trains on from epoch {epoch + 1}", stacklevel=4)
+                          f"it trains on from epoch {epoch}", stacklevel=4)  # 0-based, as run.epoch
     if epoch < epochs: return
     if batch_idx:
         raise ValueError(f"the checkpoint stopped inside epoch {epoch + 1} (after batch {batch_idx}), past "

@@ -4,7 +4,7 @@
 
 # %% ../nbs/04a_metrics.ipynb #dd240dfc
 from __future__ import annotations
-import functools, inspect
+import copy, functools, inspect
 from typing import Callable, Optional
 
 import numpy as np
@@ -137,6 +137,11 @@ def sk_metric(fn: Callable,  # a scikit-learn metric `fn(y_true, y_pred, **kw)` 
     metric.ignore_index_given = given  # an explicit ignore_index is not replaced by the loss's
     return metric
 
+def _trial_copy(fn: Callable) -> Callable:
+    "A copy of a metric for a trial call: an object's state (counts, sums) is left alone; a function as is."
+    try: return copy.deepcopy(fn)
+    except Exception: return fn  # an object that cannot be copied (a lock, a handle): called itself
+
 def try_metrics(model: nn.Module,  # the model (on its device)
                 dl_valid,  # the validation batches; only the first is used
                 loss_fn: Optional[Callable],  # the loss (None = the model's own)
@@ -155,7 +160,7 @@ def try_metrics(model: nn.Module,  # the model (on its device)
             out, _, _, yb = forward(model, batch, loss_fn, device, precision)
         pred = prediction(out).float()
         for name, fn in metric_fns.items():
-            try: float(fn(pred, yb))
+            try: float(_trial_copy(fn)(pred, yb))
             except Exception as e:
                 raise ValueError(f"metric {name!r} failed on the first validation batch (prediction shape "
                                  f"{tuple(pred.shape)}, target shape {tuple(yb.shape)}): {e!r}") from e

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .batch import DeferredCtrlC, forward, stop_requested
+from .batch import DeferredCtrlC, forward, kept_rng, stop_requested
 from .core import TrainConfig, pick_device
 from .distributed import full_tensor
 
@@ -224,6 +224,7 @@ def descent_lr(lrs: list,  # the sweep's lrs
                      f"from lr {lrs[top + width // 2]:.2e} "
                      f"to {lrs[bottom + width // 2]:.2e} ({fall / needed * z:.1f} noise sds)")
 
+@kept_rng()  # the random generators too: a run after the sweep draws what it would have drawn without it
 def lr_find(model: nn.Module,  # the model to probe (a copy is trained; the model is not touched)
             dl_train,  # re-iterable of batches, in any form `fit` takes (cycled when shorter than num_steps)
             loss_fn: Optional[Callable],  # `loss_fn(prediction, yb)`; None = the model computes its loss

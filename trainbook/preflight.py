@@ -14,10 +14,9 @@ import torch
 from torch import nn
 
 from .checkpoint import RUN_FILES, load_checkpoint, unwritable
-from .batch import (batch_rows, bce_target_range, call_model, compute_loss, model_loss, prediction,
-                             rows_in, split_batch, to_device, training_lock)
-from .core import (Finding, TrainConfig, announce, findings_html, pick_device, pick_precision,
-                            rng_state, set_rng_state)
+from .batch import (batch_rows, bce_target_range, call_model, compute_loss, kept_rng, model_loss,
+                             prediction, rows_in, split_batch, to_device, training_lock)
+from .core import Finding, TrainConfig, announce, findings_html, pick_device, pick_precision
 from .events import Callback
 from .guard import check_fit_inputs, check_loss_fn, loader_length, run_steps, warmup_past_run
 from .loop import fit
@@ -26,7 +25,7 @@ from .optim import param_groups, scale_lr, train_step
 from .sanity import loss_kind, no_gradient, static_findings
 
 # %% auto #0
-__all__ = ['PARAM_BYTES', 'ADAMW_BYTES', 'free_memory', 'PeakMemory', 'format_bytes', 'findings_of', 'kept_rng', 'kept_positions',
+__all__ = ['PARAM_BYTES', 'ADAMW_BYTES', 'free_memory', 'PeakMemory', 'format_bytes', 'findings_of', 'kept_positions',
            'ModelSummary', 'summary', 'probe_folder', 'DryRunReport', 'dry_run', 'BatchSizeResult', 'find_batch_size']
 
 # %% ../nbs/08a_preflight.ipynb #2012b8bf
@@ -111,13 +110,6 @@ def findings_of(findings: Iterable[Finding],  # findings of any kinds
                ) -> list[Finding]:
     "The findings of one kind."
     return [f for f in findings if f.kind == kind]
-
-@contextmanager
-def kept_rng():
-    "Run the body and put every random generator (python, numpy, torch, CUDA) back as it was."
-    state = rng_state()
-    try: yield
-    finally: set_rng_state(state)
 
 @contextmanager
 def kept_positions(*loaders,  # loaders (None allowed); those with state_dict/load_state_dict are kept
@@ -420,7 +412,8 @@ def _error_finding(err: BaseException, phase: str) -> Finding:
                        advice="fix the metric or drop it: the full run would crash at its first validation",
                        data={"metric": cause.name, "phase": phase})
     return Finding("fit_refused" if phase == "set-up" else "dry_run_failed", "error",
-                   f"fit raised {type(err).__name__} during {phase}: {err}"[:600],
+                   f"fit raised {type(err).__name__} during {phase}: "  # and its notes (what the loss got)
+                   f"{'; '.join([str(err), *getattr(err, '__notes__', [])])}"[:600],
                    advice="the full run would fail the same way: fix this first",
                    data={"phase": phase, "exception": type(err).__name__})
 

@@ -11,7 +11,7 @@ from typing import Callable, Optional, Sequence
 import torch
 from torch import nn
 
-from .batch import (call_model, eval_mode, forward, label_range, prediction, split_batch,
+from .batch import (call_model, eval_mode, forward, kept_rng, label_range, prediction, split_batch,
                              stop_requested, to_device, wants_whole_output)
 from .core import Finding, History, announce, findings_html, pick_device
 from .optim import train_step
@@ -116,6 +116,7 @@ class LossLevels:
     constant: Optional[float] = None  # the loss of the best output shared by every row; None = unknown
     constant_is: str = ""  # what that constant output is, e.g. "the mean of the targets"
     targets: Optional[int] = None  # the targets the loss scores (those not ignore_index); None = not counted
+    target_scale: Optional[tuple] = field(default=None, compare=False)  # (mean, std) of float targets
 
 CLASS_LOSSES = ("cross_entropy", "crossentropyloss", "nll_loss", "nllloss")  # class indices or probabilities
 BINARY_LOSSES = ("binary_cross_entropy_with_logits", "bcewithlogitsloss", "binary_cross_entropy", "bceloss")
@@ -194,10 +195,12 @@ def loss_levels(loss_fn,  # the loss (None = the model's own: nothing is known o
     name, options = loss_options(loss_fn) if loss_fn is not None else ("", None)
     ignore = ignore_index_of(loss_fn) if loss_fn is not None else None
     targets = count_targets(yb, ignore)
+    scale = ((float(yb.float().mean()), float(yb.float().std(unbiased=False)))
+             if isinstance(yb, torch.Tensor) and yb.is_floating_point() and yb.numel() >= 2 else None)
     known = (options is not None and not wants_whole_output(loss_fn)
              and isinstance(pred, torch.Tensor) and isinstance(yb, torch.Tensor)
              and pred.is_floating_point() and pred.ndim >= 1 and len(pred) >= 2)
-    if not known or not targets: return LossLevels(targets=targets)
+    if not known or not targets: return LossLevels(targets=targets, target_scale=scale)
     pred, yb = pred.detach().float(), yb.detach()  # in float32: a bf16 model's floor, exactly
     try:
         with torch.no_grad():
@@ -211,16 +214,16 @@ def loss_levels(loss_fn,  # the loss (None = the model's own: nothing is known o
             elif name in DISTANCE_LOSSES:
                 levels = _distance_levels(loss_fn, pred, yb, DISTANCE_LOSSES[name])
                 what = f"the {DISTANCE_LOSSES[name]} of the targets"
-            else: return LossLevels(targets=targets)
+            else: return LossLevels(targets=targets, target_scale=scale)
     except (RuntimeError, ValueError, TypeError, IndexError):  # options or targets not covered here
-        return LossLevels(targets=targets)
+        return LossLevels(targets=targets, target_scale=scale)
     floor, constant = levels
-    if floor is None or not math.isfinite(floor): return LossLevels(targets=targets)
+    if floor is None or not math.isfinite(floor): return LossLevels(targets=targets, target_scale=scale)
     floor = 0.0 if abs(floor) < 1e-9 else floor  # hard targets: 0, reached only in the limit
     if constant is not None and bool((yb == yb[:1]).all()): constant = floor  # one target for all rows
     if constant is not None and not (math.isfinite(constant) and constant >= floor - 1e-6 * (1 + abs(floor))):
         constant = None
-    return LossLevels(floor, constant, what if constant is not None else "", targets)
+    return LossLevels(floor, constant, what if constant is not None else "", targets, scale)
 
 # %% ../nbs/08_sanity.ipynb #a29a739e
 @dataclass
@@ -309,6 +312,7 @@ def _memorize(model, batch, loss_fn, lr: float, steps: int, precision: str, dev,
     settled = float(loss) if math.isfinite(float(loss)) else None
     return torch.stack(losses).float().tolist(), False, Trained(same_output(net, xb), right, settled)
 
+@kept_rng()  # the random generators too: a run after the test draws what it would have drawn without it
 def overfit_batch(model: nn.Module,  # the model to test (a copy is trained; the model is not touched)
                   batch,  # one batch, in any form `fit` takes
                   loss_fn: Optional[Callable],  # `loss_fn(prediction, yb)`; None = the model computes its loss
@@ -364,8 +368,37 @@ def overfit_batch(model: nn.Module,  # the model to test (a copy is trained; the
         if passed or stopped: break
     if best is None: return SanityReport(False, findings, stopped=stopped)
     trained = after[best[1]]
+    if best[3] and levels.constant is None:  # a pass on a loss of unknown levels: is it below a constant's?
+        findings += _no_better_than_constant(loss_fn, out, yb, best[2], trained, tolerance)
     return overfit_report(best, findings, steps, tried, stopped, levels=levels, same=trained.same,
                           tolerance=tolerance, trained=trained)
+
+def _no_better_than_constant(loss_fn, pred, yb, values: list, trained: Trained, tolerance: float) -> list:
+    """An error when the trained model's loss is not below the best constant output's (fitted for any loss,
+    `_reference_losses`) by `tolerance` of the way to 0: a 'memorized' curve that fell only to a constant."""
+    if loss_fn is None or wants_whole_output(loss_fn) or not pred.is_floating_point() or len(pred) < 2:
+        return []
+    try: constant = _reference_losses(loss_fn, pred.detach().float(), yb)[1]
+    except Exception: return []  # a loss that cannot score a constant output: nothing to compare
+    curve = measure_curve(values)
+    end = min(curve.end, trained.settled if trained.settled is not None else math.inf)
+    if not (constant > curve.zero and end > constant - tolerance * (constant - curve.zero)): return []
+    with torch.no_grad():  # the prediction's rows reversed: a loss that pairs rows changes its value
+        varied, flipped = bool((pred != pred[:1]).any()), pred.detach().flip(0)
+        blind = varied and bool(torch.isclose(loss_fn(flipped, yb), loss_fn(pred.detach(), yb), rtol=1e-5))
+    why = (f"; loss_fn gives the same value with the prediction's rows reversed, so it does not pair each "
+           f"prediction with its own target: shapes such as (n,) against (n, 1) inside it broadcast to an "
+           f"(n, n) matrix, every prediction against every target (here: prediction {tuple(pred.shape)}, "
+           f"targets {tuple(yb.shape)})") if blind else ""
+    return [Finding("no_better_than_constant", "error",
+                    f"the loss fell from {curve.start:.4g} to {end:.4g}, but the best constant output (one "
+                    f"prediction for every row) scores {constant:.4g} with this loss on the batch: the model "
+                    f"did no better than a constant{why}",
+                    advice=("make the shapes inside the loss match, so row i is scored against target i "
+                            "(pred.squeeze(-1) with y.squeeze(-1), or y.view_as(pred))") if blind else
+                           "check that the loss pairs each prediction with its target and that forward uses "
+                           "its input",
+                    data={"final_loss": end, "constant_loss": constant, "pairs_rows": not blind})]
 
 def no_targets(yb: torch.Tensor,  # the batch's targets, every one of them ignore_index
                loss_fn,  # the loss (its ignore_index, else torch's -100)
@@ -554,7 +587,8 @@ def curve_findings(curve: Curve,  # the best try's measurements
         else:
             advice = (f"gradients reach the parameters, yet nothing was learned: check the learning rate (a "
                       f"tiny one moves nothing in {steps} steps: try 1e-3 or lr_find), that the loss depends "
-                      "on the prediction, and that the targets are the same at every step")
+                      "on the prediction, and that the targets are the same at every step"
+                      + _scale_advice(curve, levels, tolerance))
         return [Finding("not_decreasing", "error",
                         f"the loss on one batch did not fall: {start:.4g} → {end:.4g} in {steps} steps at "
                         f"lr {lrs}{_reference(curve, levels)}", advice=advice, data=data)], False
@@ -566,6 +600,17 @@ def _reference(curve: Curve, levels: LossLevels) -> str:
     constant = (f"; predicting {levels.constant_is} for every row scores {levels.constant:.4g}"
                 if levels.constant is not None else "")
     return f" (the loss's floor on this batch is {levels.floor:.4g}{constant})"
+
+def _scale_advice(curve: Curve, levels: LossLevels, tolerance: float) -> str:
+    "The advice on the targets' scale: large targets (|mean| or std over 10), or far from 0 for their spread."
+    mean, std = levels.target_scale or (0.0, 0.0)
+    if max(abs(mean), std) > 10:  # a default-initialized output layer starts near 0, with steps of ~lr
+        return (f"; the targets are large (mean {mean:.4g}, std {std:.4g}): standardize them "
+                f"((y - mean) / std, undone on the predictions), or start the output layer's bias at their "
+                f"mean ({mean:.4g})")
+    far = (levels.constant is not None and "targets" in levels.constant_is
+           and levels.constant - curve.zero < tolerance * (curve.start - curve.zero))
+    return "; targets far from 0 for their spread take many steps: standardize them" if far else ""
 
 def fell_short(curve: Curve,  # the best try's measurements: the loss fell, but not far enough
                levels: LossLevels,  # the loss's floor and best constant on the batch
@@ -580,6 +625,7 @@ def fell_short(curve: Curve,  # the best try's measurements: the loss fell, but 
     falling = curve.still_falling(tolerance)
     more = (f"it was still falling at the end ({curve.tail_fall:.3g} over its last {curve.tail_steps} "
             "steps): give it more steps or a higher learning rate")
+    scale = _scale_advice(curve, levels, tolerance)
     if levels.floor is None or curve.below_floor:
         return [Finding("unknown_floor", "warning",
                         f"the loss fell from {start:.4g} to {end:.4g} in {steps} steps at lr {lrs}, short "
@@ -590,10 +636,7 @@ def fell_short(curve: Curve,  # the best try's measurements: the loss fell, but 
                                + "pass the loss as a torch loss with its options (nn.CrossEntropyLoss("
                                "label_smoothing=0.1), F.mse_loss, nn.BCEWithLogitsLoss()) so its floor is "
                                f"computed, or compare {end:.4g} with the lowest value your loss can take on "
-                               "this batch: there, the batch is memorized", data=data)], True
-    far = (levels.constant is not None and "targets" in levels.constant_is
-           and levels.constant - curve.zero < tolerance * (start - curve.zero))
-    scale = "; targets far from 0 for their spread take many steps: standardize them" if far else ""
+                               "this batch: there, the batch is memorized" + scale, data=data)], True
     need = curve.steps_to(goal)
     if need <= steps:  # on course to cross the line within as many steps again: not shown to fail
         return [Finding("still_falling", "warning",
@@ -608,10 +651,10 @@ def fell_short(curve: Curve,  # the best try's measurements: the loss fell, but 
     elif peak - curve.zero > 2 * (start - curve.zero):  # it blew up on the way, then settled short
         advice = (f"it spiked to {peak:.4g} on the way: lower the learning rate (a blow-up can kill units "
                   "for good); if it still stops short, check the labels, the loss/activation pairing and "
-                  "the capacity")
+                  "the capacity" + scale)
     else:
         advice = ("the model cannot memorize one batch: check the labels, the loss/activation pairing, "
-                  "gradient flow and the model's capacity")
+                  "gradient flow and the model's capacity" + scale)
     return [Finding("fell_short", "error",
                     f"the loss on one batch fell, but only from {start:.4g} to {end:.4g} in {steps} steps "
                     f"at any of lr {lrs}{_reference(curve, levels)}: memorizing it means ending below "

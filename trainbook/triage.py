@@ -7,13 +7,13 @@ from __future__ import annotations
 import math
 import weakref
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 import torch
 from torch import nn
 
-from .core import Finding
+from .core import Finding, warn
 from .events import Callback, LoopState
 
 from .batch import wants_whole_output
@@ -248,6 +248,7 @@ class LossStats:
         if prior is not None: out["prior_loss"] = prior
         return out
 
+    @torch.no_grad()  # the loss on synthetic tensors: no graph, no gradients
     def _prior(self) -> Optional[float]:
         "The constant predictor's loss under `loss_fn`: the class prior's, or (MSE-like) the targets' variance."
         if self.counts is None or self.loss_fn is None or not self.kind: return None
@@ -282,8 +283,22 @@ class LossStats:
             if abs(float(probe) - 4.0) > 1e-3: return None
             mean = y_sum / m
             return max(y_sq / m - mean * mean, 0.0)
-        except Exception:  # a loss that cannot score a constant: no reference level
+        except Exception as e:  # a loss that cannot score a constant: no reference level, said once a loss
+            _prior_failed(self.loss_fn, e)
             return None
+
+_PRIOR_FAILED: "weakref.WeakSet" = weakref.WeakSet()  # losses whose failure on the prior was said
+
+def _prior_failed(loss_fn: Callable, err: Exception) -> None:
+    "Warn, once a loss, that `prior_loss` is left out because `loss_fn` raised on the constant's synthetic batch."
+    try:
+        if loss_fn in _PRIOR_FAILED: return
+        _PRIOR_FAILED.add(loss_fn)
+    except TypeError: pass  # a loss that cannot be weakly referenced: said each time
+    name = getattr(loss_fn, "__name__", type(loss_fn).__name__)
+    warn(f"prior_loss (the constant predictor's loss) is left out of the validation statistics: loss_fn {name} "
+         f"raised {type(err).__name__}: {err} when scoring a constant prediction on a small synthetic batch (2 or k "
+         "rows); the run itself is not affected")
 
 # %% ../nbs/09a_triage.ipynb #391d44d5
 import re
