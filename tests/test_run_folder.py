@@ -391,3 +391,18 @@ def test_restore_best_loads_the_best_evaluations_weights(tmp_path):
     with pytest.raises(ValueError, match="kept no folder"):
         tb.fit(model, [(X, y)], loss_fn=nn.functional.cross_entropy, live=False,
                config=tb.TrainConfig(epochs=1, device="cpu")).restore_best(model)
+
+
+def test_the_run_folder_warning_points_at_the_users_fit(tmp_path):
+    "Seen: reusing a checkpoint_dir warned from trainbook/loop.py with an internal source line."
+    import warnings
+    import torch
+    from torch import nn
+    X, y = torch.randn(32, 4), torch.randint(0, 2, (32,))
+    cfg = tb.TrainConfig(epochs=1, checkpoint_dir=str(tmp_path), device="cpu")
+    tb.fit(nn.Linear(4, 2), [(X, y)], loss_fn=nn.functional.cross_entropy, live=False, config=cfg)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        tb.fit(nn.Linear(4, 2), [(X, y)], loss_fn=nn.functional.cross_entropy, live=False, config=cfg)
+    said = [w for w in seen if "version_" in str(w.message) or str(tmp_path) in str(w.message)]
+    assert said and all(w.filename == __file__ for w in said), [(w.filename, str(w.message)) for w in seen]

@@ -4,7 +4,7 @@
 
 # %% ../nbs/06_checkpoint.ipynb #fb01ea68
 from __future__ import annotations
-import collections, io, json, os, pickle, re, reprlib, tempfile, threading, time, warnings, zipfile
+import collections, io, json, os, pickle, re, reprlib, tempfile, threading, time, zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
@@ -15,7 +15,7 @@ import torch.distributed as dist
 from torch import nn
 
 from . import __version__
-from .core import Finding, TrainConfig, loader_length, process_alive, rng_state, this_process
+from .core import Finding, TrainConfig, loader_length, process_alive, rng_state, this_process, warn
 from .optim import rescale_lr
 from .distributed import full_state, load_sharded_state
 from .run import RUN_FILES, json_safe, write_run_record
@@ -339,7 +339,7 @@ def _take_over(folder: Path, who: Optional[dict]) -> None:
     aside.unlink(missing_ok=True)
     held = (f"was locked by {_describe(who)}, which is gone" if who is not None else
             f"had an unreadable lock ({_MARKER}: empty or damaged, its run killed as it started)")
-    warnings.warn(f"run folder {str(folder)!r} {held}; this run takes the folder over", stacklevel=6)
+    warn(f"run folder {str(folder)!r} {held}; this run takes the folder over")
 
 def _write_lock(folder: Path) -> bool:
     "Create `folder`'s lock naming this process, whole or not at all (a link); False when one exists."
@@ -550,28 +550,28 @@ def check_epochs_left(epoch: int,  # the epoch the checkpoint resumes at
     warning), or an epoch cut short (a ValueError). A patience that lets an early-stopped run go on is said too."""
     epochs, max_steps = config.epochs, config.max_steps
     if max_steps and step >= max_steps:  # the loop takes no step (it stops as 'max_steps')
-        warnings.warn(f"the checkpoint's run already took {step} optimizer step(s), TrainConfig.max_steps="
-                      f"{max_steps}: nothing is left to train; raise max_steps to train on", stacklevel=4)
+        warn(f"the checkpoint's run already took {step} optimizer step(s), TrainConfig.max_steps="
+             f"{max_steps}: nothing is left to train; raise max_steps to train on")
         return
     if ckpt is not None:
         wait = (ckpt.get("early_stopping") or {}).get("wait") or 0
         before = (ckpt.get("config") or {}).get("patience")
         if stopped_early(ckpt, config):  # the loop takes no step (it stops as 'early_stopping')
-            warnings.warn(f"early stopping ended the checkpoint's run: {config.monitor} went {wait} "
-                          f"evaluation(s) without improvement, TrainConfig.patience={config.patience}: "
-                          "nothing is left to train; raise patience (or set patience=None) to train on "
-                          "(more epochs alone do not)", stacklevel=4)
+            warn(f"early stopping ended the checkpoint's run: {config.monitor} went {wait} "
+                 f"evaluation(s) without improvement, TrainConfig.patience={config.patience}: "
+                 "nothing is left to train; raise patience (or set patience=None) to train on "
+                 "(more epochs alone do not)")
             return
         if stopped_early(ckpt, config.replace(patience=before)):  # a larger patience: the run goes on
-            warnings.warn(f"early stopping ended the checkpoint's run (patience={before}: {wait} "
-                          f"evaluation(s) without improvement); with TrainConfig.patience={config.patience} "
-                          f"it trains on from epoch {epoch}", stacklevel=4)  # 0-based, as run.epoch
+            warn(f"early stopping ended the checkpoint's run (patience={before}: {wait} "
+                 f"evaluation(s) without improvement); with TrainConfig.patience={config.patience} "
+                 f"it trains on from epoch {epoch}")  # 0-based, as run.epoch
     if epoch < epochs: return
     if batch_idx:
         raise ValueError(f"the checkpoint stopped inside epoch {epoch + 1} (after batch {batch_idx}), past "
                          f"TrainConfig.epochs={epochs}: resume with epochs >= {epoch + 1} to finish it")
-    warnings.warn(f"the checkpoint's run already trained {epoch} epoch(s), TrainConfig.epochs={epochs}: nothing "
-                  "is left to train; raise epochs to train on", stacklevel=4)
+    warn(f"the checkpoint's run already trained {epoch} epoch(s), TrainConfig.epochs={epochs}: nothing "
+         "is left to train; raise epochs to train on")
 
 def check_resume(resume,  # what a run was given as `resume`
                 ):
@@ -626,7 +626,7 @@ class Checkpointer:
         if self.rank == 0: self._lock = folder_writer(self.run_dir)
         if chosen[1] is not None:
             self.findings.append(chosen[1])
-            warnings.warn(f"{chosen[1].message}; {chosen[1].advice}", stacklevel=4)
+            warn(f"{chosen[1].message}; {chosen[1].advice}")
 
     @property
     def enabled(self) -> bool:
