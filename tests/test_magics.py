@@ -397,6 +397,8 @@ def test_a_run_on_other_splits_does_not_beat_the_baseline():
                                      f"audited {sp.fingerprint})")
         small_fit(split_fingerprint=sp.fingerprint)
         assert cl.done["beats"], str(cl)
+        small_fit(split_fingerprint="0123abcd")  # a later run on other splits: the win above stands
+        assert cl.done["beats"] and "ignored a run fitted on other splits" in cl.notes["beats"], str(cl)
         new = tb.make_splits(churn_frame().rename(columns={"churn": "y"}), "y", seed=1)  # a new audited split
         assert not cl.done["beats"] and cl.done["baseline"]  # the given baseline names no splits
         assert cl.notes["beats"] == (f"fitted on other splits (fingerprint {sp.fingerprint}, "
@@ -457,5 +459,20 @@ def test_tb_baseline_says_its_splits_and_a_baseline_of_other_splits_is_set_aside
         assert not cl.done["baseline"] and "other splits" in cl.notes["baseline"]
         tb.baseline(df, "churn", audited, models=("dummy", "linear"))
         assert cl.done["baseline"], str(cl)
+    finally:
+        cl.close()
+
+
+def test_a_run_without_validation_does_not_beat_on_its_train_loss():
+    "Seen: a run with no validation data followed train_loss, and its best was taken as the valid_loss."
+    cl = tb.Checklist("regression", "y", "valid_loss", baseline=5.0, threshold=3.0)
+    try:
+        import torch
+        from torch import nn
+        X, y = torch.randn(64, 4), torch.randn(64, 1)
+        run = tb.fit(nn.Linear(4, 1), [(X, y)], None, loss_fn=nn.functional.mse_loss, live=False,
+                     config=tb.TrainConfig(epochs=2, device="cpu"))
+        assert run.monitor_followed() == "train_loss"
+        assert not cl.done["beats"] and "has no value of valid_loss" in cl.notes["beats"], str(cl)
     finally:
         cl.close()

@@ -174,22 +174,28 @@ class Checklist:
         self._set("environment", bool(run.environment), f"torch {run.environment.get('torch')}, git "
                   f"{str(run.environment.get('git_commit'))[:8]}")
         fitted = (getattr(run, "extra", None) or {}).get("split_fingerprint")
-        self._fitted_on["beats"] = fitted
+        other = self._other_splits(fitted)
+        counts = f"only a finished run counts ({', '.join(FINISHED)})"
+        if (run.stopped not in FINISHED or other) and self.done["beats"]:  # an earlier run's win stands
+            return self._ignore("beats", f"a run that ended {run.stopped}: {counts}" if run.stopped not in FINISHED
+                                else f"a run {other}")
         if run.stopped not in FINISHED:  # its value is partial, or the run broke
-            return self._set("beats", False, f"the last run ended {run.stopped}: only a finished run counts "
-                                             f"({', '.join(FINISHED)})")
-        value, other = self._run_value(run), self._other_splits(fitted)
-        if value is None: return self._set("beats", False, self._no_value(run))
+            return self._set("beats", False, f"the last run ended {run.stopped}: {counts}")
         if other: return self._set("beats", False, f"the run was {other}")
+        self._fitted_on["beats"] = fitted
+        value = self._run_value(run)
+        if value is None: return self._set("beats", False, self._no_value(run))
         if self.baseline is None and self._no_metric:  # a threshold alone is no win over a baseline
             return self._set("beats", False, f"{self.metric} {value:.4g}, but {self._no_metric}: "
                                              "nothing to compare it with")
         ok = (self.baseline is None or self._better(value, self.baseline)) and \
              (self.threshold is None or not self._better(self.threshold, value))
+        unnamed = (" (the run names no split: pass split_fingerprint= to fit so that this can be checked)"
+                   if fitted is None and self._split is not None else "")
         self._set("beats", ok and self.threshold is not None,
                   f"{self.metric} {value:.4g} vs baseline "
                   f"{'—' if self.baseline is None else f'{self.baseline:.4g}'}, threshold "
-                  f"{'—' if self.threshold is None else f'{self.threshold:.4g}'}")
+                  f"{'—' if self.threshold is None else f'{self.threshold:.4g}'}{unnamed}")
 
     def _no_value(self, run) -> str:
         "The note for a run without a value of `metric`: the values it has, the nearest named."
@@ -201,8 +207,9 @@ class Checklist:
                 f"{did_you_mean(self.metric, names)}")
 
     def _run_value(self, run) -> Optional[float]:
-        "The run's best `metric`: its best monitored value if it monitors `metric`, else its history's best."
-        if getattr(run.config, "monitor", None) == self.metric and run.best is not None:
+        "The run's best `metric`: its best monitored value if it followed `metric`, else its history's best."
+        followed = run.monitor_followed() if hasattr(run, "monitor_followed") else getattr(run.config, "monitor", None)
+        if followed == self.metric and run.best is not None:  # (a run without validation followed train_loss)
             return float(run.best)
         m = run.metrics()
         if self.metric in getattr(m, "columns", []): values = m[self.metric]
