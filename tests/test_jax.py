@@ -675,3 +675,15 @@ def test_a_warmup_longer_than_the_run_is_a_finding_of_the_flax_run():
     assert [f.data["total_steps"] for f in run.findings if f.kind == "warmup_past_run"] == [8]
     quiet = fit_flax(MLP(), dl_train=batches(X, y, 16), loss_fn=ce, config=cfg.replace(warmup=4), live=False)
     assert not [f for f in quiet.findings if f.kind == "warmup_past_run"]
+
+
+def test_early_stopping_acts_at_an_evaluation_inside_the_epoch():
+    "As in fit: with eval_every, patience counts evaluations inside the epoch and the run stops at one."
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(96, 4)).astype("float32"), rng.integers(0, 3, 96)  # noise: valid loss turns up
+    Xv, yv = rng.normal(size=(32, 4)).astype("float32"), rng.integers(0, 3, 32)
+    run = fit_flax(MLP(hidden=64), None, batches(X, y, 8), batches(Xv, yv, 32), ce,
+                   tb.TrainConfig(epochs=20, lr=0.05, eval_every=1, patience=2), live=False)
+    h = run.history[(run.history.split == "valid") & (run.history.name == "loss")]
+    assert run.stopped == "early_stopping"
+    assert h.step.iloc[-1] == run.step and run.step % 12 != 0  # stopped at the evaluation, inside an epoch

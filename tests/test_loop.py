@@ -801,3 +801,17 @@ def test_a_ctrl_c_stops_the_rest_of_the_cell_not_the_next_one(monkeypatch):
         tb.Recorder(cfg, live=False)
     cell["execution"] = "run-2"  # the next cell
     assert tb.fit(mlp(), batches, loss_fn=CE, live=False, config=cfg).stopped == "completed"
+
+
+def test_early_stopping_acts_at_an_evaluation_inside_the_epoch():
+    "Seen: with eval_every, patience counted evaluations inside the epoch but the run stopped only at its end."
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(96, 8, generator=g), torch.randint(0, 2, (96,), generator=g)  # noise: valid loss turns up
+    Xv, yv = torch.randn(32, 8, generator=g), torch.randint(0, 2, (32,), generator=g)
+    batches = [(X[i:i + 8], y[i:i + 8]) for i in range(0, 96, 8)]  # 12 steps an epoch
+    run = tb.fit(mlp(), batches, [(Xv, yv)], loss_fn=CE, live=False,
+                 config=tb.TrainConfig(epochs=20, lr=0.05, eval_every=1, patience=2, device="cpu"))
+    h = run.history[(run.history.split == "valid") & (run.history.name == "loss")]
+    assert run.stopped == "early_stopping"
+    assert h.step.iloc[-1] == run.step and run.step % 12 != 0  # stopped at the evaluation, inside an epoch
+    assert (h.step > run.extra["best_step"]).sum() == 2  # two evaluations without improvement, then the stop

@@ -533,7 +533,8 @@ class _FlaxLoop:
         best = due and self.validate()
         self.pos.step_end_due = False  # validated (once a step): the files below, and a Ctrl-C, resume after it
         if best: self.save("best.msgpack")
-        if due and self.valid_failed: return "nonfinite"
+        if due and (self.valid_failed or self.stopper.should_stop):  # patience counts these evaluations too
+            return "nonfinite" if self.valid_failed else "early_stopping"
         if (cfg.checkpoint_every and state.step % cfg.checkpoint_every == 0) or control.save:
             control.save = False
             self.save("last.msgpack")
@@ -561,8 +562,7 @@ class _FlaxLoop:
         start = Position(epoch=state.epoch + 1, rng=rng_state())  # both: a resume from either redoes no epoch end
         self.save("last.msgpack", start)
         if best: self.save("best.msgpack", start)
-        self.epoch_closed = True
-        pos.batch_idx = 0
+        self.epoch_closed, pos.batch_idx = True, 0
         self.write_back()  # callbacks at the epoch's end see the trained model (e.g. to draw samples)
         stopped = "nonfinite" if self.valid_failed else "early_stopping" if self.stopper.should_stop else None
         if self.run_dir is not None:  # run.json so far ('running'): a killed run keeps its history up to here

@@ -390,7 +390,7 @@ def _step_end(s: Setup, state: LoopState, skipped: bool) -> Optional[str]:
     if (cfg.eval_every and not skipped and state.step % cfg.eval_every == 0) or control.evaluate:
         control.evaluate = False
         if _validate(s, state): _save_last(s, state, name="best.pt")
-        if state.valid_failed: return "nonfinite"
+        if state.valid_failed or s.stopper.should_stop: return "nonfinite" if state.valid_failed else "early_stopping"
     if (cfg.checkpoint_every and not skipped and state.step % cfg.checkpoint_every == 0) or control.save:
         control.save = False
         _save_last(s, state)
