@@ -94,10 +94,21 @@ def interrupt_in_forward(model, n):
     return model[0].register_forward_pre_hook(hook)
 
 
+class Buckets:
+    "A batch sampler of its own making: shuffled buckets of `size` rows, drawn from the generator it holds."
+    def __init__(self, n, size, generator): self.n, self.size, self.generator = n, size, generator
+    def __len__(self): return -(-self.n // self.size)
+    def __iter__(self):
+        order = torch.randperm(self.n, generator=self.generator).tolist()
+        return iter([order[i:i + self.size] for i in range(0, self.n, self.size)])
+
+
 def _train_setup(loader_kind, dropout=0.2):
     X, y = blobs(n=200)
     if loader_kind == "tensor":
         dl = tb.TensorLoader(X, y, batch_size=16, shuffle=True, seed=3)
+    elif loader_kind == "batch_sampler":  # a bucketing batch sampler holding its own generator
+        dl = DataLoader(TensorDataset(X, y), batch_sampler=Buckets(len(X), 16, torch.Generator().manual_seed(7)))
     elif loader_kind == "generator":  # a DataLoader with a generator of its own (torch's advice for reproducibility)
         dl = DataLoader(TensorDataset(X, y), batch_size=16, shuffle=True, generator=torch.Generator().manual_seed(7))
     else:  # a shuffling DataLoader draws its order from torch's global generator
@@ -106,7 +117,7 @@ def _train_setup(loader_kind, dropout=0.2):
     return dl, dl_valid, mlp(dropout=dropout)
 
 
-@pytest.mark.parametrize("loader_kind", ["tensor", "dataloader", "generator"])
+@pytest.mark.parametrize("loader_kind", ["tensor", "dataloader", "generator", "batch_sampler"])
 @pytest.mark.parametrize("where", ["boundary_mid_epoch", "inside_window", "epoch_end", "checkpoint_every"])
 def test_resume_is_exact(tmp_path, loader_kind, where):
     "Interrupted at several points (mid-epoch included) and resumed: identical final weights and history."

@@ -126,3 +126,17 @@ def test_lr_find_leaves_the_random_generators_as_it_found_them():
         try: tb.lr_find(model, dl, loss, num_steps=20, device="cpu")
         except ZeroDivisionError: pass
         assert draws() == expected
+
+
+def test_lr_find_leaves_a_loaders_own_generator_as_it_found_it():
+    "Seen: lr_find put the global generators back but not the loader's own: a fit after it drew another order."
+    import torch
+    from torch import nn
+    from torch.utils.data import DataLoader, TensorDataset
+    X, y = f1_data()
+    g = torch.Generator().manual_seed(3)
+    dl = DataLoader(TensorDataset(torch.as_tensor(X), torch.as_tensor(y)), batch_size=32, shuffle=True, generator=g)
+    before = g.get_state()
+    tb.lr_find(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2)), dl, nn.functional.cross_entropy,
+               num_steps=20, device="cpu")
+    assert torch.equal(g.get_state(), before)

@@ -480,12 +480,14 @@ def set_rng_state(state: dict,  # what `rng_state()` returned
 
 def loader_generators(dl,  # a loader (a DataLoader, its sampler and batch sampler are looked at)
                      ) -> tuple:
-    """The torch.Generators of its own a loader draws its order with (`DataLoader(generator=...)`, a sampler's):
+    """The torch.Generators of its own a loader draws its order with (`DataLoader(generator=...)`, its sampler's
+    or batch sampler's, or one a sampler holds: a bucketing sampler around a `RandomSampler(generator=g)`):
     their states go with the global RNGs' into checkpoints, so a resume draws the same batches."""
-    found = []
-    for obj in (dl, getattr(dl, "sampler", None), getattr(getattr(dl, "batch_sampler", None), "sampler", None)):
-        g = getattr(obj, "generator", None)
-        if isinstance(g, torch.Generator) and not any(g is f for f in found): found.append(g)
+    found, batch_sampler = [], getattr(dl, "batch_sampler", None)
+    for obj in (dl, getattr(dl, "sampler", None), batch_sampler, getattr(batch_sampler, "sampler", None)):
+        held = list(vars(obj).values()) if hasattr(obj, "__dict__") and obj is not dl else []
+        for g in [getattr(obj, "generator", None), *held, *(getattr(v, "generator", None) for v in held)]:
+            if isinstance(g, torch.Generator) and not any(g is f for f in found): found.append(g)
     return tuple(found)
 
 # %% ../nbs/00_core.ipynb #d1d28778

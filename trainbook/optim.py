@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from .batch import DeferredCtrlC, forward, kept_rng, stop_requested
-from .core import TrainConfig, pick_device
+from .core import TrainConfig, loader_generators, pick_device
 from .distributed import full_tensor
 
 # %% auto #0
@@ -167,19 +167,25 @@ class LRFinder:
 
 def cycle_batches(dl,  # re-iterable of batches
                  ):
-    "The batches of `dl` over and over (a ValueError when it yields none, or none again: a one-shot iterator)."
+    """The batches of `dl` over and over (a ValueError when it yields none, or none again: a one-shot iterator).
+    When the cycle ends, the loader's own generators (`DataLoader(generator=...)`) are put back as they were: a
+    sweep leaves the order of a later run's batches alone."""
+    kept = [(g, g.get_state()) for g in loader_generators(dl)]
     passes = 0
-    while True:
-        n = 0
-        for batch in dl:
-            n += 1
-            yield batch
-        if n == 0 and passes:
-            raise ValueError(f"dl_train yielded its batches once and none after: a {type(dl).__name__} runs out "
-                             "after one pass, and the sweep needed more steps than it held. Pass a re-iterable (a "
-                             "list of batches, a DataLoader, a TensorLoader), or fewer num_steps")
-        if n == 0: raise ValueError("dl_train yielded no batches")
-        passes += 1
+    try:
+        while True:
+            n = 0
+            for batch in dl:
+                n += 1
+                yield batch
+            if n == 0 and passes:
+                raise ValueError(f"dl_train yielded its batches once and none after: a {type(dl).__name__} runs "
+                                 "out after one pass, and the sweep needed more steps than it held. Pass a "
+                                 "re-iterable (a list of batches, a DataLoader, a TensorLoader), or fewer num_steps")
+            if n == 0: raise ValueError("dl_train yielded no batches")
+            passes += 1
+    finally:
+        for g, state in kept: g.set_state(state)
 
 def steepest_lr(lrs: list,  # the lrs of the sweep
                 losses: list,  # the smoothed loss at each
