@@ -1,4 +1,6 @@
 "Every finding kind of check_data is raised where planted and not raised on clean data."
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -285,3 +287,52 @@ def test_a_time_column_of_text_is_an_error_of_check_data_as_it_is_of_the_split()
     assert f.severity == "error" and "pd.to_datetime(df['t'])" in f.advice
     assert tb.check_data(df.assign(t=t), "y", time="t").by_kind("time_as_text") == []
     assert tb.check_data(df.assign(t=range(60)), "y", time="t").by_kind("time_as_text") == []
+
+
+def test_times_of_several_zones_are_told_to_parse_with_utc_and_the_advice_works():
+    n = 300
+    rng = np.random.default_rng(0)
+    instants = pd.date_range("2021-01-01", periods=n, freq="h", tz="UTC")
+    zoned = [t.tz_convert("Europe/Paris" if i % 2 else "US/Eastern") for i, t in enumerate(instants)]
+    mixed_aware = [t if i % 3 else t.tz_localize(None) for i, t in enumerate(instants)]
+    for cells in (zoned, mixed_aware):
+        df = pd.DataFrame({"x": rng.normal(size=n), "y": rng.integers(0, 2, n),
+                           "signup": pd.Series(cells, dtype=object)})
+        call = "df['signup'] = pd.to_datetime(df['signup'], utc=True)"
+        with pytest.raises(TypeError, match=re.escape(call)): tb.make_splits(df, "y", time="signup")
+        advice = [f.advice for f in tb.check_data(df, "y", time="signup", leak_check=False).findings
+                  if f.kind == "time_as_text"]
+        assert advice == [f"parse them first: {call}"]
+        with pytest.raises((ValueError, TypeError)): pd.to_datetime(df["signup"])  # what utc=True avoids
+        df["signup"] = pd.to_datetime(df["signup"], utc=True)
+        assert len(tb.make_splits(df, "y", time="signup").valid)
+    text = pd.DataFrame({"y": rng.integers(0, 2, n), "day": [f"2021-01-{1 + i % 28}" for i in range(n)]})
+    with pytest.raises(TypeError, match=re.escape("pd.to_datetime(df['day'])")): tb.make_splits(text, "y", time="day")
+
+
+def test_missing_times_are_one_error_saying_make_splits_refuses_them():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.normal(size=600), "y": rng.integers(0, 2, 600),
+                       "t": pd.date_range("2021", periods=600, freq="h")})
+    df.loc[::90, "t"] = pd.NaT
+    found = [f for f in tb.check_data(df, "y", time="t", leak_check=False).findings
+             if f.column == "t" and f.kind == "missing_values"]
+    assert [f.severity for f in found] == ["error"]
+    assert "make_splits(time='t') refuses them" in found[0].message
+    assert "df.dropna(subset=['t'])" in found[0].advice
+    with pytest.raises(ValueError, match="time column 't' has 7 missing"): tb.make_splits(df, "y", time="t")
+    plain = [f for f in tb.check_data(df, "y", leak_check=False).findings if f.kind == "missing_values"]
+    assert [(f.column, f.severity) for f in plain] == [("t", "info")]  # not named as time: a feature's gaps
+
+
+def test_a_count_target_taken_for_classes_is_said_to_be_maybe_a_regression():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.normal(size=600), "visits": rng.poisson(5, 600)})
+    report = tb.check_data(df, "visits", leak_check=False)
+    said = [f for f in report.findings if f.kind == "task_inferred"]
+    assert report.task == "multiclass" and len(said) == 1 and said[0].column == "visits"
+    assert "counts" in said[0].message and "task='regression'" in said[0].advice
+    for y, task in ((rng.integers(0, 4, 600), "auto"), (rng.integers(-6, 6, 600), "auto"),
+                    (df.visits, "multiclass")):  # few classes, negative values, the task given
+        found = tb.check_data(df.assign(visits=y), "visits", task=task, leak_check=False).findings
+        assert not [f for f in found if f.kind == "task_inferred"]

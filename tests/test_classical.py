@@ -235,3 +235,26 @@ def test_two_text_labels_have_one_positive_class_in_the_loaders_the_baseline_and
     assert named.classes == ["no", "yes"]
     scores = tb.cross_validate(LogisticRegression(), df, "y", splits)  # its default scorers (average_precision)
     assert scores.loc["mean", "roc_auc"] > 0.6 and scores.loc["mean", "average_precision"] > 0
+
+
+def test_a_scored_part_without_a_class_is_said_once_in_plain_words_not_by_sklearn():
+    import warnings
+    rng = np.random.default_rng(0)
+    n = 400
+    df = pd.DataFrame({"x": rng.normal(size=n), "day": np.arange(n)})
+    df["y"] = ((np.arange(n) < 300) & (rng.random(n) < 0.3)).astype(int)  # no positives in the late valid rows
+    sp = tb.make_splits(df, "y", time="day")
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        table = tb.baseline(df, "y", sp, models=["dummy", "linear", "xgboost"])
+    assert table["valid_roc_auc"].isna().all()
+    said = [str(w.message) for w in got]
+    ours = [m for m in said if "lacks a class" in m]
+    assert len(ours) == 1 and "valid has no rows of class(es) 1" in ours[0] and "NaN" in ours[0], said
+    assert ours[0].startswith("a scored part lacks a class of target 'y'")
+    assert not [w for w in got if "sklearn" in w.filename or "positive" in str(w.message)], said
+    with warnings.catch_warnings(record=True) as got:  # score_model alone says it too
+        warnings.simplefilter("always")
+        tb.score_model(lambda X: np.full((len(X), 2), 0.5), df, "y", sp, "binary")
+    assert [str(w.message) for w in got if "sklearn" not in w.filename] == ours
+    assert not [w for w in got if "sklearn" in w.filename]

@@ -3,6 +3,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.datasets import load_breast_cancer, load_wine
+from sklearn.linear_model import LogisticRegression
 
 import trainbook as tb
 from trainbook.splits import Splits, nested_splits
@@ -359,3 +360,88 @@ def test_nested_splits_announce_once_with_the_findings_of_both_levels(frame):
     found = [f for fold in nested for f in fold["findings"]]
     assert any(f.kind == "duplicate_rows" for f in found)
     assert heard[0][1].findings == found  # a checklist reads the leaks of both levels, not the last inner split's
+
+
+def churn_frame(n=3000):
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.normal(size=n), "customer": rng.integers(0, 600, n), "day": rng.permutation(n)})
+    df["churn"] = (df.x + rng.normal(size=n) > 0).astype(int)
+    return df
+
+
+@pytest.mark.parametrize("kw, reorder", [
+    (dict(groups="customer"), lambda df: df.sample(frac=1, random_state=0)),
+    (dict(groups="customer"), lambda df: df.sample(frac=1, random_state=0).reset_index(drop=True)),
+    (dict(time="day"), lambda df: df.sort_values("day"))])
+def test_splits_reused_on_a_reordered_frame_of_the_same_length_are_refused(kw, reorder):
+    df = churn_frame()
+    sp = tb.make_splits(df, "churn", **kw)
+    with pytest.raises(ValueError, match="splits: df's rows were reordered or changed since the split was made"):
+        tb.baseline(reorder(df), "churn", sp, models=["dummy"])
+    for call in (lambda d: tb.loaders_from_frame(d, "churn", sp),
+                 lambda d: tb.cross_validate(LogisticRegression(), d, "churn", sp)):
+        with pytest.raises(ValueError, match="make the splits again on this frame"): call(reorder(df))
+    # the same frame, a fresh index on the same rows, a new column: the rows are where they were
+    for same in (df, df.reset_index(drop=True), df.assign(z=1.0)):
+        assert len(tb.baseline(same, "churn", sp, models=["dummy"]))
+    old = Splits(sp.train, sp.valid, sp.test, None, sp.strategy, sp.reason,
+                 {k: v for k, v in sp.params.items() if k != "row_keys"})  # made before keys were recorded
+    assert len(tb.baseline(reorder(df), "churn", old, models=["dummy"]))
+
+
+def test_a_k_fold_splits_used_as_its_fold_0_is_said_once_and_its_repr_says_fold_0():
+    df = churn_frame(1000)
+    sp = tb.make_splits(df, "churn", time="day", n_folds=4)
+    assert "valid=200 (fold 0 of 4)" in repr(sp) and "(fold 0 of 4)" in sp._repr_html_()
+    assert "fold 0" not in repr(tb.make_splits(df, "churn", time="day"))
+    for call in (lambda: tb.baseline(df, "churn", sp, models=["dummy", "linear", "xgboost"]),
+                 lambda: tb.loaders_from_frame(df, "churn", sp),
+                 lambda: tb.fit_xgboost(df, "churn", sp, live=False)):
+        with pytest.warns(UserWarning) as got: call()
+        said = [w for w in got if "fold 0" in str(w.message)]
+        assert len(said) == 1 and "splits hold 4 folds" in str(said[0].message), [str(w.message) for w in got]
+        assert "tb.cross_validate" in str(said[0].message) and said[0].filename == __file__
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every fold used: no word
+        tb.cross_validate(LogisticRegression(), df, "churn", sp)
+
+
+def test_auto_with_groups_and_time_says_the_groups_are_not_kept_apart_and_how_to_keep_them():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.normal(size=2000), "customer": rng.integers(0, 300, 2000),
+                       "day": rng.integers(0, 365, 2000)})
+    df["y"] = (df.x > 0).astype(int)
+    sp = tb.make_splits(df, "y", groups="customer", time="day")
+    chosen = sp.findings[0]
+    assert sp.strategy == "time" and chosen.kind == "strategy_chosen" and chosen.severity == "warning"
+    assert "'customer'" in chosen.message and "NOT kept apart" in chosen.message
+    assert "strategy='group'" in chosen.message and "transform('min')" in chosen.message
+    assert any(f.kind == "group_overlap" for f in sp.findings)
+    # the advice followed: a time cut at the group level keeps every group on one side, in time order
+    df["start"] = df.groupby("customer")["day"].transform("min")
+    for folds in (None, 3):
+        sp = tb.make_splits(df, "y", groups="customer", time="start", n_folds=folds)
+        assert not [f for f in sp.findings if f.severity != "info"], sp.findings
+        for tr, va in sp.folds or [(sp.train, sp.valid)]:
+            assert not set(df.customer.iloc[tr]) & set(df.customer.iloc[va])
+            assert df.start.iloc[tr].max() < df.start.iloc[va].min()
+
+
+def test_class_share_advice_never_says_stratify_to_a_time_split_or_a_stratified_one():
+    rng = np.random.default_rng(0)
+    n = 400
+    drifting = pd.DataFrame({"x": rng.normal(size=n), "day": np.arange(n)})
+    drifting["y"] = ((np.arange(n) < 300) & (rng.random(n) < 0.3)).astype(int)  # positives only early on
+    found = {f.kind: f for f in tb.make_splits(drifting, "y", time="day").findings}
+    assert "changes over time" in found["class_balance_drift"].advice
+    assert "cannot be stratified" in found["missing_class"].advice
+    assert not any("stratify the split" in f.advice for f in found.values())
+    y = np.r_[np.zeros(50), np.ones(47), [2, 2, 2]].astype(int)  # a 3-row class: too rare for three parts
+    sp = tb.make_splits(pd.DataFrame({"x": rng.normal(size=100), "y": y}), "y", test_size=0.2)
+    missing = [f for f in sp.findings if f.kind == "missing_class"]
+    assert sp.strategy == "stratified" and missing
+    assert all("stratified already" in f.advice and "too rare" in f.advice for f in missing)
+    random = [f for f in tb.make_splits(drifting, "y", strategy="random", valid_size=0.02, seed=4).findings
+              if f.kind == "missing_class"]
+    assert random and "stratify the split" in random[0].advice  # a random split is still told to stratify

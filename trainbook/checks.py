@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_checks.ipynb #b7c52e39
 from __future__ import annotations
-import html, re
+import html, re, warnings
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -15,10 +15,11 @@ from .core import (Finding, announce, compact_table_html, did_you_mean, findings
                             label_key, number_text, shown)
 
 # %% auto #0
-__all__ = ['TASKS', 'ROLES', 'ID_WORDS', 'MAX_CATEGORIES', 'infer_task', 'require_task', 'resolve_task', 'require_frame',
-           'is_nested_arrow', 'require_flat_columns', 'infinite_counts', 'check_column_name', 'require_columns',
-           'drop_unused_categories', 'require_column', 'dtype_family', 'epoch_seconds', 'numeric_view', 'named_like_id',
-           'column_roles', 'label_variants', 'target_findings', 'DataReport', 'check_data']
+__all__ = ['TASKS', 'ROLES', 'ID_WORDS', 'MAX_CATEGORIES', 'infer_task', 'counts_hint', 'require_task', 'resolve_task',
+           'require_frame', 'is_nested_arrow', 'require_flat_columns', 'infinite_counts', 'check_column_name',
+           'require_columns', 'drop_unused_categories', 'require_column', 'dtype_family', 'epoch_seconds',
+           'numeric_view', 'named_like_id', 'column_roles', 'label_variants', 'target_findings', 'to_datetime_call',
+           'DataReport', 'check_data']
 
 # %% ../nbs/01_checks.ipynb #44da07e6
 def infer_task(y: pd.Series,  # the target column
@@ -36,6 +37,17 @@ def infer_task(y: pd.Series,  # the target column
     integral = pd.api.types.is_integer_dtype(y) or bool(np.all(np.mod(values, 1) == 0))
     if integral and n <= max_classes: return "binary" if n <= 2 else "multiclass"
     return "regression"
+
+_COUNTS_FROM = 10  # distinct non-negative whole numbers: a class target of this many may well be counts
+
+def counts_hint(y: pd.Series,  # a numeric target `infer_task` took for classes (whole numbers)
+               ) -> str:
+    "A sentence when `y`'s classes look like counts (10 or more distinct whole numbers, none below 0), or ''."
+    y = pd.Series(y).dropna()
+    numbers = pd.api.types.is_numeric_dtype(y) and not pd.api.types.is_bool_dtype(y)
+    if not numbers or y.nunique() < _COUNTS_FROM or y.min() < 0: return ""
+    return (f"its {y.nunique()} values are whole numbers from {shown(y.min())} to {shown(y.max())}: if "
+            f"they are counts or amounts, it is a regression")
 
 _LABEL_KINDS = ("numbers", "booleans", "strings")  # labels of two kinds cannot be ordered or encoded
 
@@ -483,7 +495,7 @@ def _column_findings(df: pd.DataFrame, target: Optional[str], skip: set, roles: 
     for col in df.columns:
         s = df[col]
         out += _infinite_finding(s, col, col == target)
-        if col not in (target, groups): out += _missing_finding(s, col, n)
+        if col != target and col not in skip: out += _missing_finding(s, col, n)  # groups, time: their own
         out += _nullable_finding(s, col)
         if col == target or col in skip: continue
         out += _role_findings(s, col, roles[col], n, codes.nunique(col))
@@ -572,8 +584,7 @@ def target_findings(target: str,  # the target column's name
     if share.min() < 0.1:
         out.append(Finding("class_imbalance", "warning",
                            f"minority class {shown(share.idxmin())} is {share.min():.1%} of rows "
-                           f"(majority {share.max():.1%})",
-                           column=target,
+                           f"(majority {share.max():.1%})", column=target,
                            advice="stratify the split, report PR-AUC / balanced accuracy, consider class "
                                   "weights or a tuned threshold",
                            data={"shares": {str(k): float(v) for k, v in share.items()}}))
@@ -586,22 +597,42 @@ def target_findings(target: str,  # the target column's name
                            data={"classes": {str(k): int(v) for k, v in rare.items()}}))
     return out
 
-def _target_findings(df: pd.DataFrame, target: str, task: str, min_per_class: int = 5) -> list[Finding]:
+def _target_findings(df: pd.DataFrame, target: str, task: str, inferred: bool = False,
+                     min_per_class: int = 5) -> list[Finding]:
     y = df[target]
     counts = None if task == "regression" else y.value_counts(dropna=True)
-    return target_findings(target, task, int(y.isna().sum()), pd.api.types.is_numeric_dtype(y), y.dtype,
+    hint = counts_hint(y) if inferred and task == "multiclass" else ""
+    out = [Finding("task_inferred", "warning", f"target taken for {len(counts)} classes (multiclass): {hint}",
+                   column=target, advice="if so, pass task='regression' (check_data, baseline and "
+                   "loaders_from_frame take it; make_splits: strategy='random')")] if hint else []
+    return out + target_findings(target, task, int(y.isna().sum()), pd.api.types.is_numeric_dtype(y), y.dtype,
                            counts, min_per_class)
 
 # %% ../nbs/01_checks.ipynb #97f0bf19
+def to_datetime_call(t: pd.Series,  # a time column of text or datetime objects
+                     col: str,  # its name, as the call names it
+                    ) -> str:
+    "The `pd.to_datetime` call that parses `t`: `utc=True` when its values mix time zones (or aware, naive)."
+    cells = t.dropna().astype(object)
+    cells = cells.iloc[np.linspace(0, len(cells) - 1, min(len(cells), 10_000)).astype(int)]  # a sample
+    def parses(**kw) -> bool:
+        try: return pd.to_datetime(cells, **kw) is not None
+        except (ValueError, TypeError, OverflowError): return False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pandas' guesses at the format
+        utc = not parses() and parses(utc=True)
+    return f"pd.to_datetime(df[{col!r}]{', utc=True' if utc else ''})"
+
 def _time_findings(df: pd.DataFrame, time: str) -> list[Finding]:
     t, out = df[time], []
     if dtype_family(t) in ("categorical", "boolean") and not isinstance(t.dtype, pd.PeriodDtype):  # text sorts as text
         out.append(Finding("time_as_text", "error", f"holds {t.dtype} values, which sort as text ('2021-1-10' before "
                            "'2021-1-9'): a time split refuses them", column=time,
-                           advice=f"parse them first: df[{time!r}] = pd.to_datetime(df[{time!r}])"))
+                           advice=f"parse them first: df[{time!r}] = {to_datetime_call(t, time)}"))
     if t.isna().any():
-        out.append(Finding("missing_values", "error", f"{int(t.isna().sum())} rows have no timestamp",
-                           column=time, advice="a time split needs a time for every row"))
+        out.append(Finding("missing_values", "error", f"{int(t.isna().sum())} rows have no timestamp "
+                           f"({t.isna().mean():.1%}): make_splits(time={time!r}) refuses them", column=time,
+                           advice=f"drop those rows first: df = df.dropna(subset=[{time!r}])"))
     if not t.dropna().is_monotonic_increasing:
         out.append(Finding("time_unsorted", "info", "rows are not in time order", column=time,
                            advice="fine for make_splits(strategy='time'), which sorts; beware of order-based code elsewhere"))
@@ -741,7 +772,8 @@ def check_data(df: pd.DataFrame,  # the training data, one row per example
     require_task(task)
     findings = []
     df = drop_unused_categories(df, target)
-    if target is not None and task == "auto" and df[target].notna().any(): task = infer_task(df[target])
+    inferred = task == "auto"  # a count target taken for classes is said
+    if target is not None and inferred and df[target].notna().any(): task = infer_task(df[target])
     skip = {c for c in (groups, time) if c is not None}
     if len(df) > 1_000_000:  # a long check says so first: a line in a notebook, nothing in plain Python
         from trainbook.live import show_output  # the display helper, imported only for a large frame
@@ -753,7 +785,7 @@ def check_data(df: pd.DataFrame,  # the training data, one row per example
     findings += _column_findings(df, target, skip, roles, codes, groups)
     if groups is not None: findings += _group_findings(df, groups, codes)
     findings += _duplicate_findings(df, target, codes, roles)
-    if target is not None: findings += _target_findings(df, target, task)
+    if target is not None: findings += _target_findings(df, target, task, inferred)
     if time is not None: findings += _time_findings(df, time)
     if leak_check and target is not None and codes.nunique(target) > 1:
         from trainbook.leaks import leak_findings  # it builds on this module (numeric_view): imported here

@@ -12,10 +12,10 @@ import pandas as pd
 import torch
 
 from .checks import require_column, require_frame, infer_task
-from .core import announce, require_instance
+from .core import announce, require_instance, shown, warn
 from .data import class_order, make_preprocessor
 from .gbdt import BOOSTING_FITS, BOOSTING_LIBRARIES, check_boosting_inputs, frame_xy, split_columns
-from .splits import check_splits
+from .splits import FoldZeroWarning, check_splits
 from .metrics import classification_metrics, regression_metrics, require_codes, scored_proba
 # boosting lives in trainbook.gbdt; these names stay importable from here for code written before the move
 from .gbdt import BoostedModel, fit_xgboost
@@ -72,6 +72,26 @@ def pr_curve_figure(y_true,  # labels (0/1)
     return fig.update_layout(xaxis_title="recall", yaxis_title="precision", height=320, margin=dict(t=30))
 
 # %% ../nbs/10_classical.ipynb #c9668b55
+_ABSENT = "a scored part lacks a class"  # the note's start: baseline says it once, not once a model
+
+def _absent_classes(y: pd.Series, splits, classes: list) -> dict:
+    "Part name -> the classes (of `classes`) it has no rows of: its roc_auc is undefined."
+    out = {}
+    for name in ("train", "valid", "test"):
+        idx = getattr(splits, name)
+        present = np.unique(pd.Categorical(y.iloc[idx], categories=classes).codes)
+        lacking = [c for code, c in enumerate(classes) if code not in present]
+        if len(idx) and lacking: out[name] = lacking
+    return out
+
+def _absent_note(absent: dict, target: str) -> str:
+    "The one warning for parts without rows of some class: which part, which class, what it does to scores."
+    parts = "; ".join(f"{name} has no rows of class(es) {', '.join(map(shown, lacking))}"
+                      for name, lacking in absent.items())
+    return (f"{_ABSENT} of target {target!r}: {parts}. There roc_auc is NaN (undefined) and the absent class "
+            f"scores 0 in pr_auc and f1: score on parts holding every class (a larger part, or merge rare "
+            f"classes)")
+
 def score_model(predict: Callable,  # `predict(X)`: probabilities ((n, k) or (n,)) or values (regression)
                 df: pd.DataFrame,  # the whole table
                 target: str,  # name of the target column
@@ -84,15 +104,19 @@ def score_model(predict: Callable,  # `predict(X)`: probabilities ((n, k) or (n,
     check_splits(df, splits, need=("train",) if task != "regression" and classes is None else ())
     if task != "regression" and classes is None:  # one code order for every split: the training rows'
         classes = frame_xy(df.iloc[splits.train], target, task)[2]
-    row = {}
+    absent, row = _absent_classes(df[target], splits, classes) if task != "regression" else {}, {}
     for name in ("train", "valid", "test"):
         idx = getattr(splits, name)
         if not len(idx): continue
         X, y, _ = frame_xy(df.iloc[idx], target, task, classes, where=f"{name} rows")
         out = predict(X)
-        if task == "regression": m = regression_metrics(y, out)
-        else: m = classification_metrics(y, out, labels=np.arange(len(classes)))
+        with warnings.catch_warnings():
+            if name in absent:  # said once, below, in plain words: not by scikit-learn on each metric
+                warnings.filterwarnings("ignore", category=UserWarning, module="sklearn")
+            if task == "regression": m = regression_metrics(y, out)
+            else: m = classification_metrics(y, out, labels=np.arange(len(classes)))
         row.update({f"{name}_{k}": v for k, v in m.items()})
+    if absent: warn(_absent_note(absent, target))
     return row
 
 def _baseline_models(models) -> list:
@@ -129,12 +153,27 @@ def baseline(df: pd.DataFrame,  # the whole table: feature columns and the targe
         if pos_label is not None: raise ValueError("baseline: pos_label is not taken for a Spark DataFrame: "
                                                    "code the target 0/1 (1: the positive class)")
         return spark_models.baseline(df, target, splits, task=task, models=models, seed=seed)
+    task = check_boosting_inputs(df, target, splits, task, scored=("valid", "test"))  # every part is scored
+    pairs = _baseline_models(models)
+    with warnings.catch_warnings():  # said once (above, below): not again by each model's fit and scoring
+        warnings.simplefilter("ignore", FoldZeroWarning)
+        warnings.filterwarnings("ignore", message=_ABSENT)
+        warnings.filterwarnings("ignore", message=".*only positive or negative samples")  # XGBoost's, too
+        rows, classes = _baseline_rows(df, target, splits, task, pairs, seed, pos_label)
+    if task != "regression" and (absent := _absent_classes(df[target], splits, classes)):
+        warn(_absent_note(absent, target))
+    table = pd.DataFrame(rows).T.rename_axis("model")
+    # what it was fitted on: a Checklist sets aside a baseline of other splits or another target
+    table.attrs.update(target=target, split_fingerprint=splits.fingerprint)
+    announce("baseline", table)
+    return table
+
+def _baseline_rows(df, target, splits, task, pairs, seed, pos_label) -> tuple[dict, list]:
+    "`baseline`'s metrics per model (each fitted on the train rows, scored on every part) and the classes."
     from sklearn.base import clone
     from sklearn.dummy import DummyClassifier, DummyRegressor
     from sklearn.linear_model import LogisticRegression, Ridge
     from sklearn.pipeline import make_pipeline
-    task = check_boosting_inputs(df, target, splits, task, scored=("valid", "test"))  # every part is scored
-    pairs = _baseline_models(models)
     train = df.iloc[splits.train]
     X, y, classes = frame_xy(train, target, task, pos_label=pos_label)
     exclude = split_columns(splits, target)
@@ -159,11 +198,7 @@ def baseline(df: pd.DataFrame,  # the whole table: feature columns and the targe
         predict = pipe.predict if task == "regression" else pipe.predict_proba
         def predict_rows(X, predict=predict): return predict(X.drop(columns=exclude))
         rows[name] = score_model(predict_rows, df, target, splits, task, classes)
-    table = pd.DataFrame(rows).T.rename_axis("model")
-    # what it was fitted on: a Checklist sets aside a baseline of other splits or another target
-    table.attrs.update(target=target, split_fingerprint=splits.fingerprint)
-    announce("baseline", table)
-    return table
+    return rows, classes
 
 # %% ../nbs/10_classical.ipynb #ce2aee96
 def _pipeline(estimator, df, target, exclude, preprocessor=None):
@@ -193,7 +228,8 @@ def cross_validate(estimator,  # a scikit-learn estimator (cloned for each fold)
     require_estimator(estimator, "cross_validate(estimator, df, target, splits)")
     if preprocessor is not None: require_instance(preprocessor, "preprocessor")
     require_frame(df); require_column(df, target, "target")
-    check_splits(df, splits, need=() if getattr(splits, "folds", None) else ("train", "valid"))
+    check_splits(df, splits, need=() if getattr(splits, "folds", None) else ("train", "valid"),
+                 all_folds=True)  # every fold is used: no word that only fold 0 is
     task = infer_task(df[target])
     usual = {"binary": ["roc_auc", "average_precision", "balanced_accuracy"],
              "multiclass": ["balanced_accuracy", "f1_macro"],

@@ -12,14 +12,13 @@ import numpy as np
 import pandas as pd
 
 from .checks import (drop_unused_categories, dtype_family, infer_task, is_nested_arrow, named_like_id,
-                              numeric_view, require_column,
-                              require_frame)
-from .core import Finding, announce, did_you_mean, findings_html, label_key, shown
+                              numeric_view, require_column, require_frame, to_datetime_call)
+from .core import Finding, announce, did_you_mean, findings_html, label_key, shown, warn
 
 # %% auto #0
 __all__ = ['STRATEGIES', 'digest', 'fingerprint_frame', 'RowHashes', 'class_share_findings', 'require_positions', 'time_values',
-           'audit_parts', 'Splits', 'check_splits', 'choose_strategy', 'check_split_args', 'make_splits',
-           'nested_splits']
+           'audit_parts', 'Splits', 'FoldZeroWarning', 'check_splits', 'choose_strategy', 'check_split_args',
+           'make_splits', 'nested_splits']
 
 # %% ../nbs/02_splits.ipynb #8c4c5a6c
 def digest(*parts,  # bytes, strings or lists: what the fingerprint covers, in order
@@ -107,14 +106,30 @@ def _drift_noise(base: pd.Series, counts: pd.Series, n_base: int, n_part: int) -
     pooled = (base * n_base + counts * n_part) / (n_base + n_part)  # the class's share in both parts
     return np.sqrt(pooled * (1 - pooled) * (1 / n_base + 1 / n_part))
 
+_STRATIFIED_ALREADY = ("the split is stratified already: the class is too rare to reach every part; merge "
+                       "it with another class, or collect more rows of it",
+                       "the split is stratified already: whole groups of uneven class mix or few rows keep "
+                       "the shares apart; another seed, or more groups")
+# strategy -> (missing class, class drift) advice: no 'stratify' where it is done or would break time order
+_SHARE_ADVICE = {None: ("stratify the split, or merge classes too rare to appear everywhere",
+                        "stratify the split (strategy='stratified' or 'stratified_group')"),
+                 "time": ("no rows of the class in this period, and a time split cannot be stratified (that "
+                          "breaks time order): a longer period (larger valid_size / test_size), or merge it",
+                          "the class mix changes over time: expected on a time split (stratifying one breaks "
+                          "time order); weigh it in evaluation, e.g. metrics per period"),
+                 "stratified": _STRATIFIED_ALREADY, "stratified_group": _STRATIFIED_ALREADY}
+
 def class_share_findings(shares: dict,  # part name -> class shares in it (a Series; absent or 0: no rows)
                          classes: set,  # every class of the target
                          target: str,  # the target column (named in the findings)
                          where: str = "",  # appended to the messages (e.g. " in fold 2")
                          sizes: Optional[dict] = None,  # part name -> its labelled rows (None: size alone)
+                         strategy: Optional[str] = None,  # how the parts were made: the advice fits it
                         ) -> list[Finding]:
     """Parts without rows of some class, and parts whose class shares drift from train's by over 5 points and
-    (given `sizes`) by over 3 standard errors of what a random split of that many rows gives."""
+    (given `sizes`) by over 3 standard errors of what a random split of that many rows gives. The advice is
+    'stratify' unless the split is stratified already or ordered by time (which stratifying would break)."""
+    missing_advice, drift_advice = _SHARE_ADVICE.get(strategy, _SHARE_ADVICE[None])
     out = []
     for name, counts in shares.items():
         missing = classes - set(counts.index[counts > 0])
@@ -122,7 +137,7 @@ def class_share_findings(shares: dict,  # part name -> class shares in it (a Ser
             out.append(Finding("missing_class", "warning",
                                f"{name} has no rows of class(es) {sorted(map(str, missing))}{where}",
                                column=target,
-                               advice="stratify the split, or merge classes too rare to appear everywhere",
+                               advice=missing_advice,
                                data={"split": name, "classes": sorted(map(str, missing))}))
     base = shares.get("train")
     for name, counts in shares.items():
@@ -140,7 +155,7 @@ def class_share_findings(shares: dict,  # part name -> class shares in it (a Ser
             out.append(Finding("class_balance_drift", "warning",
                                f"class shares in {name} differ from train by up to {drift:.1%}{z}{where}",
                                column=target,
-                               advice="stratify the split (strategy='stratified' or 'stratified_group')",
+                               advice=drift_advice,
                                data={"split": name, "max_drift": drift, "standard_errors": se}))
     return out
 
@@ -244,6 +259,7 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
                 task: Optional[str] = None,  # the task, when known (saves inferring it)
                 label: str = "",  # a name added to messages, e.g. 'fold 2'
                 row_hashes: Optional[RowHashes] = None,  # `RowHashes` of this df unchanged (None: made here)
+                strategy: Optional[str] = None,  # how the parts were made, for advice (None: time if `time`)
                ) -> list[Finding]:
     "Leakage and balance findings for named index arrays of `df` (`{'train': idx, 'valid': idx, ...}`)."
     require_frame(df)
@@ -315,7 +331,8 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
         y = df[target]
         shares = {name: y.iloc[idx].value_counts(normalize=True) for name, idx in parts.items()}
         sizes = {name: int(y.iloc[idx].notna().sum()) for name, idx in parts.items()}
-        out += class_share_findings(shares, set(y.dropna().unique()), target, where, sizes)
+        out += class_share_findings(shares, set(y.dropna().unique()), target, where, sizes,
+                                    strategy or ("time" if time is not None else None))
     return out
 
 # %% ../nbs/02_splits.ipynb #3ff518b0
@@ -353,10 +370,10 @@ class Splits:
             row_hashes = RowHashes(df, [c for c in df.columns if c != target])
         gap, task = self.params.get("gap", 0), infer_task(df[target]) if target is not None else None
         out = audit_parts(df, _parts(self.train, self.valid, self.test), target, groups, time, gap, task,
-                          row_hashes=row_hashes)
+                          row_hashes=row_hashes, strategy=self.strategy)
         for i, (tr, va) in enumerate(self.folds or []):
             out += [f for f in audit_parts(df, {"train": tr, "valid": va}, target, groups, time, gap, task,
-                                           label=f"fold {i}", row_hashes=row_hashes)
+                                           label=f"fold {i}", row_hashes=row_hashes, strategy=self.strategy)
                     if f.kind != "class_balance_drift"]
         return out
 
@@ -380,25 +397,46 @@ class Splits:
                 "folds": [[a.tolist(), b.tolist()] for a, b in self.folds] if self.folds else None,
                 "strategy": self.strategy, "params": self.params, "fingerprint": self.fingerprint}
 
+    def _fold0(self) -> str: return f" (fold 0 of {len(self.folds)})" if self.folds else ""  # not a holdout
+
     def _repr_html_(self):
         folds = f", {len(self.folds)} folds" if self.folds else ""
         return (f"<div><b>Splits</b> ({self.strategy}{folds}; {self.reason}) train {len(self.train)} / "
-                f"valid {len(self.valid)}"
-                f" / test {len(self.test)} — fingerprint "
+                f"valid {len(self.valid)}{self._fold0()} / test {len(self.test)} — fingerprint "
                 f"<code>{self.fingerprint}</code>{findings_html(self.findings)}</div>")
 
     def __repr__(self):
-        return (f"Splits({self.strategy}: train={len(self.train)}, valid={len(self.valid)}, "
-                f"test={len(self.test)}"
-                f"{', folds=' + str(len(self.folds)) if self.folds else ''}, "
-                f"findings={[f.kind for f in self.findings]})")
+        return (f"Splits({self.strategy}: train={len(self.train)}, valid={len(self.valid)}{self._fold0()}, "
+                f"test={len(self.test)}, findings={[f.kind for f in self.findings]})")
+
+class FoldZeroWarning(UserWarning):
+    "A k-fold `Splits` given to a call that uses its fold 0 only (train/valid), not every fold."
+
+_KEYED_ROWS = 1_000_000  # rows: a larger frame's row keys read this many, evenly spaced
+
+def _row_keys(df: pd.DataFrame, groups: Optional[str], time: Optional[str]) -> dict:
+    """Cheap hashes of where `df`'s rows are: of its index and of the groups and time columns (what the
+    audit reads), over every row or `_KEYED_ROWS` evenly spaced ones. `check_splits` compares them."""
+    pos = np.linspace(0, len(df) - 1, _KEYED_ROWS).astype(np.int64) if len(df) > _KEYED_ROWS else slice(None)
+    out = {}
+    for role, s in (("index", df.index), ("groups", groups), ("time", time)):
+        if isinstance(s, str): s = df[s]
+        if s is None: continue
+        try:
+            cells = s[pos].array if role == "index" else s.iloc[pos].array  # numpy's or Arrow's cells
+            cells = cells.to_numpy() if isinstance(cells, pd.arrays.NumpyExtensionArray) else cells
+            out[role] = digest(pd.util.hash_array(cells).tobytes())
+        except (TypeError, ValueError): pass  # cells of lists or dicts, a MultiIndex: not keyed
+    return out
 
 def check_splits(df: pd.DataFrame,  # the frame the splits must index
                  splits,  # what was given as `splits`
                  need: tuple = ("train", "valid"),  # the parts that must hold rows
+                 all_folds: bool = False,  # the caller uses every fold (False: k folds get a FoldZeroWarning)
                 ) -> None:
-    """`splits` are a `Splits` of `df`: 1-D int row positions inside its rows (train, valid, test and folds), made
-    on a frame of its length, the parts in `need` not empty; else a TypeError or ValueError naming `splits`."""
+    """`splits` are a `Splits` of `df`: 1-D int row positions inside its rows (train, valid, test and folds),
+    made on a frame of its length with its rows in the same places, the parts in `need` not empty; else a
+    TypeError or ValueError naming `splits`. k folds where fold 0 alone is used: a `FoldZeroWarning`."""
     remake = "make them on this df: tb.make_splits(df, target, ...)"
     if not isinstance(splits, Splits):
         raise TypeError(f"splits must be a tb.Splits from tb.make_splits(df, target, ...) (the row positions of "
@@ -409,6 +447,18 @@ def check_splits(df: pd.DataFrame,  # the frame the splits must index
     if made_on is not None and made_on != n:
         raise ValueError(f"splits were made on a frame of {made_on} rows, but df has {n}: they index another "
                          f"frame's rows; {remake}")
+    if keys := splits.params.get("row_keys"):  # none in splits made before they were recorded
+        cols = {role: splits.params.get(role) for role in ("groups", "time")}
+        now = _row_keys(df, *(c if c in df.columns else None for c in cols.values()))
+        fresh = df.index.equals(pd.RangeIndex(n))  # reset_index(drop=True) keeps the rows where they were
+        moved = [r for r in now if r in keys and now[r] != keys[r] and not (r == "index" and fresh)]
+        if moved:
+            what = " and ".join("the index" if r == "index" else f"the {r} column {cols[r]!r}" for r in moved)
+            raise ValueError(f"splits: df's rows were reordered or changed since the split was made "
+                             f"({what}: not as in the frame split, e.g. after df.sample, sort_values or a "
+                             f"re-read), so the positions pick other rows and the split's audit no longer "
+                             f"holds: make the splits again on this frame (tb.make_splits(df, target, ...)), "
+                             f"or pass the same frame")
     parts = [(name, getattr(splits, name)) for name in ("train", "valid", "test")]
     parts += [(f"folds[{i}][{j}]", p) for i, fold in enumerate(splits.folds or []) for j, p in enumerate(fold)]
     for name, part in parts:
@@ -417,7 +467,8 @@ def check_splits(df: pd.DataFrame,  # the frame the splits must index
     pairs = [((a, getattr(splits, a)), (b, getattr(splits, b))) for a, b in pairs]
     pairs += [((f"folds[{i}][0]", tr), (f"folds[{i}][1]", va)) for i, (tr, va) in enumerate(splits.folds or [])]
     for (a, pa), (b, pb) in pairs:
-        both = np.intersect1d(np.asarray(pa), np.asarray(pb))
+        seen = np.bincount(pa, minlength=n) > 0  # a mask: np.intersect1d sorts, seconds on millions of rows
+        both = np.unique(np.asarray(pb)[seen[pb]])
         if len(both):
             raise ValueError(f"splits.{a} and splits.{b} share {len(both)} row positions (e.g. "
                              f"{', '.join(map(str, both[:5].tolist()))}): a row in both is scored on what it was "
@@ -425,6 +476,10 @@ def check_splits(df: pd.DataFrame,  # the frame the splits must index
     for name in need:
         if not len(getattr(splits, name)):
             raise ValueError(f"splits.{name} is empty: {name} needs rows ({remake}, valid_size > 0)")
+    if splits.folds and not all_folds:
+        warn(f"splits hold {len(splits.folds)} folds, but this call uses fold 0 only (its train and valid "
+             f"parts, splits.train and splits.valid); tb.cross_validate(estimator, df, target, splits) uses "
+             f"every fold", FoldZeroWarning)
 
 # %% ../nbs/02_splits.ipynb #b443b230
 STRATEGIES = ("auto", "random", "stratified", "group", "stratified_group", "time")
@@ -439,7 +494,14 @@ def choose_strategy(strategy: str,  # one of STRATEGIES; 'auto' picks one
     if strategy != "auto": return strategy, "asked for"
     classif = target is not None and task != "regression"
     if time is not None:
-        return "time", f"a time column ({time!r}) is given: valid/test rows must come after train rows"
+        apart = ("" if groups is None else
+                 f"; the groups ({groups!r}) do not steer it: no strategy keeps both time order and groups, "
+                 f"so a group whose rows span the time cut is on both sides (the audit's group_overlap: NOT "
+                 f"kept apart). To keep groups apart, cut by time at "
+                 f"the group level (df['start'] = df.groupby({groups!r})[{time!r}].transform('min'), then "
+                 f"time='start': a group's rows share a time, and equal times stay on one side), or pass "
+                 f"strategy='group' (the audit then reports the rows out of time order)")
+        return "time", f"a time column ({time!r}) is given: valid/test rows must come after train rows{apart}"
     if groups is not None and classif:
         return "stratified_group", f"rows share groups ({groups!r}) and the target is a class"
     if groups is not None: return "group", f"rows share groups ({groups!r})"
@@ -525,9 +587,8 @@ def _kfold(idx, n_folds, strategy, y, g, t, seed, gap, time):
                 "stratified": StratifiedKFold(n_folds, shuffle=True, random_state=seed),
                 "group": GroupKFold(n_folds, shuffle=True, random_state=seed),
                 "stratified_group": StratifiedGroupKFold(n_folds, shuffle=True, random_state=seed)}[strategy]
-    return [(idx[a], idx[b])
-            for a, b in splitter.split(idx, y[idx] if y is not None else None,
-                                       g[idx] if g is not None else None)]
+    return [(idx[a], idx[b]) for a, b in splitter.split(idx, y[idx] if y is not None else None,
+                                                        g[idx] if g is not None else None)]
 
 def check_split_args(strategy: str,  # one of `STRATEGIES`
                      target: Optional[str],  # the label column, or None
@@ -566,17 +627,13 @@ def check_split_args(strategy: str,  # one of `STRATEGIES`
 
 def _validate(df, target, strategy, groups, time, valid_size, test_size, n_folds, gap, seed):
     require_frame(df)
-    require_column(df, target, "target")
-    require_column(df, groups, "groups")
-    require_column(df, time, "time")
+    for col, arg in ((target, "target"), (groups, "groups"), (time, "time")): require_column(df, col, arg)
     check_split_args(strategy, target, groups, time, valid_size, test_size, n_folds, gap, seed)
     if groups is not None and df[groups].isna().any():
-        miss = int(df[groups].isna().sum())
-        raise ValueError(f"groups column {groups!r} has {miss} missing group id(s); every row needs a group. "
-                         f"Either drop those rows (df = df.dropna(subset=[{groups!r}])) or give each its own "
-                         f"id, e.g. "
-                         f"df[{groups!r}] = df[{groups!r}].astype(object).where(df[{groups!r}].notna(), "
-                         f"'row-' + df.index.astype(str))")
+        raise ValueError(f"groups column {groups!r} has {int(df[groups].isna().sum())} missing group id(s); "
+                         f"every row needs a group. Either drop those rows (df = df.dropna(subset="
+                         f"[{groups!r}])) or give each its own id, e.g. df[{groups!r}] = df[{groups!r}]"
+                         f".astype(object).where(df[{groups!r}].notna(), 'row-' + df.index.astype(str))")
     if time is not None: _check_time(df[time], time)
 
 def _check_time(t: pd.Series, time: str) -> None:
@@ -590,7 +647,7 @@ def _check_time(t: pd.Series, time: str) -> None:
                                                or pd.api.types.is_datetime64_any_dtype(kind)
                                                or pd.api.types.is_timedelta64_dtype(kind)):
         raise TypeError(f"time column {time!r} holds {kind} values, which sort as text ('2021-1-10' before "
-                        f"'2021-1-9'): parse them first, df[{time!r}] = pd.to_datetime(df[{time!r}])")
+                        f"'2021-1-9'): parse them first, df[{time!r}] = {to_datetime_call(t, time)}")
 
 def _size_findings(sp: Splits, n: int, g) -> list[Finding]:
     "A warning for a holdout part whose share of the rows is a quarter or more off the share asked for."
@@ -641,7 +698,9 @@ def make_splits(df: pd.DataFrame,  # the data to split, one row per example
     sp, df, g = _split(df, target, strategy, groups, time, valid_size, test_size, n_folds, gap, seed)
     sp.findings = sp.audit(df, row_hashes=row_hashes) + _size_findings(sp, len(df), g)
     if sp.reason != "asked for":
-        sp.findings.insert(0, Finding("strategy_chosen", "info", f"strategy '{sp.strategy}': {sp.reason}",
+        dropped = sp.strategy == "time" and any(f.kind == "group_overlap" for f in sp.findings)  # groups cut
+        sp.findings.insert(0, Finding("strategy_chosen", "warning" if dropped else "info",
+                                      f"strategy '{sp.strategy}': {sp.reason}",
                                       data={"strategy": sp.strategy}))
     announce("split_made", sp)
     return sp
@@ -696,7 +755,8 @@ def _split(df, target, strategy, groups, time, valid_size, test_size, n_folds, g
         raise ValueError(f"these splits leave no train rows: {len(df)} rows, valid_size={valid_size}, "
                          f"test_size={test_size}, gap={gap} rows between the parts; lower gap or the sizes")
     params = dict(target=target, groups=groups, time=time, valid_size=valid_size, test_size=test_size,
-                  n_folds=n_folds, gap=gap, seed=seed, task=task, n_rows=len(df))
+                  n_folds=n_folds, gap=gap, seed=seed, task=task, n_rows=len(df),
+                  row_keys=_row_keys(df, groups, time))
     return Splits(_ascending(train), _ascending(valid), _ascending(test),
                   [(_ascending(a), _ascending(b)) for a, b in folds] if folds else None, strategy, reason,
                   params), df, g
