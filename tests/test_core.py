@@ -153,3 +153,14 @@ def test_environment_and_device():
     with pytest.raises(ValueError, match="device"): tb.pick_device("tpu")
     assert tb.pick_precision("auto", "cpu") == "fp32"
     with pytest.raises(ValueError, match="precision"): tb.pick_precision("fp8")
+
+
+def test_warn_points_past_the_libraries_trainbook_runs_in_at_the_users_line():
+    "Seen: a warning inside tb.search pointed at optuna's trial loop (the first frame outside trainbook)."
+    import contextlib, warnings
+    from trainbook.core import warn
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with contextlib.ExitStack() as stack:  # contextlib (a library) calls it back, as Optuna calls a trial
+            stack.callback(warn, "said inside a library's callback")
+    assert [w.filename for w in seen] == [__file__]

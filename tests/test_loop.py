@@ -1,5 +1,5 @@
 "The loop's contract: equivalence to a hand-written loop, accumulation, exact resume, precision, stops."
-import copy, math
+import copy, math, threading
 
 import pytest
 import torch
@@ -810,6 +810,10 @@ def test_a_ctrl_c_stops_the_rest_of_the_cell_not_the_next_one(monkeypatch):
         tb.fit(mlp(), batches, loss_fn=CE, live=False, config=cfg)  # the sweep's next model
     with pytest.raises(KeyboardInterrupt, match="Recorder not started"):
         tb.Recorder(cfg, live=False)
+    ran = []  # a worker thread (a TrainPanel's) is no part of the cell: a Ctrl-C never reaches it
+    worker = threading.Thread(target=lambda: ran.append(tb.fit(mlp(), batches, loss_fn=CE, live=False, config=cfg)))
+    worker.start(); worker.join()
+    assert [r.stopped for r in ran] == ["completed"]
     cell["execution"] = "run-2"  # the next cell
     assert tb.fit(mlp(), batches, loss_fn=CE, live=False, config=cfg).stopped == "completed"
 

@@ -147,3 +147,24 @@ def test_a_nonfinite_run_with_a_whole_output_loss_is_triaged_not_crashed():
     run = tb.fit(Blows(), [(X, y)], loss_fn=tb.whole_output(tuple_loss), config=tb.TrainConfig(epochs=1),
                  live=False)
     assert run.stopped == "nonfinite" and "nonfinite" in [f.kind for f in run.findings]
+
+
+@pytest.mark.parametrize("loss", [
+    lambda pred, yb: F.cross_entropy_loss(pred, yb),  # a typo in torch's name
+    lambda pred, yb: F.cross_entropy(pred, yb.to("meta")),  # a device mismatch
+    lambda pred, yb: pred + "s",  # the user's own type error
+])
+def test_an_error_of_the_users_own_code_on_a_plain_prediction_gets_no_whole_output_advice(loss):
+    "Seen: a typo, a device mismatch and Tensor + 'str' were each told to try tb.whole_output."
+    x, y = blobs(8)
+    with pytest.raises(Exception) as err:
+        compute_loss(nn.Linear(8, 3)(x), y, loss)
+    notes = " ".join(getattr(err.value, "__notes__", []))
+    assert "loss_fn was called as" in notes and "whole_output" not in notes
+
+
+def test_a_loss_short_of_an_argument_is_told_of_whole_output():
+    x, y = blobs(8)
+    with pytest.raises(TypeError) as err:
+        compute_loss(nn.Linear(8, 3)(x), y, lambda pred, yb, aux: F.cross_entropy(pred, yb) + aux)
+    assert "tb.whole_output" in " ".join(err.value.__notes__)

@@ -237,8 +237,12 @@ def wants_whole_output(loss_fn: Optional[Callable],  # a loss
 
 _EXPLAINED = (TypeError, ValueError, AttributeError, IndexError, KeyError, RuntimeError)
 # the words of a loss that got another kind of input than it expects: a call, unpacking, indexing or a shape
-_MISMATCH = re.compile(r"argument|unpack|iterable|subscript|indices|has no attribute|tensor|tuple|size|shape"
-                       r"|dimension|must match|broadcast|mat1", re.IGNORECASE)
+# a loss called with fewer things than it needs (its signature, or a structure it unpacks)
+_CALL_MISMATCH = re.compile(r"positional argument|required|unexpected keyword|unpack|not iterable|subscript",
+                            re.IGNORECASE)
+# what a loss says when the prediction is not the part of a structured output it expected
+_PART_MISMATCH = re.compile(r"argument|indices|has no attribute|tensor|tuple|size|shape|dimension|must match"
+                            r"|broadcast|mat1", re.IGNORECASE)
 
 def _loss_failed(err: Exception, out, given, yb, whole: bool) -> Exception:
     "The loss's own exception, a note added (args untouched): what `loss_fn` received, and advice if it fits."
@@ -246,11 +250,15 @@ def _loss_failed(err: Exception, out, given, yb, whole: bool) -> Exception:
     note = (f"loss_fn was called as loss_fn({'output' if whole else 'prediction'}, yb) with "
             f"{describe(given)} and yb {describe(yb)}")
     labels = _label_hint(str(err), given, yb)  # the targets' form is the news: no other advice
-    # whole_output only for a failure that reads like a mismatch: not the user's own error (a KeyError
-    # of a config, 'loader broke' at step 30) from a loss that ran on the same kind of input before
-    mismatch = not whole and not isinstance(err, KeyError) and _MISMATCH.search(str(err)) is not None
+    # whole_output only for a failure that reads like a mismatch of what the loss got: a call short of
+    # arguments, or (the model's output a structure, the loss given a part) a type or shape error; not the
+    # user's own error (a KeyError of a config, 'loader broke' at step 30, a device mismatch, a typo in a
+    # torch function's name) from a loss given a plain tensor
+    said, structured = str(err), not isinstance(out, torch.Tensor)
+    mismatch = not whole and not isinstance(err, KeyError) and not said.startswith("module ") and (
+        _CALL_MISMATCH.search(said) is not None or (structured and _PART_MISMATCH.search(said) is not None))
     if labels: note += labels
-    elif mismatch and not isinstance(out, torch.Tensor):
+    elif mismatch and structured:
         note += (f"; the model returned {describe(out)}, of which loss_fn gets the prediction only. "
                  "For a loss on the whole output (auxiliary heads, an output dict) pass "
                  "loss_fn=tb.whole_output(your_loss): it is called as your_loss(output, yb)")

@@ -102,14 +102,20 @@ def did_you_mean(name: str,  # what the user typed
 def warn(message: str,  # what the user should know
          category: type = UserWarning,  # the warning's class
         ) -> None:
-    """`warnings.warn`, shown at the user's line: the first caller outside trainbook, however deep the call
-    (a fixed `stacklevel` pointed at trainbook's own source from some paths, and printed its line)."""
-    import trainbook
-    package = os.path.dirname(os.path.abspath(trainbook.__file__)) + os.sep
-    frame, level = sys._getframe(1), 2  # level 2: warn's caller
-    while frame is not None and frame.f_code.co_filename.startswith(package):
+    """`warnings.warn`, shown at the user's line: the first caller outside trainbook and the libraries it runs
+    in (Optuna's trial loop, a thread's start), however deep the call (a fixed `stacklevel` pointed at trainbook's
+    own source from some paths); without such a caller (a worker thread), the first one outside trainbook."""
+    import sysconfig, trainbook
+    ours = os.path.dirname(os.path.abspath(trainbook.__file__)) + os.sep
+    libraries = tuple({sysconfig.get_paths()[k] + os.sep for k in ("stdlib", "purelib", "platlib")})
+    frame, level, outside = sys._getframe(1), 2, None  # level 2: warn's caller
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not name.startswith(ours):
+            outside = outside or level
+            if not name.startswith(libraries): break
         frame, level = frame.f_back, level + 1
-    warnings.warn(message, category, stacklevel=level if frame is not None else 2)  # a thread's: its caller
+    warnings.warn(message, category, stacklevel=level if frame is not None else outside or 2)
 
 def label_key(value,  # a label or an id, of any type
              ) -> str:

@@ -4,7 +4,7 @@
 
 # %% ../nbs/06a_guard.ipynb #fbcc8e7a
 from __future__ import annotations
-import collections.abc, inspect, math, sys
+import collections.abc, inspect, math, sys, threading
 from typing import Callable, Iterable, Iterator, Optional
 
 import torch
@@ -273,8 +273,9 @@ def check_optimizer(model: nn.Module,  # the model `fit` trains
 _CUT_SHORT = {"execution": None}  # the kernel's execute request (a cell run) in which a Ctrl-C ended a run
 
 def _execution():
-    "The Jupyter kernel's running execute request (one run of a cell), or None outside a kernel."
-    if "IPython" not in sys.modules: return None  # no notebook: nothing to look up
+    "The Jupyter kernel's running execute request (one run of a cell), or None outside a kernel's main thread."
+    # a Ctrl-C reaches the main thread only: a TrainPanel's worker is no part of the cell it was clicked after
+    if "IPython" not in sys.modules or threading.current_thread() is not threading.main_thread(): return None
     from trainbook.figures import running_cell  # (figures builds on the loop's modules)
     return running_cell()[1]
 
