@@ -282,8 +282,8 @@ def nested_cv(estimator,  # a scikit-learn estimator
                           seed=seed)
     findings = [x for f in folds for x in f["findings"]]
     leaks = [x.message for x in findings if x.severity == "error"]
-    if leaks: warnings.warn(f"nested_cv: the splits leak ({len(leaks)} finding(s)), so its scores are "
-                            f"optimistic: {'; '.join(leaks[:3])}", stacklevel=2)
+    if leaks: warn(f"nested_cv: the splits leak ({len(leaks)} finding(s)), so its scores are "
+                   f"optimistic: {'; '.join(leaks[:3])}")
     scores, chosen = [], []
     for f in folds:
         tr = f["train"]

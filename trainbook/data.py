@@ -173,7 +173,6 @@ class TensorLoader(ShardedBatches):
                 + (f", rank {self.rank}/{self.world_size}" if self.world_size > 1 else "") + ")")
 
 # %% ../nbs/03_data.ipynb #3c2d7dfa
-import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -184,7 +183,7 @@ import pandas as pd
 from .checks import require_column, require_columns, require_frame, require_task, resolve_task
 from .splits import check_splits
 from .checks import MAX_CATEGORIES, ROLES, column_roles, dtype_family, epoch_seconds, infinite_counts
-from .core import Finding, did_you_mean
+from .core import Finding, did_you_mean, warn
 
 _DATE_PARTS = ("year", "month", "day_of_week", "day_of_year")
 
@@ -543,7 +542,7 @@ class FramePrep:
         if errors == "report":  # serve the rows that can be, say why the others cannot
             return ServingReport(self._features(frame[~bad_rows]), df.index[~bad_rows], findings, len(df))
         _raise_bad(findings)
-        for f in findings: warnings.warn(str(f), stacklevel=2)
+        for f in findings: warn(str(f))
         return self._features(frame)
 
     def encode_target(self,
