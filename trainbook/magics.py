@@ -177,8 +177,8 @@ class Checklist:
         other = self._other_splits(fitted)
         counts = f"only a finished run counts ({', '.join(FINISHED)})"
         if (run.stopped not in FINISHED or other) and self.done["beats"]:  # an earlier run's win stands
-            return self._ignore("beats", f"a run that ended {run.stopped}: {counts}" if run.stopped not in FINISHED
-                                else f"a run {other}")
+            ended = run.stopped not in FINISHED
+            return self._ignore("beats", f"a run that ended {run.stopped}: {counts}" if ended else f"a run {other}")
         if run.stopped not in FINISHED:  # its value is partial, or the run broke
             return self._set("beats", False, f"the last run ended {run.stopped}: {counts}")
         if other: return self._set("beats", False, f"the run was {other}")
@@ -208,7 +208,8 @@ class Checklist:
 
     def _run_value(self, run) -> Optional[float]:
         "The run's best `metric`: its best monitored value if it followed `metric`, else its history's best."
-        followed = run.monitor_followed() if hasattr(run, "monitor_followed") else getattr(run.config, "monitor", None)
+        followed = (run.monitor_followed() if hasattr(run, "monitor_followed")
+                    else getattr(run.config, "monitor", None))
         if followed == self.metric and run.best is not None:  # (a run without validation followed train_loss)
             return float(run.best)
         m = run.metrics()
