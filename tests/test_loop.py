@@ -830,3 +830,15 @@ def test_early_stopping_acts_at_an_evaluation_inside_the_epoch():
     assert run.stopped == "early_stopping"
     assert h.step.iloc[-1] == run.step and run.step % 12 != 0  # stopped at the evaluation, inside an epoch
     assert (h.step > run.extra["best_step"]).sum() == 2  # two evaluations without improvement, then the stop
+
+
+def test_a_resume_with_a_loader_that_lost_its_own_generator_says_so(tmp_path):
+    "Seen: a resume given a loader without the generator the checkpoint's had went on silently, on another order."
+    X, y = blobs(n=64)
+    own = DataLoader(TensorDataset(X, y), batch_size=16, shuffle=True, generator=torch.Generator().manual_seed(7))
+    cfg = tb.TrainConfig(epochs=2, checkpoint_dir=str(tmp_path), device="cpu", monitor="train_loss")
+    tb.fit(mlp(), own, loss_fn=CE, live=False, config=cfg, callbacks=[interrupt_at(2)])
+    plain = DataLoader(TensorDataset(X, y), batch_size=16, shuffle=True)
+    run = tb.fit(mlp(), plain, loss_fn=CE, live=False, config=cfg, resume=tmp_path / "last.pt")
+    [changed] = [f for f in run.findings if f.kind == "resume_changed"]
+    assert "RandomSampler, own generator" in changed.message

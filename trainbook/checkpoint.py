@@ -15,7 +15,8 @@ import torch.distributed as dist
 from torch import nn
 
 from . import __version__
-from .core import Finding, TrainConfig, loader_length, process_alive, rng_state, this_process, warn
+from .core import (Finding, TrainConfig, loader_generators, loader_length, process_alive, rng_state,
+                            this_process, warn)
 from .optim import rescale_lr
 from .distributed import full_state, load_sharded_state
 from .run import RUN_FILES, json_safe, write_run_record
@@ -267,8 +268,7 @@ def probe_writable(folder: str | Path,  # the folder a run will write to (create
                    create: bool = True,  # False: check only (`unwritable`), so a run refused later leaves no folder
                   ) -> Path:
     "Create `folder` and write (then remove) a small file in it; a ValueError naming `name` if that fails."
-    folder = Path(folder)
-    why = None if create else unwritable(folder)
+    folder, why = Path(folder), None if create else unwritable(folder)
     if why: raise ValueError(f"{name}={str(folder)!r} cannot hold the run's files: {why}; choose another folder, "
                              f"or {name}=None for a run without files")
     if not create: return folder
@@ -406,8 +406,7 @@ def prepare_run_dir(checkpoint_dir: str | Path | None,  # the folder asked for (
         _claim(base, force=True)  # refused while another process writes there: its files stay
         for name in RUN_FILES: (base / name).unlink(missing_ok=True)
         return base, None
-    folder = base
-    version = 0
+    folder, version = base, 0
     while not _claim(folder):
         version += 1
         folder = base / f"version_{version}"
@@ -430,13 +429,14 @@ def prepare_run_dir(checkpoint_dir: str | Path | None,  # the folder asked for (
 
 # %% ../nbs/06_checkpoint.ipynb #7ae62d48
 def _loader_order(dl) -> Optional[str]:
-    "How a loader orders its rows: a DataLoader's sampler (shuffled or not), a TensorLoader's shuffling and seed."
+    "How a loader orders its rows: its sampler (shuffle, own generator), a TensorLoader's shuffle and seed."
     batches = getattr(dl, "batch_sampler", None)
     custom = batches is not None and type(batches) is not torch.utils.data.BatchSampler
     sampler = batches if custom else getattr(dl, "sampler", None)
     if sampler is not None:
         shuffle = getattr(sampler, "shuffle", None)  # a DistributedSampler's (a DataLoader sharded for DDP)
-        return type(sampler).__name__ + ("" if shuffle is None else f"(shuffle={shuffle})")
+        own = ", own generator" if loader_generators(dl) else ""  # its state is in the checkpoint's RNGs
+        return type(sampler).__name__ + ("" if shuffle is None else f"(shuffle={shuffle})") + own
     if getattr(dl, "shuffle", None) is None: return None  # a list of batches: its order is its data's
     seed = getattr(dl, "seed", None)
     if getattr(dl, "weights", None) is not None: return f"weighted, seed {seed}"
