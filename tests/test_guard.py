@@ -413,3 +413,18 @@ def test_a_warning_of_fit_points_at_the_users_line_not_at_trainbook():
                config=tb.TrainConfig(epochs=1, checkpoint_every=2, device="cpu"))
     said = {str(w.message).split(" ")[0]: w.filename for w in seen}
     assert said["checkpoint_every=2"] == said["callback"] == __file__  # not trainbook/events.py
+
+
+def test_a_given_optimizer_whose_lr_differs_from_the_configs_is_said():
+    "Seen: SGD(lr=0.1) with TrainConfig(lr=1e-2, weight_decay=0.5): the optimizer's were used and nothing said."
+    X, y = torch.randn(32, 4), torch.randint(0, 2, (32,))
+    model = nn.Linear(4, 2)
+    run = tb.fit(model, [(X, y)], loss_fn=nn.functional.cross_entropy, live=False,
+                 optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+                 config=tb.TrainConfig(epochs=1, lr=1e-2, weight_decay=0.5, device="cpu"))
+    [said] = [f for f in run.findings if f.kind == "optimizer_given"]
+    assert said.severity == "info" and "lr 0.1" in said.message and "TrainConfig.lr=0.01" in said.message
+    same = torch.optim.AdamW(tb.param_groups(model, 0.01), lr=1e-3)  # as fit would make it
+    run = tb.fit(model, [(X, y)], loss_fn=nn.functional.cross_entropy, live=False, optimizer=same,
+                 config=tb.TrainConfig(epochs=1, device="cpu"))
+    assert not [f for f in run.findings if f.kind == "optimizer_given"]

@@ -19,9 +19,9 @@ from .optim import SCHEDULE_FNS, SCHEDULER_INTERVALS, warmup_steps
 
 # %% auto #0
 __all__ = ['LOWER_IS_BETTER', 'HIGHER_IS_BETTER', 'check_loss_fn', 'check_loader', 'require_batches', 'logged_values',
-           'better_mode', 'check_monitor', 'monitor_fallback', 'run_steps', 'warmup_past_run', 'nonfinite_validation',
-           'needs_closure', 'check_scheduler', 'check_optimizer', 'note_interrupt', 'refuse_after_interrupt',
-           'check_fit_inputs']
+           'better_mode', 'check_monitor', 'monitor_fallback', 'run_steps', 'optimizer_given', 'run_notes',
+           'warmup_past_run', 'nonfinite_validation', 'needs_closure', 'check_scheduler', 'check_optimizer',
+           'note_interrupt', 'refuse_after_interrupt', 'check_fit_inputs']
 
 # %% ../nbs/06a_guard.ipynb #28a3ff5a
 def check_loss_fn(loss_fn: Optional[Callable],  # e.g. nn.CrossEntropyLoss() or F.cross_entropy; None = the model's
@@ -171,6 +171,30 @@ def run_steps(cfg: TrainConfig,  # `epochs`, `accum_steps` and `max_steps` are r
     budgets = [x for x in (cfg.max_steps, per_epoch and per_epoch * cfg.epochs) if x]
     return min(budgets) if budgets else None
 
+def optimizer_given(optimizer,  # the optimizer the user passed to fit (None: fit makes AdamW from the config)
+                    cfg: TrainConfig,  # the run's config (its `lr` and `weight_decay`)
+                   ) -> list[Finding]:
+    "An info when a given optimizer's lr or weight decay differ from the config's: the optimizer's are used."
+    if optimizer is None: return []
+    lrs = sorted({g.get("lr") for g in optimizer.param_groups}, key=str)
+    decays = sorted({g.get("weight_decay", 0.0) for g in optimizer.param_groups}, key=str)
+    if lrs == [cfg.lr] and set(decays) <= {cfg.weight_decay, 0.0}: return []  # its no-decay group: as fit's
+    return [Finding("optimizer_given", "info",
+                    f"the optimizer passed steps at its own lr {', '.join(map(str, lrs))} and weight decay "
+                    f"{', '.join(map(str, decays))}; TrainConfig.lr={cfg.lr:g} and weight_decay="
+                    f"{cfg.weight_decay:g} are not used (a schedule scales each group's own lr)",
+                    advice="set them on the optimizer, or pass optimizer=None: fit then makes AdamW from "
+                           "TrainConfig (no decay on biases and norms)",
+                    data={"lr": lrs, "weight_decay": decays})]
+
+def run_notes(cfg: TrainConfig,  # the run's config
+              has_valid: bool,  # whether the run validates
+              total_steps: Optional[int],  # the steps fit's own schedule spans (None: unknown, or a given scheduler)
+              optimizer=None,  # the optimizer the user passed, or None
+             ) -> list[Finding]:
+    "What `fit` says of its set-up before any step: the monitor's fallback, a warmup past the run, a given optimizer."
+    return monitor_fallback(cfg, has_valid) + warmup_past_run(cfg, total_steps) + optimizer_given(optimizer, cfg)
+
 def warmup_past_run(cfg: TrainConfig,  # the run's config (its `schedule`, `warmup` and `lr`)
                     total_steps: Optional[int],  # the run's optimizer steps (`run_steps`); None = unknown
                    ) -> list[Finding]:
@@ -273,15 +297,16 @@ def check_optimizer(model: nn.Module,  # the model `fit` trains
 _CUT_SHORT = {"execution": None}  # the kernel's execute request (a cell run) in which a Ctrl-C ended a run
 
 def _execution():
-    "The Jupyter kernel's running execute request (one run of a cell), or None outside a kernel's main thread."
+    "The Jupyter kernel's running execute request (one run of a cell); None outside a kernel's main thread."
     # a Ctrl-C reaches the main thread only: a TrainPanel's worker is no part of the cell it was clicked after
     if "IPython" not in sys.modules or threading.current_thread() is not threading.main_thread(): return None
     from trainbook.figures import running_cell  # (figures builds on the loop's modules)
     return running_cell()[1]
 
 def note_interrupt() -> None:
-    """A Ctrl-C ended a run (it returns, interrupted): in a Jupyter kernel, each run the same cell starts after
-    it stops at its door, so a cell that trains several models (a sweep, a retry loop) stops as any cell does."""
+    """A Ctrl-C ended a run (it returns, interrupted): in a Jupyter kernel, each run the same cell starts
+    after it stops at its door, so a cell that trains several models (a sweep, a retry loop) stops as any
+    cell does."""
     _CUT_SHORT["execution"] = _execution()
 
 def refuse_after_interrupt(what: str,  # what would start ('fit', 'fit_flax')
@@ -289,8 +314,9 @@ def refuse_after_interrupt(what: str,  # what would start ('fit', 'fit_flax')
     "Raise KeyboardInterrupt when a Ctrl-C ended a run earlier in the running cell (`note_interrupt`)."
     cut = _CUT_SHORT["execution"]
     if cut is not None and cut == _execution():
-        raise KeyboardInterrupt(f"{what} not started: a Ctrl-C stopped a run earlier in this cell, so the cell "
-                                "stops here (the run it stopped is tb.last_run(); the next cell trains as usual)")
+        raise KeyboardInterrupt(f"{what} not started: a Ctrl-C stopped a run earlier in this cell, so the "
+                                "cell stops here (the run it stopped is tb.last_run(); the next cell trains "
+                                "as usual)")
 
 def check_fit_inputs(model,  # what `fit` got as `model`
                      dl_train,  # ... as `dl_train`

@@ -21,8 +21,7 @@ from .core import (History, TrainConfig, environment, loader_generators, loader_
 from .triage import Evaluation, LossStats, NanGuard
 from .distributed import all_mean, dist_info, paired_batches, reduce_evaluation, shard_loader, wrap_model
 from .events import Callback, Callbacks, Event, LoopState
-from .guard import (check_fit_inputs, check_monitor, monitor_fallback, note_interrupt, require_batches,
-                             run_steps, warmup_past_run)
+from .guard import check_fit_inputs, check_monitor, note_interrupt, require_batches, run_notes, run_steps
 from .metrics import resolve_metrics, try_metrics
 from .optim import (gradient_norms, make_scheduler, param_groups,
                              pick_scheduler_interval, step_optimizer, unscale_and_clip)
@@ -204,7 +203,7 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
     scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")  # a no-op unless fp16
     stopper = EarlyStopping(cfg.monitor, cfg.mode, cfg.patience, cfg.min_delta)
     history = History()  # the set-up's notes, once a run (fit warned of the second at its door too)
-    findings = monitor_fallback(cfg, dl_valid is not None) + warmup_past_run(cfg, None if scheduler else total_steps)
+    findings = run_notes(cfg, dl_valid is not None, None if scheduler else total_steps, optimizer)
     fingerprint = data_fingerprint(dl_train, dl_valid)
     profiler = [StepProfiler(profile, cfg.checkpoint_dir)] if profile else []
     cbs = run_callbacks(callbacks, live=live, track=track, kind="torch", rank=rank, first=[NanGuard()],
