@@ -236,7 +236,6 @@ def wants_whole_output(loss_fn: Optional[Callable],  # a loss
     return getattr(loss_fn, "whole_output", False) is True
 
 _EXPLAINED = (TypeError, ValueError, AttributeError, IndexError, KeyError, RuntimeError)
-# the words of a loss that got another kind of input than it expects: a call, unpacking, indexing or a shape
 # a loss called with fewer things than it needs (its signature, or a structure it unpacks)
 _CALL_MISMATCH = re.compile(r"positional argument|required|unexpected keyword|unpack|not iterable|subscript",
                             re.IGNORECASE)

@@ -356,7 +356,7 @@ class _FlaxLoop:
         # judging, keeping, stopping
         split, name = check_monitor(cfg, dl_valid is not None, metric_fns)
         self.monitor = MONITOR_ALIASES.get((split, name), (split, name))
-        self.stopper = EarlyStopping(cfg.monitor, cfg.mode, cfg.patience, cfg.min_delta)
+        self.stopper = EarlyStopping(f"{split}_{name}", cfg.mode, cfg.patience, cfg.min_delta)  # as followed
         self.history, self.env = History(), environment()
         self.env["packages"].update({p: package_version(p) for p in ("jax", "flax", "optax")})
         self.cbs = run_callbacks(callbacks, live=live, track=track, kind="flax", first=[FlaxNanGuard()])

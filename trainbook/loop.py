@@ -201,7 +201,8 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
         torch.optim.AdamW(param_groups(model, cfg.weight_decay), lr=cfg.lr)
     sched = scheduler if scheduler is not None else make_scheduler(opt, cfg, total_steps)
     scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")  # a no-op unless fp16
-    stopper = EarlyStopping(cfg.monitor, cfg.mode, cfg.patience, cfg.min_delta)
+    followed = check_monitor(cfg, dl_valid is not None, metric_fns)  # (split, name), the fallback's if any
+    stopper = EarlyStopping("_".join(followed), cfg.mode, cfg.patience, cfg.min_delta)
     history = History()  # the set-up's notes, once a run (fit warned of the second at its door too)
     findings = run_notes(cfg, dl_valid is not None, None if scheduler else total_steps, optimizer)
     fingerprint = data_fingerprint(dl_train, dl_valid)
@@ -222,7 +223,7 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
               scheduler_interval=pick_scheduler_interval(sched, scheduler_interval, cfg, scheduler is not None),
               scaler=scaler, loss_fn=loss_fn, config=cfg, device=device, precision=precision, dl_train=dl_train,
               dl_valid=dl_valid, metric_fns=metric_fns or {},
-              monitor=monitored_record(*check_monitor(cfg, dl_valid is not None, metric_fns)),
+              monitor=monitored_record(*followed),
               n_batches=n_batches, params=[p for _, p in named_params], named_params=named_params, rank=rank,
               world=world, ddp=strategy == "ddp", callbacks=cbs, checkpointer=keeper, stopper=stopper,
               environment=keeper.meta["environment"],

@@ -31,7 +31,7 @@ __all__ = ['EarlyStopping', 'TimedIterator', 'peak_memory_mb', 'StepProfiler', '
 class EarlyStopping:
     "Tracks the best monitored value; `should_stop` after `patience` evaluations without improvement."
     def __init__(self,
-                 monitor: str = "valid_loss",  # the `split_name` value to follow
+                 monitor: str = "valid_loss",  # the `split_name` value followed (a run's: its fallback, if any)
                  mode: str = "min",  # min | max
                  patience: Optional[int] = None,  # evaluations without improvement before stopping; None = never
                  min_delta: float = 0.0,  # smallest change that counts as an improvement
@@ -226,7 +226,7 @@ def run_of(state: LoopState,  # the loop's state at the end (or now, for a snaps
                model=state.model, run_dir=checkpointer.run_dir, best_path=best, last_path=last,
                environment=environment, step=state.step, epoch=state.epoch, skipped_steps=state.skipped_steps,
                best=stopper.best, best_epoch=stopper.best_epoch, kind=kind,
-               extra={**(extra or {}), "best_step": stopper.best_step},
+               extra={**(extra or {}), "best_step": stopper.best_step, "monitor": stopper.monitor},
                error=repr(error) if error is not None else None)
 
 def end_run(state: LoopState,  # the loop's state
@@ -390,8 +390,9 @@ class Recorder:
             raise ValueError(f"read_every must be a positive int, got {read_every!r}")
         self.config, self.kind, self.read_every = cfg, kind, read_every
         metrics = [metrics] if isinstance(metrics, str) else list(metrics)  # one name is a list of one
-        self.monitor = monitored_record(*check_monitor(cfg, validates, metrics))
-        self.stopper = EarlyStopping(cfg.monitor, cfg.mode, cfg.patience, cfg.min_delta)
+        followed = check_monitor(cfg, validates, metrics)  # (split, name): the config's, or its fallback
+        self.monitor = monitored_record(*followed)
+        self.stopper = EarlyStopping("_".join(followed), cfg.mode, cfg.patience, cfg.min_delta)
         self.history = History()
         self.state = LoopState(model=parts.get("model"), optimizer=parts.get("optimizer"),
                                scheduler=parts.get("scheduler"), config=cfg, history=self.history,

@@ -180,15 +180,9 @@ class Run:
         return self
 
     def monitor_followed(self) -> str:
-        """The value `best` is of: `config.monitor`, or the training split's where the run had no validation
-        data to follow (fit falls back from 'valid_loss' to 'train_loss', see `guard.monitor_fallback`)."""
-        said = [f.data.get("follows") for f in self.findings if f.kind == "monitor_fallback" and f.data]
-        if said and said[0]: return str(said[0])
-        monitor = str(self.config.monitor)
-        try: validated = "valid" in self.records.column("split")
-        except Exception: return monitor  # records that are no History: the config says it
-        if monitor.startswith("valid_") and not validated: return "train_" + monitor[len("valid_"):]
-        return monitor
+        """The value `best` is of, as the run followed it: `config.monitor`, or its fallback where the run had no
+        validation data (fit follows 'train_loss' for 'valid_loss', see `guard.check_monitor`)."""
+        return str(self.extra.get("monitor") or self.config.monitor)  # (a run.json of before: the config's)
 
     def _repr_html_(self):
         esc = lambda v: html.escape(str(v))  # an error's or a folder's text may hold <, >, &
