@@ -5,12 +5,12 @@
 # %% ../nbs/03_data.ipynb #01596025
 from __future__ import annotations
 import copy, math
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 
 # %% auto #0
-__all__ = ['DROPPED_ROLES', 'SAFE_TYPES', 'ShardedBatches', 'TensorLoader', 'feature_columns', 'make_preprocessor',
+__all__ = ['DROPPED_ROLES', 'SAFE_TYPES', 'ShardedBatches', 'TensorLoader', 'time_steps', 'feature_columns', 'make_preprocessor',
            'ServingReport', 'FramePrep', 'class_order', 'require_string_columns', 'loaders_from_frame',
            'fingerprint_data']
 
@@ -231,6 +231,20 @@ def _date_transformer(df: pd.DataFrame, columns: list):
     return FunctionTransformer(_date_parts, kw_args={"origins": origins, "hours": hours, "tz": tz},
                                feature_names_out=_date_feature_names)
 
+def time_steps(df: pd.DataFrame,  # the training rows (each datetime column's origin and time zone read)
+               datetimes: list,  # datetime columns: date parts and elapsed days
+               durations: list,  # timedelta columns: seconds
+               then: Callable = tuple,  # a fresh tuple of transformers after each (an imputer, a scaler)
+              ) -> dict:
+    """The 'datetime' and 'timedelta' steps that make times numbers, as pipelines (`FramePrep` reads a time
+    zone from the first stage and serves such columns as times by these names): `make_preprocessor`'s and
+    CatBoost's."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+    return {"datetime": make_pipeline(_date_transformer(df, datetimes), *then()),
+            "timedelta": make_pipeline(FunctionTransformer(_timedelta_seconds, feature_names_out="one-to-one"),
+                                       *then())}
+
 def feature_columns(df: pd.DataFrame,  # the frame
                     target: Optional[str],  # label column (left out)
                     exclude=(),  # other columns to leave out
@@ -286,10 +300,8 @@ def make_preprocessor(df: pd.DataFrame,  # the training rows (roles, date origin
         "category": make_pipeline(as_text, SimpleImputer(strategy="most_frequent"),
                                   OneHotEncoder(categories=levels, handle_unknown="ignore",
                                                 sparse_output=False, max_categories=max_categories)),
-        "datetime": make_pipeline(_date_transformer(df, by_role.get("datetime", [])),
-                                  SimpleImputer(strategy="median"), StandardScaler()),
-        "timedelta": make_pipeline(FunctionTransformer(_timedelta_seconds, feature_names_out="one-to-one"),
-                                   SimpleImputer(strategy="median"), StandardScaler()),
+        **time_steps(df, by_role.get("datetime", []), by_role.get("timedelta", []),
+                     lambda: (SimpleImputer(strategy="median"), StandardScaler())),
     }
     columns = {"num": by_role.get("numeric", []), "bool": by_role.get("boolean", []), "cat": plain,
                "category": declared, "datetime": by_role.get("datetime", []),

@@ -13,10 +13,9 @@ import numpy as np
 import pandas as pd
 
 from .batch import DeferredCtrlC
-from .checks import require_column, require_frame, require_task, resolve_task, numeric_view
-from .checks import column_roles
+from .checks import column_roles, require_column, require_frame, require_task, resolve_task, numeric_view
 from .core import Finding, TrainConfig, atomic_write, did_you_mean, environment
-from .data import FramePrep, _date_transformer, _timedelta_seconds, make_preprocessor
+from .data import FramePrep, make_preprocessor, time_steps
 from .diagnostics import Thresholds, diagnose
 from .events import session_observers
 from .checkpoint import Checkpointer
@@ -151,18 +150,15 @@ def as_is_preprocessor(numeric: list,  # columns passed on as floats
     datetimes and durations as `make_preprocessor` makes them numbers (unscaled), in steps of their roles'
     names: `FramePrep` then serves them as datetimes and durations (time zone checked), never as numbers."""
     from sklearn.compose import ColumnTransformer
-    from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import FunctionTransformer
     parts = [("num", FunctionTransformer(numeric_as_float, feature_names_out="one-to-one"), list(numeric))]
     if categorical:
         parts.append(("cat", FunctionTransformer(categories_as_text, feature_names_out="one-to-one"),
                       list(categorical)))
-    if dates is not None and dates.shape[1]:  # a pipeline, as make_preprocessor's: FramePrep reads its tz
-        cols = list(dates.columns)
-        parts.append(("datetime", make_pipeline(_date_transformer(dates, cols)), cols))
-    if durations:
-        seconds = FunctionTransformer(_timedelta_seconds, feature_names_out="one-to-one")
-        parts.append(("timedelta", make_pipeline(seconds), list(durations)))
+    dates, durations = dates if dates is not None else pd.DataFrame(), list(durations or [])
+    times = time_steps(dates, list(dates.columns), durations)  # make_preprocessor's, unscaled
+    parts += [(role, times[role], cols) for role, cols in (("datetime", list(dates.columns)),
+                                                           ("timedelta", durations)) if cols]
     return ColumnTransformer(parts, verbose_feature_names_out=False)
 
 class BoostingLibrary:

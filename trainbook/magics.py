@@ -208,9 +208,7 @@ class Checklist:
 
     def _run_value(self, run) -> Optional[float]:
         "The run's best `metric`: its best monitored value if it followed `metric`, else its history's best."
-        followed = (run.monitor_followed() if hasattr(run, "monitor_followed")
-                    else getattr(run.config, "monitor", None))
-        if followed == self.metric and run.best is not None:  # (a run without validation followed train_loss)
+        if run.monitor_followed() == self.metric and run.best is not None:  # (no validation: train_loss)
             return float(run.best)
         m = run.metrics()
         if self.metric in getattr(m, "columns", []): values = m[self.metric]
