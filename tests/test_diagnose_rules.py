@@ -738,3 +738,73 @@ def test_a_gradient_norm_that_rises_as_the_loss_drops_is_learning_not_an_explosi
     # the same growth while the loss barely moves: an explosion (a hook that scales the gradients, say)
     flat = [(i + 1, i // 40, "train", "loss", float(2.0 - 0.001 * i)) for i in range(n)]
     assert "exploding_gradients" in kinds(tb.diagnose(tb.History(flat + grow)))
+
+
+def falling_run(steps=400, first=0.68, low=0.19, bump_at=3, bump=1.04, prior=None, valid_end=0.12, seed=0):
+    "A healthy classifier's history: the loss falls from `first` to `low`, a small rise at `bump_at` (× `bump`)."
+    rng = np.random.default_rng(seed)
+    h = tb.History()
+    t = np.arange(steps)
+    loss = low + (first - low) * np.exp(-t / 60) + 0.03 * rng.standard_normal(steps)
+    loss[0] = first
+    loss[bump_at] = loss[bump_at - 1] * bump
+    for s, v in enumerate(loss, 1): h.append(s, (s - 1) // 10, "train", "loss", float(v))
+    for e in range(steps // 10):
+        s = 10 * (e + 1)
+        h.append(s, e, "valid", "loss", float(valid_end + 0.6 * math.exp(-s / 60)))
+        h.append(s, e, "valid", "loss_se", 0.05)
+        if prior is not None: h.append(s, e, "valid", "prior_loss", prior)
+    return h
+
+
+def test_a_rise_within_the_first_steps_of_a_fall_is_no_blow_up():
+    "The first tenth's top is 1.04× the loss before it, far above the run's median: a fall's top, not a blow-up."
+    h = falling_run()
+    assert "diverging" not in kinds(tb.diagnose(h))
+    # a one-class validation set: the constant predictor scores 0 there, so it is no yardstick (probe 23, f1)
+    one_class = tb.diagnose(falling_run(prior=0.0))
+    assert "diverging" not in kinds(one_class) and "not_learning" not in kinds(one_class), one_class
+    # a real blow-up (5× the untrained loss at step 3) that ends at the prior is still one
+    blown = tb.diagnose(falling_run(bump=8.0, low=0.69, first=0.69, prior=0.69, valid_end=0.69))
+    jump = next(f for f in blown if f.kind == "diverging")
+    assert jump.data["blowup_step"] == 4 and jump.data["blowup_ratio"] > 2, jump.data
+
+
+def test_a_skewed_loss_at_the_prior_is_judged_by_its_mean():
+    "1 positive in 1,000 rows: most batches' loss is ~0, their median far below the prior; the mean is at it."
+    rng = np.random.default_rng(0)
+    h = tb.History()
+    prior = 0.0079  # the class shares' cross-entropy at 1:1000
+    for s in range(1, 751):
+        hit = rng.random() < 0.3  # a batch of 256 holding a positive (its loss ~ln(1000)/256)
+        fall = 0.7 * math.exp(-s / 15)  # the first steps learn the shares
+        h.append(s, (s - 1) // 125, "train", "loss", (0.03 if hit else 0.0006) + fall)
+        if s % 125 == 0:
+            h.append(s, (s - 1) // 125, "valid", "loss", prior * 1.01)
+            h.append(s, (s - 1) // 125, "valid", "loss_se", 0.0003)
+            h.append(s, (s - 1) // 125, "valid", "prior_loss", prior)
+    found = tb.diagnose(h)
+    assert "not_learning" in kinds(found) and "diverging" not in kinds(found), found
+
+
+def test_a_smoke_run_that_exploded_is_diverging():
+    "3 steps (fewer than the course rules need): a loss 30,000× its start is news at any length (probe 23, f6)."
+    h = tb.History()
+    for s, v in enumerate([0.62, 2.1e4, 3.8e4], 1): h.append(s, 0, "train", "loss", v)
+    h.append(3, 0, "valid", "loss", 2.3e4)
+    h.append(3, 0, "valid", "prior_loss", 0.69)
+    assert kinds(tb.diagnose(h)) == ["diverging"]
+    calm = tb.History()
+    for s, v in enumerate([0.62, 0.7, 0.6], 1): calm.append(s, 0, "train", "loss", v)
+    assert tb.diagnose(calm) == []  # too short to read a course: nothing said
+
+
+def test_a_parameter_cut_off_from_the_loss_is_not_only_called_unused():
+    "A zero gradient alone in its layer: unused, or its path to the loss cut (probe 23, f7: an embedding zeroed later)."
+    h = tb.History()
+    for s in (10, 20, 30):
+        h.append(s, 0, "train", "grad_norm/emb.weight", 0.0)
+        h.append(s, 0, "train", "grad_norm/out.weight", 0.5)
+        h.append(s, 0, "train", "grad_norm/out.bias", 0.1)
+    zero = next(f for f in tb.diagnose(h) if f.kind == "structural_zero_gradients")
+    assert zero.data["parameters"] == ["emb.weight"] and "path to the loss is cut" in zero.advice, zero.advice

@@ -198,6 +198,9 @@ def test_early_stopping_on_a_real_rise_or_with_a_min_delta_says_nothing():
     assert _stopped_on_noise(noisy, tb.TrainConfig(patience=1, min_delta=0.05)) is None
     assert _stopped_on_noise(history([0.34, 0.31, 0.28, 0.40], 0.05), tb.TrainConfig(patience=1)) is None
     assert _stopped_on_noise(noisy, tb.TrainConfig(patience=None)) is None
+    # the advice asks for more patience than the run had (probe 23: patience=3 was told "3 or more")
+    three = _stopped_on_noise(history([0.34, 0.31, 0.28, 0.29, 0.30, 0.29], 0.05), tb.TrainConfig(patience=3))
+    assert "above its 3: 6 evaluations" in three.advice, three.advice
 
 
 def test_a_memorized_training_set_is_overfitting_not_a_blow_up():

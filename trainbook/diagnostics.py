@@ -192,6 +192,8 @@ def _at_prior(c: dict, end: float, noise: float, th: Thresholds) -> Optional[dic
     _, _, prior = _series(c, "valid", "prior_loss")
     if len(prior) == 0: return None
     level = float(median(prior))
+    # the evaluation's targets all one class (or one value): the constant predictor scores 0 there, no yardstick
+    if not level > 0: return None
     _, _, v = _series(c, "valid", "loss")
     se = _valid_noise(c)
     v_end = float(median(v[-3:])) if len(v) else end
@@ -226,7 +228,8 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
     nonfinite = _nonfinite(c)
     if nonfinite: return nonfinite  # at any length: one NaN step is news, a short run is not
     steps, _, loss = _series(c, "train", "loss")
-    if len(loss) < th.min_steps: return []
+    short = len(loss) < th.min_steps  # too few steps to read a course: only a blow-up (a smoke run that exploded)
+    if len(loss) < 3: return []
     first, start, end = end_levels(loss)  # the first step's loss is the untrained model's
     _, stage, mad = _stages_of(c, loss)
     noise = _step_noise(mad)
@@ -245,7 +248,8 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
                 drop_threshold=th.still)
     blew_up = peak > th.diverge_peak * base
     # ended above the untrained loss and stayed there (all the second half), by a share and beyond the noise
-    ended_high = min(end, late) > base + (th.diverge_end - 1) * base and end - base > th.diverge_z * noise
+    ended_high = (not short and min(end, late) > base + (th.diverge_end - 1) * base
+                  and end - base > th.diverge_z * noise)
     if blew_up or ended_high:
         course = (f"rose to {last:.4g} by its last step" if last >= peak else
                   f"peaked at {peak:.4g} at step {int(steps[top])} and ended at {last:.4g}")
@@ -255,17 +259,20 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
                         advice="the learning rate is likely too high: lower it (try lr_find), add warmup, "
                                "clip gradients",
                         data=data)]
-    prior = _at_prior(c, end, noise, th)
+    if short: return []
+    # the train side of "at the prior" as a mean, like the prior's own: a skewed loss (1 positive in 1,000
+    # rows: most batches hold none) has a median far below its mean
+    prior = _at_prior(c, float(np.mean(loss[-max(5, len(loss) // 10):])), noise, th)
     at_prior = prior is not None and prior["at_prior"]
     if prior is not None: data = {**data, **prior}
     jump = _early_blowup(loss, stage, noise, th, at_prior, base)
     if jump is not None:
         at = int(steps[jump])
-        ratio = float(loss[jump] / median(loss))
+        ratio = float(loss[jump] / base)
         data = {**data, "blowup_step": at, "blowup_ratio": ratio}
         return [Finding("diverging", "error",
                         f"the training loss blew up at step {at} ({float(loss[jump - 1]):.4g} → "
-                        f"{float(loss[jump]):.4g}, {ratio:.3g}× its median) and never recovered: "
+                        f"{float(loss[jump]):.4g}, {ratio:.3g}× its untrained loss) and never recovered: "
                         + (f"it ended {prior['where']} the constant predictor's loss {prior['prior_loss']:.4g} "
                            f"(valid {prior['valid_end']:.4g}): no better than predicting it" if at_prior else
                            f"it never fell clearly below its first loss {first:.4g} and ended at {end:.4g} "
@@ -314,15 +321,17 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
 
 def _early_blowup(loss: np.ndarray, stage: np.ndarray, noise: float, th: Thresholds,
                   at_prior: bool = False, base: Optional[float] = None) -> Optional[int]:
-    "Where the loss jumped far above its median in the first tenth, if it never learned after; else None."
+    """Where the loss jumped in the first tenth far above its median and above the untrained loss (a rise, not
+    the top of a fall), if it never learned after; else None."""
     k = max(5, len(loss) // 10)
     jump = 1 + int(loss[1:k].argmax())  # after an update: the first loss is the untrained model's
     level = float(median(loss))  # the run's robust level: for a collapsed run, the level it collapsed to
-    high = loss[jump] > th.blowup * level and loss[jump] - level > th.blowup_z * max(noise, 1e-12)
+    untrained = float(loss[0]) if base is None else base
+    high = (loss[jump] > th.blowup * max(level, untrained)
+            and loss[jump] - level > th.blowup_z * max(noise, 1e-12))
     if not high: return None
     # no learning after it: its stage never fell `still` below the untrained loss (or it fell to the prior)
     lowest = float(stage[jump:].min())
-    untrained = float(loss[0]) if base is None else base
     if lowest < (1 - th.still) * untrained and not at_prior: return None
     return jump
 
@@ -566,7 +575,8 @@ def _parameter_gradients(c: dict, th: Thresholds) -> list[Finding]:
         advice = ["a bias followed by a normalization layer (BatchNorm, LayerNorm) gets no gradient by "
                   "construction: build that layer with bias=False"] if biases else []
         if len(biases) < len(zero):
-            advice.append("a parameter the forward pass never uses: remove it, or freeze it "
+            advice.append("a parameter the forward pass never uses, or whose path to the loss is cut (a detach, "
+                          "a value zeroed or replaced after it): remove it or mend the path, or freeze it "
                           "(requires_grad_(False)) if it is meant to be unused")
         out.append(Finding("structural_zero_gradients", "info",
                            f"{len(zero)} parameter(s) got a zero gradient (exactly, or round-off beside their "
