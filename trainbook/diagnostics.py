@@ -192,7 +192,7 @@ def _at_prior(c: dict, end: float, noise: float, th: Thresholds) -> Optional[dic
     _, _, prior = _series(c, "valid", "prior_loss")
     if len(prior) == 0: return None
     level = float(median(prior))
-    # the evaluation's targets all one class (or one value): the constant predictor scores 0 there, no yardstick
+    # the evaluation's targets all one class (or one value): the constant predictor scores 0, no yardstick
     if not level > 0: return None
     _, _, v = _series(c, "valid", "loss")
     se = _valid_noise(c)
@@ -228,7 +228,7 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
     nonfinite = _nonfinite(c)
     if nonfinite: return nonfinite  # at any length: one NaN step is news, a short run is not
     steps, _, loss = _series(c, "train", "loss")
-    short = len(loss) < th.min_steps  # too few steps to read a course: only a blow-up (a smoke run that exploded)
+    short = len(loss) < th.min_steps  # too few steps to read a course: only a blow-up (a smoke run exploded)
     if len(loss) < 3: return []
     first, start, end = end_levels(loss)  # the first step's loss is the untrained model's
     _, stage, mad = _stages_of(c, loss)
@@ -575,8 +575,8 @@ def _parameter_gradients(c: dict, th: Thresholds) -> list[Finding]:
         advice = ["a bias followed by a normalization layer (BatchNorm, LayerNorm) gets no gradient by "
                   "construction: build that layer with bias=False"] if biases else []
         if len(biases) < len(zero):
-            advice.append("a parameter the forward pass never uses, or whose path to the loss is cut (a detach, "
-                          "a value zeroed or replaced after it): remove it or mend the path, or freeze it "
+            advice.append("a parameter the forward pass never uses, or whose path to the loss is cut (a "
+                          "detach, a value zeroed or replaced after it): remove it or mend the path, or freeze it "
                           "(requires_grad_(False)) if it is meant to be unused")
         out.append(Finding("structural_zero_gradients", "info",
                            f"{len(zero)} parameter(s) got a zero gradient (exactly, or round-off beside their "
