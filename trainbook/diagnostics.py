@@ -4,10 +4,7 @@
 
 # %% ../nbs/09_diagnostics.ipynb #714accc1
 from __future__ import annotations
-import itertools
-import math
-import struct
-import weakref
+import itertools, math, struct, weakref
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -84,11 +81,11 @@ _rolling = rolling_median  # the name bench/corpus.py reads it by
 @dataclass(frozen=True)
 class Thresholds:
     "The numbers behind the `diagnose` rules, tuned on the labelled runs of bench/corpus (see bench/RESULTS.md)."
-    min_steps: int = 20  # fewest logged training losses before the loss-curve rules speak
+    min_steps: int = 20  # fewest logged training losses before the loss-curve rules speak (but a blow-up)
     diverge_peak: float = 20.0  # a briefly smoothed loss peaking above this multiple of the first: diverging
     diverge_end: float = 2.0  # ... so is one whose last tenth and second half stay above this multiple ...
     diverge_z: float = 1.5  # ... and whose last tenth is above the first loss by this many step-noise spreads
-    blowup: float = 2.0  # so is one whose raw loss jumped to this multiple of its median in the first tenth
+    blowup: float = 2.0  # so is one whose raw loss jumped to this multiple of its median and untrained loss early
     blowup_z: float = 8.0  # ... and this many step noises above it, and never fell `still` below the first
     still: float = 0.12  # a loss that fell less than this share of its start (in 100+ steps): not learning
     slow: float = 0.5  # one that fell less than this share and still falls steadily: the lr may be too low
@@ -260,16 +257,15 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
                                "clip gradients",
                         data=data)]
     if short: return []
-    # the train side of "at the prior" as a mean, like the prior's own: a skewed loss (1 positive in 1,000
-    # rows: most batches hold none) has a median far below its mean
+    # the train side of "at the prior" a mean, as the prior is (1:1000: most batches' losses ~0, the median far below)
     prior = _at_prior(c, float(np.mean(loss[-max(5, len(loss) // 10):])), noise, th)
     at_prior = prior is not None and prior["at_prior"]
     if prior is not None: data = {**data, **prior}
     jump = _early_blowup(loss, stage, noise, th, at_prior, base)
     if jump is not None:
         at = int(steps[jump])
-        ratio = float(loss[jump] / base)
-        data = {**data, "blowup_step": at, "blowup_ratio": ratio}
+        ratio = float(loss[jump] / base)  # against the untrained loss
+        data.update(blowup_step=at, blowup_ratio=ratio)
         return [Finding("diverging", "error",
                         f"the training loss blew up at step {at} ({float(loss[jump - 1]):.4g} → "
                         f"{float(loss[jump]):.4g}, {ratio:.3g}× its untrained loss) and never recovered: "
@@ -284,8 +280,7 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
     # which stands out of that tenth as a blow-up would (`blowup` × its level and `blowup_z` noises above it)
     early = bool(base > th.blowup * start and base - start > th.blowup_z * max(noise, 1e-12))
     if early: start = base
-    scale = max(abs(start), 1e-12)
-    drop = (start - end) / scale
+    drop = (start - end) / max(abs(start), 1e-12)
     data.update(drop=drop, learned_in_first_tenth=early)
     if at_prior and len(loss) >= 5 * th.min_steps:
         return [Finding("not_learning", "warning",
@@ -307,10 +302,7 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
     long_enough = len(loss) >= 5 * th.min_steps  # a short run is not "slow"
     # falling as fast as before by the evaluations (a converging run slows, a too-low lr not); else by the steps
     _, _, valid = _series(c, "valid", "loss")
-    if len(valid) >= 3:
-        falling = keeps_falling(valid, th.fall_keep)
-    else:
-        falling = still_falling(loss, noise, th.fall_z)
+    falling = keeps_falling(valid, th.fall_keep) if len(valid) >= 3 else still_falling(loss, noise, th.fall_z)
     if drop < th.slow and long_enough and falling:
         return [Finding("lr_too_low", "info",
                         f"the training loss falls slowly and steadily ({start:.4g} → {end:.4g}) "
@@ -321,15 +313,13 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
 
 def _early_blowup(loss: np.ndarray, stage: np.ndarray, noise: float, th: Thresholds,
                   at_prior: bool = False, base: Optional[float] = None) -> Optional[int]:
-    """Where the loss jumped in the first tenth far above its median and above the untrained loss (a rise, not
-    the top of a fall), if it never learned after; else None."""
+    "A first-tenth jump above the median and the untrained loss (no fall's top), if it never learned after; else None."
     k = max(5, len(loss) // 10)
     jump = 1 + int(loss[1:k].argmax())  # after an update: the first loss is the untrained model's
     level = float(median(loss))  # the run's robust level: for a collapsed run, the level it collapsed to
     untrained = float(loss[0]) if base is None else base
-    high = (loss[jump] > th.blowup * max(level, untrained)
-            and loss[jump] - level > th.blowup_z * max(noise, 1e-12))
-    if not high: return None
+    if loss[jump] <= th.blowup * max(level, untrained) or loss[jump] - level <= th.blowup_z * max(noise, 1e-12):
+        return None
     # no learning after it: its stage never fell `still` below the untrained loss (or it fell to the prior)
     lowest = float(stage[jump:].min())
     if lowest < (1 - th.still) * untrained and not at_prior: return None
@@ -763,10 +753,9 @@ def _frozen_validation(c: dict, th: Thresholds) -> list[Finding]:
     lo, hi = constant_stretch(v)
     # a loss of exactly 0 is a perfect fit, with nowhere to go
     if hi - lo + 1 < max(th.frozen_evals, 2) or v[lo] == 0: return []
-    # and training moved meanwhile: the mean step loss of the pass between the stretch's first two evaluations
-    # and of the pass between its last two differ by `fall_z` standard errors of the steps' own spread (a
-    # model that stands still gives two passes one mean, up to the batches' noise, whatever their order;
-    # without step losses nothing tells training from round-off: no finding)
+    # and training moved: the mean step loss of the passes between the stretch's first two evaluations and its
+    # last two differ by `fall_z` standard errors of the steps' spread (a model that stands still gives two
+    # passes one mean, up to the batches' noise; without step losses nothing tells training from round-off)
     ts, _, t = _series(c, "train", "loss")
     first, last = t[(ts > vs[lo]) & (ts <= vs[lo + 1])], t[(ts > vs[hi - 1]) & (ts <= vs[hi])]
     if min(len(first), len(last)) < 2 or not np.isfinite(np.concatenate([first, last])).all(): return []
@@ -776,8 +765,7 @@ def _frozen_validation(c: dict, th: Thresholds) -> list[Finding]:
     n = hi - lo + 1
     return [Finding("frozen_validation", "warning",
                     f"the validation loss was exactly {v[lo]:.6g} at {n} evaluations in a row (epochs "
-                    f"{int(ve[lo])}-{int(ve[hi])}) while the training loss moved from {before:.4g} to "
-                    f"{after:.4g}",
+                    f"{int(ve[lo])}-{int(ve[hi])}) while the training loss moved from {before:.4g} to {after:.4g}",
                     advice=_FROZEN_ADVICE,
                     data={"value": float(v[lo]), "evaluations": n, "first_epoch": int(ve[lo]),
                           "last_epoch": int(ve[hi]), "first_step": int(vs[lo]), "last_step": int(vs[hi]),
