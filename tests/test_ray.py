@@ -293,6 +293,23 @@ def test_ray_search_runs_trials_in_parallel_stops_some_early_and_records_a_kille
     assert result.best_value == trials[trials.state == "COMPLETE"].value.min()
 
 
+def test_a_ray_trial_knows_its_number_and_a_search_that_completes_none_says_why(tmp_path):
+    "Probe 21: config.trial was None under Ray (the docs' objectives read config.trial.number); no reason given."
+    seen = tmp_path / "seen"
+    seen.mkdir()
+
+    def objective(config):
+        (seen / f"{config.trial.number}-{sorted(config.trial.params)}").touch()
+        with pytest.raises(AttributeError, match=r"has .number and .params, not .should_prune"):
+            config.trial.should_prune()
+        raise ValueError(f"trial {config.trial.number} refused")
+
+    with pytest.raises(RuntimeError, match=r"no trial of study 's' completed.*ValueError: trial [01] refused"):
+        ray_engine.search(objective, {"x": (0.0, 2.0)}, 2, max_concurrent=1, storage=str(tmp_path / "s.db"),
+                          study_name="s", live=False)
+    assert sorted(p.name for p in seen.iterdir()) == ["0-['x']", "1-['x']"]  # the config holds x alone
+
+
 def test_a_ray_dataset_is_a_loader():
     import ray
     X, y = data()

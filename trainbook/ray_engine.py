@@ -17,7 +17,7 @@ from .tuning import TRIAL_OBSERVER, MonitorReport, make_sampler, new_study_name
 # %% auto #0
 __all__ = ['RUN_DIR_NOTE', 'LocalNotes', 'init_local', 'shutdown_local', 'Collector', 'in_worker', 'RayReport', 'worker_resume',
            'train_loop', 'check_resources', 'launch', 'dataset_shard', 'require_tensor_columns', 'RayLoader',
-           'TuneReport', 'in_trial', 'trial_main', 'search']
+           'TuneReport', 'RayTrial', 'in_trial', 'trial_main', 'search']
 
 # %% ../nbs/14a_ray.ipynb #8888818f
 class LocalNotes(logging.Filter):
@@ -480,6 +480,18 @@ def _stamp(started: float) -> dict:
     return {"worker": f"{socket.gethostname()}:{os.getpid()}", "started": started, "ended": time.time()}
 
 _TRIAL: dict = {}  # inside a Ray Tune trial run by `search`: {"started": ...}
+_NUMBER = "_trainbook_trial_number"  # the Optuna trial number, sent with a trial's config (taken out there)
+
+class RayTrial:
+    "What a Ray Tune trial has of an Optuna trial (`config.trial`): its `number` and `params` (Tune's ASHA prunes)."
+    def __init__(self,
+                 number: Optional[int],  # the Optuna trial number
+                 params: dict,  # the trial's sampled values
+                ): self.number, self.params = number, params
+
+    def __getattr__(self, name):
+        raise AttributeError(f"under engine='ray' config.trial has .number and .params, not .{name}: Tune's ASHA "
+                             "scheduler prunes, from the monitored value each fit reports to it")
 _TUNE_SIGNALS = [getattr(signal, name) for name in ("SIGINT", "SIGUSR1") if hasattr(signal, name)]  # Tune sets both
 
 def in_trial() -> bool:
@@ -503,7 +515,8 @@ def trial_main(config: dict,  # the trial's sampled values (from Tune)
     _TRIAL.update(started=started)
     # every fit in the trial reports to Tune without being told (as in `tuning.search`); attached twice, once a step
     add_session_observer(TRIAL_OBSERVER, lambda context: report)
-    try: out = objective(TrialConfig(dict(config), None, [report]))
+    values = {k: v for k, v in config.items() if k != _NUMBER}
+    try: out = objective(TrialConfig(values, RayTrial(config.get(_NUMBER), dict(values)), [report]))
     finally:
         _TRIAL.clear()
         remove_session_observer(TRIAL_OBSERVER)
@@ -545,8 +558,9 @@ def _ray_classes():
 
         def suggest(self, trial_id):
             config = super().suggest(trial_id)
-            if config is not None: self.configs[trial_id] = dict(config)
-            return config
+            if config is None: return None
+            self.configs[trial_id] = dict(config)
+            return {**config, _NUMBER: self.number(trial_id)}  # the trial's `config.trial.number`
 
         def save(self, checkpoint_path: str): pass  # the study is kept in its storage, trial by trial
         def restore(self, checkpoint_path: str): pass
@@ -588,7 +602,7 @@ def _ray_classes():
 
         def on_trial_start(self, iteration, trials, trial, **info):
             number = self.searcher.number(trial.trial_id)
-            if number is not None: self.panel.start(number, trial.config)
+            if number is not None: self.panel.start(number, {k: v for k, v in trial.config.items() if k != _NUMBER})
 
         def on_trial_result(self, iteration, trials, trial, result, **info):
             number = self.searcher.number(trial.trial_id)
@@ -608,6 +622,16 @@ def _ray_classes():
     return StoppingASHA, StudySearch, PanelFeed
 
 # %% ../nbs/14a_ray.ipynb #863d4dbf
+def _errors(grid, most: int = 3) -> str:
+    "': reason; reason' of the first `most` trials Tune saw fail (their objective's own error), for a message."
+    reasons = []
+    for result in grid or ():
+        err = getattr(result, "error", None)
+        err = getattr(err, "cause", None) or err  # a RayTaskError carries the objective's exception
+        if err is not None: reasons.append(f"{type(err).__name__}: {err}"[:300])
+    more = f"; {len(reasons) - most} more" if len(reasons) > most else ""
+    return (": " + "; ".join(reasons[:most]) + more) if reasons else ""
+
 def _fail_left_running(study, first: int) -> None:
     "This search's trials (numbered from `first`) still RUNNING once Tune returned: FAIL, with a warning."
     from trainbook.tuning import fail_running
@@ -691,6 +715,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     # Tune sets its own Ctrl-C handler (ending the search) and leaves it set: a later cell's first Ctrl-C would be lost
     main = threading.current_thread() is threading.main_thread()  # only there can handlers be set
     handlers = {s: signal.getsignal(s) for s in _TUNE_SIGNALS} if main else {}
+    grid = None
     try:
         trainable = tune.with_resources(tune.with_parameters(trial_main, payload=payload),
                                         resources_per_trial or {"cpu": 1})
@@ -701,7 +726,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
                                                        time_budget_s=timeout, reuse_actors=True),
                            run_config=tune.RunConfig(storage_path=folder, name=study_name, verbose=0,
                                                      callbacks=[PanelFeed(panel, searcher)]))
-        tuner.fit()
+        grid = tuner.fit()
     finally:
         for s, handler in handlers.items():
             if handler is not None: signal.signal(s, handler)
@@ -713,7 +738,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     best = best_completed(study)
     if best is None:
         states = result.trials.state.value_counts().to_dict()
-        raise RuntimeError(f"no trial of study {study_name!r} completed: {states}")
+        raise RuntimeError(f"no trial of study {study_name!r} completed: {states}{_errors(grid)}")
     top = study.best_trial
     result.best_trial, result.best_value = top.number, top.value
     result.best_config = dict(top.user_attrs.get("config", top.params))
