@@ -112,6 +112,40 @@ def test_an_honest_prefix_raises_no_leak():
     assert not _leaks(df)
 
 
+# --- probe 23, f4: a label copy at 1:100 to 1:1000 class imbalance ---------------------------------------------
+
+def _rare_frame(n, positives, seed):
+    "`positives` of `n` rows; a label copy, a random column, an honest one of ROC-AUC 0.8, an honest flag (BA 0.89)."
+    rng = np.random.default_rng(seed)
+    y = np.zeros(n, dtype=int)
+    y[rng.choice(n, positives, replace=False)] = 1
+    return pd.DataFrame({"noise": rng.normal(size=n), "auc80": rng.normal(size=n) + 1.19 * y,
+                         "flag": np.where(y == 1, rng.random(n) < 0.8, rng.random(n) < 0.02).astype(int),
+                         "copy": y + rng.normal(0, 0.01, n), "y": y})
+
+
+@pytest.mark.parametrize("positives", [200, 60, 20])
+def test_a_label_copy_is_a_leak_at_any_class_share_and_honest_columns_are_not(positives):
+    """Before: found at 50% and 10% positives, missed at 1% and 0.1% (the 5,000-row draw kept ~5 of 20
+    positives, and a bin of ~10 rows called its common class)."""
+    for seed in range(2):
+        leaks = _leaks(_rare_frame(20_000, positives, seed))
+        assert set(leaks) == {"copy"}, (positives, seed)
+        assert leaks["copy"].data["score"] > 0.99 and leaks["copy"].data["constant_score"] == 0.5
+
+
+def test_three_positives_are_too_few_to_call_a_leak_and_a_rare_class_is_left_out_of_the_score():
+    assert not _leaks(_rare_frame(20_000, 3, 0))  # a perfect record on 3 rows is luck for the honest flag too
+    rng = np.random.default_rng(0)
+    n = 20_000
+    y = rng.choice(["a", "b"], n)
+    y[rng.choice(n, 5, replace=False)] = "c"  # too few to score: a and b are, and the spelled-out label is a leak
+    df = pd.DataFrame({"noise": rng.normal(size=n), "y": y})
+    df["code"] = df.y.map({"a": "first", "b": "second", "c": "third"})
+    leaks = _leaks(df)
+    assert set(leaks) == {"code"} and leaks["code"].data["constant_score"] == 0.5
+
+
 # --- f6: class balance drift judged against the sampling noise of a random split ----------------------------
 
 @pytest.mark.parametrize("n", [300, 1000])
