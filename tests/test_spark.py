@@ -307,3 +307,15 @@ def test_check_data_refuses_array_map_and_struct_features_as_pandas_does(spark):
         with pytest.raises(TypeError, match=f"several values: '{col}'"):
             tb.check_data(flat.withColumn(col, value), target="y")
     assert not tb.check_data(flat, target="y").by_kind("id_like_column")
+
+
+def test_check_data_finds_a_label_copy_at_one_in_a_thousand(spark):
+    "Probe 23's leak at 20 positives in 20,000 rows: the leak check's sample keeps every positive (as pandas')."
+    rng = np.random.default_rng(0)
+    y = np.zeros(20_000, dtype=int)
+    y[rng.choice(20_000, 20, replace=False)] = 1
+    df = pd.DataFrame({"x": rng.normal(size=20_000), "leak": y + rng.normal(0, 0.01, 20_000), "y": y})
+    report = tb.check_data(spark.createDataFrame(df), "y")
+    leaks = report.by_kind("target_leak")
+    assert [f.column for f in leaks] == ["leak"] and "sample" in leaks[0].message, report.findings
+    assert [f.column for f in tb.check_data(df, "y").by_kind("target_leak")] == ["leak"]  # as pandas says

@@ -294,9 +294,8 @@ def _spark_duplicates(sdf, n: int, n_distinct: int, target) -> list[Finding]:
                                data={"n_groups": conflicts}))
     return out
 
-def _spark_target(sdf, target: str, task: str, stats: dict, min_per_class: int = 5) -> list[Finding]:
+def _spark_target(target: str, task: str, stats: dict, counts, min_per_class: int = 5) -> list[Finding]:
     s = stats[target]
-    counts = None if task == "regression" else class_counts(sdf, target)
     return target_findings(target, task, s.missing, s.family == "numeric", s.dtype, counts, min_per_class)
 
 def class_counts(sdf,  # a Spark DataFrame
@@ -332,14 +331,20 @@ def sample_rows_of(sdf,  # a Spark DataFrame
                    rows: int,  # at most this many rows come back
                    seed: int = 0,  # the sample's seed
                    n: Optional[int] = None,  # the table's rows, when known (saves a count)
+                   counts: Optional[pd.Series] = None,  # rows per class of `by`: a rare class's rows all kept
+                   by: Optional[str] = None,  # the class column `counts` counts
                   ) -> pd.DataFrame:
-    "A seeded sample of about `rows` rows as pandas (all rows of a smaller table)."
+    """A seeded sample of about `rows` rows as pandas (all rows of a smaller table); with `counts`, every row of
+    a class under an even share of `rows` and a draw of the others (as `check_data`'s leak check samples)."""
     if n is None:  # one job for a small table: all of it, or rows + 1 of it and a count
         head = sdf.limit(rows + 1).toPandas()
         if len(head) <= rows: return head
         n = sdf.count()
     if n <= rows: return sdf.toPandas()
-    return sdf.sample(fraction=min(1.0, 1.2 * rows / n), seed=seed).limit(rows).toPandas()
+    if counts is None: return sdf.sample(fraction=min(1.0, 1.2 * rows / n), seed=seed).limit(rows).toPandas()
+    rare = counts < rows / len(counts)  # 20 positives of 20,000: all 20 (the leak check draws from the others)
+    rest = 1.2 * (rows - counts[rare].sum()) / max(counts[~rare].sum(), 1)
+    return sdf.sampleBy(by, {k: 1.0 if r else min(1.0, rest) for k, r in rare.items()}, seed=seed).toPandas()
 
 # %% ../nbs/19_spark.ipynb #9103e0bb
 @dataclass
@@ -408,7 +413,8 @@ def check_data(sdf,  # a Spark DataFrame, one row per example
     findings += _spark_column_findings(sdf, stats, roles, n, target, groups)
     findings += _spark_groups_time(sdf, stats, n, groups, None)
     findings += _spark_duplicates(sdf, n, n_distinct, target)
-    if target is not None: findings += _spark_target(sdf, target, task, stats)
+    counts = class_counts(sdf, target) if target is not None and task != "regression" else None  # one job
+    if target is not None: findings += _spark_target(target, task, stats, counts)
     findings += _spark_groups_time(sdf, stats, n, None, time)
     sampled = 0
     if (leak_check and target is not None and stats[target].n_unique > 1) or serving is not None:
@@ -416,8 +422,11 @@ def check_data(sdf,  # a Spark DataFrame, one row per example
         sampled = len(sample)
         leaky = skip | {c for c, role in roles.items() if role in ("identifier", "constant", "text")}
         if leak_check and target is not None and stats[target].n_unique > 1:
-            found = check_frame(sample.drop(columns=sorted(leaky)), target, task=task).by_kind("target_leak")
-            findings += [replace(f, message=f.message + f" (on a {sampled}-row sample)") for f in found]
+            # every row of a rare class (1:1000) for the leak check, as pandas' samples; serving: the uniform one
+            rare = counts is not None and bool((counts < sample_rows / max(len(counts), 1)).any())
+            rows = sample_rows_of(sdf, sample_rows, 0, n, counts, target) if rare else sample
+            found = check_frame(rows.drop(columns=sorted(leaky)), target, task=task).by_kind("target_leak")
+            findings += [replace(f, message=f.message + f" (on a {len(rows)}-row sample)") for f in found]
         if serving is not None:
             findings += _spark_serving(sample, serving, target, sample_rows)
     report = SparkDataReport(findings, sdf, target, task if target is not None else None, roles, groups, time,
