@@ -99,6 +99,23 @@ def test_keras_batches_and_early_stopping():
     assert len(run.records.series("epoch_loss", "train")) == epochs
 
 
+def test_keras_steps_are_optimizer_steps_under_gradient_accumulation():
+    "Seen: one step counted per Keras call: steps_per_execution=4 (JAX) gave Run.step 6 for 20 optimizer steps."
+    X, y = noise()
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(2)])
+    model.compile(optimizer=keras.optimizers.Adam(1e-2, gradient_accumulation_steps=2),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.fit(X, y, epochs=1, batch_size=16, verbose=0)  # trained before: a run counts its own fit's steps
+    before = int(model.optimizer.iterations)
+    cb = tb.keras_callback(live=False, batches=True)
+    model.fit(X, y, epochs=2, batch_size=16, verbose=0, callbacks=[cb])  # 6 batches an epoch: 3 steps
+    assert int(model.optimizer.iterations) - before == 6
+    assert cb.run.step == 6
+    assert cb.run.records.series("loss", "train").index.tolist() == [1, 2, 3, 4, 5, 6]  # a point per step
+    assert cb.run.records.series("epoch_loss", "train").index.tolist() == [3, 6]
+
+
 # --- scikit-learn estimators ------------------------------------------------------------------------------------
 
 @parametrize_with_checks([TorchClassifier(epochs=10), TorchRegressor(epochs=10)])

@@ -50,6 +50,19 @@ class Enough(keras.callbacks.Callback):
 own_cb = tb.keras_callback(live=False)
 model.fit(X[:64], y[:64], epochs=5, batch_size=16, verbose=0, callbacks=[own_cb, Enough()])
 stops["own"] = [own_cb.run.stopped, len(own_cb.run.metrics())]
+# steps are optimizer steps: Keras calls on_train_batch_end once per 4 batches (steps_per_execution; the torch
+# backend refuses it), and an optimizer with gradient_accumulation_steps=2 steps once per 2 batches
+counts = {}
+for spe, accumulate in ((4, None), (1, 2)):
+    if backend == "torch" and spe > 1: continue
+    keras.utils.set_random_seed(0)
+    net = keras.Sequential([keras.Input((16,)), keras.layers.Dense(2)])
+    net.compile(optimizer=keras.optimizers.Adam(1e-2, gradient_accumulation_steps=accumulate),
+                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), steps_per_execution=spe)
+    count_cb = tb.keras_callback(live=False, batches=True)
+    net.fit(X, y, epochs=2, batch_size=16, verbose=0, callbacks=[count_cb])  # 6 batches an epoch, the last short
+    counts[f"{spe}/{accumulate}"] = [count_cb.run.step, int(keras.ops.convert_to_numpy(net.optimizer.iterations)),
+                                     list(map(int, count_cb.run.records.series("loss", "train").index))]
 print(json.dumps({
     "backend": backend, "kind": run.kind, "stopped": run.stopped, "step": run.step, "last_run": is_last,
     "columns": list(table.columns), "rows": len(table),
@@ -57,7 +70,7 @@ print(json.dumps({
     "findings": {f.kind: f.data for f in run.findings},
     "traces": sorted({t.name for t in fig.data}),
     "train_loss_last": float(table["train_loss"].iloc[-1]), "valid_loss_last": float(table["valid_loss"].iloc[-1]),
-    "stops": stops,
+    "stops": stops, "counts": counts,
 }, default=str))
 """
 
@@ -86,3 +99,7 @@ def test_keras_callback_on_each_backend(backend):
     assert got["stops"]["nan"] == ["nonfinite", ["nonfinite"]]
     assert got["stops"]["early"][0] == "early_stopping" and got["stops"]["early"][1] < 30
     assert got["stops"]["own"] == ["interrupted", 1]
+    # seen: Run.step 6 for 20 optimizer steps under steps_per_execution=4 (one step counted per Keras call)
+    if backend != "torch":  # a call per 4 batches: 4, 6 (the short last call), 10, 12
+        assert got["counts"]["4/None"] == [12, 12, [4, 6, 10, 12]]
+    assert got["counts"]["1/2"] == [6, 6, [1, 2, 3, 4, 5, 6]]  # a step per 2 batches

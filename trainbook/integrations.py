@@ -58,6 +58,13 @@ def _keras_lr(model) -> Optional[float]:
         return float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))
     except Exception: return None  # no optimizer yet, or one without a plain learning_rate
 
+def _keras_steps(model) -> Optional[int]:
+    "The optimizer steps Keras' optimizer counts (`optimizer.iterations`); None where it cannot be read."
+    try:
+        import keras
+        return int(keras.ops.convert_to_numpy(model.optimizer.iterations))
+    except Exception: return None  # no optimizer yet, or one without a step count
+
 def _keras_logs(logs: Optional[dict]) -> list:
     "Keras' logs as (key, float): a metric that logs a vector (`F1Score(average=None)`) as key/0, key/1, ..."
     out = []
@@ -110,6 +117,13 @@ def _keras_recorder_class():
         def on_train_begin(self, logs=None):
             self.records, self.step, self.epoch, self.run = History(), 0, 0, None
             self.siblings = _keras_siblings(self)  # who stopped the run, at its end
+            # one on_train_batch_end is one optimizer step, unless a call runs several batches
+            # (steps_per_execution) or a step takes several (gradient accumulation): then the optimizer's
+            # own count, read only then (on JAX, `self.model` syncs the whole training state into the model)
+            self.first = _keras_steps(self.model)
+            several = (getattr(self.model, "steps_per_execution", None) or 1) > 1
+            accumulates = getattr(self.model.optimizer, "gradient_accumulation_steps", None)
+            self.step_per_call = self.first is None or not (several or accumulates)
             self.nonfinite = {}  # split -> (step, epoch, {key: value}) of its first non-finite loss
             # the best epoch as fit names it: the lowest validation loss, else the lowest training loss
             self.best_of = {"valid": EarlyStopping(), "train": EarlyStopping()}
@@ -129,9 +143,11 @@ def _keras_recorder_class():
             self.epoch = epoch
 
         def on_train_batch_end(self, batch, logs=None):
-            self.step += 1
+            before = self.step
+            done = None if self.step_per_call else _keras_steps(self.model)
+            self.step = before + 1 if done is None else done - self.first
             self._check(logs)
-            if self.batches:
+            if self.batches and self.step > before:  # a call that ended no optimizer step records nothing
                 for name, value in _keras_logs(logs):  # Keras' running means over the epoch so far
                     self.records.append(self.step, self.epoch, "train", _keras_name(name)[1], value)
                 if self.curves is not None:
