@@ -60,6 +60,9 @@ def test_a_hand_written_loop_with_a_recorder_has_fits_history(tmp_path):
     assert np.allclose([r[4] for r in a], [r[4] for r in b], atol=1e-6, rtol=0)
     assert mine.metrics().columns[:2].tolist() == ["train_loss", "valid_loss"]
     assert tb.Run.load(tmp_path).records.rows() == mine.records.rows()
+    # seen: the Recorder's Run said epoch 3 ("4 epochs") where fit's says 2, the last epoch (0-based) it was in
+    assert mine.epoch == ran.epoch == 2 and tb.Run.load(tmp_path).epoch == 2
+    assert "/ 3 epochs" in mine._repr_html_()
 
 
 def test_a_planted_overfitting_run_gets_the_same_findings_as_fit(tmp_path):
@@ -87,11 +90,36 @@ def test_a_recorder_loop_resumes_exactly_after_ctrl_c(tmp_path):
     cut_model = mlp(seed=1, dropout=0.2)
     cut_cfg = cfg.replace(checkpoint_dir=str(tmp_path / "b"))
     cut = hand_written(cut_model, dl_train, valid, cut_cfg, stop_at=9)  # in the second epoch
-    assert cut.stopped == "interrupted" and cut.step == 9
+    assert cut.stopped == "interrupted" and cut.step == 9 and cut.epoch == 1
     resumed_model = mlp(seed=5, dropout=0.2)  # other weights: all of them come from the checkpoint
     resumed = hand_written(resumed_model, dl_train, valid, cut_cfg, resume=tmp_path / "b")
     assert resumed.step == whole.step and same_weights(resumed_model, whole_model)
+    assert resumed.epoch == whole.epoch == 2
     assert [r[:4] for r in model_rows(resumed.records)] == [r[:4] for r in model_rows(whole.records)]
+
+
+def test_run_epoch_is_the_last_epoch_the_run_was_in():
+    "Seen: 3 epochs gave Run.epoch 3 (fit's: 2): closing an epoch moves the recorder on to the next one."
+    cfg = tb.TrainConfig(monitor="train_loss")
+    with Recorder(cfg, live=False, validates=False) as rec:
+        rec.step(1.0)
+        rec.end_epoch()
+        assert rec.state.epoch == 1  # where a loop goes on: range(rec.state.epoch, epochs)
+    assert rec.run.epoch == 0
+    with Recorder(cfg, live=False, validates=False) as rec:
+        rec.step(1.0)
+        rec.end_epoch()
+        rec.step(0.5)  # a step of epoch 1: the run ended in it
+    assert rec.run.epoch == 1
+    with Recorder(live=False) as rec:
+        rec.validate(0.5, epoch=5)
+    assert rec.run.epoch == 5
+    with Recorder(tb.TrainConfig(patience=2), live=False) as rec:  # seen: 47 evaluations gave epoch 47
+        for epoch in range(10):
+            rec.step(1.0)
+            rec.validate(1.0)
+            if rec.should_stop: break
+    assert rec.run.stopped == "early_stopping" and rec.run.epoch == epoch == 2
 
 
 def test_tensor_values_are_read_in_batches_and_a_nonfinite_loss_stops():
@@ -145,6 +173,23 @@ def test_callbacks_whose_state_cannot_be_checkpointed_fail_before_step_one():
         tb.fit(mlp(), [(X, y)], loss_fn=LOSS, live=False, callbacks=[Steps(), KeepsNumpy()],
                config=tb.TrainConfig(epochs=1, device="cpu", monitor="train_loss"))
     assert steps == []
+
+
+def test_parts_whose_state_cannot_be_checkpointed_fail_before_step_one(tmp_path):
+    "Seen: numpy in a part's state_dict() was refused at the first checkpoint, after an epoch of steps."
+    class NumpyModel:  # a numpy loop's model: torch.load(weights_only=True) refuses its state
+        def __init__(self): self.w = np.zeros(3)
+        def state_dict(self): return {"w": self.w}
+        def load_state_dict(self, state): self.w = np.asarray(state["w"])
+    folder = tmp_path / "run"
+    refused = r"part's state_dict\(\): model.w is a numpy.ndarray.*before the first step"
+    with pytest.raises(TypeError, match=refused):
+        Recorder(tb.TrainConfig(checkpoint_dir=str(folder)), parts={"model": NumpyModel()}, live=False)
+    assert not folder.exists()  # refused before the folder was claimed
+    with Recorder(parts={"model": NumpyModel()}, live=False) as rec:  # no checkpoints: nothing to refuse
+        rec.step(1.0)
+        rec.validate(0.5)
+    assert rec.run.stopped == "completed"
 
 
 def test_ctrl_c_inside_after_validate_then_resume_writes_no_row_twice(tmp_path):

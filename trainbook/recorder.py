@@ -219,12 +219,14 @@ def run_of(state: LoopState,  # the loop's state at the end (or now, for a snaps
            kind: str = "torch",  # what trained
            extra: Optional[dict] = None,  # more details (seconds, precision, device, fingerprints)
            error: Optional[BaseException] = None,  # what ended a failed run
+           epoch: Optional[int] = None,  # the last epoch the run was in (None: `state.epoch`)
           ) -> Run:
     "The `Run` of the loop as it stands (its findings so far; `end_run` adds the diagnosis)."
     best, last = (checkpointer.path(f"{name}{checkpointer.suffix}") for name in ("best", "last"))
     return Run(records=state.history, config=state.config, stopped=stopped, findings=list(state.findings),
                model=state.model, run_dir=checkpointer.run_dir, best_path=best, last_path=last,
-               environment=environment, step=state.step, epoch=state.epoch, skipped_steps=state.skipped_steps,
+               environment=environment, step=state.step, epoch=state.epoch if epoch is None else epoch,
+               skipped_steps=state.skipped_steps,
                best=stopper.best, best_epoch=stopper.best_epoch, kind=kind,
                extra={**(extra or {}), "best_step": stopper.best_step, "monitor": stopper.monitor},
                error=repr(error) if error is not None else None)
@@ -239,6 +241,7 @@ def end_run(state: LoopState,  # the loop's state
             kind: str = "torch",  # what trained
             extra: Optional[dict] = None,  # more details for `Run.extra`
             error: Optional[BaseException] = None,  # what ended a failed run
+            epoch: Optional[int] = None,  # the last epoch the run was in (None: `state.epoch`)
            ) -> Run:
     "Findings, the Run, `last_run()`, [after_fit], run.json and the lock released: every way a run ends."
     found = [f for f in diagnose(state.history, known=state.findings)  # NanGuard's nonfinite: not said twice
@@ -246,7 +249,8 @@ def end_run(state: LoopState,  # the loop's state
     state.findings = state.findings + found
     said = state.control.stop_message  # a callback's words on why it stopped the run, beside the reason
     run = run_of(state, stopped, stopper=stopper, checkpointer=checkpointer, environment=environment,
-                 kind=kind, extra={**(extra or {}), **({"stop_message": said} if said else {})}, error=error)
+                 kind=kind, extra={**(extra or {}), **({"stop_message": said} if said else {})}, error=error,
+                 epoch=epoch)
     state.run = run
     remember_run(run)
     try: callbacks(Event.after_fit, state)
@@ -355,6 +359,16 @@ def parts_signature(parts: dict,  # the parts a Recorder checkpoints (model, opt
     if module is not model: sig["shapes"] = None  # not a torch module: its shapes are not compared
     return sig
 
+def _check_parts_loadable(parts: dict) -> None:
+    "Every checkpoint stores the parts' state_dict(): a value it would refuse fails the run now, not there."
+    # torch's modules and optimizers hold tensors and plain values (and a sharded one's state_dict() gathers)
+    torch_own = (torch.nn.Module, torch.optim.Optimizer)
+    states = {name: obj.state_dict() for name, obj in parts.items() if not isinstance(obj, torch_own)}
+    try: check_loadable(states, "Recorder: a part's state_dict()")
+    except TypeError as e:
+        raise TypeError(f"{e}. Checkpoints (checkpoint_dir is set) store every part's state_dict(), so this "
+                        "is refused before the first step, not at the first checkpoint") from None
+
 _RESERVED = frozenset(r.name for r in RECORDS.values() if r.split == "train") - {"loss", "lr", "grad_norm"}
 
 class Recorder:
@@ -400,6 +414,7 @@ class Recorder:
         self.callbacks = run_callbacks(callbacks, live=live, track=track, kind=kind)
         self.environment = environment()
         folder = cfg.checkpoint_dir if checkpoint_dir is _FROM_CONFIG else checkpoint_dir
+        if folder is not None: _check_parts_loadable(parts)
         # what a resume compares (the model's shapes, optimizer, config): needed only where checkpoints are
         sign = folder is not None or resume is not None
         # no model or optimizer part: the checkpoints hold none (the Checkpointer reads both names)
@@ -530,7 +545,8 @@ class Recorder:
         if stopped not in ("failed", "nonfinite") and not self._cut: self._save_last()
         self.run = end_run(self.state, self.callbacks, stopped, stopper=self.stopper,
                            checkpointer=self.checkpointer, environment=self.environment, kind=self.kind,
-                           extra={"seconds": time.perf_counter() - self._t0}, error=error)
+                           extra={"seconds": time.perf_counter() - self._t0}, error=error,
+                           epoch=self._last_epoch())
         return self.run
 
     def __enter__(self): return self
@@ -576,6 +592,12 @@ class Recorder:
             "train", step, epoch, {"loss": value},
             advice="lower the lr or clip gradients; under fp16 try bf16; check the batch of that step"))
         if self.config.on_nonfinite == "stop": self._stop("nonfinite")
+
+    def _last_epoch(self) -> int:
+        """The last epoch the run was in, as `Run.epoch` says it: `state.epoch` is where the loop goes on (the
+        next epoch, once one closed), so it is the one closed last while no step of the next was read."""
+        if self._epoch["loss_count"] or self._closed < 0: return self.state.epoch
+        return self._closed
 
     def _stop(self, reason: str) -> None:
         self.stop_reason = self.stop_reason or reason
