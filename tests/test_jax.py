@@ -315,6 +315,23 @@ def test_bad_input_is_refused_before_any_work():
         fit_flax(MLP(), dl, dl)
 
 
+def test_lr_find_flax_names_a_sweep_argument_out_of_range_before_any_step():
+    "Seen: lr_find_flax(num_steps=0) said 'the loss was not finite from the start': a data problem that was not there."
+    from trainbook.jax_loop import lr_find_flax
+    X, y = data(n=32)
+    dl = batches(X, y, 16)
+    for kwargs, named in (({"num_steps": 0}, "num_steps must be an int >= 3"),
+                          ({"num_steps": 2}, "num_steps must be an int >= 3"),
+                          ({"start_lr": 0.0}, "start_lr must be a positive"),
+                          ({"end_lr": float("inf")}, "end_lr must be a positive, finite"),
+                          ({"start_lr": 1.0, "end_lr": 1e-3}, "start_lr < end_lr"),
+                          ({"smooth": 1.0}, "smooth must be in")):
+        with pytest.raises(ValueError, match=named):
+            lr_find_flax(MLP(), dl, ce, **kwargs)
+    with pytest.raises(ValueError, match="lr_find_flax: num_steps"):  # tb.lr_find hands a Flax model on
+        tb.lr_find(MLP(), dl, ce, num_steps=0)
+
+
 def test_a_given_optimizer_and_a_factory_are_used():
     X, y = data()
     sgd = fit_flax(MLP(), optax.sgd, batches(X, y, 16), None, ce, tb.TrainConfig(epochs=1, lr=0.1), live=False)

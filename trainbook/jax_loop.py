@@ -15,7 +15,7 @@ from .core import (History, TrainConfig, atomic_write, environment, loader_lengt
                             rng_state, seed_everything, set_loader_epoch, set_rng_state, warn)
 from .events import Event, LoopState
 from .guard import (check_loader, check_monitor, monitor_fallback, nonfinite_validation, note_interrupt,
-                             refuse_after_interrupt, warmup_past_run)
+                             refuse_after_interrupt, warmup_past_run, check_lr_sweep)
 from .recorder import EarlyStopping, TimedIterator, end_run, epoch_records, run_callbacks, run_of
 from .metrics import resolve_metrics
 from .optim import LRFinder
@@ -772,8 +772,7 @@ def lr_find_flax(model,  # a Flax NNX module (not modified)
     "The LR range test for a Flax model: AdamW with an exponential lr sweep; an `LRFinder` like `lr_find`'s."
     from trainbook.optim import cycle_batches
     jax, jnp, optax, nnx = import_jax()
-    if not 0 < start_lr < end_lr:
-        raise ValueError(f"need 0 < start_lr < end_lr, got start_lr={start_lr}, end_lr={end_lr}")
+    check_lr_sweep(start_lr, end_lr, num_steps, smooth, "lr_find_flax")  # a sweep of 0 steps is no NaN loss
     require_params(model, "lr_find_flax")
     graphdef, templates, (params, rngs, rest) = split_pure(model, training=True)
     gamma, fn = (end_lr / start_lr) ** (1 / max(1, num_steps - 1)), flax_loss(loss_fn)
