@@ -140,3 +140,14 @@ def test_lr_find_leaves_a_loaders_own_generator_as_it_found_it():
     tb.lr_find(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2)), dl, nn.functional.cross_entropy,
                num_steps=20, device="cpu")
     assert torch.equal(g.get_state(), before)
+
+
+def test_lr_find_names_a_sweep_argument_out_of_range_before_any_step():
+    "Probe 20: num_steps=0 was blamed on the loss ('not finite from the start'); each argument is named now."
+    X, y = torch.randn(32, 4), torch.randint(0, 2, (32,))
+    for kwargs, said in (({"num_steps": 0}, "num_steps must be an int >= 3"),
+                         ({"start_lr": 0.0}, "start_lr must be a positive"),
+                         ({"start_lr": 1.0, "end_lr": 0.1}, "need 0 < start_lr < end_lr"),
+                         ({"smooth": 1.0}, r"smooth must be in \[0, 1\)")):
+        with pytest.raises(ValueError, match=said):
+            tb.lr_find(nn.Linear(4, 2), [(X, y)], nn.functional.cross_entropy, **kwargs)

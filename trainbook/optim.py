@@ -248,8 +248,8 @@ def lr_find(model: nn.Module,  # the model to probe (a copy is trained; the mode
         from trainbook.jax_loop import lr_find_flax
         return lr_find_flax(model, dl_train, loss_fn, start_lr=start_lr, end_lr=end_lr, num_steps=num_steps,
                             smooth=smooth)
-    if not 0 < start_lr < end_lr:
-        raise ValueError(f"need 0 < start_lr < end_lr, got start_lr={start_lr}, end_lr={end_lr}")
+    from trainbook.guard import check_lr_sweep  # (guard imports optim)
+    check_lr_sweep(start_lr, end_lr, num_steps, smooth, "lr_find")  # a sweep of 0 steps is no NaN loss
     if loss_fn is not None and not callable(loss_fn):
         raise TypeError(f"loss_fn must be callable or None, got {type(loss_fn).__name__}")
     dev = pick_device(device)
