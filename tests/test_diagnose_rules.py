@@ -808,3 +808,16 @@ def test_a_parameter_cut_off_from_the_loss_is_not_only_called_unused():
         h.append(s, 0, "train", "grad_norm/out.bias", 0.1)
     zero = next(f for f in tb.diagnose(h) if f.kind == "structural_zero_gradients")
     assert zero.data["parameters"] == ["emb.weight"] and "path to the loss is cut" in zero.advice, zero.advice
+
+
+def test_a_loss_logged_once_an_epoch_is_counted_in_epochs():
+    "Keras' callback without batches=True logs one training loss an epoch: 'over 21 epochs', not '21 steps'."
+    flat = [0.6558 - 0.0007 * e for e in range(21)]
+    per_epoch, per_step = tb.History(), tb.History()
+    for e, v in enumerate(flat):
+        per_epoch.append(5 * (e + 1), e, "train", "loss", v)
+        per_step.append(e + 1, 0, "train", "loss", v)
+    said = next(f for f in tb.diagnose(per_epoch) if f.kind == "not_learning").message
+    assert said.endswith("over 21 epochs"), said
+    said = next(f for f in tb.diagnose(per_step) if f.kind == "not_learning").message
+    assert said.endswith("over 21 steps"), said

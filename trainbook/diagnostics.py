@@ -224,7 +224,7 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
     "nonfinite (alone: nothing else can be measured), else diverging, not_learning or lr_too_low."
     nonfinite = _nonfinite(c)
     if nonfinite: return nonfinite  # at any length: one NaN step is news, a short run is not
-    steps, _, loss = _series(c, "train", "loss")
+    steps, epochs, loss = _series(c, "train", "loss")
     short = len(loss) < th.min_steps  # too few steps to read a course: only a blow-up (a smoke run exploded)
     if len(loss) < 3: return []
     first, start, end = end_levels(loss)  # the first step's loss is the untrained model's
@@ -293,8 +293,9 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
                         data=data)]
     if drop < th.still * min(1.0, len(loss) / 100):  # fewer steps, less movement expected
         return [Finding("not_learning", "warning",
-                        f"the training loss {_how_it_moved(drop)}: {start:.4g} → {end:.4g} "
-                        f"over {len(loss)} steps",
+                        f"the training loss {_how_it_moved(drop)}: {start:.4g} → {end:.4g} over {len(loss)} "
+                        + ("epochs" if len(np.unique(epochs)) == len(loss) and steps[-1] - steps[0] >= len(loss)
+                           else "steps"),  # one loss an epoch (Keras' callback without batches=True)
                         advice="run overfit_batch; check the labels, the loss/activation pairing and "
                                "that gradients reach every layer (frozen or dead layers); the lr may be far "
                                "too low (try lr_find)",
