@@ -255,6 +255,14 @@ def test_a_batch_of_one_target_is_uncertain():
     xb, _ = small_batch()
     report = overfit_batch(small_net(), (xb, torch.full((16,), 2)), nn.CrossEntropyLoss(), steps=50, lr=1e-2)
     assert not report.passed and report.uncertain and kinds(report) == ["uniform_targets"]
+    # one row (next(iter(dl)) at batch_size=1) is its own constant: a model that ignores x passed (probe 23)
+    class Blind(nn.Module):
+        def __init__(self): super().__init__(); self.b = nn.Parameter(torch.zeros(3))
+        def forward(self, x): return self.b.expand(len(x), 3)
+    for model in (Blind(), small_net()):
+        one = overfit_batch(model, (xb[:1], torch.tensor([1])), nn.CrossEntropyLoss(), steps=50, lr=1e-2)
+        assert not one.passed and one.uncertain and kinds(one) == ["uniform_targets"], one.findings
+        assert "or it has one row" in one.findings[0].message
 
 
 def test_a_partial_of_a_torch_loss_is_read_by_its_name_for_the_kind_and_the_options():

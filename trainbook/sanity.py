@@ -199,7 +199,8 @@ def loss_levels(loss_fn,  # the loss (None = the model's own: nothing is known o
              if isinstance(yb, torch.Tensor) and yb.is_floating_point() and yb.numel() >= 2 else None)
     known = (options is not None and not wants_whole_output(loss_fn)
              and isinstance(pred, torch.Tensor) and isinstance(yb, torch.Tensor)
-             and pred.is_floating_point() and pred.ndim >= 1 and len(pred) >= 2)
+             # one row of one target each is its own best constant (a sequence's positions are not rows)
+             and pred.is_floating_point() and pred.ndim >= 1 and len(pred) >= (1 if pred.ndim <= 2 else 2))
     if not known or not targets: return LossLevels(targets=targets, target_scale=scale)
     pred, yb = pred.detach().float(), yb.detach()  # in float32: a bf16 model's floor, exactly
     try:
@@ -575,10 +576,11 @@ def curve_findings(curve: Curve,  # the best try's measurements
                                "dead (all-zero ReLUs, a zero multiplier)", data=data)], False
     if curve.constant_fits:
         return [Finding("uniform_targets", "warning",
-                        f"every target of the batch is the same: predicting {levels.constant_is} for every "
-                        f"row already scores the loss's floor {levels.floor:.4g}, so memorizing this batch "
-                        "cannot show that the input reaches the output",
-                        advice="test a batch with varied targets (shuffle the loader, or a bigger batch)",
+                        f"every target of the batch is the same, or it has one row: predicting "
+                        f"{levels.constant_is} for every row already scores the loss's floor {levels.floor:.4g}, "
+                        "so memorizing this batch cannot show that the input reaches the output",
+                        advice="test a batch of several rows with varied targets (shuffle the loader, or a "
+                               "bigger batch)",
                         data=data)], True
     if not curve.fell(tolerance):
         if dead:
