@@ -258,3 +258,29 @@ def test_a_scored_part_without_a_class_is_said_once_in_plain_words_not_by_sklear
         tb.score_model(lambda X: np.full((len(X), 2), 0.5), df, "y", sp, "binary")
     assert [str(w.message) for w in got if "sklearn" not in w.filename] == ours
     assert not [w for w in got if "sklearn" in w.filename]
+
+
+@pytest.mark.parametrize("kind", ["text", "numeric"])
+def test_cross_validate_names_a_missing_target_value(kind):
+    from sklearn.linear_model import Ridge
+    rng = np.random.default_rng(2)
+    df = pd.DataFrame({"a": rng.normal(size=200), "b": rng.normal(size=200)})
+    df["y"] = np.where(df.a > 0.5, "pos", "neg") if kind == "text" else df.a * 2.0
+    sp = tb.make_splits(df, "y", n_folds=3, seed=0)
+    df.loc[5, "y"] = np.nan
+    with pytest.raises(ValueError, match="target column 'y' has missing values: drop those rows first"):
+        tb.cross_validate(LogisticRegression() if kind == "text" else Ridge(), df, "y", sp)
+
+
+def test_compare_makes_a_model_name_of_two_tables_distinct_and_says_so(cancer):
+    sp = tb.make_splits(cancer, "target", seed=0)
+    full = tb.baseline(cancer, "target", sp, models=("dummy", "linear"))
+    small = tb.baseline(cancer[["mean radius", "target"]], "target", sp, models=("dummy", "linear"))
+    with pytest.warns(UserWarning, match=r"compare: .*'dummy', 'linear'.* in more than one table"):
+        table, fig = tb.compare(full, small, {"mlp": {"valid_roc_auc": 0.9}})
+    assert table.index.tolist() == ["dummy (table 1)", "linear (table 1)", "dummy (table 2)",
+                                    "linear (table 2)", "mlp"]
+    assert list(fig.data[0].x) == table.index.tolist()  # the chart keeps them apart too
+    assert table.loc["linear (table 2)", "valid_roc_auc"] == small.loc["linear", "valid_roc_auc"]
+    with pytest.raises(ValueError, match="compare: table 1 names 'dummy' twice"):
+        tb.compare(pd.concat([full, full]))

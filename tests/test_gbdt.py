@@ -234,7 +234,7 @@ def test_every_fit_is_heard_by_the_session_and_its_callbacks(lib, cancer, sessio
     own = Recorder()
     run = fit(lib, cancer, "target", sp, num_rounds=12, early_stopping=None, callbacks=[own])
     [(context, tracker)] = session_track
-    assert context == {"kind": lib}
+    assert context == {"kind": lib, "settings": run.extra["settings"]}  # the run's kind, what describes it
     for r in (own, tracker):
         assert r.events[0] == "before_fit" and r.events[-1] == "after_fit" and r.run is run
         assert r.events.count("after_step") == r.events.count("after_validate") == 12
@@ -478,3 +478,71 @@ def test_baseline_catboost_with_datetime_and_duration_features():
     sp = tb.make_splits(df, "y", seed=0)
     table = tb.baseline(df, "y", sp, models=("dummy", "xgboost", "lightgbm", "catboost"))
     assert (table.valid_roc_auc.drop("dummy") > 0.9).all()
+
+
+def three_animals(n=600):
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(n, 4))
+    df = pd.DataFrame(X, columns=list("abcd"))
+    df["y"] = np.array(["cat", "dog", "eel"])[np.argmax(X[:, :3] + rng.normal(size=(n, 3)) * 0.7, 1)]
+    return df
+
+
+def test_objectives_that_predict_margins_or_classes_still_give_class_probabilities(cancer):
+    "binary:logitraw predicts margins, multi:softmax class codes: predict_proba is their sigmoid, softmax."
+    import xgboost as xgb
+    from scipy.special import expit, softmax
+    sp = tb.make_splits(cancer, "target", seed=0)
+    run = fit("xgboost", cancer, "target", sp, num_rounds=30, early_stopping=None,
+              params={"objective": "binary:logitraw"})
+    X = cancer.drop(columns="target").iloc[sp.valid]
+    margin = run.model.booster.predict(xgb.DMatrix(run.model.prep.transform(X).numpy()), output_margin=True)
+    assert margin.min() < 0 < 1 < margin.max()  # margins, not probabilities
+    proba = run.model.predict_proba(X)
+    assert proba.shape == (len(X), 2) and np.allclose(proba[:, 1], expit(margin), atol=1e-6)
+    assert np.array_equal(run.model.predict(X), (margin > 0).astype(int))  # split at margin 0, not at 0.5
+    df = three_animals()
+    sp = tb.make_splits(df, "y", strategy="stratified", seed=0)
+    run = fit("xgboost", df, "y", sp, num_rounds=30, early_stopping=None,
+              params={"objective": "multi:softmax"})
+    X = df.drop(columns="y").iloc[sp.valid]
+    margins = run.model.booster.predict(xgb.DMatrix(run.model.prep.transform(X).numpy()), output_margin=True)
+    proba = run.model.predict_proba(X)
+    assert proba.shape == (len(X), 3) and np.allclose(proba, softmax(margins, axis=1), atol=1e-6)
+    labels = run.model.predict(X)
+    assert set(labels) == {"cat", "dog", "eel"} and (labels == df.y.iloc[sp.valid]).mean() > 0.6
+    loaded = BoostedModel(run.model.booster, run.model.prep, run.model.best_iteration)  # from the booster
+    assert np.array_equal(loaded.predict_proba(X), proba)
+
+
+@pytest.mark.parametrize("lib, objective", [("xgboost", "binary:hinge"), ("xgboost", "reg:squarederror"),
+                                            ("lightgbm", "regression"), ("lightgbm", "xentlambda"),
+                                            ("catboost", "RMSE")])
+def test_a_classifier_objective_without_class_probabilities_is_refused_before_any_work(lib, objective, cancer,
+                                                                                      tmp_path):
+    sp = tb.make_splits(cancer, "target", seed=0)
+    key = "loss_function" if lib == "catboost" else "objective"
+    with pytest.raises(ValueError, match=rf"params\['{key}'\]='{objective}' gives no class probabilities"):
+        fit(lib, cancer, "target", sp, params={key: objective}, checkpoint_dir=tmp_path / "run")
+    assert not (tmp_path / "run").exists()  # refused before the run folder is made
+
+
+def test_catboost_focal_loss_gives_probabilities(cancer):
+    sp = tb.make_splits(cancer, "target", seed=0)
+    run = fit("catboost", cancer, "target", sp, num_rounds=20,
+              params={"loss_function": "Focal:focal_alpha=0.5;focal_gamma=2"})
+    X = cancer.drop(columns="target").iloc[sp.valid]
+    features = run.model.lib.features(run.model.prep, X)
+    raw = run.model.booster.predict(features, prediction_type="RawFormulaVal", ntree_end=run.best_epoch + 1)
+    from scipy.special import expit
+    assert np.allclose(run.model.predict_proba(X)[:, 1], expit(raw))  # the focal loss' probability, not raw
+
+
+def test_a_boosting_run_keeps_the_settings_that_describe_it(cancer):
+    "Its rounds, patience, seed and class_weight: no torch field (lr, batch_size) it never used."
+    sp = tb.make_splits(cancer, "target", seed=0)
+    for lib in ("xgboost", "lightgbm", "catboost"):
+        run = fit(lib, cancer, "target", sp, num_rounds=7, early_stopping=3, class_weight="balanced", seed=2)
+        assert run.extra["settings"] == {"epochs": 7, "patience": 3, "seed": 2, "task": "binary",
+                                         "class_weight": "balanced", "preprocess": True, "positive_class": 1}
+        assert tb.Run.from_dict(run.to_dict()).extra["settings"] == run.extra["settings"]  # run.json has them

@@ -556,3 +556,27 @@ def test_a_relative_store_and_tensorboard_folder_stay_where_track_was_called(tmp
     assert None not in ids and listed == ids  # both runs in the one store track() was given
     assert len(list((tmp_path / "a" / "boards").iterdir())) == 2  # a TensorBoard folder per run, both there
     assert list((tmp_path / "b").iterdir()) == []  # nothing written into the new working folder
+
+
+@pytest.mark.parametrize("lib", ["xgboost", "lightgbm", "catboost"])
+def test_a_boosting_run_records_its_own_settings_and_no_torch_field(tracker, store, lib):
+    "lr, batch_size, weight_decay... of TrainConfig never applied to a boosting run; class_weight did."
+    pytest.importorskip(lib)
+    rng = np.random.default_rng(5)
+    df = pd.DataFrame(rng.normal(size=(300, 3)), columns=list("abc"))
+    df["y"] = (df.a + rng.normal(size=300) > 1.0).astype(int)
+    sp = tb.make_splits(df, "y", strategy="stratified", seed=0)
+    one_thread = {"xgboost": {"nthread": 1}, "lightgbm": {"num_threads": 1},
+                  "catboost": {"thread_count": 1}}[lib]
+    fit_boosted = getattr(tb, f"fit_{lib}")
+    runs = [fit_boosted(df, "y", sp, params=one_thread, num_rounds=8, live=False, **kw)
+            for kw in ({}, {"class_weight": "balanced"})]
+    tracker.wait()
+    client = mlflow.MlflowClient(store[0])
+    plain, weighted = [client.get_run(r.extra["mlflow_run_id"]).data.params for r in runs]
+    torch_only = {"lr", "batch_size", "weight_decay", "schedule", "precision", "device", "accum_steps"}
+    assert not torch_only & set(plain), sorted(torch_only & set(plain))
+    assert plain["epochs"] == "8" and plain["patience"] == "50" and plain["seed"] == "0"
+    assert plain["class_weight"] == "None" and weighted["class_weight"] == "balanced"
+    assert {k for k in plain if plain[k] != weighted.get(k)} == {"class_weight"}
+    assert tracking.params_of(runs[1]) == weighted  # what params_of says of the run is what the store holds

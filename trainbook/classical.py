@@ -14,7 +14,8 @@ import torch
 from .checks import require_column, require_frame, infer_task
 from .core import announce, require_instance, shown, warn
 from .data import class_order, make_preprocessor
-from .gbdt import BOOSTING_FITS, BOOSTING_LIBRARIES, check_boosting_inputs, frame_xy, split_columns
+from .gbdt import (BOOSTING_FITS, BOOSTING_LIBRARIES, check_boosting_inputs, frame_xy,
+    require_target_values, split_columns)
 from .splits import FoldZeroWarning, check_splits
 from .metrics import classification_metrics, regression_metrics, require_codes, scored_proba
 # boosting lives in trainbook.gbdt; these names stay importable from here for code written before the move
@@ -227,7 +228,8 @@ def cross_validate(estimator,  # a scikit-learn estimator (cloned for each fold)
     from sklearn.metrics import get_scorer
     require_estimator(estimator, "cross_validate(estimator, df, target, splits)")
     if preprocessor is not None: require_instance(preprocessor, "preprocessor")
-    require_frame(df); require_column(df, target, "target")
+    require_frame(df)
+    require_target_values(df, target)  # a column without missing values, as for baseline and fit_*
     check_splits(df, splits, need=() if getattr(splits, "folds", None) else ("train", "valid"),
                  all_folds=True)  # every fold is used: no word that only fold 0 is
     task = infer_task(df[target])
@@ -270,7 +272,8 @@ def nested_cv(estimator,  # a scikit-learn estimator
     call = "nested_cv(estimator, param_grid, df, target), e.g. nested_cv(LogisticRegression(), {'C': [0.1, 1]}, df, 'y')"
     require_estimator(estimator, call)
     if df is None or target is None: raise TypeError(f"nested_cv needs df and target: {call}")
-    require_frame(df); require_column(df, target, "target")
+    require_frame(df)
+    require_target_values(df, target)
     require_column(df, groups, "groups"); require_column(df, time, "time")
     task = infer_task(df[target])
     usual = {"binary": "roc_auc", "multiclass": "balanced_accuracy",
@@ -323,6 +326,21 @@ def score_torch(model: torch.nn.Module,  # a trained torch model (its train/eval
             row.update({f"{name}_{k}": v for k, v in m.items()})
     return row
 
+def _distinct_names(frames: list) -> list:
+    "The tables, a model name two of them share suffixed by each one's place ('dummy (table 2)'), said once."
+    names = pd.Index([n for f in frames for n in f.index])
+    shared = list(names[names.duplicated()].unique())
+    if not shared: return frames
+    for i, f in enumerate(frames):  # within one table no suffix tells its rows apart
+        if f.index.duplicated().any():
+            twice = f.index[f.index.duplicated()][0]
+            raise ValueError(f"compare: table {i + 1} names {twice!r} twice: give its rows distinct names "
+                             "(table.rename(index=...)) before comparing")
+    warn(f"compare: model name(s) {', '.join(map(repr, shared))} in more than one table: each is named by "
+         "its table's place in the call, e.g. 'name (table 2)'; rename a table's index to choose other names")
+    return [f.rename(index=lambda n, i=i: f"{n} (table {i + 1})" if n in shared else n)
+            for i, f in enumerate(frames)]
+
 def compare(*tables,  # `baseline` tables (DataFrames) and `{name: metrics}` dicts (e.g. from `score_torch`)
             metric: Optional[str] = None,  # the metric the chart shows per split (default: roc_auc, r2, ...)
             ) -> tuple[pd.DataFrame, Any]:
@@ -336,7 +354,7 @@ def compare(*tables,  # `baseline` tables (DataFrames) and `{name: metrics}` dic
             frames.append(pd.DataFrame(t).T if nested else pd.DataFrame([t]))
         else: raise TypeError(f"compare takes DataFrames (from baseline) and {{name: metrics}} dicts, "
                               f"got {type(t).__name__}")
-    table = pd.concat(frames)
+    table = pd.concat(_distinct_names(frames))
     usual = ("roc_auc", "r2", "balanced_accuracy", "rmse")
     metric = metric or next((m for m in usual if any(c.endswith(m) for c in table.columns)), None)
     cols = [c for c in table.columns if metric and c.endswith("_" + metric)]

@@ -15,11 +15,10 @@ import pandas as pd
 from .batch import DeferredCtrlC
 from .checks import column_roles, require_column, require_frame, require_task, resolve_task, numeric_view
 from .core import Finding, TrainConfig, atomic_write, did_you_mean, environment
-from .data import FramePrep, make_preprocessor, time_steps
+from .data import FramePrep, class_order, make_preprocessor, time_steps
 from .diagnostics import Thresholds, diagnose
 from .events import session_observers
 from .checkpoint import Checkpointer
-from .data import class_order
 from .metrics import class_weights, loss_vs_constant, proba_2d
 from .modelfiles import (BOOSTED_FORMAT, ModelFileError, check_catboost_file,
                                   check_lightgbm_text, check_xgboost_json, file_sha256, read_boosted_meta)
@@ -29,9 +28,9 @@ from .splits import check_splits, fingerprint_frame
 
 # %% auto #0
 __all__ = ['TRUSTED_TYPES', 'MISSING', 'BOOSTING_LIBRARIES', 'fit_xgboost', 'fit_lightgbm', 'fit_catboost', 'BOOSTING_FITS',
-           'import_optional', 'split_columns', 'frame_xy', 'check_boosting_inputs', 'numeric_as_float',
-           'categories_as_text', 'as_is_preprocessor', 'BoostingLibrary', 'BoostedModel', 'XGBoostLibrary',
-           'LightGBMLibrary', 'CatBoostLibrary', 'booster_library']
+           'import_optional', 'split_columns', 'frame_xy', 'require_target_values', 'check_boosting_inputs',
+           'numeric_as_float', 'categories_as_text', 'as_is_preprocessor', 'BoostingLibrary', 'BoostedModel',
+           'XGBoostLibrary', 'LightGBMLibrary', 'CatBoostLibrary', 'booster_library']
 
 # %% ../nbs/10a_gbdt.ipynb #6b8ed4f5
 def import_optional(module: str,  # the module to import, e.g. "lightgbm"
@@ -96,6 +95,13 @@ def _check_finite(df: pd.DataFrame, columns: Iterable, what: str):
             raise ValueError(f"{what} column {col!r} has {int(bad.sum())} infinite value(s) (rows {rows}): "
                              "replace them with NaN (missing) or drop those rows")
 
+def require_target_values(df: pd.DataFrame,  # the table
+                          target: str) -> None:  # name of the target column
+    "`target` is a column of `df` without missing values, else a ValueError that says what to do."
+    require_column(df, target, "target")
+    if df[target].isna().any():
+        raise ValueError(f"target column {target!r} has missing values: drop those rows first")
+
 def check_boosting_inputs(df: pd.DataFrame,  # the whole table: feature columns and the target
                           target: str,  # name of the target column
                           splits,  # a `Splits` of `df`
@@ -106,9 +112,7 @@ def check_boosting_inputs(df: pd.DataFrame,  # the whole table: feature columns 
     require_frame(df)
     check_splits(df, splits)
     require_task(task)
-    require_column(df, target, "target")
-    if df[target].isna().any():
-        raise ValueError(f"target column {target!r} has missing values: drop those rows first")
+    require_target_values(df, target)
     _check_finite(df, [target], "target")
     task = resolve_task(df[target], task)
     if task != "regression":
@@ -167,6 +171,7 @@ class BoostingLibrary:
     objectives: dict = {}  # task -> (trainbook's objective, its metrics: the loss first)
     objective_key, metric_key = "objective", ""  # where `params` name the objective and the metrics
     scores: tuple = ()  # metrics that grow as the model improves: never the loss
+    probability_objectives: tuple = ()  # classifier objectives `predict` gives class probabilities of
 
     def is_score(self,
                  metric: str,  # a metric name, as the library spells it ("auc", "ndcg@5")
@@ -225,7 +230,7 @@ class BoostingLibrary:
                 X,  # features, as `features` makes them
                 best: int,  # the last round (0-based) to predict with
                 ) -> np.ndarray:
-        "Probabilities (classification) or values (regression) from the rounds up to `best`."
+        "Class probabilities (`probability_objectives`) or values (regression) from the rounds up to `best`."
         raise NotImplementedError
 
     def save(self,
@@ -380,6 +385,8 @@ class XGBoostLibrary(BoostingLibrary):
     objectives = {"binary": ("binary:logistic", ["logloss", "auc"]),
                   "multiclass": ("multi:softprob", ["mlogloss", "merror"]),
                   "regression": ("reg:squarederror", ["rmse", "mae"])}
+    probability_objectives = ("binary:logistic", "reg:logistic", "binary:logitraw", "multi:softprob",
+                              "multi:softmax")
 
     def default_params(self, task, n_classes, seed):
         objective, metrics = self.objectives[task]
@@ -422,7 +429,11 @@ class XGBoostLibrary(BoostingLibrary):
 
     def predict(self, model, X, best):
         import xgboost as xgb
-        return model.predict(xgb.DMatrix(X), iteration_range=(0, best + 1))
+        from scipy.special import expit, softmax
+        objective = json.loads(model.save_config())["learner"]["objective"]["name"]
+        margin = objective in ("binary:logitraw", "multi:softmax")  # they predict margins, classes
+        out = model.predict(xgb.DMatrix(X), iteration_range=(0, best + 1), output_margin=margin)
+        return (expit(out) if out.ndim == 1 else softmax(out, axis=1)) if margin else out  # the probabilities
 
     def save(self, model, path): model.save_model(str(path))
     def check_file(self, path, n_features=None): return check_xgboost_json(path, n_features)
@@ -452,6 +463,9 @@ class LightGBMLibrary(BoostingLibrary):
     objectives = {"binary": ("binary", ["binary_logloss", "auc"]),
                   "multiclass": ("multiclass", ["multi_logloss", "multi_error"]),
                   "regression": ("regression", ["rmse", "l1"])}
+    # not cross_entropy_lambda: it predicts lambda of p = 1 - exp(-lambda * w), w a row weight predict lacks
+    probability_objectives = ("binary", "multiclass", "softmax", "multiclassova", "multiclass_ova",
+                              "ova", "ovr", "cross_entropy", "xentropy")
 
     def default_params(self, task, n_classes, seed):
         objective, metrics = self.objectives[task]
@@ -511,7 +525,7 @@ MISSING = "<missing>"  # what a missing categorical value becomes: a category of
 class CatBoostLibrary(BoostingLibrary):
     "CatBoost: categorical columns native (ordered target statistics), a history callback, `model.cbm`."
     name, model_file, objective_key = "catboost", "model.cbm", "loss_function"
-    classification_losses = ("Logloss", "CrossEntropy", "MultiClass", "MultiClassOneVsAll")
+    probability_objectives = ("Logloss", "CrossEntropy", "Focal", "MultiClass", "MultiClassOneVsAll")
     objectives = {"binary": ("Logloss", ["AUC"]), "multiclass": ("MultiClass", ["Accuracy"]),
                   "regression": ("RMSE", ["MAE"])}
 
@@ -573,8 +587,8 @@ class CatBoostLibrary(BoostingLibrary):
         return model, int(model.get_best_iteration()) if early_stopping else model.tree_count_ - 1
 
     def predict(self, model, X, best):
-        loss = model.get_all_params()["loss_function"].split(":")[0]
-        kind = "Probability" if loss in self.classification_losses else "RawFormulaVal"
+        loss = model.get_all_params()["loss_function"].split(":")[0]  # its options after the ':'
+        kind = "Probability" if loss in self.probability_objectives else "RawFormulaVal"
         return model.predict(self._pool(X), prediction_type=kind, ntree_end=best + 1)
 
     def save(self, model, path): model.save_model(str(path))
@@ -618,6 +632,12 @@ def _check_settings(lib, params, num_rounds, early_stopping, class_weight, task,
         raise ValueError(f"class_weight must be None or 'balanced', got {class_weight!r}")
     if class_weight and task == "regression":
         raise ValueError("class_weight='balanced' needs a classification target")
+    objective = (params or {}).get(lib.objective_key, lib.objectives[task][0])
+    named = {str(objective), str(objective).split(":")[0]}  # CatBoost's options after ':' (Logloss:border=1)
+    if task != "regression" and named.isdisjoint(lib.probability_objectives):
+        raise ValueError(f"params[{lib.objective_key!r}]={objective!r} gives no class probabilities, which a "
+                         f"{task} model's predict_proba, predict and scores read: leave it out, or use "
+                         f"{', '.join(lib.probability_objectives)} (for values: task='regression')")
     if isinstance(callbacks, (str, bytes)) or not isinstance(callbacks, Iterable):
         raise TypeError(f"callbacks must be a list of callbacks, got {type(callbacks).__name__}")
     if not isinstance(overwrite, (bool, np.bool_)):
@@ -671,9 +691,15 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
                                                  callbacks, overwrite)
     train = df.iloc[splits.train]
     _, y_train, classes = frame_xy(train, target, task, pos_label=pos_label)  # a wrong pos_label: refused
-    _check_param_names(lib, {**lib.default_params(task, len(classes or ()), seed), **(params or {})})
+    given = {**lib.default_params(task, len(classes or ()), seed), **(params or {})}
+    _check_param_names(lib, given)  # the user's parameters over trainbook's
     callbacks = list(callbacks)
-    observers = session_observers(track, {"kind": lib.name}, given=callbacks)  # track=True without tb.track(): fails
+    positive = classes[1] if task == "binary" else None  # code 1: what aucpr, F1 score
+    # the run's params as recorded (`tracking.params_of`): what applies to it, no torch field (lr, batch_size)
+    settings = {"epochs": num_rounds, "patience": early_stopping, "seed": seed, "task": task,
+                "class_weight": class_weight, "preprocess": preprocess, "positive_class": positive}
+    # track=True without tb.track(): fails here
+    observers = session_observers(track, {"kind": lib.name, "settings": settings}, given=callbacks)
     folder = _claim_folder(checkpoint_dir, overwrite)  # before any work; an earlier run's files kept
     run_dir = folder.run_dir
     exclude = split_columns(splits, target)
@@ -682,23 +708,21 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
     prep = FramePrep(tf, columns, target, task, classes)
     # balanced: each class weighs the same in total (n / (k * count) per row), the same rule as class_weights
     weights = class_weights(y_train).numpy()[y_train] if class_weight else None
-    # the user's parameters over trainbook's; the loss leads the metrics (recorded as `loss`, early stopping's)
-    p = lib.with_loss_first({**lib.default_params(task, len(classes or ()), seed), **(params or {})}, task)
+    # the loss leads the metrics (recorded as `loss`, early stopping's)
+    p = lib.with_loss_first(given, task)
     valid = df.iloc[splits.valid]
     config = TrainConfig(epochs=num_rounds, patience=early_stopping, seed=seed,
                          checkpoint_dir=None if run_dir is None else str(run_dir))
     recorder = RoundRecorder(lib.metric_names(p)[0], live, [*observers, *callbacks], config, folder=folder)
-    extra = {"params": p, "task": task, "classes": classes, "track": track,
-             "positive_class": classes[1] if task == "binary" else None,  # code 1: what aucpr, F1 score
-             "split_fingerprint": getattr(splits, "fingerprint", None),
+    extra = {"params": p, "settings": settings, "task": task, "classes": classes, "track": track,
+             "positive_class": positive, "split_fingerprint": getattr(splits, "fingerprint", None),
              "data_fingerprint": fingerprint_frame(df)}
     def ended(stopped, model=None, best=None, error=None, more=()) -> Run:
         rounds, valid_loss = recorder.rounds, recorder.history.series("loss", "valid")
         found = _boosting_findings(recorder.history, recorder.state.findings, stopped, early_stopping)
         findings = found + [f for f in more if f.kind not in {g.kind for g in found}] + folder.findings
         run = Run(records=recorder.history, config=config, stopped=stopped, findings=findings, model=model,
-                  run_dir=run_dir,
-                  environment=environment(), step=rounds, epoch=max(rounds - 1, 0),
+                  run_dir=run_dir, environment=environment(), step=rounds, epoch=max(rounds - 1, 0),
                   best=float(valid_loss.iloc[best]) if best is not None and len(valid_loss) > best else None,
                   best_epoch=best, kind=lib.name, error=error,
                   extra={**extra, "best_iteration": best, "best_step": None if best is None else best + 1,

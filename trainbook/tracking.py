@@ -108,8 +108,11 @@ def _model_params(model) -> dict:
 
 def params_of(run: Run,  # a finished run
               ) -> dict[str, str]:
-    "The params recorded for `run`: its config, its model's class and size, GBDT parameters, `run_params`."
-    out = {k: v for k, v in run.config.to_dict().items()}
+    "The params recorded for `run`: its settings, its model's class and size, GBDT parameters, `run_params`."
+    # its settings: what its trainer says describes it (`run.extra["settings"]`: a boosting run's rounds,
+    # patience, class_weight, ...; never TrainConfig's torch fields it did not use), else its whole config
+    settings = run.extra.get("settings")
+    out = dict(run.config.to_dict() if settings is None else settings)
     out.update(_model_params(run.model) if run.kind == "torch" else {"model": run.kind})
     out.update({f"{run.kind}.{k}": v for k, v in run.extra.get("params", {}).items()})
     out.update(run.extra.get("run_params", {}))
@@ -243,12 +246,14 @@ class TrackedRun(Callback):
     def __init__(self,
                  tracker: "Tracker",  # the session's tracker
                  kind: str = "torch",  # what trains: 'torch', 'xgboost', 'keras', 'custom', ...
+                 settings: Optional[dict] = None,  # what describes the run, when not its config (`params_of`)
                 ):
-        self.tracker, self.kind, self.rec, self.own = tracker, kind, None, {}
+        self.tracker, self.kind, self.rec, self.own, self.settings = tracker, kind, None, {}, settings
 
     def before_fit(self, state: LoopState):
         self.own = context_params()  # this thread's blocks, read once: the run keeps them (`after_fit`)
-        params = {**state.config.to_dict(), **_model_params(state.model), **self.own}
+        settings = state.config.to_dict() if self.settings is None else self.settings  # as `params_of` says
+        params = {**settings, **_model_params(state.model), **self.own}
         params, renamed = _safe_params(params)
         tags = {"kind": self.kind, **context_params("tags"), **owner_tags(this_process()), **renamed,
                 **({"trainbook.run_dir": str(state.run_dir)} if state.run_dir else {})}
@@ -307,11 +312,11 @@ class Tracker:
         self.synced: dict = {}  # the last sync's delivered runs: experiment -> count
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainbook-track")
 
-    def observer(self, context: dict,  # what the run is: {"kind": "torch" | "xgboost" | ..., "rank": 0}
+    def observer(self, context: dict,  # what the run is: {"kind": "xgboost", "rank": 0, "settings": {...}}
                 ) -> Optional[TrackedRun]:
         "A new run's link to this store (what `tb.track()` registers as the session's 'track' observer)."
         if context.get("rank", 0) != 0: return None  # one rank records the run
-        return TrackedRun(self, context.get("kind", "torch"))
+        return TrackedRun(self, context.get("kind", "torch"), context.get("settings"))
 
     # --- on the training thread: take what is needed, hand it over ----------------------------------
     def open(self, rec: _Recording,  # the run to record: its name, params and tags
