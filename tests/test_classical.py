@@ -151,6 +151,10 @@ def test_baseline_takes_one_model_by_name_and_names_a_wrong_models(cancer):
     assert list(tb.baseline(cancer, "target", sp, models="dummy").index) == ["dummy"]
     with pytest.raises(TypeError, match="models must be a list of model names"):
         tb.baseline(cancer, "target", sp, models=None)
+    # two models of one name: the table kept the second alone, silently (probe 21)
+    from sklearn.linear_model import LogisticRegression
+    with pytest.raises(ValueError, match="the name.s. 'lr' appear more than once"):
+        tb.baseline(cancer, "target", sp, models=[("lr", LogisticRegression(C=1)), ("lr", LogisticRegression())])
 
 
 def test_a_class_only_in_the_test_rows_is_named_by_baseline_and_score_model(cancer):

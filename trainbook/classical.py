@@ -138,6 +138,11 @@ def _baseline_models(models) -> list:
         else:
             raise ValueError(f"models: each item is one of {', '.join(known)} or a (name, scikit-learn "
                              f"estimator) pair, got {item!r}")
+    names = [name for name, _ in pairs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:  # the table has one row per name: the later model would replace the earlier without a word
+        raise ValueError(f"models: the name(s) {', '.join(map(repr, twice))} appear more than once; give each "
+                         "model its own name, e.g. ('lr_C1', LogisticRegression(C=1))")
     return pairs
 
 def baseline(df: pd.DataFrame,  # the whole table: feature columns and the target
