@@ -406,7 +406,13 @@ def test_keras_runs_are_seen_by_the_sessions_observers_like_fit_runs():
     with as_the_tracker(factory):
         cb = tb.keras_callback(live=False)
         keras_fit(*learnable(), n_train=300, epochs=2, callbacks=[cb])
-    assert contexts == [{"kind": "keras"}]
+    # what a store records of it: Keras' own settings (its optimizer's lr), not TrainConfig's torch defaults
+    assert contexts == [{"kind": "keras", "settings": cb.run.extra["settings"]}]
+    from trainbook.tracking import params_of
+    recorded = params_of(cb.run)
+    assert recorded["epochs"] == "2" and recorded["optimizer"] == cb.run.model.optimizer.__class__.__name__
+    assert float(recorded["lr"]) == pytest.approx(float(cb.run.model.optimizer.learning_rate))
+    assert "weight_decay" not in recorded and "schedule" not in recorded, recorded
     valid = cb.run.records.series("loss", "valid", index="epoch")
     assert seen[0] == ("before_fit", 2, True)
     assert seen[1:3] == [("after_epoch", e, round(float(valid[e]), 6)) for e in (0, 1)]

@@ -158,6 +158,8 @@ def test_fit_xgboost_on_spark_matches_the_pandas_path(spark, tmp_path):
     assert seen.steps == run.step > 0
     pd_run = tb.fit_xgboost(df, "y", pandas_splits(df, sdf, sp), num_rounds=300, early_stopping=10, live=False)
     assert run.kind == "xgboost" and run.extra["engine"] == "spark" and run.extra["num_workers"] == 2
+    from trainbook.tracking import params_of  # a store records the rounds, not TrainConfig's torch fields
+    assert params_of(run)["epochs"] == "300" and "lr" not in params_of(run) and "batch_size" not in params_of(run)
     assert run.stopped == "early_stopping"
     h = run.history
     rounds = h[(h.split == "valid") & (h.name == "loss")]

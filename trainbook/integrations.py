@@ -136,7 +136,11 @@ def _keras_recorder_class():
             self.open = True  # a model.fit that raises skips on_train_end: `fail` ends the run then
             self.curves = live_curves(self.live, self.state)
             # the session's observers (a tracking store from tb.track(), ...), told what fit tells them
-            self.observers = Callbacks(session_observers(None, {"kind": "keras"}))
+            # what describes a Keras run in a store: Keras' own settings, not TrainConfig's torch defaults
+            self.settings = {"epochs": config.epochs, "batch_size": self.params.get("batch_size"),
+                             "steps": self.params.get("steps"), "lr": _keras_lr(self.model),
+                             "optimizer": type(getattr(self.model, "optimizer", None)).__name__}
+            self.observers = Callbacks(session_observers(None, {"kind": "keras", "settings": self.settings}))
             self.observers(Event.before_fit, self.state)
 
         def on_epoch_begin(self, epoch, logs=None):
@@ -218,7 +222,7 @@ def _keras_recorder_class():
             return Run(records=self.records, config=self.state.config, stopped=stopped, findings=findings,
                        model=self.model, environment=environment(), step=self.step, epoch=self.epoch,
                        kind="keras", run_dir=run_dir, last_path=self.folder.path("last.keras"), best=best.best,
-                       best_epoch=best.best_epoch)
+                       best_epoch=best.best_epoch, extra={"settings": self.settings})
 
         def _check(self, logs, epoch=None):
             "Note the first NaN/inf loss of each split (Keras' logs are Python numbers here: no device sync)."

@@ -154,7 +154,10 @@ def fit_xgboost(sdf,  # a Spark DataFrame: feature columns and the target
     booster.feature_names = None  # trained on f0..fk columns; BoostedModel feeds unnamed arrays
     config = TrainConfig(epochs=num_rounds, patience=early_stopping, seed=seed)
     # the session's observers (a tracker from tb.track()) see the rounds as a boosting run's
-    observers = [*session_observers(track, {"kind": "xgboost"}), *callbacks]
+    # what a store records of it (`tracking.params_of`): the boosting settings, no torch field (lr, batch_size)
+    settings = {"epochs": num_rounds, "patience": early_stopping, "seed": seed, "task": task, "engine": "spark",
+                "num_workers": workers}
+    observers = [*session_observers(track, {"kind": "xgboost", "settings": settings}), *callbacks]
     recorder = RoundRecorder(lib.metric_names(p)[0], live, observers, config, folder=folder)
     recorder.start()
     summary = model.training_summary
@@ -174,7 +177,7 @@ def fit_xgboost(sdf,  # a Spark DataFrame: feature columns and the target
               best_epoch=best, kind="xgboost",
               extra={"params": p, "best_iteration": best, "best_step": best + 1, "seconds": seconds,
                      "task": task, "classes": classes, "engine": "spark", "num_workers": workers,
-                     "prep_sample_rows": sampled, "split_fingerprint": splits.fingerprint})
+                     "prep_sample_rows": sampled, "split_fingerprint": splits.fingerprint, "settings": settings})
     remember_run(run)
     recorder.finish(run)  # [after_fit] with the run (the tracker records it), run.json, the lock released
     announce("run", run)
