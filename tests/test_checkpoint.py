@@ -239,8 +239,9 @@ def test_a_new_run_never_replaces_an_earlier_runs_files(tmp_path):
     assert prepare_run_dir(runs, resume=second)[0] == second
     assert prepare_run_dir(tmp_path / "elsewhere", resume=runs)[0] == tmp_path / "elsewhere"
     release_run_dir(runs)
-    assert prepare_run_dir(runs, overwrite=True) == (runs, None)
-    assert visible(runs) == ["version_1", "version_2"]  # overwrite=True, and only then, removes the earlier files
+    assert prepare_run_dir(runs, overwrite=True) == (runs, None)  # overwrite=True, and only then, takes it...
+    assert visible(runs) == ["last.pt", "version_1", "version_2"]  # ...its files replaced at the run's first write
+    release_run_dir(runs)
     assert prepare_run_dir(None) == (None, None)
 
 

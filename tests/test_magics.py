@@ -476,3 +476,17 @@ def test_a_run_without_validation_does_not_beat_on_its_train_loss():
         assert not cl.done["beats"] and "has no value of valid_loss" in cl.notes["beats"], str(cl)
     finally:
         cl.close()
+
+
+def test_resume_goes_on_with_the_checkpoints_settings_and_the_flags_given_override_them(ip, tmp_path):
+    "Probe 22, f5: %train --resume took every setting not retyped from TrainConfig's defaults (lr 0.001 for 0.01)."
+    d = tmp_path / "a"
+    assert run(ip, f"%train model dl_train dl_valid --epochs 1 --lr 0.01 --clip 0.5 --checkpoint-dir {d} --no-live").success
+    r = run(ip, f"%train model dl_train dl_valid --epochs 2 --checkpoint-dir {d} --resume {d} --no-live")
+    assert r.success and (r.result.config.lr, r.result.config.clip_norm, r.result.config.epochs) == (0.01, 0.5, 2)
+    changed = lambda run: [f for f in run.findings if f.kind == "resume_changed"][-1].data["changes"]  # this resume's
+    assert list(changed(r.result)) == ["config.epochs"]
+    assert set(r.result.metrics().train_lr) == {0.01}
+    r = run(ip, f"%train model dl_train dl_valid --epochs 3 --lr 0.02 --checkpoint-dir {d} --resume {d} --no-live")
+    assert r.success and (r.result.config.lr, r.result.config.clip_norm) == (0.02, 0.5)
+    assert changed(r.result)["config.lr"] == [0.01, 0.02]

@@ -197,6 +197,7 @@ def test_run_load_of_a_moved_folder_a_checkpoint_and_a_folder_of_versions(tmp_pa
     (lambda r: r["history"]["value"].pop(), "the history's columns differ in length"),
     (lambda r: r.update(stopped="banana"), "stopped='banana', which is no stop reason"),  # probe 14, f6
     (lambda r: r.update(step=-5), "holds step=-5: counts are whole numbers >= 0"),
+    (lambda r: r.update(best_epoch="two"), "holds best_epoch='two': counts are whole numbers >= 0"),  # probe 22
 ])
 def test_a_malformed_run_record_is_a_run_file_error(tmp_path, change, said):
     fit(tmp_path)
@@ -406,3 +407,123 @@ def test_the_run_folder_warning_points_at_the_users_fit(tmp_path):
         tb.fit(nn.Linear(4, 2), [(X, y)], loss_fn=nn.functional.cross_entropy, live=False, config=cfg)
     said = [w for w in seen if "version_" in str(w.message) or str(tmp_path) in str(w.message)]
     assert said and all(w.filename == __file__ for w in said), [(w.filename, str(w.message)) for w in seen]
+
+
+# ---- probe 22: overwrite replaces only an earlier run's files, and only once the new run has its own; a resumed
+# run's folder holds the best it reports; restore_best says what is missing
+
+def best_pt(folder):
+    return torch.load(folder / "best.pt", weights_only=True)
+
+
+def holds(model, state):
+    return all(torch.equal(v, state[k]) for k, v in model.state_dict().items())
+
+
+def test_overwrite_resuming_from_the_folders_own_best_pt_keeps_it(tmp_path):
+    "Probe 22, f1: resume=<folder>/best.pt with overwrite=True deleted best.pt for good; the run still reported its best."
+    first = fit(tmp_path, epochs=3)
+    best = best_pt(tmp_path)
+    # lr 1e3: the resumed epochs never beat the restored best, whose weights only best.pt holds
+    again = fit(tmp_path, epochs=5, resume=tmp_path / "best.pt", overwrite=True, config={"lr": 1e3})
+    assert (again.best, again.best_epoch) == (first.best, first.best_epoch) and again.step > best["step"]
+    assert again.best_path == tmp_path / "best.pt"
+    model = mlp(seed=5)
+    tb.Run.load(tmp_path).restore_best(model)
+    assert holds(model, best["model"])
+    assert tb.Run.load(tmp_path).step == again.step  # the earlier run's last.pt and run.json went
+
+
+def test_overwrite_keeps_the_earlier_run_when_the_new_one_fails_before_writing_a_file(tmp_path):
+    "Probe 22, f2: overwrite=True deleted the earlier run's files before the new run's first step, which then failed."
+    fit(tmp_path)
+    before = files(tmp_path)
+    typo = nn.Sequential(nn.Linear(5, 16), nn.ReLU(), nn.Linear(16, 3))  # 5 inputs: the data has 8
+    with pytest.raises(RuntimeError) as err: fit(tmp_path, model=typo, overwrite=True)
+    assert files(tmp_path) == before and tb.Run.load(tmp_path).stopped == "completed"  # as it was, run.json too
+    failed = err.value.run
+    assert (failed.stopped, failed.step, failed.last_path, failed.best_path) == ("failed", 0, None, None)
+    assert tb.checkpoint.folder_writer(tmp_path) is None
+    again = fit(tmp_path, epochs=1, overwrite=True)  # a run that writes its files replaces the earlier ones
+    assert sorted(files(tmp_path)) == ["best.pt", "last.pt", "run.json"] and files(tmp_path) != before
+    assert tb.Run.load(tmp_path).step == again.step
+
+
+def test_a_ctrl_c_while_the_earlier_files_go_leaves_the_rest_to_the_next_write(tmp_path, monkeypatch):
+    "The earlier run's files go one at a time once the new run wrote one: a Ctrl-C in between, the next write ends it."
+    from pathlib import Path
+    from trainbook.run import Handover
+    fit(tmp_path)
+    handover = Handover(tmp_path, ["last.pt", "best.pt", "run.json"])
+    assert handover.is_earlier("last.pt")
+    tb.save_checkpoint(tmp_path / "last.pt", model=mlp(), step=0)  # the new run's first file
+    assert not handover.is_earlier("last.pt")
+    unlink = Path.unlink
+    def cut(self, *args, **kwargs):  # the first removal is done, then Ctrl-C
+        monkeypatch.setattr(Path, "unlink", unlink)
+        unlink(self, *args, **kwargs)
+        raise KeyboardInterrupt
+    monkeypatch.setattr(Path, "unlink", cut)
+    with pytest.raises(KeyboardInterrupt): handover.apply()
+    assert sorted(files(tmp_path)) == ["last.pt", "run.json"]
+    handover.apply()
+    assert sorted(files(tmp_path)) == ["last.pt"] and handover.earlier == {}
+    assert tb.load_checkpoint(tmp_path)["step"] == 0  # the new run's
+
+
+def test_overwrite_leaves_your_own_files_and_removes_an_earlier_runs(tmp_path):
+    "Probe 22, f3: overwrite=True deleted a model.json of the user's in a folder that held no run."
+    for name, overwrite in (("a", True), ("b", False)):
+        mine = tmp_path / name
+        mine.mkdir()
+        (mine / "model.json").write_text('{"layers": [8, 16, 3]}')  # your own file, a run file's name
+        run = fit(mine, overwrite=overwrite)
+        assert run.run_dir == mine and (mine / "model.json").read_text() == '{"layers": [8, 16, 3]}'
+        assert not any(f.kind == "run_dir_versioned" for f in run.findings)  # the folder held no run
+    fit(tmp_path / "c")
+    (tmp_path / "c" / "model.json").write_text("{}")  # beside a run record: the earlier run's (a boosting run's)
+    fit(tmp_path / "c", overwrite=True)
+    assert sorted(files(tmp_path / "c")) == ["best.pt", "last.pt", "run.json"]
+
+
+def test_a_branch_that_never_beats_the_restored_best_holds_its_best_pt(tmp_path):
+    "Probe 22, f4: a resume into version_1 (or another checkpoint_dir) reported a best, but its folder had no best.pt."
+    first = fit(tmp_path / "a", epochs=3)
+    best = best_pt(tmp_path / "a")
+    for resume, folder in ((tmp_path / "a" / "best.pt", tmp_path / "a"), (tmp_path / "a", tmp_path / "b")):
+        branch = fit(folder, epochs=5, resume=resume, config={"lr": 1e3})
+        assert branch.run_dir in (tmp_path / "a" / "version_1", tmp_path / "b")
+        assert (branch.best, branch.best_epoch) == (first.best, first.best_epoch)
+        assert branch.best_path == branch.run_dir / "best.pt"
+        model = mlp(seed=5)
+        branch.restore_best(model)
+        assert holds(model, best["model"])
+        loaded = mlp(seed=6)
+        tb.Run.load(branch.run_dir).restore_best(loaded)  # read back from its folder too
+        assert holds(loaded, best["model"])
+
+
+def test_restore_best_names_a_missing_folder_or_file_and_a_model_that_does_not_fit(tmp_path):
+    "Probe 22, f6: a moved folder read as 'the run saved no best evaluation'; another shape, torch's bare error."
+    run = fit(tmp_path / "a")
+    shutil.move(tmp_path / "a", tmp_path / "moved")
+    with pytest.raises(FileNotFoundError, match="run's folder .* does not exist any more .*Run.load"):
+        run.restore_best(mlp())
+    moved = tb.Run.load(tmp_path / "moved")
+    with pytest.raises(ValueError, match=r"moved/best.pt does not fit this model: size mismatch for 0.weight"):
+        moved.restore_best(mlp(h=32))
+    (tmp_path / "moved" / "best.pt").unlink()
+    with pytest.raises(FileNotFoundError, match=r"the run's best \(valid_loss .* at epoch \d\) was saved there"):
+        moved.restore_best(mlp())
+
+
+def test_a_resume_with_other_batches_in_a_plain_list_is_a_resume_change(tmp_path):
+    "Probe 22, f7: a list of (xb, yb) batches had no fingerprint: other data resumed without a word."
+    def listed(seed):
+        X, y = blobs(n=96, seed=seed)
+        return [(X[i:i + 32], y[i:i + 32]) for i in range(0, 96, 32)], [(X[:32], y[:32])]
+    fit(tmp_path / "a", batches=listed(0))
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    changes = lambda run: next((f.data["changes"] for f in run.findings if f.kind == "resume_changed"), {})
+    assert "data_fingerprint" not in changes(fit(tmp_path / "a", epochs=3, resume=tmp_path / "a", batches=listed(0)))
+    assert "data_fingerprint" in changes(fit(tmp_path / "b", epochs=3, resume=tmp_path / "b", batches=listed(1)))

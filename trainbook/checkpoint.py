@@ -15,11 +15,11 @@ import torch.distributed as dist
 from torch import nn
 
 from . import __version__
-from .core import (Finding, TrainConfig, loader_generators, loader_length, process_alive, rng_state,
-                            this_process, warn)
+from .core import (Finding, TrainConfig, atomic_write, loader_generators, loader_length, process_alive,
+                            rng_state, this_process, warn)
 from .optim import rescale_lr
 from .distributed import full_state, load_sharded_state
-from .run import RUN_FILES, json_safe, write_run_record
+from .run import RUN_FILES, Handover, earlier_run_files, json_safe, write_run_record
 
 # %% auto #0
 __all__ = ['FORMAT', 'SNAPSHOT_SPACING', 'SNAPSHOT_FREE', 'SNAPSHOT_ALWAYS', 'unwrap', 'check_loadable', 'save_checkpoint',
@@ -29,8 +29,6 @@ __all__ = ['FORMAT', 'SNAPSHOT_SPACING', 'SNAPSHOT_FREE', 'SNAPSHOT_ALWAYS', 'un
            'check_epochs_left', 'check_resume', 'Checkpointer', 'Position', 'BufferSnapshot']
 
 # %% ../nbs/06_checkpoint.ipynb #f4a0ad9b
-from .core import atomic_write
-
 def unwrap(model: nn.Module,  # a model, maybe inside DDP or torch.compile wrappers
           ) -> nn.Module:
     "The plain module inside DDP / `torch.compile` wrappers, whose state_dict keys carry no prefix."
@@ -235,7 +233,6 @@ def load_checkpoint(path: str | Path,  # a checkpoint file, or a run folder (its
     state = read_checkpoint(path, map_location=map_location, trusted=trusted)
     return restore_checkpoint(state, model, optimizer, scheduler, scaler, strict=strict, where=str(path))
 
-# %% ../nbs/06_checkpoint.ipynb #845e78da
 class FindingsPart:
     "A run's findings as a checkpoint part: a resumed run keeps what was found before it stopped."
     def __init__(self, findings: list,  # the run's findings (`LoopState.findings`), loaded into in place
@@ -244,8 +241,7 @@ class FindingsPart:
 
     def state_dict(self) -> list: return json_safe([f.__dict__ for f in self.findings])
 
-    def load_state_dict(self,
-                        rows: list,  # what `state_dict` returned
+    def load_state_dict(self, rows: list,  # what `state_dict` returned
                        ) -> None:
         self.findings[:] = [Finding(**row) for row in rows]
 
@@ -288,8 +284,7 @@ def probe_writable(folder: str | Path,  # the folder a run will write to (create
                          "for a run without files") from None
     return folder
 
-# %% ../nbs/06_checkpoint.ipynb #b8ccc60c
-# a run's files (`RUN_FILES`, in `run`): an earlier run's, when the folder holds one of them
+# a run's files: `RUN_FILES`, those an earlier run left: `earlier_run_files` (both in `run`)
 _MARKER = ".trainbook-run"  # the writer's lock: who writes this folder (host, pid, start), from its start
 _VERSION = re.compile(r"^version_\d+$")
 
@@ -359,7 +354,7 @@ def _write_lock(folder: Path) -> bool:
 def _claim(folder: Path, force: bool = False) -> bool:
     """Lock `folder` for this run: False when it holds another run (a new run then takes a version folder);
     `force` (resume, overwrite) takes a folder with files but never one a live process writes."""
-    if not force and any((folder / f).exists() for f in RUN_FILES): return False
+    if not force and earlier_run_files(folder): return False
     folder.mkdir(parents=True, exist_ok=True)
     locked, who = _read_lock(folder)
     if locked and who is None:  # a lock is written whole: this one was cut short
@@ -391,7 +386,7 @@ def _in_place(checkpoint_dir: Path, resume) -> Optional[Path]:
 
 def prepare_run_dir(checkpoint_dir: str | Path | None,  # the folder asked for (TrainConfig.checkpoint_dir)
                     resume: str | Path | None = None,  # the checkpoint (or run folder) the run resumes from
-                    overwrite: bool = False,  # replace the previous run's files in checkpoint_dir
+                    overwrite: bool = False,  # take checkpoint_dir though it holds a run (see `Handover`)
                     resumable: bool = True,  # the run can resume an earlier one (the advice names resume=)
                    ) -> tuple[Optional[Path], Optional[Finding]]:
     "The folder this run writes to, checked writable and claimed, so no earlier run's files are replaced."
@@ -402,16 +397,15 @@ def prepare_run_dir(checkpoint_dir: str | Path | None,  # the folder asked for (
     if here is not None:  # a resumed run continues in its own folder
         _claim(here, force=True)
         return here, None
-    if overwrite:
-        _claim(base, force=True)  # refused while another process writes there: its files stay
-        for name in RUN_FILES: (base / name).unlink(missing_ok=True)
+    if overwrite:  # the earlier run's files stay until this run writes its own (`Checkpointer`, `Handover`)
+        _claim(base, force=True)  # refused while another process writes there
         return base, None
     folder, version = base, 0
     while not _claim(folder):
         version += 1
         folder = base / f"version_{version}"
     if folder == base: return base, None
-    held = [name for name in RUN_FILES if (base / name).exists()] or ["a run in progress"]
+    held = earlier_run_files(base) or ["a run in progress"]
     if resume is not None:  # a branch (from best.pt, or from another folder's run): the new run has its own folder
         return folder, Finding(
             "run_dir_versioned", "info",
@@ -472,8 +466,7 @@ def saved_signature(ckpt: dict,  # a loaded checkpoint
                "versions": {"torch": env.get("torch"),
                             "trainbook": (env.get("packages") or {}).get("trainbook")}}
         if isinstance(ckpt.get("model"), dict):
-            tensors = {k: v for k, v in ckpt["model"].items() if isinstance(v, torch.Tensor)}
-            sig["shapes"] = {k: list(v.shape) for k, v in tensors.items()}
+            sig["shapes"] = {k: list(t.shape) for k, t in ckpt["model"].items() if torch.is_tensor(t)}
     sig["batch_idx"] = ckpt.get("batch_idx")
     return sig
 
@@ -590,8 +583,7 @@ SNAPSHOT_ALWAYS = 100  # epochs: each epoch end before this one is written, howe
 
 class Checkpointer:
     "The run folder's policy: last.pt, best.pt and run.json in `run_dir` (rank 0 writes; FSDP gathers first)."
-    def __init__(self,
-                 run_dir: Union[str, Path, None],  # where the files go; None = no files
+    def __init__(self, run_dir: Union[str, Path, None],  # where the files go; None = no files
                  *,
                  rank: int = 0,  # this process's rank (only rank 0 writes)
                  strategy: Optional[str] = None,  # None | ddp | fsdp (fsdp gathers the full state first)
@@ -601,11 +593,14 @@ class Checkpointer:
                  clock: Callable[[], float] = time.perf_counter,  # seconds, to time run.json (tests: fake)
                  config_lr: bool = False,  # the optimizer was made at config.lr: a resume at another lr scales it
                 ):
+        if f"last{suffix}" not in RUN_FILES:  # a later run would not see this run's checkpoints as a run's
+            raise ValueError(f"suffix={suffix!r}: last{suffix} is not a run file ({', '.join(RUN_FILES)})")
         self.run_dir, self.suffix, self.config_lr = (Path(run_dir) if run_dir else None), suffix, config_lr
         self.rank, self.strategy, self.parts, self.meta = rank, strategy, parts or {}, meta or {}
         self.findings: list = []  # what choosing the folder and restoring noticed
         self._clock, self._last_write = clock, None  # (when the last run.json write ended, how long it took)
         self._lock: Optional[dict] = None  # the folder's lock as this run claimed it (rank 0)
+        self._handover = Handover()  # what the first write brings (rank 0: planned by `prepare`)
 
     def prepare(self,
                 resume: Union[str, Path, None] = None,  # the checkpoint (or run folder) the run resumes from
@@ -623,7 +618,10 @@ class Checkpointer:
             dist.broadcast_object_list(chosen, src=0)
         if chosen[2] is not None: raise chosen[2]
         self.run_dir = Path(chosen[0])
-        if self.rank == 0: self._lock = folder_writer(self.run_dir)
+        if self.rank == 0:
+            self._lock = folder_writer(self.run_dir)
+            source = checkpoint_file(resume) if resume is not None else None  # the checkpoint it goes on from
+            self._handover = Handover.plan(self.run_dir, source, overwrite)  # what its first write brings
         if chosen[1] is not None:
             self.findings.append(chosen[1])
             warn(f"{chosen[1].message}; {chosen[1].advice}")
@@ -633,8 +631,7 @@ class Checkpointer:
         "Whether this run writes files."
         return self.run_dir is not None
 
-    def save(self,
-             name: str,  # the file in `run_dir` (last.pt, best.pt)
+    def save(self, name: str,  # the file in `run_dir` (last.pt, best.pt)
              **entries,  # more entries to store (step, the position, ...)
             ) -> None:
         "Write `run_dir/name` with every part's state, the meta entries and `entries` (e.g. the position)."
@@ -649,9 +646,9 @@ class Checkpointer:
         save_checkpoint(self.run_dir / name, model=full["model"] if full else p["model"],
                         optimizer=full["optimizer"] if full else p["optimizer"], scheduler=scheduler,
                         scaler=p.get("scaler"), **{**others, **self.meta, **entries})
+        self._handover.apply()  # written: the earlier run's other files go, a carried best comes
 
-    def read(self,
-             resume: Union[str, Path],  # the checkpoint (or run folder) to resume from
+    def read(self, resume: Union[str, Path],  # the checkpoint (or run folder) to resume from
              device: torch.device,  # where its tensors go
             ) -> dict:
         """Read `resume` and compare it with this run, before any folder is claimed or part loaded: what changed
@@ -661,8 +658,7 @@ class Checkpointer:
             self.findings += resume_changes(saved_signature(ckpt), self.meta["signature"], self.config_lr)
         return ckpt
 
-    def restore(self,
-                resume: Union[str, Path],  # the checkpoint (or run folder) to load
+    def restore(self, resume: Union[str, Path],  # the checkpoint (or run folder) to load
                 device: torch.device,  # where its tensors go
                 ckpt: Optional[dict] = None,  # what `read(resume)` returned; None = read it here
                ) -> dict:
@@ -686,8 +682,9 @@ class Checkpointer:
 
     def path(self, name: str,  # a file name in `run_dir`
             ) -> Optional[Path]:
-        "`run_dir/name` when that file exists."
-        return self.run_dir / name if self.enabled and (self.run_dir / name).exists() else None
+        "`run_dir/name` when this run's file is there (not the earlier run's, which `overwrite` replaces)."
+        file = self.run_dir / name if self.enabled else None
+        return file if file is not None and file.exists() and not self._handover.is_earlier(name) else None
 
     def write_run(self, run: "Run",  # the run: ended, or a snapshot (`stopped == "running"`)
                   final: bool = True,  # the run ended: always written; else skipped when written lately
@@ -696,12 +693,14 @@ class Checkpointer:
         `SNAPSHOT_FREE` and the time since is under `SNAPSHOT_SPACING` times its duration (<= ~5%), from
         epoch `SNAPSHOT_ALWAYS` on."""
         if not self.enabled or self.rank != 0: return
+        if final and self._handover.keeps_earlier(run): return  # its record is not written over theirs
         started = self._clock()
         if not final and self._last_write is not None and run.epoch >= SNAPSHOT_ALWAYS:
             ended, took = self._last_write
             if took > SNAPSHOT_FREE and started - ended < SNAPSHOT_SPACING * took: return
         self._check_held("run.json")
         write_run_record(run, self.run_dir / "run.json")
+        self._handover.apply()
         ended = self._clock()
         self._last_write = (ended, ended - started)
 
@@ -763,16 +762,13 @@ class Position:
         if batch_idx == 0 and self.epoch_rng is not None: rng = self.epoch_rng  # the epoch is redone whole
         return self.at(batch_idx=batch_idx, rng=rng if rng is not None else rng_state(generators))
 
-
 # %% ../nbs/06_checkpoint.ipynb #89ce6887
 class BufferSnapshot:
     """The model's buffers that training moves (BatchNorm's running stats, ...), copied at each accumulation
     window's start, so that a Ctrl-C inside the window can put them back as the last completed step left them."""
-    def __init__(self,
-                 model: nn.Module,  # the model being trained (wrappers are unwrapped)
+    def __init__(self, model: nn.Module,  # the model being trained (wrappers are unwrapped)
                 ):
-        # all at first, after the first window those it moved; detached views (the same memory), so copying
-        # them never joins an autograd graph
+        # all at first, then those the first window moved; detached views: a copy joins no autograd graph
         self.buffers = [b.detach() for b in unwrap(model).buffers()]
         self.copies: Optional[list] = None  # the buffers as they were at the current window's start
         self.found = False  # whether the buffers that move are known (from the first window on)

@@ -734,17 +734,32 @@ def _tensor_bytes(t: torch.Tensor, limit: int) -> bytes:
     if flat.numel() > limit: flat = flat[:: math.ceil(flat.numel() / limit)]
     return flat.cpu().contiguous().view(torch.uint8).numpy().tobytes()  # any dtype, bf16 and bool included
 
+_SAMPLED_BATCHES = 64  # a list of batches is hashed on its length and this many batches at most
+
+def _batch_items(batch) -> list:
+    "What a batch holds, in order: its items (an (xb, yb) pair), its values by key (a dict), or itself."
+    if isinstance(batch, dict): return [batch[k] for k in sorted(batch, key=str)]
+    return list(batch) if isinstance(batch, (tuple, list)) else [batch]
+
+def _listed_tensors(batches: list) -> list:
+    """The items of a list (or tuple) of batches: of `_SAMPLED_BATCHES` evenly spaced batches at most, the
+    last one included, so a long list costs no more than a short one."""
+    n = len(batches)
+    picked = sorted({*range(0, n, math.ceil(n / _SAMPLED_BATCHES)), n - 1}) if n else []
+    return [item for i in picked for item in _batch_items(batches[i])]
+
 def _held_tensors(source) -> Optional[list]:
-    "The tensors a loader (or dataset) holds in memory; None when it holds something else."
+    "The tensors a loader (a dataset, a list of batches) holds in memory; None when it holds something else."
     if isinstance(source, torch.Tensor): tensors = [source]
     elif isinstance(source, TensorLoader): tensors = source._flat
+    elif isinstance(source, (list, tuple)): tensors = _listed_tensors(source)  # a list of (xb, yb) batches
     else: tensors = getattr(getattr(source, "dataset", source), "tensors", None)  # torch's TensorDataset
     if not isinstance(tensors, (tuple, list)) or not tensors: return None
     if not all(isinstance(t, torch.Tensor) and t.layout == torch.strided for t in tensors):
         return None  # sparse
     return list(tensors)
 
-def fingerprint_data(*sources,  # loaders (TensorLoader, a DataLoader over a TensorDataset), tensors, DataFrames
+def fingerprint_data(*sources,  # loaders (TensorLoader, DataLoader of a TensorDataset, batch list), frames
                      limit: int = 1_000_000,  # elements hashed per tensor at most (evenly spaced beyond that)
                     ) -> Optional[str]:
     "A short stable hash of the data behind `sources` (None ones count as absent); None when one cannot be read."
@@ -759,5 +774,8 @@ def fingerprint_data(*sources,  # loaders (TensorLoader, a DataLoader over a Ten
             continue
         tensors = _held_tensors(source)
         if tensors is None: return None
-        for t in tensors: parts += [f"{t.dtype}{tuple(t.shape)}|", _tensor_bytes(t, limit)]
+        listed = isinstance(source, (list, tuple))  # its length counts; each sampled batch a share of `limit`
+        if listed: parts.append(f"{len(source)} batches|")
+        each = max(1, limit // _SAMPLED_BATCHES) if listed else limit
+        for t in tensors: parts += [f"{t.dtype}{tuple(t.shape)}|", _tensor_bytes(t, each)]
     return digest(*parts)

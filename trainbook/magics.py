@@ -377,6 +377,22 @@ def parse_body(body: str,  # the cell below `%%train`: one `key = value` per lin
                              f"{key} = {raw}, or forward slashes, {key} = {slashes}")
     return out
 
+_SESSION_FIELDS = ("checkpoint_dir", "device")  # where the files go and where it computes: this session's
+
+def _resumed_config(resume: str,  # what --resume names: a checkpoint file or a run folder
+                   ) -> dict:
+    """The TrainConfig fields of the checkpoint `%train --resume` goes on from (but `_SESSION_FIELDS`): the
+    settings not given keep the run's own. Empty when it cannot be read (fit then says why)."""
+    import torch
+    from dataclasses import fields
+    from trainbook.checkpoint import checkpoint_file
+    try:  # mmap: the config is read, the weights stay on disk
+        saved = torch.load(checkpoint_file(resume), map_location="cpu", weights_only=True, mmap=True)
+        saved = saved["config"]
+    except Exception: return {}
+    known = {f.name for f in fields(TrainConfig)} - set(_SESSION_FIELDS)
+    return {k: v for k, v in saved.items() if k in known} if isinstance(saved, dict) else {}
+
 def _looks_swapped(xb, yb) -> bool:
     "Whether a batch looks like (y, x): a first tensor of fewer dimensions than the floating second one."
     import torch
@@ -468,7 +484,7 @@ class TrainbookMagics(Magics):
     @argument("--dry-run", action="store_true",
               help="instead of training: a few steps through the real fit on copies, a checkpoint round trip "
                    "and a resumed step; the verdict (DryRunReport) is stored as _dry_run")
-    @argument("--resume", help="a last.pt to resume from")
+    @argument("--resume", help="a last.pt (or its run folder) to resume from, with its settings unless given")
     @argument("--no-live", action="store_true", help="no progress bars or live curves")
     @line_cell_magic
     def train(self,
@@ -489,7 +505,9 @@ class TrainbookMagics(Magics):
         twice = sorted(set(body) & set(overrides))
         if twice: raise UsageError(f"{', '.join(twice)}: set by a flag and in the cell; set each once")
         overrides.update(body)
-        try: cfg = TrainConfig(**overrides)
+        saved = _resumed_config(a.resume) if a.resume else {}
+        if saved: print("settings: the checkpoint's own, but for those given (--resume goes on with its run)")
+        try: cfg = TrainConfig(**{**saved, **overrides})
         except (ValueError, TypeError) as e: raise UsageError(str(e)) from None
         from trainbook.guard import check_loader
         try: check_loader(dl_train, a.dl_train)  # data where batches belong, an empty list: named before any work

@@ -4,11 +4,11 @@
 
 # %% ../nbs/05a_run.ipynb #6765f40e
 from __future__ import annotations
-import contextlib, html, json, math, os
+import contextlib, html, json, math, os, shutil
 from dataclasses import dataclass, field, fields
 from enum import Enum
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Iterable, Optional, Union
 
 import numpy as np
 from .core import (Finding, History, TrainConfig, atomic_write, did_you_mean, findings_html,
@@ -18,7 +18,8 @@ from .core import (Finding, History, TrainConfig, atomic_write, did_you_mean, fi
 __all__ = ['STOP_REASONS', 'RECORDS', 'PER_STEP', 'SYSTEM', 'EVIDENCE', 'MONITOR_ALIASES', 'RUN_FORMAT', 'RUN_VERSION',
            'RUN_FILES', 'RUNNING', 'UNKNOWN_CONFIG', 'StopReason', 'Record', 'record_key', 'monitored_record',
            'last_run', 'remember_run', 'unrecorded', 'Run', 'grouped_findings', 'RunFileError', 'json_safe',
-           'history_json', 'history_from_last', 'mark_killed', 'written_by', 'run_record_bytes', 'write_run_record']
+           'history_json', 'earlier_run_files', 'file_identity', 'Handover', 'history_from_last', 'mark_killed',
+           'written_by', 'run_record_bytes', 'write_run_record']
 
 # %% ../nbs/05a_run.ipynb #c9cb2482
 class StopReason(str, Enum):
@@ -171,12 +172,22 @@ class Run:
         if self.run_dir is None:
             raise ValueError("this run kept no folder (TrainConfig.checkpoint_dir=None), so no best.pt: set "
                              "checkpoint_dir to keep the best evaluation's weights")
+        if not Path(self.run_dir).is_dir():
+            raise FileNotFoundError(f"the run's folder {str(self.run_dir)!r} does not exist any more (moved "
+                                    "or deleted?): tb.Run.load(its new place).restore_best(model) finds "
+                                    "best.pt there")
         best = Path(self.run_dir) / "best.pt"
         if not best.is_file():
-            raise FileNotFoundError(f"{best} does not exist: the run saved no best evaluation (none was "
-                                    f"finite, or it ended before its first)")
+            why = ("the run saved no best evaluation (none was finite, or it ended before its first)"
+                   if self.best is None else f"the run's best ({self.monitor_followed()} {self.best:.4g} at "
+                   f"epoch {self.best_epoch}) was saved there, and the file has been deleted or moved since")
+            raise FileNotFoundError(f"{best} does not exist: {why}")
         device = next((p.device for p in model.parameters()), torch.device("cpu"))
-        load_checkpoint(best, model, map_location=device)
+        try: load_checkpoint(best, model, map_location=device)
+        except RuntimeError as e:  # torch's load_state_dict: weights missing, unexpected or of another shape
+            detail = "; ".join(line.strip() for line in str(e).splitlines()[1:] if line.strip()) or str(e)
+            raise ValueError(f"{best} does not fit this model: {detail}. Pass the model this run trained "
+                             "(the same layers and shapes)") from None
         return self
 
     def monitor_followed(self) -> str:
@@ -264,6 +275,8 @@ RUN_FORMAT, RUN_VERSION = "trainbook-run", 1
 # a run's files: checkpoints (torch, Flax), a Keras model, a boosting run's model and preprocessing, the record
 RUN_FILES = ("last.pt", "best.pt", "last.msgpack", "best.msgpack", "last.keras", "boosted.json", "model.json",
              "model.txt", "model.cbm", "prep.skops", "run.json")
+# names your own files may have too (a model, a preprocessing): a run's only beside its record or checkpoints
+_SHARED_NAMES = ("model.json", "model.txt", "model.cbm", "prep.skops")
 RUNNING = "running"  # `Run.stopped` of a snapshot written while the run goes
 _NOT_RECORDED = ("run_params",)  # extra entries that only live in the session
 UNKNOWN_CONFIG = "unknown_config"  # `Run.extra` key: config fields of the record this trainbook does not know
@@ -301,6 +314,79 @@ def history_json(history: History,  # the records of a run
     out = {c: list(col) if plain[c] else json_safe(col) for c, col in columns.items()}
     if plain["value"]: out["value"] = _finite_json(out["value"])
     return out
+
+def earlier_run_files(folder: Union[str, Path],  # a folder a run may write to
+                     ) -> list[str]:
+    """The `RUN_FILES` an earlier trainbook run left in `folder` (what `overwrite=True` replaces, what makes a
+    new run take a version folder); none without a run record or checkpoint: your own model.json is no run."""
+    found = [name for name in RUN_FILES if (Path(folder) / name).is_file()]
+    return found if set(found) - set(_SHARED_NAMES) else []
+
+def file_identity(path: Union[str, Path],  # a file
+                 ) -> Optional[tuple]:
+    "Which file `path` is (device, inode, size, mtime), None if none: a file written over is another one."
+    try: st = os.stat(path)
+    except OSError: return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+class Handover:
+    """What a run's first write in its folder brings besides its own file: the earlier run's files there go
+    (`overwrite=True`), the best checkpoint a resumed run carries from another folder comes in (a hard link; a
+    copy across file systems). Until then the earlier files stay: a run that fails first replaces nothing."""
+    def __init__(self,
+                 folder: Union[str, Path, None] = None,  # the run's folder (None: nothing to hand over)
+                 earlier: Iterable[str] = (),  # the earlier run's files in it (`earlier_run_files`)
+                 carried: Optional[Path] = None,  # a best checkpoint in another folder: the run's best
+                ):
+        self.folder, self.carried = (Path(folder) if folder is not None else None), carried
+        self.earlier = {name: file_identity(self.folder / name) for name in earlier}  # each file as it is now
+
+    @classmethod
+    def plan(cls, folder: Path,  # the run's folder, claimed (`prepare_run_dir`)
+             resume: Optional[Path],  # the checkpoint file the run resumes from (`checkpoint_file`), or None
+             overwrite: bool,  # the run replaces an earlier run's files in `folder`
+            ) -> "Handover":
+        """What a run's first write in `folder` brings; done at once when no earlier file waits for it (a
+        branch's carried best). A resume from the folder's own best.pt keeps it: the best the run reports."""
+        earlier = earlier_run_files(folder) if overwrite else []
+        if resume is not None and resume.parent.resolve() == folder.resolve():
+            if resume.name.startswith("last."): return cls()  # resumed in place: the files are the run's own
+            return cls(folder, [n for n in earlier if n != f"best{resume.suffix}"])
+        best = resume.with_name(f"best{resume.suffix}") if resume is not None else None
+        handover = cls(folder, earlier, best if best is not None and best.is_file() else None)
+        if not handover.earlier: handover.apply()
+        return handover
+
+    def is_earlier(self, name: str,  # a file name in the folder
+                  ) -> bool:
+        "Whether `folder/name` is still the earlier run's file (not one this run wrote over it)."
+        return name in self.earlier and file_identity(self.folder / name) == self.earlier[name]
+
+    def keeps_earlier(self, run: "Run",  # the run, as it ended
+                     ) -> bool:
+        """Whether `run` failed or was interrupted before it wrote a file of its own: the earlier run's files
+        stay as they were, its record too (a warning says so)."""
+        if not self.earlier or run.stopped not in (StopReason.failed, StopReason.interrupted): return False
+        if any(file_identity(self.folder / name) not in (None, self.earlier.get(name)) for name in RUN_FILES):
+            return False  # a file of its own is there: the earlier ones go when its record is written
+        warn(f"this run ended {run.stopped} before it wrote a file of its own: {str(self.folder)!r} keeps "
+             f"the earlier run's files ({', '.join(self.earlier)}) as they were; the run is err.run (or "
+             "the Run returned)")
+        return True
+
+    def apply(self) -> None:
+        """Once the run has written a file (over its namesake): remove the earlier run's other files, bring the
+        carried best in. After a Ctrl-C in between, the next call does the rest."""
+        for name in list(self.earlier):
+            if self.is_earlier(name): (self.folder / name).unlink(missing_ok=True)  # not written over
+            del self.earlier[name]
+        target = self.folder / self.carried.name if self.carried is not None else None
+        if target is not None and not target.exists():
+            try: os.link(self.carried, target)  # the same bytes, no space taken
+            except OSError:  # another file system: an atomic copy
+                with open(self.carried, "rb") as f:
+                    atomic_write(target, lambda out: shutil.copyfileobj(f, out))
+        self.carried = None
 
 def _number(v):
     "A float back from `json_safe` (the strings nan, inf, -inf included)."
@@ -407,10 +493,11 @@ def _run_from_record(record: dict, where: str) -> "Run":
     if record["stopped"] not in (*STOP_REASONS, RUNNING):
         raise RunFileError(f"{where} says the run stopped={record['stopped']!r}, which is no stop reason (one of "
                            f"{', '.join(STOP_REASONS)}, or {RUNNING!r} while it runs): edited by hand?")
-    bad = [k for k in ("step", "epoch", "skipped_steps") if not isinstance(record.get(k, 0), int)
-           or isinstance(record.get(k, 0), bool) or record.get(k, 0) < 0]
-    if bad: raise RunFileError(f"{where} holds {', '.join(f'{k}={record[k]!r}' for k in bad)}: counts are whole "
-                               "numbers >= 0 (edited by hand?)")
+    counts = {k: record.get(k, 0) for k in ("step", "epoch", "skipped_steps")}
+    if record.get("best_epoch") is not None: counts["best_epoch"] = record["best_epoch"]
+    bad = [k for k, v in counts.items() if not isinstance(v, int) or isinstance(v, bool) or v < 0]
+    if bad: raise RunFileError(f"{where} holds {', '.join(f'{k}={counts[k]!r}' for k in bad)}: counts are "
+                               "whole numbers >= 0 (edited by hand?)")
     try:
         h = record["history"]
         history = History()
