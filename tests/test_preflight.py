@@ -190,6 +190,12 @@ def test_dry_run_notes_a_previous_run_in_the_checkpoint_folder(tmp_path):
     assert report.passed and kinds(report.findings) == ["previous_run"]
     assert report.findings[0].severity == "info"
     assert (tmp_path / "last.pt").read_bytes() == b"an earlier run"
+    # your own model.json is no run, as fit decides it (probe 22): no note
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "model.json").write_text("{}")
+    report = dry_run(mlp(), dl_train, dl_valid, nn.CrossEntropyLoss(), tb.TrainConfig(checkpoint_dir=str(mine)))
+    assert report.passed and kinds(report.findings) == []
 
 
 @pytest.fixture

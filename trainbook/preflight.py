@@ -13,7 +13,8 @@ from typing import Any, Callable, Iterable, Optional, Union
 import torch
 from torch import nn
 
-from .checkpoint import RUN_FILES, load_checkpoint, unwritable
+from .checkpoint import load_checkpoint, unwritable
+from .run import earlier_run_files
 from .batch import (batch_rows, bce_target_range, call_model, compute_loss, kept_rng, model_loss,
                              prediction, rows_in, split_batch, to_device, training_lock)
 from .core import Finding, TrainConfig, announce, findings_html, pick_device, pick_precision
@@ -307,7 +308,7 @@ def probe_folder(folder: Union[str, Path],  # the folder a run will write to (it
 
 def _previous_run(folder: Union[str, Path]) -> list[Finding]:
     "A note when the run folder already holds a run's files."
-    found = [f for f in RUN_FILES if (Path(folder).expanduser() / f).exists()]
+    found = earlier_run_files(Path(folder).expanduser())  # as fit decides it: your own model.json is no run
     if not found: return []
     why = f"checkpoint_dir {str(folder)!r} already holds {', '.join(found)}"
     return [Finding("previous_run", "info", why,
