@@ -160,3 +160,24 @@ def test_a_list_of_batches_is_fingerprinted_on_its_length_and_a_sample_of_batche
     assert tb.fingerprint_data(batches[:-1] + [(X, 1 - y)]) != fingerprint  # the last batch is always hashed
     assert tb.fingerprint_data([{"x": X, "y": y}]) == tb.fingerprint_data([{"y": y, "x": X}])  # dicts: by key
     assert tb.fingerprint_data([(X, ["a"] * 64)]) is None  # batches of something else than tensors: none
+
+
+def test_a_custom_preprocessor_with_sparse_output_and_weights_that_draw_nothing():
+    "Probe 24: scikit-learn's default sparse one-hot failed in numpy; all-zero or NaN weights failed in torch."
+    import numpy as np, pandas as pd
+    from sklearn.compose import ColumnTransformer
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.normal(0, 1, 300), "shop": rng.choice([f"s{i}" for i in range(40)], 300)})
+    df["y"] = (df.x > 0).astype(int)
+    splits = tb.make_splits(df, target="y", strategy="stratified", valid_size=0.2, seed=0)
+    ct = ColumnTransformer([("oh", OneHotEncoder(handle_unknown="ignore"), ["shop"]), ("x", StandardScaler(), ["x"])])
+    dl_train, _, _, prep = tb.loaders_from_frame(df, "y", splits, preprocessor=ct)
+    xb, _ = next(iter(dl_train))
+    dense = ct.transform(df.iloc[splits.train][["x", "shop"]]).toarray()
+    assert xb.dtype == torch.float32 and xb.shape[1] == dense.shape[1] == 41
+    assert torch.allclose(prep.transform(df.iloc[splits.train[:5]]), torch.as_tensor(dense[:5], dtype=torch.float32))
+    X, y = torch.randn(10, 3), torch.arange(10) % 2
+    for bad in (torch.zeros(10), torch.full((10,), float("nan")), -torch.ones(10)):
+        with pytest.raises(ValueError, match="finite, non-negative numbers, one per row, not all 0"):
+            tb.TensorLoader(X, y, weights=bad)

@@ -96,8 +96,10 @@ class TensorLoader(ShardedBatches):
         if n == 0: raise ValueError("TensorLoader got empty tensors (0 rows)")
         if not isinstance(batch_size, int) or batch_size <= 0:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        if weights is not None and (len(weights) != n or (weights < 0).any()):
-            raise ValueError(f"weights must hold {n} non-negative numbers, one per row")
+        if weights is not None and (len(weights) != n or not bool(torch.isfinite(weights).all())
+                                    or (weights < 0).any() or not (weights > 0).any()):
+            raise ValueError(f"weights must hold {n} finite, non-negative numbers, one per row, not all 0 (rows "
+                             "are drawn in proportion to them)")
         self.place(rank, world_size)
         self.tensors, self.batch_size, self.shuffle, self.drop_last = tensors, batch_size, shuffle, drop_last
         self.seed, self.pin_memory, self.weights = seed, pin_memory, weights
@@ -527,7 +529,9 @@ class FramePrep:
 
     def _features(self, frame: pd.DataFrame) -> torch.Tensor:
         if not len(frame): return torch.empty(0, self.n_features)
-        return torch.as_tensor(np.asarray(self.preprocessor.transform(frame[self.columns]), dtype=np.float32))
+        out = self.preprocessor.transform(frame[self.columns])
+        if hasattr(out, "toarray"): out = out.toarray()  # scikit-learn's sparse output (a one-hot's default)
+        return torch.as_tensor(np.asarray(out, dtype=np.float32))
 
     def transform(self,
                   df: pd.DataFrame,  # rows with (at least) the training columns
