@@ -534,3 +534,19 @@ def test_token_loader_names_text_fractional_ids_and_text_labels():
         tb.TokenLoader([[1, 2], [3]], ["pos", "neg"])
     batch = next(iter(tb.TokenLoader([[1.0, 2.0], [3.0]], [0, 1], batch_size=2)))  # whole floats are ids
     assert batch["input_ids"].dtype == torch.long and batch["input_ids"][0].tolist() == [1, 2]
+
+
+def test_token_loader_takes_pandas_series_by_position_whatever_their_index():
+    "Probe 24: a split's frame (index 1..3) gave a raw KeyError: 0 from the labels' error message."
+    df = pd.DataFrame({"ids": [[1, 2, 3], [4, 5], [6], [7, 8]], "label": [0, 1, 1, 0]})
+    valid = df.iloc[1:]  # the index holds no 0
+    batch = next(iter(tb.TokenLoader(valid["ids"], labels=valid["label"], batch_size=4)))
+    assert batch["labels"].tolist() == [1, 1, 0]
+    assert batch["input_ids"].tolist() == [[4, 5], [6, 0], [7, 8]]
+    shuffled = df.sample(frac=1, random_state=0)  # an index in another order: still paired by position
+    batch = next(iter(tb.TokenLoader(shuffled["ids"], labels=shuffled["label"], batch_size=4)))
+    assert [int(r[0]) for r in batch["input_ids"]] == [r[0] for r in shuffled["ids"]]
+    assert batch["labels"].tolist() == shuffled["label"].tolist()
+    text = valid.assign(label=["pos", "neg", "pos"])["label"]
+    with pytest.raises(TypeError, match=r"labels must be one number per sequence .* got e.g. 'pos'"):
+        tb.TokenLoader(valid["ids"], labels=text)

@@ -363,3 +363,57 @@ def test_write_split_column_accepts_an_empty_folder_or_one_holding_only_a_readme
         for f, text in files.items(): (out / f).write_text(text)
         assert sum(write_split_column(tmp_path / "src", out).values()) == 30
         assert sorted(p.name for p in out.iterdir()) == sorted([*files, "part-00000.parquet"])
+
+
+def test_prep_none_refuses_missing_feature_values_before_any_batch(tmp_path):
+    "Probe 24: prep=None passed null features into the batches as NaN, without a word."
+    gaps = pa.table({"a": pa.array([1.0, None, 3.0, 4.0]), "b": pa.array([1, None, 2, 5]), "c": [1.0] * 4,
+                     "y": [0, 1, 0, 1], "part": ["x", "v", "x", "x"]})
+    pq.write_table(gaps, tmp_path / "gaps.parquet")
+    with pytest.raises(ValueError, match=r"feature column\(s\) \['a', 'b'\] have missing values.*"
+                                         r"'a': 1 \(the first in gaps.parquet\).*prep='auto'"):
+        ParquetLoader(tmp_path / "gaps.parquet", "y", columns=["a", "b", "c"])  # when made, not when read
+    xb, _ = next(iter(ParquetLoader(tmp_path / "gaps.parquet", "y", columns=["a", "b", "c"], prep="auto")))
+    assert not xb.isnan().any()  # imputed
+    # where=: the footers count every row; only the rows it keeps count
+    kept = ParquetLoader(tmp_path / "gaps.parquet", "y", columns=["a", "b", "c"], where=("part", "x"))
+    assert not torch.cat([xb for xb, _ in kept]).isnan().any() and kept.n == 3
+    with pytest.raises(ValueError, match=r"\['a', 'b'\] have missing values"):
+        ParquetLoader(tmp_path / "gaps.parquet", "y", columns=["a", "b", "c"], where=("part", "v"))
+    # a file written without statistics: refused when the row group is read
+    pq.write_table(gaps, tmp_path / "bare.parquet", write_statistics=False)
+    dl = ParquetLoader(tmp_path / "bare.parquet", "y", columns=["a", "c"])
+    with pytest.raises(ValueError, match=r"\['a'\] have missing values.*row group 0 of bare.parquet"):
+        next(iter(dl))
+
+
+def test_a_column_all_missing_in_one_file_takes_its_type_from_the_others(tmp_path):
+    "Probe 24: all null in the first file (arrow's null type), the column was 'not numeric' with prep=None."
+    for first, second in (("0", "1"), ("1", "0")):  # the order of the files decides nothing
+        folder = tmp_path / f"d{first}"
+        folder.mkdir()
+        pq.write_table(pa.table({"a": [1.0, 2.0], "b": pa.nulls(2), "y": [0, 1], "part": ["v", "v"]}),
+                       folder / f"{first}.parquet")
+        pq.write_table(pa.table({"a": [3.0, 4.0], "b": [1, 2], "y": [1, 0], "part": ["t", "t"]}),
+                       folder / f"{second}.parquet")
+        with pytest.raises(ValueError, match=r"\['b'\] have missing values.*'b': 2"):  # not "not numeric"
+            ParquetLoader(folder, "y", columns=["a", "b"])
+        dl = ParquetLoader(folder, "y", columns=["a", "b"], where=("part", "t"), shuffle_buffer=0)
+        assert torch.cat([xb for xb, _ in dl]).tolist() == [[3.0, 1.0], [4.0, 2.0]]
+    (tmp_path / "none").mkdir()
+    pq.write_table(pa.table({"a": [1.0, 2.0], "b": pa.nulls(2), "y": [0, 1]}), tmp_path / "none" / "0.parquet")
+    with pytest.raises(ValueError, match=r"\['b'\] are missing in every row of every file"):
+        ParquetLoader(tmp_path / "none", "y")
+
+
+def test_prep_auto_codes_a_text_target_as_loaders_from_frame_does(tmp_path):
+    "Probe 24: fit_prep sorted the classes; loaders_from_frame codes the rarer of two text labels 1."
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.normal(size=200), "y": np.where(rng.random(200) < 0.2, "no", "yes")})
+    splits = tb.make_splits(df, target="y", strategy="stratified", valid_size=0.2, seed=0)
+    prep = tb.loaders_from_frame(df, "y", splits)[3]
+    df.to_parquet(tmp_path / "d.parquet")
+    dl = ParquetLoader(tmp_path / "d.parquet", "y", prep="auto", shuffle_buffer=0, batch_size=200)
+    assert prep.classes == dl.prep.classes == fit_prep(tmp_path / "d.parquet", "y")[0].classes == ["yes", "no"]
+    _, yb = next(iter(dl))
+    assert yb.tolist() == (df["y"] == "no").astype(int).tolist()  # the rarer label is 1

@@ -453,11 +453,16 @@ def _token_ids(seq, i: int) -> torch.Tensor:
         raise ValueError(f"sequences[{i}] holds fractional token ids ({ids[:4].tolist()}): ids are whole numbers")
     return ids.long()
 
+def _by_position(values):
+    "A pandas Series (or Index) as the list of its values in order: not its index (a split's rows 7, 9, …)."
+    if isinstance(values, torch.Tensor) or not hasattr(values, "to_numpy"): return values
+    return values.to_numpy().tolist()
+
 class TokenLoader:
     "Token-id lists as dict batches (`input_ids`, `attention_mask`, `labels`), padded per batch."
     def __init__(self,
-                 sequences: Sequence,  # token ids per example (lists or 1-d tensors), of any lengths
-                 labels=None,  # one label per example (class ids or values); None: batches without `labels`
+                 sequences: Sequence,  # token ids per example (lists or 1-d tensors, any length), by position
+                 labels=None,  # one label per example (class ids or values), by position; None: no `labels`
                  batch_size: int = 32,  # examples per batch
                  pad_id: int = 0,  # the id padding uses (a tokenizer's `pad_token_id`)
                  shuffle: bool = False,  # a new seeded order every epoch
@@ -465,6 +470,8 @@ class TokenLoader:
                  max_length: Optional[int] = None,  # truncate sequences to this many tokens (None: keep all)
                  ):
         if not len(sequences): raise ValueError("sequences is empty: TokenLoader needs at least one example")
+        # a pandas Series (a column of a split's frame) pairs sequences and labels by position, not by index
+        sequences, labels = _by_position(sequences), _by_position(labels)
         if labels is not None and len(labels) != len(sequences):
             raise ValueError(f"labels has {len(labels)} entries for {len(sequences)} sequences: "
                              "give one label per sequence")
@@ -474,8 +481,8 @@ class TokenLoader:
         try: self.labels = None if labels is None else torch.as_tensor(labels)
         except (TypeError, ValueError, RuntimeError) as e:  # text labels; per-token labels of uneven lengths
             raise TypeError(f"labels must be one number per sequence (a class id or a value), got e.g. "
-                            f"{labels[0]!r}: encode text labels first (classes.index(label)); per-token labels "
-                            f"go in your own dict batches ({e})") from None
+                            f"{next(iter(labels))!r}: encode text labels first (classes.index(label)); "
+                            f"per-token labels go in your own dict batches ({e})") from None
         self.pad_id = pad_id
         # the order (seeded shuffling, set_epoch, resume position) is TensorLoader's, over example indices
         index = torch.arange(len(self.sequences))

@@ -15,7 +15,7 @@ import torch
 
 from .checks import resolve_task
 from .core import did_you_mean
-from .data import FramePrep, ShardedBatches, make_preprocessor
+from .data import FramePrep, ShardedBatches, class_order, make_preprocessor
 
 # %% auto #0
 __all__ = ['as_dataset', 'parquet_files', 'check_same_columns', 'row_groups', 'require_features', 'fit_prep', 'ParquetLoader',
@@ -84,6 +84,27 @@ def _type_kind(dtype) -> str:
     kind = next((name for name, test in kinds if test(dtype)), None)
     if kind is None and pt.is_timestamp(dtype): kind = f"timestamp {dtype.tz}"  # any unit, one time zone
     return kind or str(dtype)
+
+def _column_types(dataset) -> dict:
+    """Each column's type, from the files where it is not all missing: a file's `null` type (a column all
+    missing there) gives way to another file's, so the order of the files does not decide it."""
+    import pyarrow.types as pt
+    types = {}
+    for frag in dataset.get_fragments():
+        for field in frag.physical_schema:
+            if field.name not in types or pt.is_null(types[field.name]): types[field.name] = field.type
+    return {name: types.get(name, dataset.schema.field(name).type) for name in dataset.schema.names}
+
+def _footer_nulls(frag, i: int, rows: int, column: str) -> Optional[int]:
+    "Missing values of `column` in row group `i` of a file, from its footer; None when it does not say."
+    import pyarrow.types as pt
+    meta = frag.metadata
+    if column not in meta.schema.names: return None
+    stats = meta.row_group(i).column(meta.schema.names.index(column)).statistics
+    if stats is not None and stats.has_null_count: return stats.null_count
+    field = frag.physical_schema.field(column) if column in frag.physical_schema.names else None
+    if field is not None and pt.is_null(field.type): return rows  # all missing: written without statistics
+    return None
 
 def _same_kind(a, b) -> bool:
     "Whether two files' types of a column read alike: one kind, or one of them all missing (null)."
@@ -169,9 +190,6 @@ def require_features(names: list,  # the dataset's column names
     if not features: raise ValueError(f"no feature columns: the dataset holds only the target {target!r}")
     return features
 
-def _classes(values) -> list:
-    return sorted(pd.unique(pd.Series(values).dropna()).tolist(), key=lambda v: (str(type(v)), v))
-
 # %% ../nbs/18_parquet.ipynb #9ec3769b
 def fit_prep(source,  # a Parquet file or folder, a list of files, or a `pyarrow.dataset.Dataset`
              target: str,  # the label column
@@ -180,7 +198,7 @@ def fit_prep(source,  # a Parquet file or folder, a list of files, or a `pyarrow
              seed: int = 0,  # the sample's seed
              task: str = "auto",  # 'auto' (from the sample's target), 'binary', 'multiclass' or 'regression'
              where: Optional[tuple] = None,  # (column, value): sample only those rows (the training part)
-             classes: Optional[list] = None,  # every class of the target, in label order (None: the sample's)
+             classes: Optional[list] = None,  # every class in label order (None: `class_order`'s)
             ) -> tuple[FramePrep, dict]:
     "`make_preprocessor` fitted on a seeded sample of the rows: the `FramePrep` and what the sample was."
     import pyarrow as pa
@@ -210,12 +228,13 @@ def fit_prep(source,  # a Parquet file or folder, a list of files, or a `pyarrow
                          f"{len(sample)} rows: drop or fill those rows in the files first (or keep them out with where=)")
     if classes is not None:  # the classes given: the sample need not hold every one
         classes = list(classes)
-        unknown = sorted(set(_classes(sample[target])) - set(classes), key=str)
+        unknown = sorted(set(sample[target].tolist()) - set(classes), key=str)
         if unknown:
             raise ValueError(f"classes={classes!r} lacks class(es) {unknown[:10]} of target {target!r}")
         if task == "auto": task = "binary" if len(classes) <= 2 else "multiclass"
     task = resolve_task(sample[target], task)
-    if task != "regression" and classes is None: classes = _classes(sample[target])
+    # the codes every loader of the project gives: of two text labels the rarer is 1, the positive
+    if task != "regression" and classes is None: classes = class_order(sample[target])
     if task == "regression": classes = None
     y = sample[target].to_numpy(dtype=float) if classes is None else \
         pd.Categorical(sample[target], categories=classes).codes
@@ -277,7 +296,9 @@ class ParquetLoader(ShardedBatches):
             self.prep_sample["of_rows"] = self.n
         if prep is not None and not isinstance(prep, FramePrep):
             raise TypeError(f"prep must be a FramePrep, 'auto' or None, got {type(prep).__name__}")
-        if prep is None: self._check_numeric()
+        if prep is None:  # the columns go into the batches as they are: numbers, none missing
+            self._check_numeric()
+            self._check_feature_nulls()
         self.prep = prep
         self.epoch, self.position = 0, 0
         self.resume_pending = False  # set by `load_state_dict`: the next pass continues at `position`
@@ -294,12 +315,10 @@ class ParquetLoader(ShardedBatches):
         "Refuse a target with missing values, counted in the file footers' statistics (no data is read)."
         if self.where is not None: return  # the footers count every row, the loader only some: see _labels
         nulls, first = 0, None
-        for frag, i, _ in self.groups:
-            meta = frag.metadata
-            if self.target not in meta.schema.names: continue
-            stats = meta.row_group(i).column(meta.schema.names.index(self.target)).statistics
-            if stats is None or not stats.has_null_count or not stats.null_count: continue
-            nulls += stats.null_count
+        for frag, i, rows in self.groups:
+            found = _footer_nulls(frag, i, rows, self.target)
+            if not found: continue  # none, or the footer does not say: `_labels` checks the rows read
+            nulls += found
             first = first or Path(frag.path).name
         if nulls:
             raise ValueError(f"target column {self.target!r} has {nulls} missing value(s) (the first in "
@@ -333,14 +352,48 @@ class ParquetLoader(ShardedBatches):
                          "or a FramePrep fitted on rows holding every class")
 
     def _check_numeric(self):
+        "prep=None: every column numbers, its type taken from the files where it is not all missing."
         import pyarrow.types as pt
-        schema = self.dataset.schema
-        bad = [c for c in self.columns + [self.target]
-               if not (pt.is_integer(schema.field(c).type) or pt.is_floating(schema.field(c).type)
-                       or pt.is_boolean(schema.field(c).type))]
+        types = _column_types(self.dataset)
+        used = self.columns + [self.target]
+        empty = [c for c in used if pt.is_null(types[c])]
+        if empty:
+            raise ValueError(f"column(s) {empty} are missing in every row of every file and prep=None: "
+                             "leave them out (columns=[...]), or pass prep='auto' (make_preprocessor fitted "
+                             "on a sample)")
+        numeric = lambda t: pt.is_integer(t) or pt.is_floating(t) or pt.is_boolean(t)
+        bad = [f"{c} ({types[c]})" for c in used if not numeric(types[c])]
         if bad:
             raise ValueError(f"column(s) {bad} are not numeric and prep=None: pass prep='auto' "
                              "(make_preprocessor fitted on a sample) or a FramePrep")
+
+    def _check_feature_nulls(self):
+        """prep=None: refuse feature columns with missing values (they would reach the batches as NaN),
+        counted in the file footers; with `where=`, in the rows it keeps of the row groups whose footers count
+        some."""
+        import pyarrow.compute as pc
+        counts, first = {}, {}
+        for frag, i, rows in self.groups:
+            found = {c: _footer_nulls(frag, i, rows, c) for c in self.columns}
+            found = {c: k for c, k in found.items() if k}  # none, or the footer does not say (`_tensors`)
+            if found and self.where is not None:  # the footers count every row, the loader keeps some
+                names = list(dict.fromkeys(list(found) + [self.where[0]]))
+                table = frag.subset(row_group_ids=[i]).to_table(columns=names)
+                table = table.filter(pc.equal(table[self.where[0]], self.where[1]))
+                found = {c: table[c].null_count for c in found}
+            for c, k in found.items():
+                if not k: continue
+                counts[c] = counts.get(c, 0) + k
+                first.setdefault(c, Path(frag.path).name)
+        if counts: raise ValueError(self._nulls_message(counts, first))
+
+    def _nulls_message(self, counts: dict,  # feature column -> missing values
+                       first: dict,  # feature column -> where the first one is
+                      ) -> str:
+        shown = ", ".join(f"{c!r}: {k} (the first in {first[c]})" for c, k in list(counts.items())[:10])
+        return (f"feature column(s) {list(counts)} have missing values and prep=None would pass them into "
+                f"the batches as NaN ({shown}): pass prep='auto' (make_preprocessor, fitted on a sample, "
+                "imputes them) or a FramePrep, or fill them in the files")
 
     def buffers(self) -> list:
         "The epoch's buffers: lists of row-group indices, in reading order."
@@ -380,6 +433,8 @@ class ParquetLoader(ShardedBatches):
         if self.prep is not None:
             frame = table.select(self.columns + [self.target]).to_pandas()
             return self.prep.transform(frame[self.columns]).float(), self._labels(frame[self.target], origin)
+        missing = {c: table.column(c).null_count for c in self.columns if table.column(c).null_count}
+        if missing: raise ValueError(self._nulls_message(missing, {c: origin for c in missing}))
         x = np.empty((table.num_rows, len(self.columns)), dtype=np.float32)
         for j, c in enumerate(self.columns): x[:, j] = table.column(c).to_numpy(zero_copy_only=False)
         return torch.from_numpy(x), self._labels(table.column(self.target).to_pandas(), origin)
