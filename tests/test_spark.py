@@ -321,3 +321,11 @@ def test_check_data_finds_a_label_copy_at_one_in_a_thousand(spark):
     leaks = report.by_kind("target_leak")
     assert [f.column for f in leaks] == ["leak"] and "sample" in leaks[0].message, report.findings
     assert [f.column for f in tb.check_data(df, "y").by_kind("target_leak")] == ["leak"]  # as pandas says
+
+
+def test_a_text_target_is_coded_as_the_pandas_path_codes_it(spark):
+    "Probe 24: the Spark path sorted two text labels plainly; class_order makes the rarer one code 1 (positive)."
+    from trainbook.data import class_order
+    df = pd.DataFrame({"x": range(50), "y": ["yes"] * 40 + ["no"] * 10})
+    assert SM._spark_classes(spark.createDataFrame(df), "y") == class_order(df.y) == ["yes", "no"]
+    assert class_order({"yes": 40, "no": 10}) == ["yes", "no"]  # counts give the same order

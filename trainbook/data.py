@@ -633,12 +633,12 @@ class FramePrep:
                 + f", task={self.task}, classes={self.classes})")
 
 # %% ../nbs/03_data.ipynb #1b17c844
-def class_order(y,  # the training rows' labels (a Series, array or list)
+def class_order(y,  # the training rows' labels (a Series, array or list), or their counts (a dict: label -> rows)
                 pos_label=None,  # binary: the label coded 1, the positive class; None: as below
                 ) -> list:
     """The classes in code order: sorted, but of two the positive one (code 1) last: `pos_label` when given,
     else for text labels the rarer one (on a tie the later), else the greater (1, True)."""
-    counts = Counter(np.asarray(y, dtype=object).ravel().tolist())
+    counts = Counter(y) if isinstance(y, dict) else Counter(np.asarray(y, dtype=object).ravel().tolist())
     classes = sorted(counts, key=lambda v: (str(type(v)), v))
     if pos_label is None:
         if len(classes) != 2 or not any(isinstance(c, str) for c in classes): return classes

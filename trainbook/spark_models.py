@@ -12,7 +12,7 @@ import pandas as pd
 
 from .checkpoint import Checkpointer
 from .core import TrainConfig, announce, environment
-from .data import DROPPED_ROLES, FramePrep, make_preprocessor
+from .data import DROPPED_ROLES, FramePrep, class_order, make_preprocessor
 from .diagnostics import diagnose
 from .gbdt import BoostedModel, XGBoostLibrary
 from .recorder import RoundRecorder
@@ -20,7 +20,7 @@ from .metrics import classification_metrics, regression_metrics
 from .events import session_observers
 from .run import Run, remember_run
 from .checks import column_roles, require_task
-from .spark import (SparkSplits, make_splits, require_spark_column, require_spark_frame,
+from .spark import (SparkSplits, class_counts, make_splits, require_spark_column, require_spark_frame,
                              sample_rows_of, spark_col, spark_session, spark_task, time_value)
 
 # %% auto #0
@@ -28,9 +28,8 @@ __all__ = ['MLLIB_MODELS', 'prepared_features', 'fit_xgboost', 'baseline']
 
 # %% ../nbs/19a_spark_models.ipynb #562d4954
 def _spark_classes(sdf, target: str) -> list:
-    "The class labels in code order (the pandas path's order: by type name, then value)."
-    values = [r[0] for r in sdf.select(spark_col(target)).distinct().collect()]
-    return sorted(values, key=lambda v: (str(type(v)), v))
+    "The class labels in code order, as the pandas path's (`data.class_order`: of two text labels the rarer is 1)."
+    return class_order(class_counts(sdf, target).to_dict())
 
 def _label_expr(F, target: str, classes: Optional[list]):
     "The target as a float code (classification) or value (regression)."
