@@ -178,6 +178,10 @@ def test_a_custom_preprocessor_with_sparse_output_and_weights_that_draw_nothing(
     assert xb.dtype == torch.float32 and xb.shape[1] == dense.shape[1] == 41
     assert torch.allclose(prep.transform(df.iloc[splits.train[:5]]), torch.as_tensor(dense[:5], dtype=torch.float32))
     X, y = torch.randn(10, 3), torch.arange(10) % 2
-    for bad in (torch.zeros(10), torch.full((10,), float("nan")), -torch.ones(10)):
+    for bad in (torch.zeros(10), torch.full((10,), float("nan")), -torch.ones(10), torch.ones(10, 2)):
         with pytest.raises(ValueError, match="finite, non-negative numbers, one per row, not all 0"):
             tb.TensorLoader(X, y, weights=bad)
+    # numpy (sklearn's compute_sample_weight), a list, a column (n, 1): one weight a row (probe 26)
+    for given in (np.ones(10), [1.0] * 10, torch.ones(10, 1)):
+        xb, yb = next(iter(tb.TensorLoader(X, y, batch_size=5, weights=given)))
+        assert xb.shape == (5, 3) and yb.shape == (5,)

@@ -96,10 +96,13 @@ class TensorLoader(ShardedBatches):
         if n == 0: raise ValueError("TensorLoader got empty tensors (0 rows)")
         if not isinstance(batch_size, int) or batch_size <= 0:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        if weights is not None and (len(weights) != n or not bool(torch.isfinite(weights).all())
+        if weights is not None:  # an array, a list, a column of them (n, 1): one number a row
+            weights = torch.as_tensor(np.asarray(weights, dtype=np.float64))
+            weights = weights.reshape(-1) if weights.ndim == 2 and weights.shape[1] == 1 else weights
+        if weights is not None and (weights.shape != (n,) or not bool(torch.isfinite(weights).all())
                                     or (weights < 0).any() or not (weights > 0).any()):
             raise ValueError(f"weights must hold {n} finite, non-negative numbers, one per row, not all 0 (rows "
-                             "are drawn in proportion to them)")
+                             f"are drawn in proportion to them), got shape {tuple(weights.shape)}")
         self.place(rank, world_size)
         self.tensors, self.batch_size, self.shuffle, self.drop_last = tensors, batch_size, shuffle, drop_last
         self.seed, self.pin_memory, self.weights = seed, pin_memory, weights
