@@ -1,6 +1,7 @@
 "The magics through a real IPython InteractiveShell: each works, bad arguments give usage errors, reload does not double-register."
 import pytest
 import torch
+from pathlib import Path
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from sklearn.datasets import load_breast_cancer
@@ -490,3 +491,7 @@ def test_resume_goes_on_with_the_checkpoints_settings_and_the_flags_given_overri
     r = run(ip, f"%train model dl_train dl_valid --epochs 3 --lr 0.02 --checkpoint-dir {d} --resume {d} --no-live")
     assert r.success and (r.result.config.lr, r.result.config.clip_norm) == (0.02, 0.5)
     assert changed(r.result)["config.lr"] == [0.01, 0.02]
+    # without --checkpoint-dir it goes on in the checkpoint's folder (probe 26: it wrote nothing anywhere)
+    r = run(ip, f"%train model dl_train dl_valid --epochs 4 --resume {d} --no-live")
+    assert r.success and r.result.step > 0 and Path(r.result.run_dir) == d
+    assert tb.Run.load(d).step == r.result.step

@@ -382,16 +382,19 @@ _SESSION_FIELDS = ("checkpoint_dir", "device")  # where the files go and where i
 def _resumed_config(resume: str,  # what --resume names: a checkpoint file or a run folder
                    ) -> dict:
     """The TrainConfig fields of the checkpoint `%train --resume` goes on from (but `_SESSION_FIELDS`): the
-    settings not given keep the run's own. Empty when it cannot be read (fit then says why)."""
+    settings not given keep the run's own, and it goes on in the checkpoint's folder. Empty when it cannot be
+    read (fit then says why)."""
     import torch
     from dataclasses import fields
     from trainbook.checkpoint import checkpoint_file
     try:  # mmap: the config is read, the weights stay on disk
-        saved = torch.load(checkpoint_file(resume), map_location="cpu", weights_only=True, mmap=True)
-        saved = saved["config"]
+        file = checkpoint_file(resume)
+        saved = torch.load(file, map_location="cpu", weights_only=True, mmap=True)["config"]
     except Exception: return {}
+    if not isinstance(saved, dict): return {}
     known = {f.name for f in fields(TrainConfig)} - set(_SESSION_FIELDS)
-    return {k: v for k, v in saved.items() if k in known} if isinstance(saved, dict) else {}
+    # the folder it is in now (moved or not): its run goes on there (--checkpoint-dir elsewhere branches it)
+    return {**{k: v for k, v in saved.items() if k in known}, "checkpoint_dir": str(file.parent)}
 
 def _looks_swapped(xb, yb) -> bool:
     "Whether a batch looks like (y, x): a first tensor of fewer dimensions than the floating second one."
@@ -506,7 +509,8 @@ class TrainbookMagics(Magics):
         if twice: raise UsageError(f"{', '.join(twice)}: set by a flag and in the cell; set each once")
         overrides.update(body)
         saved = _resumed_config(a.resume) if a.resume else {}
-        if saved: print("settings: the checkpoint's own, but for those given (--resume goes on with its run)")
+        if saved: print("settings: the checkpoint's own, in its folder, but for those given (--resume goes on "
+                        "with its run)")
         try: cfg = TrainConfig(**{**saved, **overrides})
         except (ValueError, TypeError) as e: raise UsageError(str(e)) from None
         from trainbook.guard import check_loader
