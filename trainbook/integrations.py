@@ -137,8 +137,7 @@ def _keras_recorder_class():
             self.curves = live_curves(self.live, self.state)
             # the session's observers (a tracking store from tb.track(), ...), told what fit tells them
             # what describes a Keras run in a store: Keras' own settings, not TrainConfig's torch defaults
-            self.settings = {"epochs": config.epochs, "batch_size": self.params.get("batch_size"),
-                             "steps": self.params.get("steps"), "lr": _keras_lr(self.model),
+            self.settings = {"epochs": config.epochs, "steps": self.params.get("steps"), "lr": _keras_lr(self.model),
                              "optimizer": type(getattr(self.model, "optimizer", None)).__name__}
             self.observers = Callbacks(session_observers(None, {"kind": "keras", "settings": self.settings}))
             self.observers(Event.before_fit, self.state)
