@@ -517,12 +517,14 @@ def test_objectives_that_predict_margins_or_classes_still_give_class_probabiliti
 
 @pytest.mark.parametrize("lib, objective", [("xgboost", "binary:hinge"), ("xgboost", "reg:squarederror"),
                                             ("lightgbm", "regression"), ("lightgbm", "xentlambda"),
-                                            ("catboost", "RMSE")])
+                                            ("catboost", "RMSE"), ("xgboost", "multi:softprob"),
+                                            ("lightgbm", "multiclassova")])
 def test_a_classifier_objective_without_class_probabilities_is_refused_before_any_work(lib, objective, cancer,
                                                                                       tmp_path):
     sp = tb.make_splits(cancer, "target", seed=0)
     key = "loss_function" if lib == "catboost" else "objective"
-    with pytest.raises(ValueError, match=rf"params\['{key}'\]='{objective}' gives no class probabilities"):
+    with pytest.raises(ValueError, match=rf"params\['{key}'\]='{objective}' gives no binary class probabilit"
+                                         r"ies.*or use (?!.*multi)"):  # the advice: binary objectives only
         fit(lib, cancer, "target", sp, params={key: objective}, checkpoint_dir=tmp_path / "run")
     assert not (tmp_path / "run").exists()  # refused before the run folder is made
 

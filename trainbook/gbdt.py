@@ -88,8 +88,7 @@ def _check_finite(df: pd.DataFrame, columns: Iterable, what: str):
     for col in columns:
         s = df[col]
         if pd.api.types.is_bool_dtype(s.dtype) or not pd.api.types.is_numeric_dtype(s.dtype): continue
-        values = s.to_numpy(dtype="float64", na_value=np.nan)
-        bad = np.isinf(values)
+        bad = np.isinf(s.to_numpy(dtype="float64", na_value=np.nan))
         if bad.any():
             rows = _rows_text(df.index, bad)
             raise ValueError(f"{what} column {col!r} has {int(bad.sum())} infinite value(s) (rows {rows}): "
@@ -116,8 +115,7 @@ def check_boosting_inputs(df: pd.DataFrame,  # the whole table: feature columns 
     _check_finite(df, [target], "target")
     task = resolve_task(df[target], task)
     if task != "regression":
-        y = df[target]
-        train_classes = pd.unique(y.iloc[splits.train])
+        y, train_classes = df[target], pd.unique(df[target].iloc[splits.train])
         if len(train_classes) < 2:
             raise ValueError(f"target {target!r} has a single class in the training rows: nothing to learn")
         for name in scored:  # a class the train rows lack: XGBoost and CatBoost fail in C++, LightGBM learns -1
@@ -634,10 +632,12 @@ def _check_settings(lib, params, num_rounds, early_stopping, class_weight, task,
         raise ValueError("class_weight='balanced' needs a classification target")
     objective = (params or {}).get(lib.objective_key, lib.objectives[task][0])
     named = {str(objective), str(objective).split(":")[0]}  # CatBoost's options after ':' (Logloss:border=1)
-    if task != "regression" and named.isdisjoint(lib.probability_objectives):
-        raise ValueError(f"params[{lib.objective_key!r}]={objective!r} gives no class probabilities, which a "
-                         f"{task} model's predict_proba, predict and scores read: leave it out, or use "
-                         f"{', '.join(lib.probability_objectives)} (for values: task='regression')")
+    fits = [o for o in lib.probability_objectives  # of this task: a multiclass objective is no binary one
+            if any(k in o.lower() for k in ("multi", "softmax", "ova", "ovr")) == (task == "multiclass")]
+    if task != "regression" and named.isdisjoint(fits):
+        raise ValueError(f"params[{lib.objective_key!r}]={objective!r} gives no {task} class probabilities, which "
+                         f"a {task} model's predict_proba, predict and scores read: leave it out, or use "
+                         f"{', '.join(fits)} (for values: task='regression')")
     if isinstance(callbacks, (str, bytes)) or not isinstance(callbacks, Iterable):
         raise TypeError(f"callbacks must be a list of callbacks, got {type(callbacks).__name__}")
     if not isinstance(overwrite, (bool, np.bool_)):
