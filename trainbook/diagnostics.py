@@ -287,9 +287,10 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
                         f"the run ended {prior['where']} the constant predictor's loss {prior['prior_loss']:.4g} "
                         f"(the class frequencies' or the mean's): valid {prior['valid_end']:.4g}, train {end:.4g}, "
                         f"not below it by {prior['margin']:.3g} ({th.prior_z:g} standard errors)",
-                        advice="the model learned only the prior: run overfit_batch; check that the inputs reach "
-                               "the model (a constant or shuffled feature), the labels, the lr (lr_find) and its "
-                               "capacity (a linear model cannot fit a non-linear task: add a hidden layer)",
+                        advice="the model may have learned only the prior: run overfit_batch; check that the inputs "
+                               "reach the model (a constant or shuffled feature), the labels, the lr (lr_find) and its "
+                               "capacity (a linear model cannot fit a non-linear task: add a hidden layer). On a rare "
+                               "class the loss moves little even for a model that ranks it well: judge by PR-AUC",
                         data=data)]
     if drop < th.still * min(1.0, len(loss) / 100):  # fewer steps, less movement expected
         return [Finding("not_learning", "warning",
