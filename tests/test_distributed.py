@@ -2,7 +2,7 @@
 FSDP weights load into a plain model, failures surface with the remote traceback, a killed worker is named with its
 signal, a DDP run resumes exactly from its rank-0 checkpoint, and a launch that ends in any way leaves no process, no
 folder and no state behind."""
-import _thread, contextlib, json, os, signal, sys, tempfile, threading, time, types
+import _thread, contextlib, json, os, signal, sys, tempfile, threading, time, types, warnings
 from pathlib import Path
 
 import pytest
@@ -299,3 +299,163 @@ def test_a_second_ctrl_c_during_the_clean_up_leaves_no_process_frozen(tmp_path, 
     finally:  # a failure here must not leave frozen processes behind for the rest of the suite
         for pid in started_pids(pids_dir):
             with contextlib.suppress(ProcessLookupError): os.kill(pid, signal.SIGKILL)
+
+
+# ---- probe 25: FSDP with metrics, an FSDP Run sent back, a 1-process checkpoint under FSDP, DDP with fewer
+# validation rows than ranks, a rank that ends early, torchrun without a process group
+
+SMALL = 128  # rows for the short launches below: 4 steps an epoch on 2 ranks x 16 rows
+
+
+def small_fit(batch, strategy=None, metrics="accuracy", valid_rows=40, **config):
+    "One fit on the first SMALL rows (a TensorLoader, so a launched one shards itself); returns (model, run)."
+    X, y = data()
+    net = model()
+    run = tb.fit(net, tb.TensorLoader(X[:SMALL], y[:SMALL], batch_size=batch, shuffle=True, seed=1),
+                 tb.TensorLoader(X[:valid_rows], y[:valid_rows], batch_size=16),
+                 loss_fn=nn.functional.cross_entropy, metrics=metrics, strategy=strategy, live=False,
+                 config=tb.TrainConfig(epochs=2, lr=5e-3, device="cpu", **config))
+    return net, run
+
+
+def full_weights(net):
+    "The model's full weights, gathered on every rank (a collective under FSDP)."
+    return {k: distributed.full_tensor(v).detach().clone() for k, v in net.state_dict().items()}
+
+
+def valid_records(run):
+    return [r for r in run.records.rows() if r[2] == "valid"]
+
+
+def fsdp_with_metrics():
+    net, run = small_fit(B, "fsdp")
+    return {"run": run, "state": full_weights(net)}
+
+
+def test_fsdp_with_metrics_trains_like_one_process_and_its_run_comes_back():
+    """Probe 25: the metric check's forward under inference_mode made FSDP's gather buffers inference tensors
+    (the first training step failed), and a returned FSDP Run could not be pickled (its model holds the
+    process group)."""
+    with pytest.warns(UserWarning, match=r"FSDP-sharded model \(FSDPSequential\).*comes back as None"):
+        out = launch(fsdp_with_metrics, nprocs=2, timeout=300)
+    run = out["run"]
+    assert run.stopped == "completed" and run.step == 2 * SMALL // (2 * B) and run.model is None
+    net, alone = small_fit(2 * B)  # one process, the double batch: the same steps
+    for k, v in net.state_dict().items(): assert torch.allclose(out["state"][k], v, atol=1e-5), k
+    ours, theirs = valid_records(run), valid_records(alone)
+    assert [r[:4] for r in ours] == [r[:4] for r in theirs] and any(r[3] == "accuracy" for r in ours)
+    assert [r[4] for r in ours] == pytest.approx([r[4] for r in theirs], abs=1e-5)
+
+
+def stop_at(step):
+    from trainbook.events import Callback
+    class Stop(Callback):
+        def after_step(self, state):
+            if state.step == step: state.control.request_stop()
+    return Stop()
+
+
+def fsdp_resume(resume):
+    X, y = data()
+    net = model()
+    tb.fit(net, tb.TensorLoader(X[:SMALL], y[:SMALL], batch_size=B, shuffle=True, seed=1), None,
+           loss_fn=nn.functional.cross_entropy, strategy="fsdp", live=False, resume=resume,
+           config=tb.TrainConfig(epochs=2, lr=5e-3, device="cpu", schedule="warmup_cosine", warmup=0.1))
+    return full_weights(net)
+
+
+def test_a_one_process_checkpoint_resumes_exactly_under_fsdp(tmp_path):
+    "Probe 25: FSDP read the optimizer state by parameter names; one process writes it by numbers (KeyError)."
+    X, y = data()
+    def alone(checkpoint_dir=None, callbacks=()):
+        net = model()
+        tb.fit(net, tb.TensorLoader(X[:SMALL], y[:SMALL], batch_size=2 * B, shuffle=True, seed=1), None,
+               loss_fn=nn.functional.cross_entropy, live=False, callbacks=callbacks,
+               config=tb.TrainConfig(epochs=2, lr=5e-3, device="cpu", schedule="warmup_cosine", warmup=0.1,
+                                     checkpoint_dir=checkpoint_dir))
+        return net.state_dict()
+    full = alone()
+    alone(str(tmp_path), [stop_at(3)])  # mid-epoch: last.pt at step 3, Adam's moments in it
+    assert torch.load(tmp_path / "last.pt", weights_only=True)["step"] == 3
+    with pytest.warns(UserWarning, match="checkpoint_dir is None"):  # the resumed run writes no files
+        resumed = launch(fsdp_resume, str(tmp_path / "last.pt"), nprocs=2, timeout=300)
+    for k, v in full.items(): assert torch.allclose(resumed[k], v, atol=1e-6), k
+
+
+def ddp_one_valid_row():
+    _, run = small_fit(B, valid_rows=1)
+    return run
+
+
+def test_ddp_with_fewer_validation_rows_than_ranks_scores_the_rows_it_has():
+    "Probe 25: the rank without a row all-reduced a shorter statistics vector (no class counts): an abort."
+    run = launch(ddp_one_valid_row, nprocs=2, timeout=300)
+    _, alone = small_fit(2 * B, valid_rows=1)
+    ours, theirs = valid_records(run), valid_records(alone)
+    assert [r[:4] for r in ours] == [r[:4] for r in theirs]  # loss, accuracy and prior_loss, each epoch
+    assert [r[4] for r in ours] == pytest.approx([r[4] for r in theirs], abs=1e-5)
+
+
+def test_a_rank_without_rows_takes_the_others_target_counts():
+    "LossStats.take_layout: zeros laid out as the other ranks' counts (classes or values); None drops them."
+    loss = nn.functional.cross_entropy
+    seen, empty = tb.LossStats(loss), tb.LossStats(loss)
+    pred, yb = torch.randn(5, 3), torch.tensor([0, 1, 2, 2, 1])
+    seen.add(pred, yb, loss(pred, yb), 5)
+    empty.take_layout(seen.layout())
+    assert len(empty.flat()) == len(seen.flat()) and empty.flat().abs().sum() == 0
+    empty.load_flat(seen.flat() + empty.flat())  # what the all-reduce gives
+    assert empty.results()["prior_loss"] == pytest.approx(seen.results()["prior_loss"])
+    mse = nn.functional.mse_loss
+    values, none = tb.LossStats(mse), tb.LossStats(mse)
+    p, t = torch.randn(4), torch.randn(4)
+    values.add(p, t, mse(p, t), 4)
+    none.take_layout(values.layout())
+    assert len(none.flat()) == len(values.flat())
+    values.take_layout(None)
+    assert len(values.flat()) == 7 and values.layout() is None
+
+
+def one_rank_stops(how):
+    "Rank 1 leaves the run at step 2 (a stop requested on it alone, or sys.exit(0)); rank 0 trains on."
+    import torch.distributed as dist
+    from trainbook.events import Callback
+    rank = dist.get_rank()
+    class Leave(Callback):
+        def after_step(self, state):
+            if rank == 1 and state.step == 2:
+                if how == "exit": sys.exit(0)
+                state.control.request_stop()
+    X, y = data()
+    tb.fit(model(), tb.TensorLoader(X, y, batch_size=B), None, loss_fn=nn.functional.cross_entropy,
+           live=False, callbacks=[Leave()], config=tb.TrainConfig(epochs=2, device="cpu"))
+
+
+@pytest.mark.parametrize("how, said", [("exit", "it called sys.exit(0)"), ("stop", "its function returned")])
+def test_a_rank_that_ends_early_is_named_as_the_cause(how, said):
+    "Probe 25: rank 0's 'Connection closed by peer' was the whole message; rank 1, which left, went unnamed."
+    with pytest.raises(LaunchError) as e:
+        launch(one_rank_stops, how, nprocs=2, timeout=120)
+    message = str(e.value)
+    assert message.startswith(f"rank 1 ended early ({said}) while rank 0 was still running"), message[:300]
+    assert "rank 0 then failed" in message and "Traceback" in message
+
+
+def test_torchrun_without_a_process_group_is_warned_of(monkeypatch):
+    "Probe 25: under torchrun without init_process_group, each rank trained all the data alone, unwarned."
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    with pytest.warns(UserWarning, match=r"WORLD_SIZE=2 \(RANK=1\).*init_process_group"):
+        assert distributed.dist_info() == (0, 1)
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert distributed.dist_info() == (0, 1)
+
+
+def test_a_return_value_that_cannot_be_pickled_says_what_to_return():
+    "Rank 0's result is pickled for the caller: what cannot be says so (and an FSDP model comes back as None)"
+    with pytest.raises(TypeError, match=r"return value \(a dict\) cannot be sent back .*return plain data"):
+        distributed.result_bytes({"lock": threading.Lock()}, [])
+    notes = []
+    assert distributed.result_bytes({"w": torch.ones(2)}, notes) and notes == []  # plain data: no note

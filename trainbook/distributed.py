@@ -20,12 +20,19 @@ from .core import History, did_you_mean, warn
 # %% auto #0
 __all__ = ['dist_info', 'full_tensor', 'all_mean', 'reduce_evaluation', 'paired_batches', 'wrap_model', 'full_state',
            'load_sharded_state', 'EachRowOnce', 'shard_loader', 'LaunchError', 'pickle_by_value', 'clean_exit',
-           'worker_main', 'launch_live_curves', 'check_call', 'launch']
+           'result_bytes', 'worker_main', 'launch_live_curves', 'check_call', 'launch']
 
 # %% ../nbs/14_distributed.ipynb #6524d83c
 def dist_info() -> tuple[int, int]:
-    "(rank, world size) under torch.distributed, (0, 1) otherwise."
+    "(rank, world size) under torch.distributed, (0, 1) otherwise (and a warning if a launcher started more)."
     if dist.is_available() and dist.is_initialized(): return dist.get_rank(), dist.get_world_size()
+    world = os.environ.get("WORLD_SIZE", "1")
+    if world.isdigit() and int(world) > 1:  # torchrun (or another launcher) started several processes
+        warn(f"WORLD_SIZE={world} (RANK={os.environ.get('RANK', '?')}): a launcher such as torchrun "
+             f"started this process as one of {world}, but no torch.distributed process group is "
+             "initialized, so each process trains on all the data alone (and writes its own run folder). "
+             "Call torch.distributed.init_process_group() before fit ('gloo' on CPU, 'nccl' on GPUs), or "
+             "run the training function with tb.launch")
     return 0, 1
 
 def full_tensor(t: torch.Tensor,  # a tensor, or an FSDP DTensor
@@ -54,14 +61,30 @@ def reduce_evaluation(loss_sum: torch.Tensor,  # this rank's summed validation l
         return loss_sum, rows, preds, ys
     total = torch.stack([loss_sum.float(), torch.tensor(float(rows), device=device)])
     dist.all_reduce(total)
+    _same_layout(stats, device)
     sums = stats.flat().to(device)
     dist.all_reduce(sums)
     stats.load_flat(sums)
     if gather:
         parts = [None] * dist.get_world_size()
-        dist.all_gather_object(parts, (torch.cat(preds).cpu(), torch.cat(ys).cpu()))
-        preds, ys = [p[0] for p in parts], [p[1] for p in parts]
+        mine = (torch.cat(preds).cpu(), torch.cat(ys).cpu()) if preds else None  # a rank without rows: none
+        dist.all_gather_object(parts, mine)
+        preds, ys = [p[0] for p in parts if p is not None], [p[1] for p in parts if p is not None]
     return total[0], int(total[1].item()), preds, ys
+
+def _same_layout(stats, device: torch.device) -> None:
+    """Give `stats.flat()` one length on every rank: a rank that saw no rows (fewer than ranks) holds no
+    target counts, and takes those of the ranks that did, as zeros; ranks with rows that disagree drop
+    theirs."""
+    layout = stats.layout()
+    size = layout[2] if layout is not None else 0
+    sizes = torch.tensor([size, -size], device=device)
+    dist.all_reduce(sizes, op=dist.ReduceOp.MAX)
+    if sizes[0] == -sizes[1]: return  # the same length everywhere: the usual case, no more to exchange
+    layouts = [None] * dist.get_world_size()
+    dist.all_gather_object(layouts, (stats.n_rows, layout))
+    seen = {theirs for rows, theirs in layouts if rows}  # the layouts of the ranks that scored rows
+    stats.take_layout(seen.pop() if len(seen) == 1 else None)
 
 def paired_batches(model: nn.Module,  # the model being scored (FSDP-sharded or not)
                    dl,  # this rank's batches (each row on one rank only: uneven counts across ranks)
@@ -98,11 +121,18 @@ def wrap_model(model: nn.Module,  # the model, already on `device`
         return nn.parallel.DistributedDataParallel(
             model, device_ids=[device.index] if device.type == "cuda" else None)
     if strategy == "fsdp":
-        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.fsdp import FSDPModule, fully_shard
         for m in model.modules():  # shard each leaf layer with parameters, then the root
             if m is not model and any(True for _ in m.parameters(recurse=False)) and not list(m.children()):
                 fully_shard(m)
         fully_shard(model)
+        # FSDP makes its gather buffers at each module's first unshard, and a buffer made under inference_mode
+        # (a first forward in the metric check or `evaluate`) refuses the next training forward's in-place
+        # copy: made here, one module at a time
+        for m in model.modules():
+            if isinstance(m, FSDPModule):
+                m.unshard()
+                m.reshard()
     return model
 
 def full_state(model: nn.Module,  # an FSDP-sharded model
@@ -124,7 +154,21 @@ def load_sharded_state(model: nn.Module,  # an FSDP-sharded model
                                                          set_optimizer_state_dict)
     o = StateDictOptions(full_state_dict=True)
     set_model_state_dict(model, ckpt["model"], options=o)
-    set_optimizer_state_dict(model, opt, ckpt["optimizer"], options=o)
+    set_optimizer_state_dict(model, opt, _by_name(model, opt, ckpt["optimizer"]), options=o)
+
+def _by_name(model: nn.Module, opt, state: dict) -> dict:
+    """An optimizer state keyed by parameter numbers (`opt.state_dict()` of one process or DDP) keyed by
+    parameter names instead, as FSDP's full state is (and as `set_optimizer_state_dict` reads it)."""
+    saved = [k for g in state["param_groups"] for k in g["params"]]
+    if all(isinstance(k, str) for k in saved): return state  # written by FSDP: names already
+    names = {id(p): n for n, p in model.named_parameters()}
+    current = [names[id(p)] for g in opt.param_groups for p in g["params"]]
+    if len(saved) != len(current):
+        raise ValueError(f"the checkpoint's optimizer state holds {len(saved)} parameters, this run's "
+                         f"optimizer {len(current)}: resume with the model and optimizer that wrote it")
+    name = dict(zip(saved, current))  # in the optimizer's order, as torch's load_state_dict pairs them
+    return {"state": {name[k]: v for k, v in state["state"].items()},
+            "param_groups": [{**g, "params": [name[k] for k in g["params"]]} for g in state["param_groups"]]}
 
 # %% ../nbs/14_distributed.ipynb #22183624
 from torch.utils.data import DistributedSampler
@@ -222,6 +266,40 @@ def clean_exit(e: BaseException,  # what the function raised
     "Whether `e` is `sys.exit()` or `sys.exit(0)`: a rank that ends cleanly, as with `os._exit(0)`."
     return isinstance(e, SystemExit) and e.code in (0, None)
 
+def _left_behind() -> None:
+    "What an FSDP-sharded model in a worker's return value becomes for the caller."
+    return None
+
+def result_bytes(result,  # rank 0's return value
+                 notes: list,  # receives a note for the caller when a sharded model was left behind
+                ) -> bytes:
+    """`result` pickled for the caller; an FSDP-sharded model in it (a Run's `.model`) becomes None, with a
+    note: its parameters hold the process group, which cannot leave the worker."""
+    import io, cloudpickle
+    from torch.distributed.fsdp import FSDPModule
+    left = []
+    class Pickler(cloudpickle.CloudPickler):
+        def reducer_override(self, obj):
+            if isinstance(obj, FSDPModule):
+                left.append(type(obj).__name__)
+                return _left_behind, ()
+            return super().reducer_override(obj)
+    with io.BytesIO() as f:
+        try: Pickler(f, protocol=cloudpickle.DEFAULT_PROTOCOL).dump(result)
+        except Exception as e:
+            raise TypeError(f"launch: rank 0's return value (a {type(result).__name__}) cannot be sent back "
+                            f"to the caller ({type(e).__name__}: {e}); return plain data: numbers, tensors, "
+                            "a state_dict, a Run") from e
+        data = f.getvalue()
+    if left:
+        notes.append(f"the return value held an FSDP-sharded model ({', '.join(dict.fromkeys(left))}), "
+                     "which holds the process group and cannot leave its worker: it comes back as None (a "
+                     "Run's .model). Its full weights are in the run's checkpoints (tb.load_checkpoint("
+                     "run.last_path, model), with a checkpoint_dir), or return them from the function, "
+                     "gathered on every rank: "
+                     "{k: tb.distributed.full_tensor(v) for k, v in model.state_dict().items()}")
+    return data
+
 def worker_main():
     "Each worker's entry point (run by torchrun): join the group, call the function, write the result or error."
     import cloudpickle
@@ -231,26 +309,30 @@ def worker_main():
     _init_group(backend, rank)
     code = 0
     caught = []  # rank 0's warnings: its log is not the caller's, so they travel back (`worker_warnings`)
+    notes = []  # what rank 0 says of its return value (an FSDP model left behind)
     try:
         fn, args, kwargs = cloudpickle.loads((work / "payload.pkl").read_bytes())
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("default")  # each once, as the caller's own session would show them
             result = fn(*args, **kwargs)
+        (work / f"ended-{rank}.txt").write_text("its function returned")  # when: a peer's failure may follow
         if rank == 0:
             from trainbook.core import atomic_write
-            data = cloudpickle.dumps(result)
+            data = result_bytes(result, notes)
             atomic_write(work / "result.pkl", lambda f: f.write(data))
     except SystemExit as e:
-        if not clean_exit(e):
+        if clean_exit(e): (work / f"ended-{rank}.txt").write_text(f"it called sys.exit({e.code!r})")
+        else:
             (work / f"error-{rank}.txt").write_text(traceback.format_exc())
             code = 1
     except BaseException:
         (work / f"error-{rank}.txt").write_text(traceback.format_exc())
         code = 1
     finally:
-        if rank == 0 and caught:
-            said = list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught))
-            (work / "warnings.json").write_text(json.dumps(said))
+        if rank == 0 and (caught or notes):
+            said = [f"{w.category.__name__}: {w.message}" for w in caught]
+            said += [f"UserWarning: {n}" for n in notes]
+            (work / "warnings.json").write_text(json.dumps(list(dict.fromkeys(said))))
         gc.collect()  # wrappers (DDP) go before the group they belong to
         if code == 0: dist.destroy_process_group()
     if code: os._exit(code)  # leave at once: other ranks may be blocked in a collective; torchrun ends them
@@ -333,6 +415,18 @@ def _signalled(log: str) -> Optional[tuple[int, int]]:
         if int(code) < 0 and -int(code) != signal.SIGTERM: return int(rank), int(code)
     return None
 
+def _ended_early(work: Path, rank: str, before: int) -> str:
+    """'; rank r ended early (how) ...' for the ranks whose function had ended before `before` (ns) while
+    `rank` was still in its own; '' when none had (or `rank` had ended too: then a peer's end is no cause)."""
+    if (work / f"ended-{rank}.txt").exists(): return ""
+    ended = [(p.stem.split("-")[1], p.read_text()) for p in sorted(work.glob("ended-*.txt"))
+             if p.stat().st_mtime_ns <= before]
+    if not ended: return ""
+    who = "; ".join(f"rank {r} ended early ({how})" for r, how in ended)
+    return (f"; {who} while rank {rank} was still running, likely waiting for it in a collective (every "
+            "rank must reach each one: a rank that returns or exits mid-run, or a stop requested on one rank "
+            "only, leaves the others waiting)")
+
 def _failure(work: Path, returncode: int) -> LaunchError:
     "What went wrong, by rank: the signal that killed a rank, else the first traceback, else the log."
     log = (work / "launcher.log").read_text(errors="replace")
@@ -344,6 +438,7 @@ def _failure(work: Path, returncode: int) -> LaunchError:
     if cause is not None and cause[1] < 0:  # killed by a signal: it could not write a traceback
         rank, sig = cause[0], -cause[1]
         also = f" (then rank(s) {', '.join(ranks)} failed too)" if ranks else ""
+        if sig == signal.SIGABRT: also += _ended_early(work, str(rank), time.time_ns())  # a lost peer?
         name = signal.Signals(sig).name if sig in signal.valid_signals() else f"number {sig}"
         why = ("out of memory (the kernel's OOM killer) is a common cause" if sig == signal.SIGKILL else
                f"an abort in native code (a library's failed check); the workers' output ends:\n{log[-2000:]}"
@@ -351,7 +446,9 @@ def _failure(work: Path, returncode: int) -> LaunchError:
         return LaunchError(f"rank {rank} was killed by signal {name} ({sig}){also}; {why}")
     if errors:
         also = f" (then rank(s) {', '.join(ranks[1:])} failed too)" if len(ranks) > 1 else ""
-        return LaunchError(f"rank {ranks[0]} failed{also}:\n{errors[0].read_text()}")
+        early = _ended_early(work, ranks[0], errors[0].stat().st_mtime_ns)  # the cause, when there is one
+        head = f"{early[2:]}; rank {ranks[0]} then failed" if early else f"rank {ranks[0]} failed"
+        return LaunchError(f"{head}{also}:\n{errors[0].read_text()}")
     return LaunchError(f"the workers failed (torchrun exit code {returncode}); its output:\n{log[-3000:]}")
 
 # %% ../nbs/14_distributed.ipynb #c5e03f18

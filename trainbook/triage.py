@@ -218,6 +218,22 @@ class LossStats:
             parts += [self.counts.double()] + ([n[3:]] if self.kind == "values" else [])
         return torch.cat(parts)
 
+    def layout(self) -> Optional[tuple]:
+        "What `flat` holds after its 7 sums: the targets' (kind, shape, number of values); None when nothing."
+        self._sum_held()
+        if self.counts is None: return None
+        return self.kind, self.shape, len(self.counts) + (self.kind == "values")  # values: + their count
+
+    def take_layout(self, layout: Optional[tuple],  # another rank's `layout()`; None = hold no target counts
+                   ) -> None:
+        "Hold the target counts as `layout` says (zeros where this rank saw none): `flat` as other ranks'."
+        if layout is None:
+            self.kind, self.counts = False, None  # the ranks' targets differ: no prior
+        elif self.layout() != layout:
+            self.kind, self.shape, size = layout
+            device = self.sums.device if self.sums is not None else None
+            self.counts = torch.zeros(size - (self.kind == "values"), dtype=torch.float64, device=device)
+
     def load_flat(self, v: torch.Tensor,  # the vector `flat` gave, summed over ranks
                  ) -> None:
         "Take back the vector `flat` gave (after an all-reduce)."
