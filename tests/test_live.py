@@ -442,3 +442,27 @@ def test_bars_of_a_run_whose_every_step_was_skipped():
                  loss_fn=nn.functional.cross_entropy, live=False, callbacks=[bars],
                  config=tb.TrainConfig(epochs=1, device="cpu", on_nonfinite="skip"))
     assert run.step == 0 and run.skipped_steps == 4 and bars.epochs.n == 1
+
+
+def test_a_finished_run_leaves_no_red_step_bar_in_a_notebook(monkeypatch):
+    "Probe 27: the step bar moved at most every 0.1 s; closed short of its total, tqdm.notebook kept it, red."
+    import tqdm.auto, tqdm.notebook
+    import trainbook.live as live
+    monkeypatch.setattr(live, "display_mode", lambda: "widget")  # what a JupyterLab kernel gets
+    monkeypatch.setattr(tqdm.auto, "tqdm", tqdm.notebook.tqdm)
+    bars = []
+
+    class Kept(live.Progress):
+        def after_fit(self, state):
+            bars.append(self.steps)
+            super().after_fit(state)
+
+    torch.manual_seed(0)
+    X, y = torch.randn(455, 30), torch.randint(0, 2, (455,))
+    dl = tb.TensorLoader(X, y, batch_size=64)
+    model = nn.Sequential(nn.Linear(30, 16), nn.ReLU(), nn.Linear(16, 2))
+    run = tb.fit(model, dl, dl, loss_fn=nn.CrossEntropyLoss(), config=tb.TrainConfig(epochs=8, lr=3e-3),
+                 callbacks=[Kept(mininterval=60)], live=False)  # a redraw a minute: the end is never drawn
+    bar = bars[0]
+    assert run.stopped == "completed" and bar.n == bar.total == run.step
+    assert bar.container.children[1].bar_style != "danger" and bar.container.layout.visibility == "hidden"

@@ -27,10 +27,9 @@ def display_mode() -> str:
     "'widget' in a Jupyter kernel with ipywidgets and anywidget, 'static' in other IPython shells, 'text' elsewhere."
     forced = os.environ.get("TRAINBOOK_LIVE")
     if forced in ("widget", "static", "text"): return forced
-    try:
-        from IPython import get_ipython
-        shell = get_ipython()
+    try: from IPython import get_ipython
     except ImportError: return "text"
+    shell = get_ipython()
     if shell is None: return "text"
     if getattr(shell, "kernel", None) is None: return "static"
     try:
@@ -140,8 +139,7 @@ def clear_figure(fig,  # a live curves figure (from `new_figure(widget=True)`), 
     fig.data = ()
     axes = [k for k in fig.layout.to_plotly_json() if k.startswith(("xaxis", "yaxis"))]
     with fig.batch_update():
-        fig.layout.shapes = ()
-        fig.layout.annotations = ()
+        fig.layout.shapes, fig.layout.annotations = (), ()
         for axis in axes:
             fig.layout[axis].update(autorange=True)
     return fig
@@ -276,9 +274,8 @@ def marks_for(findings: list,  # Findings (and the run's own 'best'/'early_stopp
             out.append((at, color, f"overfitting from step {at}"))  # the axis counts steps
             continue
         at = sorted(f.data.get("steps") or ([f.data["step"]] if "step" in f.data else []))
-        # a burst of steps is one event: one mark, counted in its label
         for burst in _bursts(at, merge * span):
-            out.append((burst[0], color, label if len(burst) == 1 else f"{label} ×{len(burst)}"))
+            out.append((burst[0], color, label if len(burst) == 1 else f"{label} ×{len(burst)}"))  # one a burst
     return sorted(out, key=lambda m: m[0])
 
 def place_labels(marks: list,  # (x, color, label) sorted by x
@@ -650,8 +647,7 @@ class LiveCurves(Callback):
             extra.append(plot_grad_norms(state.history))
         return FinalView(fig, summary_of(self.series), self.findings, extra)
 
-    # Only a widget is worth redrawing during the run; elsewhere nobody would see it, so the figure is drawn
-    # once at the end.
+    # only a widget is worth redrawing during the run (elsewhere nobody sees it): else drawn once at the end
     def before_fit(self, state):  # a figure of its own is shown at the first redraw (after the first step)
         self.mode = self.mode or display_mode()
         if self.mode == "widget" and self._given is not None: self._ensure()  # a panel's: emptied now
@@ -745,14 +741,18 @@ class Progress(Callback):
             post = {"train_loss": f"{train:.4g}", **{f"valid_{k}": v for k, v in post.items()}}
         self.epochs.set_postfix(post, refresh=False)  # drawn by the update (tqdm throttles its redraws)
         self.epochs.update(1)
+    @staticmethod
+    def _full(bar):  # a finished bar at what it counted: tqdm draws an incomplete bar red, which reads as a crash
+        done = bar.n
+        bar.reset(total=done)
+        bar.update(done)
     def after_fit(self, state):
         run = getattr(state, "run", None)
         early = getattr(run, "stopped", None) == "early_stopping"
-        if early and self.epochs is not None and self.epochs.total:
-            # a finished bar at the epochs it ran: tqdm draws an incomplete bar red, which reads as a crash
-            done = self.epochs.n
-            self.epochs.reset(total=done)
-            self.epochs.update(done)
+        if self.steps is not None:  # at the steps done, full, then gone (leave=False)
+            self._move(state)
+            self._full(self.steps)
+        if early and self.epochs is not None and self.epochs.total: self._full(self.epochs)
         for bar in (self.steps, self.epochs):
             if bar is not None: bar.close()
         if early: print(stop_summary(run))
