@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
 from .core import History, warn
-from .distributed import LaunchError, check_call, clean_exit, launch_live_curves, pickle_by_value
+from .distributed import (LaunchError, check_call, clean_exit, launch_live_curves, pickle_by_value,
+                                  result_bytes)
 from .events import Callback, add_session_observer, remove_session_observer
 from .parquet import require_features
 from .tuning import TRIAL_OBSERVER, MonitorReport, make_sampler, new_study_name
@@ -100,6 +101,7 @@ class Collector:
     def __init__(self):
         self.rows: list = []
         self.result: Optional[bytes] = None
+        self.notes: list = []  # what the driver is told of the result
         self.errors: dict = {}
         self.controller = None  # the Ray Train controller's actor handle, so launch can stop the run
 
@@ -113,11 +115,12 @@ class Collector:
             ) -> list:
         "The rows from `start` on."
         return self.rows[start:]
-    def put_result(self, data: bytes,  # rank 0's return value, pickled
+    def put_result(self, data: bytes,  # rank 0's return value, pickled (`distributed.result_bytes`)
+                   notes: list = (),  # what the driver is told of it (an FSDP model left behind)
                   ):
         "Keep rank 0's result for the driver."
-        self.result = data
-    def get_result(self) -> Optional[bytes]: return self.result
+        self.result, self.notes = data, list(notes)
+    def get_result(self) -> tuple: return self.result, self.notes
     def put_error(self, rank: int, text: str): self.errors.setdefault(rank, text)  # kept in order of arrival
     def get_errors(self) -> dict: return dict(self.errors)
     def put_controller(self, handle,  # the run's TrainController actor (sent by `_controller_reporter`)
@@ -220,7 +223,9 @@ def train_loop(config: dict,  # what `launch` packed: the function, its argument
     try:
         fn, args, kwargs = cloudpickle.loads(config["payload"])
         result = fn(*args, **kwargs)
-        if rank == 0: ray.get(collector.put_result.remote(cloudpickle.dumps(result)))
+        if rank == 0:  # an FSDP-sharded model stays behind (its process group cannot travel), as under launch
+            notes = []
+            ray.get(collector.put_result.remote(result_bytes(result, notes), notes))
     except BaseException as e:
         if clean_exit(e): return  # sys.exit() / sys.exit(0): this rank ends cleanly, as under torchrun
         ray.get(collector.put_error.remote(rank, traceback.format_exc()))
@@ -375,7 +380,8 @@ def launch(fn: Callable,  # what each worker runs (it calls tb.fit); a function 
         _receive(collector, got, history)
         if curves is not None: curves.update(state, force=True)
         if "error" in outcome: raise _failure(outcome["error"], ray.get(collector.get_errors.remote()))
-        data = ray.get(collector.get_result.remote())
+        data, notes = ray.get(collector.get_result.remote())
+        for note in notes: warn(f"launch: {note}")
         return cloudpickle.loads(data) if data is not None else None
     finally:  # a Ctrl-C too: the run does not go on in the background of the user's own Ray
         if thread is not None and thread.is_alive() and not started and stopped is None:
