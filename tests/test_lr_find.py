@@ -151,3 +151,12 @@ def test_lr_find_names_a_sweep_argument_out_of_range_before_any_step():
                          ({"smooth": 1.0}, r"smooth must be in \[0, 1\)")):
         with pytest.raises(ValueError, match=said):
             tb.lr_find(nn.Linear(4, 2), [(X, y)], nn.functional.cross_entropy, **kwargs)
+
+
+def test_a_finder_shows_itself_in_one_line():
+    "Probe 27: showing a finder printed every lr and loss of the sweep (3,900 characters)."
+    lrs = list(np.geomspace(1e-7, 10, 100))
+    shown = repr(LRFinder(lrs, [1.0] * 100, 3e-3, False, [1.0] * 100, "halfway down the descent"))
+    assert shown == ("LRFinder(100 steps, lr 1e-07 → 10; suggestion 3.00e-03: halfway down the descent; "
+                     ".plot() draws it)"), shown
+    assert "no suggestion: stopped" in repr(LRFinder(lrs[:3], [1.0] * 3, None, True))

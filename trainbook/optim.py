@@ -155,6 +155,12 @@ class LRFinder:
         suggestion, reason = descent_lr(lrs, raw)
         return cls(lrs, losses, suggestion, False, raw, reason)
 
+    def __repr__(self):  # one line, not every lr and loss of the sweep (probe 27: 3,900 characters)
+        sweep = f"{len(self.lrs)} steps, lr {self.lrs[0]:.2g} → {self.lrs[-1]:.2g}" if self.lrs else "no steps"
+        found = f"suggestion {self.suggestion:.2e}" if self.suggestion is not None else "no suggestion"
+        why = self.reason or ("stopped" if self.stopped else "")
+        return f"LRFinder({sweep}; {found}{': ' + why if why else ''}; .plot() draws it)"
+
     def plot(self):
         "The loss-vs-lr curve (log x) with the suggestion marked."
         import plotly.graph_objects as go
