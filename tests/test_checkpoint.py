@@ -351,3 +351,38 @@ def test_a_changed_loader_order_is_a_resume_change(tmp_path):
     order = lambda **kw: run_signature(nn.Linear(4, 2), None, tb.TensorLoader(X, Y, **kw))["loader"]["order"]
     assert order() == "in order" and order(shuffle=True, seed=3) == "shuffled, seed 3"
     assert resume_changes(signature(), signature()) == []
+
+
+def test_a_checkpoint_is_no_record_the_earlier_run_goes_at_the_first_run_json(tmp_path):
+    "Probe 26, f1: the earlier run went at the new run's first checkpoint: a run ending next lost it."
+    from trainbook.core import History
+    from trainbook.run import Run, write_run_record
+    EARLIER_FOLDER = ".trainbook-earlier"  # where the earlier run's files are kept until the first record
+
+    def earlier_run():
+        tb.save_checkpoint(tmp_path / "last.pt", model=nn.Linear(2, 2), step=9)
+        tb.save_checkpoint(tmp_path / "best.pt", model=nn.Linear(2, 2), step=6)
+        write_run_record(Run(History(), tb.TrainConfig(), "completed", step=9), tmp_path / "run.json")
+        return files()
+
+    def files():
+        return {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file() and p.name[0] != "."}
+
+    net = nn.Linear(2, 2)
+    before = earlier_run()
+    keeper = tb.Checkpointer(tmp_path, parts={"model": net, "optimizer": None})
+    keeper.prepare(overwrite=True)
+    keeper.save("last.pt", step=1)
+    assert keeper.path("last.pt") == tmp_path / "last.pt" and keeper.path("best.pt") is None  # the earlier's
+    assert (tmp_path / "best.pt").read_bytes() == before["best.pt"] and (tmp_path / EARLIER_FOLDER).is_dir()
+    with pytest.warns(UserWarning, match="this run ended before its first run.json"):
+        keeper.release()  # it ends without a record (its final one could not be written, say)
+    assert files() == before and not (tmp_path / EARLIER_FOLDER).exists()
+    assert tb.checkpoint.folder_writer(tmp_path) is None
+    keeper = tb.Checkpointer(tmp_path, parts={"model": net, "optimizer": None})
+    keeper.prepare(overwrite=True)
+    keeper.save("last.pt", step=1)
+    keeper.write_run(Run(History(), tb.TrainConfig(), "running", step=1), final=False)  # its first record
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".trainbook-run", "last.pt", "run.json"]
+    keeper.release()
+    assert tb.load_checkpoint(tmp_path)["step"] == 1 and tb.Run.load(tmp_path).stopped == "running"

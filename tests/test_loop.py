@@ -842,3 +842,14 @@ def test_a_resume_with_a_loader_that_lost_its_own_generator_says_so(tmp_path):
     run = tb.fit(mlp(), plain, loss_fn=CE, live=False, config=cfg, resume=tmp_path / "last.pt")
     [changed] = [f for f in run.findings if f.kind == "resume_changed"]
     assert "RandomSampler, own generator" in changed.message
+
+
+def test_an_epoch_left_unfinished_has_no_row_of_nan_losses():
+    "Probe 27: a Ctrl-C 3 steps into epoch 2 showed '2 | NaN | NaN | 0.001' in run.metrics(), read as a blow-up."
+    X, y = blobs()
+    dl = tb.TensorLoader(X, y, batch_size=32)  # 8 steps an epoch
+    run = tb.fit(mlp(), dl, dl, loss_fn=nn.functional.cross_entropy, live=False,
+                 config=tb.TrainConfig(epochs=5), callbacks=[interrupt_at(19)])
+    assert run.stopped == "interrupted" and run.epoch == 2
+    table = run.metrics()
+    assert list(table.index) == [0, 1] and table.notna().all().all(), table

@@ -481,9 +481,10 @@ def test_overwrite_leaves_your_own_files_and_removes_an_earlier_runs(tmp_path):
         assert run.run_dir == mine and (mine / "model.json").read_text() == '{"layers": [8, 16, 3]}'
         assert not any(f.kind == "run_dir_versioned" for f in run.findings)  # the folder held no run
     fit(tmp_path / "c")
-    (tmp_path / "c" / "model.json").write_text("{}")  # beside a run record: the earlier run's (a boosting run's)
+    (tmp_path / "c" / "model.json").write_text("{}")  # beside a torch run: yours still (probe 26, f9)
     fit(tmp_path / "c", overwrite=True)
-    assert sorted(files(tmp_path / "c")) == ["best.pt", "last.pt", "run.json"]
+    assert sorted(files(tmp_path / "c")) == ["best.pt", "last.pt", "model.json", "run.json"]
+    assert (tmp_path / "c" / "model.json").read_text() == "{}"
 
 
 def test_a_branch_that_never_beats_the_restored_best_holds_its_best_pt(tmp_path):
@@ -527,3 +528,223 @@ def test_a_resume_with_other_batches_in_a_plain_list_is_a_resume_change(tmp_path
     changes = lambda run: next((f.data["changes"] for f in run.findings if f.kind == "resume_changed"), {})
     assert "data_fingerprint" not in changes(fit(tmp_path / "a", epochs=3, resume=tmp_path / "a", batches=listed(0)))
     assert "data_fingerprint" in changes(fit(tmp_path / "b", epochs=3, resume=tmp_path / "b", batches=listed(1)))
+
+
+# ---- probe 26: an overwrite run replaces the earlier run at its first run.json (its first epoch's end, or
+# its end); stopped, failed or killed before, the folder holds the earlier run whole, none of the new one's
+
+EARLIER = ".trainbook-earlier"
+
+
+class StopAt:
+    "A callback that asks the loop to stop after optimizer step `step` (a Stop button; no Ctrl-C)."
+    def __init__(self, step): self.step = step
+
+    def after_step(self, state):
+        if state.step == self.step: state.control.stop = True
+
+
+class RaiseAt:
+    "A callback that raises at optimizer step `step`."
+    def __init__(self, step): self.step = step
+
+    def after_step(self, state):
+        if state.step == self.step: raise RuntimeError("boom")
+
+
+def said(seen, text):
+    return [str(w.message) for w in seen if text in str(w.message)]
+
+
+@pytest.mark.parametrize("stop", ["ctrl_c", "control.stop"])
+def test_an_overwrite_run_stopped_at_its_first_step_keeps_the_earlier_run_whole(tmp_path, stop):
+    "Probe 26, f1: a Ctrl-C (or a Stop) at the new run's first step deleted the earlier best.pt and run.json."
+    from helpers import ctrl_c_at
+    earlier = fit(tmp_path, epochs=2)
+    before = files(tmp_path)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        run = tb.fit(mlp(seed=1), *data(), loss_fn=CE, live=False, overwrite=True,
+                     config=tb.TrainConfig(epochs=2, device="cpu", checkpoint_dir=str(tmp_path)),
+                     callbacks=[ctrl_c_at(1) if stop == "ctrl_c" else StopAt(1)])
+    assert (run.stopped, run.step, run.run_dir) == ("interrupted", 1, tmp_path)
+    assert files(tmp_path) == before and not (tmp_path / EARLIER).exists()  # run.json too
+    assert said(seen, "keeps the earlier run as it was (last.pt, best.pt, run.json)"), [str(w) for w in seen]
+    loaded = tb.Run.load(tmp_path)
+    assert (loaded.stopped, loaded.step, loaded.best) == ("completed", earlier.step, earlier.best)
+    assert (run.last_path, run.best_path) == (None, None) and tb.checkpoint.folder_writer(tmp_path) is None
+    with pytest.raises(FileNotFoundError, match="kept the earlier run's files and none of this run's"):
+        run.restore_best(mlp())  # the folder's best.pt is the earlier run's, not this one's
+    model = mlp(seed=5)
+    loaded.restore_best(model)
+    assert holds(model, best_pt(tmp_path)["model"])
+
+
+def test_an_overwrite_run_that_fails_after_its_first_checkpoints_leaves_none_of_its_files(tmp_path):
+    "Probe 26, f1: a run that wrote last.pt (and a best.pt the earlier had not), then failed, replaced it."
+    fit(tmp_path, epochs=2)
+    (tmp_path / "best.pt").unlink()  # an earlier run without a best.pt: the new run's best.pt is its own file
+    before = files(tmp_path)
+    with pytest.raises(RuntimeError, match="boom") as err:
+        fit(tmp_path, model=mlp(seed=1), overwrite=True, callbacks=[RaiseAt(2)],
+            config={"checkpoint_every": 1, "eval_every": 1})
+    assert err.value.run.stopped == "failed" and err.value.run.step == 2
+    assert files(tmp_path) == before and not (tmp_path / EARLIER).exists()  # its best.pt gone, last.pt back
+    assert tb.Run.load(tmp_path).stopped == "completed"
+
+
+def test_an_overwrite_run_replaces_the_earlier_at_its_first_epochs_end(tmp_path):
+    """Probe 26, f1/f10: the earlier run stays restorable until the new run's first run.json; a Ctrl-C
+    after it keeps the new run."""
+    from helpers import interrupt_at
+    fit(tmp_path, epochs=2)
+    (tmp_path / "last.msgpack").write_bytes(b"earlier")  # an earlier run's file the new one never writes
+    before = files(tmp_path)
+    seen_at = {}
+
+    class Look:
+        def after_step(self, state):
+            if state.step == 2:  # the new run's last.pt of step 1 written (checkpoint_every=1), no run.json
+                now = files(tmp_path)
+                seen_at[2] = (torch.load(tmp_path / "last.pt", weights_only=True)["step"],
+                              now["run.json"] == before["run.json"], now["best.pt"] == before["best.pt"],
+                              now["last.msgpack"] == before["last.msgpack"], (tmp_path / EARLIER).is_dir())
+
+        def after_epoch(self, state):
+            if state.epoch == 0:  # its first run.json written: the earlier files it did not write over go
+                seen_at["epoch 0"] = ((tmp_path / "last.msgpack").exists(), (tmp_path / EARLIER).exists(),
+                                      json.loads((tmp_path / "run.json").read_text())["stopped"])
+
+    run = fit(tmp_path, epochs=3, model=mlp(seed=1), overwrite=True, callbacks=[Look(), interrupt_at(4)],
+              config={"checkpoint_every": 1})
+    assert seen_at[2] == (1, True, True, True, True)  # the earlier run whole beside the new last.pt, and kept
+    assert seen_at["epoch 0"] == (False, False, "running")
+    assert run.stopped == "interrupted" and run.last_path == tmp_path / "last.pt"  # committed: kept
+    loaded = tb.Run.load(tmp_path)
+    assert (loaded.stopped, loaded.step) == ("interrupted", 4)
+    assert sorted(files(tmp_path)) == ["best.pt", "last.pt", "run.json"]
+
+
+KILLED_AT_STEP_2 = """
+import os, signal, sys
+sys.path.insert(0, {tests!r})
+from test_run_folder import fit, mlp
+
+class Kill:
+    def after_step(self, state):
+        if state.step == 2: os.kill(os.getpid(), signal.SIGKILL)  # last.pt of step 1 written, no run.json yet
+
+fit({folder!r}, model=mlp(seed=1), overwrite=True, callbacks=[Kill()], config={{"checkpoint_every": 1}})
+"""
+
+
+def test_an_overwrite_run_killed_before_its_first_run_json_leaves_the_earlier_run_to_the_next_one(tmp_path):
+    "Probe 26, f10: a SIGKILL after the new last.pt left it beside the earlier best.pt and finished run.json."
+    import subprocess, sys
+    from pathlib import Path
+    earlier = fit(tmp_path / "a", epochs=2)
+    before = files(tmp_path / "a")
+    script = KILLED_AT_STEP_2.format(tests=str(Path(__file__).parent), folder=str(tmp_path / "a"))
+    child = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert child.returncode == -9, child.stderr[-2000:]
+    assert (tmp_path / "a" / EARLIER).is_dir() and files(tmp_path / "a") != before  # the new last.pt is there
+    for name in ("b", "c"): shutil.copytree(tmp_path / "a", tmp_path / name)
+    # Run.load puts the earlier run back first, and says so
+    with pytest.warns(UserWarning, match=r"run.json \(killed\?\): the earlier run is put back as it was"):
+        loaded = tb.Run.load(tmp_path / "a")
+    assert (loaded.stopped, loaded.step, loaded.best) == ("completed", earlier.step, earlier.best)
+    assert files(tmp_path / "a") == before and not (tmp_path / "a" / EARLIER).exists()
+    # a new run's claim does too: the folder holds the earlier run, so the new run takes version_1
+    new = fit(tmp_path / "b", epochs=1)
+    assert new.run_dir == tmp_path / "b" / "version_1" and files(tmp_path / "b") == before
+    # resume= the folder goes on from the earlier run's last.pt, not the killed run's
+    resumed = fit(tmp_path / "c", epochs=3, resume=tmp_path / "c")
+    first = history_without_timing(earlier)
+    assert history_without_timing(resumed)[:len(first)] == first
+    assert resumed.step == earlier.step + 3 and not (tmp_path / "c" / EARLIER).exists()
+
+
+def test_a_ctrl_c_while_the_earlier_run_is_put_back_leaves_the_rest_to_the_next_reader(tmp_path, monkeypatch):
+    "Probe 26: the earlier files go back one by one; a Ctrl-C in between (twice): Run.load or a claim ends it"
+    from pathlib import Path
+    from helpers import interrupt_at
+    from trainbook.run import RUN_FILES
+    fit(tmp_path, epochs=2)
+    before = files(tmp_path)
+    replace, calls = os.replace, []
+    def cut(src, dst):  # every second file put back: Ctrl-C
+        if Path(src).parent.name == EARLIER and Path(src).name in RUN_FILES:
+            calls.append(src)
+            if len(calls) % 2 == 0: raise KeyboardInterrupt
+        replace(src, dst)
+    monkeypatch.setattr(os, "replace", cut)
+    with pytest.raises(KeyboardInterrupt):
+        fit(tmp_path, model=mlp(seed=1), overwrite=True, callbacks=[interrupt_at(1)])
+    monkeypatch.undo()
+    assert len(calls) == 4 and (tmp_path / EARLIER).is_dir()  # put back twice, cut twice: run.json still out
+    assert tb.checkpoint.folder_writer(tmp_path) is None  # the folder is free all the same
+    with pytest.warns(UserWarning, match="the earlier run is put back as it was"):
+        assert tb.Run.load(tmp_path).stopped == "completed"
+    assert files(tmp_path) == before and not (tmp_path / EARLIER).exists()
+
+
+def test_a_shared_name_is_a_runs_file_only_beside_a_boosting_runs_record(tmp_path):
+    "Probe 26, f9: model.json beside a torch run's run.json counted as the run's; overwrite=True removed it."
+    (tmp_path / "run.json").write_text("{}")
+    (tmp_path / "last.pt").write_bytes(b"")
+    (tmp_path / "model.json").write_text("{}")
+    assert tb.run.earlier_run_files(tmp_path) == ["last.pt", "run.json"]
+    (tmp_path / "boosted.json").write_text("{}")  # a boosting run's record: model.json is its model
+    assert tb.run.earlier_run_files(tmp_path) == ["last.pt", "boosted.json", "model.json", "run.json"]
+
+
+def test_restore_best_of_a_keras_run_says_it_keeps_no_best_pt_and_where_its_weights_are(tmp_path):
+    "Probe 26, f7: restore_best on a Keras run said its best.pt 'has been deleted or moved': it had none."
+    (tmp_path / "last.keras").write_bytes(b"")
+    run = tb.Run(records=tb.core.History(), config=tb.TrainConfig(), stopped="completed", kind="keras",
+                 run_dir=tmp_path, best=0.5, best_epoch=1)
+    with pytest.raises(ValueError, match=r"this keras run writes none: its folder holds last.keras.*"
+                                         r"restore_best_weights=True") as err:
+        run.restore_best(mlp())
+    assert "deleted or moved" not in str(err.value)
+
+
+def test_run_load_of_a_folder_with_last_pt_and_no_run_json_yet_says_how_to_go_on(tmp_path):
+    "Probe 26, f10: killed before its first run.json, Run.load said a fit 'writes one' though a resume works."
+    tb.save_checkpoint(tmp_path / "last.pt", model=mlp(), step=1)
+    with pytest.raises(RunFileError, match=r"holds last.pt but no run.json yet: .*its first epoch's end.*"
+                                           r"a fit with resume=.* goes on from last.pt"):
+        tb.Run.load(tmp_path)
+
+
+def test_keras_and_boosting_overwrite_runs_stopped_before_their_first_record_keep_the_earlier_run(tmp_path):
+    "Probe 26: the same promise on the other paths through the Checkpointer (Keras; XGBoost: model.json)."
+    keras = pytest.importorskip("keras")
+    pytest.importorskip("xgboost")
+    import pandas as pd
+    fit(tmp_path, epochs=2)
+    before = files(tmp_path)
+    X = np.random.default_rng(0).normal(size=(64, 4)).astype("float32")
+
+    class Interrupt(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == 1: raise KeyboardInterrupt
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    cb = tb.keras_callback(live=False, checkpoint_dir=tmp_path, overwrite=True)
+    with pytest.warns(UserWarning, match="keeps the earlier run as it was"), pytest.raises(KeyboardInterrupt):
+        model.fit(X, (X[:, 0] > 0).astype("int32"), epochs=2, verbose=0, callbacks=[cb, Interrupt()])
+    assert cb.run.stopped == "interrupted" and files(tmp_path) == before and not (tmp_path / EARLIER).exists()
+
+    df = pd.DataFrame(X, columns=list("abcd")).assign(y=(X[:, 0] > 0).astype(int))
+    splits = tb.make_splits(df, "y", seed=0)
+    with pytest.warns(UserWarning, match="keeps the earlier run as it was"):
+        boosted = tb.fit_xgboost(df, "y", splits, num_rounds=5, live=False, checkpoint_dir=tmp_path,
+                                 overwrite=True, callbacks=[StopAt(1)])
+    assert boosted.stopped == "interrupted" and files(tmp_path) == before  # its model.json and the rest: gone
+    assert tb.Run.load(tmp_path).kind == "torch"
+    done = tb.fit_xgboost(df, "y", splits, num_rounds=5, live=False, checkpoint_dir=tmp_path, overwrite=True)
+    assert done.stopped == "completed" and "model.json" in files(tmp_path)
+    assert "best.pt" not in files(tmp_path)  # a run that completes replaces the earlier one

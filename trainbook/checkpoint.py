@@ -19,7 +19,7 @@ from .core import (Finding, TrainConfig, atomic_write, loader_generators, loader
                             rng_state, this_process, warn)
 from .optim import rescale_lr
 from .distributed import full_state, load_sharded_state
-from .run import RUN_FILES, Handover, earlier_run_files, json_safe, write_run_record
+from .run import RUN_FILES, Handover, earlier_run_files, json_safe, recover_handover, write_run_record
 
 # %% auto #0
 __all__ = ['FORMAT', 'SNAPSHOT_SPACING', 'SNAPSHOT_FREE', 'SNAPSHOT_ALWAYS', 'unwrap', 'check_loadable', 'save_checkpoint',
@@ -354,6 +354,7 @@ def _write_lock(folder: Path) -> bool:
 def _claim(folder: Path, force: bool = False) -> bool:
     """Lock `folder` for this run: False when it holds another run (a new run then takes a version folder);
     `force` (resume, overwrite) takes a folder with files but never one a live process writes."""
+    recover_handover(folder)  # an overwrite run killed before its first run.json: the earlier run back first
     if not force and earlier_run_files(folder): return False
     folder.mkdir(parents=True, exist_ok=True)
     locked, who = _read_lock(folder)
@@ -397,7 +398,7 @@ def prepare_run_dir(checkpoint_dir: str | Path | None,  # the folder asked for (
     if here is not None:  # a resumed run continues in its own folder
         _claim(here, force=True)
         return here, None
-    if overwrite:  # the earlier run's files stay until this run writes its own (`Checkpointer`, `Handover`)
+    if overwrite:  # the earlier run's files stay until this run's first run.json (`Checkpointer`, `Handover`)
         _claim(base, force=True)  # refused while another process writes there
         return base, None
     folder, version = base, 0
@@ -573,6 +574,7 @@ def check_resume(resume,  # what a run was given as `resume`
         raise ValueError(f"resume={resume!r} names no checkpoint (as a path it would be the working "
                          "folder): pass resume=None for a new run, or the checkpoint file or run folder to "
                          "continue from")
+    if isinstance(resume, (str, os.PathLike)): recover_handover(Path(resume).expanduser())  # as `_claim`
     if resume is None or isinstance(resume, (str, os.PathLike)): return resume
     hint = " (resume=True picks no folder: pass the run folder, resume=cfg.checkpoint_dir)" if resume is True else ""
     raise TypeError(f"resume must be a checkpoint file or its run folder (a str or Path), got {resume!r}{hint}")
@@ -600,7 +602,7 @@ class Checkpointer:
         self.findings: list = []  # what choosing the folder and restoring noticed
         self._clock, self._last_write = clock, None  # (when the last run.json write ended, how long it took)
         self._lock: Optional[dict] = None  # the folder's lock as this run claimed it (rank 0)
-        self._handover = Handover()  # what the first write brings (rank 0: planned by `prepare`)
+        self._handover = Handover()  # the earlier run kept to this run's first record (rank 0: `prepare`)
 
     def prepare(self,
                 resume: Union[str, Path, None] = None,  # the checkpoint (or run folder) the run resumes from
@@ -621,7 +623,7 @@ class Checkpointer:
         if self.rank == 0:
             self._lock = folder_writer(self.run_dir)
             source = checkpoint_file(resume) if resume is not None else None  # the checkpoint it goes on from
-            self._handover = Handover.plan(self.run_dir, source, overwrite)  # what its first write brings
+            self._handover = Handover.plan(self.run_dir, source, overwrite)  # kept to its first record
         if chosen[1] is not None:
             self.findings.append(chosen[1])
             warn(f"{chosen[1].message}; {chosen[1].advice}")
@@ -646,7 +648,6 @@ class Checkpointer:
         save_checkpoint(self.run_dir / name, model=full["model"] if full else p["model"],
                         optimizer=full["optimizer"] if full else p["optimizer"], scheduler=scheduler,
                         scaler=p.get("scaler"), **{**others, **self.meta, **entries})
-        self._handover.apply()  # written: the earlier run's other files go, a carried best comes
 
     def read(self, resume: Union[str, Path],  # the checkpoint (or run folder) to resume from
              device: torch.device,  # where its tensors go
@@ -700,7 +701,7 @@ class Checkpointer:
             if took > SNAPSHOT_FREE and started - ended < SNAPSHOT_SPACING * took: return
         self._check_held("run.json")
         write_run_record(run, self.run_dir / "run.json")
-        self._handover.apply()
+        self._handover.apply()  # its first record: the earlier run's files it did not write over go
         ended = self._clock()
         self._last_write = (ended, ended - started)
 
@@ -714,8 +715,10 @@ class Checkpointer:
 
     def release(self) -> None:
         "Give up the run folder's writer lock (the run ended, however); another run's lock since then is kept."
-        if self.rank != 0 or (self._lock is not None and folder_writer(self.run_dir) != self._lock): return
-        release_run_dir(self.run_dir)
+        try: self._handover.close()  # no record written (the final one failed): the earlier run is put back
+        finally:
+            if self.rank == 0 and (self._lock is None or folder_writer(self.run_dir) == self._lock):
+                release_run_dir(self.run_dir)
 
 # %% ../nbs/06_checkpoint.ipynb #4dfc610b
 @dataclass

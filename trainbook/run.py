@@ -4,7 +4,7 @@
 
 # %% ../nbs/05a_run.ipynb #6765f40e
 from __future__ import annotations
-import contextlib, html, json, math, os, shutil
+import contextlib, html, json, math, os, secrets, shutil
 from dataclasses import dataclass, field, fields
 from enum import Enum
 from pathlib import Path
@@ -16,10 +16,10 @@ from .core import (Finding, History, TrainConfig, atomic_write, did_you_mean, fi
 
 # %% auto #0
 __all__ = ['STOP_REASONS', 'RECORDS', 'PER_STEP', 'SYSTEM', 'EVIDENCE', 'MONITOR_ALIASES', 'RUN_FORMAT', 'RUN_VERSION',
-           'RUN_FILES', 'RUNNING', 'UNKNOWN_CONFIG', 'StopReason', 'Record', 'record_key', 'monitored_record',
-           'last_run', 'remember_run', 'unrecorded', 'Run', 'grouped_findings', 'RunFileError', 'json_safe',
-           'history_json', 'earlier_run_files', 'file_identity', 'Handover', 'history_from_last', 'mark_killed',
-           'written_by', 'run_record_bytes', 'write_run_record']
+           'RUN_FILES', 'EARLIER_FOLDER', 'RUNNING', 'UNKNOWN_CONFIG', 'StopReason', 'Record', 'record_key',
+           'monitored_record', 'last_run', 'remember_run', 'unrecorded', 'Run', 'grouped_findings', 'RunFileError',
+           'json_safe', 'history_json', 'earlier_run_files', 'file_identity', 'Handover', 'recover_handover',
+           'history_from_last', 'mark_killed', 'written_by', 'run_record_bytes', 'write_run_record']
 
 # %% ../nbs/05a_run.ipynb #c9cb2482
 class StopReason(str, Enum):
@@ -106,6 +106,14 @@ def unrecorded():
         with silenced(): yield
     finally: _LAST_RUN[0] = last
 
+_OTHER_BEST = {  # where the weights of a run that writes no best.pt are (`Run.restore_best`)
+    "keras": "its folder holds last.keras, the model as its last epoch left it (keras.saving.load_model "
+             "reads it); for the best epoch's weights give model.fit keras.callbacks.EarlyStopping("
+             "restore_best_weights=True) or keras.callbacks.ModelCheckpoint(path, save_best_only=True)",
+    "flax": "its best evaluation's state is best.msgpack in its folder "
+            "(trainbook.jax_parts.read_flax_checkpoint reads it)",
+    "boosting": "its model (run.model, or BoostedModel.load of its folder) is its best round's already"}
+
 @dataclass
 class Run:
     "The outcome of a training run."
@@ -144,6 +152,9 @@ class Run:
         names = epoch_rows.name.str.replace(r"^epoch_", "", regex=True)  # epoch_loss, epoch_accuracy: train_*
         wide = epoch_rows.assign(col=epoch_rows.split + "_" + names) \
                          .pivot_table(index="epoch", columns="col", values="value", aggfunc="last")
+        # an epoch left unfinished (a Ctrl-C) logged its steps' lr alone: no row of NaN losses for it
+        others = wide.columns.drop("train_lr", errors="ignore")
+        if len(others): wide = wide[wide[others].notna().any(axis=1)]
         first = [c for c in ("train_loss", "valid_loss") if c in wide.columns]
         return wide[first + [c for c in wide.columns if c not in first]].rename_axis(None, axis=1)
 
@@ -167,6 +178,9 @@ class Run:
         model as its last step left it (as Keras and Lightning do); this is the way back to the best."""
         import torch
         from trainbook.checkpoint import load_checkpoint
+        if self.kind != "torch":  # a Keras, Flax or boosting run writes no best.pt: say where its weights are
+            raise ValueError(f"restore_best loads a torch run's best.pt; this {self.kind} run writes none: "
+                             + _OTHER_BEST.get(self.kind, _OTHER_BEST["boosting"]))
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"model must be the torch model this run trained, got {type(model).__name__}")
         if self.run_dir is None:
@@ -176,6 +190,11 @@ class Run:
             raise FileNotFoundError(f"the run's folder {str(self.run_dir)!r} does not exist any more (moved "
                                     "or deleted?): tb.Run.load(its new place).restore_best(model) finds "
                                     "best.pt there")
+        if self.extra.get(_EARLIER_KEPT):  # overwrite=True, stopped before its first record (`run.Handover`)
+            raise FileNotFoundError(f"this run ended {self.stopped} before its first run.json, so "
+                                    f"{self.extra[_EARLIER_KEPT]!r} kept the earlier run's files and none of "
+                                    "this run's: no best.pt of its own (its model holds the weights it ended "
+                                    "with)")
         best = Path(self.run_dir) / "best.pt"
         if not best.is_file():
             why = ("the run saved no best evaluation (none was finite, or it ended before its first)"
@@ -234,7 +253,9 @@ class Run:
     @classmethod
     def load(cls, path: Union[str, Path],  # a run folder or one of its files (run.json, last.pt...)
             ) -> "Run":
-        "The run a folder holds, from its run.json: history, findings, config (killed: to its last finished epoch)."
+        """The run a folder holds, from its run.json: history, findings, config (killed: to its last finished
+        epoch). Of a run started with overwrite=True and killed before its first run.json: the earlier run,
+        put back."""
         file = _run_file(path)
         try: record = json.loads(file.read_text())
         except (OSError, UnicodeDecodeError, ValueError) as e:
@@ -275,8 +296,12 @@ RUN_FORMAT, RUN_VERSION = "trainbook-run", 1
 # a run's files: checkpoints (torch, Flax), a Keras model, a boosting run's model and preprocessing, the record
 RUN_FILES = ("last.pt", "best.pt", "last.msgpack", "best.msgpack", "last.keras", "boosted.json", "model.json",
              "model.txt", "model.cbm", "prep.skops", "run.json")
-# names your own files may have too (a model, a preprocessing): a run's only beside its record or checkpoints
+# names your own files may have too (a model, a preprocessing): a run's only beside a boosting run's record
 _SHARED_NAMES = ("model.json", "model.txt", "model.cbm", "prep.skops")
+EARLIER_FOLDER = ".trainbook-earlier"  # an overwrite run keeps the earlier files here until its first record
+_MANIFEST = "handover.json"  # who keeps them (and a token), their names and identities, committed or not
+_HANDING_OVER: set = set()  # the tokens of this process's handovers still open (their runs go on)
+_EARLIER_KEPT = "earlier_kept"  # `Run.extra` key: the run's files were removed; its folder keeps the earlier
 RUNNING = "running"  # `Run.stopped` of a snapshot written while the run goes
 _NOT_RECORDED = ("run_params",)  # extra entries that only live in the session
 UNKNOWN_CONFIG = "unknown_config"  # `Run.extra` key: config fields of the record this trainbook does not know
@@ -318,9 +343,11 @@ def history_json(history: History,  # the records of a run
 def earlier_run_files(folder: Union[str, Path],  # a folder a run may write to
                      ) -> list[str]:
     """The `RUN_FILES` an earlier trainbook run left in `folder` (what `overwrite=True` replaces, what makes a
-    new run take a version folder); none without a run record or checkpoint: your own model.json is no run."""
+    new run take a version folder). A shared name (model.json, prep.skops...) is a run's only beside a
+    boosting run's own boosted.json: your own model.json beside a torch, Flax or Keras run, or alone, is no
+    run's."""
     found = [name for name in RUN_FILES if (Path(folder) / name).is_file()]
-    return found if set(found) - set(_SHARED_NAMES) else []
+    return found if "boosted.json" in found else [name for name in found if name not in _SHARED_NAMES]
 
 def file_identity(path: Union[str, Path],  # a file
                  ) -> Optional[tuple]:
@@ -330,9 +357,11 @@ def file_identity(path: Union[str, Path],  # a file
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 class Handover:
-    """What a run's first write in its folder brings besides its own file: the earlier run's files there go
-    (`overwrite=True`), the best checkpoint a resumed run carries from another folder comes in (a hard link; a
-    copy across file systems). Until then the earlier files stay: a run that fails first replaces nothing."""
+    """What a run started with `overwrite=True` does to the earlier run in its folder: its files are kept
+    restorable (hard links in `EARLIER_FOLDER`, no space taken) until the new run's first record (`apply`: the
+    first epoch's end, or its end), then those the new run did not write over go. A run that fails or is
+    interrupted before it puts them back and keeps no file of its own; after a kill, the next claim of the
+    folder or `Run.load` does (`recover_handover`). A branch's carried best checkpoint comes in at once."""
     def __init__(self,
                  folder: Union[str, Path, None] = None,  # the run's folder (None: nothing to hand over)
                  earlier: Iterable[str] = (),  # the earlier run's files in it (`earlier_run_files`)
@@ -340,22 +369,50 @@ class Handover:
                 ):
         self.folder, self.carried = (Path(folder) if folder is not None else None), carried
         self.earlier = {name: file_identity(self.folder / name) for name in earlier}  # each file as it is now
+        self.token: Optional[str] = None  # while the earlier files are kept (`keep`) and no record is written
 
     @classmethod
     def plan(cls, folder: Path,  # the run's folder, claimed (`prepare_run_dir`)
              resume: Optional[Path],  # the checkpoint file the run resumes from (`checkpoint_file`), or None
              overwrite: bool,  # the run replaces an earlier run's files in `folder`
             ) -> "Handover":
-        """What a run's first write in `folder` brings; done at once when no earlier file waits for it (a
-        branch's carried best). A resume from the folder's own best.pt keeps it: the best the run reports."""
+        """The earlier files kept (`keep`), a carried best brought in. A resume from the folder's own best.pt
+        keeps it: the best the run reports."""
+        recover_handover(folder, claimed=True)  # left by a run that lost this folder: it is over
         earlier = earlier_run_files(folder) if overwrite else []
-        if resume is not None and resume.parent.resolve() == folder.resolve():
-            if resume.name.startswith("last."): return cls()  # resumed in place: the files are the run's own
-            return cls(folder, [n for n in earlier if n != f"best{resume.suffix}"])
-        best = resume.with_name(f"best{resume.suffix}") if resume is not None else None
+        own = resume is not None and resume.parent.resolve() == folder.resolve()
+        if own and resume.name.startswith("last."): return cls()  # resumed in place: its files are the run's
+        if own: earlier = [name for name in earlier if name != f"best{resume.suffix}"]
+        best = resume.with_name(f"best{resume.suffix}") if resume is not None and not own else None
         handover = cls(folder, earlier, best if best is not None and best.is_file() else None)
-        if not handover.earlier: handover.apply()
+        if handover.earlier: handover.keep()
+        handover.bring()
         return handover
+
+    def keep(self) -> None:
+        """Keep every run file in the folder restorable: a manifest (who, which files), then a hard link of
+        each (a copy across file systems) in `EARLIER_FOLDER`. A shared name of yours is kept too: a new run
+        may write it."""
+        hidden = self.folder / EARLIER_FOLDER
+        names = [name for name in RUN_FILES if (self.folder / name).is_file()]
+        hidden.mkdir()  # any left by another run was finished by `recover_handover`
+        self.token = secrets.token_hex(8)
+        _HANDING_OVER.add(self.token)
+        record = {"writer": {**_who(this_process()), "token": self.token}, "names": names, "committed": False,
+                  "earlier": {name: list(identity) for name, identity in self.earlier.items()}}
+        try:
+            _write_manifest(self.folder, record)
+            for name in names: _link(self.folder / name, hidden / name)
+        except BaseException:  # nothing was written yet: only the copies go
+            shutil.rmtree(hidden, ignore_errors=True)
+            self._close()
+            raise
+
+    def bring(self) -> None:
+        "The carried best into the folder (over the earlier run's, which `keep` kept)."
+        if self.carried is None: return
+        _link(self.carried, self.folder / self.carried.name)
+        self.carried = None
 
     def is_earlier(self, name: str,  # a file name in the folder
                   ) -> bool:
@@ -364,29 +421,120 @@ class Handover:
 
     def keeps_earlier(self, run: "Run",  # the run, as it ended
                      ) -> bool:
-        """Whether `run` failed or was interrupted before it wrote a file of its own: the earlier run's files
-        stay as they were, its record too (a warning says so)."""
-        if not self.earlier or run.stopped not in (StopReason.failed, StopReason.interrupted): return False
-        if any(file_identity(self.folder / name) not in (None, self.earlier.get(name)) for name in RUN_FILES):
-            return False  # a file of its own is there: the earlier ones go when its record is written
-        warn(f"this run ended {run.stopped} before it wrote a file of its own: {str(self.folder)!r} keeps "
-             f"the earlier run's files ({', '.join(self.earlier)}) as they were; the run is err.run (or "
-             "the Run returned)")
+        """Whether `run` failed or was interrupted before its first record: then the earlier run's files are
+        put back as they were and this run's removed (a warning says so), and no record of it is written."""
+        if self.token is None or run.stopped not in (StopReason.failed, StopReason.interrupted): return False
+        self.put_back(f"this run ended {run.stopped}")
+        run.best_path = run.last_path = None  # its files are gone: the Run describes it, no file does
+        run.extra[_EARLIER_KEPT] = str(self.folder)
         return True
 
+    def put_back(self, why: str,  # how the run ended, for the warning
+                ) -> None:
+        """Put the earlier run's files back, remove this run's own, drop the copies (a Ctrl-C in it: the next
+        claim of the folder ends it). Nothing when another run has taken the folder since."""
+        if self.token is None: return
+        record = _manifest(self.folder)
+        if record is not None and record["writer"].get("token") == self.token:
+            _put_back(self.folder, record)
+            warn(f"{why} before its first run.json (an epoch's end), where it would replace the earlier run: "
+                 f"{str(self.folder)!r} keeps the earlier run as it was ({', '.join(record['names'])}) and "
+                 "none of this run's files (its steps are not saved there); the Run returned (or err.run) "
+                 "describes it")
+        self._close()
+
     def apply(self) -> None:
-        """Once the run has written a file (over its namesake): remove the earlier run's other files, bring the
-        carried best in. After a Ctrl-C in between, the next call does the rest."""
+        """The run's first record is written (its commit): the earlier run's files it did not write over go,
+        then the copies. After a Ctrl-C in between, the next call does the rest (after a kill, the next
+        claim)."""
+        if self.token is not None:
+            record = _manifest(self.folder)
+            if record is None or record["writer"].get("token") != self.token:  # another run took the folder
+                return self._close()
+            if not record.get("committed"): _write_manifest(self.folder, {**record, "committed": True})
         for name in list(self.earlier):
             if self.is_earlier(name): (self.folder / name).unlink(missing_ok=True)  # not written over
             del self.earlier[name]
-        target = self.folder / self.carried.name if self.carried is not None else None
-        if target is not None and not target.exists():
-            try: os.link(self.carried, target)  # the same bytes, no space taken
-            except OSError:  # another file system: an atomic copy
-                with open(self.carried, "rb") as f:
-                    atomic_write(target, lambda out: shutil.copyfileobj(f, out))
-        self.carried = None
+        if self.token is not None:
+            _remove_kept(self.folder / EARLIER_FOLDER)
+            self._close()
+
+    def close(self) -> None:
+        "The run is over: a handover still open (no record was written: the final one failed) is put back."
+        try: self.put_back("this run ended")
+        finally: self._close()
+
+    def _close(self) -> None:
+        _HANDING_OVER.discard(self.token)
+        self.token = None
+
+def _link(source: Path, target: Path) -> None:
+    "`target` made the file `source` is: a hard link (no space taken), or a copy on another file system."
+    target.unlink(missing_ok=True)
+    try: os.link(source, target)
+    except OSError:
+        with open(source, "rb") as f: atomic_write(target, lambda out: shutil.copyfileobj(f, out))
+
+def _manifest(folder: Path) -> Optional[dict]:
+    "The handover record kept in `folder`'s `EARLIER_FOLDER`; None when there is none (or it cannot be read)."
+    try: record = json.loads((folder / EARLIER_FOLDER / _MANIFEST).read_text())
+    except (OSError, ValueError): return None
+    if not isinstance(record, dict) or not isinstance(record.get("writer"), dict): return None
+    return record if isinstance(record.get("names"), list) else None
+
+def _write_manifest(folder: Path, record: dict) -> None:
+    data = json.dumps(record).encode()
+    atomic_write(folder / EARLIER_FOLDER / _MANIFEST, lambda f: f.write(data))
+
+def _remove_kept(hidden: Path) -> None:
+    """The kept copies, the manifest last (a Ctrl-C before it: the next claim ends it), then the folder; gone
+    already (another rank of a DDP run ended it first) is done."""
+    with contextlib.suppress(OSError):
+        for p in list(hidden.iterdir()):
+            if p.name != _MANIFEST: p.unlink(missing_ok=True)
+        (hidden / _MANIFEST).unlink(missing_ok=True)
+        hidden.rmdir()
+
+def _put_back(folder: Path, record: dict) -> list[str]:
+    "The kept files back in `folder` as they were, the new run's own removed, the copies gone; those removed."
+    for name in record["names"]:
+        try: os.replace(folder / EARLIER_FOLDER / name, folder / name)
+        except FileNotFoundError: pass  # back already (a Ctrl-C in an earlier try), or never kept (cut short)
+    own = [name for name in RUN_FILES if name not in record["names"] and (folder / name).is_file()]
+    for name in own: (folder / name).unlink(missing_ok=True)
+    _remove_kept(folder / EARLIER_FOLDER)
+    return own
+
+def _going_on(writer: dict) -> bool:
+    "Whether the run that kept a handover may still go on: its process runs (this one: the handover is open)."
+    alive = process_alive(writer)
+    if alive and writer.get("pid") == os.getpid(): return writer.get("token") in _HANDING_OVER
+    return alive is not False  # another host's: it cannot be told, so it is left to it
+
+def recover_handover(folder: Union[str, Path],  # a run folder, or a file in it (it need not exist)
+                     claimed: bool = False,  # this process holds the folder: a handover left there is over
+                    ) -> bool:
+    """Finish the handover an overwrite run left in `folder` when it ended without finishing it (killed):
+    before its first record the earlier run's files are put back (a warning says so), after it they go. A
+    live run's is left alone unless `claimed`. True if one was finished."""
+    folder = Path(folder) if Path(folder).is_dir() else Path(folder).parent
+    if not (folder / EARLIER_FOLDER).is_dir(): return False
+    record = _manifest(folder)
+    if record is None:  # made and not yet filled (a claim cut short): nothing was kept, nothing written
+        if claimed: shutil.rmtree(folder / EARLIER_FOLDER, ignore_errors=True)
+        return claimed
+    if not claimed and _going_on(record["writer"]): return False
+    if record.get("committed"):  # it wrote its first record: the earlier files it did not replace go
+        for name, identity in (record.get("earlier") or {}).items():
+            if list(file_identity(folder / name) or ()) == identity: (folder / name).unlink(missing_ok=True)
+        _remove_kept(folder / EARLIER_FOLDER)
+        return True
+    own = _put_back(folder, record)
+    warn(f"run folder {str(folder)!r} held a run started with overwrite=True whose process "
+         f"({record['writer'].get('pid')}) ended before its first run.json (killed?): the earlier run is put "
+         f"back as it was ({', '.join(record['names'])})"
+         + (f", that run's own {', '.join(own)} removed" if own else ""))
+    return True
 
 def _number(v):
     "A float back from `json_safe` (the strings nan, inf, -inf included)."
@@ -439,6 +587,7 @@ def _run_file(path) -> Path:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"Run.load takes a run folder or its run.json (a str or Path), got {path!r}")
     path = Path(path).expanduser()
+    recover_handover(path)  # an overwrite run killed before its first run.json: the earlier run put back
     if path.is_file() and path.suffix in (".pt", ".msgpack"): path = path.parent  # a checkpoint: its folder
     # another of a run's files (a Keras or boosting run's model): the record beside it
     if path.is_file() and path.name in RUN_FILES and (path.parent / "run.json").is_file(): path = path.parent
@@ -448,6 +597,12 @@ def _run_file(path) -> Path:
     inside = f"; it holds the runs {', '.join(runs)}: pass one of those folders" if runs else ""
     if not path.is_dir() and file.parent.is_dir():  # a typo in the file's name: run.jsn, last.tp
         inside = did_you_mean(file.name, [p.name for p in file.parent.iterdir()])
+    last = [path / n for n in ("last.pt", "last.msgpack") if path.is_dir() and (path / n).is_file()]
+    if last:  # killed before its first epoch's end, or still in it
+        raise RunFileError(f"{str(path)!r} holds {last[0].name} but no run.json yet: a run writes its first "
+                           "run.json at its first epoch's end, so this one stopped before it (killed?) or is "
+                           f"still in its first epoch; a fit with resume={str(path)!r} goes on from "
+                           f"{last[0].name}")
     raise RunFileError(f"no run record at {str(file)!r}: expected a run folder holding run.json (a fit with "
                        f"TrainConfig(checkpoint_dir=...) writes one){inside}")
 
