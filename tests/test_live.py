@@ -466,3 +466,15 @@ def test_a_finished_run_leaves_no_red_step_bar_in_a_notebook(monkeypatch):
     bar = bars[0]
     assert run.stopped == "completed" and bar.n == bar.total == run.step
     assert bar.container.children[1].bar_style != "danger" and bar.container.layout.visibility == "hidden"
+    # max_steps is a planned end too: its epochs bar ends full, not red at 1/3 (probe 28)
+    epochs = []
+
+    class KeptEpochs(live.Progress):
+        def after_fit(self, state):
+            epochs.append(self.epochs)
+            super().after_fit(state)
+
+    run = tb.fit(model, dl, dl, loss_fn=nn.CrossEntropyLoss(), config=tb.TrainConfig(epochs=3, max_steps=10),
+                 callbacks=[KeptEpochs()], live=False)
+    assert run.stopped == "max_steps" and epochs[0].n == epochs[0].total
+    assert epochs[0].container.children[1].bar_style != "danger"

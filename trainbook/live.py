@@ -748,14 +748,14 @@ class Progress(Callback):
         bar.update(done)
     def after_fit(self, state):
         run = getattr(state, "run", None)
-        early = getattr(run, "stopped", None) == "early_stopping"
+        planned = getattr(run, "stopped", None) in ("early_stopping", "max_steps")  # an end before the last epoch
         if self.steps is not None:  # at the steps done, full, then gone (leave=False)
             self._move(state)
             self._full(self.steps)
-        if early and self.epochs is not None and self.epochs.total: self._full(self.epochs)
+        if planned and self.epochs is not None and self.epochs.total: self._full(self.epochs)
         for bar in (self.steps, self.epochs):
             if bar is not None: bar.close()
-        if early: print(stop_summary(run))
+        if planned and run.stopped == "early_stopping": print(stop_summary(run))
 
 def stop_summary(run,  # a finished `Run`
                 ) -> str:
