@@ -548,3 +548,22 @@ def test_a_boosting_run_keeps_the_settings_that_describe_it(cancer):
         assert run.extra["settings"] == {"epochs": 7, "patience": 3, "seed": 2, "task": "binary",
                                          "class_weight": "balanced", "preprocess": True, "positive_class": 1}
         assert tb.Run.from_dict(run.to_dict()).extra["settings"] == run.extra["settings"]  # run.json has them
+
+
+def test_a_boosting_run_never_writes_over_your_own_model_json(cancer, tmp_path):
+    "Probe 28: your own model.json and prep.skops alone in a folder are no run: fit_xgboost wrote over them."
+    sp = tb.make_splits(cancer, "target", seed=0)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "model.json").write_text("my model")
+    (mine / "prep.skops").write_text("my prep")
+    with pytest.raises(FileExistsError, match="holds model.json, prep.skops, which no trainbook run wrote"):
+        fit("xgboost", cancer, "target", sp, num_rounds=5, checkpoint_dir=mine)
+    assert (mine / "model.json").read_text() == "my model" and (mine / "prep.skops").read_text() == "my prep"
+    # beside an earlier torch run: a version folder of its own (nothing of yours replaced); overwrite: refused
+    (mine / "last.pt").write_bytes(b"an earlier run")
+    run = fit("xgboost", cancer, "target", sp, num_rounds=5, checkpoint_dir=mine)
+    assert run.run_dir.name == "version_1" and (mine / "model.json").read_text() == "my model"
+    with pytest.raises(FileExistsError, match="holds model.json, prep.skops"):
+        fit("xgboost", cancer, "target", sp, num_rounds=5, checkpoint_dir=mine, overwrite=True)
+    assert (mine / "last.pt").read_bytes() == b"an earlier run"

@@ -748,3 +748,20 @@ def test_keras_and_boosting_overwrite_runs_stopped_before_their_first_record_kee
     done = tb.fit_xgboost(df, "y", splits, num_rounds=5, live=False, checkpoint_dir=tmp_path, overwrite=True)
     assert done.stopped == "completed" and "model.json" in files(tmp_path)
     assert "best.pt" not in files(tmp_path)  # a run that completes replaces the earlier one
+
+
+def test_a_reader_sees_the_earlier_run_whole_while_an_overwrite_run_checkpoints_before_its_first_record(tmp_path):
+    "Probe 28: checkpoint_every wrote the new last.pt beside the earlier run.json; Run.load and resume read a mix."
+    earlier = fit(tmp_path)
+    seen = {}
+
+    class Read(tb.Callback):
+        def after_step(self, state):
+            if state.step != 3: return  # checkpoint_every=2 wrote the new run's last.pt at step 2
+            loaded = tb.Run.load(tmp_path)
+            seen["load"] = (loaded.step, loaded.last_path.parent.name)
+            seen["resume"] = torch.load(tb.checkpoint.checkpoint_file(tmp_path), weights_only=False)["step"]
+
+    fit(tmp_path, epochs=1, overwrite=True, callbacks=[Read()], config={"checkpoint_every": 2})
+    assert seen["load"] == (earlier.step, ".trainbook-earlier") and seen["resume"] == earlier.step, seen
+    assert tb.Run.load(tmp_path).step != earlier.step  # committed at its epoch's end: the new run's

@@ -19,7 +19,8 @@ from .core import (Finding, TrainConfig, atomic_write, loader_generators, loader
                             rng_state, this_process, warn)
 from .optim import rescale_lr
 from .distributed import full_state, load_sharded_state
-from .run import RUN_FILES, Handover, earlier_run_files, json_safe, recover_handover, write_run_record
+from .run import (RUN_FILES, Handover, earlier_copy, earlier_run_files, json_safe, recover_handover,
+                           write_run_record)
 
 # %% auto #0
 __all__ = ['FORMAT', 'SNAPSHOT_SPACING', 'SNAPSHOT_FREE', 'SNAPSHOT_ALWAYS', 'unwrap', 'check_loadable', 'save_checkpoint',
@@ -125,7 +126,7 @@ def checkpoint_file(path: str | Path,  # a checkpoint file, or a run folder (its
     path = Path(path).expanduser()
     if path.name == "run.json" and path.is_file(): path = path.parent  # the run record: its run's folder
     if path.is_dir():
-        if (path / "last.pt").is_file(): return path / "last.pt"
+        if (path / "last.pt").is_file(): return earlier_copy(path / "last.pt")  # an overwrite's: the earlier
         runs = sorted(str(p.parent) for p in path.glob("*/last.pt"))
         hint = f"; runs inside it: {', '.join(runs)}" if runs else ""
         raise FileNotFoundError(f"{path} is a folder without a last.pt, so there is no run to resume there"
@@ -134,7 +135,7 @@ def checkpoint_file(path: str | Path,  # a checkpoint file, or a run folder (its
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint {str(path)!r} does not exist "
                                 "(neither a checkpoint file nor a run folder)")
-    return path
+    return earlier_copy(path)
 
 def _damaged_entry(path: Path) -> Optional[str]:
     """The first entry of a checkpoint's zip whose bytes fail their checksum (torch would load them as other weights,

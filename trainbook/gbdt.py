@@ -23,7 +23,7 @@ from .metrics import class_weights, loss_vs_constant, proba_2d
 from .modelfiles import (BOOSTED_FORMAT, ModelFileError, check_catboost_file,
                                   check_lightgbm_text, check_xgboost_json, file_sha256, read_boosted_meta)
 from .recorder import RoundRecorder
-from .run import Run, remember_run
+from .run import Run, refuse_own_files, remember_run
 from .splits import check_splits, fingerprint_frame
 
 # %% auto #0
@@ -653,10 +653,9 @@ def _check_param_names(lib: BoostingLibrary, params: dict):
     raise ValueError("; ".join(lines) + f": {lib.name} would ignore it silently. Fix the name (see "
                      f"{lib.name}'s parameter list) or leave it out")
 
-def _claim_folder(checkpoint_dir,  # the folder asked for (None: no files)
-                  overwrite: bool,  # replace an earlier run's files there (else this run takes a version folder)
-                  ) -> Checkpointer:
+def _claim_folder(checkpoint_dir, overwrite: bool, names: tuple) -> Checkpointer:
     "The run folder, checked writable and claimed before any work; an earlier run's files kept unless `overwrite`."
+    refuse_own_files(checkpoint_dir, names, overwrite)  # your own model.json there is never written over
     folder = Checkpointer(checkpoint_dir)
     folder.prepare(overwrite=bool(overwrite), resumable=False)  # a boosting run starts afresh (no resume=)
     return folder
@@ -700,7 +699,7 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
                 "class_weight": class_weight, "preprocess": preprocess, "positive_class": positive}
     # track=True without tb.track(): fails here
     observers = session_observers(track, {"kind": lib.name, "settings": settings}, given=callbacks)
-    folder = _claim_folder(checkpoint_dir, overwrite)  # before any work; an earlier run's files kept
+    folder = _claim_folder(checkpoint_dir, overwrite, (lib.model_file, "prep.skops", "boosted.json"))  # before any work; an earlier run's files kept
     run_dir = folder.run_dir
     exclude = split_columns(splits, target)
     columns = [c for c in df.columns if c != target and c not in exclude]

@@ -18,8 +18,9 @@ from .core import (Finding, History, TrainConfig, atomic_write, did_you_mean, fi
 __all__ = ['STOP_REASONS', 'RECORDS', 'PER_STEP', 'SYSTEM', 'EVIDENCE', 'MONITOR_ALIASES', 'RUN_FORMAT', 'RUN_VERSION',
            'RUN_FILES', 'EARLIER_FOLDER', 'RUNNING', 'UNKNOWN_CONFIG', 'StopReason', 'Record', 'record_key',
            'monitored_record', 'last_run', 'remember_run', 'unrecorded', 'Run', 'grouped_findings', 'RunFileError',
-           'json_safe', 'history_json', 'earlier_run_files', 'file_identity', 'Handover', 'recover_handover',
-           'history_from_last', 'mark_killed', 'written_by', 'run_record_bytes', 'write_run_record']
+           'json_safe', 'history_json', 'earlier_run_files', 'refuse_own_files', 'file_identity', 'Handover',
+           'recover_handover', 'history_from_last', 'mark_killed', 'written_by', 'earlier_copy', 'run_record_bytes',
+           'write_run_record']
 
 # %% ../nbs/05a_run.ipynb #c9cb2482
 class StopReason(str, Enum):
@@ -349,6 +350,22 @@ def earlier_run_files(folder: Union[str, Path],  # a folder a run may write to
     found = [name for name in RUN_FILES if (Path(folder) / name).is_file()]
     return found if "boosted.json" in found else [name for name in found if name not in _SHARED_NAMES]
 
+def refuse_own_files(checkpoint_dir,  # the folder a run is about to claim (None: no files)
+                     names: Iterable[str],  # the files the run writes there by these names (model.json, ...)
+                     overwrite: bool = False,  # the run takes the folder though it holds a run
+                    ) -> None:
+    """A FileExistsError, before any work, when the run would write over files of yours (ones no earlier run
+    wrote) in the folder it takes: `checkpoint_dir` itself, unless an earlier run there sends it to version_N."""
+    if checkpoint_dir is None: return
+    base = Path(checkpoint_dir).expanduser()
+    earlier = earlier_run_files(base) if base.is_dir() else []
+    if earlier and not overwrite: return  # a version folder of its own
+    mine = [name for name in names if (base / name).is_file() and name not in earlier]
+    if mine:
+        raise FileExistsError(f"checkpoint_dir {str(base)!r} holds {', '.join(mine)}, which no trainbook run "
+                              "wrote, and this run writes files of those names there: move them, or choose "
+                              "another checkpoint_dir (nothing was written)")
+
 def file_identity(path: Union[str, Path],  # a file
                  ) -> Optional[tuple]:
     "Which file `path` is (device, inode, size, mtime), None if none: a file written over is another one."
@@ -610,7 +627,16 @@ def _beside(recorded: Optional[Path], folder: Path) -> Optional[Path]:
     "A recorded checkpoint path, taken from `folder` (the run.json's) when the file is there."
     if recorded is None: return None
     here = folder / recorded.name
-    return here if here.exists() else recorded
+    return earlier_copy(here) if here.exists() else recorded
+
+def earlier_copy(path: Path,  # a run file in a run folder (its last.pt, best.pt...)
+                ) -> Path:
+    """`path`, or the earlier run's copy of it while an overwrite run goes on in its folder and has written no
+    record yet (`Handover`): a reader meanwhile sees the earlier run whole, not its last.pt beside the new one's."""
+    record = _manifest(path.parent)
+    if record is None or record.get("committed") or path.name not in record["names"]: return path
+    kept = path.parent / EARLIER_FOLDER / path.name
+    return kept if kept.is_file() and _going_on(record["writer"]) else path
 
 def _check_format(record: dict, where: str):
     "A record of another format, or of a version newer than this trainbook reads: a RunFileError saying so."

@@ -18,7 +18,7 @@ from .gbdt import BoostedModel, XGBoostLibrary
 from .recorder import RoundRecorder
 from .metrics import classification_metrics, regression_metrics
 from .events import session_observers
-from .run import Run, remember_run
+from .run import Run, refuse_own_files, remember_run
 from .checks import column_roles, require_task
 from .spark import (SparkSplits, class_counts, make_splits, require_spark_column, require_spark_frame,
                              sample_rows_of, spark_col, spark_session, spark_task, time_value)
@@ -129,6 +129,7 @@ def fit_xgboost(sdf,  # a Spark DataFrame: feature columns and the target
     if num_workers is not None and (not isinstance(num_workers, int) or num_workers < 1):
         raise ValueError(f"num_workers must be a positive int, got {num_workers!r}")
     require_task(task)
+    refuse_own_files(checkpoint_dir, ("model.json", "prep.skops", "boosted.json"))  # yours: never written over
     folder = Checkpointer(checkpoint_dir)  # claimed before any work; an earlier run's files are kept
     folder.prepare(resumable=False)
     run_dir = folder.run_dir
