@@ -853,3 +853,4 @@ def test_an_epoch_left_unfinished_has_no_row_of_nan_losses():
     assert run.stopped == "interrupted" and run.epoch == 2
     table = run.metrics()
     assert list(table.index) == [0, 1] and table.notna().all().all(), table
+    assert "interrupted after 19 steps / 2 epochs (epoch 2 unfinished)" in run._repr_html_()  # not '3 epochs'

@@ -223,8 +223,14 @@ class Run:
                 if self.best is not None else "")
         where = f" — checkpoints in <code>{esc(self.run_dir)}</code>" if self.run_dir else ""
         error = f"<br><b>error</b>: <code>{esc(self.error)}</code>" if self.error else ""
-        return (f"<div><b>Run</b>: {esc(self.stopped)} after {self.step} steps / {self.epoch + 1} "
-                f"epochs{best}{where}{error}{table}{findings_html(grouped_findings(self.findings))}</div>")
+        return (f"<div><b>Run</b>: {esc(self.stopped)} after {self.step} steps / {self._epochs_done()}"
+                f"{best}{where}{error}{table}{findings_html(grouped_findings(self.findings))}</div>")
+
+    def _epochs_done(self) -> str:
+        "'7 epochs', or '6 epochs (epoch 6 unfinished)' for a run stopped inside one (its records say which)."
+        ended = self.records.series("epoch_loss", "train", index="epoch") if len(self.records) else None
+        if ended is None or not len(ended) or self.epoch in ended.index: return f"{self.epoch + 1} epochs"
+        return f"{self.epoch} epochs (epoch {self.epoch} unfinished)"
 
     def to_dict(self) -> dict:
         "The run as plain JSON values: the one `run.json` record (run folder and trackers alike)."
