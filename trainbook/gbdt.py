@@ -170,6 +170,7 @@ class BoostingLibrary:
     objective_key, metric_key = "objective", ""  # where `params` name the objective and the metrics
     scores: tuple = ()  # metrics that grow as the model improves: never the loss
     probability_objectives: tuple = ()  # classifier objectives `predict` gives class probabilities of
+    files = property(lambda self: (self.model_file, "prep.skops", "boosted.json"))  # what a run writes
 
     def is_score(self,
                  metric: str,  # a metric name, as the library spells it ("auc", "ndcg@5")
@@ -330,7 +331,7 @@ class BoostedModel:
             raise NotADirectoryError(f"folder={str(folder)!r} is a file: BoostedModel.save writes a folder "
                                      "(the model file, prep.skops, boosted.json); give a folder path")
         folder.mkdir(parents=True, exist_ok=True)
-        names = (self.lib.model_file, "prep.skops", "boosted.json")
+        names = self.lib.files
         # temp names beside the real ones; each keeps its extension (which picks XGBoost's format)
         temps = {name: folder / f".tmp-{time.time_ns()}-{name}" for name in names}
         try:
@@ -699,7 +700,7 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
                 "class_weight": class_weight, "preprocess": preprocess, "positive_class": positive}
     # track=True without tb.track(): fails here
     observers = session_observers(track, {"kind": lib.name, "settings": settings}, given=callbacks)
-    folder = _claim_folder(checkpoint_dir, overwrite, (lib.model_file, "prep.skops", "boosted.json"))  # before any work; an earlier run's files kept
+    folder = _claim_folder(checkpoint_dir, overwrite, lib.files)  # before any work; earlier runs' files kept
     run_dir = folder.run_dir
     exclude = split_columns(splits, target)
     columns = [c for c in df.columns if c != target and c not in exclude]

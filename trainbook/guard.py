@@ -4,7 +4,7 @@
 
 # %% ../nbs/06a_guard.ipynb #fbcc8e7a
 from __future__ import annotations
-import collections.abc, inspect, math, numbers, sys, threading
+import collections.abc, inspect, math, sys, threading
 from typing import Callable, Iterable, Iterator, Optional
 
 import torch
@@ -21,7 +21,7 @@ from .optim import SCHEDULE_FNS, SCHEDULER_INTERVALS, warmup_steps
 __all__ = ['LOWER_IS_BETTER', 'HIGHER_IS_BETTER', 'check_loss_fn', 'check_loader', 'require_batches', 'logged_values',
            'better_mode', 'check_monitor', 'monitor_fallback', 'run_steps', 'optimizer_given', 'run_notes',
            'warmup_past_run', 'nonfinite_validation', 'needs_closure', 'check_scheduler', 'check_optimizer',
-           'note_interrupt', 'refuse_after_interrupt', 'check_fit_inputs', 'check_lr_sweep']
+           'note_interrupt', 'refuse_after_interrupt', 'check_fit_inputs']
 
 # %% ../nbs/06a_guard.ipynb #28a3ff5a
 def check_loss_fn(loss_fn: Optional[Callable],  # e.g. nn.CrossEntropyLoss() or F.cross_entropy; None = the model's
@@ -365,24 +365,3 @@ def check_fit_inputs(model,  # what `fit` got as `model`
     check_monitor(cfg, dl_valid is not None, metric_fns)  # early stopping and best.pt follow something logged
     if cfg.checkpoint_dir is not None: probe_writable(cfg.checkpoint_dir, "checkpoint_dir", create=False)
     return metric_fns
-
-# %% ../nbs/06a_guard.ipynb #dad6120c
-def check_lr_sweep(start_lr: float,  # the sweep's first learning rate
-                   end_lr: float,  # its last learning rate
-                   num_steps: int,  # optimizer steps in the sweep, one learning rate each
-                   smooth: float,  # exponential smoothing of the loss curve
-                   who: str = "lr_find",  # the sweep that checks, for the message
-                  ) -> None:
-    "An lr sweep's arguments, each refused by name before any work: a sweep too short to draw is no NaN loss."
-    if isinstance(num_steps, bool) or not isinstance(num_steps, numbers.Integral) or num_steps < 3:
-        raise ValueError(f"{who}: num_steps must be an int >= 3 (optimizer steps in the sweep, one learning "
-                         f"rate each; a curve needs 3 points), got {num_steps!r}")
-    for name, lr in (("start_lr", start_lr), ("end_lr", end_lr)):
-        if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not 0 < lr < math.inf:
-            raise ValueError(f"{who}: {name} must be a positive, finite learning rate, got {lr!r}")
-    if not start_lr < end_lr:
-        raise ValueError(f"{who}: need 0 < start_lr < end_lr (the sweep rises), got start_lr={start_lr}, "
-                         f"end_lr={end_lr}")
-    if isinstance(smooth, bool) or not isinstance(smooth, numbers.Real) or not 0 <= smooth < 1:
-        raise ValueError(f"{who}: smooth must be in [0, 1) (the weight of the past in the smoothed loss), "
-                         f"got {smooth!r}")

@@ -15,10 +15,10 @@ from .core import (History, TrainConfig, atomic_write, environment, loader_lengt
                             rng_state, seed_everything, set_loader_epoch, set_rng_state, warn)
 from .events import Event, LoopState
 from .guard import (check_loader, check_monitor, monitor_fallback, nonfinite_validation, note_interrupt,
-                             refuse_after_interrupt, warmup_past_run, check_lr_sweep)
+                             refuse_after_interrupt, warmup_past_run)
 from .recorder import EarlyStopping, TimedIterator, end_run, epoch_records, run_callbacks, run_of
 from .metrics import resolve_metrics
-from .optim import LRFinder
+from .optim import LRFinder, check_lr_sweep
 from .run import MONITOR_ALIASES, RUNNING, Run
 from .jax_parts import (CHECKPOINT_FORMAT, FlaxNanGuard, KeyStreams, flax_checkpoint_file, host_rng,
                                  import_jax, is_flax_model, make_tx, optax_schedule, read_flax_checkpoint,

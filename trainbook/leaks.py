@@ -13,7 +13,7 @@ from .checks import numeric_view
 from .core import Finding
 
 # %% auto #0
-__all__ = ['one_column_predictions', 'past_target', 'leak_findings']
+__all__ = ['one_column_predictions', 'rare_classes', 'past_target', 'leak_findings']
 
 # %% ../nbs/01a_leaks.ipynb #ba0cf3b3
 def _leak_view(s: pd.Series) -> np.ndarray:
@@ -100,6 +100,12 @@ def _column_leak(x: np.ndarray, y: np.ndarray, regression: bool, threshold: floa
     if scored and scored[0] >= threshold: return scored + (float(filled.mean()),)
     return None
 
+def rare_classes(counts,  # rows per class (an array or a Series)
+                 budget: int,  # rows the leak check samples
+                ):
+    "The classes with fewer rows than an even share of `budget`: the leak check's sample keeps all of them."
+    return counts < budget / max(len(counts), 1)  # 20 positives of 20,000 stay, not ~5 of them
+
 def _sample(rows: np.ndarray, labels: Optional[np.ndarray], budget: int) -> np.ndarray:
     """Up to `budget` of `rows` (seeded): every row of a class with fewer than an even share of the budget, a
     uniform draw of the others; `labels` None (regression): a uniform draw."""
@@ -108,7 +114,7 @@ def _sample(rows: np.ndarray, labels: Optional[np.ndarray], budget: int) -> np.n
     if labels is not None:
         codes = pd.factorize(labels)[0]
         counts = np.bincount(codes)
-        rare = counts[codes] < budget / len(counts)  # 20 positives of 20,000 stay, not ~5 of them
+        rare = rare_classes(counts, budget)[codes]
     rest = np.flatnonzero(~rare)
     drawn = rest[np.random.RandomState(0).choice(len(rest), budget - rare.sum(), replace=False)]
     return rows[np.concatenate([np.flatnonzero(rare), drawn])]  # no rare class: the uniform draw as before

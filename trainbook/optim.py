@@ -4,7 +4,7 @@
 
 # %% ../nbs/05_optim.ipynb #1bd91f7c
 from __future__ import annotations
-import copy, math
+import copy, math, numbers
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable, Optional
@@ -19,9 +19,10 @@ from .distributed import full_tensor
 
 # %% auto #0
 __all__ = ['NORM_TYPES', 'SCHEDULE_FNS', 'SCHEDULER_INTERVALS', 'EPOCH_SCHEDULERS', 'param_groups', 'warmup_steps', 'constant',
-           'warmup_cosine', 'one_cycle', 'schedule_steps', 'make_scheduler', 'rescale_lr', 'scale_lr', 'LRFinder',
-           'cycle_batches', 'steepest_lr', 'step_noise', 'window_means', 'descent_lr', 'lr_find', 'unscale_and_clip',
-           'gradient_norms', 'step_optimizer', 'optimizer_step', 'pick_scheduler_interval', 'train_step']
+           'warmup_cosine', 'one_cycle', 'schedule_steps', 'make_scheduler', 'rescale_lr', 'scale_lr', 'check_lr_sweep',
+           'LRFinder', 'cycle_batches', 'steepest_lr', 'step_noise', 'window_means', 'descent_lr', 'lr_find',
+           'unscale_and_clip', 'gradient_norms', 'step_optimizer', 'optimizer_step', 'pick_scheduler_interval',
+           'train_step']
 
 # %% ../nbs/05_optim.ipynb #075ae175
 NORM_TYPES = (nn.modules.batchnorm._NormBase, nn.LayerNorm, nn.GroupNorm, nn.LocalResponseNorm) + \
@@ -130,6 +131,27 @@ def scale_lr(lr: float,  # the lr tuned at `base_batch`
     if base_batch <= 0 or effective_batch <= 0:
         raise ValueError("base_batch and effective_batch must be positive")
     return lr * effective_batch / base_batch
+
+# %% ../nbs/05_optim.ipynb #dad6120c
+def check_lr_sweep(start_lr: float,  # the sweep's first learning rate
+                   end_lr: float,  # its last learning rate
+                   num_steps: int,  # optimizer steps in the sweep, one learning rate each
+                   smooth: float,  # exponential smoothing of the loss curve
+                   who: str = "lr_find",  # the sweep that checks, for the message
+                  ) -> None:
+    "An lr sweep's arguments, each refused by name before any work: a sweep too short to draw is no NaN loss."
+    if isinstance(num_steps, bool) or not isinstance(num_steps, numbers.Integral) or num_steps < 3:
+        raise ValueError(f"{who}: num_steps must be an int >= 3 (optimizer steps in the sweep, one learning "
+                         f"rate each; a curve needs 3 points), got {num_steps!r}")
+    for name, lr in (("start_lr", start_lr), ("end_lr", end_lr)):
+        if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not 0 < lr < math.inf:
+            raise ValueError(f"{who}: {name} must be a positive, finite learning rate, got {lr!r}")
+    if not start_lr < end_lr:
+        raise ValueError(f"{who}: need 0 < start_lr < end_lr (the sweep rises), got start_lr={start_lr}, "
+                         f"end_lr={end_lr}")
+    if isinstance(smooth, bool) or not isinstance(smooth, numbers.Real) or not 0 <= smooth < 1:
+        raise ValueError(f"{who}: smooth must be in [0, 1) (the weight of the past in the smoothed loss), "
+                         f"got {smooth!r}")
 
 # %% ../nbs/05_optim.ipynb #48ca48bf
 @dataclass
@@ -254,7 +276,6 @@ def lr_find(model: nn.Module,  # the model to probe (a copy is trained; the mode
         from trainbook.jax_loop import lr_find_flax
         return lr_find_flax(model, dl_train, loss_fn, start_lr=start_lr, end_lr=end_lr, num_steps=num_steps,
                             smooth=smooth)
-    from trainbook.guard import check_lr_sweep  # (guard imports optim)
     check_lr_sweep(start_lr, end_lr, num_steps, smooth, "lr_find")  # a sweep of 0 steps is no NaN loss
     if loss_fn is not None and not callable(loss_fn):
         raise TypeError(f"loss_fn must be callable or None, got {type(loss_fn).__name__}")

@@ -14,6 +14,7 @@ import pandas as pd
 from .checks import (MAX_CATEGORIES, DataReport, check_data as check_frame, infer_task,
                               named_like_id, require_task, target_findings)
 from .core import Finding, announce, did_you_mean, findings_html, shown
+from .leaks import rare_classes
 from .splits import Splits, check_split_args, choose_strategy, class_share_findings
 
 # %% auto #0
@@ -334,15 +335,14 @@ def sample_rows_of(sdf,  # a Spark DataFrame
                    counts: Optional[pd.Series] = None,  # rows per class of `by`: a rare class's rows all kept
                    by: Optional[str] = None,  # the class column `counts` counts
                   ) -> pd.DataFrame:
-    """A seeded sample of about `rows` rows as pandas (all rows of a smaller table); with `counts`, every row of
-    a class under an even share of `rows` and a draw of the others (as `check_data`'s leak check samples)."""
+    "A seeded ~`rows`-row sample as pandas; with `counts`, every row of a rare class (`leaks.rare_classes`)."
     if n is None:  # one job for a small table: all of it, or rows + 1 of it and a count
         head = sdf.limit(rows + 1).toPandas()
         if len(head) <= rows: return head
         n = sdf.count()
     if n <= rows: return sdf.toPandas()
     if counts is None: return sdf.sample(fraction=min(1.0, 1.2 * rows / n), seed=seed).limit(rows).toPandas()
-    rare = counts < rows / len(counts)  # 20 positives of 20,000: all 20 (the leak check draws from the others)
+    rare = rare_classes(counts, rows)  # all their rows (the leak check draws from the others)
     rest = 1.2 * (rows - counts[rare].sum()) / max(counts[~rare].sum(), 1)
     return sdf.sampleBy(by, {k: 1.0 if r else min(1.0, rest) for k, r in rare.items()}, seed=seed).toPandas()
 
@@ -423,7 +423,7 @@ def check_data(sdf,  # a Spark DataFrame, one row per example
         leaky = skip | {c for c, role in roles.items() if role in ("identifier", "constant", "text")}
         if leak_check and target is not None and stats[target].n_unique > 1:
             # every row of a rare class (1:1000) for the leak check, as pandas' samples; serving: the uniform one
-            rare = counts is not None and bool((counts < sample_rows / max(len(counts), 1)).any())
+            rare = counts is not None and bool(rare_classes(counts, sample_rows).any())
             rows = sample_rows_of(sdf, sample_rows, 0, n, counts, target) if rare else sample
             found = check_frame(rows.drop(columns=sorted(leaky)), target, task=task).by_kind("target_leak")
             findings += [replace(f, message=f.message + f" (on a {len(rows)}-row sample)") for f in found]

@@ -129,7 +129,7 @@ def fit_xgboost(sdf,  # a Spark DataFrame: feature columns and the target
     if num_workers is not None and (not isinstance(num_workers, int) or num_workers < 1):
         raise ValueError(f"num_workers must be a positive int, got {num_workers!r}")
     require_task(task)
-    refuse_own_files(checkpoint_dir, ("model.json", "prep.skops", "boosted.json"))  # yours: never written over
+    refuse_own_files(checkpoint_dir, XGBoostLibrary().files)  # your own model.json there: never written over
     folder = Checkpointer(checkpoint_dir)  # claimed before any work; an earlier run's files are kept
     folder.prepare(resumable=False)
     run_dir = folder.run_dir

@@ -411,8 +411,8 @@ def _stopped_on_noise(history, config) -> Optional[Finding]:
                    f"early stopping ended the run after epoch {int(epochs[-1])} on {p} evaluation(s) without "
                    f"improvement that rose at most {rise:.3g} above the best valid loss {v[best]:.4g} (epoch "
                    f"{int(epochs[best])}): less than one evaluation's standard error ({noise:.3g}), noise",
-                   advice=f"raise patience (above its {p}: {max(3, 2 * p)} evaluations, say) or set min_delta to about the standard "
-                          f"error ({noise:.2g}) so that only a rise beyond the noise stops the run",
+                   advice=f"raise patience (above its {p}: {max(3, 2 * p)} evaluations, say) or set min_delta to "
+                          f"about the standard error ({noise:.2g}) so that only a rise beyond the noise stops the run",
                    data={"patience": p, "rise": rise, "standard_error": noise, "min_delta": float(config.min_delta),
                          "best_epoch": int(epochs[best])})
 
