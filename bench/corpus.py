@@ -30,8 +30,9 @@ from torch import nn
 
 import trainbook as tb
 # diagnose's two halves (tuning re-judges cached curves), and its moving median
-from trainbook.curvefit import convex_low, fall_and_rise, smooth_evaluations, smoothing_half
-from trainbook.diagnostics import RULES, _curves, _overfitting, _rolling, _screen, _valid_noise
+from trainbook.curvefit import convex_low, fall_and_rise, rolling_median, smooth_evaluations, smoothing_half
+from trainbook.diagnostics import RULES, _overfitting, _screen, _valid_noise
+from trainbook.readings import curves_of as history_curves
 
 HERE = Path(__file__).parent / "corpus" / "runs"
 
@@ -690,7 +691,7 @@ _CURVES = {}
 def curves_of(record: dict) -> dict:
     "The record's series as diagnose reads them, built once per record (tuning diagnoses each run many times)."
     key = (record["id"], record["seconds"])
-    if key not in _CURVES: _CURVES[key] = _curves(history_of(record))
+    if key not in _CURVES: _CURVES[key] = history_curves(history_of(record))
     return _CURVES[key]
 
 
@@ -999,7 +1000,7 @@ def spike_prominence(record: dict) -> Optional[float]:
     planted = record["expect"].get("steps")
     if not col or not planted: return None
     steps, loss = np.array(col["step"]), np.array(col["value"], dtype=float)
-    rise = loss - _rolling(loss, 10)[0]  # above the median of the ±10 steps around
+    rise = loss - rolling_median(loss, 10)[0]  # above the median of the ±10 steps around
     near = np.array([any(abs(s - p) <= 2 for p in planted) for s in steps])
     clean = ~near & (np.arange(len(loss)) >= 10)  # the first steps fall fast: no neighbourhood to rise from
     lowest = min(float(rise[np.argmin(np.abs(steps - p))]) for p in planted)

@@ -9,8 +9,8 @@ from torch import nn
 
 import trainbook as tb
 import numpy as np
-from trainbook.checkpoint import (CheckpointError, UnsafeCheckpointError, prepare_run_dir, probe_writable,
-                                  release_run_dir, resume_changes, run_signature, saved_signature)
+from trainbook.checkpoint import CheckpointError, UnsafeCheckpointError, prepare_run_dir, probe_writable, release_run_dir
+from trainbook.resume import resume_changes, run_signature, saved_signature
 import threading
 from helpers import blobs, mlp
 

@@ -8,7 +8,8 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 import trainbook as tb
-from trainbook.checkpoint import prepare_run_dir, probe_writable, release_run_dir, resume_changes, run_signature, saved_signature
+from trainbook.checkpoint import prepare_run_dir, probe_writable, release_run_dir
+from trainbook.resume import resume_changes, run_signature, saved_signature
 from trainbook.guard import check_loader, check_loss_fn, check_monitor, nonfinite_validation, require_batches
 from test_checkpoint import small_tmpfs
 from helpers import blobs, mlp

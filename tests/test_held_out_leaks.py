@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 
 import trainbook as tb
-from trainbook.splits import Splits, class_share_findings
+from trainbook.audit import class_share_findings
+from trainbook.splits import Splits
 
 
 def _frame(n=1000, seed=0, task="binary"):

@@ -9,7 +9,7 @@ pytest.importorskip("pyspark")
 pytest.importorskip("xgboost")
 
 import trainbook as tb
-from trainbook import spark as S
+from trainbook import spark as S, spark_splits as SS
 from trainbook import spark_models as SM
 from trainbook.splits import Splits
 
@@ -104,7 +104,7 @@ def test_grouped_split_never_puts_a_group_in_two_parts(spark):
                        "y": rng.integers(0, 2, 1500)})
     sdf = spark.createDataFrame(df)
     sp = tb.make_splits(sdf, "y", strategy="group", groups="patient", valid_size=0.2, test_size=0.2, seed=4)
-    assert isinstance(sp, S.SparkSplits) and not [f for f in sp.findings if f.kind == "group_overlap"]
+    assert isinstance(sp, SS.SparkSplits) and not [f for f in sp.findings if f.kind == "group_overlap"]
     frames = sp.frames(sdf)
     assert set(frames) == {"train", "valid", "test"}
     ids = {name: set(part.select("patient").distinct().toPandas()["patient"]) for name, part in frames.items()}
@@ -128,7 +128,7 @@ def test_stratified_and_time_splits(spark):
                        "y": (rng.random(1000) < 0.2).astype(int)})
     sdf = spark.createDataFrame(df)
     strat = tb.make_splits(sdf, "y", strategy="stratified", valid_size=0.25, seed=1)
-    counts = S.part_class_counts(strat.assign(sdf), "y")
+    counts = SS.part_class_counts(strat.assign(sdf), "y")
     for cls, total in df["y"].value_counts().items():
         assert abs(counts[("valid", cls)] - 0.25 * total) <= 1  # class shares equal up to a row per class
     timed = tb.make_splits(sdf, "y", strategy="time", time="t", valid_size=0.2, test_size=0.1, gap=25)

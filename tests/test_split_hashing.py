@@ -4,7 +4,8 @@ import pandas as pd
 import pytest
 
 import trainbook as tb
-from trainbook.splits import RowHashes, audit_parts, make_splits, nested_splits
+from trainbook.audit import RowHashes, audit_parts
+from trainbook.splits import make_splits, nested_splits
 
 
 def messy(n=300, seed=0, lists=False):

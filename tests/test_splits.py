@@ -270,7 +270,7 @@ def test_group_folds_follow_the_seed_and_group_ids_of_mixed_types_split_and_audi
 
 
 def test_zoned_times_and_periods_order_a_time_split():
-    from trainbook.splits import time_values
+    from trainbook.audit import time_values
     zoned = pd.Series(pd.date_range("2021-03-27", periods=48, freq="h", tz="Europe/Berlin"))  # across DST
     assert time_values(zoned).dtype.kind == "M" and (np.diff(time_values(zoned)) > np.timedelta64(0)).all()
     df = pd.DataFrame({"x": np.arange(48.0), "t": zoned, "p": pd.period_range("2021-01", periods=48, freq="M")})

@@ -1,7 +1,7 @@
 """The package's shape, read with `ast` over trainbook/ (nothing imported): no import cycle, the loop a lesson-sized
 file, no module over 800 lines, few private names crossing modules, every public parameter documented, and one
 writer of run.json."""
-import ast, collections, functools
+import ast, collections, functools, importlib
 from pathlib import Path
 
 import pytest
@@ -183,3 +183,11 @@ def test_no_unused_imports():
         bound = found and found.group(2).split(" as ")[-1].split(".")[-1]
         if found and (found.group(1), bound) not in REEXPORTS: unused.append(line)
     assert unused == []
+
+
+def test_every_public_name_is_loaded_from_its_home():
+    "`tb.X` imports X from the module that defines it (exports it), so a name moved to another module is moved here too."
+    import trainbook
+    stale = [(mod, name) for mod, names in trainbook._EXPORTS.items() for name in names
+             if name not in importlib.import_module(f"trainbook.{mod}").__all__]
+    assert stale == []

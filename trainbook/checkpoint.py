@@ -5,7 +5,6 @@
 # %% ../nbs/06_checkpoint.ipynb #fb01ea68
 from __future__ import annotations
 import collections, io, json, os, pickle, re, reprlib, tempfile, threading, time, zipfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
@@ -14,30 +13,18 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from . import __version__
-from .core import (Finding, TrainConfig, atomic_write, loader_generators, loader_length, process_alive,
-                            rng_state, this_process, warn)
+from .core import Finding, atomic_write, process_alive, this_process, warn
 from .optim import rescale_lr
-from .distributed import full_state, load_sharded_state
+from .distributed import full_state, load_sharded_state, unwrap
+from .resume import resume_changes, saved_signature
 from .run import (RUN_FILES, Handover, earlier_copy, earlier_run_files, json_safe, recover_handover,
                            write_run_record)
 
 # %% auto #0
-__all__ = ['FORMAT', 'SNAPSHOT_SPACING', 'SNAPSHOT_FREE', 'SNAPSHOT_ALWAYS', 'unwrap', 'check_loadable', 'save_checkpoint',
+__all__ = ['FORMAT', 'SNAPSHOT_SPACING', 'SNAPSHOT_FREE', 'SNAPSHOT_ALWAYS', 'check_loadable', 'save_checkpoint',
            'CheckpointError', 'UnsafeCheckpointError', 'checkpoint_file', 'read_checkpoint', 'restore_checkpoint',
            'load_checkpoint', 'FindingsPart', 'unwritable', 'probe_writable', 'RunFolderBusy', 'folder_writer',
-           'release_run_dir', 'prepare_run_dir', 'run_signature', 'saved_signature', 'resume_changes', 'stopped_early',
-           'check_epochs_left', 'check_resume', 'Checkpointer', 'Position', 'BufferSnapshot']
-
-# %% ../nbs/06_checkpoint.ipynb #f4a0ad9b
-def unwrap(model: nn.Module,  # a model, maybe inside DDP or torch.compile wrappers
-          ) -> nn.Module:
-    "The plain module inside DDP / `torch.compile` wrappers, whose state_dict keys carry no prefix."
-    while True:
-        inner = (getattr(model, "module", None) if isinstance(model, nn.parallel.DistributedDataParallel)
-                 else getattr(model, "_orig_mod", None))
-        if inner is None: return model
-        model = inner
+           'release_run_dir', 'prepare_run_dir', 'stopped_early', 'check_epochs_left', 'check_resume', 'Checkpointer']
 
 # %% ../nbs/06_checkpoint.ipynb #6dd62f42
 FORMAT = "trainbook-checkpoint"
@@ -423,107 +410,6 @@ def prepare_run_dir(checkpoint_dir: str | Path | None,  # the folder asked for (
                 else "to replace the earlier run instead, pass overwrite=True"),
         data={"checkpoint_dir": str(base), "run_dir": str(folder)})
 
-# %% ../nbs/06_checkpoint.ipynb #7ae62d48
-def _loader_order(dl) -> Optional[str]:
-    "How a loader orders its rows: its sampler (shuffle, own generator), a TensorLoader's shuffle and seed."
-    batches = getattr(dl, "batch_sampler", None)
-    custom = batches is not None and type(batches) is not torch.utils.data.BatchSampler
-    sampler = batches if custom else getattr(dl, "sampler", None)
-    if sampler is not None:
-        shuffle = getattr(sampler, "shuffle", None)  # a DistributedSampler's (a DataLoader sharded for DDP)
-        own = ", own generator" if loader_generators(dl) else ""  # its state is in the checkpoint's RNGs
-        return type(sampler).__name__ + ("" if shuffle is None else f"(shuffle={shuffle})") + own
-    if getattr(dl, "shuffle", None) is None: return None  # a list of batches: its order is its data's
-    seed = getattr(dl, "seed", None)
-    if getattr(dl, "weights", None) is not None: return f"weighted, seed {seed}"
-    return ("shuffled" + ("" if seed is None else f", seed {seed}")) if dl.shuffle else "in order"
-
-def run_signature(model: nn.Module,  # the model being trained (wrappers are unwrapped)
-                  optimizer=None,  # the optimizer that steps it
-                  dl_train=None,  # the training loader
-                  cfg: Optional[TrainConfig] = None,  # the run's config
-                  split_fingerprint: Optional[str] = None,  # `Splits.fingerprint` of the data, when known
-                  loss_fn=None,  # the loss (its name is compared)
-                  data_fingerprint: Optional[str] = None,  # the batches' fingerprint (`fingerprint_data`)
-                 ) -> dict:
-    "What a resume compares, as plain values: config, data, loader, versions, shapes, optimizer and loss."
-    return {"config": cfg.to_dict() if cfg is not None else None,
-            "split_fingerprint": split_fingerprint, "data_fingerprint": data_fingerprint,
-            "loss": None if loss_fn is None else getattr(loss_fn, "__name__", type(loss_fn).__name__),
-            "optimizer_groups": [len(g["params"]) for g in optimizer.param_groups] if optimizer is not None else None,
-            "loader": {"kind": type(dl_train).__name__, "batches": loader_length(dl_train),
-                       "batch_size": getattr(dl_train, "batch_size", None), "order": _loader_order(dl_train)}
-                      if dl_train is not None else None,
-            "versions": {"torch": str(torch.__version__), "trainbook": __version__},
-            "shapes": {k: list(v.shape) for k, v in unwrap(model).state_dict().items()},
-            "optimizer": type(optimizer).__name__ if optimizer is not None else None}
-
-def saved_signature(ckpt: dict,  # a loaded checkpoint
-                   ) -> dict:
-    "The signature of the run that wrote `ckpt` (rebuilt from its contents when it has none: older files)."
-    sig = dict(ckpt.get("signature") or {})
-    if not sig:
-        env = ckpt.get("environment") or {}
-        sig = {"config": ckpt.get("config"), "split_fingerprint": ckpt.get("split_fingerprint"),
-               "versions": {"torch": env.get("torch"),
-                            "trainbook": (env.get("packages") or {}).get("trainbook")}}
-        if isinstance(ckpt.get("model"), dict):
-            sig["shapes"] = {k: list(t.shape) for k, t in ckpt["model"].items() if torch.is_tensor(t)}
-    sig["batch_idx"] = ckpt.get("batch_idx")
-    return sig
-
-_NOT_COMPARED = {"checkpoint_dir", "checkpoint_every"}  # where and how often files go: no change to the run
-
-def _impossible(saved: dict, now: dict) -> list[str]:
-    "Why the run cannot continue exactly from the checkpoint (empty when it can)."
-    why = []
-    old, new = saved.get("shapes"), now.get("shapes")
-    if old and new:
-        gone, added = [k for k in old if k not in new], [k for k in new if k not in old]
-        if gone: why.append(f"the model has no {', '.join(gone[:5])} (the checkpoint has)")
-        if added: why.append(f"the model has {', '.join(added[:5])}, which the checkpoint lacks")
-        why += [f"{k} has shape {tuple(old[k])} in the checkpoint and {tuple(new[k])} in the model"
-                for k in old if k in new and list(old[k]) != list(new[k])][:5]
-    if saved.get("optimizer") and now.get("optimizer") and saved["optimizer"] != now["optimizer"]:
-        why.append(f"the optimizer was {saved['optimizer']} and is now {now['optimizer']}")
-    elif saved.get("optimizer_groups") and now.get("optimizer_groups") \
-            and list(saved["optimizer_groups"]) != list(now["optimizer_groups"]):
-        why.append(f"the optimizer's parameter groups held {saved['optimizer_groups']} parameters and now "
-                   f"hold {now['optimizer_groups']} (fit's default makes two groups: with and without decay)")
-    batches, position = (now.get("loader") or {}).get("batches"), saved.get("batch_idx")
-    if batches is not None and position and position > batches:
-        why.append(f"the checkpoint stopped after batch {position} of its epoch, "
-                   f"but dl_train now has {batches} batches")
-    return why
-
-def _flat(sig: dict) -> dict:
-    "The compared values of a signature, flat: 'config.lr', 'loader.batch_size', 'versions.torch'..."
-    out = {k: sig.get(k) for k in ("split_fingerprint", "data_fingerprint", "loss")}
-    for group in ("config", "loader", "versions"):
-        for key, value in (sig.get(group) or {}).items():
-            if not (group == "config" and key in _NOT_COMPARED): out[f"{group}.{key}"] = value
-    return out
-
-def resume_changes(saved: dict,  # the signature of the checkpoint's run (`saved_signature(ckpt)`)
-                   now: dict,  # the signature of the run about to resume (`run_signature(...)`)
-                   lr_applied: bool = False,  # a changed config.lr scales the restored optimizer (fit's own)
-                  ) -> list[Finding]:
-    "What changed since the checkpoint: a warning listing each change; a ValueError if exact resume is impossible."
-    why = _impossible(saved, now)
-    if why:
-        raise ValueError("this checkpoint cannot be resumed exactly: " + "; ".join(why) + ". Resume with the "
-                         "model, optimizer and data it was made with, or start a new run (without resume=)")
-    old, new = _flat(saved), _flat(now)
-    changes = {k: [old[k], new[k]] for k in new if k in old and old[k] is not None and old[k] != new[k]}
-    if not changes: return []
-    note = " (applied: the restored optimizer and schedule scaled to it)" if lr_applied else ""
-    listed = "; ".join(f"{k}: {a!r} → {b!r}" + (note if k == "config.lr" else "") for k, (a, b) in changes.items())
-    return [Finding("resume_changed", "warning",
-                    f"resuming with {len(changes)} change(s) since the checkpoint was written: {listed}",
-                    advice="the run continues, but not exactly as the original would have; "
-                           "resume with the original settings for an exact continuation",
-                    data={"changes": changes})]
-
 # %% ../nbs/06_checkpoint.ipynb #667a9f9e
 def stopped_early(ckpt: dict,  # a loaded checkpoint: its position, step and early-stopping state
                   config,  # the resuming run's TrainConfig (its patience and max_steps)
@@ -720,81 +606,3 @@ class Checkpointer:
         finally:
             if self.rank == 0 and (self._lock is None or folder_writer(self.run_dir) == self._lock):
                 release_run_dir(self.run_dir)
-
-# %% ../nbs/06_checkpoint.ipynb #4dfc610b
-@dataclass
-class Position:
-    "Where the loop is, as a resume needs it: epoch, micro-batches used, RNG states, the epoch's loss so far."
-    epoch: int = 0
-    batch_idx: int = 0  # micro-batches consumed in this epoch
-    rng: Optional[dict] = None  # RNG states at this position (before the next micro-batch is drawn)
-    epoch_rng: Optional[dict] = None  # RNG states at the epoch's start, to draw the same order again
-    loss_sum: float = 0.0  # sum of this epoch's step losses, each times its rows (the epoch loss: a mean over rows)
-    loss_count: int = 0  # rows of this epoch's steps
-    step_end_due: bool = False  # the last step's end (its validation, checkpoint, stop checks) not done yet
-
-    def state_dict(self) -> dict:
-        "The position as checkpoint entries."
-        return {"epoch": self.epoch, "batch_idx": self.batch_idx, "rng": self.rng,
-                "epoch_rng": self.epoch_rng, "epoch_loss": [self.loss_sum, self.loss_count],
-                "step_end_due": self.step_end_due}
-
-    @classmethod
-    def from_state(cls, state: dict,  # a checkpoint (or its position entries)
-                  ) -> "Position":
-        "The position stored in a checkpoint."
-        loss_sum, loss_count = state.get("epoch_loss", (0.0, 0))
-        return cls(state["epoch"], state["batch_idx"], state.get("rng"), state.get("epoch_rng"), loss_sum,
-                   loss_count, bool(state.get("step_end_due", False)))
-
-    def at(self, **changes,  # fields to change (batch_idx=..., rng=...)
-          ) -> "Position":
-        "A copy with some fields changed."
-        return Position(**{**self.__dict__, **changes})
-
-    def resume_from(self,
-                    rng: Optional[dict] = None,  # the RNG states at the point saved; None = as they are now
-                    batch_idx: Optional[int] = None,  # micro-batches used at that point; None = `batch_idx`
-                    generators: tuple = (),  # the loader's own torch.Generators (`loader_generators`)
-                   ) -> "Position":
-        """The position a checkpoint saves, with the RNG states a resume must start from: a position not
-        entered yet (a resumed run before its first epoch starts) as it was loaded; at an epoch's start, the
-        epoch's own states, from before the loader drew the epoch's order (a DataLoader draws it when
-        iterated)."""
-        if self.rng is not None: return self.at()
-        batch_idx = self.batch_idx if batch_idx is None else batch_idx
-        if batch_idx == 0 and self.epoch_rng is not None: rng = self.epoch_rng  # the epoch is redone whole
-        return self.at(batch_idx=batch_idx, rng=rng if rng is not None else rng_state(generators))
-
-# %% ../nbs/06_checkpoint.ipynb #89ce6887
-class BufferSnapshot:
-    """The model's buffers that training moves (BatchNorm's running stats, ...), copied at each accumulation
-    window's start, so that a Ctrl-C inside the window can put them back as the last completed step left them."""
-    def __init__(self, model: nn.Module,  # the model being trained (wrappers are unwrapped)
-                ):
-        # all at first, then those the first window moved; detached views: a copy joins no autograd graph
-        self.buffers = [b.detach() for b in unwrap(model).buffers()]
-        self.copies: Optional[list] = None  # the buffers as they were at the current window's start
-        self.found = False  # whether the buffers that move are known (from the first window on)
-
-    @classmethod
-    def of(cls, model: nn.Module,  # the model being trained
-          ) -> Optional["BufferSnapshot"]:
-        "A snapshot of `model`'s buffers; None when it has none (nothing to copy, not even a call)."
-        return cls(model) if any(True for _ in unwrap(model).buffers()) else None
-
-    def keep(self) -> None:
-        "At a window's start: copy the buffers that move (for the first window all, to learn which move)."
-        if self.copies is None:
-            self.copies = [b.clone() for b in self.buffers]
-            return
-        if not self.found:  # the first window is over: from now on only what it changed
-            moved = [(b, c) for b, c in zip(self.buffers, self.copies) if not torch.equal(b, c)]
-            self.buffers, self.copies = [b for b, _ in moved], [c for _, c in moved]
-            self.found = True
-        if self.buffers: torch._foreach_copy_(self.copies, self.buffers)
-
-    def restore(self) -> None:
-        "Put the buffers back as they were at the current window's start."
-        if not self.copies: return
-        with torch.no_grad(): torch._foreach_copy_(self.buffers, self.copies)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_core.ipynb #d6e9bcc4
 from __future__ import annotations
-import contextlib, difflib, functools, hashlib, importlib.metadata, math, os, platform, random, re, socket, sys
+import contextlib, difflib, functools, hashlib, importlib, importlib.metadata, math, os, platform, random, re, socket, sys
 import tempfile, time, warnings
 from pathlib import Path
 from dataclasses import dataclass, field
@@ -14,8 +14,8 @@ import numpy as np
 import torch
 
 # %% auto #0
-__all__ = ['PRECISIONS', 'SCHEDULES', 'SEVERITIES', 'SEVERITY_STYLE', 'shown', 'did_you_mean', 'warn', 'label_key',
-           'require_instance', 'TrainConfig', 'Finding', 'finding_html', 'findings_html', 'findings_text',
+__all__ = ['PRECISIONS', 'SCHEDULES', 'SEVERITIES', 'SEVERITY_STYLE', 'shown', 'import_optional', 'did_you_mean', 'warn',
+           'label_key', 'require_instance', 'TrainConfig', 'Finding', 'finding_html', 'findings_html', 'findings_text',
            'number_text', 'compact_table_html', 'History', 'seed_everything', 'accelerators_present', 'rng_state',
            'set_rng_state', 'loader_generators', 'package_version', 'environment', 'loader_length', 'set_loader_epoch',
            'pick_device', 'pick_precision', 'autocast_dtype', 'this_process', 'process_alive', 'remove_stale_temps',
@@ -89,6 +89,14 @@ def shown(value,  # a value from the user's data: a label, a category, a setting
          ) -> str:
     "`repr` of a value as the user wrote it: numpy scalars as Python ones (`1`, not `np.int64(1)`)."
     return repr(value.item() if isinstance(value, np.generic) else value)
+
+def import_optional(module: str,  # the module to import, e.g. "lightgbm"
+                    extra: str,  # the trainbook extra that installs it, e.g. "gbdt"
+                   ):
+    "Import an optional dependency, or say which extra installs it."
+    try: return importlib.import_module(module)
+    except ImportError as e:
+        raise ImportError(f"{module} is not installed: pip install 'trainbook[{extra}]' (or {module})") from e
 
 def did_you_mean(name: str,  # what the user typed
                  choices: Iterable[str],  # the names it could have meant

@@ -770,7 +770,7 @@ def fingerprint_data(*sources,  # loaders (TensorLoader, DataLoader of a TensorD
                      limit: int = 1_000_000,  # elements hashed per tensor at most (evenly spaced beyond that)
                     ) -> Optional[str]:
     "A short stable hash of the data behind `sources` (None ones count as absent); None when one cannot be read."
-    from trainbook.splits import digest, fingerprint_frame
+    from trainbook.audit import digest, fingerprint_frame
     parts = []
     for source in sources:
         if source is None:

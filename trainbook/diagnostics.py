@@ -4,159 +4,19 @@
 
 # %% ../nbs/09_diagnostics.ipynb #714accc1
 from __future__ import annotations
-import itertools, math, struct, weakref
-from dataclasses import dataclass
+import math
 from typing import Optional, Sequence
 
 import numpy as np
 
-from .core import SEVERITIES, Finding, History
+from .core import SEVERITIES, Finding
 from .curvefit import (clusters, constant_stretch, end_levels, fifths, flat_stretch, keeps_falling,
                                 line_slope, median, robust_spread, rolling_median, smooth_evaluations,
                                 smoothing_half, still_falling, turning_point)
+from .readings import Thresholds, as_history, curves_of, nonfinite_finding, series_of
 
 # %% auto #0
-__all__ = ['RULES', 'as_history', 'Thresholds', 'nonfinite_loss', 'diagnose']
-
-# %% ../nbs/09_diagnostics.ipynb #9e7182a0
-def as_history(history,  # a `History`, a `Run` or a tidy DataFrame (step, epoch, split, name, value)
-              ) -> History:
-    "A `History` from a History, a Run or a tidy DataFrame (its rows taken in step order)."
-    if isinstance(history, History): return history
-    if hasattr(history, "records"): return history.records  # a Run
-    import pandas as pd
-    if isinstance(history, pd.DataFrame):
-        missing = set(History.columns) - set(history.columns)
-        if missing: raise ValueError(f"history DataFrame lacks columns {sorted(missing)}")
-        # in step order, whatever the frame's (newest first, shuffled, concatenated runs): the rules read each
-        # series as a curve; a stable sort keeps the frame's order among the rows of one step
-        rows = history[list(History.columns)].sort_values("step", kind="stable")
-        return History(rows.itertuples(index=False, name=None))
-    raise TypeError(f"history must be a History, a Run or a tidy DataFrame, got {type(history).__name__}")
-
-_CURVES: "weakref.WeakKeyDictionary[History, dict]" = weakref.WeakKeyDictionary()
-
-def _column(items: list, dtype: type) -> np.ndarray:
-    "A list of numbers as an array of `dtype`, as np.fromiter makes it (struct.pack: a third of its work)."
-    try: return np.frombuffer(struct.pack(f"{len(items)}{np.dtype(dtype).char}", *items), dtype=dtype)
-    except (struct.error, TypeError, OverflowError):  # a float step, a None value: np.fromiter's conversion
-        return np.fromiter(items, dtype=dtype, count=len(items))
-
-def _curves(h: History) -> dict:
-    "Every series of the history: (split, name) → (steps, epochs, values) arrays; only new rows are read."
-    # a history only grows during a run: each live diagnosis reads the new rows (a rewritten one: all again)
-    memo = _CURVES.get(h)
-    n = len(h.step)
-    if memo is None or memo["n"] > n or (memo["n"] and memo["last"] != (h.step[memo["n"] - 1],
-                                                                        h.name[memo["n"] - 1])):
-        memo = {"n": 0, "last": None, "series": {}}
-    start, series = memo["n"], memo["series"]
-    # each row's series as a code (a dict look-up, in C); a stable sort groups each series' rows, in order
-    codes, pairs = {}, zip(h.split[start:n], h.name[start:n])
-    # (16-bit codes where they fit: numpy's stable sort of those is a radix sort, a tenth of a timsort's work)
-    small = np.uint16 if n - start < 2 ** 16 else np.intp
-    code = _column(list(map(codes.setdefault, pairs, itertools.count())), small)
-    order = np.argsort(code, kind="stable")
-    step, epoch = _column(h.step[start:n], int)[order], _column(h.epoch[start:n], int)[order]
-    value = _column(h.value[start:n], float)[order]
-    begin = 0
-    for key, end in zip(codes, np.cumsum(np.bincount(code)[list(codes.values())]).tolist()):
-        fresh = step[begin:end].copy(), epoch[begin:end].copy(), value[begin:end].copy()
-        begin = end
-        series[key] = tuple(map(np.concatenate, zip(series[key], fresh))) if key in series else fresh
-    memo.update(n=n, last=(h.step[n - 1], h.name[n - 1]) if n else None)
-    try: _CURVES[h] = memo
-    except TypeError: pass  # a history type that takes no weak reference: read whole each time
-    return dict(series)  # a fresh dict: the rules cache their per-diagnosis work in it
-
-_EMPTY = (np.zeros(0, dtype=int), np.zeros(0, dtype=int), np.zeros(0))
-
-def _series(c: dict, split: str, name: str):
-    "(steps, epochs, values) of one series of `_curves`, empty when it was never logged."
-    return c.get((split, name), _EMPTY)
-
-_rolling = rolling_median  # the name bench/corpus.py reads it by
-
-# %% ../nbs/09_diagnostics.ipynb #950ba6ba
-@dataclass(frozen=True)
-class Thresholds:
-    "The numbers behind the `diagnose` rules, tuned on the labelled runs of bench/corpus (see bench/RESULTS.md)."
-    min_steps: int = 20  # fewest logged training losses before the loss-curve rules speak (but a blow-up)
-    diverge_peak: float = 20.0  # a briefly smoothed loss peaking above this multiple of the first: diverging
-    diverge_end: float = 2.0  # ... so is one whose last tenth and second half stay above this multiple ...
-    diverge_z: float = 1.5  # ... and whose last tenth is above the first loss by this many step-noise spreads
-    blowup: float = 2.0  # so is one whose raw loss jumped to this multiple of its median and untrained loss early
-    blowup_z: float = 8.0  # ... and this many step noises above it, and never fell `still` below the first
-    still: float = 0.12  # a loss that fell less than this share of its start (in 100+ steps): not learning
-    slow: float = 0.5  # one that fell less than this share and still falls steadily: the lr may be too low
-    fall_z: float = 3.0  # still falls, under 3 evaluations: the second half's slope this many SEs below 0
-    fall_keep: float = 0.7  # ... with 3+: the valid loss falls at each later one, at this share of its rate
-    spike_z: float = 12.0  # a spike stands this many robust spreads above the moving median of its stage
-    spike_rel: float = 0.3  # ... and above that median by at least this share of the starting loss
-    spike_gap: float = 3.0  # ... and this many times above every other step of its stage that is not one
-    spike_share: float = 0.05  # more spike events than this share of the steps is a noisy loss, not spikes
-    overfit_tol: float = 0.0  # the best epoch: the first whose smoothed valid loss is this share near its low
-    overfit_after: int = 3  # evaluations after the best before a rise counts
-    overfit_rise: float = 0.05  # valid loss above its best by this share ...
-    overfit_z: float = 4.0  # ... its later evaluations' median by this many robust spreads of the wiggle ...
-    overfit_se: float = 0.5  # ... and by this many standard errors of one valid loss (per-example spread / √rows),
-    overfit_t: float = 4.0  # ... or climbing after the best with a least-squares slope this many of its errors
-    overfit_trend: float = 6.0  # or that slope is this many of the errors one evaluation's SE gives it
-    prior_z: float = 3.0  # below the constant predictor's loss by this many standard errors: it learned
-    explode: float = 5.0  # the gradient norm grew by this factor from the first fifth of the run to the last
-    explode_late: float = 2.0  # ... and by this factor over the second half (or by `explode` squared in all)
-    vanish: float = 1e-05  # a parameter whose gradient (against its weights) is below this share of the largest
-    data_wait: float = 0.3  # share of the training epoch spent waiting for batches
-    memory_rise: float = 0.05  # peak memory rising by this share over the epochs after the first ...
-    memory_mb: float = 50.0  # ... and by at least this many MB
-    noise_wrong: float = 0.04  # share of training rows confidently predicted as another class (ExampleLosses) ...
-    noise_focus: float = 0.75  # ... no more than this share of them in one class (a class not yet learned) ...
-    noise_learned: float = 0.7  # ... the others' median loss under this share of its untrained value ...
-    noise_stuck: float = 0.05  # ... and this share of rows stuck worse than the untrained model for epochs
-    noise_gap_z: float = 2.0  # ... or the train loss's later fall outran the valid's by this many SEs
-    noise_share: float = 0.1  # (regression, or without probabilities) share of examples stuck worse than untrained ...
-    noise_fit: float = 0.4  # ... while the others' median loss fell below this share of its untrained value
-    leak_first: float = 0.03  # a first valid loss below this share of the starting loss is suspicious
-    leak_ratio: float = 0.2  # so is a valid loss below this share of the train loss over the later epochs
-    frozen_evals: int = 5  # evaluations in a row with exactly the same valid loss (training moving): frozen
-
-# %% ../nbs/09_diagnostics.ipynb #0a4733ce
-_NONFINITE_ADVICE = {
-    "train": "lower the learning rate, clip gradients (clip_norm=), check the data for NaN/Inf (check_data) "
-             "and the loss for log(0); fit's NanGuard names the module that made it (locate_nonfinite too)",
-    "valid": "NaN or inf in the validation inputs or labels is the usual cause (tb.check_data on those rows "
-             "finds them)"}
-
-def nonfinite_loss(split: str,  # the split whose loss it was: "train" or "valid"
-                   step: int,  # the step it was logged at (optimizer steps done)
-                   epoch: int,  # the epoch it was logged in
-                   values: dict,  # the non-finite values by the name they were logged under: {"loss": nan}
-                   advice: Optional[str] = None,  # what to do; None: the usual remedy for that split
-                  ) -> Finding:
-    "The `nonfinite` error for a loss logged NaN or inf: its split, where it first showed, the values."
-    listed = ", ".join(f"{name}={value}" for name, value in values.items())
-    data = {"split": split, "step": step, "epoch": epoch, "names": list(values)}
-    return Finding("nonfinite", "error", f"non-finite {split} loss ({listed}) at step {step} (epoch {epoch})",
-                   advice=advice or _NONFINITE_ADVICE[split], data=data)
-
-def _nonfinite(c: dict) -> list[Finding]:
-    "nonfinite: the first NaN/inf loss of the history, train or valid (the earlier; train on a tie)."
-    first = {}  # split -> (step, epoch, {name: value}) where its loss was first logged NaN/inf
-    for split, name in (("train", "loss"), ("train", "epoch_loss"), ("valid", "loss")):
-        steps, epochs, values = _series(c, split, name)
-        bad = np.flatnonzero(~np.isfinite(values))
-        if not len(bad): continue
-        step, epoch, value = int(steps[bad[0]]), int(epochs[bad[0]]), float(values[bad[0]])
-        if split not in first or step < first[split][0]: first[split] = (step, epoch, {})
-        if step == first[split][0]: first[split][2][name] = value  # a step's loss and its epoch's mean, both
-    if not first: return []
-    split = min(first, key=lambda s: (first[s][0], s != "train"))
-    finding = nonfinite_loss(split, *first[split])
-    for other, (step, epoch, _) in first.items():
-        if other == split: continue
-        finding.message += f"; the {other} loss from step {step} (epoch {epoch})"
-        finding.data["also"] = {"split": other, "step": step, "epoch": epoch}
-    return [finding]
+__all__ = ['RULES', 'diagnose']
 
 # %% ../nbs/09_diagnostics.ipynb #56c42fb9
 def _stages(loss: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
@@ -178,20 +38,20 @@ def _step_noise(mad: np.ndarray) -> float:
 
 def _valid_noise(c: dict) -> Optional[np.ndarray]:
     "Each evaluation's standard error (valid/loss_se, logged next to valid/loss), or None when it was not logged."
-    vs, _, v = _series(c, "valid", "loss")
-    ss, _, se = _series(c, "valid", "loss_se")
+    vs, _, v = series_of(c, "valid", "loss")
+    ss, _, se = series_of(c, "valid", "loss_se")
     if len(se) == 0 or len(v) == 0: return None
     if len(se) == len(v) and bool((ss == vs).all()): return se  # np.array_equal, the shapes being equal
     return np.interp(vs, ss, se)  # evaluations without one (a resumed old run): the nearest logged
 
 def _at_prior(c: dict, end: float, noise: float, th: Thresholds) -> Optional[dict]:
     "The constant predictor's loss and whether the run ended there (train and valid), or None when not logged."
-    _, _, prior = _series(c, "valid", "prior_loss")
+    _, _, prior = series_of(c, "valid", "prior_loss")
     if len(prior) == 0: return None
     level = float(median(prior))
     # the evaluation's targets all one class (or one value): the constant predictor scores 0, no yardstick
     if not level > 0: return None
-    _, _, v = _series(c, "valid", "loss")
+    _, _, v = series_of(c, "valid", "loss")
     se = _valid_noise(c)
     v_end = float(median(v[-3:])) if len(v) else end
     se_end = float(median(se[-3:])) if se is not None else noise
@@ -207,7 +67,7 @@ def _how_it_moved(drop: float) -> str:
 
 def _lr_never_peaked(c: dict) -> str:
     "A note when the logged lr still rose at the run's last step (a warmup longer than the run), else ''."
-    _, _, lr = _series(c, "train", "lr")
+    _, _, lr = series_of(c, "train", "lr")
     rising = len(lr) >= 4 and np.isfinite(lr).all() and lr[-1] >= lr.max() and lr[-1] > 1.5 * lr[len(lr) // 2]
     return (f"; the learning rate was still rising at the last step ({lr[0]:.3g} → {lr[-1]:.3g}): the warmup "
             f"is longer than the run, the lr never reached its peak") if rising else ""
@@ -222,9 +82,9 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
 
 def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
     "nonfinite (alone: nothing else can be measured), else diverging, not_learning or lr_too_low."
-    nonfinite = _nonfinite(c)
+    nonfinite = nonfinite_finding(c)
     if nonfinite: return nonfinite  # at any length: one NaN step is news, a short run is not
-    steps, epochs, loss = _series(c, "train", "loss")
+    steps, epochs, loss = series_of(c, "train", "loss")
     short = len(loss) < th.min_steps  # too few steps to read a course: only a blow-up (a smoke run exploded)
     if len(loss) < 3: return []
     first, start, end = end_levels(loss)  # the first step's loss is the untrained model's
@@ -236,7 +96,7 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
     peak, last = float(brief[top]), float(brief[-1])
     late = float(median(loss[len(loss) // 2:]))
     # the untrained model's loss, never below the constant predictor's (a small first batch's can be low)
-    _, _, prior_values = _series(c, "valid", "prior_loss")
+    _, _, prior_values = series_of(c, "valid", "prior_loss")
     base = max(abs(first), float(median(prior_values)) if len(prior_values) else 0.0, 1e-12)
     data = {"start_loss": start, "end_loss": end, "peak_loss": peak, "first_loss": first, "noise": noise,
             "peak_step": int(steps[top]), "last_loss": last}
@@ -303,7 +163,7 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
                         data=data)]
     long_enough = len(loss) >= 5 * th.min_steps  # a short run is not "slow"
     # falling as fast as before by the evaluations (a converging run slows, a too-low lr not); else by the steps
-    _, _, valid = _series(c, "valid", "loss")
+    _, _, valid = series_of(c, "valid", "loss")
     falling = keeps_falling(valid, th.fall_keep) if len(valid) >= 3 else still_falling(loss, noise, th.fall_z)
     if drop < th.slow and long_enough and falling:
         return [Finding("lr_too_low", "info",
@@ -335,8 +195,8 @@ def _tallest_rest(resid: np.ndarray, tall: np.ndarray, i: int, w: int) -> float:
 
 def _rows_per_step(c: dict) -> Optional[float]:
     "Rows a step (each epoch's samples/s × s/step), the median over epochs; None when not logged."
-    _, e1, sps = _series(c, "train", "samples_per_s")
-    _, e2, st = _series(c, "train", "step_time")
+    _, e1, sps = series_of(c, "train", "samples_per_s")
+    _, e2, st = series_of(c, "train", "step_time")
     if len(sps) == 0 or len(st) != len(sps): return None
     rows = sps * st
     rows = rows[np.isfinite(rows) & (rows > 0)]
@@ -344,7 +204,7 @@ def _rows_per_step(c: dict) -> Optional[float]:
 
 def _batch_spread(c: dict, steps: np.ndarray) -> Optional[np.ndarray]:
     "The batch loss's chance spread at each step: per-example sd (nearest evaluation) / √rows a step."
-    ss, _, sd = _series(c, "valid", "loss_sd")
+    ss, _, sd = series_of(c, "valid", "loss_sd")
     rows = _rows_per_step(c)
     if len(sd) == 0 or rows is None: return None
     return np.interp(steps, ss, sd) / math.sqrt(max(rows, 1.0))
@@ -371,14 +231,14 @@ def _spike_scale(c: dict, steps: np.ndarray, loss: np.ndarray, exact: bool = Tru
 
 def _lr_jumps(c: dict) -> np.ndarray:
     "The steps at which the logged learning rate rose 1.5× or more from one record to the next."
-    ls, _, lr = _series(c, "train", "lr")
+    ls, _, lr = series_of(c, "train", "lr")
     if len(lr) < 2: return np.zeros(0, dtype=int)
     up = lr[1:] >= 1.5 * np.maximum(lr[:-1], 1e-30)
     return ls[1:][up]
 
 def _spikes(c: dict, th: Thresholds) -> list[Finding]:
     "loss_spikes: steps whose loss stands far above the moving median of their stage, one per event."
-    steps, _, loss = _series(c, "train", "loss")
+    steps, _, loss = series_of(c, "train", "loss")
     if len(loss) < th.min_steps or not np.isfinite(loss).all(): return []
     start = max(abs(float(loss[0])), 1e-12)
     # no step above `spike_z` of the least spread its stage can have (most runs): none above the spread itself
@@ -415,7 +275,7 @@ _SHIFT_ADVICE = ("validation rows may come from another distribution than the tr
 
 def _never_beat_prior(c: dict, v: np.ndarray, se: Optional[np.ndarray], th: Thresholds = Thresholds()) -> str:
     "A note when every evaluation, from the first, was above the constant predictor's loss beyond its noise."
-    _, _, prior = _series(c, "valid", "prior_loss")
+    _, _, prior = series_of(c, "valid", "prior_loss")
     level = float(median(prior)) if len(prior) else math.inf
     if not bool((v - level > th.prior_z * (se if se is not None else 0.0)).all()): return ""
     return (f"; the valid loss was above the constant predictor's loss {level:.4g} at every evaluation, from "
@@ -423,8 +283,8 @@ def _never_beat_prior(c: dict, v: np.ndarray, se: Optional[np.ndarray], th: Thre
 
 def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     "overfitting: the valid loss rose above its best, by far more than its standard error, and stayed up."
-    _, ve, v = _series(c, "valid", "loss")
-    _, te, t = _series(c, "train", "epoch_loss")
+    _, ve, v = series_of(c, "valid", "loss")
+    _, te, t = series_of(c, "train", "epoch_loss")
     if len(v) < 3 or len(t) < 2 or not np.isfinite(v).all(): return []
     # the best: the smoothed curve's bottom finds the region (noise picks no early or late dip on a flat one),
     # the lowest evaluation in its smoothing window the epoch (a moving mean shifts a corner)
@@ -504,7 +364,7 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
 def _gradients(c: dict, th: Thresholds) -> list[Finding]:
     "exploding_gradients (the global norm grew by orders of magnitude), vanishing_gradients (starved ones)."
     c = _before_nonfinite(c)
-    _, _, g = _series(c, "train", "grad_norm")
+    _, _, g = series_of(c, "train", "grad_norm")
     out = []
     growth = fifths(g)
     if growth is not None:
@@ -514,7 +374,7 @@ def _gradients(c: dict, th: Thresholds) -> list[Finding]:
         first = max(fifth, logged)
         # grew by `explode`x and still grows over the second half, faster than the loss falls there (a model
         # leaving a plateau: the norm rises as the loss drops), or by orders of magnitude, or became NaN/Inf
-        loss = fifths(_series(c, "train", "loss")[2])
+        loss = fifths(series_of(c, "train", "loss")[2])
         learning = loss is not None and loss[1] / max(loss[2], 1e-30) >= last / max(middle, 1e-30)
         still_growing = last > th.explode_late * middle and not learning
         if last > th.explode * first and (still_growing or last > th.explode ** 2 * first):
@@ -531,7 +391,7 @@ def _gradients(c: dict, th: Thresholds) -> list[Finding]:
 
 def _before_nonfinite(c: dict) -> dict:
     "The gradient and weight norms logged before the first non-finite loss (after it: a broken model's)."
-    bad, norms = _nonfinite(c), [k for k in c if k[1].startswith(("grad_norm", "weight_norm"))]
+    bad, norms = nonfinite_finding(c), [k for k in c if k[1].startswith(("grad_norm", "weight_norm"))]
     return {**c, **{k: tuple(a[c[k][0] < bad[0].data["step"]] for a in c[k]) for k in norms}} if bad else c
 
 _ROUND_OFF = 1e-4  # below this share of its layer's other gradient at every log: round-off around an exact 0
@@ -600,7 +460,7 @@ def _parameter_gradients(c: dict, th: Thresholds) -> list[Finding]:
 
 def _input_pipeline(c: dict, th: Thresholds) -> list[Finding]:
     "slow_input_pipeline: the loop waited for batches for a large share of the training epochs."
-    _, _, w = _series(c, "train", "data_wait")
+    _, _, w = series_of(c, "train", "data_wait")
     if len(w) == 0: return []
     share = float(median(w))
     if share <= th.data_wait: return []
@@ -612,7 +472,7 @@ def _input_pipeline(c: dict, th: Thresholds) -> list[Finding]:
 
 def _memory(c: dict, th: Thresholds) -> list[Finding]:
     "memory_growth: the peak memory kept rising epoch after epoch (a leak: tensors kept across steps)."
-    _, e, m = _series(c, "train", "peak_memory_mb")
+    _, e, m = series_of(c, "train", "peak_memory_mb")
     if len(m) < 4: return []
     later = m[1:]  # the first epoch holds the allocator's and the optimizer state's warm-up
     rise = float(later[-1] - later[0])
@@ -628,8 +488,8 @@ def _memory(c: dict, th: Thresholds) -> list[Finding]:
 
 def _fit_not_carried(c: dict) -> Optional[float]:
     "How far the train loss's fall over the later half of the epochs outran the valid loss's, in valid SEs."
-    _, ve, v = _series(c, "valid", "loss")
-    _, te, t = _series(c, "train", "epoch_loss")
+    _, ve, v = series_of(c, "valid", "loss")
+    _, te, t = series_of(c, "train", "epoch_loss")
     se = _valid_noise(c)
     if len(v) < 4 or se is None or not np.isfinite(v).all(): return None
     train_at = dict(zip(te.tolist(), t.tolist()))
@@ -642,17 +502,17 @@ def _fit_not_carried(c: dict) -> Optional[float]:
 
 def _label_noise(c: dict, th: Thresholds) -> list[Finding]:
     "label_noise: rows the model confidently puts in another class, spread over classes; else stuck rows."
-    _, e, wrong = _series(c, "train", "confident_wrong")
-    _, _, focus = _series(c, "train", "confident_wrong_focus")
+    _, e, wrong = series_of(c, "train", "confident_wrong")
+    _, _, focus = series_of(c, "train", "confident_wrong_focus")
     if len(wrong) >= 2 and len(focus) == len(wrong):
         # the second half of the epochs (a class not learned yet concentrates the wrong rows; noise spreads)
         late = e >= (e[0] + e[-1]) / 2
         share, spread = float(median(wrong[late])), float(median(focus[late]))
         # and the model has learned the rest: the other rows' median loss well under the untrained one's
-        _, _, others = _series(c, "train", "others_loss")
+        _, _, others = series_of(c, "train", "others_loss")
         fit = float(median(others[late])) if len(others) == len(wrong) else 0.0
         # and persistently: rows stuck worse than the untrained model epoch after epoch (a hard row flips)
-        _, _, stuck_share = _series(c, "train", "stuck_share")
+        _, _, stuck_share = series_of(c, "train", "stuck_share")
         stuck = float(median(stuck_share[late])) if len(stuck_share) == len(wrong) else 1.0
         # or (heavy noise caps the fit) the train loss's later fall did not carry to held-out rows, by more
         # than the valid loss's standard errors: the model memorizes labels its generalization contradicts
@@ -676,8 +536,8 @@ def _label_noise(c: dict, th: Thresholds) -> list[Finding]:
                         advice="look at them (top_losses on the training rows), relabel or drop the wrong ones; "
                                "otherwise a robust loss (label smoothing) keeps the model from memorizing them",
                         data=data)]
-    _, e, share = _series(c, "train", "stuck_share")
-    _, _, others = _series(c, "train", "others_loss")
+    _, e, share = series_of(c, "train", "stuck_share")
+    _, _, others = series_of(c, "train", "others_loss")
     if len(share) < 2 or len(others) != len(share): return []
     late = e >= (e[0] + e[-1]) / 2  # the second half: examples that are merely hard have been learned by then
     stuck, fit = float(median(share[late])), float(median(others[late]))
@@ -701,12 +561,12 @@ _EASY_ADVICE = ("nothing in the history points to a leak (validation is no bette
 
 def _suspicious_score(c: dict, th: Thresholds) -> list[Finding]:
     "suspicious_score: a near-perfect first validation (a note if training was as good), or far better."
-    ls, _, loss = _series(c, "train", "loss")
-    vs, ve, v = _series(c, "valid", "loss")
-    _, te, t = _series(c, "train", "epoch_loss")
+    ls, _, loss = series_of(c, "train", "loss")
+    vs, ve, v = series_of(c, "valid", "loss")
+    _, te, t = series_of(c, "train", "epoch_loss")
     if len(loss) == 0 or len(v) == 0 or not np.isfinite(v).all(): return []
     # against the untrained loss, or the constant predictor's when that is higher (a first batch can be low)
-    _, _, prior = _series(c, "valid", "prior_loss")
+    _, _, prior = series_of(c, "valid", "prior_loss")
     start = max(abs(float(loss[0])), float(median(prior)) if len(prior) else 0.0, 1e-12)
     if v[0] < th.leak_first * start:
         # training when validation first looked: the best of its last tenth of steps (>= 3; a hard batch is no
@@ -749,7 +609,7 @@ _FROZEN_ADVICE = ("validation is not scoring the model being trained: evaluate t
 
 def _frozen_validation(c: dict, th: Thresholds) -> list[Finding]:
     "frozen_validation: the valid loss exactly the same at many evaluations in a row while training moved."
-    vs, ve, v = _series(c, "valid", "loss")
+    vs, ve, v = series_of(c, "valid", "loss")
     if len(v) < th.frozen_evals or not np.isfinite(v).all(): return []
     # the longest run of evaluations giving the same float: a model whose weights change does that with chance ~0
     lo, hi = constant_stretch(v)
@@ -758,7 +618,7 @@ def _frozen_validation(c: dict, th: Thresholds) -> list[Finding]:
     # and training moved: the mean step loss of the passes between the stretch's first two evaluations and its
     # last two differ by `fall_z` standard errors of the steps' spread (a model that stands still gives two
     # passes one mean, up to the batches' noise; without step losses nothing tells training from round-off)
-    ts, _, t = _series(c, "train", "loss")
+    ts, _, t = series_of(c, "train", "loss")
     first, last = t[(ts > vs[lo]) & (ts <= vs[lo + 1])], t[(ts > vs[hi - 1]) & (ts <= vs[hi])]
     if min(len(first), len(last)) < 2 or not np.isfinite(np.concatenate([first, last])).all(): return []
     before, after = float(first.mean()), float(last.mean())
@@ -787,7 +647,7 @@ def diagnose(history,  # a `History`, a `Run` or a tidy DataFrame (step, epoch, 
         raise TypeError(f"thresholds must be a trainbook Thresholds, got {type(th).__name__}")
     # the run's own saw more (NanGuard names the module); a quieter one (a NaN metric) stands for none
     said = {(f.kind, s) for f in known for s in SEVERITIES[:SEVERITIES.index(f.severity) + 1]}
-    return [f for f in _judge(_curves(as_history(history)), th) if (f.kind, f.severity) not in said]
+    return [f for f in _judge(curves_of(as_history(history)), th) if (f.kind, f.severity) not in said]
 
 def _judge(c: dict, th: Thresholds) -> list[Finding]:
     "Every rule on the curves, screened (`_screen`)."

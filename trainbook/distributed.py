@@ -18,7 +18,7 @@ from .batch import DeferredCtrlC
 from .core import History, did_you_mean, warn
 
 # %% auto #0
-__all__ = ['dist_info', 'full_tensor', 'all_mean', 'reduce_evaluation', 'paired_batches', 'wrap_model', 'full_state',
+__all__ = ['dist_info', 'full_tensor', 'all_mean', 'reduce_evaluation', 'paired_batches', 'unwrap', 'wrap_model', 'full_state',
            'load_sharded_state', 'EachRowOnce', 'shard_loader', 'LaunchError', 'pickle_by_value', 'clean_exit',
            'result_bytes', 'worker_main', 'launch_live_curves', 'check_call', 'launch']
 
@@ -111,6 +111,15 @@ def _in_step(dl, device: torch.device, forward: Callable):
         last = batch
         yield batch
     while round_(False): forward(last)
+
+def unwrap(model: nn.Module,  # a model, maybe inside DDP or torch.compile wrappers
+          ) -> nn.Module:
+    "The plain module inside DDP / `torch.compile` wrappers, whose state_dict keys carry no prefix."
+    while True:
+        inner = (getattr(model, "module", None) if isinstance(model, nn.parallel.DistributedDataParallel)
+                 else getattr(model, "_orig_mod", None))
+        if inner is None: return model
+        model = inner
 
 def wrap_model(model: nn.Module,  # the model, already on `device`
                strategy: Optional[str],  # None | "ddp" | "fsdp"

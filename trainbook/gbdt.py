@@ -4,7 +4,7 @@
 
 # %% ../nbs/10a_gbdt.ipynb #08eb76d2
 from __future__ import annotations
-import importlib, json, re, time, warnings
+import json, re, time, warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Union
@@ -14,9 +14,10 @@ import pandas as pd
 
 from .batch import DeferredCtrlC
 from .checks import column_roles, require_column, require_frame, require_task, resolve_task, numeric_view
-from .core import Finding, TrainConfig, atomic_write, did_you_mean, environment
+from .core import Finding, TrainConfig, atomic_write, did_you_mean, environment, import_optional
 from .data import FramePrep, class_order, make_preprocessor, time_steps
-from .diagnostics import Thresholds, diagnose
+from .diagnostics import diagnose
+from .readings import Thresholds
 from .events import session_observers
 from .checkpoint import Checkpointer
 from .metrics import class_weights, loss_vs_constant, proba_2d
@@ -24,23 +25,16 @@ from .modelfiles import (BOOSTED_FORMAT, ModelFileError, check_catboost_file,
                                   check_lightgbm_text, check_xgboost_json, file_sha256, read_boosted_meta)
 from .recorder import RoundRecorder
 from .run import Run, refuse_own_files, remember_run
-from .splits import check_splits, fingerprint_frame
+from .audit import fingerprint_frame
+from .splits import check_splits
 
 # %% auto #0
 __all__ = ['TRUSTED_TYPES', 'MISSING', 'BOOSTING_LIBRARIES', 'fit_xgboost', 'fit_lightgbm', 'fit_catboost', 'BOOSTING_FITS',
-           'import_optional', 'split_columns', 'frame_xy', 'require_target_values', 'check_boosting_inputs',
-           'numeric_as_float', 'categories_as_text', 'as_is_preprocessor', 'BoostingLibrary', 'BoostedModel',
-           'XGBoostLibrary', 'LightGBMLibrary', 'CatBoostLibrary', 'booster_library']
+           'split_columns', 'frame_xy', 'require_target_values', 'check_boosting_inputs', 'numeric_as_float',
+           'categories_as_text', 'as_is_preprocessor', 'BoostingLibrary', 'BoostedModel', 'XGBoostLibrary',
+           'LightGBMLibrary', 'CatBoostLibrary', 'booster_library']
 
 # %% ../nbs/10a_gbdt.ipynb #6b8ed4f5
-def import_optional(module: str,  # the module to import, e.g. "lightgbm"
-                    extra: str,  # the trainbook extra that installs it, e.g. "gbdt"
-                   ):
-    "Import an optional dependency, or say which extra installs it."
-    try: return importlib.import_module(module)
-    except ImportError as e:
-        raise ImportError(f"{module} is not installed: pip install 'trainbook[{extra}]' (or {module})") from e
-
 def split_columns(splits,  # a `Splits`
                   target: str,  # name of the target column
                  ) -> list:

@@ -17,11 +17,11 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .batch import call_model, eval_mode, prediction
 from .checkpoint import Checkpointer, probe_writable
-from .gbdt import import_optional
 from .recorder import EarlyStopping, live_curves
-from .core import Finding, History, TrainConfig, announce, environment, warn
+from .core import Finding, History, TrainConfig, announce, environment, import_optional, warn
 from .data import TensorLoader
-from .diagnostics import diagnose, nonfinite_loss
+from .diagnostics import diagnose
+from .readings import nonfinite_loss
 from .events import Callbacks, Event, LoopState, session_observers
 from .loop import fit
 from .run import RUNNING, Run, StopReason, remember_run

@@ -10,7 +10,8 @@ from typing import Any, Callable, Iterable, NamedTuple, Optional, Union
 
 import numpy as np
 
-from .checkpoint import Checkpointer, Position, check_epochs_left, check_resume, probe_writable
+from .checkpoint import Checkpointer, check_epochs_left, check_resume, probe_writable
+from .resume import Position
 from .core import (History, TrainConfig, atomic_write, environment, loader_length, package_version,
                             rng_state, seed_everything, set_loader_epoch, set_rng_state, warn)
 from .events import Event, LoopState

@@ -521,7 +521,7 @@ def plot_history(history,  # a `History`, a `Run` or a tidy DataFrame of records
                  as_dict: bool = False,  # plotly's JSON (a dict) instead of a Figure: no plotly objects are built
                 ):
     "The run's curves as a static plotly figure (what LiveCurves shows live)."
-    from trainbook.diagnostics import as_history
+    from trainbook.readings import as_history
     h = as_history(history)
     series = Series()
     series.read(h)
@@ -536,7 +536,7 @@ def grad_norm_matrix(history,  # a `History`, a `Run` or a tidy DataFrame with `
                      top: int = 20,  # keep the parameters with the most extreme median norms (largest and smallest)
                     ) -> tuple[list, list, np.ndarray]:
     "(parameter names, steps, norms[param, step]) from the per-parameter gradient norms the loop logs."
-    from trainbook.diagnostics import as_history
+    from trainbook.readings import as_history
     h = as_history(history)
     cols = {}
     for step, _, split, name, value in h.rows():

@@ -14,8 +14,8 @@ from torch import nn
 
 from .batch import (DeferredCtrlC, Feeder, batch_rows, check_loss_shapes, eval_mode, prediction,
                              training_lock)
-from .checkpoint import (BufferSnapshot, Checkpointer, FindingsPart, Position, check_epochs_left,
-                                  check_resume, run_signature, stopped_early)
+from .checkpoint import Checkpointer, FindingsPart, check_epochs_left, check_resume, stopped_early
+from .resume import BufferSnapshot, Position, run_signature
 from .core import (History, TrainConfig, environment, loader_generators, loader_length, pick_device,
                             pick_precision, rng_state, seed_everything, set_loader_epoch, set_rng_state)
 from .triage import Evaluation, LossStats, NanGuard

@@ -664,8 +664,9 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
           ):
     "Search hyperparameters on Ray Tune: Optuna's sampler, ASHA stopping, parallel trials; as tb.search."
     import optuna
-    from trainbook.tuning import (SearchResult, StudyPanel, _fail_stale_trials, best_completed, check_space,
-                                  fit_objective, make_storage, suggest)
+    from trainbook.tuning import (SearchResult, _fail_stale_trials, best_completed, check_space, fit_objective,
+                                  make_storage, suggest)
+    from trainbook.widgets import StudyPanel
     if isinstance(objective, (tuple, list)):
         if len(objective) != 5:
             raise ValueError("objective as a tuple must be (model_factory, dl_train, dl_valid, loss_fn, "

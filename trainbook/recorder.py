@@ -13,10 +13,11 @@ from typing import Iterable, Iterator, Optional, Union
 import numpy as np
 import torch
 
-from .checkpoint import (CheckpointError, Checkpointer, RunFolderBusy, check_loadable, check_resume,
-                                  run_signature)
+from .checkpoint import CheckpointError, Checkpointer, RunFolderBusy, check_loadable, check_resume
+from .resume import run_signature
 from .core import Finding, History, TrainConfig, announce, environment, rng_state, set_rng_state, warn
-from .diagnostics import diagnose, nonfinite_loss
+from .diagnostics import diagnose
+from .readings import nonfinite_loss
 from .events import Callback, Callbacks, Event, LoopState, session_observers
 from .guard import (check_monitor, monitor_fallback, nonfinite_validation, note_interrupt,
                              refuse_after_interrupt)

@@ -20,8 +20,9 @@ from .metrics import classification_metrics, regression_metrics
 from .events import session_observers
 from .run import Run, refuse_own_files, remember_run
 from .checks import column_roles, require_task
-from .spark import (SparkSplits, class_counts, make_splits, require_spark_column, require_spark_frame,
-                             sample_rows_of, spark_col, spark_session, spark_task, time_value)
+from .spark import (class_counts, require_spark_column, require_spark_frame, sample_rows_of, spark_col,
+                             spark_session, spark_task)
+from .spark_splits import SparkSplits, make_splits, time_value
 
 # %% auto #0
 __all__ = ['MLLIB_MODELS', 'prepared_features', 'fit_xgboost', 'baseline']

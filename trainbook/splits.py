@@ -4,338 +4,25 @@
 
 # %% ../nbs/02_splits.ipynb #20b02c56
 from __future__ import annotations
-import hashlib, numbers, sys, warnings
+import numbers, warnings
 from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
 import pandas as pd
 
-from .checks import (drop_unused_categories, dtype_family, infer_task, is_nested_arrow, named_like_id,
-                              numeric_view, require_column, require_frame, to_datetime_call)
-from .core import Finding, announce, did_you_mean, findings_html, label_key, shown, warn
+from .audit import RowHashes, audit_parts, digest, require_positions, time_values
+from .checks import drop_unused_categories, infer_task, require_column, require_frame, to_datetime_call
+from .core import Finding, announce, did_you_mean, findings_html, shown, warn
 
 # %% auto #0
-__all__ = ['STRATEGIES', 'digest', 'fingerprint_frame', 'RowHashes', 'class_share_findings', 'require_positions', 'time_values',
-           'audit_parts', 'Splits', 'FoldZeroWarning', 'check_splits', 'choose_strategy', 'check_split_args',
-           'make_splits', 'nested_splits']
+__all__ = ['STRATEGIES', 'Splits', 'FoldZeroWarning', 'check_splits', 'choose_strategy', 'check_split_args', 'make_splits',
+           'nested_splits']
 
-# %% ../nbs/02_splits.ipynb #8c4c5a6c
-def digest(*parts,  # bytes, strings or lists: what the fingerprint covers, in order
-          ) -> str:
-    h = hashlib.sha256()
-    for p in parts: h.update(p if isinstance(p, bytes) else str(p).encode())
-    return h.hexdigest()[:16]
-
-def fingerprint_frame(df: pd.DataFrame,  # the frame to hash
-                     ) -> str:
-    "A stable hash of a DataFrame's values, index, column names and dtypes."
-    require_frame(df)
-    values = pd.util.hash_pandas_object(df, index=True).to_numpy()
-    return digest(values.tobytes(), list(map(str, df.columns)), list(map(str, df.dtypes)))
-
-# %% ../nbs/02_splits.ipynb #4c24060f
-_COPIES_UP_TO = 2_000_000  # rows: larger frames are not searched for copies across splits
-
-def _hash_column(s: pd.Series) -> np.ndarray:
-    "One column's row hashes: `pd.util.hash_pandas_object` of its values (not the index)."
-    return pd.util.hash_pandas_object(s, index=False).to_numpy()
-
-def _as_text(s: pd.Series) -> pd.Series:
-    "A column of objects or nested Arrow values as the text of each cell (lists and dicts have no hash)."
-    with np.printoptions(threshold=sys.maxsize):  # the whole text: numpy elides a long array's middle
-        return s.astype(str)
-
-def _combine_hashes(hashes: list, n: int) -> np.ndarray:
-    "Column hashes combined into row hashes, as `pd.util.hash_pandas_object(frame, index=False)` does."
-    # CPython's tuple hash, the one pandas uses (its helper is private): the same row hashes as pandas'
-    out = np.full(n, 0x345678, dtype=np.uint64)
-    mult = np.uint64(1000003)
-    for i, h in enumerate(hashes):
-        out ^= h
-        out *= mult
-        mult += np.uint64(82520 + 2 * (len(hashes) - i))
-    return out + np.uint64(97531)
-
-class RowHashes:
-    """Each column's row hashes of a frame, made once: the duplicate-row audit combines those of the features.
-    They hold the values as they were when made: pass them (`make_splits(..., row_hashes=)`) only for that
-    frame unchanged since."""
-    def __init__(self,
-                 df: pd.DataFrame,  # the frame whose rows are hashed
-                 columns: Optional[list] = None,  # the columns to hash (default: every column)
-                ):
-        require_frame(df)
-        self.n_rows, self.columns = len(df), list(df.columns if columns is None else columns)
-        if len(df) > _COPIES_UP_TO: self.columns = []  # the audit does not look for copies in frames this large
-        self._plain, self._text, self._codes = {}, {}, {}
-        for c in self.columns:
-            try: self._plain[c] = _hash_column(df[c])
-            except TypeError: self._plain[c] = None  # cells holding lists or dicts (unhashable)
-        if any(h is None for h in self._plain.values()):  # such columns are compared by their text
-            self._text = {c: _hash_column(_as_text(df[c])) for c in self.columns
-                          if df[c].dtype == object or is_nested_arrow(df[c].dtype)}
-
-    def codes(self,
-              features: list,  # the columns two rows must agree on to be copies
-             ) -> tuple[np.ndarray, int]:
-        "(codes, n_codes): a code per row, equal for rows of equal `features` values (hashes factorized)."
-        key = tuple(features)
-        missing = [c for c in key if c not in self._plain]
-        if missing:
-            raise ValueError(f"row_hashes hold no hashes of column(s) {missing}: they were made on another "
-                             f"frame; make them on this df, RowHashes(df)")
-        if key not in self._codes:
-            # one column of unhashable cells, and every object column is compared by its text (as before)
-            text = any(self._plain[c] is None for c in key)
-            hashes = [self._text.get(c, self._plain[c]) if text else self._plain[c] for c in key]
-            codes, uniques = pd.factorize(_combine_hashes(hashes, self.n_rows))
-            self._codes[key] = codes, len(uniques)
-        return self._codes[key]
-
-
-# %% ../nbs/02_splits.ipynb #412cb508
+# %% ../nbs/02_splits.ipynb #3ff518b0
 def _parts(train, valid, test) -> dict:
     return {k: v for k, v in (("train", train), ("valid", valid), ("test", test)) if v is not None and len(v)}
 
-_DRIFT_SE = 3.0  # standard errors: a random split of that many rows gives a larger drift under 3 times in 1,000
-_DRIFT_MIN = 0.05  # share: a smaller drift matters little to training, however sure
-
-def _drift_noise(base: pd.Series, counts: pd.Series, n_base: int, n_part: int) -> pd.Series:
-    "Per class, the standard error of the share gap between two parts of n_base and n_part random rows."
-    pooled = (base * n_base + counts * n_part) / (n_base + n_part)  # the class's share in both parts
-    return np.sqrt(pooled * (1 - pooled) * (1 / n_base + 1 / n_part))
-
-_STRATIFIED_ALREADY = ("the split is stratified already: the class is too rare to reach every part; merge "
-                       "it with another class, or collect more rows of it",
-                       "the split is stratified already: whole groups of uneven class mix or few rows keep "
-                       "the shares apart; another seed, or more groups")
-# strategy -> (missing class, class drift) advice: no 'stratify' where it is done or would break time order
-_SHARE_ADVICE = {None: ("stratify the split, or merge classes too rare to appear everywhere",
-                        "stratify the split (strategy='stratified' or 'stratified_group')"),
-                 "time": ("no rows of the class in this period, and a time split cannot be stratified (that "
-                          "breaks time order): a longer period (larger valid_size / test_size), or merge it",
-                          "the class mix changes over time: expected on a time split (stratifying one breaks "
-                          "time order); weigh it in evaluation, e.g. metrics per period"),
-                 "stratified": _STRATIFIED_ALREADY, "stratified_group": _STRATIFIED_ALREADY}
-
-def class_share_findings(shares: dict,  # part name -> class shares in it (a Series; absent or 0: no rows)
-                         classes: set,  # every class of the target
-                         target: str,  # the target column (named in the findings)
-                         where: str = "",  # appended to the messages (e.g. " in fold 2")
-                         sizes: Optional[dict] = None,  # part name -> its labelled rows (None: size alone)
-                         strategy: Optional[str] = None,  # how the parts were made: the advice fits it
-                        ) -> list[Finding]:
-    """Parts without rows of some class, and parts whose class shares drift from train's by over 5 points and
-    (given `sizes`) by over 3 standard errors of what a random split of that many rows gives. The advice is
-    'stratify' unless the split is stratified already or ordered by time (which stratifying would break)."""
-    missing_advice, drift_advice = _SHARE_ADVICE.get(strategy, _SHARE_ADVICE[None])
-    out = []
-    for name, counts in shares.items():
-        missing = classes - set(counts.index[counts > 0])
-        if missing:
-            out.append(Finding("missing_class", "warning",
-                               f"{name} has no rows of class(es) {sorted(map(str, missing))}{where}",
-                               column=target,
-                               advice=missing_advice,
-                               data={"split": name, "classes": sorted(map(str, missing))}))
-    base = shares.get("train")
-    for name, counts in shares.items():
-        if name == "train" or base is None: continue
-        both = base.index.union(counts.index)
-        b, c = base.reindex(both, fill_value=0), counts.reindex(both, fill_value=0)
-        gap = (c - b).abs()
-        drift = float(gap.max()) if len(gap) else 0.0
-        known = sizes and sizes.get("train") and sizes.get(name)  # rows on both sides: sampling noise known
-        noise = _drift_noise(b, c, sizes["train"], sizes[name]) if known else None
-        real = gap > _DRIFT_MIN if noise is None else (gap > _DRIFT_MIN) & (gap > _DRIFT_SE * noise)
-        if real.any():
-            se = float((gap / noise)[real].max()) if noise is not None else None  # how far beyond chance
-            z = f" ({se:.1f} standard errors)" if se is not None else ""
-            out.append(Finding("class_balance_drift", "warning",
-                               f"class shares in {name} differ from train by up to {drift:.1%}{z}{where}",
-                               column=target,
-                               advice=drift_advice,
-                               data={"split": name, "max_drift": drift, "standard_errors": se}))
-    return out
-
-def require_positions(idx,  # row positions (what a Splits part holds)
-                      n: int,  # the frame's rows
-                      name: str,  # what holds them, for the message ('splits.train', "parts['valid']")
-                      hint: str = "",  # what a position out of range means here
-                     ) -> np.ndarray:
-    "`idx` as a 1-D int array of positions inside `n` rows; else a TypeError or ValueError naming `name`."
-    idx = np.asarray(idx)
-    if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
-        mask = ": np.flatnonzero(mask) gives a mask's positions" if idx.dtype == bool else ""
-        raise TypeError(f"{name} must be a 1-D array of row positions (ints), got {idx.ndim}-D {idx.dtype}{mask}")
-    if idx.size and (idx.min() < 0 or idx.max() >= n):
-        bad = idx.max() if idx.max() >= n else idx.min()
-        raise ValueError(f"{name} holds row position {bad}, out of range for a df of {n} rows"
-                         + (f": {hint}" if hint else ""))
-    return idx
-
-def time_values(t: pd.Series,  # a time column (numbers, datetimes, zoned or not, timedeltas, periods)
-               ) -> np.ndarray:
-    "A time column as a numpy array that sorts and compares fast: zoned times in UTC, periods as ordinals."
-    if isinstance(t.dtype, pd.DatetimeTZDtype): return t.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy()
-    if isinstance(t.dtype, pd.PeriodDtype): return t.array.asi8
-    return t.to_numpy()
-
-def _present(codes: np.ndarray, idx: np.ndarray, n_codes: int) -> np.ndarray:
-    "A mask over the codes 0..n_codes-1: those found at positions `idx` (-1, a missing value, left out)."
-    seen = np.zeros(n_codes + 1, dtype=bool)  # the last slot takes the -1s
-    seen[codes[idx]] = True
-    return seen[:-1]
-
-def _written_apart(codes: np.ndarray, ids, parts: dict, pairs: list, groups: str, where: str) -> list[Finding]:
-    "Group ids equal but for case, spaces or type ('P07' / 'p07 ', 7 / '7') on two sides: likely one entity."
-    same, _ = pd.factorize(np.array([label_key(v) for v in ids], dtype=object))  # id -> entity
-    n = int(same.max(initial=-1)) + 1
-    if n == len(ids): return []  # every id written one way
-    entity, out = np.where(codes >= 0, same[np.maximum(codes, 0)], -1), []
-    for a, b in pairs:
-        exact = _present(codes, parts[a], len(ids)) & _present(codes, parts[b], len(ids))
-        apart = _present(entity, parts[a], n) & _present(entity, parts[b], n)
-        apart[same[exact]] = False  # those are group_overlap's
-        if apart.any():
-            shown = [" / ".join(map(repr, ids[same == e][:3])) for e in np.flatnonzero(apart)[:5]]
-            out.append(Finding("group_id_variants", "warning",
-                               f"{int(apart.sum())} group id(s) of {groups!r} written differently in {a} and {b}"
-                               f"{where} ({'; '.join(shown)}): likely one entity on both sides", column=groups,
-                               advice="make each entity's ids one (e.g. .astype(str).str.strip().str.upper()) "
-                                      "before splitting", data={"splits": [a, b], "n_entities": int(apart.sum())}))
-    return out
-
-def _entities_across(df: pd.DataFrame, parts: dict, pairs: list, target, where: str) -> list[Finding]:
-    """Without `groups`: a column named like an id whose ids repeat (an entity's rows: a patient's visits, a
-    user's sessions) with most ids on both sides of a pair of parts. Rows of one entity are alike: a random split
-    scores the model on entities it trained on."""
-    out = []
-    for col in [c for c in df.columns if c != target and named_like_id(c)]:
-        s = df[col]
-        if pd.api.types.is_float_dtype(s): continue
-        codes, ids = pd.factorize(s)
-        if not 2 <= len(ids) <= len(df) // 2: continue  # unique (a row id) or a flag: no entity
-        for a, b in pairs:
-            if parts[a] is None or parts[b] is None or not len(parts[b]): continue
-            in_b = _present(codes, parts[b], len(ids))
-            shared = int((_present(codes, parts[a], len(ids)) & in_b).sum())
-            if shared > in_b.sum() / 2:
-                out.append(Finding("entity_overlap", "warning",
-                                   f"{shared} of the {int(in_b.sum())} ids of {col!r} in {b} have rows in {a} too"
-                                   f"{where} ({len(ids)} ids, {len(df) / len(ids):.1f} rows each): an entity's rows "
-                                   "are alike, so the score is of entities the model trained on", column=col,
-                                   advice=f"if {col!r} names an entity (a patient, a user), split by it: "
-                                          f"make_splits(..., groups={col!r})",
-                                   data={"splits": [a, b], "n_shared": shared, "n_ids": len(ids)}))
-                break  # one finding a column
-    return out
-
-def _one_period(df: pd.DataFrame, parts: dict, pairs: list, target, where: str) -> list[Finding]:
-    """Without `time`: a datetime column by which most of a later part is not after the earlier one (a random split
-    of a series: each part from the whole period). Right unless the model will predict later times: an info."""
-    out = []
-    for col in [c for c in df.columns if c != target and dtype_family(df[c]) == "datetime"]:
-        t = numeric_view(df[col])  # epoch seconds, NaN where missing
-        for a, b in [(a, b) for a, b in pairs if parts[a] is not None and parts[b] is not None]:
-            if not len(parts[a]) or not len(parts[b]) or np.isnan(t[parts[a]]).all(): continue
-            inside = float(np.mean(t[parts[b]] <= np.nanmax(t[parts[a]])))
-            if inside > 0.5:
-                out.append(Finding("one_period", "info", f"{inside:.0%} of the {b} rows are not after every {a} row by "
-                                   f"{col!r}{where}: the parts share one period", column=col,
-                                   advice=f"if the model will predict times after its training data, split by time "
-                                          f"(make_splits(..., time={col!r})): a random split scores it on its own "
-                                          "period; else ignore this", data={"splits": [a, b], "share": inside}))
-                break  # one finding a column
-    return out
-
-def audit_parts(df: pd.DataFrame,  # the frame the positions index
-                parts: dict,  # split name -> array of row positions
-                target: Optional[str] = None,  # label column, for class balance
-                groups: Optional[str] = None,  # entity column that must not cross splits
-                time: Optional[str] = None,  # time column: later splits must come after earlier ones
-                gap: int = 0,  # rows required between consecutive time splits
-                task: Optional[str] = None,  # the task, when known (saves inferring it)
-                label: str = "",  # a name added to messages, e.g. 'fold 2'
-                row_hashes: Optional[RowHashes] = None,  # `RowHashes` of this df unchanged (None: made here)
-                strategy: Optional[str] = None,  # how the parts were made, for advice (None: time if `time`)
-               ) -> list[Finding]:
-    "Leakage and balance findings for named index arrays of `df` (`{'train': idx, 'valid': idx, ...}`)."
-    require_frame(df)
-    if not isinstance(parts, dict):
-        raise TypeError(f"parts must be a dict of split name -> row positions, e.g. {{'train': idx, 'valid': idx}}, "
-                        f"got {type(parts).__name__}")
-    for col, arg in ((target, "target"), (groups, "groups"), (time, "time")): require_column(df, col, arg)
-    parts = {name: require_positions(idx, len(df), f"parts[{name!r}]") for name, idx in parts.items()}
-    out, names = [], list(parts)
-    where = f" ({label})" if label else ""
-    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
-    if groups is not None:
-        codes, ids = pd.factorize(df[groups])  # ids of mixed types compare; a missing id (-1) is in no group
-        for a, b in pairs:
-            shared = np.flatnonzero(_present(codes, parts[a], len(ids)) & _present(codes, parts[b], len(ids)))
-            if len(shared):
-                out.append(Finding("group_overlap", "error",
-                                   f"{len(shared)} group(s) of {groups!r} in both {a} and {b}{where}",
-                                   column=groups,
-                                   advice="split by group (strategy='group') so an entity stays on one side",
-                                   data={"splits": [a, b], "groups": ids[shared[:20]].tolist(),
-                                         "n_shared": int(len(shared))}))
-        out += _written_apart(codes, ids, parts, pairs, groups, where)
-    else: out += _entities_across(df, parts, pairs, target, where)
-    if time is None: out += _one_period(df, parts, pairs, target, where)
-    if time is not None:
-        t = time_values(df[time])
-        if gap:  # each row's place in time order, to count the rows between two parts
-            rank = np.empty(len(t), dtype=np.int64)
-            rank[np.argsort(t, kind="stable")] = np.arange(len(t))
-        for a, b in pairs:
-            if parts[a] is None or parts[b] is None: continue
-            earlier_max = t[parts[a]].max()
-            bad = int((t[parts[b]] <= earlier_max).sum())
-            if bad:
-                out.append(Finding("time_leak", "error",
-                                   f"{bad} {b} row(s) are not after every {a} row{where}", column=time,
-                                   advice="split by time (strategy='time') so the model never "
-                                          "trains on the future",
-                                   data={"splits": [a, b], "n_rows": bad}))
-            elif gap:
-                inside = int((rank[parts[b]].min() - rank[parts[a]].max() - 1) < gap)
-                if inside:
-                    out.append(Finding("time_leak", "error",
-                                       f"fewer than gap={gap} rows between {a} and {b}{where}", column=time,
-                                       advice="leave `gap` rows between the splits",
-                                       data={"splits": [a, b], "gap": gap}))
-    features = [c for c in df.columns if c != target]
-    # a row id (named like one, every value its own) makes each row unique: copies are compared without it
-    ids = [c for c in features if named_like_id(c) and not pd.api.types.is_float_dtype(df[c]) and df[c].is_unique]
-    if len(ids) < len(features): features = [c for c in features if c not in ids]
-    else: ids = []
-    if features and len(df) <= _COPIES_UP_TO:
-        if row_hashes is not None and row_hashes.n_rows != len(df):
-            raise ValueError(f"row_hashes were made on a frame of {row_hashes.n_rows} rows, but df has "
-                             f"{len(df)}: make them on this df, RowHashes(df)")
-        codes, n_codes = (row_hashes or RowHashes(df, features)).codes(features)
-        for a, b in pairs:
-            shared = _present(codes, parts[a], n_codes) & _present(codes, parts[b], n_codes)
-            if shared.any():
-                n = int(shared[codes[parts[b]]].sum())
-                out.append(Finding("duplicate_rows", "warning",
-                                   f"{n} {b} row(s) have an identical copy in {a}{where}"
-                                   + (f" (the identifier column(s) {', '.join(map(repr, ids))} left out)" if ids else ""),
-                                   advice="drop duplicates before splitting, or split by a group id that "
-                                          "keeps copies together",
-                                   data={"splits": [a, b], "n_rows": n}))
-    if target is not None and (task or infer_task(df[target])) != "regression":
-        y = df[target]
-        shares = {name: y.iloc[idx].value_counts(normalize=True) for name, idx in parts.items()}
-        sizes = {name: int(y.iloc[idx].notna().sum()) for name, idx in parts.items()}
-        out += class_share_findings(shares, set(y.dropna().unique()), target, where, sizes,
-                                    strategy or ("time" if time is not None else None))
-    return out
-
-# %% ../nbs/02_splits.ipynb #3ff518b0
 @dataclass
 class Splits:
     "Row positions of train / valid / test (and k folds), the audit findings, and how they were made."
@@ -688,9 +375,9 @@ def make_splits(df: pd.DataFrame,  # the data to split, one row per example
                 row_hashes: Optional[RowHashes] = None,  # `RowHashes(df)` of this df unchanged (None: made here)
                ) -> Splits:
     "Leakage-safe train/valid(/test) positions or k folds of `df`, audited on creation."
-    from trainbook import spark  # a Spark DataFrame takes the Spark path (pyspark is imported only there)
+    from trainbook import spark, spark_splits  # a Spark DataFrame takes the Spark path (pyspark only there)
     if spark.is_spark_frame(df):
-        return spark.make_splits(df, target, strategy=strategy, groups=groups, time=time,
+        return spark_splits.make_splits(df, target, strategy=strategy, groups=groups, time=time,
                                  valid_size=valid_size, test_size=test_size, n_folds=n_folds, gap=gap, seed=seed)
     if row_hashes is not None and not isinstance(row_hashes, RowHashes):
         raise TypeError(f"row_hashes must be the RowHashes of this df (RowHashes(df)), or None to hash it "

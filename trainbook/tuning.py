@@ -14,12 +14,13 @@ from .loop import fit
 from .run import Run, monitored_record
 from .store import database_url, make_sqlite_folder
 from .tracking import run_params
+from .widgets import StudyPanel, config_text
 
 # %% auto #0
 __all__ = ['KINDS', 'CONFIG_FIELDS', 'DEFAULT_STORAGE', 'PRUNERS', 'TRIAL_OBSERVER', 'check_space', 'suggest', 'MonitorReport',
-           'Pruning', 'TrialConfig', 'fit_objective', 'StudyPanel', 'new_study_name', 'make_storage', 'make_pruner',
-           'make_sampler', 'trial_seed', 'SearchResult', 'TrialFailed', 'TrialDiverged', 'search', 'fail_running',
-           'best_completed', 'attr_value']
+           'Pruning', 'TrialConfig', 'fit_objective', 'new_study_name', 'make_storage', 'make_pruner', 'make_sampler',
+           'trial_seed', 'SearchResult', 'TrialFailed', 'TrialDiverged', 'search', 'fail_running', 'best_completed',
+           'attr_value']
 
 # %% ../nbs/17_tuning.ipynb #7e31bccb
 KINDS = ("log", "int", "int_log", "float")
@@ -202,123 +203,6 @@ def _takes(model_factory: Callable) -> Optional[set]:
     if any(p.kind == p.VAR_KEYWORD for p in params): return None
     return set(CONFIG_FIELDS) | {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
 
-# %% ../nbs/17_tuning.ipynb #65600513
-class StudyPanel:
-    "Live overlay of the trials' monitored curves and the best so far (a widget in JupyterLab)."
-    def __init__(self, metric: str = "valid_loss",  # the monitored value, the y axis
-                 n_trials: Optional[int] = None,  # how many trials this search runs (for the progress line)
-                 every: float = 0.5,  # seconds between redraws while a trial runs
-                 mode: Optional[str] = None,  # 'widget', 'static' or 'text'; None = live.display_mode()
-                 ):
-        from trainbook.live import display_mode
-        self.metric, self.n_trials, self.every, self.mode = metric, n_trials, every, mode or display_mode()
-        self.curves: dict[int, tuple[list, list]] = {}
-        self.states: dict[int, str] = {}
-        self.params: dict[int, dict] = {}
-        self.best: Optional[tuple[int, float]] = None
-        self.figure, self.header, self.last, self._box = None, None, -math.inf, None
-
-    def start(self, number: int,  # the trial's number
-              params: dict,  # its sampled values
-              ):
-        "A trial starts."
-        self.curves[number], self.states[number], self.params[number] = ([], []), "running", dict(params)
-        if self.mode == "widget" and self._box is None: self._show_widget()
-        self.redraw(force=True)
-
-    def report(self, number: int,  # the trial's number
-               step: int,  # the optimizer step of the validation
-               value: float,  # the monitored value
-               ):
-        "A trial reported its monitored value."
-        xs, ys = self.curves[number]
-        xs.append(step)
-        ys.append(value)
-        self.redraw()
-
-    def end(self, number: int,  # the trial's number
-            state: str,  # how it ended: 'complete', 'pruned' or 'fail'
-            best: Optional[tuple[int, float]],  # the study's best (trial, value) so far, or None
-            ):
-        "A trial ended as 'complete', 'pruned' or 'fail'; `best` is the study's (trial, value) so far."
-        self.states[number], self.best = state, best
-        self.redraw(force=True)
-
-    def summary(self) -> str:
-        "One line: trials done, pruned, and the best so far with its config."
-        done = sum(s != "running" for s in self.states.values())
-        pruned = sum(s == "pruned" for s in self.states.values())
-        total = f" of {self.n_trials}" if self.n_trials else ""
-        line = f"trial {done}{total} done, {pruned} pruned"
-        if self.best is not None:
-            number, value = self.best
-            config = _config_text(self.params.get(number, {}))
-            line += f"; best {self.metric} {value:.4g} (trial {number}: {config})"
-        return line
-
-    def draw(self, fig,  # a plotly Figure or FigureWidget
-             ):
-        "Put the curves into `fig` (one trace per trial, in one batch update)."
-        import plotly.graph_objects as go
-        from trainbook.figures import wrap_title
-        best = self.best[0] if self.best else None
-        traces = []
-        for n, (xs, ys) in self.curves.items():
-            state = self.states[n]
-            line = dict(width=3, color="#1e8449") if n == best else \
-                dict(width=1, dash="dash", color="#aaaaaa") if state == "pruned" else dict(width=1.5)
-            values = "".join(f"<br>{k} = {_short(v)}" for k, v in self.params[n].items())
-            hover = f"trial {n}<br>step %{{x}}<br>{self.metric} %{{y:.4g}}{values}<extra></extra>"
-            traces.append(go.Scatter(x=list(xs), y=list(ys), mode="lines+markers", line=line,
-                                     name=f"trial {n} ({state})", marker=dict(size=4), hovertemplate=hover))
-        with fig.batch_update():
-            fig.data = []
-            fig.add_traces(traces)
-            fig.layout.title.text = wrap_title(self.summary())  # lines, never cut at the figure's edge
-
-    def new_figure(self, widget: bool = False,  # a FigureWidget (updated in place) instead of a Figure
-                   ):
-        "An empty figure for the panel (a FigureWidget when `widget`)."
-        import plotly.graph_objects as go
-        layout = dict(template="plotly_white", height=380, xaxis_title="step", yaxis_title=self.metric,
-                      margin=dict(l=50, r=20, t=80, b=40), title=dict(font=dict(size=12), x=0, xanchor="left"),
-                      showlegend=False)
-        return go.FigureWidget(layout=layout) if widget else go.Figure(layout=layout)
-
-    def _show_widget(self):
-        from trainbook.live import show_output
-        self.figure = self.new_figure(widget=True)
-        self._box = self.figure
-        show_output(self.figure)
-
-    def redraw(self, force: bool = False,  # redraw even if the last redraw was less than `every` seconds ago
-               ):
-        "Redraw the widget (at most every `every` seconds unless `force`)."
-        if self.mode != "widget" or self.figure is None: return
-        now = time.monotonic()
-        if not force and now - self.last < self.every: return
-        self.draw(self.figure)
-        self.last = now
-
-    def finish(self):
-        "The search ended: outside JupyterLab, show the figure once."
-        if self.mode == "static":
-            from trainbook.live import show_output
-            show_output(self.plot())
-
-    def plot(self):
-        "The panel's figure, drawn now (a static plotly figure)."
-        fig = self.new_figure()
-        self.draw(fig)
-        return fig
-
-def _short(v) -> str:
-    return f"{v:.3g}" if isinstance(v, float) else str(v)
-
-def _config_text(values: dict) -> str:
-    "A trial's config, short: lr=0.01, hidden=64."
-    return ", ".join(f"{k}={_short(v)}" for k, v in values.items())
-
 # %% ../nbs/17_tuning.ipynb #f6808d83
 DEFAULT_STORAGE = "sqlite:///optuna.db"
 
@@ -444,7 +328,7 @@ class SearchResult:
         return self.panel.plot()
 
     def _repr_html_(self):
-        config = _config_text(self.best_config)
+        config = config_text(self.best_config)
         counts = self.trials.state.value_counts().to_dict()
         states = ", ".join(f"{v} {k.lower()}" for k, v in counts.items())
         note = " — <b>interrupted</b>" if self.stopped == "interrupted" else ""
@@ -592,7 +476,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
             if earlier is not None and isinstance(space, dict): return _repeat(trial, earlier)
             return train(trial, values)
         except TrialFailed as err:  # FAIL, the search goes on: the reason stays with the trial
-            trial.set_user_attr("fail_reason", f"trial {trial.number} ({_config_text(values)}): {err}")
+            trial.set_user_attr("fail_reason", f"trial {trial.number} ({config_text(values)}): {err}")
             raise
 
     def train(trial, values: dict) -> float:
