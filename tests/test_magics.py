@@ -87,6 +87,8 @@ def test_dry_run_flag(ip, tmp_path):
     ("%checklist binary target", "usage: %checklist TASK TARGET METRIC THRESHOLD"),
     ("%train model dl_train --lr nan", "argument --lr: expected a finite number, got 'nan'"),
     ("%split df --target target --valid-size nan", "argument --valid-size: expected a finite number"),
+    ("%train df dl_train", "df must be a torch.nn.Module, got DataFrame (the arguments are %train MODEL"),
+    ("%train dl_train dl_train dl_valid", "dl_train must be a torch.nn.Module, got TensorLoader"),
 ])
 def test_bad_arguments_are_one_line_usage_errors(ip, capsys, code, message):
     r = run(ip, code)
@@ -495,3 +497,11 @@ def test_resume_goes_on_with_the_checkpoints_settings_and_the_flags_given_overri
     r = run(ip, f"%train model dl_train dl_valid --epochs 4 --resume {d} --no-live")
     assert r.success and r.result.step > 0 and Path(r.result.run_dir) == d
     assert tb.Run.load(d).step == r.result.step
+
+
+def test_overwrite_replaces_the_earlier_run_in_its_folder_instead_of_a_version_folder(ip, tmp_path):
+    # the warning of a second run in a folder says "to replace it, overwrite=True": the magic can do that too
+    folder = tmp_path / "runs"
+    assert run(ip, f"%train model dl_train --epochs 1 --no-live --checkpoint-dir {folder}").success
+    assert run(ip, f"%train model dl_train --epochs 1 --no-live --checkpoint-dir {folder} --overwrite").success
+    assert Path(ip.user_ns["_run"].run_dir) == folder and not (folder / "version_1").exists()

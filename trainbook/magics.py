@@ -488,6 +488,9 @@ class TrainbookMagics(Magics):
               help="instead of training: a few steps through the real fit on copies, a checkpoint round trip "
                    "and a resumed step; the verdict (DryRunReport) is stored as _dry_run")
     @argument("--resume", help="a last.pt (or its run folder) to resume from, with its settings unless given")
+    @argument("--overwrite", action="store_true",
+              help="replace the earlier run in --checkpoint-dir (kept until this run's first epoch ends) instead "
+                   "of writing to a version_N folder beside it")
     @argument("--no-live", action="store_true", help="no progress bars or live curves")
     @line_cell_magic
     def train(self,
@@ -499,6 +502,10 @@ class TrainbookMagics(Magics):
         if a.overfit and a.dry_run:
             raise UsageError("--overfit and --dry-run are two different checks: pick one")
         model, dl_train = self._get(a.model), self._get(a.dl_train)
+        from torch import nn
+        if not isinstance(model, nn.Module):  # data where the model belongs: named before any work
+            raise UsageError(f"{a.model} must be a torch.nn.Module, got {type(model).__name__} (the arguments are "
+                             "%train MODEL DL_TRAIN [DL_VALID])")
         dl_valid = self._get(a.dl_valid) if a.dl_valid else None
         overrides = {k: v for k, v in {"epochs": a.epochs, "lr": a.lr, "precision": a.precision,
                                        "accum_steps": a.accum,
@@ -542,7 +549,7 @@ class TrainbookMagics(Magics):
         except RuntimeError as e: raise UsageError(str(e)) from None
         try:
             run = fit(model, dl_train, dl_valid, loss_fn=loss_fn, config=cfg, metrics=a.metrics,
-                      resume=a.resume, live=False if a.no_live else "auto")
+                      resume=a.resume, overwrite=a.overwrite, live=False if a.no_live else "auto")
         except Exception as e:
             # before its first step (`err.run`, the failed run, is at step 0): the first batch failed
             if getattr(getattr(e, "run", None), "step", None) == 0:
