@@ -329,3 +329,13 @@ def test_a_text_target_is_coded_as_the_pandas_path_codes_it(spark):
     df = pd.DataFrame({"x": range(50), "y": ["yes"] * 40 + ["no"] * 10})
     assert SM._spark_classes(spark.createDataFrame(df), "y") == class_order(df.y) == ["yes", "no"]
     assert class_order({"yes": 40, "no": 10}) == ["yes", "no"]  # counts give the same order
+
+
+def test_pysparks_warning_about_the_pandas_version_is_said_once_not_at_every_conversion(spark):
+    import uuid, warnings
+    text = f"PySpark does not yet fully support pandas >= 3.0.0 ({uuid.uuid4().hex})"  # unseen before this test
+    with warnings.catch_warnings(record=True) as seen:
+        S.spark_session()  # the session in use, and the filter
+        for where in ("conversion.py", "functions.py", "conversion.py"):  # where PySpark warns, in turn
+            warnings.warn_explicit(text, FutureWarning, where, 324)
+    assert len([w for w in seen if "PySpark does not yet" in str(w.message)]) == 1

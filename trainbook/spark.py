@@ -4,7 +4,7 @@
 
 # %% ../nbs/19_spark.ipynb #0fd47122
 from __future__ import annotations
-import os, sys
+import os, sys, warnings
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
@@ -34,6 +34,8 @@ def spark_session(cores: int = 2,  # local cores (`local[cores]`) when no sessio
                  ):
     "The active Spark session, or a local one: UI off, bound to 127.0.0.1, workers on this interpreter."
     from pyspark.sql import SparkSession
+    # PySpark warns at every pandas conversion that pandas >= 3 is not fully supported: said once is enough
+    warnings.filterwarnings("once", message="PySpark does not yet fully support pandas", category=FutureWarning)
     active = SparkSession.getActiveSession()
     if active is not None: return active
     # Spark's Python workers must run the interpreter the driver runs, or they cannot import what it can
