@@ -8,7 +8,7 @@ import pytest
 
 import trainbook as tb
 import trainbook.live
-from trainbook.checks import column_roles
+from trainbook.columns import column_roles
 
 
 def messy(n=400, seed=0):

@@ -185,3 +185,49 @@ def test_a_custom_preprocessor_with_sparse_output_and_weights_that_draw_nothing(
     for given in (np.ones(10), [1.0] * 10, torch.ones(10, 1)):
         xb, yb = next(iter(tb.TensorLoader(X, y, batch_size=5, weights=given)))
         assert xb.shape == (5, 3) and yb.shape == (5,)
+
+
+# a custom preprocessor: its files load again, its numbers and categories checked at serving as the default's
+
+def small_frame(n=120, seed=0):
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n), "c": rng.choice(["x", "y"], n)})
+    df["y"] = (df.a + (df.c == "x") > 0.5).astype(int)
+    return df
+
+
+def custom_prep(df, transformer, columns):
+    from sklearn.compose import ColumnTransformer
+    sp = tb.make_splits(df, "y", seed=0)
+    return tb.loaders_from_frame(df, "y", sp, preprocessor=ColumnTransformer([("mine", transformer, columns)]))[-1]
+
+
+def _double(x): return x * 2  # module-level: skops saves it by a name that imports back
+
+
+def test_save_refuses_a_lambda_or_local_function_before_writing(tmp_path):
+    from sklearn.preprocessing import FunctionTransformer
+    def local(x): return x * 2
+    for func, name in ((lambda x: x * 2, "<lambda>"), (local, "local")):
+        prep = custom_prep(small_frame(), FunctionTransformer(func), ["a", "b"])
+        with pytest.raises(ValueError, match="cannot be saved to load again") as e: prep.save(tmp_path / "p.skops")
+        assert name in str(e.value) and "module-level function" in str(e.value)
+        assert not (tmp_path / "p.skops").exists()  # nothing written
+    prep = custom_prep(small_frame(), FunctionTransformer(_double), ["a", "b"])  # a module's function: saved
+    loaded = FramePrep.load(prep.save(tmp_path / "p.skops"), trusted=[f"{__name__}._double"])
+    rows = small_frame().head(4)
+    assert torch.equal(loaded.transform(rows), prep.transform(rows))
+
+
+def test_custom_preprocessor_names_junk_in_a_numeric_column_and_warns_of_unseen_categories(tmp_path):
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+    rows = small_frame().drop(columns="y").head(5)
+    prep = custom_prep(small_frame(), StandardScaler(), ["a", "b"])
+    with pytest.raises(ValueError, match="'a': 5 value\\(s\\) are not numbers: 'abc'"):
+        prep.transform_for_serving(rows.assign(a="abc"))
+    as_text = rows.assign(a=rows.a.astype(str))  # numbers sent as text: parsed, as the default path does
+    assert torch.equal(prep.transform_for_serving(as_text), prep.transform(rows))
+    prep = FramePrep.load(custom_prep(small_frame(), OneHotEncoder(handle_unknown="ignore"), ["c"])
+                          .save(tmp_path / "p.skops"))  # the schema travels with the file
+    with pytest.warns(UserWarning, match="unseen_categories \\[c\\].*'NEW'"):
+        prep.transform_for_serving(rows.assign(c="NEW"))

@@ -1,5 +1,6 @@
 "Held-out testers' findings on boosting, its model folders and the classification metrics, each pinned down."
 import json
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -227,3 +228,20 @@ def test_loss_vs_constant_measures_the_difference_and_its_noise():
     assert better["difference"] < 0 and better["constant_loss"] == pytest.approx(same["loss"])
     reg = loss_vs_constant(np.arange(4.0), np.arange(4.0), np.full(4, 1.5), "regression")
     assert reg["difference"] == pytest.approx(0)
+
+
+# a category never seen in training is warned of when a boosted model predicts, as transform_for_serving warns
+
+@pytest.mark.parametrize("library", ["xgboost", "lightgbm", "catboost"])
+def test_predict_warns_of_categories_unseen_in_training(library, tmp_path):
+    df = signal_frame(200)
+    sp = tb.make_splits(df, "y", seed=0)
+    fit = getattr(tb, f"fit_{library}")
+    model = fit(df, "y", sp, params=ONE_THREAD[library], num_rounds=5, live=False, checkpoint_dir=tmp_path).model
+    rows = df.drop(columns="y").head(5)
+    for m in (model, BoostedModel.load(tmp_path)):  # the categories travel with the saved model
+        with pytest.warns(UserWarning, match="unseen_categories \\[cat\\]: 5 row\\(s\\).*'NEVER_SEEN'"):
+            m.predict(rows.assign(cat="NEVER_SEEN"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # known categories: not a word
+            m.predict_proba(rows)

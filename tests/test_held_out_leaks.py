@@ -147,6 +147,70 @@ def test_three_positives_are_too_few_to_call_a_leak_and_a_rare_class_is_left_out
     assert set(leaks) == {"code"} and leaks["code"].data["constant_score"] == 0.5
 
 
+# --- probe 30, f1: a point mass (0 on every row but the positives) is a bin of its own -----------------------
+
+def _refund_frame(seed, n=400):
+    "Probe 30's construction: an amount paid only when y == 1, exactly 0.0 on the other rows."
+    rng = np.random.default_rng(seed)
+    y = (rng.normal(size=n) > 0).astype(int)
+    df = pd.DataFrame({"a": rng.normal(size=n), "y": y})
+    df["refund"] = np.where(y == 1, rng.uniform(0, 100, n) + 1e-6, 0.0)  # positives down to ~0
+    return df, rng
+
+
+def test_a_zero_inflated_post_outcome_amount_is_a_leak_on_every_seed():
+    "Quantile edges put the zeros and the smallest refunds in one bin (0.966, missed on 5 of 10 seeds)."
+    for seed in range(10):
+        df, _ = _refund_frame(seed)
+        leaks = _leaks(df)
+        assert set(leaks) == {"refund"}, seed
+        assert leaks["refund"].data["score"] == 1.0, seed
+
+
+def test_a_point_mass_gets_a_bin_of_its_own_and_the_rest_keeps_quantile_bins():
+    from trainbook.leaks import one_column_predictions
+    x = np.r_[np.zeros(300), np.linspace(0.01, 1, 300)]  # 600 distinct values: quantile bins for the rest
+    y = (x > 0).astype(int)
+    assert (one_column_predictions(x, y, 2) == y).all()
+
+
+def test_honest_zero_inflated_columns_raise_no_leak():
+    "Zeros unrelated to y, and zeros that tell y 93% right: strong, not a copy of the target."
+    for seed in range(10):
+        df, rng = _refund_frame(seed)
+        u, r = rng.uniform(10, 100, len(df)), rng.random(len(df))
+        df = df.drop(columns="refund")
+        df["unrelated"] = np.where(r < 0.5, 0.0, u)
+        df["related"] = np.where(r < np.where(df.y == 1, 0.07, 0.93), 0.0, u)
+        df["regular"] = np.round(df.y * 2.3 + rng.normal(size=len(df)), 1)  # rounded: masses, AUC ~0.95
+        assert not _leaks(df), seed
+
+
+# --- probe 30, f5: a constant filled only when y == 1: its blanks give the target away ------------------------
+
+def test_a_flag_filled_only_for_one_class_is_a_leak_by_its_blanks():
+    df, _ = _refund_frame(0)
+    df = df.drop(columns="refund")
+    df["cancelled_flag"] = np.where(df.y == 1, 1.0, np.nan)  # one value: a constant column, skipped as such
+    report = tb.check_data(df, "y")
+    constant = [f for f in report.by_kind("constant_column") if f.column == "cancelled_flag"]
+    assert constant and "carries no information" not in constant[0].advice  # which rows are filled is some
+    assert "0/1 flag" in constant[0].advice
+    f = _leaks(df)["cancelled_flag"]
+    assert f.data["view"] == "missing" and f.data["score"] == 1.0
+    assert "whether it is filled or missing" in f.message
+
+
+def test_a_flag_blank_at_random_or_90pct_right_raises_no_leak():
+    for seed in range(10):
+        df, rng = _refund_frame(seed)
+        r = rng.random(len(df))
+        df = df.drop(columns="refund")
+        df["random_flag"] = np.where(r < 0.3, 1.0, np.nan)
+        df["likely_flag"] = np.where(r < np.where(df.y == 1, 0.9, 0.1), "yes", None)
+        assert not _leaks(df), seed
+
+
 # --- f6: class balance drift judged against the sampling noise of a random split ----------------------------
 
 @pytest.mark.parametrize("n", [300, 1000])

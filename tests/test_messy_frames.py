@@ -8,7 +8,7 @@ import torch
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_wine
 
 import trainbook as tb
-from trainbook.checks import column_roles
+from trainbook.columns import column_roles
 from trainbook.data import FramePrep
 
 

@@ -445,3 +445,58 @@ def test_class_share_advice_never_says_stratify_to_a_time_split_or_a_stratified_
     random = [f for f in tb.make_splits(drifting, "y", strategy="random", valid_size=0.02, seed=4).findings
               if f.kind == "missing_class"]
     assert random and "stratify the split" in random[0].advice  # a random split is still told to stratify
+
+
+def test_a_time_holdout_never_returns_an_empty_part_asked_for():
+    "Probe 30: a cut inside the last tie block gave valid=0 (or test=0) with a warning only."
+    late = pd.DataFrame({"x": np.arange(40.0), "y": [0, 1] * 20, "t": [0] * 5 + [1] * 35})
+    sp = tb.make_splits(late, "y", time="t", valid_size=0.2)  # the last time's 35 rows: held out
+    assert (len(sp.train), len(sp.valid)) == (5, 35) and "split_size" in [f.kind for f in sp.findings]
+    three = late.assign(t=[0] * 20 + [1] * 10 + [2] * 10)
+    sp = tb.make_splits(three, "y", time="t", test_size=0.2, valid_size=0.2)
+    assert (len(sp.train), len(sp.valid), len(sp.test)) == (20, 10, 10)
+    with pytest.raises(ValueError, match=r"time column 't' holds a single time in the 40 rows that "
+                                         r"valid_size=0.2 splits.*valid would be empty"):
+        tb.make_splits(late.assign(t=1), "y", time="t")
+    with pytest.raises(ValueError, match=r"'t' holds a single time in the 30 rows.*valid would be empty"):
+        tb.make_splits(late.assign(t=[0] * 30 + [1] * 10), "y", time="t", test_size=0.2)  # test took the 1s
+
+
+def test_nested_splits_audit_with_the_target_as_make_splits_does():
+    "Probe 30: nested_splits audited without the target: copies with a flipped label, missing classes unseen."
+    rng = np.random.default_rng(4)
+    d = pd.DataFrame({"x": rng.normal(size=40), "z": rng.normal(size=40), "y": [0, 1] * 20})
+    copies = pd.concat([d, d.iloc[:10].assign(y=lambda f: 1 - f.y)], ignore_index=True)
+    kinds = [f.kind for fold in nested_splits(copies, "y", strategy="random", outer=3, inner=2)
+             for f in fold["findings"]]
+    assert "duplicate_rows" in kinds
+    rare = pd.DataFrame({"x": rng.normal(size=60), "y": [0] * 29 + [1] * 29 + [2] * 2})
+    kinds = [f.kind for fold in nested_splits(rare, "y", strategy="random", outer=3, inner=2)
+             for f in fold["findings"]]
+    assert "missing_class" in kinds  # a 2-row class cannot reach every part
+
+
+def test_the_fix_suggested_for_missing_group_ids_gives_each_row_its_own_id():
+    "Probe 30: the suggestion used df.index, which repeats after pd.concat: 9 rows got 3 ids, fake groups."
+    one = pd.DataFrame({"x": np.arange(10.0), "y": [0, 1] * 5, "g": [1, 2, None, 3, 4, None, 5, 6, None, 7]})
+    df = pd.concat([one] * 3)
+    with pytest.raises(ValueError, match="9 missing group id") as e: tb.make_splits(df, "y", groups="g")
+    fix = str(e.value).split("e.g. ", 1)[1].split(" (an id per row", 1)[0]
+    exec(fix, {"df": df})
+    assert df.g.notna().all() and df.g.iloc[[2, 5, 8, 12, 15, 18, 22, 25, 28]].nunique() == 9
+
+
+@pytest.mark.parametrize("strategy", ["group", "stratified_group"])
+def test_group_folds_are_sklearns_on_the_group_ids(strategy):
+    "Probe 30: the splitters were given pd.factorize codes: other folds than sklearn's with the same seed."
+    from sklearn.model_selection import GroupKFold, StratifiedGroupKFold
+    splitter = {"group": GroupKFold, "stratified_group": StratifiedGroupKFold}[strategy]
+    rng = np.random.default_rng(0)
+    n = 300
+    order = ["z", "a", "m", "b", "q", "c", "k", "e"]  # categories not in sorted order
+    for ids in (rng.integers(0, 40, n), np.array([f"p{i}" for i in rng.integers(0, 40, n)]),
+                pd.Categorical(rng.choice(order, n), categories=order)):
+        df = pd.DataFrame({"x": rng.normal(size=n), "y": rng.integers(0, 2, n), "g": ids})
+        sp = tb.make_splits(df, "y", strategy=strategy, groups="g", n_folds=5, seed=3)
+        ref = splitter(5, shuffle=True, random_state=3).split(df, df.y, df.g)
+        assert all(np.array_equal(va, np.sort(b)) for (_, va), (_, b) in zip(sp.folds, ref, strict=True))

@@ -4,18 +4,19 @@
 
 # %% ../nbs/02a_audit.ipynb #20b02c56
 from __future__ import annotations
-import hashlib, sys
+import datetime, hashlib, sys
 from typing import Optional
 
 import numpy as np
 import pandas as pd
 
-from .checks import (dtype_family, infer_task, is_nested_arrow, named_like_id, numeric_view,
-                              require_column, require_frame)
+from .checks import infer_task, require_column, to_datetime_call
+from .columns import dtype_family, is_nested_arrow, named_like_id, numeric_view, require_frame
 from .core import Finding, label_key
 
 # %% auto #0
-__all__ = ['digest', 'fingerprint_frame', 'RowHashes', 'class_share_findings', 'require_positions', 'time_values', 'audit_parts']
+__all__ = ['digest', 'fingerprint_frame', 'RowHashes', 'class_share_findings', 'require_positions', 'time_values',
+           'check_time_column', 'audit_parts']
 
 # %% ../nbs/02a_audit.ipynb #8c4c5a6c
 def digest(*parts,  # bytes, strings or lists: what the fingerprint covers, in order
@@ -176,6 +177,28 @@ def time_values(t: pd.Series,  # a time column (numbers, datetimes, zoned or not
     if isinstance(t.dtype, pd.PeriodDtype): return t.array.asi8
     return t.to_numpy()
 
+def check_time_column(t: pd.Series,  # the time column that orders the rows
+                      time: str,  # its name, for the message
+                     ) -> None:
+    """`t` orders every row (a time split, the time audit): no missing value (a ValueError), and values
+    that order as times, not text or timestamps of mixed zones (a TypeError); each names `time`, and a fix."""
+    if t.isna().any():
+        raise ValueError(f"time column {time!r} has {int(t.isna().sum())} missing value(s); a time split "
+                         f"orders every row by it: drop those rows (df.dropna(subset=[{time!r}])) "
+                         f"or fill them")
+    kind = t.dtype
+    if pd.api.types.is_bool_dtype(kind) or not (pd.api.types.is_numeric_dtype(kind)
+                                               or isinstance(kind, pd.PeriodDtype)
+                                               or pd.api.types.is_datetime64_any_dtype(kind)
+                                               or pd.api.types.is_timedelta64_dtype(kind)):
+        # an object column of timestamps: zoned and naive ones (or several zones), which do not compare
+        zones = kind == object and t.map(lambda v: isinstance(v, datetime.datetime)).all()
+        what = (f"{kind} values, which sort as text ('2021-1-10' before '2021-1-9')" if not zones else
+                "timestamps that mix time zones (zoned and naive ones, or several zones), which do not order "
+                "as one time")
+        raise TypeError(f"time column {time!r} holds {what}: parse them first, "
+                        f"df[{time!r}] = {to_datetime_call(t, time)}")
+
 def _present(codes: np.ndarray, idx: np.ndarray, n_codes: int) -> np.ndarray:
     "A mask over the codes 0..n_codes-1: those found at positions `idx` (-1, a missing value, left out)."
     seen = np.zeros(n_codes + 1, dtype=bool)  # the last slot takes the -1s
@@ -261,6 +284,7 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
         raise TypeError(f"parts must be a dict of split name -> row positions, e.g. {{'train': idx, 'valid': idx}}, "
                         f"got {type(parts).__name__}")
     for col, arg in ((target, "target"), (groups, "groups"), (time, "time")): require_column(df, col, arg)
+    if time is not None: check_time_column(df[time], time)  # a missing time or text compares False or wrong
     parts = {name: require_positions(idx, len(df), f"parts[{name!r}]") for name, idx in parts.items()}
     out, names = [], list(parts)
     where = f" ({label})" if label else ""

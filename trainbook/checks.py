@@ -11,15 +11,14 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from .columns import ValueCodes, dtype_family, is_nullable, require_frame, roles_from_codes
 from .core import (Finding, announce, compact_table_html, did_you_mean, findings_html, findings_text,
                             label_key, number_text, shown)
 
 # %% auto #0
-__all__ = ['TASKS', 'ROLES', 'ID_WORDS', 'MAX_CATEGORIES', 'infer_task', 'counts_hint', 'require_task', 'resolve_task',
-           'require_frame', 'is_nested_arrow', 'require_flat_columns', 'infinite_counts', 'check_column_name',
-           'require_columns', 'drop_unused_categories', 'require_column', 'dtype_family', 'epoch_seconds',
-           'numeric_view', 'named_like_id', 'column_roles', 'label_variants', 'target_findings', 'to_datetime_call',
-           'DataReport', 'check_data']
+__all__ = ['TASKS', 'MAX_CATEGORIES', 'infer_task', 'counts_hint', 'require_task', 'resolve_task', 'infinite_counts',
+           'check_column_name', 'require_columns', 'drop_unused_categories', 'require_column', 'label_variants',
+           'target_findings', 'to_datetime_call', 'DataReport', 'check_data']
 
 # %% ../nbs/01_checks.ipynb #44da07e6
 def infer_task(y: pd.Series,  # the target column
@@ -111,61 +110,6 @@ def resolve_task(y: pd.Series,  # the target column
                          "task='multiclass' (or 'auto')")
     return task
 
-def require_frame(df,  # what the caller got as a frame
-                  name: str = "df",  # the argument's name, for the message
-                 ) -> None:
-    "A non-empty pandas DataFrame with unique column names, or an error naming the argument."
-    if not isinstance(df, pd.DataFrame):
-        hint = ""
-        if hasattr(df, "shape") and len(getattr(df, "shape", ())) == 2:  # a matrix (numpy, torch): its columns
-            hint = ("; make one from the matrix and its target: pd.DataFrame(X, columns=[f'x{i}' for i in "
-                    "range(X.shape[1])]).assign(y=y), then check_data(frame, 'y')")
-        raise TypeError(f"{name} must be a pandas DataFrame, got {type(df).__name__}{hint}")
-    if df.empty: raise ValueError(f"{name} is empty (0 rows or 0 columns)")
-    if isinstance(df.columns, pd.MultiIndex):  # a column is named by one label everywhere in trainbook
-        raise TypeError(f"{name} has MultiIndex columns ({df.columns.nlevels} levels, e.g. {df.columns[0]!r}): "
-                        "name each column by one label, e.g. df.columns = ['_'.join(map(str, c)) for c in "
-                        "df.columns]")
-    # df[col] of a repeated name is a frame, not a column: every check below would misread it
-    repeated = df.columns[df.columns.duplicated()].unique()
-    if len(repeated):
-        counts = ", ".join(f"{c!r} ×{int((df.columns == c).sum())}" for c in repeated[:10])
-        raise ValueError(f"{name} has duplicated column names: {counts}; rename them "
-                         "(df.columns = [...]) or drop the copies (df.loc[:, ~df.columns.duplicated()])")
-
-_CONTAINERS = (list, tuple, dict, set, frozenset, np.ndarray)
-
-def is_nested_arrow(dtype,  # a column's dtype
-                   ) -> bool:
-    "Whether `dtype` is a pyarrow list, struct or map (`read_parquet(dtype_backend='pyarrow')` gives them)."
-    if not isinstance(dtype, pd.ArrowDtype): return False
-    import pyarrow.types as pat  # only a frame that holds an ArrowDtype gets here
-    t = dtype.pyarrow_dtype
-    return (pat.is_list(t) or pat.is_large_list(t) or pat.is_fixed_size_list(t) or pat.is_struct(t)
-            or pat.is_map(t))
-
-def require_flat_columns(df: pd.DataFrame,  # the frame
-                         columns,  # the feature columns
-                         what: str = "df",  # the argument's name, for the message
-                        ) -> None:
-    "A TypeError naming each column whose cells hold lists, tuples, dicts, sets or arrays (several values)."
-    bad = {}
-    for col in columns:
-        if is_nested_arrow(df[col].dtype):
-            bad[col] = str(df[col].dtype)
-            continue
-        if df[col].dtype != object: continue  # numbers, dates, strings, categories: one value a cell
-        kinds = {t.__name__ for t in set(map(type, df[col].to_numpy())) if issubclass(t, _CONTAINERS)}
-        if kinds: bad[col] = "/".join(sorted(kinds))
-    if not bad: return
-    shown = ", ".join(f"{c!r} ({kind})" for c, kind in bad.items())
-    col = next(iter(bad))
-    raise TypeError(f"{what} has feature column(s) whose cells hold several values: {shown}; a feature is "
-                    "one number or category a row. Expand such a column into one column per element "
-                    f"(pd.DataFrame(df[{col!r}].tolist(), index=df.index).add_prefix('{col}_')), or leave it "
-                    f"out: df.drop(columns=[{col!r}]), or exclude=[{col!r}] in loaders_from_frame / "
-                    "make_preprocessor")
-
 def infinite_counts(df: pd.DataFrame,  # the frame
                     columns=None,  # the columns to look at (default: all); only numeric ones can hold ±inf
                    ) -> dict:
@@ -222,161 +166,6 @@ def require_column(df: pd.DataFrame,  # the frame
         raise ValueError(f"{arg} column {col!r} not in DataFrame{did_you_mean(col, df.columns)}; columns are: {cols}")
 
 
-# %% ../nbs/01_checks.ipynb #06abe1e6
-ROLES = ("numeric", "boolean", "categorical", "datetime", "timedelta", "text", "identifier", "constant")
-
-def dtype_family(s: pd.Series,  # a column
-                ) -> str:
-    "The dtype family of a column: 'numeric', 'boolean', 'datetime', 'timedelta' or 'categorical' (all else)."
-    t = pd.api.types
-    if t.is_bool_dtype(s.dtype): return "boolean"  # bool and the nullable `boolean`
-    if t.is_datetime64_any_dtype(s.dtype): return "datetime"  # naive and tz-aware
-    if t.is_timedelta64_dtype(s.dtype): return "timedelta"
-    if t.is_numeric_dtype(s.dtype): return "numeric"  # numpy numbers and the nullable Int64 / Float64
-    return "categorical"  # object, str, string, category
-
-def _is_nullable(s: pd.Series) -> bool:
-    "A pandas nullable dtype (Int64, Float64, boolean, string) whose missing value is pd.NA."
-    extension = isinstance(s.dtype, pd.api.extensions.ExtensionDtype)
-    return extension and getattr(s.dtype, "na_value", None) is pd.NA
-
-def epoch_seconds(s: pd.Series,  # a datetime column, naive or tz-aware
-                 ) -> np.ndarray:
-    "Seconds since 1970-01-01 UTC of a datetime column (naive or tz-aware), NaN where missing."
-    if s.dt.tz is not None: s = s.dt.tz_convert("UTC").dt.tz_localize(None)
-    return ((s - pd.Timestamp(0)) / pd.Timedelta(seconds=1)).to_numpy(dtype="float64", na_value=np.nan)
-
-def numeric_view(s: pd.Series,  # a column of any dtype
-                ) -> np.ndarray:
-    "A column as float64: values, 0/1, epoch seconds, duration seconds or category codes; NaN where missing."
-    family = dtype_family(s)
-    if family == "datetime": return epoch_seconds(s)
-    if family == "timedelta": return (s / pd.Timedelta(seconds=1)).to_numpy(dtype="float64", na_value=np.nan)
-    if family in ("numeric", "boolean"): return s.to_numpy(dtype="float64", na_value=np.nan)
-    codes = pd.factorize(s)[0].astype("float64")
-    codes[codes < 0] = np.nan
-    return codes
-
-def _is_text(s: pd.Series) -> bool:
-    "Long free text: values of several words, mostly distinct."
-    values = s.dropna()
-    if len(values) < 5 or isinstance(s.dtype, pd.CategoricalDtype): return False
-    sample = values.sample(min(len(values), 2000), random_state=0).astype(str)  # the sample only: same rows
-    return bool(sample.str.split().str.len().median() >= 4 and sample.nunique() >= 0.5 * len(sample))
-
-def _row_codes(parts: list, row: np.ndarray, size: int = 1) -> tuple[np.ndarray, int]:
-    "(int64 code per row, number of codes) from `row` (of `size` codes) and parts: (codes, n), exact."
-    for codes, n in sorted(parts, key=lambda part: -part[1]):  # the most distinct first: rows part soonest
-        if size * (n + 1) >= 2**62:  # the next product could overflow: renumber the rows 0..distinct-1 first
-            row, uniques = pd.factorize(row)
-            size = len(uniques)
-            if size == len(row): break  # every row differs already: no later column makes two rows equal
-        row = row * (n + 1) + (codes.astype(np.int64) + 1)  # a missing value (-1) is a value of its own: 0
-        size *= n + 1
-    return row, size
-
-class _ValueCodes:
-    "Each column's values coded once (`pd.factorize`; missing: -1), for distinct counts and duplicate rows."
-    def __init__(self, df: pd.DataFrame, target=None):
-        self.df, self._codes, self._uniques, self._rows, self._parses = df, {}, {}, {}, {}
-        self.everything = [c for c in df.columns if c != target] + [c for c in df.columns if c == target]
-        self._last = None, None  # the last row codes asked for
-
-    def codes(self, col) -> np.ndarray:
-        "`col`'s code per row (-1 where missing, 0..n-1 else) in 1, 2 or 4 bytes: one per column is kept."
-        if col not in self._codes:
-            codes, uniques = pd.factorize(self.df[col])
-            self._codes[col] = codes.astype(np.min_scalar_type(-len(uniques) - 1), copy=False)
-            if isinstance(self.df[col].dtype, pd.StringDtype): self._uniques[col] = uniques  # to parse them
-        return self._codes[col]
-
-    def nunique(self, col) -> int:
-        "Distinct non-missing values of `col`, as `df[col].nunique()`."
-        return int(self.codes(col).max(initial=-1)) + 1
-
-    def row_codes(self, cols) -> tuple[np.ndarray, int]:
-        "(code per row, equal where rows agree on all `cols`; number of codes); the last asked for is kept."
-        if self._last[0] != tuple(cols):
-            parts = [(self.codes(c), self.nunique(c)) for c in cols]
-            self._last = tuple(cols), _row_codes(parts, np.zeros(len(self.df), dtype=np.int64))
-        return self._last[1]
-
-    def distinct_rows(self, cols) -> np.ndarray:
-        "True at each row no earlier row equals on `cols`, as `~df[cols].duplicated(keep='first')`."
-        key = tuple(cols)
-        if key not in self._rows:  # on the kept codes of all but the last column: the label check's groups
-            row, _ = _row_codes([(self.codes(key[-1]), self.nunique(key[-1]))], *self.row_codes(key[:-1]))
-            self._rows[key] = ~pd.Series(row).duplicated(keep="first").to_numpy()
-        return self._rows[key]
-
-    def parses(self, col) -> tuple[np.ndarray, bool]:
-        "A string column's (per row: parses as a number; all numbers whole); each string parsed once."
-        if col not in self._parses:
-            codes, numbers = self.codes(col), pd.to_numeric(self._uniques[col], errors="coerce")
-            whole = bool(numbers.notna().all() and (numbers % 1 == 0).all())
-            self._parses[col] = np.append(numbers.notna(), False)[codes], whole  # code -1 (missing): False
-        return self._parses[col]
-
-ID_WORDS = ("id", "uuid", "guid")  # a column whose name's last word is one of these is named like an id
-# the words of a name: 'customerID' -> customer, ID; 'userId' -> user, Id; 'user_id', 'user-id', 'user id'
-_NAME_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-
-def named_like_id(name,  # a column's name
-                 ) -> bool:
-    "Whether a name says identifier: 'id', 'key', 'index' or a last word in `ID_WORDS`; not 'humid'."
-    words = [w.lower() for w in _NAME_WORDS.findall(str(name)) if not w.isdigit()]  # 'id2' ends in 'id'
-    return words in (["key"], ["index"]) or bool(words) and words[-1] in ID_WORDS
-
-def _is_identifier(s: pd.Series, col, codes: _ValueCodes, distinct_rows: np.ndarray) -> bool:
-    "Near-unique (>= 95% distinct among distinct rows): an integer sequence, a string key, a named id."
-    # the values judged: present, on distinct rows (which hold each value's first occurrence: all of them)
-    judged = distinct_rows & (codes.codes(col) >= 0)
-    n_values, nun = int(judged.sum()), codes.nunique(col)
-    if n_values < 20 or nun < 0.95 * n_values: return False
-    named, family = named_like_id(col), dtype_family(s)
-    if family == "numeric" and pd.api.types.is_integer_dtype(s.dtype):
-        span = float(s.max()) - float(s.min()) + 1
-        return named or span <= 2 * nun  # 0..n-1, shuffled or with a few gaps
-    if family == "numeric":  # a near-unique float is a measurement, unless whole numbers named like an id
-        return named and bool(np.all(np.mod(s.dropna().to_numpy(dtype="float64"), 1) == 0))
-    if family != "categorical" or isinstance(s.dtype, pd.CategoricalDtype): return False
-    if isinstance(s.dtype, pd.StringDtype):  # each distinct string parsed once
-        ok, whole = codes.parses(col)
-        share = ok[judged].mean()
-    else:
-        numbers = pd.to_numeric(s[distinct_rows].dropna(), errors="coerce")
-        share, whole = numbers.notna().mean(), numbers.notna().all() and (numbers % 1 == 0).all()
-    if share >= 0.5: return bool(whole)  # numbers as text: a feature, unless whole numbers (zero-padded keys)
-    return True
-
-def _role(s: pd.Series, col, codes: _ValueCodes, distinct_rows: np.ndarray) -> str:
-    if codes.nunique(col) <= 1: return "constant"
-    family = dtype_family(s)
-    if family in ("boolean", "datetime", "timedelta"): return family  # a datetime is never an identifier
-    if family == "categorical" and _is_text(s): return "text"
-    if _is_identifier(s, col, codes, distinct_rows): return "identifier"
-    return family
-
-def column_roles(df: pd.DataFrame,  # the frame whose columns get roles
-                 target: Optional[str] = None,  # label column (left out)
-                 exclude=(),  # other columns to leave out (groups, time)
-                ) -> dict:
-    "Each feature column's role (one of `ROLES`): from its dtype and, for text, ids and constants, values."
-    return _column_roles(df, target, exclude, _ValueCodes(df, target))
-
-def _column_roles(df: pd.DataFrame, target: Optional[str], exclude, codes: _ValueCodes) -> dict:
-    "`column_roles` from codes made once (`check_data` shares them with its other checks)."
-    require_frame(df)
-    skip = set(exclude) | ({target} if target is not None else set())
-    features = [col for col in df.columns if col not in skip]
-    require_flat_columns(df, features)  # every feature path asks for roles: lists are named here, first
-    if not features: return {}
-    # an id repeats on duplicated rows: judge on distinct rows
-    try: distinct_rows = codes.distinct_rows(codes.everything)
-    except TypeError:  # lists in a left-out column (exclude=, the target): compare rows on the features
-        distinct_rows = codes.distinct_rows(features)
-    return {col: _role(df[col], col, codes, distinct_rows) for col in features}
-
 # %% ../nbs/01_checks.ipynb #c3d43d4a
 MAX_CATEGORIES = 50  # one-hot columns of a categorical at most (the most frequent, then one 'infrequent')
 
@@ -393,7 +182,7 @@ def _value_counts_text(values: pd.Series, k: int = 5) -> str:
     counts = values.astype(str).value_counts()
     return ", ".join(f"{v!r} ×{c}" for v, c in counts.head(k).items()) + (" …" if len(counts) > k else "")
 
-def _mixed_findings(s: pd.Series, col, codes: _ValueCodes) -> list[Finding]:
+def _mixed_findings(s: pd.Series, col, codes: ValueCodes) -> list[Finding]:
     "Numbers mixed with other values (`'n/a'` among numbers), numbers stored as text, mixed Python types."
     values = s.dropna()
     if values.empty or isinstance(s.dtype, pd.CategoricalDtype): return []
@@ -433,8 +222,12 @@ def _role_findings(s: pd.Series, col, role: str, n: int, nun: int) -> list[Findi
     "What a role means for training (`nun`: distinct values): ids, text, constants, dates, many categories."
     if role == "constant":
         single = s.dropna().iloc[0] if nun else "all missing"
+        advice = "drop it: it carries no information"
+        if nun and s.isna().any():  # filled on some rows only: which rows are filled is information
+            advice = ("its only information is which rows are filled: keep df[col].notna() as a 0/1 flag if "
+                      "that is known at prediction time, else drop it")
         return [Finding("constant_column", "warning", f"a single value ({shown(single)})", column=col,
-                        advice="drop it: it carries no information", data={"n_unique": int(nun)})]
+                        advice=advice, data={"n_unique": int(nun)})]
     if role == "identifier":
         return [Finding("id_like_column", "warning",
                         f"near-unique ({nun} distinct values in {n} rows): an identifier, not a feature",
@@ -462,7 +255,7 @@ def _role_findings(s: pd.Series, col, role: str, n: int, nun: int) -> list[Findi
     return []
 
 def _nullable_finding(s: pd.Series, col) -> list[Finding]:
-    if not _is_nullable(s): return []
+    if not is_nullable(s): return []
     return [Finding("nullable_dtype", "info", f"pandas nullable dtype {s.dtype} (missing values are pd.NA)",
                     column=col, advice="fine for trainbook (it converts them, with NaN); numpy and "
                                        "scikit-learn code of your own may need .astype(...)",
@@ -481,7 +274,7 @@ def _infinite_finding(s: pd.Series, col, is_target: bool) -> list[Finding]:
                     f"(+inf ×{int(np.isposinf(values).sum())}, -inf ×{int(np.isneginf(values).sum())})",
                     column=col, advice=fix, data={"n_infinite": count, "share": count / len(s)})]
 
-def _column_findings(df: pd.DataFrame, target: Optional[str], skip: set, roles: dict, codes: _ValueCodes,
+def _column_findings(df: pd.DataFrame, target: Optional[str], skip: set, roles: dict, codes: ValueCodes,
                      groups: Optional[str] = None) -> list[Finding]:
     out, n = [], len(df)
     odd = [c for c in df.columns if not isinstance(c, str)]
@@ -502,7 +295,7 @@ def _column_findings(df: pd.DataFrame, target: Optional[str], skip: set, roles: 
         if roles[col] == "categorical": out += _mixed_findings(s, col, codes)
     return out
 
-def _group_findings(df: pd.DataFrame, groups: str, codes: _ValueCodes) -> list[Finding]:
+def _group_findings(df: pd.DataFrame, groups: str, codes: ValueCodes) -> list[Finding]:
     c = codes.codes(groups)
     first = np.unique(c, return_index=True)[1]  # a row of each id: one entity under two ids goes to both sides
     variants = label_variants(df[groups].to_numpy()[first[c[first] >= 0]])
@@ -516,7 +309,7 @@ def _group_findings(df: pd.DataFrame, groups: str, codes: _ValueCodes) -> list[F
                                   f"(df.dropna(subset=[{groups!r}])), or give each missing one a unique id of its own",
                            data={"missing": miss})] if miss else [])
 
-def _duplicate_findings(df: pd.DataFrame, target: Optional[str], codes: _ValueCodes, roles: dict) -> list[Finding]:
+def _duplicate_findings(df: pd.DataFrame, target: Optional[str], codes: ValueCodes, roles: dict) -> list[Finding]:
     ids = [c for c in codes.everything if roles.get(c) == "identifier"]  # a row id makes each row unique
     if all(c in ids or c == target for c in codes.everything): ids = []  # no other feature to compare on
     out, dup = [], ~codes.distinct_rows([c for c in codes.everything if c not in ids])
@@ -779,9 +572,9 @@ def check_data(df: pd.DataFrame,  # the training data, one row per example
         from trainbook.live import show_output  # the display helper, imported only for a large frame
         show_output({"text/plain": f"check_data: {len(df):,} rows × {len(df.columns)} columns, about "
                                    f"{_SECONDS_PER_MILLION * len(df) / 1e6:.0f} s …"}, raw=True)
-    codes = _ValueCodes(df, target)  # each column's values coded once: roles, counts, duplicates
+    codes = ValueCodes(df, target)  # each column's values coded once: roles, counts, duplicates
     if target is not None and task != "auto": task = resolve_task(df[target], task, codes.nunique(target))
-    roles = _column_roles(df, target, skip, codes)
+    roles = roles_from_codes(df, target, skip, codes)
     findings += _column_findings(df, target, skip, roles, codes, groups)
     if groups is not None: findings += _group_findings(df, groups, codes)
     findings += _duplicate_findings(df, target, codes, roles)

@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .checks import require_column, require_frame, infer_task
+from .checks import require_column, infer_task
+from .columns import require_frame
 from .core import announce, require_instance, shown, warn
 from .data import class_order, make_preprocessor
 from .gbdt import (BOOSTING_FITS, BOOSTING_LIBRARIES, check_boosting_inputs, frame_xy,

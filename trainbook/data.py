@@ -185,10 +185,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .checks import require_column, require_columns, require_frame, require_task, resolve_task
+from .checks import require_column, require_columns, require_task, resolve_task
 from .splits import check_splits
-from .checks import MAX_CATEGORIES, ROLES, column_roles, dtype_family, epoch_seconds, infinite_counts
+from .checks import MAX_CATEGORIES, infinite_counts
+from .columns import ROLES, column_roles, dtype_family, epoch_seconds, require_frame
 from .core import Finding, did_you_mean, warn
+from .serving import check_saveable, training_schema, unseen_categories, value_examples
 
 _DATE_PARTS = ("year", "month", "day_of_week", "day_of_year")
 
@@ -326,16 +328,12 @@ SAFE_TYPES += [f"trainbook.data.{f.__name__}"  # our own preprocessing functions
 
 _BOOLEAN_WORDS = {"true": 1.0, "false": 0.0, "yes": 1.0, "no": 0.0, "1": 1.0, "0": 0.0}
 
-def _examples(values: pd.Series, k: int = 3) -> str:
-    counts = values.astype(str).value_counts()
-    return ", ".join(f"{v!r} ×{c}" for v, c in counts.head(k).items()) + (" …" if len(counts) > k else "")
-
 def _unparsed(col, s: pd.Series, parsed: pd.Series, what: str, advice: str) -> tuple:
     "(parsed, [a finding naming the values of `s` that did not parse], mask of those rows)."
     bad = (parsed.isna() & s.notna()).to_numpy()
     if not bad.any(): return parsed, [], bad
     examples = s[bad].astype(str).unique()[:5].tolist()
-    message = f"{int(bad.sum())} value(s) are not {what}: {_examples(s[bad])}"
+    message = f"{int(bad.sum())} value(s) are not {what}: {value_examples(s[bad])}"
     data = {"n_rows": int(bad.sum()), "examples": examples}
     finding = Finding("unparseable_values", "error", message, column=col, advice=advice, data=data)
     return parsed, [finding], bad
@@ -449,10 +447,11 @@ class FramePrep:
                  target: str,  # the label column
                  task: str,  # 'binary', 'multiclass' or 'regression'
                  classes: Optional[list] = None,  # the training labels, in code order (classification)
+                 schema: Optional[dict] = None,  # `training_schema` of the training rows: what serving checks
                 ):
         require_task(task, auto=False)  # serving decodes by it: 'auto' or a typo would decode nothing
         self.preprocessor, self.columns, self.target, self.task = preprocessor, list(columns), target, task
-        self.classes = classes
+        self.classes, self.schema = classes, schema
 
     def _step(self, name: str) -> tuple:
         "(transformer, columns) of the preprocessor's step `name`; (None, []) when it has none."
@@ -499,8 +498,10 @@ class FramePrep:
             if c not in frame.columns: frame[c] = np.nan  # a dropped column need not be sent, but is expected
         dates, date_cols = self._step("datetime")
         tz = dict(zip(date_cols, dates[0].kw_args["tz"])) if date_cols else {}
+        families = (self.schema or {}).get("families", {})
         for col in self.columns:
             role = roles[col]
+            if role == "custom" and families.get(col) == "numeric": role = "numeric"  # your preprocessor's
             if col in missing or role in DROPPED_ROLES or role == "custom": continue
             frame[col], found, bad = _serve_column(col, df[col], role, tz.get(col))
             if role == "numeric" and not bad.all():  # a number the scaler cannot take
@@ -508,27 +509,19 @@ class FramePrep:
                 found, bad = found + more, bad | inf_rows
             out += found
             bad_rows |= bad
-        if unseen: out += self._unseen(df)
+        if unseen: out += unseen_categories(df, self.categories)
         return frame, out, bad_rows
 
-    def _unseen(self, df: pd.DataFrame) -> list[Finding]:
-        "Warnings for categories the encoder never saw (they are encoded as all zeros)."
-        out = []
+    @property
+    def categories(self) -> dict:
+        "Column -> the categories seen in training: its encoder's (`make_preprocessor`), else the schema's."
+        known = dict((self.schema or {}).get("categories", {}))
         for name in ("cat", "category"):
             _, cols = self._step(name)
-            if not cols: continue
-            known = self.preprocessor.named_transformers_[name][-1].categories_
-            for col, seen in zip(cols, known):
-                if col not in df.columns: continue
-                values = pd.Series(_as_text(df[[col]])[:, 0], index=df.index).dropna()
-                new = values[~values.isin(set(seen))]
-                if not len(new): continue
-                out.append(Finding("unseen_categories", "warning",
-                                   f"{len(new)} row(s) hold {new.nunique()} categories unseen in training: "
-                                   f"{_examples(new)}", column=col,
-                                   advice="they are encoded as all zeros: check for renamed or new values",
-                                   data={"n_rows": int(len(new)), "categories": sorted(new.unique())[:20]}))
-        return out
+            encoder = self.preprocessor.named_transformers_[name] if cols else None
+            encoder = encoder[-1] if hasattr(encoder, "steps") else encoder  # a Pipeline's last step
+            if hasattr(encoder, "categories_"): known.update(zip(cols, encoder.categories_))
+        return known
 
     def _features(self, frame: pd.DataFrame) -> torch.Tensor:
         if not len(frame): return torch.empty(0, self.n_features)
@@ -591,8 +584,9 @@ class FramePrep:
         "Write with skops (a format that does not run code on load)."
         import skops.io as sio
         from trainbook.core import atomic_write
+        check_saveable(self.preprocessor)  # the writer never writes what the reader refuses
         state = {"preprocessor": self.preprocessor, "columns": self.columns, "target": self.target,
-                 "task": self.task,
+                 "task": self.task, "schema": self.schema,
                  "classes": None if self.classes is None
                  else [c.item() if hasattr(c, "item") else c for c in self.classes]}
         data = sio.dumps(state)
@@ -622,11 +616,13 @@ class FramePrep:
             raise ValueError(f"{path}: holds types that are not trusted: {', '.join(unknown)}; pass "
                              "trusted=[...] if you trust them")
         try: state = sio.loads(data, trusted=trusted)
+        except (AttributeError, ImportError) as e:  # a function saved by a name this process cannot import
+            raise ValueError(f"{path}: skops cannot import what it names ({e}); define or import it first")
         except Exception as e: raise ValueError(f"{path}: skops cannot load it ({e!r}); {expected}") from e
         keys = ("preprocessor", "columns", "target", "task", "classes")
         missing = [k for k in keys if not isinstance(state, dict) or k not in state]
         if missing: raise ValueError(f"{path}: no {', '.join(missing)} in it; {expected}")
-        return cls(state["preprocessor"], state["columns"], state["target"], state["task"], state["classes"])
+        return cls(*(state[k] for k in keys), state.get("schema"))  # files saved before the schema: None
 
     def __repr__(self):
         roles = ", ".join(f"{r} {n}" for r, n in pd.Series(self.roles).value_counts().items())
@@ -721,7 +717,8 @@ def loaders_from_frame(df: pd.DataFrame,  # the whole frame (all splits)
     prep_tf.fit(train_rows[columns], train_rows[target])  # train rows only: valid and test stay unseen
     # the labels' codes as every model of the project has them: of two text labels the rarer is 1, the positive
     classes = None if task == "regression" else class_order(train_rows[target], pos_label)
-    prep = FramePrep(prep_tf, columns, target, task, classes)
+    schema = training_schema(train_rows[columns]) if preprocessor is not None else None  # yours: no roles
+    prep = FramePrep(prep_tf, columns, target, task, classes, schema)
     def loader(idx, train):
         rows = df.iloc[idx]
         X, y = prep.transform(rows), prep.encode_target(rows[target])

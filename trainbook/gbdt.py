@@ -13,9 +13,11 @@ import numpy as np
 import pandas as pd
 
 from .batch import DeferredCtrlC
-from .checks import column_roles, require_column, require_frame, require_task, resolve_task, numeric_view
-from .core import Finding, TrainConfig, atomic_write, did_you_mean, environment, import_optional
+from .checks import require_column, require_task, resolve_task
+from .columns import column_roles, numeric_view, require_frame
+from .core import Finding, TrainConfig, atomic_write, did_you_mean, environment, import_optional, warn
 from .data import FramePrep, class_order, make_preprocessor, time_steps
+from .serving import training_schema, unseen_categories
 from .diagnostics import diagnose
 from .readings import Thresholds
 from .events import session_observers
@@ -298,7 +300,8 @@ class BoostedModel:
         self.lib = booster_library(library)
 
     def _raw(self, X: pd.DataFrame) -> np.ndarray:
-        features = self.lib.features(self.prep, X)
+        features = self.lib.features(self.prep, X)  # the schema checked: X is a frame with the columns
+        for f in unseen_categories(X, self.prep.categories): warn(str(f))  # as transform_for_serving does
         return np.asarray(self.lib.predict(self.booster, features, self.best_iteration))
 
     def predict_proba(self,
@@ -699,7 +702,7 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
     exclude = split_columns(splits, target)
     columns = [c for c in df.columns if c != target and c not in exclude]
     tf = lib.preprocessor(train, target, columns, exclude, preprocess).fit(train[columns], y_train)
-    prep = FramePrep(tf, columns, target, task, classes)
+    prep = FramePrep(tf, columns, target, task, classes, training_schema(train[columns]))
     # balanced: each class weighs the same in total (n / (k * count) per row), the same rule as class_weights
     weights = class_weights(y_train).numpy()[y_train] if class_weight else None
     # the loss leads the metrics (recorded as `loss`, early stopping's)

@@ -9,7 +9,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from .checks import numeric_view
+from .columns import numeric_view
 from .core import Finding
 
 # %% auto #0
@@ -23,10 +23,19 @@ def _leak_view(s: pd.Series) -> np.ndarray:
     return x
 
 def _bins(x_train: np.ndarray, n_bins: int) -> np.ndarray:
-    "Inner bin edges: between the distinct values when there are few, else at quantiles of the training rows."
-    values = np.unique(x_train)
+    """Inner bin edges: between the distinct values when there are few, else at quantiles of the training
+    rows, with a value that as many rows share as a bin holds (a point mass: the 0 of an amount paid on some
+    rows) a bin of its own."""
+    values, counts = np.unique(x_train, return_counts=True)
     if len(values) <= n_bins: return (values[1:] + values[:-1]) / 2  # each value a bin of its own
-    return np.unique(np.quantile(x_train, np.linspace(0, 1, n_bins + 1)[1:-1]))
+    per_bin = len(x_train) / n_bins
+    mass = values[counts >= per_bin]
+    # quantile edges alone would put a point mass in a bin with its neighbours (0 with small refunds): the
+    # other rows get the quantile bins, and each mass v the edges v and the next float up: [v, v] is a bin
+    rest = x_train[~np.isin(x_train, mass)]
+    n_rest = max(int(len(rest) / per_bin), 1)
+    edges = np.quantile(rest, np.linspace(0, 1, n_rest + 1)[1:-1])
+    return np.unique(np.concatenate([edges, mass, np.nextafter(mass, np.inf)]))
 
 def one_column_predictions(x: np.ndarray,  # one feature as numbers (NaN = missing: a bin of its own)
                            y: np.ndarray,  # the target: values (regression) or class codes 0..k-1
@@ -131,6 +140,7 @@ def _leak_finding(col: str, metric: str, score: float, constant: float, covered:
     "A `target_leak` finding: the evidence in words and in `data`."
     what = "this feature alone predicts"
     if view == "prefix": what = "the leading letters of its values alone predict"
+    if view == "missing": what = "whether it is filled or missing alone predicts"
     where = "on held-out rows" + (f" where it is filled ({covered:.0%} of rows)" if covered < 1 else "")
     skill = (score - constant) / (1.0 - constant)  # the share of the way from the constant to perfect
     return Finding("target_leak", "error",
@@ -202,6 +212,9 @@ def leak_findings(df: pd.DataFrame,  # the frame `check_data` checks
     for col in data.columns:
         if col == target: continue
         views = [] if col in skip else [("values", data[col])]
+        missing = data[col].isna()
+        if col in skip and 0 < missing.sum() < len(data):  # a skipped constant, id or text: blanks can tell
+            views.append(("missing", missing.astype(float)))
         head = _prefix(data[col])
         if head is not None: views.append(("prefix", head))
         for view, s in views:

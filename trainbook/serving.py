@@ -4,16 +4,17 @@
 
 # %% ../nbs/01b_serving.ipynb #8b9a68f6
 from __future__ import annotations
+import functools, types
 from typing import Optional
 
 import numpy as np
 import pandas as pd
 
-from .checks import dtype_family, numeric_view
-from .core import Finding
+from .columns import column_roles, dtype_family, numeric_view
+from .core import Finding, warn
 
 # %% auto #0
-__all__ = ['psi', 'serving_findings']
+__all__ = ['psi', 'serving_findings', 'training_schema', 'value_examples', 'unseen_categories', 'check_saveable']
 
 # %% ../nbs/01b_serving.ipynb #3b6fea86
 def _is_categorical(s: pd.Series) -> bool: return dtype_family(s) in ("categorical", "boolean")
@@ -85,3 +86,70 @@ def serving_findings(train: pd.DataFrame,  # the training frame
                                advice="check the serving pipeline for unit or encoding changes; retrain on "
                                       "recent data if the world changed", data={"psi": value}))
     return out
+
+# %% ../nbs/01b_serving.ipynb #d2c0a1e2
+def training_schema(rows: pd.DataFrame,  # the training rows of the feature columns
+                    ) -> dict:
+    """What serving checks new rows against: {'families': column -> dtype family, 'categories': column -> the
+    values seen (as text), for each column `column_roles` calls categorical (not identifiers, free text)}."""
+    families = {c: dtype_family(rows[c]) for c in rows.columns}
+    texts = [c for c, f in families.items() if f == "categorical"]
+    texts = [c for c in texts if rows[c].dropna().map(np.isscalar).all()]  # a list a cell is no category
+    roles = column_roles(rows[texts]) if texts else {}
+    categories = {c: sorted(rows[c].dropna().astype(str).unique()) for c, r in roles.items()
+                  if r == "categorical"}
+    return {"families": families, "categories": categories}
+
+def value_examples(values: pd.Series,  # the values to show
+                   k: int = 3,  # distinct values shown at most
+                   ) -> str:
+    "The `k` most frequent values with their counts, for a message: `'a' ×3, 'b' ×1 …`."
+    counts = values.astype(str).value_counts()
+    return ", ".join(f"{v!r} ×{c}" for v, c in counts.head(k).items()) + (" …" if len(counts) > k else "")
+
+def unseen_categories(df: pd.DataFrame,  # rows as they arrive at prediction time
+                      known: dict,  # column -> the categories seen in training
+                      ) -> list[Finding]:
+    "A warning for each column holding categories the training rows lacked: the model never learned them."
+    out = []
+    for col, seen in known.items():
+        if col not in df.columns: continue
+        values = df[col].dropna().astype(str)
+        new = values[~values.isin(set(map(str, seen)))]
+        if not len(new): continue
+        out.append(Finding("unseen_categories", "warning",
+                           f"{len(new)} row(s) hold {new.nunique()} categories unseen in training: "
+                           f"{value_examples(new)}", column=col,
+                           advice="one-hot encoding makes them all zeros: check for renamed or new values",
+                           data={"n_rows": int(len(new)), "categories": sorted(new.unique())[:20]}))
+    return out
+
+def _functions(value, where: str) -> list[tuple[str, types.FunctionType]]:
+    "(parameter, function) for each Python function in `value` (a parameter, or a list or dict of them)."
+    if isinstance(value, functools.partial): value = value.func
+    if isinstance(value, types.FunctionType): return [(where, value)]
+    if hasattr(value, "get_params"): return []  # an estimator: its parameters are listed apart (deep=True)
+    items = value.items() if isinstance(value, dict) else ()
+    if isinstance(value, (list, tuple)): items = enumerate(value)
+    return [found for k, v in items for found in _functions(v, f"{where}[{k!r}]")]
+
+def check_saveable(preprocessor,  # the fitted preprocessor a file will hold
+                   ) -> None:
+    """A ValueError naming each function skops saves by module and name but cannot import back (a lambda, a
+    function defined inside another, a method), before anything is written; a warning for a function of
+    `__main__` (a notebook's), which loads only where it is defined again."""
+    has_params = hasattr(preprocessor, "get_params")
+    params = preprocessor.get_params(deep=True) if has_params else vars(preprocessor)
+    found = [f for k, v in params.items() for f in _functions(v, k)]
+    # skops writes `module.__name__`: a lambda's name, or a local function's, imports nothing (or another one)
+    lost = [f"{k}={fn.__qualname__}" for k, fn in found
+            if fn.__name__ == "<lambda>" or fn.__qualname__ != fn.__name__]
+    if lost:
+        raise ValueError(f"the preprocessor cannot be saved to load again: {', '.join(lost)} can only be "
+                         "saved by name, and that name imports nothing back; define each as a module-level "
+                         "function (def double(x): return x * 2) and pass that")
+    main = [f"{k}={fn.__qualname__}" for k, fn in found if fn.__module__ == "__main__"]
+    if main:
+        warn(f"the preprocessor holds functions of __main__ ({', '.join(main)}): the file loads only "
+             "where they are defined again, with trusted=['__main__.<name>']; put them in a module to load "
+             "anywhere")

@@ -10,8 +10,9 @@ from typing import Optional
 
 import pandas as pd
 
-from .checks import (MAX_CATEGORIES, DataReport, check_data as check_frame, infer_task,
-                              named_like_id, require_task, target_findings)
+from .checks import (MAX_CATEGORIES, DataReport, check_data as check_frame, infer_task, require_task,
+                              target_findings)
+from .columns import named_like_id
 from .core import Finding, announce, did_you_mean, findings_html, shown
 from .leaks import rare_classes
 
@@ -98,7 +99,7 @@ _INTEGRAL = ("byte", "short", "integer", "long")
 
 def spark_family(dtype,  # a Spark column type (pyspark.sql.types)
                 ) -> str:
-    "The dtype family of a Spark column type, as `checks.dtype_family` names them."
+    "The dtype family of a Spark column type, as `columns.dtype_family` names them."
     name = dtype.typeName()
     if name == "boolean": return "boolean"
     if name in ("date", "timestamp", "timestamp_ntz"): return "datetime"

@@ -19,7 +19,8 @@ from .recorder import RoundRecorder
 from .metrics import classification_metrics, regression_metrics
 from .events import session_observers
 from .run import Run, refuse_own_files, remember_run
-from .checks import column_roles, require_task
+from .checks import require_task
+from .columns import column_roles
 from .spark import (class_counts, require_spark_column, require_spark_frame, sample_rows_of, spark_col,
                              spark_session, spark_task)
 from .spark_splits import SparkSplits, make_splits, time_value

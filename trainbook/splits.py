@@ -11,8 +11,9 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from .audit import RowHashes, audit_parts, digest, require_positions, time_values
-from .checks import drop_unused_categories, infer_task, require_column, require_frame, to_datetime_call
+from .audit import RowHashes, audit_parts, check_time_column, digest, require_positions, time_values
+from .checks import drop_unused_categories, infer_task, require_column
+from .columns import require_frame
 from .core import Finding, announce, did_you_mean, findings_html, shown, warn
 
 # %% auto #0
@@ -200,6 +201,16 @@ def _after_ties(ts: np.ndarray, cut: int) -> int:
     together."""
     return int(np.searchsorted(ts, ts[cut - 1], side="right")) if 0 < cut < len(ts) else cut
 
+def _group_codes(s: pd.Series) -> np.ndarray:
+    """Group ids as codes in sorted id order, as scikit-learn's group splitters number them (so the folds are
+    theirs on the ids); ids of types that do not sort together (7 and 'a') as codes in order of appearance."""
+    codes, ids = pd.factorize(s)
+    try: order = np.argsort(np.asarray(ids), kind="stable")
+    except TypeError: return codes
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[order] = np.arange(len(ids))
+    return rank[codes]
+
 def _group_holdout(idx, size, g, seed):
     "Whole groups held out, taken in a seeded order when they bring the held rows nearer `size` of the rows."
     codes, counts = np.unique(g[idx], return_inverse=True, return_counts=True)[1:]
@@ -234,13 +245,22 @@ def _check_stratified_room(idx, size, y, arg):
                          f"puts each of the target's {n_classes} classes on both sides: give each side at "
                          f"least {n_classes} rows (a larger {name} or more rows), or strategy='random'")
 
-def _holdout(idx, size, strategy, y, g, t, seed, gap, arg):
+def _holdout(idx, size, strategy, y, g, t, seed, gap, arg, time=None):
     """Split positions `idx` into (rest, held) with about `size` of them held out (`arg`: the size's name,
-    value)."""
+    value; `time`: the time column's name)."""
     from sklearn.model_selection import train_test_split
     if strategy == "time":
         order = idx[np.argsort(t[idx], kind="stable")]
-        cut = _after_ties(t[order], len(order) - max(1, int(round(size * len(order)))))
+        ts = t[order]
+        cut = _after_ties(ts, len(order) - max(1, int(round(size * len(order)))))
+        if cut == len(order) and len(order):  # the last time's rows took the held part's place: hold them
+            cut = int(np.searchsorted(ts, ts[-1], side="left"))
+            if not cut:
+                part = arg[0].removesuffix("_size")
+                raise ValueError(f"time column {time!r} holds a single time in the {len(order)} rows that "
+                                 f"{arg[0]}={arg[1]} splits: rows of equal time stay on one side, so {part} "
+                                 f"would be empty; give the rows more than one time (a finer time column), or "
+                                 f"leave time= out (a split that ignores time order)")
         return order[:max(0, cut - gap)], order[cut:]
     if strategy == "random":
         return tuple(train_test_split(idx, test_size=size, random_state=seed, shuffle=True))
@@ -320,21 +340,10 @@ def _validate(df, target, strategy, groups, time, valid_size, test_size, n_folds
         raise ValueError(f"groups column {groups!r} has {int(df[groups].isna().sum())} missing group id(s); "
                          f"every row needs a group. Either drop those rows (df = df.dropna(subset="
                          f"[{groups!r}])) or give each its own id, e.g. df[{groups!r}] = df[{groups!r}]"
-                         f".astype(object).where(df[{groups!r}].notna(), 'row-' + df.index.astype(str))")
-    if time is not None: _check_time(df[time], time)
-
-def _check_time(t: pd.Series, time: str) -> None:
-    "A time split orders every row by `time`: no missing values, and values that sort as times (not as text)."
-    if t.isna().any():
-        raise ValueError(f"time column {time!r} has {int(t.isna().sum())} missing value(s); a time split orders "
-                         f"every row by it: drop those rows (df.dropna(subset=[{time!r}])) or fill them")
-    kind = t.dtype
-    if pd.api.types.is_bool_dtype(kind) or not (pd.api.types.is_numeric_dtype(kind)
-                                               or isinstance(kind, pd.PeriodDtype)
-                                               or pd.api.types.is_datetime64_any_dtype(kind)
-                                               or pd.api.types.is_timedelta64_dtype(kind)):
-        raise TypeError(f"time column {time!r} holds {kind} values, which sort as text ('2021-1-10' before "
-                        f"'2021-1-9'): parse them first, df[{time!r}] = {to_datetime_call(t, time)}")
+                         f".astype(object).where(df[{groups!r}].notna(), "
+                         f"[f'row-{{i}}' for i in range(len(df))]) (an id per row position: an index may "
+                         f"repeat)")
+    if time is not None: check_time_column(df[time], time)
 
 def _size_findings(sp: Splits, n: int, g) -> list[Finding]:
     "A warning for a holdout part whose share of the rows is a quarter or more off the share asked for."
@@ -420,7 +429,7 @@ def _split(df, target, strategy, groups, time, valid_size, test_size, n_folds, g
             raise ValueError(f"cannot stratify on target {target!r}: class {shown(counts.idxmin())} has "
                              f"{counts.min()} row(s), fewer than the {need} splits it must appear in{chosen}")
     y = df[target].to_numpy() if target is not None else None
-    g = pd.factorize(df[groups])[0] if groups is not None else None  # ids of mixed types as codes
+    g = _group_codes(df[groups]) if groups is not None else None
     t = time_values(df[time]) if time is not None else None
     if g is not None:
         n_groups = len(pd.unique(g))
@@ -430,14 +439,15 @@ def _split(df, target, strategy, groups, time, valid_size, test_size, n_folds, g
                              f"{need} {'folds' if n_folds else 'splits'} asked for")
     idx = np.arange(len(df))
     test = np.array([], dtype=np.int64)
-    if test_size: idx, test = _holdout(idx, test_size, strategy, y, g, t, seed, gap, ("test_size", test_size))
+    if test_size:
+        idx, test = _holdout(idx, test_size, strategy, y, g, t, seed, gap, ("test_size", test_size), time)
     folds = None
     if n_folds:
         folds = _kfold(np.sort(idx), n_folds, strategy, y, g, t, seed, gap, time)
         train, valid = folds[0]
     else:
         train, valid = _holdout(np.sort(idx), valid_size / (1 - test_size), strategy, y, g, t, seed, gap,
-                                ("valid_size", valid_size))
+                                ("valid_size", valid_size), time)
     if not len(train):  # a gap as long as the frame, or valid and test taking every row
         raise ValueError(f"these splits leave no train rows: {len(df)} rows, valid_size={valid_size}, "
                          f"test_size={test_size}, gap={gap} rows between the parts; lower gap or the sizes")
@@ -466,17 +476,18 @@ def nested_splits(df: pd.DataFrame,  # the data to split
     # each level split once and audited once, here (make_splits would audit each level a second time)
     outer_sp, df, _ = _split(df, target, strategy, groups, time, 0.2, 0.0, outer, 0, seed)
     hashes = RowHashes(df)  # df's rows hashed once, for each outer fold's audit
+    task, how = outer_sp.params["task"], outer_sp.strategy
     result = []
     for tr, te in outer_sp.folds:
         sub = df.iloc[tr].reset_index(drop=True)
         sub_hashes = RowHashes(sub)  # each outer train part hashed once, for its inner folds' audits
         inner_sp = _split(sub, target, outer_sp.strategy, groups, time, 0.2, 0.0, inner, 0, seed)[0]
         where = f"outer fold {len(result)}"
-        found = audit_parts(df, {"train": tr, "test": te}, groups=groups, time=time, label=where,
-                            row_hashes=hashes)
+        found = audit_parts(df, {"train": tr, "test": te}, target, groups, time, task=task, label=where,
+                            row_hashes=hashes, strategy=how)
         for j, (a, b) in enumerate(inner_sp.folds):
-            found += audit_parts(sub, {"train": a, "valid": b}, groups=groups, time=time,
-                                 label=f"{where}, inner fold {j}", row_hashes=sub_hashes)
+            found += audit_parts(sub, {"train": a, "valid": b}, target, groups, time, task=task,
+                                 label=f"{where}, inner fold {j}", row_hashes=sub_hashes, strategy=how)
         result.append({"train": tr, "test": te, "inner": [(tr[a], tr[b]) for a, b in inner_sp.folds],
                        "findings": found})
     outer_sp.findings = [f for fold in result for f in fold["findings"]]
