@@ -942,7 +942,7 @@ RULE_FIELDS = {  # the thresholds each rule reads: a rule's findings are cached 
     "_spikes": ("min_steps", "spike_z", "spike_rel", "spike_gap", "spike_share"),
     "_overfitting": ("overfit_tol", "overfit_after", "overfit_rise", "overfit_z", "overfit_se", "overfit_t",
                      "overfit_trend"),
-    "_gradients": ("explode", "explode_late", "vanish"),
+    "_gradients": ("explode", "explode_late", "vanish", "diverge_peak"),
     "_input_pipeline": ("data_wait",), "_memory": ("memory_rise", "memory_mb"),
     "_label_noise": ("noise_wrong", "noise_focus", "noise_learned", "noise_stuck", "noise_share", "noise_fit",
                      "noise_gap_z"),

@@ -215,3 +215,73 @@ def test_a_memorized_training_set_is_overfitting_not_a_blow_up():
                  config=tb.TrainConfig(epochs=60, lr=1e-2))
     kinds = [f.kind for f in run.findings]
     assert "diverging" not in kinds and "overfitting" in kinds, kinds
+
+
+# probe 32
+
+def exploded(loss):
+    "A history like probe 32's SGD(lr=1) on ×100 inputs: weight norms at step 1, gradient norms at step 10."
+    h = tb.History()
+    for s, v in enumerate(loss, 1): h.append(s, 0, "train", "loss", v)
+    for name, w in (("0.weight", 28.2), ("0.bias", 1.45), ("2.weight", 79.7), ("2.bias", 0.228)):
+        h.append(1, 0, "train", f"weight_norm/{name}", w)
+    for name, g in (("0.weight", 1.57e17), ("0.bias", 9.7e14), ("2.weight", 2.5e16), ("2.bias", 0.637)):
+        h.append(10, 0, "train", f"grad_norm/{name}", g)
+    return h
+
+
+def test_a_loss_that_blew_up_has_no_vanishing_gradients_from_its_exploded_layers():
+    """32/1: the loss climbs ×2500 a step to 1e34 (NanGuard stops before any NaN is logged): the gradients
+    at step 10 are the blown-up model's, against weights logged at step 1; 2.bias is not "1e5× smaller"."""
+    found = tb.diagnose(exploded([15.1 * 2500.0 ** k for k in range(11)]))
+    assert "diverging" in kinds(found) and "vanishing_gradients" not in kinds(found)
+    # the same norms beside a loss that did not blow up: the rule still reads them (the cut, not a mute rule)
+    assert "vanishing_gradients" in kinds(tb.diagnose(exploded([1.1] * 11)))
+
+
+def test_a_fit_whose_loss_overflows_names_the_nan_and_no_vanishing_gradients(tmp_path):
+    "32/1, the run itself: inputs ×100, SGD(lr=1): the loss overflows at step 12."
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(800, 10, generator=g)
+    y = (X @ torch.randn(10, 3, generator=torch.Generator().manual_seed(123))).argmax(1)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(10, 64), nn.ReLU(), nn.Linear(64, 3))
+    run = tb.fit(model, tb.TensorLoader(X * 100, y, batch_size=32, shuffle=False),
+                 tb.TensorLoader(X[:256] * 100, y[:256], batch_size=256), loss_fn=nn.CrossEntropyLoss(),
+                 optimizer=torch.optim.SGD(model.parameters(), lr=1.0), live=False,
+                 config=tb.TrainConfig(epochs=3, lr=1.0, checkpoint_dir=str(tmp_path)))
+    assert run.stopped == "nonfinite" and kinds(run.findings) == ["nonfinite"]
+
+
+def test_a_schedule_that_set_the_lr_to_0_is_named():
+    "32/2: a LambdaLR at 0 from step 16 of 375: not_learning names the lr, its advice starts with it."
+    n = 375
+    train = 1.0745 + 0.01 * np.random.default_rng(0).standard_normal(n)
+    lr = np.where(np.arange(1, n + 1) < 16, 3e-4, 0.0)
+    found = tb.diagnose(epochs_run(train, [1.0532] * 15, se=0.01, prior=1.0986, steps_per_epoch=25, lr=lr))
+    f = next(f for f in found if f.kind == "not_learning")
+    assert "learning rate was 0 from step 16 on (96% of the steps" in f.message
+    assert f.advice.startswith("fix the lr schedule") and f.data["lr_zero_from_step"] == 16
+    # a cosine that reaches 0 only at its last step is no stopped schedule
+    cosine = 3e-4 * 0.5 * (1 + np.cos(np.pi * np.arange(1, n + 1) / n))
+    found = tb.diagnose(epochs_run(train, [1.0532] * 15, se=0.01, prior=1.0986, steps_per_epoch=25,
+                                   lr=cosine))
+    assert not any("learning rate was 0" in f.message for f in found)
+
+
+def waiting(share, step_time, steps_per_epoch=25, epochs=3):
+    "A history whose epochs waited `share` of their time for data, at `step_time` s a step."
+    h = tb.History()
+    for e in range(epochs):
+        end = (e + 1) * steps_per_epoch
+        for s in range(end - steps_per_epoch + 1, end + 1): h.append(s, e, "train", "loss", 1.0 / s)
+        h.append(end, e, "train", "data_wait", share)
+        h.append(end, e, "train", "step_time", step_time)
+    return h
+
+
+def test_a_tiny_run_that_waited_a_third_of_its_time_is_no_slow_pipeline():
+    "32/4: 34% of 75 steps of 1 ms (26 ms in all) is no time to win back; of 75 steps of 50 ms (1.3 s) it is."
+    assert "slow_input_pipeline" not in kinds(tb.diagnose(waiting(0.34, 0.001)))
+    f = next(f for f in tb.diagnose(waiting(0.34, 0.05)) if f.kind == "slow_input_pipeline")
+    assert math.isclose(f.data["seconds_waited"], 0.34 * 0.05 * 75) and "1.28 s in all" in f.message

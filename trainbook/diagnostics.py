@@ -65,6 +65,11 @@ def _how_it_moved(drop: float) -> str:
     "The not-learning message's verb, true to the numbers: a loss that rose did not merely 'barely move'."
     return "rose instead of falling" if drop < 0 else "did not fall" if drop == 0 else "barely fell"
 
+def _untrained_loss(c: dict, loss: np.ndarray) -> float:
+    "The untrained model's loss: the first step's, or the constant predictor's if higher (a first batch's)."
+    _, _, prior = series_of(c, "valid", "prior_loss")
+    return max(abs(float(loss[0])), float(median(prior)) if len(prior) else 0.0, 1e-12)
+
 def _lr_never_peaked(c: dict) -> str:
     "A note when the logged lr still rose at the run's last step (a warmup longer than the run), else ''."
     _, _, lr = series_of(c, "train", "lr")
@@ -72,12 +77,35 @@ def _lr_never_peaked(c: dict) -> str:
     return (f"; the learning rate was still rising at the last step ({lr[0]:.3g} → {lr[-1]:.3g}): the warmup "
             f"is longer than the run, the lr never reached its peak") if rising else ""
 
+def _lr_stopped(c: dict) -> tuple[str, dict]:
+    "A note (and its data) when the logged lr was 0 from some step to the end, half the run or more; else ''."
+    ls, _, lr = series_of(c, "train", "lr")
+    if len(lr) < 4 or not np.isfinite(lr).all(): return "", {}
+    # an lr under float32's resolution of its peak moves no weight: as good as 0
+    off = lr <= np.finfo(np.float32).eps * max(float(lr.max()), 0.0)
+    if not off[-1]: return "", {}
+    at = 0 if off.all() else len(off) - int(off[::-1].argmin())  # where the stretch of 0s up to the end began
+    share = (len(lr) - at) / len(lr)
+    if share < 0.5: return "", {}  # a schedule that ends at 0 (cosine) reaches it at the last steps only
+    note = (f"; the learning rate was {lr[at]:.3g} from step {int(ls[at])} on ({share:.0%} of the steps; its "
+            f"peak {lr.max():.3g}): the schedule stopped training")
+    return note, {"lr_zero_from_step": int(ls[at]), "lr_zero_share": share}
+
+_WARMUP_ADVICE = ("shorten the warmup (warmup= well under the run's steps, or a fraction: 0.05) "
+                  "or train longer")
+_STOPPED_ADVICE = ("fix the lr schedule: a scheduler that reaches 0 (a LambdaLR factor of 0, a schedule "
+                   "built for fewer steps than the run) stops training; build it for the run's length")
+
 def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
-    "`_loss_course`, naming a schedule that never reached its peak lr where the run did not learn."
-    found, note = _loss_course(c, th), _lr_never_peaked(c)
-    advice = "shorten the warmup (warmup= well under the run's steps, or a fraction: 0.05) or train longer"
+    "`_loss_course`, naming a schedule that never reached its peak lr or set it to 0, where it did not learn."
+    found = _loss_course(c, th)
+    if not any(f.kind in ("not_learning", "lr_too_low") for f in found): return found
+    note, advice, extra = _lr_never_peaked(c), _WARMUP_ADVICE, {"lr_still_rising": True}
+    if not note:
+        note, extra = _lr_stopped(c)
+        advice = _STOPPED_ADVICE
     return [Finding(f.kind, f.severity, f.message + note, advice=f"{advice}; otherwise {f.advice}",
-                    data={**f.data, "lr_still_rising": True})
+                    data={**f.data, **extra})
             if note and f.kind in ("not_learning", "lr_too_low") else f for f in found]
 
 def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
@@ -95,9 +123,7 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
     top = int(brief.argmax())
     peak, last = float(brief[top]), float(brief[-1])
     late = float(median(loss[len(loss) // 2:]))
-    # the untrained model's loss, never below the constant predictor's (a small first batch's can be low)
-    _, _, prior_values = series_of(c, "valid", "prior_loss")
-    base = max(abs(first), float(median(prior_values)) if len(prior_values) else 0.0, 1e-12)
+    base = _untrained_loss(c, loss)
     data = {"start_loss": start, "end_loss": end, "peak_loss": peak, "first_loss": first, "noise": noise,
             "peak_step": int(steps[top]), "last_loss": last}
     data.update(untrained_loss=base, peak_threshold=th.diverge_peak * base,
@@ -363,7 +389,7 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
 # %% ../nbs/09_diagnostics.ipynb #112f01e9
 def _gradients(c: dict, th: Thresholds) -> list[Finding]:
     "exploding_gradients (the global norm grew by orders of magnitude), vanishing_gradients (starved ones)."
-    c = _before_nonfinite(c)
+    c = _norms_before(c, _nonfinite_step(c))
     _, _, g = series_of(c, "train", "grad_norm")
     out = []
     growth = fifths(g)
@@ -386,13 +412,29 @@ def _gradients(c: dict, th: Thresholds) -> list[Finding]:
                                data={"first": first, "first_fifth": fifth, "first_logged": logged, "middle": middle,
                                      "last": last, "growth": last / max(first, 1e-30), "threshold": th.explode,
                                      "late_threshold": th.explode_late}))
-    out += _parameter_gradients(c, th)
+    # each parameter's share before the loss blew up: after it the weights have grown by orders of magnitude
+    # (so has the largest gradient), and a weight norm logged before then measures none of them
+    out += _parameter_gradients(_norms_before(c, _blowup_step(c, th)), th)
     return out
 
-def _before_nonfinite(c: dict) -> dict:
-    "The gradient and weight norms logged before the first non-finite loss (after it: a broken model's)."
-    bad, norms = nonfinite_finding(c), [k for k in c if k[1].startswith(("grad_norm", "weight_norm"))]
-    return {**c, **{k: tuple(a[c[k][0] < bad[0].data["step"]] for a in c[k]) for k in norms}} if bad else c
+def _nonfinite_step(c: dict) -> Optional[int]:
+    "The step of the first non-finite loss, or None."
+    bad = nonfinite_finding(c)
+    return bad[0].data["step"] if bad else None
+
+def _blowup_step(c: dict, th: Thresholds) -> Optional[int]:
+    "The first step whose 7-step moving median loss is over `diverge_peak` × the untrained loss, or None."
+    steps, _, loss = series_of(c, "train", "loss")
+    if len(loss) < 3: return None
+    brief = rolling_median(loss, 3, spread=False)[0]  # where `diverging` sees the blow-up
+    over = np.flatnonzero(brief > th.diverge_peak * _untrained_loss(c, loss))
+    return int(steps[over[0]]) if len(over) else None
+
+def _norms_before(c: dict, step: Optional[int]) -> dict:
+    "The gradient and weight norms logged before `step` (from it on: a broken model's); all when None."
+    if step is None: return c
+    norms = [k for k in c if k[1].startswith(("grad_norm", "weight_norm"))]
+    return {**c, **{k: tuple(a[c[k][0] < step] for a in c[k]) for k in norms}}
 
 _ROUND_OFF = 1e-4  # below this share of its layer's other gradient at every log: round-off around an exact 0
 
@@ -458,17 +500,34 @@ def _parameter_gradients(c: dict, th: Thresholds) -> list[Finding]:
                                  "largest": top, "threshold": th.vanish * top}))
     return out
 
+_WAIT_WORTH = 1.0  # seconds: a run that waited less than this for batches in all has no time to win back
+
+def _seconds_waited(c: dict) -> Optional[float]:
+    "The seconds the run waited for batches (each epoch's wait share × s/step × its steps); None: untimed."
+    ws, _, w = series_of(c, "train", "data_wait")
+    ts, _, st = series_of(c, "train", "step_time")
+    if len(w) == 0 or len(st) != len(w) or not (ts == ws).all(): return None
+    ls = series_of(c, "train", "loss")[0]
+    before = min(int(ls[0]) - 1, int(ws[0])) if len(ls) else 0  # the step the first timed epoch began after
+    steps = np.diff(np.concatenate([[before], ws]))  # each epoch's: from the last epoch's end to its own
+    return float(np.sum(w * st * steps))
+
 def _input_pipeline(c: dict, th: Thresholds) -> list[Finding]:
-    "slow_input_pipeline: the loop waited for batches for a large share of the training epochs."
+    "slow_input_pipeline: the loop waited for batches a large share of the training time (a second or more)."
     _, _, w = series_of(c, "train", "data_wait")
     if len(w) == 0: return []
     share = float(median(w))
     if share <= th.data_wait: return []
+    # a share of a tiny run (a loaded CPU's hiccups in a second of training) is no time lost
+    waited = _seconds_waited(c)
+    if waited is not None and waited < _WAIT_WORTH: return []
+    total = f" ({waited:.3g} s in all)" if waited is not None else ""
     return [Finding("slow_input_pipeline", "warning",
-                    f"{share:.0%} of the training time was spent waiting for data",
+                    f"{share:.0%} of the training time was spent waiting for data{total}",
                     advice="in-memory tensors: use TensorLoader; a DataLoader: raise num_workers, set "
                            "pin_memory=True (on GPU) and persistent_workers=True; or precompute the features",
-                    data={"data_wait_share": share, "threshold": th.data_wait})]
+                    data={"data_wait_share": share, "threshold": th.data_wait, "seconds_waited": waited,
+                          "seconds_threshold": _WAIT_WORTH})]
 
 def _memory(c: dict, th: Thresholds) -> list[Finding]:
     "memory_growth: the peak memory kept rising epoch after epoch (a leak: tensors kept across steps)."
@@ -565,9 +624,7 @@ def _suspicious_score(c: dict, th: Thresholds) -> list[Finding]:
     vs, ve, v = series_of(c, "valid", "loss")
     _, te, t = series_of(c, "train", "epoch_loss")
     if len(loss) == 0 or len(v) == 0 or not np.isfinite(v).all(): return []
-    # against the untrained loss, or the constant predictor's when that is higher (a first batch can be low)
-    _, _, prior = series_of(c, "valid", "prior_loss")
-    start = max(abs(float(loss[0])), float(median(prior)) if len(prior) else 0.0, 1e-12)
+    start = _untrained_loss(c, loss)  # (the constant predictor's loss when that is higher)
     if v[0] < th.leak_first * start:
         # training when validation first looked: the best of its last tenth of steps (>= 3; a hard batch is no
         # level). Near-perfect there too, the task may be easy (or a feature gives the target away on both: the
