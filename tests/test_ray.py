@@ -172,6 +172,34 @@ def test_a_timed_out_launch_on_the_users_ray_stops_its_run(local_ray):
     assert local_ray.available_resources().get("CPU", 0) == 2  # both free: the next launch can run
 
 
+def long_fit():
+    X, y = data()
+    return tb.fit(model(), tb.TensorLoader(X, y, batch_size=B, shuffle=True), loss_fn=nn.functional.cross_entropy,
+                  live=False, config=tb.TrainConfig(epochs=10_000, device="cpu", monitor="train_loss"))
+
+
+def test_a_ctrl_c_in_a_launch_on_the_users_ray_frees_its_cpus(local_ray):
+    """Seen: KeyboardInterrupt came back at once, but the run went on, both CPUs held (a Ctrl-C inside
+    Thread.join marked the running launch thread as ended, so the run was never aborted)."""
+    import _thread, threading
+    streamed = tb.History()
+
+    def ctrl_c():  # once rank 0's rows stream in: the workers hold their CPUs
+        deadline = time.monotonic() + 300
+        while len(streamed) == 0 and time.monotonic() < deadline: time.sleep(0.1)
+        _thread.interrupt_main()
+
+    threading.Thread(target=ctrl_c, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        ray_engine.launch(long_fit, num_workers=2, live=False, history=streamed, timeout=600)
+    assert len(streamed) > 0  # interrupted mid-run, not while starting
+    deadline = time.monotonic() + 10  # launch waited for the placement group: only Ray's resource view may lag
+    while local_ray.available_resources().get("CPU", 0) < 2 and time.monotonic() < deadline: time.sleep(0.1)
+    assert local_ray.available_resources().get("CPU", 0) == 2  # both free: the next launch can run
+    assert local_ray.is_initialized()  # the user's Ray goes on
+    assert not [t for t in threading.enumerate() if t.name == "trainbook-ray-launch"]
+
+
 def test_a_dead_worker_is_named_by_its_rank():
     "What Ray says when a worker's process died (no traceback of ours): the rank, and what killed it."
     class WorkerGroupError(Exception):  # the shape of ray.train.WorkerGroupError

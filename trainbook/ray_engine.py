@@ -104,6 +104,7 @@ class Collector:
         self.notes: list = []  # what the driver is told of the result
         self.errors: dict = {}
         self.controller = None  # the Ray Train controller's actor handle, so launch can stop the run
+        self.placement_group = None  # its worker group's placement group (what holds the workers' CPUs, GPUs)
 
     def put_rows(self, start: int,  # the position of the first row in rank 0's history
                  rows: list,  # (step, epoch, split, name, value) records from there on
@@ -127,6 +128,10 @@ class Collector:
                       ):
         self.controller = handle
     def get_controller(self): return self.controller
+    def put_placement_group(self, group,  # the worker group's placement group (the newest after a restart)
+                           ):
+        self.placement_group = group
+    def get_placement_group(self): return self.placement_group
 
 # inside a Ray Train worker run by `launch`: its rank, the collector, the checkpoint Ray gave it at its start
 # (for its first fit), and the rows rank 0's earlier fits in this worker streamed (a later fit's follow them)
@@ -250,34 +255,57 @@ def _failure(err: Exception, errors: dict) -> LaunchError:
     return LaunchError(f"rank {rank} died{also} (killed, or out of memory): {failures[rank]}")
 
 def _controller_reporter(collector):
-    "A Ray Train callback, run in the controller, that hands its actor handle to `collector` (or None)."
-    try: from ray.train.v2._internal.execution.callback import ControllerCallback
+    """A Ray Train callback, run in the controller, that hands `collector` its actor handle and its worker
+    group's placement group (or None)."""
+    try: from ray.train.v2._internal.execution.callback import ControllerCallback, WorkerGroupCallback
     except ImportError: return None  # Ray Train v1: no controller actor
 
-    class ReportController(ControllerCallback):
+    class ReportController(ControllerCallback, WorkerGroupCallback):
         def __init__(self, collector): self.collector = collector
 
         def after_controller_start(self, train_run_context):
             import ray
             # not waited for: the controller is an async actor
             self.collector.put_controller.remote(ray.get_runtime_context().current_actor)
+
+        def after_worker_group_start(self, worker_group):
+            # so a stopped run's CPUs and GPUs can be seen to come back (and taken back if they do not)
+            group = worker_group.get_worker_group_state().placement_group_handle.placement_group
+            self.collector.put_placement_group.remote(group)
     return ReportController(collector)
 
-def _stop_run(collector, thread: threading.Thread, wait: float = 60) -> str:
-    "Stop a Ray Train run still going (its controller aborts its workers, then ends); what happened."
+def _stop_run(collector, done: threading.Event, wait: float = 60) -> str:
+    """Stop a Ray Train run still going (its controller aborts its workers, then ends) and wait, at most
+    `wait` seconds, until its placement group is removed (its CPUs and GPUs free again); what happened."""
     import ray
     deadline, controller = time.monotonic() + wait, None
-    while controller is None and thread.is_alive() and time.monotonic() < deadline:  # a run still starting:
+    left = lambda: max(deadline - time.monotonic(), 1.0)
+    while controller is None and not done.is_set() and time.monotonic() < deadline:  # a run still starting:
         controller = ray.get(collector.get_controller.remote())  # its controller reports once it is up
-        if controller is None: thread.join(0.2)
+        if controller is None: done.wait(0.2)
     if controller is None:
-        if not thread.is_alive(): return "it had ended"
+        if done.is_set(): return "it had ended"
         return "its workers could not be reached, and may still run"
-    try: ray.get(controller.abort.remote(), timeout=wait)
+    try: ray.get(controller.abort.remote(), timeout=left())
     except Exception: pass  # the controller exits inside `abort`: the call ends with an actor error
     ray.kill(controller, no_restart=True)  # in case it did not
-    thread.join(wait)  # trainer.fit() returns once its controller is gone
-    return "it was stopped" if not thread.is_alive() else "it was asked to stop"
+    done.wait(left())  # trainer.fit() returns once its controller is gone
+    # abort removes the placement group; a controller killed before it did leaves it holding the CPUs
+    if not _release(ray.get(collector.get_placement_group.remote()), deadline):
+        return (f"its workers' CPUs and GPUs are still held after {wait:g} s (its placement group was not "
+                "removed): ray.shutdown() frees them")
+    return "it was stopped" if done.is_set() else "it was asked to stop"
+
+def _release(group, deadline: float) -> bool:
+    "Remove placement group `group` if Ray has not, and wait until it is gone (by `deadline`); whether it is."
+    from ray.util import placement_group_table, remove_placement_group
+    if group is None: return True  # none made yet: the workers never started
+    gone = lambda: placement_group_table(group).get("state") in (None, "REMOVED")
+    if not gone():
+        try: remove_placement_group(group)
+        except Exception: pass  # removed meanwhile
+    while not gone() and time.monotonic() < deadline: time.sleep(0.1)
+    return gone()
 
 def check_resources(total: dict,  # the Ray cluster's resources (`ray.cluster_resources()`)
                     num_workers: int,  # the workers asked for
@@ -346,6 +374,7 @@ def launch(fn: Callable,  # what each worker runs (it calls tb.fit); a function 
     storage = storage_path or tempfile.mkdtemp(prefix="trainbook-ray-")
     outcome: dict = {}
     thread = stopped = None
+    done = threading.Event()  # set when trainer.fit() has returned or raised
     try:
         short = check_resources(ray.cluster_resources(), num_workers, use_gpu, resources_per_worker, datasets)
         if short is not None and started: raise ValueError(f"launch: {short}")  # a local Ray never grows
@@ -364,18 +393,20 @@ def launch(fn: Callable,  # what each worker runs (it calls tb.fit); a function 
         def run():
             try: outcome["result"] = trainer.fit()
             except BaseException as e: outcome["error"] = e
+            finally: done.set()
 
         thread = threading.Thread(target=run, daemon=True, name="trainbook-ray-launch")
         curves, state = launch_live_curves(live, history)
         deadline = time.monotonic() + timeout
         thread.start()
         got = 0  # rows of rank 0's history received
-        while thread.is_alive():
-            thread.join(0.5)
+        # waited on as an Event: a Ctrl-C inside Thread.join marks the running thread as ended (Python < 3.13)
+        while not done.is_set():
+            done.wait(0.5)
             got = _receive(collector, got, history)
             if curves is not None: curves.update(state)
-            if thread.is_alive() and time.monotonic() > deadline:
-                stopped = "its Ray was stopped" if started else _stop_run(collector, thread)
+            if not done.is_set() and time.monotonic() > deadline:
+                stopped = "its Ray was stopped" if started else _stop_run(collector, done)
                 raise TimeoutError(f"launch: the Ray run did not finish within timeout={timeout}s; {stopped}")
         _receive(collector, got, history)
         if curves is not None: curves.update(state, force=True)
@@ -384,8 +415,11 @@ def launch(fn: Callable,  # what each worker runs (it calls tb.fit); a function 
         for note in notes: warn(f"launch: {note}")
         return cloudpickle.loads(data) if data is not None else None
     finally:  # a Ctrl-C too: the run does not go on in the background of the user's own Ray
-        if thread is not None and thread.is_alive() and not started and stopped is None:
-            _stop_run(collector, thread)
+        if thread is not None and not done.is_set() and not started and stopped is None:
+            stopped = _stop_run(collector, done)
+            if stopped not in ("it was stopped", "it had ended"):
+                warn(f"launch: the run was interrupted; {stopped}")
+        if thread is not None and done.is_set(): thread.join(5)  # its last lines, after `done` was set
         if started: shutdown_local()  # a Ray started for this call ends with it (its workers, its agents)
         if storage_path is None: shutil.rmtree(storage, ignore_errors=True)
 
