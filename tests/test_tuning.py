@@ -585,3 +585,45 @@ def test_the_documented_way_to_fail_one_trial_is_a_public_name():
     "Probe 14, f7: tb.TrialFailed was an AttributeError that ended the whole search."
     from trainbook import tuning
     assert tb.TrialFailed is tuning.TrialFailed and "TrialFailed" in tb.__all__
+
+
+def test_an_interrupted_trial_is_not_counted_as_a_failed_one(tmp_path):
+    "Probe 29, t5: Ctrl-C in trial 2 stopped the search as 'interrupted', yet it warned '1 of 3 failed'."
+    db = str(tmp_path / "s.db")
+    def objective(config, fail=None):
+        if config.trial.number == 2: raise KeyboardInterrupt
+        return math.nan if config.trial.number == fail else config["x"]
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        res = tb.search(objective, {"x": (0.0, 1.0)}, 5, storage=db, study_name="a", live=False)
+    assert res.stopped == "interrupted" and states(res) == ["COMPLETE", "COMPLETE", "FAIL"]
+    assert not [w for w in said if "failed" in str(w.message)], [str(w.message) for w in said]
+    # a real failure beside the interrupt: counted, the interrupted trial not
+    with pytest.warns(UserWarning, match=r"search: 1 of 3 trials failed: trial 0 .*returned nan") as said:
+        res = tb.search(lambda c: objective(c, fail=0), {"x": (0.0, 1.0)}, 5, storage=db, study_name="b",
+                        live=False)
+    assert res.stopped == "interrupted" and states(res) == ["FAIL", "COMPLETE", "FAIL"]
+    assert not [w for w in said if "2 of 3" in str(w.message)]
+
+
+def test_a_study_file_another_process_keeps_locked_fails_naming_it_after_a_stated_wait(tmp_path):
+    """Probe 29, r4/t6: a study file held by BEGIN EXCLUSIVE elsewhere blocked silently for 200 s (three tries
+    of 60 s), then raised 'database is locked' with a note blaming writability."""
+    import time
+    db = tmp_path / "s.db"
+    optuna.create_study(storage=f"sqlite:///{db}", study_name="s")
+    holder = sqlite3.connect(db, isolation_level=None)  # another connection: SQLite locks it out the same
+    holder.execute("BEGIN EXCLUSIVE")
+    start = time.monotonic()
+    try:
+        with pytest.warns(UserWarning, match=r"another process holds the lock of .*s\.db; waiting up to 1 s"):
+            said = r"s\.db' is locked by another process: waited 1 s"
+            with pytest.raises(TimeoutError, match=said) as info:
+                tb.tuning.make_storage(str(db), lock_wait=1)
+    finally: holder.execute("ROLLBACK")
+    assert time.monotonic() - start < 20  # once, not three times; the probe's 1 s and the store's read
+    notes = "".join(getattr(info.value, "__notes__", []))
+    assert "can be written" not in str(info.value) + notes and "3 tries" not in notes
+    with pytest.raises(ValueError, match="lock_wait must be a positive number of seconds, got 0"):
+        tb.tuning.make_storage(str(db), lock_wait=0)
+    assert tb.tuning.make_storage(str(db), lock_wait=1) is not None  # released: it opens

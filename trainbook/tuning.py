@@ -12,15 +12,15 @@ from .core import TrainConfig, did_you_mean, require_instance, warn
 from .events import Callback, add_session_observer, remove_session_observer
 from .loop import fit
 from .run import Run, monitored_record
-from .store import database_url, make_sqlite_folder
+from .store import database_url, make_sqlite_folder, sqlite_path
 from .tracking import run_params
 from .widgets import StudyPanel, config_text
 
 # %% auto #0
-__all__ = ['KINDS', 'CONFIG_FIELDS', 'DEFAULT_STORAGE', 'PRUNERS', 'TRIAL_OBSERVER', 'check_space', 'suggest', 'MonitorReport',
-           'Pruning', 'TrialConfig', 'fit_objective', 'new_study_name', 'make_storage', 'make_pruner', 'make_sampler',
-           'trial_seed', 'SearchResult', 'TrialFailed', 'TrialDiverged', 'search', 'fail_running', 'best_completed',
-           'attr_value']
+__all__ = ['KINDS', 'CONFIG_FIELDS', 'DEFAULT_STORAGE', 'SQLITE_LOCK_WAIT', 'PRUNERS', 'TRIAL_OBSERVER', 'check_space', 'suggest',
+           'MonitorReport', 'Pruning', 'TrialConfig', 'fit_objective', 'new_study_name', 'make_storage', 'make_pruner',
+           'make_sampler', 'trial_seed', 'SearchResult', 'TrialFailed', 'TrialDiverged', 'search', 'fail_running',
+           'best_completed', 'attr_value']
 
 # %% ../nbs/17_tuning.ipynb #7e31bccb
 KINDS = ("log", "int", "int_log", "float")
@@ -205,6 +205,9 @@ def _takes(model_factory: Callable) -> Optional[set]:
 
 # %% ../nbs/17_tuning.ipynb #f6808d83
 DEFAULT_STORAGE = "sqlite:///optuna.db"
+# seconds a SQLite study waits for a lock another process holds, then fails naming the file: a write holds it for
+# milliseconds, so a few workers queueing wait far less; a lock held longer is a process that keeps it
+SQLITE_LOCK_WAIT = 30.0
 
 def new_study_name() -> str:
     "A new study's name: when it began, and 4 random hex digits (two searches in one second never share one)."
@@ -213,6 +216,7 @@ PRUNERS = ("median", "hyperband", "successive_halving", "none")
 
 def make_storage(storage=None,  # None = sqlite:///optuna.db; a database URL; a SQLite file; an Optuna storage
                  heartbeat: Optional[float] = None,  # seconds between a running trial's heartbeats
+                 lock_wait: float = SQLITE_LOCK_WAIT,  # SQLite: seconds to wait for another process's lock
                  ):
     "The Optuna storage for `storage` (SQLite with a patient lock timeout: local workers share one file)."
     import optuna
@@ -221,11 +225,16 @@ def make_storage(storage=None,  # None = sqlite:///optuna.db; a database URL; a 
     if not isinstance(storage, str): return storage
     if heartbeat is not None and not (isinstance(heartbeat, (int, float)) and heartbeat > 0):
         raise ValueError(f"heartbeat must be None or a positive number of seconds, got {heartbeat!r}")
+    if isinstance(lock_wait, bool) or not (isinstance(lock_wait, (int, float)) and lock_wait > 0):
+        raise ValueError(f"lock_wait must be a positive number of seconds, got {lock_wait!r}")
     from sqlalchemy.exc import SQLAlchemyError
     url = database_url(storage, "storage")  # a path as sqlite:///path; a SQLite URL checked
+    path = sqlite_path(url, "storage", storage)
+    if path is not None: _warn_locked(path, storage, lock_wait)  # before the wait, not after it
     # SQLite says 'unable to open database file'; an MLflow store's file would get Optuna's tables
     make_sqlite_folder(url, "storage", _storage_text(storage), own="studies")
-    kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else None
+    # SQLite's busy timeout: each statement waits this long for another process's lock, then fails
+    kwargs = {"connect_args": {"timeout": lock_wait}} if url.startswith("sqlite") else None
     # a trial whose worker sent nothing for 4 heartbeats is taken as dead (a busy SQLite file delays a few)
     beats = {} if heartbeat is None else {"heartbeat_interval": max(1, round(heartbeat)),
                                           "grace_period": max(4, round(4 * heartbeat))}
@@ -235,11 +244,48 @@ def make_storage(storage=None,  # None = sqlite:///optuna.db; a database URL; a 
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # heartbeat_interval
                 return optuna.storages.RDBStorage(url, engine_kwargs=kwargs, **beats)
         except SQLAlchemyError as err:  # two workers creating the tables at once: the loser finds them later
+            # a lock held past `lock_wait` is held by another process: trying again would only wait again
+            if _is_locked(err): raise _locked_error(storage, lock_wait) from err
             if attempt == 2:
                 _add_note(err, f"storage {_storage_text(storage)!r} could not be opened (3 tries): check "
                                "that its file can be written there, or that the database takes the URL")
                 raise
             time.sleep(0.2 + random.random())
+
+def _is_locked(err: BaseException,  # what a storage call raised
+             ) -> bool:
+    "Whether `err`, or an error it came from, is SQLite's 'database is locked' (a busy timeout ran out)."
+    for _ in range(8):  # SQLAlchemy's error wraps sqlite3's; Optuna's StorageInternalError wraps SQLAlchemy's
+        if err is None: return False
+        if "database is locked" in str(err): return True
+        err = err.__cause__ or err.__context__
+    return False
+
+def _locked_error(storage,  # the storage as given (None = the default SQLite file)
+                 lock_wait: float,  # the seconds it waited
+                 ) -> TimeoutError:
+    "The error for a SQLite study file another process kept locked: the file, the wait, and what to do."
+    where, given = _storage_text(storage), DEFAULT_STORAGE if storage is None else storage
+    path = sqlite_path(database_url(given, "storage")) if isinstance(given, str) else None
+    file = f" (the file {path.resolve()})" if path is not None and str(path.resolve()) != where else ""
+    return TimeoutError(f"storage {where!r}{file} is locked by another process: waited {lock_wait:g} s "
+                        "for it. Let that process finish or close its connection (a search writing a trial, "
+                        "a database browser, a notebook holding a transaction), or pass another storage")
+
+def _warn_locked(path, storage: str, lock_wait: float):
+    "Warn, before waiting, when another process holds the lock of an existing SQLite file for a second."
+    import sqlite3
+    if not path.is_file() or path.stat().st_size == 0: return
+    # a write locks the file for milliseconds: a lock held for a second is a process that keeps it
+    db = sqlite3.connect(path, timeout=1.0, isolation_level=None)
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        db.execute("ROLLBACK")
+    except sqlite3.Error as err:  # not a database, read-only: make_sqlite_folder and Optuna say so
+        if "locked" in str(err):
+            warn(f"storage {_storage_text(storage)!r}: another process holds the lock of {path.resolve()}; "
+                 f"waiting up to {lock_wait:g} s for it (make_storage's lock_wait)")
+    finally: db.close()
 
 def make_pruner(pruner,  # 'median', 'hyperband', 'successive_halving', 'none'/None, or an optuna pruner
                 ):
@@ -449,6 +495,10 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     optuna.logging.set_verbosity(quiet)
     try: study = optuna.create_study(storage=make_storage(storage, heartbeat), study_name=study_name,
                                      direction=direction, pruner=pruner, sampler=sampler, load_if_exists=True)
+    except Exception as err:  # the file locked after the storage opened: its first write waited out
+        made = isinstance(storage, (str, type(None))) and not isinstance(err, TimeoutError)  # TimeoutError: said
+        if not (made and _is_locked(err)): raise
+        raise _locked_error(storage, SQLITE_LOCK_WAIT) from err
     finally: optuna.logging.set_verbosity(verbosity)
     _fail_stale_trials(study)  # trials of killed workers: FAIL, before the sampler reads the study
     if study.direction.name.lower() != direction:
@@ -462,6 +512,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     worker = f"{socket.gethostname()}:{os.getpid()}"
 
     repeats: list = []  # (trial, the earlier trial whose whole config it drew)
+    interrupted: list = []  # the trials Ctrl-C stopped: FAIL in the study, not failures of the objective
 
     def run_trial(trial) -> float:
         values = suggest(trial, space)
@@ -512,8 +563,8 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     except KeyboardInterrupt:  # Ctrl-C: the trial in flight is FAIL (Optuna's doing), the search stops here
         result.stopped = "interrupted"
         fail_running(study, lambda t: t.user_attrs.get("worker") == worker)
-        for number in [n for n, state in panel.states.items() if state == "running"]:
-            panel.end(number, "fail", best_completed(study))
+        interrupted.extend(n for n, state in panel.states.items() if state == "running")
+        for number in interrupted: panel.end(number, "fail", best_completed(study))
     except Exception as err:  # an objective's error: the trial is FAIL, the finished ones stay in the study
         result.stopped = "failed"
         _keep_best(result, study)
@@ -536,7 +587,8 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
         err = RuntimeError(f"no trial of study {study_name!r} completed: {states}{_fail_reasons(study)}")
         err.result = result  # the trials, pruned or failed, with the study
         raise err
-    failed = [n for n, state in panel.states.items() if state == "fail"]  # this search's: the best is of the rest
+    # this search's failed trials (the best is of the rest); the interrupted one is said by `stopped`
+    failed = [n for n, state in panel.states.items() if state == "fail" and n not in interrupted]
     if failed: warn(f"search: {len(failed)} of {len(panel.states)} trials failed{_fail_reasons(study)}")
     return result
 
