@@ -496,3 +496,76 @@ def test_an_optuna_file_given_as_the_store_and_a_store_given_as_the_storage_are_
     with sqlite3.connect(other) as db: db.execute("CREATE TABLE customers (id INTEGER)")
     with pytest.raises(ValueError, match=r"holds another application's data \(1 tables: customers"):
         tb.track(f"sqlite:///{other}")
+
+
+@pytest.mark.parametrize("given, meant", [("http//127.0.0.1:5000", "http://127.0.0.1:5000"),
+                                          ("sqlite//mlruns.db", "sqlite:///mlruns.db")])
+def test_a_scheme_missing_its_colon_is_refused_with_the_uri_meant(tmp_path, monkeypatch, given, meant):
+    "Probe 29, f4: 'http//127.0.0.1:5000' became a local store in ./http/127.0.0.1:5000/mlruns.db, in silence."
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=rf"uri '{re.escape(given)}'.*did you mean '{re.escape(meant)}'"):
+        tb.track(given)
+    assert list(tmp_path.iterdir()) == []  # no folder 'http' or 'sqlite' made
+    assert st.resolve_uri(f"./{given}").startswith(f"sqlite:///{tmp_path}/")  # the way to name such a folder
+
+
+def test_an_artifact_location_that_refuses_files_costs_the_files_not_the_status(sqlite_uri, tmp_path):
+    "Probe 29, f2: the run stayed RUNNING (then KILLED), spooled for ever, the warning naming no path."
+    (tmp_path / "afile").write_text("")  # a location under a file: refused whoever runs the test
+    location = str(tmp_path / "afile" / "art")
+    mlflow.MlflowClient(sqlite_uri).create_experiment("refused-artifacts", artifact_location=location)
+    tb.track(sqlite_uri, experiment="refused-artifacts", flush_every=0, wait=30)
+    with pytest.warns(UserWarning) as said:
+        run = fit(epochs=2)
+    messages = [str(w.message) for w in said if "trainbook tracking" in str(w.message)]
+    assert len(messages) == 1 and location in messages[0] and "run.json" in messages[0], messages
+    got = mlflow.MlflowClient(sqlite_uri).get_run(run.extra["mlflow_run_id"])
+    assert got.info.status == "FINISHED" and got.data.tags["stopped"] == "completed"
+    assert "valid_loss" in got.data.metrics and st.spooled(sqlite_uri) == []  # nothing left for sync
+
+
+def active_runs(uri, experiment):
+    client = mlflow.MlflowClient(uri)
+    return client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
+
+
+def retried_create(tracker, until=None):
+    """MLflow's create_run through a stalled server: its first try makes a run whose answer is lost, the retry
+    (after `until` is set) makes another and is answered; later creates are plain."""
+    real, tries = tracker.client.create_run, []
+
+    def create(*a, **k):
+        if tries: return real(*a, **k)
+        tries.append(real(*a, **k))  # made in the store; the answer never comes back
+        if until is not None: assert until.wait(60)
+        return real(*a, **k)
+    tracker.client.create_run = create
+
+
+def test_a_retried_create_leaves_one_mlflow_run(sqlite_uri):
+    "Probe 29, f1: a lost create answer left a RUNNING copy beside the run (KILLED by the next tb.track)."
+    retried_create(tb.track(sqlite_uri, experiment="retried-create", flush_every=0))
+    run = fit(epochs=2)
+    (only,) = active_runs(sqlite_uri, "retried-create")
+    assert only.info.run_id == run.extra["mlflow_run_id"] and only.info.status == "FINISHED"
+
+
+def test_a_run_spooled_while_its_create_hung_is_delivered_as_one_run_and_learns_its_id(sqlite_uri):
+    "Probe 29, f1: one fit gave three MLflow runs (two RUNNING copies), and run.extra kept mlflow_run_id None."
+    tracker, answered = tb.track(sqlite_uri, experiment="stalled-create", flush_every=0, wait=0.5), threading.Event()
+    retried_create(tracker, until=answered)
+    try:
+        with pytest.warns(UserWarning, match="did not answer in 0.5 s; the run is kept in"):
+            run = fit(epochs=3)
+    finally: answered.set()  # the server answers again
+    assert tracker.wait(60) and run.extra.get("mlflow_run_id") is None
+    (delivered,) = tb.sync()
+    (only,) = active_runs(sqlite_uri, "stalled-create")
+    assert only.info.run_id == delivered and only.info.status == "FINISHED"
+    steps = [m.step for m in tracker.client.get_metric_history(delivered, "valid_loss")]
+    assert steps == run.records.series("loss", "valid").index.tolist()  # every epoch, once
+    assert run.extra["mlflow_run_id"] == delivered  # the Run fit returned learns where it went
+    with pytest.warns(UserWarning, match="recorded already"): assert tb.log_run(run) == delivered
+    del run.extra["mlflow_run_id"]  # a Run that never learned its id (gone while the run was spooled)
+    with pytest.warns(UserWarning, match="recorded already"): assert tb.log_run(run) == delivered  # by its key
+    assert len(active_runs(sqlite_uri, "stalled-create")) == 1

@@ -203,6 +203,15 @@ def _check_sqlite_file(path: Path, uri: str):
                          "or an existing MLflow store")
     require_own_sqlite(path, "uri", uri, "experiments")
 
+def _refuse_missing_colon(text: str, uri) -> None:
+    "Refuse a path that is a known scheme short of its ':' ('http//host:5000'): a typo, not a folder 'http'."
+    missed = re.match(r"([A-Za-z][\w+.-]*)//", text)
+    if missed is None or missed.group(1).lower().split("+")[0] not in _schemes(): return
+    scheme, rest = missed.group(1), text[missed.end():]
+    meant = f"{scheme}:///{rest}" if _SQLITE.fullmatch(scheme + ":") else f"{scheme}://{rest}"
+    raise ValueError(f"uri {uri!r}: {scheme!r} followed by '//' is a URI missing its ':' (did you mean "
+                     f"{meant!r}?); for a folder of that name pass {'./' + text!r}")
+
 def resolve_uri(uri: str,  # a tracking URI (sqlite:///..., http://...), or a path: an SQLite file or a folder
                ) -> str:
     "The tracking URI `uri` means, checked before MLflow sees it; the errors name `uri` and say what to pass."
@@ -223,6 +232,7 @@ def resolve_uri(uri: str,  # a tracking URI (sqlite:///..., http://...), or a pa
         path = sqlite_path(text, "uri", uri)
         if path is not None: _check_sqlite_file(path, uri)
         return store_location(text)
+    _refuse_missing_colon(text, uri)
     path = Path(text).expanduser()
     if path.is_file() or (not path.exists() and path.suffix in SQLITE_SUFFIXES):
         _check_sqlite_file(path, uri)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/16_tracking.ipynb #d9ef80e5
 from __future__ import annotations
-import contextlib, contextvars, io, json, math, os, tempfile, time
+import contextlib, contextvars, io, json, math, os, tempfile, time, uuid, weakref
 from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -15,14 +15,16 @@ from .core import Finding, History, TrainConfig, this_process, warn
 from .events import Callback, LoopState, add_session_observer, remove_session_observer
 from .run import PER_STEP, Run, record_key, run_record_bytes
 from .store import (MAX_PARAM_VALUE, MAX_TAG_VALUE, artifact_repository, bound_http, check_server,
-                             is_remote, make_sqlite_folder, mark_dead_runs, owner_tags, quiet_mlflow,
-                             read_limits, read_spooled, resolve_uri, safe_items, safe_key, safe_names,
-                             safe_value, server_errors, spool, spooled, claim_spooled, release_spooled)
+                             is_remote, make_sqlite_folder, mark_dead_runs, no_answer, owner_tags,
+                             quiet_mlflow, read_limits, read_spooled, resolve_uri, safe_items, safe_key,
+                             safe_names, safe_value, server_errors, spool, spooled, claim_spooled,
+                             release_spooled)
 
 # %% auto #0
-__all__ = ['DEFAULT_URI', 'RENAMED_METRICS', 'tracking_uri', 'metric_key', 'epoch_points', 'metric_points', 'renamed_metrics',
-           'metric_names', 'run_params', 'context_params', 'params_of', 'tags_of', 'status_of', 'TrackedRun', 'Tracker',
-           'metrics_of', 'track', 'sync', 'untrack', 'active_tracker', 'log_run', 'write_scalars', 'to_tensorboard']
+__all__ = ['DEFAULT_URI', 'RENAMED_METRICS', 'RUN_KEY', 'tracking_uri', 'metric_key', 'epoch_points', 'metric_points',
+           'renamed_metrics', 'metric_names', 'run_params', 'context_params', 'params_of', 'tags_of', 'status_of',
+           'TrackedRun', 'Tracker', 'metrics_of', 'track', 'sync', 'untrack', 'active_tracker', 'log_run',
+           'write_scalars', 'to_tensorboard']
 
 # %% ../nbs/16_tracking.ipynb #16f62e19
 DEFAULT_URI = "sqlite:///mlruns.db"
@@ -167,6 +169,21 @@ def _experiment_id(client, name: str, uri: str) -> str:
         if exp is None: raise
         return exp.experiment_id
 
+RUN_KEY = "trainbook.run_key"  # the tag: one run's key, made by trainbook before MLflow makes its id
+
+def _keyed_runs(client, experiment_id: str, key: Optional[str]) -> list[str]:
+    "The ids of the experiment's runs tagged with one run's `key`, oldest first (a retried create makes two)."
+    if not key: return []
+    found = client.search_runs([experiment_id], filter_string=f"tags.`{RUN_KEY}` = '{key}'",
+                               order_by=["attributes.start_time ASC"], max_results=100)
+    return [r.info.run_id for r in found]
+
+def _drop_copies(client, experiment_id: str, key: Optional[str], run_id: str):
+    "Delete the runs with `run_id`'s key but another id: MLflow retries a create whose answer was lost."
+    # a stalled server answers both tries: one fit would be two MLflow runs, the copy RUNNING, then KILLED
+    for other in _keyed_runs(client, experiment_id, key):
+        if other != run_id: client.delete_run(other)
+
 def _log_batch(client, run_id: str, metrics: list = (), params: list = (), tags: list = ()):
     "Write in as few `log_batch` calls as MLflow's limits allow; an entry the store refuses costs only itself."
     metrics, params, tags = list(metrics), list(params), list(tags)
@@ -228,6 +245,9 @@ class _Recording:
     spooled: bool = False  # handed to the spool: the writer thread leaves it alone
     failed: bool = False  # a store write failed and no later one made up for it: the run's end spools the run
 
+    @property
+    def key(self) -> Optional[str]: return self.tags.get(RUN_KEY)
+
 def _safe_tags(tags: dict) -> dict:
     "Tags made safe for MLflow, with `trainbook.renamed` holding the original names of renamed keys."
     safe, renamed = safe_items(tags, MAX_TAG_VALUE)
@@ -256,7 +276,8 @@ class TrackedRun(Callback):
         params = {**settings, **_model_params(state.model), **self.own}
         params, renamed = _safe_params(params)
         tags = {"kind": self.kind, **context_params("tags"), **owner_tags(this_process()), **renamed,
-                **({"trainbook.run_dir": str(state.run_dir)} if state.run_dir else {})}
+                **({"trainbook.run_dir": str(state.run_dir)} if state.run_dir else {}),
+                RUN_KEY: uuid.uuid4().hex}
         self.rec = self.tracker.open(_Recording(name=_run_name(), params=params, tags=_safe_tags(tags)))
 
     def after_epoch(self, state: LoopState):
@@ -340,6 +361,7 @@ class Tracker:
         "At the run's end: the last records, tags, artifacts, status; waits `wait` seconds at most, then spools."
         self.recording.pop(id(rec), None)
         if rec.spooled: return
+        if self.client is not None: run.extra["mlflow_run_key"] = rec.key  # `log_run`, `sync` look it up
         self._submit(rec, self._finish, rec, _handed_over(rec, run.records), run)
         done = self._pool.submit(lambda: None)  # done once everything handed over before it is written
         why = None
@@ -349,6 +371,7 @@ class Tracker:
         if why is None and rec.failed and self.client is not None: why = "a write to the store failed"
         if why is not None:
             path = self._spool(rec, run)
+            _AWAITED[rec.key] = run  # `sync` gives it its MLflow id, if it is still around then
             warn(f"trainbook tracking: {why}; the run is kept in {path} and is recorded by "
                  "tb.sync() (or the next tb.track() of this store)")
         if rec.run_id is not None: run.extra["mlflow_run_id"] = rec.run_id
@@ -441,6 +464,7 @@ class Tracker:
                    tags=[RunTag(k, v) for k, v in tags.items()])
         rec.stored, rec.params_written = end, True
         self._artifacts(rec.artifact_uri, run)
+        _drop_copies(self.client, self.experiment_id, rec.key, rec.run_id)
         self.client.set_terminated(rec.run_id, status_of(run))
         rec.failed = False  # the whole run is in the store: nothing to spool
         self.run_ids.append(rec.run_id)
@@ -451,18 +475,29 @@ class Tracker:
         with tempfile.TemporaryDirectory(prefix="trainbook-run-") as folder:
             Path(folder, "run.json").write_bytes(run_record_bytes(run))
             if self.figure: self._guarded(None, _write_figure, Path(folder, "curves.html"), run)
-            artifact_repository(artifact_uri, self.uri).log_artifacts(folder)
+            try: artifact_repository(artifact_uri, self.uri).log_artifacts(folder)
+            except Exception as e:
+                if no_answer(e): raise  # the server, not the location: the run's end is spooled, files too
+                # its params, metrics and status are the record: a location refusing files costs only them
+                names = " and ".join(sorted(p.name for p in Path(folder).iterdir()))
+                warn(f"trainbook tracking: {names} could not be uploaded to the artifact location "
+                     f"{artifact_uri} ({e!r}); the run is recorded without them: check that location "
+                     "(the experiment's artifact_location)")
 
     def deliver(self, entry: dict,  # a spool entry (see `trainbook.store.spool`)
                ) -> str:
         "Record a spooled run in this store (only what it lacks when its MLflow run exists); returns its id."
         from mlflow.entities import Metric, Param, RunTag
         run = Run.from_dict(entry["record"], where="a spooled run")
-        run_id = entry.get("run_id")
+        run_id, key = entry.get("run_id"), entry["tags"].get(RUN_KEY)
         if run_id is None:  # in the experiment it was made for, not this tracker's
             experiment = entry.get("experiment") or self.experiment
             experiment_id = (self.experiment_id if experiment == self.experiment else
                              _experiment_id(self.client, experiment, self.uri))
+            # a create whose answer never came (the run's end spooled meanwhile) may have made it all the same
+            run_id = next(iter(_keyed_runs(self.client, experiment_id, key)), None)
+        existed = run_id is not None
+        if not existed:
             got = self.client.create_run(experiment_id, tags=entry["tags"], run_name=entry.get("name"))
             run_id, artifact_uri, stored = got.info.run_id, got.info.artifact_uri, {}
         else:
@@ -473,7 +508,7 @@ class Tracker:
         keys = {name: key for key, name in metric_names(entry["tags"]).items()}
         metrics = _metrics(run.records.rows(), keys) + [Metric(k, float(v), int(time.time() * 1000), run.step)
                                                         for k, v in _summary(run).items()]
-        if entry.get("run_id") is not None:  # the run is in the store in part: only the points it lacks
+        if existed:  # the run is in the store in part: only the points it lacks
             metrics = _unstored(self.client, run_id, metrics)
         tags = {**entry["tags"], **renamed_metrics(keys)}
         _log_batch(self.client, run_id, metrics=metrics,
@@ -482,6 +517,7 @@ class Tracker:
         figure, self.figure = self.figure, entry.get("figure", self.figure)
         try: self._artifacts(artifact_uri, run)
         finally: self.figure = figure
+        _drop_copies(self.client, got.info.experiment_id, key, run_id)
         self.client.set_terminated(run_id, entry["status"])
         return run_id
 
@@ -504,6 +540,8 @@ class Tracker:
                 warn(f"trainbook tracking: spooled run {path.name} could not be delivered yet: {e!r}")
                 continue
             claimed.unlink(missing_ok=True)
+            waiting = _AWAITED.pop(entry["tags"].get(RUN_KEY), None)  # the `Run` fit returned, still in use
+            if waiting is not None: waiting.extra["mlflow_run_id"] = delivered[-1]
             experiment = entry.get("experiment") or self.experiment
             self.synced[experiment] = self.synced.get(experiment, 0) + 1
         return delivered
@@ -579,6 +617,7 @@ def _run_name() -> str:
 
 # %% ../nbs/16_tracking.ipynb #2dcb966b
 _TRACKER: Optional[Tracker] = None
+_AWAITED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # run key -> a spooled run's `Run`
 
 def track(uri: Union[str, Path, bool, None] = None,  # URI, or a folder: its mlruns.db; False = off
           experiment: str = "trainbook",  # the MLflow experiment runs go to (created when missing)
@@ -654,20 +693,26 @@ def log_run(run: Run,  # a finished run, e.g. one made before tracking was turne
     else: tracker = Tracker(uri, experiment or "trainbook", figure=False)
     try:
         tracker.wait(tracker.wait_s)
-        known = _recorded_in(tracker, run.extra.get("mlflow_run_id"))
+        key = run.extra.get("mlflow_run_key")
+        # by its id, else by its key: a spooled run delivered since, its `Run` not around to learn its id
+        known = (_recorded_in(tracker, run.extra.get("mlflow_run_id"))
+                 or next(iter(_keyed_runs(tracker.client, tracker.experiment_id, key)), None))
         if known is not None:
             warn(f"trainbook tracking: this run is recorded already, as MLflow run {known} in "
                  f"{tracker.uri}; its id is returned and nothing is written (to record a copy: "
-                 "del run.extra['mlflow_run_id'])")
+                 "del run.extra['mlflow_run_id'], run.extra['mlflow_run_key'])")
+            run.extra["mlflow_run_id"] = known
             return known
+        key = key or uuid.uuid4().hex  # a spooled copy delivered later finds this run by it
         params, renamed = _safe_params({**params_of(run), **context_params()})
-        tags = _safe_tags({"kind": run.kind, **context_params("tags"), **tags_of(run), **renamed})
+        tags = _safe_tags({"kind": run.kind, **context_params("tags"), **tags_of(run), **renamed,
+                           RUN_KEY: key})
         entry = {"name": _run_name(), "params": params, "tags": tags, "status": status_of(run),
                  "record": run.to_dict(), "figure": tracker.figure}
         run_id = tracker.deliver(entry)
     finally:
         if tracker is not _TRACKER: tracker.close()
-    run.extra["mlflow_run_id"] = run_id
+    run.extra.update(mlflow_run_id=run_id, mlflow_run_key=key)
     tracker.run_ids.append(run_id)
     return run_id
 
