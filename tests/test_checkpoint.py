@@ -386,3 +386,32 @@ def test_a_checkpoint_is_no_record_the_earlier_run_goes_at_the_first_run_json(tm
     assert sorted(p.name for p in tmp_path.iterdir()) == [".trainbook-run", "last.pt", "run.json"]
     keeper.release()
     assert tb.load_checkpoint(tmp_path)["step"] == 1 and tb.Run.load(tmp_path).stopped == "running"
+
+
+@pytest.mark.parametrize("entries, said", [
+    ({"version": 99}, r"version 99.*this trainbook reads checkpoint version 1.*upgrade trainbook"),
+    ({"version": "1"}, r"version '1'.*a whole number"),
+    ({"format": "trainbook-checkpoint/99"}, r"'trainbook-checkpoint/99'.*not a trainbook checkpoint \(format "
+                                            r"'trainbook-checkpoint'\)")])
+def test_a_checkpoint_of_another_format_or_a_newer_version_is_refused_naming_the_file(tmp_path, entries, said):
+    "Probe 35: the format and version save_checkpoint writes were never read: a version-99 file loaded silently."
+    path = tmp_path / "run" / "best.pt"
+    tb.save_checkpoint(path, model=nn.Linear(3, 2), step=1)
+    torch.save({**torch.load(path, weights_only=True), **entries}, path)
+    with pytest.raises(CheckpointError, match=f"{path}.*{said}"):
+        tb.load_checkpoint(path, nn.Linear(3, 2))
+    run = tb.Run(tb.History(), tb.TrainConfig(), "completed", run_dir=path.parent, best=0.1, best_epoch=0)
+    with pytest.raises(CheckpointError, match=said): run.restore_best(nn.Linear(3, 2))
+    torch.save({"model": nn.Linear(3, 2).state_dict(), "version": 7}, path)  # torch.save's own dict: no format
+    assert tb.load_checkpoint(path, nn.Linear(3, 2))["version"] == 7
+
+
+def test_load_checkpoint_into_a_model_of_other_shapes_names_the_file_and_the_keys(tmp_path):
+    "Probe 35: torch's bare 'Error(s) in loading state_dict' named no file (restore_best's message, one home)."
+    path = tmp_path / "w.pt"
+    tb.save_checkpoint(path, model=nn.Linear(7, 2))
+    with pytest.raises(ValueError, match=rf"{path} does not fit this model: size mismatch for weight: .*\[2, 7\].*"
+                                         r"\[2, 8\].*same layers and shapes"):
+        tb.load_checkpoint(path, nn.Linear(8, 2))
+    with pytest.raises(ValueError, match=rf"{path} does not fit this model: .*Missing key.*0.weight"):
+        tb.load_checkpoint(path, nn.Sequential(nn.Linear(7, 2)))

@@ -765,3 +765,12 @@ def test_a_reader_sees_the_earlier_run_whole_while_an_overwrite_run_checkpoints_
     fit(tmp_path, epochs=1, overwrite=True, callbacks=[Read()], config={"checkpoint_every": 2})
     assert seen["load"] == (earlier.step, ".trainbook-earlier") and seen["resume"] == earlier.step, seen
     assert tb.Run.load(tmp_path).step != earlier.step  # committed at its epoch's end: the new run's
+
+
+def test_restore_best_names_a_best_pt_that_is_a_folder(tmp_path):
+    "Probe 35: best.pt replaced by a folder was said to be 'deleted or moved since'."
+    run = fit(tmp_path / "a")
+    (tmp_path / "a" / "best.pt").unlink()
+    (tmp_path / "a" / "best.pt").mkdir()
+    with pytest.raises(IsADirectoryError, match=r"a/best.pt is a folder, not a checkpoint file"):
+        run.restore_best(mlp())

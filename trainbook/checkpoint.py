@@ -14,20 +14,22 @@ import torch.distributed as dist
 from torch import nn
 
 from .core import Finding, atomic_write, process_alive, this_process, warn
-from .optim import rescale_lr
+from .optim import rescale_lr, schedule_lr
 from .distributed import full_state, load_sharded_state, unwrap
 from .resume import resume_changes, saved_signature
 from .run import (RUN_FILES, Handover, earlier_copy, earlier_run_files, json_safe, recover_handover,
                            write_run_record)
 
 # %% auto #0
-__all__ = ['FORMAT', 'SNAPSHOT_SPACING', 'SNAPSHOT_FREE', 'SNAPSHOT_ALWAYS', 'check_loadable', 'save_checkpoint',
-           'CheckpointError', 'UnsafeCheckpointError', 'checkpoint_file', 'read_checkpoint', 'restore_checkpoint',
-           'load_checkpoint', 'FindingsPart', 'unwritable', 'probe_writable', 'RunFolderBusy', 'folder_writer',
-           'release_run_dir', 'prepare_run_dir', 'stopped_early', 'check_epochs_left', 'check_resume', 'Checkpointer']
+__all__ = ['FORMAT', 'FORMAT_VERSION', 'SNAPSHOT_SPACING', 'SNAPSHOT_FREE', 'SNAPSHOT_ALWAYS', 'check_loadable',
+           'save_checkpoint', 'CheckpointError', 'UnsafeCheckpointError', 'checkpoint_file', 'read_checkpoint',
+           'restore_checkpoint', 'load_checkpoint', 'FindingsPart', 'unwritable', 'probe_writable', 'RunFolderBusy',
+           'folder_writer', 'release_run_dir', 'prepare_run_dir', 'stopped_early', 'check_epochs_left', 'check_resume',
+           'Checkpointer']
 
 # %% ../nbs/06_checkpoint.ipynb #6dd62f42
 FORMAT = "trainbook-checkpoint"
+FORMAT_VERSION = 1  # goes up only when the layout changes in a way an older reader would misread
 
 # what `torch.load(weights_only=True)` takes without asking (exact types: numpy's float64 is a float subclass)
 _SAFE_LEAVES = {type(None), bool, int, float, complex, str, bytes, torch.Size, torch.dtype, torch.device}
@@ -89,7 +91,7 @@ def save_checkpoint(path: str | Path,  # the file to write, e.g. run_dir / "last
                     **extra: Any,  # more entries (step, rng, history...): plain values only
                    ) -> Path:
     "Check that everything will load with `weights_only=True`, then write it atomically; returns `path`."
-    state = {"format": FORMAT, "version": 1}
+    state = {"format": FORMAT, "version": FORMAT_VERSION}
     for key, obj in (("model", model), ("optimizer", optimizer), ("scheduler", scheduler),
                      ("scaler", scaler)):
         if obj is None: continue
@@ -160,6 +162,21 @@ def _unreadable(path: Path, error: Optional[BaseException] = None) -> Optional[C
     return CheckpointError(f"{path} is not a readable checkpoint: {why}. Expected a file written by "
                            f"trainbook.save_checkpoint or torch.save (a zip archive starting with b'PK'){other}")
 
+def _refused_format(state: dict, path: Path) -> Optional[CheckpointError]:
+    "Why a checkpoint of another format, or newer than this trainbook reads, is refused; None if it is read."
+    if "format" not in state: return None  # a dict torch.save wrote: read as it is
+    name, version = state["format"], state.get("version", FORMAT_VERSION)
+    if name != FORMAT:
+        why = (f"it is a {name!r} file, not a trainbook checkpoint (format {FORMAT!r}): another "
+               "program's, or a newer trainbook's (upgrade trainbook to read it)")
+    elif isinstance(version, bool) or not isinstance(version, int):
+        why = f"its version {version!r} is not a whole number (this trainbook writes {FORMAT_VERSION})"
+    elif version > FORMAT_VERSION:
+        why = (f"a newer trainbook wrote it (version {version}; this trainbook reads checkpoint version "
+               f"{FORMAT_VERSION}): upgrade trainbook (pip install -U trainbook) to read it")
+    else: return None
+    return CheckpointError(f"{path} was refused: {why}")
+
 def read_checkpoint(path: str | Path,  # a checkpoint file, or a run folder (its last.pt)
                     *,
                     map_location: Any = "cpu",  # where tensors are loaded, as in torch.load
@@ -182,6 +199,8 @@ def read_checkpoint(path: str | Path,  # a checkpoint file, or a run folder (its
         raise _unreadable(path, e) from None
     if not isinstance(state, dict):
         raise CheckpointError(f"{path} holds a {type(state).__name__}, not a checkpoint (a dict of states)")
+    refused = _refused_format(state, path)  # never guessed at: a newer layout read as this one loads wrongly
+    if refused is not None: raise refused
     return state
 
 def restore_checkpoint(state: dict,  # a checkpoint's entries (`read_checkpoint`)
@@ -200,11 +219,18 @@ def restore_checkpoint(state: dict,  # a checkpoint's entries (`read_checkpoint`
         if obj is None: continue
         if key not in state:
             raise KeyError(f"{where} holds no {key!r} state; it holds: {', '.join(map(str, state))}")
-        if key == "model": obj.load_state_dict(state[key], strict=strict)
-        else: obj.load_state_dict(state[key])
+        if key != "model": obj.load_state_dict(state[key])
+        else:
+            try: obj.load_state_dict(state[key], strict=strict)
+            except RuntimeError as e:  # torch's: weights missing, unexpected or of another shape
+                lines = [line.strip().rstrip(".") for line in str(e).splitlines()[1:]]
+                detail = "; ".join(line for line in lines if line) or str(e)
+                raise ValueError(f"{where} does not fit this model: {detail}. Pass the model it was saved "
+                                 "from (the same layers and shapes)") from None
         # the optimizer of a checkpoint after step 1 has stepped in this run: torch's scheduler would warn, at its
         # first step in this process (a resume at an epoch's end), that it comes before optimizer.step()
         if key == "optimizer" and (state.get("step") or state[key].get("state")): obj._opt_called = True
+    schedule_lr(optimizer, scheduler)  # the lr this schedule gives at its step, not the checkpoint's plan's
     return state
 
 def load_checkpoint(path: str | Path,  # a checkpoint file, or a run folder (its last.pt)
@@ -560,7 +586,9 @@ class Checkpointer:
                                   f"{', '.join(repr(k) + ': ...' for k in left)}}}) to resume")
         restore_checkpoint(ckpt, None if sharded else p["model"], None if sharded else p["optimizer"],
                            p.get("scheduler"), p.get("scaler"), where=str(resume))
-        if sharded: load_sharded_state(p["model"], p["optimizer"], ckpt)
+        if sharded:
+            load_sharded_state(p["model"], p["optimizer"], ckpt)
+            schedule_lr(p["optimizer"], p.get("scheduler"))  # as `restore_checkpoint` does
         old, new = ((s.get("config") or {}).get("lr") for s in (saved_signature(ckpt), self.meta.get("signature", {})))
         if self.config_lr and old and new and old != new:  # a resume given another lr trains at it
             rescale_lr(p["optimizer"], p.get("scheduler"), new / old)

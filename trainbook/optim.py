@@ -19,10 +19,10 @@ from .distributed import full_tensor
 
 # %% auto #0
 __all__ = ['NORM_TYPES', 'SCHEDULE_FNS', 'SCHEDULER_INTERVALS', 'EPOCH_SCHEDULERS', 'param_groups', 'warmup_steps', 'constant',
-           'warmup_cosine', 'one_cycle', 'schedule_steps', 'make_scheduler', 'rescale_lr', 'scale_lr', 'check_lr_sweep',
-           'LRFinder', 'cycle_batches', 'steepest_lr', 'step_noise', 'window_means', 'descent_lr', 'lr_find',
-           'unscale_and_clip', 'gradient_norms', 'step_optimizer', 'optimizer_step', 'pick_scheduler_interval',
-           'train_step']
+           'warmup_cosine', 'one_cycle', 'schedule_steps', 'make_scheduler', 'rescale_lr', 'schedule_lr', 'scale_lr',
+           'check_lr_sweep', 'LRFinder', 'cycle_batches', 'steepest_lr', 'step_noise', 'window_means', 'descent_lr',
+           'lr_find', 'unscale_and_clip', 'gradient_norms', 'step_optimizer', 'optimizer_step',
+           'pick_scheduler_interval', 'train_step']
 
 # %% ../nbs/05_optim.ipynb #075ae175
 NORM_TYPES = (nn.modules.batchnorm._NormBase, nn.LayerNorm, nn.GroupNorm, nn.LocalResponseNorm) + \
@@ -122,6 +122,20 @@ def rescale_lr(optimizer,  # an optimizer (restored from a checkpoint)
     for key in ("base_lrs", "_last_lr"):
         values = getattr(scheduler, key, None)
         if isinstance(values, list): setattr(scheduler, key, [v * ratio for v in values])
+
+def schedule_lr(optimizer,  # an optimizer restored from a checkpoint, or None
+                scheduler,  # this run's lr schedule, its state restored from the same checkpoint; or None
+               ) -> None:
+    """Set the groups' lrs to what a `LambdaLR` gives at its step: its closed form, the restored lr itself
+    when the plan is unchanged. A checkpoint's lr is its own plan's: a resume with more epochs (another
+    schedule) would train its first step at it. Other schedulers chain from the restored lr (StepLR) or
+    restore their plan: left alone."""
+    if optimizer is None or not isinstance(scheduler, torch.optim.lr_scheduler.LambdaLR): return
+    values = [base * fn(scheduler.last_epoch) for fn, base in zip(scheduler.lr_lambdas, scheduler.base_lrs)]
+    for group, lr in zip(optimizer.param_groups, values):
+        if isinstance(group["lr"], torch.Tensor): group["lr"].fill_(lr)
+        else: group["lr"] = lr
+    scheduler._last_lr = values  # what get_last_lr() says
 
 def scale_lr(lr: float,  # the lr tuned at `base_batch`
              base_batch: int,  # the batch size it was tuned at

@@ -32,6 +32,11 @@ def _loader_order(dl) -> Optional[str]:
     if getattr(dl, "weights", None) is not None: return f"weighted, seed {seed}"
     return ("shuffled" + ("" if seed is None else f", seed {seed}")) if dl.shuffle else "in order"
 
+def _model_class(model: nn.Module) -> str:
+    "The model's class name, as the user wrote it (FSDP's fully_shard makes an `FSDP<name>` class above it)."
+    mro = type(unwrap(model)).__mro__
+    return next(c for c in mro if not c.__module__.startswith("torch.distributed.")).__qualname__
+
 def run_signature(model: nn.Module,  # the model being trained (wrappers are unwrapped)
                   optimizer=None,  # the optimizer that steps it
                   dl_train=None,  # the training loader
@@ -40,8 +45,9 @@ def run_signature(model: nn.Module,  # the model being trained (wrappers are unw
                   loss_fn=None,  # the loss (its name is compared)
                   data_fingerprint: Optional[str] = None,  # the batches' fingerprint (`fingerprint_data`)
                  ) -> dict:
-    "What a resume compares, as plain values: config, data, loader, versions, shapes, optimizer and loss."
+    "What a resume compares: config, data, loader, versions, the model's class and shapes, optimizer, loss."
     return {"config": cfg.to_dict() if cfg is not None else None,
+            "model": _model_class(model),  # other layers of the same shapes: a change, not an error
             "split_fingerprint": split_fingerprint, "data_fingerprint": data_fingerprint,
             "loss": None if loss_fn is None else getattr(loss_fn, "__name__", type(loss_fn).__name__),
             "optimizer_groups": [len(g["params"]) for g in optimizer.param_groups] if optimizer is not None else None,
@@ -92,7 +98,7 @@ def _impossible(saved: dict, now: dict) -> list[str]:
 
 def _flat(sig: dict) -> dict:
     "The compared values of a signature, flat: 'config.lr', 'loader.batch_size', 'versions.torch'..."
-    out = {k: sig.get(k) for k in ("split_fingerprint", "data_fingerprint", "loss")}
+    out = {k: sig.get(k) for k in ("split_fingerprint", "data_fingerprint", "loss", "model")}
     for group in ("config", "loader", "versions"):
         for key, value in (sig.get(group) or {}).items():
             if not (group == "config" and key in _NOT_COMPARED): out[f"{group}.{key}"] = value

@@ -197,17 +197,16 @@ class Run:
                                     "this run's: no best.pt of its own (its model holds the weights it ended "
                                     "with)")
         best = Path(self.run_dir) / "best.pt"
+        if best.is_dir():
+            raise IsADirectoryError(f"{best} is a folder, not a checkpoint file (the run saves its best "
+                                    "evaluation's weights there): move the folder away and put the file back")
         if not best.is_file():
             why = ("the run saved no best evaluation (none was finite, or it ended before its first)"
                    if self.best is None else f"the run's best ({self.monitor_followed()} {self.best:.4g} at "
                    f"epoch {self.best_epoch}) was saved there, and the file has been deleted or moved since")
             raise FileNotFoundError(f"{best} does not exist: {why}")
         device = next((p.device for p in model.parameters()), torch.device("cpu"))
-        try: load_checkpoint(best, model, map_location=device)
-        except RuntimeError as e:  # torch's load_state_dict: weights missing, unexpected or of another shape
-            detail = "; ".join(line.strip() for line in str(e).splitlines()[1:] if line.strip()) or str(e)
-            raise ValueError(f"{best} does not fit this model: {detail}. Pass the model this run trained "
-                             "(the same layers and shapes)") from None
+        load_checkpoint(best, model, map_location=device)  # a model of other shapes: a ValueError naming them
         return self
 
     def monitor_followed(self) -> str:
