@@ -854,3 +854,18 @@ def test_an_epoch_left_unfinished_has_no_row_of_nan_losses():
     table = run.metrics()
     assert list(table.index) == [0, 1] and table.notna().all().all(), table
     assert "interrupted after 19 steps / 2 epochs (epoch 2 unfinished)" in run._repr_html_()  # not '3 epochs'
+
+
+def test_a_model_that_returns_only_its_loss_is_validated_by_that_loss():
+    "loss_fn=None, forward -> {'loss': ...} (no 'logits'): validation needs the loss alone, no prediction."
+    class OwnLoss(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = nn.Linear(4, 4)
+        def forward(self, x): return {"loss": ((self.layer(x) - x) ** 2).mean()}
+    torch.manual_seed(0)
+    X = torch.randn(32, 4)
+    run = tb.fit(OwnLoss(), tb.TensorLoader(X, torch.zeros(32), batch_size=8),
+                 tb.TensorLoader(X[:16], torch.zeros(16), batch_size=8), loss_fn=None, live=False,
+                 config=tb.TrainConfig(epochs=2, device="cpu"))
+    assert run.stopped == "completed" and len(run.metrics()["valid_loss"].dropna()) == 2

@@ -197,12 +197,14 @@ def rows_in(batch,  # a batch in any form `fit` takes
 
 # %% ../nbs/03a_batch.ipynb #eabcedc2
 def prediction(out,  # what the model returned: a tensor, a tuple/list, a dict or an object with `logits`
-              ) -> torch.Tensor:
+               missing_ok: bool = False,  # a dict without 'logits' (a model that gives only its loss): None
+              ) -> Optional[torch.Tensor]:
     "The prediction tensor in a model output: the tensor, the first element of a tuple/list, or `logits`."
     if isinstance(out, torch.Tensor): return out
     # a dict, or a Hugging Face ModelOutput (an OrderedDict)
     if isinstance(out, dict) or hasattr(out, "keys"):
         if isinstance(out.get("logits"), torch.Tensor): return out["logits"]
+        if missing_ok: return None
         raise TypeError("the model returned a dict without 'logits'; its keys are: "
                         f"{', '.join(map(str, out.keys()))}. "
                         "Return the prediction under 'logits' (or return a tensor)")

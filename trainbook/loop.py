@@ -57,7 +57,7 @@ def evaluate(model: nn.Module,  # the model to score (its train/eval mode is res
             # a loss that returns one value per row: its batch mean (a float32 scalar is used as it is)
             loss = loss if loss.ndim == 0 and loss.dtype == torch.float32 else loss.float().mean()
             loss_sum, rows = loss_sum + loss * n, rows + n
-            pred = prediction(out)
+            pred = prediction(out, missing_ok=not metric_fns)  # a model that gives only its loss: None
             stats.add(pred, yb, loss, n)
             if metric_fns:
                 preds.append(pred.float())
