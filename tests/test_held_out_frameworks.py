@@ -210,3 +210,16 @@ def test_a_keras_run_records_its_learning_rate_without_a_callback_that_logs_it()
     cb = tb.keras_callback(live=False)
     model.fit(X, y, epochs=2, batch_size=16, verbose=0, callbacks=[cb])  # 3 steps an epoch: halved each epoch
     assert cb.run.records.series("lr").tolist() == pytest.approx([5e-3, 2.5e-3])
+
+
+def test_a_bert_fed_sequences_longer_than_its_positions_is_told_to_truncate():
+    "Probe 39: BERT's position buffer clashes in size (a RuntimeError, not an IndexError): the cause was unnamed."
+    transformers = pytest.importorskip("transformers")
+    config = transformers.BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                     intermediate_size=32, max_position_embeddings=32, num_labels=2)
+    torch.manual_seed(0)
+    model = transformers.BertForSequenceClassification(config)
+    dl = tb.TokenLoader([list(range(4, 60))] * 8, [0] * 8, batch_size=4)  # 56 tokens, 32 positions
+    with pytest.raises(RuntimeError, match=r"the inputs are 56 positions long, but the model's position table "
+                                           r"has 32 rows: truncate them to fit \(TokenLoader\(max_length"):
+        tb.fit(model, dl, loss_fn=None, config=tb.TrainConfig(epochs=1, device="cpu"), live=False)

@@ -101,7 +101,7 @@ def call_model(model: nn.Module,  # the model (or its DDP / compiled wrapper)
         if why is None: raise  # forward takes these inputs: the TypeError came from inside it
         raise TypeError(why) from err
     except RuntimeError as err:  # a float64 model fed float32 (or int64) inputs: torch names no fix
-        why = _dtype_mismatch(model, xb, err)
+        why = _dtype_mismatch(model, xb, err) or _too_long(model, xb, err)
         if why is None: raise
         raise RuntimeError(why) from err
     except IndexError as err:  # an id past an embedding's rows; a model's own loss given labels past its outputs
@@ -114,10 +114,25 @@ def call_model(model: nn.Module,  # the model (or its DDP / compiled wrapper)
                          "last batch (drop_last=True in the loader) or choose a batch size that divides the "
                          "rows") from err
 
+def _int_inputs(xb) -> dict:
+    "The integer tensors among the inputs (ids, masks, labels), by name or position."
+    parts = xb.items() if isinstance(xb, dict) else enumerate(xb if isinstance(xb, (tuple, list)) else (xb,))
+    return {k: v for k, v in parts if isinstance(v, torch.Tensor) and v.dtype in (torch.int32, torch.int64)}
+
+def _too_long(model: nn.Module, xb, err: Exception) -> Optional[str]:
+    "Why a forward failed: sequences longer than the model's position table (an index past it, a size clash)."
+    if isinstance(err, RuntimeError) and "size" not in str(err): return None
+    positions = [m.num_embeddings for n, m in model.named_modules()
+                 if isinstance(m, nn.Embedding) and "position" in n]
+    ids = [v for k, v in _int_inputs(xb).items() if k != "labels" and v.ndim >= 2]
+    longest = max((v.shape[-1] for v in ids), default=0)
+    if not positions or longest <= min(positions): return None
+    return (f"the inputs are {longest} positions long, but the model's position table has {min(positions)} "
+            f"rows: truncate them to fit (TokenLoader(max_length=...)) (torch: {err})")
+
 def _index_past(model: nn.Module, xb, err: IndexError) -> Optional[str]:
     "Why an index failed inside the model: integer inputs past an embedding's rows, or labels past its outputs."
-    parts = xb.items() if isinstance(xb, dict) else enumerate(xb if isinstance(xb, (tuple, list)) else (xb,))
-    ints = {k: v for k, v in parts if isinstance(v, torch.Tensor) and v.dtype in (torch.int32, torch.int64)}
+    ints = _int_inputs(xb)
     if "out of bounds" in str(err) and "labels" in ints:  # the model's own cross-entropy (an HF model)
         return (f"the labels run from {int(ints['labels'].min())} to {int(ints['labels'].max())}, past the model's "
                 f"outputs: labels are 0..num_labels-1; remap them, or make the model with num_labels = the number "
@@ -132,11 +147,7 @@ def _index_past(model: nn.Module, xb, err: IndexError) -> Optional[str]:
         where = f" ({name!r})" if isinstance(name, str) else ""
         return (f"the inputs{where} hold ids up to {top}, but the model's embedding tables have {shown} rows: an "
                 f"id must be below its table's size; check the tokenizer matches the model (vocab_size) (torch: {err})")
-    positions = [s for n, s in tables.items() if "position" in n]
-    longest = max(v.shape[-1] for v in ids.values())
-    if not positions or longest <= min(positions): return None
-    return (f"the inputs are {longest} positions long, but the model's position table has {min(positions)} rows: "
-            f"truncate them to fit (TokenLoader(max_length=...)) (torch: {err})")
+    return _too_long(model, xb, err)
 
 _CASTS = {torch.float64: "double()", torch.float32: "float()", torch.float16: "half()",
           torch.bfloat16: "bfloat16()"}
