@@ -285,3 +285,51 @@ def test_a_tiny_run_that_waited_a_third_of_its_time_is_no_slow_pipeline():
     assert "slow_input_pipeline" not in kinds(tb.diagnose(waiting(0.34, 0.001)))
     f = next(f for f in tb.diagnose(waiting(0.34, 0.05)) if f.kind == "slow_input_pipeline")
     assert math.isclose(f.data["seconds_waited"], 0.34 * 0.05 * 75) and "1.28 s in all" in f.message
+
+
+def test_an_lr_never_above_0_blames_no_schedule():
+    "37/3: a param group frozen at lr 0 (the logged one), no scheduler: the lr is named, no schedule blamed."
+    n = 375
+    train = 1.0745 + 0.01 * np.random.default_rng(0).standard_normal(n)
+    found = tb.diagnose(epochs_run(train, [1.0532] * 15, se=0.01, prior=1.0986, steps_per_epoch=25,
+                                   lr=np.zeros(n)))
+    f = next(f for f in found if f.kind == "not_learning")
+    assert "schedule" not in f.message and "schedule" not in f.advice and f.data["lr_always_zero"]
+    assert "(the first parameter group's) was 0 at every step" in f.message and "lr_zero_from_step" not in f.data
+
+
+def lr_at_0_from_step_4(accum_steps, epochs, tmp_path):
+    "A learnable task, LambdaLR 1 for 3 optimizer steps then 0; 32 optimizer steps in all."
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(256, 4, generator=g)
+    y = (X[:, 0] > 0).long()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0 if s < 3 else 0.0)
+    return tb.fit(model, tb.TensorLoader(X, y, batch_size=16, shuffle=False),
+                  tb.TensorLoader(X, y, batch_size=256), loss_fn=nn.CrossEntropyLoss(), optimizer=opt,
+                  scheduler=sched, live=False,
+                  config=tb.TrainConfig(epochs=epochs, lr=1e-2, seed=0, accum_steps=accum_steps,
+                                        checkpoint_dir=str(tmp_path / str(accum_steps))))
+
+
+def test_a_schedule_at_0_is_named_under_gradient_accumulation(tmp_path):
+    "37/4: lr 0 from step 4 of 32: named with accum_steps=1 and =4 (its 3 steps at 0.01 learned 8%, then stood)."
+    for accum_steps, epochs in ((1, 2), (4, 8)):
+        run = lr_at_0_from_step_4(accum_steps, epochs, tmp_path)
+        assert run.step == 32
+        f = next((f for f in run.findings if f.kind == "not_learning"), None)
+        assert f is not None, (accum_steps, run.findings)
+        assert "the schedule stopped training" in f.message and f.data["lr_zero_from_step"] == 4
+        assert f.advice.startswith("fix the lr schedule")
+
+
+def test_a_loss_that_falls_on_at_a_logged_lr_of_0_is_no_stopped_schedule():
+    "37/4: the logged lr (group 0's) at 0 from step 16 while the loss keeps falling: another group trains."
+    n = 375
+    train = 0.3 + 0.8 * np.exp(-np.arange(n) / 120) + 0.01 * np.random.default_rng(0).standard_normal(n)
+    lr = np.where(np.arange(1, n + 1) < 16, 3e-4, 0.0)
+    valid = [0.3 + 0.8 * np.exp(-25 * (e + 1) / 120) for e in range(15)]
+    found = tb.diagnose(epochs_run(train, valid, se=0.01, prior=1.0986, steps_per_epoch=25, lr=lr))
+    assert "not_learning" not in kinds(found) and not any("stopped training" in f.message for f in found)

@@ -77,35 +77,55 @@ def _lr_never_peaked(c: dict) -> str:
     return (f"; the learning rate was still rising at the last step ({lr[0]:.3g} → {lr[-1]:.3g}): the warmup "
             f"is longer than the run, the lr never reached its peak") if rising else ""
 
-def _lr_stopped(c: dict) -> tuple[str, dict]:
-    "A note (and its data) when the logged lr was 0 from some step to the end, half the run or more; else ''."
+def _lr_stopped(c: dict) -> tuple[str, str, dict]:
+    "A note, its advice and data when the logged lr was 0 from some step to the end, half the run or more."
     ls, _, lr = series_of(c, "train", "lr")
-    if len(lr) < 4 or not np.isfinite(lr).all(): return "", {}
+    if len(lr) < 4 or not np.isfinite(lr).all(): return "", "", {}
     # an lr under float32's resolution of its peak moves no weight: as good as 0
     off = lr <= np.finfo(np.float32).eps * max(float(lr.max()), 0.0)
-    if not off[-1]: return "", {}
-    at = 0 if off.all() else len(off) - int(off[::-1].argmin())  # where the stretch of 0s up to the end began
+    if not off[-1]: return "", "", {}
+    # never above 0: no schedule set it to 0 (an lr of 0 given, or a param group frozen at 0: the logged one)
+    if off.all():
+        return ("; the logged learning rate (the first parameter group's) was 0 at every step: the weights "
+                "it trains never moved", _ZERO_ADVICE, {"lr_always_zero": True})
+    # where the stretch of 0s up to the end began, after a positive lr
+    at = len(off) - int(off[::-1].argmin())
     share = (len(lr) - at) / len(lr)
-    if share < 0.5: return "", {}  # a schedule that ends at 0 (cosine) reaches it at the last steps only
+    if share < 0.5: return "", "", {}  # a schedule that ends at 0 (cosine) reaches it at the last steps only
     note = (f"; the learning rate was {lr[at]:.3g} from step {int(ls[at])} on ({share:.0%} of the steps; its "
             f"peak {lr.max():.3g}): the schedule stopped training")
-    return note, {"lr_zero_from_step": int(ls[at]), "lr_zero_share": share}
+    return note, _STOPPED_ADVICE, {"lr_zero_from_step": int(ls[at]), "lr_zero_share": share}
 
 _WARMUP_ADVICE = ("shorten the warmup (warmup= well under the run's steps, or a fraction: 0.05) "
                   "or train longer")
 _STOPPED_ADVICE = ("fix the lr schedule: a scheduler that reaches 0 (a LambdaLR factor of 0, a schedule "
                    "built for fewer steps than the run) stops training; build it for the run's length")
+_ZERO_ADVICE = ("an lr of 0 moves no weight: give the optimizer (each parameter group that should train) "
+                "an lr above 0")
+
+def _stalled_at_lr0(c: dict, th: Thresholds, step: int) -> list[Finding]:
+    "not_learning when the loss did not fall from `step` on, where the lr went to 0 (whatever it did before)."
+    steps, _, loss = series_of(c, "train", "loss")
+    rest = loss[steps >= step]
+    if len(loss) < th.min_steps or len(rest) < 2: return []
+    _, start, end = end_levels(rest)
+    drop = (start - end) / max(abs(start), 1e-12)
+    # it fell on: some weights still trained (the logged lr, one param group's, is not all that trains)
+    if drop >= th.still * min(1.0, len(rest) / 100): return []
+    return [Finding("not_learning", "warning",
+                    f"the training loss {_how_it_moved(drop)} over its last {len(rest)} steps: "
+                    f"{start:.4g} → {end:.4g}",
+                    data={"start_loss": start, "end_loss": end, "drop": drop, "drop_threshold": th.still})]
 
 def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
     "`_loss_course`, naming a schedule that never reached its peak lr or set it to 0, where it did not learn."
-    found = _loss_course(c, th)
-    if not any(f.kind in ("not_learning", "lr_too_low") for f in found): return found
     note, advice, extra = _lr_never_peaked(c), _WARMUP_ADVICE, {"lr_still_rising": True}
-    if not note:
-        note, extra = _lr_stopped(c)
-        advice = _STOPPED_ADVICE
-    return [Finding(f.kind, f.severity, f.message + note, advice=f"{advice}; otherwise {f.advice}",
-                    data={**f.data, **extra})
+    if not note: note, advice, extra = _lr_stopped(c)
+    found = _loss_course(c, th)
+    # it learned before the lr went to 0 (its drop over the whole run is no longer small): stalled since then
+    if not found and "lr_zero_from_step" in extra: found = _stalled_at_lr0(c, th, extra["lr_zero_from_step"])
+    return [Finding(f.kind, f.severity, f.message + note, data={**f.data, **extra},
+                    advice=f"{advice}; otherwise {f.advice}" if f.advice else advice)
             if note and f.kind in ("not_learning", "lr_too_low") else f for f in found]
 
 def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
