@@ -245,3 +245,28 @@ def test_predict_warns_of_categories_unseen_in_training(library, tmp_path):
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # known categories: not a word
             m.predict_proba(rows)
+
+
+def test_int_categories_served_as_floats_are_read_as_new_and_the_warning_says_to_cast(tmp_path):
+    # 1.0 for a trained 1 (one NaN makes an int column float): the model matches categories by text, so its
+    # predictions change; the warning is true, and its advice (cast back) gives the trained predictions
+    rng = np.random.default_rng(0)
+    store = rng.choice([1, 2, 3], 300)
+    df = pd.DataFrame({"x": rng.normal(size=300), "store": pd.Categorical(store)})
+    df["y"] = (store == 2).astype(int)
+    sp = tb.make_splits(df, "y", strategy="random", seed=0)
+    model = tb.fit_xgboost(df, "y", sp, params=ONE_THREAD["xgboost"], num_rounds=20, live=False,
+                           checkpoint_dir=tmp_path).model
+    rows = df.drop(columns="y").head(6)
+    floats = rows.astype({"store": float})
+    with pytest.warns(UserWarning, match=r"6 of these rows equal a training category as a number.*"
+                                         r"'(\d)\.0' is not '\1'.*astype\('Int64'\)"):
+        p_float = model.predict_proba(floats)
+    assert not np.allclose(p_float, model.predict_proba(rows))  # read as new: the warning is no false alarm
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # cast as the advice says: the trained predictions, not a word
+        cast = floats.astype({"store": "Int64"})
+        np.testing.assert_allclose(model.predict_proba(cast), model.predict_proba(rows))
+    with pytest.warns(UserWarning, match="unseen_categories") as caught:  # a new number: no cast would help
+        model.predict_proba(rows.astype({"store": float}).assign(store=4.0))
+    assert not any("as a number" in str(w.message) for w in caught)

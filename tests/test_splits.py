@@ -232,6 +232,28 @@ def test_a_stratified_group_holdout_holds_the_share_asked_for(valid_size, test_s
     assert len(sp.valid) == 20 and not set(three.g.iloc[sp.valid]) & set(three.g.iloc[sp.train])
 
 
+def test_time_folds_are_cut_around_a_long_tie_block_when_there_are_times_enough():
+    from sklearn.model_selection import TimeSeriesSplit
+    # 71 times, the last 30 rows at one: TimeSeriesSplit starts its folds at rows 25, 50, 75; the fold at 75
+    # moves back before the tied rows (past them it would be empty), so the last fold is the tie block whole
+    df = pd.DataFrame({"t": np.r_[np.arange(70), np.full(30, 70)], "x": np.arange(100.0)})
+    sp = tb.make_splits(df, time="t", n_folds=3)
+    assert [int(b.min()) for _, b in sp.folds] == [25, 50, 70]
+    assert [len(b) for _, b in sp.folds] == [25, 20, 30]
+    for tr, va in sp.folds: assert len(tr) and df.t.iloc[tr].max() < df.t.iloc[va].min()
+    # with no tie in the way, the folds are TimeSeriesSplit's
+    sklearn = [(a, b) for a, b in TimeSeriesSplit(2).split(df)]
+    for (a, b), (c, d) in zip(tb.make_splits(df, time="t", n_folds=2).folds, sklearn):
+        np.testing.assert_array_equal(a, c)
+        np.testing.assert_array_equal(b, d)
+    # a first time on 90 of 100 rows took every start: the folds start at the next times
+    first = pd.DataFrame({"t": np.r_[np.zeros(90), np.arange(1, 11)]})
+    sp = tb.make_splits(first, time="t", n_folds=3)
+    assert [int(b.min()) for _, b in sp.folds] == [90, 91, 92]
+    with pytest.raises(ValueError, match="n_folds=3 time folds need 4 blocks.*has 3 distinct value"):
+        tb.make_splits(pd.DataFrame({"t": np.repeat([0, 1, 2], 30)}), time="t", n_folds=3)
+
+
 def test_split_arguments_the_splitters_would_reject_are_named_first():
     df = pd.DataFrame({"x": np.arange(20.0), "y": np.repeat(np.arange(10), 2)})
     with pytest.raises(ValueError, match=r"valid_size=0.2 holds 4 of the 20 rows.*10 classes"):

@@ -110,17 +110,32 @@ def value_examples(values: pd.Series,  # the values to show
 def unseen_categories(df: pd.DataFrame,  # rows as they arrive at prediction time
                       known: dict,  # column -> the categories seen in training
                       ) -> list[Finding]:
-    "A warning for each column holding categories the training rows lacked: the model never learned them."
+    """A warning for each column holding categories the training rows lacked: the model never learned them.
+    A category matches by its text, so 1.0 served for a trained 1 is new too: the advice then says to cast."""
     out = []
     for col, seen in known.items():
         if col not in df.columns: continue
-        values = df[col].dropna().astype(str)
-        new = values[~values.isin(set(map(str, seen)))]
+        served = df[col].dropna()
+        is_new = ~served.astype(str).isin(set(map(str, seen))).to_numpy()
+        new = served[is_new].astype(str)
         if not len(new): continue
+        advice = "one-hot encoding makes them all zeros: check for renamed or new values"
+        if served.dtype.kind in "iuf":  # 1.0 for a trained 1: one NaN makes an int column float
+            texts = [str(v) for v in seen]
+            numbers = pd.to_numeric(pd.Series(texts, dtype=object), errors="coerce")
+            equal = served[is_new].isin(numbers.dropna()).to_numpy()
+            if equal.any():
+                value = served[is_new][equal].iloc[0]
+                trained = texts[int(np.flatnonzero(numbers == value)[0])]
+                cast = "float"
+                if served.dtype.kind == "f": cast = "'Int64') (a missing value makes an int column float"
+                advice = (f"{int(equal.sum())} of these rows equal a training category as a number, but the "
+                          f"model matches categories by text ({new[equal].iloc[0]!r} is not {trained!r}) and "
+                          f"reads them as new: cast the column as in training, e.g. df[{col!r}] = "
+                          f"df[{col!r}].astype({cast})")
         out.append(Finding("unseen_categories", "warning",
                            f"{len(new)} row(s) hold {new.nunique()} categories unseen in training: "
-                           f"{value_examples(new)}", column=col,
-                           advice="one-hot encoding makes them all zeros: check for renamed or new values",
+                           f"{value_examples(new)}", column=col, advice=advice,
                            data={"n_rows": int(len(new)), "categories": sorted(new.unique())[:20]}))
     return out
 

@@ -274,12 +274,21 @@ def _time_folds(idx, n_folds, t, gap, time):
     "Expanding-window time folds of `idx` (TimeSeriesSplit's sizes); rows of equal time stay on one side."
     order = idx[np.argsort(t[idx], kind="stable")]
     ts, n = t[order], len(order)
-    size = n // (n_folds + 1)
-    starts = [_after_ties(ts, n - k * size) for k in range(n_folds, 0, -1)] + [n]
-    if not size or any(b <= a for a, b in zip(starts, starts[1:])):
+    firsts = np.flatnonzero(ts[1:] != ts[:-1]) + 1  # the rows that start a later time: where a fold may start
+    if len(firsts) < n_folds:
         raise ValueError(f"n_folds={n_folds} time folds need {n_folds + 1} blocks of rows, each of later "
-                         f"times, but time column {time!r} has {len(pd.unique(ts))} distinct value(s) in "
+                         f"times, but time column {time!r} has {len(firsts) + 1} distinct value(s) in "
                          f"these {n} rows (equal times stay on one side): lower n_folds")
+    # TimeSeriesSplit's fold starts, each moved past the rows tied with the row before it; where that makes
+    # starts meet (a long tie block), a start moves back before the block, last fold first (a last block is
+    # the last fold whole, as a holdout makes it), then forward past a first block that took every start
+    size = n // (n_folds + 1)
+    at = np.searchsorted(firsts, [n - k * size for k in range(n_folds, 0, -1)] + [n])  # n: past every start
+    for j in range(n_folds - 1, -1, -1): at[j] = min(at[j], at[j + 1] - 1)
+    at = at[:-1]
+    at[0] = max(at[0], 0)
+    for j in range(1, n_folds): at[j] = max(at[j], at[j - 1] + 1)
+    starts = [int(s) for s in firsts[at]] + [n]
     if starts[0] - gap < 1:
         raise ValueError(f"gap={gap} rows leave no train rows before the first time fold (it starts at row "
                          f"{starts[0]} of {n} in time order): lower gap or n_folds")
