@@ -4,7 +4,8 @@ import math
 import torch
 from torch import nn
 
-from trainbook.sanity import Trained, memorized, overfit_batch
+from trainbook.levels import LossLevels
+from trainbook.sanity import Trained, curve_findings, measure_curve, memorized, overfit_batch
 
 
 def kinds(report): return [f.kind for f in report.findings]
@@ -84,3 +85,26 @@ def test_dropout_noise_does_not_fail_a_regression_net_that_memorized_the_batch()
     report = overfit_batch(model, (X, y), nn.functional.mse_loss)
     assert report.passed, report.findings
     assert kinds(report) == ["settled_in_eval"] and report.findings[0].severity == "info"
+
+
+def blown_up(end_level, wobble, steps=300):
+    "A loss that starts at 1.1, spikes to ~4700 in its first tenth, then wobbles by `wobble` at `end_level`."
+    rise = [1.1 + 4700 * math.sin(math.pi * i / 30) for i in range(30)]
+    return rise + [end_level + wobble * (-1) ** i * (1 + i % 3) for i in range(steps - 30)]
+
+
+def test_a_blow_up_that_ends_above_its_start_is_diverging_however_noisy_its_end():
+    "Probe 40, f1: lr=10 on a transformer, 1.10 -> 5.7 (peak 4734), was not_decreasing with tiny-lr advice."
+    levels = LossLevels(0.0, 1.036, "the class shares", 32)
+    values = blown_up(4.0, 1.2)  # the end's noise (3 sd: ~8) hides its 2.9 rise over the start
+    found, _ = curve_findings(measure_curve(values, 0.0, 1.036), levels, 10.0, [10.0], 300, 0.1)
+    assert [f.kind for f in found] == ["diverging"]
+    assert "lower the learning rate" in found[0].advice and "tiny" not in found[0].advice
+    # blown up, then settled at the constant (lr=1 there): it did not fall, and the lr is too high, not tiny
+    found, _ = curve_findings(measure_curve(blown_up(1.036, 1e-4), 0.0, 1.036), levels, 1.0, [1.0], 300, 0.1)
+    assert [f.kind for f in found] == ["not_decreasing"]
+    assert "lower the learning rate" in found[0].advice and "tiny" not in found[0].advice
+    # no blow-up, no fall: the tiny-lr advice stays
+    flat = [1.1 + 0.01 * (-1) ** i for i in range(300)]
+    found, _ = curve_findings(measure_curve(flat, 0.0, 1.036), levels, 1e-7, [1e-7], 300, 0.1)
+    assert [f.kind for f in found] == ["not_decreasing"] and "tiny one" in found[0].advice

@@ -175,7 +175,7 @@ def test_a_negative_loss_is_judged_by_its_fall_not_its_sign():
 
 def test_label_smoothing_and_soft_targets_pass_at_their_floor():
     "Smoothed CE and BCE on soft targets cannot reach 0; a model at their computed floor has memorized the batch."
-    from trainbook.sanity import loss_levels
+    from trainbook.levels import loss_levels
     xb, yb = small_batch()
     smoothed = nn.CrossEntropyLoss(label_smoothing=0.1)
     q = torch.tensor([1 - 0.1 + 0.1 / 4] + [0.1 / 4] * 3)
@@ -267,7 +267,8 @@ def test_a_batch_of_one_target_is_uncertain():
 
 def test_a_partial_of_a_torch_loss_is_read_by_its_name_for_the_kind_and_the_options():
     from functools import partial
-    from trainbook.sanity import loss_kind, loss_options
+    from trainbook.levels import loss_options
+    from trainbook.sanity import loss_kind
     F = nn.functional
     smoothed = partial(F.cross_entropy, label_smoothing=0.1)
     assert loss_kind(smoothed) == "ce" and loss_kind(partial(F.binary_cross_entropy_with_logits)) == "bce"
@@ -299,7 +300,8 @@ def regression_batch():
 def test_a_loss_short_of_memorizing_large_targets_is_told_to_standardize_them():
     "Held-out #3: MSE on targets of mean ~80 fell short, and the advice never mentioned the targets' scale."
     import math
-    from trainbook.sanity import LossLevels, curve_findings, measure_curve
+    from trainbook.levels import LossLevels
+    from trainbook.sanity import curve_findings, measure_curve
     values = [6500 * math.exp(-i / 20) + 60 + (-1) ** i for i in range(300)]  # fell, then flat at 60
     levels = LossLevels(0.0, 104.3, "the mean of the targets", 64, (79.7, 10.2))
     found, _ = curve_findings(measure_curve(values, 0.0, 104.3), levels, 1e-3, [1e-3], 300, 0.1)
@@ -331,3 +333,33 @@ def test_a_loss_that_scores_every_prediction_against_every_target_does_not_pass(
     model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
     report = overfit_batch(model, (X, y), lambda p, t: ((p - t) ** 2).mean())
     assert "no_better_than_constant" not in kinds(report)
+
+
+def test_check_init_loss_names_labels_past_the_outputs_as_overfit_batch_does():
+    "Probe 40, f2: labels 1..5 on 5 outputs raised torch's raw IndexError; overfit_batch names the range."
+    torch.manual_seed(0)
+    x = torch.randn(32, 20)
+    model = nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 5))
+    for y, outputs in ((torch.randint(0, 5, (32,)) + 1, 5), (torch.arange(32) % 5, 3)):
+        head = model if outputs == 5 else nn.Linear(20, 3)
+        found = check_init_loss(head, (x, y), nn.CrossEntropyLoss())
+        assert [(f.kind, f.severity) for f in found] == [("label_out_of_range", "error")]
+        assert found[0].message == overfit_batch(head, (x, y), nn.CrossEntropyLoss()).findings[0].message
+        assert f"the model has {outputs} outputs" in found[0].message
+
+
+def test_init_bias_is_silent_when_the_batch_cannot_show_the_class_shares():
+    "Probe 40, f4: 32 uniform labels of 10,000 classes (and 2 rows of 5) were called imbalanced classes."
+    torch.manual_seed(0)
+    many = nn.Linear(16, 10000)
+    nn.init.zeros_(many.weight)
+    nn.init.zeros_(many.bias)
+    uniform = (torch.randn(32, 16), torch.randint(0, 10000, (32,)))
+    assert check_init_loss(many, uniform, nn.CrossEntropyLoss()) == []
+    mlp = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 5))
+    assert check_init_loss(mlp, (torch.randn(2, 8), torch.tensor([1, 3])), nn.CrossEntropyLoss()) == []
+    # a batch that does show the shares, 97% of one class: the info stays
+    y = torch.zeros(256, dtype=torch.long)
+    y[:8] = torch.arange(8) % 4 + 1
+    found = check_init_loss(mlp, (torch.randn(256, 8), y), nn.CrossEntropyLoss())
+    assert [f.kind for f in found] == ["init_bias"]

@@ -4,34 +4,27 @@
 
 # %% ../nbs/08_sanity.ipynb #734ee267
 from __future__ import annotations
-import copy, functools, math
+import copy, math
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 import torch
 from torch import nn
 
-from .batch import (call_model, eval_mode, forward, kept_rng, label_range, prediction, split_batch,
-                             stop_requested, to_device, wants_whole_output)
+from .batch import (call_model, check_loss_shapes, eval_mode, forward, kept_rng, label_range,
+                             prediction, split_batch, stop_requested, to_device, wants_whole_output)
 from .core import Finding, History, announce, findings_html, pick_device
+from .levels import LossLevels, loss_levels, loss_name
 from .optim import train_step
 from .metrics import IGNORE_INDEX, ignore_index_of
 
 # %% auto #0
-__all__ = ['LOGIT_LOSSES', 'CLASS_LOSSES', 'BINARY_LOSSES', 'DISTANCE_LOSSES', 'LOSS_OPTIONS', 'loss_name', 'loss_kind',
-           'static_findings', 'no_gradient', 'LossLevels', 'loss_options', 'count_targets', 'loss_levels',
-           'SanityReport', 'same_output', 'all_right', 'Trained', 'overfit_batch', 'no_targets', 'Curve',
-           'measure_curve', 'memorized', 'worth_more', 'curve_findings', 'fell_short', 'overfit_report',
-           'check_init_loss']
+__all__ = ['LOGIT_LOSSES', 'loss_kind', 'static_findings', 'label_findings', 'no_gradient', 'SanityReport', 'same_output',
+           'all_right', 'Trained', 'overfit_batch', 'no_targets', 'Curve', 'measure_curve', 'memorized', 'worth_more',
+           'curve_findings', 'fell_short', 'overfit_report', 'shows_shares', 'check_init_loss']
 
 # %% ../nbs/08_sanity.ipynb #9d2aa348
 LOGIT_LOSSES = (nn.CrossEntropyLoss, nn.BCEWithLogitsLoss)
-
-def loss_name(loss_fn,  # a loss: an nn module, a torch.nn.functional function, a functools.partial of one
-             ) -> str:
-    "A loss's name in lower case: 'cross_entropy' (a function, also through a partial), 'crossentropyloss'."
-    fn = loss_fn.func if isinstance(loss_fn, functools.partial) else loss_fn
-    return getattr(fn, "__name__", type(fn).__name__).lower()
 
 def loss_kind(loss_fn,  # a loss: an nn module, a torch.nn.functional function (or a partial of one), a lambda
              ) -> Optional[str]:
@@ -67,18 +60,8 @@ def static_findings(model: nn.Module,  # the model (as it will train)
         found.append(Finding("eval_mode", "warning",
                              "the model is in eval mode: dropout and batch norm behave as at inference",
                              advice="call model.train() before training (fit does this itself)"))
+    found += label_findings(out, yb, loss_fn)
     kind = loss_kind(loss_fn)
-    if kind == "ce" and isinstance(yb, torch.Tensor):
-        ignore = ignore_index_of(loss_fn)
-        labels = label_range(out, yb, IGNORE_INDEX if ignore is None else ignore)
-        if labels is not None and (labels[0] < 0 or labels[1] >= labels[2]):
-            lo, hi, n_out = labels
-            found.append(Finding("label_out_of_range", "error",
-                                 f"labels run from {lo} to {hi} but the model has {n_out} outputs (valid "
-                                 f"labels 0..{n_out - 1})",
-                                 advice="make the last layer as wide as the number of classes, or remap "
-                                        "the labels to 0..C-1",
-                                 data={"min_label": lo, "max_label": hi, "n_outputs": n_out}))
     if kind == "ce" and out.ndim == 2 and out.shape[1] > 1:
         o = out.detach().float()
         if (o >= 0).all() and (o <= 1).all() and torch.allclose(o.sum(1), torch.ones(len(o)), atol=1e-3):
@@ -95,6 +78,23 @@ def static_findings(model: nn.Module,  # the model (as it will train)
                                  advice="remove the final Sigmoid; return raw logits"))
     return found
 
+def label_findings(out: torch.Tensor,  # the model's prediction on one batch
+                   yb,  # that batch's targets
+                   loss_fn,  # the loss: the labels of a class-index loss (cross-entropy, NLL) are checked
+                  ) -> list[Finding]:
+    "A `label_out_of_range` error when class labels fall outside the model's outputs (0..C-1), else []."
+    if loss_kind(loss_fn) != "ce" or not isinstance(yb, torch.Tensor): return []
+    ignore = ignore_index_of(loss_fn)
+    labels = label_range(out, yb, IGNORE_INDEX if ignore is None else ignore)
+    if labels is None or (labels[0] >= 0 and labels[1] < labels[2]): return []
+    lo, hi, n_out = labels
+    return [Finding("label_out_of_range", "error",
+                    f"labels run from {lo} to {hi} but the model has {n_out} outputs (valid labels "
+                    f"0..{n_out - 1})",
+                    advice="make the last layer as wide as the number of classes, or remap the labels to "
+                           "0..C-1",
+                    data={"min_label": lo, "max_label": hi, "n_outputs": n_out})]
+
 def no_gradient(model: nn.Module,  # a model right after one backward pass
                ) -> list[Finding]:
     "After a backward pass: trainable parameters whose gradient is None or all zero."
@@ -107,124 +107,6 @@ def no_gradient(model: nn.Module,  # a model right after one backward pass
                     f"{', '.join(dead[:5])}",
                     advice="check that these layers are used in forward and that nothing detaches their "
                            "output (.detach(), .item(), .numpy(), torch.no_grad)", data={"parameters": dead})]
-
-# %% ../nbs/08_sanity.ipynb #3efdceba
-@dataclass
-class LossLevels:
-    "What a loss can reach on one batch: its floor, the best constant output's loss, the targets it scores."
-    floor: Optional[float] = None  # the lowest value the loss can take on these targets; None = unknown
-    constant: Optional[float] = None  # the loss of the best output shared by every row; None = unknown
-    constant_is: str = ""  # what that constant output is, e.g. "the mean of the targets"
-    targets: Optional[int] = None  # the targets the loss scores (those not ignore_index); None = not counted
-    target_scale: Optional[tuple] = field(default=None, compare=False)  # (mean, std) of float targets
-
-CLASS_LOSSES = ("cross_entropy", "crossentropyloss", "nll_loss", "nllloss")  # class indices or probabilities
-BINARY_LOSSES = ("binary_cross_entropy_with_logits", "bcewithlogitsloss", "binary_cross_entropy", "bceloss")
-DISTANCE_LOSSES = {"mse_loss": "mean", "mseloss": "mean", "l1_loss": "median", "l1loss": "median",
-                   "smooth_l1_loss": None, "smoothl1loss": None, "huber_loss": None, "huberloss": None}
-LOSS_OPTIONS = ("weight", "pos_weight", "ignore_index", "label_smoothing")  # what moves a loss's floor
-
-def loss_options(loss_fn,  # a loss: an nn module, a torch.nn.functional function, a functools.partial of one
-                ) -> tuple[str, Optional[dict]]:
-    "The loss's name in lower case, and its options (a module's attributes, a partial's keywords) or None."
-    options, name = {}, loss_name(loss_fn)
-    if isinstance(loss_fn, functools.partial):
-        if loss_fn.args: return "", None  # options given by position: not read
-        options, loss_fn = dict(loss_fn.keywords), loss_fn.func
-    if isinstance(loss_fn, nn.Module):
-        options = {k: getattr(loss_fn, k) for k in LOSS_OPTIONS if getattr(loss_fn, k, None) is not None}
-    return name, options
-
-def count_targets(yb,  # the batch's targets
-                  ignore_index: Optional[int],  # the label of positions without a target; None = torch's -100
-                 ) -> Optional[int]:
-    "How many targets are left for the loss: integer labels other than `ignore_index`, else every value."
-    if not isinstance(yb, torch.Tensor): return None
-    if yb.is_floating_point() or yb.dtype == torch.bool: return yb.numel()
-    return int((yb != (IGNORE_INDEX if ignore_index is None else ignore_index)).sum())
-
-def _class_levels(loss_fn, pred: torch.Tensor, yb: torch.Tensor, options: dict, ignore: int) -> tuple:
-    "Cross-entropy / NLL: the loss at the best prediction for each row, and at the best one for all rows."
-    n_classes = pred.shape[1]
-    if yb.is_floating_point() and yb.shape == pred.shape:  # class probabilities
-        q, keep = yb.double(), torch.ones((len(yb), *yb.shape[2:]), dtype=torch.bool, device=yb.device)
-    elif not yb.is_floating_point() and yb.shape == (pred.shape[0], *pred.shape[2:]):
-        keep = yb != ignore
-        q = nn.functional.one_hot(torch.where(keep, yb, 0).long(), n_classes).movedim(-1, 1).double()
-    else: return None, None
-    eps = float(options.get("label_smoothing", 0.0))
-    q = q * (1 - eps) + eps / n_classes
-    weight = options.get("weight")
-    shape = (1, n_classes) + (1,) * (pred.ndim - 2)
-    # the row's loss is Σ_c a_c·(-log p_c) with a = smoothed target × class weight: lowest at p = a / Σ a
-    a = q * (weight.double().reshape(shape) if weight is not None else 1.0)
-    def score(a):
-        # log-probabilities: logits for cross-entropy too
-        log_p = (a / a.sum(1, keepdim=True).clamp_min(1e-300)).clamp_min(1e-12).log()
-        return float(loss_fn(log_p.to(pred.dtype).expand_as(pred), yb))
-    return score(a), score((a * keep.unsqueeze(1)).sum(0, keepdim=True))
-
-def _binary_levels(loss_fn, pred: torch.Tensor, yb: torch.Tensor, options: dict, logits: bool) -> tuple:
-    "BCE on each output: the loss at the best rate for each value and at the best one shared by all rows."
-    if yb.shape != pred.shape or not yb.is_floating_point() or yb.min() < 0 or yb.max() > 1: return None, None
-    t = yb.double()
-    weight = options.get("weight")
-    w = torch.ones_like(t) if weight is None else weight.double().broadcast_to(t.shape)
-    pos = options.get("pos_weight")
-    pos = 1.0 if pos is None else pos.double()
-    # the lowest loss of w·[-pos·t·log σ - (1-t)·log(1-σ)] is at σ = pos·Σwt / (pos·Σwt + Σw(1-t))
-    def score(ones, zeros):
-        rate = (pos * ones / (pos * ones + zeros)).clamp(1e-12, 1 - 1e-12)
-        given = rate.log() - (-rate).log1p() if logits else rate
-        return float(loss_fn(given.to(pred.dtype).expand_as(pred), yb))
-    return score(w * t, w * (1 - t)), score((w * t).sum(0, keepdim=True), (w * (1 - t)).sum(0, keepdim=True))
-
-def _distance_levels(loss_fn, pred: torch.Tensor, yb: torch.Tensor, center: Optional[str]) -> tuple:
-    "MSE / L1 / Huber: 0 at the targets themselves; the loss at their mean (MSE) or median (L1) for all rows."
-    if yb.shape != pred.shape or not yb.is_floating_point(): return None, None
-    floor = float(loss_fn(yb.clone(), yb))
-    if center is None: return floor, None
-    middle = yb.mean(0, keepdim=True) if center == "mean" else yb.median(0, keepdim=True).values
-    return floor, float(loss_fn(middle.expand_as(yb).contiguous(), yb))
-
-def loss_levels(loss_fn,  # the loss (None = the model's own: nothing is known of it)
-                pred,  # the model's prediction on the batch (its shape and dtype)
-                yb,  # the batch's targets
-               ) -> LossLevels:
-    "A known torch loss's floor and best constant output's loss on one batch, and the targets it scores."
-    name, options = loss_options(loss_fn) if loss_fn is not None else ("", None)
-    ignore = ignore_index_of(loss_fn) if loss_fn is not None else None
-    targets = count_targets(yb, ignore)
-    scale = ((float(yb.float().mean()), float(yb.float().std(unbiased=False)))
-             if isinstance(yb, torch.Tensor) and yb.is_floating_point() and yb.numel() >= 2 else None)
-    known = (options is not None and not wants_whole_output(loss_fn)
-             and isinstance(pred, torch.Tensor) and isinstance(yb, torch.Tensor)
-             # one row of one target each is its own best constant (a sequence's positions are not rows)
-             and pred.is_floating_point() and pred.ndim >= 1 and len(pred) >= (1 if pred.ndim <= 2 else 2))
-    if not known or not targets: return LossLevels(targets=targets, target_scale=scale)
-    pred, yb = pred.detach().float(), yb.detach()  # in float32: a bf16 model's floor, exactly
-    try:
-        with torch.no_grad():
-            if name in CLASS_LOSSES and pred.ndim >= 2:
-                levels = _class_levels(loss_fn, pred, yb, options, IGNORE_INDEX if ignore is None else ignore)
-                what = "the class shares"
-            elif name in BINARY_LOSSES:
-                logits = name.endswith(("logits", "logitsloss"))
-                levels = _binary_levels(loss_fn, pred, yb, options, logits)
-                what = "each output's share of 1s"
-            elif name in DISTANCE_LOSSES:
-                levels = _distance_levels(loss_fn, pred, yb, DISTANCE_LOSSES[name])
-                what = f"the {DISTANCE_LOSSES[name]} of the targets"
-            else: return LossLevels(targets=targets, target_scale=scale)
-    except (RuntimeError, ValueError, TypeError, IndexError):  # options or targets not covered here
-        return LossLevels(targets=targets, target_scale=scale)
-    floor, constant = levels
-    if floor is None or not math.isfinite(floor): return LossLevels(targets=targets, target_scale=scale)
-    floor = 0.0 if abs(floor) < 1e-9 else floor  # hard targets: 0, reached only in the limit
-    if constant is not None and bool((yb == yb[:1]).all()): constant = floor  # one target for all rows
-    if constant is not None and not (math.isfinite(constant) and constant >= floor - 1e-6 * (1 + abs(floor))):
-        constant = None
-    return LossLevels(floor, constant, what if constant is not None else "", targets, scale)
 
 # %% ../nbs/08_sanity.ipynb #a29a739e
 @dataclass
@@ -452,7 +334,14 @@ class Curve:
             ) -> bool:
         "Whether the loss ended above its start by over `share` of its way down (or all its last tenth did)."
         margin = share * max(self.start - self.zero, 0)
+        # after a blow-up the end's noise is the blow-up's own: ending above the start is enough
+        if self.blew_up and self.end - self.start > margin: return True
         return self.end - self.start > max(3 * self.noise, margin) or self.tail_low - self.start > margin
+
+    @property
+    def blew_up(self) -> bool:
+        "Whether the loss peaked ten times further from `zero` than it started: no tiny lr does that."
+        return self.start > self.zero and self.peak - self.zero > 10 * (self.start - self.zero)
 
     def still_falling(self,
                       share: float,  # the share of what is left to `zero` the last tenth's fall must pass
@@ -586,6 +475,9 @@ def curve_findings(curve: Curve,  # the best try's measurements
         if dead:
             advice = ("no parameter receives a gradient (see no_gradient): make the loss depend on the "
                       "prediction, and check that its mask does not zero every term")
+        elif curve.blew_up:  # the learning rate is too high, not too low
+            advice = (f"it spiked to {peak:.4g} on the way: lower the learning rate (10x or more below "
+                      f"{lr:.0e}; lr_find shows where the loss falls fastest) or clip gradients")
         else:
             advice = (f"gradients reach the parameters, yet nothing was learned: check the learning rate (a "
                       f"tiny one moves nothing in {steps} steps: try 1e-3 or lr_find), that the loss depends "
@@ -748,6 +640,18 @@ def _reference_losses(loss_fn: Callable, pred: torch.Tensor, yb) -> tuple[float,
     with torch.no_grad(): constant = float(cost())
     return neutral, min(constant, neutral) if math.isfinite(constant) else neutral
 
+def shows_shares(pred: torch.Tensor,  # the model's prediction on the batch
+                 yb,  # the batch's targets
+                 loss_fn,  # the loss: for a class-index loss the labels are counted
+                ) -> bool:
+    """Whether the batch's best constant can show the class shares: not with fewer labels than classes, or
+    each label seen once (its constant then just repeats the few labels drawn); other targets: True."""
+    if loss_kind(loss_fn) != "ce" or not isinstance(yb, torch.Tensor) or yb.is_floating_point(): return True
+    if pred.ndim < 2: return True
+    ignore = ignore_index_of(loss_fn)
+    labels = yb[yb != (IGNORE_INDEX if ignore is None else ignore)]
+    return labels.numel() >= pred.shape[1] and labels.unique().numel() < labels.numel()
+
 def check_init_loss(model: nn.Module,  # the untrained model
                     batch,  # one batch, in any form `fit` takes
                     loss_fn: Optional[Callable] = nn.functional.cross_entropy,  # None = the model computes its loss
@@ -759,6 +663,12 @@ def check_init_loss(model: nn.Module,  # the untrained model
     # where the model lives: its first parameter or buffer (a model without either runs on the CPU)
     dev = next((t.device for t in (*model.parameters(), *model.buffers())), torch.device("cpu"))
     with eval_mode(model), torch.no_grad():
+        if loss_kind(loss_fn) == "ce":  # labels past the outputs: said before the loss fails on them
+            xb, yb = to_device(split_batch(batch), dev)
+            pred = prediction(call_model(model, xb))
+            check_loss_shapes(pred, yb, loss_fn)  # first, as `forward` does: a one-column output, say
+            wrong = label_findings(pred, yb, loss_fn)
+            if wrong: return wrong
         out, loss, _, yb = forward(model, batch, loss_fn, dev, check_shapes=True)
     pred, loss = prediction(out), float(loss)
     if loss_fn is None or wants_whole_output(loss_fn):  # the model's own loss: a classifier's logits, last dim
@@ -777,7 +687,7 @@ def check_init_loss(model: nn.Module,  # the untrained model
         return [Finding("init_loss", "warning", f"initial loss {loss:.4g}, below {constant:.4g}, the best a constant "
                         "output reaches on this batch: an untrained model should not predict this well",
                         data=data, advice="look for the label leaking into the inputs")]
-    if neutral > 2 * constant + 1e-6 and loss > 2 * constant:
+    if neutral > 2 * constant + 1e-6 and loss > 2 * constant and shows_shares(pred, yb, loss_fn):
         return [Finding("init_bias", "info", f"initial loss {loss:.4g}, the best constant output costs {constant:.4g}:"
                         " the targets are far from what a zero output predicts (imbalanced classes, or values far "
                         "from 0)", data=data,
