@@ -1,6 +1,6 @@
 """Checkpoint safety: atomic writes survive SIGKILL and clean up after it; failed writes keep the old file; the writer
 refuses what the reader would refuse; corrupt files are told apart from unsafe ones."""
-import contextlib, errno, os, random, signal, subprocess, sys, textwrap
+import contextlib, errno, math, os, random, signal, subprocess, sys, textwrap
 from pathlib import Path
 
 import pytest
@@ -10,9 +10,12 @@ from torch import nn
 import trainbook as tb
 import numpy as np
 from trainbook.checkpoint import CheckpointError, UnsafeCheckpointError, prepare_run_dir, probe_writable, release_run_dir
+from trainbook.optim import restore_scheduler
 from trainbook.resume import resume_changes, run_signature, saved_signature
 import threading
 from helpers import blobs, mlp
+
+CE = nn.functional.cross_entropy
 
 WRITER = textwrap.dedent("""
     import sys, torch
@@ -228,6 +231,7 @@ def test_a_new_run_never_replaces_an_earlier_runs_files(tmp_path):
     second, note = prepare_run_dir(str(runs))
     assert second == runs / "version_1" and note.kind == "run_dir_versioned" and note.data["run_dir"] == str(second)
     assert "resume=" in note.advice and "overwrite=True" in note.advice
+    assert "(%train: --overwrite)" in note.advice  # probe 37: the magic's flag, not fit's argument alone
     third, _ = prepare_run_dir(runs)  # version_1 is claimed (its run is starting), so the next one is taken
     assert third == runs / "version_2"
     assert tb.load_checkpoint(runs)["step"] == 1  # untouched
@@ -391,6 +395,7 @@ def test_a_checkpoint_is_no_record_the_earlier_run_goes_at_the_first_run_json(tm
 @pytest.mark.parametrize("entries, said", [
     ({"version": 99}, r"version 99.*this trainbook reads checkpoint version 1.*upgrade trainbook"),
     ({"version": "1"}, r"version '1'.*a whole number"),
+    ({"version": 0}, r"version 0 is below 1"), ({"version": -5}, r"version -5 is below 1"),  # probe 37: loaded
     ({"format": "trainbook-checkpoint/99"}, r"'trainbook-checkpoint/99'.*not a trainbook checkpoint \(format "
                                             r"'trainbook-checkpoint'\)")])
 def test_a_checkpoint_of_another_format_or_a_newer_version_is_refused_naming_the_file(tmp_path, entries, said):
@@ -415,3 +420,36 @@ def test_load_checkpoint_into_a_model_of_other_shapes_names_the_file_and_the_key
         tb.load_checkpoint(path, nn.Linear(8, 2))
     with pytest.raises(ValueError, match=rf"{path} does not fit this model: .*Missing key.*0.weight"):
         tb.load_checkpoint(path, nn.Sequential(nn.Linear(7, 2)))
+
+
+def test_a_resume_into_a_model_of_other_shapes_names_the_checkpoint_file(tmp_path):
+    "Probe 37: fit(resume=)'s 'cannot be resumed exactly' named the keys, not the file (load_checkpoint names both)."
+    cfg = tb.TrainConfig(epochs=1, device="cpu", checkpoint_dir=str(tmp_path))
+    X, y = blobs(n=32, d=4, classes=2)
+    tb.fit(mlp(4, 8, 2), tb.TensorLoader(X, y, batch_size=8), loss_fn=CE, config=cfg, live=False)
+    with pytest.raises(ValueError, match=rf"checkpoint '{tmp_path / 'last.pt'}' cannot be resumed exactly: .*shape"):
+        tb.fit(mlp(4, 6, 2), tb.TensorLoader(X, y, batch_size=8), loss_fn=CE, config=cfg.replace(epochs=2),
+               resume=tmp_path, live=False)
+
+
+def test_load_checkpoint_with_a_scheduler_of_other_settings_keeps_them_and_says_so(tmp_path):
+    "A longer CosineAnnealingLR loaded by hand: its T_max and the checkpoint's step, the lr of its closed form."
+    def parts(t_max):
+        opt = torch.optim.SGD(nn.Linear(2, 1).parameters(), lr=0.1)
+        return opt, torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=t_max)
+    opt, sched = parts(8)
+    for _ in range(8): opt.step(); sched.step()
+    tb.save_checkpoint(tmp_path / "last.pt", optimizer=opt, scheduler=sched)
+    assert opt.param_groups[0]["lr"] == 0.0  # the old plan's end
+    opt, sched = parts(16)
+    with pytest.warns(UserWarning, match=r"T_max: 8 → 16\).*applied: CosineAnnealingLR keeps the settings passed"):
+        tb.load_checkpoint(tmp_path, optimizer=opt, scheduler=sched)
+    assert sched.T_max == 16 and sched.last_epoch == 8
+    assert math.isclose(opt.param_groups[0]["lr"], 0.05, rel_tol=1e-12)  # half way down the new cosine
+    opt = torch.optim.SGD(nn.Linear(2, 1).parameters(), lr=0.1)
+    short = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=4)
+    tb.save_checkpoint(tmp_path / "one.pt", optimizer=opt, scheduler=short)
+    saved = torch.load(tmp_path / "one.pt", weights_only=True)["scheduler"]
+    shorter = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=3)
+    with pytest.raises(ValueError, match=r"OneCycleLR\(total_steps=3\) ends before the checkpoint's step 9"):
+        restore_scheduler(shorter, {**saved, "last_epoch": 9})

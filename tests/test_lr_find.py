@@ -43,6 +43,9 @@ RISING = list(np.linspace(1, 2, 100) + 0.01 * np.sin(range(100)))
 def test_no_sustained_descent_suggests_none_and_says_why(raw):
     found = finder(raw)
     assert found.suggestion is None and "no sustained descent" in found.reason
+    # probe 40, f2: a transformer's sweep, flat in 92 steps, was told 'it only rises or stays flat', though it
+    # trains 100x better at 1e-2: the reason says what was seen, and that a longer sweep may show the descent
+    assert "only rises" not in found.reason and "longer sweep (num_steps=400)" in found.reason
 
 def test_a_short_sweep_suggests_none():
     assert descent_lr(LRS[:5], [1.0, 0.9, 0.8, 0.7, 0.6])[0] is None

@@ -77,3 +77,91 @@ def test_a_model_of_another_class_is_a_resume_change_and_a_signature_without_one
     older = run_signature(ReluNet())
     del older["model"]  # a checkpoint written before the class was recorded
     assert resume_changes(older, run_signature(TanhNet())) == []
+
+
+S = torch.optim.lr_scheduler
+
+
+def own_schedule(kind, opt, total):
+    "A scheduler you make yourself, for a run of `total` optimizer steps."
+    if kind == "onecycle": return S.OneCycleLR(opt, max_lr=1e-2, total_steps=total)
+    if kind == "cosine": return S.CosineAnnealingLR(opt, T_max=total)
+    parts = [S.LinearLR(opt, 0.1, 1.0, total_iters=4), S.CosineAnnealingLR(opt, T_max=total - 4)]
+    return S.SequentialLR(opt, parts, milestones=[4])
+
+
+def fit_own(kind, epochs, folder, resume=None, stop_after=None):
+    "fit with your own AdamW and a scheduler made for `epochs` (8 steps each); Ctrl-C after `stop_after`."
+    torch.manual_seed(0)
+    model = nn.Linear(4, 2)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    cbs = [StopAfterStep(stop_after)] if stop_after else []
+    cfg = tb.TrainConfig(epochs=epochs, lr=1e-2, device="cpu", checkpoint_dir=str(folder))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the resume_changed and optimizer_given notes
+        return tb.fit(model, loader(), loss_fn=CE, config=cfg, optimizer=opt, resume=resume, callbacks=cbs,
+                      scheduler=own_schedule(kind, opt, 8 * epochs), live=False)
+
+
+class StopAfterStep:
+    def __init__(self, step): self.step = step
+    def after_step(self, state):
+        if state.step == self.step: raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("kind, setting", [("onecycle", "total_steps"), ("cosine", "T_max")])
+def test_extending_a_run_with_your_own_onecycle_or_cosine_follows_its_new_plan(tmp_path, kind, setting):
+    """Probe 37: the checkpoint's total_steps=16 replaced the OneCycleLR(total_steps=32) passed (torch raised
+    at step 17), its T_max=16 the CosineAnnealingLR(T_max=32)'s (step 17 at lr 0.0, a second cycle)."""
+    plan = lrs(fit_own(kind, 4, tmp_path / "full"))
+    fit_own(kind, 2, tmp_path / "run")
+    run = fit_own(kind, 4, tmp_path / "run", resume=tmp_path / "run")
+    used = lrs(run)
+    assert run.stopped == "completed" and used[17] > 1e-3
+    for step in range(17, 33): assert math.isclose(used[step], plan[step], rel_tol=1e-9), (step, used[step])
+    (changed,) = [f for f in run.findings if f.kind == "resume_changed"]
+    assert changed.data["changes"]["scheduler." + setting] == [16, 32]
+    assert f"{setting}: 16 → 32" in changed.message
+    assert "applied: " in changed.message and "not applied" not in changed.message
+
+
+def test_an_unchanged_resume_with_your_own_cosine_stays_exact_and_lists_no_scheduler_change(tmp_path):
+    "The settings passed are kept only when changed: a closed form and torch's recursion differ in last bits."
+    full = fit_own("cosine", 4, tmp_path / "full")
+    fit_own("cosine", 4, tmp_path / "run", stop_after=13)
+    run = fit_own("cosine", 4, tmp_path / "run", resume=tmp_path / "run")
+    assert lrs(run) == lrs(full)
+    assert not [f for f in run.findings if f.kind == "resume_changed"]
+
+
+def test_extending_a_sequential_lr_says_the_checkpoints_plan_goes_on_and_how_to_extend(tmp_path):
+    "Probe 37: SequentialLR has no closed form: its checkpointed plan goes on (lr 0.0 at step 17): said."
+    fit_own("seq", 2, tmp_path)
+    run = fit_own("seq", 4, tmp_path, resume=tmp_path)
+    (changed,) = [f for f in run.findings if f.kind == "resume_changed"]
+    assert changed.data["changes"]["scheduler.schedulers[1].T_max"] == [12, 28]
+    assert "not applied: SequentialLR has no closed-form lr" in changed.message
+    assert "TrainConfig(schedule=" in changed.message
+
+
+@pytest.mark.parametrize("own", [True, False])
+def test_a_changed_lr_on_resume_says_whether_it_is_applied(tmp_path, own):
+    "Probe 37: with your own optimizer, config.lr 0.01 → 0.02 was said to change the run; no lr changed."
+    def go(lr, folder, resume=None, stop=None):
+        torch.manual_seed(0)
+        model = nn.Linear(4, 2)
+        opt = torch.optim.AdamW(model.parameters(), lr=lr) if own else None
+        cfg = tb.TrainConfig(epochs=2, lr=lr, device="cpu", checkpoint_dir=str(tmp_path / folder))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return tb.fit(model, loader(), loss_fn=CE, config=cfg, optimizer=opt, resume=resume, live=False,
+                          callbacks=[StopAfterStep(stop)] if stop else [])
+    plan = lrs(go(1e-2, "full"))
+    go(1e-2, "run", stop=5)
+    run = go(2e-2, "run", resume=tmp_path / "run")
+    (changed,) = [f for f in run.findings if f.kind == "resume_changed"]
+    assert "config.lr: 0.01 → 0.02" in changed.message
+    if own:  # the checkpoint's optimizer state sets the lrs: said so
+        assert lrs(run)[6] == plan[6] and "(not applied: the optimizer passed in" in changed.message
+    else:
+        assert lrs(run)[6] == 2 * plan[6] and "(applied:" in changed.message

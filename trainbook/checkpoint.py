@@ -14,7 +14,7 @@ import torch.distributed as dist
 from torch import nn
 
 from .core import Finding, atomic_write, process_alive, this_process, warn
-from .optim import rescale_lr, schedule_lr
+from .optim import rescale_lr, restore_scheduler, schedule_changes, schedule_lr, schedule_note
 from .distributed import full_state, load_sharded_state, unwrap
 from .resume import resume_changes, saved_signature
 from .run import (RUN_FILES, Handover, earlier_copy, earlier_run_files, json_safe, recover_handover,
@@ -171,6 +171,8 @@ def _refused_format(state: dict, path: Path) -> Optional[CheckpointError]:
                "program's, or a newer trainbook's (upgrade trainbook to read it)")
     elif isinstance(version, bool) or not isinstance(version, int):
         why = f"its version {version!r} is not a whole number (this trainbook writes {FORMAT_VERSION})"
+    elif version < 1:
+        why = f"its version {version} is below 1, the first (this trainbook writes {FORMAT_VERSION})"
     elif version > FORMAT_VERSION:
         why = (f"a newer trainbook wrote it (version {version}; this trainbook reads checkpoint version "
                f"{FORMAT_VERSION}): upgrade trainbook (pip install -U trainbook) to read it")
@@ -215,11 +217,13 @@ def restore_checkpoint(state: dict,  # a checkpoint's entries (`read_checkpoint`
     "Load the states in `state` into the objects given; returns `state`."
     parts = (("model", model and unwrap(model)), ("optimizer", optimizer), ("scheduler", scheduler),
              ("scaler", scaler))
+    replanned = False  # the scheduler passed keeps its own settings (`restore_scheduler`)
     for key, obj in parts:
         if obj is None: continue
         if key not in state:
             raise KeyError(f"{where} holds no {key!r} state; it holds: {', '.join(map(str, state))}")
-        if key != "model": obj.load_state_dict(state[key])
+        if key == "scheduler": replanned = bool(restore_scheduler(obj, state[key]))
+        elif key != "model": obj.load_state_dict(state[key])
         else:
             try: obj.load_state_dict(state[key], strict=strict)
             except RuntimeError as e:  # torch's: weights missing, unexpected or of another shape
@@ -230,7 +234,7 @@ def restore_checkpoint(state: dict,  # a checkpoint's entries (`read_checkpoint`
         # the optimizer of a checkpoint after step 1 has stepped in this run: torch's scheduler would warn, at its
         # first step in this process (a resume at an epoch's end), that it comes before optimizer.step()
         if key == "optimizer" and (state.get("step") or state[key].get("state")): obj._opt_called = True
-    schedule_lr(optimizer, scheduler)  # the lr this schedule gives at its step, not the checkpoint's plan's
+    schedule_lr(optimizer, scheduler, replanned)  # the lr this schedule gives at its step, not the old plan's
     return state
 
 def load_checkpoint(path: str | Path,  # a checkpoint file, or a run folder (its last.pt)
@@ -245,7 +249,13 @@ def load_checkpoint(path: str | Path,  # a checkpoint file, or a run folder (its
                    ) -> dict:
     "Read a checkpoint (`weights_only=True` unless `trusted`) and restore the objects given; returns the dict."
     state = read_checkpoint(path, map_location=map_location, trusted=trusted)
-    return restore_checkpoint(state, model, optimizer, scheduler, scaler, strict=strict, where=str(path))
+    changes = schedule_changes(scheduler, state.get("scheduler"))
+    restore_checkpoint(state, model, optimizer, scheduler, scaler, strict=strict, where=str(path))
+    if changes:
+        listed = "; ".join(f"{k}: {a!r} → {b!r}" for k, (a, b) in changes.items())
+        warn(f"{path}: the scheduler's settings differ from the checkpoint's ({listed}): "
+             f"{schedule_note(scheduler)}")
+    return state
 
 class FindingsPart:
     "A run's findings as a checkpoint part: a resumed run keeps what was found before it stopped."
@@ -432,8 +442,9 @@ def prepare_run_dir(checkpoint_dir: str | Path | None,  # the folder asked for (
         "run_dir_versioned", "info",
         f"checkpoint_dir {str(base)!r} already holds a run ({', '.join(held)}); this run writes to "
         f"{str(folder)!r}, so nothing of the earlier run is replaced",
-        advice=(f"to continue the earlier run pass resume={str(base)!r}; to replace it, overwrite=True" if resumable
-                else "to replace the earlier run instead, pass overwrite=True"),
+        advice=(f"to continue the earlier run pass resume={str(base)!r} (%train: --resume); to replace it, "
+                "overwrite=True (%train: --overwrite)" if resumable
+                else "to replace the earlier run instead, pass overwrite=True (%train: --overwrite)"),
         data={"checkpoint_dir": str(base), "run_dir": str(folder)})
 
 # %% ../nbs/06_checkpoint.ipynb #667a9f9e
@@ -569,7 +580,11 @@ class Checkpointer:
         becomes a warning finding, a resume that cannot be exact a ValueError (nothing touched)."""
         ckpt = read_checkpoint(resume, map_location=device)
         if "signature" in self.meta:
-            self.findings += resume_changes(saved_signature(ckpt), self.meta["signature"], self.config_lr)
+            sched = self.parts.get("scheduler")
+            schedule = schedule_changes(sched, ckpt.get("scheduler"))
+            self.findings += resume_changes(saved_signature(ckpt), self.meta["signature"], self.config_lr,
+                                            schedule, schedule_note(sched) if schedule else "",
+                                            where=f"checkpoint {str(checkpoint_file(resume))!r}")
         return ckpt
 
     def restore(self, resume: Union[str, Path],  # the checkpoint (or run folder) to load
@@ -588,7 +603,8 @@ class Checkpointer:
                            p.get("scheduler"), p.get("scaler"), where=str(resume))
         if sharded:
             load_sharded_state(p["model"], p["optimizer"], ckpt)
-            schedule_lr(p["optimizer"], p.get("scheduler"))  # as `restore_checkpoint` does
+            replanned = bool(schedule_changes(p.get("scheduler"), ckpt.get("scheduler")))
+            schedule_lr(p["optimizer"], p.get("scheduler"), replanned)  # as `restore_checkpoint` does
         old, new = ((s.get("config") or {}).get("lr") for s in (saved_signature(ckpt), self.meta.get("signature", {})))
         if self.config_lr and old and new and old != new:  # a resume given another lr trains at it
             rescale_lr(p["optimizer"], p.get("scheduler"), new / old)

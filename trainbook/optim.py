@@ -18,8 +18,9 @@ from .core import TrainConfig, loader_generators, pick_device
 from .distributed import full_tensor
 
 # %% auto #0
-__all__ = ['NORM_TYPES', 'SCHEDULE_FNS', 'SCHEDULER_INTERVALS', 'EPOCH_SCHEDULERS', 'param_groups', 'warmup_steps', 'constant',
-           'warmup_cosine', 'one_cycle', 'schedule_steps', 'make_scheduler', 'rescale_lr', 'schedule_lr', 'scale_lr',
+__all__ = ['NORM_TYPES', 'SCHEDULE_FNS', 'SCHEDULE_POSITION', 'SCHEDULER_INTERVALS', 'EPOCH_SCHEDULERS', 'param_groups',
+           'warmup_steps', 'constant', 'warmup_cosine', 'one_cycle', 'schedule_steps', 'make_scheduler', 'rescale_lr',
+           'schedule_changes', 'has_closed_form', 'schedule_note', 'restore_scheduler', 'schedule_lr', 'scale_lr',
            'check_lr_sweep', 'LRFinder', 'cycle_batches', 'steepest_lr', 'step_noise', 'window_means', 'descent_lr',
            'lr_find', 'unscale_and_clip', 'gradient_norms', 'step_optimizer', 'optimizer_step',
            'pick_scheduler_interval', 'train_step']
@@ -123,15 +124,91 @@ def rescale_lr(optimizer,  # an optimizer (restored from a checkpoint)
         values = getattr(scheduler, key, None)
         if isinstance(values, list): setattr(scheduler, key, [v * ratio for v in values])
 
+# a scheduler's state that is its place in its plan (a resume takes it from the checkpoint); the rest (T_max,
+# total_steps, gamma, milestones...) is the plan itself
+SCHEDULE_POSITION = frozenset({"last_epoch", "_step_count", "_last_lr", "_get_lr_called_within_step",
+                               "_is_initial", "base_lrs", "best", "num_bad_epochs", "cooldown_counter",
+                               "T_cur", "T_i"})
+
+def _plan(state: dict, where: str = "") -> dict:
+    "A scheduler's state without its position, flat: 'T_max', 'schedulers[1].T_max' (a SequentialLR's parts)."
+    out = {}
+    for key, value in state.items():
+        if key in SCHEDULE_POSITION: continue
+        if key == "_schedulers" and isinstance(value, list):
+            for i, part in enumerate(value): out.update(_plan(part, f"{where}schedulers[{i}]."))
+        else: out[where + key] = value
+    return out
+
+def _same(a, b) -> bool:
+    "Equal, for settings of any type."
+    try: return bool(a == b)
+    except (RuntimeError, TypeError, ValueError): return repr(a) == repr(b)  # tensors of several values
+
+def schedule_changes(scheduler,  # this run's lr scheduler, as passed; or None
+                     saved: Optional[dict],  # its state in the checkpoint; or None
+                    ) -> dict:
+    """The settings of `scheduler` that differ from the checkpoint's, name -> [saved, now] (T_max: [16, 32]):
+    its plan, not its position. Only torch's own schedulers are compared (another's state may be position)."""
+    if scheduler is None or not saved or type(scheduler).__module__ != torch.optim.lr_scheduler.__name__:
+        return {}
+    old, new = _plan(saved), _plan(scheduler.state_dict())
+    changed = {k: [old.get(k), new.get(k)] for k in {**old, **new} if not _same(old.get(k), new.get(k))}
+    public = {k: v for k, v in changed.items() if not k.rsplit(".", 1)[-1].startswith("_")}
+    return public or changed  # OneCycleLR's phases follow from its total_steps: the one named
+
+def has_closed_form(scheduler,  # an lr scheduler
+                   ) -> bool:
+    "Whether its lr at a step is a formula of the step and its settings (LambdaLR, OneCycleLR, StepLR, ...)."
+    return isinstance(scheduler, (torch.optim.lr_scheduler.LambdaLR, torch.optim.lr_scheduler.OneCycleLR)) \
+        or hasattr(scheduler, "_get_closed_form_lr")
+
+def schedule_note(scheduler,  # a scheduler whose settings changed since the checkpoint (`schedule_changes`)
+                 ) -> str:
+    "What a resume does with it (`restore_scheduler`), in words."
+    name = type(scheduler).__name__
+    if has_closed_form(scheduler):
+        return f"applied: {name} keeps the settings passed, at the checkpoint's step; its lr follows them"
+    return (f"not applied: {name} has no closed-form lr, so the checkpoint's settings replace those passed "
+            "(a cosine past its end climbs back up); to extend a run, pass a scheduler that has one "
+            "(LambdaLR, OneCycleLR, CosineAnnealingLR, LinearLR...) or scheduler=None and "
+            "TrainConfig(schedule=...)")
+
+def restore_scheduler(scheduler,  # this run's lr scheduler, as passed
+                      saved: dict,  # its state in the checkpoint
+                     ) -> dict:
+    """Load a checkpoint's scheduler state. When the settings changed (a longer run's T_max, total_steps) and
+    the lr has a closed form, the settings passed stay and only the position (step, last lr) is taken;
+    `schedule_lr(..., replanned=True)` then sets the lr. Any other is loaded whole. Returns the changes."""
+    changes = schedule_changes(scheduler, saved)
+    if not (changes and has_closed_form(scheduler)):
+        scheduler.load_state_dict(saved)
+        return changes
+    step = saved.get("last_epoch", 0)
+    if isinstance(scheduler, torch.optim.lr_scheduler.OneCycleLR) and step > scheduler.total_steps:
+        raise ValueError(f"scheduler OneCycleLR(total_steps={scheduler.total_steps}) ends before the "
+                         f"checkpoint's step {step}: make it with total_steps of the whole run")
+    scheduler.__dict__.update({k: v for k, v in saved.items() if k in SCHEDULE_POSITION})
+    return changes
+
 def schedule_lr(optimizer,  # an optimizer restored from a checkpoint, or None
                 scheduler,  # this run's lr schedule, its state restored from the same checkpoint; or None
+                replanned: bool = False,  # `restore_scheduler` kept settings other than the checkpoint's
                ) -> None:
-    """Set the groups' lrs to what a `LambdaLR` gives at its step: its closed form, the restored lr itself
-    when the plan is unchanged. A checkpoint's lr is its own plan's: a resume with more epochs (another
-    schedule) would train its first step at it. Other schedulers chain from the restored lr (StepLR) or
-    restore their plan: left alone."""
-    if optimizer is None or not isinstance(scheduler, torch.optim.lr_scheduler.LambdaLR): return
-    values = [base * fn(scheduler.last_epoch) for fn, base in zip(scheduler.lr_lambdas, scheduler.base_lrs)]
+    """Set the groups' lrs to what the schedule gives at its step: a `LambdaLR`'s closed form always (the
+    restored lr itself when the plan is unchanged); when `replanned`, any closed form. A checkpoint's lr is
+    its own plan's: a resume with more epochs (another schedule) would train its first step at it. Other
+    schedulers chain from the restored lr (StepLR's step) or restore their plan: left alone."""
+    if optimizer is None or scheduler is None: return
+    if isinstance(scheduler, torch.optim.lr_scheduler.LambdaLR):
+        values = [base * fn(scheduler.last_epoch)
+                  for fn, base in zip(scheduler.lr_lambdas, scheduler.base_lrs)]
+    elif not (replanned and has_closed_form(scheduler)): return
+    elif hasattr(scheduler, "_get_closed_form_lr"): values = scheduler._get_closed_form_lr()
+    else:  # OneCycleLR: get_lr reads the step and the groups' range (and sets the step's momentum)
+        scheduler._get_lr_called_within_step = True  # outside step() it would warn
+        try: values = scheduler.get_lr()
+        finally: scheduler._get_lr_called_within_step = False
     for group, lr in zip(optimizer.param_groups, values):
         if isinstance(group["lr"], torch.Tensor): group["lr"].fill_(lr)
         else: group["lr"] = lr
@@ -265,7 +342,9 @@ def descent_lr(lrs: list,  # the sweep's lrs
     needed = z * noise * math.sqrt(2 / width)  # the sd of a difference of two window means: noise·√(2/width)
     if fall <= needed:
         return None, (f"no sustained descent: the loss fell {fall:.3g} at most over windows of {width} steps, "
-                      f"within {z:g} sds of the noise ({needed:.3g}): it only rises or stays flat")
+                      f"within {z:g} sds of the noise ({needed:.3g}): no lr of these {n} steps made it fall "
+                      "beyond its noise; a model that needs many steps at one lr to learn (a transformer) may "
+                      f"show its descent in a longer sweep (num_steps={4 * n})")
     half = top + int(np.argmax(means[top:bottom + 1] <= means[top] - fall / 2))
     at = half + width // 2  # the window's middle step
     return lrs[at], (f"halfway down the descent: the loss fell {fall:.3g} "

@@ -107,17 +107,25 @@ def _flat(sig: dict) -> dict:
 def resume_changes(saved: dict,  # the signature of the checkpoint's run (`saved_signature(ckpt)`)
                    now: dict,  # the signature of the run about to resume (`run_signature(...)`)
                    lr_applied: bool = False,  # a changed config.lr scales the restored optimizer (fit's own)
+                   schedule: Optional[dict] = None,  # scheduler settings changed (`schedule_changes`)
+                   schedule_note: str = "",  # what the resume does with them (`optim.schedule_note`)
+                   where: str = "this checkpoint",  # the checkpoint, for the error message
                   ) -> list[Finding]:
     "What changed since the checkpoint: a warning listing each change; a ValueError if exact resume is impossible."
     why = _impossible(saved, now)
     if why:
-        raise ValueError("this checkpoint cannot be resumed exactly: " + "; ".join(why) + ". Resume with the "
+        raise ValueError(f"{where} cannot be resumed exactly: " + "; ".join(why) + ". Resume with the "
                          "model, optimizer and data it was made with, or start a new run (without resume=)")
     old, new = _flat(saved), _flat(now)
     changes = {k: [old[k], new[k]] for k in new if k in old and old[k] is not None and old[k] != new[k]}
+    changes.update({f"scheduler.{k}": v for k, v in (schedule or {}).items()})
     if not changes: return []
-    note = " (applied: the restored optimizer and schedule scaled to it)" if lr_applied else ""
-    listed = "; ".join(f"{k}: {a!r} → {b!r}" + (note if k == "config.lr" else "") for k, (a, b) in changes.items())
+    # fit scales its own optimizer to a new config.lr; one passed in keeps the checkpoint's lrs
+    notes = {"config.lr": " (applied: the restored optimizer and schedule scaled to it)" if lr_applied else
+                          " (not applied: the optimizer passed in takes its lrs from the checkpoint; "
+                          "fit scales only its own, optimizer=None)"}
+    listed = "; ".join(f"{k}: {a!r} → {b!r}" + notes.get(k, "") for k, (a, b) in changes.items())
+    if schedule: listed += f" (scheduler {schedule_note})"
     return [Finding("resume_changed", "warning",
                     f"resuming with {len(changes)} change(s) since the checkpoint was written: {listed}",
                     advice="the run continues, but not exactly as the original would have; "
