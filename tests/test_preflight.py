@@ -189,6 +189,7 @@ def test_dry_run_notes_a_previous_run_in_the_checkpoint_folder(tmp_path):
     report = dry_run(mlp(), dl_train, dl_valid, nn.CrossEntropyLoss(), cfg)
     assert report.passed and kinds(report.findings) == ["previous_run"]
     assert report.findings[0].severity == "info"
+    assert "(%train: --resume, --overwrite)" in report.findings[0].advice  # the magic's flags, not only fit's
     assert (tmp_path / "last.pt").read_bytes() == b"an earlier run"
     # your own model.json is no run, as fit decides it (probe 22): no note
     mine = tmp_path / "mine"

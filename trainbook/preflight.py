@@ -313,7 +313,7 @@ def _previous_run(folder: Union[str, Path]) -> list[Finding]:
     why = f"checkpoint_dir {str(folder)!r} already holds {', '.join(found)}"
     return [Finding("previous_run", "info", why,
                     advice=f"fit writes a new run to a version_N folder inside it; resume={str(folder)!r} "
-                           "continues that run, overwrite=True replaces its files",
+                           "continues that run, overwrite=True replaces its files (%train: --resume, --overwrite)",
                     data={"files": found})]
 
 def _monitor_finding(cfg: TrainConfig, has_valid: bool, metric_names: list[str]) -> list[Finding]:
