@@ -211,6 +211,113 @@ def test_a_flag_blank_at_random_or_90pct_right_raises_no_leak():
         assert not _leaks(df), seed
 
 
+# --- probe 36, f1: with groups=, whole entities are held out -------------------------------------------------
+
+def _entity_frame(seed, n_ent=100, per=50, task="binary"):
+    "Probe 36's construction: income per customer, a target per customer that income predicts ~70% right."
+    rng = np.random.default_rng(seed)
+    income = rng.normal(size=n_ent)
+    noisy = income + rng.normal(size=n_ent)
+    y = (noisy > 0).astype(int) if task == "binary" else noisy
+    g = np.repeat(np.arange(n_ent), per)
+    return pd.DataFrame({"cust": g, "income": income[g].round(3), "y": y[g]})
+
+
+@pytest.mark.parametrize("task", ["binary", "regression"])
+def test_an_entity_feature_is_no_leak_when_whole_groups_are_held_out(task):
+    "Before: balanced accuracy 1.000 on held-out rows of the same customers (20/20 seeds); GroupKFold: 0.70."
+    for seed in range(3):
+        df = _entity_frame(seed, task=task)
+        assert not tb.check_data(df, "y", groups="cust").by_kind("target_leak"), seed
+        # a copy of the per-customer target is still one, scored on customers unseen in training
+        df["closed"] = np.where(df.y > 0, "closed", "open") if task == "binary" else df.y * 1.1
+        (f,) = tb.check_data(df, "y", groups="cust").by_kind("target_leak")
+        assert f.column == "closed" and f.data["score"] > 0.98 and "held-out groups" in f.message
+        assert "pass groups=" not in f.advice  # given: said only where the rows were held out one by one
+
+
+def test_without_groups_an_entity_feature_is_flagged_with_advice_to_pass_them():
+    "Row folds memorize the customers (known: still an error), so the advice names groups= as the way to check."
+    (f,) = tb.check_data(_entity_frame(0), "y").by_kind("target_leak")
+    assert f.column == "income" and "pass groups= (the entity column)" in f.advice
+
+
+def test_group_folds_hold_out_whole_groups():
+    from trainbook.leaks import one_column_predictions
+    x = np.repeat(np.arange(10.0), 10)  # each group its own value: a training row never shares a test value
+    y = np.repeat(np.arange(10) % 2, 10)
+    assert (one_column_predictions(x, y, 2) == y).all()  # row folds: every value seen in training
+    assert (one_column_predictions(x, y, 2, groups=x) != y).mean() > 0.5  # unseen values, alternating classes
+
+
+# --- probe 36, f2/f3: a regression copy is also scored on the target's ranks -------------------------------
+
+@pytest.mark.parametrize("n", [50, 200, 5000])
+def test_a_copy_of_a_skewed_or_small_regression_target_is_a_leak(n):
+    "Before: 1.1 * a lognormal target never found (R² 0.961); 2y + 1 found on 4/20 seeds at 200 rows, 0/20 at 50."
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        y = rng.lognormal(3, 1.5, n) if n > 200 else rng.normal(size=n)
+        df = pd.DataFrame({"x": rng.normal(size=n), "y": y, "copy": 1.1 * y + 1})
+        leaks = _leaks(df)
+        assert set(leaks) == {"copy"}, (n, seed)
+        assert leaks["copy"].data["score"] > 0.98
+
+
+@pytest.mark.parametrize("n", [50, 2000])
+def test_honest_strong_regression_features_raise_no_leak_on_any_skew(n):
+    "y = x + noise at R² 0.95, as it is and as exp(y): strong, not a copy."
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        x = rng.normal(size=n)
+        y = x + rng.normal(0, np.sqrt(1 / 0.95 - 1), n)
+        assert not _leaks(pd.DataFrame({"x": x, "y": y})), seed
+        assert not _leaks(pd.DataFrame({"x": x, "y": np.exp(y)})), seed
+
+
+# --- probe 36, f4: a column filled on 1% of a large frame is scored on its filled rows from the whole frame ---
+
+def test_a_leak_on_1pct_of_a_large_frame_is_found():
+    "Before: the 5,000-row sample kept ~50 of 1,000 filled rows, under the 100 needed: never found."
+    rng = np.random.default_rng(0)
+    n = 100_000
+    x = rng.normal(size=n)
+    y = (x + rng.normal(size=n) > 0).astype(int)
+    filled = rng.random(n) < 0.01
+    df = pd.DataFrame({"x": x, "y": y, "leak": np.where(filled, y, np.nan),
+                       "honest": np.where(filled, x, np.nan)})  # filled on the same rows, ~70% right
+    leaks = _leaks(df)
+    assert set(leaks) == {"leak"}
+    assert leaks["leak"].data["filled_share"] == pytest.approx(0.01, abs=0.002)
+
+
+# --- probe 36, f5: a column that tells one class of several perfectly ----------------------------------------
+
+@pytest.mark.parametrize("n", [200, 20_000])
+def test_a_flag_or_amount_of_one_class_of_four_is_a_leak(n):
+    "Before: found for a binary target, 0/20 for a 4-class one; one-vs-rest it tells class 1 with AUC 1.0."
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=n)
+    y = np.digitize(x + rng.normal(size=n), [-1, 0, 1])
+    df = pd.DataFrame({"x": x, "y": y, "refund": np.where(y == 1, "Y", None),
+                       "amount": np.where(y == 1, rng.uniform(0, 100, n).round(2) + 0.01, 0.0)})
+    leaks = _leaks(df)
+    assert set(leaks) == {"refund", "amount"}
+    for f in leaks.values():
+        assert f.data["class"] == 1 and f.data["metric"] == "min recall" and f.data["score"] > 0.98
+        assert "whether the target is 1" in f.message
+
+
+def test_honest_features_of_a_four_class_target_raise_no_leak():
+    "An ordered target a feature predicts well (its end classes ~95% right on one side): strong, not a copy."
+    for seed in range(10):
+        for n in (200, 2000):
+            rng = np.random.default_rng(seed)
+            x = rng.normal(size=n)
+            df = pd.DataFrame({"x": x, "y": pd.qcut(x + rng.normal(0, 0.2, n), 4, labels=False)})
+            assert not _leaks(df), (seed, n)
+
+
 # --- f6: class balance drift judged against the sampling noise of a random split ----------------------------
 
 @pytest.mark.parametrize("n", [300, 1000])

@@ -37,38 +37,67 @@ def _bins(x_train: np.ndarray, n_bins: int) -> np.ndarray:
     edges = np.quantile(rest, np.linspace(0, 1, n_rest + 1)[1:-1])
     return np.unique(np.concatenate([edges, mass, np.nextafter(mass, np.inf)]))
 
+def _folds(n: int, folds: int, seed: int, groups: Optional[np.ndarray]) -> np.ndarray:
+    "Each row's held-out fold: rows shuffled, or whole groups shuffled (a group's rows share one fold)."
+    codes = np.arange(n) if groups is None else pd.factorize(groups, use_na_sentinel=False)[0]
+    units = int(codes.max()) + 1 if n else 0
+    if units < 2: codes, units = np.arange(n), n  # one group: its rows are the units
+    fold = np.empty(units, dtype=np.int64)
+    fold[np.random.default_rng(seed).permutation(units)] = np.arange(units) % folds
+    return fold[codes]
+
+def _nearest_filled(counts: np.ndarray) -> np.ndarray:
+    """Each bin's nearest bin holding training rows (itself when it holds some): a value between two point
+    masses, or an entity unseen in training, is predicted like its neighbour, not like the constant."""
+    filled = np.flatnonzero(counts > 0)
+    at = np.arange(len(counts))
+    if not len(filled): return at
+    after = np.searchsorted(filled, at)
+    right, left = filled[np.minimum(after, len(filled) - 1)], filled[np.maximum(after - 1, 0)]
+    return np.where(np.abs(right - at) <= np.abs(at - left), right, left)
+
 def one_column_predictions(x: np.ndarray,  # one feature as numbers (NaN = missing: a bin of its own)
                            y: np.ndarray,  # the target: values (regression) or class codes 0..k-1
                            n_classes: Optional[int] = None,  # k for classification; None = regression
                            folds: int = 3,  # held-out folds (shuffled, seeded)
                            seed: int = 0,  # seed of the fold assignment
+                           groups: Optional[np.ndarray] = None,  # entity ids: a fold holds out whole entities
+                           one_vs_rest: bool = False,  # classification: each class against the others
                           ) -> np.ndarray:
-    "Held-out predictions of `y` from `x` alone: training rows bin `x`, each bin predicts its mean or class."
+    """Held-out predictions of `y` from `x` alone: training rows bin `x`, each bin predicts its mean or class
+    (`one_vs_rest`: rows × classes, whether each row is called that class against the others)."""
     n = len(x)
     # ~10 training rows a bin (16 to 256 bins): a monotone relation, linear or not, is followed to R² ~0.999,
     # while a bin's mean or majority cannot memorize the noise of an honest feature
     n_bins = int(np.clip(n * (folds - 1) // folds // 10, 16, 256))
     missing = np.isnan(x)
-    order = np.random.default_rng(seed).permutation(n)
-    pred = np.empty(n, dtype=float if n_classes is None else np.int64)
+    fold = _folds(n, folds, seed, groups)
+    if one_vs_rest: pred = np.zeros((n, n_classes), dtype=bool)
+    else: pred = np.empty(n, dtype=float if n_classes is None else np.int64)
     for k in range(folds):
-        test = order[k::folds]
-        train = np.setdiff1d(order, test, assume_unique=True)
+        test, train = np.flatnonzero(fold == k), np.flatnonzero(fold != k)
+        if not len(test) or not len(train): continue
         seen = x[train][~missing[train]]
         edges = _bins(seen, n_bins) if len(seen) else np.array([])
         slot = np.where(missing, len(edges) + 1, np.searchsorted(edges, np.nan_to_num(x), side="right"))
         size = len(edges) + 2
+        counts = np.bincount(slot[train], minlength=size)
+        like = np.r_[_nearest_filled(counts[:-1]), size - 1]  # the missing bin stays its own
         if n_classes is None:
-            counts = np.bincount(slot[train], minlength=size)
             sums = np.bincount(slot[train], weights=y[train], minlength=size)
-            value = np.where(counts > 0, sums / np.maximum(counts, 1), y[train].mean())
+            value = np.where(counts[like] > 0, sums[like] / np.maximum(counts[like], 1), y[train].mean())
         else:
             table = np.zeros((size, n_classes))
             np.add.at(table, (slot[train], y[train]), 1)
+            table = table[like]
             # each class's votes as a share of its training rows: the call that maximizes balanced accuracy,
             # so a bin of 10 rows holding 3 of a rare class's 20 calls that class, not the common one
             per_class = np.maximum(np.bincount(y[train], minlength=n_classes), 1)
-            value = np.where(table.sum(1) > 0, (table / per_class).argmax(1), per_class.argmax())
+            share = table / per_class
+            if one_vs_rest:  # the class where its share beats the other rows' share (an empty bin: no call)
+                value = share > (table.sum(1, keepdims=True) - table) / np.maximum(len(train) - per_class, 1)
+            else:
+                value = np.where(table.sum(1) > 0, share.argmax(1), per_class.argmax())
         pred[test] = value[slot[test]]
     return pred
 
@@ -78,35 +107,65 @@ def _r2(y: np.ndarray, pred: np.ndarray) -> float:
 def _balanced_accuracy(y: np.ndarray, pred: np.ndarray) -> float:
     return float(np.mean([np.mean(pred[y == c] == c) for c in np.unique(y)]))
 
+_BUDGET = 5000  # rows the leak check samples
 _MIN_ROWS = 30  # rows scored: fewer cannot tell a leak from luck
 # filled rows scored alone: with 30, a 90%-right honest feature is right on all of them 4% of the time
 _MIN_FILLED = 100
 
-def _score(x: np.ndarray, y: np.ndarray, regression: bool) -> Optional[tuple]:
-    "(held-out score, the constant predictor's) of `x` predicting `y`; None: too few rows or classes to tell."
+def _score(x: np.ndarray, y: np.ndarray, regression: bool, groups: Optional[np.ndarray], threshold: float
+          ) -> Optional[tuple]:
+    """(held-out score, the constant predictor's, the metric, the class told from the others or None) of `x`
+    predicting `y`: the plain score, else (under `threshold`) the better of the second looks; None: too few
+    rows or classes to tell."""
     if len(y) < _MIN_ROWS: return None
     if regression:
         if np.ptp(y) == 0: return None
-        return _r2(y, one_column_predictions(x, y)), 0.0  # the training mean scores R² 0
-    y = pd.factorize(y)[0]  # the classes present in these rows
-    counts = np.bincount(y)
+        # also scored on the target's ranks: how well `x` orders it, so a copy of a skewed amount (R² 0.96 on
+        # the values, its tail in a few wide bins) scores like a copy of a normal one; the mean scores R² 0
+        ranks = pd.Series(y).rank().to_numpy()
+        on_values = _r2(y, one_column_predictions(x, y, groups=groups))
+        on_ranks = _r2(ranks, one_column_predictions(x, ranks, groups=groups))
+        if on_values >= min(on_ranks, threshold): return on_values, 0.0, "R²", None
+        return on_ranks, 0.0, "rank R²", None
+    counts = np.bincount(pd.factorize(y)[0])
     # a class needs the rows each class has in the smallest balanced frame scored (15 of 30 rows for two
     # classes): an honest feature 80% right on its rows (balanced accuracy 0.9) is right on all 15 3.5% of the
     # time, on all of 3 half the time. Smaller classes are left out: 3 positives of 20,000 prove nothing
     scored = counts >= max(3, _MIN_ROWS / len(counts))
     if scored.sum() < 2 or counts[scored].sum() < _MIN_ROWS: return None
-    x, y = x[scored[y]], pd.factorize(y[scored[y]])[0]
-    k = int(scored.sum())
-    return _balanced_accuracy(y, one_column_predictions(x, y, k)), 1.0 / k
+    keep = scored[pd.factorize(y)[0]]
+    x, groups = x[keep], None if groups is None else groups[keep]
+    y, classes = pd.factorize(y[keep])
+    k = len(classes)
+    score = _balanced_accuracy(y, one_column_predictions(x, y, k, groups=groups))
+    best = score, 1.0 / k, "balanced accuracy", None
+    if k < 3 or score >= threshold: return best
+    # one class told from the others (a refund filled on class 1 only), when the class and the rest each
+    # have the rows a class of two needs; scored by the lower of the two recalls, as both sides must be near
+    # perfect: an honest strong feature of an ordered target tells an end class 97% right on one side, 95%
+    # on the other
+    calls = one_column_predictions(x, y, k, groups=groups, one_vs_rest=True)
+    for c in range(k):
+        own = y == c
+        if min(own.sum(), (~own).sum()) < _MIN_ROWS / 2: continue
+        score = float(min(calls[own, c].mean(), (~calls[~own, c]).mean()))
+        if score > best[0]: best = score, 0.0, "min recall", classes[c]  # the constant: right on one side
+    return best
 
-def _column_leak(x: np.ndarray, y: np.ndarray, regression: bool, threshold: float) -> Optional[tuple]:
-    "(score, constant score, share of rows scored): all rows, else the filled ones alone; None: no leak."
-    scored = _score(x, y, regression)
+def _column_leak(x: np.ndarray, y: np.ndarray, regression: bool, threshold: float,
+                 groups: Optional[np.ndarray] = None, filled: Optional[tuple] = None) -> Optional[tuple]:
+    """(score, constant score, metric, class or None, share of rows scored): all rows, else the filled ones
+    alone (`filled`: their (x, y, groups, share) drawn from the whole frame); None: no leak."""
+    scored = _score(x, y, regression, groups, threshold)
     if scored and scored[0] >= threshold: return scored + (1.0,)
-    filled = ~np.isnan(x)  # a copy of the target missing on some rows: its missing bin dilutes the score
-    if filled.all() or filled.sum() < _MIN_FILLED: return None
-    scored = _score(x[filled], y[filled], regression)
-    if scored and scored[0] >= threshold: return scored + (float(filled.mean()),)
+    if filled is None:  # a copy of the target missing on some rows: its missing bin dilutes the score
+        there = ~np.isnan(x)
+        if there.all(): return None
+        filled = x[there], y[there], None if groups is None else groups[there], float(there.mean())
+    x, y, groups, share = filled
+    if len(x) < _MIN_FILLED: return None
+    scored = _score(x, y, regression, groups, threshold)
+    if scored and scored[0] >= threshold: return scored + (share,)
     return None
 
 def rare_classes(counts,  # rows per class (an array or a Series)
@@ -128,6 +187,13 @@ def _sample(rows: np.ndarray, labels: Optional[np.ndarray], budget: int) -> np.n
     drawn = rest[np.random.RandomState(0).choice(len(rest), budget - rare.sum(), replace=False)]
     return rows[np.concatenate([np.flatnonzero(rare), drawn])]  # no rare class: the uniform draw as before
 
+def _frame_filled(s: pd.Series, rows: np.ndarray, labels: Optional[np.ndarray], budget: int) -> tuple:
+    """(up to `budget` of `rows` where `s` is filled, the share of `rows` they are): drawn from the whole
+    frame, as a column filled on 1% of 100,000 rows has 1,000 such rows and the 5,000-row sample about 50."""
+    there = rows[s.iloc[rows].notna().to_numpy()]
+    share = len(there) / max(len(rows), 1)
+    return _sample(there, None if labels is None else labels[there], budget), share
+
 def _prefix(s: pd.Series) -> Optional[pd.Series]:
     "A text column's leading letters, lower-cased ('Approved-12' -> 'approved'); None: they tell nothing new."
     if pd.api.types.infer_dtype(s, skipna=True) != "string": return None
@@ -135,24 +201,31 @@ def _prefix(s: pd.Series) -> Optional[pd.Series]:
     if not 2 <= head.nunique() < s.nunique(): return None  # one prefix, or no coarser than the values
     return head
 
-def _leak_finding(col: str, metric: str, score: float, constant: float, covered: float, view: str,
-                  threshold: float, n_rows: int) -> Finding:
-    "A `target_leak` finding: the evidence in words and in `data`."
+def _leak_finding(col: str, score: float, constant: float, metric: str, cls, covered: float, view: str,
+                  threshold: float, n_rows: int, grouped: bool) -> Finding:
+    "A `target_leak` finding: the evidence in words and in `data` (`cls`: the one class it tells, or None)."
     what = "this feature alone predicts"
     if view == "prefix": what = "the leading letters of its values alone predict"
     if view == "missing": what = "whether it is filled or missing alone predicts"
-    where = "on held-out rows" + (f" where it is filled ({covered:.0%} of rows)" if covered < 1 else "")
+    cls = cls.item() if isinstance(cls, np.generic) else cls
+    goal = "the target" if cls is None else f"whether the target is {cls!r}"
+    where = "on held-out " + ("groups" if grouped else "rows")
+    where += f" where it is filled ({covered:.0%} of rows)" if covered < 1 else ""
     skill = (score - constant) / (1.0 - constant)  # the share of the way from the constant to perfect
     return Finding("target_leak", "error",
-                   f"{what} the target with {metric} {score:.3f} {where} "
+                   f"{what} {goal} with {metric} {score:.3f} {where} "
                    f"(the constant predictor: {constant:.3f})",
                    column=col,
                    advice="check whether it is known at prediction time; if it is derived "
-                          "from the target (or recorded after it), drop it",
+                          "from the target (or recorded after it), drop it"
+                          + ("" if grouped else "; if rows repeat per entity (a customer, a patient) whose "
+                             "target is fixed, pass groups= (the entity column): an entity's own feature "
+                             "predicts its other rows without leaking"),
                    data={"score": score, "metric": metric, "constant_score": constant,
                          "skill": float(skill), "threshold": threshold, "n_rows": n_rows,
-                         "filled_share": covered, "view": view,
-                         "model": "one column in bins of ~10 rows, 3 shuffled held-out folds"})
+                         "filled_share": covered, "view": view, "class": cls,
+                         "model": "one column in bins of ~10 rows, 3 shuffled held-out folds"
+                                  + (" of whole groups" if grouped else "")})
 
 def past_target(df: pd.DataFrame,  # the frame
                 target: str,  # the label column
@@ -174,16 +247,16 @@ def past_target(df: pd.DataFrame,  # the frame
     past[order] = np.where(first, None, np.roll(y, 1))
     return past
 
-def _lag_finding(col: str, metric: str, past: tuple, now: tuple) -> Finding:
+def _lag_finding(col: str, past: tuple, now: tuple) -> Finding:
     "A `target_lag` finding: a feature that repeats an earlier row's target (a lag), not the row's own."
     return Finding("target_lag", "info",
-                   f"it repeats the previous time's target ({metric} {past[0]:.3f} against it on held-out rows, "
-                   f"{now[0]:.3f} against the row's own): an autoregressive lag, known at prediction time when "
-                   "that earlier target is",
+                   f"it repeats the previous time's target ({past[2]} {past[0]:.3f} against it on held-out "
+                   f"rows, {now[2]} {now[0]:.3f} against the row's own): an autoregressive lag, known at "
+                   "prediction time when that earlier target is",
                    column=col,
                    advice="keep it for a one-step-ahead forecast; for a forecast h steps ahead lag it by h; "
                           "split by time (make_splits(time=...)) so that no training row holds a later target",
-                   data={"score_past": past[0], "score": now[0], "metric": metric})
+                   data={"score_past": past[0], "score": now[0], "metric": now[2], "metric_past": past[2]})
 
 def leak_findings(df: pd.DataFrame,  # the frame `check_data` checks
                   target: str,  # the label column
@@ -191,23 +264,42 @@ def leak_findings(df: pd.DataFrame,  # the frame `check_data` checks
                   skip: set,  # columns not scored as they are (groups, time, identifiers, constants, text)
                   threshold: float = 0.98,  # a held-out score (R², balanced accuracy) from here on is a leak
                   time: Optional[str] = None,  # the column ordering rows in time: a lag of the target is told apart
-                  groups: Optional[str] = None,  # entity ids: lags are taken within each entity's rows
+                  groups: Optional[str] = None,  # entity ids: held out whole (without time); lags per entity
                  ) -> list[Finding]:
-    """Each feature alone, binned and scored on held-out rows (3 shuffled folds), beside a constant predictor;
-    also a feature's filled rows alone, and a text column's first letters (even one in `skip`). With `time`,
-    a feature that matches the previous time's target at least as well as the row's own is a lag (info)."""
+    """Each feature alone, binned and scored on held-out rows (3 shuffled folds, of whole `groups` when given
+    without `time`), beside a constant predictor; also a feature's filled rows alone, one class against the
+    others, and a text column's first letters (even one in `skip`). With `time`, a feature that matches the
+    previous time's target at least as well as the row's own is a lag (info)."""
     regression = task == "regression"
     keep = df[target].notna().to_numpy().copy()
     if regression:  # an infinite target has its own finding
         keep &= np.isfinite(numeric_view(df[target]))
-    rows = np.flatnonzero(keep)
-    rows = _sample(rows, None if regression else df[target].to_numpy()[rows], 5000)
+    known = np.flatnonzero(keep)
+    labels = None if regression else df[target].to_numpy()
+    rows = _sample(known, None if labels is None else labels[known], _BUDGET)
     if len(rows) < _MIN_ROWS: return []
     data = df.iloc[rows]
-    past = past_target(df, target, time, groups) if time is not None else None
-    past = None if past is None else past[rows]
-    y = numeric_view(data[target]) if regression else pd.factorize(data[target])[0]
-    metric = "R²" if regression else "balanced accuracy"
+    # the folds hold out what the user's splits will (`choose_strategy`: time first, then groups): whole
+    # entities, or an entity's rows on both sides make a feature of the entity (its customer's income) look
+    # like a copy of a target set per entity; with `time`, an entity's past is in training, so rows are
+    entity = df[groups].to_numpy() if groups is not None and time is None else None
+    targets = {"own": numeric_view(df[target]) if regression else labels}
+    if time is not None:
+        past = past_target(df, target, time, groups)
+        if past is not None: targets["past"] = past.astype(float) if regression else past
+
+    def leak(x, own, frame_filled):
+        "The leak score of `x` (the sample's rows) against the target `own` or `past` (frame rows)."
+        y = targets[own]
+        ok = pd.notna(y[rows])
+        ent = None if entity is None else entity[rows][ok]
+        filled = None
+        if frame_filled is not None:
+            at, share, xf = frame_filled
+            okf = pd.notna(y[at]) & ~np.isnan(xf)
+            filled = xf[okf], y[at][okf], None if entity is None else entity[at][okf], share
+        return _column_leak(x[ok], y[rows][ok], regression, threshold, ent, filled)
+
     out = []
     for col in data.columns:
         if col == target: continue
@@ -219,15 +311,15 @@ def leak_findings(df: pd.DataFrame,  # the frame `check_data` checks
         if head is not None: views.append(("prefix", head))
         for view, s in views:
             x = _leak_view(s)
-            found = _column_leak(x, y, regression, threshold)
+            frame_filled = None
+            if view == "values" and len(rows) < len(known) and np.isnan(x).any():  # filled rows: all of them
+                at, share = _frame_filled(df[col], known, labels, _BUDGET)
+                frame_filled = at, share, _leak_view(df[col].iloc[at])
+            found = leak(x, "own", frame_filled)
             if not found: continue
-            lag = None
-            if past is not None and view == "values":
-                known = pd.notna(past)
-                target_past = past[known].astype(float) if regression else past[known]
-                lag = _column_leak(x[known], target_past, regression, threshold)
-            if lag and lag[0] >= found[0]: out.append(_lag_finding(col, metric, lag, found))
-            else: out.append(_leak_finding(col, metric, *found, view, threshold, len(data)))
+            lag = leak(x, "past", frame_filled) if "past" in targets and view == "values" else None
+            if lag and lag[0] >= found[0]: out.append(_lag_finding(col, lag, found))
+            else: out.append(_leak_finding(col, *found, view, threshold, len(data), entity is not None))
             break  # one finding a column
     return out
 
