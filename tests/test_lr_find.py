@@ -163,3 +163,19 @@ def test_a_finder_shows_itself_in_one_line():
     assert shown == ("LRFinder(100 steps, lr 1e-07 → 10; suggestion 3.00e-03: halfway down the descent; "
                      ".plot() draws it)"), shown
     assert "no suggestion: stopped" in repr(LRFinder(lrs[:3], [1.0] * 3, None, True))
+
+
+def test_a_sweep_without_descent_says_what_its_range_shows():
+    "Probe 41: a sweep whose range was wrong (start_lr too high, end_lr too low) was told to run longer."
+    rng = np.random.default_rng(0)
+    lrs = list(np.geomspace(1.0, 100.0, 60))
+    rising = list(1.0 + 0.05 * np.arange(60) + rng.normal(0, 0.01, 60))  # worse from its first lr on
+    suggestion, why = descent_lr(lrs, rising)
+    assert suggestion is None and "lower start_lr" in why and "longer" not in why
+    low = list(np.geomspace(1e-8, 1e-5, 60))
+    flat = list(1.0 + rng.normal(0, 0.01, 60))
+    suggestion, why = descent_lr(low, flat)
+    assert suggestion is None and "raise end_lr" in why and "1.0e-05" in why
+    # a range over where models learn, flat throughout: a longer sweep, as before
+    suggestion, why = descent_lr(list(np.geomspace(1e-7, 10, 60)), flat)
+    assert suggestion is None and "longer sweep" in why and "start_lr" not in why

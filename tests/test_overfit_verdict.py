@@ -108,3 +108,43 @@ def test_a_blow_up_that_ends_above_its_start_is_diverging_however_noisy_its_end(
     flat = [1.1 + 0.01 * (-1) ** i for i in range(300)]
     found, _ = curve_findings(measure_curve(flat, 0.0, 1.036), levels, 1e-7, [1e-7], 300, 0.1)
     assert [f.kind for f in found] == ["not_decreasing"] and "tiny one" in found[0].advice
+
+
+def spiked(peak, end_level, wobble, steps=300):
+    "A loss that starts at 1.1, rises to `peak` in its first tenth, then wobbles by `wobble` around `end_level`."
+    rise = [1.1 + (peak - 1.1) * math.sin(math.pi * i / 30) for i in range(30)]
+    return rise + [end_level + wobble * (-1) ** i * (1 + i % 3) for i in range(steps - 30)]
+
+
+def test_a_spike_under_ten_times_its_start_is_an_lr_too_high_not_a_tiny_one():
+    "Probe 41: a GRU at lr=1 peaked just under 10x its start, then fell a little: 'did not fall', try a tinier lr."
+    levels = LossLevels(0.0, 1.036, "the class shares", 32)
+    # peak 8x the start, a noisy end above the start (3 sds of its noise hide the rise): it overshoots
+    found, _ = curve_findings(measure_curve(spiked(9.0, 1.5, 0.3), 0.0, 1.036), levels, 1.0, [1.0], 300, 0.1)
+    assert [f.kind for f in found] == ["diverging"] and "tiny" not in found[0].advice
+    # the message reads the level the verdict judged, not the last step's loss (a blow-up's last step can be 0)
+    values = spiked(9.0, 1.5, 0.3)[:-1] + [0.0]
+    found, _ = curve_findings(measure_curve(values, 0.0, 1.036), levels, 1.0, [1.0], 300, 0.1)
+    assert "to 0 " not in found[0].message and "its level over the last 30 steps" in found[0].message
+    # peak 5x, then a small fall below the start (under a tenth of the way): it fell a little, the lr is too high
+    found, _ = curve_findings(measure_curve(spiked(5.5, 1.05, 0.002), 0.0, 1.036), levels, 1.0, [1.0], 300,
+                              0.1)
+    assert [f.kind for f in found] == ["not_decreasing"]
+    assert "fell less than 10% of the way" in found[0].message
+    assert "lower the learning rate" in found[0].advice and "tiny" not in found[0].advice
+
+
+def test_a_pass_through_a_blow_up_says_so():
+    "Probe 42: an MLP at lr=10 memorized the batch after its loss spiked to ~2,300 from 1.1, and passed without a word."
+    torch.manual_seed(0)
+    X, y = torch.randn(32, 8), torch.randint(0, 3, (32,))
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3))
+    report = overfit_batch(model, (X, y), nn.functional.cross_entropy, lr=10.0, steps=200)
+    assert report.passed and kinds(report) == ["spiked"]
+    f = report.findings[0]
+    assert f.severity == "warning" and f.data["peak_loss"] > 100 and "lower it" in f.advice
+    torch.manual_seed(0)  # at a sound lr the same model passes quietly
+    report = overfit_batch(nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3)), (X, y),
+                           nn.functional.cross_entropy, lr=1e-2, steps=200)
+    assert report.passed and kinds(report) == []

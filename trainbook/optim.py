@@ -18,12 +18,12 @@ from .core import TrainConfig, loader_generators, pick_device
 from .distributed import full_tensor
 
 # %% auto #0
-__all__ = ['NORM_TYPES', 'SCHEDULE_FNS', 'SCHEDULE_POSITION', 'SCHEDULER_INTERVALS', 'EPOCH_SCHEDULERS', 'param_groups',
-           'warmup_steps', 'constant', 'warmup_cosine', 'one_cycle', 'schedule_steps', 'make_scheduler', 'rescale_lr',
-           'schedule_changes', 'has_closed_form', 'schedule_note', 'restore_scheduler', 'schedule_lr', 'scale_lr',
-           'check_lr_sweep', 'LRFinder', 'cycle_batches', 'steepest_lr', 'step_noise', 'window_means', 'descent_lr',
-           'lr_find', 'unscale_and_clip', 'gradient_norms', 'step_optimizer', 'optimizer_step',
-           'pick_scheduler_interval', 'train_step']
+__all__ = ['NORM_TYPES', 'SCHEDULE_FNS', 'SCHEDULE_POSITION', 'LEARNING_LRS', 'SCHEDULER_INTERVALS', 'EPOCH_SCHEDULERS',
+           'param_groups', 'warmup_steps', 'constant', 'warmup_cosine', 'one_cycle', 'schedule_steps', 'make_scheduler',
+           'rescale_lr', 'schedule_changes', 'has_closed_form', 'schedule_note', 'restore_scheduler', 'schedule_lr',
+           'scale_lr', 'check_lr_sweep', 'LRFinder', 'cycle_batches', 'steepest_lr', 'step_noise', 'window_means',
+           'range_advice', 'descent_lr', 'lr_find', 'unscale_and_clip', 'gradient_norms', 'step_optimizer',
+           'optimizer_step', 'pick_scheduler_interval', 'train_step']
 
 # %% ../nbs/05_optim.ipynb #075ae175
 NORM_TYPES = (nn.modules.batchnorm._NormBase, nn.LayerNorm, nn.GroupNorm, nn.LocalResponseNorm) + \
@@ -328,6 +328,25 @@ def window_means(raw: list,  # the raw per-step losses of a sweep
     sums = np.cumsum(np.r_[0.0, np.asarray(raw, dtype=float)])
     return (sums[width:] - sums[:-width]) / width
 
+LEARNING_LRS = (1e-4, 1e-2)  # where Adam-family optimizers start to move most models: below, a step moves little
+
+def range_advice(lrs: list,  # the sweep's lrs
+                 means: np.ndarray,  # its window means
+                 needed: float,  # a fall (or rise) of the window means beyond the noise
+                 n: int,  # the sweep's steps
+                ) -> str:
+    "What a sweep without a descent says of its range: it only rose (start lower), it ended low (end higher), or longer."
+    width = len(lrs) - len(means) + 1
+    rose_at_once = means[min(width, len(means) - 1)] - means[0] > needed  # the next window's mean is higher
+    if rose_at_once and means.min() >= means[0] - needed and lrs[0] >= LEARNING_LRS[0]:  # worse from the first lr
+        return (f"it only rose, from its first lr: the sweep starts above where this model learns, so lower "
+                f"start_lr (start_lr={lrs[0] / 1000:.0e})")
+    if lrs[-1] < LEARNING_LRS[1]:  # the sweep never got where most models learn
+        return (f"it ended at lr {lrs[-1]:.1e}, below where most models learn: raise end_lr (end_lr=10, the "
+                "default)")
+    return ("a model that needs many steps at one lr to learn (a transformer) may show its descent in a longer "
+            f"sweep (num_steps={4 * n})")
+
 def descent_lr(lrs: list,  # the sweep's lrs
                raw: list,  # the raw loss at each
                z: float = 3.0,  # how many noise sds the fall must exceed
@@ -341,10 +360,10 @@ def descent_lr(lrs: list,  # the sweep's lrs
     fall, noise = means[top] - means[bottom], step_noise(raw)
     needed = z * noise * math.sqrt(2 / width)  # the sd of a difference of two window means: noise·√(2/width)
     if fall <= needed:
-        return None, (f"no sustained descent: the loss fell {fall:.3g} at most over windows of {width} steps, "
-                      f"within {z:g} sds of the noise ({needed:.3g}): no lr of these {n} steps made it fall "
-                      "beyond its noise; a model that needs many steps at one lr to learn (a transformer) may "
-                      f"show its descent in a longer sweep (num_steps={4 * n})")
+        seen = (f"no sustained descent: the loss fell {fall:.3g} at most over windows of {width} steps, "
+                f"within {z:g} sds of the noise ({needed:.3g}): no lr from {lrs[0]:.1e} to {lrs[-1]:.1e} made "
+                "it fall beyond its noise; ")
+        return None, seen + range_advice(lrs, means, needed, n)
     half = top + int(np.argmax(means[top:bottom + 1] <= means[top] - fall / 2))
     at = half + width // 2  # the window's middle step
     return lrs[at], (f"halfway down the descent: the loss fell {fall:.3g} "

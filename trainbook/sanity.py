@@ -334,14 +334,15 @@ class Curve:
             ) -> bool:
         "Whether the loss ended above its start by over `share` of its way down (or all its last tenth did)."
         margin = share * max(self.start - self.zero, 0)
-        # after a blow-up the end's noise is the blow-up's own: ending above the start is enough
-        if self.blew_up and self.end - self.start > margin: return True
+        # after a spike the end's noise is the spike's own: ending above the start is enough
+        if self.spiked and self.end - self.start > margin: return True
+        # the start is one step's loss, as noisy as each of the tail's: 3 noise sds of their difference
         return self.end - self.start > max(3 * self.noise, margin) or self.tail_low - self.start > margin
 
     @property
-    def blew_up(self) -> bool:
-        "Whether the loss peaked ten times further from `zero` than it started: no tiny lr does that."
-        return self.start > self.zero and self.peak - self.zero > 10 * (self.start - self.zero)
+    def spiked(self) -> bool:
+        "Whether the loss rose, on the way, over twice as far from `zero` as it started: a tiny lr cannot do that."
+        return self.start > self.zero and self.peak - self.zero > 2 * (self.start - self.zero)
 
     def still_falling(self,
                       share: float,  # the share of what is left to `zero` the last tenth's fall must pass
@@ -449,8 +450,9 @@ def curve_findings(curve: Curve,  # the best try's measurements
                         data=data)], False
     if curve.rose(tolerance):
         return [Finding("diverging", "error",
-                        f"the loss rose from {start:.4g} to {end:.4g} (peaking at {peak:.4g}) in {steps} "
-                        f"steps at lr {lr:.0e}: the updates overshoot",
+                        f"the loss rose from {start:.4g} to {curve.end:.4g} (its level over the last "
+                        f"{curve.tail_steps} steps; peaking at {peak:.4g}) in {steps} steps at lr {lr:.0e}: "
+                        "the updates overshoot",
                         advice=f"lower the learning rate (10x or more below {lr:.0e}; lr_find shows where "
                                "the loss falls fastest), or clip gradients", data=data)], False
     if same:
@@ -475,7 +477,7 @@ def curve_findings(curve: Curve,  # the best try's measurements
         if dead:
             advice = ("no parameter receives a gradient (see no_gradient): make the loss depend on the "
                       "prediction, and check that its mask does not zero every term")
-        elif curve.blew_up:  # the learning rate is too high, not too low
+        elif curve.spiked:  # the learning rate is too high, not too low
             advice = (f"it spiked to {peak:.4g} on the way: lower the learning rate (10x or more below "
                       f"{lr:.0e}; lr_find shows where the loss falls fastest) or clip gradients")
         else:
@@ -483,8 +485,13 @@ def curve_findings(curve: Curve,  # the best try's measurements
                       f"tiny one moves nothing in {steps} steps: try 1e-3 or lr_find), that the loss depends "
                       "on the prediction, and that the targets are the same at every step"
                       + _scale_advice(curve, levels, tolerance))
+        how = (f"fell less than {tolerance:.0%} of the way to its floor" if curve.fell(0.0) and
+               levels.floor is not None else "did not fall beyond its noise" if curve.end < start else "did not fall")
+        if curve.end < start and not curve.fell(0.0):  # lower, within its noise: the level and the noise
+            how += (f" (its last {curve.tail_steps} steps: {curve.end:.4g} ± {curve.noise:.2g}, the start "
+                    f"{start:.4g})")
         return [Finding("not_decreasing", "error",
-                        f"the loss on one batch did not fall: {start:.4g} → {end:.4g} in {steps} steps at "
+                        f"the loss on one batch {how}: {start:.4g} → {end:.4g} in {steps} steps at "
                         f"lr {lrs}{_reference(curve, levels)}", advice=advice, data=data)], False
     return fell_short(curve, levels, lrs, steps, tolerance, data)
 
@@ -542,7 +549,7 @@ def fell_short(curve: Curve,  # the best try's measurements: the loss fell, but 
                                + scale, data=data)], True
     if falling:
         advice = more + scale
-    elif peak - curve.zero > 2 * (start - curve.zero):  # it blew up on the way, then settled short
+    elif curve.spiked:  # it blew up on the way, then settled short
         advice = (f"it spiked to {peak:.4g} on the way: lower the learning rate (a blow-up can kill units "
                   "for good); if it still stops short, check the labels, the loss/activation pairing and "
                   "the capacity" + scale)
@@ -551,8 +558,8 @@ def fell_short(curve: Curve,  # the best try's measurements: the loss fell, but 
                   "gradient flow and the model's capacity" + scale)
     return [Finding("fell_short", "error",
                     f"the loss on one batch fell, but only from {start:.4g} to {end:.4g} in {steps} steps "
-                    f"at any of lr {lrs}{_reference(curve, levels)}: memorizing it means ending below "
-                    f"{goal:.4g}",
+                    f"at {'any of ' if ',' in lrs else ''}lr {lrs}{_reference(curve, levels)}: memorizing it "
+                    f"means ending below {goal:.4g}",
                     advice=advice, data=data)], False
 
 def _passed_in_eval(curve: Curve, trained: Trained, tolerance: float) -> Finding:
@@ -603,6 +610,12 @@ def overfit_report(best: tuple,  # the best try: (share of the fall left, its lr
     passed = ok and not same and not errors
     if passed and not curve.memorized(tolerance):  # passed on what the trained model shows, not on its curve
         findings.append(_passed_in_eval(curve, trained, tolerance))
+    if passed and curve.spiked:  # memorized, through a blow-up: a pass is no approval of that lr
+        findings.append(Finding("spiked", "warning",
+                                f"the batch was memorized at lr {try_lr:.0e}, but on the way the loss spiked to "
+                                f"{curve.peak:.4g} from {curve.start:.4g}",
+                                advice="one batch recovered; a full run at this lr may not: lower it, warm it up "
+                                       "or clip gradients", data={"peak_loss": curve.peak, "lr": try_lr}))
     report = SanityReport(passed, findings, history, values[0], values[-1], try_lr, stopped,
                           uncertain and not errors)
     announce("overfit_batch", report)
