@@ -369,3 +369,18 @@ def test_stratified_and_group_splits_of_clean_data_raise_no_class_drift():
     for kw in ({"strategy": "stratified"}, {"strategy": "group", "groups": "g"}):
         s = tb.make_splits(df, "y", seed=0, **kw)
         assert not [f for f in s.findings if f.kind == "class_balance_drift"], kw
+
+
+def test_a_continuous_column_that_separates_the_classes_is_a_leak_on_few_rows():
+    "Probe 42: a score recorded after the outcome (10·y + noise) was missed on 100-200 rows: a quantile bin spanned its gap."
+    def leaks(df): return {f.column for f in tb.check_data(df, "y").findings if f.kind == "target_leak"}
+    found, honest = 0, 0
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        y = rng.integers(0, 2, 100)
+        agree = np.where(rng.random(100) < 0.95, y, 1 - y)  # an honest strong flag: the same clusters, 5% across
+        df = pd.DataFrame({"y": y, "score": 10 * y + rng.normal(scale=0.1, size=100),
+                           "flag": 10 * agree + rng.normal(scale=0.1, size=100)})
+        found += "score" in leaks(df)
+        honest += "flag" in leaks(df)
+    assert (found, honest) == (10, 0)
