@@ -333,3 +333,18 @@ def test_a_loss_that_falls_on_at_a_logged_lr_of_0_is_no_stopped_schedule():
     valid = [0.3 + 0.8 * np.exp(-25 * (e + 1) / 120) for e in range(15)]
     found = tb.diagnose(epochs_run(train, valid, se=0.01, prior=1.0986, steps_per_epoch=25, lr=lr))
     assert "not_learning" not in kinds(found) and not any("stopped training" in f.message for f in found)
+
+
+def test_a_schedule_at_a_millionth_of_its_peak_is_named_as_one_at_0():
+    "Probe 42: a LambdaLR factor of 1e-6 from step 16 (not exactly 0): the stalled loss was a generic not_learning."
+    n = 375
+    train = 1.0745 + 0.01 * np.random.default_rng(0).standard_normal(n)
+    lr = np.where(np.arange(1, n + 1) < 16, 3e-4, 3e-10)
+    found = tb.diagnose(epochs_run(train, [1.0532] * 15, se=0.01, prior=1.0986, steps_per_epoch=25, lr=lr))
+    f = next(f for f in found if f.kind == "not_learning")
+    assert "learning rate was 3e-10 from step 16 on (96% of the steps" in f.message
+    assert f.advice.startswith("fix the lr schedule")
+    # a step decay cut 10x twice (to 1% of its peak) stays unblamed: such an lr still moves the weights
+    lr = np.where(np.arange(1, n + 1) < 16, 3e-4, 3e-6)
+    found = tb.diagnose(epochs_run(train, [1.0532] * 15, se=0.01, prior=1.0986, steps_per_epoch=25, lr=lr))
+    assert not any("the schedule stopped training" in f.message for f in found)

@@ -78,11 +78,12 @@ def _lr_never_peaked(c: dict) -> str:
             f"is longer than the run, the lr never reached its peak") if rising else ""
 
 def _lr_stopped(c: dict) -> tuple[str, str, dict]:
-    "A note, its advice and data when the logged lr was 0 from some step to the end, half the run or more."
+    "A note, its advice and data when the logged lr was (as good as) 0 from some step to the end, half the run or more."
     ls, _, lr = series_of(c, "train", "lr")
     if len(lr) < 4 or not np.isfinite(lr).all(): return "", "", {}
-    # an lr under float32's resolution of its peak moves no weight: as good as 0
-    off = lr <= np.finfo(np.float32).eps * max(float(lr.max()), 0.0)
+    # an lr 1000x under its peak does in half the run what the peak did in a few steps: for a loss that did not
+    # move, as good as 0 (a cosine is that low only over its last 2%; a step decay needs three 10x cuts)
+    off = lr <= 1e-3 * max(float(lr.max()), 0.0)
     if not off[-1]: return "", "", {}
     # never above 0: no schedule set it to 0 (an lr of 0 given, or a param group frozen at 0: the logged one)
     if off.all():
