@@ -5,7 +5,8 @@ from torch import nn
 
 import trainbook as tb
 from trainbook.events import Callback
-from trainbook.live import LiveCurves, Progress, display_mode, plot_history
+from trainbook.live import LiveCurves, display_mode, plot_history
+from trainbook.progress import Progress
 from helpers import blobs
 
 
@@ -55,22 +56,6 @@ def test_a_broken_display_never_breaks_the_run():
     with pytest.warns(UserWarning, match="switched off"):
         run = _fit([Broken(mode="static")])
     assert run.stopped == "completed"
-
-
-def test_progress_runs_headless(capsys):
-    run = _fit([Progress()], epochs=2)
-    assert run.stopped == "completed"
-    err = capsys.readouterr().err
-    assert "epochs" in err and "100%" in err
-
-
-def test_the_step_bar_is_the_runs_steps():
-    "One step bar for the run (as Hugging Face's Trainer shows it), named by the epoch in progress: not one per epoch."
-    bar = Progress()
-    run = _fit([bar], epochs=3)
-    assert run.step == 3 * 40 and bar.steps.total == run.step  # 640 rows in batches of 16, three epochs
-    assert bar.steps.desc.startswith("epoch 2")
-    assert bar.epochs.n == bar.epochs.total == 3
 
 
 def test_plot_history_marks_findings():
@@ -359,19 +344,6 @@ def test_find_lr_range_is_clipped_near_the_start_and_the_suggestion_marked():
     assert all(float(v) in (1e-7, 1e-5, 1e-3, 1e-1, 10.0) for v in fig.layout.xaxis.tickvals)  # decades only
 
 
-def test_an_early_stop_leaves_a_finished_bar_and_one_line(capsys):
-    "Keras and Lightning print one line; a bar left at 83% reads as a crash."
-    X, y = blobs(n=256)
-    bar = Progress()
-    run = tb.fit(nn.Sequential(nn.Linear(8, 3)), tb.TensorLoader(X, y, batch_size=64), [(X[:64], y[:64])],
-                 loss_fn=nn.functional.cross_entropy, live=False, callbacks=[bar],
-                 config=tb.TrainConfig(epochs=40, lr=1e-6, patience=1, min_delta=1.0, device="cpu"))
-    assert run.stopped == "early_stopping" and run.epoch < 39
-    assert bar.epochs.n == bar.epochs.total == run.epoch + 1  # finished at the epochs it ran
-    out = capsys.readouterr().out
-    assert f"stopped early at epoch {run.epoch}, best epoch {run.best_epoch}" in out
-
-
 def test_runs_compared_by_what_differs():
     "Legends and titles name the differing params; the table shows numbers to their precision and findings as chips."
     import pandas as pd
@@ -434,47 +406,3 @@ def test_a_run_refused_at_its_first_batch_draws_nothing(capsys, monkeypatch):
     assert "epochs" in capsys.readouterr().err
 
 
-def test_bars_of_a_run_whose_every_step_was_skipped():
-    "Every loss non-finite, skipped: no step ever begins, yet the epochs bar counts the epoch that ended."
-    X, y = blobs(n=64)
-    bars = Progress()
-    run = tb.fit(nn.Linear(8, 3), tb.TensorLoader(X * float("nan"), y, batch_size=16),
-                 loss_fn=nn.functional.cross_entropy, live=False, callbacks=[bars],
-                 config=tb.TrainConfig(epochs=1, device="cpu", on_nonfinite="skip"))
-    assert run.step == 0 and run.skipped_steps == 4 and bars.epochs.n == 1
-
-
-def test_a_finished_run_leaves_no_red_step_bar_in_a_notebook(monkeypatch):
-    "Probe 27: the step bar moved at most every 0.1 s; closed short of its total, tqdm.notebook kept it, red."
-    import tqdm.auto, tqdm.notebook
-    import trainbook.live as live
-    monkeypatch.setattr(live, "display_mode", lambda: "widget")  # what a JupyterLab kernel gets
-    monkeypatch.setattr(tqdm.auto, "tqdm", tqdm.notebook.tqdm)
-    bars = []
-
-    class Kept(live.Progress):
-        def after_fit(self, state):
-            bars.append(self.steps)
-            super().after_fit(state)
-
-    torch.manual_seed(0)
-    X, y = torch.randn(455, 30), torch.randint(0, 2, (455,))
-    dl = tb.TensorLoader(X, y, batch_size=64)
-    model = nn.Sequential(nn.Linear(30, 16), nn.ReLU(), nn.Linear(16, 2))
-    run = tb.fit(model, dl, dl, loss_fn=nn.CrossEntropyLoss(), config=tb.TrainConfig(epochs=8, lr=3e-3),
-                 callbacks=[Kept(mininterval=60)], live=False)  # a redraw a minute: the end is never drawn
-    bar = bars[0]
-    assert run.stopped == "completed" and bar.n == bar.total == run.step
-    assert bar.container.children[1].bar_style != "danger" and bar.container.layout.visibility == "hidden"
-    # max_steps is a planned end too: its epochs bar ends full, not red at 1/3 (probe 28)
-    epochs = []
-
-    class KeptEpochs(live.Progress):
-        def after_fit(self, state):
-            epochs.append(self.epochs)
-            super().after_fit(state)
-
-    run = tb.fit(model, dl, dl, loss_fn=nn.CrossEntropyLoss(), config=tb.TrainConfig(epochs=3, max_steps=10),
-                 callbacks=[KeptEpochs()], live=False)
-    assert run.stopped == "max_steps" and epochs[0].n == epochs[0].total
-    assert epochs[0].container.children[1].bar_style != "danger"

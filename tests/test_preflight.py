@@ -8,7 +8,8 @@ from torch import nn
 import trainbook as tb
 from trainbook.core import listen, unlisten
 from trainbook.events import Callback
-from trainbook.preflight import find_batch_size, summary, dry_run
+from trainbook.batchsize import find_batch_size
+from trainbook.preflight import summary, dry_run
 
 from helpers import blobs, mlp
 

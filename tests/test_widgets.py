@@ -110,24 +110,25 @@ def test_buttons_sized_to_their_labels():
 def test_dry_run_button_shows_the_report(monkeypatch):
     "The Dry run button calls trainbook.preflight.dry_run (faked here) with the panel's pieces and shows its report."
     import sys, types
+    from trainbook.preflight import DryRunReport
     calls = []
-    class Report:
-        passed, findings = False, [tb.Finding("shape_mismatch", "error", "pred (4, 1) vs target (4,)")]
-        steps, step_time, peak_memory_mb, data_wait = 3, 0.00122, 0.938, 0.25
-        def _repr_html_(self): return "<p>dry-run report: shape_mismatch</p>"
     def dry_run(model, dl_train, dl_valid=None, loss_fn=None, config=None, metrics=None):
         calls.append((model, dl_train, dl_valid, loss_fn, config, metrics))
-        return Report()
+        return DryRunReport(False, [tb.Finding("shape_mismatch", "error", "pred (4, 1) vs target (4,)")], steps=3,
+                            step_time=0.00122, peak_memory_mb=0.938, data_wait=0.25)
     monkeypatch.setitem(sys.modules, "trainbook.preflight", types.SimpleNamespace(dry_run=dry_run))
     p = panel()
     p.dry_button.click(); p.wait()
     assert calls == [(p.model, p.dl_train, p.dl_valid, p.loss_fn, p.config, p.metrics)]
     assert "dry run: <b>FAILED</b> (1 finding(s))" in p.status.value and "Shape mismatch" in p.findings.value
     assert p.plot.children == (p.note,) and "FAILED" in p.note.value and p.figure is None  # no chart left above
-    assert isinstance(p.dry_run_report, Report) and p.error is None
+    assert isinstance(p.dry_run_report, DryRunReport) and p.error is None
     # units, not bare numbers: 0.00122 s per step reads as 1.22 ms, a share as a percentage
     assert "1.22</td><td>ms" in p.note.value and "25</td><td>% of training time" in p.note.value
     assert "peak memory rise" in p.note.value and "MiB" in p.note.value
+    # the report shown on its own carries the same units (it printed 0.00122 under 'step time')
+    shown = p.dry_run_report._repr_html_()
+    assert "1.22</td><td>ms" in shown and "Shape mismatch" in shown and "0.00122" not in shown
 
 
 def _pressing_stop_at(p, call):
@@ -409,3 +410,30 @@ def test_a_finding_repeated_at_every_validation_shows_once_in_the_panel():
     assert p.run.stopped == "completed" and [f.kind for f in p.run.findings].count("nonfinite") == 4
     assert p.findings.value.count('class="tb-finding ') == 1 + sum(f.kind != "nonfinite" for f in p.run.findings)
     assert "nonfinite ×4" in p.findings.value
+
+
+def test_a_search_panel_leaves_a_static_figure_in_the_saved_notebook(monkeypatch):
+    "Probe 38: StudyPanel's live FigureWidget stayed at the search's end: a saved notebook showed no curves."
+    import trainbook.live as live
+    from trainbook.widgets import StudyPanel
+    outputs = []
+
+    class Handle:
+        def __init__(self, obj): self.shown = [obj]
+        def update(self, obj, raw=False): self.shown.append((obj, raw))
+
+    monkeypatch.setattr(live, "show_output", lambda obj, **kw: outputs.append(Handle(obj)) or outputs[-1])
+    panel = StudyPanel(n_trials=2, mode="widget")
+    for n, values in enumerate(([0.9, 0.5], [0.8, 0.7])):
+        panel.start(n, {"lr": 10.0 ** -(n + 2)})
+        for step, v in enumerate(values): panel.report(n, step, v)
+        panel.end(n, "complete", (0, 0.5))
+    live_figure = panel.figure
+    panel.finish()
+    (handle,) = outputs
+    assert handle.shown[0] is live_figure and len(handle.shown) == 2
+    bundle, raw = handle.shown[-1]  # the output rewritten in place with the final figure's static bundle
+    assert raw and "text/html" in bundle and "application/vnd.jupyter.widget-view+json" not in bundle
+    final = panel.figure
+    assert final is not live_figure and len(final.data) == 2  # a plain figure of both trials
+    assert "best valid_loss 0.5 (trial 0: lr=0.01)" in final.layout.title.text

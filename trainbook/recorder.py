@@ -139,10 +139,10 @@ class EpochMeter:
 # %% ../nbs/06b_recorder.ipynb #d79ab0d7
 def run_displays(live: Union[str, bool, None] = "auto",  # "auto" | True | False (None = False)
                 ) -> list:
-    """trainbook's own displays for `live` (`live.default_displays`: none when False, but inside `launch` the stream
+    """trainbook's own displays for `live` (`progress.default_displays`: none when False, but inside `launch` the stream
     of records to the caller, which draws them), and none (with a warning) when the front end breaks."""
     try:
-        from trainbook.live import default_displays
+        from trainbook.progress import default_displays
         return default_displays(live)
     except Exception as e:  # a broken front end degrades to no display, never to a failed run
         warn(f"live displays are off: {e!r}")

@@ -16,9 +16,9 @@ from .audit import RowHashes
 from .splits import STRATEGIES, make_splits
 
 # %% auto #0
-__all__ = ['BALANCE_LAYOUT', 'BUTTON', 'PLACEHOLDER', 'DRY_RUN_ROWS', 'Snapshot', 'buttons_html', 'split_code', 'balance_figure',
-           'start_values', 'SplitBuilder', 'StopOnEvent', 'run_status', 'overfit_status', 'lr_status', 'error_html',
-           'dry_run_html', 'TrainPanel', 'StudyPanel', 'config_text']
+__all__ = ['BALANCE_LAYOUT', 'BUTTON', 'PLACEHOLDER', 'Snapshot', 'buttons_html', 'split_code', 'balance_figure', 'start_values',
+           'SplitBuilder', 'StopOnEvent', 'run_status', 'overfit_status', 'lr_status', 'error_html', 'TrainPanel',
+           'StudyPanel', 'config_text']
 
 # %% ../nbs/12_widgets.ipynb #e5463f06
 class Snapshot:
@@ -229,7 +229,7 @@ PLACEHOLDER = ('<div class="tb-placeholder" style="padding:18px 12px;color:#666;
 def run_status(run,  # a finished `Run`
               ) -> str:
     "One status line for a finished run: how it ended, and for an early stop where and what was best."
-    from trainbook.live import stop_summary
+    from trainbook.progress import stop_summary
     if run.stopped == "early_stopping":
         return f"run <b>{html.escape(stop_summary(run))}</b> after {run.step} steps"
     return f"run <b>{run.stopped}</b> after {run.step} steps"
@@ -269,28 +269,6 @@ def error_html(what: str,  # the action that failed ("training", "find LR", ...)
     return (f'<b style="color:#c0392b">{html.escape(what)} failed:</b> {html.escape(head)}'
             '<details><summary>where</summary>'
             f'<pre style="font-size:11px">{html.escape(where)}</pre></details>')
-
-DRY_RUN_ROWS = (("steps", "optimizer steps taken", 1, ""), ("step_time", "time per step", 1e3, "ms"),
-                ("first_step_time", "first step (warm-up)", 1e3, "ms"),
-                ("data_wait", "waiting for data", 100, "% of training time"),
-                ("samples_per_s", "throughput", 1, "samples/s"),
-                ("peak_memory_mb", "peak memory rise", 1, "MiB"),
-                ("valid_batch_time", "time per validation batch", 1e3, "ms"),
-                ("estimated_run_s", "estimated full run", 1, "s"), ("seconds", "this dry run took", 1, "s"))
-
-def dry_run_html(report,  # a `DryRunReport`
-                ) -> str:
-    "The dry run's verdict and measurements as a table with units (what the panel shows after *Dry run*)."
-    color, word = ("#1e8449", "PASSED") if report.passed else ("#c0392b", "FAILED")
-    rows = []
-    for key, label, scale, unit in DRY_RUN_ROWS:
-        value = getattr(report, key, None)
-        if value is None: continue
-        shown = f"{value * scale:,.3g}" if isinstance(value, float) else f"{value:,}"
-        rows.append(f'<tr><td style="padding:1px 12px 1px 0">{label}</td>'
-                    f'<td style="text-align:right;padding:1px 6px">{shown}</td><td>{unit}</td></tr>')
-    return (f'<div class="tb-dryrun" style="font:13px sans-serif;margin:6px 0">dry run <b style="color:{color}">'
-            f'{word}</b><table style="border-collapse:collapse;margin-top:4px">{"".join(rows)}</table></div>')
 
 class TrainPanel(Snapshot):
     "Buttons (Overfit one batch, Find LR, Dry run, Train, Stop), one figure, findings and a status line for one model."
@@ -400,7 +378,7 @@ class TrainPanel(Snapshot):
                          metrics=self.metrics)
         self.dry_run_report = report
         self.findings.value = findings_html(report.findings)
-        self.show_note(dry_run_html(report))
+        self.show_note(report.verdict_html())
         return (f"dry run: <b>{'PASSED' if report.passed else 'FAILED'}</b> "
                 f"({len(report.findings)} finding(s))")
 
@@ -526,7 +504,7 @@ class StudyPanel:
         self.states: dict[int, str] = {}
         self.params: dict[int, dict] = {}
         self.best: Optional[tuple[int, float]] = None
-        self.figure, self.header, self.last, self._box = None, None, -math.inf, None
+        self.figure, self.header, self.last, self._box, self._handle = None, None, -math.inf, None, None
 
     def start(self, number: int,  # the trial's number
               params: dict,  # its sampled values
@@ -599,7 +577,7 @@ class StudyPanel:
         from trainbook.live import show_output
         self.figure = self.new_figure(widget=True)
         self._box = self.figure
-        show_output(self.figure)
+        self._handle = show_output(self.figure, display_id=True)
 
     def redraw(self, force: bool = False,  # redraw even if the last redraw was less than `every` seconds ago
                ):
@@ -611,10 +589,14 @@ class StudyPanel:
         self.last = now
 
     def finish(self):
-        "The search ended: outside JupyterLab, show the figure once."
-        if self.mode == "static":
-            from trainbook.live import show_output
-            show_output(self.plot())
+        "The search ended: the live figure gives way to a static one (what a saved notebook shows); elsewhere shown once."
+        from trainbook.live import as_static, figure_bundle, show_output
+        if self.mode == "static": show_output(self.plot())
+        if self.mode != "widget" or self._handle is None: return
+        final = as_static(self.plot())
+        self._handle.update(figure_bundle(final), raw=True)  # a figure's own display would add an output
+        self.figure.close()
+        self.figure, self._box, self._handle = final, None, None
 
     def plot(self):
         "The panel's figure, drawn now (a static plotly figure)."

@@ -1,0 +1,119 @@
+"The progress bars: headless, in a notebook (tqdm.notebook), at an early stop, and what a saved notebook keeps."
+import torch
+from torch import nn
+
+import trainbook as tb
+from trainbook.progress import Progress
+from helpers import blobs
+
+
+def _fit(callbacks, epochs=3, n=640, **cfg):
+    X, y = blobs(n=n)
+    return tb.fit(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3)), tb.TensorLoader(X, y, batch_size=16),
+                  [(X[:64], y[:64])], loss_fn=nn.functional.cross_entropy, metrics="accuracy", live=False,
+                  callbacks=callbacks, config=tb.TrainConfig(epochs=epochs, device="cpu", **cfg))
+
+
+def test_progress_runs_headless(capsys):
+    run = _fit([Progress()], epochs=2)
+    assert run.stopped == "completed"
+    err = capsys.readouterr().err
+    assert "epochs" in err and "100%" in err
+
+
+
+def test_the_step_bar_is_the_runs_steps(monkeypatch):
+    "One step bar for the run (as Hugging Face's Trainer shows it), named by the epoch in progress: not one per epoch."
+    monkeypatch.setattr("trainbook.progress.display_mode", lambda: "text")  # an IPython shell another test made: one bar
+    bar = Progress()
+    run = _fit([bar], epochs=3)
+    assert run.step == 3 * 40 and bar.steps.total == run.step  # 640 rows in batches of 16, three epochs
+    assert bar.steps.desc.startswith("epoch 2")
+    assert bar.epochs.n == bar.epochs.total == 3
+
+
+
+def test_an_early_stop_leaves_a_finished_bar_and_one_line(capsys):
+    "Keras and Lightning print one line; a bar left at 83% reads as a crash."
+    X, y = blobs(n=256)
+    bar = Progress()
+    run = tb.fit(nn.Sequential(nn.Linear(8, 3)), tb.TensorLoader(X, y, batch_size=64), [(X[:64], y[:64])],
+                 loss_fn=nn.functional.cross_entropy, live=False, callbacks=[bar],
+                 config=tb.TrainConfig(epochs=40, lr=1e-6, patience=1, min_delta=1.0, device="cpu"))
+    assert run.stopped == "early_stopping" and run.epoch < 39
+    assert bar.epochs.n == bar.epochs.total == run.epoch + 1  # finished at the epochs it ran
+    out = capsys.readouterr().out
+    assert f"stopped early at epoch {run.epoch}, best epoch {run.best_epoch}" in out
+
+
+
+def test_bars_of_a_run_whose_every_step_was_skipped():
+    "Every loss non-finite, skipped: no step ever begins, yet the epochs bar counts the epoch that ended."
+    X, y = blobs(n=64)
+    bars = Progress()
+    run = tb.fit(nn.Linear(8, 3), tb.TensorLoader(X * float("nan"), y, batch_size=16),
+                 loss_fn=nn.functional.cross_entropy, live=False, callbacks=[bars],
+                 config=tb.TrainConfig(epochs=1, device="cpu", on_nonfinite="skip"))
+    assert run.step == 0 and run.skipped_steps == 4 and bars.epochs.n == 1
+
+
+
+def test_a_finished_run_leaves_no_red_step_bar_in_a_notebook(monkeypatch):
+    "Probe 27: the step bar moved at most every 0.1 s; closed short of its total, tqdm.notebook kept it, red."
+    import tqdm.auto, tqdm.notebook
+    import trainbook.progress as progress
+    monkeypatch.setattr(progress, "display_mode", lambda: "widget")  # what a JupyterLab kernel gets
+    monkeypatch.setattr(tqdm.auto, "tqdm", tqdm.notebook.tqdm)
+    bars = []
+
+    class Kept(progress.Progress):
+        def after_fit(self, state):
+            bars.append(self.steps)
+            super().after_fit(state)
+
+    torch.manual_seed(0)
+    X, y = torch.randn(455, 30), torch.randint(0, 2, (455,))
+    dl = tb.TensorLoader(X, y, batch_size=64)
+    model = nn.Sequential(nn.Linear(30, 16), nn.ReLU(), nn.Linear(16, 2))
+    run = tb.fit(model, dl, dl, loss_fn=nn.CrossEntropyLoss(), config=tb.TrainConfig(epochs=8, lr=3e-3),
+                 callbacks=[Kept(mininterval=60)], live=False)  # a redraw a minute: the end is never drawn
+    bar = bars[0]
+    assert run.stopped == "completed" and bar.n == bar.total == run.step
+    assert bar.container.children[1].bar_style != "danger" and bar.container.layout.visibility == "hidden"
+    # max_steps is a planned end too: its epochs bar ends full, not red at 1/3 (probe 28)
+    epochs = []
+
+    class KeptEpochs(progress.Progress):
+        def after_fit(self, state):
+            epochs.append(self.epochs)
+            super().after_fit(state)
+
+    run = tb.fit(model, dl, dl, loss_fn=nn.CrossEntropyLoss(), config=tb.TrainConfig(epochs=3, max_steps=10),
+                 callbacks=[KeptEpochs()], live=False)
+    assert run.stopped == "max_steps" and epochs[0].n == epochs[0].total
+    assert epochs[0].container.children[1].bar_style != "danger"
+
+
+
+def test_a_saved_notebook_keeps_the_bars_as_they_ended(monkeypatch):
+    "Probe 38: a notebook bar's output kept the text of its first draw (0%), what a saved notebook shows elsewhere."
+    import tqdm.auto, tqdm.notebook
+    import trainbook.progress as progress
+    monkeypatch.setattr(progress, "display_mode", lambda: "widget")  # what a JupyterLab kernel gets
+    monkeypatch.setattr(tqdm.auto, "tqdm", tqdm.notebook.tqdm)
+    shown = []
+
+    class Handle:  # IPython's DisplayHandle: the output's text fallback, as first shown and as each update left it
+        def __init__(self, obj): self.texts = [repr(obj)]
+        def update(self, obj, raw=False): self.texts.append(obj["text/plain"] if raw else repr(obj))
+
+    monkeypatch.setattr(progress, "show_output", lambda obj, **kw: shown.append(Handle(obj)) or shown[-1])
+    torch.manual_seed(0)
+    X, y = torch.randn(200, 8), torch.randint(0, 2, (200,))
+    dl = tb.TensorLoader(X, y, batch_size=50)
+    run = tb.fit(nn.Linear(8, 2), dl, dl, loss_fn=nn.CrossEntropyLoss(), config=tb.TrainConfig(epochs=3),
+                 callbacks=[progress.Progress()], live=False)
+    epochs, steps = shown
+    assert run.stopped == "completed" and "0/3" in epochs.texts[0] and "0/12" in steps.texts[0]
+    assert "3/3" in epochs.texts[-1] and "100%" in epochs.texts[-1]  # the saved output: the bar as it ended
+    assert steps.texts[-1] == ""  # the step bar closes (leave=False): its saved output goes with it
