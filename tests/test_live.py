@@ -406,3 +406,14 @@ def test_a_run_refused_at_its_first_batch_draws_nothing(capsys, monkeypatch):
     assert "epochs" in capsys.readouterr().err
 
 
+
+
+def test_a_static_figure_says_in_text_what_it_shows():
+    "Probe 43: static figures without a summary were blank blocks on GitHub: their title, or a line given, is the text."
+    import plotly.graph_objects as go
+    from trainbook.live import as_static, figure_bundle
+    titled = go.Figure(go.Scatter(x=[1, 2], y=[1, 2]), layout=dict(title="class balance of <b>'y'</b><br>3 classes"))
+    bundle = as_static(titled)._repr_mimebundle_()
+    assert bundle["text/plain"] == "class balance of 'y' 3 classes" and "tb-summary" in bundle["text/html"]
+    assert as_static(titled, "a line of my own")._repr_mimebundle_()["text/plain"] == "a line of my own"
+    assert figure_bundle(go.Figure())["text/plain"] == "<plotly figure: 0 traces>"  # nothing to say: said so

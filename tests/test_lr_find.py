@@ -179,3 +179,17 @@ def test_a_sweep_without_descent_says_what_its_range_shows():
     # a range over where models learn, flat throughout: a longer sweep, as before
     suggestion, why = descent_lr(list(np.geomspace(1e-7, 10, 60)), flat)
     assert suggestion is None and "longer sweep" in why and "start_lr" not in why
+
+
+def test_the_lr_finder_and_overfit_figures_carry_their_verdict_as_text():
+    "Probe 43: LRFinder.plot() saved only plotly's JSON (nothing on GitHub); plot_overfit's text was its trace count."
+    found = finder(sweep(noise=0.01))
+    fig = found.plot()
+    bundle = fig._repr_mimebundle_()
+    assert f"suggested lr {found.suggestion:.2e}: halfway down the descent" in bundle["text/plain"]
+    assert "text/html" in bundle
+    torch.manual_seed(0)
+    X, y = torch.randn(16, 4), torch.randint(0, 2, (16,))
+    report = tb.overfit_batch(nn.Linear(4, 2), (X, y), nn.functional.cross_entropy, steps=30)
+    text = tb.plot_overfit(report)._repr_mimebundle_()["text/plain"]
+    assert text.startswith(f"overfit one batch: {'passed' if report.passed else 'failed'}, loss ") and " at lr " in text

@@ -517,3 +517,18 @@ def test_the_trial_call_of_a_metric_object_before_training_leaves_its_state_alon
         tb.fit(nn.Linear(8, 3), tb.TensorLoader(X, y, batch_size=16), tb.TensorLoader(X, y, batch_size=16),
                loss_fn=nn.functional.cross_entropy, metrics=[broken], config=tb.TrainConfig(epochs=1),
                live=False)
+
+
+def test_the_dry_run_table_reads_without_e_notation_and_its_text_keeps_the_numbers():
+    "Probe 43: 'throughput 1.31e+03', 'estimated full run 7.2e+03 s', and a text form with no measurement at all."
+    from trainbook.preflight import DryRunReport
+    report = DryRunReport(True, [], steps=3, step_time=0.0115, samples_per_s=1310.0, estimated_run_s=7200.0,
+                          data_wait=0.25, seconds=2.1)
+    rows = {label: (number, unit) for label, number, unit in report.rows()}
+    assert rows["throughput"] == ("1,310", "samples/s") and rows["estimated full run"] == ("2", "h")
+    assert rows["time per step"] == ("11.5", "ms") and rows["waiting for data"] == ("25", "% of training time")
+    assert rows["optimizer steps taken"] == ("3", "")
+    assert DryRunReport(True, estimated_run_s=300.0).rows()[1] == ("estimated full run", "5", "min")
+    html, text = report._repr_html_(), repr(report)
+    assert "e+0" not in html and "1,310</td><td>samples/s" in html
+    assert "throughput: 1,310 samples/s" in text and "estimated full run: 2 h" in text

@@ -1,8 +1,10 @@
 "The progress bars: headless, in a notebook (tqdm.notebook), at an early stop, and what a saved notebook keeps."
+import pytest
 import torch
 from torch import nn
 
 import trainbook as tb
+from trainbook.events import Callback
 from trainbook.progress import Progress
 from helpers import blobs
 
@@ -117,3 +119,39 @@ def test_a_saved_notebook_keeps_the_bars_as_they_ended(monkeypatch):
     assert run.stopped == "completed" and "0/3" in epochs.texts[0] and "0/12" in steps.texts[0]
     assert "3/3" in epochs.texts[-1] and "100%" in epochs.texts[-1]  # the saved output: the bar as it ended
     assert steps.texts[-1] == ""  # the step bar closes (leave=False): its saved output goes with it
+
+
+def test_a_bar_that_ended_early_says_how_and_keeps_its_time(capsys, monkeypatch):
+    "Probe 43: an early stop's bar restarted its clock (2/2 at 1,126 it/s); a failed run's bar read 0/3 as if unstarted."
+    import time
+    monkeypatch.setattr("trainbook.progress.display_mode", lambda: "text")
+    firsts = []
+
+    class FirstStep(Callback):
+        def after_step(self, state):
+            if not firsts: firsts.append(time.time())  # tqdm's clock is time.time
+
+    X, y = blobs(n=256)
+    bar = Progress()
+    before = time.time()
+    run = tb.fit(nn.Sequential(nn.Linear(8, 3)), tb.TensorLoader(X, y, batch_size=64), [(X[:64], y[:64])],
+                 loss_fn=nn.functional.cross_entropy, live=False, callbacks=[bar, FirstStep()],
+                 config=tb.TrainConfig(epochs=40, lr=1e-6, patience=1, min_delta=1.0, device="cpu"))
+    assert run.stopped == "early_stopping" and bar.epochs.n == bar.epochs.total == run.epoch + 1
+    assert before <= bar.epochs.start_t <= firsts[0]  # the clock of the run, not of the bar's last reset
+    assert bar.epochs.desc.rstrip(": ") == f"epochs (stopped early after {run.epoch + 1} of 40)"
+    # max_steps mid-epoch: said by the bar and by a line, as an early stop is
+    run = tb.fit(nn.Sequential(nn.Linear(8, 3)), tb.TensorLoader(X, y, batch_size=64), [(X[:64], y[:64])],
+                 loss_fn=nn.functional.cross_entropy, live=False, callbacks=[bar],
+                 config=tb.TrainConfig(epochs=3, max_steps=6, device="cpu"))
+    assert run.stopped == "max_steps" and bar.epochs.desc.rstrip(": ") == "epochs (max_steps reached after 1 of 3)"
+    assert "stopped at max_steps=6 (epoch 1, step 6)" in capsys.readouterr().out
+
+    class Boom(Callback):
+        def after_step(self, state):
+            if state.step == 3: raise ValueError("boom")
+
+    with pytest.raises(ValueError):
+        tb.fit(nn.Sequential(nn.Linear(8, 3)), tb.TensorLoader(X, y, batch_size=64), loss_fn=nn.functional.cross_entropy,
+               live=False, callbacks=[bar, Boom()], config=tb.TrainConfig(epochs=3, device="cpu"))
+    assert bar.epochs.desc.rstrip(": ") == "epochs (failed after 0 of 3)"

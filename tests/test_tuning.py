@@ -627,3 +627,37 @@ def test_a_study_file_another_process_keeps_locked_fails_naming_it_after_a_state
     with pytest.raises(ValueError, match="lock_wait must be a positive number of seconds, got 0"):
         tb.tuning.make_storage(str(db), lock_wait=0)
     assert tb.tuning.make_storage(str(db), lock_wait=1) is not None  # released: it opens
+
+
+def test_a_search_result_reads_in_one_line_without_a_completed_trial():
+    "Probe 43: 'best value nan (trial -1)' in its HTML, and a text form holding the study, every Run and the panel."
+    import optuna
+    from trainbook.tuning import SearchResult
+    study = optuna.create_study(study_name="s1")
+    study.tell(study.ask(), state=optuna.trial.TrialState.FAIL)
+    result = SearchResult(study, {}, float("nan"), -1, stopped="interrupted")
+    assert repr(result) == "SearchResult: search 's1' (interrupted): 1 trials (1 fail); no trial completed"
+    assert "<b>interrupted</b>" in result._repr_html_() and "nan" not in result._repr_html_()
+
+
+def test_optuna_says_nothing_of_the_trials_trainbook_failed_or_that_were_interrupted(tmp_path):
+    "Probe 43: a TrialFailed and a Ctrl-C left Optuna's 'Trial N failed' warning with a full traceback in the notebook."
+    import logging
+    records = []
+
+    class Keep(logging.Handler):
+        def emit(self, record): records.append(record)
+
+    handler = Keep(level=logging.WARNING)
+    logging.getLogger("optuna").addHandler(handler)
+    def objective(config):
+        if config.trial.number == 0: raise tb.TrialFailed("not this one")
+        if config.trial.number == 2: raise KeyboardInterrupt
+        return config["x"]
+    try:
+        with pytest.warns(UserWarning, match="trial 0 .*not this one"):
+            res = tb.search(objective, {"x": (0.0, 1.0)}, 4, storage=str(tmp_path / "s.db"), live=False)
+    finally: logging.getLogger("optuna").removeHandler(handler)
+    assert res.stopped == "interrupted" and states(res) == ["FAIL", "COMPLETE", "FAIL"]
+    assert [r.getMessage() for r in records if "failed" in r.getMessage()] == []
+    assert not logging.getLogger("optuna.study._optimize").filters  # taken off with the search

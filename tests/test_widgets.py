@@ -434,6 +434,8 @@ def test_a_search_panel_leaves_a_static_figure_in_the_saved_notebook(monkeypatch
     assert handle.shown[0] is live_figure and len(handle.shown) == 2
     bundle, raw = handle.shown[-1]  # the output rewritten in place with the final figure's static bundle
     assert raw and "text/html" in bundle and "application/vnd.jupyter.widget-view+json" not in bundle
+    # a front end that runs no scripts (GitHub) shows the summary line, not an empty 380 px block (probe 43)
+    assert "best valid_loss 0.5 (trial 0: lr=0.01)" in bundle["text/plain"] and "tb-summary" in bundle["text/html"]
     final = panel.figure
     assert final is not live_figure and len(final.data) == 2  # a plain figure of both trials
     assert "best valid_loss 0.5 (trial 0: lr=0.01)" in final.layout.title.text

@@ -64,6 +64,7 @@ def plot_curve(x, y,  # the points
                marks: list = (),  # (x, color, label) vertical marks
                height: int = 320,  # the figure's height in px
                y_range: Optional[list] = None,  # the y axis range (log10 units on a log axis); default: all the data
+               summary: str = "",  # a line of text under it (what a front end that runs no scripts shows)
               ):
     "One autoscaled curve with marks: the LR finder's loss against lr, the overfit-one-batch loss against step."
     import plotly.graph_objects as go
@@ -85,7 +86,7 @@ def plot_curve(x, y,  # the points
                       annotations=[dict(x=mx, y=1, xref="x", yref="y domain", text=t, showarrow=False,
                                         xanchor=side(mx),
                                         yanchor="top", font=dict(color=c, size=11)) for mx, c, t in marks])
-    return as_static(fig)
+    return as_static(fig, summary)
 
 def lr_find_y_range(losses,  # the LR finder's smoothed losses, in lr order
                     pad: float = 0.08,  # share of the span added on each side
@@ -107,8 +108,10 @@ def plot_lr_find(finder,  # an `LRFinder` (`lrs`, `losses`, `suggestion`)
     # a sweep cut short by Stop suggests nothing (None): nothing is marked
     best = finder.suggestion
     marks = [] if best is None else [(best, "#1e8449", f"suggested {best:.2e}")]
+    why = getattr(finder, "reason", "") or ("stopped" if getattr(finder, "stopped", False) else "")
+    said = (f"suggested lr {best:.2e}" if best is not None else "no suggested lr") + (f": {why}" if why else "")
     fig = plot_curve(finder.lrs, finder.losses, "train loss (smoothed)", "learning rate", log_x=True,
-                     marks=marks, y_range=lr_find_y_range(finder.losses))
+                     marks=marks, y_range=lr_find_y_range(finder.losses), summary=said)
     lrs = np.asarray(finder.lrs, dtype=float)
     if finder.suggestion is not None and len(lrs):
         at = int(np.argmin(np.abs(np.log10(lrs) - math.log10(finder.suggestion))))
@@ -121,9 +124,12 @@ def plot_overfit(report,  # a `SanityReport` from `overfit_batch`
     "The overfit-one-batch loss against step (log y when positive), with its verdict in the legend."
     loss = report.history.series("loss")
     verdict = "passed" if report.passed else "stopped" if report.stopped else "failed"  # a Stop is no verdict
+    said = f"overfit one batch: {verdict}"
+    if report.initial_loss is not None and report.final_loss is not None:
+        said += f", loss {report.initial_loss:.4g} → {report.final_loss:.4g}"
+    if report.lr is not None: said += f" at lr {report.lr:.0e}"
     return plot_curve(loss.index, loss.values, f"train loss on one batch ({verdict})",
-                      log_y=bool(len(loss)) and
-                      bool((loss.values > 0).all()))
+                      log_y=bool(len(loss)) and bool((loss.values > 0).all()), summary=said)
 def wrap_title(text: str,  # a figure title, however long
                width: int = 80,  # characters per line at most (a plotly title never wraps by itself)
               ) -> str:

@@ -4,7 +4,7 @@
 
 # %% ../nbs/11_live.ipynb #a2c7a414
 from __future__ import annotations
-import functools, html, json, math, os, time, uuid
+import functools, html, json, math, os, re, time, uuid
 from typing import Callable, Optional
 
 import numpy as np
@@ -19,8 +19,8 @@ __all__ = ['PANELS', 'TITLES', 'LOG_PANELS', 'SYSTEM', 'LEGENDS', 'STYLE', 'MARK
            'show_output', 'Series', 'panel_of', 'new_figure', 'clear_figure', 'data_range', 'axis_ranges', 'autoscale',
            'axis_scale', 'decade_label', 'decade_ticks', 'constant_note', 'marks_for', 'place_labels', 'thinned',
            'curves_content', 'curves_spec', 'draw', 'plotlyjs_script', 'figure_html', 'page_html', 'figure_bundle',
-           'StaticFigure', 'summary_of', 'as_static', 'plot_history', 'grad_norm_matrix', 'plot_grad_norms',
-           'LiveCurves', 'FinalView']
+           'title_text', 'StaticFigure', 'summary_of', 'as_static', 'plot_history', 'grad_norm_matrix',
+           'plot_grad_norms', 'LiveCurves', 'FinalView']
 
 # %% ../nbs/11_live.ipynb #ec582984
 def display_mode() -> str:
@@ -476,9 +476,19 @@ def figure_bundle(fig,  # a plotly Figure or FigureWidget
                  ) -> dict:
     "A MIME bundle every front end can show: plotly's JSON (JupyterLab, VS Code), an HTML snapshot, and text."
     import plotly.io as pio
+    summary = summary or title_text(fig)  # a front end that runs no scripts shows this line, or nothing
     return {"application/vnd.plotly.v1+json": json.loads(pio.to_json(fig, validate=False)),
             "text/html": figure_html(fig, summary),
             "text/plain": summary or f"<plotly figure: {len(fig.data)} traces>"}
+
+def title_text(fig,  # a plotly Figure, FigureWidget, or its dict
+              ) -> str:
+    "The figure's title as one line of plain text ('' without one): its line breaks and tags gone."
+    if isinstance(fig, dict):
+        title = fig.get("layout", {}).get("title", {})
+        text = title.get("text", "") if isinstance(title, dict) else str(title or "")
+    else: text = fig.layout.title.text
+    return " ".join(re.sub(r"<[^>]+>", " ", text or "").split())
 
 class StaticFigure:
     "A plotly figure shown through `figure_bundle` (the figure is `.figure`): what a finished run leaves in the notebook."
@@ -503,15 +513,20 @@ def _figure_class():
     import plotly.graph_objects as go
     class Figure(go.Figure):
         "A plotly Figure that shows itself with static fallbacks (`figure_bundle`): it survives every front end."
-        def _repr_mimebundle_(self, include=None, exclude=None, **kwargs): return figure_bundle(self)
+        _summary = ""  # the line of text under it (`as_static`)
+        def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
+            return figure_bundle(self, self._summary)
         def _ipython_display_(self):  # plotly's own would win over the bundle above
-            show_output(figure_bundle(self), raw=True)
+            show_output(figure_bundle(self, self._summary), raw=True)
     return Figure
 
 def as_static(fig,  # a plotly Figure or FigureWidget
+              summary: str = "",  # a line of text under it, what front ends that run no scripts show ('': its title)
              ):
     "A copy of `fig` that displays with static fallbacks (JSON, an HTML snapshot carrying plotly.js once, text)."
-    return _figure_class()(fig)
+    out = _figure_class()(fig)
+    out._summary = summary
+    return out
 
 def plot_history(history,  # a `History`, a `Run` or a tidy DataFrame of records
                  findings: list = (),  # findings to mark (warning and error ones) on the loss panel

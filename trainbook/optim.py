@@ -275,14 +275,9 @@ class LRFinder:
         return f"LRFinder({sweep}; {found}{': ' + why if why else ''}; .plot() draws it)"
 
     def plot(self):
-        "The loss-vs-lr curve (log x) with the suggestion marked."
-        import plotly.graph_objects as go
-        fig = go.Figure(go.Scatter(x=self.lrs, y=self.losses, name="train loss (smoothed)"))
-        if self.suggestion is not None:
-            fig.add_vline(x=self.suggestion, line_dash="dash",
-                          annotation_text=f"suggested {self.suggestion:.2e}")
-        return fig.update_layout(xaxis_type="log", xaxis_title="learning rate", yaxis_title="loss",
-                                 height=300)
+        "The loss-vs-lr curve (log x) with the suggestion marked, as `tb.plot_lr_find` draws it (one home)."
+        from trainbook.figures import plot_lr_find
+        return plot_lr_find(self)
 
 def cycle_batches(dl,  # re-iterable of batches
                  ):

@@ -446,13 +446,24 @@ class DryRunReport:
         "The measurements, for a table."
         return {k: getattr(self, k) for k, *_ in DRY_RUN_ROWS}
 
+    def rows(self) -> list[tuple[str, str, str]]:
+        "(label, number, unit) of each measurement taken: 3 significant digits, thousands whole, long times in minutes or hours."
+        out = []
+        for key, label, scale, unit in DRY_RUN_ROWS:
+            v = getattr(self, key)
+            if v is None: continue
+            v = v * scale
+            if unit == "s" and v >= 120: v, unit = (v / 3600, "h") if v >= 7200 else (v / 60, "min")
+            out.append((label, f"{v:,}" if isinstance(v, int) else f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}",
+                        unit))
+        return out
+
     def verdict_html(self) -> str:
         "The verdict and the measurements as a table with units (the report's view, and TrainPanel's)."
         color, word = ("#1e8449", "PASSED") if self.passed else ("#c0392b", "FAILED")
         cell = '<td style="text-align:right;padding:1px 6px">'
-        rows = [f'<tr><td style="padding:1px 12px 1px 0">{label}</td>{cell}'
-                f'{f"{v * scale:,.3g}" if isinstance(v, float) else f"{v:,}"}</td><td>{unit}</td></tr>'
-                for key, label, scale, unit in DRY_RUN_ROWS if (v := getattr(self, key)) is not None]
+        rows = [f'<tr><td style="padding:1px 12px 1px 0">{label}</td>{cell}{number}</td><td>{unit}</td></tr>'
+                for label, number, unit in self.rows()]
         return (f'<div class="tb-dryrun" style="font:13px sans-serif;margin:6px 0">dry run <b style="color:'
                 f'{color}">{word}</b><table style="border-collapse:collapse;margin-top:4px">{"".join(rows)}'
                 "</table></div>")
@@ -461,7 +472,8 @@ class DryRunReport:
 
     def __repr__(self):
         kinds = [f.kind for f in self.findings]
-        return f"DryRunReport(passed={self.passed}, steps={self.steps}, findings={kinds})"
+        lines = [f"  {label}: {number} {unit}".rstrip() for label, number, unit in self.rows()]
+        return "\n".join([f"DryRunReport(passed={self.passed}, steps={self.steps}, findings={kinds})", *lines])
 
 # %% ../nbs/08a_preflight.ipynb #4391f253
 @dataclass

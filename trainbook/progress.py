@@ -11,7 +11,7 @@ from .events import Callback
 from .live import LiveCurves, display_mode, show_output
 
 # %% auto #0
-__all__ = ['Progress', 'stop_summary', 'HistoryStream', 'default_displays']
+__all__ = ['END_WORDS', 'Progress', 'stop_summary', 'HistoryStream', 'default_displays']
 
 # %% ../nbs/11b_progress.ipynb #4ea8fda0
 class Progress(Callback):
@@ -67,33 +67,48 @@ class Progress(Callback):
         self.steps.update(state.step - self.steps.n)
     def after_epoch(self, state):
         if self.epochs is None: self._open(state)  # an epoch whose every step was skipped (non-finite losses)
+        self._postfix(state)  # drawn by the update (tqdm throttles its redraws)
+        self.epochs.update(1)
+    def _postfix(self, state):
+        "The epochs bar's postfix: the last epoch's training loss and the latest validation."
         post = {k: f"{v:.4g}" for k, v in state.valid.items()}
         train = state.history.last("epoch_loss")
         if train is not None:
             post = {"train_loss": f"{train:.4g}", **{f"valid_{k}": v for k, v in post.items()}}
-        self.epochs.set_postfix(post, refresh=False)  # drawn by the update (tqdm throttles its redraws)
-        self.epochs.update(1)
+        self.epochs.set_postfix(post, refresh=False)
     @staticmethod
     def _full(bar):  # a finished bar at what it counted: tqdm draws an incomplete bar red, which reads as a crash
-        done = bar.n
+        done, start = bar.n, bar.start_t
         bar.reset(total=done)
+        bar.start_t = start  # reset restarts the clock: the bar keeps the run's time and mean rate
         bar.update(done)
     def after_fit(self, state):
         run = getattr(state, "run", None)
-        planned = getattr(run, "stopped", None) in ("early_stopping", "max_steps")  # an end before the last epoch
+        stopped = getattr(run, "stopped", None)
+        planned = stopped in ("early_stopping", "max_steps")  # an end before the last epoch
         if self.steps is not None:  # at the steps done, full, then gone (leave=False)
             self._move(state)
             self._full(self.steps)
-        if planned and self.epochs is not None and self.epochs.total: self._full(self.epochs)
+        if self.epochs is not None and stopped not in (None, "completed"):  # the end, in the text a notebook keeps
+            total = self.epochs.total
+            self._postfix(state)  # a max_steps end mid-epoch validated after the last epoch's end
+            self.epochs.set_description(f"epochs ({END_WORDS.get(str(stopped), str(stopped))} after "
+                                        f"{self.epochs.n} of {total})", refresh=False)
+            if planned and total: self._full(self.epochs)
         for bar in (self.steps, self.epochs):
             if bar is not None:
                 bar.close()
                 self._saved(bar)
-        if planned and run.stopped == "early_stopping": print(stop_summary(run))
+        if planned: print(stop_summary(run))
+
+END_WORDS = {"early_stopping": "stopped early", "max_steps": "max_steps reached", "interrupted": "interrupted",
+             "failed": "failed", "nonfinite": "stopped on a non-finite loss", "pruned": "pruned"}
 
 def stop_summary(run,  # a finished `Run`
                 ) -> str:
-    "One line for an early stop, as Keras and Lightning print it: 'stopped early at epoch 10, best epoch 6 (…)'."
+    "One line for a planned early end, as Keras and Lightning print it: 'stopped early at epoch 10, best epoch 6 (…)'."
+    if run.stopped == "max_steps":
+        return f"stopped at max_steps={run.config.max_steps} (epoch {run.epoch}, step {run.step})"
     line = f"stopped early at epoch {run.epoch}"
     if getattr(run, "best_epoch", None) is not None: line += f", best epoch {run.best_epoch}"
     if getattr(run, "best", None) is not None: line += f" ({run.config.monitor} {run.best:.4g})"

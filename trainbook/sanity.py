@@ -572,7 +572,8 @@ def _passed_in_eval(curve: Curve, trained: Trained, tolerance: float) -> Finding
                        f"in eval mode scores {trained.settled:.4g}: the noise of dropout (or of batch "
                        "statistics) kept the training loss up", data=data)
     return Finding("all_right", "info",
-                   f"the trained model predicts every target of the batch right; its loss, {curve.end:.4g}, "
+                   f"the trained model predicts every target of the batch right; its loss, about {curve.end:.4g} "
+                   f"over its last {curve.tail_steps} steps, "
                    f"has not yet reached {goal:.4g} (a classifier's loss keeps falling long after its last "
                    "mistake)",
                    data=data)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/17_tuning.ipynb #0fe18f41
 from __future__ import annotations
-import inspect, math, numbers, os, random, re, secrets, socket, time, warnings, weakref
+import html, inspect, logging, math, numbers, os, random, re, secrets, socket, time, warnings, weakref
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Optional, Union
 
@@ -19,8 +19,8 @@ from .widgets import StudyPanel, config_text
 # %% auto #0
 __all__ = ['KINDS', 'CONFIG_FIELDS', 'DEFAULT_STORAGE', 'SQLITE_LOCK_WAIT', 'PRUNERS', 'TRIAL_OBSERVER', 'check_space', 'suggest',
            'MonitorReport', 'Pruning', 'TrialConfig', 'fit_objective', 'new_study_name', 'make_storage', 'make_pruner',
-           'make_sampler', 'trial_seed', 'SearchResult', 'TrialFailed', 'TrialDiverged', 'search', 'fail_running',
-           'best_completed', 'attr_value']
+           'make_sampler', 'trial_seed', 'SearchResult', 'TrialFailed', 'KnownFailures', 'TrialDiverged', 'search',
+           'fail_running', 'best_completed', 'attr_value']
 
 # %% ../nbs/17_tuning.ipynb #7e31bccb
 KINDS = ("log", "int", "int_log", "float")
@@ -373,15 +373,22 @@ class SearchResult:
         "The study panel's figure."
         return self.panel.plot()
 
-    def _repr_html_(self):
-        config = config_text(self.best_config)
-        counts = self.trials.state.value_counts().to_dict()
+    def summary(self) -> str:
+        "One line: the study, how it ended, its trials by state, and the best trial (or that none completed)."
+        counts = self.trials.state.value_counts().to_dict() if self.study is not None else {}
         states = ", ".join(f"{v} {k.lower()}" for k, v in counts.items())
-        note = " — <b>interrupted</b>" if self.stopped == "interrupted" else ""
-        return (f"<div><b>Search</b> <code>{self.study.study_name}</code>{note}: "
-                f"{sum(counts.values())} trials "
-                f"({states}); best value {self.best_value:.4g} "
-                f"(trial {self.best_trial}): {config}</div>")
+        note = f" ({self.stopped})" if self.stopped != "completed" else ""
+        name = getattr(self.study, "study_name", "?")
+        best = (f"best value {self.best_value:.4g} (trial {self.best_trial}): {config_text(self.best_config)}"
+                if self.best_trial is not None and self.best_trial >= 0 and math.isfinite(self.best_value)
+                else "no trial completed")
+        return f"search {name!r}{note}: {sum(counts.values())} trials ({states}); {best}"
+
+    def __repr__(self): return f"SearchResult: {self.summary()}"  # not the study, runs and panel objects
+
+    def _repr_html_(self):
+        text = html.escape(self.summary()).replace(f"({html.escape(self.stopped)})", f"— <b>{self.stopped}</b>")
+        return f"<div>{text}</div>"
 
 # %% ../nbs/17_tuning.ipynb #a8f436d5
 def _check_search(objective, n_trials, direction, timeout):
@@ -404,6 +411,20 @@ def _check_search(objective, n_trials, direction, timeout):
 
 class TrialFailed(RuntimeError):
     "A trial that fails while the search goes on: stored FAIL, with its reason as the trial's `fail_reason`."
+
+class KnownFailures(logging.Filter):
+    "Drops Optuna's two 'Trial N failed' warnings (one with a traceback) for a TrialFailed or a Ctrl-C: trainbook says those."
+    def __init__(self):
+        super().__init__()
+        self.dropped = set()  # the trial numbers whose first warning went
+
+    def filter(self, record):
+        found = re.match(r"Trial (\d+) failed with ", record.getMessage())
+        if not found: return True
+        if isinstance(record.exc_info[1] if record.exc_info else None, (TrialFailed, KeyboardInterrupt)):
+            self.dropped.add(found.group(1))
+            return False
+        return not (found.group(1) in self.dropped and "failed with value" in record.getMessage())
 
 class TrialDiverged(TrialFailed):
     "A trial's run diverged (a non-finite loss): stored FAIL with its finding; the search goes on."
@@ -558,6 +579,8 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
                 if number != best[0]: run.model = None
 
     optuna.logging.set_verbosity(quiet)
+    known, optimize_log = KnownFailures(), logging.getLogger("optuna.study._optimize")
+    optimize_log.addFilter(known)  # a trial trainbook failed, or a Ctrl-C: its own warning names it
     try: study.optimize(run_trial, n_trials=n_trials, timeout=timeout, callbacks=[after_trial],
                         catch=(TrialFailed,))
     except KeyboardInterrupt:  # Ctrl-C: the trial in flight is FAIL (Optuna's doing), the search stops here
@@ -576,6 +599,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
         raise
     finally:
         optuna.logging.set_verbosity(verbosity)
+        optimize_log.removeFilter(known)
         panel.finish()
         if repeats: _warn_repeats(repeats, trained=not isinstance(space, dict))
     if _keep_best(result, study) is None:

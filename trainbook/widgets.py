@@ -590,19 +590,20 @@ class StudyPanel:
 
     def finish(self):
         "The search ended: the live figure gives way to a static one (what a saved notebook shows); elsewhere shown once."
-        from trainbook.live import as_static, figure_bundle, show_output
+        from trainbook.live import figure_bundle, show_output
         if self.mode == "static": show_output(self.plot())
         if self.mode != "widget" or self._handle is None: return
-        final = as_static(self.plot())
-        self._handle.update(figure_bundle(final), raw=True)  # a figure's own display would add an output
+        final = self.plot()
+        self._handle.update(figure_bundle(final, self.summary()), raw=True)  # its own display adds an output
         self.figure.close()
         self.figure, self._box, self._handle = final, None, None
 
     def plot(self):
-        "The panel's figure, drawn now (a static plotly figure)."
+        "The panel's figure, drawn now (a static plotly figure, with `summary` as its line of text)."
+        from trainbook.live import as_static
         fig = self.new_figure()
         self.draw(fig)
-        return fig
+        return as_static(fig, self.summary())
 
 def _short(v) -> str:
     return f"{v:.3g}" if isinstance(v, float) else str(v)
