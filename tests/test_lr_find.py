@@ -193,3 +193,11 @@ def test_the_lr_finder_and_overfit_figures_carry_their_verdict_as_text():
     report = tb.overfit_batch(nn.Linear(4, 2), (X, y), nn.functional.cross_entropy, steps=30)
     text = tb.plot_overfit(report)._repr_mimebundle_()["text/plain"]
     assert text.startswith(f"overfit one batch: {'passed' if report.passed else 'failed'}, loss ") and " at lr " in text
+
+
+def test_a_frame_where_batches_belong_is_named_as_fit_names_it():
+    "Probe 44: lr_find(model, df, loss) said 'a batch must be an (xb, yb) pair … got str': it iterated the column names."
+    import pandas as pd
+    df = pd.DataFrame(np.zeros((64, 4)), columns=list("abcd"))
+    with pytest.raises(TypeError, match=r"dl_train is a DataFrame of shape \(64, 4\): data, not batches"):
+        tb.lr_find(nn.Linear(4, 2), df, nn.CrossEntropyLoss(), num_steps=5)

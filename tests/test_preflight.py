@@ -532,3 +532,26 @@ def test_the_dry_run_table_reads_without_e_notation_and_its_text_keeps_the_numbe
     html, text = report._repr_html_(), repr(report)
     assert "e+0" not in html and "1,310</td><td>samples/s" in html
     assert "throughput: 1,310 samples/s" in text and "estimated full run: 2 h" in text
+
+
+def test_a_dry_run_interrupted_has_no_verdict_rather_than_a_broken_resume():
+    "Probe 44: a Ctrl-C in the trial fit went on to the resume check and blamed the set-up ('resume_failed')."
+    import signal
+    X, y = torch.randn(256, 8), torch.randint(0, 3, (256,))
+    dl = tb.TensorLoader(X, y, batch_size=16, shuffle=True)
+
+    class CtrlC(Callback):
+        def after_step(self, state):
+            if state.step == 2: signal.raise_signal(signal.SIGINT)
+
+    report = dry_run(nn.Linear(8, 3), dl, dl, nn.CrossEntropyLoss(), steps=5, callbacks=[CtrlC()])
+    assert [f.kind for f in report.findings] == ["interrupted"] and not report.passed
+    assert "after 2 of its 5 steps" in report.findings[0].message and "INTERRUPTED" in report._repr_html_()
+    assert dry_run(nn.Linear(8, 3), dl, dl, nn.CrossEntropyLoss(), steps=5).passed  # the same set-up passes
+
+
+def test_find_batch_size_names_a_make_loader_that_takes_no_size():
+    "Probe 44: a make_loader of no argument gave Python's '<lambda>() takes 0 positional arguments but 1 was given'."
+    X, y = torch.randn(64, 4), torch.randint(0, 2, (64,))
+    with pytest.raises(TypeError, match="make_loader must take the batch size as its one argument"):
+        find_batch_size(nn.Linear(4, 2), lambda: tb.TensorLoader(X, y), nn.CrossEntropyLoss(), max_size=64)

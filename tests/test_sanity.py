@@ -363,3 +363,14 @@ def test_init_bias_is_silent_when_the_batch_cannot_show_the_class_shares():
     y[:8] = torch.arange(8) % 4 + 1
     found = check_init_loss(mlp, (torch.randn(256, 8), y), nn.CrossEntropyLoss())
     assert [f.kind for f in found] == ["init_bias"]
+
+
+def test_an_empty_batch_or_a_negative_lr_is_refused_naming_it():
+    "Probe 44: a 0-row batch got two false errors (a softmax 'seen' on no rows, every target 'ignored'); lr=-1 torch's words."
+    X, y = torch.randn(64, 4), torch.randint(0, 2, (64,))
+    with pytest.raises(ValueError, match="batch has 0 rows"):
+        tb.overfit_batch(nn.Linear(4, 2), (X[:0], y[:0]), nn.CrossEntropyLoss(), steps=5)
+    with pytest.raises(ValueError, match=r"lr must be a positive learning rate .* got -1"):
+        tb.overfit_batch(nn.Linear(4, 2), (X, y), nn.CrossEntropyLoss(), steps=5, lr=-1)
+    with pytest.raises(ValueError, match=r"lrs must hold positive learning rates, got 0"):
+        tb.overfit_batch(nn.Linear(4, 2), (X, y), nn.CrossEntropyLoss(), steps=5, lrs=(1e-3, 0))

@@ -4,7 +4,7 @@
 
 # %% ../nbs/08c_batchsize.ipynb #a6409914
 from __future__ import annotations
-import copy
+import copy, inspect
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -146,6 +146,10 @@ def _check_search_args(model, make_loader, start, max_size, margin, max_memory, 
     _check_module(model)
     if not callable(make_loader):
         raise TypeError(f"make_loader must be a function of the batch size, got {type(make_loader).__name__}")
+    try: inspect.signature(make_loader).bind(start)
+    except TypeError: raise TypeError("make_loader must take the batch size as its one argument (lambda bs: "
+                                      "TensorLoader(X, y, batch_size=bs)), got one that does not") from None
+    except ValueError: pass  # a builtin without a signature: called as it is
     _check_positive(start=start, multiple_of=multiple_of, steps=steps)
     if max_size is not None and (not isinstance(max_size, int) or max_size < start):
         raise ValueError(f"max_size must be an int >= start ({start}) or None, got {max_size!r}")

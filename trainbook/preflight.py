@@ -461,6 +461,7 @@ class DryRunReport:
     def verdict_html(self) -> str:
         "The verdict and the measurements as a table with units (the report's view, and TrainPanel's)."
         color, word = ("#1e8449", "PASSED") if self.passed else ("#c0392b", "FAILED")
+        if findings_of(self.findings, "interrupted"): color, word = "#b9770e", "INTERRUPTED"
         cell = '<td style="text-align:right;padding:1px 6px">'
         rows = [f'<tr><td style="padding:1px 12px 1px 0">{label}</td>{cell}{number}</td><td>{unit}</td></tr>'
                 for label, number, unit in self.rows()]
@@ -614,6 +615,11 @@ def dry_run(model: nn.Module,  # the model of the run (copies train; it is not t
         with PeakMemory(device) as mem:
             trial = dry.fit(steps * cfg.accum_steps, trial_cfg.replace(checkpoint_dir=f"{tmp}/run"))
         if trial.error is not None: findings.append(trial.error)
+        elif trial.run.stopped == "interrupted":  # a Ctrl-C (or a callback's stop): no round trip, no verdict
+            findings.append(Finding("interrupted", "warning",
+                                    f"the dry run was interrupted after {trial.run.step} of its {steps} steps "
+                                    "(a Ctrl-C, or a callback asked to stop): it has no verdict",
+                                    advice="run dry_run again to the end"))
         else:
             findings += (own := _run_findings(trial.run))
             if not any(f.severity == "error" for f in own):  # after a failed trial, no checkpoint says more
@@ -632,7 +638,7 @@ def _summary_findings(model, batch, loss_fn, found: list) -> list[Finding]:
     return [f for f in checks if f.kind not in {g.kind for g in found}]
 
 def _verdict(report: DryRunReport, t0: float) -> DryRunReport:
-    report.passed = not any(f.severity == "error" for f in report.findings)
+    report.passed = not any(f.severity == "error" or f.kind == "interrupted" for f in report.findings)
     report.seconds = time.perf_counter() - t0
     announce("dry_run", report)
     return report

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from .batch import (call_model, check_loss_shapes, eval_mode, forward, kept_rng, label_range,
-                             prediction, split_batch, stop_requested, to_device, wants_whole_output)
+                             prediction, rows_in, split_batch, stop_requested, to_device, wants_whole_output)
 from .core import Finding, History, announce, findings_html, pick_device
 from .levels import LossLevels, loss_levels, loss_name
 from .optim import train_step
@@ -221,6 +221,12 @@ def overfit_batch(model: nn.Module,  # the model to test (a copy is trained; the
                         f"{type(loss_fn).__name__}")
     if not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be a positive int, got {steps!r}")
+    for name, value in [("lr", lr)] if lr is not None else [("lrs", v) for v in lrs]:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+            what = "be a positive learning rate (1e-3)" if name == "lr" else "hold positive learning rates"
+            raise ValueError(f"{name} must {what}, got {value!r}")
+    if rows_in(batch) == 0:  # every judgement would be vacuous (rows summing to 1, targets all ignored)
+        raise ValueError("batch has 0 rows: give overfit_batch one batch of several rows with varied targets")
     dev = pick_device(device)
     batch = to_device(batch, dev)
     xb, yb = split_batch(batch, keep_labels=loss_fn is None)
