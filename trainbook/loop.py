@@ -471,7 +471,7 @@ def _failed(s: Setup, state: LoopState, err: BaseException) -> None:
         warnings.warn(f"finishing the failed run raised too: {during!r}")
 
 # %% ../nbs/07_loop.ipynb #a8d4db67
-def fit(model: nn.Module,  # the model to train (in place)
+def fit(model: nn.Module,  # trained in place: a second fit goes on from its weights, with a new optimizer and schedule
         dl_train,  # re-iterable of batches: (xb, yb) pairs or dicts (a list, a DataLoader, a TensorLoader)
         dl_valid=None,  # re-iterable of validation batches; None = no validation
         *,
