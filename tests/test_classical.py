@@ -288,3 +288,26 @@ def test_compare_makes_a_model_name_of_two_tables_distinct_and_says_so(cancer):
     assert table.loc["linear (table 2)", "valid_roc_auc"] == small.loc["linear", "valid_roc_auc"]
     with pytest.raises(ValueError, match="compare: table 1 names 'dummy' twice"):
         tb.compare(pd.concat([full, full]))
+
+
+def test_a_misspelled_scorer_is_refused_naming_scoring_before_any_fit(cancer, monkeypatch):
+    "Probe 44: scoring='acuracy' failed in scikit-learn after the first fold's fit, naming neither scoring= nor 'accuracy'."
+    sp = tb.make_splits(cancer, "target", n_folds=3, seed=0)
+    def no_fit(self, *args, **kwargs): raise AssertionError("a model was fitted before the scorer was refused")
+    monkeypatch.setattr(LogisticRegression, "fit", no_fit)
+    refused = r"scoring='acuracy' is not a scikit-learn scorer \(did you mean 'accuracy'\?\)"
+    with pytest.raises(ValueError, match=refused):
+        tb.cross_validate(LogisticRegression(), cancer, "target", sp, scoring="acuracy")
+    with pytest.raises(ValueError, match=refused):  # one name of a list
+        tb.cross_validate(LogisticRegression(), cancer, "target", sp, scoring=["roc_auc", "acuracy"])
+    with pytest.raises(ValueError, match=refused):  # was scikit-learn's InvalidParameterError listing ~50 names
+        tb.nested_cv(LogisticRegression(), {"C": [1.0]}, cancer, "target", outer=2, inner=2, scoring="acuracy")
+
+
+def test_compare_refuses_a_metric_no_column_has_naming_the_ones_it_has():
+    "Probe 44: compare(metric='roc_acu') returned a chart without bars, silently."
+    t = pd.DataFrame({"valid_roc_auc": [0.5, 0.6], "valid_average_precision": [0.4, 0.5]}, index=["dummy", "linear"])
+    with pytest.raises(ValueError, match=r"metric='roc_acu': .*\(did you mean 'roc_auc'\?\); "
+                                         r"its metrics: average_precision, roc_auc"):
+        tb.compare(t, metric="roc_acu")
+    assert len(tb.compare(t, metric="average_precision")[1].data) == 1  # a metric the table has: its bars

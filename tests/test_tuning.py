@@ -661,3 +661,18 @@ def test_optuna_says_nothing_of_the_trials_trainbook_failed_or_that_were_interru
     assert res.stopped == "interrupted" and states(res) == ["FAIL", "COMPLETE", "FAIL"]
     assert [r.getMessage() for r in records if "failed" in r.getMessage()] == []
     assert not logging.getLogger("optuna.study._optimize").filters  # taken off with the search
+
+
+@pytest.mark.parametrize("storage, meant", [
+    ("sqlite//s.db", "did you mean 'sqlite:///s.db'"),  # the colon missed: was a folder 'sqlite' and a study there
+    ("sqllite:///s.db", r"unknown scheme 'sqllite' \(did you mean 'sqlite'\?\)"),  # was SQLAlchemy's, after retries
+    ("postgress://me:secret@host/db", r"storage 'postgress://me:\*\*\*@host/db': .*did you mean 'postgresql'"),
+])
+def test_a_misspelled_storage_url_is_refused_at_once_as_track_refuses_its_uri(tmp_path, monkeypatch, storage, meant):
+    "Probe 44: search(storage=) took a typo for a folder, or failed after retries naming neither the URL nor a fix."
+    monkeypatch.chdir(tmp_path)
+    calls = []
+    with pytest.raises(ValueError, match=meant) as refused:
+        tb.search(lambda c: calls.append(c) or 0.0, {"x": (0.0, 1.0)}, 1, storage=storage, live=False)
+    assert "secret" not in str(refused.value)  # the password hidden, as search's other messages hide it
+    assert calls == [] and list(tmp_path.iterdir()) == []  # no trial, no folder 'sqlite', no study

@@ -13,7 +13,7 @@ import torch
 
 from .checks import require_column, infer_task
 from .columns import require_frame
-from .core import announce, require_instance, shown, warn
+from .core import announce, did_you_mean, require_instance, shown, warn
 from .data import class_order, make_preprocessor
 from .gbdt import (BOOSTING_FITS, BOOSTING_LIBRARIES, check_boosting_inputs, frame_xy,
     require_target_values, split_columns)
@@ -223,6 +223,16 @@ def require_estimator(estimator,  # what the caller got as `estimator`
         raise TypeError(f"estimator must be a scikit-learn estimator (an object with .fit), got "
                         f"{type(estimator).__name__}: the estimator comes first, {call}")
 
+def _require_scorers(scoring: list,  # scorer names (a scorer callable is left to scikit-learn)
+                    ) -> None:
+    "Refuse, before any fit, a name scikit-learn has no scorer for, naming `scoring=` and the nearest name."
+    from sklearn.metrics import get_scorer_names
+    names = get_scorer_names()  # else sklearn says so only when scoring the first fitted fold, naming ~50 names
+    for s in scoring:
+        if isinstance(s, str) and s not in names:
+            raise ValueError(f"scoring={s!r} is not a scikit-learn scorer{did_you_mean(s, names)}; "
+                             "sklearn.metrics.get_scorer_names() lists them")
+
 def cross_validate(estimator,  # a scikit-learn estimator (cloned for each fold)
                    df: pd.DataFrame,  # the whole table: feature columns and the target
                    target: str,  # name of the target column
@@ -244,6 +254,7 @@ def cross_validate(estimator,  # a scikit-learn estimator (cloned for each fold)
              "regression": ["neg_root_mean_squared_error", "r2"]}
     scoring = scoring or usual[task]
     scoring = [scoring] if isinstance(scoring, str) else list(scoring)
+    _require_scorers(scoring)
     exclude = split_columns(splits, target)
     X, y = df.drop(columns=[target] + exclude), df[target].to_numpy()
     # two labels as codes, the positive (of text labels the rarer) 1: what every scorer's pos_label=1 scores
@@ -285,6 +296,7 @@ def nested_cv(estimator,  # a scikit-learn estimator
     usual = {"binary": "roc_auc", "multiclass": "balanced_accuracy",
              "regression": "neg_root_mean_squared_error"}
     scoring = scoring or usual[task]
+    _require_scorers([scoring])
     exclude = [c for c in (groups, time) if c and c != target]
     X, y = df.drop(columns=[target] + exclude), df[target].to_numpy()
     folds = nested_splits(df, target, strategy=strategy, groups=groups, time=time, outer=outer, inner=inner,
@@ -362,8 +374,13 @@ def compare(*tables,  # `baseline` tables (DataFrames) and `{name: metrics}` dic
                               f"got {type(t).__name__}")
     table = pd.concat(_distinct_names(frames))
     usual = ("roc_auc", "r2", "balanced_accuracy", "rmse")
+    given = metric
     metric = metric or next((m for m in usual if any(c.endswith(m) for c in table.columns)), None)
     cols = [c for c in table.columns if metric and c.endswith("_" + metric)]
+    if given and not cols:  # a chart without bars would say nothing of the typo
+        known = sorted({str(c).split("_", 1)[1] for c in table.columns if "_" in str(c)})
+        raise ValueError(f"metric={given!r}: the table has no column '<split>_{given}'"
+                         f"{did_you_mean(given, known)}; its metrics: {', '.join(known) or 'none'}")
     fig = go.Figure([go.Bar(name=c.split("_")[0], x=table.index.astype(str), y=table[c]) for c in cols])
     fig.update_layout(barmode="group", yaxis_title=metric, height=300, margin=dict(t=30))
     return table, fig

@@ -15,13 +15,13 @@ from .core import atomic_write, did_you_mean, process_alive, warn
 
 
 # %% auto #0
-__all__ = ['MAX_KEY', 'MAX_PARAM_VALUE', 'MAX_TAG_VALUE', 'CUT', 'SCHEMES', 'STORE_FILE', 'SQLITE_SUFFIXES', 'HTTP_LIMITS',
-           'READ_LIMITS', 'READ_WAIT', 'OWNER_TAGS', 'STALE_AFTER', 'safe_key', 'safe_value', 'safe_names',
-           'safe_items', 'sqlite_path', 'database_url', 'make_sqlite_folder', 'store_location', 'sqlite_tables',
-           'require_own_sqlite', 'resolve_uri', 'bound_http', 'read_limits', 'no_answer', 'request_bound',
-           'server_errors', 'artifact_repository', 'read_artifact', 'is_remote', 'check_server', 'quiet_mlflow',
-           'spool_dir', 'spool', 'spooled', 'claim_spooled', 'release_spooled', 'read_spooled', 'owner_tags', 'is_dead',
-           'dead_end_time', 'mark_dead_runs']
+__all__ = ['MAX_KEY', 'MAX_PARAM_VALUE', 'MAX_TAG_VALUE', 'CUT', 'SCHEMES', 'DATABASES', 'STORE_FILE', 'SQLITE_SUFFIXES',
+           'HTTP_LIMITS', 'READ_LIMITS', 'READ_WAIT', 'OWNER_TAGS', 'STALE_AFTER', 'safe_key', 'safe_value',
+           'safe_names', 'safe_items', 'sqlite_path', 'database_url', 'make_sqlite_folder', 'store_location',
+           'sqlite_tables', 'require_own_sqlite', 'resolve_uri', 'bound_http', 'read_limits', 'no_answer',
+           'request_bound', 'server_errors', 'artifact_repository', 'read_artifact', 'is_remote', 'check_server',
+           'quiet_mlflow', 'spool_dir', 'spool', 'spooled', 'claim_spooled', 'release_spooled', 'read_spooled',
+           'owner_tags', 'is_dead', 'dead_end_time', 'mark_dead_runs']
 
 # %% ../nbs/16a_store.ipynb #fc71d383
 MAX_KEY, MAX_PARAM_VALUE, MAX_TAG_VALUE = 250, 6000, 8000  # MLflow's limits (mlflow.utils.validation)
@@ -72,14 +72,17 @@ def safe_items(items: dict,  # name -> value (params or tags)
 # %% ../nbs/16a_store.ipynb #0b6057dd
 SCHEMES = ("sqlite", "postgresql", "mysql", "mssql", "http", "https",
            "databricks", "databricks-uc", "uc", "file")  # what MLflow's tracking takes (plugins add more)
+DATABASES = ("sqlite", "postgresql", "mysql", "mariadb", "oracle", "mssql")  # SQLAlchemy's: a study's storage
 STORE_FILE = "mlruns.db"  # the SQLite file in a folder passed as a store
 SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")  # a new path ending so is the SQLite file itself
 _SQLITE_HEADER = b"SQLite format 3\x00"
 
-def _schemes() -> list[str]:
-    "The URI schemes MLflow's tracking accepts, those of installed plugins included."
+def _schemes(own: tuple = SCHEMES, group: str = "mlflow.tracking_store") -> list[str]:
+    """The URI schemes MLflow's tracking accepts (with `DATABASES` and "sqlalchemy.dialects": those of a
+    database URL), those of installed plugins included."""
     from importlib.metadata import entry_points
-    return [*SCHEMES, *(e.name for e in entry_points(group="mlflow.tracking_store"))]
+    # a dialect plugin is named 'dialect.driver' ('access.pyodbc'): the URL starts with the dialect
+    return list(dict.fromkeys([*own, *(e.name.split(".")[0] for e in entry_points(group=group))]))
 
 _SQLITE = re.compile(r"sqlite(\+\w+)?:", re.IGNORECASE)  # a SQLite URL, its driver named or not
 
@@ -118,11 +121,14 @@ def sqlite_path(uri: str,  # a tracking URI or database URL
 
 def database_url(storage: str,  # a database URL (sqlite:///study.db, postgresql://...) or a SQLite file path
                  name: str,  # the argument it came from, for the messages ("storage")
+                 given: Optional[str] = None,  # what the user passed, for the messages (default: `storage`)
                 ) -> str:
-    """The database URL `storage` means: a URL as it is (a SQLite one checked by `sqlite_path`), a path as
-    sqlite:///path."""
-    if len(urllib.parse.urlparse(storage).scheme) > 1:  # a one-letter scheme is a Windows drive: a path
-        sqlite_path(storage, name, storage)
+    """The database URL `storage` means: a URL as it is (its scheme checked as `resolve_uri` checks a tracking
+    URI's, a SQLite one by `sqlite_path`), a path as sqlite:///path."""
+    given = storage if given is None else given
+    if _check_scheme(storage, name, given, _schemes(DATABASES, "sqlalchemy.dialects"), "a database URL",
+                     "a SQLite file's path"):
+        sqlite_path(storage, name, given)
         return storage
     return f"sqlite:///{storage}"
 
@@ -203,13 +209,27 @@ def _check_sqlite_file(path: Path, uri: str):
                          "or an existing MLflow store")
     require_own_sqlite(path, "uri", uri, "experiments")
 
-def _refuse_missing_colon(text: str, uri) -> None:
-    "Refuse a path that is a known scheme short of its ':' ('http//host:5000'): a typo, not a folder 'http'."
+def _check_scheme(text: str,  # a URL or a path, as the argument holds it
+                  name: str,  # the argument, for the message ("uri", "storage")
+                  given,  # what the user passed, for the message
+                  known: list,  # the schemes the argument takes (`_schemes()`)
+                  what: str,  # what such a URL is called ("a tracking URI", "a database URL")
+                  instead: str,  # what else the argument takes ("a folder ...")
+                 ) -> bool:
+    """Whether `text` is a URL (else a path); an unknown scheme ('sqllite:') or a known one short of its ':'
+    ('http//host:5000', a typo, not a folder 'http') refused naming `name`, with what was meant."""
+    scheme = urllib.parse.urlparse(text).scheme.lower()
+    if len(scheme) > 1:  # a one-letter scheme is a Windows drive: a path
+        base = scheme.split("+")[0]  # postgresql+psycopg2
+        if base in known: return True
+        starts = ", ".join(s + ":" for s in known)
+        raise ValueError(f"{name} {given!r}: unknown scheme {scheme!r}{did_you_mean(base, known)}; {what} "
+                         f"starts with one of {starts} -- or pass {instead}")
     missed = re.match(r"([A-Za-z][\w+.-]*)//", text)
-    if missed is None or missed.group(1).lower().split("+")[0] not in _schemes(): return
+    if missed is None or missed.group(1).lower().split("+")[0] not in known: return False
     scheme, rest = missed.group(1), text[missed.end():]
     meant = f"{scheme}:///{rest}" if _SQLITE.fullmatch(scheme + ":") else f"{scheme}://{rest}"
-    raise ValueError(f"uri {uri!r}: {scheme!r} followed by '//' is a URI missing its ':' (did you mean "
+    raise ValueError(f"{name} {given!r}: {scheme!r} followed by '//' is {what} missing its ':' (did you mean "
                      f"{meant!r}?); for a folder of that name pass {'./' + text!r}")
 
 def resolve_uri(uri: str,  # a tracking URI (sqlite:///..., http://...), or a path: an SQLite file or a folder
@@ -220,19 +240,10 @@ def resolve_uri(uri: str,  # a tracking URI (sqlite:///..., http://...), or a pa
         raise ValueError("uri is blank: pass a tracking URI (sqlite:///mlruns.db, http://127.0.0.1:5000) "
                          "or a folder for the store")
     if text in ("databricks", "databricks-uc"): return text  # MLflow's names for the default workspace
-    scheme = urllib.parse.urlparse(text).scheme.lower()
-    if len(scheme) > 1:  # a one-letter scheme is a Windows drive: a path
-        known = _schemes()
-        base = scheme.split("+")[0]  # postgresql+psycopg2
-        if base not in known:
-            starts = ", ".join(s + ":" for s in known)
-            raise ValueError(f"uri {uri!r}: unknown scheme {scheme!r}{did_you_mean(base, known)}; a tracking "
-                             f"URI starts with one of {starts} -- or pass a folder "
-                             f"(its {STORE_FILE} is the store)")
+    if _check_scheme(text, "uri", uri, _schemes(), "a tracking URI", f"a folder (its {STORE_FILE} is the store)"):
         path = sqlite_path(text, "uri", uri)
         if path is not None: _check_sqlite_file(path, uri)
         return store_location(text)
-    _refuse_missing_colon(text, uri)
     path = Path(text).expanduser()
     if path.is_file() or (not path.exists() and path.suffix in SQLITE_SUFFIXES):
         _check_sqlite_file(path, uri)

@@ -228,7 +228,7 @@ def make_storage(storage=None,  # None = sqlite:///optuna.db; a database URL; a 
     if isinstance(lock_wait, bool) or not (isinstance(lock_wait, (int, float)) and lock_wait > 0):
         raise ValueError(f"lock_wait must be a positive number of seconds, got {lock_wait!r}")
     from sqlalchemy.exc import SQLAlchemyError
-    url = database_url(storage, "storage")  # a path as sqlite:///path; a SQLite URL checked
+    url = database_url(storage, "storage", _storage_text(storage))  # a path as sqlite:///path; a URL checked
     path = sqlite_path(url, "storage", storage)
     if path is not None: _warn_locked(path, storage, lock_wait)  # before the wait, not after it
     # SQLite says 'unable to open database file'; an MLflow store's file would get Optuna's tables
