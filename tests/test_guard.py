@@ -429,3 +429,20 @@ def test_a_given_optimizer_whose_lr_differs_from_the_configs_is_said():
     run = tb.fit(model, [(X, y)], loss_fn=nn.functional.cross_entropy, live=False, optimizer=same,
                  config=tb.TrainConfig(epochs=1, device="cpu"))
     assert not [f for f in run.findings if f.kind == "optimizer_given"]
+
+
+def test_best_pt_or_a_plateau_schedule_on_the_fallback_monitor_is_said_once(tmp_path):
+    """Probe 44: without dl_valid, best.pt and schedule='plateau' followed train_loss with no word: the
+    monitor_fallback finding was made only when patience was set."""
+    dl = tb.TensorLoader(X, Y, batch_size=8)
+    for config, severity in [(dict(checkpoint_dir=str(tmp_path / "a")), "info"),
+                             (dict(schedule="plateau"), "info"),
+                             (dict(checkpoint_dir=str(tmp_path / "b"), schedule="plateau", patience=5), "warning")]:
+        run = tb.fit(nn.Linear(4, 2), dl, loss_fn=nn.CrossEntropyLoss(), live=False,
+                     config=tb.TrainConfig(epochs=2, device="cpu", **config))
+        (f,) = [f for f in run.findings if f.kind == "monitor_fallback"]
+        assert f.severity == severity and "follow" in f.message and "train_loss" in f.message
+    assert "early stopping (patience=5), best.pt (run.best, restore_best) and the plateau schedule's lr cuts" in f.message
+    quiet = tb.fit(nn.Linear(4, 2), dl, loss_fn=nn.CrossEntropyLoss(), live=False,
+                   config=tb.TrainConfig(epochs=2, device="cpu"))  # nothing follows the monitor: nothing said
+    assert [f for f in quiet.findings if f.kind == "monitor_fallback"] == []

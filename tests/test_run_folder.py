@@ -774,3 +774,72 @@ def test_restore_best_names_a_best_pt_that_is_a_folder(tmp_path):
     (tmp_path / "a" / "best.pt").mkdir()
     with pytest.raises(IsADirectoryError, match=r"a/best.pt is a folder, not a checkpoint file"):
         run.restore_best(mlp())
+
+
+class _CtrlCInSetUp(nn.Linear):
+    "A Ctrl-C pressed while fit moves the model to its device: the run stops before its first step and checkpoint."
+    def to(self, *a, **k):
+        if not getattr(self, "pressed", False):
+            self.pressed = True
+            import signal
+            signal.raise_signal(signal.SIGINT)
+        return super().to(*a, **k)
+
+
+def test_a_folder_whose_run_stopped_in_set_up_is_taken_again_and_resume_there_starts_anew(tmp_path):
+    """Probe 44: a Ctrl-C in fit's set-up left only run.json (interrupted, step 0); resume= that folder raised
+    'no run to resume', and a plain rerun went to version_1 with a warning advising that very resume=."""
+    X, y = blobs(n=64)
+    dl = tb.TensorLoader(X, y, batch_size=16)
+    cfg = tb.TrainConfig(epochs=1, device="cpu", checkpoint_dir=str(tmp_path))
+    first = tb.fit(_CtrlCInSetUp(X.shape[1], 3), dl, loss_fn=CE, config=cfg, live=False)
+    assert (first.stopped, first.step, sorted(files(tmp_path))) == ("interrupted", 0, ["run.json"])
+    with pytest.raises(FileNotFoundError, match=r"stopped \(interrupted\) at step 0, before its first checkpoint"):
+        tb.checkpoint_file(tmp_path)
+    with pytest.warns(UserWarning, match="nothing to resume: this run starts anew"):
+        resumed = tb.fit(nn.Linear(X.shape[1], 3), dl, loss_fn=CE, config=cfg, resume=tmp_path, live=False)
+    assert resumed.stopped == "completed" and resumed.run_dir == tmp_path and not list(tmp_path.glob("version_*"))
+    assert [f.kind for f in resumed.findings if f.kind == "nothing_to_resume"] == ["nothing_to_resume"]
+    # a plain rerun into such a folder takes it too, with no warning
+    shutil.rmtree(tmp_path); tmp_path.mkdir()
+    tb.fit(_CtrlCInSetUp(X.shape[1], 3), dl, loss_fn=CE, config=cfg, live=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = tb.fit(nn.Linear(X.shape[1], 3), dl, loss_fn=CE, config=cfg, live=False)
+    assert again.run_dir == tmp_path and tb.Run.load(tmp_path).step == again.step > 0
+    # a folder that holds real work keeps its protection: the next run takes a version folder
+    assert fit(tmp_path, epochs=1).run_dir == tmp_path / "version_1"
+
+
+def test_a_record_with_steps_or_history_is_kept_however_the_run_stopped(tmp_path):
+    "Only a record of no step, no best and no history is taken over: anything else is an earlier run's work."
+    record = {"stopped": "interrupted", "step": 0, "best": None, "history": {"step": [], "name": []}}
+    for change, kept in [({}, False), ({"step": 3}, True), ({"history": {"step": [0], "name": ["epoch"]}}, True),
+                         ({"best": 0.5}, True)]:
+        folder = tmp_path / str(len(list(tmp_path.iterdir())))
+        folder.mkdir()
+        (folder / "run.json").write_text(json.dumps({**record, **change}))
+        taken, _ = prepare_run_dir(folder)
+        assert (taken != folder) == kept and (folder / "run.json").exists() == kept
+        release_run_dir(taken)
+
+
+def test_a_folder_a_run_is_writing_says_so_to_run_load_resume_and_the_next_run(tmp_path):
+    """Probe 44: while a fit held the folder's lock (in its first epoch: no run.json, no last.pt yet), Run.load sent
+    the user to version_1 and resume= said 'no run to resume there'; neither said a run was in progress there."""
+    taken, _ = prepare_run_dir(tmp_path)  # this process holds the lock, as a fit in another thread does
+    try:
+        second, note = prepare_run_dir(tmp_path)
+        assert second == tmp_path / "version_1" and "is in use: a run is in progress there" in note.message
+        assert f"resume={str(tmp_path)!r}" in note.advice and "once that run has ended" in note.advice
+        release_run_dir(second)
+        assert fit(second, epochs=1).run_dir == second  # a run beside it, finished
+        with pytest.raises(RunFileError, match=r"yet: a run is in progress there \(its lock is held by process "
+                                               rf"{os.getpid()} .*since .*version_1 beside it are other runs"):
+            tb.Run.load(tmp_path)
+        with pytest.raises(FileNotFoundError, match=r"has no last.pt yet: a run is in progress there .*wait until"):
+            tb.checkpoint_file(tmp_path)
+    finally:
+        release_run_dir(taken)
+    with pytest.raises(RunFileError, match="no run record at"):  # once it has gone: no word of one in progress
+        tb.Run.load(tmp_path)

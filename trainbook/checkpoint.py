@@ -24,8 +24,8 @@ from .run import (RUN_FILES, Handover, earlier_copy, earlier_run_files, json_saf
 __all__ = ['FORMAT', 'FORMAT_VERSION', 'SNAPSHOT_SPACING', 'SNAPSHOT_FREE', 'SNAPSHOT_ALWAYS', 'check_loadable',
            'save_checkpoint', 'CheckpointError', 'UnsafeCheckpointError', 'checkpoint_file', 'read_checkpoint',
            'restore_checkpoint', 'load_checkpoint', 'FindingsPart', 'unwritable', 'probe_writable', 'RunFolderBusy',
-           'folder_writer', 'release_run_dir', 'prepare_run_dir', 'stopped_early', 'check_epochs_left', 'check_resume',
-           'Checkpointer']
+           'folder_writer', 'run_in_progress', 'stopped_before_checkpoint', 'release_run_dir', 'prepare_run_dir',
+           'stopped_early', 'check_epochs_left', 'check_resume', 'Checkpointer']
 
 # %% ../nbs/06_checkpoint.ipynb #6dd62f42
 FORMAT = "trainbook-checkpoint"
@@ -118,6 +118,15 @@ def checkpoint_file(path: str | Path,  # a checkpoint file, or a run folder (its
         if (path / "last.pt").is_file(): return earlier_copy(path / "last.pt")  # an overwrite's: the earlier
         runs = sorted(str(p.parent) for p in path.glob("*/last.pt"))
         hint = f"; runs inside it: {', '.join(runs)}" if runs else ""
+        going, stopped = run_in_progress(path), stopped_before_checkpoint(path)
+        if going:  # its first last.pt is still to come
+            raise FileNotFoundError(f"{path} has no last.pt yet: {going}. To go on from it, wait until it has "
+                                    f"written last.pt (an epoch's end) or ended, then pass resume={str(path)!r}"
+                                    f"{hint}")
+        if stopped is not None:  # a Ctrl-C in fit's set-up: nothing was trained (a fit resuming it starts anew)
+            raise FileNotFoundError(f"{path} holds only the record of a run that stopped ({stopped}) at step 0, "
+                                    "before its first checkpoint: there is no checkpoint there. A fit into it "
+                                    f"starts anew, in that record's place{hint}")
         raise FileNotFoundError(f"{path} is a folder without a last.pt, so there is no run to resume there"
                                 f"{hint}. Pass a checkpoint file or the folder of a run "
                                 "that wrote checkpoints")
@@ -333,6 +342,27 @@ def _describe(who: dict) -> str:
     since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(who["since"])) if who.get("since") else "?"
     return f"process {who.get('pid')} on {who.get('host')} (since {since})"
 
+def run_in_progress(folder: str | Path,  # a run folder
+                   ) -> str:
+    "Who runs in `folder` now, said for a message; '' when nobody does (no lock, or its process is gone)."
+    who = folder_writer(folder)
+    if who is None or process_alive(who) is False: return ""
+    return f"a run is in progress there (its lock is held by {_describe(who)})"
+
+def stopped_before_checkpoint(folder: str | Path,  # a run folder
+                             ) -> Optional[str]:
+    """How the run recorded in `folder` stopped, when it stopped before its first step and checkpoint (a Ctrl-C
+    in fit's set-up): its run.json is the folder's only run file and records no step, no best, no history.
+    Such a folder holds nothing to resume or lose: a new run takes it. None for any other folder."""
+    folder = Path(folder)
+    if earlier_run_files(folder) != ["run.json"]: return None
+    try: record = json.loads((folder / "run.json").read_text())
+    except (OSError, ValueError): return None  # unreadable: kept, as any run's
+    if not isinstance(record, dict) or record.get("step") != 0 or record.get("best") is not None: return None
+    history = record.get("history")
+    if not isinstance(history, dict) or any(history.values()): return None
+    return str(record.get("stopped"))
+
 def _held_here(who: Optional[dict]) -> bool:
     "Whether the writer lock `who` is this process's."
     me = this_process()
@@ -379,7 +409,9 @@ def _claim(folder: Path, force: bool = False) -> bool:
     """Lock `folder` for this run: False when it holds another run (a new run then takes a version folder);
     `force` (resume, overwrite) takes a folder with files but never one a live process writes."""
     recover_handover(folder)  # an overwrite run killed before its first run.json: the earlier run back first
-    if not force and earlier_run_files(folder): return False
+    # a record of a run that stopped before its first step holds nothing to lose: the folder is taken, not versioned
+    empty = not force and stopped_before_checkpoint(folder) is not None
+    if not force and not empty and earlier_run_files(folder): return False
     folder.mkdir(parents=True, exist_ok=True)
     locked, who = _read_lock(folder)
     if locked and who is None:  # a lock is written whole: this one was cut short
@@ -389,7 +421,9 @@ def _claim(folder: Path, force: bool = False) -> bool:
         if alive is False: _take_over(folder, who)
         elif not force: return False  # a run is starting or going there
         else: raise _busy(folder, who)
-    if _write_lock(folder): return True
+    if _write_lock(folder):
+        if empty: (folder / "run.json").unlink(missing_ok=True)  # a reader meanwhile sees this run, not that one
+        return True
     # another run claimed it in between
     return _claim(folder, force) if force else False
 
@@ -430,6 +464,7 @@ def prepare_run_dir(checkpoint_dir: str | Path | None,  # the folder asked for (
         version += 1
         folder = base / f"version_{version}"
     if folder == base: return base, None
+    going = run_in_progress(base)
     held = earlier_run_files(base) or ["a run in progress"]
     if resume is not None:  # a branch (from best.pt, or from another folder's run): the new run has its own folder
         return folder, Finding(
@@ -437,6 +472,15 @@ def prepare_run_dir(checkpoint_dir: str | Path | None,  # the folder asked for (
             f"this run goes on from {str(checkpoint_file(resume))!r} and writes to {str(folder)!r}: "
             f"{str(base)!r} keeps what it holds ({', '.join(held)})",
             advice="to go on in the earlier run's own folder instead, resume from its last.pt (or the folder)",
+            data={"checkpoint_dir": str(base), "run_dir": str(folder)})
+    if going:  # resume= and overwrite= are refused while it runs: the advice waits for its end
+        return folder, Finding(
+            "run_dir_versioned", "info",
+            f"checkpoint_dir {str(base)!r} is in use: {going}; this run writes to {str(folder)!r}, so "
+            "the two do not write over each other",
+            advice=(f"once that run has ended: to continue it pass resume={str(base)!r} (%train: --resume); to "
+                    "replace it, overwrite=True (%train: --overwrite)" if resumable
+                    else "once that run has ended, overwrite=True (%train: --overwrite) replaces it"),
             data={"checkpoint_dir": str(base), "run_dir": str(folder)})
     return folder, Finding(
         "run_dir_versioned", "info",
@@ -551,6 +595,27 @@ class Checkpointer:
         if chosen[1] is not None:
             self.findings.append(chosen[1])
             warn(f"{chosen[1].message}; {chosen[1].advice}")
+
+    def resumable(self,
+                  resume: Union[str, Path, None],  # the checkpoint (or run folder) the run was given to resume from
+                 ) -> Union[str, Path, None]:
+        """`resume`, or None when it names a run folder whose run stopped before its first step and checkpoint (a
+        Ctrl-C in fit's set-up): there is nothing to resume, so the run starts anew (as Lightning's 'last' with no
+        checkpoint does), with a note that says so."""
+        if not isinstance(resume, (str, os.PathLike)) or not str(resume).strip(): return resume  # `check_resume`'s
+        folder = Path(resume).expanduser()
+        if folder.name == "run.json": folder = folder.parent
+        if not folder.is_dir() or run_in_progress(folder): return resume  # `checkpoint_file` says why not
+        stopped = stopped_before_checkpoint(folder)
+        if stopped is None: return resume
+        note = Finding("nothing_to_resume", "info",
+                       f"resume={str(resume)!r}: the run there stopped ({stopped}) at step 0, before its first "
+                       "checkpoint, so there is nothing to resume: this run starts anew",
+                       advice="nothing to do: the same call without resume= does the same",
+                       data={"resume": str(resume), "stopped": stopped})
+        self.findings.append(note)
+        warn(f"{note.message}; {note.advice}")
+        return None
 
     @property
     def enabled(self) -> bool:

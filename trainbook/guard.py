@@ -149,18 +149,24 @@ def check_monitor(cfg: TrainConfig,  # the run's config (its `monitor` and `mode
                          f"so best.pt would keep the worst epoch; use mode={better!r}")
     return split, name
 
-def monitor_fallback(cfg: TrainConfig,  # the run's config (its `monitor`, `patience`, `checkpoint_dir`)
+def monitor_fallback(cfg: TrainConfig,  # the run's config (its `monitor`, `patience`, `checkpoint_dir`, `schedule`)
                      has_valid: bool,  # whether the run validates (a dl_valid was given)
                     ) -> list[Finding]:
-    "Early stopping follows train_loss when the default monitor 'valid_loss' has no dl_valid: say so."
-    # the fallback itself is `check_monitor`'s; a run that stops on it says so, once, in its findings
-    if cfg.monitor != "valid_loss" or has_valid or cfg.patience is None: return []
-    also = " and best.pt" if cfg.checkpoint_dir is not None else ""
-    return [Finding("monitor_fallback", "warning",
-                    f"monitor='valid_loss' but dl_valid is None: early stopping (patience="
-                    f"{cfg.patience}){also} follow train_loss, the epoch's mean training loss",
-                    advice="pass dl_valid to stop on held-out data, or set TrainConfig(monitor='train_loss') "
-                           "to stop on the training loss on purpose",
+    """What follows train_loss when the default monitor 'valid_loss' has no dl_valid (early stopping, best.pt, the
+    plateau schedule): said once, a warning when it can stop the run, else a note; nothing when nothing follows."""
+    # the fallback itself is `check_monitor`'s; a run that acts on it says so, once, in its findings
+    if cfg.monitor != "valid_loss" or has_valid: return []
+    followers = [f"early stopping (patience={cfg.patience})" if cfg.patience is not None else "",
+                 "best.pt (run.best, restore_best)" if cfg.checkpoint_dir is not None else "",
+                 "the plateau schedule's lr cuts" if cfg.schedule == "plateau" else ""]
+    followers = [f for f in followers if f]
+    if not followers: return []
+    what = followers[0] if len(followers) == 1 else f"{', '.join(followers[:-1])} and {followers[-1]}"
+    return [Finding("monitor_fallback", "warning" if cfg.patience is not None else "info",
+                    f"monitor='valid_loss' but dl_valid is None: {what} follow{'s' if len(followers) == 1 else ''} "
+                    "train_loss, the epoch's mean training loss",
+                    advice="pass dl_valid to follow held-out data, or set TrainConfig(monitor='train_loss') "
+                           "to follow the training loss on purpose",
                     data={"monitor": "valid_loss", "follows": "train_loss"})]
 
 def run_steps(cfg: TrainConfig,  # `epochs`, `accum_steps` and `max_steps` are read

@@ -329,6 +329,7 @@ def claim_run_dir(checkpointer: Checkpointer,  # the run's folder, not yet chose
                  ) -> Optional[dict]:
     """Read `resume` and compare it with this run (a mismatch refused before any folder is claimed or emptied),
     choose and lock the run folder, load the parts and `take(ckpt)`; a load that fails gives the folder back."""
+    resume = checkpointer.resumable(resume)  # a folder whose run stopped before its first checkpoint: none
     ckpt = checkpointer.read(resume, device) if check_resume(resume) is not None else None
     with _entries_named(ckpt, resume):
         if ckpt is not None and check is not None: check(ckpt)

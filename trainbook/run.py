@@ -620,6 +620,12 @@ def _run_file(path) -> Path:
     if not path.is_dir() and file.parent.is_dir():  # a typo in the file's name: run.jsn, last.tp
         inside = did_you_mean(file.name, [p.name for p in file.parent.iterdir()])
     last = [path / n for n in ("last.pt", "last.msgpack") if path.is_dir() and (path / n).is_file()]
+    from trainbook.checkpoint import run_in_progress  # the lock's home (it imports this module)
+    going = run_in_progress(path) if path.is_dir() else ""
+    if going:  # a run there has not written its first record yet
+        beside = f" ({', '.join(runs)} beside it are other runs)" if runs else ""
+        raise RunFileError(f"no run record at {str(file)!r} yet: {going}, and it writes its first run.json at its "
+                           f"first epoch's end (or its end); load it then{beside}")
     if last:  # killed before its first epoch's end, or still in it
         raise RunFileError(f"{str(path)!r} holds {last[0].name} but no run.json yet: a run writes its first "
                            "run.json at its first epoch's end, so this one stopped before it (killed?) or is "
