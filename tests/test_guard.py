@@ -442,7 +442,19 @@ def test_best_pt_or_a_plateau_schedule_on_the_fallback_monitor_is_said_once(tmp_
                      config=tb.TrainConfig(epochs=2, device="cpu", **config))
         (f,) = [f for f in run.findings if f.kind == "monitor_fallback"]
         assert f.severity == severity and "follow" in f.message and "train_loss" in f.message
-    assert "early stopping (patience=5), best.pt (run.best, restore_best) and the plateau schedule's lr cuts" in f.message
+    assert "early stopping (patience=5), best.pt (run.best, restore_best) and the plateau schedule follow" in f.message
     quiet = tb.fit(nn.Linear(4, 2), dl, loss_fn=nn.CrossEntropyLoss(), live=False,
                    config=tb.TrainConfig(epochs=2, device="cpu"))  # nothing follows the monitor: nothing said
     assert [f for f in quiet.findings if f.kind == "monitor_fallback"] == []
+
+
+def test_a_reduce_lr_on_plateau_of_your_own_on_the_fallback_monitor_is_said():
+    "A ReduceLROnPlateau passed as scheduler= without dl_valid follows train_loss as schedule='plateau' does: said."
+    dl = tb.TensorLoader(X, Y, batch_size=8)
+    model = nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    run = tb.fit(model, dl, loss_fn=nn.CrossEntropyLoss(), optimizer=opt, live=False,
+                 scheduler=torch.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=1),
+                 config=tb.TrainConfig(epochs=2, lr=0.1, device="cpu"))
+    (f,) = [f for f in run.findings if f.kind == "monitor_fallback"]
+    assert "the plateau schedule follows train_loss" in f.message and f.severity == "info"

@@ -151,6 +151,7 @@ def check_monitor(cfg: TrainConfig,  # the run's config (its `monitor` and `mode
 
 def monitor_fallback(cfg: TrainConfig,  # the run's config (its `monitor`, `patience`, `checkpoint_dir`, `schedule`)
                      has_valid: bool,  # whether the run validates (a dl_valid was given)
+                     scheduler=None,  # the scheduler the user passed, or None (a ReduceLROnPlateau follows it too)
                     ) -> list[Finding]:
     """What follows train_loss when the default monitor 'valid_loss' has no dl_valid (early stopping, best.pt, the
     plateau schedule): said once, a warning when it can stop the run, else a note; nothing when nothing follows."""
@@ -158,7 +159,8 @@ def monitor_fallback(cfg: TrainConfig,  # the run's config (its `monitor`, `pati
     if cfg.monitor != "valid_loss" or has_valid: return []
     followers = [f"early stopping (patience={cfg.patience})" if cfg.patience is not None else "",
                  "best.pt (run.best, restore_best)" if cfg.checkpoint_dir is not None else "",
-                 "the plateau schedule's lr cuts" if cfg.schedule == "plateau" else ""]
+                 "the plateau schedule" if cfg.schedule == "plateau" or
+                 type(scheduler).__name__ == "ReduceLROnPlateau" else ""]
     followers = [f for f in followers if f]
     if not followers: return []
     what = followers[0] if len(followers) == 1 else f"{', '.join(followers[:-1])} and {followers[-1]}"
@@ -197,9 +199,11 @@ def run_notes(cfg: TrainConfig,  # the run's config
               has_valid: bool,  # whether the run validates
               total_steps: Optional[int],  # the steps fit's own schedule spans (None: unknown, or a given scheduler)
               optimizer=None,  # the optimizer the user passed, or None
+              scheduler=None,  # the scheduler the user passed, or None
              ) -> list[Finding]:
     "What `fit` says of its set-up before any step: the monitor's fallback, a warmup past the run, a given optimizer."
-    return monitor_fallback(cfg, has_valid) + warmup_past_run(cfg, total_steps) + optimizer_given(optimizer, cfg)
+    return (monitor_fallback(cfg, has_valid, scheduler) + warmup_past_run(cfg, total_steps)
+            + optimizer_given(optimizer, cfg))
 
 def warmup_past_run(cfg: TrainConfig,  # the run's config (its `schedule`, `warmup` and `lr`)
                     total_steps: Optional[int],  # the run's optimizer steps (`run_steps`); None = unknown
