@@ -843,3 +843,16 @@ def test_a_folder_a_run_is_writing_says_so_to_run_load_resume_and_the_next_run(t
         release_run_dir(taken)
     with pytest.raises(RunFileError, match="no run record at"):  # once it has gone: no word of one in progress
         tb.Run.load(tmp_path)
+
+
+def test_a_run_taking_a_folder_whose_run_stopped_in_set_up_does_not_write_over_your_files(tmp_path):
+    "Probe 45: such a folder is taken again, so fit_xgboost wrote its model.json over yours there (it assumed version_1)."
+    from trainbook.run import refuse_own_files
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "run.json").write_text(json.dumps({"step": 0, "best": None, "history": {}, "stopped": "interrupted"}))
+    (folder / "model.json").write_text("{}")  # yours
+    with pytest.raises(FileExistsError, match="holds model.json, which no trainbook run wrote"):
+        refuse_own_files(folder, ["model.json", "boosted.json"])
+    (folder / "run.json").write_text(json.dumps({"step": 5, "best": None, "history": {}, "stopped": "interrupted"}))
+    refuse_own_files(folder, ["model.json", "boosted.json"])  # a run with steps: the new one goes to version_1

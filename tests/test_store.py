@@ -569,3 +569,13 @@ def test_a_run_spooled_while_its_create_hung_is_delivered_as_one_run_and_learns_
     del run.extra["mlflow_run_id"]  # a Run that never learned its id (gone while the run was spooled)
     with pytest.warns(UserWarning, match="recorded already"): assert tb.log_run(run) == delivered  # by its key
     assert len(active_runs(sqlite_uri, "stalled-create")) == 1
+
+
+def test_a_database_url_whose_driver_has_an_underscore_is_a_url_and_a_home_path_is_expanded():
+    "Probe 45: 'oracle+cx_oracle://...' (no scheme to urllib) became sqlite:///oracle+cx_oracle:..., '~/s.db' a folder '~'."
+    from pathlib import Path
+    from trainbook.store import database_url
+    assert database_url("oracle+cx_oracle://u:p@h/db", "storage") == "oracle+cx_oracle://u:p@h/db"
+    assert database_url("~/s.db", "storage") == f"sqlite:///{Path.home() / 's.db'}"
+    with pytest.raises(ValueError, match=r"unknown scheme 'orcle\+cx_oracle' \(did you mean 'oracle'\?\)"):
+        database_url("orcle+cx_oracle://u:p@h/db", "storage")

@@ -364,7 +364,9 @@ def refuse_own_files(checkpoint_dir,  # the folder a run is about to claim (None
     if checkpoint_dir is None: return
     base = Path(checkpoint_dir).expanduser()
     earlier = earlier_run_files(base) if base.is_dir() else []
-    if earlier and not overwrite: return  # a version folder of its own
+    from trainbook.checkpoint import stopped_before_checkpoint  # (checkpoint builds on this module)
+    taken = overwrite or (bool(earlier) and stopped_before_checkpoint(base) is not None)  # the folder itself
+    if earlier and not taken: return  # a version folder of its own
     mine = [name for name in names if (base / name).is_file() and name not in earlier]
     if mine:
         raise FileExistsError(f"checkpoint_dir {str(base)!r} holds {', '.join(mine)}, which no trainbook run "

@@ -130,7 +130,7 @@ def database_url(storage: str,  # a database URL (sqlite:///study.db, postgresql
                      "a SQLite file's path"):
         sqlite_path(storage, name, given)
         return storage
-    return f"sqlite:///{storage}"
+    return f"sqlite:///{Path(storage).expanduser()}"  # ~/study.db in the home folder, not a folder '~' here
 
 def make_sqlite_folder(uri: str,  # a database URI (`sqlite:///...`; other URIs are left alone)
                        name: str,  # the argument it came from, for the message ("uri", "storage")
@@ -219,6 +219,8 @@ def _check_scheme(text: str,  # a URL or a path, as the argument holds it
     """Whether `text` is a URL (else a path); an unknown scheme ('sqllite:') or a known one short of its ':'
     ('http//host:5000', a typo, not a folder 'http') refused naming `name`, with what was meant."""
     scheme = urllib.parse.urlparse(text).scheme.lower()
+    if not scheme:  # a driver with '_' (oracle+cx_oracle://): no scheme to urllib, a URL all the same
+        scheme = (re.match(r"([A-Za-z][\w+.-]*)://", text) or [None, ""])[1].lower()
     if len(scheme) > 1:  # a one-letter scheme is a Windows drive: a path
         base = scheme.split("+")[0]  # postgresql+psycopg2
         if base in known: return True
