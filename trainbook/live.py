@@ -19,8 +19,8 @@ __all__ = ['PANELS', 'TITLES', 'LOG_PANELS', 'SYSTEM', 'LEGENDS', 'STYLE', 'MARK
            'show_output', 'Series', 'panel_of', 'new_figure', 'clear_figure', 'data_range', 'axis_ranges', 'autoscale',
            'axis_scale', 'decade_label', 'decade_ticks', 'constant_note', 'marks_for', 'place_labels', 'thinned',
            'curves_content', 'curves_spec', 'draw', 'plotlyjs_script', 'figure_html', 'page_html', 'figure_bundle',
-           'title_text', 'StaticFigure', 'summary_of', 'as_static', 'plot_history', 'grad_norm_matrix',
-           'plot_grad_norms', 'LiveCurves', 'FinalView']
+           'title_text', 'summary_of', 'as_static', 'plot_history', 'grad_norm_matrix', 'plot_grad_norms', 'LiveCurves',
+           'FinalView']
 
 # %% ../nbs/11_live.ipynb #ec582984
 def display_mode() -> str:
@@ -489,16 +489,6 @@ def title_text(fig,  # a plotly Figure, FigureWidget, or its dict
         text = title.get("text", "") if isinstance(title, dict) else str(title or "")
     else: text = fig.layout.title.text
     return " ".join(re.sub(r"<[^>]+>", " ", text or "").split())
-
-class StaticFigure:
-    "A plotly figure shown through `figure_bundle` (the figure is `.figure`): what a finished run leaves in the notebook."
-    def __init__(self,
-                 figure,  # the plotly figure to show
-                 summary: str = "",  # a line of text under it
-                ):
-        self.figure, self.summary = figure, summary
-
-    def _repr_mimebundle_(self, include=None, exclude=None): return figure_bundle(self.figure, self.summary)
 
 def summary_of(series: Series,  # the curves read so far
               ) -> str:

@@ -590,11 +590,11 @@ class StudyPanel:
 
     def finish(self):
         "The search ended: the live figure gives way to a static one (what a saved notebook shows); elsewhere shown once."
-        from trainbook.live import figure_bundle, show_output
+        from trainbook.live import show_output
         if self.mode == "static": show_output(self.plot())
         if self.mode != "widget" or self._handle is None: return
         final = self.plot()
-        self._handle.update(figure_bundle(final, self.summary()), raw=True)  # its own display adds an output
+        self._handle.update(final._repr_mimebundle_(), raw=True)  # its own display would add an output
         self.figure.close()
         self.figure, self._box, self._handle = final, None, None
 
