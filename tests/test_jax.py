@@ -704,3 +704,27 @@ def test_early_stopping_acts_at_an_evaluation_inside_the_epoch():
     h = run.history[(run.history.split == "valid") & (run.history.name == "loss")]
     assert run.stopped == "early_stopping"
     assert h.step.iloc[-1] == run.step and run.step % 12 != 0  # stopped at the evaluation, inside an epoch
+
+
+
+class _CtrlCInSetUp(torch.nn.Linear):
+    "A Ctrl-C pressed while fit moves the model to its device: the run stops before its first step and checkpoint."
+    def to(self, *a, **k):
+        if not getattr(self, "pressed", False):
+            self.pressed = True
+            signal.raise_signal(signal.SIGINT)
+        return super().to(*a, **k)
+
+
+def test_resume_from_a_folder_whose_run_stopped_before_its_first_step_starts_anew(tmp_path):
+    """As fit: a folder holding only a step-0 run.json (a Ctrl-C in a run's set-up) has nothing to resume; fit_flax
+    said there was no Flax checkpoint there."""
+    X, y = data(n=32)
+    cfg = tb.TrainConfig(epochs=1, lr=1e-2, seed=0, checkpoint_dir=str(tmp_path), device="cpu")
+    first = tb.fit(_CtrlCInSetUp(4, 3), [(torch.from_numpy(X), torch.from_numpy(y).long())],
+                   loss_fn=torch.nn.CrossEntropyLoss(), config=cfg, live=False)
+    assert (first.stopped, first.step, sorted(p.name for p in tmp_path.iterdir())) == ("interrupted", 0, ["run.json"])
+    with pytest.warns(UserWarning, match="nothing to resume: this run starts anew"):
+        again = fit_flax(MLP(), None, batches(X, y, 8), None, ce, cfg, resume=tmp_path, live=False)
+    assert again.stopped == "completed" and again.step == 4 and again.run_dir == tmp_path
+    assert "nothing_to_resume" in [f.kind for f in again.findings] and not list(tmp_path.glob("version_*"))

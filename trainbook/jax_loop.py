@@ -374,7 +374,8 @@ class _FlaxLoop:
     # --- the run folder and resume --------------------------------------------------------------------
     def resume(self, resume, overwrite: bool) -> None:
         "Choose the run folder (never an earlier run's); restore every piece of state from a checkpoint."
-        resume = flax_checkpoint_file(check_resume(resume)) if resume is not None else None
+        resume = self.folder.resumable(check_resume(resume))  # a folder whose run stopped in its set-up: none
+        resume = flax_checkpoint_file(resume) if resume is not None else None
         ck, t = (read_flax_checkpoint(resume) if resume is not None else None), self.train
         if ck is not None:  # read and matched before any folder is claimed or emptied (overwrite)
             check_epochs_left(int(ck["position"]["epoch"]), int(ck["position"]["batch_idx"]), self.cfg,
