@@ -48,7 +48,29 @@ def test_duplicates_and_conflicting_labels(cancer):
     flipped = cancer.head(3).assign(target=lambda d: 1 - d.target)
     report = tb.check_data(pd.concat([df, flipped], ignore_index=True), "target")
     assert report.by_kind("duplicate_rows")[0].data["n_duplicates"] == 4
-    assert report.by_kind("conflicting_labels")[0].data["n_groups"] == 3 and not report.ok
+    (f,) = report.by_kind("conflicting_labels")
+    # rows agreeing on 30 measurements are copies, not chance: a warning to check their labels, not an error
+    assert (f.data["n_groups"], f.data["n_rows"], f.data["n_wrong_at_best"], f.severity) == (3, 9, 3, "warning")
+    assert f.data["chance_pairs"] < 1 and "copies of one record" in f.message and report.ok
+    assert f.data["rows"] == [0, 1, 2, 569, 570, 571, 573, 574, 575]  # each: the row, its copy, its flipped copy
+
+
+def test_conflicting_labels_of_coarse_features_are_the_error_no_model_avoids():
+    """Probe 48: a churn extract of plan attributes only (contract, payment, senior) was an ERROR 'check the
+    labelling' in 120/120 frames; rows sharing codes whose outcomes differ are the features' limit, not a fault."""
+    rng = np.random.default_rng(0)
+    n = 300
+    df = pd.DataFrame({"contract": rng.choice(["month", "year", "two_year"], n),
+                       "payment": rng.choice(["card", "bank", "check", "mail"], n), "senior": rng.integers(0, 2, n)})
+    df["churn"] = (rng.random(n) < np.where(df.contract == "month", 0.5, 0.1)).astype(int)
+    report = tb.check_data(df, "churn")
+    (f,) = report.by_kind("conflicting_labels")
+    assert report.ok and f.severity == "info" and f.data["chance_pairs"] >= 1
+    # the ceiling: each group of identical feature rows predicted by its commonest label
+    by_group = df.groupby(["contract", "payment", "senior"])["churn"]
+    right = by_group.agg(lambda s: s.value_counts().iloc[0]).sum()
+    assert f.data["n_wrong_at_best"] == n - right and f"more than {right / n:.1%} of all rows right" in f.message
+    assert f.data["n_groups"] == int((by_group.nunique() > 1).sum())
 
 
 def test_target_findings(cancer):

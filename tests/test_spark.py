@@ -339,3 +339,20 @@ def test_pysparks_warning_about_the_pandas_version_is_said_once_not_at_every_con
         for where in ("conversion.py", "functions.py", "conversion.py"):  # where PySpark warns, in turn
             warnings.warn_explicit(text, FutureWarning, where, 324)
     assert len([w for w in seen if "PySpark does not yet" in str(w.message)]) == 1
+
+
+def test_conflicting_labels_are_counted_and_judged_as_pandas_does(spark):
+    "Coarse features whose rows' outcomes differ: information with the ceiling; copies of a row labelled twice: a warning."
+    rng = np.random.default_rng(0)
+    n = 300
+    coarse = pd.DataFrame({"contract": rng.choice(["month", "year", "two_year"], n),
+                           "payment": rng.choice(["card", "bank", "check", "mail"], n),
+                           "senior": rng.integers(0, 2, n), "churn": rng.integers(0, 2, n)})
+    fine = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n), "y": rng.integers(0, 2, n)})
+    fine = pd.concat([fine, fine.head(4).assign(y=lambda d: 1 - d.y)], ignore_index=True)
+    for df, target, severity in ((coarse, "churn", "info"), (fine, "y", "warning")):
+        (mine,) = tb.check_data(spark.createDataFrame(df), target, leak_check=False).by_kind("conflicting_labels")
+        (theirs,) = tb.check_data(df, target, leak_check=False).by_kind("conflicting_labels")
+        assert mine.severity == theirs.severity == severity
+        keys = ("n_groups", "n_rows", "n_wrong_at_best")
+        assert [mine.data[k] for k in keys] == [theirs.data[k] for k in keys]

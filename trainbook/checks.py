@@ -17,8 +17,9 @@ from .core import (Finding, announce, compact_table_html, did_you_mean, findings
 
 # %% auto #0
 __all__ = ['TASKS', 'MAX_CATEGORIES', 'infer_task', 'counts_hint', 'require_task', 'resolve_task', 'infinite_counts',
-           'check_column_name', 'require_columns', 'drop_unused_categories', 'require_column', 'label_variants',
-           'target_findings', 'to_datetime_call', 'DataReport', 'check_data']
+           'check_column_name', 'require_columns', 'drop_unused_categories', 'require_column', 'label_conflicts',
+           'chance_pairs', 'conflict_finding', 'label_variants', 'target_findings', 'to_datetime_call', 'DataReport',
+           'check_data']
 
 # %% ../nbs/01_checks.ipynb #44da07e6
 def infer_task(y: pd.Series,  # the target column
@@ -320,17 +321,66 @@ def _duplicate_findings(df: pd.DataFrame, target: Optional[str], codes: ValueCod
                            data={"n_duplicates": int(dup.sum()), "rows": df.index[dup][:20].tolist()}))
     if target is not None and target in df.columns and len(df.columns) > 1:
         features = [c for c in df.columns if c != target and c not in ids]
-        # one distinct row per (feature values, label) pair: a feature row met twice there has two labels
-        labels_per_row = pd.Series(codes.row_codes(features)[0][~dup]).value_counts()
-        conflicts = int((labels_per_row > 1).sum())
-        if conflicts:
-            out.append(Finding("conflicting_labels", "error",
-                               f"{conflicts} groups of identical feature rows carry different labels",
-                               column=target,
-                               advice="check the labelling: identical inputs with different labels cap "
-                                      "the achievable accuracy",
-                               data={"n_groups": conflicts}))
+        rows, labels = codes.row_codes(features)[0], codes.codes(target).astype(np.int64)
+        groups, n_rows, lost, where = label_conflicts(rows, labels)
+        if groups:
+            out.append(conflict_finding(target, groups, n_rows, lost, len(df),
+                                        chance_pairs([codes.codes(c) for c in features], len(df)),
+                                        df.index[where[:20]].tolist()))
     return out
+
+def label_conflicts(rows: np.ndarray,  # a code per row, equal where rows agree on every feature
+                    labels: np.ndarray,  # a code per row for its label (-1: missing, a label of its own)
+                   ) -> tuple[int, int, int, np.ndarray]:
+    """(groups of identical feature rows with several labels, rows in those groups, rows any model gets wrong
+    there: all but each group's commonest label, the positions of those groups' rows)."""
+    group = pd.factorize(rows)[0]
+    pair = pd.factorize(group.astype(np.int64) * (int(labels.max(initial=0)) + 2) + labels + 1)[0]
+    pair_group = np.zeros(int(pair.max(initial=-1)) + 1, dtype=np.int64)
+    pair_group[pair] = group  # the feature row of each (feature row, label) pair
+    pair_rows = np.bincount(pair)
+    size, commonest = np.bincount(group), np.zeros(int(group.max(initial=-1)) + 1, dtype=np.int64)
+    np.maximum.at(commonest, pair_group, pair_rows)
+    mixed = np.bincount(pair_group, minlength=len(size)) > 1
+    return (int(mixed.sum()), int(size[mixed].sum()), int((size - commonest)[mixed].sum()),
+            np.flatnonzero(mixed[group]))
+
+def chance_pairs(columns: list,  # each feature's value codes per row (-1: missing, a value of its own)
+                 n: int,  # rows
+                ) -> float:
+    """Pairs of rows expected to agree on every feature by chance, were the features independent: each one's
+    chance that two rows share its value, multiplied. Under 1: rows that agree on all are copies, not chance."""
+    chance = 1.0
+    for c in columns:
+        k = np.bincount(np.asarray(c, dtype=np.int64) + 1).astype(np.float64)
+        chance *= float((k * (k - 1)).sum()) / max(n * (n - 1), 1)
+    return chance * n * (n - 1) / 2
+
+def conflict_finding(target: str,  # the label column
+                     groups: int,  # groups of identical feature rows carrying several labels
+                     n_rows: int,  # rows in those groups
+                     lost: int,  # rows any model gets wrong there (all but each group's commonest label)
+                     n: int,  # rows in the frame
+                     chance: Optional[float] = None,  # `chance_pairs` of the features; None: not known
+                     rows: list = (),  # some of those rows' index labels
+                    ) -> Finding:
+    """`conflicting_labels`: the accuracy the features allow, and whether the rows look like copies of one
+    record labelled two ways (a warning: check the labelling) or like a coarse feature space (information:
+    codes, bands or answers shared by rows whose outcomes differ, the error no model avoids)."""
+    said = (f"{groups} group{'s' if groups != 1 else ''} of identical feature rows carr{'y' if groups != 1 else 'ies'} "
+            f"different labels ({n_rows} rows; no model gets more than {1 - lost / max(n, 1):.1%} of all rows right)")
+    data = {"n_groups": groups, "n_rows": n_rows, "n_wrong_at_best": lost, "chance_pairs": chance,
+            "rows": list(rows)}
+    if chance is not None and chance >= 1:
+        return Finding("conflicting_labels", "info", said + ": expected of coarse features (codes, bands, "
+                       "answers shared by rows whose outcomes differ)", column=target,
+                       advice="features that tell these rows apart lift that ceiling; if some rows are copies "
+                              "of one record, check their labels (data['rows'] lists some)", data=data)
+    why = "" if chance is None else (f": rows agreeing on every feature are rare by chance here (about "
+                                     f"{chance:.2g} such pairs expected), so these may be copies of one record")
+    return Finding("conflicting_labels", "warning", said + why, column=target,
+                   advice="check the labelling of those rows (data['rows'] lists some): one label per record, "
+                          "or drop the copies", data=data)
 
 def label_variants(labels,  # the classes (a target's distinct values)
                   ) -> list[list]:

@@ -10,8 +10,8 @@ from typing import Optional
 
 import pandas as pd
 
-from .checks import (MAX_CATEGORIES, DataReport, check_data as check_frame, infer_task, require_task,
-                              target_findings)
+from .checks import (MAX_CATEGORIES, DataReport, check_data as check_frame, conflict_finding,
+                              infer_task, require_task, target_findings)
 from .columns import named_like_id
 from .core import Finding, announce, did_you_mean, findings_html, shown
 from .leaks import rare_classes
@@ -275,7 +275,7 @@ def _spark_mixed(sdf, col: str, s: ColumnStats, n: int) -> list[Finding]:
                     advice=f"if these mean 'missing', convert the column: {fix}",
                     data={"values": counts, "n_bad": present - s.parsed})]
 
-def _spark_duplicates(sdf, n: int, n_distinct: int, target) -> list[Finding]:
+def _spark_duplicates(sdf, n: int, n_distinct: int, target, stats: dict) -> list[Finding]:
     from pyspark.sql import functions as F
     out = []
     if n > n_distinct:
@@ -285,14 +285,17 @@ def _spark_duplicates(sdf, n: int, n_distinct: int, target) -> list[Finding]:
                            data={"n_duplicates": n - n_distinct}))
     if target is not None and len(sdf.columns) > 1:
         features = [c for c in sdf.columns if c != target]
-        labels = sdf.groupBy(*map(spark_col, features)).agg(F.countDistinct(spark_col(target)).alias("k"))
-        conflicts = labels.where(F.col("k") > 1).count()
-        if conflicts:
-            out.append(Finding("conflicting_labels", "error",
-                               f"{conflicts} groups of identical feature rows carry different labels",
-                               column=target, advice="check the labelling: identical inputs with different "
-                                                     "labels cap the achievable accuracy",
-                               data={"n_groups": conflicts}))
+        # rows per (feature row, label), then per feature row: its labels, rows, and its commonest label's rows
+        pairs = sdf.groupBy(*map(spark_col, features + [target])).count()
+        mixed = pairs.groupBy(*map(spark_col, features)).agg(
+            F.count("*").alias("k"), F.sum("count").alias("rows"), F.max("count").alias("top")).where(F.col("k") > 1)
+        found = mixed.agg(F.count("*"), F.sum("rows"), F.sum(F.col("rows") - F.col("top"))).first()
+        if found[0]:
+            # each feature's chance that two rows share its value is at least 1 / its distinct values (even
+            # counts): a lower bound of the pairs chance makes agree, from the counts already taken
+            chance = n * (n - 1) / 2
+            for c in features: chance /= max(stats[c].n_unique + (stats[c].missing > 0), 1)
+            out.append(conflict_finding(target, int(found[0]), int(found[1]), int(found[2]), n, chance))
     return out
 
 def _spark_target(target: str, task: str, stats: dict, counts, min_per_class: int = 5) -> list[Finding]:
@@ -412,7 +415,7 @@ def check_data(sdf,  # a Spark DataFrame, one row per example
     roles = spark_roles(sdf, stats, n, target, skip)
     findings += _spark_column_findings(sdf, stats, roles, n, target, groups)
     findings += _spark_groups_time(sdf, stats, n, groups, None)
-    findings += _spark_duplicates(sdf, n, n_distinct, target)
+    findings += _spark_duplicates(sdf, n, n_distinct, target, stats)
     counts = class_counts(sdf, target) if target is not None and task != "regression" else None  # one job
     if target is not None: findings += _spark_target(target, task, stats, counts)
     findings += _spark_groups_time(sdf, stats, n, None, time)
