@@ -384,8 +384,7 @@ class _FlaxLoop:
                           tree_from_entries(t.rest, ck["rest"], "model variables"),
                           tree_from_entries(t.opt_state, ck["opt_state"], "optimizer state"))
         self.folder.prepare(resume, overwrite)
-        self.state.findings += self.folder.findings
-        self.state.run_dir = self.run_dir
+        self.state.findings, self.state.run_dir = self.state.findings + self.folder.findings, self.run_dir
         if ck is None: return
         self.train = t
         self.window_start = self.state.train_state = self.train
