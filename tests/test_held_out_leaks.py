@@ -384,3 +384,13 @@ def test_a_continuous_column_that_separates_the_classes_is_a_leak_on_few_rows():
         found += "score" in leaks(df)
         honest += "flag" in leaks(df)
     assert (found, honest) == (10, 0)
+
+
+# --- probe 48, F2: a class an honest feature parts by its values is not a leak ------------------------------
+
+def test_iris_petals_part_setosa_honestly_and_raise_no_leak():
+    """Before: 'petal length alone predicts whether the target is 0 with min recall 1.000', an ERROR on the whole
+    iris frame. A flag or an amount made for one class is one value on the rest (the test above); petal length
+    varies on both sides of the gap that parts setosa."""
+    from sklearn.datasets import load_iris
+    assert not _leaks(load_iris(as_frame=True).frame.rename(columns={"target": "y"}))
