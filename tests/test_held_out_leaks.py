@@ -394,3 +394,30 @@ def test_iris_petals_part_setosa_honestly_and_raise_no_leak():
     varies on both sides of the gap that parts setosa."""
     from sklearn.datasets import load_iris
     assert not _leaks(load_iris(as_frame=True).frame.rename(columns={"target": "y"}))
+
+
+# --- probe 48, F3: a grade cut from a regression target ------------------------------------------------------
+
+@pytest.mark.parametrize("k", [3, 4, 5, 6])
+def test_a_grade_cut_from_a_regression_target_is_a_leak(k):
+    """Before: missed at 1,000 rows for 4-6 bands (k bands explain R² 1 - 1/k² at best, under 0.98); now the target
+    tells each held-out row's band, as it tells no honest feature's."""
+    rng = np.random.default_rng(k)
+    n = 400
+    x = rng.normal(size=n)
+    y = np.exp(x + rng.normal(0, 0.5, n))
+    df = pd.DataFrame({"x": x, "y": y, "grade": pd.qcut(y, k, labels=list("ABCDEF")[:k]).astype(str)})
+    leaks = _leaks(df)
+    assert set(leaks) == {"grade"}
+    f = leaks["grade"]
+    assert f.data["metric"] == "band accuracy" and f.data["score"] >= 0.98
+    assert f.message.startswith("its values look like bands cut from the target: the target alone tells each row's band")
+
+
+def test_honest_bands_of_a_noisy_measure_raise_no_leak():
+    "Bands of the target seen through noise (a grade from an appraisal): the target tells them 70-95% right."
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        y = rng.lognormal(size=500)
+        df = pd.DataFrame({"y": y, "grade": pd.qcut(np.log(y) + rng.normal(0, 0.05, 500), 5, labels=False)})
+        assert not _leaks(df), seed
