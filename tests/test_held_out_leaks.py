@@ -438,3 +438,36 @@ def test_a_target_cut_from_one_column_is_found_on_100_rows():
         assert set(leaks) <= {"c0"}, seed
         found.append(bool(leaks))
     assert sum(found) >= 10, found
+
+
+# --- probe 48, F6: a time recorded after the row's own ------------------------------------------------------
+
+def _transactions(seed, n=600):
+    rng = np.random.default_rng(seed)
+    ts = pd.Timestamp("2024-01-01") + pd.to_timedelta(np.sort(rng.uniform(0, 300, n)), unit="D")
+    fraud = (rng.random(n) < 0.15).astype(int)
+    return rng, pd.DataFrame({"ts": ts, "amount": rng.lognormal(3, 1, n), "fraud": fraud,
+                              "signup": ts - pd.to_timedelta(rng.uniform(1, 900, n), unit="D")})
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_review_stamped_days_after_a_fraud_is_a_leak_beside_time(seed):
+    "Before: missed 0/30 with time='ts'; how long after the row's time it falls tells the class."
+    rng, df = _transactions(seed)
+    delay = np.where(df.fraud == 1, rng.uniform(2, 6, len(df)), rng.uniform(0, 0.5, len(df)))
+    df["reviewed_at"] = df.ts + pd.to_timedelta(delay, unit="D")
+    report = tb.check_data(df, "fraud", time="ts")
+    (leak,) = report.by_kind("target_leak")
+    assert leak.column == "reviewed_at" and leak.data["view"] == "after"
+    assert leak.message.startswith("how long after the row's time it falls alone predicts the target")
+    (after,) = report.by_kind("after_time")
+    assert after.column == "reviewed_at" and after.severity == "warning" and after.data["later_share"] == 1.0
+
+
+def test_times_before_the_rows_own_and_a_planned_date_raise_no_leak():
+    "A signup before each transaction says nothing; a due date planned later is said (after_time), not a leak."
+    rng, df = _transactions(0)
+    df["due"] = df.ts + pd.to_timedelta(rng.uniform(10, 40, len(df)), unit="D")
+    report = tb.check_data(df, "fraud", time="ts")
+    assert not report.by_kind("target_leak")
+    assert [f.column for f in report.by_kind("after_time")] == ["due"]

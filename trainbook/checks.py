@@ -11,7 +11,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from .columns import ValueCodes, dtype_family, is_nullable, require_frame, roles_from_codes
+from .columns import ValueCodes, dtype_family, epoch_seconds, is_nullable, require_frame, roles_from_codes
 from .core import (Finding, announce, compact_table_html, did_you_mean, findings_html, findings_text,
                             label_key, number_text, shown)
 
@@ -486,6 +486,22 @@ def _time_findings(df: pd.DataFrame, time: str) -> list[Finding]:
                            data={"n_duplicates": dups}))
     return out
 
+def _after_time_findings(df: pd.DataFrame, time: str, roles: dict) -> list[Finding]:
+    "A datetime feature later than the row's `time` on most rows holding both: maybe recorded after the outcome."
+    if dtype_family(df[time]) != "datetime": return []
+    out, at = [], epoch_seconds(df[time])
+    for col in (c for c, role in roles.items() if role == "datetime" and c != time):
+        gap = epoch_seconds(df[col]) - at
+        both = ~np.isnan(gap)
+        later = float((gap[both] > 0).mean()) if both.any() else 0.0
+        if later <= 0.5: continue
+        out.append(Finding("after_time", "warning", f"later than {time!r} on {later:.0%} of the rows holding both: "
+                           "a time recorded after the row's own may be unknown when predicting", column=col,
+                           advice="a time set after the event (a review, a resolution, a cancellation) is not known "
+                                  "at prediction time: drop it; one planned at that time (a due date) can stay",
+                           data={"later_share": later, "time": time}))
+    return out
+
 # %% ../nbs/01_checks.ipynb #2497a31b
 @dataclass
 class DataReport:
@@ -629,7 +645,7 @@ def check_data(df: pd.DataFrame,  # the training data, one row per example
     if groups is not None: findings += _group_findings(df, groups, codes)
     findings += _duplicate_findings(df, target, codes, roles)
     if target is not None: findings += _target_findings(df, target, task, inferred)
-    if time is not None: findings += _time_findings(df, time)
+    if time is not None: findings += _time_findings(df, time) + _after_time_findings(df, time, roles)
     if leak_check and target is not None and codes.nunique(target) > 1:
         from trainbook.leaks import leak_findings  # it builds on this module (numeric_view): imported here
         leak_skip = skip | {c for c, role in roles.items() if role in ("identifier", "constant", "text")}

@@ -9,7 +9,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from .columns import numeric_view
+from .columns import dtype_family, epoch_seconds, numeric_view
 from .core import Finding
 
 # %% auto #0
@@ -254,6 +254,7 @@ def _leak_finding(col: str, score: float, constant: float, metric: str, cls, cov
     what = "this feature alone predicts"
     if view == "prefix": what = "the leading letters of its values alone predict"
     if view == "missing": what = "whether it is filled or missing alone predicts"
+    if view == "after": what = "how long after the row's time it falls alone predicts"
     cls = cls.item() if isinstance(cls, np.generic) else cls
     goal = "the target" if cls is None else f"whether the target is {cls!r}"
     shown = metric
@@ -359,6 +360,9 @@ def leak_findings(df: pd.DataFrame,  # the frame `check_data` checks
             views.append(("missing", missing.astype(float)))
         head = _prefix(data[col])
         if head is not None: views.append(("prefix", head))
+        if time is not None and col not in skip and all(dtype_family(data[c]) == "datetime" for c in (col, time)):
+            # a time recorded after the row's (a review, a resolution): how long after may be the outcome
+            views.append(("after", pd.Series(epoch_seconds(data[col]) - epoch_seconds(data[time]))))
         for view, s in views:
             x = _leak_view(s)
             frame_filled = None
