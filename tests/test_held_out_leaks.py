@@ -471,3 +471,23 @@ def test_times_before_the_rows_own_and_a_planned_date_raise_no_leak():
     report = tb.check_data(df, "fraud", time="ts")
     assert not report.by_kind("target_leak")
     assert [f.column for f in report.by_kind("after_time")] == ["due"]
+
+
+# --- probe 48, F4: a target encoding fitted on the whole frame ------------------------------------------------
+
+@pytest.mark.parametrize("n, task", [(1000, "binary"), (8000, "binary"), (1000, "regression")])
+def test_a_target_encoding_over_the_whole_frame_is_a_leak(n, task):
+    """Before: mean churn per zip code (~4 rows a zip) passed 0/30; each row's own label is a quarter of it. 8,000
+    rows: the levels are read on the 5,000-row sample, the means on every row."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=n)
+    y = (x + rng.normal(size=n) > 0).astype(int) if task == "binary" else x + rng.normal(size=n)
+    zips = rng.integers(0, n // 4, n).astype(str)
+    df = pd.DataFrame({"x": x, "zip": zips, "y": y})
+    df["zip_rate"] = df.groupby("zip")["y"].transform("mean")
+    df["zip_people"] = df.groupby("zip")["x"].transform("size") * 1000.0  # constant in a zip, honest
+    leaks = _leaks(df)
+    assert set(leaks) == {"zip_rate"}
+    f = leaks["zip_rate"]
+    assert f.data["view"] == "encoding" and f.data["level_column"] == "zip" and f.data["score"] == 1.0
+    assert "equals the target's mean over each level of 'zip'" in f.message
