@@ -1,4 +1,5 @@
 "From a frame to loaders: preprocessing fitted on train rows only, labels mapped, serving reproduces training."
+import warnings
 import numpy as np
 import pandas as pd
 import pytest
@@ -231,3 +232,22 @@ def test_custom_preprocessor_names_junk_in_a_numeric_column_and_warns_of_unseen_
                           .save(tmp_path / "p.skops"))  # the schema travels with the file
     with pytest.warns(UserWarning, match="unseen_categories \\[c\\].*'NEW'"):
         prep.transform_for_serving(rows.assign(c="NEW"))
+
+
+def test_a_class_only_in_valid_is_named_as_baseline_names_it():
+    """Probe 47: a time split left class 'late' to valid only; loaders_from_frame said 'labels unseen in training:
+    late' (and pandas warned of a deprecated Categorical), where baseline names the rows and what to do."""
+    rng = np.random.default_rng(0)
+    n = 200
+    df = pd.DataFrame({"t": pd.date_range("2024-01-01", periods=n, freq="D"), "x": rng.normal(size=n)})
+    df["label"] = np.where(df.x > 0, "pos", "neg")
+    df.loc[n - 3:, "label"] = "late"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        splits = tb.make_splits(df, "label", strategy="time", time="t")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no pandas deprecation on the way
+        with pytest.raises(ValueError) as err:
+            tb.loaders_from_frame(df, "label", splits, batch_size=64)
+    assert str(err.value).startswith("valid rows hold class(es) ['late'] of target 'label' that the train rows lack "
+                                     "(3 row(s): 197, 198, 199)")

@@ -17,9 +17,9 @@ from .core import (Finding, announce, compact_table_html, did_you_mean, findings
 
 # %% auto #0
 __all__ = ['TASKS', 'MAX_CATEGORIES', 'infer_task', 'counts_hint', 'require_task', 'resolve_task', 'infinite_counts',
-           'check_column_name', 'require_columns', 'drop_unused_categories', 'require_column', 'label_conflicts',
-           'chance_pairs', 'conflict_finding', 'label_variants', 'target_findings', 'to_datetime_call', 'DataReport',
-           'check_data']
+           'check_column_name', 'require_columns', 'drop_unused_categories', 'require_column', 'unseen_classes_message',
+           'label_conflicts', 'chance_pairs', 'conflict_finding', 'label_variants', 'target_findings',
+           'to_datetime_call', 'DataReport', 'check_data']
 
 # %% ../nbs/01_checks.ipynb #44da07e6
 def infer_task(y: pd.Series,  # the target column
@@ -165,6 +165,19 @@ def require_column(df: pd.DataFrame,  # the frame
     if col is not None and col not in df.columns:
         cols = ", ".join(map(str, df.columns[:20])) + (" …" if len(df.columns) > 20 else "")
         raise ValueError(f"{arg} column {col!r} not in DataFrame{did_you_mean(col, df.columns)}; columns are: {cols}")
+
+def unseen_classes_message(y: pd.Series,  # the target values of the rows whose class the train rows lack
+                           where: str,  # those rows, e.g. "valid rows"
+                           target: str,  # the target column
+                          ) -> str:
+    "The message for rows of classes a model never trains on: which classes, which rows, what to do."
+    found = sorted(pd.unique(y).tolist(), key=lambda v: (str(type(v)), v))
+    rows = ", ".join(map(repr, y.index[:5].tolist())) + (" …" if len(y) > 5 else "")
+    return (f"{where} hold class(es) {found[:10]}{' …' if len(found) > 10 else ''} of target {target!r} that the "
+            f"train rows lack ({len(y)} row(s): {rows}): a model trained on the train rows can neither learn nor "
+            "score them. Split so that every class reaches train (tb.make_splits(df, target, "
+            "strategy='stratified'); merge classes too rare for that), or drop those rows "
+            f"(df = df[~df[{target!r}].isin({found[:10]!r})]) and split again")
 
 
 # %% ../nbs/01_checks.ipynb #c3d43d4a

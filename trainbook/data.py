@@ -185,7 +185,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .checks import require_column, require_columns, require_task, resolve_task
+from .checks import require_column, require_columns, require_task, resolve_task, unseen_classes_message
 from .splits import check_splits
 from .checks import MAX_CATEGORIES, infinite_counts
 from .columns import ROLES, column_roles, dtype_family, epoch_seconds, require_frame
@@ -559,14 +559,12 @@ class FramePrep:
 
     def encode_target(self,
                       y: pd.Series,  # the labels (or values, for regression)
+                      where: str = "these rows",  # the rows, for the message of a class training never saw
                      ) -> torch.Tensor:
         "Targets as a tensor: class codes (int64) by the training label mapping, or float32 values (n, 1) for regression."
         if self.task == "regression": return torch.as_tensor(y.to_numpy(dtype=np.float32)).reshape(-1, 1)
-        codes = pd.Categorical(y, categories=self.classes).codes
-        if (codes < 0).any():
-            unseen = sorted(map(str, set(y[codes < 0])))
-            raise ValueError(
-                f"target {self.target!r} has labels unseen in training: {', '.join(unseen[:10])}")
+        codes = pd.Index(self.classes).get_indexer(y)  # -1: a label training never saw
+        if (codes < 0).any(): raise ValueError(unseen_classes_message(y[codes < 0], where, self.target))
         return torch.as_tensor(codes.astype(np.int64))
 
     def decode(self,
@@ -719,17 +717,17 @@ def loaders_from_frame(df: pd.DataFrame,  # the whole frame (all splits)
     classes = None if task == "regression" else class_order(train_rows[target], pos_label)
     schema = training_schema(train_rows[columns]) if preprocessor is not None else None  # yours: no roles
     prep = FramePrep(prep_tf, columns, target, task, classes, schema)
-    def loader(idx, train):
+    def loader(idx, train, where):
         rows = df.iloc[idx]
-        X, y = prep.transform(rows), prep.encode_target(rows[target])
+        X, y = prep.transform(rows), prep.encode_target(rows[target], f"{where} rows")
         weights = None
         if train and balanced and task != "regression":
             counts = torch.bincount(y, minlength=len(classes)).double()
             weights = (1.0 / counts.clamp(min=1))[y]  # each class drawn equally often, after the split
         return TensorLoader(X, y, batch_size=batch_size, shuffle=shuffle and train,
                             drop_last=drop_last and train, seed=seed, weights=weights)
-    dl_test = loader(splits.test, False) if len(splits.test) else None
-    return loader(splits.train, True), loader(splits.valid, False), dl_test, prep
+    dl_test = loader(splits.test, False, "test") if len(splits.test) else None
+    return loader(splits.train, True, "train"), loader(splits.valid, False, "valid"), dl_test, prep
 
 # %% ../nbs/03_data.ipynb #43458ba5
 def _tensor_bytes(t: torch.Tensor, limit: int) -> bytes:

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .batch import DeferredCtrlC
-from .checks import require_column, require_task, resolve_task
+from .checks import require_column, require_task, resolve_task, unseen_classes_message
 from .columns import column_roles, numeric_view, require_frame
 from .core import Finding, TrainConfig, atomic_write, did_you_mean, environment, import_optional, warn
 from .data import FramePrep, class_order, make_preprocessor, time_steps
@@ -59,25 +59,12 @@ def frame_xy(df: pd.DataFrame,  # rows with the feature columns and the target
     classes = classes if classes is not None else class_order(y, pos_label)
     unseen = ~y.isin(classes)
     if unseen.any():  # a class outside `classes` would become the code -1: no library takes it
-        raise ValueError(_unseen_classes(y[unseen], where, target))
+        raise ValueError(unseen_classes_message(y[unseen], where, target))
     return df.drop(columns=[target]), pd.Categorical(y, categories=classes).codes.astype(int), classes
 
 def _rows_text(index, mask: np.ndarray) -> str:
     rows = index[mask]
     return ", ".join(map(repr, rows[:5].tolist())) + (" …" if len(rows) > 5 else "")
-
-def _unseen_classes(y: pd.Series,  # the target values of the rows whose class the train rows lack
-                    where: str,  # those rows, e.g. "valid rows"
-                    target: str,  # the target column
-                   ) -> str:
-    "The message for rows of classes the model never trains on: which classes, which rows, what to do."
-    found = sorted(pd.unique(y).tolist(), key=lambda v: (str(type(v)), v))
-    rows = _rows_text(y.index, np.ones(len(y), dtype=bool))
-    return (f"{where} hold class(es) {found[:10]}{' …' if len(found) > 10 else ''} of target {target!r} that the "
-            f"train rows lack ({len(y)} row(s): {rows}): a model trained on the train rows can neither learn nor "
-            "score them. Split so that every class reaches train (tb.make_splits(df, target, "
-            "strategy='stratified'); merge classes too rare for that), or drop those rows "
-            f"(df = df[~df[{target!r}].isin({found[:10]!r})]) and split again")
 
 def _check_finite(df: pd.DataFrame, columns: Iterable, what: str):
     "No ±inf in the numeric `columns`: the libraries would fail deep inside (or treat inf as a value)."
@@ -117,7 +104,7 @@ def check_boosting_inputs(df: pd.DataFrame,  # the whole table: feature columns 
         for name in scored:  # a class the train rows lack: XGBoost and CatBoost fail in C++, LightGBM learns -1
             rows = y.iloc[getattr(splits, name)]
             unseen = rows[~rows.isin(train_classes)]
-            if len(unseen): raise ValueError(_unseen_classes(unseen, f"{name} rows", target))
+            if len(unseen): raise ValueError(unseen_classes_message(unseen, f"{name} rows", target))
     _check_finite(df, [c for c in df.columns if c != target], "feature")
     return task
 
