@@ -103,6 +103,19 @@ def test_config_replace_validates():
     with pytest.raises(ValueError, match="TrainConfig.lr"): cfg.replace(lr=-1)
 
 
+def test_config_signature_is_the_fields_for_help_and_shift_tab():
+    "Probe 47: the custom __new__ made inspect.signature (help(), Jupyter's Shift-Tab) show (*args, **given)."
+    import dataclasses, inspect, pydoc
+    from typing import Optional
+    params = inspect.signature(tb.TrainConfig).parameters
+    fields = dataclasses.fields(tb.TrainConfig)
+    assert list(params) == [f.name for f in fields]
+    assert [p.default for p in params.values()] == [f.default for f in fields]
+    assert params["epochs"].annotation is int and params["clip_norm"].annotation == Optional[float]  # types, not text
+    assert "warmup: float = 0.0" in pydoc.render_doc(tb.TrainConfig, renderer=pydoc.plaintext)
+    assert inspect.signature(tb.TrainConfig).bind(3, lr=0.1)  # what the constructor takes
+
+
 def test_rng_roundtrip():
     tb.seed_everything(7)
     state = tb.rng_state()

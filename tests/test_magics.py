@@ -258,6 +258,26 @@ def test_checklist_takes_a_quoted_task_of_several_words(ip):
     assert r.success and r.result.target == "mean radius" and r.result.task == "regression"
 
 
+def test_a_new_checklist_replaces_the_last_one_which_ticks_no_more(ip):
+    "Probe 47: the checklist a new %checklist replaced kept ticking (and printing after every %train)."
+    first = run(ip, '%checklist "first try" target valid_accuracy 0.9').result
+    second = run(ip, '%checklist "second try" target valid_loss 0.5 min').result
+    try:
+        assert ip.user_ns["_checklist"] is second and run(ip, "%check df --target target").success
+        assert second.done["data_checked"] and not first.done["data_checked"], str(first)
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_checklist_metric_of_unknown_direction_names_the_known_one_it_may_mean():
+    "Probe 47: 'valid_acuracy' was refused only for its direction, with no word that it looks misspelt."
+    with pytest.raises(ValueError, match=r"whether acuracy \(did you mean 'accuracy'\?\) is better when lower"):
+        tb.Checklist("binary", "y", "valid_acuracy", threshold=0.9)
+    with pytest.raises(ValueError, match=r"whether ndcg is better when lower or higher; pass mode="):
+        tb.Checklist("ranking", "y", "valid_ndcg", threshold=0.5)  # no known name near it: none offered
+
+
 @pytest.mark.parametrize("given", ["threshold", "baseline"])
 def test_a_checklist_refuses_a_nan_threshold_or_baseline(given):
     "A NaN threshold compares False with every value: each run would have passed it."

@@ -298,7 +298,8 @@ def test_zoned_times_and_periods_order_a_time_split():
     df = pd.DataFrame({"x": np.arange(48.0), "t": zoned, "p": pd.period_range("2021-01", periods=48, freq="M")})
     for col in ("t", "p"):
         sp = tb.make_splits(df, time=col, valid_size=0.25)
-        assert sp.valid.min() == 36 and sp.train.max() == 35 and not sp.findings[1:]
+        assert sp.valid.min() == 36 and sp.train.max() == 35
+        assert [f.kind for f in sp.findings[1:]] == ["few_rows"]  # 12 valid rows: only their count is noted
 
 
 def test_hand_made_splits_whose_parts_share_rows_are_refused_where_they_are_used():
@@ -522,3 +523,18 @@ def test_group_folds_are_sklearns_on_the_group_ids(strategy):
         sp = tb.make_splits(df, "y", strategy=strategy, groups="g", n_folds=5, seed=3)
         ref = splitter(5, shuffle=True, random_state=3).split(df, df.y, df.g)
         assert all(np.array_equal(va, np.sort(b)) for (_, va), (_, b) in zip(sp.folds, ref, strict=True))
+
+
+def test_a_part_or_fold_of_few_rows_is_named_with_its_count_and_the_fix():
+    "Probe 47: a 5-row frame split into train 4 / valid 1 (and five 1-row folds) without a word about its size."
+    tiny = pd.DataFrame({"x": [0.1, 0.5, 0.9, 1.3, 2.0], "y": [1.0, 2.0, 2.9, 4.2, 5.1]})
+    sp = tb.make_splits(tiny, "y", seed=0)
+    few = [f for f in sp.findings if f.kind == "few_rows"]
+    assert len(sp.valid) == 1 and [f.severity for f in few] == ["warning"]
+    assert "valid holds 1 row: its scores are noise" in few[0].message and "n_folds=" in few[0].advice
+    folds = [f for f in tb.make_splits(tiny, "y", n_folds=5, seed=0).findings if f.kind == "few_rows"]
+    assert len(folds) == 1 and "5 folds' valid parts hold 1 row each" in folds[0].message
+    df = pd.DataFrame({"x": np.arange(200.0), "y": np.arange(200.0)})
+    sp = tb.make_splits(df, "y", test_size=0.1)  # valid 40 rows, test 20
+    assert [(f.data["split"], f.data["rows"]) for f in sp.findings if f.kind == "few_rows"] == [("test", 20)]
+    assert not [f for f in tb.make_splits(df, "y", n_folds=5).findings if f.kind == "few_rows"]  # 40 each

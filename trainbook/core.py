@@ -4,8 +4,8 @@
 
 # %% ../nbs/00_core.ipynb #d6e9bcc4
 from __future__ import annotations
-import contextlib, difflib, functools, hashlib, importlib, importlib.metadata, math, os, platform, random, re, socket, sys
-import tempfile, time, warnings
+import contextlib, difflib, functools, hashlib, importlib, importlib.metadata, inspect, math, os, platform, random, re
+import socket, sys, tempfile, time, typing, warnings
 from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Sequence
@@ -200,6 +200,15 @@ class TrainConfig:
     def replace(self, **changes) -> "TrainConfig":
         "A copy with some fields changed, validated again."
         return TrainConfig(**{**self.to_dict(), **changes})  # a mistyped name is named by __new__
+
+def _fields_signature(cls: type) -> inspect.Signature:
+    "The generated `__init__`'s signature, without `self` and with its annotations as types, not strings."
+    hints = typing.get_type_hints(cls)
+    params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    return inspect.Signature([p.replace(annotation=hints[p.name]) for p in params])
+
+# help() and Jupyter's Shift-Tab read `__new__`'s (*args, **given) otherwise: no field, no default
+TrainConfig.__signature__ = _fields_signature(TrainConfig)
 
 # %% ../nbs/00_core.ipynb #45d1088a
 SEVERITIES = ("info", "warning", "error")

@@ -13,7 +13,8 @@ from .columns import dtype_family, epoch_seconds, numeric_view
 from .core import Finding
 
 # %% auto #0
-__all__ = ['one_column_predictions', 'nearest_predictions', 'rare_classes', 'past_target', 'leak_findings', 'encoding_findings']
+__all__ = ['MIN_ROWS', 'one_column_predictions', 'nearest_predictions', 'rare_classes', 'past_target', 'leak_findings',
+           'encoding_findings']
 
 # %% ../nbs/01a_leaks.ipynb #ba0cf3b3
 def _leak_view(s: pd.Series) -> np.ndarray:
@@ -114,7 +115,7 @@ def _balanced_accuracy(y: np.ndarray, pred: np.ndarray) -> float:
     return float(np.mean([np.mean(pred[y == c] == c) for c in np.unique(y)]))
 
 _BUDGET = 5000  # rows the leak check samples
-_MIN_ROWS = 30  # rows scored: fewer cannot tell a leak from luck
+MIN_ROWS = 30  # rows scored: fewer cannot tell a leak (or a better model: a split part) from luck
 # filled rows scored alone: with 30, a 90%-right honest feature is right on all of them 4% of the time
 _MIN_FILLED = 100
 
@@ -123,7 +124,7 @@ def _score(x: np.ndarray, y: np.ndarray, regression: bool, groups: Optional[np.n
     """(held-out score, the constant predictor's, the metric, the class told from the others or None) of `x`
     predicting `y`: the plain score, else (under `threshold`) the better of the second looks; None: too few
     rows or classes to tell."""
-    if len(y) < _MIN_ROWS: return None
+    if len(y) < MIN_ROWS: return None
     if regression:
         if np.ptp(y) == 0: return None
         # also scored on the target's ranks: how well `x` orders it, so a copy of a skewed amount (R² 0.96 on
@@ -137,8 +138,8 @@ def _score(x: np.ndarray, y: np.ndarray, regression: bool, groups: Optional[np.n
     # a class needs the rows each class has in the smallest balanced frame scored (15 of 30 rows for two
     # classes): an honest feature 80% right on its rows (balanced accuracy 0.9) is right on all 15 3.5% of the
     # time, on all of 3 half the time. Smaller classes are left out: 3 positives of 20,000 prove nothing
-    scored = counts >= max(3, _MIN_ROWS / len(counts))
-    if scored.sum() < 2 or counts[scored].sum() < _MIN_ROWS: return None
+    scored = counts >= max(3, MIN_ROWS / len(counts))
+    if scored.sum() < 2 or counts[scored].sum() < MIN_ROWS: return None
     keep = scored[pd.factorize(y)[0]]
     x, groups = x[keep], None if groups is None else groups[keep]
     y, classes = pd.factorize(y[keep])
@@ -157,7 +158,7 @@ def _score(x: np.ndarray, y: np.ndarray, regression: bool, groups: Optional[np.n
     calls = one_column_predictions(x, y, k, groups=groups, one_vs_rest=True)
     for c in range(k):
         own = y == c
-        if min(own.sum(), (~own).sum()) < _MIN_ROWS / 2: continue
+        if min(own.sum(), (~own).sum()) < MIN_ROWS / 2: continue
         if not (_one_value(x[own], threshold) or _one_value(x[~own], threshold)): continue
         score = float(min(calls[own, c].mean(), (~calls[~own, c]).mean()))
         if score > best[0]: best = score, 0.0, "min recall", classes[c]  # the constant: right on one side
@@ -171,7 +172,7 @@ def _bands(x: np.ndarray, y: np.ndarray, groups: Optional[np.ndarray], threshold
     there = ~np.isnan(x)
     codes, values = pd.factorize(x[there])
     counts = np.bincount(codes)
-    if not (len(values) >= 3 and counts.min() >= 3 and len(codes) >= _MIN_ROWS):
+    if not (len(values) >= 3 and counts.min() >= 3 and len(codes) >= MIN_ROWS):
         return 0.0, 0.0, "band accuracy", None  # no bands: none scored
     pred = nearest_predictions(y[there], codes, groups=None if groups is None else groups[there])
     return _balanced_accuracy(codes, pred), 1.0 / len(values), "band accuracy", None
@@ -328,7 +329,7 @@ def leak_findings(df: pd.DataFrame,  # the frame `check_data` checks
     known = np.flatnonzero(keep)
     labels = None if regression else df[target].to_numpy()
     rows = _sample(known, None if labels is None else labels[known], _BUDGET)
-    if len(rows) < _MIN_ROWS: return []
+    if len(rows) < MIN_ROWS: return []
     data = df.iloc[rows]
     # the folds hold out what the user's splits will (`choose_strategy`: time first, then groups): whole
     # entities, or an entity's rows on both sides make a feature of the entity (its customer's income) look

@@ -8,7 +8,7 @@ import ast, html, io, math, shlex, tokenize
 from typing import Any, Optional
 
 from .core import TrainConfig, did_you_mean, listen, unlisten
-from .guard import better_mode
+from .guard import HIGHER_IS_BETTER, LOWER_IS_BETTER, better_mode
 from .run import StopReason, monitored_record
 
 # %% auto #0
@@ -39,8 +39,10 @@ def _metric_mode(metric: str,  # a run value as `split_name` ('valid_accuracy', 
         raise ValueError(f"mode={mode!r} with metric={metric!r}: {name} is better when {which}; "
                          f"use mode={known!r}")
     if known is None and mode is None:
-        raise ValueError(f"metric={metric!r}: trainbook does not know whether {name} is better when lower or "
-                         "higher; pass mode='min' or mode='max'")
+        # a misspelt known name ('acuracy') is likelier than a new one: name the one it may mean
+        near = did_you_mean(name, LOWER_IS_BETTER + HIGHER_IS_BETTER)
+        raise ValueError(f"metric={metric!r}: trainbook does not know whether {name}{near} is better when "
+                         "lower or higher; pass mode='min' or mode='max'")
     return mode or known
 
 def _rows_of(report) -> Optional[int]:
@@ -572,6 +574,8 @@ class TrainbookMagics(Magics):
             mode = parts[4] if len(parts) == 5 else None
             try: cl = Checklist(*parts[:3], threshold=threshold, mode=mode)
             except ValueError as e: raise UsageError(str(e)) from None
+            old = self.shell.user_ns.get("_checklist")
+            if isinstance(old, Checklist): old.close()  # the last one made replaces it: it ticks no more
             self.shell.user_ns["_checklist"] = cl
         cl = self.shell.user_ns.get("_checklist")
         if cl is None: raise UsageError("no checklist yet: %checklist TASK TARGET METRIC THRESHOLD")

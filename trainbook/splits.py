@@ -14,6 +14,7 @@ import pandas as pd
 from .audit import RowHashes, audit_parts, check_time_column, digest, require_positions, time_values
 from .checks import drop_unused_categories, infer_task, require_column
 from .columns import require_frame
+from .leaks import MIN_ROWS  # rows a part needs for its scores to tell models apart
 from .core import Finding, announce, did_you_mean, findings_html, shown, warn
 
 # %% auto #0
@@ -354,6 +355,30 @@ def _validate(df, target, strategy, groups, time, valid_size, test_size, n_folds
                          f"repeat)")
     if time is not None: check_time_column(df[time], time)
 
+_NOISE = f"under {MIN_ROWS} rows no score tells a better model from luck"
+
+def _few_rows_findings(sp: Splits) -> list[Finding]:
+    "A warning for a part (or the folds' valid parts) of under `MIN_ROWS` rows: scores on it are noise."
+    out = []
+    for name in ("valid", "test"):
+        rows = len(getattr(sp, name))
+        if not 0 < rows < MIN_ROWS or (name == "valid" and sp.folds): continue
+        advice = ("use more rows, a larger valid_size=, or cross-validation (n_folds=): every row is "
+                  "scored once" if name == "valid" else "use more rows or a larger test_size=")
+        out.append(Finding("few_rows", "warning", f"{name} holds {rows} row{'s' * (rows > 1)}: its scores "
+                           f"are noise (one row moves an accuracy by {1 / rows:.0%}; {_NOISE})",
+                           data={"split": name, "rows": rows}, advice=advice))
+    if sp.folds:
+        rows = sorted(len(va) for _, va in sp.folds)
+        if rows[0] < MIN_ROWS:
+            held = f"{rows[0]}" if rows[0] == rows[-1] else f"{rows[0]} to {rows[-1]}"
+            out.append(Finding("few_rows", "warning", f"the {len(rows)} folds' valid parts hold {held} "
+                               f"row{'s' * (rows[-1] > 1)} each: each fold's scores are noise ({_NOISE})",
+                               data={"split": "folds", "rows": rows[0]},
+                               advice="use more rows; fewer folds (n_folds=) give each fold more, and the "
+                                      "mean over the folds is steadier than any one fold"))
+    return out
+
 def _size_findings(sp: Splits, n: int, g) -> list[Finding]:
     "A warning for a holdout part whose share of the rows is a quarter or more off the share asked for."
     grouped = ("whole groups go to one side, and the groups are of uneven sizes",
@@ -402,6 +427,7 @@ def make_splits(df: pd.DataFrame,  # the data to split, one row per example
                         f"here, got {type(row_hashes).__name__}")
     sp, df, g = _split(df, target, strategy, groups, time, valid_size, test_size, n_folds, gap, seed)
     sp.findings = sp.audit(df, row_hashes=row_hashes) + _size_findings(sp, len(df), g)
+    sp.findings += _few_rows_findings(sp)
     if sp.reason != "asked for":
         dropped = sp.strategy == "time" and any(f.kind == "group_overlap" for f in sp.findings)  # groups cut
         sp.findings.insert(0, Finding("strategy_chosen", "warning" if dropped else "info",
