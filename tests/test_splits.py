@@ -361,6 +361,20 @@ def test_a_random_split_of_an_entity_id_column_names_the_overlap_and_the_fix():
     assert "entity_overlap" not in [g.kind for g in tb.make_splits(other, "y").findings]
 
 
+@pytest.mark.parametrize("name, values", [("email", lambda i: f"user{i}@mail.example"),
+                                          ("customer", lambda i: f"c{i:05d}"),
+                                          ("contact", lambda i: f"name{i}@host.org")])
+def test_an_entity_named_so_or_written_as_email_addresses_names_the_overlap(name, values):
+    """Probe 48, F5: customers keyed by 'email' (200 × 5 rows) split at random: silent, all 133 valid customers in
+    train too; the same column named customer_id was found 30/30. A segment of a few levels is no entity."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({name: [values(i) for i in np.repeat(np.arange(200), 5)], "x": rng.normal(size=1000),
+                       "customer_segment": rng.choice(["a", "b", "c", "d"], 1000)})
+    df["y"] = (df.x > 0).astype(int)
+    found = [f for f in tb.make_splits(df, "y").findings if f.kind == "entity_overlap"]
+    assert [f.column for f in found] == [name] and f"groups={name!r}" in found[0].advice
+
+
 def test_a_random_split_of_a_series_says_the_parts_share_one_period():
     "Probe 15, f10: a random split of an hourly series was silent; an info says what a time split would do."
     rng = np.random.default_rng(0)

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from .checks import infer_task, require_column, to_datetime_call
-from .columns import dtype_family, is_nested_arrow, named_like_id, numeric_view, require_frame
+from .columns import dtype_family, is_nested_arrow, named_like_id, names_entity, numeric_view, require_frame
 from .core import Finding, label_key
 
 # %% auto #0
@@ -225,11 +225,11 @@ def _written_apart(codes: np.ndarray, ids, parts: dict, pairs: list, groups: str
     return out
 
 def _entities_across(df: pd.DataFrame, parts: dict, pairs: list, target, where: str) -> list[Finding]:
-    """Without `groups`: a column named like an id whose ids repeat (an entity's rows: a patient's visits, a
-    user's sessions) with most ids on both sides of a pair of parts. Rows of one entity are alike: a random split
+    """Without `groups`: a column that names entities (`names_entity`: an id, a customer, an email) whose ids
+    repeat (an entity's rows: a patient's visits, a user's sessions) with most ids on both sides of a pair of parts. Rows of one entity are alike: a random split
     scores the model on entities it trained on."""
     out = []
-    for col in [c for c in df.columns if c != target and named_like_id(c)]:
+    for col in [c for c in df.columns if c != target and names_entity(c, df[c])]:
         s = df[col]
         if pd.api.types.is_float_dtype(s): continue
         codes, ids = pd.factorize(s)

@@ -11,8 +11,9 @@ import numpy as np
 import pandas as pd
 
 # %% auto #0
-__all__ = ['ROLES', 'ID_WORDS', 'require_frame', 'is_nested_arrow', 'require_flat_columns', 'dtype_family', 'is_nullable',
-           'epoch_seconds', 'numeric_view', 'ValueCodes', 'named_like_id', 'column_roles', 'roles_from_codes']
+__all__ = ['ROLES', 'ID_WORDS', 'ENTITY_WORDS', 'require_frame', 'is_nested_arrow', 'require_flat_columns', 'dtype_family',
+           'is_nullable', 'epoch_seconds', 'numeric_view', 'ValueCodes', 'named_like_id', 'names_entity',
+           'column_roles', 'roles_from_codes']
 
 # %% ../nbs/01c_columns.ipynb #06abe1e6
 def require_frame(df,  # what the caller got as a frame
@@ -182,6 +183,22 @@ def named_like_id(name,  # a column's name
     "Whether a name says identifier: 'id', 'key', 'index' or a last word in `ID_WORDS`; not 'humid'."
     words = [w.lower() for w in _NAME_WORDS.findall(str(name)) if not w.isdigit()]  # 'id2' ends in 'id'
     return words in (["key"], ["index"]) or bool(words) and words[-1] in ID_WORDS
+
+# a name whose last word is one of these names an entity whose rows repeat: 'customer', 'user_email'; not
+# 'customer_segment' (a few levels every part holds)
+ENTITY_WORDS = ("email", "mail", "customer", "user", "patient", "account", "client", "member", "person",
+                "household", "phone", "device", "subject")
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+
+def names_entity(name,  # a column's name
+                 s: pd.Series,  # its values
+                ) -> bool:
+    "Whether a column names entities (a patient, a user): named like an id or an entity, or holding email addresses."
+    words = [w.lower() for w in _NAME_WORDS.findall(str(name)) if not w.isdigit()]
+    if named_like_id(name) or (words and words[-1] in ENTITY_WORDS): return True
+    if dtype_family(s) != "categorical": return False
+    sample = s.dropna().head(200).astype(str)
+    return len(sample) > 0 and sample.str.fullmatch(_EMAIL).mean() >= 0.9  # addresses: each one a person
 
 def _is_identifier(s: pd.Series, col, codes: ValueCodes, distinct_rows: np.ndarray) -> bool:
     "Near-unique (>= 95% distinct among distinct rows): an integer sequence, a string key, a named id."
