@@ -551,3 +551,61 @@ def test_token_loader_takes_pandas_series_by_position_whatever_their_index():
     text = valid.assign(label=["pos", "neg", "pos"])["label"]
     with pytest.raises(TypeError, match=r"labels must be one number per sequence .* got e.g. 'pos'"):
         tb.TokenLoader(valid["ids"], labels=text)
+
+
+def test_keras_callback_refuses_a_live_that_fit_and_recorder_refuse():
+    "Probe 46: keras_callback(live='yes') was taken (and showed nothing); fit and Recorder refuse it."
+    with pytest.raises(ValueError, match="live must be 'auto', True or False.*got 'yes'"):
+        tb.keras_callback(live="yes")
+
+
+def test_a_keras_run_stopped_inside_an_epoch_says_which_step_last_keras_holds(tmp_path):
+    "Probe 46: interrupted at step 5, run.json said step 5 and last.keras, which held the model of step 3 (epoch 0's end)."
+    class CtrlC(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)) == 5: raise KeyboardInterrupt
+    cb = tb.keras_callback(live=False, checkpoint_dir=tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        keras_fit(*learnable(n=96), n_train=48, epochs=4, batch_size=16, callbacks=[cb, CtrlC()])
+    run = tb.Run.load(tmp_path)
+    assert (run.stopped, run.step, run.extra["last_saved"]) == ("interrupted", 5, {"step": 3, "epoch": 0})
+    [said] = [f for f in run.findings if f.kind == "checkpoint_behind"]
+    assert "last.keras holds the model at step 3 (the end of epoch 0), not at step 5" in said.message
+    assert "initial_epoch=1" in said.advice
+    saved = keras.models.load_model(tmp_path / "last.keras")
+    assert int(keras.ops.convert_to_numpy(saved.optimizer.iterations)) == run.extra["last_saved"]["step"]
+    done = tb.keras_callback(live=False)
+    keras_fit(*learnable(n=96), n_train=48, epochs=1, callbacks=[done])
+    assert "checkpoint_behind" not in [f.kind for f in done.run.findings]  # a run that ends at an epoch's end
+
+
+def test_a_keras_callback_made_inside_the_first_fit_call_ends_its_run_when_that_fit_raises(tmp_path, monkeypatch):
+    """Probe 46: `model.fit(..., callbacks=[tb.keras_callback(...)])` as a process's first fit runs Keras' unwrapped
+    fit (Python looked it up before the callback wrapped it): a raise left run.json 'running', the folder locked."""
+    from trainbook.checkpoint import folder_writer
+    tb.keras_callback(live=False)  # Model.fit wrapped: its __wrapped__ is what such a first call runs
+    unwrapped = keras.Model.fit.__wrapped__
+    X, y = learnable(n=96)
+    class Boom(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            if epoch == 1: raise ValueError("boom")
+    def first_fit(folder):
+        keras.utils.set_random_seed(0)
+        m = keras.Sequential([keras.Input((X.shape[1],)), keras.layers.Dense(2)])
+        m.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        with pytest.raises(ValueError, match="boom") as e:
+            unwrapped(m, X, y, epochs=3, verbose=0, callbacks=[tb.keras_callback(live=False, checkpoint_dir=folder), Boom()])
+        return e.value
+    shown = first_fit(tmp_path / "a")
+    assert tb.Run.load(tmp_path / "a").stopped == "running"  # nothing told it yet
+    monkeypatch.setattr(sys, "last_value", shown, raising=False)  # a notebook showed the error
+    first_fit(tmp_path / "b")  # the next Keras fit ends the first run, with the error it raised
+    a = tb.Run.load(tmp_path / "a")
+    assert (a.stopped, a.error, folder_writer(tmp_path / "a")) == ("failed", "ValueError('boom')", None)
+    monkeypatch.delattr(sys, "last_value")  # caught in a try: Python kept no error
+    keras_fit(X, y, n_train=64, epochs=1, callbacks=[tb.keras_callback(live=False)])
+    b = tb.Run.load(tmp_path / "b")
+    assert b.stopped == "failed" and "the error was not seen" in b.error and folder_writer(tmp_path / "b") is None
+    again = tb.keras_callback(live=False, checkpoint_dir=tmp_path / "b", overwrite=True)
+    keras_fit(X, y, n_train=64, epochs=1, callbacks=[again])  # the folder is free; the run ended before
+    assert again.run.run_dir == tmp_path / "b" and again.run.stopped == "completed"

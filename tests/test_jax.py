@@ -728,3 +728,28 @@ def test_resume_from_a_folder_whose_run_stopped_before_its_first_step_starts_ane
         again = fit_flax(MLP(), None, batches(X, y, 8), None, ce, cfg, resume=tmp_path, live=False)
     assert again.stopped == "completed" and again.step == 4 and again.run_dir == tmp_path
     assert "nothing_to_resume" in [f.kind for f in again.findings] and not list(tmp_path.glob("version_*"))
+
+
+def test_a_ready_made_transform_says_the_configs_lr_and_schedule_are_not_used():
+    "Probe 46: given optax.sgd(0.1), no lr was recorded while run.json said lr=0.001, and no finding said why."
+    X, y = data(n=32)
+    run = fit_flax(MLP(), optax.sgd(0.1), batches(X, y, 16), None, ce, tb.TrainConfig(epochs=1), live=False)
+    [said] = [f for f in run.findings if f.kind == "optimizer_given"]
+    assert said.severity == "info" and "TrainConfig.lr=0.001, schedule='constant'" in said.message
+    assert "optax.sgd, not optax.sgd(0.1)" in said.advice and len(run.records.series("lr")) == 0
+    factory = fit_flax(MLP(), optax.sgd, batches(X, y, 16), None, ce, tb.TrainConfig(epochs=1), live=False)
+    assert "optimizer_given" not in [f.kind for f in factory.findings]  # the config's lr and schedule are used
+
+
+def test_resume_from_a_run_stopped_before_its_first_checkpoint_says_so(tmp_path):
+    "Probe 46: fit_flax, as fit and Recorder: a record of a run with steps and no checkpoint is named, not 'no checkpoint'."
+    net = torch.nn.Linear(4, 3)
+    with tb.Recorder(tb.TrainConfig(epochs=2, checkpoint_dir=str(tmp_path)), live=False,
+                     parts={"model": net, "optimizer": torch.optim.SGD(net.parameters(), lr=0.1)}) as rec:
+        for _ in range(3): rec.step(1.0)
+        raise KeyboardInterrupt  # a Ctrl-C in its first epoch: only run.json ('interrupted', step 3)
+    X, y = data(n=32)
+    cfg = tb.TrainConfig(epochs=1, checkpoint_dir=str(tmp_path))
+    with pytest.raises(tb.CheckpointError, match=r"stopped \(interrupted\) at step 3, before its first checkpoint: "
+                                                 r"it wrote no last.msgpack.*overwrite=True"):
+        fit_flax(MLP(), None, batches(X, y, 16), None, ce, cfg, resume=tmp_path, live=False)

@@ -856,3 +856,25 @@ def test_a_run_taking_a_folder_whose_run_stopped_in_set_up_does_not_write_over_y
         refuse_own_files(folder, ["model.json", "boosted.json"])
     (folder / "run.json").write_text(json.dumps({"step": 5, "best": None, "history": {}, "stopped": "interrupted"}))
     refuse_own_files(folder, ["model.json", "boosted.json"])  # a run with steps: the new one goes to version_1
+
+
+def test_resume_from_a_recorder_stopped_before_its_first_checkpoint_says_so(tmp_path):
+    """Probe 46: a Recorder Ctrl-C'd in its first epoch left run.json ('interrupted', step 3) and no last.pt; resume=
+    that folder said 'no run to resume there', which run.json contradicts. The step-0 case starts anew (above)."""
+    model = nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with tb.Recorder(tb.TrainConfig(epochs=2, checkpoint_dir=str(tmp_path)), parts={"model": model, "optimizer": opt},
+                     live=False) as rec:
+        for _ in range(3): rec.step(1.0)
+        raise KeyboardInterrupt  # before the first epoch's end: the Recorder saves no last.pt
+    assert (rec.run.stopped, rec.run.step, sorted(files(tmp_path))) == ("interrupted", 3, ["run.json"])
+    said = r"stopped \(interrupted\) at step 3, before its first checkpoint: it wrote no last.pt.*overwrite=True"
+    with pytest.raises(FileNotFoundError, match=said):
+        tb.checkpoint_file(tmp_path)
+    with pytest.raises(FileNotFoundError, match=said):
+        tb.Recorder(tb.TrainConfig(epochs=2, checkpoint_dir=str(tmp_path)), parts={"model": model, "optimizer": opt},
+                    live=False, resume=tmp_path)
+    with tb.Recorder(tb.TrainConfig(epochs=1, checkpoint_dir=str(tmp_path)), parts={"model": model, "optimizer": opt},
+                     live=False, overwrite=True) as again:  # what the message says: a new run in that folder
+        again.step(1.0)
+    assert again.run.run_dir == tmp_path and tb.Run.load(tmp_path).stopped == "completed"

@@ -17,15 +17,15 @@ from .core import Finding, atomic_write, process_alive, this_process, warn
 from .optim import rescale_lr, restore_scheduler, schedule_changes, schedule_lr, schedule_note
 from .distributed import full_state, load_sharded_state, unwrap
 from .resume import resume_changes, saved_signature
-from .run import (RUN_FILES, Handover, earlier_copy, earlier_run_files, json_safe, recover_handover,
-                           write_run_record)
+from .run import (RUN_FILES, RUNNING, Handover, Run, earlier_copy, earlier_run_files, json_safe,
+                           recover_handover, write_run_record)
 
 # %% auto #0
 __all__ = ['FORMAT', 'FORMAT_VERSION', 'SNAPSHOT_SPACING', 'SNAPSHOT_FREE', 'SNAPSHOT_ALWAYS', 'check_loadable',
            'save_checkpoint', 'CheckpointError', 'UnsafeCheckpointError', 'checkpoint_file', 'read_checkpoint',
            'restore_checkpoint', 'load_checkpoint', 'FindingsPart', 'unwritable', 'probe_writable', 'RunFolderBusy',
-           'folder_writer', 'run_in_progress', 'stopped_before_checkpoint', 'release_run_dir', 'prepare_run_dir',
-           'stopped_early', 'check_epochs_left', 'check_resume', 'Checkpointer']
+           'folder_writer', 'run_in_progress', 'stopped_before_checkpoint', 'stopped_without_checkpoint',
+           'release_run_dir', 'prepare_run_dir', 'stopped_early', 'check_epochs_left', 'check_resume', 'Checkpointer']
 
 # %% ../nbs/06_checkpoint.ipynb #6dd62f42
 FORMAT = "trainbook-checkpoint"
@@ -127,6 +127,8 @@ def checkpoint_file(path: str | Path,  # a checkpoint file, or a run folder (its
             raise FileNotFoundError(f"{path} holds only the record of a run that stopped ({stopped}) at step 0, "
                                     "before its first checkpoint: there is no checkpoint there. A fit into it "
                                     f"starts anew, in that record's place{hint}")
+        ended = stopped_without_checkpoint(path)
+        if ended: raise FileNotFoundError(f"{ended}{hint}")
         raise FileNotFoundError(f"{path} is a folder without a last.pt, so there is no run to resume there"
                                 f"{hint}. Pass a checkpoint file or the folder of a run "
                                 "that wrote checkpoints")
@@ -363,6 +365,19 @@ def stopped_before_checkpoint(folder: str | Path,  # a run folder
     if not isinstance(history, dict) or any(history.values()): return None
     return str(record.get("stopped"))
 
+def stopped_without_checkpoint(folder: str | Path,  # a run folder without the checkpoint `name`
+                               name: str = "last.pt",  # the checkpoint a resume reads there (last.msgpack...)
+                              ) -> str:
+    """Why `folder` holds nothing to resume though its run.json records a run with steps (a Recorder Ctrl-C'd in
+    its first epoch): how that run stopped, at which step, and how to start again; '' for any other folder."""
+    try: run = Run.load(folder)  # a 'running' record whose process is gone reads 'killed'
+    except Exception: return ""  # no readable record: the caller's own message
+    if run.stopped == RUNNING or run.last_path is not None: return ""  # going on, or it did write a checkpoint
+    return (f"{folder} holds the record of a run that stopped ({run.stopped}) at step {run.step}, before its first "
+            f"checkpoint: it wrote no {name}, so there is nothing to resume there. To start again, leave out "
+            "resume= and pass overwrite=True to train anew in that folder (its record is replaced), or give "
+            "another checkpoint_dir")
+
 def _held_here(who: Optional[dict]) -> bool:
     "Whether the writer lock `who` is this process's."
     me = this_process()
@@ -374,11 +389,14 @@ def _busy(folder: Path, who: dict) -> RunFolderBusy:
     if not _held_here(who):
         return RunFolderBusy(f"{busy}; two runs writing one folder would overwrite each other's last.pt and "
                              "run.json. Stop that run first, or give this run another checkpoint_dir")
-    # in a notebook: a Recorder whose loop raised before finish(), or a fit going on in a thread
-    return RunFolderBusy(f"{busy}, which is this process: a Recorder there was never finished (its loop "
-                         "stopped before finish(), outside a `with` block), or a fit still runs in another "
-                         "thread. Call that Recorder's finish(); if nothing writes there any more, "
-                         f"tb.release_run_dir({str(folder)!r}) frees the folder")
+    # in a notebook: a Recorder whose loop raised before finish(), a Keras fit that raised unseen, a fit in a thread
+    keras = ("a Keras model.fit there raised and its run was never ended (its keras_callback was made inside the "
+             "model.fit(...) call; the next model.fit with a keras_callback ends it)")
+    recorder = ("a Recorder there was never finished (its loop stopped before finish(), outside a `with` block): "
+                "call its finish()")
+    why = keras if (folder / "last.keras").is_file() else f"{recorder}, {keras}"  # last.keras: a Keras run's
+    return RunFolderBusy(f"{busy}, which is this process: {why}, or a fit still runs in another thread. If "
+                         f"nothing writes there any more, tb.release_run_dir({str(folder)!r}) frees the folder")
 
 def _take_over(folder: Path, who: Optional[dict]) -> None:
     "Move a dead or unreadable lock aside, with a warning (atomic: of two takers one wins the rename)."

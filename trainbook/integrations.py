@@ -4,7 +4,7 @@
 
 # %% ../nbs/15_integrations.ipynb #d26f29e8
 from __future__ import annotations
-import copy, functools, inspect, math, os, sys
+import atexit, copy, functools, inspect, math, os, sys, threading
 from pathlib import Path
 from typing import Callable, Optional, Sequence, Union
 
@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .batch import call_model, eval_mode, prediction
 from .checkpoint import Checkpointer, probe_writable
-from .recorder import EarlyStopping, live_curves
+from .recorder import EarlyStopping, check_live, live_curves
 from .core import Finding, History, TrainConfig, announce, environment, import_optional, warn
 from .data import TensorLoader
 from .diagnostics import diagnose
@@ -50,6 +50,39 @@ def _keras_siblings(cb) -> Optional[list]:
         if isinstance(found, list) and any(c is cb for c in found): return found
         frame = frame.f_back
     return None
+
+_UNWATCHED: list = []  # open KerasRecorders whose model.fit runs without `fit_ending_runs` around it
+
+def _unwatched_fit() -> Optional[tuple]:
+    """(frame, thread, caller's frame, its instruction) of the Keras `fit` calling a callback's `on_train_begin` when no `fit_ending_runs` is around
+    it: the callback was made in `model.fit(...)`'s arguments, after Python looked up the unwrapped fit."""
+    frame, fit = sys._getframe(2), None  # past this function and on_train_begin
+    while frame is not None:
+        if frame.f_code.co_name == "fit_ending_runs" and frame.f_globals.get("__name__") == __name__: return None
+        if fit is None and frame.f_code.co_name == "fit": fit = frame  # Keras' own (a backend's trainer)
+        frame = frame.f_back
+    if fit is None: return None
+    caller = fit.f_back  # the call of model.fit: Keras leaves its own frames out of the tracebacks it raises
+    while caller is not None and str(caller.f_globals.get("__name__")).startswith("keras"): caller = caller.f_back
+    return fit, threading.get_ident(), caller, getattr(caller, "f_lasti", None)
+
+def _end_abandoned_runs() -> None:
+    """End the open runs whose unwrapped model.fit raised (Keras calls no callback then): at the next Keras fit's
+    start, or at exit. The error is the one Python last reported when it came through that fit (a notebook's,
+    an uncaught one), else a RuntimeError saying it was not seen."""
+    for cb in list(_UNWATCHED):
+        frame, thread, caller, at = cb.unwatched
+        running = sys._current_frames().get(thread)
+        while running is not None and running is not frame: running = running.f_back
+        if running is not None: continue  # that fit goes on (in another thread)
+        err = getattr(sys, "last_value", None)
+        tb = getattr(err, "__traceback__", None)
+        while tb is not None and not (tb.tb_frame is caller and tb.tb_lasti == at): tb = tb.tb_next
+        cb.fail(err if tb is not None else RuntimeError(
+            "model.fit raised, but its keras_callback was made inside that model.fit(...) call, so the error "
+            "was not seen: make the callback on the line before to have it recorded"))
+
+atexit.register(_end_abandoned_runs)  # a script whose fit raised ends its runs before the process goes
 
 def _keras_lr(model) -> Optional[float]:
     "The optimizer's learning rate now (a schedule's value at this step); None where it cannot be read."
@@ -115,6 +148,9 @@ def _keras_recorder_class():
             self.open = False  # a run begun and not yet ended
 
         def on_train_begin(self, logs=None):
+            _end_abandoned_runs()  # an earlier fit (this callback's too) that raised unwrapped: ended first
+            self.unwatched = _unwatched_fit()  # this fit runs unwrapped: a raise is seen by the next one
+            if self.unwatched is not None: _UNWATCHED.append(self)
             self.records, self.step, self.epoch, self.run = History(), 0, 0, None
             self.siblings = _keras_siblings(self)  # who stopped the run, at its end
             # one on_train_batch_end is one optimizer step, unless a call runs several batches
@@ -125,6 +161,7 @@ def _keras_recorder_class():
             accumulates = getattr(self.model.optimizer, "gradient_accumulation_steps", None)
             self.step_per_call = self.first is None or not (several or accumulates)
             self.nonfinite = {}  # split -> (step, epoch, {key: value}) of its first non-finite loss
+            self.saved = None  # (step, epoch) of the model last.keras holds: Keras saves at epoch ends only
             # the best epoch as fit names it: the lowest validation loss, else the lowest training loss
             self.best_of = {"valid": EarlyStopping(), "train": EarlyStopping()}
             config = TrainConfig(epochs=int(self.params.get("epochs") or 1), checkpoint_dir=self.checkpoint_dir)
@@ -177,6 +214,7 @@ def _keras_recorder_class():
             self.state.step, self.state.epoch, self.state.valid = self.step, epoch, valid
             if self.folder.enabled:  # the model and run.json so far ('running'): a killed run keeps its epochs
                 atomic_keras_save(self.model, self.folder.run_dir / "last.keras")
+                self.saved = (self.step, epoch)
                 self.folder.write_run(self._run(RUNNING, []), final=False)
             if self.curves is not None: self.curves.after_epoch(self.state)
             self.observers(Event.after_epoch, self.state)
@@ -187,7 +225,8 @@ def _keras_recorder_class():
 
         def _end(self, stopped: Optional[str] = None, error: Optional[BaseException] = None):
             "How the run ends: at on_train_end, or (`stopped` given) by `fail` when model.fit raised."
-            self.open = False
+            self.open, self.unwatched = False, None  # (the unwrapped fit's frame let go)
+            _UNWATCHED[:] = [cb for cb in _UNWATCHED if cb is not self]
             own = [self._nonfinite_finding()] if self.nonfinite else []
             findings = diagnose(self.records, known=own)  # the NaN this callback saw: said once
             control = self.state.control
@@ -196,6 +235,13 @@ def _keras_recorder_class():
                 requested=(control.stop_reason or "interrupted") if control.stop else None)
             if self.nonfinite:  # named first; a divergence that ends in NaN is this finding, not another
                 findings = own + [f for f in findings if f.kind != "diverging"]
+            if self.saved is not None and self.saved[0] < self.step:  # stopped inside an epoch: last.keras is behind
+                findings.append(Finding(
+                    "checkpoint_behind", "info", f"last.keras holds the model at step {self.saved[0]} (the end of "
+                    f"epoch {self.saved[1]}), not at step {self.step} where the run stopped ({stopped}): Keras runs "
+                    "save it at each epoch's end only", data={"last_step": self.saved[0], "last_epoch": self.saved[1]},
+                    advice=f"to carry on, load last.keras and fit(..., initial_epoch={self.saved[1] + 1}): the "
+                           "steps after it are done again"))
             self.run = self._run(stopped, findings)
             self.run.error = repr(error) if error is not None and stopped == "failed" else None
             self.state.findings, self.state.run = findings, self.run
@@ -221,7 +267,8 @@ def _keras_recorder_class():
             return Run(records=self.records, config=self.state.config, stopped=stopped, findings=findings,
                        model=self.model, environment=environment(), step=self.step, epoch=self.epoch,
                        kind="keras", run_dir=run_dir, last_path=self.folder.path("last.keras"), best=best.best,
-                       best_epoch=best.best_epoch, extra={"settings": self.settings})
+                       best_epoch=best.best_epoch, extra={"settings": self.settings, "last_saved": None if
+                       self.saved is None else {"step": self.saved[0], "epoch": self.saved[1]}})  # last.keras's
 
         def _check(self, logs, epoch=None):
             "Note the first NaN/inf loss of each split (Keras' logs are Python numbers here: no device sync)."
@@ -272,6 +319,7 @@ def keras_callback(live: Union[str, bool] = "auto",  # live curves: "auto", True
                    ):
     """A Keras 3 callback: `model.fit` into a trainbook History, live curves, diagnose; `.run` afterwards.
     With `checkpoint_dir`, the run folder `fit` keeps: run.json and the model (last.keras) at each epoch's end."""
+    check_live(live)  # as fit and Recorder: a typo fails here, not as no curves
     if checkpoint_dir is not None: probe_writable(checkpoint_dir, "checkpoint_dir", create=False)
     return _keras_recorder_class()(live=live, batches=batches, checkpoint_dir=checkpoint_dir, overwrite=overwrite)
 

@@ -15,8 +15,8 @@ from .resume import Position
 from .core import (History, TrainConfig, atomic_write, environment, loader_length, package_version,
                             rng_state, seed_everything, set_loader_epoch, set_rng_state, warn)
 from .events import Event, LoopState
-from .guard import (check_loader, check_monitor, monitor_fallback, nonfinite_validation, note_interrupt,
-                             refuse_after_interrupt, warmup_past_run)
+from .guard import (check_loader, check_monitor, nonfinite_validation, note_interrupt,
+                             refuse_after_interrupt)
 from .recorder import EarlyStopping, TimedIterator, end_run, epoch_records, run_callbacks, run_of
 from .metrics import resolve_metrics
 from .optim import LRFinder, check_lr_sweep
@@ -25,7 +25,7 @@ from .jax_parts import (CHECKPOINT_FORMAT, FlaxNanGuard, KeyStreams, flax_checkp
                                  import_jax, is_flax_model, make_tx, optax_schedule, read_flax_checkpoint,
                                  save_flax_checkpoint, schedule_lr, stream_key, takes_key, tree_entries,
                                  tree_from_entries, check_targets, first_forward, flax_prediction, loss_input,
-                                 check_scalar_loss, require_params)
+                                 check_scalar_loss, require_params, flax_run_notes)
 
 # %% auto #0
 __all__ = ['LOSSES', 'TARGET_KEYS', 'FlaxState', 'flax_loss', 'split_pure', 'from_pure', 'streams_used', 'flax_steps',
@@ -367,8 +367,7 @@ class _FlaxLoop:
         self.state = LoopState(model=model, optimizer=tx, config=cfg, device=str(jax.devices()[0]),
                                precision=self.precision, history=self.history, n_batches=self.n_batches,
                                total_steps=self.total_steps)
-        self.state.findings += monitor_fallback(cfg, dl_valid is not None)  # set-up notes, once a run
-        self.state.findings += warmup_past_run(cfg, self.total_steps if self.lr_known else None)
+        self.state.findings += flax_run_notes(cfg, dl_valid is not None, self.total_steps, optimizer)  # once a run
         self.state.train_state = self.train  # what FlaxNanGuard and other Flax-aware callbacks read
 
     # --- the run folder and resume --------------------------------------------------------------------

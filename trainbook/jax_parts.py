@@ -13,18 +13,20 @@ import torch
 from torch import nn
 
 from .batch import ELEMENTWISE_LOSSES, ShapeMismatch, check_loss_shapes, label_range, wants_whole_output
-from .checkpoint import CheckpointError
+from .checkpoint import CheckpointError, stopped_without_checkpoint
 from .core import Finding, TrainConfig, atomic_write
 from .events import Callback, LoopState
+from .guard import monitor_fallback, warmup_past_run
 from .metrics import IGNORE_INDEX
 from .optim import SCHEDULE_FNS, schedule_steps, warmup_steps
 from .sanity import loss_kind, static_findings
 
 # %% auto #0
 __all__ = ['STREAMS', 'CHECKPOINT_FORMAT', 'OUTPUT_FINDINGS', 'import_jax', 'is_flax_model', 'require_params', 'stream_key',
-           'KeyStreams', 'optax_schedule', 'schedule_lr', 'decay_mask', 'make_tx', 'tree_entries', 'tree_from_entries',
-           'host_rng', 'save_flax_checkpoint', 'flax_checkpoint_file', 'read_flax_checkpoint', 'FlaxNanGuard',
-           'takes_key', 'flax_prediction', 'loss_input', 'first_forward', 'check_scalar_loss', 'check_targets']
+           'KeyStreams', 'optax_schedule', 'schedule_lr', 'decay_mask', 'make_tx', 'flax_run_notes', 'tree_entries',
+           'tree_from_entries', 'host_rng', 'save_flax_checkpoint', 'flax_checkpoint_file', 'read_flax_checkpoint',
+           'FlaxNanGuard', 'takes_key', 'flax_prediction', 'loss_input', 'first_forward', 'check_scalar_loss',
+           'check_targets']
 
 # %% ../nbs/20a_jax_parts.ipynb #310057f2
 def import_jax() -> tuple:
@@ -165,6 +167,24 @@ def make_tx(cfg: TrainConfig,  # `clip_norm` and `weight_decay` are read
     if cfg.clip_norm is not None: tx = optax.chain(optax.clip_by_global_norm(cfg.clip_norm), tx)
     return tx
 
+def flax_run_notes(cfg: TrainConfig,  # the run's config
+                   has_valid: bool,  # whether the run validates
+                   total_steps: Optional[int],  # the run's optimizer steps (None: unknown)
+                   optimizer=None,  # what fit_flax was given: None, an optax factory or a ready-made transform
+                  ) -> list[Finding]:
+    """What `fit_flax` says of its set-up before any step, as `run_notes` for `fit`: the monitor's fallback, a
+    warmup past the run, and a ready-made optax transform, which steps at its own lr and schedule."""
+    given = isinstance(optimizer, import_jax()[2].GradientTransformation)  # its own lr (read only if injected)
+    notes = monitor_fallback(cfg, has_valid) + warmup_past_run(cfg, None if given else total_steps)
+    if not given: return notes
+    return notes + [Finding(
+        "optimizer_given", "info", f"the optax transform passed steps at its own lr and schedule; TrainConfig.lr="
+        f"{cfg.lr:g}, schedule={cfg.schedule!r}, warmup and weight_decay are not used, and its lr is recorded "
+        "only when it injects it (optax.inject_hyperparams)",
+        advice="pass the factory instead (optax.sgd, not optax.sgd(0.1)): fit_flax then steps it at "
+               "TrainConfig's lr and schedule, and records the lr",
+        data={"lr": cfg.lr, "schedule": cfg.schedule})]
+
 # %% ../nbs/20a_jax_parts.ipynb #adc1211f
 def tree_entries(tree,  # a pytree of arrays (parameters, optimizer state)
                 ) -> dict:
@@ -222,6 +242,8 @@ def flax_checkpoint_file(path: Union[str, Path],  # a checkpoint file, or a run 
     "The file `path` names: itself, or a run folder's last.msgpack; `CheckpointError` when there is none."
     path = Path(path)
     if path.is_dir(): path = path / "last.msgpack"
+    ended = stopped_without_checkpoint(path.parent, path.name) if path.name == "last.msgpack" and not path.is_file() else ""
+    if ended: raise CheckpointError(ended)  # its run.json says why: it stopped before its first checkpoint
     if not path.is_file():
         raise CheckpointError(f"no Flax checkpoint at {path}: pass a last.msgpack / best.msgpack file or the "
                               "folder of a fit_flax run that wrote checkpoints")

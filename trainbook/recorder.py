@@ -24,9 +24,9 @@ from .guard import (check_monitor, monitor_fallback, nonfinite_validation, note_
 from .run import RECORDS, RUNNING, Run, monitored_record, remember_run
 
 # %% auto #0
-__all__ = ['EarlyStopping', 'TimedIterator', 'peak_memory_mb', 'StepProfiler', 'EpochMeter', 'run_displays', 'run_callbacks',
-           'epoch_records', 'record_validation', 'run_of', 'end_run', 'data_fingerprint', 'recorded_value',
-           'claim_run_dir', 'parts_signature', 'Recorder', 'live_curves', 'RoundRecorder']
+__all__ = ['EarlyStopping', 'TimedIterator', 'peak_memory_mb', 'StepProfiler', 'EpochMeter', 'run_displays', 'check_live',
+           'run_callbacks', 'epoch_records', 'record_validation', 'run_of', 'end_run', 'data_fingerprint',
+           'recorded_value', 'claim_run_dir', 'parts_signature', 'Recorder', 'live_curves', 'RoundRecorder']
 
 # %% ../nbs/06b_recorder.ipynb #8ad26698
 class EarlyStopping:
@@ -148,6 +148,12 @@ def run_displays(live: Union[str, bool, None] = "auto",  # "auto" | True | False
         warn(f"live displays are off: {e!r}")
         return []
 
+def check_live(live,  # what `live=` was given
+              ) -> None:
+    "A ValueError unless `live` is 'auto', True, False or None: the one check of every trainer's `live=`."
+    if not (live is None or live == "auto" or isinstance(live, bool)):
+        raise ValueError(f"live must be 'auto', True or False (trainbook's own displays), got {live!r}")
+
 def run_callbacks(callbacks: Iterable = (),  # the user's callbacks
                   *,
                   live: Union[str, bool, None] = "auto",  # trainbook's own displays (see `run_displays`)
@@ -161,8 +167,7 @@ def run_callbacks(callbacks: Iterable = (),  # the user's callbacks
     if isinstance(callbacks, (str, bytes)) or not isinstance(callbacks, Iterable):
         raise TypeError(f"callbacks must be a list of callbacks, got a {type(callbacks).__name__}: "
                         "pass callbacks=[...]")
-    if not (live is None or live == "auto" or isinstance(live, bool)):
-        raise ValueError(f"live must be 'auto', True or False (trainbook's own displays), got {live!r}")
+    check_live(live)
     # every rank: e.g. Ray's reporter; one the user passed too (a trial's Pruning in config.callbacks) once
     observers = session_observers(track, {"kind": kind, "rank": rank}, given=callbacks)
     displays = run_displays(live) if rank == 0 else []  # one rank shows progress
