@@ -73,6 +73,10 @@ def test_dry_run_flag(ip, tmp_path):
     ("%train model dl_train --overfit --dry-run", "pick one"),
     ("%check nothing --target target", "name 'nothing' is not defined"),
     ("%check df --target target --bogus 1", "unrecognized arguments"),
+    # probe 47: a target typed where an option goes, an argument after the options
+    ("%check df target", "unrecognized arguments: target: the target is an option: --target target"),
+    ("%split df target", "unrecognized arguments: target: the target is an option: --target target"),
+    ("%train model dl_train --epochs 1 dl_valid", "model, dl_train and dl_valid come first, before the options"),
     ("%split df --target target --valid-size 1.5", "valid_size must be a fraction"),
     ("%train model dl_train --epochs -1", "TrainConfig.epochs must be"),
     ("%train model dl_train --loss hinge", "--loss 'hinge'"),

@@ -322,6 +322,18 @@ def _shell_comment_cut(line: str,  # a magic's arguments, as typed
         elif ch == "#" and (i == 0 or line[i - 1].isspace()): return line[:i]
     return line
 
+def _parse(parser,  # a magic's argument parser
+           line: str,  # the magic's arguments, as typed
+           hint: str,  # what a word left over likely means; {word} stands for it
+          ):
+    "A magic's arguments; a word left over (`%check df y`) is refused with what it likely means."
+    try: return parser.parse_args(_split_line(line))
+    except UsageError as e:
+        said = str(e)
+        if "unrecognized arguments:" not in said: raise
+        left = said.split("unrecognized arguments:", 1)[1].split()
+        raise UsageError(f"{said}: {hint.format(word=left[0] if left else '...')}") from None
+
 def _split_line(line: str,  # a magic's arguments, as typed
               ) -> list:
     "`line` split at spaces as a shell does: a quoted part (\"mean radius\") is one argument; a backslash stays."
@@ -439,7 +451,7 @@ class TrainbookMagics(Magics):
     def check(self, line: str):  # the magic's arguments, as typed
         "Check a DataFrame: `%check df --target y [--groups g] [--time t]` shows the DataReport."
         from trainbook.checks import check_data
-        args = self.check.parser.parse_args(_split_line(line))
+        args = _parse(self.check.parser, line, "the target is an option: --target {word}")
         try: return check_data(self._get(args.df), args.target, groups=args.groups, time=args.time)
         except (ValueError, TypeError) as e: raise UsageError(str(e)) from None
 
@@ -459,7 +471,7 @@ class TrainbookMagics(Magics):
     def split(self, line: str):  # the magic's arguments, as typed
         "Make audited splits: `%split df --target y --strategy group --groups g [--test-size 0.2 --folds 5]`; stored as `_splits`."
         from trainbook.splits import make_splits
-        a = self.split.parser.parse_args(_split_line(line))
+        a = _parse(self.split.parser, line, "the target is an option: --target {word}")
         try:
             sp = make_splits(self._get(a.df), a.target, strategy=a.strategy, groups=a.groups, time=a.time,
                              valid_size=a.valid_size, test_size=a.test_size, n_folds=a.folds, gap=a.gap,
@@ -500,7 +512,7 @@ class TrainbookMagics(Magics):
               cell: Optional[str] = None,  # %%train's body: `key = value` lines for TrainConfig fields
              ):
         "Train with `fit`: `%train model dl_train dl_valid --epochs 3 --lr 1e-3`; `%%train` takes `key = value` lines. Stored as `_run`."
-        a = self.train.parser.parse_args(_split_line(line))
+        a = _parse(self.train.parser, line, "model, dl_train and dl_valid come first, before the options")
         if a.overfit and a.dry_run:
             raise UsageError("--overfit and --dry-run are two different checks: pick one")
         model, dl_train = self._get(a.model), self._get(a.dl_train)
