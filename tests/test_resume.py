@@ -165,3 +165,17 @@ def test_a_changed_lr_on_resume_says_whether_it_is_applied(tmp_path, own):
         assert lrs(run)[6] == plan[6] and "(not applied: the optimizer passed in" in changed.message
     else:
         assert lrs(run)[6] == 2 * plan[6] and "(applied:" in changed.message
+
+
+def test_a_resume_keeps_the_split_fingerprint_its_checkpoint_was_given(tmp_path):
+    """Probe 47: fit(..., resume=) without split_fingerprint= dropped the one the checkpoint's run named (a
+    'resume_changed' of it, and a Checklist saying 'the run names no split', in the quickstart itself)."""
+    cfg = tb.TrainConfig(epochs=1, device="cpu", checkpoint_dir=str(tmp_path))
+    first = tb.fit(nn.Linear(4, 3), loader(), loss_fn=nn.CrossEntropyLoss(), config=cfg, live=False,
+                   split_fingerprint="abc123")
+    more = tb.fit(nn.Linear(4, 3), loader(), loss_fn=nn.CrossEntropyLoss(), config=cfg.replace(epochs=2),
+                  live=False, resume=first.last_path)
+    assert more.extra["split_fingerprint"] == "abc123"
+    assert not [f for f in more.findings if "split_fingerprint" in f.message]
+    assert torch.load(more.last_path, weights_only=False)["split_fingerprint"] == "abc123"
+    assert tb.Run.load(tmp_path).extra["split_fingerprint"] == "abc123"

@@ -662,6 +662,9 @@ class Checkpointer:
         """Read `resume` and compare it with this run, before any folder is claimed or part loaded: what changed
         becomes a warning finding, a resume that cannot be exact a ValueError (nothing touched)."""
         ckpt = read_checkpoint(resume, map_location=device)
+        if self.meta.get("split_fingerprint") is None and ckpt.get("split_fingerprint"):  # named once, kept
+            self.meta["split_fingerprint"] = ckpt["split_fingerprint"]
+            if "signature" in self.meta: self.meta["signature"]["split_fingerprint"] = ckpt["split_fingerprint"]
         if "signature" in self.meta:
             sched = self.parts.get("scheduler")
             schedule = schedule_changes(sched, ckpt.get("scheduler"))

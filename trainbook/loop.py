@@ -251,7 +251,7 @@ def _claim_and_resume(s: Setup, state: LoopState, resume, overwrite: bool = Fals
     ckpt = claim_run_dir(keeper, resume, overwrite, device=s.device, take=lambda c: _take_position(state, c),
                          check=lambda c: check_epochs_left(c["epoch"], c["batch_idx"], s.config,
                                                            c["step"], c))
-    state.run_dir = keeper.run_dir
+    state.run_dir, s.extra["split_fingerprint"] = keeper.run_dir, keeper.meta.get("split_fingerprint")
     state.findings += keeper.findings
     return "early_stopping" if ckpt is not None and stopped_early(ckpt, s.config) else None
 
