@@ -491,3 +491,30 @@ def test_a_target_encoding_over_the_whole_frame_is_a_leak(n, task):
     f = leaks["zip_rate"]
     assert f.data["view"] == "encoding" and f.data["level_column"] == "zip" and f.data["score"] == 1.0
     assert "equals the target's mean over each level of 'zip'" in f.message
+
+
+# --- probes 47 and 48: a score on few rows is weak evidence -------------------------------------------------
+
+def test_a_leak_claim_on_few_rows_is_an_error_only_where_a_strong_honest_feature_would_rarely_score_it():
+    """Iris's petals scored 0.98 or more on 12 of 40 samples of 50 rows: ERRORs, report.ok False. A feature right
+    95% of the time scores 50/50 in 8% of samples: a warning saying so. A copy of the target on 120 rows: error."""
+    from sklearn.datasets import load_iris
+    iris = load_iris(as_frame=True).frame.rename(columns={"target": "y"})
+    said = [f for seed in range(40) for f in _leaks(iris.sample(50, random_state=seed)).values()]
+    assert said and all(f.severity == "warning" for f in said)
+    assert all("too few rows to tell a leak from a strong feature" in f.message for f in said)
+    assert all(f.data["chance_if_honest"] >= 0.01 and f.data["scored_rows"] == 50 for f in said)
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.normal(size=120), "y": rng.integers(0, 2, 120)})
+    df["copy"] = df.y * 2.0
+    f = _leaks(df)["copy"]
+    assert f.severity == "error" and f.data["chance_if_honest"] < 1e-2 and "too few rows" not in f.message
+
+
+def test_chance_of_score_is_the_binomial_tail():
+    from math import comb
+    from trainbook.leaks import chance_of_score
+    assert chance_of_score(1.0, 50) == pytest.approx(0.95 ** 50)
+    assert chance_of_score(0.98, 50) == pytest.approx(0.95 ** 50 + 50 * 0.05 * 0.95 ** 49)
+    assert chance_of_score(0.9, 30, 0.8) == pytest.approx(sum(comb(30, k) * 0.8 ** k * 0.2 ** (30 - k)
+                                                              for k in range(27, 31)))

@@ -4,6 +4,7 @@
 
 # %% ../nbs/01a_leaks.ipynb #34d950ea
 from __future__ import annotations
+import math
 from typing import Optional
 
 import numpy as np
@@ -13,8 +14,8 @@ from .columns import dtype_family, epoch_seconds, numeric_view
 from .core import Finding
 
 # %% auto #0
-__all__ = ['MIN_ROWS', 'one_column_predictions', 'nearest_predictions', 'rare_classes', 'past_target', 'leak_findings',
-           'encoding_findings']
+__all__ = ['MIN_ROWS', 'STRONG_HONEST', 'one_column_predictions', 'nearest_predictions', 'rare_classes', 'chance_of_score',
+           'past_target', 'leak_findings', 'encoding_findings']
 
 # %% ../nbs/01a_leaks.ipynb #ba0cf3b3
 def _leak_view(s: pd.Series) -> np.ndarray:
@@ -202,10 +203,10 @@ def _one_value(x: np.ndarray, share: float) -> bool:
 
 def _column_leak(x: np.ndarray, y: np.ndarray, regression: bool, threshold: float,
                  groups: Optional[np.ndarray] = None, filled: Optional[tuple] = None) -> Optional[tuple]:
-    """(score, constant score, metric, class or None, share of rows scored): all rows, else the filled ones
-    alone (`filled`: their (x, y, groups, share) drawn from the whole frame); None: no leak."""
+    """(score, constant score, metric, class or None, share of rows scored, rows scored): all rows, else the
+    filled ones alone (`filled`: their (x, y, groups, share) drawn from the whole frame); None: no leak."""
     scored = _score(x, y, regression, groups, threshold)
-    if scored and scored[0] >= threshold: return scored + (1.0,)
+    if scored and scored[0] >= threshold: return scored + (1.0, len(y))
     if filled is None:  # a copy of the target missing on some rows: its missing bin dilutes the score
         there = ~np.isnan(x)
         if there.all(): return None
@@ -213,7 +214,7 @@ def _column_leak(x: np.ndarray, y: np.ndarray, regression: bool, threshold: floa
     x, y, groups, share = filled
     if len(x) < _MIN_FILLED: return None
     scored = _score(x, y, regression, groups, threshold)
-    if scored and scored[0] >= threshold: return scored + (share,)
+    if scored and scored[0] >= threshold: return scored + (share, len(y))
     return None
 
 def rare_classes(counts,  # rows per class (an array or a Series)
@@ -249,9 +250,24 @@ def _prefix(s: pd.Series) -> Optional[pd.Series]:
     if not 2 <= head.nunique() < s.nunique(): return None  # one prefix, or no coarser than the values
     return head
 
-def _leak_finding(col: str, score: float, constant: float, metric: str, cls, covered: float, view: str,
-                  threshold: float, n_rows: int, grouped: bool) -> Finding:
-    "A `target_leak` finding: the evidence in words and in `data` (`cls`: the one class it tells, or None)."
+STRONG_HONEST = 0.95  # the held-out score of a strong honest feature (iris's petals, a tumour's concave points)
+
+def chance_of_score(score: float,  # a held-out share of rows right (balanced accuracy, a recall)
+                    rows: int,  # the rows scored
+                    honest: float = STRONG_HONEST,  # the true share right of the honest feature compared
+                   ) -> float:
+    "How often a feature right on `honest` of rows scores at least `score` on `rows` rows (binomial tail)."
+    right = math.ceil(score * rows - 1e-9)
+    terms = [math.lgamma(rows + 1) - math.lgamma(k + 1) - math.lgamma(rows - k + 1) + k * math.log(honest)
+             + (rows - k) * math.log1p(-honest) for k in range(right, rows + 1)]
+    top = max(terms)
+    return min(1.0, math.exp(top) * sum(math.exp(t - top) for t in terms))
+
+def _leak_finding(col: str, score: float, constant: float, metric: str, cls, covered: float, scored_rows: int,
+                  view: str, threshold: float, n_rows: int, grouped: bool) -> Finding:
+    """A `target_leak` finding: the evidence in words and in `data` (`cls`: the one class it tells, or None). An
+    error where a strong honest feature scores so high on so many rows in under 1% of samples; else a warning
+    that says how often it would (few rows cannot tell a leak from a strong feature)."""
     what = "this feature alone predicts"
     if view == "prefix": what = "the leading letters of its values alone predict"
     if view == "missing": what = "whether it is filled or missing alone predicts"
@@ -264,9 +280,14 @@ def _leak_finding(col: str, score: float, constant: float, metric: str, cls, cov
     where = "on held-out " + ("groups" if grouped else "rows")
     where += f" where it is filled ({covered:.0%} of rows)" if covered < 1 else ""
     skill = (score - constant) / (1.0 - constant)  # the share of the way from the constant to perfect
-    return Finding("target_leak", "error",
+    # a share of rows right (not an R²): how often a strong honest feature scores as much on as many rows
+    chance = None if "R²" in metric else chance_of_score(score, scored_rows)
+    unsure = "" if chance is None or chance < 0.01 else (
+        f"; on {scored_rows} rows a feature right {STRONG_HONEST:.0%} of the time scores this in {chance:.0%} of "
+        "samples: too few rows to tell a leak from a strong feature")
+    return Finding("target_leak", "warning" if unsure else "error",
                    f"{what} {goal} with {shown} {score:.3f} {where} "
-                   f"(the constant predictor: {constant:.3f})",
+                   f"(the constant predictor: {constant:.3f}){unsure}",
                    column=col,
                    advice="check whether it is known at prediction time; if it is derived "
                           "from the target (or recorded after it), drop it"
@@ -275,6 +296,7 @@ def _leak_finding(col: str, score: float, constant: float, metric: str, cls, cov
                              "predicts its other rows without leaking"),
                    data={"score": score, "metric": metric, "constant_score": constant,
                          "skill": float(skill), "threshold": threshold, "n_rows": n_rows,
+                         "scored_rows": scored_rows, "chance_if_honest": chance,
                          "filled_share": covered, "view": view, "class": cls,
                          "model": "one column in bins of ~10 rows, 3 shuffled held-out folds"
                                   + (" of whole groups" if grouped else "")})
