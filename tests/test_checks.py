@@ -358,3 +358,18 @@ def test_a_count_target_taken_for_classes_is_said_to_be_maybe_a_regression():
                     (df.visits, "multiclass")):  # few classes, negative values, the task given
         found = tb.check_data(df.assign(visits=y), "visits", task=task, leak_check=False).findings
         assert not [f for f in found if f.kind == "task_inferred"]
+
+
+def test_relabelled_copies_beside_one_amount_are_copies_and_a_missing_label_is_no_conflict():
+    """Probe 49: 40 relabelled copies of rows (a continuous amount, two flags) were called coarse features: the
+    copies counted as chance matches of the amount; a missing label beside a labelled twin was a conflict."""
+    rng = np.random.default_rng(0)
+    n = 2000
+    df = pd.DataFrame({"amount": rng.lognormal(3, 1, n), "f1": rng.integers(0, 2, n), "f2": rng.integers(0, 2, n),
+                       "y": rng.integers(0, 2, n)})
+    copies = df.sample(40, random_state=0).assign(y=lambda d: 1 - d.y)
+    (f,) = tb.check_data(pd.concat([df, copies], ignore_index=True), "y", leak_check=False).by_kind("conflicting_labels")
+    assert f.severity == "warning" and f.data["n_groups"] == 40 and f.data["chance_pairs"] < 1
+    unlabelled = df.head(10).assign(y=np.nan)
+    assert not tb.check_data(pd.concat([df, unlabelled], ignore_index=True), "y",
+                             leak_check=False).by_kind("conflicting_labels")

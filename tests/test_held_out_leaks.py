@@ -461,7 +461,7 @@ def test_a_review_stamped_days_after_a_fraud_is_a_leak_beside_time(seed):
     assert leak.column == "reviewed_at" and leak.data["view"] == "after"
     assert leak.message.startswith("how long after the row's time it falls alone predicts the target")
     (after,) = report.by_kind("after_time")
-    assert after.column == "reviewed_at" and after.severity == "warning" and after.data["later_share"] == 1.0
+    assert after.column == "reviewed_at" and after.severity == "info" and after.data["later_share"] == 1.0
 
 
 def test_times_before_the_rows_own_and_a_planned_date_raise_no_leak():

@@ -552,3 +552,14 @@ def test_a_part_or_fold_of_few_rows_is_named_with_its_count_and_the_fix():
     sp = tb.make_splits(df, "y", test_size=0.1)  # valid 40 rows, test 20
     assert [(f.data["split"], f.data["rows"]) for f in sp.findings if f.kind == "few_rows"] == [("test", 20)]
     assert not [f for f in tb.make_splits(df, "y", n_folds=5).findings if f.kind == "few_rows"]  # 40 each
+
+
+def test_flags_and_types_named_like_entities_are_no_entity():
+    "Probe 49: is_new_customer, premium_member, device, has_phone were each an entity_overlap advising groups=<flag>."
+    rng = np.random.default_rng(0)
+    n = 1000
+    df = pd.DataFrame({"x": rng.normal(size=n), "is_new_customer": rng.integers(0, 2, n),
+                       "premium_member": rng.random(n) < 0.3, "device": rng.choice(["mobile", "desktop", "tablet"], n),
+                       "has_phone": rng.choice(["yes", "no"], n)})
+    df["y"] = (df.x > 0).astype(int)
+    assert "entity_overlap" not in [f.kind for f in tb.make_splits(df, "y").findings]

@@ -335,11 +335,16 @@ def _duplicate_findings(df: pd.DataFrame, target: Optional[str], codes: ValueCod
     if target is not None and target in df.columns and len(df.columns) > 1:
         features = [c for c in df.columns if c != target and c not in ids]
         rows, labels = codes.row_codes(features)[0], codes.codes(target).astype(np.int64)
-        groups, n_rows, lost, where = label_conflicts(rows, labels)
+        labelled = np.flatnonzero(labels >= 0)  # a missing label is no label (`missing_target` says it)
+        groups, n_rows, lost, where = label_conflicts(rows[labelled], labels[labelled])
         if groups:
-            out.append(conflict_finding(target, groups, n_rows, lost, len(df),
-                                        chance_pairs([codes.codes(c) for c in features], len(df)),
-                                        df.index[where[:20]].tolist()))
+            # each feature's chance read on distinct feature rows, where most rows are (copies would count as
+            # chance matches); where most rows repeat one, on every row: the repeats are the features' coarseness
+            distinct = codes.distinct_rows(features)
+            read = np.flatnonzero(distinct) if distinct.sum() >= len(df) / 2 else slice(None)
+            out.append(conflict_finding(target, groups, n_rows, lost, len(labelled),
+                                        chance_pairs([codes.codes(c)[read] for c in features], len(df)),
+                                        df.index[labelled[where[:20]]].tolist()))
     return out
 
 def label_conflicts(rows: np.ndarray,  # a code per row, equal where rows agree on every feature
@@ -358,15 +363,17 @@ def label_conflicts(rows: np.ndarray,  # a code per row, equal where rows agree 
     return (int(mixed.sum()), int(size[mixed].sum()), int((size - commonest)[mixed].sum()),
             np.flatnonzero(mixed[group]))
 
-def chance_pairs(columns: list,  # each feature's value codes per row (-1: missing, a value of its own)
-                 n: int,  # rows
+def chance_pairs(columns: list,  # each feature's value codes (-1: missing, a value of its own), on distinct rows
+                 n: int,  # rows in the frame
                 ) -> float:
-    """Pairs of rows expected to agree on every feature by chance, were the features independent: each one's
-    chance that two rows share its value, multiplied. Under 1: rows that agree on all are copies, not chance."""
+    """Pairs of the frame's `n` rows expected to agree on every feature by chance, were the features independent:
+    each one's chance that two rows share its value (read on distinct rows, so copies are no chance), multiplied.
+    Under 1: rows that agree on all are copies, not chance."""
     chance = 1.0
     for c in columns:
         k = np.bincount(np.asarray(c, dtype=np.int64) + 1).astype(np.float64)
-        chance *= float((k * (k - 1)).sum()) / max(n * (n - 1), 1)
+        m = k.sum()
+        chance *= float((k * (k - 1)).sum()) / max(m * (m - 1), 1)
     return chance * n * (n - 1) / 2
 
 def conflict_finding(target: str,  # the label column
@@ -500,7 +507,8 @@ def _time_findings(df: pd.DataFrame, time: str) -> list[Finding]:
     return out
 
 def _after_time_findings(df: pd.DataFrame, time: str, roles: dict) -> list[Finding]:
-    "A datetime feature later than the row's `time` on most rows holding both: maybe recorded after the outcome."
+    """A datetime feature later than the row's `time` on most rows holding both: maybe recorded after the outcome
+    (information: a due date is too; the leak check says whether how long after tells the target)."""
     if dtype_family(df[time]) != "datetime": return []
     out, at = [], epoch_seconds(df[time])
     for col in (c for c, role in roles.items() if role == "datetime" and c != time):
@@ -508,7 +516,7 @@ def _after_time_findings(df: pd.DataFrame, time: str, roles: dict) -> list[Findi
         both = ~np.isnan(gap)
         later = float((gap[both] > 0).mean()) if both.any() else 0.0
         if later <= 0.5: continue
-        out.append(Finding("after_time", "warning", f"later than {time!r} on {later:.0%} of the rows holding both: "
+        out.append(Finding("after_time", "info", f"later than {time!r} on {later:.0%} of the rows holding both: "
                            "a time recorded after the row's own may be unknown when predicting", column=col,
                            advice="a time set after the event (a review, a resolution, a cancellation) is not known "
                                   "at prediction time: drop it; one planned at that time (a due date) can stay",

@@ -193,12 +193,15 @@ _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 def names_entity(name,  # a column's name
                  s: pd.Series,  # its values
                 ) -> bool:
-    "Whether a column names entities (a patient, a user): named like an id or an entity, or holding email addresses."
+    """Whether a column names entities (a patient, a user): named like an id; or named like an entity or holding
+    email addresses, with at least √rows distinct values (a flag or a type, 'premium_member', 'device', has few)."""
+    if named_like_id(name): return True
     words = [w.lower() for w in _NAME_WORDS.findall(str(name)) if not w.isdigit()]
-    if named_like_id(name) or (words and words[-1] in ENTITY_WORDS): return True
-    if dtype_family(s) != "categorical": return False
-    sample = s.dropna().head(200).astype(str)
-    return len(sample) > 0 and sample.str.fullmatch(_EMAIL).mean() >= 0.9  # addresses: each one a person
+    named = bool(words) and words[-1] in ENTITY_WORDS
+    if not named:
+        sample = s.dropna().head(200).astype(str) if dtype_family(s) == "categorical" else pd.Series([], dtype=str)
+        if not (len(sample) and sample.str.fullmatch(_EMAIL).mean() >= 0.9): return False  # addresses: people
+    return s.nunique() >= len(s) ** 0.5
 
 def _is_identifier(s: pd.Series, col, codes: ValueCodes, distinct_rows: np.ndarray) -> bool:
     "Near-unique (>= 95% distinct among distinct rows): an integer sequence, a string key, a named id."

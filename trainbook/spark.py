@@ -286,7 +286,8 @@ def _spark_duplicates(sdf, n: int, n_distinct: int, target, stats: dict) -> list
     if target is not None and len(sdf.columns) > 1:
         features = [c for c in sdf.columns if c != target]
         # rows per (feature row, label), then per feature row: its labels, rows, and its commonest label's rows
-        pairs = sdf.groupBy(*map(spark_col, features + [target])).count()
+        labelled = sdf.where(spark_col(target).isNotNull())  # a missing label is no label
+        pairs = labelled.groupBy(*map(spark_col, features + [target])).count()
         mixed = pairs.groupBy(*map(spark_col, features)).agg(
             F.count("*").alias("k"), F.sum("count").alias("rows"), F.max("count").alias("top")).where(F.col("k") > 1)
         found = mixed.agg(F.count("*"), F.sum("rows"), F.sum(F.col("rows") - F.col("top"))).first()
@@ -295,7 +296,7 @@ def _spark_duplicates(sdf, n: int, n_distinct: int, target, stats: dict) -> list
             # counts): a lower bound of the pairs chance makes agree, from the counts already taken
             chance = n * (n - 1) / 2
             for c in features: chance /= max(stats[c].n_unique + (stats[c].missing > 0), 1)
-            out.append(conflict_finding(target, int(found[0]), int(found[1]), int(found[2]), n, chance))
+            out.append(conflict_finding(target, int(found[0]), int(found[1]), int(found[2]), labelled.count(), chance))
     return out
 
 def _spark_target(target: str, task: str, stats: dict, counts, min_per_class: int = 5) -> list[Finding]:
