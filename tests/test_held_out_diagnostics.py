@@ -348,3 +348,20 @@ def test_a_schedule_at_a_millionth_of_its_peak_is_named_as_one_at_0():
     lr = np.where(np.arange(1, n + 1) < 16, 3e-4, 3e-6)
     found = tb.diagnose(epochs_run(train, [1.0532] * 15, se=0.01, prior=1.0986, steps_per_epoch=25, lr=lr))
     assert not any("the schedule stopped training" in f.message for f in found)
+
+
+def test_a_validation_of_few_rows_is_said_once_with_its_noise():
+    """Probe 50: a heavy-tailed regression validated on 8 rows: no finding at all without patience (with it, an
+    info advising more patience); best.pt, early stopping and the overfitting judgement all read that loss."""
+    torch.manual_seed(0)
+    X = torch.randn(128, 4)
+    y = X @ torch.ones(4, 1) + torch.distributions.StudentT(1.5).sample((128, 1))
+    cfg = tb.TrainConfig(epochs=3, lr=1e-2, device="cpu")
+    small = tb.fit(nn.Linear(4, 1), tb.TensorLoader(X[:120], y[:120], batch_size=16), [(X[120:], y[120:])],
+                   loss_fn=nn.HuberLoss(), config=cfg, live=False)
+    (f,) = [f for f in small.findings if f.kind == "small_validation"]
+    assert f.severity == "warning" and f.data["rows"] == 8 and f.data["standard_error"] > 0
+    assert f.message.startswith("the validation holds 8 rows: one evaluation's standard error is")
+    enough = tb.fit(nn.Linear(4, 1), tb.TensorLoader(X[:64], y[:64], batch_size=16), [(X[64:], y[64:])],
+                    loss_fn=nn.HuberLoss(), config=cfg, live=False)
+    assert "small_validation" not in kinds(enough.findings)

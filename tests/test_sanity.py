@@ -45,6 +45,16 @@ def test_softmax_before_cross_entropy_fails(digits_batch):
     assert not report.passed and "activation_before_loss" in kinds(report)
 
 
+def test_a_relu_on_the_logits_before_cross_entropy_is_named(digits_batch):
+    "Probe 50: relu(logits) into CrossEntropyLoss failed only as 'fell_short' with generic advice."
+    report = overfit_batch(nn.Sequential(net(), nn.ReLU()), digits_batch, nn.CrossEntropyLoss(), steps=50)
+    (f,) = [f for f in report.findings if f.kind == "activation_before_loss"]
+    assert not report.passed and f.severity == "error" and "a ReLU is applied to the logits" in f.message
+    assert f.advice == "remove the final ReLU; return raw logits"
+    healthy = overfit_batch(net(), digits_batch, nn.CrossEntropyLoss(), steps=50)
+    assert "activation_before_loss" not in kinds(healthy)
+
+
 def test_labels_out_of_range(digits_batch):
     xb, yb = digits_batch
     model = nn.Sequential(nn.Linear(64, 8))  # 8 outputs, labels up to 9

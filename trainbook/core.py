@@ -14,12 +14,12 @@ import numpy as np
 import torch
 
 # %% auto #0
-__all__ = ['PRECISIONS', 'SCHEDULES', 'SEVERITIES', 'SEVERITY_STYLE', 'shown', 'import_optional', 'did_you_mean', 'warn',
-           'label_key', 'require_instance', 'TrainConfig', 'Finding', 'finding_html', 'findings_html', 'findings_text',
-           'number_text', 'compact_table_html', 'History', 'seed_everything', 'accelerators_present', 'rng_state',
-           'set_rng_state', 'loader_generators', 'package_version', 'environment', 'loader_length', 'set_loader_epoch',
-           'pick_device', 'pick_precision', 'autocast_dtype', 'this_process', 'process_alive', 'remove_stale_temps',
-           'atomic_write', 'listen', 'unlisten', 'silenced', 'announce']
+__all__ = ['PRECISIONS', 'SCHEDULES', 'SEVERITIES', 'MIN_ROWS', 'SEVERITY_STYLE', 'shown', 'import_optional', 'did_you_mean',
+           'warn', 'label_key', 'require_instance', 'TrainConfig', 'Finding', 'finding_html', 'findings_html',
+           'findings_text', 'number_text', 'compact_table_html', 'History', 'seed_everything', 'accelerators_present',
+           'rng_state', 'set_rng_state', 'loader_generators', 'package_version', 'environment', 'loader_length',
+           'set_loader_epoch', 'pick_device', 'pick_precision', 'autocast_dtype', 'this_process', 'process_alive',
+           'remove_stale_temps', 'atomic_write', 'listen', 'unlisten', 'silenced', 'announce']
 
 # %% ../nbs/00_core.ipynb #03fb781b
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
@@ -212,6 +212,8 @@ TrainConfig.__signature__ = _fields_signature(TrainConfig)
 
 # %% ../nbs/00_core.ipynb #45d1088a
 SEVERITIES = ("info", "warning", "error")
+# rows a score needs before it tells a leak, or a better model, from luck (the leak check, a split part, a validation)
+MIN_ROWS = 30
 
 @dataclass
 class Finding:

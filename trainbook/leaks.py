@@ -11,11 +11,11 @@ import numpy as np
 import pandas as pd
 
 from .columns import dtype_family, epoch_seconds, numeric_view
-from .core import Finding
+from .core import MIN_ROWS, Finding
 
 # %% auto #0
-__all__ = ['MIN_ROWS', 'STRONG_HONEST', 'one_column_predictions', 'nearest_predictions', 'rare_classes', 'chance_of_score',
-           'past_target', 'leak_findings', 'encoding_findings']
+__all__ = ['STRONG_HONEST', 'one_column_predictions', 'nearest_predictions', 'rare_classes', 'chance_of_score', 'past_target',
+           'leak_findings', 'encoding_findings']
 
 # %% ../nbs/01a_leaks.ipynb #ba0cf3b3
 def _leak_view(s: pd.Series) -> np.ndarray:
@@ -116,7 +116,6 @@ def _balanced_accuracy(y: np.ndarray, pred: np.ndarray) -> float:
     return float(np.mean([np.mean(pred[y == c] == c) for c in np.unique(y)]))
 
 _BUDGET = 5000  # rows the leak check samples
-MIN_ROWS = 30  # rows scored: fewer cannot tell a leak (or a better model: a split part) from luck
 # filled rows scored alone: with 30, a 90%-right honest feature is right on all of them 4% of the time
 _MIN_FILLED = 100
 

@@ -69,6 +69,13 @@ def static_findings(model: nn.Module,  # the model (as it will train)
                                  "the outputs are probabilities (rows sum to 1): a softmax is applied before "
                                  "a loss that applies log-softmax itself",
                                  advice="remove the final Softmax; return raw logits"))
+        # raw logits are never exactly 0 (all 0: a zero-initialized last layer); a ReLU's are, about half
+        elif (o >= 0).all() and (o == 0).any() and (o > 0).any():
+            found.append(Finding("activation_before_loss", "error",
+                                 f"the outputs are never negative and {float((o == 0).float().mean()):.0%} of them "
+                                 "are exactly 0: a ReLU is applied to the logits, so no class can score below "
+                                 "the others' floor and the loss cannot push a wrong class down",
+                                 advice="remove the final ReLU; return raw logits"))
     if kind == "bce":
         o = out.detach().float()
         if (o >= 0).all() and (o <= 1).all() and o.std() < 0.5:

@@ -14,8 +14,7 @@ import pandas as pd
 from .audit import RowHashes, audit_parts, check_time_column, digest, require_positions, time_values
 from .checks import drop_unused_categories, infer_task, require_column
 from .columns import require_frame
-from .leaks import MIN_ROWS  # rows a part needs for its scores to tell models apart
-from .core import Finding, announce, did_you_mean, findings_html, shown, warn
+from .core import MIN_ROWS, Finding, announce, did_you_mean, findings_html, shown, warn
 
 # %% auto #0
 __all__ = ['STRATEGIES', 'Splits', 'FoldZeroWarning', 'check_splits', 'choose_strategy', 'check_split_args', 'make_splits',

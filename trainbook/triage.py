@@ -13,14 +13,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from .core import Finding, warn
+from .core import MIN_ROWS, Finding, warn
 from .events import Callback, LoopState
 
 from .batch import wants_whole_output
 
 # %% auto #0
-__all__ = ['HUGE_OUTPUT', 'per_example_loss', 'Evaluation', 'LossStats', 'locate_nonfinite', 'backward_anomaly', 'NanGuard',
-           'top_losses', 'confident_wrong', 'ExampleLosses']
+__all__ = ['HUGE_OUTPUT', 'per_example_loss', 'Evaluation', 'LossStats', 'locate_nonfinite', 'backward_anomaly',
+           'small_validation', 'NanGuard', 'top_losses', 'confident_wrong', 'ExampleLosses']
 
 # %% ../nbs/09a_triage.ipynb #a1c0e002
 import copy
@@ -425,6 +425,17 @@ def _batch_named(info: dict) -> str:
     return (f"one of micro-batches {first}-{last}, 0-based: its accumulation window; the saved batch is the "
             "failing one")
 
+def small_validation(rows: int,  # the rows one validation scores
+                     se: Optional[float] = None,  # one validation loss's standard error, when known
+                    ) -> Finding:
+    "A warning that a validation of under `MIN_ROWS` rows is too small to judge a run by (once a run)."
+    noise = f": one evaluation's standard error is {se:.3g}" if se is not None and math.isfinite(se) else ""
+    return Finding("small_validation", "warning",
+                   f"the validation holds {rows} row{'s' * (rows != 1)}{noise}; best.pt, early stopping, the plateau "
+                   "schedule and the overfitting judgement all read differences below it as real",
+                   advice=f"validate on {MIN_ROWS} rows or more (a larger valid_size=), or cross-validate",
+                   data={"rows": rows, "standard_error": se, "min_rows": MIN_ROWS})
+
 class NanGuard(Callback):
     "Triage of the first non-finite loss (the module, the batch, the backward op); records the evaluations' noise."
     def __init__(self,
@@ -454,6 +465,8 @@ class NanGuard(Callback):
         for name in ("loss_se", "loss_sd", "prior_loss"):
             if name in stats and math.isfinite(stats[name]):
                 state.history.append(state.step, state.epoch, "valid", name, float(stats[name]))
+        if 0 < stats.get("rows", MIN_ROWS) < MIN_ROWS and "small_validation" not in {f.kind for f in state.findings}:
+            state.findings.append(small_validation(int(stats["rows"]), stats.get("loss_se")))
 
     def after_step(self, state: LoopState):
         # each trainable parameter's norm at the first step and every 10 gradient-norm logs: vanishing gradients
