@@ -15,7 +15,7 @@ import trainbook as tb
 from trainbook.data import TensorLoader
 from trainbook.events import Callback
 from trainbook.jax_loop import KeyStreams, fit_flax, optax_schedule, read_flax_checkpoint, schedule_lr
-from helpers import TIMING, interrupt_at
+from helpers import TIMING, CtrlCInSetUp, interrupt_at
 
 
 class MLP(nnx.Module):
@@ -707,21 +707,12 @@ def test_early_stopping_acts_at_an_evaluation_inside_the_epoch():
 
 
 
-class _CtrlCInSetUp(torch.nn.Linear):
-    "A Ctrl-C pressed while fit moves the model to its device: the run stops before its first step and checkpoint."
-    def to(self, *a, **k):
-        if not getattr(self, "pressed", False):
-            self.pressed = True
-            signal.raise_signal(signal.SIGINT)
-        return super().to(*a, **k)
-
-
 def test_resume_from_a_folder_whose_run_stopped_before_its_first_step_starts_anew(tmp_path):
     """As fit: a folder holding only a step-0 run.json (a Ctrl-C in a run's set-up) has nothing to resume; fit_flax
     said there was no Flax checkpoint there."""
     X, y = data(n=32)
     cfg = tb.TrainConfig(epochs=1, lr=1e-2, seed=0, checkpoint_dir=str(tmp_path), device="cpu")
-    first = tb.fit(_CtrlCInSetUp(4, 3), [(torch.from_numpy(X), torch.from_numpy(y).long())],
+    first = tb.fit(CtrlCInSetUp(4, 3), [(torch.from_numpy(X), torch.from_numpy(y).long())],
                    loss_fn=torch.nn.CrossEntropyLoss(), config=cfg, live=False)
     assert (first.stopped, first.step, sorted(p.name for p in tmp_path.iterdir())) == ("interrupted", 0, ["run.json"])
     with pytest.warns(UserWarning, match="nothing to resume: this run starts anew"):

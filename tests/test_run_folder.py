@@ -11,7 +11,7 @@ from torch import nn
 import trainbook as tb
 from trainbook.checkpoint import RunFolderBusy, prepare_run_dir, release_run_dir
 from trainbook.run import RunFileError
-from helpers import blobs, history_without_timing, mlp, same_weights
+from helpers import CtrlCInSetUp, blobs, history_without_timing, mlp, same_weights
 
 CE = nn.functional.cross_entropy
 
@@ -776,23 +776,13 @@ def test_restore_best_names_a_best_pt_that_is_a_folder(tmp_path):
         run.restore_best(mlp())
 
 
-class _CtrlCInSetUp(nn.Linear):
-    "A Ctrl-C pressed while fit moves the model to its device: the run stops before its first step and checkpoint."
-    def to(self, *a, **k):
-        if not getattr(self, "pressed", False):
-            self.pressed = True
-            import signal
-            signal.raise_signal(signal.SIGINT)
-        return super().to(*a, **k)
-
-
 def test_a_folder_whose_run_stopped_in_set_up_is_taken_again_and_resume_there_starts_anew(tmp_path):
     """Probe 44: a Ctrl-C in fit's set-up left only run.json (interrupted, step 0); resume= that folder raised
     'no run to resume', and a plain rerun went to version_1 with a warning advising that very resume=."""
     X, y = blobs(n=64)
     dl = tb.TensorLoader(X, y, batch_size=16)
     cfg = tb.TrainConfig(epochs=1, device="cpu", checkpoint_dir=str(tmp_path))
-    first = tb.fit(_CtrlCInSetUp(X.shape[1], 3), dl, loss_fn=CE, config=cfg, live=False)
+    first = tb.fit(CtrlCInSetUp(X.shape[1], 3), dl, loss_fn=CE, config=cfg, live=False)
     assert (first.stopped, first.step, sorted(files(tmp_path))) == ("interrupted", 0, ["run.json"])
     with pytest.raises(FileNotFoundError, match=r"stopped \(interrupted\) at step 0, before its first checkpoint"):
         tb.checkpoint_file(tmp_path)
@@ -802,7 +792,7 @@ def test_a_folder_whose_run_stopped_in_set_up_is_taken_again_and_resume_there_st
     assert [f.kind for f in resumed.findings if f.kind == "nothing_to_resume"] == ["nothing_to_resume"]
     # a plain rerun into such a folder takes it too, with no warning
     shutil.rmtree(tmp_path); tmp_path.mkdir()
-    tb.fit(_CtrlCInSetUp(X.shape[1], 3), dl, loss_fn=CE, config=cfg, live=False)
+    tb.fit(CtrlCInSetUp(X.shape[1], 3), dl, loss_fn=CE, config=cfg, live=False)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         again = tb.fit(nn.Linear(X.shape[1], 3), dl, loss_fn=CE, config=cfg, live=False)
