@@ -417,3 +417,17 @@ def test_prep_auto_codes_a_text_target_as_loaders_from_frame_does(tmp_path):
     assert prep.classes == dl.prep.classes == fit_prep(tmp_path / "d.parquet", "y")[0].classes == ["yes", "no"]
     _, yb = next(iter(dl))
     assert yb.tolist() == (df["y"] == "no").astype(int).tolist()  # the rarer label is 1
+
+
+def test_prep_none_refuses_nan_features_as_it_refuses_nulls_naming_column_and_file(tmp_path):
+    "Probe 51: a null was refused, a NaN (Spark writes NaN, not null) went into the batches silently."
+    x = np.arange(30, dtype=float)
+    x[13] = np.nan
+    pq.write_table(pa.table({"x": x, "z": np.ones(30), "y": np.arange(30) % 2}), tmp_path / "a.parquet",
+                   row_group_size=10)
+    dl = ParquetLoader(tmp_path / "a.parquet", "y", batch_size=8)
+    with pytest.raises(ValueError, match=r"feature column\(s\) \['x'\] have missing values \(null or NaN\).*"
+                                         r"'x': 1 \(the first in row group 1 of a.parquet\)"):
+        list(dl)
+    xb = torch.cat([xb for xb, _ in ParquetLoader(tmp_path / "a.parquet", "y", batch_size=8, prep="auto")])
+    assert len(xb) == 30 and not xb.isnan().any()  # imputed

@@ -356,3 +356,71 @@ def test_conflicting_labels_are_counted_and_judged_as_pandas_does(spark):
         assert mine.severity == theirs.severity == severity
         keys = ("n_groups", "n_rows", "n_wrong_at_best")
         assert [mine.data[k] for k in keys] == [theirs.data[k] for k in keys]
+
+
+def test_make_splits_refuses_nan_targets_groups_and_times_as_pandas_does(spark):
+    "Probe 51: a double NaN is not null in Spark; the NaN target rows went into the parts, NaN ids made one group."
+    nan = float("nan")
+    rows = [(float(i), nan if i in (4, 5) else float(i % 10), nan if i in (1, 2, 3) else float(i % 2),
+             nan if i == 7 else float(i)) for i in range(100)]
+    sdf = spark.createDataFrame(rows, "x double, g double, t double, w double")
+    pdf = sdf.toPandas()
+    said = "target column 't' has 3 missing values"
+    with pytest.raises(ValueError, match=said): tb.make_splits(pdf, "t", strategy="random")
+    with pytest.raises(ValueError, match=said): tb.make_splits(sdf, "t", strategy="random")
+    labelled = sdf.where("not isnan(t)")
+    said = "groups column 'g' has 2 missing group id"
+    with pytest.raises(ValueError, match=said): tb.make_splits(labelled.toPandas(), "t", groups="g")
+    with pytest.raises(ValueError, match=said): tb.make_splits(labelled, "t", groups="g")
+    with pytest.raises(ValueError, match="time column 'w' has 1 missing value"):
+        tb.make_splits(labelled, "t", strategy="time", time="w")
+
+
+def test_a_time_split_on_text_dates_is_refused_up_front_with_the_fix(spark):
+    "Probe 51: Spark cast the text to double and died with CAST_INVALID_INPUT and a Java stack."
+    import datetime
+    day = lambda i: str(datetime.date(2024, 1, 1) + datetime.timedelta(days=i))
+    sdf = spark.createDataFrame([(float(i), i % 2, day(i)) for i in range(60)], "x double, y long, day string")
+    with pytest.raises(TypeError, match="time column 'day' holds str values, which sort as text"):
+        tb.make_splits(sdf.toPandas(), "y", strategy="time", time="day")
+    with pytest.raises(TypeError, match=r"time column 'day' holds string values, which sort as text.*"
+                                        r"F\.to_timestamp"):
+        tb.make_splits(sdf, "y", strategy="time", time="day")
+    with pytest.raises(TypeError, match="sort as text"): tb.make_splits(sdf, "y", time="day")  # 'auto' too
+
+
+def test_check_data_finds_infinities_id_variants_and_text_times_as_pandas_does(spark):
+    "Probe 51: Spark's check_data was silent on ±inf (an error in pandas), ids written two ways, text times."
+    import datetime
+    n = 120
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.normal(size=n), "cust": [f"C{i % 12}" for i in range(n)],
+                       "day": [str(datetime.date(2021, 1, 1) + datetime.timedelta(days=i)) for i in range(n)],
+                       "y": rng.integers(0, 2, n)})
+    df.loc[[3, 40], "x"], df.loc[90, "x"] = np.inf, -np.inf
+    df.loc[[5, 17], "cust"], df.loc[29, "cust"] = "c1 ", "c5"
+    pandas_report = tb.check_data(df, "y", groups="cust", time="day", leak_check=False)
+    report = tb.check_data(spark.createDataFrame(df), "y", groups="cust", time="day", leak_check=False)
+    wanted = {("infinite_values", "x"), ("group_id_variants", "cust"), ("time_as_text", "day")}
+    assert wanted <= set(kinds(pandas_report.findings))
+    assert wanted <= set(kinds(report.findings))
+    (inf,) = report.by_kind("infinite_values")
+    assert inf.severity == "error" and "3 infinite value(s) in this feature (+inf ×2, -inf ×1)" in inf.message
+    assert not report.ok
+    (variants,) = report.by_kind("group_id_variants")
+    assert variants.message == pandas_report.by_kind("group_id_variants")[0].message
+    (text,) = report.by_kind("time_as_text")
+    assert text.severity == "error" and "F.to_timestamp" in text.advice
+
+
+def test_fit_xgboost_refuses_infinite_features_up_front_naming_the_column(spark, tmp_path):
+    "Probe 51: Spark boosting failed late, in the preprocessing, with sklearn's message naming no column."
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a.b": rng.normal(size=200), "c d": rng.normal(size=200)})
+    df["y"] = (df["a.b"] > 0).astype(int)
+    df.loc[[5, 50, 150], "c d"] = np.inf
+    sdf = spark.createDataFrame(df)
+    sp = tb.make_splits(sdf, "y", strategy="random")
+    with pytest.raises(ValueError, match=r"feature column 'c d' has 3 infinite value\(s\): replace them"):
+        SM.fit_xgboost(sdf, "y", sp, num_rounds=2, live=False, checkpoint_dir=tmp_path / "run")
+    assert not (tmp_path / "run").exists()  # refused before any work

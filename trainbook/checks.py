@@ -18,8 +18,8 @@ from .core import (Finding, announce, compact_table_html, did_you_mean, findings
 # %% auto #0
 __all__ = ['TASKS', 'MAX_CATEGORIES', 'infer_task', 'counts_hint', 'require_task', 'resolve_task', 'infinite_counts',
            'check_column_name', 'require_columns', 'drop_unused_categories', 'require_column', 'unseen_classes_message',
-           'label_conflicts', 'chance_pairs', 'conflict_finding', 'label_variants', 'target_findings',
-           'to_datetime_call', 'DataReport', 'check_data']
+           'infinite_finding', 'group_variants_finding', 'label_conflicts', 'chance_pairs', 'conflict_finding',
+           'label_variants', 'target_findings', 'to_datetime_call', 'time_as_text_finding', 'DataReport', 'check_data']
 
 # %% ../nbs/01_checks.ipynb #44da07e6
 def infer_task(y: pd.Series,  # the target column
@@ -275,18 +275,30 @@ def _nullable_finding(s: pd.Series, col) -> list[Finding]:
                                        "scikit-learn code of your own may need .astype(...)",
                     data={"dtype": str(s.dtype)})]
 
+def infinite_finding(col,  # the column's name
+                     positive: int,  # its +inf values
+                     negative: int,  # its -inf values
+                     rows: int,  # the table's rows
+                     is_target: bool,  # the column is the target (those rows are dropped, not imputed)
+                     fix: Optional[str] = None,  # the advice (default: pandas code)
+                    ) -> list[Finding]:
+    "+inf/-inf in a numeric column (pandas or Spark counts): an error finding, none when there are none."
+    count = positive + negative
+    if not count: return []
+    where = "target" if is_target else "feature"
+    fix = fix or (f"drop those rows (df = df[np.isfinite(df[{col!r}])]): a model cannot be scored on them"
+                  if is_target else f"mark them missing to impute them (df[{col!r}] = df[{col!r}].replace("
+                                    "[np.inf, -np.inf], np.nan)), or clip them to a finite range")
+    return [Finding("infinite_values", "error", f"{count} infinite value(s) in this {where} "
+                    f"(+inf ×{positive}, -inf ×{negative})",
+                    column=col, advice=fix, data={"n_infinite": count, "share": count / max(rows, 1)})]
+
 def _infinite_finding(s: pd.Series, col, is_target: bool) -> list[Finding]:
     "+inf/-inf in a numeric column: scikit-learn refuses them, a torch model turns them into NaN losses."
-    count = infinite_counts(s.to_frame()).get(s.name, 0)
-    if not count: return []
+    if not infinite_counts(s.to_frame()).get(s.name, 0): return []
     values = s.to_numpy(dtype="float64", na_value=np.nan)
-    where = "target" if is_target else "feature"
-    fix = (f"drop those rows (df = df[np.isfinite(df[{col!r}])]): a model cannot be scored on them"
-           if is_target else f"mark them missing to impute them (df[{col!r}] = df[{col!r}].replace("
-                             "[np.inf, -np.inf], np.nan)), or clip them to a finite range")
-    return [Finding("infinite_values", "error", f"{count} infinite value(s) in this {where} "
-                    f"(+inf ×{int(np.isposinf(values).sum())}, -inf ×{int(np.isneginf(values).sum())})",
-                    column=col, advice=fix, data={"n_infinite": count, "share": count / len(s)})]
+    return infinite_finding(col, int(np.isposinf(values).sum()), int(np.isneginf(values).sum()), len(s),
+                            is_target)
 
 def _column_findings(df: pd.DataFrame, target: Optional[str], skip: set, roles: dict, codes: ValueCodes,
                      groups: Optional[str] = None) -> list[Finding]:
@@ -312,16 +324,24 @@ def _column_findings(df: pd.DataFrame, target: Optional[str], skip: set, roles: 
 def _group_findings(df: pd.DataFrame, groups: str, codes: ValueCodes) -> list[Finding]:
     c = codes.codes(groups)
     first = np.unique(c, return_index=True)[1]  # a row of each id: one entity under two ids goes to both sides
-    variants = label_variants(df[groups].to_numpy()[first[c[first] >= 0]])
-    out = [Finding("group_id_variants", "warning", f"{len(variants)} group id(s) written several ways, as separate "
-                   "groups: " + "; ".join(" / ".join(map(repr, v)) for v in variants[:5]), column=groups,
-                   advice="make each entity's ids one before splitting (e.g. .astype(str).str.strip().str.upper())",
-                   data={"variants": [list(map(str, v)) for v in variants[:100]]})] if variants else []
+    out = group_variants_finding(groups, df[groups].to_numpy()[first[c[first] >= 0]])
     miss = int((c < 0).sum())
     return out + ([Finding("missing_values", "error", f"{miss} rows have no group id", column=groups,
                            advice=f"a grouped split needs a group for every row: drop those rows "
                                   f"(df.dropna(subset=[{groups!r}])), or give each missing one a unique id of its own",
                            data={"missing": miss})] if miss else [])
+
+def group_variants_finding(groups: str,  # the groups column
+                           ids,  # its distinct ids (missing ones left out)
+                           fix: str = ".astype(str).str.strip().str.upper()",  # how to make them one
+                          ) -> list[Finding]:
+    "Group ids equal but for case, spaces or type ('C1' / 'c1 '): a warning, none when there are none."
+    variants = label_variants(ids)
+    if not variants: return []
+    return [Finding("group_id_variants", "warning", f"{len(variants)} group id(s) written several ways, as "
+                    "separate groups: " + "; ".join(" / ".join(map(repr, v)) for v in variants[:5]),
+                    column=groups, advice=f"make each entity's ids one before splitting (e.g. {fix})",
+                    data={"variants": [list(map(str, v)) for v in variants[:100]]})]
 
 def _duplicate_findings(df: pd.DataFrame, target: Optional[str], codes: ValueCodes, roles: dict) -> list[Finding]:
     ids = [c for c in codes.everything if roles.get(c) == "identifier"]  # a row id makes each row unique
@@ -486,12 +506,18 @@ def to_datetime_call(t: pd.Series,  # a time column of text or datetime objects
         utc = not parses() and parses(utc=True)
     return f"pd.to_datetime(df[{col!r}]{', utc=True' if utc else ''})"
 
+def time_as_text_finding(time: str,  # the time column
+                         dtype,  # its dtype, as the message names it
+                         fix: str,  # the statement that parses it
+                        ) -> Finding:
+    "A time column of text (or booleans): it sorts as text, so a time split refuses it (pandas or Spark)."
+    return Finding("time_as_text", "error", f"holds {dtype} values, which sort as text ('2021-1-10' before "
+                   "'2021-1-9'): a time split refuses them", column=time, advice=f"parse them first: {fix}")
+
 def _time_findings(df: pd.DataFrame, time: str) -> list[Finding]:
     t, out = df[time], []
     if dtype_family(t) in ("categorical", "boolean") and not isinstance(t.dtype, pd.PeriodDtype):  # text sorts as text
-        out.append(Finding("time_as_text", "error", f"holds {t.dtype} values, which sort as text ('2021-1-10' before "
-                           "'2021-1-9'): a time split refuses them", column=time,
-                           advice=f"parse them first: df[{time!r}] = {to_datetime_call(t, time)}"))
+        out.append(time_as_text_finding(time, t.dtype, f"df[{time!r}] = {to_datetime_call(t, time)}"))
     if t.isna().any():
         out.append(Finding("missing_values", "error", f"{int(t.isna().sum())} rows have no timestamp "
                            f"({t.isna().mean():.1%}): make_splits(time={time!r}) refuses them", column=time,

@@ -32,9 +32,9 @@ from .splits import check_splits
 
 # %% auto #0
 __all__ = ['TRUSTED_TYPES', 'MISSING', 'BOOSTING_LIBRARIES', 'fit_xgboost', 'fit_lightgbm', 'fit_catboost', 'BOOSTING_FITS',
-           'split_columns', 'frame_xy', 'require_target_values', 'check_boosting_inputs', 'numeric_as_float',
-           'categories_as_text', 'as_is_preprocessor', 'BoostingLibrary', 'BoostedModel', 'XGBoostLibrary',
-           'LightGBMLibrary', 'CatBoostLibrary', 'booster_library']
+           'split_columns', 'frame_xy', 'infinite_message', 'require_target_values', 'check_boosting_inputs',
+           'numeric_as_float', 'categories_as_text', 'as_is_preprocessor', 'BoostingLibrary', 'BoostedModel',
+           'XGBoostLibrary', 'LightGBMLibrary', 'CatBoostLibrary', 'booster_library']
 
 # %% ../nbs/10a_gbdt.ipynb #6b8ed4f5
 def split_columns(splits,  # a `Splits`
@@ -66,16 +66,22 @@ def _rows_text(index, mask: np.ndarray) -> str:
     rows = index[mask]
     return ", ".join(map(repr, rows[:5].tolist())) + (" …" if len(rows) > 5 else "")
 
+def infinite_message(what: str,  # 'feature' or 'target'
+                     col: str,  # the column
+                     count: int,  # its infinite values
+                     rows: str = "",  # some of their rows, when the table has positions (pandas)
+                    ) -> str:
+    "The refusal of ±inf in a column boosting would take (pandas or Spark)."
+    return (f"{what} column {col!r} has {count} infinite value(s){f' (rows {rows})' if rows else ''}: "
+            "replace them with NaN (missing) or drop those rows")
+
 def _check_finite(df: pd.DataFrame, columns: Iterable, what: str):
     "No ±inf in the numeric `columns`: the libraries would fail deep inside (or treat inf as a value)."
     for col in columns:
         s = df[col]
         if pd.api.types.is_bool_dtype(s.dtype) or not pd.api.types.is_numeric_dtype(s.dtype): continue
         bad = np.isinf(s.to_numpy(dtype="float64", na_value=np.nan))
-        if bad.any():
-            rows = _rows_text(df.index, bad)
-            raise ValueError(f"{what} column {col!r} has {int(bad.sum())} infinite value(s) (rows {rows}): "
-                             "replace them with NaN (missing) or drop those rows")
+        if bad.any(): raise ValueError(infinite_message(what, col, int(bad.sum()), _rows_text(df.index, bad)))
 
 def require_target_values(df: pd.DataFrame,  # the table
                           target: str) -> None:  # name of the target column

@@ -370,7 +370,7 @@ class ParquetLoader(ShardedBatches):
     def _check_feature_nulls(self):
         """prep=None: refuse feature columns with missing values (they would reach the batches as NaN),
         counted in the file footers; with `where=`, in the rows it keeps of the row groups whose footers count
-        some."""
+        some. The footers do not count NaN: `_tensors` refuses it in the rows it reads."""
         import pyarrow.compute as pc
         counts, first = {}, {}
         for frag, i, rows in self.groups:
@@ -391,8 +391,8 @@ class ParquetLoader(ShardedBatches):
                        first: dict,  # feature column -> where the first one is
                       ) -> str:
         shown = ", ".join(f"{c!r}: {k} (the first in {first[c]})" for c, k in list(counts.items())[:10])
-        return (f"feature column(s) {list(counts)} have missing values and prep=None would pass them into "
-                f"the batches as NaN ({shown}): pass prep='auto' (make_preprocessor, fitted on a sample, "
+        return (f"feature column(s) {list(counts)} have missing values (null or NaN) and prep=None would pass "
+                f"them into the batches as NaN ({shown}): pass prep='auto' (make_preprocessor, fitted on a sample, "
                 "imputes them) or a FramePrep, or fill them in the files")
 
     def buffers(self) -> list:
@@ -437,6 +437,11 @@ class ParquetLoader(ShardedBatches):
         if missing: raise ValueError(self._nulls_message(missing, {c: origin for c in missing}))
         x = np.empty((table.num_rows, len(self.columns)), dtype=np.float32)
         for j, c in enumerate(self.columns): x[:, j] = table.column(c).to_numpy(zero_copy_only=False)
+        # NaN (Spark writes it as NaN, not null) is missing too; the footers count only nulls: found here
+        nan = np.isnan(x)
+        if nan.any():
+            counts = {c: int(k) for c, k in zip(self.columns, nan.sum(axis=0)) if k}
+            raise ValueError(self._nulls_message(counts, {c: origin for c in counts}))
         return torch.from_numpy(x), self._labels(table.column(self.target).to_pandas(), origin)
 
     def locate(self, position: int,  # batches already yielded this epoch

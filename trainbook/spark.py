@@ -11,15 +11,16 @@ from typing import Optional
 import pandas as pd
 
 from .checks import (MAX_CATEGORIES, DataReport, check_data as check_frame, conflict_finding,
-                              infer_task, require_task, target_findings)
+                              group_variants_finding, infer_task, infinite_finding, require_task,
+                              target_findings, time_as_text_finding)
 from .columns import named_like_id
 from .core import Finding, announce, did_you_mean, findings_html, shown
 from .leaks import rare_classes
 
 # %% auto #0
 __all__ = ['is_spark_frame', 'spark_session', 'require_spark_frame', 'spark_sql_name', 'spark_col', 'require_spark_column',
-           'spark_family', 'ColumnStats', 'column_stats', 'spark_roles', 'spark_task', 'class_counts', 'sample_rows_of',
-           'SparkDataReport', 'check_data']
+           'spark_family', 'spark_present', 'spark_infinities', 'ColumnStats', 'column_stats', 'spark_roles',
+           'spark_task', 'class_counts', 'spark_time_as_text', 'sample_rows_of', 'SparkDataReport', 'check_data']
 
 # %% ../nbs/19_spark.ipynb #9a6188c9
 def is_spark_frame(obj,  # anything
@@ -109,10 +110,29 @@ def spark_family(dtype,  # a Spark column type (pyspark.sql.types)
 
 def _floating(dtype) -> bool: return dtype.typeName() in ("float", "double")
 
-def _present(F, name: str, dtype):
-    "The column with NaN counted as missing (pandas' rule for floats)."
+def spark_present(F,  # pyspark.sql.functions
+                  name: str,  # the column's name
+                  dtype,  # its Spark type
+                 ):
+    "The column with NaN counted as missing (pandas' rule for floats): null where it is null or NaN."
     c = spark_col(name)
     return F.when(~F.isnan(c), c) if _floating(dtype) else c
+
+def spark_infinities(sdf,  # a Spark DataFrame
+                     columns=None,  # the columns to look at (default: all); only float columns hold ±inf
+                    ) -> dict:
+    "Column -> (+inf count, -inf count) for the float columns that hold any: one aggregation job (none without)."
+    from pyspark.sql import functions as F
+    types = {f.name: f.dataType for f in sdf.schema.fields}
+    floats = [c for c in (sdf.columns if columns is None else columns) if _floating(types[c])]
+    if not floats: return {}
+    aggs = []
+    for i, c in enumerate(floats):
+        for sign, value in (("p", float("inf")), ("n", float("-inf"))):
+            aggs.append(F.sum(F.when(spark_col(c) == F.lit(value), 1).otherwise(0)).alias(f"{sign}{i}"))
+    row = sdf.agg(*aggs).first().asDict()
+    counts = {c: (int(row[f"p{i}"] or 0), int(row[f"n{i}"] or 0)) for i, c in enumerate(floats)}
+    return {c: k for c, k in counts.items() if sum(k)}
 
 @dataclass
 class ColumnStats:
@@ -140,7 +160,7 @@ def column_stats(sdf,  # a Spark DataFrame
     fields = sdf.schema.fields
     aggs = []
     for i, f in enumerate(fields):
-        c, fam = _present(F, f.name, f.dataType), spark_family(f.dataType)
+        c, fam = spark_present(F, f.name, f.dataType), spark_family(f.dataType)
         aggs += [F.sum(F.when(c.isNull(), 1).otherwise(0)).alias(f"m{i}"), distinct(c).alias(f"u{i}")]
         if fam in ("numeric", "datetime", "timedelta") and fam != "timedelta":
             aggs += [F.min(c).alias(f"lo{i}"), F.max(c).alias(f"hi{i}")]
@@ -154,7 +174,7 @@ def column_stats(sdf,  # a Spark DataFrame
     row = sdf.agg(*aggs).first().asDict()
     dedup = sdf.dropDuplicates()
     counts = dedup.agg(F.count(F.lit(1)).alias("n"),
-                       *[F.count(_present(F, f.name, f.dataType)).alias(f"c{i}")
+                       *[F.count(spark_present(F, f.name, f.dataType)).alias(f"c{i}")
                          for i, f in enumerate(fields)]).first().asDict()
     stats = {}
     for i, f in enumerate(fields):
@@ -311,8 +331,27 @@ def class_counts(sdf,  # a Spark DataFrame
     counts = pd.Series({r[0]: int(r[1]) for r in rows}, dtype="int64")
     return counts.sort_values(ascending=False, kind="stable")
 
+def _spark_group_variants(sdf, groups: str, limit: int = 10_000) -> list[Finding]:
+    "`checks`' group_id_variants: Spark finds the ids equal but for case and spaces; only those come back."
+    from pyspark.sql import Window, functions as F
+    c = spark_present(F, groups, sdf.schema[groups].dataType)
+    key = F.lower(F.regexp_replace(F.col("__id").cast("string"), r"^\s+|\s+$", ""))  # `core.label_key`
+    ids = sdf.select(c.alias("__id")).where(F.col("__id").isNotNull()).distinct().withColumn("__k", key)
+    spellings = F.count(F.lit(1)).over(Window.partitionBy("__k"))
+    rows = ids.withColumn("__s", spellings).where(F.col("__s") > 1).select("__id").limit(limit).collect()
+    return group_variants_finding(groups, [r[0] for r in rows], fix="F.upper(F.trim(F.col(...)))")
+
+def spark_time_as_text(sdf,  # a Spark DataFrame
+                       time: Optional[str],  # its time column (None: nothing to check)
+                      ) -> list[Finding]:
+    "`checks`' time_as_text error for a time column of strings or booleans (from the schema: no job)."
+    if time is None or spark_family(sdf.schema[time].dataType) not in ("categorical", "boolean"): return []
+    fix = f"sdf = sdf.withColumn({time!r}, F.to_timestamp(F.col({spark_sql_name(time)!r})))"
+    return [time_as_text_finding(time, sdf.schema[time].dataType.simpleString(), fix)]
+
 def _spark_groups_time(sdf, stats: dict, n: int, groups, time) -> list[Finding]:
     out = []
+    if groups is not None: out += _spark_group_variants(sdf, groups)
     if groups is not None and stats[groups].missing:
         miss = stats[groups].missing
         out.append(Finding("missing_values", "error", f"{miss} rows have no group id", column=groups,
@@ -320,6 +359,7 @@ def _spark_groups_time(sdf, stats: dict, n: int, groups, time) -> list[Finding]:
                                   f"(df.dropna(subset=[{groups!r}])), or give each missing one a unique id "
                                   "of its own", data={"missing": miss}))
     if time is not None:
+        out += spark_time_as_text(sdf, time)
         s = stats[time]
         if s.missing:
             out.append(Finding("missing_values", "error", f"{s.missing} rows have no timestamp", column=time,
@@ -414,6 +454,8 @@ def check_data(sdf,  # a Spark DataFrame, one row per example
     if target is not None and task == "auto" and stats[target].missing < n: task = spark_task(sdf, target)
     skip = {c for c in (groups, time) if c is not None}
     roles = spark_roles(sdf, stats, n, target, skip)
+    findings += [f for c, (pos, neg) in spark_infinities(sdf).items()
+                 for f in infinite_finding(c, pos, neg, n, c == target, _INFINITE_FIX.format(c=c))]
     findings += _spark_column_findings(sdf, stats, roles, n, target, groups)
     findings += _spark_groups_time(sdf, stats, n, groups, None)
     findings += _spark_duplicates(sdf, n, n_distinct, target, stats)
@@ -437,6 +479,9 @@ def check_data(sdf,  # a Spark DataFrame, one row per example
                              stats=stats, n_rows=n, sample_rows=sampled)
     announce("data_checked", report)
     return report
+
+_INFINITE_FIX = ("mark them missing (sdf = sdf.replace([float('inf'), float('-inf')], None, subset=[{c!r}])), "
+                 "or drop those rows")
 
 def _require_flat_spark(sdf, skip: set) -> None:
     "pandas' `require_flat_columns`: a TypeError naming each feature column of arrays, maps or structs."

@@ -14,7 +14,7 @@ from .checkpoint import Checkpointer
 from .core import TrainConfig, announce, environment
 from .data import DROPPED_ROLES, FramePrep, class_order, make_preprocessor
 from .diagnostics import diagnose
-from .gbdt import BoostedModel, XGBoostLibrary
+from .gbdt import BoostedModel, XGBoostLibrary, infinite_message
 from .recorder import RoundRecorder
 from .metrics import classification_metrics, regression_metrics
 from .events import session_observers
@@ -22,7 +22,7 @@ from .run import Run, refuse_own_files, remember_run
 from .checks import require_task
 from .columns import column_roles
 from .spark import (class_counts, require_spark_column, require_spark_frame, sample_rows_of, spark_col,
-                             spark_session, spark_task)
+                             spark_infinities, spark_session, spark_task)
 from .spark_splits import SparkSplits, make_splits, time_value
 
 # %% auto #0
@@ -131,14 +131,17 @@ def fit_xgboost(sdf,  # a Spark DataFrame: feature columns and the target
     if num_workers is not None and (not isinstance(num_workers, int) or num_workers < 1):
         raise ValueError(f"num_workers must be a positive int, got {num_workers!r}")
     require_task(task)
+    exclude = [c for c in (splits.params.get("groups"), splits.params.get("time")) if c and c != target]
+    columns = [c for c in sdf.columns if c != target and c not in exclude]
+    # ±inf refused before any work, as the pandas path does (the preprocessing would fail late, naming no column)
+    for col, (pos, neg) in spark_infinities(sdf, [target, *columns]).items():
+        raise ValueError(infinite_message("target" if col == target else "feature", col, pos + neg))
     refuse_own_files(checkpoint_dir, XGBoostLibrary().files)  # your own model.json there: never written over
     folder = Checkpointer(checkpoint_dir)  # claimed before any work; an earlier run's files are kept
     folder.prepare(resumable=False)
     run_dir = folder.run_dir
     task = (splits.params.get("task") or spark_task(sdf, target)) if task == "auto" else task
-    exclude = [c for c in (splits.params.get("groups"), splits.params.get("time")) if c and c != target]
     marked = splits.assign(sdf)
-    columns = [c for c in sdf.columns if c != target and c not in exclude]
     classes = _spark_classes(marked.where("__part = 'train'"), target) if task != "regression" else None
     if classes is not None and len(classes) < 2:
         raise ValueError(f"target {target!r} has a single class in the training rows: nothing to learn")

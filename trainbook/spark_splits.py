@@ -13,7 +13,7 @@ import pandas as pd
 
 from .core import Finding, announce, findings_html, shown
 from .spark import (class_counts, require_spark_column, require_spark_frame, spark_col, spark_family,
-                             spark_task)
+                             spark_present, spark_task, spark_time_as_text)
 from .audit import class_share_findings
 from .splits import Splits, check_split_args, choose_strategy
 
@@ -283,6 +283,8 @@ def _spark_validate(sdf, target, strategy, groups, time, valid_size, test_size, 
         raise ValueError("n_folds is not supported on a Spark DataFrame: make a holdout (n_folds=None), or "
                          "collect a sample with .toPandas() for k-fold cross-validation")
     check_split_args(strategy, target, groups, time, valid_size, test_size, n_folds, gap, seed)
+    for f in spark_time_as_text(sdf, time):  # text would sort as text (and Spark cannot cast it to a number)
+        raise TypeError(f"time column {time!r} {f.message}; {f.advice}")
 
 def make_splits(sdf,  # a Spark DataFrame, one row per example
                 target: Optional[str] = None,  # label column (to stratify on and to audit class shares)
@@ -303,7 +305,8 @@ def make_splits(sdf,  # a Spark DataFrame, one row per example
     checks = [F.count(F.lit(1)).alias("n")]
     for col, arg in ((target, "target"), (groups, "groups"), (time, "time")):
         if col is None: continue
-        checks.append(F.sum(F.when(spark_col(col).isNull(), 1).otherwise(0)).alias(arg))
+        present = spark_present(F, col, sdf.schema[col].dataType)  # NaN is missing, as in pandas
+        checks.append(F.sum(F.when(present.isNull(), 1).otherwise(0)).alias(arg))
     counts = sdf.agg(*checks).first().asDict()
     n = int(counts["n"])
     if n == 0: raise ValueError("df is empty (0 rows)")
