@@ -365,3 +365,13 @@ def test_a_validation_of_few_rows_is_said_once_with_its_noise():
     enough = tb.fit(nn.Linear(4, 1), tb.TensorLoader(X[:64], y[:64], batch_size=16), [(X[64:], y[64:])],
                     loss_fn=nn.HuberLoss(), config=cfg, live=False)
     assert "small_validation" not in kinds(enough.findings)
+
+
+def test_a_valid_loss_rising_inside_float_round_off_at_zero_is_not_overfitting():
+    "Probe 50: a perfect run (train and valid ~1e-7, valid below train) was warned overfitting for 4.7e-9 → 1.1e-7."
+    steps = np.arange(96)
+    valid = np.array([4.7e-9, 1.2e-8, 3e-8, 5.5e-8, 8e-8, 9.5e-8, 1.1e-7, 1.07e-7])
+    for scale in (1.0, 1e4):  # the same shape, 1e4 times larger: a rise far above the loss's round-off
+        train = np.maximum(1.26 * np.exp(-steps / 4.0), 1.5e-7 * scale)
+        found = tb.diagnose(epochs_run(train, valid * scale, se=1.9e-8 * scale, prior=1.386, steps_per_epoch=12))
+        assert ("overfitting" in kinds(found)) == (scale > 1), (scale, kinds(found))

@@ -92,3 +92,17 @@ def test_the_constant_predictors_loss_is_scored_without_grad_and_a_failure_is_sa
     assert synthetic and not any(synthetic)  # scored under no_grad
     told = [w for w in said if "prior_loss" in str(w.message)]
     assert len(told) == 1 and "picky raised RuntimeError: needs a real batch" in str(told[0].message)
+
+
+def test_labels_per_position_get_the_prior_of_the_positions_scored():
+    "Probe 50: (N, C, T) scores against (N, T) labels had no prior (a language model at the prior was silent)."
+    g = torch.Generator().manual_seed(0)
+    data = [(torch.randn(8, 5, t, generator=g), torch.randint(0, 5, (8, t), generator=g)) for t in (7, 7, 4)]
+    for loss_fn, pad in ((nn.CrossEntropyLoss(), -100), (nn.CrossEntropyLoss(ignore_index=0), 0)):
+        data[0][1][:, -2:] = pad  # padding, left out by the loss
+        res = fill(LossStats(loss_fn), data, loss_fn).results()
+        y = torch.cat([y.reshape(-1) for _, y in data])
+        y = y[y != pad]
+        p = torch.bincount(y, minlength=5).double() / len(y)
+        p = p[p > 0]
+        assert math.isclose(res["prior_loss"], float(-(p * p.log()).sum()), rel_tol=1e-5), pad

@@ -384,3 +384,20 @@ def test_an_empty_batch_or_a_negative_lr_is_refused_naming_it():
         tb.overfit_batch(nn.Linear(4, 2), (X, y), nn.CrossEntropyLoss(), steps=5, lr=-1)
     with pytest.raises(ValueError, match=r"lrs must hold positive learning rates, got 0"):
         tb.overfit_batch(nn.Linear(4, 2), (X, y), nn.CrossEntropyLoss(), steps=5, lrs=(1e-3, 0))
+
+
+def test_a_failure_with_heavy_dropout_names_the_dropout_in_its_advice():
+    "Probe 50: overfit_batch failed on a model with dropout 0.9 with generic advice (labels, capacity, ...)."
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(32, 8, generator=g), torch.randint(0, 3, (32,), generator=g)
+    for p in (0.0, 0.9):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Dropout(p), nn.Linear(16, 16), nn.ReLU(),
+                              nn.Dropout(p), nn.Linear(16, 3))
+        r = tb.overfit_batch(model, (X, y), nn.CrossEntropyLoss(), device="cpu", steps=150, lr=1e-2)
+        assert r.passed == (p == 0.0), (p, [f.kind for f in r.findings])
+        named = [f for f in r.findings if "dropout" in f.advice]
+        assert bool(named) == (p == 0.9)
+        if named:
+            assert "2 (p=0.9), 5 (p=0.9)" in named[0].advice
+            assert named[0].data["heavy_dropout"] == {"2": 0.9, "5": 0.9}

@@ -328,6 +328,13 @@ def _never_beat_prior(c: dict, v: np.ndarray, se: Optional[np.ndarray], th: Thre
     return (f"; the valid loss was above the constant predictor's loss {level:.4g} at every evaluation, from "
             f"the first ({float(v[0]):.4g}): the model never generalized to these rows at all")
 
+_EPS32 = float(np.finfo(np.float32).eps)
+
+def _round_off(c: dict, epoch_loss: np.ndarray) -> float:
+    "A float32 loss's round-off at the run's scale: eps × the untrained loss (the first epoch's if no step's)."
+    _, _, loss = series_of(c, "train", "loss")
+    return _EPS32 * _untrained_loss(c, loss if len(loss) else epoch_loss)
+
 def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     "overfitting: the valid loss rose above its best, by far more than its standard error, and stayed up."
     _, ve, v = series_of(c, "valid", "loss")
@@ -357,6 +364,8 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     tail_level = median(tail)
     level = float(smooth[best])
     rise = float(tail_level - level)
+    # a loss at 0 moves by round-off of its own scale (a per-example loss at 0 by ulps of 1): no rise inside it
+    if rise <= th.overfit_z * _round_off(c, t): return []
     need = max(th.overfit_rise * abs(level), th.overfit_z * wiggle, 1e-12)
     # and rising: the evaluations after the best climb (a least-squares slope above zero by 2 of its errors)
     slope, slope_se, sxx = line_slope(v[best:])

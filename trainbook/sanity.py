@@ -180,6 +180,24 @@ class Trained:
     same: Optional[bool] = None  # the same output for every row (`same_output`); None = not measured
     right: Optional[bool] = None  # every target predicted right (`all_right`); None = not a class batch
     settled: Optional[float] = None  # its loss on the batch; None = not measured
+    dropout: dict = field(default_factory=dict)  # its Dropout modules of p ≥ 0.5 (name → p), off in eval mode
+
+_DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
+
+def _heavy_dropout(model: nn.Module) -> dict:
+    "The model's Dropout modules of p ≥ 0.5 (name → p): noise that can keep it from memorizing even one batch."
+    return {name: m.p for name, m in model.named_modules() if isinstance(m, _DROPOUTS) and m.p >= 0.5}
+
+def _blame_dropout(found: list, trained: Optional[Trained]) -> list:
+    "`found`, a failure's advice naming the heavy dropout the model trained with first, where it has any."
+    heavy = trained.dropout if trained is not None else {}
+    if not heavy: return found
+    names = ", ".join(f"{name or 'the model'} (p={p:g})" for name, p in list(heavy.items())[:5])
+    note = (f"dropout of p up to {max(heavy.values()):g} in {len(heavy)} module(s): {names}"
+            f"{', ...' if len(heavy) > 5 else ''}: that much noise can keep a model from memorizing one batch "
+            "(the trained copy was scored without it, in eval mode): lower p (0.1) and test again")
+    return [Finding(f.kind, f.severity, f.message, f.column, f"{note}; else {f.advice}" if f.advice else note,
+                    {**f.data, "heavy_dropout": heavy}) if f.severity != "info" else f for f in found]
 
 def _memorize(model, batch, loss_fn, lr: float, steps: int, precision: str, dev, stop,
               levels: LossLevels, tolerance: float) -> tuple:
@@ -200,7 +218,8 @@ def _memorize(model, batch, loss_fn, lr: float, steps: int, precision: str, dev,
         out, loss = forward(net, batch, loss_fn, dev)[:2]
     right = all_right(prediction(out), yb, loss_fn) if loss_fn is not None else None
     settled = float(loss) if math.isfinite(float(loss)) else None
-    return torch.stack(losses).float().tolist(), False, Trained(same_output(net, xb), right, settled)
+    return torch.stack(losses).float().tolist(), False, Trained(same_output(net, xb), right, settled,
+                                                                _heavy_dropout(net))
 
 @kept_rng()  # the random generators too: a run after the test draws what it would have drawn without it
 def overfit_batch(model: nn.Module,  # the model to test (a copy is trained; the model is not touched)
@@ -619,7 +638,7 @@ def overfit_report(best: tuple,  # the best try: (share of the fall left, its lr
     uncertain = False
     if not stopped and not (ok and not same):
         found, uncertain = curve_findings(curve, levels, try_lr, tried, steps, tolerance, same, dead)
-        findings += found
+        findings += _blame_dropout(found, trained)
     errors = any(f.severity == "error" for f in findings)  # an error found before training, or one just above
     passed = ok and not same and not errors
     if passed and not curve.memorized(tolerance):  # passed on what the trained model shows, not on its curve

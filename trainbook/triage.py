@@ -17,6 +17,7 @@ from .core import MIN_ROWS, Finding, warn
 from .events import Callback, LoopState
 
 from .batch import wants_whole_output
+from .metrics import ignore_index_of
 
 # %% auto #0
 __all__ = ['HUGE_OUTPUT', 'per_example_loss', 'Evaluation', 'LossStats', 'locate_nonfinite', 'backward_anomaly',
@@ -82,9 +83,10 @@ _PRIORS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # loss -> (c
 def _target_kind(pred: torch.Tensor, yb: torch.Tensor) -> tuple:
     "What a batch's targets are (classes: labels against per-class scores; values: regression; or False)."
     if not yb.is_floating_point():
-        classes = (pred.ndim == 2 and yb.ndim == 1 and yb.shape[0] == pred.shape[0]
-                   and 1 < pred.shape[1] <= _MAX_PRIOR_CLASSES)
-        if classes: return "classes", pred.shape[1:]
+        # a label a row against (N, C) scores, or a label a position (N, T) against (N, C, T): classes on dim 1
+        pshape = pred.shape
+        classes = pred.ndim >= 2 and 1 < pshape[1] <= _MAX_PRIOR_CLASSES and yb.shape == (pshape[0], *pshape[2:])
+        if classes: return "classes", (pshape[1],) + (1,) * (pred.ndim - 2)  # (C,), or (C, 1, ...) per position
         return False, (pred.shape[1:], yb.shape[1:])
     values = pred.is_floating_point() and pred.numel() == yb.numel()
     return "values" if values else False, (pred.shape[1:], yb.shape[1:])
@@ -123,6 +125,7 @@ class LossStats:
         # spread between batches is used only where some rows have no per-example loss (or across ranks)
         self._mean_parts, self._batch_sums = [], None
         self._seen = None  # the shapes and dtypes of the last batch whose targets were read
+        self._ignore = ignore_index_of(loss_fn) if loss_fn is not None else None  # labels the loss leaves out
 
     def add(self,
             pred,  # the batch's prediction
@@ -159,9 +162,9 @@ class LossStats:
                 self.kind, self._targets = False, []  # batches of different kinds: no prior
                 return
             self._seen = seen
-        if self.kind == "classes":  # integer labels in one dimension (never with gradients): held as they are
-            self._targets.append(yb)
-            self._held += seen[2][0]
+        if self.kind == "classes":  # integer labels (never with gradients), in one dimension (lengths may differ)
+            self._targets.append(yb if len(seen[2]) == 1 else yb.reshape(-1))
+            self._held += math.prod(seen[2])
             return
         if self.kind: self._targets.append(_detached_1d(yb))
         if self.kind == "values": self.n_targets += yb.numel()
@@ -184,8 +187,11 @@ class LossStats:
             k = self.shape[0]
             y = torch.cat(self._targets)
             if y.dtype != torch.int64: y = y.long()
-            # ignore_index positions (-100) carry no label: shifted into bin 0, which is dropped (no mask)
-            counts = torch.bincount((y + 1).clamp_(min=0), minlength=k + 1)[1:k + 1]
+            # ignore_index positions (-100, or a class index: a padding id) carry no label: shifted into bin 0,
+            # which is dropped (no mask)
+            y = y + 1
+            if self._ignore is not None and 0 <= self._ignore < k: y.masked_fill_(y == self._ignore + 1, 0)
+            counts = torch.bincount(y.clamp_(min=0), minlength=k + 1)[1:k + 1]
             self.counts = counts if self.counts is None else self.counts + counts
         elif self._targets and self.kind == "values":
             y = torch.cat(self._targets).double()
@@ -279,9 +285,9 @@ class LossStats:
                 known = None if isinstance(self.loss_fn, nn.Module) else _PRIORS.get(self.loss_fn)
                 if known is not None and known[0] == (counts, str(device)): return known[1]
                 p = torch.tensor(counts, dtype=torch.float64, device=device) / float(sum(counts))
-                k = len(p)
-                logits = torch.log(p.clamp_min(1e-12)).float().expand(k, k).contiguous()
-                losses = per_example_loss(self.loss_fn, logits, torch.arange(k, device=device))
+                k, positions = len(p), tuple(self.shape[1:])  # labels per position: one position a row
+                logits = torch.log(p.clamp_min(1e-12)).float().expand(k, k).reshape(k, k, *positions).contiguous()
+                losses = per_example_loss(self.loss_fn, logits, torch.arange(k, device=device).reshape(k, *positions))
                 prior = float((p.float() * losses.reshape(-1)[:k]).sum())
                 try:
                     if not isinstance(self.loss_fn, nn.Module):
