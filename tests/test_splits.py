@@ -409,7 +409,9 @@ def churn_frame(n=3000):
 @pytest.mark.parametrize("kw, reorder", [
     (dict(groups="customer"), lambda df: df.sample(frac=1, random_state=0)),
     (dict(groups="customer"), lambda df: df.sample(frac=1, random_state=0).reset_index(drop=True)),
-    (dict(time="day"), lambda df: df.sort_values("day"))])
+    (dict(time="day"), lambda df: df.sort_values("day")),
+    # probe 47: a stratified split on a frame shuffled and re-indexed: only the target moved
+    (dict(), lambda df: df.drop(columns=["customer", "day"]).sample(frac=1, random_state=0).reset_index(drop=True))])
 def test_splits_reused_on_a_reordered_frame_of_the_same_length_are_refused(kw, reorder):
     df = churn_frame()
     sp = tb.make_splits(df, "churn", **kw)
@@ -563,3 +565,11 @@ def test_flags_and_types_named_like_entities_are_no_entity():
                        "has_phone": rng.choice(["yes", "no"], n)})
     df["y"] = (df.x > 0).astype(int)
     assert "entity_overlap" not in [f.kind for f in tb.make_splits(df, "y").findings]
+
+
+def test_labels_cleaned_after_the_split_are_no_reordering():
+    "The target's values changed (relabelled rows), not its order: the splits still index the same rows."
+    df = churn_frame()
+    sp = tb.make_splits(df, "churn")
+    cleaned = df.assign(churn=np.where(np.arange(len(df)) < 30, 1 - df.churn, df.churn))
+    assert len(tb.baseline(cleaned, "churn", sp, models=["dummy"]))

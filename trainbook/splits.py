@@ -102,18 +102,21 @@ class FoldZeroWarning(UserWarning):
 
 _KEYED_ROWS = 1_000_000  # rows: a larger frame's row keys read this many, evenly spaced
 
-def _row_keys(df: pd.DataFrame, groups: Optional[str], time: Optional[str]) -> dict:
-    """Cheap hashes of where `df`'s rows are: of its index and of the groups and time columns (what the
-    audit reads), over every row or `_KEYED_ROWS` evenly spaced ones. `check_splits` compares them."""
+def _row_keys(df: pd.DataFrame, groups: Optional[str], time: Optional[str], target: Optional[str] = None) -> dict:
+    """Cheap hashes of where `df`'s rows are: of its index and of the groups, time and target columns (what the
+    audit reads), over every row or `_KEYED_ROWS` evenly spaced ones; the target's also as a sorted set
+    ('target_values': labels cleaned since are no reordering). `check_splits` compares them."""
     pos = np.linspace(0, len(df) - 1, _KEYED_ROWS).astype(np.int64) if len(df) > _KEYED_ROWS else slice(None)
     out = {}
-    for role, s in (("index", df.index), ("groups", groups), ("time", time)):
-        if isinstance(s, str): s = df[s]
+    for role, s in (("index", df.index), ("groups", groups), ("time", time), ("target", target)):
+        if isinstance(s, str): s = df[s] if s in df.columns else None
         if s is None: continue
         try:
             cells = s[pos].array if role == "index" else s.iloc[pos].array  # numpy's or Arrow's cells
             cells = cells.to_numpy() if isinstance(cells, pd.arrays.NumpyExtensionArray) else cells
-            out[role] = digest(pd.util.hash_array(cells).tobytes())
+            hashes = pd.util.hash_array(cells)
+            out[role] = digest(hashes.tobytes())
+            if role == "target": out["target_values"] = digest(np.sort(hashes).tobytes())
         except (TypeError, ValueError): pass  # cells of lists or dicts, a MultiIndex: not keyed
     return out
 
@@ -136,10 +139,12 @@ def check_splits(df: pd.DataFrame,  # the frame the splits must index
         raise ValueError(f"splits were made on a frame of {made_on} rows, but df has {n}: they index another "
                          f"frame's rows; {remake}")
     if keys := splits.params.get("row_keys"):  # none in splits made before they were recorded
-        cols = {role: splits.params.get(role) for role in ("groups", "time")}
+        cols = {role: splits.params.get(role) for role in ("groups", "time", "target")}
         now = _row_keys(df, *(c if c in df.columns else None for c in cols.values()))
         fresh = df.index.equals(pd.RangeIndex(n))  # reset_index(drop=True) keeps the rows where they were
-        moved = [r for r in now if r in keys and now[r] != keys[r] and not (r == "index" and fresh)]
+        # the target moved when its values are the same set in another order (labels cleaned since: not moved)
+        same = {"index": not fresh, "target": now.get("target_values") == keys.get("target_values")}
+        moved = [r for r in now if r in keys and now[r] != keys[r] and same.get(r, r != "target_values")]
         if moved:
             what = " and ".join("the index" if r == "index" else f"the {r} column {cols[r]!r}" for r in moved)
             raise ValueError(f"splits: df's rows were reordered or changed since the split was made "
@@ -487,7 +492,7 @@ def _split(df, target, strategy, groups, time, valid_size, test_size, n_folds, g
                          f"test_size={test_size}, gap={gap} rows between the parts; lower gap or the sizes")
     params = dict(target=target, groups=groups, time=time, valid_size=valid_size, test_size=test_size,
                   n_folds=n_folds, gap=gap, seed=seed, task=task, n_rows=len(df),
-                  row_keys=_row_keys(df, groups, time))
+                  row_keys=_row_keys(df, groups, time, target))
     return Splits(_ascending(train), _ascending(valid), _ascending(test),
                   [(_ascending(a), _ascending(b)) for a, b in folds] if folds else None, strategy, reason,
                   params), df, g
