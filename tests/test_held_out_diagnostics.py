@@ -2,6 +2,7 @@
 import math
 
 import numpy as np
+import pandas as pd
 import torch
 from torch import nn
 
@@ -375,3 +376,23 @@ def test_a_valid_loss_rising_inside_float_round_off_at_zero_is_not_overfitting()
         train = np.maximum(1.26 * np.exp(-steps / 4.0), 1.5e-7 * scale)
         found = tb.diagnose(epochs_run(train, valid * scale, se=1.9e-8 * scale, prior=1.386, steps_per_epoch=12))
         assert ("overfitting" in kinds(found)) == (scale > 1), (scale, kinds(found))
+
+
+def test_overfitting_from_a_large_untrained_loss_is_found_above_its_round_off():
+    """Probe 52: the round-off floor (eps32 × the untrained loss) hid a regression on unscaled targets whose valid
+    loss climbed 5 → 30 from an MSE of 1e8; the floor holds only where valid does not end above train."""
+    rng = np.random.default_rng(0)
+    spe, epochs, best = 10, 30, 12
+    for first, low, high in ((1e8, 5.0, 30.0), (1e6, 0.05, 0.3), (2.3, 1e-3, 3e-3)):
+        rows = []
+        for e in range(epochs):
+            for s in range(spe):
+                step = e * spe + s + 1
+                frac = step / (epochs * spe)
+                tl = float(np.exp(np.log(first) * (1 - frac) + np.log(low / 50) * frac)) * (1 + 0.01 * rng.standard_normal())
+                rows.append((step, e, "train", "loss", tl))
+            rows.append((step, e, "train", "epoch_loss", tl))
+            v = low * (first / low) ** ((best - e) / best) if e <= best else low + (high - low) * (e - best) / (epochs - 1 - best)
+            rows += [(step, e, "valid", "loss", v), (step, e, "valid", "loss_se", 0.02 * v)]
+        found = tb.diagnose(pd.DataFrame(rows, columns=["step", "epoch", "split", "name", "value"]))
+        assert "overfitting" in kinds(found), (first, kinds(found))

@@ -2,6 +2,8 @@
 read, give the same numbers as summing every batch by hand."""
 import math
 
+import pytest
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -106,3 +108,18 @@ def test_labels_per_position_get_the_prior_of_the_positions_scored():
         p = torch.bincount(y, minlength=5).double() / len(y)
         p = p[p > 0]
         assert math.isclose(res["prior_loss"], float(-(p * p.log()).sum()), rel_tol=1e-5), pad
+
+
+def test_a_padded_sequences_row_loss_is_over_its_scored_positions_and_small_validation_counts_labels():
+    """Probe 52: padded positions (loss 0) counted in each row's mean: the standard error 1.65× too large; and 16
+    sequences of 256 scored tokens were a small_validation of '16 rows'."""
+    from trainbook.triage import LossStats
+    torch.manual_seed(0)
+    pred, yb = torch.randn(16, 5, 40), torch.randint(0, 5, (16, 40))
+    yb[:, 20:] = -100  # half of every row padded
+    stats = LossStats(torch.nn.CrossEntropyLoss())
+    loss = torch.nn.functional.cross_entropy(pred, yb)
+    stats.add(pred, yb, loss, 16)
+    out = stats.results()
+    per_row = torch.nn.functional.cross_entropy(pred[:, :, :20], yb[:, :20], reduction="none").mean(1)
+    assert out["loss_sd"] == pytest.approx(float(per_row.std()), rel=1e-5) and out["scored"] == 320

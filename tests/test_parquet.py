@@ -426,8 +426,14 @@ def test_prep_none_refuses_nan_features_as_it_refuses_nulls_naming_column_and_fi
     pq.write_table(pa.table({"x": x, "z": np.ones(30), "y": np.arange(30) % 2}), tmp_path / "a.parquet",
                    row_group_size=10)
     dl = ParquetLoader(tmp_path / "a.parquet", "y", batch_size=8)
-    with pytest.raises(ValueError, match=r"feature column\(s\) \['x'\] have missing values \(null or NaN\).*"
-                                         r"'x': 1 \(the first in row group 1 of a.parquet\)"):
+    with pytest.raises(ValueError, match=r"feature column\(s\) \['x'\] have missing or infinite values \(null, "
+                                         r"NaN, ±inf\).*'x': 1 \(the first in row group 1 of a.parquet\)"):
         list(dl)
+    x[13], z = 1.0, np.ones(30)
+    z[25] = np.inf  # probe 52: ±inf went into the batches where NaN was refused
+    pq.write_table(pa.table({"x": x, "z": z, "y": np.arange(30) % 2}), tmp_path / "b.parquet", row_group_size=10)
+    with pytest.raises(ValueError, match=r"\['z'\] have missing or infinite values.*'z': 1 \(the first in row "
+                                         r"group 2 of b.parquet\)"):
+        list(ParquetLoader(tmp_path / "b.parquet", "y", batch_size=8))
     xb = torch.cat([xb for xb, _ in ParquetLoader(tmp_path / "a.parquet", "y", batch_size=8, prep="auto")])
     assert len(xb) == 30 and not xb.isnan().any()  # imputed

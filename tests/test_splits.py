@@ -554,6 +554,11 @@ def test_a_part_or_fold_of_few_rows_is_named_with_its_count_and_the_fix():
     sp = tb.make_splits(df, "y", test_size=0.1)  # valid 40 rows, test 20
     assert [(f.data["split"], f.data["rows"]) for f in sp.findings if f.kind == "few_rows"] == [("test", 20)]
     assert not [f for f in tb.make_splits(df, "y", n_folds=5).findings if f.kind == "few_rows"]  # 40 each
+    assert folds[0].severity == "warning"  # 5 rows in all
+    # probe 52: 50 folds of 20 rows: each fold's score is noisy, their mean scores all 1,000 rows: information
+    (many,) = [f for f in tb.make_splits(df.sample(1000, replace=True, random_state=0).reset_index(drop=True), "y",
+                                         n_folds=50).findings if f.kind == "few_rows"]
+    assert many.severity == "info"
 
 
 def test_flags_and_types_named_like_entities_are_no_entity():

@@ -365,7 +365,8 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     level = float(smooth[best])
     rise = float(tail_level - level)
     # a loss at 0 moves by round-off of its own scale (a per-example loss at 0 by ulps of 1): no rise inside it
-    if rise <= th.overfit_z * _round_off(c, t): return []
+    # (and no gap: a valid loss at or below the train loss; a rise of 5 to 30 from an MSE of 1e8 is one)
+    if rise <= th.overfit_z * _round_off(c, t) and v[-1] <= t[-1]: return []
     need = max(th.overfit_rise * abs(level), th.overfit_z * wiggle, 1e-12)
     # and rising: the evaluations after the best climb (a least-squares slope above zero by 2 of its errors)
     slope, slope_se, sxx = line_slope(v[best:])

@@ -389,11 +389,12 @@ class ParquetLoader(ShardedBatches):
 
     def _nulls_message(self, counts: dict,  # feature column -> missing values
                        first: dict,  # feature column -> where the first one is
+                       what: str = "missing values (null or NaN)",  # what was found
                       ) -> str:
         shown = ", ".join(f"{c!r}: {k} (the first in {first[c]})" for c, k in list(counts.items())[:10])
-        return (f"feature column(s) {list(counts)} have missing values (null or NaN) and prep=None would pass "
-                f"them into the batches as NaN ({shown}): pass prep='auto' (make_preprocessor, fitted on a sample, "
-                "imputes them) or a FramePrep, or fill them in the files")
+        return (f"feature column(s) {list(counts)} have {what} and prep=None would pass them into the batches "
+                f"({shown}): pass prep='auto' (make_preprocessor, fitted on a sample, imputes missing values) or "
+                "a FramePrep, or fill them in the files")
 
     def buffers(self) -> list:
         "The epoch's buffers: lists of row-group indices, in reading order."
@@ -437,11 +438,13 @@ class ParquetLoader(ShardedBatches):
         if missing: raise ValueError(self._nulls_message(missing, {c: origin for c in missing}))
         x = np.empty((table.num_rows, len(self.columns)), dtype=np.float32)
         for j, c in enumerate(self.columns): x[:, j] = table.column(c).to_numpy(zero_copy_only=False)
-        # NaN (Spark writes it as NaN, not null) is missing too; the footers count only nulls: found here
-        nan = np.isnan(x)
-        if nan.any():
-            counts = {c: int(k) for c, k in zip(self.columns, nan.sum(axis=0)) if k}
-            raise ValueError(self._nulls_message(counts, {c: origin for c in counts}))
+        # NaN (Spark writes it as NaN, not null) is missing too, and ±inf no number: the footers count only
+        # nulls, so both are found here
+        bad = ~np.isfinite(x)
+        if bad.any():
+            counts = {c: int(k) for c, k in zip(self.columns, bad.sum(axis=0)) if k}
+            raise ValueError(self._nulls_message(counts, {c: origin for c in counts},
+                                                 "missing or infinite values (null, NaN, ±inf)"))
         return torch.from_numpy(x), self._labels(table.column(self.target).to_pandas(), origin)
 
     def locate(self, position: int,  # batches already yielded this epoch

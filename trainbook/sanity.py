@@ -69,13 +69,12 @@ def static_findings(model: nn.Module,  # the model (as it will train)
                                  "the outputs are probabilities (rows sum to 1): a softmax is applied before "
                                  "a loss that applies log-softmax itself",
                                  advice="remove the final Softmax; return raw logits"))
-        # raw logits are never exactly 0 (all 0: a zero-initialized last layer); a ReLU's are, about half
-        elif (o >= 0).all() and (o == 0).any() and (o > 0).any():
-            found.append(Finding("activation_before_loss", "error",
-                                 f"the outputs are never negative and {float((o == 0).float().mean()):.0%} of them "
-                                 "are exactly 0: a ReLU is applied to the logits, so no class can score below "
-                                 "the others' floor and the loss cannot push a wrong class down",
-                                 advice="remove the final ReLU; return raw logits"))
+    if kind == "ce" and out.ndim >= 2 and out.shape[1] > 1 and _relu_logits(out.detach()):
+        found.append(Finding("activation_before_loss", "error",
+                             f"the outputs are never negative and {float((out == 0).float().mean()):.0%} of them "
+                             "are exactly 0: a ReLU is applied to the logits, so no class can score below the "
+                             "others' floor and the loss cannot push a wrong class down",
+                             advice="remove the final ReLU; return raw logits"))
     if kind == "bce":
         o = out.detach().float()
         if (o >= 0).all() and (o <= 1).all() and o.std() < 0.5:
@@ -84,6 +83,13 @@ def static_findings(model: nn.Module,  # the model (as it will train)
                                  "BCEWithLogitsLoss, which applies one itself",
                                  advice="remove the final Sigmoid; return raw logits"))
     return found
+
+def _relu_logits(out: torch.Tensor) -> bool:
+    """Per-class scores (classes on dim 1) that look ReLU'd: never negative, some exactly 0, some not. Raw logits
+    are never exactly 0; all 0 is a zero-initialized last layer; exactly one 0 at every position is a shift by
+    the minimum (x - x.min(1)), which the loss does not mind."""
+    if not ((out >= 0).all() and (out == 0).any() and (out > 0).any()): return False
+    return not bool(((out == 0).sum(1) == 1).all())
 
 def label_findings(out: torch.Tensor,  # the model's prediction on one batch
                    yb,  # that batch's targets

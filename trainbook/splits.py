@@ -376,7 +376,9 @@ def _few_rows_findings(sp: Splits) -> list[Finding]:
         rows = sorted(len(va) for _, va in sp.folds)
         if rows[0] < MIN_ROWS:
             held = f"{rows[0]}" if rows[0] == rows[-1] else f"{rows[0]} to {rows[-1]}"
-            out.append(Finding("few_rows", "warning", f"the {len(rows)} folds' valid parts hold {held} "
+            # the folds' mean scores every row once: information where they hold MIN_ROWS together
+            out.append(Finding("few_rows", "warning" if sum(rows) < MIN_ROWS else "info",
+                               f"the {len(rows)} folds' valid parts hold {held} "
                                f"row{'s' * (rows[-1] > 1)} each: each fold's scores are noise ({_NOISE})",
                                data={"split": "folds", "rows": rows[0]},
                                advice="use more rows; fewer folds (n_folds=) give each fold more, and the "

@@ -43,12 +43,16 @@ def _takes_reduction(loss_fn) -> bool:
     except TypeError: pass  # not weak-referenceable or not hashable: read again next time
     return found
 
-def _by_row(values: torch.Tensor, n: int) -> Optional[torch.Tensor]:
-    "A loss tensor as one value per row (the mean over a row's other positions), or None if it is not per row."
+def _by_row(values: torch.Tensor, n: int, scored: Optional[torch.Tensor] = None) -> Optional[torch.Tensor]:
+    """A loss tensor as one value per row (the mean over a row's other positions; `scored`, a mask of the
+    positions the loss scores, such as labels not at ignore_index: over those only), or None if it is not per row."""
     shape = values.shape  # read once: each read of a tensor's shape builds a new torch.Size
     if not shape or shape[0] != n or n < 2: return None
     if len(shape) == 1:  # already one value per row (`.float()` is a torch call even when it changes nothing)
         return values if values.dtype is torch.float32 else values.float()
+    if scored is not None and scored.shape == shape:  # a padded position's 0 is no loss of its row
+        mask = scored.reshape(n, -1)
+        return (values.reshape(n, -1).float() * mask).sum(1) / mask.sum(1).clamp(min=1)
     return values.reshape(n, -1).float().mean(1)
 
 def _example_losses_fn(loss_fn: Callable) -> Callable:
@@ -126,6 +130,7 @@ class LossStats:
         self._mean_parts, self._batch_sums = [], None
         self._seen = None  # the shapes and dtypes of the last batch whose targets were read
         self._ignore = ignore_index_of(loss_fn) if loss_fn is not None else None  # labels the loss leaves out
+        self._scored = None  # per-position labels the loss scores, summed on the device
 
     def add(self,
             pred,  # the batch's prediction
@@ -135,8 +140,13 @@ class LossStats:
            ) -> None:
         "Take one batch: held, then summed with the next ones on its device (no host sync)."
         pshape = pred.shape if isinstance(pred, torch.Tensor) else None
+        # per-position labels: the positions the loss scores (not at ignore_index), counted for `results`
+        scored = None
+        if self._ignore is not None and isinstance(yb, torch.Tensor) and yb.ndim > 1 and not yb.is_floating_point():
+            scored = yb != self._ignore
+            self._scored = scored.sum() if self._scored is None else self._scored + scored.sum()
         if self.per_example and pshape is not None:
-            try: rows = _by_row(self._example_fn(pred, yb), pshape[0])
+            try: rows = _by_row(self._example_fn(pred, yb), pshape[0], scored)
             except Exception: rows = None  # a loss that cannot be split by row: the batches' spread instead
             if rows is None: self.per_example = False
             else:
@@ -257,6 +267,7 @@ class LossStats:
         r1, r2 = self.sums.tolist()
         n_examples, n_rows, n_batches = float(self.n_examples), float(self.n_rows), float(self.n_batches)
         out = {"rows": n_rows}
+        if self._scored is not None: out["scored"] = float(self._scored)  # per-position labels scored
         if examples:
             mean = r1 / n_examples
             var = max(r2 / n_examples - mean * mean, 0.0) * n_examples / (n_examples - 1)
@@ -431,13 +442,15 @@ def _batch_named(info: dict) -> str:
     return (f"one of micro-batches {first}-{last}, 0-based: its accumulation window; the saved batch is the "
             "failing one")
 
-def small_validation(rows: int,  # the rows one validation scores
+def small_validation(rows: int,  # the rows (or per-position labels) one validation scores
                      se: Optional[float] = None,  # one validation loss's standard error, when known
+                     what: str = "rows",  # what `rows` counts: rows, or labels scored (per position)
                     ) -> Finding:
-    "A warning that a validation of under `MIN_ROWS` rows is too small to judge a run by (once a run)."
+    "A warning that a validation of under `MIN_ROWS` rows (or labels) is too small to judge a run by (once a run)."
     noise = f": one evaluation's standard error is {se:.3g}" if se is not None and math.isfinite(se) else ""
+    what = what if rows != 1 else what.replace("rows", "row").replace("labels", "label")
     return Finding("small_validation", "warning",
-                   f"the validation holds {rows} row{'s' * (rows != 1)}{noise}; best.pt, early stopping, the plateau "
+                   f"the validation holds {rows} {what}{noise}; best.pt, early stopping, the plateau "
                    "schedule and the overfitting judgement all read differences below it as real",
                    advice=f"validate on {MIN_ROWS} rows or more (a larger valid_size=), or cross-validate",
                    data={"rows": rows, "standard_error": se, "min_rows": MIN_ROWS})
@@ -471,8 +484,11 @@ class NanGuard(Callback):
         for name in ("loss_se", "loss_sd", "prior_loss"):
             if name in stats and math.isfinite(stats[name]):
                 state.history.append(state.step, state.epoch, "valid", name, float(stats[name]))
-        if 0 < stats.get("rows", MIN_ROWS) < MIN_ROWS and "small_validation" not in {f.kind for f in state.findings}:
-            state.findings.append(small_validation(int(stats["rows"]), stats.get("loss_se")))
+        # per-position labels (tokens, pixels): the labels scored are what a small validation lacks, not rows
+        size = stats.get("scored", stats.get("rows", MIN_ROWS))
+        if 0 < size < MIN_ROWS and "small_validation" not in {f.kind for f in state.findings}:
+            state.findings.append(small_validation(int(size), stats.get("loss_se"),
+                                                   "labels scored" if "scored" in stats else "rows"))
 
     def after_step(self, state: LoopState):
         # each trainable parameter's norm at the first step and every 10 gradient-norm logs: vanishing gradients
