@@ -177,3 +177,22 @@ def test_warn_points_past_the_libraries_trainbook_runs_in_at_the_users_line():
         with contextlib.ExitStack() as stack:  # contextlib (a library) calls it back, as Optuna calls a trial
             stack.callback(warn, "said inside a library's callback")
     assert [w.filename for w in seen] == [__file__]
+
+
+def test_the_git_commit_is_read_again_after_a_repository_appears(tmp_path, monkeypatch):
+    """Probe 53: a folder first seen without a repository kept git_commit None for the whole session, after a
+    `git init` and a commit too (the walk up for a repository was kept, None included)."""
+    import subprocess
+    from trainbook.core import environment
+    monkeypatch.chdir(tmp_path)
+    if environment()["git_commit"] is not None: pytest.skip("tmp_path sits inside a repository")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (tmp_path / "a.txt").write_text("a")
+    subprocess.run([*git, "add", "a.txt"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "first"], check=True)
+    first = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    assert environment()["git_commit"] == first
+    (tmp_path / "a.txt").write_text("b")
+    subprocess.run([*git, "commit", "-q", "-am", "second"], check=True)
+    assert environment()["git_commit"] not in (None, first)  # HEAD is read at each call

@@ -1,4 +1,5 @@
 "The magics through a real IPython InteractiveShell: each works, bad arguments give usage errors, reload does not double-register."
+import pandas as pd
 import pytest
 import torch
 from pathlib import Path
@@ -529,3 +530,19 @@ def test_overwrite_replaces_the_earlier_run_in_its_folder_instead_of_a_version_f
     assert run(ip, f"%train model dl_train --epochs 1 --no-live --checkpoint-dir {folder}").success
     assert run(ip, f"%train model dl_train --epochs 1 --no-live --checkpoint-dir {folder} --overwrite").success
     assert Path(ip.user_ns["_run"].run_dir) == folder and not (folder / "version_1").exists()
+
+
+def test_a_dropped_checklist_stops_listening_and_is_freed():
+    """Probe 53: five deleted Checklists stayed alive (the announcement bus held them) and a later check_data
+    ticked them all."""
+    import gc, weakref
+    from trainbook.core import _LISTENERS
+    before = len(_LISTENERS)
+    cl = tb.Checklist("binary", target="target", metric="valid_loss", threshold=1.0)
+    alive = weakref.ref(cl)
+    assert len(_LISTENERS) == before + 1
+    del cl
+    gc.collect()
+    assert alive() is None
+    tb.check_data(pd.DataFrame({"a": [0.0, 1.0] * 20, "target": [0, 1] * 20}), "target", leak_check=False)
+    assert len(_LISTENERS) == before  # the dead entry went at the next announcement

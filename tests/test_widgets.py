@@ -439,3 +439,19 @@ def test_a_search_panel_leaves_a_static_figure_in_the_saved_notebook(monkeypatch
     final = panel.figure
     assert final is not live_figure and len(final.data) == 2  # a plain figure of both trials
     assert "best valid_loss 0.5 (trial 0: lr=0.01)" in final.layout.title.text
+
+
+def test_a_dropped_panel_and_builder_free_their_model_and_frame(frame):
+    """Probe 53: three TrainPanels deleted kept their models, optimizers and runs (each button's callback held
+    its panel, and ipywidgets keeps every open widget); a SplitBuilder kept its frame."""
+    import gc, weakref
+    p = panel(epochs=1)
+    p.overfit_button.click(); p.wait()
+    model, built = weakref.ref(p.model), weakref.ref(tb.SplitBuilder(frame, target="target"))
+    newest = panel(epochs=1)  # the cell run again: a new panel (the newest is kept, for display(...) alone)
+    tb.SplitBuilder(frame, target="target")
+    del p
+    gc.collect()
+    assert model() is None and built() is None
+    newest.overfit_button.click(); newest.wait()  # the newest answers its buttons though nothing else holds it
+    assert newest.sanity is not None and tb.TrainPanel._newest is newest

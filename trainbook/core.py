@@ -5,7 +5,7 @@
 # %% ../nbs/00_core.ipynb #d6e9bcc4
 from __future__ import annotations
 import contextlib, difflib, functools, hashlib, importlib, importlib.metadata, inspect, math, os, platform, random, re
-import socket, sys, tempfile, time, typing, warnings
+import socket, sys, tempfile, time, typing, warnings, weakref
 from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Sequence
@@ -529,15 +529,16 @@ def _git_dir(path: Path) -> Optional[Path]:
             if text.startswith("gitdir:"): return (folder / text[len("gitdir:"):].strip()).resolve()
     return None
 
-_GIT_DIRS: dict = {}  # folder -> its repository's git folder (or None): where a folder's repository is stays put
+_GIT_DIRS: dict = {}  # folder -> its repository's git folder: where a found repository is stays put
 
 def _git_commit(path: str = ".") -> Optional[str]:
     "The commit checked out in `path`'s repository, read from its files (no `git` process; its HEAD read each time)."
     try:
         folder = os.path.realpath(path)
-        if folder not in _GIT_DIRS: _GIT_DIRS[folder] = _git_dir(Path(folder))  # a walk up, once per folder
-        git = _GIT_DIRS[folder]
+        # a walk up, once per folder that has a repository; none yet is looked for again (a `git init` later)
+        git = _GIT_DIRS.get(folder) or _git_dir(Path(folder))
         if git is None: return None
+        _GIT_DIRS[folder] = git
         head = (git / "HEAD").read_text().strip()
         if not head.startswith("ref:"): return head or None
         ref = head[len("ref:"):].strip()
@@ -714,17 +715,22 @@ def atomic_write(path: str | Path,  # the file to write (its folder is created w
     return path
 
 # %% ../nbs/00_core.ipynb #79499d5e
-_LISTENERS: list = []
+_LISTENERS: list = []  # functions, and weak references to bound methods: a dropped Checklist stops listening
+
+def _listener(entry) -> Optional[Callable]:
+    "The function a `_LISTENERS` entry stands for; None for a method whose object is gone."
+    return entry() if isinstance(entry, weakref.WeakMethod) else entry
 
 def listen(fn,  # `fn(kind, obj)`, called for each announcement
           ) -> None:
-    "Call `fn(kind, obj)` for every announcement from now on."
-    if fn not in _LISTENERS: _LISTENERS.append(fn)
+    "Call `fn(kind, obj)` for every announcement from now on (a bound method only while its object lives)."
+    if any(_listener(e) == fn for e in _LISTENERS): return
+    _LISTENERS.append(weakref.WeakMethod(fn) if inspect.ismethod(fn) else fn)
 
 def unlisten(fn,  # a function given to `listen`
             ) -> None:
     "Stop calling `fn`."
-    if fn in _LISTENERS: _LISTENERS.remove(fn)
+    _LISTENERS[:] = [e for e in _LISTENERS if _listener(e) not in (fn, None)]
 
 @contextlib.contextmanager
 def silenced():
@@ -738,6 +744,10 @@ def announce(kind: str,  # what happened: data_checked, split_made, overfit_batc
              obj: Any,  # its result (a DataReport, Splits, SanityReport, ...)
             ) -> None:
     "Tell the listeners that `kind` happened (e.g. 'data_checked' with the DataReport)."
-    for fn in list(_LISTENERS):
+    for entry in list(_LISTENERS):
+        fn = _listener(entry)
+        if fn is None:  # its object was dropped
+            if entry in _LISTENERS: _LISTENERS.remove(entry)
+            continue
         try: fn(kind, obj)
         except Exception: pass  # a view never breaks the work it watches

@@ -4,7 +4,7 @@
 
 # %% ../nbs/12_widgets.ipynb #33e228ba
 from __future__ import annotations
-import html, inspect, math, threading, time, traceback
+import html, inspect, math, threading, time, traceback, weakref
 from typing import Callable, Optional
 
 import pandas as pd
@@ -16,11 +16,29 @@ from .audit import RowHashes
 from .splits import STRATEGIES, make_splits
 
 # %% auto #0
-__all__ = ['BALANCE_LAYOUT', 'BUTTON', 'PLACEHOLDER', 'Snapshot', 'buttons_html', 'split_code', 'balance_figure', 'start_values',
-           'SplitBuilder', 'StopOnEvent', 'run_status', 'overfit_status', 'lr_status', 'error_html', 'TrainPanel',
-           'StudyPanel', 'config_text']
+__all__ = ['BALANCE_LAYOUT', 'BUTTON', 'PLACEHOLDER', 'weakly', 'keep_newest', 'Snapshot', 'buttons_html', 'split_code',
+           'balance_figure', 'start_values', 'SplitBuilder', 'StopOnEvent', 'run_status', 'overfit_status', 'lr_status',
+           'error_html', 'TrainPanel', 'StudyPanel', 'config_text']
 
 # %% ../nbs/12_widgets.ipynb #e5463f06
+def weakly(obj,  # the widget's owner (a panel, a builder)
+           call: Callable,  # `call(obj, *args)`: what the callback does with it
+          ) -> Callable:
+    """A widget callback that reaches `obj` only while it lives: ipywidgets keeps every open widget and its
+    callbacks, so a callback holding its panel would keep the panel (its model, optimizer, runs) for ever. The
+    newest panel (and builder) of each class is kept all the same (`keep_newest`): one displayed without a name,
+    `display(tb.TrainPanel(...))`, still answers its buttons; an older one lives while you hold it."""
+    ref = weakref.ref(obj)
+    def callback(*args):
+        owner = ref()
+        if owner is not None: call(owner, *args)
+    return callback
+
+def keep_newest(obj,  # a panel or builder just made
+               ) -> None:
+    "Hold `obj` as its class's newest (see `weakly`): the one before it is let go."
+    type(obj)._newest = obj
+
 class Snapshot:
     "A widget shown with a static HTML snapshot beside it, refreshed in place: what front ends without a kernel show."
     def _snapshot_html(self) -> str: raise NotImplementedError
@@ -144,8 +162,9 @@ class SplitBuilder(Snapshot):
         self.chart = go.FigureWidget(layout=BALANCE_LAYOUT)
         self.controls = [self.target, self.strategy, self.groups, self.time, self.valid_size, self.test_size,
                          self.n_folds, self.gap, self.seed]
-        for c in self.controls: c.observe(lambda _: self.refresh(), names="value")
-        self.copy_button.on_click(lambda _: self.copy())
+        keep_newest(self)
+        for c in self.controls: c.observe(weakly(self, lambda builder, _: builder.refresh()), names="value")
+        self.copy_button.on_click(weakly(self, lambda builder, _: builder.copy()))
         self.widget = w.HBox([w.VBox(self.controls + [self.copy_button]),
                               w.VBox([self.status, self.chart, self.code])])
         self.refresh()
@@ -319,11 +338,13 @@ class TrainPanel(Snapshot):
         self.note = w.HTML()  # Dry run's table
         self.plot = w.Box([self.placeholder], layout=w.Layout(width="100%"))  # what the last action drew
         self.figure, self.curves = None, None
-        self.overfit_button.on_click(lambda _: self._start("overfit one batch", self._overfit))
-        self.lr_button.on_click(lambda _: self._start("find LR", self._find_lr))
-        self.dry_button.on_click(lambda _: self._start("dry run", self._dry_run))
-        self.train_button.on_click(lambda _: self._start("training", self._train))
-        self.stop_button.on_click(lambda _: self.stop())
+        # callbacks that hold the panel weakly: a panel dropped (its cell run again) frees its model
+        keep_newest(self)
+        self.overfit_button.on_click(weakly(self, lambda p, _: p._start("overfit one batch", p._overfit)))
+        self.lr_button.on_click(weakly(self, lambda p, _: p._start("find LR", p._find_lr)))
+        self.dry_button.on_click(weakly(self, lambda p, _: p._start("dry run", p._dry_run)))
+        self.train_button.on_click(weakly(self, lambda p, _: p._start("training", p._train)))
+        self.stop_button.on_click(weakly(self, lambda p, _: p.stop()))
         self.buttons = [self.overfit_button, self.lr_button, self.dry_button, self.train_button,
                         self.stop_button]
         self.widget = w.VBox([w.HBox(self.buttons), self.status, self.plot, self.findings])
