@@ -16,11 +16,11 @@ from .run import EVIDENCE
 
 # %% auto #0
 __all__ = ['PANELS', 'TITLES', 'LOG_PANELS', 'SYSTEM', 'LEGENDS', 'STYLE', 'MARK_STYLE', 'GRADIENT_TROUBLE', 'display_mode',
-           'show_output', 'Series', 'panel_of', 'new_figure', 'clear_figure', 'data_range', 'axis_ranges', 'autoscale',
-           'axis_scale', 'decade_label', 'decade_ticks', 'constant_note', 'marks_for', 'place_labels', 'thinned',
-           'curves_content', 'curves_spec', 'draw', 'plotlyjs_script', 'figure_html', 'page_html', 'figure_bundle',
-           'title_text', 'summary_of', 'as_static', 'plot_history', 'grad_norm_matrix', 'plot_grad_norms', 'LiveCurves',
-           'FinalView']
+           'close_widgets', 'show_output', 'Series', 'panel_of', 'new_figure', 'clear_figure', 'data_range',
+           'axis_ranges', 'autoscale', 'axis_scale', 'decade_label', 'decade_ticks', 'constant_note', 'marks_for',
+           'place_labels', 'thinned', 'curves_content', 'curves_spec', 'draw', 'plotlyjs_script', 'figure_html',
+           'page_html', 'figure_bundle', 'title_text', 'summary_of', 'as_static', 'plot_history', 'grad_norm_matrix',
+           'plot_grad_norms', 'LiveCurves', 'FinalView']
 
 # %% ../nbs/11_live.ipynb #ec582984
 def display_mode() -> str:
@@ -36,6 +36,17 @@ def display_mode() -> str:
         import anywidget, ipywidgets  # noqa: F401  (plotly's FigureWidget needs both)
         return "widget"
     except ImportError: return "static"
+
+def close_widgets(widget,  # an ipywidget (a Box, a FigureWidget, a bar's container) or None
+                  keep: tuple = (),  # widgets inside it that stay open (a figure a panel lent)
+                 ) -> None:
+    """Close `widget`, the widgets inside it and their Layout and Style: a closed Box leaves its children, and a
+    closed widget its layout and style, open in the kernel (24 widgets a live fit, over a day's session)."""
+    if widget is None or not hasattr(widget, "close") or any(widget is k for k in keep): return
+    for child in getattr(widget, "children", ()) or (): close_widgets(child, keep)
+    for part in (getattr(widget, "layout", None), getattr(widget, "style", None)):
+        if hasattr(part, "close") and hasattr(part, "comm"): part.close()
+    widget.close()
 
 def show_output(obj,  # anything IPython can display
                 **kwargs,  # passed on to IPython.display.display (display_id=True, raw=True, ...)
@@ -619,7 +630,7 @@ class LiveCurves(Callback):
     def close(self):
         "Close the live widgets it made (nothing is left to save or to draw); the points stay in `.series`."
         for w in (self.box, self._findings_box, None if self.figure is self._given else self.figure):
-            if hasattr(w, "close"): w.close()
+            close_widgets(w, keep=(self._given,))
         self.box = self._findings_box = None
 
     def marks(self, state: LoopState,  # the loop's state: its findings and history

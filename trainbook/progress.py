@@ -8,7 +8,7 @@ import json, math, os, time
 from typing import Callable
 
 from .events import Callback
-from .live import LiveCurves, display_mode, show_output
+from .live import LiveCurves, close_widgets, display_mode, show_output
 
 # %% auto #0
 __all__ = ['END_WORDS', 'Progress', 'stop_summary', 'HistoryStream', 'default_displays']
@@ -52,7 +52,9 @@ class Progress(Callback):
         handle = self._shown.pop(id(bar), None)
         if handle is None: return
         if bar.leave: handle.update(bar.container)  # the same widget, its text fallback as it is now
-        else: handle.update({"text/plain": ""}, raw=True)  # a closed bar leaves nothing
+        else:  # a closed bar leaves nothing, in the output or in the kernel
+            handle.update({"text/plain": ""}, raw=True)
+            close_widgets(bar.container)
     def before_epoch(self, state):
         if self.steps is not None: self.steps.set_description(f"epoch {state.epoch}", refresh=False)
     def after_step(self, state):
