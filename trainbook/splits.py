@@ -109,7 +109,7 @@ def _row_keys(df: pd.DataFrame, groups: Optional[str], time: Optional[str], targ
     pos = np.linspace(0, len(df) - 1, _KEYED_ROWS).astype(np.int64) if len(df) > _KEYED_ROWS else slice(None)
     out = {}
     for role, s in (("index", df.index), ("groups", groups), ("time", time), ("target", target)):
-        if isinstance(s, str): s = df[s] if s in df.columns else None
+        if role != "index": s = df[s] if s is not None and s in df.columns else None  # a column's name, any label
         if s is None: continue
         try:
             cells = s[pos].array if role == "index" else s.iloc[pos].array  # numpy's or Arrow's cells
