@@ -226,7 +226,8 @@ def _written_apart(codes: np.ndarray, ids, parts: dict, pairs: list, groups: str
 
 def _entities_across(df: pd.DataFrame, parts: dict, pairs: list, target, where: str) -> list[Finding]:
     """Without `groups`: a column that names entities (`names_entity`: an id, a customer, an email) whose ids
-    repeat (an entity's rows: a patient's visits, a user's sessions) with most ids on both sides of a pair of parts. Rows of one entity are alike: a random split
+    repeat (an entity's rows: a patient's visits, a user's sessions) with most ids on both sides of a pair of
+    parts. Rows of one entity are alike: a random split
     scores the model on entities it trained on."""
     out = []
     for col in [c for c in df.columns if c != target and names_entity(c, df[c])]:

@@ -407,7 +407,8 @@ def conflict_finding(target: str,  # the label column
     """`conflicting_labels`: the accuracy the features allow, and whether the rows look like copies of one
     record labelled two ways (a warning: check the labelling) or like a coarse feature space (information:
     codes, bands or answers shared by rows whose outcomes differ, the error no model avoids)."""
-    said = (f"{groups} group{'s' if groups != 1 else ''} of identical feature rows carr{'y' if groups != 1 else 'ies'} "
+    many = groups != 1
+    said = (f"{groups} group{'s' * many} of identical feature rows carr{'y' if many else 'ies'} "
             f"different labels ({n_rows} rows; no model gets more than {1 - lost / max(n, 1):.1%} of all rows right)")
     data = {"n_groups": groups, "n_rows": n_rows, "n_wrong_at_best": lost, "chance_pairs": chance,
             "rows": list(rows)}

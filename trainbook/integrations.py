@@ -54,8 +54,9 @@ def _keras_siblings(cb) -> Optional[list]:
 _UNWATCHED: list = []  # open KerasRecorders whose model.fit runs without `fit_ending_runs` around it
 
 def _unwatched_fit() -> Optional[tuple]:
-    """(frame, thread, caller's frame, its instruction) of the Keras `fit` calling a callback's `on_train_begin` when no `fit_ending_runs` is around
-    it: the callback was made in `model.fit(...)`'s arguments, after Python looked up the unwrapped fit."""
+    """(frame, thread, caller's frame, its instruction) of the Keras `fit` calling a callback's `on_train_begin`
+    when no `fit_ending_runs` is around it: the callback was made in `model.fit(...)`'s arguments, after Python
+    looked up the unwrapped fit."""
     frame, fit = sys._getframe(2), None  # past this function and on_train_begin
     while frame is not None:
         if frame.f_code.co_name == "fit_ending_runs" and frame.f_globals.get("__name__") == __name__: return None

@@ -242,7 +242,8 @@ def flax_checkpoint_file(path: Union[str, Path],  # a checkpoint file, or a run 
     "The file `path` names: itself, or a run folder's last.msgpack; `CheckpointError` when there is none."
     path = Path(path)
     if path.is_dir(): path = path / "last.msgpack"
-    ended = stopped_without_checkpoint(path.parent, path.name) if path.name == "last.msgpack" and not path.is_file() else ""
+    missing = path.name == "last.msgpack" and not path.is_file()
+    ended = stopped_without_checkpoint(path.parent, path.name) if missing else ""
     if ended: raise CheckpointError(ended)  # its run.json says why: it stopped before its first checkpoint
     if not path.is_file():
         raise CheckpointError(f"no Flax checkpoint at {path}: pass a last.msgpack / best.msgpack file or the "

@@ -132,7 +132,8 @@ def _score(x: np.ndarray, y: np.ndarray, regression: bool, groups: Optional[np.n
         ranks = pd.Series(y).rank().to_numpy()
         on_values = _r2(y, one_column_predictions(x, y, groups=groups))
         on_ranks = _r2(ranks, one_column_predictions(x, ranks, groups=groups))
-        best = (on_values, 0.0, "R²", None) if on_values >= min(on_ranks, threshold) else (on_ranks, 0.0, "rank R²", None)
+        best = ((on_values, 0.0, "R²", None) if on_values >= min(on_ranks, threshold)
+                else (on_ranks, 0.0, "rank R²", None))
         return best if best[0] >= threshold else max(best, _bands(x, y, groups, threshold), key=lambda s: s[0])
     counts = np.bincount(pd.factorize(y)[0])
     # a class needs the rows each class has in the smallest balanced frame scored (15 of 30 rows for two
@@ -275,7 +276,8 @@ def _leak_finding(col: str, score: float, constant: float, metric: str, cls, cov
     goal = "the target" if cls is None else f"whether the target is {cls!r}"
     shown = metric
     if metric == "band accuracy":  # the other way round: the target tells the feature
-        what, goal, shown = "its values look like bands cut from the target: the target alone tells", "each row's band", "balanced accuracy"
+        what = "its values look like bands cut from the target: the target alone tells"
+        goal, shown = "each row's band", "balanced accuracy"
     where = "on held-out " + ("groups" if grouped else "rows")
     where += f" where it is filled ({covered:.0%} of rows)" if covered < 1 else ""
     skill = (score - constant) / (1.0 - constant)  # the share of the way from the constant to perfect
