@@ -178,10 +178,14 @@ ID_WORDS = ("id", "uuid", "guid")  # a column whose name's last word is one of t
 # the words of a name: 'customerID' -> customer, ID; 'userId' -> user, Id; 'user_id', 'user-id', 'user id'
 _NAME_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
+def _name_words(name) -> list[str]:
+    "A name's words, lower-cased, numbers left out: 'customerID2' -> ['customer', 'id'] ('id2' ends in 'id')."
+    return [w.lower() for w in _NAME_WORDS.findall(str(name)) if not w.isdigit()]
+
 def named_like_id(name,  # a column's name
                  ) -> bool:
     "Whether a name says identifier: 'id', 'key', 'index' or a last word in `ID_WORDS`; not 'humid'."
-    words = [w.lower() for w in _NAME_WORDS.findall(str(name)) if not w.isdigit()]  # 'id2' ends in 'id'
+    words = _name_words(name)
     return words in (["key"], ["index"]) or bool(words) and words[-1] in ID_WORDS
 
 # a name whose last word is one of these names an entity whose rows repeat: 'customer', 'user_email'; not
@@ -196,7 +200,7 @@ def names_entity(name,  # a column's name
     """Whether a column names entities (a patient, a user): named like an id; or named like an entity or holding
     email addresses, with at least √rows distinct values (a flag or a type, 'premium_member', 'device', has few)."""
     if named_like_id(name): return True
-    words = [w.lower() for w in _NAME_WORDS.findall(str(name)) if not w.isdigit()]
+    words = _name_words(name)
     named = bool(words) and words[-1] in ENTITY_WORDS
     if not named:
         sample = s.dropna().head(200).astype(str) if dtype_family(s) == "categorical" else pd.Series([], dtype=str)

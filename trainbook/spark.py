@@ -126,13 +126,14 @@ def spark_infinities(sdf,  # a Spark DataFrame
     types = {f.name: f.dataType for f in sdf.schema.fields}
     floats = [c for c in (sdf.columns if columns is None else columns) if _floating(types[c])]
     if not floats: return {}
-    aggs = []
-    for i, c in enumerate(floats):
-        for sign, value in (("p", float("inf")), ("n", float("-inf"))):
-            aggs.append(F.sum(F.when(spark_col(c) == F.lit(value), 1).otherwise(0)).alias(f"{sign}{i}"))
-    row = sdf.agg(*aggs).first().asDict()
-    counts = {c: (int(row[f"p{i}"] or 0), int(row[f"n{i}"] or 0)) for i, c in enumerate(floats)}
+    row = sdf.agg(*[a for i, c in enumerate(floats) for a in _infinity_aggs(F, c, i)]).first().asDict()
+    counts = {c: (int(row[f"ip{i}"] or 0), int(row[f"in{i}"] or 0)) for i, c in enumerate(floats)}
     return {c: k for c, k in counts.items() if sum(k)}
+
+def _infinity_aggs(F, name: str, i: int) -> list:
+    "Sums of a float column's +inf and -inf values (aliases ip{i}, in{i}), for one aggregation with others."
+    return [F.sum(F.when(spark_col(name) == F.lit(v), 1).otherwise(0)).alias(f"{sign}{i}")
+            for sign, v in (("ip", float("inf")), ("in", float("-inf")))]
 
 @dataclass
 class ColumnStats:
@@ -149,6 +150,7 @@ class ColumnStats:
     whole: int = 0  # string columns: values that read as whole numbers
     median_words: float = 0.0
     fractional: int = 0  # float and decimal columns: values with a fractional part (an id is whole)
+    infinite: tuple = (0, 0)  # float columns: (+inf, -inf) values
 
 def column_stats(sdf,  # a Spark DataFrame
                  exact_limit: int = 1_000_000,  # exact distinct counts up to this many rows
@@ -171,6 +173,7 @@ def column_stats(sdf,  # a Spark DataFrame
                      F.percentile_approx(F.when(c.isNotNull(), words), 0.5).alias(f"t{i}")]
         if fam == "numeric" and f.dataType.typeName() not in _INTEGRAL:
             aggs.append(F.sum(F.when(c % 1 != 0, 1).otherwise(0)).alias(f"f{i}"))  # inf % 1 is NaN: counted
+        if _floating(f.dataType): aggs += _infinity_aggs(F, f.name, i)  # in this pass, not one of its own
     row = sdf.agg(*aggs).first().asDict()
     dedup = sdf.dropDuplicates()
     counts = dedup.agg(F.count(F.lit(1)).alias("n"),
@@ -182,7 +185,8 @@ def column_stats(sdf,  # a Spark DataFrame
                                     int(row[f"m{i}"] or 0), int(row[f"u{i}"] or 0), int(counts[f"c{i}"]),
                                     row.get(f"lo{i}"), row.get(f"hi{i}"), int(row.get(f"p{i}") or 0),
                                     int(row.get(f"w{i}") or 0), float(row.get(f"t{i}") or 0),
-                                    int(row.get(f"f{i}") or 0))
+                                    int(row.get(f"f{i}") or 0),
+                                    (int(row.get(f"ip{i}") or 0), int(row.get(f"in{i}") or 0)))
     return n, int(counts["n"]), stats
 
 def _is_identifier(s: ColumnStats, integral: bool) -> bool:
@@ -454,8 +458,8 @@ def check_data(sdf,  # a Spark DataFrame, one row per example
     if target is not None and task == "auto" and stats[target].missing < n: task = spark_task(sdf, target)
     skip = {c for c in (groups, time) if c is not None}
     roles = spark_roles(sdf, stats, n, target, skip)
-    findings += [f for c, (pos, neg) in spark_infinities(sdf).items()
-                 for f in infinite_finding(c, pos, neg, n, c == target, _INFINITE_FIX.format(c=c))]
+    findings += [f for c, s in stats.items() if sum(s.infinite)  # counted in `column_stats`' one pass
+                 for f in infinite_finding(c, *s.infinite, n, c == target, _INFINITE_FIX.format(c=c))]
     findings += _spark_column_findings(sdf, stats, roles, n, target, groups)
     findings += _spark_groups_time(sdf, stats, n, groups, None)
     findings += _spark_duplicates(sdf, n, n_distinct, target, stats)
