@@ -55,6 +55,7 @@ _EXPORTS = {
                    "file_sha256"],
     "integrations": ["keras_callback", "atomic_keras_save", "TorchClassifier", "TorchRegressor",
                      "TrainingWarning", "mlp", "TokenLoader"],
+    "huggingface": ["trainer_callback"],
     "tracking": ["track", "untrack", "Tracker", "to_tensorboard", "log_run", "run_params", "active_tracker", "sync"],
     "experiments": ["runs", "load_run", "compare_runs", "RunBrowser"],
     "store": ["safe_key", "safe_items", "check_server", "mark_dead_runs"],

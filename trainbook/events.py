@@ -4,17 +4,17 @@
 
 # %% ../nbs/04_events.ipynb #cd8f0d4b
 from __future__ import annotations
-import inspect
+import functools, inspect, sys
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from .core import did_you_mean, warn
 from .run import STOP_REASONS, StopReason
 
 # %% auto #0
 __all__ = ['EVENT_NAMES', 'Event', 'Control', 'LoopState', 'Callback', 'Callbacks', 'add_session_observer',
-           'remove_session_observer', 'session_observers']
+           'remove_session_observer', 'session_observers', 'calling_callbacks', 'ending_runs_on_error']
 
 # %% ../nbs/04_events.ipynb #ade284d1
 class Event(str, Enum):
@@ -225,3 +225,33 @@ def session_observers(track: Optional[bool] = None,  # None = as the session say
     given = [id(cb) for cb in given]
     # a factory may decline (a tracker on a rank other than 0)
     return [cb for cb in made if cb is not None and id(cb) not in given]
+
+# %% ../nbs/04_events.ipynb #1923e204
+def calling_callbacks(cb,  # a callback, from inside its own event method (`on_train_begin`)
+                     ) -> Optional[list]:
+    """The callbacks of the framework loop that calls `cb` (Keras' `model.fit`, transformers' `Trainer`): neither
+    hands a callback a list of the others, but the object calling its event (Keras' `CallbackList`, the Trainer's
+    `CallbackHandler`) holds them, in its caller's frame. None when not found."""
+    frame = sys._getframe(2)  # past this function and the callback's method
+    for _ in range(4):
+        if frame is None: return None
+        found = getattr(frame.f_locals.get("self"), "callbacks", None)
+        if isinstance(found, list) and any(c is cb for c in found): return found
+        frame = frame.f_back
+    return None
+
+def ending_runs_on_error(fit: Callable,  # a framework's training call: Keras' `Model.fit`, `Trainer.train`
+                        recorder_class: type,  # trainbook's callback class for that framework (with `open`, `fail`)
+                        callbacks_of: Callable,  # `callbacks_of(fit, args, kwargs)`: the callbacks of one call
+                       ) -> Callable:
+    """`fit`, ending the open runs of its trainbook callbacks when it raises: a framework calls no callback then,
+    and the run would stay 'running', its folder locked, `tb.last_run()` an older run."""
+    @functools.wraps(fit)
+    def fit_ending_runs(*args, **kwargs):
+        try: return fit(*args, **kwargs)
+        except BaseException as err:
+            for cb in callbacks_of(fit, args, kwargs):
+                if isinstance(cb, recorder_class) and cb.open: cb.fail(err)
+            raise
+    fit_ending_runs.ends_trainbook_runs = True
+    return fit_ending_runs

@@ -22,7 +22,7 @@ from .core import Finding, History, TrainConfig, announce, environment, import_o
 from .data import TensorLoader
 from .diagnostics import diagnose
 from .readings import nonfinite_loss
-from .events import Callbacks, Event, LoopState, session_observers
+from .events import Callbacks, Event, LoopState, calling_callbacks, ending_runs_on_error, session_observers
 from .loop import fit
 from .run import RUNNING, Run, StopReason, remember_run
 
@@ -40,18 +40,8 @@ def _keras_name(name: str) -> tuple[str, str]:
     if name.startswith("val_"): return "valid", name[4:]
     return "train", {"learning_rate": "lr"}.get(name, name)
 
-def _keras_siblings(cb) -> Optional[list]:
-    """The callbacks of the `model.fit` that calls `cb`: Keras hands a callback no list of the others, but the
-    `CallbackList` calling its `on_train_begin` holds them (its caller's frame). None when not found."""
-    frame = sys._getframe(2)  # past this function and the callback's method
-    for _ in range(4):
-        if frame is None: return None
-        found = getattr(frame.f_locals.get("self"), "callbacks", None)
-        if isinstance(found, list) and any(c is cb for c in found): return found
-        frame = frame.f_back
-    return None
-
 _UNWATCHED: list = []  # open KerasRecorders whose model.fit runs without `fit_ending_runs` around it
+_ENDING_RUNS = ending_runs_on_error.__module__  # where `fit_ending_runs` is defined
 
 def _unwatched_fit() -> Optional[tuple]:
     """(frame, thread, caller's frame, its instruction) of the Keras `fit` calling a callback's `on_train_begin`
@@ -59,7 +49,7 @@ def _unwatched_fit() -> Optional[tuple]:
     looked up the unwrapped fit."""
     frame, fit = sys._getframe(2), None  # past this function and on_train_begin
     while frame is not None:
-        if frame.f_code.co_name == "fit_ending_runs" and frame.f_globals.get("__name__") == __name__: return None
+        if frame.f_code.co_name == "fit_ending_runs" and frame.f_globals.get("__name__") == _ENDING_RUNS: return None
         if fit is None and frame.f_code.co_name == "fit": fit = frame  # Keras' own (a backend's trainer)
         frame = frame.f_back
     if fit is None: return None
@@ -153,7 +143,7 @@ def _keras_recorder_class():
             self.unwatched = _unwatched_fit()  # this fit runs unwrapped: a raise is seen by the next one
             if self.unwatched is not None: _UNWATCHED.append(self)
             self.records, self.step, self.epoch, self.run = History(), 0, 0, None
-            self.siblings = _keras_siblings(self)  # who stopped the run, at its end
+            self.siblings = calling_callbacks(self)  # who stopped the run, at its end
             # one on_train_batch_end is one optimizer step, unless a call runs several batches
             # (steps_per_execution) or a step takes several (gradient accumulation): then the optimizer's
             # own count, read only then (on JAX, `self.model` syncs the whole training state into the model)
@@ -291,7 +281,7 @@ def _keras_recorder_class():
             return nonfinite_loss(split, step, epoch, bad, advice=advice)
 
     if not getattr(keras.Model.fit, "ends_trainbook_runs", False):
-        keras.Model.fit = _ending_runs_on_error(keras.Model.fit, KerasRecorder)
+        keras.Model.fit = ending_runs_on_error(keras.Model.fit, KerasRecorder, _fit_callbacks)
     return KerasRecorder
 
 def _fit_callbacks(fit: Callable, args: tuple, kwargs: dict) -> list:
@@ -299,19 +289,6 @@ def _fit_callbacks(fit: Callable, args: tuple, kwargs: dict) -> list:
     try: callbacks = inspect.signature(fit).bind(*args, **kwargs).arguments.get("callbacks")
     except TypeError: return []  # a call fit refused itself: no callback began
     return list(getattr(callbacks, "callbacks", callbacks) or [])
-
-def _ending_runs_on_error(fit: Callable, recorder_class: type) -> Callable:
-    """Keras' `Model.fit`, ending the open runs of its trainbook callbacks when it raises: Keras calls no
-    callback then, and the run would stay 'running', its folder locked, `tb.last_run()` an older run."""
-    @functools.wraps(fit)
-    def fit_ending_runs(*args, **kwargs):
-        try: return fit(*args, **kwargs)
-        except BaseException as err:
-            for cb in _fit_callbacks(fit, args, kwargs):
-                if isinstance(cb, recorder_class) and cb.open: cb.fail(err)
-            raise
-    fit_ending_runs.ends_trainbook_runs = True
-    return fit_ending_runs
 
 def keras_callback(live: Union[str, bool] = "auto",  # live curves: "auto", True, or False for none
                    batches: bool = False,  # also record Keras' per-batch logs (running means in the epoch)

@@ -226,9 +226,11 @@ def run_of(state: LoopState,  # the loop's state at the end (or now, for a snaps
            extra: Optional[dict] = None,  # more details (seconds, precision, device, fingerprints)
            error: Optional[BaseException] = None,  # what ended a failed run
            epoch: Optional[int] = None,  # the last epoch the run was in (None: `state.epoch`)
+           last_path: Optional[Path] = None,  # its last checkpoint where it is not the folder's (a Trainer's)
           ) -> Run:
     "The `Run` of the loop as it stands (its findings so far; `end_run` adds the diagnosis)."
     best, last = (checkpointer.path(f"{name}{checkpointer.suffix}") for name in ("best", "last"))
+    last = last_path if last_path is not None else last
     return Run(records=state.history, config=state.config, stopped=stopped, findings=list(state.findings),
                model=state.model, run_dir=checkpointer.run_dir, best_path=best, last_path=last,
                environment=environment, step=state.step, epoch=state.epoch if epoch is None else epoch,
@@ -248,6 +250,7 @@ def end_run(state: LoopState,  # the loop's state
             extra: Optional[dict] = None,  # more details for `Run.extra`
             error: Optional[BaseException] = None,  # what ended a failed run
             epoch: Optional[int] = None,  # the last epoch the run was in (None: `state.epoch`)
+            last_path: Optional[Path] = None,  # its last checkpoint where it is not the folder's (a Trainer's)
            ) -> Run:
     "Findings, the Run, `last_run()`, [after_fit], run.json and the lock released: every way a run ends."
     found = [f for f in diagnose(state.history, known=state.findings)  # NanGuard's nonfinite: not said twice
@@ -256,7 +259,7 @@ def end_run(state: LoopState,  # the loop's state
     said = state.control.stop_message  # a callback's words on why it stopped the run, beside the reason
     run = run_of(state, stopped, stopper=stopper, checkpointer=checkpointer, environment=environment,
                  kind=kind, extra={**(extra or {}), **({"stop_message": said} if said else {})}, error=error,
-                 epoch=epoch)
+                 epoch=epoch, last_path=last_path)
     state.run = run
     remember_run(run)
     try: callbacks(Event.after_fit, state)

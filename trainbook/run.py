@@ -113,7 +113,10 @@ _OTHER_BEST = {  # where the weights of a run that writes no best.pt are (`Run.r
              "restore_best_weights=True) or keras.callbacks.ModelCheckpoint(path, save_best_only=True)",
     "flax": "its best evaluation's state is best.msgpack in its folder "
             "(trainbook.jax_parts.read_flax_checkpoint reads it)",
-    "boosting": "its model (run.model, or BoostedModel.load of its folder) is its best round's already"}
+    "boosting": "its model (run.model, or BoostedModel.load of its folder) is its best round's already",
+    "transformers": "Trainer keeps its checkpoints in its output_dir (run.last_path is the last one it saved); "
+                    "TrainingArguments(load_best_model_at_end=True, metric_for_best_model=...) ends the run with "
+                    "its best checkpoint's weights in the model"}
 
 @dataclass
 class Run:

@@ -1,0 +1,198 @@
+"A Hugging Face Trainer reporting to trainbook through `trainer_callback`: records, the NaN its logs hide, how runs end."
+import json
+import math
+import os
+
+import pytest
+import torch
+from torch import nn
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+transformers = pytest.importorskip("transformers")
+from transformers import EarlyStoppingCallback, Trainer, TrainerCallback, TrainingArguments  # noqa: E402
+
+import trainbook as tb  # noqa: E402
+from trainbook.checkpoint import run_in_progress  # noqa: E402
+from trainbook.events import Callback, add_session_observer, remove_session_observer  # noqa: E402
+
+
+class Linear(nn.Module):
+    "A model that computes its own loss, as transformers models do."
+    def __init__(self, width=4, seed=0):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.layer = nn.Linear(width, 2)
+
+    def forward(self, x, labels=None):
+        out = self.layer(x)
+        return {"loss": nn.functional.cross_entropy(out, labels), "logits": out}
+
+
+def rows(n=64, seed=0, nan_at=None, shuffled=False):
+    "Rows a linear model can learn (label: the sign of the first feature); one of NaN features at `nan_at`."
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, 4, generator=g)
+    y = (x[:, 0] > 0).long()
+    if shuffled: y = y[torch.randperm(n, generator=g)]
+    out = [{"x": x[i].clone(), "labels": int(y[i])} for i in range(n)]
+    if nan_at is not None: out[nan_at]["x"][0] = float("nan")
+    return out
+
+
+def args(tmp_path, **kw):
+    return TrainingArguments(**{"output_dir": str(tmp_path / "out"), "per_device_train_batch_size": 8,
+                                "learning_rate": 0.05, "logging_steps": 2, "num_train_epochs": 3,
+                                "eval_strategy": "epoch", "save_strategy": "no", "report_to": [], "use_cpu": True,
+                                "disable_tqdm": True, "train_sampling_strategy": "sequential", **kw})
+
+
+def train(tmp_path, cb, model=None, train_rows=None, trainer_class=Trainer, callbacks=(), **kw):
+    trainer = trainer_class(model=model or Linear(), args=args(tmp_path, **kw), train_dataset=train_rows or rows(),
+                            eval_dataset=rows(32, seed=1), callbacks=[cb, *callbacks])
+    trainer.train()
+    return trainer
+
+
+def test_the_records_are_trainers_logs_and_run_json_holds_them(tmp_path):
+    cb = tb.trainer_callback(live=False, run_dir=tmp_path / "run")
+    trainer = train(tmp_path, cb)
+    run, logs = cb.run, trainer.state.log_history
+    for key, (split, name) in (("loss", ("train", "loss")), ("grad_norm", ("train", "grad_norm")),
+                               ("learning_rate", ("train", "lr")), ("eval_loss", ("valid", "loss"))):
+        logged = [(h["step"], h[key]) for h in logs if key in h]
+        assert logged and logged == list(run.records.series(name, split).items()), key
+    assert not [n for n in run.history.name.unique() if "runtime" in n or "per_second" in n or n == "total_flos"]
+    # each epoch's train loss: its logged windows weighted by their steps (8 steps an epoch, a log every 2)
+    windows = [h["loss"] for h in logs if "loss" in h]
+    expected = [sum(windows[i:i + 4]) / 4 for i in (0, 4, 8)]
+    assert run.records.series("epoch_loss", "train").tolist() == pytest.approx(expected)
+    assert run.stopped == "completed" and run.step == 24 and run.epoch == 2 and run.kind == "transformers"
+    assert list(run.metrics().index) == [0, 1, 2] and tb.last_run() is run
+    loaded = tb.Run.load(tmp_path / "run")
+    assert loaded.records.to_frame().equals(run.records.to_frame()) and loaded.stopped == "completed"
+    assert not run_in_progress(tmp_path / "run")  # the folder is given back
+    assert run.best == min(h["eval_loss"] for h in logs if "eval_loss" in h)
+
+
+def test_a_nan_trainers_logs_hide_is_found_and_stops_the_trainer(tmp_path):
+    cb = tb.trainer_callback(live=False)
+    trainer = train(tmp_path, cb, train_rows=rows(nan_at=40), eval_strategy="no")  # batch 6 of 8 rows
+    assert trainer.state.global_step == 6  # stopped at the log that showed it, not after 24 steps
+    nan = cb.run.findings[0]
+    assert (nan.kind, nan.severity, nan.data["step"], cb.run.stopped) == ("nonfinite", "error", 6, "nonfinite")
+    assert "logging_nan_inf_filter" in nan.advice
+    assert math.isnan(cb.run.records.series("loss", "train").iloc[-1])  # not Trainer's stand-in
+
+
+def test_on_nonfinite_continue_trains_on_and_records_nan_where_trainer_logs_zero(tmp_path):
+    cb = tb.trainer_callback(live=False, on_nonfinite="continue")
+    trainer = train(tmp_path, cb, train_rows=rows(nan_at=40), eval_strategy="no")
+    assert trainer.state.global_step == 24 and cb.run.stopped == "completed"
+    logged = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    assert logged[-1] == 0.0  # Trainer's logs: a perfect loss from NaN weights
+    recorded = cb.run.records.series("loss", "train")
+    assert recorded.iloc[:2].notna().all() and recorded.iloc[3:].isna().all()
+    assert [f.kind for f in cb.run.findings].count("nonfinite") == 1
+
+
+class NoGradNorm(Trainer):
+    "A Trainer whose logs carry no gradient norm (as under some distributed engines)."
+    def log(self, logs, *args, **kwargs):
+        logs.pop("grad_norm", None)
+        super().log(logs, *args, **kwargs)
+
+
+def test_without_a_logged_gradient_norm_the_weights_tell(tmp_path):
+    cb = tb.trainer_callback(live=False)
+    trainer = train(tmp_path, cb, train_rows=rows(nan_at=40), eval_strategy="no", trainer_class=NoGradNorm)
+    assert trainer.state.global_step == 6 and cb.run.stopped == "nonfinite"
+    assert cb.run.findings[0].kind == "nonfinite"
+
+
+def test_trainers_early_stopping_is_the_stop_reason_and_best_checkpoint_kept(tmp_path):
+    cb = tb.trainer_callback(live=False)
+    trainer = train(tmp_path, cb, train_rows=rows(shuffled=True), num_train_epochs=20, save_strategy="epoch",
+                    load_best_model_at_end=True, metric_for_best_model="eval_loss", learning_rate=0.5,
+                    callbacks=[EarlyStoppingCallback(early_stopping_patience=1)])
+    run = cb.run
+    assert trainer.state.global_step < 160 and run.stopped == "early_stopping"
+    assert run.last_path is not None and run.last_path.name == f"checkpoint-{trainer.state.global_step}"
+    assert run.last_path.is_dir()
+    valid = run.records.series("loss", "valid", index="epoch")
+    assert run.best == valid.min() and run.best_epoch == valid.idxmin()
+
+
+class StopAt(TrainerCallback):
+    "Another callback that stops Trainer's loop at `step`."
+    def __init__(self, step): self.step = step
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == self.step: control.should_training_stop = True
+
+
+def test_a_stop_by_another_callback_is_interrupted_not_completed(tmp_path):
+    cb = tb.trainer_callback(live=False)
+    train(tmp_path, cb, callbacks=[StopAt(5)])
+    assert cb.run.stopped == "interrupted" and cb.run.step == 5  # Trainer logs the step it stops at
+
+
+class Pruner(Callback):
+    "A session observer asking to stop, as a search's pruner or a Stop button does."
+    def after_epoch(self, state): state.control.request_stop("pruned")
+
+
+def test_a_stop_a_trainbook_observer_asks_for_stops_the_trainer(tmp_path):
+    add_session_observer("test-pruner", lambda context: Pruner())
+    try:
+        cb = tb.trainer_callback(live=False)
+        trainer = train(tmp_path, cb)
+    finally: remove_session_observer("test-pruner")
+    assert trainer.state.global_step == 8 and cb.run.stopped == "pruned"  # after the first epoch
+
+
+class Breaks(Linear):
+    def __init__(self, at, error):
+        super().__init__()
+        self.calls, self.at, self.error = 0, at, error
+
+    def forward(self, x, labels=None):
+        self.calls += 1
+        if self.calls == self.at: raise self.error
+        return super().forward(x, labels)
+
+
+@pytest.mark.parametrize("error, stopped", [(RuntimeError("boom"), "failed"), (KeyboardInterrupt(), "interrupted")])
+def test_a_train_that_raises_ends_its_run(tmp_path, error, stopped):
+    cb = tb.trainer_callback(live=False, run_dir=tmp_path / "run")
+    with pytest.raises(type(error)) as caught:
+        train(tmp_path, cb, model=Breaks(at=13, error=error), eval_strategy="no")
+    assert cb.run is not None and cb.run.stopped == stopped and caught.value.run is cb.run
+    record = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert record["stopped"] == stopped and not run_in_progress(tmp_path / "run")
+    assert (cb.run.error is not None) == (stopped == "failed")
+
+
+def test_a_resumed_trainer_keeps_the_history_it_had(tmp_path):
+    first = tb.trainer_callback(live=False)
+    train(tmp_path, first, save_strategy="epoch", num_train_epochs=3, callbacks=[StopAt(16)])
+    again = tb.trainer_callback(live=False)
+    trainer = Trainer(model=Linear(), args=args(tmp_path, save_strategy="epoch", num_train_epochs=3),
+                      train_dataset=rows(), eval_dataset=rows(32, seed=1), callbacks=[again])
+    trainer.train(resume_from_checkpoint=str(tmp_path / "out" / "checkpoint-16"))
+    records = again.run.records.to_frame()
+    assert sorted(records[records.name == "loss"].query("split == 'train'").step) == list(range(2, 25, 2))
+    assert again.run.records.series("epoch_loss", "train", index="epoch").index.tolist() == [0, 1, 2]
+    assert again.run.stopped == "completed"
+
+
+def test_bad_arguments_fail_before_any_training(tmp_path):
+    with pytest.raises(ValueError, match="on_nonfinite"): tb.trainer_callback(on_nonfinite="skip")
+    with pytest.raises(ValueError, match="live"): tb.trainer_callback(live="yes")
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(ValueError, match="run_dir"): tb.trainer_callback(run_dir=blocker / "run")
+
+
+def test_restore_best_says_where_a_trainer_runs_best_weights_are(tmp_path):
+    cb = tb.trainer_callback(live=False)
+    train(tmp_path, cb, num_train_epochs=1)
+    with pytest.raises(ValueError, match="load_best_model_at_end"): cb.run.restore_best(Linear())
