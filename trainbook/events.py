@@ -14,7 +14,7 @@ from .run import STOP_REASONS, StopReason
 
 # %% auto #0
 __all__ = ['EVENT_NAMES', 'Event', 'Control', 'LoopState', 'Callback', 'Callbacks', 'add_session_observer',
-           'remove_session_observer', 'session_observers', 'calling_callbacks', 'ending_runs_on_error']
+           'remove_session_observer', 'session_observers', 'calling_callbacks', 'ending_runs_on_error', 'fail_run']
 
 # %% ../nbs/04_events.ipynb #ade284d1
 class Event(str, Enum):
@@ -241,7 +241,7 @@ def calling_callbacks(cb,  # a callback, from inside its own event method (`on_t
     return None
 
 def ending_runs_on_error(fit: Callable,  # a framework's training call: Keras' `Model.fit`, `Trainer.train`
-                        recorder_class: type,  # trainbook's callback class for that framework (with `open`, `fail`)
+                        recorder_class: type,  # trainbook's callback class for that framework (`open`, `finish`)
                         callbacks_of: Callable,  # `callbacks_of(fit, args, kwargs)`: the callbacks of one call
                        ) -> Callable:
     """`fit`, ending the open runs of its trainbook callbacks when it raises: a framework calls no callback then,
@@ -251,7 +251,17 @@ def ending_runs_on_error(fit: Callable,  # a framework's training call: Keras' `
         try: return fit(*args, **kwargs)
         except BaseException as err:
             for cb in callbacks_of(fit, args, kwargs):
-                if isinstance(cb, recorder_class) and cb.open: cb.fail(err)
+                if isinstance(cb, recorder_class) and cb.open: fail_run(cb, err)
             raise
     fit_ending_runs.ends_trainbook_runs = True
     return fit_ending_runs
+
+def fail_run(cb,  # a framework's trainbook callback with a run open: `finish(stopped, error)` ends it into `.run`
+             error: BaseException,  # what the framework's call raised
+            ) -> None:
+    "End `cb`'s run `failed` (`interrupted` on Ctrl-C) and attach it as `error.run`, as `tb.fit` does; never raises."
+    try:
+        cb.finish("interrupted" if isinstance(error, KeyboardInterrupt) else "failed", error)
+        error.run = cb.run
+    except Exception as during:  # the original error is the one the user needs to see
+        warn(f"ending the run of {type(cb).__name__} after its framework's call raised raised too: {during!r}")

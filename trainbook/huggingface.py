@@ -11,7 +11,7 @@ from typing import Optional, Union
 import torch
 
 from .checkpoint import Checkpointer, probe_writable
-from .core import Finding, History, TrainConfig, environment, import_optional, warn
+from .core import Finding, History, TrainConfig, environment, import_optional
 from .events import Callbacks, Event, LoopState, calling_callbacks, ending_runs_on_error, session_observers
 from .readings import nonfinite_loss
 from .recorder import EarlyStopping, check_live, end_run, live_curves, run_of
@@ -67,7 +67,7 @@ def _trainer_recorder_class():
 
         # --- Trainer's events ---------------------------------------------------------------------
         def on_train_begin(self, args, state, control, model=None, optimizer=None, **kwargs):
-            if self.open: self._end("failed", RuntimeError("a new train() began before this one ended"))
+            if self.open: self.finish("failed", RuntimeError("a new train() began before this one ended"))
             self.run = None
             self.siblings = calling_callbacks(self)  # who stopped the run, at its end
             self.records, self.windows = History(), {}  # epoch -> [sum of window losses x steps, steps, last step]
@@ -83,7 +83,7 @@ def _trainer_recorder_class():
             self.folder = Checkpointer(self.run_dir, rank=rank)  # run.json (Trainer keeps its own checkpoints)
             self.folder.prepare(overwrite=self.overwrite, resumable=False)
             self.state.run_dir = self.folder.run_dir
-            self.open = True  # a train() that raises calls no callback: `fail` ends the run then
+            self.open = True  # a train() that raises calls no callback: `fail_run` ends the run then
             for logs in state.log_history:  # a run resumed from a Trainer checkpoint: the history it had
                 self._take(logs, logs.get("step", 0), logs.get("epoch"))
             for epoch in range(math.floor(round(state.epoch or 0.0, 6))): self._epoch_loss(epoch)  # its closed epochs
@@ -133,7 +133,7 @@ def _trainer_recorder_class():
             if not self.open: return
             if self.nonfinite is None and not _finite_weights(model):  # a NaN no log showed: said at the end
                 self.nonfinite = (state.global_step, trainer_epoch(state.epoch), {"weights": float("nan")})
-            self._end(self._stop_reason(state))
+            self.finish(self._stop_reason(state))
 
         # --- the run ------------------------------------------------------------------------------
         def _take(self, logs: dict, step: int, epoch: Optional[float], model=None):
@@ -178,21 +178,13 @@ def _trainer_recorder_class():
                 return StopReason.early_stopping.value  # Trainer's EarlyStoppingCallback ran out of patience
             return StopReason.interrupted.value  # another callback stopped it
 
-        def _end(self, stopped: str, error: Optional[BaseException] = None):
-            "How the run ends: at on_train_end, or by `fail` when train() raised."
+        def finish(self, stopped: str, error: Optional[BaseException] = None):
+            "How the run ends: at on_train_end, or by `fail_run` when train() raised (or a Ctrl-C came)."
             self.open = False
             if self.nonfinite is not None: self.state.findings.append(self._nonfinite_finding())
             # the diagnosis, the Run, tb.last_run(), [after_fit], run.json and the folder freed: as after fit
             self.run = end_run(self.state, self.observers, stopped, error=error if stopped == "failed" else None,
                                **self._run_parts())
-
-        def fail(self, error: BaseException):
-            "train() raised: the run ends failed (interrupted on Ctrl-C), run.json written, folder freed."
-            try:
-                self._end("interrupted" if isinstance(error, KeyboardInterrupt) else "failed", error)
-                error.run = self.run  # as `tb.fit` attaches its failed run
-            except Exception as during:  # the original error is the one the user needs to see
-                warn(f"ending the run of a Trainer.train that raised raised too: {during!r}")
 
         def _run_parts(self) -> dict:
             "What describes this run in its `Run`, beside the state: its best evaluation, folder, settings."

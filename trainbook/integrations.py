@@ -22,7 +22,8 @@ from .core import Finding, History, TrainConfig, announce, environment, import_o
 from .data import TensorLoader
 from .diagnostics import diagnose
 from .readings import nonfinite_loss
-from .events import Callbacks, Event, LoopState, calling_callbacks, ending_runs_on_error, session_observers
+from .events import (Callbacks, Event, LoopState, calling_callbacks, ending_runs_on_error, fail_run,
+                              session_observers)
 from .loop import fit
 from .run import RUNNING, Run, StopReason, remember_run
 
@@ -69,7 +70,7 @@ def _end_abandoned_runs() -> None:
         err = getattr(sys, "last_value", None)
         tb = getattr(err, "__traceback__", None)
         while tb is not None and not (tb.tb_frame is caller and tb.tb_lasti == at): tb = tb.tb_next
-        cb.fail(err if tb is not None else RuntimeError(
+        fail_run(cb, err if tb is not None else RuntimeError(
             "model.fit raised, but its keras_callback was made inside that model.fit(...) call, so the error "
             "was not seen: make the callback on the line before to have it recorded"))
 
@@ -161,7 +162,7 @@ def _keras_recorder_class():
             self.folder = Checkpointer(self.checkpoint_dir, suffix=".keras")  # run.json and last.keras
             self.folder.prepare(overwrite=self.overwrite, resumable=False)
             self.state.run_dir = self.folder.run_dir
-            self.open = True  # a model.fit that raises skips on_train_end: `fail` ends the run then
+            self.open = True  # a model.fit that raises skips on_train_end: `fail_run` ends the run then
             self.curves = live_curves(self.live, self.state)
             # the session's observers (a tracking store from tb.track(), ...), told what fit tells them
             # what describes a Keras run in a store: Keras' own settings, not TrainConfig's torch defaults
@@ -212,10 +213,10 @@ def _keras_recorder_class():
             self._honour_stop()
 
         def on_train_end(self, logs=None):
-            self._end()
+            self.finish()
 
-        def _end(self, stopped: Optional[str] = None, error: Optional[BaseException] = None):
-            "How the run ends: at on_train_end, or (`stopped` given) by `fail` when model.fit raised."
+        def finish(self, stopped: Optional[str] = None, error: Optional[BaseException] = None):
+            "How the run ends: at on_train_end, or (`stopped` given) by `fail_run` when model.fit raised."
             self.open, self.unwatched = False, None  # (the unwrapped fit's frame let go)
             _UNWATCHED[:] = [cb for cb in _UNWATCHED if cb is not self]
             own = [self._nonfinite_finding()] if self.nonfinite else []
@@ -242,14 +243,6 @@ def _keras_recorder_class():
             if self.curves is not None: self.curves.after_fit(self.state)
             self.observers(Event.after_fit, self.state)
             announce("run", self.run)  # the notebook checklist ticks its step, as after fit
-
-        def fail(self, error: BaseException):
-            "model.fit raised: the run ends failed (interrupted on Ctrl-C), run.json written, folder freed."
-            try:
-                self._end("interrupted" if isinstance(error, KeyboardInterrupt) else "failed", error)
-                error.run = self.run  # as `tb.fit` attaches its failed run
-            except Exception as during:  # the original error is the one the user needs to see
-                warn(f"ending the Keras run of a model.fit that raised raised too: {during!r}")
 
         def _run(self, stopped: str, findings: list) -> Run:
             "The run so far (a snapshot when `stopped` is 'running'), with its folder's files."
