@@ -27,7 +27,7 @@ _SPEED = ("runtime", "samples_per_second", "steps_per_second", "model_preparatio
 
 def trainer_name(key: str,  # a key of Trainer's logs: loss, grad_norm, learning_rate, eval_loss, eval_accuracy...
                 ) -> Optional[tuple]:
-    "(split, name) of a Trainer log key: `eval_` marks validation, `learning_rate` is `lr`; None: not a value to record."
+    "(split, name) of a Trainer log key: `eval_` marks validation, `learning_rate` is `lr`; None: not a model value."
     if key.startswith("train_"): return None  # the summary Trainer logs at the end: train_loss, train_runtime...
     split, name = ("valid", key[5:]) if key.startswith("eval_") else ("train", key)
     if name in _SPEED: return None
@@ -215,7 +215,7 @@ def _is_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 def trainer_callback(live: Union[str, bool] = "auto",  # live curves: "auto", True, or False for none
-                     run_dir: Union[str, os.PathLike, None] = None,  # a folder for run.json (Trainer keeps its checkpoints in output_dir)
+                     run_dir: Union[str, os.PathLike, None] = None,  # a folder for run.json (checkpoints: Trainer's)
                      overwrite: bool = False,  # replace an earlier run's run.json there (else this run takes version_N)
                      on_nonfinite: str = "stop",  # a NaN/inf loss: "stop" the Trainer, or "continue"
                     ):

@@ -17,15 +17,14 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .batch import call_model, eval_mode, prediction
 from .checkpoint import Checkpointer, probe_writable
-from .recorder import EarlyStopping, check_live, live_curves
-from .core import Finding, History, TrainConfig, announce, environment, import_optional, warn
+from .recorder import EarlyStopping, check_live, end_run, live_curves, run_of
+from .core import Finding, History, TrainConfig, environment, import_optional, warn
 from .data import TensorLoader
-from .diagnostics import diagnose
 from .readings import nonfinite_loss
 from .events import (Callbacks, Event, LoopState, calling_callbacks, ending_runs_on_error, fail_run,
                               session_observers)
 from .loop import fit
-from .run import RUNNING, Run, StopReason, remember_run
+from .run import RUNNING, StopReason
 
 # %% auto #0
 __all__ = ['keras_callback', 'atomic_keras_save', 'mlp', 'TrainingWarning', 'TorchClassifier', 'TorchRegressor', 'TokenLoader']
@@ -155,7 +154,7 @@ def _keras_recorder_class():
             self.nonfinite = {}  # split -> (step, epoch, {key: value}) of its first non-finite loss
             self.saved = None  # (step, epoch) of the model last.keras holds: Keras saves at epoch ends only
             # the best epoch as fit names it: the lowest validation loss, else the lowest training loss
-            self.best_of = {"valid": EarlyStopping(), "train": EarlyStopping()}
+            self.best_of = {"valid": EarlyStopping("valid_loss"), "train": EarlyStopping("train_loss")}
             config = TrainConfig(epochs=int(self.params.get("epochs") or 1), checkpoint_dir=self.checkpoint_dir)
             self.state = LoopState(history=self.records, model=self.model, config=config)
             if self.folder is not None: self.folder.release()  # an earlier fit that raised kept it
@@ -163,12 +162,15 @@ def _keras_recorder_class():
             self.folder.prepare(overwrite=self.overwrite, resumable=False)
             self.state.run_dir = self.folder.run_dir
             self.open = True  # a model.fit that raises skips on_train_end: `fail_run` ends the run then
-            self.curves = live_curves(self.live, self.state)
-            # the session's observers (a tracking store from tb.track(), ...), told what fit tells them
+            self.environment = environment()
             # what describes a Keras run in a store: Keras' own settings, not TrainConfig's torch defaults
             self.settings = {"epochs": config.epochs, "steps": self.params.get("steps"), "lr": _keras_lr(self.model),
                              "optimizer": type(getattr(self.model, "optimizer", None)).__name__}
-            self.observers = Callbacks(session_observers(None, {"kind": "keras", "settings": self.settings}))
+            # the live curves and the session's observers (a tracking store from tb.track(), ...): told what fit
+            # tells them
+            curves = live_curves(self.live)
+            self.observers = Callbacks([*([curves] if curves is not None else []), *session_observers(
+                None, {"kind": "keras", "settings": self.settings})])
             self.observers(Event.before_fit, self.state)
 
         def on_epoch_begin(self, epoch, logs=None):
@@ -182,9 +184,8 @@ def _keras_recorder_class():
             if self.batches and self.step > before:  # a call that ended no optimizer step records nothing
                 for name, value in _keras_logs(logs):  # Keras' running means over the epoch so far
                     self.records.append(self.step, self.epoch, "train", _keras_name(name)[1], value)
-                if self.curves is not None:
-                    self.state.step, self.state.epoch = self.step, self.epoch
-                    self.curves.after_step(self.state)
+                self.state.step, self.state.epoch = self.step, self.epoch
+                self.observers(Event.after_step, self.state)
             self._honour_stop()
 
         def on_epoch_end(self, epoch, logs=None):
@@ -207,8 +208,7 @@ def _keras_recorder_class():
             if self.folder.enabled:  # the model and run.json so far ('running'): a killed run keeps its epochs
                 atomic_keras_save(self.model, self.folder.run_dir / "last.keras")
                 self.saved = (self.step, epoch)
-                self.folder.write_run(self._run(RUNNING, []), final=False)
-            if self.curves is not None: self.curves.after_epoch(self.state)
+                self.folder.write_run(run_of(self.state, RUNNING, **self._run_parts()), final=False)
             self.observers(Event.after_epoch, self.state)
             self._honour_stop()
 
@@ -219,40 +219,30 @@ def _keras_recorder_class():
             "How the run ends: at on_train_end, or (`stopped` given) by `fail_run` when model.fit raised."
             self.open, self.unwatched = False, None  # (the unwrapped fit's frame let go)
             _UNWATCHED[:] = [cb for cb in _UNWATCHED if cb is not self]
-            own = [self._nonfinite_finding()] if self.nonfinite else []
-            findings = diagnose(self.records, known=own)  # the NaN this callback saw: said once
-            control = self.state.control
+            state, control = self.state, self.state.control
             stopped = stopped or _keras_stop_reason(
                 getattr(self.model, "stop_training", False), self.siblings, nonfinite="train" in self.nonfinite,
                 requested=(control.stop_reason or "interrupted") if control.stop else None)
-            if self.nonfinite:  # named first; a divergence that ends in NaN is this finding, not another
-                findings = own + [f for f in findings if f.kind != "diverging"]
+            state.step, state.epoch = self.step, self.epoch
+            # the NaN this callback saw, named first (the diagnosis does not say it again)
+            if self.nonfinite: state.findings.append(self._nonfinite_finding())
             if self.saved is not None and self.saved[0] < self.step:  # stopped inside an epoch: last.keras is behind
-                findings.append(Finding(
+                state.findings.append(Finding(
                     "checkpoint_behind", "info", f"last.keras holds the model at step {self.saved[0]} (the end of "
                     f"epoch {self.saved[1]}), not at step {self.step} where the run stopped ({stopped}): Keras runs "
                     "save it at each epoch's end only", data={"last_step": self.saved[0], "last_epoch": self.saved[1]},
                     advice=f"to carry on, load last.keras and fit(..., initial_epoch={self.saved[1] + 1}): the "
                            "steps after it are done again"))
-            self.run = self._run(stopped, findings)
-            self.run.error = repr(error) if error is not None and stopped == "failed" else None
-            self.state.findings, self.state.run = findings, self.run
-            try: self.folder.write_run(self.run)
-            finally: self.folder.release()
-            remember_run(self.run)  # tb.last_run(), as after fit
-            if self.curves is not None: self.curves.after_fit(self.state)
-            self.observers(Event.after_fit, self.state)
-            announce("run", self.run)  # the notebook checklist ticks its step, as after fit
+            # the diagnosis, the Run, tb.last_run(), [after_fit], run.json and the folder freed: as after fit
+            self.run = end_run(state, self.observers, stopped, error=error if stopped == "failed" else None,
+                               **self._run_parts())
 
-        def _run(self, stopped: str, findings: list) -> Run:
-            "The run so far (a snapshot when `stopped` is 'running'), with its folder's files."
-            run_dir = self.folder.run_dir
+        def _run_parts(self) -> dict:
+            "What describes the run in its `Run` beside the state: the best epoch, folder, settings, last.keras's step."
             best = self.best_of["valid"] if self.best_of["valid"].best is not None else self.best_of["train"]
-            return Run(records=self.records, config=self.state.config, stopped=stopped, findings=findings,
-                       model=self.model, environment=environment(), step=self.step, epoch=self.epoch,
-                       kind="keras", run_dir=run_dir, last_path=self.folder.path("last.keras"), best=best.best,
-                       best_epoch=best.best_epoch, extra={"settings": self.settings, "last_saved": None if
-                       self.saved is None else {"step": self.saved[0], "epoch": self.saved[1]}})  # last.keras's
+            saved = None if self.saved is None else {"step": self.saved[0], "epoch": self.saved[1]}
+            return {"stopper": best, "checkpointer": self.folder, "environment": self.environment, "kind": "keras",
+                    "extra": {"settings": self.settings, "last_saved": saved}}
 
         def _check(self, logs, epoch=None):
             "Note the first NaN/inf loss of each split (Keras' logs are Python numbers here: no device sync)."
