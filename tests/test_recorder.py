@@ -475,3 +475,21 @@ def test_patience_zero_stops_at_the_first_evaluation_without_improvement_not_at_
         assert not es.should_stop  # each one improved
     es.update(1.5, 4, 0)
     assert es.should_stop and es.best == 1.0
+
+
+@pytest.mark.parametrize("stop", ["early_stopping", "max_steps"])
+def test_a_recorder_run_left_after_its_stop_stays_stopped_when_resumed(tmp_path, stop):
+    "Probe 54: killed after early stopping fired (or at max_steps), before finish(): the resume trained on."
+    cfg = tb.TrainConfig(epochs=8, checkpoint_dir=str(tmp_path), **({"patience": 1} if stop == "early_stopping"
+                                                                  else {"max_steps": 3}))
+    left = Recorder(cfg, live=False)
+    for step, valid in enumerate([0.5, 0.6, 0.7], 1):  # the valid loss rises: early stopping after the second
+        left.step(1.0 / step)
+        if not left.should_stop: left.validate(valid)
+        left.save()
+        if left.should_stop: break
+    assert left.stop_reason == stop
+    tb.release_run_dir(tmp_path)  # as a killed process's lock is taken over: left is never finished
+    with Recorder(cfg, live=False, resume=tmp_path) as rec:
+        assert rec.should_stop and rec.stop_reason == stop
+    assert rec.run.stopped == stop and rec.run.step == left.state.step

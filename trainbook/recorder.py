@@ -580,6 +580,10 @@ class Recorder:
         if ckpt.get("rng") is not None: set_rng_state(ckpt["rng"])
         self._saved = (self.state.step, self.state.epoch)  # last.pt holds this state (or the one restored)
         self._note_findings()
+        # a run that had stopped when its checkpoint was written stays stopped (as `fit`'s does): early stopping
+        # (its part is loaded), or max_steps reached
+        if self.stopper.should_stop: self._stop("nonfinite" if self.stopper.nonfinite else "early_stopping")
+        if self.config.max_steps and self.state.step >= self.config.max_steps: self._stop("max_steps")
 
     def _read(self) -> None:
         "Read the pending step values (one device sync for all), record them, sum the epoch's loss."
