@@ -455,3 +455,25 @@ def test_load_checkpoint_with_a_scheduler_of_other_settings_keeps_them_and_says_
     shorter = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=3)
     with pytest.raises(ValueError, match=r"OneCycleLR\(total_steps=3\) ends before the checkpoint's step 9"):
         restore_scheduler(shorter, {**saved, "last_epoch": 9})
+
+
+def test_resume_of_a_folder_whose_run_was_killed_before_its_first_checkpoint_starts_anew(tmp_path):
+    "Probe 54: a SIGKILL in the first epoch leaves only a dead lock; a requeued job's resume=D raised FileNotFoundError."
+    folder = tmp_path / "run"
+    subprocess.run([sys.executable, "-c", f"from trainbook.checkpoint import prepare_run_dir; "
+                                          f"prepare_run_dir({str(folder)!r})"],  # exits holding it: a stale lock
+                   check=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, timeout=120)
+    assert sorted(p.name for p in folder.iterdir()) != [] and not (folder / "run.json").exists()
+
+    def train(folder=None, resume=None):
+        torch.manual_seed(0)
+        model = nn.Linear(4, 2)
+        run = tb.fit(model, tb.TensorLoader(X, Y, batch_size=16), loss_fn=nn.functional.cross_entropy, live=False,
+                     config=tb.TrainConfig(epochs=2, checkpoint_dir=folder), resume=resume)
+        return run, model
+    with pytest.warns(UserWarning, match="was killed before its first checkpoint .* this run starts anew"):
+        run, model = train(folder, resume=folder)
+    plain, plain_model = train()
+    assert run.run_dir == folder and run.step == plain.step and run.stopped == "completed"
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), plain_model.state_dict().values()))
+    assert [f.kind for f in run.findings].count("nothing_to_resume") == 1

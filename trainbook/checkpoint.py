@@ -24,8 +24,9 @@ from .run import (RUN_FILES, RUNNING, Handover, Run, earlier_copy, earlier_run_f
 __all__ = ['FORMAT', 'FORMAT_VERSION', 'SNAPSHOT_SPACING', 'SNAPSHOT_FREE', 'SNAPSHOT_ALWAYS', 'check_loadable',
            'save_checkpoint', 'CheckpointError', 'UnsafeCheckpointError', 'checkpoint_file', 'read_checkpoint',
            'restore_checkpoint', 'load_checkpoint', 'FindingsPart', 'unwritable', 'probe_writable', 'RunFolderBusy',
-           'folder_writer', 'run_in_progress', 'stopped_before_checkpoint', 'stopped_without_checkpoint',
-           'release_run_dir', 'prepare_run_dir', 'stopped_early', 'check_epochs_left', 'check_resume', 'Checkpointer']
+           'folder_writer', 'run_in_progress', 'stopped_before_checkpoint', 'killed_before_record',
+           'stopped_without_checkpoint', 'release_run_dir', 'prepare_run_dir', 'stopped_early', 'check_epochs_left',
+           'check_resume', 'Checkpointer']
 
 # %% ../nbs/06_checkpoint.ipynb #6dd62f42
 FORMAT = "trainbook-checkpoint"
@@ -365,6 +366,15 @@ def stopped_before_checkpoint(folder: str | Path,  # a run folder
     if not isinstance(history, dict) or any(history.values()): return None
     return str(record.get("stopped"))
 
+def killed_before_record(folder: str | Path,  # a run folder
+                        ) -> bool:
+    """Whether `folder` holds no run file but the lock of a process that is gone: a run killed before its first
+    checkpoint and run.json (a SIGKILL in its first epoch). It holds nothing to resume or lose."""
+    folder = Path(folder)
+    if earlier_run_files(folder): return False
+    who = folder_writer(folder)
+    return who is not None and process_alive(who) is False
+
 def stopped_without_checkpoint(folder: str | Path,  # a run folder without the checkpoint `name`
                                name: str = "last.pt",  # the checkpoint a resume reads there (last.msgpack...)
                               ) -> str:
@@ -618,19 +628,23 @@ class Checkpointer:
                   resume: Union[str, Path, None],  # the checkpoint (or run folder) the run was given to resume from
                  ) -> Union[str, Path, None]:
         """`resume`, or None when it names a run folder whose run stopped before its first step and checkpoint (a
-        Ctrl-C in fit's set-up): there is nothing to resume, so the run starts anew (as Lightning's 'last' with no
-        checkpoint does), with a note that says so."""
+        Ctrl-C in fit's set-up) or was killed before its first checkpoint and run.json (only its lock is left):
+        there is nothing to resume, so the run starts anew (as Lightning's 'last' with no checkpoint does), with a
+        note that says so."""
         if not isinstance(resume, (str, os.PathLike)) or not str(resume).strip(): return resume  # `check_resume`'s
         folder = Path(resume).expanduser()
         if folder.name == "run.json": folder = folder.parent
         if not folder.is_dir() or run_in_progress(folder): return resume  # `checkpoint_file` says why not
         stopped = stopped_before_checkpoint(folder)
-        if stopped is None: return resume
+        killed = stopped is None and killed_before_record(folder)  # a requeued job's resume= after a SIGKILL
+        if stopped is None and not killed: return resume
+        what = ("was killed before its first checkpoint (it left only its lock)" if killed else
+                f"stopped ({stopped}) at step 0, before its first checkpoint")
         note = Finding("nothing_to_resume", "info",
-                       f"resume={str(resume)!r}: the run there stopped ({stopped}) at step 0, before its first "
-                       "checkpoint, so there is nothing to resume: this run starts anew",
+                       f"resume={str(resume)!r}: the run there {what}, so there is nothing to resume: this run "
+                       "starts anew",
                        advice="nothing to do: the same call without resume= does the same",
-                       data={"resume": str(resume), "stopped": stopped})
+                       data={"resume": str(resume), "stopped": "killed" if killed else stopped})
         self.findings.append(note)
         warn(f"{note.message}; {note.advice}")
         return None
