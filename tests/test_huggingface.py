@@ -196,3 +196,57 @@ def test_restore_best_says_where_a_trainer_runs_best_weights_are(tmp_path):
     cb = tb.trainer_callback(live=False)
     train(tmp_path, cb, num_train_epochs=1)
     with pytest.raises(ValueError, match="load_best_model_at_end"): cb.run.restore_best(Linear())
+
+
+class ReadsRunJson(TrainerCallback):
+    "After trainbook's callback at each evaluation: what run.json holds then (a kill there keeps that)."
+    def __init__(self, folder): self.folder, self.seen = folder, []
+    def on_evaluate(self, args, state, control, **kwargs):
+        self.seen.append(tb.Run.load(self.folder).records.series("loss", "valid").tolist())
+
+
+def test_an_epoch_closes_after_trainers_epoch_end_log_and_evaluation(tmp_path):
+    "Probe 56: Trainer logs and evaluates after on_epoch_end: logging_strategy='epoch' left no epoch_loss, and the "
+    "run.json of each epoch's end lacked that epoch's validation."
+    cb = tb.trainer_callback(live=False, run_dir=tmp_path / "run")
+    reader = ReadsRunJson(tmp_path / "run")
+    trainer = train(tmp_path, cb, logging_strategy="epoch", callbacks=[reader])
+    logged = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    assert cb.run.records.series("epoch_loss", "train").tolist() == pytest.approx(logged)
+    assert list(cb.run.metrics().columns[:2]) == ["train_loss", "valid_loss"]
+    assert [len(seen) for seen in reader.seen] == [1, 2, 3]  # each epoch's run.json has its own validation
+
+
+def test_the_speed_of_each_evaluation_set_is_left_out(tmp_path):
+    cb = tb.trainer_callback(live=False)
+    trainer = Trainer(model=Linear(), args=args(tmp_path), train_dataset=rows(),
+                      eval_dataset={"a": rows(16, seed=1), "b": rows(16, seed=2)}, callbacks=[cb])
+    trainer.train()
+    valid = set(cb.run.history.query("split == 'valid'").name)
+    assert valid == {"a_loss", "b_loss"}
+
+
+def test_settings_are_plain_values_under_fits_names(tmp_path):
+    cb = tb.trainer_callback(live=False)
+    trainer = train(tmp_path, cb, num_train_epochs=1, lr_scheduler_type="cosine", warmup_steps=2)
+    settings = cb.run.extra["settings"]
+    assert settings["optimizer"] == trainer.args.optim.value and settings["schedule"] == "cosine"
+    assert settings["accum_steps"] == 1 and settings["batch_size"] == 8
+    assert (cb.run.config.schedule, cb.run.config.warmup, cb.run.config.batch_size) == ("warmup_cosine", 2, 8)
+
+
+def test_a_nan_validation_loss_stops_the_trainer_as_fit_stops(tmp_path):
+    cb = tb.trainer_callback(live=False)
+    broken = rows(32, seed=1)
+    for r in broken: r["x"][0] = float("nan")
+    trainer = Trainer(model=Linear(), args=args(tmp_path), train_dataset=rows(), eval_dataset=broken, callbacks=[cb])
+    trainer.train()
+    assert trainer.state.global_step == 8 and cb.run.stopped == "nonfinite"  # after the first evaluation
+    assert any(f.kind == "nonfinite" and f.data["split"] == "valid" for f in cb.run.findings)
+
+
+def test_a_run_trainer_logs_too_seldom_to_judge_says_so(tmp_path):
+    cb = tb.trainer_callback(live=False)
+    train(tmp_path, cb, logging_steps=500)
+    note = next(f for f in cb.run.findings if f.kind == "few_train_logs")
+    assert note.data == {"logging_steps": 500, "max_steps": 24} and "logging_steps" in note.advice

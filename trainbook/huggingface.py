@@ -18,7 +18,7 @@ from .recorder import EarlyStopping, check_live, end_run, live_curves, run_of
 from .run import RUNNING, StopReason
 
 # %% auto #0
-__all__ = ['trainer_name', 'trainer_epoch', 'trainer_config', 'trainer_callback']
+__all__ = ['trainer_name', 'trainer_epoch', 'trainer_config', 'trainer_settings', 'trainer_callback']
 
 # %% ../nbs/15a_huggingface.ipynb #95305ddb
 # what Trainer logs about its own speed and size at each evaluation: not the model's values
@@ -30,7 +30,7 @@ def trainer_name(key: str,  # a key of Trainer's logs: loss, grad_norm, learning
     "(split, name) of a Trainer log key: `eval_` marks validation, `learning_rate` is `lr`; None: not a model value."
     if key.startswith("train_"): return None  # the summary Trainer logs at the end: train_loss, train_runtime...
     split, name = ("valid", key[5:]) if key.startswith("eval_") else ("train", key)
-    if name in _SPEED: return None
+    if name in _SPEED or name.endswith(tuple(f"_{s}" for s in _SPEED)): return None  # also eval_<set>_runtime
     return split, {"learning_rate": "lr"}.get(name, name)
 
 def trainer_epoch(epoch: Optional[float],  # Trainer's `state.epoch` (fractional: 1.5 is half-way through the second)
@@ -41,11 +41,33 @@ def trainer_epoch(epoch: Optional[float],  # Trainer's `state.epoch` (fractional
 def trainer_config(args,  # Trainer's `TrainingArguments`
                    run_dir=None,  # the run's folder for run.json, or None
                   ) -> TrainConfig:
-    "The TrainConfig a Trainer run is described by (its epochs, lr, steps, accumulation, clipping, seed)."
+    """The TrainConfig fields a Trainer run maps to (epochs, lr, batch size, steps, accumulation, clipping, seed, the
+    schedule where trainbook has its kind); Trainer's own settings, by its names, are in `trainer_settings`."""
+    schedule = _SCHEDULES.get(_plain(args.lr_scheduler_type), "constant")
+    warmup = args.warmup_steps or getattr(args, "warmup_ratio", 0) or 0
     return TrainConfig(epochs=max(math.ceil(args.num_train_epochs or 1), 1), lr=args.learning_rate,
+                       batch_size=args.per_device_train_batch_size, schedule=schedule, warmup=warmup,
                        max_steps=args.max_steps if args.max_steps and args.max_steps > 0 else None,
                        accum_steps=args.gradient_accumulation_steps, seed=args.seed,
                        clip_norm=args.max_grad_norm or None, weight_decay=args.weight_decay, checkpoint_dir=run_dir)
+
+_SCHEDULES = {"constant": "constant", "constant_with_warmup": "constant", "cosine": "warmup_cosine",
+              "reduce_lr_on_plateau": "plateau"}  # Trainer's schedules trainbook has (linear, polynomial: not)
+
+def _plain(value) -> str:
+    "An enum of Trainer's settings (OptimizerNames.ADAMW_TORCH_FUSED) by its value (adamw_torch_fused)."
+    return str(getattr(value, "value", value))
+
+def trainer_settings(args,  # Trainer's `TrainingArguments`
+                     max_steps: int,  # the optimizer steps Trainer plans (`state.max_steps`)
+                    ) -> dict:
+    "What describes a Trainer run in a tracking store: its own settings, under the names `fit`'s config uses."
+    return {"epochs": args.num_train_epochs, "max_steps": max_steps, "lr": args.learning_rate,
+            "batch_size": args.per_device_train_batch_size, "accum_steps": args.gradient_accumulation_steps,
+            "clip_norm": args.max_grad_norm, "weight_decay": args.weight_decay, "seed": args.seed,
+            "optimizer": _plain(args.optim), "schedule": _plain(args.lr_scheduler_type),
+            "warmup": args.warmup_steps or getattr(args, "warmup_ratio", 0) or 0,
+            "logging_steps": args.logging_steps}
 
 def _finite_weights(model) -> bool:
     "Whether every parameter of `model` is finite: one read for all of them."
@@ -72,6 +94,8 @@ def _trainer_recorder_class():
             self.siblings = calling_callbacks(self)  # who stopped the run, at its end
             self.records, self.windows = History(), {}  # epoch -> [sum of window losses x steps, steps, last step]
             self.nonfinite, self.stop_asked, self.last_saved = None, None, None
+            self.valid_nan = None  # the step of the first NaN/inf validation loss
+            self.closing = None  # (epoch, the event that closes it): Trainer logs and evaluates after on_epoch_end
             self.last_logged = 0  # the step of the last train loss logged: a window's steps end there
             # the best evaluation as Trainer names it (metric_for_best_model), else the lowest validation loss
             self.best_name = (args.metric_for_best_model or "loss").removeprefix("eval_")
@@ -87,11 +111,8 @@ def _trainer_recorder_class():
             for logs in state.log_history:  # a run resumed from a Trainer checkpoint: the history it had
                 self._take(logs, logs.get("step", 0), logs.get("epoch"))
             for epoch in range(math.floor(round(state.epoch or 0.0, 6))): self._epoch_loss(epoch)  # its closed epochs
-            # what describes the run in a tracking store: Trainer's own settings
-            self.settings = {"epochs": args.num_train_epochs, "max_steps": state.max_steps, "lr": args.learning_rate,
-                             "batch_size": args.per_device_train_batch_size,
-                             "accumulation": args.gradient_accumulation_steps, "optimizer": str(args.optim),
-                             "schedule": str(args.lr_scheduler_type)}
+            self.settings = trainer_settings(args, state.max_steps)  # what describes the run in a tracking store
+            self.state.findings += _logging_notes(args, state.max_steps)
             self.environment = environment()
             # the live curves (one process shows them) and the session's observers: told what fit tells them
             curves = live_curves(self.live if rank == 0 else False)
@@ -101,12 +122,14 @@ def _trainer_recorder_class():
 
         def on_log(self, args, state, control, logs=None, model=None, **kwargs):
             if not self.open: return  # trainer.evaluate() after the run: not this run's
-            before = self.nonfinite
+            before = (self.nonfinite, self.valid_nan)
             self._take(logs or {}, state.global_step, state.epoch, model)
             self.state.step, self.state.epoch = state.global_step, trainer_epoch(state.epoch)
             if "loss" in (logs or {}): self.observers(Event.after_step, self.state)
-            if self.nonfinite is not None and before is None and self.on_nonfinite == "stop":
+            if (self.nonfinite, self.valid_nan) != before and self.on_nonfinite == "stop":
                 self.stop_asked = StopReason.nonfinite.value
+            if self.closing is not None and self.closing[1] == "log" and "loss" in (logs or {}):
+                self._close_epoch(state)
             self._honour_stop(control)
 
         def on_evaluate(self, args, state, control, metrics=None, **kwargs):
@@ -114,23 +137,30 @@ def _trainer_recorder_class():
             self.state.valid = {n[1]: float(v) for k, v in (metrics or {}).items()
                                 if (n := trainer_name(k)) and n[0] == "valid" and _is_number(v)}
             self.observers(Event.after_validate, self.state)
+            if self.closing is not None and self.closing[1] == "evaluate": self._close_epoch(state)
             self._honour_stop(control)
 
         def on_epoch_end(self, args, state, control, **kwargs):
             if not self.open: return
+            # Trainer logs and evaluates the epoch's end after this event (its flow callback, first in the list,
+            # has set what it will do): the epoch closes after them, with its loss and validation in run.json
             epoch = trainer_epoch(state.epoch)
-            self._epoch_loss(epoch)
-            self.state.step, self.state.epoch = state.global_step, epoch
-            if self.folder.enabled:  # run.json so far ('running'): a killed run keeps its history up to here
-                self.folder.write_run(run_of(self.state, RUNNING, **self._run_parts()), final=False)
-            self.observers(Event.after_epoch, self.state)
+            if control.should_evaluate: self.closing = (epoch, "evaluate")
+            elif control.should_log and state.global_step > self.last_logged: self.closing = (epoch, "log")
+            else:
+                self.closing = (epoch, None)
+                self._close_epoch(state)
             self._honour_stop(control)
+
+        def on_epoch_begin(self, args, state, control, **kwargs):
+            if self.open and self.closing is not None: self._close_epoch(state)  # what was due did not come
 
         def on_save(self, args, state, control, **kwargs):
             self.last_saved = Path(args.output_dir) / f"checkpoint-{state.global_step}"  # Trainer's folder name
 
         def on_train_end(self, args, state, control, model=None, **kwargs):
             if not self.open: return
+            if self.closing is not None: self._close_epoch(state)
             if self.nonfinite is None and not _finite_weights(model):  # a NaN no log showed: said at the end
                 self.nonfinite = (state.global_step, trainer_epoch(state.epoch), {"weights": float("nan")})
             self.finish(self._stop_reason(state))
@@ -158,9 +188,20 @@ def _trainer_recorder_class():
                 window[1] += steps
                 window[2] = step
                 self.last_logged = step
+            valid = values.get(("valid", "loss"))
+            if valid is not None and not math.isfinite(valid) and self.valid_nan is None: self.valid_nan = step
             for (split, name), value in values.items():
                 self.records.append(step, e, split, name, value)
                 if split == "valid" and name == self.best_name: self.best_of.update(value, step, e)
+
+        def _close_epoch(self, state):
+            "The epoch's end: its train loss, run.json so far, [after_epoch] (a stop asked there stops Trainer)."
+            epoch, self.closing = self.closing[0], None
+            self._epoch_loss(epoch)
+            self.state.step, self.state.epoch = state.global_step, epoch
+            if self.folder.enabled:  # run.json so far ('running'): a killed run keeps its history up to here
+                self.folder.write_run(run_of(self.state, RUNNING, **self._run_parts()), final=False)
+            self.observers(Event.after_epoch, self.state)
 
         def _epoch_loss(self, epoch: int):
             """The epoch's train loss from the logged windows that ended in it (`epoch_loss`, as fit records it),
@@ -172,7 +213,7 @@ def _trainer_recorder_class():
             "Why train() ended: its planned end, a NaN, a trainbook request, Trainer's EarlyStoppingCallback."
             if self.stop_asked: return self.stop_asked
             if state.max_steps and state.global_step >= state.max_steps: return StopReason.completed.value
-            if self.nonfinite is not None: return StopReason.nonfinite.value
+            if self.nonfinite is not None or self.valid_nan is not None: return StopReason.nonfinite.value
             if self.siblings is None or any(getattr(cb, "early_stopping_patience_counter", 0) >=
                                             getattr(cb, "early_stopping_patience", math.inf) for cb in self.siblings):
                 return StopReason.early_stopping.value  # Trainer's EarlyStoppingCallback ran out of patience
@@ -202,7 +243,7 @@ def _trainer_recorder_class():
             return nonfinite_loss("train", step, epoch, bad, advice=(
                 "Trainer's logs hide it (logging_nan_inf_filter puts the mean of earlier steps, or 0.0, in place "
                 "of a NaN loss); lower the learning rate, keep max_grad_norm, try bf16 instead of fp16, and check "
-                "the batch of that step (labels all -100, NaN inputs)"))
+                "the batches before that step for NaN or inf inputs"))
 
     trainer = transformers.Trainer
     if not getattr(trainer.train, "ends_trainbook_runs", False):
@@ -211,6 +252,17 @@ def _trainer_recorder_class():
     return TrainerRecorder
 
 # %% ../nbs/15a_huggingface.ipynb #70991582
+def _logging_notes(args, max_steps: int) -> list:
+    "A run whose train loss Trainer logs fewer than twice (logging_steps=500 on a short run): its curve is empty."
+    if _plain(args.logging_strategy) != "steps" or not max_steps: return []
+    every = args.logging_steps if args.logging_steps >= 1 else math.ceil(args.logging_steps * max_steps)
+    logs = max_steps // max(int(every), 1)
+    if logs >= 2: return []
+    return [Finding("few_train_logs", "info", f"Trainer logs the train loss every {every} steps, {logs} time(s) in "
+                    f"this run of {max_steps} steps: no train curve to judge", advice="set TrainingArguments("
+                    f"logging_steps=...) to a tenth of the run or less (e.g. {max(max_steps // 20, 1)})",
+                    data={"logging_steps": every, "max_steps": max_steps})]
+
 def _is_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
