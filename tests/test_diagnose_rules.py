@@ -823,3 +823,86 @@ def test_a_loss_logged_once_an_epoch_is_counted_in_epochs():
     assert said.endswith("over 21 epochs"), said
     said = next(f for f in tb.diagnose(per_step) if f.kind == "not_learning").message
     assert said.endswith("over 21 steps"), said
+
+
+# probe 55: the run judgements on bands they were not tuned on
+
+
+def test_a_rise_of_two_medians_of_five_one_row_losses_is_noise_not_not_learning():
+    "Bug 4: 40 steps of batch 1, the last 5 steps' median above the first 5's by 0.06 with a step noise of 0.17."
+    rng = np.random.default_rng(0)
+    noisy = 1.0 + 0.17 * rng.standard_normal(40)
+    noisy[:5], noisy[-5:] = [0.963, 0.817, 1.024, 0.81, 1.118], [0.995, 1.076, 0.728, 1.237, 1.026]
+    h = tb.History([(s, 0, "train", "loss", float(v)) for s, v in enumerate(noisy, 1)])
+    assert "not_learning" not in kinds(tb.diagnose(h))
+    # the same two levels with steps that scatter 100 times less: the noise tells, and it rose
+    quiet = np.where(np.arange(40) < 20, 0.963, 1.026) + 0.0017 * rng.standard_normal(40)
+    [f] = tb.diagnose(tb.History([(s, 0, "train", "loss", float(v)) for s, v in enumerate(quiet, 1)]))
+    assert f.kind == "not_learning" and "rose instead of falling" in f.message
+    assert f.data["fall"] < f.data["fall_bound"] < 0.12 * 40 / 100
+
+
+def converged_early(floor, first, prior, valid, se, steps=5000, per_epoch=250, noise=0.113, seed=0):
+    "Batch-32 label noise around a loss that falls from `first` to near `floor` within ~100 steps, then creeps."
+    rng = np.random.default_rng(seed)
+    t = np.arange(steps)
+    loss = floor + 0.01 * (1 - t / steps) + (first - floor) * np.exp(-t / 30) + noise * rng.standard_normal(steps)
+    loss[0] = first
+    h = tb.History([(s, (s - 1) // per_epoch, "train", "loss", float(v)) for s, v in enumerate(loss, 1)])
+    for e in range(steps // per_epoch):
+        s = (e + 1) * per_epoch
+        h.append(s, e, "train", "epoch_loss", float(loss[s - per_epoch:s].mean()))
+        h.append(s, e, "valid", "loss", valid + 0.1 * se * math.sin(e))  # (an evaluation that never moves: frozen)
+        h.append(s, e, "valid", "loss_se", se)
+        h.append(s, e, "valid", "prior_loss", prior)
+    return h
+
+
+def test_a_run_that_reached_a_noisy_floor_in_its_first_tenth_is_not_not_learning():
+    "Bug 3: 1.16 → 0.36 in the first tenth → 0.35; valid at the floor, far under the prior; 8 step noises > the fall."
+    found = tb.diagnose(converged_early(floor=0.35, first=1.156, prior=1.071, valid=0.357, se=0.015))
+    assert "not_learning" not in kinds(found) and "lr_too_low" not in kinds(found), [f.message for f in found]
+    # an lr 1000x too low (probe 55's gencls, 3,000 steps): 1.08 → 1.067, valid 7 SEs under the prior, or at it
+    for valid in (1.066, 1.09):
+        stuck = tb.diagnose(converged_early(floor=1.067, first=1.08, prior=1.094, valid=valid, se=0.004, noise=0.1))
+        assert "not_learning" in kinds(stuck), [f.message for f in stuck]
+
+
+def uneven_epochs(rows=353, batch=32, epochs=40, bad_step=None, seed=0):
+    "Batches of `batch` rows and an epoch's last of the rest (353 = 11 × 32 + 1); each row's loss ~ mean × Gamma(2)/2."
+    rng = np.random.default_rng(seed)
+    sizes = [batch] * (rows // batch) + ([rows % batch] if rows % batch else [])
+    h, s = tb.History(), 0
+    for e in range(epochs):
+        for n in sizes:
+            s += 1
+            m = 0.5 + 0.5 * math.exp(-s / 100)
+            v = m * rng.gamma(2.0, 0.5, n).mean() if n > 1 else m  # (the one-row steps: at the stage)
+            h.append(s, e, "train", "loss", float(v + (m * 2.5 * 0.707 if s == bad_step else 0.0)))
+        seconds = 0.01 * len(sizes)
+        h.append(s, e, "train", "samples_per_s", rows / seconds)
+        h.append(s, e, "train", "step_time", seconds / len(sizes))
+        h.append(s, e, "valid", "loss", m)
+        h.append(s, e, "valid", "loss_sd", m * 0.707)  # the per-row losses' sd: Gamma(2, 1/2) has sd 1/√2
+        h.append(s, e, "valid", "loss_se", m * 0.707 / math.sqrt(89))
+    return h
+
+
+def test_an_epochs_trailing_one_row_batch_is_judged_by_one_rows_spread():
+    "Bug 2: 353 rows at batch 32: step 96 holds one row; 2.5 per-row sds above its stage is an ordinary row."
+    assert "loss_spikes" not in kinds(tb.diagnose(uneven_epochs(bad_step=96)))
+    # the same rise on a step of 32 rows is 14 of its spreads: a bad batch
+    spikes = next(f for f in tb.diagnose(uneven_epochs(bad_step=95)) if f.kind == "loss_spikes")
+    assert spikes.data["steps"] == [95]
+
+
+def test_steps_too_noisy_to_tell_leave_the_verdict_to_the_valid_loss():
+    "Batch-2 regression steps (spread 40%) over 252 steps: ±9% on the fall; 4 evaluations flat (stuck) or falling."
+    rng = np.random.default_rng(1)
+    loss = 1.05 * (1 + 0.4 * rng.standard_normal(252))
+    for valid, stuck in (([1.06, 0.95, 0.87, 0.8], False), ([1.060, 1.059, 1.0592, 1.0585], True)):
+        h = tb.History([(s, (s - 1) // 63, "train", "loss", float(v)) for s, v in enumerate(loss, 1)])
+        for e, v in enumerate(valid): h.append(63 * (e + 1), e, "valid", "loss", v)
+        found = {f.kind: f for f in tb.diagnose(h)}
+        assert ("not_learning" in found) is stuck, [f.message for f in found.values()]
+        if stuck: assert "the valid loss: 1.06 → 1.058 over 4 evaluations" in found["not_learning"].message

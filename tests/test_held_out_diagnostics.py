@@ -3,6 +3,7 @@ import math
 
 import numpy as np
 import pandas as pd
+import pytest
 import torch
 from torch import nn
 
@@ -396,3 +397,26 @@ def test_overfitting_from_a_large_untrained_loss_is_found_above_its_round_off():
             rows += [(step, e, "valid", "loss", v), (step, e, "valid", "loss_se", 0.02 * v)]
         found = tb.diagnose(pd.DataFrame(rows, columns=["step", "epoch", "split", "name", "value"]))
         assert "overfitting" in kinds(found), (first, kinds(found))
+
+
+# probe 55
+
+
+def test_a_loss_that_sums_its_rows_is_refused_before_any_step():
+    """Bug 1: reduction='sum' logs the valid loss on the sum's scale while its standard error and the constant
+    predictor's loss are per row (a healthy model was 'not learning'): fit and evaluate refuse it, naming the fix."""
+    import functools
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(64, 4, generator=g), torch.randint(0, 2, (64,), generator=g)
+    dl = tb.TensorLoader(X, y, batch_size=16)
+    model = nn.Linear(4, 2)
+    before = model.weight.detach().clone()
+    for summed in (nn.CrossEntropyLoss(reduction="sum"),
+                   functools.partial(nn.functional.cross_entropy, reduction="sum")):
+        with pytest.raises(ValueError, match=r"loss_fn \w+ adds up its rows' losses .*reduction='mean'"):
+            tb.fit(model, dl, dl, loss_fn=summed, live=False, config=tb.TrainConfig(epochs=1, device="cpu"))
+        with pytest.raises(ValueError, match="reduction='mean'"): tb.evaluate(model, dl, summed)
+    assert torch.equal(model.weight, before)  # refused before any step
+    # the mean (the default), and a loss that keeps a value per row, are taken
+    assert tb.evaluate(model, dl, nn.CrossEntropyLoss())["loss"] > 0
+    assert tb.evaluate(model, dl, nn.CrossEntropyLoss(reduction="none"))["loss"] > 0

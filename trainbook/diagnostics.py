@@ -13,7 +13,8 @@ from .core import SEVERITIES, Finding
 from .curvefit import (clusters, constant_stretch, end_levels, fifths, flat_stretch, keeps_falling,
                                 line_slope, median, robust_spread, rolling_median, smooth_evaluations,
                                 smoothing_half, still_falling, turning_point)
-from .readings import Thresholds, as_history, curves_of, nonfinite_finding, series_of
+from .readings import (Thresholds, as_history, curves_of, epoch_steps, nonfinite_finding, series_of,
+                                short_steps)
 
 # %% auto #0
 __all__ = ['RULES', 'diagnose']
@@ -64,6 +65,24 @@ def _at_prior(c: dict, end: float, noise: float, th: Thresholds) -> Optional[dic
 def _how_it_moved(drop: float) -> str:
     "The not-learning message's verb, true to the numbers: a loss that rose did not merely 'barely move'."
     return "rose instead of falling" if drop < 0 else "did not fall" if drop == 0 else "barely fell"
+
+def _prior_reference(c: dict, loss: np.ndarray) -> Optional[tuple[float, float, float]]:
+    "The constant predictor's loss, its SE (an evaluation's) and how many SEs the first tenth's mean is below it."
+    _, _, prior = series_of(c, "valid", "prior_loss")
+    level, se = float(median(prior)) if len(prior) else 0.0, _valid_noise(c)
+    if not level > 0: return None  # (not logged)
+    head = loss[:max(5, len(loss) // 10)]  # a mean, as the prior is; its spread holds its fall: wider, not narrower
+    level_se = float(median(se)) if se is not None else 0.0
+    both = math.hypot(float(np.std(head, ddof=1)) / math.sqrt(len(head)), level_se)
+    return level, level_se, (level - float(np.mean(head))) / max(both, 1e-12 * level)
+
+def _valid_flat(c: dict, line: float, th: Thresholds) -> Optional[tuple[float, float, int]]:
+    """The valid loss's first and last values and evaluations (3+) where it fell less than `line` by `still_z` noises
+    (a change's between two evaluations: the robust spread of the steps between neighbouring ones)."""
+    _, _, v = series_of(c, "valid", "loss")
+    if len(v) < 3 or not np.isfinite(v).all(): return None
+    fell = (float(v[0] - v[-1]) + th.still_z * robust_spread(np.diff(v))) / max(abs(float(v[0])), 1e-12)
+    return (float(v[0]), float(v[-1]), len(v)) if fell < line else None
 
 def _untrained_loss(c: dict, loss: np.ndarray) -> float:
     "The untrained model's loss: the first step's, or the constant predictor's if higher (a first batch's)."
@@ -183,12 +202,26 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
                         advice="the lr is too high: the first updates threw the model off and it never learned "
                                "after: lower the lr about 10× (lr_find), add warmup, clip gradients; standardize inputs",
                         data=data)]
-    # a run that learned inside its first tenth (0.75 → 1e-7 in 9 steps): its fall is from the untrained loss,
-    # which stands out of that tenth as a blow-up would (`blowup` × its level and `blowup_z` noises above it)
-    early = bool(base > th.blowup * start and base - start > th.blowup_z * max(noise, 1e-12))
-    if early: start = base
+    # a run that learned inside its first tenth (0.75 → 1e-7 in 9 steps) fell from before it: from the prior's
+    # loss where that tenth's mean is `prior_z` SEs below it (one step's noise can exceed a noisy task's whole
+    # fall), else from the untrained loss, standing out of that tenth as a blow-up would
+    reference, early = _prior_reference(c, loss), ""
+    if reference is not None and reference[2] > th.prior_z: start, early = reference[0], "prior"
+    elif base > th.blowup * start and base - start > th.blowup_z * max(noise, 1e-12):
+        start, early = base, "untrained"
     drop = (start - end) / max(abs(start), 1e-12)
-    data.update(drop=drop, learned_in_first_tenth=early)
+    # the fall and its upper bound, `still_z` SEs up: along a least-squares line through every step (it reads
+    # them all: two medians of 5 one-row losses cannot tell a rise from a fall; a bend widens its SE)
+    scale = (len(loss) - 1) / max(abs(start), 1e-12)
+    slope, slope_se, _ = line_slope(loss)
+    fall, bound = -slope * scale, (th.still_z * slope_se - slope) * scale
+    if early:  # from a level before the steps: with its SE (the prior's, one step's) and the last tenth median's
+        step_noise = robust_spread(np.diff(loss)) / math.sqrt(2)  # (a trend does not widen it as it does a MAD)
+        tenth_se = 1.2533 * step_noise / math.sqrt(max(5, len(loss) // 10))  # a median's: √(π/2) × a mean's
+        level_se = reference[1] if early == "prior" else step_noise
+        fall, bound = drop, drop + th.still_z * math.hypot(level_se, tenth_se) / max(abs(start), 1e-12)
+    data.update(drop=drop, fall=fall, fall_bound=bound, learned_in_first_tenth=bool(early),
+                fell_from=early or "first_tenth", first_tenth_below_prior_z=reference[2] if reference else None)
     if at_prior and len(loss) >= 5 * th.min_steps:
         return [Finding("not_learning", "warning",
                         f"the run ended {prior['where']} the constant predictor's loss {prior['prior_loss']:.4g} "
@@ -199,11 +232,18 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
                                "capacity (a linear model cannot fit a non-linear task: add a hidden layer). On a rare "
                                "class the loss moves little even for a model that ranks it well: judge by PR-AUC",
                         data=data)]
-    if drop < th.still * min(1.0, len(loss) / 100):  # fewer steps, less movement expected
+    line = th.still * min(1.0, len(loss) / 100)  # fewer steps, less movement expected
+    # and where the noise says so: the fall's bound under it too; or, the steps too noisy to tell, the valid flat
+    flat = _valid_flat(c, line, th) if max(drop, fall) < line <= bound else None
+    if drop < line and bound < line or flat:
         return [Finding("not_learning", "warning",
-                        f"the training loss {_how_it_moved(drop)}: {start:.4g} → {end:.4g} over {len(loss)} "
+                        f"the training loss {_how_it_moved(drop)}"
+                        + (" from the constant predictor's loss" if early == "prior" else "")
+                        + f": {start:.4g} → {end:.4g} over {len(loss)} "
                         + ("epochs" if len(np.unique(epochs)) == len(loss) and steps[-1] - steps[0] >= len(loss)
-                           else "steps"),  # one loss an epoch (Keras' callback without batches=True)
+                           else "steps")  # one loss an epoch (Keras' callback without batches=True)
+                        + (f"; and the valid loss: {flat[0]:.4g} → {flat[1]:.4g} over {flat[2]} evaluations "
+                           f"(the steps alone are too noisy to tell)" if flat else ""),
                         advice="run overfit_batch; check the labels, the loss/activation pairing and "
                                "that gradients reach every layer (frozen or dead layers); the lr may be far "
                                "too low (try lr_find)",
@@ -254,7 +294,11 @@ def _batch_spread(c: dict, steps: np.ndarray) -> Optional[np.ndarray]:
     ss, _, sd = series_of(c, "valid", "loss_sd")
     rows = _rows_per_step(c)
     if len(sd) == 0 or rows is None: return None
-    return np.interp(steps, ss, sd) / math.sqrt(max(rows, 1.0))
+    each = np.full(len(steps), max(rows, 1.0))
+    short = short_steps(c)  # an epoch's short last batch (353 rows in batches of 32: one) has its own rows
+    at = np.isin(steps, list(short))
+    each[at] = np.minimum(each[at], [short[int(s)] for s in steps[at]])
+    return np.interp(steps, ss, sd) / np.sqrt(each)
 
 def _spike_scale(c: dict, steps: np.ndarray, loss: np.ndarray, exact: bool = True
                  ) -> tuple[int, np.ndarray, np.ndarray]:
@@ -538,10 +582,7 @@ def _seconds_waited(c: dict) -> Optional[float]:
     ws, _, w = series_of(c, "train", "data_wait")
     ts, _, st = series_of(c, "train", "step_time")
     if len(w) == 0 or len(st) != len(w) or not (ts == ws).all(): return None
-    ls = series_of(c, "train", "loss")[0]
-    before = min(int(ls[0]) - 1, int(ws[0])) if len(ls) else 0  # the step the first timed epoch began after
-    steps = np.diff(np.concatenate([[before], ws]))  # each epoch's: from the last epoch's end to its own
-    return float(np.sum(w * st * steps))
+    return float(np.sum(w * st * epoch_steps(c, ws)))
 
 def _input_pipeline(c: dict, th: Thresholds) -> list[Finding]:
     "slow_input_pipeline: the loop waited for batches a large share of the training time (a second or more)."

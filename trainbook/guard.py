@@ -35,7 +35,22 @@ def check_loss_fn(loss_fn: Optional[Callable],  # e.g. nn.CrossEntropyLoss() or 
     if not callable(loss_fn):
         raise TypeError(f"loss_fn must be callable, such as nn.CrossEntropyLoss() or F.cross_entropy, "
                         f"got {type(loss_fn).__name__}")
+    if _sums_rows(loss_fn):
+        name = type(loss_fn).__name__ if isinstance(loss_fn, nn.Module) else getattr(
+            getattr(loss_fn, "func", loss_fn), "__name__", type(loss_fn).__name__)
+        raise ValueError(f"loss_fn {name} adds up its rows' losses (reduction='sum'): trainbook reads a loss as "
+                         "a mean over a batch's rows (the valid loss beside its standard error and the constant "
+                         "predictor's loss, each per row; step losses of batches of any size on one scale). Pass "
+                         "it with reduction='mean' (the default); a sum's gradients are the batch size times a "
+                         "mean's, so with plain SGD multiply lr by the batch size for the same steps")
     return loss_fn
+
+def _sums_rows(loss_fn: Callable) -> bool:
+    "Whether `loss_fn` sums its rows' losses: reduction='sum' on a loss module, bound by a partial or by default."
+    if getattr(loss_fn, "reduction", None) == "sum": return True  # nn.CrossEntropyLoss(reduction="sum") and kin
+    try: param = inspect.signature(loss_fn).parameters.get("reduction")  # a partial's bound keyword is its default
+    except (TypeError, ValueError): return False  # a builtin without a signature
+    return param is not None and isinstance(param.default, str) and param.default == "sum"
 
 def _why_empty(dl) -> str:
     "A hint at why a loader with a dataset has no batches."

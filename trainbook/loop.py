@@ -21,7 +21,7 @@ from .core import (History, TrainConfig, environment, loader_generators, loader_
 from .triage import Evaluation, LossStats, NanGuard
 from .distributed import all_mean, dist_info, paired_batches, reduce_evaluation, shard_loader, wrap_model
 from .events import Callback, Callbacks, Event, LoopState
-from .guard import check_fit_inputs, check_monitor, note_interrupt, require_batches, run_notes, run_steps
+from .guard import check_fit_inputs, check_loss_fn, check_monitor, note_interrupt, require_batches, run_notes, run_steps
 from .metrics import resolve_metrics, try_metrics
 from .optim import (gradient_norms, make_scheduler, param_groups,
                              pick_scheduler_interval, step_optimizer, unscale_and_clip)
@@ -46,7 +46,7 @@ def evaluate(model: nn.Module,  # the model to score (its train/eval mode is res
     metric_fns = resolve_metrics(metrics, loss_fn)  # the loss's ignore_index reaches the metrics
     loss_sum, rows, preds, ys = torch.zeros((), device=device), 0, [], []
     # running sums of per-row losses and targets (no extra sync): the loss's standard error, the prior loss
-    stats = LossStats(loss_fn)
+    stats = LossStats(check_loss_fn(loss_fn))  # per row, as the loss is (one that sums its rows is refused)
     feed = Feeder(model, loss_fn, device, precision)  # the autocast and the loss's kind, once for all batches
     with eval_mode(model), torch.inference_mode():
         for i, batch in enumerate(paired_batches(model, dl, device, feed)):  # FSDP: as many passes per rank

@@ -13,7 +13,8 @@ import numpy as np
 from .core import Finding, History
 
 # %% auto #0
-__all__ = ['as_history', 'curves_of', 'series_of', 'Thresholds', 'nonfinite_loss', 'nonfinite_finding']
+__all__ = ['as_history', 'curves_of', 'series_of', 'epoch_steps', 'short_steps', 'Thresholds', 'nonfinite_loss',
+           'nonfinite_finding']
 
 # %% ../nbs/09c_readings.ipynb #9e7182a0
 def as_history(history,  # a `History`, a `Run` or a tidy DataFrame (step, epoch, split, name, value)
@@ -76,6 +77,28 @@ def series_of(c: dict,  # `curves_of` a history
     "(steps, epochs, values) of one series of `curves_of`, empty when it was never logged."
     return c.get((split, name), _EMPTY)
 
+def epoch_steps(c: dict,  # `curves_of` a history
+                ends: np.ndarray,  # the steps its epoch records were logged at, one an epoch
+               ) -> np.ndarray:
+    "The optimizer steps of each of those epochs: from the last one's end to its own."
+    ls = series_of(c, "train", "loss")[0]
+    before = min(int(ls[0]) - 1, int(ends[0])) if len(ls) else 0  # the step the first timed epoch began after
+    return np.diff(np.concatenate([[before], ends]))
+
+def short_steps(c: dict,  # `curves_of` a history
+               ) -> dict:
+    "Each epoch's last step where its rows do not divide evenly by its steps: step → the fewest rows it can hold."
+    es, _, sps = series_of(c, "train", "samples_per_s")
+    ts, _, st = series_of(c, "train", "step_time")
+    if len(sps) == 0 or len(st) != len(sps) or not (ts == es).all(): return {}
+    n = epoch_steps(c, es).astype(int)
+    # the epoch's rows: rows/s × s/step × its steps (a whole number if all were timed; none if not finite)
+    rows = np.nan_to_num(sps * st * n, nan=0.0, posinf=0.0, neginf=0.0)
+    r = np.round(rows).astype(int)
+    short = (n >= 2) & (r >= n) & (np.abs(rows - r) < 1e-6 * rows) & (r % np.maximum(n, 1) != 0)
+    # the others B rows each, (n - 1) B < rows: the last holds the rest, the fewest at the largest B
+    return {int(e): int(x - (m - 1) * ((x - 1) // (m - 1))) for e, x, m in zip(es[short], r[short], n[short])}
+
 # %% ../nbs/09c_readings.ipynb #950ba6ba
 @dataclass(frozen=True)
 class Thresholds:
@@ -86,7 +109,8 @@ class Thresholds:
     diverge_z: float = 1.5  # ... and whose last tenth is above the first loss by this many step-noise spreads
     blowup: float = 2.0  # so is one whose raw loss jumped to this multiple of its median and untrained loss early
     blowup_z: float = 8.0  # ... and this many step noises above it, and never fell `still` below the first
-    still: float = 0.12  # a loss that fell less than this share of its start (in 100+ steps): not learning
+    still: float = 0.12  # a loss that fell less than this share of its start (in 100+ steps): not learning ...
+    still_z: float = 2.0  # ... and its fall's upper bound, this many standard errors up, too (else: cannot tell)
     slow: float = 0.5  # one that fell less than this share and still falls steadily: the lr may be too low
     fall_z: float = 3.0  # still falls, under 3 evaluations: the second half's slope this many SEs below 0
     fall_keep: float = 0.7  # ... with 3+: the valid loss falls at each later one, at this share of its rate
