@@ -416,6 +416,9 @@ def test_a_loss_that_sums_its_rows_is_refused_before_any_step():
         with pytest.raises(ValueError, match=r"loss_fn \w+ adds up its rows' losses .*reduction='mean'"):
             tb.fit(model, dl, dl, loss_fn=summed, live=False, config=tb.TrainConfig(epochs=1, device="cpu"))
         with pytest.raises(ValueError, match="reduction='mean'"): tb.evaluate(model, dl, summed)
+        # the checklist's steps before fit read the loss as fit does
+        with pytest.raises(ValueError, match="reduction='mean'"): tb.overfit_batch(model, next(iter(dl)), summed)
+        with pytest.raises(ValueError, match="reduction='mean'"): tb.lr_find(model, dl, summed, num_steps=5)
     assert torch.equal(model.weight, before)  # refused before any step
     # the mean (the default), and a loss that keeps a value per row, are taken
     assert tb.evaluate(model, dl, nn.CrossEntropyLoss())["loss"] > 0

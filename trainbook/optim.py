@@ -384,10 +384,9 @@ def lr_find(model: nn.Module,  # the model to probe (a copy is trained; the mode
         return lr_find_flax(model, dl_train, loss_fn, start_lr=start_lr, end_lr=end_lr, num_steps=num_steps,
                             smooth=smooth)
     check_lr_sweep(start_lr, end_lr, num_steps, smooth, "lr_find")  # a sweep of 0 steps is no NaN loss
-    from trainbook.guard import check_loader  # (the door's checks build on optim)
+    from trainbook.guard import check_loader, check_loss_fn  # (the door's checks build on optim)
     check_loader(dl_train, "dl_train")  # a DataFrame or arrays where batches belong: said as fit says it
-    if loss_fn is not None and not callable(loss_fn):
-        raise TypeError(f"loss_fn must be callable or None, got {type(loss_fn).__name__}")
+    check_loss_fn(loss_fn)  # None, or a callable that averages its rows (a loss class, a summing loss: refused)
     dev = pick_device(device)
     net = copy.deepcopy(model).to(dev).train()
     with DeferredCtrlC() as ctrl_c:  # the first optimizer imports torch._dynamo: a Ctrl-C waits for it

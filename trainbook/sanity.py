@@ -15,6 +15,7 @@ from .batch import (call_model, check_loss_shapes, eval_mode, forward, kept_rng,
                              prediction, rows_in, split_batch, stop_requested, to_device, wants_whole_output)
 from .core import Finding, History, announce, findings_html, pick_device
 from .levels import LossLevels, loss_levels, loss_name
+from .guard import check_loss_fn
 from .optim import train_step
 from .metrics import IGNORE_INDEX, ignore_index_of
 
@@ -248,9 +249,7 @@ def overfit_batch(model: nn.Module,  # the model to test (a copy is trained; the
         return overfit_batch_flax(model, batch, loss_fn, steps=steps, lr=lr, lrs=lrs, tolerance=tolerance)
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    if loss_fn is not None and not callable(loss_fn):
-        raise TypeError("loss_fn must be callable (or None when the model computes its loss), got "
-                        f"{type(loss_fn).__name__}")
+    check_loss_fn(loss_fn)  # None, or a callable that averages its rows (a loss class, a summing loss: refused)
     if not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be a positive int, got {steps!r}")
     for name, value in [("lr", lr)] if lr is not None else [("lrs", v) for v in lrs]:
