@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable, NamedTuple, Optional, Union
 import numpy as np
 
 from .checkpoint import Checkpointer, check_epochs_left, check_resume, probe_writable
-from .resume import Position
+from .resume import Position, accumulation_windows
 from .core import (History, TrainConfig, atomic_write, environment, loader_length, package_version,
                             rng_state, seed_everything, set_loader_epoch, set_rng_state, warn)
 from .events import Event, LoopState
@@ -439,7 +439,6 @@ class _FlaxLoop:
 
     def windows(self, batches):
         "The epoch's accumulation windows (with the host RNG states at their start when checkpoints are written)."
-        from trainbook.loop import accumulation_windows
         return accumulation_windows(batches, self.cfg.accum_steps, self.n_batches, self.pos,
                                     keep_rng=self.run_dir is not None)
 

@@ -15,7 +15,7 @@ from torch import nn
 from .batch import (DeferredCtrlC, Feeder, batch_rows, check_loss_shapes, eval_mode, prediction,
                              training_lock)
 from .checkpoint import Checkpointer, FindingsPart, check_epochs_left, check_resume, stopped_early
-from .resume import BufferSnapshot, Position, run_signature
+from .resume import BufferSnapshot, Position, Window, accumulation_windows, run_signature
 from .core import (History, TrainConfig, environment, loader_generators, loader_length, pick_device,
                             pick_precision, rng_state, seed_everything, set_loader_epoch, set_rng_state)
 from .triage import Evaluation, LossStats, NanGuard
@@ -30,7 +30,7 @@ from .recorder import (EarlyStopping, EpochMeter, StepProfiler, TimedIterator, c
 from .run import RUNNING, Run, monitored_record
 
 # %% auto #0
-__all__ = ['LOOP_STARTS', 'evaluate', 'Window', 'accumulation_windows', 'Setup', 'set_up', 'fit', 'show_loop']
+__all__ = ['LOOP_STARTS', 'evaluate', 'Setup', 'set_up', 'fit', 'show_loop']
 
 # %% ../nbs/07_loop.ipynb #5c24e70f
 def evaluate(model: nn.Module,  # the model to score (its train/eval mode is restored afterwards)
@@ -72,64 +72,6 @@ def evaluate(model: nn.Module,  # the model to score (its train/eval mode is res
     out = Evaluation({k: float(v) for k, v in results.items()})  # one sync for all values
     out.stats = stats.results()
     return out
-
-# %% ../nbs/07_loop.ipynb #031a6364
-class Window:
-    "One accumulation window: up to `size` micro-batches drawn lazily, where it started, and its losses."
-    __slots__ = ("batches", "first", "size", "pos", "start", "rng", "items", "rows", "done")
-    def __init__(self,
-                 batches: Iterator,  # the epoch's batch iterator (shared by all windows)
-                 first,  # the window's first micro-batch, already drawn
-                 size: int,  # micro-batches in this window (shorter at an epoch's end)
-                 pos: Position,  # the loop's position, advanced as micro-batches are drawn
-                 rng: Optional[dict],  # RNG states before the first micro-batch was drawn (None = not kept)
-                ):
-        self.batches, self.first, self.size, self.pos = batches, first, size, pos
-        self.start, self.rng = pos.batch_idx, rng  # a resume from inside the window restarts here
-        self.items, self.rows, self.done = [], 0, False
-
-    def __iter__(self):
-        batch = self.first
-        for i in range(self.size):
-            if i:
-                batch = next(self.batches, _END)
-                if batch is _END: return  # the loader ran out early
-            self.pos.batch_idx += 1
-            yield batch
-
-    @property
-    def last(self) -> bool:
-        "Whether the micro-batch in hand is the window's last (DDP syncs gradients there)."
-        return self.pos.batch_idx - self.start >= self.size
-
-    def add(self,
-            xb,  # the micro-batch's inputs (on the device)
-            yb,  # its targets
-            loss: torch.Tensor,  # its loss
-           ):
-        "Keep a micro-batch's loss (and the batch, for a non-finite loss's triage)."
-        self.items.append((xb, yb, loss))
-        self.rows += batch_rows(xb, yb)
-
-_END = object()
-_NO_SYNC = contextlib.nullcontext()  # reusable: it holds no state
-
-def accumulation_windows(batches: Iterator,  # the epoch's (positioned) batch iterator
-                         accum_steps: int,  # micro-batches per optimizer step
-                         n_batches: Optional[int],  # micro-batches per epoch (None = unknown; then accum_steps == 1)
-                         pos: Position,  # the loop's position; `batch_idx` advances as micro-batches are drawn
-                         keep_rng: bool = False,  # record the RNG state at each window's start (for checkpoints)
-                         buffers: Optional[BufferSnapshot] = None,  # moving buffers, copied there too
-                         generators: tuple = (),  # the loader's own torch.Generators, kept with the RNG states
-                        ) -> Iterator[Window]:
-    "The epoch's accumulation windows; the last is shorter when the epoch does not divide evenly."
-    while True:
-        rng = rng_state(generators) if keep_rng else None  # before the window's first micro-batch is drawn
-        size = min(accum_steps, n_batches - pos.batch_idx) if n_batches else accum_steps
-        first = next(batches, _END)  # also at the epoch's end: a loader's generator finishes its epoch
-        if first is _END or size <= 0: return
-        if buffers is not None: buffers.keep()  # as the last step left them: a dropped window puts them back
-        yield Window(batches, first, size, pos, rng)
 
 # %% ../nbs/07_loop.ipynb #dfbf5720
 @dataclass(frozen=True)
@@ -288,6 +230,8 @@ def _windows(s: Setup, state: LoopState, batches: TimedIterator) -> Iterator[Win
     "The epoch's accumulation windows (with their start's RNG states when checkpoints are written)."
     return accumulation_windows(batches, s.config.accum_steps, s.n_batches, state.position,
                                 s.checkpointer.enabled, s.buffers, s.generators)
+
+_NO_SYNC = contextlib.nullcontext()  # reusable: it holds no state
 
 def _grad_sync(s: Setup, window: Window):
     "DDP averages gradients across ranks once per window (at its last micro-batch), not after each one."

@@ -5,17 +5,18 @@
 # %% ../nbs/06c_resume.ipynb #fb01ea68
 from __future__ import annotations
 from dataclasses import dataclass
-from typing import Optional
+from typing import Iterator, Optional
 
 import torch
 from torch import nn
 
 from . import __version__
+from .batch import batch_rows
 from .core import Finding, TrainConfig, loader_generators, loader_length, rng_state
 from .distributed import unwrap
 
 # %% auto #0
-__all__ = ['run_signature', 'saved_signature', 'resume_changes', 'Position', 'BufferSnapshot']
+__all__ = ['run_signature', 'saved_signature', 'resume_changes', 'Position', 'BufferSnapshot', 'Window', 'accumulation_windows']
 
 # %% ../nbs/06c_resume.ipynb #7ae62d48
 def _loader_order(dl) -> Optional[str]:
@@ -209,3 +210,60 @@ class BufferSnapshot:
         "Put the buffers back as they were at the current window's start."
         if not self.copies: return
         with torch.no_grad(): torch._foreach_copy_(self.buffers, self.copies)
+
+# %% ../nbs/06c_resume.ipynb #031a6364
+class Window:
+    "One accumulation window: up to `size` micro-batches drawn lazily, where it started, and its losses."
+    __slots__ = ("batches", "first", "size", "pos", "start", "rng", "items", "rows", "done")
+    def __init__(self,
+                 batches: Iterator,  # the epoch's batch iterator (shared by all windows)
+                 first,  # the window's first micro-batch, already drawn
+                 size: int,  # micro-batches in this window (shorter at an epoch's end)
+                 pos: Position,  # the loop's position, advanced as micro-batches are drawn
+                 rng: Optional[dict],  # RNG states before the first micro-batch was drawn (None = not kept)
+                ):
+        self.batches, self.first, self.size, self.pos = batches, first, size, pos
+        self.start, self.rng = pos.batch_idx, rng  # a resume from inside the window restarts here
+        self.items, self.rows, self.done = [], 0, False
+
+    def __iter__(self):
+        batch = self.first
+        for i in range(self.size):
+            if i:
+                batch = next(self.batches, _END)
+                if batch is _END: return  # the loader ran out early
+            self.pos.batch_idx += 1
+            yield batch
+
+    @property
+    def last(self) -> bool:
+        "Whether the micro-batch in hand is the window's last (DDP syncs gradients there)."
+        return self.pos.batch_idx - self.start >= self.size
+
+    def add(self,
+            xb,  # the micro-batch's inputs (on the device)
+            yb,  # its targets
+            loss: torch.Tensor,  # its loss
+           ):
+        "Keep a micro-batch's loss (and the batch, for a non-finite loss's triage)."
+        self.items.append((xb, yb, loss))
+        self.rows += batch_rows(xb, yb)
+
+_END = object()
+
+def accumulation_windows(batches: Iterator,  # the epoch's (positioned) batch iterator
+                         accum_steps: int,  # micro-batches per optimizer step
+                         n_batches: Optional[int],  # micro-batches per epoch (None = unknown; then accum_steps == 1)
+                         pos: Position,  # the loop's position; `batch_idx` advances as micro-batches are drawn
+                         keep_rng: bool = False,  # record the RNG state at each window's start (for checkpoints)
+                         buffers: Optional[BufferSnapshot] = None,  # moving buffers, copied there too
+                         generators: tuple = (),  # the loader's own torch.Generators, kept with the RNG states
+                        ) -> Iterator[Window]:
+    "The epoch's accumulation windows; the last is shorter when the epoch does not divide evenly."
+    while True:
+        rng = rng_state(generators) if keep_rng else None  # before the window's first micro-batch is drawn
+        size = min(accum_steps, n_batches - pos.batch_idx) if n_batches else accum_steps
+        first = next(batches, _END)  # also at the epoch's end: a loader's generator finishes its epoch
+        if first is _END or size <= 0: return
+        if buffers is not None: buffers.keep()  # as the last step left them: a dropped window puts them back
+        yield Window(batches, first, size, pos, rng)
