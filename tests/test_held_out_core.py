@@ -136,3 +136,32 @@ def test_peeking_at_the_loaders_changes_no_batch_of_the_run(valid_batch):
     a, b = run(False), run(True)
     assert a.step == b.step == 12
     assert a.metrics()["valid_loss"].tolist() == b.metrics()["valid_loss"].tolist()
+
+
+class ImpatientCtrlC(tb.Callback):
+    "Ctrl-C after step `at`, and again while the interrupted run writes its last.pt (from a callback's state_dict)."
+    def __init__(self, at): self.at, self.pressed = at, 0
+    def after_step(self, state):
+        if state.step == self.at and not self.pressed:
+            self.pressed = 1
+            signal.raise_signal(signal.SIGINT)
+    def state_dict(self):
+        if self.pressed == 1:  # the checkpoint the first Ctrl-C asked for
+            self.pressed = 2
+            signal.raise_signal(signal.SIGINT)
+        return {}
+    def load_state_dict(self, state): pass
+
+
+def test_a_second_ctrl_c_while_the_interrupted_run_saves_leaves_no_locked_folder(tmp_path):
+    "Probe 54: the second Ctrl-C escaped fit's interrupt handler: no run end, run.json 'running', the folder locked."
+    X, y = blobs(64)
+    cfg = tb.TrainConfig(epochs=3, checkpoint_dir=str(tmp_path), checkpoint_every=2)
+    model = mlp()
+    run = tb.fit(model, tb.TensorLoader(X, y, batch_size=16), loss_fn=nn.functional.cross_entropy, config=cfg,
+                 live=False, callbacks=[ImpatientCtrlC(at=5)])
+    assert run.stopped == "interrupted" and run.step == 5
+    assert tb.Run.load(tmp_path).stopped == "interrupted"
+    resumed = tb.fit(model, tb.TensorLoader(X, y, batch_size=16), loss_fn=nn.functional.cross_entropy,
+                     config=cfg, live=False, resume=tmp_path)  # not refused: the folder was given back
+    assert resumed.stopped == "completed" and resumed.step == 12

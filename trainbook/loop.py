@@ -385,27 +385,33 @@ def _stopped_before_step(s: Setup, state: LoopState) -> str:
     if reason == "max_steps" and state.position.batch_idx: return _end_epoch(s, state, partial=True) or reason
     return reason
 
-def _interrupted(s: Setup, state: LoopState, window: Optional[Window]) -> str:
-    "Ctrl-C: drop the window in flight; last.pt describes the state after the last completed step."
-    s.optimizer.zero_grad(set_to_none=True)
-    note_interrupt()  # in a notebook, the rest of the cell does not train on
-    if state.epoch_closed: return "interrupted"
-    if state.epoch_end is not None:  # inside the epoch's end: a resume redoes it, its rows are not doubled
-        entries = dict(state.epoch_end)
-        _save_last(s, state, entries.pop("pos"), **entries)
-    elif window is not None and not window.done and window.rng is not None:
-        if s.buffers is not None: s.buffers.restore()  # its forwards moved BatchNorm's stats: the replay does
-        _save_last(s, state, state.position.resume_from(window.rng, window.start))
-    else: _save_last(s, state)
-    return "interrupted"
+def _interrupted(s: Setup, state: LoopState, window: Optional[Window]) -> Run:
+    """Ctrl-C: drop the window in flight; last.pt describes the state after the last completed step; the run
+    ends. Another Ctrl-C meanwhile waits (a third interrupts): a big model's save is not cut, nor its run's end."""
+    with DeferredCtrlC():
+        s.optimizer.zero_grad(set_to_none=True)
+        note_interrupt()  # in a notebook, the rest of the cell does not train on
+        if state.epoch_closed: pass  # last.pt holds the next epoch's start already
+        elif state.epoch_end is not None:  # inside the epoch's end: a resume redoes it, its rows are not doubled
+            entries = dict(state.epoch_end)
+            _save_last(s, state, entries.pop("pos"), **entries)
+        elif window is not None and not window.done and window.rng is not None:
+            if s.buffers is not None: s.buffers.restore()  # its forwards moved BatchNorm's stats: the replay does
+            _save_last(s, state, state.position.resume_from(window.rng, window.start))
+        else: _save_last(s, state)
+        return _finish(s, state, "interrupted")
 
 def _finish(s: Setup, state: LoopState, stopped: str, error: Optional[BaseException] = None) -> Run:
-    "Findings, the Run, [after_fit], run.json, the folder's lock: for every way a run ends."
-    try:
-        return end_run(state, s.callbacks, stopped, stopper=s.stopper, checkpointer=s.checkpointer,
-                       environment=s.environment, error=error,
-                       extra={**s.extra, "seconds": time.perf_counter() - s.started})
-    finally: object.__setattr__(s, "net", None)  # a DDP wrapper must go before its process group does
+    """Findings, the Run, [after_fit], run.json, the folder's lock: for every way a run ends. A Ctrl-C meanwhile
+    waits for the end (a second interrupts), so the folder is given back; then the cell stops, as after a run."""
+    with DeferredCtrlC() as ctrl_c:
+        try:
+            return end_run(state, s.callbacks, stopped, stopper=s.stopper, checkpointer=s.checkpointer,
+                           environment=s.environment, error=error,
+                           extra={**s.extra, "seconds": time.perf_counter() - s.started})
+        finally:
+            object.__setattr__(s, "net", None)  # a DDP wrapper must go before its process group does
+            if ctrl_c.pressed: note_interrupt()
 
 def _failed(s: Setup, state: LoopState, err: BaseException) -> None:
     "A run that raised: finish it as 'failed' (last.pt stays the last good one) and attach it as `err.run`."
@@ -507,7 +513,7 @@ def fit(model: nn.Module,  # trained in place: a second fit goes on from its wei
             stopped = stopped or "completed"
         except KeyboardInterrupt:
             # Ctrl-C: drop the window in flight; last.pt describes the state after the last completed step
-            stopped = _interrupted(s, state, window)
+            return _interrupted(s, state, window)
         except BaseException as err:  # SystemExit too (a notebook goes on): the folder is given back
             # a failure keeps its run: [after_fit], run.json with the error, `err.run`, the last good last.pt
             _failed(s, state, err)
