@@ -471,7 +471,7 @@ def test_resume_of_a_folder_whose_run_was_killed_before_its_first_checkpoint_sta
         run = tb.fit(model, tb.TensorLoader(X, Y, batch_size=16), loss_fn=nn.functional.cross_entropy, live=False,
                      config=tb.TrainConfig(epochs=2, checkpoint_dir=folder), resume=resume)
         return run, model
-    with pytest.warns(UserWarning, match="was killed before its first checkpoint .* this run starts anew"):
+    with pytest.warns(UserWarning, match="was killed or cut short before its first checkpoint .* this run starts anew"):
         run, model = train(folder, resume=folder)
     plain, plain_model = train()
     assert run.run_dir == folder and run.step == plain.step and run.stopped == "completed"

@@ -165,3 +165,51 @@ def test_a_second_ctrl_c_while_the_interrupted_run_saves_leaves_no_locked_folder
     resumed = tb.fit(model, tb.TensorLoader(X, y, batch_size=16), loss_fn=nn.functional.cross_entropy,
                      config=cfg, live=False, resume=tmp_path)  # not refused: the folder was given back
     assert resumed.stopped == "completed" and resumed.step == 12
+
+
+def test_a_third_ctrl_c_that_cuts_the_interrupted_save_still_gives_the_folder_back(tmp_path, monkeypatch):
+    "Probe 57: the third press escaped fit with the folder locked by this live process; resume= was then refused."
+    from trainbook.checkpoint import Checkpointer, folder_writer
+    X, y = blobs(64)
+    first, save = {"pressed": False}, Checkpointer.save
+
+    class Press(tb.Callback):
+        def after_step(self, state):
+            if state.step == 5:
+                first["pressed"] = True
+                signal.raise_signal(signal.SIGINT)
+
+    def impatient_save(self, *a, **k):  # two more presses as the interrupted run writes last.pt
+        if first.pop("pressed", False):
+            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(signal.SIGINT)
+        return save(self, *a, **k)
+    monkeypatch.setattr(Checkpointer, "save", impatient_save)
+    cfg = tb.TrainConfig(epochs=2, checkpoint_dir=str(tmp_path))
+    with pytest.raises(KeyboardInterrupt):
+        tb.fit(mlp(), tb.TensorLoader(X, y, batch_size=8), loss_fn=nn.functional.cross_entropy, config=cfg,
+               live=False, callbacks=[Press()])
+    assert folder_writer(tmp_path) is None  # given back
+    monkeypatch.setattr(Checkpointer, "save", save)
+    tb.guard._CUT_SHORT["execution"] = None  # the next cell
+    with pytest.warns(UserWarning, match="nothing to resume"):  # nothing was saved: it starts anew
+        run = tb.fit(mlp(), tb.TensorLoader(X, y, batch_size=8), loss_fn=nn.functional.cross_entropy, config=cfg,
+                     live=False, resume=tmp_path)
+    assert run.stopped == "completed" and run.run_dir == tmp_path
+
+
+def test_a_ctrl_c_while_a_recorder_writes_its_closing_checkpoint_waits_for_the_runs_end(tmp_path, monkeypatch):
+    "Probe 57: one Ctrl-C during the `with` block's closing last.pt escaped finish(): no Run, no run.json, a lock."
+    from trainbook.checkpoint import Checkpointer, folder_writer
+    save = Checkpointer.save
+
+    def pressed_while_saving(self, *a, **k):
+        signal.raise_signal(signal.SIGINT)
+        return save(self, *a, **k)
+    cfg = tb.TrainConfig(epochs=1, checkpoint_dir=str(tmp_path), monitor="train_loss")
+    with tb.Recorder(cfg, live=False, validates=False) as rec:
+        rec.step(0.5)
+        monkeypatch.setattr(Checkpointer, "save", pressed_while_saving)
+    assert rec.run is not None and rec.run.stopped == "completed"
+    assert tb.Run.load(tmp_path).stopped == "completed" and folder_writer(tmp_path) is None
+    tb.guard._CUT_SHORT["execution"] = None  # (the press stops the rest of the cell, as after a run)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/06_checkpoint.ipynb #fb01ea68
 from __future__ import annotations
-import collections, io, json, os, pickle, re, reprlib, tempfile, threading, time, zipfile
+import collections, contextlib, io, json, os, pickle, re, reprlib, tempfile, threading, time, zipfile
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
@@ -368,12 +368,13 @@ def stopped_before_checkpoint(folder: str | Path,  # a run folder
 
 def killed_before_record(folder: str | Path,  # a run folder
                         ) -> bool:
-    """Whether `folder` holds no run file but the lock of a process that is gone: a run killed before its first
-    checkpoint and run.json (a SIGKILL in its first epoch). It holds nothing to resume or lose."""
+    """Whether `folder` holds no run: no run file, and nothing but maybe the lock of a process that is gone (a run
+    killed, or Ctrl-C'd three times, before its first checkpoint and run.json). Nothing there to resume or lose."""
     folder = Path(folder)
     if earlier_run_files(folder): return False
     who = folder_writer(folder)
-    return who is not None and process_alive(who) is False
+    if who is not None: return process_alive(who) is False
+    return not any(folder.iterdir())  # an empty folder (a user's other files: not taken as a run's)
 
 def stopped_without_checkpoint(folder: str | Path,  # a run folder without the checkpoint `name`
                                name: str = "last.pt",  # the checkpoint a resume reads there (last.msgpack...)
@@ -638,7 +639,7 @@ class Checkpointer:
         stopped = stopped_before_checkpoint(folder)
         killed = stopped is None and killed_before_record(folder)  # a requeued job's resume= after a SIGKILL
         if stopped is None and not killed: return resume
-        what = ("was killed before its first checkpoint (it left only its lock)" if killed else
+        what = ("was killed or cut short before its first checkpoint (it left nothing to resume)" if killed else
                 f"stopped ({stopped}) at step 0, before its first checkpoint")
         note = Finding("nothing_to_resume", "info",
                        f"resume={str(resume)!r}: the run there {what}, so there is nothing to resume: this run "
@@ -743,6 +744,14 @@ class Checkpointer:
         raise RunFolderBusy(f"run folder {str(self.run_dir)!r} was freed (tb.release_run_dir) and is now written by "
                             f"{_describe(who)}: this run does not write its {name} there, so that run's files stay as "
                             "they are")
+
+    @contextlib.contextmanager
+    def released_on_error(self):
+        "Inside: an exception (a Ctrl-C too) gives the folder's lock back before it goes on (the run will not end)."
+        try: yield
+        except BaseException:
+            self.release()
+            raise
 
     def release(self) -> None:
         "Give up the run folder's writer lock (the run ended, however); another run's lock since then is kept."

@@ -387,8 +387,8 @@ def _stopped_before_step(s: Setup, state: LoopState) -> str:
 
 def _interrupted(s: Setup, state: LoopState, window: Optional[Window]) -> Run:
     """Ctrl-C: drop the window in flight; last.pt describes the state after the last completed step; the run
-    ends. Another Ctrl-C meanwhile waits (a third interrupts): a big model's save is not cut, nor its run's end."""
-    with DeferredCtrlC():
+    ends. Another Ctrl-C meanwhile waits (a third interrupts, and the folder is given back all the same)."""
+    with DeferredCtrlC(), s.checkpointer.released_on_error():
         s.optimizer.zero_grad(set_to_none=True)
         note_interrupt()  # in a notebook, the rest of the cell does not train on
         if state.epoch_closed: pass  # last.pt holds the next epoch's start already
@@ -402,16 +402,12 @@ def _interrupted(s: Setup, state: LoopState, window: Optional[Window]) -> Run:
         return _finish(s, state, "interrupted")
 
 def _finish(s: Setup, state: LoopState, stopped: str, error: Optional[BaseException] = None) -> Run:
-    """Findings, the Run, [after_fit], run.json, the folder's lock: for every way a run ends. A Ctrl-C meanwhile
-    waits for the end (a second interrupts), so the folder is given back; then the cell stops, as after a run."""
-    with DeferredCtrlC() as ctrl_c:
-        try:
-            return end_run(state, s.callbacks, stopped, stopper=s.stopper, checkpointer=s.checkpointer,
-                           environment=s.environment, error=error,
-                           extra={**s.extra, "seconds": time.perf_counter() - s.started})
-        finally:
-            object.__setattr__(s, "net", None)  # a DDP wrapper must go before its process group does
-            if ctrl_c.pressed: note_interrupt()
+    "Findings, the Run, [after_fit], run.json, the folder's lock: for every way a run ends (a Ctrl-C waits for it)."
+    try:
+        return end_run(state, s.callbacks, stopped, stopper=s.stopper, checkpointer=s.checkpointer,
+                       environment=s.environment, error=error,
+                       extra={**s.extra, "seconds": time.perf_counter() - s.started})
+    finally: object.__setattr__(s, "net", None)  # a DDP wrapper must go before its process group does
 
 def _failed(s: Setup, state: LoopState, err: BaseException) -> None:
     "A run that raised: finish it as 'failed' (last.pt stays the last good one) and attach it as `err.run`."

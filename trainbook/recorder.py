@@ -13,6 +13,7 @@ from typing import Iterable, Iterator, Optional, Union
 import numpy as np
 import torch
 
+from .batch import DeferredCtrlC
 from .checkpoint import CheckpointError, Checkpointer, RunFolderBusy, check_loadable, check_resume
 from .resume import run_signature
 from .core import Finding, History, TrainConfig, announce, environment, rng_state, set_rng_state, warn
@@ -252,30 +253,37 @@ def end_run(state: LoopState,  # the loop's state
             epoch: Optional[int] = None,  # the last epoch the run was in (None: `state.epoch`)
             last_path: Optional[Path] = None,  # its last checkpoint where it is not the folder's (a Trainer's)
            ) -> Run:
-    "Findings, the Run, `last_run()`, [after_fit], run.json and the lock released: every way a run ends."
-    found = [f for f in diagnose(state.history, known=state.findings)  # NanGuard's nonfinite: not said twice
-             if f.kind != "diverging" or stopped != "nonfinite"]
-    state.findings = state.findings + found
-    said = state.control.stop_message  # a callback's words on why it stopped the run, beside the reason
-    run = run_of(state, stopped, stopper=stopper, checkpointer=checkpointer, environment=environment,
-                 kind=kind, extra={**(extra or {}), **({"stop_message": said} if said else {})}, error=error,
-                 epoch=epoch, last_path=last_path)
-    state.run = run
-    remember_run(run)
-    try: callbacks(Event.after_fit, state)
-    except Exception as e:
-        if error is None: raise
-        warn(f"after_fit raised while finishing a failed run: {e!r}")
-    finally:
-        try: checkpointer.write_run(run)
-        except (OSError, RunFolderBusy) as e:  # a full disk, a folder freed and taken: the run in memory is kept
-            if error is None:
-                e.run = run
-                raise
-            warn(f"run.json of the failed run could not be written: {e}")
-        finally:
-            checkpointer.release()
-            announce("run", run)  # the notebook checklist ticks its step (nothing else listens)
+    """Findings, the Run, `last_run()`, [after_fit], run.json and the lock released: every way a run ends. A
+    Ctrl-C meanwhile waits for the end (a second one interrupts it, and the folder is given back all the same);
+    then the notebook cell stops, as after an interrupted run."""
+    with DeferredCtrlC() as ctrl_c:
+        try:
+            # NanGuard's nonfinite is not said twice
+            found = [f for f in diagnose(state.history, known=state.findings)
+                     if f.kind != "diverging" or stopped != "nonfinite"]
+            state.findings = state.findings + found
+            said = state.control.stop_message  # a callback's words on why it stopped the run, beside the reason
+            run = run_of(state, stopped, stopper=stopper, checkpointer=checkpointer, environment=environment,
+                         kind=kind, extra={**(extra or {}), **({"stop_message": said} if said else {})},
+                         error=error, epoch=epoch, last_path=last_path)
+            state.run = run
+            remember_run(run)
+            try: callbacks(Event.after_fit, state)
+            except Exception as e:
+                if error is None: raise
+                warn(f"after_fit raised while finishing a failed run: {e!r}")
+            finally:
+                try: checkpointer.write_run(run)
+                except (OSError, RunFolderBusy) as e:  # a full disk, a folder freed and taken: the run is kept
+                    if error is None:
+                        e.run = run
+                        raise
+                    warn(f"run.json of the failed run could not be written: {e}")
+                finally:
+                    checkpointer.release()
+                    announce("run", run)  # the notebook checklist ticks its step (nothing else listens)
+        finally: checkpointer.release()  # (released already, unless a second Ctrl-C cut the end short)
+    if ctrl_c.pressed: note_interrupt()
     return run
 
 def data_fingerprint(dl_train,  # the training batches
@@ -551,12 +559,15 @@ class Recorder:
         self._read()
         stopped = stopped or self.stop_reason or "completed"
         # last.pt of the end; a failed or non-finite run keeps its last good one, as in fit, and so does a Ctrl-C
-        # in a `with` block (it may have come between your optimizer step and `step`: not a state to resume)
-        if stopped not in ("failed", "nonfinite") and not self._cut: self._save_last()
-        self.run = end_run(self.state, self.callbacks, stopped, stopper=self.stopper,
-                           checkpointer=self.checkpointer, environment=self.environment, kind=self.kind,
-                           extra={"seconds": time.perf_counter() - self._t0}, error=error,
-                           epoch=self._last_epoch())
+        # in a `with` block (it may have come between your optimizer step and `step`: not a state to resume). A
+        # Ctrl-C meanwhile waits for the run's end (a second interrupts; the folder is given back all the same)
+        with DeferredCtrlC() as ctrl_c, self.checkpointer.released_on_error():
+            if stopped not in ("failed", "nonfinite") and not self._cut: self._save_last()
+            self.run = end_run(self.state, self.callbacks, stopped, stopper=self.stopper,
+                               checkpointer=self.checkpointer, environment=self.environment, kind=self.kind,
+                               extra={"seconds": time.perf_counter() - self._t0}, error=error,
+                               epoch=self._last_epoch())
+        if ctrl_c.pressed: note_interrupt()
         return self.run
 
     def __enter__(self): return self
