@@ -250,3 +250,14 @@ def test_a_run_trainer_logs_too_seldom_to_judge_says_so(tmp_path):
     train(tmp_path, cb, logging_steps=500)
     note = next(f for f in cb.run.findings if f.kind == "few_train_logs")
     assert note.data == {"logging_steps": 500, "max_steps": 24} and "logging_steps" in note.advice
+
+
+def test_a_second_training_into_the_same_run_dir_says_where_it_went(tmp_path):
+    "Probe 57: the second run went to version_1 with only a printed warning; fit keeps the note in the run."
+    train(tmp_path, tb.trainer_callback(live=False, run_dir=tmp_path / "run"), num_train_epochs=1)
+    cb = tb.trainer_callback(live=False, run_dir=tmp_path / "run")
+    with pytest.warns(UserWarning, match="already holds a run"):
+        train(tmp_path, cb, num_train_epochs=1)
+    assert cb.run.run_dir == tmp_path / "run" / "version_1"
+    assert [f.kind for f in cb.run.findings].count("run_dir_versioned") == 1
+    assert "run_dir_versioned" in [f.kind for f in tb.Run.load(cb.run.run_dir).findings]

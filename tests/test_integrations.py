@@ -482,6 +482,7 @@ def test_keras_callback_keeps_a_run_folder_that_run_load_reads(tmp_path):
         second = tb.keras_callback(live=False, checkpoint_dir=tmp_path)
         keras_fit(*learnable(), n_train=300, epochs=1, callbacks=[second])
     assert second.run.run_dir == tmp_path / "version_1" and tb.Run.load(tmp_path).step == run.step
+    assert [f.kind for f in second.run.findings].count("run_dir_versioned") == 1  # said in the run, as by fit
     (tmp_path / "afile").write_text("x")
     with pytest.raises(ValueError, match="checkpoint_dir=.*afile"):
         tb.keras_callback(checkpoint_dir=tmp_path / "afile" / "run")

@@ -106,7 +106,7 @@ def _trainer_recorder_class():
             rank = args.process_index  # under torchrun or accelerate, each process runs this callback: one writes
             self.folder = Checkpointer(self.run_dir, rank=rank)  # run.json (Trainer keeps its own checkpoints)
             self.folder.prepare(overwrite=self.overwrite, resumable=False)
-            self.state.run_dir = self.folder.run_dir
+            self.state.run_dir, self.state.findings = self.folder.run_dir, list(self.folder.findings)  # version_N
             self.open = True  # a train() that raises calls no callback: `fail_run` ends the run then
             for logs in state.log_history:  # a run resumed from a Trainer checkpoint: the history it had
                 self._take(logs, logs.get("step", 0), logs.get("epoch"))

@@ -160,7 +160,7 @@ def _keras_recorder_class():
             if self.folder is not None: self.folder.release()  # an earlier fit that raised kept it
             self.folder = Checkpointer(self.checkpoint_dir, suffix=".keras")  # run.json and last.keras
             self.folder.prepare(overwrite=self.overwrite, resumable=False)
-            self.state.run_dir = self.folder.run_dir
+            self.state.run_dir, self.state.findings = self.folder.run_dir, list(self.folder.findings)  # version_N
             self.open = True  # a model.fit that raises skips on_train_end: `fail_run` ends the run then
             self.environment = environment()
             # what describes a Keras run in a store: Keras' own settings, not TrainConfig's torch defaults
