@@ -388,7 +388,7 @@ def _stopped_before_step(s: Setup, state: LoopState) -> str:
 def _interrupted(s: Setup, state: LoopState, window: Optional[Window]) -> Run:
     """Ctrl-C: drop the window in flight; last.pt describes the state after the last completed step; the run
     ends. Another Ctrl-C meanwhile waits (a third interrupts, and the folder is given back all the same)."""
-    with DeferredCtrlC(), s.checkpointer.released_on_error():
+    with DeferredCtrlC(), s.checkpointer.released_on_error():  # (the end's own: its observers may stop on one)
         s.optimizer.zero_grad(set_to_none=True)
         note_interrupt()  # in a notebook, the rest of the cell does not train on
         if state.epoch_closed: pass  # last.pt holds the next epoch's start already
@@ -399,10 +399,10 @@ def _interrupted(s: Setup, state: LoopState, window: Optional[Window]) -> Run:
             if s.buffers is not None: s.buffers.restore()  # its forwards moved BatchNorm's stats: the replay does
             _save_last(s, state, state.position.resume_from(window.rng, window.start))
         else: _save_last(s, state)
-        return _finish(s, state, "interrupted")
+    return _finish(s, state, "interrupted")
 
 def _finish(s: Setup, state: LoopState, stopped: str, error: Optional[BaseException] = None) -> Run:
-    "Findings, the Run, [after_fit], run.json, the folder's lock: for every way a run ends (a Ctrl-C waits for it)."
+    "Findings, the Run, [after_fit], run.json, the folder's lock: for every way a run ends (`end_run`)."
     try:
         return end_run(state, s.callbacks, stopped, stopper=s.stopper, checkpointer=s.checkpointer,
                        environment=s.environment, error=error,

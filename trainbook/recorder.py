@@ -254,36 +254,35 @@ def end_run(state: LoopState,  # the loop's state
             last_path: Optional[Path] = None,  # its last checkpoint where it is not the folder's (a Trainer's)
            ) -> Run:
     """Findings, the Run, `last_run()`, [after_fit], run.json and the lock released: every way a run ends. A
-    Ctrl-C meanwhile waits for the end (a second one interrupts it, and the folder is given back all the same);
-    then the notebook cell stops, as after an interrupted run."""
-    with DeferredCtrlC() as ctrl_c:
-        try:
-            # NanGuard's nonfinite is not said twice
-            found = [f for f in diagnose(state.history, known=state.findings)
-                     if f.kind != "diverging" or stopped != "nonfinite"]
-            state.findings = state.findings + found
-            said = state.control.stop_message  # a callback's words on why it stopped the run, beside the reason
-            run = run_of(state, stopped, stopper=stopper, checkpointer=checkpointer, environment=environment,
-                         kind=kind, extra={**(extra or {}), **({"stop_message": said} if said else {})},
-                         error=error, epoch=epoch, last_path=last_path)
-            state.run = run
-            remember_run(run)
-            try: callbacks(Event.after_fit, state)
-            except Exception as e:
-                if error is None: raise
-                warn(f"after_fit raised while finishing a failed run: {e!r}")
+    Ctrl-C in [after_fit] is its observers' (a tracker waiting for its store stops waiting); one while
+    run.json is written waits for it, then stops the notebook cell; the folder is given back however it goes."""
+    with checkpointer.released_on_error():
+        # NanGuard's nonfinite is not said twice
+        found = [f for f in diagnose(state.history, known=state.findings)
+                 if f.kind != "diverging" or stopped != "nonfinite"]
+        state.findings = state.findings + found
+        said = state.control.stop_message  # a callback's words on why it stopped the run, beside the reason
+        run = run_of(state, stopped, stopper=stopper, checkpointer=checkpointer, environment=environment,
+                     kind=kind, extra={**(extra or {}), **({"stop_message": said} if said else {})}, error=error,
+                     epoch=epoch, last_path=last_path)
+    state.run = run
+    remember_run(run)
+    try: callbacks(Event.after_fit, state)
+    except Exception as e:
+        if error is None: raise
+        warn(f"after_fit raised while finishing a failed run: {e!r}")
+    finally:
+        with DeferredCtrlC() as ctrl_c:
+            try: checkpointer.write_run(run)
+            except (OSError, RunFolderBusy) as e:  # a full disk, a folder freed and taken: the run is kept
+                if error is None:
+                    e.run = run
+                    raise
+                warn(f"run.json of the failed run could not be written: {e}")
             finally:
-                try: checkpointer.write_run(run)
-                except (OSError, RunFolderBusy) as e:  # a full disk, a folder freed and taken: the run is kept
-                    if error is None:
-                        e.run = run
-                        raise
-                    warn(f"run.json of the failed run could not be written: {e}")
-                finally:
-                    checkpointer.release()
-                    announce("run", run)  # the notebook checklist ticks its step (nothing else listens)
-        finally: checkpointer.release()  # (released already, unless a second Ctrl-C cut the end short)
-    if ctrl_c.pressed: note_interrupt()
+                checkpointer.release()
+                announce("run", run)  # the notebook checklist ticks its step (nothing else listens)
+        if ctrl_c.pressed: note_interrupt()
     return run
 
 def data_fingerprint(dl_train,  # the training batches
