@@ -423,3 +423,22 @@ def test_a_loss_that_sums_its_rows_is_refused_before_any_step():
     # the mean (the default), and a loss that keeps a value per row, are taken
     assert tb.evaluate(model, dl, nn.CrossEntropyLoss())["loss"] > 0
     assert tb.evaluate(model, dl, nn.CrossEntropyLoss(reduction="none"))["loss"] > 0
+
+
+@pytest.mark.parametrize("lr, named", [(1e-7, True), (1e-2, False)])
+def test_a_short_run_whose_weights_do_not_move_is_named_from_its_flat_validation(lr, named):
+    """Probe 57: after the noise check, a 2-epoch run at lr 1e-7 (batches of 8, 60 steps: valid 0.663154 -> 0.663148)
+    was silent (0/72 such short broken runs named, 42/72 before). Its steps are too noisy to tell; its two
+    evaluations, flat and where the untrained model began, tell. The same run at a sensible lr stays quiet."""
+    from torch.utils.data import DataLoader, TensorDataset
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(240, 4, generator=g)
+    y = (x[:, 0] + 0.5 * x[:, 1] > 0).long()
+    xv = torch.randn(64, 4, generator=g)
+    yv = (xv[:, 0] + 0.5 * xv[:, 1] > 0).long()
+    dl = DataLoader(TensorDataset(x, y), batch_size=8, shuffle=True, generator=torch.Generator().manual_seed(0))
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
+    run = tb.fit(model, dl, DataLoader(TensorDataset(xv, yv), batch_size=16), loss_fn=nn.CrossEntropyLoss(),
+                 live=False, config=tb.TrainConfig(epochs=2, lr=lr, device="cpu", seed=0))
+    assert ("not_learning" in [f.kind for f in run.findings]) == named

@@ -76,12 +76,22 @@ def _prior_reference(c: dict, loss: np.ndarray) -> Optional[tuple[float, float, 
     both = math.hypot(float(np.std(head, ddof=1)) / math.sqrt(len(head)), level_se)
     return level, level_se, (level - float(np.mean(head))) / max(both, 1e-12 * level)
 
-def _valid_flat(c: dict, line: float, th: Thresholds) -> Optional[tuple[float, float, int]]:
-    """The valid loss's first and last values and evaluations (3+) where it fell less than `line` by `still_z` noises
-    (a change's between two evaluations: the robust spread of the steps between neighbouring ones)."""
+def _valid_flat(c: dict, line: float, th: Thresholds, untrained: float,
+                noise: float) -> Optional[tuple[float, float, int]]:
+    """The valid loss's first and last values and evaluations where it fell less than `line` by `still_z` noises
+    (a change's between two evaluations: the robust spread of the steps between neighbouring ones, with 3+), unless
+    it had learned before its first evaluation (flat too, but far from where it began)."""
     _, _, v = series_of(c, "valid", "loss")
-    if len(v) < 3 or not np.isfinite(v).all(): return None
-    fell = (float(v[0] - v[-1]) + th.still_z * robust_spread(np.diff(v))) / max(abs(float(v[0])), 1e-12)
+    if len(v) < 2 or not np.isfinite(v).all(): return None
+    _, _, prior = series_of(c, "valid", "prior_loss")
+    se = _valid_noise(c)
+    # it had learned by its first evaluation: it ends under the constant predictor's loss and began under the
+    # untrained model's, each by `prior_z` of its noise
+    under_prior = len(prior) == 0 or se is None or \
+        float(v[-1]) < float(median(prior)) - th.prior_z * float(median(se))
+    if under_prior and float(v[0]) < untrained - th.prior_z * noise: return None
+    spread = robust_spread(np.diff(v)) if len(v) >= 3 else 0.0
+    fell = (float(v[0] - v[-1]) + th.still_z * spread) / max(abs(float(v[0])), 1e-12)
     return (float(v[0]), float(v[-1]), len(v)) if fell < line else None
 
 def _untrained_loss(c: dict, loss: np.ndarray) -> float:
@@ -233,8 +243,9 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
                                "class the loss moves little even for a model that ranks it well: judge by PR-AUC",
                         data=data)]
     line = th.still * min(1.0, len(loss) / 100)  # fewer steps, less movement expected
-    # and where the noise says so: the fall's bound under it too; or, the steps too noisy to tell, the valid flat
-    flat = _valid_flat(c, line, th) if max(drop, fall) < line <= bound else None
+    # and where the noise says so: the fall's bound under it too; or, the steps too noisy to tell (one of the two
+    # readings of the fall under the line, the bound over it), the valid loss flat
+    flat = _valid_flat(c, line, th, base, noise) if min(drop, fall) < line <= bound else None
     if drop < line and bound < line or flat:
         return [Finding("not_learning", "warning",
                         f"the training loss {_how_it_moved(drop)}"
