@@ -458,3 +458,12 @@ def test_a_reduce_lr_on_plateau_of_your_own_on_the_fallback_monitor_is_said():
                  config=tb.TrainConfig(epochs=2, lr=0.1, device="cpu"))
     (f,) = [f for f in run.findings if f.kind == "monitor_fallback"]
     assert "the plateau schedule follows train_loss" in f.message and f.severity == "info"
+
+
+def test_a_summing_loss_is_seen_through_its_bound_forward_and_in_capitals():
+    "Probe 57: nn.CrossEntropyLoss(reduction='sum').forward and reduction='SUM' slipped past the refusal."
+    import functools
+    for summed in (nn.CrossEntropyLoss(reduction="sum").forward,
+                   functools.partial(nn.functional.cross_entropy, reduction="SUM")):
+        with pytest.raises(ValueError, match="reduction='mean'"): check_loss_fn(summed)
+    assert check_loss_fn(nn.CrossEntropyLoss().forward) is not None  # a mean's, through its forward: taken

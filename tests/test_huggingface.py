@@ -261,3 +261,9 @@ def test_a_second_training_into_the_same_run_dir_says_where_it_went(tmp_path):
     assert cb.run.run_dir == tmp_path / "run" / "version_1"
     assert [f.kind for f in cb.run.findings].count("run_dir_versioned") == 1
     assert "run_dir_versioned" in [f.kind for f in tb.Run.load(cb.run.run_dir).findings]
+
+
+def test_a_trainer_run_ended_by_max_steps_says_so_as_fit_does(tmp_path):
+    cb = tb.trainer_callback(live=False)
+    trainer = train(tmp_path, cb, max_steps=10)
+    assert trainer.state.global_step == 10 and cb.run.stopped == "max_steps" and cb.run.config.max_steps == 10

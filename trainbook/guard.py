@@ -46,11 +46,13 @@ def check_loss_fn(loss_fn: Optional[Callable],  # e.g. nn.CrossEntropyLoss() or 
     return loss_fn
 
 def _sums_rows(loss_fn: Callable) -> bool:
-    "Whether `loss_fn` sums its rows' losses: reduction='sum' on a loss module, bound by a partial or by default."
-    if getattr(loss_fn, "reduction", None) == "sum": return True  # nn.CrossEntropyLoss(reduction="sum") and kin
+    """Whether `loss_fn` sums its rows' losses: reduction='sum' on a loss module (or its bound `forward`), bound by
+    a partial or by default. A loss that sums inside its own code (a lambda) cannot be seen."""
+    owner = getattr(loss_fn, "__self__", loss_fn)  # nn.CrossEntropyLoss(reduction="sum").forward: the module's
+    if str(getattr(owner, "reduction", "")).lower() == "sum": return True  # nn.CrossEntropyLoss(reduction="sum")
     try: param = inspect.signature(loss_fn).parameters.get("reduction")  # a partial's bound keyword is its default
     except (TypeError, ValueError): return False  # a builtin without a signature
-    return param is not None and isinstance(param.default, str) and param.default == "sum"
+    return param is not None and isinstance(param.default, str) and param.default.lower() == "sum"
 
 def _why_empty(dl) -> str:
     "A hint at why a loader with a dataset has no batches."

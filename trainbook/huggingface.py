@@ -212,7 +212,8 @@ def _trainer_recorder_class():
         def _stop_reason(self, state) -> str:
             "Why train() ended: its planned end, a NaN, a trainbook request, Trainer's EarlyStoppingCallback."
             if self.stop_asked: return self.stop_asked
-            if state.max_steps and state.global_step >= state.max_steps: return StopReason.completed.value
+            if state.max_steps and state.global_step >= state.max_steps:  # its planned end: max_steps, as fit says
+                return (StopReason.max_steps if self.state.config.max_steps else StopReason.completed).value
             if self.nonfinite is not None or self.valid_nan is not None: return StopReason.nonfinite.value
             if self.siblings is None or any(getattr(cb, "early_stopping_patience_counter", 0) >=
                                             getattr(cb, "early_stopping_patience", math.inf) for cb in self.siblings):
