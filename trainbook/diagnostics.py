@@ -76,19 +76,17 @@ def _prior_reference(c: dict, loss: np.ndarray) -> Optional[tuple[float, float, 
     both = math.hypot(float(np.std(head, ddof=1)) / math.sqrt(len(head)), level_se)
     return level, level_se, (level - float(np.mean(head))) / max(both, 1e-12 * level)
 
-def _valid_flat(c: dict, line: float, th: Thresholds, untrained: float,
-                noise: float) -> Optional[tuple[float, float, int]]:
+def _valid_flat(c: dict, line: float, th: Thresholds, untrained: float, noise: float,
+                prior: Optional[tuple]) -> Optional[tuple[float, float, int]]:
     """The valid loss's first and last values and evaluations where it fell less than `line` by `still_z` noises
     (a change's between two evaluations: the robust spread of the steps between neighbouring ones, with 3+), unless
-    it had learned before its first evaluation (flat too, but far from where it began)."""
+    it had learned before its first evaluation (flat too, but far from where it began). `prior`: the constant
+    predictor's loss and its SE (`_prior_reference`), or None."""
     _, _, v = series_of(c, "valid", "loss")
     if len(v) < 2 or not np.isfinite(v).all(): return None
-    _, _, prior = series_of(c, "valid", "prior_loss")
-    se = _valid_noise(c)
     # it had learned by its first evaluation: it ends under the constant predictor's loss and began under the
     # untrained model's, each by `prior_z` of its noise
-    under_prior = len(prior) == 0 or se is None or \
-        float(v[-1]) < float(median(prior)) - th.prior_z * float(median(se))
+    under_prior = prior is None or not prior[1] or float(v[-1]) < prior[0] - th.prior_z * prior[1]
     if under_prior and float(v[0]) < untrained - th.prior_z * noise: return None
     spread = robust_spread(np.diff(v)) if len(v) >= 3 else 0.0
     fell = (float(v[0] - v[-1]) + th.still_z * spread) / max(abs(float(v[0])), 1e-12)
@@ -245,7 +243,7 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
     line = th.still * min(1.0, len(loss) / 100)  # fewer steps, less movement expected
     # and where the noise says so: the fall's bound under it too; or, the steps too noisy to tell (one of the two
     # readings of the fall under the line, the bound over it), the valid loss flat
-    flat = _valid_flat(c, line, th, base, noise) if min(drop, fall) < line <= bound else None
+    flat = _valid_flat(c, line, th, base, noise, reference) if min(drop, fall) < line <= bound else None
     if drop < line and bound < line or flat:
         return [Finding("not_learning", "warning",
                         f"the training loss {_how_it_moved(drop)}"

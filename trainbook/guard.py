@@ -36,7 +36,8 @@ def check_loss_fn(loss_fn: Optional[Callable],  # e.g. nn.CrossEntropyLoss() or 
         raise TypeError(f"loss_fn must be callable, such as nn.CrossEntropyLoss() or F.cross_entropy, "
                         f"got {type(loss_fn).__name__}")
     if _sums_rows(loss_fn):
-        name = type(loss_fn).__name__ if isinstance(loss_fn, nn.Module) else getattr(
+        owner = getattr(loss_fn, "__self__", loss_fn)  # a module's bound forward: the module
+        name = type(owner).__name__ if isinstance(owner, nn.Module) else getattr(
             getattr(loss_fn, "func", loss_fn), "__name__", type(loss_fn).__name__)
         raise ValueError(f"loss_fn {name} adds up its rows' losses (reduction='sum'): trainbook reads a loss as "
                          "a mean over a batch's rows (the valid loss beside its standard error and the constant "

@@ -559,14 +559,14 @@ class Recorder:
         stopped = stopped or self.stop_reason or "completed"
         # last.pt of the end; a failed or non-finite run keeps its last good one, as in fit, and so does a Ctrl-C
         # in a `with` block (it may have come between your optimizer step and `step`: not a state to resume). A
-        # Ctrl-C meanwhile waits for the run's end (a second interrupts; the folder is given back all the same)
+        # Ctrl-C while it is written waits for it (a second interrupts; the folder is given back all the same); the
+        # run's end is `end_run`'s, whose [after_fit] observers keep their own Ctrl-C (a tracker's wait)
         with DeferredCtrlC() as ctrl_c, self.checkpointer.released_on_error():
             if stopped not in ("failed", "nonfinite") and not self._cut: self._save_last()
-            self.run = end_run(self.state, self.callbacks, stopped, stopper=self.stopper,
-                               checkpointer=self.checkpointer, environment=self.environment, kind=self.kind,
-                               extra={"seconds": time.perf_counter() - self._t0}, error=error,
-                               epoch=self._last_epoch())
         if ctrl_c.pressed: note_interrupt()
+        self.run = end_run(self.state, self.callbacks, stopped, stopper=self.stopper,
+                           checkpointer=self.checkpointer, environment=self.environment, kind=self.kind,
+                           extra={"seconds": time.perf_counter() - self._t0}, error=error, epoch=self._last_epoch())
         return self.run
 
     def __enter__(self): return self
