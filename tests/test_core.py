@@ -18,6 +18,11 @@ def test_import_is_light():
 def test_public_names_resolve():
     for name in tb.__all__: assert getattr(tb, name) is not None, name
     with pytest.raises(AttributeError, match="no attribute 'nope'"): tb.nope
+    # what tab completion offers is the API: no helper the package imported for itself (`tb.importlib` was one)
+    import types
+    extra = [n for n in dir(tb) if not n.startswith("_") and n not in tb.__all__
+             and not (isinstance(getattr(tb, n), types.ModuleType) and getattr(tb, n).__name__ == f"trainbook.{n}")]
+    assert extra == ["load_ipython_extension", "unload_ipython_extension"]
 
 
 def test_every_integration_is_a_top_level_name():

@@ -4,7 +4,7 @@
 # scikit-learn until a name that needs them is used.
 __version__ = "0.1.0"
 
-import importlib
+import importlib as _importlib
 
 _EXPORTS = {
     "core": ["TrainConfig", "Finding", "History", "findings_html", "seed_everything", "rng_state",
@@ -75,7 +75,7 @@ __all__ = sorted(_WHERE)
 def __getattr__(name):
     mod = _WHERE.get(name)
     if mod is None: raise AttributeError(f"module 'trainbook' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"trainbook.{mod}"), name)
+    value = getattr(_importlib.import_module(f"trainbook.{mod}"), name)
     globals()[name] = value
     return value
 
