@@ -417,3 +417,37 @@ def test_a_static_figure_says_in_text_what_it_shows():
     assert bundle["text/plain"] == "class balance of 'y' 3 classes" and "tb-summary" in bundle["text/html"]
     assert as_static(titled, "a line of my own")._repr_mimebundle_()["text/plain"] == "a line of my own"
     assert figure_bundle(go.Figure())["text/plain"] == "<plotly figure: 0 traces>"  # nothing to say: said so
+
+
+def test_live_curves_given_to_a_second_run_draw_that_run():
+    "Probe 61: one LiveCurves in a loop over settings drew the first run's curves for the second (static), or none."
+    curves = LiveCurves(mode="static")
+    for lr in (1e-3, 1e-1):
+        run = _fit([curves], epochs=2, lr=lr)
+        h = run.history
+        want = h[(h.split == "valid") & (h.name == "loss")].value.tolist()
+        drawn = {t.name: list(t.y) for t in curves.figure.data}["valid loss"]
+        assert drawn == pytest.approx(want)
+
+
+def test_plot_history_of_a_run_marks_its_monitored_best():
+    "Probe 61: plot_history(run) marked the lowest valid loss as best under monitor='valid_accuracy', mode='max'."
+    run = _fit([], epochs=6, lr=1.0, monitor="valid_accuracy", mode="max")
+    assert run.extra["best_step"] == 120  # the lowest valid loss is at step 240
+    best = lambda d: [a["x"] for a in d["layout"]["annotations"] if a["text"] == "best"]
+    assert best(plot_history(run, as_dict=True)) == [run.extra["best_step"]] == best(run.plot(as_dict=True))
+    assert best(plot_history(run, as_dict=True, best_step=3)) == [3]  # given: as given
+
+
+def test_a_loss_of_exactly_zero_leaves_a_log_axis_log_and_one_point_is_not_a_constant():
+    "Probe 61: one 0.0 among 20,000 falling losses turned the panel linear (a spike then flattened it all)."
+    import numpy as np
+    from trainbook.live import axis_scale
+    y = np.geomspace(2.0, 1e-3, 20_000)
+    y[15_000] = 500.0
+    assert axis_scale(y)["kind"] == "log"
+    y[12_345] = 0.0
+    assert axis_scale(y)["kind"] == "log"
+    assert axis_scale(y[:50] - 1.5)["kind"] == "linear"  # a loss that goes negative for real stays linear
+    assert axis_scale([0.4014])["kind"] == "linear"  # one gradient norm logged: drawn, not 'constant at'
+    assert axis_scale([0.4, 0.4])["kind"] == "constant"

@@ -182,3 +182,18 @@ def test_a_closed_step_bar_and_closed_live_curves_leave_no_widget_open(monkeypat
     parts = [box, *box.children, box.layout, *(c.layout for c in box.children)]
     close_widgets(box)
     assert all(p.comm is None for p in parts)
+
+
+def test_a_text_bars_last_drawing_is_its_end_not_zero(monkeypatch, capsys, tmp_path):
+    "Probe 61: a log file kept '0/24' as the step bar's last line (tqdm's reset draws); after a resume a negative rate."
+    import re
+    monkeypatch.setattr("trainbook.progress.display_mode", lambda: "text")
+    X, y = blobs(n=128)
+    kw = dict(loss_fn=nn.functional.cross_entropy, live=False, callbacks=[Progress()])
+    cfg = lambda epochs: tb.TrainConfig(epochs=epochs, device="cpu", checkpoint_dir=str(tmp_path))
+    first = tb.fit(nn.Linear(8, 3), tb.TensorLoader(X, y, batch_size=16), config=cfg(2), **kw)
+    tb.fit(nn.Linear(8, 3), tb.TensorLoader(X, y, batch_size=16), config=cfg(4), resume=first.run_dir, **kw)
+    lines = [p for p in re.split(r"[\r\n]", capsys.readouterr().err) if re.match(r"\s*epoch \d+:", p)]
+    for total in (16, 32):
+        last = [p for p in lines if f"/{total} " in p][-1]
+        assert f"{total}/{total} " in last and "-" not in last.split("[")[1], last

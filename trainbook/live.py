@@ -225,7 +225,11 @@ def axis_scale(values,  # the points drawn on one axis
     v = v[np.isfinite(v)]
     if not len(v): return {"kind": "empty"}
     lo, hi = float(v.min()), float(v.max())
-    if hi - lo <= rtol * max(abs(hi), abs(lo), 1e-300): return {"kind": "constant", "value": hi}
+    # one point is no evidence of a constant: it is drawn
+    if len(v) > 1 and hi - lo <= rtol * max(abs(hi), abs(lo), 1e-300): return {"kind": "constant", "value": hi}
+    if log_ok and lo <= 0 and np.mean(v <= 0) <= 0.01:  # a loss of exactly 0 at a step or two (MSE at batch size 1)
+        v = v[v > 0]  # cannot show on a log axis, and must not decide the axis of every other point
+        lo = float(v.min()) if len(v) else lo
     if not log_ok or lo <= 0 or hi / lo < 10: return {"kind": "linear"}  # less than a decade: linear reads better
     # a linear axis would press most of the curve flat against its bottom (a spike, a fall by decades): log
     flat = float(np.mean(v < lo + 0.1 * (hi - lo)))
@@ -536,9 +540,14 @@ def plot_history(history,  # a `History`, a `Run` or a tidy DataFrame of records
                  severities: tuple = ("warning", "error"),  # finding severities marked on the curve
                  as_dict: bool = False,  # plotly's JSON (a dict) instead of a Figure: no plotly objects are built
                 ):
-    "The run's curves as a static plotly figure (what LiveCurves shows live)."
+    """The run's curves as a static plotly figure (what LiveCurves shows live). Of a `Run`: its findings, its stop
+    and its monitored best (`monitor`, `mode`) marked, unless given here."""
     from trainbook.readings import as_history
     h = as_history(history)
+    if hasattr(history, "history") and hasattr(history, "findings"):  # a Run knows what LiveCurves marked
+        findings = findings if findings else history.findings
+        stopped = stopped if stopped is not None else history.stopped
+        best_step = best_step if best_step is not None else history.extra.get("best_step")
     series = Series()
     series.read(h)
     spec = curves_spec(series, _time_markers(h, findings, stopped, best_step), severities)
@@ -602,8 +611,7 @@ class LiveCurves(Callback):
                 ):
         self.every, self.clock, self.mode, self.show, self.severities = every, clock, mode, show, severities
         self._given = figure
-        self.series, self.findings, self.n_updates, self.last = Series(), [], 0, -math.inf
-        self.figure, self.box, self._findings_box, self._handle, self._shown = None, None, None, None, False
+        self._new_run()
 
     def _ensure(self):
         if self.figure is not None: return
@@ -621,6 +629,11 @@ class LiveCurves(Callback):
         if self.show:
             self._handle = show_output(self.box, display_id=True)
             self._shown = True
+
+    def _new_run(self):
+        "No points yet; given to another run (a loop over settings): its own points and display, as `Progress`'s bars."
+        self.series, self.findings, self.n_updates, self.last = Series(), [], 0, -math.inf
+        self.figure, self.box, self._findings_box, self._handle, self._shown = None, None, None, None, False
 
     def widget(self):
         "The figure and the findings under it, as one widget (for embedding in a panel; needs mode='widget')."
@@ -665,6 +678,7 @@ class LiveCurves(Callback):
 
     # only a widget is worth redrawing during the run (elsewhere nobody sees it): else drawn once at the end
     def before_fit(self, state):  # a figure of its own is shown at the first redraw (after the first step)
+        if self.n_updates or self.series.offset: self._new_run()
         self.mode = self.mode or display_mode()
         if self.mode == "widget" and self._given is not None: self._ensure()  # a panel's: emptied now
     def after_step(self, state):

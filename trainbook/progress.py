@@ -81,9 +81,12 @@ class Progress(Callback):
     @staticmethod
     def _full(bar):  # a finished bar at what it counted: tqdm draws an incomplete bar red, which reads as a crash
         done, start = bar.n, bar.start_t
-        bar.reset(total=done)
+        bar.refresh = lambda *a, **k: None  # reset draws '0/N': a log file (stderr to a file) would keep it
+        try: bar.reset(total=done)
+        finally: del bar.refresh
         bar.start_t = start  # reset restarts the clock: the bar keeps the run's time and mean rate
         bar.update(done)
+        bar.refresh()
     def after_fit(self, state):
         run = getattr(state, "run", None)
         stopped = getattr(run, "stopped", None)

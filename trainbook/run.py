@@ -167,7 +167,7 @@ class Run:
             ):
         "The run's curves as a static plotly figure (the same figure LiveCurves draws)."
         from trainbook.live import plot_history
-        return plot_history(self.records, self.findings, self.stopped, self.extra.get("best_step"), as_dict=as_dict)
+        return plot_history(self, as_dict=as_dict)  # its findings, stop and monitored best marked
 
     def to_tensorboard(self, logdir: Union[str, Path],  # the TensorBoard log folder to write into
                       ):
