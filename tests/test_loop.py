@@ -869,3 +869,66 @@ def test_a_model_that_returns_only_its_loss_is_validated_by_that_loss():
                  tb.TensorLoader(X[:16], torch.zeros(16), batch_size=8), loss_fn=None, live=False,
                  config=tb.TrainConfig(epochs=2, device="cpu"))
     assert run.stopped == "completed" and len(run.metrics()["valid_loss"].dropna()) == 2
+
+
+def _eval_every_case():
+    "Probe 58's case: 8 batches of 8 rows, 3 classes, 4 validation batches; a linear model."
+    g = torch.Generator().manual_seed(0)
+    X, Xv = torch.randn(64, 6, generator=g), torch.randn(32, 6, generator=g)
+    w = torch.randn(6, 3, generator=g)
+    y, yv = (X @ w).argmax(1), (Xv @ w).argmax(1)
+    torch.manual_seed(0)
+    return (nn.Linear(6, 3), [(X[i:i + 8], y[i:i + 8]) for i in range(0, 64, 8)],
+            [(Xv[i:i + 8], yv[i:i + 8]) for i in range(0, 32, 8)])
+
+
+@pytest.mark.parametrize("cfg", [dict(epochs=1, lr=0.05, eval_every=2, max_steps=4),
+                                 dict(epochs=3, lr=0.01, eval_every=2, patience=1, min_delta=0.5)])
+def test_a_ctrl_c_in_an_after_validate_observer_is_redone_and_counted_on_resume(tmp_path, cfg):
+    "Probe 58: the resume saw the validation's rows and skipped it: a best lost, early stopping two steps late."
+    m0, dl, dv = _eval_every_case()
+    a = tb.fit(copy.deepcopy(m0), dl, dv, loss_fn=CE, live=False,
+               config=tb.TrainConfig(**cfg, device="cpu", checkpoint_dir=str(tmp_path / "a")))
+    m, c = copy.deepcopy(m0), tb.TrainConfig(**cfg, device="cpu", checkpoint_dir=str(tmp_path / "b"))
+    first = tb.fit(m, dl, dv, loss_fn=CE, config=c, live=False, callbacks=[interrupt_at(4, "after_validate")])
+    assert first.stopped == "interrupted"
+    b = tb.fit(m, dl, dv, loss_fn=CE, config=c, live=False, resume=first.last_path)
+    assert (b.stopped, b.step, b.best) == (a.stopped, a.step, a.best)
+    assert torch.load(b.best_path, weights_only=True)["step"] == torch.load(a.best_path, weights_only=True)["step"]
+    assert history_without_timing(b) == history_without_timing(a)
+
+
+@pytest.mark.parametrize("eval_every", [3, 8])  # inside the epoch; at its last step
+def test_early_stopping_inside_an_epoch_closes_it_and_its_resume_trains_nothing(tmp_path, eval_every):
+    "Probe 58: the resume of a run stopped at step 6 of 8 trained on; one stopped at step 8 lost its epoch's records."
+    m, dl, dv = _eval_every_case()
+    cfg = tb.TrainConfig(epochs=3, lr=0.01, eval_every=eval_every, patience=1, min_delta=0.5, device="cpu",
+                         checkpoint_dir=str(tmp_path))
+    run = tb.fit(m, dl, dv, loss_fn=CE, config=cfg, live=False)
+    assert run.stopped == "early_stopping" and run.step == 2 * eval_every
+    epochs = run.step // 8 + (run.step % 8 > 0)
+    assert len(run.metrics()["train_loss"].dropna()) == epochs  # each epoch trained in has its records
+    weights = copy.deepcopy(m.state_dict())
+    with pytest.warns(UserWarning, match="early stopping ended the checkpoint's run"):
+        again = tb.fit(m, dl, dv, loss_fn=CE, config=cfg, live=False, resume=run.last_path)
+    assert (again.stopped, again.step) == ("early_stopping", run.step)
+    assert all(torch.equal(weights[k], v) for k, v in m.state_dict().items())
+    assert history_without_timing(again) == history_without_timing(run)
+    longer = tb.fit(m, dl, dv, loss_fn=CE, config=cfg.replace(patience=3), live=False, resume=run.last_path)
+    assert longer.step > run.step  # a larger patience trains on
+
+
+def test_a_skipped_nonfinite_window_leaves_batchnorm_stats_as_the_last_step_left_them():
+    "Probe 58: a skipped NaN batch had put NaN in BatchNorm's running stats: every later prediction NaN."
+    X, y = blobs(n=128)
+    batches = [(X[i:i + 32], y[i:i + 32]) for i in range(0, 128, 32)]
+    batches[0] = (batches[0][0].clone(), batches[0][1])
+    batches[0][0][3, 2] = float("nan")  # one NaN value in the first window: the snapshot's learning too
+    batches[2] = (batches[2][0].clone(), batches[2][1])
+    batches[2][0][5, 0] = float("nan")
+    model = nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 3))
+    run = tb.fit(model, batches, [(X[:64], y[:64])], loss_fn=CE, live=False,
+                 config=tb.TrainConfig(epochs=2, device="cpu", on_nonfinite="skip"))
+    assert run.stopped == "completed" and run.skipped_steps == 4
+    assert all(torch.isfinite(b).all() for b in model.buffers())
+    assert math.isfinite(run.history.query("split == 'valid' and name == 'loss'").value.iloc[-1])

@@ -524,12 +524,12 @@ def prepare_run_dir(checkpoint_dir: str | Path | None,  # the folder asked for (
 def stopped_early(ckpt: dict,  # a loaded checkpoint: its position, step and early-stopping state
                   config,  # the resuming run's TrainConfig (its patience and max_steps)
                  ) -> bool:
-    """Whether early stopping ends the checkpoint's run before it takes another step: an epoch's end after which
-    `config.patience` evaluations went without improvement (a max_steps reached ends it first)."""
+    """Whether early stopping ends the checkpoint's run before it takes another step: `config.patience`
+    evaluations went without improvement, at an epoch's end or inside one (eval_every); a max_steps reached ends
+    it first. (A Ctrl-C inside a validation keeps early stopping's count from before it: redone on resume.)"""
     wait = (ckpt.get("early_stopping") or {}).get("wait") or 0
     at_max = bool(config.max_steps) and ckpt.get("step", 0) >= config.max_steps
-    at_epoch_end = ckpt.get("epoch", 0) > 0 and not ckpt.get("batch_idx")  # the loop stops only there
-    return at_epoch_end and config.patience is not None and wait >= config.patience and not at_max
+    return config.patience is not None and wait >= config.patience and not at_max
 
 def check_epochs_left(epoch: int,  # the epoch the checkpoint resumes at
                       batch_idx: int,  # batches of that epoch already done

@@ -84,7 +84,7 @@ class LoopState:
     position: Any = None  # a `checkpoint.Position`: epoch, micro-batches used, RNG states (what a resume restores)
     meter: Any = None  # the epoch's meter: its timed batches, rows and steps so far
     epoch_closed: bool = False  # the epoch's end is done: last.pt describes the next epoch's start
-    epoch_end: Any = None  # inside the epoch's end: the last.pt entries a Ctrl-C there writes
+    redo: Any = None  # inside an epoch's end or a step's validation: the last.pt entries a Ctrl-C there writes
     valid_failed: bool = False  # a validation gave a non-finite loss or monitored value: the run stops
 
 # %% ../nbs/04_events.ipynb #1868d961

@@ -30,7 +30,7 @@ from .recorder import (EarlyStopping, EpochMeter, StepProfiler, TimedIterator, c
 from .run import RUNNING, Run, monitored_record
 
 # %% auto #0
-__all__ = ['LOOP_STARTS', 'evaluate', 'Setup', 'set_up', 'fit', 'show_loop']
+__all__ = ['PLANNED_ENDS', 'LOOP_STARTS', 'evaluate', 'Setup', 'set_up', 'fit', 'show_loop']
 
 # %% ../nbs/07_loop.ipynb #5c24e70f
 def evaluate(model: nn.Module,  # the model to score (its train/eval mode is restored afterwards)
@@ -104,7 +104,7 @@ class Setup:
     extra: dict  # what the Run reports about the set-up: precision, device, fingerprints
     feed: Feeder  # forward under autocast -> loss, for each micro-batch
     unscale: bool  # whether every step unscales (fp16) or clips its gradients (else only the logged steps read them)
-    buffers: Optional[BufferSnapshot]  # moving buffers, kept at each window's start (checkpoints only)
+    buffers: Optional[BufferSnapshot]  # moving buffers, kept at each window's start (checkpoints, or skip)
     generators: tuple  # the training loader's own torch.Generators (its order), kept with the RNG states
     started: float = field(default_factory=time.perf_counter)
 
@@ -172,7 +172,7 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
               extra={"precision": precision, "device": str(device), "split_fingerprint": split_fingerprint,
                      "data_fingerprint": fingerprint, "track": track},
               feed=Feeder(net, loss_fn, device, precision), generators=loader_generators(dl_train),
-              buffers=BufferSnapshot.of(model) if keeper.enabled else None,
+              buffers=BufferSnapshot.of(model) if keeper.enabled or cfg.on_nonfinite == "skip" else None,
               unscale=cfg.clip_norm is not None or precision == "fp16")
     state = LoopState(model=model, optimizer=opt, scheduler=sched, scaler=scaler, loss_fn=loss_fn, config=cfg,
                       device=device, precision=precision, history=history, findings=findings, n_batches=n_batches,
@@ -195,7 +195,8 @@ def _claim_and_resume(s: Setup, state: LoopState, resume, overwrite: bool = Fals
                                                            c["step"], c))
     state.run_dir, s.extra["split_fingerprint"] = keeper.run_dir, keeper.meta.get("split_fingerprint")
     state.findings += keeper.findings
-    return "early_stopping" if ckpt is not None and stopped_early(ckpt, s.config) else None
+    at_epoch_end = ckpt is not None and not state.position.batch_idx  # (inside an epoch: `_take_position`)
+    return "early_stopping" if at_epoch_end and stopped_early(ckpt, s.config) else None
 
 def _take_position(state: LoopState, ckpt: dict) -> None:
     "The loop's counters and position from a checkpoint whose parts are loaded."
@@ -203,6 +204,8 @@ def _take_position(state: LoopState, ckpt: dict) -> None:
     state.position = pos = Position.from_state(ckpt)
     state.epoch = pos.epoch - 1 if pos.batch_idx == 0 else pos.epoch  # the last epoch worked on
     if state.config.max_steps and state.step >= state.config.max_steps: state.control.request_stop("max_steps")
+    # early stopping ended it inside an epoch (eval_every): that epoch's records, once, as the run left them
+    elif pos.batch_idx and stopped_early(ckpt, state.config): state.control.request_stop("early_stopping")
 
 # %% ../nbs/07_loop.ipynb #b14ef31b
 def _start_epoch(s: Setup, state: LoopState, epoch: int) -> TimedIterator:
@@ -251,6 +254,7 @@ def _skip_nonfinite(s: Setup, state: LoopState, window: Window) -> Optional[str]
     state.batch, state.batch_in_epoch = (bad[0], bad[1]), window.start + i  # the micro-batch named
     s.callbacks(Event.on_nonfinite, state)
     s.optimizer.zero_grad(set_to_none=True)
+    if s.buffers is not None: s.buffers.restore()  # its forwards put the NaN into BatchNorm's running stats
     window.done = True
     if s.config.on_nonfinite == "stop": return "nonfinite"
     return _count_skip(state)  # None: the step is skipped, the run goes on
@@ -333,7 +337,10 @@ def _step_end(s: Setup, state: LoopState, skipped: bool) -> Optional[str]:
     cfg, control = s.config, state.control
     if (cfg.eval_every and not skipped and state.step % cfg.eval_every == 0) or control.evaluate:
         control.evaluate = False
+        # a Ctrl-C in here (an after_validate observer's redraw) is redone on resume, counted once by early stopping
+        if s.checkpointer.enabled: state.redo = _before_end(s, state)
         if _validate(s, state): _save_last(s, state, name="best.pt")
+        state.redo = None
         if state.valid_failed or s.stopper.should_stop: return "nonfinite" if state.valid_failed else "early_stopping"
     if (cfg.checkpoint_every and not skipped and state.step % cfg.checkpoint_every == 0) or control.save:
         control.save = False
@@ -342,8 +349,8 @@ def _step_end(s: Setup, state: LoopState, skipped: bool) -> Optional[str]:
     if control.stop: return control.stop_reason or "interrupted"
     return None
 
-def _before_epoch_end(s: Setup, state: LoopState) -> dict:
-    "The epoch's end as a resume must redo it: last.pt entries from just before its records and validation."
+def _before_end(s: Setup, state: LoopState) -> dict:
+    "An epoch's end or a step's validation as a resume must redo it: last.pt entries from just before its records."
     pos = state.position
     return {"pos": pos.at(rng=rng_state(s.generators)), "history": state.history.state_dict(len(state.history)),
             "findings": FindingsPart(state.findings).state_dict(),
@@ -354,14 +361,14 @@ def _end_epoch(s: Setup, state: LoopState, partial: bool = False) -> Optional[st
     """Epoch records, validation, epoch scheduler, last.pt and best.pt, early stopping, [after_epoch], run.json.
     `partial` (max_steps inside the epoch): records and validation; last.pt from before them (a resume ends it once)."""
     pos, meter = state.position, state.meter
-    if s.checkpointer.enabled: state.epoch_end = _before_epoch_end(s, state)  # a Ctrl-C in here comes back
+    if s.checkpointer.enabled: state.redo = _before_end(s, state)  # a Ctrl-C in here comes back
     epoch_records(state.history, state.step, state.epoch, loss_sum=pos.loss_sum, loss_count=pos.loss_count,
                   seconds=time.perf_counter() - meter.started, rows=meter.rows, steps=meter.steps,
                   data_wait=meter.batches.wait, device=s.device)
     pos.loss_sum, pos.loss_count = 0.0, 0
     best = _validate(s, state)
     if partial:
-        entries, state.epoch_end = state.epoch_end, None
+        entries, state.redo = state.redo, None
         if entries: _save_last(s, state, name="last.pt", **entries)
         if entries and best: _save_last(s, state, name="best.pt", **entries)
         return "nonfinite" if state.valid_failed else None
@@ -370,7 +377,7 @@ def _end_epoch(s: Setup, state: LoopState, partial: bool = False) -> Optional[st
         start = Position(epoch=state.epoch + 1, rng=rng_state(s.generators))
         _save_last(s, state, start)
         if best: _save_last(s, state, start, name="best.pt")
-    state.epoch_closed, state.epoch_end, pos.batch_idx = True, None, 0  # last.pt: the next epoch's start
+    state.epoch_closed, state.redo, pos.batch_idx = True, None, 0  # last.pt: the next epoch's start
     stopped = "nonfinite" if state.valid_failed else "early_stopping" if s.stopper.should_stop else None
     if s.checkpointer.enabled:  # run.json so far ('running'): a killed run keeps its history up to here
         s.checkpointer.write_run(run_of(state, RUNNING, stopper=s.stopper, checkpointer=s.checkpointer,
@@ -379,10 +386,13 @@ def _end_epoch(s: Setup, state: LoopState, partial: bool = False) -> Optional[st
     if state.control.stop and not stopped: stopped = state.control.stop_reason or "interrupted"
     return stopped
 
+PLANNED_ENDS = ("max_steps", "early_stopping")  # a run's planned ends; inside an epoch they close it (partly)
+
 def _stopped_before_step(s: Setup, state: LoopState) -> str:
-    "A stop asked for before the epoch's first step; a resume at max_steps ends the epoch it stopped in, once."
+    """A stop asked for before the epoch's first step; a resume at max_steps, or of a run early stopping ended
+    inside an epoch, ends the epoch it stopped in, once."""
     reason = state.control.stop_reason or "interrupted"
-    if reason == "max_steps" and state.position.batch_idx: return _end_epoch(s, state, partial=True) or reason
+    if reason in PLANNED_ENDS and state.position.batch_idx: return _end_epoch(s, state, partial=True) or reason
     return reason
 
 def _interrupted(s: Setup, state: LoopState, window: Optional[Window]) -> Run:
@@ -392,8 +402,8 @@ def _interrupted(s: Setup, state: LoopState, window: Optional[Window]) -> Run:
         s.optimizer.zero_grad(set_to_none=True)
         note_interrupt()  # in a notebook, the rest of the cell does not train on
         if state.epoch_closed: pass  # last.pt holds the next epoch's start already
-        elif state.epoch_end is not None:  # inside the epoch's end: a resume redoes it, its rows are not doubled
-            entries = dict(state.epoch_end)
+        elif state.redo is not None:  # inside an epoch's end or a validation: a resume redoes it, rows not doubled
+            entries = dict(state.redo)
             _save_last(s, state, entries.pop("pos"), **entries)
         elif window is not None and not window.done and window.rng is not None:
             if s.buffers is not None: s.buffers.restore()  # its forwards moved BatchNorm's stats: the replay does
@@ -459,11 +469,11 @@ def fit(model: nn.Module,  # trained in place: a second fit goes on from its wei
                 # position the loader: this epoch's order; on resume, the same order minus the batches used
                 batches = _start_epoch(s, state, epoch)
                 cbs(Event.before_epoch, state)
-                if state.control.stop:  # asked for before this epoch's first step (also in before_fit, on resume)
-                    stopped = _stopped_before_step(s, state)
-                    break
                 # resumed from a Ctrl-C inside a step's end (in its validation, say): that end first
                 stopped = _after_step(s, state, False) if state.position.step_end_due else None
+                if state.control.stop and not stopped:  # asked for before this epoch's first step (also on resume)
+                    stopped = _stopped_before_step(s, state)
+                    break
                 for window in _windows(s, state, batches) if not stopped else ():  # windows of accum_steps
                     for batch in window:
                         with _grad_sync(s, window):  # DDP: all-reduce at the window's last micro-batch only
@@ -496,7 +506,7 @@ def fit(model: nn.Module,  # trained in place: a second fit goes on from its wei
                     stopped = _after_step(s, state, skipped)
                     if stopped: break
                 if stopped == "nonfinite": break
-                if stopped == "max_steps":  # the run's planned end: this epoch's records and validation
+                if stopped in PLANNED_ENDS:  # max_steps, early stopping: this epoch's records and validation
                     stopped = _end_epoch(s, state, partial=True) or stopped
                     break
                 if stopped:  # a stop inside the epoch: last.pt keeps its position for a resume

@@ -207,9 +207,10 @@ class BufferSnapshot:
         if self.buffers: torch._foreach_copy_(self.copies, self.buffers)
 
     def restore(self) -> None:
-        "Put the buffers back as they were at the current window's start."
+        "Put the buffers back as they were at the current window's start (a skipped window, a Ctrl-C)."
         if not self.copies: return
         with torch.no_grad(): torch._foreach_copy_(self.buffers, self.copies)
+        if not self.found: self.copies = None  # the first window put back: which buffers move is learnt again
 
 # %% ../nbs/06c_resume.ipynb #031a6364
 class Window:
