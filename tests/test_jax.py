@@ -744,3 +744,46 @@ def test_resume_from_a_run_stopped_before_its_first_checkpoint_says_so(tmp_path)
     with pytest.raises(tb.CheckpointError, match=r"stopped \(interrupted\) at step 3, before its first checkpoint: "
                                                  r"it wrote no last.msgpack.*overwrite=True"):
         fit_flax(MLP(), None, batches(X, y, 16), None, ce, cfg, resume=tmp_path, live=False)
+
+
+def _eval_every_case():
+    "Probe 58's case, for fit_flax: 8 batches of 8 rows, 3 classes, 4 validation batches; a linear model."
+    rng = np.random.default_rng(0)
+    X, Xv = rng.normal(size=(64, 6)).astype("float32"), rng.normal(size=(32, 6)).astype("float32")
+    w = rng.normal(size=(6, 3))
+    y, yv = (X @ w).argmax(1), (Xv @ w).argmax(1)
+    return batches(X, y, 8), batches(Xv, yv, 8)
+
+
+def _rows(run): return [r for r in run.records.rows() if r[3] not in TIMING]
+
+
+@pytest.mark.parametrize("cfg", [dict(epochs=1, lr=0.05, eval_every=2, max_steps=4),
+                                 dict(epochs=3, lr=0.01, eval_every=2, patience=1, min_delta=0.5)])
+def test_a_ctrl_c_in_an_after_validate_observer_is_redone_and_counted_on_resume(tmp_path, cfg):
+    "Probe 58, as fit: the resume saw the validation's rows and skipped it (a best lost, early stopping late)."
+    dl, dv = _eval_every_case()
+    model = lambda: nnx.Linear(6, 3, rngs=nnx.Rngs(0))
+    a = fit_flax(model(), None, dl, dv, ce, tb.TrainConfig(**cfg, checkpoint_dir=str(tmp_path / "a")), live=False)
+    c, m = tb.TrainConfig(**cfg, checkpoint_dir=str(tmp_path / "b")), model()
+    first = fit_flax(m, None, dl, dv, ce, c, live=False, callbacks=[interrupt_at(4, "after_validate")])
+    assert first.stopped == "interrupted"
+    b = fit_flax(m, None, dl, dv, ce, c, live=False, resume=first.run_dir)
+    assert (b.stopped, b.step, b.best) == (a.stopped, a.step, a.best) and _rows(b) == _rows(a)
+
+
+@pytest.mark.parametrize("eval_every", [3, 8, None])  # inside an epoch; at its last step; at its end
+def test_a_resume_of_a_run_early_stopping_ended_trains_nothing_and_its_epochs_keep_their_records(tmp_path,
+                                                                                                   eval_every):
+    "Probe 58, as fit: fit_flax's resume of an early-stopped run trained on (it did not ask early stopping)."
+    dl, dv = _eval_every_case()
+    m = nnx.Linear(6, 3, rngs=nnx.Rngs(0))
+    cfg = tb.TrainConfig(epochs=6, lr=0.01, eval_every=eval_every, patience=1, min_delta=0.5,
+                         checkpoint_dir=str(tmp_path))
+    run = fit_flax(m, None, dl, dv, ce, cfg, live=False)
+    assert run.stopped == "early_stopping"
+    epochs = run.step // 8 + (run.step % 8 > 0)
+    assert len(run.history.query("name == 'epoch_loss'")) == epochs  # each epoch trained in has its records
+    with pytest.warns(UserWarning, match="early stopping ended the checkpoint's run"):
+        again = fit_flax(m, None, dl, dv, ce, cfg, live=False, resume=run.run_dir)
+    assert (again.stopped, again.step) == ("early_stopping", run.step) and _rows(again) == _rows(run)

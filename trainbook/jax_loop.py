@@ -10,27 +10,26 @@ from typing import Any, Callable, Iterable, NamedTuple, Optional, Union
 
 import numpy as np
 
-from .checkpoint import Checkpointer, check_epochs_left, check_resume, probe_writable
+from .checkpoint import Checkpointer, check_epochs_left, check_resume, stopped_early
 from .resume import Position, accumulation_windows
 from .core import (History, TrainConfig, atomic_write, environment, loader_length, package_version,
                             rng_state, seed_everything, set_loader_epoch, set_rng_state, warn)
 from .events import Event, LoopState
-from .guard import (check_loader, check_monitor, nonfinite_validation, note_interrupt,
-                             refuse_after_interrupt)
+from .guard import check_loader, check_monitor, nonfinite_validation, note_interrupt
 from .recorder import EarlyStopping, TimedIterator, end_run, epoch_records, run_callbacks, run_of
 from .metrics import resolve_metrics
 from .optim import LRFinder, check_lr_sweep
-from .run import MONITOR_ALIASES, RUNNING, Run
+from .run import MONITOR_ALIASES, PLANNED_ENDS, RUNNING, Run
 from .jax_parts import (CHECKPOINT_FORMAT, FlaxNanGuard, KeyStreams, flax_checkpoint_file, host_rng,
                                  import_jax, is_flax_model, make_tx, optax_schedule, read_flax_checkpoint,
                                  save_flax_checkpoint, schedule_lr, stream_key, takes_key, tree_entries,
                                  tree_from_entries, check_targets, first_forward, flax_prediction, loss_input,
-                                 check_scalar_loss, require_params, flax_run_notes)
+                                 check_scalar_loss, require_params, flax_run_notes, flax_loss,
+                                 pick_jax_precision, check_flax_inputs)
 
 # %% auto #0
-__all__ = ['LOSSES', 'TARGET_KEYS', 'FlaxState', 'flax_loss', 'split_pure', 'from_pure', 'streams_used', 'flax_steps',
-           'as_arrays', 'split_arrays', 'check_first_batch', 'evaluate_compiled', 'evaluate_flax', 'pick_jax_precision',
-           'check_flax_inputs', 'fit_flax', 'overfit_batch_flax', 'lr_find_flax']
+__all__ = ['TARGET_KEYS', 'FlaxState', 'split_pure', 'from_pure', 'streams_used', 'flax_steps', 'as_arrays', 'split_arrays',
+           'check_first_batch', 'evaluate_compiled', 'evaluate_flax', 'fit_flax', 'overfit_batch_flax', 'lr_find_flax']
 
 # %% ../nbs/20_jax.ipynb #c5e11d29
 class FlaxState(NamedTuple):
@@ -38,21 +37,6 @@ class FlaxState(NamedTuple):
     params: Any
     rest: Any
     opt_state: Any
-
-LOSSES = ("cross_entropy", "mse", "bce")
-
-def flax_loss(loss_fn: Union[str, Callable],  # a callable `loss_fn(pred, yb)` or one of LOSSES
-             ) -> Callable:
-    "`loss_fn` as a function of `(pred, yb)` returning the mean loss."
-    optax = import_jax()[2]
-    if callable(loss_fn): return loss_fn
-    # named as the torch losses they are: the torch loop's checks know them by name (`check_targets`)
-    def cross_entropy(pred, yb): return optax.softmax_cross_entropy_with_integer_labels(pred, yb).mean()
-    def mse_loss(pred, yb): return ((pred - yb) ** 2).mean()
-    def binary_cross_entropy_with_logits(pred, yb): return optax.sigmoid_binary_cross_entropy(pred, yb).mean()
-    named = {"cross_entropy": cross_entropy, "mse": mse_loss, "bce": binary_cross_entropy_with_logits}
-    if loss_fn in named: return named[loss_fn]
-    raise ValueError(f"loss_fn must be a callable loss_fn(pred, yb) or one of {', '.join(LOSSES)}, got {loss_fn!r}")
 
 def _call(model, xb):
     "The model on a batch's inputs: an array, a tuple/list (`model(*xb)`) or a dict (`model(**xb)`)."
@@ -300,16 +284,6 @@ def _peak_memory_mb() -> float:
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return rss / 2 ** 20 if sys.platform == "darwin" else rss / 2 ** 10
 
-def pick_jax_precision(precision: str,  # TrainConfig.precision
-                      ) -> str:
-    "auto = bf16 on a GPU or TPU, fp32 on CPU; fp16 is refused (no loss scaling here: use bf16)."
-    jax = import_jax()[0]
-    if precision == "fp16":
-        raise ValueError("fit_flax: precision='fp16' needs loss scaling, which this loop does not do; "
-                         "use 'bf16' (same speed on current accelerators, no scaling needed) or 'fp32'")
-    if precision == "auto": return "bf16" if jax.default_backend() in ("gpu", "tpu") else "fp32"
-    return precision
-
 def _positioned(dl, epoch: int, skip: int):
     "The epoch's batch iterator at batch `skip`: the loader's own state (TensorLoader) or drawing and dropping."
     set_loader_epoch(dl, epoch)
@@ -363,6 +337,7 @@ class _FlaxLoop:
         self.cbs = run_callbacks(callbacks, live=live, track=track, kind="flax", first=[FlaxNanGuard()])
         self.folder = Checkpointer(cfg.checkpoint_dir, suffix=".msgpack")  # claimed by `resume`; run.json
         self.track, self.t_fit, self.epoch_closed = track, time.perf_counter(), False
+        self.redo = None  # inside an epoch's end or a step's validation: what a Ctrl-C there saves (`before_end`)
         self.pos, self.valid_failed, self.grad = Position(), False, None
         self.state = LoopState(model=model, optimizer=tx, config=cfg, device=str(jax.devices()[0]),
                                precision=self.precision, history=self.history, n_batches=self.n_batches,
@@ -378,7 +353,7 @@ class _FlaxLoop:
         ck, t = (read_flax_checkpoint(resume) if resume is not None else None), self.train
         if ck is not None:  # read and matched before any folder is claimed or emptied (overwrite)
             check_epochs_left(int(ck["position"]["epoch"]), int(ck["position"]["batch_idx"]), self.cfg,
-                              int(ck["step"]))
+                              int(ck["step"]), ck)
             t = FlaxState(tree_from_entries(t.params, ck["params"], "parameters"),
                           tree_from_entries(t.rest, ck["rest"], "model variables"),
                           tree_from_entries(t.opt_state, ck["opt_state"], "optimizer state"))
@@ -391,6 +366,7 @@ class _FlaxLoop:
         self.base_keys = {name: self.streams.base[name] for name in self.used}
         self.state.step, self.state.skipped_steps = int(ck["step"]), int(ck["skipped_steps"])
         if self.cfg.max_steps and self.state.step >= self.cfg.max_steps: self.state.control.request_stop("max_steps")
+        elif stopped_early(ck, self.cfg): self.state.control.request_stop("early_stopping")  # trains nothing
         pos = dict(ck["position"])
         pos["rng"], pos["epoch_rng"] = host_rng(pos.get("rng")), host_rng(pos.get("epoch_rng"))
         self.pos = Position.from_state(pos)
@@ -399,7 +375,9 @@ class _FlaxLoop:
         self.stopper.load_state_dict(ck["early_stopping"])
         self.cbs.load_state_dict(ck.get("callbacks", {}))
 
-    def save(self, name: str, pos: Optional[Position] = None) -> None:
+    def save(self, name: str, pos: Optional[Position] = None,
+             **entries,  # parts' states in place of the current ones (`before_end`'s)
+            ) -> None:
         "`run_dir/name` (last.msgpack, best.msgpack) with the whole state at `pos` (default: here)."
         if self.run_dir is None: return
         pos = pos or self.pos.resume_from()  # at an epoch's start: the RNG from before its order was drawn
@@ -409,7 +387,13 @@ class _FlaxLoop:
             "opt_state": tree_entries(t.opt_state), "streams": self.streams.state_dict(),
             "step": self.state.step, "skipped_steps": self.state.skipped_steps, "position": pos.state_dict(),
             "history": self.history.state_dict(), "early_stopping": self.stopper.state_dict(),
-            "callbacks": self.cbs.state_dict(), "config": self.cfg.to_dict(), "environment": self.env})
+            "callbacks": self.cbs.state_dict(), "config": self.cfg.to_dict(), "environment": self.env, **entries})
+
+    def before_end(self) -> Optional[dict]:
+        "An epoch's end or a step's validation as a resume must redo it: the file's entries from before its records."
+        if self.run_dir is None: return None
+        return {"pos": self.pos.resume_from(), "history": self.history.state_dict(len(self.history)),
+                "early_stopping": self.stopper.state_dict(), "callbacks": self.cbs.state_dict()}
 
     @property
     def run_dir(self) -> Optional[Path]:
@@ -529,8 +513,9 @@ class _FlaxLoop:
         state, cfg, control = self.state, self.cfg, self.state.control
         due = (cfg.eval_every and state.step % cfg.eval_every == 0) or control.evaluate
         control.evaluate = False
+        if due: self.redo = self.before_end()  # a Ctrl-C in it (an after_validate observer) is redone on resume
         best = due and self.validate()
-        self.pos.step_end_due = False  # validated (once a step): the files below, and a Ctrl-C, resume after it
+        self.redo, self.pos.step_end_due = None, False  # validated (once a step): the files below, and a Ctrl-C, resume after it
         if best: self.save("best.msgpack")
         if due and (self.valid_failed or self.stopper.should_stop):  # patience counts these evaluations too
             return "nonfinite" if self.valid_failed else "early_stopping"
@@ -543,11 +528,12 @@ class _FlaxLoop:
 
     def end_epoch(self, partial: bool = False) -> Optional[str]:
         """Epoch loss and throughput, validation, last.msgpack, the model updated, early stopping, [after_epoch].
-        `partial` (max_steps inside the epoch): records and validation; last.msgpack from before them."""
+        `partial` (a planned end inside the epoch): records and validation; last.msgpack from before them."""
         state, pos = self.state, self.pos
         if partial:  # a resume given more steps ends this epoch once; a Ctrl-C from here keeps this file
             self.save("last.msgpack")
             self.epoch_closed = True
+        else: self.redo = self.before_end()  # a Ctrl-C in here: the resume redoes this end, its rows once
         epoch_records(self.history, state.step, state.epoch, loss_sum=pos.loss_sum, loss_count=pos.loss_count,
                       seconds=time.perf_counter() - self.t_epoch, rows=self.epoch_rows, steps=self.epoch_steps,
                       data_wait=self.batches.wait, peak_mb=_peak_memory_mb())
@@ -561,7 +547,7 @@ class _FlaxLoop:
         start = Position(epoch=state.epoch + 1, rng=rng_state())  # both: a resume from either redoes no epoch end
         self.save("last.msgpack", start)
         if best: self.save("best.msgpack", start)
-        self.epoch_closed, pos.batch_idx = True, 0
+        self.epoch_closed, self.redo, pos.batch_idx = True, None, 0
         self.write_back()  # callbacks at the epoch's end see the trained model (e.g. to draw samples)
         stopped = "nonfinite" if self.valid_failed else "early_stopping" if self.stopper.should_stop else None
         if self.run_dir is not None:  # run.json so far ('running'): a killed run keeps its history up to here
@@ -582,6 +568,10 @@ class _FlaxLoop:
         "Ctrl-C: drop the window in flight; last.msgpack describes the state after the last completed step."
         note_interrupt()  # in a notebook, the rest of the cell does not train on
         if self.epoch_closed: return "interrupted"
+        if self.redo is not None:  # inside an epoch's end or a validation: saved from before its records
+            entries = dict(self.redo)
+            self.save("last.msgpack", entries.pop("pos"), **entries)
+            return "interrupted"
         if window is not None and not window.done:
             self.train = self.state.train_state = self.window_start
             if window.rng is not None:  # resume restarts at the window's first micro-batch
@@ -602,48 +592,6 @@ class _FlaxLoop:
         except Exception as during: warn(f"finishing the failed run raised too: {during!r}")
 
 # %% ../nbs/20_jax.ipynb #8d8071d3
-def check_flax_inputs(model,  # what `fit_flax` got as `model`
-                      optimizer,  # ... as `optimizer`
-                      dl_train,  # ... as `dl_train`
-                      dl_valid,  # ... as `dl_valid`
-                      loss_fn,  # ... as `loss_fn`
-                      cfg,  # the `TrainConfig`
-                      *,
-                      metrics=None,  # ... as `metrics`
-                      augment=None,  # ... as `augment`
-                     ) -> dict:
-    "Check `fit_flax`'s arguments before any work; returns the metrics resolved to a dict name -> callable."
-    refuse_after_interrupt("fit_flax")  # a sweep in a cell that a Ctrl-C interrupted goes no further
-    if not is_flax_model(model):
-        raise TypeError(f"model must be a Flax NNX module (flax.nnx.Module), got {type(model).__name__}; "
-                        "for a torch module use tb.fit")
-    require_params(model, "fit_flax")  # as tb.fit refuses a model with nothing to train
-    if not isinstance(cfg, TrainConfig):
-        raise TypeError(f"config must be a trainbook.TrainConfig, got {type(cfg).__name__}")
-    optax = import_jax()[2]
-    if optimizer is not None and not (isinstance(optimizer, optax.GradientTransformation) or callable(optimizer)):
-        # fit's order (model, dl_train, dl_valid) by habit: the batches landed in `optimizer`
-        batches = ("; it looks like batches: fit_flax's second argument is the optimizer (as in "
-                   "nnx.Optimizer(model, tx)), so name them: fit_flax(model, dl_train=..., dl_valid=...)"
-                   if hasattr(optimizer, "__iter__") else "")
-        raise TypeError(f"optimizer must be None, an optax GradientTransformation or a factory such as "
-                        f"optax.sgd, got {type(optimizer).__name__}{batches}")
-    if not callable(loss_fn) and loss_fn not in LOSSES:
-        raise ValueError(f"loss_fn must be a callable loss_fn(pred, yb) or one of {', '.join(LOSSES)}, got {loss_fn!r}")
-    if augment is not None and not callable(augment):
-        raise TypeError(f"augment must be a function augment(xb, key) -> xb or None, got {type(augment).__name__}")
-    n_train = check_loader(dl_train, "dl_train")
-    if dl_valid is not None: check_loader(dl_valid, "dl_valid", probe=True)
-    if cfg.accum_steps > 1 and n_train is None:
-        raise ValueError("accum_steps > 1 needs a dl_train with a length, so the epoch's last window can be sized")
-    pick_jax_precision(cfg.precision)  # fp16 is refused here, before any work
-    if cfg.schedule == "plateau" and not isinstance(optimizer, optax.GradientTransformation):
-        optax_schedule(cfg, 1)  # raises with what to use instead
-    metric_fns = resolve_metrics(metrics)
-    check_monitor(cfg, dl_valid is not None, metric_fns)
-    if cfg.checkpoint_dir is not None: probe_writable(cfg.checkpoint_dir, "checkpoint_dir", create=False)
-    return metric_fns
-
 def fit_flax(model,  # a Flax NNX module (trained in place: its variables hold the result)
              optimizer=None,  # None = AdamW; an optax factory (`optax.sgd`); or a GradientTransformation as given
              dl_train=None,  # re-iterable of (xb, yb) batches: a TensorLoader, a list of numpy/torch pairs
@@ -675,13 +623,13 @@ def fit_flax(model,  # a Flax NNX module (trained in place: its variables hold t
             # position the loader: this epoch's order; on resume, the same order from the batch reached
             batches = lp.start_epoch(epoch)
             cbs(Event.before_epoch, state)
-            if state.control.stop:  # asked for before this epoch's first step (also in before_fit, on resume)
-                stopped = state.control.stop_reason or "interrupted"
-                if stopped == "max_steps" and lp.pos.batch_idx:  # a resume at max_steps ends its epoch, once
-                    stopped = lp.end_epoch(partial=True) or stopped
-                break
             # resumed from a Ctrl-C inside a step's end (in its validation, say): that end first
             stopped = lp.after_step() if lp.pos.step_end_due else None
+            if state.control.stop and not stopped:  # asked for before this epoch's first step (also on resume)
+                stopped = state.control.stop_reason or "interrupted"
+                # a resume at max_steps, or of a run early stopping ended inside an epoch, ends that epoch, once
+                if stopped in PLANNED_ENDS and lp.pos.batch_idx: stopped = lp.end_epoch(partial=True) or stopped
+                break
             for window in lp.windows(batches) if not stopped else ():  # windows of cfg.accum_steps micro-batches
                 for micro_step, batch in enumerate(window):
                     # 1. forward (bf16 when asked) -> 2. loss -> 3. gradients -> 4. accumulate (MultiSteps)
@@ -701,7 +649,7 @@ def fit_flax(model,  # a Flax NNX module (trained in place: its variables hold t
                 stopped = lp.after_step()
                 if stopped: break
             if stopped == "nonfinite": break
-            if stopped == "max_steps":  # the run's planned end: this epoch's records and validation
+            if stopped in PLANNED_ENDS:  # max_steps, early stopping: this epoch's records and validation
                 stopped = lp.end_epoch(partial=True) or stopped
                 break
             if stopped:  # a stop inside the epoch: last.msgpack keeps its position for a resume

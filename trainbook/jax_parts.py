@@ -13,20 +13,21 @@ import torch
 from torch import nn
 
 from .batch import ELEMENTWISE_LOSSES, ShapeMismatch, check_loss_shapes, label_range, wants_whole_output
-from .checkpoint import CheckpointError, stopped_without_checkpoint
+from .checkpoint import CheckpointError, probe_writable, stopped_without_checkpoint
 from .core import Finding, TrainConfig, atomic_write
 from .events import Callback, LoopState
-from .guard import monitor_fallback, warmup_past_run
-from .metrics import IGNORE_INDEX
+from .guard import (check_loader, check_monitor, monitor_fallback, refuse_after_interrupt,
+                             warmup_past_run)
+from .metrics import IGNORE_INDEX, resolve_metrics
 from .optim import SCHEDULE_FNS, schedule_steps, warmup_steps
 from .sanity import loss_kind, static_findings
 
 # %% auto #0
-__all__ = ['STREAMS', 'CHECKPOINT_FORMAT', 'OUTPUT_FINDINGS', 'import_jax', 'is_flax_model', 'require_params', 'stream_key',
-           'KeyStreams', 'optax_schedule', 'schedule_lr', 'decay_mask', 'make_tx', 'flax_run_notes', 'tree_entries',
-           'tree_from_entries', 'host_rng', 'save_flax_checkpoint', 'flax_checkpoint_file', 'read_flax_checkpoint',
-           'FlaxNanGuard', 'takes_key', 'flax_prediction', 'loss_input', 'first_forward', 'check_scalar_loss',
-           'check_targets']
+__all__ = ['STREAMS', 'CHECKPOINT_FORMAT', 'OUTPUT_FINDINGS', 'LOSSES', 'import_jax', 'is_flax_model', 'require_params',
+           'stream_key', 'KeyStreams', 'optax_schedule', 'schedule_lr', 'decay_mask', 'make_tx', 'flax_run_notes',
+           'tree_entries', 'tree_from_entries', 'host_rng', 'save_flax_checkpoint', 'flax_checkpoint_file',
+           'read_flax_checkpoint', 'FlaxNanGuard', 'takes_key', 'flax_prediction', 'loss_input', 'first_forward',
+           'check_scalar_loss', 'check_targets', 'flax_loss', 'pick_jax_precision', 'check_flax_inputs']
 
 # %% ../nbs/20a_jax_parts.ipynb #310057f2
 def import_jax() -> tuple:
@@ -480,3 +481,72 @@ def check_targets(pred,  # the model's prediction on a batch: an array, or its s
         tp = _torch_view(predict())
     # an empty module stands for the model: only the prediction's and the labels' findings are kept
     return [f for f in static_findings(nn.Module(), tp, ty, torch_loss) if f.kind in OUTPUT_FINDINGS]
+
+# %% ../nbs/20a_jax_parts.ipynb #65c363d9
+LOSSES = ("cross_entropy", "mse", "bce")
+
+def flax_loss(loss_fn: Union[str, Callable],  # a callable `loss_fn(pred, yb)` or one of LOSSES
+             ) -> Callable:
+    "`loss_fn` as a function of `(pred, yb)` returning the mean loss."
+    optax = import_jax()[2]
+    if callable(loss_fn): return loss_fn
+    # named as the torch losses they are: the torch loop's checks know them by name (`check_targets`)
+    def cross_entropy(pred, yb): return optax.softmax_cross_entropy_with_integer_labels(pred, yb).mean()
+    def mse_loss(pred, yb): return ((pred - yb) ** 2).mean()
+    def binary_cross_entropy_with_logits(pred, yb): return optax.sigmoid_binary_cross_entropy(pred, yb).mean()
+    named = {"cross_entropy": cross_entropy, "mse": mse_loss, "bce": binary_cross_entropy_with_logits}
+    if loss_fn in named: return named[loss_fn]
+    raise ValueError(f"loss_fn must be a callable loss_fn(pred, yb) or one of {', '.join(LOSSES)}, got {loss_fn!r}")
+
+def pick_jax_precision(precision: str,  # TrainConfig.precision
+                      ) -> str:
+    "auto = bf16 on a GPU or TPU, fp32 on CPU; fp16 is refused (no loss scaling here: use bf16)."
+    jax = import_jax()[0]
+    if precision == "fp16":
+        raise ValueError("fit_flax: precision='fp16' needs loss scaling, which this loop does not do; "
+                         "use 'bf16' (same speed on current accelerators, no scaling needed) or 'fp32'")
+    if precision == "auto": return "bf16" if jax.default_backend() in ("gpu", "tpu") else "fp32"
+    return precision
+
+def check_flax_inputs(model,  # what `fit_flax` got as `model`
+                      optimizer,  # ... as `optimizer`
+                      dl_train,  # ... as `dl_train`
+                      dl_valid,  # ... as `dl_valid`
+                      loss_fn,  # ... as `loss_fn`
+                      cfg,  # the `TrainConfig`
+                      *,
+                      metrics=None,  # ... as `metrics`
+                      augment=None,  # ... as `augment`
+                     ) -> dict:
+    "Check `fit_flax`'s arguments before any work; returns the metrics resolved to a dict name -> callable."
+    refuse_after_interrupt("fit_flax")  # a sweep in a cell that a Ctrl-C interrupted goes no further
+    if not is_flax_model(model):
+        raise TypeError(f"model must be a Flax NNX module (flax.nnx.Module), got {type(model).__name__}; "
+                        "for a torch module use tb.fit")
+    require_params(model, "fit_flax")  # as tb.fit refuses a model with nothing to train
+    if not isinstance(cfg, TrainConfig):
+        raise TypeError(f"config must be a trainbook.TrainConfig, got {type(cfg).__name__}")
+    optax = import_jax()[2]
+    if optimizer is not None and not (isinstance(optimizer, optax.GradientTransformation) or callable(optimizer)):
+        # fit's order (model, dl_train, dl_valid) by habit: the batches landed in `optimizer`
+        batches = ("; it looks like batches: fit_flax's second argument is the optimizer (as in "
+                   "nnx.Optimizer(model, tx)), so name them: fit_flax(model, dl_train=..., dl_valid=...)"
+                   if hasattr(optimizer, "__iter__") else "")
+        raise TypeError(f"optimizer must be None, an optax GradientTransformation or a factory such as "
+                        f"optax.sgd, got {type(optimizer).__name__}{batches}")
+    if not callable(loss_fn) and loss_fn not in LOSSES:
+        raise ValueError(f"loss_fn must be a callable loss_fn(pred, yb) or one of {', '.join(LOSSES)}, got {loss_fn!r}")
+    if augment is not None and not callable(augment):
+        raise TypeError(f"augment must be a function augment(xb, key) -> xb or None, got {type(augment).__name__}")
+    n_train = check_loader(dl_train, "dl_train")
+    if dl_valid is not None: check_loader(dl_valid, "dl_valid", probe=True)
+    if cfg.accum_steps > 1 and n_train is None:
+        raise ValueError("accum_steps > 1 needs a dl_train with a length, so the epoch's last window can be sized")
+    pick_jax_precision(cfg.precision)  # fp16 is refused here, before any work
+    if cfg.schedule == "plateau" and not isinstance(optimizer, optax.GradientTransformation):
+        optax_schedule(cfg, 1)  # raises with what to use instead
+    metric_fns = resolve_metrics(metrics)
+    check_monitor(cfg, dl_valid is not None, metric_fns)
+    if cfg.checkpoint_dir is not None: probe_writable(cfg.checkpoint_dir, "checkpoint_dir", create=False)
+    return metric_fns
+

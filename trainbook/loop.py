@@ -27,10 +27,10 @@ from .optim import (gradient_norms, make_scheduler, param_groups,
                              pick_scheduler_interval, step_optimizer, unscale_and_clip)
 from .recorder import (EarlyStopping, EpochMeter, StepProfiler, TimedIterator, claim_run_dir,
                                 data_fingerprint, end_run, epoch_records, record_validation, run_callbacks, run_of)
-from .run import RUNNING, Run, monitored_record
+from .run import PLANNED_ENDS, RUNNING, Run, monitored_record
 
 # %% auto #0
-__all__ = ['PLANNED_ENDS', 'LOOP_STARTS', 'evaluate', 'Setup', 'set_up', 'fit', 'show_loop']
+__all__ = ['LOOP_STARTS', 'evaluate', 'Setup', 'set_up', 'fit', 'show_loop']
 
 # %% ../nbs/07_loop.ipynb #5c24e70f
 def evaluate(model: nn.Module,  # the model to score (its train/eval mode is restored afterwards)
@@ -359,7 +359,8 @@ def _before_end(s: Setup, state: LoopState) -> dict:
 
 def _end_epoch(s: Setup, state: LoopState, partial: bool = False) -> Optional[str]:
     """Epoch records, validation, epoch scheduler, last.pt and best.pt, early stopping, [after_epoch], run.json.
-    `partial` (max_steps inside the epoch): records and validation; last.pt from before them (a resume ends it once)."""
+    `partial` (a planned end inside the epoch): records and validation; last.pt from before them (a resume ends it
+    once)."""
     pos, meter = state.position, state.meter
     if s.checkpointer.enabled: state.redo = _before_end(s, state)  # a Ctrl-C in here comes back
     epoch_records(state.history, state.step, state.epoch, loss_sum=pos.loss_sum, loss_count=pos.loss_count,
@@ -385,8 +386,6 @@ def _end_epoch(s: Setup, state: LoopState, partial: bool = False) -> Optional[st
     s.callbacks(Event.after_epoch, state)
     if state.control.stop and not stopped: stopped = state.control.stop_reason or "interrupted"
     return stopped
-
-PLANNED_ENDS = ("max_steps", "early_stopping")  # a run's planned ends; inside an epoch they close it (partly)
 
 def _stopped_before_step(s: Setup, state: LoopState) -> str:
     """A stop asked for before the epoch's first step; a resume at max_steps, or of a run early stopping ended

@@ -15,12 +15,12 @@ from .core import (Finding, History, TrainConfig, atomic_write, did_you_mean, fi
                             process_alive, silenced, this_process, warn)
 
 # %% auto #0
-__all__ = ['STOP_REASONS', 'RECORDS', 'PER_STEP', 'SYSTEM', 'EVIDENCE', 'MONITOR_ALIASES', 'RUN_FORMAT', 'RUN_VERSION',
-           'RUN_FILES', 'EARLIER_FOLDER', 'RUNNING', 'UNKNOWN_CONFIG', 'StopReason', 'Record', 'record_key',
-           'monitored_record', 'last_run', 'remember_run', 'unrecorded', 'Run', 'grouped_findings', 'RunFileError',
-           'json_safe', 'history_json', 'earlier_run_files', 'refuse_own_files', 'file_identity', 'Handover',
-           'recover_handover', 'history_from_last', 'mark_killed', 'written_by', 'earlier_copy', 'run_record_bytes',
-           'write_run_record']
+__all__ = ['STOP_REASONS', 'PLANNED_ENDS', 'RECORDS', 'PER_STEP', 'SYSTEM', 'EVIDENCE', 'MONITOR_ALIASES', 'RUN_FORMAT',
+           'RUN_VERSION', 'RUN_FILES', 'EARLIER_FOLDER', 'RUNNING', 'UNKNOWN_CONFIG', 'StopReason', 'Record',
+           'record_key', 'monitored_record', 'last_run', 'remember_run', 'unrecorded', 'Run', 'grouped_findings',
+           'RunFileError', 'json_safe', 'history_json', 'earlier_run_files', 'refuse_own_files', 'file_identity',
+           'Handover', 'recover_handover', 'history_from_last', 'mark_killed', 'written_by', 'earlier_copy',
+           'run_record_bytes', 'write_run_record']
 
 # %% ../nbs/05a_run.ipynb #c9cb2482
 class StopReason(str, Enum):
@@ -37,6 +37,8 @@ class StopReason(str, Enum):
     def __str__(self): return self.value
 
 STOP_REASONS = tuple(r.value for r in StopReason)
+# a run's planned ends: reached inside an epoch (max_steps, an eval_every validation), they close it in part
+PLANNED_ENDS = (StopReason.max_steps.value, StopReason.early_stopping.value)
 
 @dataclass(frozen=True)
 class Record:
