@@ -311,3 +311,74 @@ def test_compare_refuses_a_metric_no_column_has_naming_the_ones_it_has():
                                          r"its metrics: average_precision, roc_auc"):
         tb.compare(t, metric="roc_acu")
     assert len(tb.compare(t, metric="average_precision")[1].data) == 1  # a metric the table has: its bars
+
+
+def fraud_frame(n=300, seed=0):
+    "Two text labels, 'fraud' the rarer: the positive class, code 1."
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n)})
+    df["y"] = np.where(df.a + rng.normal(size=n) > 1.0, "fraud", "ok")
+    return df
+
+
+@pytest.mark.parametrize("scoring", ["average_precision", "f1"])
+def test_nested_cv_codes_two_text_labels_as_cross_validate_does(scoring):
+    "Probe 60: nested_cv passed 'fraud'/'ok' to scikit-learn: pos_label=1 failed, after every inner grid search."
+    df = fraud_frame()
+    coded = df.assign(y=(df.y == "fraud").astype(int))
+    got = tb.nested_cv(LogisticRegression(), {"C": [0.1, 1.0]}, df, "y", outer=3, inner=2, scoring=scoring)
+    want = tb.nested_cv(LogisticRegression(), {"C": [0.1, 1.0]}, coded, "y", outer=3, inner=2, scoring=scoring)
+    np.testing.assert_array_equal(got["scores"], want["scores"])
+    assert got["params"] == want["params"]  # chosen on real inner scores, not on NaN
+
+
+def test_a_scorer_that_cannot_score_the_target_is_refused_before_any_fit(cancer, monkeypatch):
+    "F1 of one positive class on three classes failed after the fits (nested_cv: after every grid search)."
+    wine = load_wine(as_frame=True).frame
+    sp = tb.make_splits(wine, "target", n_folds=3, seed=0)
+    def no_fit(self, *args, **kwargs): raise AssertionError("a model was fitted before the scorer was refused")
+    monkeypatch.setattr(LogisticRegression, "fit", no_fit)
+    refused = r"scoring='f1' cannot score the multiclass target 'target': .*average.*e\.g\. 'f1_macro'"
+    with pytest.raises(ValueError, match=refused):
+        tb.cross_validate(LogisticRegression(), wine, "target", sp, scoring=["f1_macro", "f1"])
+    with pytest.raises(ValueError, match=refused):
+        tb.nested_cv(LogisticRegression(), {"C": [1.0]}, wine, "target", outer=2, inner=2, scoring="f1")
+    with pytest.raises(ValueError, match="nested_cv scores by one scorer"):
+        tb.nested_cv(LogisticRegression(), {"C": [1.0]}, cancer, "target", outer=2, inner=2,
+                     scoring=["roc_auc", "f1"])
+
+
+def test_nested_cv_and_cross_validate_give_the_sample_std_of_the_fold_scores(cancer):
+    "Probe 60: nested_cv's std was ddof=0, cross_validate's ddof=1: the same scores, two spreads."
+    nested = tb.nested_cv(LogisticRegression(max_iter=2000), {"C": [1.0]}, cancer, "target", outer=3, inner=2)
+    assert nested["std"] == pytest.approx(np.std(nested["scores"], ddof=1))
+    cv = tb.cross_validate(LogisticRegression(max_iter=2000), cancer, "target",
+                           tb.make_splits(cancer, "target", n_folds=3, seed=0))
+    assert cv.loc["std", "roc_auc"] == pytest.approx(np.std(cv.loc[[0, 1, 2], "roc_auc"], ddof=1))
+
+
+def test_compare_takes_a_cross_validate_table_as_one_model_with_its_std():
+    "Probe 60: two cross_validate tables became rows '0 (table 1)' ... 'std (table 2)' and a chart without bars."
+    df = fraud_frame()
+    sp = tb.make_splits(df, "y", n_folds=3, seed=0)
+    a = tb.cross_validate(LogisticRegression(), df, "y", sp)
+    b = tb.cross_validate(LogisticRegression(C=1e-4), df, "y", sp)
+    table, fig = tb.compare({"C=1": a, "C=1e-4": b})
+    assert table.index.tolist() == ["C=1", "C=1e-4"]
+    assert table.loc["C=1e-4", "cv_roc_auc"] == b.loc["mean", "roc_auc"]
+    assert table.loc["C=1", "cv_average_precision_std"] == a.loc["std", "average_precision"]
+    assert len(fig.data) == 1 and list(fig.data[0].error_y.array) == list(table["cv_roc_auc_std"])
+    with pytest.warns(UserWarning, match=r"'LogisticRegression' in more than one table.*pass \{name: table\}"):
+        table, _ = tb.compare(a, b)
+    assert table.index.tolist() == ["LogisticRegression (table 1)", "LogisticRegression (table 2)"]
+    mean_only, _ = tb.compare({"lr": a.loc[[0, 1, 2, "mean"]]})  # no std row: no std column
+    assert "cv_roc_auc_std" not in mean_only.columns and mean_only.loc["lr", "cv_roc_auc"] == a.loc["mean", "roc_auc"]
+    with pytest.raises(TypeError, match="compare: table 1 maps 'lr' to a DataFrame that is no cross_validate"):
+        tb.compare({"lr": pd.DataFrame({"valid_roc_auc": [0.5]}, index=["dummy"])})
+    # the metrics an error lists are their whole names, not what follows their first underscore
+    with pytest.raises(ValueError, match=r"its metrics: average_precision, balanced_accuracy, roc_auc$"):
+        tb.compare({"C=1": a, "C=1e-4": b}, metric="roc_acu")
+    bare = {"m": {"roc_auc": 0.9, "balanced_accuracy": 0.8}}  # no '<split>_': named whole, apart
+    with pytest.raises(ValueError, match=r"its metrics: none; columns not named '<split>_<metric>' "
+                                         r"\(split: train, valid, test, cv\): roc_auc, balanced_accuracy$"):
+        tb.compare(bare, metric="roc_auc")

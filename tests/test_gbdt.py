@@ -567,3 +567,67 @@ def test_a_boosting_run_never_writes_over_your_own_model_json(cancer, tmp_path):
     with pytest.raises(FileExistsError, match="holds model.json, prep.skops"):
         fit("xgboost", cancer, "target", sp, num_rounds=5, checkpoint_dir=mine, overwrite=True)
     assert (mine / "last.pt").read_bytes() == b"an earlier run"
+
+
+def rare_positives(n=2000, seed=0, signal=True):
+    "About 7% positives; with `signal` one strong feature, else pure noise features."
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n)})
+    df["y"] = (rng.random(n) < 1 / (1 + np.exp(-(-5.0 + 3.0 * df.a)))).astype(int)
+    return df if signal else df.assign(a=rng.normal(size=n))
+
+
+@pytest.mark.parametrize("lib", ["xgboost", "lightgbm", "catboost"])
+def test_balanced_weights_judge_the_valid_loss_weighted_as_the_training_was(lib):
+    "A balanced model leans to the rare class: on the plain valid log loss it lost to the plain class shares and was "
+    "called `not_learning` although it ranked well. The valid rows weigh as the train rows do, in its record, early "
+    "stopping and the constant predictor; pure-noise features are still `not_learning`."
+    from sklearn.metrics import log_loss
+    df = rare_positives()
+    sp = tb.make_splits(df, "y", test_size=0.25, seed=0)
+    per_class = tb.class_weights(df.y.iloc[sp.train].to_numpy()).numpy()
+    run = fit(lib, df, "y", sp, num_rounds=150, class_weight="balanced")
+    yv = df.y.iloc[sp.valid].to_numpy()
+    proba = run.model.predict_proba(df.iloc[sp.valid].drop(columns="y"))
+    # the recorded (early-stopping) valid loss is the weighted one, at the best round the model predicts with
+    assert run.best == pytest.approx(log_loss(yv, proba, sample_weight=per_class[yv]), rel=1e-4)
+    assert "not_learning" not in [f.kind for f in run.findings]
+    noise = fit(lib, rare_positives(signal=False), "y", sp, num_rounds=150, class_weight="balanced")
+    found = [f for f in noise.findings if f.kind == "not_learning"]
+    assert len(found) == 1 and "weighted class shares" in found[0].message
+    assert found[0].data["constant_loss"] == pytest.approx(np.log(2))  # balanced: equal shares
+
+
+def test_loss_vs_constant_weighs_rows_by_their_class():
+    from trainbook.metrics import loss_vs_constant
+    y = np.array([0] * 6 + [1] * 2)
+    w = np.array([8 / 12, 8 / 4])  # balanced: each class weighs the same in total
+    shares = loss_vs_constant(y, y, np.full(8, 0.5), "binary", class_weight=w)
+    assert shares["constant_loss"] == pytest.approx(np.log(2)) and shares["difference"] == pytest.approx(0)
+    p = np.where(y == 1, 0.8, 0.3)
+    c = loss_vs_constant(y, y, p, "binary", class_weight=w)
+    want = -(6 * w[0] * np.log(0.7) + 2 * w[1] * np.log(0.8)) / (6 * w[0] + 2 * w[1])
+    assert c["loss"] == pytest.approx(want) and c["loss_name"] == "weighted log loss"
+    plain = loss_vs_constant(y, y, p, "binary")  # equal weights: the plain means and std(ddof=1) / sqrt(n)
+    d = -np.log(np.where(y == 1, 0.8, 0.7)) + np.log(np.where(y == 1, 0.25, 0.75))
+    assert plain["difference_se"] == pytest.approx(d.std(ddof=1) / np.sqrt(8))
+    assert loss_vs_constant(y, y, p, "binary", class_weight=[1.0, 1.0]) == {**plain, "loss_name": "weighted log loss"}
+    with pytest.raises(ValueError, match="one weight per class"): loss_vs_constant(y, y, p, "binary", class_weight=[1.0])
+
+
+@pytest.mark.parametrize("lib", ["xgboost", "lightgbm", "catboost"])
+def test_a_boolean_column_served_as_text_is_parsed_by_every_library(lib, tmp_path):
+    "CatBoost's preprocessing put a bool among the numbers, so 'True'/'False' from a CSV were 'not numbers'."
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.normal(size=300), "flag": rng.random(300) < 0.4})
+    df["y"] = ((df.a > 0) ^ df.flag).astype(int)
+    sp = tb.make_splits(df, "y", seed=0)
+    run = fit(lib, df, "y", sp, num_rounds=20, checkpoint_dir=tmp_path)
+    X = df.iloc[sp.valid].drop(columns="y")
+    model = BoostedModel.load(tmp_path)  # the schema as saved
+    want = run.model.predict_proba(X)
+    for words in ({True: "True", False: "False"}, {True: "yes", False: "no"}):
+        np.testing.assert_array_equal(model.predict_proba(X.assign(flag=X.flag.map(words))), want)
+    with pytest.raises(ValueError, match="'flag': .*not booleans"):
+        model.predict_proba(X.assign(flag="maybe"))
+    assert model.prep.roles["flag"] == "boolean"  # served as make_preprocessor's booleans are

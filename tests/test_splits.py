@@ -578,3 +578,21 @@ def test_labels_cleaned_after_the_split_are_no_reordering():
     sp = tb.make_splits(df, "churn")
     cleaned = df.assign(churn=np.where(np.arange(len(df)) < 30, 1 - df.churn, df.churn))
     assert len(tb.baseline(cleaned, "churn", sp, models=["dummy"]))
+
+
+@pytest.mark.parametrize("folds", [None, 3])
+def test_a_time_gap_takes_whole_times_so_it_buys_distance_in_time(folds):
+    "Probe 60: with 10 rows a day, gap=5 left out half of train's last day: valid began the next day, as with gap=0."
+    df = days_frame(20, 10)
+    sp = tb.make_splits(df, "y", strategy="time", time="t", n_folds=folds, test_size=0.2, gap=5)
+    day = np.repeat(np.arange(20), 10)
+    pairs = list(sp.folds) if folds else [(sp.train, sp.valid)]
+    for a, b in pairs + [(pairs[-1][1], sp.test)]:  # each train and its valid, then the last valid and test
+        assert day[b].min() - day[a].max() == 2  # a whole day between them: 10 rows, not 5
+        assert set(np.flatnonzero(day == day[a].max())) <= set(a)  # no day cut in two
+        assert not set(np.flatnonzero(day == day[a].max() + 1)) & (set(a) | set(b))
+    assert not [f for f in sp.findings if f.kind == "time_leak"]
+    untied = tb.make_splits(pd.DataFrame({"t": np.arange(100)}), time="t", n_folds=3, gap=5)
+    assert [va.min() - tr.max() - 1 for tr, va in untied.folds] == [5, 5, 5]  # unique times: exactly gap rows
+    with pytest.raises(ValueError, match="gap=5 rows leave no train rows before the first time fold"):
+        tb.make_splits(days_frame(4, 10), time="t", n_folds=3, gap=5)  # its first fold starts on day 2

@@ -224,14 +224,51 @@ def require_estimator(estimator,  # what the caller got as `estimator`
                         f"{type(estimator).__name__}: the estimator comes first, {call}")
 
 def _require_scorers(scoring: list,  # scorer names (a scorer callable is left to scikit-learn)
+                     y=None,  # the target as the folds are scored on it: each named scorer is tried on it
+                     task: str = "",  # y's task ("binary", "multiclass", "regression"), for the message
+                     target: str = "",  # the target column, for the message
                     ) -> None:
-    "Refuse, before any fit, a name scikit-learn has no scorer for, naming `scoring=` and the nearest name."
-    from sklearn.metrics import get_scorer_names
+    """Refuse, before any fit, a name scikit-learn has no scorer for, naming `scoring=` and the nearest name, and
+    a scorer that cannot score `y` (F1 of one positive class on three classes): tried on a constant predictor."""
+    from sklearn.dummy import DummyClassifier, DummyRegressor
+    from sklearn.metrics import get_scorer, get_scorer_names
     names = get_scorer_names()  # else sklearn says so only when scoring the first fitted fold, naming ~50 names
     for s in scoring:
         if isinstance(s, str) and s not in names:
             raise ValueError(f"scoring={s!r} is not a scikit-learn scorer{did_you_mean(s, names)}; "
                              "sklearn.metrics.get_scorer_names() lists them")
+    if y is None: return
+    # else scikit-learn fails only at the outer scoring, and turns the inner grid's failures into NaN scores
+    X = np.zeros((len(y), 1))
+    const = (DummyRegressor() if task == "regression" else DummyClassifier(strategy="prior")).fit(X, y)
+    for s in (s for s in scoring if isinstance(s, str)):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # a constant's undefined precision is no matter here
+                get_scorer(s)(const, X, y)
+        except (ValueError, TypeError) as e:
+            hint = " (several classes take an averaged scorer, e.g. 'f1_macro')" if task == "multiclass" else ""
+            raise ValueError(f"scoring={s!r} cannot score the {task} target {target!r}: "
+                             f"{str(e).rstrip('.')}; choose a scorer for it{hint}") from e
+
+# the task's usual scorers; nested_cv scores by the first
+_USUAL_SCORING = {"binary": ["roc_auc", "average_precision", "balanced_accuracy"],
+                  "multiclass": ["balanced_accuracy", "f1_macro"],
+                  "regression": ["neg_root_mean_squared_error", "r2"]}
+
+def _scored_target(df: pd.DataFrame, target: str, scoring, one: bool = False) -> tuple[np.ndarray, list]:
+    """(y, scorers) as `cross_validate` and `nested_cv` score: two labels as codes, the positive (of text labels
+    the rarer) 1, what every scorer's pos_label=1 scores; `scoring` (default the task's usual; `one`: a single
+    scorer) checked on y before any fit."""
+    task = infer_task(df[target])
+    y = df[target].to_numpy()
+    if task == "binary": y = pd.Categorical(y, categories=class_order(y)).codes
+    scoring = scoring or _USUAL_SCORING[task][:1 if one else None]
+    scoring = [scoring] if isinstance(scoring, str) or callable(scoring) else list(scoring)
+    if one and len(scoring) != 1:
+        raise ValueError(f"scoring: nested_cv scores by one scorer, e.g. scoring='roc_auc', got {scoring!r}")
+    _require_scorers(scoring, y, task, target)
+    return y, scoring
 
 def cross_validate(estimator,  # a scikit-learn estimator (cloned for each fold)
                    df: pd.DataFrame,  # the whole table: feature columns and the target
@@ -240,7 +277,8 @@ def cross_validate(estimator,  # a scikit-learn estimator (cloned for each fold)
                    scoring: Union[str, list] = None,  # scikit-learn scorer name(s); default: the task's usual
                    preprocessor=None,  # unfitted transformer (default `make_preprocessor`), refitted per fold
                    ) -> pd.DataFrame:
-    "Scores per fold of `splits.folds` (or train/valid), preprocessing refitted in each fold; mean and std."
+    """Scores per fold of `splits.folds` (or train/valid), preprocessing refitted in each fold; then their mean
+    and std (ddof=1: the sample std of the fold scores, as `nested_cv`'s)."""
     from sklearn.metrics import get_scorer
     require_estimator(estimator, "cross_validate(estimator, df, target, splits)")
     if preprocessor is not None: require_instance(preprocessor, "preprocessor")
@@ -248,24 +286,18 @@ def cross_validate(estimator,  # a scikit-learn estimator (cloned for each fold)
     require_target_values(df, target)  # a column without missing values, as for baseline and fit_*
     check_splits(df, splits, need=() if getattr(splits, "folds", None) else ("train", "valid"),
                  all_folds=True)  # every fold is used: no word that only fold 0 is
-    task = infer_task(df[target])
-    usual = {"binary": ["roc_auc", "average_precision", "balanced_accuracy"],
-             "multiclass": ["balanced_accuracy", "f1_macro"],
-             "regression": ["neg_root_mean_squared_error", "r2"]}
-    scoring = scoring or usual[task]
-    scoring = [scoring] if isinstance(scoring, str) else list(scoring)
-    _require_scorers(scoring)
+    y, scoring = _scored_target(df, target, scoring)
     exclude = split_columns(splits, target)
-    X, y = df.drop(columns=[target] + exclude), df[target].to_numpy()
-    # two labels as codes, the positive (of text labels the rarer) 1: what every scorer's pos_label=1 scores
-    if task == "binary": y = pd.Categorical(y, categories=class_order(y)).codes
+    X = df.drop(columns=[target] + exclude)
     folds = splits.folds or [(splits.train, splits.valid)]
     rows = []
     for i, (tr, va) in enumerate(folds):
         pipe = _pipeline(estimator, df, target, exclude, preprocessor).fit(X.iloc[tr], y[tr])
         rows.append({"fold": i, **{s: get_scorer(s)(pipe, X.iloc[va], y[va]) for s in scoring}})
     out = pd.DataFrame(rows).set_index("fold")
-    return pd.concat([out, out.agg(["mean", "std"])])
+    table = pd.concat([out, out.agg(["mean", "std"])])  # pandas' std: ddof=1
+    table.attrs["model"] = type(estimator).__name__  # its row's name in `compare`
+    return table
 
 def nested_cv(estimator,  # a scikit-learn estimator
               param_grid: dict,  # the estimator's hyper-parameters to choose from, as for GridSearchCV
@@ -276,12 +308,14 @@ def nested_cv(estimator,  # a scikit-learn estimator
               time: Optional[str] = None,  # column of time: train always before test
               outer: int = 5,  # outer folds (the score)
               inner: int = 3,  # inner folds of each outer train set (the choice)
-              scoring: Optional[str] = None,  # a scikit-learn scorer name; default: the task's usual one
+              scoring: Optional[str] = None,  # a scikit-learn scorer name; default: the task's usual one (as
+                                              # cross_validate's, two labels coded with the positive 1)
               strategy: str = "auto",  # split strategy, as in `make_splits`
               seed: int = 0,  # seed of the splits
               preprocess: bool = True,  # put `make_preprocessor` before the estimator, refitted in every fold
               ) -> dict:
-    "Outer scores, hyper-parameters chosen on inner folds of each outer train set; groups kept at both levels."
+    """Outer scores, hyper-parameters chosen on inner folds of each outer train set; groups kept at both levels.
+    Its `std` is ddof=1, the sample std of the outer scores, as `cross_validate`'s."""
     from sklearn.metrics import get_scorer
     from sklearn.model_selection import GridSearchCV
     from sklearn.base import clone
@@ -292,13 +326,9 @@ def nested_cv(estimator,  # a scikit-learn estimator
     require_frame(df)
     require_target_values(df, target)
     require_column(df, groups, "groups"); require_column(df, time, "time")
-    task = infer_task(df[target])
-    usual = {"binary": "roc_auc", "multiclass": "balanced_accuracy",
-             "regression": "neg_root_mean_squared_error"}
-    scoring = scoring or usual[task]
-    _require_scorers([scoring])
+    y, (scoring,) = _scored_target(df, target, scoring, one=True)  # as cross_validate's, before any fit
     exclude = [c for c in (groups, time) if c and c != target]
-    X, y = df.drop(columns=[target] + exclude), df[target].to_numpy()
+    X = df.drop(columns=[target] + exclude)
     folds = nested_splits(df, target, strategy=strategy, groups=groups, time=time, outer=outer, inner=inner,
                           seed=seed)
     findings = [x for f in folds for x in f["findings"]]
@@ -315,7 +345,8 @@ def nested_cv(estimator,  # a scikit-learn estimator
         search = GridSearchCV(model, grid, scoring=scoring, cv=inner_cv, refit=True).fit(X.iloc[tr], y[tr])
         scores.append(float(get_scorer(scoring)(search.best_estimator_, X.iloc[f["test"]], y[f["test"]])))
         chosen.append({k.removeprefix("model__"): v for k, v in search.best_params_.items()})
-    return {"scores": scores, "mean": float(np.mean(scores)), "std": float(np.std(scores)), "params": chosen,
+    std = float(np.std(scores, ddof=1))  # outer >= 2 folds
+    return {"scores": scores, "mean": float(np.mean(scores)), "std": std, "params": chosen,
             "scoring": scoring, "folds": folds, "findings": findings}
 
 # %% ../nbs/10_classical.ipynb #6db41e34
@@ -355,32 +386,65 @@ def _distinct_names(frames: list) -> list:
             raise ValueError(f"compare: table {i + 1} names {twice!r} twice: give its rows distinct names "
                              "(table.rename(index=...)) before comparing")
     warn(f"compare: model name(s) {', '.join(map(repr, shared))} in more than one table: each is named by "
-         "its table's place in the call, e.g. 'name (table 2)'; rename a table's index to choose other names")
+         "its table's place in the call, e.g. 'name (table 2)'; rename a table's index to choose other names "
+         "(a cross_validate table, named by its estimator: pass {name: table})")
     return [f.rename(index=lambda n, i=i: f"{n} (table {i + 1})" if n in shared else n)
             for i, f in enumerate(frames)]
 
-def compare(*tables,  # `baseline` tables (DataFrames) and `{name: metrics}` dicts (e.g. from `score_torch`)
+def _cv_row(t: pd.DataFrame) -> Optional[pd.Series]:
+    """A `cross_validate` table (a row per fold, then `mean`, `std`) as one model's row: the mean of each scorer as
+    `cv_<scorer>`, its std (when there) as `cv_<scorer>_std`; None for any other table."""
+    rows = list(t.index)
+    if "mean" not in rows or not all(r in ("mean", "std") or isinstance(r, (int, np.integer)) for r in rows):
+        return None
+    row = t.loc["mean"].add_prefix("cv_")
+    return pd.concat([row, t.loc["std"].add_prefix("cv_").add_suffix("_std")]) if "std" in rows else row
+
+_SPLIT_NAMES = ("train", "valid", "test", "cv")  # the '<split>_' of trainbook's columns ('cv': cross_validate's)
+
+def _compared(t, i: int) -> pd.DataFrame:
+    "compare's `i`-th table as rows of models: a baseline table as it is; cross_validate tables and dicts as rows."
+    if isinstance(t, pd.DataFrame):
+        row = _cv_row(t)  # named by its estimator (cross_validate's attrs), else by its place
+        return t if row is None else row.to_frame(t.attrs.get("model", f"cross_validate {i + 1}")).T
+    if isinstance(t, dict) and t and all(isinstance(v, pd.DataFrame) for v in t.values()):
+        rows = {name: _cv_row(v) for name, v in t.items()}  # {name: cross_validate table}
+        if (bad := [name for name, r in rows.items() if r is None]):
+            raise TypeError(f"compare: table {i + 1} maps {bad[0]!r} to a DataFrame that is no cross_validate "
+                            "table (rows: folds, mean, std): pass a baseline table as it is, not in a dict")
+        return pd.DataFrame(rows).T
+    if isinstance(t, dict):
+        nested = all(isinstance(v, dict) for v in t.values())
+        return pd.DataFrame(t).T if nested else pd.DataFrame([t])
+    raise TypeError(f"compare takes DataFrames (from baseline or cross_validate) and {{name: metrics}} dicts, "
+                    f"got {type(t).__name__}")
+
+def compare(*tables,  # `baseline` and `cross_validate` tables, `{name: metrics}` dicts (e.g. from `score_torch`)
             metric: Optional[str] = None,  # the metric the chart shows per split (default: roc_auc, r2, ...)
             ) -> tuple[pd.DataFrame, Any]:
-    "One table (rows: models) from baseline tables and `{name: metrics}` dicts, and a bar chart of `metric` per split."
+    """One table (rows: models) and a bar chart of `metric` per split. A `cross_validate` table is one model's
+    row: its mean as `cv_<scorer>`, its std as `cv_<scorer>_std` (the bar's error bar), named by its estimator;
+    `{name: cross_validate table}` names them."""
     import plotly.graph_objects as go
-    frames = []
-    for t in tables:
-        if isinstance(t, pd.DataFrame): frames.append(t)
-        elif isinstance(t, dict):
-            nested = all(isinstance(v, dict) for v in t.values())
-            frames.append(pd.DataFrame(t).T if nested else pd.DataFrame([t]))
-        else: raise TypeError(f"compare takes DataFrames (from baseline) and {{name: metrics}} dicts, "
-                              f"got {type(t).__name__}")
-    table = pd.concat(_distinct_names(frames))
+    table = pd.concat(_distinct_names([_compared(t, i) for i, t in enumerate(tables)]))
     usual = ("roc_auc", "r2", "balanced_accuracy", "rmse")
     given = metric
     metric = metric or next((m for m in usual if any(c.endswith(m) for c in table.columns)), None)
     cols = [c for c in table.columns if metric and c.endswith("_" + metric)]
     if given and not cols:  # a chart without bars would say nothing of the typo
-        known = sorted({str(c).split("_", 1)[1] for c in table.columns if "_" in str(c)})
+        # a metric's whole name after a split's ('valid_roc_auc': roc_auc), never cut out of another column
+        names = [str(c) for c in table.columns if not str(c).endswith("_std")]
+        split = {c: c.split("_", 1) for c in names}
+        known = sorted({split[c][1] for c in names if split[c][0] in _SPLIT_NAMES and len(split[c]) == 2})
+        odd = [c for c in names if split[c][0] not in _SPLIT_NAMES or len(split[c]) == 1]
+        other = (f"; columns not named '<split>_<metric>' (split: {', '.join(_SPLIT_NAMES)}): "
+                 f"{', '.join(odd)}") if odd else ""
         raise ValueError(f"metric={given!r}: the table has no column '<split>_{given}'"
-                         f"{did_you_mean(given, known)}; its metrics: {', '.join(known) or 'none'}")
-    fig = go.Figure([go.Bar(name=c.split("_")[0], x=table.index.astype(str), y=table[c]) for c in cols])
+                         f"{did_you_mean(given, known)}; its metrics: {', '.join(known) or 'none'}{other}")
+    def bar(c):  # a cross-validated score with its std as the error bar
+        std = table[f"{c}_std"] if f"{c}_std" in table.columns else None
+        return go.Bar(name=c.split("_")[0], x=table.index.astype(str), y=table[c],
+                      error_y=None if std is None else dict(type="data", array=std))
+    fig = go.Figure([bar(c) for c in cols])
     fig.update_layout(barmode="group", yaxis_title=metric, height=300, margin=dict(t=30))
     return table, fig

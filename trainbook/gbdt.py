@@ -136,13 +136,16 @@ def as_is_preprocessor(numeric: list,  # columns passed on as floats
                        dates: Optional[pd.DataFrame] = None,  # training rows of the datetime columns: each
                                                               # becomes `make_preprocessor`'s date parts
                        durations: Optional[list] = None,  # timedelta columns, passed on as seconds
+                       booleans: Optional[list] = None,  # boolean columns, passed on as 0/1 floats
                        ):
-    """An unfitted transformer that passes the columns on as they are: numbers as float64, categories as text,
-    datetimes and durations as `make_preprocessor` makes them numbers (unscaled), in steps of their roles'
-    names: `FramePrep` then serves them as datetimes and durations (time zone checked), never as numbers."""
+    """An unfitted transformer that passes the columns on as they are: numbers and booleans as float64,
+    categories as text, datetimes and durations as `make_preprocessor` makes them numbers (unscaled), in steps
+    of their roles' names: `FramePrep` then serves them as `make_preprocessor`'s (booleans sent as text
+    'True'/'no' parsed, datetimes with their time zone checked), never as numbers."""
     from sklearn.compose import ColumnTransformer
     from sklearn.preprocessing import FunctionTransformer
-    parts = [("num", FunctionTransformer(numeric_as_float, feature_names_out="one-to-one"), list(numeric))]
+    parts = [(step, FunctionTransformer(numeric_as_float, feature_names_out="one-to-one"), list(cols))
+             for step, cols in (("num", numeric), ("bool", booleans)) if cols or step == "num"]
     if categorical:
         parts.append(("cat", FunctionTransformer(categories_as_text, feature_names_out="one-to-one"),
                       list(categorical)))
@@ -205,7 +208,7 @@ class BoostingLibrary:
     def train(self,
               params: dict,  # the library's parameters
               train: tuple,  # (features, labels, row weights or None) of the training rows
-              valid: tuple,  # (features, labels) of the validation rows
+              valid: tuple,  # (features, labels, row weights or None) of the validation rows
               num_rounds: int,  # most boosting rounds
               early_stopping: Optional[int],  # rounds without a better valid loss to stop after (None: never)
               recorder: RoundRecorder,  # fed every round; stop training when its `log` returns True
@@ -393,8 +396,8 @@ class XGBoostLibrary(BoostingLibrary):
                                 for name, v in log.items()}
                         for split, log in evals_log.items()}
                 return recorder.log(epoch, last["train"], last["valid"])  # True: stop training
-        (X, y, w), (Xv, yv) = train, valid
-        dtrain, dvalid = xgb.DMatrix(X, label=y, weight=w), xgb.DMatrix(Xv, label=yv)
+        (X, y, w), (Xv, yv, wv) = train, valid
+        dtrain, dvalid = xgb.DMatrix(X, label=y, weight=w), xgb.DMatrix(Xv, label=yv, weight=wv)
         callbacks = [RecordRounds()]
         if early_stopping:
             callbacks.append(xgb.callback.EarlyStopping(rounds=early_stopping, data_name="valid",
@@ -479,9 +482,9 @@ class LightGBMLibrary(BoostingLibrary):
                 best = int(np.argmin(losses.to_numpy())) if len(losses) else env.iteration
                 raise lgb.callback.EarlyStopException(best, env.evaluation_result_list)
         record.order = 10  # before early stopping, which may end training in the same round
-        (X, y, w), (Xv, yv) = train, valid
+        (X, y, w), (Xv, yv, wv) = train, valid
         dtrain = lgb.Dataset(X, label=y, weight=w)
-        dvalid = lgb.Dataset(Xv, label=yv, reference=dtrain)  # binned with the train rows' bins
+        dvalid = lgb.Dataset(Xv, label=yv, weight=wv, reference=dtrain)  # binned with the train rows' bins
         callbacks = [record]
         if early_stopping:
             callbacks.append(lgb.early_stopping(early_stopping, first_metric_only=True, verbose=False))
@@ -538,8 +541,8 @@ class CatBoostLibrary(BoostingLibrary):
         if not preprocess: return super().preprocessor(train, target, columns, exclude, preprocess)
         roles = column_roles(train[columns], None)
         role = lambda *names: [c for c, r in roles.items() if r in names]
-        return as_is_preprocessor(role("numeric", "boolean"), role("categorical"), train[role("datetime")],
-                                  role("timedelta"))
+        return as_is_preprocessor(role("numeric"), role("categorical"), train[role("datetime")],
+                                  role("timedelta"), role("boolean"))
 
     def features(self, prep, rows):
         """A DataFrame: numeric columns as floats, categorical ones as strings (missing: its own category).
@@ -569,9 +572,9 @@ class CatBoostLibrary(BoostingLibrary):
                 epoch = info.iteration - 1  # CatBoost counts from 1
                 stop = recorder.log(epoch, last.get("learn", {}), last.get("validation", {}))
                 return not stop  # False: CatBoost stops
-        (X, y, w), (Xv, yv) = train, valid
+        (X, y, w), (Xv, yv, wv) = train, valid
         model = cb.CatBoost({**params, "iterations": num_rounds})
-        model.fit(self._pool(X, y, w), eval_set=self._pool(Xv, yv), early_stopping_rounds=early_stopping,
+        model.fit(self._pool(X, y, w), eval_set=self._pool(Xv, yv, wv), early_stopping_rounds=early_stopping,
                   use_best_model=bool(early_stopping), callbacks=[RecordRounds()])
         return model, int(model.get_best_iteration()) if early_stopping else model.tree_count_ - 1
 
@@ -659,14 +662,15 @@ def _boosting_findings(history, known, stopped: str, early_stopping) -> list:
     if stopped == "nonfinite": handled.add("diverging")
     return [f for f in diagnose(history, known=known) if f.kind not in handled]
 
-def _constant_finding(y_train, y_valid, pred, task: str) -> list:
+def _constant_finding(y_train, y_valid, pred, task: str, class_weight=None) -> list:
     "not_learning when the best round's valid loss beats the constant predictor's by less than its noise."
-    c = loss_vs_constant(y_train, y_valid, pred, task)
+    c = loss_vs_constant(y_train, y_valid, pred, task, class_weight)  # weighted as the training rows were
     z = Thresholds().prior_z  # the torch side's rule: below the constant predictor by z standard errors
     if not c["difference"] >= -z * c["difference_se"]: return []  # it learned (or too few rows to tell)
     return [Finding("not_learning", "warning",
                     f"the best round's valid {c['loss_name']} {c['loss']:.4g} is no better than the constant "
-                    f"predictor's {c['constant_loss']:.4g} (the training rows' class shares, or mean): the "
+                    f"predictor's {c['constant_loss']:.4g} (the training rows' "
+                    f"{'weighted class shares' if class_weight is not None else 'class shares, or mean'}): the "
                     f"difference {c['difference']:+.3g} is within {z:g} standard errors "
                     f"({c['difference_se']:.2g})",
                     advice="the features carry no signal the model found: check the labels and the feature "
@@ -696,8 +700,10 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
     columns = [c for c in df.columns if c != target and c not in exclude]
     tf = lib.preprocessor(train, target, columns, exclude, preprocess).fit(train[columns], y_train)
     prep = FramePrep(tf, columns, target, task, classes, training_schema(train[columns]))
-    # balanced: each class weighs the same in total (n / (k * count) per row), the same rule as class_weights
-    weights = class_weights(y_train).numpy()[y_train] if class_weight else None
+    # balanced: each class weighs the same in total (n / (k * count) per row), the same rule as class_weights;
+    # the valid rows weigh alike: the valid loss, early stopping and the constant predictor judge what was trained
+    per_class = class_weights(y_train).numpy() if class_weight else None
+    weights = per_class[y_train] if class_weight else None
     # the loss leads the metrics (recorded as `loss`, early stopping's)
     p = lib.with_loss_first(given, task)
     valid = df.iloc[splits.valid]
@@ -726,11 +732,12 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
         # Ctrl-C ends training at the next round, the model so far kept (a second one interrupts at once)
         with DeferredCtrlC(on_press=lambda: recorder.state.control.request_stop("interrupted")):
             Xv, yv = lib.features(prep, valid), frame_xy(valid, target, task, classes)[1]
-            booster, best = lib.train(p, (lib.features(prep, train), y_train, weights), (Xv, yv),
+            wv = per_class[yv] if class_weight else None
+            booster, best = lib.train(p, (lib.features(prep, train), y_train, weights), (Xv, yv, wv),
                                       num_rounds, early_stopping, recorder)
         # the best round against the constant predictor, with trainbook's objective (probabilities or values)
         own = p.get(lib.objective_key) == lib.objectives[task][0]
-        more = _constant_finding(y_train, yv, lib.predict(booster, Xv, best), task) if own else []
+        more = _constant_finding(y_train, yv, lib.predict(booster, Xv, best), task, per_class) if own else []
         model = BoostedModel(booster, prep, best, lib.name)
         if run_dir is not None: model.save(run_dir)
     except BaseException as err:  # a failure keeps its run: [after_fit], and the partial run as `err.run`

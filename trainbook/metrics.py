@@ -247,23 +247,41 @@ def loss_vs_constant(y_train,  # the training rows' targets: class codes 0..k-1,
                      y_valid,  # the validation rows' targets, coded the same way
                      pred,  # the model's validation predictions: probabilities (n, k) or (n,), or values
                      task: str,  # "binary", "multiclass" or "regression"
+                     class_weight=None,  # classification: the per-class weights (k,) the model trained with
+                                         # (e.g. from `class_weights`); None: every row weighs 1
                      ) -> dict:
     """The model's mean per-row valid loss (log loss, or squared error) against the constant predictor's (the
-    training class shares, or mean), with the standard error of their per-row difference."""
+    training class shares, or mean), with the standard error of their per-row difference. With `class_weight`
+    both are weighted as the training was: a valid row by its class's weight, and the constant predictor is
+    the training rows' weighted class shares (equal shares for balanced weights)."""
+    w = None  # the valid rows' weights
     if task == "regression":
+        if class_weight is not None:
+            raise ValueError("class_weight needs a classification task, got regression")
         yv = np.asarray(y_valid, dtype=float).ravel()
         model = (yv - np.asarray(pred, dtype=float).ravel()) ** 2
         const = (yv - float(np.mean(np.asarray(y_train, dtype=float)))) ** 2
     else:
         p = _clip_rows(proba_2d(pred))
         yv = require_codes(y_valid, "y_valid", p.shape[1])
-        counts = np.bincount(require_codes(y_train, "y_train"), minlength=p.shape[1])
+        counts = np.bincount(require_codes(y_train, "y_train"), minlength=p.shape[1]).astype(float)
+        if class_weight is not None:
+            cw = np.asarray(class_weight, dtype=float).ravel()
+            if cw.shape != counts.shape:
+                raise ValueError(f"class_weight must hold one weight per class ({len(counts)}), got {len(cw)}")
+            counts, w = counts * cw, cw[yv]  # what the weighted training loss's best constant predicts
         shares = _clip_rows(counts[None, :] / counts.sum())[0]  # the constant predictor: the class shares
         model, const = -np.log(p[np.arange(len(yv)), yv]), -np.log(shares[yv])
     diff = model - const
-    se = float(diff.std(ddof=1) / np.sqrt(len(diff))) if len(diff) > 1 else float("nan")
-    return {"loss_name": "squared error" if task == "regression" else "log loss", "loss": float(model.mean()),
-            "constant_loss": float(const.mean()), "difference": float(diff.mean()), "difference_se": se}
+    w = np.ones(len(diff)) if w is None else w
+    mean = lambda a: float(np.sum(w * a) / np.sum(w))
+    d = mean(diff)
+    # the weighted mean's standard error (n/(n-1) as ddof=1): with equal weights std(ddof=1) / sqrt(n)
+    n = len(diff)
+    se = float(np.sqrt(n / (n - 1) * np.sum((w * (diff - d)) ** 2)) / np.sum(w)) if n > 1 else float("nan")
+    name = "squared error" if task == "regression" else "log loss"
+    return {"loss_name": name if class_weight is None else f"weighted {name}", "loss": mean(model),
+            "constant_loss": mean(const), "difference": d, "difference_se": se}
 
 def regression_metrics(y_true,  # true values
                        pred,  # predicted values

@@ -206,6 +206,13 @@ def _after_ties(ts: np.ndarray, cut: int) -> int:
     together."""
     return int(np.searchsorted(ts, ts[cut - 1], side="right")) if 0 < cut < len(ts) else cut
 
+def _train_end(ts: np.ndarray, cut: int, gap: int) -> int:
+    """Where the rows before `cut` (`ts` sorted) end when `gap` rows are left out before it: at least `gap`, back
+    to the first row of the time the gap begins in, so that time is not cut in two (a gap within one time,
+    beside train rows of that time, buys no distance in time)."""
+    end = max(0, cut - gap)
+    return int(np.searchsorted(ts, ts[end], side="left")) if gap and end < len(ts) else end
+
 def _group_codes(s: pd.Series) -> np.ndarray:
     """Group ids as codes in sorted id order, as scikit-learn's group splitters number them (so the folds are
     theirs on the ids); ids of types that do not sort together (7 and 'a') as codes in order of appearance."""
@@ -266,7 +273,7 @@ def _holdout(idx, size, strategy, y, g, t, seed, gap, arg, time=None):
                                  f"{arg[0]}={arg[1]} splits: rows of equal time stay on one side, so {part} "
                                  f"would be empty; give the rows more than one time (a finer time column), or "
                                  f"leave time= out (a split that ignores time order)")
-        return order[:max(0, cut - gap)], order[cut:]
+        return order[:_train_end(ts, cut, gap)], order[cut:]
     if strategy == "random":
         return tuple(train_test_split(idx, test_size=size, random_state=seed, shuffle=True))
     if strategy == "stratified":
@@ -294,10 +301,10 @@ def _time_folds(idx, n_folds, t, gap, time):
     at[0] = max(at[0], 0)
     for j in range(1, n_folds): at[j] = max(at[j], at[j - 1] + 1)
     starts = [int(s) for s in firsts[at]] + [n]
-    if starts[0] - gap < 1:
+    if _train_end(ts, starts[0], gap) < 1:
         raise ValueError(f"gap={gap} rows leave no train rows before the first time fold (it starts at row "
-                         f"{starts[0]} of {n} in time order): lower gap or n_folds")
-    return [(order[:s - gap], order[s:e]) for s, e in zip(starts, starts[1:])]
+                         f"{starts[0]} of {n} in time order; the gap takes whole times): lower gap or n_folds")
+    return [(order[:_train_end(ts, s, gap)], order[s:e]) for s, e in zip(starts, starts[1:])]
 
 def _kfold(idx, n_folds, strategy, y, g, t, seed, gap, time):
     "k (train, valid) folds of positions `idx`, each fold's valid part once."
@@ -419,7 +426,8 @@ def make_splits(df: pd.DataFrame,  # the data to split, one row per example
                 valid_size: float = 0.2,  # share of rows for validation
                 test_size: float = 0.0,  # share of rows held out for a final test (0: none)
                 n_folds: Optional[int] = None,  # k folds instead of a holdout (train/valid: the first fold)
-                gap: int = 0,  # rows left out between train and valid (and valid and test) in time splits
+                gap: int = 0,  # rows left out between train and valid (and valid and test) in time splits:
+                               # at least `gap`, extended to whole times (a time's rows stay on one side)
                 seed: int = 0,  # random seed of the shuffling splitters
                 row_hashes: Optional[RowHashes] = None,  # `RowHashes(df)` of this df unchanged (None: made here)
                ) -> Splits:
