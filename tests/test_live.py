@@ -451,3 +451,15 @@ def test_a_loss_of_exactly_zero_leaves_a_log_axis_log_and_one_point_is_not_a_con
     assert axis_scale(y[:50] - 1.5)["kind"] == "linear"  # a loss that goes negative for real stays linear
     assert axis_scale([0.4014])["kind"] == "linear"  # one gradient norm logged: drawn, not 'constant at'
     assert axis_scale([0.4, 0.4])["kind"] == "constant"
+
+
+def test_a_run_whose_every_validation_is_nan_still_plots():
+    "Probe 59: Run.plot() raised 'Encountered all NA values' (the best mark from an all-NaN validation)."
+    X, y = blobs(n=64)
+    Xv = X[:32].clone()
+    Xv[0, 0] = float("nan")
+    run = tb.fit(nn.Linear(8, 3), tb.TensorLoader(X, y, batch_size=16), [(Xv, y[:32])],
+                 loss_fn=nn.functional.cross_entropy, live=False, config=tb.TrainConfig(epochs=2, device="cpu"))
+    assert run.stopped == "nonfinite"
+    spec = run.plot(as_dict=True)
+    assert "best" not in [a["text"] for a in spec["layout"]["annotations"]]

@@ -493,3 +493,16 @@ def test_a_recorder_run_left_after_its_stop_stays_stopped_when_resumed(tmp_path,
     with Recorder(cfg, live=False, resume=tmp_path) as rec:
         assert rec.should_stop and rec.stop_reason == stop
     assert rec.run.stopped == stop and rec.run.step == left.state.step
+
+
+def test_a_recorder_run_killed_in_its_second_epoch_names_its_last_pt_and_how_to_resume(tmp_path):
+    "Probe 59: its first run.json comes just before its epoch-end last.pt, so a kill after it read last_path=None."
+    import subprocess, sys
+    killed = tmp_path / "killed"
+    out = subprocess.run([sys.executable, "-c", LOOP + f"\ntrain({str(killed)!r}, kill_at=9)\n"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 3, out.stderr[-2000:]
+    run = tb.Run.load(killed)
+    assert (run.stopped, run.step, run.last_path) == ("killed", 8, killed / "last.pt")
+    advice = [f for f in run.findings if f.kind == "killed"][0].advice
+    assert advice == f"continue it with tb.Recorder(..., resume={str(killed / 'last.pt')!r}) around the same loop"

@@ -868,3 +868,30 @@ def test_resume_from_a_recorder_stopped_before_its_first_checkpoint_says_so(tmp_
                      live=False, overwrite=True) as again:  # what the message says: a new run in that folder
         again.step(1.0)
     assert again.run.run_dir == tmp_path and tb.Run.load(tmp_path).stopped == "completed"
+
+
+def test_a_killed_runs_advice_names_the_call_that_resumes_it():
+    "Probe 59: a killed Keras run was told fit(..., resume='.../last.keras'); Flax and Recorder runs fit( too."
+    from pathlib import Path
+    from trainbook.run import Run, resume_advice
+    said = {kind: resume_advice(Run(tb.History(), tb.TrainConfig(), "killed", kind=kind, epoch=2,
+                                    last_path=Path("/r") / name))
+            for kind, name in [("torch", "last.pt"), ("custom", "last.pt"), ("flax", "last.msgpack"),
+                               ("keras", "last.keras"), ("transformers", "checkpoint-40")]}
+    assert said["torch"] == "continue it with fit(..., resume='/r/last.pt')"
+    assert said["custom"].startswith("continue it with tb.Recorder(..., resume='/r/last.pt')")
+    assert said["flax"] == "continue it with fit_flax(..., resume='/r/last.msgpack')"
+    assert "keras.saving.load_model('/r/last.keras')" in said["keras"] and "initial_epoch=3" in said["keras"]
+    assert said["transformers"] == "continue it with trainer.train(resume_from_checkpoint='/r/checkpoint-40')"
+
+
+def test_loading_a_folder_whose_run_died_before_its_first_record_says_so(tmp_path):
+    "Probe 59: a boosting run killed mid-run left its lock only; Run.load said 'expected a run folder holding run.json'."
+    import subprocess, sys
+    child = subprocess.run([sys.executable, "-c", "import os, sys; from trainbook.checkpoint import prepare_run_dir; "
+                            f"prepare_run_dir({str(tmp_path)!r}); os._exit(0)"], capture_output=True, text=True,
+                           timeout=300)
+    assert child.returncode == 0, child.stderr[-2000:]
+    with pytest.raises(RunFileError, match=r"a run started there \(process \d+ on .*\) and its process ended, before "
+                                            r"its first run.json"):
+        tb.Run.load(tmp_path)

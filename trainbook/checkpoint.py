@@ -24,7 +24,7 @@ from .run import (RUN_FILES, RUNNING, Handover, Run, earlier_copy, earlier_run_f
 __all__ = ['FORMAT', 'FORMAT_VERSION', 'SNAPSHOT_SPACING', 'SNAPSHOT_FREE', 'SNAPSHOT_ALWAYS', 'check_loadable',
            'save_checkpoint', 'CheckpointError', 'UnsafeCheckpointError', 'checkpoint_file', 'read_checkpoint',
            'restore_checkpoint', 'load_checkpoint', 'FindingsPart', 'unwritable', 'probe_writable', 'RunFolderBusy',
-           'folder_writer', 'run_in_progress', 'stopped_before_checkpoint', 'killed_before_record',
+           'folder_writer', 'run_in_progress', 'dead_run_note', 'stopped_before_checkpoint', 'killed_before_record',
            'stopped_without_checkpoint', 'release_run_dir', 'prepare_run_dir', 'stopped_early', 'check_epochs_left',
            'check_resume', 'Checkpointer']
 
@@ -351,6 +351,13 @@ def run_in_progress(folder: str | Path,  # a run folder
     who = folder_writer(folder)
     if who is None or process_alive(who) is False: return ""
     return f"a run is in progress there (its lock is held by {_describe(who)})"
+
+def dead_run_note(folder: str | Path,  # a run folder
+                 ) -> str:
+    "Who ran in `folder` and is gone (its lock left behind), said for a message; '' else."
+    who = folder_writer(folder)
+    if who is None or process_alive(who) is not False: return ""
+    return f"a run started there ({_describe(who)}) and its process ended"
 
 def stopped_before_checkpoint(folder: str | Path,  # a run folder
                              ) -> Optional[str]:

@@ -429,7 +429,7 @@ def _time_markers(history: History, findings: list, stopped: Optional[str] = Non
                   best_step: Optional[int] = None) -> list:
     "Findings plus markers for the best evaluation (of the monitored value when known) and the early stop, for drawing."
     marks = list(findings)
-    valid = history.series("loss", "valid")
+    valid = history.series("loss", "valid").dropna()  # a NaN validation is no evaluation's best
     if best_step is None and len(valid): best_step = int(valid.idxmin())
     if best_step is not None:
         marks.append(Finding("best", "info", "best evaluation", data={"step": best_step}))

@@ -19,8 +19,8 @@ __all__ = ['STOP_REASONS', 'PLANNED_ENDS', 'RECORDS', 'PER_STEP', 'SYSTEM', 'EVI
            'RUN_VERSION', 'RUN_FILES', 'EARLIER_FOLDER', 'RUNNING', 'UNKNOWN_CONFIG', 'StopReason', 'Record',
            'record_key', 'monitored_record', 'last_run', 'remember_run', 'unrecorded', 'Run', 'grouped_findings',
            'RunFileError', 'json_safe', 'history_json', 'earlier_run_files', 'refuse_own_files', 'file_identity',
-           'Handover', 'recover_handover', 'history_from_last', 'mark_killed', 'written_by', 'earlier_copy',
-           'run_record_bytes', 'write_run_record']
+           'Handover', 'recover_handover', 'history_from_last', 'mark_killed', 'resume_advice', 'written_by',
+           'earlier_copy', 'run_record_bytes', 'write_run_record']
 
 # %% ../nbs/05a_run.ipynb #c9cb2482
 class StopReason(str, Enum):
@@ -578,7 +578,10 @@ def history_from_last(run: Run,  # a snapshot (stopped "running") whose process 
     import torch  # a torch run's folder: torch is there
     try: ckpt = torch.load(path, map_location="cpu", weights_only=True, mmap=True)  # the weights stay on disk
     except Exception: return False  # unreadable (being written when the run was killed): the snapshot stands
-    if not isinstance(ckpt, dict) or "history" not in ckpt or int(ckpt.get("step", -1)) <= run.step: return False
+    if not isinstance(ckpt, dict) or "history" not in ckpt or int(ckpt.get("step", -1)) < run.step: return False
+    if int(ckpt["step"]) == run.step:  # the snapshot's own state (a Recorder writes last.pt just after it)
+        run.last_path = run.last_path or Path(path)  # where a resume goes on from
+        return False
     records = History()
     records.load_state_dict(ckpt["history"])
     run.records, run.step, run.last_path = records, int(ckpt["step"]), Path(path)
@@ -596,8 +599,19 @@ def mark_killed(run: Run,  # a snapshot (stopped "running") whose process is gon
     run.findings.append(Finding(
         "killed", "error", f"the run's process ended while it ran (killed, or out of memory) after {run.step} "
         f"steps: its history goes up to epoch {run.epoch}",
-        advice=(f"continue it with fit(..., resume={str(run.last_path)!r})" if run.last_path else
-                "run it again; a checkpoint_dir keeps last.pt to resume from")))
+        advice=resume_advice(run) if run.last_path else "run it again; a checkpoint_dir keeps last.pt to resume from"))
+
+def resume_advice(run: Run,  # a run with a checkpoint (`last_path`)
+                 ) -> str:
+    "How the call that made `run` goes on from its last checkpoint: fit, fit_flax, a Recorder, Keras, Trainer."
+    path = str(run.last_path)
+    if run.kind == "keras":
+        return (f"load it with keras.saving.load_model({path!r}) and continue model.fit(..., initial_epoch="
+                f"{run.epoch + 1}, callbacks=[tb.keras_callback()])")
+    if run.kind == "transformers": return f"continue it with trainer.train(resume_from_checkpoint={path!r})"
+    if path.endswith(".msgpack"): return f"continue it with fit_flax(..., resume={path!r})"
+    if run.kind == "torch": return f"continue it with fit(..., resume={path!r})"
+    return f"continue it with tb.Recorder(..., resume={path!r}) around the same loop"
 
 def _who(process: dict) -> dict:
     "A process's identity (host, pid, start), without when it wrote: a final record's `writer`."
@@ -627,7 +641,7 @@ def _run_file(path) -> Path:
     if not path.is_dir() and file.parent.is_dir():  # a typo in the file's name: run.jsn, last.tp
         inside = did_you_mean(file.name, [p.name for p in file.parent.iterdir()])
     last = [path / n for n in ("last.pt", "last.msgpack") if path.is_dir() and (path / n).is_file()]
-    from trainbook.checkpoint import run_in_progress  # the lock's home (it imports this module)
+    from trainbook.checkpoint import dead_run_note, run_in_progress  # the lock's home (it imports this module)
     going = run_in_progress(path) if path.is_dir() else ""
     if going:  # a run there has not written its first record yet
         beside = f" ({', '.join(runs)} beside it are other runs)" if runs else ""
@@ -638,6 +652,10 @@ def _run_file(path) -> Path:
                            "run.json at its first epoch's end, so this one stopped before it (killed?) or is "
                            f"still in its first epoch; a fit with resume={str(path)!r} goes on from "
                            f"{last[0].name}")
+    dead = dead_run_note(path) if path.is_dir() else ""  # its lock names a process that is gone
+    if dead:
+        raise RunFileError(f"no run record at {str(file)!r}: {dead}, before its first run.json (a run writes it at "
+                           "its first epoch's end; a boosting run at its end): nothing of it can be loaded")
     raise RunFileError(f"no run record at {str(file)!r}: expected a run folder holding run.json (a fit with "
                        f"TrainConfig(checkpoint_dir=...) writes one){inside}")
 
