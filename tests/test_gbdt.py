@@ -285,6 +285,43 @@ def test_a_failing_fit_keeps_its_run_and_tells_the_observers(cancer):
     assert e.value.run.stopped == "failed" and e.value.run.step == 2 and seen.run is e.value.run
 
 
+
+class RaiseAt(tb.Callback):
+    "Raises `exc` in round `step`, as a failing callback (or a Ctrl-C landing inside one) does."
+    def __init__(self, step, exc): self.step, self.exc = step, exc
+    def after_step(self, state):
+        if state.step == self.step: raise self.exc
+
+
+@pytest.mark.parametrize("lib", ["xgboost", "lightgbm", "catboost"])
+@pytest.mark.parametrize("kind, stopped", [(RuntimeError, "failed"), (KeyboardInterrupt, "interrupted")])
+def test_a_boosting_run_ended_by_an_exception_reports_the_best_its_history_holds(lib, kind, stopped, cancer,
+                                                                                  tmp_path):
+    "As fit's failed run, and as the same run stopped by a request: its best round, in the Run and its run.json."
+    sp = tb.make_splits(cancer, "target", seed=0)
+    with pytest.raises(kind) as e:
+        fit(lib, cancer, "target", sp, {"learning_rate": 0.8}, num_rounds=30, early_stopping=None,
+            checkpoint_dir=tmp_path, callbacks=[RaiseAt(8, kind())])
+    run = e.value.run
+    valid = run.records.series("loss", "valid").to_numpy()
+    assert run.stopped == stopped and len(valid) == 8
+    assert (run.best_epoch, run.best) == (int(valid.argmin()), pytest.approx(valid.min()))
+    assert run.extra["best_step"] == run.best_epoch + 1  # the plot marks it
+    loaded = tb.Run.load(run.run_dir)
+    assert (loaded.best, loaded.best_epoch) == (run.best, run.best_epoch)
+
+
+@pytest.mark.parametrize("lib", ["xgboost", "lightgbm", "catboost"])
+@pytest.mark.parametrize("kind, stopped", [(ValueError, "failed"), (KeyboardInterrupt, "interrupted")])
+def test_a_callbacks_own_exception_comes_back_from_every_library(lib, kind, stopped, cancer):
+    "CatBoost's callback hook would raise a CatBoostError (a text) in its place: the user's `except` would miss it."
+    exc = kind("my callback's error")
+    sp = tb.make_splits(cancer, "target", seed=0)
+    with pytest.raises(kind) as e:
+        fit(lib, cancer, "target", sp, num_rounds=20, early_stopping=None, callbacks=[RaiseAt(5, exc)])
+    assert e.value is exc and tb.last_run() is exc.run
+    assert (exc.run.stopped, exc.run.error, exc.run.step) == (stopped, repr(exc), 5)
+
 def test_three_fits_share_one_signature():
     import inspect
     sigs = {lib: inspect.signature(getattr(tb, f"fit_{lib}")) for lib in ("xgboost", "lightgbm", "catboost")}

@@ -25,7 +25,7 @@ from .checkpoint import Checkpointer
 from .metrics import class_weights, loss_vs_constant, proba_2d
 from .modelfiles import (BOOSTED_FORMAT, ModelFileError, check_catboost_file,
                                   check_lightgbm_text, check_xgboost_json, file_sha256, read_boosted_meta)
-from .recorder import RoundRecorder
+from .recorder import EarlyStopping, RoundRecorder
 from .run import Run, refuse_own_files, remember_run
 from .audit import fingerprint_frame
 from .splits import check_splits
@@ -154,6 +154,12 @@ def as_is_preprocessor(numeric: list,  # columns passed on as floats
     parts += [(role, times[role], cols) for role, cols in (("datetime", list(dates.columns)),
                                                            ("timedelta", durations)) if cols]
     return ColumnTransformer(parts, verbose_feature_names_out=False)
+
+def _best_round(history) -> Optional[int]:
+    "The round (0-based) of the lowest finite valid loss, as `EarlyStopping` follows it; None before any."
+    best_of = EarlyStopping()
+    for epoch, value in enumerate(history.series("loss", "valid")): best_of.update(value, epoch + 1, epoch)
+    return best_of.best_epoch
 
 class BoostingLibrary:
     "What the boosting core needs from a library: a subclass each for XGBoost, LightGBM and CatBoost."
@@ -348,14 +354,7 @@ class BoostedModel:
              ) -> "BoostedModel":
         "Load what `save` wrote, each file checked first: a bad file is a ModelFileError."
         folder = Path(folder)
-        meta = read_boosted_meta(folder, BOOSTING_LIBRARIES)
-        for name, digest in meta.get("sha256", {}).items():
-            path = folder / name
-            if path.is_dir(): raise IsADirectoryError(f"{path}: listed in boosted.json as a file, is a folder")
-            if not path.is_file(): raise FileNotFoundError(f"{path}: listed in boosted.json, missing")
-            if file_sha256(path) != digest:
-                raise ModelFileError(path, "its sha256 differs from the one boosted.json recorded at saving: "
-                                     "the file was changed or damaged since")
+        meta = read_boosted_meta(folder, BOOSTING_LIBRARIES)  # each file it lists checked against its sha256
         prep_path = folder / "prep.skops"
         try: prep = FramePrep.load(prep_path, trusted=TRUSTED_TYPES)
         except ValueError as e:
@@ -478,9 +477,9 @@ class LightGBMLibrary(BoostingLibrary):
             values = {"train": {}, "valid": {}}
             for r in env.evaluation_result_list: values[r[0]][r[1]] = r[2]
             if recorder.log(env.iteration, values["train"], values["valid"]):  # a callback asked to stop
-                losses = recorder.history.series("loss", "valid")
-                best = int(np.argmin(losses.to_numpy())) if len(losses) else env.iteration
-                raise lgb.callback.EarlyStopException(best, env.evaluation_result_list)
+                best = _best_round(recorder.history)
+                raise lgb.callback.EarlyStopException(env.iteration if best is None else best,
+                                                      env.evaluation_result_list)
         record.order = 10  # before early stopping, which may end training in the same round
         (X, y, w), (Xv, yv, wv) = train, valid
         dtrain = lgb.Dataset(X, label=y, weight=w)
@@ -566,16 +565,19 @@ class CatBoostLibrary(BoostingLibrary):
     def train(self, params, train, valid, num_rounds, early_stopping, recorder):
         cb = import_optional("catboost", self.extra)
         class RecordRounds:
+            error = None  # a callback's exception: CatBoost would raise a CatBoostError (its text) instead
             def after_iteration(self, info):
-                last = {split: {name: v[-1] for name, v in log.items()}
-                        for split, log in info.metrics.items()}
-                epoch = info.iteration - 1  # CatBoost counts from 1
-                stop = recorder.log(epoch, last.get("learn", {}), last.get("validation", {}))
+                try: stop = recorder.log(info.iteration - 1,  # CatBoost counts from 1
+                                         *({name: v[-1] for name, v in info.metrics.get(split, {}).items()}
+                                           for split in ("learn", "validation")))
+                except BaseException as e: self.error, stop = e, True  # a KeyboardInterrupt too
                 return not stop  # False: CatBoost stops
         (X, y, w), (Xv, yv, wv) = train, valid
-        model = cb.CatBoost({**params, "iterations": num_rounds})
-        model.fit(self._pool(X, y, w), eval_set=self._pool(Xv, yv, wv), early_stopping_rounds=early_stopping,
-                  use_best_model=bool(early_stopping), callbacks=[RecordRounds()])
+        hook, model = RecordRounds(), cb.CatBoost({**params, "iterations": num_rounds})
+        try: model.fit(self._pool(X, y, w), eval_set=self._pool(Xv, yv, wv), early_stopping_rounds=early_stopping,
+                       use_best_model=bool(early_stopping), callbacks=[hook])
+        finally:  # the callback's own exception, as XGBoost and LightGBM raise it: `except ValueError` sees it
+            if hook.error is not None: raise hook.error
         return model, int(model.get_best_iteration()) if early_stopping else model.tree_count_ - 1
 
     def predict(self, model, X, best):
@@ -588,10 +590,7 @@ class CatBoostLibrary(BoostingLibrary):
     def rounds(self, model): return model.tree_count_
 
     def read(self, path):
-        cb = import_optional("catboost", self.extra)
-        model = cb.CatBoost()
-        model.load_model(str(path))
-        return model
+        return import_optional("catboost", self.extra).CatBoost().load_model(str(path))  # the model itself
 
 BOOSTING_LIBRARIES = {"xgboost": XGBoostLibrary, "lightgbm": LightGBMLibrary, "catboost": CatBoostLibrary}
 
@@ -715,6 +714,7 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
              "data_fingerprint": fingerprint_frame(df)}
     def ended(stopped, model=None, best=None, error=None, more=()) -> Run:
         rounds, valid_loss = recorder.rounds, recorder.history.series("loss", "valid")
+        if best is None: best = _best_round(recorder.history)  # no model (it failed): its history's best
         found = _boosting_findings(recorder.history, recorder.state.findings, stopped, early_stopping)
         findings = found + [f for f in more if f.kind not in {g.kind for g in found}] + folder.findings
         run = Run(records=recorder.history, config=config, stopped=stopped, findings=findings, model=model,
@@ -741,8 +741,7 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
         model = BoostedModel(booster, prep, best, lib.name)
         if run_dir is not None: model.save(run_dir)
     except BaseException as err:  # a failure keeps its run: [after_fit], and the partial run as `err.run`
-        stopped = "interrupted" if isinstance(err, KeyboardInterrupt) else "failed"
-        err.run = ended(stopped, error=repr(err))
+        err.run = ended("interrupted" if isinstance(err, KeyboardInterrupt) else "failed", error=repr(err))
         raise
     stopped = recorder.stop_reason or ("early_stopping" if early_stopping and recorder.rounds < num_rounds
                                        else "completed")

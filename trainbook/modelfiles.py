@@ -298,7 +298,8 @@ def check_boosted_format(path,  # the boosted.json file
 def read_boosted_meta(folder: Path,  # a folder `BoostedModel.save` wrote
                       libraries,  # the library names it may name
                       ) -> dict:
-    "boosted.json, checked: the library, the model file inside the folder, the best round, the checksums."
+    """boosted.json, checked: the library, the model file inside the folder, the best round; each file it
+    lists against its sha256 (a changed or damaged file is a ModelFileError naming it)."""
     path = folder / "boosted.json"
     if not path.is_file():
         raise FileNotFoundError(f"{folder} has no boosted.json: expected a folder written by "
@@ -323,6 +324,12 @@ def read_boosted_meta(folder: Path,  # a folder `BoostedModel.save` wrote
     if not isinstance(sums, dict) or not all(isinstance(v, str) for v in sums.values()):
         raise ModelFileError(path, "sha256 must map file names to hex digests")
     _inside(folder, meta["model_file"], "model_file")
-    for name in sums: _inside(folder, name, "sha256")
+    for name, digest in sums.items():
+        file = _inside(folder, name, "sha256")
+        if file.is_dir(): raise IsADirectoryError(f"{file}: listed in boosted.json as a file, is a folder")
+        if not file.is_file(): raise FileNotFoundError(f"{file}: listed in boosted.json, missing")
+        if file_sha256(file) != digest:
+            raise ModelFileError(file, "its sha256 differs from the one boosted.json recorded at saving: "
+                                 "the file was changed or damaged since")
     return meta
 
