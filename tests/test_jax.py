@@ -787,3 +787,11 @@ def test_a_resume_of_a_run_early_stopping_ended_trains_nothing_and_its_epochs_ke
     with pytest.warns(UserWarning, match="early stopping ended the checkpoint's run"):
         again = fit_flax(m, None, dl, dv, ce, cfg, live=False, resume=run.run_dir)
     assert (again.stopped, again.step) == ("early_stopping", run.step) and _rows(again) == _rows(run)
+
+
+def test_a_train_monitor_counts_each_epochs_value_once_under_eval_every():
+    "As fit: monitor='train_loss' with eval_every=2 counted the last epoch's loss again at each validation."
+    X, y = data(n=64, din=6)
+    run = fit_flax(nnx.Linear(6, 3, rngs=nnx.Rngs(0)), None, batches(X, y, 8), [(X[:16], y[:16])], ce,
+                   tb.TrainConfig(epochs=10, lr=0.01, eval_every=2, patience=3, monitor="train_loss"), live=False)
+    assert (run.stopped, run.step) == ("completed", 80)

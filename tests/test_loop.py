@@ -932,3 +932,20 @@ def test_a_skipped_nonfinite_window_leaves_batchnorm_stats_as_the_last_step_left
     assert run.stopped == "completed" and run.skipped_steps == 4
     assert all(torch.isfinite(b).all() for b in model.buffers())
     assert math.isfinite(run.history.query("split == 'valid' and name == 'loss'").value.iloc[-1])
+
+
+def test_a_train_monitor_counts_each_epochs_value_once_under_eval_every():
+    """Found with probe 58's sweep: monitor='train_loss' with eval_every=2 counted the last epoch's loss at each of the
+    epoch's validations, so patience=3 stopped a steadily learning run at step 14 of 80; a plateau schedule too."""
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(64, 6, generator=g)
+    dl, dv = [(X[i:i + 8], (X[i:i + 8, 0] > 0).long()) for i in range(0, 64, 8)], [(X[:16], (X[:16, 0] > 0).long())]
+    torch.manual_seed(0)
+    cfg = tb.TrainConfig(epochs=10, lr=0.01, eval_every=2, patience=3, monitor="train_loss", device="cpu")
+    run = tb.fit(nn.Linear(6, 2), dl, dv, loss_fn=CE, live=False, config=cfg)
+    losses = run.metrics()["train_loss"].tolist()
+    assert all(b < a for a, b in zip(losses, losses[1:]))  # it learns every epoch
+    assert (run.stopped, run.step, run.best_epoch) == ("completed", 80, 9)
+    plateau = tb.fit(nn.Linear(6, 2), dl, dv, loss_fn=CE, live=False,
+                     config=cfg.replace(patience=None, schedule="plateau"))
+    assert len(set(plateau.history.query("name == 'lr'").value)) == 1  # never reduced: it improved each epoch

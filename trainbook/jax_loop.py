@@ -504,9 +504,10 @@ class _FlaxLoop:
             if bad is not None:
                 state.findings.append(bad)
                 self.valid_failed = self.valid_failed or bad.severity == "error"
+        at = self.history.last_step(self.monitor[1], self.monitor[0])
+        if not self.stopper.fresh(at): return False  # none yet, or a train value counted already (eval_every)
         value = self.history.last(self.monitor[1], self.monitor[0])
-        if value is None: return False
-        return self.stopper.update(value, state.step, state.epoch)
+        return self.stopper.update(value, state.step, state.epoch, at=at)
 
     def after_step(self) -> Optional[str]:
         "Inside the epoch: validate every `eval_every` steps, last.msgpack every `checkpoint_every`; requests."
@@ -515,7 +516,8 @@ class _FlaxLoop:
         control.evaluate = False
         if due: self.redo = self.before_end()  # a Ctrl-C in it (an after_validate observer) is redone on resume
         best = due and self.validate()
-        self.redo, self.pos.step_end_due = None, False  # validated (once a step): the files below, and a Ctrl-C, resume after it
+        # validated (once a step): the files below, and a Ctrl-C, resume after it
+        self.redo, self.pos.step_end_due = None, False
         if best: self.save("best.msgpack")
         if due and (self.valid_failed or self.stopper.should_stop):  # patience counts these evaluations too
             return "nonfinite" if self.valid_failed else "early_stopping"

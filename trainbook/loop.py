@@ -312,10 +312,11 @@ def _validate(s: Setup, state: LoopState) -> bool:
         monitored = s.monitor[1] if s.monitor[0] == "valid" else "loss"
         state.valid_failed = record_validation(state, state.valid, monitored) or state.valid_failed
         s.callbacks(Event.after_validate, state)
+    at = state.history.last_step(s.monitor[1], s.monitor[0])
+    if not s.stopper.fresh(at): return False  # none yet, or a train value counted already (eval_every)
     value = state.history.last(s.monitor[1], s.monitor[0])
-    if value is None: return False
     if s.scheduler_interval == "plateau": s.scheduler.step(value)
-    return s.stopper.update(value, state.step, state.epoch)
+    return s.stopper.update(value, state.step, state.epoch, at=at)
 
 def _save_last(s: Setup, state: LoopState, pos: Optional[Position] = None, name: str = "last.pt",
                **entries) -> None:

@@ -40,13 +40,23 @@ class EarlyStopping:
                 ):
         self.monitor, self.mode, self.patience, self.min_delta = monitor, mode, patience, min_delta
         self.best, self.best_step, self.best_epoch, self.wait, self.nonfinite = None, None, None, 0, False
+        self.seen = None  # the step of the last record counted (`fresh`)
+
+    def fresh(self,
+              at: Optional[int],  # the step of the monitored record now last in the history (None: none yet)
+             ) -> bool:
+        """Whether that record is one not counted yet. A train value monitored by a run validating every few steps
+        is the last epoch's until the epoch ends: read again there, it is no new evaluation (nor a plateau's)."""
+        return at is not None and at != self.seen
 
     def update(self,
                value: float,  # the monitored value of this evaluation
                step: int,  # optimizer steps done
                epoch: int,  # the epoch (0-based)
+               at: Optional[int] = None,  # the step of the value's record (`fresh`); None: not kept
               ) -> bool:
         "Record one evaluation; True when it is the best so far."
+        if at is not None: self.seen = at
         if not math.isfinite(value):
             self.nonfinite = True
             return False
@@ -63,7 +73,7 @@ class EarlyStopping:
         return self.nonfinite or (self.patience is not None and self.wait >= max(self.patience, 1))
 
     def state_dict(self) -> dict:
-        return {k: getattr(self, k) for k in ("best", "best_step", "best_epoch", "wait", "nonfinite")}
+        return {k: getattr(self, k) for k in ("best", "best_step", "best_epoch", "wait", "nonfinite", "seen")}
 
     def load_state_dict(self, state: dict):
         for k, v in state.items(): setattr(self, k, v)
