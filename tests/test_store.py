@@ -185,10 +185,12 @@ def test_a_sigkilled_tracked_run_is_killed_in_runs_and_loads_to_its_last_epoch(t
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         import torch, trainbook as tb
         from helpers import blobs, mlp
-        tb.track({uri!r}, experiment="killed", flush_every=0)
+        tracker = tb.track({uri!r}, experiment="killed", flush_every=0)
         class Die(tb.Callback):
             def after_epoch(self, state):
-                if state.epoch == 1: os.kill(os.getpid(), signal.SIGKILL)
+                if state.epoch == 1:
+                    tracker.wait()  # its epochs are in the store, its best and findings not (its end writes them)
+                    os.kill(os.getpid(), signal.SIGKILL)
         X, y = blobs(192)
         tb.fit(mlp(), tb.TensorLoader(X[:128], y[:128], batch_size=32), tb.TensorLoader(X[128:], y[128:]),
                loss_fn=torch.nn.functional.cross_entropy, live=False, callbacks=[Die()],
@@ -201,6 +203,13 @@ def test_a_sigkilled_tracked_run_is_killed_in_runs_and_loads_to_its_last_epoch(t
     run = tb.load_run(table.run_id[0], uri=uri)
     assert run.stopped == "killed" and [f.kind for f in run.findings][-1:] == ["killed"]
     assert len(run.records.series("loss", "valid")) == 2  # epochs 0 and 1: up to its last finished epoch
+    # probe 59, f7: its row says what its record says (its end, which writes these tags, never came)
+    row = table.iloc[0]
+    assert mlflow.MlflowClient(uri).get_run(row.run_id).data.metrics["valid_loss"] > 0  # the store has its epochs
+    assert (row.stopped, row.monitor, row.best) == ("killed", run.monitor_followed(), run.best)
+    assert row.findings.split(", ")[0] == "killed:error" and row.valid_loss == run.metrics().valid_loss.iloc[-1]
+    cmp = tb.compare_runs(table, uri=uri).table.iloc[0]  # its table as well
+    assert (cmp.best, cmp.stopped, cmp.findings) == (row.best, "killed", row.findings)
     from_folder = tb.Run.load(tmp_path / "run")  # its writer is gone: killed, and how to go on
     assert from_folder.records.rows() == run.records.rows() and from_folder.stopped == "killed"
     assert f"resume={str(tmp_path / 'run' / 'last.pt')!r}" in from_folder.findings[-1].advice

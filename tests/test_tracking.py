@@ -580,3 +580,84 @@ def test_a_boosting_run_records_its_own_settings_and_no_torch_field(tracker, sto
     assert plain["class_weight"] == "None" and weighted["class_weight"] == "balanced"
     assert {k for k in plain if plain[k] != weighted.get(k)} == {"class_weight"}
     assert tracking.params_of(runs[1]) == weighted  # what params_of says of the run is what the store holds
+
+
+def stored_curves(client, run_id: str, names) -> dict:
+    "Each named metric's values in the store, in step order."
+    return {n: [m.value for m in sorted(client.get_metric_history(run_id, n), key=lambda m: m.step)] for n in names}
+
+
+def keras_run(batches: bool):
+    "A Keras run with an lr schedule (Keras writes an epoch's lr after its loss) and a train metric."
+    import os
+    os.environ.setdefault("KERAS_BACKEND", "torch")  # before keras is imported anywhere
+    keras = pytest.importorskip("keras")
+    X, y = (t.numpy() for t in blobs(192))
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(3)])
+    model.compile(optimizer=keras.optimizers.Adam(1e-2), metrics=["accuracy"],
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    cb = tb.keras_callback(live=False, batches=batches)
+    schedule = keras.callbacks.LearningRateScheduler(lambda epoch, lr: 0.01 * 0.5 ** epoch)
+    model.fit(X[:128], y[:128], validation_data=(X[128:], y[128:]), epochs=3, batch_size=32, verbose=0,
+              callbacks=[cb, schedule])
+    return cb.run
+
+
+@pytest.mark.parametrize("producer", ["fit", "keras", "keras_batches"])
+def test_the_store_holds_the_per_epoch_view_run_metrics_shows(tracker, producer):
+    """Probe 59, f4: a Keras run's lr, written after its epoch_loss, never reached the store, and metrics_of (what
+    runs() shows of a run the store has no metrics of) gave the epoch before's; with batches=True its per-batch
+    running accuracy went in at every step, beside a train_epoch_accuracy no table names."""
+    if producer == "fit":
+        dl_train, dl_valid = loaders()
+        cfg = tb.TrainConfig(epochs=3, lr=1e-2, schedule="warmup_cosine", warmup=0.2, device="cpu", log_every=2)
+        run = tb.fit(mlp(), dl_train, dl_valid, loss_fn=LOSS, config=cfg, metrics="accuracy", live=False)
+    else: run = keras_run(batches=producer == "keras_batches")
+    tracker.wait()
+    table = run.metrics()
+    assert {"train_loss", "valid_loss", "valid_accuracy", "train_lr"} <= set(table.columns)
+    assert producer == "fit" or "train_accuracy" in table.columns
+    assert table.train_lr.nunique() == 3  # the schedule moved it every epoch
+    client = mlflow.MlflowClient(tracker.uri)
+    rid = run.extra["mlflow_run_id"]
+    stored = stored_curves(client, rid, table.columns)
+    for name in table.columns:
+        assert np.allclose(stored[name], table[name].dropna().to_numpy()), (name, stored[name], list(table[name]))
+        assert tracking.metrics_of(run)[name] == pytest.approx(table[name].dropna().iloc[-1])
+    assert "train_epoch_accuracy" not in client.get_run(rid).data.metrics
+
+
+def test_runs_names_the_monitor_the_run_followed(tracker):
+    "Probe 59, f2: a fit without validation data follows train_loss; runs() said monitor='valid_loss' beside its best."
+    X, y = blobs(128)
+    run = tb.fit(mlp(), tb.TensorLoader(X, y, batch_size=32), None, loss_fn=LOSS, live=False,
+                 config=tb.TrainConfig(epochs=2, device="cpu"))
+    assert run.monitor_followed() == "train_loss" and run.config.monitor == "valid_loss"
+    row = tb.runs().iloc[0]
+    assert row.monitor == "train_loss" and row.best == pytest.approx(run.best)
+    assert mlflow.MlflowClient(tracker.uri).get_run(row.run_id).data.tags["monitor"] == "train_loss"
+
+
+@pytest.mark.parametrize("folder", [False, True])
+def test_runs_shows_a_live_run_running_and_no_evidence_column(tracker, tmp_path, folder):
+    """Probe 59, notes: a live run's stopped column was NaN, and runs() listed the diagnosis's evidence
+    (valid_loss_se, valid_loss_sd, valid_prior_loss) as metrics, which run.metrics() leaves out."""
+    from trainbook.run import EVIDENCE, record_key
+    seen = []
+    class Peek(tb.Callback):
+        "runs() in the middle of the run: its first epoch is in the store (the tracker, an observer, runs first)."
+        def after_epoch(self, state):
+            if state.epoch == 0: seen.append(tb.runs().iloc[0])
+    dl_train, dl_valid = loaders()
+    cfg = tb.TrainConfig(epochs=2, device="cpu", checkpoint_dir=tmp_path / "run" if folder else None)
+    run = tb.fit(mlp(), dl_train, dl_valid, loss_fn=LOSS, config=cfg, live=False, callbacks=[Peek()])
+    live = seen[0]
+    assert live.status == "RUNNING" and live.stopped == "running" and live.valid_loss > 0
+    if folder: assert live.monitor == "valid_loss"  # its record so far (run.json) says what its end will
+    evidence = {record_key(*e) for e in EVIDENCE}
+    assert ("valid", "loss_se") in run.records.names()  # recorded, for the diagnosis
+    table = tb.runs()
+    assert table.stopped[0] == "completed" and not evidence & set(table.columns), evidence & set(table.columns)
+    assert not evidence & set(tracking.metrics_of(run))
+    assert not evidence & set(mlflow.MlflowClient(tracker.uri).get_run(table.run_id[0]).data.metrics)

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .core import did_you_mean, warn
-from .run import MONITOR_ALIASES, RUNNING, Run, RunFileError, mark_killed, record_key, written_by
+from .run import EVIDENCE, MONITOR_ALIASES, RUNNING, Run, RunFileError, mark_killed, record_key, written_by
 from .store import (READ_WAIT, check_server, is_remote, mark_dead_runs, no_answer, quiet_mlflow,
                              read_artifact, read_limits, safe_key, server_errors, sqlite_path)
-from .tracking import active_tracker, metric_names, metrics_of, params_of, tracking_uri
+from .tracking import active_tracker, metric_names, metrics_of, params_of, tags_of, tracking_uri
 
 # %% auto #0
 __all__ = ['SUMMARY', 'RUN_COLUMNS', 'MAX_RESULTS', 'FINDING_CHIP', 'differing', 'recorded_run', 'runs', 'load_run', 'Comparison',
@@ -114,13 +114,22 @@ def recorded_run(got,  # an MLflow run (what `MlflowClient.get_run` or `search_r
     run.extra.update(mlflow_run_id=run_id, run_name=got.info.run_name, mlflow_params=dict(got.data.params))
     return run
 
-def _metric_values(got, client) -> dict:
-    """A recorded run's metrics, named as written; when the store has none (killed before its first write),
-    its run.json's."""
+def _row_values(got, client) -> tuple[dict, dict]:
+    """A recorded run's (metrics named as written, tags). A run whose end never reached the store (killed, or
+    running) has its record's stopped, monitor, findings and best (`tags_of`); a store with no metrics of it,
+    its record's."""
     names = metric_names(got.data.tags)  # the renamed keys: 'valid_acc_1-3f2a…' is 'valid_acc@1'
-    if got.data.metrics: return {names.get(k, k): v for k, v in got.data.metrics.items()}
-    try: return metrics_of(recorded_run(got, client))
-    except ValueError: return {}  # no run.json anywhere: nothing to show
+    metrics, tags = {names.get(k, k): v for k, v in got.data.metrics.items()}, dict(got.data.tags)
+    if got.info.status == "RUNNING": tags.setdefault("stopped", RUNNING)
+    ended = "monitor" in tags or "trainbook.pid" not in tags  # the run's end wrote its tags (or not trainbook's)
+    if metrics and ended: return metrics, tags
+    try: run = recorded_run(got, client)
+    except ValueError: return metrics, tags  # no run.json anywhere: what the store holds
+    if not ended: tags.update(tags_of(run))
+    mine = metrics_of(run)
+    if not metrics: return mine, tags
+    if "best" in mine: metrics.setdefault("best", mine["best"])  # the store's comes at the run's end only
+    return metrics, tags
 
 SUMMARY = ("best", "duration_s", "steps")  # per-run metrics (one value each), not curves
 RUN_COLUMNS = ("run_id", "name", "start", "duration_s", "status", "stopped", "kind", "monitor", "best",
@@ -145,19 +154,20 @@ def runs(experiment: Optional[str] = None,  # experiment name; None = the active
         try: mark_dead_runs(client, [experiment_id])  # a run whose process is gone is not RUNNING
         except Exception as e: warn(f"trainbook tracking: could not check for dead runs: {e!r}")
         found = _search(client, experiment_id, filter, max_results)
-        metrics = {r.info.run_id: _metric_values(r, client) for r in found}
+        values = {r.info.run_id: _row_values(r, client) for r in found}
     key = differing([r.data.params for r in found])
+    evidence = {record_key(*e) for e in EVIDENCE}  # what the diagnosis reads: not a column of Run.metrics()
     rows = []
     for r in found:
-        end, got = r.info.end_time, metrics[r.info.run_id]
+        end, (got, tags) = r.info.end_time, values[r.info.run_id]
         rows.append({"run_id": r.info.run_id, "name": r.info.run_name,
                      "start": pd.Timestamp(r.info.start_time, unit="ms"),
                      "duration_s": (end - r.info.start_time) / 1000 if end else None, "status": r.info.status,
-                     "stopped": r.data.tags.get("stopped"), "kind": r.data.tags.get("kind"),
+                     "stopped": tags.get("stopped"), "kind": tags.get("kind"),
                      **{k: r.data.params.get(k) for k in key},
-                     "monitor": r.data.tags.get("monitor"), "best": got.get("best"),
-                     **{k: v for k, v in sorted(got.items()) if k not in SUMMARY},
-                     "findings": r.data.tags.get("findings", "")})
+                     "monitor": tags.get("monitor"), "best": got.get("best"),
+                     **{k: v for k, v in sorted(got.items()) if k not in SUMMARY and k not in evidence},
+                     "findings": tags.get("findings", "")})
     return pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(RUN_COLUMNS))
 
 def _search(client, experiment_id: str, filter: Optional[str], max_results: int) -> list:
@@ -265,11 +275,12 @@ def _curve(item, i: int, metric: str, client) -> dict:
     names = metric_names(got.data.tags)
     key = {name: key for key, name in names.items()}.get(metric, safe_key(metric))
     points = sorted(client.get_metric_history(item, key), key=lambda m: (m.step, m.timestamp))
+    values, tags = _row_values(got, client)  # as runs() shows it: a killed run's best and findings, its record's
     return {"label": got.info.run_name or item[:8], "params": dict(got.data.params),
             "x": [m.step for m in points], "y": [m.value for m in points],
-            "best": got.data.metrics.get("best"), "stopped": got.data.tags.get("stopped"),
+            "best": values.get("best"), "stopped": tags.get("stopped"),
             "metrics": [names.get(k, k) for k in got.data.metrics if k not in SUMMARY],
-            "findings": got.data.tags.get("findings", "")}
+            "findings": tags.get("findings", "")}
 
 def compare_runs(runs_or_ids,  # Runs, MLflow run ids, or the DataFrame `runs()` returns (its run_id column)
                  metric: str = "valid_loss",  # the metric to overlay: `split_name` as logged ('valid_acc@1')

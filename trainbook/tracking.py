@@ -13,7 +13,7 @@ from typing import Any, Iterable, Optional, Union
 
 from .core import Finding, History, TrainConfig, this_process, warn
 from .events import Callback, LoopState, add_session_observer, remove_session_observer
-from .run import PER_STEP, Run, record_key, run_record_bytes
+from .run import EVIDENCE, PER_STEP, Run, record_key, run_record_bytes
 from .store import (MAX_PARAM_VALUE, MAX_TAG_VALUE, artifact_repository, bound_http, check_server,
                              is_remote, make_sqlite_folder, mark_dead_runs, no_answer, owner_tags,
                              quiet_mlflow, read_limits, read_spooled, resolve_uri, safe_items, safe_key,
@@ -45,15 +45,24 @@ def metric_key(split: str,  # 'train', 'valid', ...
 
 def epoch_points(rows: Iterable[tuple],  # History records (step, epoch, split, name, value)
                  ) -> list[tuple[str, int, float]]:
-    """The per-epoch `(name, step, value)` points of history records (`train_loss`, `valid_acc@1`): per-step
-    ones thinned."""
-    points, lr = [], None
+    """The per-epoch `(name, step, value)` points of history records, as `Run.metrics()` shows them (`train_loss`,
+    `valid_acc@1`, each epoch's last learning rate as `train_lr`) and the other per-epoch train records
+    (`train_data_wait`): per-step ones thinned, the diagnosis's evidence left out."""
+    rows = list(rows)
+    # a train value with an `epoch_` twin is a running mean over the epoch's batches (Keras'): the twin is its
+    # epoch's value, named as Run.metrics() names it
+    twins = {n[len("epoch_"):] for _, _, split, n, _ in rows if split == "train" and n.startswith("epoch_")}
+    points, lr, shown = [], {}, set()
     for step, epoch, split, name, value in rows:
-        if split == "train" and name == "lr": lr = value
-        if split == "train" and (name in PER_STEP or "/" in name): continue
-        points.append((record_key(split, name), step, value))
-        if (split, name) == ("train", "epoch_loss") and lr is not None: points.append(("train_lr", step, lr))
-    return points
+        if (split, name) == ("train", "lr"): lr[epoch] = (step, value)  # the epoch's last, in whatever order
+        if (split, name) in EVIDENCE or split == "train" and (name in PER_STEP or name in twins or "/" in name):
+            continue
+        epochly = split == "train" and name.startswith("epoch_")
+        points.append((f"train_{name[len('epoch_'):]}" if epochly else record_key(split, name), step, value))
+        if epochly or split == "valid": shown.add(epoch)
+    # an epoch's lr whether written before its loss (fit) or after (Keras); none for an epoch that logged its
+    # steps' lr alone (stopped inside it), as Run.metrics() has no row for it
+    return points + [("train_lr", *lr[e]) for e in sorted(lr) if e in shown]
 
 def metric_points(rows: Iterable[tuple],  # History records (step, epoch, split, name, value)
                   keys: Optional[dict] = None,  # one run's name -> MLflow key so far, extended in place
@@ -132,7 +141,8 @@ def tags_of(run: Run,  # a finished run
     env = run.environment or {}
     packages = env.get("packages", {})
     findings = sorted(run.findings, key=_severity_order)
-    tags = {"stopped": run.stopped, "kind": run.kind, "monitor": run.config.monitor,
+    # the monitor `best` is of: a fit without validation data follows train_loss, whatever config.monitor says
+    tags = {"stopped": run.stopped, "kind": run.kind, "monitor": run.monitor_followed(),
             "findings": ", ".join(f"{f.kind}:{f.severity}" for f in findings),
             **{f"finding.{f.kind}": f.severity for f in findings},
             "precision": run.extra.get("precision"), "device": run.extra.get("device"),
