@@ -668,3 +668,20 @@ def test_a_boolean_column_served_as_text_is_parsed_by_every_library(lib, tmp_pat
     with pytest.raises(ValueError, match="'flag': .*not booleans"):
         model.predict_proba(X.assign(flag="maybe"))
     assert model.prep.roles["flag"] == "boolean"  # served as make_preprocessor's booleans are
+
+
+def test_a_model_ahead_of_the_constant_predictor_by_2_to_3_standard_errors_is_a_weak_signal_not_not_learning():
+    "Probe 62: a model of ROC-AUC 0.877, 2.9 SEs ahead of the constant predictor, was told its features carry no signal."
+    from trainbook.gbdt import _constant_finding
+    rng = np.random.default_rng(0)
+    y_train, y_valid = rng.integers(0, 2, 400), rng.integers(0, 2, 200)
+    noise = rng.normal(0, 0.05, 200)
+    seen = []
+    for shift in (0.0, 0.015, 0.02, 0.03):  # towards the right class: from no signal to a clear one
+        p = np.clip(0.5 + shift * (2 * y_valid - 1) + noise, 0.01, 0.99)
+        c = tb.metrics.loss_vs_constant(y_train, y_valid, p, "binary")
+        z = -c["difference"] / c["difference_se"]  # standard errors ahead: -1.7, 1.3, 2.3, 4.3
+        found = [(f.kind, f.severity) for f in _constant_finding(y_train, y_valid, p, "binary")]
+        assert found == ([] if z > 3 else [("weak_signal", "info")] if z > 2 else [("not_learning", "warning")]), z
+        seen.append(tuple(found))
+    assert seen == [(("not_learning", "warning"),)] * 2 + [(("weak_signal", "info"),), ()]

@@ -787,6 +787,7 @@ def test_a_resume_of_a_run_early_stopping_ended_trains_nothing_and_its_epochs_ke
     with pytest.warns(UserWarning, match="early stopping ended the checkpoint's run"):
         again = fit_flax(m, None, dl, dv, ce, cfg, live=False, resume=run.run_dir)
     assert (again.stopped, again.step) == ("early_stopping", run.step) and _rows(again) == _rows(run)
+    assert again.epoch == run.epoch == tb.Run.load(run.run_dir).epoch  # probe 62: it read the next epoch's number
 
 
 def test_a_train_monitor_counts_each_epochs_value_once_under_eval_every():

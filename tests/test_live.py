@@ -449,6 +449,9 @@ def test_a_loss_of_exactly_zero_leaves_a_log_axis_log_and_one_point_is_not_a_con
     y[12_345] = 0.0
     assert axis_scale(y)["kind"] == "log"
     assert axis_scale(y[:50] - 1.5)["kind"] == "linear"  # a loss that goes negative for real stays linear
+    short = np.geomspace(2.0, 2e-4, 40)  # probe 62: one zero in a short run (1/40 of its points) turned it too
+    short[20] = 0.0
+    assert axis_scale(short)["kind"] == "log" and axis_scale(short[:5])["kind"] == "linear"
     assert axis_scale([0.4014])["kind"] == "linear"  # one gradient norm logged: drawn, not 'constant at'
     assert axis_scale([0.4, 0.4])["kind"] == "constant"
 

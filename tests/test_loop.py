@@ -584,8 +584,8 @@ def test_a_resume_at_max_steps_takes_no_step(tmp_path):
         again = tb.fit(model, dl, dv, loss_fn=CE, live=False, config=cfg, resume=tmp_path)
     assert (again.stopped, again.step) == ("max_steps", 6)
     assert history_without_timing(again) == history_without_timing(run)  # the epoch's end redone once, no step
-    timed = [r for r in again.records.rows() if r[3] in ("samples_per_s", "step_time", "data_wait")]
-    assert [r[1] for r in timed] == [0, 0, 0]  # epoch 1's end timed no step here: unknown, not a rate of 0
+    timed = lambda r: [x[1] for x in r.records.rows() if x[3] in ("samples_per_s", "step_time", "data_wait")]
+    assert timed(again) == timed(run) == [0, 0, 0, 1, 1, 1]  # epoch 1's, as the run measured it (probe 62)
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
 
 
@@ -949,3 +949,40 @@ def test_a_train_monitor_counts_each_epochs_value_once_under_eval_every():
     plateau = tb.fit(nn.Linear(6, 2), dl, dv, loss_fn=CE, live=False,
                      config=cfg.replace(patience=None, schedule="plateau"))
     assert len(set(plateau.history.query("name == 'lr'").value)) == 1  # never reduced: it improved each epoch
+
+
+def test_a_ctrl_c_in_an_epoch_ends_validation_resumes_a_shuffling_dataloader_exactly(tmp_path):
+    """Probe 62: the resume told the skipped epoch's DataLoader its end after setting the saved RNG, so its sampler
+    drew once more and the next epoch's order differed (every loss from step 13 on)."""
+    g = torch.Generator().manual_seed(0)
+    X, Xv = torch.randn(96, 4, generator=g), torch.randn(32, 4, generator=g)
+
+    def go(folder, callbacks=(), resume=None):
+        torch.manual_seed(0)
+        m = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+        dl = DataLoader(TensorDataset(X, X.sum(1, keepdim=True)), batch_size=8, shuffle=True,
+                        generator=torch.Generator().manual_seed(1))
+        dv = DataLoader(TensorDataset(Xv, Xv.sum(1, keepdim=True)), batch_size=16)
+        run = tb.fit(m, dl, dv, loss_fn=nn.MSELoss(), callbacks=callbacks, resume=resume, live=False,
+                     config=tb.TrainConfig(epochs=2, lr=0.01, checkpoint_dir=str(folder), device="cpu"))
+        return run, m
+
+    whole, m_whole = go(tmp_path / "a")
+    first, _ = go(tmp_path / "b", [interrupt_at(12, "after_validate")])  # 12 batches: epoch 0's end
+    assert first.stopped == "interrupted"
+    again, m_again = go(tmp_path / "b", resume=first.last_path)
+    assert history_without_timing(again) == history_without_timing(whole) and same_weights(m_again, m_whole)
+    # the epoch's throughput, measured before the Ctrl-C, is recorded again by the redone end
+    assert {r[3] for r in again.records.rows() if r[1] == 0} == {r[3] for r in whole.records.rows() if r[1] == 0}
+
+
+def test_a_resume_that_trains_nothing_keeps_the_partial_epochs_throughput(tmp_path):
+    "Probe 62: the no-op resume of a run early stopping ended inside an epoch dropped that epoch's data_wait and rates."
+    m, dl, dv = _eval_every_case()
+    cfg = tb.TrainConfig(epochs=3, lr=0.01, eval_every=3, patience=1, min_delta=0.5, device="cpu",
+                         checkpoint_dir=str(tmp_path))
+    run = tb.fit(m, dl, dv, loss_fn=CE, config=cfg, live=False)
+    with pytest.warns(UserWarning, match="early stopping ended"):
+        again = tb.fit(m, dl, dv, loss_fn=CE, config=cfg, live=False, resume=run.last_path)
+    names = lambda r: [(s, n) for s, _, _, n, _ in r.records.rows()]
+    assert names(again) == names(run) and ("samples_per_s" in {n for _, n in names(run)})

@@ -662,16 +662,18 @@ def _boosting_findings(history, known, stopped: str, early_stopping) -> list:
     return [f for f in diagnose(history, known=known) if f.kind not in handled]
 
 def _constant_finding(y_train, y_valid, pred, task: str, class_weight=None) -> list:
-    "not_learning when the best round's valid loss beats the constant predictor's by less than its noise."
+    """not_learning when the best round's valid loss is within 2 standard errors of the constant predictor's;
+    weak_signal (information) when it is ahead by 2 to `prior_z` of them."""
     c = loss_vs_constant(y_train, y_valid, pred, task, class_weight)  # weighted as the training rows were
-    z = Thresholds().prior_z  # the torch side's rule: below the constant predictor by z standard errors
-    if not c["difference"] >= -z * c["difference_se"]: return []  # it learned (or too few rows to tell)
-    return [Finding("not_learning", "warning",
-                    f"the best round's valid {c['loss_name']} {c['loss']:.4g} is no better than the constant "
-                    f"predictor's {c['constant_loss']:.4g} (the training rows' "
-                    f"{'weighted class shares' if class_weight is not None else 'class shares, or mean'}): the "
-                    f"difference {c['difference']:+.3g} is within {z:g} standard errors "
-                    f"({c['difference_se']:.2g})",
+    d, se, z = c["difference"], c["difference_se"], Thresholds().prior_z  # the torch side's bound for a fall
+    if not d >= -z * se: return []  # it learned (or too few rows to tell)
+    said = (f"the best round's valid {c['loss_name']} {c['loss']:.4g} against the constant predictor's "
+            f"{c['constant_loss']:.4g} (the training rows' {'weighted ' if class_weight is not None else ''}"
+            f"class shares, or mean): {d:+.3g}, standard error {se:.2g}")
+    if d < -2 * se:  # ahead by 2 to z standard errors: a weak signal more likely than none
+        return [Finding("weak_signal", "info", f"{said}: ahead by 2 to {z:g} of them, a weak signal or noise",
+                        advice="more validation rows would tell", data=c)]
+    return [Finding("not_learning", "warning", f"{said}: no better, within 2 of them",
                     advice="the features carry no signal the model found: check the labels and the feature "
                            "columns; a weak signal needs more rows", data=c)]
 

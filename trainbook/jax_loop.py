@@ -346,8 +346,9 @@ class _FlaxLoop:
         self.state.train_state = self.train  # what FlaxNanGuard and other Flax-aware callbacks read
 
     # --- the run folder and resume --------------------------------------------------------------------
-    def resume(self, resume, overwrite: bool) -> None:
-        "Choose the run folder (never an earlier run's); restore every piece of state from a checkpoint."
+    def resume(self, resume, overwrite: bool) -> Optional[str]:
+        """Choose the run folder (never an earlier run's); restore every piece of state from a checkpoint.
+        'early_stopping' when early stopping ended the checkpoint's run at an epoch's end: nothing is left to train."""
         resume = self.folder.resumable(check_resume(resume))  # a folder whose run stopped in its set-up: none
         resume = flax_checkpoint_file(resume) if resume is not None else None
         ck, t = (read_flax_checkpoint(resume) if resume is not None else None), self.train
@@ -359,14 +360,15 @@ class _FlaxLoop:
                           tree_from_entries(t.opt_state, ck["opt_state"], "optimizer state"))
         self.folder.prepare(resume, overwrite)
         self.state.findings, self.state.run_dir = self.state.findings + self.folder.findings, self.run_dir
-        if ck is None: return
+        if ck is None: return None
         self.train = t
         self.window_start = self.state.train_state = self.train
         self.streams.load_state_dict(ck["streams"])
         self.base_keys = {name: self.streams.base[name] for name in self.used}
         self.state.step, self.state.skipped_steps = int(ck["step"]), int(ck["skipped_steps"])
         if self.cfg.max_steps and self.state.step >= self.cfg.max_steps: self.state.control.request_stop("max_steps")
-        elif stopped_early(ck, self.cfg): self.state.control.request_stop("early_stopping")  # trains nothing
+        elif stopped_early(ck, self.cfg) and ck["position"]["batch_idx"]:  # inside an epoch: its records, once
+            self.state.control.request_stop("early_stopping")
         pos = dict(ck["position"])
         pos["rng"], pos["epoch_rng"] = host_rng(pos.get("rng")), host_rng(pos.get("epoch_rng"))
         self.pos = Position.from_state(pos)
@@ -374,6 +376,7 @@ class _FlaxLoop:
         self.history.load_state_dict(ck["history"])
         self.stopper.load_state_dict(ck["early_stopping"])
         self.cbs.load_state_dict(ck.get("callbacks", {}))
+        return "early_stopping" if stopped_early(ck, self.cfg) and not self.pos.batch_idx else None  # trains nothing
 
     def save(self, name: str, pos: Optional[Position] = None,
              **entries,  # parts' states in place of the current ones (`before_end`'s)
@@ -389,10 +392,13 @@ class _FlaxLoop:
             "history": self.history.state_dict(), "early_stopping": self.stopper.state_dict(),
             "callbacks": self.cbs.state_dict(), "config": self.cfg.to_dict(), "environment": self.env, **entries})
 
-    def before_end(self) -> Optional[dict]:
+    def before_end(self, drained: bool = False,  # a whole epoch's end: its loader was told its end
+                  ) -> Optional[dict]:
         "An epoch's end or a step's validation as a resume must redo it: the file's entries from before its records."
         if self.run_dir is None: return None
-        return {"pos": self.pos.resume_from(), "history": self.history.state_dict(len(self.history)),
+        timed = [time.perf_counter() - self.t_epoch, self.epoch_rows, self.epoch_steps, self.batches.wait]
+        return {"pos": self.pos.resume_from().at(drained=drained, timed=timed),
+                "history": self.history.state_dict(len(self.history)),
                 "early_stopping": self.stopper.state_dict(), "callbacks": self.cbs.state_dict()}
 
     @property
@@ -415,10 +421,14 @@ class _FlaxLoop:
         pos.epoch_rng = rng_state() if self.run_dir is not None else None
         self.state.epoch = epoch
         batches = TimedIterator(_positioned(self.dl_train, epoch, skip))
-        pos.batch_idx = skip
+        if skip and pos.drained: next(batches, None)  # saved at the epoch's end: the loader had said it was done
+        pos.batch_idx, pos.drained = skip, False
         if skip: set_rng_state(pos.rng)
         pos.rng = None
         self.batches, self.t_epoch, self.epoch_rows, self.epoch_steps = batches, time.perf_counter(), 0, 0
+        if pos.timed:  # saved before an end's records: what the epoch had measured, so its redo records it again
+            seconds, self.epoch_rows, self.epoch_steps, batches.wait = pos.timed
+            self.t_epoch, pos.timed = time.perf_counter() - seconds, None
         return batches
 
     def windows(self, batches):
@@ -532,10 +542,11 @@ class _FlaxLoop:
         """Epoch loss and throughput, validation, last.msgpack, the model updated, early stopping, [after_epoch].
         `partial` (a planned end inside the epoch): records and validation; last.msgpack from before them."""
         state, pos = self.state, self.pos
-        if partial:  # a resume given more steps ends this epoch once; a Ctrl-C from here keeps this file
-            self.save("last.msgpack")
-            self.epoch_closed = True
-        else: self.redo = self.before_end()  # a Ctrl-C in here: the resume redoes this end, its rows once
+        if partial and self.run_dir is not None:  # a resume ends this epoch once; a Ctrl-C from here keeps this file
+            entries = self.before_end()  # with what the epoch measured: the redo records its throughput again
+            self.save("last.msgpack", entries.pop("pos"), **entries)
+        if partial: self.epoch_closed = True
+        else: self.redo = self.before_end(drained=True)  # a Ctrl-C in here: the resume redoes this end, once
         epoch_records(self.history, state.step, state.epoch, loss_sum=pos.loss_sum, loss_count=pos.loss_count,
                       seconds=time.perf_counter() - self.t_epoch, rows=self.epoch_rows, steps=self.epoch_steps,
                       data_wait=self.batches.wait, peak_mb=_peak_memory_mb())
@@ -616,12 +627,12 @@ def fit_flax(model,  # a Flax NNX module (trained in place: its variables hold t
     # set-up: seeds, streams, the explicit state, the optax chain, the compiled steps, callbacks; resume
     lp = _FlaxLoop(model, optimizer, dl_train, dl_valid, loss_fn, cfg, metric_fns=metric_fns, callbacks=callbacks,
                   augment=augment, live=live, track=track)
-    lp.resume(resume, overwrite)
+    finished = lp.resume(resume, overwrite)  # early stopping had ended the run: nothing left to train
     state, cbs = lp.state, lp.cbs
-    stopped, window = None, None
+    stopped, window = finished, None
     try:
         cbs(Event.before_fit, state)
-        for epoch in range(lp.pos.epoch, cfg.epochs):
+        for epoch in range(lp.pos.epoch, cfg.epochs) if not stopped else ():
             # position the loader: this epoch's order; on resume, the same order from the batch reached
             batches = lp.start_epoch(epoch)
             cbs(Event.before_epoch, state)

@@ -227,7 +227,8 @@ def axis_scale(values,  # the points drawn on one axis
     lo, hi = float(v.min()), float(v.max())
     # one point is no evidence of a constant: it is drawn
     if len(v) > 1 and hi - lo <= rtol * max(abs(hi), abs(lo), 1e-300): return {"kind": "constant", "value": hi}
-    if log_ok and lo <= 0 and np.mean(v <= 0) <= 0.01:  # a loss of exactly 0 at a step or two (MSE at batch size 1)
+    zeros = int(np.sum(v <= 0))  # a loss of exactly 0 at a step or two (MSE at batch size 1), or 1% of them
+    if log_ok and zeros and zeros <= max(2, 0.01 * len(v)) and zeros <= 0.1 * len(v):
         v = v[v > 0]  # cannot show on a log axis, and must not decide the axis of every other point
         lo = float(v.min()) if len(v) else lo
     if not log_ok or lo <= 0 or hi / lo < 10: return {"kind": "linear"}  # less than a decade: linear reads better

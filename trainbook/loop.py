@@ -222,11 +222,16 @@ def _start_epoch(s: Setup, state: LoopState, epoch: int) -> TimedIterator:
     if s.n_batches is None: batches = require_batches(batches, "dl_train", epoch)  # empty: fails here
     batches = TimedIterator(batches)
     for _ in range(skip): next(batches)
-    pos.batch_idx = skip
+    # saved at the epoch's end: the loader had said it was done (a DataLoader's sampler draws once more then)
+    if skip and pos.drained: next(batches, None)
+    pos.batch_idx, pos.drained = skip, False
     if skip: set_rng_state(pos.rng, s.generators)
     pos.rng = None
     if s.device.type == "cuda": torch.cuda.reset_peak_memory_stats(s.device)
     batches.wait, state.meter = 0.0, EpochMeter(batches)  # the skipped batches' wait is not this epoch's
+    if pos.timed:  # saved before an end's records: what the epoch had measured, so its redo records it again
+        seconds, state.meter.rows, state.meter.steps, batches.wait = pos.timed
+        state.meter.started, pos.timed = time.perf_counter() - seconds, None
     return batches
 
 def _windows(s: Setup, state: LoopState, batches: TimedIterator) -> Iterator[Window]:
@@ -350,10 +355,14 @@ def _step_end(s: Setup, state: LoopState, skipped: bool) -> Optional[str]:
     if control.stop: return control.stop_reason or "interrupted"
     return None
 
-def _before_end(s: Setup, state: LoopState) -> dict:
+def _before_end(s: Setup, state: LoopState,
+                drained: bool = False,  # a whole epoch's end: its loader was told its end
+               ) -> dict:
     "An epoch's end or a step's validation as a resume must redo it: last.pt entries from just before its records."
-    pos = state.position
-    return {"pos": pos.at(rng=rng_state(s.generators)), "history": state.history.state_dict(len(state.history)),
+    pos, meter = state.position, state.meter
+    timed = [time.perf_counter() - meter.started, meter.rows, meter.steps, meter.batches.wait]
+    return {"pos": pos.at(rng=rng_state(s.generators), drained=drained, timed=timed),
+            "history": state.history.state_dict(len(state.history)),
             "findings": FindingsPart(state.findings).state_dict(),
             "early_stopping": s.stopper.state_dict(), "callbacks": s.callbacks.state_dict(),
             "scheduler": s.scheduler.state_dict()}
@@ -363,7 +372,7 @@ def _end_epoch(s: Setup, state: LoopState, partial: bool = False) -> Optional[st
     `partial` (a planned end inside the epoch): records and validation; last.pt from before them (a resume ends it
     once)."""
     pos, meter = state.position, state.meter
-    if s.checkpointer.enabled: state.redo = _before_end(s, state)  # a Ctrl-C in here comes back
+    if s.checkpointer.enabled: state.redo = _before_end(s, state, not partial)  # a Ctrl-C in here comes back
     epoch_records(state.history, state.step, state.epoch, loss_sum=pos.loss_sum, loss_count=pos.loss_count,
                   seconds=time.perf_counter() - meter.started, rows=meter.rows, steps=meter.steps,
                   data_wait=meter.batches.wait, device=s.device)

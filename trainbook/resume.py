@@ -144,12 +144,14 @@ class Position:
     loss_sum: float = 0.0  # sum of this epoch's step losses, each times its rows (the epoch loss: a mean over rows)
     loss_count: int = 0  # rows of this epoch's steps
     step_end_due: bool = False  # the last step's end (its validation, checkpoint, stop checks) not done yet
+    drained: bool = False  # the epoch's loader was told its end before `rng` was read (a sampler's last draw)
+    timed: Optional[list] = None  # saved before an end's records: the epoch's [seconds, rows, steps, data wait]
 
     def state_dict(self) -> dict:
         "The position as checkpoint entries."
         return {"epoch": self.epoch, "batch_idx": self.batch_idx, "rng": self.rng,
                 "epoch_rng": self.epoch_rng, "epoch_loss": [self.loss_sum, self.loss_count],
-                "step_end_due": self.step_end_due}
+                "step_end_due": self.step_end_due, "drained": self.drained, "timed": self.timed}
 
     @classmethod
     def from_state(cls, state: dict,  # a checkpoint (or its position entries)
@@ -157,7 +159,8 @@ class Position:
         "The position stored in a checkpoint."
         loss_sum, loss_count = state.get("epoch_loss", (0.0, 0))
         return cls(state["epoch"], state["batch_idx"], state.get("rng"), state.get("epoch_rng"), loss_sum,
-                   loss_count, bool(state.get("step_end_due", False)))
+                   loss_count, bool(state.get("step_end_due", False)), bool(state.get("drained", False)),
+                   state.get("timed"))
 
     def at(self, **changes,  # fields to change (batch_idx=..., rng=...)
           ) -> "Position":
