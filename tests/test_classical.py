@@ -382,3 +382,26 @@ def test_compare_takes_a_cross_validate_table_as_one_model_with_its_std():
     with pytest.raises(ValueError, match=r"its metrics: none; columns not named '<split>_<metric>' "
                                          r"\(split: train, valid, test, cv\): roc_auc, balanced_accuracy$"):
         tb.compare(bare, metric="roc_auc")
+
+
+def test_compare_draws_the_metric_named_whole():
+    "Probe 63: metric='accuracy' drew balanced_accuracy too ('precision': average_precision); 'auc' drew two metrics."
+    table = pd.DataFrame({"valid_accuracy": [0.8, 0.7], "valid_balanced_accuracy": [0.6, 0.65],
+                          "valid_roc_auc": [0.9, 0.85], "valid_pr_auc": [0.5, 0.4]}, index=["a", "b"])
+    _, fig = tb.compare(table, metric="accuracy")
+    assert [list(t.y) for t in fig.data] == [[0.8, 0.7]]
+    with pytest.raises(ValueError, match="no column '<split>_auc'"):
+        tb.compare(table, metric="auc")
+    _, fig = tb.compare(table)  # the usual first: roc_auc
+    assert [list(t.y) for t in fig.data] == [[0.9, 0.85]]
+
+
+def test_a_probability_scorer_of_a_regression_target_is_refused_with_trainbooks_message():
+    "Probe 63: scoring='roc_auc' on a regression target gave a bare AttributeError about a DummyRegressor."
+    from sklearn.linear_model import Ridge
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.normal(size=60)})
+    df["r"] = df.a * 2 + rng.normal(size=60)
+    sp = tb.make_splits(df, "r", strategy="random", n_folds=3)
+    with pytest.raises(ValueError, match="scoring='roc_auc' cannot score the regression target 'r'"):
+        tb.cross_validate(Ridge(), df, "r", sp, scoring="roc_auc")

@@ -267,3 +267,25 @@ def test_a_trainer_run_ended_by_max_steps_says_so_as_fit_does(tmp_path):
     cb = tb.trainer_callback(live=False)
     trainer = train(tmp_path, cb, max_steps=10)
     assert trainer.state.global_step == 10 and cb.run.stopped == "max_steps" and cb.run.config.max_steps == 10
+
+
+def test_run_json_names_each_checkpoint_as_trainer_saves_it(tmp_path):
+    "Probe 63: run.json was written at an epoch's close, before Trainer saved it: a killed run named the one before."
+    seen = []
+
+    class ReadRunJson(TrainerCallback):  # after trainbook's callback in the list: what a kill now would leave
+        def on_save(self, args, state, control, **kwargs):
+            seen.append((state.global_step, json.loads((tmp_path / "run" / "run.json").read_text())["last_path"]))
+
+    cb = tb.trainer_callback(live=False, run_dir=tmp_path / "run")
+    train(tmp_path, cb, callbacks=[ReadRunJson()], save_strategy="epoch", num_train_epochs=2)
+    assert seen == [(s, str(tmp_path / "out" / f"checkpoint-{s}")) for s in (8, 16)]
+
+
+def test_a_trainer_run_without_evaluation_follows_its_train_loss(tmp_path):
+    "Probe 63: without evaluation its run said monitor valid_loss and had no best (fit follows train_loss then)."
+    cb = tb.trainer_callback(live=False)
+    train(tmp_path, cb, eval_strategy="no")
+    run = cb.run
+    assert run.monitor_followed() == "train_loss" and run.best == min(run.metrics()["train_loss"])
+    assert run.best_epoch == int(run.metrics()["train_loss"].idxmin())

@@ -246,7 +246,7 @@ def _require_scorers(scoring: list,  # scorer names (a scorer callable is left t
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # a constant's undefined precision is no matter here
                 get_scorer(s)(const, X, y)
-        except (ValueError, TypeError) as e:
+        except (ValueError, TypeError, AttributeError) as e:  # a probability scorer of a regressor: no predict_proba
             hint = " (several classes take an averaged scorer, e.g. 'f1_macro')" if task == "multiclass" else ""
             raise ValueError(f"scoring={s!r} cannot score the {task} target {target!r}: "
                              f"{str(e).rstrip('.')}; choose a scorer for it{hint}") from e
@@ -428,15 +428,16 @@ def compare(*tables,  # `baseline` and `cross_validate` tables, `{name: metrics}
     import plotly.graph_objects as go
     table = pd.concat(_distinct_names([_compared(t, i) for i, t in enumerate(tables)]))
     usual = ("roc_auc", "r2", "balanced_accuracy", "rmse")
+    # a metric's whole name after a split's ('valid_roc_auc': roc_auc), never cut out of another column's
+    # ('accuracy' is not balanced_accuracy's, 'auc' no metric at all)
+    names = {str(c): str(c).split("_", 1) for c in table.columns if not str(c).endswith("_std")}
+    metric_of = {c: s[1] for c, s in names.items() if s[0] in _SPLIT_NAMES and len(s) == 2}
     given = metric
-    metric = metric or next((m for m in usual if any(c.endswith(m) for c in table.columns)), None)
-    cols = [c for c in table.columns if metric and c.endswith("_" + metric)]
+    metric = metric or next((m for m in usual if m in metric_of.values()), None)
+    cols = [c for c in table.columns if metric and metric_of.get(str(c)) == metric]
     if given and not cols:  # a chart without bars would say nothing of the typo
-        # a metric's whole name after a split's ('valid_roc_auc': roc_auc), never cut out of another column
-        names = [str(c) for c in table.columns if not str(c).endswith("_std")]
-        split = {c: c.split("_", 1) for c in names}
-        known = sorted({split[c][1] for c in names if split[c][0] in _SPLIT_NAMES and len(split[c]) == 2})
-        odd = [c for c in names if split[c][0] not in _SPLIT_NAMES or len(split[c]) == 1]
+        known = sorted(set(metric_of.values()))
+        odd = [c for c in names if c not in metric_of]
         other = (f"; columns not named '<split>_<metric>' (split: {', '.join(_SPLIT_NAMES)}): "
                  f"{', '.join(odd)}") if odd else ""
         raise ValueError(f"metric={given!r}: the table has no column '<split>_{given}'"

@@ -101,6 +101,8 @@ def _trainer_recorder_class():
             self.best_name = (args.metric_for_best_model or "loss").removeprefix("eval_")
             greater = args.greater_is_better if args.greater_is_better is not None else self.best_name != "loss"
             self.best_of = EarlyStopping(f"valid_{self.best_name}", "max" if greater else "min")
+            if getattr(args.eval_strategy, "value", args.eval_strategy) == "no":  # as fit without validation data
+                self.best_name, self.best_of = None, EarlyStopping("train_loss", "min")  # follows its epoch loss
             self.state = LoopState(history=self.records, model=model, optimizer=optimizer,
                                    config=trainer_config(args, self.run_dir))
             rank = args.process_index  # under torchrun or accelerate, each process runs this callback: one writes
@@ -157,6 +159,9 @@ def _trainer_recorder_class():
 
         def on_save(self, args, state, control, **kwargs):
             self.last_saved = Path(args.output_dir) / f"checkpoint-{state.global_step}"  # Trainer's folder name
+            # saved after the epoch's close wrote run.json: again, so a killed run names its newest checkpoint
+            if self.open and self.folder.enabled:
+                self.folder.write_run(run_of(self.state, RUNNING, **self._run_parts()), final=False)
 
         def on_train_end(self, args, state, control, model=None, **kwargs):
             if not self.open: return
@@ -207,7 +212,9 @@ def _trainer_recorder_class():
             """The epoch's train loss from the logged windows that ended in it (`epoch_loss`, as fit records it),
             at its last log's step; nothing where no window ended in it."""
             total, steps, step = self.windows.get(epoch, (0.0, 0, 0))
-            if steps: self.records.append(step, epoch, "train", "epoch_loss", total / steps)
+            if not steps: return
+            self.records.append(step, epoch, "train", "epoch_loss", total / steps)
+            if self.best_name is None: self.best_of.update(total / steps, step, epoch)  # no evaluation: train_loss
 
         def _stop_reason(self, state) -> str:
             "Why train() ended: its planned end, a NaN, a trainbook request, Trainer's EarlyStoppingCallback."
