@@ -101,7 +101,7 @@ def _trainer_recorder_class():
             self.best_name = (args.metric_for_best_model or "loss").removeprefix("eval_")
             greater = args.greater_is_better if args.greater_is_better is not None else self.best_name != "loss"
             self.best_of = EarlyStopping(f"valid_{self.best_name}", "max" if greater else "min")
-            if getattr(args.eval_strategy, "value", args.eval_strategy) == "no":  # as fit without validation data
+            if _plain(args.eval_strategy) == "no":  # no evaluation: as fit without validation data
                 self.best_name, self.best_of = None, EarlyStopping("train_loss", "min")  # follows its epoch loss
             self.state = LoopState(history=self.records, model=model, optimizer=optimizer,
                                    config=trainer_config(args, self.run_dir))
@@ -159,9 +159,7 @@ def _trainer_recorder_class():
 
         def on_save(self, args, state, control, **kwargs):
             self.last_saved = Path(args.output_dir) / f"checkpoint-{state.global_step}"  # Trainer's folder name
-            # saved after the epoch's close wrote run.json: again, so a killed run names its newest checkpoint
-            if self.open and self.folder.enabled:
-                self.folder.write_run(run_of(self.state, RUNNING, **self._run_parts()), final=False)
+            if self.open: self._snapshot()  # after the epoch's close wrote it: a killed run names this checkpoint
 
         def on_train_end(self, args, state, control, model=None, **kwargs):
             if not self.open: return
@@ -204,9 +202,12 @@ def _trainer_recorder_class():
             epoch, self.closing = self.closing[0], None
             self._epoch_loss(epoch)
             self.state.step, self.state.epoch = state.global_step, epoch
-            if self.folder.enabled:  # run.json so far ('running'): a killed run keeps its history up to here
-                self.folder.write_run(run_of(self.state, RUNNING, **self._run_parts()), final=False)
+            self._snapshot()
             self.observers(Event.after_epoch, self.state)
+
+        def _snapshot(self):
+            "run.json so far ('running'): a killed run keeps its history up to here and names its last checkpoint."
+            if self.folder.enabled: self.folder.write_run(run_of(self.state, RUNNING, **self._run_parts()), final=False)
 
         def _epoch_loss(self, epoch: int):
             """The epoch's train loss from the logged windows that ended in it (`epoch_loss`, as fit records it),
