@@ -366,9 +366,9 @@ class _FlaxLoop:
         self.streams.load_state_dict(ck["streams"])
         self.base_keys = {name: self.streams.base[name] for name in self.used}
         self.state.step, self.state.skipped_steps = int(ck["step"]), int(ck["skipped_steps"])
+        ended = stopped_early(ck, self.cfg)  # by early stopping: nothing is left to train
         if self.cfg.max_steps and self.state.step >= self.cfg.max_steps: self.state.control.request_stop("max_steps")
-        elif stopped_early(ck, self.cfg) and ck["position"]["batch_idx"]:  # inside an epoch: its records, once
-            self.state.control.request_stop("early_stopping")
+        elif ended and ck["position"]["batch_idx"]: self.state.control.request_stop("early_stopping")  # its records
         pos = dict(ck["position"])
         pos["rng"], pos["epoch_rng"] = host_rng(pos.get("rng")), host_rng(pos.get("epoch_rng"))
         self.pos = Position.from_state(pos)
@@ -376,7 +376,7 @@ class _FlaxLoop:
         self.history.load_state_dict(ck["history"])
         self.stopper.load_state_dict(ck["early_stopping"])
         self.cbs.load_state_dict(ck.get("callbacks", {}))
-        return "early_stopping" if stopped_early(ck, self.cfg) and not self.pos.batch_idx else None  # trains nothing
+        return "early_stopping" if ended and not self.pos.batch_idx else None  # at an epoch's end: no loop at all
 
     def save(self, name: str, pos: Optional[Position] = None,
              **entries,  # parts' states in place of the current ones (`before_end`'s)
