@@ -413,7 +413,7 @@ def test_a_rank_without_rows_takes_the_others_target_counts():
     none.take_layout(values.layout())
     assert len(none.flat()) == len(values.flat())
     values.take_layout(None)
-    assert len(values.flat()) == 7 and values.layout() is None
+    assert len(values.flat()) == 10 and values.layout() is None
 
 
 def one_rank_stops(how):

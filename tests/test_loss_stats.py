@@ -35,8 +35,8 @@ def test_the_spread_between_batches_reaches_flat_also_after_results():
     assert stats.results()["spread_from"] == "examples"
     v = stats.flat()
     b1, b2 = by_hand(data)
-    assert math.isclose(float(v[3]), b1, rel_tol=1e-9) and math.isclose(float(v[4]), b2, rel_tol=1e-9)
-    assert v[[5, 6]].tolist() == [16 * 70 + 5, 71]
+    assert math.isclose(float(v[6]), b1, rel_tol=1e-9) and math.isclose(float(v[7]), b2, rel_tol=1e-9)
+    assert v[[8, 9]].tolist() == [16 * 70 + 5, 71]
 
 
 def test_a_batch_of_one_row_falls_back_to_the_spread_between_batches():
@@ -123,3 +123,86 @@ def test_a_padded_sequences_row_loss_is_over_its_scored_positions_and_small_vali
     out = stats.results()
     per_row = torch.nn.functional.cross_entropy(pred[:, :, :20], yb[:, :20], reduction="none").mean(1)
     assert out["loss_sd"] == pytest.approx(float(per_row.std()), rel=1e-5) and out["scored"] == 320
+
+
+def _bootstrap_se(pred, y, loss_fn, draws=2000):
+    "The loss's standard error by resampling rows (the reference the delta method must agree with)."
+    g = torch.Generator().manual_seed(1)
+    values = [float(loss_fn(pred[i], y[i])) for i in (torch.randint(0, len(y), (len(y),), generator=g)
+                                                       for _ in range(draws))]
+    return torch.tensor(values).std().item()
+
+
+def _best_constant(loss_fn, y, shape, grid):
+    "The least loss over constant predictions (the grid of one scalar placed in a 2-column or 1-column output)."
+    return min(float(loss_fn(c.expand(len(y), *shape), y)) for c in grid)
+
+
+def test_a_class_weighted_cross_entropy_gets_its_own_prior_and_standard_error():
+    """CrossEntropyLoss(weight=w) averages Σ w[y]·loss / Σ w[y]: the constant predictor's loss is the least one under
+    that mean (the constant q ∝ p·w, not the class frequencies p: at p, tb.class_weights made the prior 1.23 where
+    no constant does better than ln 2, and a model that learned nothing was called healthy), and the standard error
+    is a ratio's (the spread of the weighted rows said 5x the resampled one)."""
+    g = torch.Generator().manual_seed(0)
+    y = (torch.rand(1000, generator=g) < 0.1).long()
+    pred = torch.randn(1000, 2, generator=g)
+    for weight in (torch.tensor([1.0, 10.0]), tb_class_weights(y)):
+        loss_fn = nn.CrossEntropyLoss(weight=weight)
+        stats = fill(LossStats(loss_fn), [(pred[i:i + 100], y[i:i + 100]) for i in range(0, 1000, 100)], loss_fn)
+        out = stats.results()
+        grid = [torch.tensor([0.0, b]) for b in torch.linspace(-6, 6, 1201).tolist()]
+        assert math.isclose(out["prior_loss"], _best_constant(loss_fn, y, (2,), grid), rel_tol=2e-3)
+        assert math.isclose(out["loss_se"], _bootstrap_se(pred, y, loss_fn), rel_tol=0.1)
+
+
+def tb_class_weights(y):
+    import trainbook as tb
+    return tb.class_weights(y)
+
+
+def test_ignored_labels_and_padded_sequences_weigh_as_the_loss_weighs_them():
+    "F.cross_entropy leaves out -100 labels (its default) and a padded sequence's positions: the SE resamples right."
+    g = torch.Generator().manual_seed(0)
+    y = torch.randint(0, 3, (600, 12), generator=g)
+    lengths = torch.randint(1, 13, (600,), generator=g)
+    y[torch.arange(12)[None, :] >= lengths[:, None]] = -100
+    pred = torch.randn(600, 3, 12, generator=g)
+    flat_y = y[:, 0].clone()
+    flat_y[torch.rand(600, generator=g) < 0.3] = -100
+    for p, t in ((pred, y), (pred[:, :, 0], flat_y)):
+        for loss_fn in (F.cross_entropy, nn.CrossEntropyLoss(weight=torch.tensor([1.0, 3.0, 0.5]))):
+            stats = fill(LossStats(loss_fn), [(p[i:i + 100], t[i:i + 100]) for i in range(0, 600, 100)], loss_fn)
+            assert math.isclose(stats.results()["loss_se"], _bootstrap_se(p, t, loss_fn), rel_tol=0.1)
+
+
+def test_binary_cross_entropy_has_a_prior():
+    """BCE (with logits or probabilities, with a pos_weight) had no constant-predictor reference at all: a binary model
+    that learned only the base rate was judged against nothing. It is the least loss over constants, per column."""
+    g = torch.Generator().manual_seed(0)
+    y = (torch.rand(800, 3, generator=g) < torch.tensor([0.1, 0.5, 0.8])).float()
+    logit_grid = [torch.full((3,), b) for b in torch.linspace(-5, 5, 2001).tolist()]
+    for loss_fn in (nn.BCEWithLogitsLoss(), F.binary_cross_entropy_with_logits,
+                    nn.BCEWithLogitsLoss(pos_weight=torch.tensor([9.0, 1.0, 0.25]))):
+        stats = fill(LossStats(loss_fn), [(torch.randn(100, 3, generator=g), y[i:i + 100]) for i in range(0, 800, 100)],
+                     loss_fn)
+        # the columns' best constants, found one column at a time
+        best = sum(_best_constant(lambda p, t: loss_fn(p, t) if not isinstance(loss_fn, nn.BCEWithLogitsLoss)
+                                  else nn.BCEWithLogitsLoss(pos_weight=loss_fn.pos_weight[[j]]
+                                                            if loss_fn.pos_weight is not None else None)(p, t),
+                                  y[:, [j]], (1,), [c[:1] for c in logit_grid]) for j in range(3)) / 3
+        assert math.isclose(stats.results()["prior_loss"], best, rel_tol=1e-4)
+    p = torch.rand(800, generator=g)
+    stats = fill(LossStats(nn.BCELoss()), [(p[i:i + 100], y[i:i + 100, 0]) for i in range(0, 800, 100)], nn.BCELoss())
+    rate = float(y[:, 0].mean())
+    entropy = -(rate * math.log(rate) + (1 - rate) * math.log(1 - rate))
+    assert math.isclose(stats.results()["prior_loss"], entropy, rel_tol=1e-5)
+
+
+def test_several_regression_targets_are_judged_against_a_constant_per_column():
+    "MSE on (n, 3) targets of different means: the constant predictor gives each column its mean (the prior was the "
+    "pooled variance, 17.5 where the column means scored 1.0)."
+    g = torch.Generator().manual_seed(0)
+    y = torch.randn(1000, 3, generator=g) + torch.tensor([0.0, 5.0, -5.0])
+    stats = fill(LossStats(nn.MSELoss()), [(torch.zeros(100, 3), y[i:i + 100]) for i in range(0, 1000, 100)],
+                 nn.MSELoss())
+    assert math.isclose(stats.results()["prior_loss"], float(F.mse_loss(y.mean(0).expand(1000, 3), y)), rel_tol=1e-6)

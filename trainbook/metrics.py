@@ -15,9 +15,9 @@ from .batch import eval_mode, forward, prediction
 from .core import rng_state, set_rng_state
 
 # %% auto #0
-__all__ = ['IGNORE_INDEX', 'BUILTIN_METRICS', 'ignore_index_of', 'accuracy', 'resolve_metrics', 'sk_metric', 'try_metrics',
-           'proba_2d', 'scored_proba', 'require_codes', 'classification_metrics', 'loss_vs_constant',
-           'regression_metrics', 'class_weights', 'focal_loss']
+__all__ = ['IGNORE_INDEX', 'CLASS_LOSSES', 'BUILTIN_METRICS', 'ignore_index_of', 'class_loss_terms', 'accuracy',
+           'resolve_metrics', 'sk_metric', 'try_metrics', 'proba_2d', 'scored_proba', 'require_codes',
+           'classification_metrics', 'loss_vs_constant', 'regression_metrics', 'class_weights', 'focal_loss']
 
 # %% ../nbs/04a_metrics.ipynb #8c77c886
 IGNORE_INDEX = -100  # the label of positions without a target (torch's and Hugging Face's default)
@@ -28,6 +28,21 @@ def ignore_index_of(loss_fn,  # a loss: nn.CrossEntropyLoss(...), F.cross_entrop
     value = getattr(loss_fn, "ignore_index", None)
     if value is None and isinstance(loss_fn, functools.partial): value = loss_fn.keywords.get("ignore_index")
     return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+CLASS_LOSSES = ("cross_entropy", "crossentropyloss", "nll_loss", "nllloss")  # their mean divides by Σ weight[y]
+
+def class_loss_terms(loss_fn,  # a loss: nn.CrossEntropyLoss(weight=...), F.nll_loss, a partial of one, ...
+                    ) -> Optional[tuple]:
+    """`(weight, ignore_index)` of a cross-entropy or NLL loss, whose mean is Σ weight[y]·loss / Σ weight[y] over
+    the labels not at ignore_index (weight: a per-class tensor or None; ignore_index: -100 unless given); None
+    for any other loss."""
+    fn = loss_fn.func if isinstance(loss_fn, functools.partial) else loss_fn
+    if getattr(fn, "__name__", type(fn).__name__).lower() not in CLASS_LOSSES: return None
+    weight = getattr(loss_fn, "weight", None)
+    if weight is None and isinstance(loss_fn, functools.partial): weight = loss_fn.keywords.get("weight")
+    ignore = ignore_index_of(loss_fn)
+    return (weight if isinstance(weight, torch.Tensor) and weight.ndim == 1 else None,
+            IGNORE_INDEX if ignore is None else ignore)
 
 def _scored(pred: torch.Tensor, yb: torch.Tensor, ignore_index: Optional[int]) -> torch.Tensor:
     "A boolean mask of the target positions to score: those not labelled `ignore_index`."

@@ -17,7 +17,7 @@ from .core import MIN_ROWS, Finding, warn
 from .events import Callback, LoopState
 
 from .batch import wants_whole_output
-from .metrics import ignore_index_of
+from .metrics import class_loss_terms, ignore_index_of
 
 # %% auto #0
 __all__ = ['HUGE_OUTPUT', 'per_example_loss', 'Evaluation', 'LossStats', 'locate_nonfinite', 'backward_anomaly',
@@ -101,10 +101,33 @@ def _means_by_size(means: list) -> dict:
     for m, n in means: by_rows.setdefault(n, []).append(m)
     return {n: torch.stack(ms) for n, ms in by_rows.items()}
 
-def _detached_1d(t: torch.Tensor) -> torch.Tensor:
-    "`t` detached, as one dimension (a 1-d tensor without gradients as it is: no torch call)."
+def _detached_rows(t: torch.Tensor) -> torch.Tensor:
+    "`t` detached, a row per example: (n, positions)."
     if t.requires_grad: t = t.detach()
-    return t if t.ndim == 1 else t.reshape(-1)
+    return t.reshape(len(t), -1)
+
+def _bce_form(loss_fn) -> Optional[str]:
+    "'logits' or 'probabilities' for a binary cross-entropy (by name, a partial's too); None for any other loss."
+    fn = loss_fn.func if isinstance(loss_fn, functools.partial) else loss_fn
+    name = getattr(fn, "__name__", type(fn).__name__).lower()
+    if name in ("binary_cross_entropy_with_logits", "bcewithlogitsloss"): return "logits"
+    return "probabilities" if name in ("binary_cross_entropy", "bceloss") else None
+
+def _bce_prior(loss_fn: Callable, form: str, rate: torch.Tensor, pshape: tuple, yshape: tuple) -> float:
+    """A binary cross-entropy's constant predictor: at each position the best constant for its positive `rate`
+    (under a pos_weight w, the probability w·rate / (w·rate + 1 − rate)); the loss, linear in the targets, is
+    rate·loss(1) + (1 − rate)·loss(0) there, averaged over the positions."""
+    fn, device = _example_losses_fn(loss_fn), rate.device
+    targets = torch.stack([torch.ones(yshape, device=device), torch.zeros(yshape, device=device)])
+    def at(x):  # each position's loss for a constant x, against a positive row and a negative one
+        return fn(x.float().reshape(pshape).expand(2, *pshape).contiguous(), targets).double().reshape(2, -1)
+    if form == "logits":
+        even = at(torch.zeros_like(rate))  # at logit 0: the positive term's factor is the pos_weight
+        boost = torch.nan_to_num(even[0] / even[1], nan=1.0, posinf=1.0)
+        x = torch.logit((boost * rate / (boost * rate + 1 - rate)).clamp(1e-7, 1 - 1e-7))
+    else: x = rate.clamp(1e-7, 1 - 1e-7)
+    losses = at(x)
+    return float((rate * losses[0] + (1 - rate) * losses[1]).mean())
 
 class LossStats:
     "Running sums for an evaluation: the per-example losses' mean and spread, and the targets' prior."
@@ -119,18 +142,21 @@ class LossStats:
         try: self._example_fn = _example_losses_fn(loss_fn) if self.per_example else None
         except Exception: self.per_example = False  # as if its first batch had failed
         self.sums, self.counts, self.kind = None, None, None  # kind: classes | values | None
-        # sums: the per-example losses' sum and sum of squares; counts: the targets' (per class, or their sum
-        # and sum of squares); how many of each is known on the host
+        # sums: Σa, Σa², Σw, Σw², Σa·w of the rows' losses a and weights w (what the loss's mean divides by for a
+        # row: 1, or a cross-entropy's Σ weight[y] over the row's scored labels); counts: the targets' (per class,
+        # or each position's sum, then each one's sum of squares); how many of each is known on the host
         self.n_examples, self.n_rows, self.n_batches, self.n_targets = 0, 0, 0, 0
         # a batch's values are held (on their device) and summed with the next ones, up to 64 batches or
         # about a million values at a time: a few operations for all of them instead of a dozen per batch
-        self._rows, self._means, self._targets, self._held = [], [], [], 0
+        self._rows, self._weights, self._means, self._targets, self._held = [], [], [], [], 0
         # the batch means (rows-weighted sum and sum of squares) are summed only when they are read: the
         # spread between batches is used only where some rows have no per-example loss (or across ranks)
         self._mean_parts, self._batch_sums = [], None
         self._seen = None  # the shapes and dtypes of the last batch whose targets were read
         self._ignore = ignore_index_of(loss_fn) if loss_fn is not None else None  # labels the loss leaves out
         self._scored = None  # per-position labels the loss scores, summed on the device
+        # a cross-entropy's (class weights, ignore_index): its mean is a ratio, Σ loss / Σ weight[y] (None: not one)
+        self._class_terms = class_loss_terms(loss_fn) if self.per_example else None
 
     def add(self,
             pred,  # the batch's prediction
@@ -146,11 +172,12 @@ class LossStats:
             scored = yb != self._ignore
             self._scored = scored.sum() if self._scored is None else self._scored + scored.sum()
         if self.per_example and pshape is not None:
-            try: rows = _by_row(self._example_fn(pred, yb), pshape[0], scored)
+            try: rows, weights = self._row_losses(pred, yb, pshape[0], scored)
             except Exception: rows = None  # a loss that cannot be split by row: the batches' spread instead
             if rows is None: self.per_example = False
             else:
                 self._rows.append(rows.detach() if rows.requires_grad else rows)
+                if weights is not None: self._weights.append(weights)
                 m = pshape[0]  # its rows (`_by_row` checked)
                 self.n_examples += m
                 self._held += m
@@ -161,6 +188,19 @@ class LossStats:
         if pshape is not None and isinstance(yb, torch.Tensor) and self.kind is not False:
             self._add_targets(pred, yb, pshape)
         if len(self._means) >= _HOLD_BATCHES or self._held >= _HOLD_VALUES: self._sum_held()
+
+    def _row_losses(self, pred: torch.Tensor, yb, n: int, scored: Optional[torch.Tensor]) -> tuple:
+        """Each row's loss; for a cross-entropy also its weight (the sum of weight[y] over its labels, 0 where
+        ignored) beside the sum of its labels' losses, so that Σ loss / Σ weight is the loss's own mean."""
+        values = self._example_fn(pred, yb)
+        if self._class_terms is None: return _by_row(values, n, scored), None
+        if not isinstance(yb, torch.Tensor) or yb.is_floating_point() or values.shape != yb.shape:
+            rows = _by_row(values, n)  # probabilities as targets: a mean over the rows
+            return rows, None if rows is None else torch.ones_like(rows)
+        if n < 2: return None, None
+        weight, ignore = self._class_terms
+        w = (yb != ignore) if weight is None else weight.float()[yb.clamp(0, len(weight) - 1)] * (yb != ignore)
+        return values.reshape(n, -1).float().sum(1), w.reshape(n, -1).float().sum(1)
 
     def _add_targets(self, pred: torch.Tensor, yb: torch.Tensor, pshape: torch.Size) -> None:
         "Hold the targets: class labels (integer targets against per-class scores) or values (regression)."
@@ -176,8 +216,9 @@ class LossStats:
             self._targets.append(yb if len(seen[2]) == 1 else yb.reshape(-1))
             self._held += math.prod(seen[2])
             return
-        if self.kind: self._targets.append(_detached_1d(yb))
-        if self.kind == "values": self.n_targets += yb.numel()
+        if self.kind == "values":  # each position's own: a constant per position is the reference
+            self._targets.append(_detached_rows(yb))
+            self.n_targets += yb.numel()
         self._held += yb.numel()
 
     def _sum_held(self,
@@ -187,10 +228,15 @@ class LossStats:
         if not self._means: return
         if self._rows:
             r = torch.cat(self._rows).double()
-            held = torch.stack([r.sum(), (r * r).sum()])
+            if self._weights:  # a cross-entropy's rows, each with its weight
+                w = torch.cat(self._weights).double()
+                held = torch.stack([r.sum(), (r * r).sum(), w.sum(), (w * w).sum(), (r * w).sum()])
+            else:  # each row weighs 1
+                s = r.sum()
+                held = torch.cat([torch.stack([s, (r * r).sum()]), r.new_full((2,), float(len(r))), s.reshape(1)])
             self.sums = held if self.sums is None else self.sums + held
         elif self.sums is None:
-            self.sums = torch.zeros(2, dtype=torch.float64, device=self._means[0][0].device)
+            self.sums = torch.zeros(5, dtype=torch.float64, device=self._means[0][0].device)
         # the batch means are summed only if the spread between batches is read (`_sum_means`)
         self._mean_parts.append(_means_by_size(self._means) if stack_means else self._means)
         if self._targets and self.kind == "classes":
@@ -205,9 +251,9 @@ class LossStats:
             self.counts = counts if self.counts is None else self.counts + counts
         elif self._targets and self.kind == "values":
             y = torch.cat(self._targets).double()
-            counts = torch.stack([y.sum(), (y * y).sum()])
+            counts = torch.cat([y.sum(0), (y * y).sum(0)])
             self.counts = counts if self.counts is None else self.counts + counts
-        self._rows, self._means, self._targets, self._held = [], [], [], 0
+        self._rows, self._weights, self._means, self._targets, self._held = [], [], [], [], 0
 
     def _sum_means(self) -> torch.Tensor:
         "Σ batch mean·rows and Σ batch mean²·rows (float64): the spread between batches, summed when read."
@@ -224,18 +270,19 @@ class LossStats:
     def flat(self) -> torch.Tensor:
         "Every running sum in one vector (to all-reduce across ranks)."
         self._sum_held()
-        s = self.sums if self.sums is not None else torch.zeros(2, dtype=torch.float64)
+        s = self.sums if self.sums is not None else torch.zeros(5, dtype=torch.float64)
         b = self._sum_means().to(s.device)
         n = torch.tensor([self.n_examples, self.n_rows, self.n_batches, self.n_targets], dtype=torch.float64,
                          device=s.device)
-        # [Σ loss, Σ loss², examples, Σ batch mean·rows, Σ batch mean²·rows, rows, batches, targets' counts]
+        # [Σa, Σa², Σw, Σw², Σa·w, examples, Σ batch mean·rows, Σ batch mean²·rows, rows, batches, the targets'
+        # counts (values: then their number)]
         parts = [s, n[:1], b, n[1:3]]
         if self.counts is not None:
             parts += [self.counts.double()] + ([n[3:]] if self.kind == "values" else [])
         return torch.cat(parts)
 
     def layout(self) -> Optional[tuple]:
-        "What `flat` holds after its 7 sums: the targets' (kind, shape, number of values); None when nothing."
+        "What `flat` holds after its 10 sums: the targets' (kind, shape, number of values); None when nothing."
         self._sum_held()
         if self.counts is None: return None
         return self.kind, self.shape, len(self.counts) + (self.kind == "values")  # values: + their count
@@ -253,25 +300,28 @@ class LossStats:
     def load_flat(self, v: torch.Tensor,  # the vector `flat` gave, summed over ranks
                  ) -> None:
         "Take back the vector `flat` gave (after an all-reduce)."
-        self.sums, self._batch_sums, self._mean_parts = v[0:2], v[3:5], []
-        self.n_examples, self.n_rows, self.n_batches = v[[2, 5, 6]].tolist()
+        self.sums, self._batch_sums, self._mean_parts = v[0:5], v[6:8], []
+        self.n_examples, self.n_rows, self.n_batches = v[[5, 8, 9]].tolist()
         if self.counts is not None and self.kind == "values":
-            self.counts, self.n_targets = v[7:9], float(v[9])
-        elif self.counts is not None: self.counts = v[7:]
+            self.counts, self.n_targets = v[10:-1], float(v[-1])
+        elif self.counts is not None: self.counts = v[10:]
 
     def results(self) -> dict:
         "`loss_se`, `loss_sd`, `rows` and (when the targets allow it) `prior_loss`: one host sync."
         examples = self.n_examples >= 2 and self.n_examples == self.n_rows  # a per-example loss for every row
         self._sum_held(stack_means=False)  # (stacked only if the spread between batches is read)
         if self.sums is None: return {}
-        r1, r2 = self.sums.tolist()
+        a1, a2, w1, w2, aw = self.sums.tolist()
         n_examples, n_rows, n_batches = float(self.n_examples), float(self.n_rows), float(self.n_batches)
         out = {"rows": n_rows}
         if self._scored is not None: out["scored"] = float(self._scored)  # per-position labels scored
-        if examples:
-            mean = r1 / n_examples
-            var = max(r2 / n_examples - mean * mean, 0.0) * n_examples / (n_examples - 1)
-            out.update(loss_sd=math.sqrt(var), loss_se=math.sqrt(var / n_examples), spread_from="examples")
+        if examples and w1 > 0:
+            # the loss is Σa / Σw (every w 1: the rows' mean): a ratio's standard error (the delta method), from
+            # the rows' residuals a − loss·w; loss_sd is one row's share, se·√rows
+            mean = a1 / w1
+            resid = max(a2 - 2 * mean * aw + mean * mean * w2, 0.0) * n_examples / (n_examples - 1)
+            se = math.sqrt(resid) / w1
+            out.update(loss_sd=se * math.sqrt(n_examples), loss_se=se, spread_from="examples")
         elif n_batches >= 2:  # batches of n_i rows: n_i·(batch mean − mean)² estimates the per-example variance
             b1, b2 = self._sum_means().tolist()
             mean = b1 / n_rows
@@ -297,25 +347,33 @@ class LossStats:
                 if known is not None and known[0] == (counts, str(device)): return known[1]
                 p = torch.tensor(counts, dtype=torch.float64, device=device) / float(sum(counts))
                 k, positions = len(p), tuple(self.shape[1:])  # labels per position: one position a row
-                logits = torch.log(p.clamp_min(1e-12)).float().expand(k, k).reshape(k, k, *positions).contiguous()
+                # under class weights w the mean is Σ p·w·loss / Σ p·w, least at the constant q ∝ p·w
+                weight = self._class_terms[0] if self._class_terms else None
+                pw = p * (weight.to(device, torch.float64) if weight is not None and len(weight) == k else 1.0)
+                if float(pw.sum()) <= 0: return None
+                q = pw / pw.sum()
+                logits = torch.log(q.clamp_min(1e-12)).float().expand(k, k).reshape(k, k, *positions).contiguous()
                 losses = per_example_loss(self.loss_fn, logits, torch.arange(k, device=device).reshape(k, *positions))
-                prior = float((p.float() * losses.reshape(-1)[:k]).sum())
+                prior = float((p * losses.reshape(-1)[:k].double()).sum() / pw.sum())
                 try:
                     if not isinstance(self.loss_fn, nn.Module):
                         _PRIORS[self.loss_fn] = ((counts, str(device)), prior)
                 except TypeError: pass  # a loss that cannot be weakly referenced: computed each time
                 return prior
-            y_sum, y_sq = self.counts.tolist()
-            m = self.n_targets
+            positions = len(self.counts) // 2
+            m = self.n_targets / positions  # rows
             if m < 2: return None
-            # MSE-like: a constant 0 against targets ±2 costs 4 (L1 costs 2, Huber 1.5)
+            y_mean, y_sq = self.counts[:positions] / m, self.counts[positions:] / m  # each position's
             pshape, yshape = self.shape
+            form = _bce_form(self.loss_fn)
+            if form is not None: return _bce_prior(self.loss_fn, form, y_mean.clamp(0, 1), pshape, yshape)
+            # MSE-like: a constant 0 against targets ±2 costs 4 (L1 costs 2, Huber 1.5)
             probe = self.loss_fn(torch.zeros((2, *pshape), device=device),
                                  torch.tensor([2.0, -2.0], device=device).reshape(2, *([1] * len(yshape)))
                                  .expand(2, *yshape).contiguous())
             if abs(float(probe) - 4.0) > 1e-3: return None
-            mean = y_sum / m
-            return max(y_sq / m - mean * mean, 0.0)
+            # the constant predictor: each position's mean; its loss, the positions' variances averaged
+            return float((y_sq - y_mean * y_mean).clamp(min=0).mean())
         except Exception as e:  # a loss that cannot score a constant: no reference level, said once a loss
             _prior_failed(self.loss_fn, e)
             return None
