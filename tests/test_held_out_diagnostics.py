@@ -442,3 +442,34 @@ def test_a_short_run_whose_weights_do_not_move_is_named_from_its_flat_validation
     run = tb.fit(model, dl, DataLoader(TensorDataset(xv, yv), batch_size=16), loss_fn=nn.CrossEntropyLoss(),
                  live=False, config=tb.TrainConfig(epochs=2, lr=lr, device="cpu", seed=0))
     assert ("not_learning" in [f.kind for f in run.findings]) == named
+
+
+@pytest.mark.parametrize("loss_kind", ["balanced", "bce"])
+def test_a_model_with_no_signal_under_class_weights_or_bce_is_not_learning(loss_kind):
+    """No signal in the inputs, 10% positives: with tb.class_weights the prior was read at the class frequencies (1.23,
+    where ln 2 is the least a constant gets), and BCE had no prior at all, so a model that learned only the base rate
+    (or nothing) ended with no finding."""
+    torch.manual_seed(0)
+    y = (torch.rand(2000) < 0.1).long()
+    X = torch.randn(2000, 8)
+    if loss_kind == "bce":
+        y, loss_fn, out = y.float(), nn.BCEWithLogitsLoss(), [nn.Linear(32, 1), nn.Flatten(0)]
+    else: loss_fn, out = nn.CrossEntropyLoss(weight=tb.class_weights(y[:1500])), [nn.Linear(32, 2)]
+    train = tb.TensorLoader(X[:1500], y[:1500], batch_size=64, shuffle=True)
+    valid = tb.TensorLoader(X[1500:], y[1500:], batch_size=250)
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), *out)
+    run = tb.fit(model, train, valid, loss_fn=loss_fn, config=tb.TrainConfig(epochs=5, lr=1e-2), live=False)
+    assert "not_learning" in kinds(run.findings)
+
+
+def test_overfitting_without_a_logged_standard_error_does_not_quote_one_of_0():
+    "Probe 65: a Recorder's validate takes one number an evaluation; the message said 'standard error 0'."
+    h = tb.History()
+    train = np.exp(-np.arange(1, 401) / 60.0)
+    valid = [0.8, 0.7, 0.65, 0.7, 0.9, 1.1, 1.3, 1.5, 1.7, 1.9]
+    for s, v in enumerate(train, 1): h.append(s, (s - 1) // 40, "train", "loss", float(v))
+    for e, v in enumerate(valid):
+        h.append((e + 1) * 40, e, "train", "epoch_loss", float(np.mean(train[e * 40:(e + 1) * 40])))
+        h.append((e + 1) * 40, e, "valid", "loss", v)
+    found = [f for f in tb.diagnose(h) if f.kind == "overfitting"]
+    assert found and "standard error not logged" in found[0].message and "standard error 0" not in found[0].message

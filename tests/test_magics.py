@@ -73,7 +73,7 @@ def test_dry_run_flag(ip, tmp_path):
 @pytest.mark.parametrize("code, message", [
     ("%train model dl_train --overfit --dry-run", "pick one"),
     ("%check nothing --target target", "name 'nothing' is not defined"),
-    ("%check df --target target --bogus 1", "unrecognized arguments"),
+    ("%check df --target target --bogus 1", "unknown option --bogus; the options: "),
     # probe 47: a target typed where an option goes, an argument after the options
     ("%check df target", "unrecognized arguments: target: the target is an option: --target target"),
     ("%split df target", "unrecognized arguments: target: the target is an option: --target target"),
@@ -94,6 +94,13 @@ def test_dry_run_flag(ip, tmp_path):
     ("%split df --target target --valid-size nan", "argument --valid-size: expected a finite number"),
     ("%train df dl_train", "df must be a torch.nn.Module, got DataFrame (the arguments are %train MODEL"),
     ("%train dl_train dl_train dl_valid", "dl_train must be a torch.nn.Module, got TensorLoader"),
+    # an option mistyped, or a setting that has none (probe 65: both were told the arguments come first)
+    ("%train model dl_train --patiance 2", "unknown option --patiance (did you mean '--patience'?)"),
+    ("%train model dl_train --warmup 10", "warmup is a TrainConfig setting without an option: give it in a %%train"),
+    ("%train --help", "--epochs"),
+    # one dict batch where batches belong: named before the notebook's model trains a whole epoch
+    ("import torch\none = {'x': torch.zeros(8, 30), 'y': torch.zeros(8).long()}\n%train model dl_train one",
+     "dl_valid is a dict ('x', 'y'): one batch"),
 ])
 def test_bad_arguments_are_one_line_usage_errors(ip, capsys, code, message):
     r = run(ip, code)

@@ -506,3 +506,74 @@ def test_a_recorder_run_killed_in_its_second_epoch_names_its_last_pt_and_how_to_
     assert (run.stopped, run.step, run.last_path) == ("killed", 8, killed / "last.pt")
     advice = [f for f in run.findings if f.kind == "killed"][0].advice
     assert advice == f"continue it with tb.Recorder(..., resume={str(killed / 'last.pt')!r}) around the same loop"
+
+
+@pytest.mark.parametrize("how", ["end_epoch", "validate"])
+def test_an_epoch_closed_twice_at_one_step_counts_once_for_early_stopping(how):
+    """Probe 65: a loop that closes an epoch twice with no step between (a helper that closes it too, a second
+    validation) counted the repeat as an evaluation without improvement: patience=1 stopped at step 16 of 64."""
+    dl, (Xv, yv) = data()
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with Recorder(tb.TrainConfig(epochs=4, patience=1), parts={"model": model, "optimizer": opt}, live=False,
+                  validates=how == "validate") as rec:
+        for _ in range(4):
+            for xb, yb in dl:
+                loss = LOSS(model(xb), yb)
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+                rec.step(loss.detach())
+            for _ in range(2):
+                if how == "validate":
+                    with torch.no_grad(): rec.validate(LOSS(model(Xv), yv))
+                else: rec.end_epoch()
+            if rec.should_stop: break
+    assert rec.run.step == 4 * len(dl) and rec.run.stopped == "completed"
+
+
+class NumpyModel:
+    "A model that is no torch module: its state a list (a JAX or numpy user's)."
+    def __init__(self): self.w = [0.0, 0.0]
+    def state_dict(self): return {"w": list(self.w)}
+    def load_state_dict(self, state): self.w = list(state["w"])
+
+
+class NumpySGD:
+    "An optimizer without param_groups."
+    def __init__(self, lr): self.lr = lr
+    def state_dict(self): return {"lr": self.lr}
+    def load_state_dict(self, state): self.lr = state["lr"]
+
+
+def test_a_model_and_optimizer_that_are_not_torch_objects_checkpoint_and_resume(tmp_path):
+    """Probe 65: a numpy model under parts['model'] was saved but its resume raised (torch's strict= passed to its
+    load_state_dict); a numpy optimizer under parts['optimizer'] raised AttributeError: 'param_groups'."""
+    model, opt = NumpyModel(), NumpySGD(0.1)
+    cfg = tb.TrainConfig(epochs=2, checkpoint_dir=str(tmp_path))
+    with Recorder(cfg, parts={"model": model, "optimizer": opt}, live=False, kind="numpy") as rec:
+        for s in range(3):
+            model.w[0] += 0.1
+            rec.step(1.0 / (s + 1))
+        rec.validate(0.5)
+    again, opt2 = NumpyModel(), NumpySGD(0.5)
+    with Recorder(cfg, parts={"model": again, "optimizer": opt2}, live=False, kind="numpy", resume=tmp_path) as rec2:
+        pass
+    assert again.w[0] == pytest.approx(0.3) and opt2.lr == 0.1 and rec2.state.step == 3
+
+
+def test_a_loop_that_never_validates_is_told_so():
+    """Probe 65: validates=True (the default) and patience=2, but rec.validate never called: the run ended 'completed'
+    with no best.pt and no finding."""
+    dl, _ = data()
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with Recorder(tb.TrainConfig(epochs=2, patience=2), parts={"model": model, "optimizer": opt}, live=False) as rec:
+        for xb, yb in dl:
+            loss = LOSS(model(xb), yb)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            rec.step(loss.detach())
+    assert [f.kind for f in rec.run.findings if f.severity == "warning"] == ["monitor_never_recorded"]
+    assert "rec.validate(...) was never called" in rec.run.findings[-1].message

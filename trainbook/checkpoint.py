@@ -237,7 +237,9 @@ def restore_checkpoint(state: dict,  # a checkpoint's entries (`read_checkpoint`
         if key == "scheduler": replanned = bool(restore_scheduler(obj, state[key]))
         elif key != "model": obj.load_state_dict(state[key])
         else:
-            try: obj.load_state_dict(state[key], strict=strict)
+            try:
+                if isinstance(obj, nn.Module): obj.load_state_dict(state[key], strict=strict)
+                else: obj.load_state_dict(state[key])  # a Recorder's numpy or JAX model: its own method
             except RuntimeError as e:  # torch's: weights missing, unexpected or of another shape
                 lines = [line.strip().rstrip(".") for line in str(e).splitlines()[1:]]
                 detail = "; ".join(line for line in lines if line) or str(e)

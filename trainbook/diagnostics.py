@@ -458,7 +458,7 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
                     f"valid loss rose from {float(v[low]):.4g} (epoch {int(ve[low])}) to "
                     f"{float(tail_level):.4g} (median of its last {k} evaluations; needed {need:.3g}: wiggle "
                     f"{wiggle:.3g}, standard error "
-                    f"{noise:.3g}) while train loss fell from {t_at_best[-1] if len(t_at_best) else t[0]:.4g} "
+                    f"{f'{noise:.3g}' if se is not None else 'not logged'}) while train loss fell from {t_at_best[-1] if len(t_at_best) else t[0]:.4g} "
                     f"to {t[-1]:.4g}; onset at epoch {onset}"
                     f"{flat}, gap {gap:.3g}{shift}",
                     advice=_SHIFT_ADVICE if shift else "stop earlier (patience / best.pt), add regularization"

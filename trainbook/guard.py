@@ -96,6 +96,13 @@ def _data_not_batches(dl, name: str) -> Optional[str]:
             "(a DataFrame), or a list of (xb, yb) pairs")
     shape = lambda x: tuple(getattr(x, "shape", ()))
     if _is_array(dl): return f"{name} is a {type(dl).__name__} of shape {shape(dl)}: data, not batches; {make}"
+    if isinstance(dl, collections.abc.Mapping):  # iterated, a dict gives its keys: strings where batches belong
+        keys = ", ".join(map(repr, list(dl)[:6])) + (", ..." if len(dl) > 6 else "")
+        if any(map(_is_array, dl.values())):
+            return (f"{name} is a dict ({keys}): one batch, not batches (a loop over it gives its keys); pass a "
+                    f"list of such dicts ([{name}] for this one batch), or {make}")
+        return (f"{name} is a {type(dl).__name__} ({keys}), not batches (a loop over it gives its keys): pass "
+                "one of its values (a split of a DatasetDict: ds['train'] made into batches), or a list of batches")
     if isinstance(dl, (tuple, list)) and dl and all(map(_is_array, dl)):
         shapes = ", ".join(f"{type(x).__name__} {shape(x)}" for x in dl[:4]) + (", ..." if len(dl) > 4 else "")
         return (f"{name} holds {len(dl)} bare arrays ({shapes}), not batches: a batch is an (xb, yb) pair or a "

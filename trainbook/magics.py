@@ -326,12 +326,22 @@ def _parse(parser,  # a magic's argument parser
            line: str,  # the magic's arguments, as typed
            hint: str,  # what a word left over likely means; {word} stands for it
           ):
-    "A magic's arguments; a word left over (`%check df y`) is refused with what it likely means."
-    try: return parser.parse_args(_split_line(line))
+    "A magic's arguments; a word left over (`%check df y`) is refused with what it likely means; -h/--help: the help."
+    words = _split_line(line)
+    if "--help" in words or "-h" in words: raise UsageError(parser.format_help().rstrip())  # (as `%train?` shows)
+    try: return parser.parse_args(words)
     except UsageError as e:
         said = str(e)
         if "unrecognized arguments:" not in said: raise
         left = said.split("unrecognized arguments:", 1)[1].split()
+        option = next((w.split("=")[0] for w in left if w.startswith("--")), None)
+        if option is not None:  # a mistyped option (--patiance), or a setting that has no option of its own
+            field = option[2:].replace("-", "_")
+            where = (f"; {field} is a TrainConfig setting without an option: give it in a %%train cell's body "
+                     f"({field} = ...)" if field in TrainConfig.__dataclass_fields__ else "")
+            options = sorted(o for o in parser._option_string_actions if o.startswith("--"))
+            near = did_you_mean(option[2:], [o[2:] for o in options]).replace(" '", " '--")  # (not by the dashes)
+            raise UsageError(f"unknown option {option}{near}{where}; the options: {', '.join(options)}") from None
         raise UsageError(f"{said}: {hint.format(word=left[0] if left else '...')}") from None
 
 def _split_line(line: str,  # a magic's arguments, as typed

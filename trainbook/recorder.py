@@ -489,7 +489,8 @@ class Recorder:
                              f"record yours under another name (e.g. my_{taken[0]}=...)")
         self.start()
         state = self.state
-        if lr is None and state.optimizer is not None: lr = state.optimizer.param_groups[0]["lr"]
+        groups = getattr(state.optimizer, "param_groups", None)  # a numpy or JAX optimizer has none
+        if lr is None and groups: lr = groups[0]["lr"]
         items = [("loss", loss), ("lr", lr), ("grad_norm", grad_norm), *values.items()]
         items = [(name, recorded_value(v, name, "Recorder.step")) for name, v in items if v is not None]
         state.step += 1
@@ -574,6 +575,7 @@ class Recorder:
         with DeferredCtrlC() as ctrl_c, self.checkpointer.released_on_error():
             if stopped not in ("failed", "nonfinite") and not self._cut: self._save_last()
         if ctrl_c.pressed: note_interrupt()
+        self._note_never_recorded(stopped)
         self.run = end_run(self.state, self.callbacks, stopped, stopper=self.stopper,
                            checkpointer=self.checkpointer, environment=self.environment, kind=self.kind,
                            extra={"seconds": time.perf_counter() - self._t0}, error=error, epoch=self._last_epoch())
@@ -591,6 +593,19 @@ class Recorder:
         return isinstance(err, KeyboardInterrupt)  # Ctrl-C ends the run as interrupted, like fit
 
     # --- bookkeeping ----------------------------------------------------------------------------------
+    def _note_never_recorded(self, stopped: str) -> None:
+        "A run that stepped but never recorded the value it follows (`validate` forgotten): said, as a warning."
+        split, name = self.monitor
+        if not self.state.step or stopped == "failed" or self.history.last_step(name, split) is not None: return
+        if split == "train" and self.config.patience is None: return  # steps alone (validates=False): as asked
+        call = "rec.validate(...) was never called" if split == "valid" else "no epoch was ever closed"
+        self.state.findings.append(Finding(
+            "monitor_never_recorded", "warning",
+            f"the run follows {split}_{name}, but {call}: early stopping and best.pt never acted, and no epoch "
+            f"records were kept",
+            advice="call rec.validate(value) at each epoch's end (rec.end_epoch() closes an epoch without one), "
+                   "or pass validates=False to follow the train loss"))
+
     def _take(self, ckpt: dict) -> None:
         "The recorder's own state from a checkpoint whose parts are loaded: step, epoch, the epoch's loss, RNGs."
         self.state.step, self.state.epoch = ckpt["step"], ckpt["epoch"]
@@ -662,8 +677,11 @@ class Recorder:
             monitored = self.monitor[1] if self.monitor[0] == "valid" else "loss"
             if record_validation(state, values, monitored): self._stop("nonfinite")
             self.callbacks(Event.after_validate, state)
-        value = self.history.last(self.monitor[1], self.monitor[0])
-        if value is not None and self.stopper.update(value, state.step, state.epoch):
+        # once a step, as in fit: a second close at the same step (validate twice, end_epoch after validate)
+        # reads the record counted already: no new evaluation, no plateau
+        at = self.history.last_step(self.monitor[1], self.monitor[0])
+        if self.stopper.fresh(at) and self.stopper.update(self.history.last(self.monitor[1], self.monitor[0]),
+                                                          state.step, state.epoch, at=at):
             self.save("best.pt")
         if self.stopper.should_stop: self._stop("nonfinite" if self.stopper.nonfinite else "early_stopping")
         self.checkpointer.write_run(run_of(state, RUNNING, stopper=self.stopper, checkpointer=self.checkpointer,

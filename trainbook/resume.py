@@ -51,7 +51,7 @@ def run_signature(model: nn.Module,  # the model being trained (wrappers are unw
             "model": _model_class(model),  # other layers of the same shapes: a change, not an error
             "split_fingerprint": split_fingerprint, "data_fingerprint": data_fingerprint,
             "loss": None if loss_fn is None else getattr(loss_fn, "__name__", type(loss_fn).__name__),
-            "optimizer_groups": [len(g["params"]) for g in optimizer.param_groups] if optimizer is not None else None,
+            "optimizer_groups": [len(g["params"]) for g in getattr(optimizer, "param_groups", None) or ()] or None,
             "loader": {"kind": type(dl_train).__name__, "batches": loader_length(dl_train),
                        "batch_size": getattr(dl_train, "batch_size", None), "order": _loader_order(dl_train)}
                       if dl_train is not None else None,
