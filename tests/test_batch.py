@@ -242,3 +242,23 @@ def test_integer_inputs_into_a_float_model_are_named_with_the_cast_or_an_embeddi
     assert isinstance(e.value.__cause__, RuntimeError) and str(e.value.__cause__) in str(e.value)
     ids = nn.Sequential(nn.Embedding(5, 4), nn.Flatten(), nn.Linear(12, 2))  # token ids into an embedding
     assert tb.call_model(ids, torch.randint(0, 5, (8, 3))).shape == (8, 2)
+
+
+def test_a_nan_in_the_first_batch_is_no_shape_mismatch_and_a_broadcast_is_still_found():
+    """Probe 64: one NaN in batch 0 made a loss that squeezes its prediction look like one that broadcasts (NaN is
+    unequal to NaN), so fit raised ShapeMismatch instead of skipping the window; the finite rows decide."""
+    import trainbook as tb
+    squeeze = lambda out, y: torch.nn.functional.mse_loss(out.squeeze(-1), y)
+    broadcast = lambda out, y: torch.nn.functional.mse_loss(out, y)  # (n, 1) against (n,): every pair
+    pred, y = torch.randn(16, 1), torch.randn(16)
+    pred[3, 0] = float("nan")
+    tb.check_loss_shapes(pred, y, squeeze)  # no error
+    with pytest.raises(tb.ShapeMismatch): tb.check_loss_shapes(pred, y, broadcast)
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(64, 5, generator=g)
+    batches = [(X[i:i + 16].clone(), y.repeat(4)[i:i + 16]) for i in range(0, 64, 16)]
+    batches[0][0][3, 1] = float("nan")
+    for how, ended in (("skip", "completed"), ("stop", "nonfinite")):
+        run = tb.fit(torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1)), batches,
+                     loss_fn=squeeze, live=False, config=tb.TrainConfig(epochs=1, device="cpu", on_nonfinite=how))
+        assert run.stopped == ended

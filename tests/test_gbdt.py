@@ -685,3 +685,21 @@ def test_a_model_ahead_of_the_constant_predictor_by_2_to_3_standard_errors_is_a_
         assert found == ([] if z > 3 else [("weak_signal", "info")] if z > 2 else [("not_learning", "warning")]), z
         seen.append(tuple(found))
     assert seen == [(("not_learning", "warning"),)] * 2 + [(("weak_signal", "info"),), ()]
+
+
+def test_a_whole_boosting_run_is_judged_by_the_constant_predictor_not_the_train_loss_rule():
+    """Probe 64: a run 2.8 and 3.4 standard errors ahead of the constant predictor still got the torch loop's
+    not_learning ('the training loss barely fell ... try lr_find'), beside a weak_signal saying the opposite; a run
+    with no signal is not_learning by the constant predictor's test."""
+    found = {}
+    for coef, seed in [(0.35, 0), (0.4, 3), (0.0, 0)]:
+        rng = np.random.default_rng(seed)
+        X = rng.normal(size=(1500, 3))
+        df = pd.DataFrame(X, columns=list("abc"))
+        df["y"] = (rng.random(1500) < 1 / (1 + np.exp(-coef * X[:, 0]))).astype(int)
+        sp = tb.make_splits(df, "y", strategy="stratified", seed=0)
+        run = tb.fit_xgboost(df, "y", sp, params={"max_depth": 2, "eta": 0.05, "nthread": 1}, num_rounds=200,
+                             early_stopping=30, live=False)
+        found[coef] = {f.kind: f.message for f in run.findings}
+    assert "not_learning" not in found[0.35] and "not_learning" not in found[0.4] and "weak_signal" in found[0.4]
+    assert "constant predictor" in found[0.0]["not_learning"]

@@ -13,7 +13,7 @@ CE = nn.functional.cross_entropy
 
 
 def _presses_ctrl_c_once():
-    "A metric that presses Ctrl-C (a real SIGINT) the first time it is scored: in fit's set-up (try_metrics)."
+    "A metric that presses Ctrl-C (a real SIGINT) the first time it is scored: in fit's set-up (try_validation)."
     pressed = []
     def metric(pred, yb):
         if not pressed:

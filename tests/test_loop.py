@@ -986,3 +986,17 @@ def test_a_resume_that_trains_nothing_keeps_the_partial_epochs_throughput(tmp_pa
         again = tb.fit(m, dl, dv, loss_fn=CE, config=cfg, live=False, resume=run.last_path)
     names = lambda r: [(s, n) for s, _, _, n, _ in r.records.rows()]
     assert names(again) == names(run) and ("samples_per_s" in {n for _, n in names(run)})
+
+
+@pytest.mark.parametrize("valid", ["features", "labels"])
+def test_a_validation_batch_the_model_or_loss_cannot_take_fails_before_any_step(valid):
+    """Probe 67: a dl_valid of 3 features (the model takes 4) or of float labels for cross_entropy trained a whole
+    epoch, then failed with torch's message, naming no dl_valid."""
+    X, y = torch.randn(64, 4), torch.randint(0, 2, (64,))
+    bad = [(torch.randn(16, 3), y[:16])] if valid == "features" else [(X[:16], y[:16].float())]
+    model = nn.Linear(4, 2)
+    before = model.weight.detach().clone()
+    with pytest.raises(RuntimeError) as info:
+        tb.fit(model, [(X[i:i + 16], y[i:i + 16]) for i in range(0, 64, 16)], bad,
+               loss_fn=nn.functional.cross_entropy, config=tb.TrainConfig(epochs=2), live=False)
+    assert "dl_valid's first batch" in " ".join(info.value.__notes__) and torch.equal(model.weight, before)

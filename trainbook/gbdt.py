@@ -653,12 +653,14 @@ def _claim_folder(checkpoint_dir, overwrite: bool, names: tuple) -> Checkpointer
     folder.prepare(overwrite=bool(overwrite), resumable=False)  # a boosting run starts afresh (no resume=)
     return folder
 
-def _boosting_findings(history, known, stopped: str, early_stopping) -> list:
+def _boosting_findings(history, known, stopped: str, early_stopping, judged: bool = False) -> list:
     """`diagnose`'s findings less what the run already handled: with early stopping the model kept is the
     best round's, so the valid loss rising after it (the patience rounds) is no overfitting; a NaN stop is no
-    divergence."""
+    divergence; `judged` (the best round tested against the constant predictor): that test says whether it learned,
+    not the torch loop's rule on the train loss."""
     handled = {"overfitting"} if early_stopping else set()
     if stopped == "nonfinite": handled.add("diverging")
+    if judged: handled.add("not_learning")
     return [f for f in diagnose(history, known=known) if f.kind not in handled]
 
 def _constant_finding(y_train, y_valid, pred, task: str, class_weight=None) -> list:
@@ -714,11 +716,11 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
     extra = {"params": p, "settings": settings, "task": task, "classes": classes, "track": track,
              "positive_class": positive, "split_fingerprint": getattr(splits, "fingerprint", None),
              "data_fingerprint": fingerprint_frame(df)}
-    def ended(stopped, model=None, best=None, error=None, more=()) -> Run:
+    def ended(stopped, model=None, best=None, error=None, more=None) -> Run:
         rounds, valid_loss = recorder.rounds, recorder.history.series("loss", "valid")
         if best is None: best = _best_round(recorder.history)  # no model (it failed): its history's best
-        found = _boosting_findings(recorder.history, recorder.state.findings, stopped, early_stopping)
-        findings = found + [f for f in more if f.kind not in {g.kind for g in found}] + folder.findings
+        found = _boosting_findings(recorder.history, recorder.state.findings, stopped, early_stopping, more is not None)
+        findings = found + [f for f in more or () if f.kind not in {g.kind for g in found}] + folder.findings
         run = Run(records=recorder.history, config=config, stopped=stopped, findings=findings, model=model,
                   run_dir=run_dir, environment=environment(), step=rounds, epoch=max(rounds - 1, 0),
                   best=float(valid_loss.iloc[best]) if best is not None and len(valid_loss) > best else None,
@@ -739,7 +741,7 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
                                       num_rounds, early_stopping, recorder)
         # the best round against the constant predictor, with trainbook's objective (probabilities or values)
         own = p.get(lib.objective_key) == lib.objectives[task][0]
-        more = _constant_finding(y_train, yv, lib.predict(booster, Xv, best), task, per_class) if own else []
+        more = _constant_finding(y_train, yv, lib.predict(booster, Xv, best), task, per_class) if own else None
         model = BoostedModel(booster, prep, best, lib.name)
         if run_dir is not None: model.save(run_dir)
     except BaseException as err:  # a failure keeps its run: [after_fit], and the partial run as `err.run`

@@ -22,7 +22,7 @@ from .triage import Evaluation, LossStats, NanGuard
 from .distributed import all_mean, dist_info, paired_batches, reduce_evaluation, shard_loader, wrap_model
 from .events import Callback, Callbacks, Event, LoopState
 from .guard import check_fit_inputs, check_loss_fn, check_monitor, note_interrupt, require_batches, run_notes, run_steps
-from .metrics import resolve_metrics, try_metrics
+from .metrics import resolve_metrics, try_validation
 from .optim import (gradient_norms, make_scheduler, param_groups,
                              pick_scheduler_interval, step_optimizer, unscale_and_clip)
 from .recorder import (EarlyStopping, EpochMeter, StepProfiler, TimedIterator, claim_run_dir,
@@ -177,7 +177,8 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
     state = LoopState(model=model, optimizer=opt, scheduler=sched, scaler=scaler, loss_fn=loss_fn, config=cfg,
                       device=device, precision=precision, history=history, findings=findings, n_batches=n_batches,
                       total_steps=total_steps, position=Position())
-    try_metrics(model, dl_valid, loss_fn, metric_fns, device, precision)  # a metric that fails, before any step
+    # a validation batch the model or loss cannot take, a metric that fails: said before any step
+    try_validation(model, dl_valid, loss_fn, metric_fns, device, precision)
     return s, state
 
 def _claim_and_resume(s: Setup, state: LoopState, resume, overwrite: bool = False) -> Optional[str]:

@@ -11,12 +11,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from .batch import eval_mode, forward, prediction
+from .batch import check_loss_shapes, eval_mode, forward, prediction
 from .core import rng_state, set_rng_state
 
 # %% auto #0
 __all__ = ['IGNORE_INDEX', 'CLASS_LOSSES', 'BUILTIN_METRICS', 'ignore_index_of', 'class_loss_terms', 'accuracy',
-           'resolve_metrics', 'sk_metric', 'try_metrics', 'proba_2d', 'scored_proba', 'require_codes',
+           'resolve_metrics', 'sk_metric', 'try_validation', 'proba_2d', 'scored_proba', 'require_codes',
            'classification_metrics', 'loss_vs_constant', 'regression_metrics', 'class_weights', 'focal_loss']
 
 # %% ../nbs/04a_metrics.ipynb #8c77c886
@@ -157,22 +157,29 @@ def _trial_copy(fn: Callable) -> Callable:
     try: return copy.deepcopy(fn)
     except Exception: return fn  # an object that cannot be copied (a lock, a handle): called itself
 
-def try_metrics(model: nn.Module,  # the model (on its device)
+def try_validation(model: nn.Module,  # the model (on its device)
                 dl_valid,  # the validation batches; only the first is used
                 loss_fn: Optional[Callable],  # the loss (None = the model's own)
                 metric_fns: dict,  # name -> metric, as `resolve_metrics` gives them
                 device: torch.device,  # where the model is
                 precision: str = "fp32",  # a resolved precision
                ) -> None:
-    "Score the first validation batch with every metric before training; a ValueError names a metric that fails."
-    if not metric_fns or dl_valid is None: return
+    """Score the first validation batch with the loss and every metric before training: an error of the model or
+    the loss there says it came from dl_valid; a ValueError names a metric that fails."""
+    if dl_valid is None: return
     # leave the run as it was: a loader's iterator may draw from the global generator or keep its position
     rng, where = rng_state(), dl_valid.state_dict() if hasattr(dl_valid, "state_dict") else None
     try:
         batch = next(iter(dl_valid), None)
         if batch is None: return
-        with eval_mode(model), torch.inference_mode():
-            out, _, _, yb = forward(model, batch, loss_fn, device, precision)
+        try:
+            with eval_mode(model), torch.inference_mode():
+                out, _, _, yb = forward(model, batch, loss_fn, device, precision)
+                if loss_fn is not None: check_loss_shapes(prediction(out, missing_ok=True), yb, loss_fn)
+        except Exception as e:  # the same error, told where it came from
+            e.add_note("(raised by dl_valid's first batch, scored before training)")
+            raise
+        if not metric_fns: return
         pred = prediction(out).float()
         for name, fn in metric_fns.items():
             try: float(_trial_copy(fn)(pred, yb))
