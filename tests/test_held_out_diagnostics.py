@@ -473,3 +473,30 @@ def test_overfitting_without_a_logged_standard_error_does_not_quote_one_of_0():
         h.append((e + 1) * 40, e, "valid", "loss", v)
     found = [f for f in tb.diagnose(h) if f.kind == "overfitting"]
     assert found and "standard error not logged" in found[0].message and "standard error 0" not in found[0].message
+
+
+def test_a_model_whose_weights_never_move_is_not_learning_even_under_the_prior():
+    """Probe 67: at lr 1e-9 (or frozen) a model that happened to start under the constant predictor's loss was read
+    as one that learned in its first tenth (the fall measured from the prior), so nothing was said; nor of ten
+    bit-identical epochs logged per epoch (Keras)."""
+    torch.manual_seed(0)
+    X = torch.randn(640, 4)
+    y = (X[:, 0] > 0).long()
+    model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
+    data = [(X[i:i + 32], y[i:i + 32]) for i in range(0, 512, 32)]
+    tb.fit(model, data, loss_fn=nn.functional.cross_entropy, config=tb.TrainConfig(epochs=1, lr=1e-2), live=False)
+    run = tb.fit(model, data, [(X[512:], y[512:])], loss_fn=nn.functional.cross_entropy,
+                 config=tb.TrainConfig(epochs=6, lr=1e-9), live=False)
+    found = {f.kind: f.message for f in run.findings}
+    assert "the weights did not move" in found.get("not_learning", ""), found
+    h = tb.History()
+    for e in range(10):
+        h.append(e + 1, e, "train", "loss", 1.0353)
+        h.append(e + 1, e, "train", "epoch_loss", 1.0353)
+        h.append(e + 1, e, "valid", "loss", 1.0663)
+    assert [f.kind for f in tb.diagnose(h)] == ["not_learning"]
+    moved = tb.History()
+    for e in range(10):
+        moved.append(e + 1, e, "train", "epoch_loss", 1.0 - 1e-4 * e)
+        moved.append(e + 1, e, "train", "loss", 1.0 - 1e-4 * e)
+    assert "the weights did not move" not in " ".join(f.message for f in tb.diagnose(moved))

@@ -14,7 +14,7 @@ from .curvefit import (clusters, constant_stretch, end_levels, fifths, flat_stre
                                 line_slope, median, robust_spread, rolling_median, smooth_evaluations,
                                 smoothing_half, still_falling, turning_point)
 from .readings import (Thresholds, as_history, curves_of, epoch_steps, nonfinite_finding, series_of,
-                                short_steps)
+                                short_steps, stood_still_finding)
 
 # %% auto #0
 __all__ = ['RULES', 'diagnose']
@@ -158,8 +158,9 @@ def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
 
 def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
     "nonfinite (alone: nothing else can be measured), else diverging, not_learning or lr_too_low."
-    nonfinite = nonfinite_finding(c)
-    if nonfinite: return nonfinite  # at any length: one NaN step is news, a short run is not
+    # at any length: one NaN step is news (a short run is not), and so are weights that never moved
+    alone = nonfinite_finding(c) or stood_still_finding(c)
+    if alone: return alone
     steps, epochs, loss = series_of(c, "train", "loss")
     short = len(loss) < th.min_steps  # too few steps to read a course: only a blow-up (a smoke run exploded)
     if len(loss) < 3: return []

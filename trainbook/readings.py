@@ -14,7 +14,7 @@ from .core import Finding, History
 
 # %% auto #0
 __all__ = ['as_history', 'curves_of', 'series_of', 'epoch_steps', 'short_steps', 'Thresholds', 'nonfinite_loss',
-           'nonfinite_finding']
+           'nonfinite_finding', 'stood_still_finding']
 
 # %% ../nbs/09c_readings.ipynb #9e7182a0
 def as_history(history,  # a `History`, a `Run` or a tidy DataFrame (step, epoch, split, name, value)
@@ -181,3 +181,24 @@ def nonfinite_finding(c: dict,  # `curves_of` a history
         finding.message += f"; the {other} loss from step {step} (epoch {epoch})"
         finding.data["also"] = {"split": other, "step": step, "epoch": epoch}
     return [finding]
+
+_STILL_ULPS = 16  # float32 ulps of the level: an epoch's mean over the same rows, summed in another order
+
+def stood_still_finding(c: dict,  # `curves_of` a history
+                       ) -> list[Finding]:
+    """not_learning: every epoch's train loss (a mean over the same rows) and every valid loss the same to float32
+    round-off, over 3 epochs or more: the weights never moved, whatever the level (a start that happened to score
+    under the constant predictor is no learning)."""
+    _, _, t = series_of(c, "train", "epoch_loss")
+    _, _, v = series_of(c, "valid", "loss")
+    if len(t) < 3 or not np.isfinite(t).all() or not np.isfinite(v).all(): return []
+    same = lambda x: float(np.ptp(x)) <= _STILL_ULPS * float(np.finfo(np.float32).eps) * float(np.abs(x).max())
+    if not float(np.abs(t).max()) > 0 or not same(t) or (len(v) >= 2 and not same(v)): return []
+    valid = f", and the valid loss {float(v[-1]):.6g} at each of its {len(v)} evaluations" if len(v) >= 2 else ""
+    return [Finding("not_learning", "warning",
+                    f"the weights did not move: the training loss over each epoch was {float(t[-1]):.6g} at all "
+                    f"{len(t)} epochs{valid}, the same to float round-off",
+                    advice="the lr is far too low (try lr_find), or nothing trains: parameters with "
+                           "requires_grad=False, an optimizer over other parameters, a schedule at 0",
+                    data={"epoch_loss": float(t[-1]), "epochs": len(t), "valid_loss": float(v[-1]) if len(v) else None,
+                          "spread": float(np.ptp(t))})]
