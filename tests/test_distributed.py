@@ -459,3 +459,18 @@ def test_a_return_value_that_cannot_be_pickled_says_what_to_return():
         distributed.result_bytes({"lock": threading.Lock()}, [])
     notes = []
     assert distributed.result_bytes({"w": torch.ones(2)}, notes) and notes == []  # plain data: no note
+
+
+@pytest.mark.parametrize("engine", ["torchrun", "ray"])
+def test_an_argument_that_cannot_be_pickled_is_named_before_any_worker_starts(engine):
+    "Probe 66: launch(engine='ray') said only \"cannot pickle '_thread.lock' object\", naming no argument."
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lock = threading.Lock()
+    def train(net, other=None): return None
+    workers = {"nprocs": 2} if engine == "torchrun" else {"num_workers": 2}
+    with pytest.raises(TypeError, match=r"launch: argument 1 \(Net\) cannot be pickled .*'_thread.lock'"):
+        tb.launch(train, Net(), engine=engine, live=False, timeout=30, **workers)
+    with pytest.raises(TypeError, match=r"launch: other \(lock\) cannot be pickled"):
+        tb.launch(train, None, other=threading.Lock(), engine=engine, live=False, timeout=30, **workers)

@@ -19,8 +19,8 @@ from .core import History, did_you_mean, warn
 
 # %% auto #0
 __all__ = ['dist_info', 'full_tensor', 'all_mean', 'reduce_evaluation', 'paired_batches', 'unwrap', 'wrap_model', 'full_state',
-           'load_sharded_state', 'EachRowOnce', 'shard_loader', 'LaunchError', 'pickle_by_value', 'clean_exit',
-           'result_bytes', 'worker_main', 'launch_live_curves', 'check_call', 'launch']
+           'load_sharded_state', 'EachRowOnce', 'shard_loader', 'LaunchError', 'pickle_by_value', 'launch_payload',
+           'clean_exit', 'result_bytes', 'worker_main', 'launch_live_curves', 'check_call', 'launch']
 
 # %% ../nbs/14_distributed.ipynb #6524d83c
 def dist_info() -> tuple[int, int]:
@@ -259,6 +259,27 @@ def pickle_by_value(fn: Callable,  # a function about to be pickled for other pr
     import cloudpickle
     cloudpickle.register_pickle_by_value(module)
     return True
+
+def launch_payload(fn: Callable,  # the function each worker runs
+                   args: tuple,  # its positional arguments
+                   kwargs: dict,  # its keyword arguments
+                   who: str = "launch",  # the call, for the message
+                  ) -> bytes:
+    """`(fn, args, kwargs)` pickled for the workers (fn's notebook module by value); what cannot be pickled is named
+    (the argument, its type), before any worker starts."""
+    import cloudpickle
+    pickle_by_value(fn)  # a function from a notebook cell (or a local module) travels with its code
+    try: return cloudpickle.dumps((fn, args, kwargs))
+    except Exception as err:
+        parts = [("fn", fn)] + [(f"argument {i + 1}", a) for i, a in enumerate(args)] + list(kwargs.items())
+        for name, value in parts:
+            try: cloudpickle.dumps(value)
+            except Exception:
+                raise TypeError(f"{who}: {name} ({type(value).__name__}) cannot be pickled ({err}); {who} sends fn "
+                                "and its arguments to each worker process by pickling: pass what a worker can "
+                                "rebuild its own (a path, a config, a function that makes it), or leave out what "
+                                "holds a lock, an open file or a connection") from err
+        raise
 
 def _init_group(backend: str, rank: int):
     "Join the process group: through launch's own store (127.0.0.1 only) if there is one, else env://."
@@ -549,12 +570,12 @@ def launch(fn: Callable,  # the function each rank runs; defined in a notebook c
     if history is not None and not isinstance(history, History):
         raise TypeError(f"history must be a trainbook History (or None), got {type(history).__name__}")
     history = history if history is not None else History()
-    pickle_by_value(fn)  # a function from a notebook cell (or a local module) travels with its code
+    payload = launch_payload(fn, args, kwargs)  # what cannot be pickled: named before any process starts
     tag = uuid.uuid4().hex  # marks every process of this launch, so none can outlive it
     work = Path(tempfile.mkdtemp(prefix="trainbook-launch-"))
     store = proc = None
     try:
-        (work / "payload.pkl").write_bytes(cloudpickle.dumps((fn, args, kwargs)))
+        (work / "payload.pkl").write_bytes(payload)
         (work / "worker.py").write_text("from trainbook.distributed import worker_main\nworker_main()\n")
         port = None
         if not rdzv_endpoint: store, port = _local_store()

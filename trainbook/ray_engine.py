@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
 from .core import History, warn
-from .distributed import (LaunchError, check_call, clean_exit, launch_live_curves, pickle_by_value,
-                                  result_bytes)
+from .distributed import (LaunchError, check_call, clean_exit, launch_live_curves, launch_payload,
+                                  pickle_by_value, result_bytes)
 from .events import Callback, add_session_observer, remove_session_observer
 from .parquet import require_features
 from .tuning import TRIAL_OBSERVER, MonitorReport, make_sampler, new_study_name
@@ -368,8 +368,7 @@ def launch(fn: Callable,  # what each worker runs (it calls tb.fit); a function 
     from ray.train import FailureConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchConfig, TorchTrainer
     history = history if history is not None else History()
-    pickle_by_value(fn)  # a function from a notebook cell travels with its code
-    payload = cloudpickle.dumps((fn, args, kwargs))
+    payload = launch_payload(fn, args, kwargs)  # (a notebook cell's function by value; what cannot go: named)
     started = _connect(address)
     storage = storage_path or tempfile.mkdtemp(prefix="trainbook-ray-")
     outcome: dict = {}
