@@ -249,7 +249,7 @@ def test_a_planted_nan_becomes_a_nonfinite_finding_and_never_reaches_the_weights
     assert run.stopped == "nonfinite" and run.step == 2
     bad = [f for f in run.findings if f.kind == "nonfinite"]
     assert bad and bad[0].severity == "error" and "batch itself holds NaN" in bad[0].message
-    assert bad[0].data["step"] == 2
+    assert (bad[0].data["step"], bad[0].data["batch_idx"]) == (3, 2)  # the failing step, as fit numbers it
     assert all(np.isfinite(v).all() for v in params_of(model).values())
     skipped = fit_flax(MLP(), None, batches(X, y, 16), None, ce, tb.TrainConfig(epochs=2, on_nonfinite="skip"),
                        live=False)
@@ -530,7 +530,7 @@ def test_validation_labels_past_the_outputs_are_named_at_dl_valids_first_batch_o
                                          r"has 2 outputs") as e:
         fit_flax(MLP(dout=2), dl_train=batches(X, y, 16), dl_valid=[(X[:16], y[:16] + 5)], metrics="accuracy",
                  config=tb.TrainConfig(epochs=2), live=False)
-    assert e.value.run.stopped == "failed" and e.value.run.step == 4  # at the first validation
+    assert not hasattr(e.value, "run")  # probe 67: refused in the set-up, before any step (it was at step 4)
     # good labels: validated at each epoch's end, each loader's first batch checked once a run
     import trainbook.jax_loop as jax_loop
     checked, real = [], jax_loop.check_first_batch
@@ -538,7 +538,7 @@ def test_validation_labels_past_the_outputs_are_named_at_dl_valids_first_batch_o
     run = fit_flax(MLP(dout=2), dl_train=batches(X, y, 16), dl_valid=[(X[:16], y[:16])],
                    config=tb.TrainConfig(epochs=3), live=False)
     assert run.stopped == "completed" and len(run.records.series("loss", "valid")) == 3
-    assert checked == ["fit_flax", "fit_flax: dl_valid's first batch"]
+    assert checked == ["fit_flax: dl_valid's first batch", "fit_flax"]  # dl_valid's in the set-up
 
 
 class Pair(nnx.Module):
@@ -796,3 +796,87 @@ def test_a_train_monitor_counts_each_epochs_value_once_under_eval_every():
     run = fit_flax(nnx.Linear(6, 3, rngs=nnx.Rngs(0)), None, batches(X, y, 8), [(X[:16], y[:16])], ce,
                    tb.TrainConfig(epochs=10, lr=0.01, eval_every=2, patience=3, monitor="train_loss"), live=False)
     assert (run.stopped, run.step) == ("completed", 80)
+
+
+@pytest.mark.parametrize("accum", [1, 2])
+def test_an_injected_lr_schedule_trains_and_is_recorded_at_each_step(accum):
+    "Probe 67: inject_hyperparams(...)(learning_rate=<schedule>) failed after its first update (two 'learning_rate's)."
+    X, y = data(n=64)
+    sched = optax.linear_schedule(1e-2, 1e-3, 8)
+    opt = optax.inject_hyperparams(optax.adam)(learning_rate=sched)
+    cfg = tb.TrainConfig(epochs=2, accum_steps=accum, clip_norm=1.0 if accum > 1 else None)  # a chain, MultiSteps
+    run = fit_flax(MLP(), opt, batches(X, y, 16 // accum), None, ce, cfg, live=False)
+    lrs = run.records.series("lr", "train").to_numpy()
+    assert run.stopped == "completed" and len(lrs) == 8
+    np.testing.assert_allclose(lrs, [float(sched(c)) for c in range(8)], rtol=1e-6)  # the lr each step used
+
+
+def test_reduce_on_plateau_as_the_refusal_advises_follows_each_steps_train_loss():
+    "Probe 67: schedule='plateau' advises optax.contrib.reduce_on_plateau, which failed at once (no value=)."
+    X, y = data(n=128)
+    with pytest.raises(ValueError, match=r"reduce_on_plateau.*train loss.*value=") as e:
+        fit_flax(MLP(), None, batches(X, y, 16), None, ce, tb.TrainConfig(schedule="plateau"))
+    opt = optax.chain(optax.adam(1e-2), optax.contrib.reduce_on_plateau(patience=2, rtol=0.0, atol=1e-12))
+
+    class Plateau(Callback):  # its state after each step: the best value it has seen so far
+        def __init__(self): self.best = []
+        def after_step(self, state): self.best.append(float(state.train_state.opt_state[1].best_value))
+
+    seen = Plateau()
+    run = fit_flax(MLP(), opt, batches(X, y, 16), None, ce, tb.TrainConfig(epochs=2), callbacks=[seen],
+                   live=False)
+    losses = run.records.series("loss", "train").to_numpy()
+    assert run.stopped == "completed" and len(losses) == 16
+    np.testing.assert_allclose(seen.best, np.minimum.accumulate(losses), rtol=1e-6)  # value= the step's loss
+
+
+class CountSteps(Callback):
+    def __init__(self): self.n = 0
+    def after_step(self, state): self.n += 1
+
+
+def test_a_crashing_metric_and_a_dl_valid_the_loss_cannot_take_are_refused_before_any_step():
+    "Probe 67 (DESIGN §6): fit_flax trained a whole epoch before its first validation failed."
+    X, y = data(n=64)
+    dl, ok = batches(X, y, 16), [(X[:16], y[:16])]
+
+    class Crashing:  # a stateful metric: the trial call leaves its count alone
+        def __init__(self): self.calls = 0
+        def __call__(self, pred, target):
+            self.calls += 1
+            raise RuntimeError("boom")
+
+    metric, steps = Crashing(), CountSteps()
+    with pytest.raises(ValueError, match=r"fit_flax: metric 'bad' failed on dl_valid's first batch .*boom"):
+        fit_flax(MLP(), None, dl, ok, ce, tb.TrainConfig(epochs=2), metrics={"bad": metric}, callbacks=[steps],
+                 live=False)
+    assert steps.n == 0 and metric.calls == 0
+    for valid, kind, said in (([(X[:16], y[:16].astype(np.float32))], TypeError, "takes class indices"),
+                              ([(X[:16, :3], y[:16])], TypeError, "cannot take the first batch's inputs")):
+        with pytest.raises(kind, match=f"^fit_flax: dl_valid's first batch: .*{said}"):
+            fit_flax(MLP(), None, dl, valid, "cross_entropy", tb.TrainConfig(epochs=2), callbacks=[steps],
+                     live=False)
+        assert steps.n == 0
+    good = fit_flax(MLP(), None, dl, ok, ce, tb.TrainConfig(epochs=1), metrics="accuracy", live=False)
+    assert good.stopped == "completed" and len(good.records.series("accuracy", "valid")) == 1
+
+
+@pytest.mark.parametrize("accum", [1, 2])
+def test_a_nonfinite_finding_names_the_batch_and_step_as_fit_names_them(accum):
+    "Probe 67: fit_flax said 'step 3 (epoch 0, batch 4)' for the NaN in batch 3 (0-based), fit 'step 4 (... batch 3'."
+    X, y = data(n=128, classes=2)
+    X = X.copy()
+    X[3 * 16 + 2, 1] = np.nan  # in batch 3 (0-based) of 16 rows
+    cfg = tb.TrainConfig(epochs=1, accum_steps=accum, device="cpu")
+    flax = fit_flax(nnx.Linear(4, 2, rngs=nnx.Rngs(0)), None, batches(X, y, 16), None, "cross_entropy", cfg,
+                    live=False)
+    torch_batches = [(torch.tensor(a), torch.tensor(b).long()) for a, b in batches(X, y, 16)]
+    torch.manual_seed(0)
+    fit = tb.fit(torch.nn.Linear(4, 2), torch_batches, None, loss_fn=torch.nn.functional.cross_entropy, config=cfg,
+                 live=False)
+    a, b = ([f for f in r.findings if f.kind == "nonfinite"][0] for r in (flax, fit))
+    keys = ("step", "completed_steps", "epoch", "batch_idx", "window")
+    assert {k: a.data[k] for k in keys} == {k: b.data[k] for k in keys}
+    assert a.data["batch_idx"] == 3 and a.data["step"] == 4 // accum
+    assert a.message.split(":")[0] == b.message.split(":")[0]  # "non-finite loss at step 4 (epoch 0, batch 3, ..."
+    assert flax.step == fit.step

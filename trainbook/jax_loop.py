@@ -22,7 +22,7 @@ from .optim import LRFinder, check_lr_sweep
 from .run import MONITOR_ALIASES, PLANNED_ENDS, RUNNING, Run
 from .jax_parts import (CHECKPOINT_FORMAT, FlaxNanGuard, KeyStreams, flax_checkpoint_file, host_rng,
                                  import_jax, is_flax_model, make_tx, optax_schedule, read_flax_checkpoint,
-                                 save_flax_checkpoint, schedule_lr, stream_key, takes_key, tree_entries,
+                                 save_flax_checkpoint, schedule_lr, stream_key, takes_key, takes_value, tree_entries,
                                  tree_from_entries, check_targets, first_forward, flax_prediction, loss_input,
                                  check_scalar_loss, require_params, flax_run_notes, flax_loss,
                                  pick_jax_precision, check_flax_inputs)
@@ -115,6 +115,7 @@ def flax_steps(graphdef,  # the model's graph definition in train mode (`split_p
 
     def make(k: int):
         opt = wrap(k)
+        feed = takes_value(opt.update)  # optax.contrib.reduce_on_plateau: the step's train loss as `value=`
 
         def train_step(state: FlaxState, rngs, xb, yb, base_keys: dict, step, micro_step, log_norms=True):
             keys = {name: stream_key(base, step, micro_step) for name, base in base_keys.items()}  # the used ones
@@ -132,7 +133,7 @@ def flax_steps(graphdef,  # the model's graph definition in train mode (`split_p
             n_leaves = len(jax.tree.leaves(grads))
             norms = jax.lax.cond(log_norms, leaf_norms, lambda g, o: jnp.zeros(n_leaves, jnp.float32), grads,
                                  state.opt_state)
-            updates, opt_state = opt.update(grads, state.opt_state, state.params)
+            updates, opt_state = opt.update(grads, state.opt_state, state.params, **({"value": loss} if feed else {}))
             params = optax.apply_updates(state.params, updates)
             return FlaxState(params, rest, opt_state), loss, jnp.sqrt(jnp.sum(norms ** 2)), norms
         return jax.jit(train_step)
@@ -325,8 +326,8 @@ class _FlaxLoop:
         self.used = streams_used(tags, augment, flax_loss(loss_fn))
         check = lambda batch, who: check_first_batch(eval_graphdef, templates, (params, self.rngs, rest), batch,
                                                      flax_loss(loss_fn), who=who)
-        self.first_check = lambda batch: check(batch, "fit_flax")  # each loader's first batch, once a run
-        self.valid_check = lambda batch: check(batch, "fit_flax: dl_valid's first batch")
+        self.first_check = lambda batch: check(batch, "fit_flax")  # dl_train's first batch, once a run
+        self.try_valid(check)  # a validation that would fail: refused before any step, as fit refuses it
         self.base_keys = {name: self.streams.base[name] for name in self.used}
         # judging, keeping, stopping
         split, name = check_monitor(cfg, dl_valid is not None, metric_fns)
@@ -344,6 +345,33 @@ class _FlaxLoop:
                                total_steps=self.total_steps)
         self.state.findings += flax_run_notes(cfg, dl_valid is not None, self.total_steps, optimizer)  # once a run
         self.state.train_state = self.train  # what FlaxNanGuard and other Flax-aware callbacks read
+
+    def try_valid(self, check: Callable) -> None:
+        "dl_valid's first batch `check`ed against the loss and scored by each metric (as `try_metrics`), once."
+        import copy, torch
+        dl, who, rng = self.dl_valid, "fit_flax: dl_valid's first batch", rng_state()
+        where = dl.state_dict() if hasattr(dl, "state_dict") and hasattr(dl, "load_state_dict") else None
+        try:
+            batch = next(iter(dl), None) if dl is not None else None
+            if batch is None: return
+            try: check(batch, who)
+            except (TypeError, ValueError) as err:  # named as dl_valid's: dl_train's batches may be fine
+                if not str(err).startswith(who): err.args = (f"{who}: {err}",)
+                raise
+            if not self.metric_fns: return
+            xb, yb = split_arrays(batch)
+            out = self.eval_step(self.train.params, self.rngs, self.train.rest, xb, yb)[1]  # compiled once anyway
+            pred, target = torch.from_numpy(np.array(flax_prediction(out))), torch.from_numpy(np.array(yb))
+            for name, fn in self.metric_fns.items():
+                try: fn = copy.deepcopy(fn)  # a trial: a metric object's own counts are left alone
+                except Exception: pass
+                try: float(fn(pred, target))
+                except Exception as e:
+                    raise ValueError(f"fit_flax: metric {name!r} failed on dl_valid's first batch (prediction "
+                                     f"shape {tuple(pred.shape)}, target shape {tuple(target.shape)}): {e!r}") from e
+        finally:  # the loaders' order as it was
+            set_rng_state(rng)
+            if where is not None: dl.load_state_dict(where)
 
     # --- the run folder and resume --------------------------------------------------------------------
     def resume(self, resume, overwrite: bool) -> Optional[str]:
@@ -461,8 +489,9 @@ class _FlaxLoop:
         "A non-finite window loss: [on_nonfinite], the window dropped; 'nonfinite' to stop, None to skip."
         state = self.state
         state.batch_idx = self.pos.batch_idx
-        bad = next((item for item in window.items if not math.isfinite(float(item[2]))), window.items[0])
-        state.batch = (bad[0], bad[1])
+        i, bad = next(((i, item) for i, item in enumerate(window.items) if not math.isfinite(float(item[2]))),
+                      (0, window.items[0]))
+        state.batch, state.batch_in_epoch = (bad[0], bad[1]), window.start + i  # the micro-batch named
         self.train = state.train_state = self.window_start  # the weights never saw the window
         self.cbs(Event.on_nonfinite, state)
         window.done = True
@@ -475,7 +504,10 @@ class _FlaxLoop:
         "The lr of the step in hand: trainbook's schedule, or an injected hyperparameter of a given optimizer."
         if self.lr_known: return schedule_lr(self.cfg, self.total_steps, self.state.step)
         optax = import_jax()[2]
-        value = optax.tree_utils.tree_get(self.train.opt_state, "learning_rate", None)
+        # the injected value (`hyperparams`), not its schedule's state (`hyperparams_states`) of the same name
+        injected = lambda path, _: len(path) > 1 and getattr(path[-2], "name", None) == "hyperparams"
+        try: value = optax.tree_utils.tree_get(self.train.opt_state, "learning_rate", None, filtering=injected)
+        except KeyError: return None  # several injected lrs (a chain of two): none of them is the run's lr
         return None if value is None else float(value)
 
     def log_step(self, window) -> None:
@@ -504,9 +536,7 @@ class _FlaxLoop:
         if again and self.monitor[0] == "valid": return False
         if self.dl_valid is not None and not again:
             self.cbs(Event.before_validate, state)
-            first, self.valid_check = self.valid_check, None  # dl_valid's first batch, once a run
-            state.valid = evaluate_compiled(self.eval_step, self.train, self.rngs, self.dl_valid, self.metric_fns,
-                                            first)
+            state.valid = evaluate_compiled(self.eval_step, self.train, self.rngs, self.dl_valid, self.metric_fns)
             for name, value in state.valid.items(): self.history.append(state.step, state.epoch, "valid", name, value)
             self.cbs(Event.after_validate, state)
             monitored = self.monitor[1] if self.monitor[0] == "valid" else "loss"
@@ -620,7 +650,8 @@ def fit_flax(model,  # a Flax NNX module (trained in place: its variables hold t
              live: Union[str, bool] = "auto",  # trainbook's own displays: "auto" | True | False
              track: Optional[bool] = None,  # record the run in the experiment store (None = as `tb.track()` set)
             ) -> Run:
-    "Train a Flax NNX `model` with optax on `dl_train`, validating on `dl_valid`: `fit`'s checklist, jitted."
+    """Train a Flax NNX `model` with optax on `dl_train`, validating on `dl_valid`: `fit`'s checklist, jitted. An
+    optimizer whose update takes `value` (`optax.contrib.reduce_on_plateau`) is given each step's train loss there."""
     cfg = config if config is not None else TrainConfig()
     metric_fns = check_flax_inputs(model, optimizer, dl_train, dl_valid, loss_fn, cfg, metrics=metrics,
                                    augment=augment)

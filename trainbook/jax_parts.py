@@ -21,13 +21,15 @@ from .guard import (check_loader, check_monitor, monitor_fallback, refuse_after_
 from .metrics import IGNORE_INDEX, resolve_metrics
 from .optim import SCHEDULE_FNS, schedule_steps, warmup_steps
 from .sanity import loss_kind, static_findings
+from .triage import _batch_named
 
 # %% auto #0
 __all__ = ['STREAMS', 'CHECKPOINT_FORMAT', 'OUTPUT_FINDINGS', 'LOSSES', 'import_jax', 'is_flax_model', 'require_params',
            'stream_key', 'KeyStreams', 'optax_schedule', 'schedule_lr', 'decay_mask', 'make_tx', 'flax_run_notes',
            'tree_entries', 'tree_from_entries', 'host_rng', 'save_flax_checkpoint', 'flax_checkpoint_file',
-           'read_flax_checkpoint', 'FlaxNanGuard', 'takes_key', 'flax_prediction', 'loss_input', 'first_forward',
-           'check_scalar_loss', 'check_targets', 'flax_loss', 'pick_jax_precision', 'check_flax_inputs']
+           'read_flax_checkpoint', 'FlaxNanGuard', 'takes_key', 'takes_value', 'flax_prediction', 'loss_input',
+           'first_forward', 'check_scalar_loss', 'check_targets', 'flax_loss', 'pick_jax_precision',
+           'check_flax_inputs']
 
 # %% ../nbs/20a_jax_parts.ipynb #310057f2
 def import_jax() -> tuple:
@@ -112,9 +114,11 @@ def optax_schedule(cfg: TrainConfig,  # `lr`, `schedule` and `warmup` are read
     "`cfg.schedule` as an optax schedule (count -> lr), the same numbers as the torch loop's schedule."
     jnp = import_jax()[1]
     if cfg.schedule == "plateau":
-        raise ValueError("fit_flax: schedule='plateau' is not available here (it needs the validation loss "
-                         "inside the optimizer); use 'constant', 'warmup_cosine' or 'one_cycle', or pass an "
-                         "optax transformation with optax.contrib.reduce_on_plateau as optimizer=")
+        raise ValueError("fit_flax: schedule='plateau' is not available here (it follows the validation loss, "
+                         "which the compiled optax step does not see); use 'constant', 'warmup_cosine' or "
+                         "'one_cycle', or pass optimizer=optax.chain(optax.adam(1e-3), optax.contrib."
+                         "reduce_on_plateau(patience=...)): its plateau then follows the train loss, each step's "
+                         "given to its update as value= (accumulation_size= averages that many steps)")
     total_steps = schedule_steps(cfg, total_steps)
     total, warm, peak = total_steps, warmup_steps(cfg.warmup, total_steps), cfg.lr
 
@@ -282,15 +286,20 @@ class FlaxNanGuard(Callback):
         train_state = getattr(state, "train_state", None)  # fit_flax's explicit state, before the window
         inputs_ok = _all_finite(xb)
         params_ok = _all_finite(train_state.params) if train_state is not None else True
-        info = {"step": state.step, "epoch": state.epoch, "batch_idx": state.batch_idx,
-                "inputs_finite": inputs_ok, "params_finite": params_ok}
+        # numbered as NanGuard numbers them for `fit`: the failing step (the first is 1), and the failing
+        # micro-batch 0-based in its epoch with its accumulation window (state.batch_idx counts those drawn)
+        accum, drawn = max(int(getattr(state.config, "accum_steps", 1) or 1), 1), state.batch_idx
+        info = {"step": state.step + 1, "completed_steps": state.step, "epoch": state.epoch,
+                "batch_idx": getattr(state, "batch_in_epoch", None),
+                "window": [(drawn - 1) // accum * accum, drawn - 1], "inputs_finite": inputs_ok,
+                "params_finite": params_ok}
         self.reports.append(info)
         if not inputs_ok: what = "the batch itself holds NaN/Inf"
         elif not params_ok: what = "the parameters were already non-finite"
         else: what = "the inputs and parameters are finite: the forward pass or the loss made it"
         state.findings.append(Finding(
             "nonfinite", "error",
-            f"non-finite loss at step {state.step} (epoch {state.epoch}, batch {state.batch_idx}): {what}",
+            f"non-finite loss at step {info['step']} (epoch {state.epoch}, {_batch_named(info)}): {what}",
             advice="check the data (tb.check_data); look for log/sqrt/division/exp of large values; lower the "
                    "lr or clip gradients (clip_norm)", data=info))
 
@@ -303,6 +312,13 @@ def takes_key(fn,  # a loss or an augmentation
     "Whether `fn` takes a `key` keyword (a loss that draws: it gets the sample stream's key)."
     try: return "key" in inspect.signature(fn).parameters
     except (TypeError, ValueError): return False
+
+def takes_value(update: Callable,  # an optax transformation's `update`
+               ) -> bool:
+    "Whether `update` takes a `value` keyword (or optax's `**extra_args`): `reduce_on_plateau` reads the loss there."
+    try: params = inspect.signature(update).parameters.values()
+    except (TypeError, ValueError): return False
+    return any(p.name == "value" or p.kind is p.VAR_KEYWORD for p in params)
 
 def _is_array(a) -> bool:
     "An array (numpy, jax) or the shape of one (`jax.ShapeDtypeStruct`): not a tuple, dict or scalar."
