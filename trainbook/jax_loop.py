@@ -17,7 +17,7 @@ from .core import (History, TrainConfig, atomic_write, environment, loader_lengt
 from .events import Event, LoopState
 from .guard import check_loader, check_monitor, nonfinite_validation, note_interrupt
 from .recorder import EarlyStopping, TimedIterator, end_run, epoch_records, run_callbacks, run_of
-from .metrics import resolve_metrics
+from .metrics import resolve_metrics, trial_copy
 from .optim import LRFinder, check_lr_sweep
 from .run import MONITOR_ALIASES, PLANNED_ENDS, RUNNING, Run
 from .jax_parts import (CHECKPOINT_FORMAT, FlaxNanGuard, KeyStreams, flax_checkpoint_file, host_rng,
@@ -347,8 +347,8 @@ class _FlaxLoop:
         self.state.train_state = self.train  # what FlaxNanGuard and other Flax-aware callbacks read
 
     def try_valid(self, check: Callable) -> None:
-        "dl_valid's first batch `check`ed against the loss and scored by each metric (as `try_metrics`), once."
-        import copy, torch
+        "dl_valid's first batch `check`ed against the loss and scored by each metric (as `try_validation`), once."
+        import torch
         dl, who, rng = self.dl_valid, "fit_flax: dl_valid's first batch", rng_state()
         where = dl.state_dict() if hasattr(dl, "state_dict") and hasattr(dl, "load_state_dict") else None
         try:
@@ -363,9 +363,7 @@ class _FlaxLoop:
             out = self.eval_step(self.train.params, self.rngs, self.train.rest, xb, yb)[1]  # compiled once anyway
             pred, target = torch.from_numpy(np.array(flax_prediction(out))), torch.from_numpy(np.array(yb))
             for name, fn in self.metric_fns.items():
-                try: fn = copy.deepcopy(fn)  # a trial: a metric object's own counts are left alone
-                except Exception: pass
-                try: float(fn(pred, target))
+                try: float(trial_copy(fn)(pred, target))  # a metric object's own counts left alone
                 except Exception as e:
                     raise ValueError(f"fit_flax: metric {name!r} failed on dl_valid's first batch (prediction "
                                      f"shape {tuple(pred.shape)}, target shape {tuple(target.shape)}): {e!r}") from e

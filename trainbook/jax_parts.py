@@ -21,7 +21,7 @@ from .guard import (check_loader, check_monitor, monitor_fallback, refuse_after_
 from .metrics import IGNORE_INDEX, resolve_metrics
 from .optim import SCHEDULE_FNS, schedule_steps, warmup_steps
 from .sanity import loss_kind, static_findings
-from .triage import _batch_named
+from .triage import batch_named
 
 # %% auto #0
 __all__ = ['STREAMS', 'CHECKPOINT_FORMAT', 'OUTPUT_FINDINGS', 'LOSSES', 'import_jax', 'is_flax_model', 'require_params',
@@ -299,7 +299,7 @@ class FlaxNanGuard(Callback):
         else: what = "the inputs and parameters are finite: the forward pass or the loss made it"
         state.findings.append(Finding(
             "nonfinite", "error",
-            f"non-finite loss at step {info['step']} (epoch {state.epoch}, {_batch_named(info)}): {what}",
+            f"non-finite loss at step {info['step']} (epoch {state.epoch}, {batch_named(info)}): {what}",
             advice="check the data (tb.check_data); look for log/sqrt/division/exp of large values; lower the "
                    "lr or clip gradients (clip_norm)", data=info))
 

@@ -16,7 +16,7 @@ from .core import rng_state, set_rng_state
 
 # %% auto #0
 __all__ = ['IGNORE_INDEX', 'CLASS_LOSSES', 'BUILTIN_METRICS', 'ignore_index_of', 'class_loss_terms', 'accuracy',
-           'resolve_metrics', 'sk_metric', 'try_validation', 'proba_2d', 'scored_proba', 'require_codes',
+           'resolve_metrics', 'sk_metric', 'trial_copy', 'try_validation', 'proba_2d', 'scored_proba', 'require_codes',
            'classification_metrics', 'loss_vs_constant', 'regression_metrics', 'class_weights', 'focal_loss']
 
 # %% ../nbs/04a_metrics.ipynb #8c77c886
@@ -152,7 +152,8 @@ def sk_metric(fn: Callable,  # a scikit-learn metric `fn(y_true, y_pred, **kw)` 
     metric.ignore_index_given = given  # an explicit ignore_index is not replaced by the loss's
     return metric
 
-def _trial_copy(fn: Callable) -> Callable:
+def trial_copy(fn: Callable,  # a metric: a function or an object with state
+              ) -> Callable:
     "A copy of a metric for a trial call: an object's state (counts, sums) is left alone; a function as is."
     try: return copy.deepcopy(fn)
     except Exception: return fn  # an object that cannot be copied (a lock, a handle): called itself
@@ -182,7 +183,7 @@ def try_validation(model: nn.Module,  # the model (on its device)
         if not metric_fns: return
         pred = prediction(out).float()
         for name, fn in metric_fns.items():
-            try: float(_trial_copy(fn)(pred, yb))
+            try: float(trial_copy(fn)(pred, yb))
             except Exception as e:
                 raise ValueError(f"metric {name!r} failed on the first validation batch (prediction shape "
                                  f"{tuple(pred.shape)}, target shape {tuple(yb.shape)}): {e!r}") from e

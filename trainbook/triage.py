@@ -20,7 +20,7 @@ from .batch import wants_whole_output
 from .metrics import class_loss_terms, ignore_index_of
 
 # %% auto #0
-__all__ = ['HUGE_OUTPUT', 'per_example_loss', 'Evaluation', 'LossStats', 'locate_nonfinite', 'backward_anomaly',
+__all__ = ['HUGE_OUTPUT', 'per_example_loss', 'Evaluation', 'LossStats', 'locate_nonfinite', 'backward_anomaly', 'batch_named',
            'small_validation', 'NanGuard', 'top_losses', 'confident_wrong', 'ExampleLosses']
 
 # %% ../nbs/09a_triage.ipynb #a1c0e002
@@ -491,7 +491,8 @@ def _stopped_on_noise(history, config) -> Optional[Finding]:
                    data={"patience": p, "rise": rise, "standard_error": noise, "min_delta": float(config.min_delta),
                          "best_epoch": int(epochs[best])})
 
-def _batch_named(info: dict) -> str:
+def batch_named(info: dict,  # NanGuard's report: its window and batch_idx
+               ) -> str:
     "The failing batch as the nonfinite message names it: 0-based, in its epoch (or its accumulation window)."
     first, last = info["window"]
     if info["batch_idx"] is not None and first < last:
@@ -620,7 +621,7 @@ class NanGuard(Callback):
             advice = ("look at that module (division, log, sqrt, exp of large values); lower the lr or clip "
                       "gradients; under fp16 try bf16; reproduce with the saved batch")
         finding = Finding("nonfinite", "error",
-                          f"non-finite loss at step {step} (epoch {state.epoch}, {_batch_named(info)}): "
+                          f"non-finite loss at step {step} (epoch {state.epoch}, {batch_named(info)}): "
                           f"{what}",
                           advice=advice, data=info)
         state.findings.append(finding)
