@@ -289,3 +289,19 @@ def test_a_trainer_run_without_evaluation_follows_its_train_loss(tmp_path):
     run = cb.run
     assert run.monitor_followed() == "train_loss" and run.best == min(run.metrics()["train_loss"])
     assert run.best_epoch == int(run.metrics()["train_loss"].idxmin())
+
+
+def test_a_trainer_run_at_lr_0_is_observed_and_named_not_refused(tmp_path):
+    """Probe 67: learning_rate=0 (a smoke run, a frozen model's check) trains in Trainer, but the callback raised in
+    on_train_begin (TrainConfig refuses lr=0 for fit) and failed the run; max_grad_norm < 0 (no clipping) too."""
+    cb = tb.trainer_callback(live=False, run_dir=tmp_path / "run")
+    same = rows(8) * 8  # every batch the same 8 rows: at lr 0 every step's loss is the same, whatever the init
+    trainer = train(tmp_path, cb, train_rows=same, learning_rate=0.0, max_grad_norm=-1.0, logging_steps=1)
+    run = cb.run
+    assert trainer.state.global_step == 24 and run.stopped == "completed"
+    # the lr as Trainer has it: its settings and its logged lr (TrainConfig holds only what fit takes)
+    assert run.extra["settings"]["lr"] == 0.0 and set(run.records.series("lr", "train")) == {0.0}
+    assert run.config.clip_norm is None and tb.Run.load(tmp_path / "run").extra["settings"]["lr"] == 0.0
+    # diagnose names the lr of 0, as it does for fit's runs whose lr was 0
+    [stuck] = [f for f in run.findings if f.kind == "not_learning"]
+    assert stuck.data["lr_always_zero"] and "was 0 at every step" in stuck.message

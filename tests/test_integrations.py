@@ -106,14 +106,32 @@ def test_keras_steps_are_optimizer_steps_under_gradient_accumulation():
     model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(2)])
     model.compile(optimizer=keras.optimizers.Adam(1e-2, gradient_accumulation_steps=2),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    model.fit(X, y, epochs=1, batch_size=16, verbose=0)  # trained before: a run counts its own fit's steps
+    model.fit(X, y, epochs=1, batch_size=16, verbose=0)  # trained before: the run goes on from the optimizer's 3
     before = int(model.optimizer.iterations)
     cb = tb.keras_callback(live=False, batches=True)
     model.fit(X, y, epochs=2, batch_size=16, verbose=0, callbacks=[cb])  # 6 batches an epoch: 3 steps
-    assert int(model.optimizer.iterations) - before == 6
-    assert cb.run.step == 6
-    assert cb.run.records.series("loss", "train").index.tolist() == [1, 2, 3, 4, 5, 6]  # a point per step
-    assert cb.run.records.series("epoch_loss", "train").index.tolist() == [3, 6]
+    assert before == 3 and int(model.optimizer.iterations) - before == 6
+    assert cb.run.step == 9
+    assert cb.run.records.series("loss", "train").index.tolist() == [4, 5, 6, 7, 8, 9]  # a point per step
+    assert cb.run.records.series("epoch_loss", "train").index.tolist() == [6, 9]
+
+
+def test_a_keras_fit_resumed_from_last_keras_goes_on_from_the_optimizers_steps(tmp_path):
+    """Probe 67: load last.keras and fit(..., initial_epoch=3), as checkpoint_behind advises: the optimizer went on
+    from step 24, but the run recorded epoch 3 at step 8, the step of the first run's epoch 0."""
+    X, y = learnable(n=160)
+    first = tb.keras_callback(live=False, checkpoint_dir=tmp_path)
+    keras_fit(X, y, n_train=128, epochs=3, batch_size=16, callbacks=[first])  # 8 steps an epoch
+    loaded = keras.saving.load_model(tmp_path / "last.keras")
+    assert int(keras.ops.convert_to_numpy(loaded.optimizer.iterations)) == first.run.step == 24
+    for batches in (False, True):
+        again = tb.keras_callback(live=False, batches=batches)
+        loaded = keras.saving.load_model(tmp_path / "last.keras")
+        loaded.fit(X[:128], y[:128], epochs=5, initial_epoch=3, batch_size=16, verbose=0, callbacks=[again])
+        epochs = again.run.records.series("epoch_loss", "train", index="epoch")
+        steps = again.run.records.series("epoch_loss", "train").index.tolist()
+        assert (epochs.index.tolist(), steps, again.run.step) == ([3, 4], [32, 40], 40), batches
+        if batches: assert again.run.records.series("loss", "train").index.tolist() == list(range(25, 41))
 
 
 # --- scikit-learn estimators ------------------------------------------------------------------------------------
@@ -435,6 +453,33 @@ def test_a_keras_run_that_went_nan_is_named_nonfinite_not_early_stopping():
         assert len(bad) == 1 and bad[0].severity == "error" and bad[0].data["split"] == "train" and bad[0].data["step"] >= 1
         assert "diverging" not in [f.kind for f in run.findings]
     assert run.step == 3 * 7  # left to run on: every epoch
+
+
+def test_keras_weights_gone_nan_behind_finite_logged_losses_are_named_at_the_end():
+    """Probe 67: on TensorFlow a NaN input made the weights NaN while relu kept the logged loss finite: the run said
+    'completed' with no finding. Here the weights go NaN after the last logged loss, on any backend."""
+    class Poison(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == 3 and self.epoch == 1:  # the last batch: after its loss was logged
+                kernel = self.model.layers[0].kernel
+                kernel.assign(keras.ops.full(kernel.shape, float("nan")))
+        def on_epoch_begin(self, epoch, logs=None): self.epoch = epoch
+    X, y = learnable(n=64)
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(2)])
+    model.compile(optimizer=keras.optimizers.Adam(1e-2),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    cb = tb.keras_callback(live=False)
+    history = model.fit(X, y, epochs=2, batch_size=16, verbose=0, callbacks=[cb, Poison()])
+    assert np.isfinite(history.history["loss"]).all()  # no log showed it
+    run = cb.run
+    [bad] = [f for f in run.findings if f.kind == "nonfinite"]
+    assert run.stopped == "nonfinite" and bad.severity == "error"
+    assert (bad.data["names"], bad.data["step"], bad.data["epoch"]) == (["weights"], 8, 1)
+    assert "weights were NaN or inf at the run's end" in bad.message and "tb.check_data" in bad.advice
+    healthy = tb.keras_callback(live=False)
+    keras_fit(X, y, n_train=48, epochs=2, callbacks=[healthy])
+    assert healthy.run.stopped == "completed" and "nonfinite" not in [f.kind for f in healthy.run.findings]
 
 
 def test_a_keras_stop_is_early_stopping_only_when_keras_early_stopping_made_it():

@@ -50,6 +50,15 @@ class Enough(keras.callbacks.Callback):
 own_cb = tb.keras_callback(live=False)
 model.fit(X[:64], y[:64], epochs=5, batch_size=16, verbose=0, callbacks=[own_cb, Enough()])
 stops["own"] = [own_cb.run.stopped, len(own_cb.run.metrics())]
+# a NaN input row: the weights go NaN; on TensorFlow relu maps NaN to 0, so the logged loss stays finite
+keras.utils.set_random_seed(0)
+poisoned = X.copy()
+poisoned[10, 1] = np.nan
+net = keras.Sequential([keras.Input((16,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(2)])
+net.compile(optimizer=keras.optimizers.Adam(1e-2), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+nan_in = tb.keras_callback(live=False)
+net.fit(poisoned, y, epochs=2, batch_size=16, verbose=0, shuffle=False, callbacks=[nan_in])
+stops["nan_input"] = [nan_in.run.stopped, [f.data["names"] for f in nan_in.run.findings if f.kind == "nonfinite"]]
 # steps are optimizer steps: Keras calls on_train_batch_end once per 4 batches (steps_per_execution; the torch
 # backend refuses it), and an optimizer with gradient_accumulation_steps=2 steps once per 2 batches
 counts = {}
@@ -99,6 +108,9 @@ def test_keras_callback_on_each_backend(backend):
     assert got["stops"]["nan"] == ["nonfinite", ["nonfinite"]]
     assert got["stops"]["early"][0] == "early_stopping" and got["stops"]["early"][1] < 30
     assert got["stops"]["own"] == ["interrupted", 1]
+    # probe 67: on TensorFlow the weights went NaN behind a finite logged loss and the run said 'completed'
+    named = [["weights"]] if backend == "tensorflow" else [["loss"]]  # read at the end, or logged NaN
+    assert got["stops"]["nan_input"] == ["nonfinite", named]
     # seen: Run.step 6 for 20 optimizer steps under steps_per_execution=4 (one step counted per Keras call)
     if backend != "torch":  # a call per 4 batches: 4, 6 (the short last call), 10, 12
         assert got["counts"]["4/None"] == [12, 12, [4, 6, 10, 12]]

@@ -42,14 +42,24 @@ def trainer_config(args,  # Trainer's `TrainingArguments`
                    run_dir=None,  # the run's folder for run.json, or None
                   ) -> TrainConfig:
     """The TrainConfig fields a Trainer run maps to (epochs, lr, batch size, steps, accumulation, clipping, seed, the
-    schedule where trainbook has its kind); Trainer's own settings, by its names, are in `trainer_settings`."""
+    schedule where trainbook has its kind); a value `fit` refuses (lr=0) keeps TrainConfig's default there.
+    Trainer's own settings, by its names, are in `trainer_settings`."""
     schedule = _SCHEDULES.get(_plain(args.lr_scheduler_type), "constant")
     warmup = args.warmup_steps or getattr(args, "warmup_ratio", 0) or 0
-    return TrainConfig(epochs=max(math.ceil(args.num_train_epochs or 1), 1), lr=args.learning_rate,
-                       batch_size=args.per_device_train_batch_size, schedule=schedule, warmup=warmup,
-                       max_steps=args.max_steps if args.max_steps and args.max_steps > 0 else None,
-                       accum_steps=args.gradient_accumulation_steps, seed=args.seed,
-                       clip_norm=args.max_grad_norm or None, weight_decay=args.weight_decay, checkpoint_dir=run_dir)
+    clip = args.max_grad_norm if args.max_grad_norm and args.max_grad_norm > 0 else None  # <= 0: Trainer clips none
+    fields = {"epochs": max(math.ceil(args.num_train_epochs or 1), 1), "lr": args.learning_rate,
+              "batch_size": args.per_device_train_batch_size, "schedule": schedule, "warmup": warmup,
+              "max_steps": args.max_steps if args.max_steps and args.max_steps > 0 else None,
+              "accum_steps": args.gradient_accumulation_steps, "seed": args.seed, "clip_norm": clip,
+              "weight_decay": args.weight_decay}
+    config = TrainConfig(checkpoint_dir=run_dir)
+    for name, value in fields.items():
+        # an observer never fails a run Trainer takes: lr=0 (a smoke run, a frozen model's check) is
+        # refused by TrainConfig for fit, so config.lr keeps its default; the settings and the logged lr
+        # hold Trainer's 0
+        try: setattr(config, name, value)
+        except (TypeError, ValueError): pass
+    return config
 
 _SCHEDULES = {"constant": "constant", "constant_with_warmup": "constant", "cosine": "warmup_cosine",
               "reduce_lr_on_plateau": "plateau"}  # Trainer's schedules trainbook has (linear, polynomial: not)

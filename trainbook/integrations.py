@@ -89,6 +89,16 @@ def _keras_steps(model) -> Optional[int]:
         return int(keras.ops.convert_to_numpy(model.optimizer.iterations))
     except Exception: return None  # no optimizer yet, or one without a step count
 
+def _keras_finite_weights(model) -> bool:
+    "Whether every floating-point weight of a Keras model is finite (any backend): one read for them all."
+    try:
+        import keras
+        ops = keras.ops
+        floats = [w.value for w in model.weights if keras.backend.is_float_dtype(w.dtype)]
+        checks = [ops.all(ops.isfinite(w)) for w in floats]
+        return not checks or bool(ops.convert_to_numpy(ops.all(ops.stack(checks))))
+    except Exception: return True  # weights it cannot read: nothing to say (an observer never fails the fit)
+
 def _keras_logs(logs: Optional[dict]) -> list:
     "Keras' logs as (key, float): a metric that logs a vector (`F1Score(average=None)`) as key/0, key/1, ..."
     out = []
@@ -151,6 +161,9 @@ def _keras_recorder_class():
             several = (getattr(self.model, "steps_per_execution", None) or 1) > 1
             accumulates = getattr(self.model.optimizer, "gradient_accumulation_steps", None)
             self.step_per_call = self.first is None or not (several or accumulates)
+            # a fit that goes on (last.keras loaded, initial_epoch=; a model trained before) goes on from the
+            # optimizer's count, as a resumed fit does: two runs of one training never share a step
+            self.step = self.first or 0
             self.nonfinite = {}  # split -> (step, epoch, {key: value}) of its first non-finite loss
             self.saved = None  # (step, epoch) of the model last.keras holds: Keras saves at epoch ends only
             # the best epoch as fit names it: the lowest validation loss, else the lowest training loss
@@ -179,7 +192,7 @@ def _keras_recorder_class():
         def on_train_batch_end(self, batch, logs=None):
             before = self.step
             done = None if self.step_per_call else _keras_steps(self.model)
-            self.step = before + 1 if done is None else done - self.first
+            self.step = before + 1 if done is None else done
             self._check(logs)
             if self.batches and self.step > before:  # a call that ended no optimizer step records nothing
                 for name, value in _keras_logs(logs):  # Keras' running means over the epoch so far
@@ -213,6 +226,10 @@ def _keras_recorder_class():
             self._honour_stop()
 
         def on_train_end(self, logs=None):
+            # a NaN no log showed (TensorFlow's relu maps a NaN input to 0: the loss stays finite while the
+            # weights go NaN): one read of the weights at the end, as trainer_callback makes
+            if "train" not in self.nonfinite and not _keras_finite_weights(self.model):
+                self.nonfinite["train"] = (self.step, self.epoch, {"weights": float("nan")})
             self.finish()
 
         def finish(self, stopped: Optional[str] = None, error: Optional[BaseException] = None):
@@ -258,6 +275,14 @@ def _keras_recorder_class():
         def _nonfinite_finding(self) -> Finding:
             split = "train" if "train" in self.nonfinite else "valid"
             step, epoch, bad = self.nonfinite[split]
+            if "weights" in bad:  # read at the end: no logged loss showed it, TerminateOnNaN cannot stop it
+                found = nonfinite_loss(split, step, epoch, bad, advice=(
+                    "a NaN or inf input is the usual cause (tb.check_data finds them); else lower the "
+                    "learning rate or clip gradients (the optimizer's clipnorm=)"))
+                found.message += ("; the model's weights were NaN or inf at the run's end while every "
+                                  "logged train loss was finite (an activation such as relu hid the NaN): "
+                                  "its predictions are meaningless")
+                return found
             advice = ("lower the learning rate or clip gradients (the optimizer's clipnorm=); "
                       "keras.callbacks.TerminateOnNaN stops the run at the first one" if split == "train" else
                       "NaN or inf in the validation inputs or labels is the usual cause (tb.check_data finds them)")
