@@ -577,3 +577,29 @@ def test_a_loop_that_never_validates_is_told_so():
             rec.step(loss.detach())
     assert [f.kind for f in rec.run.findings if f.severity == "warning"] == ["monitor_never_recorded"]
     assert "rec.validate(...) was never called" in rec.run.findings[-1].message
+
+
+@pytest.mark.parametrize("accumulate, per_micro_batch, said", [(4, True, True), (4, False, False), (1, True, False)])
+def test_steps_recorded_per_micro_batch_are_said(tmp_path, accumulate, per_micro_batch, said):
+    "rec.step once per micro-batch, where the optimizer steps every 4: the step count is 4x the optimizer's, said."
+    torch.manual_seed(0)
+    model, (dl, _) = mlp(), data()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    cfg = tb.TrainConfig(epochs=2, checkpoint_dir=tmp_path / "run")
+    with Recorder(cfg, parts={"model": model, "optimizer": opt}, live=False, validates=False) as rec:
+        for epoch in range(cfg.epochs):
+            for i, (xb, yb) in enumerate(dl):
+                (LOSS(model(xb), yb) / accumulate).backward()
+                if (i + 1) % accumulate == 0: opt.step(); opt.zero_grad()
+                if per_micro_batch or (i + 1) % accumulate == 0: rec.step(LOSS(model(xb), yb).detach())
+            rec.end_epoch()
+    kinds = [f.kind for f in rec.run.findings]
+    assert ("step_count_mismatch" in kinds) == said, kinds
+    # resumed: the steps counted are this process's, not the checkpoint's step as well
+    with Recorder(cfg, parts={"model": model, "optimizer": opt}, live=False, validates=False,
+                  resume=tmp_path / "run", checkpoint_dir=tmp_path / "more") as more:
+        for xb, yb in dl:
+            opt.zero_grad(); LOSS(model(xb), yb).backward(); opt.step()
+            more.step(LOSS(model(xb), yb).detach())
+        more.end_epoch()
+    assert "step_count_mismatch" not in [f.kind for f in more.run.findings]

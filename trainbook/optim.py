@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from .batch import DeferredCtrlC, forward, kept_rng, stop_requested
-from .core import TrainConfig, loader_generators, pick_device
+from .core import Finding, TrainConfig, loader_generators, pick_device
 from .distributed import full_tensor
 
 # %% auto #0
@@ -23,7 +23,7 @@ __all__ = ['NORM_TYPES', 'SCHEDULE_FNS', 'SCHEDULE_POSITION', 'LEARNING_LRS', 'S
            'rescale_lr', 'schedule_changes', 'has_closed_form', 'schedule_note', 'restore_scheduler', 'schedule_lr',
            'scale_lr', 'check_lr_sweep', 'LRFinder', 'cycle_batches', 'steepest_lr', 'step_noise', 'window_means',
            'range_advice', 'descent_lr', 'lr_find', 'unscale_and_clip', 'gradient_norms', 'step_optimizer',
-           'optimizer_step', 'pick_scheduler_interval', 'train_step']
+           'optimizer_step', 'pick_scheduler_interval', 'OptimizerSteps', 'train_step']
 
 # %% ../nbs/05_optim.ipynb #075ae175
 NORM_TYPES = (nn.modules.batchnorm._NormBase, nn.LayerNorm, nn.GroupNorm, nn.LocalResponseNorm) + \
@@ -484,6 +484,38 @@ def pick_scheduler_interval(sched,  # the scheduler the run uses
     if not user_scheduler and cfg.schedule == "constant" and cfg.warmup == 0:
         return "never"  # its lr never changes
     return "epoch" if user_scheduler and type(sched).__name__ in EPOCH_SCHEDULERS else "step"
+
+# %% ../nbs/05_optim.ipynb #2c49f7d9
+class OptimizerSteps:
+    "Counts a torch optimizer's `step()` calls (a post-hook), to compare with the steps a loop recorded."
+    def __init__(self, optimizer):  # an optimizer; one without torch's step hooks is not counted
+        self.count, self._hook = 0, None
+        inner = getattr(optimizer, "optimizer", optimizer)  # accelerate's wrapper steps the one it holds when it syncs
+        try: self._hook = inner.register_step_post_hook(self._stepped)
+        except (AttributeError, TypeError): pass  # a numpy or JAX optimizer, or one whose hooks are not set up
+        self.counted = self._hook is not None  # whether `count` is the optimizer's (after `close` too)
+
+    def _stepped(self, *_): self.count += 1
+
+    def close(self) -> None:
+        "Remove the hook (the optimizer steps on without it)."
+        if self._hook is not None: self._hook.remove()
+        self._hook = None
+
+    def mismatch(self, recorded: int,  # the optimizer steps the loop recorded while the hook was on
+                ) -> Optional[Finding]:
+        "A warning when the loop's recorded steps are not the optimizer's steps (per micro-batch, once an epoch)."
+        if not self.counted or max(recorded, self.count) < 8: return None
+        few, many = sorted((recorded, self.count))
+        if many - 1 <= 1.5 * few: return None
+        where = ("Recorder.step was called more often than the optimizer stepped: once per micro-batch?"
+                 if recorded > self.count else "the optimizer stepped more often than Recorder.step was called")
+        return Finding("step_count_mismatch", "warning",
+                       f"{where} ({recorded} steps recorded, {self.count} optimizer steps): the step numbers, the "
+                       "lr per step and max_steps in the records are not the optimizer's",
+                       advice="call rec.step(loss) once per optimizer step, after optimizer.step() (with gradient "
+                              "accumulation: at the step, with the accumulated loss)")
+
 
 # %% ../nbs/05_optim.ipynb #d7160073
 def train_step(model: nn.Module,  # the model to train (in train mode)

@@ -16,6 +16,7 @@ import torch
 from .batch import DeferredCtrlC
 from .checkpoint import CheckpointError, Checkpointer, RunFolderBusy, check_loadable, check_resume
 from .resume import run_signature
+from .optim import OptimizerSteps
 from .core import Finding, History, TrainConfig, announce, environment, rng_state, set_rng_state, warn
 from .diagnostics import diagnose
 from .readings import nonfinite_loss
@@ -459,9 +460,11 @@ class Recorder:
         self._closed = -1  # the last epoch closed (`validate`, `end_epoch`)
         self._t0 = time.perf_counter()
         self._noted = 0  # the checkpointer's findings already in the state's
+        self._first_step = 0  # the step this process began recording at (a resume's)
         # the run folder, locked for this run; on resume every piece of state restored (refused: the lock given back)
         claim_run_dir(self.checkpointer, resume, overwrite, take=self._take)
         self.state.run_dir = self.checkpointer.run_dir
+        self._optimizer_steps = OptimizerSteps(self.state.optimizer)  # its own count, to compare with ours
         self._note_findings()
 
     # --- the loop calls these -------------------------------------------------------------------------
@@ -576,6 +579,8 @@ class Recorder:
             if stopped not in ("failed", "nonfinite") and not self._cut: self._save_last()
         if ctrl_c.pressed: note_interrupt()
         self._note_never_recorded(stopped)
+        self._optimizer_steps.close()
+        self.state.findings += filter(None, [self._optimizer_steps.mismatch(self.state.step - self._first_step)])
         self.run = end_run(self.state, self.callbacks, stopped, stopper=self.stopper,
                            checkpointer=self.checkpointer, environment=self.environment, kind=self.kind,
                            extra={"seconds": time.perf_counter() - self._t0}, error=error, epoch=self._last_epoch())
@@ -614,6 +619,7 @@ class Recorder:
         self._epoch["loss_sum"], self._epoch["loss_count"] = ckpt.get("epoch_loss", (0.0, 0))
         if ckpt.get("rng") is not None: set_rng_state(ckpt["rng"])
         self._saved = (self.state.step, self.state.epoch)  # last.pt holds this state (or the one restored)
+        self._first_step = self.state.step
         self._note_findings()
         # a run that had stopped when its checkpoint was written stays stopped (as `fit`'s does): early stopping
         # (its part is loaded), or max_steps reached
