@@ -323,7 +323,7 @@ def test_times_of_several_zones_are_told_to_parse_with_utc_and_the_advice_works(
         call = "df['signup'] = pd.to_datetime(df['signup'], utc=True)"
         with pytest.raises(TypeError, match=re.escape(call)): tb.make_splits(df, "y", time="signup")
         advice = [f.advice for f in tb.check_data(df, "y", time="signup", leak_check=False).findings
-                  if f.kind == "time_as_text"]
+                  if f.kind == "mixed_time_zones"]  # timestamps, not text (probe 72)
         assert advice == [f"parse them first: {call}"]
         with pytest.raises((ValueError, TypeError)): pd.to_datetime(df["signup"])  # what utc=True avoids
         df["signup"] = pd.to_datetime(df["signup"], utc=True)
@@ -373,3 +373,77 @@ def test_relabelled_copies_beside_one_amount_are_copies_and_a_missing_label_is_n
     unlabelled = df.head(10).assign(y=np.nan)
     assert not tb.check_data(pd.concat([df, unlabelled], ignore_index=True), "y",
                              leak_check=False).by_kind("conflicting_labels")
+
+
+def test_arrow_text_columns_are_words_not_numbers_stored_as_text():
+    """Probe 72: a column of words read with dtype_backend='pyarrow' was 'numbers stored as text', advised to
+    pd.to_numeric(errors='coerce') (every value NaN): Arrow's parse leaves NaN, not missing, for a word."""
+    pa = pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(0)
+    n = 120
+    words = pd.Series(rng.choice(["red", "green", "blue"], n))
+    for dtype in ("string[pyarrow]", pd.ArrowDtype(pa.string()), pd.ArrowDtype(pa.large_string())):
+        df = pd.DataFrame({"color": words.astype(dtype), "key": [f"k{i:04d}x" for i in range(n)],
+                           "dose": (rng.integers(1, 9, n) / 2).astype(str), "y": rng.integers(0, 2, n)})
+        df["key"], df["dose"] = df.key.astype(dtype), df.dose.astype(dtype)
+        report = tb.check_data(df, "y", leak_check=False)
+        said = [f.column for f in report.by_kind("numbers_as_text")]
+        assert said == ["dose"], dtype  # numbers stored as text are still said; words are not
+        assert report.roles["color"] == "categorical" and report.roles["key"] == "identifier", dtype
+
+
+def test_a_period_column_is_a_time_candidate_not_an_identifier():
+    "Probe 72: monthly periods (make_splits(time=) takes them) were 'an identifier, not a feature'."
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.normal(size=120), "y": rng.integers(0, 2, 120),
+                       "month": pd.period_range("2015-01", periods=120, freq="M")})
+    report = tb.check_data(df, "y", leak_check=False)
+    assert report.roles["month"] == "categorical"
+    assert [(f.kind, f.severity) for f in report.findings if f.column == "month"] == [("time_candidate", "info")]
+    assert "time='month'" in report.by_kind("time_candidate")[0].advice
+    assert tb.column_roles(df, "y")["month"] == "categorical"
+
+
+def test_one_column_given_as_both_groups_and_time_is_checked():
+    "Probe 72: groups='z', time='z' stopped in the leak check with pandas' 'The column label 'z' is not unique.'"
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.normal(size=100), "z": rng.integers(0, 5, 100), "y": rng.integers(0, 2, 100)})
+    report = tb.check_data(df, "y", groups="z", time="z")
+    assert report.ok and report.summary().loc["z", "role"] == "time"
+
+
+CTRL_C_IN_TORCH_IMPORT = r'''
+import signal, sys
+
+class InterruptTorch:
+    "A Ctrl-C in the middle of torch's import: as it reaches torch.nn, its operators are registered already."
+    fired = False
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch.nn" and not InterruptTorch.fired:
+            InterruptTorch.fired = True
+            signal.raise_signal(signal.SIGINT)
+        return None
+
+signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C as a terminal gives it (not ignored)
+sys.meta_path.insert(0, InterruptTorch())
+import numpy as np, pandas as pd
+import trainbook as tb
+df = pd.DataFrame({"x": np.arange(100.0) % 7, "y": np.arange(100) % 2})
+try:
+    tb.check_data(df, "y")
+    print("not interrupted")
+except KeyboardInterrupt:
+    print("interrupted")
+print("next call ok:", tb.check_data(df, "y").ok)
+'''
+
+
+def test_a_ctrl_c_while_the_first_check_imports_torch_is_delivered_after_it_and_the_session_works():
+    """Probe 72: Ctrl-C during the first check_data (torch imported through trainbook.core) left a half-imported
+    torch: every later call failed ("partially initialized module 'torch'"), or the interpreter aborted."""
+    import os, subprocess, sys
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", CTRL_C_IN_TORCH_IMPORT], capture_output=True, text=True, env=env,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[:2] == ["interrupted", "next call ok: True"]  # the Ctrl-C is not lost either

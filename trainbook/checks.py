@@ -4,22 +4,42 @@
 
 # %% ../nbs/01_checks.ipynb #b7c52e39
 from __future__ import annotations
-import html, re, warnings
+import datetime, html, importlib, re, signal, sys, threading, warnings
 from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
 import pandas as pd
 
-from .columns import ValueCodes, dtype_family, epoch_seconds, is_nullable, require_frame, roles_from_codes
+from .columns import (ValueCodes, dtype_family, epoch_seconds, is_nullable, parse_numbers, require_frame,
+                               roles_from_codes)
+
+def _import_whole(name: str) -> None:
+    """Import module `name` with a Ctrl-C held until the import is over, then delivered as it was meant.
+    trainbook.core imports torch, which registers its operators process-wide: a torch import cut short by
+    Ctrl-C cannot be retried (each later check_data of the session failed, or the interpreter aborted)."""
+    main = threading.current_thread() is threading.main_thread()
+    if name in sys.modules or not main or signal.getsignal(signal.SIGINT) is None:  # no Python handler to hold
+        importlib.import_module(name)
+        return
+    held = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        importlib.import_module(name)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if held: signal.raise_signal(signal.SIGINT)  # the Ctrl-C, to the handler it was meant for
+
+_import_whole("trainbook.core")  # the first use of checks, make_splits or the audit imports torch through it
 from .core import (Finding, announce, compact_table_html, did_you_mean, findings_html, findings_text,
                             label_key, number_text, shown)
 
 # %% auto #0
 __all__ = ['TASKS', 'MAX_CATEGORIES', 'infer_task', 'counts_hint', 'require_task', 'resolve_task', 'infinite_counts',
-           'check_column_name', 'require_columns', 'drop_unused_categories', 'require_column', 'unseen_classes_message',
-           'infinite_finding', 'group_variants_finding', 'label_conflicts', 'chance_pairs', 'conflict_finding',
-           'label_variants', 'target_findings', 'to_datetime_call', 'time_as_text_finding', 'DataReport', 'check_data']
+           'check_column_name', 'require_columns', 'drop_unused_categories', 'require_column', 'require_not_target',
+           'unseen_classes_message', 'infinite_finding', 'group_variants_finding', 'label_conflicts', 'chance_pairs',
+           'conflict_finding', 'label_variants', 'target_findings', 'to_datetime_call', 'time_order_problem',
+           'time_as_text_finding', 'DataReport', 'check_data']
 
 # %% ../nbs/01_checks.ipynb #44da07e6
 def infer_task(y: pd.Series,  # the target column
@@ -130,7 +150,24 @@ def check_column_name(col,  # what was given as a column's name
     try: hash(col)
     except TypeError:
         raise TypeError(f"{arg} must be a column's name, got a {type(col).__name__}: pass the name, "
-                        f"e.g. {arg}='y'") from None
+                        f"e.g. {arg}={_name_in(col)}") from None
+
+def _name_in(given) -> str:
+    "The column name a Series (its name), a frame or a one-element list (its element) most likely meant."
+    if isinstance(given, pd.Series): name = given.name
+    elif isinstance(given, pd.DataFrame) or len(given) == 1: name = next(iter(given), None)
+    else: name = None  # several values: no one name to show
+    name = name.item() if isinstance(name, np.generic) else name
+    try: hash(name)
+    except TypeError: name = None
+    return "'<column>'" if name is None else repr(name)
+
+def _column_hint(col, columns) -> str:
+    "Did-you-mean for a name `columns` lacks; for text that reads as a name of another type (2 for '2'), that one."
+    same = [c for c in columns if isinstance(col, str) and not isinstance(c, str) and str(c) == col]
+    if not same: return did_you_mean(col, columns)
+    name = same[0].item() if isinstance(same[0], np.generic) else same[0]
+    return f" (the column is named by the {type(name).__name__} {name!r}, not the text {col!r})"
 
 def require_columns(df: pd.DataFrame,  # the frame
                     cols,  # column names: a list, or one name
@@ -141,7 +178,7 @@ def require_columns(df: pd.DataFrame,  # the frame
     for col in cols:
         check_column_name(col, arg)
         if col not in df.columns:
-            raise ValueError(f"{arg}: no column {col!r} in the DataFrame{did_you_mean(col, df.columns)}")
+            raise ValueError(f"{arg}: no column {col!r} in the DataFrame{_column_hint(col, df.columns)}")
     return cols
 
 def drop_unused_categories(df: pd.DataFrame,  # the frame
@@ -164,7 +201,22 @@ def require_column(df: pd.DataFrame,  # the frame
     check_column_name(col, arg)
     if col is not None and col not in df.columns:
         cols = ", ".join(map(str, df.columns[:20])) + (" …" if len(df.columns) > 20 else "")
-        raise ValueError(f"{arg} column {col!r} not in DataFrame{did_you_mean(col, df.columns)}; columns are: {cols}")
+        raise ValueError(f"{arg} column {col!r} not in DataFrame{_column_hint(col, df.columns)}; columns are: {cols}")
+
+def require_not_target(target,  # the label column (None: nothing to compare)
+                       groups=None,  # what was given as groups=
+                       time=None,  # what was given as time=
+                      ) -> None:
+    "groups= and time= name columns other than the target: the target given again is a ValueError naming it."
+    what = {"groups": "the entity whose rows stay on one side (a patient, a user)",
+            "time": "the column that orders the rows in time (a date, a timestamp)"}
+    for col, arg in ((groups, "groups"), (time, "time")):
+        try: same = col is not None and target is not None and bool(col == target)
+        except (TypeError, ValueError): same = False  # not a name (a list, a Series): check_column_name says so
+        if same:
+            raise ValueError(f"{arg}={col!r} is the target column: {arg}= names {what[arg]}, never the label "
+                             f"(a split by the label puts each class on one side); pass that column's name, or "
+                             f"leave {arg}= out")
 
 def unseen_classes_message(y: pd.Series,  # the target values of the rows whose class the train rows lack
                            where: str,  # those rows, e.g. "valid rows"
@@ -199,9 +251,9 @@ def _value_counts_text(values: pd.Series, k: int = 5) -> str:
 def _mixed_findings(s: pd.Series, col, codes: ValueCodes) -> list[Finding]:
     "Numbers mixed with other values (`'n/a'` among numbers), numbers stored as text, mixed Python types."
     values = s.dropna()
-    if values.empty or isinstance(s.dtype, pd.CategoricalDtype): return []
+    if values.empty or isinstance(s.dtype, (pd.CategoricalDtype, pd.PeriodDtype)): return []  # periods: ordinals
     parsed = (codes.parses(col)[0][codes.codes(col) >= 0] if isinstance(s.dtype, pd.StringDtype)  # once each
-              else pd.to_numeric(values, errors="coerce").notna().to_numpy())
+              else ~np.isnan(parse_numbers(values)))
     fix = f"df[{col!r}] = pd.to_numeric(df[{col!r}], errors='coerce')"
     if parsed.all():  # text, or Python objects (Decimal, bool with None): which, from a sample's types
         sample = values.iloc[::len(values) // 10_000 + 1]
@@ -255,6 +307,12 @@ def _role_findings(s: pd.Series, col, role: str, n: int, nun: int) -> list[Findi
         return [Finding("time_candidate", "info", "a datetime: as a feature it becomes numeric parts (year, "
                         "month, day of week, day of year, hour, elapsed time), never categories", column=col,
                         advice=f"if rows are ordered in time, split with time={col!r} (validate later)")]
+    if role == "categorical" and isinstance(s.dtype, pd.PeriodDtype):
+        return [Finding("time_candidate", "info", f"periods ({s.dtype}): as a feature each period is a category "
+                        "(one-hot), not a time", column=col,
+                        advice=f"if rows are ordered in time, split with time={col!r}; for date parts as features "
+                               f"(year, month, elapsed time), make them datetimes: df[{col!r}] = "
+                               f"df[{col!r}].dt.to_timestamp()")]
     if role == "categorical" and (nun > MAX_CATEGORIES or (nun > 50 and nun > 0.5 * n)):
         rows_per_level = n / nun
         return [Finding("high_cardinality", "warning", f"{nun} categories for {n} rows ({rows_per_level:.1f} rows "
@@ -507,18 +565,37 @@ def to_datetime_call(t: pd.Series,  # a time column of text or datetime objects
         utc = not parses() and parses(utc=True)
     return f"pd.to_datetime(df[{col!r}]{', utc=True' if utc else ''})"
 
+def _as_text(dtype) -> str: return f"holds {dtype} values, which sort as text ('2021-1-10' before '2021-1-9')"
+
+def time_order_problem(t: pd.Series,  # a time column
+                      ) -> Optional[tuple[str, str]]:
+    """(finding kind, 'holds ...') when `t`'s values do not order as times: text or booleans (which sort as
+    text), timestamps that mix time zones (which do not compare); None when they do. `check_data` reports it,
+    a time split and the audit refuse it, in the same words."""
+    kind, api = t.dtype, pd.api.types
+    times = (api.is_numeric_dtype(kind) or isinstance(kind, pd.PeriodDtype) or api.is_datetime64_any_dtype(kind)
+             or api.is_timedelta64_dtype(kind))
+    if times and not api.is_bool_dtype(kind): return None
+    values = t.dropna()
+    if kind == object and len(values) and values.map(lambda v: isinstance(v, datetime.datetime)).all():
+        return "mixed_time_zones", ("holds timestamps that mix time zones (zoned and naive ones, or several "
+                                    "zones), which do not order as one time")
+    return "time_as_text", _as_text(kind)
+
 def time_as_text_finding(time: str,  # the time column
                          dtype,  # its dtype, as the message names it
                          fix: str,  # the statement that parses it
                         ) -> Finding:
     "A time column of text (or booleans): it sorts as text, so a time split refuses it (pandas or Spark)."
-    return Finding("time_as_text", "error", f"holds {dtype} values, which sort as text ('2021-1-10' before "
-                   "'2021-1-9'): a time split refuses them", column=time, advice=f"parse them first: {fix}")
+    return Finding("time_as_text", "error", f"{_as_text(dtype)}: a time split refuses them", column=time,
+                   advice=f"parse them first: {fix}")
 
 def _time_findings(df: pd.DataFrame, time: str) -> list[Finding]:
     t, out = df[time], []
-    if dtype_family(t) in ("categorical", "boolean") and not isinstance(t.dtype, pd.PeriodDtype):  # text sorts as text
-        out.append(time_as_text_finding(time, t.dtype, f"df[{time!r}] = {to_datetime_call(t, time)}"))
+    problem = time_order_problem(t)
+    if problem:
+        out.append(Finding(problem[0], "error", f"{problem[1]}: a time split refuses them", column=time,
+                           advice=f"parse them first: df[{time!r}] = {to_datetime_call(t, time)}"))
     if t.isna().any():
         out.append(Finding("missing_values", "error", f"{int(t.isna().sum())} rows have no timestamp "
                            f"({t.isna().mean():.1%}): make_splits(time={time!r}) refuses them", column=time,
@@ -669,6 +746,7 @@ def check_data(df: pd.DataFrame,  # the training data, one row per example
                leak_check: bool = True,  # score each feature alone against the target (binned, on held-out rows)
               ) -> DataReport:
     "Every data check on `df` (with `serving`: train/serving parity), as a `DataReport`; ~3 s a million rows."
+    require_not_target(target, groups, time)
     from trainbook import spark  # a Spark DataFrame takes the Spark path (pyspark is imported only there)
     if spark.is_spark_frame(df):
         return spark.check_data(df, target, groups=groups, time=time, serving=serving, task=task,

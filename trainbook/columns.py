@@ -12,8 +12,8 @@ import pandas as pd
 
 # %% auto #0
 __all__ = ['ROLES', 'ID_WORDS', 'ENTITY_WORDS', 'require_frame', 'is_nested_arrow', 'require_flat_columns', 'dtype_family',
-           'is_nullable', 'epoch_seconds', 'numeric_view', 'ValueCodes', 'named_like_id', 'names_entity',
-           'column_roles', 'roles_from_codes']
+           'is_nullable', 'parse_numbers', 'epoch_seconds', 'numeric_view', 'ValueCodes', 'named_like_id',
+           'names_entity', 'column_roles', 'roles_from_codes']
 
 # %% ../nbs/01c_columns.ipynb #06abe1e6
 def require_frame(df,  # what the caller got as a frame
@@ -88,6 +88,13 @@ def is_nullable(s: pd.Series,  # a column
     "A pandas nullable dtype (Int64, Float64, boolean, string) whose missing value is pd.NA."
     extension = isinstance(s.dtype, pd.api.extensions.ExtensionDtype)
     return extension and getattr(s.dtype, "na_value", None) is pd.NA
+
+def parse_numbers(values: pd.Series,  # text or Python objects that may be numbers
+                 ) -> np.ndarray:
+    "`values` as float64, NaN where a value is no number (`pd.to_numeric(errors='coerce')`), for any string dtype."
+    # Arrow strings (read_csv/read_parquet(dtype_backend='pyarrow')) parse into double[pyarrow], where a word is
+    # NaN, not missing: notna() would take every word for a number. As float64, both are NaN
+    return pd.to_numeric(values, errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
 
 def epoch_seconds(s: pd.Series,  # a datetime column, naive or tz-aware
                  ) -> np.ndarray:
@@ -224,8 +231,9 @@ def _is_identifier(s: pd.Series, col, codes: ValueCodes, distinct_rows: np.ndarr
         ok, whole = codes.parses(col)
         share = ok[judged].mean()
     else:
-        numbers = pd.to_numeric(s[distinct_rows].dropna(), errors="coerce")
-        share, whole = numbers.notna().mean(), numbers.notna().all() and (numbers % 1 == 0).all()
+        numbers = parse_numbers(s[distinct_rows].dropna())
+        parsed = ~np.isnan(numbers)
+        share, whole = parsed.mean(), parsed.all() and bool((numbers % 1 == 0).all())
     if share >= 0.5: return bool(whole)  # numbers as text: a feature, unless whole numbers (zero-padded keys)
     return True
 
@@ -233,6 +241,7 @@ def _role(s: pd.Series, col, codes: ValueCodes, distinct_rows: np.ndarray) -> st
     if codes.nunique(col) <= 1: return "constant"
     family = dtype_family(s)
     if family in ("boolean", "datetime", "timedelta"): return family  # a datetime is never an identifier
+    if isinstance(s.dtype, pd.PeriodDtype): return "categorical"  # periods are times too: never an identifier
     if family == "categorical" and _is_text(s): return "text"
     if _is_identifier(s, col, codes, distinct_rows): return "identifier"
     return family

@@ -309,7 +309,7 @@ def past_target(df: pd.DataFrame,  # the frame
                ) -> Optional[np.ndarray]:
     """Each row's previous target in time order (within its entity): what a lag-1 feature holds (None for an
     entity's first row); None when the time column does not sort."""
-    keys = [c for c in (groups, time) if c is not None]
+    keys = list(dict.fromkeys(c for c in (groups, time) if c is not None))  # one column as both: once
     try: order = df[keys].reset_index(drop=True).sort_values(keys, kind="stable").index.to_numpy()
     except TypeError: return None  # mixed types: make_splits names them
     y = df[target].to_numpy(dtype=object)[order]
