@@ -55,3 +55,37 @@ def test_times_mixing_zones_are_refused_with_the_column_and_utc_true():
     assert a is b is TypeError and msg_split == msg_audit
     assert "time column 't' holds timestamps that mix time zones" in msg_audit and "as text" not in msg_audit
     assert "pd.to_datetime(df['t'], utc=True)" in msg_audit
+
+
+def test_timestamps_of_mixed_zones_get_the_same_words_from_check_data_and_make_splits():
+    "Probe 72: check_data called zone-mixed Timestamps text ('time_as_text'); make_splits named the zones."
+    n = 60
+    t = pd.Series([pd.Timestamp("2021-01-01", tz="UTC" if i % 2 else "Asia/Tokyo") + pd.Timedelta(hours=i)
+                   for i in range(n)], dtype=object)
+    df = pd.DataFrame({"x": np.arange(n) * 0.5 % 7, "y": np.arange(n) % 2, "t": t})
+    (found,) = [f for f in tb.check_data(df, "y", time="t", leak_check=False).findings
+                if f.column == "t" and f.severity == "error"]
+    with pytest.raises(TypeError) as refused: tb.make_splits(df, "y", time="t")
+    words = "holds timestamps that mix time zones"
+    assert found.kind == "mixed_time_zones" and found.message.startswith(words) and words in str(refused.value)
+    assert "text" not in found.message and "utc=True" in found.advice
+    text = tb.check_data(df.assign(t=[f"2021-1-{i % 28 + 1}" for i in range(n)]), "y", time="t", leak_check=False)
+    assert [f.kind for f in text.findings if f.severity == "error"] == ["time_as_text"]
+
+
+def test_parts_that_share_row_positions_are_an_error_and_no_copies():
+    """Probe 72: Splits(train=0..79, valid=70..99) was audited as '10 valid row(s) have an identical copy in
+    train' (a warning), where loaders_from_frame refuses it: the same rows trained on and scored."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.normal(size=100), "y": rng.integers(0, 2, 100)})
+    sp = tb.Splits(train=np.arange(0, 80), valid=np.arange(70, 100), test=np.array([], dtype=np.int64),
+                   params={"target": "y"})
+    found = sp.audit(df)
+    (shared,) = [f for f in found if f.kind == "shared_rows"]
+    assert shared.severity == "error" and shared.data["n_rows"] == 10 and shared.data["rows"][:3] == [70, 71, 72]
+    assert not [f for f in found if f.kind == "duplicate_rows"]  # the rows themselves, not copies
+    copied = pd.concat([df, df.iloc[:5]], ignore_index=True)  # rows 100..104 copy rows 0..4
+    parts = {"train": np.arange(0, 80), "valid": np.r_[np.arange(78, 100), np.arange(100, 105)]}
+    found = tb.audit_parts(copied, parts, "y")
+    assert [(f.kind, f.data["n_rows"]) for f in found if f.kind in ("shared_rows", "duplicate_rows")] == \
+        [("shared_rows", 2), ("duplicate_rows", 5)]

@@ -248,3 +248,33 @@ def test_a_misspelt_role_is_named_not_a_dropped_column():
     df = pd.DataFrame({"x": np.arange(20.0), "c": list("ab") * 10, "y": np.arange(20) % 2})
     with pytest.raises(ValueError, match=r"roles\['x'\] = 'numerc' is not a role \(did you mean 'numeric'\?\)"):
         tb.make_preprocessor(df, "y", roles={"x": "numerc", "c": "categorical"})
+
+
+@pytest.mark.parametrize("arg", ["groups", "time"])
+def test_the_target_named_again_as_groups_or_time_is_refused_before_any_work(arg):
+    """Probe 72: check_data(df, 'y', groups='y') said OK; make_splits(df, 'y', time='y') put class 0 in train and
+    class 1 in valid, with warnings alone."""
+    df = frame()
+    for call in (lambda: tb.check_data(df, "y", **{arg: "y"}), lambda: tb.make_splits(df, "y", **{arg: "y"}),
+                 lambda: tb.nested_splits(df, "y", **{arg: "y"}),
+                 lambda: tb.audit_parts(df, {"train": np.arange(200), "valid": np.arange(200, 300)}, "y",
+                                        **{arg: "y"})):
+        with pytest.raises(ValueError, match=rf"^{arg}='y' is the target column: {arg}= names .*never the label"):
+            call()
+
+
+def test_column_name_mistakes_are_answered_with_the_name_meant():
+    """Probe 72: with int column names, check_data(df, '2') said "(did you mean '2'?)"; groups=['patient'] said
+    "e.g. groups='y'" (the usual name of the target)."""
+    rng = np.random.default_rng(0)
+    ints = pd.DataFrame({0: rng.normal(size=60), 1: rng.normal(size=60), 2: rng.integers(0, 2, 60)})
+    with pytest.raises(ValueError, match=r"target column '2' not in DataFrame \(the column is named by the int 2, "
+                                         r"not the text '2'\)"):
+        tb.check_data(ints, "2")
+    df = frame().assign(patient=np.arange(300) // 3)
+    with pytest.raises(TypeError, match=r"groups must be a column's name, got a list: pass the name, "
+                                        r"e.g. groups='patient'$"):
+        tb.make_splits(df, "y", groups=["patient"])
+    with pytest.raises(TypeError, match=r"e.g. time='<column>'$"): tb.check_data(df, "y", time=["a", "b"])
+    with pytest.raises(TypeError, match=r"got a Series: pass the name, e.g. groups='patient'$"):
+        tb.check_data(df, "y", groups=df.patient)

@@ -61,11 +61,15 @@ def test_the_audit_counts_copies_and_shared_groups_as_the_pairwise_intersection(
     copies = {(f.data["splits"][0], f.data["splits"][1]): f.data["n_rows"] for f in found
               if f.kind == "duplicate_rows"}
     groups = {tuple(f.data["splits"]): f.data["n_shared"] for f in found if f.kind == "group_overlap"}
+    shared = {tuple(f.data["splits"]): f.data["n_rows"] for f in found if f.kind == "shared_rows"}
     for a, b in [("train", "valid"), ("train", "test"), ("valid", "test")]:
-        n = int(np.isin(h[parts[b]], np.intersect1d(h[parts[a]], h[parts[b]])).sum())
+        itself = np.isin(parts[b], parts[a])  # a row at a position of both parts is itself, not a copy
+        n = int((np.isin(h[parts[b]], np.intersect1d(h[parts[a]], h[parts[b]])) & ~itself).sum())
         assert copies.get((a, b), 0) == n
+        assert shared.get((a, b), 0) == int(itself.sum())
         assert groups.get((a, b), 0) == len(np.intersect1d(df.g.iloc[parts[a]], df.g.iloc[parts[b]]))
     assert copies[("train", "test")] == 40  # the copied rows 0..39 are in train, their copies in test
+    assert shared == {("train", "valid"): 50}  # positions 150..199 in both: an error of their own (probe 72)
 
 
 @pytest.mark.parametrize("df", FRAMES, ids=["messy", "with lists"])

@@ -150,7 +150,8 @@ def test_a_time_split_refuses_what_it_cannot_order_and_a_split_without_train_row
         tb.make_splits(df.assign(t=[f"2021-1-{i}" for i in range(1, 41)]), "y", time="t")
     with pytest.raises(ValueError, match=r"these splits leave no train rows: 40 rows.*gap=100"):
         tb.make_splits(df, "y", time="t", gap=100)
-    sp = tb.make_splits(df, "y", gap=np.int64(2), n_folds=np.int64(3), valid_size=np.float32(0.2))  # numpy's numbers
+    sp = tb.make_splits(df, "y", time="t", gap=np.int64(2), n_folds=np.int64(3),
+                        valid_size=np.float32(0.2))  # numpy's numbers
     assert type(sp.params["n_folds"]) is int and len(sp.folds) == 3
 
 
@@ -596,3 +597,46 @@ def test_a_time_gap_takes_whole_times_so_it_buys_distance_in_time(folds):
     assert [va.min() - tr.max() - 1 for tr, va in untied.folds] == [5, 5, 5]  # unique times: exactly gap rows
     with pytest.raises(ValueError, match="gap=5 rows leave no train rows before the first time fold"):
         tb.make_splits(days_frame(4, 10), time="t", n_folds=3, gap=5)  # its first fold starts on day 2
+
+
+def test_a_gap_no_split_applies_is_refused():
+    "Probe 72: make_splits(df, 'y', gap=5), with or without groups=, gave the split of gap=0, without a word."
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.normal(size=200), "g": rng.integers(0, 20, 200), "y": rng.integers(0, 2, 200),
+                       "t": rng.permutation(200)})
+    for kw in (dict(), dict(groups="g"), dict(strategy="random")):
+        with pytest.raises(ValueError, match=r"^gap=5 leaves rows out between the parts of a time split, but no "
+                                             r"time column is given"):
+            tb.make_splits(df, "y", gap=5, **kw)
+    with pytest.raises(ValueError, match=r"^gap=5 .* but strategy='group' does not order rows by time"):
+        tb.make_splits(df, "y", groups="g", time="t", strategy="group", gap=5)
+    assert tb.make_splits(df, "y", time="t", gap=5).params["gap"] == 5  # a time split takes it
+
+
+def test_summary_names_another_frame_and_lists_no_class_of_an_unused_category():
+    """Probe 72: sp.summary(df.head(50)) failed with pandas' 'positional indexers are out-of-bounds'; a target
+    category no row holds was a 'share unknown 0.0' column."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.normal(size=200),
+                       "y": pd.Categorical(rng.choice(["no", "yes"], 200), categories=["no", "yes", "unknown"])})
+    sp = tb.make_splits(df, "y")
+    with pytest.raises(ValueError, match=r"^splits were made on a frame of 200 rows, but df has 50: they index "
+                                         r"another frame's rows"):
+        sp.summary(df.head(50))
+    hand = Splits(train=np.arange(150), valid=np.arange(150, 250), test=np.array([], dtype=np.int64),
+                  params={"target": "y"})
+    with pytest.raises(ValueError, match=r"^splits.valid holds row position 249, out of range for a df of 200 "
+                                         r"rows: these splits were made on another frame"):
+        hand.summary(df)
+    assert list(sp.summary(df).columns) == ["rows", "share no", "share yes"]
+
+
+def test_inner_folds_that_cannot_be_made_name_inner_and_the_outer_fold():
+    """Probe 72: nested_splits(outer=4, inner=10) on 12 groups said "groups column 'g' has 9 distinct groups,
+    fewer than the 10 folds asked for" (the column has 12: the outer fold's train part has 9)."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.normal(size=120), "g": rng.integers(0, 12, 120), "y": rng.choice(["a", "b"], 120)})
+    with pytest.raises(ValueError, match=r"^inner=10 folds cannot be made in outer fold 0's train part \(\d+ of 120 "
+                                         r"rows, outer=4\): groups column 'g' has 9 distinct groups, fewer than the "
+                                         r"10 folds asked for; lower inner \(or outer\)$"):
+        nested_splits(df, "y", groups="g", outer=4, inner=10)

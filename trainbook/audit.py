@@ -4,13 +4,13 @@
 
 # %% ../nbs/02a_audit.ipynb #20b02c56
 from __future__ import annotations
-import datetime, hashlib, sys
+import hashlib, sys
 from typing import Optional
 
 import numpy as np
 import pandas as pd
 
-from .checks import infer_task, require_column, to_datetime_call
+from .checks import infer_task, require_column, require_not_target, time_order_problem, to_datetime_call
 from .columns import dtype_family, is_nested_arrow, named_like_id, names_entity, numeric_view, require_frame
 from .core import Finding, label_key
 
@@ -186,17 +186,9 @@ def check_time_column(t: pd.Series,  # the time column that orders the rows
         raise ValueError(f"time column {time!r} has {int(t.isna().sum())} missing value(s); a time split "
                          f"orders every row by it: drop those rows (df.dropna(subset=[{time!r}])) "
                          f"or fill them")
-    kind = t.dtype
-    if pd.api.types.is_bool_dtype(kind) or not (pd.api.types.is_numeric_dtype(kind)
-                                               or isinstance(kind, pd.PeriodDtype)
-                                               or pd.api.types.is_datetime64_any_dtype(kind)
-                                               or pd.api.types.is_timedelta64_dtype(kind)):
-        # an object column of timestamps: zoned and naive ones (or several zones), which do not compare
-        zones = kind == object and t.map(lambda v: isinstance(v, datetime.datetime)).all()
-        what = (f"{kind} values, which sort as text ('2021-1-10' before '2021-1-9')" if not zones else
-                "timestamps that mix time zones (zoned and naive ones, or several zones), which do not order "
-                "as one time")
-        raise TypeError(f"time column {time!r} holds {what}: parse them first, "
+    problem = time_order_problem(t)  # text, or timestamps of mixed zones: check_data's words
+    if problem:
+        raise TypeError(f"time column {time!r} {problem[1]}: parse them first, "
                         f"df[{time!r}] = {to_datetime_call(t, time)}")
 
 def _present(codes: np.ndarray, idx: np.ndarray, n_codes: int) -> np.ndarray:
@@ -204,6 +196,25 @@ def _present(codes: np.ndarray, idx: np.ndarray, n_codes: int) -> np.ndarray:
     seen = np.zeros(n_codes + 1, dtype=bool)  # the last slot takes the -1s
     seen[codes[idx]] = True
     return seen[:-1]
+
+def _taken(idx: np.ndarray, n: int) -> np.ndarray:
+    "A mask over `n` rows, True at positions `idx` (np.intersect1d would sort: seconds on millions of rows)."
+    mask = np.zeros(n, dtype=bool)
+    mask[idx] = True
+    return mask
+
+def _shared_rows(parts: dict, pairs: list, n: int, where: str) -> list[Finding]:
+    "Row positions in two parts: the same rows trained on and scored (not copies: the rows themselves)."
+    out = []
+    for a, b in pairs:
+        both = np.unique(parts[b][_taken(parts[a], n)[parts[b]]])
+        if len(both):
+            out.append(Finding("shared_rows", "error", f"{len(both)} row position(s) in both {a} and {b}{where} "
+                               f"(e.g. {', '.join(map(str, both[:5].tolist()))}): those rows are scored on what "
+                               "they were trained on", advice="put each row in one part: make the splits with "
+                               "tb.make_splits(df, target, ...), or take those positions out of one part",
+                               data={"splits": [a, b], "n_rows": int(len(both)), "rows": both[:20].tolist()}))
+    return out
 
 def _written_apart(codes: np.ndarray, ids, parts: dict, pairs: list, groups: str, where: str) -> list[Finding]:
     "Group ids equal but for case, spaces or type ('P07' / 'p07 ', 7 / '7') on two sides: likely one entity."
@@ -285,11 +296,13 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
         raise TypeError(f"parts must be a dict of split name -> row positions, e.g. {{'train': idx, 'valid': idx}}, "
                         f"got {type(parts).__name__}")
     for col, arg in ((target, "target"), (groups, "groups"), (time, "time")): require_column(df, col, arg)
+    require_not_target(target, groups, time)
     if time is not None: check_time_column(df[time], time)  # a missing time or text compares False or wrong
     parts = {name: require_positions(idx, len(df), f"parts[{name!r}]") for name, idx in parts.items()}
-    out, names = [], list(parts)
+    names = list(parts)
     where = f" ({label})" if label else ""
     pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+    out = _shared_rows(parts, pairs, len(df), where)
     if groups is not None:
         codes, ids = pd.factorize(df[groups])  # ids of mixed types compare; a missing id (-1) is in no group
         for a, b in pairs:
@@ -338,8 +351,9 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
         codes, n_codes = (row_hashes or RowHashes(df, features)).codes(features)
         for a, b in pairs:
             shared = _present(codes, parts[a], n_codes) & _present(codes, parts[b], n_codes)
-            if shared.any():
-                n = int(shared[codes[parts[b]]].sum())
+            # a row at a position of both parts is shared_rows' (the row itself), not a copy
+            n = int((shared[codes[parts[b]]] & ~_taken(parts[a], len(df))[parts[b]]).sum()) if shared.any() else 0
+            if n:
                 out.append(Finding("duplicate_rows", "warning",
                                    f"{n} {b} row(s) have an identical copy in {a}{where}"
                                    + (f" (the identifier column(s) {', '.join(map(repr, ids))} left out)" if ids else ""),

@@ -12,13 +12,13 @@ import numpy as np
 import pandas as pd
 
 from .audit import RowHashes, audit_parts, check_time_column, digest, require_positions, time_values
-from .checks import drop_unused_categories, infer_task, require_column
+from .checks import drop_unused_categories, infer_task, require_column, require_not_target
 from .columns import require_frame
 from .core import MIN_ROWS, Finding, announce, did_you_mean, findings_html, shown, warn
 
 # %% auto #0
-__all__ = ['STRATEGIES', 'Splits', 'FoldZeroWarning', 'check_splits', 'choose_strategy', 'check_split_args', 'make_splits',
-           'nested_splits']
+__all__ = ['STRATEGIES', 'Splits', 'FoldZeroWarning', 'require_rows_of', 'check_splits', 'choose_strategy', 'check_split_args',
+           'make_splits', 'nested_splits']
 
 # %% ../nbs/02_splits.ipynb #3ff518b0
 def _parts(train, valid, test) -> dict:
@@ -72,7 +72,11 @@ class Splits:
         rows = {name: {"rows": len(idx)}
                 for name, idx in (("train", self.train), ("valid", self.valid), ("test", self.test))}
         target = self.params.get("target")
+        if df is not None:
+            require_frame(df)
+            require_rows_of(df, self)  # another frame's rows: said, not pandas' IndexError
         if df is not None and target in df.columns and self.params.get("task") != "regression":
+            df = drop_unused_categories(df, target)  # a category no row holds is no class (no 0% column)
             for name, idx in (("train", self.train), ("valid", self.valid), ("test", self.test)):
                 if len(idx):
                     for cls, share in df[target].iloc[idx].value_counts(normalize=True).sort_index().items():
@@ -120,6 +124,22 @@ def _row_keys(df: pd.DataFrame, groups: Optional[str], time: Optional[str], targ
         except (TypeError, ValueError): pass  # cells of lists or dicts, a MultiIndex: not keyed
     return out
 
+_REMAKE = "make them on this df: tb.make_splits(df, target, ...)"
+
+def require_rows_of(df: pd.DataFrame,  # the frame the splits must index
+                    splits: Splits,  # its splits
+                   ) -> None:
+    """`splits` were made on a frame of `df`'s length, and hold 1-D int positions inside its rows (train, valid,
+    test and folds): else a ValueError (or TypeError) naming `splits` and saying they index another frame."""
+    n, made_on = len(df), splits.params.get("n_rows")  # the rows of the frame make_splits split
+    if made_on is not None and made_on != n:
+        raise ValueError(f"splits were made on a frame of {made_on} rows, but df has {n}: they index another "
+                         f"frame's rows; {_REMAKE}")
+    parts = [(name, getattr(splits, name)) for name in ("train", "valid", "test")]
+    parts += [(f"folds[{i}][{j}]", p) for i, fold in enumerate(splits.folds or []) for j, p in enumerate(fold)]
+    for name, part in parts:
+        require_positions(part, n, f"splits.{name}", f"these splits were made on another frame; {_REMAKE}")
+
 def check_splits(df: pd.DataFrame,  # the frame the splits must index
                  splits,  # what was given as `splits`
                  need: tuple = ("train", "valid"),  # the parts that must hold rows
@@ -128,16 +148,14 @@ def check_splits(df: pd.DataFrame,  # the frame the splits must index
     """`splits` are a `Splits` of `df`: 1-D int row positions inside its rows (train, valid, test and folds),
     made on a frame of its length with its rows in the same places, the parts in `need` not empty; else a
     TypeError or ValueError naming `splits`. k folds where fold 0 alone is used: a `FoldZeroWarning`."""
-    remake = "make them on this df: tb.make_splits(df, target, ...)"
     if not isinstance(splits, Splits):
         raise TypeError(f"splits must be a tb.Splits from tb.make_splits(df, target, ...) (the row positions of "
                         f"df's train, valid and test rows), got {type(splits).__name__}")
     if hasattr(splits, "assign"):  # a SparkSplits holds a rule for a Spark DataFrame, no positions
-        raise TypeError(f"splits are SparkSplits, made on a Spark DataFrame, but df is a pandas DataFrame: {remake}")
-    n, made_on = len(df), splits.params.get("n_rows")  # the rows of the frame make_splits split
-    if made_on is not None and made_on != n:
-        raise ValueError(f"splits were made on a frame of {made_on} rows, but df has {n}: they index another "
-                         f"frame's rows; {remake}")
+        raise TypeError(f"splits are SparkSplits, made on a Spark DataFrame, but df is a pandas DataFrame: "
+                        f"{_REMAKE}")
+    require_rows_of(df, splits)
+    n = len(df)
     if keys := splits.params.get("row_keys"):  # none in splits made before they were recorded
         cols = {role: splits.params.get(role) for role in ("groups", "time", "target")}
         now = _row_keys(df, *(c if c in df.columns else None for c in cols.values()))
@@ -152,10 +170,6 @@ def check_splits(df: pd.DataFrame,  # the frame the splits must index
                              f"re-read), so the positions pick other rows and the split's audit no longer "
                              f"holds: make the splits again on this frame (tb.make_splits(df, target, ...)), "
                              f"or pass the same frame")
-    parts = [(name, getattr(splits, name)) for name in ("train", "valid", "test")]
-    parts += [(f"folds[{i}][{j}]", p) for i, fold in enumerate(splits.folds or []) for j, p in enumerate(fold)]
-    for name, part in parts:
-        require_positions(part, n, f"splits.{name}", f"these splits were made on another frame; {remake}")
     pairs = [("train", "valid"), ("train", "test"), ("valid", "test")]
     pairs = [((a, getattr(splits, a)), (b, getattr(splits, b))) for a, b in pairs]
     pairs += [((f"folds[{i}][0]", tr), (f"folds[{i}][1]", va)) for i, (tr, va) in enumerate(splits.folds or [])]
@@ -165,10 +179,10 @@ def check_splits(df: pd.DataFrame,  # the frame the splits must index
         if len(both):
             raise ValueError(f"splits.{a} and splits.{b} share {len(both)} row positions (e.g. "
                              f"{', '.join(map(str, both[:5].tolist()))}): a row in both is scored on what it was "
-                             f"trained on; {remake}")
+                             f"trained on; {_REMAKE}")
     for name in need:
         if not len(getattr(splits, name)):
-            raise ValueError(f"splits.{name} is empty: {name} needs rows ({remake}, valid_size > 0)")
+            raise ValueError(f"splits.{name} is empty: {name} needs rows ({_REMAKE}, valid_size > 0)")
     if splits.folds and not all_folds:
         warn(f"splits hold {len(splits.folds)} folds, but this call uses fold 0 only (its train and valid "
              f"parts, splits.train and splits.valid); tb.cross_validate(estimator, df, target, splits) uses "
@@ -352,6 +366,11 @@ def check_split_args(strategy: str,  # one of `STRATEGIES`
     if strategy == "time" and time is None: raise ValueError("strategy='time' needs time=<column>")
     if strategy in ("stratified", "stratified_group") and target is None:
         raise ValueError(f"strategy={strategy!r} needs target=<column> to stratify on")
+    require_not_target(target, groups, time)
+    if gap and (time is None or strategy not in ("auto", "time")):  # only a time split leaves rows out
+        why = "no time column is given" if time is None else f"strategy={strategy!r} does not order rows by time"
+        raise ValueError(f"gap={gap} leaves rows out between the parts of a time split, but {why}: no row "
+                         f"would be left out; pass time=<column> for a time split, or leave gap= out")
 
 def _validate(df, target, strategy, groups, time, valid_size, test_size, n_folds, gap, seed):
     require_frame(df)
@@ -530,8 +549,11 @@ def nested_splits(df: pd.DataFrame,  # the data to split
     for tr, te in outer_sp.folds:
         sub = df.iloc[tr].reset_index(drop=True)
         sub_hashes = RowHashes(sub)  # each outer train part hashed once, for its inner folds' audits
-        inner_sp = _split(sub, target, outer_sp.strategy, groups, time, 0.2, 0.0, inner, 0, seed)[0]
         where = f"outer fold {len(result)}"
+        try: inner_sp = _split(sub, target, outer_sp.strategy, groups, time, 0.2, 0.0, inner, 0, seed)[0]
+        except ValueError as e:  # the outer train part has fewer groups, times or rows of a class than the frame
+            raise ValueError(f"inner={inner} folds cannot be made in {where}'s train part ({len(tr)} of "
+                             f"{len(df)} rows, outer={outer}): {e}; lower inner (or outer)") from None
         found = audit_parts(df, {"train": tr, "test": te}, target, groups, time, task=task, label=where,
                             row_hashes=hashes, strategy=how)
         for j, (a, b) in enumerate(inner_sp.folds):
