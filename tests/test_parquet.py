@@ -437,3 +437,111 @@ def test_prep_none_refuses_nan_features_as_it_refuses_nulls_naming_column_and_fi
         list(ParquetLoader(tmp_path / "b.parquet", "y", batch_size=8))
     xb = torch.cat([xb for xb, _ in ParquetLoader(tmp_path / "a.parquet", "y", batch_size=8, prep="auto")])
     assert len(xb) == 30 and not xb.isnan().any()  # imputed
+
+
+def test_a_prep_skips_row_groups_that_keep_no_row_a_where_filter_or_an_empty_file(tmp_path):
+    "Probe 70: a buffer holding a row group with no row kept gave the FramePrep an empty frame mid-epoch."
+    rng = np.random.default_rng(0)
+    (tmp_path / "src").mkdir()
+    pq.write_table(pa.table({"x": rng.normal(size=200), "c": rng.choice(["a", "b"], 200),
+                             "y": rng.integers(0, 2, 200)}), tmp_path / "src" / "a.parquet", row_group_size=4)
+    counts = write_split_column(tmp_path / "src", tmp_path / "split", valid_size=0.2)
+    train = ParquetLoader(tmp_path / "split", "y", columns=["x", "c"], prep="auto", where=("split", "train"))
+    valid = ParquetLoader(tmp_path / "split", "y", columns=["x", "c"], prep=train.prep, where=("split", "valid"))
+    assert sum(len(yb) for _, yb in valid) == valid.n == counts["valid"]  # 50 row groups, some with no valid row
+    (tmp_path / "spark").mkdir()  # an empty partition's file (pyarrow writes it with one 0-row row group)
+    pq.write_table(pa.table({"x": np.arange(20.0), "y": np.arange(20) % 2}), tmp_path / "spark" / "a.parquet")
+    pq.write_table(pa.table({"x": pa.array([], pa.float64()), "y": pa.array([], pa.int64())}),
+                   tmp_path / "spark" / "b.parquet")
+    dl = ParquetLoader(tmp_path / "spark", "y", prep="auto")
+    assert sorted(torch.cat([yb for _, yb in dl]).tolist()) == [0] * 10 + [1] * 10
+
+
+def test_partition_folders_key_value_are_columns_as_spark_reads_them(tmp_path):
+    "Probe 70: a Hive-partitioned folder lost its partition column: no feature, no where=, no target."
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.normal(size=300), "region": rng.choice(["eu", "us"], 300),
+                       "y": rng.integers(0, 2, 300)})
+    pq.write_to_dataset(pa.Table.from_pandas(df, preserve_index=False), tmp_path / "hive", partition_cols=["region"],
+                        basename_template="part-{i}.parquet")  # named alike in each folder (Spark's are too)
+    assert sorted(as_dataset(tmp_path / "hive").schema.names) == ["region", "x", "y"]
+    assert ParquetLoader(tmp_path / "hive", "y", prep="auto").columns == ["x", "region"]  # a feature by default
+    eu = ParquetLoader(tmp_path / "hive", "y", columns=["x"], where=("region", "eu"), shuffle_buffer=0)
+    assert eu.n == (df.region == "eu").sum()
+    got = sorted(torch.cat([xb for xb, _ in eu])[:, 0].tolist())
+    assert got == sorted(df.x[df.region == "eu"].astype("float32").tolist())
+    by_region = ParquetLoader(tmp_path / "hive", "region", columns=["x"], prep="auto", shuffle_buffer=0)
+    assert sorted(by_region.prep.classes) == ["eu", "us"] and by_region.n == 300  # the target too
+    codes = torch.cat([yb for _, yb in by_region]).tolist()
+    assert sorted(codes) == sorted((df.region == by_region.prep.classes[1]).astype(int).tolist())
+    # the file lists of split_files keep it (one partition's files too), and write_split_column writes it
+    parts = split_files(tmp_path / "hive", valid_size=0.5, seed=0)
+    assert all("region" in as_dataset(files).schema.names for files in parts.values())
+    write_split_column(tmp_path / "hive", tmp_path / "out")
+    assert set(pd.read_parquet(tmp_path / "out")["region"]) == {"eu", "us"}
+    # files under other keys than the first's: refused naming the file
+    pq.write_table(pa.table({"x": [1.0], "y": [0]}), tmp_path / "hive" / "loose.parquet")
+    with pytest.raises(ValueError, match=r"sits under partition folders \[.*\] but .*loose.parquet.*key=value"):
+        as_dataset(tmp_path / "hive")
+
+
+def test_split_files_tells_apart_files_of_one_name_in_partition_folders(tmp_path):
+    "Probe 70: the hash of the file name alone put 20 part-0.parquet files (one a partition) in one part."
+    import pyarrow.dataset as ds
+    rng = np.random.default_rng(0)
+    t = pa.table({"x": rng.normal(size=4000), "g": rng.integers(0, 20, 4000), "y": rng.integers(0, 2, 4000)})
+    ds.write_dataset(t, tmp_path / "wd", format="parquet", partitioning=["g"], partitioning_flavor="hive")
+    for seed in range(5):
+        parts = split_files(tmp_path / "wd", valid_size=0.3, seed=seed)
+        assert 2 <= len(parts["valid"]) <= 12 and len(parts["train"]) + len(parts["valid"]) == 20
+    # a flat folder: the key is still the file's name, so moving the folder keeps the split
+    flat = write_dataset(tmp_path / "flat", files=6)
+    moved = write_dataset(tmp_path / "elsewhere" / "deeper", files=6)
+    names = lambda parts: {k: [p.rsplit("/", 1)[-1] for p in v] for k, v in parts.items()}
+    assert names(split_files(flat, valid_size=0.4, seed=1)) == names(split_files(moved, valid_size=0.4, seed=1))
+
+
+def test_category_columns_read_alike_whatever_their_index_width_or_beside_text(tmp_path):
+    "Probe 70: pandas category files (int8 and int16 dictionary indices, or beside plain text) were refused."
+    rng = np.random.default_rng(0)
+    for name, second in (("wide", pd.Categorical([f"k{i}" for i in range(300)])), ("text", ["a", "c"] * 150)):
+        (tmp_path / name).mkdir()
+        pd.DataFrame({"c": pd.Categorical(["a", "b"] * 150), "x": rng.normal(size=300),
+                      "y": rng.integers(0, 2, 300)}).to_parquet(tmp_path / name / "0.parquet")
+        pd.DataFrame({"c": second, "x": rng.normal(size=300),
+                      "y": rng.integers(0, 2, 300)}).to_parquet(tmp_path / name / "1.parquet")
+        dl = ParquetLoader(tmp_path / name, "y", prep="auto", batch_size=64)
+        assert sum(len(yb) for _, yb in dl) == 600
+    with pytest.raises(ValueError, match="'x0' is dictionary.* there but double in the first file"):  # beside numbers
+        ParquetLoader(two_files(tmp_path / "num", lambda f: f.__setitem__("x0", pd.Categorical(["a"] * 40))),
+                      "y", prep="auto")
+
+
+def test_another_seed_draws_other_integer_groups(tmp_path):
+    "Probe 70: write_split_column(groups=<int column>) gave one split for every seed (pandas keys text only)."
+    rng = np.random.default_rng(0)
+    g = rng.integers(0, 100, 2000)
+    (tmp_path / "src").mkdir()
+    pq.write_table(pa.table({"g": g, "x": rng.normal(size=2000), "y": rng.integers(0, 2, 2000)}),
+                   tmp_path / "src" / "p.parquet")
+    def valid_groups(seed):
+        write_split_column(tmp_path / "src", tmp_path / f"o{seed}", groups="g", valid_size=0.2, seed=seed)
+        out = pd.read_parquet(tmp_path / f"o{seed}")
+        assert out.groupby("g")["split"].nunique().max() == 1  # a group in one part
+        return frozenset(out.g[out.split == "valid"])
+    drawn = {valid_groups(seed) for seed in range(4)}
+    assert len(drawn) == 4 and all(5 <= len(v) <= 40 for v in drawn)
+    write_split_column(tmp_path / "src", tmp_path / "again", groups="g", valid_size=0.2, seed=2)
+    again = pd.read_parquet(tmp_path / "again")
+    assert frozenset(again.g[again.split == "valid"]) in drawn  # the same seed: the same groups
+
+
+def test_a_new_folder_beside_a_single_source_file_is_a_fine_out_dir(tmp_path):
+    "Probe 70: for ~/data/sales.parquet every out_dir under ~/data was refused as 'inside the source'."
+    pq.write_table(pa.table({"x": np.arange(100.0), "y": np.arange(100) % 2}), tmp_path / "sales.parquet")
+    counts = write_split_column(tmp_path / "sales.parquet", tmp_path / "sales-split", valid_size=0.2)
+    assert sum(counts.values()) == 100
+    with pytest.raises(ValueError, match="inside the source"):  # the file's own folder: it would mix with it
+        write_split_column(tmp_path / "sales.parquet", tmp_path, valid_size=0.2)
+    with pytest.raises(ValueError, match="inside the source"):  # a source folder: read whole, it reads the copy
+        write_split_column(tmp_path / "sales-split", tmp_path / "sales-split" / "again", column="part")

@@ -18,8 +18,8 @@ from .core import did_you_mean
 from .data import FramePrep, ShardedBatches, class_order, make_preprocessor
 
 # %% auto #0
-__all__ = ['as_dataset', 'parquet_files', 'check_same_columns', 'row_groups', 'require_features', 'fit_prep', 'ParquetLoader',
-           'split_files', 'write_split_column']
+__all__ = ['as_dataset', 'dataset_root', 'partition_keys', 'parquet_files', 'check_same_columns', 'read_rows', 'row_groups',
+           'require_features', 'fit_prep', 'ParquetLoader', 'split_files', 'write_split_column']
 
 # %% ../nbs/18_parquet.ipynb #0cb11b4a
 def as_dataset(source,  # a Parquet file or folder (its *.parquet files), a list of files, or a Dataset
@@ -27,7 +27,8 @@ def as_dataset(source,  # a Parquet file or folder (its *.parquet files), a list
     """A `pyarrow.dataset.Dataset` of Parquet files. A folder gives the files named `*.parquet` in it and its
     subfolders (others, such as a README, `_SUCCESS` or `.crc` files, are left out); every file must be a
     Parquet file with the same columns as the first, of the same types (a file that is not, that lacks or adds
-    a column, or that holds a column of another type, is named with the column)."""
+    a column, or that holds a column of another type, is named with the column). Folders named `key=value`
+    (Hive's layout: Spark's `partitionBy`, pyarrow's `partition_cols`) give a column `key`, as Spark reads them."""
     import pyarrow.dataset as ds
     if isinstance(source, ds.Dataset): return source
     if isinstance(source, (str, Path)):
@@ -43,7 +44,40 @@ def as_dataset(source,  # a Parquet file or folder (its *.parquet files), a list
         raise TypeError(f"source must be a path, a list of paths or a pyarrow.dataset.Dataset, got "
                         f"{type(source).__name__}")
     check_same_columns(files)
-    return ds.dataset([str(p) for p in files], format="parquet")
+    root = dataset_root(files)
+    keys = partition_keys(files, root)
+    paths = [str(p) for p in files]
+    if not keys: return ds.dataset(paths, format="parquet")
+    return ds.dataset(paths, format="parquet", partitioning="hive", partition_base_dir=str(root))
+
+def dataset_root(files: list,  # Parquet file paths
+                ) -> Path:
+    """The folder a dataset's files sit under: their common folder, above any `key=value` (partition) folders.
+    A file's path below it names the file in the splits' hashes, wherever the dataset is moved."""
+    folders = [Path(f).resolve().parent for f in files]
+    root = folders[0]
+    for folder in folders[1:]:
+        while root != folder and root not in folder.parents: root = root.parent
+    while "=" in root.name: root = root.parent  # a list of one partition's files keeps its key
+    return root
+
+def partition_keys(files: list,  # Parquet file paths
+                   root: Path,  # the folder they sit under (`dataset_root`)
+                  ) -> list:
+    "The partition columns: the keys of the `key=value` folders between `root` and each file, the same for all."
+    def keys_of(f):
+        return [p.split("=", 1)[0] for p in Path(f).resolve().parent.relative_to(root).parts if "=" in p]
+    keys = keys_of(files[0])
+    for f in files[1:]:
+        if keys_of(f) != keys:
+            raise ValueError(f"Parquet file {str(f)!r} sits under partition folders {keys_of(f)} but "
+                             f"{str(files[0])!r} under {keys} (folders named key=value are columns): put every "
+                             "file under the same keys, or pass a list of the files that match")
+    clash = [k for k in keys if k in _file_schema(Path(files[0])).names]
+    if clash:
+        raise ValueError(f"column(s) {clash} are in the files and in their folder names (key=value): one "
+                         "column, two values; rename the folders or the columns")
+    return keys
 
 def parquet_files(folder: Path,  # a folder of Parquet files (subfolders too)
                  ) -> list:
@@ -81,6 +115,7 @@ def _type_kind(dtype) -> str:
     kinds = (("integer", pt.is_integer), ("floating", pt.is_floating), ("boolean", pt.is_boolean),
              ("text", lambda t: pt.is_string(t) or pt.is_large_string(t)),
              ("bytes", lambda t: pt.is_binary(t) or pt.is_large_binary(t)))
+    if pt.is_dictionary(dtype): return _type_kind(dtype.value_type)  # pandas' category: its values' kind
     kind = next((name for name, test in kinds if test(dtype)), None)
     if kind is None and pt.is_timestamp(dtype): kind = f"timestamp {dtype.tz}"  # any unit, one time zone
     return kind or str(dtype)
@@ -135,6 +170,24 @@ def check_same_columns(files: list,  # Parquet file paths, the first one the ref
                              "batches, "
                              "text among numbers fails mid-epoch: write the file again with the first file's "
                              "types (df[column].astype(...)), or pass a list of the files that match")
+
+def read_rows(dataset,  # the `pyarrow.dataset.Dataset` the file is part of
+              frag,  # one of its fragments (a file)
+              columns: Optional[list] = None,  # the columns to read (None: all)
+              row_group: Optional[int] = None,  # one row group of the file (None: the whole file)
+             ):
+    """A file's rows (or a row group's) as a table: the partition columns (`key=value` folders) among them, a
+    dictionary column (pandas' category) as its values, so files of one column read alike."""
+    import pyarrow as pa
+    import pyarrow.types as pt
+    physical = frag.physical_schema
+    schema = pa.schema(list(physical) + [f for f in dataset.schema if f.name not in physical.names])
+    if row_group is not None: frag = frag.subset(row_group_ids=[row_group])
+    table = frag.to_table(schema=schema, columns=columns)
+    for j, field in enumerate(table.schema):
+        if pt.is_dictionary(field.type):
+            table = table.set_column(j, field.name, table.column(j).cast(field.type.value_type))
+    return table
 
 def row_groups(dataset,  # a `pyarrow.dataset.Dataset`
               ) -> list:
@@ -212,7 +265,7 @@ def fit_prep(source,  # a Parquet file or folder, a list of files, or a `pyarrow
     rng = np.random.default_rng(_key(seed, "prep"))
     chosen, tables, rows = [], [], 0
     for i in rng.permutation(len(groups)):  # whole row groups at random until there are enough rows
-        table = groups[i][0].subset(row_group_ids=[groups[i][1]]).to_table(columns=names)
+        table = read_rows(dataset, groups[i][0], names, groups[i][1])
         if where is not None: table = table.filter(pc.equal(table[where[0]], where[1]))
         chosen.append(int(i))
         tables.append(table)
@@ -308,7 +361,7 @@ class ParquetLoader(ShardedBatches):
         "Rows of a row group this loader uses (all of them, or those `where` keeps: one column is read)."
         frag, i, rows = group
         if self.where is None: return rows
-        col = frag.subset(row_group_ids=[i]).to_table(columns=[self.where[0]]).column(0)
+        col = read_rows(self.dataset, frag, [self.where[0]], i).column(0)
         return int(np.sum(col.to_numpy(zero_copy_only=False) == self.where[1]))
 
     def _check_target_nulls(self):
@@ -378,7 +431,7 @@ class ParquetLoader(ShardedBatches):
             found = {c: k for c, k in found.items() if k}  # none, or the footer does not say (`_tensors`)
             if found and self.where is not None:  # the footers count every row, the loader keeps some
                 names = list(dict.fromkeys(list(found) + [self.where[0]]))
-                table = frag.subset(row_group_ids=[i]).to_table(columns=names)
+                table = read_rows(self.dataset, frag, names, i)
                 table = table.filter(pc.equal(table[self.where[0]], self.where[1]))
                 found = {c: table[c].null_count for c in found}
             for c, k in found.items():
@@ -411,8 +464,9 @@ class ParquetLoader(ShardedBatches):
         names = list(dict.fromkeys(names))
         rows, at, x, y = int(self.sizes[units].sum()), 0, None, None
         for u in units:  # one row group's table at a time, its rows converted into the buffer's tensors
+            if not self.sizes[u]: continue  # no row kept (a 0-row file, or none `where` keeps): none to convert
             frag, i, _ = self.groups[u]
-            table = frag.subset(row_group_ids=[i]).to_table(columns=names)
+            table = read_rows(self.dataset, frag, names, i)
             if self.where is not None: table = table.filter(pc.equal(table[self.where[0]], self.where[1]))
             xu, yu = self._tensors(table, f"row group {i} of {Path(frag.path).name}")
             del table
@@ -516,7 +570,13 @@ class ParquetLoader(ShardedBatches):
 # %% ../nbs/18_parquet.ipynb #a5e8d1d1
 def _unit_hash(values: np.ndarray, seed: int) -> np.ndarray:
     "A seeded hash of each value as a number in [0, 1) (stable across processes: pandas' hash, not Python's)."
-    h = pd.util.hash_pandas_object(pd.Series(values), index=False, hash_key=f"trainbook{seed:07d}"[:16])
+    s = pd.Series(values)
+    h = pd.util.hash_pandas_object(s, index=False, hash_key=f"trainbook{seed:07d}"[:16])
+    if not (s.dtype == object or isinstance(s.dtype, pd.StringDtype)):
+        # pandas keys only the hash of text: numbers (integer group ids) hash alike for every seed, so the
+        # seed is mixed in here (pandas' hash of a uint64 mixes its bits: another seed, another order)
+        mixed = pd.Series(h.to_numpy() ^ np.uint64(_key(seed, "numbers")))
+        h = pd.util.hash_pandas_object(mixed, index=False)
     return (h.to_numpy() >> np.uint64(11)).astype(np.float64) / 2.0 ** 53
 
 def _part(u: np.ndarray, valid_size: float, test_size: float) -> np.ndarray:
@@ -534,10 +594,11 @@ def split_files(source,  # a Parquet folder, a list of files, or a `pyarrow.data
                 test_size: float = 0.0,  # share of files for test
                 seed: int = 0,  # seed of the file-name hash
                ) -> dict:
-    "Whole files to 'train' / 'valid' (/ 'test') by a seeded hash of each file's name: lists of paths."
+    """Whole files to 'train' / 'valid' (/ 'test') by a seeded hash of each file's path below the dataset's folder
+    (`dataset_root`: partition folders of files named alike tell them apart): lists of paths."""
     _check_sizes(valid_size, test_size)
     files = sorted(as_dataset(source).files)
-    parts = _part(_unit_hash(np.array([Path(f).name for f in files]), seed), valid_size, test_size)
+    parts = _part(_unit_hash(np.array(_file_keys(files)), seed), valid_size, test_size)
     out = {name: [f for f, p in zip(files, parts) if p == name] for name in ("train", "valid", "test")}
     if not test_size: out.pop("test")
     empty = [k for k, v in out.items() if not v]
@@ -546,16 +607,24 @@ def split_files(source,  # a Parquet folder, a list of files, or a `pyarrow.data
                          "by rows with write_split_column")
     return out
 
+def _file_keys(files: list) -> list:
+    "Each file's path below the dataset's folder: its name in a flat folder, `g=1/part-0.parquet` in a partition."
+    root = dataset_root(files)
+    return [Path(f).resolve().relative_to(root).as_posix() for f in files]
+
 _PART = re.compile(r"part-\d{5}\.parquet")  # the names of the files write_split_column writes
 
 def _check_out_dir(source, files: list, out_dir: Path, overwrite: bool) -> list:
-    "`out_dir` is not, holds nor sits in the source, nor holds others' Parquet files; the old parts to remove."
+    """`out_dir` is not, holds nor sits in a source folder (read whole, it would read the copy too), is no source
+    file's folder, nor holds others' Parquet files; the old parts to remove. A new folder beside a source file
+    is fine."""
     out = out_dir.resolve()
     inputs = [Path(f).resolve() for f in files]
     roots = [Path(source).resolve()] if isinstance(source, (str, Path)) and Path(source).is_dir() else []
-    roots += [f.parent for f in inputs]  # the folders the source files are in
+    if not isinstance(source, (str, Path, list, tuple)) and inputs:  # a Dataset: its folder, read whole
+        roots.append(dataset_root(inputs))
     clash = next((r for r in roots if out == r or r in out.parents), None)
-    clash = clash or next((f for f in inputs if out in f.parents), None)
+    clash = clash or next((f.parent for f in inputs if out in f.parents), None)  # a file's folder, or above
     if clash is not None:
         raise ValueError(f"out_dir {str(out_dir)!r} is, holds or sits inside the source ({str(clash)!r}): "
                          "the copy would rewrite or mix with the files it reads; pass an out_dir outside the source")
@@ -577,7 +646,7 @@ def _check_group_ids(dataset, groups: str):
     import pyarrow.compute as pc
     missing, first = 0, None
     for frag in dataset.get_fragments():  # one column of each file read
-        ids = frag.to_table(columns=[groups]).column(groups)
+        ids = read_rows(dataset, frag, [groups]).column(groups)
         found = int(pc.sum(pc.is_null(ids, nan_is_null=True)).as_py() or 0)
         if found and first is None: first = frag.path
         missing += found
@@ -611,14 +680,16 @@ def write_split_column(source,  # a Parquet folder, a list of files, or a `pyarr
     for f in old: f.unlink()  # an earlier copy's parts: one of more files would stay and mix with this one
     out_dir.mkdir(parents=True, exist_ok=True)
     counts = {"train": 0, "valid": 0, "test": 0}
-    for k, frag in enumerate(dataset.get_fragments()):
+    fragments = list(dataset.get_fragments())
+    names = _file_keys([frag.path for frag in fragments])  # a file's path below the dataset's folder
+    for k, frag in enumerate(fragments):
         writer, offset = None, 0
         for i in range(frag.metadata.num_row_groups):
-            table = frag.subset(row_group_ids=[i]).to_table()
+            table = read_rows(dataset, frag, row_group=i)
             if groups is not None: keys = table.column(groups).to_numpy(zero_copy_only=False)
             else:  # a row's key: its file and its row number in the file
                 numbers = (np.arange(table.num_rows) + offset).astype(str)
-                keys = np.char.add(f"{Path(frag.path).name}:", numbers)
+                keys = np.char.add(f"{names[k]}:", numbers)
             parts = _part(_unit_hash(keys, seed), valid_size, test_size)
             for name in counts: counts[name] += int((parts == name).sum())
             table = table.append_column(column, pa.array(parts))
