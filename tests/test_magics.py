@@ -553,3 +553,17 @@ def test_a_dropped_checklist_stops_listening_and_is_freed():
     assert alive() is None
     tb.check_data(pd.DataFrame({"a": [0.0, 1.0] * 20, "target": [0, 1] * 20}), "target", leak_check=False)
     assert len(_LISTENERS) == before  # the dead entry went at the next announcement
+
+
+def test_a_split_with_rows_in_two_parts_is_not_audited():
+    "Probe 72: rows at one position in train and valid became an audit error (shared_rows): the checklist says so."
+    from types import SimpleNamespace
+    from trainbook.core import announce
+    cl = tb.Checklist("churn", "churn", "valid_accuracy", threshold=0.8)
+    try:
+        shared = SimpleNamespace(params={"target": "churn", "n_rows": 200}, strategy="hand-made", fingerprint="f",
+                                 findings=[tb.Finding("shared_rows", "error", "10 row position(s) in both")])
+        announce("split_made", shared)
+        assert not cl.done["split_audited"] and cl.notes["split_audited"] == "1 leakage finding(s)"
+    finally:
+        cl.close()

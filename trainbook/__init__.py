@@ -5,6 +5,7 @@
 __version__ = "0.1.0"
 
 import importlib as _importlib
+import signal as _signal, sys as _sys, threading as _threading
 
 _EXPORTS = {
     "core": ["TrainConfig", "Finding", "History", "findings_html", "seed_everything", "rng_state",
@@ -72,10 +73,26 @@ _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)
 
 
+def _import_whole(name: str):
+    """Import module `name` with a Ctrl-C held until the import is over, then delivered as it was meant. The
+    first public name used imports torch, which registers its operators process-wide: a torch import cut short
+    by Ctrl-C cannot be retried (every later call of the session failed, or the interpreter aborted)."""
+    main = _threading.current_thread() is _threading.main_thread()
+    if name in _sys.modules or not main or _signal.getsignal(_signal.SIGINT) is None:  # no Python handler to hold
+        return _importlib.import_module(name)
+    held = []
+    previous = _signal.signal(_signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        return _importlib.import_module(name)
+    finally:
+        _signal.signal(_signal.SIGINT, previous)
+        if held: _signal.raise_signal(_signal.SIGINT)  # the Ctrl-C, to the handler it was meant for
+
+
 def __getattr__(name):
     mod = _WHERE.get(name)
     if mod is None: raise AttributeError(f"module 'trainbook' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(f"trainbook.{mod}"), name)
+    value = getattr(_import_whole(f"trainbook.{mod}"), name)
     globals()[name] = value
     return value
 

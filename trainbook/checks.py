@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_checks.ipynb #b7c52e39
 from __future__ import annotations
-import datetime, html, importlib, re, signal, sys, threading, warnings
+import datetime, html, re, warnings
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -14,23 +14,6 @@ import pandas as pd
 from .columns import (ValueCodes, dtype_family, epoch_seconds, is_nullable, parse_numbers, require_frame,
                                roles_from_codes)
 
-def _import_whole(name: str) -> None:
-    """Import module `name` with a Ctrl-C held until the import is over, then delivered as it was meant.
-    trainbook.core imports torch, which registers its operators process-wide: a torch import cut short by
-    Ctrl-C cannot be retried (each later check_data of the session failed, or the interpreter aborted)."""
-    main = threading.current_thread() is threading.main_thread()
-    if name in sys.modules or not main or signal.getsignal(signal.SIGINT) is None:  # no Python handler to hold
-        importlib.import_module(name)
-        return
-    held = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
-    try:
-        importlib.import_module(name)
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if held: signal.raise_signal(signal.SIGINT)  # the Ctrl-C, to the handler it was meant for
-
-_import_whole("trainbook.core")  # the first use of checks, make_splits or the audit imports torch through it
 from .core import (Finding, announce, compact_table_html, did_you_mean, findings_html, findings_text,
                             label_key, number_text, shown)
 

@@ -138,7 +138,7 @@ class Checklist:
         if None not in (rows, self._rows) and rows != self._rows:
             return self._ignore("split_audited", f"a split of a table of {rows} rows: the table checked for "
                                                  f"{self.target!r} has {self._rows}")
-        leaks = [f for f in sp.findings if f.kind in ("group_overlap", "time_leak", "duplicate_rows")]
+        leaks = [f for f in sp.findings if f.kind in ("group_overlap", "time_leak", "shared_rows", "duplicate_rows")]
         self._set("split_audited", not leaks, f"{sp.strategy}, fingerprint {sp.fingerprint}" if not leaks else
                   f"{len(leaks)} leakage finding(s)")
         self._split = sp.fingerprint
