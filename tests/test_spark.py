@@ -424,3 +424,70 @@ def test_fit_xgboost_refuses_infinite_features_up_front_naming_the_column(spark,
     with pytest.raises(ValueError, match=r"feature column 'c d' has 3 infinite value\(s\): replace them"):
         SM.fit_xgboost(sdf, "y", sp, num_rounds=2, live=False, checkpoint_dir=tmp_path / "run")
     assert not (tmp_path / "run").exists()  # refused before any work
+
+
+def test_features_named_like_spark_counts_are_checked_as_pandas_checks_them(spark):
+    "Probe 70: a feature named 'count' or 'k' met the conflicting-labels counts' own names: AMBIGUOUS_REFERENCE."
+    rng = np.random.default_rng(0)
+    n = 300
+    df = pd.DataFrame({"count": rng.integers(0, 3, n), "k": rng.integers(0, 2, n), "rows": rng.integers(0, 2, n),
+                       "__n": rng.integers(0, 2, n), "y": rng.integers(0, 2, n)})  # coarse: labels conflict
+    mine = tb.check_data(spark.createDataFrame(df), "y", leak_check=False)
+    theirs = tb.check_data(df, "y", leak_check=False)
+    assert mine.by_kind("conflicting_labels") and kinds(mine.findings) == kinds(theirs.findings)
+    keys = ("n_groups", "n_rows", "n_wrong_at_best")
+    assert [mine.by_kind("conflicting_labels")[0].data[k] for k in keys] == \
+        [theirs.by_kind("conflicting_labels")[0].data[k] for k in keys]
+    # numbers mixed with words in a text column named 'count': its words counted by a name of its own
+    text = pd.DataFrame({"count": np.where(np.arange(n) % 10 == 0, "n/a", (np.arange(n) * 1.5).astype(str)),
+                         "y": rng.integers(0, 2, n)})
+    (mixed,) = tb.check_data(spark.createDataFrame(text), "y", leak_check=False).by_kind("mixed_types")
+    assert mixed.column == "count" and mixed.data["values"] == {"n/a": 30}
+    assert S.unused_name(["a", "__n", "___N"], "n") == "____n"  # Spark compares names ignoring case
+
+
+def test_a_random_split_warns_of_entities_and_one_period_as_pandas_does(spark):
+    "Probe 70: a random Spark split of a user's rows said nothing where pandas warns entity_overlap (and one_period)."
+    rng = np.random.default_rng(1)
+    n = 800
+    df = pd.DataFrame({"user": rng.integers(0, 60, n), "x": rng.normal(size=n), "y": rng.integers(0, 2, n),
+                       "when": pd.Timestamp("2024-01-01") + pd.to_timedelta(rng.integers(0, 10_000, n), "min")})
+    sdf = spark.createDataFrame(df)
+    wanted = {"entity_overlap", "one_period"}
+    mine = tb.make_splits(sdf, "y", strategy="random", seed=0).findings
+    theirs = tb.make_splits(df, "y", strategy="random", seed=0).findings
+    assert {f.kind for f in mine} & wanted == {f.kind for f in theirs} & wanted == wanted
+    (entity,) = [f for f in mine if f.kind == "entity_overlap"]
+    assert entity.column == "user" and entity.data["n_ids"] == 60 and "groups='user'" in entity.advice
+    assert entity.data["n_shared"] > entity.data["n_ids"] / 2
+    # split by the entity (and by time): neither is said
+    grouped = tb.make_splits(sdf, "y", strategy="group", groups="user", seed=0).findings
+    timed = tb.make_splits(sdf, "y", strategy="time", time="when").findings
+    assert "entity_overlap" not in {f.kind for f in grouped} and "one_period" not in {f.kind for f in timed}
+    # a unique row id or a flag names no entity; a float column is no id
+    plain = df.assign(user=np.arange(n), flag=rng.integers(0, 2, n), x_id=rng.normal(size=n)).drop(columns="when")
+    assert not {f.kind for f in tb.make_splits(spark.createDataFrame(plain), "y", strategy="random").findings} & wanted
+
+
+def test_the_spark_options_reach_through_tb_baseline_and_fit_xgboost(spark, tmp_path):
+    "Probe 70: tb.fit_xgboost(num_workers=, sample_rows=) and tb.baseline(score_rows=, role_rows=, models='dummy')."
+    rng = np.random.default_rng(0)
+    n = 400
+    df = pd.DataFrame({"x": rng.normal(size=n), "g": rng.integers(0, 40, n)})
+    df["y"] = (df.x + rng.normal(scale=0.5, size=n) > 0).astype(int)
+    sdf = spark.createDataFrame(df)
+    sp = tb.make_splits(sdf, "y", strategy="group", groups="g", seed=0)
+    table = tb.baseline(sdf, "y", sp, models="dummy", score_rows=50, role_rows=100)  # one model by name
+    assert list(table.index) == ["dummy"] and table.loc["dummy", "valid_roc_auc"] == pytest.approx(0.5)
+    run = tb.fit_xgboost(sdf, "y", sp, num_rounds=3, live=False, num_workers=1, sample_rows=60)
+    assert run.extra["num_workers"] == 1 and run.extra["prep_sample_rows"] <= 60
+    with pytest.raises(ValueError, match="sample_rows must be a positive int"):
+        tb.fit_xgboost(sdf, "y", sp, num_rounds=3, live=False, sample_rows=0)
+    with pytest.raises(ValueError, match="overwrite=True is not supported on a Spark"):  # said by spark_models now
+        tb.fit_xgboost(sdf, "y", sp, live=False, overwrite=True)
+    # a pandas frame: the Spark-only options are refused by name, before any work
+    splits = tb.make_splits(df, "y", strategy="group", groups="g", seed=0)
+    with pytest.raises(ValueError, match="num_workers, sample_rows: for XGBoost on a Spark DataFrame only"):
+        tb.fit_xgboost(df, "y", splits, live=False, num_workers=1, sample_rows=10)
+    with pytest.raises(ValueError, match="baseline: role_rows are for a Spark DataFrame only"):
+        tb.baseline(df, "y", splits, role_rows=10)

@@ -772,17 +772,17 @@ def _boosting_fit(library: str,  # a key of BOOSTING_LIBRARIES
                     track: Optional[bool] = None,  # record the run (None = when `tb.track()` is on)
                     callbacks: Iterable = (),  # observers with event methods, as for `fit` (one step a round)
                     pos_label=None,  # binary: the label coded 1, the positive class (None: `class_order`'s)
+                    num_workers: Optional[int] = None,  # XGBoost on a Spark DataFrame: Spark tasks training together
+                    sample_rows: Optional[int] = None,  # XGBoost on a Spark DataFrame: rows the preprocessing fits on
                     ) -> Run:
         from trainbook import spark, spark_models  # a Spark DataFrame takes the Spark path (pyspark loads there)
-        if library == "xgboost" and spark.is_spark_frame(df):
-            if overwrite is not False:
-                raise ValueError("overwrite=True is not supported on a Spark DataFrame yet: give another "
-                                 "checkpoint_dir (or leave overwrite out: the run takes a version folder)")
-            if pos_label is not None:
-                raise ValueError("pos_label is not supported on a Spark DataFrame yet: leave it out")
+        spark_only = {k: v for k, v in (("num_workers", num_workers), ("sample_rows", sample_rows)) if v is not None}
+        if library == "xgboost" and spark.is_spark_frame(df):  # it refuses what Spark cannot do yet
             return spark_models.fit_xgboost(df, target, splits, params, num_rounds, early_stopping, live, task=task,
-                                     class_weight=class_weight, preprocess=preprocess,
-                                     checkpoint_dir=checkpoint_dir, seed=seed, track=track, callbacks=callbacks)
+                                     class_weight=class_weight, preprocess=preprocess, checkpoint_dir=checkpoint_dir,
+                                     seed=seed, track=track, callbacks=callbacks, overwrite=overwrite,
+                                     pos_label=pos_label, **spark_only)
+        if spark_only: raise ValueError(f"{', '.join(spark_only)}: for XGBoost on a Spark DataFrame only; leave out")
         return _fit_boosted(booster_library(library), df, target, splits, params, num_rounds, early_stopping,
                             live, task=task, class_weight=class_weight, preprocess=preprocess,
                             checkpoint_dir=checkpoint_dir, seed=seed, track=track, callbacks=callbacks,

@@ -18,9 +18,10 @@ from .core import Finding, announce, did_you_mean, findings_html, shown
 from .leaks import rare_classes
 
 # %% auto #0
-__all__ = ['is_spark_frame', 'spark_session', 'require_spark_frame', 'spark_sql_name', 'spark_col', 'require_spark_column',
-           'spark_family', 'spark_present', 'spark_infinities', 'ColumnStats', 'column_stats', 'spark_roles',
-           'spark_task', 'class_counts', 'spark_time_as_text', 'sample_rows_of', 'SparkDataReport', 'check_data']
+__all__ = ['is_spark_frame', 'spark_session', 'require_spark_frame', 'spark_sql_name', 'spark_col', 'unused_name',
+           'require_spark_column', 'spark_family', 'spark_present', 'spark_infinities', 'ColumnStats', 'column_stats',
+           'spark_roles', 'spark_task', 'class_counts', 'spark_time_as_text', 'sample_rows_of', 'SparkDataReport',
+           'check_data']
 
 # %% ../nbs/19_spark.ipynb #9a6188c9
 def is_spark_frame(obj,  # anything
@@ -83,6 +84,14 @@ def spark_col(name: str,  # a column's name, as `sdf.columns` holds it
     "The column `name` read literally: a dot or a space in it is part of the name, not a path into a struct."
     from pyspark.sql import functions as F
     return F.col(spark_sql_name(name))
+
+def unused_name(columns: list,  # a table's column names
+                name: str,  # the name wanted for a column of counts
+               ) -> str:
+    "`__name`, with more underscores until no column of the table has it (compared ignoring case, as Spark)."
+    taken, out = {str(c).lower() for c in columns}, f"__{name}"
+    while out.lower() in taken: out = "_" + out
+    return out
 
 def require_spark_column(sdf,  # a Spark DataFrame
                          col: Optional[str],  # the column asked for (None: nothing to check)
@@ -289,8 +298,9 @@ def _spark_mixed(sdf, col: str, s: ColumnStats, n: int) -> list[Finding]:
         return [Finding("numbers_as_text", "warning", f"all {present} values are numbers stored as text "
                         f"(dtype {s.dtype})", column=col, advice=f"convert them: cast({col!r} as double)",
                         data={"dtype": s.dtype})]
+    rows = unused_name(sdf.columns, "rows")  # not `.count()`'s 'count': a column may be named so
     bad = (sdf.where(spark_col(col).isNotNull() & F.expr(f"try_cast({spark_sql_name(col)} as double)").isNull())
-           .groupBy(spark_col(col)).count().orderBy(F.desc("count")).limit(20).collect())
+           .groupBy(spark_col(col)).agg(F.count(F.lit(1)).alias(rows)).orderBy(F.desc(rows)).limit(20).collect())
     counts = {str(r[0]): int(r[1]) for r in bad}
     shown = ", ".join(f"{v!r} ×{c}" for v, c in list(counts.items())[:5])
     shown += " …" if len(counts) > 5 else ""
@@ -311,10 +321,12 @@ def _spark_duplicates(sdf, n: int, n_distinct: int, target, stats: dict) -> list
         features = [c for c in sdf.columns if c != target]
         # rows per (feature row, label), then per feature row: its labels, rows, and its commonest label's rows
         labelled = sdf.where(spark_col(target).isNotNull())  # a missing label is no label
-        pairs = labelled.groupBy(*map(spark_col, features + [target])).count()
+        # the counts' names are none of the table's (a feature named 'count' or 'k' would be ambiguous)
+        each, k, rows, top = (unused_name(sdf.columns, name) for name in ("n", "k", "rows", "top"))
+        pairs = labelled.groupBy(*map(spark_col, features + [target])).agg(F.count(F.lit(1)).alias(each))
         mixed = pairs.groupBy(*map(spark_col, features)).agg(
-            F.count("*").alias("k"), F.sum("count").alias("rows"), F.max("count").alias("top")).where(F.col("k") > 1)
-        found = mixed.agg(F.count("*"), F.sum("rows"), F.sum(F.col("rows") - F.col("top"))).first()
+            F.count(F.lit(1)).alias(k), F.sum(each).alias(rows), F.max(each).alias(top)).where(F.col(k) > 1)
+        found = mixed.agg(F.count(F.lit(1)), F.sum(rows), F.sum(F.col(rows) - F.col(top))).first()
         if found[0]:
             # each feature's chance that two rows share its value is at least 1 / its distinct values (even
             # counts): a lower bound of the pairs chance makes agree, from the counts already taken

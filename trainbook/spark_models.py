@@ -112,6 +112,8 @@ def fit_xgboost(sdf,  # a Spark DataFrame: feature columns and the target
                 seed: int = 0,  # XGBoost's and the sample's seed
                 class_weight: Optional[str] = None,  # not on Spark yet: None only
                 preprocess: bool = True,  # not on Spark yet: True only (`make_preprocessor` on a sample)
+                overwrite: bool = False,  # not on Spark yet: False only (an earlier run's files are kept)
+                pos_label=None,  # not on Spark yet: None only (code the target 0/1, 1 the positive class)
                 track: Optional[bool] = None,  # record the run (None = when `tb.track()` is on)
                 callbacks: Iterable = (),  # observers with event methods, as for `fit` (the rounds, once trained)
                ) -> Run:
@@ -121,6 +123,12 @@ def fit_xgboost(sdf,  # a Spark DataFrame: feature columns and the target
     if class_weight is not None or preprocess is not True:
         raise ValueError("class_weight and preprocess=False are not supported on a Spark DataFrame yet: "
                          "leave them at their defaults")
+    if overwrite is not False:
+        raise ValueError("overwrite=True is not supported on a Spark DataFrame yet: give another "
+                         "checkpoint_dir (or leave overwrite out: the run takes a version folder)")
+    if pos_label is not None: raise ValueError("pos_label is not supported on a Spark DataFrame yet: leave it out")
+    if not isinstance(sample_rows, int) or isinstance(sample_rows, bool) or sample_rows < 1:
+        raise ValueError(f"sample_rows must be a positive int, got {sample_rows!r}")
     if not isinstance(splits, SparkSplits):
         raise TypeError(f"splits must be the SparkSplits of make_splits on this Spark DataFrame, got "
                         f"{type(splits).__name__}")
@@ -253,7 +261,7 @@ def baseline(sdf,  # a Spark DataFrame: feature columns and the target
              target: str,  # name of the target column
              splits: SparkSplits,  # `make_splits` of this table: every model trains on its train part
              task: str = "auto",  # "auto", "binary", "multiclass" or "regression"
-             models: tuple = ("dummy", "linear", "gbt"),  # any of `MLLIB_MODELS` ("xgboost": on Spark)
+             models: Union[tuple, str] = ("dummy", "linear", "gbt"),  # any of `MLLIB_MODELS` ("xgboost": on Spark)
              seed: int = 0,  # seed of the tree models and of the scoring samples
              score_rows: int = 1_000_000,  # predictions per part scored at most (a seeded sample beyond)
              role_rows: int = 20_000,  # training rows sampled to decide each column's role
@@ -266,6 +274,7 @@ def baseline(sdf,  # a Spark DataFrame: feature columns and the target
     if not isinstance(splits, SparkSplits):
         raise TypeError(f"splits must be the SparkSplits of make_splits on this Spark DataFrame, got "
                         f"{type(splits).__name__}")
+    if isinstance(models, str): models = (models,)  # one model by name, as the pandas baseline takes it
     bad = [m for m in models if m not in MLLIB_MODELS]
     if bad: raise ValueError(f"models: each is one of {', '.join(MLLIB_MODELS)}, got {bad[0]!r}")
     task = (splits.params.get("task") or spark_task(sdf, target)) if task == "auto" else task

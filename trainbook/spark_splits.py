@@ -12,8 +12,9 @@ import numpy as np
 import pandas as pd
 
 from .core import Finding, announce, findings_html, shown
-from .spark import (class_counts, require_spark_column, require_spark_frame, spark_col, spark_family,
-                             spark_present, spark_task, spark_time_as_text)
+from .spark import (class_counts, require_spark_column, require_spark_frame, sample_rows_of,
+                             spark_col, spark_family, spark_present, spark_task, spark_time_as_text, unused_name)
+from .columns import names_entity
 from .audit import class_share_findings
 from .splits import Splits, check_split_args, choose_strategy
 
@@ -169,6 +170,8 @@ def spark_audit(marked,  # a table with the `__part` column (`SparkSplits.assign
                                    f"{shared} group(s) of {groups!r} in both {a} and {b}", column=groups,
                                    advice="split by group (strategy='group') so an entity stays on one side",
                                    data={"splits": [a, b], "groups": ids, "n_shared": shared}))
+    else: out += _spark_entities(marked, names, target)
+    if time is None: out += _spark_one_period(marked, names, target)
     if time is not None:
         t = time_value(F, time, marked)
         ranges = {r[0]: (r[1], r[2]) for r in parts.groupBy("__part").agg(F.min(t), F.max(t)).collect()}
@@ -201,6 +204,63 @@ def spark_audit(marked,  # a table with the `__part` column (`SparkSplits.assign
                                           "keeps copies together", data={"splits": [a, b], "n_rows": int(n)}))
     if target is not None and task != "regression":
         out += _class_findings(part_class_counts(marked, target), names, target)
+    return out
+
+def _spark_entities(marked, names: list, target, sample_rows: int = 5000) -> list[Finding]:
+    """Without `groups`: `audit`'s entity_overlap, counted by Spark. A column names entities when `names_entity`
+    says so of a sample of it (all of it up to `sample_rows` rows: its name, its values' look) and its ids repeat
+    (2 to rows/2 of them); most ids of a later part with rows in an earlier one is the warning."""
+    from pyspark.sql import functions as F
+    types = {f.name: f.dataType.typeName() for f in marked.schema.fields}
+    cols = [c for c in marked.columns if c not in (target, "__part") and types[c] not in ("float", "double")]
+    if not cols or len(names) < 2: return []
+    sample = sample_rows_of(marked.select(*map(spark_col, cols)), sample_rows)
+    cols = [c for c in cols if names_entity(c, sample[c])]
+    out, n = [], marked.count() if cols else 0
+    for col in cols:
+        where = unused_name(marked.columns, "in")  # the parts an id has rows in
+        ids = marked.where(spark_col(col).isNotNull()).groupBy(spark_col(col)).agg(F.collect_set("__part").alias(where))
+        has = lambda part: F.array_contains(where, part)
+        counts = [a for p, q in _pairs(names) for a in (F.sum(F.when(has(p) & has(q), 1).otherwise(0)),
+                                                         F.sum(F.when(has(q), 1).otherwise(0)))]
+        row = ids.agg(F.count(F.lit(1)), *counts).first()
+        n_ids = int(row[0])
+        if not 2 <= n_ids <= n // 2: continue  # unique (a row id) or a flag: no entity
+        for i, (a, b) in enumerate(_pairs(names)):
+            shared, in_b = int(row[1 + 2 * i] or 0), int(row[2 + 2 * i] or 0)
+            if shared > in_b / 2:
+                out.append(Finding("entity_overlap", "warning",
+                                   f"{shared} of the {in_b} ids of {col!r} in {b} have rows in {a} too ({n_ids} ids, "
+                                   f"{n / n_ids:.1f} rows each): an entity's rows are alike, so the score is of "
+                                   "entities the model trained on", column=col,
+                                   advice=f"if {col!r} names an entity (a patient, a user), split by it: "
+                                          f"make_splits(..., groups={col!r})",
+                                   data={"splits": [a, b], "n_shared": shared, "n_ids": n_ids}))
+                break  # one finding a column
+    return out
+
+def _spark_one_period(marked, names: list, target) -> list[Finding]:
+    """Without `time`: `audit`'s one_period, counted by Spark: a datetime column by which most of a later part is
+    not after every row of an earlier one (each part from the whole period). An info."""
+    from pyspark.sql import functions as F
+    out = []
+    part = F.col("__part")
+    for col in [f.name for f in marked.schema.fields if f.name != target and spark_family(f.dataType) == "datetime"]:
+        t = time_value(F, col, marked)
+        latest = {r[0]: r[1] for r in marked.where(part.isNotNull()).groupBy("__part").agg(F.max(t)).collect()}
+        pairs = [(a, b) for a, b in _pairs(names) if latest.get(a) is not None]
+        if not pairs: continue
+        # the share of b's rows at or before a's latest (a missing time is not: pandas' NaN compares False)
+        shares = marked.agg(*[F.avg(F.when(part == b, F.when(t <= latest[a], 1.0).otherwise(0.0)))
+                              for a, b in pairs]).first()
+        for (a, b), inside in zip(pairs, shares):
+            if inside is not None and inside > 0.5:
+                out.append(Finding("one_period", "info", f"{inside:.0%} of the {b} rows are not after every {a} row "
+                                   f"by {col!r}: the parts share one period", column=col,
+                                   advice=f"if the model will predict times after its training data, split by time "
+                                          f"(make_splits(..., time={col!r})): a random split scores it on its own "
+                                          "period; else ignore this", data={"splits": [a, b], "share": inside}))
+                break  # one finding a column
     return out
 
 def _class_findings(counts: dict, names: list, target: str) -> list[Finding]:
