@@ -4,7 +4,7 @@ reads its own rows of a Ray Dataset and of a plain DataLoader; in the same launc
 and fit resumes exactly (to the bit) from Ray's last checkpoint by itself; a worker that raises is named with its
 traceback; a Tune search runs trials two at a time with ASHA stopping some (pruned) and a killed one failed, with the
 Optuna path's study table, and its best config re-fitted gives its best value; a Ray Dataset is a loader."""
-import importlib.util, os, signal, subprocess, sys, time
+import importlib.util, os, signal, subprocess, sys, threading, time, warnings
 from pathlib import Path
 
 import pytest
@@ -377,3 +377,65 @@ def test_a_ray_loader_checks_its_columns_from_the_schema_when_made():
     holes = ray.data.from_pandas(pdf.assign(b=pdf.b.where(pdf.index != 7), y=pdf.y.where(pdf.index != 9)))
     with pytest.raises(ValueError, match=r"column\(s\) 'y', 'b' of the Ray Dataset hold missing values"):
         next(iter(ray_engine.RayLoader(holes, "y", batch_size=50)))
+
+
+def test_a_ray_search_judges_trials_as_tb_search_and_its_timeout_lets_running_trials_finish(tmp_path):
+    """Probe 71, r_1/r_2/r_6/r_7: under Ray a diverged run was COMPLETE with its best before diverging, a numpy
+    number failed its trial, a failed trial had no reason, and the timeout killed the running trials. Both trials
+    here start before the timeout and run past it: they finish, judged as tb.search judges them; no third starts."""
+    timeout = 10
+    after = time.time() + timeout + 3  # past the search's deadline (counted from a moment after this)
+    X, y = data()
+
+    def objective(config):
+        import numpy as np
+        while time.time() < after: time.sleep(0.2)  # running when the timeout passes
+        if config.trial.number == 1: return np.float32(config["lr"])
+
+        class Blow(tb.Callback):  # the weights go NaN after the first validation: the next step's loss is NaN
+            def after_validate(self, state): next(state.model.parameters()).data.fill_(float("nan"))
+        return tb.fit(model(), tb.TensorLoader(X[:192], y[:192], batch_size=32),
+                      tb.TensorLoader(X[192:], y[192:], batch_size=64), loss_fn=nn.functional.cross_entropy,
+                      live=False, callbacks=[Blow()], config=tb.TrainConfig(epochs=3, device="cpu"))
+
+    with pytest.warns(UserWarning, match=r"search: 1 of 2 trials failed: trial 0 \(lr="):
+        res = ray_engine.search(objective, {"lr": ("log", 1e-3, 1e-1)}, 3, max_concurrent=2, timeout=timeout,
+                                storage=str(tmp_path / "s.db"), study_name="t", grace_period=3, live=False)
+    diverged, number = res.study.trials
+    assert [t.state.name for t in res.study.trials] == ["FAIL", "COMPLETE"]  # the third never started
+    assert diverged.user_attrs["stopped"] == "nonfinite" and "nonfinite" in diverged.user_attrs["finding"]
+    assert diverged.user_attrs["fail_reason"].startswith("trial 0 (lr=")
+    assert res.stopped == "completed" and res.best_trial == 1
+    assert number.value == pytest.approx(number.params["lr"]) and "stopped" not in number.user_attrs
+
+
+def test_a_ctrl_c_stops_a_ray_search_as_interrupted(tmp_path):
+    """Probe 71, r_3: Ctrl-C during a Ray search returned stopped == 'completed' (Tune's own handler ended it
+    silently). It is 'interrupted', as under tb.search: the finished trial kept, the stopped one FAIL, not failed."""
+    db, never = tmp_path / "s.db", str(tmp_path / "never")
+
+    def objective(config):
+        deadline = time.monotonic() + 120
+        while config.trial.number > 0 and not os.path.exists(never) and time.monotonic() < deadline:
+            time.sleep(0.2)  # until the Ctrl-C stops it
+        return config["lr"]
+
+    def ctrl_c_once_trial_0_completed():
+        import optuna
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try: first = optuna.load_study(study_name="c", storage=f"sqlite:///{db}").trials[:1]
+            except Exception: first = []  # not made yet
+            if first and first[0].state.name == "COMPLETE": break
+            time.sleep(0.2)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=ctrl_c_once_trial_0_completed, daemon=True).start()
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        res = ray_engine.search(objective, {"lr": ("log", 1e-3, 1e-1)}, 4, max_concurrent=2, storage=str(db),
+                                study_name="c", live=False)
+    states = [t.state.name for t in res.study.trials]
+    assert res.stopped == "interrupted" and res.best_trial == 0, (res.stopped, states)
+    assert states[0] == "COMPLETE" and set(states[1:]) <= {"FAIL"}, states  # none left RUNNING
+    assert not [w for w in said if "failed" in str(w.message)], [str(w.message) for w in said]

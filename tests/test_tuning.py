@@ -1,5 +1,5 @@
 "Search with Optuna: pruning from the monitored value, the best trial, a shared SQLite study, tracked trials."
-import math, sqlite3, subprocess, sys, textwrap, warnings
+import math, sqlite3, subprocess, sys, textwrap, time, warnings
 from pathlib import Path
 
 import pytest
@@ -676,3 +676,111 @@ def test_a_misspelled_storage_url_is_refused_at_once_as_track_refuses_its_uri(tm
         tb.search(lambda c: calls.append(c) or 0.0, {"x": (0.0, 1.0)}, 1, storage=storage, live=False)
     assert "secret" not in str(refused.value)  # the password hidden, as search's other messages hide it
     assert calls == [] and list(tmp_path.iterdir()) == []  # no trial, no folder 'sqlite', no study
+
+
+def test_an_int_range_with_fractional_bounds_is_refused_naming_the_key(tmp_path):
+    "Probe 71, r_9: ('int', 4.5, 8.5) sampled 4..8 (Optuna truncates the bounds): 4 is below the low given."
+    with pytest.raises(ValueError, match=r"space\['hidden'\]: an integer range needs whole-number bounds"):
+        tb.search(lambda c: float(c["hidden"]), {"hidden": ("int", 4.5, 8.5)}, 2, storage=str(tmp_path / "s.db"),
+                  live=False)
+    assert not (tmp_path / "s.db").exists()  # refused before the study was made
+    tb.tuning.check_space({"hidden": ("int", 4.0, 8.0), "layers": ("int_log", 1, 4)})  # whole floats: taken
+
+
+def test_a_ctrl_c_while_optuna_stores_a_trial_interrupts_the_search_and_leaves_no_trial_running():
+    """Probe 71, r_4: a Ctrl-C landing in Optuna's storing of trial 1's result came out as Optuna's
+    UnboundLocalError (an objective error: 'fix the objective') and left trial 1 RUNNING."""
+    class CtrlCWhileStoring(optuna.storages.InMemoryStorage):
+        def set_trial_state_values(self, trial_id, state, values=None):
+            if state == optuna.trial.TrialState.COMPLETE and self.get_trial_number_from_id(trial_id) == 1:
+                raise KeyboardInterrupt  # where a SIGINT lands
+            return super().set_trial_state_values(trial_id, state, values)
+
+    res = tb.search(lambda c: (c["lr"] - 0.01) ** 2, {"lr": ("log", 1e-3, 1e-1)}, 4, storage=CtrlCWhileStoring(),
+                    study_name="s", live=False)
+    assert res.stopped == "interrupted" and states(res) == ["COMPLETE", "FAIL"] and res.best_trial == 0
+
+
+def test_a_run_that_trained_all_its_steps_is_never_pruned(tmp_path):
+    """Probe 71, r_5: a pruner's stop at a run's last validation (its training done) marked it PRUNED with a stale
+    value; it is COMPLETE with its best. Pruned at an earlier validation, a run stops there, as before."""
+    dl_train, dl_valid = loaders()
+    def objective(config):
+        return tb.fit(mlp(), dl_train, dl_valid, loss_fn=nn.CrossEntropyLoss(), live=False, callbacks=config.callbacks,
+                      config=tb.TrainConfig(epochs=config["epochs"], lr=0.01, device="cpu"))
+    res = tb.search(objective, lambda trial: {"epochs": 1 + trial.number}, 2, storage=str(tmp_path / "s.db"),
+                    pruner=AlwaysPrune(), live=False)
+    assert states(res) == ["COMPLETE", "PRUNED"]
+    assert res.runs[0].stopped == "completed" and res.study.trials[0].value == res.runs[0].best
+    assert res.runs[1].stopped == "pruned" and res.runs[1].records.series("loss", "valid").size == 1
+
+
+def test_a_ray_trial_is_judged_as_the_optuna_path_judges_it(monkeypatch):
+    """Probe 71, r_1/r_2/r_5/r_7: Ray's trial entry point (Tune's report caught, no cluster) took a diverged run's
+    best as its value, refused numpy and 0-d tensor numbers, said nothing of a NaN, and never told ASHA that a run's
+    training was done. It now reports what `tuning.trial_value` says, with the Optuna path's attributes."""
+    tune = pytest.importorskip("ray.tune")
+    cloudpickle = pytest.importorskip("cloudpickle")
+    import numpy as np
+    from trainbook import ray_engine
+    reports = []
+    monkeypatch.setattr(tune, "report", lambda metrics, **kw: reports.append(metrics))
+    def final(objective, number=3):
+        reports.clear()
+        ray_engine.trial_main({"lr": 0.01, ray_engine._NUMBER: number}, cloudpickle.dumps((objective, "minimize")))
+        return reports[-1]
+    assert final(lambda c: np.float32(0.25))["objective"] == 0.25
+    assert final(lambda c: torch.tensor(0.5))["objective"] == 0.5
+    nan = final(lambda c: math.nan)
+    assert math.isnan(nan["objective"]) and nan["fail_reason"] == "trial 3 (lr=0.01): the objective returned nan"
+    dl_train, dl_valid = loaders()
+    X, y = next(iter(dl_train))
+    def fitting(data):
+        return lambda c: tb.fit(mlp(), data, dl_valid, loss_fn=nn.CrossEntropyLoss(), live=False,
+                                config=tb.TrainConfig(epochs=2, lr=c["lr"], device="cpu"))
+    diverged = final(fitting([(X * math.nan, y)]))  # the first step's loss is NaN
+    assert math.isnan(diverged["objective"]) and diverged["stopped"] == "nonfinite"
+    assert "nonfinite" in diverged["finding"] and diverged["fail_reason"].startswith("trial 3 (lr=0.01): ")
+    done = final(fitting(dl_train))
+    assert done["stopped"] == "completed" and math.isfinite(done["objective"]) and "fail_reason" not in done
+    assert [r["trained"] for r in reports[:-1]] == [False, True]  # the last epoch's report: its training done
+
+
+def test_ray_records_a_trial_as_the_optuna_path_and_stops_no_finished_run_nor_starts_one_past_the_timeout():
+    """Probe 71, r_1/r_5/r_6/r_7: the Tune searcher and scheduler, driven by hand (no cluster). A final report is
+    recorded with its stop and fail reasons; ASHA's stop at a run's last epoch is not taken (its training is done);
+    past the deadline (`timeout`) no trial is suggested, where Tune's time budget killed the running ones."""
+    pytest.importorskip("ray.tune")
+    from ray.tune.schedulers import TrialScheduler
+    from ray.tune.search import Searcher
+    from trainbook import ray_engine
+    from trainbook.tuning import make_sampler, suggest
+    StoppingASHA, StudySearch, _ = ray_engine._ray_classes()
+    searcher = StudySearch(set(), space=lambda trial: suggest(trial, {"x": (0.0, 1.0)}), metric="objective",
+                           mode="min", study_name="s", storage=optuna.storages.InMemoryStorage(),
+                           sampler=make_sampler(0))
+    for tid in ("a", "b", "c"): searcher.suggest(tid)
+    searcher.on_trial_complete("a", {"final": True, "objective": math.nan, "stopped": "nonfinite",
+                                     "finding": "nonfinite: ...", "fail_reason": "trial 0 (x=0.5): diverged"})
+    searcher.on_trial_complete("b", {"final": True, "objective": 0.5, "stopped": "completed"})
+    searcher.on_trial_complete("c", {"final": True, "objective": 0.25})  # a number: no run to say how it stopped
+    a, b, c = searcher._ot_study.trials
+    assert (a.state.name, a.user_attrs["stopped"], a.user_attrs["fail_reason"]) == ("FAIL", "nonfinite",
+                                                                                     "trial 0 (x=0.5): diverged")
+    assert (b.state.name, b.value, b.user_attrs["stopped"]) == ("COMPLETE", 0.5, "completed")
+    assert c.state.name == "COMPLETE" and "stopped" not in c.user_attrs  # as the Optuna path: nothing said
+    searcher.deadline = time.monotonic() - 1
+    assert searcher.suggest("d") == Searcher.FINISHED and len(searcher._ot_study.trials) == 3
+
+    class Trial:
+        def __init__(self, trial_id): self.trial_id = trial_id
+    stopped = set()
+    asha = StoppingASHA(stopped, time_attr="training_iteration", max_t=4, metric="objective", mode="min",
+                        grace_period=3, reduction_factor=2)
+    first, second, third = Trial("1"), Trial("2"), Trial("3")
+    for t in (first, second, third): asha.on_trial_add(None, t)
+    at_rung = lambda value, **kw: {"training_iteration": 3, "objective": value, **kw}
+    assert asha.on_trial_result(None, first, at_rung(0.1, trained=True)) == TrialScheduler.CONTINUE
+    assert asha.on_trial_result(None, second, at_rung(0.9, trained=True)) == TrialScheduler.CONTINUE  # done
+    assert asha.on_trial_result(None, third, at_rung(0.9, trained=False)) == TrialScheduler.STOP  # epochs left
+    assert stopped == {"3"}

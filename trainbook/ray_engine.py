@@ -512,7 +512,8 @@ class TuneReport(MonitorReport):
         better = self.best is None or (value < self.best if self.mode == "min" else value > self.best)
         if better: self.best = value
         tune.report({"objective": self.best, "_".join(self.key): value, "step": state.step,
-                     "findings": _findings_json(state.findings), **_stamp(self.started)})
+                     "trained": self.trained(state), "findings": _findings_json(state.findings),
+                     **_stamp(self.started)})
 
 def _stamp(started: float) -> dict:
     "Where and when a trial runs: its process and its start, and the time of this report."
@@ -543,36 +544,38 @@ def _findings_json(findings: list) -> str:
 def trial_main(config: dict,  # the trial's sampled values (from Tune)
                payload: bytes = b"",  # the pickled (objective, direction)
               ):
-    "Each Ray Tune trial's entry point: the objective with a TuneReport callback, then its final value."
+    "Each Ray Tune trial's entry point: the objective with a TuneReport callback, then its outcome as tb.search's."
     import cloudpickle
+    import optuna
     from ray import tune
     from trainbook.run import Run
-    from trainbook.tuning import TrialConfig
+    from trainbook.tuning import TrialConfig, TrialFailed, fail_reason, run_attrs, trial_value
     started = time.time()
     objective, direction = cloudpickle.loads(payload)
     report = TuneReport("min" if direction == "minimize" else "max", started=started)
     _TRIAL.update(started=started)
     # every fit in the trial reports to Tune without being told (as in `tuning.search`); attached twice, once a step
     add_session_observer(TRIAL_OBSERVER, lambda context: report)
-    values = {k: v for k, v in config.items() if k != _NUMBER}
-    try: out = objective(TrialConfig(values, RayTrial(config.get(_NUMBER), dict(values)), [report]))
-    finally:
-        _TRIAL.clear()
-        remove_session_observer(TRIAL_OBSERVER)
-    findings = _findings_json(out.findings) if isinstance(out, Run) else "[]"
-    if isinstance(out, Run):
-        if out.best is None:
-            raise ValueError(f"the run has no best {out.config.monitor} (was it ever logged? pass dl_valid, "
-                             "or set monitor)")
-        value = float(out.best)
-    elif isinstance(out, (int, float)) and not isinstance(out, bool): value = float(out)
-    else: raise TypeError(f"the objective must return a Run or a number, got {type(out).__name__}")
-    tune.report({"objective": value, "findings": findings, "final": True, **_stamp(started)})
+    number, values = config.get(_NUMBER), {k: v for k, v in config.items() if k != _NUMBER}
+    final = {"final": True, "objective": math.nan, "findings": "[]"}
+    # judged by tb.search's own rule (`trial_value`): the same states, values, stop and fail reasons
+    try:
+        try: out = objective(TrialConfig(values, RayTrial(number, dict(values)), [report]))
+        finally:
+            _TRIAL.clear()
+            remove_session_observer(TRIAL_OBSERVER)
+        if isinstance(out, Run): final.update(findings=_findings_json(out.findings), **run_attrs(out))
+        final["objective"] = trial_value(out, direction, report)
+    except TrialFailed as err: final["fail_reason"] = fail_reason(number, values, err)  # NaN, diverged: FAIL
+    except optuna.TrialPruned: final["pruned"] = True
+    except KeyboardInterrupt: final["stopped"] = "interrupted"  # FAIL: a partial best never competes
+    tune.report({**final, **_stamp(started)})
 
 def _ray_classes():
     "The Ray Tune classes trainbook extends (made on first use: Ray is imported lazily)."
     from ray.tune import Callback as TuneCallback
     from ray.tune.schedulers import ASHAScheduler, TrialScheduler
+    from ray.tune.search import Searcher
     from ray.tune.search.optuna import OptunaSearch
     import optuna
     from trainbook.tuning import attr_value, best_completed
@@ -585,6 +588,8 @@ def _ray_classes():
 
         def on_trial_result(self, tune_controller, trial, result):
             decision = super().on_trial_result(tune_controller, trial, result)
+            # a rung on a run's last epoch: its training is done, stopping it saves nothing and loses its best
+            if result.get("trained") and not result.get("final"): return TrialScheduler.CONTINUE
             early = result.get("training_iteration", 0) < self.limit and not result.get("final")
             if decision == TrialScheduler.STOP and early: self.stopped.add(trial.trial_id)
             return decision
@@ -594,8 +599,10 @@ def _ray_classes():
         def __init__(self, stopped: set, **kwargs):
             super().__init__(**kwargs)
             self.stopped, self.last, self.configs = stopped, {}, {}
+            self.deadline = None  # time.monotonic() after which no trial starts (`timeout`); running ones finish
 
         def suggest(self, trial_id):
+            if self.deadline is not None and time.monotonic() > self.deadline: return Searcher.FINISHED
             config = super().suggest(trial_id)
             if config is None: return None
             self.configs[trial_id] = dict(config)
@@ -624,20 +631,31 @@ def _ray_classes():
             if "findings" in result: ot_trial.set_user_attr("findings", json.loads(result["findings"]))
             value, state = None, optuna.trial.TrialState.FAIL
             if error: pass
-            elif trial_id in self.stopped: state = optuna.trial.TrialState.PRUNED
+            elif trial_id in self.stopped or result.get("pruned"): state = optuna.trial.TrialState.PRUNED
             elif result.get("final") and math.isfinite(result.get("objective", math.nan)):
                 value, state = result["objective"], optuna.trial.TrialState.COMPLETE
-            # how the trial's run ended, as the Optuna path records it
-            stopped = ("failed" if error else "pruned" if state == optuna.trial.TrialState.PRUNED
-                       else result.get("stopped") or ("completed" if value is not None else "failed"))
-            ot_trial.set_user_attr("stopped", str(stopped))
+            # how the trial's run ended and why it failed, as the Optuna path records them
+            stopped = "pruned" if state == optuna.trial.TrialState.PRUNED else result.get("stopped")
+            if stopped is not None and not error: ot_trial.set_user_attr("stopped", str(stopped))
+            for key in ("finding", "fail_reason"):
+                if key in result and not error: ot_trial.set_user_attr(key, result[key])
             self._ot_study.tell(ot_trial, value, state=state)
             self._completed_trials.add(trial_id)
 
     class PanelFeed(TuneCallback):
-        "Feeds the notebook's StudyPanel from Tune's events (in the driver)."
-        def __init__(self, panel, searcher):
-            self.panel, self.searcher = panel, searcher
+        "Feeds the notebook's StudyPanel from Tune's events (in the driver); a Ctrl-C's signal goes in `interrupted`."
+        def __init__(self, panel, searcher, interrupted: list):  # a list: Tune pickles its callbacks
+            self.panel, self.searcher, self.interrupted = panel, searcher, interrupted
+
+        def setup(self, **info):
+            # Tune's own Ctrl-C handler, set by now, ends the search without a word: it is told of it too
+            if threading.current_thread() is not threading.main_thread(): return
+            tune_handler = signal.getsignal(signal.SIGINT)
+
+            def noted(signum, frame):
+                self.interrupted.append(signum)
+                if callable(tune_handler): tune_handler(signum, frame)
+            signal.signal(signal.SIGINT, noted)
 
         def on_trial_start(self, iteration, trials, trial, **info):
             number = self.searcher.number(trial.trial_id)
@@ -661,26 +679,18 @@ def _ray_classes():
     return StoppingASHA, StudySearch, PanelFeed
 
 # %% ../nbs/14a_ray.ipynb #863d4dbf
-def _errors(grid, most: int = 3) -> str:
-    "': reason; reason' of the first `most` trials Tune saw fail (their objective's own error), for a message."
+def _errors(grid) -> list:
+    "What the trials Tune saw fail raised (their objective's own error), for the search's messages."
     reasons = []
     for result in grid or ():
         err = getattr(result, "error", None)
         err = getattr(err, "cause", None) or err  # a RayTaskError carries the objective's exception
         if err is not None: reasons.append(f"{type(err).__name__}: {err}"[:300])
-    more = f"; {len(reasons) - most} more" if len(reasons) > most else ""
-    return (": " + "; ".join(reasons[:most]) + more) if reasons else ""
-
-def _fail_left_running(study, first: int) -> None:
-    "This search's trials (numbered from `first`) still RUNNING once Tune returned: FAIL, with a warning."
-    from trainbook.tuning import fail_running
-    left = fail_running(study, lambda t: t.number >= first)
-    if left: warn(f"search: trial(s) {left} were still running when the search ended (Ctrl-C or the "
-                  "timeout): marked FAIL; search again with the same storage and study_name to go on")
+    return reasons
 
 def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or a tuple for fit_objective
            space: Union[dict, Callable],  # the same space as tb.search: ranges, choices, constants
-           n_trials: int,  # trials to run in this call
+           n_trials: Optional[int],  # trials to run in this call (None: until `timeout`)
            *,
            max_concurrent: int = 2,  # trials running at once (each on its own Ray worker)
            storage=None,  # None = sqlite:///optuna.db here; a database URL; a SQLite file; an Optuna storage
@@ -690,38 +700,25 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
            reduction_factor: int = 3,  # ASHA: 1 in reduction_factor trials go on at each rung
            max_epochs: Optional[int] = None,  # ASHA's horizon; None = base_config.epochs (100 if unknown)
            resources_per_trial: Optional[dict] = None,  # e.g. {"cpu": 2, "gpu": 1}; None = one CPU
-           timeout: Optional[float] = None,  # stop starting trials after this many seconds
+           timeout: Optional[float] = None,  # stop starting trials after this many seconds (running ones finish)
            seed: Optional[int] = 0,  # the sampler's seed (None = not reproducible)
            address: Optional[str] = None,  # None = a local Ray for the call; 'auto' = the running cluster
            live: Union[str, bool] = "auto",  # the study panel: 'auto', or False for none
           ):
     "Search hyperparameters on Ray Tune: Optuna's sampler, ASHA stopping, parallel trials; as tb.search."
     import optuna
-    from trainbook.tuning import (SearchResult, _fail_stale_trials, best_completed, check_space, fit_objective,
-                                  make_storage, suggest)
+    from trainbook.tuning import (SearchResult, _fail_stale_trials, best_completed, check_search, check_space,
+                                  conclude_search, fail_running, make_storage, suggest)
     from trainbook.widgets import StudyPanel
-    if isinstance(objective, (tuple, list)):
-        if len(objective) != 5:
-            raise ValueError("objective as a tuple must be (model_factory, dl_train, dl_valid, loss_fn, "
-                             f"base_config), got {len(objective)} items")
-        objective = fit_objective(*objective)
-    if not callable(objective):
-        raise TypeError("objective must be a function config -> Run or a 5-tuple, "
-                        f"got {type(objective).__name__}")
+    objective = check_search(objective, n_trials, direction, timeout)  # tb.search's checks, at the same door
     # as tb.search: a value TrainConfig refuses (epochs from a float range) is named now, not in every trial
     check_space(space, getattr(objective, "takes", None), getattr(objective, "base_config", None))
-    for name, value in (("n_trials", n_trials), ("max_concurrent", max_concurrent),
-                        ("grace_period", grace_period)):
+    for name, value in (("max_concurrent", max_concurrent), ("grace_period", grace_period)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if not isinstance(reduction_factor, int) or reduction_factor < 2:
         raise ValueError(f"reduction_factor must be an integer >= 2, got {reduction_factor!r}")
-    if direction not in (None, "minimize", "maximize"):
-        raise ValueError(f"direction must be 'minimize', 'maximize' or None, got {direction!r}")
-    if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     import cloudpickle
-    import ray
     from ray import tune
     base = getattr(objective, "base_config", None)
     direction = direction or ("maximize" if base is not None and base.mode == "max" else "minimize")
@@ -755,31 +752,33 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     # Tune sets its own Ctrl-C handler (ending the search) and leaves it set: a later cell's first Ctrl-C would be lost
     main = threading.current_thread() is threading.main_thread()  # only there can handlers be set
     handlers = {s: signal.getsignal(s) for s in _TUNE_SIGNALS} if main else {}
-    grid = None
+    grid, interrupted, left = None, [], []  # interrupted: the Ctrl-C PanelFeed saw
     try:
         trainable = tune.with_resources(tune.with_parameters(trial_main, payload=payload),
                                         resources_per_trial or {"cpu": 1})
         tuner = tune.Tuner(trainable,
                            tune_config=tune.TuneConfig(search_alg=searcher, scheduler=scheduler,
-                                                       num_samples=n_trials,
-                                                       max_concurrent_trials=max_concurrent,
-                                                       time_budget_s=timeout, reuse_actors=True),
+                                                       num_samples=-1 if n_trials is None else n_trials,
+                                                       max_concurrent_trials=max_concurrent, reuse_actors=True),
                            run_config=tune.RunConfig(storage_path=folder, name=study_name, verbose=0,
-                                                     callbacks=[PanelFeed(panel, searcher)]))
+                                                     callbacks=[PanelFeed(panel, searcher, interrupted)]))
+        # tb.search's timeout: no trial starts after it, the running ones finish (Tune's time_budget_s kills them)
+        if timeout is not None: searcher.deadline = time.monotonic() + timeout
         grid = tuner.fit()
     finally:
         for s, handler in handlers.items():
             if handler is not None: signal.signal(s, handler)
         if started: shutdown_local()
         shutil.rmtree(folder, ignore_errors=True)
+        left = fail_running(study, lambda t: t.number >= before)  # Ctrl-C: the trials Tune stopped
+        for number in left: panel.end(number, "fail", best_completed(study))
         panel.finish()
-        _fail_left_running(study, before)
-    result = SearchResult(study, {}, math.nan, -1, panel=panel)
-    best = best_completed(study)
-    if best is None:
-        states = result.trials.state.value_counts().to_dict()
-        raise RuntimeError(f"no trial of study {study_name!r} completed: {states}{_errors(grid)}")
-    top = study.best_trial
-    result.best_trial, result.best_value = top.number, top.value
-    result.best_config = dict(top.user_attrs.get("config", top.params))
-    return result
+    mine = [t for t in study.get_trials(deepcopy=False) if t.number >= before]
+    cut = [t.number for t in mine if t.user_attrs.get("stopped") == "interrupted"]  # a trial's own Ctrl-C
+    if interrupted: cut += left  # the trials Tune stopped
+    elif left: warn(f"search: trial(s) {left} were still running when Tune returned: marked FAIL")
+    # as tb.search ends: stopped, the best, the failed trials (an interrupted one is not failed) with reasons
+    result = SearchResult(study, {}, math.nan, -1, panel=panel,
+                          stopped="interrupted" if interrupted or cut else "completed")
+    failed = [t.number for t in mine if t.state == optuna.trial.TrialState.FAIL and t.number not in cut]
+    return conclude_search(result, failed, len(mine), _errors(grid))

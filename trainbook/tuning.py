@@ -19,8 +19,9 @@ from .widgets import StudyPanel, config_text
 # %% auto #0
 __all__ = ['KINDS', 'CONFIG_FIELDS', 'DEFAULT_STORAGE', 'SQLITE_LOCK_WAIT', 'PRUNERS', 'TRIAL_OBSERVER', 'check_space', 'suggest',
            'MonitorReport', 'Pruning', 'TrialConfig', 'fit_objective', 'new_study_name', 'make_storage', 'make_pruner',
-           'make_sampler', 'trial_seed', 'SearchResult', 'TrialFailed', 'KnownFailures', 'TrialDiverged', 'search',
-           'fail_running', 'best_completed', 'attr_value']
+           'make_sampler', 'trial_seed', 'SearchResult', 'check_search', 'TrialFailed', 'KnownFailures',
+           'TrialDiverged', 'run_attrs', 'fail_reason', 'trial_value', 'search', 'conclude_search', 'fail_running',
+           'best_completed', 'attr_value']
 
 # %% ../nbs/17_tuning.ipynb #7e31bccb
 KINDS = ("log", "int", "int_log", "float")
@@ -54,6 +55,9 @@ def _check_range(where: str, spec: tuple):
                          f"got {spec!r}; use a list for choices")
     low, high = bounds
     if not low < high: raise ValueError(f"{where}: low must be below high, got {spec!r}")
+    # Optuna truncates ('int', 4.5, 8.5) to 4..8: 4 is below the range given
+    if kind in ("int", "int_log") and not all(math.isfinite(b) and float(b).is_integer() for b in bounds):
+        raise ValueError(f"{where}: an integer range needs whole-number bounds, got {spec!r}; round them inward")
     if kind in ("log", "int_log") and low <= 0:
         raise ValueError(f"{where}: a log scale needs low > 0, got {spec!r}")
 
@@ -105,6 +109,24 @@ class MonitorReport(Callback):
                 ):
         self.monitor, self.key, self.attached = monitor, None, False
         self._last = None  # (state, step) of the last report: attached twice, a validation counts once
+        self.reports, self.pruned = 0, False  # values reported; whether the trial was told to stop (pruned)
+        self.ended, self._seen = [], None  # how each run of the trial ended (`Run.stopped`); the last run heard of
+
+    def after_fit(self, state):
+        run = state.run
+        if run is None or (self._seen is not None and self._seen() is run): return
+        self._seen = weakref.ref(run)
+        self.ended.append(run.stopped)
+
+    @property
+    def interrupted(self) -> bool:
+        "Whether a run of this trial was interrupted (Ctrl-C): its result is partial."
+        return "interrupted" in self.ended
+
+    def trained(self, state,  # the loop's state
+               ) -> bool:
+        "Whether the run has taken all its steps: this is its last report, and stopping it would save nothing."
+        return getattr(state, "total_steps", None) is not None and state.step >= state.total_steps
 
     def before_fit(self, state):
         self.attached = True
@@ -136,20 +158,7 @@ class Pruning(MonitorReport):
                  notify: Optional[Callable] = None,  # called as notify(step, value) after each report
                  ):
         super().__init__(monitor)
-        self.trial, self.notify, self.reports, self.pruned = trial, notify, 0, False
-        self.ended: list = []  # how each run of the trial ended (`Run.stopped`), in order
-        self._seen = None  # the last run heard of at its end
-
-    def after_fit(self, state):
-        run = state.run
-        if run is None or (self._seen is not None and self._seen() is run): return
-        self._seen = weakref.ref(run)
-        self.ended.append(run.stopped)
-
-    @property
-    def interrupted(self) -> bool:
-        "Whether a run of this trial was interrupted (Ctrl-C): its result is partial."
-        return "interrupted" in self.ended
+        self.trial, self.notify = trial, notify
 
     def report(self, state,  # the loop's state
                value: float,  # the newest monitored value (finite)
@@ -158,7 +167,8 @@ class Pruning(MonitorReport):
         self.trial.report(value, self.reports)
         self.reports += 1
         if self.notify is not None: self.notify(state.step, value)
-        if self.trial.should_prune():
+        # a run that trained all its steps is complete: pruned, it would keep a stale value and lose its best
+        if not self.trained(state) and self.trial.should_prune():
             self.pruned = True
             state.control.request_stop("pruned")
 
@@ -391,15 +401,17 @@ class SearchResult:
         return f"<div>{text}</div>"
 
 # %% ../nbs/17_tuning.ipynb #a8f436d5
-def _check_search(objective, n_trials, direction, timeout):
-    if isinstance(objective, (tuple, list)):
-        if len(objective) != 5:
-            raise ValueError("objective as a tuple must be (model_factory, dl_train, dl_valid, loss_fn, "
-                             "base_config), "
-                             f"got {len(objective)} items")
-    elif not callable(objective):
-        raise TypeError(f"objective must be a function config -> Run or a 5-tuple, "
-                        f"got {type(objective).__name__}")
+def check_search(objective: Union[Callable, tuple],  # config -> Run (or a number), or a tuple for fit_objective
+                 n_trials: Optional[int],  # trials to run (None: until `timeout`)
+                 direction: Optional[str],  # minimize | maximize | None
+                 timeout: Optional[float],  # seconds after which no trial starts
+                ) -> Callable:
+    "The objective as a function (a 5-tuple through `fit_objective`), the arguments checked: both engines' door."
+    if isinstance(objective, (tuple, list)) and len(objective) != 5:
+        raise ValueError("objective as a tuple must be (model_factory, dl_train, dl_valid, loss_fn, "
+                         f"base_config), got {len(objective)} items")
+    if not isinstance(objective, (tuple, list)) and not callable(objective):
+        raise TypeError(f"objective must be a function config -> Run or a 5-tuple, got {type(objective).__name__}")
     if n_trials is None and timeout is None:
         raise ValueError("n_trials=None needs a timeout, or the search never ends")
     if n_trials is not None and (not isinstance(n_trials, int) or isinstance(n_trials, bool) or n_trials < 1):
@@ -408,6 +420,7 @@ def _check_search(objective, n_trials, direction, timeout):
         raise ValueError(f"direction must be 'minimize', 'maximize' or None, got {direction!r}")
     if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    return fit_objective(*objective) if isinstance(objective, (tuple, list)) else objective
 
 class TrialFailed(RuntimeError):
     "A trial that fails while the search goes on: stored FAIL, with its reason as the trial's `fail_reason`."
@@ -429,17 +442,32 @@ class KnownFailures(logging.Filter):
 class TrialDiverged(TrialFailed):
     "A trial's run diverged (a non-finite loss): stored FAIL with its finding; the search goes on."
 
-def _value(result, direction: str, pruning: Pruning):
-    "The objective value of a trial's result; TrialPruned for a pruned run, TrialDiverged for a diverged one."
+def run_attrs(run: Run,  # a trial's run
+             ) -> dict:
+    "What a trial records of its run: how it stopped, and a diverged run's finding."
+    attrs = {"stopped": str(run.stopped)}
+    if run.stopped == "nonfinite":
+        found = [f for f in run.findings if f.kind in ("nonfinite", "diverging")]
+        attrs["finding"] = str(found[0]) if found else "the run stopped on a non-finite value"
+    return attrs
+
+def fail_reason(number: int, values: dict, reason,  # the trial's number, its sampled values, why it failed
+               ) -> str:
+    "A failed trial's `fail_reason`: the trial, its config, why."
+    return f"trial {number} ({config_text(values)}): {reason}"
+
+def trial_value(result,  # what the objective returned: a Run or a number
+                direction: str,  # the study's: minimize | maximize
+                report: MonitorReport,  # the trial's reporter (Pruning; TuneReport under Ray): how its runs ended
+               ) -> float:
+    "A trial's value, judged alike by both engines; TrialPruned, TrialFailed (NaN, diverged), KeyboardInterrupt."
     import optuna
-    if pruning.interrupted or (isinstance(result, Run) and result.stopped == "interrupted"):
+    if report.interrupted or (isinstance(result, Run) and result.stopped == "interrupted"):
         raise KeyboardInterrupt("the trial's run was interrupted: its result is partial")
     if isinstance(result, Run):
-        if result.stopped == "nonfinite":
-            found = [f for f in result.findings if f.kind in ("nonfinite", "diverging")]
-            raise TrialDiverged(str(found[0]) if found else "the run stopped on a non-finite value")
-        if result.stopped == "pruned" or pruning.pruned:
-            raise optuna.TrialPruned(f"pruned after {pruning.reports} reports")
+        if result.stopped == "nonfinite": raise TrialDiverged(run_attrs(result)["finding"])
+        if result.stopped == "pruned" or report.pruned:
+            raise optuna.TrialPruned(f"pruned after {report.reports} reports")
         wanted = "min" if direction == "minimize" else "max"
         if result.config.mode != wanted:
             fits = "minimize" if result.config.mode == "min" else "maximize"
@@ -500,8 +528,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     if engine != "optuna": raise ValueError(f"engine must be 'optuna' or 'ray', got {engine!r}")
     if engine_options: raise TypeError(f"unexpected arguments for engine='optuna': {', '.join(engine_options)}")
     import optuna
-    _check_search(objective, n_trials, direction, timeout)
-    if isinstance(objective, (tuple, list)): objective = fit_objective(*objective)
+    objective = check_search(objective, n_trials, direction, timeout)
     base = getattr(objective, "base_config", None)
     check_space(space, getattr(objective, "takes", None), base)
     pruner = make_pruner(pruner)
@@ -548,7 +575,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
             if earlier is not None and isinstance(space, dict): return _repeat(trial, earlier)
             return train(trial, values)
         except TrialFailed as err:  # FAIL, the search goes on: the reason stays with the trial
-            trial.set_user_attr("fail_reason", f"trial {trial.number} ({config_text(values)}): {err}")
+            trial.set_user_attr("fail_reason", fail_reason(trial.number, values, err))
             raise
 
     def train(trial, values: dict) -> float:
@@ -562,14 +589,11 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
         if isinstance(out, Run):
             out.extra["trial"] = trial.number
             result.runs[trial.number] = out
-            trial.set_user_attr("stopped", str(out.stopped))
-            if out.stopped == "nonfinite":
-                found = [f for f in out.findings if f.kind in ("nonfinite", "diverging")]
-                trial.set_user_attr("finding", str(found[0]) if found else "a non-finite loss")
+            for key, value in run_attrs(out).items(): trial.set_user_attr(key, value)
             if not pruning.attached:
                 warn("the trial's fit never attached the trial's Pruning, so this trial cannot be "
                      "pruned: pass callbacks=config.callbacks to fit")
-        return _value(out, direction, pruning)
+        return trial_value(out, direction, pruning)
 
     def after_trial(study, frozen):
         best = best_completed(study)
@@ -583,37 +607,53 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     optimize_log.addFilter(known)  # a trial trainbook failed, or a Ctrl-C: its own warning names it
     try: study.optimize(run_trial, n_trials=n_trials, timeout=timeout, callbacks=[after_trial],
                         catch=(TrialFailed,))
-    except KeyboardInterrupt:  # Ctrl-C: the trial in flight is FAIL (Optuna's doing), the search stops here
+    except (KeyboardInterrupt, Exception) as err:
+        if not _ctrl_c(err):  # an objective's error: the trial is FAIL, the finished ones stay in the study
+            result.stopped = "failed"
+            _keep_best(result, study)
+            err.result = result  # as fit's `err.run`: what was done before the error
+            again = f"storage={where!r}" if storage is None or isinstance(storage, str) else "the same storage"
+            _add_note(err, f"search: study {study_name!r} in {where} keeps its {len(_completed(study))} finished "
+                           f"trial(s) (err.result has them): fix the objective and continue it with "
+                           f"search(..., study_name={study_name!r}, {again})")
+            raise
+        # Ctrl-C: the trial in flight is FAIL (by Optuna; here, when it landed while Optuna stored a trial's
+        # result, as an UnboundLocalError that left the trial RUNNING), the search stops here
         result.stopped = "interrupted"
         fail_running(study, lambda t: t.user_attrs.get("worker") == worker)
         interrupted.extend(n for n, state in panel.states.items() if state == "running")
         for number in interrupted: panel.end(number, "fail", best_completed(study))
-    except Exception as err:  # an objective's error: the trial is FAIL, the finished ones stay in the study
-        result.stopped = "failed"
-        _keep_best(result, study)
-        err.result = result  # as fit's `err.run`: what was done before the error
-        again = f"storage={where!r}" if storage is None or isinstance(storage, str) else "the same storage"
-        _add_note(err, f"search: study {study_name!r} in {where} keeps its {len(_completed(study))} "
-                       f"finished trial(s) (err.result has them): fix the objective and continue it with "
-                       f"search(..., study_name={study_name!r}, {again})")
-        raise
     finally:
         optuna.logging.set_verbosity(verbosity)
         optimize_log.removeFilter(known)
         panel.finish()
         if repeats: _warn_repeats(repeats, trained=not isinstance(space, dict))
+    # this search's failed trials (the best is of the rest); the interrupted one is said by `stopped`
+    failed = [n for n, state in panel.states.items() if state == "fail" and n not in interrupted]
+    return conclude_search(result, failed, len(panel.states))
+
+def _ctrl_c(err: BaseException) -> bool:
+    "Whether `err` is a Ctrl-C, or an error raised while handling one (Optuna's, when it lands in its `tell`)."
+    while err is not None and not isinstance(err, KeyboardInterrupt): err = err.__context__
+    return err is not None
+
+def conclude_search(result: SearchResult,  # this search's result, `stopped` said ('completed', 'interrupted')
+                    failed: list,  # the numbers of this search's failed trials (an interrupted one is not failed)
+                    ran: int,  # the trials this search ran
+                    errors: list = (),  # more reasons for the messages: errors trials raised (Ray's)
+                   ) -> SearchResult:
+    "How a search ends, either engine: `result` with its best; failed trials warned of; none completed: an error."
+    study, reasons = result.study, _fail_reasons(result.study, errors)
     if _keep_best(result, study) is None:
         states = result.trials.state.value_counts().to_dict()
         if result.stopped == "interrupted":
-            warn(f"search interrupted before any trial of study {study_name!r} completed: {states}")
+            warn(f"search interrupted before any trial of study {study.study_name!r} completed: {states}")
             return result
         result.stopped = "failed"  # nothing completed: the search has no best to give
-        err = RuntimeError(f"no trial of study {study_name!r} completed: {states}{_fail_reasons(study)}")
+        err = RuntimeError(f"no trial of study {study.study_name!r} completed: {states}{reasons}")
         err.result = result  # the trials, pruned or failed, with the study
         raise err
-    # this search's failed trials (the best is of the rest); the interrupted one is said by `stopped`
-    failed = [n for n, state in panel.states.items() if state == "fail" and n not in interrupted]
-    if failed: warn(f"search: {len(failed)} of {len(panel.states)} trials failed{_fail_reasons(study)}")
+    if failed: warn(f"search: {len(failed)} of {ran} trials failed{reasons}")
     return result
 
 TRIAL_OBSERVER = "search_trial"  # the session-observer name under which a running trial's Pruning is attached
@@ -673,11 +713,11 @@ def _warn_repeats(repeats: list, trained: bool):
         "exhausted; widen it, or run fewer trials")
     warn(f"{len(repeats)} trial(s) drew a config an earlier trial had tried (trial {pairs}): {said}")
 
-def _fail_reasons(study, most: int = 3) -> str:
-    "': reason; reason' from the first `most` failed trials' `fail_reason`, for a message ('' if none)."
+def _fail_reasons(study, errors: list = (), most: int = 3) -> str:
+    "': reason; reason' from the first `most` failed trials' `fail_reason` and `errors`, for a message ('' if none)."
     import optuna
     failed = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.FAIL,))
-    reasons = [t.user_attrs["fail_reason"] for t in failed if "fail_reason" in t.user_attrs]
+    reasons = [t.user_attrs["fail_reason"] for t in failed if "fail_reason" in t.user_attrs] + list(errors)
     if not reasons: return ""
     more = f"; {len(reasons) - most} more in result.trials" if len(reasons) > most else ""
     return ": " + "; ".join(reasons[:most]) + more
