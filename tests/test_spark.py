@@ -469,8 +469,9 @@ def test_a_random_split_warns_of_entities_and_one_period_as_pandas_does(spark):
     assert not {f.kind for f in tb.make_splits(spark.createDataFrame(plain), "y", strategy="random").findings} & wanted
 
 
-def test_the_spark_options_reach_through_tb_baseline_and_fit_xgboost(spark, tmp_path):
-    "Probe 70: tb.fit_xgboost(num_workers=, sample_rows=) and tb.baseline(score_rows=, role_rows=, models='dummy')."
+def test_the_spark_options_reach_through_tb_baseline_fit_xgboost_check_data_and_make_splits(spark, tmp_path):
+    """Probe 70: tb.fit_xgboost(num_workers=, sample_rows=), tb.baseline(score_rows=, role_rows=, models='dummy'),
+    tb.check_data(sample_rows=, exact_limit=), tb.make_splits(exact_limit=)."""
     rng = np.random.default_rng(0)
     n = 400
     df = pd.DataFrame({"x": rng.normal(size=n), "g": rng.integers(0, 40, n)})
@@ -487,7 +488,14 @@ def test_the_spark_options_reach_through_tb_baseline_and_fit_xgboost(spark, tmp_
         tb.fit_xgboost(sdf, "y", sp, live=False, overwrite=True)
     # a pandas frame: the Spark-only options are refused by name, before any work
     splits = tb.make_splits(df, "y", strategy="group", groups="g", seed=0)
-    with pytest.raises(ValueError, match="num_workers, sample_rows: for XGBoost on a Spark DataFrame only"):
+    with pytest.raises(ValueError, match="fit_xgboost: num_workers, sample_rows are for a Spark DataFrame only"):
         tb.fit_xgboost(df, "y", splits, live=False, num_workers=1, sample_rows=10)
-    with pytest.raises(ValueError, match="baseline: role_rows are for a Spark DataFrame only"):
+    with pytest.raises(ValueError, match="baseline: role_rows is for a Spark DataFrame only; leave it out"):
         tb.baseline(df, "y", splits, role_rows=10)
+    # check_data and make_splits too (the options of their Spark paths, refused on pandas)
+    assert tb.check_data(sdf, "y", sample_rows=50, exact_limit=10).sample_rows == 50  # 400 rows: 5000 by default
+    assert tb.make_splits(sdf, "y", strategy="random", exact_limit=10).strategy == "random"
+    with pytest.raises(ValueError, match="check_data: sample_rows, exact_limit are for a Spark DataFrame only"):
+        tb.check_data(df, "y", sample_rows=50, exact_limit=10)
+    with pytest.raises(ValueError, match="make_splits: exact_limit is for a Spark DataFrame only"):
+        tb.make_splits(df, "y", exact_limit=10)

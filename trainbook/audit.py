@@ -16,7 +16,7 @@ from .core import Finding, label_key
 
 # %% auto #0
 __all__ = ['digest', 'fingerprint_frame', 'RowHashes', 'class_share_findings', 'require_positions', 'time_values',
-           'check_time_column', 'audit_parts']
+           'check_time_column', 'entity_overlap_finding', 'one_period_finding', 'audit_parts']
 
 # %% ../nbs/02a_audit.ipynb #8c4c5a6c
 def digest(*parts,  # bytes, strings or lists: what the fingerprint covers, in order
@@ -251,15 +251,27 @@ def _entities_across(df: pd.DataFrame, parts: dict, pairs: list, target, where: 
             in_b = _present(codes, parts[b], len(ids))
             shared = int((_present(codes, parts[a], len(ids)) & in_b).sum())
             if shared > in_b.sum() / 2:
-                out.append(Finding("entity_overlap", "warning",
-                                   f"{shared} of the {int(in_b.sum())} ids of {col!r} in {b} have rows in {a} too"
-                                   f"{where} ({len(ids)} ids, {len(df) / len(ids):.1f} rows each): an entity's rows "
-                                   "are alike, so the score is of entities the model trained on", column=col,
-                                   advice=f"if {col!r} names an entity (a patient, a user), split by it: "
-                                          f"make_splits(..., groups={col!r})",
-                                   data={"splits": [a, b], "n_shared": shared, "n_ids": len(ids)}))
+                out.append(entity_overlap_finding(col, a, b, shared, int(in_b.sum()), len(ids), len(df), where))
                 break  # one finding a column
     return out
+
+def entity_overlap_finding(col,  # the column whose ids name entities
+                           a: str,  # the earlier part (e.g. 'train')
+                           b: str,  # the later part, most of whose ids have rows in `a`
+                           shared: int,  # ids with rows in both
+                           in_b: int,  # ids with rows in `b`
+                           n_ids: int,  # ids in the table
+                           n_rows: int,  # rows in the table
+                           where: str = "",  # which fold, e.g. ' in fold 2'
+                          ) -> Finding:
+    "The entity_overlap warning, as the pandas and the Spark audits word it."
+    return Finding("entity_overlap", "warning",
+                   f"{shared} of the {in_b} ids of {col!r} in {b} have rows in {a} too{where} ({n_ids} ids, "
+                   f"{n_rows / n_ids:.1f} rows each): an entity's rows are alike, so the score is of entities the "
+                   "model trained on", column=col,
+                   advice=f"if {col!r} names an entity (a patient, a user), split by it: "
+                          f"make_splits(..., groups={col!r})",
+                   data={"splits": [a, b], "n_shared": shared, "n_ids": n_ids})
 
 def _one_period(df: pd.DataFrame, parts: dict, pairs: list, target, where: str) -> list[Finding]:
     """Without `time`: a datetime column by which most of a later part is not after the earlier one (a random split
@@ -271,13 +283,22 @@ def _one_period(df: pd.DataFrame, parts: dict, pairs: list, target, where: str) 
             if not len(parts[a]) or not len(parts[b]) or np.isnan(t[parts[a]]).all(): continue
             inside = float(np.mean(t[parts[b]] <= np.nanmax(t[parts[a]])))
             if inside > 0.5:
-                out.append(Finding("one_period", "info", f"{inside:.0%} of the {b} rows are not after every {a} row by "
-                                   f"{col!r}{where}: the parts share one period", column=col,
-                                   advice=f"if the model will predict times after its training data, split by time "
-                                          f"(make_splits(..., time={col!r})): a random split scores it on its own "
-                                          "period; else ignore this", data={"splits": [a, b], "share": inside}))
+                out.append(one_period_finding(col, a, b, inside, where))
                 break  # one finding a column
     return out
+
+def one_period_finding(col,  # the datetime column
+                       a: str,  # the earlier part (e.g. 'train')
+                       b: str,  # the later part
+                       inside: float,  # the share of `b`'s rows at or before `a`'s latest
+                       where: str = "",  # which fold, e.g. ' in fold 2'
+                      ) -> Finding:
+    "The one_period info, as the pandas and the Spark audits word it."
+    return Finding("one_period", "info", f"{inside:.0%} of the {b} rows are not after every {a} row by {col!r}"
+                   f"{where}: the parts share one period", column=col,
+                   advice=f"if the model will predict times after its training data, split by time (make_splits(..., "
+                          f"time={col!r})): a random split scores it on its own period; else ignore this",
+                   data={"splits": [a, b], "share": inside})
 
 def audit_parts(df: pd.DataFrame,  # the frame the positions index
                 parts: dict,  # split name -> array of row positions

@@ -727,13 +727,17 @@ def check_data(df: pd.DataFrame,  # the training data, one row per example
                serving: Optional[pd.DataFrame] = None,  # data seen at prediction time (train/serving parity)
                task: str = "auto",  # 'auto', 'binary', 'multiclass' or 'regression'
                leak_check: bool = True,  # score each feature alone against the target (binned, on held-out rows)
+               sample_rows: Optional[int] = None,  # a Spark DataFrame: rows the leak hint is scored on (None: 5000)
+               exact_limit: Optional[int] = None,  # a Spark DataFrame: exact distinct counts up to this many rows
               ) -> DataReport:
     "Every data check on `df` (with `serving`: train/serving parity), as a `DataReport`; ~3 s a million rows."
     require_not_target(target, groups, time)
     from trainbook import spark  # a Spark DataFrame takes the Spark path (pyspark is imported only there)
-    if spark.is_spark_frame(df):
+    on_spark = spark.is_spark_frame(df)
+    spark_only = spark.spark_options(on_spark, "check_data", sample_rows=sample_rows, exact_limit=exact_limit)
+    if on_spark:
         return spark.check_data(df, target, groups=groups, time=time, serving=serving, task=task,
-                                leak_check=leak_check)
+                                leak_check=leak_check, **spark_only)
     require_frame(df)
     for col, arg in ((target, "target"), (groups, "groups"), (time, "time")):  # a typo raises, did-you-mean
         require_column(df, col, arg)

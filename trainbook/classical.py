@@ -158,12 +158,11 @@ def baseline(df: pd.DataFrame,  # the whole table: feature columns and the targe
              ) -> pd.DataFrame:
     "Dummy, linear, boosted models and any scikit-learn estimator on the same splits: metrics per split."
     from trainbook import spark, spark_models  # a Spark DataFrame takes the Spark path (pyspark loads there)
-    spark_only = {k: v for k, v in (("score_rows", score_rows), ("role_rows", role_rows)) if v is not None}
+    spark_only = spark.spark_options(spark.is_spark_frame(df), "baseline", score_rows=score_rows, role_rows=role_rows)
     if spark.is_spark_frame(df):
         if pos_label is not None: raise ValueError("baseline: pos_label is not taken for a Spark DataFrame: "
                                                    "code the target 0/1 (1: the positive class)")
         return spark_models.baseline(df, target, splits, task=task, models=models, seed=seed, **spark_only)
-    if spark_only: raise ValueError(f"baseline: {', '.join(spark_only)} are for a Spark DataFrame only; leave them out")
     task = check_boosting_inputs(df, target, splits, task, scored=("valid", "test"))  # every part is scored
     pairs = _baseline_models(models)
     with warnings.catch_warnings():  # said once (above, below): not again by each model's fit and scoring

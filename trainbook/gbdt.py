@@ -776,13 +776,13 @@ def _boosting_fit(library: str,  # a key of BOOSTING_LIBRARIES
                     sample_rows: Optional[int] = None,  # XGBoost on a Spark DataFrame: rows the preprocessing fits on
                     ) -> Run:
         from trainbook import spark, spark_models  # a Spark DataFrame takes the Spark path (pyspark loads there)
-        spark_only = {k: v for k, v in (("num_workers", num_workers), ("sample_rows", sample_rows)) if v is not None}
-        if library == "xgboost" and spark.is_spark_frame(df):  # it refuses what Spark cannot do yet
+        on_spark = library == "xgboost" and spark.is_spark_frame(df)  # the Spark path refuses what it cannot do yet
+        spark_only = spark.spark_options(on_spark, f"fit_{library}", num_workers=num_workers, sample_rows=sample_rows)
+        if on_spark:
             return spark_models.fit_xgboost(df, target, splits, params, num_rounds, early_stopping, live, task=task,
                                      class_weight=class_weight, preprocess=preprocess, checkpoint_dir=checkpoint_dir,
                                      seed=seed, track=track, callbacks=callbacks, overwrite=overwrite,
                                      pos_label=pos_label, **spark_only)
-        if spark_only: raise ValueError(f"{', '.join(spark_only)}: for XGBoost on a Spark DataFrame only; leave out")
         return _fit_boosted(booster_library(library), df, target, splits, params, num_rounds, early_stopping,
                             live, task=task, class_weight=class_weight, preprocess=preprocess,
                             checkpoint_dir=checkpoint_dir, seed=seed, track=track, callbacks=callbacks,

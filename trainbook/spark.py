@@ -18,10 +18,10 @@ from .core import Finding, announce, did_you_mean, findings_html, shown
 from .leaks import rare_classes
 
 # %% auto #0
-__all__ = ['is_spark_frame', 'spark_session', 'require_spark_frame', 'spark_sql_name', 'spark_col', 'unused_name',
-           'require_spark_column', 'spark_family', 'spark_present', 'spark_infinities', 'ColumnStats', 'column_stats',
-           'spark_roles', 'spark_task', 'class_counts', 'spark_time_as_text', 'sample_rows_of', 'SparkDataReport',
-           'check_data']
+__all__ = ['is_spark_frame', 'spark_options', 'spark_session', 'require_spark_frame', 'spark_sql_name', 'spark_col',
+           'unused_name', 'require_spark_column', 'spark_family', 'spark_present', 'spark_infinities', 'ColumnStats',
+           'column_stats', 'spark_roles', 'spark_task', 'class_counts', 'spark_time_as_text', 'sample_rows_of',
+           'SparkDataReport', 'check_data']
 
 # %% ../nbs/19_spark.ipynb #9a6188c9
 def is_spark_frame(obj,  # anything
@@ -30,6 +30,17 @@ def is_spark_frame(obj,  # anything
     for cls in type(obj).__mro__:
         if cls.__name__ == "DataFrame" and cls.__module__.startswith("pyspark.sql"): return True
     return False
+
+def spark_options(on_spark: bool,  # whether the call takes its Spark path
+                  call: str,  # the call, for the error (e.g. 'check_data')
+                  **options,  # the Spark-only options as given (None: left out)
+                 ) -> dict:
+    "The Spark-only options given to `call`, to hand on to its Spark path; given to another path, refused by name."
+    given = {k: v for k, v in options.items() if v is not None}
+    if given and not on_spark:
+        raise ValueError(f"{call}: {', '.join(given)} {'is' if len(given) == 1 else 'are'} for a Spark DataFrame "
+                         f"only; leave {'it' if len(given) == 1 else 'them'} out")
+    return given
 
 def spark_session(cores: int = 2,  # local cores (`local[cores]`) when no session is active
                   app: str = "trainbook",  # the application name

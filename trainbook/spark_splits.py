@@ -15,7 +15,7 @@ from .core import Finding, announce, findings_html, shown
 from .spark import (class_counts, require_spark_column, require_spark_frame, sample_rows_of,
                              spark_col, spark_family, spark_present, spark_task, spark_time_as_text, unused_name)
 from .columns import names_entity
-from .audit import class_share_findings
+from .audit import class_share_findings, entity_overlap_finding, one_period_finding
 from .splits import Splits, check_split_args, choose_strategy
 
 # %% auto #0
@@ -229,13 +229,7 @@ def _spark_entities(marked, names: list, target, sample_rows: int = 5000) -> lis
         for i, (a, b) in enumerate(_pairs(names)):
             shared, in_b = int(row[1 + 2 * i] or 0), int(row[2 + 2 * i] or 0)
             if shared > in_b / 2:
-                out.append(Finding("entity_overlap", "warning",
-                                   f"{shared} of the {in_b} ids of {col!r} in {b} have rows in {a} too ({n_ids} ids, "
-                                   f"{n / n_ids:.1f} rows each): an entity's rows are alike, so the score is of "
-                                   "entities the model trained on", column=col,
-                                   advice=f"if {col!r} names an entity (a patient, a user), split by it: "
-                                          f"make_splits(..., groups={col!r})",
-                                   data={"splits": [a, b], "n_shared": shared, "n_ids": n_ids}))
+                out.append(entity_overlap_finding(col, a, b, shared, in_b, n_ids, n))
                 break  # one finding a column
     return out
 
@@ -255,11 +249,7 @@ def _spark_one_period(marked, names: list, target) -> list[Finding]:
                               for a, b in pairs]).first()
         for (a, b), inside in zip(pairs, shares):
             if inside is not None and inside > 0.5:
-                out.append(Finding("one_period", "info", f"{inside:.0%} of the {b} rows are not after every {a} row "
-                                   f"by {col!r}: the parts share one period", column=col,
-                                   advice=f"if the model will predict times after its training data, split by time "
-                                          f"(make_splits(..., time={col!r})): a random split scores it on its own "
-                                          "period; else ignore this", data={"splits": [a, b], "share": inside}))
+                out.append(one_period_finding(col, a, b, inside))
                 break  # one finding a column
     return out
 

@@ -449,12 +449,15 @@ def make_splits(df: pd.DataFrame,  # the data to split, one row per example
                                # at least `gap`, extended to whole times (a time's rows stay on one side)
                 seed: int = 0,  # random seed of the shuffling splitters
                 row_hashes: Optional[RowHashes] = None,  # `RowHashes(df)` of this df unchanged (None: made here)
+                exact_limit: Optional[int] = None,  # a Spark DataFrame: exact time quantiles up to this many rows
                ) -> Splits:
     "Leakage-safe train/valid(/test) positions or k folds of `df`, audited on creation."
     from trainbook import spark, spark_splits  # a Spark DataFrame takes the Spark path (pyspark only there)
-    if spark.is_spark_frame(df):
-        return spark_splits.make_splits(df, target, strategy=strategy, groups=groups, time=time,
-                                 valid_size=valid_size, test_size=test_size, n_folds=n_folds, gap=gap, seed=seed)
+    on_spark = spark.is_spark_frame(df)
+    spark_only = spark.spark_options(on_spark, "make_splits", exact_limit=exact_limit)
+    if on_spark:
+        return spark_splits.make_splits(df, target, strategy=strategy, groups=groups, time=time, valid_size=valid_size,
+                                        test_size=test_size, n_folds=n_folds, gap=gap, seed=seed, **spark_only)
     if row_hashes is not None and not isinstance(row_hashes, RowHashes):
         raise TypeError(f"row_hashes must be the RowHashes of this df (RowHashes(df)), or None to hash it "
                         f"here, got {type(row_hashes).__name__}")
