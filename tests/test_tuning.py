@@ -667,6 +667,8 @@ def test_optuna_says_nothing_of_the_trials_trainbook_failed_or_that_were_interru
     ("sqlite//s.db", "did you mean 'sqlite:///s.db'"),  # the colon missed: was a folder 'sqlite' and a study there
     ("sqllite:///s.db", r"unknown scheme 'sqllite' \(did you mean 'sqlite'\?\)"),  # was SQLAlchemy's, after retries
     ("postgress://me:secret@host/db", r"storage 'postgress://me:\*\*\*@host/db': .*did you mean 'postgresql'"),
+    # probe 71, r_8: an alias short of its colon became ./postgres/me:secret@host/, the password in a folder's name
+    ("postgres//me:secret@host/db", r"'postgres' followed by '//' .*did you mean 'postgresql://me:\*\*\*@host/db'"),
 ])
 def test_a_misspelled_storage_url_is_refused_at_once_as_track_refuses_its_uri(tmp_path, monkeypatch, storage, meant):
     "Probe 44: search(storage=) took a typo for a folder, or failed after retries naming neither the URL nor a fix."

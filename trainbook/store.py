@@ -4,7 +4,7 @@
 
 # %% ../nbs/16a_store.ipynb #6cce4c6e
 from __future__ import annotations
-import hashlib, json, os, re, socket, tempfile, time, urllib.error, urllib.parse, urllib.request
+import difflib, hashlib, json, os, re, socket, tempfile, time, urllib.error, urllib.parse, urllib.request
 import contextlib
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,10 +18,10 @@ from .core import atomic_write, did_you_mean, process_alive, warn
 __all__ = ['MAX_KEY', 'MAX_PARAM_VALUE', 'MAX_TAG_VALUE', 'CUT', 'SCHEMES', 'DATABASES', 'STORE_FILE', 'SQLITE_SUFFIXES',
            'HTTP_LIMITS', 'READ_LIMITS', 'READ_WAIT', 'OWNER_TAGS', 'STALE_AFTER', 'safe_key', 'safe_value',
            'safe_names', 'safe_items', 'sqlite_path', 'database_url', 'make_sqlite_folder', 'store_location',
-           'sqlite_tables', 'require_own_sqlite', 'resolve_uri', 'bound_http', 'read_limits', 'no_answer',
-           'request_bound', 'server_errors', 'artifact_repository', 'read_artifact', 'is_remote', 'check_server',
-           'quiet_mlflow', 'spool_dir', 'spool', 'spooled', 'claim_spooled', 'release_spooled', 'read_spooled',
-           'owner_tags', 'is_dead', 'dead_end_time', 'mark_dead_runs']
+           'sqlite_tables', 'require_own_sqlite', 'hide_password', 'resolve_uri', 'bound_http', 'read_limits',
+           'no_answer', 'request_bound', 'server_errors', 'artifact_repository', 'read_artifact', 'is_remote',
+           'check_server', 'quiet_mlflow', 'spool_dir', 'spool', 'spooled', 'claim_spooled', 'release_spooled',
+           'read_spooled', 'owner_tags', 'is_dead', 'dead_end_time', 'mark_dead_runs']
 
 # %% ../nbs/16a_store.ipynb #fc71d383
 MAX_KEY, MAX_PARAM_VALUE, MAX_TAG_VALUE = 250, 6000, 8000  # MLflow's limits (mlflow.utils.validation)
@@ -209,6 +209,11 @@ def _check_sqlite_file(path: Path, uri: str):
                          "or an existing MLflow store")
     require_own_sqlite(path, "uri", uri, "experiments")
 
+def hide_password(url: str,  # a URL (scheme://user:password@host/...), or a path
+                 ) -> str:
+    "`url` with its password shown as `***`, for a message (one short of its ':' too); a path as it is."
+    return re.sub(r"(//[^:/@]*:)[^@/]*@", r"\1***@", url)
+
 def _check_scheme(text: str,  # a URL or a path, as the argument holds it
                   name: str,  # the argument, for the message ("uri", "storage")
                   given,  # what the user passed, for the message
@@ -228,11 +233,16 @@ def _check_scheme(text: str,  # a URL or a path, as the argument holds it
         raise ValueError(f"{name} {given!r}: unknown scheme {scheme!r}{did_you_mean(base, known)}; {what} "
                          f"starts with one of {starts} -- or pass {instead}")
     missed = re.match(r"([A-Za-z][\w+.-]*)//", text)
-    if missed is None or missed.group(1).lower().split("+")[0] not in known: return False
-    scheme, rest = missed.group(1), text[missed.end():]
-    meant = f"{scheme}:///{rest}" if _SQLITE.fullmatch(scheme + ":") else f"{scheme}://{rest}"
-    raise ValueError(f"{name} {given!r}: {scheme!r} followed by '//' is {what} missing its ':' (did you mean "
-                     f"{meant!r}?); for a folder of that name pass {'./' + text!r}")
+    if missed is None: return False
+    typed, rest = missed.group(1), text[missed.end():]
+    base, scheme = typed.lower().split("+")[0], typed
+    if base not in known:  # 'postgres//...': a scheme near a known one, short of its ':', is no folder either
+        near = difflib.get_close_matches(base, known, n=1)
+        if not near: return False
+        scheme = near[0] + typed[len(base):]
+    meant = hide_password(f"{scheme}:///{rest}" if _SQLITE.fullmatch(scheme + ":") else f"{scheme}://{rest}")
+    raise ValueError(f"{name} {given!r}: {typed!r} followed by '//' is {what} missing its ':' (did you mean "
+                     f"{meant!r}?); for a folder of that name pass {'./' + hide_password(text)!r}")
 
 def resolve_uri(uri: str,  # a tracking URI (sqlite:///..., http://...), or a path: an SQLite file or a folder
                ) -> str:

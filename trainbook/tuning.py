@@ -12,7 +12,7 @@ from .core import TrainConfig, did_you_mean, require_instance, warn
 from .events import Callback, add_session_observer, remove_session_observer
 from .loop import fit
 from .run import Run, monitored_record
-from .store import database_url, make_sqlite_folder, sqlite_path
+from .store import database_url, hide_password, make_sqlite_folder, sqlite_path
 from .tracking import run_params
 from .widgets import StudyPanel, config_text
 
@@ -744,7 +744,7 @@ def _storage_text(storage) -> str:
     "The storage as a message names it: its URL or file, a password hidden; an object by its type."
     if storage is None: return DEFAULT_STORAGE
     if not isinstance(storage, str): return f"a {type(storage).__name__}"
-    return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", storage)
+    return hide_password(storage)
 
 class _Ranges:
     "A stand-in trial for `_suggest_one`: each suggest_* returns the distribution it would sample from."
