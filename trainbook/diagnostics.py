@@ -13,8 +13,8 @@ from .core import SEVERITIES, Finding
 from .curvefit import (clusters, constant_stretch, end_levels, fifths, flat_stretch, keeps_falling,
                                 line_slope, median, robust_spread, rolling_median, smooth_evaluations,
                                 smoothing_half, still_falling, turning_point)
-from .readings import (Thresholds, as_history, curves_of, epoch_steps, nonfinite_finding, series_of,
-                                short_steps, stood_still_finding)
+from .readings import (Thresholds, as_history, curves_of, epoch_steps, lr_schedule_note, nonfinite_finding,
+                                series_of, short_steps, stood_still_finding)
 
 # %% auto #0
 __all__ = ['RULES', 'diagnose']
@@ -97,40 +97,6 @@ def _untrained_loss(c: dict, loss: np.ndarray) -> float:
     _, _, prior = series_of(c, "valid", "prior_loss")
     return max(abs(float(loss[0])), float(median(prior)) if len(prior) else 0.0, 1e-12)
 
-def _lr_never_peaked(c: dict) -> str:
-    "A note when the logged lr still rose at the run's last step (a warmup longer than the run), else ''."
-    _, _, lr = series_of(c, "train", "lr")
-    rising = len(lr) >= 4 and np.isfinite(lr).all() and lr[-1] >= lr.max() and lr[-1] > 1.5 * lr[len(lr) // 2]
-    return (f"; the learning rate was still rising at the last step ({lr[0]:.3g} → {lr[-1]:.3g}): the warmup "
-            f"is longer than the run, the lr never reached its peak") if rising else ""
-
-def _lr_stopped(c: dict) -> tuple[str, str, dict]:
-    "A note, its advice and data when the logged lr was (as good as) 0 from some step to the end, half the run or more."
-    ls, _, lr = series_of(c, "train", "lr")
-    if len(lr) < 4 or not np.isfinite(lr).all(): return "", "", {}
-    # an lr 1000x under its peak does in half the run what the peak did in a few steps: for a loss that did not
-    # move, as good as 0 (a cosine is that low only over its last 2%; a step decay needs three 10x cuts)
-    off = lr <= 1e-3 * max(float(lr.max()), 0.0)
-    if not off[-1]: return "", "", {}
-    # never above 0: no schedule set it to 0 (an lr of 0 given, or a param group frozen at 0: the logged one)
-    if off.all():
-        return ("; the logged learning rate (the first parameter group's) was 0 at every step: the weights "
-                "it trains never moved", _ZERO_ADVICE, {"lr_always_zero": True})
-    # where the stretch of 0s up to the end began, after a positive lr
-    at = len(off) - int(off[::-1].argmin())
-    share = (len(lr) - at) / len(lr)
-    if share < 0.5: return "", "", {}  # a schedule that ends at 0 (cosine) reaches it at the last steps only
-    note = (f"; the learning rate was {lr[at]:.3g} from step {int(ls[at])} on ({share:.0%} of the steps; its "
-            f"peak {lr.max():.3g}): the schedule stopped training")
-    return note, _STOPPED_ADVICE, {"lr_zero_from_step": int(ls[at]), "lr_zero_share": share}
-
-_WARMUP_ADVICE = ("shorten the warmup (warmup= well under the run's steps, or a fraction: 0.05) "
-                  "or train longer")
-_STOPPED_ADVICE = ("fix the lr schedule: a scheduler that reaches 0 (a LambdaLR factor of 0, a schedule "
-                   "built for fewer steps than the run) stops training; build it for the run's length")
-_ZERO_ADVICE = ("an lr of 0 moves no weight: give the optimizer (each parameter group that should train) "
-                "an lr above 0")
-
 def _stalled_at_lr0(c: dict, th: Thresholds, step: int) -> list[Finding]:
     "not_learning when the loss did not fall from `step` on, where the lr went to 0 (whatever it did before)."
     steps, _, loss = series_of(c, "train", "loss")
@@ -147,8 +113,7 @@ def _stalled_at_lr0(c: dict, th: Thresholds, step: int) -> list[Finding]:
 
 def _loss_trend(c: dict, th: Thresholds) -> list[Finding]:
     "`_loss_course`, naming a schedule that never reached its peak lr or set it to 0, where it did not learn."
-    note, advice, extra = _lr_never_peaked(c), _WARMUP_ADVICE, {"lr_still_rising": True}
-    if not note: note, advice, extra = _lr_stopped(c)
+    note, advice, extra = lr_schedule_note(c)
     found = _loss_course(c, th)
     # it learned before the lr went to 0 (its drop over the whole run is no longer small): stalled since then
     if not found and "lr_zero_from_step" in extra: found = _stalled_at_lr0(c, th, extra["lr_zero_from_step"])

@@ -14,7 +14,7 @@ from .core import Finding, History
 
 # %% auto #0
 __all__ = ['as_history', 'curves_of', 'series_of', 'epoch_steps', 'short_steps', 'Thresholds', 'nonfinite_loss',
-           'nonfinite_finding', 'stood_still_finding']
+           'nonfinite_finding', 'stood_still_finding', 'lr_schedule_note']
 
 # %% ../nbs/09c_readings.ipynb #9e7182a0
 def as_history(history,  # a `History`, a `Run` or a tidy DataFrame (step, epoch, split, name, value)
@@ -202,3 +202,46 @@ def stood_still_finding(c: dict,  # `curves_of` a history
                            "requires_grad=False, an optimizer over other parameters, a schedule at 0",
                     data={"epoch_loss": float(t[-1]), "epochs": len(t), "valid_loss": float(v[-1]) if len(v) else None,
                           "spread": float(np.ptp(t))})]
+
+# %% ../nbs/09c_readings.ipynb #a7f3c202
+def _lr_never_peaked(c: dict) -> str:
+    "A note when the logged lr still rose at the run's last step (a warmup longer than the run), else ''."
+    _, _, lr = series_of(c, "train", "lr")
+    rising = len(lr) >= 4 and np.isfinite(lr).all() and lr[-1] >= lr.max() and lr[-1] > 1.5 * lr[len(lr) // 2]
+    return (f"; the learning rate was still rising at the last step ({lr[0]:.3g} → {lr[-1]:.3g}): the warmup "
+            f"is longer than the run, the lr never reached its peak") if rising else ""
+
+def _lr_stopped(c: dict) -> tuple[str, str, dict]:
+    "A note, its advice and data when the logged lr was (as good as) 0 from some step to the end, half the run or more."
+    ls, _, lr = series_of(c, "train", "lr")
+    if len(lr) < 4 or not np.isfinite(lr).all(): return "", "", {}
+    # an lr 1000x under its peak does in half the run what the peak did in a few steps: for a loss that did not
+    # move, as good as 0 (a cosine is that low only over its last 2%; a step decay needs three 10x cuts)
+    off = lr <= 1e-3 * max(float(lr.max()), 0.0)
+    if not off[-1]: return "", "", {}
+    # never above 0: no schedule set it to 0 (an lr of 0 given, or a param group frozen at 0: the logged one)
+    if off.all():
+        return ("; the logged learning rate (the first parameter group's) was 0 at every step: the weights "
+                "it trains never moved", _ZERO_ADVICE, {"lr_always_zero": True})
+    # where the stretch of 0s up to the end began, after a positive lr
+    at = len(off) - int(off[::-1].argmin())
+    share = (len(lr) - at) / len(lr)
+    if share < 0.5: return "", "", {}  # a schedule that ends at 0 (cosine) reaches it at the last steps only
+    note = (f"; the learning rate was {lr[at]:.3g} from step {int(ls[at])} on ({share:.0%} of the steps; its "
+            f"peak {lr.max():.3g}): the schedule stopped training")
+    return note, _STOPPED_ADVICE, {"lr_zero_from_step": int(ls[at]), "lr_zero_share": share}
+
+_WARMUP_ADVICE = ("shorten the warmup (warmup= well under the run's steps, or a fraction: 0.05) "
+                  "or train longer")
+_STOPPED_ADVICE = ("fix the lr schedule: a scheduler that reaches 0 (a LambdaLR factor of 0, a schedule "
+                   "built for fewer steps than the run) stops training; build it for the run's length")
+_ZERO_ADVICE = ("an lr of 0 moves no weight: give the optimizer (each parameter group that should train) "
+                "an lr above 0")
+
+def lr_schedule_note(c: dict,  # `curves_of` a history
+                    ) -> tuple[str, str, dict]:
+    "What the logged lr says of a run that did not learn: a note, its advice and data; ('', '', {}) if nothing."
+    note = _lr_never_peaked(c)
+    if note: return note, _WARMUP_ADVICE, {"lr_still_rising": True}
+    return _lr_stopped(c)
+
