@@ -908,3 +908,56 @@ def test_steps_too_noisy_to_tell_leave_the_verdict_to_the_valid_loss():
         found = {f.kind: f for f in tb.diagnose(h)}
         assert ("not_learning" in found) is stuck, [f.message for f in found.values()]
         if stuck: assert "the valid loss: 1.06 → 1.058 over 4 evaluations" in found["not_learning"].message
+
+
+# probe 73: a long overfit, a weak signal, the margin below the constant predictor
+
+
+def test_a_long_overfit_is_measured_from_the_smoothed_curves_bottom():
+    "Bug 1: 2.3 → 0.70 by epoch 12, then +0.0017 an epoch for 190 epochs: the rise is from ~0.72, not from 1.03."
+    # (the smoothed value at the best epoch: a window 27 evaluations wide that still holds the first fall)
+    h = tb.History()
+    for e in range(200):
+        v = 2.3 - 1.6 * e / 12 if e <= 12 else 0.7 + 0.0017 * (e - 12)
+        h.append(e, e, "train", "epoch_loss", 2.3 * math.exp(-e / 10) + 1e-4)
+        h.append(e, e, "valid", "loss", v)
+        h.append(e, e, "valid", "loss_se", 0.01)
+    over = next(f for f in tb.diagnose(h) if f.kind == "overfitting")
+    assert over.severity == "warning" and over.data["onset_epoch"] == 13
+    assert over.data["bottom_level"] < 0.73 and over.data["rise"] > 0.2
+    assert f"{over.data['rise']:.3g} above the smoothed bottom" in over.message
+
+
+def prior_run(valid_end, train_end=0.682, se=0.001, prior=0.6931):
+    "500 steps falling from ~0.95 (an over-confident untrained model) to `train_end`; the valid loss to `valid_end`."
+    h = tb.History()
+    for s in range(1, 501):
+        h.append(s, (s - 1) // 50, "train", "loss", train_end + 0.27 * math.exp(-s / 40) + 0.01 * math.sin(s))
+        if s % 50 == 0:
+            e = s // 50 - 1
+            h.append(s, e, "valid", "loss", valid_end + 0.2 * math.exp(-(e + 1)))
+            h.append(s, e, "valid", "loss_se", se)
+            h.append(s, e, "valid", "prior_loss", prior)
+    return h
+
+
+def test_the_margin_below_the_constant_predictor_is_prior_z_standard_errors():
+    "Bug 3: 10 SEs (0.001 each) below the prior learned; the margin was a 2% floor called '3 standard errors'."
+    assert "not_learning" not in kinds(tb.diagnose(prior_run(0.683)))
+    # train and valid 1 SE below it: at the prior, and the message's margin is the 3 SEs it names
+    at = next(f for f in tb.diagnose(prior_run(0.692, train_end=0.692)) if f.kind == "not_learning")
+    assert at.data["margin"] == pytest.approx(0.003)
+    assert "not below it by 0.003 (3 standard errors of the valid loss, 0.001 each)" in at.message, at.message
+
+
+def test_a_weak_signal_learned_below_the_prior_is_not_called_not_learning():
+    "Bug 2: a logistic model at its Bayes loss, 4.9% under the prior (21 SEs): it learned little, not nothing."
+    weak = converged_early(floor=0.659, first=0.70, prior=0.6931, valid=0.659, se=0.0016, noise=0.03, steps=640,
+                           per_epoch=80)
+    found = [f for f in tb.diagnose(weak) if f.kind == "not_learning"]
+    assert [f.severity for f in found] == ["info"] and found[0].message.startswith("it learned little")
+    assert "21.3 standard errors below the constant predictor's loss" in found[0].message
+    # the same training curve with the valid loss at the prior (under 1 SE below it) learned nothing held out
+    stuck = converged_early(floor=0.659, first=0.70, prior=0.6931, valid=0.692, se=0.0016, noise=0.03, steps=640,
+                            per_epoch=80)
+    assert [f.severity for f in tb.diagnose(stuck) if f.kind == "not_learning"] == ["warning"]

@@ -55,12 +55,20 @@ def _at_prior(c: dict, end: float, noise: float, th: Thresholds) -> Optional[dic
     _, _, v = series_of(c, "valid", "loss")
     se = _valid_noise(c)
     v_end = float(median(v[-3:])) if len(v) else end
+    # the valid loss's own noise: its logged standard error (per-example spread / √rows), else the steps' spread
     se_end = float(median(se[-3:])) if se is not None else noise
-    margin = max(th.prior_z * se_end, 0.02 * abs(level))
+    margin = th.prior_z * se_end
     # both no better than the prior (at or above it); the training loss's margin no wider than its steps' spread
-    ended = bool(v_end > level - margin and end > level - min(margin, max(th.prior_z * noise, 0.02 * abs(level))))
+    ended = bool(v_end > level - margin and end > level - min(margin, th.prior_z * noise))
     return {"prior_loss": level, "valid_end": v_end, "valid_se": se_end, "margin": margin, "at_prior": ended,
+            "se_logged": se is not None, "below_prior_z": (level - v_end) / max(se_end, 1e-12 * level),
             "where": "above" if v_end > level + margin else "at"}
+
+def _margin_words(prior: dict, th: Thresholds) -> str:
+    "What the margin below the constant predictor's loss is: `prior_z` of the valid loss's SEs, or of the steps'."
+    if prior["se_logged"]:
+        return f"{th.prior_z:g} standard errors of the valid loss, {prior['valid_se']:.3g} each"
+    return f"{th.prior_z:g} × the training steps' spread {prior['valid_se']:.3g}: no valid/loss_se logged"
 
 def _how_it_moved(drop: float) -> str:
     "The not-learning message's verb, true to the numbers: a loss that rose did not merely 'barely move'."
@@ -200,7 +208,7 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
         return [Finding("not_learning", "warning",
                         f"the run ended {prior['where']} the constant predictor's loss {prior['prior_loss']:.4g} "
                         f"(the class frequencies' or the mean's): valid {prior['valid_end']:.4g}, train {end:.4g}, "
-                        f"not below it by {prior['margin']:.3g} ({th.prior_z:g} standard errors)",
+                        f"not below it by {prior['margin']:.3g} ({_margin_words(prior, th)})",
                         advice="the model may have learned only the prior: run overfit_batch; check that the inputs "
                                "reach the model (a constant or shuffled feature), the labels, the lr (lr_find) and its "
                                "capacity (a linear model cannot fit a non-linear task: add a hidden layer). On a rare "
@@ -211,14 +219,25 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
     # readings of the fall under the line, the bound over it), the valid loss flat
     flat = _valid_flat(c, line, th, base, noise, reference) if min(drop, fall) < line <= bound else None
     if drop < line and bound < line or flat:
-        return [Finding("not_learning", "warning",
-                        f"the training loss {_how_it_moved(drop)}"
-                        + (" from the constant predictor's loss" if early == "prior" else "")
-                        + f": {start:.4g} → {end:.4g} over {len(loss)} "
-                        + ("epochs" if len(np.unique(epochs)) == len(loss) and steps[-1] - steps[0] >= len(loss)
-                           else "steps")  # one loss an epoch (Keras' callback without batches=True)
-                        + (f"; and the valid loss: {flat[0]:.4g} → {flat[1]:.4g} over {flat[2]} evaluations "
-                           f"(the steps alone are too noisy to tell)" if flat else ""),
+        said = (f"the training loss {_how_it_moved(drop)}"
+                + (" from the constant predictor's loss" if early == "prior" else "")
+                + f": {start:.4g} → {end:.4g} over {len(loss)} "
+                + ("epochs" if len(np.unique(epochs)) == len(loss) and steps[-1] - steps[0] >= len(loss)
+                   else "steps")  # one loss an epoch (Keras' callback without batches=True)
+                + (f"; and the valid loss: {flat[0]:.4g} → {flat[1]:.4g} over {flat[2]} evaluations "
+                   f"(the steps alone are too noisy to tell)" if flat else ""))
+        # but its valid loss ended `prior_z` of its own standard errors below the constant predictor's loss: it
+        # learned what the prior does not know, little as it is (a weak signal's best model sits near the prior)
+        if prior is not None and prior["se_logged"] and prior["below_prior_z"] > th.prior_z:
+            return [Finding("not_learning", "info",
+                            f"it learned little: {said}; yet the valid loss ended {prior['below_prior_z']:.1f} "
+                            f"standard errors below the constant predictor's loss ({prior['valid_end']:.4g} against "
+                            f"{prior['prior_loss']:.4g}): it learned something the prior does not know",
+                            advice="on a task with a weak signal that may be all there is to learn (compare a "
+                                   "strong baseline, tb.baseline); otherwise the lr may be too low (try lr_find) "
+                                   "or the model too small",
+                            data={**data, "learned_beyond_prior": True})]
+        return [Finding("not_learning", "warning", said,
                         advice="run overfit_batch; check the labels, the loss/activation pairing and "
                                "that gradients reach every layer (frozen or dead layers); the lr may be far "
                                "too low (try lr_find)",
@@ -377,11 +396,12 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     if len(steps_after) < 4: steps_after = v[1:] - v[:-1]
     wiggle = robust_spread(steps_after) / math.sqrt(2)
     noise = float(median(se[best:])) if se is not None else 0.0
-    # sustained: the median of the later third of the evaluations after the best, against the smoothed best
+    # sustained: the median of the later third of the evaluations after the best, against the smoothed curve's
+    # bottom (its value at the best evaluation can hold the steep first fall its window reaches back into)
     k = max(th.overfit_after, math.ceil(after / 3))
     tail = v[-k:]
     tail_level = median(tail)
-    level = float(smooth[best])
+    level = float(lowest)
     rise = float(tail_level - level)
     # a loss at 0 moves by round-off of its own scale (a per-example loss at 0 by ulps of 1): no rise inside it
     # (and no gap: a valid loss at or below the train loss; a rise of 5 to 30 from an MSE of 1e8 is one)
@@ -422,8 +442,8 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     flat = f" ({'; '.join(notes)})" if notes else ""
     return [Finding("overfitting", "info" if within else "warning",
                     f"valid loss rose from {float(v[low]):.4g} (epoch {int(ve[low])}) to "
-                    f"{float(tail_level):.4g} (median of its last {k} evaluations; needed {need:.3g}: wiggle "
-                    f"{wiggle:.3g}, standard error "
+                    f"{float(tail_level):.4g} (median of its last {k} evaluations, {rise:.3g} above the smoothed "
+                    f"bottom {level:.4g}; needed {need:.3g}: wiggle {wiggle:.3g}, standard error "
                     f"{f'{noise:.3g}' if se is not None else 'not logged'}) while train loss fell from {t_at_best[-1] if len(t_at_best) else t[0]:.4g} "
                     f"to {t[-1]:.4g}; onset at epoch {onset}"
                     f"{flat}, gap {gap:.3g}{shift}",
@@ -432,7 +452,8 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
                     data={"onset_epoch": onset, "best_epoch": int(ve[low]), "gap": gap,
                           "best_range": [int(ve[first]), int(ve[last])], "flat_noise": flat_noise,
                           "best_valid_loss": float(v.min()), "last_valid_loss": float(v[-1]),
-                          "rise": rise, "standard_error": noise, "wiggle": wiggle, "threshold": need,
+                          "rise": rise, "bottom_level": level, "standard_error": noise, "wiggle": wiggle,
+                          "threshold": need,
                           "slope": slope, "slope_se": slope_se, "slope_t": slope_t, "trend_z": trend_z,
                           "never_beat_prior": bool(shift), **how})]
 
