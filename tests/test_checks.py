@@ -447,3 +447,38 @@ def test_a_ctrl_c_while_the_first_check_imports_torch_is_delivered_after_it_and_
                           timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split("\n")[:2] == ["interrupted", "next call ok: True"]  # the Ctrl-C is not lost either
+
+
+TWO_CTRL_C_IN_TORCH_IMPORT = r'''
+import signal, sys
+
+class TwoCtrlC:
+    "Two Ctrl-Cs while torch's import is stalled (a slow file system): the second must cut it short."
+    fired = False
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch.nn" and not TwoCtrlC.fired:
+            TwoCtrlC.fired = True
+            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(signal.SIGINT)
+        return None
+
+signal.signal(signal.SIGINT, signal.default_int_handler)
+sys.meta_path.insert(0, TwoCtrlC())
+import trainbook as tb
+try:
+    tb.fit
+    print("not interrupted")
+except KeyboardInterrupt:
+    print("interrupted")
+print("import finished:", "trainbook.loop" in sys.modules)
+print("handler back:", signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+'''
+
+
+def test_a_second_ctrl_c_while_a_public_name_imports_interrupts_at_once():
+    "Probe 74, r_5: every Ctrl-C was held until the import ended: an import that hung could not be stopped at all."
+    import os, subprocess, sys
+    done = subprocess.run([sys.executable, "-c", TWO_CTRL_C_IN_TORCH_IMPORT], capture_output=True, text=True,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=600)
+    assert done.stdout.split("\n")[:3] == ["interrupted", "import finished: False", "handler back: True"], \
+        (done.stdout, done.stderr[-2000:])

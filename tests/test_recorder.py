@@ -579,27 +579,64 @@ def test_a_loop_that_never_validates_is_told_so():
     assert "rec.validate(...) was never called" in rec.run.findings[-1].message
 
 
+def micro_batch_loop(rec, model, opt, dl, epochs, accumulate, per_micro_batch):
+    "A loop with gradient accumulation that records each optimizer step, or (wrongly) each micro-batch."
+    for epoch in range(epochs):
+        for i, (xb, yb) in enumerate(dl):
+            (LOSS(model(xb), yb) / accumulate).backward()
+            if (i + 1) % accumulate == 0: opt.step(); opt.zero_grad()
+            if per_micro_batch or (i + 1) % accumulate == 0: rec.step(LOSS(model(xb), yb).detach())
+        rec.end_epoch()
+
+
 @pytest.mark.parametrize("accumulate, per_micro_batch, said", [(4, True, True), (4, False, False), (1, True, False)])
 def test_steps_recorded_per_micro_batch_are_said(tmp_path, accumulate, per_micro_batch, said):
     "rec.step once per micro-batch, where the optimizer steps every 4: the step count is 4x the optimizer's, said."
     torch.manual_seed(0)
-    model, (dl, _) = mlp(), data()
+    X, y = blobs(256, seed=0)
+    model, dl = mlp(), tb.TensorLoader(X[:192], y[:192], batch_size=16, shuffle=True, seed=3)
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    cfg = tb.TrainConfig(epochs=2, checkpoint_dir=tmp_path / "run")
+    cfg = tb.TrainConfig(epochs=6, checkpoint_dir=tmp_path / "run")
     with Recorder(cfg, parts={"model": model, "optimizer": opt}, live=False, validates=False) as rec:
-        for epoch in range(cfg.epochs):
-            for i, (xb, yb) in enumerate(dl):
-                (LOSS(model(xb), yb) / accumulate).backward()
-                if (i + 1) % accumulate == 0: opt.step(); opt.zero_grad()
-                if per_micro_batch or (i + 1) % accumulate == 0: rec.step(LOSS(model(xb), yb).detach())
-            rec.end_epoch()
+        micro_batch_loop(rec, model, opt, dl, cfg.epochs, accumulate, per_micro_batch)
     kinds = [f.kind for f in rec.run.findings]
     assert ("step_count_mismatch" in kinds) == said, kinds
     # resumed: the steps counted are this process's, not the checkpoint's step as well
     with Recorder(cfg, parts={"model": model, "optimizer": opt}, live=False, validates=False,
                   resume=tmp_path / "run", checkpoint_dir=tmp_path / "more") as more:
-        for xb, yb in dl:
-            opt.zero_grad(); LOSS(model(xb), yb).backward(); opt.step()
-            more.step(LOSS(model(xb), yb).detach())
-        more.end_epoch()
+        micro_batch_loop(more, model, opt, dl, 1, 1, False)
     assert "step_count_mismatch" not in [f.kind for f in more.run.findings]
+
+
+def test_the_step_count_is_compared_from_a_restore_under_any_name_and_not_without_a_count(tmp_path):
+    """Probe 74: a rollback with rec.restore() mid-run compared the optimizer's steps before it too (a false
+    warning); an optimizer under parts['opt'] was not counted (nor its lr recorded); a SAM-like optimizer whose own
+    step() is never called was said to have made 0 steps."""
+    torch.manual_seed(0)
+    X, y = blobs(256, seed=0)
+    model, dl = mlp(), tb.TensorLoader(X[:192], y[:192], batch_size=16, shuffle=True, seed=3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    with Recorder(tb.TrainConfig(checkpoint_dir=tmp_path / "run"), parts={"model": model, "optimizer": opt},
+                  live=False, validates=False) as rec:
+        micro_batch_loop(rec, model, opt, dl, 2, 1, False)
+        rec.restore(tmp_path / "run" / "last.pt")  # back to the epoch's end: 24 steps recorded
+        micro_batch_loop(rec, model, opt, dl, 1, 1, False)
+    assert "step_count_mismatch" not in [f.kind for f in rec.run.findings]
+    with Recorder(tb.TrainConfig(checkpoint_dir=None), parts={"model": model, "opt": opt}, live=False,
+                  validates=False) as wrong:
+        micro_batch_loop(wrong, model, opt, dl, 6, 4, True)
+    assert len(wrong.history.series("lr", "train")) == wrong.state.step  # parts['opt'] is the optimizer
+    assert "step_count_mismatch" in [f.kind for f in wrong.run.findings]  # and it is counted
+
+    class SAM(torch.optim.Optimizer):  # steps through first_step/second_step: its own step() never runs
+        def __init__(self, params, lr): super().__init__(params, {"lr": lr})
+        def second_step(self):
+            with torch.no_grad():
+                for p in self.param_groups[0]["params"]: p -= self.param_groups[0]["lr"] * p.grad
+    sam = SAM(model.parameters(), lr=0.05)
+    with Recorder(tb.TrainConfig(checkpoint_dir=None), parts={"model": model, "optimizer": sam}, live=False,
+                  validates=False) as rec:
+        for xb, yb in dl:
+            sam.zero_grad(); LOSS(model(xb), yb).backward(); sam.second_step()
+            rec.step(LOSS(model(xb), yb).detach())
+    assert "step_count_mismatch" not in [f.kind for f in rec.run.findings]

@@ -76,17 +76,25 @@ __all__ = sorted(_WHERE)
 def _import_whole(name: str):
     """Import module `name` with a Ctrl-C held until the import is over, then delivered as it was meant. The
     first public name used imports torch, which registers its operators process-wide: a torch import cut short
-    by Ctrl-C cannot be retried (every later call of the session failed, or the interpreter aborted)."""
+    by Ctrl-C cannot be retried (every later call of the session failed, or the interpreter aborted). A second
+    Ctrl-C interrupts at once, as `DeferredCtrlC`'s does: an import that hangs can still be stopped."""
     main = _threading.current_thread() is _threading.main_thread()
     if name in _sys.modules or not main or _signal.getsignal(_signal.SIGINT) is None:  # no Python handler to hold
         return _importlib.import_module(name)
     held = []
-    previous = _signal.signal(_signal.SIGINT, lambda signum, frame: held.append(signum))
+
+    def hold(signum, frame):
+        held.append(signum)
+        if len(held) == 2:  # the second: to the handler it was meant for, now
+            _signal.signal(_signal.SIGINT, previous)
+            _signal.raise_signal(_signal.SIGINT)
+
+    previous = _signal.signal(_signal.SIGINT, hold)
     try:
         return _importlib.import_module(name)
     finally:
         _signal.signal(_signal.SIGINT, previous)
-        if held: _signal.raise_signal(_signal.SIGINT)  # the Ctrl-C, to the handler it was meant for
+        if len(held) == 1: _signal.raise_signal(_signal.SIGINT)  # the Ctrl-C, to the handler it was meant for
 
 
 def __getattr__(name):

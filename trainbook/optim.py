@@ -23,7 +23,7 @@ __all__ = ['NORM_TYPES', 'SCHEDULE_FNS', 'SCHEDULE_POSITION', 'LEARNING_LRS', 'S
            'rescale_lr', 'schedule_changes', 'has_closed_form', 'schedule_note', 'restore_scheduler', 'schedule_lr',
            'scale_lr', 'check_lr_sweep', 'LRFinder', 'cycle_batches', 'steepest_lr', 'step_noise', 'window_means',
            'range_advice', 'descent_lr', 'lr_find', 'unscale_and_clip', 'gradient_norms', 'step_optimizer',
-           'optimizer_step', 'pick_scheduler_interval', 'OptimizerSteps', 'train_step']
+           'optimizer_step', 'pick_scheduler_interval', 'OptimizerSteps', 'optimizer_among', 'train_step']
 
 # %% ../nbs/05_optim.ipynb #075ae175
 NORM_TYPES = (nn.modules.batchnorm._NormBase, nn.LayerNorm, nn.GroupNorm, nn.LocalResponseNorm) + \
@@ -487,34 +487,51 @@ def pick_scheduler_interval(sched,  # the scheduler the run uses
 
 # %% ../nbs/05_optim.ipynb #2c49f7d9
 class OptimizerSteps:
-    "Counts a torch optimizer's `step()` calls (a post-hook), to compare with the steps a loop recorded."
+    "Counts a torch optimizer's `step()` calls (a post-hook, from `start`), to compare with the steps a loop recorded."
     def __init__(self, optimizer):  # an optimizer; one without torch's step hooks is not counted
+        # the optimizer that updates the weights: accelerate's wrapper steps the one it holds when it syncs, SAM
+        # its base_optimizer in second_step
+        self.optimizer = getattr(optimizer, "base_optimizer", None) or getattr(optimizer, "optimizer", optimizer)
         self.count, self._hook = 0, None
-        inner = getattr(optimizer, "optimizer", optimizer)  # accelerate's wrapper steps the one it holds when it syncs
-        try: self._hook = inner.register_step_post_hook(self._stepped)
+
+    def start(self) -> None:
+        "Count from now (the hook is set once)."
+        if self._hook is not None: return
+        try: self._hook = self.optimizer.register_step_post_hook(self._stepped)
         except (AttributeError, TypeError): pass  # a numpy or JAX optimizer, or one whose hooks are not set up
-        self.counted = self._hook is not None  # whether `count` is the optimizer's (after `close` too)
 
     def _stepped(self, *_): self.count += 1
 
     def close(self) -> None:
-        "Remove the hook (the optimizer steps on without it)."
+        "Remove the hook (the optimizer steps on without it); `count` is kept."
         if self._hook is not None: self._hook.remove()
         self._hook = None
 
     def mismatch(self, recorded: int,  # the optimizer steps the loop recorded while the hook was on
                 ) -> Optional[Finding]:
-        "A warning when the loop's recorded steps are not the optimizer's steps (per micro-batch, once an epoch)."
-        if not self.counted or max(recorded, self.count) < 8: return None
+        """A warning when the loop's recorded steps are far from the optimizer's: recorded per micro-batch, or once an
+        epoch. None when the optimizer was never seen to step (its steps go another way: nothing to compare)."""
         few, many = sorted((recorded, self.count))
-        if many - 1 <= 1.5 * few: return None
-        where = ("Recorder.step was called more often than the optimizer stepped: once per micro-batch?"
-                 if recorded > self.count else "the optimizer stepped more often than Recorder.step was called")
+        if self.count == 0 or many < 1.5 * few + _SKIPS_ALLOWED: return None
+        where = ("Recorder.step was called more often than the optimizer stepped: once per micro-batch, or many "
+                 "steps skipped (a GradScaler's inf/NaN gradients)?" if recorded > self.count else
+                 "the optimizer stepped more often than Recorder.step was called")
         return Finding("step_count_mismatch", "warning",
                        f"{where} ({recorded} steps recorded, {self.count} optimizer steps): the step numbers, the "
                        "lr per step and max_steps in the records are not the optimizer's",
                        advice="call rec.step(loss) once per optimizer step, after optimizer.step() (with gradient "
                               "accumulation: at the step, with the accumulated loss)")
+
+def optimizer_among(parts: dict,  # name -> object, as a Recorder's parts
+                   ) -> Optional[object]:
+    "The part named 'optimizer'; else the one torch optimizer among the parts (under 'opt', 'adamw', ...), or None."
+    if "optimizer" in parts: return parts["optimizer"]
+    found = [p for p in parts.values() if isinstance(p, torch.optim.Optimizer)]
+    return found[0] if len(found) == 1 else None
+
+# a GradScaler's first steps: its scale starts at 2**16 and halves at each skipped step (inf/NaN gradients in
+# fp16) until the gradients fit; 16 halvings take it to 1
+_SKIPS_ALLOWED = 16
 
 
 # %% ../nbs/05_optim.ipynb #d7160073

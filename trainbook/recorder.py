@@ -16,7 +16,7 @@ import torch
 from .batch import DeferredCtrlC
 from .checkpoint import CheckpointError, Checkpointer, RunFolderBusy, check_loadable, check_resume
 from .resume import run_signature
-from .optim import OptimizerSteps
+from .optim import OptimizerSteps, optimizer_among
 from .core import Finding, History, TrainConfig, announce, environment, rng_state, set_rng_state, warn
 from .diagnostics import diagnose
 from .readings import nonfinite_loss
@@ -436,7 +436,7 @@ class Recorder:
         self.monitor = monitored_record(*followed)
         self.stopper = EarlyStopping("_".join(followed), cfg.mode, cfg.patience, cfg.min_delta)
         self.history = History()
-        self.state = LoopState(model=parts.get("model"), optimizer=parts.get("optimizer"),
+        self.state = LoopState(model=parts.get("model"), optimizer=optimizer_among(parts),
                                scheduler=parts.get("scheduler"), config=cfg, history=self.history,
                                total_steps=cfg.max_steps, findings=monitor_fallback(cfg, validates))
         self.callbacks = run_callbacks(callbacks, live=live, track=track, kind=kind)
@@ -461,10 +461,10 @@ class Recorder:
         self._t0 = time.perf_counter()
         self._noted = 0  # the checkpointer's findings already in the state's
         self._first_step = 0  # the step this process began recording at (a resume's)
+        self._optimizer_steps = OptimizerSteps(self.state.optimizer)  # its own count, to compare with ours
         # the run folder, locked for this run; on resume every piece of state restored (refused: the lock given back)
         claim_run_dir(self.checkpointer, resume, overwrite, take=self._take)
         self.state.run_dir = self.checkpointer.run_dir
-        self._optimizer_steps = OptimizerSteps(self.state.optimizer)  # its own count, to compare with ours
         self._note_findings()
 
     # --- the loop calls these -------------------------------------------------------------------------
@@ -475,6 +475,7 @@ class Recorder:
                                "closed): make a new Recorder for a new run")
         if self.started: return
         self.started = True
+        self._optimizer_steps.start()
         self.callbacks(Event.before_fit, self.state)
 
     def step(self,
@@ -619,7 +620,7 @@ class Recorder:
         self._epoch["loss_sum"], self._epoch["loss_count"] = ckpt.get("epoch_loss", (0.0, 0))
         if ckpt.get("rng") is not None: set_rng_state(ckpt["rng"])
         self._saved = (self.state.step, self.state.epoch)  # last.pt holds this state (or the one restored)
-        self._first_step = self.state.step
+        self._first_step, self._optimizer_steps.count = self.state.step, 0  # both counted from the state restored
         self._note_findings()
         # a run that had stopped when its checkpoint was written stays stopped (as `fit`'s does): early stopping
         # (its part is loaded), or max_steps reached
