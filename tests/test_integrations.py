@@ -79,7 +79,7 @@ def test_keras_learnable_task_is_not_flagged():
 def test_a_keras_run_is_the_last_run_and_ticks_the_checklist():
     "As after fit: tb.last_run() is the Keras run, and the notebook checklist hears of it."
     from trainbook.magics import Checklist
-    cl = Checklist("binary classification", "y", "valid_accuracy", threshold=0.6)
+    cl = Checklist("binary classification", "y", "valid_accuracy", baseline=0.55, threshold=0.6)
     try:
         cb = tb.keras_callback(live=False)
         keras_fit(*learnable(), n_train=300, epochs=4, callbacks=[cb], lr=1e-2)

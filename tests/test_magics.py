@@ -216,8 +216,8 @@ def test_checklist_reads_the_runs_best_value_not_its_last():
             (10, 0, "valid", "mae", 0.4), (20, 1, "valid", "mae", 1.5)]
     run = Run(records=History(rows), config=tb.TrainConfig(), stopped="completed", best=0.5, best_epoch=0,
               environment={"torch": "2"})
-    monitored = tb.Checklist("regression", "y", "valid_loss", threshold=1.0)
-    other = tb.Checklist("regression", "y", "valid_mae", threshold=1.0)
+    monitored = tb.Checklist("regression", "y", "valid_loss", baseline=1.2, threshold=1.0)
+    other = tb.Checklist("regression", "y", "valid_mae", baseline=1.2, threshold=1.0)
     try:
         monitored.hear("run", run)
         other.hear("run", run)
@@ -454,6 +454,24 @@ def test_a_baseline_without_the_metric_column_gives_no_win_on_the_threshold_alon
         small_fit()  # valid_loss ~1, under the threshold 3.0
         assert not cl.done["beats"], str(cl)
         assert cl.notes["beats"].endswith("(did you mean 'valid_log_loss'?): nothing to compare it with")
+    finally:
+        cl.close()
+
+
+def test_a_run_heard_before_any_baseline_is_judged_when_the_baseline_comes():
+    "Probe 75: a run before the baseline was ticked 'beats' on the threshold alone, and a better baseline fitted later left it ticked."
+    from trainbook.core import announce
+    cl = tb.Checklist("regression", "y", "valid_loss", threshold=3.0)
+    try:
+        small_fit()  # valid_loss ~1, under the threshold 3.0, but no baseline yet
+        assert not cl.done["beats"] and not cl.ready, str(cl)
+        assert "but no baseline yet: fit one on the same splits" in cl.notes["beats"]
+        better = pd.DataFrame({"valid_loss": [0.5]}, index=pd.Index(["linear"], name="model"))
+        announce("baseline", better)  # the baseline beats the run: still not ticked
+        assert cl.done["baseline"] and not cl.done["beats"], str(cl)
+        assert "vs baseline 0.5, threshold 3" in cl.notes["beats"]
+        announce("baseline", better.assign(valid_loss=5.0))  # a baseline the run beats: ticked now
+        assert cl.done["beats"] and "vs baseline 5, threshold 3" in cl.notes["beats"], str(cl)
     finally:
         cl.close()
 

@@ -83,6 +83,7 @@ class Checklist:
         self._split = None  # the fingerprint of the audited split, that baseline and run must be fitted on
         self._fitted_on = {"baseline": None, "beats": None}  # the split fingerprints of the baseline and run
         self._no_metric = None  # why the fitted baseline gives no value of `metric`
+        self._last_run = None  # (value, note) of the last finished run on the split: judged again by a baseline
         self._kept = dict(self.notes)  # each step's note before a set-aside announcement's 'ignored ...'
         self._widget = None
         self._handles = []  # the outputs showing this checklist, updated in place
@@ -145,6 +146,7 @@ class Checklist:
         for step, fitted in self._fitted_on.items():  # a baseline or run of earlier splits counts no more
             why = self._other_splits(fitted)
             if why and self.done[step]: self._set(step, False, why)
+        if self._other_splits(self._fitted_on["beats"]): self._last_run = None  # its value counts no more
 
     def _heard_overfit(self, report):
         if getattr(report, "stopped", False) and not report.passed: return  # a Stop is no verdict: step kept
@@ -164,13 +166,15 @@ class Checklist:
             values = values if len(values) else table[self.metric]
             self.baseline = float(values.min() if self.lower_better else values.max())
             self._no_metric = None
-            return self._set("baseline", True, f"{self.metric} {self.baseline:.4g}")
-        columns = [str(c) for c in table.columns]
-        self.baseline = self._given
-        self._no_metric = (f"the baseline has no column {self.metric!r} (its columns: {', '.join(columns)})"
-                           f"{did_you_mean(self.metric, columns)}")
-        given = "" if self._given is None else f"; given: {self._given:.4g}"
-        self._set("baseline", True, f"fitted, but {self._no_metric}{given}")
+            self._set("baseline", True, f"{self.metric} {self.baseline:.4g}")
+        else:
+            columns = [str(c) for c in table.columns]
+            self.baseline = self._given
+            self._no_metric = (f"the baseline has no column {self.metric!r} (its columns: {', '.join(columns)})"
+                               f"{did_you_mean(self.metric, columns)}")
+            given = "" if self._given is None else f"; given: {self._given:.4g}"
+            self._set("baseline", True, f"fitted, but {self._no_metric}{given}")
+        if self._last_run is not None: self._judge()  # a run heard before its baseline is judged now
 
     def _heard_run(self, run):
         self._set("environment", bool(run.environment), f"torch {run.environment.get('torch')}, git "
@@ -186,17 +190,25 @@ class Checklist:
         if other: return self._set("beats", False, f"the run was {other}")
         self._fitted_on["beats"] = fitted
         value = self._run_value(run)
+        self._last_run = None
         if value is None: return self._set("beats", False, self._no_value(run))
-        if self.baseline is None and self._no_metric:  # a threshold alone is no win over a baseline
-            return self._set("beats", False, f"{self.metric} {value:.4g}, but {self._no_metric}: "
-                                             "nothing to compare it with")
-        ok = (self.baseline is None or self._better(value, self.baseline)) and \
-             (self.threshold is None or not self._better(self.threshold, value))
         unnamed = (" (the run names no split: pass split_fingerprint= to fit so that this can be checked)"
                    if fitted is None and self._split is not None else "")
+        self._last_run = (value, unnamed)
+        self._judge()
+
+    def _judge(self):
+        "Tick 'beats' when the last finished run's value beats both the baseline and the threshold known now."
+        value, unnamed = self._last_run
+        if self.baseline is None:  # a threshold alone is no win over a baseline
+            why = (f"{self._no_metric}: nothing to compare it with" if self._no_metric else
+                   "no baseline yet: fit one on the same splits (tb.baseline) or give Checklist(baseline=...); "
+                   "the run is judged again when one comes")
+            return self._set("beats", False, f"{self.metric} {value:.4g}, but {why}")
+        ok = self._better(value, self.baseline) and (self.threshold is None or
+                                                      not self._better(self.threshold, value))
         self._set("beats", ok and self.threshold is not None,
-                  f"{self.metric} {value:.4g} vs baseline "
-                  f"{'—' if self.baseline is None else f'{self.baseline:.4g}'}, threshold "
+                  f"{self.metric} {value:.4g} vs baseline {self.baseline:.4g}, threshold "
                   f"{'—' if self.threshold is None else f'{self.threshold:.4g}'}{unnamed}")
 
     def _no_value(self, run) -> str:
