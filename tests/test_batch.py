@@ -1,6 +1,6 @@
 """The one batch protocol: every batch form and model output that fit takes also works in lr_find, top_losses,
 overfit_batch, evaluate and score_torch; eval_mode restores what it found; the training lock; the shape check."""
-import threading
+import functools, threading
 from types import SimpleNamespace
 
 import pytest
@@ -8,7 +8,8 @@ import torch
 from torch import nn
 
 import trainbook as tb
-from trainbook.batch import check_loss_shapes, eval_mode, forward, model_loss, prediction, split_batch, training_lock
+from trainbook.batch import (check_labels, check_loss_shapes, eval_mode, forward, model_loss, prediction, split_batch,
+                             training_lock)
 from trainbook.triage import top_losses
 from trainbook.sanity import overfit_batch
 
@@ -120,6 +121,43 @@ def test_loss_shapes_checked_before_the_first_step():
     assert torch.equal(model.weight, before)
     assert e.value.finding.kind == "shape_mismatch"
     check_loss_shapes(torch.zeros(4, 1), torch.zeros(4, 1), nn.functional.mse_loss)  # same shapes: fine
+
+
+def test_a_wrong_loss_with_a_validation_loader_is_the_same_shape_mismatch():
+    "Probe 75 #2: with a dl_valid, MSE on 2 logits and integer labels gave torch's RuntimeError ('size of tensor a (2)')."
+    X = torch.randn(256, 8, generator=torch.Generator().manual_seed(0))
+    y = (X[:, 0] > 0).long()
+    said = {}
+    for loss_fn in (nn.MSELoss(), nn.functional.mse_loss, nn.BCEWithLogitsLoss()):
+        for dl_valid in (None, tb.TensorLoader(X[:50], y[:50].float(), batch_size=32)):
+            model = nn.Linear(8, 2)
+            before = model.weight.detach().clone()
+            with pytest.raises(tb.ShapeMismatch, match=r"prediction shape \(32, 2\) and target shape \(32,\)") as e:
+                tb.fit(model, tb.TensorLoader(X, y.float(), batch_size=32), dl_valid, loss_fn=loss_fn, live=False,
+                       config=tb.TrainConfig(epochs=1, device="cpu"))
+            assert torch.equal(model.weight, before)  # refused before any step
+            said[dl_valid is not None] = e.value
+    assert "dl_valid's first batch" in " ".join(getattr(said[True], "__notes__", [])), said[True]
+
+
+@pytest.mark.parametrize("where", ["train", "valid"])
+def test_labels_past_the_outputs_are_named_by_fit_as_by_overfit_batch(where):
+    "Probe 75 #3: labels 0..2 for 2 outputs gave fit torch's bare 'IndexError: Target 2 is out of bounds.'"
+    X = torch.randn(32, 3, generator=torch.Generator().manual_seed(0))
+    good, bad = torch.tensor([0, 1] * 16), torch.tensor([0, 1, 2, 1] * 8)
+    dl_train, dl_valid = [(X, bad if where == "train" else good)], [(X, bad if where == "valid" else good)]
+    words = overfit_batch(nn.Linear(3, 2), (X, bad), nn.CrossEntropyLoss(), steps=1).findings[0]
+    assert words.kind == "label_out_of_range"
+    with pytest.raises(tb.TargetsOutOfRange) as e:
+        tb.fit(nn.Linear(3, 2), dl_train, dl_valid, loss_fn=nn.CrossEntropyLoss(), live=False,
+               config=tb.TrainConfig(epochs=1, device="cpu"))
+    assert str(e.value) == f"{words.message}; {words.advice}"  # one home for the words
+    assert e.value.finding.data == {"min_label": 0, "max_label": 2, "n_outputs": 2}
+    assert ("dl_valid's first batch" in " ".join(getattr(e.value, "__notes__", []))) == (where == "valid")
+    # a label the loss ignores is no label; a loss that is not on class indices is not checked
+    check_labels(torch.zeros(4, 2), torch.tensor([0, 1, 7, 1]), functools.partial(nn.functional.cross_entropy,
+                                                                                 ignore_index=7))
+    check_labels(torch.zeros(4, 2), torch.tensor([0, 1, 7, 1]), lambda p, y: p.sum())
 
 
 def test_training_lock_refuses_a_second_thread():

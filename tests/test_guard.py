@@ -277,7 +277,8 @@ def test_a_new_users_mistakes_are_named_before_any_step():
     with pytest.raises(RuntimeError, match=r"class indices for this loss, but yb is float32: give integer labels"):
         fit(mlp(), [(X, y.float())])
     wide = torch.where(torch.arange(len(y)) == 0, -100, y + 5)  # one ignored position (-100) is not a label
-    with pytest.raises(IndexError, match=r"labels run from 5 to 7, but the model has 3 outputs \(labels 0..2\)"):
+    with pytest.raises(tb.TargetsOutOfRange, match=r"labels run from 5 to 7 but the model has 3 outputs "
+                                                 r"\(valid labels 0..2\); make the last layer"):
         fit(mlp(), [(X, wide)])
 
     class Hook(tb.Callback):

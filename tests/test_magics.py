@@ -101,6 +101,8 @@ def test_dry_run_flag(ip, tmp_path):
     # one dict batch where batches belong: named before the notebook's model trains a whole epoch
     ("import torch\none = {'x': torch.zeros(8, 30), 'y': torch.zeros(8).long()}\n%train model dl_train one",
      "dl_valid is a dict ('x', 'y'): one batch"),
+    # a loss that does not fit the task, with a validation loader (probe 75: torch's RuntimeError, a traceback)
+    ("%train model dl_train dl_valid --loss mse --no-live", "prediction shape (169, 2) and target shape (169,) differ"),
 ])
 def test_bad_arguments_are_one_line_usage_errors(ip, capsys, code, message):
     r = run(ip, code)

@@ -13,9 +13,10 @@ from torch import nn
 from .core import Finding, autocast_dtype, rng_state, set_rng_state
 
 # %% auto #0
-__all__ = ['TARGET_KEYS', 'ELEMENTWISE_LOSSES', 'BCE_LOSSES', 'split_batch', 'to_device', 'describe', 'call_model', 'batch_rows',
-           'rows_in', 'prediction', 'model_loss', 'whole_output', 'wants_whole_output', 'label_range', 'compute_loss',
-           'eval_mode', 'kept_rng', 'ShapeMismatch', 'TargetsOutOfRange', 'bce_target_range', 'check_loss_value',
+__all__ = ['TARGET_KEYS', 'ELEMENTWISE_LOSSES', 'BCE_LOSSES', 'CLASS_LOSSES', 'split_batch', 'to_device', 'describe',
+           'call_model', 'batch_rows', 'rows_in', 'prediction', 'model_loss', 'whole_output', 'wants_whole_output',
+           'label_range', 'compute_loss', 'eval_mode', 'kept_rng', 'ShapeMismatch', 'TargetsOutOfRange',
+           'bce_target_range', 'loss_keyword', 'label_out_of_range', 'check_labels', 'check_loss_value',
            'nothing_to_train', 'check_loss_shapes', 'autocast', 'Feeder', 'forward', 'training_lock', 'stop_requested',
            'DeferredCtrlC']
 
@@ -307,11 +308,8 @@ def _label_hint(message: str, pred, yb) -> str:
         return (f": the prediction {tuple(pred.shape)} holds its {pred.shape[-1]} classes on the last axis, "
                 "but cross-entropy wants them on axis 1, (n, C, T): loss_fn=lambda out, y: "
                 "F.cross_entropy(out.transpose(1, 2), y), or flatten both, (out.flatten(0, 1), y.flatten())")
-    found = label_range(pred, yb, -100) if "out of bounds" in message else None  # torch's default ignore_index
-    if found is None: return ""
-    lo, hi, n = found
-    return (f": the labels run from {lo} to {hi}, but the model has {n} outputs (labels 0..{n - 1}): widen its "
-            "last layer to the number of classes, or remap the labels")
+    found = label_out_of_range(pred, yb) if "out of bounds" in message else None
+    return "" if found is None else f": {found.message}: {found.advice}"
 
 def _call_loss(loss_fn: Callable, given, yb, out, whole: bool) -> torch.Tensor:
     "`loss_fn(given, yb)`; a failure raised again as itself, a note added of what the loss received."
@@ -376,8 +374,8 @@ class ShapeMismatch(ValueError):
 BCE_LOSSES = ("binary_cross_entropy", "binary_cross_entropy_with_logits", "bceloss", "bcewithlogitsloss")
 
 class TargetsOutOfRange(ValueError):
-    "Targets outside the values the loss is defined on (a BCE loss's [0, 1]); `.finding` says the same."
-    def __init__(self, finding: Finding):  # a `target_out_of_range` Finding (for reports such as a dry run)
+    "Targets outside the values the loss is defined on (a BCE loss's [0, 1], class labels 0..C-1); `.finding` says the same."
+    def __init__(self, finding: Finding):  # a `target_out_of_range` or `label_out_of_range` Finding
         super().__init__(f"{finding.message}; {finding.advice}")
         self.finding = finding
 
@@ -398,6 +396,43 @@ def bce_target_range(yb,  # a batch's targets
               "targets (y.long()); for a binary task map the targets to 0./1.")
     return Finding("target_out_of_range", "error", message, advice=advice,
                    data={"loss": name, "min_target": lo, "max_target": hi})
+
+CLASS_LOSSES = ("cross_entropy", "crossentropyloss", "nll_loss", "nllloss")  # losses on class indices 0..C-1
+
+def loss_keyword(loss_fn,  # a loss: nn.CrossEntropyLoss(ignore_index=1), a partial of F.cross_entropy, ...
+                 name: str,  # the setting: 'ignore_index', 'weight', ...
+                ):
+    "What a loss was given as `name`: its attribute, else a partial's keyword; None when it has neither."
+    value = getattr(loss_fn, name, None)
+    if value is None and isinstance(loss_fn, functools.partial): value = loss_fn.keywords.get(name)
+    return value
+
+def label_out_of_range(pred,  # per-class scores: (n, C, ...), or (n, T, C) against (n, T) labels
+                       yb,  # the targets
+                       ignore_index: int = -100,  # the label of positions without a target (torch's default)
+                      ) -> Optional[Finding]:
+    "A `label_out_of_range` error when integer labels fall outside the model's outputs 0..C-1; None otherwise."
+    if not (isinstance(pred, torch.Tensor) and isinstance(yb, torch.Tensor)): return None
+    labels = label_range(pred, yb, ignore_index)
+    if labels is None or (labels[0] >= 0 and labels[1] < labels[2]): return None
+    lo, hi, n_out = labels
+    return Finding("label_out_of_range", "error",
+                   f"labels run from {lo} to {hi} but the model has {n_out} outputs (valid labels 0..{n_out - 1})",
+                   advice="make the last layer as wide as the number of classes, or remap the labels to 0..C-1",
+                   data={"min_label": lo, "max_label": hi, "n_outputs": n_out})
+
+def check_labels(pred,  # the model's prediction (see `prediction`)
+                 yb,  # the targets
+                 loss_fn: Optional[Callable],  # the loss: a class-index one (cross-entropy, NLL) is checked
+                ) -> None:
+    """Raise `TargetsOutOfRange` when a class-index loss gets labels outside the model's outputs: torch's own
+    error ('Target 2 is out of bounds') names neither, and on a GPU it is a device-side assert."""
+    fn = loss_fn.func if isinstance(loss_fn, functools.partial) else loss_fn
+    name = getattr(fn, "__name__", type(fn).__name__).lower()
+    if name not in CLASS_LOSSES and not isinstance(fn, (nn.CrossEntropyLoss, nn.NLLLoss)): return
+    ignore = loss_keyword(loss_fn, "ignore_index")
+    found = label_out_of_range(pred, yb, ignore if isinstance(ignore, int) else -100)
+    if found is not None: raise TargetsOutOfRange(found)
 
 def _one_class_column(pred, yb) -> bool:
     "Whether `pred` has one column where integer targets `yb` (one per row) are class indices: C=1."
@@ -515,7 +550,7 @@ class Feeder:
     def __call__(self,
                  batch,  # one batch, in any form `split_batch` takes
                  check_shapes: bool = False,  # refuse a prediction/target pair an elementwise loss would broadcast,
-                                              # and a loss backward cannot go through (the first batch)
+                                              # labels past the outputs, and a loss backward cannot go through
                 ) -> tuple:
         "Forward under autocast, then the loss: `(output, loss, xb, yb)` of one batch."
         xb, yb = split_batch(batch, self.keep_labels)
@@ -524,7 +559,9 @@ class Feeder:
             out = call_model(self.model, xb)
             if self.on_prediction:  # the loss scores the prediction: `compute_loss` with its kind known
                 pred = prediction(out)
-                if check_shapes: check_loss_shapes(pred, yb, self.loss_fn)
+                if check_shapes:  # the first batch: what the loss would broadcast or index past, named
+                    check_loss_shapes(pred, yb, self.loss_fn)
+                    check_labels(pred, yb, self.loss_fn)
                 loss = _call_loss(self.loss_fn, pred, yb, out, False)
             else: loss = compute_loss(out, yb, self.loss_fn)
         if check_shapes: check_loss_value(loss, self.loss_fn, self.model)  # the first batch: before backward
@@ -535,7 +572,7 @@ def forward(model: nn.Module,  # the model (or its DDP wrapper)
             loss_fn: Optional[Callable],  # `loss_fn(prediction, yb)`; None = the model computes its loss
             device: torch.device,  # where the batch goes
             precision: str = "fp32",  # a resolved precision: bf16 | fp16 | fp32
-            check_shapes: bool = False,  # refuse a prediction/target pair an elementwise loss would broadcast
+            check_shapes: bool = False,  # refuse a pair an elementwise loss would broadcast, labels past the outputs
            ) -> tuple:
     "Forward under autocast, then the loss: `(output, loss, xb, yb)` of one batch (a `Feeder` for many)."
     return Feeder(model, loss_fn, device, precision)(batch, check_shapes)

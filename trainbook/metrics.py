@@ -11,13 +11,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from .batch import check_loss_shapes, eval_mode, forward, prediction
+from .batch import CLASS_LOSSES, eval_mode, forward, loss_keyword, prediction
 from .core import rng_state, set_rng_state
 
 # %% auto #0
-__all__ = ['IGNORE_INDEX', 'CLASS_LOSSES', 'BUILTIN_METRICS', 'ignore_index_of', 'class_loss_terms', 'accuracy',
-           'resolve_metrics', 'sk_metric', 'trial_copy', 'try_validation', 'proba_2d', 'scored_proba', 'require_codes',
-           'classification_metrics', 'loss_vs_constant', 'regression_metrics', 'class_weights', 'focal_loss']
+__all__ = ['IGNORE_INDEX', 'BUILTIN_METRICS', 'ignore_index_of', 'class_loss_terms', 'accuracy', 'resolve_metrics', 'sk_metric',
+           'trial_copy', 'try_validation', 'proba_2d', 'scored_proba', 'require_codes', 'classification_metrics',
+           'loss_vs_constant', 'regression_metrics', 'class_weights', 'focal_loss']
 
 # %% ../nbs/04a_metrics.ipynb #8c77c886
 IGNORE_INDEX = -100  # the label of positions without a target (torch's and Hugging Face's default)
@@ -25,11 +25,8 @@ IGNORE_INDEX = -100  # the label of positions without a target (torch's and Hugg
 def ignore_index_of(loss_fn,  # a loss: nn.CrossEntropyLoss(...), F.cross_entropy, a partial of it, ...
                    ) -> Optional[int]:
     "The `ignore_index` a loss was given (an attribute, or a partial's keyword); None when it has none."
-    value = getattr(loss_fn, "ignore_index", None)
-    if value is None and isinstance(loss_fn, functools.partial): value = loss_fn.keywords.get("ignore_index")
+    value = loss_keyword(loss_fn, "ignore_index")
     return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
-
-CLASS_LOSSES = ("cross_entropy", "crossentropyloss", "nll_loss", "nllloss")  # their mean divides by Σ weight[y]
 
 def class_loss_terms(loss_fn,  # a loss: nn.CrossEntropyLoss(weight=...), F.nll_loss, a partial of one, ...
                     ) -> Optional[tuple]:
@@ -38,8 +35,7 @@ def class_loss_terms(loss_fn,  # a loss: nn.CrossEntropyLoss(weight=...), F.nll_
     for any other loss."""
     fn = loss_fn.func if isinstance(loss_fn, functools.partial) else loss_fn
     if getattr(fn, "__name__", type(fn).__name__).lower() not in CLASS_LOSSES: return None
-    weight = getattr(loss_fn, "weight", None)
-    if weight is None and isinstance(loss_fn, functools.partial): weight = loss_fn.keywords.get("weight")
+    weight = loss_keyword(loss_fn, "weight")
     ignore = ignore_index_of(loss_fn)
     return (weight if isinstance(weight, torch.Tensor) and weight.ndim == 1 else None,
             IGNORE_INDEX if ignore is None else ignore)
@@ -165,7 +161,8 @@ def try_validation(model: nn.Module,  # the model (on its device)
                 device: torch.device,  # where the model is
                 precision: str = "fp32",  # a resolved precision
                ) -> None:
-    """Score the first validation batch with the loss and every metric before training: an error of the model or
+    """Score the first validation batch with the loss and every metric before training, checked as fit checks its
+    first training batch (`forward(check_shapes=True)`: shapes, labels past the outputs); an error of the model or
     the loss there says it came from dl_valid; a ValueError names a metric that fails."""
     if dl_valid is None: return
     # leave the run as it was: a loader's iterator may draw from the global generator or keep its position
@@ -175,8 +172,8 @@ def try_validation(model: nn.Module,  # the model (on its device)
         if batch is None: return
         try:
             with eval_mode(model), torch.inference_mode():
-                out, _, _, yb = forward(model, batch, loss_fn, device, precision)
-                if loss_fn is not None: check_loss_shapes(prediction(out, missing_ok=True), yb, loss_fn)
+                # the pair checked before the loss sees it (a loss that broadcasts or indexes past fails first)
+                out, _, _, yb = forward(model, batch, loss_fn, device, precision, check_shapes=True)
         except Exception as e:  # the same error, told where it came from
             e.add_note("(raised by dl_valid's first batch, scored before training)")
             raise

@@ -11,7 +11,7 @@ from typing import Callable, Optional, Sequence
 import torch
 from torch import nn
 
-from .batch import (call_model, check_loss_shapes, eval_mode, forward, kept_rng, label_range,
+from .batch import (call_model, check_loss_shapes, eval_mode, forward, kept_rng, label_out_of_range,
                              prediction, rows_in, split_batch, stop_requested, to_device, wants_whole_output)
 from .core import Finding, History, announce, findings_html, pick_device
 from .levels import LossLevels, loss_levels, loss_name
@@ -99,15 +99,8 @@ def label_findings(out: torch.Tensor,  # the model's prediction on one batch
     "A `label_out_of_range` error when class labels fall outside the model's outputs (0..C-1), else []."
     if loss_kind(loss_fn) != "ce" or not isinstance(yb, torch.Tensor): return []
     ignore = ignore_index_of(loss_fn)
-    labels = label_range(out, yb, IGNORE_INDEX if ignore is None else ignore)
-    if labels is None or (labels[0] >= 0 and labels[1] < labels[2]): return []
-    lo, hi, n_out = labels
-    return [Finding("label_out_of_range", "error",
-                    f"labels run from {lo} to {hi} but the model has {n_out} outputs (valid labels "
-                    f"0..{n_out - 1})",
-                    advice="make the last layer as wide as the number of classes, or remap the labels to "
-                           "0..C-1",
-                    data={"min_label": lo, "max_label": hi, "n_outputs": n_out})]
+    found = label_out_of_range(out, yb, IGNORE_INDEX if ignore is None else ignore)  # fit's words too
+    return [] if found is None else [found]
 
 def no_gradient(model: nn.Module,  # a model right after one backward pass
                ) -> list[Finding]:
