@@ -482,3 +482,19 @@ def test_a_second_ctrl_c_while_a_public_name_imports_interrupts_at_once():
                           env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=600)
     assert done.stdout.split("\n")[:3] == ["interrupted", "import finished: False", "handler back: True"], \
         (done.stdout, done.stderr[-2000:])
+
+
+def test_iso_dates_read_from_a_csv_are_called_dates_with_the_call_that_parses_them():
+    "Probe 75 #4: ISO date strings from a CSV were a high-cardinality category, the advice target or hash encoding."
+    import io
+    rng = np.random.default_rng(0)
+    days = pd.Timestamp("2022-01-01") + pd.to_timedelta(rng.integers(0, 700, 300), unit="D")
+    csv = pd.DataFrame({"signup": days.strftime("%Y-%m-%d"), "x": rng.normal(size=300),
+                        "y": rng.choice(["a", "b"], 300)}).to_csv(index=False)
+    df = pd.read_csv(io.StringIO(csv))
+    about = [f for f in tb.check_data(df, "y").findings if f.column == "signup"]
+    assert [f.kind for f in about] == ["dates_as_text"], about
+    assert "pd.to_datetime(df['signup'])" in about[0].advice and "parse_dates=['signup']" in about[0].advice
+    # shaped like dates but not dates, or a few words among them: not called dates
+    odd = df.assign(signup=df.signup.where(df.index > 0, "2023-13-45"))
+    assert "dates_as_text" not in [f.kind for f in tb.check_data(odd, "y").findings]

@@ -11,7 +11,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from .columns import (ValueCodes, dtype_family, epoch_seconds, is_nullable, parse_numbers, require_frame,
+from .columns import (ValueCodes, dates_as_text, dtype_family, epoch_seconds, is_nullable, parse_numbers, require_frame,
                                roles_from_codes)
 
 from .core import (Finding, announce, compact_table_html, did_you_mean, findings_html, findings_text,
@@ -296,6 +296,13 @@ def _role_findings(s: pd.Series, col, role: str, n: int, nun: int) -> list[Findi
                         advice=f"if rows are ordered in time, split with time={col!r}; for date parts as features "
                                f"(year, month, elapsed time), make them datetimes: df[{col!r}] = "
                                f"df[{col!r}].dt.to_timestamp()")]
+    if role == "categorical" and dates_as_text(s):  # a CSV's timestamps: text until parsed
+        return [Finding("dates_as_text", "warning", f"dates held as text ({shown(s.dropna().iloc[0])}): as text "
+                        f"each of its {nun} dates is a category, and the preprocessing one-hot encodes them",
+                        column=col, data={"n_unique": int(nun)},
+                        advice=f"parse them: df[{col!r}] = pd.to_datetime(df[{col!r}]) (or pd.read_csv(..., "
+                               f"parse_dates=[{col!r}])); a datetime becomes numeric parts (year, month, day of "
+                               "week, elapsed time), never a one-hot block")]
     if role == "categorical" and (nun > MAX_CATEGORIES or (nun > 50 and nun > 0.5 * n)):
         rows_per_level = n / nun
         return [Finding("high_cardinality", "warning", f"{nun} categories for {n} rows ({rows_per_level:.1f} rows "

@@ -12,8 +12,8 @@ import pandas as pd
 
 # %% auto #0
 __all__ = ['ROLES', 'ID_WORDS', 'ENTITY_WORDS', 'require_frame', 'is_nested_arrow', 'require_flat_columns', 'dtype_family',
-           'is_nullable', 'parse_numbers', 'epoch_seconds', 'numeric_view', 'ValueCodes', 'named_like_id',
-           'names_entity', 'column_roles', 'roles_from_codes']
+           'is_nullable', 'parse_numbers', 'epoch_seconds', 'numeric_view', 'dates_as_text', 'ValueCodes',
+           'named_like_id', 'names_entity', 'column_roles', 'roles_from_codes']
 
 # %% ../nbs/01c_columns.ipynb #06abe1e6
 def require_frame(df,  # what the caller got as a frame
@@ -112,6 +112,22 @@ def numeric_view(s: pd.Series,  # a column of any dtype
     codes = pd.factorize(s)[0].astype("float64")
     codes[codes < 0] = np.nan
     return codes
+
+# an ISO date, with a time of day and a zone if any: what a CSV holds where a frame had timestamps
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?")
+
+def dates_as_text(s: pd.Series,  # a column
+                 ) -> bool:
+    "Whether a text column holds dates ('2023-08-03', '2023-08-03T10:00'): every sampled value an ISO date."
+    if dtype_family(s) != "categorical" or isinstance(s.dtype, pd.CategoricalDtype): return False
+    values = s.dropna()
+    if not len(values): return False
+    sample = values.sample(min(len(values), 2000), random_state=0)
+    if not sample.map(lambda v: isinstance(v, str) and _ISO_DATE.fullmatch(v.strip()) is not None).all():
+        return False
+    try: pd.to_datetime(sample.str.strip(), format="ISO8601")
+    except (ValueError, TypeError, OverflowError): return False  # '2023-13-45': shaped like a date, not one
+    return True
 
 def _is_text(s: pd.Series) -> bool:
     "Long free text: values of several words, mostly distinct."
