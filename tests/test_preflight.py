@@ -279,10 +279,15 @@ def test_dry_run_reports_a_nonfinite_loss_and_a_crashing_model():
     assert not report.passed and "nonfinite" in kinds(report.findings)
     # what follows from it is not news: no checkpoint or resume errors without advice (probe 15, f9)
     assert not {"checkpoint_failed", "resume_failed"} & set(kinds(report.findings)), kinds(report.findings)
-    report = dry_run(nn.Linear(5, 3), dl_train, dl_valid, nn.CrossEntropyLoss())  # 8 features in the data
+    report = dry_run(nn.Linear(5, 3), dl_train, None, nn.CrossEntropyLoss())  # 8 features in the data
     assert not report.passed and kinds(report.findings) == ["dry_run_failed"]
     assert report.findings[0].data["phase"] == "the first training step"
     assert "mat1 and mat2" in report.findings[0].message
+    # with a dl_valid, fit scores its first batch before any step: the crash is the set-up's, and says so
+    report = dry_run(nn.Linear(5, 3), dl_train, dl_valid, nn.CrossEntropyLoss())
+    assert not report.passed and kinds(report.findings) == ["fit_refused"]
+    assert report.findings[0].data["phase"] == "set-up"
+    assert "mat1 and mat2" in report.findings[0].message and "dl_valid's first batch" in report.findings[0].message
 
 
 class Counter(Callback):
