@@ -374,7 +374,7 @@ class ShapeMismatch(ValueError):
 BCE_LOSSES = ("binary_cross_entropy", "binary_cross_entropy_with_logits", "bceloss", "bcewithlogitsloss")
 
 class TargetsOutOfRange(ValueError):
-    "Targets outside the values the loss is defined on (a BCE loss's [0, 1], class labels 0..C-1); `.finding` says the same."
+    "Targets outside the values the loss is defined on (a BCE loss's [0, 1], labels 0..C-1); `.finding` says so too."
     def __init__(self, finding: Finding):  # a `target_out_of_range` or `label_out_of_range` Finding
         super().__init__(f"{finding.message}; {finding.advice}")
         self.finding = finding
