@@ -495,6 +495,9 @@ def test_iso_dates_read_from_a_csv_are_called_dates_with_the_call_that_parses_th
     about = [f for f in tb.check_data(df, "y").findings if f.column == "signup"]
     assert [f.kind for f in about] == ["dates_as_text"], about
     assert "pd.to_datetime(df['signup'])" in about[0].advice and "parse_dates=['signup']" in about[0].advice
+    # what the preprocessing does with them (probe 75 #4, second round: it said 'one-hot encodes them')
+    assert "preprocessing parses them into numeric parts" in about[0].message, about[0].message
+    assert "one-hot encodes" not in about[0].message
     # shaped like dates but not dates, or a few words among them: not called dates
     odd = df.assign(signup=df.signup.where(df.index > 0, "2023-13-45"))
     assert "dates_as_text" not in [f.kind for f in tb.check_data(odd, "y").findings]

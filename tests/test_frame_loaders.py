@@ -251,3 +251,35 @@ def test_a_class_only_in_valid_is_named_as_baseline_names_it():
             tb.loaders_from_frame(df, "label", splits, batch_size=64)
     assert str(err.value).startswith("valid rows hold class(es) ['late'] of target 'label' that the train rows lack "
                                      "(3 row(s): 197, 198, 199)")
+
+
+def test_iso_dates_held_as_text_are_preprocessed_as_the_datetimes_they_are():
+    "Probe 75 #4: a CSV's ISO dates were a category, one-hot encoded (49 columns): now the date step parses them."
+    import io
+    from trainbook.data import feature_columns
+    rng = np.random.default_rng(0)
+    days = pd.Timestamp("2022-01-01") + pd.to_timedelta(rng.integers(0, 700, 300), unit="D")
+    csv = pd.DataFrame({"signup": days.strftime("%Y-%m-%d"), "x": rng.normal(size=300),
+                        "y": rng.choice(["a", "b"], 300)}).to_csv(index=False)
+    text = pd.read_csv(io.StringIO(csv))  # what a user gets from a CSV
+    text["signup"] = text["signup"].where(text.index % 9 > 0)  # some dates missing: imputed, as a datetime's
+    parsed = text.assign(signup=pd.to_datetime(text["signup"]))
+    sp = tb.make_splits(text, "y", test_size=0.2, seed=0)
+    *as_text, prep = tb.loaders_from_frame(text, "y", sp)
+    *as_dates, prep_dates = tb.loaders_from_frame(parsed, "y", sp)
+    assert prep.roles == {"signup": "datetime", "x": "numeric"} and feature_columns(text, "y") == (["signup", "x"], [])
+    assert prep.n_features == prep_dates.n_features == 6  # 5 date parts and x, never a one-hot block
+    for a, b in zip(as_text, as_dates): assert torch.equal(a.tensors[0], b.tensors[0])  # train, valid, test
+    # serving: text or datetimes, the same numbers
+    assert torch.equal(prep.transform_for_serving(text), prep_dates.transform_for_serving(parsed))
+    assert torch.equal(prep.transform_for_serving(parsed), prep_dates.transform_for_serving(text))
+    # make_preprocessor on its own (a Pipeline, a baseline): its date step parses them, fit and transform alike
+    X_text, X_dates = text.drop(columns="y"), parsed.drop(columns="y")
+    tf = tb.make_preprocessor(text, "y").fit(X_text)
+    assert np.array_equal(tf.transform(X_text), tb.make_preprocessor(parsed, "y").fit(X_dates).transform(X_dates))
+    # a value that is no date is named, never a silent NaN (imputed as if missing)
+    bad = text.head(4).assign(signup=["2023-01-02", "soon", None, "2023-02-03"])
+    with pytest.raises(ValueError, match=r"column 'signup': 1 value\(s\) are not ISO dates: 'soon'"):
+        tf.transform(bad.drop(columns="y"))
+    report = prep.transform_for_serving(bad, errors="report")
+    assert list(report.rows) == [0, 2, 3] and [f.kind for f in report.findings] == ["unparseable_values"]

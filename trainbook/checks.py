@@ -297,12 +297,12 @@ def _role_findings(s: pd.Series, col, role: str, n: int, nun: int) -> list[Findi
                                f"(year, month, elapsed time), make them datetimes: df[{col!r}] = "
                                f"df[{col!r}].dt.to_timestamp()")]
     if role == "categorical" and dates_as_text(s):  # a CSV's timestamps: text until parsed
-        return [Finding("dates_as_text", "warning", f"dates held as text ({shown(s.dropna().iloc[0])}): as text "
-                        f"each of its {nun} dates is a category, and the preprocessing one-hot encodes them",
-                        column=col, data={"n_unique": int(nun)},
-                        advice=f"parse them: df[{col!r}] = pd.to_datetime(df[{col!r}]) (or pd.read_csv(..., "
-                               f"parse_dates=[{col!r}])); a datetime becomes numeric parts (year, month, day of "
-                               "week, elapsed time), never a one-hot block")]
+        return [Finding("dates_as_text", "warning", f"dates held as text ({shown(s.dropna().iloc[0])}, {nun} "
+                        "distinct): trainbook's preprocessing parses them into numeric parts (year, month, day of "
+                        "week, elapsed time), never a one-hot block, but to pandas, make_splits (time=) and "
+                        "CatBoost they are text", column=col, data={"n_unique": int(nun)},
+                        advice=f"parse them once: df[{col!r}] = pd.to_datetime(df[{col!r}]) (or pd.read_csv(..., "
+                               f"parse_dates=[{col!r}])); every step then sees dates")]
     if role == "categorical" and (nun > MAX_CATEGORIES or (nun > 50 and nun > 0.5 * n)):
         rows_per_level = n / nun
         return [Finding("high_cardinality", "warning", f"{nun} categories for {n} rows ({rows_per_level:.1f} rows "

@@ -12,8 +12,8 @@ import pandas as pd
 
 # %% auto #0
 __all__ = ['ROLES', 'ID_WORDS', 'ENTITY_WORDS', 'require_frame', 'is_nested_arrow', 'require_flat_columns', 'dtype_family',
-           'is_nullable', 'parse_numbers', 'epoch_seconds', 'numeric_view', 'dates_as_text', 'ValueCodes',
-           'named_like_id', 'names_entity', 'column_roles', 'roles_from_codes']
+           'is_nullable', 'parse_numbers', 'epoch_seconds', 'numeric_view', 'parse_dates', 'dates_as_text',
+           'ValueCodes', 'named_like_id', 'names_entity', 'column_roles', 'feature_roles', 'roles_from_codes']
 
 # %% ../nbs/01c_columns.ipynb #06abe1e6
 def require_frame(df,  # what the caller got as a frame
@@ -116,6 +116,14 @@ def numeric_view(s: pd.Series,  # a column of any dtype
 # an ISO date, with a time of day and a zone if any: what a CSV holds where a frame had timestamps
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?")
 
+def parse_dates(s: pd.Series,  # text: ISO dates ('2023-08-03', '2023-08-03T10:00', '2023-08-03T10:00+02:00')
+                utc: bool = False,  # times with a zone read in UTC (a column of several zones parses only so)
+               ) -> pd.Series:
+    """ISO date text as datetimes, as `pd.to_datetime(format='ISO8601')` reads it (values stripped): NaT where a
+    value is missing or no date; a ValueError for several time zones in one column unless `utc`."""
+    text = s.astype(str).str.strip().where(s.notna())
+    return pd.to_datetime(text, format="ISO8601", errors="coerce", utc=utc)
+
 def dates_as_text(s: pd.Series,  # a column
                  ) -> bool:
     "Whether a text column holds dates ('2023-08-03', '2023-08-03T10:00'): every sampled value an ISO date."
@@ -125,9 +133,9 @@ def dates_as_text(s: pd.Series,  # a column
     sample = values.sample(min(len(values), 2000), random_state=0)
     if not sample.map(lambda v: isinstance(v, str) and _ISO_DATE.fullmatch(v.strip()) is not None).all():
         return False
-    try: pd.to_datetime(sample.str.strip(), format="ISO8601")
-    except (ValueError, TypeError, OverflowError): return False  # '2023-13-45': shaped like a date, not one
-    return True
+    try: parsed = parse_dates(sample)
+    except (ValueError, TypeError, OverflowError): return False  # several time zones: no one datetime column
+    return bool(parsed.notna().all())  # '2023-13-45': shaped like a date, not one
 
 def _is_text(s: pd.Series) -> bool:
     "Long free text: values of several words, mostly distinct."
@@ -268,6 +276,15 @@ def column_roles(df: pd.DataFrame,  # the frame whose columns get roles
                 ) -> dict:
     "Each feature column's role (one of `ROLES`): from its dtype and, for text, ids and constants, values."
     return roles_from_codes(df, target, exclude, ValueCodes(df, target))
+
+def feature_roles(df: pd.DataFrame,  # the frame whose columns get roles
+                  target: Optional[str] = None,  # label column (left out)
+                  exclude=(),  # other columns to leave out (groups, time)
+                 ) -> dict:
+    """The roles `make_preprocessor` encodes by: `column_roles`, but ISO dates held as text (a CSV's timestamps,
+    `dates_as_text`) are 'datetime', the date step parsing them: numeric parts, never a one-hot block."""
+    roles = column_roles(df, target, exclude)
+    return {c: "datetime" if r == "categorical" and dates_as_text(df[c]) else r for c, r in roles.items()}
 
 def roles_from_codes(df: pd.DataFrame,  # the frame whose columns get roles
                      target: Optional[str],  # label column (left out)

@@ -188,7 +188,7 @@ import pandas as pd
 from .checks import require_column, require_columns, require_task, resolve_task, unseen_classes_message
 from .splits import check_splits
 from .checks import MAX_CATEGORIES, infinite_counts
-from .columns import ROLES, column_roles, dtype_family, epoch_seconds, require_frame
+from .columns import ROLES, dtype_family, epoch_seconds, feature_roles, parse_dates, require_frame
 from .core import Finding, did_you_mean, warn
 from .serving import check_saveable, training_schema, unseen_categories, value_examples
 
@@ -210,11 +210,22 @@ def _timedelta_seconds(X: pd.DataFrame) -> np.ndarray:
 def _date_part_names(hours: bool) -> tuple:
     return _DATE_PARTS + (("hour",) if hours else ()) + ("elapsed_days",)
 
+def _dates(s: pd.Series, col, tz=None) -> pd.Series:
+    "A datetime column as it is; ISO dates held as text (`dates_as_text`) parsed, an error naming any that are not."
+    if dtype_family(s) == "datetime": return s
+    try: parsed = parse_dates(s, utc=tz is not None)  # a trained zone: read in UTC, then converted to it
+    except ValueError as err:
+        raise ValueError(f"column {col!r}: dates that cannot be read as one column: {err}") from None
+    fix = f"fix them, or parse: pd.to_datetime(df[{col!r}], errors='coerce')"
+    _, found, _ = _unparsed(col, s, parsed, "ISO dates", fix)
+    if found: raise ValueError(f"column {col!r}: {found[0].message} → {found[0].advice}")  # never a silent NaN
+    return parsed
+
 def _date_parts(X: pd.DataFrame, origins: list, hours: list, tz: list) -> np.ndarray:
     "Datetimes as numbers: year, month, day of week, day of year, hour (if trained with times), elapsed days."
     out = []
     for i, col in enumerate(X.columns):
-        s = X[col]
+        s = _dates(X[col], col, tz[i])
         if tz[i] is not None: s = s.dt.tz_convert(tz[i])  # the parts of the training time zone
         for part in _date_part_names(hours[i])[:-1]:
             out.append(getattr(s.dt, part).to_numpy(dtype="float64", na_value=np.nan))
@@ -231,7 +242,7 @@ def _date_transformer(df: pd.DataFrame, columns: list):
     from sklearn.preprocessing import FunctionTransformer
     origins, hours, tz = [], [], []
     for col in columns:
-        s = df[col].dropna()
+        s = _dates(df[col], col).dropna()
         origins.append(float(np.min(epoch_seconds(s))) if len(s) else 0.0)
         hours.append(bool((s != s.dt.normalize()).any()))
         tz.append(None if s.dt.tz is None else str(s.dt.tz))
@@ -257,7 +268,7 @@ def feature_columns(df: pd.DataFrame,  # the frame
                     exclude=(),  # other columns to leave out
                    ) -> tuple[list, list]:
     "(numeric, categorical) feature columns by role: what becomes numbers, what is one-hot encoded."
-    roles = column_roles(df, target, exclude)
+    roles = feature_roles(df, target, exclude)
     numeric = [c for c, r in roles.items() if r in ("numeric", "boolean", "datetime", "timedelta")]
     return numeric, [c for c, r in roles.items() if r == "categorical"]
 
@@ -269,11 +280,11 @@ DROPPED_ROLES = ("identifier", "text", "constant")
 def make_preprocessor(df: pd.DataFrame,  # the training rows (roles, date origins, declared categories)
                       target: Optional[str] = None,  # label column (left out)
                       exclude=(),  # other columns to leave out (groups, time)
-                      roles: Optional[dict] = None,  # column -> role if decided (default: `column_roles`)
+                      roles: Optional[dict] = None,  # column -> role if decided (default: `feature_roles`)
                       max_categories: Optional[int] = MAX_CATEGORIES,  # one-hot columns per categorical at
                                                                          # most (rarest grouped); None = all
                      ):
-    "A ColumnTransformer with one step per column role (`column_roles`); ids, text and constants dropped."
+    "A ColumnTransformer with one step per column role (`feature_roles`); ids, text and constants dropped."
     from sklearn.compose import ColumnTransformer
     from sklearn.impute import SimpleImputer
     from sklearn.pipeline import make_pipeline
@@ -284,7 +295,7 @@ def make_preprocessor(df: pd.DataFrame,  # the training rows (roles, date origin
     require_string_columns(df, [c for c in df.columns if c != target and c not in exclude])
     if max_categories is not None and (not isinstance(max_categories, int) or max_categories < 2):
         raise ValueError(f"max_categories must be an int >= 2 or None, got {max_categories!r}")
-    roles = column_roles(df, target, exclude) if roles is None else roles
+    roles = feature_roles(df, target, exclude) if roles is None else roles  # ISO date text: the date step's
     for col, role in roles.items():  # a misspelt role would drop its column in silence
         if role not in ROLES:
             raise ValueError(f"roles[{col!r}] = {role!r} is not a role{did_you_mean(str(role), ROLES)}; roles "
