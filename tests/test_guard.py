@@ -468,3 +468,43 @@ def test_a_summing_loss_is_seen_through_its_bound_forward_and_in_capitals():
                    functools.partial(nn.functional.cross_entropy, reduction="SUM")):
         with pytest.raises(ValueError, match="reduction='mean'"): check_loss_fn(summed)
     assert check_loss_fn(nn.CrossEntropyLoss().forward) is not None  # a mean's, through its forward: taken
+
+
+def test_the_test_loader_given_as_dl_valid_is_warned_before_any_step():
+    "Probe 75 #5: fit(model, dl_train, dl_test) chose early stopping and best.pt on the test rows, in silence."
+    import warnings
+    import numpy as np, pandas as pd
+    from trainbook.guard import run_notes, valid_is_test
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x1": rng.normal(size=200), "x2": rng.normal(size=200), "y": rng.choice(["a", "b"], 200)})
+    sp = tb.make_splits(df, "y", test_size=0.2, seed=0)
+    dl_train, dl_valid, dl_test, prep = tb.loaders_from_frame(df, "y", sp, batch_size=32)
+    said_before_steps = []
+
+    class Look:  # was it said before the first step?
+        def before_step(self, state):
+            said_before_steps.append(any("valid_is_test" in str(x.message) for x in caught))
+
+    def fit(dl):
+        return tb.fit(nn.Linear(prep.n_features, 2), dl_train, dl, loss_fn=nn.CrossEntropyLoss(), live=False,
+                      config=tb.TrainConfig(epochs=1), callbacks=[Look()])
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit(dl_test)
+    said = [str(x.message) for x in caught if "valid_is_test" in str(x.message)]
+    assert len(said) == 1 and f"test loader of split {sp.fingerprint}" in said[0], said
+    assert said_before_steps[0]
+    finding = valid_is_test(dl_test)[0]  # the finding run_notes gives (fit's set-up lists it once it is passed)
+    assert (finding.kind, finding.severity, finding.data) == ("valid_is_test", "warning",
+                                                              {"split_fingerprint": sp.fingerprint})
+    assert [f.kind for f in run_notes(tb.TrainConfig(), True, 10, dl_valid=dl_test)] == ["valid_is_test"]
+    # the valid loader, a loader made by hand from the very test rows, no validation: nothing said
+    by_hand = tb.TensorLoader(*dl_test.tensors, batch_size=32)
+    for dl in (dl_valid, by_hand, [(dl_test.tensors[0], dl_test.tensors[1])]):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fit(dl)
+        assert not [x for x in caught if "valid_is_test" in str(x.message)]
+        assert valid_is_test(dl) == []
+    assert valid_is_test(None) == []

@@ -109,6 +109,7 @@ class TensorLoader(ShardedBatches):
         self.n, self.epoch, self.position = n, 0, 0
         self.resume_pending = False  # set by `load_state_dict`: the next pass continues at `position`
         self.under_way = False  # a pass is under way (started, neither finished nor abandoned)
+        self.split_part = None  # (Splits.fingerprint, 'train' | 'valid' | 'test'): set by `loaders_from_frame`
         self._flat, self._pack = flat, _packer(keys, len(flat))
 
     def set_epoch(self, epoch: int,  # the epoch to start
@@ -735,8 +736,10 @@ def loaders_from_frame(df: pd.DataFrame,  # the whole frame (all splits)
         if train and balanced and task != "regression":
             counts = torch.bincount(y, minlength=len(classes)).double()
             weights = (1.0 / counts.clamp(min=1))[y]  # each class drawn equally often, after the split
-        return TensorLoader(X, y, batch_size=batch_size, shuffle=shuffle and train,
-                            drop_last=drop_last and train, seed=seed, weights=weights)
+        dl = TensorLoader(X, y, batch_size=batch_size, shuffle=shuffle and train,
+                          drop_last=drop_last and train, seed=seed, weights=weights)
+        dl.split_part = (splits.fingerprint, where)  # which rows: fit warns of the test part as dl_valid
+        return dl
     dl_test = loader(splits.test, False, "test") if len(splits.test) else None
     return loader(splits.train, True, "train"), loader(splits.valid, False, "valid"), dl_test, prep
 

@@ -20,8 +20,8 @@ from .optim import SCHEDULE_FNS, SCHEDULER_INTERVALS, warmup_steps
 # %% auto #0
 __all__ = ['LOWER_IS_BETTER', 'HIGHER_IS_BETTER', 'check_loss_fn', 'check_loader', 'require_batches', 'logged_values',
            'better_mode', 'check_monitor', 'monitor_fallback', 'run_steps', 'optimizer_given', 'run_notes',
-           'warmup_past_run', 'nonfinite_validation', 'needs_closure', 'check_scheduler', 'check_optimizer',
-           'note_interrupt', 'refuse_after_interrupt', 'check_fit_inputs']
+           'valid_is_test', 'warmup_past_run', 'nonfinite_validation', 'needs_closure', 'check_scheduler',
+           'check_optimizer', 'note_interrupt', 'refuse_after_interrupt', 'check_fit_inputs']
 
 # %% ../nbs/06a_guard.ipynb #28a3ff5a
 def check_loss_fn(loss_fn: Optional[Callable],  # e.g. nn.CrossEntropyLoss() or F.cross_entropy; None = the model's
@@ -225,10 +225,25 @@ def run_notes(cfg: TrainConfig,  # the run's config
               total_steps: Optional[int],  # the steps fit's own schedule spans (None: unknown, or a given scheduler)
               optimizer=None,  # the optimizer the user passed, or None
               scheduler=None,  # the scheduler the user passed, or None
+              dl_valid=None,  # the loader the run validates on, or None
              ) -> list[Finding]:
-    "What `fit` says of its set-up before any step: the monitor's fallback, a warmup past the run, a given optimizer."
+    """What `fit` says of its set-up before any step: the monitor's fallback, a warmup past the run, a given optimizer,
+    a split's test rows as validation."""
     return (monitor_fallback(cfg, has_valid, scheduler) + warmup_past_run(cfg, total_steps)
-            + optimizer_given(optimizer, cfg))
+            + optimizer_given(optimizer, cfg) + valid_is_test(dl_valid))
+
+def valid_is_test(dl_valid,  # the loader `fit` validates on, or None
+                 ) -> list[Finding]:
+    """A warning when `dl_valid` holds a split's test rows, as `loaders_from_frame` marks its loaders (`split_part`):
+    a loader made by hand is never judged."""
+    tag = getattr(dl_valid, "split_part", None)
+    if not (isinstance(tag, tuple) and len(tag) == 2 and tag[1] == "test"): return []
+    return [Finding("valid_is_test", "warning",
+                    f"dl_valid is the test loader of split {tag[0]}: early stopping, best.pt and the checklist "
+                    "would choose on the test rows, and the test score would be optimistic",
+                    advice="validate on the valid loader (dl_train, dl_valid, dl_test, prep = "
+                           "tb.loaders_from_frame(...)); score dl_test once, at the end",
+                    data={"split_fingerprint": tag[0]})]
 
 def warmup_past_run(cfg: TrainConfig,  # the run's config (its `schedule`, `warmup` and `lr`)
                     total_steps: Optional[int],  # the run's optimizer steps (`run_steps`); None = unknown
@@ -377,6 +392,7 @@ def check_fit_inputs(model,  # what `fit` got as `model`
         raise TypeError(f"config must be a trainbook.TrainConfig, got {type(cfg).__name__}")
     n_train = check_loader(dl_train, "dl_train")  # re-iterable, not empty (without a len: at its first epoch)
     if dl_valid is not None: check_loader(dl_valid, "dl_valid", probe=True)
+    for note in valid_is_test(dl_valid): warn(f"{note.kind}: {note.message}; {note.advice}")  # before any step
     if cfg.accum_steps > 1 and n_train is None:
         raise ValueError("accum_steps > 1 needs a dl_train with a length, so the epoch's "
                          "last window can be sized")
