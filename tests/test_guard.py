@@ -491,7 +491,8 @@ def test_the_test_loader_given_as_dl_valid_is_warned_before_any_step():
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        fit(dl_test)
+        run = fit(dl_test)
+    assert [f.kind for f in run.findings].count("valid_is_test") == 1  # in the run's record too
     said = [str(x.message) for x in caught if "valid_is_test" in str(x.message)]
     assert len(said) == 1 and f"test loader of split {sp.fingerprint}" in said[0], said
     assert said_before_steps[0]
@@ -504,7 +505,8 @@ def test_the_test_loader_given_as_dl_valid_is_warned_before_any_step():
     for dl in (dl_valid, by_hand, [(dl_test.tensors[0], dl_test.tensors[1])]):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            fit(dl)
+            run = fit(dl)
         assert not [x for x in caught if "valid_is_test" in str(x.message)]
+        assert "valid_is_test" not in [f.kind for f in run.findings]
         assert valid_is_test(dl) == []
     assert valid_is_test(None) == []

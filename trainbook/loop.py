@@ -146,7 +146,7 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
     followed = check_monitor(cfg, dl_valid is not None, metric_fns)  # (split, name), the fallback's if any
     stopper = EarlyStopping("_".join(followed), cfg.mode, cfg.patience, cfg.min_delta)
     history = History()  # the set-up's notes, once a run (fit warned of the second at its door too)
-    findings = run_notes(cfg, dl_valid is not None, None if scheduler else total_steps, optimizer, scheduler)
+    findings = run_notes(cfg, dl_valid is not None, None if scheduler else total_steps, optimizer, scheduler, dl_valid)
     fingerprint = data_fingerprint(dl_train, dl_valid)
     profiler = [StepProfiler(profile, cfg.checkpoint_dir)] if profile else []
     cbs = run_callbacks(callbacks, live=live, track=track, kind="torch", rank=rank, first=[NanGuard()],
