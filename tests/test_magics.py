@@ -587,3 +587,21 @@ def test_a_split_with_rows_in_two_parts_is_not_audited():
         assert not cl.done["split_audited"] and cl.notes["split_audited"] == "1 leakage finding(s)"
     finally:
         cl.close()
+
+
+def test_a_run_waiting_for_its_baseline_on_a_split_made_since_says_it_counts_no_more():
+    "Probe 76, r_6: fit, a new split, a baseline: 'beats' kept 'no baseline yet ... judged again when one comes'."
+    from types import SimpleNamespace
+    from trainbook.core import announce
+    cl = tb.Checklist("regression", "y", "valid_loss", threshold=3.0)
+    try:
+        split = lambda fp: SimpleNamespace(params={"target": "y"}, strategy="random", fingerprint=fp, findings=[])
+        announce("split_made", split("a"))
+        small_fit(split_fingerprint="a")
+        assert "no baseline yet" in cl.notes["beats"]
+        announce("split_made", split("b"))  # the run's split is not the audited one any more
+        assert cl.notes["beats"] == "fitted on other splits (fingerprint a, audited b)", cl.notes["beats"]
+        announce("baseline", pd.DataFrame({"valid_loss": [5.0]}, index=pd.Index(["linear"], name="model")))
+        assert not cl.done["beats"] and "no baseline yet" not in cl.notes["beats"], str(cl)
+    finally:
+        cl.close()

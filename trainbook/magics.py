@@ -143,9 +143,10 @@ class Checklist:
         self._set("split_audited", not leaks, f"{sp.strategy}, fingerprint {sp.fingerprint}" if not leaks else
                   f"{len(leaks)} leakage finding(s)")
         self._split = sp.fingerprint
+        waiting = self._last_run is not None  # a run waiting for its baseline: its note says it waits
         for step, fitted in self._fitted_on.items():  # a baseline or run of earlier splits counts no more
             why = self._other_splits(fitted)
-            if why and self.done[step]: self._set(step, False, why)
+            if why and (self.done[step] or (step == "beats" and waiting)): self._set(step, False, why)
         if self._other_splits(self._fitted_on["beats"]): self._last_run = None  # its value counts no more
 
     def _heard_overfit(self, report):
