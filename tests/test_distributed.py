@@ -273,6 +273,19 @@ def test_a_signalled_rank_is_the_cause_even_when_a_peer_failed_first(tmp_path):
     assert message.startswith("rank 1 was killed by signal SIGKILL (9) (then rank(s) 0 failed too)")
 
 
+def test_an_aborted_rank_says_what_aborted_before_torchruns_traceback(tmp_path):
+    "Seen on a loaded host: rank 1 SIGABRT, the message's 2000-character tail all torchrun's, the abort's words above it."
+    (tmp_path / "launcher.log").write_text(
+        "terminate called after throwing an instance of 'gloo::EnforceNotMet'\n  what():  [enforce fail at "
+        "gloo/transport/tcp/pair.cc:446] op.preamble.length <= op.nbytes. 64 vs 48\n" + "torchrun noise\n" * 300 +
+        "Failures:\n[0]:\n  rank      : 1 (local_rank: 1)\n  exitcode  : -6 (pid: 12)\n"
+        "  traceback : Signal 6 (SIGABRT) received by PID 12\n")
+    message = str(distributed._failure(tmp_path, 1))
+    assert message.startswith("rank 1 was killed by signal SIGABRT (6)"), message[:200]
+    assert "saying:\nterminate called after throwing an instance of 'gloo::EnforceNotMet'" in message
+    assert "op.preamble.length <= op.nbytes. 64 vs 48" in message
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process table in /proc")
 def test_a_second_ctrl_c_during_the_clean_up_leaves_no_process_frozen(tmp_path, private_tmp, monkeypatch):
     "Ctrl-C, then Ctrl-C again just after the clean-up froze the processes (SIGSTOP) and before it killed them."

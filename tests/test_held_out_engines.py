@@ -195,7 +195,8 @@ def test_a_misspelt_launch_option_and_a_bool_nprocs_are_named_before_any_process
 def test_the_ray_search_checks_its_space_as_tb_search_and_fails_trials_left_running():
     "Probe 13, f5 and f10: epochs from a float range failed in every Ray trial; an interrupted search left RUNNING trials."
     import optuna
-    from trainbook.ray_engine import _fail_left_running, search
+    from trainbook.ray_engine import search
+    from trainbook.tuning import fail_running
     x = torch.randn(32, 4)
     dl = tb.TensorLoader(x, (x[:, 0] > 0).long(), batch_size=16)
     objective = (lambda: nn.Linear(4, 2), dl, dl, nn.functional.cross_entropy, tb.TrainConfig(epochs=2))
@@ -205,8 +206,7 @@ def test_the_ray_search_checks_its_space_as_tb_search_and_fails_trials_left_runn
     study = optuna.create_study()
     study.tell(study.ask(), 1.0)
     older, mine = study.ask(), study.ask()  # another search's trial (running elsewhere), and this one's
-    with pytest.warns(UserWarning, match=r"trial\(s\) \[2\] were still running when the search ended"):
-        _fail_left_running(study, first=2)
+    assert fail_running(study, lambda t: t.number >= 2) == [2]  # the Ray search's own (from its first trial on)
     assert [t.state.name for t in study.trials] == ["COMPLETE", "RUNNING", "FAIL"]
 
 

@@ -340,7 +340,9 @@ def test_run_load_refuses_another_format_or_a_newer_version_and_keeps_config_fie
 
 def test_run_html_escapes_its_error_and_folder(tmp_path):
     "Seen: a loss's error text and a checkpoint folder holding <, >, & were put in the run's HTML raw."
-    def bad_loss(pred, yb): raise RuntimeError("bad value <b>BOLD</b> & <img src=x onerror=alert(1)>")
+    def bad_loss(pred, yb):  # in training only: dl_valid's first batch, scored before any step, is no run yet
+        if torch.is_grad_enabled(): raise RuntimeError("bad value <b>BOLD</b> & <img src=x onerror=alert(1)>")
+        return nn.functional.cross_entropy(pred, yb)
     with pytest.raises(RuntimeError) as e:
         fit(tmp_path / "runs" / "<b>a&b</b>", epochs=1, loss_fn=bad_loss)
     page = e.value.run._repr_html_()
@@ -439,7 +441,10 @@ def test_overwrite_keeps_the_earlier_run_when_the_new_one_fails_before_writing_a
     fit(tmp_path)
     before = files(tmp_path)
     typo = nn.Sequential(nn.Linear(5, 16), nn.ReLU(), nn.Linear(16, 3))  # 5 inputs: the data has 8
-    with pytest.raises(RuntimeError) as err: fit(tmp_path, model=typo, overwrite=True)
+    with pytest.raises(RuntimeError, match="dl_valid's first batch"): fit(tmp_path, model=typo, overwrite=True)
+    assert files(tmp_path) == before  # refused at set-up: nothing touched
+    with pytest.raises(RuntimeError) as err:  # without a dl_valid, at the first step: a failed run
+        fit(tmp_path, model=typo, overwrite=True, batches=(data()[0], None))
     assert files(tmp_path) == before and tb.Run.load(tmp_path).stopped == "completed"  # as it was, run.json too
     failed = err.value.run
     assert (failed.stopped, failed.step, failed.last_path, failed.best_path) == ("failed", 0, None, None)

@@ -457,6 +457,12 @@ def _ended_early(work: Path, rank: str, before: int) -> str:
             "rank must reach each one: a rank that returns or exits mid-run, or a stop requested on one rank "
             "only, leaves the others waiting)")
 
+def _abort_lines(log: str) -> str:
+    "The lines of the workers' output that say what aborted (C++'s terminate, a failed check), before torchrun's own."
+    said = [line for line in log.splitlines() if re.search(r"terminate called|what\(\)|Assertion|Check failed|"
+                                                              r"gloo|Aborted|Fatal Python error", line)]
+    return ", saying:\n" + "\n".join(said[:12]) + "\n" if said else ""
+
 def _failure(work: Path, returncode: int) -> LaunchError:
     "What went wrong, by rank: the signal that killed a rank, else the first traceback, else the log."
     log = (work / "launcher.log").read_text(errors="replace")
@@ -471,7 +477,8 @@ def _failure(work: Path, returncode: int) -> LaunchError:
         if sig == signal.SIGABRT: also += _ended_early(work, str(rank), time.time_ns())  # a lost peer?
         name = signal.Signals(sig).name if sig in signal.valid_signals() else f"number {sig}"
         why = ("out of memory (the kernel's OOM killer) is a common cause" if sig == signal.SIGKILL else
-               f"an abort in native code (a library's failed check); the workers' output ends:\n{log[-2000:]}"
+               f"an abort in native code (a library's failed check){_abort_lines(log)}; the workers' output "
+               f"ends:\n{log[-2000:]}"
                if sig == signal.SIGABRT else f"the workers' output ends:\n{log[-2000:]}")
         return LaunchError(f"rank {rank} was killed by signal {name} ({sig}){also}; {why}")
     if errors:
