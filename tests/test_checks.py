@@ -494,10 +494,41 @@ def test_iso_dates_read_from_a_csv_are_called_dates_with_the_call_that_parses_th
     df = pd.read_csv(io.StringIO(csv))
     about = [f for f in tb.check_data(df, "y").findings if f.column == "signup"]
     assert [f.kind for f in about] == ["dates_as_text"], about
-    assert "pd.to_datetime(df['signup'])" in about[0].advice and "parse_dates=['signup']" in about[0].advice
+    assert "pd.to_datetime(df['signup'], format='ISO8601')" in about[0].advice
+    assert "parse_dates=['signup']" in about[0].advice
     # what the preprocessing does with them (probe 75 #4, second round: it said 'one-hot encodes them')
     assert "preprocessing parses them into numeric parts" in about[0].message, about[0].message
     assert "one-hot encodes" not in about[0].message
-    # shaped like dates but not dates, or a few words among them: not called dates
-    odd = df.assign(signup=df.signup.where(df.index > 0, "2023-13-45"))
+    # shaped like dates but not dates, or words among them past 5% of the values: not called dates
+    odd = df.assign(signup=df.signup.where(df.index > 20, "2023-13-45"))
     assert "dates_as_text" not in [f.kind for f in tb.check_data(odd, "y").findings]
+
+
+def test_unique_timestamps_as_text_are_dates_not_an_identifier():
+    "Probe 76 r_1: a CSV's timestamps, every one distinct, were id_like_column ('drop it'): dates come first."
+    when = pd.date_range("2021-01-01", periods=200, freq="37min")
+    df = pd.DataFrame({"when": when.strftime("%Y-%m-%dT%H:%M:%S"), "x": np.arange(200) % 7, "y": np.arange(200) % 2})
+    report = tb.check_data(df, "y", leak_check=False)
+    assert [f.kind for f in report.findings if f.column == "when"] == ["dates_as_text"]
+    assert report.roles["when"] == "categorical"  # text until parsed; never 'identifier'
+
+
+def test_a_few_values_that_are_no_date_are_named_and_the_column_stays_dates():
+    "Probe 76 r_4: one typo among ISO dates made the column a silent category, named by nothing."
+    days = pd.date_range("2021-01-01", periods=30, freq="D").strftime("%Y-%m-%d")
+    df = pd.DataFrame({"d": np.resize(days, 120), "x": np.arange(120) % 5, "y": np.arange(120) % 2})
+    df.loc[3, "d"], df.loc[4, "d"] = "2021-02-30", ""  # a typo; an empty string is a missing value
+    about = {f.kind: f for f in tb.check_data(df, "y", leak_check=False).findings if f.column == "d"}
+    assert set(about) == {"dates_as_text", "unparseable_dates"}, about
+    bad = about["unparseable_dates"]
+    assert "1 value(s) are not ISO dates: '2021-02-30' ×1" in bad.message and bad.data["examples"] == ["2021-02-30"]
+    assert "missing dates (imputed)" in bad.message and "errors='coerce'" in bad.advice
+
+
+def test_summer_time_offsets_in_one_column_are_dates_read_in_utc():
+    "Probe 76 r_5: +01:00 and +02:00 in one column (to_csv of a tz-aware column) were not seen as dates."
+    when = pd.date_range("2021-03-20", periods=120, freq="11h", tz="Europe/Oslo")
+    df = pd.DataFrame({"when": [t.isoformat() for t in when], "y": np.arange(120) % 2})
+    about = [f for f in tb.check_data(df, "y", leak_check=False).findings if f.column == "when"]
+    assert [f.kind for f in about] == ["dates_as_text"] and "read in UTC" in about[0].message
+    assert "format='ISO8601', utc=True" in about[0].advice

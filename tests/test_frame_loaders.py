@@ -277,9 +277,68 @@ def test_iso_dates_held_as_text_are_preprocessed_as_the_datetimes_they_are():
     X_text, X_dates = text.drop(columns="y"), parsed.drop(columns="y")
     tf = tb.make_preprocessor(text, "y").fit(X_text)
     assert np.array_equal(tf.transform(X_text), tb.make_preprocessor(parsed, "y").fit(X_dates).transform(X_dates))
-    # a value that is no date is named, never a silent NaN (imputed as if missing)
+    # a value that is no date is a missing date (imputed), named in a warning: never a silent NaN
     bad = text.head(4).assign(signup=["2023-01-02", "soon", None, "2023-02-03"])
-    with pytest.raises(ValueError, match=r"column 'signup': 1 value\(s\) are not ISO dates: 'soon'"):
-        tf.transform(bad.drop(columns="y"))
+    with pytest.warns(UserWarning, match=r"column 'signup': 1 value\(s\) are not ISO dates \('soon' ×1\): read as "
+                                         r"missing dates \(imputed\)"):
+        X_bad = tf.transform(bad.drop(columns="y"))
+    dates = np.char.startswith(tf.get_feature_names_out().astype(str), "signup_")
+    assert np.array_equal(X_bad[1, dates], X_bad[2, dates])  # 'soon' as the missing date of row 2
     report = prep.transform_for_serving(bad, errors="report")
     assert list(report.rows) == [0, 2, 3] and [f.kind for f in report.findings] == ["unparseable_values"]
+
+
+def _date_frames(when, n=None):
+    "(frame of dates as text, the same frame parsed) with a feature x and a label y."
+    rng = np.random.default_rng(0)
+    n = len(when)
+    parsed = pd.DataFrame({"when": when, "x": rng.normal(size=n), "y": rng.integers(0, 2, n)})
+    return parsed.assign(when=[t.isoformat() if hasattr(t, "isoformat") else t for t in when]), parsed
+
+
+def test_unique_timestamps_as_text_give_the_matrix_of_the_parsed_column():
+    "Probe 76 r_1: a CSV's timestamps, every one distinct, were taken for an identifier and dropped."
+    text, parsed = _date_frames(pd.date_range("2021-01-01", periods=200, freq="37min"))
+    assert tb.columns.feature_roles(text, "y")["when"] == "datetime"
+    sp = tb.make_splits(parsed, "y", seed=0)
+    *as_text, prep = tb.loaders_from_frame(text, "y", sp)
+    *as_dates, _ = tb.loaders_from_frame(parsed, "y", sp)
+    assert prep.roles["when"] == "datetime" and prep.n_features == 7  # 6 date parts and x, nothing dropped
+    for a, b in zip(as_text[:2], as_dates[:2]):  # train, valid
+        assert torch.allclose(a.tensors[0], b.tensors[0], atol=1e-6)
+
+
+@pytest.mark.parametrize("served", ["03/08/2021", "3 August 2021", 20210803])
+def test_serving_reads_dates_with_trainings_parser_only(served):
+    "Probe 76 r_2, r_3: '03/08/2021' was read month first, 20210803 in an object column as 1970, in silence."
+    text, parsed = _date_frames(pd.DatetimeIndex(np.resize(pd.date_range("2021-01-01", periods=30), 120)))
+    for frame in (text, parsed):  # trained on date text, and on datetimes
+        *_, prep = tb.loaders_from_frame(frame, "y", tb.make_splits(frame, "y", seed=0))
+        new = pd.DataFrame({"when": pd.Series([served, "2021-08-03"], dtype=object), "x": [0.0, 0.0]})
+        report = prep.transform_for_serving(new, errors="report")
+        assert list(report.rows) == [1] and [f.kind for f in report.findings] == ["unparseable_values"]
+        assert str(served) in report.findings[0].message and "not ISO dates" in report.findings[0].message
+
+
+def test_a_typo_among_date_text_is_a_missing_date_not_a_one_hot_block():
+    "Probe 76 r_4: one typo turned the whole column into 32 one-hot columns, named by nothing."
+    text, parsed = _date_frames(pd.DatetimeIndex(np.resize(pd.date_range("2021-01-01", periods=30), 120)))
+    text.loc[3, "when"], text.loc[4, "when"] = "2021-02-30", ""  # a typo; an empty string is missing
+    sp = tb.make_splits(text, "y", seed=0)
+    with pytest.warns(UserWarning, match="'2021-02-30' ×1"):
+        *_, prep = tb.loaders_from_frame(text, "y", sp)
+    assert prep.roles["when"] == "datetime" and prep.n_features == 6  # 5 date parts and x
+
+
+def test_summer_time_offsets_are_read_in_utc():
+    "Probe 76 r_5: +01:00 and +02:00 in one column (to_csv of a tz-aware column) were one-hot encoded."
+    when = pd.DatetimeIndex(np.resize(pd.date_range("2021-03-20", periods=30, freq="11h", tz="Europe/Oslo"), 120))
+    text, parsed = _date_frames(when)
+    assert text["when"].str[-6:].nunique() == 2  # two offsets
+    sp = tb.make_splits(text, "y", seed=0)
+    *as_text, prep = tb.loaders_from_frame(text, "y", sp)
+    *as_utc, _ = tb.loaders_from_frame(parsed.assign(when=when.tz_convert("UTC")), "y", sp)
+    assert prep.roles["when"] == "datetime"
+    for a, b in zip(as_text[:2], as_utc[:2]):  # train, valid
+        assert torch.allclose(a.tensors[0], b.tensors[0], atol=1e-6)
+    assert torch.allclose(prep.transform_for_serving(text), prep.transform_for_serving(parsed), atol=1e-6)

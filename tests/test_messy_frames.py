@@ -196,7 +196,7 @@ def test_serving_fails_once_listing_every_bad_column(df, prepared):
         prep.transform_for_serving(bad)
     msg = str(err.value)
     assert msg.startswith("4 column(s) do not fit the training schema") and "columns missing for serving: visits" in msg
-    assert "'spend': 1 value(s) are not numbers: 'n/a' ×1" in msg and "'when': 1 value(s) are not dates: 'yesterday'" in msg
+    assert "'spend': 1 value(s) are not numbers: 'n/a' ×1" in msg and "'when': 1 value(s) are not ISO dates: 'yesterday'" in msg
     assert "'wait': dtype float64 (numeric), but the model was trained on timedelta values" in msg
     aware = serving_rows(df).assign(when=lambda d: pd.to_datetime(d["when"], errors="coerce").dt.tz_localize("UTC"),
                                     spend=1.0)

@@ -11,8 +11,8 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from .columns import (ValueCodes, dates_as_text, dtype_family, epoch_seconds, is_nullable, parse_numbers, require_frame,
-                               roles_from_codes)
+from .columns import (ValueCodes, dates_as_text, dtype_family, epoch_seconds, is_nullable, parse_dates,
+                               parse_numbers, require_frame, roles_from_codes, unparsed_dates)
 
 from .core import (Finding, announce, compact_table_html, did_you_mean, findings_html, findings_text,
                             label_key, number_text, shown)
@@ -267,6 +267,29 @@ def _mixed_findings(s: pd.Series, col, codes: ValueCodes) -> list[Finding]:
                     advice="cast the column to one type; mixed types often hide parsing errors",
                     data={"types": {t.__name__: int(c) for t, c in types.items()}})]
 
+def _date_text_findings(s: pd.Series, col, nun: int) -> list[Finding]:
+    "ISO dates held as text (`dates_as_text`): what the preprocessing does with them; the values that are no date."
+    parsed = parse_dates(s, utc=None)  # in UTC when the offsets differ (summer time)
+    bad = unparsed_dates(s, parsed)
+    utc = ", utc=True" if str(parsed.dt.tz) == "UTC" else ""
+    coerce = ", errors='coerce'" if bad.any() else ""  # the few values that are no date: missing
+    call = f"pd.to_datetime(df[{col!r}], format='ISO8601'{utc}{coerce})"
+    out = [Finding("dates_as_text", "warning", f"dates held as text ({shown(s.dropna().iloc[0])}, {nun} distinct"
+                   f"{', read in UTC: their offsets differ' if utc else ''}): trainbook's preprocessing parses them "
+                   "into numeric parts (year, month, day of week, elapsed time), never a one-hot block, but to "
+                   "pandas, make_splits (time=) and CatBoost they are text", column=col,
+                   data={"n_unique": int(nun)},
+                   advice=f"parse them once: df[{col!r}] = {call} (or pd.read_csv(..., parse_dates=[{col!r}])); "
+                          "every step then sees dates")]
+    if bad.any():  # at most 5% of the values (DATE_SHARE), or the column would not be dates
+        values = s[bad].astype(str)
+        out.append(Finding("unparseable_dates", "warning", f"{int(bad.sum())} value(s) are not ISO dates: "
+                           f"{_value_counts_text(values)}; trainbook's preprocessing reads them as missing dates "
+                           "(imputed)", column=col, data={"n_rows": int(bad.sum()),
+                                                          "examples": values.unique()[:5].tolist()},
+                           advice=f"fix them, or make them missing: df[{col!r}] = {call}"))
+    return out
+
 def _role_findings(s: pd.Series, col, role: str, n: int, nun: int) -> list[Finding]:
     "What a role means for training (`nun`: distinct values): ids, text, constants, dates, many categories."
     if role == "constant":
@@ -296,13 +319,7 @@ def _role_findings(s: pd.Series, col, role: str, n: int, nun: int) -> list[Findi
                         advice=f"if rows are ordered in time, split with time={col!r}; for date parts as features "
                                f"(year, month, elapsed time), make them datetimes: df[{col!r}] = "
                                f"df[{col!r}].dt.to_timestamp()")]
-    if role == "categorical" and dates_as_text(s):  # a CSV's timestamps: text until parsed
-        return [Finding("dates_as_text", "warning", f"dates held as text ({shown(s.dropna().iloc[0])}, {nun} "
-                        "distinct): trainbook's preprocessing parses them into numeric parts (year, month, day of "
-                        "week, elapsed time), never a one-hot block, but to pandas, make_splits (time=) and "
-                        "CatBoost they are text", column=col, data={"n_unique": int(nun)},
-                        advice=f"parse them once: df[{col!r}] = pd.to_datetime(df[{col!r}]) (or pd.read_csv(..., "
-                               f"parse_dates=[{col!r}])); every step then sees dates")]
+    if role == "categorical" and dates_as_text(s): return _date_text_findings(s, col, nun)  # text until parsed
     if role == "categorical" and (nun > MAX_CATEGORIES or (nun > 50 and nun > 0.5 * n)):
         rows_per_level = n / nun
         return [Finding("high_cardinality", "warning", f"{nun} categories for {n} rows ({rows_per_level:.1f} rows "

@@ -11,9 +11,10 @@ import numpy as np
 import pandas as pd
 
 # %% auto #0
-__all__ = ['ROLES', 'ID_WORDS', 'ENTITY_WORDS', 'require_frame', 'is_nested_arrow', 'require_flat_columns', 'dtype_family',
-           'is_nullable', 'parse_numbers', 'epoch_seconds', 'numeric_view', 'parse_dates', 'dates_as_text',
-           'ValueCodes', 'named_like_id', 'names_entity', 'column_roles', 'feature_roles', 'roles_from_codes']
+__all__ = ['ROLES', 'DATE_SHARE', 'ID_WORDS', 'ENTITY_WORDS', 'require_frame', 'is_nested_arrow', 'require_flat_columns',
+           'dtype_family', 'is_nullable', 'parse_numbers', 'epoch_seconds', 'numeric_view', 'parse_dates',
+           'unparsed_dates', 'dates_as_text', 'ValueCodes', 'named_like_id', 'names_entity', 'column_roles',
+           'feature_roles', 'roles_from_codes']
 
 # %% ../nbs/01c_columns.ipynb #06abe1e6
 def require_frame(df,  # what the caller got as a frame
@@ -116,26 +117,42 @@ def numeric_view(s: pd.Series,  # a column of any dtype
 # an ISO date, with a time of day and a zone if any: what a CSV holds where a frame had timestamps
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?")
 
+DATE_SHARE = 0.95  # a text column is dates when at least this share of its non-missing values are ISO dates
+
+def _date_text(s: pd.Series) -> pd.Series:
+    "Each value as stripped text; missing where missing or empty (an empty string is a missing value)."
+    text = s.astype(str).str.strip().where(s.notna())
+    return text.where(text != "")
+
 def parse_dates(s: pd.Series,  # text: ISO dates ('2023-08-03', '2023-08-03T10:00', '2023-08-03T10:00+02:00')
-                utc: bool = False,  # times with a zone read in UTC (a column of several zones parses only so)
+                utc: Optional[bool] = False,  # True: in UTC; None: in UTC when the offsets differ (summer time)
                ) -> pd.Series:
     """ISO date text as datetimes, as `pd.to_datetime(format='ISO8601')` reads it (values stripped): NaT where a
-    value is missing or no date; a ValueError for several time zones in one column unless `utc`."""
-    text = s.astype(str).str.strip().where(s.notna())
+    value is missing, empty or no ISO date ('03/08/2021', a number); several offsets a ValueError if `utc=False`."""
+    text = _date_text(s)
+    text = text.where(text.str.fullmatch(_ISO_DATE.pattern).fillna(False).astype(bool))  # 20210803: no date
+    if utc is None:
+        try: return pd.to_datetime(text, format="ISO8601", errors="coerce")
+        except ValueError: utc = True  # offsets that differ (summer time): one column in UTC only
     return pd.to_datetime(text, format="ISO8601", errors="coerce", utc=utc)
+
+def unparsed_dates(s: pd.Series,  # the text `parse_dates` was given
+                   parsed: pd.Series,  # what it gave
+                  ) -> np.ndarray:
+    "True where `s` holds a value (not missing, not empty) that `parse_dates` read as no date."
+    return (parsed.isna() & _date_text(s).notna()).to_numpy()
 
 def dates_as_text(s: pd.Series,  # a column
                  ) -> bool:
-    "Whether a text column holds dates ('2023-08-03', '2023-08-03T10:00'): every sampled value an ISO date."
+    """Whether a text column holds dates ('2023-08-03', '2023-08-03T10:00+02:00'): of its sampled non-missing
+    values, all but at most 5% (`DATE_SHARE`) ISO dates that parse, in UTC when their offsets differ."""
     if dtype_family(s) != "categorical" or isinstance(s.dtype, pd.CategoricalDtype): return False
     values = s.dropna()
-    if not len(values): return False
     sample = values.sample(min(len(values), 2000), random_state=0)
-    if not sample.map(lambda v: isinstance(v, str) and _ISO_DATE.fullmatch(v.strip()) is not None).all():
-        return False
-    try: parsed = parse_dates(sample)
-    except (ValueError, TypeError, OverflowError): return False  # several time zones: no one datetime column
-    return bool(parsed.notna().all())  # '2023-13-45': shaped like a date, not one
+    try: parsed = parse_dates(sample, utc=None)
+    except (ValueError, TypeError, OverflowError): return False  # values no parser reads as one column
+    present = int(_date_text(sample).notna().sum())
+    return present > 0 and int(parsed.notna().sum()) >= DATE_SHARE * present  # '2023-13-45': no date
 
 def _is_text(s: pd.Series) -> bool:
     "Long free text: values of several words, mostly distinct."
@@ -266,6 +283,7 @@ def _role(s: pd.Series, col, codes: ValueCodes, distinct_rows: np.ndarray) -> st
     family = dtype_family(s)
     if family in ("boolean", "datetime", "timedelta"): return family  # a datetime is never an identifier
     if isinstance(s.dtype, pd.PeriodDtype): return "categorical"  # periods are times too: never an identifier
+    if family == "categorical" and dates_as_text(s): return "categorical"  # text until parsed: not an id
     if family == "categorical" and _is_text(s): return "text"
     if _is_identifier(s, col, codes, distinct_rows): return "identifier"
     return family

@@ -189,9 +189,10 @@ import pandas as pd
 from .checks import require_column, require_columns, require_task, resolve_task, unseen_classes_message
 from .splits import check_splits
 from .checks import MAX_CATEGORIES, infinite_counts
-from .columns import ROLES, dtype_family, epoch_seconds, feature_roles, parse_dates, require_frame
+from .columns import (ROLES, dtype_family, epoch_seconds, feature_roles, parse_dates, require_frame,
+                               unparsed_dates)
 from .core import Finding, did_you_mean, warn
-from .serving import check_saveable, training_schema, unseen_categories, value_examples
+from .serving import check_saveable, serve_column, training_schema, unseen_categories, value_examples
 
 _DATE_PARTS = ("year", "month", "day_of_week", "day_of_year")
 
@@ -211,22 +212,24 @@ def _timedelta_seconds(X: pd.DataFrame) -> np.ndarray:
 def _date_part_names(hours: bool) -> tuple:
     return _DATE_PARTS + (("hour",) if hours else ()) + ("elapsed_days",)
 
-def _dates(s: pd.Series, col, tz=None) -> pd.Series:
-    "A datetime column as it is; ISO dates held as text (`dates_as_text`) parsed, an error naming any that are not."
+def _dates(s: pd.Series, col, utc: Optional[bool], said: bool = False) -> pd.Series:
+    """A datetime column as it is; ISO dates held as text (`dates_as_text`) parsed (`parse_dates`), a value that
+    is no date a missing date (imputed), named in a warning when `said`."""
     if dtype_family(s) == "datetime": return s
-    try: parsed = parse_dates(s, utc=tz is not None)  # a trained zone: read in UTC, then converted to it
+    try: parsed = parse_dates(s, utc=utc)
     except ValueError as err:
         raise ValueError(f"column {col!r}: dates that cannot be read as one column: {err}") from None
-    fix = f"fix them, or parse: pd.to_datetime(df[{col!r}], errors='coerce')"
-    _, found, _ = _unparsed(col, s, parsed, "ISO dates", fix)
-    if found: raise ValueError(f"column {col!r}: {found[0].message} → {found[0].advice}")  # never a silent NaN
+    bad = unparsed_dates(s, parsed)
+    if said and bad.any():  # dates_as_text allows a few (DATE_SHARE): never a silent NaN
+        warn(f"column {col!r}: {int(bad.sum())} value(s) are not ISO dates ({value_examples(s[bad])}): read as "
+             f"missing dates (imputed); fix them, or parse: pd.to_datetime(df[{col!r}], errors='coerce')")
     return parsed
 
 def _date_parts(X: pd.DataFrame, origins: list, hours: list, tz: list) -> np.ndarray:
     "Datetimes as numbers: year, month, day of week, day of year, hour (if trained with times), elapsed days."
     out = []
     for i, col in enumerate(X.columns):
-        s = _dates(X[col], col, tz[i])
+        s = _dates(X[col], col, utc=tz[i] is not None, said=True)  # a trained zone: read in UTC, converted
         if tz[i] is not None: s = s.dt.tz_convert(tz[i])  # the parts of the training time zone
         for part in _date_part_names(hours[i])[:-1]:
             out.append(getattr(s.dt, part).to_numpy(dtype="float64", na_value=np.nan))
@@ -243,7 +246,7 @@ def _date_transformer(df: pd.DataFrame, columns: list):
     from sklearn.preprocessing import FunctionTransformer
     origins, hours, tz = [], [], []
     for col in columns:
-        s = _dates(df[col], col).dropna()
+        s = _dates(df[col], col, utc=None).dropna()  # offsets that differ (summer time): in UTC
         origins.append(float(np.min(epoch_seconds(s))) if len(s) else 0.0)
         hours.append(bool((s != s.dt.normalize()).any()))
         tz.append(None if s.dt.tz is None else str(s.dt.tz))
@@ -338,18 +341,6 @@ SAFE_TYPES = ["numpy.dtype"]  # plain data that skops lists as untrusted by defa
 SAFE_TYPES += [f"trainbook.data.{f.__name__}"  # our own preprocessing functions
                for f in (_as_float, _as_text, _timedelta_seconds, _date_parts, _date_feature_names)]
 
-_BOOLEAN_WORDS = {"true": 1.0, "false": 0.0, "yes": 1.0, "no": 0.0, "1": 1.0, "0": 0.0}
-
-def _unparsed(col, s: pd.Series, parsed: pd.Series, what: str, advice: str) -> tuple:
-    "(parsed, [a finding naming the values of `s` that did not parse], mask of those rows)."
-    bad = (parsed.isna() & s.notna()).to_numpy()
-    if not bad.any(): return parsed, [], bad
-    examples = s[bad].astype(str).unique()[:5].tolist()
-    message = f"{int(bad.sum())} value(s) are not {what}: {value_examples(s[bad])}"
-    data = {"n_rows": int(bad.sum()), "examples": examples}
-    finding = Finding("unparseable_values", "error", message, column=col, advice=advice, data=data)
-    return parsed, [finding], bad
-
 def _infinite(col, s: pd.Series) -> tuple:
     "([a finding naming the ±inf values of a numeric column], mask of those rows): the scaler cannot take them."
     values = pd.to_numeric(s, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
@@ -360,47 +351,6 @@ def _infinite(col, s: pd.Series) -> tuple:
     data = {"n_rows": int(bad.sum()), "positive": int((values[bad] > 0).sum())}
     return [Finding("infinite_values", "error", f"{int(bad.sum())} value(s) are ±inf", column=col,
                     advice=advice, data=data)], bad
-
-def _mismatch(col, s: pd.Series, message: str, advice: str) -> tuple:
-    "(s, [a dtype_mismatch finding], every row bad): the whole column cannot be served."
-    every = np.ones(len(s), dtype=bool)
-    return s, [Finding("dtype_mismatch", "error", message, column=col, advice=advice)], every
-
-def _parse_column(col, s: pd.Series, role: str, tz) -> tuple:
-    "A text column parsed into the training role's values: (parsed, findings, mask of unparsed rows)."
-    text = s.astype(object)
-    if role == "numeric":
-        fix = f"clean them, or make them missing: pd.to_numeric(df[{col!r}], errors='coerce')"
-        return _unparsed(col, s, pd.to_numeric(text, errors="coerce"), "numbers", fix)
-    if role == "boolean":
-        parsed = text.map(lambda v: _BOOLEAN_WORDS.get(str(v).strip().lower(), np.nan), na_action="ignore")
-        what = "booleans (True/False, yes/no, 1/0)"
-        return _unparsed(col, s, parsed.astype("float64"), what, "map them to True/False")
-    if role == "datetime":
-        fix = f"fix them, or parse: pd.to_datetime(df[{col!r}], errors='coerce')"
-        try: parsed = pd.to_datetime(text, errors="coerce", utc=tz is not None, format="mixed")
-        except (ValueError, TypeError) as err:  # e.g. mixed time zones in a column trained naive
-            return _mismatch(col, s, f"dates that cannot be read as one column: {err}", fix)
-        return _unparsed(col, s, parsed, "dates", fix)
-    parsed = pd.to_timedelta(text, errors="coerce")
-    fix = f"fix them, or parse: pd.to_timedelta(df[{col!r}], errors='coerce')"
-    return _unparsed(col, s, parsed, "durations", fix)
-
-def _serve_column(col, s: pd.Series, role: str, tz) -> tuple:
-    "(column in the training role's dtype family, findings, mask of the rows it cannot serve)."
-    family = dtype_family(s)
-    fine = np.zeros(len(s), dtype=bool)
-    if role == "categorical": return s, [], fine  # any value is a category; unseen ones are counted apart
-    if family == "categorical": return _parse_column(col, s, role, tz)  # text: parse it, name what does not
-    if role in ("numeric", "boolean") and family in ("numeric", "boolean"): return s, [], fine
-    if role == "timedelta" and family == "timedelta": return s, [], fine
-    if role == "datetime" and family == "datetime":
-        if (s.dt.tz is None) == (tz is None): return s, [], fine
-        trained = "naive" if tz is None else f"tz-aware ({tz})"
-        return _mismatch(col, s, f"time zone: {s.dtype} in serving, {trained} in training",
-                         "localize or convert the serving column (Series.dt.tz_localize / tz_convert)")
-    return _mismatch(col, s, f"dtype {s.dtype} ({family}), but the model was trained on {role} values",
-                     "cast the serving column to the training dtype")
 
 @dataclass
 class ServingReport:
@@ -496,8 +446,10 @@ class FramePrep:
                                advice="pass your own preprocessor to use it", data={"role": role}))
         return out
 
-    def _serve(self, df: pd.DataFrame, unseen: bool) -> tuple[pd.DataFrame, list, np.ndarray]:
-        "(frame converted to the training schema, findings, mask of the rows that cannot be served)."
+    def _serve(self, df: pd.DataFrame, unseen: bool,
+               training: bool = False) -> tuple[pd.DataFrame, list, np.ndarray]:
+        """(frame converted to the training schema, findings, mask of the rows that cannot be served); `training`:
+        the split's own rows, whose date text the date step reads (a value that is no date a missing one, said)."""
         require_frame(df, "the serving frame")
         roles, out, frame = self.roles, [], df.copy(deep=False)  # columns replaced, not edited
         bad_rows = np.zeros(len(df), dtype=bool)
@@ -515,7 +467,8 @@ class FramePrep:
             role = roles[col]
             if role == "custom" and families.get(col) == "numeric": role = "numeric"  # your preprocessor's
             if col in missing or role in DROPPED_ROLES or role == "custom": continue
-            frame[col], found, bad = _serve_column(col, df[col], role, tz.get(col))
+            if training and role == "datetime" and dtype_family(df[col]) == "categorical": continue
+            frame[col], found, bad = serve_column(col, df[col], role, tz.get(col))
             if role == "numeric" and not bad.all():  # a number the scaler cannot take
                 more, inf_rows = _infinite(col, frame[col])
                 found, bad = found + more, bad | inf_rows
@@ -731,7 +684,9 @@ def loaders_from_frame(df: pd.DataFrame,  # the whole frame (all splits)
     prep = FramePrep(prep_tf, columns, target, task, classes, schema)
     def loader(idx, train, where):
         rows = df.iloc[idx]
-        X, y = prep.transform(rows), prep.encode_target(rows[target], f"{where} rows")
+        frame, found, _ = prep._serve(rows, unseen=False, training=True)  # date text: as the date step reads it
+        _raise_bad(found)
+        X, y = prep._features(frame), prep.encode_target(rows[target], f"{where} rows")
         weights = None
         if train and balanced and task != "regression":
             counts = torch.bincount(y, minlength=len(classes)).double()

@@ -10,11 +10,11 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from .columns import column_roles, dtype_family, numeric_view
+from .columns import column_roles, dtype_family, numeric_view, parse_dates, unparsed_dates
 from .core import Finding, warn
 
 # %% auto #0
-__all__ = ['psi', 'serving_findings', 'training_schema', 'value_examples', 'unseen_categories', 'check_saveable']
+__all__ = ['psi', 'serving_findings', 'training_schema', 'value_examples', 'unseen_categories', 'check_saveable', 'serve_column']
 
 # %% ../nbs/01b_serving.ipynb #3b6fea86
 def _is_categorical(s: pd.Series) -> bool: return dtype_family(s) in ("categorical", "boolean")
@@ -168,3 +168,64 @@ def check_saveable(preprocessor,  # the fitted preprocessor a file will hold
         warn(f"the preprocessor holds functions of __main__ ({', '.join(main)}): the file loads only "
              "where they are defined again, with trusted=['__main__.<name>']; put them in a module to load "
              "anywhere")
+
+# %% ../nbs/01b_serving.ipynb #85bbed9a
+_BOOLEAN_WORDS = {"true": 1.0, "false": 0.0, "yes": 1.0, "no": 0.0, "1": 1.0, "0": 0.0}
+
+def _unparsed(col, s: pd.Series, parsed: pd.Series, what: str, advice: str, bad=None) -> tuple:
+    "(parsed, [a finding naming the values of `s` that did not parse (or `bad`)], mask of those rows)."
+    bad = (parsed.isna() & s.notna()).to_numpy() if bad is None else bad
+    if not bad.any(): return parsed, [], bad
+    examples = s[bad].astype(str).unique()[:5].tolist()
+    message = f"{int(bad.sum())} value(s) are not {what}: {value_examples(s[bad])}"
+    data = {"n_rows": int(bad.sum()), "examples": examples}
+    finding = Finding("unparseable_values", "error", message, column=col, advice=advice, data=data)
+    return parsed, [finding], bad
+
+def _mismatch(col, s: pd.Series, message: str, advice: str) -> tuple:
+    "(s, [a dtype_mismatch finding], every row bad): the whole column cannot be served."
+    every = np.ones(len(s), dtype=bool)
+    return s, [Finding("dtype_mismatch", "error", message, column=col, advice=advice)], every
+
+def _parse_column(col, s: pd.Series, role: str, tz) -> tuple:
+    "A text column parsed into the training role's values: (parsed, findings, mask of unparsed rows)."
+    text = s.astype(object)
+    if role == "numeric":
+        fix = f"clean them, or make them missing: pd.to_numeric(df[{col!r}], errors='coerce')"
+        return _unparsed(col, s, pd.to_numeric(text, errors="coerce"), "numbers", fix)
+    if role == "boolean":
+        parsed = text.map(lambda v: _BOOLEAN_WORDS.get(str(v).strip().lower(), np.nan), na_action="ignore")
+        what = "booleans (True/False, yes/no, 1/0)"
+        return _unparsed(col, s, parsed.astype("float64"), what, "map them to True/False")
+    if role == "datetime":
+        fix = f"fix them, or parse: pd.to_datetime(df[{col!r}], errors='coerce')"
+        # training's parser: ISO dates only, never a guess ('03/08/2021' month first, 20210803 as nanoseconds)
+        try: parsed = parse_dates(text, utc=tz is not None)
+        except (ValueError, TypeError) as err:  # e.g. mixed time zones in a column trained naive
+            return _mismatch(col, s, f"dates that cannot be read as one column: {err}", fix)
+        return _unparsed(col, s, parsed, "ISO dates", fix, unparsed_dates(text, parsed))
+    parsed = pd.to_timedelta(text, errors="coerce")
+    fix = f"fix them, or parse: pd.to_timedelta(df[{col!r}], errors='coerce')"
+    return _unparsed(col, s, parsed, "durations", fix)
+
+def serve_column(col,  # the column's name, for the findings
+                 s: pd.Series,  # its served values
+                 role: str,  # its training role: 'numeric', 'boolean', 'categorical', 'datetime', 'timedelta'
+                 tz: Optional[str],  # a datetime column's training time zone (None: naive)
+                ) -> tuple:
+    """(column in the training role's dtype family, findings, mask of the rows it cannot serve): text parsed as
+    training parsed it (dates by `parse_dates`, ISO dates only), what does not parse named."""
+    family = dtype_family(s)
+    fine = np.zeros(len(s), dtype=bool)
+    if role == "categorical": return s, [], fine  # any value is a category; unseen ones are counted apart
+    if family == "categorical": return _parse_column(col, s, role, tz)  # text: parse it, name what does not
+    if role in ("numeric", "boolean") and family in ("numeric", "boolean"): return s, [], fine
+    if role == "timedelta" and family == "timedelta": return s, [], fine
+    if role == "datetime" and family == "datetime":
+        if (s.dt.tz is None) == (tz is None): return s, [], fine
+        trained = "naive" if tz is None else f"tz-aware ({tz})"
+        return _mismatch(col, s, f"time zone: {s.dtype} in serving, {trained} in training",
+                         "localize or convert the serving column (Series.dt.tz_localize / tz_convert)")
+    return _mismatch(col, s, f"dtype {s.dtype} ({family}), but the model was trained on {role} values",
+                     "cast the serving column to the training dtype")
+
