@@ -500,6 +500,17 @@ def test_catboost_takes_datetime_and_duration_features_as_the_others_do(column, 
     assert set(loaded.predict(X)) <= {0, 1}
 
 
+def test_catboost_takes_iso_date_text_as_the_dates_it_is(tmp_path):
+    "Probe 76: a CSV's timestamps (ISO text, each one distinct) went to CatBoost as a category of one row each."
+    df = time_frame()[["x", "when", "y"]]
+    text = df.assign(when=df.when.dt.strftime("%Y-%m-%dT%H:%M:%S").where(df.when.notna(), None))
+    sp = tb.make_splits(df, "y", seed=0)
+    as_text, as_dates = fit("catboost", text, "y", sp, num_rounds=40), fit("catboost", df, "y", sp, num_rounds=40)
+    assert as_text.model.prep.roles["when"] == "datetime"
+    assert np.allclose(as_text.model.predict_proba(text.drop(columns="y")),
+                       as_dates.model.predict_proba(df.drop(columns="y")))
+
+
 def test_catboost_serving_a_naive_datetime_to_a_tz_aware_model_names_the_column():
     df = time_frame()[["x", "when_tz", "y"]]
     run = fit("catboost", df, "y", tb.make_splits(df, "y", seed=0), num_rounds=10)

@@ -14,7 +14,7 @@ import pandas as pd
 
 from .batch import DeferredCtrlC
 from .checks import require_column, require_task, resolve_task, unseen_classes_message
-from .columns import column_roles, numeric_view, require_frame
+from .columns import feature_roles, numeric_view, require_frame
 from .core import Finding, TrainConfig, atomic_write, did_you_mean, environment, import_optional, warn
 from .data import FramePrep, class_order, make_preprocessor, time_steps
 from .serving import training_schema, unseen_categories
@@ -538,7 +538,7 @@ class CatBoostLibrary(BoostingLibrary):
         """Numeric columns as floats (CatBoost handles missing values), datetimes as date parts and
         durations as seconds (as XGBoost's and LightGBM's, unscaled), the others as native categoricals."""
         if not preprocess: return super().preprocessor(train, target, columns, exclude, preprocess)
-        roles = column_roles(train[columns], None)
+        roles = feature_roles(train[columns], None)  # ISO date text: date parts, as the other libraries'
         role = lambda *names: [c for c, r in roles.items() if r in names]
         return as_is_preprocessor(role("numeric"), role("categorical"), train[role("datetime")],
                                   role("timedelta"), role("boolean"))
