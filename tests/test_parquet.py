@@ -545,3 +545,21 @@ def test_a_new_folder_beside_a_single_source_file_is_a_fine_out_dir(tmp_path):
         write_split_column(tmp_path / "sales.parquet", tmp_path, valid_size=0.2)
     with pytest.raises(ValueError, match="inside the source"):  # a source folder: read whole, it reads the copy
         write_split_column(tmp_path / "sales-split", tmp_path / "sales-split" / "again", column="part")
+
+
+def test_a_split_column_that_would_leave_a_part_empty_is_refused_and_nothing_is_kept(tmp_path):
+    """Probe 77: three month= partitions as groups, valid_size=0.3: every group hashed to train, and the copy was
+    written with 'valid': 0 in silence (its loader failed later); a text where= value on an int partition key said
+    only 'no rows'."""
+    t = pa.table({"x": np.arange(60.0), "month": [1, 2, 3] * 20, "y": [0, 1] * 30})
+    pq.write_to_dataset(t, tmp_path / "src", partition_cols=["month"])
+    with pytest.raises(ValueError, match=r"the groups of 'month' all hashed to other parts, leaving part\(s\) "
+                                         r"\['valid'\] empty"):
+        write_split_column(tmp_path / "src", tmp_path / "out", groups="month", valid_size=0.3, seed=0)
+    assert list((tmp_path / "out").glob("*.parquet")) == []  # nothing half-made kept
+    counts = write_split_column(tmp_path / "src", tmp_path / "rows", valid_size=0.3, seed=0)  # by rows: both parts
+    assert counts["train"] and counts["valid"] and sum(counts.values()) == 60
+    with pytest.raises(ValueError, match=r"no rows where \('month', '2'\): its column 'month' holds int32 values, "
+                                         r"the value given is a str"):
+        ParquetLoader(tmp_path / "src", "y", columns=["x"], where=("month", "2"))
+    assert len(ParquetLoader(tmp_path / "src", "y", columns=["x"], where=("month", 2), batch_size=64)) == 1

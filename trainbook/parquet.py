@@ -336,7 +336,9 @@ class ParquetLoader(ShardedBatches):
         self.sizes = np.array([self._kept(g) for g in self.groups], dtype=np.int64)
         self.n = int(self.sizes.sum())
         if self.n == 0:
-            raise ValueError("the Parquet dataset has no rows" + (f" where {where}" if where else ""))
+            raise ValueError("the Parquet dataset has no rows" + (f" where {where}: its column {where[0]!r} holds "
+                             f"{self.dataset.schema.field(where[0]).type} values, the value given is a "
+                             f"{type(where[1]).__name__}" if where else ""))
         self._check_target_nulls()
         self.prep_sample = None
         if classes is not None and prep != "auto":
@@ -679,7 +681,7 @@ def write_split_column(source,  # a Parquet folder, a list of files, or a `pyarr
     old = _check_out_dir(source, getattr(dataset, "files", []), out_dir, overwrite)
     for f in old: f.unlink()  # an earlier copy's parts: one of more files would stay and mix with this one
     out_dir.mkdir(parents=True, exist_ok=True)
-    counts = {"train": 0, "valid": 0, "test": 0}
+    counts, written = {"train": 0, "valid": 0, "test": 0}, []
     fragments = list(dataset.get_fragments())
     names = _file_keys([frag.path for frag in fragments])  # a file's path below the dataset's folder
     for k, frag in enumerate(fragments):
@@ -693,8 +695,17 @@ def write_split_column(source,  # a Parquet folder, a list of files, or a `pyarr
             parts = _part(_unit_hash(keys, seed), valid_size, test_size)
             for name in counts: counts[name] += int((parts == name).sum())
             table = table.append_column(column, pa.array(parts))
-            if writer is None: writer = pq.ParquetWriter(out_dir / f"part-{k:05d}.parquet", table.schema)
+            if writer is None:
+                written.append(out_dir / f"part-{k:05d}.parquet")
+                writer = pq.ParquetWriter(written[-1], table.schema)
             writer.write_table(table)
             offset += table.num_rows
         if writer is not None: writer.close()
+    empty = [k for k, v in counts.items() if not v and (k != "test" or test_size)]
+    if empty:  # as split_files refuses: a part no loader could read (its files removed: nothing half-made stays)
+        for f in written: f.unlink()
+        units = f"the groups of {groups!r}" if groups is not None else "the rows"
+        raise ValueError(f"write_split_column: {units} all hashed to other parts, leaving part(s) {empty} empty "
+                         f"(rows per part: {counts}); nothing was kept in {str(out_dir)!r}: use more groups or rows, "
+                         "or another seed")
     return {k: v for k, v in counts.items() if v or k != "test"}
