@@ -786,3 +786,14 @@ def test_ray_records_a_trial_as_the_optuna_path_and_stops_no_finished_run_nor_st
     assert asha.on_trial_result(None, second, at_rung(0.9, trained=True)) == TrialScheduler.CONTINUE  # done
     assert asha.on_trial_result(None, third, at_rung(0.9, trained=False)) == TrialScheduler.STOP  # epochs left
     assert stopped == {"3"}
+
+
+def test_a_search_ended_before_any_trial_started_says_so():
+    "Probe 78, r_1: a Ray search whose timeout passed before its first trial: AttributeError (no 'state' column)."
+    import optuna
+    from trainbook.tuning import SearchResult, conclude_search
+    study = optuna.create_study(study_name="empty")
+    result = SearchResult(study, {}, float("nan"), -1)
+    assert "empty" in result.summary()  # no trials: no states to count
+    with pytest.raises(RuntimeError, match=r"no trial of study 'empty' completed: \{\}"):
+        conclude_search(result, [], 0)

@@ -385,7 +385,7 @@ class SearchResult:
 
     def summary(self) -> str:
         "One line: the study, how it ended, its trials by state, and the best trial (or that none completed)."
-        counts = self.trials.state.value_counts().to_dict() if self.study is not None else {}
+        counts = self.trials.state.value_counts().to_dict() if self.study is not None and self.study.trials else {}
         states = ", ".join(f"{v} {k.lower()}" for k, v in counts.items())
         note = f" ({self.stopped})" if self.stopped != "completed" else ""
         name = getattr(self.study, "study_name", "?")
@@ -645,7 +645,7 @@ def conclude_search(result: SearchResult,  # this search's result, `stopped` sai
     "How a search ends, either engine: `result` with its best; failed trials warned of; none completed: an error."
     study, reasons = result.study, _fail_reasons(result.study, errors)
     if _keep_best(result, study) is None:
-        states = result.trials.state.value_counts().to_dict()
+        states = result.trials.state.value_counts().to_dict() if study.trials else {}  # none: no 'state' column
         if result.stopped == "interrupted":
             warn(f"search interrupted before any trial of study {study.study_name!r} completed: {states}")
             return result
