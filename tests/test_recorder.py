@@ -518,12 +518,7 @@ def test_an_epoch_closed_twice_at_one_step_counts_once_for_early_stopping(how):
     with Recorder(tb.TrainConfig(epochs=4, patience=1), parts={"model": model, "optimizer": opt}, live=False,
                   validates=how == "validate") as rec:
         for _ in range(4):
-            for xb, yb in dl:
-                loss = LOSS(model(xb), yb)
-                loss.backward()
-                opt.step()
-                opt.zero_grad()
-                rec.step(loss.detach())
+            one_epoch(rec, model, opt, dl)
             for _ in range(2):
                 if how == "validate":
                     with torch.no_grad(): rec.validate(LOSS(model(Xv), yv))
@@ -569,14 +564,28 @@ def test_a_loop_that_never_validates_is_told_so():
     model = mlp()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     with Recorder(tb.TrainConfig(epochs=2, patience=2), parts={"model": model, "optimizer": opt}, live=False) as rec:
-        for xb, yb in dl:
-            loss = LOSS(model(xb), yb)
-            loss.backward()
-            opt.step()
-            opt.zero_grad()
-            rec.step(loss.detach())
+        one_epoch(rec, model, opt, dl)
     assert [f.kind for f in rec.run.findings if f.severity == "warning"] == ["monitor_never_recorded"]
     assert "rec.validate(...) was never called" in rec.run.findings[-1].message
+
+
+def one_epoch(rec, model, opt, dl):
+    "A plain epoch of optimizer steps, each recorded with its loss (the epoch is not closed)."
+    for xb, yb in dl:
+        loss = LOSS(model(xb), yb)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        rec.step(loss.detach())
+
+
+def accumulation_case():
+    "A model, 12 batches of 16 rows an epoch, and its SGD optimizer."
+    torch.manual_seed(0)
+    X, y = blobs(256, seed=0)
+    model = mlp()
+    return model, tb.TensorLoader(X[:192], y[:192], batch_size=16, shuffle=True, seed=3), \
+        torch.optim.SGD(model.parameters(), lr=0.05)
 
 
 def micro_batch_loop(rec, model, opt, dl, epochs, accumulate, per_micro_batch):
@@ -592,10 +601,7 @@ def micro_batch_loop(rec, model, opt, dl, epochs, accumulate, per_micro_batch):
 @pytest.mark.parametrize("accumulate, per_micro_batch, said", [(4, True, True), (4, False, False), (1, True, False)])
 def test_steps_recorded_per_micro_batch_are_said(tmp_path, accumulate, per_micro_batch, said):
     "rec.step once per micro-batch, where the optimizer steps every 4: the step count is 4x the optimizer's, said."
-    torch.manual_seed(0)
-    X, y = blobs(256, seed=0)
-    model, dl = mlp(), tb.TensorLoader(X[:192], y[:192], batch_size=16, shuffle=True, seed=3)
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    model, dl, opt = accumulation_case()
     cfg = tb.TrainConfig(epochs=6, checkpoint_dir=tmp_path / "run")
     with Recorder(cfg, parts={"model": model, "optimizer": opt}, live=False, validates=False) as rec:
         micro_batch_loop(rec, model, opt, dl, cfg.epochs, accumulate, per_micro_batch)
@@ -612,10 +618,7 @@ def test_the_step_count_is_compared_from_a_restore_under_any_name_and_not_withou
     """Probe 74: a rollback with rec.restore() mid-run compared the optimizer's steps before it too (a false
     warning); an optimizer under parts['opt'] was not counted (nor its lr recorded); a SAM-like optimizer whose own
     step() is never called was said to have made 0 steps."""
-    torch.manual_seed(0)
-    X, y = blobs(256, seed=0)
-    model, dl = mlp(), tb.TensorLoader(X[:192], y[:192], batch_size=16, shuffle=True, seed=3)
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    model, dl, opt = accumulation_case()
     with Recorder(tb.TrainConfig(checkpoint_dir=tmp_path / "run"), parts={"model": model, "optimizer": opt},
                   live=False, validates=False) as rec:
         micro_batch_loop(rec, model, opt, dl, 2, 1, False)
