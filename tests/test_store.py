@@ -426,7 +426,7 @@ def test_a_store_in_a_read_only_folder_is_refused_at_once_naming_the_argument(re
         tb.track(below)  # its folder would be made there
     assert tb.active_tracker() is None
     pytest.importorskip("optuna")
-    from trainbook.tuning import make_storage
+    from trainbook.study import make_storage
     with pytest.raises(ValueError, match=rf"storage '{re.escape(str(db))}': .*" + unwritable):
         make_storage(str(db))  # search's storage: the same rule
 

@@ -376,12 +376,12 @@ def test_a_ray_trial_reports_every_fit_once_a_validation_without_being_told(monk
 def test_two_searches_in_one_second_never_share_a_default_study(tmp_path, monkeypatch):
     "Dated to the second, two quick searches once joined one study: the second's best was the first's."
     import time
-    from trainbook import tuning
+    from trainbook import study
 
-    class OneSecond:  # the clock of tuning stands still: both searches begin in the same second
+    class OneSecond:  # the clock of the study's names stands still: both searches begin in the same second
         def __getattr__(self, name): return getattr(time, name)
         def strftime(self, fmt, *args): return time.strftime(fmt, time.gmtime(0))
-    monkeypatch.setattr(tuning, "time", OneSecond())
+    monkeypatch.setattr(study, "time", OneSecond())
     storage = str(tmp_path / "s.db")
     first = tb.search(lambda c: c["x"], {"x": (0.0, 1.0)}, 3, storage=storage, live=False)
     second = tb.search(lambda c: 10 + c["y"], {"y": (0.0, 1.0)}, 3, storage=storage, live=False)
@@ -619,14 +619,14 @@ def test_a_study_file_another_process_keeps_locked_fails_naming_it_after_a_state
         with pytest.warns(UserWarning, match=r"another process holds the lock of .*s\.db; waiting up to 1 s"):
             said = r"s\.db' is locked by another process: waited 1 s"
             with pytest.raises(TimeoutError, match=said) as info:
-                tb.tuning.make_storage(str(db), lock_wait=1)
+                tb.study.make_storage(str(db), lock_wait=1)
     finally: holder.execute("ROLLBACK")
     assert time.monotonic() - start < 20  # once, not three times; the probe's 1 s and the store's read
     notes = "".join(getattr(info.value, "__notes__", []))
     assert "can be written" not in str(info.value) + notes and "3 tries" not in notes
     with pytest.raises(ValueError, match="lock_wait must be a positive number of seconds, got 0"):
-        tb.tuning.make_storage(str(db), lock_wait=0)
-    assert tb.tuning.make_storage(str(db), lock_wait=1) is not None  # released: it opens
+        tb.study.make_storage(str(db), lock_wait=0)
+    assert tb.study.make_storage(str(db), lock_wait=1) is not None  # released: it opens
 
 
 def test_a_search_result_reads_in_one_line_without_a_completed_trial():
@@ -756,7 +756,8 @@ def test_ray_records_a_trial_as_the_optuna_path_and_stops_no_finished_run_nor_st
     from ray.tune.schedulers import TrialScheduler
     from ray.tune.search import Searcher
     from trainbook import ray_engine
-    from trainbook.tuning import make_sampler, suggest
+    from trainbook.study import make_sampler
+    from trainbook.tuning import suggest
     StoppingASHA, StudySearch, _ = ray_engine._ray_classes()
     searcher = StudySearch(set(), space=lambda trial: suggest(trial, {"x": (0.0, 1.0)}), metric="objective",
                            mode="min", study_name="s", storage=optuna.storages.InMemoryStorage(),

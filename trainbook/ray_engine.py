@@ -13,7 +13,8 @@ from .distributed import (LaunchError, check_call, clean_exit, launch_live_curve
                                   pickle_by_value, result_bytes)
 from .events import Callback, add_session_observer, remove_session_observer
 from .parquet import require_features
-from .tuning import TRIAL_OBSERVER, MonitorReport, make_sampler, new_study_name
+from .study import make_sampler, new_study_name
+from .tuning import TRIAL_OBSERVER, MonitorReport
 
 # %% auto #0
 __all__ = ['RUN_DIR_NOTE', 'LocalNotes', 'init_local', 'shutdown_local', 'Collector', 'in_worker', 'RayReport', 'worker_resume',
@@ -707,8 +708,9 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
           ):
     "Search hyperparameters on Ray Tune: Optuna's sampler, ASHA stopping, parallel trials; as tb.search."
     import optuna
-    from trainbook.tuning import (SearchResult, _fail_stale_trials, best_completed, check_search, check_space,
-                                  conclude_search, fail_running, make_storage, suggest)
+    from trainbook.study import fail_stale_trials, make_storage
+    from trainbook.tuning import (SearchResult, best_completed, check_search, check_space, conclude_search,
+                                  fail_running, suggest)
     from trainbook.widgets import StudyPanel
     objective = check_search(objective, n_trials, direction, timeout)  # tb.search's checks, at the same door
     # as tb.search: a value TrainConfig refuses (epochs from a float range) is named now, not in every trial
@@ -740,7 +742,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     if study.direction.name.lower() != direction:
         raise ValueError(f"study {study_name!r} already exists and {study.direction.name.lower()}s; "
                          "pass direction= to match")
-    _fail_stale_trials(study)  # trials of killed workers: FAIL, before the sampler reads the study
+    fail_stale_trials(study)  # trials of killed workers: FAIL, before the sampler reads the study
     before = len(study.get_trials(deepcopy=False))  # this search's trials are numbered from here
     scheduler = StoppingASHA(stopped, time_attr="training_iteration", max_t=horizon, metric="objective",
                              mode="min" if direction == "minimize" else "max",

@@ -4,24 +4,24 @@
 
 # %% ../nbs/17_tuning.ipynb #0fe18f41
 from __future__ import annotations
-import html, inspect, logging, math, numbers, os, random, re, secrets, socket, time, warnings, weakref
+import html, inspect, logging, math, numbers, os, re, socket, weakref
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Optional, Union
 
-from .core import TrainConfig, did_you_mean, require_instance, warn
+from .core import TrainConfig, did_you_mean, warn
 from .events import Callback, add_session_observer, remove_session_observer
 from .loop import fit
 from .run import Run, monitored_record
-from .store import database_url, hide_password, make_sqlite_folder, sqlite_path
+from .study import (SQLITE_LOCK_WAIT, add_note, is_locked, locked_error, make_pruner, make_sampler,
+                             make_storage, new_study_name, storage_text, fail_stale_trials)
 from .tracking import run_params
 from .widgets import StudyPanel, config_text
 
 # %% auto #0
-__all__ = ['KINDS', 'CONFIG_FIELDS', 'DEFAULT_STORAGE', 'SQLITE_LOCK_WAIT', 'PRUNERS', 'TRIAL_OBSERVER', 'check_space', 'suggest',
-           'MonitorReport', 'Pruning', 'TrialConfig', 'fit_objective', 'new_study_name', 'make_storage', 'make_pruner',
-           'make_sampler', 'trial_seed', 'SearchResult', 'check_search', 'TrialFailed', 'KnownFailures',
-           'TrialDiverged', 'run_attrs', 'fail_reason', 'trial_value', 'search', 'conclude_search', 'fail_running',
-           'best_completed', 'attr_value']
+__all__ = ['KINDS', 'CONFIG_FIELDS', 'TRIAL_OBSERVER', 'check_space', 'suggest', 'MonitorReport', 'Pruning', 'TrialConfig',
+           'fit_objective', 'SearchResult', 'check_search', 'TrialFailed', 'KnownFailures', 'TrialDiverged',
+           'run_attrs', 'fail_reason', 'trial_value', 'search', 'conclude_search', 'fail_running', 'best_completed',
+           'attr_value']
 
 # %% ../nbs/17_tuning.ipynb #7e31bccb
 KINDS = ("log", "int", "int_log", "float")
@@ -213,149 +213,6 @@ def _takes(model_factory: Callable) -> Optional[set]:
     if any(p.kind == p.VAR_KEYWORD for p in params): return None
     return set(CONFIG_FIELDS) | {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
 
-# %% ../nbs/17_tuning.ipynb #f6808d83
-DEFAULT_STORAGE = "sqlite:///optuna.db"
-# seconds a SQLite study waits for a lock another process holds, then fails naming the file: a write holds it for
-# milliseconds, so a few workers queueing wait far less; a lock held longer is a process that keeps it
-SQLITE_LOCK_WAIT = 30.0
-
-def new_study_name() -> str:
-    "A new study's name: when it began, and 4 random hex digits (two searches in one second never share one)."
-    return f"{time.strftime('search-%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
-PRUNERS = ("median", "hyperband", "successive_halving", "none")
-
-def make_storage(storage=None,  # None = sqlite:///optuna.db; a database URL; a SQLite file; an Optuna storage
-                 heartbeat: Optional[float] = None,  # seconds between a running trial's heartbeats
-                 lock_wait: float = SQLITE_LOCK_WAIT,  # SQLite: seconds to wait for another process's lock
-                 ):
-    "The Optuna storage for `storage` (SQLite with a patient lock timeout: local workers share one file)."
-    import optuna
-    if storage is None: storage = DEFAULT_STORAGE
-    require_instance(storage, "storage")  # RDBStorage, not RDBStorage(url)
-    if not isinstance(storage, str): return storage
-    if heartbeat is not None and not (isinstance(heartbeat, (int, float)) and heartbeat > 0):
-        raise ValueError(f"heartbeat must be None or a positive number of seconds, got {heartbeat!r}")
-    if isinstance(lock_wait, bool) or not (isinstance(lock_wait, (int, float)) and lock_wait > 0):
-        raise ValueError(f"lock_wait must be a positive number of seconds, got {lock_wait!r}")
-    from sqlalchemy.exc import SQLAlchemyError
-    url = database_url(storage, "storage", _storage_text(storage))  # a path as sqlite:///path; a URL checked
-    path = sqlite_path(url, "storage", storage)
-    if path is not None: _warn_locked(path, storage, lock_wait)  # before the wait, not after it
-    # SQLite says 'unable to open database file'; an MLflow store's file would get Optuna's tables
-    make_sqlite_folder(url, "storage", _storage_text(storage), own="studies")
-    # SQLite's busy timeout: each statement waits this long for another process's lock, then fails
-    kwargs = {"connect_args": {"timeout": lock_wait}} if url.startswith("sqlite") else None
-    # a trial whose worker sent nothing for 4 heartbeats is taken as dead (a busy SQLite file delays a few)
-    beats = {} if heartbeat is None else {"heartbeat_interval": max(1, round(heartbeat)),
-                                          "grace_period": max(4, round(4 * heartbeat))}
-    for attempt in range(3):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # heartbeat_interval
-                return optuna.storages.RDBStorage(url, engine_kwargs=kwargs, **beats)
-        except SQLAlchemyError as err:  # two workers creating the tables at once: the loser finds them later
-            # a lock held past `lock_wait` is held by another process: trying again would only wait again
-            if _is_locked(err): raise _locked_error(storage, lock_wait) from err
-            if attempt == 2:
-                _add_note(err, f"storage {_storage_text(storage)!r} could not be opened (3 tries): check "
-                               "that its file can be written there, or that the database takes the URL")
-                raise
-            time.sleep(0.2 + random.random())
-
-def _is_locked(err: BaseException,  # what a storage call raised
-             ) -> bool:
-    "Whether `err`, or an error it came from, is SQLite's 'database is locked' (a busy timeout ran out)."
-    for _ in range(8):  # SQLAlchemy's error wraps sqlite3's; Optuna's StorageInternalError wraps SQLAlchemy's
-        if err is None: return False
-        if "database is locked" in str(err): return True
-        err = err.__cause__ or err.__context__
-    return False
-
-def _locked_error(storage,  # the storage as given (None = the default SQLite file)
-                 lock_wait: float,  # the seconds it waited
-                 ) -> TimeoutError:
-    "The error for a SQLite study file another process kept locked: the file, the wait, and what to do."
-    where, given = _storage_text(storage), DEFAULT_STORAGE if storage is None else storage
-    path = sqlite_path(database_url(given, "storage")) if isinstance(given, str) else None
-    file = f" (the file {path.resolve()})" if path is not None and str(path.resolve()) != where else ""
-    return TimeoutError(f"storage {where!r}{file} is locked by another process: waited {lock_wait:g} s "
-                        "for it. Let that process finish or close its connection (a search writing a trial, "
-                        "a database browser, a notebook holding a transaction), or pass another storage")
-
-def _warn_locked(path, storage: str, lock_wait: float):
-    "Warn, before waiting, when another process holds the lock of an existing SQLite file for a second."
-    import sqlite3
-    if not path.is_file() or path.stat().st_size == 0: return
-    # a write locks the file for milliseconds: a lock held for a second is a process that keeps it
-    db = sqlite3.connect(path, timeout=1.0, isolation_level=None)
-    try:
-        db.execute("BEGIN IMMEDIATE")
-        db.execute("ROLLBACK")
-    except sqlite3.Error as err:  # not a database, read-only: make_sqlite_folder and Optuna say so
-        if "locked" in str(err):
-            warn(f"storage {_storage_text(storage)!r}: another process holds the lock of {path.resolve()}; "
-                 f"waiting up to {lock_wait:g} s for it (make_storage's lock_wait)")
-    finally: db.close()
-
-def make_pruner(pruner,  # 'median', 'hyperband', 'successive_halving', 'none'/None, or an optuna pruner
-                ):
-    "An Optuna pruner from a name (median, hyperband, successive_halving, none) or a pruner object."
-    import optuna
-    if pruner is None or pruner == "none": return optuna.pruners.NopPruner()
-    if isinstance(pruner, optuna.pruners.BasePruner): return pruner
-    require_instance(pruner, "pruner")  # MedianPruner, not MedianPruner()
-    made = {"median": optuna.pruners.MedianPruner, "hyperband": optuna.pruners.HyperbandPruner,
-            "successive_halving": optuna.pruners.SuccessiveHalvingPruner}.get(pruner)
-    if made is None:
-        raise ValueError(f"pruner must be one of {', '.join(PRUNERS)} or an optuna pruner, got {pruner!r}")
-    return made()
-
-def make_sampler(seed: Optional[int] = 0,  # trial n samples from (seed, n); None: not reproducible
-                 ):
-    """Optuna's TPE sampler, seeded for each trial from `(seed, trial number)`: a fresh study replays from its
-    seed; a continued study or a second worker (its trials have other numbers) draws new configs."""
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise ValueError(f"seed must be None or a non-negative integer, got {seed!r}")
-    import optuna  # an Optuna BaseSampler, which Ray Tune's OptunaSearch asserts
-    return type("TrialSeeded", (_TrialSeeded, optuna.samplers.BaseSampler), {})(seed)
-
-def trial_seed(seed: int,  # the search's seed
-               number: int,  # the trial's number in its study
-               ) -> int:
-    "The seed trial `number` of a search seeded `seed` samples with: the same on every machine."
-    import numpy as np
-    return int(np.random.SeedSequence([seed, number]).generate_state(1)[0])
-
-class _TrialSeeded:
-    "Optuna's sampler protocol, handed to a TPE sampler made at each trial's start from the trial's seed."
-    def __init__(self, seed: Optional[int]):
-        self.seed, self.tpe = seed, _tpe(seed)
-
-    def before_trial(self, study, trial):
-        # seeded once a call, a continued study replayed its first trials and two workers drew the same
-        if self.seed is not None: self.tpe = _tpe(trial_seed(self.seed, trial.number))
-        self.tpe.before_trial(study, trial)
-
-    def infer_relative_search_space(self, study, trial):
-        return self.tpe.infer_relative_search_space(study, trial)
-
-    def sample_relative(self, study, trial, search_space):
-        return self.tpe.sample_relative(study, trial, search_space)
-
-    def sample_independent(self, study, trial, name, distribution):
-        return self.tpe.sample_independent(study, trial, name, distribution)
-
-    def after_trial(self, study, trial, state, values):
-        self.tpe.after_trial(study, trial, state, values)
-
-    def reseed_rng(self):  # Optuna's, for n_jobs > 1
-        self.tpe.reseed_rng()
-
-def _tpe(seed: Optional[int]):
-    import optuna
-    # constant_liar: a trial another worker is running counts as a bad result, so no one samples beside it
-    return optuna.samplers.TPESampler(seed=seed, constant_liar=True)
-
 # %% ../nbs/17_tuning.ipynb #7ed07b63
 @dataclass
 class SearchResult:
@@ -375,6 +232,12 @@ class SearchResult:
         return self.study.trials_dataframe(attrs=attrs)
 
     @property
+    def states(self) -> dict:
+        "The number of trials in each state, as Optuna names them ({} for a study without trials)."
+        if self.study is None or not self.study.trials: return {}  # an empty trials frame has no 'state' column
+        return self.trials.state.value_counts().to_dict()
+
+    @property
     def best_run(self) -> Optional[Run]:
         "The best trial's Run (with its model), when this process ran it."
         return self.runs.get(self.best_trial)
@@ -385,7 +248,7 @@ class SearchResult:
 
     def summary(self) -> str:
         "One line: the study, how it ended, its trials by state, and the best trial (or that none completed)."
-        counts = self.trials.state.value_counts().to_dict() if self.study is not None and self.study.trials else {}
+        counts = self.states
         states = ", ".join(f"{v} {k.lower()}" for k, v in counts.items())
         note = f" ({self.stopped})" if self.stopped != "completed" else ""
         name = getattr(self.study, "study_name", "?")
@@ -536,7 +399,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     _check_direction(direction, base, space)
     direction = direction or ("maximize" if base is not None and base.mode == "max" else "minimize")
     study_name = study_name or new_study_name()
-    where = _storage_text(storage)
+    where = storage_text(storage)
     verbosity = optuna.logging.get_verbosity()
     # the panel says what Optuna's INFO lines would: quieter while searching, never louder than the user said
     quiet = max(verbosity, optuna.logging.WARNING)
@@ -545,10 +408,10 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
                                      direction=direction, pruner=pruner, sampler=sampler, load_if_exists=True)
     except Exception as err:  # the file locked after the storage opened: its first write waited out
         made = isinstance(storage, (str, type(None))) and not isinstance(err, TimeoutError)  # TimeoutError: said
-        if not (made and _is_locked(err)): raise
-        raise _locked_error(storage, SQLITE_LOCK_WAIT) from err
+        if not (made and is_locked(err)): raise
+        raise locked_error(storage, SQLITE_LOCK_WAIT) from err
     finally: optuna.logging.set_verbosity(verbosity)
-    _fail_stale_trials(study)  # trials of killed workers: FAIL, before the sampler reads the study
+    fail_stale_trials(study)  # trials of killed workers: FAIL, before the sampler reads the study
     if study.direction.name.lower() != direction:
         raise ValueError(f"study {study_name!r} already exists and {study.direction.name.lower()}s; "
                          "pass direction= to match")
@@ -613,7 +476,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
             _keep_best(result, study)
             err.result = result  # as fit's `err.run`: what was done before the error
             again = f"storage={where!r}" if storage is None or isinstance(storage, str) else "the same storage"
-            _add_note(err, f"search: study {study_name!r} in {where} keeps its {len(_completed(study))} finished "
+            add_note(err, f"search: study {study_name!r} in {where} keeps its {len(_completed(study))} finished "
                            f"trial(s) (err.result has them): fix the objective and continue it with "
                            f"search(..., study_name={study_name!r}, {again})")
             raise
@@ -645,7 +508,7 @@ def conclude_search(result: SearchResult,  # this search's result, `stopped` sai
     "How a search ends, either engine: `result` with its best; failed trials warned of; none completed: an error."
     study, reasons = result.study, _fail_reasons(result.study, errors)
     if _keep_best(result, study) is None:
-        states = result.trials.state.value_counts().to_dict() if study.trials else {}  # none: no 'state' column
+        states = result.states
         if result.stopped == "interrupted":
             warn(f"search interrupted before any trial of study {study.study_name!r} completed: {states}")
             return result
@@ -657,13 +520,6 @@ def conclude_search(result: SearchResult,  # this search's result, `stopped` sai
     return result
 
 TRIAL_OBSERVER = "search_trial"  # the session-observer name under which a running trial's Pruning is attached
-
-def _fail_stale_trials(study):
-    "Mark FAIL the RUNNING trials whose worker stopped sending heartbeats (RDB storage with a heartbeat)."
-    from optuna.storages import fail_stale_trials  # a no-op without a heartbeat
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # Optuna calls fail_stale_trials experimental
-        fail_stale_trials(study)
 
 def fail_running(study,  # an Optuna study
                  mine: Callable,  # which of its RUNNING trials are this search's: a FrozenTrial -> bool
@@ -740,12 +596,6 @@ def _check_direction(direction: Optional[str], base: Optional[TrainConfig], spac
                          f"mode={base.mode!r}, so every trial's run would be refused: pass "
                          f"direction={fits!r}, or None to follow the mode")
 
-def _storage_text(storage) -> str:
-    "The storage as a message names it: its URL or file, a password hidden; an object by its type."
-    if storage is None: return DEFAULT_STORAGE
-    if not isinstance(storage, str): return f"a {type(storage).__name__}"
-    return hide_password(storage)
-
 class _Ranges:
     "A stand-in trial for `_suggest_one`: each suggest_* returns the distribution it would sample from."
     def suggest_categorical(self, name, choices):
@@ -788,11 +638,6 @@ def _warn_other_space(study, space, where: str):
     warn(f"study {study.study_name!r} in {where} already holds {len(trials)} trial(s) over other "
          f"parameters ({differ}): this search joins it and the sampler mixes both spaces; "
          "pass a new study_name to start afresh")
-
-def _add_note(err: BaseException, note: str):
-    "Add `note` to the error's message (Python 3.11+), else say it as a warning."
-    if hasattr(err, "add_note"): err.add_note(note)
-    else: warn(note)
 
 def attr_value(v,  # a sampled value (a number, a string, a choice of any type)
               ):
