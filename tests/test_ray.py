@@ -439,3 +439,30 @@ def test_a_ctrl_c_stops_a_ray_search_as_interrupted(tmp_path):
     assert res.stopped == "interrupted" and res.best_trial == 0, (res.stopped, states)
     assert states[0] == "COMPLETE" and set(states[1:]) <= {"FAIL"}, states  # none left RUNNING
     assert not [w for w in said if "failed" in str(w.message)], [str(w.message) for w in said]
+
+
+def test_a_ctrl_c_inside_a_ray_trial_ends_the_search_as_under_tb_search(tmp_path):
+    """Probe 78, r_2: an objective's own KeyboardInterrupt (trial 1) marked the search 'interrupted', yet Tune
+    started trials 2 and 3 and one of them became the best. Now it ends the search: no trial starts after it, the
+    trial running beside it is stopped (FAIL, not counted as failed), as tb.search stops at the interrupt."""
+    started = tmp_path / "started"
+    started.mkdir()
+
+    def objective(config):
+        number = config.trial.number
+        (started / str(number)).touch()
+        if number == 1: raise KeyboardInterrupt
+        deadline = time.monotonic() + 120
+        while number == 0 and time.monotonic() < deadline: time.sleep(0.2)  # running when trial 1 is pressed
+        return config["x"]
+
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        res = ray_engine.search(objective, {"x": (0.0, 1.0)}, 4, max_concurrent=2, storage=str(tmp_path / "s.db"),
+                                study_name="k", live=False)
+    states = [t.state.name for t in res.study.trials]
+    assert res.stopped == "interrupted" and res.best_trial == -1, (res.stopped, states)
+    # trial 0 may be stopped before its objective began; trials 2 and 3 never start
+    assert states == ["FAIL", "FAIL"] and {"1"} <= {p.name for p in started.iterdir()} <= {"0", "1"}
+    assert [str(w.message) for w in said if "search" in str(w.message)] == [
+        f"search interrupted before any trial of study 'k' completed: {{'FAIL': 2}}"]

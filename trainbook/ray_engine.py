@@ -574,7 +574,7 @@ def trial_main(config: dict,  # the trial's sampled values (from Tune)
 
 def _ray_classes():
     "The Ray Tune classes trainbook extends (made on first use: Ray is imported lazily)."
-    from ray.tune import Callback as TuneCallback
+    from ray.tune import Callback as TuneCallback, Stopper
     from ray.tune.schedulers import ASHAScheduler, TrialScheduler
     from ray.tune.search import Searcher
     from ray.tune.search.optuna import OptunaSearch
@@ -677,7 +677,17 @@ def _ray_classes():
             state = ot.trials[number].state.name.lower() if number < len(ot.trials) else "fail"
             self.panel.end(number, "running" if state == "running" else state, best_completed(ot))
 
-    return StoppingASHA, StudySearch, PanelFeed
+    class TrialCtrlC(Stopper):
+        "Ends the search once a trial reports its objective's own Ctrl-C: no trial starts, the running ones stop."
+        def __init__(self, interrupted: list):  # PanelFeed's: the search ends as on a Ctrl-C in the driver
+            self.interrupted = interrupted
+        def __call__(self, trial_id, result):
+            if result.get("stopped") == "interrupted": self.interrupted.append(trial_id)
+            return False  # that trial has ended already
+
+        def stop_all(self): return bool(self.interrupted)
+
+    return StoppingASHA, StudySearch, PanelFeed, TrialCtrlC
 
 # %% ../nbs/14a_ray.ipynb #863d4dbf
 def _errors(grid) -> list:
@@ -729,7 +739,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     study_name = study_name or new_study_name()
     pickle_by_value(objective)
     payload = cloudpickle.dumps((objective, direction))
-    StoppingASHA, StudySearch, PanelFeed = _ray_classes()
+    StoppingASHA, StudySearch, PanelFeed, TrialCtrlC = _ray_classes()
     stopped: set = set()
     verbosity = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -754,7 +764,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     # Tune sets its own Ctrl-C handler (ending the search) and leaves it set: a later cell's first Ctrl-C would be lost
     main = threading.current_thread() is threading.main_thread()  # only there can handlers be set
     handlers = {s: signal.getsignal(s) for s in _TUNE_SIGNALS} if main else {}
-    grid, interrupted, left = None, [], []  # interrupted: the Ctrl-C PanelFeed saw
+    grid, interrupted, left = None, [], []  # interrupted: the Ctrl-C PanelFeed (or TrialCtrlC) saw
     try:
         trainable = tune.with_resources(tune.with_parameters(trial_main, payload=payload),
                                         resources_per_trial or {"cpu": 1})
@@ -763,6 +773,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
                                                        num_samples=-1 if n_trials is None else n_trials,
                                                        max_concurrent_trials=max_concurrent, reuse_actors=True),
                            run_config=tune.RunConfig(storage_path=folder, name=study_name, verbose=0,
+                                                     stop=TrialCtrlC(interrupted),  # a trial's own Ctrl-C
                                                      callbacks=[PanelFeed(panel, searcher, interrupted)]))
         # tb.search's timeout: no trial starts after it, the running ones finish (Tune's time_budget_s kills them)
         if timeout is not None: searcher.deadline = time.monotonic() + timeout
