@@ -179,3 +179,35 @@ def test_a_resume_keeps_the_split_fingerprint_its_checkpoint_was_given(tmp_path)
     assert not [f for f in more.findings if "split_fingerprint" in f.message]
     assert torch.load(more.last_path, weights_only=False)["split_fingerprint"] == "abc123"
     assert tb.Run.load(tmp_path).extra["split_fingerprint"] == "abc123"
+
+
+@pytest.mark.parametrize("at", [0, 1, 2])  # the interrupt after step 1, 2 (an evaluation), 3
+def test_patience_0_resumes_as_the_run_would_have_gone_on(tmp_path, at):
+    """Probe 82, r_1: with patience=0 every resume stopped at once as 'early_stopping' (the checkpoint's count of 0
+    evaluations without improvement read as spent), though the loop stops only at the first one, as Keras does."""
+    g = torch.Generator().manual_seed(1)
+    X, y, Xv, yv = torch.randn(80, 6, generator=g), torch.randint(0, 3, (80,), generator=g), \
+        torch.randn(40, 6, generator=g), torch.randint(0, 3, (40,), generator=g)
+    train, valid = [(X[i:i + 8], y[i:i + 8]) for i in range(0, 80, 8)], [(Xv, yv)]
+    cfg = tb.TrainConfig(epochs=30, lr=0.2, patience=0, eval_every=2, device="cpu", checkpoint_dir=tmp_path)
+
+    def model():
+        torch.manual_seed(0)
+        return nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))
+
+    class CtrlC(tb.Callback):
+        def after_step(self, state):
+            if state.step == at + 1: raise KeyboardInterrupt
+    whole = model()
+    ref = tb.fit(whole, train, valid, loss_fn=nn.functional.cross_entropy, config=cfg.replace(checkpoint_dir=None),
+                 live=False)
+    cut = tb.fit(model(), train, valid, loss_fn=nn.functional.cross_entropy, config=cfg, live=False,
+                 callbacks=[CtrlC()])
+    assert cut.stopped == "interrupted" and cut.step == at + 1 < ref.step
+    resumed = model()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # no "early stopping ended the checkpoint's run"
+        again = tb.fit(resumed, train, valid, loss_fn=nn.functional.cross_entropy, config=cfg, live=False,
+                       resume=tmp_path)
+    assert (again.stopped, again.step) == (ref.stopped, ref.step) == ("early_stopping", ref.step)
+    assert all(torch.equal(a, b) for a, b in zip(resumed.state_dict().values(), whole.state_dict().values()))

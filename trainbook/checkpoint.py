@@ -13,7 +13,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from .core import Finding, atomic_write, process_alive, this_process, warn
+from .core import Finding, atomic_write, patience_spent, process_alive, this_process, warn
 from .optim import rescale_lr, restore_scheduler, schedule_changes, schedule_lr, schedule_note
 from .distributed import full_state, load_sharded_state, unwrap
 from .resume import resume_changes, saved_signature
@@ -538,7 +538,7 @@ def stopped_early(ckpt: dict,  # a loaded checkpoint: its position, step and ear
     it first. (A Ctrl-C inside a validation keeps early stopping's count from before it: redone on resume.)"""
     wait = (ckpt.get("early_stopping") or {}).get("wait") or 0
     at_max = bool(config.max_steps) and ckpt.get("step", 0) >= config.max_steps
-    return config.patience is not None and wait >= config.patience and not at_max
+    return patience_spent(wait, config.patience) and not at_max
 
 def check_epochs_left(epoch: int,  # the epoch the checkpoint resumes at
                       batch_idx: int,  # batches of that epoch already done

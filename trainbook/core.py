@@ -15,11 +15,11 @@ import torch
 
 # %% auto #0
 __all__ = ['PRECISIONS', 'SCHEDULES', 'SEVERITIES', 'MIN_ROWS', 'SEVERITY_STYLE', 'shown', 'import_optional', 'did_you_mean',
-           'warn', 'label_key', 'require_instance', 'TrainConfig', 'Finding', 'finding_html', 'findings_html',
-           'findings_text', 'number_text', 'compact_table_html', 'History', 'seed_everything', 'accelerators_present',
-           'rng_state', 'set_rng_state', 'loader_generators', 'package_version', 'environment', 'loader_length',
-           'set_loader_epoch', 'pick_device', 'pick_precision', 'autocast_dtype', 'this_process', 'process_alive',
-           'remove_stale_temps', 'atomic_write', 'listen', 'unlisten', 'silenced', 'announce']
+           'warn', 'label_key', 'require_instance', 'TrainConfig', 'patience_spent', 'Finding', 'finding_html',
+           'findings_html', 'findings_text', 'number_text', 'compact_table_html', 'History', 'seed_everything',
+           'accelerators_present', 'rng_state', 'set_rng_state', 'loader_generators', 'package_version', 'environment',
+           'loader_length', 'set_loader_epoch', 'pick_device', 'pick_precision', 'autocast_dtype', 'this_process',
+           'process_alive', 'remove_stale_temps', 'atomic_write', 'listen', 'unlisten', 'silenced', 'announce']
 
 # %% ../nbs/00_core.ipynb #03fb781b
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
@@ -209,6 +209,13 @@ def _fields_signature(cls: type) -> inspect.Signature:
 
 # help() and Jupyter's Shift-Tab read `__new__`'s (*args, **given) otherwise: no field, no default
 TrainConfig.__signature__ = _fields_signature(TrainConfig)
+
+def patience_spent(wait: int,  # evaluations in a row without improvement
+                   patience: Optional[int],  # `TrainConfig.patience`: None = early stopping off
+                  ) -> bool:
+    """Whether early stopping ends the run after `wait` evaluations without improvement: patience=0 at the first
+    one (as Keras reads it), never before an evaluation; the one rule of the loop, the Recorder and a resume."""
+    return patience is not None and wait >= max(patience, 1)
 
 # %% ../nbs/00_core.ipynb #45d1088a
 SEVERITIES = ("info", "warning", "error")
