@@ -614,6 +614,24 @@ def test_steps_recorded_per_micro_batch_are_said(tmp_path, accumulate, per_micro
     assert "step_count_mismatch" not in [f.kind for f in more.run.findings]
 
 
+def test_a_loop_recording_once_an_epoch_is_told_every_optimizer_step():
+    """Probe 81, r_1: recorded once an epoch (8 epochs of 12 steps), the warning said 84 optimizer steps, not 96:
+    the optimizer's steps were counted from the first rec.step, after the first epoch's 12."""
+    model, dl, opt = accumulation_case()
+    with Recorder(tb.TrainConfig(epochs=8, checkpoint_dir=None), parts={"model": model, "optimizer": opt},
+                  live=False, validates=False) as rec:
+        for _ in range(8):
+            losses = []
+            for xb, yb in dl:
+                loss = LOSS(model(xb), yb)
+                opt.zero_grad(); loss.backward(); opt.step()
+                losses.append(loss.item())
+            rec.step(sum(losses) / len(losses))  # once an epoch: the mistake the warning is for
+            rec.end_epoch()
+    said = [f for f in rec.run.findings if f.kind == "step_count_mismatch"]
+    assert len(said) == 1 and "(8 steps recorded, 96 optimizer steps)" in said[0].message, said
+
+
 def test_the_step_count_is_compared_from_a_restore_under_any_name_and_not_without_a_count(tmp_path):
     """Probe 74: a rollback with rec.restore() mid-run compared the optimizer's steps before it too (a false
     warning); an optimizer under parts['opt'] was not counted (nor its lr recorded); a SAM-like optimizer whose own

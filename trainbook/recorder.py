@@ -466,6 +466,9 @@ class Recorder:
         claim_run_dir(self.checkpointer, resume, overwrite, take=self._take)
         self.state.run_dir = self.checkpointer.run_dir
         self._note_findings()
+        # the optimizer's steps counted from here, not from the first `step`: a loop that records once an epoch
+        # has made a whole epoch of steps by then
+        self._optimizer_steps.start()
 
     # --- the loop calls these -------------------------------------------------------------------------
     def start(self) -> None:
@@ -475,7 +478,6 @@ class Recorder:
                                "closed): make a new Recorder for a new run")
         if self.started: return
         self.started = True
-        self._optimizer_steps.start()
         self.callbacks(Event.before_fit, self.state)
 
     def step(self,
