@@ -961,3 +961,76 @@ def test_a_weak_signal_learned_below_the_prior_is_not_called_not_learning():
     stuck = converged_early(floor=0.659, first=0.70, prior=0.6931, valid=0.692, se=0.0016, noise=0.03, steps=640,
                             per_epoch=80)
     assert [f.severity for f in tb.diagnose(stuck) if f.kind == "not_learning"] == ["warning"]
+
+
+def resetting_run(resets=(290, 470), steps=600, per_epoch=60, valid_climbs=True, train_climbs=True, restart=False,
+                  seed=0):
+    """A falling loss (batch noise 0.08, valid SE 0.02) thrown back up most of the way at each of `resets` and
+    falling again; `restart`: the lr jumps up at each reset (a warm restart), logged."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(1, steps + 1)
+    level = 0.3 + 1.0 * np.exp(-t / 60)
+    thrown = sum(0.7 * np.exp(-np.clip(t - r, 0, None) / 40) * (t >= r) for r in resets) if resets else 0 * t
+    train, valid = level + (thrown if train_climbs else 0), level * 1.05 + (thrown if valid_climbs else 0)
+    h = tb.History()
+    for s in t:
+        h.append(int(s), int((s - 1) // per_epoch), "train", "loss", float(train[s - 1] + 0.08 * rng.standard_normal()))
+        if restart: h.append(int(s), int((s - 1) // per_epoch), "train", "lr", 0.1 if any(s == r for r in resets) else 0.01)
+    for e, s in enumerate(range(per_epoch, steps + 1, per_epoch)):
+        h.append(s, e, "train", "epoch_loss", float(train[s - per_epoch:s].mean()))
+        h.append(s, e, "valid", "loss", float(valid[s - 1] + 0.01 * rng.standard_normal()))
+        h.append(s, e, "valid", "loss_se", 0.02)
+        h.append(s, e, "valid", "prior_loss", 1.3)
+    return h
+
+
+def test_a_loss_thrown_back_up_again_and_again_is_unstable_with_the_lr_advice():
+    "An lr far too high that does not blow up 20x (probe 73 #4): train and valid climb back far beyond their noise."
+    for seed in range(3):
+        found = [f for f in tb.diagnose(resetting_run(seed=seed)) if f.severity != "info"]
+        assert kinds(found) == ["unstable"], (seed, kinds(found))
+        f = found[0]
+        assert f.data["train_rise"] >= 0.25 and f.data["valid_rise"] >= 0.25
+        assert f.data["train_noises"] >= 3 and f.data["valid_noises"] >= 3
+        assert "learning rate is likely too high" in f.advice and "3-10×" in f.advice and "warmup" in f.advice
+        assert "clip" in f.advice
+
+
+def test_a_climb_within_the_runs_noise_or_a_small_share_of_its_fall_is_not_unstable():
+    "The same run without resets, a noisy small-batch floor, or a climb back a tenth of the fall: no finding."
+    assert "unstable" not in kinds(tb.diagnose(resetting_run(resets=())))
+    for seed in range(3):
+        assert "unstable" not in kinds(tb.diagnose(small_batch_run(4, seed=seed)))
+        assert "unstable" not in kinds(tb.diagnose(small_batch_run(512, seed=seed)))
+    # thrown back ~0.55 of a fall of ~1.0, far beyond the noise: the share decides where the noise does not
+    thrown = resetting_run()
+    assert "unstable" in kinds(tb.diagnose(thrown))
+    assert "unstable" not in kinds(tb.diagnose(thrown, dataclasses.replace(tb.Thresholds(), unstable_rise=0.9)))
+    # and the noise decides where the share does not: the same climbs inside 40 standard errors of the valid loss
+    assert "unstable" not in kinds(tb.diagnose(thrown, dataclasses.replace(tb.Thresholds(), unstable_z=40.0)))
+    # a loss that never fell from where it began (at the prior: not learning) has no fall to climb back up
+    h = tb.History()
+    rng = np.random.default_rng(0)
+    for s in range(1, 601):
+        h.append(s, (s - 1) // 60, "train", "loss", 1.3 + 0.08 * float(rng.standard_normal()) + 0.02 * (s > 400))
+    for e, s in enumerate(range(60, 601, 60)):
+        h.append(s, e, "valid", "loss", 1.3 + 0.002 * float(rng.standard_normal()) + 0.02 * (s > 400))
+        h.append(s, e, "valid", "loss_se", 0.002)
+        h.append(s, e, "valid", "prior_loss", 1.3)
+    assert "unstable" not in kinds(tb.diagnose(h))
+
+
+def test_an_overfit_or_a_warm_restart_is_not_unstable():
+    "The valid loss climbing alone (train falling) is an overfit; a climb right after the lr jumped is the schedule's."
+    overfit = tb.diagnose(resetting_run(resets=(300,), train_climbs=False))
+    assert "unstable" not in kinds(overfit)
+    assert "unstable" not in kinds(tb.diagnose(resetting_run(valid_climbs=False)))  # train alone: not enough
+    assert "unstable" not in kinds(tb.diagnose(resetting_run(restart=True)))
+
+
+def test_a_run_that_blew_up_is_diverging_not_unstable():
+    "A blow-up explains every climb: diverging alone (_screen)."
+    h = resetting_run()
+    for s in range(560, 601): h.append(s, 9, "train", "loss", 50.0)
+    found = kinds(tb.diagnose(h))
+    assert "diverging" in found and "unstable" not in found
