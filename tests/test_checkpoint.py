@@ -477,3 +477,19 @@ def test_resume_of_a_folder_whose_run_was_killed_before_its_first_checkpoint_sta
     assert run.run_dir == folder and run.step == plain.step and run.stopped == "completed"
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), plain_model.state_dict().values()))
     assert [f.kind for f in run.findings].count("nothing_to_resume") == 1
+
+
+def test_resume_of_an_empty_folder_starts_anew_and_says_the_folder_was_empty(tmp_path):
+    """Probe 79, r_5: resume= an empty folder (a job script's, or a typo that happens to exist) started anew saying
+    'the run there was killed or cut short', a run that never was. It starts anew (the requeue pattern) and says
+    the folder was empty, in case its name was mistyped."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.warns(UserWarning) as said:
+        run = tb.fit(nn.Linear(4, 2), tb.TensorLoader(X, Y, batch_size=16), loss_fn=nn.functional.cross_entropy,
+                     live=False, config=tb.TrainConfig(epochs=1), resume=empty)
+    text = " ".join(str(w.message) for w in said)
+    assert "the folder is empty: no run has written there" in text and "check the folder's name" in text
+    assert "killed" not in text and run.stopped == "completed"
+    [note] = [f for f in run.findings if f.kind == "nothing_to_resume"]
+    assert note.data["stopped"] == "empty"

@@ -646,15 +646,18 @@ class Checkpointer:
         if folder.name == "run.json": folder = folder.parent
         if not folder.is_dir() or run_in_progress(folder): return resume  # `checkpoint_file` says why not
         stopped = stopped_before_checkpoint(folder)
-        killed = stopped is None and killed_before_record(folder)  # a requeued job's resume= after a SIGKILL
-        if stopped is None and not killed: return resume
-        what = ("was killed or cut short before its first checkpoint (it left nothing to resume)" if killed else
-                f"stopped ({stopped}) at step 0, before its first checkpoint")
+        empty = not any(folder.iterdir())  # a job script's folder, made before its first run: or a typo
+        killed = stopped is None and not empty and killed_before_record(folder)  # a requeued job after a SIGKILL
+        if stopped is None and not killed and not empty: return resume
+        what = ("the folder is empty: no run has written there" if empty else
+                "the run there was killed or cut short before its first checkpoint (it left nothing to resume)"
+                if killed else f"the run there stopped ({stopped}) at step 0, before its first checkpoint")
         note = Finding("nothing_to_resume", "info",
-                       f"resume={str(resume)!r}: the run there {what}, so there is nothing to resume: this run "
-                       "starts anew",
-                       advice="nothing to do: the same call without resume= does the same",
-                       data={"resume": str(resume), "stopped": "killed" if killed else stopped})
+                       f"resume={str(resume)!r}: {what}, so there is nothing to resume: this run starts anew",
+                       advice=("check the folder's name if you meant to go on from a run; else nothing to do: "
+                               "the same call without resume= does the same" if empty else
+                               "nothing to do: the same call without resume= does the same"),
+                       data={"resume": str(resume), "stopped": "empty" if empty else "killed" if killed else stopped})
         self.findings.append(note)
         warn(f"{note.message}; {note.advice}")
         return None
