@@ -880,3 +880,69 @@ def test_a_nonfinite_finding_names_the_batch_and_step_as_fit_names_them(accum):
     assert a.data["batch_idx"] == 3 and a.data["step"] == 4 // accum
     assert a.message.split(":")[0] == b.message.split(":")[0]  # "non-finite loss at step 4 (epoch 0, batch 3, ..."
     assert flax.step == fit.step
+
+
+def two_blobs(n=512, seed=0):
+    g = np.random.default_rng(seed)
+    y = g.integers(0, 2, n + 256)
+    X = (g.normal(size=(n + 256, 8)) + (2 * y[:, None] - 1) * np.r_[1.0, 0.5, np.zeros(6)]).astype(np.float32)
+    return [(X[i:i + 16], y[i:i + 16]) for i in range(0, n, 16)], [(X[n:], y[n:])]
+
+
+class Deep(nnx.Module):
+    def __init__(self, rngs):
+        self.l1, self.l2, self.l3 = (nnx.Linear(8, 16, rngs=rngs), nnx.Linear(16, 16, rngs=rngs),
+                                     nnx.Linear(16, 2, rngs=rngs))
+
+    def __call__(self, x): return self.l3(nnx.relu(self.l2(nnx.relu(self.l1(x)))))
+
+
+def test_an_lr_100x_too_high_is_diverging_under_fit_flax_as_under_fit():
+    """Probe 81, r_3: fit_flax logged no valid/loss_se, loss_sd or prior_loss (fit logs them), so a run whose valid
+    loss never beat the constant predictor after a blow-up (SGD lr=5, momentum 0.9) got only warnings."""
+    train, valid = two_blobs()
+    cfg = tb.TrainConfig(epochs=12, lr=5.0, weight_decay=0.0, log_every=1, precision="fp32")
+    run = fit_flax(Deep(nnx.Rngs(0)), lambda learning_rate: optax.sgd(learning_rate, momentum=0.9), train, valid,
+                   "cross_entropy", cfg, live=False)
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 16), torch.nn.ReLU(),
+                            torch.nn.Linear(16, 2))
+    as_torch = lambda batches: [(torch.tensor(a), torch.tensor(b)) for a, b in batches]
+    torch_run = tb.fit(m, as_torch(train), as_torch(valid), loss_fn=torch.nn.CrossEntropyLoss(), config=cfg,
+                       optimizer=torch.optim.SGD(m.parameters(), lr=5.0, momentum=0.9), live=False)
+    valid_names = lambda r: {name for split, name in r.records.names() if split == "valid"}
+    assert valid_names(run) == valid_names(torch_run) == {"loss", "loss_se", "loss_sd", "prior_loss"}
+    # the same labels, the same code: the constant predictor's loss is fit's to the last digit
+    np.testing.assert_allclose(run.records.series("prior_loss", "valid").values,
+                               torch_run.records.series("prior_loss", "valid").values, rtol=1e-12)
+    assert ("diverging", "error") in [(f.kind, f.severity) for f in run.findings]
+
+
+def test_the_validation_statistics_are_the_torch_loops_for_each_kind_of_loss():
+    "loss_se per row for a named loss, from the batches for one of your own; a per-position prior; none on a whole output."
+    from trainbook.jax_parts import add_validation_batch, flax_loss, loss_on_torch
+    X, y = data(n=96)
+    model = MLP()
+    fit_flax(model, None, batches(X[:64], y[:64], 16), None, ce, tb.TrainConfig(epochs=2, lr=1e-2), live=False)
+    valid = batches(X[64:], y[64:], 8)
+    named = tb.evaluate_flax(model, valid, "cross_entropy").stats
+    rows = np.asarray(optax.softmax_cross_entropy_with_integer_labels(model(X[64:]), y[64:]))
+    assert named["spread_from"] == "examples"
+    assert named["loss_se"] == pytest.approx(rows.std(ddof=1) / np.sqrt(len(rows)), rel=1e-5)
+    share = np.bincount(y[64:], minlength=3) / len(y[64:])
+    entropy = -sum(p * np.log(p) for p in share if p > 0)
+    assert named["prior_loss"] == pytest.approx(entropy, rel=1e-6)
+    own = tb.evaluate_flax(model, valid, ce).stats  # one value a batch: the spread between the 4 batches
+    means = np.array([rows[i:i + 8].mean() for i in range(0, 32, 8)])
+    assert own["spread_from"] == "batches" and own["prior_loss"] == pytest.approx(entropy, rel=1e-6)
+    assert own["loss_sd"] == pytest.approx(np.sqrt(8 * ((means - means.mean()) ** 2).sum() / 3), rel=1e-5)
+    assert "prior_loss" not in tb.evaluate_flax(model, valid, tb.whole_output(ce)).stats
+    # labels per position against (n, T, C) logits: JAX's classes are the last axis, torch's LossStats reads dim 1
+    labels = np.tile(np.r_[0, 0, 0, 1, 2], (6, 1)).astype(np.int32)  # 6 rows of 5 positions, classes 3:1:1
+    stats = tb.LossStats(loss_on_torch(flax_loss("cross_entropy")))
+    logits = jnp.asarray(np.random.default_rng(0).normal(size=(6, 5, 3)), jnp.float32)
+    add_validation_batch(stats, logits, labels, flax_loss("cross_entropy")(logits, labels), 6)
+    found = stats.results()
+    assert found["prior_loss"] == pytest.approx(-(0.6 * np.log(0.6) + 2 * 0.2 * np.log(0.2)), rel=1e-6)
+    each = np.asarray(optax.softmax_cross_entropy_with_integer_labels(logits, labels)).mean(1)  # a row's mean
+    assert found["loss_se"] == pytest.approx(each.std(ddof=1) / np.sqrt(6), rel=1e-5)

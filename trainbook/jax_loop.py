@@ -15,8 +15,10 @@ from .resume import Position, accumulation_windows
 from .core import (History, TrainConfig, atomic_write, environment, loader_length, package_version,
                             rng_state, seed_everything, set_loader_epoch, set_rng_state, warn)
 from .events import Event, LoopState
-from .guard import check_loader, check_monitor, nonfinite_validation, note_interrupt
-from .recorder import EarlyStopping, TimedIterator, end_run, epoch_records, run_callbacks, run_of
+from .guard import check_loader, check_monitor, note_interrupt
+from .recorder import (EarlyStopping, TimedIterator, end_run, epoch_records, record_validation,
+                                run_callbacks, run_of)
+from .triage import Evaluation, LossStats
 from .metrics import resolve_metrics, trial_copy
 from .optim import LRFinder, check_lr_sweep
 from .run import MONITOR_ALIASES, PLANNED_ENDS, RUNNING, Run
@@ -25,7 +27,7 @@ from .jax_parts import (CHECKPOINT_FORMAT, FlaxNanGuard, KeyStreams, flax_checkp
                                  save_flax_checkpoint, schedule_lr, stream_key, takes_key, takes_value, tree_entries,
                                  tree_from_entries, check_targets, first_forward, flax_prediction, loss_input,
                                  check_scalar_loss, require_params, flax_run_notes, flax_loss,
-                                 pick_jax_precision, check_flax_inputs)
+                                 pick_jax_precision, check_flax_inputs, loss_on_torch, add_validation_batch)
 
 # %% auto #0
 __all__ = ['TARGET_KEYS', 'FlaxState', 'split_pure', 'from_pure', 'streams_used', 'flax_steps', 'as_arrays', 'split_arrays',
@@ -216,11 +218,14 @@ def evaluate_compiled(eval_step: Callable,  # the compiled eval step (`flax_step
                       dl,  # re-iterable of validation batches
                       metric_fns: Optional[dict] = None,  # name -> metric(pred, target) (trainbook's metrics)
                       first: Optional[Callable] = None,  # called with the first batch before it is scored (checks)
-                     ) -> dict[str, float]:
-    "Mean loss over the rows of `dl` and the metrics on all its predictions: `fit_flax`'s validation."
+                      stats_loss: Optional[Callable] = None,  # the loss as a torch loss (`loss_on_torch`): None =
+                                                              # the batches' spread only, no prior
+                     ) -> Evaluation:
+    "Mean loss over the rows of `dl` and the metrics on all its predictions; `.stats`: the loss's noise and prior."
     import torch
     jax = import_jax()[0]
     losses, rows, preds, ys = [], 0, [], []
+    stats = LossStats(stats_loss)  # the torch loop's own: loss_se, loss_sd, prior_loss (`evaluate`'s)
     for batch in dl:
         if first is not None:
             first(batch)
@@ -230,6 +235,7 @@ def evaluate_compiled(eval_step: Callable,  # the compiled eval step (`flax_step
         n = _rows(yb)
         losses.append((loss, n))  # read once, at the end
         rows += n
+        add_validation_batch(stats, pred, yb, loss, n)
         if metric_fns:
             preds.append(np.asarray(flax_prediction(pred)))
             ys.append(np.asarray(yb))
@@ -238,7 +244,9 @@ def evaluate_compiled(eval_step: Callable,  # the compiled eval step (`flax_step
     if metric_fns:
         pred, target = torch.from_numpy(np.concatenate(preds)), torch.from_numpy(np.concatenate(ys))
         for name, fn in metric_fns.items(): results[name] = float(fn(pred, target))
-    return results
+    out = Evaluation(results)
+    out.stats = stats.results()
+    return out
 
 def evaluate_flax(model,  # a Flax NNX module (`fit_flax` trains it in place), or the `Run` fit_flax returned
                   dl,  # re-iterable of batches, in any form `fit_flax` takes
@@ -248,7 +256,6 @@ def evaluate_flax(model,  # a Flax NNX module (`fit_flax` trains it in place), o
                   precision: str = "fp32",  # fp32 | bf16 | auto (bf16 on a GPU or TPU)
                  ):
     "Mean loss and metrics of a Flax `model` over `dl` in eval mode (no dropout, running statistics): an `Evaluation`."
-    from trainbook.triage import Evaluation
     if isinstance(model, Run) and is_flax_model(model.model): model = model.model
     if not is_flax_model(model):
         what = ("a FlaxState holds the arrays without the model's structure: pass the model itself (fit_flax "
@@ -264,8 +271,8 @@ def evaluate_flax(model,  # a Flax NNX module (`fit_flax` trains it in place), o
     eval_step = flax_steps(graphdef, graphdef, templates, fn, None,  # no training: no optax chain
                            compute_dtype=jnp.bfloat16 if bf16 else None)[1]
     first = lambda batch: check_first_batch(graphdef, templates, pure, batch, fn, who="evaluate_flax")
-    results = evaluate_compiled(eval_step, FlaxState(pure[0], pure[2], None), pure[1], dl, metric_fns, first)
-    return Evaluation(results)
+    return evaluate_compiled(eval_step, FlaxState(pure[0], pure[2], None), pure[1], dl, metric_fns, first,
+                             stats_loss=loss_on_torch(fn))
 
 # %% ../nbs/20_jax.ipynb #3350a6c9
 def _leaf_name(path) -> str:
@@ -324,6 +331,7 @@ class _FlaxLoop:
         self.train = FlaxState(params, rest, wrap(cfg.accum_steps).init(params))
         self.window_start = self.train  # the state before the window in flight (arrays are immutable: no copy)
         self.used = streams_used(tags, augment, flax_loss(loss_fn))
+        self.stats_loss = loss_on_torch(flax_loss(loss_fn))  # once a run: a prior that fails is said once
         check = lambda batch, who: check_first_batch(eval_graphdef, templates, (params, self.rngs, rest), batch,
                                                      flax_loss(loss_fn), who=who)
         self.first_check = lambda batch: check(batch, "fit_flax")  # dl_train's first batch, once a run
@@ -534,14 +542,11 @@ class _FlaxLoop:
         if again and self.monitor[0] == "valid": return False
         if self.dl_valid is not None and not again:
             self.cbs(Event.before_validate, state)
-            state.valid = evaluate_compiled(self.eval_step, self.train, self.rngs, self.dl_valid, self.metric_fns)
-            for name, value in state.valid.items(): self.history.append(state.step, state.epoch, "valid", name, value)
-            self.cbs(Event.after_validate, state)
+            state.valid = evaluate_compiled(self.eval_step, self.train, self.rngs, self.dl_valid, self.metric_fns,
+                                            stats_loss=self.stats_loss)
             monitored = self.monitor[1] if self.monitor[0] == "valid" else "loss"
-            bad = nonfinite_validation(state.valid, state.epoch, state.step, monitored)
-            if bad is not None:
-                state.findings.append(bad)
-                self.valid_failed = self.valid_failed or bad.severity == "error"
+            self.valid_failed = record_validation(state, state.valid, monitored) or self.valid_failed
+            self.cbs(Event.after_validate, state)  # FlaxNanGuard records the loss's noise and prior, as in fit
         at = self.history.last_step(self.monitor[1], self.monitor[0])
         if not self.stopper.fresh(at): return False  # none yet, or a train value counted already (eval_every)
         value = self.history.last(self.monitor[1], self.monitor[0])

@@ -21,7 +21,7 @@ from .guard import (check_loader, check_monitor, monitor_fallback, refuse_after_
 from .metrics import IGNORE_INDEX, resolve_metrics
 from .optim import SCHEDULE_FNS, schedule_steps, warmup_steps
 from .sanity import loss_kind, static_findings
-from .triage import batch_named
+from .triage import LossStats, NanGuard, batch_named
 
 # %% auto #0
 __all__ = ['STREAMS', 'CHECKPOINT_FORMAT', 'OUTPUT_FINDINGS', 'LOSSES', 'import_jax', 'is_flax_model', 'require_params',
@@ -29,7 +29,7 @@ __all__ = ['STREAMS', 'CHECKPOINT_FORMAT', 'OUTPUT_FINDINGS', 'LOSSES', 'import_
            'tree_entries', 'tree_from_entries', 'host_rng', 'save_flax_checkpoint', 'flax_checkpoint_file',
            'read_flax_checkpoint', 'FlaxNanGuard', 'takes_key', 'takes_value', 'flax_prediction', 'loss_input',
            'first_forward', 'check_scalar_loss', 'check_targets', 'flax_loss', 'pick_jax_precision',
-           'check_flax_inputs']
+           'check_flax_inputs', 'loss_on_torch', 'add_validation_batch']
 
 # %% ../nbs/20a_jax_parts.ipynb #310057f2
 def import_jax() -> tuple:
@@ -275,10 +275,13 @@ def _all_finite(tree) -> bool:
     return all(np.isfinite(v).all() for v in leaves if np.issubdtype(v.dtype, np.inexact))
 
 class FlaxNanGuard(Callback):
-    "A `nonfinite` finding for the first non-finite window loss: whether the batch or the parameters hold NaN/Inf."
+    "A `nonfinite` finding for the first non-finite window loss; each validation's noise and prior recorded."
     def __init__(self, max_reports: int = 3,  # non-finite windows reported per run
                 ):
         self.max_reports, self.reports = max_reports, []
+
+    # valid/loss_se, loss_sd and prior_loss beside the valid loss, and a small validation said: `fit`'s own code
+    after_validate = NanGuard.after_validate
 
     def on_nonfinite(self, state: LoopState):
         if len(self.reports) >= self.max_reports: return
@@ -507,12 +510,17 @@ def flax_loss(loss_fn: Union[str, Callable],  # a callable `loss_fn(pred, yb)` o
     optax = import_jax()[2]
     if callable(loss_fn): return loss_fn
     # named as the torch losses they are: the torch loop's checks know them by name (`check_targets`)
-    def cross_entropy(pred, yb): return optax.softmax_cross_entropy_with_integer_labels(pred, yb).mean()
-    def mse_loss(pred, yb): return ((pred - yb) ** 2).mean()
-    def binary_cross_entropy_with_logits(pred, yb): return optax.sigmoid_binary_cross_entropy(pred, yb).mean()
-    named = {"cross_entropy": cross_entropy, "mse": mse_loss, "bce": binary_cross_entropy_with_logits}
-    if loss_fn in named: return named[loss_fn]
-    raise ValueError(f"loss_fn must be a callable loss_fn(pred, yb) or one of {', '.join(LOSSES)}, got {loss_fn!r}")
+    named = {"cross_entropy": ("cross_entropy", optax.softmax_cross_entropy_with_integer_labels),
+             "mse": ("mse_loss", lambda pred, yb: (pred - yb) ** 2),
+             "bce": ("binary_cross_entropy_with_logits", optax.sigmoid_binary_cross_entropy)}
+    if loss_fn not in named:
+        raise ValueError(f"loss_fn must be a callable loss_fn(pred, yb) or one of {', '.join(LOSSES)}, got {loss_fn!r}")
+    name, each = named[loss_fn]
+
+    def mean_loss(pred, yb): return each(pred, yb).mean()
+    mean_loss.__name__ = mean_loss.__qualname__ = name
+    mean_loss.per_element = each  # each element's loss: the validation's per-example spread (`loss_on_torch`)
+    return mean_loss
 
 def pick_jax_precision(precision: str,  # TrainConfig.precision
                       ) -> str:
@@ -566,3 +574,45 @@ def check_flax_inputs(model,  # what `fit_flax` got as `model`
     if cfg.checkpoint_dir is not None: probe_writable(cfg.checkpoint_dir, "checkpoint_dir", create=False)
     return metric_fns
 
+
+# %% ../nbs/20a_jax_parts.ipynb #61bd7887
+def loss_on_torch(loss_fn: Callable,  # a Flax loss as `flax_loss` gives it (jnp)
+                 ) -> Optional[Callable]:
+    """`loss_fn` as a torch loss `(pred, yb, reduction='mean')` on torch tensors with the classes on dim 1 (torch's
+    layout), under its own name: what the torch loop's `LossStats` scores a Flax validation with. None for a loss
+    on the whole output (`tb.whole_output`)."""
+    if wants_whole_output(loss_fn): return None
+    jax, jnp = import_jax()[:2]
+    keyed, each = takes_key(loss_fn), getattr(loss_fn, "per_element", None)
+
+    def on_torch(pred, yb, reduction: str = "mean"):
+        p, y = jnp.asarray(_flax_layout(pred, yb).numpy()), jnp.asarray(yb.numpy())
+        # each element's loss where it is known (the named losses); another loss gives its one value for the
+        # batch, and `LossStats` reads the spread between batches, as for a torch lambda
+        if reduction == "none" and each is not None: value = each(p, y)
+        else: value = loss_fn(p, y, key=jax.random.key(0)) if keyed else loss_fn(p, y)
+        return torch.from_numpy(np.array(value, dtype=np.float32))  # a copy: JAX's arrays are read-only
+    # its name, not `functools.wraps`: `__wrapped__` would hide the `reduction` keyword from `LossStats`
+    on_torch.__name__ = on_torch.__qualname__ = getattr(loss_fn, "__name__", type(loss_fn).__name__)
+    return on_torch
+
+def _labels(yb) -> bool:
+    return isinstance(yb, torch.Tensor) and not yb.is_floating_point()
+
+def _flax_layout(pred: torch.Tensor, yb) -> torch.Tensor:
+    "Labels per position ((n, T) against (n, C, T) in torch's layout): the classes back on the last axis."
+    return pred.movedim(1, -1) if _labels(yb) and pred.ndim > 2 else pred
+
+def add_validation_batch(stats: LossStats,  # the validation's `LossStats(loss_on_torch(loss_fn))`
+                         out,  # the model's output on the batch (an array, a tuple, a dict, ...)
+                         yb,  # the batch's targets
+                         loss,  # its mean loss (a JAX scalar)
+                         n: int,  # its rows
+                        ) -> None:
+    "One validation batch into the torch loop's `LossStats`: torch tensors, the classes on dim 1 (torch's layout)."
+    target = _torch_view(yb) if _is_array(yb) else yb
+    pred = flax_prediction(out) if stats.loss_fn is not None else None
+    if _is_array(pred):
+        pred = _torch_view(pred)
+        if _labels(target) and pred.ndim > 2: pred = pred.movedim(-1, 1)  # (n, T, C) -> (n, C, T)
+    stats.add(pred if isinstance(pred, torch.Tensor) else None, target, torch.tensor(float(loss)), n)
