@@ -657,6 +657,21 @@ def test_a_near_perfect_first_evaluation_that_training_matches_is_a_note_not_a_l
     assert f.severity == "info" and f.data["train_loss_then"] == 0.0009, f
 
 
+def test_a_first_epoch_that_blew_up_is_no_leak_when_validation_is_level_with_training_later():
+    """Probe 81, r_2: per-epoch records (Keras' default) of an lr 100x too high: epoch 0's training mean 45.9 (a
+    blow-up) made a first valid loss of 1.24, worse than chance, 'near-perfect' (2.7% of the start): a leak warning.
+    Validation level with training over the later epochs is no leak; a leak keeps validation ahead."""
+    rng = np.random.default_rng(0)
+    train = np.concatenate([[45.9], 1.0 + 0.3 * rng.standard_normal(14)])
+    valid = np.concatenate([[1.24], 1.0 + 0.3 * rng.standard_normal(14)])
+    rows = [(16 * (e + 1), e, "train", name, float(train[e])) for e in range(15) for name in ("loss", "epoch_loss")]
+    rows += [(16 * (e + 1), e, "valid", "loss", float(valid[e])) for e in range(15)]
+    assert "suspicious_score" not in kinds(tb.diagnose(tb.History(rows)))
+    # the same blow-up with validation far ahead of training all along: still a leak warning
+    ahead = [(s, e, sp, n, v * 0.02 if sp == "valid" else v) for s, e, sp, n, v in rows]
+    [f] = [f for f in tb.diagnose(tb.History(ahead)) if f.kind == "suspicious_score"]
+    assert f.severity == "warning" and "near-perfect from epoch 0" in f.message, f
+
 def test_a_frame_in_any_row_order_gets_the_diagnosis_of_its_steps():
     "f7: diagnose(DataFrame) sorts by step (stably): newest-first read as diverging, shuffled as not_learning."
     import pandas as pd

@@ -661,6 +661,16 @@ def _suspicious_score(c: dict, th: Thresholds) -> list[Finding]:
     _, te, t = series_of(c, "train", "epoch_loss")
     if len(loss) == 0 or len(v) == 0 or not np.isfinite(v).all(): return []
     start = untrained_loss(c, loss)  # (the constant predictor's loss when that is higher)
+    # over the later epochs, where the training loss is clearly above 0: two losses that are both near-perfect
+    # (below `leak_first` of the start: 0 and 0, round-off) have a ratio that says nothing. The start is also
+    # read after the first epoch: a first epoch that blew up inflates its mean, the start of per-epoch records
+    rest = t[1:][np.isfinite(t[1:])]
+    clear = th.leak_first * (min(start, float(rest.max())) if len(rest) else start)
+    train_at = dict(zip(te.tolist(), t.tolist()))
+    later = [(val, train_at[ep]) for ep, val in zip(ve.tolist(), v.tolist())
+             if ep in train_at and ep >= max(1, ve[-1] // 2) and math.isfinite(train_at[ep])
+             and train_at[ep] >= clear]
+    ratio = float(median(np.array([val / max(tr, 1e-12) for val, tr in later]))) if len(later) >= 2 else None
     if v[0] < th.leak_first * start:
         # training when validation first looked: the best of its last tenth of steps (>= 3; a hard batch is no
         # level). Near-perfect there too, the task may be easy (or a feature gives the target away on both: the
@@ -677,18 +687,13 @@ def _suspicious_score(c: dict, th: Thresholds) -> list[Finding]:
                             f"{first}, and the training loss was {train_then:.3g} by then; an easy task "
                             f"learned in its first epoch, or a feature that gives the target away on both "
                             f"(the history cannot tell which)", advice=_EASY_ADVICE, data=data)]
+        # ahead at first, level with training later: a first epoch that blew up (its mean inflated the starting
+        # loss too: per-epoch records), not a feature giving the target away, which keeps validation ahead
+        if ratio is not None and ratio >= th.leak_ratio: return []
         then = f", while the training loss then was {train_then:.3g}" if math.isfinite(train_then) else ""
         return [Finding("suspicious_score", "warning", f"{first}: near-perfect from epoch {int(ve[0])}{then}",
                         advice=_LEAK_ADVICE, data=data)]
-    # over the later epochs, where the training loss is clearly above 0: two losses that are both near-perfect
-    # (below `leak_first` of the start: 0 and 0, round-off) have a ratio that says nothing
-    train_at = dict(zip(te.tolist(), t.tolist()))
-    later = [(val, train_at[ep]) for ep, val in zip(ve.tolist(), v.tolist())
-             if ep in train_at and ep >= max(1, ve[-1] // 2) and math.isfinite(train_at[ep])
-             and train_at[ep] >= th.leak_first * start]
-    if len(later) < 2: return []
-    ratio = float(median(np.array([val / max(tr, 1e-12) for val, tr in later])))
-    if ratio >= th.leak_ratio: return []
+    if ratio is None or ratio >= th.leak_ratio: return []
     return [Finding("suspicious_score", "warning",
                     f"the valid loss is {ratio:.0%} of the training loss over the later epochs: "
                     "far better than training",
