@@ -305,3 +305,34 @@ def test_a_trainer_run_at_lr_0_is_observed_and_named_not_refused(tmp_path):
     # diagnose names the lr of 0, as it does for fit's runs whose lr was 0
     [stuck] = [f for f in run.findings if f.kind == "not_learning"]
     assert stuck.data["lr_always_zero"] and "was 0 at every step" in stuck.message
+
+
+class Classifier(Linear):
+    "A model whose config names its loss (as a ...ForSequenceClassification head's), with dropout (torch's RNG)."
+    def __init__(self):
+        super().__init__()
+        from types import SimpleNamespace
+        self.config, self.drop = SimpleNamespace(problem_type="single_label_classification", num_labels=2), nn.Dropout(0.5)
+
+    def forward(self, x, labels=None):
+        out = self.layer(self.drop(x))
+        return {"loss": nn.functional.cross_entropy(out, labels), "logits": out}
+
+
+def test_each_evaluation_logs_the_constant_predictors_loss_from_the_eval_labels_and_changes_nothing(tmp_path):
+    """Probe 81, r_4: an lr 100x too high whose eval loss never beat chance was silent, and the callback logged no
+    valid/prior_loss for diagnose to judge it by; reading the eval labels must not move the run's RNG."""
+    cb = tb.trainer_callback(live=False)
+    trainer = train(tmp_path, cb, model=Classifier())
+    y = torch.tensor([r["labels"] for r in rows(32, seed=1)])
+    share = torch.bincount(y) / len(y)
+    entropy = float(-(share * share.log()).sum())
+    priors = cb.run.records.series("prior_loss", "valid")
+    assert list(priors.index) == list(cb.run.records.series("loss", "valid").index)  # beside each eval loss
+    assert priors.tolist() == pytest.approx([entropy] * 3, rel=1e-6)
+    alone = train(tmp_path / "alone", TrainerCallback(), model=Classifier())  # no trainbook callback at all
+    evals = lambda t: [h["eval_loss"] for h in t.state.log_history if "eval_loss" in h]
+    assert evals(trainer) == evals(alone)
+    other = tb.trainer_callback(live=False)
+    train(tmp_path / "other", other)  # a model whose loss its config does not name: no prior, said in the docs
+    assert ("valid", "prior_loss") not in set(other.run.records.names())

@@ -919,7 +919,7 @@ def test_an_lr_100x_too_high_is_diverging_under_fit_flax_as_under_fit():
 
 
 def test_the_validation_statistics_are_the_torch_loops_for_each_kind_of_loss():
-    "loss_se per row for a named loss, from the batches for one of your own; a per-position prior; none on a whole output."
+    "loss_se per row for a named loss, from the batches for your own; a per-position prior; none on a whole output."
     from trainbook.jax_parts import add_validation_batch, flax_loss, loss_on_torch
     X, y = data(n=96)
     model = MLP()

@@ -11,14 +11,15 @@ from typing import Optional, Union
 import torch
 
 from .checkpoint import Checkpointer, probe_writable
-from .core import Finding, History, TrainConfig, environment, import_optional
+from .core import Finding, History, TrainConfig, environment, import_optional, rng_state, set_rng_state
 from .events import Callbacks, Event, LoopState, calling_callbacks, ending_runs_on_error, session_observers
+from .metrics import constant_predictor_loss
 from .readings import nonfinite_loss
 from .recorder import EarlyStopping, check_live, end_run, live_curves, run_of
 from .run import RUNNING, StopReason
 
 # %% auto #0
-__all__ = ['trainer_name', 'trainer_epoch', 'trainer_config', 'trainer_settings', 'trainer_callback']
+__all__ = ['trainer_name', 'trainer_epoch', 'trainer_config', 'trainer_settings', 'model_loss_fn', 'trainer_callback']
 
 # %% ../nbs/15a_huggingface.ipynb #95305ddb
 # what Trainer logs about its own speed and size at each evaluation: not the model's values
@@ -79,6 +80,16 @@ def trainer_settings(args,  # Trainer's `TrainingArguments`
             "warmup": args.warmup_steps or getattr(args, "warmup_ratio", 0) or 0,
             "logging_steps": args.logging_steps}
 
+_PROBLEM_LOSSES = {"single_label_classification": torch.nn.CrossEntropyLoss, "regression": torch.nn.MSELoss,
+                   "multi_label_classification": torch.nn.BCEWithLogitsLoss}
+
+def model_loss_fn(model,  # a Transformers model
+                 ) -> Optional[torch.nn.Module]:
+    """The torch loss a Transformers model computes from its labels where its config names it (`problem_type`:
+    the `...ForSequenceClassification` heads set it at their first batch); None for any other model."""
+    kind = getattr(getattr(model, "config", None), "problem_type", None)
+    return _PROBLEM_LOSSES[kind]() if kind in _PROBLEM_LOSSES else None
+
 def _finite_weights(model) -> bool:
     "Whether every parameter of `model` is finite: one read for all of them."
     params = [p.detach() for p in model.parameters()] if model is not None else []
@@ -105,6 +116,7 @@ def _trainer_recorder_class():
             self.records, self.windows = History(), {}  # epoch -> [sum of window losses x steps, steps, last step]
             self.nonfinite, self.stop_asked, self.last_saved = None, None, None
             self.valid_nan = None  # the step of the first NaN/inf validation loss
+            self.prior = None  # (the eval set, its constant predictor's loss): its labels read once
             self.closing = None  # (epoch, the event that closes it): Trainer logs and evaluates after on_epoch_end
             self.last_logged = 0  # the step of the last train loss logged: a window's steps end there
             # the best evaluation as Trainer names it (metric_for_best_model), else the lowest validation loss
@@ -148,6 +160,10 @@ def _trainer_recorder_class():
             if not self.open: return
             self.state.valid = {n[1]: float(v) for k, v in (metrics or {}).items()
                                 if (n := trainer_name(k)) and n[0] == "valid" and _is_number(v)}
+            if "eval_loss" in (metrics or {}):  # beside the valid loss, as fit logs it: the constant predictor's
+                prior = self._prior(args, kwargs.get("model"), kwargs.get("eval_dataloader"))
+                if prior is not None:
+                    self.records.append(state.global_step, trainer_epoch(state.epoch), "valid", "prior_loss", prior)
             self.observers(Event.after_validate, self.state)
             if self.closing is not None and self.closing[1] == "evaluate": self._close_epoch(state)
             self._honour_stop(control)
@@ -179,6 +195,21 @@ def _trainer_recorder_class():
             self.finish(self._stop_reason(state))
 
         # --- the run ------------------------------------------------------------------------------
+        def _prior(self, args, model, dl) -> Optional[float]:
+            "The constant predictor's loss on the eval set's labels, once a set (None: its loss or labels unknown)."
+            if self.prior is not None and self.prior[0] is getattr(dl, "dataset", dl): return self.prior[1]
+            loss_fn = model_loss_fn(model)
+            names = args.label_names or ["labels"]
+            if loss_fn is None or dl is None or len(names) != 1: return None
+            seeds = rng_state()  # a DataLoader's iterator draws its seed from torch's RNG: the run's draws kept
+            try: labels = [b[names[0]].detach().cpu() for b in dl if isinstance(b, dict) and names[0] in b]
+            finally: set_rng_state(seeds)
+            labels = [y.reshape(-1) if not y.is_floating_point() else y.reshape(len(y), -1) for y in labels]
+            try: prior = constant_predictor_loss(loss_fn, torch.cat(labels), model.config.num_labels)
+            except (RuntimeError, ValueError): prior = None  # labels of other shapes: no reference level
+            self.prior = (getattr(dl, "dataset", dl), prior)
+            return prior
+
         def _take(self, logs: dict, step: int, epoch: Optional[float], model=None):
             "One of Trainer's logs into the records (a train loss is the mean of the steps since the last one)."
             e = trainer_epoch(epoch)

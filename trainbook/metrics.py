@@ -17,7 +17,7 @@ from .core import rng_state, set_rng_state
 # %% auto #0
 __all__ = ['IGNORE_INDEX', 'BUILTIN_METRICS', 'ignore_index_of', 'class_loss_terms', 'accuracy', 'resolve_metrics', 'sk_metric',
            'trial_copy', 'try_validation', 'proba_2d', 'scored_proba', 'require_codes', 'classification_metrics',
-           'loss_vs_constant', 'regression_metrics', 'class_weights', 'focal_loss']
+           'loss_vs_constant', 'regression_metrics', 'class_weights', 'focal_loss', 'constant_predictor_loss']
 
 # %% ../nbs/04a_metrics.ipynb #8c77c886
 IGNORE_INDEX = -100  # the label of positions without a target (torch's and Hugging Face's default)
@@ -345,3 +345,23 @@ def focal_loss(logits: torch.Tensor,  # (n, k) class logits, or (n,) / (n, 1) fo
     p_true = torch.exp(-ce)
     w = 1.0 if weight is None else weight[target]
     return (w * (1 - p_true) ** gamma * ce).mean()
+
+# %% ../nbs/04a_metrics.ipynb #b12c67bd
+_PRIOR_CLASSES = 1024  # LossStats computes no prior past this many classes (one call on a classes × classes batch)
+
+def constant_predictor_loss(loss_fn: Callable,  # a torch loss: nn.CrossEntropyLoss(), nn.MSELoss(), ...
+                            targets,  # the validation's targets: class labels (n,) or (n, T), or values (n, ...)
+                            n_classes: Optional[int] = None,  # the model's outputs per position, for class labels
+                           ) -> Optional[float]:
+    "The constant predictor's loss on `targets` under `loss_fn` (`valid/prior_loss`), by `fit`'s own `LossStats`."
+    from trainbook.triage import LossStats  # (triage imports this module)
+    y = torch.as_tensor(targets)
+    labels = not y.is_floating_point()
+    if labels:  # one row a label (per-position labels, padded per batch, flattened): the counts are all it reads
+        if not n_classes or not 1 < n_classes <= _PRIOR_CLASSES: return None
+        y = y.reshape(-1)
+    if len(y) < 2: return None
+    pred = torch.zeros((len(y), n_classes) if labels else tuple(y.shape))  # a placeholder: its values are not read
+    stats = LossStats(loss_fn)
+    stats.add(pred, y, torch.zeros(()), len(y))
+    return stats.results().get("prior_loss")
