@@ -661,3 +661,51 @@ def test_runs_shows_a_live_run_running_and_no_evidence_column(tracker, tmp_path,
     assert table.stopped[0] == "completed" and not evidence & set(table.columns), evidence & set(table.columns)
     assert not evidence & set(tracking.metrics_of(run))
     assert not evidence & set(mlflow.MlflowClient(tracker.uri).get_run(table.run_id[0]).data.metrics)
+
+
+def ms(seconds: float) -> int: return int(seconds * 1000)
+
+
+@pytest.mark.parametrize("lost", ["start", "end"])
+def test_a_run_sync_delivers_keeps_its_own_start_and_end_and_its_place_in_runs(store, request, tmp_path,
+                                                                               monkeypatch, lost):
+    """Probe 79, f1: a spooled run delivered by sync was stored as started and ended at the sync (lasting under a
+    second) and listed by tb.runs() as newer than runs recorded after it."""
+    import time
+    monkeypatch.setenv("TRAINBOOK_SPOOL", str(tmp_path / "spool"))
+    experiment = request.node.name
+    t = tb.track(store[0], experiment=experiment, flush_every=0)
+
+    def down(*a, **k): raise ConnectionError("the store is down")
+    if lost == "start": t.client.create_run = down  # the store never saw the run: sync creates it
+    else:  # the store made the run, its end write failed: sync ends it
+        real = t.client.log_batch
+        t.client.log_batch = lambda run_id, **kw: (down() if any(tag.key == "stopped" for tag in kw.get("tags", ()))
+                                                  else real(run_id, **kw))
+    before = time.time()
+    with pytest.warns(UserWarning, match="the run is kept in"):
+        spooled = fit(epochs=2)
+    after = time.time()
+    tb.untrack()
+    later = tb.log_run(fit(epochs=1, track=False), uri=store[0], experiment=experiment)  # recorded before the sync
+    (rid,) = tb.sync(store[0])
+    info = mlflow.MlflowClient(store[0]).get_run(rid).info
+    assert ms(before) <= info.start_time <= info.end_time <= ms(after)  # when it ran, not when it was synced
+    assert spooled.extra["mlflow_run_id"] == rid
+    assert list(tb.runs(experiment, uri=store[0]).run_id) == [later, rid]  # newest first: it ran before `later`
+
+
+def test_a_run_spooled_without_its_times_is_dated_by_its_spool_file(store, request, tmp_path, monkeypatch):
+    "A spool file of a trainbook that kept no times: its end is when the file was written, its start that less its length."
+    import os
+    from trainbook import store as st
+    monkeypatch.setenv("TRAINBOOK_SPOOL", str(tmp_path / "spool"))
+    run = fit(epochs=1, track=False)
+    run.extra["seconds"] = 90.0
+    path = st.spool(store[0], {"experiment": request.node.name, "run_id": None, "name": "old", "params": {},
+                               "tags": {}, "status": "FINISHED", "record": run.to_dict()})
+    written = 1_700_000_000  # the file's time, seconds
+    os.utime(path, (written, written))
+    (rid,) = tb.sync(store[0])
+    info = mlflow.MlflowClient(store[0]).get_run(rid).info
+    assert (info.start_time, info.end_time) == (ms(written) - 90_000, ms(written))

@@ -250,6 +250,8 @@ class _Recording:
     offset: int = 0  # the records up to here were handed over
     stored: int = 0  # the records up to here are in the store (a failed write leaves it where it was)
     last_flush: float = field(default_factory=time.monotonic)
+    started: int = field(default_factory=lambda: int(time.time() * 1000))  # the run's start, ms (MLflow's unit)
+    ended: Optional[int] = None  # the run's end, ms: a run the spool delivers later keeps both
     writer: Any = None
     keys: dict = field(default_factory=dict)  # name -> MLflow key, as the writes made them (`metric_points`)
     spooled: bool = False  # handed to the spool: the writer thread leaves it alone
@@ -371,6 +373,7 @@ class Tracker:
         "At the run's end: the last records, tags, artifacts, status; waits `wait` seconds at most, then spools."
         self.recording.pop(id(rec), None)
         if rec.spooled: return
+        rec.ended = int(time.time() * 1000)  # now, not when the store takes it (a spooled run: at the sync)
         if self.client is not None: run.extra["mlflow_run_key"] = rec.key  # `log_run`, `sync` look it up
         self._submit(rec, self._finish, rec, _handed_over(rec, run.records), run)
         done = self._pool.submit(lambda: None)  # done once everything handed over before it is written
@@ -404,13 +407,14 @@ class Tracker:
         tags = {**rec.tags, **_safe_tags(tags_of(run)), **renamed_metrics(rec.keys)}
         return spool(self.uri, {"experiment": self.experiment, "run_id": rec.run_id, "name": rec.name,
                                 "params": params, "tags": tags, "status": status_of(run),
+                                "start_time": rec.started, "end_time": rec.ended,
                                 "record": run.to_dict(), "figure": self.figure})
 
     # --- on the background thread: the writes ------------------------------------------------------
     def _start(self, rec: _Recording):
         if self.tensorboard is not None: self._board(rec, self._open_board, rec)
         if self.client is None: return
-        run = self.client.create_run(self.experiment_id, tags=rec.tags, run_name=rec.name)
+        run = self.client.create_run(self.experiment_id, start_time=rec.started, tags=rec.tags, run_name=rec.name)
         rec.run_id, rec.artifact_uri = run.info.run_id, run.info.artifact_uri
         # the params are known before the first step: a run killed before its first metrics still has them
         _log_batch(self.client, rec.run_id, params=self._unwritten_params(rec))
@@ -475,7 +479,7 @@ class Tracker:
         rec.stored, rec.params_written = end, True
         self._artifacts(rec.artifact_uri, run)
         _drop_copies(self.client, self.experiment_id, rec.key, rec.run_id)
-        self.client.set_terminated(rec.run_id, status_of(run))
+        self.client.set_terminated(rec.run_id, status_of(run), end_time=rec.ended)
         rec.failed = False  # the whole run is in the store: nothing to spool
         self.run_ids.append(rec.run_id)
 
@@ -500,6 +504,7 @@ class Tracker:
         from mlflow.entities import Metric, Param, RunTag
         run = Run.from_dict(entry["record"], where="a spooled run")
         run_id, key = entry.get("run_id"), entry["tags"].get(RUN_KEY)
+        start_time, end_time = _run_times(entry, run)  # when it ran, not now
         if run_id is None:  # in the experiment it was made for, not this tracker's
             experiment = entry.get("experiment") or self.experiment
             experiment_id = (self.experiment_id if experiment == self.experiment else
@@ -508,7 +513,8 @@ class Tracker:
             run_id = next(iter(_keyed_runs(self.client, experiment_id, key)), None)
         existed = run_id is not None
         if not existed:
-            got = self.client.create_run(experiment_id, tags=entry["tags"], run_name=entry.get("name"))
+            got = self.client.create_run(experiment_id, start_time=start_time, tags=entry["tags"],
+                                         run_name=entry.get("name"))
             run_id, artifact_uri, stored = got.info.run_id, got.info.artifact_uri, {}
         else:
             got = self.client.get_run(run_id)
@@ -528,7 +534,7 @@ class Tracker:
         try: self._artifacts(artifact_uri, run)
         finally: self.figure = figure
         _drop_copies(self.client, got.info.experiment_id, key, run_id)
-        self.client.set_terminated(run_id, entry["status"])
+        self.client.set_terminated(run_id, entry["status"], end_time=end_time)
         return run_id
 
     def sync(self) -> list[str]:
@@ -542,6 +548,8 @@ class Tracker:
             if entry is None:
                 release_spooled(claimed)
                 continue
+            # spooled by a trainbook that kept no times: its file was written at the run's end
+            entry.setdefault("end_time", int(claimed.stat().st_mtime * 1000))
             try:
                 with contextlib.redirect_stdout(io.StringIO()):  # MLflow's 'View run' lines, one a run
                     delivered.append(self.deliver(entry))
@@ -573,6 +581,13 @@ class Tracker:
         where = f"{self.uri}, experiment {self.experiment!r}" if self.client is not None else "MLflow off"
         board = f", TensorBoard in {self.tensorboard}" if self.tensorboard is not None else ""
         return f"Tracker({where}{board}; {len(self.run_ids)} runs written this session)"
+
+def _run_times(entry: dict, run: Run) -> tuple[Optional[int], Optional[int]]:
+    "A spool entry's (start, end) in ms, as the run ran; None for what it does not know (MLflow takes now)."
+    start, end = entry.get("start_time"), entry.get("end_time")
+    seconds = run.extra.get("seconds")  # how long it ran: a start from its end
+    if start is None and end is not None and seconds is not None: start = end - int(seconds * 1000)
+    return start, end
 
 def _summary(run: Run) -> dict:
     "The run's one-value metrics: its best monitored value, duration and steps (finite ones)."
