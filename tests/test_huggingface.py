@@ -312,7 +312,8 @@ class Classifier(Linear):
     def __init__(self):
         super().__init__()
         from types import SimpleNamespace
-        self.config, self.drop = SimpleNamespace(problem_type="single_label_classification", num_labels=2), nn.Dropout(0.5)
+        self.config = SimpleNamespace(problem_type="single_label_classification", num_labels=2)
+        self.drop = nn.Dropout(0.5)
 
     def forward(self, x, labels=None):
         out = self.layer(self.drop(x))
