@@ -3,6 +3,7 @@ Ctrl-C while a run's end waits, a tracked process SIGKILLed, bad param names, tr
 is started once for the module on 127.0.0.1 and stopped by its pid; the test reaches it through a TCP proxy it can
 cut and restore, which is what a client sees when a server goes away and comes back."""
 import json, os, re, shutil, signal, socket, subprocess, sys, textwrap, threading, time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -149,7 +150,8 @@ def test_a_server_gone_mid_fit_costs_seconds_and_the_run_arrives_after_sync(serv
 def test_a_uri_nothing_listens_on_fails_fast_and_says_what_was_tried():
     port = free_port()
     t0 = time.monotonic()
-    with pytest.raises(ConnectionError, match=f"no MLflow tracking server answers at http://127.0.0.1:{port}"):
+    with pytest.raises(ConnectionError,
+                       match=f"uri 'http://127.0.0.1:{port}': no MLflow tracking server answers there"):
         tb.track(f"http://127.0.0.1:{port}")
     assert time.monotonic() - t0 < 30  # seconds, not MLflow's four minutes of retries
     assert tb.active_tracker() is None
@@ -337,7 +339,7 @@ def test_a_hung_server_is_a_connection_error_naming_it(monkeypatch):
         hung.bind(("127.0.0.1", 0))
         hung.listen(16)  # the kernel accepts; nothing ever reads or answers
         uri = f"http://127.0.0.1:{hung.getsockname()[1]}"
-        with pytest.raises(ConnectionError, match=f"no MLflow tracking server answers at {uri}"):
+        with pytest.raises(ConnectionError, match=f"uri '{uri}': no MLflow tracking server answers there"):
             tb.runs(uri=uri)
         with pytest.raises(ConnectionError, match=uri): tb.load_run("0" * 32, uri=uri)
 
@@ -376,6 +378,7 @@ def test_a_folder_is_the_store_in_it_and_a_new_db_path_is_the_file(tmp_path):
 def test_a_relative_file_store_uri_is_made_absolute_where_it_is_given(tmp_path, monkeypatch):
     "MLflow keeps `file:./mlruns` relative: after os.chdir the tracker's store was another folder."
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 keeps its file store behind this switch
     assert st.resolve_uri("file:./mlruns") == (tmp_path / "mlruns").as_uri()
     assert st.resolve_uri("file:mlruns") == (tmp_path / "mlruns").as_uri()
     assert st.resolve_uri(f"file://{tmp_path}/x") == f"file://{tmp_path}/x"  # absolute: as it is
@@ -588,3 +591,122 @@ def test_a_database_url_whose_driver_has_an_underscore_is_a_url_and_a_home_path_
     assert database_url("~/s.db", "storage") == f"sqlite:///{Path.home() / 's.db'}"
     with pytest.raises(ValueError, match=r"unknown scheme 'orcle\+cx_oracle' \(did you mean 'oracle'\?\)"):
         database_url("orcle+cx_oracle://u:p@h/db", "storage")
+
+
+# --- probe 79: what answers at a tracking URI, a scheme's case, MLflow 3's file store -------------------------------
+
+@contextmanager
+def http_service(handler):
+    "A web service on 127.0.0.1 (threads of this process) for the block; yields its URI."
+    import http.server
+    service = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    service.daemon_threads = True
+    threading.Thread(target=service.serve_forever, daemon=True).start()
+    try: yield f"http://127.0.0.1:{service.server_address[1]}"
+    finally:
+        service.shutdown()
+        service.server_close()
+
+
+def answering(status: int, kind: str, body: bytes):
+    "A handler that answers every GET with `status`, `kind` and `body`."
+    import http.server
+
+    class Fixed(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args): pass
+    return Fixed
+
+
+@pytest.mark.parametrize("answer", [
+    (404, "text/html", b"<!DOCTYPE HTML><html><head><title>Jupyter Server</title></head><body>404</body></html>"),
+    (404, "application/json", b'{"message": "Not Found", "reason": null}'),  # a JSON API, not MLflow's
+    (200, "text/html", b"<html><head><title>Sign in</title></head></html>")],  # a login page, even at /health
+    ids=["html-404", "json-404", "html-200"])
+def test_another_web_service_at_the_uri_is_refused_naming_uri_and_what_answered(answer):
+    "Probe 79, f2: any answer below 500 at /health counted as a server; track() then gave MLflow's error with the page."
+    with http_service(answering(*answer)) as uri:
+        with pytest.raises(ConnectionError, match=rf"uri '{uri}': no MLflow tracking server answers there \(another "
+                                                  rf"web service does: GET {uri}/health: HTTP {answer[0]}") as caught:
+            tb.track(uri, experiment="not-mlflow")
+    assert "<html" not in str(caught.value).lower() and "check the port" in str(caught.value)
+    assert tb.active_tracker() is None
+
+
+def test_a_server_that_wants_credentials_is_left_to_mlflows_client():
+    "401 at /health and at the API: an MLflow server behind authentication (MLflow's client sends the credentials)."
+    with http_service(answering(401, "text/plain", b"You are not authenticated.")) as uri:
+        assert st.check_server(uri, timeout=5) is None
+
+
+def test_a_proxy_that_does_not_know_health_but_forwards_mlflow_is_a_server(server):
+    "A proxy answering /health with its own 404 page, forwarding MLflow's API: judged by the API, accepted."
+    import http.server, urllib.error, urllib.request
+
+    class Forward(http.server.BaseHTTPRequestHandler):
+        def forward(self):
+            if self.path.startswith("/health"): return self.send_error(404)  # its own HTML page
+            length = int(self.headers.get("Content-Length") or 0)
+            request = urllib.request.Request(f"http://127.0.0.1:{server}{self.path}", method=self.command,
+                                             data=self.rfile.read(length) if length else None,
+                                             headers={"Content-Type": self.headers.get("Content-Type", "")})
+            try: answer = urllib.request.urlopen(request, timeout=60)
+            except urllib.error.HTTPError as e: answer = e
+            with answer: body = answer.read()
+            self.send_response(answer.getcode())
+            self.send_header("Content-Type", answer.headers.get("Content-Type", "application/json"))
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = forward
+
+        def log_message(self, *args): pass
+    with http_service(Forward) as uri:
+        tracker = tb.track(uri, experiment="behind-a-proxy", flush_every=0)
+        try:
+            run = fit(epochs=1)
+            tracker.wait()
+            assert list(tb.runs(uri=uri).run_id) == [run.extra["mlflow_run_id"]]
+        finally: tb.untrack()
+
+
+def test_a_capitalised_scheme_is_the_lower_case_uri():
+    "Probe 79, f5: 'HTTP://' skipped the /health check and said a server that never answered 'stopped answering'."
+    port = free_port()
+    with pytest.raises(ConnectionError, match=rf"uri 'http://127.0.0.1:{port}': no MLflow tracking server answers "
+                                              rf"there \(GET http://127.0.0.1:{port}/health") as caught:
+        tb.track(f"HTTP://127.0.0.1:{port}")
+    assert "stopped answering" not in str(caught.value)
+    assert st.resolve_uri("HTTPS://example.org:5000") == "https://example.org:5000"
+    assert st.resolve_uri("SQLite:////tmp/x.db") == "sqlite:////tmp/x.db"
+    assert st.database_url("SQLITE:///s.db", "storage") == "sqlite:///s.db"  # SQLAlchemy knows no 'SQLITE'
+
+
+def test_a_file_store_is_refused_naming_uri_unless_mlflow_is_told_to_open_it(tmp_path, monkeypatch):
+    "Probe 79, f4: a file: URI failed with MLflow's raw 'maintenance mode' error, which 16a_store said it replaced."
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    new = tmp_path / "new"
+    with pytest.raises(ValueError, match=rf"uri 'file://{new}' is an MLflow file store.*pass a SQLite store instead"
+                                         r".*or set MLFLOW_ALLOW_FILE_STORE=true"):
+        tb.track(f"file://{new}")
+    assert not new.exists() and tb.active_tracker() is None
+    # MLflow 2's ./mlruns, given as a folder: its runs would hide behind a new mlruns.db in it
+    old = tmp_path / "mlruns"
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    mlflow.MlflowClient(old.as_uri()).create_experiment("before")
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE")
+    with pytest.raises(ValueError, match=rf"uri '{old}' is an MLflow file store.*mlflow migrate-filestore "
+                                         rf"--source {old} --target sqlite:///{tmp_path}/mlruns.db"):
+        tb.track(str(old))
+    assert not (old / "mlruns.db").exists()
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # you insist: MLflow opens it, and so does trainbook
+    assert st.resolve_uri(str(old)) == st.resolve_uri(f"file://{old}") == old.as_uri()
+    tracker = tb.track(str(old), experiment="before")
+    tb.untrack()
+    assert tracker.experiment_id == mlflow.MlflowClient(old.as_uri()).get_experiment_by_name("before").experiment_id

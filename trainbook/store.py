@@ -16,12 +16,13 @@ from .core import atomic_write, did_you_mean, process_alive, warn
 
 # %% auto #0
 __all__ = ['MAX_KEY', 'MAX_PARAM_VALUE', 'MAX_TAG_VALUE', 'CUT', 'SCHEMES', 'DATABASES', 'STORE_FILE', 'SQLITE_SUFFIXES',
-           'HTTP_LIMITS', 'READ_LIMITS', 'READ_WAIT', 'OWNER_TAGS', 'STALE_AFTER', 'safe_key', 'safe_value',
-           'safe_names', 'safe_items', 'sqlite_path', 'database_url', 'make_sqlite_folder', 'store_location',
-           'sqlite_tables', 'require_own_sqlite', 'hide_password', 'resolve_uri', 'bound_http', 'read_limits',
-           'no_answer', 'request_bound', 'server_errors', 'artifact_repository', 'read_artifact', 'is_remote',
-           'check_server', 'quiet_mlflow', 'spool_dir', 'spool', 'spooled', 'claim_spooled', 'release_spooled',
-           'read_spooled', 'owner_tags', 'is_dead', 'dead_end_time', 'mark_dead_runs']
+           'FILE_STORE_SWITCH', 'HTTP_LIMITS', 'READ_LIMITS', 'READ_WAIT', 'MLFLOW_API_PROBE', 'OWNER_TAGS',
+           'STALE_AFTER', 'safe_key', 'safe_value', 'safe_names', 'safe_items', 'sqlite_path', 'database_url',
+           'make_sqlite_folder', 'store_location', 'sqlite_tables', 'require_own_sqlite', 'hide_password',
+           'resolve_uri', 'bound_http', 'read_limits', 'no_answer', 'request_bound', 'server_errors',
+           'artifact_repository', 'read_artifact', 'is_remote', 'check_server', 'quiet_mlflow', 'spool_dir', 'spool',
+           'spooled', 'claim_spooled', 'release_spooled', 'read_spooled', 'owner_tags', 'is_dead', 'dead_end_time',
+           'mark_dead_runs']
 
 # %% ../nbs/16a_store.ipynb #fc71d383
 MAX_KEY, MAX_PARAM_VALUE, MAX_TAG_VALUE = 250, 6000, 8000  # MLflow's limits (mlflow.utils.validation)
@@ -86,6 +87,11 @@ def _schemes(own: tuple = SCHEMES, group: str = "mlflow.tracking_store") -> list
 
 _SQLITE = re.compile(r"sqlite(\+\w+)?:", re.IGNORECASE)  # a SQLite URL, its driver named or not
 
+def _lower_scheme(url: str) -> str:
+    "`url` with its scheme in lower case: schemes are case-insensitive (RFC 3986), MLflow's checks are not."
+    scheme = re.match(r"[A-Za-z][\w+.-]*:", url).group(0)  # `_check_scheme` found one
+    return scheme.lower() + url[len(scheme):]
+
 def _misread_sqlite(url: str, name: str, given) -> ValueError:
     "The error for a SQLite URL SQLAlchemy would misread (too few slashes), with the form meant."
     prefix = _SQLITE.match(url).group(0)
@@ -128,6 +134,7 @@ def database_url(storage: str,  # a database URL (sqlite:///study.db, postgresql
     given = storage if given is None else given
     if _check_scheme(storage, name, given, _schemes(DATABASES, "sqlalchemy.dialects"), "a database URL",
                      "a SQLite file's path"):
+        storage = _lower_scheme(storage)  # SQLAlchemy finds no dialect 'POSTGRESQL'
         sqlite_path(storage, name, given)
         return storage
     return f"sqlite:///{Path(storage).expanduser()}"  # ~/study.db in the home folder, not a folder '~' here
@@ -209,6 +216,36 @@ def _check_sqlite_file(path: Path, uri: str):
                          "or an existing MLflow store")
     require_own_sqlite(path, "uri", uri, "experiments")
 
+FILE_STORE_SWITCH = "MLFLOW_ALLOW_FILE_STORE"  # MLflow 3 opens a file store only when it is true
+
+def _file_store_refused() -> bool:
+    "Whether the installed MLflow refuses to open a file store (MLflow 3 unless `FILE_STORE_SWITCH` is true)."
+    try: from mlflow import environment_variables
+    except ImportError: return False  # no MLflow: tracking says so itself
+    switch = getattr(environment_variables, FILE_STORE_SWITCH, None)
+    if switch is None: return False  # an MLflow from before the switch opens file stores
+    try: return not switch.get()
+    except ValueError: return True  # a value MLflow cannot read ('yes'): it raises when the store opens
+
+def _holds_file_store(folder: Path) -> bool:
+    "Whether `folder` holds an MLflow file store (its default experiment, or its .trash of deleted ones)."
+    return (folder / "0" / "meta.yaml").is_file() or (folder / ".trash").is_dir()
+
+def _check_file_store(location: str, given) -> None:
+    """Refuse, naming `uri`, a file store (`file:` URI) the installed MLflow would refuse with its own error
+    about 'maintenance mode', saying what to pass instead."""
+    if not _file_store_refused(): return
+    folder = Path(urllib.request.url2pathname(urllib.parse.urlparse(location).path))
+    target = folder.parent / STORE_FILE
+    move = ""
+    if _holds_file_store(folder):
+        move = (f"to keep its runs, copy them into a SQLite store first (mlflow migrate-filestore --source "
+                f"{folder} --target sqlite:///{target}), then pass {str(target)!r}; ")
+    raise ValueError(f"uri {given!r} is an MLflow file store, which MLflow opens only with "
+                     f"{FILE_STORE_SWITCH}=true (its file stores are in maintenance mode); {move}pass a "
+                     f"SQLite store instead (a folder: its {STORE_FILE} is the store; or sqlite:///{target}), "
+                     f"or set {FILE_STORE_SWITCH}=true to use the file store as it is")
+
 def hide_password(url: str,  # a URL (scheme://user:password@host/...), or a path
                  ) -> str:
     "`url` with its password shown as `***`, for a message (one short of its ':' too); a path as it is."
@@ -253,13 +290,21 @@ def resolve_uri(uri: str,  # a tracking URI (sqlite:///..., http://...), or a pa
                          "or a folder for the store")
     if text in ("databricks", "databricks-uc"): return text  # MLflow's names for the default workspace
     if _check_scheme(text, "uri", uri, _schemes(), "a tracking URI", f"a folder (its {STORE_FILE} is the store)"):
+        text = _lower_scheme(text)  # HTTP://host is http://host, for every check below
         path = sqlite_path(text, "uri", uri)
         if path is not None: _check_sqlite_file(path, uri)
-        return store_location(text)
+        location = store_location(text)
+        if location.startswith("file:"): _check_file_store(location, uri)
+        return location
     path = Path(text).expanduser()
     if path.is_file() or (not path.exists() and path.suffix in SQLITE_SUFFIXES):
         _check_sqlite_file(path, uri)
         return "sqlite:///" + os.path.abspath(path)
+    if not (path / STORE_FILE).exists() and _holds_file_store(path):
+        # an MLflow file store (./mlruns of MLflow 2): a new mlruns.db in it would hide its runs
+        location = Path(os.path.abspath(path)).as_uri()
+        _check_file_store(location, uri)
+        return location
     return "sqlite:///" + os.path.abspath(path / STORE_FILE)
 
 # %% ../nbs/16a_store.ipynb #7b72be80
@@ -351,22 +396,55 @@ def is_remote(uri: str,  # a tracking URI
     "Whether `uri` names a tracking server (http, https) rather than a local store."
     return uri.startswith(("http://", "https://"))
 
+MLFLOW_API_PROBE = "/api/2.0/mlflow/experiments/search?max_results=1"  # an endpoint every MLflow server has
+
+def _ask(url: str, timeout: float) -> tuple[int, str, str]:
+    "(status, content type, body's first MB) of GET `url`; OSError or ValueError when nothing answers."
+    try: answer = urllib.request.urlopen(url, timeout=timeout)  # noqa: S310 (the user's own URI)
+    except urllib.error.HTTPError as e: answer = e  # an answer all the same: 404, 401, 502
+    with answer:
+        body = answer.read(1 << 20).decode("utf-8", "replace")
+        return answer.getcode(), answer.headers.get_content_type(), body
+
+def _mlflow_api(status: int, kind: str, body: str) -> bool:
+    "Whether an answer to `MLFLOW_API_PROBE` is MLflow's JSON: a result, or an error with its `error_code`."
+    if kind != "application/json": return False
+    try: data = json.loads(body)
+    except ValueError: return False
+    return isinstance(data, dict) and (status == 200 or "error_code" in data)
+
+def _seen(status: int, kind: str, body: str) -> str:
+    "An answer in a few words, for a message: 'HTTP 404, text/html page \"Jupyter Server\"'."
+    title = re.search(r"<title>\s*(.*?)\s*</title>", body, re.IGNORECASE | re.DOTALL)
+    return f"HTTP {status}, {kind}" + (f" page {title.group(1)[:60]!r}" if title else "")
+
+def _no_server(uri: str, tried: str) -> ConnectionError:
+    "The error for a `uri` where no MLflow server answers, with what was `tried` and what to do."
+    return ConnectionError(f"uri {uri!r}: no MLflow tracking server answers there ({tried}); start one "
+                           "(mlflow server --host 127.0.0.1 --port 5000) or call tb.track() for the local "
+                           "SQLite store")
+
 def check_server(uri: str,  # an http(s) tracking URI
-                 timeout: float = 5.0,  # seconds to wait for an answer
+                 timeout: float = 5.0,  # seconds to wait for each answer (two at most)
                 ) -> None:
-    "Ask the server's /health page; a ConnectionError says what was tried when nothing answers in time."
-    url = uri.rstrip("/") + "/health"
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as answer:  # noqa: S310 (the user's own URI)
-            if answer.status < 500: return
-            reason = f"HTTP {answer.status}"
-    except urllib.error.HTTPError as e:
-        if e.code < 500: return  # it answers (a proxy may not know /health)
-        reason = f"HTTP {e.code}"
-    except (OSError, ValueError) as e: reason = str(getattr(e, "reason", e))
-    raise ConnectionError(f"no MLflow tracking server answers at {uri} (GET {url} for {timeout:g} s: "
-                          f"{reason}); start one (mlflow server --host 127.0.0.1 --port 5000) or call "
-                          "tb.track() for the local SQLite store")
+    """Ask the server's /health page, and when its answer is not MLflow's 'OK', one MLflow API endpoint: a
+    ConnectionError naming `uri` when nothing answers in time or what answers is not MLflow."""
+    health = uri.rstrip("/") + "/health"
+    try: status, kind, body = _ask(health, timeout)
+    except (OSError, ValueError) as e:
+        raise _no_server(uri, f"GET {health} for {timeout:g} s: {getattr(e, 'reason', e)}") from None
+    if status < 500 and body.strip() == "OK": return  # MLflow's own answer
+    if status >= 500: raise _no_server(uri, f"GET {health}: HTTP {status}")
+    # a proxy that does not know /health, or another web service (a Jupyter server, a dev server on the port
+    # meant): MLflow's API tells them apart. 401/403: it wants the credentials MLflow's client sends
+    api = uri.rstrip("/") + MLFLOW_API_PROBE
+    try: answer = _ask(api, timeout)
+    except (OSError, ValueError) as e:
+        raise _no_server(uri, f"GET {health}: {_seen(status, kind, body)}; GET {api} for {timeout:g} s: "
+                              f"{getattr(e, 'reason', e)}") from None
+    if answer[0] in (401, 403) or _mlflow_api(*answer): return
+    raise _no_server(uri, f"another web service does: GET {health}: {_seen(status, kind, body)}; GET {api}: "
+                          f"{_seen(*answer)}; check the port")
 
 def quiet_mlflow():
     """Keep MLflow's INFO lines (database set-up, migrations) out of cell outputs; MLFLOW_LOGGING_LEVEL asks for them.
@@ -392,7 +470,7 @@ def spool_dir(uri: str,  # the tracking URI the writes were meant for
     return folder
 
 def spool(uri: str,  # the store the run belongs to
-          entry: dict,  # {"experiment", "run_id", "name", "params", "tags", "status", "record"}
+          entry: dict,  # experiment, run_id, name, params, tags, status, start_time, end_time (ms), record
          ) -> Path:
     "Keep an undelivered run on disk (atomically); returns its spool file."
     name = f"{entry.get('name') or 'run'}-{_digest(json.dumps(entry.get('tags', {}), sort_keys=True) + str(time.time()))}.json"
