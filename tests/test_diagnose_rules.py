@@ -1049,3 +1049,23 @@ def test_a_run_that_blew_up_is_diverging_not_unstable():
     for s in range(560, 601): h.append(s, 9, "train", "loss", 50.0)
     found = kinds(tb.diagnose(h))
     assert "diverging" in found and "unstable" not in found
+
+
+def test_a_first_record_that_is_a_windows_mean_is_not_the_untrained_loss_when_the_prior_is_known():
+    """Probe 81, r_4: a Trainer logging every 4 steps, lr 100x too high: its first record (2.23) was the mean of 4
+    steps that had blown up already, read as the untrained loss, so the jump to 4.09 was under diverging's 2x and
+    the run, never better than chance, got no finding. A first record after step 1 is a window's mean: the
+    constant predictor's loss (0.693 here) is the untrained level when it is known."""
+    train = [2.232, 4.094, 1.717, 1.344, 1.247, 0.927, 0.923, 1.218, 0.942, 0.858, 1.256, 0.861, 1.102, 1.453,
+             1.585, 1.471, 0.722, 0.931, 0.77, 0.884, 0.729, 0.867, 0.713, 0.766]
+    valid = [0.718, 0.705, 0.7, 0.755, 0.82, 0.702]
+
+    def history(first_step):
+        steps = [first_step] + [4 * (i + 1) for i in range(1, len(train))]
+        rows = [(s, (s - 1) // 16, "train", "loss", v) for s, v in zip(steps, train)]
+        for e, v in enumerate(valid):
+            rows += [(16 * (e + 1), e, "valid", "loss", v), (16 * (e + 1), e, "valid", "prior_loss", math.log(2))]
+        return tb.History(rows)
+    assert [f.kind for f in tb.diagnose(history(4)) if f.severity == "error"] == ["diverging"]
+    # the same first value logged at step 1 is the untrained model's own loss: no blow-up past 2x of it
+    assert "diverging" not in kinds(tb.diagnose(history(1)))

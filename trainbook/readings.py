@@ -171,8 +171,13 @@ def valid_noise(c: dict,  # `curves_of` a history
 def untrained_loss(c: dict,  # `curves_of` a history
                    loss: np.ndarray,  # its training loss, one value per step
                   ) -> float:
-    "The untrained model's loss: the first step's, or the constant predictor's if higher (a first batch's)."
+    """The untrained model's loss: the first step's, or the constant predictor's if higher (a first batch's); the
+    constant predictor's when the first record is a window's mean (logged after step 1: a Trainer's logging_steps,
+    an epoch's), which a blow-up inside the window inflates."""
     _, _, prior = series_of(c, "valid", "prior_loss")
+    if len(prior):
+        steps = next((s for s, _, _ in (series_of(c, "train", n) for n in ("loss", "epoch_loss")) if len(s)), ())
+        if len(steps) and steps[0] > 1: return max(float(median(prior)), 1e-12)
     return max(abs(float(loss[0])), float(median(prior)) if len(prior) else 0.0, 1e-12)
 
 def lr_jumps(c: dict,  # `curves_of` a history
