@@ -17,7 +17,8 @@ from .batch import DeferredCtrlC
 from .checkpoint import CheckpointError, Checkpointer, RunFolderBusy, check_loadable, check_resume
 from .resume import run_signature
 from .optim import OptimizerSteps, optimizer_among
-from .core import Finding, History, TrainConfig, announce, environment, rng_state, set_rng_state, warn
+from .core import (Finding, History, TrainConfig, announce, environment, patience_spent, rng_state,
+                            set_rng_state, warn)
 from .diagnostics import diagnose
 from .readings import nonfinite_loss
 from .events import Callback, Callbacks, Event, LoopState, session_observers
@@ -70,8 +71,7 @@ class EarlyStopping:
 
     @property
     def should_stop(self) -> bool:
-        # patience=0: the first evaluation without improvement (as Keras reads it), never one that improved
-        return self.nonfinite or (self.patience is not None and self.wait >= max(self.patience, 1))
+        return self.nonfinite or patience_spent(self.wait, self.patience)  # patience=0: at the first one
 
     def state_dict(self) -> dict:
         return {k: getattr(self, k) for k in ("best", "best_step", "best_epoch", "wait", "nonfinite", "seen")}
