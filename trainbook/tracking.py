@@ -656,10 +656,11 @@ def track(uri: Union[str, Path, bool, None] = None,  # URI, or a folder: its mlr
     "Record every run from now on (fit, the GBDT fit_* functions, %train, TrainPanel); `track(False)`: off."
     # uri: sqlite:///path.db, http(s)://host:port, ... (store.resolve_uri checks it); a folder means
     # sqlite:///<folder>/mlruns.db (made when missing), a path to a .db file that file; None means
-    # $MLFLOW_TRACKING_URI, else sqlite:///mlruns.db in the working folder. A SQLite store's folder must be
-    # writable (refused at once otherwise). A server is asked /health for 5 s, then the experiment is
-    # looked up within store.READ_LIMITS (2 tries of 5 s): a server that does not answer costs ~15 s at most
-    # and a ConnectionError naming it; a run's end waits `wait` seconds for the store at most.
+    # $MLFLOW_TRACKING_URI, else sqlite:///mlruns.db in the working folder; file: only with
+    # MLFLOW_ALLOW_FILE_STORE=true, as MLflow 3 wants. A SQLite store's folder must be writable (refused at
+    # once otherwise). A server is asked /health for 5 s (another web service is refused), then the
+    # experiment is looked up within store.READ_LIMITS (2 tries of 5 s): a server that does not answer costs
+    # ~15 s at most and a ConnectionError naming it; a run's end waits `wait` seconds for the store at most.
     global _TRACKER
     if uri is False:
         untrack()
