@@ -1069,3 +1069,33 @@ def test_a_first_record_that_is_a_windows_mean_is_not_the_untrained_loss_when_th
     assert [f.kind for f in tb.diagnose(history(4)) if f.severity == "error"] == ["diverging"]
     # the same first value logged at step 1 is the untrained model's own loss: no blow-up past 2x of it
     assert "diverging" not in kinds(tb.diagnose(history(1)))
+
+
+def test_one_outlying_last_step_is_no_climb_of_the_training_loss():
+    """Probe 83, r_1: the moving median pads each end with the end's value, so the last step's stage was that step's
+    own loss: a 4-row last batch at 1.0 (the steps around it ~0.1) was the training half of an `unstable` verdict
+    for a run whose training loss kept falling. Only stages of whole windows are read."""
+    rng = np.random.default_rng(0)
+    spe, epochs = 15, 20
+    rows = []
+    for s in range(1, spe * epochs + 1):
+        rows += [(s, (s - 1) // spe, "train", "loss", 0.6 * np.exp(-s / 60) + 0.1 + abs(rng.normal(0, 0.02))),
+                 (s, (s - 1) // spe, "train", "lr", 0.01)]
+    v = [0.6 * np.exp(-e / 3) + 0.15 for e in range(epochs - 1)] + [0.55]  # the last evaluation bad
+    for e in range(epochs):
+        s = spe * (e + 1)
+        rows += [(s, e, "valid", "loss", v[e]), (s, e, "valid", "loss_se", 0.02), (s, e, "valid", "prior_loss", 0.69)]
+    smooth = kinds(tb.diagnose(tb.History(rows)))
+    last = rows.index((spe * epochs, epochs - 1, "train", "loss", rows[2 * (spe * epochs - 1)][4]))
+    rows[last] = rows[last][:4] + (1.0,)  # the last training step's loss: one tiny, hard batch
+    assert "unstable" not in smooth and "unstable" not in kinds(tb.diagnose(tb.History(rows)))
+
+
+def test_a_blown_up_first_epoch_in_a_table_without_epoch_records_is_no_leak():
+    """Probe 83, r_2: a table logging the training loss once an epoch (no epoch_loss records, another loop's): epoch
+    0's mean 50 made a first valid loss of 0.94 (chance 0.69) 'near-perfect'. Each epoch's training losses stand in
+    for its epoch record, so validation level with training later is no leak."""
+    t = [50.0] + [0.69 * np.exp(-e / 4) + 0.2 for e in range(1, 12)]
+    v = [0.69 * np.exp(-e / 4) + 0.25 for e in range(12)]
+    rows = [r for e in range(12) for r in (((e + 1) * 20, e, "train", "loss", t[e]), ((e + 1) * 20, e, "valid", "loss", v[e]))]
+    assert "suspicious_score" not in kinds(tb.diagnose(tb.History(rows)))

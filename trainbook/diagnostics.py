@@ -660,6 +660,10 @@ def _suspicious_score(c: dict, th: Thresholds) -> list[Finding]:
     vs, ve, v = series_of(c, "valid", "loss")
     _, te, t = series_of(c, "train", "epoch_loss")
     if len(loss) == 0 or len(v) == 0 or not np.isfinite(v).all(): return []
+    if len(t) == 0:  # no epoch records (another loop's table): each epoch's mean of its training losses
+        le = series_of(c, "train", "loss")[1]
+        te = np.unique(le)
+        t = np.array([float(np.mean(loss[le == e])) for e in te])
     start = untrained_loss(c, loss)  # (the constant predictor's loss when that is higher)
     # over the later epochs, where the training loss is clearly above 0: two losses that are both near-perfect
     # (below `leak_first` of the start: 0 and 0, round-off) have a ratio that says nothing. The start is also

@@ -336,6 +336,9 @@ def unstable_finding(c: dict,  # `curves_of` a history
     part = np.searchsorted(jumps, steps, side="right")
     settled = np.ones(len(loss), dtype=bool)
     for j in jumps: settled &= ~((steps >= j) & (steps < j + 2 * half))
+    # and its whole windows only: the moving median pads each end with the end's value, so the last step's
+    # stage is that one step's loss (a 4-row last batch read as a climb)
+    settled[:half], settled[len(settled) - half:] = False, False
     train = (_climb(stage[settled], stage_noise[settled], part[settled], base, th.unstable_z)
              if settled.any() else None)
     valid = _climb(v, se, np.searchsorted(jumps, vs, side="right"), base, th.unstable_z)
