@@ -1,6 +1,6 @@
 """Checkpoint safety: atomic writes survive SIGKILL and clean up after it; failed writes keep the old file; the writer
 refuses what the reader would refuse; corrupt files are told apart from unsafe ones."""
-import contextlib, errno, math, os, random, signal, subprocess, sys, textwrap
+import contextlib, errno, math, os, random, signal, subprocess, sys, textwrap, warnings
 from pathlib import Path
 
 import pytest
@@ -493,3 +493,20 @@ def test_resume_of_an_empty_folder_starts_anew_and_says_the_folder_was_empty(tmp
     assert "killed" not in text and run.stopped == "completed"
     [note] = [f for f in run.findings if f.kind == "nothing_to_resume"]
     assert note.data["stopped"] == "empty"
+
+
+def test_a_real_resume_drops_the_note_that_its_run_started_anew(tmp_path):
+    """Probe 83, r_3: a run begun with resume= an empty folder notes 'nothing to resume ... this run starts anew';
+    a later fit resuming that run from its last.pt carried the note, telling the user the resumed run started anew."""
+    empty, folder = tmp_path / "empty", tmp_path / "run"
+    empty.mkdir()
+    cfg = tb.TrainConfig(epochs=2, checkpoint_dir=folder)
+    with pytest.warns(UserWarning, match="the folder is empty"):
+        first = tb.fit(nn.Linear(4, 2), tb.TensorLoader(X, Y, batch_size=16), loss_fn=nn.functional.cross_entropy,
+                       live=False, config=cfg, resume=empty)
+    assert [f.kind for f in first.findings].count("nothing_to_resume") == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the longer plan's resume_changed
+        again = tb.fit(nn.Linear(4, 2), tb.TensorLoader(X, Y, batch_size=16), loss_fn=nn.functional.cross_entropy,
+                       live=False, config=cfg.replace(epochs=3), resume=folder / "last.pt")
+    assert again.step > first.step and "nothing_to_resume" not in [f.kind for f in again.findings]

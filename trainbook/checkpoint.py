@@ -281,7 +281,9 @@ class FindingsPart:
 
     def load_state_dict(self, rows: list,  # what `state_dict` returned
                        ) -> None:
-        self.findings[:] = [Finding(**row) for row in rows]
+        # a resume goes on from a checkpoint: the note that its run had nothing to resume ("starts anew") is not
+        # this start's (its own, if it has one, comes after)
+        self.findings[:] = [Finding(**row) for row in rows if row.get("kind") != "nothing_to_resume"]
 
 # %% ../nbs/06_checkpoint.ipynb #a754113e
 def unwritable(folder: str | Path,  # the folder a run would write to (it need not exist yet)
