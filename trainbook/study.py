@@ -4,15 +4,15 @@
 
 # %% ../nbs/17a_study.ipynb #63c07f4c
 from __future__ import annotations
-import random, secrets, time, warnings
+import math, os, random, secrets, time, warnings
 from typing import Optional
 
 from .core import require_instance, warn
 from .store import database_url, hide_password, make_sqlite_folder, sqlite_path
 
 # %% auto #0
-__all__ = ['DEFAULT_STORAGE', 'SQLITE_LOCK_WAIT', 'PRUNERS', 'new_study_name', 'make_storage', 'is_locked', 'locked_error',
-           'make_pruner', 'make_sampler', 'trial_seed', 'storage_text', 'add_note', 'fail_stale_trials']
+__all__ = ['DEFAULT_STORAGE', 'SQLITE_LOCK_WAIT', 'PRUNERS', 'new_study_name', 'make_storage', 'check_storage', 'is_locked',
+           'locked_error', 'make_pruner', 'make_sampler', 'trial_seed', 'storage_text', 'add_note', 'fail_stale_trials']
 
 # %% ../nbs/17a_study.ipynb #77a55792
 DEFAULT_STORAGE = "sqlite:///optuna.db"
@@ -31,8 +31,9 @@ def make_storage(storage=None,  # None = sqlite:///optuna.db; a database URL; a 
                  ):
     "The Optuna storage for `storage` (SQLite with a patient lock timeout: local workers share one file)."
     import optuna
+    began = time.monotonic()  # a lock's error says how long the call waited: its statements and the probe
+    storage = check_storage(storage)
     if storage is None: storage = DEFAULT_STORAGE
-    require_instance(storage, "storage")  # RDBStorage, not RDBStorage(url)
     if not isinstance(storage, str): return storage
     if heartbeat is not None and not (isinstance(heartbeat, (int, float)) and heartbeat > 0):
         raise ValueError(f"heartbeat must be None or a positive number of seconds, got {heartbeat!r}")
@@ -41,7 +42,7 @@ def make_storage(storage=None,  # None = sqlite:///optuna.db; a database URL; a 
     from sqlalchemy.exc import SQLAlchemyError
     url = database_url(storage, "storage", storage_text(storage))  # a path as sqlite:///path; a URL checked
     path = sqlite_path(url, "storage", storage)
-    if path is not None: _warn_locked(path, storage, lock_wait)  # before the wait, not after it
+    if path is not None: _wait_for_lock(path, storage, lock_wait, began)  # a held lock: lock_wait in all
     # SQLite says 'unable to open database file'; an MLflow store's file would get Optuna's tables
     make_sqlite_folder(url, "storage", storage_text(storage), own="studies")
     # SQLite's busy timeout: each statement waits this long for another process's lock, then fails
@@ -54,14 +55,47 @@ def make_storage(storage=None,  # None = sqlite:///optuna.db; a database URL; a 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # heartbeat_interval
                 return optuna.storages.RDBStorage(url, engine_kwargs=kwargs, **beats)
+        except ImportError as err:  # Optuna's 'Failed to import DB access module' names neither
+            raise _missing_driver(storage, url, err) from err
         except SQLAlchemyError as err:  # two workers creating the tables at once: the loser finds them later
             # a lock held past `lock_wait` is held by another process: trying again would only wait again
-            if is_locked(err): raise locked_error(storage, lock_wait) from err
+            if is_locked(err): raise locked_error(storage, lock_wait, time.monotonic() - began) from err
             if attempt == 2:
                 add_note(err, f"storage {storage_text(storage)!r} could not be opened (3 tries): check "
                                "that its file can be written there, or that the database takes the URL")
                 raise
             time.sleep(0.2 + random.random())
+
+def check_storage(storage,  # a study's storage as given
+                 ):
+    "`storage` as `make_storage` takes it: None, a URL or file (a path as str), an Optuna storage."
+    require_instance(storage, "storage")  # RDBStorage, not RDBStorage(url)
+    if isinstance(storage, os.PathLike): return os.fspath(storage)  # a pathlib.Path: a SQLite file
+    import optuna
+    if storage is None or isinstance(storage, (str, optuna.storages.BaseStorage)): return storage
+    # Optuna would fail at the study's creation with "'int' object has no attribute 'create_new_study'"
+    raise TypeError(f"storage must be None, a database URL, a SQLite file's path or an Optuna storage "
+                    f"(make_storage(...)), got {type(storage).__name__} {storage!r:.80}")
+
+# the package to install for each DB-API module SQLAlchemy's dialects import (and another way, if any)
+_DRIVERS = {"psycopg": ("'psycopg[binary]'", "psycopg2-binary with a postgresql+psycopg2:// URL"),
+            "psycopg2": ("psycopg2-binary", None),
+            "MySQLdb": ("mysqlclient", "pymysql with a mysql+pymysql:// URL"),
+            "pymysql": ("pymysql", None)}
+
+def _missing_driver(storage,  # the storage as given
+                    url: str,  # its database URL
+                    err: ImportError,  # Optuna's 'Failed to import DB access module'
+                   ) -> ImportError:
+    "The error for a database URL whose driver is missing: the storage, the module, the package to install."
+    dialect = url.split(":", 1)[0]
+    cause = err.__cause__ or err.__context__  # SQLAlchemy's ModuleNotFoundError: its dialect's module
+    module = getattr(cause, "name", None) or getattr(err, "name", None)
+    package, other = _DRIVERS.get(module, (None, None))
+    fix = f"pip install {package}" if package else "install the package that provides it"
+    fix += f" (or {other})" if other else ""
+    return ImportError(f"storage {storage_text(storage)!r}: the {dialect} driver "
+                       f"{'(the module ' + repr(module) + ') ' if module else ''}is not installed: {fix}")
 
 def is_locked(err: BaseException,  # what a storage call raised
              ) -> bool:
@@ -73,29 +107,41 @@ def is_locked(err: BaseException,  # what a storage call raised
     return False
 
 def locked_error(storage,  # the storage as given (None = the default SQLite file)
-                 lock_wait: float,  # the seconds it waited
+                 lock_wait: float,  # SQLite's busy timeout: the seconds each statement waited
+                 waited: float,  # the seconds the call waited in all (measured)
                  ) -> TimeoutError:
     "The error for a SQLite study file another process kept locked: the file, the wait, and what to do."
     where, given = storage_text(storage), DEFAULT_STORAGE if storage is None else storage
     path = sqlite_path(database_url(given, "storage")) if isinstance(given, str) else None
     file = f" (the file {path.resolve()})" if path is not None and str(path.resolve()) != where else ""
-    return TimeoutError(f"storage {where!r}{file} is locked by another process: waited {lock_wait:g} s "
-                        "for it. Let that process finish or close its connection (a search writing a trial, "
-                        "a database browser, a notebook holding a transaction), or pass another storage")
+    waited = math.ceil(waited * 10) / 10  # rounded up: never less than the call waited
+    return TimeoutError(f"storage {where!r}{file} is locked by another process: waited {waited:.1f} s for it "
+                        f"(lock_wait={lock_wait:g} s). Let that process finish or close "
+                        "its connection (a search writing a trial, a database browser, a notebook holding a "
+                        "transaction), or pass another storage")
 
-def _warn_locked(path, storage: str, lock_wait: float):
-    "Warn, before waiting, when another process holds the lock of an existing SQLite file for a second."
+def _wait_for_lock(path, storage: str, lock_wait: float, began: float):
+    """Wait, up to `lock_wait` seconds since `began`, for another process's lock on an existing SQLite file,
+    warning once it was held for a second; then fail naming the file and the wait."""
     import sqlite3
     if not path.is_file() or path.stat().st_size == 0: return
     # a write locks the file for milliseconds: a lock held for a second is a process that keeps it
-    db = sqlite3.connect(path, timeout=1.0, isolation_level=None)
+    db = sqlite3.connect(path, timeout=min(1.0, lock_wait), isolation_level=None)
     try:
-        db.execute("BEGIN IMMEDIATE")
-        db.execute("ROLLBACK")
-    except sqlite3.Error as err:  # not a database, read-only: make_sqlite_folder and Optuna say so
-        if "locked" in str(err):
+        for attempt in range(2):
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                db.execute("ROLLBACK")
+                return  # free now: Optuna's statements follow at once
+            except sqlite3.Error as err:  # not a database, read-only: make_sqlite_folder and Optuna say so
+                if "locked" not in str(err): return
+            left = lock_wait - (time.monotonic() - began)
+            # waited here, not by each of Optuna's statements in turn (a few lock_waits, said as one)
+            if attempt == 1 or left <= 0: raise locked_error(storage, lock_wait, time.monotonic() - began)
             warn(f"storage {storage_text(storage)!r}: another process holds the lock of {path.resolve()}; "
-                 f"waiting up to {lock_wait:g} s for it (make_storage's lock_wait)")
+                 f"waiting up to {lock_wait:g} s for it (lock_wait: from tb.search, pass "
+                 f"storage=trainbook.study.make_storage({storage!r}, lock_wait=seconds) to change it)")
+            db.execute(f"PRAGMA busy_timeout = {math.ceil(left * 1000)}")
     finally: db.close()
 
 def make_pruner(pruner,  # 'median', 'hyperband', 'successive_halving', 'none'/None, or an optuna pruner

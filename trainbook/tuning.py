@@ -4,7 +4,7 @@
 
 # %% ../nbs/17_tuning.ipynb #0fe18f41
 from __future__ import annotations
-import html, inspect, logging, math, numbers, os, re, socket, weakref
+import html, inspect, logging, math, numbers, os, re, socket, time, weakref
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Optional, Union
 
@@ -12,8 +12,8 @@ from .core import TrainConfig, did_you_mean, warn
 from .events import Callback, add_session_observer, remove_session_observer
 from .loop import fit
 from .run import Run, monitored_record
-from .study import (SQLITE_LOCK_WAIT, add_note, is_locked, locked_error, make_pruner, make_sampler,
-                             make_storage, new_study_name, storage_text, fail_stale_trials)
+from .study import (SQLITE_LOCK_WAIT, add_note, check_storage, is_locked, locked_error, make_pruner,
+                             make_sampler, make_storage, new_study_name, storage_text, fail_stale_trials)
 from .tracking import run_params
 from .widgets import StudyPanel, config_text
 
@@ -384,6 +384,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
            **engine_options,  # for engine='ray': max_concurrent=, address=, grace_period=, resources_per_trial=...
            ) -> SearchResult:
     "Search hyperparameters with Optuna: each trial a trainbook run, pruned from its live curve."
+    storage = check_storage(storage)  # 12 or a list: named here, before either engine starts
     if engine == "ray":  # Optuna's sampler on Ray Tune; ASHA stops trials in place of `pruner`
         from trainbook.ray_engine import search as ray_search
         return ray_search(objective, space, n_trials, storage=storage, study_name=study_name, direction=direction,
@@ -404,12 +405,13 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     # the panel says what Optuna's INFO lines would: quieter while searching, never louder than the user said
     quiet = max(verbosity, optuna.logging.WARNING)
     optuna.logging.set_verbosity(quiet)
+    began = time.monotonic()  # a locked file's error says how long the call waited
     try: study = optuna.create_study(storage=make_storage(storage, heartbeat), study_name=study_name,
                                      direction=direction, pruner=pruner, sampler=sampler, load_if_exists=True)
     except Exception as err:  # the file locked after the storage opened: its first write waited out
         made = isinstance(storage, (str, type(None))) and not isinstance(err, TimeoutError)  # TimeoutError: said
         if not (made and is_locked(err)): raise
-        raise locked_error(storage, SQLITE_LOCK_WAIT) from err
+        raise locked_error(storage, SQLITE_LOCK_WAIT, time.monotonic() - began) from err
     finally: optuna.logging.set_verbosity(verbosity)
     fail_stale_trials(study)  # trials of killed workers: FAIL, before the sampler reads the study
     if study.direction.name.lower() != direction:
