@@ -771,7 +771,7 @@ def test_ray_records_a_trial_as_the_optuna_path_and_stops_no_finished_run_nor_st
     from trainbook import ray_engine
     from trainbook.study import make_sampler
     from trainbook.tuning import suggest
-    StoppingASHA, StudySearch, _ = ray_engine._ray_classes()
+    StoppingASHA, StudySearch, *_ = ray_engine._ray_classes()  # and the panel feed, the Ctrl-C stopper
     searcher = StudySearch(set(), space=lambda trial: suggest(trial, {"x": (0.0, 1.0)}), metric="objective",
                            mode="min", study_name="s", storage=optuna.storages.InMemoryStorage(),
                            sampler=make_sampler(0))
