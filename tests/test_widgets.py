@@ -343,36 +343,121 @@ def test_mlflow_info_lines_stay_out_unless_asked_for(monkeypatch):
         assert log.level == mine
 
 
-def test_an_interrupted_wait_leaves_the_panel_busy_until_its_run_ends(monkeypatch):
-    """Seen: Ctrl-C in `panel.wait()` (CPython 3.11 can then mark the thread stopped while it runs): `busy` was
-    False, the status stayed 'training …' and Train was refused as 'already training in another thread'."""
-    import threading
+def _blocked_in_wait(thread) -> bool:
+    "Whether `thread` is blocked inside TrainPanel.wait, in threading's own waiting (a join, an Event)."
+    import sys, threading
+    frame, codes = sys._current_frames().get(thread.ident), []
+    while frame is not None:
+        codes.append(frame.f_code)
+        frame = frame.f_back
+    return bool(codes) and codes[0].co_filename == threading.__file__ and tb.TrainPanel.wait.__code__ in codes
+
+
+def test_a_ctrl_c_in_wait_leaves_the_run_going_and_its_thread_alive():
+    """Probe 80: Kernel -> Interrupt during `panel.wait()` ended the run 'failed' (ZMQError) and left the panel
+    busy: wait joined the thread, and on CPython 3.11 a Ctrl-C inside Thread.join marks the running thread as
+    ended, so ipykernel closed its output pipe. Here a real SIGINT reaches the main thread while wait blocks."""
+    import signal, threading, time
     p = panel(epochs=2)
-    started, go = threading.Event(), threading.Event()
-    class Hold(Callback):
+    main, go = threading.main_thread(), threading.Event()
+    class CtrlCWhileWaiting(Callback):
         def after_step(self, state):
-            if state.step == 1: started.set(); go.wait(60)
-    p.callbacks.append(Hold())
+            if state.step != 1: return
+            while not _blocked_in_wait(main): time.sleep(0.001)  # until the cell below waits
+            signal.pthread_kill(main.ident, signal.SIGINT)  # Kernel -> Interrupt
+            go.wait(60)
+    p.callbacks.append(CtrlCWhileWaiting())
     p.train_button.click()
     try:
-        assert started.wait(60)
-        thread = p._thread
-        def interrupted_join(timeout=None):
-            # what an interrupted join can leave: the thread marked stopped, a later join returning at once
-            monkeypatch.setattr(thread, "is_alive", lambda: False)
-            monkeypatch.setattr(thread, "join", lambda timeout=None: None)
-            raise KeyboardInterrupt
-        monkeypatch.setattr(thread, "join", interrupted_join)
         with pytest.raises(KeyboardInterrupt): p.wait()
-        assert p.busy and "training …" in p.status.value and p.run is None and p.train_button.disabled
+        alive, busy = p._thread.is_alive(), p.busy
         p.train_button.click()
         assert "this panel's training is still running" in p.status.value
-        assert "another thread" not in p.status.value and p.busy
     finally:
         go.set()
+    assert alive and busy  # the training thread was not marked ended by the interrupt
     p.wait()
     assert not p.busy and p.run.stopped == "completed" and "completed" in p.status.value
     assert not p.train_button.disabled and p.stop_button.disabled
+
+
+def test_a_widget_update_that_raises_at_the_end_leaves_the_panel_idle(monkeypatch):
+    """Probe 80: the status update at an action's end raised (ZMQError: its output pipe closed) and the panel
+    stayed 'busy' for good: every button answered "busy ... still running". Its bookkeeping runs regardless."""
+    import threading
+    raised = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: raised.append(args.exc_value))
+    p = panel(epochs=1)
+    html_widget, everywhere = type(p.status), []
+    class Broken(html_widget):
+        "An HTML widget whose output pipe is gone in the training thread (everywhere, once `everywhere`)."
+        def __setattr__(self, name, value):
+            if name == "value" and (everywhere or threading.current_thread() is not threading.main_thread()):
+                raise RuntimeError("Socket operation on non-socket")
+            super().__setattr__(name, value)
+    p.status = Broken()
+    p.overfit_button.click(); p.wait(60)  # (bounded: a panel left busy would never be idle)
+    assert not p.busy and p._idle.is_set() and not p.overfit_button.disabled
+    assert [str(e) for e in raised] == ["Socket operation on non-socket"]  # shown, not swallowed
+    everywhere.append(True)  # at the click too (the start's own status line)
+    with pytest.raises(RuntimeError, match="non-socket"): p._start("training", p._train)
+    assert not p.busy and p._idle.is_set() and p.run is None
+    p.status = html_widget()
+    p.overfit_button.click(); p.wait()  # usable again
+    assert "PASSED" in p.status.value
+
+
+def _held_at_step_one(p, go):
+    "A callback for `p`'s Train: at step 1 it sets `started` and waits for `go` or for `p`'s Stop."
+    import threading
+    started = threading.Event()
+    class Hold(Callback):
+        def after_step(self, state):
+            if state.step == 1:
+                started.set()
+                while not (go.is_set() or p._stop.is_set()): go.wait(0.01)
+    return started, Hold()
+
+
+def test_a_panel_made_again_on_the_model_stops_the_earlier_panels_run():
+    """Probe 80: the panel's cell run again while it trained left a run nobody could stop (the new panel refused
+    to train, its Stop did nothing, the old panel's output was gone). The new panel offers Stop for it."""
+    import threading
+    old, go = panel(epochs=5), threading.Event()
+    started, hold = _held_at_step_one(old, go)
+    old.callbacks.append(hold)
+    old.train_button.click()
+    try:
+        assert started.wait(60)
+        new = tb.TrainPanel(old.model, old.dl_train, old.dl_valid, loss_fn=old.loss_fn, config=old.config)
+        assert "earlier panel on this model is still running" in new.status.value and "Stop" in new.status.value
+        assert not new.stop_button.disabled and new.train_button.disabled
+        new.train_button.click()  # a click all the same: refused, with the way out
+        assert "training refused" in new.status.value and "press <b>Stop</b>" in new.status.value
+        new.stop()
+        assert "stopping the earlier panel's training" in new.status.value
+        new.wait()
+    finally:
+        go.set()
+    assert old.run.stopped == "interrupted" and not old.busy
+    assert not new.busy and not new.train_button.disabled and new.stop_button.disabled
+    assert "earlier panel's training ended" in new.status.value and "interrupted" in new.status.value
+    new.overfit_button.click(); new.wait()
+    assert new.sanity.passed
+
+
+def test_a_panel_made_again_is_ready_when_the_earlier_run_ends_by_itself():
+    import threading
+    old, go = panel(epochs=1), threading.Event()
+    started, hold = _held_at_step_one(old, go)
+    old.callbacks.append(hold)
+    old.train_button.click()
+    assert started.wait(60)
+    new = tb.TrainPanel(old.model, old.dl_train, old.dl_valid, loss_fn=old.loss_fn, config=old.config)
+    go.set()
+    new.wait()
+    assert old.run.stopped == "completed" and "run <b>completed</b>" in new.status.value
+    assert not new.train_button.disabled and new.stop_button.disabled and tb.TrainPanel._acting.get(old.model) is None
 
 
 def test_an_action_ended_by_a_base_exception_ends_in_the_panel():

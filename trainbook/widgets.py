@@ -291,6 +291,10 @@ def error_html(what: str,  # the action that failed ("training", "find LR", ...)
 
 class TrainPanel(Snapshot):
     "Buttons (Overfit one batch, Find LR, Dry run, Train, Stop), one figure, findings and a status line for one model."
+    # the panel whose action holds each model, while it runs (the training lock's lifetime): a panel made again on
+    # the model (its cell run again, the old output gone) finds the action going and offers to stop it
+    _acting: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
     def __init__(self,
                  model,  # the torch model the buttons act on (Overfit and Find LR work on copies)
                  dl_train,  # re-iterable of (xb, yb) training batches
@@ -317,6 +321,8 @@ class TrainPanel(Snapshot):
         # `_idle` is set when it has ended, `_state` keeps a click and an action's end (two threads) apart
         self._running, self._idle, self._state = None, threading.Event(), threading.Lock()
         self._idle.set()
+        # an earlier panel whose action holds this model, followed until it ends, and that action (`_follow`)
+        self._earlier, self._earlier_what = None, None
         self.overfit_button = w.Button(description="Overfit one batch", icon="check",
                                        layout=w.Layout(**BUTTON))
         self.lr_button = w.Button(description="Find LR", icon="search", layout=w.Layout(**BUTTON))
@@ -349,6 +355,8 @@ class TrainPanel(Snapshot):
                         self.stop_button]
         self.widget = w.VBox([w.HBox(self.buttons), self.status, self.plot, self.findings])
         self.widget.add_class("tb-panel")
+        earlier = TrainPanel._acting.get(model)
+        if earlier is not None: self._follow(earlier)
 
     # --- what the panel shows -----------------------------------------------------------------------
     def show_figure(self,
@@ -433,17 +441,22 @@ class TrainPanel(Snapshot):
             try:  # refuse at once (not in the background) when another thread trains this model
                 with training_lock(self.model, what): pass
             except RuntimeError as e:
-                self.status.value = f'<b style="color:#c0392b">{what} refused:</b> {html.escape(str(e))}'
+                refused = f'<b style="color:#c0392b">{what} refused:</b> '
+                earlier = TrainPanel._acting.get(self.model)
+                if earlier is not None and earlier is not self: return self._follow(earlier, refused)
+                self.status.value = f"{refused}{html.escape(str(e))}"
                 return
             self._stop.clear()
             self.error = None
             self._running = what
+            TrainPanel._acting[self.model] = self
             self._idle.clear()
-            self._set_running(True, what)
             thread = threading.Thread(target=self._work, args=(what, action), name=f"trainbook-{what}",
                                       daemon=True)
-            try: thread.start()
-            except BaseException:  # no thread (the process's limit): the panel stays usable
+            try:
+                self._set_running(True, what)
+                thread.start()
+            except BaseException:  # no thread (the process's limit), a widget update raised: the panel stays usable
                 self._end(f'<b style="color:#c0392b">{what} could not start</b>', refresh=False)
                 raise
             self._thread = thread
@@ -471,9 +484,46 @@ class TrainPanel(Snapshot):
             self._final_status = status
             if refresh: self.refresh_snapshot()
         finally:
-            self.status.value, self._final_status = status, None
-            self._running = None
-            self._idle.set()
+            try: self.status.value = status
+            finally:
+                # the panel's own bookkeeping, whatever a widget update raised: it is never left busy
+                self._final_status, self._running = None, None
+                if TrainPanel._acting.get(self.model) is self: del TrainPanel._acting[self.model]
+                self._idle.set()
+
+    def _follow(self,
+                earlier: "TrainPanel",  # the panel whose action holds this model
+                refused: str = "",  # the start of the status line, when a click was refused
+               ):
+        "An earlier panel's action holds this model (its cell was run again): offer its Stop, be ready at its end."
+        what = html.escape(earlier._running or "action")
+        self._earlier_what = what
+        self.status.value = (f"{refused}<b>{what}</b> of an earlier panel on this model is still running (its "
+                             "cell was run again): press <b>Stop</b> to stop it, or wait; this panel is ready "
+                             "when it ends")
+        if self._earlier is earlier: return  # followed already
+        self._earlier = earlier
+        for b in self.buttons[:-1]: b.disabled = True
+        self.stop_button.disabled = False
+        me = weakref.ref(self)  # a panel dropped meanwhile is not kept by the thread that follows the earlier one
+        def follow():
+            earlier._idle.wait()
+            panel = me()
+            if panel is not None: panel._earlier_ended(earlier)
+        threading.Thread(target=follow, name="trainbook-follow", daemon=True).start()
+
+    def _earlier_ended(self,
+                       earlier: "TrainPanel",  # the panel followed by `_follow`, whose action has ended
+                      ):
+        "The earlier panel's action ended: this panel is ready, its status says how that action ended."
+        with self._state:
+            if self._earlier is not earlier: return
+            self._earlier = None
+            if self._running is not None: return  # this panel's own action keeps its buttons
+            self._set_running(False)
+            what = self._earlier_what
+            ran = " (its run is tb.last_run())" if what == "training" else ""
+            self.status.value = f"the earlier panel's {what} ended{ran}: {earlier.status.value} — ready"
 
     def _set_running(self, running: bool, what: str = ""):
         for b in self.buttons[:-1]: b.disabled = running
@@ -486,20 +536,29 @@ class TrainPanel(Snapshot):
         return self._running is not None
 
     def stop(self):
-        "Ask the running action (training, Find LR, Overfit one batch) to stop at its next step."
+        """Ask the running action (training, Find LR, Overfit one batch) to stop at its next step; with none
+        running here, the action of an earlier panel on this model (its cell run again) that this one follows."""
+        earlier = self._earlier
+        if self._running is None and earlier is not None:
+            earlier.stop()
+            self.status.value = f"stopping the earlier panel's {html.escape(earlier._running or 'action')} …"
+            return
         self._stop.set()
 
     def wait(self,
              timeout: Optional[float] = None,  # seconds to wait at most; None waits for the end
             ):
-        "Block until the current action ends (for scripts and tests); a Ctrl-C while waiting leaves it going."
-        if self._thread is None: return self
+        """Block until the current action ends (and an earlier panel's that this one follows): for scripts and
+        tests; a Ctrl-C while waiting leaves it going."""
         end = None if timeout is None else time.monotonic() + timeout
-        # a KeyboardInterrupt in the join goes up; the panel's state is its own flag's, untouched by the join
-        self._thread.join(timeout)
-        # a join cut short before may have marked the thread stopped while it runs (CPython 3.11): then this
-        # join returns at once; the action's end is the panel's own event
-        self._idle.wait(None if end is None else max(0.0, end - time.monotonic()))
+        left = lambda: None if end is None else max(0.0, end - time.monotonic())
+        # waited on as Events, never by Thread.join: a Ctrl-C inside Thread.join marks the running thread as
+        # ended (CPython < 3.13); ipykernel then closes that thread's output pipe, and the run's next widget
+        # update raised (ZMQError): the run ended 'failed'
+        earlier = self._earlier
+        if earlier is not None and earlier._idle.wait(left()):
+            self._earlier_ended(earlier)  # at once, not when the thread that follows it gets to it
+        self._idle.wait(left())
         return self
 
     def _snapshot_html(self) -> str:
