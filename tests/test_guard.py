@@ -510,3 +510,66 @@ def test_the_test_loader_given_as_dl_valid_is_warned_before_any_step():
         assert "valid_is_test" not in [f.kind for f in run.findings]
         assert valid_is_test(dl) == []
     assert valid_is_test(None) == []
+
+
+class FakeKernel:
+    "What the rule reads of ipykernel: the execute request (one run of a cell) being handled."
+    parent_header: dict = {}
+
+
+def executing(shell, msg_id, sent):
+    "The kernel starts the cell run `msg_id`, whose execute request the front end sent at `sent`."
+    shell.parent_header = {"header": {"msg_type": "execute_request", "msg_id": msg_id, "date": sent},
+                           "content": {"code": msg_id}, "metadata": {}}
+
+
+@pytest.fixture
+def kernel(monkeypatch):
+    import IPython
+    shell = FakeKernel()
+    monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
+    for key in ("execution", "at"): monkeypatch.setitem(tb.guard._CUT_SHORT, key, None)
+    return shell
+
+
+def test_a_cell_queued_before_the_ctrl_c_that_ended_a_run_does_not_train(kernel):
+    """Probe 80: Run All, then Ctrl-C during a fit: fit returned the run 'interrupted', its cell succeeded, and the
+    cells queued below trained on. A run in a cell sent before that Ctrl-C is refused at its door with a
+    KeyboardInterrupt (Jupyter then aborts the rest of the queue, as after any interrupted cell)."""
+    from datetime import datetime, timedelta, timezone
+    X, y = blobs(64)
+    dl = tb.TensorLoader(X, y, batch_size=16)
+    class CtrlC(tb.Callback):
+        def after_step(self, state):
+            if state.step == 2: raise KeyboardInterrupt
+    def fit(**kw):
+        return tb.fit(mlp(), dl, loss_fn=nn.functional.cross_entropy, live=False, config=tb.TrainConfig(epochs=1), **kw)
+    run_all = datetime.now(timezone.utc)  # Run All sends every cell at once
+    executing(kernel, "cell 1", run_all)
+    assert fit(callbacks=[CtrlC()]).stopped == "interrupted"
+    executing(kernel, "cell 2", run_all)  # queued behind it
+    with pytest.raises(KeyboardInterrupt, match=r"queued \(Run All\) before the Ctrl-C .* run this cell again"):
+        fit()
+    executing(kernel, "cell 2 again", datetime.now(timezone.utc))  # the user runs it after
+    assert fit().stopped == "completed"
+    executing(kernel, "cell 3", datetime.now(timezone.utc))
+    assert fit(callbacks=[CtrlC()]).stopped == "interrupted"
+    ended = tb.guard._CUT_SHORT["at"]
+    executing(kernel, "cell 4", (ended + timedelta(seconds=2)).isoformat())  # sent after it (a date as text too)
+    assert fit().stopped == "completed"
+
+
+def test_the_queue_rule_reads_only_a_kernels_execute_requests(kernel):
+    "A click (a comm message), a request without a date, and a panel's worker thread are no queued cell."
+    from datetime import datetime, timezone
+    before = datetime(2000, 1, 1, tzinfo=timezone.utc)
+    tb.guard._CUT_SHORT["at"] = datetime.now(timezone.utc)
+    kernel.parent_header = {"header": {"msg_type": "comm_msg", "msg_id": "click", "date": before}}
+    tb.guard.refuse_after_interrupt("fit")
+    executing(kernel, "no date", None)
+    tb.guard.refuse_after_interrupt("fit")
+    executing(kernel, "queued", before)
+    worker = threading.Thread(target=tb.guard.refuse_after_interrupt, args=("fit",))
+    worker.start(); worker.join()  # (it would print its KeyboardInterrupt; nothing is raised there)
+    assert tb.guard._CUT_SHORT["at"] is not None  # none of them used the note up
+    with pytest.raises(KeyboardInterrupt): tb.guard.refuse_after_interrupt("fit")

@@ -344,7 +344,8 @@ def check_optimizer(model: nn.Module,  # the model `fit` trains
          "gradients are computed and never applied. Add them to a parameter group, or freeze them "
          "with requires_grad_(False)")
 
-_CUT_SHORT = {"execution": None}  # the kernel's execute request (a cell run) in which a Ctrl-C ended a run
+# the kernel's execute request (a cell run) in which a Ctrl-C ended a run, and when (UTC, the kernel's clock)
+_CUT_SHORT = {"execution": None, "at": None}
 
 def _execution():
     "The Jupyter kernel's running execute request (one run of a cell); None outside a kernel's main thread."
@@ -353,20 +354,42 @@ def _execution():
     from trainbook.figures import running_cell  # (figures builds on the loop's modules)
     return running_cell()[1]
 
+def _sent_at():
+    "When the front end sent the running execute request (its header's date, timezone-aware); None elsewhere."
+    from datetime import datetime
+    if _execution() is None: return None
+    from IPython import get_ipython
+    date = ((get_ipython().parent_header or {}).get("header") or {}).get("date")
+    if isinstance(date, str):  # jupyter_client gives a datetime; a string where it was left as sent
+        try: date = datetime.fromisoformat(date.replace("Z", "+00:00"))
+        except ValueError: return None
+    return date if isinstance(date, datetime) and date.tzinfo is not None else None
+
 def note_interrupt() -> None:
     """A Ctrl-C ended a run (it returns, interrupted): in a Jupyter kernel, each run the same cell starts
     after it stops at its door, so a cell that trains several models (a sweep, a retry loop) stops as any
-    cell does."""
+    cell does; so does the first run of a cell that was sent before it (queued by Run All)."""
+    from datetime import datetime, timezone
     _CUT_SHORT["execution"] = _execution()
+    _CUT_SHORT["at"] = datetime.now(timezone.utc) if _CUT_SHORT["execution"] is not None else None
 
 def refuse_after_interrupt(what: str,  # what would start ('fit', 'fit_flax')
                           ) -> None:
-    "Raise KeyboardInterrupt when a Ctrl-C ended a run earlier in the running cell (`note_interrupt`)."
+    """Raise KeyboardInterrupt when a Ctrl-C ended a run earlier in the running cell, or after the running cell
+    was sent (it was queued: Run All), as `note_interrupt` recorded."""
     cut = _CUT_SHORT["execution"]
     if cut is not None and cut == _execution():
         raise KeyboardInterrupt(f"{what} not started: a Ctrl-C stopped a run earlier in this cell, so the "
                                 "cell stops here (the run it stopped is tb.last_run(); the next cell trains "
                                 "as usual)")
+    at, sent = _CUT_SHORT["at"], _sent_at()
+    if at is None or sent is None: return
+    # once: the cell refused errors, and Jupyter aborts the cells queued after it; a cell sent later trains
+    _CUT_SHORT["at"] = None
+    if sent < at:
+        raise KeyboardInterrupt(f"{what} not started: this cell was queued (Run All) before the Ctrl-C that "
+                                "stopped the last run, so the queue stops here, as after any interrupted "
+                                "cell (that run is tb.last_run()); run this cell again to train")
 
 def check_fit_inputs(model,  # what `fit` got as `model`
                      dl_train,  # ... as `dl_train`
