@@ -605,3 +605,59 @@ def test_a_run_waiting_for_its_baseline_on_a_split_made_since_says_it_counts_no_
         assert not cl.done["beats"] and "no baseline yet" not in cl.notes["beats"], str(cl)
     finally:
         cl.close()
+
+
+def test_a_ctrl_c_in_train_keeps_the_run_and_fails_the_cell_so_a_run_all_stops(ip, capsys):
+    """Probe 80: Ctrl-C during `%train` in Run All: fit returned the run 'interrupted', the cell succeeded and the
+    cells queued below ran. Now the run is stored and shown, then the cell raises KeyboardInterrupt (Jupyter then
+    aborts the queue, as after any interrupted cell)."""
+    calls = []
+    def ctrl_c_at_the_third_step(out, yb):
+        calls.append(1)
+        if len(calls) == 3: raise KeyboardInterrupt
+        return torch.nn.functional.cross_entropy(out, yb)
+    ip.user_ns.update(ctrl_c_loss=ctrl_c_at_the_third_step, _run=None)
+    result = ip.run_cell("%train model dl_train dl_valid --epochs 5 --no-live --loss ctrl_c_loss", store_history=False)
+    assert isinstance(result.error_in_exec, KeyboardInterrupt)
+    stored = ip.user_ns["_run"]
+    assert stored.stopped == "interrupted" and 0 < stored.step < 7 * 5  # (7 batches an epoch)
+    assert f"%train interrupted after {stored.step} step" in str(result.error_in_exec)
+    assert "interrupted" in capsys.readouterr().out  # the run was shown before the cell failed
+
+
+def test_train_names_the_split_its_loaders_come_from(ip):
+    """Probe 80: the Checklist said "pass split_fingerprint= to fit", which %train could not. %train names the split
+    of loaders from tb.loaders_from_frame itself, takes --split for others, and refuses a split they are not from."""
+    df = ip.user_ns["df"]
+    splits = tb.make_splits(df, "target", seed=0)
+    dl_tr, dl_va, _, prep = tb.loaders_from_frame(df, "target", splits, batch_size=64)
+    torch.manual_seed(0)
+    ip.user_ns.update(framed_train=dl_tr, framed_valid=dl_va, _splits=splits, other=tb.make_splits(df, "target", seed=1),
+                      framed_model=torch.nn.Sequential(torch.nn.Linear(prep.n_features, 2)))
+    run = ip.run_line_magic("train", "framed_model framed_train framed_valid --epochs 1 --no-live")
+    assert run.extra["split_fingerprint"] == splits.fingerprint
+    run = ip.run_line_magic("train", "model dl_train dl_valid --epochs 1 --no-live --split _splits")  # plain loaders
+    assert run.extra["split_fingerprint"] == splits.fingerprint
+    with pytest.raises(UsageError, match=r"--split other \(fingerprint \w+\) is not the split framed_train was made"):
+        ip.run_line_magic("train", "framed_model framed_train --epochs 1 --no-live --split other")
+    with pytest.raises(UsageError, match="--split df must be a Splits .* got DataFrame"):
+        ip.run_line_magic("train", "model dl_train --epochs 1 --no-live --split df")
+
+
+def test_the_checklist_judges_a_train_run_on_the_audited_split_with_no_advice_it_cannot_follow(ip):
+    "Probe 80, r_4: %split then %train on its loaders: the 'beats' note said the run names no split."
+    df = ip.user_ns["df"]
+    cl = ip.run_line_magic("checklist", '"binary cancer" target valid_accuracy 0.9')
+    try:
+        ip.run_line_magic("split", "df --target target --seed 0")
+        dl_tr, dl_va, _, prep = tb.loaders_from_frame(df, "target", ip.user_ns["_splits"], batch_size=64)
+        tb.baseline(df, "target", ip.user_ns["_splits"])
+        torch.manual_seed(0)
+        ip.user_ns.update(framed_train=dl_tr, framed_valid=dl_va,
+                          framed_model=torch.nn.Sequential(torch.nn.Linear(prep.n_features, 2)))
+        ip.run_line_magic("train", "framed_model framed_train framed_valid --epochs 1 --no-live --metrics accuracy")
+        assert "vs baseline" in cl.notes["beats"] and "names no split" not in cl.notes["beats"]
+        ip.run_line_magic("train", "model dl_train dl_valid --epochs 1 --no-live --metrics accuracy")  # unnamed
+        assert "names no split" in cl.notes["beats"] and "--split _splits" in cl.notes["beats"]
+    finally:
+        cl.close()

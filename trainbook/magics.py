@@ -12,8 +12,8 @@ from .guard import HIGHER_IS_BETTER, LOWER_IS_BETTER, better_mode
 from .run import StopReason, monitored_record
 
 # %% auto #0
-__all__ = ['STEPS', 'FINISHED', 'LOSSES', 'Checklist', 'choose_loss', 'parse_body', 'first_batch_failure', 'TrainbookMagics',
-           'load_ipython_extension', 'unload_ipython_extension']
+__all__ = ['STEPS', 'FINISHED', 'LOSSES', 'split_fingerprint', 'Checklist', 'choose_loss', 'parse_body', 'first_batch_failure',
+           'TrainbookMagics', 'load_ipython_extension', 'unload_ipython_extension']
 
 # %% ../nbs/13_magics.ipynb #a3e1a147
 STEPS = [("defined", "task, target, metric and acceptance threshold defined"),
@@ -44,6 +44,25 @@ def _metric_mode(metric: str,  # a run value as `split_name` ('valid_accuracy', 
         raise ValueError(f"metric={metric!r}: trainbook does not know whether {name}{near} is better when "
                          "lower or higher; pass mode='min' or mode='max'")
     return mode or known
+
+def split_fingerprint(dl_train,  # the training batches (a loader from `tb.loaders_from_frame` knows its split)
+                      splits=None,  # the `Splits` they come from, when the loader cannot say (None: the loader's)
+                      names: tuple = ("dl_train", "splits"),  # the two arguments' names, for the error
+                     ) -> Optional[str]:
+    """The fingerprint of the split a run trains on, what `fit(split_fingerprint=...)` takes and the Checklist
+    compares with the audited split: `splits`' (it must be the loader's own, where that is known), else the
+    loader's own; None when neither says."""
+    made = getattr(dl_train, "split_part", None)  # (fingerprint, 'train' | 'valid' | 'test')
+    own = made[0] if made else None
+    if splits is None: return own
+    given = getattr(splits, "fingerprint", None)
+    if not isinstance(given, str):
+        raise ValueError(f"{names[1]} must be a Splits (from %split, tb.make_splits or a SplitBuilder), got "
+                         f"{type(splits).__name__}")
+    if own is not None and own != given:
+        raise ValueError(f"{names[1]} (fingerprint {given}) is not the split {names[0]} was made from (fingerprint "
+                         f"{own}): name the Splits given to tb.loaders_from_frame, or leave it out")
+    return given
 
 def _rows_of(report) -> Optional[int]:
     "The rows of the table a DataReport checked (a Spark report counts them); None when unknown."
@@ -193,7 +212,9 @@ class Checklist:
         value = self._run_value(run)
         self._last_run = None
         if value is None: return self._set("beats", False, self._no_value(run))
-        unnamed = (" (the run names no split: pass split_fingerprint= to fit so that this can be checked)"
+        unnamed = (" (the run names no split, so that it is the audited one is not checked: train on loaders "
+                   "from tb.loaders_from_frame, which name theirs, or name it: fit(..., split_fingerprint="
+                   "splits.fingerprint), %train ... --split _splits, TrainPanel(..., splits=splits))"
                    if fitted is None and self._split is not None else "")
         self._last_run = (value, unnamed)
         self._judge()
@@ -528,6 +549,8 @@ class TrainbookMagics(Magics):
     @argument("--overwrite", action="store_true",
               help="replace the earlier run in --checkpoint-dir (kept until this run's first epoch ends) instead "
                    "of writing to a version_N folder beside it")
+    @argument("--split", help="the Splits the batches come from (_splits after %%split): named with the run, for "
+                              "the Checklist (default: dl_train's own, when tb.loaders_from_frame made it)")
     @argument("--no-live", action="store_true", help="no progress bars or live curves")
     @line_cell_magic
     def train(self,
@@ -544,6 +567,9 @@ class TrainbookMagics(Magics):
             raise UsageError(f"{a.model} must be a torch.nn.Module, got {type(model).__name__} (the arguments are "
                              "%train MODEL DL_TRAIN [DL_VALID])")
         dl_valid = self._get(a.dl_valid) if a.dl_valid else None
+        splits = self._get(a.split) if a.split else None
+        try: split = split_fingerprint(dl_train, splits, (a.dl_train, f"--split {a.split}"))
+        except ValueError as e: raise UsageError(str(e)) from None
         overrides = {k: v for k, v in {"epochs": a.epochs, "lr": a.lr, "precision": a.precision,
                                        "accum_steps": a.accum,
                                        "clip_norm": a.clip, "schedule": a.schedule, "patience": a.patience,
@@ -586,7 +612,8 @@ class TrainbookMagics(Magics):
         except RuntimeError as e: raise UsageError(str(e)) from None
         try:
             run = fit(model, dl_train, dl_valid, loss_fn=loss_fn, config=cfg, metrics=a.metrics,
-                      resume=a.resume, overwrite=a.overwrite, live=False if a.no_live else "auto")
+                      resume=a.resume, overwrite=a.overwrite, live=False if a.no_live else "auto",
+                      split_fingerprint=split)
         except Exception as e:
             # before its first step (`err.run`, the failed run, is at step 0): the first batch failed
             if getattr(getattr(e, "run", None), "step", None) == 0:
@@ -594,6 +621,14 @@ class TrainbookMagics(Magics):
             if isinstance(e, (ValueError, TypeError, FileNotFoundError)): raise UsageError(str(e)) from None
             raise  # a failure later in the run is the run's own: its traceback shows where
         self.shell.user_ns["_run"] = run
+        if run.stopped == StopReason.interrupted.value:  # a Ctrl-C: the cell stops as an interrupted cell does,
+            # so Jupyter runs none of the cells queued after it (Run All); the run is kept and shown first
+            from IPython.display import display
+            display(run)
+            steps = f"{run.step} step{'' if run.step == 1 else 's'}"
+            raise KeyboardInterrupt(f"%train interrupted after {steps}: the run is _run (its "
+                                    "last.pt, where checkpoint_dir was given, resumes it); the cells queued "
+                                    "after this one do not run") from None
         return run
 
     @line_magic
