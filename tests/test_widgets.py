@@ -540,3 +540,22 @@ def test_a_dropped_panel_and_builder_free_their_model_and_frame(frame):
     assert model() is None and built() is None
     newest.overfit_button.click(); newest.wait()  # the newest answers its buttons though nothing else holds it
     assert newest.sanity is not None and tb.TrainPanel._newest is newest
+
+
+def test_train_names_the_split_for_the_checklist(frame):
+    "Probe 80: a panel's run named no split (the Checklist's advice, split_fingerprint= to fit, had no way in)."
+    splits = tb.make_splits(frame, "target", seed=0)
+    dl_train, dl_valid, _, prep = tb.loaders_from_frame(frame, "target", splits, batch_size=64)
+    model = nn.Linear(prep.n_features, 2)
+    make = lambda **kw: tb.TrainPanel(model, dl_train, dl_valid, loss_fn=nn.functional.cross_entropy,
+                                      config=tb.TrainConfig(epochs=1, device="cpu"), **kw)
+    p = make()
+    p.train_button.click(); p.wait()
+    assert p.run.extra["split_fingerprint"] == splits.fingerprint  # the loaders' own
+    with pytest.raises(ValueError, match=r"^splits \(fingerprint \w+\) is not the split dl_train was made from"):
+        make(splits=tb.make_splits(frame, "target", seed=1))
+    X, y = blobs(n=64)
+    plain = tb.TrainPanel(nn.Linear(8, 3), tb.TensorLoader(X, y, batch_size=32), loss_fn=nn.functional.cross_entropy,
+                          config=tb.TrainConfig(epochs=1, device="cpu"), splits=splits)
+    plain.train_button.click(); plain.wait()
+    assert plain.run.extra["split_fingerprint"] == splits.fingerprint

@@ -303,15 +303,18 @@ class TrainPanel(Snapshot):
                  config: Optional[TrainConfig] = None,  # the run's settings (default: `TrainConfig()`)
                  metrics=None,  # metrics as `fit` takes them
                  callbacks=(),  # extra callbacks for *Train*
+                 splits=None,  # the `Splits` the batches come from, named with the run (default: dl_train's own)
                 ):
         import ipywidgets as w
         import plotly.graph_objects as go
         from trainbook.live import new_figure
         from trainbook.guard import check_fit_inputs
+        from trainbook.magics import split_fingerprint
         if loss_fn is None: raise ValueError("TrainPanel needs loss_fn, e.g. loss_fn=nn.CrossEntropyLoss()")
         # fit's own door checks, at construction: a wrong argument fails here, naming it, not on a click
         config = config or TrainConfig()
         check_fit_inputs(model, dl_train, dl_valid, loss_fn, config, metrics=metrics)
+        self.split = split_fingerprint(dl_train, splits)  # what a Checklist compares with the audited split
         self.model, self.dl_train, self.dl_valid, self.loss_fn = model, dl_train, dl_valid, loss_fn
         self.config, self.metrics, self.callbacks = config, metrics, list(callbacks)
         self.run = self.sanity = self.lr_finder = self.dry_run_report = self.error = None
@@ -421,7 +424,8 @@ class TrainPanel(Snapshot):
         try:
             self.run = fit(self.model, self.dl_train, self.dl_valid, loss_fn=self.loss_fn, config=self.config,
                            metrics=self.metrics,
-                           callbacks=[StopOnEvent(self._stop), self.curves, *self.callbacks], live=False)
+                           callbacks=[StopOnEvent(self._stop), self.curves, *self.callbacks], live=False,
+                           split_fingerprint=self.split)
         except BaseException as e:
             # a run that raised is still the last run (`err.run`, stopped 'failed'), as `tb.last_run()` says
             self.run = getattr(e, "run", None)
