@@ -359,7 +359,7 @@ def _sent_at():
     from datetime import datetime
     if _execution() is None: return None
     from IPython import get_ipython
-    date = ((get_ipython().parent_header or {}).get("header") or {}).get("date")
+    date = ((getattr(get_ipython(), "parent_header", None) or {}).get("header") or {}).get("date")  # a kernel's
     if isinstance(date, str):  # jupyter_client gives a datetime; a string where it was left as sent
         try: date = datetime.fromisoformat(date.replace("Z", "+00:00"))
         except ValueError: return None
