@@ -478,9 +478,10 @@ def test_a_server_whose_api_hangs_makes_track_give_up_in_its_read_bound_naming_i
     # your own (short) request timeout is kept, so the bound is seconds here; trainbook's retries are what is tested
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "1")
     monkeypatch.delenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", raising=False)
-    try:
-        with pytest.raises(ConnectionError, match=rf"the MLflow tracking server at {uri} stopped answering"
-                                                  r".*2 tries of 1 s.*MLFLOW_HTTP_REQUEST_TIMEOUT"):
+    try:  # the check's second request, MLflow's API, waits its 5 s: no run of MLflow's retries after it
+        with pytest.raises(ConnectionError, match=rf"uri '{uri}': no MLflow tracking server answers there \(GET "
+                                                  rf"{uri}/health: HTTP 200.*GET {uri}/api/2.0/mlflow/experiments/"
+                                                  r"search\?max_results=1 for 5 s"):
             tb.track(uri)
     finally:
         release.set()
@@ -639,10 +640,108 @@ def test_another_web_service_at_the_uri_is_refused_naming_uri_and_what_answered(
     assert tb.active_tracker() is None
 
 
-def test_a_server_that_wants_credentials_is_left_to_mlflows_client():
-    "401 at /health and at the API: an MLflow server behind authentication (MLflow's client sends the credentials)."
-    with http_service(answering(401, "text/plain", b"You are not authenticated.")) as uri:
-        assert st.check_server(uri, timeout=5) is None
+def routes(answer):
+    "A handler answering each GET with `answer(path, headers)` -> (status, kind, body); `.seen` lists the paths asked."
+    import http.server
+    seen = []
+
+    class Routes(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append((self.path, self.headers.get("Authorization")))
+            status, kind, body = answer(self.path, self.headers)
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args): pass
+    Routes.seen = seen
+    return Routes
+
+
+WALL = "Basic dXNlcjpwdw=="  # user:pw
+
+
+def behind_a_wall(path, headers):
+    "MLflow behind basic auth: 401 without user:pw, MLflow's search answer with them."
+    if headers.get("Authorization") != WALL: return 401, "text/plain", b"Unauthorized"
+    return 200, "application/json", b'{"experiments": [{"experiment_id": "0", "name": "Default"}]}'
+
+
+def test_a_server_that_wants_credentials_says_which_to_set_and_takes_them(tmp_path, monkeypatch):
+    "Probe 84, f5: without credentials track() ended in MLflow's raw 'error code 401 != 200', naming no variable."
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.mlflow/credentials of yours
+    for name in ("USERNAME", "PASSWORD", "TOKEN", "AUTH"):
+        monkeypatch.delenv(f"MLFLOW_TRACKING_{name}", raising=False)
+    handler = routes(behind_a_wall)
+    with http_service(handler) as uri:
+        with pytest.raises(PermissionError, match=rf"uri '{uri}': the tracking server wants credentials and none are "
+                                                  r"set .*MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD \(or "
+                                                  r"MLFLOW_TRACKING_TOKEN\)"):
+            tb.track(uri)
+        monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", "user")
+        monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", "wrong")
+        with pytest.raises(PermissionError, match=rf"uri '{uri}': the tracking server refused the credentials sent"):
+            st.check_server(uri)
+        monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", "pw")
+        assert st.check_server(uri) is None  # sent as MLflow's client sends them
+        monkeypatch.delenv("MLFLOW_TRACKING_PASSWORD")
+        monkeypatch.setenv("MLFLOW_TRACKING_AUTH", "my_plugin")  # a plugin signs MLflow's requests: its client judges
+        assert st.check_server(uri) is None
+    assert handler.seen[-3] == ("/api/2.0/mlflow/experiments/search?max_results=1", WALL)  # the right ones
+    assert tb.active_tracker() is None
+
+
+@pytest.mark.parametrize("answer", [
+    lambda path, headers: (200, "application/json", b'{"status": "ok"}'),  # JSON 200 for every path
+    lambda path, headers: ((200, "text/plain", b"OK") if path == "/health" else  # a health page like MLflow's
+                           (404, "text/html", b"<html><title>Not Found</title></html>"))],
+    ids=["json-200-everywhere", "health-ok-html-404"])
+def test_a_service_whose_api_is_not_mlflows_is_refused_whatever_its_health_says(answer):
+    """Probe 84, f2/f5: JSON 200 everywhere was taken for MLflow (runs recorded in experiment ''); /health 'OK' with
+    HTML 404s ended in MLflow's raw 404 quoting the page."""
+    handler = routes(answer)
+    with http_service(handler) as uri:
+        with pytest.raises(ConnectionError, match=rf"uri '{uri}': no MLflow tracking server answers there \(another "
+                                                  r"web service does") as caught:
+            tb.track(uri, experiment="not-mlflow")
+    assert "<html" not in str(caught.value).lower()
+    assert [path for path, _ in handler.seen] == ["/health", "/api/2.0/mlflow/experiments/search?max_results=1"]
+    assert tb.active_tracker() is None
+
+
+def test_mlflows_api_answer_is_its_search_result_or_its_error():
+    assert st._mlflow_api(200, "application/json", '{"experiments": []}')
+    assert st._mlflow_api(200, "application/json", "{}")  # no experiments: protobuf's JSON leaves the list out
+    assert st._mlflow_api(404, "application/json", '{"error_code": "ENDPOINT_NOT_FOUND", "message": "x"}')
+    assert not st._mlflow_api(200, "application/json", '{"status": "ok"}')
+    assert not st._mlflow_api(200, "application/json", '{"experiments": "none"}')
+    assert not st._mlflow_api(404, "application/json", '{"message": "Not Found"}')
+
+
+def test_sync_against_a_server_that_never_answers_asks_it_first_and_keeps_the_runs(server, monkeypatch):
+    "Probe 84, f1: sync on the active tracker skipped the /health question: 2 spooled runs, a mute server, 65 s."
+    proxy = Proxy(server)
+    uri = f"http://127.0.0.1:{proxy.port}"
+    tracker = tb.track(uri, experiment="mute-sync", flush_every=0)
+    run = fit(epochs=1, track=False)
+    for name in ("a", "b"):
+        st.spool(uri, {"experiment": "mute-sync", "run_id": None, "name": name, "params": {}, "tags": {},
+                       "status": "FINISHED", "record": run.to_dict()})
+    tried = []
+    monkeypatch.setattr(tracker, "deliver", lambda entry: tried.append(entry) or "0" * 32)
+    monkeypatch.setattr(st, "READ_WAIT", 0.5)  # the bound is what is tested, not its 5 s
+    proxy.cut()
+    with socket.socket() as mute:  # the kernel accepts; nothing ever reads or answers
+        mute.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        mute.bind(("127.0.0.1", proxy.port))
+        mute.listen(16)
+        with pytest.raises(ConnectionError, match=rf"uri '{uri}': no MLflow tracking server answers there \(GET "
+                                                  rf"{uri}/health for 0.5 s.*the 2 spooled run\(s\) stay spooled: "
+                                                  r"call tb.sync\(\) again"):
+            tb.sync()
+    assert tried == [] and len(st.spooled(uri)) == 2  # no delivery tried: both wait
 
 
 def test_a_proxy_that_does_not_know_health_but_forwards_mlflow_is_a_server(server):
@@ -710,3 +809,21 @@ def test_a_file_store_is_refused_naming_uri_unless_mlflow_is_told_to_open_it(tmp
     tracker = tb.track(str(old), experiment="before")
     tb.untrack()
     assert tracker.experiment_id == mlflow.MlflowClient(old.as_uri()).get_experiment_by_name("before").experiment_id
+
+
+@pytest.mark.parametrize("switch", [False, True], ids=["file-store-off", "file-store-on"])
+@pytest.mark.parametrize("given, meant", [("file://./mlruns", "'file:./mlruns'"), ("file://mlruns", "'file:///mlruns'"),
+                                          ("FILE://tmp/runs/g", "'file:///tmp/runs/g'")])
+def test_a_file_uri_whose_slashes_start_a_host_is_refused_with_the_uri_meant(tmp_path, monkeypatch, given, meant,
+                                                                            switch):
+    "Probe 84, f3: with the switch file://./mlruns made its store at /mlruns; without, it was offered /mlruns.db."
+    monkeypatch.chdir(tmp_path)
+    if switch: monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    else: monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    before = os.path.exists("/mlruns")
+    with pytest.raises(ValueError, match=rf"uri {re.escape(repr(given))}: in a file: URI '//' starts a host name "
+                                         rf".*{re.escape(meant)}"):
+        tb.track(given)
+    assert os.path.exists("/mlruns") == before and list(tmp_path.iterdir()) == []
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    assert st.resolve_uri(f"file://localhost{tmp_path}/m") == f"file://localhost{tmp_path}/m"  # this host: a path

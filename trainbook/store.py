@@ -4,11 +4,11 @@
 
 # %% ../nbs/16a_store.ipynb #6cce4c6e
 from __future__ import annotations
-import difflib, hashlib, json, os, re, socket, tempfile, time, urllib.error, urllib.parse, urllib.request
+import base64, difflib, hashlib, json, os, re, socket, tempfile, time, urllib.error, urllib.parse, urllib.request
 import contextlib
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Iterator, Optional
 
 from .checkpoint import unwritable
 from .core import atomic_write, did_you_mean, process_alive, warn
@@ -21,8 +21,8 @@ __all__ = ['MAX_KEY', 'MAX_PARAM_VALUE', 'MAX_TAG_VALUE', 'CUT', 'SCHEMES', 'DAT
            'make_sqlite_folder', 'store_location', 'sqlite_tables', 'require_own_sqlite', 'hide_password',
            'resolve_uri', 'bound_http', 'read_limits', 'no_answer', 'request_bound', 'server_errors',
            'artifact_repository', 'read_artifact', 'is_remote', 'check_server', 'quiet_mlflow', 'spool_dir', 'spool',
-           'spooled', 'claim_spooled', 'release_spooled', 'read_spooled', 'owner_tags', 'is_dead', 'dead_end_time',
-           'mark_dead_runs']
+           'spooled', 'claim_spooled', 'release_spooled', 'read_spooled', 'deliver_spooled', 'owner_tags', 'is_dead',
+           'dead_end_time', 'mark_dead_runs']
 
 # %% ../nbs/16a_store.ipynb #fc71d383
 MAX_KEY, MAX_PARAM_VALUE, MAX_TAG_VALUE = 250, 6000, 8000  # MLflow's limits (mlflow.utils.validation)
@@ -246,6 +246,21 @@ def _check_file_store(location: str, given) -> None:
                      f"SQLite store instead (a folder: its {STORE_FILE} is the store; or sqlite:///{target}), "
                      f"or set {FILE_STORE_SWITCH}=true to use the file store as it is")
 
+def _check_file_host(text: str, given) -> None:
+    """Refuse, naming `uri`, a file: URI whose '//' starts a host other than localhost (RFC 8089): MLflow reads
+    `file://./mlruns` as the folder /mlruns, and `file://mlruns` as a remote share."""
+    host = urllib.parse.urlparse(text).netloc
+    if host.lower() in ("", "localhost"): return
+    rest = text[len("file://"):]
+    if rest.startswith("."):  # ./mlruns, ../runs: a folder under the working one
+        meant = (f"for {rest} under the working folder pass {'file:' + rest!r}; for an absolute path pass "
+                 "'file:///abs/path'")
+    else:
+        meant = (f"for the folder /{rest} pass {'file:///' + rest!r}; for {rest} under the working folder "
+                 f"pass {'file:' + rest!r}")
+    raise ValueError(f"uri {given!r}: in a file: URI '//' starts a host name ({host!r} here), not the path; "
+                     f"{meant}")
+
 def hide_password(url: str,  # a URL (scheme://user:password@host/...), or a path
                  ) -> str:
     "`url` with its password shown as `***`, for a message (one short of its ':' too); a path as it is."
@@ -293,6 +308,7 @@ def resolve_uri(uri: str,  # a tracking URI (sqlite:///..., http://...), or a pa
         text = _lower_scheme(text)  # HTTP://host is http://host, for every check below
         path = sqlite_path(text, "uri", uri)
         if path is not None: _check_sqlite_file(path, uri)
+        if text.startswith("file:"): _check_file_host(text, uri)  # before its path is read as a folder
         location = store_location(text)
         if location.startswith("file:"): _check_file_store(location, uri)
         return location
@@ -398,20 +414,45 @@ def is_remote(uri: str,  # a tracking URI
 
 MLFLOW_API_PROBE = "/api/2.0/mlflow/experiments/search?max_results=1"  # an endpoint every MLflow server has
 
-def _ask(url: str, timeout: float) -> tuple[int, str, str]:
+def _ask(url: str, timeout: float, headers: Optional[dict] = None) -> tuple[int, str, str]:
     "(status, content type, body's first MB) of GET `url`; OSError or ValueError when nothing answers."
-    try: answer = urllib.request.urlopen(url, timeout=timeout)  # noqa: S310 (the user's own URI)
+    request = urllib.request.Request(url, headers=headers or {})
+    try: answer = urllib.request.urlopen(request, timeout=timeout)  # noqa: S310 (the user's own URI)
     except urllib.error.HTTPError as e: answer = e  # an answer all the same: 404, 401, 502
     with answer:
         body = answer.read(1 << 20).decode("utf-8", "replace")
         return answer.getcode(), answer.headers.get_content_type(), body
 
+_SEARCH_FIELDS = {"experiments", "next_page_token"}  # MLflow's answer to `MLFLOW_API_PROBE` ({} when empty)
+
 def _mlflow_api(status: int, kind: str, body: str) -> bool:
-    "Whether an answer to `MLFLOW_API_PROBE` is MLflow's JSON: a result, or an error with its `error_code`."
+    """Whether an answer to `MLFLOW_API_PROBE` is MLflow's JSON: its search result (an `experiments` list), or an
+    error with its `error_code`; `{"status": "ok"}` from any path is another service's."""
     if kind != "application/json": return False
     try: data = json.loads(body)
     except ValueError: return False
-    return isinstance(data, dict) and (status == 200 or "error_code" in data)
+    if not isinstance(data, dict): return False
+    if status != 200: return isinstance(data.get("error_code"), str)
+    return set(data) <= _SEARCH_FIELDS and isinstance(data.get("experiments", []), list)
+
+def _credentials(uri: str) -> tuple[dict, bool]:
+    """(the Authorization header MLflow's client sends to `uri`: basic auth, else its token; whether it signs
+    its requests another way, an auth plugin or AWS SigV4, that only its client can)."""
+    try: from mlflow.utils.credentials import get_default_host_creds
+    except ImportError: return {}, False  # no MLflow: tracking says so itself
+    creds = get_default_host_creds(uri)  # MLFLOW_TRACKING_USERNAME/_PASSWORD (or ~/.mlflow/credentials), _TOKEN
+    signed = bool(creds.aws_sigv4 or creds.auth)
+    if creds.username and creds.password:
+        pair = base64.standard_b64encode(f"{creds.username}:{creds.password}".encode()).decode()
+        return {"Authorization": f"Basic {pair}"}, signed
+    return ({"Authorization": f"Bearer {creds.token}"} if creds.token else {}), signed
+
+def _needs_credentials(uri: str, status: int, sent: bool) -> PermissionError:
+    "The error for a server that answers MLflow's API with 401/403: which credentials to set."
+    what = "refused the credentials sent" if sent else "wants credentials and none are set"
+    return PermissionError(f"uri {uri!r}: the tracking server {what} (HTTP {status} at its MLflow API); set "
+                           "MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD (or MLFLOW_TRACKING_TOKEN) to "
+                           "what it accepts, then call tb.track() again")
 
 def _seen(status: int, kind: str, body: str) -> str:
     "An answer in a few words, for a message: 'HTTP 404, text/html page \"Jupyter Server\"'."
@@ -427,22 +468,26 @@ def _no_server(uri: str, tried: str) -> ConnectionError:
 def check_server(uri: str,  # an http(s) tracking URI
                  timeout: float = 5.0,  # seconds to wait for each answer (two at most)
                 ) -> None:
-    """Ask the server's /health page, and when its answer is not MLflow's 'OK', one MLflow API endpoint: a
-    ConnectionError naming `uri` when nothing answers in time or what answers is not MLflow."""
+    """Ask the server's /health page, then one MLflow API endpoint with the credentials MLflow's client sends: a
+    ConnectionError naming `uri` when nothing answers in time or what answers is not MLflow, a PermissionError
+    when the server wants credentials it was not given."""
     health = uri.rstrip("/") + "/health"
     try: status, kind, body = _ask(health, timeout)
     except (OSError, ValueError) as e:
         raise _no_server(uri, f"GET {health} for {timeout:g} s: {getattr(e, 'reason', e)}") from None
-    if status < 500 and body.strip() == "OK": return  # MLflow's own answer
     if status >= 500: raise _no_server(uri, f"GET {health}: HTTP {status}")
-    # a proxy that does not know /health, or another web service (a Jupyter server, a dev server on the port
-    # meant): MLflow's API tells them apart. 401/403: it wants the credentials MLflow's client sends
+    # /health 'OK' is many services' health page, and a proxy may not know /health: MLflow's API tells a
+    # server apart from a Jupyter server, a dev server on the port meant, a service answering JSON everywhere
     api = uri.rstrip("/") + MLFLOW_API_PROBE
-    try: answer = _ask(api, timeout)
+    headers, signed = _credentials(uri)
+    try: answer = _ask(api, timeout, headers)
     except (OSError, ValueError) as e:
         raise _no_server(uri, f"GET {health}: {_seen(status, kind, body)}; GET {api} for {timeout:g} s: "
                               f"{getattr(e, 'reason', e)}") from None
-    if answer[0] in (401, 403) or _mlflow_api(*answer): return
+    if _mlflow_api(*answer): return
+    if answer[0] in (401, 403):  # an auth wall in front of MLflow (its basic-auth app, a proxy)
+        if signed: return  # signed by an auth plugin or AWS SigV4: MLflow's client is the judge
+        raise _needs_credentials(uri, answer[0], bool(headers))
     raise _no_server(uri, f"another web service does: GET {health}: {_seen(status, kind, body)}; GET {api}: "
                           f"{_seen(*answer)}; check the port")
 
@@ -515,6 +560,44 @@ def read_spooled(path: Path,  # a spool file
         warn(f"spool file {str(path)!r} is not a trainbook spool entry; it is left in place")
         return None
     return entry
+
+def _stay_spooled(error: ConnectionError, waiting: int) -> ConnectionError:
+    return ConnectionError(f"{error}; the {waiting} spooled run(s) stay spooled: call tb.sync() again when it "
+                           "answers")
+
+def deliver_spooled(uri: str,  # the store the runs were spooled for
+                    deliver: Callable[[dict], str],  # records one entry, returns its run id (`Tracker.deliver`)
+                   ) -> Iterator[tuple[dict, str]]:
+    """Deliver the runs spooled for `uri`, yielding (entry, run id) as each is recorded: each claimed first (two
+    sessions syncing at once share them out) and put back on any way out but its delivery, a Ctrl-C included."""
+    paths = spooled(uri)
+    if not paths: return
+    # bounded as a read is: a server that accepts and never answers costs seconds, not ~30 s a run
+    if is_remote(uri):
+        try: check_server(uri, READ_WAIT)
+        except ConnectionError as e: raise _stay_spooled(e, len(paths)) from None
+    with read_limits():
+        for n, path in enumerate(paths):
+            claimed = claim_spooled(path)
+            if claimed is None: continue  # another session delivers it
+            run_id = None
+            try:
+                entry = read_spooled(claimed)
+                if entry is None: continue
+                # spooled by a trainbook that kept no times: its file was written at the run's end
+                entry.setdefault("end_time", int(claimed.stat().st_mtime * 1000))
+                run_id = deliver(entry)
+            except Exception as e:
+                warn(f"trainbook tracking: spooled run {path.name} could not be delivered yet: {e!r}")
+                if not no_answer(e): continue
+                # the next run would wait as long: the rest wait for the next sync
+                warn(f"trainbook tracking: {uri} did not answer in {request_bound()}; {len(paths) - n} spooled "
+                     f"run(s) stay spooled ({path.name} and those after it): call tb.sync() again when it answers")
+                return
+            finally:  # not delivered (a Ctrl-C included): this session's next sync takes it up again
+                if run_id is None: release_spooled(claimed)
+                else: claimed.unlink(missing_ok=True)
+            yield entry, run_id
 
 # %% ../nbs/16a_store.ipynb #75f809d2
 OWNER_TAGS = ("trainbook.host", "trainbook.pid", "trainbook.started")
