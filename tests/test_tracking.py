@@ -709,3 +709,49 @@ def test_a_run_spooled_without_its_times_is_dated_by_its_spool_file(store, reque
     (rid,) = tb.sync(store[0])
     info = mlflow.MlflowClient(store[0]).get_run(rid).info
     assert (info.start_time, info.end_time) == (ms(written) - 90_000, ms(written))
+
+
+# --- probe 84: sync bounded, a Ctrl-C during sync --------------------------------------------------------------------
+
+def spool_runs(uri: str, experiment: str, n: int) -> list:
+    "`n` spool files of one finished run for the store at `uri`."
+    from trainbook import store as st
+    run = fit(epochs=1, track=False)
+    return [st.spool(uri, {"experiment": experiment, "run_id": None, "name": f"r{i}", "params": {}, "tags": {},
+                           "status": "FINISHED", "record": run.to_dict()}) for i in range(n)]
+
+
+def test_a_sync_stops_at_the_first_run_the_store_does_not_answer_for_and_keeps_the_rest(tracker, tmp_path, monkeypatch):
+    "Probe 84, f1: each spooled run waited out MLflow's retries (~30 s a run against a mute server)."
+    import requests
+    from trainbook import store as st
+    monkeypatch.setenv("TRAINBOOK_SPOOL", str(tmp_path / "spool"))
+    spool_runs(tracker.uri, tracker.experiment, 3)
+    real, tried = tracker.deliver, []
+
+    def timed_out(entry):
+        tried.append(entry["name"])
+        raise requests.exceptions.ReadTimeout("read timed out")
+    monkeypatch.setattr(tracker, "deliver", timed_out)
+    with pytest.warns(UserWarning, match=r"3 spooled run\(s\) stay spooled .*call tb.sync\(\) again"):
+        assert tracker.sync() == []
+    assert len(tried) == 1  # gave up after the first timeout, not one timeout a run
+    assert len(st.spooled(tracker.uri)) == 3
+    monkeypatch.setattr(tracker, "deliver", real)
+    assert len(tb.sync()) == 3 and st.spooled(tracker.uri) == []  # the next sync delivers them all
+
+
+def test_a_ctrl_c_during_sync_puts_the_run_back_for_this_sessions_next_sync(tracker, tmp_path, monkeypatch):
+    "Probe 84, f4: the run being delivered stayed claimed by the live kernel: every later sync skipped it."
+    from trainbook import store as st
+    monkeypatch.setenv("TRAINBOOK_SPOOL", str(tmp_path / "spool"))
+    (path,) = spool_runs(tracker.uri, tracker.experiment, 1)
+    real = tracker.deliver
+
+    def ctrl_c(entry): raise KeyboardInterrupt
+    monkeypatch.setattr(tracker, "deliver", ctrl_c)
+    with pytest.raises(KeyboardInterrupt): tracker.sync()
+    assert st.spooled(tracker.uri) == [path]  # under its own name again, not held by this (live) process
+    monkeypatch.setattr(tracker, "deliver", real)
+    (rid,) = tb.sync()
+    assert st.spooled(tracker.uri) == [] and list(tb.runs(tracker.experiment, uri=tracker.uri).run_id) == [rid]

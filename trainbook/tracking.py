@@ -16,9 +16,8 @@ from .events import Callback, LoopState, add_session_observer, remove_session_ob
 from .run import EVIDENCE, PER_STEP, Run, record_key, run_record_bytes
 from .store import (MAX_PARAM_VALUE, MAX_TAG_VALUE, artifact_repository, bound_http, check_server,
                              is_remote, make_sqlite_folder, mark_dead_runs, no_answer, owner_tags,
-                             quiet_mlflow, read_limits, read_spooled, resolve_uri, safe_items, safe_key,
-                             safe_names, safe_value, server_errors, spool, spooled, claim_spooled,
-                             release_spooled)
+                             quiet_mlflow, read_limits, resolve_uri, safe_items, safe_key,
+                             safe_names, safe_value, server_errors, spool, spooled, deliver_spooled)
 
 # %% auto #0
 __all__ = ['DEFAULT_URI', 'RENAMED_METRICS', 'RUN_KEY', 'tracking_uri', 'metric_key', 'epoch_points', 'metric_points',
@@ -338,6 +337,8 @@ class Tracker:
             then = "check the server (its log, its database) or call tb.track() with another store"
             with read_limits(), server_errors(self.uri, then):
                 self.experiment_id = _experiment_id(self.client, experiment, self.uri)
+            if not self.experiment_id:  # a run in experiment '' is recorded nowhere
+                raise ConnectionError(f"uri {self.uri!r}: the store gave experiment {experiment!r} no id; {then}")
         _preload(use_mlflow, figure, tensorboard is not None)
         self.recording: dict[int, _Recording] = {}  # id(recording) -> the runs open now
         self.errors: list = []
@@ -538,30 +539,16 @@ class Tracker:
         return run_id
 
     def sync(self) -> list[str]:
-        """Deliver the runs spooled for this store, each once (claimed first: two sessions syncing at once share
-        them out); returns their MLflow ids, `synced` counts them by experiment (the files of delivered runs go)."""
+        """Deliver the runs spooled for this store (`store.deliver_spooled`); returns their MLflow ids, `synced`
+        counts them by experiment (the files of delivered runs go)."""
         delivered, self.synced = [], {}
-        for path in spooled(self.uri):
-            claimed = claim_spooled(path)
-            if claimed is None: continue  # another session delivers it
-            entry = read_spooled(claimed)
-            if entry is None:
-                release_spooled(claimed)
-                continue
-            # spooled by a trainbook that kept no times: its file was written at the run's end
-            entry.setdefault("end_time", int(claimed.stat().st_mtime * 1000))
-            try:
-                with contextlib.redirect_stdout(io.StringIO()):  # MLflow's 'View run' lines, one a run
-                    delivered.append(self.deliver(entry))
-            except Exception as e:
-                release_spooled(claimed)
-                warn(f"trainbook tracking: spooled run {path.name} could not be delivered yet: {e!r}")
-                continue
-            claimed.unlink(missing_ok=True)
-            waiting = _AWAITED.pop(entry["tags"].get(RUN_KEY), None)  # the `Run` fit returned, still in use
-            if waiting is not None: waiting.extra["mlflow_run_id"] = delivered[-1]
-            experiment = entry.get("experiment") or self.experiment
-            self.synced[experiment] = self.synced.get(experiment, 0) + 1
+        with contextlib.redirect_stdout(io.StringIO()):  # MLflow's 'View run' lines, one a run
+            for entry, run_id in deliver_spooled(self.uri, self.deliver):
+                delivered.append(run_id)
+                waiting = _AWAITED.pop(entry["tags"].get(RUN_KEY), None)  # the `Run` fit returned, still in use
+                if waiting is not None: waiting.extra["mlflow_run_id"] = run_id
+                experiment = entry.get("experiment") or self.experiment
+                self.synced[experiment] = self.synced.get(experiment, 0) + 1
         return delivered
 
     def wait(self,
@@ -679,7 +666,10 @@ def _housekeeping(tracker: Tracker) -> None:
     "Mark the runs whose process died KILLED, deliver what the spool holds: a failure is only a warning."
     try: mark_dead_runs(tracker.client, [tracker.experiment_id])
     except Exception as e: warn(f"trainbook tracking: could not check for dead runs: {e!r}")
-    delivered = tracker.sync()
+    try: delivered = tracker.sync()
+    except (ConnectionError, PermissionError) as e:  # the runs stay spooled
+        warn(f"trainbook tracking: the spooled runs wait for the next tb.sync(): {e}")
+        return
     if delivered:
         where = ", ".join(f"{n} in experiment {name!r}" for name, n in tracker.synced.items())
         print(f"trainbook: {len(delivered)} spooled run(s) recorded in {tracker.uri}: {where}")
