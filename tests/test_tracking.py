@@ -755,3 +755,11 @@ def test_a_ctrl_c_during_sync_puts_the_run_back_for_this_sessions_next_sync(trac
     monkeypatch.setattr(tracker, "deliver", real)
     (rid,) = tb.sync()
     assert st.spooled(tracker.uri) == [] and list(tb.runs(tracker.experiment, uri=tracker.uri).run_id) == [rid]
+
+
+def test_an_experiment_the_store_gives_no_id_is_refused_naming_uri(store, monkeypatch):
+    "Probe 84, f2: a store answering without an id (experiment '') took runs that were recorded nowhere."
+    monkeypatch.setattr(tracking, "_experiment_id", lambda client, name, uri: "")
+    with pytest.raises(ConnectionError, match=rf"uri '{store[0]}': the store gave experiment 'x' no id"):
+        tb.track(store[0], experiment="x")
+    assert tb.active_tracker() is None
