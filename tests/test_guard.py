@@ -573,3 +573,26 @@ def test_the_queue_rule_reads_only_a_kernels_execute_requests(kernel):
     worker.start(); worker.join()  # (it would print its KeyboardInterrupt; nothing is raised there)
     assert tb.guard._CUT_SHORT["at"] is not None  # none of them used the note up
     with pytest.raises(KeyboardInterrupt): tb.guard.refuse_after_interrupt("fit")
+
+
+def test_a_queued_cell_that_only_checks_or_makes_a_panel_is_not_refused(kernel):
+    """Probe 85: after a Ctrl-C ended a fit, a queued cell that only made a TrainPanel failed with 'fit not
+    started' (the panel's constructor checks fit's inputs, and the check refused): the docs say a queued cell that
+    does not train runs. The refusal is at the door of a run (fit, fit_flax, Recorder), not in the input checks."""
+    from datetime import datetime, timezone
+    X, y = blobs(64)
+    dl = tb.TensorLoader(X, y, batch_size=16)
+    class CtrlC(tb.Callback):
+        def after_step(self, state):
+            if state.step == 2: raise KeyboardInterrupt
+    run_all = datetime.now(timezone.utc)
+    executing(kernel, "cell 1", run_all)
+    assert tb.fit(mlp(), dl, loss_fn=nn.functional.cross_entropy, live=False, config=tb.TrainConfig(epochs=1),
+                  callbacks=[CtrlC()]).stopped == "interrupted"
+    executing(kernel, "cell 2", run_all)  # queued: it checks the inputs and makes a panel, training nothing
+    try:  # (a KeyboardInterrupt would end the whole pytest session: a failure here instead)
+        tb.check_fit_inputs(mlp(), dl, None, nn.functional.cross_entropy, tb.TrainConfig(epochs=1))
+        tb.TrainPanel(mlp(), dl, None, loss_fn=nn.functional.cross_entropy, config=tb.TrainConfig(epochs=1))
+    except KeyboardInterrupt as refused: pytest.fail(f"a cell that trains nothing was refused: {refused}")
+    with pytest.raises(KeyboardInterrupt, match="queued"):  # the first run it starts is refused
+        tb.fit(mlp(), dl, loss_fn=nn.functional.cross_entropy, live=False, config=tb.TrainConfig(epochs=1))

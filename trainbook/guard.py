@@ -405,7 +405,6 @@ def check_fit_inputs(model,  # what `fit` got as `model`
                      profile: int = 0,  # ... as `profile`
                     ) -> dict:
     "Check `fit`'s arguments before any work; returns the metrics resolved to a dict name → callable."
-    refuse_after_interrupt("fit")  # a sweep in a cell that a Ctrl-C interrupted goes no further
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if not any(p.requires_grad for p in model.parameters()):

@@ -21,7 +21,8 @@ from .core import (History, TrainConfig, environment, loader_generators, loader_
 from .triage import Evaluation, LossStats, NanGuard
 from .distributed import all_mean, dist_info, paired_batches, reduce_evaluation, shard_loader, wrap_model
 from .events import Callback, Callbacks, Event, LoopState
-from .guard import check_fit_inputs, check_loss_fn, check_monitor, note_interrupt, require_batches, run_notes, run_steps
+from .guard import (check_fit_inputs, check_loss_fn, check_monitor, note_interrupt, refuse_after_interrupt,
+                             require_batches, run_notes, run_steps)
 from .metrics import resolve_metrics, try_validation
 from .optim import (gradient_norms, make_scheduler, param_groups,
                              pick_scheduler_interval, step_optimizer, unscale_and_clip)
@@ -458,6 +459,7 @@ def fit(model: nn.Module,  # trained in place: a second fit goes on from its wei
        ) -> Run:
     "Train `model` on `dl_train`, validating on `dl_valid`: the checklist's steps, in order. Returns a `Run`."
     # ---- the loop: show_loop prints fit from this line on ----
+    refuse_after_interrupt("fit")  # a sweep in a cell a Ctrl-C interrupted, or a cell queued before it: no further
     cfg = config if config is not None else TrainConfig()
     metric_fns = check_fit_inputs(model, dl_train, dl_valid, loss_fn, cfg, optimizer=optimizer,
                                   scheduler=scheduler, metrics=metrics, strategy=strategy, scheduler_interval=scheduler_interval,
