@@ -611,18 +611,7 @@ def http_service(handler):
 
 def answering(status: int, kind: str, body: bytes):
     "A handler that answers every GET with `status`, `kind` and `body`."
-    import http.server
-
-    class Fixed(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            self.send_response(status)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args): pass
-    return Fixed
+    return routes(lambda path, headers: (status, kind, body))
 
 
 @pytest.mark.parametrize("answer", [
