@@ -64,3 +64,15 @@ class CtrlCInSetUp(nn.Linear):
             import signal
             signal.raise_signal(signal.SIGINT)
         return super().to(*a, **k)
+
+
+def iso_dates_from_csv(n=300, seed=0):
+    "A frame as read from a CSV: ISO dates as text ('signup'), a number ('x'), a two-class target ('y')."
+    import io
+    import numpy as np
+    import pandas as pd
+    rng = np.random.default_rng(seed)
+    days = pd.Timestamp("2022-01-01") + pd.to_timedelta(rng.integers(0, 700, n), unit="D")
+    csv = pd.DataFrame({"signup": days.strftime("%Y-%m-%d"), "x": rng.normal(size=n),
+                        "y": rng.choice(["a", "b"], n)}).to_csv(index=False)
+    return pd.read_csv(io.StringIO(csv))

@@ -486,12 +486,8 @@ def test_a_second_ctrl_c_while_a_public_name_imports_interrupts_at_once():
 
 def test_iso_dates_read_from_a_csv_are_called_dates_with_the_call_that_parses_them():
     "Probe 75 #4: ISO date strings from a CSV were a high-cardinality category, the advice target or hash encoding."
-    import io
-    rng = np.random.default_rng(0)
-    days = pd.Timestamp("2022-01-01") + pd.to_timedelta(rng.integers(0, 700, 300), unit="D")
-    csv = pd.DataFrame({"signup": days.strftime("%Y-%m-%d"), "x": rng.normal(size=300),
-                        "y": rng.choice(["a", "b"], 300)}).to_csv(index=False)
-    df = pd.read_csv(io.StringIO(csv))
+    from helpers import iso_dates_from_csv
+    df = iso_dates_from_csv()
     about = [f for f in tb.check_data(df, "y").findings if f.column == "signup"]
     assert [f.kind for f in about] == ["dates_as_text"], about
     assert "pd.to_datetime(df['signup'], format='ISO8601')" in about[0].advice

@@ -255,13 +255,9 @@ def test_a_class_only_in_valid_is_named_as_baseline_names_it():
 
 def test_iso_dates_held_as_text_are_preprocessed_as_the_datetimes_they_are():
     "Probe 75 #4: a CSV's ISO dates were a category, one-hot encoded (49 columns): now the date step parses them."
-    import io
+    from helpers import iso_dates_from_csv
     from trainbook.data import feature_columns
-    rng = np.random.default_rng(0)
-    days = pd.Timestamp("2022-01-01") + pd.to_timedelta(rng.integers(0, 700, 300), unit="D")
-    csv = pd.DataFrame({"signup": days.strftime("%Y-%m-%d"), "x": rng.normal(size=300),
-                        "y": rng.choice(["a", "b"], 300)}).to_csv(index=False)
-    text = pd.read_csv(io.StringIO(csv))  # what a user gets from a CSV
+    text = iso_dates_from_csv()  # what a user gets from a CSV
     text["signup"] = text["signup"].where(text.index % 9 > 0)  # some dates missing: imputed, as a datetime's
     parsed = text.assign(signup=pd.to_datetime(text["signup"]))
     sp = tb.make_splits(text, "y", test_size=0.2, seed=0)
