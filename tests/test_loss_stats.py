@@ -206,3 +206,26 @@ def test_several_regression_targets_are_judged_against_a_constant_per_column():
     stats = fill(LossStats(nn.MSELoss()), [(torch.zeros(100, 3), y[i:i + 100]) for i in range(0, 1000, 100)],
                  nn.MSELoss())
     assert math.isclose(stats.results()["prior_loss"], float(F.mse_loss(y.mean(0).expand(1000, 3), y)), rel_tol=1e-6)
+
+
+def test_a_weight_hidden_in_a_hand_written_loss_is_measured_for_the_prior():
+    """Probe 86: a lambda (or a custom Flax loss) weighting classes inside had the unweighted prior (0.500 where no
+    constant does better than 0.693), as if a model beating every constant had not. Its weights are measured from
+    its values; a loss that is no mean over rows (a sum) gets no prior, said once, rather than a wrong one."""
+    g = torch.Generator().manual_seed(0)
+    y = (torch.rand(1000, generator=g) < 0.2).long()
+    pred = torch.randn(1000, 2, generator=g)
+    data = [(pred[i:i + 100], y[i:i + 100]) for i in range(0, 1000, 100)]
+    weight = torch.tensor([1.0, 4.0])
+    hidden = lambda p, t: F.cross_entropy(p, t, weight=weight)  # noqa: E731
+    told = fill(LossStats(nn.CrossEntropyLoss(weight=weight)), data).results()["prior_loss"]
+    grid = [torch.tensor([0.0, b]) for b in torch.linspace(-6, 6, 1201).tolist()]
+    assert math.isclose(fill(LossStats(hidden), data, hidden).results()["prior_loss"], told, rel_tol=1e-5)
+    assert math.isclose(told, _best_constant(hidden, y, (2,), grid), rel_tol=2e-3)
+    plain = lambda p, t: F.cross_entropy(p, t)  # noqa: E731
+    p1 = y.float().mean()
+    entropy = float(-(p1 * p1.log() + (1 - p1) * (1 - p1).log()))
+    assert math.isclose(fill(LossStats(plain), data, plain).results()["prior_loss"], entropy, rel_tol=1e-5)
+    summed = lambda p, t: F.cross_entropy(p, t, reduction="sum")  # noqa: E731
+    with pytest.warns(UserWarning, match="no mean over rows"):
+        assert "prior_loss" not in fill(LossStats(summed), data, summed).results()

@@ -17,7 +17,8 @@ from .core import rng_state, set_rng_state
 # %% auto #0
 __all__ = ['IGNORE_INDEX', 'BUILTIN_METRICS', 'ignore_index_of', 'class_loss_terms', 'accuracy', 'resolve_metrics', 'sk_metric',
            'trial_copy', 'try_validation', 'proba_2d', 'scored_proba', 'require_codes', 'classification_metrics',
-           'loss_vs_constant', 'regression_metrics', 'class_weights', 'focal_loss', 'constant_predictor_loss']
+           'loss_vs_constant', 'regression_metrics', 'class_weights', 'focal_loss', 'constant_predictor_loss',
+           'loss_class_weights']
 
 # %% ../nbs/04a_metrics.ipynb #8c77c886
 IGNORE_INDEX = -100  # the label of positions without a target (torch's and Hugging Face's default)
@@ -365,3 +366,37 @@ def constant_predictor_loss(loss_fn: Callable,  # a torch loss: nn.CrossEntropyL
     stats = LossStats(loss_fn)
     stats.add(pred, y, torch.zeros(()), len(y))
     return stats.results().get("prior_loss")
+
+# %% ../nbs/04a_metrics.ipynb #d0e5c71d
+_MEASURED_CLASSES = 64  # a hand-written loss's class weights are measured up to this many classes (a call each)
+
+@torch.no_grad()
+def loss_class_weights(loss_fn: Callable,  # a loss of (rows, classes, ...) scores against labels, as `fit` calls it
+                       k: int,  # the classes
+                       positions: tuple = (),  # a label's trailing shape, all ones: () a label a row, (1,) per position
+                       device=None,  # where the synthetic rows are made
+                      ) -> Optional[torch.Tensor]:
+    """The weight `loss_fn`'s mean gives each class's rows, measured from its values on k synthetic rows: None
+    when it means its rows plainly (or has more than 64 classes: not measured); else w (float64, w[0] = 1), its
+    value on rows being Σ w[y]·loss / Σ w[y]. Raises ValueError for a loss that is neither (a sum, a batch term)."""
+    if k > _MEASURED_CLASSES: return None
+    # one constant score vector with distinct entries, so that each class's row has its own loss
+    logits = torch.linspace(-1.0, 1.0, k, device=device).expand(k, k).reshape(k, k, *positions).contiguous()
+    labels = torch.arange(k, device=device).reshape(k, *positions)
+    def value(rows: list) -> float: return float(torch.as_tensor(loss_fn(logits[rows], labels[rows])).double().mean())
+    def close(a: float, b: float) -> bool: return abs(a - b) <= 1e-4 * max(abs(a), abs(b)) + 1e-6
+    alone, together = [value([c]) for c in range(k)], value(list(range(k)))
+    if close(together, sum(alone) / k): return None
+    w = [1.0]
+    for c in range(1, k):
+        pair = value([0, c])  # (w0·l0 + wc·lc) / (w0 + wc): wc / w0 = (l0 − pair) / (pair − lc)
+        if close(pair, alone[c]) or close(alone[0], alone[c]): return None  # equal losses: no weight can be read
+        w.append((alone[0] - pair) / (pair - alone[c]))
+    w = torch.tensor(w, dtype=torch.float64, device=device)
+    ok = bool(torch.isfinite(w).all() and (w > 0).all())
+    if not ok or not close(float((w * torch.tensor(alone, dtype=torch.float64, device=device)).sum() / w.sum()),
+                           together):
+        raise ValueError(f"its value on {k} rows ({together:.6g}) is neither the mean of their losses alone "
+                         f"({sum(alone) / k:.6g}) nor a weighted mean of them: it is no mean over rows (a sum, a "
+                         "term of the whole batch?), so no constant predictor's loss compares with it")
+    return w

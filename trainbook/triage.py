@@ -17,7 +17,7 @@ from .core import MIN_ROWS, Finding, warn
 from .events import Callback, LoopState
 
 from .batch import wants_whole_output
-from .metrics import class_loss_terms, ignore_index_of
+from .metrics import class_loss_terms, ignore_index_of, loss_class_weights
 
 # %% auto #0
 __all__ = ['HUGE_OUTPUT', 'per_example_loss', 'Evaluation', 'LossStats', 'locate_nonfinite', 'backward_anomaly', 'batch_named',
@@ -347,13 +347,18 @@ class LossStats:
                 if known is not None and known[0] == (counts, str(device)): return known[1]
                 p = torch.tensor(counts, dtype=torch.float64, device=device) / float(sum(counts))
                 k, positions = len(p), tuple(self.shape[1:])  # labels per position: one position a row
-                # under class weights w the mean is Σ p·w·loss / Σ p·w, least at the constant q ∝ p·w
+                # under class weights w the mean is Σ p·w·loss / Σ p·w, least at the constant q ∝ p·w; a loss
+                # written by hand has its weights measured (its rows then scored one by one, where they cancel)
                 weight = self._class_terms[0] if self._class_terms else None
+                measured = None if self._class_terms else loss_class_weights(self.loss_fn, k, positions, device)
+                if measured is not None: weight = measured
                 pw = p * (weight.to(device, torch.float64) if weight is not None and len(weight) == k else 1.0)
                 if float(pw.sum()) <= 0: return None
                 q = pw / pw.sum()
                 logits = torch.log(q.clamp_min(1e-12)).float().expand(k, k).reshape(k, k, *positions).contiguous()
-                losses = per_example_loss(self.loss_fn, logits, torch.arange(k, device=device).reshape(k, *positions))
+                labels = torch.arange(k, device=device).reshape(k, *positions)
+                losses = per_example_loss(self.loss_fn, logits, labels) if measured is None else measured * torch.stack(
+                    [torch.as_tensor(self.loss_fn(logits[c:c + 1], labels[c:c + 1])).double().mean() for c in range(k)])
                 prior = float((p * losses.reshape(-1)[:k].double()).sum() / pw.sum())
                 try:
                     if not isinstance(self.loss_fn, nn.Module):
