@@ -411,3 +411,33 @@ def test_a_relu_on_per_token_logits_is_named_and_a_shift_by_the_minimum_is_not()
     assert _relu_logits(torch.relu(logits)) and _relu_logits(torch.relu(torch.randn(16, 4, 3, 3)))
     assert not _relu_logits(logits - logits.min(1, keepdim=True).values)  # one 0 at every position: a shift
     assert not _relu_logits(torch.zeros(8, 5)) and not _relu_logits(torch.nn.functional.softplus(logits))
+
+
+def test_the_last_activation_is_named_for_per_position_logits_and_binary_losses():
+    """Probe 88: a Softmax over (n, C, T) token scores before CrossEntropyLoss failed as a bare `fell_short`
+    (`tb.summary` named it); a ReLU before BCEWithLogitsLoss was called a sigmoid, or, once its outputs passed 1,
+    not named at all."""
+    from trainbook.sanity import static_findings
+    torch.manual_seed(0)
+    scores = torch.randn(8, 5, 12)
+    tags = torch.randint(0, 5, (8, 12))
+    found = static_findings(nn.Linear(2, 2), scores.softmax(1), tags, nn.CrossEntropyLoss())
+    assert [f.kind for f in found] == ["activation_before_loss"] and "softmax" in found[0].message
+    assert static_findings(nn.Linear(2, 2), scores, tags, nn.CrossEntropyLoss()) == []
+    targets = (torch.rand(32, 5) > 0.5).float()
+    for scale in (0.1, 10.0):  # ReLU'd logits inside [0, 1] and beyond it
+        found = static_findings(nn.Linear(2, 2), (torch.randn(32, 5) * scale).relu(), targets, nn.BCEWithLogitsLoss())
+        assert [f.kind for f in found] == ["activation_before_loss"]
+        assert "ReLU" in found[0].message and "sigmoid" not in found[0].message, scale
+    found = static_findings(nn.Linear(2, 2), torch.randn(32, 5).sigmoid(), targets, nn.BCEWithLogitsLoss())
+    assert "sigmoid seems applied" in found[0].message
+    assert static_findings(nn.Linear(2, 2), torch.randn(32, 5), targets, nn.BCEWithLogitsLoss()) == []
+
+
+def test_one_output_column_against_two_classes_says_two_outputs_or_a_binary_loss():
+    "Probe 88: overfit_batch advised remapping the labels to 0..C-1 (here 0..0) where fit says what to do."
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(10, 16), nn.ReLU(), nn.Linear(16, 1))
+    report = overfit_batch(model, (torch.randn(32, 10), torch.randint(0, 2, (32,))), nn.CrossEntropyLoss())
+    advice = [f.advice for f in report.findings if f.kind == "label_out_of_range"]
+    assert len(advice) == 1 and "nn.Linear(..., 2)" in advice[0] and "BCEWithLogitsLoss" in advice[0]

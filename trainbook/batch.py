@@ -416,9 +416,12 @@ def label_out_of_range(pred,  # per-class scores: (n, C, ...), or (n, T, C) agai
     labels = label_range(pred, yb, ignore_index)
     if labels is None or (labels[0] >= 0 and labels[1] < labels[2]): return None
     lo, hi, n_out = labels
+    advice = ("make the last layer as wide as the number of classes, or remap the labels to 0..C-1" if n_out > 1
+              else "one output column is one class: give the model one output per class (2 for two classes: "
+                   "nn.Linear(..., 2)), or train a binary loss on it (BCEWithLogitsLoss on out.squeeze(-1), y.float())")
     return Finding("label_out_of_range", "error",
                    f"labels run from {lo} to {hi} but the model has {n_out} outputs (valid labels 0..{n_out - 1})",
-                   advice="make the last layer as wide as the number of classes, or remap the labels to 0..C-1",
+                   advice=advice,
                    data={"min_label": lo, "max_label": hi, "n_outputs": n_out})
 
 def check_labels(pred,  # the model's prediction (see `prediction`)

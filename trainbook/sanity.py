@@ -63,9 +63,10 @@ def static_findings(model: nn.Module,  # the model (as it will train)
                              advice="call model.train() before training (fit does this itself)"))
     found += label_findings(out, yb, loss_fn)
     kind = loss_kind(loss_fn)
-    if kind == "ce" and out.ndim == 2 and out.shape[1] > 1:
+    if kind == "ce" and out.ndim >= 2 and out.shape[1] > 1:  # classes on dim 1: (n, C), or (n, C, T) per position
         o = out.detach().float()
-        if (o >= 0).all() and (o <= 1).all() and torch.allclose(o.sum(1), torch.ones(len(o)), atol=1e-3):
+        sums = o.sum(1)
+        if (o >= 0).all() and (o <= 1).all() and torch.allclose(sums, torch.ones_like(sums), atol=1e-3):
             found.append(Finding("activation_before_loss", "error",
                                  "the outputs are probabilities (rows sum to 1): a softmax is applied before "
                                  "a loss that applies log-softmax itself",
@@ -78,7 +79,13 @@ def static_findings(model: nn.Module,  # the model (as it will train)
                              advice="remove the final ReLU; return raw logits"))
     if kind == "bce":
         o = out.detach().float()
-        if (o >= 0).all() and (o <= 1).all() and o.std() < 0.5:
+        if (o >= 0).all() and (o == 0).any() and (o > 0).any():  # a sigmoid is never exactly 0: a ReLU is
+            found.append(Finding("activation_before_loss", "error",
+                                 f"the outputs are never negative and {float((o == 0).float().mean()):.0%} of "
+                                 "them are exactly 0: a ReLU is applied to the logits, so no probability can fall "
+                                 "below 0.5 and no label can be predicted absent",
+                                 advice="remove the final ReLU; return raw logits"))
+        elif (o >= 0).all() and (o <= 1).all() and o.std() < 0.5:
             found.append(Finding("activation_before_loss", "error",
                                  "the outputs lie in [0, 1]: a sigmoid seems applied before "
                                  "BCEWithLogitsLoss, which applies one itself",
