@@ -5,7 +5,6 @@
 # %% ../nbs/06b_recorder.ipynb #65b0b186
 from __future__ import annotations
 import math, resource, sys, time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Union
@@ -14,8 +13,8 @@ import numpy as np
 import torch
 
 from .batch import DeferredCtrlC
-from .checkpoint import CheckpointError, Checkpointer, RunFolderBusy, check_loadable, check_resume
-from .resume import run_signature
+from .checkpoint import Checkpointer, RunFolderBusy, check_loadable
+from .claim import check_parts_loadable, claim_run_dir, parts_signature
 from .optim import OptimizerSteps, optimizer_among
 from .core import (Finding, History, TrainConfig, announce, environment, patience_spent, rng_state,
                             set_rng_state, warn)
@@ -29,7 +28,7 @@ from .run import RECORDS, RUNNING, Run, monitored_record, remember_run
 # %% auto #0
 __all__ = ['EarlyStopping', 'TimedIterator', 'peak_memory_mb', 'StepProfiler', 'EpochMeter', 'run_displays', 'check_live',
            'run_callbacks', 'epoch_records', 'record_validation', 'run_of', 'end_run', 'data_fingerprint',
-           'recorded_value', 'claim_run_dir', 'parts_signature', 'Recorder', 'live_curves', 'RoundRecorder']
+           'recorded_value', 'Recorder', 'live_curves', 'RoundRecorder']
 
 # %% ../nbs/06b_recorder.ipynb #8ad26698
 class EarlyStopping:
@@ -330,73 +329,6 @@ def _not_a_number(v, name: str, where: str) -> TypeError:
     return TypeError(f"{where}: {name} must be a number or a one-value tensor, got {type(v).__name__} "
                      f"{str(v)[:40]!r}" + (f"; pass float({v!r}) if it is one" if isinstance(v, str) else ""))
 
-@contextmanager
-def _entries_named(ckpt: Optional[dict], resume):
-    "Inside: a KeyError for an entry `ckpt` lacks (another kind of run wrote it) becomes a CheckpointError saying so."
-    try: yield
-    except KeyError as error:
-        key = error.args[0] if error.args else None
-        # a KeyError with a message (restore_checkpoint's), or of something else than the checkpoint: not this one
-        if ckpt is None or not isinstance(key, str) or not key.isidentifier() or key in ckpt: raise
-        by = f"another kind of run (entries: {', '.join(map(str, list(ckpt)[:12]))})"
-        if "entries" in ckpt: by = "a Recorder (your own training loop), which keeps no position in its epoch"
-        raise CheckpointError(f"resume={str(resume)!r}: the checkpoint has no {key!r} entry, which this run "
-                              f"reads to continue from it; it was written by {by}. Continue it the way it was "
-                              "made, or load only its weights (tb.load_checkpoint(path, model)) and start "
-                              "anew") from None
-
-def claim_run_dir(checkpointer: Checkpointer,  # the run's folder, not yet chosen
-                  resume: Union[str, Path, None] = None,  # the checkpoint (or run folder) the run resumes from
-                  overwrite: bool = False,  # replace an earlier run's files (else take a new version folder)
-                  *,
-                  device: torch.device = torch.device("cpu"),  # where the checkpoint's tensors go
-                  check=None,  # check(ckpt): more refusals, before the folder is claimed
-                  take=None,  # take(ckpt): the loop's own state from the checkpoint, after the parts'
-                 ) -> Optional[dict]:
-    """Read `resume` and compare it with this run (a mismatch refused before any folder is claimed or emptied),
-    choose and lock the run folder, load the parts and `take(ckpt)`; a load that fails gives the folder back."""
-    resume = checkpointer.resumable(resume)  # a folder whose run stopped before its first checkpoint: none
-    ckpt = checkpointer.read(resume, device) if check_resume(resume) is not None else None
-    with _entries_named(ckpt, resume):
-        if ckpt is not None and check is not None: check(ckpt)
-    checkpointer.prepare(resume, overwrite)
-    if ckpt is None: return None
-    if not checkpointer.enabled:  # resumed, with no folder to go on writing in: said, not left to be found later
-        note = Finding("resume_without_folder", "warning",
-                       f"resumed from {str(resume)!r} at step {ckpt.get('step')}, but checkpoint_dir is None: this "
-                       f"run writes no last.pt or run.json, and that folder stays at step {ckpt.get('step')}",
-                       advice="set TrainConfig(checkpoint_dir=...) to the run's folder to go on writing there")
-        checkpointer.findings.append(note)
-        warn(f"{note.message}; {note.advice}")
-    try:
-        with _entries_named(ckpt, resume):
-            checkpointer.restore(resume, device, ckpt)
-            if take is not None: take(ckpt)
-    except BaseException:
-        checkpointer.release()  # a refused resume leaves the folder to its next run
-        raise
-    return ckpt
-
-def parts_signature(parts: dict,  # the parts a Recorder checkpoints (model, optimizer, loader, ...)
-                    cfg: TrainConfig,  # the run's config
-                   ) -> dict:
-    "What a resume compares (`run_signature`): the model's shapes when it is a torch module, optimizer, loader, config."
-    model = parts.get("model")
-    module = model if isinstance(model, torch.nn.Module) else torch.nn.Module()
-    sig = run_signature(module, parts.get("optimizer"), parts.get("loader"), cfg)
-    if module is not model: sig["shapes"] = None  # not a torch module: its shapes are not compared
-    return sig
-
-def _check_parts_loadable(parts: dict) -> None:
-    "Every checkpoint stores the parts' state_dict(): a value it would refuse fails the run now, not there."
-    # torch's modules and optimizers hold tensors and plain values (and a sharded one's state_dict() gathers)
-    torch_own = (torch.nn.Module, torch.optim.Optimizer)
-    states = {name: obj.state_dict() for name, obj in parts.items() if not isinstance(obj, torch_own)}
-    try: check_loadable(states, "Recorder: a part's state_dict()")
-    except TypeError as e:
-        raise TypeError(f"{e}. Checkpoints (checkpoint_dir is set) store every part's state_dict(), so this "
-                        "is refused before the first step, not at the first checkpoint") from None
-
 _RESERVED = frozenset(r.name for r in RECORDS.values() if r.split == "train") - {"loss", "lr", "grad_norm"}
 
 class Recorder:
@@ -442,7 +374,7 @@ class Recorder:
         self.callbacks = run_callbacks(callbacks, live=live, track=track, kind=kind)
         self.environment = environment()
         folder = cfg.checkpoint_dir if checkpoint_dir is _FROM_CONFIG else checkpoint_dir
-        if folder is not None: _check_parts_loadable(parts)
+        if folder is not None: check_parts_loadable(parts)
         # what a resume compares (the model's shapes, optimizer, config): needed only where checkpoints are
         sign = folder is not None or resume is not None
         # no model or optimizer part: the checkpoints hold none (the Checkpointer reads both names)
