@@ -661,3 +661,63 @@ def test_the_step_count_is_compared_from_a_restore_under_any_name_and_not_withou
             sam.zero_grad(); LOSS(model(xb), yb).backward(); sam.second_step()
             rec.step(LOSS(model(xb), yb).detach())
     assert "step_count_mismatch" not in [f.kind for f in rec.run.findings]
+
+
+@pytest.mark.parametrize("name", ["prior_loss", "loss_se", "loss_sd"])
+def test_a_validation_metric_under_a_name_of_the_diagnosis_evidence_is_refused(name):
+    """Probe 91: validate(loss, prior_loss=0.25) (the user's own metric) was taken as the constant predictor's loss:
+    the column left metrics() and diagnose said not_learning. Refused by name, as step refuses its own records."""
+    with Recorder(tb.TrainConfig(), live=False, checkpoint_dir=None) as rec:
+        rec.step(1.0)
+        with pytest.raises(ValueError, match=f"Recorder.validate: {name} is a validation record.*my_{name}="):
+            rec.validate(0.9, **{name: 0.25})
+        rec.validate(0.9, old_model_loss=0.25)  # under another name: the user's metric, a column of its own
+    assert rec.run.metrics().valid_old_model_loss.tolist() == [0.25]
+    assert rec.run.records.series(name, "valid").empty
+
+
+def warmup_loop(order, steps=8):
+    "SGD with a linear warmup (lr 0.1 -> 1.0), its scheduler among the parts; each step in `order`. The lrs used."
+    torch.manual_seed(0)
+    model = nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=1.0)
+    sched = torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.1, end_factor=1.0, total_iters=steps)
+    used = []
+    with Recorder(parts={"model": model, "optimizer": opt, "scheduler": sched}, live=False, checkpoint_dir=None,
+                  validates=False) as rec:
+        for _ in range(steps):
+            loss = LOSS(model(torch.randn(8, 4)), torch.randint(0, 2, (8,)))
+            loss.backward()
+            used.append(opt.param_groups[0]["lr"])
+            for call in order:
+                if call == "opt": opt.step()
+                elif call == "sched": sched.step()
+                else: rec.step(loss.detach())
+            opt.zero_grad()
+    return rec.run.records.series("lr").tolist(), used
+
+
+@pytest.mark.parametrize("order", [("opt", "sched", "rec"), ("opt", "rec", "sched")])
+def test_the_recorded_lr_is_the_one_each_optimizer_step_used(order):
+    """Probe 91: with opt.step(); sched.step(); rec.step(loss) the lr recorded was the scheduler's next one, the
+    whole warmup curve a step early. The lr is read as the optimizer's step begins, in either order."""
+    recorded, used = warmup_loop(order)
+    assert recorded == pytest.approx(used, abs=1e-12) and used[0] == pytest.approx(0.1)
+
+
+def test_a_stream_that_never_closes_an_epoch_keeps_its_mean_loss_as_its_one_row(tmp_path):
+    """Probe 91: 60 rec.step calls, validates=False, no end_epoch: run.metrics() held train_lr alone. The run is
+    kept as one epoch at finish; resumed, the stream sums on and writes that row once, over every step."""
+    opt = torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=0.05)
+    losses = [1.0 / (s + 1) for s in range(60)]
+    with Recorder(parts={"optimizer": opt}, live=False, checkpoint_dir=None, validates=False) as rec:
+        for v in losses: rec.step(v)
+    table = rec.run.metrics()
+    assert table.columns.tolist() == ["train_loss", "train_lr"] and len(table) == 1
+    assert table.train_loss.iloc[0] == pytest.approx(np.mean(losses))
+    cfg = tb.TrainConfig(checkpoint_dir=str(tmp_path))
+    for part, resume in ((losses[:30], None), (losses[30:], tmp_path)):
+        with Recorder(cfg, parts={"optimizer": opt}, live=False, validates=False, resume=resume) as rec:
+            for v in part: rec.step(v)
+    assert rec.run.records.series("epoch_loss").tolist() == pytest.approx([np.mean(losses)])
+    assert tb.Run.load(rec.run.run_dir).metrics().train_loss.tolist() == pytest.approx([np.mean(losses)])

@@ -329,7 +329,20 @@ def _not_a_number(v, name: str, where: str) -> TypeError:
     return TypeError(f"{where}: {name} must be a number or a one-value tensor, got {type(v).__name__} "
                      f"{str(v)[:40]!r}" + (f"; pass float({v!r}) if it is one" if isinstance(v, str) else ""))
 
-_RESERVED = frozenset(r.name for r in RECORDS.values() if r.split == "train") - {"loss", "lr", "grad_norm"}
+# the records trainbook writes itself, by split: a value of yours under such a name would be read as trainbook's
+# (a metric named prior_loss taken for the constant predictor's loss, gone from metrics(), judged by diagnose)
+_RESERVED = {"train": frozenset(r.name for r in RECORDS.values() if r.split == "train") - {"loss", "lr", "grad_norm"},
+             "valid": frozenset(r.name for r in RECORDS.values() if r.split == "valid") - {"loss"}}
+_RESERVED_AS = {"train": "a train record the Recorder writes itself",
+                "valid": "a validation record trainbook's diagnosis reads as its own evidence (loss_se, loss_sd: "
+                         "the valid loss's spread; prior_loss: the constant predictor's loss)"}
+
+def _refuse_reserved(values: dict, split: str, where: str) -> None:
+    "A ValueError for a value passed under a name trainbook records itself in `split`."
+    taken = sorted(_RESERVED[split].intersection(values))
+    if taken:
+        raise ValueError(f"{where}: {', '.join(taken)} is {_RESERVED_AS[split]}; record yours under another name "
+                         f"(e.g. my_{taken[0]}=...)")
 
 class Recorder:
     "trainbook's history, observers, early stopping, checkpoints and Run for a training loop you wrote."
@@ -401,6 +414,9 @@ class Recorder:
         # the optimizer's steps counted from here, not from the first `step`: a loop that records once an epoch
         # has made a whole epoch of steps by then
         self._optimizer_steps.start()
+        self._step_lr, self._lr_hook = None, None  # the lr of the optimizer's last step(), read as it began
+        try: self._lr_hook = self._optimizer_steps.optimizer.register_step_pre_hook(self._note_lr)
+        except (AttributeError, TypeError): pass  # no torch step hooks (none, numpy, JAX): the lr is read at `step`
 
     # --- the loop calls these -------------------------------------------------------------------------
     def start(self) -> None:
@@ -415,20 +431,19 @@ class Recorder:
     def step(self,
              loss,  # this optimizer step's loss (a float or a tensor on any device)
              *,
-             lr=None,  # the learning rate used (None = read from parts['optimizer'] when there is one)
+             lr=None,  # the learning rate used (None = parts['optimizer']'s as its last step() began)
              grad_norm=None,  # the global gradient norm (before clipping), when you computed it
              **values,  # more train values to record (e.g. accuracy=...)
             ) -> None:
         "Record one completed optimizer step, then [after_step]."
         if loss is None: raise TypeError("Recorder.step: loss is required (this optimizer step's loss)")
-        taken = sorted(_RESERVED.intersection(values)) if values else ()  # most steps pass no values
-        if taken:
-            raise ValueError(f"Recorder.step: {', '.join(taken)} is a train record the Recorder writes itself; "
-                             f"record yours under another name (e.g. my_{taken[0]}=...)")
+        if values: _refuse_reserved(values, "train", "Recorder.step")  # most steps pass none
         self.start()
         state = self.state
+        # the lr the optimizer's last step() used, though a scheduler stepped since; else the one it holds now
+        used, self._step_lr = self._step_lr, None
         groups = getattr(state.optimizer, "param_groups", None)  # a numpy or JAX optimizer has none
-        if lr is None and groups: lr = groups[0]["lr"]
+        if lr is None: lr = used if used is not None else groups[0]["lr"] if groups else None
         items = [("loss", loss), ("lr", lr), ("grad_norm", grad_norm), *values.items()]
         items = [(name, recorded_value(v, name, "Recorder.step")) for name, v in items if v is not None]
         state.step += 1
@@ -450,6 +465,7 @@ class Recorder:
                  **metrics,  # validation metrics: accuracy=..., f1=...
                 ) -> None:
         "Close the epoch with a validation: its records, early stopping, best.pt, last.pt, run.json, [after_epoch]."
+        _refuse_reserved(metrics, "valid", "Recorder.validate")
         values = {**({"loss": loss} if loss is not None else {}), **metrics}
         if not values: raise ValueError("validate needs the validation loss or at least one metric")
         split, name = self.monitor
@@ -514,7 +530,9 @@ class Recorder:
             if stopped not in ("failed", "nonfinite") and not self._cut: self._save_last()
         if ctrl_c.pressed: note_interrupt()
         self._note_never_recorded(stopped)
+        self._close_stream()
         self._optimizer_steps.close()
+        if self._lr_hook is not None: self._lr_hook.remove()
         self.state.findings += filter(None, [self._optimizer_steps.mismatch(self.state.step - self._first_step)])
         self.run = end_run(self.state, self.callbacks, stopped, stopper=self.stopper,
                            checkpointer=self.checkpointer, environment=self.environment, kind=self.kind,
@@ -541,10 +559,14 @@ class Recorder:
         call = "rec.validate(...) was never called" if split == "valid" else "no epoch was ever closed"
         self.state.findings.append(Finding(
             "monitor_never_recorded", "warning",
-            f"the run follows {split}_{name}, but {call}: early stopping and best.pt never acted, and no epoch "
-            f"records were kept",
+            f"the run follows {split}_{name}, but {call}: early stopping and best.pt never acted",
             advice="call rec.validate(value) at each epoch's end (rec.end_epoch() closes an epoch without one), "
                    "or pass validates=False to follow the train loss"))
+
+    def _note_lr(self, optimizer, *_) -> None:
+        "The optimizer's lr as its step() begins (a pre-hook): the one that step uses, recorded by `step`."
+        lr = optimizer.param_groups[0]["lr"]
+        self._step_lr = lr.detach().clone() if isinstance(lr, torch.Tensor) else lr  # a scheduler fills it in place
 
     def _take(self, ckpt: dict) -> None:
         "The recorder's own state from a checkpoint whose parts are loaded: step, epoch, the epoch's loss, RNGs."
@@ -582,6 +604,15 @@ class Recorder:
             "train", step, epoch, {"loss": value},
             advice="lower the lr or clip gradients; under fp16 try bf16; check the batch of that step"))
         if self.config.on_nonfinite == "stop": self._stop("nonfinite")
+
+    def _close_stream(self) -> None:
+        """A run that never closed an epoch (a stream of steps) is its one epoch: its mean loss a row of `metrics()`.
+        Written after last.pt: a resumed stream sums on from the checkpoint's steps and writes it once, at its end."""
+        e = self._epoch
+        if self._closed >= 0 or not e["loss_count"] or not math.isfinite(e["loss_sum"]): return
+        epoch_records(self.history, self.state.step, self.state.epoch, loss_sum=e["loss_sum"],
+                      loss_count=e["loss_count"], seconds=time.perf_counter() - e["start"],
+                      steps=self.state.step - self._first_step)  # the steps this process timed
 
     def _last_epoch(self) -> int:
         """The last epoch the run was in, as `Run.epoch` says it: `state.epoch` is where the loop goes on (the
