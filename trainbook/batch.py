@@ -18,7 +18,7 @@ __all__ = ['TARGET_KEYS', 'ELEMENTWISE_LOSSES', 'BCE_LOSSES', 'CLASS_LOSSES', 's
            'label_range', 'compute_loss', 'eval_mode', 'kept_rng', 'ShapeMismatch', 'TargetsOutOfRange',
            'bce_target_range', 'loss_keyword', 'label_out_of_range', 'check_labels', 'check_loss_value',
            'nothing_to_train', 'check_loss_shapes', 'autocast', 'Feeder', 'forward', 'training_lock', 'stop_requested',
-           'DeferredCtrlC']
+           'DeferredCtrlC', 'HeldCtrlC']
 
 # %% ../nbs/03a_batch.ipynb #17015856
 TARGET_KEYS = ("y", "label", "labels", "target")
@@ -635,3 +635,44 @@ class DeferredCtrlC:
     def __exit__(self, *exc):
         if self.previous is not None: signal.signal(signal.SIGINT, self.previous)
         return False
+
+    def pass_on(self) -> None:
+        "After the block: a press it held goes to the handler before it (which interrupts, or holds it in turn)."
+        if self.pressed and callable(self.previous): self.previous(signal.SIGINT, None)
+
+# %% ../nbs/03a_batch.ipynb #b136d074
+class HeldCtrlC:
+    "For a run: a Ctrl-C between `hold()` and `release()` waits for `release()`; elsewhere it interrupts at once."
+    def __init__(self): self.held, self.pending, self.previous = False, False, None
+
+    def _handler(self, signum, frame):
+        if self.held and not self.pending:  # the first press inside a held section: at its end
+            self.pending = True
+            return
+        previous = self.previous
+        if callable(previous): previous(signum, frame)  # the usual handler (raises KeyboardInterrupt)
+        elif previous != signal.SIG_IGN: raise KeyboardInterrupt
+
+    def install(self) -> "HeldCtrlC":
+        "Take SIGINT for the run (in the main thread; elsewhere no signal arrives and this changes nothing)."
+        if self.previous is None and threading.current_thread() is threading.main_thread():
+            previous = signal.getsignal(signal.SIGINT)  # None: a handler not set from Python
+            self.previous = previous if previous is not None else signal.default_int_handler
+            signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def uninstall(self) -> None:
+        "Give SIGINT back to the handler it had before `install`."
+        self.held = self.pending = False
+        if self.previous is not None and signal.getsignal(signal.SIGINT) == self._handler:
+            signal.signal(signal.SIGINT, self.previous)
+        self.previous = None
+
+    def hold(self) -> None: self.held = True
+
+    def release(self) -> None:
+        "End the held section: a Ctrl-C that came meanwhile interrupts now."
+        self.held = False
+        if self.pending:
+            self.pending = False
+            raise KeyboardInterrupt

@@ -13,6 +13,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from .batch import DeferredCtrlC
 from .core import Finding, atomic_write, patience_spent, process_alive, this_process, warn
 from .optim import rescale_lr, restore_scheduler, schedule_changes, schedule_lr, schedule_note
 from .distributed import full_state, load_sharded_state, unwrap
@@ -101,7 +102,10 @@ def save_checkpoint(path: str | Path,  # the file to write, e.g. run_dir / "last
     if clash: raise ValueError(f"save_checkpoint: extra keys {sorted(clash)} clash with reserved keys")
     state.update(extra)
     check_loadable(state)  # the writer never writes what the reader refuses
-    return atomic_write(path, lambda f: torch.save(state, f))
+    # a Ctrl-C mid-write waits for the file's end: torch's writer would turn it into a RuntimeError ('enforce fail')
+    with DeferredCtrlC() as ctrl_c: written = atomic_write(path, lambda f: torch.save(state, f))
+    ctrl_c.pass_on()  # then it interrupts (or waits on, inside an interrupted run's own last write)
+    return written
 
 # %% ../nbs/06_checkpoint.ipynb #1e4a20a6
 class CheckpointError(ValueError):

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Union
 import torch
 from torch import nn
 
-from .batch import (DeferredCtrlC, Feeder, batch_rows, check_loss_shapes, eval_mode, prediction,
+from .batch import (DeferredCtrlC, Feeder, HeldCtrlC, batch_rows, check_loss_shapes, eval_mode, prediction,
                              training_lock)
 from .checkpoint import Checkpointer, FindingsPart, check_epochs_left, check_resume, stopped_early
 from .resume import BufferSnapshot, Position, Window, accumulation_windows, run_signature
@@ -108,6 +108,7 @@ class Setup:
     buffers: Optional[BufferSnapshot]  # moving buffers, kept at each window's start (checkpoints, or skip)
     generators: tuple  # the training loader's own torch.Generators (its order), kept with the RNG states
     started: float = field(default_factory=time.perf_counter)
+    ctrl_c: HeldCtrlC = field(default_factory=HeldCtrlC)  # a Ctrl-C inside an optimizer step waits for its count
 
 def set_up(model: nn.Module,  # the model to train (moved to its device, in train mode)
            dl_train,  # the training batches
@@ -428,7 +429,9 @@ def _finish(s: Setup, state: LoopState, stopped: str, error: Optional[BaseExcept
         return end_run(state, s.callbacks, stopped, stopper=s.stopper, checkpointer=s.checkpointer,
                        environment=s.environment, error=error,
                        extra={**s.extra, "seconds": time.perf_counter() - s.started})
-    finally: object.__setattr__(s, "net", None)  # a DDP wrapper must go before its process group does
+    finally:
+        s.ctrl_c.uninstall()  # SIGINT back to its usual handler
+        object.__setattr__(s, "net", None)  # a DDP wrapper must go before its process group does
 
 def _failed(s: Setup, state: LoopState, err: BaseException) -> None:
     "A run that raised: finish it as 'failed' (last.pt stays the last good one) and attach it as `err.run`."
@@ -476,6 +479,7 @@ def fit(model: nn.Module,  # trained in place: a second fit goes on from its wei
         cbs, opt, scaler, feed = s.callbacks, s.optimizer, s.scaler, s.feed
         stopped, window = "interrupted" if ctrl_c.pressed else finished, None
         try:
+            s.ctrl_c.install()  # from here a Ctrl-C inside an optimizer step (8-12) waits for the step's count
             cbs(Event.before_fit, state)
             for epoch in range(state.position.epoch, cfg.epochs) if not stopped else ():
                 # position the loader: this epoch's order; on resume, the same order minus the batches used
@@ -505,6 +509,7 @@ def fit(model: nn.Module,  # trained in place: a second fit goes on from its wei
                     # 7. before_step: callbacks see the final (clipped) gradients, the weights not yet stepped
                     cbs(Event.before_step, state)
                     # 8. optimizer step (fp16: skipped on inf gradients) -> 9. scaler update; its lr kept
+                    s.ctrl_c.hold()  # never half a step: a checkpoint's weights one step ahead of its position
                     skipped, state.lr = step_optimizer(opt, scaler), opt.param_groups[0]["lr"]
                     # 10. scheduler step (per-epoch schedulers step at the epoch's end, plateau on validation)
                     if not skipped and s.scheduler_interval == "step": s.scheduler.step()
@@ -512,6 +517,7 @@ def fit(model: nn.Module,  # trained in place: a second fit goes on from its wei
                     opt.zero_grad(set_to_none=True)
                     # 12. log: loss and the lr the step used, each step; gradient norms every log_every steps
                     _log_step(s, state, skipped, window, layer_norms)
+                    s.ctrl_c.release()  # a Ctrl-C held meanwhile interrupts here, after the whole step
                     # 13. after_step: callbacks see the stepped weights and the logged values
                     cbs(Event.after_step, state)
                     # 14. validate / checkpoint / stop, when due or requested inside the epoch
