@@ -474,6 +474,17 @@ def test_numpy_ints_are_taken_and_wrong_kinds_are_named(cancer):
         tb.fit_xgboost(cancer, "target", sp, params=[("eta", 0.1)], live=False)
 
 
+
+@pytest.mark.parametrize("lib", ["xgboost", "lightgbm", "catboost"])
+@pytest.mark.parametrize("live", ["no", "false", 1])
+def test_a_live_that_is_no_setting_is_refused_before_any_work(lib, live, cancer, tmp_path):
+    """Probe 91: fit_*(live="no") trained the whole run, "no" read as truthy (live curves on), while fit, Recorder,
+    keras_callback and fit_flax refuse it. The one check of every trainer's live= (check_live), before the folder."""
+    sp = tb.make_splits(cancer, "target", seed=0)
+    with pytest.raises(ValueError, match=r"live must be 'auto', True or False .*got"):
+        FIT[lib](cancer, "target", sp, params=ONE_THREAD[lib], num_rounds=2, live=live, checkpoint_dir=tmp_path / "r")
+    assert not (tmp_path / "r").exists()
+
 def time_frame(n=300, seed=0):
     "A naive datetime, a tz-aware one and a duration, each with a missing value; y follows the time of day."
     rng = np.random.default_rng(seed)
@@ -683,7 +694,7 @@ def test_a_boolean_column_served_as_text_is_parsed_by_every_library(lib, tmp_pat
 
 def test_a_model_ahead_of_the_constant_predictor_by_2_to_3_standard_errors_is_a_weak_signal_not_not_learning():
     "Probe 62: a model of ROC-AUC 0.877, 2.9 SEs ahead of the constant predictor, was told its features carry no signal."
-    from trainbook.gbdt import _constant_finding
+    from trainbook.gbdt_findings import constant_finding
     rng = np.random.default_rng(0)
     y_train, y_valid = rng.integers(0, 2, 400), rng.integers(0, 2, 200)
     noise = rng.normal(0, 0.05, 200)
@@ -692,7 +703,7 @@ def test_a_model_ahead_of_the_constant_predictor_by_2_to_3_standard_errors_is_a_
         p = np.clip(0.5 + shift * (2 * y_valid - 1) + noise, 0.01, 0.99)
         c = tb.metrics.loss_vs_constant(y_train, y_valid, p, "binary")
         z = -c["difference"] / c["difference_se"]  # standard errors ahead: -1.7, 1.3, 2.3, 4.3
-        found = [(f.kind, f.severity) for f in _constant_finding(y_train, y_valid, p, "binary")]
+        found = [(f.kind, f.severity) for f in constant_finding(y_train, y_valid, p, "binary")]
         assert found == ([] if z > 3 else [("weak_signal", "info")] if z > 2 else [("not_learning", "warning")]), z
         seen.append(tuple(found))
     assert seen == [(("not_learning", "warning"),)] * 2 + [(("weak_signal", "info"),), ()]

@@ -15,17 +15,16 @@ import pandas as pd
 from .batch import DeferredCtrlC
 from .checks import require_column, require_task, resolve_task, unseen_classes_message
 from .columns import feature_roles, numeric_view, require_frame
-from .core import Finding, TrainConfig, atomic_write, did_you_mean, environment, import_optional, warn
+from .core import TrainConfig, atomic_write, did_you_mean, environment, import_optional, warn
 from .data import FramePrep, class_order, make_preprocessor, time_steps
 from .serving import training_schema, unseen_categories
-from .diagnostics import diagnose
-from .readings import Thresholds
 from .events import session_observers
 from .checkpoint import Checkpointer
-from .metrics import class_weights, loss_vs_constant, proba_2d
+from .metrics import class_weights, proba_2d
 from .modelfiles import (BOOSTED_FORMAT, ModelFileError, check_catboost_file,
                                   check_lightgbm_text, check_xgboost_json, file_sha256, read_boosted_meta)
-from .recorder import EarlyStopping, RoundRecorder
+from .recorder import EarlyStopping, RoundRecorder, check_live
+from .gbdt_findings import boosting_findings, constant_finding
 from .run import Run, refuse_own_files, remember_run
 from .audit import fingerprint_frame
 from .splits import check_splits
@@ -653,32 +652,6 @@ def _claim_folder(checkpoint_dir, overwrite: bool, names: tuple) -> Checkpointer
     folder.prepare(overwrite=bool(overwrite), resumable=False)  # a boosting run starts afresh (no resume=)
     return folder
 
-def _boosting_findings(history, known, stopped: str, early_stopping, judged: bool = False) -> list:
-    """`diagnose`'s findings less what the run already handled: with early stopping the model kept is the
-    best round's, so the valid loss rising after it (the patience rounds) is no overfitting; a NaN stop is no
-    divergence; `judged` (the best round tested against the constant predictor): that test says whether it learned,
-    not the torch loop's rule on the train loss."""
-    handled = {"overfitting"} if early_stopping else set()
-    if stopped == "nonfinite": handled.add("diverging")
-    if judged: handled.add("not_learning")
-    return [f for f in diagnose(history, known=known) if f.kind not in handled]
-
-def _constant_finding(y_train, y_valid, pred, task: str, class_weight=None) -> list:
-    """not_learning when the best round's valid loss is within 2 standard errors of the constant predictor's;
-    weak_signal (information) when it is ahead by 2 to `prior_z` of them."""
-    c = loss_vs_constant(y_train, y_valid, pred, task, class_weight)  # weighted as the training rows were
-    d, se, z = c["difference"], c["difference_se"], Thresholds().prior_z  # the torch side's bound for a fall
-    if not d >= -z * se: return []  # it learned (or too few rows to tell)
-    said = (f"the best round's valid {c['loss_name']} {c['loss']:.4g} against the constant predictor's "
-            f"{c['constant_loss']:.4g} (the training rows' {'weighted ' if class_weight is not None else ''}"
-            f"class shares, or mean): {d:+.3g}, standard error {se:.2g}")
-    if d < -2 * se:  # ahead by 2 to z standard errors: a weak signal more likely than none
-        return [Finding("weak_signal", "info", f"{said}: ahead by 2 to {z:g} of them, a weak signal or noise",
-                        advice="more validation rows would tell", data=c)]
-    return [Finding("not_learning", "warning", f"{said}: no better, within 2 of them",
-                    advice="the features carry no signal the model found: check the labels and the feature "
-                           "columns; a weak signal needs more rows", data=c)]
-
 def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, early_stopping, live, task,
                  class_weight, preprocess, checkpoint_dir, seed, track, callbacks, overwrite=False,
                  pos_label=None) -> Run:
@@ -719,7 +692,7 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
     def ended(stopped, model=None, best=None, error=None, more=None) -> Run:
         rounds, valid_loss = recorder.rounds, recorder.history.series("loss", "valid")
         if best is None: best = _best_round(recorder.history)  # no model (it failed): its history's best
-        found = _boosting_findings(recorder.history, recorder.state.findings, stopped, early_stopping, more is not None)
+        found = boosting_findings(recorder.history, recorder.state.findings, stopped, early_stopping, more is not None)
         findings = found + [f for f in more or () if f.kind not in {g.kind for g in found}] + folder.findings
         run = Run(records=recorder.history, config=config, stopped=stopped, findings=findings, model=model,
                   run_dir=run_dir, environment=environment(), step=rounds, epoch=max(rounds - 1, 0),
@@ -741,7 +714,7 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
                                       num_rounds, early_stopping, recorder)
         # the best round against the constant predictor, with trainbook's objective (probabilities or values)
         own = p.get(lib.objective_key) == lib.objectives[task][0]
-        more = _constant_finding(y_train, yv, lib.predict(booster, Xv, best), task, per_class) if own else None
+        more = constant_finding(y_train, yv, lib.predict(booster, Xv, best), task, per_class) if own else None
         model = BoostedModel(booster, prep, best, lib.name)
         if run_dir is not None: model.save(run_dir)
     except BaseException as err:  # a failure keeps its run: [after_fit], and the partial run as `err.run`
@@ -775,6 +748,7 @@ def _boosting_fit(library: str,  # a key of BOOSTING_LIBRARIES
                     num_workers: Optional[int] = None,  # XGBoost on a Spark DataFrame: Spark tasks training together
                     sample_rows: Optional[int] = None,  # XGBoost on a Spark DataFrame: rows the preprocessing fits on
                     ) -> Run:
+        check_live(live)  # before any work, on either path, as fit and Recorder: live="no" is no False
         from trainbook import spark, spark_models  # a Spark DataFrame takes the Spark path (pyspark loads there)
         on_spark = library == "xgboost" and spark.is_spark_frame(df)  # the Spark path refuses what it cannot do yet
         spark_only = spark.spark_options(on_spark, f"fit_{library}", num_workers=num_workers, sample_rows=sample_rows)
