@@ -605,6 +605,15 @@ def test_keras_callback_refuses_a_live_that_fit_and_recorder_refuse():
         tb.keras_callback(live="yes")
 
 
+@pytest.mark.parametrize("kw", [{"batches": "yes"}, {"batches": "no"}, {"overwrite": "no"}, {"batches": 1}])
+def test_keras_callback_refuses_flags_that_are_no_bool_by_name(kw):
+    "Probe 91: keras_callback(batches='yes') was taken as truthy (and 'no' too), with no check as live= gets."
+    name, value = next(iter(kw.items()))
+    with pytest.raises(TypeError, match=f"{name} must be True or False, got {value!r}"):
+        tb.keras_callback(live=False, **kw)
+    assert tb.keras_callback(live=False, batches=np.bool_(True), overwrite=False).batches  # numpy's bool is one
+
+
 def test_a_keras_run_stopped_inside_an_epoch_says_which_step_last_keras_holds(tmp_path):
     "Probe 46: interrupted at step 5, run.json said step 5 and last.keras, which held the model of step 3 (epoch 0's end)."
     class CtrlC(keras.callbacks.Callback):

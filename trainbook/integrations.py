@@ -306,6 +306,8 @@ def keras_callback(live: Union[str, bool] = "auto",  # live curves: "auto", True
     """A Keras 3 callback: `model.fit` into a trainbook History, live curves, diagnose; `.run` afterwards.
     With `checkpoint_dir`, the run folder `fit` keeps: run.json and the model (last.keras) at each epoch's end."""
     check_live(live)  # as fit and Recorder: a typo fails here, not as no curves
+    for name, flag in (("batches", batches), ("overwrite", overwrite)):  # "yes" or "no" is truthy: said, not read
+        if not isinstance(flag, (bool, np.bool_)): raise TypeError(f"{name} must be True or False, got {flag!r}")
     if checkpoint_dir is not None: probe_writable(checkpoint_dir, "checkpoint_dir", create=False)
     return _keras_recorder_class()(live=live, batches=batches, checkpoint_dir=checkpoint_dir, overwrite=overwrite)
 
