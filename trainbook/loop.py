@@ -26,8 +26,9 @@ from .guard import (check_fit_inputs, check_loss_fn, check_monitor, note_interru
 from .metrics import resolve_metrics, try_validation
 from .optim import (gradient_norms, make_scheduler, param_groups,
                              pick_scheduler_interval, step_optimizer, unscale_and_clip)
-from .recorder import (EarlyStopping, EpochMeter, StepProfiler, TimedIterator, claim_run_dir,
-                                data_fingerprint, end_run, epoch_records, record_validation, run_callbacks, run_of)
+from .claim import claim_run_dir
+from .recorder import (EarlyStopping, EpochMeter, StepProfiler, TimedIterator, data_fingerprint, end_run,
+                                epoch_records, record_validation, run_callbacks, run_of)
 from .run import PLANNED_ENDS, RUNNING, Run, monitored_record
 
 # %% auto #0
