@@ -563,3 +563,70 @@ def test_a_split_column_that_would_leave_a_part_empty_is_refused_and_nothing_is_
                                          r"the value given is a str"):
         ParquetLoader(tmp_path / "src", "y", columns=["x"], where=("month", "2"))
     assert len(ParquetLoader(tmp_path / "src", "y", columns=["x"], where=("month", 2), batch_size=64)) == 1
+
+
+def test_a_group_id_hashes_by_its_value_not_its_width(tmp_path):
+    """Probe 90: ids -200..199 as int32 in one file and int64 in another (files that read alike): pandas hashed
+    the bits, so 69 negative groups had rows in train and in valid. A timestamp in us beside ns, the same."""
+    rng = np.random.default_rng(0)
+    ids = np.arange(-200, 200)
+    stamps = np.datetime64("2024-01-01") + ids.astype("timedelta64[h]")
+    for name, narrow, wide in (("ints", pa.array(ids, pa.int32()), pa.array(ids, pa.int64())),
+                               ("times", pa.array(stamps.astype("datetime64[us]")),
+                                pa.array(stamps.astype("datetime64[ns]")))):
+        src = tmp_path / name
+        src.mkdir()
+        for f, g in (("a", narrow), ("b", wide)):
+            pq.write_table(pa.table({"g": g, "x": rng.normal(size=400), "y": rng.integers(0, 2, 400)}),
+                           src / f"{f}.parquet")
+        write_split_column(src, tmp_path / f"{name}-out", groups="g", valid_size=0.3, seed=0)
+        out = pd.read_parquet(tmp_path / f"{name}-out")
+        assert out.groupby("g")["split"].nunique().max() == 1, name  # no group in two parts
+    # int64 ids draw the parts they drew before the rule (pinned): existing copies keep their splits
+    (tmp_path / "wide").mkdir()
+    pq.write_table(pa.table({"g": np.arange(-50, 50), "y": np.zeros(100, "int64")}), tmp_path / "wide" / "a.parquet")
+    write_split_column(tmp_path / "wide", tmp_path / "wide-out", groups="g", valid_size=0.3, seed=0)
+    out = pd.read_parquet(tmp_path / "wide-out")
+    assert sorted(out.g[out.split == "valid"]) == [-44, -38, -36, -33, -32, -31, -28, -27, -24, -14, -13, -9, -5,
+                                                   -4, 4, 5, 6, 9, 14, 16, 18, 25, 26, 27, 30, 39, 48]
+
+
+def test_a_source_folder_named_key_value_is_no_column_only_the_folders_below_it(tmp_path):
+    """Probe 90: a run folder named seed=3 gave a constant feature 'seed', and lr=0.1 a refused text column 'lr':
+    Spark's read.parquet('…/seed=3') has no column seed. Folders below the one given still are columns."""
+    rng = np.random.default_rng(0)
+    for name in ("seed=3", "lr=0.1"):
+        (tmp_path / name).mkdir()
+        pq.write_table(pa.table({"x0": rng.normal(size=20), "y": rng.integers(0, 2, 20)}),
+                       tmp_path / name / "data.parquet")
+        assert ParquetLoader(tmp_path / name, "y").columns == ["x0"]
+        assert as_dataset(tmp_path / name).schema.names == ["x0", "y"]
+    # a partitioned dataset inside such a folder: its own keys, not the folder's
+    df = pd.DataFrame({"x": rng.normal(size=40), "region": ["eu", "us"] * 20, "y": rng.integers(0, 2, 40)})
+    pq.write_to_dataset(pa.Table.from_pandas(df, preserve_index=False), tmp_path / "run=7", partition_cols=["region"])
+    assert sorted(as_dataset(tmp_path / "run=7").schema.names) == ["region", "x", "y"]
+    assert ParquetLoader(tmp_path / "run=7", "y", columns=["x"], where=("region", "eu")).n == 20
+    # a list of one partition's files keeps its key (split_files' lists of a partitioned folder read alike)
+    eu = sorted(str(p) for p in (tmp_path / "run=7" / "region=eu").glob("*.parquet"))
+    assert "region" in as_dataset(eu).schema.names
+
+
+def test_a_file_rewritten_or_deleted_mid_epoch_is_named(tmp_path):
+    """Probe 90: a file another job rewrote during an epoch gave pyarrow's 'Column cannot have more than one
+    dictionary.' naming no file; now the file is named with what became of it (as a deleted one is)."""
+    def dataset(name):
+        folder = tmp_path / name
+        folder.mkdir()
+        for i in range(3):
+            pq.write_table(pa.table({"row": np.arange(100) + 100 * i, "y": np.zeros(100, "int64")}),
+                           folder / f"p{i}.parquet", row_group_size=50)
+        return folder
+    for name, change, error, said in (
+            ("rewritten", lambda p: pq.write_table(pa.table({"row": np.arange(10), "y": np.zeros(10, "int64")}), p,
+                                                   row_group_size=5), OSError, "was rewritten after the loader"),
+            ("deleted", lambda p: p.unlink(), FileNotFoundError, "was deleted after the loader")):
+        folder = dataset(name)
+        dl = ParquetLoader(folder, "y", batch_size=50, shuffle_buffer=0)
+        with pytest.raises(error, match=rf"Parquet file '.*p2\.parquet' {said}"):
+            for k, _ in enumerate(dl):
+                if k == 0: change(folder / "p2.parquet")

@@ -28,7 +28,8 @@ def as_dataset(source,  # a Parquet file or folder (its *.parquet files), a list
     subfolders (others, such as a README, `_SUCCESS` or `.crc` files, are left out); every file must be a
     Parquet file with the same columns as the first, of the same types (a file that is not, that lacks or adds
     a column, or that holds a column of another type, is named with the column). Folders named `key=value`
-    (Hive's layout: Spark's `partitionBy`, pyarrow's `partition_cols`) give a column `key`, as Spark reads them."""
+    (Hive's layout: Spark's `partitionBy`, pyarrow's `partition_cols`) give a column `key`, as Spark reads them:
+    those below the folder given, not the folder itself (`…/seed=3` holds no column `seed`)."""
     import pyarrow.dataset as ds
     if isinstance(source, ds.Dataset): return source
     if isinstance(source, (str, Path)):
@@ -44,7 +45,10 @@ def as_dataset(source,  # a Parquet file or folder (its *.parquet files), a list
         raise TypeError(f"source must be a path, a list of paths or a pyarrow.dataset.Dataset, got "
                         f"{type(source).__name__}")
     check_same_columns(files)
-    root = dataset_root(files)
+    # a folder given is the dataset's root: its own name is no partition (a run folder named `lr=0.1`), as
+    # Spark's read.parquet('…/lr=0.1') has no column lr; a list of one partition's files keeps its key
+    given = isinstance(source, (str, Path)) and Path(source).is_dir()
+    root = Path(source).resolve() if given else dataset_root(files)
     keys = partition_keys(files, root)
     paths = [str(p) for p in files]
     if not keys: return ds.dataset(paths, format="parquet")
@@ -188,6 +192,13 @@ def read_rows(dataset,  # the `pyarrow.dataset.Dataset` the file is part of
         if pt.is_dictionary(field.type):
             table = table.set_column(j, field.name, table.column(j).cast(field.type.value_type))
     return table
+
+def _file_stamp(frag,  # a fragment (a file) of a `pyarrow.dataset.Dataset`
+              ) -> Optional[tuple]:
+    "A file's (size, modification time) as its filesystem tells them now; None if it is gone."
+    import pyarrow.fs as pafs
+    info = frag.filesystem.get_file_info(frag.path)
+    return None if info.type == pafs.FileType.NotFound else (info.size, info.mtime_ns)
 
 def row_groups(dataset,  # a `pyarrow.dataset.Dataset`
               ) -> list:
@@ -333,6 +344,8 @@ class ParquetLoader(ShardedBatches):
         self.shuffle_buffer = shuffle_buffer
         self.drop_last, self.where = drop_last, where
         self.groups = row_groups(self.dataset)
+        # each file as it was when its footer was read: a file changed mid-epoch is told from a damaged one
+        self.stamps = {frag.path: _file_stamp(frag) for frag in self.dataset.get_fragments()}
         self.sizes = np.array([self._kept(g) for g in self.groups], dtype=np.int64)
         self.n = int(self.sizes.sum())
         if self.n == 0:
@@ -467,8 +480,8 @@ class ParquetLoader(ShardedBatches):
         rows, at, x, y = int(self.sizes[units].sum()), 0, None, None
         for u in units:  # one row group's table at a time, its rows converted into the buffer's tensors
             if not self.sizes[u]: continue  # no row kept (a 0-row file, or none `where` keeps): none to convert
-            frag, i, _ = self.groups[u]
-            table = read_rows(self.dataset, frag, names, i)
+            frag, i, footer_rows = self.groups[u]
+            table = self._read_group(frag, i, footer_rows, names)
             if self.where is not None: table = table.filter(pc.equal(table[self.where[0]], self.where[1]))
             xu, yu = self._tensors(table, f"row group {i} of {Path(frag.path).name}")
             del table
@@ -482,6 +495,30 @@ class ParquetLoader(ShardedBatches):
         # rows are gathered batch by batch in this order: the buffer is never copied whole
         perm = np.random.default_rng(_key(self.seed, self.epoch, b)).permutation(len(y))
         return x, y, torch.from_numpy(perm)
+
+    def _read_group(self, frag, i: int, footer_rows: int, names: list):
+        """Row group `i` of a file, as its footer said when the loader was made: a file rewritten or deleted since
+        (another job writing into the folder) is named, not pyarrow's error about offsets that moved."""
+        import pyarrow as pa
+        try: table = read_rows(self.dataset, frag, names, i)
+        except (OSError, pa.ArrowException) as e:
+            raise self._unreadable(frag, f"row group {i} cannot be read ({type(e).__name__}: {e})") from e
+        if table.num_rows != footer_rows:  # rewritten, and read without an error: other rows
+            raise self._unreadable(frag, f"row group {i} holds {table.num_rows} rows, not {footer_rows}")
+        return table
+
+    def _unreadable(self, frag,  # the file's fragment
+                    what: str,  # what reading it found
+                   ) -> OSError:
+        "The error for a row group read otherwise than its footer said: the file named, and what became of it."
+        now = _file_stamp(frag)
+        if now is not None and now == self.stamps.get(frag.path):  # the same file: damaged, not changed
+            return OSError(f"Parquet file {frag.path!r}: {what}; write it again, or leave it out")
+        change = "was deleted" if now is None else "was rewritten"
+        message = (f"Parquet file {frag.path!r} {change} after the loader was made ({what}): the loader reads the "
+                   "row groups its footers listed then; let the files be written before the loader is made "
+                   "(write elsewhere and move the finished files in), then make the loader again")
+        return FileNotFoundError(message) if now is None else OSError(message)
 
     def _tensors(self, table,  # a row group's rows (the loader's columns)
                  origin: str = "the table",  # where they come from, for the messages
@@ -572,7 +609,7 @@ class ParquetLoader(ShardedBatches):
 # %% ../nbs/18_parquet.ipynb #a5e8d1d1
 def _unit_hash(values: np.ndarray, seed: int) -> np.ndarray:
     "A seeded hash of each value as a number in [0, 1) (stable across processes: pandas' hash, not Python's)."
-    s = pd.Series(values)
+    s = pd.Series(_by_value(values))
     h = pd.util.hash_pandas_object(s, index=False, hash_key=f"trainbook{seed:07d}"[:16])
     if not (s.dtype == object or isinstance(s.dtype, pd.StringDtype)):
         # pandas keys only the hash of text: numbers (integer group ids) hash alike for every seed, so the
@@ -580,6 +617,18 @@ def _unit_hash(values: np.ndarray, seed: int) -> np.ndarray:
         mixed = pd.Series(h.to_numpy() ^ np.uint64(_key(seed, "numbers")))
         h = pd.util.hash_pandas_object(mixed, index=False)
     return (h.to_numpy() >> np.uint64(11)).astype(np.float64) / 2.0 ** 53
+
+def _by_value(values: np.ndarray) -> np.ndarray:
+    """Numbers in one width of their kind, so that a value hashes alike in every file: pandas hashes a number's
+    bits, and int32 -5 (0xFFFFFFFB) is not int64 -5, nor a timestamp in ms the same one in ns. int64, uint64,
+    float64 and datetime64[ns] stay as they are (their hashes, and the splits drawn from them, do not change)."""
+    kind = values.dtype.kind
+    if kind == "i": return values.astype(np.int64)
+    if kind == "u": return values.astype(np.uint64)  # the same bits as int64 for the values both hold
+    if kind == "f": return values.astype(np.float64) + 0.0  # + 0.0: -0.0 is the value 0.0
+    if kind == "M": return values.astype("datetime64[ns]")
+    if kind == "m": return values.astype("timedelta64[ns]")
+    return values
 
 def _part(u: np.ndarray, valid_size: float, test_size: float) -> np.ndarray:
     return np.where(u < test_size, "test", np.where(u < test_size + valid_size, "valid", "train"))
