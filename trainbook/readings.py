@@ -4,8 +4,8 @@
 
 # %% ../nbs/09c_readings.ipynb #714accc1
 from __future__ import annotations
-import itertools, struct, weakref
-from dataclasses import dataclass
+import itertools, math, numbers, struct, weakref
+from dataclasses import dataclass, fields
 from typing import Optional
 
 import numpy as np
@@ -15,8 +15,8 @@ from .curvefit import median, rolling_median
 
 # %% auto #0
 __all__ = ['as_history', 'curves_of', 'series_of', 'epoch_steps', 'short_steps', 'Thresholds', 'stages_of', 'valid_noise',
-           'untrained_loss', 'lr_jumps', 'nonfinite_loss', 'nonfinite_finding', 'stood_still_finding',
-           'lr_schedule_note', 'unstable_finding']
+           'below_prior', 'prior_at_evaluations', 'untrained_loss', 'lr_jumps', 'nonfinite_loss', 'nonfinite_finding',
+           'stood_still_finding', 'lr_schedule_note', 'unstable_finding']
 
 # %% ../nbs/09c_readings.ipynb #9e7182a0
 def as_history(history,  # a `History`, a `Run` or a tidy DataFrame (step, epoch, split, name, value)
@@ -28,6 +28,16 @@ def as_history(history,  # a `History`, a `Run` or a tidy DataFrame (step, epoch
     if isinstance(history, pd.DataFrame):
         missing = set(History.columns) - set(history.columns)
         if missing: raise ValueError(f"history DataFrame lacks columns {sorted(missing)}")
+        # the rules read the splits 'train' and 'valid': a validation logged as 'val' would be read as none at all,
+        # and no finding would look like a clean bill of health
+        splits = set(history["split"].unique().tolist())
+        other = sorted(map(str, splits - {"train", "valid"}))
+        absent = [s for s in ("train", "valid") if s not in splits]
+        if other and absent:
+            rename = f"{{'split': {{{other[0]!r}: {absent[-1]!r}}}}}"
+            raise ValueError(f"history DataFrame has split(s) {other} but no {' or '.join(map(repr, absent))} "
+                             f"split: the rules read the splits 'train' and 'valid' only; rename yours, e.g. "
+                             f"df.replace({rename}), or drop a split that is neither")
         # in step order, whatever the frame's (newest first, shuffled, concatenated runs): the rules read each
         # series as a curve; a stable sort keeps the frame's order among the rows of one step
         rows = history[list(History.columns)].sort_values("step", kind="stable")
@@ -147,6 +157,17 @@ class Thresholds:
     leak_ratio: float = 0.2  # so is a valid loss below this share of the train loss over the later epochs
     frozen_evals: int = 5  # evaluations in a row with exactly the same valid loss (training moving): frozen
 
+    def __post_init__(self):
+        "Each field a number, 0 or more (whole where the default is; math.inf turns a test off): else named."
+        for f in fields(self):
+            value = getattr(self, f.name)
+            whole = isinstance(f.default, int)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral if whole else numbers.Real):
+                raise TypeError(f"Thresholds.{f.name} must be {'a whole number' if whole else 'a number'}, "
+                                f"got {value!r} ({type(value).__name__})")
+            if math.isnan(value) or value < 0:  # NaN would turn a test off without a word; math.inf says so
+                raise ValueError(f"Thresholds.{f.name} must be 0 or more (math.inf turns its test off), got {value!r}")
+
 # %% ../nbs/09c_readings.ipynb #55930519
 def stages_of(c: dict,  # `curves_of` a history (the stages are kept in it: worked out once per diagnosis)
               loss: np.ndarray,  # its training loss, one value per step
@@ -167,6 +188,31 @@ def valid_noise(c: dict,  # `curves_of` a history
     if len(se) == 0 or len(v) == 0: return None
     if len(se) == len(v) and bool((ss == vs).all()): return se  # np.array_equal, the shapes being equal
     return np.interp(vs, ss, se)  # evaluations without one (a resumed old run): the nearest logged
+
+def below_prior(c: dict,  # `curves_of` a history
+                th: Thresholds,  # the rules' numbers (`prior_z`)
+                after: int = -1,  # read only the evaluations logged after this step
+               ) -> Optional[dict]:
+    """The lowest valid loss (after step `after`) `prior_z` of its standard errors below the constant predictor's
+    loss: it had learned something the prior does not know. None without one (or without a logged prior or SE)."""
+    vs, ve, v = series_of(c, "valid", "loss")
+    level, se = prior_at_evaluations(c), valid_noise(c)
+    if se is None or level is None: return None
+    z = (level - v) / np.maximum(se, 1e-12 * np.abs(level))
+    # (a prior of 0: the targets all one class, the constant predictor perfect; no yardstick)
+    below = (vs > after) & np.isfinite(z) & (z > th.prior_z) & (level > 0)
+    if not below.any(): return None
+    i = int(np.flatnonzero(below)[np.argmin(v[below])])
+    return {"index": i, "valid_loss": float(v[i]), "epoch": int(ve[i]), "step": int(vs[i]),
+            "below_prior_z": float(z[i]), "prior_loss": float(level[i])}
+
+def prior_at_evaluations(c: dict,  # `curves_of` a history
+                        ) -> Optional[np.ndarray]:
+    "The constant predictor's loss logged with each evaluation (valid/prior_loss; the nearest where not), or None."
+    vs, _, v = series_of(c, "valid", "loss")
+    ps, _, prior = series_of(c, "valid", "prior_loss")
+    if len(prior) == 0 or len(v) == 0: return None
+    return prior if len(prior) == len(v) and bool((ps == vs).all()) else np.interp(vs, ps, prior)
 
 def untrained_loss(c: dict,  # `curves_of` a history
                    loss: np.ndarray,  # its training loss, one value per step
@@ -316,8 +362,35 @@ def _climb(level: np.ndarray, noise: np.ndarray, part: np.ndarray, base: float, 
     return best
 
 def unstable_finding(c: dict,  # `curves_of` a history
-                     th: Thresholds,  # the rules' numbers (`unstable_z`, `unstable_rise`, `min_steps`)
+                     th: Thresholds,  # the rules' numbers (`unstable_z`, `unstable_rise`, `min_steps`, `prior_z`)
                     ) -> list[Finding]:
+    "unstable: the training and the valid loss climbed back up, or the valid loss ended above the prior it beat."
+    return _climbed_back(c, th) or _ended_above_prior(c, th)
+
+def _ended_above_prior(c: dict, th: Thresholds) -> list[Finding]:
+    "unstable: the last valid loss `prior_z` SEs above the constant predictor's loss, after one as far below it."
+    _, ve, v = series_of(c, "valid", "loss")
+    low = below_prior(c, th)
+    if low is None or not np.isfinite(v[-1]): return []
+    # against the prior logged with the last evaluation (a loss whose scale moves has a prior that moves too)
+    prior, se = float(prior_at_evaluations(c)[-1]), float(valid_noise(c)[-1])
+    above = (float(v[-1]) - prior) / max(se, 1e-12 * abs(prior))
+    if not above > th.prior_z: return []
+    data = {"valid_low": low["valid_loss"], "valid_low_epoch": low["epoch"], "below_prior_z": low["below_prior_z"],
+            "valid_last": float(v[-1]), "valid_last_epoch": int(ve[-1]), "above_prior_z": above,
+            "prior_loss": prior, "noise_threshold": th.prior_z, "ended_above_prior": True}
+    return [Finding("unstable", "warning",
+                    f"the valid loss climbed back above the constant predictor's loss {prior:.4g} after it had "
+                    f"fallen below it: from {low['valid_loss']:.4g} (epoch {low['epoch']}, "
+                    f"{low['below_prior_z']:.1f} standard errors below) to {float(v[-1]):.4g} at the last evaluation "
+                    f"(epoch {int(ve[-1])}, {above:.1f} standard errors above): the weights the run ended with "
+                    f"predict these rows worse than the class frequencies (or the mean) do",
+                    advice="the learning rate is likely too high for this optimizer and batch size (the fewer rows "
+                           "a batch, the noisier each update): lower it 3-10× (lr_find), add warmup, clip gradients "
+                           "(clip_norm=1.0); keep the best evaluation's weights (best.pt), not the last",
+                    data=data)]
+
+def _climbed_back(c: dict, th: Thresholds) -> list[Finding]:
     "unstable: the training and the valid loss climbed back up a large share of their fall, far beyond noise."
     steps, _, loss = series_of(c, "train", "loss")
     vs, ve, v = series_of(c, "valid", "loss")
