@@ -500,3 +500,141 @@ def test_a_model_whose_weights_never_move_is_not_learning_even_under_the_prior()
         moved.append(e + 1, e, "train", "epoch_loss", 1.0 - 1e-4 * e)
         moved.append(e + 1, e, "train", "loss", 1.0 - 1e-4 * e)
     assert "the weights did not move" not in " ".join(f.message for f in tb.diagnose(moved))
+
+
+# probe 89
+
+
+def evaluations(valid, se, train, prior=None):
+    "A history of epoch records alone: the valid loss (its SE, the prior's loss) and the train loss of each epoch."
+    h = tb.History()
+    for e, (v, s, t) in enumerate(zip(valid, se, train)):
+        step = 10 * (e + 1)
+        h.append(step, e, "train", "epoch_loss", t)
+        h.append(step, e, "valid", "loss", v)
+        h.append(step, e, "valid", "loss_se", s)
+        if prior is not None: h.append(step, e, "valid", "prior_loss", prior)
+    return h
+
+
+# F6: a 3-class MLP (300 rows, 30 epochs): the valid loss bottoms at ~0.25 and climbs steadily to 0.40
+F6_VALID = [0.6873, 0.4299, 0.336, 0.2882, 0.278, 0.3147, 0.262, 0.2976, 0.2573, 0.2672, 0.277, 0.2506, 0.2471, 0.2999,
+            0.2838, 0.2657, 0.3194, 0.2818, 0.3147, 0.3392, 0.2978, 0.4149, 0.3309, 0.3707, 0.37, 0.3357, 0.3918,
+            0.3584, 0.4061, 0.401]
+F6_SE = [0.01736, 0.02176, 0.02504, 0.02813, 0.02985, 0.03445, 0.03103, 0.03655, 0.0335, 0.03668, 0.03974, 0.03629,
+         0.03826, 0.04712, 0.04596, 0.04382, 0.05322, 0.04564, 0.05263, 0.05746, 0.0504, 0.06948, 0.05786, 0.0658,
+         0.06663, 0.06115, 0.06956, 0.06393, 0.07236, 0.07336]
+F6_TRAIN = [0.9558, 0.6521, 0.4758, 0.3897, 0.3546, 0.3288, 0.3004, 0.2658, 0.2569, 0.2371, 0.2223, 0.2213, 0.2104,
+            0.1968, 0.1878, 0.1776, 0.1736, 0.1576, 0.1517, 0.1465, 0.1389, 0.1416, 0.1338, 0.1165, 0.125, 0.1124,
+            0.1101, 0.101, 0.09632, 0.07838]
+
+
+def test_a_steady_overfit_is_judged_against_the_noise_of_the_levels_it_compares():
+    """Probe 89 F6: a rise of 47% (3.4 wiggles of one evaluation) over 18 epochs, a least-squares climb of 6 of its
+    errors, was missed: the rise compares two averages (the last 6 evaluations' median, a 5-wide moving mean), whose
+    noise is far under one evaluation's. The same curve flat after its bottom stays quiet."""
+    [f] = tb.diagnose(evaluations(F6_VALID, F6_SE, F6_TRAIN, prior=1.089))
+    assert f.kind == "overfitting" and f.severity == "warning"
+    assert f.data["level_noise"] < f.data["wiggle"] and f.data["rise"] > f.data["threshold"]
+    flat = F6_VALID[:13] + [F6_VALID[12] + (F6_VALID[i] - F6_VALID[i - 1]) * (-1) ** i for i in range(13, 30)]
+    assert "overfitting" not in kinds(tb.diagnose(evaluations(flat, F6_SE, F6_TRAIN, prior=1.089)))
+
+
+def test_the_overfitting_message_pairs_the_valid_and_train_loss_of_one_epoch():
+    """Probe 89 E1: 'valid loss rose from 0.5829 (epoch 4) ... while train loss fell from 0.7531': 0.7531 was epoch
+    0's train loss (read at another best than the epoch named); epoch 4's was 0.5352."""
+    valid = [0.5809, 0.614, 0.5868, 0.612, 0.5829, 0.5867, 0.61, 0.6103, 0.6288, 0.6724, 0.6564, 0.6683, 0.6929,
+             0.7153, 0.7359, 0.7282, 0.7869, 0.8012, 0.8311, 0.8892, 0.9312, 0.9197, 0.9841, 1.007, 1.083, 1.037,
+             1.073, 1.091, 1.137, 1.193, 1.239, 1.28, 1.299, 1.306, 1.362, 1.388, 1.415, 1.456, 1.446, 1.488]
+    se = [0.04658, 0.03822, 0.04131, 0.05048, 0.04557, 0.04525, 0.05022, 0.04771, 0.05421, 0.0622, 0.05718, 0.06058,
+          0.06231, 0.06538, 0.06983, 0.06812, 0.07771, 0.0764, 0.07974, 0.08805, 0.09659, 0.09193, 0.1069, 0.1011,
+          0.1124, 0.1127, 0.1169, 0.1175, 0.1296, 0.1337, 0.131, 0.1442, 0.146, 0.1466, 0.1545, 0.1588, 0.1609,
+          0.1637, 0.1629, 0.1696]
+    train = [0.7531, 0.6167, 0.5926, 0.5439, 0.5352, 0.5011, 0.4872, 0.4806, 0.4497, 0.432, 0.4089, 0.3961, 0.387,
+             0.3853, 0.3327, 0.3012, 0.2924, 0.2593, 0.2434, 0.2168, 0.21, 0.1879, 0.1502, 0.135, 0.1256, 0.1132,
+             0.09388, 0.0909, 0.0804, 0.06846, 0.05266, 0.04797, 0.04089, 0.04053, 0.03466, 0.025, 0.02771, 0.02232,
+             0.01972, 0.0166]
+    [f] = [f for f in tb.diagnose(evaluations(valid, se, train, prior=1.097)) if f.kind == "overfitting"]
+    best = f.data["best_epoch"]
+    assert f"valid loss rose from {valid[best]:.4g} (epoch {best})" in f.message
+    assert f"train loss fell from {train[best]:.4g} to {train[-1]:.4g}" in f.message, f.message
+    assert (f.data["train_from"], f.data["train_from_epoch"]) == (train[best], best)
+
+
+def test_a_run_that_ended_above_the_prior_it_had_beaten_is_warned():
+    """Probe 89 C3: batch size 1, Adam 3e-3: valid 1.098, 1.072, 0.910, then 1.844 at the last evaluation, 8.6 SEs
+    above the constant predictor's 1.098 (7.8 below it the epoch before) while the step losses kept falling: no
+    finding. The weights fit returns are worse than the prior: `unstable`, from the valid loss and its own SEs."""
+    rng = np.random.default_rng(0)
+    train = 1.1 * np.exp(-np.arange(600) / 900) * (1 + 0.1 * rng.standard_normal(600))
+
+    def run(last_se):
+        h = tb.History()
+        for s, v in enumerate(train, 1): h.append(s, (s - 1) // 150, "train", "loss", float(v))
+        for e, (v, se) in enumerate(zip([1.098, 1.072, 0.910, 1.844], [0.01016, 0.01362, 0.02403, last_se])):
+            for name, value in (("loss", v), ("loss_se", se), ("prior_loss", 1.098)):
+                h.append(150 * (e + 1), e, "valid", name, value)
+        return h
+    [f] = tb.diagnose(run(0.08671))
+    assert (f.kind, f.severity, f.data["ended_above_prior"]) == ("unstable", "warning", True)
+    assert "from 0.91 (epoch 2, 7.8 standard errors below) to 1.844 at the last evaluation (epoch 3, 8.6" in f.message
+    # the last evaluation within 3 of its standard errors (0.4 each) of the prior: nothing to say
+    assert tb.diagnose(run(0.4)) == []
+
+
+def test_a_blow_up_whose_valid_loss_learned_after_is_not_said_never_to_recover():
+    """Probe 89 B2: AdamW at lr 0.1 jumped at step 3 (1.35 → 1.67), then its valid loss fell to 0.431, 15 SEs under
+    the constant predictor's 0.683, and climbed back to it. `diverging` said it 'never recovered' and 'never learned
+    after'; it says what the run did. A run that never left the prior after its blow-up still never recovered."""
+    rng = np.random.default_rng(0)
+    s = np.arange(1, 381)
+    dip = np.clip((s - 115) / 95, 0, 1) * np.clip((330 - s) / 30, 0, 1)  # down over 115-210, back by 330
+
+    def run(depth):
+        level = 0.69 - depth * dip
+        train = level + 0.04 * rng.standard_normal(len(s))
+        train[:3] = [0.678, 1.3456, 1.67]
+        h = tb.History()
+        for step, v in zip(s, train): h.append(int(step), int((step - 1) // 19), "train", "loss", float(v))
+        for e in range(20):
+            step = 19 * (e + 1)
+            for name, value in (("loss", level[step - 1] - 0.02), ("loss_se", 0.017), ("prior_loss", 0.683)):
+                h.append(step, e, "valid", name, float(value))
+        return h
+    [f] = [f for f in tb.diagnose(run(0.24)) if f.kind == "diverging"]
+    assert "never" not in f.message + f.advice, f.message
+    assert f.data["blowup_step"] == 3 and f.data["learned_after"]["epoch"] >= 10
+    assert "though the valid loss fell after it to " in f.message and "it climbed back: it ended at" in f.message
+    [f] = [f for f in tb.diagnose(run(0.0)) if f.kind == "diverging"]
+    assert f.data["learned_after"] is None and "never recovered" in f.message
+
+
+def test_a_frame_whose_validation_split_has_another_name_is_refused():
+    "Probe 89: a tidy frame with split 'val' or 'validation' was read as one without validation: [] and no word."
+    h = tb.History()
+    for e in range(12):
+        h.append(e, e, "train", "epoch_loss", 1 / (e + 1))
+        h.append(e, e, "valid", "loss", 0.5 + 0.02 * (e - 5) ** 2)
+    for name in ("val", "validation"):
+        with pytest.raises(ValueError, match=rf"split\(s\) \['{name}'\] but no 'valid' split.*'{name}': 'valid'"):
+            tb.diagnose(h.to_frame().replace({"split": {"valid": name}}))
+    # a third split beside train and valid (a test set) is no mistake: read as before
+    frame = pd.concat([h.to_frame(), h.to_frame().query("split == 'valid'").assign(split="test")])
+    assert kinds(tb.diagnose(frame)) == ["overfitting"]
+
+
+def test_thresholds_and_known_findings_are_checked_by_name():
+    """Probe 89: Thresholds(overfit_rise="0.05") failed inside a rule ('can't multiply sequence'), NaN switched the
+    rule off, a negative value was taken; known=["overfitting"] failed with "'str' object has no attribute"."""
+    with pytest.raises(TypeError, match=r"Thresholds.overfit_rise must be a number, got '0.05' \(str\)"):
+        tb.Thresholds(overfit_rise="0.05")
+    for bad in (float("nan"), -1.0):
+        with pytest.raises(ValueError, match=r"Thresholds.overfit_rise must be 0 or more \(math.inf turns its test off\)"):
+            tb.Thresholds(overfit_rise=bad)
+    assert tb.Thresholds(overfit_trend=math.inf).overfit_trend == math.inf  # a test switched off, on purpose
+    with pytest.raises(TypeError, match="Thresholds.min_steps must be a whole number"): tb.Thresholds(min_steps=2.5)
+    with pytest.raises(TypeError, match="Thresholds.overfit_z must be a number"): tb.Thresholds(overfit_z=True)
+    assert tb.Thresholds(overfit_z=np.float32(2), min_steps=np.int64(5), blowup_z=0).min_steps == 5
+    h = tb.History([(1, 0, "train", "loss", 1.0)])
+    with pytest.raises(TypeError, match="known must hold trainbook Findings.*got str"):
+        tb.diagnose(h, known=["overfitting"])

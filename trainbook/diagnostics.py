@@ -13,7 +13,7 @@ from .core import SEVERITIES, Finding
 from .curvefit import (clusters, constant_stretch, end_levels, fifths, flat_stretch, keeps_falling,
                                 line_slope, median, robust_spread, rolling_median, smooth_evaluations,
                                 smoothing_half, still_falling, turning_point)
-from .readings import (Thresholds, as_history, curves_of, epoch_steps, lr_jumps, lr_schedule_note,
+from .readings import (Thresholds, as_history, below_prior, curves_of, epoch_steps, lr_jumps, lr_schedule_note,
                                 nonfinite_finding, series_of, short_steps, stages_of, stood_still_finding,
                                 unstable_finding, untrained_loss, valid_noise)
 
@@ -148,16 +148,24 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
     if jump is not None:
         at = int(steps[jump])
         ratio = float(loss[jump] / base)  # against the untrained loss
-        data.update(blowup_step=at, blowup_ratio=ratio)
+        # the valid loss may have learned after it (`prior_z` SEs under the prior) and climbed back: said so
+        later = below_prior(c, th, after=at)
+        data.update(blowup_step=at, blowup_ratio=ratio, learned_after=later)
         return [Finding("diverging", "error",
                         f"the training loss blew up at step {at} ({float(loss[jump - 1]):.4g} → "
-                        f"{float(loss[jump]):.4g}, {ratio:.3g}× its untrained loss) and never recovered: "
-                        + (f"it ended {prior['where']} the constant predictor's loss {prior['prior_loss']:.4g} "
+                        f"{float(loss[jump]):.4g}, {ratio:.3g}× its untrained loss) "
+                        + ("and never recovered: it " if later is None else
+                           f"and, though the valid loss fell after it to {later['valid_loss']:.4g} (epoch "
+                           f"{later['epoch']}, {later['below_prior_z']:.0f} standard errors below the constant "
+                           f"predictor's loss), " + ("it climbed back: it " if at_prior else "the training loss "))
+                        + (f"ended {prior['where']} the constant predictor's loss {prior['prior_loss']:.4g} "
                            f"(valid {prior['valid_end']:.4g}): no better than predicting it" if at_prior else
-                           f"it never fell clearly below its first loss {first:.4g} and ended at {end:.4g} "
+                           f"never fell clearly below its first loss {first:.4g} and ended at {end:.4g} "
                            f"(the median of its last tenth)"),
-                        advice="the lr is too high: the first updates threw the model off and it never learned "
-                               "after: lower the lr about 10× (lr_find), add warmup, clip gradients; standardize inputs",
+                        advice=("the lr is too high: the first updates threw the model off and it never learned "
+                                "after" if later is None else "the lr is too high: it threw the model off at the "
+                                "start and again after it had learned")
+                               + ": lower the lr about 10× (lr_find), add warmup, clip gradients; standardize inputs",
                         data=data)]
     # a run that learned inside its first tenth (0.75 → 1e-7 in 9 steps) fell from before it: from the prior's
     # loss where that tenth's mean is `prior_z` SEs below it (one step's noise can exceed a noisy task's whole
@@ -374,7 +382,11 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     # a loss at 0 moves by round-off of its own scale (a per-example loss at 0 by ulps of 1): no rise inside it
     # (and no gap: a valid loss at or below the train loss; a rise of 5 to 30 from an MSE of 1e8 is one)
     if rise <= th.overfit_z * _round_off(c, t) and v[-1] <= t[-1]: return []
-    need = max(th.overfit_rise * abs(level), th.overfit_z * wiggle, 1e-12)
+    # the rise is one level above another, each an average: the median of the last k evaluations (√(π/2) ×
+    # wiggle / √k) and the smoothed bottom (a moving mean of 2·half + 1: wiggle / √(2·half + 1)): its noise is
+    # theirs together, not one evaluation's (a steady 18-epoch climb of 3.4 wiggles is 5 of the levels' noise)
+    level_noise = wiggle * math.sqrt(math.pi / 2 / k + 1 / (2 * half + 1))
+    need = max(th.overfit_rise * abs(level), th.overfit_z * level_noise, 1e-12)
     # and rising: the evaluations after the best climb (a least-squares slope above zero by 2 of its errors)
     slope, slope_se, sxx = line_slope(v[best:])
     slope_t = slope / max(slope_se, 1e-12)
@@ -406,14 +418,19 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
         notes.append(f"the loss is flat within noise over epochs {int(ve[first])}-{int(ve[last])}")
     shift = _never_beat_prior(c, v, se)
     within = 0 < rise <= noise  # a small valid set's: a rise on these rows (the trend's), an info
+    # the train loss the message pairs with the named best epoch: that epoch's (or the last before it)
+    at_low = np.flatnonzero(te <= ve[low])
+    t_from, e_from = (float(t[at_low[-1]]), int(te[at_low[-1]])) if len(at_low) else (float(t[0]), int(te[0]))
+    t_epoch = "" if e_from == int(ve[low]) else f" (epoch {e_from})"
     if within: notes.append(f"inside one evaluation's standard error {noise:.3g}: on these rows; more would tell")
     flat = f" ({'; '.join(notes)})" if notes else ""
     return [Finding("overfitting", "info" if within else "warning",
                     f"valid loss rose from {float(v[low]):.4g} (epoch {int(ve[low])}) to "
                     f"{float(tail_level):.4g} (median of its last {k} evaluations, {rise:.3g} above the smoothed "
-                    f"bottom {level:.4g}; needed {need:.3g}: wiggle {wiggle:.3g}, standard error "
-                    f"{f'{noise:.3g}' if se is not None else 'not logged'}) while train loss fell from {t_at_best[-1] if len(t_at_best) else t[0]:.4g} "
-                    f"to {t[-1]:.4g}; onset at epoch {onset}"
+                    f"bottom {level:.4g}; needed {need:.3g}: the two levels' noise {level_noise:.3g} from the wiggle "
+                    f"{wiggle:.3g}, standard error {f'{noise:.3g}' if se is not None else 'not logged'}) while "
+                    f"train loss {'fell' if t[-1] < t_from else 'went'} from {t_from:.4g}{t_epoch} to {t[-1]:.4g}; "
+                    f"onset at epoch {onset}"
                     f"{flat}, gap {gap:.3g}{shift}",
                     advice=_SHIFT_ADVICE if shift else "stop earlier (patience / best.pt), add regularization"
                            " (weight decay, dropout, augmentation), use a smaller model or get more data",
@@ -421,6 +438,7 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
                           "best_range": [int(ve[first]), int(ve[last])], "flat_noise": flat_noise,
                           "best_valid_loss": float(v.min()), "last_valid_loss": float(v[-1]),
                           "rise": rise, "bottom_level": level, "standard_error": noise, "wiggle": wiggle,
+                          "level_noise": level_noise, "train_from": t_from, "train_from_epoch": e_from,
                           "threshold": need,
                           "slope": slope, "slope_se": slope_se, "slope_t": slope_t, "trend_z": trend_z,
                           "never_beat_prior": bool(shift), **how})]
@@ -747,6 +765,8 @@ def diagnose(history,  # a `History`, a `Run` or a tidy DataFrame (step, epoch, 
     th = thresholds if thresholds is not None else Thresholds()
     if not isinstance(th, Thresholds):
         raise TypeError(f"thresholds must be a trainbook Thresholds, got {type(th).__name__}")
+    odd = [type(f).__name__ for f in known if not isinstance(f, Finding)]
+    if odd: raise TypeError(f"known must hold trainbook Findings (a run's own findings), got {', '.join(odd[:3])}")
     # the run's own saw more (NanGuard names the module); a quieter one (a NaN metric) stands for none
     said = {(f.kind, s) for f in known for s in SEVERITIES[:SEVERITIES.index(f.severity) + 1]}
     return [f for f in _judge(curves_of(as_history(history)), th) if (f.kind, f.severity) not in said]
