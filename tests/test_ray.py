@@ -302,6 +302,10 @@ def test_ray_search_runs_trials_in_parallel_stops_some_early_and_records_a_kille
     states = by_ray.state.value_counts().to_dict()
     assert states.get("COMPLETE", 0) >= 1 and states.get("PRUNED", 0) >= 1, states
     assert states.get("FAIL", 0) == 1, states  # the killed trial
+    # probe 90: a pruned trial keeps what it reported (its value: the last), as tb.search's pruned trials do
+    pruned = [t for t in result.study.trials if t.state.name == "PRUNED"]
+    assert all(t.intermediate_values and t.value == t.intermediate_values[t.last_step] for t in pruned), \
+        [(t.number, t.intermediate_values, t.value) for t in pruned]
     # two at a time: some trial started before another ended, in another process (Meet makes sure Ray had the
     # chance; with max_concurrent=1 the first trial would wait in vain)
     spans = list(zip(by_ray.user_attrs_started, by_ray.user_attrs_ended, by_ray.user_attrs_worker))
@@ -319,6 +323,32 @@ def test_ray_search_runs_trials_in_parallel_stops_some_early_and_records_a_kille
     again = objective(tb.tuning.TrialConfig(dict(best.user_attrs_config), None, []))
     assert again.best == pytest.approx(best.value, abs=1e-6)
     assert result.best_value == trials[trials.state == "COMPLETE"].value.min()
+
+
+def test_a_trial_asha_stops_keeps_the_report_it_was_stopped_on():
+    """Probe 90: Tune hands the report ASHA stops a trial on to the scheduler and to the searcher's
+    on_trial_complete, never to its on_trial_result: a trial stopped at its first report was PRUNED with no
+    intermediate value and value NaN; one stopped later lacked its last value. Driven as Tune drives it."""
+    import optuna
+    from trainbook.study import make_sampler
+    from trainbook.tuning import suggest
+    stopped = {"first", "later"}  # what StoppingASHA marks
+    StoppingASHA, StudySearch, *_ = ray_engine._ray_classes()
+    searcher = StudySearch(stopped, space=lambda trial: suggest(trial, {"x": (0.0, 1.0)}), metric="objective",
+                           mode="min", study_name="s", storage=optuna.storages.InMemoryStorage(),
+                           sampler=make_sampler(0))
+    for tid in ("first", "later", "done"): searcher.suggest(tid)
+    report = lambda it, value: {"training_iteration": it, "objective": value, "step": 6 * it}
+    searcher.on_trial_complete("first", report(1, 0.9))  # stopped at its first report
+    searcher.on_trial_result("later", report(1, 0.8))
+    searcher.on_trial_complete("later", report(2, 0.7))  # stopped at its second
+    searcher.on_trial_result("done", report(1, 0.5))
+    searcher.on_trial_result("done", {"final": True, "objective": 0.4, "training_iteration": 2})
+    searcher.on_trial_complete("done", {"final": True, "objective": 0.4, "training_iteration": 2})
+    first, later, done = searcher._ot_study.trials
+    assert (first.state.name, first.intermediate_values, first.value) == ("PRUNED", {1: 0.9}, 0.9)
+    assert (later.state.name, later.intermediate_values, later.value) == ("PRUNED", {1: 0.8, 2: 0.7}, 0.7)
+    assert (done.state.name, done.intermediate_values, done.value) == ("COMPLETE", {1: 0.5}, 0.4)  # final: no step
 
 
 def test_a_ray_trial_knows_its_number_and_a_search_that_completes_none_says_why(tmp_path):

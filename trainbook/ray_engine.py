@@ -557,7 +557,14 @@ def _ray_classes():
         def on_trial_complete(self, trial_id, result=None, error=False):
             if trial_id in self._completed_trials or trial_id not in self._ot_trials: return
             ot_trial = self._ot_trials[trial_id]
-            result = result or self.last.get(trial_id, {})
+            seen = self.last.get(trial_id, {})
+            result = result or seen
+            # the report ASHA stopped the trial on reaches the scheduler, and then only this call (Tune skips
+            # on_trial_result on a STOP): recorded here, so a trial stopped at its first report keeps its value
+            step = result.get("training_iteration")
+            fresh = step is not None and step != seen.get("training_iteration")
+            if not error and fresh and not result.get("final") and "objective" in result:
+                super().on_trial_result(trial_id, result)
             config = self.configs.get(trial_id, {})
             ot_trial.set_user_attr("config", {k: attr_value(v) for k, v in config.items()})
             for key in ("worker", "started", "ended"):
