@@ -900,3 +900,29 @@ def test_loading_a_folder_whose_run_died_before_its_first_record_says_so(tmp_pat
     with pytest.raises(RunFileError, match=r"a run started there \(process \d+ on .*\) and its process ended, before "
                                             r"its first run.json"):
         tb.Run.load(tmp_path)
+
+
+def test_a_copy_of_a_running_runs_folder_resumes_and_loads_its_own_files(tmp_path, monkeypatch):
+    """Probe 93: `cp -r` of a folder while its run goes carried the lock, so a resume from the copy was refused
+    (RunFolderBusy, 'stop that run first') though nothing writes the copy; a copy without last.pt had `last_path`
+    naming the original's file (a resume from it wrote there); `Run.load('runs/a')` kept the relative path, which
+    named nothing after a change of working directory."""
+    copies = []
+    class Copy(tb.Callback):  # a backup taken while the run goes, at its first epoch's end
+        def after_epoch(self, state):
+            if state.epoch == 0: shutil.copytree(tmp_path / "live", tmp_path / "copy")
+    fit(tmp_path / "live", epochs=3, callbacks=[Copy()])
+    assert (tmp_path / "copy" / ".trainbook-run").is_file()  # the lock came along, naming this (live) process
+    with pytest.warns(UserWarning, match="holds a lock copied from another folder"):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="(?!.*lock copied)")
+            resumed = tb.fit(mlp(), *data(), loss_fn=CE, live=False, resume=tmp_path / "copy",
+                             config=tb.TrainConfig(epochs=3, device="cpu", checkpoint_dir=str(tmp_path / "copy")))
+    assert resumed.stopped == "completed" and resumed.run_dir == tmp_path / "copy"
+    shutil.copytree(tmp_path / "live", tmp_path / "slim")
+    (tmp_path / "slim" / "last.pt").unlink()
+    slim = tb.Run.load(tmp_path / "slim")
+    assert slim.last_path is None and slim.best_path == tmp_path / "slim" / "best.pt"
+    monkeypatch.chdir(tmp_path)
+    here = tb.Run.load("live")
+    assert here.run_dir == tmp_path / "live" and here.last_path == tmp_path / "live" / "last.pt"

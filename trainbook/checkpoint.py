@@ -337,8 +337,21 @@ class RunFolderBusy(ValueError):
 
 def folder_writer(folder: str | Path,  # a run folder
                  ) -> Optional[dict]:
-    "Who holds `folder`'s writer lock (host, pid, started, since), or None when nobody does."
-    return _read_lock(Path(folder))[1]
+    "Who holds `folder`'s writer lock (host, pid, started, since), or None when nobody does (a copied lock too)."
+    who = _read_lock(Path(folder))[1]
+    return None if _copied(Path(folder), who) else who
+
+def _folder_id(folder: Path) -> list:
+    "The folder itself, whatever its path: its device and inode (a copy has its own; a rename keeps them)."
+    st = folder.stat()
+    return [st.st_dev, st.st_ino]
+
+def _copied(folder: Path, who: Optional[dict]) -> bool:
+    """Whether the lock `who` was written for another folder: `cp -r` or a backup of a running run's folder
+    carries its lock along, naming a live process that writes only the original."""
+    if who is None or "folder" not in who: return False  # no lock, or one written before locks named their folder
+    try: return who["folder"] != _folder_id(folder)
+    except OSError: return False
 
 def _read_lock(folder: Path) -> tuple[bool, Optional[dict]]:
     "Whether `folder` has a lock, and who holds it (None: nobody, or it cannot be read), in one read."
@@ -430,13 +443,14 @@ def _take_over(folder: Path, who: Optional[dict]) -> None:
     try: os.replace(folder / _MARKER, aside)
     except FileNotFoundError: return
     aside.unlink(missing_ok=True)
-    held = (f"was locked by {_describe(who)}, which is gone" if who is not None else
+    held = (f"holds a lock copied from another folder ({_describe(who)} writes that one, not this copy)"
+            if _copied(folder, who) else f"was locked by {_describe(who)}, which is gone" if who is not None else
             f"had an unreadable lock ({_MARKER}: empty or damaged, its run killed as it started)")
     warn(f"run folder {str(folder)!r} {held}; this run takes the folder over")
 
 def _write_lock(folder: Path) -> bool:
     "Create `folder`'s lock naming this process, whole or not at all (a link); False when one exists."
-    lock, me = folder / _MARKER, json.dumps(this_process())
+    lock, me = folder / _MARKER, json.dumps({**this_process(), "folder": _folder_id(folder)})
     written = folder / f"{_MARKER}.new-{os.getpid()}-{threading.get_ident()}"
     try:
         written.write_text(me)
@@ -458,8 +472,8 @@ def _claim(folder: Path, force: bool = False) -> bool:
     if not force and not empty and earlier_run_files(folder): return False
     folder.mkdir(parents=True, exist_ok=True)
     locked, who = _read_lock(folder)
-    if locked and who is None:  # a lock is written whole: this one was cut short
-        _take_over(folder, None)
+    if locked and (who is None or _copied(folder, who)):  # cut short (a lock is written whole), or a copy's
+        _take_over(folder, who)
     elif who is not None:
         alive = process_alive(who)
         if alive is False: _take_over(folder, who)

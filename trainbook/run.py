@@ -274,9 +274,9 @@ class Run:
         run = cls.from_dict(record, where=repr(str(file)))
         # a folder moved or copied, or a relative checkpoint_dir read from elsewhere: its files are the ones
         # beside this run.json (the recorded paths may name another folder, or none from here)
-        if run.run_dir is not None:
-            run.run_dir = file.parent
-            run.best_path, run.last_path = (_beside(p, file.parent) for p in (run.best_path, run.last_path))
+        if run.run_dir is not None:  # (absolute: a later change of the working directory keeps them right)
+            recorded, run.run_dir = Path(run.run_dir), file.parent.absolute()
+            run.best_path, run.last_path = (_beside(p, recorded, run.run_dir) for p in (run.best_path, run.last_path))
         if run.stopped == RUNNING and process_alive(run.extra.get("writer")) is False:
             history_from_last(run)
             mark_killed(run)
@@ -659,11 +659,14 @@ def _run_file(path) -> Path:
     raise RunFileError(f"no run record at {str(file)!r}: expected a run folder holding run.json (a fit with "
                        f"TrainConfig(checkpoint_dir=...) writes one){inside}")
 
-def _beside(recorded: Optional[Path], folder: Path) -> Optional[Path]:
-    "A recorded checkpoint path, taken from `folder` (the run.json's) when the file is there."
+def _beside(recorded: Optional[Path], recorded_dir: Path, folder: Path) -> Optional[Path]:
+    """A recorded checkpoint path, taken from `folder` (the run.json's) when the file is there; None when a file
+    of the run folder is not (a copy without it names no other folder's file); a file kept elsewhere (a
+    Trainer's output_dir) as recorded."""
     if recorded is None: return None
     here = folder / recorded.name
-    return earlier_copy(here) if here.exists() else recorded
+    if here.exists(): return earlier_copy(here)
+    return None if os.path.normpath(recorded.parent) == os.path.normpath(recorded_dir) else recorded
 
 def earlier_copy(path: Path,  # a run file in a run folder (its last.pt, best.pt...)
                 ) -> Path:
