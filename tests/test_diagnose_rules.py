@@ -1100,3 +1100,23 @@ def test_a_blown_up_first_epoch_in_a_table_without_epoch_records_is_no_leak():
     v = [0.69 * np.exp(-e / 4) + 0.25 for e in range(12)]
     rows = [r for e in range(12) for r in (((e + 1) * 20, e, "train", "loss", t[e]), ((e + 1) * 20, e, "valid", "loss", v[e]))]
     assert "suspicious_score" not in kinds(tb.diagnose(tb.History(rows)))
+
+
+def test_an_attention_key_bias_is_named_among_the_biases_that_get_no_gradient():
+    """Probe 91: a tiny UNet's attention key bias (`to_k.bias`) was rightly a structural zero, but the advice
+    blamed a normalization layer; the softmax cancels a key bias (it shifts each query's scores alike)."""
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q, self.k, self.v, self.out = nn.Linear(4, 4), nn.Linear(4, 4), nn.Linear(4, 4), nn.Linear(20, 2)
+        def forward(self, x):
+            x = x.reshape(len(x), 5, 4)
+            a = (self.q(x) @ self.k(x).transpose(1, 2)).softmax(-1) @ self.v(x)
+            return self.out(a.reshape(len(x), 20))
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(128, 20, generator=g), torch.randint(0, 2, (128,), generator=g)
+    torch.manual_seed(0)
+    run = tb.fit(Attention(), tb.TensorLoader(X, y, batch_size=32), loss_fn=nn.functional.cross_entropy,
+                 live=False, config=tb.TrainConfig(epochs=2, device="cpu", log_every=1))
+    zero = next(f for f in run.findings if f.kind == "structural_zero_gradients")
+    assert zero.data["parameters"] == ["k.bias"] and "attention key projection's bias" in zero.advice

@@ -523,8 +523,9 @@ def _parameter_gradients(c: dict, th: Thresholds) -> list[Finding]:
     out = []
     if zero:
         biases = [k for k in zero if k.endswith("bias")]
-        advice = ["a bias followed by a normalization layer (BatchNorm, LayerNorm) gets no gradient by "
-                  "construction: build that layer with bias=False"] if biases else []
+        advice = ["a bias followed by a normalization layer (BatchNorm, LayerNorm), or an attention key "
+                  "projection's bias (the softmax cancels it: it shifts each query's scores alike), gets no "
+                  "gradient by construction: build that layer with bias=False"] if biases else []
         if len(biases) < len(zero):
             advice.append("a parameter the forward pass never uses, or whose path to the loss is cut (a "
                           "detach, a value zeroed or replaced after it): remove it or mend the path, or freeze it "
