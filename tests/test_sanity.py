@@ -441,3 +441,19 @@ def test_one_output_column_against_two_classes_says_two_outputs_or_a_binary_loss
     report = overfit_batch(model, (torch.randn(32, 10), torch.randint(0, 2, (32,))), nn.CrossEntropyLoss())
     advice = [f.advice for f in report.findings if f.kind == "label_out_of_range"]
     assert len(advice) == 1 and "nn.Linear(..., 2)" in advice[0] and "BCEWithLogitsLoss" in advice[0]
+
+
+def test_a_precision_typo_or_one_lr_as_lrs_is_refused_naming_the_argument():
+    "Probe 92: precision='half' gave a bare KeyError: 'half'; lrs=0.01 gave \"'float' object is not iterable\"."
+    X, y = torch.randn(16, 4), torch.randint(0, 2, (16,))
+    with pytest.raises(ValueError, match=r"precision must be one of auto, bf16, fp16, fp32, got 'half'"):
+        tb.overfit_batch(nn.Linear(4, 2), (X, y), nn.CrossEntropyLoss(), precision="half", steps=5)
+    with pytest.raises(TypeError, match=r"lrs must be a non-empty list .* got 0.01; .* pass lr=0.01 instead"):
+        tb.overfit_batch(nn.Linear(4, 2), (X, y), nn.CrossEntropyLoss(), lrs=0.01, steps=5)
+    for empty in ([], "0.01"):  # nothing to try (was a silent failed report); a string's characters
+        with pytest.raises(TypeError, match=r"lrs must be a non-empty list"):
+            tb.overfit_batch(nn.Linear(4, 2), (X, y), nn.CrossEntropyLoss(), lrs=empty, steps=5)
+    # "auto" resolves as fit resolves it (fp32 on the CPU), and a generator of rates still works
+    r = tb.overfit_batch(nn.Linear(4, 2), (X, y), nn.CrossEntropyLoss(), precision="auto", device="cpu",
+                         lrs=(lr for lr in [1e-2]), steps=5)
+    assert r.lr == 1e-2

@@ -6,14 +6,14 @@
 from __future__ import annotations
 import copy, math
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterable, Optional, Sequence
 
 import torch
 from torch import nn
 
 from .batch import (call_model, check_loss_shapes, eval_mode, forward, kept_rng, label_out_of_range,
                              prediction, rows_in, split_batch, stop_requested, to_device, wants_whole_output)
-from .core import Finding, History, announce, findings_html, pick_device
+from .core import Finding, History, announce, findings_html, pick_device, pick_precision
 from .levels import LossLevels, loss_levels, loss_name
 from .guard import check_loss_fn
 from .optim import train_step
@@ -234,9 +234,9 @@ def overfit_batch(model: nn.Module,  # the model to test (a copy is trained; the
                   loss_fn: Optional[Callable],  # `loss_fn(prediction, yb)`; None = the model computes its loss
                   steps: int = 300,  # optimizer steps per learning rate tried
                   lr: Optional[float] = None,  # one learning rate to try; None = each of `lrs` until one passes
-                  precision: str = "fp32",  # a resolved precision: bf16 | fp16 | fp32
+                  precision: str = "fp32",  # bf16 | fp16 | fp32, or auto: as `fit` picks for the device
                   device: str = "auto",  # auto | cpu | cuda | ...
-                  lrs: Sequence[float] = (1e-3, 1e-2, 1e-4),  # learning rates tried in order when `lr` is None
+                  lrs: Sequence[float] = (1e-3, 1e-2, 1e-4),  # rates tried in order when `lr` is None (a list)
                   tolerance: float = 0.1,  # pass when at most this share of the fall to the floor is left
                   stop=None,  # a `threading.Event` (or a callable returning bool): end early with what was seen
                  ) -> SanityReport:
@@ -244,6 +244,17 @@ def overfit_batch(model: nn.Module,  # the model to test (a copy is trained; the
     if not 0 < tolerance < 1:
         raise ValueError("tolerance is the share of the fall to the loss's floor that may be left, between 0 "
                          f"and 1 (0.1: all but a tenth of the way), got {tolerance!r}")
+    if lr is None:  # lrs=0.01 named (not "'float' object is not iterable"); an empty list would try nothing
+        rates = list(lrs) if isinstance(lrs, Iterable) and not isinstance(lrs, (str, bytes)) else []
+        if not rates:
+            one = lrs if isinstance(lrs, (int, float)) and not isinstance(lrs, bool) else 1e-3
+            raise TypeError(f"lrs must be a non-empty list of learning rates tried in order ([1e-3, 1e-2]), "
+                            f"got {lrs!r}; to try one learning rate, pass lr={one!r} instead")
+        lrs = rates
+    for name, value in [("lr", lr)] if lr is not None else [("lrs", v) for v in lrs]:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+            what = "be a positive learning rate (1e-3)" if name == "lr" else "hold positive learning rates"
+            raise ValueError(f"{name} must {what}, got {value!r}")
     if any(t.__module__.startswith("flax.nnx") for t in type(model).__mro__):  # a Flax model: the JAX test
         from trainbook.jax_loop import overfit_batch_flax
         return overfit_batch_flax(model, batch, loss_fn, steps=steps, lr=lr, lrs=lrs, tolerance=tolerance)
@@ -252,13 +263,10 @@ def overfit_batch(model: nn.Module,  # the model to test (a copy is trained; the
     check_loss_fn(loss_fn)  # None, or a callable that averages its rows (a loss class, a summing loss: refused)
     if not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be a positive int, got {steps!r}")
-    for name, value in [("lr", lr)] if lr is not None else [("lrs", v) for v in lrs]:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
-            what = "be a positive learning rate (1e-3)" if name == "lr" else "hold positive learning rates"
-            raise ValueError(f"{name} must {what}, got {value!r}")
     if rows_in(batch) == 0:  # every judgement would be vacuous (rows summing to 1, targets all ignored)
         raise ValueError("batch has 0 rows: give overfit_batch one batch of several rows with varied targets")
     dev = pick_device(device)
+    precision = pick_precision(precision, dev)  # a typo ('half') named with the precisions there are
     batch = to_device(batch, dev)
     xb, yb = split_batch(batch, keep_labels=loss_fn is None)
     probe = copy.deepcopy(model).to(dev)
