@@ -157,6 +157,12 @@ def test_function_objective_callable_space_and_direction(tmp_path):
     # probe 83, f3: Optuna's "'int' object has no attribute 'create_new_study'", naming no argument
     (dict(storage=12), r"storage must be None, a database URL, a SQLite file's path .*got int 12"),
     (dict(storage=["runs/optuna.db"]), r"storage must be None.*got list \['runs/optuna.db'\]"),
+    # probe 92, f3: the model where the function goes got torch's "linear(): argument 'input' ... not TrialConfig"
+    (dict(objective=nn.Linear(2, 2)), r"objective is a model \(Linear\), not a function config -> Run.*tuple"),
+    (dict(objective=nn.Linear), r"objective is the model class Linear"),
+    (dict(objective=(nn.Linear(2, 2), None, None, None, None)), r"model_factory must build a fresh model.*"
+                                                                 r"got a model \(Linear\)"),
+    (dict(objective=nn.Linear(2, 2), engine="ray"), r"objective is a model \(Linear\)"),
 ])
 def test_bad_input(tmp_path, kw, match):
     args = dict(objective=lambda c: 0.0, space={"x": (0.0, 1.0)}, n_trials=1, storage=str(tmp_path / "x.db"),
@@ -165,6 +171,8 @@ def test_bad_input(tmp_path, kw, match):
     with pytest.raises((ValueError, TypeError), match=match):
         tb.search(args.pop("objective"), args.pop("space"), args.pop("n_trials"), **args)
     assert not (tmp_path / "x.db").exists()  # refused at the door, before a study was made
+    if "ray" in sys.modules:  # engine='ray' refuses before it starts Ray
+        assert not sys.modules["ray"].is_initialized()
 
 
 def every_session_observer_attached() -> bool:

@@ -8,6 +8,8 @@ import html, inspect, logging, math, numbers, os, re, socket, time, weakref
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Optional, Union
 
+from torch import nn
+
 from .core import TrainConfig, did_you_mean, warn
 from .events import Callback, add_session_observer, remove_session_observer
 from .loop import fit
@@ -194,6 +196,9 @@ def fit_objective(model_factory: Callable,  # model_factory(**values not TrainCo
     "An objective that builds a model from a trial's values and fits it (with the trial's pruning callback)."
     if not callable(model_factory):
         raise TypeError(f"model_factory must be callable, got {type(model_factory).__name__}")
+    if isinstance(model_factory, nn.Module):  # a model is callable too: a trial would call it on the values
+        raise TypeError(f"model_factory must build a fresh model from a trial's values (a function or a model "
+                        f"class), got {_is_model(model_factory)}: pass e.g. lambda hidden=64: nn.Sequential(...)")
     base = base_config if base_config is not None else TrainConfig()
     if not isinstance(base, TrainConfig):
         raise TypeError(f"base_config must be a TrainConfig, got {type(base).__name__}")
@@ -205,6 +210,12 @@ def fit_objective(model_factory: Callable,  # model_factory(**values not TrainCo
     objective.base_config = base
     objective.takes = _takes(model_factory)
     return objective
+
+def _is_model(obj) -> str:
+    "What `obj` is when it is a torch model or a model class ('a model (Sequential)'); '' otherwise."
+    if isinstance(obj, nn.Module): return f"a model ({type(obj).__name__})"
+    if isinstance(obj, type) and issubclass(obj, nn.Module): return f"the model class {obj.__name__}"
+    return ""
 
 def _takes(model_factory: Callable) -> Optional[set]:
     "The names a search space may use with `fit_objective`: TrainConfig's fields and the factory's parameters."
@@ -275,6 +286,12 @@ def check_search(objective: Union[Callable, tuple],  # config -> Run (or a numbe
                          f"base_config), got {len(objective)} items")
     if not isinstance(objective, (tuple, list)) and not callable(objective):
         raise TypeError(f"objective must be a function config -> Run or a 5-tuple, got {type(objective).__name__}")
+    if _is_model(objective):  # callable, but a trial would call it on the sampled values: torch's words, late
+        raise TypeError(f"objective is {_is_model(objective)}, not a function config -> Run: search calls it once "
+                        "a trial with the sampled values. Pass a function that builds a fresh model and fits it "
+                        "(def objective(config): return tb.fit(make_model(), dl_train, dl_valid, loss_fn=..., "
+                        "config=tb.TrainConfig(lr=config['lr']))), or the tuple (model_factory, dl_train, "
+                        "dl_valid, loss_fn, base_config)")
     if n_trials is None and timeout is None:
         raise ValueError("n_trials=None needs a timeout, or the search never ends")
     if n_trials is not None and (not isinstance(n_trials, int) or isinstance(n_trials, bool) or n_trials < 1):
