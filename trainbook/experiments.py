@@ -4,7 +4,7 @@
 
 # %% ../nbs/16b_experiments.ipynb #194fc827
 from __future__ import annotations
-import json
+import json, re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +46,16 @@ def _reading(uri: Optional[str]):
         client = _client(uri)
         with server_errors(client.tracking_uri, "try again when it runs, or read another store with uri="):
             yield client
+
+def _not_a_path(run_id: str, name: str):
+    "A run folder's path where an MLflow run id goes: named, with `Run.load`, before a store is opened."
+    path = Path(run_id)
+    if re.fullmatch(r"[0-9a-f]{32}", run_id) or not ("/" in run_id or "\\" in run_id or path.exists()): return
+    also = " and pass the Run" if name == "runs_or_ids" else ""
+    what = ("is a path on disk" if path.exists() else
+            f"looks like a path (an MLflow run id has no '/'), and names nothing in {Path.cwd()}")
+    raise ValueError(f"{name}: {run_id!r} {what}, not an MLflow run id: a run folder (a checkpoint_dir) "
+                     f"loads with tb.Run.load({run_id!r}){also}; {name} takes the run_id column of tb.runs()")
 
 def _get_run(client, run_id: str, name: str):
     "`client.get_run(run_id)`; a run the store does not hold is a ValueError naming the argument `name`."
@@ -182,13 +192,14 @@ def _search(client, experiment_id: str, filter: Optional[str], max_results: int)
                          "\"params.lr = '0.001'\"") from None
 
 # %% ../nbs/16b_experiments.ipynb #1038854a
-def load_run(run_id: str,  # an MLflow run id (the `run_id` column of `runs()`)
+def load_run(run_id: str,  # an MLflow run id (the `run_id` column of `runs()`); a run folder: `Run.load`
              *,
              uri: Optional[str] = None,  # tracking URI; None = the active tracker's, else the default
              ) -> Run:
-    "A recorded run back as a `Run` (history, findings, config, environment) from run.json; a killed run from its folder."
+    "A recorded run, by its MLflow id, back as a `Run`: from its run.json (a killed run: its folder's)."
     if not isinstance(run_id, str):
         raise TypeError(f"run_id must be an MLflow run id string, got {type(run_id).__name__}")
+    _not_a_path(run_id, "run_id")  # a checkpoint_dir: Run.load, not 'turn tracking on'
     with _reading(uri) as client: return recorded_run(_get_run(client, run_id, "run_id"), client)
 
 # %% ../nbs/16b_experiments.ipynb #0fcd5588
@@ -299,6 +310,8 @@ def compare_runs(runs_or_ids,  # Runs, MLflow run ids, or the DataFrame `runs()`
         raise ValueError("runs_or_ids is empty: pass Runs, MLflow run ids or the DataFrame runs() returns")
     bad = [type(x).__name__ for x in items if not isinstance(x, (str, Run))]
     if bad: raise TypeError(f"runs_or_ids must hold Runs or run id strings, got {', '.join(bad)}")
+    for item in items:
+        if isinstance(item, str): _not_a_path(item, "runs_or_ids")
     if not isinstance(metric, str) or "_" not in metric:
         raise ValueError(f"metric must be 'split_name' such as 'valid_loss', got {metric!r}")
     if any(isinstance(x, str) for x in items):
