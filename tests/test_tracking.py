@@ -440,6 +440,14 @@ def test_tensorboard_folder_that_is_a_file_is_refused_before_any_run(store, tmp_
     assert tb.active_tracker() is None
 
 
+def test_tensorboard_that_is_no_folder_is_refused_naming_it(store):
+    "Probe 92: track(tensorboard=123) gave os's 'expected str, bytes or os.PathLike object, not int'."
+    for given in (123, True):
+        with pytest.raises(TypeError, match=rf"tensorboard must be a folder to write under .* got \w+ {given}"):
+            tb.track(store[0], tensorboard=given)
+    assert tb.active_tracker() is None
+
+
 def test_a_failing_tensorboard_writer_is_reported_as_such_and_the_store_keeps_the_run(
         store, request, tmp_path, monkeypatch):
     monkeypatch.setenv("TRAINBOOK_SPOOL", str(tmp_path / "spool"))

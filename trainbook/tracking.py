@@ -598,6 +598,9 @@ def _board_folder(folder,  # the folder given (None: no TensorBoard)
                   ) -> Optional[Path]:
     "The folder, absolute (a later chdir moves nothing); refused, naming `arg`, when a file or not writable."
     if folder is None: return None
+    if not isinstance(folder, (str, os.PathLike)):  # 123 or True: os's "expected str, bytes or os.PathLike"
+        raise TypeError(f"{arg} must be a folder to write under (a string or a Path, e.g. 'runs/tb'), got "
+                        f"{type(folder).__name__} {folder!r}")
     whole = Path(folder).expanduser().absolute()
     there = next(p for p in [whole, *whole.parents] if p.exists())  # the rest is made when missing
     if there.is_file():
