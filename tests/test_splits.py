@@ -640,3 +640,73 @@ def test_inner_folds_that_cannot_be_made_name_inner_and_the_outer_fold():
                                          r"rows, outer=4\): groups column 'g' has 9 distinct groups, fewer than the "
                                          r"10 folds asked for; lower inner \(or outer\)$"):
         nested_splits(df, "y", groups="g", outer=4, inner=10)
+
+
+ZIPF_SIZES = [1, 1, 2, 1, 1, 3, 1, 1, 1, 25, 1, 2, 1, 1, 27, 1, 4, 1, 32, 1, 2, 1, 1, 82, 1, 5, 1, 92, 1, 1, 2, 1,
+              142, 1, 3, 1, 1, 6, 1, 2]
+
+
+@pytest.mark.parametrize("test_size", [0.0, 0.2])
+def test_the_default_grouped_holdout_counts_rows_and_keeps_the_class_shares(test_size):
+    """Probe 87: the stratified group holdout took m of 20 StratifiedGroupKFold folds: on groups of Zipf sizes
+    train held 20% of the rows where 60% was asked, valid 38% (no test) with 14% class drift."""
+    rng = np.random.default_rng(0)
+    g = np.repeat(np.arange(len(ZIPF_SIZES)), ZIPF_SIZES)
+    df = pd.DataFrame({"x": rng.normal(size=len(g)), "g": g, "y": rng.choice(["a", "b"], len(g))})
+    share = df.y.value_counts(normalize=True)
+    for seed in range(5):
+        sp = tb.make_splits(df, "y", groups="g", valid_size=0.2, test_size=test_size, seed=seed)
+        assert sp.strategy == "stratified_group"
+        assert abs(len(sp.valid) / len(df) - 0.2) < 0.03 and abs(len(sp.test) / len(df) - test_size) < 0.03
+        for part in parts(sp):
+            assert (df.y.iloc[part].value_counts(normalize=True) - share).abs().max() < 0.03
+        assert not {"split_size", "class_balance_drift", "group_overlap"} & {f.kind for f in sp.findings}
+
+
+def test_a_stratified_group_holdout_keeps_class_shares_where_groups_lean_to_a_class():
+    "Each group of its own class mix (a patient's diagnoses): rows and classes both near the shares asked."
+    rng = np.random.default_rng(2)
+    g = rng.integers(0, 300, 3000)
+    leaning = rng.beta(0.5, 3, 300)  # each group's share of class 1
+    df = pd.DataFrame({"x": rng.normal(size=3000), "g": g, "y": (rng.random(3000) < leaning[g]).astype(int)})
+    share = df.y.mean()
+    for seed in range(10):
+        sp = tb.make_splits(df, "y", groups="g", valid_size=0.2, test_size=0.2, seed=seed)
+        for part, asked in ((sp.valid, 0.2), (sp.test, 0.2), (sp.train, 0.6)):
+            assert abs(len(part) / 3000 - asked) < 0.01 and abs(df.y.iloc[part].mean() - share) < 0.01
+
+
+@pytest.mark.parametrize("strategy", ["group", "stratified_group"])
+def test_a_grouped_holdout_with_a_test_part_keeps_a_group_too_big_to_hold_in_train(strategy):
+    """Probe 87: one group of 101 of 120 rows: the test holdout took every small group, then 'these splits leave
+    no train rows ... gap=0 ...; lower gap or the sizes' (stratified: the big group in valid, train 11 rows)."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.normal(size=120), "g": np.where(np.arange(120) < 101, 0, np.arange(120) % 15 + 1),
+                       "y": rng.choice(["a", "b"], 120)})
+    for seed in range(5):
+        sp = tb.make_splits(df, "y", strategy=strategy, groups="g", test_size=0.2, seed=seed)
+        assert set(df.g.iloc[sp.train]) == {0}  # the big group, and only it
+        assert 8 <= len(sp.valid) <= 11 and 8 <= len(sp.test) <= 11  # the 19 small rows, shared as asked
+        size = [f.message for f in sp.findings if f.kind == "split_size"]
+        assert len(size) == 2 and all("the largest group holds 101 of 120 rows" in m for m in size)
+
+
+def test_a_holdout_that_leaves_no_train_row_says_so_in_trainbooks_words():
+    """Probe 87: a 1-row random split surfaced scikit-learn's 'With n_samples=1, test_size=0.2 ...' (test_size
+    is trainbook's 0; 0.2 is valid_size); the no-train error told to 'lower gap' of a split with gap=0."""
+    one = pd.DataFrame({"x": [1.0], "y": [0]})
+    with pytest.raises(ValueError, match=r"^these splits leave no train rows: 1 rows, valid_size=0.2, "
+                                         r"test_size=0.0; use more rows \(or lower valid_size / test_size\)$"):
+        tb.make_splits(one, "y", strategy="random")
+    with pytest.raises(ValueError, match=r"^these splits leave no train rows: 2 rows, .*test_size=0.5; use more"):
+        tb.make_splits(pd.concat([one, one]), "y", strategy="random", test_size=0.5)
+
+
+def test_audit_against_a_frame_of_another_length_names_the_splits_not_parts():
+    "Probe 87: sp.audit(df.head(50)) said \"parts['train'] holds row position 99\": audit has no `parts`."
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.normal(size=100), "y": rng.integers(0, 2, 100)})
+    sp = tb.make_splits(df, "y", seed=0)
+    with pytest.raises(ValueError, match=r"^splits were made on a frame of 100 rows, but df has 50: they index "
+                                         r"another frame's rows"):
+        sp.audit(df.head(50))

@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_splits.ipynb #20b02c56
 from __future__ import annotations
-import numbers, warnings
+import numbers
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -50,6 +50,7 @@ class Splits:
              ) -> list[Finding]:
         "Audit these splits against `df` (groups/time default to those the splits were made with)."
         require_frame(df)
+        require_rows_of(df, self)  # another frame's rows: said as the loaders say it, not as audit_parts' positions
         groups, time = groups or self.params.get("groups"), time or self.params.get("time")
         require_column(df, groups, "groups"); require_column(df, time, "time")
         target = self.params.get("target")
@@ -237,29 +238,69 @@ def _group_codes(s: pd.Series) -> np.ndarray:
     rank[order] = np.arange(len(ids))
     return rank[codes]
 
-def _group_holdout(idx, size, g, seed):
-    "Whole groups held out, taken in a seeded order when they bring the held rows nearer `size` of the rows."
+def _rows_by_group(idx, g, y):
+    """(codes, rows): the group code of each position of `idx`, and each group's rows of each class of `y` (a
+    single column of rows when `y` is None)."""
     codes, counts = np.unique(g[idx], return_inverse=True, return_counts=True)[1:]
-    order = np.random.default_rng(seed).permutation(len(counts))
-    want, filled, held = size * len(idx), 0, []
+    if y is None: return codes, counts[:, None].astype(float)
+    classes, labels = pd.factorize(y[idx])  # any labels (mixed types too): codes 0..k-1
+    cells = np.bincount(codes * len(labels) + classes, minlength=len(counts) * len(labels))
+    return codes, cells.reshape(len(counts), len(labels)).astype(float)
+
+def _fill_in_order(rows, want, fits, order):
+    """Groups held one by one in `order` when they bring the held rows nearer `want` (the distance summed over
+    the classes); a group that does not fit is passed over, and one group is left unheld."""
+    held = np.zeros(len(rows), dtype=bool)
+    filled, asked, per = [0.0] * len(want), want.tolist(), rows.tolist()  # Python floats: a few classes
+    far, n_held = sum(asked), 0
     for group in order.tolist():
-        if filled >= want: break
-        if abs(filled + counts[group] - want) < want - filled: held.append(group); filled += counts[group]
-    held = held[:len(counts) - 1] or [order[np.argmin(counts[order])]]  # a group on each side
-    mask = np.isin(codes, held)
+        if not fits[group] or n_held == len(rows) - 1: continue
+        after = [a + b for a, b in zip(filled, per[group])]
+        nearer = sum(abs(a - w) for a, w in zip(after, asked))
+        if nearer < far:
+            held[group], filled, far, n_held = True, after, nearer, n_held + 1
+            if all(a >= w for a, w in zip(filled, asked)): break  # every class filled: no group helps now
+    return held
+
+def _move_singly(rows, want, fits, order, held, moves: int = 1000):
+    """`held` with single groups moved in or out while that brings the held rows nearer `want` (a group that
+    does not fit stays out; a group stays on each side); ties go to the first in `order`."""
+    filled = rows[held].sum(axis=0)
+    far = float(np.abs(filled - want).sum())
+    for _ in range(moves):  # each move brings the held rows nearer: a few dozen do it
+        sign = np.where(held, -1.0, 1.0)
+        after = np.abs(filled + sign[:, None] * rows - want).sum(axis=1)
+        after[~held & (~fits | (held.sum() >= len(held) - 1))] = np.inf
+        if held.sum() <= 1: after[held] = np.inf
+        best = order[np.argmin(after[order])]
+        if not after[best] < far - 1e-9: break
+        held[best] = not held[best]
+        filled, far = filled + sign[best] * rows[best], float(after[best])
+    return held
+
+def _group_holdout(idx, size, g, seed, y=None):
+    """Whole groups held out, counted in rows: `size` of the rows of `idx` asked for, and of each class of `y`
+    when given (a stratified holdout). Groups are taken in a seeded order when they bring the held rows nearer
+    that, then single groups moved in or out while that brings them nearer still. A group of more rows than
+    the part asked for stays out (unless none is smaller), and each side keeps a group."""
+    codes, rows = _rows_by_group(idx, g, y)
+    sizes = rows.sum(axis=1)
+    want = size * rows.sum(axis=0)  # the rows of each class to hold out
+    fits = sizes <= max(size * len(idx), sizes.min())
+    order = np.random.default_rng(seed).permutation(len(sizes))
+    held = _move_singly(rows, want, fits, order, _fill_in_order(rows, want, fits, order))
+    if not held.any(): held[order[np.argmin(sizes[order])]] = True  # no group brings them nearer: the smallest
+    mask = held[codes]
     return idx[~mask], idx[mask]
 
-def _stratified_group_holdout(idx, size, y, g, seed):
-    "Whole groups held out with the class shares kept: m of k stratified group folds (k up to 20: 5% steps)."
-    from sklearn.model_selection import StratifiedGroupKFold
-    k = min(len(np.unique(g[idx])), 20)
-    m = min(k - 1, max(1, round(size * k)))
-    # a class rarer than k is spread as far as it goes: the shares are audited
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="The least populated class", category=UserWarning)
-        folds = StratifiedGroupKFold(n_splits=k, shuffle=True, random_state=seed).split(idx, y[idx], g[idx])
-        held = np.concatenate([b for _, b in list(folds)[:m]])
-    return idx[np.setdiff1d(np.arange(len(idx)), held)], idx[held]
+def _test_share(g, valid_size, test_size) -> float:
+    """The share of the rows a grouped test holdout asks for: `test_size`, unless the groups no bigger than a
+    part asked for (those that can be held out) hold fewer rows than test and valid ask together; then their
+    rows, shared in the ratio asked, so valid gets groups too and train keeps the big ones."""
+    sizes, n = np.bincount(g), len(g)
+    small = sizes[sizes <= max(valid_size, test_size) * n].sum()
+    if small >= (valid_size + test_size) * n: return test_size
+    return small / n * test_size / (valid_size + test_size)
 
 def _check_stratified_room(idx, size, y, arg):
     "A stratified holdout puts each class on both sides: a ValueError naming `arg` when a side is too small."
@@ -289,12 +330,12 @@ def _holdout(idx, size, strategy, y, g, t, seed, gap, arg, time=None):
                                  f"leave time= out (a split that ignores time order)")
         return order[:_train_end(ts, cut, gap)], order[cut:]
     if strategy == "random":
+        if len(idx) - np.ceil(size * len(idx)) < 1: return idx[:0], idx  # none left: _split names the sizes
         return tuple(train_test_split(idx, test_size=size, random_state=seed, shuffle=True))
     if strategy == "stratified":
         _check_stratified_room(idx, size, y, arg)
         return tuple(train_test_split(idx, test_size=size, random_state=seed, stratify=y[idx]))
-    if strategy == "group": return _group_holdout(idx, size, g, seed)
-    return _stratified_group_holdout(idx, size, y, g, seed)
+    return _group_holdout(idx, size, g, seed, y if strategy == "stratified_group" else None)
 
 def _time_folds(idx, n_folds, t, gap, time):
     "Expanding-window time folds of `idx` (TimeSeriesSplit's sizes); rows of equal time stay on one side."
@@ -510,18 +551,24 @@ def _split(df, target, strategy, groups, time, valid_size, test_size, n_folds, g
                              f"{need} {'folds' if n_folds else 'splits'} asked for")
     idx = np.arange(len(df))
     test = np.array([], dtype=np.int64)
+    grouped = strategy in ("group", "stratified_group") and not n_folds  # grouped holdouts count rows
     if test_size:
-        idx, test = _holdout(idx, test_size, strategy, y, g, t, seed, gap, ("test_size", test_size), time)
+        share = _test_share(g, valid_size, test_size) if grouped else test_size
+        idx, test = _holdout(idx, share, strategy, y, g, t, seed, gap, ("test_size", test_size), time)
     folds = None
     if n_folds:
         folds = _kfold(np.sort(idx), n_folds, strategy, y, g, t, seed, gap, time)
         train, valid = folds[0]
     else:
-        train, valid = _holdout(np.sort(idx), valid_size / (1 - test_size), strategy, y, g, t, seed, gap,
-                                ("valid_size", valid_size), time)
+        # grouped: valid's rows as asked of the whole frame (whole groups may have moved test off its share)
+        share = valid_size * len(df) / len(idx) if grouped else valid_size / (1 - test_size)
+        train, valid = _holdout(np.sort(idx), share, strategy, y, g, t, seed, gap, ("valid_size", valid_size),
+                                time)
     if not len(train):  # a gap as long as the frame, or valid and test taking every row
+        fix = (f", gap={gap} rows between the parts; lower gap or the sizes" if gap else
+               "; use more rows (or lower valid_size / test_size)")
         raise ValueError(f"these splits leave no train rows: {len(df)} rows, valid_size={valid_size}, "
-                         f"test_size={test_size}, gap={gap} rows between the parts; lower gap or the sizes")
+                         f"test_size={test_size}{fix}")
     params = dict(target=target, groups=groups, time=time, valid_size=valid_size, test_size=test_size,
                   n_folds=n_folds, gap=gap, seed=seed, task=task, n_rows=len(df),
                   row_keys=_row_keys(df, groups, time, target))
