@@ -89,3 +89,32 @@ def test_parts_that_share_row_positions_are_an_error_and_no_copies():
     found = tb.audit_parts(copied, parts, "y")
     assert [(f.kind, f.data["n_rows"]) for f in found if f.kind in ("shared_rows", "duplicate_rows")] == \
         [("shared_rows", 2), ("duplicate_rows", 5)]
+
+
+def test_an_empty_part_is_left_out_of_the_audit():
+    """Probe 87: an empty test part (test_size=0) gave missing_class and class_balance_drift, `[]` an IndexError
+    inside numpy, and an empty earlier part with time= 'zero-size array to reduction operation maximum'."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.normal(size=200), "y": rng.integers(0, 2, 200),
+                       "t": pd.date_range("2021-01-01", periods=200, freq="h")})
+    sp = tb.make_splits(df.drop(columns="t"), "y", seed=0)
+    assert not tb.audit_parts(df.drop(columns="t"), {"train": sp.train, "valid": sp.valid, "test": sp.test}, "y")
+    assert not tb.audit_parts(df, {"train": np.arange(150), "valid": [], "test": np.arange(150, 200)}, "y", time="t")
+    assert not tb.audit_parts(df, {"train": np.array([], dtype=int), "valid": np.arange(150, 200)}, "y", time="t")
+    late = tb.audit_parts(df, {"train": np.arange(50, 200), "valid": [], "test": np.arange(50)}, "y", time="t")
+    assert [f.kind for f in late] == ["time_leak"]  # what is there is still audited
+
+
+def test_the_same_rows_under_another_group_id_are_copies():
+    """Probe 87: train rows copied into valid under a new id (an entity registered twice) were no duplicate_rows:
+    the group column was compared as a feature. Like a row id, it is left out, and the finding says so."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.normal(size=300), "x2": rng.normal(size=300),
+                       "pid": [f"P{v:02d}" for v in rng.integers(0, 30, 300)], "y": rng.integers(0, 2, 300)})
+    sp = tb.make_splits(df, "y", groups="pid", seed=0)
+    assert "duplicate_rows" not in [f.kind for f in sp.findings]  # rows of one group are on one side
+    again = pd.concat([df, df.iloc[sp.train[:10]].assign(pid="Z99")], ignore_index=True)
+    found = tb.audit_parts(again, {"train": sp.train, "valid": np.r_[sp.valid, 300:310]}, "y", groups="pid")
+    copies = [f for f in found if f.kind == "duplicate_rows"]
+    assert [f.data["n_rows"] for f in copies] == [10] and "'pid' left out" in copies[0].message
+    assert not [f for f in found if f.kind == "group_overlap"]

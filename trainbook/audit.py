@@ -164,7 +164,8 @@ def require_positions(idx,  # row positions (what a Splits part holds)
     if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
         mask = ": np.flatnonzero(mask) gives a mask's positions" if idx.dtype == bool else ""
         raise TypeError(f"{name} must be a 1-D array of row positions (ints), got {idx.ndim}-D {idx.dtype}{mask}")
-    if idx.size and (idx.min() < 0 or idx.max() >= n):
+    if not idx.size: return idx.astype(np.int64)  # [] is float64 to numpy: no rows, as positions
+    if idx.min() < 0 or idx.max() >= n:
         bad = idx.max() if idx.max() >= n else idx.min()
         raise ValueError(f"{name} holds row position {bad}, out of range for a df of {n} rows"
                          + (f": {hint}" if hint else ""))
@@ -311,7 +312,8 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
                 row_hashes: Optional[RowHashes] = None,  # `RowHashes` of this df unchanged (None: made here)
                 strategy: Optional[str] = None,  # how the parts were made, for advice (None: time if `time`)
                ) -> list[Finding]:
-    "Leakage and balance findings for named index arrays of `df` (`{'train': idx, 'valid': idx, ...}`)."
+    """Leakage and balance findings for named index arrays of `df` (`{'train': idx, 'valid': idx, ...}`); a part
+    with no rows is left out (nothing in it can leak or drift), as `Splits.audit` leaves out an empty test."""
     require_frame(df)
     if not isinstance(parts, dict):
         raise TypeError(f"parts must be a dict of split name -> row positions, e.g. {{'train': idx, 'valid': idx}}, "
@@ -320,6 +322,7 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
     require_not_target(target, groups, time)
     if time is not None: check_time_column(df[time], time)  # a missing time or text compares False or wrong
     parts = {name: require_positions(idx, len(df), f"parts[{name!r}]") for name, idx in parts.items()}
+    parts = {name: idx for name, idx in parts.items() if len(idx)}
     names = list(parts)
     where = f" ({label})" if label else ""
     pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
@@ -360,11 +363,14 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
                                        f"fewer than gap={gap} rows between {a} and {b}{where}", column=time,
                                        advice="leave `gap` rows between the splits",
                                        data={"splits": [a, b], "gap": gap}))
-    features = [c for c in df.columns if c != target]
+    # the group id is what the split is made by, not a feature: the same rows under two ids (an entity
+    # registered twice) are copies, and rows of one group are on one side anyway
+    features = [c for c in df.columns if c not in (target, groups)]
     # a row id (named like one, every value its own) makes each row unique: copies are compared without it
     ids = [c for c in features if named_like_id(c) and not pd.api.types.is_float_dtype(df[c]) and df[c].is_unique]
     if len(ids) < len(features): features = [c for c in features if c not in ids]
     else: ids = []
+    ids += [groups] if groups is not None and features else []  # said in the message: left out
     if features and len(df) <= _COPIES_UP_TO:
         if row_hashes is not None and row_hashes.n_rows != len(df):
             raise ValueError(f"row_hashes were made on a frame of {row_hashes.n_rows} rows, but df has "
