@@ -284,6 +284,32 @@ def test_group_split_holds_the_share_of_rows_not_of_groups(spark):
         assert {name: part.count() for name, part in frames.items()} == sp.sizes
 
 
+def test_a_time_split_on_tied_times_leaves_gap_rows_before_valid_and_test(spark):
+    """Probe 87: 400 rows at 50 times, gap=10: no row left out before valid, 6 before test, and the split's own
+    audit said 'fewer than gap=10 rows' twice (the pandas split leaves 11: whole times, at least the gap)."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.normal(size=400), "t": rng.integers(0, 50, 400), "y": rng.choice(["a", "b"], 400)})
+    sdf = spark.createDataFrame(df)
+    for gap in (1, 10, 25):
+        sp = tb.make_splits(sdf, "y", time="t", gap=gap, test_size=0.2, seed=0)
+        m = sp.assign(sdf).toPandas()
+        t = {name: m.t[m.__part == name] for name in ("train", "valid", "test")}
+        for a, b in (("train", "valid"), ("valid", "test")):
+            between = int(((m.t > t[a].max()) & (m.t < t[b].min())).sum())
+            assert between >= gap and m.t[m.__part.isna() & m.t.between(t[a].max(), t[b].min())].size == between
+        assert not [f for f in sp.findings if f.kind == "time_leak"]
+
+
+def test_the_same_rows_under_another_group_id_are_copies_in_the_spark_audit(spark):
+    "As the pandas audit (probe 87): the group column is left out of the duplicate-row comparison."
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.normal(size=200), "g": rng.integers(0, 20, 200), "y": rng.integers(0, 2, 200)})
+    marked = df.assign(__part=np.where(df.g < 15, "train", "valid"))
+    copies = df[df.g < 15].head(6).assign(g=99, __part="valid")  # six train rows again, under a new id
+    found = SS.spark_audit(spark.createDataFrame(pd.concat([marked, copies], ignore_index=True)), "y", groups="g")
+    assert [f.data["n_rows"] for f in found if f.kind == "duplicate_rows"] == [6]
+
+
 def test_group_split_warns_when_uneven_groups_miss_the_share(spark):
     df = pd.DataFrame({"g": np.repeat([0, 1, 2], [300, 50, 50]), "x": np.arange(400.0),
                        "y": np.arange(400) % 2})

@@ -187,7 +187,7 @@ def spark_audit(marked,  # a table with the `__part` column (`SparkSplits.assign
                 out.append(Finding("time_leak", "error", f"fewer than gap={gap} rows between {a} and {b}",
                                    column=time, advice="leave `gap` rows between the splits",
                                    data={"splits": [a, b], "gap": gap}))
-    features = [c for c in marked.columns if c not in (target, "__part")]
+    features = [c for c in marked.columns if c not in (target, groups, "__part")]  # the group id left out, as pandas
     if features and len(names) > 1:
         hashed = parts.withColumn("__h", F.xxhash64(*[spark_col(c) for c in features]))
         where = hashed.groupBy("__h").agg(F.collect_set("__part").alias("__in"))
@@ -265,20 +265,30 @@ def _class_findings(counts: dict, names: list, target: str) -> list[Finding]:
 # %% ../nbs/19b_spark_splits.ipynb #7edfc8c7
 def _time_cuts(sdf, time: str, n: int, valid_size: float, test_size: float, gap: int,
                exact_limit: int) -> list:
-    "(train end, valid start, valid end, test start) on the time column: rows below, rows at or above."
+    """(train end, valid start, valid end, test start) on the time column: rows below, rows at or above. Valid
+    and test start at the times of their ranks; each gap ends where the next part starts and takes at least
+    `gap` rows, back to the first row of the time it begins in (as the pandas split leaves it out)."""
     from pyspark.sql import functions as F
     n_test = max(1, int(round(test_size * n))) if test_size else 0
     n_valid = max(1, int(round(valid_size * n)))
     test_at = n - n_test
     valid_at = test_at - (gap if n_test else 0) - n_valid
-    train_end_at = valid_at - gap
-    if train_end_at < 1: raise ValueError(f"the time split leaves no training rows: {n} rows, gap={gap}")
-    ranks = [train_end_at, valid_at, test_at - (gap if n_test else 0), test_at]
-    probs = [min(1.0, (k + 0.5) / n) for k in ranks]  # the value at each rank (0-based)
+    if valid_at - gap < 1: raise ValueError(f"the time split leaves no training rows: {n} rows, gap={gap}")
+    probs = [min(1.0, (k + 0.5) / n) for k in (valid_at, test_at)]  # the value at each rank (0-based)
     values = sdf.select(time_value(F, time, sdf).alias("__t"))
-    cuts = values.approxQuantile("__t", probs, 0.0 if n <= exact_limit else 1e-4)
-    if not n_test: cuts[2] = cuts[3] = float("inf")
-    return cuts
+    valid_start, test_start = values.approxQuantile("__t", probs, 0.0 if n <= exact_limit else 1e-4)
+    if not n_test: test_start = float("inf")
+    valid_end = _gap_start(values, test_start, gap) if n_test else test_start
+    return [_gap_start(values, valid_start, gap), valid_start, valid_end, test_start]
+
+def _gap_start(values, cut: float, gap: int) -> float:
+    """The time a gap of `gap` rows before `cut` starts at: the `gap`-th latest time below `cut` (its rows all in
+    the gap: a time is not cut in two), exact whatever the quantiles' error; `cut` itself with no gap."""
+    from pyspark.sql import functions as F
+    if not gap: return cut
+    t = F.col("__t")
+    start = values.where(t < cut).orderBy(t.desc()).limit(gap).agg(F.min(t)).first()[0]
+    return cut if start is None else start  # no row below the cut: nothing to leave out
 
 def _group_cuts(sdf, groups: str, seed: int, n: int, valid_size: float, test_size: float) -> dict:
     """Whole groups by rows, not by count: the groups in the order of their seeded hash, test the first ones
@@ -406,8 +416,9 @@ def make_splits(sdf,  # a Spark DataFrame, one row per example
     sp.sizes = {k: sizes[k][0] for k in ("train", "valid", "test") if k in sizes}
     sp.digest = json.dumps({k: sizes[k] for k in sorted(sizes)})
     if "train" not in sp.sizes or "valid" not in sp.sizes:
+        fix = f", or a smaller gap (gap={gap} rows)" if gap else ""
         raise ValueError(f"the split left a part empty ({sp.sizes}): use a larger valid_size, or more "
-                         "rows or groups")
+                         f"rows or groups{fix}")
     sp.findings = spark_audit(marked, target, groups, time, gap, task)
     if strategy in ("group", "stratified_group", "time"):
         sp.findings += _spark_size_findings(sp.sizes, n, strategy, valid_size, test_size,
