@@ -638,3 +638,32 @@ def test_thresholds_and_known_findings_are_checked_by_name():
     h = tb.History([(1, 0, "train", "loss", 1.0)])
     with pytest.raises(TypeError, match="known must hold trainbook Findings.*got str"):
         tb.diagnose(h, known=["overfitting"])
+
+
+def test_a_blow_up_whose_valid_loss_fell_only_at_its_last_evaluation_is_not_said_to_climb_back():
+    """Probe 96: AdamW at lr 0.3 on 50 validation rows: its valid loss fell to 0.9288 at its last evaluation, 3.8 SEs
+    under the constant predictor's loss, and `diverging` said it 'climbed back' (nothing came after it), quoted
+    the last evaluations' median as if it were the end, and rounded 3.77 standard errors to '4'."""
+    rng = np.random.default_rng(0)
+    s = np.arange(1, 381)
+    train = 0.69 + 0.04 * rng.standard_normal(len(s))
+    train[:3] = [0.678, 1.3456, 1.67]
+    h = tb.History()
+    for step, v in zip(s, train): h.append(int(step), int((step - 1) // 19), "train", "loss", float(v))
+    for e in range(20):
+        step = 19 * (e + 1)
+        for name, value in (("loss", 0.4496 if e == 19 else 0.69), ("loss_se", 0.062), ("prior_loss", 0.683)):
+            h.append(step, e, "valid", name, float(value))
+    [f] = [f for f in tb.diagnose(h) if f.kind == "diverging"]
+    assert "climbed back" not in f.message and "its last evaluation, epoch 19, 3.8 standard errors" in f.message
+    assert "the median of its last evaluations" in f.message
+    assert math.isclose(f.data["learned_after"]["below_prior_z"], (0.683 - 0.4496) / 0.062)
+
+
+def test_a_count_of_thresholds_may_be_math_inf_as_its_error_says():
+    "Probe 96: Thresholds(frozen_evals=-1) said 'math.inf turns its test off', and frozen_evals=math.inf was refused."
+    with pytest.raises(ValueError, match=r"math.inf turns its test off"): tb.Thresholds(frozen_evals=-1)
+    for name in ("frozen_evals", "overfit_after", "min_steps"):
+        th = tb.Thresholds(**{name: math.inf})
+        assert getattr(th, name) == math.inf
+        assert tb.diagnose(epochs_run(np.linspace(1, 0.2, 94), [0.6, 0.5], 0.01, 0.69), thresholds=th) is not None

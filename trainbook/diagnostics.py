@@ -151,15 +151,20 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
         # the valid loss may have learned after it (`prior_z` SEs under the prior) and climbed back: said so
         later = below_prior(c, th, after=at)
         data.update(blowup_step=at, blowup_ratio=ratio, learned_after=later)
+        # (climbed back only from a low before the last evaluation; the end is the last evaluations' median)
+        last = later is not None and later["index"] == len(series_of(c, "valid", "loss")[2]) - 1
+        fell = (f"the valid loss fell after it to {later['valid_loss']:.4g} ("
+                f"{'its last evaluation, ' if last else ''}epoch {later['epoch']}, {later['below_prior_z']:.1f} "
+                "standard errors below the constant predictor's loss)") if later is not None else ""
         return [Finding("diverging", "error",
                         f"the training loss blew up at step {at} ({float(loss[jump - 1]):.4g} → "
                         f"{float(loss[jump]):.4g}, {ratio:.3g}× its untrained loss) "
                         + ("and never recovered: it " if later is None else
-                           f"and, though the valid loss fell after it to {later['valid_loss']:.4g} (epoch "
-                           f"{later['epoch']}, {later['below_prior_z']:.0f} standard errors below the constant "
-                           f"predictor's loss), " + ("it climbed back: it " if at_prior else "the training loss "))
+                           f"and, though {fell}, " + (("its late evaluations " if last else "it climbed back: it ")
+                                                      if at_prior else "the training loss "))
                         + (f"ended {prior['where']} the constant predictor's loss {prior['prior_loss']:.4g} "
-                           f"(valid {prior['valid_end']:.4g}): no better than predicting it" if at_prior else
+                           f"(valid {prior['valid_end']:.4g}, the median of its last evaluations): no better than "
+                           "predicting it" if at_prior else
                            f"never fell clearly below its first loss {first:.4g} and ended at {end:.4g} "
                            f"(the median of its last tenth)"),
                         advice=("the lr is too high: the first updates threw the model off and it never learned "

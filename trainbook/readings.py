@@ -161,8 +161,9 @@ class Thresholds:
         "Each field a number, 0 or more (whole where the default is; math.inf turns a test off): else named."
         for f in fields(self):
             value = getattr(self, f.name)
-            whole = isinstance(f.default, int)
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral if whole else numbers.Real):
+            whole = isinstance(f.default, int)  # a count: whole, or math.inf (its test off) as any field
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or (
+                    whole and not isinstance(value, numbers.Integral) and value != math.inf):
                 raise TypeError(f"Thresholds.{f.name} must be {'a whole number' if whole else 'a number'}, "
                                 f"got {value!r} ({type(value).__name__})")
             if math.isnan(value) or value < 0:  # NaN would turn a test off without a word; math.inf says so
