@@ -1000,3 +1000,14 @@ def test_a_validation_batch_the_model_or_loss_cannot_take_fails_before_any_step(
         tb.fit(model, [(X[i:i + 16], y[i:i + 16]) for i in range(0, 64, 16)], bad,
                loss_fn=nn.functional.cross_entropy, config=tb.TrainConfig(epochs=2), live=False)
     assert "dl_valid's first batch" in " ".join(info.value.__notes__) and torch.equal(model.weight, before)
+
+
+def test_a_subclass_of_an_epoch_scheduler_steps_per_epoch_as_its_torch_class():
+    "Probe 95: a StepLR of the user's own (a subclass that logs) stepped every optimizer step: lr 0.1 → 1e-12."
+    from trainbook.optim import pick_scheduler_interval
+    class LoggedStepLR(torch.optim.lr_scheduler.StepLR): pass
+    opt = torch.optim.SGD(nn.Linear(2, 2).parameters(), lr=0.1)
+    cfg = tb.TrainConfig()
+    for sched, kind in ((torch.optim.lr_scheduler.StepLR(opt, 1), "epoch"), (LoggedStepLR(opt, 1), "epoch"),
+                        (torch.optim.lr_scheduler.OneCycleLR(opt, 0.1, total_steps=10), "step")):
+        assert pick_scheduler_interval(sched, None, cfg, user_scheduler=True) == kind, type(sched).__name__

@@ -213,7 +213,15 @@ def test_patience_0_resumes_as_the_run_would_have_gone_on(tmp_path, at):
     assert all(torch.equal(a, b) for a, b in zip(resumed.state_dict().values(), whole.state_dict().values()))
 
 
-def _interrupted_and_resumed(tmp_path, interrupt):
+class CountSteps(tb.Callback):
+    "The docs' example: counts after_step events, its count kept in checkpoints."
+    def __init__(self): self.n = 0
+    def after_step(self, state): self.n += 1
+    def state_dict(self): return {"n": self.n}
+    def load_state_dict(self, state): self.n = state["n"]
+
+
+def _interrupted_and_resumed(tmp_path, interrupt, callbacks=lambda: ()):
     "A 3-epoch run, interrupted by `interrupt` (a context that sends SIGINT somewhere), resumed; and the whole run."
     import os, signal
     cfg = tb.TrainConfig(epochs=3, lr=1e-2, schedule="warmup_cosine", warmup=0.1, device="cpu",
@@ -221,15 +229,16 @@ def _interrupted_and_resumed(tmp_path, interrupt):
     torch.manual_seed(0)
     whole = nn.Linear(4, 2)
     start = {k: v.clone() for k, v in whole.state_dict().items()}
-    tb.fit(whole, loader(), loss_fn=CE, config=cfg.replace(checkpoint_dir=str(tmp_path / "b")), live=False)
+    whole_run = tb.fit(whole, loader(), loss_fn=CE, config=cfg.replace(checkpoint_dir=str(tmp_path / "b")),
+                       live=False, callbacks=callbacks())
     model = nn.Linear(4, 2)
     model.load_state_dict(start)
     with interrupt(lambda: os.kill(os.getpid(), signal.SIGINT)):
-        run = tb.fit(model, loader(), loss_fn=CE, config=cfg, live=False)
+        run = tb.fit(model, loader(), loss_fn=CE, config=cfg, live=False, callbacks=callbacks())
     assert run.stopped == "interrupted"
     model.load_state_dict(start)
-    tb.fit(model, loader(), loss_fn=CE, config=cfg, resume=tmp_path / "a", live=False)
-    return run, model, whole
+    resumed = tb.fit(model, loader(), loss_fn=CE, config=cfg, resume=tmp_path / "a", live=False, callbacks=callbacks())
+    return run, model, whole, resumed, whole_run
 
 
 def test_a_ctrl_c_right_after_the_optimizer_steps_resumes_exactly(tmp_path):
@@ -247,8 +256,13 @@ def test_a_ctrl_c_right_after_the_optimizer_steps_resumes_exactly(tmp_path):
         handle = register_optimizer_step_post_hook(hook)
         try: yield
         finally: handle.remove()
-    run, model, whole = _interrupted_and_resumed(tmp_path, after_the_fifth_step)
-    assert run.step == 5  # the step whose update had happened is counted and kept
+    counters = []
+    def callbacks():
+        counters.append(CountSteps())
+        return [counters[-1]]
+    run, model, whole, _, whole_run = _interrupted_and_resumed(tmp_path, after_the_fifth_step, callbacks)
+    assert run.step == 5 and counters[1].n == 5  # the step whose update had happened is counted, its observers too
+    assert counters[2].n == whole_run.step
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), whole.state_dict().values()))
 
 
@@ -275,5 +289,30 @@ def test_a_ctrl_c_while_a_checkpoint_is_written_returns_the_interrupted_run(tmp_
         torch.save = save
         try: yield
         finally: torch.save = real
-    run, model, whole = _interrupted_and_resumed(tmp_path, inside_the_second_write)
+    run, model, whole, _, _ = _interrupted_and_resumed(tmp_path, inside_the_second_write)
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), whole.state_dict().values()))
+
+
+def test_two_ctrl_cs_inside_an_optimizer_step_and_one_before_its_observers_resume_exactly(tmp_path):
+    """Probe 95: a second press inside the step interrupted it half done (last.pt a step ahead of its position, the
+    resume 0.03 away); a press held to the step's end skipped its after_step observers (a callback counting steps
+    ended one short, NanGuard's weight norms of that step lost)."""
+    import contextlib
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    @contextlib.contextmanager
+    def twice_in_the_first_step(press):
+        def hook(opt, args, kwargs): press(); press()
+        handle = register_optimizer_step_post_hook(hook)
+        try: yield
+        finally: handle.remove()
+    counters = []
+    def callbacks():
+        counters.append(CountSteps())
+        return [counters[-1]]
+    run, model, whole, resumed, whole_run = _interrupted_and_resumed(tmp_path, twice_in_the_first_step, callbacks)
+    assert run.step == 1 and counters[1].n == 1  # the step and its observers, whole
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), whole.state_dict().values()))
+    assert counters[2].n == counters[0].n == whole_run.step
+    norms = lambda r: r.history.query("name.str.startswith('weight_norm')", engine="python")[["step", "name"]]
+    assert norms(resumed).query("step == 1").shape[0] == norms(whole_run).query("step == 1").shape[0] > 0

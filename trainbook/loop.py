@@ -510,7 +510,7 @@ def fit(model: nn.Module,  # trained in place: a second fit goes on from its wei
                     # 7. before_step: callbacks see the final (clipped) gradients, the weights not yet stepped
                     cbs(Event.before_step, state)
                     # 8. optimizer step (fp16: skipped on inf gradients) -> 9. scaler update; its lr kept
-                    s.ctrl_c.hold()  # never half a step: a checkpoint's weights one step ahead of its position
+                    s.ctrl_c.hold(every=True)  # never half a step: a checkpoint's weights one step ahead of its position
                     skipped, state.lr = step_optimizer(opt, scaler), opt.param_groups[0]["lr"]
                     # 10. scheduler step (per-epoch schedulers step at the epoch's end, plateau on validation)
                     if not skipped and s.scheduler_interval == "step": s.scheduler.step()
@@ -518,9 +518,10 @@ def fit(model: nn.Module,  # trained in place: a second fit goes on from its wei
                     opt.zero_grad(set_to_none=True)
                     # 12. log: loss and the lr the step used, each step; gradient norms every log_every steps
                     _log_step(s, state, skipped, window, layer_norms)
-                    s.ctrl_c.release()  # a Ctrl-C held meanwhile interrupts here, after the whole step
+                    s.ctrl_c.hold()  # through the step's observers too (a second press interrupts one that hangs)
                     # 13. after_step: callbacks see the stepped weights and the logged values
                     cbs(Event.after_step, state)
+                    s.ctrl_c.release()  # a Ctrl-C held meanwhile interrupts here, after the whole step
                     # 14. validate / checkpoint / stop, when due or requested inside the epoch
                     stopped = _after_step(s, state, skipped)
                     if stopped: break

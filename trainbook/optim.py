@@ -483,7 +483,9 @@ def pick_scheduler_interval(sched,  # the scheduler the run uses
     if given is not None: return given
     if not user_scheduler and cfg.schedule == "constant" and cfg.warmup == 0:
         return "never"  # its lr never changes
-    return "epoch" if user_scheduler and type(sched).__name__ in EPOCH_SCHEDULERS else "step"
+    # by kind, a subclass as its torch class (a StepLR of your own steps per epoch as StepLR does)
+    kinds = {cls.__name__ for cls in type(sched).__mro__ if cls.__module__.startswith("torch.")}
+    return "epoch" if user_scheduler and kinds & set(EPOCH_SCHEDULERS) else "step"
 
 # %% ../nbs/05_optim.ipynb #2c49f7d9
 class OptimizerSteps:
