@@ -912,9 +912,10 @@ def test_an_lr_100x_too_high_is_diverging_under_fit_flax_as_under_fit():
                        optimizer=torch.optim.SGD(m.parameters(), lr=5.0, momentum=0.9), live=False)
     valid_names = lambda r: {name for split, name in r.records.names() if split == "valid"}
     assert valid_names(run) == valid_names(torch_run) == {"loss", "loss_se", "loss_sd", "prior_loss"}
-    # the same labels, the same code: the constant predictor's loss is fit's to the last digit
+    # the same labels, the same code: the constant predictor's loss is fit's
+    # (one float32 mean over the constant's rows under Flax, a closed form in float64 under torch: equal to 1e-6)
     np.testing.assert_allclose(run.records.series("prior_loss", "valid").values,
-                               torch_run.records.series("prior_loss", "valid").values, rtol=1e-12)
+                               torch_run.records.series("prior_loss", "valid").values, rtol=1e-6)
     assert ("diverging", "error") in [(f.kind, f.severity) for f in run.findings]
 
 

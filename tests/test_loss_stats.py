@@ -1,6 +1,6 @@
 """`LossStats` (evaluate's `.stats`): what it works out once per evaluation, and what it sums only when
 read, give the same numbers as summing every batch by hand."""
-import math
+import math, warnings
 
 import pytest
 
@@ -83,14 +83,14 @@ def test_the_constant_predictors_loss_is_scored_without_grad_and_a_failure_is_sa
     calls = []
     def picky(pred, yb):
         calls.append((len(pred), torch.is_grad_enabled()))
-        if len(pred) < 8: raise RuntimeError("needs a real batch")
+        if len(pred) != 16: raise RuntimeError("needs a real batch")
         return nn.functional.cross_entropy(pred, yb)
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         tb.fit(nn.Linear(8, 3), tb.TensorLoader(X[:64], y[:64], batch_size=16),
                tb.TensorLoader(X[64:], y[64:], batch_size=16), loss_fn=picky, config=tb.TrainConfig(epochs=3),
                live=False)
-    synthetic = [grad for n, grad in calls if n < 8]
+    synthetic = [grad for n, grad in calls if n != 16]  # the constant's rows (the validation's 32)
     assert synthetic and not any(synthetic)  # scored under no_grad
     told = [w for w in said if "prior_loss" in str(w.message)]
     assert len(told) == 1 and "picky raised RuntimeError: needs a real batch" in str(told[0].message)
@@ -229,3 +229,70 @@ def test_a_weight_hidden_in_a_hand_written_loss_is_measured_for_the_prior():
     summed = lambda p, t: F.cross_entropy(p, t, reduction="sum")  # noqa: E731
     with pytest.warns(UserWarning, match="no mean over rows"):
         assert "prior_loss" not in fill(LossStats(summed), data, summed).results()
+
+
+class _FocalModule(nn.Module):
+    "A loss written as a module: forward(pred, y), no reduction argument (its __call__ takes **kwargs)."
+    def __init__(self, gamma=2.0):
+        super().__init__()
+        self.gamma, self.calls = gamma, [0]  # (a list: a count is no setting of the loss)
+    def forward(self, pred, y):
+        self.calls[0] += 1
+        ce = F.cross_entropy(pred, y, reduction="none")
+        return ((1 - torch.exp(-ce)) ** self.gamma * ce).mean()
+
+
+def test_the_prior_is_the_least_constant_loss_whatever_the_loss_does_with_it():
+    """Probe 97: the prior was the loss at the class frequencies (or at p·w): 2.5× the best constant under a focal
+    loss, 2-3.7× with weights applied without their normalisation (an untrained model scored below it), off by
+    up to 11% under label smoothing, above the untrained loss with a penalty on the scores; a loss module got none
+    (reduction= went into its forward); a hidden ignore_index=0 gave NaN. It is searched for now."""
+    g = torch.Generator().manual_seed(0)
+    y = (torch.rand(600, generator=g) < 0.1).long()
+    pred = torch.randn(600, 2, generator=g)
+    data = [(pred[i:i + 100], y[i:i + 100]) for i in range(0, 600, 100)]
+    W = torch.tensor([1.0, 9.0])
+    losses = {
+        "focal": lambda p, t: ((1 - torch.exp(-F.cross_entropy(p, t, reduction="none"))) ** 2
+                               * F.cross_entropy(p, t, reduction="none")).mean(),
+        "unnormalised weights": lambda p, t: (W[t] * F.cross_entropy(p, t, reduction="none")).mean(),
+        "smoothing": lambda p, t: F.cross_entropy(p, t, weight=W, label_smoothing=0.2),
+        "penalty": lambda p, t: F.cross_entropy(p, t) + 0.1 * p.pow(2).mean(),
+        "module": _FocalModule(),
+        "hidden ignore_index 0": lambda p, t: F.cross_entropy(p, t, ignore_index=0),
+    }
+    for name, loss_fn in losses.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no 'prior_loss left out' warning
+            prior = fill(LossStats(loss_fn), data, loss_fn).results()["prior_loss"]
+        assert math.isclose(prior, _least_by_scipy(loss_fn, y), rel_tol=1e-3, abs_tol=1e-5), name
+
+
+def _least_by_scipy(loss_fn, y, k=2):
+    "The least loss over one score vector for every row: scipy's L-BFGS-B in float64, from five starts."
+    import numpy as np
+    from scipy.optimize import minimize
+    def value(v):
+        b = torch.tensor(v, dtype=torch.float64, requires_grad=True)
+        out = torch.as_tensor(loss_fn(b.float().expand(len(y), k), y)).double().mean()
+        out.backward()
+        return float(out.detach()), b.grad.numpy().astype(float)
+    starts = [np.zeros(k), np.array([0.0, -2.0]), np.array([2.0, 0.0]), np.array([-1.0, 1.0]), np.array([0.5, -4.0])]
+    return min(minimize(value, s, jac=True, method="L-BFGS-B", options={"gtol": 1e-10, "ftol": 1e-15}).fun
+               for s in starts)
+
+
+def test_a_loss_modules_prior_is_searched_for_again_only_when_its_state_changes():
+    "Probe 97: a loss module's class weights were measured again at every validation (120 calls a validation)."
+    g = torch.Generator().manual_seed(0)
+    data = [(torch.randn(50, 2, generator=g), torch.randint(0, 2, (50,), generator=g)) for _ in range(2)]
+    loss_fn = _FocalModule()
+    first = fill(LossStats(loss_fn), data, loss_fn).results()["prior_loss"]
+    searched = loss_fn.calls[0]
+    assert fill(LossStats(loss_fn), data, loss_fn).results()["prior_loss"] == first
+    again = loss_fn.calls[0] - searched
+    assert again <= len(data) + 1 < searched  # the batches' own calls only (the loss, a try at each row's)
+    loss_fn.gamma = 0.0  # a plain cross-entropy now: searched for again, the labels' entropy
+    q = torch.cat([t for _, t in data]).float().mean()
+    entropy = float(-(q * q.log() + (1 - q) * (1 - q).log()))
+    assert math.isclose(fill(LossStats(loss_fn), data, loss_fn).results()["prior_loss"], entropy, rel_tol=1e-5)

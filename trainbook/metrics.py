@@ -4,7 +4,7 @@
 
 # %% ../nbs/04a_metrics.ipynb #dd240dfc
 from __future__ import annotations
-import copy, functools, inspect
+import copy, functools, inspect, math
 from typing import Callable, Optional
 
 import numpy as np
@@ -18,7 +18,7 @@ from .core import rng_state, set_rng_state
 __all__ = ['IGNORE_INDEX', 'BUILTIN_METRICS', 'ignore_index_of', 'class_loss_terms', 'accuracy', 'resolve_metrics', 'sk_metric',
            'trial_copy', 'try_validation', 'proba_2d', 'scored_proba', 'require_codes', 'classification_metrics',
            'loss_vs_constant', 'regression_metrics', 'class_weights', 'focal_loss', 'constant_predictor_loss',
-           'loss_class_weights']
+           'loss_class_weights', 'class_rows', 'least_constant_loss']
 
 # %% ../nbs/04a_metrics.ipynb #8c77c886
 IGNORE_INDEX = -100  # the label of positions without a target (torch's and Hugging Face's default)
@@ -400,3 +400,57 @@ def loss_class_weights(loss_fn: Callable,  # a loss of (rows, classes, ...) scor
                          f"({sum(alone) / k:.6g}) nor a weighted mean of them: it is no mean over rows (a sum, a "
                          "term of the whole batch?), so no constant predictor's loss compares with it")
     return w
+
+# %% ../nbs/04a_metrics.ipynb #30fcb51d
+_PRIOR_ROWS = 4096  # the constant predictor's rows: the class counts, or their shares of this many rows
+
+def class_rows(counts: torch.Tensor,  # how many labels of each class (k,)
+               most: int = _PRIOR_ROWS,  # rows at most: more counts are scaled to their shares of this many
+              ) -> torch.Tensor:
+    "Labels 0..k-1 in the shares of `counts` (each class present keeps a row), as one tensor of at most ~`most`."
+    counts = counts.round().long().clamp(min=0)
+    n = int(counts.sum())
+    if n > most:
+        share = counts.double() * most / n
+        scaled = share.floor().long()
+        left = most - int(scaled.sum())
+        if left > 0: scaled[torch.argsort(share - share.floor(), descending=True)[:left]] += 1  # largest remainders
+        counts = torch.where((counts > 0) & (scaled == 0), torch.ones_like(scaled), scaled)
+    return torch.repeat_interleave(torch.arange(len(counts), device=counts.device), counts)
+
+def least_constant_loss(loss_fn: Callable,  # the run's loss, called as `fit` calls it
+                        labels: torch.Tensor,  # the rows' class labels (`class_rows`)
+                        start: torch.Tensor,  # the score vector to start from (k,): the closed form's guess
+                        positions: tuple = (),  # a label's trailing shape, all ones: () a label a row, (1,) per position
+                        search: bool = True,  # False: `start` is known to be the least (a plain cross-entropy's)
+                       ) -> tuple[float, bool]:
+    """The least value of `loss_fn` over one score vector given to every row (L-BFGS from `start`), and whether the
+    loss had a gradient to search with (else: its value at `start`). ValueError for a loss that sums over rows."""
+    k, m = len(start), len(labels)
+    y = labels.reshape(m, *positions)
+    def value(z: torch.Tensor, rows: int = m) -> torch.Tensor:
+        scores = z.reshape(1, k, *positions).expand(rows, k, *positions)
+        out = loss_fn(scores, y if rows == m else y.repeat(2, *positions))
+        return torch.as_tensor(out).float().mean()  # (a loss that returns each row's value: its mean)
+    z = start.detach().float().clone()
+    with torch.no_grad(): at_start, twice = float(value(z)), float(value(z, 2 * m))
+    if abs(twice - at_start) > 1e-4 * max(abs(twice), abs(at_start)) + 1e-6:
+        raise ValueError(f"its value on {m} rows of one prediction ({at_start:.6g}) changes when the rows are "
+                         f"given twice over ({twice:.6g}): it is no mean over rows (a sum?), so no constant "
+                         "predictor's loss compares with it")
+    if not search: return at_start, True
+    with torch.enable_grad():
+        z.requires_grad_(True)
+        try: differentiable = value(z).requires_grad
+        except Exception: differentiable = False  # a loss that reads the scores' values (numpy, a Flax loss)
+        if not differentiable: return at_start, False
+        search = torch.optim.LBFGS([z], max_iter=50, line_search_fn="strong_wolfe", tolerance_grad=1e-7,
+                                   tolerance_change=1e-10)
+        def closure():  # the gradient of the scores only (a loss module's own parameters keep theirs)
+            v = value(z)
+            z.grad, = torch.autograd.grad(v, z)
+            return v.detach()
+        try: search.step(closure)
+        except RuntimeError: return at_start, True  # a loss whose backward fails: the guess's value
+        with torch.no_grad(): end = float(value(z))
+    return (min(at_start, end) if math.isfinite(end) else at_start), True

@@ -16,8 +16,8 @@ from torch import nn
 from .core import MIN_ROWS, Finding, warn
 from .events import Callback, LoopState
 
-from .batch import wants_whole_output
-from .metrics import class_loss_terms, ignore_index_of, loss_class_weights
+from .batch import loss_keyword, wants_whole_output
+from .metrics import class_loss_terms, class_rows, ignore_index_of, least_constant_loss, loss_class_weights
 
 # %% auto #0
 __all__ = ['HUGE_OUTPUT', 'per_example_loss', 'Evaluation', 'LossStats', 'locate_nonfinite', 'backward_anomaly', 'batch_named',
@@ -35,7 +35,8 @@ def _takes_reduction(loss_fn) -> bool:
     "Whether `loss_fn` accepts a `reduction=` keyword (by name or through **kwargs); its signature read once."
     try: return _TAKES_REDUCTION[loss_fn]  # an evaluation asks at every batch; a signature costs ~20 µs
     except (KeyError, TypeError): pass
-    try: params = list(inspect.signature(loss_fn).parameters.values())
+    fn = loss_fn.forward if isinstance(loss_fn, nn.Module) else loss_fn  # (a module's __call__ takes **kwargs)
+    try: params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError): params = None  # a builtin without a signature
     found = params is not None and any(p.name == "reduction" or p.kind is inspect.Parameter.VAR_KEYWORD
                                        for p in params)
@@ -80,7 +81,7 @@ class Evaluation(dict):
     "`evaluate`'s results (name → value) with the evaluation's noise and reference levels in `.stats`."
     stats: dict = {}
 
-_MAX_PRIOR_CLASSES = 1024  # the prior's loss is one call on a classes × classes batch
+_MAX_PRIOR_CLASSES = 1024  # no prior past this many classes (its search scores rows × classes, a few dozen times)
 _HOLD_BATCHES, _HOLD_VALUES = 64, 2 ** 20  # batches (or values) held before they are summed
 _PRIORS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # loss -> (class counts, the prior's loss)
 
@@ -341,29 +342,31 @@ class LossStats:
             if self.kind == "classes":
                 counts = tuple(self.counts.tolist())
                 if sum(counts) <= 0: return None
-                # the same validation targets every epoch: the prior's loss is computed once for them (a
-                # loss module is asked each time: its weights or smoothing may have changed)
-                known = None if isinstance(self.loss_fn, nn.Module) else _PRIORS.get(self.loss_fn)
-                if known is not None and known[0] == (counts, str(device)): return known[1]
+                # the same validation targets every epoch: the prior's loss is searched for once for them (a loss
+                # module again when its state changed: its weights or smoothing)
+                key = (counts, str(device), _state_of(self.loss_fn))
+                try: known = _PRIORS.get(self.loss_fn)
+                except TypeError: known = None  # a loss that cannot be weakly referenced: searched each time
+                if known is not None and known[0] == key: return known[1]
                 p = torch.tensor(counts, dtype=torch.float64, device=device) / float(sum(counts))
                 k, positions = len(p), tuple(self.shape[1:])  # labels per position: one position a row
-                # under class weights w the mean is Σ p·w·loss / Σ p·w, least at the constant q ∝ p·w; a loss
-                # written by hand has its weights measured (its rows then scored one by one, where they cancel)
+                # the search starts at the closed form: under class weights w the mean is Σ p·w·loss / Σ p·w,
+                # least at the constant q ∝ p·w (a plain cross-entropy: at p itself)
                 weight = self._class_terms[0] if self._class_terms else None
-                measured = None if self._class_terms else loss_class_weights(self.loss_fn, k, positions, device)
-                if measured is not None: weight = measured
                 pw = p * (weight.to(device, torch.float64) if weight is not None and len(weight) == k else 1.0)
                 if float(pw.sum()) <= 0: return None
-                q = pw / pw.sum()
-                logits = torch.log(q.clamp_min(1e-12)).float().expand(k, k).reshape(k, k, *positions).contiguous()
-                labels = torch.arange(k, device=device).reshape(k, *positions)
-                losses = per_example_loss(self.loss_fn, logits, labels) if measured is None else measured * torch.stack(
-                    [torch.as_tensor(self.loss_fn(logits[c:c + 1], labels[c:c + 1])).double().mean() for c in range(k)])
-                prior = float((p * losses.reshape(-1)[:k].double()).sum() / pw.sum())
-                try:
-                    if not isinstance(self.loss_fn, nn.Module):
-                        _PRIORS[self.loss_fn] = ((counts, str(device)), prior)
-                except TypeError: pass  # a loss that cannot be weakly referenced: computed each time
+                labels = class_rows(self.counts)
+                exact = self._class_terms is not None and not loss_keyword(self.loss_fn, "label_smoothing")
+                prior, searched = least_constant_loss(self.loss_fn, labels, torch.log((pw / pw.sum()).clamp_min(1e-12)),
+                                                      positions, search=not exact)
+                measured = None if searched or self._class_terms else loss_class_weights(self.loss_fn, k, positions,
+                                                                                          device)
+                if measured is not None:  # no gradient (a Flax loss): its hidden weights measured, q ∝ p·w
+                    prior = min(prior, least_constant_loss(self.loss_fn, labels, torch.log(p * measured / (
+                        p * measured).sum()).clamp_min(-30), positions)[0])
+                if not math.isfinite(prior): return None
+                try: _PRIORS[self.loss_fn] = (key, prior)
+                except TypeError: pass
                 return prior
             positions = len(self.counts) // 2
             m = self.n_targets / positions  # rows
@@ -382,6 +385,13 @@ class LossStats:
         except Exception as e:  # a loss that cannot score a constant: no reference level, said once a loss
             _prior_failed(self.loss_fn, e)
             return None
+
+def _state_of(loss_fn) -> tuple:
+    "What a loss module's value depends on besides its inputs (its buffers, its settings); () for a function."
+    if not isinstance(loss_fn, nn.Module): return ()
+    tensors = tuple((n, tuple(t.shape), float(t.double().sum()), float(t.double().square().sum()))
+                    for n, t in loss_fn.state_dict().items())
+    return tensors + tuple(sorted((n, v) for n, v in vars(loss_fn).items() if isinstance(v, (bool, int, float, str))))
 
 _PRIOR_FAILED: "weakref.WeakSet" = weakref.WeakSet()  # losses whose failure on the prior was said
 
