@@ -1,6 +1,6 @@
 """A resume under a changed plan: the first resumed step trains at the new schedule's lr; a model of another class
 is a listed change (a warning), while a checkpoint written before the model's class was recorded still resumes."""
-import math, warnings
+import contextlib, functools, math, warnings
 
 import pytest
 import torch
@@ -221,6 +221,29 @@ class CountSteps(tb.Callback):
     def load_state_dict(self, state): self.n = state["n"]
 
 
+@contextlib.contextmanager
+def _presses_after_step(n, times, press):
+    "`press` `times` times right after the n-th optimizer step (a step post-hook: the weights moved, not yet counted)."
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+    calls = []
+    def hook(opt, args, kwargs):
+        calls.append(1)
+        if len(calls) == n:
+            for _ in range(times): press()
+    handle = register_optimizer_step_post_hook(hook)
+    try: yield
+    finally: handle.remove()
+
+
+def _counted():
+    "Callbacks for `_interrupted_and_resumed`, a CountSteps each run; the counters in order (whole, cut, resumed)."
+    counters = []
+    def callbacks():
+        counters.append(CountSteps())
+        return [counters[-1]]
+    return counters, callbacks
+
+
 def _interrupted_and_resumed(tmp_path, interrupt, callbacks=lambda: ()):
     "A 3-epoch run, interrupted by `interrupt` (a context that sends SIGINT somewhere), resumed; and the whole run."
     import os, signal
@@ -244,23 +267,9 @@ def _interrupted_and_resumed(tmp_path, interrupt, callbacks=lambda: ()):
 def test_a_ctrl_c_right_after_the_optimizer_steps_resumes_exactly(tmp_path):
     """Probe 92: a Ctrl-C landing after `optimizer.step()` but before the step was counted saved last.pt with the
     stepped weights at the step's start: the resume applied that step twice (weights 4e-3 away, no warning)."""
-    import contextlib
-    from torch.optim.optimizer import register_optimizer_step_post_hook
-
-    @contextlib.contextmanager
-    def after_the_fifth_step(press):
-        calls = []
-        def hook(opt, args, kwargs):
-            calls.append(1)
-            if len(calls) == 5: press()
-        handle = register_optimizer_step_post_hook(hook)
-        try: yield
-        finally: handle.remove()
-    counters = []
-    def callbacks():
-        counters.append(CountSteps())
-        return [counters[-1]]
-    run, model, whole, _, whole_run = _interrupted_and_resumed(tmp_path, after_the_fifth_step, callbacks)
+    counters, callbacks = _counted()
+    run, model, whole, _, whole_run = _interrupted_and_resumed(tmp_path, functools.partial(_presses_after_step, 5, 1),
+                                                               callbacks)
     assert run.step == 5 and counters[1].n == 5  # the step whose update had happened is counted, its observers too
     assert counters[2].n == whole_run.step
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), whole.state_dict().values()))
@@ -297,20 +306,9 @@ def test_two_ctrl_cs_inside_an_optimizer_step_and_one_before_its_observers_resum
     """Probe 95: a second press inside the step interrupted it half done (last.pt a step ahead of its position, the
     resume 0.03 away); a press held to the step's end skipped its after_step observers (a callback counting steps
     ended one short, NanGuard's weight norms of that step lost)."""
-    import contextlib
-    from torch.optim.optimizer import register_optimizer_step_post_hook
-
-    @contextlib.contextmanager
-    def twice_in_the_first_step(press):
-        def hook(opt, args, kwargs): press(); press()
-        handle = register_optimizer_step_post_hook(hook)
-        try: yield
-        finally: handle.remove()
-    counters = []
-    def callbacks():
-        counters.append(CountSteps())
-        return [counters[-1]]
-    run, model, whole, resumed, whole_run = _interrupted_and_resumed(tmp_path, twice_in_the_first_step, callbacks)
+    counters, callbacks = _counted()
+    run, model, whole, resumed, whole_run = _interrupted_and_resumed(
+        tmp_path, functools.partial(_presses_after_step, 1, 2), callbacks)
     assert run.step == 1 and counters[1].n == 1  # the step and its observers, whole
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), whole.state_dict().values()))
     assert counters[2].n == counters[0].n == whole_run.step

@@ -184,11 +184,15 @@ def stages_of(c: dict,  # `curves_of` a history (the stages are kept in it: work
 def valid_noise(c: dict,  # `curves_of` a history
                ) -> Optional[np.ndarray]:
     "Each evaluation's standard error (valid/loss_se, logged next to valid/loss), or None when it was not logged."
+    return _at_evaluations(c, "loss_se")
+
+def _at_evaluations(c: dict, name: str) -> Optional[np.ndarray]:
+    "The valid series `name`, one value per evaluation of valid/loss (the nearest logged where one is missing)."
     vs, _, v = series_of(c, "valid", "loss")
-    ss, _, se = series_of(c, "valid", "loss_se")
-    if len(se) == 0 or len(v) == 0: return None
-    if len(se) == len(v) and bool((ss == vs).all()): return se  # np.array_equal, the shapes being equal
-    return np.interp(vs, ss, se)  # evaluations without one (a resumed old run): the nearest logged
+    xs, _, x = series_of(c, "valid", name)
+    if len(x) == 0 or len(v) == 0: return None
+    if len(x) == len(v) and bool((xs == vs).all()): return x  # np.array_equal, the shapes being equal
+    return np.interp(vs, xs, x)  # evaluations without one (a resumed old run): the nearest logged
 
 def below_prior(c: dict,  # `curves_of` a history
                 th: Thresholds,  # the rules' numbers (`prior_z`)
@@ -210,10 +214,7 @@ def below_prior(c: dict,  # `curves_of` a history
 def prior_at_evaluations(c: dict,  # `curves_of` a history
                         ) -> Optional[np.ndarray]:
     "The constant predictor's loss logged with each evaluation (valid/prior_loss; the nearest where not), or None."
-    vs, _, v = series_of(c, "valid", "loss")
-    ps, _, prior = series_of(c, "valid", "prior_loss")
-    if len(prior) == 0 or len(v) == 0: return None
-    return prior if len(prior) == len(v) and bool((ps == vs).all()) else np.interp(vs, ps, prior)
+    return _at_evaluations(c, "prior_loss")
 
 def untrained_loss(c: dict,  # `curves_of` a history
                    loss: np.ndarray,  # its training loss, one value per step
