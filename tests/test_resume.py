@@ -314,3 +314,38 @@ def test_two_ctrl_cs_inside_an_optimizer_step_and_one_before_its_observers_resum
     assert counters[2].n == counters[0].n == whole_run.step
     norms = lambda r: r.history.query("name.str.startswith('weight_norm')", engine="python")[["step", "name"]]
     assert norms(resumed).query("step == 1").shape[0] == norms(whole_run).query("step == 1").shape[0] > 0
+
+
+def test_a_third_ctrl_c_leaves_a_hung_scheduler_step_and_presses_while_a_checkpoint_is_written_wait(tmp_path):
+    """Probe 99: every press waited out a scheduler step that hung (only killing the kernel left it); a third press
+    while a checkpoint was written raised torch's 'enforce fail' or aborted the process; a third press in the
+    interrupted run's last save left that run's SIGINT handler installed for good."""
+    import os, signal
+    press = lambda: os.kill(os.getpid(), signal.SIGINT)  # noqa: E731
+    reached = []
+    class Hangs(torch.optim.lr_scheduler.LambdaLR):
+        def step(self, *a, **k):
+            if getattr(self, "armed", False):
+                press(); press(); press()
+                reached.append("past three presses")  # a hang here could not be left
+            super().step(*a, **k)
+    model = nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    sched = Hangs(opt, lambda s: 1.0)
+    sched.armed = True
+    run = tb.fit(model, loader(), loss_fn=CE, optimizer=opt, scheduler=sched, live=False,
+                 config=tb.TrainConfig(epochs=1, device="cpu"))
+    assert run.stopped == "interrupted" and reached == []
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    real, saves = torch.save, []
+    def save(obj, f, *a, **k):  # presses in the middle of the second write (and the interrupted run's last one)
+        saves.append(1)
+        if len(saves) >= 2: press(); press(); press()
+        return real(obj, f, *a, **k)
+    torch.save = save
+    try:
+        run = tb.fit(nn.Linear(4, 2), loader(), loss_fn=CE, live=False,
+                     config=tb.TrainConfig(epochs=3, device="cpu", checkpoint_dir=str(tmp_path)))
+    finally: torch.save = real
+    assert run.stopped == "interrupted" and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert tb.Run.load(tmp_path).stopped == "interrupted"

@@ -643,13 +643,13 @@ class DeferredCtrlC:
 # %% ../nbs/03a_batch.ipynb #b136d074
 class HeldCtrlC:
     "For a run: a Ctrl-C between `hold()` and `release()` waits for `release()`; elsewhere it interrupts at once."
-    def __init__(self): self.held, self.pending, self.previous = 0, False, None  # held: 0 no, 1 the first, 2 all
+    def __init__(self): self.held, self.pending, self.previous = 0, 0, None  # presses to hold; presses held
 
     def _handler(self, signum, frame):
-        if self.held == 2 or (self.held and not self.pending):  # inside a held section: at its end
-            self.pending = True
+        if self.pending < self.held:  # inside a held section: at its end
+            self.pending += 1
             return
-        self.pending = False  # this press interrupts now: none waits any more
+        self.pending = 0  # this press interrupts now: none waits any more
         previous = self.previous
         if callable(previous): previous(signum, frame)  # the usual handler (raises KeyboardInterrupt)
         elif previous != signal.SIG_IGN: raise KeyboardInterrupt
@@ -664,20 +664,20 @@ class HeldCtrlC:
 
     def uninstall(self) -> None:
         "Give SIGINT back to the handler it had before `install`."
-        self.held, self.pending = 0, False
+        self.held = self.pending = 0
         if self.previous is not None and signal.getsignal(signal.SIGINT) == self._handler:
             signal.signal(signal.SIGINT, self.previous)
         self.previous = None
 
     def hold(self,
-             every: bool = False,  # hold every press (a section bounded in time), not only the first
+             presses: int = 1,  # presses held till `release()`; the next one interrupts at once
             ) -> None:
-        "From here a Ctrl-C waits for `release()`: the first press, or every press."
-        self.held = 2 if every else 1
+        "From here a Ctrl-C waits for `release()` (the first `presses` of them)."
+        self.held = presses
 
     def release(self) -> None:
         "End the held section: a Ctrl-C that came meanwhile interrupts now."
         self.held = 0
         if self.pending:
-            self.pending = False
+            self.pending = 0
             raise KeyboardInterrupt

@@ -103,7 +103,7 @@ def save_checkpoint(path: str | Path,  # the file to write, e.g. run_dir / "last
     state.update(extra)
     check_loadable(state)  # the writer never writes what the reader refuses
     # a Ctrl-C mid-write waits for the file's end: torch's writer would turn it into a RuntimeError ('enforce fail')
-    with DeferredCtrlC() as ctrl_c: written = atomic_write(path, lambda f: torch.save(state, f))
+    with DeferredCtrlC(second="waits") as ctrl_c: written = atomic_write(path, lambda f: torch.save(state, f))
     ctrl_c.pass_on()  # then it interrupts (or waits on, inside an interrupted run's own last write)
     return written
 

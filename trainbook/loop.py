@@ -411,18 +411,20 @@ def _stopped_before_step(s: Setup, state: LoopState) -> str:
 def _interrupted(s: Setup, state: LoopState, window: Optional[Window]) -> Run:
     """Ctrl-C: drop the window in flight; last.pt describes the state after the last completed step; the run
     ends. Another Ctrl-C meanwhile waits (a third interrupts, and the folder is given back all the same)."""
-    with DeferredCtrlC(), s.checkpointer.released_on_error():  # (the end's own: its observers may stop on one)
-        s.optimizer.zero_grad(set_to_none=True)
-        note_interrupt()  # in a notebook, the rest of the cell does not train on
-        if state.epoch_closed: pass  # last.pt holds the next epoch's start already
-        elif state.redo is not None:  # inside an epoch's end or a validation: a resume redoes it, rows not doubled
-            entries = dict(state.redo)
-            _save_last(s, state, entries.pop("pos"), **entries)
-        elif window is not None and not window.done and window.rng is not None:
-            if s.buffers is not None: s.buffers.restore()  # its forwards moved BatchNorm's stats: the replay does
-            _save_last(s, state, state.position.resume_from(window.rng, window.start))
-        else: _save_last(s, state)
-    return _finish(s, state, "interrupted")
+    try:
+        with DeferredCtrlC(), s.checkpointer.released_on_error():  # (the end's own: its observers may stop on one)
+            s.optimizer.zero_grad(set_to_none=True)
+            note_interrupt()  # in a notebook, the rest of the cell does not train on
+            if state.epoch_closed: pass  # last.pt holds the next epoch's start already
+            elif state.redo is not None:  # inside an epoch's end or a validation: a resume redoes it, rows not doubled
+                entries = dict(state.redo)
+                _save_last(s, state, entries.pop("pos"), **entries)
+            elif window is not None and not window.done and window.rng is not None:
+                if s.buffers is not None: s.buffers.restore()  # its forwards moved BatchNorm's stats: the replay does
+                _save_last(s, state, state.position.resume_from(window.rng, window.start))
+            else: _save_last(s, state)
+        return _finish(s, state, "interrupted")
+    finally: s.ctrl_c.uninstall()  # a third press in here raises out of fit: SIGINT's usual handler back all the same
 
 def _finish(s: Setup, state: LoopState, stopped: str, error: Optional[BaseException] = None) -> Run:
     "Findings, the Run, [after_fit], run.json, the folder's lock: for every way a run ends (`end_run`)."
@@ -510,7 +512,7 @@ def fit(model: nn.Module,  # trained in place: a second fit goes on from its wei
                     # 7. before_step: callbacks see the final (clipped) gradients, the weights not yet stepped
                     cbs(Event.before_step, state)
                     # 8. optimizer step (fp16: skipped on inf gradients) -> 9. scaler update; its lr kept
-                    s.ctrl_c.hold(every=True)  # never half a step: a checkpoint's weights one step ahead of its position
+                    s.ctrl_c.hold(presses=2)  # never half a step: a checkpoint's weights one step ahead of its position
                     skipped, state.lr = step_optimizer(opt, scaler), opt.param_groups[0]["lr"]
                     # 10. scheduler step (per-epoch schedulers step at the epoch's end, plateau on validation)
                     if not skipped and s.scheduler_interval == "step": s.scheduler.step()

@@ -18,7 +18,7 @@ from .core import rng_state, set_rng_state
 __all__ = ['IGNORE_INDEX', 'BUILTIN_METRICS', 'ignore_index_of', 'class_loss_terms', 'accuracy', 'resolve_metrics', 'sk_metric',
            'trial_copy', 'try_validation', 'proba_2d', 'scored_proba', 'require_codes', 'classification_metrics',
            'loss_vs_constant', 'regression_metrics', 'class_weights', 'focal_loss', 'constant_predictor_loss',
-           'loss_class_weights', 'class_rows', 'least_constant_loss']
+           'loss_class_weights', 'class_rows', 'cross_entropy_prior', 'least_constant_loss']
 
 # %% ../nbs/04a_metrics.ipynb #8c77c886
 IGNORE_INDEX = -100  # the label of positions without a target (torch's and Hugging Face's default)
@@ -402,27 +402,44 @@ def loss_class_weights(loss_fn: Callable,  # a loss of (rows, classes, ...) scor
     return w
 
 # %% ../nbs/04a_metrics.ipynb #30fcb51d
-_PRIOR_ROWS = 4096  # the constant predictor's rows: the class counts, or their shares of this many rows
+_PRIOR_SCORES = 2 ** 20  # the searched constant's rows × classes at most: the class counts, or their shares
 
 def class_rows(counts: torch.Tensor,  # how many labels of each class (k,)
-               most: int = _PRIOR_ROWS,  # rows at most: more counts are scaled to their shares of this many
+               most: Optional[int] = None,  # rows at most (None: 2**20 scores' worth); more are scaled to their shares
               ) -> torch.Tensor:
-    "Labels 0..k-1 in the shares of `counts` (each class present keeps a row), as one tensor of at most ~`most`."
+    """Labels 0..k-1, each class its count, or (more rows than `most`) its share of `most` rows, rounded by the
+    largest remainders (a class rarer than one row in `most` may be left out)."""
     counts = counts.round().long().clamp(min=0)
-    n = int(counts.sum())
+    n, most = int(counts.sum()), most or max(_PRIOR_SCORES // max(len(counts), 1), len(counts))
     if n > most:
         share = counts.double() * most / n
         scaled = share.floor().long()
         left = most - int(scaled.sum())
         if left > 0: scaled[torch.argsort(share - share.floor(), descending=True)[:left]] += 1  # largest remainders
-        counts = torch.where((counts > 0) & (scaled == 0), torch.ones_like(scaled), scaled)
+        counts = scaled
     return torch.repeat_interleave(torch.arange(len(counts), device=counts.device), counts)
+
+def cross_entropy_prior(loss_fn: Callable,  # a cross-entropy or NLL loss (`class_loss_terms` reads it), no smoothing
+                        p: torch.Tensor,  # the class shares (k,), float64
+                        pw: torch.Tensor,  # the shares times the class weights (k,), float64
+                        positions: tuple = (),  # a label's trailing shape, all ones: () a label a row, (1,) per position
+                       ) -> float:
+    """A cross-entropy's constant predictor's loss, exact at any number of rows: its mean Σ p·w·loss / Σ p·w is
+    least at the constant q ∝ p·w; each class's loss there from one call on k rows (`reduction='none'`), in float64."""
+    k = len(p)
+    q = torch.log((pw / pw.sum()).clamp_min(1e-12)).float()
+    logits = q.expand(k, k).reshape(k, k, *positions).contiguous()
+    if isinstance(loss_fn, nn.Module):
+        each = copy.copy(loss_fn)
+        each.reduction = "none"
+    else: each = functools.partial(loss_fn, reduction="none")
+    losses = each(logits, torch.arange(k, device=p.device).reshape(k, *positions)).reshape(k, -1)[:, 0].double()
+    return float((p * losses).sum() / pw.sum())
 
 def least_constant_loss(loss_fn: Callable,  # the run's loss, called as `fit` calls it
                         labels: torch.Tensor,  # the rows' class labels (`class_rows`)
                         start: torch.Tensor,  # the score vector to start from (k,): the closed form's guess
                         positions: tuple = (),  # a label's trailing shape, all ones: () a label a row, (1,) per position
-                        search: bool = True,  # False: `start` is known to be the least (a plain cross-entropy's)
                        ) -> tuple[float, bool]:
     """The least value of `loss_fn` over one score vector given to every row (L-BFGS from `start`), and whether the
     loss had a gradient to search with (else: its value at `start`). ValueError for a loss that sums over rows."""
@@ -438,7 +455,6 @@ def least_constant_loss(loss_fn: Callable,  # the run's loss, called as `fit` ca
         raise ValueError(f"its value on {m} rows of one prediction ({at_start:.6g}) changes when the rows are "
                          f"given twice over ({twice:.6g}): it is no mean over rows (a sum?), so no constant "
                          "predictor's loss compares with it")
-    if not search: return at_start, True
     with torch.enable_grad():
         z.requires_grad_(True)
         try: differentiable = value(z).requires_grad

@@ -17,7 +17,8 @@ from .core import MIN_ROWS, Finding, warn
 from .events import Callback, LoopState
 
 from .batch import loss_keyword, wants_whole_output
-from .metrics import class_loss_terms, class_rows, ignore_index_of, least_constant_loss, loss_class_weights
+from .metrics import (class_loss_terms, class_rows, cross_entropy_prior, ignore_index_of, least_constant_loss,
+                               loss_class_weights)
 
 # %% auto #0
 __all__ = ['HUGE_OUTPUT', 'per_example_loss', 'Evaluation', 'LossStats', 'locate_nonfinite', 'backward_anomaly', 'batch_named',
@@ -355,10 +356,12 @@ class LossStats:
                 weight = self._class_terms[0] if self._class_terms else None
                 pw = p * (weight.to(device, torch.float64) if weight is not None and len(weight) == k else 1.0)
                 if float(pw.sum()) <= 0: return None
-                labels = class_rows(self.counts)
-                exact = self._class_terms is not None and not loss_keyword(self.loss_fn, "label_smoothing")
-                prior, searched = least_constant_loss(self.loss_fn, labels, torch.log((pw / pw.sum()).clamp_min(1e-12)),
-                                                      positions, search=not exact)
+                if self._class_terms is not None and not loss_keyword(self.loss_fn, "label_smoothing"):
+                    prior, searched = cross_entropy_prior(self.loss_fn, p, pw, positions), True  # exact, no search
+                else:
+                    labels = class_rows(self.counts)
+                    prior, searched = least_constant_loss(self.loss_fn, labels, torch.log(
+                        (pw / pw.sum()).clamp_min(1e-12)), positions)
                 measured = None if searched or self._class_terms else loss_class_weights(self.loss_fn, k, positions,
                                                                                           device)
                 if measured is not None:  # no gradient (a Flax loss): its hidden weights measured, q ∝ p·w
