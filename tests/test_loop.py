@@ -1011,3 +1011,17 @@ def test_a_subclass_of_an_epoch_scheduler_steps_per_epoch_as_its_torch_class():
     for sched, kind in ((torch.optim.lr_scheduler.StepLR(opt, 1), "epoch"), (LoggedStepLR(opt, 1), "epoch"),
                         (torch.optim.lr_scheduler.OneCycleLR(opt, 0.1, total_steps=10), "step")):
         assert pick_scheduler_interval(sched, None, cfg, user_scheduler=True) == kind, type(sched).__name__
+
+
+def test_the_plateau_schedule_counts_an_improvement_as_early_stopping_does():
+    "Probe 93: schedule='plateau' used torch's 1e-4 relative threshold, not min_delta (what counts as improvement)."
+    from trainbook.optim import make_scheduler
+    lrs = {}
+    for min_delta in (0.0, 0.05):
+        opt = torch.optim.SGD(nn.Linear(2, 2).parameters(), lr=1.0)
+        sched = make_scheduler(opt, tb.TrainConfig(schedule="plateau", min_delta=min_delta, plateau_patience=1,
+                                                   plateau_factor=0.5), None)
+        for value in (1.0, 0.99, 0.98, 0.97):  # falls by 0.01 an epoch: an improvement only without min_delta
+            sched.step(value)
+        lrs[min_delta] = opt.param_groups[0]["lr"]
+    assert lrs == {0.0: 1.0, 0.05: 0.5}

@@ -926,3 +926,12 @@ def test_a_copy_of_a_running_runs_folder_resumes_and_loads_its_own_files(tmp_pat
     monkeypatch.chdir(tmp_path)
     here = tb.Run.load("live")
     assert here.run_dir == tmp_path / "live" and here.last_path == tmp_path / "live" / "last.pt"
+
+
+def test_a_killed_runs_finding_says_the_step_its_history_goes_up_to():
+    "Probe 93: a run killed mid-epoch was said to have its history 'up to epoch 2', an epoch it never finished."
+    from trainbook.run import Run, mark_killed
+    run = Run(tb.History([(14, 2, "train", "loss", 0.5)]), tb.TrainConfig(), "running", step=14, epoch=2)
+    mark_killed(run)
+    [found] = [f for f in run.findings if f.kind == "killed"]
+    assert "goes up to step 14 (epoch 2), its last checkpoint or record" in found.message

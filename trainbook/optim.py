@@ -104,8 +104,10 @@ def make_scheduler(opt: torch.optim.Optimizer,  # the optimizer whose groups' lr
                   ):
     "The scheduler `cfg.schedule` names: a `LambdaLR` over a pure schedule, or `ReduceLROnPlateau` fed the monitored value."
     if cfg.schedule == "plateau":
+        # an improvement is what early stopping counts one: min_delta when given (else torch's 1e-4 relative)
+        by = {"threshold": cfg.min_delta, "threshold_mode": "abs"} if cfg.min_delta > 0 else {}
         return torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode=cfg.mode, factor=cfg.plateau_factor,
-                                                          patience=cfg.plateau_patience)
+                                                          patience=cfg.plateau_patience, **by)
     total_steps = schedule_steps(cfg, total_steps)
     fn = partial(SCHEDULE_FNS[cfg.schedule], total_steps=total_steps,
                  warmup=warmup_steps(cfg.warmup, total_steps))

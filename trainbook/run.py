@@ -594,11 +594,11 @@ def history_from_last(run: Run,  # a snapshot (stopped "running") whose process 
 
 def mark_killed(run: Run,  # a snapshot (stopped "running") whose process is gone
                ) -> None:
-    "A snapshot whose writer is gone: the run was killed; its history goes up to its last finished epoch."
+    "A snapshot whose writer is gone: the run was killed; its history goes up to its last checkpoint or record."
     run.stopped = StopReason.killed.value
     run.findings.append(Finding(
         "killed", "error", f"the run's process ended while it ran (killed, or out of memory) after {run.step} "
-        f"steps: its history goes up to epoch {run.epoch}",
+        f"steps: its history goes up to step {run.step} (epoch {run.epoch}), its last checkpoint or record",
         advice=resume_advice(run) if run.last_path else "run it again; a checkpoint_dir keeps last.pt to resume from"))
 
 def resume_advice(run: Run,  # a run with a checkpoint (`last_path`)
