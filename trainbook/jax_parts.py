@@ -592,8 +592,18 @@ def loss_on_torch(loss_fn: Callable,  # a Flax loss as `flax_loss` gives it (jnp
         if reduction == "none" and each is not None: value = each(p, y)
         else: value = loss_fn(p, y, key=jax.random.key(0)) if keyed else loss_fn(p, y)
         return torch.from_numpy(np.array(value, dtype=np.float32))  # a copy: JAX's arrays are read-only
+
+    def least_constant(labels: torch.Tensor, start: torch.Tensor, positions: tuple) -> float:
+        "The least loss of one score vector for every row (`metrics.least_constant_loss`): JAX's BFGS, its gradient."
+        from jax.scipy.optimize import minimize
+        y = jnp.asarray(labels.reshape(len(labels), *positions).numpy())
+        def mean_loss(z):  # the classes on the last axis (Flax's layout)
+            scores = jnp.broadcast_to(z, (len(labels), *positions, len(z)))
+            return jnp.mean(loss_fn(scores, y, key=jax.random.key(0)) if keyed else loss_fn(scores, y))
+        return float(mean_loss(minimize(mean_loss, jnp.asarray(start.numpy()), method="BFGS").x))
     # its name, not `functools.wraps`: `__wrapped__` would hide the `reduction` keyword from `LossStats`
     on_torch.__name__ = on_torch.__qualname__ = getattr(loss_fn, "__name__", type(loss_fn).__name__)
+    on_torch.least_constant = least_constant  # (torch has no gradient through numpy: the search is JAX's)
     return on_torch
 
 def _labels(yb) -> bool:

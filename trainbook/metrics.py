@@ -459,7 +459,11 @@ def least_constant_loss(loss_fn: Callable,  # the run's loss, called as `fit` ca
         z.requires_grad_(True)
         try: differentiable = value(z).requires_grad
         except Exception: differentiable = False  # a loss that reads the scores' values (numpy, a Flax loss)
-        if not differentiable: return at_start, False
+        if not differentiable:  # a loss that brings its own search (a Flax loss: JAX's gradient), else the guess
+            own = getattr(loss_fn, "least_constant", None)
+            try: end = own(labels, start, positions) if own is not None else math.nan
+            except Exception: end = math.nan  # (its search failed: the guess's value)
+            return (min(at_start, end) if math.isfinite(end) else at_start), own is not None
         search = torch.optim.LBFGS([z], max_iter=50, line_search_fn="strong_wolfe", tolerance_grad=1e-7,
                                    tolerance_change=1e-10)
         def closure():  # the gradient of the scores only (a loss module's own parameters keep theirs)
