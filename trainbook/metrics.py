@@ -423,11 +423,14 @@ def cross_entropy_prior(loss_fn: Callable,  # a cross-entropy or NLL loss (`clas
                         p: torch.Tensor,  # the class shares (k,), float64
                         pw: torch.Tensor,  # the shares times the class weights (k,), float64
                         positions: tuple = (),  # a label's trailing shape, all ones: () a label a row, (1,) per position
+                        smoothing: float = 0.0,  # label_smoothing ε (without class weights)
                        ) -> float:
     """A cross-entropy's constant predictor's loss, exact at any number of rows: its mean Σ p·w·loss / Σ p·w is
-    least at the constant q ∝ p·w; each class's loss there from one call on k rows (`reduction='none'`), in float64."""
+    least at the constant q ∝ p·w (with label smoothing ε and no weights, at q = (1 − ε)·p + ε/k); each class's
+    loss there from one call on k rows (`reduction='none'`), in float64."""
     k = len(p)
-    q = torch.log((pw / pw.sum()).clamp_min(1e-12)).float()
+    q = (1 - smoothing) * pw / pw.sum() + smoothing / k
+    q = torch.log(q.clamp_min(1e-12)).float()
     logits = q.expand(k, k).reshape(k, k, *positions).contiguous()
     if isinstance(loss_fn, nn.Module):
         each = copy.copy(loss_fn)

@@ -356,8 +356,9 @@ class LossStats:
                 weight = self._class_terms[0] if self._class_terms else None
                 pw = p * (weight.to(device, torch.float64) if weight is not None and len(weight) == k else 1.0)
                 if float(pw.sum()) <= 0: return None
-                if self._class_terms is not None and not loss_keyword(self.loss_fn, "label_smoothing"):
-                    prior, searched = cross_entropy_prior(self.loss_fn, p, pw, positions), True  # exact, no search
+                smoothing = loss_keyword(self.loss_fn, "label_smoothing") or 0.0
+                if self._class_terms is not None and (not smoothing or weight is None):  # exact: no search
+                    prior, searched = cross_entropy_prior(self.loss_fn, p, pw, positions, smoothing), True
                 else:
                     labels = class_rows(self.counts)
                     prior, searched = least_constant_loss(self.loss_fn, labels, torch.log(
