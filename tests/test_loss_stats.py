@@ -311,17 +311,13 @@ def test_a_cross_entropys_prior_is_exact_on_many_rows_with_a_rare_class():
 
 def test_a_label_smoothed_cross_entropy_has_its_prior_in_closed_form():
     "Probe 98: a new CrossEntropyLoss(label_smoothing=0.1) was searched (dozens of calls: 20x an evaluate at 1,000 classes)."
-    class Counting(nn.CrossEntropyLoss):
-        calls = 0
-        def forward(self, pred, y):
-            Counting.calls += 1
-            return super().forward(pred, y)
     g = torch.Generator().manual_seed(0)
     data = [(torch.randn(100, 5, generator=g), torch.randint(0, 5, (100,), generator=g)) for _ in range(3)]
-    loss_fn = Counting(label_smoothing=0.1)
+    loss_fn, calls = nn.CrossEntropyLoss(label_smoothing=0.1), []
+    loss_fn.register_forward_hook(lambda *a: calls.append(1))  # (a copy made for reduction='none' keeps it)
     stats = fill(LossStats(loss_fn), data, loss_fn)
-    before = Counting.calls
+    before = len(calls)
     prior = stats.results()["prior_loss"]
-    assert Counting.calls - before <= 3  # one call on k rows, and the check that it is a mean over rows
+    assert len(calls) - before <= 3  # one call on k rows (not a search of dozens)
     y = torch.cat([t for _, t in data])
     assert math.isclose(prior, _least_by_scipy(loss_fn, y, k=5), rel_tol=1e-4)
