@@ -281,7 +281,10 @@ def test_evaluate_refuses_a_pair_the_loss_would_broadcast_as_fit_does():
         tb.evaluate(nn.Linear(4, 1), tb.TensorLoader(X, y, batch_size=16), nn.functional.mse_loss)
     # a loss of one value per row stays allowed: its shapes agree
     per_row = lambda p, t: (p - t).pow(2).squeeze(-1)
-    assert tb.evaluate(nn.Linear(4, 1), tb.TensorLoader(X, y[:, None], batch_size=16), per_row)["loss"] > 0
+    scores = tb.evaluate(nn.Linear(4, 1), tb.TensorLoader(X, y[:, None], batch_size=16), per_row)
+    assert scores["loss"] > 0
+    # and its constant predictor is read as an MSE's (it raised 'only one element tensors' when probed)
+    assert scores.stats["prior_loss"] == pytest.approx(float(y.var(unbiased=False)), rel=1e-5)
 
 
 @pytest.mark.parametrize("kwargs, match", [

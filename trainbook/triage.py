@@ -383,7 +383,7 @@ class LossStats:
             probe = self.loss_fn(torch.zeros((2, *pshape), device=device),
                                  torch.tensor([2.0, -2.0], device=device).reshape(2, *([1] * len(yshape)))
                                  .expand(2, *yshape).contiguous())
-            if abs(float(probe) - 4.0) > 1e-3: return None
+            if abs(float(torch.as_tensor(probe).float().mean()) - 4.0) > 1e-3: return None  # (per-row values: mean)
             # the constant predictor: each position's mean; its loss, the positions' variances averaged
             return float((y_sq - y_mean * y_mean).clamp(min=0).mean())
         except Exception as e:  # a loss that cannot score a constant: no reference level, said once a loss
@@ -407,8 +407,8 @@ def _prior_failed(loss_fn: Callable, err: Exception) -> None:
     except TypeError: pass  # a loss that cannot be weakly referenced: said each time
     name = getattr(loss_fn, "__name__", type(loss_fn).__name__)
     warn(f"prior_loss (the constant predictor's loss) is left out of the validation statistics: loss_fn {name} "
-         f"raised {type(err).__name__}: {err} when scoring a constant prediction on a small synthetic batch (2 or k "
-         "rows); the run itself is not affected")
+         f"raised {type(err).__name__}: {err} when scoring a constant prediction on synthetic rows (the validation's "
+         "class shares, or 2 for values); the run itself is not affected")
 
 # %% ../nbs/09a_triage.ipynb #391d44d5
 import re
