@@ -221,4 +221,4 @@ def test_a_killed_run_whose_snapshots_were_spaced_loads_to_its_last_epoch_from_l
     run = tb.Run.load(tmp_path)
     assert run.stopped == "killed" and (run.step, run.epoch) == (12, 3)  # 3 steps an epoch, epochs 0-3
     assert [r[1] for r in run.records.rows() if r[2:4] == ("valid", "loss")] == [0, 1, 2, 3]  # each epoch's
-    assert "up to epoch 3" in next(f.message for f in run.findings if f.kind == "killed")
+    assert "up to step 12 (epoch 3)" in next(f.message for f in run.findings if f.kind == "killed")
