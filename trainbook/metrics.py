@@ -18,7 +18,7 @@ from .core import rng_state, set_rng_state
 __all__ = ['IGNORE_INDEX', 'BUILTIN_METRICS', 'ignore_index_of', 'class_loss_terms', 'accuracy', 'resolve_metrics', 'sk_metric',
            'trial_copy', 'try_validation', 'proba_2d', 'scored_proba', 'require_codes', 'classification_metrics',
            'loss_vs_constant', 'regression_metrics', 'class_weights', 'focal_loss', 'constant_predictor_loss',
-           'loss_class_weights', 'class_rows', 'cross_entropy_prior', 'least_constant_loss']
+           'class_rows', 'cross_entropy_prior', 'least_constant_loss']
 
 # %% ../nbs/04a_metrics.ipynb #8c77c886
 IGNORE_INDEX = -100  # the label of positions without a target (torch's and Hugging Face's default)
@@ -367,40 +367,6 @@ def constant_predictor_loss(loss_fn: Callable,  # a torch loss: nn.CrossEntropyL
     stats.add(pred, y, torch.zeros(()), len(y))
     return stats.results().get("prior_loss")
 
-# %% ../nbs/04a_metrics.ipynb #d0e5c71d
-_MEASURED_CLASSES = 64  # a hand-written loss's class weights are measured up to this many classes (a call each)
-
-@torch.no_grad()
-def loss_class_weights(loss_fn: Callable,  # a loss of (rows, classes, ...) scores against labels, as `fit` calls it
-                       k: int,  # the classes
-                       positions: tuple = (),  # a label's trailing shape, all ones: () a label a row, (1,) per position
-                       device=None,  # where the synthetic rows are made
-                      ) -> Optional[torch.Tensor]:
-    """The weight `loss_fn`'s mean gives each class's rows, measured from its values on k synthetic rows: None
-    when it means its rows plainly (or has more than 64 classes: not measured); else w (float64, w[0] = 1), its
-    value on rows being Σ w[y]·loss / Σ w[y]. Raises ValueError for a loss that is neither (a sum, a batch term)."""
-    if k > _MEASURED_CLASSES: return None
-    # one constant score vector with distinct entries, so that each class's row has its own loss
-    logits = torch.linspace(-1.0, 1.0, k, device=device).expand(k, k).reshape(k, k, *positions).contiguous()
-    labels = torch.arange(k, device=device).reshape(k, *positions)
-    def value(rows: list) -> float: return float(torch.as_tensor(loss_fn(logits[rows], labels[rows])).double().mean())
-    def close(a: float, b: float) -> bool: return abs(a - b) <= 1e-4 * max(abs(a), abs(b)) + 1e-6
-    alone, together = [value([c]) for c in range(k)], value(list(range(k)))
-    if close(together, sum(alone) / k): return None
-    w = [1.0]
-    for c in range(1, k):
-        pair = value([0, c])  # (w0·l0 + wc·lc) / (w0 + wc): wc / w0 = (l0 − pair) / (pair − lc)
-        if close(pair, alone[c]) or close(alone[0], alone[c]): return None  # equal losses: no weight can be read
-        w.append((alone[0] - pair) / (pair - alone[c]))
-    w = torch.tensor(w, dtype=torch.float64, device=device)
-    ok = bool(torch.isfinite(w).all() and (w > 0).all())
-    if not ok or not close(float((w * torch.tensor(alone, dtype=torch.float64, device=device)).sum() / w.sum()),
-                           together):
-        raise ValueError(f"its value on {k} rows ({together:.6g}) is neither the mean of their losses alone "
-                         f"({sum(alone) / k:.6g}) nor a weighted mean of them: it is no mean over rows (a sum, a "
-                         "term of the whole batch?), so no constant predictor's loss compares with it")
-    return w
-
 # %% ../nbs/04a_metrics.ipynb #30fcb51d
 _PRIOR_SCORES = 2 ** 20  # the searched constant's rows × classes at most: the class counts, or their shares
 
@@ -419,7 +385,7 @@ def class_rows(counts: torch.Tensor,  # how many labels of each class (k,)
         counts = scaled
     return torch.repeat_interleave(torch.arange(len(counts), device=counts.device), counts)
 
-def cross_entropy_prior(loss_fn: Callable,  # a cross-entropy or NLL loss (`class_loss_terms` reads it), no smoothing
+def cross_entropy_prior(each: Callable,  # a cross-entropy or NLL loss in its reduction='none' form
                         p: torch.Tensor,  # the class shares (k,), float64
                         pw: torch.Tensor,  # the shares times the class weights (k,), float64
                         positions: tuple = (),  # a label's trailing shape, all ones: () a label a row, (1,) per position
@@ -427,15 +393,11 @@ def cross_entropy_prior(loss_fn: Callable,  # a cross-entropy or NLL loss (`clas
                        ) -> float:
     """A cross-entropy's constant predictor's loss, exact at any number of rows: its mean Σ p·w·loss / Σ p·w is
     least at the constant q ∝ p·w (with label smoothing ε and no weights, at q = (1 − ε)·p + ε/k); each class's
-    loss there from one call on k rows (`reduction='none'`), in float64."""
+    loss there from one call of `each` on k rows, in float64."""
     k = len(p)
     q = (1 - smoothing) * pw / pw.sum() + smoothing / k
     q = torch.log(q.clamp_min(1e-12)).float()
     logits = q.expand(k, k).reshape(k, k, *positions).contiguous()
-    if isinstance(loss_fn, nn.Module):
-        each = copy.copy(loss_fn)
-        each.reduction = "none"
-    else: each = functools.partial(loss_fn, reduction="none")
     losses = each(logits, torch.arange(k, device=p.device).reshape(k, *positions)).reshape(k, -1)[:, 0].double()
     return float((p * losses).sum() / pw.sum())
 

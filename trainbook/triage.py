@@ -17,8 +17,7 @@ from .core import MIN_ROWS, Finding, warn
 from .events import Callback, LoopState
 
 from .batch import loss_keyword, wants_whole_output
-from .metrics import (class_loss_terms, class_rows, cross_entropy_prior, ignore_index_of, least_constant_loss,
-                               loss_class_weights)
+from .metrics import class_loss_terms, class_rows, cross_entropy_prior, ignore_index_of, least_constant_loss
 
 # %% auto #0
 __all__ = ['HUGE_OUTPUT', 'per_example_loss', 'Evaluation', 'LossStats', 'locate_nonfinite', 'backward_anomaly', 'batch_named',
@@ -358,16 +357,10 @@ class LossStats:
                 if float(pw.sum()) <= 0: return None
                 smoothing = loss_keyword(self.loss_fn, "label_smoothing") or 0.0
                 if self._class_terms is not None and (not smoothing or weight is None):  # exact: no search
-                    prior, searched = cross_entropy_prior(self.loss_fn, p, pw, positions, smoothing), True
-                else:
-                    labels = class_rows(self.counts)
-                    prior, searched = least_constant_loss(self.loss_fn, labels, torch.log(
-                        (pw / pw.sum()).clamp_min(1e-12)), positions)
-                measured = None if searched or self._class_terms else loss_class_weights(self.loss_fn, k, positions,
-                                                                                          device)
-                if measured is not None:  # no gradient (a Flax loss): its hidden weights measured, q ∝ p·w
-                    prior = min(prior, least_constant_loss(self.loss_fn, labels, torch.log(p * measured / (
-                        p * measured).sum()).clamp_min(-30), positions)[0])
+                    prior = cross_entropy_prior(_example_losses_fn(self.loss_fn), p, pw, positions, smoothing)
+                else:  # (a loss with no gradient and no search of its own: the guess's value)
+                    prior = least_constant_loss(self.loss_fn, class_rows(self.counts), torch.log(
+                        (pw / pw.sum()).clamp_min(1e-12)), positions)[0]
                 if not math.isfinite(prior): return None
                 try: _PRIORS[self.loss_fn] = (key, prior)
                 except TypeError: pass
