@@ -9,7 +9,8 @@ import torch
 from torch import nn
 
 import trainbook as tb
-from trainbook.checkpoint import RunFolderBusy, prepare_run_dir, release_run_dir
+from trainbook.checkpoint import prepare_run_dir
+from trainbook.folder_lock import RunFolderBusy, release_run_dir
 from trainbook.run import RunFileError
 from helpers import CtrlCInSetUp, blobs, history_without_timing, mlp, same_weights
 
@@ -935,3 +936,23 @@ def test_a_killed_runs_finding_says_the_step_its_history_goes_up_to():
     mark_killed(run)
     [found] = [f for f in run.findings if f.kind == "killed"]
     assert "goes up to step 14 (epoch 2), its last checkpoint or record" in found.message
+
+
+def test_a_folder_renamed_while_its_run_goes_is_free_when_the_run_ends(tmp_path):
+    # `mv runs/a runs/a_keep` in a terminal during the run: the lock goes with the run's end, in the renamed folder
+    X, y = blobs(64, d=5)
+    data = [(X[i:i + 8], y[i:i + 8]) for i in range(0, 64, 8)]
+    folder, kept = tmp_path / "a", tmp_path / "a_keep"
+
+    class Rename:
+        def after_epoch(self, state):
+            if state.epoch == 0: os.rename(folder, kept)
+
+    cfg = tb.TrainConfig(epochs=3, device="cpu", checkpoint_dir=str(folder))
+    with pytest.warns(UserWarning, match="renamed or moved while its run went on"):
+        tb.fit(nn.Linear(5, 3), data, None, loss_fn=nn.functional.cross_entropy, callbacks=[Rename()], live=False,
+               config=cfg)
+    assert not (kept / ".trainbook-run").exists() and not (folder / ".trainbook-run").exists()
+    again = tb.fit(nn.Linear(5, 3), data, None, loss_fn=nn.functional.cross_entropy, live=False, resume=kept,
+                   config=tb.TrainConfig(epochs=3, device="cpu", checkpoint_dir=str(kept)))
+    assert again.run_dir == kept  # resumed in place, not refused as written by this process

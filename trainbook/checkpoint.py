@@ -14,9 +14,10 @@ import torch.distributed as dist
 from torch import nn
 
 from .batch import DeferredCtrlC
-from .core import Finding, atomic_write, patience_spent, process_alive, this_process, warn
+from .core import Finding, atomic_write, patience_spent, process_alive, warn
 from .optim import rescale_lr, restore_scheduler, schedule_changes, schedule_lr, schedule_note
 from .distributed import full_state, load_sharded_state, unwrap
+from .folder_lock import FolderLock, folder_writer, lock_folder, release_run_dir, run_in_progress
 from .resume import resume_changes, saved_signature
 from .run import (RUN_FILES, RUNNING, Handover, Run, earlier_copy, earlier_run_files, json_safe,
                            recover_handover, write_run_record)
@@ -24,10 +25,9 @@ from .run import (RUN_FILES, RUNNING, Handover, Run, earlier_copy, earlier_run_f
 # %% auto #0
 __all__ = ['FORMAT', 'FORMAT_VERSION', 'SNAPSHOT_SPACING', 'SNAPSHOT_FREE', 'SNAPSHOT_ALWAYS', 'check_loadable',
            'save_checkpoint', 'CheckpointError', 'UnsafeCheckpointError', 'checkpoint_file', 'read_checkpoint',
-           'restore_checkpoint', 'load_checkpoint', 'FindingsPart', 'unwritable', 'probe_writable', 'RunFolderBusy',
-           'folder_writer', 'run_in_progress', 'dead_run_note', 'stopped_before_checkpoint', 'killed_before_record',
-           'stopped_without_checkpoint', 'release_run_dir', 'prepare_run_dir', 'stopped_early', 'check_epochs_left',
-           'check_resume', 'Checkpointer']
+           'restore_checkpoint', 'load_checkpoint', 'FindingsPart', 'unwritable', 'probe_writable',
+           'stopped_before_checkpoint', 'killed_before_record', 'stopped_without_checkpoint', 'prepare_run_dir',
+           'stopped_early', 'check_epochs_left', 'check_resume', 'Checkpointer']
 
 # %% ../nbs/06_checkpoint.ipynb #6dd62f42
 FORMAT = "trainbook-checkpoint"
@@ -329,56 +329,7 @@ def probe_writable(folder: str | Path,  # the folder a run will write to (create
     return folder
 
 # a run's files: `RUN_FILES`, those an earlier run left: `earlier_run_files` (both in `run`)
-_MARKER = ".trainbook-run"  # the writer's lock: who writes this folder (host, pid, start), from its start
 _VERSION = re.compile(r"^version_\d+$")
-
-class RunFolderBusy(ValueError):
-    "Another live process writes this run folder: the message names it (host, pid, since when)."
-
-def folder_writer(folder: str | Path,  # a run folder
-                 ) -> Optional[dict]:
-    "Who holds `folder`'s writer lock (host, pid, started, since), or None when nobody does (a copied lock too)."
-    who = _read_lock(Path(folder))[1]
-    return None if _copied(Path(folder), who) else who
-
-def _folder_id(folder: Path) -> list:
-    "The folder itself, whatever its path: its device and inode (a copy has its own; a rename keeps them)."
-    st = folder.stat()
-    return [st.st_dev, st.st_ino]
-
-def _copied(folder: Path, who: Optional[dict]) -> bool:
-    """Whether the lock `who` was written for another folder: `cp -r` or a backup of a running run's folder
-    carries its lock along, naming a live process that writes only the original."""
-    if who is None or "folder" not in who: return False  # no lock, or one written before locks named their folder
-    try: return who["folder"] != _folder_id(folder)
-    except OSError: return False
-
-def _read_lock(folder: Path) -> tuple[bool, Optional[dict]]:
-    "Whether `folder` has a lock, and who holds it (None: nobody, or it cannot be read), in one read."
-    try: text = (folder / _MARKER).read_text()
-    except FileNotFoundError: return False, None
-    except OSError: return True, None
-    try: who = json.loads(text)
-    except ValueError: return True, None
-    return True, (who if isinstance(who, dict) else None)
-
-def _describe(who: dict) -> str:
-    since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(who["since"])) if who.get("since") else "?"
-    return f"process {who.get('pid')} on {who.get('host')} (since {since})"
-
-def run_in_progress(folder: str | Path,  # a run folder
-                   ) -> str:
-    "Who runs in `folder` now, said for a message; '' when nobody does (no lock, or its process is gone)."
-    who = folder_writer(folder)
-    if who is None or process_alive(who) is False: return ""
-    return f"a run is in progress there (its lock is held by {_describe(who)})"
-
-def dead_run_note(folder: str | Path,  # a run folder
-                 ) -> str:
-    "Who ran in `folder` and is gone (its lock left behind), said for a message; '' else."
-    who = folder_writer(folder)
-    if who is None or process_alive(who) is not False: return ""
-    return f"a run started there ({_describe(who)}) and its process ended"
 
 def stopped_before_checkpoint(folder: str | Path,  # a run folder
                              ) -> Optional[str]:
@@ -416,53 +367,6 @@ def stopped_without_checkpoint(folder: str | Path,  # a run folder without the c
             f"checkpoint: it wrote no {name}, so there is nothing to resume there. To start again, leave out "
             "resume= and pass overwrite=True to train anew in that folder (its record is replaced), or give "
             "another checkpoint_dir")
-
-def _held_here(who: Optional[dict]) -> bool:
-    "Whether the writer lock `who` is this process's."
-    me = this_process()
-    return who is not None and who.get("host") == me["host"] and who.get("pid") == me["pid"]
-
-def _busy(folder: Path, who: dict) -> RunFolderBusy:
-    "The refusal of a folder a live process writes; when that is this process, what in it may hold the lock."
-    busy = f"run folder {str(folder)!r} is being written by {_describe(who)}"
-    if not _held_here(who):
-        return RunFolderBusy(f"{busy}; two runs writing one folder would overwrite each other's last.pt and "
-                             "run.json. Stop that run first, or give this run another checkpoint_dir")
-    # in a notebook: a Recorder whose loop raised before finish(), a Keras fit that raised unseen, a fit in a thread
-    keras = ("a Keras model.fit there raised and its run was never ended (its keras_callback was made inside the "
-             "model.fit(...) call; the next model.fit with a keras_callback ends it)")
-    recorder = ("a Recorder there was never finished (its loop stopped before finish(), outside a `with` block): "
-                "call its finish()")
-    why = keras if (folder / "last.keras").is_file() else f"{recorder}, {keras}"  # last.keras: a Keras run's
-    return RunFolderBusy(f"{busy}, which is this process: {why}, or a fit still runs in another thread. If "
-                         f"nothing writes there any more, tb.release_run_dir({str(folder)!r}) frees the folder")
-
-def _take_over(folder: Path, who: Optional[dict]) -> None:
-    "Move a dead or unreadable lock aside, with a warning (atomic: of two takers one wins the rename)."
-    aside = folder / f"{_MARKER}.old-{os.getpid()}"
-    try: os.replace(folder / _MARKER, aside)
-    except FileNotFoundError: return
-    aside.unlink(missing_ok=True)
-    held = (f"holds a lock copied from another folder ({_describe(who)} writes that one, not this copy)"
-            if _copied(folder, who) else f"was locked by {_describe(who)}, which is gone" if who is not None else
-            f"had an unreadable lock ({_MARKER}: empty or damaged, its run killed as it started)")
-    warn(f"run folder {str(folder)!r} {held}; this run takes the folder over")
-
-def _write_lock(folder: Path) -> bool:
-    "Create `folder`'s lock naming this process, whole or not at all (a link); False when one exists."
-    lock, me = folder / _MARKER, json.dumps({**this_process(), "folder": _folder_id(folder)})
-    written = folder / f"{_MARKER}.new-{os.getpid()}-{threading.get_ident()}"
-    try:
-        written.write_text(me)
-        try: os.link(written, lock)
-        except FileExistsError: return False
-        except OSError:  # a file system without hard links: create, then fill (empty for an instant)
-            try: fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            except FileExistsError: return False
-            with os.fdopen(fd, "w") as f: f.write(me)
-    finally: written.unlink(missing_ok=True)
-    return True
-
 def _claim(folder: Path, force: bool = False) -> bool:
     """Lock `folder` for this run: False when it holds another run (a new run then takes a version folder);
     `force` (resume, overwrite) takes a folder with files but never one a live process writes."""
@@ -470,26 +374,9 @@ def _claim(folder: Path, force: bool = False) -> bool:
     # a record of a run that stopped before its first step holds nothing to lose: the folder is taken, not versioned
     empty = not force and stopped_before_checkpoint(folder) is not None
     if not force and not empty and earlier_run_files(folder): return False
-    folder.mkdir(parents=True, exist_ok=True)
-    locked, who = _read_lock(folder)
-    if locked and (who is None or _copied(folder, who)):  # cut short (a lock is written whole), or a copy's
-        _take_over(folder, who)
-    elif who is not None:
-        alive = process_alive(who)
-        if alive is False: _take_over(folder, who)
-        elif not force: return False  # a run is starting or going there
-        else: raise _busy(folder, who)
-    if _write_lock(folder):
-        if empty: (folder / "run.json").unlink(missing_ok=True)  # a reader meanwhile sees this run, not that one
-        return True
-    # another run claimed it in between
-    return _claim(folder, force) if force else False
-
-def release_run_dir(folder: str | Path | None,  # a folder this process claimed (`prepare_run_dir`)
-                   ) -> None:
-    "Give up the writer lock on `folder` when this process holds it: the run there has ended."
-    if folder is None: return
-    if _held_here(folder_writer(folder)): (Path(folder) / _MARKER).unlink(missing_ok=True)
+    if not lock_folder(folder, force): return False
+    if empty: (folder / "run.json").unlink(missing_ok=True)  # a reader meanwhile sees this run, not that one
+    return True
 
 def _in_place(checkpoint_dir: Path, resume) -> Optional[Path]:
     """The folder of the checkpoint `resume` names, when it is `checkpoint_dir` or one of its version folders and
@@ -627,7 +514,7 @@ class Checkpointer:
         self.rank, self.strategy, self.parts, self.meta = rank, strategy, parts or {}, meta or {}
         self.findings: list = []  # what choosing the folder and restoring noticed
         self._clock, self._last_write = clock, None  # (when the last run.json write ended, how long it took)
-        self._lock: Optional[dict] = None  # the folder's lock as this run claimed it (rank 0)
+        self._lock: Optional[FolderLock] = None  # the folder's lock as this run claimed it (rank 0)
         self._handover = Handover()  # the earlier run kept to this run's first record (rank 0: `prepare`)
 
     def prepare(self,
@@ -647,7 +534,7 @@ class Checkpointer:
         if chosen[2] is not None: raise chosen[2]
         self.run_dir = Path(chosen[0])
         if self.rank == 0:
-            self._lock = folder_writer(self.run_dir)
+            self._lock = FolderLock(self.run_dir)
             source = checkpoint_file(resume) if resume is not None else None  # the checkpoint it goes on from
             self._handover = Handover.plan(self.run_dir, source, overwrite)  # kept to its first record
         if chosen[1] is not None:
@@ -695,7 +582,7 @@ class Checkpointer:
         p = self.parts
         full = full_state(p["model"], p["optimizer"]) if self.strategy == "fsdp" else None  # a collective
         if self.rank != 0: return
-        self._check_held(name)
+        if self._lock is not None: self._lock.check(name)
         others = {k: v.state_dict() for k, v in p.items()
                   if k not in ("model", "optimizer", "scheduler", "scaler") and k not in entries}
         scheduler = entries.pop("scheduler", p.get("scheduler"))  # an entry given replaces the part's state
@@ -763,19 +650,11 @@ class Checkpointer:
         if not final and self._last_write is not None and run.epoch >= SNAPSHOT_ALWAYS:
             ended, took = self._last_write
             if took > SNAPSHOT_FREE and started - ended < SNAPSHOT_SPACING * took: return
-        self._check_held("run.json")
+        if self._lock is not None: self._lock.check("run.json")
         write_run_record(run, self.run_dir / "run.json")
         self._handover.apply()  # its first record: the earlier run's files it did not write over go
         ended = self._clock()
         self._last_write = (ended, ended - started)
-
-    def _check_held(self, name: str) -> None:
-        "Refuse a write once another run holds the folder (freed by `release_run_dir` while this run went on)."
-        who = folder_writer(self.run_dir) if self._lock is not None else None
-        if who is None or who == self._lock: return
-        raise RunFolderBusy(f"run folder {str(self.run_dir)!r} was freed (tb.release_run_dir) and is now written by "
-                            f"{_describe(who)}: this run does not write its {name} there, so that run's files stay as "
-                            "they are")
 
     @contextlib.contextmanager
     def released_on_error(self):
@@ -789,5 +668,6 @@ class Checkpointer:
         "Give up the run folder's writer lock (the run ended, however); another run's lock since then is kept."
         try: self._handover.close()  # no record written (the final one failed): the earlier run is put back
         finally:
-            if self.rank == 0 and (self._lock is None or folder_writer(self.run_dir) == self._lock):
-                release_run_dir(self.run_dir)
+            if self.rank != 0: pass
+            elif self._lock is not None: self._lock.release()  # in the folder it locked, renamed or not
+            else: release_run_dir(self.run_dir)

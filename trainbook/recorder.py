@@ -13,7 +13,8 @@ import numpy as np
 import torch
 
 from .batch import DeferredCtrlC
-from .checkpoint import Checkpointer, RunFolderBusy, check_loadable
+from .checkpoint import Checkpointer, check_loadable
+from .folder_lock import RunFolderBusy
 from .claim import check_parts_loadable, claim_run_dir, parts_signature
 from .optim import OptimizerSteps, optimizer_among
 from .core import (Finding, History, TrainConfig, announce, environment, patience_spent, rng_state,

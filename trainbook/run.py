@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Iterable, Optional, Union
 
 import numpy as np
+from .folder_lock import dead_run_note, run_in_progress
 from .core import (Finding, History, TrainConfig, atomic_write, did_you_mean, findings_html,
                             process_alive, silenced, this_process, warn)
 
@@ -641,7 +642,6 @@ def _run_file(path) -> Path:
     if not path.is_dir() and file.parent.is_dir():  # a typo in the file's name: run.jsn, last.tp
         inside = did_you_mean(file.name, [p.name for p in file.parent.iterdir()])
     last = [path / n for n in ("last.pt", "last.msgpack") if path.is_dir() and (path / n).is_file()]
-    from trainbook.checkpoint import dead_run_note, run_in_progress  # the lock's home (it imports this module)
     going = run_in_progress(path) if path.is_dir() else ""
     if going:  # a run there has not written its first record yet
         beside = f" ({', '.join(runs)} beside it are other runs)" if runs else ""
