@@ -953,6 +953,9 @@ def test_a_folder_renamed_while_its_run_goes_is_free_when_the_run_ends(tmp_path)
         tb.fit(nn.Linear(5, 3), data, None, loss_fn=nn.functional.cross_entropy, callbacks=[Rename()], live=False,
                config=cfg)
     assert not (kept / ".trainbook-run").exists() and not (folder / ".trainbook-run").exists()
+    snapshot = tb.Run.load(kept)  # the record written before the move, by a process that still lives
+    assert snapshot.stopped == "running" and [f.kind for f in snapshot.findings][-1:] == ["snapshot"]
+    assert tb.Run.load(folder).stopped == "completed"  # the rest of the run, written at its path
     again = tb.fit(nn.Linear(5, 3), data, None, loss_fn=nn.functional.cross_entropy, live=False, resume=kept,
                    config=tb.TrainConfig(epochs=3, device="cpu", checkpoint_dir=str(kept)))
     assert again.run_dir == kept  # resumed in place, not refused as written by this process

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Iterable, Optional, Union
 
 import numpy as np
-from .folder_lock import dead_run_note, run_in_progress
+from .folder_lock import dead_run_note, folder_writer, run_in_progress
 from .core import (Finding, History, TrainConfig, atomic_write, did_you_mean, findings_html,
                             process_alive, silenced, this_process, warn)
 
@@ -281,6 +281,7 @@ class Run:
         if run.stopped == RUNNING and process_alive(run.extra.get("writer")) is False:
             history_from_last(run)
             mark_killed(run)
+        elif run.stopped == RUNNING and process_alive(run.extra.get("writer")): _note_snapshot(run, file.parent)
         return run
 
     def __repr__(self):
@@ -658,6 +659,19 @@ def _run_file(path) -> Path:
                            "its first epoch's end; a boosting run at its end): nothing of it can be loaded")
     raise RunFileError(f"no run record at {str(file)!r}: expected a run folder holding run.json (a fit with "
                        f"TrainConfig(checkpoint_dir=...) writes one){inside}")
+
+def _note_snapshot(run: Run, folder: Path) -> None:
+    """A 'running' record whose live writer does not hold `folder`'s lock: a copy taken while the run went on, or
+    a folder renamed away from its run. The record stays as written (the run may go on, elsewhere); a finding
+    says it is a snapshot and where it ends."""
+    writer, lock = run.extra["writer"], folder_writer(folder)
+    if lock is not None and (lock.get("host"), lock.get("pid")) == (writer.get("host"), writer.get("pid")): return
+    run.findings.append(Finding(
+        "snapshot", "info", f"{str(folder)!r} holds a snapshot of a run taken at step {run.step} (epoch {run.epoch}) "
+        f"while it went on: its process ({writer.get('pid')} on {writer.get('host')}) still lives but does not "
+        "write this folder (a copy, or a folder renamed or moved away), so this record ends there",
+        advice="load the folder that run writes for its whole history; a fit with resume= this folder goes on "
+               "from its last.pt", data={"step": run.step}))
 
 def _beside(recorded: Optional[Path], recorded_dir: Path, folder: Path) -> Optional[Path]:
     """A recorded checkpoint path, taken from `folder` (the run.json's) when the file is there; None when a file
