@@ -596,3 +596,20 @@ def test_a_queued_cell_that_only_checks_or_makes_a_panel_is_not_refused(kernel):
     except KeyboardInterrupt as refused: pytest.fail(f"a cell that trains nothing was refused: {refused}")
     with pytest.raises(KeyboardInterrupt, match="queued"):  # the first run it starts is refused
         tb.fit(mlp(), dl, loss_fn=nn.functional.cross_entropy, live=False, config=tb.TrainConfig(epochs=1))
+
+
+def test_a_given_scheduler_beside_a_configured_schedule_is_said():
+    "Probe 104: TrainConfig(schedule='warmup_cosine', warmup=0.5) beside a StepLR passed was dropped without a word."
+    X, y = torch.randn(32, 4), torch.randint(0, 2, (32,))
+    model = nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    run = tb.fit(model, [(X, y)], loss_fn=nn.functional.cross_entropy, live=False, optimizer=opt,
+                 scheduler=torch.optim.lr_scheduler.StepLR(opt, step_size=1),
+                 config=tb.TrainConfig(epochs=1, lr=0.1, weight_decay=0.0, device="cpu", schedule="warmup_cosine",
+                                       warmup=0.5))
+    [said] = [f for f in run.findings if f.kind == "scheduler_given"]
+    assert "StepLR" in said.message and "schedule='warmup_cosine', warmup=0.5" in said.message
+    run = tb.fit(model, [(X, y)], loss_fn=nn.functional.cross_entropy, live=False, optimizer=opt,
+                 scheduler=torch.optim.lr_scheduler.StepLR(opt, step_size=1),
+                 config=tb.TrainConfig(epochs=1, lr=0.1, weight_decay=0.0, device="cpu"))
+    assert not [f for f in run.findings if f.kind == "scheduler_given"]  # nothing asked of the config's schedule

@@ -19,8 +19,8 @@ from .optim import SCHEDULE_FNS, SCHEDULER_INTERVALS, warmup_steps
 
 # %% auto #0
 __all__ = ['LOWER_IS_BETTER', 'HIGHER_IS_BETTER', 'check_loss_fn', 'check_loader', 'require_batches', 'logged_values',
-           'better_mode', 'check_monitor', 'monitor_fallback', 'run_steps', 'optimizer_given', 'run_notes',
-           'valid_is_test', 'warmup_past_run', 'nonfinite_validation', 'needs_closure', 'check_scheduler',
+           'better_mode', 'check_monitor', 'monitor_fallback', 'run_steps', 'optimizer_given', 'scheduler_given',
+           'run_notes', 'valid_is_test', 'warmup_past_run', 'nonfinite_validation', 'needs_closure', 'check_scheduler',
            'check_optimizer', 'note_interrupt', 'refuse_after_interrupt', 'check_fit_inputs']
 
 # %% ../nbs/06a_guard.ipynb #28a3ff5a
@@ -220,6 +220,23 @@ def optimizer_given(optimizer,  # the optimizer the user passed to fit (None: fi
                            "TrainConfig (no decay on biases and norms)",
                     data={"lr": lrs, "weight_decay": decays})]
 
+_SCHEDULE_FIELDS = ("schedule", "warmup", "plateau_factor", "plateau_patience")  # what only fit's own schedule reads
+
+def scheduler_given(scheduler,  # the scheduler the user passed to fit (None: fit makes one from the config)
+                    cfg: TrainConfig,  # the run's config (its schedule, warmup and plateau settings)
+                   ) -> list[Finding]:
+    "An info when a scheduler is passed and the config asks for a schedule too: the scheduler passed sets the lr."
+    if scheduler is None: return []
+    default = TrainConfig()
+    asked = {k: getattr(cfg, k) for k in _SCHEDULE_FIELDS if getattr(cfg, k) != getattr(default, k)}
+    if not asked: return []
+    said = ", ".join(f"{k}={v!r}" for k, v in asked.items())
+    return [Finding("scheduler_given", "info",
+                    f"the scheduler passed ({type(scheduler).__name__}) sets the lr; TrainConfig({said}) is not used",
+                    advice="pass scheduler=None for the config's schedule (fit makes it on the optimizer, given or "
+                           "not), or leave those settings at their defaults",
+                    data={"scheduler": type(scheduler).__name__, **asked})]
+
 def run_notes(cfg: TrainConfig,  # the run's config
               has_valid: bool,  # whether the run validates
               total_steps: Optional[int],  # the steps fit's own schedule spans (None: unknown, or a given scheduler)
@@ -227,10 +244,10 @@ def run_notes(cfg: TrainConfig,  # the run's config
               scheduler=None,  # the scheduler the user passed, or None
               dl_valid=None,  # the loader the run validates on, or None
              ) -> list[Finding]:
-    """What `fit` says of its set-up before any step: the monitor's fallback, a warmup past the run, a given optimizer,
-    a split's test rows as validation."""
+    """What `fit` says of its set-up before any step: the monitor's fallback, a warmup past the run, a given optimizer
+    or scheduler, a split's test rows as validation."""
     return (monitor_fallback(cfg, has_valid, scheduler) + warmup_past_run(cfg, total_steps)
-            + optimizer_given(optimizer, cfg) + valid_is_test(dl_valid))
+            + optimizer_given(optimizer, cfg) + scheduler_given(scheduler, cfg) + valid_is_test(dl_valid))
 
 def valid_is_test(dl_valid,  # the loader `fit` validates on, or None
                  ) -> list[Finding]:
