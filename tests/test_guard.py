@@ -613,3 +613,18 @@ def test_a_given_scheduler_beside_a_configured_schedule_is_said():
                  scheduler=torch.optim.lr_scheduler.StepLR(opt, step_size=1),
                  config=tb.TrainConfig(epochs=1, lr=0.1, weight_decay=0.0, device="cpu"))
     assert not [f for f in run.findings if f.kind == "scheduler_given"]  # nothing asked of the config's schedule
+
+
+def test_parts_set_to_eval_in_a_model_in_train_mode_are_said_to_train_again():
+    "Probe 104: a BatchNorm frozen with .eval() had its running statistics updated by fit, with no word."
+    X, y = torch.randn(32, 4), torch.randint(0, 2, (32,))
+    model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Linear(8, 2))
+    model[1].eval()
+    run = tb.fit(model, [(X, y)], loss_fn=nn.functional.cross_entropy, live=False,
+                 config=tb.TrainConfig(epochs=1, device="cpu"))
+    [said] = [f for f in run.findings if f.kind == "eval_submodules"]
+    assert "1 (BatchNorm1d)" in said.message and said.data["modules"] == ["1"]
+    model.eval()  # a whole model left in eval mode (after an evaluation): nothing the user chose part by part
+    run = tb.fit(model, [(X, y)], loss_fn=nn.functional.cross_entropy, live=False,
+                 config=tb.TrainConfig(epochs=1, device="cpu"))
+    assert not [f for f in run.findings if f.kind == "eval_submodules"]

@@ -19,9 +19,9 @@ from .optim import SCHEDULE_FNS, SCHEDULER_INTERVALS, warmup_steps
 
 # %% auto #0
 __all__ = ['LOWER_IS_BETTER', 'HIGHER_IS_BETTER', 'check_loss_fn', 'check_loader', 'require_batches', 'logged_values',
-           'better_mode', 'check_monitor', 'monitor_fallback', 'run_steps', 'optimizer_given', 'scheduler_given',
-           'run_notes', 'valid_is_test', 'warmup_past_run', 'nonfinite_validation', 'needs_closure', 'check_scheduler',
-           'check_optimizer', 'note_interrupt', 'refuse_after_interrupt', 'check_fit_inputs']
+           'better_mode', 'check_monitor', 'monitor_fallback', 'run_steps', 'optimizer_given', 'eval_submodules',
+           'scheduler_given', 'run_notes', 'valid_is_test', 'warmup_past_run', 'nonfinite_validation', 'needs_closure',
+           'check_scheduler', 'check_optimizer', 'note_interrupt', 'refuse_after_interrupt', 'check_fit_inputs']
 
 # %% ../nbs/06a_guard.ipynb #28a3ff5a
 def check_loss_fn(loss_fn: Optional[Callable],  # e.g. nn.CrossEntropyLoss() or F.cross_entropy; None = the model's
@@ -219,6 +219,25 @@ def optimizer_given(optimizer,  # the optimizer the user passed to fit (None: fi
                     advice="set them on the optimizer, or pass optimizer=None: fit then makes AdamW from "
                            "TrainConfig (no decay on biases and norms)",
                     data={"lr": lrs, "weight_decay": decays})]
+
+def eval_submodules(model: nn.Module,  # the model as given to fit, before fit sets its train mode
+                   ) -> list[Finding]:
+    """An info when parts of a model in train mode were set to eval mode (a frozen BatchNorm, a backbone): `fit`
+    puts the whole model in train mode, as a hand loop's `model.train()` does, so they train again."""
+    if not model.training: return []  # a whole model left in eval (after an evaluation): nothing chosen
+    held, names = [], []
+    for name, m in model.named_modules():
+        if name and not m.training and not any(name.startswith(h + ".") for h in held):
+            held.append(name)
+            names.append(f"{name} ({type(m).__name__})")
+    if not held: return []
+    return [Finding("eval_submodules", "info",
+                    f"{', '.join(names[:3])}{f' and {len(names) - 3} more' if len(names) > 3 else ''} were in eval "
+                    "mode in a model in train mode: fit puts the whole model in train mode, so they train again "
+                    "(BatchNorm's running statistics update, Dropout drops)",
+                    advice="to keep them in eval mode, set it in a callback's before_fit (an evaluation puts each "
+                           "part's mode back as it was): def before_fit(self, state): model.<part>.eval()",
+                    data={"modules": held})]
 
 _SCHEDULE_FIELDS = ("schedule", "warmup", "plateau_factor", "plateau_patience")  # what only fit's own schedule reads
 

@@ -22,7 +22,7 @@ from .triage import Evaluation, LossStats, NanGuard
 from .distributed import all_mean, dist_info, paired_batches, reduce_evaluation, shard_loader, wrap_model
 from .events import Callback, Callbacks, Event, LoopState
 from .guard import (check_fit_inputs, check_loss_fn, check_monitor, note_interrupt, refuse_after_interrupt,
-                             require_batches, run_notes, run_steps)
+                             require_batches, run_notes, run_steps, eval_submodules)
 from .metrics import resolve_metrics, try_validation
 from .optim import (gradient_norms, make_scheduler, param_groups,
                              pick_scheduler_interval, step_optimizer, unscale_and_clip)
@@ -136,6 +136,7 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
     seed_everything(cfg.seed)
     device = pick_device(cfg.device)
     precision = pick_precision(cfg.precision, device)
+    held = eval_submodules(model)  # parts the user set to eval: said, as they train again
     model.to(device).train()
     net = wrap_model(model, strategy, device)
     if getattr(cfg, "compile", False): net = torch.compile(net)  # checkpoints keep the eager model
@@ -149,7 +150,8 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
     followed = check_monitor(cfg, dl_valid is not None, metric_fns)  # (split, name), the fallback's if any
     stopper = EarlyStopping("_".join(followed), cfg.mode, cfg.patience, cfg.min_delta)
     history = History()  # the set-up's notes, once a run (fit warned of the second at its door too)
-    findings = run_notes(cfg, dl_valid is not None, None if scheduler else total_steps, optimizer, scheduler, dl_valid)
+    findings = held + run_notes(cfg, dl_valid is not None, None if scheduler else total_steps, optimizer, scheduler,
+                                dl_valid)
     fingerprint = data_fingerprint(dl_train, dl_valid)
     profiler = [StepProfiler(profile, cfg.checkpoint_dir)] if profile else []
     cbs = run_callbacks(callbacks, live=live, track=track, kind="torch", rank=rank, first=[NanGuard()],
