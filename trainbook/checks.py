@@ -4,25 +4,29 @@
 
 # %% ../nbs/01_checks.ipynb #b7c52e39
 from __future__ import annotations
-import datetime, html, re, warnings
+import html, re
 from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
 import pandas as pd
 
-from .columns import (ValueCodes, dates_as_text, dtype_family, epoch_seconds, is_nullable, parse_dates,
-                               parse_numbers, require_frame, roles_from_codes, unparsed_dates)
+from .columns import (ValueCodes, dates_as_text, dtype_family, is_nullable, parse_dates, parse_numbers,
+                               require_frame, roles_from_codes, unparsed_dates)
 
 from .core import (Finding, announce, compact_table_html, did_you_mean, findings_html, findings_text,
                             label_key, number_text, shown)
+from .time_checks import (after_time_findings, time_as_text_finding, time_findings, time_order_problem,
+                                  to_datetime_call)
+
+_all_ = ["time_order_problem", "to_datetime_call", "time_as_text_finding"]  # re-exported: their old home
 
 # %% auto #0
 __all__ = ['TASKS', 'MAX_CATEGORIES', 'infer_task', 'counts_hint', 'require_task', 'resolve_task', 'infinite_counts',
            'check_column_name', 'require_columns', 'drop_unused_categories', 'require_column', 'require_not_target',
            'unseen_classes_message', 'infinite_finding', 'group_variants_finding', 'label_conflicts', 'chance_pairs',
-           'conflict_finding', 'label_variants', 'target_findings', 'to_datetime_call', 'time_order_problem',
-           'time_as_text_finding', 'DataReport', 'check_data']
+           'conflict_finding', 'label_variants', 'target_findings', 'DataReport', 'check_data', 'time_order_problem',
+           'to_datetime_call', 'time_as_text_finding']
 
 # %% ../nbs/01_checks.ipynb #44da07e6
 def infer_task(y: pd.Series,  # the target column
@@ -557,83 +561,6 @@ def _target_findings(df: pd.DataFrame, target: str, task: str, inferred: bool = 
     return out + target_findings(target, task, int(y.isna().sum()), pd.api.types.is_numeric_dtype(y), y.dtype,
                            counts, min_per_class)
 
-# %% ../nbs/01_checks.ipynb #97f0bf19
-def to_datetime_call(t: pd.Series,  # a time column of text or datetime objects
-                     col: str,  # its name, as the call names it
-                    ) -> str:
-    "The `pd.to_datetime` call that parses `t`: `utc=True` when its values mix time zones (or aware, naive)."
-    cells = t.dropna().astype(object)
-    cells = cells.iloc[np.linspace(0, len(cells) - 1, min(len(cells), 10_000)).astype(int)]  # a sample
-    def parses(**kw) -> bool:
-        try: return pd.to_datetime(cells, **kw) is not None
-        except (ValueError, TypeError, OverflowError): return False
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # pandas' guesses at the format
-        utc = not parses() and parses(utc=True)
-    return f"pd.to_datetime(df[{col!r}]{', utc=True' if utc else ''})"
-
-def _as_text(dtype) -> str: return f"holds {dtype} values, which sort as text ('2021-1-10' before '2021-1-9')"
-
-def time_order_problem(t: pd.Series,  # a time column
-                      ) -> Optional[tuple[str, str]]:
-    """(finding kind, 'holds ...') when `t`'s values do not order as times: text or booleans (which sort as
-    text), timestamps that mix time zones (which do not compare); None when they do. `check_data` reports it,
-    a time split and the audit refuse it, in the same words."""
-    kind, api = t.dtype, pd.api.types
-    times = (api.is_numeric_dtype(kind) or isinstance(kind, pd.PeriodDtype) or api.is_datetime64_any_dtype(kind)
-             or api.is_timedelta64_dtype(kind))
-    if times and not api.is_bool_dtype(kind): return None
-    values = t.dropna()
-    if kind == object and len(values) and values.map(lambda v: isinstance(v, datetime.datetime)).all():
-        return "mixed_time_zones", ("holds timestamps that mix time zones (zoned and naive ones, or several "
-                                    "zones), which do not order as one time")
-    return "time_as_text", _as_text(kind)
-
-def time_as_text_finding(time: str,  # the time column
-                         dtype,  # its dtype, as the message names it
-                         fix: str,  # the statement that parses it
-                        ) -> Finding:
-    "A time column of text (or booleans): it sorts as text, so a time split refuses it (pandas or Spark)."
-    return Finding("time_as_text", "error", f"{_as_text(dtype)}: a time split refuses them", column=time,
-                   advice=f"parse them first: {fix}")
-
-def _time_findings(df: pd.DataFrame, time: str) -> list[Finding]:
-    t, out = df[time], []
-    problem = time_order_problem(t)
-    if problem:
-        out.append(Finding(problem[0], "error", f"{problem[1]}: a time split refuses them", column=time,
-                           advice=f"parse them first: df[{time!r}] = {to_datetime_call(t, time)}"))
-    if t.isna().any():
-        out.append(Finding("missing_values", "error", f"{int(t.isna().sum())} rows have no timestamp "
-                           f"({t.isna().mean():.1%}): make_splits(time={time!r}) refuses them", column=time,
-                           advice=f"drop those rows first: df = df.dropna(subset=[{time!r}])"))
-    if not t.dropna().is_monotonic_increasing:
-        out.append(Finding("time_unsorted", "info", "rows are not in time order", column=time,
-                           advice="fine for make_splits(strategy='time'), which sorts; beware of order-based code elsewhere"))
-    dups = int(t.dropna().duplicated().sum())
-    if dups:
-        out.append(Finding("time_duplicates", "info", f"{dups} rows share a timestamp with an earlier row", column=time,
-                           advice="equal timestamps are kept on the same side of a time split",
-                           data={"n_duplicates": dups}))
-    return out
-
-def _after_time_findings(df: pd.DataFrame, time: str, roles: dict) -> list[Finding]:
-    """A datetime feature later than the row's `time` on most rows holding both: maybe recorded after the outcome
-    (information: a due date is too; the leak check says whether how long after tells the target)."""
-    if dtype_family(df[time]) != "datetime": return []
-    out, at = [], epoch_seconds(df[time])
-    for col in (c for c, role in roles.items() if role == "datetime" and c != time):
-        gap = epoch_seconds(df[col]) - at
-        both = ~np.isnan(gap)
-        later = float((gap[both] > 0).mean()) if both.any() else 0.0
-        if later <= 0.5: continue
-        out.append(Finding("after_time", "info", f"later than {time!r} on {later:.0%} of the rows holding both: "
-                           "a time recorded after the row's own may be unknown when predicting", column=col,
-                           advice="a time set after the event (a review, a resolution, a cancellation) is not known "
-                                  "at prediction time: drop it; one planned at that time (a due date) can stay",
-                           data={"later_share": later, "time": time}))
-    return out
-
 # %% ../nbs/01_checks.ipynb #2497a31b
 @dataclass
 class DataReport:
@@ -782,7 +709,7 @@ def check_data(df: pd.DataFrame,  # the training data, one row per example
     if groups is not None: findings += _group_findings(df, groups, codes)
     findings += _duplicate_findings(df, target, codes, roles)
     if target is not None: findings += _target_findings(df, target, task, inferred)
-    if time is not None: findings += _time_findings(df, time) + _after_time_findings(df, time, roles)
+    if time is not None: findings += time_findings(df, time) + after_time_findings(df, time, roles)
     if leak_check and target is not None and codes.nunique(target) > 1:
         from trainbook.leaks import leak_findings  # it builds on this module (numeric_view): imported here
         leak_skip = skip | {c for c, role in roles.items() if role in ("identifier", "constant", "text")}
