@@ -39,10 +39,26 @@ def test_the_spread_between_batches_reaches_flat_also_after_results():
     assert v[[8, 9]].tolist() == [16 * 70 + 5, 71]
 
 
-def test_a_batch_of_one_row_falls_back_to_the_spread_between_batches():
-    "A batch too small for per-example losses: every batch's mean is summed then, the first 64 included."
-    data = batches([8] * 66 + [1])
+def test_a_batch_of_one_row_keeps_the_per_example_spread():
+    """Probe 105: a last validation batch of one row (101 rows in batches of 20) dropped the per-example losses for
+    the spread between batches: loss_sd read 0.10 where the rows' own was 0.195. One row's value is its loss."""
+    data = batches([20] * 5 + [1])
     res = fill(LossStats(F.cross_entropy), data).results()
+    rows = torch.cat([F.cross_entropy(p, y, reduction="none") for p, y in data]).double()
+    assert res["spread_from"] == "examples"
+    assert math.isclose(res["loss_sd"], float(rows.std()), rel_tol=1e-6)
+
+
+def scalar_for_one_row(pred, y, reduction="mean"):
+    "A loss whose per-row form fails on a batch of one row: it gives the batch's mean there."
+    values = F.cross_entropy(pred, y, reduction=reduction)
+    return values.mean() if len(y) == 1 else values
+
+
+def test_a_batch_without_per_example_losses_falls_back_to_the_spread_between_batches():
+    "Every batch's mean is summed then, the first 64 included."
+    data = batches([8] * 66 + [1])
+    res = fill(LossStats(scalar_for_one_row), data, scalar_for_one_row).results()
     b1, b2 = by_hand(data)
     rows, k = 8 * 66 + 1, len(data)
     mean = b1 / rows

@@ -48,7 +48,7 @@ def _by_row(values: torch.Tensor, n: int, scored: Optional[torch.Tensor] = None)
     """A loss tensor as one value per row (the mean over a row's other positions; `scored`, a mask of the
     positions the loss scores, such as labels not at ignore_index: over those only), or None if it is not per row."""
     shape = values.shape  # read once: each read of a tensor's shape builds a new torch.Size
-    if not shape or shape[0] != n or n < 2: return None
+    if not shape or shape[0] != n: return None  # (one row: its value is its loss, whatever the reduction)
     if len(shape) == 1:  # already one value per row (`.float()` is a torch call even when it changes nothing)
         return values if values.dtype is torch.float32 else values.float()
     if scored is not None and scored.shape == shape:  # a padded position's 0 is no loss of its row
@@ -198,7 +198,6 @@ class LossStats:
         if not isinstance(yb, torch.Tensor) or yb.is_floating_point() or values.shape != yb.shape:
             rows = _by_row(values, n)  # probabilities as targets: a mean over the rows
             return rows, None if rows is None else torch.ones_like(rows)
-        if n < 2: return None, None
         weight, ignore = self._class_terms
         w = (yb != ignore) if weight is None else weight.float()[yb.clamp(0, len(weight) - 1)] * (yb != ignore)
         return values.reshape(n, -1).float().sum(1), w.reshape(n, -1).float().sum(1)
