@@ -297,7 +297,8 @@ def _log_step(s: Setup, state: LoopState, skipped: bool, window: Window, layer_n
     if skipped: return _count_skip(state)
     state.step = step = state.step + 1
     pos.step_end_due = True  # until `_after_step` is done: a Ctrl-C before then leaves it to the resume
-    pos.loss_sum, pos.loss_count = pos.loss_sum + state.loss * window.rows, pos.loss_count + window.rows
+    rows = window.rows * s.world  # the step's rows on every rank (sharded alike): a resume on another world agrees
+    pos.loss_sum, pos.loss_count = pos.loss_sum + state.loss * rows, pos.loss_count + rows
     state.meter.add(window.rows)
     state.history.append(step, state.epoch, "train", "loss", state.loss)
     state.history.append(step, state.epoch, "train", "lr", state.lr)  # the step's: the scheduler moved on
