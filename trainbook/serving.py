@@ -10,41 +10,119 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from .columns import column_roles, dtype_family, numeric_view, parse_dates, unparsed_dates
+from .columns import (column_roles, dates_as_text, dtype_family, numeric_view, parse_dates,
+                               unparsed_dates)
 from .core import Finding, warn
 
 # %% auto #0
-__all__ = ['psi', 'serving_findings', 'training_schema', 'value_examples', 'unseen_categories', 'check_saveable', 'serve_column']
+__all__ = ['psi_counts', 'psi', 'psi_noise', 'serving_findings', 'training_schema', 'value_examples', 'unseen_categories',
+           'check_saveable', 'serve_column']
 
 # %% ../nbs/01b_serving.ipynb #3b6fea86
 def _is_categorical(s: pd.Series) -> bool: return dtype_family(s) in ("categorical", "boolean")
 
+_MIN_EXPECTED = 5  # rows a bin expects in the smaller sample: below, its count is mostly noise (Cochran's rule)
+
+def _pooled(expect: np.ndarray) -> np.ndarray:
+    """A bin per level, in their order, from `expect` (rows expected in the smaller sample): a level expecting
+    `_MIN_EXPECTED` rows is a bin, rarer ones pool in runs that reach it, a short last run joins the one before
+    (scikit-learn's and evidently's 'infrequent' levels, several of them)."""
+    start = np.cumsum(expect) - expect
+    ids = np.unique(np.floor(start / _MIN_EXPECTED), return_inverse=True)[1].astype(np.int64)
+    if ids.max(initial=0) > 0 and expect[ids == ids.max()].sum() < _MIN_EXPECTED: ids[ids == ids.max()] -= 1
+    return ids
+
+def psi_counts(expected: pd.Series,  # reference values (training)
+               actual: pd.Series,  # values to compare (serving)
+               bins: int = 10,  # quantile bins of `expected` for numbers, at most
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """(rows of `expected`, rows of `actual`) per bin, the last bin their missing values: quantile bins of
+    `expected` for numbers (fewer where a sample is too small to fill them), else the categories as text, a
+    category too rare to count alone pooled with other rare ones (`_pooled`), and one bin for the categories
+    training lacks, where training's count is its categories seen once."""
+    e_miss, a_miss = expected.isna().to_numpy(), actual.isna().to_numpy()
+    small = max(min(len(expected), len(actual)), 1)
+    if _is_categorical(expected) or _is_categorical(actual):
+        e, a = (x[~miss].astype(str).value_counts() for x, miss in ((expected, e_miss), (actual, a_miss)))
+        unseen = a[~a.index.isin(e.index)].sum()  # a bin of their own, expecting as many rows as training has
+        singles = (e == 1).sum()  # categories seen once (Good-Turing: the share of the ones never seen)
+        # the rare ones pool in the order of their names: pooled by their counts, a bin of the ones training saw
+        # most often by chance would hold fewer rows at serving (regression to the mean) and look like a shift
+        rare = e / len(expected) * small < _MIN_EXPECTED
+        e = pd.concat([e[~rare], e[rare].sort_index()])
+        a = a.reindex(e.index, fill_value=0).to_numpy()
+        ids = _pooled(e.to_numpy() / len(expected) * small)
+        e, a = np.r_[np.bincount(ids, e, minlength=1), singles], np.r_[np.bincount(ids, a, minlength=1), unseen]
+    else:
+        e_num, a_num = numeric_view(expected)[~e_miss], numeric_view(actual)[~a_miss]
+        bins = max(1, min(bins, small // _MIN_EXPECTED))
+        edges = np.unique(np.quantile(e_num, np.linspace(0, 1, bins + 1))) if len(e_num) else np.zeros(1)
+        edges = np.r_[-np.inf, edges[1:-1], np.inf]
+        e, a = np.histogram(e_num, edges)[0], np.histogram(a_num, edges)[0]
+    return np.r_[e, e_miss.sum()].astype(float), np.r_[a, a_miss.sum()].astype(float)
+
+def _psi_terms(e: np.ndarray, a: np.ndarray) -> np.ndarray:
+    "Each bin's part of the PSI, from rows per bin (last axis); a share of 0 is 1e-4, or the log is infinite."
+    e = e / np.maximum(e.sum(-1, keepdims=True), 1) + 1e-4
+    a = a / np.maximum(a.sum(-1, keepdims=True), 1) + 1e-4
+    return (a - e) * np.log(a / e)
+
 def psi(expected: pd.Series,  # reference values (training)
         actual: pd.Series,  # values to compare (serving)
-        bins: int = 10,  # quantile bins of `expected` for numbers
+        bins: int = 10,  # quantile bins of `expected` for numbers, at most
        ) -> float:
-    "Population stability index of `actual` against `expected` (quantile bins of `expected`; categories for non-numeric)."
-    eps = 1e-4
-    if _is_categorical(expected) or _is_categorical(actual):
-        e, a = (x.astype(str).value_counts(normalize=True) for x in (expected, actual))
-        cats = e.index.union(a.index)
-        e, a = e.reindex(cats, fill_value=0) + eps, a.reindex(cats, fill_value=0) + eps
-    else:
-        e_num, a_num = numeric_view(expected), numeric_view(actual)
-        e_num, a_num = e_num[~np.isnan(e_num)], a_num[~np.isnan(a_num)]
-        if not len(e_num): return 0.0
-        edges = np.unique(np.quantile(e_num, np.linspace(0, 1, bins + 1)))
-        if len(edges) < 2: return 0.0
-        edges[0], edges[-1] = -np.inf, np.inf
-        e = np.histogram(e_num, edges)[0] / len(e_num) + eps
-        a = np.histogram(a_num, edges)[0] / max(len(a_num), 1) + eps
-    return float(np.sum((a - e) * np.log(a / e)))
+    "Population stability index of `actual` against `expected`, over the bins of `psi_counts` (missing values one)."
+    if not expected.notna().any(): return 0.0  # nothing to compare with: the column is constant (dropped)
+    return float(_psi_terms(*psi_counts(expected, actual, bins)).sum())
+
+def psi_noise(e: np.ndarray,  # rows of the expected sample (training) per bin, as `psi_counts` gives them
+              a: np.ndarray,  # rows of the actual sample (serving) per bin
+              chance: float = 1e-3,  # how often two samples of one population may pass the limit
+              draws: int = 200,  # pairs of samples drawn from that population
+             ) -> float:
+    """The PSI that sampling alone passes with probability `chance` when nothing shifted: `draws` pairs of
+    samples of the two sizes from one population (the bins' pooled shares), their PSIs fitted by a scaled χ²
+    of the same mean and variance (for large counts PSI / (1/n + 1/m) is χ² with bins - 1 degrees of freedom,
+    Yurdakul 2018). Many bins for few rows make it large: a PSI that big says nothing."""
+    from scipy.stats import chi2
+    n, m, pooled = int(e.sum()), int(a.sum()), (e + a)[(e + a) > 0]
+    if len(pooled) < 2 or not n or not m: return 0.0
+    rng = np.random.default_rng(0)  # the same frames, the same limit
+    p = pooled / pooled.sum()
+    null = _psi_terms(rng.multinomial(n, p, draws), rng.multinomial(m, p, draws)).sum(axis=-1)
+    mean, var = float(null.mean()), float(null.var())
+    if var <= 0: return mean
+    return float(var / (2 * mean) * chi2.isf(chance, 2 * mean**2 / var))
+
+def _serving_role(s: pd.Series) -> tuple[str, Optional[str]]:
+    "(the role `serve_column` reads a training column's served values into, a datetime's training time zone)."
+    family = dtype_family(s)
+    if family == "categorical" and dates_as_text(s): family, s = "datetime", parse_dates(s, utc=None)
+    return family, (str(s.dt.tz) if family == "datetime" and s.dt.tz is not None else None)
+
+def _shift_finding(col, a: pd.Series, b: pd.Series) -> list[Finding]:
+    "`distribution_shift` when the PSI passes 0.2 and what sampling alone gives (`psi_noise`); the missing share named."
+    e, s = psi_counts(a, b)
+    terms = _psi_terms(e, s)
+    value = float(terms.sum()) if a.notna().any() else 0.0
+    noise = psi_noise(e, s)
+    if value <= max(0.2, noise): return []
+    missing = ""
+    if terms[-1] > value / 2:  # most of it: rows that lost their value (a failed join, a renamed field)
+        missing = f"; missing on {s[-1] / len(b):.0%} of serving rows, {e[-1] / len(a):.0%} of training rows"
+    return [Finding("distribution_shift", "warning" if value < 0.5 else "error",
+                    f"distribution shift between training and serving: PSI {value:.2f} (>0.2 is a notable shift; "
+                    f"sampling alone passes {noise:.2f} once in 1000 here){missing}", column=col,
+                    advice="check the serving pipeline for lost values, unit or encoding changes; retrain on recent "
+                           "data if the world changed", data={"psi": value, "noise": noise,
+                                                              "missing_share": float(s[-1] / len(b))})]
 
 def serving_findings(train: pd.DataFrame,  # the training frame
                      serving: pd.DataFrame,  # data as it arrives at prediction time
                      target: Optional[str] = None,  # the label column (serving data need not have it)
                     ) -> list[Finding]:
-    "Train/serving parity: columns missing or added, dtypes changed, categories unseen, distributions shifted (PSI)."
+    """Train/serving parity: columns missing or added, dtypes serving cannot read (`serve_column`: the rule
+    `FramePrep` serves by), categories unseen, distributions shifted (PSI, on the values as served)."""
     out = []
     cols = [c for c in train.columns if c != target]
     missing = [c for c in cols if c not in serving.columns]
@@ -62,29 +140,27 @@ def serving_findings(train: pd.DataFrame,  # the training frame
     for c in cols:
         if c not in serving.columns: continue
         a, b = train[c], serving[c]
-        if pd.api.types.is_numeric_dtype(a) != pd.api.types.is_numeric_dtype(b) or \
-                (pd.api.types.is_numeric_dtype(a) and a.dtype.kind != b.dtype.kind):
-            out.append(Finding("dtype_mismatch", "error",
-                               f"dtype {a.dtype} in training, {b.dtype} in serving", column=c,
-                               advice="cast serving data to the training schema before predicting"))
-            continue
-        if _is_categorical(a):
-            unseen = set(b.dropna().unique()) - set(a.dropna().unique())
+        role, tz = _serving_role(a)
+        served, found, _ = serve_column(c, b, role, tz)
+        out += found
+        if any(f.kind == "dtype_mismatch" for f in found): continue  # nothing served to compare
+        if dtype_family(a) != dtype_family(b) or (dtype_family(a) == "numeric" and a.dtype.kind != b.dtype.kind):
+            out.append(Finding("dtype_mismatch", "info", f"dtype {a.dtype} in training, {b.dtype} in serving: "
+                               f"served as {role} values, as training read them", column=c,
+                               advice="fine for FramePrep.transform_for_serving; code of your own may need "
+                                      f"df[{c!r}].astype({str(a.dtype)!r})"))
+        if role == "datetime": a = serve_column(c, a, role, tz)[0]  # training's date text, as training read it
+        if role == "boolean": served = served.map(bool, na_action="ignore")  # 'yes' served as 1.0: as booleans
+        if role == "categorical":
+            unseen = set(b.dropna().astype(str)) - set(a.dropna().astype(str))  # matched by text, as served
             if unseen:
-                share = float(b.isin(unseen).mean())
+                share = float(b.astype(str).isin(unseen).mean())
                 out.append(Finding("unseen_categories", "warning" if share > 0.01 else "info",
                                    f"{len(unseen)} categories never seen in training "
                                    f"({share:.1%} of serving rows)", column=c,
                                    advice="they will be encoded as unknown: check for renamed or new values",
-                                   data={"categories": sorted(map(str, unseen))[:20], "share": share}))
-        value = psi(a, b)
-        if value > 0.2:
-            out.append(Finding("distribution_shift", "warning" if value < 0.5 else "error",
-                               f"distribution shift between training and serving: PSI {value:.2f} "
-                               "(>0.2 is a notable shift)",
-                               column=c,
-                               advice="check the serving pipeline for unit or encoding changes; retrain on "
-                                      "recent data if the world changed", data={"psi": value}))
+                                   data={"categories": sorted(unseen)[:20], "share": share}))
+        out += _shift_finding(c, a, served)
     return out
 
 # %% ../nbs/01b_serving.ipynb #d2c0a1e2
