@@ -22,11 +22,11 @@ from .time_checks import (after_time_findings, time_as_text_finding, time_findin
 _all_ = ["time_order_problem", "to_datetime_call", "time_as_text_finding"]  # re-exported: their old home
 
 # %% auto #0
-__all__ = ['TASKS', 'MAX_CATEGORIES', 'infer_task', 'counts_hint', 'require_task', 'resolve_task', 'infinite_counts',
-           'check_column_name', 'require_columns', 'drop_unused_categories', 'require_column', 'require_not_target',
-           'unseen_classes_message', 'infinite_finding', 'group_variants_finding', 'label_conflicts', 'chance_pairs',
-           'conflict_finding', 'label_variants', 'target_findings', 'DataReport', 'check_data', 'time_order_problem',
-           'to_datetime_call', 'time_as_text_finding']
+__all__ = ['TASKS', 'MAX_CATEGORIES', 'infer_task', 'counts_hint', 'number_target_hint', 'require_task', 'resolve_task',
+           'infinite_counts', 'check_column_name', 'require_columns', 'drop_unused_categories', 'require_column',
+           'require_not_target', 'unseen_classes_message', 'infinite_finding', 'group_variants_finding',
+           'label_conflicts', 'chance_pairs', 'conflict_finding', 'label_variants', 'target_findings', 'DataReport',
+           'check_data', 'time_order_problem', 'to_datetime_call', 'time_as_text_finding']
 
 # %% ../nbs/01_checks.ipynb #44da07e6
 def infer_task(y: pd.Series,  # the target column
@@ -55,6 +55,23 @@ def counts_hint(y: pd.Series,  # a numeric target `infer_task` took for classes 
     if not numbers or y.nunique() < _COUNTS_FROM or y.min() < 0: return ""
     return (f"its {y.nunique()} values are whole numbers from {shown(y.min())} to {shown(y.max())}: if "
             f"they are counts or amounts, it is a regression")
+
+def number_target_hint(y: pd.Series,  # a target `infer_task` took for classes
+                       col,  # its name, for the statement shown
+                      ) -> tuple[str, str]:
+    """(what its values are, the statement that makes them numbers) for a target holding numbers in another
+    form: durations, timestamps, or 10 or more numbers stored as text ('50.3'); ('', '') for any other."""
+    values = pd.Series(y).dropna()
+    family = dtype_family(values)
+    seconds = f"df[{col!r}] = df[{col!r}].dt.total_seconds()"
+    if family == "timedelta": return f"durations ({values.dtype})", seconds + " (in seconds)"
+    if family == "datetime":
+        return (f"timestamps ({values.dtype})", f"df[{col!r}] = (df[{col!r}] - df[{col!r}].min())"
+                ".dt.total_seconds() (seconds since the first)")
+    if family != "categorical" or values.nunique() < _COUNTS_FROM: return "", ""
+    if np.isnan(parse_numbers(values.astype(object))).any(): return "", ""
+    return (f"numbers stored as text ({values.dtype}, e.g. {shown(values.iloc[0])})",
+            f"df[{col!r}] = pd.to_numeric(df[{col!r}])")
 
 _LABEL_KINDS = ("numbers", "booleans", "strings")  # labels of two kinds cannot be ordered or encoded
 
@@ -104,6 +121,10 @@ def resolve_task(y: pd.Series,  # the target column
     if y.empty: return task
     col, n = (y.name if y.name is not None else "y"), n_unique if n_unique is not None else y.nunique()
     numeric = pd.api.types.is_numeric_dtype(y) and not pd.api.types.is_bool_dtype(y)
+    what, fix = number_target_hint(y, col) if task == "regression" and not numeric else ("", "")
+    if what:
+        raise ValueError(f"task='regression' but the target {col!r} holds {what}, not numbers: convert them "
+                         f"first: {fix}, then task='regression'")
     if task == "regression" and not numeric:
         raise ValueError(f"task='regression' but the target {col!r} holds labels ({y.dtype}, e.g. "
                          f"{shown(y.iloc[0])}), not numbers: use task='binary' or 'multiclass' (or 'auto')")
@@ -534,7 +555,7 @@ def target_findings(target: str,  # the target column's name
                            advice=f"make them one label before splitting, e.g. df[{target!r}] = df[{target!r}]"
                                   ".str.strip().str.lower()", data={"variants": [list(map(str, v)) for v in variants]}))
     share = counts / counts.sum()
-    if share.min() < 0.1:
+    if share.min() < 0.2 / len(counts):  # under a fifth of an even share: 10% of two classes, 1% of twenty
         out.append(Finding("class_imbalance", "warning",
                            f"minority class {shown(share.idxmin())} is {share.min():.1%} of rows "
                            f"(majority {share.max():.1%})", column=target,
@@ -558,6 +579,11 @@ def _target_findings(df: pd.DataFrame, target: str, task: str, inferred: bool = 
     out = [Finding("task_inferred", "warning", f"target taken for {len(counts)} classes (multiclass): {hint}",
                    column=target, advice="if so, pass task='regression' (check_data, baseline and "
                    "loaders_from_frame take it; make_splits: strategy='random')")] if hint else []
+    what, fix = number_target_hint(y, target) if inferred and task != "regression" else ("", "")
+    if what:  # a number in another form: each distinct value a class
+        out.append(Finding("task_inferred", "warning", f"target taken for {len(counts)} classes ({task}): its "
+                           f"values are {what}", column=target,
+                           advice=f"if they are amounts, convert them: {fix}; it is then a regression"))
     return out + target_findings(target, task, int(y.isna().sum()), pd.api.types.is_numeric_dtype(y), y.dtype,
                            counts, min_per_class)
 
@@ -715,7 +741,7 @@ def check_data(df: pd.DataFrame,  # the training data, one row per example
         leak_skip = skip | {c for c, role in roles.items() if role in ("identifier", "constant", "text")}
         findings += leak_findings(df, target, task, leak_skip, time=time, groups=groups)
     if serving is not None:
-        require_frame(serving, "serving")
+        require_frame(serving, "serving", serving=True)
         from trainbook.serving import serving_findings  # it builds on this module (numeric_view): imported here
         findings += serving_findings(df, serving, target)
     report = DataReport(findings, df, target, task if target is not None else None, roles, groups, time)

@@ -19,6 +19,7 @@ __all__ = ['ROLES', 'DATE_SHARE', 'ID_WORDS', 'ENTITY_WORDS', 'require_frame', '
 # %% ../nbs/01c_columns.ipynb #06abe1e6
 def require_frame(df,  # what the caller got as a frame
                   name: str = "df",  # the argument's name, for the message
+                  serving: bool = False,  # rows at prediction time: no target, the training columns' names
                  ) -> None:
     "A non-empty pandas DataFrame with unique column names, or an error naming the argument."
     if not isinstance(df, pd.DataFrame):
@@ -26,6 +27,9 @@ def require_frame(df,  # what the caller got as a frame
         if hasattr(df, "shape") and len(getattr(df, "shape", ())) == 2:  # a matrix (numpy, torch): its columns
             hint = ("; make one from the matrix and its target: pd.DataFrame(X, columns=[f'x{i}' for i in "
                     "range(X.shape[1])]).assign(y=y), then check_data(frame, 'y')")
+        if serving and hint:  # serving rows have no target: their columns are the training ones, by name
+            hint = ("; make one with the training feature columns' names, in training order: "
+                    "pd.DataFrame(X, columns=prep.columns) (FramePrep.columns); serving rows need no target")
         raise TypeError(f"{name} must be a pandas DataFrame, got {type(df).__name__}{hint}")
     if df.empty: raise ValueError(f"{name} is empty (0 rows or 0 columns)")
     if isinstance(df.columns, pd.MultiIndex):  # a column is named by one label everywhere in trainbook

@@ -450,7 +450,7 @@ class FramePrep:
                training: bool = False) -> tuple[pd.DataFrame, list, np.ndarray]:
         """(frame converted to the training schema, findings, mask of the rows that cannot be served); `training`:
         the split's own rows, whose date text the date step reads (a value that is no date a missing one, said)."""
-        require_frame(df, "the serving frame")
+        require_frame(df, "the serving frame", serving=True)
         roles, out, frame = self.roles, [], df.copy(deep=False)  # columns replaced, not edited
         bad_rows = np.zeros(len(df), dtype=bool)
         missing = [c for c in self.columns if c not in df.columns and roles[c] not in DROPPED_ROLES]
@@ -662,6 +662,9 @@ def loaders_from_frame(df: pd.DataFrame,  # the whole frame (all splits)
                       ):
     "Fit preprocessing on the train rows only; return (dl_train, dl_valid, dl_test or None, FramePrep)."
     require_frame(df)
+    if target is None:  # require_column takes None for 'no column'; loaders need labels
+        raise TypeError(f"target=None: loaders_from_frame needs the label column's name (the batches are "
+                        f"(features, labels)), e.g. target={df.columns[-1]!r}")
     require_column(df, target, "target")
     require_task(task)
     check_splits(df, splits)  # a Splits of this frame, with train and valid rows
