@@ -560,3 +560,22 @@ def test_find_batch_size_names_a_make_loader_that_takes_no_size():
     X, y = torch.randn(64, 4), torch.randint(0, 2, (64,))
     with pytest.raises(TypeError, match="make_loader must take the batch size as its one argument"):
         find_batch_size(nn.Linear(4, 2), lambda: tb.TensorLoader(X, y), nn.CrossEntropyLoss(), max_size=64)
+
+
+@pytest.mark.parametrize("asked, where", [(3, "after 2 of its 5 steps"), (7, "before its resumed step"),
+                                          (8, "in its resumed step")])
+def test_a_dry_run_stopped_has_no_verdict_wherever_the_stop_lands(asked, where):
+    """Probe 103: TrainPanel's Stop was ignored by a dry run, which went on to 'PASSED'. `stop` is asked at the
+    trial's start and after each step (1, then 2..6 for 5 steps), before the resumed step (7) and at its start (8);
+    a stop in the resumed step is no 'resume_failed' (the set-up is not to blame)."""
+    X, y = torch.randn(256, 8), torch.randint(0, 3, (256,))
+    dl = tb.TensorLoader(X, y, batch_size=16, shuffle=True)
+    calls = []
+    def stop():  # a Stop pressed once `stop` has been asked `asked` times
+        calls.append(1)
+        return len(calls) >= asked
+    report = dry_run(nn.Linear(8, 3), dl, dl, nn.CrossEntropyLoss(), steps=5, stop=stop)
+    assert [f.kind for f in report.findings] == ["interrupted"] and report.stopped and not report.passed
+    assert where in report.findings[0].message and "INTERRUPTED" in report._repr_html_()
+    passed = dry_run(nn.Linear(8, 3), dl, dl, nn.CrossEntropyLoss(), steps=5, stop=lambda: False)
+    assert passed.passed and not passed.stopped  # a stop never pressed changes nothing

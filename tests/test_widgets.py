@@ -112,14 +112,14 @@ def test_dry_run_button_shows_the_report(monkeypatch):
     import sys, types
     from trainbook.preflight import DryRunReport
     calls = []
-    def dry_run(model, dl_train, dl_valid=None, loss_fn=None, config=None, metrics=None):
-        calls.append((model, dl_train, dl_valid, loss_fn, config, metrics))
+    def dry_run(model, dl_train, dl_valid=None, loss_fn=None, config=None, metrics=None, stop=None):
+        calls.append((model, dl_train, dl_valid, loss_fn, config, metrics, stop))
         return DryRunReport(False, [tb.Finding("shape_mismatch", "error", "pred (4, 1) vs target (4,)")], steps=3,
                             step_time=0.00122, peak_memory_mb=0.938, data_wait=0.25)
     monkeypatch.setitem(sys.modules, "trainbook.preflight", types.SimpleNamespace(dry_run=dry_run))
     p = panel()
     p.dry_button.click(); p.wait()
-    assert calls == [(p.model, p.dl_train, p.dl_valid, p.loss_fn, p.config, p.metrics)]
+    assert calls == [(p.model, p.dl_train, p.dl_valid, p.loss_fn, p.config, p.metrics, p._stop)]  # Stop reaches it
     assert "dry run: <b>FAILED</b> (1 finding(s))" in p.status.value and "Shape mismatch" in p.findings.value
     assert p.plot.children == (p.note,) and "FAILED" in p.note.value and p.figure is None  # no chart left above
     assert isinstance(p.dry_run_report, DryRunReport) and p.error is None
@@ -152,6 +152,20 @@ def test_stop_ends_find_lr_and_overfit_early():
     p.overfit_button.click(); p.wait()
     assert p.error is None and len(p.sanity.history.series("loss")) < 40  # of 200 steps per lr tried
     assert p.stop_button.disabled and not p.overfit_button.disabled
+
+
+def test_stop_ends_a_dry_run_with_no_verdict():
+    "Probe 103: Stop was enabled during a dry run but ignored: the dry run ran to its end and said PASSED."
+    p = panel()
+    p.loss_fn = _pressing_stop_at(p, 2)  # the trial's first step (call 1: fit's set-up tries validation)
+    p.dry_button.click(); p.wait()
+    report = p.dry_run_report
+    assert p.error is None and report.stopped and not report.passed and report.steps < 3
+    assert "dry run: <b>stopped</b> before a verdict" in p.status.value and "PASSED" not in p.status.value
+    assert "INTERRUPTED" in p.note.value and p.stop_button.disabled and not p.dry_button.disabled
+    p.loss_fn = nn.functional.cross_entropy
+    p.dry_button.click(); p.wait()
+    assert "dry run: <b>PASSED</b>" in p.status.value and not p.dry_run_report.stopped  # pressed again: a verdict
 
 
 def test_refuses_to_start_while_the_model_trains_elsewhere():

@@ -16,7 +16,7 @@ from torch import nn
 from .checkpoint import load_checkpoint, unwritable
 from .run import earlier_run_files
 from .batch import (batch_rows, bce_target_range, call_model, compute_loss, kept_rng, model_loss,
-                             prediction, rows_in, split_batch, to_device, training_lock)
+                             prediction, rows_in, split_batch, stop_requested, to_device, training_lock)
 from .core import Finding, TrainConfig, announce, findings_html, pick_device
 from .events import Callback
 from .guard import check_fit_inputs, check_loss_fn, loader_length, run_steps, warmup_past_run
@@ -381,9 +381,14 @@ class _Take:
         return getattr(self.dl, attr)
 
 class _Probe(Callback):
-    "Where fit is (for error messages), and when each optimizer step ends, validation time left out."
-    def __init__(self): self.phase, self.t_start, self.valid_time, self.durations = "set-up", None, 0.0, []
-    def before_fit(self, state): self.phase = "the first training step"
+    "Where fit is (for error messages), when each optimizer step ends (validation time left out), and a Stop."
+    def __init__(self, stop=None):  # a `threading.Event` (or a callable): the fit ends at its next step
+        self.phase, self.t_start, self.valid_time, self.durations, self.stop = "set-up", None, 0.0, [], stop
+    def _check_stop(self, state):
+        if stop_requested(self.stop): state.control.request_stop("interrupted", message="a Stop request")
+    def before_fit(self, state):
+        self.phase = "the first training step"
+        self._check_stop(state)
     def before_epoch(self, state):
         if self.t_start is None:
             self.t_start = self._last = time.perf_counter()
@@ -392,6 +397,7 @@ class _Probe(Callback):
         now = time.perf_counter()
         self.durations.append(now - self._last - (self.valid_time - self._valid_at_last))
         self._last, self._valid_at_last, self.phase = now, self.valid_time, f"training step {state.step + 1}"
+        self._check_stop(state)
     def before_validate(self, state): self.phase, self._tv = "validation", time.perf_counter()
     def after_validate(self, state):
         self.valid_time += time.perf_counter() - self._tv
@@ -442,6 +448,11 @@ class DryRunReport:
     seconds: float = 0.0  # what the dry run itself took
     run: Any = None  # the dry run's own Run (of the copies)
 
+    @property
+    def stopped(self) -> bool:
+        "Whether a Stop (or a Ctrl-C) cut the dry run short: then it has no verdict, PASSED or FAILED."
+        return bool(findings_of(self.findings, "interrupted"))
+
     def numbers(self) -> dict:
         "The measurements, for a table."
         return {k: getattr(self, k) for k, *_ in DRY_RUN_ROWS}
@@ -489,11 +500,11 @@ class _Trial:
 class _DryRun:
     "One dry run's pieces: copies of the user's objects, a trial fit, the checkpoint round trip, the resume."
     def __init__(self, model, optimizer, scheduler, callbacks, dl_train, dl_valid, loss_fn, metrics,
-                 valid_batches):
+                 valid_batches, stop=None):
         self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
         self.callbacks = list(callbacks)
         self.dl_train, self.dl_valid, self.loss_fn, self.metrics = dl_train, dl_valid, loss_fn, metrics
-        self.valid_batches, self.findings = valid_batches, []
+        self.valid_batches, self.findings, self.stop = valid_batches, [], stop
 
     def copies(self) -> tuple:
         "Deep copies of model, optimizer, scheduler and callbacks, made together (references stay intact)."
@@ -510,7 +521,7 @@ class _DryRun:
         net, opt, sched, cbs = self.copies()
         train = _Take(self.dl_train, n_train)
         valid = _Take(self.dl_valid, self.valid_batches) if self.dl_valid is not None else None
-        probe = _Probe()
+        probe = _Probe(self.stop)  # not a copy: the Stop of the caller's thread
         try:
             with warnings.catch_warnings():  # a short trial is all warmup; the run's warmup is a finding
                 warnings.filterwarnings("ignore", message="warmup=")
@@ -539,6 +550,8 @@ class _DryRun:
         "Resume from the trial's last.pt for one more optimizer step (one more short epoch)."
         resumed = cfg.replace(epochs=run.epoch + 2, checkpoint_dir=folder)
         trial = self.fit(accum_steps, resumed, resume=run.last_path)
+        if trial.error is None and trial.run.stopped == "interrupted":  # a Stop in it says nothing of resuming
+            return [_no_verdict("in its resumed step")]
         if trial.error is not None:
             return [Finding("resume_failed", "error", f"resuming from last.pt failed: {trial.error.message}",
                             advice="the run could not continue after an interruption", data=trial.error.data)]
@@ -548,6 +561,12 @@ class _DryRun:
         return []
 
 # %% ../nbs/08a_preflight.ipynb #7e9aee3b
+def _no_verdict(when: str,  # where the dry run was cut short: 'after 2 of its 5 steps'
+               ) -> Finding:
+    "The finding of a dry run cut short (a Stop, a Ctrl-C, a callback's stop): a warning, and no verdict."
+    return Finding("interrupted", "warning", f"the dry run was interrupted {when} (a Stop, a Ctrl-C, or a "
+                   "callback asked to stop): it has no verdict", advice="run dry_run again to the end")
+
 def _run_findings(run) -> list[Finding]:
     "The trial run's own errors, and a non-finite stop."
     found = [f for f in run.findings if f.severity == "error"]
@@ -584,6 +603,7 @@ def dry_run(model: nn.Module,  # the model of the run (copies train; it is not t
             optimizer: Optional[torch.optim.Optimizer] = None,  # the run's own optimizer, if any (copied)
             scheduler=None,  # the run's scheduler, when it is not fit's default (copied)
             callbacks: Iterable = (),  # the run's callbacks (copied)
+            stop=None,  # a `threading.Event` (or a callable returning bool): end at the next step, with no verdict
            ) -> DryRunReport:
     "A few steps of the real `fit` on copies, a checkpoint round trip and a resumed step, with a verdict."
     cfg = config if config is not None else TrainConfig()
@@ -607,7 +627,7 @@ def dry_run(model: nn.Module,  # the model of the run (copies train; it is not t
     if findings_of(findings, "monitor_not_logged"):  # reported; the dry run goes on with a loss the run logs
         trial_cfg = trial_cfg.replace(monitor="valid_loss" if dl_valid is not None else "train_loss", mode="min")
     dry = _DryRun(model, optimizer, scheduler, callbacks, dl_train, dl_valid, loss_fn, metric_fns,
-                  valid_batches)
+                  valid_batches, stop)
     device = pick_device(cfg.device)
     folder = tempfile.TemporaryDirectory(prefix="trainbook-dry-run-")
     with training_lock(model, "dry_run"), unrecorded(), kept_rng(), kept_positions(dl_train, dl_valid), \
@@ -615,16 +635,14 @@ def dry_run(model: nn.Module,  # the model of the run (copies train; it is not t
         with PeakMemory(device) as mem:
             trial = dry.fit(steps * cfg.accum_steps, trial_cfg.replace(checkpoint_dir=f"{tmp}/run"))
         if trial.error is not None: findings.append(trial.error)
-        elif trial.run.stopped == "interrupted":  # a Ctrl-C (or a callback's stop): no round trip, no verdict
-            findings.append(Finding("interrupted", "warning",
-                                    f"the dry run was interrupted after {trial.run.step} of its {steps} steps "
-                                    "(a Ctrl-C, or a callback asked to stop): it has no verdict",
-                                    advice="run dry_run again to the end"))
+        elif trial.run.stopped == "interrupted":  # a Stop, a Ctrl-C, a callback's stop: no round trip, no verdict
+            findings.append(_no_verdict(f"after {trial.run.step} of its {steps} steps"))
         else:
             findings += (own := _run_findings(trial.run))
             if not any(f.severity == "error" for f in own):  # after a failed trial, no checkpoint says more
                 findings += dry.round_trip(trial.run)
-                findings += dry.resume(trial.run, trial_cfg, f"{tmp}/resumed", cfg.accum_steps)
+                if stop_requested(stop): findings.append(_no_verdict("before its resumed step"))
+                else: findings += dry.resume(trial.run, trial_cfg, f"{tmp}/resumed", cfg.accum_steps)
     findings += _summary_findings(model, trial.train.first, loss_fn, findings)  # summary's checks agree
     report = DryRunReport(False, dry.findings + findings, run=trial.run,
                           peak_memory_mb=mem.peak_mb if device.type == "cuda" else mem.growth_mb,

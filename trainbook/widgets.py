@@ -18,7 +18,7 @@ from .splits import STRATEGIES, make_splits
 # %% auto #0
 __all__ = ['BALANCE_LAYOUT', 'BUTTON', 'PLACEHOLDER', 'weakly', 'keep_newest', 'Snapshot', 'buttons_html', 'split_code',
            'balance_figure', 'start_values', 'SplitBuilder', 'StopOnEvent', 'run_status', 'overfit_status', 'lr_status',
-           'error_html', 'TrainPanel', 'StudyPanel', 'config_text']
+           'dry_run_status', 'error_html', 'TrainPanel', 'StudyPanel', 'config_text']
 
 # %% ../nbs/12_widgets.ipynb #e5463f06
 def weakly(obj,  # the widget's owner (a panel, a builder)
@@ -275,6 +275,14 @@ def lr_status(finder,  # an `LRFinder` from `lr_find`
                 f"(config lr {config_lr:.2e}){': ' + why if why else ''}")
     return f"suggested lr: <b>{finder.suggestion:.2e}</b> (config lr {config_lr:.2e})"
 
+def dry_run_status(report,  # a `DryRunReport` from `dry_run`
+                  ) -> str:
+    "One status line for the dry run: PASSED, FAILED, or stopped (a Stop is no verdict on the set-up)."
+    if report.stopped:
+        return (f"dry run: <b>stopped</b> before a verdict ({report.steps} step(s) taken); press it again "
+                "and let it finish")
+    return f"dry run: <b>{'PASSED' if report.passed else 'FAILED'}</b> ({len(report.findings)} finding(s))"
+
 def error_html(what: str,  # the action that failed ("training", "find LR", ...)
                error: BaseException,  # what it raised
                frames: int = 3,  # how many of the innermost frames to show
@@ -407,12 +415,11 @@ class TrainPanel(Snapshot):
         # the pre-flight checks: one batch through every stage of `fit`
         from trainbook.preflight import dry_run
         report = dry_run(self.model, self.dl_train, self.dl_valid, loss_fn=self.loss_fn, config=self.config,
-                         metrics=self.metrics)
+                         metrics=self.metrics, stop=self._stop)  # a Stop: no verdict, as for the other tests
         self.dry_run_report = report
         self.findings.value = findings_html(report.findings)
         self.show_note(report.verdict_html())
-        return (f"dry run: <b>{'PASSED' if report.passed else 'FAILED'}</b> "
-                f"({len(report.findings)} finding(s))")
+        return dry_run_status(report)
 
     def _train(self):
         from trainbook.live import LiveCurves
@@ -540,8 +547,9 @@ class TrainPanel(Snapshot):
         return self._running is not None
 
     def stop(self):
-        """Ask the running action (training, Find LR, Overfit one batch) to stop at its next step; with none
-        running here, the action of an earlier panel on this model (its cell run again) that this one follows."""
+        """Ask the running action (training, Find LR, Overfit one batch, Dry run) to stop at its next step;
+        with none running here, the action of an earlier panel on this model (its cell run again) that this one
+        follows."""
         earlier = self._earlier
         if self._running is None and earlier is not None:
             earlier.stop()
