@@ -1,4 +1,6 @@
 "The progress bars: headless, in a notebook (tqdm.notebook), at an early stop, and what a saved notebook keeps."
+import io
+
 import pytest
 import torch
 from torch import nn
@@ -27,7 +29,7 @@ def test_progress_runs_headless(capsys):
 def test_the_step_bar_is_the_runs_steps(monkeypatch):
     "One step bar for the run (as Hugging Face's Trainer shows it), named by the epoch in progress: not one per epoch."
     monkeypatch.setattr("trainbook.progress.display_mode", lambda: "text")  # an IPython shell another test made: one bar
-    bar = Progress()
+    bar = Progress(lines=False)  # a terminal's bars (pytest's stderr is no terminal: it would get lines)
     run = _fit([bar], epochs=3)
     assert run.step == 3 * 40 and bar.steps.total == run.step  # 640 rows in batches of 16, three epochs
     assert bar.steps.desc.startswith("epoch 2")
@@ -140,11 +142,11 @@ def test_a_bar_that_ended_early_says_how_and_keeps_its_time(capsys, monkeypatch)
     assert run.stopped == "early_stopping" and bar.epochs.n == bar.epochs.total == run.epoch + 1
     assert before <= bar.epochs.start_t <= firsts[0]  # the clock of the run, not of the bar's last reset
     assert bar.epochs.desc.rstrip(": ") == f"epochs (stopped early after {run.epoch + 1} of 40)"
-    # max_steps mid-epoch: said by the bar and by a line, as an early stop is
+    # max_steps mid-epoch: said by the bar and by a line, as an early stop is; the epoch it closed counts
     run = tb.fit(nn.Sequential(nn.Linear(8, 3)), tb.TensorLoader(X, y, batch_size=64), [(X[:64], y[:64])],
                  loss_fn=nn.functional.cross_entropy, live=False, callbacks=[bar],
                  config=tb.TrainConfig(epochs=3, max_steps=6, device="cpu"))
-    assert run.stopped == "max_steps" and bar.epochs.desc.rstrip(": ") == "epochs (max_steps reached after 1 of 3)"
+    assert run.stopped == "max_steps" and bar.epochs.desc.rstrip(": ") == "epochs (max_steps reached after 2 of 3)"
     assert "stopped at max_steps=6 (epoch 1, step 6)" in capsys.readouterr().out
 
     class Boom(Callback):
@@ -189,7 +191,7 @@ def test_a_text_bars_last_drawing_is_its_end_not_zero(monkeypatch, capsys, tmp_p
     import re
     monkeypatch.setattr("trainbook.progress.display_mode", lambda: "text")
     X, y = blobs(n=128)
-    kw = dict(loss_fn=nn.functional.cross_entropy, live=False, callbacks=[Progress()])
+    kw = dict(loss_fn=nn.functional.cross_entropy, live=False, callbacks=[Progress(lines=False)])  # a terminal's
     cfg = lambda epochs: tb.TrainConfig(epochs=epochs, device="cpu", checkpoint_dir=str(tmp_path))
     first = tb.fit(nn.Linear(8, 3), tb.TensorLoader(X, y, batch_size=16), config=cfg(2), **kw)
     tb.fit(nn.Linear(8, 3), tb.TensorLoader(X, y, batch_size=16), config=cfg(4), resume=first.run_dir, **kw)
@@ -197,3 +199,59 @@ def test_a_text_bars_last_drawing_is_its_end_not_zero(monkeypatch, capsys, tmp_p
     for total in (16, 32):
         last = [p for p in lines if f"/{total} " in p][-1]
         assert f"{total}/{total} " in last and "-" not in last.split("[")[1], last
+
+
+@pytest.mark.parametrize("cfg", [dict(epochs=3, max_steps=20),
+                                 dict(epochs=40, lr=1e-6, patience=1, min_delta=1.0, eval_every=2)],
+                         ids=["max_steps", "early_stop_mid_epoch"])
+def test_an_end_inside_an_epoch_counts_the_epoch_it_validated(cfg):
+    """Probe 103: max_steps at step 20 of 12-step epochs read '1/1' over the values of the second epoch, while
+    run.metrics() had 2 rows; an early stop at a mid-epoch validation read one epoch short in the same way."""
+    X, y = blobs(n=192)
+    bars = Progress()
+    run = tb.fit(nn.Sequential(nn.Linear(8, 3)), tb.TensorLoader(X, y, batch_size=16), [(X[:64], y[:64])],
+                 loss_fn=nn.functional.cross_entropy, live=False, callbacks=[bars],
+                 config=tb.TrainConfig(device="cpu", **cfg))
+    assert run.stopped in ("max_steps", "early_stopping") and run.step % 12  # it ended inside an epoch
+    rows = run.metrics()
+    assert bars.epochs.n == bars.epochs.total == len(rows) == run.epoch + 1
+    assert f"after {len(rows)} of {cfg['epochs']})" in bars.epochs.desc
+    assert f"valid_loss={rows.valid_loss.iloc[-1]:.4g}" in str(bars.epochs)  # the values of the epoch it counts
+
+
+class _Terminal(io.StringIO):
+    "A stderr that says it is a terminal."
+    def isatty(self): return True
+
+
+def test_a_log_gets_one_plain_line_an_epoch_and_a_terminal_the_bars(monkeypatch):
+    """Probe 103: with stderr to a file, a script's log kept every redraw of two bars, carriage returns and the
+    step bar's cursor-up codes included; the docs promised a plain script one bar."""
+    import sys
+    monkeypatch.setattr("trainbook.progress.display_mode", lambda: "text")  # a plain script
+    X, y = blobs(n=64)
+    def fit(bars, epochs=2, **cfg):
+        return tb.fit(nn.Linear(8, 3), tb.TensorLoader(X, y, batch_size=16), [(X, y)],
+                      loss_fn=nn.functional.cross_entropy, live=False, callbacks=[bars],
+                      config=tb.TrainConfig(epochs=epochs, device="cpu", **cfg))
+    log = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", log)
+    bars = Progress()
+    fit(bars)
+    text = log.getvalue()
+    assert bars.steps is None and "\r" not in text and "\x1b" not in text  # no step bar, nothing redrawn
+    lines = text.splitlines()
+    assert [line.split("|")[0].strip() for line in lines] == ["epochs:   0%", "epochs:  50%", "epochs: 100%"]
+    assert "train_loss=" in lines[1] and "valid_loss=" in lines[2] and text.endswith("\n")
+    log.truncate(0), log.seek(0)
+    fit(Progress(), epochs=3, max_steps=6)  # an early end: its own line, the bar's last words
+    assert log.getvalue().splitlines()[-1].startswith("epochs (max_steps reached after 2 of 3): 100%")
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    bars = Progress()
+    fit(bars)
+    assert bars.steps is not None and bars.steps.n == 8 and "\r" in terminal.getvalue()  # a terminal: both bars
+    log.truncate(0), log.seek(0)
+    monkeypatch.setattr(sys, "stderr", log)
+    fit(Progress(lines=False))  # asked for: bars even where stderr is no terminal
+    assert "epoch 1:" in log.getvalue()

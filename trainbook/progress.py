@@ -4,8 +4,8 @@
 
 # %% ../nbs/11b_progress.ipynb #ce6ce977
 from __future__ import annotations
-import json, math, os, time
-from typing import Callable
+import json, math, os, sys, time
+from typing import Callable, Optional
 
 from .events import Callback
 from .live import LiveCurves, close_widgets, display_mode, show_output
@@ -21,25 +21,39 @@ class Progress(Callback):
     def __init__(self,
                  mininterval: float = 0.5,  # seconds between a bar's redraws
                  leave: bool = True,  # keep the epochs bar after the run
+                 lines: Optional[bool] = None,  # one plain line an epoch (None: a script's stderr not a tty)
                 ):
         self.mininterval, self.leave, self.epochs, self.steps, self.mode = mininterval, leave, None, None, None
+        self.lines, self.log = lines, None  # `log`: the stream a run's lines go to (None: bars are drawn)
         self._next = 0.0  # when the step bar moves next
         self._shown = {}  # a notebook bar's display handle, by bar: its output is rewritten at the end
 
-    def before_fit(self, state): self.epochs = self.steps = None  # each run draws its own bars
+    def before_fit(self, state): self.epochs = self.steps = self.log = None  # each run draws its own bars
     def before_step(self, state):  # drawn at the first step: a run refused at its first batch leaves no bars
         if self.epochs is None: self._open(state)
     def _open(self, state):
         self.mode = display_mode()  # read once a run (each read imports and asks IPython)
-        from tqdm import tqdm
         if self.mode == "widget": from tqdm.auto import tqdm  # a widget bar in a notebook
+        else: from tqdm import tqdm
+        # a log file keeps every drawing, carriage returns and cursor codes included: there the bar draws
+        # nowhere, and its state is written as one plain line at the start, at each epoch's end and at the end
+        lines = self.mode == "text" and not _is_terminal(sys.stderr) if self.lines is None else self.lines
+        if lines and self.mode != "widget": self.log = sys.stderr  # a notebook's widget bars are no stream
         self.epochs = self._bar(tqdm, total=state.config.epochs, initial=state.epoch, desc="epochs",
                                 leave=self.leave)
-        # one bar for the run's steps (as Hugging Face's Trainer), named by the epoch; headless: one bar only
-        self.steps = None if self.mode == "static" else self._bar(
+        self._say()
+        # one bar for the run's steps (as Hugging Face's Trainer), named by the epoch; an IPython shell without
+        # a kernel, or a log, has the epochs bar only
+        self.steps = None if self.mode == "static" or self.log is not None else self._bar(
             tqdm, total=state.total_steps, initial=state.step, desc=f"epoch {state.epoch}", leave=False)
+    def _say(self):
+        "A log's line: the epochs bar as it is now (nothing where the bar is drawn)."
+        if self.log is None: return
+        self.log.write(f"{self.epochs}\n")
+        self.log.flush()
     def _bar(self, tqdm, **kwargs):
         "A bar; a notebook's is shown through a display handle, so the end can rewrite what a saved notebook keeps."
+        if self.log is not None: return tqdm(file=_Unseen(), ascii=True, mininterval=self.mininterval, **kwargs)
         if self.mode != "widget": return tqdm(mininterval=self.mininterval, **kwargs)
         from tqdm.notebook import tqdm_notebook
         if not (isinstance(tqdm, type) and issubclass(tqdm, tqdm_notebook)):  # tqdm.auto outside a kernel
@@ -71,6 +85,7 @@ class Progress(Callback):
         if self.epochs is None: self._open(state)  # an epoch whose every step was skipped (non-finite losses)
         self._postfix(state)  # drawn by the update (tqdm throttles its redraws)
         self.epochs.update(1)
+        self._say()
     def _postfix(self, state):
         "The epochs bar's postfix: the last epoch's training loss and the latest validation."
         post = {k: f"{v:.4g}" for k, v in state.valid.items()}
@@ -96,15 +111,38 @@ class Progress(Callback):
             self._full(self.steps)
         if self.epochs is not None and stopped not in (None, "completed"):  # the end, in the text a notebook keeps
             total = self.epochs.total
+            if planned and self.epochs.n == state.epoch and _has_results(state.history, state.epoch):
+                self.epochs.n += 1  # the epoch a planned end closed inside (validated: a row of run.metrics())
             self._postfix(state)  # a max_steps end mid-epoch validated after the last epoch's end
             self.epochs.set_description(f"epochs ({END_WORDS.get(str(stopped), str(stopped))} after "
                                         f"{self.epochs.n} of {total})", refresh=False)
             if planned and total: self._full(self.epochs)
+            self._say()
         for bar in (self.steps, self.epochs):
             if bar is not None:
                 bar.close()
                 self._saved(bar)
         if planned: print(stop_summary(run))
+
+def _is_terminal(stream,  # a text stream: sys.stderr, a file, a pipe
+                ) -> bool:
+    "Whether `stream` is a terminal, where a bar can be redrawn in place (a file or a pipe keeps every drawing)."
+    try: return bool(stream.isatty())
+    except (AttributeError, ValueError): return False  # no isatty (a stand-in), or closed
+
+class _Unseen:
+    "Where a logged run's tqdm bar draws: nowhere (`Progress` writes its lines itself)."
+    def write(self, text: str): pass  # the drawing, carriage return and padding included
+    def flush(self): pass
+
+def _has_results(history,  # a run's `History`
+                 epoch: int,  # the epoch asked about
+                ) -> bool:
+    "Whether `epoch` has an epoch's results (its epoch records, a validation): a row of `Run.metrics()`."
+    for _, at, split, name, _ in reversed(history.rows()):
+        if at < epoch: return False  # records come in epoch order: none of it before
+        if at == epoch and (split == "valid" or name.startswith("epoch_")): return True
+    return False
 
 END_WORDS = {"early_stopping": "stopped early", "max_steps": "max_steps reached", "interrupted": "interrupted",
              "failed": "failed", "nonfinite": "stopped on a non-finite loss", "pruned": "pruned"}
