@@ -4,26 +4,27 @@
 
 # %% ../nbs/16_tracking.ipynb #d9ef80e5
 from __future__ import annotations
-import contextlib, contextvars, io, json, math, os, tempfile, time, uuid, weakref
+import contextlib, io, json, math, os, tempfile, time, uuid, weakref
 from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional, Union
 
 from .core import Finding, History, TrainConfig, this_process, warn
 from .events import Callback, LoopState, add_session_observer, remove_session_observer
-from .run import EVIDENCE, PER_STEP, Run, record_key, run_record_bytes
+from .run import Run, run_record_bytes
+from .run_fields import (context_params, epoch_points, metric_names, metric_points, model_params,
+                                  params_of, renamed_metrics, run_params, status_of, tags_of)
 from .store import (MAX_PARAM_VALUE, MAX_TAG_VALUE, artifact_repository, bound_http, check_server,
                              is_remote, make_sqlite_folder, mark_dead_runs, no_answer, owner_tags,
-                             quiet_mlflow, read_limits, resolve_uri, safe_items, safe_key,
-                             safe_names, safe_value, server_errors, spool, spooled, deliver_spooled)
+                             quiet_mlflow, read_limits, resolve_uri, safe_items,
+                             safe_value, server_errors, spool, spooled, deliver_spooled)
+_all_ = ["run_params"]  # re-exported: tb.run_params, and its first home
+
 
 # %% auto #0
-__all__ = ['DEFAULT_URI', 'RENAMED_METRICS', 'RUN_KEY', 'tracking_uri', 'metric_key', 'epoch_points', 'metric_points',
-           'renamed_metrics', 'metric_names', 'run_params', 'context_params', 'params_of', 'tags_of', 'status_of',
-           'TrackedRun', 'Tracker', 'metrics_of', 'track', 'sync', 'untrack', 'active_tracker', 'log_run',
-           'write_scalars', 'to_tensorboard']
+__all__ = ['DEFAULT_URI', 'RUN_KEY', 'tracking_uri', 'TrackedRun', 'Tracker', 'metrics_of', 'track', 'sync', 'untrack',
+           'active_tracker', 'log_run', 'write_scalars', 'to_tensorboard', 'run_params']
 
 # %% ../nbs/16_tracking.ipynb #16f62e19
 DEFAULT_URI = "sqlite:///mlruns.db"
@@ -34,128 +35,6 @@ def tracking_uri(uri: Optional[str] = None,  # a tracking URI or a path (`store.
     if uri is None: uri = os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_URI
     return resolve_uri(uri)  # a blank uri is refused by name, not read as the default
 
-RENAMED_METRICS = "trainbook.renamed_metrics"  # the tag: {MLflow key: the metric's name} where they differ
-
-def metric_key(split: str,  # 'train', 'valid', ...
-               name: str,  # the record's name in the History
-              ) -> str:
-    "A record's MLflow key when no other name of its run takes it: its name in `run.RECORDS`, made safe."
-    return safe_key(record_key(split, name))
-
-def epoch_points(rows: Iterable[tuple],  # History records (step, epoch, split, name, value)
-                 ) -> list[tuple[str, int, float]]:
-    """The per-epoch `(name, step, value)` points of history records, as `Run.metrics()` shows them (`train_loss`,
-    `valid_acc@1`, each epoch's last learning rate as `train_lr`) and the other per-epoch train records
-    (`train_data_wait`): per-step ones thinned, the diagnosis's evidence left out."""
-    rows = list(rows)
-    # a train value with an `epoch_` twin is a running mean over the epoch's batches (Keras'): the twin is its
-    # epoch's value, named as Run.metrics() names it
-    twins = {n[len("epoch_"):] for _, _, split, n, _ in rows if split == "train" and n.startswith("epoch_")}
-    points, lr, shown = [], {}, set()
-    for step, epoch, split, name, value in rows:
-        if (split, name) == ("train", "lr"): lr[epoch] = (step, value)  # the epoch's last, in whatever order
-        if (split, name) in EVIDENCE or split == "train" and (name in PER_STEP or name in twins or "/" in name):
-            continue
-        epochly = split == "train" and name.startswith("epoch_")
-        points.append((f"train_{name[len('epoch_'):]}" if epochly else record_key(split, name), step, value))
-        if epochly or split == "valid": shown.add(epoch)
-    # an epoch's lr whether written before its loss (fit) or after (Keras); none for an epoch that logged its
-    # steps' lr alone (stopped inside it), as Run.metrics() has no row for it
-    return points + [("train_lr", *lr[e]) for e in sorted(lr) if e in shown]
-
-def metric_points(rows: Iterable[tuple],  # History records (step, epoch, split, name, value)
-                  keys: Optional[dict] = None,  # one run's name -> MLflow key so far, extended in place
-                  ) -> list[tuple[str, int, float]]:
-    """The per-epoch `(key, step, value)` points of history records, keyed for MLflow: no two names share a
-    key."""
-    # acc@1 and acc_1 are both valid_acc_1 to `safe_key`: the run's map keeps them two keys
-    # (`store.safe_names`)
-    points = epoch_points(rows)
-    keys = {} if keys is None else keys
-    keys.update(safe_names((name for name, _, _ in points), keys))
-    return [(keys[name], step, value) for name, step, value in points]
-
-def renamed_metrics(keys: dict,  # one run's name -> MLflow key (what `metric_points` filled)
-                   ) -> dict[str, str]:
-    """The tags that let a reader find each renamed metric: {RENAMED_METRICS: JSON of MLflow key -> name},
-    or {}."""
-    renamed = {key: name for name, key in list(keys.items()) if key != name}  # a copy: the writer may add one
-    return {RENAMED_METRICS: safe_value(json.dumps(renamed), MAX_TAG_VALUE)} if renamed else {}
-
-def metric_names(tags: dict,  # a recorded run's tags
-                ) -> dict[str, str]:
-    "MLflow key -> the metric's name as written, for the keys of a recorded run that differ from its names."
-    try: names = json.loads(tags.get(RENAMED_METRICS) or "{}")
-    except ValueError: return {}  # cut to MLflow's limit: the keys as they are
-    return names if isinstance(names, dict) else {}
-
-# %% ../nbs/16_tracking.ipynb #23c1694d
-# the open `run_params` blocks, innermost last, as {"params", "tags"} layers. A context variable, not a module
-# global: each thread (and asyncio task) has its own, so two runs trained at once keep their own params
-_CONTEXT: contextvars.ContextVar[tuple] = contextvars.ContextVar("trainbook_run_params", default=())
-
-@contextmanager
-def run_params(tags: Optional[dict] = None,  # tags to add as well (strings)
-               **params,  # params recorded with every run tracked inside the block, e.g. hidden=64
-               ):
-    "Record these params (and tags) with every run tracked inside the `with` block, in this thread."
-    before = _CONTEXT.get()
-    _CONTEXT.set((*before, {"params": dict(params), "tags": dict(tags or {})}))
-    try: yield
-    finally: _CONTEXT.set(before)
-
-def context_params(what: str = "params",  # 'params', or 'tags'
-                  ) -> dict:
-    "The params (or tags) of the `run_params` blocks open in this thread; an inner block's value wins."
-    out = {}
-    for layer in _CONTEXT.get(): out.update(layer[what])
-    return out
-
-def _model_params(model) -> dict:
-    if model is None: return {}
-    n = sum(p.numel() for p in model.parameters()) if hasattr(model, "parameters") else None
-    return {"model": type(model).__name__, **({"model_params": n} if n is not None else {})}
-
-def params_of(run: Run,  # a finished run
-              ) -> dict[str, str]:
-    "The params recorded for `run`: its settings, its model's class and size, GBDT parameters, `run_params`."
-    # its settings: what its trainer says describes it (`run.extra["settings"]`: a boosting run's rounds,
-    # patience, class_weight, ...; never TrainConfig's torch fields it did not use), else its whole config
-    settings = run.extra.get("settings")
-    out = dict(run.config.to_dict() if settings is None else settings)
-    out.update(_model_params(run.model) if run.kind == "torch" else {"model": run.kind})
-    out.update({f"{run.kind}.{k}": v for k, v in run.extra.get("params", {}).items()})
-    out.update(run.extra.get("run_params", {}))
-    return {k: str(v)[:6000] for k, v in out.items()}
-
-def _extra(run: Run, name: str):
-    "A detail a run keeps as an attribute or in `run.extra` (fingerprints, the error of a failed run)."
-    return getattr(run, name, None) or run.extra.get(name)
-
-def _severity_order(f) -> int: return {"error": 0, "warning": 1, "info": 2}.get(f.severity, 3)
-
-def tags_of(run: Run,  # a finished run
-            ) -> dict[str, str]:
-    "The tags recorded for `run`: how it stopped, findings, fingerprints, precision, device, versions."
-    env = run.environment or {}
-    packages = env.get("packages", {})
-    findings = sorted(run.findings, key=_severity_order)
-    # the monitor `best` is of: a fit without validation data follows train_loss, whatever config.monitor says
-    tags = {"stopped": run.stopped, "kind": run.kind, "monitor": run.monitor_followed(),
-            "findings": ", ".join(f"{f.kind}:{f.severity}" for f in findings),
-            **{f"finding.{f.kind}": f.severity for f in findings},
-            "precision": run.extra.get("precision"), "device": run.extra.get("device"),
-            "split_fingerprint": _extra(run, "split_fingerprint"),
-            "data_fingerprint": _extra(run, "data_fingerprint"),
-            "git_commit": env.get("git_commit"), "mlflow.source.git.commit": env.get("git_commit"),
-            "trainbook_version": packages.get("trainbook"), "torch_version": env.get("torch"),
-            "checkpoint_dir": str(run.run_dir) if run.run_dir else None, "error": _extra(run, "error")}
-    return {k: str(v)[:5000] for k, v in tags.items() if v not in (None, "")}
-
-def status_of(run: Run,  # a finished run
-              ) -> str:
-    "MLflow's run status for how the run ended: FAILED, KILLED (interrupted, killed) or FINISHED."
-    return {"failed": "FAILED", "interrupted": "KILLED", "killed": "KILLED"}.get(run.stopped, "FINISHED")
 
 # %% ../nbs/16_tracking.ipynb #55d0f695
 _EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}  # MLflow's UI: a training experiment
@@ -284,7 +163,7 @@ class TrackedRun(Callback):
     def before_fit(self, state: LoopState):
         self.own = context_params()  # this thread's blocks, read once: the run keeps them (`after_fit`)
         settings = state.config.to_dict() if self.settings is None else self.settings  # as `params_of` says
-        params = {**settings, **_model_params(state.model), **self.own}
+        params = {**settings, **model_params(state.model), **self.own}
         params, renamed = _safe_params(params)
         tags = {"kind": self.kind, **context_params("tags"), **owner_tags(this_process()), **renamed,
                 **({"trainbook.run_dir": str(state.run_dir)} if state.run_dir else {}),
