@@ -15,7 +15,8 @@ from .events import Callback, add_session_observer, remove_session_observer
 from .loop import fit
 from .run import Run, monitored_record
 from .study import (SQLITE_LOCK_WAIT, add_note, check_storage, is_locked, locked_error, make_pruner,
-                             make_sampler, make_storage, new_study_name, storage_text, fail_stale_trials)
+                             make_sampler, make_storage, new_study_name, prepare_study, storage_text,
+                             fail_stale_trials)
 from .tracking import run_params
 from .widgets import StudyPanel, config_text
 
@@ -23,7 +24,7 @@ from .widgets import StudyPanel, config_text
 __all__ = ['KINDS', 'CONFIG_FIELDS', 'TRIAL_OBSERVER', 'check_space', 'suggest', 'MonitorReport', 'Pruning', 'TrialConfig',
            'fit_objective', 'SearchResult', 'check_search', 'TrialFailed', 'KnownFailures', 'TrialDiverged',
            'run_attrs', 'fail_reason', 'trial_value', 'search', 'conclude_search', 'fail_running', 'best_completed',
-           'attr_value']
+           'config_values', 'attr_value']
 
 # %% ../nbs/17_tuning.ipynb #7e31bccb
 KINDS = ("log", "int", "int_log", "float")
@@ -42,11 +43,23 @@ def check_space(space: Union[dict, Callable],  # dict of ranges/choices/constant
             raise ValueError(f"{where}: neither a TrainConfig field nor a parameter of model_factory"
                              f"{did_you_mean(name, sorted(takes))}")
         if isinstance(spec, list) and not spec: raise ValueError(f"{where}: an empty list of choices")
+        if isinstance(spec, (range, set, frozenset)): raise ValueError(_meant_choices(where, spec))
         if isinstance(spec, tuple): _check_range(where, spec)
         # a value TrainConfig refuses ('0.01', epochs from a float range) would fail in every trial, after the
         # search started: TrainConfig itself says now which values a field takes
         if config is not None and name in {f.name for f in fields(TrainConfig)}:
             _check_field(where, config, name, spec)
+
+def _meant_choices(where: str, spec) -> str:
+    "The error for a range() or a set in a dict space: a constant by the table, but surely meant as choices."
+    values = list(spec)
+    try: values = sorted(values)
+    except TypeError: pass  # a set of unlike things: its own order
+    shown = repr(values) if len(values) <= 8 else repr(values[:8])[:-1] + ", ...]"
+    steps = isinstance(spec, range) and spec.step == 1 and len(spec) > 1
+    ints = f", or for an integer range ('int', {spec.start}, {spec.stop - 1})" if steps else ""
+    return (f"{where}: a {type(spec).__name__} would reach every trial as one constant; for choices give a "
+            f"list, {shown}{ints}")
 
 def _check_range(where: str, spec: tuple):
     "A range `(low, high)` or `(kind, low, high)` Optuna can sample, or a ValueError naming `where`."
@@ -202,6 +215,10 @@ def fit_objective(model_factory: Callable,  # model_factory(**values not TrainCo
     base = base_config if base_config is not None else TrainConfig()
     if not isinstance(base, TrainConfig):
         raise TypeError(f"base_config must be a TrainConfig, got {type(base).__name__}")
+    if dl_valid is None and base.monitor.startswith("valid_"):  # fit would follow train_loss (or refuse, per trial)
+        raise ValueError(f"dl_valid is None, so no trial has a {base.monitor} to be judged and pruned by (fit would "
+                         "follow train_loss, which rewards overfitting): pass dl_valid, or "
+                         "base_config=TrainConfig(monitor='train_loss') to search on the training loss")
     def objective(config: TrialConfig) -> Run:
         cfg = base.replace(**{k: v for k, v in config.items() if k in CONFIG_FIELDS})
         model = model_factory(**{k: v for k, v in config.items() if k not in CONFIG_FIELDS})
@@ -229,7 +246,7 @@ def _takes(model_factory: Callable) -> Optional[set]:
 class SearchResult:
     "What a search leaves: the best config and value, the trials as a DataFrame, the runs, Optuna's study."
     study: Any  # the optuna.Study
-    best_config: dict  # the best trial's whole config (sampled values and constants)
+    best_config: dict  # the best trial's whole config as it ran (sampled values, constants: the space's own objects)
     best_value: float  # its objective value
     best_trial: int  # its number
     runs: dict = field(default_factory=dict)  # trial number -> Run, for the trials this process ran
@@ -298,7 +315,8 @@ def check_search(objective: Union[Callable, tuple],  # config -> Run (or a numbe
         raise ValueError(f"n_trials must be a positive integer, got {n_trials!r}")
     if direction not in (None, "minimize", "maximize"):
         raise ValueError(f"direction must be 'minimize', 'maximize' or None, got {direction!r}")
-    if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
+    # True is an int: taken as 1 s, it would cut the search to a trial or two
+    if timeout is not None and (isinstance(timeout, bool) or not (isinstance(timeout, (int, float)) and timeout > 0)):
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     return fit_objective(*objective) if isinstance(objective, (tuple, list)) else objective
 
@@ -324,8 +342,10 @@ class TrialDiverged(TrialFailed):
 
 def run_attrs(run: Run,  # a trial's run
              ) -> dict:
-    "What a trial records of its run: how it stopped, and a diverged run's finding."
+    "What a trial records of its run: how it stopped, a diverged run's finding, the monitor it fell back to."
     attrs = {"stopped": str(run.stopped)}
+    if run.monitor_followed() != run.config.monitor:  # no dl_valid: fit followed train_loss for valid_loss
+        attrs["monitor"] = run.monitor_followed()
     if run.stopped == "nonfinite":
         found = [f for f in run.findings if f.kind in ("nonfinite", "diverging")]
         attrs["finding"] = str(found[0]) if found else "the run stopped on a non-finite value"
@@ -416,24 +436,25 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     sampler = make_sampler(seed)
     _check_direction(direction, base, space)
     direction = direction or ("maximize" if base is not None and base.mode == "max" else "minimize")
-    study_name = study_name or new_study_name()
+    named, study_name = study_name is not None, study_name or new_study_name()
     where = storage_text(storage)
     verbosity = optuna.logging.get_verbosity()
     # the panel says what Optuna's INFO lines would: quieter while searching, never louder than the user said
     quiet = max(verbosity, optuna.logging.WARNING)
     optuna.logging.set_verbosity(quiet)
     began = time.monotonic()  # a locked file's error says how long the call waited
-    try: study = optuna.create_study(storage=make_storage(storage, heartbeat), study_name=study_name,
-                                     direction=direction, pruner=pruner, sampler=sampler, load_if_exists=True)
+    try:
+        store = make_storage(storage, heartbeat)
+        # a new name beside others said (a typo); another direction refused, or made again when nothing finished
+        prepare_study(store, study_name, direction, where, named)
+        study = optuna.create_study(storage=store, study_name=study_name, direction=direction, pruner=pruner,
+                                    sampler=sampler, load_if_exists=True)
     except Exception as err:  # the file locked after the storage opened: its first write waited out
         made = isinstance(storage, (str, type(None))) and not isinstance(err, TimeoutError)  # TimeoutError: said
         if not (made and is_locked(err)): raise
         raise locked_error(storage, SQLITE_LOCK_WAIT, time.monotonic() - began) from err
     finally: optuna.logging.set_verbosity(verbosity)
     fail_stale_trials(study)  # trials of killed workers: FAIL, before the sampler reads the study
-    if study.direction.name.lower() != direction:
-        raise ValueError(f"study {study_name!r} already exists and {study.direction.name.lower()}s; "
-                         "pass direction= to match")
     _check_joined_ranges(study, space, where)  # Optuna would fail trial after trial, naming no parameter
     _warn_other_space(study, space, where)
     metric = base.monitor if base is not None else "valid_loss"
@@ -443,9 +464,11 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
 
     repeats: list = []  # (trial, the earlier trial whose whole config it drew)
     interrupted: list = []  # the trials Ctrl-C stopped: FAIL in the study, not failures of the objective
+    configs: dict = {}  # trial number -> the values it ran with (the study stores a tuple or a class as its str)
 
     def run_trial(trial) -> float:
         values = suggest(trial, space)
+        configs[trial.number] = values
         config = {k: attr_value(v) for k, v in values.items()}
         trial.set_user_attr("config", config)
         trial.set_user_attr("worker", worker)
@@ -492,7 +515,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     except (KeyboardInterrupt, Exception) as err:
         if not _ctrl_c(err):  # an objective's error: the trial is FAIL, the finished ones stay in the study
             result.stopped = "failed"
-            _keep_best(result, study)
+            _keep_best(result, study, space, configs)
             err.result = result  # as fit's `err.run`: what was done before the error
             again = f"storage={where!r}" if storage is None or isinstance(storage, str) else "the same storage"
             add_note(err, f"search: study {study_name!r} in {where} keeps its {len(_completed(study))} finished "
@@ -512,7 +535,8 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
         if repeats: _warn_repeats(repeats, trained=not isinstance(space, dict))
     # this search's failed trials (the best is of the rest); the interrupted one is said by `stopped`
     failed = [n for n, state in panel.states.items() if state == "fail" and n not in interrupted]
-    return conclude_search(result, failed, len(panel.states))
+    return conclude_search(result, failed, len(panel.states), space=space, configs=configs,
+                           mine=list(panel.states))
 
 def _ctrl_c(err: BaseException) -> bool:
     "Whether `err` is a Ctrl-C, or an error raised while handling one (Optuna's, when it lands in its `tell`)."
@@ -523,10 +547,14 @@ def conclude_search(result: SearchResult,  # this search's result, `stopped` sai
                     failed: list,  # the numbers of this search's failed trials (an interrupted one is not failed)
                     ran: int,  # the trials this search ran
                     errors: list = (),  # more reasons for the messages: errors trials raised (Ray's)
+                    space=None,  # the search's space: `best_config` holds its choices and constants themselves
+                    configs: Optional[dict] = None,  # trial number -> the values it ran with, where known
+                    mine: list = (),  # the numbers of this search's trials: those that validated nothing are said
                    ) -> SearchResult:
     "How a search ends, either engine: `result` with its best; failed trials warned of; none completed: an error."
     study, reasons = result.study, _fail_reasons(result.study, errors)
-    if _keep_best(result, study) is None:
+    _warn_unvalidated(study, mine)
+    if _keep_best(result, study, space, configs) is None:
         states = result.states
         if result.stopped == "interrupted":
             warn(f"search interrupted before any trial of study {study.study_name!r} completed: {states}")
@@ -537,6 +565,16 @@ def conclude_search(result: SearchResult,  # this search's result, `stopped` sai
         raise err
     if failed: warn(f"search: {len(failed)} of {ran} trials failed{reasons}")
     return result
+
+def _warn_unvalidated(study, mine: list):
+    "Say which of this search's trials had no validation (their runs followed train_loss): they rank overfitting."
+    mine = set(mine)
+    fell = [t for t in study.get_trials(deepcopy=False) if t.number in mine and "monitor" in t.user_attrs]
+    if not fell: return
+    numbers = ", ".join(str(t.number) for t in fell[:10]) + (", ..." if len(fell) > 10 else "")
+    warn(f"search: trial(s) {numbers} had no validation data (fit got dl_valid=None), so each trial's value is "
+         f"its run's best {fell[0].user_attrs['monitor']}, which rewards overfitting, and no trial could be "
+         "pruned: pass dl_valid to fit, or TrainConfig(monitor='train_loss') to search on it knowingly")
 
 TRIAL_OBSERVER = "search_trial"  # the session-observer name under which a running trial's Pruning is attached
 
@@ -597,13 +635,32 @@ def _fail_reasons(study, errors: list = (), most: int = 3) -> str:
     more = f"; {len(reasons) - most} more in result.trials" if len(reasons) > most else ""
     return ": " + "; ".join(reasons[:most]) + more
 
-def _keep_best(result: SearchResult, study) -> Optional[tuple[int, float]]:
-    "Put the study's best completed trial (number, value, whole config) into `result`; that trial, or None."
+def _keep_best(result: SearchResult, study, space=None, configs: Optional[dict] = None,
+              ) -> Optional[tuple[int, float]]:
+    "Put the study's best completed trial (number, value, config as it ran) into `result`; that trial, or None."
     if (best := best_completed(study)) is None: return None
     top = _best_trial(study)
-    result.best_trial, result.best_value, result.best_config = top.number, top.value, dict(
-        top.user_attrs.get("config", top.params))
+    ran = (configs or {}).get(top.number)  # run by this process: the values themselves
+    stored = top.user_attrs.get("config", top.params)
+    result.best_trial, result.best_value = top.number, top.value
+    result.best_config = dict(ran) if ran is not None else config_values(stored, space)
     return best
+
+def config_values(stored: dict,  # a trial's `config` user attribute (what `attr_value` made of each value)
+                  space=None,  # the search's space: a dict's choices and constants are found again
+                 ) -> dict:
+    "A trial's config as it ran: a value stored as its str (a tuple, a class) is the space's own object again."
+    ran = dict(stored)
+    for name, spec in (space.items() if isinstance(space, dict) else ()):
+        if name not in ran or isinstance(spec, tuple): continue  # a range's value is stored as sampled
+        options = spec if isinstance(spec, list) else [spec]
+        ran[name] = next((o for o in options if _stored_as(o, ran[name])), ran[name])
+    return ran
+
+def _stored_as(option, stored) -> bool:
+    "Whether `stored` is what `attr_value` made of `option` (True is not 1)."
+    made = attr_value(option)
+    return isinstance(made, bool) is isinstance(stored, bool) and made == stored
 
 def _check_direction(direction: Optional[str], base: Optional[TrainConfig], space):
     "A direction the base config's mode contradicts fails now, not in trial 0 after its whole fit."
@@ -632,7 +689,8 @@ class _Ranges:
 def _check_joined_ranges(study, space, where: str):
     "A joined study that sampled a name of `space` from another kind of range (or other choices) fails now."
     if not isinstance(space, dict): return  # a function's ranges are known only once it runs
-    from optuna.distributions import BaseDistribution, check_distribution_compatibility
+    from optuna.distributions import (BaseDistribution, check_distribution_compatibility, distribution_to_json,
+                                      json_to_distribution)
     before = {}
     for t in study.get_trials(deepcopy=False): before.update(t.distributions)
     for name, spec in space.items():
@@ -641,6 +699,13 @@ def _check_joined_ranges(study, space, where: str):
         if not isinstance(new, BaseDistribution): continue  # a constant
         try: check_distribution_compatibility(before[name], new)
         except ValueError as e:
+            try: kept = json_to_distribution(distribution_to_json(new))  # as a database keeps it: (16,) as [16]
+            except (TypeError, ValueError): kept = None
+            if kept == before[name]:  # the same choices: Optuna refuses those it cannot store as they are
+                raise ValueError(f"space[{name!r}]: study {study.study_name!r} in {where} keeps the choices "
+                                 f"{new.choices} as {before[name].choices}, and Optuna refuses to continue it with "
+                                 f"them: give choices as strings, numbers, bools or None (e.g. "
+                                 f"{[str(c) for c in new.choices]}, turned into values in the objective)") from None
             raise ValueError(f"space[{name!r}]: study {study.study_name!r} in {where} sampled {name} from "
                              f"{before[name]}, this space gives {new} ({e}); keep the earlier kind of range "
                              "(or the same choices), or pass a new study_name to start afresh") from None
