@@ -4,7 +4,7 @@ reads its own rows of a Ray Dataset and of a plain DataLoader; in the same launc
 and fit resumes exactly (to the bit) from Ray's last checkpoint by itself; a worker that raises is named with its
 traceback; a Tune search runs trials two at a time with ASHA stopping some (pruned) and a killed one failed, with the
 Optuna path's study table, and its best config re-fitted gives its best value; a Ray Dataset is a loader."""
-import importlib.util, os, signal, subprocess, sys, threading, time, warnings
+import importlib.util, logging, os, signal, subprocess, sys, threading, time, warnings
 from pathlib import Path
 
 import pytest
@@ -338,17 +338,40 @@ def test_a_trial_asha_stops_keeps_the_report_it_was_stopped_on():
                            mode="min", study_name="s", storage=optuna.storages.InMemoryStorage(),
                            sampler=make_sampler(0))
     for tid in ("first", "later", "done"): searcher.suggest(tid)
-    report = lambda it, value: {"training_iteration": it, "objective": value, "step": 6 * it}
+    # as TuneReport sends them: ASHA reads the best so far (objective), the study records each value from 0
+    report = lambda it, value, best=None: {"training_iteration": it, "objective": value if best is None else best,
+                                           "value": value, "report": it - 1, "step": 6 * it}
     searcher.on_trial_complete("first", report(1, 0.9))  # stopped at its first report
     searcher.on_trial_result("later", report(1, 0.8))
-    searcher.on_trial_complete("later", report(2, 0.7))  # stopped at its second
+    searcher.on_trial_complete("later", report(2, 0.85, best=0.8))  # stopped at its second, worse than its first
     searcher.on_trial_result("done", report(1, 0.5))
     searcher.on_trial_result("done", {"final": True, "objective": 0.4, "training_iteration": 2})
     searcher.on_trial_complete("done", {"final": True, "objective": 0.4, "training_iteration": 2})
     first, later, done = searcher._ot_study.trials
-    assert (first.state.name, first.intermediate_values, first.value) == ("PRUNED", {1: 0.9}, 0.9)
-    assert (later.state.name, later.intermediate_values, later.value) == ("PRUNED", {1: 0.8, 2: 0.7}, 0.7)
-    assert (done.state.name, done.intermediate_values, done.value) == ("COMPLETE", {1: 0.5}, 0.4)  # final: no step
+    assert (first.state.name, first.intermediate_values, first.value) == ("PRUNED", {0: 0.9}, 0.9)
+    # probe 101, r_6: the values themselves, numbered from 0 (Ray stored the best so far from 1), as tb.search
+    assert (later.state.name, later.intermediate_values, later.value) == ("PRUNED", {0: 0.8, 1: 0.85}, 0.85)
+    assert (done.state.name, done.intermediate_values, done.value) == ("COMPLETE", {0: 0.5}, 0.4)  # final: no step
+
+
+def test_both_engines_record_one_trial_alike(tmp_path):
+    "Probe 101, r_6: the same run's intermediate values: each validation's, from 0 (Ray stored the best so far from 1)."
+    X, y = data()
+    dl_train = tb.TensorLoader(X[:192], y[:192], batch_size=64)
+    dl_valid = tb.TensorLoader(X[192:], y[192:], batch_size=64)
+
+    def make_model(hidden=13):
+        torch.manual_seed(0)
+        return nn.Sequential(nn.Linear(8, hidden), nn.ReLU(), nn.Linear(hidden, 3))
+
+    objective = (make_model, dl_train, dl_valid, nn.CrossEntropyLoss(), tb.TrainConfig(epochs=4, device="cpu"))
+    space = {"lr": [0.7]}  # a loss that goes up and down: the best so far differs from the values
+    by_optuna = tb.search(objective, space, 1, storage=str(tmp_path / "o.db"), study_name="o", live=False)
+    by_ray = ray_engine.search(objective, space, 1, max_concurrent=1, storage=str(tmp_path / "r.db"),
+                               study_name="r", live=False)
+    curve = by_optuna.study.trials[0].intermediate_values
+    assert list(curve) == [0, 1, 2, 3] and curve != {k: min(list(curve.values())[:k + 1]) for k in curve}, curve
+    assert by_ray.study.trials[0].intermediate_values == pytest.approx(curve)
 
 
 def test_a_ray_trial_knows_its_number_and_a_search_that_completes_none_says_why(tmp_path):
@@ -461,14 +484,31 @@ def test_a_ctrl_c_stops_a_ray_search_as_interrupted(tmp_path):
         os.kill(os.getpid(), signal.SIGINT)
 
     threading.Thread(target=ctrl_c_once_trial_0_completed, daemon=True).start()
-    with warnings.catch_warnings(record=True) as said:
-        warnings.simplefilter("always")
-        res = ray_engine.search(objective, {"lr": ("log", 1e-3, 1e-1)}, 4, max_concurrent=2, storage=str(db),
-                                study_name="c", live=False)
+    tune_log, told = logging.getLogger("ray.tune.tune"), Told()
+    tune_log.addHandler(told)
+    try:
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            res = ray_engine.search(objective, {"lr": ("log", 1e-3, 1e-1)}, 4, max_concurrent=2, storage=str(db),
+                                    study_name="c", live=False)
+    finally: tune_log.removeHandler(told)
     states = [t.state.name for t in res.study.trials]
     assert res.stopped == "interrupted" and res.best_trial == 0, (res.stopped, states)
     assert states[0] == "COMPLETE" and set(states[1:]) <= {"FAIL"}, states  # none left RUNNING
     assert not [w for w in said if "failed" in str(w.message)], [str(w.message) for w in said]
+    # probe 101, r_7: Tune's 'Tuner.restore(path=...)' named a folder the search removes; the study continues it
+    assert not [m for m in told.messages if "Tuner.restore" in m], told.messages
+    assert (f"search interrupted: study 'c' in {db} keeps its finished trials; continue it with "
+            f"search(..., study_name='c', storage={str(db)!r}, engine='ray')") in [str(w.message) for w in said]
+
+
+class Told(logging.Handler):
+    "The messages a logger passed on."
+    def __init__(self):
+        super().__init__()
+        self.messages = []
+
+    def emit(self, record): self.messages.append(record.getMessage())
 
 
 def test_a_ctrl_c_inside_a_ray_trial_ends_the_search_as_under_tb_search(tmp_path):
@@ -495,4 +535,6 @@ def test_a_ctrl_c_inside_a_ray_trial_ends_the_search_as_under_tb_search(tmp_path
     # trial 0 may be stopped before its objective began; trials 2 and 3 never start
     assert states == ["FAIL", "FAIL"] and {"1"} <= {p.name for p in started.iterdir()} <= {"0", "1"}
     assert [str(w.message) for w in said if "search" in str(w.message)] == [
-        f"search interrupted before any trial of study 'k' completed: {{'FAIL': 2}}"]
+        f"search interrupted: study 'k' in {tmp_path / 's.db'} keeps its finished trials; continue it with "
+        f"search(..., study_name='k', storage={str(tmp_path / 's.db')!r}, engine='ray')",
+        "search interrupted before any trial of study 'k' completed: {'FAIL': 2}"]

@@ -26,10 +26,16 @@ __all__ = ['RUN_DIR_NOTE', 'LocalNotes', 'init_local', 'shutdown_local', 'Collec
 
 # %% ../nbs/14a_ray.ipynb #8888818f
 class LocalNotes(logging.Filter):
-    "Ray's note that a new local cluster takes token authentication (its default), kept out of the cell."
-    def filter(self, record: logging.LogRecord,  # a record of Ray's authentication set-up
+    "A note of Ray's kept out of the cell: by default, that a new local cluster takes token authentication."
+    def __init__(self,
+                 start: str = "Token authentication is enabled for this Ray cluster",  # how the note begins
+                ):
+        super().__init__()
+        self.start = start
+
+    def filter(self, record: logging.LogRecord,  # a record of Ray's logger
               ) -> bool:
-        return not record.getMessage().startswith("Token authentication is enabled for this Ray cluster")
+        return not record.getMessage().startswith(self.start)
 
 _AUTH_LOGGER = "ray._private.authentication.authentication_token_setup"  # where Ray logs that note
 
@@ -441,11 +447,14 @@ class TuneReport(MonitorReport):
     def report(self, state,  # the loop's state
                value: float,  # the newest monitored value (finite)
               ):
-        "Report a new monitored value and the best so far (Tune's scheduler reads `objective`)."
+        """Report a new monitored value and the best so far: Tune's scheduler reads `objective` (the best), the study
+        records `value` as intermediate value number `report` (from 0), as tb.search's `Pruning` does."""
         from ray import tune
         better = self.best is None or (value < self.best if self.mode == "min" else value > self.best)
         if better: self.best = value
-        tune.report({"objective": self.best, "_".join(self.key): value, "step": state.step,
+        self.reports += 1
+        tune.report({"objective": self.best, "value": value, "report": self.reports - 1,
+                     "_".join(self.key): value, "step": state.step,
                      "trained": self.trained(state), "findings": _findings_json(state.findings),
                      **_stamp(self.started)})
 
@@ -551,8 +560,13 @@ def _ray_classes():
             return found.number if found is not None else None
 
         def on_trial_result(self, trial_id, result):
-            if not result.get("final"): super().on_trial_result(trial_id, result)  # an intermediate value
+            if not result.get("final"): self.record(trial_id, result)  # an intermediate value
             self.last[trial_id] = result
+
+        def record(self, trial_id, result):
+            "The monitored value at validation n as the study's step n, as tb.search (not Tune's best so far)."
+            if trial_id in self._completed_trials or "value" not in result: return
+            self._ot_trials[trial_id].report(result["value"], result["report"])
 
         def on_trial_complete(self, trial_id, result=None, error=False):
             if trial_id in self._completed_trials or trial_id not in self._ot_trials: return
@@ -563,8 +577,7 @@ def _ray_classes():
             # on_trial_result on a STOP): recorded here, so a trial stopped at its first report keeps its value
             step = result.get("training_iteration")
             fresh = step is not None and step != seen.get("training_iteration")
-            if not error and fresh and not result.get("final") and "objective" in result:
-                super().on_trial_result(trial_id, result)
+            if not error and fresh and not result.get("final"): self.record(trial_id, result)
             config = self.configs.get(trial_id, {})
             ot_trial.set_user_attr("config", {k: attr_value(v) for k, v in config.items()})
             for key in ("worker", "started", "ended"):
@@ -578,7 +591,7 @@ def _ray_classes():
             # how the trial's run ended and why it failed, as the Optuna path records them
             stopped = "pruned" if state == optuna.trial.TrialState.PRUNED else result.get("stopped")
             if stopped is not None and not error: ot_trial.set_user_attr("stopped", str(stopped))
-            for key in ("finding", "fail_reason"):
+            for key in ("finding", "fail_reason", "monitor"):
                 if key in result and not error: ot_trial.set_user_attr(key, result[key])
             self._ot_study.tell(ot_trial, value, state=state)
             self._completed_trials.add(trial_id)
@@ -605,7 +618,7 @@ def _ray_classes():
         def on_trial_result(self, iteration, trials, trial, result, **info):
             number = self.searcher.number(trial.trial_id)
             if number is not None and not result.get("final") and number in self.panel.curves:
-                self.panel.report(number, result.get("step", 0), result["objective"])
+                self.panel.report(number, result.get("step", 0), result.get("value", result["objective"]))
 
         def on_trial_complete(self, iteration, trials, trial, **info): self.end(trial)
         def on_trial_error(self, iteration, trials, trial, **info): self.end(trial)
@@ -658,7 +671,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
           ):
     "Search hyperparameters on Ray Tune: Optuna's sampler, ASHA stopping, parallel trials; as tb.search."
     import optuna
-    from trainbook.study import fail_stale_trials, make_storage
+    from trainbook.study import fail_stale_trials, make_storage, prepare_study, storage_text
     from trainbook.tuning import (SearchResult, best_completed, check_search, check_space, conclude_search,
                                   fail_running, suggest)
     from trainbook.widgets import StudyPanel
@@ -676,7 +689,8 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     direction = direction or ("maximize" if base is not None and base.mode == "max" else "minimize")
     # ASHA's horizon in reports: one per epoch, and the final one with the run's best value
     horizon = (max_epochs or (base.epochs if base is not None else 100)) + 1
-    study_name = study_name or new_study_name()
+    named, study_name = study_name is not None, study_name or new_study_name()
+    where = storage_text(storage)
     pickle_by_value(objective)
     payload = cloudpickle.dumps((objective, direction))
     StoppingASHA, StudySearch, PanelFeed, TrialCtrlC = _ray_classes()
@@ -684,14 +698,13 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     verbosity = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
+        store = make_storage(storage)
+        prepare_study(store, study_name, direction, where, named)  # as tb.search: a typo said, a direction refused
         searcher = StudySearch(stopped, space=lambda trial: suggest(trial, space), metric="objective",
                                mode="min" if direction == "minimize" else "max", study_name=study_name,
-                               storage=make_storage(storage), sampler=make_sampler(seed))  # as tb.search
+                               storage=store, sampler=make_sampler(seed))  # as tb.search
     finally: optuna.logging.set_verbosity(verbosity)
     study = searcher._ot_study
-    if study.direction.name.lower() != direction:
-        raise ValueError(f"study {study_name!r} already exists and {study.direction.name.lower()}s; "
-                         "pass direction= to match")
     fail_stale_trials(study)  # trials of killed workers: FAIL, before the sampler reads the study
     before = len(study.get_trials(deepcopy=False))  # this search's trials are numbered from here
     scheduler = StoppingASHA(stopped, time_attr="training_iteration", max_t=horizon, metric="objective",
@@ -705,6 +718,8 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     main = threading.current_thread() is threading.main_thread()  # only there can handlers be set
     handlers = {s: signal.getsignal(s) for s in _TUNE_SIGNALS} if main else {}
     grid, interrupted, left = None, [], []  # interrupted: the Ctrl-C PanelFeed (or TrialCtrlC) saw
+    # Tune's 'Resume experiment with: Tuner.restore(path=...)' names the folder removed below: said otherwise
+    tune_log, restore_note = logging.getLogger("ray.tune.tune"), LocalNotes("Experiment has been interrupted")
     try:
         trainable = tune.with_resources(tune.with_parameters(trial_main, payload=payload),
                                         resources_per_trial or {"cpu": 1})
@@ -717,8 +732,10 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
                                                      callbacks=[PanelFeed(panel, searcher, interrupted)]))
         # tb.search's timeout: no trial starts after it, the running ones finish (Tune's time_budget_s kills them)
         if timeout is not None: searcher.deadline = time.monotonic() + timeout
+        tune_log.addFilter(restore_note)
         grid = tuner.fit()
     finally:
+        tune_log.removeFilter(restore_note)
         for s, handler in handlers.items():
             if handler is not None: signal.signal(s, handler)
         if started: shutdown_local()
@@ -734,4 +751,9 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     result = SearchResult(study, {}, math.nan, -1, panel=panel,
                           stopped="interrupted" if interrupted or cut else "completed")
     failed = [t.number for t in mine if t.state == optuna.trial.TrialState.FAIL and t.number not in cut]
-    return conclude_search(result, failed, len(mine), _errors(grid))
+    if result.stopped == "interrupted":
+        again = f"storage={where!r}" if storage is None or isinstance(storage, str) else "the same storage"
+        warn(f"search interrupted: study {study_name!r} in {where} keeps its finished trials; continue it with "
+             f"search(..., study_name={study_name!r}, {again}, engine='ray')")
+    return conclude_search(result, failed, len(mine), _errors(grid), space=space,
+                           mine=[t.number for t in mine])
