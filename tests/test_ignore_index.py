@@ -173,3 +173,20 @@ def test_focal_loss_leaves_ignored_targets_out_like_cross_entropy():
     assert torch.allclose(focal_loss(logits, y, gamma=0), F.cross_entropy(logits, y))
     w = torch.tensor([1., 2., 3., 4.])
     assert torch.isfinite(focal_loss(logits, y, weight=w))  # weight[-100] would index out of range
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_evaluate_gives_the_losss_own_mean_over_the_whole_set_at_any_batch_size(weighted):
+    """Probe 107: a class-weighted loss's valid_loss was 1.068 with batches of one row and 1.132 with 17 (the
+    rows-weighted batch means drop the weights); a batch of only padded labels made it NaN and stopped the run."""
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(34, 4, generator=g), torch.randint(0, 3, (34,), generator=g)
+    y[5] = -100  # a row whose label is left out: alone in a batch of one, a mean over nothing
+    weight = torch.tensor([1.0, 5.0, 0.5]) if weighted else None
+    loss_fn = functools.partial(F.cross_entropy, weight=weight)
+    torch.manual_seed(0)
+    model = nn.Linear(4, 3)
+    whole = float(loss_fn(model(X), y))  # one call on every row: Σ loss / Σ weight[y] over the scored labels
+    for batch_size in (1, 2, 17, 34):
+        got = tb.evaluate(model, tb.TensorLoader(X, y, batch_size=batch_size), loss_fn)["loss"]
+        assert got == pytest.approx(whole, rel=1e-5), batch_size

@@ -67,12 +67,13 @@ def evaluate(model: nn.Module,  # the model to score (its train/eval mode is res
     # each rank scored its shard: the sums over ranks, every rank's predictions
     loss_sum, rows, preds, ys = reduce_evaluation(loss_sum, rows, stats, preds, ys, device, bool(metric_fns))
     if rows == 0: raise ValueError("evaluate: the loader yielded no rows")
-    results = {"loss": loss_sum / rows}
+    summed = stats.results()  # a loss that weighs labels (class weights, ignored positions): Σ loss / Σ weight
+    results = {"loss": summed.pop("loss") if "loss" in summed else loss_sum / rows}
     if metric_fns:
         pred, yb = torch.cat(preds), torch.cat(ys)
         for name, fn in metric_fns.items(): results[name] = fn(pred, yb)
     out = Evaluation({k: float(v) for k, v in results.items()})  # one sync for all values
-    out.stats = stats.results()
+    out.stats = summed
     return out
 
 # %% ../nbs/07_loop.ipynb #dfbf5720

@@ -322,6 +322,7 @@ class LossStats:
             resid = max(a2 - 2 * mean * aw + mean * mean * w2, 0.0) * n_examples / (n_examples - 1)
             se = math.sqrt(resid) / w1
             out.update(loss_sd=se * math.sqrt(n_examples), loss_se=se, spread_from="examples")
+            if not w1 == w2 == n_examples: out["loss"] = mean  # weighed labels: the loss's own mean of the whole set
         elif n_batches >= 2:  # batches of n_i rows: n_i·(batch mean − mean)² estimates the per-example variance
             b1, b2 = self._sum_means().tolist()
             mean = b1 / n_rows
