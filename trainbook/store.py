@@ -18,11 +18,11 @@ from .core import atomic_write, did_you_mean, process_alive, warn
 __all__ = ['MAX_KEY', 'MAX_PARAM_VALUE', 'MAX_TAG_VALUE', 'CUT', 'SCHEMES', 'DATABASES', 'STORE_FILE', 'SQLITE_SUFFIXES',
            'FILE_STORE_SWITCH', 'HTTP_LIMITS', 'READ_LIMITS', 'READ_WAIT', 'MLFLOW_API_PROBE', 'OWNER_TAGS',
            'STALE_AFTER', 'safe_key', 'safe_value', 'safe_names', 'safe_items', 'sqlite_path', 'database_url',
-           'make_sqlite_folder', 'store_location', 'sqlite_tables', 'require_own_sqlite', 'hide_password',
-           'resolve_uri', 'bound_http', 'read_limits', 'no_answer', 'request_bound', 'server_errors',
+           'make_sqlite_folder', 'store_location', 'sqlite_tables', 'making_store', 'require_own_sqlite',
+           'hide_password', 'resolve_uri', 'bound_http', 'read_limits', 'no_answer', 'request_bound', 'server_errors',
            'artifact_repository', 'read_artifact', 'is_remote', 'check_server', 'quiet_mlflow', 'spool_dir', 'spool',
-           'spooled', 'claim_spooled', 'release_spooled', 'read_spooled', 'deliver_spooled', 'owner_tags', 'is_dead',
-           'dead_end_time', 'mark_dead_runs']
+           'unspooled', 'spooled', 'claim_spooled', 'release_spooled', 'read_spooled', 'deliver_spooled', 'owner_tags',
+           'is_dead', 'dead_end_time', 'mark_dead_runs']
 
 # %% ../nbs/16a_store.ipynb #fc71d383
 MAX_KEY, MAX_PARAM_VALUE, MAX_TAG_VALUE = 250, 6000, 8000  # MLflow's limits (mlflow.utils.validation)
@@ -164,10 +164,19 @@ def make_sqlite_folder(uri: str,  # a database URI (`sqlite:///...`; other URIs 
     except OSError as e:
         raise ValueError(f"{name} {given!r}: cannot make the folder {path.parent} ({e})") from None
 
+def _server_form(url: str) -> str:
+    "A server's URL in one spelling: scheme and host in lower case, no '/' at the end (`http://Host:5000/` is `http://host:5000`)."
+    parts = urllib.parse.urlsplit(url)
+    who, at, where = parts.netloc.rpartition("@")  # a password keeps its case
+    return urllib.parse.urlunsplit((parts.scheme.lower(), who + at + where.lower(), parts.path.rstrip("/"),
+                                    parts.query, parts.fragment))
+
 def store_location(uri: str,  # a tracking URI
                   ) -> str:
-    "`uri` independent of the working folder: a relative SQLite or file path made absolute, others kept."
+    """`uri` independent of the working folder and of its spelling: a relative SQLite or file path made absolute,
+    a server's URL in one form (`_server_form`), others kept."""
     # MLflow keeps a relative path relative: after os.chdir its store would be another folder's
+    if re.match(r"https?://", uri, re.IGNORECASE): return _server_form(uri)  # one store, one spool, one spelling
     if uri.startswith("file:"):
         parsed = urllib.parse.urlparse(uri)
         if parsed.netloc or not parsed.path or os.path.isabs(parsed.path): return uri
@@ -188,6 +197,31 @@ def sqlite_tables(path: Path,  # an SQLite file
         with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
             return {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     except sqlite3.Error: return set()
+
+@contextmanager
+def making_store(uri: str,  # a tracking URI (only a SQLite store without MLflow's tables is waited for)
+                ):
+    """Around the first use of a new SQLite store: one process at a time makes MLflow's tables (a lock on its
+    folder), and a failure there is an error naming `uri` that says what happened."""
+    # two processes making one store's tables at once race in MLflow's migrations ('duplicate column name:
+    # step', alembic's 'expected to match one row'): MLflow's own client fails the same way
+    path = sqlite_path(uri)
+    if path is None or "experiments" in sqlite_tables(path):
+        yield
+        return
+    try: import fcntl
+    except ImportError: fcntl = None  # Windows: no lock, the error below says what to do
+    folder = os.open(path.parent, os.O_RDONLY) if fcntl is not None else None
+    try:
+        if folder is not None: fcntl.flock(folder, fcntl.LOCK_EX)  # the other process's tables first
+        try: yield
+        except Exception as e:
+            if isinstance(e, (ConnectionError, ValueError, PermissionError)): raise
+            raise RuntimeError(f"uri {uri!r}: making the new store's tables failed ({type(e).__name__}: "
+                               f"{str(e).splitlines()[0][:200]}); another process may have been making them at "
+                               "the same time: call tb.track() again") from e
+    finally:
+        if folder is not None: os.close(folder)  # the lock goes with it
 
 def require_own_sqlite(path: Path,  # the SQLite file about to be opened
                        name: str,  # the argument it came from ("uri", "storage")
@@ -309,6 +343,10 @@ def resolve_uri(uri: str,  # a tracking URI (sqlite:///..., http://...), or a pa
         path = sqlite_path(text, "uri", uri)
         if path is not None: _check_sqlite_file(path, uri)
         if text.startswith("file:"): _check_file_host(text, uri)  # before its path is read as a folder
+        if re.match(r"https?:(?!//[^/])", text):  # 'http:/host', 'http:///host': no server named
+            scheme, rest = text.split(":", 1)
+            raise ValueError(f"uri {uri!r}: {scheme}: is followed by '//' and the server, did you mean "
+                             f"{hide_password(scheme + '://' + rest.lstrip('/'))!r}?")
         location = store_location(text)
         if location.startswith("file:"): _check_file_store(location, uri)
         return location
@@ -521,6 +559,18 @@ def spool(uri: str,  # the store the run belongs to
     name = f"{entry.get('name') or 'run'}-{_digest(json.dumps(entry.get('tags', {}), sort_keys=True) + str(time.time()))}.json"
     text = json.dumps(entry).encode()
     return atomic_write(spool_dir(uri, create=True) / name, lambda f: f.write(text))
+
+def unspooled(uri: str,  # the store the run was meant for
+              error: BaseException,  # what writing the spool file raised
+              run_dir=None,  # the run's folder (its checkpoint_dir), when it kept one
+             ) -> str:
+    "The words for a run that neither the store nor the spool took: NOT recorded, where it still is, how to record it."
+    folder = spool_dir(uri)
+    kept = (f"its run folder {run_dir} keeps its run.json (tb.Run.load({str(run_dir)!r}) reads it back)" if run_dir
+            else "it exists only as the Run object fit returned (no checkpoint_dir)")
+    return (f"the spool folder {folder} (TRAINBOOK_SPOOL, else ~/.cache/trainbook/spool) could not be written "
+            f"({error!r}): the run is NOT recorded in {uri} nor spooled; {kept}: record it later with "
+            "tb.log_run(run)")
 
 _CLAIMED = ".claimed"  # a spool file being delivered: `<name>.<pid>.claimed`
 
