@@ -345,7 +345,8 @@ def test_a_run_shorter_than_flush_every_is_its_params_when_opened_then_one_write
     finally: tb.untrack()
     # the params when the store opens the run (a run killed at its first step has them), the rest at its end
     assert len(written) == 2 and written[0]["params"] and not written[0].get("metrics")
-    assert not written[1]["params"] and written[1]["metrics"] and written[1]["tags"]  # params are write-once
+    # params are write-once: the end adds only the loaders' batch size, seen at the first step (probe 100)
+    assert [p.key for p in written[1]["params"]] == ["batch_size"] and written[1]["metrics"] and written[1]["tags"]
     data = mlflow.MlflowClient(store[0]).get_run(run.extra["mlflow_run_id"]).data
     assert data.params["epochs"] == "3" and data.params["lr"] == "0.003" and data.params["model"] == "Sequential"
     assert data.tags["stopped"] == run.stopped and "valid_loss" in data.metrics

@@ -14,7 +14,8 @@ from .core import did_you_mean, warn
 from .run import EVIDENCE, MONITOR_ALIASES, RUNNING, Run, RunFileError, mark_killed, record_key, written_by
 from .store import (READ_WAIT, check_server, is_remote, mark_dead_runs, no_answer, quiet_mlflow,
                              read_artifact, read_limits, safe_key, server_errors, sqlite_path)
-from .tracking import active_tracker, metric_names, metrics_of, params_of, tags_of, tracking_uri
+from .tracking import (UPLOAD_REFUSED, active_tracker, metric_names, metrics_of, params_of, tags_of,
+                                tracking_uri)
 
 # %% auto #0
 __all__ = ['SUMMARY', 'RUN_COLUMNS', 'MAX_RESULTS', 'FINDING_CHIP', 'differing', 'recorded_run', 'runs', 'load_run', 'Comparison',
@@ -105,6 +106,12 @@ def recorded_run(got,  # an MLflow run (what `MlflowClient.get_run` or `search_r
     except Exception as e:
         if no_answer(e): raise  # the server, not the run: `_reading` names it
         folder = got.data.tags.get("trainbook.run_dir")
+        refused = got.data.tags.get(UPLOAD_REFUSED)  # the location refused it at the run's end
+        if refused is not None and (folder is None or not (Path(folder) / "run.json").exists()):
+            raise ValueError(f"run {run_id} has no run.json artifact: the artifact location refused it when the run "
+                             f"ended ({refused}); the store holds its params and metrics, which runs() shows. Once "
+                             "the location takes files, tb.log_run(run) uploads it (run: the Run fit returned, or "
+                             "tb.Run.load(its checkpoint_dir))") from None
         if folder is None or not (Path(folder) / "run.json").exists():
             ours = "trainbook.pid" in got.data.tags  # trainbook's run, ended before its record was uploaded
             why = (f"it ended ({got.info.status}) before its record was uploaded, and kept "

@@ -13,18 +13,18 @@ from typing import Any, Iterable, Optional, Union
 from .core import Finding, History, TrainConfig, this_process, warn
 from .events import Callback, LoopState, add_session_observer, remove_session_observer
 from .run import Run, run_record_bytes
-from .run_fields import (context_params, epoch_points, metric_names, metric_points, model_params,
+from .run_fields import (LOADER_BATCH, without_batch_size, context_params, epoch_points, metric_names, metric_points, model_params,
                                   params_of, renamed_metrics, run_params, status_of, tags_of)
 from .store import (MAX_PARAM_VALUE, MAX_TAG_VALUE, artifact_repository, bound_http, check_server,
                              is_remote, make_sqlite_folder, mark_dead_runs, no_answer, owner_tags,
-                             quiet_mlflow, read_limits, resolve_uri, safe_items,
+                             quiet_mlflow, read_limits, resolve_uri, safe_items, unspooled, making_store, READ_WAIT, request_bound,
                              safe_value, server_errors, spool, spooled, deliver_spooled)
 _all_ = ["run_params"]  # re-exported: tb.run_params, and its first home
 
 
 # %% auto #0
-__all__ = ['DEFAULT_URI', 'RUN_KEY', 'tracking_uri', 'TrackedRun', 'Tracker', 'metrics_of', 'track', 'sync', 'untrack',
-           'active_tracker', 'log_run', 'write_scalars', 'to_tensorboard', 'run_params']
+__all__ = ['DEFAULT_URI', 'RUN_KEY', 'UPLOAD_REFUSED', 'tracking_uri', 'TrackedRun', 'Tracker', 'metrics_of', 'track', 'sync',
+           'untrack', 'active_tracker', 'log_run', 'write_scalars', 'to_tensorboard', 'run_params']
 
 # %% ../nbs/16_tracking.ipynb #16f62e19
 DEFAULT_URI = "sqlite:///mlruns.db"
@@ -58,6 +58,7 @@ def _experiment_id(client, name: str, uri: str) -> str:
         return exp.experiment_id
 
 RUN_KEY = "trainbook.run_key"  # the tag: one run's key, made by trainbook before MLflow makes its id
+UPLOAD_REFUSED = "trainbook.upload_refused"  # the tag: why the artifact location refused run.json (`log_run` retries)
 
 def _keyed_runs(client, experiment_id: str, key: Optional[str]) -> list[str]:
     "The ids of the experiment's runs tagged with one run's `key`, oldest first (a retried create makes two)."
@@ -159,16 +160,24 @@ class TrackedRun(Callback):
                  settings: Optional[dict] = None,  # what describes the run, when not its config (`params_of`)
                 ):
         self.tracker, self.kind, self.rec, self.own, self.settings = tracker, kind, None, {}, settings
+        self.batch_size = None  # the rows of the loader's batches, seen at the first step (fit's loop)
 
     def before_fit(self, state: LoopState):
         self.own = context_params()  # this thread's blocks, read once: the run keeps them (`after_fit`)
         settings = state.config.to_dict() if self.settings is None else self.settings  # as `params_of` says
+        # fit trains on the loaders it is given: config.batch_size is not theirs (recorded once seen, `after_step`)
+        if self.kind == "torch" and self.settings is None: settings = without_batch_size(settings)
         params = {**settings, **model_params(state.model), **self.own}
         params, renamed = _safe_params(params)
         tags = {"kind": self.kind, **context_params("tags"), **owner_tags(this_process()), **renamed,
                 **({"trainbook.run_dir": str(state.run_dir)} if state.run_dir else {}),
                 RUN_KEY: uuid.uuid4().hex}
         self.rec = self.tracker.open(_Recording(name=_run_name(), params=params, tags=_safe_tags(tags)))
+
+    def after_step(self, state: LoopState):
+        meter = state.meter
+        if self.batch_size is not None or meter is None or not meter.steps or not meter.rows: return
+        self.batch_size = round(meter.rows / (meter.steps * (getattr(state.config, "accum_steps", 1) or 1)))
 
     def after_epoch(self, state: LoopState):
         if self.rec is not None: self.tracker.progress(self.rec, state.history)
@@ -178,6 +187,7 @@ class TrackedRun(Callback):
         if self.rec is None:  # a run that fired no before_fit (a boosting run recorded at its end)
             self.before_fit(state)
         if self.own: state.run.extra["run_params"] = dict(self.own)  # `params_of` reads them from the run
+        if self.batch_size is not None: state.run.extra[LOADER_BATCH] = self.batch_size  # and this
         self.tracker.close_run(self.rec, state.run)
 
 class Tracker:
@@ -211,10 +221,10 @@ class Tracker:
             if is_remote(self.uri): check_server(self.uri)
             from mlflow import MlflowClient
             quiet_mlflow()
-            self.client = MlflowClient(tracking_uri=self.uri)
             # bounded as a read is: a server that answers /health but not its API costs ~10 s, not ~40
             then = "check the server (its log, its database) or call tb.track() with another store"
-            with read_limits(), server_errors(self.uri, then):
+            with making_store(self.uri), read_limits(), server_errors(self.uri, then):
+                self.client = MlflowClient(tracking_uri=self.uri)
                 self.experiment_id = _experiment_id(self.client, experiment, self.uri)
             if not self.experiment_id:  # a run in experiment '' is recorded nowhere
                 raise ConnectionError(f"uri {self.uri!r}: the store gave experiment {experiment!r} no id; {then}")
@@ -263,7 +273,10 @@ class Tracker:
         except KeyboardInterrupt: why = "Ctrl-C"  # a store that does not answer never holds the run
         if why is None and rec.failed and self.client is not None: why = "a write to the store failed"
         if why is not None:
-            path = self._spool(rec, run)
+            try: path = self._spool(rec, run)
+            except Exception as e:  # a full disk, a read-only home: the run is recorded nowhere, said so
+                warn(f"trainbook tracking: {why}, and {unspooled(self.uri, e, run.run_dir)}")
+                return
             _AWAITED[rec.key] = run  # `sync` gives it its MLflow id, if it is still around then
             warn(f"trainbook tracking: {why}; the run is kept in {path} and is recorded by "
                  "tb.sync() (or the next tb.track() of this store)")
@@ -357,14 +370,21 @@ class Tracker:
         _log_batch(self.client, rec.run_id, metrics=metrics, params=self._unwritten_params(rec, params),
                    tags=[RunTag(k, v) for k, v in tags.items()])
         rec.stored, rec.params_written = end, True
-        self._artifacts(rec.artifact_uri, run)
+        self._upload(rec.run_id, rec.artifact_uri, run)
         _drop_copies(self.client, self.experiment_id, rec.key, rec.run_id)
         self.client.set_terminated(rec.run_id, status_of(run), end_time=rec.ended)
         rec.failed = False  # the whole run is in the store: nothing to spool
         self.run_ids.append(rec.run_id)
 
-    def _artifacts(self, artifact_uri: str, run: Run):
-        "run.json, and the final figure as curves.html (a bonus: its failure is only a warning), in one upload."
+    def _upload(self, run_id: str, artifact_uri: str, run: Run) -> bool:
+        "`_artifacts`; a refusal is the run's tag `UPLOAD_REFUSED` (what `load_run` says, what `log_run` retries)."
+        refused = self._artifacts(artifact_uri, run)
+        if refused is not None: self.client.set_tag(run_id, UPLOAD_REFUSED, safe_value(refused, MAX_TAG_VALUE))
+        return refused is None
+
+    def _artifacts(self, artifact_uri: str, run: Run) -> Optional[str]:
+        """run.json, and the final figure as curves.html (a bonus: its failure is only a warning), in one upload;
+        None, or what the location answered when it refused them."""
         # the repository MlflowClient.log_artifacts would use, without its query for the run's artifact URI
         with tempfile.TemporaryDirectory(prefix="trainbook-run-") as folder:
             Path(folder, "run.json").write_bytes(run_record_bytes(run))
@@ -376,7 +396,9 @@ class Tracker:
                 names = " and ".join(sorted(p.name for p in Path(folder).iterdir()))
                 warn(f"trainbook tracking: {names} could not be uploaded to the artifact location "
                      f"{artifact_uri} ({e!r}); the run is recorded without them: check that location "
-                     "(the experiment's artifact_location)")
+                     "(the experiment's artifact_location), then tb.log_run(run) uploads them")
+                return f"{artifact_uri} refused {names}: {e!r}"
+        return None
 
     def deliver(self, entry: dict,  # a spool entry (see `trainbook.store.spool`)
                ) -> str:
@@ -385,6 +407,8 @@ class Tracker:
         run = Run.from_dict(entry["record"], where="a spooled run")
         run_id, key = entry.get("run_id"), entry["tags"].get(RUN_KEY)
         start_time, end_time = _run_times(entry, run)  # when it ran, not now
+        got = _stored_run(self.client, run_id)
+        deleted, run_id = (run_id, None) if got is None or got.info.lifecycle_stage != "active" else (None, run_id)
         if run_id is None:  # in the experiment it was made for, not this tracker's
             experiment = entry.get("experiment") or self.experiment
             experiment_id = (self.experiment_id if experiment == self.experiment else
@@ -399,6 +423,10 @@ class Tracker:
         else:
             got = self.client.get_run(run_id)
             artifact_uri, stored = got.info.artifact_uri, dict(got.data.params)
+        if deleted is not None:  # its half-written MLflow run was deleted (the UI): a new one, said once
+            warn(f"trainbook tracking: spooled run {entry.get('name')!r}: its MLflow run {deleted} was deleted in "
+                 f"{self.uri}, so it is recorded as a new run {run_id} (MlflowClient().restore_run({deleted!r}) "
+                 "brings the old, partial one back beside it)")
         # the keys the run's writes made so far (a spooled run's tag), the rest added as `metric_points`
         # adds them
         keys = {name: key for key, name in metric_names(entry["tags"]).items()}
@@ -411,7 +439,7 @@ class Tracker:
                    params=[Param(k, v) for k, v in entry["params"].items() if k not in stored],
                    tags=[RunTag(k, v) for k, v in tags.items()])
         figure, self.figure = self.figure, entry.get("figure", self.figure)
-        try: self._artifacts(artifact_uri, run)
+        try: self._upload(run_id, artifact_uri, run)
         finally: self.figure = figure
         _drop_copies(self.client, got.info.experiment_id, key, run_id)
         self.client.set_terminated(run_id, entry["status"], end_time=end_time)
@@ -501,9 +529,14 @@ def _preload(use_mlflow: bool, figure: bool, tensorboard: bool):
         import mlflow.store.artifact.artifact_repository_registry  # noqa: F401
         quiet_mlflow()
     if tensorboard: import torch.utils.tensorboard  # noqa: F401
-    if figure:
-        try: import trainbook.live, plotly.graph_objects, plotly.subplots  # noqa: F401
-        except ImportError: pass  # no plotly: runs are recorded without their figure
+    if figure:  # a first figure imports more inside plotly (its templates) and pandas (pyarrow's strings): drawn here
+        try:
+            import plotly.graph_objects, plotly.subplots  # noqa: F401
+            from trainbook.live import page_html
+        except ImportError: return  # no plotly: runs are recorded without their figure
+        h = History()
+        for split in ("train", "valid"): h.append(1, 0, split, "loss", 1.0)
+        page_html(Run(records=h, config=TrainConfig(), stopped="completed").plot(as_dict=True), title="")
 
 def _run_name() -> str:
     "A readable, sortable run name: the time and a short random suffix."
@@ -583,44 +616,84 @@ def log_run(run: Run,  # a finished run, e.g. one made before tracking was turne
             uri: Optional[str] = None,  # MLflow tracking URI; None = the active tracker's, else the default
             experiment: Optional[str] = None,  # None = the active tracker's experiment, else 'trainbook'
             ) -> str:
-    "Record one finished run now; returns its MLflow run id."
+    """Record one finished run now; returns its MLflow run id. A server that does not answer costs ~15 s at most
+    (`READ_WAIT` for its /health, then `read_limits`): the run is spooled and a ConnectionError names `uri`."""
     if not isinstance(run, Run): raise TypeError(f"run must be a trainbook Run, got {type(run).__name__}")
     if uri is not None: uri = tracking_uri(uri)
     same = _TRACKER is not None and uri in (None, _TRACKER.uri) and experiment in (None, _TRACKER.experiment)
     if same and _TRACKER.client is not None: tracker = _TRACKER
     else: tracker = Tracker(uri, experiment or "trainbook", figure=False)
+    key = run.extra.get("mlflow_run_key") or uuid.uuid4().hex  # a spooled copy delivered later finds this run by it
     try:
         tracker.wait(tracker.wait_s)
-        key = run.extra.get("mlflow_run_key")
-        # by its id, else by its key: a spooled run delivered since, its `Run` not around to learn its id
-        known = (_recorded_in(tracker, run.extra.get("mlflow_run_id"))
-                 or next(iter(_keyed_runs(tracker.client, tracker.experiment_id, key)), None))
-        if known is not None:
-            warn(f"trainbook tracking: this run is recorded already, as MLflow run {known} in "
-                 f"{tracker.uri}; its id is returned and nothing is written (to record a copy: "
-                 "del run.extra['mlflow_run_id'], run.extra['mlflow_run_key'])")
-            run.extra["mlflow_run_id"] = known
-            return known
-        key = key or uuid.uuid4().hex  # a spooled copy delivered later finds this run by it
-        params, renamed = _safe_params({**params_of(run), **context_params()})
-        tags = _safe_tags({"kind": run.kind, **context_params("tags"), **tags_of(run), **renamed,
-                           RUN_KEY: key})
-        entry = {"name": _run_name(), "params": params, "tags": tags, "status": status_of(run),
-                 "record": run.to_dict(), "figure": tracker.figure}
-        run_id = tracker.deliver(entry)
+        try:
+            with read_limits():
+                if is_remote(tracker.uri): check_server(tracker.uri, READ_WAIT)
+                run_id = _log(tracker, run, key)
+        except Exception as e:
+            if not (isinstance(e, ConnectionError) or no_answer(e)): raise
+            raise _log_spooled(tracker, run, key, e) from None
     finally:
         if tracker is not _TRACKER: tracker.close()
-    run.extra.update(mlflow_run_id=run_id, mlflow_run_key=key)
     tracker.run_ids.append(run_id)
     return run_id
 
-def _recorded_in(tracker: Tracker, run_id: Optional[str]) -> Optional[str]:
-    "`run_id` when that MLflow run is in the tracker's store and experiment, else None."
+def _entry(tracker: Tracker, run: Run, key: str) -> dict:
+    "The spool entry of a finished run, as `Tracker.deliver` records it."
+    params, renamed = _safe_params({**params_of(run), **context_params()})
+    tags = _safe_tags({"kind": run.kind, **context_params("tags"), **tags_of(run), **renamed, RUN_KEY: key})
+    return {"experiment": tracker.experiment, "name": _run_name(), "params": params, "tags": tags,
+            "status": status_of(run), "record": run.to_dict(), "figure": tracker.figure}
+
+def _log(tracker: Tracker, run: Run, key: str) -> str:
+    "`log_run`'s work once the store answers: the run found (by its id, else its key) or recorded."
+    # by its id, else by its key: a spooled run delivered since, its `Run` not around to learn its id
+    got = _stored_run(tracker.client, run.extra.get("mlflow_run_id"))
+    if got is not None and got.info.experiment_id != tracker.experiment_id: got = None  # another experiment's
+    deleted = got.info.run_id if got is not None and got.info.lifecycle_stage != "active" else None
+    if deleted is not None: got, key = None, uuid.uuid4().hex  # a new record: the deleted one may come back
+    if got is None:
+        found = next(iter(_keyed_runs(tracker.client, tracker.experiment_id, key)), None)
+        got = tracker.client.get_run(found) if found is not None else None
+    if got is not None:
+        known = got.info.run_id
+        refused = got.data.tags.get(UPLOAD_REFUSED)
+        if refused is not None and tracker._upload(known, got.info.artifact_uri, run):
+            tracker.client.delete_tag(known, UPLOAD_REFUSED)
+            warn(f"trainbook tracking: MLflow run {known} in {tracker.uri} had no run.json (the location refused "
+                 "it at the run's end); it is uploaded now")
+        else:
+            warn(f"trainbook tracking: this run is recorded already, as MLflow run {known} in "
+                 f"{tracker.uri}; its id is returned and nothing is written (to record a copy: "
+                 "del run.extra['mlflow_run_id'], run.extra['mlflow_run_key'])")
+        run.extra.update(mlflow_run_id=known, mlflow_run_key=got.data.tags.get(RUN_KEY, key))
+        return known
+    run_id = tracker.deliver(_entry(tracker, run, key))
+    if deleted is not None:
+        warn(f"trainbook tracking: this run's MLflow run {deleted} was deleted in {tracker.uri}; it is recorded "
+             f"anew as {run_id} (MlflowClient().restore_run({deleted!r}) brings the deleted one back beside it)")
+    run.extra.update(mlflow_run_id=run_id, mlflow_run_key=key)
+    return run_id
+
+def _log_spooled(tracker: Tracker, run: Run, key: str, error: Exception) -> ConnectionError:
+    "The error of a `log_run` the store did not answer, the run spooled as fit's tracker spools it."
+    why = (str(error) if isinstance(error, ConnectionError) else  # `check_server`'s names the uri already
+           f"uri {tracker.uri!r}: the store did not answer ({type(error).__name__}: no answer in {request_bound()})")
+    try: path = spool(tracker.uri, _entry(tracker, run, key))
+    except Exception as e: return ConnectionError(f"{why}, and {unspooled(tracker.uri, e, run.run_dir)}")
+    run.extra["mlflow_run_key"] = key
+    _AWAITED[key] = run  # `sync` gives it its MLflow id
+    return ConnectionError(f"{why}; the run is kept in {path} and is recorded by tb.sync() (or the next "
+                           "tb.track() of this store)")
+
+def _stored_run(client, run_id: Optional[str]):
+    "The MLflow run `run_id` in the client's store (a deleted one too), else None; a store that does not answer raises."
     if run_id is None: return None
     from mlflow.exceptions import MlflowException
-    try: got = tracker.client.get_run(run_id)
-    except MlflowException: return None  # recorded in another store
-    return run_id if got.info.experiment_id == tracker.experiment_id else None
+    try: return client.get_run(run_id)
+    except MlflowException as e:
+        if no_answer(e): raise
+        return None  # recorded in another store, or purged
 
 
 # %% ../nbs/16_tracking.ipynb #196baf7d
