@@ -938,24 +938,55 @@ def test_a_killed_runs_finding_says_the_step_its_history_goes_up_to():
     assert "goes up to step 14 (epoch 2), its last checkpoint or record" in found.message
 
 
-def test_a_folder_renamed_while_its_run_goes_is_free_when_the_run_ends(tmp_path):
-    # `mv runs/a runs/a_keep` in a terminal during the run: the lock goes with the run's end, in the renamed folder
+def test_a_folder_renamed_while_its_run_goes_is_followed_and_free_when_the_run_ends(tmp_path):
+    """Probes 99, 107: `mv runs/a runs/a_keep` during the run kept the renamed folder locked by this process (its
+    resume refused); then the run wrote on at the old path, over the files of a run that had trained there since."""
     X, y = blobs(64, d=5)
     data = [(X[i:i + 8], y[i:i + 8]) for i in range(0, 64, 8)]
     folder, kept = tmp_path / "a", tmp_path / "a_keep"
 
     class Rename:
         def after_epoch(self, state):
-            if state.epoch == 0: os.rename(folder, kept)
+            if state.epoch != 0: return
+            os.rename(folder, kept)
+            other = tb.fit(nn.Linear(5, 3), data, None, loss_fn=nn.functional.cross_entropy, live=False,
+                           config=tb.TrainConfig(epochs=1, device="cpu", checkpoint_dir=str(folder)))
+            assert other.run_dir == folder  # another run takes the old path meanwhile
 
     cfg = tb.TrainConfig(epochs=3, device="cpu", checkpoint_dir=str(folder))
-    with pytest.warns(UserWarning, match="renamed or moved while its run went on"):
-        tb.fit(nn.Linear(5, 3), data, None, loss_fn=nn.functional.cross_entropy, callbacks=[Rename()], live=False,
-               config=cfg)
-    assert not (kept / ".trainbook-run").exists() and not (folder / ".trainbook-run").exists()
-    snapshot = tb.Run.load(kept)  # the record written before the move, by a process that still lives
-    assert snapshot.stopped == "running" and [f.kind for f in snapshot.findings][-1:] == ["snapshot"]
-    assert tb.Run.load(folder).stopped == "completed"  # the rest of the run, written at its path
+    with pytest.warns(UserWarning, match="renamed or moved while its run went on: the run follows it"):
+        run = tb.fit(nn.Linear(5, 3), data, None, loss_fn=nn.functional.cross_entropy, callbacks=[Rename()],
+                     live=False, config=cfg)
+    assert run.run_dir == kept and run.last_path == kept / "last.pt"
+    assert tb.Run.load(kept).step == run.step == 24  # the whole run, in the folder it was moved to
+    assert tb.Run.load(folder).step == 8  # the other run's files, not written over
+    assert not (kept / ".trainbook-run").exists()
     again = tb.fit(nn.Linear(5, 3), data, None, loss_fn=nn.functional.cross_entropy, live=False, resume=kept,
-                   config=tb.TrainConfig(epochs=3, device="cpu", checkpoint_dir=str(kept)))
+                   config=tb.TrainConfig(epochs=4, device="cpu", checkpoint_dir=str(kept)))
     assert again.run_dir == kept  # resumed in place, not refused as written by this process
+
+
+def test_a_folder_deleted_while_its_run_goes_gets_no_more_files(tmp_path):
+    X, y = blobs(64, d=5)
+    data = [(X[i:i + 8], y[i:i + 8]) for i in range(0, 64, 8)]
+    folder = tmp_path / "a"
+
+    class Delete:
+        def after_epoch(self, state):
+            if state.epoch == 0: shutil.rmtree(folder)
+
+    with pytest.warns(UserWarning, match="was deleted while its run went on"):
+        run = tb.fit(nn.Linear(5, 3), data, None, loss_fn=nn.functional.cross_entropy, callbacks=[Delete()],
+                     live=False, config=tb.TrainConfig(epochs=3, device="cpu", checkpoint_dir=str(folder)))
+    assert run.stopped == "completed" and not folder.exists() and run.last_path is None
+
+
+def test_a_copy_taken_mid_run_loads_as_a_snapshot(tmp_path):
+    "Probes 93, 99: Run.load of a folder copied while its run went on said only 'running', as if it went on there."
+    class Copy(tb.Callback):
+        def after_epoch(self, state):
+            if state.epoch == 1: shutil.copytree(tmp_path / "live", tmp_path / "copy")  # run.json of epoch 0 in it
+    fit(tmp_path / "live", epochs=3, callbacks=[Copy()])
+    copied = tb.Run.load(tmp_path / "copy")
+    assert copied.stopped == "running" and [f.kind for f in copied.findings][-1:] == ["snapshot"]
+    assert not [f for f in tb.Run.load(tmp_path / "live").findings if f.kind == "snapshot"]

@@ -582,7 +582,7 @@ class Checkpointer:
         p = self.parts
         full = full_state(p["model"], p["optimizer"]) if self.strategy == "fsdp" else None  # a collective
         if self.rank != 0: return
-        if self._lock is not None: self._lock.check(name)
+        if not self._follow(name): return
         others = {k: v.state_dict() for k, v in p.items()
                   if k not in ("model", "optimizer", "scheduler", "scaler") and k not in entries}
         scheduler = entries.pop("scheduler", p.get("scheduler"))  # an entry given replaces the part's state
@@ -650,11 +650,17 @@ class Checkpointer:
         if not final and self._last_write is not None and run.epoch >= SNAPSHOT_ALWAYS:
             ended, took = self._last_write
             if took > SNAPSHOT_FREE and started - ended < SNAPSHOT_SPACING * took: return
-        if self._lock is not None: self._lock.check("run.json")
+        if not self._follow("run.json"): return
         write_run_record(run, self.run_dir / "run.json")
         self._handover.apply()  # its first record: the earlier run's files it did not write over go
         ended = self._clock()
         self._last_write = (ended, ended - started)
+
+    def _follow(self, name: str) -> bool:
+        "Before a write (rank 0): the run folder where it is now (a rename followed); False when it is gone."
+        where = self._lock.check(name) if self._lock is not None else self.run_dir
+        if where is not None: self.run_dir = where
+        return where is not None
 
     @contextlib.contextmanager
     def released_on_error(self):

@@ -147,27 +147,42 @@ class FolderLock:
         except (OSError, AttributeError): self._fd = None  # no directory handles (Windows): the path alone
 
     def now_at(self) -> Optional[str]:
-        "Where the locked folder is now, when it is no longer at its path (renamed, moved, removed); None else."
+        """Where the locked folder is now, when it is no longer at its path: its new path (renamed, moved), ending
+        ' (deleted)' once removed, '' where the system cannot tell; None while it is where it was."""
         if self._fd is None: return None
         held = os.fstat(self._fd)
         try: here = os.stat(self.folder)
         except OSError: here = None
         if here is not None and (here.st_dev, here.st_ino) == (held.st_dev, held.st_ino): return None
         try: return os.readlink(f"/proc/self/fd/{self._fd}")  # Linux names it ('... (deleted)' once removed)
-        except OSError: return "another path"
+        except OSError: pass
+        try:
+            import fcntl  # macOS names it too
+            return fcntl.fcntl(self._fd, fcntl.F_GETPATH, bytes(1024)).rstrip(b"\0").decode()
+        except (ImportError, AttributeError, OSError, UnicodeDecodeError): return ""
 
     def check(self, name: str,  # the file about to be written (last.pt, run.json), for the message
-             ) -> None:
-        """Before a write: tell once that the folder moved (the run writes on at its path, in a new folder), and
-        refuse the write once another run holds the folder at that path (freed by `release_run_dir` meanwhile)."""
+             ) -> Optional[Path]:
+        """Before a write: the folder to write it in. A folder renamed or moved is followed (its files stay
+        together, and no other run's folder at the old path is written over); one deleted, or moved where the
+        system cannot tell, gets no more files (None); each told once. A write is refused once another run holds
+        the folder (freed by `release_run_dir` meanwhile)."""
         moved = self.now_at()
-        if moved is not None and not self._told:
-            self._told = True
-            warn(f"run folder {str(self.folder)!r} was renamed or moved while its run went on (it is now "
-                 f"{moved!r}, with the files written so far): this run writes its {name} and the rest at "
-                 f"{str(self.folder)!r}, a new folder")
+        if moved is not None:
+            gone = not moved or moved.endswith(" (deleted)") or not Path(moved).is_dir()
+            if not self._told:
+                self._told = True
+                old = str(self.folder)
+                warn(f"run folder {old!r} was renamed or moved while its run went on: the run follows it to "
+                     f"{moved!r} (its {name} and the rest are written there)" if not gone else
+                     f"run folder {old!r} was deleted while its run went on, and its files with it: this run "
+                     f"writes no more files (no {name}, no checkpoint, no run.json); the model in memory is the "
+                     "run's" if moved else f"run folder {old!r} was renamed or moved while its run went on, "
+                     "and this system cannot tell where: this run writes no more files")
+            if gone: return None
+            self.folder = Path(moved)
         who = folder_writer(self.folder)
-        if who is None or who == self.who: return
+        if who is None or who == self.who: return self.folder
         raise RunFolderBusy(f"run folder {str(self.folder)!r} was freed (tb.release_run_dir) and is now written by "
                             f"{_describe(who)}: this run does not write its {name} there, so that run's files stay "
                             "as they are")
