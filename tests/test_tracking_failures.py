@@ -1,7 +1,7 @@
 """Tracking when things go wrong (probe 100): a run in neither store nor spool said so, one spelling of a server, log_run
 bounded and spooled, deleted MLflow runs, a refused upload, a new store made by two processes, the loaders' batch size,
 and a tracker thread that imports nothing."""
-import subprocess, sys, textwrap
+import os, subprocess, sys, textwrap
 from pathlib import Path
 
 import pytest
@@ -211,3 +211,16 @@ def test_the_tracker_thread_imports_nothing(tmp_path):
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert "LATE []" in out.stdout, out.stdout[-2000:] + out.stderr[-2000:]
+
+
+def test_a_process_stuck_making_a_new_store_is_waited_for_a_bounded_time(tmp_path, monkeypatch):
+    "Another process holding the new store's lock (stuck making its tables) is not waited for without end."
+    import fcntl
+    from trainbook import store
+    monkeypatch.setattr(store, "MAKING_WAIT", 0.2)
+    held = os.open(tmp_path, os.O_RDONLY)
+    fcntl.flock(held, fcntl.LOCK_EX)  # as the other process holds it (flock locks are per open file)
+    try:
+        with pytest.raises(TimeoutError, match="making this new store's tables"):
+            with store.making_store(f"sqlite:///{tmp_path / 'mlflow.db'}"): pass
+    finally: os.close(held)

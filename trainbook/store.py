@@ -16,13 +16,13 @@ from .core import atomic_write, did_you_mean, process_alive, warn
 
 # %% auto #0
 __all__ = ['MAX_KEY', 'MAX_PARAM_VALUE', 'MAX_TAG_VALUE', 'CUT', 'SCHEMES', 'DATABASES', 'STORE_FILE', 'SQLITE_SUFFIXES',
-           'FILE_STORE_SWITCH', 'HTTP_LIMITS', 'READ_LIMITS', 'READ_WAIT', 'MLFLOW_API_PROBE', 'OWNER_TAGS',
-           'STALE_AFTER', 'safe_key', 'safe_value', 'safe_names', 'safe_items', 'sqlite_path', 'database_url',
-           'make_sqlite_folder', 'store_location', 'sqlite_tables', 'making_store', 'require_own_sqlite',
-           'hide_password', 'resolve_uri', 'bound_http', 'read_limits', 'no_answer', 'request_bound', 'server_errors',
-           'artifact_repository', 'read_artifact', 'is_remote', 'check_server', 'quiet_mlflow', 'spool_dir', 'spool',
-           'unspooled', 'spooled', 'claim_spooled', 'release_spooled', 'read_spooled', 'deliver_spooled', 'owner_tags',
-           'is_dead', 'dead_end_time', 'mark_dead_runs']
+           'MAKING_WAIT', 'FILE_STORE_SWITCH', 'HTTP_LIMITS', 'READ_LIMITS', 'READ_WAIT', 'MLFLOW_API_PROBE',
+           'OWNER_TAGS', 'STALE_AFTER', 'safe_key', 'safe_value', 'safe_names', 'safe_items', 'sqlite_path',
+           'database_url', 'make_sqlite_folder', 'store_location', 'sqlite_tables', 'making_store',
+           'require_own_sqlite', 'hide_password', 'resolve_uri', 'bound_http', 'read_limits', 'no_answer',
+           'request_bound', 'server_errors', 'artifact_repository', 'read_artifact', 'is_remote', 'check_server',
+           'quiet_mlflow', 'spool_dir', 'spool', 'unspooled', 'spooled', 'claim_spooled', 'release_spooled',
+           'read_spooled', 'deliver_spooled', 'owner_tags', 'is_dead', 'dead_end_time', 'mark_dead_runs']
 
 # %% ../nbs/16a_store.ipynb #fc71d383
 MAX_KEY, MAX_PARAM_VALUE, MAX_TAG_VALUE = 250, 6000, 8000  # MLflow's limits (mlflow.utils.validation)
@@ -198,6 +198,19 @@ def sqlite_tables(path: Path,  # an SQLite file
             return {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     except sqlite3.Error: return set()
 
+MAKING_WAIT = 60.0  # seconds a process waits for another to make a new SQLite store's tables
+
+def _wait_lock(fcntl, fd: int, uri: str) -> None:
+    "Take the lock on `fd`, waiting up to `MAKING_WAIT` seconds (a TimeoutError naming `uri` after)."
+    ends = time.monotonic() + MAKING_WAIT
+    while True:
+        try: return fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if time.monotonic() > ends:
+                raise TimeoutError(f"uri {uri!r}: another process has been making this new store's tables for "
+                                   f"{MAKING_WAIT:g} s; is it stuck? Stop it, or give tb.track() another store") from None
+            time.sleep(0.05)
+
 @contextmanager
 def making_store(uri: str,  # a tracking URI (only a SQLite store without MLflow's tables is waited for)
                 ):
@@ -213,7 +226,7 @@ def making_store(uri: str,  # a tracking URI (only a SQLite store without MLflow
     except ImportError: fcntl = None  # Windows: no lock, the error below says what to do
     folder = os.open(path.parent, os.O_RDONLY) if fcntl is not None else None
     try:
-        if folder is not None: fcntl.flock(folder, fcntl.LOCK_EX)  # the other process's tables first
+        if folder is not None: _wait_lock(fcntl, folder, uri)  # the other process's tables first
         try: yield
         except Exception as e:
             if isinstance(e, (ConnectionError, ValueError, PermissionError)): raise
