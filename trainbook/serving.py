@@ -11,12 +11,12 @@ import numpy as np
 import pandas as pd
 
 from .columns import (column_roles, dates_as_text, dtype_family, numeric_view, parse_dates,
-                               unparsed_dates)
+                               require_frame, unparsed_dates)
 from .core import Finding, warn
 
 # %% auto #0
-__all__ = ['psi_counts', 'psi', 'psi_noise', 'serving_findings', 'training_schema', 'value_examples', 'unseen_categories',
-           'check_saveable', 'serve_column']
+__all__ = ['category_counts', 'psi_counts', 'psi', 'psi_noise', 'category_psi_null', 'serving_findings', 'training_schema',
+           'value_examples', 'unseen_categories', 'check_saveable', 'serve_column']
 
 # %% ../nbs/01b_serving.ipynb #3b6fea86
 def _is_categorical(s: pd.Series) -> bool: return dtype_family(s) in ("categorical", "boolean")
@@ -32,27 +32,56 @@ def _pooled(expect: np.ndarray) -> np.ndarray:
     if ids.max(initial=0) > 0 and expect[ids == ids.max()].sum() < _MIN_EXPECTED: ids[ids == ids.max()] -= 1
     return ids
 
+def category_counts(expected: pd.Series,  # reference values (training)
+                    actual: pd.Series,  # values to compare (serving)
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(categories as text in name order, rows of `expected` in each, rows of `actual` in each), over the
+    categories of both; missing values are left out. Coded once, in C (no walk over the values in Python)."""
+    e, a = expected.dropna().astype(str), actual.dropna().astype(str)
+    codes, names = pd.factorize(pd.concat([e, a], ignore_index=True), sort=True)
+    k = len(names)
+    return (np.asarray(names, dtype=object), np.bincount(codes[:len(e)], minlength=k),
+            np.bincount(codes[len(e):], minlength=k))
+
+def _category_bins(e: np.ndarray, a: np.ndarray, n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """(training rows, serving rows) per bin, for each row of `e` and `a` (samples × categories in name order;
+    `n`, `m` the samples' rows, missing ones too): a category expecting `_MIN_EXPECTED` rows in the smaller
+    sample is a bin, rarer ones pool in name order (`_pooled`, vectorised), and the categories training lacks
+    share a last bin where training expects its seen-once share (Good-Turing), the seen ones scaled to leave it;
+    an unseen category frequent enough at serving to be a bin is one (no chance gives it those rows)."""
+    e, a = np.atleast_2d(e).astype(float), np.atleast_2d(a).astype(float)
+    rows, k = e.shape
+    seen = e > 0
+    expect = e / max(n, 1) * max(min(n, m), 1)
+    rare = seen & (expect < _MIN_EXPECTED)
+    x = np.where(rare, expect, 0.0)
+    group = np.floor((np.cumsum(x, axis=1) - x) / _MIN_EXPECTED).astype(np.int64)
+    last = np.where(rare, group, -1).max(axis=1, initial=-1)[:, None]
+    short = ((x * (group == last)).sum(axis=1, keepdims=True) < _MIN_EXPECTED) & (last > 0)
+    group = group - (short & (group == last))  # a short last run joins the one before
+    key = np.where(rare, k + group, np.arange(k))  # a common category is a bin of its own
+    frequent = a / max(m, 1) * max(min(n, m), 1) >= _MIN_EXPECTED
+    key = np.where(seen | frequent, key, 2 * k)  # the unseen bin
+    flat = (key + np.arange(rows)[:, None] * (2 * k + 1)).ravel()
+    e_bins = np.bincount(flat, e.ravel(), minlength=rows * (2 * k + 1)).reshape(rows, -1)
+    a_bins = np.bincount(flat, a.ravel(), minlength=rows * (2 * k + 1)).reshape(rows, -1)
+    total, singles = e.sum(axis=1), (e == 1).sum(axis=1)
+    e_bins[:, :-1] *= (1 - singles / np.maximum(total, 1))[:, None]  # the share left to the categories seen
+    e_bins[:, -1] = singles
+    return e_bins, a_bins
+
 def psi_counts(expected: pd.Series,  # reference values (training)
                actual: pd.Series,  # values to compare (serving)
                bins: int = 10,  # quantile bins of `expected` for numbers, at most
               ) -> tuple[np.ndarray, np.ndarray]:
     """(rows of `expected`, rows of `actual`) per bin, the last bin their missing values: quantile bins of
-    `expected` for numbers (fewer where a sample is too small to fill them), else the categories as text, a
-    category too rare to count alone pooled with other rare ones (`_pooled`), and one bin for the categories
-    training lacks, where training's count is its categories seen once."""
+    `expected` for numbers (fewer where a sample is too small to fill them), else the bins of
+    `_category_bins`: categories as text, the rare ones pooled, one bin for those training lacks."""
     e_miss, a_miss = expected.isna().to_numpy(), actual.isna().to_numpy()
     small = max(min(len(expected), len(actual)), 1)
     if _is_categorical(expected) or _is_categorical(actual):
-        e, a = (x[~miss].astype(str).value_counts() for x, miss in ((expected, e_miss), (actual, a_miss)))
-        unseen = a[~a.index.isin(e.index)].sum()  # a bin of their own, expecting as many rows as training has
-        singles = (e == 1).sum()  # categories seen once (Good-Turing: the share of the ones never seen)
-        # the rare ones pool in the order of their names: pooled by their counts, a bin of the ones training saw
-        # most often by chance would hold fewer rows at serving (regression to the mean) and look like a shift
-        rare = e / len(expected) * small < _MIN_EXPECTED
-        e = pd.concat([e[~rare], e[rare].sort_index()])
-        a = a.reindex(e.index, fill_value=0).to_numpy()
-        ids = _pooled(e.to_numpy() / len(expected) * small)
-        e, a = np.r_[np.bincount(ids, e, minlength=1), singles], np.r_[np.bincount(ids, a, minlength=1), unseen]
+        _, e, a = category_counts(expected, actual)
+        return _binned(np.r_[e, e_miss.sum()], np.r_[a, a_miss.sum()], len(expected), len(actual))
     else:
         e_num, a_num = numeric_view(expected)[~e_miss], numeric_view(actual)[~a_miss]
         bins = max(1, min(bins, small // _MIN_EXPECTED))
@@ -60,6 +89,12 @@ def psi_counts(expected: pd.Series,  # reference values (training)
         edges = np.r_[-np.inf, edges[1:-1], np.inf]
         e, a = np.histogram(e_num, edges)[0], np.histogram(a_num, edges)[0]
     return np.r_[e, e_miss.sum()].astype(float), np.r_[a, a_miss.sum()].astype(float)
+
+def _binned(e: np.ndarray, a: np.ndarray, n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    "(training rows, serving rows) per bin of `_category_bins` that holds any, from rows per category (missing last)."
+    e_bins, a_bins = _category_bins(e[:-1], a[:-1], n, m)
+    used = (e_bins[0] + a_bins[0]) > 0
+    return np.r_[e_bins[0][used], e[-1]].astype(float), np.r_[a_bins[0][used], a[-1]].astype(float)
 
 def _psi_terms(e: np.ndarray, a: np.ndarray) -> np.ndarray:
     "Each bin's part of the PSI, from rows per bin (last axis); a share of 0 is 1e-4, or the log is infinite."
@@ -75,24 +110,54 @@ def psi(expected: pd.Series,  # reference values (training)
     if not expected.notna().any(): return 0.0  # nothing to compare with: the column is constant (dropped)
     return float(_psi_terms(*psi_counts(expected, actual, bins)).sum())
 
+def _tail(null: np.ndarray, chance: float) -> float:
+    "The value `null` (PSIs of samples of one population) passes with probability `chance`: a scaled χ² fit."
+    from scipy.stats import chi2
+    mean, var = float(null.mean()), float(null.var())
+    if var <= 0 or mean <= 0: return mean
+    return float(var / (2 * mean) * chi2.isf(chance, 2 * mean**2 / var))
+
 def psi_noise(e: np.ndarray,  # rows of the expected sample (training) per bin, as `psi_counts` gives them
               a: np.ndarray,  # rows of the actual sample (serving) per bin
               chance: float = 1e-3,  # how often two samples of one population may pass the limit
               draws: int = 200,  # pairs of samples drawn from that population
              ) -> float:
-    """The PSI that sampling alone passes with probability `chance` when nothing shifted: `draws` pairs of
-    samples of the two sizes from one population (the bins' pooled shares), their PSIs fitted by a scaled χ²
-    of the same mean and variance (for large counts PSI / (1/n + 1/m) is χ² with bins - 1 degrees of freedom,
-    Yurdakul 2018). Many bins for few rows make it large: a PSI that big says nothing."""
-    from scipy.stats import chi2
+    """The PSI that sampling alone passes with probability `chance` when nothing shifted, for bins fixed in
+    advance (numbers' quantile bins): `draws` pairs of samples of the two sizes from one population (the bins'
+    pooled shares), their PSIs fitted by a scaled χ² of the same mean and variance (for large counts
+    PSI / (1/n + 1/m) is χ² with bins - 1 degrees of freedom, Yurdakul 2018). Many bins for few rows make it
+    large: a PSI that big says nothing."""
+    return _tail(_multinomial_null(e, a, draws), chance)
+
+def _multinomial_null(e: np.ndarray, a: np.ndarray, draws: int = 200) -> np.ndarray:
+    "The PSIs of `draws` pairs of samples of the sizes of `e` and `a` from the bins' pooled shares (`psi_noise`)."
     n, m, pooled = int(e.sum()), int(a.sum()), (e + a)[(e + a) > 0]
-    if len(pooled) < 2 or not n or not m: return 0.0
+    if len(pooled) < 2 or not n or not m: return np.zeros(1)
     rng = np.random.default_rng(0)  # the same frames, the same limit
     p = pooled / pooled.sum()
-    null = _psi_terms(rng.multinomial(n, p, draws), rng.multinomial(m, p, draws)).sum(axis=-1)
-    mean, var = float(null.mean()), float(null.var())
-    if var <= 0: return mean
-    return float(var / (2 * mean) * chi2.isf(chance, 2 * mean**2 / var))
+    return _psi_terms(rng.multinomial(n, p, draws), rng.multinomial(m, p, draws)).sum(axis=-1)
+
+def category_psi_null(e: np.ndarray,  # training rows per category and missing last (`category_counts`)
+                      a: np.ndarray,  # serving rows per category, missing last
+                      draws: int = 200,  # splits of the rows drawn, at most (fewer where the columns are long)
+                     ) -> np.ndarray:
+    """The PSIs of `psi_counts` over `draws` random splits of the two samples' rows into sizes n and m: a
+    permutation null, through the very binning of the statistic (rare categories pooled, unseen ones counted
+    by Good-Turing), which a multinomial over fixed bins misses when bins depend on the sample."""
+    rng = np.random.default_rng(0)  # the same frames, the same limit
+    total = (e + a).astype(np.int64)
+    n, m = int(e.sum()), int(a.sum())
+    k = len(total) - 1
+    cost = min(n, m, 10 * k)  # each split: a draw per row of the smaller side, or one per category
+    draws = int(np.clip(4_000_000 // max(cost, 1), 50, draws))
+    side = min(n, m)
+    split = rng.multivariate_hypergeometric(total, side, size=draws,
+                                            method="count" if side < 10 * k else "marginals")
+    e_null, a_null = (split, total - split) if side == n else (total - split, split)
+    e_bins, a_bins = _category_bins(e_null[:, :-1], a_null[:, :-1], n, m)
+    e_bins = np.c_[e_bins, e_null[:, -1]]
+    a_bins = np.c_[a_bins, a_null[:, -1]]
+    return _psi_terms(e_bins, a_bins).sum(axis=-1)
 
 def _serving_role(s: pd.Series) -> tuple[str, Optional[str]]:
     "(the role `serve_column` reads a training column's served values into, a datetime's training time zone)."
@@ -100,29 +165,74 @@ def _serving_role(s: pd.Series) -> tuple[str, Optional[str]]:
     if family == "categorical" and dates_as_text(s): family, s = "datetime", parse_dates(s, utc=None)
     return family, (str(s.dt.tz) if family == "datetime" and s.dt.tz is not None else None)
 
-def _shift_finding(col, a: pd.Series, b: pd.Series) -> list[Finding]:
-    "`distribution_shift` when the PSI passes 0.2 and what sampling alone gives (`psi_noise`); the missing share named."
-    e, s = psi_counts(a, b)
+def _shift_finding(col, a: pd.Series, b: pd.Series, counts: Optional[tuple] = None) -> list[Finding]:
+    """`distribution_shift` when the PSI passes 0.2 and what sampling alone passes once in 1000; an error when
+    it passes what sampling typically gives (the null's median: many bins for few rows give a PSI by chance
+    alone) by 0.5; the missing share named. `counts`: a categorical's rows per category, missing last."""
+    if counts is None:  # numbers (dates, durations): quantile bins of training, a multinomial null over them
+        e, s = psi_counts(a, b)
+        null = _multinomial_null(e, s)
+    else:  # categories: bins that depend on the sample, so a permutation null through the same binning
+        e, s = _binned(*counts, len(a), len(b))
+        null = category_psi_null(*counts)
     terms = _psi_terms(e, s)
     value = float(terms.sum()) if a.notna().any() else 0.0
-    noise = psi_noise(e, s)
+    noise, typical = _tail(null, 1e-3), float(np.median(null))
     if value <= max(0.2, noise): return []
     missing = ""
     if terms[-1] > value / 2:  # most of it: rows that lost their value (a failed join, a renamed field)
         missing = f"; missing on {s[-1] / len(b):.0%} of serving rows, {e[-1] / len(a):.0%} of training rows"
-    return [Finding("distribution_shift", "warning" if value < 0.5 else "error",
+    return [Finding("distribution_shift", "warning" if value - typical < 0.5 else "error",
                     f"distribution shift between training and serving: PSI {value:.2f} (>0.2 is a notable shift; "
-                    f"sampling alone passes {noise:.2f} once in 1000 here){missing}", column=col,
+                    f"sampling alone gives about {typical:.2f} here and passes {noise:.2f} once in 1000){missing}",
+                    column=col,
                     advice="check the serving pipeline for lost values, unit or encoding changes; retrain on recent "
-                           "data if the world changed", data={"psi": value, "noise": noise,
-                                                              "missing_share": float(s[-1] / len(b))})]
+                           "data if the world changed",
+                    data={"psi": value, "noise": noise, "typical": typical, "missing_share": float(s[-1] / len(b))})]
+
+_FEW_VALUES = 2  # a numeric column with this many values in training (a constant, a flag): a new value is named
+
+def _new_values(col, a: pd.Series, b: pd.Series) -> list[Finding]:
+    """`unseen_values` for a number column of at most `_FEW_VALUES` values in training (a constant, a flag) that
+    serving gives other values: a default changed upstream; the PSI of one bin cannot see it."""
+    seen = pd.unique(numeric_view(a)[a.notna().to_numpy()])
+    if len(seen) > _FEW_VALUES: return []
+    served = pd.Series(numeric_view(b)[b.notna().to_numpy()])
+    new = served[~served.isin(seen)]
+    if not len(new): return []
+    share = len(new) / len(b)
+    return [Finding("unseen_values", "warning" if share > 0.01 else "info",
+                    f"{len(new)} serving row(s) ({share:.1%}) hold values training never had "
+                    f"(training: only {', '.join(map(str, sorted(seen)))}): {value_examples(new)}", column=col,
+                    advice="a default or a unit changed upstream? the model learned nothing for these values",
+                    data={"n_rows": int(len(new)), "share": share})]
+
+def _unseen_finding(col, names: np.ndarray, e: np.ndarray, a: np.ndarray, rows: int) -> list[Finding]:
+    "`unseen_categories` from rows per category (`category_counts`): the ones serving has and training lacks."
+    unseen = (e == 0) & (a > 0)
+    if not unseen.any(): return []
+    share = float(a[unseen].sum() / rows)
+    return [Finding("unseen_categories", "warning" if share > 0.01 else "info",
+                    f"{int(unseen.sum())} categories never seen in training ({share:.1%} of serving rows)",
+                    column=col, advice="they will be encoded as unknown: check for renamed or new values",
+                    data={"categories": names[unseen][:20].tolist(), "share": share})]
+
+def _near_unique(s: pd.Series) -> bool:
+    "Text or integers with a distinct value in 95% of their rows (20 at least): an identifier's values."
+    if not (dtype_family(s) == "categorical" or pd.api.types.is_integer_dtype(s.dtype)): return False
+    values = s.dropna()
+    return len(values) >= 20 and values.nunique() >= 0.95 * len(values)
 
 def serving_findings(train: pd.DataFrame,  # the training frame
                      serving: pd.DataFrame,  # data as it arrives at prediction time
                      target: Optional[str] = None,  # the label column (serving data need not have it)
+                     roles: Optional[dict] = None,  # column -> role (check_data's; None: near-unique text or ints are ids)
                     ) -> list[Finding]:
     """Train/serving parity: columns missing or added, dtypes serving cannot read (`serve_column`: the rule
-    `FramePrep` serves by), categories unseen, distributions shifted (PSI, on the values as served)."""
+    `FramePrep` serves by), categories unseen, distributions shifted (PSI, on the values as served); an
+    identifier or free text is not compared (its values are new by nature)."""
+    require_frame(train, "train")
+    require_frame(serving, "serving", serving=True)
     out = []
     cols = [c for c in train.columns if c != target]
     missing = [c for c in cols if c not in serving.columns]
@@ -137,8 +247,9 @@ def serving_findings(train: pd.DataFrame,  # the training frame
                            f"serving data has columns training lacks: {', '.join(map(str, extra))}",
                            advice="harmless if ignored; check they are not renamed training columns",
                            data={"columns": extra}))
+    if roles is None: roles = {c: "identifier" for c in cols if _near_unique(train[c])}
     for c in cols:
-        if c not in serving.columns: continue
+        if c not in serving.columns or roles.get(c) in ("identifier", "text"): continue  # ids are new by nature
         a, b = train[c], serving[c]
         role, tz = _serving_role(a)
         served, found, _ = serve_column(c, b, role, tz)
@@ -151,16 +262,13 @@ def serving_findings(train: pd.DataFrame,  # the training frame
                                       f"df[{c!r}].astype({str(a.dtype)!r})"))
         if role == "datetime": a = serve_column(c, a, role, tz)[0]  # training's date text, as training read it
         if role == "boolean": served = served.map(bool, na_action="ignore")  # 'yes' served as 1.0: as booleans
-        if role == "categorical":
-            unseen = set(b.dropna().astype(str)) - set(a.dropna().astype(str))  # matched by text, as served
-            if unseen:
-                share = float(b.astype(str).isin(unseen).mean())
-                out.append(Finding("unseen_categories", "warning" if share > 0.01 else "info",
-                                   f"{len(unseen)} categories never seen in training "
-                                   f"({share:.1%} of serving rows)", column=c,
-                                   advice="they will be encoded as unknown: check for renamed or new values",
-                                   data={"categories": sorted(unseen)[:20], "share": share}))
-        out += _shift_finding(c, a, served)
+        if role == "numeric": out += _new_values(c, a, served)
+        if not (_is_categorical(a) or _is_categorical(served)):
+            out += _shift_finding(c, a, served)
+            continue
+        names, e, s = category_counts(a, served)  # matched by text, as served
+        if role == "categorical": out += _unseen_finding(c, names, e, s, len(b))
+        out += _shift_finding(c, a, served, (np.r_[e, a.isna().sum()], np.r_[s, served.isna().sum()]))
     return out
 
 # %% ../nbs/01b_serving.ipynb #d2c0a1e2
@@ -304,4 +412,3 @@ def serve_column(col,  # the column's name, for the findings
                          "localize or convert the serving column (Series.dt.tz_localize / tz_convert)")
     return _mismatch(col, s, f"dtype {s.dtype} ({family}), but the model was trained on {role} values",
                      "cast the serving column to the training dtype")
-
