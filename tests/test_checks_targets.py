@@ -48,3 +48,27 @@ def test_a_matrix_served_gets_serving_advice():
         with pytest.raises(TypeError, match=r"prep\.columns") as err:
             call()
         assert "assign(y=y)" not in str(err.value)
+
+
+def test_a_rare_class_list_is_capped():
+    "1700 amounts as text: a rare_class message of 21,877 characters."
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.normal(size=2000), "y": np.round(rng.lognormal(3, 1, 2000), 2).astype(str)})
+    rare = tb.check_data(df, "y", leak_check=False).by_kind("rare_class")
+    assert len(rare[0].message) < 500 and " more" in rare[0].message
+
+
+def test_a_missing_marker_in_the_target_is_said():
+    rng = np.random.default_rng(0)
+    y = np.where(rng.random(2000) < 0.02, "n/a", np.where(rng.random(2000) < 0.5, "1", "0"))
+    found = tb.check_data(pd.DataFrame({"x": rng.normal(size=2000), "y": y}), "y", leak_check=False)
+    said = found.by_kind("missing_target")
+    assert len(said) == 1 and "'n/a'" in said[0].message and ".replace(['n/a'], np.nan)" in said[0].advice
+
+
+def test_a_small_share_keeps_its_digits():
+    rng = np.random.default_rng(0)
+    y = np.array([f"c{v}" for v in np.r_[np.zeros(20, int), rng.integers(1, 100, 49980)]])
+    found = tb.check_data(pd.DataFrame({"x": rng.normal(size=len(y)), "y": y}), "y", leak_check=False)
+    message = found.by_kind("class_imbalance")[0].message
+    assert "is 0.04% of rows (20 rows;" in message

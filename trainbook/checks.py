@@ -22,11 +22,12 @@ from .time_checks import (after_time_findings, time_as_text_finding, time_findin
 _all_ = ["time_order_problem", "to_datetime_call", "time_as_text_finding"]  # re-exported: their old home
 
 # %% auto #0
-__all__ = ['TASKS', 'MAX_CATEGORIES', 'infer_task', 'counts_hint', 'number_target_hint', 'require_task', 'resolve_task',
-           'infinite_counts', 'check_column_name', 'require_columns', 'drop_unused_categories', 'require_column',
-           'require_not_target', 'unseen_classes_message', 'infinite_finding', 'group_variants_finding',
-           'label_conflicts', 'chance_pairs', 'conflict_finding', 'label_variants', 'target_findings', 'DataReport',
-           'check_data', 'time_order_problem', 'to_datetime_call', 'time_as_text_finding']
+__all__ = ['TASKS', 'MAX_CATEGORIES', 'MISSING_MARKERS', 'infer_task', 'counts_hint', 'number_target_hint', 'require_task',
+           'resolve_task', 'infinite_counts', 'check_column_name', 'require_columns', 'drop_unused_categories',
+           'require_column', 'require_not_target', 'unseen_classes_message', 'infinite_finding',
+           'group_variants_finding', 'label_conflicts', 'chance_pairs', 'conflict_finding', 'percent', 'label_variants',
+           'target_findings', 'DataReport', 'check_data', 'time_order_problem', 'to_datetime_call',
+           'time_as_text_finding']
 
 # %% ../nbs/01_checks.ipynb #44da07e6
 def infer_task(y: pd.Series,  # the target column
@@ -513,6 +514,13 @@ def conflict_finding(target: str,  # the label column
                    advice="check the labelling of those rows (data['rows'] lists some): one label per record, "
                           "or drop the copies", data=data)
 
+MISSING_MARKERS = {"", "n/a", "na", "nan", "none", "null", "missing", "?", "-"}  # text that means no value
+
+def percent(share: float,  # a share of rows, 0 to 1
+           ) -> str:
+    "A share as a percentage with the digits it needs: 12.3%, 0.04% (20 of 50,000 rows is no 0.0%)."
+    return f"{share:.1%}" if share == 0 or share >= 0.001 else f"{share * 100:.1g}%"
+
 def label_variants(labels,  # the classes (a target's distinct values)
                   ) -> list[list]:
     "Groups of labels equal but for case, surrounding spaces or type ('yes' / 'Yes ', 7 / '7'), in their order."
@@ -554,18 +562,26 @@ def target_findings(target: str,  # the target column's name
                            "classes: " + "; ".join(" / ".join(map(repr, v)) for v in variants[:5]), column=target,
                            advice=f"make them one label before splitting, e.g. df[{target!r}] = df[{target!r}]"
                                   ".str.strip().str.lower()", data={"variants": [list(map(str, v)) for v in variants]}))
+    markers = [k for k in counts.index if isinstance(k, str) and k.strip().lower() in MISSING_MARKERS]
+    if markers:  # 'n/a' among '0' and '1': a missing value written as text, taken for a class
+        rows = int(counts[markers].sum())
+        out.append(Finding("missing_target", "warning", f"{' / '.join(map(repr, markers))} ({rows} rows) look "
+                           "like a missing-value marker, taken for a class", column=target,
+                           advice=f"make them missing, then drop those rows: df[{target!r}] = df[{target!r}]"
+                                  f".replace({markers!r}, np.nan)", data={"markers": markers, "rows": rows}))
     share = counts / counts.sum()
     if share.min() < 0.2 / len(counts):  # under a fifth of an even share: 10% of two classes, 1% of twenty
         out.append(Finding("class_imbalance", "warning",
-                           f"minority class {shown(share.idxmin())} is {share.min():.1%} of rows "
-                           f"(majority {share.max():.1%})", column=target,
+                           f"minority class {shown(share.idxmin())} is {percent(share.min())} of rows "
+                           f"({int(counts.min())} rows; majority {percent(share.max())})", column=target,
                            advice="stratify the split, report PR-AUC / balanced accuracy, consider class "
                                   "weights or a tuned threshold",
                            data={"shares": {str(k): float(v) for k, v in share.items()}}))
     rare = counts[counts < min_per_class]
     if len(rare):
-        out.append(Finding("rare_class", "warning", f"classes with fewer than {min_per_class} rows: "
-                           + ", ".join(f"{shown(k)} ({v})" for k, v in rare.items()), column=target,
+        more = f" and {len(rare) - 10} more" if len(rare) > 10 else ""  # 1700 amounts as text: no flood
+        out.append(Finding("rare_class", "warning", f"{len(rare)} classes with fewer than {min_per_class} rows: "
+                           + ", ".join(f"{shown(k)} ({v})" for k, v in rare.head(10).items()) + more, column=target,
                            advice="too rare to stratify or score reliably: merge them, "
                                   "collect more, or drop them",
                            data={"classes": {str(k): int(v) for k, v in rare.items()}}))
@@ -743,7 +759,7 @@ def check_data(df: pd.DataFrame,  # the training data, one row per example
     if serving is not None:
         require_frame(serving, "serving", serving=True)
         from trainbook.serving import serving_findings  # it builds on this module (numeric_view): imported here
-        findings += serving_findings(df, serving, target)
+        findings += serving_findings(df, serving, target, roles)
     report = DataReport(findings, df, target, task if target is not None else None, roles, groups, time)
     announce("data_checked", report)
     return report
