@@ -65,7 +65,7 @@ def test_accuracy_ignores_the_losss_own_ignore_index_in_fit_and_evaluate():
     loss_fn = nn.CrossEntropyLoss(ignore_index=0)
     assert ignore_index_of(loss_fn) == 0
     assert ignore_index_of(functools.partial(F.cross_entropy, ignore_index=3)) == 3
-    assert ignore_index_of(F.cross_entropy) is None and ignore_index_of(None) is None
+    assert ignore_index_of(F.cross_entropy) == -100 and ignore_index_of(None) is None  # its own default
     acc = resolve_metrics(["accuracy"], loss_fn)["accuracy"]
     logits = perfect_logits(y, 5)
     logits[y == 0] = torch.tensor([0., 9., 0., 0., 0.])  # wrong wherever the label is the padding
@@ -190,3 +190,22 @@ def test_evaluate_gives_the_losss_own_mean_over_the_whole_set_at_any_batch_size(
     for batch_size in (1, 2, 17, 34):
         got = tb.evaluate(model, tb.TensorLoader(X, y, batch_size=batch_size), loss_fn)["loss"]
         assert got == pytest.approx(whole, rel=1e-5), batch_size
+
+
+def test_focal_loss_over_padded_positions_is_its_own_mean_at_any_batch_size():
+    """Probe 108: tb.focal_loss's ignore_index is its default (no attribute, no partial), so evaluate did not see
+    it: a validation batch of only padding made valid_loss NaN and stopped the run, and the mean moved with the
+    batch size (1.343 at 2 rows, 1.400 in one call)."""
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(23, 5, 3, generator=g), torch.randint(0, 4, (23, 5), generator=g)
+    y[3, :] = -100  # a row of only padding
+    y[7, 2:] = -100
+    torch.manual_seed(0)
+    model = nn.Linear(3, 4)
+    for loss_fn in (tb.focal_loss, functools.partial(tb.focal_loss, weight=torch.tensor([3.0, 0.5, 1.0, 2.0]))):
+        whole = float(loss_fn(model(X), y))
+        for batch_size in (1, 2, 7):
+            got = tb.evaluate(model, tb.TensorLoader(X, y, batch_size=batch_size), loss_fn)["loss"]
+            assert got == pytest.approx(whole, rel=1e-5), batch_size
+    assert tb.focal_loss(model(X), y, reduction="none").shape == y.shape
+    with pytest.raises(ValueError, match="reduction='avg'"): tb.focal_loss(model(X), y, reduction="avg")

@@ -402,9 +402,15 @@ CLASS_LOSSES = ("cross_entropy", "crossentropyloss", "nll_loss", "nllloss")  # l
 def loss_keyword(loss_fn,  # a loss: nn.CrossEntropyLoss(ignore_index=1), a partial of F.cross_entropy, ...
                  name: str,  # the setting: 'ignore_index', 'weight', ...
                 ):
-    "What a loss was given as `name`: its attribute, else a partial's keyword; None when it has neither."
+    """What a loss was given as `name`: its attribute, else a partial's keyword, else the function's own default
+    (`tb.focal_loss`'s ignore_index=-100); None when it has none."""
     value = getattr(loss_fn, name, None)
     if value is None and isinstance(loss_fn, functools.partial): value = loss_fn.keywords.get(name)
+    fn = loss_fn.func if isinstance(loss_fn, functools.partial) else loss_fn
+    if value is None and inspect.isfunction(fn):
+        try: value = inspect.signature(fn).parameters[name].default
+        except (KeyError, TypeError, ValueError): return None
+        if value is inspect.Parameter.empty: return None
     return value
 
 def label_out_of_range(pred,  # per-class scores: (n, C, ...), or (n, T, C) against (n, T) labels

@@ -25,7 +25,7 @@ IGNORE_INDEX = -100  # the label of positions without a target (torch's and Hugg
 
 def ignore_index_of(loss_fn,  # a loss: nn.CrossEntropyLoss(...), F.cross_entropy, a partial of it, ...
                    ) -> Optional[int]:
-    "The `ignore_index` a loss was given (an attribute, or a partial's keyword); None when it has none."
+    "The `ignore_index` a loss scores without (an attribute, a partial's keyword, its default); None when it has none."
     value = loss_keyword(loss_fn, "ignore_index")
     return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -331,21 +331,26 @@ def focal_loss(logits: torch.Tensor,  # (n, k) class logits, or (n,) / (n, 1) fo
                gamma: float = 2.0,  # focusing strength; 0 gives plain cross-entropy
                weight: Optional[torch.Tensor] = None,  # per-class weights (k,), e.g. from `class_weights`
                ignore_index: Optional[int] = IGNORE_INDEX,  # targets left out of the mean (padding)
+               reduction: str = "mean",  # mean (over the scored targets) | sum | none (each target's, 0 where ignored)
                ) -> torch.Tensor:
     "Focal loss (Lin et al.): cross-entropy scaled by (1 - p_true)^gamma; binary for one column of logits."
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"focal_loss: reduction={reduction!r}; give 'mean', 'sum' or 'none'")
     keep = _scored(logits, target, ignore_index).reshape(-1)
     if logits.ndim == 1 or logits.shape[-1] == 1:
-        logits, t = logits.reshape(-1)[keep], target.reshape(-1)[keep].float()
-        ce = torch.nn.functional.binary_cross_entropy_with_logits(logits, t, reduction="none")
-        p_true = torch.exp(-ce)
+        scores, t = logits.reshape(-1)[keep], target.reshape(-1)[keep].float()
+        ce = torch.nn.functional.binary_cross_entropy_with_logits(scores, t, reduction="none")
         w = 1.0 if weight is None else torch.where(t > 0.5, weight[1], weight[0])
-        return (w * (1 - p_true) ** gamma * ce).mean()
-    target = target.reshape(-1)[keep]
-    flat = logits.reshape(-1, logits.shape[-1])[keep]
-    ce = torch.nn.functional.cross_entropy(flat, target, reduction="none")
-    p_true = torch.exp(-ce)
-    w = 1.0 if weight is None else weight[target]
-    return (w * (1 - p_true) ** gamma * ce).mean()
+    else:
+        t = target.reshape(-1)[keep]
+        ce = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1])[keep], t, reduction="none")
+        w = 1.0 if weight is None else weight[t]
+    values = w * (1 - torch.exp(-ce)) ** gamma * ce
+    if reduction == "mean": return values.mean()
+    if reduction == "sum": return values.sum()
+    every = values.new_zeros(keep.shape)  # each target's value where the targets are: 0 at those ignored
+    every[keep] = values
+    return every.reshape(target.shape)
 
 # %% ../nbs/04a_metrics.ipynb #b12c67bd
 _PRIOR_CLASSES = 1024  # LossStats computes no prior past this many classes (one call on a classes × classes batch)

@@ -194,6 +194,10 @@ class LossStats:
         """Each row's loss; for a cross-entropy also its weight (the sum of weight[y] over its labels, 0 where
         ignored) beside the sum of its labels' losses, so that Σ loss / Σ weight is the loss's own mean."""
         values = self._example_fn(pred, yb)
+        if self._class_terms is None and self._ignore is not None and isinstance(yb, torch.Tensor) and \
+                values.shape == yb.shape and values.ndim:  # a value per label, a mean over the labels scored
+            kept = (yb != self._ignore).reshape(n, -1).float()
+            return (values.reshape(n, -1).float() * kept).sum(1), kept.sum(1)
         if self._class_terms is None: return _by_row(values, n, scored), None
         if not isinstance(yb, torch.Tensor) or yb.is_floating_point() or values.shape != yb.shape:
             rows = _by_row(values, n)  # probabilities as targets: a mean over the rows
