@@ -374,6 +374,41 @@ def test_both_engines_record_one_trial_alike(tmp_path):
     assert by_ray.study.trials[0].intermediate_values == pytest.approx(curve)
 
 
+def test_ray_choices_of_any_type_and_a_study_refused_for_its_direction_as_under_tb_search(tmp_path):
+    """Probe 108, r_4/r_5 under Ray: a tuple, a class as choices (Optuna samples their labels) reach each trial as the
+    space's own objects and come back in the trials table and best_config; r_6: a trial refused for the direction
+    records it, so the search of the right direction makes that study again."""
+    db = str(tmp_path / "s.db")
+    space = {"x": (0.0, 1.0), "s": [(1, 2), (3, (4, 5))], "cls": [nn.ReLU, nn.Tanh]}
+
+    def objective(config):
+        if config["s"] not in space["s"] or config["cls"] not in space["cls"]: raise TypeError(f"given {config}")
+        return config["x"] + len(config["s"])
+
+    res = ray_engine.search(objective, space, 2, max_concurrent=1, storage=db, study_name="c", live=False)
+    assert res.states == {"COMPLETE": 2}
+    assert res.best_config["cls"] in space["cls"] and res.best_config["s"] in space["s"]
+    assert set(res.trials.params_s) <= set(space["s"]) and set(res.trials.params_cls) <= set(space["cls"])
+    X, y = data()
+
+    def accuracy(config):  # monitors an accuracy: a search that minimizes refuses its run
+        return tb.fit(make_net(), tb.TensorLoader(X[:192], y[:192], batch_size=64),
+                      tb.TensorLoader(X[192:], y[192:], batch_size=64), loss_fn=nn.functional.cross_entropy,
+                      metrics="accuracy", live=False,
+                      config=tb.TrainConfig(epochs=1, device="cpu", monitor="valid_accuracy", mode="max",
+                                            lr=config["lr"]))
+
+    lr, db = {"lr": ("log", 1e-3, 1e-1)}, str(tmp_path / "a.db")
+    with pytest.raises(RuntimeError, match=r"no trial of study 'acc' completed.*pass direction='maximize'"):
+        ray_engine.search(accuracy, lr, 1, max_concurrent=1, storage=db, study_name="acc", live=False)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        again = ray_engine.search(accuracy, lr, 1, max_concurrent=1, storage=db, study_name="acc",
+                                  direction="maximize", live=False)
+    assert again.states == {"COMPLETE": 1} and again.study.direction.name == "MAXIMIZE"
+    assert any("made again to maximize" in str(w.message) for w in said), [str(w.message) for w in said]
+
+
 def test_a_ray_trial_knows_its_number_and_a_search_that_completes_none_says_why(tmp_path):
     "Probe 21: config.trial was None under Ray (the docs' objectives read config.trial.number); no reason given."
     seen = tmp_path / "seen"

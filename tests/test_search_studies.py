@@ -9,7 +9,7 @@ import pytest
 from torch import nn
 
 import trainbook as tb
-from trainbook.tuning import config_values
+from trainbook.tuning import choice_labels, config_values
 
 from helpers import blobs, mlp
 
@@ -47,12 +47,11 @@ def test_best_config_is_what_the_best_trial_ran_with_also_when_an_earlier_call_r
     assert later.best_config["act"] is nn.ReLU and isinstance(later.best_config["layers"], tuple)
     assert config_values({"flag": True, "n": 1}, {"flag": [1, True], "n": [True, 1]}) == {"flag": True, "n": 1}
     assert config_values({"flag": True}, {"flag": [1, True]})["flag"] is True  # True is not the choice 1
-    # in a database the tuple choices come back as lists, which Optuna refuses to continue with: said, with the fix
+    # probe 108: in a database too (Optuna samples the choices' labels, which it keeps as they are): continued
     db = str(tmp_path / "s.db")
     tb.search(objective, space, 1, storage=db, study_name="s", live=False)
-    with pytest.raises(ValueError, match=r"space\['layers'\]: study 's' in .* keeps the choices \(\(16,\), \(32, 16\)\) as "
-                                         r"\(\[16\], \[32, 16\]\).*give choices as strings.*\['\(16,\)', '\(32, 16\)'\]"):
-        tb.search(objective, space, 1, storage=db, study_name="s", live=False)
+    again = tb.search(objective, space, 1, storage=db, study_name="s", live=False)
+    assert again.states == {"COMPLETE": 2} and seen[1]["layers"] in space["layers"]
 
 
 def test_a_search_without_validation_data_is_refused_or_said(tmp_path):
@@ -131,3 +130,100 @@ def test_a_range_a_set_or_timeout_true_is_refused_at_the_door(tmp_path, kw, matc
     with pytest.raises(ValueError, match=match):
         tb.search(lambda c: 0.0, args.pop("space"), 2, **args)
     assert not (tmp_path / "s.db").exists()
+
+
+# ---- probe 108: choices Optuna cannot store as they are; a study's direction and objectives when joined
+
+def choose(seen):
+    "An objective that keeps what each trial was given."
+    def objective(config):
+        seen[config.trial.number] = dict(config)
+        return config["x"]
+    return objective
+
+
+def test_tuple_class_function_and_numpy_choices_run_in_a_database_and_come_back_as_themselves(tmp_path):
+    """r_4: tuple choices crashed the search at trial 10 (the sampler read the stored trials: 'CategoricalDistribution
+    does not support dynamic value space'); r_5: a function, a class or np.int64 as a choice failed trial 0 with
+    'Object of type ... is not JSON serializable'. Optuna samples their labels; the objective, the trials table and
+    best_config get the space's own objects, in this call and in a continued study."""
+    np = pytest.importorskip("numpy")
+    space = {"x": (0.0, 1.0), "s": [(1, 2), (3, (4, 5))], "act": [abs, round], "cls": [nn.ReLU, nn.Tanh],
+             "width": [np.int64(8), np.int64(16)], "opt": [None, "adam"]}
+    db, seen = str(tmp_path / "s.db"), {}
+    res = tb.search(choose(seen), space, 12, storage=db, study_name="s", live=False)  # TPE reads the study from 10
+    assert res.states == {"COMPLETE": 12}
+    for number, config in seen.items():
+        assert all(any(config[k] is c for c in space[k]) for k in ("s", "act", "cls", "width")), config
+    assert {seen[n]["s"] for n in seen} == {(1, 2), (3, (4, 5))}  # both drawn
+    trials = res.trials
+    for column in ("s", "act", "cls", "width"):
+        assert trials[f"params_{column}"].tolist() == [seen[n][column] for n in trials.number], column
+    # a new call (the labels again, from a new process's space) continues it; its best is the space's objects
+    later = tb.search(choose(seen), space, 2, storage=db, study_name="s", live=False)
+    assert later.states == {"COMPLETE": 14}
+    assert later.best_config == seen[later.best_trial] and later.best_config["cls"] is seen[later.best_trial]["cls"]
+    assert type(later.best_config["width"]) is np.int64
+    assert config_values({"x": 0.5, "width": "8"}, space, {"width": "np.int64(16)"})["width"] == 16  # the label wins
+    # the labels: a JSON-plain list is given to Optuna as it is (studies made before stay as they were)
+    assert choice_labels([2, "a", None, 2.5, True]) is None
+    assert choice_labels([(1, 2), abs, nn.ReLU, np.int64(8)]) == ["(1, 2)", "abs", "ReLU", "np.int64(8)"]
+    assert choice_labels([lambda: 1, lambda: 2]) == ["0: <lambda>", "1: <lambda>"]  # no address: the same each run
+
+
+def test_true_1_0_false_stay_apart(tmp_path):
+    "Minor: Optuna finds a sampled choice by ==, so [True, 1, 0, False] in a database gave True for 1, 0 for False."
+    seen = {}
+    space = {"x": (0.0, 1.0), "flag": [True, 1, 0, False]}
+    res = tb.search(choose(seen), space, 16, storage=str(tmp_path / "s.db"), study_name="s", live=False)
+    given = {(type(c["flag"]), c["flag"]) for c in seen.values()}
+    assert given == {(bool, True), (int, 1), (int, 0), (bool, False)}, given
+    assert [(type(v), v) for v in res.trials.params_flag] == [(type(seen[n]["flag"]), seen[n]["flag"])
+                                                              for n in res.trials.number]
+
+
+@pytest.mark.filterwarnings("ignore:Choices for a categorical distribution")  # Optuna's, reading the old study
+def test_a_study_made_before_the_labels_is_refused_with_what_to_do(tmp_path):
+    "A study whose tuple choices Optuna was given as they are (before labels) is named, not continued wrongly."
+    db = str(tmp_path / "s.db")
+    old = optuna.create_study(storage=f"sqlite:///{db}", study_name="old")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Optuna's own: 'should be a tuple of None, bool, int, float and str'
+        old.optimize(lambda t: len(t.suggest_categorical("s", [(1, 2), (3, 4)])), n_trials=1)
+    with pytest.raises(ValueError, match=r"space\['s'\]: study 'old' in .* was made by an earlier trainbook.*"
+                                         r"pass a new study_name"):
+        tb.search(lambda c: 0.0, {"s": [(1, 2), (3, 4)]}, 1, storage=db, study_name="old", live=False)
+    assert len(optuna.load_study(study_name="old", storage=f"sqlite:///{db}").trials) == 1
+
+
+def test_a_study_whose_trials_failed_for_another_reason_keeps_them_and_its_direction(tmp_path):
+    "r_6: a maximized study whose trials failed for a NaN was deleted and made again to minimize by direction=None."
+    db, space = str(tmp_path / "s.db"), {"x": (0.0, 1.0)}
+    with pytest.raises(RuntimeError, match="no trial of study 'acc' completed"):
+        tb.search(lambda c: float("nan"), space, 3, storage=db, study_name="acc", direction="maximize", live=False)
+    with pytest.raises(ValueError, match=r"study 'acc' in .* already exists and maximizes: pass "
+                                         r"direction='maximize' to continue it, or a new study_name to minimize"):
+        tb.search(lambda c: c["x"], space, 1, storage=db, study_name="acc", live=False)
+    kept = optuna.load_study(study_name="acc", storage=f"sqlite:///{db}")
+    assert kept.direction.name == "MAXIMIZE" and [t.state.name for t in kept.trials] == ["FAIL"] * 3
+    assert all("fail_reason" in t.user_attrs for t in kept.trials)
+    res = tb.search(lambda c: c["x"], space, 1, storage=db, study_name="acc", direction="maximize", live=False)
+    assert res.states == {"FAIL": 3, "COMPLETE": 1}
+
+
+def test_a_multi_objective_study_is_refused_by_name(tmp_path):
+    "r_7: Optuna's bare 'This attribute is not available during multi-objective optimization'."
+    db = str(tmp_path / "s.db")
+    optuna.create_study(storage=f"sqlite:///{db}", study_name="multi", directions=["minimize", "maximize"])
+    with pytest.raises(ValueError, match=r"study 'multi' in .* has 2 objectives \(minimize, maximize\): tb.search "
+                                         r"drives single-objective studies.*pass a new study_name"):
+        tb.search(lambda c: c["x"], {"x": (0.0, 1.0)}, 1, storage=db, study_name="multi", live=False)
+
+
+def test_n_trials_may_be_a_numpy_integer_but_not_a_bool(tmp_path):
+    np = pytest.importorskip("numpy")
+    res = tb.search(lambda c: c["x"], {"x": (0.0, 1.0)}, np.int64(2), storage=str(tmp_path / "s.db"), live=False)
+    assert res.states == {"COMPLETE": 2}
+    for bad in (True, np.bool_(True), 2.0):
+        with pytest.raises(ValueError, match="n_trials must be a positive integer"):
+            tb.search(lambda c: c["x"], {"x": (0.0, 1.0)}, bad, storage=str(tmp_path / "t.db"), live=False)

@@ -14,7 +14,7 @@ from .distributed import (LaunchError, check_call, clean_exit, launch_live_curve
 from .events import Callback, add_session_observer, remove_session_observer
 # a Ray Dataset as a loader lives in ray_data (14b); its names are still importable from here
 from .ray_data import RayLoader, dataset_shard, require_tensor_columns
-from .study import make_sampler, new_study_name
+from .study import DIRECTION_REFUSED, make_sampler, new_study_name
 from .tuning import TRIAL_OBSERVER, MonitorReport
 _all_ = ["RayLoader", "dataset_shard", "require_tensor_columns"]  # re-exported: their old home
 
@@ -492,7 +492,7 @@ def trial_main(config: dict,  # the trial's sampled values (from Tune)
     import optuna
     from ray import tune
     from trainbook.run import Run
-    from trainbook.tuning import TrialConfig, TrialFailed, fail_reason, run_attrs, trial_value
+    from trainbook.tuning import TrialConfig, TrialFailed, WrongDirection, fail_reason, run_attrs, trial_value
     started = time.time()
     objective, direction = cloudpickle.loads(payload)
     report = TuneReport("min" if direction == "minimize" else "max", started=started)
@@ -510,6 +510,8 @@ def trial_main(config: dict,  # the trial's sampled values (from Tune)
         if isinstance(out, Run): final.update(findings=_findings_json(out.findings), **run_attrs(out))
         final["objective"] = trial_value(out, direction, report)
     except TrialFailed as err: final["fail_reason"] = fail_reason(number, values, err)  # NaN, diverged: FAIL
+    except WrongDirection as err:  # FAIL, recorded as tb.search does: the right direction makes the study again
+        final.update({"fail_reason": fail_reason(number, values, err), DIRECTION_REFUSED: err.wanted})
     except optuna.TrialPruned: final["pruned"] = True
     except KeyboardInterrupt: final["stopped"] = "interrupted"  # FAIL: a partial best never competes
     tune.report({**final, **_stamp(started)})
@@ -591,7 +593,7 @@ def _ray_classes():
             # how the trial's run ended and why it failed, as the Optuna path records them
             stopped = "pruned" if state == optuna.trial.TrialState.PRUNED else result.get("stopped")
             if stopped is not None and not error: ot_trial.set_user_attr("stopped", str(stopped))
-            for key in ("finding", "fail_reason", "monitor"):
+            for key in ("finding", "fail_reason", "monitor", DIRECTION_REFUSED):
                 if key in result and not error: ot_trial.set_user_attr(key, result[key])
             self._ot_study.tell(ot_trial, value, state=state)
             self._completed_trials.add(trial_id)
@@ -676,6 +678,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
                                   fail_running, suggest)
     from trainbook.widgets import StudyPanel
     objective = check_search(objective, n_trials, direction, timeout)  # tb.search's checks, at the same door
+    n_trials = None if n_trials is None else int(n_trials)  # np.int64(20): Tune's num_samples is an int
     # as tb.search: a value TrainConfig refuses (epochs from a float range) is named now, not in every trial
     check_space(space, getattr(objective, "takes", None), getattr(objective, "base_config", None))
     for name, value in (("max_concurrent", max_concurrent), ("grace_period", grace_period)):
@@ -748,7 +751,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     if interrupted: cut += left  # the trials Tune stopped
     elif left: warn(f"search: trial(s) {left} were still running when Tune returned: marked FAIL")
     # as tb.search ends: stopped, the best, the failed trials (an interrupted one is not failed) with reasons
-    result = SearchResult(study, {}, math.nan, -1, panel=panel,
+    result = SearchResult(study, {}, math.nan, -1, panel=panel, space=space,
                           stopped="interrupted" if interrupted or cut else "completed")
     failed = [t.number for t in mine if t.state == optuna.trial.TrialState.FAIL and t.number not in cut]
     if result.stopped == "interrupted":

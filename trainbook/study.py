@@ -11,9 +11,9 @@ from .core import did_you_mean, require_instance, warn
 from .store import database_url, hide_password, make_sqlite_folder, sqlite_path
 
 # %% auto #0
-__all__ = ['DEFAULT_STORAGE', 'SQLITE_LOCK_WAIT', 'PRUNERS', 'new_study_name', 'make_storage', 'check_storage', 'is_locked',
-           'locked_error', 'make_pruner', 'make_sampler', 'trial_seed', 'storage_text', 'add_note', 'fail_stale_trials',
-           'prepare_study']
+__all__ = ['DEFAULT_STORAGE', 'SQLITE_LOCK_WAIT', 'PRUNERS', 'DIRECTION_REFUSED', 'new_study_name', 'make_storage',
+           'check_storage', 'is_locked', 'locked_error', 'make_pruner', 'make_sampler', 'trial_seed', 'storage_text',
+           'add_note', 'fail_stale_trials', 'prepare_study']
 
 # %% ../nbs/17a_study.ipynb #77a55792
 DEFAULT_STORAGE = "sqlite:///optuna.db"
@@ -227,6 +227,9 @@ def fail_stale_trials(study,  # an Optuna study
         optuna_fail_stale(study)
 
 # %% ../nbs/17a_study.ipynb #a43eec6f
+# a trial's user attribute, set when its run was refused for the study's direction: the direction it asked for
+DIRECTION_REFUSED = "direction_refused"
+
 def prepare_study(storage,  # an Optuna storage (`make_storage`'s)
                   study_name: str,  # the study the search creates or joins
                   direction: str,  # the search's: minimize | maximize
@@ -234,7 +237,7 @@ def prepare_study(storage,  # an Optuna storage (`make_storage`'s)
                   named: bool = True,  # whether the caller named the study (a new dated name is never a typo)
                  ) -> None:
     """Before a search creates or joins `study_name`: a new name beside other studies is said; a study going the
-    other way is refused, or, with no finished trial (all failed), dropped to be made again."""
+    other way is refused, or, when its every trial failed for that direction, dropped to be made again."""
     import optuna
     studies = {s.study_name: s for s in storage.get_all_studies()}
     found = studies.get(study_name)
@@ -245,14 +248,20 @@ def prepare_study(storage,  # an Optuna storage (`make_storage`'s)
             warn(f"study {study_name!r} is new in {where}, which holds {len(others)} other(s): {shown}"
                  f"{did_you_mean(study_name, others)}; it starts empty (pass an existing study_name to continue one)")
         return
+    if len(found.directions) > 1:  # Optuna's own words name neither the study nor what to do
+        ways = ", ".join(d.name.lower() for d in found.directions)
+        raise ValueError(f"study {study_name!r} in {where} has {len(found.directions)} objectives ({ways}): "
+                         "tb.search drives single-objective studies (one value a trial, one direction); pass a "
+                         "new study_name, or run that study with Optuna's own study.optimize")
     was = found.direction.name.lower()
     if was == direction: return
     study_id = storage.get_study_id_from_name(study_name)
     trials = storage.get_all_trials(study_id, deepcopy=False)
-    if any(t.state != optuna.trial.TrialState.FAIL for t in trials):
+    # made again only when every trial failed because its run went the other way (as the trial recorded): trials
+    # that failed for another reason (a NaN) are never lost, and the direction the user gave stays
+    if any(t.state != optuna.trial.TrialState.FAIL or not t.user_attrs.get(DIRECTION_REFUSED) for t in trials):
         raise ValueError(f"study {study_name!r} in {where} already exists and {was}s: pass direction={was!r} "
                          f"to continue it, or a new study_name to {direction}")
-    # nothing finished: its trials failed (a first trial fails so when the direction was the wrong one)
     storage.delete_study(study_id)
     warn(f"study {study_name!r} in {where} {was}d and no trial of it finished ({len(trials)} failed): "
          f"made again to {direction}")

@@ -4,7 +4,7 @@
 
 # %% ../nbs/17_tuning.ipynb #0fe18f41
 from __future__ import annotations
-import html, inspect, logging, math, numbers, os, re, socket, time, weakref
+import html, inspect, logging, math, numbers, os, re, socket, time, warnings, weakref
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Optional, Union
 
@@ -14,17 +14,17 @@ from .core import TrainConfig, did_you_mean, warn
 from .events import Callback, add_session_observer, remove_session_observer
 from .loop import fit
 from .run import Run, monitored_record
-from .study import (SQLITE_LOCK_WAIT, add_note, check_storage, is_locked, locked_error, make_pruner,
-                             make_sampler, make_storage, new_study_name, prepare_study, storage_text,
+from .study import (DIRECTION_REFUSED, SQLITE_LOCK_WAIT, add_note, check_storage, is_locked, locked_error,
+                             make_pruner, make_sampler, make_storage, new_study_name, prepare_study, storage_text,
                              fail_stale_trials)
 from .tracking import run_params
 from .widgets import StudyPanel, config_text
 
 # %% auto #0
-__all__ = ['KINDS', 'CONFIG_FIELDS', 'TRIAL_OBSERVER', 'check_space', 'suggest', 'MonitorReport', 'Pruning', 'TrialConfig',
-           'fit_objective', 'SearchResult', 'check_search', 'TrialFailed', 'KnownFailures', 'TrialDiverged',
-           'run_attrs', 'fail_reason', 'trial_value', 'search', 'conclude_search', 'fail_running', 'best_completed',
-           'config_values', 'attr_value']
+__all__ = ['KINDS', 'CONFIG_FIELDS', 'TRIAL_OBSERVER', 'check_space', 'suggest', 'choice_labels', 'MonitorReport', 'Pruning',
+           'TrialConfig', 'fit_objective', 'SearchResult', 'check_search', 'WrongDirection', 'TrialFailed',
+           'KnownFailures', 'TrialDiverged', 'run_attrs', 'fail_reason', 'trial_value', 'search', 'conclude_search',
+           'fail_running', 'best_completed', 'config_values', 'attr_value']
 
 # %% ../nbs/17_tuning.ipynb #7e31bccb
 KINDS = ("log", "int", "int_log", "float")
@@ -109,11 +109,33 @@ def suggest(trial,  # an Optuna trial
     return {name: _suggest_one(trial, name, spec) for name, spec in space.items()}
 
 def _suggest_one(trial, name: str, spec):
-    if isinstance(spec, list): return trial.suggest_categorical(name, spec)
+    if isinstance(spec, list):
+        labels = choice_labels(spec)
+        if labels is None: return trial.suggest_categorical(name, spec)
+        # Optuna samples and stores the label; the objective gets the space's own object
+        return spec[labels.index(trial.suggest_categorical(name, labels))]
     if not isinstance(spec, tuple): return spec
     kind, low, high = _range(spec)
     if kind in ("int", "int_log"): return trial.suggest_int(name, int(low), int(high), log=kind == "int_log")
     return trial.suggest_float(name, float(low), float(high), log=kind == "log")
+
+def choice_labels(choices: list,  # a dict space's list of choices
+                 ) -> Optional[list]:
+    """The strings Optuna samples and stores in place of `choices` when it cannot keep them as they are (a tuple,
+    a class, a function, a numpy int; True beside 1), one a choice; None when it can (strings, numbers, bools, None)."""
+    plain = [c for c in choices if c is None or isinstance(c, (str, int, float, bool))]
+    # Optuna finds a sampled value again by ==: among [True, 1], a sampled 1 would come back as True
+    alike = any(a == b and type(a) is not type(b) for i, a in enumerate(plain) for b in plain[i + 1:])
+    if len(plain) == len(choices) and not alike: return None
+    labels = [_label(c) for c in choices]
+    if len(set(labels)) < len(labels): labels = [f"{i}: {label}" for i, label in enumerate(labels)]
+    return labels
+
+def _label(choice) -> str:
+    "A choice's label, the same in every process (a continued study): its repr, or its name (a class, a function)."
+    if callable(choice) and isinstance(getattr(choice, "__name__", None), str): return choice.__name__
+    text = repr(choice)
+    return type(choice).__name__ if " at 0x" in text else text  # an address differs in every process
 
 # %% ../nbs/17_tuning.ipynb #e1ec3a16
 class MonitorReport(Callback):
@@ -252,12 +274,19 @@ class SearchResult:
     runs: dict = field(default_factory=dict)  # trial number -> Run, for the trials this process ran
     panel: Any = None  # the StudyPanel
     stopped: str = "completed"  # "completed", "interrupted" (Ctrl-C) or "failed" (`err.result`): trials kept
+    space: Any = None  # the search's space: a choice Optuna stored by its label is the space's own object again
 
     @property
     def trials(self):
-        "One row per trial: number, value, state, params, duration, worker."
+        "One row per trial: number, value, state, params (the space's own choices), duration, worker."
         attrs = ("number", "value", "state", "params", "duration", "user_attrs")
-        return self.study.trials_dataframe(attrs=attrs)
+        frame = self.study.trials_dataframe(attrs=attrs)
+        for name, spec in (self.space.items() if isinstance(self.space, dict) else ()):
+            labels, column = choice_labels(spec) if isinstance(spec, list) else None, f"params_{name}"
+            if labels is None or column not in frame: continue
+            found = dict(zip(labels, spec))
+            frame[column] = frame[column].map(lambda v: found.get(v, v) if isinstance(v, str) else v)
+        return frame
 
     @property
     def states(self) -> dict:
@@ -311,7 +340,8 @@ def check_search(objective: Union[Callable, tuple],  # config -> Run (or a numbe
                         "dl_valid, loss_fn, base_config)")
     if n_trials is None and timeout is None:
         raise ValueError("n_trials=None needs a timeout, or the search never ends")
-    if n_trials is not None and (not isinstance(n_trials, int) or isinstance(n_trials, bool) or n_trials < 1):
+    if n_trials is not None and (not isinstance(n_trials, numbers.Integral) or isinstance(n_trials, bool)
+                                 or n_trials < 1):
         raise ValueError(f"n_trials must be a positive integer, got {n_trials!r}")
     if direction not in (None, "minimize", "maximize"):
         raise ValueError(f"direction must be 'minimize', 'maximize' or None, got {direction!r}")
@@ -319,6 +349,14 @@ def check_search(objective: Union[Callable, tuple],  # config -> Run (or a numbe
     if timeout is not None and (isinstance(timeout, bool) or not (isinstance(timeout, (int, float)) and timeout > 0)):
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     return fit_objective(*objective) if isinstance(objective, (tuple, list)) else objective
+
+class WrongDirection(ValueError):
+    "A trial's run monitors its value the other way than the study goes: the search stops (the trial says so)."
+    def __init__(self, message: str,  # what to do
+                 wanted: str = "",  # the direction the run's mode asks for
+                 ):
+        super().__init__(message)
+        self.wanted = wanted
 
 class TrialFailed(RuntimeError):
     "A trial that fails while the search goes on: stored FAIL, with its reason as the trial's `fail_reason`."
@@ -371,8 +409,8 @@ def trial_value(result,  # what the objective returned: a Run or a number
         wanted = "min" if direction == "minimize" else "max"
         if result.config.mode != wanted:
             fits = "minimize" if result.config.mode == "min" else "maximize"
-            raise ValueError(f"the run monitors {result.config.monitor} with mode={result.config.mode!r} "
-                             f"but the study {direction}s: pass direction={fits!r}")
+            raise WrongDirection(f"the run monitors {result.config.monitor} with mode={result.config.mode!r} "
+                                 f"but the study {direction}s: pass direction={fits!r}", fits)
         if result.best is None:
             raise ValueError(f"the run has no best {result.config.monitor} (was it ever logged? "
                              "pass dl_valid, or set monitor)")
@@ -430,6 +468,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     if engine_options: raise TypeError(f"unexpected arguments for engine='optuna': {', '.join(engine_options)}")
     import optuna
     objective = check_search(objective, n_trials, direction, timeout)
+    n_trials = None if n_trials is None else int(n_trials)  # np.int64(20): Optuna's own counts are ints
     base = getattr(objective, "base_config", None)
     check_space(space, getattr(objective, "takes", None), base)
     pruner = make_pruner(pruner)
@@ -459,7 +498,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     _warn_other_space(study, space, where)
     metric = base.monitor if base is not None else "valid_loss"
     panel = StudyPanel(metric, n_trials, mode="text" if live is False else None)
-    result = SearchResult(study, {}, math.nan, -1, panel=panel)
+    result = SearchResult(study, {}, math.nan, -1, panel=panel, space=space)
     worker = f"{socket.gethostname()}:{os.getpid()}"
 
     repeats: list = []  # (trial, the earlier trial whose whole config it drew)
@@ -479,8 +518,10 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
             # a dict space's config the study tried is never trained twice; a function's repeat runs (warned)
             if earlier is not None and isinstance(space, dict): return _repeat(trial, earlier)
             return train(trial, values)
-        except TrialFailed as err:  # FAIL, the search goes on: the reason stays with the trial
+        except (TrialFailed, WrongDirection) as err:  # FAIL, its reason kept; the search goes on (not for a direction)
             trial.set_user_attr("fail_reason", fail_reason(trial.number, values, err))
+            # a study whose every trial failed so is made again by a search of the right direction (prepare_study)
+            if isinstance(err, WrongDirection): trial.set_user_attr(DIRECTION_REFUSED, err.wanted)
             raise
 
     def train(trial, values: dict) -> float:
@@ -643,18 +684,21 @@ def _keep_best(result: SearchResult, study, space=None, configs: Optional[dict] 
     ran = (configs or {}).get(top.number)  # run by this process: the values themselves
     stored = top.user_attrs.get("config", top.params)
     result.best_trial, result.best_value = top.number, top.value
-    result.best_config = dict(ran) if ran is not None else config_values(stored, space)
+    result.best_config = dict(ran) if ran is not None else config_values(stored, space, top.params)
     return best
 
 def config_values(stored: dict,  # a trial's `config` user attribute (what `attr_value` made of each value)
                   space=None,  # the search's space: a dict's choices and constants are found again
+                  params: Optional[dict] = None,  # the trial's params: a choice's label (`choice_labels`) finds it
                  ) -> dict:
-    "A trial's config as it ran: a value stored as its str (a tuple, a class) is the space's own object again."
+    "A trial's config as it ran: a value stored as its str or label (a tuple, a class) is the space's own object again."
     ran = dict(stored)
     for name, spec in (space.items() if isinstance(space, dict) else ()):
         if name not in ran or isinstance(spec, tuple): continue  # a range's value is stored as sampled
         options = spec if isinstance(spec, list) else [spec]
-        ran[name] = next((o for o in options if _stored_as(o, ran[name])), ran[name])
+        labels, label = choice_labels(spec) if isinstance(spec, list) else None, (params or {}).get(name)
+        if labels is not None and isinstance(label, str) and label in labels: ran[name] = spec[labels.index(label)]
+        else: ran[name] = next((o for o in options if _stored_as(o, ran[name])), ran[name])
     return ran
 
 def _stored_as(option, stored) -> bool:
@@ -672,40 +716,41 @@ def _check_direction(direction: Optional[str], base: Optional[TrainConfig], spac
                          f"mode={base.mode!r}, so every trial's run would be refused: pass "
                          f"direction={fits!r}, or None to follow the mode")
 
-class _Ranges:
-    "A stand-in trial for `_suggest_one`: each suggest_* returns the distribution it would sample from."
-    def suggest_categorical(self, name, choices):
-        from optuna.distributions import CategoricalDistribution
-        return CategoricalDistribution(choices)
-
-    def suggest_int(self, name, low, high, log=False):
-        from optuna.distributions import IntDistribution
-        return IntDistribution(low, high, log=log)
-
-    def suggest_float(self, name, low, high, log=False):
-        from optuna.distributions import FloatDistribution
-        return FloatDistribution(low, high, log=log)
+def _distribution(spec):
+    "The Optuna distribution a dict space's entry samples from (a list's labels, where it has them); None: a constant."
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+    if isinstance(spec, list): return CategoricalDistribution(choice_labels(spec) or spec)
+    if not isinstance(spec, tuple): return None
+    kind, low, high = _range(spec)
+    if kind in ("int", "int_log"): return IntDistribution(int(low), int(high), log=kind == "int_log")
+    return FloatDistribution(float(low), float(high), log=kind == "log")
 
 def _check_joined_ranges(study, space, where: str):
     "A joined study that sampled a name of `space` from another kind of range (or other choices) fails now."
     if not isinstance(space, dict): return  # a function's ranges are known only once it runs
-    from optuna.distributions import (BaseDistribution, check_distribution_compatibility, distribution_to_json,
+    from optuna.distributions import (CategoricalDistribution, check_distribution_compatibility, distribution_to_json,
                                       json_to_distribution)
     before = {}
     for t in study.get_trials(deepcopy=False): before.update(t.distributions)
     for name, spec in space.items():
         if name not in before: continue  # a new name: nothing to agree with
-        new = _suggest_one(_Ranges(), name, spec)
-        if not isinstance(new, BaseDistribution): continue  # a constant
+        new = _distribution(spec)
+        if new is None: continue  # a constant
         try: check_distribution_compatibility(before[name], new)
         except ValueError as e:
-            try: kept = json_to_distribution(distribution_to_json(new))  # as a database keeps it: (16,) as [16]
-            except (TypeError, ValueError): kept = None
-            if kept == before[name]:  # the same choices: Optuna refuses those it cannot store as they are
-                raise ValueError(f"space[{name!r}]: study {study.study_name!r} in {where} keeps the choices "
-                                 f"{new.choices} as {before[name].choices}, and Optuna refuses to continue it with "
-                                 f"them: give choices as strings, numbers, bools or None (e.g. "
-                                 f"{[str(c) for c in new.choices]}, turned into values in the objective)") from None
+            kept = None  # a list's choices themselves, as a database keeps them ((16,) as [16])
+            if isinstance(spec, list):
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")  # Optuna's 'should be a tuple of None, bool, int, float, str'
+                        kept = json_to_distribution(distribution_to_json(CategoricalDistribution(spec)))
+                except (TypeError, ValueError): pass  # not JSON: no study could keep them
+            if kept == before[name]:  # the same choices, as trainbook gave them to Optuna before it had labels
+                raise ValueError(f"space[{name!r}]: study {study.study_name!r} in {where} was made by an earlier "
+                                 f"trainbook, which gave Optuna these choices themselves (kept as "
+                                 f"{before[name].choices}); now Optuna samples their labels {new.choices}, and "
+                                 "refuses to continue the study with them: pass a new study_name (the study and "
+                                 "its trials stay as they are)") from None
             raise ValueError(f"space[{name!r}]: study {study.study_name!r} in {where} sampled {name} from "
                              f"{before[name]}, this space gives {new} ({e}); keep the earlier kind of range "
                              "(or the same choices), or pass a new study_name to start afresh") from None
