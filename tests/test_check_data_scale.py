@@ -89,14 +89,14 @@ BEFORE = {
         ('missing_values', 'nullstr', '204 missing values (51.0%)'),
         ('nullable_dtype', 'nullstr', 'pandas nullable dtype string (missing values are pd.NA)'),
         ('constant_column', 'nullstr', "a single value ('a')"),
-        ('class_imbalance', 'y', 'minority class 2 is 4.2% of rows (majority 50.0%)'),
+        ('class_imbalance', 'y', 'minority class 2 is 4.2% of rows (17 rows; majority 50.0%)'),
         ('time_unsorted', 'when', 'rows are not in time order'),
         ('time_duplicates', 'when', '350 rows share a timestamp with an earlier row'),
     ],
     'dups': [
         ('missing_values', 'num', '12 missing values (15.0%)'),
         ('duplicate_rows', None, '21 exact duplicate rows'),
-        ('class_imbalance', 'y', 'minority class 2 is 6.2% of rows (majority 48.8%)'),
+        ('class_imbalance', 'y', 'minority class 2 is 6.2% of rows (5 rows; majority 48.8%)'),
     ],
     'conflicts': [
         ('missing_values', 'num', '12 missing values (15.0%)'),

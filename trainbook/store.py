@@ -207,8 +207,9 @@ def _wait_lock(fcntl, fd: int, uri: str) -> None:
         try: return fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             if time.monotonic() > ends:
-                raise TimeoutError(f"uri {uri!r}: another process has been making this new store's tables for "
-                                   f"{MAKING_WAIT:g} s; is it stuck? Stop it, or give tb.track() another store") from None
+                raise TimeoutError(f"uri {uri!r}: another process has been making this new store's tables "
+                                   f"for {MAKING_WAIT:g} s; is it stuck? Stop it, or give tb.track() another "
+                                   "store") from None
             time.sleep(0.05)
 
 @contextmanager

@@ -13,12 +13,13 @@ from typing import Any, Iterable, Optional, Union
 from .core import Finding, History, TrainConfig, this_process, warn
 from .events import Callback, LoopState, add_session_observer, remove_session_observer
 from .run import Run, run_record_bytes
-from .run_fields import (LOADER_BATCH, without_batch_size, context_params, epoch_points, metric_names, metric_points, model_params,
-                                  params_of, renamed_metrics, run_params, status_of, tags_of)
-from .store import (MAX_PARAM_VALUE, MAX_TAG_VALUE, artifact_repository, bound_http, check_server,
-                             is_remote, make_sqlite_folder, mark_dead_runs, no_answer, owner_tags,
-                             quiet_mlflow, read_limits, resolve_uri, safe_items, unspooled, making_store, READ_WAIT, request_bound,
-                             safe_value, server_errors, spool, spooled, deliver_spooled)
+from .run_fields import (LOADER_BATCH, context_params, epoch_points, metric_names, metric_points,
+                                  model_params, params_of, renamed_metrics, run_params, status_of, tags_of,
+                                  without_batch_size)
+from .store import (MAX_PARAM_VALUE, MAX_TAG_VALUE, READ_WAIT, artifact_repository, bound_http,
+                             check_server, deliver_spooled, is_remote, make_sqlite_folder, making_store,
+                             mark_dead_runs, no_answer, owner_tags, quiet_mlflow, read_limits, request_bound,
+                             resolve_uri, safe_items, safe_value, server_errors, spool, spooled, unspooled)
 _all_ = ["run_params"]  # re-exported: tb.run_params, and its first home
 
 
