@@ -168,7 +168,8 @@ def test_tuple_class_function_and_numpy_choices_run_in_a_database_and_come_back_
     # the labels: a JSON-plain list is given to Optuna as it is (studies made before stay as they were)
     assert choice_labels([2, "a", None, 2.5, True]) is None
     assert choice_labels([(1, 2), abs, nn.ReLU, np.int64(8)]) == ["(1, 2)", "abs", "ReLU", "np.int64(8)"]
-    assert choice_labels([lambda: 1, lambda: 2]) == ["0: <lambda>", "1: <lambda>"]  # no address: the same each run
+    one, two = choice_labels([lambda: 1, lambda: 2])  # no address: by what each does, the same each run
+    assert one.startswith("<lambda> #") and one != two and choice_labels([lambda: 2, lambda: 1]) == [two, one]
 
 
 def test_true_1_0_false_stay_apart(tmp_path):
@@ -227,3 +228,28 @@ def test_n_trials_may_be_a_numpy_integer_but_not_a_bool(tmp_path):
     for bad in (True, np.bool_(True), 2.0):
         with pytest.raises(ValueError, match="n_trials must be a positive integer"):
             tb.search(lambda c: c["x"], {"x": (0.0, 1.0)}, bad, storage=str(tmp_path / "t.db"), live=False)
+
+
+def test_choices_of_one_str_are_two_configs_and_lambdas_keep_their_labels_in_any_order(tmp_path):
+    """Probe 110: `(16,)` beside `"(16,)"` was one config (the second never trained, valued as the first), and two
+    lambdas were labelled by their place, so a continued study with them swapped mapped every trial to the other."""
+    ran = []
+
+    def objective(config):
+        ran.append(config["width"])
+        return 0.0 if config["width"] == "(16,)" else 1.0
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = tb.search(objective, {"width": [(16,), "(16,)"]}, 6, storage=f"sqlite:///{tmp_path / 's.db'}",
+                        study_name="w", live=False, seed=0)
+    assert {repr(w) for w in ran} == {"(16,)", "'(16,)'"} and res.best_config["width"] == "(16,)"
+    relu, gelu = (lambda: nn.ReLU()), (lambda: nn.GELU())
+    assert choice_labels([relu, gelu]) == choice_labels([gelu, relu])[::-1]  # by what each does, not its place
+
+    class Same:
+        def __repr__(self): return "Same()"
+
+    with pytest.warns(UserWarning, match=r"space\['act'\]: some choices look alike"):
+        tb.search(lambda config: 0.0, {"act": [Same(), Same()]}, 1, storage=f"sqlite:///{tmp_path / 's.db'}",
+                  study_name="same", live=False)

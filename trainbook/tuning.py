@@ -4,7 +4,7 @@
 
 # %% ../nbs/17_tuning.ipynb #0fe18f41
 from __future__ import annotations
-import html, inspect, logging, math, numbers, os, re, socket, time, warnings, weakref
+import hashlib, html, inspect, logging, math, numbers, os, re, socket, time, warnings, weakref
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Optional, Union
 
@@ -21,8 +21,8 @@ from .tracking import run_params
 from .widgets import StudyPanel, config_text
 
 # %% auto #0
-__all__ = ['KINDS', 'CONFIG_FIELDS', 'TRIAL_OBSERVER', 'check_space', 'suggest', 'choice_labels', 'MonitorReport', 'Pruning',
-           'TrialConfig', 'fit_objective', 'SearchResult', 'check_search', 'WrongDirection', 'TrialFailed',
+__all__ = ['KINDS', 'CONFIG_FIELDS', 'TRIAL_OBSERVER', 'check_space', 'suggest', 'choice_labels', 'look_alike', 'MonitorReport',
+           'Pruning', 'TrialConfig', 'fit_objective', 'SearchResult', 'check_search', 'WrongDirection', 'TrialFailed',
            'KnownFailures', 'TrialDiverged', 'run_attrs', 'fail_reason', 'trial_value', 'search', 'conclude_search',
            'fail_running', 'best_completed', 'config_values', 'attr_value']
 
@@ -45,6 +45,10 @@ def check_space(space: Union[dict, Callable],  # dict of ranges/choices/constant
         if isinstance(spec, list) and not spec: raise ValueError(f"{where}: an empty list of choices")
         if isinstance(spec, (range, set, frozenset)): raise ValueError(_meant_choices(where, spec))
         if isinstance(spec, tuple): _check_range(where, spec)
+        if isinstance(spec, list) and look_alike(spec):  # a continued study maps them by their place alone
+            warn(f"{where}: some choices look alike (the same repr, or functions of the same code): a study "
+                 "tells them apart by their place in the list only, so a continued study must keep its order; "
+                 "give them distinct reprs (or names) to be safe")
         # a value TrainConfig refuses ('0.01', epochs from a float range) would fail in every trial, after the
         # search started: TrainConfig itself says now which values a field takes
         if config is not None and name in {f.name for f in fields(TrainConfig)}:
@@ -128,11 +132,24 @@ def choice_labels(choices: list,  # a dict space's list of choices
     alike = any(a == b and type(a) is not type(b) for i, a in enumerate(plain) for b in plain[i + 1:])
     if len(plain) == len(choices) and not alike: return None
     labels = [_label(c) for c in choices]
+    if len(set(labels)) < len(labels):  # functions of one name (two lambdas): told apart by what they do
+        labels = [_label(c, body=True) for c in choices]
     if len(set(labels)) < len(labels): labels = [f"{i}: {label}" for i, label in enumerate(labels)]
     return labels
 
-def _label(choice) -> str:
-    "A choice's label, the same in every process (a continued study): its repr, or its name (a class, a function)."
+def look_alike(choices: list,  # a dict space's list of choices
+              ) -> bool:
+    "Whether `choices` hold two that only their place in the list tells apart (`choice_labels` numbers them)."
+    labels = choice_labels(choices)
+    return labels is not None and any(re.match(r"\d+: ", label) for label in labels)
+
+def _label(choice, body: bool = False) -> str:
+    """A choice's label, the same in every process (a continued study): its repr, or its name (a class, a
+    function); `body`: a function's name with a digest of its code, so two lambdas keep their labels in any order."""
+    code = getattr(choice, "__code__", None)
+    if body and code is not None:
+        what = repr((code.co_code, code.co_consts, code.co_names, code.co_freevars)).encode()
+        return f"{choice.__name__} #{hashlib.sha1(what).hexdigest()[:8]}"
     if callable(choice) and isinstance(getattr(choice, "__name__", None), str): return choice.__name__
     text = repr(choice)
     return type(choice).__name__ if " at 0x" in text else text  # an address differs in every process
@@ -513,7 +530,10 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
         trial.set_user_attr("worker", worker)
         panel.start(trial.number, values)
         try:
-            earlier = _tried(study, trial.number, config)
+            # a dict space's config is Optuna's params (labels where choices have them: two choices of one str
+            # are two configs), a function's what it returned
+            by_params = isinstance(space, dict)
+            earlier = _tried(study, trial.number, trial.params if by_params else config, by_params)
             if earlier is not None: repeats.append((trial.number, earlier.number))
             # a dict space's config the study tried is never trained twice; a function's repeat runs (warned)
             if earlier is not None and isinstance(space, dict): return _repeat(trial, earlier)
@@ -650,12 +670,14 @@ def _best_trial(study):
     if first is None: return best
     return next((t for t in study.get_trials(deepcopy=False) if t.number == first), best)
 
-def _tried(study, number: int, config: dict):
-    "The study's first trial but `number` (complete, pruned or running) with this whole config, or None."
+def _tried(study, number: int, config: dict, by_params: bool = False):
+    """The study's first trial but `number` (complete, pruned or running) with this whole config, or None;
+    `by_params`: `config` is Optuna's params (a dict space's), compared with each trial's."""
     import optuna
     kept = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED, optuna.trial.TrialState.RUNNING)
     for t in study.get_trials(deepcopy=False, states=kept):  # a FAIL one runs again: the objective was fixed
-        if t.number != number and t.user_attrs.get("config", t.params) == config: return t
+        if t.number != number and (t.params if by_params else t.user_attrs.get("config", t.params)) == config:
+            return t
     return None
 
 def _warn_repeats(repeats: list, trained: bool):
