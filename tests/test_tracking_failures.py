@@ -224,3 +224,21 @@ def test_a_process_stuck_making_a_new_store_is_waited_for_a_bounded_time(tmp_pat
         with pytest.raises(TimeoutError, match="making this new store's tables"):
             with store.making_store(f"sqlite:///{tmp_path / 'mlflow.db'}"): pass
     finally: os.close(held)
+
+
+def test_log_run_completes_a_run_whose_end_never_reached_the_store(tracker):
+    "Probe 109, finding 1: log_run said 'recorded already' of a half-written run, left RUNNING with half its points."
+    tracker._finish = lambda *a: None  # the run's end never reaches the store (a server that hung, then came back)
+    try:
+        run = fit(epochs=3)
+        tracker.wait()
+    finally: del tracker._finish
+    rid = run.extra["mlflow_run_id"]
+    assert tracker.client.get_run(rid).info.status == "RUNNING"
+    with pytest.warns(UserWarning, match=f"{rid} .* left unfinished.*written now"): assert tb.log_run(run) == rid
+    got = tracker.client.get_run(rid)
+    steps = [m.step for m in tracker.client.get_metric_history(rid, "valid_loss")]
+    ref = [s for (s, e, split, n, v) in run.records.rows() if split == "valid" and n == "loss"]
+    assert (got.info.status, got.data.tags.get("stopped"), steps) == ("FINISHED", "completed", ref)
+    assert "duration_s" in got.data.metrics and list(tb.runs().run_id) == [rid]  # its summary, and no copy
+    with pytest.warns(UserWarning, match="recorded already"): assert tb.log_run(run) == rid  # once

@@ -12,7 +12,7 @@ from typing import Any, Iterable, Optional, Union
 
 from .core import Finding, History, TrainConfig, this_process, warn
 from .events import Callback, LoopState, add_session_observer, remove_session_observer
-from .run import Run, run_record_bytes
+from .run import RUNNING, Run, run_record_bytes
 from .run_fields import (LOADER_BATCH, context_params, epoch_points, metric_names, metric_points,
                                   model_params, params_of, renamed_metrics, run_params, status_of, tags_of,
                                   without_batch_size)
@@ -656,6 +656,14 @@ def _log(tracker: Tracker, run: Run, key: str) -> str:
     if got is None:
         found = next(iter(_keyed_runs(tracker.client, tracker.experiment_id, key)), None)
         got = tracker.client.get_run(found) if found is not None else None
+    if got is not None and _unfinished(tracker, got, run):  # its end never reached the store: completed now
+        entry = {**_entry(tracker, run, got.data.tags.get(RUN_KEY, key)), "run_id": got.info.run_id}
+        entry["tags"] = {**got.data.tags, **entry["tags"]}  # the keys its writes made (renamed metrics)
+        run_id = tracker.deliver(entry)
+        warn(f"trainbook tracking: MLflow run {run_id} in {tracker.uri} was left unfinished (its end never "
+             "reached the store); what it lacked is written now and it is finished")
+        run.extra.update(mlflow_run_id=run_id, mlflow_run_key=entry["tags"][RUN_KEY])
+        return run_id
     if got is not None:
         known = got.info.run_id
         refused = got.data.tags.get(UPLOAD_REFUSED)
@@ -675,6 +683,13 @@ def _log(tracker: Tracker, run: Run, key: str) -> str:
              f"anew as {run_id} (MlflowClient().restore_run({deleted!r}) brings the deleted one back beside it)")
     run.extra.update(mlflow_run_id=run_id, mlflow_run_key=key)
     return run_id
+
+def _unfinished(tracker: Tracker, got, run: Run) -> bool:
+    "Whether `got`, `run`'s MLflow record, is RUNNING though `run` ended and no tracker of this process writes it."
+    if got.info.status != "RUNNING" or run.stopped == RUNNING: return False
+    key = got.data.tags.get(RUN_KEY)
+    live = _TRACKER.recording.values() if _TRACKER is not None else ()
+    return not any(rec.key == key and not rec.spooled for rec in [*tracker.recording.values(), *live])
 
 def _log_spooled(tracker: Tracker, run: Run, key: str, error: Exception) -> ConnectionError:
     "The error of a `log_run` the store did not answer, the run spooled as fit's tracker spools it."
