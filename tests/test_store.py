@@ -682,6 +682,24 @@ def test_a_server_that_wants_credentials_says_which_to_set_and_takes_them(tmp_pa
     assert tb.active_tracker() is None
 
 
+def test_a_url_with_user_and_password_is_checked_with_them_and_never_shows_the_password(tmp_path, monkeypatch):
+    "Probe 109, finding 3: http://user:pw@host was 'no server answers (Name or service not known)', password shown."
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for name in ("USERNAME", "PASSWORD", "TOKEN", "AUTH"):
+        monkeypatch.delenv(f"MLFLOW_TRACKING_{name}", raising=False)
+    handler = routes(behind_a_wall)
+    with http_service(handler) as uri:
+        with_pw = uri.replace("http://", "http://user:pw@")
+        assert st.check_server(with_pw) is None  # the user:pw of the URL, sent as requests sends it for MLflow
+        assert handler.seen[-1] == ("/api/2.0/mlflow/experiments/search?max_results=1", WALL)
+        with pytest.raises(PermissionError, match=r"user:\*\*\*@.*refused the credentials") as err:
+            st.check_server(uri.replace("http://", "http://user:s3cret@"))
+        assert "s3cret" not in str(err.value)
+    with pytest.raises(ConnectionError, match=r"user:\*\*\*@.*no MLflow tracking server answers") as err:
+        st.check_server(uri.replace("http://", "http://user:s3cret@"), timeout=1)  # the service is gone
+    assert "s3cret" not in str(err.value)
+
+
 @pytest.mark.parametrize("answer", [
     lambda path, headers: (200, "application/json", b'{"status": "ok"}'),  # JSON 200 for every path
     lambda path, headers: ((200, "text/plain", b"OK") if path == "/health" else  # a health page like MLflow's

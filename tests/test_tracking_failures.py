@@ -242,3 +242,19 @@ def test_log_run_completes_a_run_whose_end_never_reached_the_store(tracker):
     assert (got.info.status, got.data.tags.get("stopped"), steps) == ("FINISHED", "completed", ref)
     assert "duration_s" in got.data.metrics and list(tb.runs().run_id) == [rid]  # its summary, and no copy
     with pytest.warns(UserWarning, match="recorded already"): assert tb.log_run(run) == rid  # once
+
+
+def test_log_run_to_a_server_that_does_not_answer_spools_the_run_without_a_tracker(tmp_path, monkeypatch):
+    "Probe 109, finding 2: with no tb.track() of that store, log_run raised 'no server answers' and spooled nothing."
+    import socket
+    monkeypatch.setenv("TRAINBOOK_SPOOL", str(tmp_path / "spool"))
+    tb.untrack()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        uri = f"http://127.0.0.1:{s.getsockname()[1]}"  # nothing listens there once closed
+    run = fit(track=False)
+    with pytest.raises(ConnectionError, match=rf"uri '{uri}': no MLflow tracking server answers.*kept in .*tb.sync"):
+        tb.log_run(run, uri=uri, experiment="later")
+    [path] = st.spooled(uri)  # what tb.sync(uri) delivers once the server is up
+    entry = __import__("json").loads(path.read_text())
+    assert entry["experiment"] == "later" and entry["tags"][tracking.RUN_KEY] == run.extra["mlflow_run_key"]

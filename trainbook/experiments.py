@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 from .core import did_you_mean, warn
 from .run import EVIDENCE, MONITOR_ALIASES, RUNNING, Run, RunFileError, mark_killed, record_key, written_by
-from .store import (READ_WAIT, check_server, is_remote, mark_dead_runs, no_answer, quiet_mlflow,
+from .store import (READ_WAIT, check_server, hide_password, is_remote, mark_dead_runs, no_answer, quiet_mlflow,
                              read_artifact, read_limits, safe_key, server_errors, sqlite_path)
 from .tracking import (UPLOAD_REFUSED, active_tracker, metric_names, metrics_of, params_of, tags_of,
                                 tracking_uri)
@@ -30,13 +30,13 @@ def _client(uri: Optional[str]):
     client, tracker = None, active_tracker()
     if tracker is not None and uri in (None, tracker.uri):
         if not tracker.wait(READ_WAIT):
-            warn(f"trainbook tracking: writes to {tracker.uri} still pending after "
+            warn(f"trainbook tracking: writes to {hide_password(tracker.uri)} still pending after "
                  f"{READ_WAIT:g} s; what they carry is not read yet")
         if tracker.client is not None: uri, client = tracker.uri, tracker.client
     uri = tracking_uri(uri)
     path = sqlite_path(uri)
     if client is None and path is not None and not path.exists():  # do not create an empty store
-        raise ValueError(f"no tracking store at {uri}: turn tracking on with tb.track(), or pass uri=")
+        raise ValueError(f"no tracking store at {hide_password(uri)}: turn tracking on with tb.track(), or pass uri=")
     if is_remote(uri): check_server(uri, timeout=READ_WAIT)  # a hung server: seconds, not a minute of retries
     return client or MlflowClient(tracking_uri=uri)
 
@@ -64,7 +64,7 @@ def _get_run(client, run_id: str, name: str):
     try: return client.get_run(run_id)
     except MlflowException as e:
         if e.error_code not in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE"): raise
-        raise ValueError(f"{name}: no run {run_id!r} in {client.tracking_uri}; the run_id column of "
+        raise ValueError(f"{name}: no run {run_id!r} in {hide_password(client.tracking_uri)}; the run_id column of "
                          "tb.runs() lists the runs there") from None
 
 def _experiment(client, experiment: Optional[str]) -> str:
@@ -73,7 +73,7 @@ def _experiment(client, experiment: Optional[str]) -> str:
     exp = client.get_experiment_by_name(name)
     if exp is None:
         known = ", ".join(repr(e.name) for e in client.search_experiments()) or "none"
-        raise ValueError(f"experiment {name!r} not found in {client.tracking_uri}; experiments there: "
+        raise ValueError(f"experiment {name!r} not found in {hide_password(client.tracking_uri)}; experiments there: "
                          f"{known}")
     return exp.experiment_id
 

@@ -207,7 +207,7 @@ def _wait_lock(fcntl, fd: int, uri: str) -> None:
         try: return fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             if time.monotonic() > ends:
-                raise TimeoutError(f"uri {uri!r}: another process has been making this new store's tables "
+                raise TimeoutError(f"uri {hide_password(uri)!r}: another process has been making this new store's tables "
                                    f"for {MAKING_WAIT:g} s; is it stuck? Stop it, or give tb.track() another "
                                    "store") from None
             time.sleep(0.05)
@@ -231,7 +231,7 @@ def making_store(uri: str,  # a tracking URI (only a SQLite store without MLflow
         try: yield
         except Exception as e:
             if isinstance(e, (ConnectionError, ValueError, PermissionError)): raise
-            raise RuntimeError(f"uri {uri!r}: making the new store's tables failed ({type(e).__name__}: "
+            raise RuntimeError(f"uri {hide_password(uri)!r}: making the new store's tables failed ({type(e).__name__}: "
                                f"{str(e).splitlines()[0][:200]}); another process may have been making them at "
                                "the same time: call tb.track() again") from e
     finally:
@@ -253,14 +253,14 @@ def require_own_sqlite(path: Path,  # the SQLite file about to be opened
 def _check_sqlite_file(path: Path, uri: str):
     "Refuse, naming `uri`, a SQLite path that is a folder or a file that is not an SQLite database."
     if path.is_dir():
-        raise ValueError(f"uri {uri!r}: {path} is a folder, not an SQLite file; pass the folder itself "
+        raise ValueError(f"uri {hide_password(uri)!r}: {path} is a folder, not an SQLite file; pass the folder itself "
                          f"(its {STORE_FILE} is the store) or sqlite:///{path / STORE_FILE}")
     if not path.is_file() or path.stat().st_size == 0: return  # a new store: MLflow makes its tables
     try:
         with open(path, "rb") as f: head = f.read(len(_SQLITE_HEADER))
-    except OSError as e: raise ValueError(f"uri {uri!r}: cannot read {path} ({e})") from None
+    except OSError as e: raise ValueError(f"uri {hide_password(uri)!r}: cannot read {path} ({e})") from None
     if head != _SQLITE_HEADER:
-        raise ValueError(f"uri {uri!r}: {path} is not an SQLite database; name a new file (it is created) "
+        raise ValueError(f"uri {hide_password(uri)!r}: {path} is not an SQLite database; name a new file (it is created) "
                          "or an existing MLflow store")
     require_own_sqlite(path, "uri", uri, "experiments")
 
@@ -359,7 +359,7 @@ def resolve_uri(uri: str,  # a tracking URI (sqlite:///..., http://...), or a pa
         if text.startswith("file:"): _check_file_host(text, uri)  # before its path is read as a folder
         if re.match(r"https?:(?!//[^/])", text):  # 'http:/host', 'http:///host': no server named
             scheme, rest = text.split(":", 1)
-            raise ValueError(f"uri {uri!r}: {scheme}: is followed by '//' and the server, did you mean "
+            raise ValueError(f"uri {hide_password(uri)!r}: {scheme}: is followed by '//' and the server, did you mean "
                              f"{hide_password(scheme + '://' + rest.lstrip('/'))!r}?")
         location = store_location(text)
         if location.startswith("file:"): _check_file_store(location, uri)
@@ -429,7 +429,7 @@ def server_errors(uri: str,  # the store's tracking URI, for the message
     try: yield
     except Exception as e:
         if not no_answer(e): raise
-        raise ConnectionError(f"the MLflow tracking server at {uri} stopped answering ({type(e).__name__}: "
+        raise ConnectionError(f"the MLflow tracking server at {hide_password(uri)} stopped answering ({type(e).__name__}: "
                               f"no answer in {request_bound()}); {then}") from e
 
 def artifact_repository(artifact_uri: str,  # a run's artifact URI (`run.info.artifact_uri`)
@@ -502,7 +502,7 @@ def _credentials(uri: str) -> tuple[dict, bool]:
 def _needs_credentials(uri: str, status: int, sent: bool) -> PermissionError:
     "The error for a server that answers MLflow's API with 401/403: which credentials to set."
     what = "refused the credentials sent" if sent else "wants credentials and none are set"
-    return PermissionError(f"uri {uri!r}: the tracking server {what} (HTTP {status} at its MLflow API); set "
+    return PermissionError(f"uri {hide_password(uri)!r}: the tracking server {what} (HTTP {status} at its MLflow API); set "
                            "MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD (or MLFLOW_TRACKING_TOKEN) to "
                            "what it accepts, then call tb.track() again")
 
@@ -513,9 +513,18 @@ def _seen(status: int, kind: str, body: str) -> str:
 
 def _no_server(uri: str, tried: str) -> ConnectionError:
     "The error for a `uri` where no MLflow server answers, with what was `tried` and what to do."
-    return ConnectionError(f"uri {uri!r}: no MLflow tracking server answers there ({tried}); start one "
+    return ConnectionError(f"uri {hide_password(uri)!r}: no MLflow tracking server answers there ({tried}); start one "
                            "(mlflow server --host 127.0.0.1 --port 5000) or call tb.track() for the local "
                            "SQLite store")
+
+def _without_userinfo(url: str) -> tuple[str, str]:
+    "(`url` without its 'user:password@', that part unquoted): urllib's request reads it as the host."
+    parts = urllib.parse.urlsplit(url)
+    who, at, where = parts.netloc.rpartition("@")
+    if not at: return url, ""
+    user, _, password = who.partition(":")
+    bare = urllib.parse.urlunsplit((parts.scheme, where, parts.path, parts.query, parts.fragment))
+    return bare, f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}"
 
 def check_server(uri: str,  # an http(s) tracking URI
                  timeout: float = 5.0,  # seconds to wait for each answer (two at most)
@@ -523,15 +532,18 @@ def check_server(uri: str,  # an http(s) tracking URI
     """Ask the server's /health page, then one MLflow API endpoint with the credentials MLflow's client sends: a
     ConnectionError naming `uri` when nothing answers in time or what answers is not MLflow, a PermissionError
     when the server wants credentials it was not given."""
-    health = uri.rstrip("/") + "/health"
+    bare, userinfo = _without_userinfo(uri)
+    health = bare.rstrip("/") + "/health"
     try: status, kind, body = _ask(health, timeout)
     except (OSError, ValueError) as e:
         raise _no_server(uri, f"GET {health} for {timeout:g} s: {getattr(e, 'reason', e)}") from None
     if status >= 500: raise _no_server(uri, f"GET {health}: HTTP {status}")
     # /health 'OK' is many services' health page, and a proxy may not know /health: MLflow's API tells a
     # server apart from a Jupyter server, a dev server on the port meant, a service answering JSON everywhere
-    api = uri.rstrip("/") + MLFLOW_API_PROBE
+    api = bare.rstrip("/") + MLFLOW_API_PROBE
     headers, signed = _credentials(uri)
+    if not headers and userinfo:  # http://user:password@host: basic auth, as requests sends it for MLflow's client
+        headers = {"Authorization": "Basic " + base64.standard_b64encode(userinfo.encode()).decode()}
     try: answer = _ask(api, timeout, headers)
     except (OSError, ValueError) as e:
         raise _no_server(uri, f"GET {health}: {_seen(status, kind, body)}; GET {api} for {timeout:g} s: "
@@ -583,7 +595,7 @@ def unspooled(uri: str,  # the store the run was meant for
     kept = (f"its run folder {run_dir} keeps its run.json (tb.Run.load({str(run_dir)!r}) reads it back)" if run_dir
             else "it exists only as the Run object fit returned (no checkpoint_dir)")
     return (f"the spool folder {folder} (TRAINBOOK_SPOOL, else ~/.cache/trainbook/spool) could not be written "
-            f"({error!r}): the run is NOT recorded in {uri} nor spooled; {kept}: record it later with "
+            f"({error!r}): the run is NOT recorded in {hide_password(uri)} nor spooled; {kept}: record it later with "
             "tb.log_run(run)")
 
 _CLAIMED = ".claimed"  # a spool file being delivered: `<name>.<pid>.claimed`
@@ -655,7 +667,7 @@ def deliver_spooled(uri: str,  # the store the runs were spooled for
                 warn(f"trainbook tracking: spooled run {path.name} could not be delivered yet: {e!r}")
                 if not no_answer(e): continue
                 # the next run would wait as long: the rest wait for the next sync
-                warn(f"trainbook tracking: {uri} did not answer in {request_bound()}; {len(paths) - n} spooled "
+                warn(f"trainbook tracking: {hide_password(uri)} did not answer in {request_bound()}; {len(paths) - n} spooled "
                      f"run(s) stay spooled ({path.name} and those after it): call tb.sync() again when it answers")
                 return
             finally:  # not delivered (a Ctrl-C included): this session's next sync takes it up again

@@ -5,6 +5,7 @@
 # %% ../nbs/16_tracking.ipynb #d9ef80e5
 from __future__ import annotations
 import contextlib, io, json, math, os, tempfile, time, uuid, weakref
+from types import SimpleNamespace
 from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ from .run_fields import (LOADER_BATCH, context_params, epoch_points, metric_name
                                   model_params, params_of, renamed_metrics, run_params, status_of, tags_of,
                                   without_batch_size)
 from .store import (MAX_PARAM_VALUE, MAX_TAG_VALUE, READ_WAIT, artifact_repository, bound_http,
-                             check_server, deliver_spooled, is_remote, make_sqlite_folder, making_store,
+                             check_server, deliver_spooled, hide_password, is_remote, make_sqlite_folder, making_store,
                              mark_dead_runs, no_answer, owner_tags, quiet_mlflow, read_limits, request_bound,
                              resolve_uri, safe_items, safe_value, server_errors, spool, spooled, unspooled)
 _all_ = ["run_params"]  # re-exported: tb.run_params, and its first home
@@ -228,7 +229,7 @@ class Tracker:
                 self.client = MlflowClient(tracking_uri=self.uri)
                 self.experiment_id = _experiment_id(self.client, experiment, self.uri)
             if not self.experiment_id:  # a run in experiment '' is recorded nowhere
-                raise ConnectionError(f"uri {self.uri!r}: the store gave experiment {experiment!r} no id; {then}")
+                raise ConnectionError(f"uri {hide_password(self.uri)!r}: the store gave experiment {experiment!r} no id; {then}")
         _preload(use_mlflow, figure, tensorboard is not None)
         self.recording: dict[int, _Recording] = {}  # id(recording) -> the runs open now
         self.errors: list = []
@@ -426,7 +427,7 @@ class Tracker:
             artifact_uri, stored = got.info.artifact_uri, dict(got.data.params)
         if deleted is not None:  # its half-written MLflow run was deleted (the UI): a new one, said once
             warn(f"trainbook tracking: spooled run {entry.get('name')!r}: its MLflow run {deleted} was deleted in "
-                 f"{self.uri}, so it is recorded as a new run {run_id} (MlflowClient().restore_run({deleted!r}) "
+                 f"{hide_password(self.uri)}, so it is recorded as a new run {run_id} (MlflowClient().restore_run({deleted!r}) "
                  "brings the old, partial one back beside it)")
         # the keys the run's writes made so far (a spooled run's tag), the rest added as `metric_points`
         # adds them
@@ -473,7 +474,7 @@ class Tracker:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def __repr__(self):
-        where = f"{self.uri}, experiment {self.experiment!r}" if self.client is not None else "MLflow off"
+        where = f"{hide_password(self.uri)}, experiment {self.experiment!r}" if self.client is not None else "MLflow off"
         board = f", TensorBoard in {self.tensorboard}" if self.tensorboard is not None else ""
         return f"Tracker({where}{board}; {len(self.run_ids)} runs written this session)"
 
@@ -588,7 +589,7 @@ def _housekeeping(tracker: Tracker) -> None:
         return
     if delivered:
         where = ", ".join(f"{n} in experiment {name!r}" for name, n in tracker.synced.items())
-        print(f"trainbook: {len(delivered)} spooled run(s) recorded in {tracker.uri}: {where}")
+        print(f"trainbook: {len(delivered)} spooled run(s) recorded in {hide_password(tracker.uri)}: {where}")
 
 def sync(uri: Optional[str] = None,  # the store; None = the active tracker's
          ) -> list[str]:
@@ -622,9 +623,13 @@ def log_run(run: Run,  # a finished run, e.g. one made before tracking was turne
     if not isinstance(run, Run): raise TypeError(f"run must be a trainbook Run, got {type(run).__name__}")
     if uri is not None: uri = tracking_uri(uri)
     same = _TRACKER is not None and uri in (None, _TRACKER.uri) and experiment in (None, _TRACKER.experiment)
-    if same and _TRACKER.client is not None: tracker = _TRACKER
-    else: tracker = Tracker(uri, experiment or "trainbook", figure=False)
     key = run.extra.get("mlflow_run_key") or uuid.uuid4().hex  # a spooled copy delivered later finds this run by it
+    if same and _TRACKER.client is not None: tracker = _TRACKER
+    else:
+        try: tracker = Tracker(uri, experiment or "trainbook", figure=False)
+        except ConnectionError as e:  # no tracker of that store: spooled all the same, as the tracker's would be
+            unopened = SimpleNamespace(uri=tracking_uri(uri), experiment=experiment or "trainbook", figure=False)
+            raise _log_spooled(unopened, run, key, e) from None
     try:
         tracker.wait(tracker.wait_s)
         try:
@@ -660,7 +665,7 @@ def _log(tracker: Tracker, run: Run, key: str) -> str:
         entry = {**_entry(tracker, run, got.data.tags.get(RUN_KEY, key)), "run_id": got.info.run_id}
         entry["tags"] = {**got.data.tags, **entry["tags"]}  # the keys its writes made (renamed metrics)
         run_id = tracker.deliver(entry)
-        warn(f"trainbook tracking: MLflow run {run_id} in {tracker.uri} was left unfinished (its end never "
+        warn(f"trainbook tracking: MLflow run {run_id} in {hide_password(tracker.uri)} was left unfinished (its end never "
              "reached the store); what it lacked is written now and it is finished")
         run.extra.update(mlflow_run_id=run_id, mlflow_run_key=entry["tags"][RUN_KEY])
         return run_id
@@ -669,17 +674,17 @@ def _log(tracker: Tracker, run: Run, key: str) -> str:
         refused = got.data.tags.get(UPLOAD_REFUSED)
         if refused is not None and tracker._upload(known, got.info.artifact_uri, run):
             tracker.client.delete_tag(known, UPLOAD_REFUSED)
-            warn(f"trainbook tracking: MLflow run {known} in {tracker.uri} had no run.json (the location refused "
+            warn(f"trainbook tracking: MLflow run {known} in {hide_password(tracker.uri)} had no run.json (the location refused "
                  "it at the run's end); it is uploaded now")
         else:
             warn(f"trainbook tracking: this run is recorded already, as MLflow run {known} in "
-                 f"{tracker.uri}; its id is returned and nothing is written (to record a copy: "
+                 f"{hide_password(tracker.uri)}; its id is returned and nothing is written (to record a copy: "
                  "del run.extra['mlflow_run_id'], run.extra['mlflow_run_key'])")
         run.extra.update(mlflow_run_id=known, mlflow_run_key=got.data.tags.get(RUN_KEY, key))
         return known
     run_id = tracker.deliver(_entry(tracker, run, key))
     if deleted is not None:
-        warn(f"trainbook tracking: this run's MLflow run {deleted} was deleted in {tracker.uri}; it is recorded "
+        warn(f"trainbook tracking: this run's MLflow run {deleted} was deleted in {hide_password(tracker.uri)}; it is recorded "
              f"anew as {run_id} (MlflowClient().restore_run({deleted!r}) brings the deleted one back beside it)")
     run.extra.update(mlflow_run_id=run_id, mlflow_run_key=key)
     return run_id
@@ -694,7 +699,7 @@ def _unfinished(tracker: Tracker, got, run: Run) -> bool:
 def _log_spooled(tracker: Tracker, run: Run, key: str, error: Exception) -> ConnectionError:
     "The error of a `log_run` the store did not answer, the run spooled as fit's tracker spools it."
     why = (str(error) if isinstance(error, ConnectionError) else  # `check_server`'s names the uri already
-           f"uri {tracker.uri!r}: the store did not answer ({type(error).__name__}: no answer in {request_bound()})")
+           f"uri {hide_password(tracker.uri)!r}: the store did not answer ({type(error).__name__}: no answer in {request_bound()})")
     try: path = spool(tracker.uri, _entry(tracker, run, key))
     except Exception as e: return ConnectionError(f"{why}, and {unspooled(tracker.uri, e, run.run_dir)}")
     run.extra["mlflow_run_key"] = key
