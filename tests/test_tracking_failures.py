@@ -1,7 +1,7 @@
 """Tracking when things go wrong (probe 100): a run in neither store nor spool said so, one spelling of a server, log_run
 bounded and spooled, deleted MLflow runs, a refused upload, a new store made by two processes, the loaders' batch size,
 and a tracker thread that imports nothing."""
-import os, subprocess, sys, textwrap
+import os, re, subprocess, sys, textwrap
 from pathlib import Path
 
 import pytest
@@ -73,6 +73,26 @@ def test_a_server_has_one_spelling_and_one_spool(tmp_path, monkeypatch):
     path = st.spool("http://127.0.0.1:5000/", {"name": "r", "params": {}, "tags": {}, "status": "FINISHED",
                                                "record": {}})
     assert st.spooled("http://127.0.0.1:5000") == [path]  # what track() and sync() of either spelling deliver
+
+
+def test_a_default_port_is_no_second_spelling(tmp_path, monkeypatch):
+    "Probe 109, finding 4: a run spooled under http://host:80 was never delivered by tb.sync('http://host')."
+    monkeypatch.setenv("TRAINBOOK_SPOOL", str(tmp_path / "spool"))
+    assert tb.tracking.tracking_uri("http://127.0.0.1:80/") == "http://127.0.0.1"
+    assert tb.tracking.tracking_uri("HTTPS://u:pw@Host:443/mlflow") == "https://u:pw@host/mlflow"
+    assert tb.tracking.tracking_uri("http://[::1]:80") == "http://[::1]"
+    assert tb.tracking.tracking_uri("http://host:443") == "http://host:443"  # not http's default
+    path = st.spool("http://127.0.0.1:80", {"name": "r", "params": {}, "tags": {}, "status": "FINISHED", "record": {}})
+    assert st.spooled("http://127.0.0.1") == [path]
+
+
+@pytest.mark.parametrize("uri, why", [("http://127.0.0.1:notaport", "Port could not be cast"),
+                                      ("http://127.0.0.1:99999", "Port out of range"),
+                                      ("http://[::1:5000", "Invalid IPv6 URL"), ("http://", "names no server")])
+def test_a_server_url_with_a_broken_host_or_port_is_refused_naming_uri(uri, why):
+    "Probe 109, finding 5: http.client's bare InvalidURL, urllib's bare 'Invalid IPv6 URL', 'did you mean http://?'."
+    with pytest.raises(ValueError, match=rf"uri '{re.escape(uri)}'.*{why}.*pass http://host:port"):
+        tb.track(uri)
 
 
 @pytest.mark.parametrize("uri", ["http:/127.0.0.1:5000", "http:///127.0.0.1:5000"])

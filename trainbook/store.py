@@ -168,7 +168,10 @@ def _server_form(url: str) -> str:
     "A server's URL in one spelling: scheme and host in lower case, no '/' at the end (`http://Host:5000/` is `http://host:5000`)."
     parts = urllib.parse.urlsplit(url)
     who, at, where = parts.netloc.rpartition("@")  # a password keeps its case
-    return urllib.parse.urlunsplit((parts.scheme.lower(), who + at + where.lower(), parts.path.rstrip("/"),
+    scheme, where = parts.scheme.lower(), where.lower()
+    default = {"http": ":80", "https": ":443"}.get(scheme)  # http://host:80 is http://host (RFC 3986, 6.2.3)
+    if default and where.endswith(default): where = where[:-len(default)]
+    return urllib.parse.urlunsplit((scheme, who + at + where, parts.path.rstrip("/"),
                                     parts.query, parts.fragment))
 
 def store_location(uri: str,  # a tracking URI
@@ -344,6 +347,17 @@ def _check_scheme(text: str,  # a URL or a path, as the argument holds it
     raise ValueError(f"{name} {given!r}: {typed!r} followed by '//' is {what} missing its ':' (did you mean "
                      f"{meant!r}?); for a folder of that name pass {'./' + hide_password(text)!r}")
 
+def _check_server_url(text: str,  # a URI, its scheme in lower case
+                      given,  # what the user passed, for the message
+                     ):
+    "A server's URL with no host, a port that is not one (':x', ':99999') or a broken IPv6 address: refused naming `uri`."
+    example = "pass http://host:port, e.g. http://127.0.0.1:5000"
+    if re.fullmatch(r"https?://", text): raise ValueError(f"uri {hide_password(str(given))!r} names no server; {example}")
+    if not re.match(r"https?://[^/]", text): return
+    try: urllib.parse.urlsplit(text).port  # reads the host (IPv6 brackets) and the port
+    except ValueError as e:
+        raise ValueError(f"uri {hide_password(str(given))!r}: not a server's URL ({e}); {example}") from None
+
 def resolve_uri(uri: str,  # a tracking URI (sqlite:///..., http://...), or a path: an SQLite file or a folder
                ) -> str:
     "The tracking URI `uri` means, checked before MLflow sees it; the errors name `uri` and say what to pass."
@@ -352,6 +366,7 @@ def resolve_uri(uri: str,  # a tracking URI (sqlite:///..., http://...), or a pa
         raise ValueError("uri is blank: pass a tracking URI (sqlite:///mlruns.db, http://127.0.0.1:5000) "
                          "or a folder for the store")
     if text in ("databricks", "databricks-uc"): return text  # MLflow's names for the default workspace
+    if re.match(r"https?://", text, re.IGNORECASE): _check_server_url(_lower_scheme(text), uri)  # before urllib reads it
     if _check_scheme(text, "uri", uri, _schemes(), "a tracking URI", f"a folder (its {STORE_FILE} is the store)"):
         text = _lower_scheme(text)  # HTTP://host is http://host, for every check below
         path = sqlite_path(text, "uri", uri)
