@@ -253,3 +253,19 @@ def test_choices_of_one_str_are_two_configs_and_lambdas_keep_their_labels_in_any
     with pytest.warns(UserWarning, match=r"space\['act'\]: some choices look alike"):
         tb.search(lambda config: 0.0, {"act": [Same(), Same()]}, 1, storage=f"sqlite:///{tmp_path / 's.db'}",
                   study_name="same", live=False)
+
+
+def test_a_continued_study_whose_constant_changed_trains_its_configs_again(tmp_path):
+    "A repeat is the same sampled values and the same constants: a space whose constant changed is another config."
+    ran = []
+
+    def objective(config):
+        ran.append((config["x"], config["c"]))
+        return float(config["x"])
+
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tb.search(objective, {"x": [1, 2], "c": 5}, 6, storage=db, study_name="c", live=False, seed=0)
+        tb.search(objective, {"x": [1, 2], "c": 6}, 2, storage=db, study_name="c", live=False, seed=1)
+    assert {c for _, c in ran} == {5, 6}  # the first trial of the new constant trained, not taken as a repeat

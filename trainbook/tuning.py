@@ -530,10 +530,9 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
         trial.set_user_attr("worker", worker)
         panel.start(trial.number, values)
         try:
-            # a dict space's config is Optuna's params (labels where choices have them: two choices of one str
-            # are two configs), a function's what it returned
-            by_params = isinstance(space, dict)
-            earlier = _tried(study, trial.number, trial.params if by_params else config, by_params)
+            # a dict space's sampled values by Optuna's params (labels where choices have them: two choices of one
+            # str are two configs), its constants by their stored values; a function's config as it returned it
+            earlier = _tried(study, trial.number, config, trial.params if isinstance(space, dict) else None)
             if earlier is not None: repeats.append((trial.number, earlier.number))
             # a dict space's config the study tried is never trained twice; a function's repeat runs (warned)
             if earlier is not None and isinstance(space, dict): return _repeat(trial, earlier)
@@ -670,14 +669,17 @@ def _best_trial(study):
     if first is None: return best
     return next((t for t in study.get_trials(deepcopy=False) if t.number == first), best)
 
-def _tried(study, number: int, config: dict, by_params: bool = False):
+def _tried(study, number: int, config: dict, params: Optional[dict] = None):
     """The study's first trial but `number` (complete, pruned or running) with this whole config, or None;
-    `by_params`: `config` is Optuna's params (a dict space's), compared with each trial's."""
+    `params` (a dict space's): the sampled values compared as Optuna's params, the rest of `config` as stored."""
     import optuna
     kept = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED, optuna.trial.TrialState.RUNNING)
     for t in study.get_trials(deepcopy=False, states=kept):  # a FAIL one runs again: the objective was fixed
-        if t.number != number and (t.params if by_params else t.user_attrs.get("config", t.params)) == config:
-            return t
+        if t.number == number: continue
+        stored = t.user_attrs.get("config", t.params)
+        if params is None and stored == config: return t
+        if params is not None and t.params == params and all(stored.get(k) == v for k, v in config.items()
+                                                             if k not in params): return t
     return None
 
 def _warn_repeats(repeats: list, trained: bool):
