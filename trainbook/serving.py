@@ -23,15 +23,6 @@ def _is_categorical(s: pd.Series) -> bool: return dtype_family(s) in ("categoric
 
 _MIN_EXPECTED = 5  # rows a bin expects in the smaller sample: below, its count is mostly noise (Cochran's rule)
 
-def _pooled(expect: np.ndarray) -> np.ndarray:
-    """A bin per level, in their order, from `expect` (rows expected in the smaller sample): a level expecting
-    `_MIN_EXPECTED` rows is a bin, rarer ones pool in runs that reach it, a short last run joins the one before
-    (scikit-learn's and evidently's 'infrequent' levels, several of them)."""
-    start = np.cumsum(expect) - expect
-    ids = np.unique(np.floor(start / _MIN_EXPECTED), return_inverse=True)[1].astype(np.int64)
-    if ids.max(initial=0) > 0 and expect[ids == ids.max()].sum() < _MIN_EXPECTED: ids[ids == ids.max()] -= 1
-    return ids
-
 def category_counts(expected: pd.Series,  # reference values (training)
                     actual: pd.Series,  # values to compare (serving)
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -46,7 +37,8 @@ def category_counts(expected: pd.Series,  # reference values (training)
 def _category_bins(e: np.ndarray, a: np.ndarray, n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
     """(training rows, serving rows) per bin, for each row of `e` and `a` (samples × categories in name order;
     `n`, `m` the samples' rows, missing ones too): a category expecting `_MIN_EXPECTED` rows in the smaller
-    sample is a bin, rarer ones pool in name order (`_pooled`, vectorised), and the categories training lacks
+    sample is a bin, rarer ones pool in name order in runs that reach it, a short last run joining the one before
+    (scikit-learn's and evidently's 'infrequent' levels, several of them), and the categories training lacks
     share a last bin where training expects its seen-once share (Good-Turing), the seen ones scaled to leave it;
     an unseen category frequent enough at serving to be a bin is one (no chance gives it those rows)."""
     e, a = np.atleast_2d(e).astype(float), np.atleast_2d(a).astype(float)
