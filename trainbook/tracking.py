@@ -162,7 +162,7 @@ class TrackedRun(Callback):
                  settings: Optional[dict] = None,  # what describes the run, when not its config (`params_of`)
                 ):
         self.tracker, self.kind, self.rec, self.own, self.settings = tracker, kind, None, {}, settings
-        self.batch_size = None  # the rows of the loader's batches, seen at the first step (fit's loop)
+        self.batch_size = None  # the rows of the loader's batches, seen at the first epoch's end (fit's loop)
 
     def before_fit(self, state: LoopState):
         self.own = context_params()  # this thread's blocks, read once: the run keeps them (`after_fit`)
@@ -176,12 +176,14 @@ class TrackedRun(Callback):
                 RUN_KEY: uuid.uuid4().hex}
         self.rec = self.tracker.open(_Recording(name=_run_name(), params=params, tags=_safe_tags(tags)))
 
-    def after_step(self, state: LoopState):
+    def _measure(self, state: LoopState):
+        "The loaders' batch size, from the epoch's rows and steps (once; off the step's path)."
         meter = state.meter
         if self.batch_size is not None or meter is None or not meter.steps or not meter.rows: return
         self.batch_size = round(meter.rows / (meter.steps * (getattr(state.config, "accum_steps", 1) or 1)))
 
     def after_epoch(self, state: LoopState):
+        self._measure(state)
         if self.rec is not None: self.tracker.progress(self.rec, state.history)
 
     def after_fit(self, state: LoopState):
@@ -189,6 +191,7 @@ class TrackedRun(Callback):
         if self.rec is None:  # a run that fired no before_fit (a boosting run recorded at its end)
             self.before_fit(state)
         if self.own: state.run.extra["run_params"] = dict(self.own)  # `params_of` reads them from the run
+        self._measure(state)  # a run ended inside its first epoch
         if self.batch_size is not None: state.run.extra[LOADER_BATCH] = self.batch_size  # and this
         self.tracker.close_run(self.rec, state.run)
 
