@@ -4,7 +4,7 @@
 
 # %% ../nbs/16_tracking.ipynb #d9ef80e5
 from __future__ import annotations
-import contextlib, io, json, math, os, tempfile, time, uuid, weakref
+import contextlib, functools, io, json, math, os, tempfile, time, uuid, weakref
 from types import SimpleNamespace
 from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -527,6 +527,7 @@ def _write_figure(path: Path, run: Run):
     from trainbook.live import page_html
     path.write_text(page_html(run.plot(as_dict=True), title=f"trainbook run: {run.stopped} at step {run.step}"))
 
+@functools.cache  # once a process: a second tb.track() finds them imported (and the figure drawn)
 def _preload(use_mlflow: bool, figure: bool, tensorboard: bool):
     "Import here what the background thread will need: two threads importing one module can deadlock."
     if use_mlflow:
