@@ -118,3 +118,28 @@ def test_the_same_rows_under_another_group_id_are_copies():
     copies = [f for f in found if f.kind == "duplicate_rows"]
     assert [f.data["n_rows"] for f in copies] == [10] and "'pid' left out" in copies[0].message
     assert not [f for f in found if f.kind == "group_overlap"]
+
+
+def test_a_row_id_is_known_by_its_values_not_its_name():
+    """Probe 113: 40 copies under new row numbers went unnamed when the row number was called 'pid', 'row',
+    'record' or 'customer' (only names like 'id' counted). A column unique per row that is an id by its values
+    (a sequence, a key) or its name is left out, and named; a unique measurement stays a feature."""
+    rng = np.random.default_rng(12)
+    base = pd.DataFrame({"a": rng.normal(size=400), "b": rng.normal(size=400), "y": rng.integers(0, 2, 400)})
+    copied = pd.concat([base, base.iloc[rng.choice(400, 40, replace=False)]], ignore_index=True)
+    keys = [f"K{v:06d}" for v in rng.permutation(10**6)[:440]]
+    for name, ids in [("pid", np.arange(440)), ("row", rng.permutation(440)), ("record", keys),
+                      ("customer", rng.permutation(10**6)[:440])]:
+        f = copied.assign(**{name: ids})
+        sp = tb.make_splits(f, "y", seed=0)
+        key = f[["a", "b", "y"]].apply(tuple, axis=1)
+        hand = int(key.iloc[sp.valid].isin(set(key.iloc[sp.train])).sum())
+        (dup,) = [x for x in sp.findings if x.kind == "duplicate_rows" and x.data["splits"] == ["train", "valid"]]
+        assert hand > 0 and dup.data["n_rows"] == hand and f"{name!r} left out" in dup.message, (name, dup)
+        clean = base.assign(**{name: ids[:400]})  # no copies: no finding, with the id left out
+        assert not [x for x in tb.make_splits(clean, "y", seed=0).findings if x.kind == "duplicate_rows"], name
+    # a unique amount in cents is a measurement: rows equal on a few levels but for it are no copies
+    levels = pd.DataFrame({"shop": rng.integers(0, 3, 400), "cents": rng.permutation(10**7)[:400],
+                           "y": rng.integers(0, 2, 400)})
+    assert not [x for x in tb.make_splits(levels, "y", seed=0).findings if x.kind == "duplicate_rows"]
+    assert tb.RowHashes(levels.assign(pid=np.arange(400))).row_ids == ["pid"]

@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 
 from .checks import infer_task, require_column, require_not_target, time_order_problem, to_datetime_call
-from .columns import dtype_family, is_nested_arrow, named_like_id, names_entity, numeric_view, require_frame
+from .columns import (column_roles, dtype_family, is_nested_arrow, named_like_id, names_entity, numeric_view,
+                               require_frame)
 from .core import Finding, label_key
 
 # %% auto #0
@@ -55,6 +56,12 @@ def _combine_hashes(hashes: list, n: int) -> np.ndarray:
         mult += np.uint64(82520 + 2 * (len(hashes) - i))
     return out + np.uint64(97531)
 
+def _is_row_id(s: pd.Series, col) -> bool:
+    "Whether a column unique per row is a row id: named like an id or an entity, or `column_roles`' identifier."
+    if pd.api.types.is_float_dtype(s.dtype): return False  # a measurement, however it is named
+    if named_like_id(col) or names_entity(col, s): return True  # 'pid', 'customer_id', 'user'
+    return column_roles(s.to_frame())[col] == "identifier"  # an integer sequence, a string key
+
 class RowHashes:
     """Each column's row hashes of a frame, made once: the duplicate-row audit combines those of the features.
     They hold the values as they were when made: pass them (`make_splits(..., row_hashes=)`) only for that
@@ -73,6 +80,10 @@ class RowHashes:
         if any(h is None for h in self._plain.values()):  # such columns are compared by their text
             self._text = {c: _hash_column(_as_text(df[c])) for c in self.columns
                           if df[c].dtype == object or is_nested_arrow(df[c].dtype)}
+        # the row ids among them: every value its own (hashes all distinct) and an id by what it is
+        unique = [c for c in self.columns
+                  if self._plain[c] is not None and len(pd.unique(self._plain[c])) == self.n_rows]
+        self.row_ids = [c for c in unique if _is_row_id(df[c], c)]
 
     def codes(self,
               features: list,  # the columns two rows must agree on to be copies
@@ -366,16 +377,18 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
     # the group id is what the split is made by, not a feature: the same rows under two ids (an entity
     # registered twice) are copies, and rows of one group are on one side anyway
     features = [c for c in df.columns if c not in (target, groups)]
-    # a row id (named like one, every value its own) makes each row unique: copies are compared without it
-    ids = [c for c in features if named_like_id(c) and not pd.api.types.is_float_dtype(df[c]) and df[c].is_unique]
-    if len(ids) < len(features): features = [c for c in features if c not in ids]
-    else: ids = []
-    ids += [groups] if groups is not None and features else []  # said in the message: left out
     if features and len(df) <= _COPIES_UP_TO:
         if row_hashes is not None and row_hashes.n_rows != len(df):
             raise ValueError(f"row_hashes were made on a frame of {row_hashes.n_rows} rows, but df has "
                              f"{len(df)}: make them on this df, RowHashes(df)")
-        codes, n_codes = (row_hashes or RowHashes(df, features)).codes(features)
+        hashes = row_hashes or RowHashes(df, features)
+        # a row id (every value its own: a row number, a key) makes each row unique: copies are compared
+        # without the ids, unless they are all there is to compare
+        ids = [c for c in features if c in hashes.row_ids]
+        if len(ids) < len(features): features = [c for c in features if c not in ids]
+        else: ids = []
+        ids += [groups] if groups is not None else []  # said in the message: left out
+        codes, n_codes = hashes.codes(features)
         for a, b in pairs:
             shared = _present(codes, parts[a], n_codes) & _present(codes, parts[b], n_codes)
             # a row at a position of both parts is shared_rows' (the row itself), not a copy
