@@ -15,7 +15,7 @@ from .core import MIN_ROWS, Finding
 
 # %% auto #0
 __all__ = ['STRONG_HONEST', 'one_column_predictions', 'nearest_predictions', 'rare_classes', 'chance_of_score', 'past_target',
-           'leak_findings', 'encoding_findings']
+           'lag_margin', 'leak_findings', 'encoding_findings']
 
 # %% ../nbs/01a_leaks.ipynb #ba0cf3b3
 def _leak_view(s: pd.Series) -> np.ndarray:
@@ -322,16 +322,54 @@ def past_target(df: pd.DataFrame,  # the frame
     past[order] = np.where(first, None, np.roll(y, 1))
     return past
 
-def _lag_finding(col: str, past: tuple, now: tuple) -> Finding:
+_LAG_SE = 2.0  # standard errors: a feature closer to the previous target by less may be a lead (a leak)
+
+def lag_margin(x: np.ndarray,  # one feature as numbers (NaN = missing), a row each
+               own: np.ndarray,  # each row's target: values (regression) or classes
+               past: np.ndarray,  # each row's previous target in time order (None/NaN: none, left out)
+               regression: bool,  # squared errors (True) or misclassified rows (False)
+              ) -> float:
+    """How much better `x` predicts the previous target than the row's own, in standard errors: each row's
+    held-out error against either (the same bins), the mean of the paired differences over its standard error
+    (positive: the previous target, a lag; negative: the row's own, a lead; 0: the data cannot tell)."""
+    ok = pd.notna(own) & pd.notna(past)
+    x, own, past = x[ok], own[ok], past[ok]
+    if len(x) < MIN_ROWS: return 0.0
+    if regression:
+        own, past = own.astype(float), past.astype(float)
+        diff = (own - one_column_predictions(x, own)) ** 2 - (past - one_column_predictions(x, past)) ** 2
+    else:  # one coding of the classes for both
+        codes, classes = pd.factorize(np.r_[own, past])
+        own, past = codes[:len(x)], codes[len(x):]
+        wrong_own = one_column_predictions(x, own, len(classes)) != own
+        diff = wrong_own.astype(float) - (one_column_predictions(x, past, len(classes)) != past)
+    se = diff.std(ddof=1) / np.sqrt(len(diff))
+    if se == 0: return 0.0  # no row told them apart: the same errors either way
+    return float(diff.mean() / se)
+
+def _lag_or_lead(leak: Finding, margin: float) -> Finding:
+    "A leak `Finding` as a warning: the feature fits the previous time's target about as well as the row's own."
+    return Finding("target_leak", "warning",
+                   f"{leak.message}; it matches the previous time's target about as well (its errors differ by "
+                   f"{margin:+.1f} standard errors, under {_LAG_SE:.0f}): a lag (known at prediction time) or a "
+                   "lead (a later target, a leak), the data cannot tell",
+                   column=leak.column,
+                   advice="check how it was made: a value from before the row's time is a lag (keep it, and "
+                          "split by time); one from after it is a leak (drop it)",
+                   data={**leak.data, "margin_se": margin})
+
+def _lag_finding(col: str, past: tuple, now: tuple, margin: float) -> Finding:
     "A `target_lag` finding: a feature that repeats an earlier row's target (a lag), not the row's own."
     return Finding("target_lag", "info",
                    f"it repeats the previous time's target ({past[2]} {past[0]:.3f} against it on held-out "
-                   f"rows, {now[2]} {now[0]:.3f} against the row's own): an autoregressive lag, known at "
+                   f"rows, {now[2]} {now[0]:.3f} against the row's own; its errors against the previous target "
+                   f"smaller by {margin:.1f} standard errors): an autoregressive lag, known at "
                    "prediction time when that earlier target is",
                    column=col,
                    advice="keep it for a one-step-ahead forecast; for a forecast h steps ahead lag it by h; "
                           "split by time (make_splits(time=...)) so that no training row holds a later target",
-                   data={"score_past": past[0], "score": now[0], "metric": now[2], "metric_past": past[2]})
+                   data={"score_past": past[0], "score": now[0], "metric": now[2], "metric_past": past[2],
+                         "margin_se": margin})
 
 def leak_findings(df: pd.DataFrame,  # the frame `check_data` checks
                   target: str,  # the label column
@@ -344,7 +382,8 @@ def leak_findings(df: pd.DataFrame,  # the frame `check_data` checks
     """Each feature alone, binned and scored on held-out rows (3 shuffled folds, of whole `groups` when given
     without `time`), beside a constant predictor; also a feature's filled rows alone, one class against the
     others, and a text column's first letters (even one in `skip`). With `time`, a feature that matches the
-    previous time's target at least as well as the row's own is a lag (info)."""
+    previous time's target better than the row's own (`lag_margin` at least 2 standard errors) is a lag (info), one
+that matches both about as well a warning (a lag or a lead)."""
     regression = task == "regression"
     keep = df[target].notna().to_numpy().copy()
     if regression:  # an infinite target has its own finding
@@ -396,8 +435,15 @@ def leak_findings(df: pd.DataFrame,  # the frame `check_data` checks
             found = leak(x, "own", frame_filled)
             if not found: continue
             lag = leak(x, "past", frame_filled) if "past" in targets and view == "values" else None
-            if lag and lag[0] >= found[0]: out.append(_lag_finding(col, lag, found))
-            else: out.append(_leak_finding(col, *found, view, threshold, len(data), entity is not None))
+            # a lag or a lead: which target the feature's errors are smaller against, beyond their noise (the
+            # two scores differ by binning noise alone on a random walk); undecided, a leak warning, never a lag
+            margin = lag_margin(x, targets["own"][rows], targets["past"][rows], regression) if lag else None
+            if margin is not None and margin >= _LAG_SE:
+                out.append(_lag_finding(col, lag, found, margin))
+                break
+            leak_found = _leak_finding(col, *found, view, threshold, len(data), entity is not None)
+            if margin is not None and margin > -_LAG_SE: leak_found = _lag_or_lead(leak_found, margin)
+            out.append(leak_found)
             break  # one finding a column
     said = {f.column for f in out}
     return out + [f for f in encoding_findings(df, target, task, skip, rows, threshold) if f.column not in said]
