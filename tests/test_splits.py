@@ -710,3 +710,15 @@ def test_audit_against_a_frame_of_another_length_names_the_splits_not_parts():
     with pytest.raises(ValueError, match=r"^splits were made on a frame of 100 rows, but df has 50: they index "
                                          r"another frame's rows"):
         sp.audit(df.head(50))
+
+
+def test_a_multi_label_target_is_refused_by_name():
+    "Probe 113: lists of labels a row gave pandas' bare 'unhashable type: list', naming neither column nor cause."
+    import pyarrow as pa
+    df = pd.DataFrame({"x": np.arange(60.0), "tags": [[0, 1] if i % 3 else [1] for i in range(60)]})
+    arrow = df.assign(tags=pd.array(df.tags.tolist(), dtype=pd.ArrowDtype(pa.list_(pa.int64()))))
+    for frame, kind in ((df, "list"), (arrow, "list<item: int64>")):
+        with pytest.raises(TypeError, match=f"target column 'tags' holds {kind}.*does not support multi-label"):
+            tb.make_splits(frame, "tags")
+    sp = tb.make_splits(df.assign(tags=df.tags.map(tuple)), "tags", seed=0)  # the advice: a class per label set
+    assert sp.strategy == "stratified" and len(sp.train) + len(sp.valid) == 60
