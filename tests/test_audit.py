@@ -143,3 +143,40 @@ def test_a_row_id_is_known_by_its_values_not_its_name():
                            "y": rng.integers(0, 2, 400)})
     assert not [x for x in tb.make_splits(levels, "y", seed=0).findings if x.kind == "duplicate_rows"]
     assert tb.RowHashes(levels.assign(pid=np.arange(400))).row_ids == ["pid"]
+
+
+def test_dates_and_ordered_categories_are_times_and_a_refusal_gives_its_true_reason():
+    """Probe 113: bool, ordered-categorical and datetime.date time columns were all refused 'because they sort as
+    text'. Dates (as datetimes) and an ordered categorical (its categories' order) are times; a bool and an
+    unordered categorical are refused for what they are, with a fix that fits."""
+    n = 40
+    base = pd.DataFrame({"x": np.arange(n, dtype=float), "y": np.arange(n) % 2})
+    stamps = pd.Series(pd.date_range("2021-01-01", periods=n)).sample(frac=1, random_state=0).reset_index(drop=True)
+    as_dt = tb.make_splits(base.assign(t=stamps), "y", time="t")
+    as_dates = tb.make_splits(base.assign(t=[d.date() for d in stamps]), "y", time="t")
+    assert (as_dates.train.tolist(), as_dates.valid.tolist()) == (as_dt.train.tolist(), as_dt.valid.tolist())
+    quarters = ["q1", "q2", "q3", "q4"]
+    q = pd.Categorical(np.repeat(quarters[::-1], 10), categories=quarters, ordered=True)  # q4 rows come first
+    sp = tb.make_splits(base.assign(t=q), "y", time="t")
+    assert set(q[sp.valid]) == {"q4"} and set(q[sp.train]) <= {"q1", "q2", "q3"}
+    leak = tb.audit_parts(base.assign(t=q), {"train": np.arange(10, 40), "valid": np.arange(10)}, "y", time="t")
+    assert "time_leak" not in [f.kind for f in leak]  # rows 0-9 are q4: after every train row
+    late = tb.audit_parts(base.assign(t=q), {"train": np.arange(30), "valid": np.arange(30, 40)}, "y", time="t")
+    assert [f.data["n_rows"] for f in late if f.kind == "time_leak"] == [10]  # q1 rows after q4 ones: a leak
+    assert not [f for f in tb.check_data(base.assign(t=q), "y", time="t").findings if f.severity == "error"]
+    refused = {"bool": (np.arange(n) > 20, "bool values (True/False): two values", "pass the column"),
+               "unordered": (pd.Categorical(np.repeat(quarters, 10)), "unordered categories ('q1', 'q2', 'q3', ...)",
+                             "ordered=True"),
+               "dates as text": (pd.Categorical(stamps.dt.strftime("%Y-%-m-%-d")), "sort as text",
+                                 "pd.to_datetime(df['t'])")}
+    for name, (t, why, fix) in refused.items():
+        for call in (lambda: tb.make_splits(base.assign(t=t), "y", time="t"),
+                     lambda: tb.audit_parts(base.assign(t=t), HONEST, "y", time="t")):
+            with pytest.raises(TypeError) as e: call()
+            assert why in str(e.value) and fix in str(e.value), (name, str(e.value))
+            assert name == "dates as text" or "sort as text" not in str(e.value), name
+        (f,) = [f for f in tb.check_data(base.assign(t=t), "y", time="t").findings if f.severity == "error"]
+        assert why in f.message and fix in f.advice, (name, f)
+    # Spark's schema check says the same of a boolean column (its fix is for text: not given for flags)
+    f = tb.checks.time_as_text_finding("t", "boolean", "sdf = sdf.withColumn('t', F.to_timestamp(F.col('t')))")
+    assert "two values" in f.message and "sort as text" not in f.message and "to_timestamp" not in f.advice

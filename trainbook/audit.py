@@ -10,10 +10,11 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from .checks import infer_task, require_column, require_not_target, time_order_problem, to_datetime_call
-from .columns import (column_roles, dtype_family, is_nested_arrow, named_like_id, names_entity, numeric_view,
-                               require_frame)
+from .checks import infer_task, require_column, require_not_target
+from .columns import (
+    column_roles, dtype_family, is_nested_arrow, named_like_id, names_entity, numeric_view, require_frame)
 from .core import Finding, label_key
+from .time_checks import time_order_fix, time_order_problem
 
 # %% auto #0
 __all__ = ['digest', 'fingerprint_frame', 'RowHashes', 'class_share_findings', 'require_positions', 'time_values',
@@ -182,11 +183,14 @@ def require_positions(idx,  # row positions (what a Splits part holds)
                          + (f": {hint}" if hint else ""))
     return idx
 
-def time_values(t: pd.Series,  # a time column (numbers, datetimes, zoned or not, timedeltas, periods)
+def time_values(t: pd.Series,  # a time column (numbers, datetimes, zoned or not, timedeltas, periods, dates)
                ) -> np.ndarray:
-    "A time column as a numpy array that sorts and compares fast: zoned times in UTC, periods as ordinals."
+    """A time column as a numpy array that sorts and compares fast: zoned times in UTC, periods as ordinals, an
+    ordered categorical as its categories' places (q1 < q2 < q3), `datetime.date` objects as datetimes."""
     if isinstance(t.dtype, pd.DatetimeTZDtype): return t.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy()
     if isinstance(t.dtype, pd.PeriodDtype): return t.array.asi8
+    if isinstance(t.dtype, pd.CategoricalDtype): return t.cat.codes.to_numpy()  # ordered: check_time_column
+    if t.dtype == object: return pd.to_datetime(t).to_numpy()  # dates: what check_time_column lets through
     return t.to_numpy()
 
 def check_time_column(t: pd.Series,  # the time column that orders the rows
@@ -198,10 +202,8 @@ def check_time_column(t: pd.Series,  # the time column that orders the rows
         raise ValueError(f"time column {time!r} has {int(t.isna().sum())} missing value(s); a time split "
                          f"orders every row by it: drop those rows (df.dropna(subset=[{time!r}])) "
                          f"or fill them")
-    problem = time_order_problem(t)  # text, or timestamps of mixed zones: check_data's words
-    if problem:
-        raise TypeError(f"time column {time!r} {problem[1]}: parse them first, "
-                        f"df[{time!r}] = {to_datetime_call(t, time)}")
+    problem = time_order_problem(t)  # text, flags, unordered categories, mixed zones: check_data's words
+    if problem: raise TypeError(f"time column {time!r} {problem[1]}; {time_order_fix(t, time)}")
 
 def _present(codes: np.ndarray, idx: np.ndarray, n_codes: int) -> np.ndarray:
     "A mask over the codes 0..n_codes-1: those found at positions `idx` (-1, a missing value, left out)."

@@ -14,7 +14,8 @@ from .columns import dtype_family, epoch_seconds
 from .core import Finding
 
 # %% auto #0
-__all__ = ['to_datetime_call', 'time_order_problem', 'time_as_text_finding', 'time_findings', 'after_time_findings']
+__all__ = ['to_datetime_call', 'time_order_problem', 'time_order_fix', 'time_as_text_finding', 'time_findings',
+           'after_time_findings']
 
 # %% ../nbs/01d_time_checks.ipynb #395a610d
 def to_datetime_call(t: pd.Series,  # a time column of text or datetime objects
@@ -33,26 +34,66 @@ def to_datetime_call(t: pd.Series,  # a time column of text or datetime objects
 
 def _as_text(dtype) -> str: return f"holds {dtype} values, which sort as text ('2021-1-10' before '2021-1-9')"
 
+def _as_flags(dtype) -> str:
+    return f"holds {dtype} values (True/False): two values, not the times the rows were recorded at"
+
+def _unordered(t: pd.Series) -> bool:
+    "Whether `t` is an unordered categorical of other things than dates as text (which sort as text)."
+    if not isinstance(t.dtype, pd.CategoricalDtype) or t.dtype.ordered: return False
+    cats = t.dtype.categories
+    if cats.dtype != object and not isinstance(cats.dtype, pd.StringDtype): return True  # numbers, datetimes
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pandas' guesses at the format
+        try: pd.to_datetime(cats.astype(str))
+        except (ValueError, TypeError, OverflowError): return True  # labels ('q1', 'spring'), no dates
+    return False
+
+def _days(values: pd.Series) -> bool:
+    "Whether every value is a `datetime.date` (not a datetime, which mixing with a date does not compare)."
+    return bool(values.map(lambda v: isinstance(v, datetime.date) and not isinstance(v, datetime.datetime)).all())
+
 def time_order_problem(t: pd.Series,  # a time column
                       ) -> Optional[tuple[str, str]]:
-    """(finding kind, 'holds ...') when `t`'s values do not order as times: text or booleans (which sort as
-    text), timestamps that mix time zones (which do not compare); None when they do. `check_data` reports it,
-    a time split and the audit refuse it, in the same words."""
+    """(finding kind, 'holds ...') when `t`'s values do not order as times: text (which sorts as text), booleans
+    (two values), an unordered categorical (no order), timestamps that mix time zones (which do not compare); None
+    when they do, `datetime.date` objects and an ordered categorical included. `check_data` reports it, a time
+    split and the audit refuse it, in the same words (`time_order_fix` says what to do)."""
     kind, api = t.dtype, pd.api.types
-    times = (api.is_numeric_dtype(kind) or isinstance(kind, pd.PeriodDtype) or api.is_datetime64_any_dtype(kind)
-             or api.is_timedelta64_dtype(kind))
-    if times and not api.is_bool_dtype(kind): return None
+    if api.is_bool_dtype(kind): return "time_as_text", _as_flags(kind)
+    if (api.is_numeric_dtype(kind) or isinstance(kind, pd.PeriodDtype) or api.is_datetime64_any_dtype(kind)
+            or api.is_timedelta64_dtype(kind)): return None
+    if isinstance(kind, pd.CategoricalDtype) and kind.ordered: return None  # the order of its categories
+    if _unordered(t):
+        return "time_as_text", f"holds unordered categories ({', '.join(map(repr, kind.categories[:3]))}, ...), " \
+                               "which have no time order"
     values = t.dropna()
+    if kind == object and len(values) and _days(values): return None  # datetime.date objects: days, in order
     if kind == object and len(values) and values.map(lambda v: isinstance(v, datetime.datetime)).all():
         return "mixed_time_zones", ("holds timestamps that mix time zones (zoned and naive ones, or several "
                                     "zones), which do not order as one time")
     return "time_as_text", _as_text(kind)
 
+def time_order_fix(t: pd.Series,  # a time column `time_order_problem` refuses
+                   col: str,  # its name, as the fix names it
+                  ) -> str:
+    "What makes `t` order as times: parse text or zoned timestamps, order categories, or pass another column."
+    if pd.api.types.is_bool_dtype(t.dtype):
+        return ("pass the column that holds each row's time (a date, a number) as time=; a flag (before or "
+                f"after a cut) orders no rows: split by it yourself (train = df[~df[{col!r}]])")
+    if _unordered(t):
+        return (f"give the categories their time order, earliest first: df[{col!r}] = df[{col!r}]"
+                ".cat.reorder_categories([...], ordered=True), or .cat.as_ordered() when they are listed in "
+                "time order already")
+    return f"parse them first: df[{col!r}] = {to_datetime_call(t, col)}"
+
 def time_as_text_finding(time: str,  # the time column
                          dtype,  # its dtype, as the message names it
                          fix: str,  # the statement that parses it
                         ) -> Finding:
-    "A time column of text (or booleans): it sorts as text, so a time split refuses it (pandas or Spark)."
+    "A time column of text (it sorts as text) or booleans (two values): a time split refuses it (pandas or Spark)."
+    if str(dtype).lower() in ("bool", "boolean"):
+        return Finding("time_as_text", "error", f"{_as_flags(dtype)}: a time split refuses them", column=time,
+                       advice="pass the column that holds each row's time (a date, a number) as time=")
     return Finding("time_as_text", "error", f"{_as_text(dtype)}: a time split refuses them", column=time,
                    advice=f"parse them first: {fix}")
 
@@ -64,7 +105,7 @@ def time_findings(df: pd.DataFrame,  # the frame
     problem = time_order_problem(t)
     if problem:
         out.append(Finding(problem[0], "error", f"{problem[1]}: a time split refuses them", column=time,
-                           advice=f"parse them first: df[{time!r}] = {to_datetime_call(t, time)}"))
+                           advice=time_order_fix(t, time)))
     if t.isna().any():
         out.append(Finding("missing_values", "error", f"{int(t.isna().sum())} rows have no timestamp "
                            f"({t.isna().mean():.1%}): make_splits(time={time!r}) refuses them", column=time,
