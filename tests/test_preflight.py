@@ -552,6 +552,7 @@ def test_a_dry_run_interrupted_has_no_verdict_rather_than_a_broken_resume():
     report = dry_run(nn.Linear(8, 3), dl, dl, nn.CrossEntropyLoss(), steps=5, callbacks=[CtrlC()])
     assert [f.kind for f in report.findings] == ["interrupted"] and not report.passed
     assert "after 2 of its 5 steps" in report.findings[0].message and "INTERRUPTED" in report._repr_html_()
+    tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     assert dry_run(nn.Linear(8, 3), dl, dl, nn.CrossEntropyLoss(), steps=5).passed  # the same set-up passes
 
 
@@ -579,3 +580,71 @@ def test_a_dry_run_stopped_has_no_verdict_wherever_the_stop_lands(asked, where):
     assert where in report.findings[0].message and "INTERRUPTED" in report._repr_html_()
     passed = dry_run(nn.Linear(8, 3), dl, dl, nn.CrossEntropyLoss(), steps=5, stop=lambda: False)
     assert passed.passed and not passed.stopped  # a stop never pressed changes nothing
+
+
+class FakeKernel:
+    "What the guard reads of ipykernel: the execute request (one run of a cell) being handled."
+    parent_header: dict = {}
+
+
+def executing(shell, msg_id, sent):
+    "The kernel starts the cell run `msg_id`, whose execute request the front end sent at `sent`."
+    shell.parent_header = {"header": {"msg_type": "execute_request", "msg_id": msg_id, "date": sent},
+                           "content": {"code": msg_id}, "metadata": {}}
+
+
+@pytest.fixture
+def kernel(monkeypatch):
+    import IPython
+    shell = FakeKernel()
+    monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
+    for key in ("execution", "at"): monkeypatch.setitem(tb.guard._CUT_SHORT, key, None)
+    return shell
+
+
+def test_a_ctrl_c_that_ends_a_dry_run_stops_a_run_all_at_its_next_training_cell(kernel):
+    """Probe 116: a Ctrl-C in the set-up of the dry run's trial fit ended the dry run 'interrupted' with no note of
+    it: the cell ended normally, and the next cell queued by Run All trained a full run. The dry run's Ctrl-C is the
+    cell's interrupted run: the queued cell's fit is refused at its door, as after an interrupted fit."""
+    import signal
+    from datetime import datetime, timezone
+    X, y = blobs(128)
+    dl = tb.TensorLoader(X, y, batch_size=16)
+    press = {"armed": True}
+
+    class PressedInSetUp(nn.Sequential):
+        def train(self, mode=True):  # fit's set-up puts the model in train mode: the Ctrl-C lands there
+            if mode and press.pop("armed", False): signal.raise_signal(signal.SIGINT)
+            return super().train(mode)
+
+    run_all = datetime.now(timezone.utc)  # Run All sends every cell at once
+    executing(kernel, "cell 1", run_all)
+    report = dry_run(PressedInSetUp(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3)), dl, dl, nn.CrossEntropyLoss())
+    assert report.stopped and "after 0 of its 3 steps" in report.findings[0].message and not press
+    executing(kernel, "cell 2", run_all)  # queued behind it
+    try:  # (a KeyboardInterrupt escaping would end the whole pytest session: a failure here instead)
+        with pytest.raises(KeyboardInterrupt, match=r"queued \(Run All\) before the Ctrl-C"):
+            tb.fit(mlp(), dl, loss_fn=nn.functional.cross_entropy, live=False, config=tb.TrainConfig(epochs=1))
+    except KeyboardInterrupt as other: pytest.fail(f"refused otherwise: {other}")
+    executing(kernel, "cell 2 again", datetime.now(timezone.utc))  # the user runs it after: it trains
+    assert tb.fit(mlp(), dl, loss_fn=nn.functional.cross_entropy, live=False,
+                  config=tb.TrainConfig(epochs=1)).stopped == "completed"
+
+
+def test_a_dry_run_a_callback_or_a_stop_ended_is_no_ctrl_c(kernel):
+    "A callback's stop, or a Stop, ends a dry run 'interrupted' too, but the same cell's next fit trains."
+    from datetime import datetime, timezone
+    X, y = blobs(128)
+    dl = tb.TensorLoader(X, y, batch_size=16)
+
+    class Enough(Callback):
+        def after_step(self, state): state.control.request_stop()  # 'interrupted', a callback's own words
+
+    executing(kernel, "cell 1", datetime.now(timezone.utc))
+    for kw in ({"callbacks": [Enough()]}, {"stop": lambda: True}):
+        assert dry_run(mlp(), dl, dl, nn.CrossEntropyLoss(), **kw).stopped
+        try:  # (a KeyboardInterrupt escaping would end the whole pytest session: a failure here instead)
+            run = tb.fit(mlp(), dl, loss_fn=nn.functional.cross_entropy, live=False,
+                         config=tb.TrainConfig(epochs=1))
+        except KeyboardInterrupt as refused: pytest.fail(f"a dry run no Ctrl-C ended refused the next fit: {refused}")
+        assert run.stopped == "completed" and tb.guard._CUT_SHORT["execution"] is None

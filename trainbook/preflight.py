@@ -19,7 +19,8 @@ from .batch import (batch_rows, bce_target_range, call_model, compute_loss, kept
                              prediction, rows_in, split_batch, stop_requested, to_device, training_lock)
 from .core import Finding, TrainConfig, announce, findings_html, pick_device
 from .events import Callback
-from .guard import check_fit_inputs, check_loss_fn, loader_length, run_steps, warmup_past_run
+from .guard import (check_fit_inputs, check_loss_fn, loader_length, note_interrupt, run_steps,
+                             warmup_past_run)
 from .loop import fit
 from .run import unrecorded
 from .sanity import loss_kind, no_gradient, static_findings
@@ -384,6 +385,7 @@ class _Probe(Callback):
     "Where fit is (for error messages), when each optimizer step ends (validation time left out), and a Stop."
     def __init__(self, stop=None):  # a `threading.Event` (or a callable): the fit ends at its next step
         self.phase, self.t_start, self.valid_time, self.durations, self.stop = "set-up", None, 0.0, [], stop
+        self.asked = False  # whether a callback or the Stop asked the fit to stop (else 'interrupted' is a Ctrl-C)
     def _check_stop(self, state):
         if stop_requested(self.stop): state.control.request_stop("interrupted", message="a Stop request")
     def before_fit(self, state):
@@ -403,6 +405,7 @@ class _Probe(Callback):
         self.valid_time += time.perf_counter() - self._tv
         self.phase = "the checkpoints after validation"
     def after_epoch(self, state): self.phase = "the end of the epoch"
+    def after_fit(self, state): self.asked = state.control.stop
 
 # %% ../nbs/08a_preflight.ipynb #4e5786c6
 def _error_finding(err: BaseException, phase: str) -> Finding:
@@ -505,6 +508,7 @@ class _DryRun:
         self.callbacks = list(callbacks)
         self.dl_train, self.dl_valid, self.loss_fn, self.metrics = dl_train, dl_valid, loss_fn, metrics
         self.valid_batches, self.findings, self.stop = valid_batches, [], stop
+        self.ctrl_c = False  # whether a Ctrl-C ended one of its fits
 
     def copies(self) -> tuple:
         "Deep copies of model, optimizer, scheduler and callbacks, made together (references stay intact)."
@@ -529,6 +533,7 @@ class _DryRun:
                           metrics=self.metrics or None, callbacks=[*cbs, probe], resume=resume, live=False,
                           track=False)
         except Exception as e: return _Trial(None, probe, train, valid, _error_finding(e, probe.phase))
+        if run.stopped == "interrupted" and not probe.asked: self.ctrl_c = True
         return _Trial(run, probe, train, valid, None)
 
     def round_trip(self, run) -> list[Finding]:
@@ -643,6 +648,11 @@ def dry_run(model: nn.Module,  # the model of the run (copies train; it is not t
                 findings += dry.round_trip(trial.run)
                 if stop_requested(stop): findings.append(_no_verdict("before its resumed step"))
                 else: findings += dry.resume(trial.run, trial_cfg, f"{tmp}/resumed", cfg.accum_steps)
+    if dry.ctrl_c:
+        # the cell's one interrupted run, noted once the inner fits are done (a fit stopped in its set-up notes
+        # none): the report returns and the cell ends normally, so without the note a cell queued before the
+        # Ctrl-C (Run All) would train; with it, that cell's fit is refused at its door, as after a fit's Ctrl-C
+        note_interrupt()
     findings += _summary_findings(model, trial.train.first, loss_fn, findings)  # summary's checks agree
     report = DryRunReport(False, dry.findings + findings, run=trial.run,
                           peak_memory_mb=mem.peak_mb if device.type == "cuda" else mem.growth_mb,
