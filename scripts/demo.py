@@ -13,6 +13,8 @@ ROOT = Path(__file__).resolve().parent.parent
 NB = ROOT / "nbs" / "tutorials" / "quickstart.ipynb"
 OUT = ROOT / "demo_output"
 SHOWN = ("application/vnd.jupyter.widget-view+json", "application/vnd.plotly.v1+json")
+# how the quickstart's one-paragraph summary of its run begins (printed under "The checklist"; sections follow it)
+SUMMARY_STARTS = "quickstart: data ok="
 
 
 class CellText(HTMLParser):
@@ -49,6 +51,17 @@ def visible_outputs(nb, html: str) -> list[str]:
     return problems
 
 
+def run_summary(nb) -> str:
+    "The quickstart's summary of its run: the printed text that begins with `SUMMARY_STARTS`, found by what it says."
+    for cell in nb.cells:
+        text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+        for line in text.splitlines():
+            if line.startswith(SUMMARY_STARTS): return line.strip()
+    raise ValueError(f"the executed quickstart printed no run summary: no output line begins with "
+                     f"{SUMMARY_STARTS!r}: the cell that prints it (nbs/tutorials/quickstart.ipynb, under 'The "
+                     "checklist') was changed or removed, or scripts/demo.py's SUMMARY_STARTS no longer matches it")
+
+
 def main() -> int:
     OUT.mkdir(exist_ok=True)
     # No front end will draw widgets here: LiveCurves shows a static figure at the end, plotly's own figures are
@@ -66,20 +79,19 @@ def main() -> int:
     nbformat.write(nb, OUT / "quickstart.ipynb")
     html, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
     (OUT / "quickstart.html").write_text(html)
-    # The notebook's last cell prints a one-paragraph summary of the run: show it here too.
-    for cell in nb.cells[::-1]:
-        text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
-        if text.strip():
-            print(text.strip())
-            break
+    # The notebook prints a one-paragraph summary of the run: show it here too (a demo without it fails).
+    try: print(run_summary(nb))
+    except ValueError as e: missing = f"FAIL: {e}"
+    else: missing = None
     size = (OUT / "quickstart.ipynb").stat().st_size
     print(f"demo_output/quickstart.ipynb: {size / 1e6:.2f} MB (plotly.js copies: {counts['plotlyjs_copies']}); "
           f"demo_output/quickstart.html: {(OUT / 'quickstart.html').stat().st_size / 1e6:.2f} MB")
     problems = visible_outputs(nb, html)
     print("every widget and figure cell shows content without a kernel" if not problems else
           f"FAIL: cells with nothing to show without a kernel: {problems}")
+    if missing: print(missing)
     print(f"done in {time.perf_counter() - t0:.0f}s: demo_output/quickstart.ipynb and demo_output/quickstart.html")
-    return 1 if problems else 0
+    return 1 if problems or missing else 0
 
 
 if __name__ == "__main__":
