@@ -1,6 +1,6 @@
 """A resume under a changed plan: the first resumed step trains at the new schedule's lr; a model of another class
 is a listed change (a warning), while a checkpoint written before the model's class was recorded still resumes."""
-import contextlib, functools, math, warnings
+import contextlib, functools, math, re, warnings
 
 import pytest
 import torch
@@ -158,6 +158,7 @@ def test_a_changed_lr_on_resume_says_whether_it_is_applied(tmp_path, own):
                           callbacks=[StopAfterStep(stop)] if stop else [])
     plan = lrs(go(1e-2, "full"))
     go(1e-2, "run", stop=5)
+    tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     run = go(2e-2, "run", resume=tmp_path / "run")
     (changed,) = [f for f in run.findings if f.kind == "resume_changed"]
     assert "config.lr: 0.01 → 0.02" in changed.message
@@ -207,6 +208,7 @@ def test_patience_0_resumes_as_the_run_would_have_gone_on(tmp_path, at):
     resumed = model()
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # no "early stopping ended the checkpoint's run"
+        tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
         again = tb.fit(resumed, train, valid, loss_fn=nn.functional.cross_entropy, config=cfg, live=False,
                        resume=tmp_path)
     assert (again.stopped, again.step) == (ref.stopped, ref.step) == ("early_stopping", ref.step)
@@ -260,6 +262,7 @@ def _interrupted_and_resumed(tmp_path, interrupt, callbacks=lambda: ()):
         run = tb.fit(model, loader(), loss_fn=CE, config=cfg, live=False, callbacks=callbacks())
     assert run.stopped == "interrupted"
     model.load_state_dict(start)
+    tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: the resume trains again
     resumed = tb.fit(model, loader(), loss_fn=CE, config=cfg, resume=tmp_path / "a", live=False, callbacks=callbacks())
     return run, model, whole, resumed, whole_run
 
@@ -345,8 +348,34 @@ def test_a_third_ctrl_c_leaves_a_hung_scheduler_step_and_presses_while_a_checkpo
         return real(obj, f, *a, **k)
     torch.save = save
     try:
+        tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
         run = tb.fit(nn.Linear(4, 2), loader(), loss_fn=CE, live=False,
                      config=tb.TrainConfig(epochs=3, device="cpu", checkpoint_dir=str(tmp_path)))
     finally: torch.save = real
     assert run.stopped == "interrupted" and signal.getsignal(signal.SIGINT) == usual
     assert tb.Run.load(tmp_path).stopped == "interrupted"
+
+
+def test_a_resume_that_names_nothing_says_where_it_looked_and_the_near_name(tmp_path, monkeypatch):
+    """Probe 116: resume='runs/rel' after a %cd (or a typo, 'runs/rell') said only "checkpoint 'runs/rel' does not
+    exist": neither the folder a relative path was read from (what tells a %cd was the cause) nor the near name.
+    Said before any folder is claimed, for fit and for a Recorder alike."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    d = re.escape(str(tmp_path))
+    fit = functools.partial(tb.fit, nn.Linear(4, 2), loader(), loss_fn=CE, live=False)
+    fit(config=tb.TrainConfig(epochs=1, checkpoint_dir="runs/rel"))
+    with pytest.raises(FileNotFoundError, match=r"resume='runs/rell' does not exist: .* at "
+                       rf"{d}/runs/rell \(a relative path is read from the working folder {d}: .*"
+                       r"%cd.*\); did you mean 'runs/rel'\?"):
+        fit(config=tb.TrainConfig(epochs=2), resume="runs/rell")
+    monkeypatch.chdir(tmp_path / "sub")
+    with pytest.raises(FileNotFoundError, match=rf"at {d}/sub/runs/rel \(.*working folder {d}/sub: .*\); "
+                       rf"its folder {d}/sub/runs does not exist either"):
+        fit(config=tb.TrainConfig(epochs=2, checkpoint_dir="runs/new"), resume="runs/rel")
+    assert not (tmp_path / "sub" / "runs").exists()  # refused before the new run's folder was made
+    with pytest.raises(FileNotFoundError, match=rf"resume='{d}/runs/rell' .* at {d}/runs/rell; did "
+                       rf"you mean '{d}/runs/rel'\?"):  # an absolute path: no working folder to blame
+        with tb.Recorder(tb.TrainConfig(checkpoint_dir="other"), live=False, validates=False,
+                         resume=str(tmp_path / "runs" / "rell")) as rec:
+            rec.step(0.5)

@@ -4,6 +4,7 @@
 
 # %% ../nbs/06d_claim.ipynb #e7bc7604
 from __future__ import annotations
+import difflib, os
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional, Union
@@ -33,6 +34,23 @@ def _entries_named(ckpt: Optional[dict], resume):
                               "made, or load only its weights (tb.load_checkpoint(path, model)) and start "
                               "anew") from None
 
+def _missing_resume(resume: Union[str, Path],  # what a run was given as `resume` (checked by `check_resume`)
+                   ) -> None:
+    """A `resume` that names nothing: a FileNotFoundError naming the absolute path it looked at (a relative one is
+    read from the working folder, which a `%cd` or `os.chdir` moves) and the nearest name beside it."""
+    path = Path(resume).expanduser()
+    if path.exists(): return
+    where = path.absolute()
+    read = "" if path.is_absolute() else (f" (a relative path is read from the working folder {os.getcwd()}: "
+                                          "did a %cd or os.chdir move it?)")
+    if where.parent.is_dir():  # a typo: the nearest entry beside it, as `did_you_mean` compares names
+        names = {p.name.lower(): p.name for p in where.parent.iterdir() if not p.name.startswith(".")}
+        near = difflib.get_close_matches(path.name.lower(), list(names), n=1)
+        hint = f"; did you mean {str(path.with_name(names[near[0]]))!r}?" if near else ""
+    else: hint = f"; its folder {where.parent} does not exist either"
+    raise FileNotFoundError(f"resume={str(resume)!r} does not exist: there is no checkpoint file or run folder "
+                            f"at {where}{read}{hint}")
+
 def claim_run_dir(checkpointer: Checkpointer,  # the run's folder, not yet chosen
                   resume: Union[str, Path, None] = None,  # the checkpoint (or run folder) the run resumes from
                   overwrite: bool = False,  # replace an earlier run's files (else take a new version folder)
@@ -44,7 +62,8 @@ def claim_run_dir(checkpointer: Checkpointer,  # the run's folder, not yet chose
     """Read `resume` and compare it with this run (a mismatch refused before any folder is claimed or emptied),
     choose and lock the run folder, load the parts and `take(ckpt)`; a load that fails gives the folder back."""
     resume = checkpointer.resumable(resume)  # a folder whose run stopped before its first checkpoint: none
-    ckpt = checkpointer.read(resume, device) if check_resume(resume) is not None else None
+    if check_resume(resume) is not None: _missing_resume(resume)  # where it looked, and a near name
+    ckpt = checkpointer.read(resume, device) if resume is not None else None
     with _entries_named(ckpt, resume):
         if ckpt is not None and check is not None: check(ckpt)
     checkpointer.prepare(resume, overwrite)
