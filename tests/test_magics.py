@@ -1,4 +1,5 @@
 "The magics through a real IPython InteractiveShell: each works, bad arguments give usage errors, reload does not double-register."
+import re
 import pandas as pd
 import pytest
 import torch
@@ -347,6 +348,21 @@ def test_a_comparison_in_the_train_cell_names_the_assignment(ip, capsys):
     text = "".join(capsys.readouterr())
     assert isinstance(r.error_in_exec, UsageError) and "'= 1'" not in text
     assert "%%train line 1: 'epochs == 1' compares; set a field with one '=': epochs = 1" in text
+
+
+def test_an_expression_in_the_train_cell_is_said_to_be_no_literal(ip, capsys):
+    """Probe 116: `lr = 10 ** -3` in %%train was refused as "got '10 ** -3' (str)", which does not say why: the
+    cell's values are literals, read and not run. Text fields still take a bare word (a schedule, a folder)."""
+    r = run(ip, "%%train model dl_train --no-live\nepochs = 1\nlr = 10 ** -3")
+    text = "".join(capsys.readouterr())
+    assert isinstance(r.error_in_exec, UsageError) and "(str)" not in text
+    assert ("%%train line 2: lr = 10 ** -3 is not a Python literal: a %%train cell's values are read as written, "
+            "not run (no arithmetic, no names); write the value itself, a number: lr = 0.001") in text
+    for line, said in (("patience = 2 * 3", "a whole number: patience = 3 (or None)"),
+                       ("compile = yes", "True or False")):
+        with pytest.raises(UsageError, match=re.escape(said)): tb.magics.parse_body(line)
+    assert tb.magics.parse_body("schedule = warmup_cosine\ncheckpoint_dir = runs/exp1\ndevice = cuda:0") == {
+        "schedule": "warmup_cosine", "checkpoint_dir": "runs/exp1", "device": "cuda:0"}
 
 
 def churn_frame(n=200, seed=0):

@@ -403,11 +403,23 @@ def _escaped_control(value: str) -> bool:
         if _CONTROL & set(node.value) and "\\" in (ast.get_source_segment(value, node) or ""): return True
     return False
 
+def _not_literal(n: int,  # the line of the %%train cell
+                 key: str,  # the TrainConfig field it sets
+                 value: str,  # the text after '='
+                 kind: str,  # the field's type, as TrainConfig's annotation says it ('float', 'Optional[int]')
+                ) -> str:
+    "What a %%train line says when a number or flag field gets text that is not a Python literal (an expression)."
+    want = ("True or False" if "bool" in kind else f"a whole number: {key} = 3" if "int" in kind
+            else f"a number: {key} = 0.001") + (" (or None)" if "Optional" in kind else "")
+    return (f"%%train line {n}: {key} = {value} is not a Python literal: a %%train cell's values are read as "
+            f"written, not run (no arithmetic, no names); write the value itself, {want}")
+
 def parse_body(body: str,  # the cell below `%%train`: one `key = value` per line, `#` comments allowed
               ) -> dict:
     "`key = value` lines (TrainConfig fields) of a %%train cell; values are Python literals."
     from dataclasses import fields
-    known = {f.name for f in fields(TrainConfig)}
+    types = {f.name: str(f.type) for f in fields(TrainConfig)}  # 'float', 'Optional[str]', ...
+    known = set(types)
     out = {}
     for n, line in enumerate(body.splitlines(), 1):
         line = _without_comment(line).strip()
@@ -425,6 +437,8 @@ def parse_body(body: str,  # the cell below `%%train`: one `key = value` per lin
         except (ValueError, SyntaxError):
             if value[:1] in "'\"":  # a quoted value that does not parse would be kept with its quote
                 raise UsageError(f"%%train line {n}: {key} = {value} is not a Python literal") from None
+            if "str" not in types[key]:  # '10 ** -3' for a number: an expression, which is not run
+                raise UsageError(_not_literal(n, key, value, types[key])) from None
             out[key] = value  # a bare word such as warmup_cosine
             continue
         if _escaped_control(value):  # "C:\runs\new" would name a folder holding a newline
