@@ -20,6 +20,7 @@ __all__ = ['as_history', 'curves_of', 'series_of', 'epoch_steps', 'short_steps',
 
 # %% ../nbs/09c_readings.ipynb #9e7182a0
 def as_history(history,  # a `History`, a `Run` or a tidy DataFrame (step, epoch, split, name, value)
+               losses: bool = False,  # a frame must hold a loss the rules read (diagnose's): else refused
               ) -> History:
     "A `History` from a History, a Run or a tidy DataFrame (its rows taken in step order)."
     if isinstance(history, History): return history
@@ -38,11 +39,43 @@ def as_history(history,  # a `History`, a `Run` or a tidy DataFrame (step, epoch
             raise ValueError(f"history DataFrame has split(s) {other} but no {' or '.join(map(repr, absent))} "
                              f"split: the rules read the splits 'train' and 'valid' only; rename yours, e.g. "
                              f"df.replace({rename}), or drop a split that is neither")
+        history = _loss_names_read(history, losses)
         # in step order, whatever the frame's (newest first, shuffled, concatenated runs): the rules read each
         # series as a curve; a stable sort keeps the frame's order among the rows of one step
         rows = history[list(History.columns)].sort_values("step", kind="stable")
         return History(rows.itertuples(index=False, name=None))
     raise TypeError(f"history must be a History, a Run or a tidy DataFrame, got {type(history).__name__}")
+
+# Run.metrics()'s names of the losses (and Keras's 'val_loss'): the series the rules read under them
+_LOSS_ALIASES = {"valid_loss": "valid", "val_loss": "valid", "train_loss": "train"}
+
+def _loss_names_read(df, losses: bool):
+    """The frame with its losses named as the rules read them (train 'loss' per step, 'epoch_loss' per epoch;
+    valid 'loss'), from Run.metrics()'s 'train_loss'/'valid_loss' or Keras's 'val_loss' where those are absent;
+    with `losses`, refused when it holds none (a run the rules cannot read would read as a clean bill of health)."""
+    has = set(zip(df["split"].tolist(), df["name"].tolist()))
+    if has & {(s, n) for s in ("train", "valid") for n in _LOSS_ALIASES}: df = df.copy()  # (renamed: a copy)
+    for alias, split in _LOSS_ALIASES.items():
+        rows = df["name"] == alias
+        if not rows.any(): continue
+        if split == "valid" and ("valid", "loss") not in has:
+            df.loc[rows, ["split", "name"]] = ["valid", "loss"]
+        elif split == "train" and not has & {("train", "loss"), ("train", "epoch_loss")}:
+            # one row an epoch: the epoch's mean (as Run.metrics() shows it); else one a step, the step losses
+            if df.loc[rows, "epoch"].is_unique: df.loc[rows, ["split", "name"]] = ["train", "epoch_loss"]
+            elif df.loc[rows, "step"].is_unique: df.loc[rows, ["split", "name"]] = ["train", "loss"]
+            else: raise ValueError(f"history DataFrame's {alias!r} has several rows at one step (step losses and "
+                                   f"epoch means together?): name the step losses 'loss' and each epoch's mean "
+                                   f"'epoch_loss' (split 'train')")
+    read = set(zip(df["split"].tolist(), df["name"].tolist())) & {("train", "loss"), ("train", "epoch_loss"),
+                                                                 ("valid", "loss")}
+    if losses and not read:
+        names = sorted(map(str, set(df["name"].tolist())))
+        hint = (f"; its names are {names[:12]}: rename yours, e.g. df.replace({{'name': {{{names[0]!r}: 'loss'}}}})"
+                if names else ": it is empty")
+        raise ValueError("history DataFrame holds no loss the rules read (split 'train' name 'loss' or "
+                         "'epoch_loss', split 'valid' name 'loss')" + hint)
+    return df
 
 _CURVES: "weakref.WeakKeyDictionary[History, dict]" = weakref.WeakKeyDictionary()
 
