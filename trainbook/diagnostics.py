@@ -193,11 +193,17 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
     data.update(drop=drop, fall=fall, fall_bound=bound, learned_in_first_tenth=bool(early),
                 fell_from=early or "first_tenth", first_tenth_below_prior_z=reference[2] if reference else None)
     if at_prior and len(loss) >= 5 * th.min_steps:
+        # began `diverge_peak`× above it (and above ln 2: a rare class's uninformed start is far above its prior)
+        off = base > th.diverge_peak * max(prior["prior_loss"], math.log(2)) and drop >= th.slow
+        began = f"; it began at {base:.4g} ({base / prior['prior_loss']:.3g}× it), fell {drop:.0%}" if off else ""
         return [Finding("not_learning", "warning",
                         f"the run ended {prior['where']} the constant predictor's loss {prior['prior_loss']:.4g} "
                         f"(the class frequencies' or the mean's): valid {prior['valid_end']:.4g}, train {end:.4g}, "
-                        f"not below it by {prior['margin']:.3g} ({_margin_words(prior, th)})",
-                        advice="the model may have learned only the prior: run overfit_batch; check that the inputs "
+                        f"not below it by {prior['margin']:.3g} ({_margin_words(prior, th)}){began}",
+                        advice="its outputs began far off scale: check the init (tb.check_init_loss compares the first "
+                               "loss with a constant output's): weights too large, or unscaled inputs or targets; "
+                               "scale the last layer down, standardize, train on while the loss falls" if off else
+                               "the model may have learned only the prior: run overfit_batch; check that the inputs "
                                "reach the model (a constant or shuffled feature), the labels, the lr (lr_find) and its "
                                "capacity (a linear model cannot fit a non-linear task: add a hidden layer). On a rare "
                                "class the loss moves little even for a model that ranks it well: judge by PR-AUC",
@@ -723,9 +729,11 @@ def _suspicious_score(c: dict, th: Thresholds) -> list[Finding]:
                         advice=_LEAK_ADVICE, data=data)]
     if ratio is None or ratio >= th.leak_ratio: return []
     return [Finding("suspicious_score", "warning",
-                    f"the valid loss is {ratio:.0%} of the training loss over the later epochs: "
-                    "far better than training",
-                    advice=_LEAK_ADVICE, data={"valid_train_ratio": ratio, "threshold": th.leak_ratio})]
+                    f"the valid loss is {ratio:.0%} of the training loss over the later epochs: far better than "
+                    "training (dropout alone does this: the training loss is measured with it on, the valid without)",
+                    advice="if the model has dropout (or trains on augmented rows), that explains it: score the "
+                           "training rows in eval mode (tb.evaluate) first; if they score far worse, " + _LEAK_ADVICE,
+                    data={"valid_train_ratio": ratio, "threshold": th.leak_ratio})]
 
 _FROZEN_ADVICE = ("validation is not scoring the model being trained: evaluate that model with its "
                   "current weights (not a copy made before fit, nor one loaded from a checkpoint once); "
@@ -775,7 +783,7 @@ def diagnose(history,  # a `History`, a `Run` or a tidy DataFrame (step, epoch, 
     if odd: raise TypeError(f"known must hold trainbook Findings (a run's own findings), got {', '.join(odd[:3])}")
     # the run's own saw more (NanGuard names the module); a quieter one (a NaN metric) stands for none
     said = {(f.kind, s) for f in known for s in SEVERITIES[:SEVERITIES.index(f.severity) + 1]}
-    return [f for f in _judge(curves_of(as_history(history)), th) if (f.kind, f.severity) not in said]
+    return [f for f in _judge(curves_of(as_history(history, losses=True)), th) if (f.kind, f.severity) not in said]
 
 def _judge(c: dict, th: Thresholds) -> list[Finding]:
     "Every rule on the curves, screened (`_screen`)."
