@@ -10,11 +10,12 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .core import SEVERITIES, Finding
-from .curvefit import (clusters, constant_stretch, end_levels, fifths, flat_stretch, keeps_falling,
+from .curvefit import (constant_stretch, end_levels, fifths, flat_stretch, keeps_falling,
                                 line_slope, median, robust_spread, rolling_median, smooth_evaluations,
                                 smoothing_half, still_falling, turning_point)
-from .readings import (Thresholds, as_history, below_prior, curves_of, epoch_steps, lr_jumps, lr_schedule_note,
-                                nonfinite_finding, series_of, short_steps, stages_of, stood_still_finding,
+from .spikes import loss_spikes_finding
+from .readings import (Thresholds, as_history, below_prior, curves_of, epoch_steps, lr_schedule_note,
+                                nonfinite_finding, series_of, stages_of, stood_still_finding,
                                 unstable_finding, untrained_loss, valid_noise)
 
 # %% auto #0
@@ -262,82 +263,9 @@ def _early_blowup(loss: np.ndarray, stage: np.ndarray, noise: float, th: Thresho
     if lowest < (1 - th.still) * untrained and not at_prior: return None
     return jump
 
-def _tallest_rest(resid: np.ndarray, tall: np.ndarray, i: int, w: int) -> float:
-    "The largest rise above the stage of the steps within `w` of step `i` that are not tall (0 if none)."
-    lo, hi = max(0, i - w), i + w + 1
-    rest = resid[lo:hi][~tall[lo:hi]]
-    return float(rest.max()) if len(rest) else 0.0
-
-def _rows_per_step(c: dict) -> Optional[float]:
-    "Rows a step (each epoch's samples/s × s/step), the median over epochs; None when not logged."
-    _, e1, sps = series_of(c, "train", "samples_per_s")
-    _, e2, st = series_of(c, "train", "step_time")
-    if len(sps) == 0 or len(st) != len(sps): return None
-    rows = sps * st
-    rows = rows[np.isfinite(rows) & (rows > 0)]
-    return float(median(rows)) if len(rows) else None
-
-def _batch_spread(c: dict, steps: np.ndarray) -> Optional[np.ndarray]:
-    "The batch loss's chance spread at each step: per-example sd (nearest evaluation) / √rows a step."
-    ss, _, sd = series_of(c, "valid", "loss_sd")
-    rows = _rows_per_step(c)
-    if len(sd) == 0 or rows is None: return None
-    each = np.full(len(steps), max(rows, 1.0))
-    short = short_steps(c)  # an epoch's short last batch (353 rows in batches of 32: one) has its own rows
-    at = np.isin(steps, list(short))
-    each[at] = np.minimum(each[at], [short[int(s)] for s in steps[at]])
-    return np.interp(steps, ss, sd) / np.sqrt(each)
-
-def _spike_scale(c: dict, steps: np.ndarray, loss: np.ndarray, exact: bool = True
-                 ) -> tuple[int, np.ndarray, np.ndarray]:
-    "Each step's rise above its stage and the stage's spread, or (not `exact`) its least: worked out once."
-    key = ("spike_scale" if exact else "spike_floor", "train/loss")  # keys no history has
-    if key in c: return c[key]
-    half, med, mad = stages_of(c, loss)
-    resid = loss - med
-    resid[:half] = 0.0  # the first steps have no stage before them to stand out from
-    # the stage's spread: the moving MAD's moving median over a 3× wider stretch (a few steps' MAD is noisy),
-    # floored by the run's typical one (that floor alone, not `exact`: the least the spread can be)
-    typical = 0.5 * float(median(mad))
-    stage = rolling_median(mad, 3 * half, spread=False)[0] if exact else typical
-    spread = 1.4826 * np.maximum(stage, typical)
-    # and never below the spread a batch of this size has by chance: the per-example losses' standard
-    # deviation (measured at the evaluations) over √(rows a step): batch 4 and batch 512 on one scale
-    expected = _batch_spread(c, steps)
-    if expected is not None: spread = np.maximum(spread, expected)
-    c[key] = (half, resid, spread)
-    return c[key]
-
 def _spikes(c: dict, th: Thresholds) -> list[Finding]:
-    "loss_spikes: steps whose loss stands far above the moving median of their stage, one per event."
-    steps, _, loss = series_of(c, "train", "loss")
-    if len(loss) < th.min_steps or not np.isfinite(loss).all(): return []
-    start = max(abs(float(loss[0])), 1e-12)
-    # no step above `spike_z` of the least spread its stage can have (most runs): none above the spread itself
-    half, resid, spread = _spike_scale(c, steps, loss, exact=False)
-    tall = (resid > th.spike_z * spread) & (resid > th.spike_rel * start)
-    if tall.any() or th.spike_z < 0:
-        half, resid, spread = _spike_scale(c, steps, loss)
-        tall = (resid > th.spike_z * spread) & (resid > th.spike_rel * start)
-    # a bad batch is a lone tower: it also stands `spike_gap` times above every other step of its stage
-    # that is not tall itself (heavy-tailed small-batch noise builds a staircase of tall steps instead)
-    hits = [i for i in tall.nonzero()[0]
-            if resid[i] >= th.spike_gap * _tallest_rest(resid, tall, i, 3 * half)]
-    events = [max(g, key=lambda i: resid[i]) for g in clusters(np.array(hits, dtype=int))]
-    # a rise right after the lr jumped up (a warm restart, a cyclic schedule) is the schedule's, not a bad batch
-    jumps = lr_jumps(c)
-    if len(jumps): events = [i for i in events if not np.any((steps[i] >= jumps) & (steps[i] <= jumps + 2 * half))]
-    if not events or len(events) > th.spike_share * len(loss) + 1: return []
-    at = [int(steps[i]) for i in events]
-    return [Finding("loss_spikes", "warning",
-                    f"{len(at)} loss spike(s), at step(s) {', '.join(map(str, at[:8]))}",
-                    advice="a spike at one step is often one bad batch (corrupt rows, wrong labels): look at "
-                           "that batch and at top_losses; spikes that repeat point to a too-high lr or fp16 "
-                           "overflow: lower the lr, clip gradients",
-                    data={"steps": at[:20], "heights": [float(resid[i] / start) for i in events[:20]],
-                          "rises": [float(resid[i]) for i in events[:20]],
-                          "spreads": [float(spread[i]) for i in events[:20]], "spread_threshold": th.spike_z,
-                          "rows_per_step": _rows_per_step(c)})]
+    "loss_spikes (`spikes.loss_spikes_finding`), under the rule name the corpus's caches key on."
+    return loss_spikes_finding(c, th)
 
 _SHIFT_ADVICE = ("validation rows may come from another distribution than the training rows (distribution "
                  "shift: another source, period or labeling rule): compare the splits' label frequencies "
