@@ -18,10 +18,11 @@ from .metrics import resolve_metrics
 from .optim import SCHEDULE_FNS, SCHEDULER_INTERVALS, warmup_steps
 
 # %% auto #0
-__all__ = ['LOWER_IS_BETTER', 'HIGHER_IS_BETTER', 'check_loss_fn', 'check_loader', 'require_batches', 'logged_values',
-           'better_mode', 'check_monitor', 'monitor_fallback', 'run_steps', 'optimizer_given', 'eval_submodules',
-           'scheduler_given', 'run_notes', 'valid_is_test', 'warmup_past_run', 'nonfinite_validation', 'needs_closure',
-           'check_scheduler', 'check_optimizer', 'note_interrupt', 'refuse_after_interrupt', 'check_fit_inputs']
+__all__ = ['LOWER_IS_BETTER', 'HIGHER_IS_BETTER', 'check_loss_fn', 'check_valid_order', 'check_loader', 'require_batches',
+           'logged_values', 'better_mode', 'check_monitor', 'monitor_fallback', 'run_steps', 'optimizer_given',
+           'eval_submodules', 'scheduler_given', 'run_notes', 'valid_is_test', 'warmup_past_run',
+           'nonfinite_validation', 'needs_closure', 'check_scheduler', 'check_optimizer', 'note_interrupt',
+           'refuse_after_interrupt', 'check_fit_inputs']
 
 # %% ../nbs/06a_guard.ipynb #28a3ff5a
 def check_loss_fn(loss_fn: Optional[Callable],  # e.g. nn.CrossEntropyLoss() or F.cross_entropy; None = the model's
@@ -54,6 +55,19 @@ def _sums_rows(loss_fn: Callable) -> bool:
     try: param = inspect.signature(loss_fn).parameters.get("reduction")  # a partial's bound keyword is its default
     except (TypeError, ValueError): return False  # a builtin without a signature
     return param is not None and isinstance(param.default, str) and param.default.lower() == "sum"
+
+def check_valid_order(dl_valid,  # the validation batches
+                     ) -> None:
+    """Refuse a `dl_valid` that draws its rows with replacement (`TensorLoader(weights=...)`, a DataLoader with a
+    `WeightedRandomSampler`): each validation would score another resample of the rows, not the rows."""
+    sampler = getattr(dl_valid, "sampler", None)
+    drawn = getattr(dl_valid, "weights", None) is not None or (
+        isinstance(sampler, torch.utils.data.WeightedRandomSampler) and sampler.replacement)
+    if drawn:
+        raise ValueError(f"dl_valid draws its rows with replacement ({type(dl_valid).__name__} with weights): each "
+                         "validation would score a new resample, so valid_loss, the prior, early stopping and "
+                         "best.pt would follow the draw, not the model; give dl_valid the rows as they are "
+                         "(no weights, no weighted sampler); balanced sampling belongs to dl_train only")
 
 def _why_empty(dl) -> str:
     "A hint at why a loader with a dataset has no batches."
@@ -450,6 +464,7 @@ def check_fit_inputs(model,  # what `fit` got as `model`
         raise TypeError(f"config must be a trainbook.TrainConfig, got {type(cfg).__name__}")
     n_train = check_loader(dl_train, "dl_train")  # re-iterable, not empty (without a len: at its first epoch)
     if dl_valid is not None: check_loader(dl_valid, "dl_valid", probe=True)
+    if dl_valid is not None: check_valid_order(dl_valid)  # every validation scores the same rows, once each
     for note in valid_is_test(dl_valid): warn(f"{note.kind}: {note.message}; {note.advice}")  # before any step
     if cfg.accum_steps > 1 and n_train is None:
         raise ValueError("accum_steps > 1 needs a dl_train with a length, so the epoch's "
