@@ -20,6 +20,30 @@ if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL):
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+@pytest.fixture(autouse=True)
+def no_ctrl_c_from_an_earlier_test():
+    """Each test starts as a fresh script would: a Ctrl-C that ended a run in an earlier test refuses no run here. In
+    a plain script (pytest is one) `refuse_after_interrupt` stops every run after a Ctrl-C ended one, so a test that
+    interrupts a run and then trains again (a resume) calls `trainbook.guard.forget_interrupt()` in between."""
+    guard = sys.modules.get("trainbook.guard")  # (not imported for tests that never import trainbook)
+    if guard is not None: guard.forget_interrupt()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    "A run refused after an earlier Ctrl-C, or a Ctrl-C out of a Recorder, fails its test, not the whole session."
+    try:
+        return (yield)
+    except KeyboardInterrupt as err:
+        if "not started: a Ctrl-C stopped a run earlier" in str(err):
+            raise AssertionError("a run refused by the Ctrl-C rule (above): call trainbook.guard.forget_interrupt() "
+                                 "between the interrupted run and the next") from err
+        if getattr(err, "run", None) is not None:  # a Recorder's `with` block lets a Ctrl-C go on in a script
+            raise AssertionError("a Ctrl-C went on out of a Recorder's with block, as it does in a plain script: "
+                                 "expect it, with pytest.raises(KeyboardInterrupt)") from err
+        raise
+
+
 @pytest.fixture
 def tmp_run(tmp_path):
     "A fresh run directory."

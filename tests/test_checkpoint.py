@@ -350,6 +350,7 @@ def test_a_changed_loader_order_is_a_resume_change(tmp_path):
     net = lambda: mlp(d=4, out=2)
     assert tb.fit(net(), loader(True), loss_fn=nn.functional.cross_entropy, config=cfg, live=False,
                   callbacks=[CtrlC()]).stopped == "interrupted"
+    tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     run = tb.fit(net(), loader(False), loss_fn=nn.functional.cross_entropy, config=cfg, live=False, resume=tmp_path)
     (changed,) = [f for f in run.findings if f.kind == "resume_changed"]
     assert changed.data["changes"] == {"loader.order": ["RandomSampler", "SequentialSampler"]}

@@ -385,6 +385,7 @@ def test_a_resume_at_an_epochs_end_gives_no_scheduler_order_warning(tmp_path):
     assert run(callbacks=[Cut()]).stopped == "interrupted"
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
+        tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
         assert run(resume=tmp_path).stopped == "completed"
     assert not [w for w in seen if "lr_scheduler.step()" in str(w.message)]
 
@@ -628,3 +629,83 @@ def test_parts_set_to_eval_in_a_model_in_train_mode_are_said_to_train_again():
     run = tb.fit(model, [(X, y)], loss_fn=nn.functional.cross_entropy, live=False,
                  config=tb.TrainConfig(epochs=1, device="cpu"))
     assert not [f for f in run.findings if f.kind == "eval_submodules"]
+
+
+SCRIPT_SWEEP = r"""
+import os, signal, sys
+import torch, trainbook as tb
+from torch import nn
+X, y = torch.randn(40, 3), torch.randint(0, 2, (40,))
+folder = sys.argv[1]
+def press(): os.kill(os.getpid(), signal.SIGINT)  # one real Ctrl-C, as a terminal sends it
+# a Recorder sweep: the Ctrl-C goes on out of the with block, the run as err.run (the script would stop there)
+model = nn.Linear(3, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+try:
+    with tb.Recorder(tb.TrainConfig(epochs=1), parts={"model": model, "optimizer": opt}, live=False,
+                     checkpoint_dir=None, track=False) as rec:
+        for i in range(50):
+            loss = nn.functional.cross_entropy(model(X), y)
+            opt.zero_grad(); loss.backward(); opt.step()
+            rec.step(loss.item())
+            if i == 5: press()
+    print("after the with block")
+except KeyboardInterrupt as err:
+    print("recorder:", err.run.stopped, err.run.step)
+for start in (lambda: tb.Recorder(tb.TrainConfig(epochs=1), live=False, checkpoint_dir=None, track=False),
+              lambda: tb.fit(nn.Linear(3, 2), [(X, y)], loss_fn=nn.functional.cross_entropy, live=False, track=False)):
+    try: start(); print("started")
+    except KeyboardInterrupt as refused: print("refused:", refused)
+tb.guard.forget_interrupt()  # on purpose: fit's sweep below
+class CtrlC(tb.Callback):
+    def after_step(self, state):
+        if state.step == 2: press()
+for i in range(2):  # fit returns its interrupted run; the sweep's next fit stops at the door
+    try:
+        run = tb.fit(nn.Linear(3, 2), tb.TensorLoader(X, y, batch_size=8), loss_fn=nn.functional.cross_entropy,
+                     live=False, track=False, config=tb.TrainConfig(epochs=2, checkpoint_dir=folder),
+                     callbacks=[CtrlC()] if i == 0 else [])
+        print("fit:", run.stopped, run.step)
+    except KeyboardInterrupt as refused: print("refused:", refused)
+"""
+
+
+def test_a_ctrl_c_stops_a_plain_scripts_sweep(tmp_path):
+    """Probe 114: in a .py script a Ctrl-C during a Recorder's `with` block ended the run 'interrupted' and the script
+    went on: a sweep trained runs 2 and 3 and exited 0 (the guard only knew a kernel's cells). In a plain script the
+    cell is the script: the Ctrl-C goes on out of the block (err.run), and after any run a Ctrl-C ended (fit's too,
+    which returns its run) the next run of the process stops at its door, naming the folder to resume."""
+    child = subprocess.run([sys.executable, "-c", SCRIPT_SWEEP, str(tmp_path / "runs")], capture_output=True,
+                           text=True, timeout=240, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    lines = child.stdout.splitlines()
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert lines[0] == "recorder: interrupted 6", lines  # no "after the with block"
+    assert lines[1].startswith("refused: Recorder not started: a Ctrl-C stopped a run earlier in this script")
+    assert lines[2].startswith("refused: fit not started: a Ctrl-C stopped a run earlier in this script")
+    assert "forget_interrupt()" in lines[2] and "kept no folder" in lines[2]
+    assert lines[3] == "fit: interrupted 2"  # after forget_interrupt a run starts; fit returns the one it stops
+    folder = str(tmp_path / "runs")
+    assert lines[4].startswith("refused: fit not started") and f"go on from it with resume={folder!r}" in lines[4]
+    assert len(lines) == 5, lines
+
+
+def test_a_terminal_ipython_input_is_a_cell_and_a_script_is_one(monkeypatch):
+    "Which runs a Ctrl-C stops: a terminal IPython's later inputs train (each is a cell); a script's later runs do not."
+    import IPython
+    shell = type("TerminalShell", (), {"execution_count": 7})()  # no parent_header: no kernel
+    monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
+    assert not tb.guard.plain_script()
+    tb.guard.note_interrupt()
+    with pytest.raises(KeyboardInterrupt, match="earlier in this cell"): tb.guard.refuse_after_interrupt("fit")
+    shell.execution_count = 8  # the next input
+    tb.guard.refuse_after_interrupt("fit")
+    monkeypatch.setattr(IPython, "get_ipython", lambda: None)  # a plain script
+    assert tb.guard.plain_script()
+    tb.guard.note_interrupt()
+    with pytest.raises(KeyboardInterrupt, match="earlier in this script"): tb.guard.refuse_after_interrupt("fit")
+    worker = []  # a thread's runs are no part of it: a Ctrl-C reaches the main thread only
+    thread = threading.Thread(target=lambda: worker.append(tb.guard.refuse_after_interrupt("fit") is None))
+    thread.start(); thread.join()
+    assert worker == [True]
+    tb.guard.forget_interrupt()
+    tb.guard.refuse_after_interrupt("fit")

@@ -162,6 +162,7 @@ def test_a_second_ctrl_c_while_the_interrupted_run_saves_leaves_no_locked_folder
                  live=False, callbacks=[ImpatientCtrlC(at=5)])
     assert run.stopped == "interrupted" and run.step == 5
     assert tb.Run.load(tmp_path).stopped == "interrupted"
+    tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     resumed = tb.fit(model, tb.TensorLoader(X, y, batch_size=16), loss_fn=nn.functional.cross_entropy,
                      config=cfg, live=False, resume=tmp_path)  # not refused: the folder was given back
     assert resumed.stopped == "completed" and resumed.step == 12

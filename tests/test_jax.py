@@ -219,6 +219,7 @@ def test_resume_after_ctrl_c_inside_an_accumulation_window(tmp_path):
     assert cut.stopped == "interrupted" and cut.step == 5  # 4 steps in epoch 0, one more, a window cut short
     assert read_flax_checkpoint(cut.last_path)["position"]["batch_idx"] == 3  # the cut window's start
     resumed = MLP(dropout=0.3)
+    tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     fit_flax(resumed, None, InterruptingLoader(shuffled()), None, ce, cfg, resume=cut.run_dir, live=False)
     assert_params_close(params_of(resumed), params_of(whole), tol=1e-6)
 
@@ -234,6 +235,7 @@ def test_a_ctrl_c_inside_a_steps_validation_is_redone_on_resume(tmp_path):
     cut = fit_flax(MLP(), None, shuffled(), valid, ce, cfg, callbacks=[in_validation], live=False)
     assert cut.stopped == "interrupted" and cut.step == 6
     resumed = MLP()
+    tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     again = fit_flax(resumed, None, shuffled(), valid, ce, cfg, resume=cut.run_dir, live=False)
     valid_steps = lambda run: [r[0] for r in run.records.rows() if r[2:4] == ("valid", "loss")]
     assert 6 in valid_steps(again) and valid_steps(again) == valid_steps(full)
@@ -673,6 +675,7 @@ def test_a_ctrl_c_in_before_epoch_resumes_a_dataloaders_shuffle_exactly(tmp_path
     cut = fit_flax(MLP(), None, dl(), None, ce, cfg, callbacks=[CtrlC()], live=False)
     assert cut.stopped == "interrupted" and cut.step == 8
     resumed = MLP()
+    tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     fit_flax(resumed, None, dl(), None, ce, cfg, resume=cut.run_dir, live=False)
     assert_params_close(params_of(resumed), params_of(whole), tol=0)
 
@@ -735,10 +738,12 @@ def test_a_ready_made_transform_says_the_configs_lr_and_schedule_are_not_used():
 def test_resume_from_a_run_stopped_before_its_first_checkpoint_says_so(tmp_path):
     "Probe 46: fit_flax, as fit and Recorder: a record of a run with steps and no checkpoint is named, not 'no checkpoint'."
     net = torch.nn.Linear(4, 3)
-    with tb.Recorder(tb.TrainConfig(epochs=2, checkpoint_dir=str(tmp_path)), live=False,
-                     parts={"model": net, "optimizer": torch.optim.SGD(net.parameters(), lr=0.1)}) as rec:
-        for _ in range(3): rec.step(1.0)
-        raise KeyboardInterrupt  # a Ctrl-C in its first epoch: only run.json ('interrupted', step 3)
+    with pytest.raises(KeyboardInterrupt):  # (in a plain script, as pytest is, the Ctrl-C goes on out of the block)
+        with tb.Recorder(tb.TrainConfig(epochs=2, checkpoint_dir=str(tmp_path)), live=False,
+                         parts={"model": net, "optimizer": torch.optim.SGD(net.parameters(), lr=0.1)}) as rec:
+            for _ in range(3): rec.step(1.0)
+            raise KeyboardInterrupt  # a Ctrl-C in its first epoch: only run.json ('interrupted', step 3)
+    tb.guard.forget_interrupt()  # fit_flax resumes from that folder in this process
     X, y = data(n=32)
     cfg = tb.TrainConfig(epochs=1, checkpoint_dir=str(tmp_path))
     with pytest.raises(tb.CheckpointError, match=r"stopped \(interrupted\) at step 3, before its first checkpoint: "
@@ -768,6 +773,7 @@ def test_a_ctrl_c_in_an_after_validate_observer_is_redone_and_counted_on_resume(
     c, m = tb.TrainConfig(**cfg, checkpoint_dir=str(tmp_path / "b")), model()
     first = fit_flax(m, None, dl, dv, ce, c, live=False, callbacks=[interrupt_at(4, "after_validate")])
     assert first.stopped == "interrupted"
+    tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     b = fit_flax(m, None, dl, dv, ce, c, live=False, resume=first.run_dir)
     assert (b.stopped, b.step, b.best) == (a.stopped, a.step, a.best) and _rows(b) == _rows(a)
 

@@ -148,6 +148,7 @@ def test_resume_is_exact(tmp_path, loader_kind, where):
     if first is not None: assert first.stopped == "interrupted"
 
     dl, dl_valid, model3 = _train_setup(loader_kind)
+    tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     resumed = tb.fit(model3, dl, dl_valid, loss_fn=CE, live=False, config=cut_cfg, resume=run_dir / "last.pt", metrics="accuracy")
     assert resumed.stopped == "completed"
     assert same_weights(model3, model)
@@ -604,6 +605,7 @@ def test_a_ctrl_c_inside_a_steps_end_is_redone_on_resume(tmp_path, cut):
                    callbacks=[stop])
     assert first.stopped == "interrupted" and first.step == 6
     dl, dl_valid, model3 = _train_setup("tensor")
+    tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     resumed = tb.fit(model3, dl, dl_valid, loss_fn=CE, live=False, config=cfg.replace(checkpoint_dir=str(tmp_path / "b")),
                      resume=tmp_path / "b")
     valid_steps = lambda run: [r[0] for r in run.records.rows() if r[2:4] == ("valid", "loss")]
@@ -656,6 +658,7 @@ def test_a_ctrl_c_inside_a_window_leaves_batchnorm_stats_as_at_the_last_step(tmp
     assert saved["1.num_batches_tracked"] == accum  # the one completed step's micro-batches, no more
     assert torch.equal(model.state_dict()["1.running_mean"], saved["1.running_mean"])  # the model in hand too
     resumed_model = bn_mlp()
+    tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     resumed = tb.fit(resumed_model, dl(), dl_valid, loss_fn=CE, live=False, config=cut, resume=tmp_path / "b")
     assert same_weights(resumed_model, full_model)  # running_mean, running_var, num_batches_tracked included
     assert history_without_timing(resumed) == history_without_timing(full)
@@ -680,6 +683,7 @@ def test_a_ctrl_c_in_before_epoch_resumes_a_dataloaders_shuffle_exactly(tmp_path
     first = tb.fit(model2, dl, dl_valid, loss_fn=CE, live=False, config=cut, callbacks=[InterruptBeforeEpoch(epoch)])
     assert first.stopped == "interrupted" and first.step == 13 * epoch
     dl, dl_valid, model3 = _train_setup("dataloader")
+    tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     resumed = tb.fit(model3, dl, dl_valid, loss_fn=CE, live=False, config=cut, resume=tmp_path / "b")
     assert resumed.stopped == "completed"
     assert same_weights(model3, model) and history_without_timing(resumed) == history_without_timing(full)
@@ -708,6 +712,7 @@ def test_early_stopping_decided_before_a_ctrl_c_in_after_epoch_ends_the_resumed_
     assert first.stopped == "interrupted" and first.step == full.step
     model3, dl, dv = _stalls()
     with pytest.warns(UserWarning, match="early stopping ended the checkpoint's run"):
+        tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
         resumed = tb.fit(model3, dl, dv, loss_fn=CE, live=False, config=cut, resume=tmp_path / "b")
     assert (resumed.stopped, resumed.step, resumed.epoch) == ("early_stopping", full.step, full.epoch)
     assert same_weights(model3, model) and history_without_timing(resumed) == history_without_timing(full)
@@ -800,10 +805,12 @@ def test_each_gradients_norm_is_read_before_clipping_as_the_global_one_is():
 
 def test_a_ctrl_c_stops_the_rest_of_the_cell_not_the_next_one(monkeypatch):
     "Seen: a cell fitting three models in a loop trained the other two after a Ctrl-C ended the first."
-    import IPython  # noqa: F401  (a notebook's kernel has it imported)
+    import IPython  # (a notebook's kernel has it imported)
     from trainbook import figures
     cell = {"execution": "run-1"}  # the kernel's execute request: one run of a cell
     monkeypatch.setattr(figures, "running_cell", lambda: ("cell", cell["execution"], ()))
+    kernel = type("ZMQShell", (), {"parent_header": {}})()  # a kernel's shell: a script is one cell, a kernel's not
+    monkeypatch.setattr(IPython, "get_ipython", lambda: kernel)
     X, y = blobs(n=64)
     batches = [(X[:32], y[:32]), (X[32:], y[32:])]
     cfg = tb.TrainConfig(epochs=2, device="cpu", monitor="train_loss")
@@ -842,6 +849,7 @@ def test_a_resume_with_a_loader_that_lost_its_own_generator_says_so(tmp_path):
     cfg = tb.TrainConfig(epochs=2, checkpoint_dir=str(tmp_path), device="cpu", monitor="train_loss")
     tb.fit(mlp(), own, loss_fn=CE, live=False, config=cfg, callbacks=[interrupt_at(2)])
     plain = DataLoader(TensorDataset(X, y), batch_size=16, shuffle=True)
+    tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     run = tb.fit(mlp(), plain, loss_fn=CE, live=False, config=cfg, resume=tmp_path / "last.pt")
     [changed] = [f for f in run.findings if f.kind == "resume_changed"]
     assert "RandomSampler, own generator" in changed.message
@@ -895,6 +903,7 @@ def test_a_ctrl_c_in_an_after_validate_observer_is_redone_and_counted_on_resume(
     m, c = copy.deepcopy(m0), tb.TrainConfig(**cfg, device="cpu", checkpoint_dir=str(tmp_path / "b"))
     first = tb.fit(m, dl, dv, loss_fn=CE, config=c, live=False, callbacks=[interrupt_at(4, "after_validate")])
     assert first.stopped == "interrupted"
+    tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     b = tb.fit(m, dl, dv, loss_fn=CE, config=c, live=False, resume=first.last_path)
     assert (b.stopped, b.step, b.best) == (a.stopped, a.step, a.best)
     assert torch.load(b.best_path, weights_only=True)["step"] == torch.load(a.best_path, weights_only=True)["step"]
@@ -973,6 +982,7 @@ def test_a_ctrl_c_in_an_epoch_ends_validation_resumes_a_shuffling_dataloader_exa
     whole, m_whole = go(tmp_path / "a")
     first, _ = go(tmp_path / "b", [interrupt_at(12, "after_validate")])  # 12 batches: epoch 0's end
     assert first.stopped == "interrupted"
+    tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     again, m_again = go(tmp_path / "b", resume=first.last_path)
     assert history_without_timing(again) == history_without_timing(whole) and same_weights(m_again, m_whole)
     # the epoch's throughput, measured before the Ctrl-C, is recorded again by the redone end

@@ -125,6 +125,7 @@ def test_fit_resumed_mid_epoch_gives_the_weights_of_an_uninterrupted_run(data, t
     assert first.stopped == "interrupted" and first.epoch == 1  # 20 batches an epoch: step 27 is mid-epoch 1
     assert not same_weights(model2, model)
     model3, dl, dl_valid = _setup(data)
+    tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     resumed = tb.fit(model3, dl, dl_valid, loss_fn=ce, live=False, config=cut, resume=tmp_path / "b" / "last.pt")
     assert resumed.stopped == "completed"
     assert same_weights(model3, model)

@@ -28,24 +28,29 @@ def model_rows(history):
 def hand_written(model, dl_train, valid, cfg, rec_kw=None, stop_at=None, resume=None):
     "A plain torch loop (the kind nanoGPT writes), told to trainbook through a Recorder."
     opt = torch.optim.AdamW(tb.param_groups(model, cfg.weight_decay), lr=cfg.lr)
-    with Recorder(cfg, parts={"model": model, "optimizer": opt, "loader": dl_train}, live=False,
-                  resume=resume, **(rec_kw or {})) as rec:
-        if resume: rec.restore(resume)  # the loader, a part, goes on where the interrupted run stopped
-        for epoch in range(rec.state.epoch, cfg.epochs):
-            dl_train.set_epoch(epoch)  # keeps the restored position in the epoch being resumed
-            for xb, yb in dl_train:
-                if stop_at is not None and rec.state.step == stop_at: raise KeyboardInterrupt
-                loss = LOSS(model(xb), yb)
-                loss.backward()
-                opt.step()
-                opt.zero_grad(set_to_none=True)
-                rec.step(loss.detach())
+    try:  # pytest is a plain script: there a Ctrl-C goes on out of the with block, the run as err.run
+        with Recorder(cfg, parts={"model": model, "optimizer": opt, "loader": dl_train}, live=False,
+                      resume=resume, **(rec_kw or {})) as rec:
+            if resume: rec.restore(resume)  # the loader, a part, goes on where the interrupted run stopped
+            for epoch in range(rec.state.epoch, cfg.epochs):
+                dl_train.set_epoch(epoch)  # keeps the restored position in the epoch being resumed
+                for xb, yb in dl_train:
+                    if stop_at is not None and rec.state.step == stop_at: raise KeyboardInterrupt
+                    loss = LOSS(model(xb), yb)
+                    loss.backward()
+                    opt.step()
+                    opt.zero_grad(set_to_none=True)
+                    rec.step(loss.detach())
+                    rec.save()
+                model.eval()
+                with torch.no_grad(): rec.validate(LOSS(model(valid[0]), valid[1]))
+                model.train()
                 rec.save()
-            model.eval()
-            with torch.no_grad(): rec.validate(LOSS(model(valid[0]), valid[1]))
-            model.train()
-            rec.save()
-            if rec.should_stop: break
+                if rec.should_stop: break
+    except KeyboardInterrupt as err:
+        if stop_at is None: raise
+        tb.guard.forget_interrupt()  # the run it ended is resumed in this process
+        return err.run
     return rec.finish()
 
 
@@ -203,6 +208,7 @@ def test_ctrl_c_inside_after_validate_then_resume_writes_no_row_twice(tmp_path):
     cut = tb.fit(mlp(), dl, [(X[128:], y[128:])], loss_fn=LOSS, config=cfg, live=False,
                  callbacks=[CtrlCInValidation()])
     assert cut.stopped == "interrupted"
+    tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     resumed = tb.fit(mlp(), dl, [(X[128:], y[128:])], loss_fn=LOSS, config=cfg, live=False, resume=tmp_path)
     whole = tb.fit(mlp(), dl, [(X[128:], y[128:])], loss_fn=LOSS, live=False,
                    config=cfg.replace(checkpoint_dir=str(tmp_path / "whole")))
@@ -301,11 +307,13 @@ def test_the_last_good_last_pt_is_kept_after_a_nan_and_after_ctrl_c(tmp_path):
             rec.step(torch.tensor(float("nan") if s == 6 else 0.5))  # read at step 8, when last.pt is due
     assert rec.run.stopped == "nonfinite"
     assert torch.load(tmp_path / "nan" / "last.pt", weights_only=True)["step"] == 4  # not 8, not 9
-    with Recorder(cfg.replace(checkpoint_dir=str(tmp_path / "cut")), parts=parts, live=False, validates=False) as rec:
-        for s in range(1, 8):
-            rec.step(0.5)
-        raise KeyboardInterrupt  # may come between the optimizer's step and rec.step: not a state to write
-    assert rec.run.stopped == "interrupted"
+    with pytest.raises(KeyboardInterrupt) as cut:  # (in a plain script, as pytest is, the Ctrl-C goes on)
+        with Recorder(cfg.replace(checkpoint_dir=str(tmp_path / "cut")), parts=parts, live=False,
+                      validates=False) as rec:
+            for s in range(1, 8):
+                rec.step(0.5)
+            raise KeyboardInterrupt  # may come between the optimizer's step and rec.step: not a state to write
+    assert rec.run.stopped == "interrupted" and cut.value.run is rec.run
     assert torch.load(tmp_path / "cut" / "last.pt", weights_only=True)["step"] == 4
 
 
@@ -721,3 +729,23 @@ def test_a_stream_that_never_closes_an_epoch_keeps_its_mean_loss_as_its_one_row(
             for v in part: rec.step(v)
     assert rec.run.records.series("epoch_loss").tolist() == pytest.approx([np.mean(losses)])
     assert tb.Run.load(rec.run.run_dir).metrics().train_loss.tolist() == pytest.approx([np.mean(losses)])
+
+
+def test_a_ctrl_c_in_the_with_block_stops_a_script_and_lets_a_notebook_cell_go_on(monkeypatch):
+    """Probe 114: a script's sweep went on after a Ctrl-C (`__exit__` swallowed it, as in a notebook). In a plain
+    script the KeyboardInterrupt goes on out of the block, the run as `err.run`; in a kernel's cell the block ends the
+    run and the cell goes on (its next run stops at the door)."""
+    import IPython
+    def ctrl_c_in_a_run():
+        with Recorder(tb.TrainConfig(), live=False, validates=False) as rec:
+            rec.step(0.5)
+            raise KeyboardInterrupt
+        return rec
+    monkeypatch.setattr(IPython, "get_ipython", lambda: None)  # a plain script
+    with pytest.raises(KeyboardInterrupt) as cut: ctrl_c_in_a_run()
+    assert cut.value.run.stopped == "interrupted" and cut.value.run is tb.last_run()
+    tb.guard.forget_interrupt()
+    kernel = type("ZMQShell", (), {"parent_header": {"header": {"msg_type": "execute_request", "msg_id": "cell 1"}}})()
+    monkeypatch.setattr(IPython, "get_ipython", lambda: kernel)
+    assert ctrl_c_in_a_run().run.stopped == "interrupted"  # the cell goes on
+    with pytest.raises(KeyboardInterrupt, match="earlier in this cell"): Recorder(tb.TrainConfig(), live=False)

@@ -859,10 +859,12 @@ def test_resume_from_a_recorder_stopped_before_its_first_checkpoint_says_so(tmp_
     that folder said 'no run to resume there', which run.json contradicts. The step-0 case starts anew (above)."""
     model = nn.Linear(4, 2)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    with tb.Recorder(tb.TrainConfig(epochs=2, checkpoint_dir=str(tmp_path)), parts={"model": model, "optimizer": opt},
-                     live=False) as rec:
-        for _ in range(3): rec.step(1.0)
-        raise KeyboardInterrupt  # before the first epoch's end: the Recorder saves no last.pt
+    with pytest.raises(KeyboardInterrupt):  # (in a plain script, as pytest is, the Ctrl-C goes on out of the block)
+        with tb.Recorder(tb.TrainConfig(epochs=2, checkpoint_dir=str(tmp_path)),
+                         parts={"model": model, "optimizer": opt}, live=False) as rec:
+            for _ in range(3): rec.step(1.0)
+            raise KeyboardInterrupt  # before the first epoch's end: the Recorder saves no last.pt
+    tb.guard.forget_interrupt()  # this test starts runs in that folder again
     assert (rec.run.stopped, rec.run.step, sorted(files(tmp_path))) == ("interrupted", 3, ["run.json"])
     said = r"stopped \(interrupted\) at step 3, before its first checkpoint: it wrote no last.pt.*overwrite=True"
     with pytest.raises(FileNotFoundError, match=said):

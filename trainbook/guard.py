@@ -21,8 +21,8 @@ from .optim import SCHEDULE_FNS, SCHEDULER_INTERVALS, warmup_steps
 __all__ = ['LOWER_IS_BETTER', 'HIGHER_IS_BETTER', 'check_loss_fn', 'check_valid_order', 'check_loader', 'require_batches',
            'logged_values', 'better_mode', 'check_monitor', 'monitor_fallback', 'run_steps', 'optimizer_given',
            'eval_submodules', 'scheduler_given', 'run_notes', 'valid_is_test', 'warmup_past_run',
-           'nonfinite_validation', 'needs_closure', 'check_scheduler', 'check_optimizer', 'note_interrupt',
-           'refuse_after_interrupt', 'check_fit_inputs']
+           'nonfinite_validation', 'needs_closure', 'check_scheduler', 'check_optimizer', 'plain_script',
+           'note_interrupt', 'forget_interrupt', 'refuse_after_interrupt', 'check_fit_inputs']
 
 # %% ../nbs/06a_guard.ipynb #28a3ff5a
 def check_loss_fn(loss_fn: Optional[Callable],  # e.g. nn.CrossEntropyLoss() or F.cross_entropy; None = the model's
@@ -394,44 +394,78 @@ def check_optimizer(model: nn.Module,  # the model `fit` trains
          "gradients are computed and never applied. Add them to a parameter group, or freeze them "
          "with requires_grad_(False)")
 
-# the kernel's execute request (a cell run) in which a Ctrl-C ended a run, and when (UTC, the kernel's clock)
+# what a Ctrl-C that ended a run stopped (a kernel's execute request, a terminal IPython's input, a plain script),
+# and when (UTC, the kernel's clock)
 _CUT_SHORT = {"execution": None, "at": None}
+_SCRIPT = "script"  # a plain Python process: the whole script is one cell
+
+def _shell():
+    "The IPython shell this process runs (a Jupyter kernel's, a terminal's); None in a plain script."
+    if "IPython" not in sys.modules: return None  # (never imported here: a script does not pay for it)
+    from IPython import get_ipython
+    return get_ipython()
 
 def _execution():
-    "The Jupyter kernel's running execute request (one run of a cell); None outside a kernel's main thread."
+    """What one Ctrl-C stops: the Jupyter kernel's running execute request (one run of a cell), a terminal IPython's
+    input, or `_SCRIPT` (a plain script: the process); None off the main thread, or in a kernel outside a cell."""
     # a Ctrl-C reaches the main thread only: a TrainPanel's worker is no part of the cell it was clicked after
-    if "IPython" not in sys.modules or threading.current_thread() is not threading.main_thread(): return None
-    from trainbook.figures import running_cell  # (figures builds on the loop's modules)
-    return running_cell()[1]
+    if threading.current_thread() is not threading.main_thread(): return None
+    shell = _shell()
+    if shell is None: return _SCRIPT
+    if hasattr(shell, "parent_header"):  # a Jupyter kernel's shell: the request it handles (a click is none)
+        from trainbook.figures import running_cell  # (figures builds on the loop's modules)
+        return running_cell()[1]
+    return ("input", shell.execution_count)  # a terminal IPython: one input, as one cell
+
+def plain_script() -> bool:
+    "Whether this is a plain Python script's main thread (no IPython shell): there a Ctrl-C stops the process."
+    return _execution() == _SCRIPT
 
 def _sent_at():
     "When the front end sent the running execute request (its header's date, timezone-aware); None elsewhere."
     from datetime import datetime
     if _execution() is None: return None
-    from IPython import get_ipython
-    date = ((getattr(get_ipython(), "parent_header", None) or {}).get("header") or {}).get("date")  # a kernel's
+    date = ((getattr(_shell(), "parent_header", None) or {}).get("header") or {}).get("date")  # a kernel's
     if isinstance(date, str):  # jupyter_client gives a datetime; a string where it was left as sent
         try: date = datetime.fromisoformat(date.replace("Z", "+00:00"))
         except ValueError: return None
     return date if isinstance(date, datetime) and date.tzinfo is not None else None
 
 def note_interrupt() -> None:
-    """A Ctrl-C ended a run (it returns, interrupted): in a Jupyter kernel, each run the same cell starts
-    after it stops at its door, so a cell that trains several models (a sweep, a retry loop) stops as any
-    cell does; so does the first run of a cell that was sent before it (queued by Run All)."""
+    """A Ctrl-C ended a run (it returns, interrupted): each run the same cell starts after it stops at its door,
+    so a cell that trains several models (a sweep, a retry loop) stops as any cell does; so does the first run of
+    a cell that was sent before it (queued by Run All). In a plain script the cell is the script."""
     from datetime import datetime, timezone
     _CUT_SHORT["execution"] = _execution()
     _CUT_SHORT["at"] = datetime.now(timezone.utc) if _CUT_SHORT["execution"] is not None else None
 
+def forget_interrupt() -> None:
+    """Forget the Ctrl-C `note_interrupt` recorded, so that the next run starts: a script that goes on training
+    after a Ctrl-C on purpose, a test that interrupts a run and then trains again."""
+    _CUT_SHORT.update(execution=None, at=None)
+
+def _stopped_run() -> str:
+    "The run a Ctrl-C stopped, where its folder is and how to go on from it (for the refusal's message)."
+    from trainbook.run import last_run  # (run builds on nothing here; imported when a refusal is said)
+    run = last_run()
+    if run is None or run.stopped != "interrupted": return "that run is tb.last_run()"
+    if run.run_dir is None:
+        return f"that run is tb.last_run(), stopped at step {run.step}; it kept no folder (checkpoint_dir=None)"
+    return (f"that run is tb.last_run(), stopped at step {run.step}; its folder {str(run.run_dir)!r} holds "
+            f"last.pt: go on from it with resume={str(run.run_dir)!r}")
+
 def refuse_after_interrupt(what: str,  # what would start ('fit', 'fit_flax')
                           ) -> None:
-    """Raise KeyboardInterrupt when a Ctrl-C ended a run earlier in the running cell, or after the running cell
-    was sent (it was queued: Run All), as `note_interrupt` recorded."""
+    """Raise KeyboardInterrupt when a Ctrl-C ended a run earlier in the running cell (in a plain script: earlier
+    in the script), or after the running cell was sent (it was queued: Run All), as `note_interrupt` recorded."""
     cut = _CUT_SHORT["execution"]
+    if cut == _SCRIPT and _execution() == _SCRIPT:
+        raise KeyboardInterrupt(f"{what} not started: a Ctrl-C stopped a run earlier in this script, so the "
+                                f"script stops here, as a notebook's cell does ({_stopped_run()}). To train on "
+                                "in this process on purpose, call trainbook.guard.forget_interrupt() first")
     if cut is not None and cut == _execution():
         raise KeyboardInterrupt(f"{what} not started: a Ctrl-C stopped a run earlier in this cell, so the "
-                                "cell stops here (the run it stopped is tb.last_run(); the next cell trains "
-                                "as usual)")
+                                f"cell stops here ({_stopped_run()}; the next cell trains as usual)")
     at, sent = _CUT_SHORT["at"], _sent_at()
     if at is None or sent is None: return
     # once: the cell refused errors, and Jupyter aborts the cells queued after it; a cell sent later trains

@@ -22,7 +22,7 @@ from .core import (Finding, History, TrainConfig, announce, environment, patienc
 from .diagnostics import diagnose
 from .readings import nonfinite_loss
 from .events import Callback, Callbacks, Event, LoopState, session_observers
-from .guard import (check_monitor, monitor_fallback, nonfinite_validation, note_interrupt,
+from .guard import (check_monitor, monitor_fallback, nonfinite_validation, note_interrupt, plain_script,
                              refuse_after_interrupt)
 from .run import RECORDS, RUNNING, Run, monitored_record, remember_run
 
@@ -546,10 +546,13 @@ class Recorder:
         if err is None: self.finish()
         elif isinstance(err, KeyboardInterrupt):
             self._cut = True
-            self.finish("interrupted")
-            note_interrupt()  # in a notebook, the rest of the cell does not train on
+            err.run = self.finish("interrupted")
+            note_interrupt()  # the rest of the cell (of a script: the script) does not train on
+            # Ctrl-C ends the run as interrupted, like fit; in a notebook the cell goes on (its next run stops at
+            # the door), a plain script stops here, as on any Ctrl-C: no evaluate or save of a half-trained model
+            return not plain_script()
         else: err.run = self.finish("failed", err)
-        return isinstance(err, KeyboardInterrupt)  # Ctrl-C ends the run as interrupted, like fit
+        return False
 
     # --- bookkeeping ----------------------------------------------------------------------------------
     def _note_never_recorded(self, stopped: str) -> None:
