@@ -61,7 +61,9 @@ def test_overfitting_found_as_rounds_go_on(lib):
     params = {"lightgbm": {"learning_rate": 0.5, "num_leaves": 255, "min_data_in_leaf": 1},
               "catboost": {"learning_rate": 0.5, "depth": 8, "l2_leaf_reg": 0}}[lib]  # no shrinkage: a clear rise
     run = fit(lib, df, "y", sp, params=params, num_rounds=80, early_stopping=None)
-    assert run.stopped == "completed" and run.step == 80 and run.best_epoch == 79
+    valid = run.records.series("loss", "valid").to_numpy()
+    assert run.stopped == "completed" and run.step == 80 and run.extra["best_iteration"] == 79  # the model: every round
+    assert run.best_epoch == int(np.argmin(valid)) < 79  # the best its history holds, as fit's
     assert "overfitting" in [f.kind for f in run.findings]
     assert {"train loss", "valid loss"} <= {t.name for t in run.plot().data}
 
@@ -725,3 +727,50 @@ def test_a_whole_boosting_run_is_judged_by_the_constant_predictor_not_the_train_
         found[coef] = {f.kind: f.message for f in run.findings}
     assert "not_learning" not in found[0.35] and "not_learning" not in found[0.4] and "weak_signal" in found[0.4]
     assert "constant predictor" in found[0.0]["not_learning"]
+
+
+@pytest.mark.parametrize("class_weight", [None, "balanced"])
+def test_binary_logitraw_records_the_log_loss_of_its_probabilities(cancer, class_weight):
+    """Probe 114: XGBoost computes logloss on binary:logitraw's raw margins: the recorded train loss went below 0,
+    early stopping kept round 2 on it, and run.best said 0.104 where the kept model's log loss was 0.476. Its logloss
+    and error are computed on the margins' probabilities (weighted as the rows are), as binary:logistic's."""
+    from sklearn.metrics import log_loss
+    sp = tb.make_splits(cancer, "target", test_size=0.2, seed=0)
+    run = fit("xgboost", cancer, "target", sp, num_rounds=100, early_stopping=5, class_weight=class_weight,
+              params={"objective": "binary:logitraw", "eval_metric": ["logloss", "error"]})
+    valid = cancer.iloc[sp.valid]
+    y = valid.target.to_numpy()
+    weight = None if class_weight is None else tb.class_weights(cancer.target.iloc[sp.train].to_numpy()).numpy()[y]
+    p = run.model.predict_proba(valid)[:, 1]
+    assert run.best == pytest.approx(log_loss(y, p, sample_weight=weight), rel=1e-4)  # the kept model's own
+    wrong = (p > 0.5) != y
+    error = wrong.mean() if weight is None else (weight * wrong).sum() / weight.sum()
+    assert run.records.series("error", "valid").iloc[run.best_epoch] == pytest.approx(error, rel=1e-4)
+    assert run.records.series("loss", "train").min() > 0  # a log loss
+    same = fit("xgboost", cancer, "target", sp, num_rounds=100, early_stopping=5, class_weight=class_weight)
+    assert run.best == pytest.approx(same.best, rel=0.1)  # binary:logistic trains the same log loss
+
+
+def test_params_xgboost_would_compute_wrongly_or_fail_on_are_refused_by_name(cancer):
+    "A Python function as eval_metric reached XGBoost (a C++ trace); rmse of logitraw's margins means nothing."
+    sp = tb.make_splits(cancer, "target", test_size=0.2, seed=0)
+    def my_metric(predt, dtrain): return "mine", 0.0
+    for metric in (my_metric, ["auc", my_metric]):
+        with pytest.raises(ValueError, match=r"params\['eval_metric'\] holds a Python function \(my_metric\).*"
+                                             r"custom_metric="):
+            fit("xgboost", cancer, "target", sp, num_rounds=5, params={"eval_metric": metric})
+    with pytest.raises(ValueError, match=r"params\['eval_metric'\] 'rmse' with objective 'binary:logitraw'"):
+        fit("xgboost", cancer, "target", sp, num_rounds=5, params={"objective": "binary:logitraw", "eval_metric": "rmse"})
+
+
+@pytest.mark.parametrize("lib", ["xgboost", "lightgbm", "catboost"])
+def test_without_early_stopping_the_best_is_the_lowest_valid_loss_and_the_model_holds_every_round(lib, cancer):
+    """Probe 114: without early stopping run.best and best_epoch were the last round's, while lower valid losses were
+    recorded earlier. They are the history's best, as fit's; the model is the last round's (extra best_iteration)."""
+    sp = tb.make_splits(cancer, "target", test_size=0.2, seed=0)
+    run = fit(lib, cancer, "target", sp, num_rounds=100, early_stopping=None)
+    valid = run.records.series("loss", "valid").to_numpy()
+    assert run.stopped == "completed" and run.step == 100
+    assert run.best_epoch == int(np.argmin(valid)) < 99 and run.best == valid.min()  # (this data overfits late)
+    assert run.extra["best_step"] == run.best_epoch + 1  # the plot marks the best round
+    assert run.extra["best_iteration"] == run.model.best_iteration == 99  # the model predicts with every round

@@ -5,7 +5,6 @@
 # %% ../nbs/10a_gbdt.ipynb #08eb76d2
 from __future__ import annotations
 import json, re, time, warnings
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Union
 
@@ -15,7 +14,7 @@ import pandas as pd
 from .batch import DeferredCtrlC
 from .checks import require_column, require_task, resolve_task, unseen_classes_message
 from .columns import feature_roles, numeric_view, require_frame
-from .core import TrainConfig, atomic_write, did_you_mean, environment, import_optional, warn
+from .core import TrainConfig, atomic_write, environment, import_optional, warn
 from .data import FramePrep, class_order, make_preprocessor, time_steps
 from .serving import training_schema, unseen_categories
 from .events import session_observers
@@ -24,7 +23,7 @@ from .metrics import class_weights, proba_2d
 from .modelfiles import (BOOSTED_FORMAT, ModelFileError, check_catboost_file,
                                   check_lightgbm_text, check_xgboost_json, file_sha256, read_boosted_meta)
 from .recorder import EarlyStopping, RoundRecorder, check_live
-from .gbdt_findings import boosting_findings, constant_finding
+from .gbdt_findings import boosting_findings, check_boosting_settings, check_param_names, constant_finding
 from .run import Run, refuse_own_files, remember_run
 from .audit import fingerprint_frame
 from .splits import check_splits
@@ -203,6 +202,12 @@ class BoostingLibrary:
         else: loss = next((m for m in names if not self.is_score(m)), metrics[0])
         return {**params, self.metric_key: [loss, *dict.fromkeys(m for m in names if m != loss)]}
 
+    def refused_params(self,
+                       params: dict,  # the user's parameters
+                       ) -> Optional[str]:
+        "Why `params` cannot train a run trainbook records truly (a message naming the parameter); None: they can."
+        return None
+
     def unknown_params(self,
                        params: dict,  # trainbook's defaults with the user's parameters over them
                        ) -> tuple:
@@ -368,6 +373,21 @@ class BoostedModel:
         return cls(booster, prep, meta["best_iteration"], meta["library"])
 
 # %% ../nbs/10a_gbdt.ipynb #2973d65a
+def _margin_metric(name) -> Optional[Callable]:
+    """XGBoost's `logloss` or `error[@t]` of binary:logitraw's margins, computed on their probabilities (sigmoid)
+    as binary:logistic's are, weighted by the rows' weights: `fn(margins, dmatrix) -> float`; None for another name."""
+    threshold = str(name).partition("@")[2]
+    if name != "logloss" and str(name).partition("@")[0] != "error": return None
+    def metric(margins: np.ndarray, data) -> float:
+        from scipy.special import expit
+        y, w = data.get_label(), data.get_weight()
+        w = w if len(w) else np.ones_like(y)
+        p = np.clip(expit(margins), 1e-16, 1 - 1e-16)  # XGBoost's own clip
+        if name == "logloss": per_row = -(y * np.log(p) + (1 - y) * np.log1p(-p))
+        else: per_row = (p > (float(threshold) if threshold else 0.5)) != (y > 0.5)
+        return float(np.sum(w * per_row) / np.sum(w))
+    return metric
+
 class XGBoostLibrary(BoostingLibrary):
     "XGBoost (hist): DMatrix data, a `TrainingCallback` for the history, its `EarlyStopping`, `model.json`."
     name, model_file, metric_key = "xgboost", "model.json", "eval_metric"
@@ -396,14 +416,40 @@ class XGBoostLibrary(BoostingLibrary):
                 return recorder.log(epoch, last["train"], last["valid"])  # True: stop training
         (X, y, w), (Xv, yv, wv) = train, valid
         dtrain, dvalid = xgb.DMatrix(X, label=y, weight=w), xgb.DMatrix(Xv, label=yv, weight=wv)
+        names = self.metric_names(params)
+        given, on_margins = params, None
+        if params.get("objective") == "binary:logitraw":
+            # XGBoost would compute logloss and error on the raw margins (a log loss below 0): trainbook computes
+            # them on the margins' probabilities, as binary:logistic's are, under the same names
+            mine = [m for m in names if _margin_metric(m)]
+            on_margins = lambda margins, data: [(m, _margin_metric(m)(margins, data)) for m in mine]
+            given = {**params, "eval_metric": [m for m in names if m not in mine], "disable_default_eval_metric": 1}
         callbacks = [RecordRounds()]
         if early_stopping:
             callbacks.append(xgb.callback.EarlyStopping(rounds=early_stopping, data_name="valid",
-                                                        metric_name=self.metric_names(params)[0]))
+                                                        metric_name=names[0]))
         evals = [(dtrain, "train"), (dvalid, "valid")]
-        booster = xgb.train(params, dtrain, num_boost_round=num_rounds, evals=evals, callbacks=callbacks,
-                            verbose_eval=False)
+        booster = xgb.train(given, dtrain, num_boost_round=num_rounds, evals=evals, callbacks=callbacks,
+                            verbose_eval=False, custom_metric=on_margins)
         return booster, int(getattr(booster, "best_iteration", booster.num_boosted_rounds() - 1))
+
+    def refused_params(self, params):
+        "A Python function as `eval_metric`; under `binary:logitraw`, a metric XGBoost computes wrongly on margins."
+        functions = [m for m in self.metric_names(params) if callable(m)]
+        if functions:
+            name = getattr(functions[0], "__name__", type(functions[0]).__name__)
+            return (f"params['eval_metric'] holds a Python function ({name}): XGBoost's eval_metric takes metric "
+                    "names only (xgb.train takes a function as custom_metric=, the sklearn API as eval_metric=; "
+                    "fit_xgboost passes neither, and params['custom_metric'] is no parameter). Name built-in "
+                    "metrics (logloss, auc, aucpr, error, mlogloss, merror, rmse, mae, ...), and score your own "
+                    "on run.model's predictions of the valid rows after the run")
+        wrong = [m for m in self.metric_names(params) if not self.is_score(m) and not _margin_metric(m)]
+        if params.get("objective") == "binary:logitraw" and wrong:
+            return (f"params['eval_metric'] {wrong[0]!r} with objective 'binary:logitraw': XGBoost computes it on "
+                    "the raw margins as if they were probabilities. trainbook computes logloss and error[@t] on "
+                    "the margins' probabilities, and the rank metrics (auc, aucpr) are the same on margins: use "
+                    "those, or objective 'binary:logistic' (the same log loss, its metrics on probabilities)")
+        return None
 
     def unknown_params(self, params):
         "The names XGBoost reports as not used when a booster is configured with `params` (no training)."
@@ -601,50 +647,6 @@ def booster_library(name: str,  # 'xgboost', 'lightgbm' or 'catboost'
     return BOOSTING_LIBRARIES[name]()
 
 # %% ../nbs/10a_gbdt.ipynb #17edf8dc
-def _positive_int(value, name: str, what: str) -> int:
-    "`value` as an int when it is a positive one (a numpy integer too, never a bool); else an error naming `name`."
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be {what}, got {value!r} ({type(value).__name__})")
-    if value < 1: raise ValueError(f"{name} must be {what}, got {value!r}")
-    return int(value)
-
-def _check_settings(lib, params, num_rounds, early_stopping, class_weight, task, callbacks, overwrite) -> tuple:
-    "The settings checked before any work, each error naming its argument; (num_rounds, early_stopping) as ints."
-    if params is not None and not isinstance(params, Mapping):
-        pairs = " (dict(params) makes one from (name, value) pairs)" if isinstance(params, (list, tuple)) else ""
-        raise TypeError(f"params must be a dict of {lib.name}'s parameters, e.g. {{'learning_rate': 0.05}}, got "
-                        f"{type(params).__name__}{pairs}")
-    num_rounds = _positive_int(num_rounds, "num_rounds", "a positive int")
-    if early_stopping is not None:
-        early_stopping = _positive_int(early_stopping, "early_stopping", "None or a positive int (rounds without "
-                                       "a better valid loss before stopping, e.g. early_stopping=50)")
-    if class_weight not in (None, "balanced"):
-        raise ValueError(f"class_weight must be None or 'balanced', got {class_weight!r}")
-    if class_weight and task == "regression":
-        raise ValueError("class_weight='balanced' needs a classification target")
-    objective = (params or {}).get(lib.objective_key, lib.objectives[task][0])
-    named = {str(objective), str(objective).split(":")[0]}  # CatBoost's options after ':' (Logloss:border=1)
-    fits = [o for o in lib.probability_objectives  # of this task: a multiclass objective is no binary one
-            if any(k in o.lower() for k in ("multi", "softmax", "ova", "ovr")) == (task == "multiclass")]
-    if task != "regression" and named.isdisjoint(fits):
-        raise ValueError(f"params[{lib.objective_key!r}]={objective!r} gives no {task} class probabilities, which "
-                         f"a {task} model's predict_proba, predict and scores read: leave it out, or use "
-                         f"{', '.join(fits)} (for values: task='regression')")
-    if isinstance(callbacks, (str, bytes)) or not isinstance(callbacks, Iterable):
-        raise TypeError(f"callbacks must be a list of callbacks, got {type(callbacks).__name__}")
-    if not isinstance(overwrite, (bool, np.bool_)):
-        raise TypeError(f"overwrite must be True or False, got {overwrite!r}")
-    return num_rounds, early_stopping
-
-def _check_param_names(lib: BoostingLibrary, params: dict):
-    "A misspelt parameter refused before any work, with the nearest name; no list of names: nothing refused."
-    try: unknown, known = lib.unknown_params(params)
-    except Exception: return  # a library version without the list: the run goes on, as the library decides
-    if not unknown: return
-    lines = [f"params[{k!r}] is not a {lib.name} parameter{did_you_mean(k, known)}" for k in unknown]
-    raise ValueError("; ".join(lines) + f": {lib.name} would ignore it silently. Fix the name (see "
-                     f"{lib.name}'s parameter list) or leave it out")
-
 def _claim_folder(checkpoint_dir, overwrite: bool, names: tuple) -> Checkpointer:
     "The run folder, checked writable and claimed before any work; an earlier run's files kept unless `overwrite`."
     refuse_own_files(checkpoint_dir, names, overwrite)  # your own model.json there is never written over
@@ -657,12 +659,12 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
                  pos_label=None) -> Run:
     "The one boosting path: check, preprocess on train rows, train with a per-round History, keep the best."
     task = check_boosting_inputs(df, target, splits, task)
-    num_rounds, early_stopping = _check_settings(lib, params, num_rounds, early_stopping, class_weight, task,
-                                                 callbacks, overwrite)
+    num_rounds, early_stopping = check_boosting_settings(lib, params, num_rounds, early_stopping, class_weight,
+                                                         task, callbacks, overwrite)
     train = df.iloc[splits.train]
     _, y_train, classes = frame_xy(train, target, task, pos_label=pos_label)  # a wrong pos_label: refused
     given = {**lib.default_params(task, len(classes or ()), seed), **(params or {})}
-    _check_param_names(lib, given)  # the user's parameters over trainbook's
+    check_param_names(lib, given)  # the user's parameters over trainbook's
     callbacks = list(callbacks)
     positive = classes[1] if task == "binary" else None  # code 1: what aucpr, F1 score
     # the run's params as recorded (`tracking.params_of`): what applies to it, no torch field (lr, batch_size)
@@ -691,14 +693,17 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
              "data_fingerprint": fingerprint_frame(df)}
     def ended(stopped, model=None, best=None, error=None, more=None) -> Run:
         rounds, valid_loss = recorder.rounds, recorder.history.series("loss", "valid")
-        if best is None: best = _best_round(recorder.history)  # no model (it failed): its history's best
+        kept = best  # the last round the model predicts with: early stopping's best, else the last round
+        # run.best is the best valid loss the history holds, as fit's (the model holds every round without early
+        # stopping, as fit's without restore_best: extra["best_iteration"] says which); no model: its history's best
+        if best is None or not early_stopping: best = _best_round(recorder.history)
         found = boosting_findings(recorder.history, recorder.state.findings, stopped, early_stopping, more is not None)
         findings = found + [f for f in more or () if f.kind not in {g.kind for g in found}] + folder.findings
         run = Run(records=recorder.history, config=config, stopped=stopped, findings=findings, model=model,
                   run_dir=run_dir, environment=environment(), step=rounds, epoch=max(rounds - 1, 0),
                   best=float(valid_loss.iloc[best]) if best is not None and len(valid_loss) > best else None,
                   best_epoch=best, kind=lib.name, error=error,
-                  extra={**extra, "best_iteration": best, "best_step": None if best is None else best + 1,
+                  extra={**extra, "best_iteration": kept, "best_step": None if best is None else best + 1,
                          "seconds": time.perf_counter() - t0})
         remember_run(run)
         recorder.finish(run)  # [after_fit], run.json, the folder's lock released
