@@ -99,6 +99,31 @@ def test_keras_batches_and_early_stopping():
     assert len(run.records.series("epoch_loss", "train")) == epochs
 
 
+def test_a_keras_early_stopping_names_the_runs_best_epoch_the_one_its_weights_are_from():
+    """Probe 114: with Keras' EarlyStopping(monitor="val_accuracy", restore_best_weights=True) the Run's best and
+    best_epoch were the lowest val_loss's (epoch 1) while Keras put back epoch 6's weights. The Run follows the
+    EarlyStopping among the fit's callbacks: its monitor, its mode, its best epoch, the weights the model holds."""
+    X, y = learnable(n=456, seed=1)
+    for seed in range(10):  # a fit whose best val_accuracy is not at its lowest val_loss: the two disagree
+        keras.utils.set_random_seed(seed)
+        model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(128, activation="relu"), keras.layers.Dense(2)])
+        model.compile(optimizer=keras.optimizers.Adam(1e-1), metrics=["accuracy"],
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        cb = tb.keras_callback(live=False)
+        stop = keras.callbacks.EarlyStopping(monitor="val_accuracy", mode="max", patience=4, restore_best_weights=True)
+        h = model.fit(X[:48], y[:48], validation_data=(X[256:], y[256:]), epochs=40, batch_size=16, verbose=0,
+                      callbacks=[cb, stop]).history
+        if np.argmax(h["val_accuracy"]) != np.argmin(h["val_loss"]): break
+    kept = int(np.argmax(h["val_accuracy"]))
+    assert np.argmin(h["val_loss"]) != kept and stop.best_epoch == kept  # (a seed that tells them apart)
+    run = cb.run
+    assert (run.stopped, run.best_epoch, run.extra["monitor"]) == ("early_stopping", kept, "valid_accuracy")
+    assert run.best == pytest.approx(h["val_accuracy"][kept])
+    assert run.extra["best_step"] == run.records.series("accuracy", "valid").index[kept]  # where the plot marks it
+    loss_now = model.evaluate(X[256:], y[256:], verbose=0)[0]  # the weights Keras put back: that epoch's
+    assert loss_now == pytest.approx(h["val_loss"][kept], rel=1e-4)
+
+
 def test_keras_steps_are_optimizer_steps_under_gradient_accumulation():
     "Seen: one step counted per Keras call: steps_per_execution=4 (JAX) gave Run.step 6 for 20 optimizer steps."
     X, y = noise()

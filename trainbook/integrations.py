@@ -135,6 +135,26 @@ def _keras_stop_reason(stop_training: bool,  # `model.stop_training` when Keras'
         return StopReason.early_stopping.value
     return StopReason.interrupted.value  # another callback asked Keras to stop (a callback's request)
 
+def _keras_best(siblings: Optional[list],  # the fit's callbacks (None = not known)
+                epoch_steps: dict,  # epoch -> the optimizer steps done at its end
+               ) -> Optional[EarlyStopping]:
+    """The best epoch as Keras' own EarlyStopping among the fit's callbacks names it: its monitor, its mode, its
+    `best_epoch` (whose weights it puts back with restore_best_weights=True); None without one, or before it read a
+    value. The one that stopped the run, when there are several."""
+    keras = sys.modules.get("keras")
+    kind = getattr(getattr(keras, "callbacks", None), "EarlyStopping", None)
+    found = [c for c in siblings or () if kind is not None and isinstance(c, kind)
+             and getattr(c, "best", None) is not None]
+    if not found: return None
+    keras_stopper = next((c for c in found if getattr(c, "stopped_epoch", 0) > 0), found[0])
+    split, name = _keras_name(keras_stopper.monitor)
+    try: mode = "max" if bool(keras_stopper.monitor_op(1.0, 0.0)) else "min"  # Keras' ops.greater or ops.less
+    except Exception: mode = "max" if keras_stopper.mode == "max" else "min"
+    best = EarlyStopping(f"{split}_{name}", mode=mode)
+    best.best, best.best_epoch = float(keras_stopper.best), int(keras_stopper.best_epoch)
+    best.best_step = epoch_steps.get(best.best_epoch)
+    return best
+
 @functools.lru_cache(maxsize=None)
 def _keras_recorder_class():
     keras = _import_keras()
@@ -168,6 +188,7 @@ def _keras_recorder_class():
             self.saved = None  # (step, epoch) of the model last.keras holds: Keras saves at epoch ends only
             # the best epoch as fit names it: the lowest validation loss, else the lowest training loss
             self.best_of = {"valid": EarlyStopping("valid_loss"), "train": EarlyStopping("train_loss")}
+            self.epoch_steps = {}  # epoch -> the steps done at its end: the step of Keras' EarlyStopping's best
             config = TrainConfig(epochs=int(self.params.get("epochs") or 1), checkpoint_dir=self.checkpoint_dir)
             self.state = LoopState(history=self.records, model=self.model, config=config)
             if self.folder is not None: self.folder.release()  # an earlier fit that raised kept it
@@ -218,6 +239,7 @@ def _keras_recorder_class():
                 lr = _keras_lr(self.model)
                 if lr is not None: self.records.append(self.step, epoch, "train", "lr", lr)
             self.state.step, self.state.epoch, self.state.valid = self.step, epoch, valid
+            self.epoch_steps[epoch] = self.step
             if self.folder.enabled:  # the model and run.json so far ('running'): a killed run keeps its epochs
                 atomic_keras_save(self.model, self.folder.run_dir / "last.keras")
                 self.saved = (self.step, epoch)
@@ -257,6 +279,8 @@ def _keras_recorder_class():
         def _run_parts(self) -> dict:
             "What describes the run in its `Run` beside the state: the best epoch, folder, settings, last.keras's step."
             best = self.best_of["valid"] if self.best_of["valid"].best is not None else self.best_of["train"]
+            # a Keras EarlyStopping names the best epoch itself (what restore_best_weights puts back): its monitor
+            best = _keras_best(self.siblings, self.epoch_steps) or best
             saved = None if self.saved is None else {"step": self.saved[0], "epoch": self.saved[1]}
             return {"stopper": best, "checkpointer": self.folder, "environment": self.environment, "kind": "keras",
                     "extra": {"settings": self.settings, "last_saved": saved}}
