@@ -4,7 +4,7 @@
 
 # %% ../nbs/03a_batch.ipynb #0ae7bb77
 from __future__ import annotations
-import contextlib, functools, inspect, re, signal, threading, weakref
+import contextlib, functools, inspect, math, re, signal, threading, weakref
 from typing import Callable, Optional, Union
 
 import torch
@@ -16,9 +16,9 @@ from .core import Finding, autocast_dtype, rng_state, set_rng_state
 __all__ = ['TARGET_KEYS', 'ELEMENTWISE_LOSSES', 'BCE_LOSSES', 'CLASS_LOSSES', 'split_batch', 'to_device', 'describe',
            'call_model', 'batch_rows', 'rows_in', 'prediction', 'model_loss', 'whole_output', 'wants_whole_output',
            'label_range', 'compute_loss', 'eval_mode', 'kept_rng', 'ShapeMismatch', 'TargetsOutOfRange',
-           'bce_target_range', 'loss_keyword', 'label_out_of_range', 'check_labels', 'check_loss_value',
-           'nothing_to_train', 'check_loss_shapes', 'autocast', 'Feeder', 'forward', 'training_lock', 'stop_requested',
-           'DeferredCtrlC', 'HeldCtrlC']
+           'bce_target_range', 'is_class_loss', 'loss_keyword', 'label_out_of_range', 'check_labels',
+           'check_loss_value', 'check_loss_reduction', 'nothing_to_train', 'check_loss_shapes', 'autocast', 'Feeder',
+           'forward', 'training_lock', 'stop_requested', 'DeferredCtrlC', 'HeldCtrlC']
 
 # %% ../nbs/03a_batch.ipynb #17015856
 TARGET_KEYS = ("y", "label", "labels", "target")
@@ -399,6 +399,16 @@ def bce_target_range(yb,  # a batch's targets
 
 CLASS_LOSSES = ("cross_entropy", "crossentropyloss", "nll_loss", "nllloss")  # losses on class indices 0..C-1
 
+def is_class_loss(loss_fn,  # a loss: nn.CrossEntropyLoss(...) or a subclass, F.nll_loss, a partial of one, ...
+                 ) -> bool:
+    """Whether `loss_fn` is a cross-entropy or NLL loss on class indices: an instance of nn.CrossEntropyLoss or
+    nn.NLLLoss (a subclass too), F.cross_entropy or F.nll_loss (or a partial of one), or a function of that name."""
+    fn = loss_fn.func if isinstance(loss_fn, functools.partial) else loss_fn
+    fn = getattr(fn, "__self__", fn)  # a module's bound forward: the module
+    if isinstance(fn, (nn.CrossEntropyLoss, nn.NLLLoss)): return True
+    if fn is nn.functional.cross_entropy or fn is nn.functional.nll_loss: return True
+    return getattr(fn, "__name__", type(fn).__name__).lower() in CLASS_LOSSES
+
 def loss_keyword(loss_fn,  # a loss: nn.CrossEntropyLoss(ignore_index=1), a partial of F.cross_entropy, ...
                  name: str,  # the setting: 'ignore_index', 'weight', ...
                 ):
@@ -436,9 +446,7 @@ def check_labels(pred,  # the model's prediction (see `prediction`)
                 ) -> None:
     """Raise `TargetsOutOfRange` when a class-index loss gets labels outside the model's outputs: torch's own
     error ('Target 2 is out of bounds') names neither, and on a GPU it is a device-side assert."""
-    fn = loss_fn.func if isinstance(loss_fn, functools.partial) else loss_fn
-    name = getattr(fn, "__name__", type(fn).__name__).lower()
-    if name not in CLASS_LOSSES and not isinstance(fn, (nn.CrossEntropyLoss, nn.NLLLoss)): return
+    if not is_class_loss(loss_fn): return
     ignore = loss_keyword(loss_fn, "ignore_index")
     found = label_out_of_range(pred, yb, ignore if isinstance(ignore, int) else -100)
     if found is not None: raise TargetsOutOfRange(found)
@@ -483,6 +491,30 @@ def check_loss_value(loss,  # what the loss function (or the model, for its own 
         if frozen: raise TypeError(f"{who} returned a tensor without grad_fn because {frozen}")
         raise TypeError(f"{who} returned a tensor cut off from the model's parameters (no grad_fn), so "
                         "backward cannot train them: no .detach(), .data, torch.no_grad() or numpy on its way")
+
+def check_loss_reduction(pred,  # the model's prediction for a batch (see `prediction`)
+                         yb,  # the batch's targets
+                         loss_fn: Optional[Callable],  # the loss, whatever it is (a module, a def, a lambda)
+                        ) -> None:
+    """Raise a ValueError when `loss_fn` adds up its rows' losses (reduction='sum' inside a def, a lambda or a
+    module): its value on a batch's first rows given twice over is twice their value (one probe on 8 rows)."""
+    if loss_fn is None or not isinstance(pred, torch.Tensor) or not isinstance(yb, torch.Tensor): return
+    if not pred.ndim or not yb.ndim or len(pred) != len(yb) or not len(pred): return
+    p, y = pred[:8].detach(), yb[:8].detach()
+    try:
+        with torch.no_grad(), kept_rng():  # a loss that draws (negatives, say) leaves the run's RNG as it was
+            once, twice = loss_fn(p, y), loss_fn(torch.cat([p, p]), torch.cat([y, y]))
+        if not (isinstance(once, torch.Tensor) and once.numel() == 1 and twice.numel() == 1): return
+        once, twice = float(once), float(twice)
+    except Exception: return  # a loss that takes no repeated rows (pairs, whole batches): nothing to tell
+    if not (math.isfinite(once) and abs(once) > 1e-6) or abs(twice - 2 * once) > 1e-4 * abs(2 * once): return
+    name = getattr(getattr(loss_fn, "func", loss_fn), "__name__", type(loss_fn).__name__)
+    raise ValueError(f"loss_fn {name} adds up its rows' losses: on {len(p)} rows it gives {once:.6g}, on the "
+                     f"same rows given twice over {twice:.6g} (twice as much). trainbook reads a loss as a mean "
+                     "over a batch's rows (the valid loss beside its standard error and the constant predictor's "
+                     "loss, each per row; step losses of batches of any size on one scale): return the mean "
+                     "(reduction='mean', or .mean() instead of .sum()); a sum's gradients are the batch size "
+                     "times a mean's, so with plain SGD multiply lr by the batch size for the same steps")
 
 def nothing_to_train(model: Optional[nn.Module],  # a model (None: nothing to say)
                     ) -> Optional[str]:
@@ -571,6 +603,7 @@ class Feeder:
                 if check_shapes:  # the first batch: what the loss would broadcast or index past, named
                     check_loss_shapes(pred, yb, self.loss_fn)
                     check_labels(pred, yb, self.loss_fn)
+                    check_loss_reduction(pred, yb, self.loss_fn)
                 loss = _call_loss(self.loss_fn, pred, yb, out, False)
             else: loss = compute_loss(out, yb, self.loss_fn)
         if check_shapes: check_loss_value(loss, self.loss_fn, self.model)  # the first batch: before backward

@@ -12,8 +12,8 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Union
 import torch
 from torch import nn
 
-from .batch import (DeferredCtrlC, Feeder, HeldCtrlC, batch_rows, check_loss_shapes, eval_mode, prediction,
-                             training_lock)
+from .batch import (DeferredCtrlC, Feeder, HeldCtrlC, batch_rows, check_loss_reduction, check_loss_shapes,
+                             eval_mode, prediction, split_batch, training_lock)
 from .checkpoint import Checkpointer, FindingsPart, check_epochs_left, check_resume, stopped_early
 from .resume import BufferSnapshot, Position, Window, accumulation_windows, run_signature
 from .core import (History, TrainConfig, environment, loader_generators, loader_length, pick_device,
@@ -23,7 +23,7 @@ from .distributed import all_mean, dist_info, paired_batches, reduce_evaluation,
 from .events import Callback, Callbacks, Event, LoopState
 from .guard import (check_fit_inputs, check_loss_fn, check_monitor, note_interrupt, refuse_after_interrupt,
                              require_batches, run_notes, run_steps, eval_submodules)
-from .metrics import resolve_metrics, try_validation
+from .metrics import class_loss_terms, nothing_scored, resolve_metrics, try_validation, weighed_losses
 from .optim import (gradient_norms, make_scheduler, param_groups,
                              pick_scheduler_interval, step_optimizer, unscale_and_clip)
 from .claim import claim_run_dir
@@ -50,12 +50,19 @@ def evaluate(model: nn.Module,  # the model to score (its train/eval mode is res
     # running sums of per-row losses and targets (no extra sync): the loss's standard error, the prior loss
     stats = LossStats(check_loss_fn(loss_fn))  # per row, as the loss is (one that sums its rows is refused)
     feed = Feeder(model, loss_fn, device, precision)  # the autocast and the loss's kind, once for all batches
+    unscored = 0  # rows of batches whose labels are all ignore_index: nothing to score, their mean is 0/0
     with eval_mode(model), torch.inference_mode():
         for i, batch in enumerate(paired_batches(model, dl, device, feed)):  # FSDP: as many passes per rank
             out, loss, xb, yb = feed(batch)
-            # the first batch: a pair the loss broadcasts ((n, 1) against (n,)) is refused, as `fit` refuses it
-            if i == 0 and feed.on_prediction: check_loss_shapes(prediction(out), yb, loss_fn)
+            # the first batch: a pair the loss broadcasts ((n, 1) against (n,)), a loss that sums its rows: refused
+            if i == 0 and feed.on_prediction:
+                check_loss_shapes(prediction(out), yb, loss_fn)
+                check_loss_reduction(prediction(out), yb, loss_fn)
             n = batch_rows(xb, yb)
+            # labels all at ignore_index (read as the loader gave them: no device sync): nothing to score, weighs 0
+            if nothing_scored(split_batch(batch, feed.keep_labels)[1], loss_fn):
+                unscored += n
+                continue
             # a loss that returns one value per row: its batch mean (a float32 scalar is used as it is)
             loss = loss if loss.ndim == 0 and loss.dtype == torch.float32 else loss.float().mean()
             loss_sum, rows = loss_sum + loss * n, rows + n
@@ -66,7 +73,8 @@ def evaluate(model: nn.Module,  # the model to score (its train/eval mode is res
                 ys.append(yb)
     # each rank scored its shard: the sums over ranks, every rank's predictions
     loss_sum, rows, preds, ys = reduce_evaluation(loss_sum, rows, stats, preds, ys, device, bool(metric_fns))
-    if rows == 0: raise ValueError("evaluate: the loader yielded no rows")
+    if rows == 0: raise ValueError("evaluate: the loader yielded no rows" + (
+        f" with a label to score: every label of its {unscored} rows is ignore_index" if unscored else ""))
     summed = stats.results()  # a loss that weighs labels (class weights, ignored positions): Σ loss / Σ weight
     results = {"loss": summed.pop("loss") if "loss" in summed else loss_sum / rows}
     if metric_fns:
@@ -107,6 +115,7 @@ class Setup:
     extra: dict  # what the Run reports about the set-up: precision, device, fingerprints
     feed: Feeder  # forward under autocast -> loss, for each micro-batch
     unscale: bool  # whether every step unscales (fp16) or clips its gradients (else only the logged steps read them)
+    label_terms: Optional[tuple]  # a loss that weighs labels: (class weights, ignore_index), as `class_loss_terms`
     buffers: Optional[BufferSnapshot]  # moving buffers, kept at each window's start (checkpoints, or skip)
     generators: tuple  # the training loader's own torch.Generators (its order), kept with the RNG states
     started: float = field(default_factory=time.perf_counter)
@@ -179,7 +188,8 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
                      "data_fingerprint": fingerprint, "track": track},
               feed=Feeder(net, loss_fn, device, precision), generators=loader_generators(dl_train),
               buffers=BufferSnapshot.of(model) if keeper.enabled or cfg.on_nonfinite == "skip" else None,
-              unscale=cfg.clip_norm is not None or precision == "fp16")
+              unscale=cfg.clip_norm is not None or precision == "fp16",
+              label_terms=class_loss_terms(loss_fn) if loss_fn is not None else None)
     state = LoopState(model=model, optimizer=opt, scheduler=sched, scaler=scaler, loss_fn=loss_fn, config=cfg,
                       device=device, precision=precision, history=history, findings=findings, n_batches=n_batches,
                       total_steps=total_steps, position=Position())
@@ -252,12 +262,18 @@ def _grad_sync(s: Setup, window: Window):
     "DDP averages gradients across ranks once per window (at its last micro-batch), not after each one."
     return s.net.no_sync() if s.ddp and not window.last else _NO_SYNC
 
-def _window_loss(s: Setup, window: Window) -> float:
-    "The window's mean loss (over ranks too): the one per-step sync; it decides whether the optimizer steps."
+def _window_loss(s: Setup, window: Window) -> tuple[float, tuple]:
+    "The window's mean loss (over ranks too) and its epoch-loss part (Σ loss·weight, Σ weight): one sync."
     items = window.items
     loss = items[0][2] if len(items) == 1 else sum(item[2].detach() for item in items) / window.size
+    if s.label_terms is not None:  # a loss that weighs labels (class weights, padding): as validation weighs them
+        loss = torch.cat([loss.detach().float().reshape(1), weighed_losses(items, s.label_terms)])
     if s.world > 1: loss = all_mean(loss.detach())  # every rank takes the same decision
-    return loss.item()
+    if s.label_terms is not None:  # the window's loss, Σ loss·weight, Σ weight: read together
+        value, weighed, weight = loss.tolist()
+        return value, (weighed * s.world, weight * s.world)
+    value, rows = loss.item(), window.rows * s.world  # every rank's rows (sharded alike)
+    return value, (value * rows, rows)
 
 def _skip_nonfinite(s: Setup, state: LoopState, window: Window) -> Optional[str]:
     "A non-finite window loss: [on_nonfinite], drop the gradients; 'nonfinite' to stop, None to skip the step."
@@ -290,7 +306,8 @@ def _clip(s: Setup, state: LoopState) -> Optional[tuple]:
     if clip is not None: torch.nn.utils.clip_grad_norm_(s.params, clip)
     return names, norms
 
-def _log_step(s: Setup, state: LoopState, skipped: bool, window: Window, layer_norms: Optional[tuple]) -> None:
+def _log_step(s: Setup, state: LoopState, skipped: bool, window: Window, layer_norms: Optional[tuple],
+              epoch_part: tuple) -> None:
     "Count the step and log the loss and lr; gradient norms and the fp16 loss scale every `log_every` steps."
     pos = state.position
     state.batch_idx = pos.batch_idx
@@ -298,8 +315,9 @@ def _log_step(s: Setup, state: LoopState, skipped: bool, window: Window, layer_n
     if skipped: return _count_skip(state)
     state.step = step = state.step + 1
     pos.step_end_due = True  # until `_after_step` is done: a Ctrl-C before then leaves it to the resume
-    rows = window.rows * s.world  # the step's rows on every rank (sharded alike): a resume on another world agrees
-    pos.loss_sum, pos.loss_count = pos.loss_sum + state.loss * rows, pos.loss_count + rows
+    # the epoch loss's part (`_window_loss`): the loss times the step's rows on every rank (a resume on another
+    # world agrees), or for a loss that weighs labels Σ loss·weight and Σ weight, as validation weighs them
+    pos.loss_sum, pos.loss_count = pos.loss_sum + epoch_part[0], pos.loss_count + epoch_part[1]
     state.meter.add(window.rows)
     state.history.append(step, state.epoch, "train", "loss", state.loss)
     state.history.append(step, state.epoch, "train", "lr", state.lr)  # the step's: the scheduler moved on
@@ -506,7 +524,7 @@ def fit(model: nn.Module,  # trained in place: a second fit goes on from its wei
                             scaler.scale(loss / window.size if window.size > 1 else loss).backward()
                         window.add(xb, yb, loss)
                     # 4. window loss, read once; a non-finite loss never reaches the optimizer [on_nonfinite]
-                    state.loss = _window_loss(s, window)
+                    state.loss, epoch_part = _window_loss(s, window)
                     if not math.isfinite(state.loss):
                         stopped = _skip_nonfinite(s, state, window)
                         if stopped: break
@@ -523,7 +541,7 @@ def fit(model: nn.Module,  # trained in place: a second fit goes on from its wei
                     # 11. zero_grad
                     opt.zero_grad(set_to_none=True)
                     # 12. log: loss and the lr the step used, each step; gradient norms every log_every steps
-                    _log_step(s, state, skipped, window, layer_norms)
+                    _log_step(s, state, skipped, window, layer_norms, epoch_part)
                     s.ctrl_c.hold()  # through the step's observers too (a second press interrupts one that hangs)
                     # 13. after_step: callbacks see the stepped weights and the logged values
                     cbs(Event.after_step, state)

@@ -11,14 +11,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from .batch import CLASS_LOSSES, eval_mode, forward, loss_keyword, prediction
+from .batch import batch_rows, eval_mode, forward, is_class_loss, loss_keyword, prediction
 from .core import rng_state, set_rng_state
 
 # %% auto #0
-__all__ = ['IGNORE_INDEX', 'BUILTIN_METRICS', 'ignore_index_of', 'class_loss_terms', 'accuracy', 'resolve_metrics', 'sk_metric',
-           'trial_copy', 'try_validation', 'proba_2d', 'scored_proba', 'require_codes', 'classification_metrics',
-           'loss_vs_constant', 'regression_metrics', 'class_weights', 'focal_loss', 'constant_predictor_loss',
-           'class_rows', 'cross_entropy_prior', 'least_constant_loss']
+__all__ = ['IGNORE_INDEX', 'BUILTIN_METRICS', 'ignore_index_of', 'class_loss_terms', 'label_weights', 'weighed_losses',
+           'nothing_scored', 'accuracy', 'resolve_metrics', 'sk_metric', 'trial_copy', 'try_validation', 'proba_2d',
+           'scored_proba', 'require_codes', 'classification_metrics', 'loss_vs_constant', 'regression_metrics',
+           'class_weights', 'focal_loss', 'constant_predictor_loss', 'class_rows', 'cross_entropy_prior',
+           'least_constant_loss']
 
 # %% ../nbs/04a_metrics.ipynb #8c77c886
 IGNORE_INDEX = -100  # the label of positions without a target (torch's and Hugging Face's default)
@@ -34,12 +35,44 @@ def class_loss_terms(loss_fn,  # a loss: nn.CrossEntropyLoss(weight=...), F.nll_
     """`(weight, ignore_index)` of a cross-entropy or NLL loss, whose mean is Σ weight[y]·loss / Σ weight[y] over
     the labels not at ignore_index (weight: a per-class tensor or None; ignore_index: -100 unless given); None
     for any other loss."""
-    fn = loss_fn.func if isinstance(loss_fn, functools.partial) else loss_fn
-    if getattr(fn, "__name__", type(fn).__name__).lower() not in CLASS_LOSSES: return None
+    if not is_class_loss(loss_fn): return None  # a subclass of nn.CrossEntropyLoss too
     weight = loss_keyword(loss_fn, "weight")
     ignore = ignore_index_of(loss_fn)
     return (weight if isinstance(weight, torch.Tensor) and weight.ndim == 1 else None,
             IGNORE_INDEX if ignore is None else ignore)
+
+def label_weights(yb: torch.Tensor,  # integer class labels, any shape
+                  terms: tuple,  # `(weight, ignore_index)` from `class_loss_terms`
+                 ) -> torch.Tensor:
+    "Each label's weight in its loss's mean: weight[y] (1 without class weights), 0 at ignore_index; float, as `yb`."
+    weight, ignore = terms
+    kept = yb != ignore
+    if weight is None: return kept.float()
+    weight = weight.to(yb.device)  # (a no-op where they are together)
+    return weight.float()[yb.clamp(0, len(weight) - 1)] * kept
+
+def weighed_losses(items: list,  # micro-batches `(xb, yb, loss)`: their inputs, targets and mean losses
+                   terms: tuple,  # `(weight, ignore_index)` from `class_loss_terms`
+                  ) -> torch.Tensor:
+    """`[Σ loss·weight, Σ weight]` of batches under a loss that weighs labels, each by its labels' Σ weight[y] (0 at
+    ignore_index; its rows for class probabilities as targets), as the loss's mean over them all weighs them."""
+    parts = []
+    for xb, yb, loss in items:
+        labels = isinstance(yb, torch.Tensor) and not yb.is_floating_point()
+        w = label_weights(yb, terms).sum() if labels else torch.tensor(float(batch_rows(xb, yb)))
+        w = w.to(loss.device)
+        parts.append(torch.stack([loss.detach().float() * w, w]))
+    return torch.stack(parts).sum(0)
+
+def nothing_scored(yb,  # a batch's targets
+                   loss_fn,  # its loss: the label it leaves out (`ignore_index_of`), -100 unless it says
+                  ) -> bool:
+    """Whether integer labels `yb` are all at the loss's ignore_index (-100 unless it has its own): a batch with
+    nothing to score, whose mean loss is 0/0 = NaN (a padding-only or prompt-only batch)."""
+    if not isinstance(yb, torch.Tensor) or yb.is_floating_point() or yb.dtype == torch.bool or not yb.numel():
+        return False
+    ignore = ignore_index_of(loss_fn)
+    return not bool((yb != (IGNORE_INDEX if ignore is None else ignore)).any())
 
 def _scored(pred: torch.Tensor, yb: torch.Tensor, ignore_index: Optional[int]) -> torch.Tensor:
     "A boolean mask of the target positions to score: those not labelled `ignore_index`."
@@ -56,7 +89,7 @@ def _require_0_1(yb: torch.Tensor) -> None:
                          "and read the loss, or give a regression metric (a callable, e.g. "
                          "lambda pred, y: (pred - y).abs().mean())")
 
-def accuracy(pred: torch.Tensor,  # logits: (n, C)/(n, T, C) classes, (n,)/(n, 1) binary, (n, K) multi-label
+def accuracy(pred: torch.Tensor,  # logits: (n, C)/(n, T, C)/(n, C, T) classes, (n,)/(n, 1) binary, (n, K) multi-label
              yb: torch.Tensor,  # class indices (n,) / (n, T) for multi-class, else 0/1 targets like `pred`
              ignore_index: Optional[int] = IGNORE_INDEX,  # targets left out (padding); None = score all
             ) -> torch.Tensor:
@@ -64,6 +97,9 @@ def accuracy(pred: torch.Tensor,  # logits: (n, C)/(n, T, C) classes, (n,)/(n, 1
     keep = _scored(pred, yb, ignore_index)
     if pred.ndim == yb.ndim + 1 and pred.shape[:-1] == yb.shape and pred.shape[-1] > 1:
         return (pred.argmax(-1) == yb)[keep].float().mean()
+    if pred.ndim == yb.ndim + 1 > 2 and pred.shape[0] == yb.shape[0] and pred.shape[2:] == yb.shape[1:] \
+            and pred.shape[1] > 1:  # (n, C, T) against (n, T): torch's token layout, classes on dim 1
+        return (pred.argmax(1) == yb)[keep].float().mean()
     if pred.ndim == yb.ndim + 1 and pred.shape[-1] == 1 and pred.shape[:-1] == yb.shape:
         pred = pred.squeeze(-1)  # one logit per row, targets (n,)
     if pred.shape == yb.shape:
@@ -71,7 +107,8 @@ def accuracy(pred: torch.Tensor,  # logits: (n, C)/(n, T, C) classes, (n,)/(n, 1
         return ((pred > 0) == yb.bool())[keep].float().mean()
     raise ValueError(f"accuracy: cannot score a prediction of shape {tuple(pred.shape)} "
                      "against targets of shape "
-                     f"{tuple(yb.shape)}: expected (n, C) logits with (n,) class indices, or 0/1 targets "
+                     f"{tuple(yb.shape)}: expected (n, C) logits with (n,) class indices ((n, T, C) or (n, C, T) "
+                     "with (n, T)), or 0/1 targets "
                      "shaped like the logits (binary, multi-label)")
 
 BUILTIN_METRICS = {"accuracy": accuracy}

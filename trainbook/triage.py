@@ -4,8 +4,7 @@
 
 # %% ../nbs/09a_triage.ipynb #5ad1fe23
 from __future__ import annotations
-import math
-import weakref
+import copy, functools, inspect, math, re, warnings, weakref
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -17,18 +16,14 @@ from .core import MIN_ROWS, Finding, warn
 from .events import Callback, LoopState
 
 from .batch import loss_keyword, wants_whole_output
-from .metrics import class_loss_terms, class_rows, cross_entropy_prior, ignore_index_of, least_constant_loss
+from .metrics import (class_loss_terms, class_rows, cross_entropy_prior, ignore_index_of, label_weights,
+                               least_constant_loss, nothing_scored)
 
 # %% auto #0
 __all__ = ['HUGE_OUTPUT', 'per_example_loss', 'Evaluation', 'LossStats', 'locate_nonfinite', 'backward_anomaly', 'batch_named',
            'small_validation', 'NanGuard', 'top_losses', 'confident_wrong', 'ExampleLosses']
 
 # %% ../nbs/09a_triage.ipynb #a1c0e002
-import copy
-import functools
-import inspect
-from typing import Callable
-
 _TAKES_REDUCTION: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # loss -> bool, read once
 
 def _takes_reduction(loss_fn) -> bool:
@@ -202,9 +197,8 @@ class LossStats:
         if not isinstance(yb, torch.Tensor) or yb.is_floating_point() or values.shape != yb.shape:
             rows = _by_row(values, n)  # probabilities as targets: a mean over the rows
             return rows, None if rows is None else torch.ones_like(rows)
-        weight, ignore = self._class_terms
-        w = (yb != ignore) if weight is None else weight.float()[yb.clamp(0, len(weight) - 1)] * (yb != ignore)
-        return values.reshape(n, -1).float().sum(1), w.reshape(n, -1).float().sum(1)
+        w = label_weights(yb, self._class_terms)
+        return values.reshape(n, -1).float().sum(1), w.reshape(n, -1).sum(1)
 
     def _add_targets(self, pred: torch.Tensor, yb: torch.Tensor, pshape: torch.Size) -> None:
         "Hold the targets: class labels (integer targets against per-class scores) or values (regression)."
@@ -321,11 +315,12 @@ class LossStats:
         if self._scored is not None: out["scored"] = float(self._scored)  # per-position labels scored
         if examples and w1 > 0:
             # the loss is Σa / Σw (every w 1: the rows' mean): a ratio's standard error (the delta method), from
-            # the rows' residuals a − loss·w; loss_sd is one row's share, se·√rows
+            # the rows' residuals a − loss·w; loss_sd is one example's share, se·√n with n the weights' effective
+            # number (Σw)² / Σw²: the rows when each weighs 1, the scored ones when the rest weigh 0 (ignore_index)
             mean = a1 / w1
             resid = max(a2 - 2 * mean * aw + mean * mean * w2, 0.0) * n_examples / (n_examples - 1)
             se = math.sqrt(resid) / w1
-            out.update(loss_sd=se * math.sqrt(n_examples), loss_se=se, spread_from="examples")
+            out.update(loss_sd=se * w1 / math.sqrt(w2), loss_se=se, spread_from="examples")
             if not w1 == w2 == n_examples: out["loss"] = mean  # weighed labels: the loss's own mean of the whole set
         elif n_batches >= 2:  # batches of n_i rows: n_i·(batch mean − mean)² estimates the per-example variance
             b1, b2 = self._sum_means().tolist()
@@ -408,9 +403,6 @@ def _prior_failed(loss_fn: Callable, err: Exception) -> None:
          "class shares, or 2 for values); the run itself is not affected")
 
 # %% ../nbs/09a_triage.ipynb #391d44d5
-import re
-import warnings
-
 from .batch import autocast, call_model, compute_loss, model_loss, prediction
 
 def _finite(obj) -> bool:
@@ -606,7 +598,12 @@ class NanGuard(Callback):
             info["batch_path"] = str(path)
         self.reports.append(info)
         first_module = next(iter(n for n, _ in state.model.named_modules() if n), None)
-        if not where["weights_finite"]:
+        if nothing_scored(yb, state.loss_fn):  # 0/0: a mean over no label (torch's own NaN)
+            what = (f"the batch has no label to score: all its {yb.numel()} labels are ignore_index (padding, or "
+                    "a prompt-only batch), so the loss's mean over them is 0/0 = NaN")
+            advice = ("leave batches without a scored label out of dl_train (or pass on_nonfinite='skip' to skip "
+                      "their steps); the model and the lr are not the cause")
+        elif not where["weights_finite"]:
             # the forward pass only carries NaN weights: an earlier update applied NaN/Inf gradients
             bad = ", ".join(where["nonfinite_parameters"][:3])
             when = f" (the gradients of step {self.finite_copy[0]})" if self.finite_copy else ""
