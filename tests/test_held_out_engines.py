@@ -11,6 +11,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import trainbook as tb
 from trainbook.distributed import launch, shard_loader
+from trainbook.guard import forget_interrupt
 
 
 def rows_of(loaders) -> list:
@@ -115,18 +116,23 @@ def _recorder_run(model, opt, dl, X, y, folder, epochs, resume=None, kill=None):
     "The any_loop tutorial's loop: set_epoch at each epoch's start, a checkpoint every 3 steps, a Ctrl-C"
     cfg = tb.TrainConfig(epochs=epochs, checkpoint_dir=folder, checkpoint_every=3)
     parts = {"model": model, "optimizer": opt, "loader": dl}
-    with tb.Recorder(cfg, parts=parts, live=False, resume=resume) as rec:
-        for epoch in range(rec.state.epoch, epochs):
-            dl.set_epoch(epoch)
-            for xb, yb in dl:
-                loss = nn.functional.cross_entropy(model(xb), yb)
-                loss.backward()
-                opt.step()
-                opt.zero_grad()
-                rec.step(loss.detach())
-                if kill and rec.state.step == kill: raise KeyboardInterrupt  # a Ctrl-C inside epoch 1
-            with torch.no_grad(): rec.validate(nn.functional.cross_entropy(model(X), y))
-            rec.save()
+    try:
+        with tb.Recorder(cfg, parts=parts, live=False, resume=resume) as rec:
+            for epoch in range(rec.state.epoch, epochs):
+                dl.set_epoch(epoch)
+                for xb, yb in dl:
+                    loss = nn.functional.cross_entropy(model(xb), yb)
+                    loss.backward()
+                    opt.step()
+                    opt.zero_grad()
+                    rec.step(loss.detach())
+                    if kill and rec.state.step == kill: raise KeyboardInterrupt  # a Ctrl-C inside epoch 1
+                with torch.no_grad(): rec.validate(nn.functional.cross_entropy(model(X), y))
+                rec.save()
+    except KeyboardInterrupt as err:  # outside a notebook the Ctrl-C goes on, its run as err.run
+        assert kill and err.run.stopped == "interrupted"
+        forget_interrupt()  # (the script would stop here; the test resumes on purpose)
+        return err.run
     return rec.finish()
 
 
