@@ -4,7 +4,7 @@
 
 # %% ../nbs/06_checkpoint.ipynb #fb01ea68
 from __future__ import annotations
-import collections, contextlib, io, json, os, pickle, re, reprlib, tempfile, threading, time, zipfile
+import collections, contextlib, errno, io, json, os, pickle, re, reprlib, tempfile, threading, time, zipfile, zlib
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
@@ -142,10 +142,21 @@ def checkpoint_file(path: str | Path,  # a checkpoint file, or a run folder (its
                                 "(neither a checkpoint file nor a run folder)")
     return earlier_copy(path)
 
-def _damaged_entry(path: Path) -> Optional[str]:
-    """The first entry of a checkpoint's zip whose bytes fail their checksum (torch would load them as other weights,
-    silently), or None. Reads the file once (~2 ms a 4 MB); entries saved without a checksum (CRC 0) pass."""
-    entry = "its directory"
+# what zipfile raises on a damaged archive, beside BadZipFile and EOFError: a flipped bit in an entry's name
+# (UnicodeDecodeError), its compression method, flags or version (NotImplementedError; RuntimeError: "encrypted"),
+# a stored entry read as deflated (zlib.error), an offset before the file's start (OSError EINVAL: a seek)
+_ZIP_FAULTS = (zipfile.BadZipFile, EOFError, NotImplementedError, UnicodeDecodeError, RuntimeError, zlib.error)
+
+def _truncated_zip(path: Path) -> bool:
+    "Whether a file that starts like a zip archive has no end record: truncated (a damaged one is `_zip_fault`'s)."
+    try: return not zipfile.is_zipfile(path)
+    except zipfile.BadZipFile: return False  # an end record that is there, damaged
+
+def _zip_fault(path: Path, size: int) -> Optional[str]:
+    """Why a checkpoint's zip archive is damaged, or None: an entry whose bytes fail their checksum (torch would
+    load them as other weights, silently) or headers zipfile cannot follow. Reads the file once (~2 ms a 4 MB);
+    entries saved without a checksum (CRC 0) pass. A Ctrl-C, and the disk's own read errors, go on as they are."""
+    entry = None
     try:
         with zipfile.ZipFile(path) as z:
             for info in z.infolist():
@@ -153,30 +164,49 @@ def _damaged_entry(path: Path) -> Optional[str]:
                 entry = info.filename
                 with z.open(info) as f:
                     while f.read(1 << 20): pass
-    except (zipfile.BadZipFile, EOFError): return entry
+    except (OSError, *_ZIP_FAULTS) as e:
+        if isinstance(e, OSError) and e.errno != errno.EINVAL: raise  # the disk's error, not the file's bytes
+        if isinstance(e, zipfile.BadZipFile) and "CRC" in str(e):
+            return (f"its entry {entry!r} fails its checksum: its bytes changed after it was written (a disk or "
+                    "copy fault); torch would have loaded other weights without a word")
+        where = f"entry {entry!r}" if entry is not None else "its directory"
+        first = (str(e).splitlines() or [""])[0][:160]
+        return (f"it is a zip archive of {size} bytes whose headers are damaged ({where}: {type(e).__name__}: "
+                f"{first}): its bytes changed after it was written (a disk or copy fault)")
     return None
+
+def _why_unreadable(path: Path, error: Optional[BaseException] = None) -> Optional[str]:
+    "Why `path` is not a readable checkpoint (`error`: what torch.load raised, if it ran); None if it looks like one."
+    size = path.stat().st_size
+    with open(path, "rb") as f: head = f.read(4)
+    if size == 0: return "it is empty (0 bytes)"
+    if head == b"PK\x03\x04" and _truncated_zip(path):
+        return f"it is a zip archive of {size} bytes whose end is missing: truncated (a write cut short?)"
+    if head == b"PK\x03\x04" and (fault := _zip_fault(path, size)) is not None: return fault
+    if head[:1] != b"\x80" and head != b"PK\x03\x04":
+        return f"its {size} bytes do not start like a checkpoint (they start with {head!r})"
+    if error is None: return None
+    first = (str(error).splitlines() or [""])[0][:200]
+    return f"{size} bytes that torch could not read ({type(error).__name__}: {first})"
+
+def _best_advice(path: Path) -> str:
+    "Where a damaged last.pt's run can go on: its folder's best.pt, named only when it passes the same checks."
+    best = path.with_name("best" + path.suffix)
+    if not path.name.startswith("last.") or not best.is_file(): return ""
+    try: why = _why_unreadable(best)
+    except OSError: return ""  # best.pt cannot even be read: nothing to point to
+    if why is None:
+        return f". Its folder also holds {best}, the best epoch's checkpoint: resume={str(best)!r} goes on from there"
+    return (f". Its folder's best.pt is damaged too ({why}): neither checkpoint can go on. Restore the folder "
+            "from a copy, or train anew")
 
 def _unreadable(path: Path, error: Optional[BaseException] = None) -> Optional[CheckpointError]:
     "A CheckpointError saying why `path` is not a readable checkpoint; None when it looks like one."
-    size = path.stat().st_size
-    with open(path, "rb") as f: head = f.read(4)
-    if size == 0: why = "it is empty (0 bytes)"
-    elif head == b"PK\x03\x04" and not zipfile.is_zipfile(path):
-        why = f"it is a zip archive of {size} bytes whose end is missing: truncated (a write cut short?)"
-    elif head == b"PK\x03\x04" and (entry := _damaged_entry(path)) is not None:
-        why = (f"its entry {entry!r} fails its checksum: its bytes changed after it was written (a disk or "
-               "copy fault); torch would have loaded other weights without a word")
-    elif head[:1] != b"\x80" and head != b"PK\x03\x04":
-        why = f"its {size} bytes do not start like a checkpoint (they start with {head!r})"
-    elif error is None: return None
-    else:
-        first = (str(error).splitlines() or [""])[0][:200]
-        why = f"{size} bytes that torch could not read ({type(error).__name__}: {first})"
-    best = path.with_name("best" + path.suffix)
-    other = (f". Its folder also holds {best}, the best epoch's checkpoint: resume={str(best)!r} goes on from there"
-             if path.name.startswith("last.") and best.is_file() else "")
+    why = _why_unreadable(path, error)
+    if why is None: return None
     return CheckpointError(f"{path} is not a readable checkpoint: {why}. Expected a file written by "
-                           f"trainbook.save_checkpoint or torch.save (a zip archive starting with b'PK'){other}")
+                           f"trainbook.save_checkpoint or torch.save (a zip archive starting with b'PK')"
+                           f"{_best_advice(path)}")
 
 def _refused_format(state: dict, path: Path) -> Optional[CheckpointError]:
     "Why a checkpoint of another format, or newer than this trainbook reads, is refused; None if it is read."
