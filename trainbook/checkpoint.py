@@ -704,6 +704,11 @@ class Checkpointer:
         "Give up the run folder's writer lock (the run ended, however); another run's lock since then is kept."
         try: self._handover.close()  # no record written (the final one failed): the earlier run is put back
         finally:
-            if self.rank != 0: pass
-            elif self._lock is not None: self._lock.release()  # in the folder it locked, renamed or not
-            else: release_run_dir(self.run_dir)
+            try:
+                if self.rank != 0: pass
+                elif self._lock is not None: self._lock.release()  # in the folder it locked, renamed or not
+                else: release_run_dir(self.run_dir)
+            except OSError as e:  # a folder turned read-only: the run's own error (or its Run) is the one to see
+                warn(f"the lock of run folder {str(self.run_dir)!r} could not be removed ({e.strerror or e}): "
+                     f"once the folder is writable again, tb.release_run_dir({str(self.run_dir)!r}) frees it "
+                     "(after this process has ended, the next run there takes it over by itself)")

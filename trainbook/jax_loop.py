@@ -13,7 +13,7 @@ import numpy as np
 from .checkpoint import Checkpointer, check_epochs_left, check_resume, stopped_early
 from .resume import Position, accumulation_windows
 from .core import (History, TrainConfig, atomic_write, environment, loader_length, package_version,
-                            rng_state, seed_everything, set_loader_epoch, set_rng_state, warn)
+                            rng_state, seed_everything, set_loader_epoch, set_rng_state)
 from .events import Event, LoopState
 from .guard import check_loader, check_monitor, note_interrupt
 from .recorder import (EarlyStopping, TimedIterator, end_run, epoch_records, record_validation,
@@ -21,7 +21,7 @@ from .recorder import (EarlyStopping, TimedIterator, end_run, epoch_records, rec
 from .triage import Evaluation, LossStats
 from .metrics import resolve_metrics, trial_copy
 from .optim import LRFinder, check_lr_sweep
-from .run import MONITOR_ALIASES, PLANNED_ENDS, RUNNING, Run
+from .run import MONITOR_ALIASES, PLANNED_ENDS, RUNNING, Run, attach_failed_run
 from .jax_parts import (CHECKPOINT_FORMAT, FlaxNanGuard, KeyStreams, flax_checkpoint_file, host_rng,
                                  import_jax, is_flax_model, make_tx, optax_schedule, read_flax_checkpoint,
                                  save_flax_checkpoint, schedule_lr, stream_key, takes_key, takes_value, tree_entries,
@@ -634,8 +634,7 @@ class _FlaxLoop:
 
     def failed(self, err: BaseException) -> None:
         "A run that raised: finish it as 'failed' (last.msgpack stays the last good one), attach it as `err.run`."
-        try: err.run = self.finish("failed", err)
-        except Exception as during: warn(f"finishing the failed run raised too: {during!r}")
+        attach_failed_run(err, lambda: self.finish("failed", err), self.state)  # finishing may raise too
 
 # %% ../nbs/20_jax.ipynb #8d8071d3
 def fit_flax(model,  # a Flax NNX module (trained in place: its variables hold the result)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/07_loop.ipynb #f9048b67
 from __future__ import annotations
-import contextlib, inspect, math, re, sys, time, warnings
+import contextlib, inspect, math, re, sys, time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional, Union
@@ -29,7 +29,7 @@ from .optim import (gradient_norms, make_scheduler, param_groups,
 from .claim import claim_run_dir
 from .recorder import (EarlyStopping, EpochMeter, StepProfiler, TimedIterator, data_fingerprint, end_run,
                                 epoch_records, record_validation, run_callbacks, run_of)
-from .run import PLANNED_ENDS, RUNNING, Run, monitored_record
+from .run import PLANNED_ENDS, RUNNING, Run, attach_failed_run, monitored_record
 
 # %% auto #0
 __all__ = ['LOOP_STARTS', 'evaluate', 'Setup', 'set_up', 'fit', 'show_loop']
@@ -461,9 +461,7 @@ def _finish(s: Setup, state: LoopState, stopped: str, error: Optional[BaseExcept
 def _failed(s: Setup, state: LoopState, err: BaseException) -> None:
     "A run that raised: finish it as 'failed' (last.pt stays the last good one) and attach it as `err.run`."
     s.optimizer.zero_grad(set_to_none=True)
-    try: err.run = _finish(s, state, "failed", err)
-    except Exception as during:  # the original error is the one the user needs to see
-        warnings.warn(f"finishing the failed run raised too: {during!r}")
+    attach_failed_run(err, lambda: _finish(s, state, "failed", err), state)  # finishing may raise too
 
 # %% ../nbs/07_loop.ipynb #a8d4db67
 def fit(model: nn.Module,  # trained in place: a second fit goes on from its weights, with a new optimizer and schedule

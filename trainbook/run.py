@@ -8,7 +8,7 @@ import contextlib, html, json, math, os, secrets, shutil
 from dataclasses import dataclass, field, fields
 from enum import Enum
 from pathlib import Path
-from typing import Any, Iterable, Optional, Union
+from typing import Any, Callable, Iterable, Optional, Union
 
 import numpy as np
 from .folder_lock import dead_run_note, folder_writer, run_in_progress
@@ -18,10 +18,10 @@ from .core import (Finding, History, TrainConfig, atomic_write, did_you_mean, fi
 # %% auto #0
 __all__ = ['STOP_REASONS', 'PLANNED_ENDS', 'RECORDS', 'PER_STEP', 'SYSTEM', 'EVIDENCE', 'MONITOR_ALIASES', 'RUN_FORMAT',
            'RUN_VERSION', 'RUN_FILES', 'EARLIER_FOLDER', 'RUNNING', 'UNKNOWN_CONFIG', 'StopReason', 'Record',
-           'record_key', 'monitored_record', 'last_run', 'remember_run', 'unrecorded', 'Run', 'grouped_findings',
-           'RunFileError', 'json_safe', 'history_json', 'earlier_run_files', 'refuse_own_files', 'file_identity',
-           'Handover', 'recover_handover', 'history_from_last', 'mark_killed', 'resume_advice', 'written_by',
-           'earlier_copy', 'run_record_bytes', 'write_run_record']
+           'record_key', 'monitored_record', 'last_run', 'remember_run', 'unrecorded', 'attach_failed_run', 'Run',
+           'grouped_findings', 'RunFileError', 'json_safe', 'history_json', 'earlier_run_files', 'refuse_own_files',
+           'file_identity', 'Handover', 'recover_handover', 'history_from_last', 'mark_killed', 'resume_advice',
+           'written_by', 'earlier_copy', 'run_record_bytes', 'write_run_record']
 
 # %% ../nbs/05a_run.ipynb #c9cb2482
 class StopReason(str, Enum):
@@ -109,6 +109,25 @@ def unrecorded():
     try:
         with silenced(): yield
     finally: _LAST_RUN[0] = last
+
+def attach_failed_run(err: BaseException,  # the exception that ended the run (the loop raises it on)
+                      finish: Callable[[], "Run"],  # ends the run as "failed": findings, the Run, run.json, the lock
+                      state,  # the loop's state: its `run` is the Run once `finish` has made it
+                     ) -> None:
+    """A run that raised: `finish()` it and attach its Run as `err.run`. When finishing raises too (a folder that
+    turned read-only), `err` still goes on, with the Run made before that attached all the same (in memory; its
+    record perhaps not written); the warning names the file that could not be written."""
+    try:
+        err.run = finish()
+        return
+    except Exception as during:  # the original error is the one the user needs to see
+        run = getattr(state, "run", None)
+        if run is not None: err.run = run
+        name = getattr(during, "filename", None) if isinstance(during, OSError) else None
+        if name and run is not None and run.run_dir is not None: name = os.path.join(run.run_dir, name)
+        kept = ("err.run is the Run as it was in memory" if run is not None else
+                "the Run was not made, so err.run is not set (last_run() is the run before)")
+        warn(f"finishing the failed run raised too{f' at {name}' if name else ''}: {during!r}; {kept}")
 
 _OTHER_BEST = {  # where the weights of a run that writes no best.pt are (`Run.restore_best`)
     "keras": "its folder holds last.keras, the model as its last epoch left it (keras.saving.load_model "
