@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Optional
 
 import numpy as np
+from .core import warn
 
 # %% auto #0
 __all__ = ['MAX_LEAVES', 'BOOSTED_FORMAT', 'ModelFileError', 'file_sha256', 'check_xgboost_json', 'check_lightgbm_text',
@@ -299,7 +300,8 @@ def read_boosted_meta(folder: Path,  # a folder `BoostedModel.save` wrote
                       libraries,  # the library names it may name
                       ) -> dict:
     """boosted.json, checked: the library, the model file inside the folder, the best round; each file it
-    lists against its sha256 (a changed or damaged file is a ModelFileError naming it)."""
+    lists against its sha256 (a changed or damaged file is a ModelFileError naming it). A folder saved before
+    the digests is read with a warning: its files can be checked for their structure only."""
     path = folder / "boosted.json"
     if not path.is_file():
         raise FileNotFoundError(f"{folder} has no boosted.json: expected a folder written by "
@@ -323,6 +325,11 @@ def read_boosted_meta(folder: Path,  # a folder `BoostedModel.save` wrote
     sums = meta.get("sha256", {})
     if not isinstance(sums, dict) or not all(isinstance(v, str) for v in sums.values()):
         raise ModelFileError(path, "sha256 must map file names to hex digests")
+    if not sums:  # a file swapped from another run of the same shape (its prep.skops) would pass unseen
+        warn(f"{path} records no sha256 of its files (saved by a trainbook before the digests): its files are "
+             "checked for their structure only, so a file changed or swapped since saving (another run's "
+             "prep.skops) loads without a word. Save it again to record them: "
+             f"tb.BoostedModel.load({str(folder)!r}).save({str(folder)!r})")
     _inside(folder, meta["model_file"], "model_file")
     for name, digest in sums.items():
         file = _inside(folder, name, "sha256")
