@@ -16,11 +16,38 @@ from .readings import Thresholds, lr_jumps, series_of, short_steps, stages_of
 __all__ = ['loss_spikes_finding']
 
 # %% ../nbs/09d_spikes.ipynb #cfd4e74e
-def _tallest_rest(resid: np.ndarray, tall: np.ndarray, i: int, w: int) -> float:
-    "The largest rise above the stage of the steps within `w` of step `i` that are not tall (0 if none)."
+def _tower_floor(rises: np.ndarray, tall: np.ndarray, gap: float) -> float:
+    "The least rise that is a tower: tall, and with the towers `gap`× above every other rise (inf: none is)."
+    rest = rises[~tall]
+    # the tall rises, tallest first, each beside the next lower rise (the last beside the tallest that is not
+    # tall): a cut where one stands `gap`× above the next splits towers from what is below them
+    ladder = np.sort(rises[tall])[::-1]
+    below = np.append(ladder[1:], max(float(rest.max()) if len(rest) else 0.0, 0.0))
+    cuts = np.flatnonzero(ladder >= gap * below)
+    # a heavy tail (batches of a row or a few) climbs a staircase of tall steps, each within `gap` of the
+    # next, and has no cut: none of it is a tower
+    return float(ladder[cuts[-1]]) if len(cuts) else np.inf
+
+_TAIL_STEPS = 50  # the tallest steps (in spreads) an exponential tail is fitted to
+
+def _tail_count(z: np.ndarray, i: int) -> float:
+    "How many steps as tall as step `i` (in spreads) the run's other steps' tail expects: an exponential fit."
+    # the other steps, less `i`'s neighbours (an event spans a few steps); the tail above the (m+1)-th tallest,
+    # exponential with their mean excess (its maximum-likelihood scale), extrapolated to step i's height
+    others = np.sort(np.delete(z, np.arange(max(0, i - 2), i + 3)))[::-1]
+    m = min(_TAIL_STEPS, len(others) // 2)
+    if m < 2: return 0.0
+    floor = float(others[m])
+    scale = float(np.mean(others[:m] - floor))
+    return float(m * np.exp(-(z[i] - floor) / scale)) if scale > 0 else 0.0
+
+def _lone_tower(resid: np.ndarray, spread: np.ndarray, tall: np.ndarray, i: int, w: int, gap: float) -> bool:
+    "Whether step `i` is a tower among the steps within `w` of it, and beyond the reach of the run's own tail."
     lo, hi = max(0, i - w), i + w + 1
-    rest = resid[lo:hi][~tall[lo:hi]]
-    return float(rest.max()) if len(rest) else 0.0
+    # and the run's own tail, in spreads, expects no step as tall (under one in the whole run): a row a step
+    # draws a tail value now and then, alone in its stage, and tails as long elsewhere in the run
+    z = resid / np.maximum(spread, 1e-300)
+    return bool(resid[i] >= _tower_floor(resid[lo:hi], tall[lo:hi], gap) and _tail_count(z, i) < 1.0)
 
 def _rows_per_step(c: dict) -> Optional[float]:
     "Rows a step (each epoch's samples/s × s/step), the median over epochs; None when not logged."
@@ -75,10 +102,10 @@ def loss_spikes_finding(c: dict,  # the curves (`readings.curves_of`)
     if tall.any() or th.spike_z < 0:
         half, resid, spread = _spike_scale(c, steps, loss)
         tall = (resid > th.spike_z * spread) & (resid > th.spike_rel * start)
-    # a bad batch is a lone tower: it also stands `spike_gap` times above every other step of its stage
-    # that is not tall itself (heavy-tailed small-batch noise builds a staircase of tall steps instead)
+    # a bad batch is a lone tower: it (with any other towers) stands `spike_gap` times above every other step
+    # of its stage (heavy-tailed small-batch noise builds a staircase of tall steps instead: no such gap)
     hits = [i for i in tall.nonzero()[0]
-            if resid[i] >= th.spike_gap * _tallest_rest(resid, tall, i, 3 * half)]
+            if _lone_tower(resid, spread, tall, i, 3 * half, th.spike_gap)]
     events = [max(g, key=lambda i: resid[i]) for g in clusters(np.array(hits, dtype=int))]
     # a rise right after the lr jumped up (a warm restart, a cyclic schedule) is the schedule's, not a bad batch
     jumps = lr_jumps(c)
