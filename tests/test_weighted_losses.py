@@ -1,6 +1,6 @@
 """Probe 111: the numbers `fit` and `evaluate` report for weighted and masked losses agree with the loss's own mean
 over the whole set (one call on every row), and the losses trainbook cannot read per row are refused or named."""
-import warnings
+import itertools, warnings
 
 import pytest
 
@@ -120,10 +120,11 @@ def test_masked_token_loss_train_and_valid_agree_on_the_same_rows_with_an_unchan
     logits = (F.one_hot(y.clamp(min=0), c).float() * (0.2 * pos[..., None].float())).permute(0, 2, 1).contiguous()
     idx, model = torch.arange(n), Fixed(logits)
     weight = torch.tensor([1.0, 2.0, 0.5, 1.0, 3.0, 1.0])
-    for loss_fn in (nn.CrossEntropyLoss(), MyCE(weight=weight)):
+    # (one micro-batch a step without class weights: the labels' weight counted on the CPU, the common case)
+    for loss_fn, accum in itertools.product((nn.CrossEntropyLoss(), MyCE(weight=weight)), (1, 2)):
         run = quiet_fit(model, tb.TensorLoader(idx, y, batch_size=16), tb.TensorLoader(idx, y, batch_size=16),
                         loss_fn=loss_fn, optimizer=torch.optim.SGD(model.parameters(), lr=0.0),
-                        config=tb.TrainConfig(epochs=1, device="cpu", accum_steps=2))
+                        config=tb.TrainConfig(epochs=1, device="cpu", accum_steps=accum))
         whole = float(loss_fn(logits, y))
         assert run.records.last("epoch_loss") == pytest.approx(whole, rel=1e-5)
         assert run.records.last("loss", "valid") == pytest.approx(whole, rel=1e-5)

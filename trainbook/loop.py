@@ -23,7 +23,8 @@ from .distributed import all_mean, dist_info, paired_batches, reduce_evaluation,
 from .events import Callback, Callbacks, Event, LoopState
 from .guard import (check_fit_inputs, check_loss_fn, check_monitor, note_interrupt, refuse_after_interrupt,
                              require_batches, run_notes, run_steps, eval_submodules)
-from .metrics import class_loss_terms, nothing_scored, resolve_metrics, try_validation, weighed_losses
+from .metrics import class_loss_terms, cpu_label_weight, nothing_scored, resolve_metrics, try_validation
+from .metrics import weighed_losses
 from .optim import (gradient_norms, make_scheduler, param_groups,
                              pick_scheduler_interval, step_optimizer, unscale_and_clip)
 from .claim import claim_run_dir
@@ -266,12 +267,13 @@ def _window_loss(s: Setup, window: Window) -> tuple[float, tuple]:
     "The window's mean loss (over ranks too) and its epoch-loss part (Σ loss·weight, Σ weight): one sync."
     items = window.items
     loss = items[0][2] if len(items) == 1 else sum(item[2].detach() for item in items) / window.size
+    if s.label_terms is not None and s.world == 1 and (w := cpu_label_weight(items, s.label_terms)) is not None:
+        return (value := loss.item()), (value * w, w)  # labels on the CPU, counted there (the common case)
     if s.label_terms is not None:  # a loss that weighs labels (class weights, padding): as validation weighs them
         loss = torch.cat([loss.detach().float().reshape(1), weighed_losses(items, s.label_terms)])
-    if s.world > 1: loss = all_mean(loss.detach())  # every rank takes the same decision
-    if s.label_terms is not None:  # the window's loss, Σ loss·weight, Σ weight: read together
-        value, weighed, weight = loss.tolist()
+        value, weighed, weight = (all_mean(loss) if s.world > 1 else loss).tolist()  # read together, one sync
         return value, (weighed * s.world, weight * s.world)
+    if s.world > 1: loss = all_mean(loss.detach())  # every rank takes the same decision
     value, rows = loss.item(), window.rows * s.world  # every rank's rows (sharded alike)
     return value, (value * rows, rows)
 
