@@ -22,7 +22,7 @@ __all__ = ['LOWER_IS_BETTER', 'HIGHER_IS_BETTER', 'check_loss_fn', 'check_valid_
            'logged_values', 'better_mode', 'check_monitor', 'monitor_fallback', 'run_steps', 'optimizer_given',
            'eval_submodules', 'scheduler_given', 'run_notes', 'valid_is_test', 'warmup_past_run',
            'nonfinite_validation', 'needs_closure', 'check_scheduler', 'check_optimizer', 'plain_script',
-           'note_interrupt', 'forget_interrupt', 'refuse_after_interrupt', 'check_fit_inputs']
+           'note_interrupt', 'interrupted_in_set_up', 'forget_interrupt', 'refuse_after_interrupt', 'check_fit_inputs']
 
 # %% ../nbs/06a_guard.ipynb #28a3ff5a
 def check_loss_fn(loss_fn: Optional[Callable],  # e.g. nn.CrossEntropyLoss() or F.cross_entropy; None = the model's
@@ -438,6 +438,14 @@ def note_interrupt() -> None:
     from datetime import datetime, timezone
     _CUT_SHORT["execution"] = _execution()
     _CUT_SHORT["at"] = datetime.now(timezone.utc) if _CUT_SHORT["execution"] is not None else None
+
+def interrupted_in_set_up(pressed: bool,  # whether a Ctrl-C came while the run set up (`DeferredCtrlC.pressed`)
+                         ) -> Optional[str]:
+    """'interrupted', noted as `note_interrupt` notes it, when a Ctrl-C came during a run's set-up: the run ends
+    before its first step and the cell (the script) stops as after any interrupted run; None otherwise."""
+    if not pressed: return None
+    note_interrupt()
+    return "interrupted"
 
 def forget_interrupt() -> None:
     """Forget the Ctrl-C `note_interrupt` recorded, so that the next run starts: a script that goes on training

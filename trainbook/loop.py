@@ -22,7 +22,7 @@ from .triage import Evaluation, LossStats, NanGuard
 from .distributed import all_mean, dist_info, paired_batches, reduce_evaluation, shard_loader, wrap_model
 from .events import Callback, Callbacks, Event, LoopState
 from .guard import (check_fit_inputs, check_loss_fn, check_monitor, note_interrupt, refuse_after_interrupt,
-                             require_batches, run_notes, run_steps, eval_submodules)
+                             require_batches, run_notes, run_steps, eval_submodules, interrupted_in_set_up)
 from .metrics import class_loss_terms, cpu_label_weight, nothing_scored, resolve_metrics, try_validation
 from .metrics import weighed_losses
 from .optim import (gradient_norms, make_scheduler, param_groups,
@@ -502,7 +502,7 @@ def fit(model: nn.Module,  # trained in place: a second fit goes on from its wei
             # the run folder, locked; on resume every piece of state restored (an early-stopped run stays ended)
             finished = _claim_and_resume(s, state, resume, overwrite)
         cbs, opt, scaler, feed = s.callbacks, s.optimizer, s.scaler, s.feed
-        stopped, window = "interrupted" if ctrl_c.pressed else finished, None
+        stopped, window = interrupted_in_set_up(ctrl_c.pressed) or finished, None
         try:
             s.ctrl_c.install()  # from here a Ctrl-C inside an optimizer step (8-12) waits for the step's count
             cbs(Event.before_fit, state)
