@@ -525,3 +525,23 @@ def test_the_spark_options_reach_through_tb_baseline_fit_xgboost_check_data_and_
         tb.check_data(df, "y", sample_rows=50, exact_limit=10)
     with pytest.raises(ValueError, match="make_splits: exact_limit is for a Spark DataFrame only"):
         tb.make_splits(df, "y", exact_limit=10)
+
+
+def test_fit_xgboost_on_spark_names_the_best_round_without_early_stopping_and_refuses_raw_margins(spark, tmp_path):
+    """Probe 114's Spark twin: without early stopping run.best/best_epoch were the last round's while lower valid
+    losses came before (the pandas path names the history's best; the model keeps every round), and
+    binary:logitraw's logloss is xgboost.spark's on raw margins: refused before any work."""
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({"a": rng.normal(size=300), "b": rng.normal(size=300)})
+    df["y"] = ((df.a + rng.normal(scale=1.5, size=300)) > 0).astype(int)  # noisy: the valid loss turns back up
+    sdf = spark.createDataFrame(df)
+    sp = tb.make_splits(sdf, "y", strategy="random", seed=0)
+    with pytest.raises(ValueError, match=r"'binary:logitraw' is not supported on Spark"):
+        SM.fit_xgboost(sdf, "y", sp, params={"objective": "binary:logitraw"}, num_rounds=5, live=False,
+                       checkpoint_dir=tmp_path / "raw")
+    assert not (tmp_path / "raw").exists()  # before any work
+    run = SM.fit_xgboost(sdf, "y", sp, params={"eta": 0.5, "max_depth": 6}, num_rounds=40, early_stopping=None,
+                         live=False)
+    valid = run.history[(run.history.split == "valid") & (run.history.name == "loss")].value.to_numpy()
+    assert run.best_epoch == int(np.argmin(valid)) < 39 and run.best == pytest.approx(valid.min())
+    assert run.extra["best_iteration"] == 39  # the model predicts with every round

@@ -31,8 +31,8 @@ from .splits import check_splits
 # %% auto #0
 __all__ = ['TRUSTED_TYPES', 'MISSING', 'BOOSTING_LIBRARIES', 'fit_xgboost', 'fit_lightgbm', 'fit_catboost', 'BOOSTING_FITS',
            'split_columns', 'frame_xy', 'infinite_message', 'require_target_values', 'check_boosting_inputs',
-           'numeric_as_float', 'categories_as_text', 'as_is_preprocessor', 'BoostingLibrary', 'BoostedModel',
-           'XGBoostLibrary', 'LightGBMLibrary', 'CatBoostLibrary', 'booster_library']
+           'numeric_as_float', 'categories_as_text', 'as_is_preprocessor', 'best_round', 'BoostingLibrary',
+           'BoostedModel', 'XGBoostLibrary', 'LightGBMLibrary', 'CatBoostLibrary', 'booster_library']
 
 # %% ../nbs/10a_gbdt.ipynb #6b8ed4f5
 def split_columns(splits,  # a `Splits`
@@ -153,7 +153,7 @@ def as_is_preprocessor(numeric: list,  # columns passed on as floats
                                                            ("timedelta", durations)) if cols]
     return ColumnTransformer(parts, verbose_feature_names_out=False)
 
-def _best_round(history) -> Optional[int]:
+def best_round(history) -> Optional[int]:
     "The round (0-based) of the lowest finite valid loss, as `EarlyStopping` follows it; None before any."
     best_of = EarlyStopping()
     for epoch, value in enumerate(history.series("loss", "valid")): best_of.update(value, epoch + 1, epoch)
@@ -522,7 +522,7 @@ class LightGBMLibrary(BoostingLibrary):
             values = {"train": {}, "valid": {}}
             for r in env.evaluation_result_list: values[r[0]][r[1]] = r[2]
             if recorder.log(env.iteration, values["train"], values["valid"]):  # a callback asked to stop
-                best = _best_round(recorder.history)
+                best = best_round(recorder.history)
                 raise lgb.callback.EarlyStopException(env.iteration if best is None else best,
                                                       env.evaluation_result_list)
         record.order = 10  # before early stopping, which may end training in the same round
@@ -696,7 +696,7 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
         kept = best  # the last round the model predicts with: early stopping's best, else the last round
         # run.best is the best valid loss the history holds, as fit's (the model holds every round without early
         # stopping, as fit's without restore_best: extra["best_iteration"] says which); no model: its history's best
-        if best is None or not early_stopping: best = _best_round(recorder.history)
+        if best is None or not early_stopping: best = best_round(recorder.history)
         found = boosting_findings(recorder.history, recorder.state.findings, stopped, early_stopping, more is not None)
         findings = found + [f for f in more or () if f.kind not in {g.kind for g in found}] + folder.findings
         run = Run(records=recorder.history, config=config, stopped=stopped, findings=findings, model=model,

@@ -14,7 +14,7 @@ from .checkpoint import Checkpointer
 from .core import TrainConfig, announce, environment
 from .data import DROPPED_ROLES, FramePrep, class_order, make_preprocessor
 from .diagnostics import diagnose
-from .gbdt import BoostedModel, XGBoostLibrary, infinite_message
+from .gbdt import BoostedModel, XGBoostLibrary, best_round, infinite_message
 from .recorder import RoundRecorder
 from .metrics import classification_metrics, regression_metrics
 from .events import session_observers
@@ -97,6 +97,11 @@ def _estimator(task: str, params: dict, names: list, num_workers: int, num_round
     if task == "regression": return SparkXGBRegressor(objective=objective, **kwargs)
     return SparkXGBClassifier(**kwargs)
 
+_RAW_MARGINS = ("params['objective'] 'binary:logitraw' is not supported on Spark: xgboost.spark reports its logloss "
+                "and error on the raw margins as if they were probabilities (the recorded curve, and early stopping "
+                "on it, would be wrong); use objective 'binary:logistic' (the same log loss; its model predicts "
+                "probabilities)")
+
 def fit_xgboost(sdf,  # a Spark DataFrame: feature columns and the target
                 target: str,  # name of the target column
                 splits: SparkSplits,  # `make_splits` of this table: train and valid parts
@@ -139,6 +144,9 @@ def fit_xgboost(sdf,  # a Spark DataFrame: feature columns and the target
     if num_workers is not None and (not isinstance(num_workers, int) or num_workers < 1):
         raise ValueError(f"num_workers must be a positive int, got {num_workers!r}")
     require_task(task)
+    given = params if isinstance(params, dict) else {}  # (a function as eval_metric, raw margins: refused here)
+    raw = given.get("objective") == "binary:logitraw"
+    if said := XGBoostLibrary().refused_params(given) or (_RAW_MARGINS if raw else None): raise ValueError(said)
     exclude = [c for c in (splits.params.get("groups"), splits.params.get("time")) if c and c != target]
     columns = [c for c in sdf.columns if c != target and c not in exclude]
     # ±inf refused before any work, as the pandas path does (the preprocessing would fail late, naming no column)
@@ -178,17 +186,20 @@ def fit_xgboost(sdf,  # a Spark DataFrame: feature columns and the target
     rounds = len(next(iter(valid_log.values())))
     for r in range(rounds):
         recorder.log(r, {k: v[r] for k, v in train_log.items()}, {k: v[r] for k, v in valid_log.items()})
-    best = int(booster.attr("best_iteration")) if booster.attr("best_iteration") else rounds - 1
-    boosted = BoostedModel(booster, prep, best, "xgboost")
+    kept = int(booster.attr("best_iteration")) if booster.attr("best_iteration") else rounds - 1
+    boosted = BoostedModel(booster, prep, kept, "xgboost")  # the rounds it predicts with
     findings = diagnose(recorder.history) + folder.findings
     if run_dir is not None: boosted.save(run_dir)
     valid_loss = recorder.history.series("loss", "valid")
+    # run.best: the lowest valid loss (early stopping's round; without it, as the pandas path, the history's best)
+    best = kept if early_stopping else best_round(recorder.history)
+    best = kept if best is None else best
     run = Run(records=recorder.history, config=config,
               stopped="early_stopping" if early_stopping and rounds < num_rounds else "completed",
               findings=findings, model=boosted, run_dir=run_dir, environment=environment(), step=rounds,
               epoch=rounds - 1, best=float(valid_loss.iloc[best]) if len(valid_loss) > best else None,
               best_epoch=best, kind="xgboost",
-              extra={"params": p, "best_iteration": best, "best_step": best + 1, "seconds": seconds,
+              extra={"params": p, "best_iteration": kept, "best_step": best + 1, "seconds": seconds,
                      "task": task, "classes": classes, "engine": "spark", "num_workers": workers,
                      "prep_sample_rows": sampled, "split_fingerprint": splits.fingerprint, "settings": settings})
     remember_run(run)
