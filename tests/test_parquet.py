@@ -631,3 +631,32 @@ def test_a_file_rewritten_or_deleted_mid_epoch_is_named(tmp_path):
         with pytest.raises(error, match=rf"Parquet file '.*p2\.parquet' {said}"):
             for k, _ in enumerate(dl):
                 if k == 0: change(folder / "p2.parquet")
+
+
+def test_a_decimal_column_is_one_number_not_a_category_per_amount(tmp_path):
+    """Probe 117: a decimal128 price (money; Spark writes DecimalType so) was one-hot encoded by prep='auto', a
+    category per distinct amount, and refused as 'not numeric' by prep=None."""
+    import decimal, warnings
+    rng, n = np.random.default_rng(0), 40
+    amounts = [decimal.Decimal(f"{v:.2f}") for v in rng.normal(size=n) * 100]
+    price = pa.array(amounts[:-1] + [None], pa.decimal128(10, 2))  # one missing: prep='auto' imputes it
+    pq.write_table(pa.table({"x": rng.normal(size=n), "price": price, "y": np.arange(n) % 2}), tmp_path / "a.parquet")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # 10 digits: float64 holds them, nothing to say
+        auto = ParquetLoader(tmp_path, "y", columns=["x", "price"], prep="auto", shuffle_buffer=0, batch_size=n)
+    assert auto.prep.n_features == 2  # x and price: two numbers
+    xb, _ = next(iter(auto))
+    assert xb.shape == (n, 2)
+    p = np.array([float(v) for v in amounts[:-1]])
+    p = np.append(p, np.median(p))  # the missing one imputed by the median, then all scaled
+    assert np.allclose(xb[:, 1].numpy(), (p - p.mean()) / p.std(), atol=1e-5)
+    # prep=None: a decimal is a number; its amounts reach the batches as they are
+    pq.write_table(pa.table({"price": pa.array(amounts, pa.decimal128(10, 2)), "y": np.arange(n) % 2}),
+                   tmp_path / "a.parquet")
+    xb, _ = next(iter(ParquetLoader(tmp_path, "y", shuffle_buffer=0, batch_size=n)))
+    assert torch.equal(xb[:, 0], torch.tensor([float(a) for a in amounts], dtype=torch.float32))
+    # more digits than float64 holds: said once, when the loader is made
+    wide = pa.array([decimal.Decimal("12345678901234567.89")] * n, pa.decimal128(20, 2))
+    pq.write_table(pa.table({"price": wide, "y": np.arange(n) % 2}), tmp_path / "a.parquet")
+    with pytest.warns(UserWarning, match=r"decimal column\(s\) \['price \(decimal128\(20, 2\)\)'\] .*rounded"):
+        ParquetLoader(tmp_path, "y", shuffle_buffer=0)

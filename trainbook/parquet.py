@@ -14,12 +14,12 @@ import pandas as pd
 import torch
 
 from .checks import resolve_task
-from .core import did_you_mean
+from .core import did_you_mean, warn
 from .data import FramePrep, ShardedBatches, class_order, make_preprocessor
 
 # %% auto #0
-__all__ = ['as_dataset', 'dataset_root', 'partition_keys', 'parquet_files', 'check_same_columns', 'read_rows', 'row_groups',
-           'require_features', 'fit_prep', 'ParquetLoader', 'split_files', 'write_split_column']
+__all__ = ['FLOAT64_DIGITS', 'as_dataset', 'dataset_root', 'partition_keys', 'parquet_files', 'check_same_columns', 'read_rows',
+           'row_groups', 'require_features', 'fit_prep', 'ParquetLoader', 'split_files', 'write_split_column']
 
 # %% ../nbs/18_parquet.ipynb #0cb11b4a
 def as_dataset(source,  # a Parquet file or folder (its *.parquet files), a list of files, or a Dataset
@@ -116,7 +116,9 @@ def _file_schema(path: Path):
 def _type_kind(dtype) -> str:
     "A column type's kind: types of one kind read as the same tensors (int32 and int64, float and double)."
     import pyarrow.types as pt
-    kinds = (("integer", pt.is_integer), ("floating", pt.is_floating), ("boolean", pt.is_boolean),
+    # a decimal (Parquet's exact numbers: money, Spark's DecimalType) is read as float64, as a double is
+    floating = lambda t: pt.is_floating(t) or pt.is_decimal(t)
+    kinds = (("integer", pt.is_integer), ("floating", floating), ("boolean", pt.is_boolean),
              ("text", lambda t: pt.is_string(t) or pt.is_large_string(t)),
              ("bytes", lambda t: pt.is_binary(t) or pt.is_large_binary(t)))
     if pt.is_dictionary(dtype): return _type_kind(dtype.value_type)  # pandas' category: its values' kind
@@ -134,16 +136,47 @@ def _column_types(dataset) -> dict:
             if field.name not in types or pt.is_null(types[field.name]): types[field.name] = field.type
     return {name: types.get(name, dataset.schema.field(name).type) for name in dataset.schema.names}
 
-def _footer_nulls(frag, i: int, rows: int, column: str) -> Optional[int]:
-    "Missing values of `column` in row group `i` of a file, from its footer; None when it does not say."
+FLOAT64_DIGITS = 15  # significant decimal digits float64 holds exactly
+
+def _decimals_as_floats(table,  # a table read from the files
+                       ):
+    "`table` with its decimal columns as float64: the numbers a model takes (not categories, one per amount)."
+    import pyarrow as pa
+    import pyarrow.types as pt
+    for j, field in enumerate(table.schema):
+        if pt.is_decimal(field.type): table = table.set_column(j, field.name, table.column(j).cast(pa.float64()))
+    return table
+
+def _tell_decimals(types: dict,  # column -> its type (`_column_types`)
+                   used: list,  # the columns the loader reads
+                  ):
+    "Say once that decimal columns with more digits than float64 holds are rounded when read as numbers."
+    import pyarrow.types as pt
+    wide = [f"{c} ({types[c]})" for c in used if pt.is_decimal(types[c]) and types[c].precision > FLOAT64_DIGITS]
+    if wide:
+        warn(f"decimal column(s) {wide} are read as float64 numbers, which hold {FLOAT64_DIGITS}-16 significant "
+             "digits: values with more are rounded (cents of amounts above 10^13, say); scale or split them in the "
+             "files if those digits matter")
+
+def _footer_nulls(frag,  # a fragment (a file) of a `pyarrow.dataset.Dataset`
+                  i: int,  # one of its row groups
+                  rows: int,  # the row group's rows (from the footer)
+                  columns: list,  # the columns to count in
+                 ) -> dict:
+    """Missing values of each column in row group `i` of a file, from its footer (column -> count, None where it
+    does not say); the footer's columns looked up by name once (one by one: columns² a row group, a wide table)."""
     import pyarrow.types as pt
     meta = frag.metadata
-    if column not in meta.schema.names: return None
-    stats = meta.row_group(i).column(meta.schema.names.index(column)).statistics
-    if stats is not None and stats.has_null_count: return stats.null_count
-    field = frag.physical_schema.field(column) if column in frag.physical_schema.names else None
-    if field is not None and pt.is_null(field.type): return rows  # all missing: written without statistics
-    return None
+    group = meta.row_group(i)
+    at = {name: k for k, name in enumerate(meta.schema.names)}
+    physical = frag.physical_schema
+    empty = {f.name for f in physical if pt.is_null(f.type)}  # all missing: written without statistics
+    counts = {}
+    for c in columns:
+        stats = group.column(at[c]).statistics if c in at else None
+        if stats is not None and stats.has_null_count: counts[c] = stats.null_count
+        else: counts[c] = rows if c in empty else None
+    return counts
 
 def _same_kind(a, b) -> bool:
     "Whether two files' types of a column read alike: one kind, or one of them all missing (null)."
@@ -155,10 +188,12 @@ def check_same_columns(files: list,  # Parquet file paths, the first one the ref
     """Every file is a readable Parquet file with the first file's columns, each of the same kind of type;
     the first that is not: a ValueError naming the file (and the column)."""
     first = _file_schema(Path(files[0]))
+    known = set(first.names)  # sets: `schema.names` makes a new list at each call (a wide table: columns²)
     for path in files[1:]:
         schema = _file_schema(Path(path))
-        lacks = [c for c in first.names if c not in schema.names]
-        adds = [c for c in schema.names if c not in first.names]
+        names = set(schema.names)
+        lacks = [c for c in first.names if c not in names]
+        adds = [c for c in schema.names if c not in known]
         if lacks or adds:  # the same columns in another order are fine: read by name
             what = "; ".join(([f"lacks column(s) {lacks}"] if lacks else [])
                              + ([f"adds column(s) {adds}"] if adds else []))
@@ -244,8 +279,9 @@ def require_features(names: list,  # the dataset's column names
                          f"columns are: {shown}")
     if features is None: features = [c for c in names if c != target]
     features = [features] if isinstance(features, str) else list(features)
+    known = set(names)
     for c in features:
-        if c not in names:
+        if c not in known:
             raise ValueError(f"{arg}: no column {c!r} in the dataset{did_you_mean(c, names)}; "
                              f"columns are: {shown}")
     if target in features:  # the label as an input: a perfect score that means nothing
@@ -283,7 +319,9 @@ def fit_prep(source,  # a Parquet file or folder, a list of files, or a `pyarrow
         rows += table.num_rows
         if rows >= sample_rows: break
     # files of one kind of type but other widths (int32, int64): the wider
-    sample = pa.concat_tables(tables, promote_options="permissive").select(columns + [target]).to_pandas()
+    sample = pa.concat_tables(tables, promote_options="permissive").select(columns + [target])
+    _tell_decimals(_column_types(dataset), columns + [target])
+    sample = _decimals_as_floats(sample).to_pandas()
     if sample.empty: raise ValueError(f"no rows to fit the preprocessing on (where={where!r})")
     if len(sample) > sample_rows: sample = sample.sample(sample_rows, random_state=seed).sort_index()
     nulls = int(sample[target].isna().sum())
@@ -384,7 +422,7 @@ class ParquetLoader(ShardedBatches):
         if self.where is not None: return  # the footers count every row, the loader only some: see _labels
         nulls, first = 0, None
         for frag, i, rows in self.groups:
-            found = _footer_nulls(frag, i, rows, self.target)
+            found = _footer_nulls(frag, i, rows, [self.target])[self.target]
             if not found: continue  # none, or the footer does not say: `_labels` checks the rows read
             nulls += found
             first = first or Path(frag.path).name
@@ -429,11 +467,12 @@ class ParquetLoader(ShardedBatches):
             raise ValueError(f"column(s) {empty} are missing in every row of every file and prep=None: "
                              "leave them out (columns=[...]), or pass prep='auto' (make_preprocessor fitted "
                              "on a sample)")
-        numeric = lambda t: pt.is_integer(t) or pt.is_floating(t) or pt.is_boolean(t)
+        numeric = lambda t: pt.is_integer(t) or pt.is_floating(t) or pt.is_boolean(t) or pt.is_decimal(t)
         bad = [f"{c} ({types[c]})" for c in used if not numeric(types[c])]
         if bad:
             raise ValueError(f"column(s) {bad} are not numeric and prep=None: pass prep='auto' "
                              "(make_preprocessor fitted on a sample) or a FramePrep")
+        _tell_decimals(types, used)
 
     def _check_feature_nulls(self):
         """prep=None: refuse feature columns with missing values (they would reach the batches as NaN),
@@ -442,7 +481,7 @@ class ParquetLoader(ShardedBatches):
         import pyarrow.compute as pc
         counts, first = {}, {}
         for frag, i, rows in self.groups:
-            found = {c: _footer_nulls(frag, i, rows, c) for c in self.columns}
+            found = _footer_nulls(frag, i, rows, self.columns)
             found = {c: k for c, k in found.items() if k}  # none, or the footer does not say (`_tensors`)
             if found and self.where is not None:  # the footers count every row, the loader keeps some
                 names = list(dict.fromkeys(list(found) + [self.where[0]]))
@@ -524,6 +563,7 @@ class ParquetLoader(ShardedBatches):
                  origin: str = "the table",  # where they come from, for the messages
                 ) -> tuple:
         "A table's rows as (features float32, target) tensors."
+        table = _decimals_as_floats(table)
         if self.prep is not None:
             frame = table.select(self.columns + [self.target]).to_pandas()
             return self.prep.transform(frame[self.columns]).float(), self._labels(frame[self.target], origin)
