@@ -214,6 +214,41 @@ def test_a_dead_worker_is_named_by_its_rank():
     assert raised.startswith("rank 1 failed (then rank(s) 0 failed too):\nTraceback\nKeyError")
 
 
+def killed():
+    import torch.distributed as dist
+    if dist.get_rank() == 1: os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(60)  # rank 0 holds its CPU until the run is stopped
+
+
+def test_a_killed_worker_on_the_users_ray_is_named_and_its_run_leaves_nothing_held(local_ray):
+    """Probe 117: a SIGKILLed worker made Ray Train's controller fail before it removed the placement group, so the
+    user's 2 CPUs stayed held (rank 0 alive in it) after the LaunchError, which named no rank (Ray's actor id only)."""
+    from ray.util import placement_group_table
+    with warnings.catch_warnings(record=True) as told:
+        warnings.simplefilter("always")
+        with pytest.raises(LaunchError, match="rank 1 died") as e:
+            ray_engine.launch(killed, num_workers=2, live=False, timeout=300)
+    assert not [w for w in told if str(w.message).startswith("launch")]  # the CPUs came back within the bound
+    assert "actor died" in str(e.value)  # what Ray said about it
+    # launch raised once the run's placement group was gone (its CPUs free again)
+    assert [g["state"] for g in placement_group_table().values() if g["state"] != "REMOVED"] == []
+    deadline = time.monotonic() + 10  # launch waited for the placement group: only Ray's resource view may lag
+    while local_ray.available_resources().get("CPU", 0) < 2 and time.monotonic() < deadline: time.sleep(0.1)
+    assert local_ray.available_resources().get("CPU", 0) == 2  # both free: the next launch can run
+
+
+def test_a_dead_worker_named_only_by_its_actor_is_named_by_its_rank():
+    "Ray Train's controller error names the dead actor (its id): the rank the worker registered under it."
+    class ActorDiedError(Exception): actor_id = "ab12"
+
+    class ControllerError(Exception):  # the shape of ray.train.ControllerError
+        controller_failure = ActorDiedError("The actor died unexpectedly before finishing this task")
+    message = str(ray_engine._failure(ControllerError("failed"), {}, {"ab12": 1, "cd34": 0}))
+    assert message.startswith("rank 1 died (killed, or out of memory)") and "actor died" in message
+    unknown = str(ray_engine._failure(ControllerError("failed"), {}, {"cd34": 0}))  # died before it registered
+    assert unknown.startswith("the Ray Train run failed")
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match="num_workers must be a positive int"): ray_engine.launch(fails, num_workers=0)
     with pytest.raises(TypeError, match="resources_per_worker must be a dict"):

@@ -4,7 +4,7 @@
 
 # %% ../nbs/14a_ray.ipynb #b189a397
 from __future__ import annotations
-import gc, json, logging, math, os, shutil, signal, socket, sys, tempfile, threading, time, traceback
+import gc, json, logging, math, os, re, shutil, signal, socket, sys, tempfile, threading, time, traceback
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
@@ -115,6 +115,7 @@ class Collector:
         self.errors: dict = {}
         self.controller = None  # the Ray Train controller's actor handle, so launch can stop the run
         self.placement_group = None  # its worker group's placement group (what holds the workers' CPUs, GPUs)
+        self.workers: dict = {}  # each worker's Ray actor id -> its rank (a worker that dies is named by its actor)
 
     def put_rows(self, start: int,  # the position of the first row in rank 0's history
                  rows: list,  # (step, epoch, split, name, value) records from there on
@@ -142,6 +143,11 @@ class Collector:
                            ):
         self.placement_group = group
     def get_placement_group(self): return self.placement_group
+    def put_worker(self, rank: int,  # the worker's rank
+                   actor_id: str,  # its Ray actor's id (hex), what Ray names a dead worker by
+                  ):
+        self.workers[actor_id] = rank
+    def get_workers(self) -> dict: return dict(self.workers)
 
 # inside a Ray Train worker run by `launch`: its rank, the collector, the checkpoint Ray gave it at its start
 # (for its first fit), and the rows rank 0's earlier fits in this worker streamed (a later fit's follow them)
@@ -232,6 +238,8 @@ def train_loop(config: dict,  # what `launch` packed: the function, its argument
     rank = ray.train.get_context().get_world_rank()
     collector = config["collector"]
     _WORKER.update(rank=rank, collector=collector, checkpoint=ray.train.get_checkpoint())
+    # Ray names a worker that dies (SIGKILL, out of memory) by its actor only: the driver maps it to the rank
+    ray.get(collector.put_worker.remote(rank, ray.get_runtime_context().get_actor_id()))
     add_session_observer("ray_train", lambda context: RayReport(collector))
     # the launching notebook draws the curves: the workers' own displays write nowhere
     os.environ["TRAINBOOK_STREAM"] = os.devnull
@@ -251,9 +259,21 @@ def train_loop(config: dict,  # what `launch` packed: the function, its argument
         _WORKER.clear()
         gc.collect()  # wrappers (DDP) go before the group they belong to
 
-def _failure(err: Exception, errors: dict) -> LaunchError:
+def _dead_ranks(err: Exception,  # what trainer.fit() raised
+                workers: dict,  # each worker's Ray actor id -> its rank (`Collector.get_workers`)
+               ) -> dict:
+    """The ranks of the workers Ray says died (rank -> Ray's words), from an error that names the dead actor
+    only (Ray Train's controller fails with 'The actor died unexpectedly', giving its actor id and pid)."""
+    inner = getattr(err, "controller_failure", None)
+    ids = [getattr(inner, "actor_id", None)] + re.findall(r"actor_id: ([0-9a-f]+)", str(err))
+    return {workers[a]: str(inner if inner is not None else err) for a in ids if a in workers}
+
+def _failure(err: Exception,  # what trainer.fit() raised
+             errors: dict,  # rank -> the traceback that rank sent (`Collector.get_errors`)
+             workers: Optional[dict] = None,  # Ray actor id -> rank (`Collector.get_workers`)
+            ) -> LaunchError:
     "A LaunchError naming the failed rank, with its traceback (or what Ray said about a worker that died)."
-    failures = getattr(err, "worker_failures", None) or {}
+    failures = getattr(err, "worker_failures", None) or _dead_ranks(err, workers or {})
     ranks = list(errors) + [r for r in sorted(failures) if r not in errors]  # tracebacks first to last
     if not ranks: return LaunchError(f"the Ray Train run failed: {err}")
     # a rank that died (no traceback of ours) is the cause: its peers failed because they lost it; else the first
@@ -301,10 +321,19 @@ def _stop_run(collector, done: threading.Event, wait: float = 60) -> str:
     ray.kill(controller, no_restart=True)  # in case it did not
     done.wait(left())  # trainer.fit() returns once its controller is gone
     # abort removes the placement group; a controller killed before it did leaves it holding the CPUs
-    if not _release(ray.get(collector.get_placement_group.remote()), deadline):
-        return (f"its workers' CPUs and GPUs are still held after {wait:g} s (its placement group was not "
-                "removed): ray.shutdown() frees them")
-    return "it was stopped" if done.is_set() else "it was asked to stop"
+    return _free(collector, wait, deadline) or ("it was stopped" if done.is_set() else "it was asked to stop")
+
+def _free(collector,  # the run's Collector (it holds the placement group's handle)
+          wait: float = 60,  # seconds to wait for the placement group to go
+          deadline: Optional[float] = None,  # a `time.monotonic()` to wait until instead (from a `wait` begun)
+         ) -> Optional[str]:
+    """After a run on the user's Ray: remove its placement group if Ray has not (the workers still in it go with
+    it) and wait for that, at most `wait` seconds; None, or what is still held."""
+    import ray
+    deadline = time.monotonic() + wait if deadline is None else deadline
+    if _release(ray.get(collector.get_placement_group.remote()), deadline): return None
+    return (f"its workers' CPUs and GPUs are still held after {wait:g} s (its placement group was not removed): "
+            "ray.shutdown() frees them")
 
 def _release(group, deadline: float) -> bool:
     "Remove placement group `group` if Ray has not, and wait until it is gone (by `deadline`); whether it is."
@@ -419,7 +448,14 @@ def launch(fn: Callable,  # what each worker runs (it calls tb.fit); a function 
                 raise TimeoutError(f"launch: the Ray run did not finish within timeout={timeout}s; {stopped}")
         _receive(collector, got, history)
         if curves is not None: curves.update(state, force=True)
-        if "error" in outcome: raise _failure(outcome["error"], ray.get(collector.get_errors.remote()))
+        if "error" in outcome:
+            failure = _failure(outcome["error"], ray.get(collector.get_errors.remote()),
+                               ray.get(collector.get_workers.remote()))
+            # on your Ray, the error comes once the run's CPUs and GPUs are free: a worker that died can leave its
+            # controller failing before it removed the placement group (the other workers holding theirs)
+            held = None if started else _free(collector)
+            if held is not None: warn(f"launch: the run failed, and {held}")
+            raise failure
         data, notes = ray.get(collector.get_result.remote())
         for note in notes: warn(f"launch: {note}")
         return cloudpickle.loads(data) if data is not None else None
