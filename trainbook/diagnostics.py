@@ -288,6 +288,35 @@ def _round_off(c: dict, epoch_loss: np.ndarray) -> float:
     _, _, loss = series_of(c, "train", "loss")
     return _EPS32 * untrained_loss(c, loss if len(loss) else epoch_loss)
 
+_LEVEL_T = 3.0  # a later level above the calm one before the best by this many of the two levels' errors
+
+def _level_shift(v: np.ndarray,  # the valid loss, one value per evaluation
+                 smooth: np.ndarray,  # `smooth_evaluations(v)`
+                 best: int,  # the index of the best evaluation
+                ) -> Optional[dict]:
+    """The valid loss's level after the best against its calm level before it, each the mean of its own
+    evaluations with their own standard error (spread / √count): the later level all those after the best; the
+    earlier from where the smoothed curve last came down nearer its bottom than the later level (the fall left
+    out) up to the best, not the best itself (the lowest, picked). Welch's t of the step up; None under 3 a side."""
+    later = v[best + 1:]
+    if len(later) < 3: return None
+    up, floor = float(np.mean(later)), float(smooth.min())
+    above = np.flatnonzero(smooth[:best] > floor + (up - floor) / 2)
+    start = int(above[-1]) + 1 if len(above) else 0
+    before = v[start:best]
+    if len(before) < 3: return None
+    down = float(np.mean(before))
+    se = math.hypot(float(np.std(before, ddof=1)) / math.sqrt(len(before)),
+                    float(np.std(later, ddof=1)) / math.sqrt(len(later)))
+    return {"before_level": down, "later_level": up, "level_from": start, "level_count": len(before),
+            "level_se": se, "level_t": (up - down) / max(se, 1e-12 * max(abs(down), 1e-300))}
+
+def _epoch_levels(levels: dict,  # `_level_shift`'s reading
+                  ve: np.ndarray,  # the evaluations' epochs
+                 ) -> dict:
+    "`_level_shift`'s reading for a finding's data: the calm stretch's first evaluation as its epoch."
+    return {**levels, "level_from": int(ve[levels["level_from"]])}
+
 def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     "overfitting: the valid loss rose above its best, by far more than its standard error, and stayed up."
     _, ve, v = series_of(c, "valid", "loss")
@@ -338,7 +367,15 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
     trend_z = slope * math.sqrt(float(sxx)) / noise if noise > 0 else 0.0
     trend = (trend_z > th.overfit_trend and rise > th.overfit_se * noise
              and rise > th.overfit_rise * abs(level))
-    if not climbing or not ((rise > need and evidence) or trend): return []
+    # or a level shift: the evaluations after the best sit above the calm stretch before it by `_LEVEL_T` of the
+    # two levels' own errors (one-sided, ~0.3%), and by `overfit_rise` of it, the later third's median too: a noisy
+    # plateau that stepped up (memorising label noise) has no steady climb, and its wide wiggle hides the rise
+    levels = _level_shift(v, smooth, best)
+    stepped = False
+    if levels is not None:
+        step = min(levels["later_level"], float(tail_level)) - levels["before_level"]
+        stepped = levels["level_t"] > _LEVEL_T and step > th.overfit_rise * abs(levels["before_level"])
+    if not (climbing and ((rise > need and evidence) or trend)) and not stepped: return []
     t_at_best = t[te <= ve[best]]
     if len(t_at_best) and t[-1] >= t_at_best[-1]: return []  # train is not falling: not overfitting
     # where it turned: the evaluation after the low of a fitted curve (`turning_point`); those whose fitted
@@ -355,6 +392,11 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
                      "scatter as independent draws of their standard error")
     if last > first:
         notes.append(f"the loss is flat within noise over epochs {int(ve[first])}-{int(ve[last])}")
+    if stepped:
+        notes.append(f"the {after} evaluations after the best average {levels['later_level']:.4g}, "
+                     f"{levels['level_t']:.1f} standard errors of the two levels above the "
+                     f"{levels['level_count']} before it from epoch {int(ve[levels['level_from']])} "
+                     f"({levels['before_level']:.4g}): a step up")
     shift = _never_beat_prior(c, v, se)
     within = 0 < rise <= noise  # a small valid set's: a rise on these rows (the trend's), an info
     # the train loss the message pairs with the named best epoch: that epoch's (or the last before it)
@@ -380,7 +422,8 @@ def _overfitting(c: dict, th: Thresholds) -> list[Finding]:
                           "level_noise": level_noise, "train_from": t_from, "train_from_epoch": e_from,
                           "threshold": need,
                           "slope": slope, "slope_se": slope_se, "slope_t": slope_t, "trend_z": trend_z,
-                          "never_beat_prior": bool(shift), **how})]
+                          "never_beat_prior": bool(shift), "level_shift": stepped,
+                          **(_epoch_levels(levels, ve) if levels else {}), **how})]
 
 # %% ../nbs/09_diagnostics.ipynb #112f01e9
 def _gradients(c: dict, th: Thresholds) -> list[Finding]:
