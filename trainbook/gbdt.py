@@ -153,7 +153,8 @@ def as_is_preprocessor(numeric: list,  # columns passed on as floats
                                                            ("timedelta", durations)) if cols]
     return ColumnTransformer(parts, verbose_feature_names_out=False)
 
-def best_round(history) -> Optional[int]:
+def best_round(history,  # a boosting run's `History` (its 'valid' 'loss' per round)
+              ) -> Optional[int]:
     "The round (0-based) of the lowest finite valid loss, as `EarlyStopping` follows it; None before any."
     best_of = EarlyStopping()
     for epoch, value in enumerate(history.series("loss", "valid")): best_of.update(value, epoch + 1, epoch)
