@@ -136,7 +136,8 @@ def test_stratified_and_time_splits(spark):
     span = parts.groupby("__part")["t"].agg(["min", "max", "size"])
     assert span.loc["train", "max"] + 25 < span.loc["valid", "min"]
     assert span.loc["valid", "max"] + 25 < span.loc["test", "min"]
-    assert span.loc["test", "size"] == 100 and span.loc["valid", "size"] == 200
+    # as the pandas split counts: test 10% of the rows, valid 0.2/0.9 of the 875 before test's gap
+    assert span.loc["test", "size"] == 100 and span.loc["valid", "size"] == 194
     assert parts["__part"].isna().sum() == 50  # the two gaps
     assert not [f for f in timed.findings if f.kind == "time_leak"]
 
@@ -298,6 +299,26 @@ def test_a_time_split_on_tied_times_leaves_gap_rows_before_valid_and_test(spark)
             between = int(((m.t > t[a].max()) & (m.t < t[b].min())).sum())
             assert between >= gap and m.t[m.__part.isna() & m.t.between(t[a].max(), t[b].min())].size == between
         assert not [f for f in sp.findings if f.kind == "time_leak"]
+
+
+def test_a_time_split_puts_tied_times_on_the_side_the_pandas_split_does(spark):
+    """Probe 117: 10 days x 100 rows, test_size=0.15: pandas gave 700/200/100 (the cut's day stays before it),
+    Spark 600/200/200 (with gap=50: 500/200/100 against 400/200/200). Now the same rows in each part."""
+    rng = np.random.default_rng(0)
+    days = pd.DataFrame({"t": np.repeat(pd.date_range("2024-01-01", periods=10, freq="D").values, 100),
+                         "x": rng.normal(size=1000), "y": rng.integers(0, 2, 1000)})
+    ticks = pd.DataFrame({"t": rng.integers(0, 50, 400), "x": rng.normal(size=400), "y": rng.integers(0, 2, 400)})
+    cases = [(days, 0.15, 0), (days, 0.15, 50), (days, 0.0, 0), (days, 0.0, 50), (ticks, 0.2, 0), (ticks, 0.2, 10)]
+    for df, test_size, gap in cases:
+        df = df.assign(row=np.arange(len(df)))
+        kw = dict(strategy="time", time="t", valid_size=0.25, test_size=test_size, gap=gap)
+        sp = tb.make_splits(spark.createDataFrame(df), "y", **kw)
+        pp = tb.make_splits(df, "y", **kw)
+        marked = sp.assign(spark.createDataFrame(df)).select("row", "__part").toPandas().set_index("row")["__part"]
+        for name in ("train", "valid", "test"):
+            rows = sorted(marked.index[marked == name])
+            assert rows == sorted(df.row.to_numpy()[getattr(pp, name)]), (test_size, gap, name)
+        assert sp.sizes == {k: len(getattr(pp, k)) for k in ("train", "valid", "test") if len(getattr(pp, k))}
 
 
 def test_the_same_rows_under_another_group_id_are_copies_in_the_spark_audit(spark):

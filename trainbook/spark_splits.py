@@ -265,21 +265,46 @@ def _class_findings(counts: dict, names: list, target: str) -> list[Finding]:
 # %% ../nbs/19b_spark_splits.ipynb #7edfc8c7
 def _time_cuts(sdf, time: str, n: int, valid_size: float, test_size: float, gap: int,
                exact_limit: int) -> list:
-    """(train end, valid start, valid end, test start) on the time column: rows below, rows at or above. Valid
-    and test start at the times of their ranks; each gap ends where the next part starts and takes at least
-    `gap` rows, back to the first row of the time it begins in (as the pandas split leaves it out)."""
+    """(train end, valid start, valid end, test start) on the time column: rows below, rows at or above. The
+    pandas split's rule (`splits._holdout`): test takes `test_size` of the rows, then valid takes
+    `valid_size / (1 - test_size)` of the rows before test's gap; each starts after the time of the row before
+    its cut, every row of that time staying on the earlier side; each gap ends where the next part starts and
+    takes at least `gap` rows, back to the first row of the time it begins in."""
     from pyspark.sql import functions as F
-    n_test = max(1, int(round(test_size * n))) if test_size else 0
-    n_valid = max(1, int(round(valid_size * n)))
-    test_at = n - n_test
-    valid_at = test_at - (gap if n_test else 0) - n_valid
-    if valid_at - gap < 1: raise ValueError(f"the time split leaves no training rows: {n} rows, gap={gap}")
-    probs = [min(1.0, (k + 0.5) / n) for k in (valid_at, test_at)]  # the value at each rank (0-based)
     values = sdf.select(time_value(F, time, sdf).alias("__t"))
-    valid_start, test_start = values.approxQuantile("__t", probs, 0.0 if n <= exact_limit else 1e-4)
-    if not n_test: test_start = float("inf")
-    valid_end = _gap_start(values, test_start, gap) if n_test else test_start
+    error = 0.0 if n <= exact_limit else 1e-4  # exact ranks up to exact_limit rows
+    test_start = valid_end = float("inf")
+    rest = n  # the rows valid and train are cut from: all, or those before test's gap
+    if test_size:
+        cut = n - max(1, int(round(test_size * n)))
+        test_start = _held_start(values, cut, n, float("inf"), error, time, f"test_size={test_size}")
+        valid_end = _gap_start(values, test_start, gap)
+        rest = values.where(F.col("__t") < valid_end).count()
+    cut = rest - max(1, int(round(valid_size / (1 - test_size) * rest)))
+    if cut - gap < 1: raise ValueError(f"the time split leaves no training rows: {n} rows, gap={gap}")
+    valid_start = _held_start(values, cut, n, valid_end, error, time, f"valid_size={valid_size}")
     return [_gap_start(values, valid_start, gap), valid_start, valid_end, test_start]
+
+def _held_start(values,  # the time column as `__t`
+                cut: int,  # the first held row's rank (0-based, in time order) before ties are settled
+                n: int,  # the rows of `values`
+                below: float,  # the rows split are those before this time
+                error: float,  # approxQuantile's relative error
+                time: str,  # the time column's name, for the message
+                arg: str,  # the size that asked for the held part, for the message
+               ) -> float:
+    """Where a held part starts, as `splits._after_ties` places it: at the first time after the row before
+    `cut` (that time stays on the earlier side); the last time below `below` when there is none after it."""
+    from pyspark.sql import functions as F
+    t = F.col("__t")
+    before = values.approxQuantile("__t", [min(1.0, (cut - 0.5) / n)], error)[0]  # the value at rank cut - 1
+    start = values.where((t > before) & (t < below)).agg(F.min(t)).first()[0]
+    if start is not None: return start
+    if values.where(t < before).limit(1).count() == 0:  # the last time's rows would take every row
+        raise ValueError(f"time column {time!r} holds a single time in the rows that {arg} splits: rows of "
+                         f"equal time stay on one side, so that part would be empty; give the rows more than one "
+                         f"time (a finer time column), or leave time= out (a split that ignores time order)")
+    return before
 
 def _gap_start(values, cut: float, gap: int) -> float:
     """The time a gap of `gap` rows before `cut` starts at: the `gap`-th latest time below `cut` (its rows all in
