@@ -180,3 +180,22 @@ def test_dates_and_ordered_categories_are_times_and_a_refusal_gives_its_true_rea
     # Spark's schema check says the same of a boolean column (its fix is for text: not given for flags)
     f = tb.checks.time_as_text_finding("t", "boolean", "sdf = sdf.withColumn('t', F.to_timestamp(F.col('t')))")
     assert "two values" in f.message and "sort as text" not in f.message and "to_timestamp" not in f.advice
+
+
+@pytest.mark.parametrize("name, start", [("day", 0), ("year", 1600), ("step", 0)])
+def test_the_time_column_is_never_a_row_id(name, start):
+    """Probe 119, finding 1: an integer time column (01a_leaks' own `day = np.arange(600)`, a year, a step) was
+    taken for a row id and left out, so a time split warned that every valid row copied a train row (none
+    does). The split's time column is its order: it stays a feature; a true copy (same time too) is still found."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({name: start + np.arange(600), "dow": np.arange(600) % 7,
+                       "promo": rng.integers(0, 2, 600), "y": np.cumsum(rng.normal(size=600))})
+    assert not df.drop(columns="y").duplicated().any()
+    sp = tb.make_splits(df, "y", time=name)
+    assert "duplicate_rows" not in [f.kind for f in sp.findings]
+    parts = {"train": sp.train, "valid": sp.valid}
+    assert "duplicate_rows" not in [f.kind for f in tb.audit_parts(df, parts, "y", time=name)]
+    # a row copied whole (its time too) into another part is still a copy
+    copied = pd.concat([df, df.iloc[sp.train[:3]]], ignore_index=True)
+    found = tb.audit_parts(copied, {"train": sp.train, "valid": np.r_[sp.valid, 600:603]}, "y")
+    assert [f.data["n_rows"] for f in found if f.kind == "duplicate_rows"] == [3]

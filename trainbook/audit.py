@@ -385,8 +385,9 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
                              f"{len(df)}: make them on this df, RowHashes(df)")
         hashes = row_hashes or RowHashes(df, features)
         # a row id (every value its own: a row number, a key) makes each row unique: copies are compared
-        # without the ids, unless they are all there is to compare
-        ids = [c for c in features if c in hashes.row_ids]
+        # without the ids, unless they are all there is to compare. The time column is the split's order,
+        # never a row id, however like one it looks (a day index 0..n): it stays a feature
+        ids = [c for c in features if c in hashes.row_ids and c != time]
         if len(ids) < len(features): features = [c for c in features if c not in ids]
         else: ids = []
         ids += [groups] if groups is not None else []  # said in the message: left out
