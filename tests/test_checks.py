@@ -7,6 +7,7 @@ import pytest
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_wine
 
 import trainbook as tb
+from trainbook.columns import epoch_seconds
 
 
 @pytest.fixture(scope="module")
@@ -428,6 +429,7 @@ signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C as a terminal
 sys.meta_path.insert(0, InterruptTorch())
 import numpy as np, pandas as pd
 import trainbook as tb
+from trainbook.columns import epoch_seconds
 df = pd.DataFrame({"x": np.arange(100.0) % 7, "y": np.arange(100) % 2})
 try:
     tb.check_data(df, "y")
@@ -465,6 +467,7 @@ class TwoCtrlC:
 signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.meta_path.insert(0, TwoCtrlC())
 import trainbook as tb
+from trainbook.columns import epoch_seconds
 try:
     tb.fit
     print("not interrupted")
@@ -528,3 +531,24 @@ def test_summer_time_offsets_in_one_column_are_dates_read_in_utc():
     about = [f for f in tb.check_data(df, "y", leak_check=False).findings if f.column == "when"]
     assert [f.kind for f in about] == ["dates_as_text"] and "read in UTC" in about[0].message
     assert "format='ISO8601', utc=True" in about[0].advice
+
+
+@pytest.mark.parametrize("unit", ["date32", "date64"])
+def test_arrow_dates_are_checked_as_the_same_dates_in_numpy(unit):
+    """Probe 119, finding 2: check_data on a date column read with dtype_backend='pyarrow' (date32[day][pyarrow])
+    raised NotImplementedError 'dt.tz is not supported', with time= or without. Arrow dates are datetimes
+    (columns.as_datetimes): the report is the one the same dates as numpy datetime64 give."""
+    pa = pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(0)
+    n = 200
+    day = pd.Series(pd.date_range("2021-01-01", periods=n, freq="D"))
+    numpy_dates = pd.DataFrame({"x": rng.normal(size=n), "y": rng.normal(size=n), "day": day,
+                                "shipped": day + pd.Timedelta(days=2)})  # known after the row's time
+    arrow_dates = numpy_dates.assign(**{c: numpy_dates[c].dt.date.astype(pd.ArrowDtype(getattr(pa, unit)()))
+                                        for c in ("day", "shipped")})
+    assert epoch_seconds(arrow_dates.day).tolist() == epoch_seconds(numpy_dates.day).tolist()
+    for kw in ({}, {"time": "day"}):
+        want = tb.check_data(numpy_dates, "y", **kw).findings
+        got = tb.check_data(arrow_dates, "y", **kw).findings
+        assert [(f.kind, f.column) for f in got if f.kind != "nullable_dtype"] == [(f.kind, f.column) for f in want]
+        if kw: assert ("after_time", "shipped") in [(f.kind, f.column) for f in got]

@@ -11,8 +11,9 @@ import numpy as np
 import pandas as pd
 
 from .checks import infer_task, require_column, require_not_target
-from .columns import (
-    column_roles, dtype_family, is_nested_arrow, named_like_id, names_entity, numeric_view, require_frame)
+from trainbook.columns import (
+    as_datetimes, column_roles, dtype_family, is_nested_arrow, named_like_id, names_entity, numeric_view,
+    require_frame)
 from .core import Finding, label_key
 from .time_checks import time_order_fix, time_order_problem
 
@@ -187,10 +188,10 @@ def time_values(t: pd.Series,  # a time column (numbers, datetimes, zoned or not
                ) -> np.ndarray:
     """A time column as a numpy array that sorts and compares fast: zoned times in UTC, periods as ordinals, an
     ordered categorical as its categories' places (q1 < q2 < q3), `datetime.date` objects as datetimes."""
-    if isinstance(t.dtype, pd.DatetimeTZDtype): return t.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy()
     if isinstance(t.dtype, pd.PeriodDtype): return t.array.asi8
     if isinstance(t.dtype, pd.CategoricalDtype): return t.cat.codes.to_numpy()  # ordered: check_time_column
-    if t.dtype == object: return pd.to_datetime(t).to_numpy()  # dates: what check_time_column lets through
+    # datetimes (zoned, Arrow's), Arrow dates and date objects (what check_time_column lets through of objects)
+    if t.dtype == object or pd.api.types.is_datetime64_any_dtype(t.dtype): return as_datetimes(t).to_numpy()
     return t.to_numpy()
 
 def check_time_column(t: pd.Series,  # the time column that orders the rows

@@ -12,9 +12,9 @@ import pandas as pd
 
 # %% auto #0
 __all__ = ['ROLES', 'DATE_SHARE', 'ID_WORDS', 'ENTITY_WORDS', 'require_frame', 'is_nested_arrow', 'require_flat_columns',
-           'dtype_family', 'is_nullable', 'parse_numbers', 'epoch_seconds', 'numeric_view', 'parse_dates',
-           'unparsed_dates', 'dates_as_text', 'ValueCodes', 'named_like_id', 'names_entity', 'column_roles',
-           'feature_roles', 'roles_from_codes']
+           'dtype_family', 'is_nullable', 'parse_numbers', 'as_datetimes', 'epoch_seconds', 'numeric_view',
+           'parse_dates', 'unparsed_dates', 'dates_as_text', 'ValueCodes', 'named_like_id', 'names_entity',
+           'column_roles', 'feature_roles', 'roles_from_codes']
 
 # %% ../nbs/01c_columns.ipynb #06abe1e6
 def require_frame(df,  # what the caller got as a frame
@@ -101,10 +101,19 @@ def parse_numbers(values: pd.Series,  # text or Python objects that may be numbe
     # NaN, not missing: notna() would take every word for a number. As float64, both are NaN
     return pd.to_numeric(values, errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
 
-def epoch_seconds(s: pd.Series,  # a datetime column, naive or tz-aware
-                 ) -> np.ndarray:
-    "Seconds since 1970-01-01 UTC of a datetime column (naive or tz-aware), NaN where missing."
+def as_datetimes(s: pd.Series,  # datetimes (numpy's or Arrow's, naive or zoned), Arrow dates or `datetime.date`s
+                ) -> pd.Series:
+    """`s` as numpy-backed naive datetimes: zoned times in UTC, dates at midnight, NaT where missing. The one home
+    of 'a column as datetimes': Arrow's date32/date64 have no `.dt.tz`, and date objects no `.dt` at all."""
+    # read_parquet(dtype_backend='pyarrow') gives date32[day][pyarrow] for dates: pd.to_datetime makes them numpy's
+    if isinstance(s.dtype, pd.ArrowDtype) or s.dtype == object: s = pd.to_datetime(s)
     if s.dt.tz is not None: s = s.dt.tz_convert("UTC").dt.tz_localize(None)
+    return s
+
+def epoch_seconds(s: pd.Series,  # a datetime column: naive or tz-aware, numpy's or Arrow's, or Arrow dates
+                 ) -> np.ndarray:
+    "Seconds since 1970-01-01 UTC of a datetime column (naive or tz-aware, Arrow dates too), NaN where missing."
+    s = as_datetimes(s)
     return ((s - pd.Timestamp(0)) / pd.Timedelta(seconds=1)).to_numpy(dtype="float64", na_value=np.nan)
 
 def numeric_view(s: pd.Series,  # a column of any dtype
