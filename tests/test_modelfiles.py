@@ -8,7 +8,8 @@ from sklearn.datasets import make_classification
 
 import trainbook as tb
 from trainbook.gbdt import BoostedModel, ModelFileError
-from trainbook.modelfiles import check_catboost_file, check_lightgbm_text, check_xgboost_json, file_sha256
+from trainbook.modelfiles import (boosted_meta_sha256, check_catboost_file, check_lightgbm_text, check_xgboost_json,
+                                  file_sha256)
 
 pytest.importorskip("lightgbm")
 pytest.importorskip("catboost")
@@ -44,12 +45,15 @@ def resign(folder):
     "Record the files' current sha256 in boosted.json: only the structural checks stand between the file and the library."
     meta = json.loads((folder / "boosted.json").read_text())
     meta["sha256"] = {name: file_sha256(folder / name) for name in meta["sha256"]}
+    meta["meta_sha256"] = boosted_meta_sha256(meta)
     (folder / "boosted.json").write_text(json.dumps(meta))
 
 
 def edit_meta(folder, **changes):
+    "Change boosted.json as a forger would, its own digest made again: the checks behind that digest must hold."
     meta = json.loads((folder / "boosted.json").read_text())
     meta.update(changes)
+    meta["meta_sha256"] = boosted_meta_sha256(meta)
     (folder / "boosted.json").write_text(json.dumps(meta))
 
 
@@ -268,6 +272,65 @@ def test_a_folder_saved_before_checksums_warns_once_that_its_files_are_checked_f
     assert np.array_equal(again.predict_proba(frame.head(20)), model.predict_proba(frame.head(20)))
     shutil.copy(saved["catboost"] / "prep.skops", folder / "prep.skops")
     with pytest.raises(ModelFileError, match="prep.skops: its sha256 differs"): BoostedModel.load(folder)
+
+
+@pytest.mark.parametrize("lib", ["xgboost", "lightgbm", "catboost"])
+def test_a_changed_best_round_in_boosted_json_is_refused_by_its_own_digest(saved, frame, lib, tmp_path):
+    """Probe 119, finding 3: one bit flipped in boosted.json ('best_iteration': 14 -> 10) loaded without a word, and
+    the model predicted with four rounds fewer (probabilities moved by 0.09): the files had digests, boosted.json
+    none. Its `meta_sha256` covers the rest of its content; whitespace is no content."""
+    folder = copy(saved, lib, tmp_path)
+    path = folder / "boosted.json"
+    raw = path.read_bytes()
+    assert b'"best_iteration": 14' in raw
+    path.write_bytes(raw.replace(b'"best_iteration": 14', b'"best_iteration": 10'))  # '4' -> '0': one bit
+    with pytest.raises(ModelFileError, match=r"differs from the digest it recorded of itself") as e:
+        BoostedModel.load(folder)
+    assert e.value.path == path
+    path.write_bytes(json.dumps(json.loads(raw)).encode())  # the same content, laid out otherwise: loads
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        same = BoostedModel.load(folder)
+    assert np.array_equal(same.predict_proba(frame.head(20)), BoostedModel.load(saved[lib]).predict_proba(frame.head(20)))
+
+
+def test_no_single_bit_flip_of_boosted_json_loads_another_model(saved, frame, tmp_path):
+    "Probe 119, finding 3: every one-bit change of boosted.json is refused, or loads the very same model."
+    folder = copy(saved, "xgboost", tmp_path)
+    path = folder / "boosted.json"
+    raw = path.read_bytes()
+    want = BoostedModel.load(saved["xgboost"]).predict_proba(frame.head(50))
+    silent = []
+    for pos in range(len(raw)):
+        flipped = bytearray(raw)
+        flipped[pos] ^= 0x04
+        path.write_bytes(bytes(flipped))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                got = BoostedModel.load(folder).predict_proba(frame.head(50))
+        except (ModelFileError, FileNotFoundError):
+            continue
+        if not np.array_equal(got, want): silent.append(pos)
+    assert silent == []
+
+
+def test_a_folder_saved_before_boosted_json_digested_itself_loads_with_one_warning(saved, frame, tmp_path):
+    "Its files are checked by their digests; its own content is not: one warning says so, and how to save it again."
+    folder = copy(saved, "lightgbm", tmp_path)
+    meta = json.loads((folder / "boosted.json").read_text())
+    del meta["meta_sha256"]
+    (folder / "boosted.json").write_text(json.dumps(meta))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = BoostedModel.load(folder)
+    (said,) = [str(w.message) for w in caught]
+    assert "records no digest of its own content" in said and ".save(" in said
+    model.save(folder)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = BoostedModel.load(folder)
+    assert np.array_equal(again.predict_proba(frame.head(20)), model.predict_proba(frame.head(20)))
 
 
 XGB_KINDS = {

@@ -20,7 +20,7 @@ from .serving import training_schema, unseen_categories
 from .events import session_observers
 from .checkpoint import Checkpointer
 from .metrics import class_weights, proba_2d
-from .modelfiles import (BOOSTED_FORMAT, ModelFileError, check_catboost_file,
+from .modelfiles import (BOOSTED_FORMAT, ModelFileError, boosted_meta_sha256, check_catboost_file,
                                   check_lightgbm_text, check_xgboost_json, file_sha256, read_boosted_meta)
 from .recorder import EarlyStopping, RoundRecorder, check_live
 from .gbdt_findings import boosting_findings, check_boosting_settings, check_param_names, constant_finding
@@ -347,6 +347,7 @@ class BoostedModel:
             meta = {"format": BOOSTED_FORMAT, "library": self.library, "model_file": self.lib.model_file,
                     "best_iteration": int(self.best_iteration), "n_features": self.prep.n_features,
                     "sha256": sums}
+            meta["meta_sha256"] = boosted_meta_sha256(meta)  # boosted.json's own check: its best round
             atomic_write(temps["boosted.json"], lambda f: f.write(json.dumps(meta, indent=1).encode()))
             for name in names: temps[name].replace(folder / name)  # all written: renamed back to back
         finally:

@@ -13,7 +13,7 @@ from .core import warn
 
 # %% auto #0
 __all__ = ['MAX_LEAVES', 'BOOSTED_FORMAT', 'ModelFileError', 'file_sha256', 'check_xgboost_json', 'check_lightgbm_text',
-           'check_catboost_file', 'check_boosted_format', 'read_boosted_meta']
+           'check_catboost_file', 'boosted_meta_sha256', 'check_boosted_format', 'read_boosted_meta']
 
 # %% ../nbs/10b_modelfiles.ipynb #46be7291
 class ModelFileError(ValueError):
@@ -287,6 +287,12 @@ def _inside(folder: Path, name, key: str) -> Path:
                              "a saved model's files stay in it")
     return path
 
+def boosted_meta_sha256(meta: dict,  # boosted.json's content
+                       ) -> str:
+    "The sha256 of boosted.json's canonical content (keys sorted, no spaces), its own `meta_sha256` left out."
+    fields = {k: v for k, v in meta.items() if k != "meta_sha256"}
+    return hashlib.sha256(json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
 def check_boosted_format(path,  # the boosted.json file
                          meta: dict,  # its content
                          ):
@@ -299,9 +305,9 @@ def check_boosted_format(path,  # the boosted.json file
 def read_boosted_meta(folder: Path,  # a folder `BoostedModel.save` wrote
                       libraries,  # the library names it may name
                       ) -> dict:
-    """boosted.json, checked: the library, the model file inside the folder, the best round; each file it
-    lists against its sha256 (a changed or damaged file is a ModelFileError naming it). A folder saved before
-    the digests is read with a warning: its files can be checked for their structure only."""
+    """boosted.json, checked: its content against its own `meta_sha256`, the library, the model file inside the
+    folder, the best round; each file it lists against its sha256 (a changed or damaged file is a ModelFileError
+    naming it). A folder saved before the digests is read with one warning: what they guard is unchecked."""
     path = folder / "boosted.json"
     if not path.is_file():
         raise FileNotFoundError(f"{folder} has no boosted.json: expected a folder written by "
@@ -316,6 +322,11 @@ def read_boosted_meta(folder: Path,  # a folder `BoostedModel.save` wrote
     if missing: raise ModelFileError(path, f"no {', '.join(missing)}; {expected}")
     # another layout's fields may mean something else; none at all: a folder saved before the field
     if "format" in meta: check_boosted_format(path, meta)
+    own = meta.get("meta_sha256")  # the best round has no other check than its range
+    if own is not None and own != boosted_meta_sha256(meta):
+        raise ModelFileError(path, "its content differs from the digest it recorded of itself at saving "
+                             "(meta_sha256): the file was changed or damaged since; restore it from a copy, "
+                             "or train and save the model again")
     if meta["library"] not in libraries:
         known = ", ".join(libraries)
         raise ModelFileError(path, f"library {meta['library']!r}: expected one of {known}")
@@ -325,11 +336,15 @@ def read_boosted_meta(folder: Path,  # a folder `BoostedModel.save` wrote
     sums = meta.get("sha256", {})
     if not isinstance(sums, dict) or not all(isinstance(v, str) for v in sums.values()):
         raise ModelFileError(path, "sha256 must map file names to hex digests")
+    again = f"tb.BoostedModel.load({str(folder)!r}).save({str(folder)!r})"
     if not sums:  # a file swapped from another run of the same shape (its prep.skops) would pass unseen
         warn(f"{path} records no sha256 of its files (saved by a trainbook before the digests): its files are "
              "checked for their structure only, so a file changed or swapped since saving (another run's "
-             "prep.skops) loads without a word. Save it again to record them: "
-             f"tb.BoostedModel.load({str(folder)!r}).save({str(folder)!r})")
+             f"prep.skops) loads without a word. Save it again to record them: {again}")
+    elif own is None:  # its files are checked, its own best round is not
+        warn(f"{path} records no digest of its own content (meta_sha256; saved by a trainbook before it): "
+             "its best round is checked for range only, so a change to it since saving loads without a word. "
+             f"Save it again to record it: {again}")
     _inside(folder, meta["model_file"], "model_file")
     for name, digest in sums.items():
         file = _inside(folder, name, "sha256")
