@@ -763,6 +763,31 @@ def test_params_xgboost_would_compute_wrongly_or_fail_on_are_refused_by_name(can
         fit("xgboost", cancer, "target", sp, num_rounds=5, params={"objective": "binary:logitraw", "eval_metric": "rmse"})
 
 
+@pytest.mark.parametrize("lib, key, takes", [("lightgbm", "metric", "feval="),
+                                             ("catboost", "eval_metric", "get_final_error"),
+                                             ("catboost", "custom_metric", "get_final_error")])
+def test_a_python_function_as_a_metric_is_refused_by_name_in_every_library(lib, key, takes, cancer):
+    """Probe 119, findings 4 and 5: fit_lightgbm trained on with a function as params['metric'] (never called, yet
+    listed in run.extra['params']); fit_catboost failed on one as eval_metric with CatBoost's raw errors ("'list'
+    object has no attribute '_jited'"). Each is refused before any work, naming the parameter and what it takes,
+    as fit_xgboost refuses one; CatBoost's own metric objects (evaluate, is_max_optimal, get_final_error) still pass."""
+    sp = tb.make_splits(cancer, "target", test_size=0.2, seed=0)
+    calls = []
+    def my_metric(preds, data):
+        calls.append(1)
+        return "mine", 0.5, False
+    for metric in (my_metric, ["AUC" if lib == "catboost" else "auc", my_metric]):
+        with pytest.raises(ValueError, match=rf"params\['{key}'\] holds a Python function \(my_metric\).*{takes}"):
+            fit(lib, cancer, "target", sp, num_rounds=5, params={key: metric})
+    assert calls == []
+
+    class Mine:  # CatBoost's user-defined metric: an object, not a function
+        def is_max_optimal(self): return False
+        def evaluate(self, approxes, target, weight): return 0.0, 1.0
+        def get_final_error(self, error, weight): return error / weight
+    assert tb.gbdt.booster_library("catboost").refused_params({"eval_metric": Mine()}) is None
+
+
 @pytest.mark.parametrize("lib", ["xgboost", "lightgbm", "catboost"])
 def test_without_early_stopping_the_best_is_the_lowest_valid_loss_and_the_model_holds_every_round(lib, cancer):
     """Probe 114: without early stopping run.best and best_epoch were the last round's, while lower valid losses were

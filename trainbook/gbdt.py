@@ -167,6 +167,8 @@ class BoostingLibrary:
     objective_key, metric_key = "objective", ""  # where `params` name the objective and the metrics
     scores: tuple = ()  # metrics that grow as the model improves: never the loss
     probability_objectives: tuple = ()  # classifier objectives `predict` gives class probabilities of
+    function_keys: tuple = ()  # the parameters that name metrics: a Python function there is refused
+    takes_instead = ""  # what those parameters take, in the library's words (the refusal's advice)
     files = property(lambda self: (self.model_file, "prep.skops", "boosted.json"))  # what a run writes
 
     def is_score(self,
@@ -207,6 +209,14 @@ class BoostingLibrary:
                        params: dict,  # the user's parameters
                        ) -> Optional[str]:
         "Why `params` cannot train a run trainbook records truly (a message naming the parameter); None: they can."
+        for key in self.function_keys:  # the library would ignore a function there, or fail on it deep inside
+            given = params.get(key)
+            fn = next((v for v in (given if isinstance(given, (list, tuple)) else [given])
+                       if callable(v) and not hasattr(v, "evaluate")), None)  # CatBoost's metric objects have it
+            if fn is not None:
+                return (f"params[{key!r}] holds a Python function ({getattr(fn, '__name__', type(fn).__name__)}): "
+                        f"{self.takes_instead}, and score your own on run.model's predictions of the valid rows "
+                        "after the run")
         return None
 
     def unknown_params(self,
@@ -393,6 +403,11 @@ def _margin_metric(name) -> Optional[Callable]:
 class XGBoostLibrary(BoostingLibrary):
     "XGBoost (hist): DMatrix data, a `TrainingCallback` for the history, its `EarlyStopping`, `model.json`."
     name, model_file, metric_key = "xgboost", "model.json", "eval_metric"
+    function_keys = ("eval_metric",)
+    takes_instead = ("XGBoost's eval_metric takes metric names only (xgb.train takes a function as custom_metric=, "
+                     "the sklearn API as eval_metric=; fit_xgboost passes neither, and params['custom_metric'] is "
+                     "no parameter). Name built-in metrics (logloss, auc, aucpr, error, mlogloss, merror, rmse, "
+                     "mae, ...)")
     scores = ("auc", "aucpr", "pre", "map", "ndcg", "interval-regression-accuracy")  # XGBoost maximizes these
     objectives = {"binary": ("binary:logistic", ["logloss", "auc"]),
                   "multiclass": ("multi:softprob", ["mlogloss", "merror"]),
@@ -437,14 +452,7 @@ class XGBoostLibrary(BoostingLibrary):
 
     def refused_params(self, params):
         "A Python function as `eval_metric`; under `binary:logitraw`, a metric XGBoost computes wrongly on margins."
-        functions = [m for m in self.metric_names(params) if callable(m)]
-        if functions:
-            name = getattr(functions[0], "__name__", type(functions[0]).__name__)
-            return (f"params['eval_metric'] holds a Python function ({name}): XGBoost's eval_metric takes metric "
-                    "names only (xgb.train takes a function as custom_metric=, the sklearn API as eval_metric=; "
-                    "fit_xgboost passes neither, and params['custom_metric'] is no parameter). Name built-in "
-                    "metrics (logloss, auc, aucpr, error, mlogloss, merror, rmse, mae, ...), and score your own "
-                    "on run.model's predictions of the valid rows after the run")
+        if said := super().refused_params(params): return said
         wrong = [m for m in self.metric_names(params) if not self.is_score(m) and not _margin_metric(m)]
         if params.get("objective") == "binary:logitraw" and wrong:
             return (f"params['eval_metric'] {wrong[0]!r} with objective 'binary:logitraw': XGBoost computes it on "
@@ -487,6 +495,10 @@ class XGBoostLibrary(BoostingLibrary):
 class LightGBMLibrary(BoostingLibrary):
     "LightGBM: `Dataset`s binned on train rows, a callback for the history, its early stopping, `model.txt`."
     name, model_file, metric_key = "lightgbm", "model.txt", "metric"
+    function_keys = ("metric",)  # LightGBM never calls a function there (lgb.train takes one as feval=)
+    takes_instead = ("LightGBM's metric takes metric names only (lgb.train takes a function as feval=, which "
+                     "fit_lightgbm does not pass). Name built-in metrics (binary_logloss, auc, "
+                     "average_precision, binary_error, multi_logloss, multi_error, l2, l1, ...)")
     scores = ("auc", "average_precision", "map", "ndcg", "auc_mu")  # LightGBM's higher-is-better metrics
     aliases = {**dict.fromkeys(("mean_absolute_error", "mae", "regression_l1"), "l1"),  # LightGBM reports l1
                **dict.fromkeys(("mean_squared_error", "mse", "regression_l2", "regression"), "l2"),
@@ -563,6 +575,10 @@ MISSING = "<missing>"  # what a missing categorical value becomes: a category of
 class CatBoostLibrary(BoostingLibrary):
     "CatBoost: categorical columns native (ordered target statistics), a history callback, `model.cbm`."
     name, model_file, objective_key = "catboost", "model.cbm", "loss_function"
+    function_keys = ("eval_metric", "custom_metric")
+    takes_instead = ("CatBoost takes a metric name (Logloss, AUC, Accuracy, MultiClass, RMSE, MAE, ...), or as "
+                     "eval_metric (one, not a list) an object with evaluate, is_max_optimal and get_final_error "
+                     "methods (its user-defined metric), not a function. Name built-in metrics")
     probability_objectives = ("Logloss", "CrossEntropy", "Focal", "MultiClass", "MultiClassOneVsAll")
     objectives = {"binary": ("Logloss", ["AUC"]), "multiclass": ("MultiClass", ["Accuracy"]),
                   "regression": ("RMSE", ["MAE"])}
