@@ -1064,3 +1064,29 @@ def test_a_ctrl_c_in_fits_set_up_is_noted_so_the_next_run_of_the_script_stops_at
     forget_interrupt()
     assert tb.fit(mlp(), dl, loss_fn=nn.functional.cross_entropy, live=False,
                   config=tb.TrainConfig(epochs=1)).stopped == "completed"
+
+
+def test_a_process_that_ignores_ctrl_c_keeps_ignoring_it_through_fit():
+    """Probe 118, r_2: with SIGINT ignored (a shell script's background job, or on purpose) fit took it all the same
+    and ended its run 'interrupted' at step 0. An ignored SIGINT stays ignored: the run trains to its end."""
+    import signal
+    X, y = blobs(64)
+    dl = tb.TensorLoader(X, y, batch_size=16)
+    presses = []
+
+    class PressedEverywhere(nn.Sequential):
+        def forward(self, x):
+            if len(presses) < 3: presses.append(signal.raise_signal(signal.SIGINT))  # set-up, a step, a step
+            return super().forward(x)
+
+        def train(self, mode=True):
+            signal.raise_signal(signal.SIGINT)
+            return super().train(mode)
+
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        run = tb.fit(PressedEverywhere(nn.Linear(8, 3)), dl, loss_fn=nn.functional.cross_entropy, live=False,
+                     config=tb.TrainConfig(epochs=2))
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN  # (given back as it was)
+    finally: signal.signal(signal.SIGINT, before)
+    assert run.stopped == "completed" and run.step == 8 and len(presses) == 3

@@ -4,7 +4,7 @@
 
 # %% ../nbs/03a_batch.ipynb #0ae7bb77
 from __future__ import annotations
-import contextlib, functools, inspect, math, re, signal, threading, weakref
+import contextlib, copy, functools, inspect, math, re, signal, threading, weakref
 from typing import Callable, Optional, Union
 
 import torch
@@ -492,6 +492,17 @@ def check_loss_value(loss,  # what the loss function (or the model, for its own 
         raise TypeError(f"{who} returned a tensor cut off from the model's parameters (no grad_fn), so "
                         "backward cannot train them: no .detach(), .data, torch.no_grad() or numpy on its way")
 
+def _untouched_copy(loss_fn: Callable) -> Optional[Callable]:
+    """`loss_fn` to try on made-up rows without changing the user's: a function as it is, a module (or a partial or
+    bound method of one, another callable object) deep-copied, so that what it keeps (a memory bank's queue, a
+    call counter) stays as it was; None when it cannot be copied or holds over 10M numbers (then it is not tried)."""
+    held = loss_fn.func if isinstance(loss_fn, functools.partial) else loss_fn
+    held = getattr(held, "__self__", held)  # a bound method: its object
+    if isinstance(held, nn.Module) and sum(t.numel() for t in (*held.parameters(), *held.buffers())) > 10_000_000:
+        return None
+    try: return copy.deepcopy(loss_fn)  # (a plain function or lambda: itself)
+    except Exception: return None
+
 def check_loss_reduction(pred,  # the model's prediction for a batch (see `prediction`)
                          yb,  # the batch's targets
                          loss_fn: Optional[Callable],  # the loss, whatever it is (a module, a def, a lambda)
@@ -501,9 +512,10 @@ def check_loss_reduction(pred,  # the model's prediction for a batch (see `predi
     if loss_fn is None or not isinstance(pred, torch.Tensor) or not isinstance(yb, torch.Tensor): return
     if not pred.ndim or not yb.ndim or len(pred) != len(yb) or not len(pred): return
     p, y = pred[:8].detach(), yb[:8].detach()
+    if (trial := _untouched_copy(loss_fn)) is None: return
     try:
         with torch.no_grad(), kept_rng():  # a loss that draws (negatives, say) leaves the run's RNG as it was
-            once, twice = loss_fn(p, y), loss_fn(torch.cat([p, p]), torch.cat([y, y]))
+            once, twice = trial(p, y), trial(torch.cat([p, p]), torch.cat([y, y]))
         if not (isinstance(once, torch.Tensor) and once.numel() == 1 and twice.numel() == 1): return
         once, twice = float(once), float(twice)
     except Exception: return  # a loss that takes no repeated rows (pairs, whole batches): nothing to tell
@@ -649,6 +661,10 @@ def stop_requested(stop: Union[threading.Event, Callable[[], bool], None],  # a 
     if hasattr(stop, "is_set"): return stop.is_set()
     return bool(stop())
 
+def _ignored() -> bool:
+    "Whether SIGINT is ignored (SIG_IGN): by the program, or as a shell script's background job (no Ctrl-C reaches it)."
+    return signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+
 class DeferredCtrlC:
     "Inside the block the first Ctrl-C waits for the block's end (`pressed` turns True); a second interrupts."
     def __init__(self,
@@ -665,7 +681,8 @@ class DeferredCtrlC:
         if self.second == "interrupts": signal.signal(signal.SIGINT, self.previous)  # the next interrupts
 
     def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
+        # (a process that ignores SIGINT, a shell script's background job, keeps ignoring it: nothing is pressed)
+        if threading.current_thread() is threading.main_thread() and not _ignored():
             previous = signal.getsignal(signal.SIGINT)  # None: a handler not set from Python
             self.previous = previous if previous is not None else signal.default_int_handler
             signal.signal(signal.SIGINT, self._handler)
@@ -695,7 +712,7 @@ class HeldCtrlC:
 
     def install(self) -> "HeldCtrlC":
         "Take SIGINT for the run (in the main thread; elsewhere no signal arrives and this changes nothing)."
-        if self.previous is None and threading.current_thread() is threading.main_thread():
+        if self.previous is None and threading.current_thread() is threading.main_thread() and not _ignored():
             previous = signal.getsignal(signal.SIGINT)  # None: a handler not set from Python
             self.previous = previous if previous is not None else signal.default_int_handler
             signal.signal(signal.SIGINT, self._handler)
