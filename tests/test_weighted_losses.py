@@ -1,6 +1,6 @@
 """Probe 111: the numbers `fit` and `evaluate` report for weighted and masked losses agree with the loss's own mean
 over the whole set (one call on every row), and the losses trainbook cannot read per row are refused or named."""
-import itertools, warnings
+import functools, itertools, warnings
 
 import pytest
 
@@ -177,3 +177,55 @@ def test_accuracy_takes_torchs_token_layout_classes_on_dim_1():
     assert float(accuracy(logits, y)) == pytest.approx(hits / (n * 3))
     ev = tb.evaluate(Fixed(logits), chunks(torch.arange(n), y, 7), nn.CrossEntropyLoss(), metrics="accuracy")
     assert ev["accuracy"] == pytest.approx(hits / (n * 3))
+
+
+def test_the_sum_check_leaves_a_loss_that_keeps_state_as_it_was():
+    """Probe 118, r_1: the check that refuses a summing loss called the user's own loss object on made-up rows, so a
+    memory bank of negatives took 24 rows more than the run fed it and the weights differed from a hand loop. It
+    tries a copy: the queue and the weights are the hand loop's."""
+    X, y = torch.randn(64, 6, generator=torch.Generator().manual_seed(0)), torch.arange(64) % 4
+    dl = [(X[i:i + 16], y[i:i + 16]) for i in range(0, 64, 16)]
+
+    class QueueLoss(nn.Module):  # cross-entropy and a term over a queue of past outputs (enqueued at each call)
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("q", torch.zeros(0, 4))
+        def forward(self, p, t):
+            neg = self.q[-32:]
+            loss = F.cross_entropy(p, t) + (0.1 * (p @ neg.T).logsumexp(1).mean() if len(neg) else 0.0)
+            self.q = torch.cat([self.q, p.detach()])
+            return loss
+
+    def trained(use_fit):
+        torch.manual_seed(1)
+        model, loss_fn = nn.Linear(6, 4), QueueLoss()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        if use_fit: quiet_fit(model, dl, None, loss_fn=loss_fn, optimizer=opt, config=tb.TrainConfig(epochs=2))
+        else:
+            for _ in range(2):
+                for xb, yb in dl:
+                    opt.zero_grad()
+                    loss_fn(model(xb), yb).backward()
+                    opt.step()
+        return model.weight.detach().clone(), len(loss_fn.q)
+    (w_fit, rows_fit), (w_hand, rows_hand) = trained(True), trained(False)
+    assert rows_fit == rows_hand == 128 and torch.equal(w_fit, w_hand)
+
+
+def test_accuracy_on_square_token_logits_reads_the_axis_the_loss_reads():
+    """Probe 118, r_3: (n, C, T) logits with C == T (a sorting task) were read as (n, T, C): valid accuracy 0.156
+    against 0.258. With a cross-entropy on the logits, metrics='accuracy' reads dim 1 as the loss does; alone,
+    accuracy refuses the two-way shape unless told the axis."""
+    g = torch.Generator().manual_seed(0)
+    logits, y = torch.randn(20, 5, 5, generator=g), torch.randint(0, 5, (20, 5), generator=g)
+    dim1, last = (logits.argmax(1) == y).float().mean(), (logits.argmax(-1) == y).float().mean()
+    assert dim1 != last
+    with pytest.raises(ValueError, match=r"class_dim=1\)\} \(or -1\)"):
+        accuracy(logits, y)
+    assert float(accuracy(logits, y, class_dim=1)) == float(dim1)
+    assert float(accuracy(logits, y, class_dim=-1)) == float(last)
+    ev = tb.evaluate(Fixed(logits), chunks(torch.arange(20), y, 7), nn.CrossEntropyLoss(), metrics="accuracy")
+    assert ev["accuracy"] == pytest.approx(float(dim1))
+    told = {"acc": functools.partial(accuracy, class_dim=-1)}  # the user's word stands
+    ev = tb.evaluate(Fixed(logits), chunks(torch.arange(20), y, 7), nn.CrossEntropyLoss(), metrics=told)
+    assert ev["acc"] == pytest.approx(float(last))

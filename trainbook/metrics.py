@@ -102,14 +102,21 @@ def _require_0_1(yb: torch.Tensor) -> None:
 def accuracy(pred: torch.Tensor,  # logits: (n, C)/(n, T, C)/(n, C, T) classes, (n,)/(n, 1) binary, (n, K) multi-label
              yb: torch.Tensor,  # class indices (n,) / (n, T) for multi-class, else 0/1 targets like `pred`
              ignore_index: Optional[int] = IGNORE_INDEX,  # targets left out (padding); None = score all
+             class_dim: Optional[int] = None,  # where (n, K, K) logits meet (n, K) labels: the class axis, 1 or -1
             ) -> torch.Tensor:
     "Share of correct predictions: arg-max for multi-class, each logit's sign for binary and multi-label."
     keep = _scored(pred, yb, ignore_index)
-    if pred.ndim == yb.ndim + 1 and pred.shape[:-1] == yb.shape and pred.shape[-1] > 1:
-        return (pred.argmax(-1) == yb)[keep].float().mean()
-    if pred.ndim == yb.ndim + 1 > 2 and pred.shape[0] == yb.shape[0] and pred.shape[2:] == yb.shape[1:] \
-            and pred.shape[1] > 1:  # (n, C, T) against (n, T): torch's token layout, classes on dim 1
-        return (pred.argmax(1) == yb)[keep].float().mean()
+    last = pred.ndim == yb.ndim + 1 and pred.shape[:-1] == yb.shape and pred.shape[-1] > 1
+    first = pred.ndim == yb.ndim + 1 > 2 and pred.shape[0] == yb.shape[0] and pred.shape[2:] == yb.shape[1:] \
+        and pred.shape[1] > 1  # (n, C, T) against (n, T): torch's token layout, classes on dim 1
+    if last and first and class_dim is None:  # (n, K, K) against (n, K): either axis could hold the classes
+        raise ValueError(f"accuracy: logits of shape {tuple(pred.shape)} against labels {tuple(yb.shape)} hold the "
+                         "classes on dim 1 (torch's (n, C, T), as nn.CrossEntropyLoss reads them) or on the last "
+                         "((n, T, C)): say which, metrics={'accuracy': functools.partial(tb.accuracy, class_dim=1)} "
+                         "(or -1); with a cross-entropy loss on the logits, metrics='accuracy' reads dim 1")
+    if last and first: first, last = class_dim == 1, class_dim != 1
+    if last: return (pred.argmax(-1) == yb)[keep].float().mean()
+    if first: return (pred.argmax(1) == yb)[keep].float().mean()
     if pred.ndim == yb.ndim + 1 and pred.shape[-1] == 1 and pred.shape[:-1] == yb.shape:
         pred = pred.squeeze(-1)  # one logit per row, targets (n,)
     if pred.shape == yb.shape:
@@ -128,6 +135,12 @@ def _takes_ignore_index(fn) -> bool:
     if getattr(fn, "ignore_index_given", False): return False
     try: return "ignore_index" in inspect.signature(fn).parameters
     except (TypeError, ValueError): return False
+
+def _torch_class_loss(loss_fn) -> bool:
+    "Whether `loss_fn` is torch's own cross-entropy or NLL (no subclass: one may reshape), reading classes on dim 1."
+    fn = loss_fn.func if isinstance(loss_fn, functools.partial) else loss_fn
+    fn = getattr(fn, "__self__", fn)  # a module's bound forward: the module
+    return type(fn) in (nn.CrossEntropyLoss, nn.NLLLoss) or fn in (nn.functional.cross_entropy, nn.functional.nll_loss)
 
 def resolve_metrics(metrics,  # None, a name, a callable, a list of these, or a dict name -> metric
                     loss_fn=None,  # the run's loss: its `ignore_index` (not -100) goes to metrics taking one
@@ -150,6 +163,9 @@ def resolve_metrics(metrics,  # None, a name, a callable, a list of these, or a 
         ignore = ignore_index_of(loss_fn)
         if ignore is not None and ignore != IGNORE_INDEX and _takes_ignore_index(m):
             m = functools.partial(m, ignore_index=ignore)  # the loss's own padding label
+        told = "class_dim" in (getattr(m, "keywords", None) or {})
+        if (m is accuracy or getattr(m, "func", None) is accuracy) and not told and _torch_class_loss(loss_fn):
+            m = functools.partial(m, class_dim=1)  # square logits: the axis the loss reads its classes on
         unique, i = name, 2
         while unique in out: unique, i = f"{name}_{i}", i + 1
         out[unique] = m
