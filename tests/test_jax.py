@@ -718,6 +718,7 @@ def test_resume_from_a_folder_whose_run_stopped_before_its_first_step_starts_ane
     first = tb.fit(CtrlCInSetUp(4, 3), [(torch.from_numpy(X), torch.from_numpy(y).long())],
                    loss_fn=torch.nn.CrossEntropyLoss(), config=cfg, live=False)
     assert (first.stopped, first.step, sorted(p.name for p in tmp_path.iterdir())) == ("interrupted", 0, ["run.json"])
+    tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     with pytest.warns(UserWarning, match="nothing to resume: this run starts anew"):
         again = fit_flax(MLP(), None, batches(X, y, 8), None, ce, cfg, resume=tmp_path, live=False)
     assert again.stopped == "completed" and again.step == 4 and again.run_dir == tmp_path

@@ -5,6 +5,7 @@
 # %% ../nbs/06a_guard.ipynb #fbcc8e7a
 from __future__ import annotations
 import collections.abc, inspect, math, sys, threading
+from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
 import torch
@@ -459,6 +460,8 @@ def _stopped_run() -> str:
     if run is None or run.stopped != "interrupted": return "that run is tb.last_run()"
     if run.run_dir is None:
         return f"that run is tb.last_run(), stopped at step {run.step}; it kept no folder (checkpoint_dir=None)"
+    if not (Path(run.run_dir) / "last.pt").exists():  # (a Ctrl-C in its set-up: nothing to go on from)
+        return f"that run is tb.last_run(), stopped at step {run.step}; its folder {str(run.run_dir)!r} holds no last.pt"
     return (f"that run is tb.last_run(), stopped at step {run.step}; its folder {str(run.run_dir)!r} holds "
             f"last.pt: go on from it with resume={str(run.run_dir)!r}")
 
