@@ -199,3 +199,15 @@ def test_the_time_column_is_never_a_row_id(name, start):
     copied = pd.concat([df, df.iloc[sp.train[:3]]], ignore_index=True)
     found = tb.audit_parts(copied, {"train": sp.train, "valid": np.r_[sp.valid, 600:603]}, "y")
     assert [f.data["n_rows"] for f in found if f.kind == "duplicate_rows"] == [3]
+
+
+def test_dates_mixed_with_a_datetime_are_refused_for_what_they_are():
+    "Probe 119, r_6: date objects with one datetime among them were refused as values that 'sort as text'."
+    import datetime
+    days = list(pd.date_range("2021-01-01", periods=60, freq="D").date)
+    days[3] = datetime.datetime(2021, 1, 4, 12, 0)
+    df = pd.DataFrame({"x": np.arange(60) * 0.37 % 1, "y": np.arange(60) % 2, "t": pd.Series(days, dtype=object)})
+    with pytest.raises(TypeError, match=r"date and datetime.datetime objects mixed .* parse them first: "
+                                        r"df\['t'\] = pd.to_datetime\(df\['t'\]\)") as err:
+        tb.make_splits(df, "y", time="t")
+    assert "text" not in str(err.value)

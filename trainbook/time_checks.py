@@ -71,6 +71,9 @@ def time_order_problem(t: pd.Series,  # a time column
     if kind == object and len(values) and values.map(lambda v: isinstance(v, datetime.datetime)).all():
         return "mixed_time_zones", ("holds timestamps that mix time zones (zoned and naive ones, or several "
                                     "zones), which do not order as one time")
+    if kind == object and len(values) and values.map(lambda v: isinstance(v, datetime.date)).all():
+        return "time_as_text", ("holds datetime.date and datetime.datetime objects mixed (from two sources, say), "
+                                "which do not compare: a date is no time of day")
     return "time_as_text", _as_text(kind)
 
 def time_order_fix(t: pd.Series,  # a time column `time_order_problem` refuses
