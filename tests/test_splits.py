@@ -722,3 +722,18 @@ def test_a_multi_label_target_is_refused_by_name():
             tb.make_splits(frame, "tags")
     sp = tb.make_splits(df.assign(tags=df.tags.map(tuple)), "tags", seed=0)  # the advice: a class per label set
     assert sp.strategy == "stratified" and len(sp.train) + len(sp.valid) == 60
+
+
+@pytest.mark.parametrize("as_set", [frozenset, tuple])
+def test_a_label_set_target_is_stratified_as_one_label_a_set(as_set):
+    """Probe 119, r_3: frozenset (and tuple) label sets, each one hashable label, failed in scikit-learn ('only 1
+    member', or 'unknown' targets for folds). Each set is one class: its share is kept in every part and fold."""
+    rng = np.random.default_rng(0)
+    pool = [as_set(["a"]), as_set(["b"]), as_set(["c"]), as_set(["a", "b"])]
+    df = pd.DataFrame({"x": rng.normal(size=400), "y": [pool[i] for i in rng.choice(4, 400, p=[.4, .3, .2, .1])]})
+    whole = df.y.value_counts(normalize=True)
+    sp = tb.make_splits(df, "y", strategy="stratified", seed=0)
+    assert (df.y.iloc[sp.valid].value_counts(normalize=True) - whole).abs().max() < 0.02
+    folds = tb.make_splits(df, "y", strategy="stratified", n_folds=3, seed=0)
+    for _, valid in folds.folds:
+        assert (df.y.iloc[valid].value_counts(normalize=True) - whole).abs().max() < 0.03

@@ -427,6 +427,13 @@ def _require_one_label(s: pd.Series, target: str) -> None:
                     f"from it (df['n_labels'] = df[{target!r}].str.len()), or make each row's labels one label "
                     f"(df[{target!r}] = df[{target!r}].map(tuple): a class per combination of labels)")
 
+def _one_label_each(s: pd.Series) -> np.ndarray:
+    """The target as scikit-learn's splitters take it: label sets (tuples, frozensets) as one integer code per set
+    (an array of tuples reads as a multi-label matrix there); other labels as they are."""
+    y = s.to_numpy()
+    if s.dtype == object and any(isinstance(v, (tuple, frozenset)) for v in y): return pd.factorize(s)[0]
+    return y
+
 def _validate(df, target, strategy, groups, time, valid_size, test_size, n_folds, gap, seed):
     require_frame(df)
     for col, arg in ((target, "target"), (groups, "groups"), (time, "time")): require_column(df, col, arg)
@@ -555,7 +562,7 @@ def _split(df, target, strategy, groups, time, valid_size, test_size, n_folds, g
                       if reason != "asked for" else "")
             raise ValueError(f"cannot stratify on target {target!r}: class {shown(counts.idxmin())} has "
                              f"{counts.min()} row(s), fewer than the {need} splits it must appear in{chosen}")
-    y = df[target].to_numpy() if target is not None else None
+    y = _one_label_each(df[target]) if target is not None else None
     g = _group_codes(df[groups]) if groups is not None else None
     t = time_values(df[time]) if time is not None else None
     if g is not None:
