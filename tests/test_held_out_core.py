@@ -34,6 +34,7 @@ def test_ctrl_c_during_fit_set_up_ends_an_interrupted_run_and_the_next_fit_works
     assert run.stopped == "interrupted" and run.step == 0
     assert tb.last_run() is run
     assert signal.getsignal(signal.SIGINT) is before  # the usual Ctrl-C is back
+    tb.guard.forget_interrupt()  # (noted as any interrupted run: in a script the next run stops at its door)
     again = tb.fit(model, batches, loss_fn=CE, config=cfg, live=False)
     assert again.stopped == "completed" and again.step == 2 * len(batches)
 

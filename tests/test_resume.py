@@ -129,6 +129,7 @@ def test_an_unchanged_resume_with_your_own_cosine_stays_exact_and_lists_no_sched
     "The settings passed are kept only when changed: a closed form and torch's recursion differ in last bits."
     full = fit_own("cosine", 4, tmp_path / "full")
     fit_own("cosine", 4, tmp_path / "run", stop_after=13)
+    tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     run = fit_own("cosine", 4, tmp_path / "run", resume=tmp_path / "run")
     assert lrs(run) == lrs(full)
     assert not [f for f in run.findings if f.kind == "resume_changed"]
