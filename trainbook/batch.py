@@ -417,11 +417,15 @@ def loss_keyword(loss_fn,  # a loss: nn.CrossEntropyLoss(ignore_index=1), a part
     value = getattr(loss_fn, name, None)
     if value is None and isinstance(loss_fn, functools.partial): value = loss_fn.keywords.get(name)
     fn = loss_fn.func if isinstance(loss_fn, functools.partial) else loss_fn
-    if value is None and inspect.isfunction(fn):
-        try: value = inspect.signature(fn).parameters[name].default
-        except (KeyError, TypeError, ValueError): return None
-        if value is inspect.Parameter.empty: return None
+    if value is None and inspect.isfunction(fn): value = _default_of(fn, name)
     return value
+
+@functools.lru_cache(maxsize=256)
+def _default_of(fn: Callable, name: str):
+    "A function's default for its parameter `name` (read once: an evaluation asks at every batch); None without one."
+    try: value = inspect.signature(fn).parameters[name].default
+    except (KeyError, TypeError, ValueError): return None
+    return None if value is inspect.Parameter.empty else value
 
 def label_out_of_range(pred,  # per-class scores: (n, C, ...), or (n, T, C) against (n, T) labels
                        yb,  # the targets
@@ -503,6 +507,17 @@ def _untouched_copy(loss_fn: Callable) -> Optional[Callable]:
     try: return copy.deepcopy(loss_fn)  # (a plain function or lambda: itself)
     except Exception: return None
 
+_MEANS = weakref.WeakSet()  # losses `check_loss_reduction` found to take a mean: each is tried once, not each epoch
+
+def _known_mean(loss_fn: Callable,  # a loss
+                add: bool = False,  # record it as one that takes a mean
+               ) -> bool:
+    "Whether `loss_fn` was found to take a mean already (a loss no weak reference reaches is tried each time)."
+    try:
+        if add: _MEANS.add(loss_fn)
+        return loss_fn in _MEANS
+    except TypeError: return False
+
 def check_loss_reduction(pred,  # the model's prediction for a batch (see `prediction`)
                          yb,  # the batch's targets
                          loss_fn: Optional[Callable],  # the loss, whatever it is (a module, a def, a lambda)
@@ -510,7 +525,7 @@ def check_loss_reduction(pred,  # the model's prediction for a batch (see `predi
     """Raise a ValueError when `loss_fn` adds up its rows' losses (reduction='sum' inside a def, a lambda or a
     module): its value on a batch's first rows given twice over is twice their value (one probe on 8 rows)."""
     if loss_fn is None or not isinstance(pred, torch.Tensor) or not isinstance(yb, torch.Tensor): return
-    if not pred.ndim or not yb.ndim or len(pred) != len(yb) or not len(pred): return
+    if not pred.ndim or not yb.ndim or len(pred) != len(yb) or not len(pred) or _known_mean(loss_fn): return
     p, y = pred[:8].detach(), yb[:8].detach()
     if (trial := _untouched_copy(loss_fn)) is None: return
     try:
@@ -519,7 +534,10 @@ def check_loss_reduction(pred,  # the model's prediction for a batch (see `predi
         if not (isinstance(once, torch.Tensor) and once.numel() == 1 and twice.numel() == 1): return
         once, twice = float(once), float(twice)
     except Exception: return  # a loss that takes no repeated rows (pairs, whole batches): nothing to tell
-    if not (math.isfinite(once) and abs(once) > 1e-6) or abs(twice - 2 * once) > 1e-4 * abs(2 * once): return
+    if not (math.isfinite(once) and abs(once) > 1e-6): return
+    if abs(twice - 2 * once) > 1e-4 * abs(2 * once):  # no sum: a mean (or another reading), tried once
+        _known_mean(loss_fn, add=True)
+        return
     name = getattr(getattr(loss_fn, "func", loss_fn), "__name__", type(loss_fn).__name__)
     raise ValueError(f"loss_fn {name} adds up its rows' losses: on {len(p)} rows it gives {once:.6g}, on the "
                      f"same rows given twice over {twice:.6g} (twice as much). trainbook reads a loss as a mean "
