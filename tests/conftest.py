@@ -45,6 +45,18 @@ def pytest_runtest_call(item):
 
 
 @pytest.fixture
+def kernel(monkeypatch):
+    "A Jupyter kernel's shell as the Ctrl-C rule reads it (`helpers.executing` starts a cell run in it)."
+    import IPython
+    from helpers import FakeKernel
+    from trainbook import guard
+    shell = FakeKernel()
+    monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
+    for key in ("execution", "at"): monkeypatch.setitem(guard._CUT_SHORT, key, None)
+    return shell
+
+
+@pytest.fixture
 def tmp_run(tmp_path):
     "A fresh run directory."
     d = tmp_path / "run"

@@ -76,3 +76,14 @@ def iso_dates_from_csv(n=300, seed=0):
     csv = pd.DataFrame({"signup": days.strftime("%Y-%m-%d"), "x": rng.normal(size=n),
                         "y": rng.choice(["a", "b"], n)}).to_csv(index=False)
     return pd.read_csv(io.StringIO(csv))
+
+
+class FakeKernel:
+    "What the Ctrl-C rule reads of ipykernel: the execute request (one run of a cell) being handled."
+    parent_header: dict = {}
+
+
+def executing(shell, msg_id, sent):
+    "The kernel starts the cell run `msg_id`, whose execute request the front end sent at `sent`."
+    shell.parent_header = {"header": {"msg_type": "execute_request", "msg_id": msg_id, "date": sent},
+                           "content": {"code": msg_id}, "metadata": {}}

@@ -12,7 +12,7 @@ from trainbook.checkpoint import prepare_run_dir, probe_writable, release_run_di
 from trainbook.resume import resume_changes, run_signature, saved_signature
 from trainbook.guard import check_loader, check_loss_fn, check_monitor, nonfinite_validation, require_batches
 from test_checkpoint import small_tmpfs
-from helpers import blobs, mlp
+from helpers import blobs, executing, mlp
 
 X, Y = torch.randn(16, 4), torch.randint(0, 2, (16,))
 
@@ -511,26 +511,6 @@ def test_the_test_loader_given_as_dl_valid_is_warned_before_any_step():
         assert "valid_is_test" not in [f.kind for f in run.findings]
         assert valid_is_test(dl) == []
     assert valid_is_test(None) == []
-
-
-class FakeKernel:
-    "What the rule reads of ipykernel: the execute request (one run of a cell) being handled."
-    parent_header: dict = {}
-
-
-def executing(shell, msg_id, sent):
-    "The kernel starts the cell run `msg_id`, whose execute request the front end sent at `sent`."
-    shell.parent_header = {"header": {"msg_type": "execute_request", "msg_id": msg_id, "date": sent},
-                           "content": {"code": msg_id}, "metadata": {}}
-
-
-@pytest.fixture
-def kernel(monkeypatch):
-    import IPython
-    shell = FakeKernel()
-    monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
-    for key in ("execution", "at"): monkeypatch.setitem(tb.guard._CUT_SHORT, key, None)
-    return shell
 
 
 def test_a_cell_queued_before_the_ctrl_c_that_ended_a_run_does_not_train(kernel):

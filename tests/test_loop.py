@@ -8,7 +8,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import trainbook as tb
 from trainbook.events import Callback
-from helpers import blobs, history_without_timing, interrupt_at, max_diff, mlp, same_weights
+from helpers import CtrlCInSetUp, blobs, history_without_timing, interrupt_at, max_diff, mlp, same_weights
 
 CE = nn.functional.cross_entropy
 
@@ -1043,20 +1043,12 @@ def test_the_plateau_schedule_counts_an_improvement_as_early_stopping_does():
 def test_a_ctrl_c_in_fits_set_up_is_noted_so_the_next_run_of_the_script_stops_at_its_door():
     """Probe 116's aside: a Ctrl-C while fit set up returned its run 'interrupted' with no note of it, so the next
     fit of the same cell (here: the script) trained on. It is noted as any interrupted run is."""
-    import signal
     from trainbook.guard import forget_interrupt
     X, y = blobs(64)
     dl = tb.TensorLoader(X, y, batch_size=16)
-    press = {"armed": True}
-
-    class PressedInSetUp(nn.Sequential):
-        def train(self, mode=True):  # fit's set-up puts the model in train mode: the Ctrl-C lands there
-            if mode and press.pop("armed", False): signal.raise_signal(signal.SIGINT)
-            return super().train(mode)
-
-    run = tb.fit(PressedInSetUp(nn.Linear(8, 3)), dl, loss_fn=nn.functional.cross_entropy, live=False,
-                 config=tb.TrainConfig(epochs=1))
-    assert run.stopped == "interrupted" and run.step == 0 and not press
+    model = CtrlCInSetUp(8, 3)
+    run = tb.fit(model, dl, loss_fn=nn.functional.cross_entropy, live=False, config=tb.TrainConfig(epochs=1))
+    assert run.stopped == "interrupted" and run.step == 0 and model.pressed
     try:  # (a KeyboardInterrupt escaping would end the whole pytest session: a failure here instead)
         with pytest.raises(KeyboardInterrupt, match="not started: a Ctrl-C stopped"):
             tb.fit(mlp(), dl, loss_fn=nn.functional.cross_entropy, live=False, config=tb.TrainConfig(epochs=1))

@@ -11,7 +11,7 @@ from trainbook.events import Callback
 from trainbook.batchsize import find_batch_size
 from trainbook.preflight import summary, dry_run
 
-from helpers import blobs, mlp
+from helpers import blobs, executing, mlp
 
 
 def kinds(findings):
@@ -580,26 +580,6 @@ def test_a_dry_run_stopped_has_no_verdict_wherever_the_stop_lands(asked, where):
     assert where in report.findings[0].message and "INTERRUPTED" in report._repr_html_()
     passed = dry_run(nn.Linear(8, 3), dl, dl, nn.CrossEntropyLoss(), steps=5, stop=lambda: False)
     assert passed.passed and not passed.stopped  # a stop never pressed changes nothing
-
-
-class FakeKernel:
-    "What the guard reads of ipykernel: the execute request (one run of a cell) being handled."
-    parent_header: dict = {}
-
-
-def executing(shell, msg_id, sent):
-    "The kernel starts the cell run `msg_id`, whose execute request the front end sent at `sent`."
-    shell.parent_header = {"header": {"msg_type": "execute_request", "msg_id": msg_id, "date": sent},
-                           "content": {"code": msg_id}, "metadata": {}}
-
-
-@pytest.fixture
-def kernel(monkeypatch):
-    import IPython
-    shell = FakeKernel()
-    monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
-    for key in ("execution", "at"): monkeypatch.setitem(tb.guard._CUT_SHORT, key, None)
-    return shell
 
 
 def test_a_ctrl_c_that_ends_a_dry_run_stops_a_run_all_at_its_next_training_cell(kernel):
