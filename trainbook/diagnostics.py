@@ -26,8 +26,17 @@ def _step_noise(mad: np.ndarray) -> float:
     "The run's typical step-to-step spread of the loss around its stage (1.4826 × the median moving MAD)."
     return float(1.4826 * median(mad))
 
-def _at_prior(c: dict, end: float, noise: float, th: Thresholds) -> Optional[dict]:
-    "The constant predictor's loss and whether the run ended there (train and valid), or None when not logged."
+def _level_se(tail: np.ndarray, noise: float) -> float:
+    """The standard error of `tail`'s mean: its steps' spread over √steps, or, wider where neighbouring steps move
+    together (a drift, autocorrelation), the spread of its (up to 10) block means over √blocks."""
+    blocks = np.array_split(tail, min(10, len(tail)))
+    means = np.array([float(np.mean(b)) for b in blocks])
+    return max(noise / math.sqrt(len(tail)), float(np.std(means, ddof=1)) / math.sqrt(len(means)))
+
+def _at_prior(c: dict, tail: np.ndarray, noise: float, th: Thresholds) -> Optional[dict]:
+    """The constant predictor's loss and whether the run ended there (train and valid), or None when not logged.
+    `tail`: the training loss's last steps (its last tenth, 5 at least), whose mean is the train side's end."""
+    end = float(np.mean(tail))
     _, _, prior = series_of(c, "valid", "prior_loss")
     if len(prior) == 0: return None
     level = float(median(prior))
@@ -39,8 +48,12 @@ def _at_prior(c: dict, end: float, noise: float, th: Thresholds) -> Optional[dic
     # the valid loss's own noise: its logged standard error (per-example spread / √rows), else the steps' spread
     se_end = float(median(se[-3:])) if se is not None else noise
     margin = th.prior_z * se_end
-    # both no better than the prior (at or above it); the training loss's margin no wider than its steps' spread
-    ended = bool(v_end > level - margin and end > level - min(margin, th.prior_z * noise))
+    # both no better than the prior (at or above it). The training loss's margin: no wider than the valid one or
+    # its steps' spread, nor than its mean's own `prior_z` SEs or `still` of the prior (the training rows' class
+    # shares differ a little from the valid rows', whose prior this is), whichever is wider: a mean of hundreds of
+    # steps far under the prior learned, however few valid rows there are
+    train_margin = min(margin, th.prior_z * noise, max(th.prior_z * _level_se(tail, noise), th.still * level))
+    ended = bool(v_end > level - margin and end > level - train_margin)
     return {"prior_loss": level, "valid_end": v_end, "valid_se": se_end, "margin": margin, "at_prior": ended,
             "se_logged": se is not None, "below_prior_z": (level - v_end) / max(se_end, 1e-12 * level),
             "where": "above" if v_end > level + margin else "at"}
@@ -55,15 +68,21 @@ def _how_it_moved(drop: float) -> str:
     "The not-learning message's verb, true to the numbers: a loss that rose did not merely 'barely move'."
     return "rose instead of falling" if drop < 0 else "did not fall" if drop == 0 else "barely fell"
 
-def _prior_reference(c: dict, loss: np.ndarray) -> Optional[tuple[float, float, float]]:
-    "The constant predictor's loss, its SE (an evaluation's) and how many SEs the first tenth's mean is below it."
+def _prior_reference(c: dict, loss: np.ndarray, th: Thresholds) -> Optional[tuple[float, float, float, bool]]:
+    """The constant predictor's loss, its SE (an evaluation's), how many SEs the first tenth's mean is below it and
+    whether that tenth learned: `prior_z` of those SEs below it, or `prior_z` of its own mean's and `still` of it."""
     _, _, prior = series_of(c, "valid", "prior_loss")
     level, se = float(median(prior)) if len(prior) else 0.0, valid_noise(c)
     if not level > 0: return None  # (not logged)
     head = loss[:max(5, len(loss) // 10)]  # a mean, as the prior is; its spread holds its fall: wider, not narrower
     level_se = float(median(se)) if se is not None else 0.0
     both = math.hypot(float(np.std(head, ddof=1)) / math.sqrt(len(head)), level_se)
-    return level, level_se, (level - float(np.mean(head))) / max(both, 1e-12 * level)
+    gap = level - float(np.mean(head))
+    z = gap / max(both, 1e-12 * level)
+    # a small valid set's wide SE is no yardstick for a mean of hundreds of steps: its own SE is (and the training
+    # rows' class shares, a little off the valid rows', are what `still` of the prior allows for)
+    own = gap > max(th.prior_z * float(np.std(head, ddof=1)) / math.sqrt(len(head)), th.still * level)
+    return level, level_se, z, bool(z > th.prior_z or own)
 
 def _valid_flat(c: dict, line: float, th: Thresholds, untrained: float, noise: float,
                 prior: Optional[tuple]) -> Optional[tuple[float, float, int]]:
@@ -142,7 +161,7 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
                         data=data)]
     if short: return []
     # the train side of "at the prior" a mean, as the prior is (1:1000: most batches' losses ~0, the median far below)
-    prior = _at_prior(c, float(np.mean(loss[-max(5, len(loss) // 10):])), noise, th)
+    prior = _at_prior(c, loss[-max(5, len(loss) // 10):], noise, th)
     at_prior = prior is not None and prior["at_prior"]
     if prior is not None: data = {**data, **prior}
     jump = _early_blowup(loss, stage, noise, th, at_prior, base)
@@ -176,8 +195,8 @@ def _loss_course(c: dict, th: Thresholds) -> list[Finding]:
     # a run that learned inside its first tenth (0.75 → 1e-7 in 9 steps) fell from before it: from the prior's
     # loss where that tenth's mean is `prior_z` SEs below it (one step's noise can exceed a noisy task's whole
     # fall), else from the untrained loss, standing out of that tenth as a blow-up would
-    reference, early = _prior_reference(c, loss), ""
-    if reference is not None and reference[2] > th.prior_z: start, early = reference[0], "prior"
+    reference, early = _prior_reference(c, loss, th), ""
+    if reference is not None and reference[3]: start, early = reference[0], "prior"
     elif base > th.blowup * start and base - start > th.blowup_z * max(noise, 1e-12):
         start, early = base, "untrained"
     drop = (start - end) / max(abs(start), 1e-12)
