@@ -229,3 +229,21 @@ def test_accuracy_on_square_token_logits_reads_the_axis_the_loss_reads():
     told = {"acc": functools.partial(accuracy, class_dim=-1)}  # the user's word stands
     ev = tb.evaluate(Fixed(logits), chunks(torch.arange(20), y, 7), nn.CrossEntropyLoss(), metrics=told)
     assert ev["acc"] == pytest.approx(float(last))
+
+
+def test_the_epoch_loss_counts_labels_only_where_they_may_be_ignored():
+    """The per-step label count (13 µs a step in the loop) is paid only where a label may sit at ignore_index or
+    classes are weighed: labels all known before training (a list of batches, a TensorLoader, a DataLoader over a
+    TensorDataset) and none ignored weigh steps by rows, which is then exact."""
+    from torch.utils.data import DataLoader, TensorDataset
+    from trainbook.metrics import epoch_label_terms
+    X, clean, padded = torch.randn(6, 2), torch.tensor([0, 1, 2, 0, 1, 2]), torch.tensor([0, 1, -100, 0, 1, 2])
+    for labels, expected in ((clean, None), (padded, (None, -100))):
+        assert epoch_label_terms(F.cross_entropy, tb.TensorLoader(X, labels, batch_size=4)) == expected
+        assert epoch_label_terms(F.cross_entropy, DataLoader(TensorDataset(X, labels), batch_size=4)) == expected
+        assert epoch_label_terms(nn.CrossEntropyLoss(), [(X[:3], labels[:3]), (X[3:], labels[3:])]) == expected
+    made = DataLoader(TensorDataset(X, clean), batch_size=4, collate_fn=lambda rows: rows)  # a collate of its own
+    assert epoch_label_terms(F.cross_entropy, made) == (None, -100)
+    weighed = epoch_label_terms(nn.CrossEntropyLoss(weight=torch.ones(3)), tb.TensorLoader(X, clean, batch_size=4))
+    assert weighed is not None and weighed[1] == -100
+    assert epoch_label_terms(F.mse_loss, tb.TensorLoader(X, clean.float(), batch_size=4)) is None

@@ -23,7 +23,7 @@ from .distributed import all_mean, dist_info, paired_batches, reduce_evaluation,
 from .events import Callback, Callbacks, Event, LoopState
 from .guard import (check_fit_inputs, check_loss_fn, check_monitor, note_interrupt, refuse_after_interrupt,
                              require_batches, run_notes, run_steps, eval_submodules, interrupted_in_set_up)
-from .metrics import class_loss_terms, cpu_label_weight, nothing_scored, resolve_metrics, try_validation
+from .metrics import cpu_label_weight, epoch_label_terms, nothing_scored, resolve_metrics, try_validation
 from .metrics import weighed_losses
 from .optim import (gradient_norms, make_scheduler, param_groups,
                              pick_scheduler_interval, step_optimizer, unscale_and_clip)
@@ -116,7 +116,7 @@ class Setup:
     extra: dict  # what the Run reports about the set-up: precision, device, fingerprints
     feed: Feeder  # forward under autocast -> loss, for each micro-batch
     unscale: bool  # whether every step unscales (fp16) or clips its gradients (else only the logged steps read them)
-    label_terms: Optional[tuple]  # a loss that weighs labels: (class weights, ignore_index), as `class_loss_terms`
+    label_terms: Optional[tuple]  # a loss that weighs labels: (class weights, ignore_index), `epoch_label_terms`
     buffers: Optional[BufferSnapshot]  # moving buffers, kept at each window's start (checkpoints, or skip)
     generators: tuple  # the training loader's own torch.Generators (its order), kept with the RNG states
     started: float = field(default_factory=time.perf_counter)
@@ -190,7 +190,7 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
               feed=Feeder(net, loss_fn, device, precision), generators=loader_generators(dl_train),
               buffers=BufferSnapshot.of(model) if keeper.enabled or cfg.on_nonfinite == "skip" else None,
               unscale=cfg.clip_norm is not None or precision == "fp16",
-              label_terms=class_loss_terms(loss_fn) if loss_fn is not None else None)
+              label_terms=epoch_label_terms(loss_fn, dl_train))  # (None: steps weigh their rows)
     state = LoopState(model=model, optimizer=opt, scheduler=sched, scaler=scaler, loss_fn=loss_fn, config=cfg,
                       device=device, precision=precision, history=history, findings=findings, n_batches=n_batches,
                       total_steps=total_steps, position=Position())

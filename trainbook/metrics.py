@@ -11,15 +11,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from .batch import batch_rows, eval_mode, forward, is_class_loss, loss_keyword, prediction
+from .batch import batch_rows, eval_mode, forward, is_class_loss, loss_keyword, prediction, split_batch
 from .core import rng_state, set_rng_state
 
 # %% auto #0
 __all__ = ['IGNORE_INDEX', 'BUILTIN_METRICS', 'ignore_index_of', 'class_loss_terms', 'label_weights', 'weighed_losses',
-           'cpu_label_weight', 'nothing_scored', 'accuracy', 'resolve_metrics', 'sk_metric', 'trial_copy',
-           'try_validation', 'proba_2d', 'scored_proba', 'require_codes', 'classification_metrics', 'loss_vs_constant',
-           'regression_metrics', 'class_weights', 'focal_loss', 'constant_predictor_loss', 'class_rows',
-           'cross_entropy_prior', 'least_constant_loss']
+           'epoch_label_terms', 'cpu_label_weight', 'nothing_scored', 'accuracy', 'resolve_metrics', 'sk_metric',
+           'trial_copy', 'try_validation', 'proba_2d', 'scored_proba', 'require_codes', 'classification_metrics',
+           'loss_vs_constant', 'regression_metrics', 'class_weights', 'focal_loss', 'constant_predictor_loss',
+           'class_rows', 'cross_entropy_prior', 'least_constant_loss']
 
 # %% ../nbs/04a_metrics.ipynb #8c77c886
 IGNORE_INDEX = -100  # the label of positions without a target (torch's and Hugging Face's default)
@@ -63,6 +63,33 @@ def weighed_losses(items: list,  # micro-batches `(xb, yb, loss)`: their inputs,
         w = w.to(loss.device)
         parts.append(torch.stack([loss.detach().float() * w, w]))
     return torch.stack(parts).sum(0)
+
+def _known_labels(dl) -> Optional[list]:
+    """Every label tensor `dl` yields, where they are all known before training: a list of `(x, y)` batches, a
+    `TensorLoader`'s target, a DataLoader over a TensorDataset `(x, y)` batched by the default collate; else None
+    (a collate may make labels batch by batch: masked tokens)."""
+    from torch.utils.data import DataLoader, TensorDataset, default_collate
+    from trainbook.data import TensorLoader  # (data builds on metrics: imported when a run sets up)
+    if isinstance(dl, TensorLoader): return [dl.tensors[-1]] if len(dl.tensors) >= 2 else None
+    if isinstance(dl, DataLoader):
+        plain = isinstance(dl.dataset, TensorDataset) and len(dl.dataset.tensors) == 2
+        return [dl.dataset.tensors[1]] if plain and dl.collate_fn is default_collate else None
+    if not isinstance(dl, (list, tuple)): return None
+    try: return [split_batch(b)[1] for b in dl]
+    except TypeError: return None
+
+def epoch_label_terms(loss_fn,  # the run's loss
+                      dl_train,  # its training loader
+                     ) -> Optional[tuple]:
+    """`class_loss_terms` where the epoch train loss must weigh its steps by their labels (class weights, or labels
+    that may sit at ignore_index); None where every step's weight is its rows: no class weights and every label
+    known before training (`_known_labels`) and none at ignore_index, so no step counts its labels."""
+    terms = class_loss_terms(loss_fn) if loss_fn is not None else None
+    if terms is None or terms[0] is not None: return terms
+    labels = _known_labels(dl_train)
+    if labels is None or not all(isinstance(y, torch.Tensor) and not y.is_floating_point() for y in labels):
+        return terms
+    return terms if any(bool((y == terms[1]).any()) for y in labels) else None
 
 def cpu_label_weight(items: list,  # micro-batches `(xb, yb, loss)`
                      terms: tuple,  # `(weight, ignore_index)` from `class_loss_terms`
