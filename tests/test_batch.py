@@ -300,3 +300,20 @@ def test_a_nan_in_the_first_batch_is_no_shape_mismatch_and_a_broadcast_is_still_
         run = tb.fit(torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1)), batches,
                      loss_fn=squeeze, live=False, config=tb.TrainConfig(epochs=1, device="cpu", on_nonfinite=how))
         assert run.stopped == ended
+
+
+def test_broadcast_shape_is_torchs_answer():
+    "`broadcast_shape` (plain Python, every evaluation's first batch) gives torch.broadcast_shapes' shape, or None."
+    import itertools, random
+    from trainbook.batch import broadcast_shape
+    rng = random.Random(0)
+    sizes = [0, 1, 2, 3, 64]
+    shapes = [()] + [tuple(rng.choice(sizes) for _ in range(k)) for k in (1, 2, 3, 4) for _ in range(12)]
+    agree, refused = 0, 0
+    for a, b in itertools.product(shapes, shapes):
+        try: want = tuple(torch.broadcast_shapes(a, b))
+        except RuntimeError: want = None
+        assert broadcast_shape(torch.Size(a), torch.Size(b)) == want, (a, b, want)
+        agree += 1
+        refused += want is None
+    assert agree == len(shapes) ** 2 and 0 < refused < agree  # both answers were tried

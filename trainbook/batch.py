@@ -4,7 +4,7 @@
 
 # %% ../nbs/03a_batch.ipynb #0ae7bb77
 from __future__ import annotations
-import contextlib, copy, functools, inspect, math, re, signal, threading, weakref
+import contextlib, copy, functools, inspect, itertools, math, re, signal, threading, weakref
 from typing import Callable, Optional, Union
 
 import torch
@@ -17,8 +17,8 @@ __all__ = ['TARGET_KEYS', 'ELEMENTWISE_LOSSES', 'BCE_LOSSES', 'CLASS_LOSSES', 's
            'call_model', 'batch_rows', 'rows_in', 'prediction', 'model_loss', 'whole_output', 'wants_whole_output',
            'label_range', 'compute_loss', 'eval_mode', 'kept_rng', 'ShapeMismatch', 'TargetsOutOfRange',
            'bce_target_range', 'is_class_loss', 'loss_keyword', 'label_out_of_range', 'check_labels',
-           'check_loss_value', 'check_loss_reduction', 'nothing_to_train', 'check_loss_shapes', 'autocast', 'Feeder',
-           'forward', 'training_lock', 'stop_requested', 'DeferredCtrlC', 'HeldCtrlC']
+           'check_loss_value', 'check_loss_reduction', 'nothing_to_train', 'broadcast_shape', 'check_loss_shapes',
+           'autocast', 'Feeder', 'forward', 'training_lock', 'stop_requested', 'DeferredCtrlC', 'HeldCtrlC']
 
 # %% ../nbs/03a_batch.ipynb #17015856
 TARGET_KEYS = ("y", "label", "labels", "target")
@@ -558,6 +558,17 @@ def nothing_to_train(model: Optional[nn.Module],  # a model (None: nothing to sa
     return (f"all {len(params)} of the model's parameter tensors are frozen (requires_grad=False): unfreeze "
             "what should learn, p.requires_grad_(True) (e.g. the head: model.head.requires_grad_(True))")
 
+def broadcast_shape(a: tuple,  # one tensor's shape
+                    b: tuple,  # another's
+                   ) -> Optional[tuple]:
+    "The shape `a` and `b` broadcast to (`torch.broadcast_shapes`' answer), None where they do not: in plain Python."
+    # torch's own raises where they do not, and costs ~40 µs a call; every evaluation checks its first batch
+    out = []
+    for x, y in itertools.zip_longest(reversed(a), reversed(b), fillvalue=1):
+        if x != y and x != 1 and y != 1: return None
+        out.append(y if x == 1 else x)
+    return tuple(reversed(out))
+
 def check_loss_shapes(pred,  # the model's prediction (see `prediction`)
                       yb,  # the targets
                       loss_fn: Optional[Callable],  # the loss, whatever it is (a named one, a lambda, a module)
@@ -569,8 +580,7 @@ def check_loss_shapes(pred,  # the model's prediction (see `prediction`)
     if out_of_range is not None: raise TargetsOutOfRange(out_of_range)
     if pred.shape == yb.shape: return
     name = getattr(loss_fn, "__name__", type(loss_fn).__name__).lower()
-    try: broadcast = tuple(torch.broadcast_shapes(pred.shape, yb.shape))
-    except RuntimeError: broadcast = None
+    broadcast = broadcast_shape(pred.shape, yb.shape)
     # any loss: a pair that broadcasts to more values than either holds ((n, 1) against (n,) gives (n, n))
     # compares every prediction with every target; an elementwise loss needs equal shapes outright
     grows = broadcast is not None and torch.Size(broadcast).numel() > max(pred.numel(), yb.numel())

@@ -4,7 +4,7 @@
 
 # %% ../nbs/06a_guard.ipynb #fbcc8e7a
 from __future__ import annotations
-import collections.abc, inspect, math, sys, threading
+import collections.abc, inspect, math, sys, threading, weakref
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
@@ -53,9 +53,16 @@ def _sums_rows(loss_fn: Callable) -> bool:
     a partial or by default. A loss that sums inside its own code (a lambda) cannot be seen."""
     owner = getattr(loss_fn, "__self__", loss_fn)  # nn.CrossEntropyLoss(reduction="sum").forward: the module's
     if str(getattr(owner, "reduction", "")).lower() == "sum": return True  # nn.CrossEntropyLoss(reduction="sum")
+    try: return _SUMS_BY_SIGNATURE[loss_fn]  # each evaluation checks its loss: the signature is read once
+    except (KeyError, TypeError): pass  # (TypeError: unhashable, or no weak reference to it)
     try: param = inspect.signature(loss_fn).parameters.get("reduction")  # a partial's bound keyword is its default
     except (TypeError, ValueError): return False  # a builtin without a signature
-    return param is not None and isinstance(param.default, str) and param.default.lower() == "sum"
+    sums = param is not None and isinstance(param.default, str) and param.default.lower() == "sum"
+    try: _SUMS_BY_SIGNATURE[loss_fn] = sums
+    except TypeError: pass
+    return sums
+
+_SUMS_BY_SIGNATURE = weakref.WeakKeyDictionary()  # loss -> whether its signature's default reduction is 'sum'
 
 def check_valid_order(dl_valid,  # the validation batches
                      ) -> None:

@@ -89,6 +89,8 @@ def epoch_label_terms(loss_fn,  # the run's loss
     labels = _known_labels(dl_train)
     if labels is None or not all(isinstance(y, torch.Tensor) and not y.is_floating_point() for y in labels):
         return terms
+    if len(labels) > 1 and len({y.device for y in labels}) == 1:  # a list of batches: one comparison for all
+        labels = [torch.cat([y.reshape(-1) for y in labels])]  # (one per batch cost ~10 µs each)
     return terms if any(bool((y == terms[1]).any()) for y in labels) else None
 
 def cpu_label_weight(items: list,  # micro-batches `(xb, yb, loss)`
