@@ -21,9 +21,17 @@ __all__ = ['CLASS_LOSSES', 'BINARY_LOSSES', 'DISTANCE_LOSSES', 'LOSS_OPTIONS', '
 # %% ../nbs/08b_levels.ipynb #3efdceba
 def loss_name(loss_fn,  # a loss: an nn module, a torch.nn.functional function, a functools.partial of one
              ) -> str:
-    "A loss's name in lower case: 'cross_entropy' (a function, also through a partial), 'crossentropyloss'."
+    """A loss's name in lower case: 'cross_entropy' (a function, also through a partial), 'crossentropyloss'; a
+    subclass of a torch loss that keeps torch's forward is named as that loss (its levels are that loss's)."""
     fn = loss_fn.func if isinstance(loss_fn, functools.partial) else loss_fn
+    if isinstance(fn, nn.Module): return _torch_loss_class(type(fn)).__name__.lower()
     return getattr(fn, "__name__", type(fn).__name__).lower()
+
+def _torch_loss_class(cls: type) -> type:
+    "The torch loss class whose forward `cls` runs (`class MyCE(nn.CrossEntropyLoss)`: CrossEntropyLoss); else `cls`."
+    for base in cls.__mro__:
+        if base.__module__ == nn.modules.loss.__name__ and base.forward is cls.forward: return base
+    return cls  # its own forward (a focal loss on top of cross-entropy): not known by torch's name
 
 @dataclass
 class LossLevels:
