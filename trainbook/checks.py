@@ -38,7 +38,7 @@ def infer_task(y: pd.Series,  # the target column
     if y.empty: raise ValueError("the target has no non-missing values")
     if y.dtype == object or isinstance(y.dtype, pd.CategoricalDtype): _require_one_kind(y)
     n = y.nunique()
-    if pd.api.types.is_bool_dtype(y) or not pd.api.types.is_numeric_dtype(y):
+    if dtype_family(y) != "numeric":  # booleans, text, categories; Decimal objects are numbers
         return "binary" if n <= 2 else "multiclass"
     values = y.to_numpy(dtype=float)
     values = values[np.isfinite(values)]  # ±inf is neither whole nor fractional (it has its own finding)

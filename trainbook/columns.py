@@ -5,6 +5,7 @@
 # %% ../nbs/01c_columns.ipynb #b7c52e39
 from __future__ import annotations
 import re
+from decimal import Decimal
 from typing import Optional
 
 import numpy as np
@@ -12,9 +13,9 @@ import pandas as pd
 
 # %% auto #0
 __all__ = ['ROLES', 'DATE_SHARE', 'ID_WORDS', 'ENTITY_WORDS', 'require_frame', 'is_nested_arrow', 'require_flat_columns',
-           'dtype_family', 'is_nullable', 'parse_numbers', 'as_datetimes', 'epoch_seconds', 'numeric_view',
-           'parse_dates', 'unparsed_dates', 'dates_as_text', 'ValueCodes', 'named_like_id', 'names_entity',
-           'column_roles', 'feature_roles', 'roles_from_codes']
+           'dtype_family', 'holds_decimals', 'is_nullable', 'parse_numbers', 'as_datetimes', 'epoch_seconds',
+           'numeric_view', 'parse_dates', 'unparsed_dates', 'dates_as_text', 'ValueCodes', 'named_like_id',
+           'names_entity', 'column_roles', 'feature_roles', 'roles_from_codes']
 
 # %% ../nbs/01c_columns.ipynb #06abe1e6
 def require_frame(df,  # what the caller got as a frame
@@ -86,7 +87,24 @@ def dtype_family(s: pd.Series,  # a column
     if t.is_datetime64_any_dtype(s.dtype): return "datetime"  # naive and tz-aware
     if t.is_timedelta64_dtype(s.dtype): return "timedelta"
     if t.is_numeric_dtype(s.dtype): return "numeric"  # numpy numbers and the nullable Int64 / Float64
+    if holds_decimals(s): return "numeric"  # exact numbers (money): float64, as Parquet's decimals are read
     return "categorical"  # object, str, string, category
+
+def _first_present(values: np.ndarray):
+    "The first value of an object array that is not missing (None, NaN, pd.NA, NaT); None when all are."
+    if len(values) and not pd.isna(values[0]): return values[0]  # the usual case: no scan
+    present = np.flatnonzero(~pd.isna(values))
+    return values[present[0]] if len(present) else None
+
+def holds_decimals(s: pd.Series,  # a column
+                  ) -> bool:
+    """Whether an object column holds `decimal.Decimal` numbers (ints and floats among them, missing values):
+    numbers, not categories. A text column is told by its first value, without a scan."""
+    if s.dtype != object: return False
+    values = s.to_numpy()
+    if not isinstance(_first_present(values), Decimal): return False
+    kinds = set(map(type, values[~pd.isna(values)]))
+    return all(issubclass(k, (Decimal, int, float)) and not issubclass(k, (bool, np.bool_)) for k in kinds)
 
 def is_nullable(s: pd.Series,  # a column
                ) -> bool:

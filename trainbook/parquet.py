@@ -205,10 +205,9 @@ def check_same_columns(files: list,  # Parquet file paths, the first one the ref
         if clash:
             shown = ", ".join(f"{c!r} is {b} there but {a} in the first file" for c, a, b in clash[:5])
             raise ValueError(f"Parquet file {str(path)!r} holds column(s) of another type than the first "
-                             f"file {str(files[0])!r}: {shown}; an int and a float target give different "
-                             "batches, "
-                             "text among numbers fails mid-epoch: write the file again with the first file's "
-                             "types (df[column].astype(...)), or pass a list of the files that match")
+                             f"file {str(files[0])!r}: {shown} (an int and a float target batch apart, text "
+                             "among numbers fails mid-epoch): write it again with the first file's types "
+                             "(df[column].astype(...)), or pass a list of the files that match")
 
 def read_rows(dataset,  # the `pyarrow.dataset.Dataset` the file is part of
               frag,  # one of its fragments (a file)
@@ -227,6 +226,14 @@ def read_rows(dataset,  # the `pyarrow.dataset.Dataset` the file is part of
         if pt.is_dictionary(field.type):
             table = table.set_column(j, field.name, table.column(j).cast(field.type.value_type))
     return table
+
+def _where_rows(table, where: tuple):
+    "True where column `where[0]` equals `where[1]`, as Arrow compares (0.1 equals a decimal 0.10); null: False."
+    import pyarrow as pa, pyarrow.compute as pc
+    try: return pc.fill_null(pc.equal(table[where[0]], where[1]), False)
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid):  # a text value for a number column
+        raise ValueError(f"where={where!r}: column {where[0]!r} holds {table[where[0]].type} values, which a "
+                         f"{type(where[1]).__name__} never equals") from None
 
 def _file_stamp(frag,  # a fragment (a file) of a `pyarrow.dataset.Dataset`
               ) -> Optional[tuple]:
@@ -302,7 +309,6 @@ def fit_prep(source,  # a Parquet file or folder, a list of files, or a `pyarrow
             ) -> tuple[FramePrep, dict]:
     "`make_preprocessor` fitted on a seeded sample of the rows: the `FramePrep` and what the sample was."
     import pyarrow as pa
-    import pyarrow.compute as pc
     dataset = as_dataset(source)
     columns = _columns(dataset, target, columns)
     if where is not None and (len(where) != 2 or where[0] not in dataset.schema.names):
@@ -313,13 +319,12 @@ def fit_prep(source,  # a Parquet file or folder, a list of files, or a `pyarrow
     chosen, tables, rows = [], [], 0
     for i in rng.permutation(len(groups)):  # whole row groups at random until there are enough rows
         table = read_rows(dataset, groups[i][0], names, groups[i][1])
-        if where is not None: table = table.filter(pc.equal(table[where[0]], where[1]))
+        if where is not None: table = table.filter(_where_rows(table, where))
         chosen.append(int(i))
         tables.append(table)
         rows += table.num_rows
         if rows >= sample_rows: break
-    # files of one kind of type but other widths (int32, int64): the wider
-    sample = pa.concat_tables(tables, promote_options="permissive").select(columns + [target])
+    sample = pa.concat_tables(tables, promote_options="permissive").select(columns + [target])  # int32+int64: int64
     _tell_decimals(_column_types(dataset), columns + [target])
     sample = _decimals_as_floats(sample).to_pandas()
     if sample.empty: raise ValueError(f"no rows to fit the preprocessing on (where={where!r})")
@@ -372,11 +377,9 @@ class ParquetLoader(ShardedBatches):
         if not isinstance(batch_size, int) or batch_size <= 0:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
         if not isinstance(shuffle_buffer, int) or shuffle_buffer < 0:
-            raise ValueError("shuffle_buffer must be a non-negative int (row groups), "
-                             f"got {shuffle_buffer!r}")
+            raise ValueError(f"shuffle_buffer must be a non-negative int (row groups), got {shuffle_buffer!r}")
         if where is not None and (len(where) != 2 or where[0] not in self.dataset.schema.names):
-            raise ValueError("where must be a (column, value) pair naming a column of the dataset, "
-                             f"got {where!r}")
+            raise ValueError(f"where must be a (column, value) pair naming a column of the dataset, got {where!r}")
         self.place(rank, world_size)
         self.target, self.batch_size, self.seed = target, batch_size, seed
         self.shuffle_buffer = shuffle_buffer
@@ -387,9 +390,8 @@ class ParquetLoader(ShardedBatches):
         self.sizes = np.array([self._kept(g) for g in self.groups], dtype=np.int64)
         self.n = int(self.sizes.sum())
         if self.n == 0:
-            raise ValueError("the Parquet dataset has no rows" + (f" where {where}: its column {where[0]!r} holds "
-                             f"{self.dataset.schema.field(where[0]).type} values, the value given is a "
-                             f"{type(where[1]).__name__}" if where else ""))
+            raise ValueError("the Parquet dataset has no rows" + (f" where {where[0]!r} equals {where[1]!r} "
+                             f"(a {self.dataset.schema.field(where[0]).type} column)" if where else ""))
         self._check_target_nulls()
         self.prep_sample = None
         if classes is not None and prep != "auto":
@@ -414,8 +416,8 @@ class ParquetLoader(ShardedBatches):
         "Rows of a row group this loader uses (all of them, or those `where` keeps: one column is read)."
         frag, i, rows = group
         if self.where is None: return rows
-        col = read_rows(self.dataset, frag, [self.where[0]], i).column(0)
-        return int(np.sum(col.to_numpy(zero_copy_only=False) == self.where[1]))
+        kept = _where_rows(read_rows(self.dataset, frag, [self.where[0]], i), self.where)
+        return int(np.sum(kept.to_numpy(zero_copy_only=False)))  # as `_read` filters: Arrow's comparison
 
     def _check_target_nulls(self):
         "Refuse a target with missing values, counted in the file footers' statistics (no data is read)."
@@ -478,7 +480,6 @@ class ParquetLoader(ShardedBatches):
         """prep=None: refuse feature columns with missing values (they would reach the batches as NaN),
         counted in the file footers; with `where=`, in the rows it keeps of the row groups whose footers count
         some. The footers do not count NaN: `_tensors` refuses it in the rows it reads."""
-        import pyarrow.compute as pc
         counts, first = {}, {}
         for frag, i, rows in self.groups:
             found = _footer_nulls(frag, i, rows, self.columns)
@@ -486,7 +487,7 @@ class ParquetLoader(ShardedBatches):
             if found and self.where is not None:  # the footers count every row, the loader keeps some
                 names = list(dict.fromkeys(list(found) + [self.where[0]]))
                 table = read_rows(self.dataset, frag, names, i)
-                table = table.filter(pc.equal(table[self.where[0]], self.where[1]))
+                table = table.filter(_where_rows(table, self.where))
                 found = {c: table[c].null_count for c in found}
             for c, k in found.items():
                 if not k: continue
@@ -513,7 +514,6 @@ class ParquetLoader(ShardedBatches):
 
     def _read(self, b: int, units: list) -> tuple:
         "(features, targets, row order) of buffer `b`: its rows as read and the order they are yielded in."
-        import pyarrow.compute as pc
         names = self.columns + [self.target] + ([self.where[0]] if self.where else [])
         names = list(dict.fromkeys(names))
         rows, at, x, y = int(self.sizes[units].sum()), 0, None, None
@@ -521,7 +521,7 @@ class ParquetLoader(ShardedBatches):
             if not self.sizes[u]: continue  # no row kept (a 0-row file, or none `where` keeps): none to convert
             frag, i, footer_rows = self.groups[u]
             table = self._read_group(frag, i, footer_rows, names)
-            if self.where is not None: table = table.filter(pc.equal(table[self.where[0]], self.where[1]))
+            if self.where is not None: table = table.filter(_where_rows(table, self.where))
             xu, yu = self._tensors(table, f"row group {i} of {Path(frag.path).name}")
             del table
             if x is None:

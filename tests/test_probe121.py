@@ -1,0 +1,86 @@
+"""Probe 121: messy frames and Parquet files as a first cell meets them (Decimal objects, where= on decimals,
+the audit's multi-label target, Arrow durations, ...)."""
+import decimal
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import trainbook as tb
+from trainbook.audit import audit_parts
+from trainbook.checks import infer_task
+
+
+def _standardized(train: np.ndarray, part: np.ndarray) -> np.ndarray:
+    "What the numeric step does, by hand: the train rows' median for missing values, then their mean and std."
+    med = np.nanmedian(train)
+    train, part = np.where(np.isnan(train), med, train), np.where(np.isnan(part), med, part)
+    return (part - train.mean()) / train.std()
+
+
+def test_decimal_objects_are_numbers_not_categories():
+    "Seen: a column of decimal.Decimal (money from a database driver) one-hot encoded into 51 columns."
+    rng = np.random.default_rng(0)
+    n = 300
+    price = [None if rng.random() < 0.1 else decimal.Decimal(f"{v:.2f}") for v in rng.normal(10, 3, n)]
+    df = pd.DataFrame({"price": pd.Series(price, dtype=object), "x": rng.normal(size=n),
+                       "y": rng.integers(0, 2, n)})
+    kinds = {(f.kind, f.column) for f in tb.check_data(df, "y").findings}
+    assert ("numbers_as_text", "price") not in kinds and ("high_cardinality", "price") not in kinds, kinds
+    splits = tb.make_splits(df, "y", seed=0)
+    _, dl_valid, _, prep = tb.loaders_from_frame(df, "y", splits)
+    assert prep.roles["price"] == "numeric" and prep.n_features == 2
+    values = np.array([np.nan if p is None else float(p) for p in price])
+    X = torch.cat([xb for xb, _ in dl_valid]).numpy()
+    col = list(prep.preprocessor.get_feature_names_out()).index("price")
+    np.testing.assert_allclose(X[:, col], _standardized(values[splits.train], values[splits.valid]), atol=1e-5)
+    # served as Decimal objects or as float64: the same matrix
+    as_floats = prep.transform(df.assign(price=values).iloc[splits.valid])
+    torch.testing.assert_close(prep.transform(df.iloc[splits.valid]), as_floats)
+
+
+def test_a_decimal_target_is_a_regression():
+    "Seen: amounts held as Decimal taken for 179 classes (multiclass), each a rare class."
+    y = pd.Series([decimal.Decimal(f"{v:.2f}") for v in np.random.default_rng(1).normal(size=200) * 3])
+    assert infer_task(y) == "regression"
+    assert infer_task(pd.Series([decimal.Decimal("1"), decimal.Decimal("0")] * 10)) == "binary"  # whole: classes
+
+
+def test_text_and_mixed_objects_stay_categories():
+    "Text, and Decimals mixed with words, are no numbers: only a column of numbers (missing ones aside) is."
+    from trainbook.columns import dtype_family
+    assert dtype_family(pd.Series(["a", "b"], dtype=object)) == "categorical"
+    assert dtype_family(pd.Series([decimal.Decimal("1.5"), "n/a"], dtype=object)) == "categorical"
+    assert dtype_family(pd.Series([decimal.Decimal("1.5"), True], dtype=object)) == "categorical"
+    assert dtype_family(pd.Series([None, decimal.Decimal("1.5"), 2, np.nan], dtype=object)) == "numeric"
+
+
+@pytest.fixture
+def decimal_parquet(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    rng = np.random.default_rng(0)
+    fee = [decimal.Decimal(v) for v in rng.choice(["0.10", "0.20", "1.00"], 400)]
+    table = pa.table({"fee": pa.array(fee, pa.decimal128(6, 2)), "x": rng.normal(size=400),
+                      "s": rng.choice(["a", "b"], 400), "y": rng.integers(0, 2, 400)})
+    pq.write_table(table, tmp_path / "d.parquet", row_group_size=64)
+    return tmp_path / "d.parquet", fee
+
+
+@pytest.mark.parametrize("value", [0.1, 0.2, 1, decimal.Decimal("0.2")])
+def test_where_on_a_decimal_column_compares_as_the_batches_read_it(decimal_parquet, value):
+    "Seen: where=('fee', 0.1) on a decimal128 column: 'the Parquet dataset has no rows' (121 rows are 0.10)."
+    path, fee = decimal_parquet
+    want = sum(f == decimal.Decimal(str(value)) for f in fee)
+    dl = tb.ParquetLoader(path, "y", columns=["x"], batch_size=50, where=("fee", value))
+    assert dl.n == want and sum(len(yb) for _, yb in dl) == want
+    auto = tb.ParquetLoader(path, "y", columns=["x"], batch_size=50, where=("fee", value), prep="auto")
+    assert auto.prep_sample["rows"] == want
+
+
+@pytest.mark.parametrize("where", [("s", 1), ("x", "0.1"), ("fee", "0.10")])
+def test_where_of_another_type_is_refused_by_column(decimal_parquet, where):
+    "A value no row of its column can equal: refused when the loader is made, naming the column and its type."
+    with pytest.raises(ValueError, match=f"column {where[0]!r} holds"):
+        tb.ParquetLoader(decimal_parquet[0], "y", columns=["x"], where=where)
