@@ -168,6 +168,7 @@ class BoostingLibrary:
     scores: tuple = ()  # metrics that grow as the model improves: never the loss
     probability_objectives: tuple = ()  # classifier objectives `predict` gives class probabilities of
     function_keys: tuple = ()  # the parameters that name metrics: a Python function there is refused
+    one_metric = names_only = None  # a parameter taking one metric (no list), one taking metric names only
     takes_instead = ""  # what those parameters take, in the library's words (the refusal's advice)
     files = property(lambda self: (self.model_file, "prep.skops", "boosted.json"))  # what a run writes
 
@@ -576,6 +577,7 @@ class CatBoostLibrary(BoostingLibrary):
     "CatBoost: categorical columns native (ordered target statistics), a history callback, `model.cbm`."
     name, model_file, objective_key = "catboost", "model.cbm", "loss_function"
     function_keys = ("eval_metric", "custom_metric")
+    one_metric, names_only = "eval_metric", "custom_metric"  # (`gbdt_findings.metric_forms_refused`)
     takes_instead = ("CatBoost takes a metric name (Logloss, AUC, Accuracy, MultiClass, RMSE, MAE, ...), or as "
                      "eval_metric (one, not a list) an object with evaluate, is_max_optimal and get_final_error "
                      "methods (its user-defined metric), not a function. Name built-in metrics")

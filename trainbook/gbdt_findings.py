@@ -15,7 +15,7 @@ from .metrics import loss_vs_constant
 from .readings import Thresholds
 
 # %% auto #0
-__all__ = ['check_boosting_settings', 'check_param_names', 'boosting_findings', 'constant_finding']
+__all__ = ['metric_forms_refused', 'check_boosting_settings', 'check_param_names', 'boosting_findings', 'constant_finding']
 
 # %% ../nbs/10c_gbdt_findings.ipynb #034cd300
 def _positive_int(value, name: str, what: str) -> int:
@@ -24,6 +24,24 @@ def _positive_int(value, name: str, what: str) -> int:
         raise TypeError(f"{name} must be {what}, got {value!r} ({type(value).__name__})")
     if value < 1: raise ValueError(f"{name} must be {what}, got {value!r}")
     return int(value)
+
+def metric_forms_refused(lib,  # the BoostingLibrary that trains
+                         params: dict,  # the user's parameters
+                        ) -> Optional[str]:
+    """Why a metric parameter's form cannot be taken (a message naming it), where the library would fail on it with
+    an error of its own: a list as CatBoost's `eval_metric` (one metric), an object in its `custom_metric` (names)."""
+    one = params.get(lib.one_metric) if lib.one_metric else None
+    if isinstance(one, (list, tuple)):
+        return (f"params[{lib.one_metric!r}] is a {type(one).__name__} ({list(one)!r}): {lib.name}'s "
+                f"{lib.one_metric} is one metric, the one that picks the best round (a name such as 'AUC', or an "
+                f"object with evaluate, is_max_optimal and get_final_error); name the others in {lib.names_only}")
+    names = params.get(lib.names_only) if lib.names_only else None
+    items = names if isinstance(names, (list, tuple)) else [names]
+    odd = next((m for m in items if m is not None and not isinstance(m, str)), None)
+    if odd is None: return None
+    return (f"params[{lib.names_only!r}] holds a {type(odd).__name__} object: {lib.name}'s {lib.names_only} takes "
+            f"metric names only (e.g. ['AUC', 'Accuracy']); a metric object of your own goes in {lib.one_metric} "
+            "(one), or score it on run.model's predictions of the valid rows after the run")
 
 def check_boosting_settings(lib,  # the BoostingLibrary that trains
                             params,  # the user's parameters (None: trainbook's)
@@ -39,7 +57,8 @@ def check_boosting_settings(lib,  # the BoostingLibrary that trains
         pairs = " (dict(params) makes one from (name, value) pairs)" if isinstance(params, (list, tuple)) else ""
         raise TypeError(f"params must be a dict of {lib.name}'s parameters, e.g. {{'learning_rate': 0.05}}, got "
                         f"{type(params).__name__}{pairs}")
-    refused = lib.refused_params(dict(params or {}))  # what the library would train wrongly, or fail on deep inside
+    # what the library would train wrongly, or fail on deep inside
+    refused = lib.refused_params(dict(params or {})) or metric_forms_refused(lib, dict(params or {}))
     if refused: raise ValueError(refused)
     num_rounds = _positive_int(num_rounds, "num_rounds", "a positive int")
     if early_stopping is not None:
