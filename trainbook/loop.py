@@ -180,13 +180,11 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
     s = Setup(model=model, net=net, optimizer=opt, scheduler=sched,
               scheduler_interval=pick_scheduler_interval(sched, scheduler_interval, cfg, scheduler is not None),
               scaler=scaler, loss_fn=loss_fn, config=cfg, device=device, precision=precision, dl_train=dl_train,
-              dl_valid=dl_valid, metric_fns=metric_fns or {},
-              monitor=monitored_record(*followed),
+              dl_valid=dl_valid, metric_fns=metric_fns or {}, monitor=monitored_record(*followed),
               n_batches=n_batches, params=[p for _, p in named_params], named_params=named_params, rank=rank,
               world=world, ddp=strategy == "ddp", callbacks=cbs, checkpointer=keeper, stopper=stopper,
-              environment=keeper.meta["environment"],
-              extra={"precision": precision, "device": str(device), "split_fingerprint": split_fingerprint,
-                     "data_fingerprint": fingerprint, "track": track},
+              environment=keeper.meta["environment"], extra={"precision": precision, "device": str(device),
+                     "split_fingerprint": split_fingerprint, "data_fingerprint": fingerprint, "track": track},
               feed=Feeder(net, loss_fn, device, precision), generators=loader_generators(dl_train),
               buffers=BufferSnapshot.of(model) if keeper.enabled or cfg.on_nonfinite == "skip" else None,
               unscale=cfg.clip_norm is not None or precision == "fp16",
@@ -264,18 +262,22 @@ def _grad_sync(s: Setup, window: Window):
     return s.net.no_sync() if s.ddp and not window.last else _NO_SYNC
 
 def _window_loss(s: Setup, window: Window) -> tuple[float, tuple]:
-    "The window's mean loss (over ranks too) and its epoch-loss part (Σ loss·weight, Σ weight): one sync."
+    """The window's mean loss (over ranks too) and its epoch-loss part (Σ loss·weight, Σ weight): one sync. Its
+    micro-batches with no label to score (0/0) are left out where others remain (`Window.drop_unscored`)."""
     items = window.items
     loss = items[0][2] if len(items) == 1 else sum(item[2].detach() for item in items) / window.size
     if s.label_terms is not None and s.world == 1 and (w := cpu_label_weight(items, s.label_terms)) is not None:
-        return (value := loss.item()), (value * w, w)  # labels on the CPU, counted there (the common case)
-    if s.label_terms is not None:  # a loss that weighs labels (class weights, padding): as validation weighs them
+        part = ((value := loss.item()) * w, w)  # labels on the CPU, counted there (the common case)
+    elif s.label_terms is not None:  # a loss that weighs labels (class weights, padding): as validation weighs them
         loss = torch.cat([loss.detach().float().reshape(1), weighed_losses(items, s.label_terms)])
         value, weighed, weight = (all_mean(loss) if s.world > 1 else loss).tolist()  # read together, one sync
-        return value, (weighed * s.world, weight * s.world)
-    if s.world > 1: loss = all_mean(loss.detach())  # every rank takes the same decision
-    value, rows = loss.item(), window.rows * s.world  # every rank's rows (sharded alike)
-    return value, (value * rows, rows)
+        part = (weighed * s.world, weight * s.world)
+    else:
+        value = (all_mean(loss.detach()) if s.world > 1 else loss).item()  # every rank takes the same decision
+        part = (value * window.rows * s.world, window.rows * s.world)  # every rank's rows (sharded alike)
+    if math.isfinite(value) or s.world > 1 or not window.drop_unscored(s.loss_fn, s.params, s.scaler.is_enabled()):
+        return value, part
+    return _window_loss(s, window)  # the rest of the window
 
 def _skip_nonfinite(s: Setup, state: LoopState, window: Window) -> Optional[str]:
     "A non-finite window loss: [on_nonfinite], drop the gradients; 'nonfinite' to stop, None to skip the step."
@@ -286,8 +288,7 @@ def _skip_nonfinite(s: Setup, state: LoopState, window: Window) -> Optional[str]
     s.optimizer.zero_grad(set_to_none=True)
     if s.buffers is not None: s.buffers.restore()  # its forwards put the NaN into BatchNorm's running stats
     window.done = True
-    if s.config.on_nonfinite == "stop": return "nonfinite"
-    return _count_skip(state)  # None: the step is skipped, the run goes on
+    return "nonfinite" if s.config.on_nonfinite == "stop" else _count_skip(state)  # None: skipped, the run goes on
 
 def _count_skip(state: LoopState):
     state.skipped_steps += 1
@@ -453,9 +454,8 @@ def _interrupted(s: Setup, state: LoopState, window: Optional[Window]) -> Run:
 def _finish(s: Setup, state: LoopState, stopped: str, error: Optional[BaseException] = None) -> Run:
     "Findings, the Run, [after_fit], run.json, the folder's lock: for every way a run ends (`end_run`)."
     try:
-        return end_run(state, s.callbacks, stopped, stopper=s.stopper, checkpointer=s.checkpointer,
-                       environment=s.environment, error=error,
-                       extra={**s.extra, "seconds": time.perf_counter() - s.started})
+        return end_run(state, s.callbacks, stopped, stopper=s.stopper, checkpointer=s.checkpointer, error=error,
+                       environment=s.environment, extra={**s.extra, "seconds": time.perf_counter() - s.started})
     finally:
         s.ctrl_c.uninstall()  # SIGINT back to its usual handler
         object.__setattr__(s, "net", None)  # a DDP wrapper must go before its process group does

@@ -5,13 +5,14 @@
 # %% ../nbs/06c_resume.ipynb #fb01ea68
 from __future__ import annotations
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 import torch
 from torch import nn
 
 from . import __version__
 from .batch import batch_rows
+from .metrics import nothing_scored
 from .core import Finding, TrainConfig, loader_generators, loader_length, rng_state
 from .distributed import unwrap
 
@@ -252,6 +253,24 @@ class Window:
         "Keep a micro-batch's loss (and the batch, for a non-finite loss's triage)."
         self.items.append((xb, yb, loss))
         self.rows += batch_rows(xb, yb)
+
+    def drop_unscored(self,
+                      loss_fn: Optional[Callable],  # the run's loss (its ignore_index; None: the model's own, -100)
+                      params: list,  # the trainable parameters, their gradients accumulated over the window
+                      scaled: bool = False,  # fp16: gradients scaled (the scaler skips a step on inf ones itself)
+                     ) -> bool:
+        """Leave out of the window its micro-batches with no label to score (every label at ignore_index: a mean of
+        0/0, a gradient of 0), where others remain: the step is the mean of the others', gradients rescaled. False
+        (nothing changed) where a non-finite loss had labels to score, or the gradients are not finite."""
+        keep = [item for item in self.items if bool(torch.isfinite(item[2]).all())]
+        dropped = [item for item in self.items if not any(item is k for k in keep)]
+        if not keep or not dropped or not all(nothing_scored(yb, loss_fn) for _, yb, _ in dropped): return False
+        grads = [p.grad for p in params if p.grad is not None]
+        if grads and not scaled and not bool(torch.isfinite(torch.stack(torch._foreach_norm(grads))).all()):
+            return False  # a loss that divides by its count of labels: 0/0 in its gradient too
+        if grads and self.size > 1: torch._foreach_mul_(grads, self.size / len(keep))  # was Σ / size
+        self.items, self.size = keep, len(keep)
+        return True
 
 _END = object()
 
