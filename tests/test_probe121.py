@@ -84,3 +84,32 @@ def test_where_of_another_type_is_refused_by_column(decimal_parquet, where):
     "A value no row of its column can equal: refused when the loader is made, naming the column and its type."
     with pytest.raises(ValueError, match=f"column {where[0]!r} holds"):
         tb.ParquetLoader(decimal_parquet[0], "y", columns=["x"], where=where)
+
+
+def _lists(n: int) -> list:
+    return [[0, 1] if i % 2 else [1] for i in range(n)]
+
+
+@pytest.mark.parametrize("arg", ["target", "groups", "time"])
+def test_lists_in_target_groups_or_time_are_named_everywhere(arg):
+    """Seen: audit_parts(df, parts, target='y') on a target of lists (and Splits.audit, check_data, make_splits'
+    groups=) raised pandas' raw "unhashable type: 'list'"; make_splits alone named the target."""
+    df = pd.DataFrame({"x": np.arange(20.0), "y": [0, 1] * 10, "g": np.repeat(np.arange(5), 4)})
+    splits = tb.make_splits(df, "y", strategy="random")
+    col = {"target": "y", "groups": "g", "time": "x"}[arg]
+    df[col] = _lists(20)
+    parts = {"train": splits.train, "valid": splits.valid}
+    calls = [lambda: audit_parts(df, parts, **{arg: col}), lambda: tb.check_data(df, **{arg: col}),
+             lambda: tb.make_splits(df, strategy="random", **{arg: col})]
+    if arg == "target": calls.append(lambda: splits.audit(df))
+    else: calls.append(lambda: splits.audit(df, **{arg: col}))
+    for call in calls:
+        with pytest.raises(TypeError, match=f"{arg} column {col!r} holds list values"):
+            call()
+
+
+def test_label_sets_and_composite_ids_are_one_value():
+    "Tuples are one (hashable) value a row: a label set, an id of two parts; the audit takes them."
+    df = pd.DataFrame({"x": np.arange(20.0), "y": [(0,), (0, 1)] * 10, "g": [(i % 5, "a") for i in range(20)]})
+    found = audit_parts(df, {"train": np.arange(0, 20, 2), "valid": np.arange(1, 20, 2)}, target="y", groups="g")
+    assert [f.kind for f in found if f.kind == "group_overlap"] == ["group_overlap"]  # 5 ids on both sides

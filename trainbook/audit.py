@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 
 from .checks import infer_task, require_column, require_not_target
-from trainbook.columns import (
+from .columns import (
     as_datetimes, column_roles, dtype_family, is_nested_arrow, named_like_id, names_entity, numeric_view,
-    require_frame)
+    require_frame, require_one_value)
 from .core import Finding, label_key
 from .time_checks import time_order_fix, time_order_problem
 
@@ -332,7 +332,9 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
     if not isinstance(parts, dict):
         raise TypeError(f"parts must be a dict of split name -> row positions, e.g. {{'train': idx, 'valid': idx}}, "
                         f"got {type(parts).__name__}")
-    for col, arg in ((target, "target"), (groups, "groups"), (time, "time")): require_column(df, col, arg)
+    for col, arg in ((target, "target"), (groups, "groups"), (time, "time")):
+        require_column(df, col, arg)
+        if col is not None: require_one_value(df[col], col, arg)  # lists: not pandas' 'unhashable type'
     require_not_target(target, groups, time)
     if time is not None: check_time_column(df[time], time)  # a missing time or text compares False or wrong
     parts = {name: require_positions(idx, len(df), f"parts[{name!r}]") for name, idx in parts.items()}

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .columns import (ValueCodes, dates_as_text, dtype_family, is_nullable, parse_dates, parse_numbers,
-                               require_frame, roles_from_codes, unparsed_dates)
+                               require_frame, require_one_value, roles_from_codes, unparsed_dates)
 
 from .core import (Finding, announce, compact_table_html, did_you_mean, findings_html, findings_text,
                             label_key, number_text, shown)
@@ -734,6 +734,7 @@ def check_data(df: pd.DataFrame,  # the training data, one row per example
     require_frame(df)
     for col, arg in ((target, "target"), (groups, "groups"), (time, "time")):  # a typo raises, did-you-mean
         require_column(df, col, arg)
+        if col is not None: require_one_value(df[col], col, arg)  # lists: not pandas' 'unhashable type'
     require_task(task)
     findings = []
     df = drop_unused_categories(df, target)

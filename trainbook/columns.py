@@ -13,9 +13,9 @@ import pandas as pd
 
 # %% auto #0
 __all__ = ['ROLES', 'DATE_SHARE', 'ID_WORDS', 'ENTITY_WORDS', 'require_frame', 'is_nested_arrow', 'require_flat_columns',
-           'dtype_family', 'holds_decimals', 'is_nullable', 'parse_numbers', 'as_datetimes', 'epoch_seconds',
-           'numeric_view', 'parse_dates', 'unparsed_dates', 'dates_as_text', 'ValueCodes', 'named_like_id',
-           'names_entity', 'column_roles', 'feature_roles', 'roles_from_codes']
+           'require_one_value', 'dtype_family', 'holds_decimals', 'is_nullable', 'parse_numbers', 'as_datetimes',
+           'epoch_seconds', 'numeric_view', 'parse_dates', 'unparsed_dates', 'dates_as_text', 'ValueCodes',
+           'named_like_id', 'names_entity', 'column_roles', 'feature_roles', 'roles_from_codes']
 
 # %% ../nbs/01c_columns.ipynb #06abe1e6
 def require_frame(df,  # what the caller got as a frame
@@ -76,6 +76,32 @@ def require_flat_columns(df: pd.DataFrame,  # the frame
                     f"(pd.DataFrame(df[{col!r}].tolist(), index=df.index).add_prefix('{col}_')), or leave it "
                     f"out: df.drop(columns=[{col!r}]), or exclude=[{col!r}] in loaders_from_frame / "
                     "make_preprocessor")
+
+_ONE_VALUE_FIX = {
+    "target": ("labels", "the checks, splits and audit take one label a row: trainbook does not support "
+               "multi-label targets. Split without it (make_splits(df, strategy='random'), or groups=), stratify on "
+               "one label made from it (df['n_labels'] = df[{col!r}].str.len()), or make each row's labels one "
+               "label (df[{col!r}] = df[{col!r}].map(tuple): a class per combination of labels)"),
+    "groups": ("ids", "groups= names one entity a row (a patient, a user): make one id of them (df[{col!r}] = "
+               "df[{col!r}].map(tuple): an id per combination), or pass another column"),
+    "time": ("times", "time= names one time a row: keep one of them (df[{col!r}] = df[{col!r}].str[0]), or pass "
+             "another column"),
+}
+
+def require_one_value(s: pd.Series,  # the column
+                      col,  # its name, for the message
+                      arg: str,  # the argument that named it: 'target', 'groups' or 'time'
+                     ) -> None:
+    """A TypeError naming `col` when its cells hold lists, dicts, sets or arrays (several values a row, which
+    pandas cannot count or compare); a tuple or frozenset is one value (a label set, a composite id)."""
+    if is_nested_arrow(s.dtype): kinds = str(s.dtype)
+    elif s.dtype == object:
+        kinds = "/".join(sorted({t.__name__ for t in set(map(type, s.to_numpy()))
+                                 if issubclass(t, (list, dict, set, np.ndarray))}))
+    else: return
+    if not kinds: return
+    what, fix = _ONE_VALUE_FIX[arg]
+    raise TypeError(f"{arg} column {col!r} holds {kinds} values (several {what} a row): {fix.format(col=col)}")
 
 ROLES = ("numeric", "boolean", "categorical", "datetime", "timedelta", "text", "identifier", "constant")
 

@@ -13,7 +13,7 @@ import pandas as pd
 
 from .audit import RowHashes, audit_parts, check_time_column, digest, require_positions, time_values
 from .checks import drop_unused_categories, infer_task, require_column, require_not_target
-from .columns import is_nested_arrow, require_frame
+from .columns import require_frame, require_one_value
 from .core import MIN_ROWS, Finding, announce, did_you_mean, findings_html, shown, warn
 
 # %% auto #0
@@ -55,6 +55,8 @@ class Splits:
         require_column(df, groups, "groups"); require_column(df, time, "time")
         target = self.params.get("target")
         target = target if target in df.columns else None
+        for col, arg in ((target, "target"), (groups, "groups"), (time, "time")):  # not pandas' 'unhashable type'
+            if col is not None: require_one_value(df[col], col, arg)
         if row_hashes is None:  # hashed once for the parts and every fold
             row_hashes = RowHashes(df, [c for c in df.columns if c != target])
         gap, task = self.params.get("gap", 0), infer_task(df[target]) if target is not None else None
@@ -413,20 +415,6 @@ def check_split_args(strategy: str,  # one of `STRATEGIES`
         raise ValueError(f"gap={gap} leaves rows out between the parts of a time split, but {why}: no row "
                          f"would be left out; pass time=<column> for a time split, or leave gap= out")
 
-def _require_one_label(s: pd.Series, target: str) -> None:
-    "A TypeError naming `target` when its cells hold lists, dicts, sets or arrays: several labels a row."
-    if is_nested_arrow(s.dtype): kinds = str(s.dtype)
-    elif s.dtype == object:  # tuples and frozensets are one (hashable) label each: a label set, stratified as one
-        kinds = "/".join(sorted({t.__name__ for t in set(map(type, s.to_numpy()))
-                                 if issubclass(t, (list, dict, set, np.ndarray))}))
-    else: return
-    if not kinds: return
-    raise TypeError(f"target column {target!r} holds {kinds} values (several labels a row): make_splits "
-                    "stratifies and audits one label a row, and does not support multi-label targets. Split "
-                    f"without it (make_splits(df, strategy='random'), or groups=), stratify on one label made "
-                    f"from it (df['n_labels'] = df[{target!r}].str.len()), or make each row's labels one label "
-                    f"(df[{target!r}] = df[{target!r}].map(tuple): a class per combination of labels)")
-
 def _one_label_each(s: pd.Series) -> np.ndarray:
     """The target as scikit-learn's splitters take it: label sets (tuples, frozensets) as one integer code per set
     (an array of tuples reads as a multi-label matrix there); other labels as they are."""
@@ -438,7 +426,8 @@ def _validate(df, target, strategy, groups, time, valid_size, test_size, n_folds
     require_frame(df)
     for col, arg in ((target, "target"), (groups, "groups"), (time, "time")): require_column(df, col, arg)
     check_split_args(strategy, target, groups, time, valid_size, test_size, n_folds, gap, seed)
-    if target is not None: _require_one_label(df[target], target)  # pandas would say 'unhashable type: list'
+    for col, arg in ((target, "target"), (groups, "groups"), (time, "time")):  # not pandas' 'unhashable type'
+        if col is not None: require_one_value(df[col], col, arg)
     if groups is not None and df[groups].isna().any():
         raise ValueError(f"groups column {groups!r} has {int(df[groups].isna().sum())} missing group id(s); "
                          f"every row needs a group. Either drop those rows (df = df.dropna(subset="
