@@ -135,6 +135,14 @@ def _keras_stop_reason(stop_training: bool,  # `model.stop_training` when Keras'
         return StopReason.early_stopping.value
     return StopReason.interrupted.value  # another callback asked Keras to stop (a callback's request)
 
+def _keras_restoring(siblings: Optional[list],  # the fit's callbacks (None = not known)
+                    ) -> Optional[object]:
+    "The Keras EarlyStopping among the fit's callbacks that puts its best epoch's weights back (it holds them)."
+    keras = sys.modules.get("keras")
+    kind = getattr(getattr(keras, "callbacks", None), "EarlyStopping", None)
+    return next((c for c in siblings or () if kind is not None and isinstance(c, kind)
+                 and getattr(c, "restore_best_weights", False) and getattr(c, "best_weights", None) is not None), None)
+
 def _keras_best(siblings: Optional[list],  # the fit's callbacks (None = not known)
                 epoch_steps: dict,  # epoch -> the optimizer steps done at its end
                ) -> Optional[EarlyStopping]:
@@ -186,6 +194,7 @@ def _keras_recorder_class():
             self.step = self.first or 0
             self.nonfinite = {}  # split -> (step, epoch, {key: value}) of its first non-finite loss
             self.saved = None  # (step, epoch) of the model last.keras holds: Keras saves at epoch ends only
+            self.best_saved = None  # the epoch whose weights best.keras holds (Keras' restore_best_weights)
             # the best epoch as fit names it: the lowest validation loss, else the lowest training loss
             self.best_of = {"valid": EarlyStopping("valid_loss"), "train": EarlyStopping("train_loss")}
             self.epoch_steps = {}  # epoch -> the steps done at its end: the step of Keras' EarlyStopping's best
@@ -252,7 +261,19 @@ def _keras_recorder_class():
             # weights go NaN): one read of the weights at the end, as trainer_callback makes
             if "train" not in self.nonfinite and not _keras_finite_weights(self.model):
                 self.nonfinite["train"] = (self.step, self.epoch, {"weights": float("nan")})
+            self._save_restored()
             self.finish()
+
+        def _save_restored(self):
+            """best.keras: the weights a Keras EarlyStopping(restore_best_weights=True) puts back into the model at
+            this fit's end (its best epoch's), beside last.keras (the last epoch's: to carry on from)."""
+            stopper = _keras_restoring(self.siblings)
+            if stopper is None or not self.folder.enabled: return
+            now = self.model.get_weights()  # (Keras' own on_train_end may come after this one)
+            self.model.set_weights(stopper.best_weights)
+            try: atomic_keras_save(self.model, self.folder.run_dir / "best.keras")
+            finally: self.model.set_weights(now)
+            self.best_saved = int(stopper.best_epoch)
 
         def finish(self, stopped: Optional[str] = None, error: Optional[BaseException] = None):
             "How the run ends: at on_train_end, or (`stopped` given) by `fail_run` when model.fit raised."
@@ -282,8 +303,9 @@ def _keras_recorder_class():
             # a Keras EarlyStopping names the best epoch itself (what restore_best_weights puts back): its monitor
             best = _keras_best(self.siblings, self.epoch_steps) or best
             saved = None if self.saved is None else {"step": self.saved[0], "epoch": self.saved[1]}
+            restored = None if self.best_saved is None else {"epoch": self.best_saved}  # best.keras's
             return {"stopper": best, "checkpointer": self.folder, "environment": self.environment, "kind": "keras",
-                    "extra": {"settings": self.settings, "last_saved": saved}}
+                    "extra": {"settings": self.settings, "last_saved": saved, "best_saved": restored}}
 
         def _check(self, logs, epoch=None):
             "Note the first NaN/inf loss of each split (Keras' logs are Python numbers here: no device sync)."
@@ -328,7 +350,8 @@ def keras_callback(live: Union[str, bool] = "auto",  # live curves: "auto", True
                    overwrite: bool = False,  # replace an earlier run's files there (else this run takes version_N)
                    ):
     """A Keras 3 callback: `model.fit` into a trainbook History, live curves, diagnose; `.run` afterwards.
-    With `checkpoint_dir`, the run folder `fit` keeps: run.json and the model (last.keras) at each epoch's end."""
+    With `checkpoint_dir`, the run folder `fit` keeps: run.json and the model (last.keras) at each epoch's end; with
+    Keras' EarlyStopping(restore_best_weights=True), best.keras too: the weights it puts back (`run.best_path`)."""
     check_live(live)  # as fit and Recorder: a typo fails here, not as no curves
     for name, flag in (("batches", batches), ("overwrite", overwrite)):  # "yes" or "no" is truthy: said, not read
         if not isinstance(flag, (bool, np.bool_)): raise TypeError(f"{name} must be True or False, got {flag!r}")

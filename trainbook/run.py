@@ -131,8 +131,9 @@ def attach_failed_run(err: BaseException,  # the exception that ended the run (t
 
 _OTHER_BEST = {  # where the weights of a run that writes no best.pt are (`Run.restore_best`)
     "keras": "its folder holds last.keras, the model as its last epoch left it (keras.saving.load_model "
-             "reads it); for the best epoch's weights give model.fit keras.callbacks.EarlyStopping("
-             "restore_best_weights=True) or keras.callbacks.ModelCheckpoint(path, save_best_only=True)",
+             "reads it), and best.keras (run.best_path) where keras.callbacks.EarlyStopping("
+             "restore_best_weights=True) put its best epoch's weights back; else "
+             "keras.callbacks.ModelCheckpoint(path, save_best_only=True) keeps them",
     "flax": "its best evaluation's state is best.msgpack in its folder "
             "(trainbook.jax_parts.read_flax_checkpoint reads it)",
     "boosting": "its model (run.model, or BoostedModel.load of its folder) is its best round's already",
@@ -326,8 +327,8 @@ def grouped_findings(findings: list,  # a run's findings, in their order
 # %% ../nbs/05a_run.ipynb #f55116ca
 RUN_FORMAT, RUN_VERSION = "trainbook-run", 1
 # a run's files: checkpoints (torch, Flax), a Keras model, a boosting run's model and preprocessing, the record
-RUN_FILES = ("last.pt", "best.pt", "last.msgpack", "best.msgpack", "last.keras", "boosted.json", "model.json",
-             "model.txt", "model.cbm", "prep.skops", "run.json")
+RUN_FILES = ("last.pt", "best.pt", "last.msgpack", "best.msgpack", "last.keras", "best.keras", "boosted.json",
+             "model.json", "model.txt", "model.cbm", "prep.skops", "run.json")
 # names your own files may have too (a model, a preprocessing): a run's only beside a boosting run's record
 _SHARED_NAMES = ("model.json", "model.txt", "model.cbm", "prep.skops")
 EARLIER_FOLDER = ".trainbook-earlier"  # an overwrite run keeps the earlier files here until its first record

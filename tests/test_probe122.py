@@ -1,0 +1,113 @@
+"Probe 122: the frameworks beside `fit` (Keras, CatBoost, Flax) and the loss levels, where the last rounds left gaps."
+import os
+
+os.environ.setdefault("KERAS_BACKEND", "torch")  # before keras is imported anywhere
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import trainbook as tb
+from trainbook.levels import loss_levels
+
+
+def _best_constant(loss, pred, y):
+    "The least loss of one output shared by every row: L-BFGS over it (the hand reference)."
+    z = torch.zeros(1, *pred.shape[1:], requires_grad=True)
+    opt = torch.optim.LBFGS([z], max_iter=500, line_search_fn="strong_wolfe", tolerance_grad=1e-10,
+                            tolerance_change=1e-14)
+    def closure():
+        opt.zero_grad()
+        value = loss(z.expand(pred.shape), y)
+        value.backward()
+        return value
+    for _ in range(3): opt.step(closure)
+    with torch.no_grad(): return float(loss(z.expand(pred.shape), y))
+
+
+def test_a_subclass_of_a_torch_loss_gets_its_parents_levels():
+    """Seen: levels knew losses by their class's name, so `class MyCE(nn.CrossEntropyLoss)` (weight=, smoothing,
+    BCE and MSE subclasses alike) had no best-constant loss at all (None; the parent's matched L-BFGS to 1e-6).
+    A subclass that keeps torch's forward is that loss; one with a forward of its own stays unknown."""
+    torch.manual_seed(0)
+    logits = torch.randn(64, 4)
+    labels = torch.multinomial(torch.tensor([.5, .25, .15, .1]), 64, replacement=True)
+    class CE(nn.CrossEntropyLoss): pass
+    class BCE(nn.BCEWithLogitsLoss): pass
+    class MSE(nn.MSELoss): pass
+    ybin, yreg = (torch.rand(64, 3) < 0.3).float(), torch.randn(64, 2) * 3 + 1
+    w = torch.tensor([1., 2., 3., 4.])
+    cases = [(CE(weight=w, label_smoothing=0.1), nn.CrossEntropyLoss(weight=w, label_smoothing=0.1), logits, labels),
+             (BCE(pos_weight=torch.tensor([2., 1., .5])), None, torch.randn(64, 3), ybin),
+             (MSE(), None, torch.randn(64, 2), yreg)]
+    for sub, parent, pred, y in cases:
+        got = loss_levels(sub, pred, y).constant
+        assert got is not None, type(sub).__name__
+        assert abs(got - _best_constant(parent or sub, pred, y)) < 1e-4 * max(1.0, got)
+    class Focal(nn.CrossEntropyLoss):  # its own forward: not cross-entropy's levels
+        def forward(self, x, y): return (nn.functional.cross_entropy(x, y, reduction="none") ** 2).mean()
+    assert loss_levels(Focal(), logits, labels).constant is None
+
+
+def test_catboost_metric_forms_it_cannot_take_are_refused_naming_the_parameter():
+    """Seen: fit_catboost with a list as eval_metric failed with AttributeError "'list' object has no attribute
+    '_jited'", a metric object in custom_metric with a CatBoostError "Key '<...>' not found in enum ELossFunction"
+    (alone: TypeError "object is not iterable"). Each is refused before any work, naming the parameter; a metric
+    object as eval_metric (one) still trains."""
+    import pandas as pd
+    pytest.importorskip("catboost")
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame(rng.normal(size=(120, 3)), columns=list("abc"))
+    df["y"] = (df.a > 0).astype(int)
+    splits = tb.make_splits(df, "y", strategy="stratified", seed=0)
+
+    class Mine:  # CatBoost's user-defined metric protocol
+        def is_max_optimal(self): return False
+        def evaluate(self, approxes, target, weight): return float(np.mean(np.abs(approxes[0]))), 1.0
+        def get_final_error(self, error, weight): return error / weight
+
+    for params, said in [({"eval_metric": ["AUC", "Logloss"]}, r"params\['eval_metric'\] is a list"),
+                         ({"eval_metric": ("Logloss",)}, r"params\['eval_metric'\] is a tuple"),
+                         ({"custom_metric": [Mine()]}, r"params\['custom_metric'\] holds a Mine object"),
+                         ({"custom_metric": Mine()}, r"params\['custom_metric'\] holds a Mine object")]:
+        with pytest.raises(ValueError, match=said):
+            tb.fit_catboost(df, "y", splits, params=params, num_rounds=5, live=False)
+    run = tb.fit_catboost(df, "y", splits, params={"eval_metric": Mine(), "custom_metric": ["AUC"]}, num_rounds=5,
+                          live=False)
+    assert run.stopped == "completed" and {"mine", "auc"} <= set(run.history.name)
+
+
+def test_a_keras_run_restoring_its_best_weights_keeps_them_in_best_keras(tmp_path):
+    """Seen: with Keras' EarlyStopping(restore_best_weights=True) and a run folder, the model held epoch 1's weights
+    (valid loss 0.3658) while the folder's only model, last.keras, held epoch 4's (0.4009), and run.best_path was
+    None: the model in hand was in no file. best.keras now holds the weights Keras put back (run.best_path),
+    last.keras the last epoch's (to carry on from), whichever order the callbacks come in; a later run over the
+    folder with overwrite=True and no restoring names no best.keras of the earlier run."""
+    keras = pytest.importorskip("keras")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 8)).astype("float32")
+    y = (X[:, 0] + 0.5 * rng.normal(size=400) > 0).astype("int64")
+    def trained(folder, restore=True, first=True, overwrite=False):
+        keras.utils.set_random_seed(3)
+        model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(64, activation="relu"), keras.layers.Dense(2)])
+        model.compile(optimizer=keras.optimizers.Adam(5e-2),
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        cb = tb.keras_callback(live=False, checkpoint_dir=folder, overwrite=overwrite)
+        stop = keras.callbacks.EarlyStopping(monitor="val_loss", patience=3, restore_best_weights=restore)
+        h = model.fit(X[:64], y[:64], validation_data=(X[200:], y[200:]), epochs=40, batch_size=16, verbose=0,
+                      callbacks=[cb, stop] if first else [stop, cb]).history["val_loss"]
+        return model, cb.run, h
+    valid_loss = lambda m: m.evaluate(X[200:], y[200:], verbose=0)
+    for first in (True, False):
+        folder = tmp_path / f"first_{first}"
+        folder.mkdir()
+        model, run, h = trained(folder, first=first)
+        best = int(np.argmin(h))
+        assert best < len(h) - 1  # (a run whose best epoch is not its last: the two files differ)
+        assert run.best_path is not None and run.best_path.name == "best.keras"
+        assert run.best_epoch == best and run.extra["best_saved"] == {"epoch": best}
+        kept = keras.saving.load_model(run.best_path)
+        assert valid_loss(kept) == pytest.approx(valid_loss(model), abs=1e-6) == pytest.approx(h[best], rel=1e-4)
+        assert valid_loss(keras.saving.load_model(run.last_path)) == pytest.approx(h[-1], rel=1e-4)
+    _, again, _ = trained(folder, restore=False, overwrite=True)
+    assert again.best_path is None and not (folder / "best.keras").exists()
