@@ -113,3 +113,25 @@ def test_label_sets_and_composite_ids_are_one_value():
     df = pd.DataFrame({"x": np.arange(20.0), "y": [(0,), (0, 1)] * 10, "g": [(i % 5, "a") for i in range(20)]})
     found = audit_parts(df, {"train": np.arange(0, 20, 2), "valid": np.arange(1, 20, 2)}, target="y", groups="g")
     assert [f.kind for f in found if f.kind == "group_overlap"] == ["group_overlap"]  # 5 ids on both sides
+
+
+def test_arrow_durations_are_seconds_like_numpy_timedeltas():
+    """Seen: a duration[s][pyarrow] column (read_parquet(dtype_backend='pyarrow') of a timedelta) taken for an
+    identifier (dropped) or one-hot encoded; make_splits(time=) on it said it 'sorts as text'."""
+    rng = np.random.default_rng(0)
+    n = 300
+    td = pd.Series(pd.to_timedelta(rng.integers(0, 10**5, n), unit="s")).where(rng.random(n) > 0.1)
+    df = pd.DataFrame({"d": td, "x": rng.normal(size=n), "y": rng.integers(0, 2, n)})
+    arrow = df.assign(d=td.astype("duration[s][pyarrow]"))
+    splits = tb.make_splits(df, "y", seed=0)
+    _, dl_valid, _, prep = tb.loaders_from_frame(df, "y", splits)
+    _, arrow_valid, _, arrow_prep = tb.loaders_from_frame(arrow, "y", splits)
+    assert arrow_prep.roles["d"] == "timedelta"
+    X = torch.cat([xb for xb, _ in dl_valid])
+    torch.testing.assert_close(torch.cat([xb for xb, _ in arrow_valid]), X)
+    torch.testing.assert_close(prep.transform(arrow.iloc[splits.valid]), X)  # served as Arrow to a numpy prep
+    kept = arrow.dropna()
+    by_time = tb.make_splits(kept, "y", strategy="time", time="d")
+    numpy_time = tb.make_splits(df.dropna(), "y", strategy="time", time="d")
+    np.testing.assert_array_equal(by_time.valid, numpy_time.valid)
+    assert not [f for f in by_time.audit(kept) if f.kind == "time_leak"]

@@ -111,7 +111,7 @@ def dtype_family(s: pd.Series,  # a column
     t = pd.api.types
     if t.is_bool_dtype(s.dtype): return "boolean"  # bool and the nullable `boolean`
     if t.is_datetime64_any_dtype(s.dtype): return "datetime"  # naive and tz-aware
-    if t.is_timedelta64_dtype(s.dtype): return "timedelta"
+    if t.is_timedelta64_dtype(s.dtype) or s.dtype.kind == "m": return "timedelta"  # Arrow's durations: kind 'm'
     if t.is_numeric_dtype(s.dtype): return "numeric"  # numpy numbers and the nullable Int64 / Float64
     if holds_decimals(s): return "numeric"  # exact numbers (money): float64, as Parquet's decimals are read
     return "categorical"  # object, str, string, category

@@ -61,7 +61,7 @@ def time_order_problem(t: pd.Series,  # a time column
     kind, api = t.dtype, pd.api.types
     if api.is_bool_dtype(kind): return "time_as_text", _as_flags(kind)
     if (api.is_numeric_dtype(kind) or isinstance(kind, pd.PeriodDtype) or api.is_datetime64_any_dtype(kind)
-            or api.is_timedelta64_dtype(kind)): return None
+            or dtype_family(t) == "timedelta"): return None  # Arrow's durations too
     if isinstance(kind, pd.CategoricalDtype) and kind.ordered: return None  # the order of its categories
     if _unordered(t):
         return "time_as_text", f"holds unordered categories ({', '.join(map(repr, kind.categories[:3]))}, ...), " \
