@@ -28,18 +28,32 @@ def _tower_floor(rises: np.ndarray, tall: np.ndarray, gap: float) -> float:
     # next, and has no cut: none of it is a tower
     return float(ladder[cuts[-1]]) if len(cuts) else np.inf
 
-_TAIL_STEPS = 50  # the tallest steps (in spreads) an exponential tail is fitted to
+_TAIL_STEPS = 50  # the tallest steps (in spreads) an exponential tail, and a power-law one, is fitted to
+
+def _power_tail_count(others: np.ndarray, height: float) -> float:
+    "How many steps `height` spreads tall a power law fitted to the tallest `others` (tallest first) expects."
+    # the tail proper: steps more than one spread above their stage; Hill's estimate of its index from the
+    # log-ratios of the tallest of them to the next one, extrapolated to `height` (as heavy a tail as they show)
+    pool = others[others > 1.0]
+    k = min(_TAIL_STEPS, len(pool) - 1)
+    if k < 2 or height <= pool[k]: return 0.0
+    mean_log = float(np.mean(np.log(pool[:k] / pool[k])))
+    return float(k * (height / pool[k]) ** (-1.0 / mean_log)) if mean_log > 0 else 0.0
 
 def _tail_count(z: np.ndarray, i: int) -> float:
-    "How many steps as tall as step `i` (in spreads) the run's other steps' tail expects: an exponential fit."
+    "How many steps as tall as step `i` (in spreads) the other steps' tail expects: an exponential or a power law."
     # the other steps, less `i`'s neighbours (an event spans a few steps); the tail above the (m+1)-th tallest,
     # exponential with their mean excess (its maximum-likelihood scale), extrapolated to step i's height
-    others = np.sort(np.delete(z, np.arange(max(0, i - 2), i + 3)))[::-1]
+    others = np.sort(np.delete(z, np.arange(max(0, i - 2), min(i + 3, len(z)))))[::-1]  # the last step too
     m = min(_TAIL_STEPS, len(others) // 2)
     if m < 2: return 0.0
     floor = float(others[m])
     scale = float(np.mean(others[:m] - floor))
-    return float(m * np.exp(-(z[i] - floor) / scale)) if scale > 0 else 0.0
+    exponential = float(m * np.exp(-(z[i] - floor) / scale)) if scale > 0 else 0.0
+    # a row's loss at batch 1 (a log-loss of a misclassified row: linear in its margin) has a tail heavier than
+    # an exponential: the larger of the two counts (a logistic regression at batch 1 stood 23 spreads high
+    # beside other steps of 26 and 24, where the exponential expected 0.2 steps as tall)
+    return max(exponential, _power_tail_count(others, float(z[i])))
 
 def _lone_tower(resid: np.ndarray, spread: np.ndarray, tall: np.ndarray, i: int, w: int, gap: float) -> bool:
     "Whether step `i` is a tower among the steps within `w` of it, and beyond the reach of the run's own tail."
