@@ -135,3 +135,20 @@ def test_arrow_durations_are_seconds_like_numpy_timedeltas():
     numpy_time = tb.make_splits(df.dropna(), "y", strategy="time", time="d")
     np.testing.assert_array_equal(by_time.valid, numpy_time.valid)
     assert not [f for f in by_time.audit(kept) if f.kind == "time_leak"]
+
+
+def test_a_parquet_bool_column_with_nulls_is_a_flag_as_in_pandas(tmp_path):
+    """Seen: ParquetLoader(prep='auto') on a bool column with nulls one-hot encoded it (to_pandas gives objects:
+    categories, 2 columns) where loaders_from_frame reads the same column as a flag with the mode imputed."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    rng = np.random.default_rng(0)
+    flags = [None if rng.random() < 0.1 else bool(v) for v in rng.random(400) < 0.5]
+    pq.write_table(pa.table({"b": pa.array(flags, pa.bool_()), "x": rng.normal(size=400),
+                             "y": rng.integers(0, 2, 400)}), tmp_path / "b.parquet", row_group_size=100)
+    dl = tb.ParquetLoader(tmp_path / "b.parquet", "y", batch_size=1000, shuffle_buffer=0, prep="auto")
+    assert dl.prep.roles["b"] == "boolean" and dl.prep.n_features == 2
+    X = torch.cat([xb for xb, _ in dl])[:, list(dl.prep.preprocessor.get_feature_names_out()).index("b")]
+    known = pd.Series(flags).dropna().astype(bool)
+    want = [float(known.mode()[0]) if v is None else float(v) for v in flags]
+    np.testing.assert_array_equal(X.numpy(), np.array(want, dtype=np.float32))

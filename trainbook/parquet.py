@@ -137,6 +137,7 @@ def _column_types(dataset) -> dict:
     return {name: types.get(name, dataset.schema.field(name).type) for name in dataset.schema.names}
 
 FLOAT64_DIGITS = 15  # significant decimal digits float64 holds exactly
+_BOOLEANS = lambda t: pd.BooleanDtype() if str(t) == "bool" else None  # to_pandas: True/False/null as pandas' boolean
 
 def _decimals_as_floats(table,  # a table read from the files
                        ):
@@ -326,7 +327,7 @@ def fit_prep(source,  # a Parquet file or folder, a list of files, or a `pyarrow
         if rows >= sample_rows: break
     sample = pa.concat_tables(tables, promote_options="permissive").select(columns + [target])  # int32+int64: int64
     _tell_decimals(_column_types(dataset), columns + [target])
-    sample = _decimals_as_floats(sample).to_pandas()
+    sample = _decimals_as_floats(sample).to_pandas(types_mapper=_BOOLEANS)  # a null: pd.NA, no object column
     if sample.empty: raise ValueError(f"no rows to fit the preprocessing on (where={where!r})")
     if len(sample) > sample_rows: sample = sample.sample(sample_rows, random_state=seed).sort_index()
     nulls = int(sample[target].isna().sum())
@@ -565,7 +566,7 @@ class ParquetLoader(ShardedBatches):
         "A table's rows as (features float32, target) tensors."
         table = _decimals_as_floats(table)
         if self.prep is not None:
-            frame = table.select(self.columns + [self.target]).to_pandas()
+            frame = table.select(self.columns + [self.target]).to_pandas(types_mapper=_BOOLEANS)
             return self.prep.transform(frame[self.columns]).float(), self._labels(frame[self.target], origin)
         missing = {c: table.column(c).null_count for c in self.columns if table.column(c).null_count}
         if missing: raise ValueError(self._nulls_message(missing, {c: origin for c in missing}))
@@ -635,8 +636,7 @@ class ParquetLoader(ShardedBatches):
                        ):
         "Continue from a `state_dict()`: the next iteration resumes the same epoch at the same batch."
         if state["seed"] != self.seed:
-            raise ValueError(f"the state was saved with seed={state['seed']}, "
-                             f"this loader has seed={self.seed}")
+            raise ValueError(f"the state was saved with seed={state['seed']}, this loader has seed={self.seed}")
         self.epoch, self.position = state["epoch"], state["position"]
         self.resume_pending = self.position > 0
 
