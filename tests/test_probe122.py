@@ -111,3 +111,54 @@ def test_a_keras_run_restoring_its_best_weights_keeps_them_in_best_keras(tmp_pat
         assert valid_loss(keras.saving.load_model(run.last_path)) == pytest.approx(h[-1], rel=1e-4)
     _, again, _ = trained(folder, restore=False, overwrite=True)
     assert again.best_path is None and not (folder / "best.keras").exists()
+
+
+def test_fit_flax_weighs_a_masked_losss_batches_by_their_scored_labels():
+    """Seen: fit_flax weighed each batch of its epoch train loss and its valid loss by rows, so a masked token loss
+    (padding at -100, 1, 6 and 3 tokens a row in its three batches) read 1.6066 where the whole epoch's mean over
+    scored tokens is 1.5121 (`fit` gives 1.5121 with F.cross_entropy); a validation batch of padding only (its
+    mean 0/0) made the valid loss NaN and stopped the run 'nonfinite'. A loss that declares its ignore_index now
+    weighs batches (and accumulated micro-batches) by the labels it scores."""
+    jax = pytest.importorskip("jax")
+    optax = pytest.importorskip("optax")
+    nnx = pytest.importorskip("flax.nnx")
+    import jax.numpy as jnp
+    from trainbook.jax_loop import evaluate_flax, fit_flax
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(48, 6, 5)).astype(np.float32)
+    y = rng.integers(0, 3, size=(48, 6)).astype(np.int32)
+    for i, length in enumerate([1] * 16 + [6] * 16 + [3] * 16): y[i, length:] = -100
+
+    class Tokens(nnx.Module):
+        def __init__(self): self.l = nnx.Linear(5, 3, rngs=nnx.Rngs(0))
+        def __call__(self, x): return self.l(x)
+
+    def masked_ce(logits, labels, ignore_index=-100):
+        keep = labels != ignore_index
+        each = optax.softmax_cross_entropy_with_integer_labels(logits, jnp.where(keep, labels, 0))
+        return (each * keep).sum() / keep.sum()
+
+    def whole_mean(model, X, y):
+        keep = y != -100
+        each = optax.softmax_cross_entropy_with_integer_labels(model(jnp.asarray(X)), jnp.asarray(np.where(keep, y, 0)))
+        return float((np.asarray(each) * keep).sum() / keep.sum())
+
+    by16 = [(X[i:i + 16], y[i:i + 16]) for i in range(0, 48, 16)]
+    model = Tokens()
+    run = fit_flax(model, None, by16, by16, loss_fn=masked_ce, config=tb.TrainConfig(epochs=1, lr=1e-12), live=False)
+    hand = whole_mean(model, X, y)  # lr ~0: every step scored the same weights
+    assert abs(hand - 1.5121) < 1e-3  # (rows would weigh the 1-token batch as much as the 6-token one: 1.6066)
+    assert run.records.last("loss", "valid") == pytest.approx(hand, abs=1e-5)
+    assert run.records.last("epoch_loss", "train") == pytest.approx(hand, abs=1e-5)
+    assert evaluate_flax(model, by16, loss_fn=masked_ce)["loss"] == pytest.approx(hand, abs=1e-5)
+    padded = y.copy()
+    padded[40:] = -100  # the last validation batch: padding only
+    model = Tokens()
+    run = fit_flax(model, None, by16, [(X[i:i + 8], padded[i:i + 8]) for i in range(0, 48, 8)], loss_fn=masked_ce,
+                   config=tb.TrainConfig(epochs=1, lr=1e-12, accum_steps=2), live=False)
+    assert run.stopped == "completed"
+    assert run.records.last("loss", "valid") == pytest.approx(whole_mean(model, X[:40], y[:40]), abs=1e-5)
+    assert run.records.last("epoch_loss", "train") == pytest.approx(whole_mean(model, X, y), abs=1e-5)
+    rows = fit_flax(Tokens(), None, by16, by16, loss_fn=lambda p, t: masked_ce(p, t), live=False,
+                    config=tb.TrainConfig(epochs=1, lr=1e-12))  # one that declares nothing: rows, as before
+    assert rows.records.last("loss", "valid") == pytest.approx(1.6066, abs=1e-3)

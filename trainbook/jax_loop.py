@@ -19,7 +19,7 @@ from .guard import check_loader, check_monitor, note_interrupt
 from .recorder import (EarlyStopping, TimedIterator, end_run, epoch_records, record_validation,
                                 run_callbacks, run_of)
 from .triage import Evaluation, LossStats
-from .metrics import resolve_metrics, trial_copy
+from .metrics import ignore_index_of, resolve_metrics, trial_copy
 from .optim import LRFinder, check_lr_sweep
 from .run import MONITOR_ALIASES, PLANNED_ENDS, RUNNING, Run, attach_failed_run
 from .jax_parts import (CHECKPOINT_FORMAT, FlaxNanGuard, KeyStreams, flax_checkpoint_file, host_rng,
@@ -27,7 +27,7 @@ from .jax_parts import (CHECKPOINT_FORMAT, FlaxNanGuard, KeyStreams, flax_checkp
                                  save_flax_checkpoint, schedule_lr, stream_key, takes_key, takes_value, tree_entries,
                                  tree_from_entries, check_targets, first_forward, flax_prediction, loss_input,
                                  check_scalar_loss, require_params, flax_run_notes, flax_loss,
-                                 pick_jax_precision, check_flax_inputs, loss_on_torch, add_validation_batch)
+                                 pick_jax_precision, check_flax_inputs, loss_on_torch, add_validation_batch, batch_weight)
 
 # %% auto #0
 __all__ = ['TARGET_KEYS', 'FlaxState', 'split_pure', 'from_pure', 'streams_used', 'flax_steps', 'as_arrays', 'split_arrays',
@@ -220,6 +220,7 @@ def evaluate_compiled(eval_step: Callable,  # the compiled eval step (`flax_step
                       first: Optional[Callable] = None,  # called with the first batch before it is scored (checks)
                       stats_loss: Optional[Callable] = None,  # the loss as a torch loss (`loss_on_torch`): None =
                                                               # the batches' spread only, no prior
+                      ignore: Optional[int] = None,  # the label a masked loss leaves out: batches weigh by the others
                      ) -> Evaluation:
     "Mean loss over the rows of `dl` and the metrics on all its predictions; `.stats`: the loss's noise and prior."
     import torch
@@ -232,15 +233,16 @@ def evaluate_compiled(eval_step: Callable,  # the compiled eval step (`flax_step
             first = None
         xb, yb = split_arrays(batch)
         loss, pred = eval_step(train_state.params, rngs, train_state.rest, xb, yb)
-        n = _rows(yb)
-        losses.append((loss, n))  # read once, at the end
+        n, weight = _rows(yb), batch_weight(yb, ignore)  # a masked loss's mean: over its scored labels
+        if weight: losses.append((loss, weight))  # read once, at the end (a batch with none scored: not its NaN)
         rows += n
         add_validation_batch(stats, pred, yb, loss, n)
         if metric_fns:
             preds.append(np.asarray(flax_prediction(pred)))
             ys.append(np.asarray(yb))
     if rows == 0: raise ValueError("evaluate_flax: the loader yielded no rows")
-    results = {"loss": float(sum(float(v) * n for v, n in jax.device_get(losses)) / rows)}
+    total = sum(w for _, w in losses)
+    results = {"loss": float(sum(float(v) * w for v, w in jax.device_get(losses)) / total) if total else math.nan}
     if metric_fns:
         pred, target = torch.from_numpy(np.concatenate(preds)), torch.from_numpy(np.concatenate(ys))
         for name, fn in metric_fns.items(): results[name] = float(fn(pred, target))
@@ -272,7 +274,7 @@ def evaluate_flax(model,  # a Flax NNX module (`fit_flax` trains it in place), o
                            compute_dtype=jnp.bfloat16 if bf16 else None)[1]
     first = lambda batch: check_first_batch(graphdef, templates, pure, batch, fn, who="evaluate_flax")
     return evaluate_compiled(eval_step, FlaxState(pure[0], pure[2], None), pure[1], dl, metric_fns, first,
-                             stats_loss=loss_on_torch(fn))
+                             stats_loss=loss_on_torch(fn), ignore=ignore_index_of(fn))
 
 # %% ../nbs/20_jax.ipynb #3350a6c9
 def _leaf_name(path) -> str:
@@ -332,6 +334,7 @@ class _FlaxLoop:
         self.window_start = self.train  # the state before the window in flight (arrays are immutable: no copy)
         self.used = streams_used(tags, augment, flax_loss(loss_fn))
         self.stats_loss = loss_on_torch(flax_loss(loss_fn))  # once a run: a prior that fails is said once
+        self.ignore = ignore_index_of(flax_loss(loss_fn))  # a masked loss's: batches weigh by their scored labels
         check = lambda batch, who: check_first_batch(eval_graphdef, templates, (params, self.rngs, rest), batch,
                                                      flax_loss(loss_fn), who=who)
         self.first_check = lambda batch: check(batch, "fit_flax")  # dl_train's first batch, once a run
@@ -485,10 +488,13 @@ class _FlaxLoop:
         window.rows += _rows(yb)
 
     def window_loss(self, window) -> float:
-        "The window's mean loss, read once: the one device sync per optimizer step."
+        "The window's mean loss (a masked loss's over its scored labels), read once: the one device sync per step."
+        weights = [batch_weight(item[1], self.ignore) for item in window.items] if self.ignore is not None else None
+        self.window_weight = window.rows if weights is None else sum(weights)  # its weight in the epoch's mean
         if len(window.items) == 1: return float(window.items[0][2])
         jax = import_jax()[0]
         losses = jax.device_get([item[2] for item in window.items])  # one transfer, no device arithmetic
+        if weights is not None: return float(np.dot(losses, weights) / max(self.window_weight, 1))
         return float(np.sum(losses, dtype=np.float64) / window.size)
 
     def nonfinite(self, window) -> Optional[str]:
@@ -523,7 +529,8 @@ class _FlaxLoop:
         state.step += 1
         pos.step_end_due = True  # until `after_step` is done: a Ctrl-C before then leaves it to the resume
         state.train_state = self.train
-        pos.loss_sum, pos.loss_count = pos.loss_sum + state.loss * window.rows, pos.loss_count + window.rows
+        weight = self.window_weight  # its rows, or a masked loss's scored labels
+        pos.loss_sum, pos.loss_count = pos.loss_sum + state.loss * weight, pos.loss_count + weight
         self.epoch_rows, self.epoch_steps = self.epoch_rows + window.rows, self.epoch_steps + 1
         h.append(state.step, state.epoch, "train", "loss", state.loss)
         if lr is not None: h.append(state.step, state.epoch, "train", "lr", lr)
@@ -543,7 +550,7 @@ class _FlaxLoop:
         if self.dl_valid is not None and not again:
             self.cbs(Event.before_validate, state)
             state.valid = evaluate_compiled(self.eval_step, self.train, self.rngs, self.dl_valid, self.metric_fns,
-                                            stats_loss=self.stats_loss)
+                                            stats_loss=self.stats_loss, ignore=self.ignore)
             monitored = self.monitor[1] if self.monitor[0] == "valid" else "loss"
             self.valid_failed = record_validation(state, state.valid, monitored) or self.valid_failed
             self.cbs(Event.after_validate, state)  # FlaxNanGuard records the loss's noise and prior, as in fit

@@ -28,7 +28,7 @@ __all__ = ['STREAMS', 'CHECKPOINT_FORMAT', 'OUTPUT_FINDINGS', 'LOSSES', 'import_
            'stream_key', 'KeyStreams', 'optax_schedule', 'schedule_lr', 'decay_mask', 'make_tx', 'flax_run_notes',
            'tree_entries', 'tree_from_entries', 'host_rng', 'save_flax_checkpoint', 'flax_checkpoint_file',
            'read_flax_checkpoint', 'FlaxNanGuard', 'takes_key', 'takes_value', 'flax_prediction', 'loss_input',
-           'first_forward', 'check_scalar_loss', 'check_targets', 'flax_loss', 'pick_jax_precision',
+           'first_forward', 'check_scalar_loss', 'check_targets', 'flax_loss', 'batch_weight', 'pick_jax_precision',
            'check_flax_inputs', 'loss_on_torch', 'add_validation_batch']
 
 # %% ../nbs/20a_jax_parts.ipynb #310057f2
@@ -521,6 +521,17 @@ def flax_loss(loss_fn: Union[str, Callable],  # a callable `loss_fn(pred, yb)` o
     mean_loss.__name__ = mean_loss.__qualname__ = name
     mean_loss.per_element = each  # each element's loss: the validation's per-example spread (`loss_on_torch`)
     return mean_loss
+
+def batch_weight(yb,  # a batch's targets (an array)
+                 ignore: Optional[int],  # the label a masked loss declares it leaves out (`metrics.ignore_index_of`:
+                                         # `ignore_index=-100` in its signature, a partial's keyword); None: none
+                ) -> int:
+    """What a batch's mean loss weighs in an epoch's mean: its integer labels not at `ignore` (a masked token loss's
+    mean is over those), else its rows (`fit`'s rule: the whole epoch's mean over what the loss scores)."""
+    labels = np.asarray(yb) if ignore is not None else None  # (a device array is read: only for masked losses)
+    if labels is None or not np.issubdtype(labels.dtype, np.integer):
+        return int(np.shape(yb)[0]) if np.ndim(yb) else 1
+    return int(np.count_nonzero(labels != ignore))
 
 def pick_jax_precision(precision: str,  # TrainConfig.precision
                       ) -> str:
