@@ -239,6 +239,12 @@ class StopOnEvent(Callback):
     def after_step(self, state):
         if self.event.is_set(): state.control.request_stop("interrupted")
 
+class _AtRunStart(Callback):
+    "Calls `start()` when the run starts (before_fit: fit's door checks passed, the run folder claimed)."
+    critical = False  # a display: a widget update that raises is reported, the run goes on
+    def __init__(self, start: Callable[[], None]): self.start = start
+    def before_fit(self, state): self.start()
+
 BUTTON = dict(width="auto", min_width="max-content")  # a button as wide as its label
 PLACEHOLDER = ('<div class="tb-placeholder" style="padding:18px 12px;color:#666;font:13px sans-serif;'
                'border:1px dashed #ccc;border-radius:4px;margin:6px 0">press <b>Train</b> or '
@@ -251,7 +257,9 @@ def run_status(run,  # a finished `Run`
     from trainbook.progress import stop_summary
     if run.stopped == "early_stopping":
         return f"run <b>{html.escape(stop_summary(run))}</b> after {run.step} steps"
-    return f"run <b>{run.stopped}</b> after {run.step} steps"
+    from trainbook.progress import END_WORDS
+    # in words, as the progress bar says it: 'stopped on a non-finite loss', not the reason's name 'nonfinite'
+    return f"run <b>{html.escape(END_WORDS.get(run.stopped, str(run.stopped)))}</b> after {run.step} steps"
 
 def overfit_status(report,  # a `SanityReport` from `overfit_batch`
                   ) -> str:
@@ -424,19 +432,25 @@ class TrainPanel(Snapshot):
     def _train(self):
         from trainbook.live import LiveCurves
         from trainbook.loop import fit
-        # fresh curves for a new run, drawn in the panel's live figure (throttled: one redraw a second at most)
-        self.curves = LiveCurves(every=1.0, mode="widget", show=False, figure=self.live_figure)
-        self.curves.widget()
-        self.show_figure(self.live_figure)
+        # fresh curves for a new run, drawn in the panel's live figure (throttled: one redraw a second at most).
+        # They take the chart area when the run starts (its before_fit empties the figure): a Train that fit
+        # refuses at its door (a misspelt monitor, a folder it cannot write) leaves the last run's curves, and
+        # `.run`, as they were; the status says why
+        curves = LiveCurves(every=1.0, mode="widget", show=False, figure=self.live_figure)
+        def started():
+            self.curves = curves
+            self.show_figure(self.live_figure)
         try:
             self.run = fit(self.model, self.dl_train, self.dl_valid, loss_fn=self.loss_fn, config=self.config,
                            metrics=self.metrics,
-                           callbacks=[StopOnEvent(self._stop), self.curves, *self.callbacks], live=False,
-                           split_fingerprint=self.split)
+                           callbacks=[StopOnEvent(self._stop), curves, _AtRunStart(started), *self.callbacks],
+                           live=False, split_fingerprint=self.split)
         except BaseException as e:
             # a run that raised is still the last run (`err.run`, stopped 'failed'), as `tb.last_run()` says
-            self.run = getattr(e, "run", None)
-            if self.run is not None: self.findings.value = findings_html(grouped_findings(self.run.findings))
+            run = getattr(e, "run", None)
+            if run is not None:
+                self.run = run
+                self.findings.value = findings_html(grouped_findings(run.findings))
             raise
         self.findings.value = findings_html(grouped_findings(self.run.findings))  # a repeated one shown once
         return run_status(self.run)

@@ -1,0 +1,54 @@
+"Probe 123 (what a person sees in JupyterLab): the panel after a refused Train, the live best mark, the status words, the magics' repeated and negative options."
+import pytest
+import torch
+from torch import nn
+from IPython.core.error import UsageError
+
+import trainbook as tb
+from trainbook.core import History
+from trainbook.events import LoopState
+from trainbook.live import LiveCurves, Series
+from trainbook.widgets import run_status
+
+
+def small_panel(**cfg):
+    tb.seed_everything(0)
+    X = torch.randn(256, 4)
+    y = (X[:, 0] > 0).long()
+    dl = tb.TensorLoader(X, y, batch_size=32)
+    return tb.TrainPanel(nn.Linear(4, 2), dl, dl, loss_fn=nn.CrossEntropyLoss(),
+                         config=tb.TrainConfig(epochs=2, **cfg), metrics="accuracy")
+
+
+@pytest.mark.parametrize("field, value", [("monitor", "valid_acc"), ("device", "cdua")])
+def test_a_train_refused_at_fits_door_keeps_the_last_runs_curves_and_run(field, value):
+    "A field set to a bad value, then Train: fit refuses before its run starts; the chart and `.run` were wiped."
+    p = small_panel()
+    p.train_button.click(); p.wait()
+    first, drawn = p.run, {t.name: list(t.x) for t in p.figure.data}
+    assert first.stopped == "completed" and len(drawn["train loss"]) == 16
+    setattr(p.config, field, value)
+    p.train_button.click(); p.wait()
+    assert "training failed" in p.status.value and isinstance(p.error, ValueError)
+    assert p.run is first  # no run started: the last one stays the panel's
+    assert {t.name: list(t.x) for t in p.figure.data} == drawn  # its curves too (they were emptied)
+
+
+def test_a_run_that_starts_takes_the_chart_area_from_the_last_action():
+    "The live figure still replaces what the last action drew once a run starts (shown at before_fit, not before)."
+    p = small_panel()
+    p.overfit_button.click(); p.wait()
+    assert p.figure is not p.live_figure
+    p.train_button.click(); p.wait()
+    assert p.figure is p.live_figure and p.plot.children == (p.live_figure,)
+    assert len(next(t for t in p.figure.data if t.name == "valid loss").x) == 2
+
+
+@pytest.mark.parametrize("stopped, words", [("nonfinite", "stopped on a non-finite loss"),
+                                            ("interrupted", "interrupted"), ("completed", "completed")])
+def test_the_panels_status_says_how_a_run_ended_in_words(stopped, words):
+    "The status line said 'run nonfinite after 9 steps' (the reason's name), where the progress bar says it in words."
+    run = tb.Run(config=tb.TrainConfig(), records=History(), stopped=stopped, step=9)
+    assert run_status(run) == f"run <b>{words}</b> after 9 steps"
+
+
