@@ -54,6 +54,7 @@ def test_text_and_mixed_objects_stay_categories():
     assert dtype_family(pd.Series([decimal.Decimal("1.5"), "n/a"], dtype=object)) == "categorical"
     assert dtype_family(pd.Series([decimal.Decimal("1.5"), True], dtype=object)) == "categorical"
     assert dtype_family(pd.Series([None, decimal.Decimal("1.5"), 2, np.nan], dtype=object)) == "numeric"
+    assert dtype_family(pd.Series([[1, 2], None], dtype=object)) == "categorical"  # lists: asked, not raised
 
 
 @pytest.fixture
@@ -152,3 +153,52 @@ def test_a_parquet_bool_column_with_nulls_is_a_flag_as_in_pandas(tmp_path):
     known = pd.Series(flags).dropna().astype(bool)
     want = [float(known.mode()[0]) if v is None else float(v) for v in flags]
     np.testing.assert_array_equal(X.numpy(), np.array(want, dtype=np.float32))
+
+
+def test_zero_padded_codes_are_not_advised_into_numbers():
+    "Seen: zip codes '02139' got numbers_as_text, a warning advising pd.to_numeric (02139 -> 2139, an amount)."
+    rng = np.random.default_rng(4)
+    df = pd.DataFrame({"zip": rng.choice(["02139", "10001", "94105"], 200), "x": rng.normal(size=200),
+                       "amount": [f"{v:.2f}" for v in rng.normal(100, 5, 200)], "y": rng.integers(0, 2, 200)})
+    report = tb.check_data(df, "y")
+    (zip_finding,) = [f for f in report.findings if f.column == "zip"]
+    assert zip_finding.severity == "info" and "to_numeric" not in zip_finding.advice and "'02139'" in \
+        zip_finding.message
+    (amounts,) = [f for f in report.by_kind("numbers_as_text") if f.column == "amount"]  # amounts: still told
+    assert amounts.severity == "warning" and "pd.to_numeric(df['amount']" in amounts.advice
+
+
+@pytest.mark.parametrize("index, severity", [
+    (pd.date_range("2024", periods=100, freq="D", name="day"), "warning"),
+    (pd.period_range("2000-01", periods=100, freq="M"), "warning"),
+    (pd.MultiIndex.from_arrays([np.arange(100) // 10, pd.date_range("2024", periods=100)], names=["store", "day"]),
+     "warning"),
+    (pd.Index(np.arange(100) % 20, name="patient_id"), "info")])
+def test_an_index_that_holds_data_is_said(index, severity):
+    "Seen: a daily series with its dates in the index: a random split and no word (the index is never read)."
+    df = pd.DataFrame({"x": np.arange(100.0), "y": [0, 1] * 50}, index=index)
+    (found,) = tb.check_data(df, "y").by_kind("index_not_read")
+    assert found.severity == severity and "reset_index()" in found.advice
+    assert ("time=" in found.advice) == (severity == "warning")
+    plain = df.reset_index(drop=True)
+    assert not tb.check_data(plain, "y").by_kind("index_not_read")
+    assert not tb.check_data(plain.iloc[::2], "y").by_kind("index_not_read")  # rows filtered: positions, no data
+
+
+def test_no_features_left_names_the_splits_column():
+    "Seen: 'no feature columns left after removing the target and `exclude`', with no exclude= given."
+    df = pd.DataFrame({"t": np.arange(100) // 5, "y": [0, 1] * 50})
+    splits = tb.make_splits(df, "y", strategy="time", time="t")
+    with pytest.raises(ValueError, match=r"target 'y' and exclude=\['t'\] \(loaders_from_frame leaves out the "
+                                         r"splits' groups and time"):
+        tb.loaders_from_frame(df, "y", splits)
+
+
+def test_timestamp_and_date_objects_are_not_called_text():
+    "Seen: Timestamps of two zones (an object column) and datetime.date objects were 'dates held as text'."
+    stamps = [pd.Timestamp("2024-01-01 10:00", tz="UTC") + pd.Timedelta(hours=i) for i in range(60)]
+    zoned = [t.tz_convert("Asia/Tokyo" if i % 2 else "America/New_York") for i, t in enumerate(stamps)]
+    for values, held in ((zoned, "Python Timestamp objects"), ([t.date() for t in stamps[::24]] * 20, None)):
+        df = pd.DataFrame({"when": pd.Series(values[:60], dtype=object), "x": np.arange(60.0), "y": [0, 1] * 30})
+        (found,) = tb.check_data(df, "y").by_kind("dates_as_text")
+        assert "held as text" not in found.message and (held is None or held in found.message)

@@ -271,6 +271,12 @@ def _mixed_findings(s: pd.Series, col, codes: ValueCodes) -> list[Finding]:
             "True/False held as Python objects" if kinds <= {bool, np.bool_} else
             f"numbers held as Python objects ({', '.join(sorted(k.__name__ for k in kinds))})")
         if held.startswith("True"): fix = f"df[{col!r}] = df[{col!r}].astype('boolean')"
+        padded = sample.astype(str).str.strip().str.fullmatch(r"0\d+")  # '02139', '007': codes, not amounts
+        if held.startswith("numbers") and padded.any():
+            return [Finding("numbers_as_text", "info", f"all {len(values)} values are digits, some with leading "
+                            f"zeros ({shown(sample[padded.to_numpy()].iloc[0])}): codes (a zip, a branch), read as "
+                            "categories", column=col, data={"dtype": str(s.dtype), "held": "zero-padded codes"},
+                            advice="keep them as text: a number would lose the zeros and read a code as an amount")]
         return [Finding("numbers_as_text", "warning", f"all {len(values)} values are {held} (dtype {s.dtype}), so "
                         "they are read as categories", column=col, advice=f"convert them: {fix}",
                         data={"dtype": str(s.dtype), "held": held})]
@@ -300,10 +306,12 @@ def _date_text_findings(s: pd.Series, col, nun: int) -> list[Finding]:
     utc = ", utc=True" if str(parsed.dt.tz) == "UTC" else ""
     coerce = ", errors='coerce'" if bad.any() else ""  # the few values that are no date: missing
     call = f"pd.to_datetime(df[{col!r}], format='ISO8601'{utc}{coerce})"
-    out = [Finding("dates_as_text", "warning", f"dates held as text ({shown(s.dropna().iloc[0])}, {nun} distinct"
+    first = s.dropna().iloc[0]  # text, or timestamps of several zones (pandas keeps them objects, one zone each)
+    held = "text" if isinstance(first, str) else f"Python {type(first).__name__} objects"
+    out = [Finding("dates_as_text", "warning", f"dates held as {held} ({shown(first)}, {nun} distinct"
                    f"{', read in UTC: their offsets differ' if utc else ''}): trainbook's preprocessing parses them "
                    "into numeric parts (year, month, day of week, elapsed time), never a one-hot block, but to "
-                   "pandas, make_splits (time=) and CatBoost they are text", column=col,
+                   f"pandas, make_splits (time=) and CatBoost they are {held}", column=col,
                    data={"n_unique": int(nun)},
                    advice=f"parse them once: df[{col!r}] = {call} (or pd.read_csv(..., parse_dates=[{col!r}])); "
                           "every step then sees dates")]
@@ -411,6 +419,25 @@ def _column_findings(df: pd.DataFrame, target: Optional[str], skip: set, roles: 
         out += _role_findings(s, col, roles[col], n, codes.nunique(col))
         if roles[col] == "categorical": out += _mixed_findings(s, col, codes)
     return out
+
+def _index_findings(df: pd.DataFrame, time: Optional[str]) -> list[Finding]:
+    """An index that holds data (times, an entity's ids: what set_index or read_csv(index_col=) put there), which
+    no check, split or model reads: trainbook reads columns. Times warn when no time= is given: a random split."""
+    idx = df.index
+    levels = [idx.get_level_values(i) for i in range(idx.nlevels)]
+    dated = [lv for lv in levels if isinstance(lv, (pd.DatetimeIndex, pd.PeriodIndex))]
+    named = [lv for lv in levels if lv.name is not None]
+    if not (dated and time is None) and not named: return []
+    names = ", ".join(repr(lv.name) for lv in named) or "unnamed"
+    as_col = repr(dated[0].name if dated and dated[0].name is not None else "index")
+    advice = (f"make it a column, df = df.reset_index(), then split with time={as_col} to validate on later rows"
+              if dated and time is None else "if it names an entity whose rows repeat (a patient, a store), make it "
+              "a column (df = df.reset_index()) and pass it as groups=; a row label alone is no feature")
+    return [Finding("index_not_read", "warning" if dated and time is None else "info",
+                    f"the index ({names}) holds {'times' if dated else 'values'} (e.g. "
+                    f"{shown((dated or named)[0][0])}) that "
+                    "trainbook never reads: checks, splits and models see columns only", advice=advice,
+                    data={"levels": [str(lv.name) for lv in levels], "times": bool(dated)})]
 
 def _group_findings(df: pd.DataFrame, groups: str, codes: ValueCodes) -> list[Finding]:
     c = codes.codes(groups)
@@ -748,7 +775,7 @@ def check_data(df: pd.DataFrame,  # the training data, one row per example
     codes = ValueCodes(df, target)  # each column's values coded once: roles, counts, duplicates
     if target is not None and task != "auto": task = resolve_task(df[target], task, codes.nunique(target))
     roles = roles_from_codes(df, target, skip, codes)
-    findings += _column_findings(df, target, skip, roles, codes, groups)
+    findings += _column_findings(df, target, skip, roles, codes, groups) + _index_findings(df, time)
     if groups is not None: findings += _group_findings(df, groups, codes)
     findings += _duplicate_findings(df, target, codes, roles)
     if target is not None: findings += _target_findings(df, target, task, inferred)

@@ -118,7 +118,8 @@ def dtype_family(s: pd.Series,  # a column
 
 def _first_present(values: np.ndarray):
     "The first value of an object array that is not missing (None, NaN, pd.NA, NaT); None when all are."
-    if len(values) and not pd.isna(values[0]): return values[0]  # the usual case: no scan
+    if len(values) and (not pd.api.types.is_scalar(values[0]) or not pd.isna(values[0])):
+        return values[0]  # the usual case (a list too): no scan
     present = np.flatnonzero(~pd.isna(values))
     return values[present[0]] if len(present) else None
 

@@ -331,8 +331,9 @@ def make_preprocessor(df: pd.DataFrame,  # the training rows (roles, date origin
     parts = [(name, steps[name], cols) for name, cols in columns.items() if cols]
     if not parts:
         left_out = ", ".join(f"{c!r} ({r})" for c, r in roles.items())
-        raise ValueError("no feature columns left after removing the target and `exclude`"
-                         + (f"; left out: {left_out}" if left_out else ""))
+        raise ValueError(f"no feature columns left after removing the target {target!r} and exclude={exclude!r} "
+                         "(loaders_from_frame leaves out the splits' groups and time columns too: what a split is "
+                         "made by is no feature)" + (f"; left out: {left_out}" if left_out else ""))
     parts += [(role, "drop", by_role[role]) for role in DROPPED_ROLES if by_role.get(role)]  # named, visible
     return ColumnTransformer(parts, remainder="drop", verbose_feature_names_out=False)
 
