@@ -44,6 +44,40 @@ def test_a_run_that_starts_takes_the_chart_area_from_the_last_action():
     assert len(next(t for t in p.figure.data if t.name == "valid loss").x) == 2
 
 
+def monitored_history():
+    "Valid loss lowest at step 30; valid accuracy highest at step 10 (0.905 at step 20: within a 0.01 min_delta)."
+    h = History()
+    for step, loss, acc in [(10, 0.50, 0.90), (20, 0.45, 0.905), (30, 0.40, 0.85)]:
+        h.append(step, step // 10 - 1, "train", "loss", loss + 0.1)
+        h.append(step, step // 10 - 1, "valid", "loss", loss)
+        h.append(step, step // 10 - 1, "valid", "accuracy", acc)
+    return h
+
+
+@pytest.mark.parametrize("config, best", [(None, 30), (tb.TrainConfig(), 30),
+                                          (tb.TrainConfig(monitor="valid_accuracy", mode="max"), 20),
+                                          (tb.TrainConfig(monitor="valid_accuracy", mode="max", min_delta=0.01), 10)])
+def test_the_live_best_mark_is_the_monitored_best(config, best):
+    "During the run the 'best' line was drawn at the lowest valid loss whatever the run monitored (at its end it moved)."
+    h = monitored_history()
+    curves = LiveCurves(mode="widget", show=False)
+    curves.update(LoopState(history=h, config=config), force=True)
+    marks = [a.x for a in curves.figure.layout.annotations if (a.text or "").startswith("best")]
+    assert marks == [best]
+    from trainbook.live import monitored_best_step
+    assert monitored_best_step(curves.series, config) == best
+
+
+def test_without_validation_the_mark_follows_the_training_loss():
+    from trainbook.live import monitored_best_step
+    h = History()
+    for step, loss in [(5, 0.9), (10, 0.7), (15, 0.8)]:
+        h.append(step, step // 5 - 1, "train", "epoch_loss", loss)
+    series = Series()
+    series.read(h)
+    assert monitored_best_step(series, tb.TrainConfig()) == 10
+
+
 @pytest.mark.parametrize("stopped, words", [("nonfinite", "stopped on a non-finite loss"),
                                             ("interrupted", "interrupted"), ("completed", "completed")])
 def test_the_panels_status_says_how_a_run_ended_in_words(stopped, words):

@@ -18,9 +18,9 @@ from .run import EVIDENCE
 __all__ = ['PANELS', 'TITLES', 'LOG_PANELS', 'SYSTEM', 'LEGENDS', 'STYLE', 'MARK_STYLE', 'GRADIENT_TROUBLE', 'display_mode',
            'close_widgets', 'show_output', 'Series', 'panel_of', 'new_figure', 'clear_figure', 'data_range',
            'axis_ranges', 'autoscale', 'axis_scale', 'decade_label', 'decade_ticks', 'constant_note', 'marks_for',
-           'place_labels', 'thinned', 'curves_content', 'curves_spec', 'draw', 'plotlyjs_script', 'figure_html',
-           'page_html', 'figure_bundle', 'title_text', 'summary_of', 'as_static', 'plot_history', 'grad_norm_matrix',
-           'plot_grad_norms', 'LiveCurves', 'FinalView']
+           'place_labels', 'thinned', 'curves_content', 'curves_spec', 'draw', 'monitored_best_step', 'plotlyjs_script',
+           'figure_html', 'page_html', 'figure_bundle', 'title_text', 'summary_of', 'as_static', 'plot_history',
+           'grad_norm_matrix', 'plot_grad_norms', 'LiveCurves', 'FinalView']
 
 # %% ../nbs/11_live.ipynb #ec582984
 def display_mode() -> str:
@@ -426,6 +426,23 @@ def draw(fig,  # the live figure (a FigureWidget from `new_figure`), changed in 
         fig.layout.annotations = changes.pop("annotations")
         fig.update_layout(changes)
 
+def monitored_best_step(series: Series,  # the points read so far (the monitored values are among them)
+                        config=None,  # the run's `TrainConfig` (monitor, mode, min_delta); None: the lowest valid loss
+                       ) -> Optional[int]:
+    """The step of the best monitored value so far, as fit's early stopping and best.pt count it (a run that
+    monitors valid_accuracy: its highest accuracy, not its lowest loss); None before the first value."""
+    from trainbook.recorder import EarlyStopping  # (the loop's own counter: min_delta and NaN as it reads them)
+    from trainbook.run import monitored_record
+    monitor = getattr(config, "monitor", None) or "valid_loss"
+    trace = lambda split, name: Series.trace_of(*monitored_record(split, name)) or ""
+    xs, ys = series.points.get(trace(*monitor.split("_", 1)), ([], []))
+    if not xs and monitor == "valid_loss":  # no validation: fit follows the training loss (check_monitor)
+        xs, ys = series.points.get(trace("train", "loss"), ([], []))
+    stopper = EarlyStopping(monitor, getattr(config, "mode", None) or "min", None,
+                            getattr(config, "min_delta", None) or 0.0)
+    for step, value in zip(xs, ys): stopper.update(float(value), int(step), 0)  # a few points: the evaluations
+    return stopper.best_step
+
 def _time_markers(history: History, findings: list, stopped: Optional[str] = None,
                   best_step: Optional[int] = None) -> list:
     "Findings plus markers for the best evaluation (of the monitored value when known) and the early stop, for drawing."
@@ -651,8 +668,11 @@ class LiveCurves(Callback):
              ) -> list:
         "The findings and the run's own markers (best evaluation, early stop) to draw."
         run = getattr(state, "run", None)  # at the end: the run knows its monitored best and why it stopped
-        return _time_markers(state.history, self.findings, getattr(run, "stopped", None),
-                             getattr(run, "extra", {}).get("best_step"))
+        # during the run the best so far of what the run monitors (valid_accuracy: its highest accuracy), as
+        # early stopping counts it: the mark stays where the end puts it, not at the lowest valid loss
+        best = (getattr(run, "extra", {}).get("best_step") if run is not None else
+                monitored_best_step(self.series, getattr(state, "config", None)))
+        return _time_markers(state.history, self.findings, getattr(run, "stopped", None), best)
 
     def update(self,
                state: LoopState,  # the loop's state; its history is read incrementally
