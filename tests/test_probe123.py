@@ -86,3 +86,43 @@ def test_the_panels_status_says_how_a_run_ended_in_words(stopped, words):
     assert run_status(run) == f"run <b>{words}</b> after 9 steps"
 
 
+@pytest.fixture(scope="module")
+def shell():
+    from IPython.testing.globalipapp import start_ipython
+    ip = start_ipython()
+    ip.run_line_magic("load_ext", "trainbook")
+    X = torch.randn(64, 4)
+    dl = tb.TensorLoader(X, (X[:, 0] > 0).long(), batch_size=32)
+    ip.user_ns.update(model=nn.Linear(4, 2), dl=dl)
+    return ip
+
+
+def usage_error(shell, line):
+    with pytest.raises(UsageError) as e: shell.run_line_magic("train", line)
+    return str(e.value)
+
+
+@pytest.mark.parametrize("line, says", [("model dl dl --lr -1e-3", "TrainConfig.lr must be a positive finite number, got -0.001"),
+                                        ("model dl dl --clip -1e-2", "TrainConfig.clip_norm must be a positive"),
+                                        ("model dl dl --lr -inf", "argument --lr: expected a finite number, got '-inf'")])
+def test_a_negative_number_in_e_notation_is_read_as_the_options_value(shell, line, says):
+    "argparse took '-1e-3' for an option: 'argument --lr: expected one argument', though one was given."
+    assert says in usage_error(shell, line)
+
+
+@pytest.mark.parametrize("line, says", [("model dl dl --epochs 1 --epochs 2", "--epochs is given 2 times (1, 2)"),
+                                        ("model dl dl --lr 1e-3 --lr=1e-2", "--lr is given 2 times (1e-3, 1e-2)"),
+                                        ("model dl dl --epoch 1 --epochs 3", "--epochs is given 2 times (1, 3)")])
+def test_an_option_given_twice_is_refused(shell, line, says):
+    "The last one won without a word: `--lr 1e-3 --lr 1e-2` trained 10 epochs at 0.01."
+    assert says in usage_error(shell, line)
+    assert "_run" not in shell.user_ns  # refused before any work
+
+
+def test_a_flag_said_twice_and_a_negative_integer_still_parse(shell):
+    from trainbook.magics import _parse
+    magics = shell.magics_manager.registry["TrainbookMagics"]
+    a = _parse(magics.train.parser, "model dl --no-live --no-live --epochs 2", "")
+    assert a.no_live and a.epochs == 2
+    s = _parse(magics.split.parser, "df --target y --seed -1 --gap 2", "")
+    assert s.seed == -1 and s.gap == 2  # argparse's own negative numbers, unchanged

@@ -363,6 +363,8 @@ def _parse(parser,  # a magic's argument parser
     "A magic's arguments; a word left over (`%check df y`) is refused with what it likely means; -h/--help: the help."
     words = _split_line(line)
     if "--help" in words or "-h" in words: raise UsageError(parser.format_help().rstrip())  # (as `%train?` shows)
+    words = _negatives_joined(parser, words)
+    _refuse_repeats(parser, words)
     try: return parser.parse_args(words)
     except UsageError as e:
         said = str(e)
@@ -377,6 +379,51 @@ def _parse(parser,  # a magic's argument parser
             near = did_you_mean(option[2:], [o[2:] for o in options]).replace(" '", " '--")  # (not by the dashes)
             raise UsageError(f"unknown option {option}{near}{where}; the options: {', '.join(options)}") from None
         raise UsageError(f"{said}: {hint.format(word=left[0] if left else '...')}") from None
+
+def _option_of(parser,  # a magic's argument parser
+               word: str,  # a word of the line: '--lr', '--lr=0.1', '--epoch' (argparse takes a unique prefix)
+              ):
+    "The argparse action an option word sets (its unique prefix too, as argparse reads it); None for other words."
+    if not word.startswith("--"): return None
+    name = word.split("=", 1)[0]
+    actions = parser._option_string_actions
+    if name in actions: return actions[name]
+    near = {actions[o] for o in actions if o.startswith(name)}
+    return near.pop() if len(near) == 1 else None
+
+def _negatives_joined(parser,  # a magic's argument parser
+                      words: list,  # the line's words
+                     ) -> list:
+    """`--lr -1e-3` read as `--lr=-1e-3`: argparse takes a negative number in e-notation (or -inf) for an
+    option and said 'argument --lr: expected one argument'; now the value is refused for what it is."""
+    out = []
+    for word in words:
+        action = _option_of(parser, out[-1]) if out and "=" not in out[-1] else None
+        if action is not None and action.nargs is None and word.startswith("-") and _is_number(word):
+            out[-1] = f"{out[-1]}={word}"
+            continue
+        out.append(word)
+    return out
+
+def _is_number(word: str) -> bool:
+    try: float(word)
+    except ValueError: return False
+    return True
+
+def _refuse_repeats(parser,  # a magic's argument parser
+                    words: list,  # the line's words (negative values joined to their option)
+                   ) -> None:
+    "An option given twice (`--lr 1e-3 ... --lr 1e-2`) is refused: argparse kept the last one without a word."
+    given = {}
+    for i, word in enumerate(words):
+        action = _option_of(parser, word)
+        if action is None or action.nargs == 0: continue  # a flag (--overfit) said twice says the same
+        value = word.split("=", 1)[1] if "=" in word else (words[i + 1] if i + 1 < len(words) else "")
+        given.setdefault(action.option_strings[-1], []).append(value)
+    for option, values in given.items():
+        if len(values) > 1:
+            raise UsageError(f"{option} is given {len(values)} times ({', '.join(values)}): give each option "
+                             "once (the cell would have used the last one only)")
 
 def _split_line(line: str,  # a magic's arguments, as typed
               ) -> list:
