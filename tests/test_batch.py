@@ -317,3 +317,13 @@ def test_broadcast_shape_is_torchs_answer():
         agree += 1
         refused += want is None
     assert agree == len(shapes) ** 2 and 0 < refused < agree  # both answers were tried
+
+
+def test_a_loss_over_a_fixed_number_is_refused_and_told_as_such():
+    "sum / 16 is a mean only on batches of 16: refused as a sum, the message says a fixed divisor is one too."
+    import torch.nn.functional as F
+    from trainbook.batch import check_loss_reduction
+    pred, yb = torch.randn(8, 3), torch.randint(0, 3, (8,))
+    with pytest.raises(ValueError, match="a sum over a fixed number rather than the batch's rows"):
+        check_loss_reduction(pred, yb, lambda p, y: F.cross_entropy(p, y, reduction="sum") / 16)
+    check_loss_reduction(pred, yb, lambda p, y: F.cross_entropy(p, y, reduction="sum") / len(y))  # a mean: taken

@@ -540,7 +540,8 @@ def check_loss_reduction(pred,  # the model's prediction for a batch (see `predi
         return
     name = getattr(getattr(loss_fn, "func", loss_fn), "__name__", type(loss_fn).__name__)
     raise ValueError(f"loss_fn {name} adds up its rows' losses: on {len(p)} rows it gives {once:.6g}, on the "
-                     f"same rows given twice over {twice:.6g} (twice as much). trainbook reads a loss as a mean "
+                     f"same rows given twice over {twice:.6g} (twice as much: a sum, or a sum over a fixed number "
+                     "rather than the batch's rows, which a short last batch shows). trainbook reads a loss as a mean "
                      "over a batch's rows (the valid loss beside its standard error and the constant predictor's "
                      "loss, each per row; step losses of batches of any size on one scale): return the mean "
                      "(reduction='mean', or .mean() instead of .sum()); a sum's gradients are the batch size "
