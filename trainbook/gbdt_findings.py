@@ -15,7 +15,9 @@ from .metrics import loss_vs_constant
 from .readings import Thresholds
 
 # %% auto #0
-__all__ = ['metric_forms_refused', 'check_boosting_settings', 'check_param_names', 'boosting_findings', 'constant_finding']
+__all__ = ['METRIC_KEYS', 'NO_METRIC', 'metric_forms_refused', 'check_boosting_settings', 'check_param_names',
+           'metric_names_given', 'catboost_unknown_params', 'check_metric_names', 'boosting_findings',
+           'constant_finding']
 
 # %% ../nbs/10c_gbdt_findings.ipynb #034cd300
 def _positive_int(value, name: str, what: str) -> int:
@@ -85,13 +87,98 @@ def check_boosting_settings(lib,  # the BoostingLibrary that trains
 def check_param_names(lib,  # the BoostingLibrary that trains
                       params: dict,  # trainbook's defaults with the user's parameters over them
                      ) -> None:
-    "A misspelt parameter refused before any work, with the nearest name; no list of names: nothing refused."
-    try: unknown, known = lib.unknown_params(params)
-    except Exception: return  # a library version without the list: the run goes on, as the library decides
-    if not unknown: return
+    """A misspelt parameter, or a metric name the library does not know (`check_metric_names`), refused before any
+    work, with the nearest name; no list of names: nothing refused."""
+    try: unknown, known = lib.unknown_params(params) if lib.name != "catboost" else catboost_unknown_params(params)
+    except Exception: unknown = []  # a library version without the list: the run goes on, as the library decides
+    if not unknown: return check_metric_names(lib, params)
     lines = [f"params[{k!r}] is not a {lib.name} parameter{did_you_mean(k, known)}" for k in unknown]
-    raise ValueError("; ".join(lines) + f": {lib.name} would ignore it silently. Fix the name (see "
-                     f"{lib.name}'s parameter list) or leave it out")
+    does = "would fail on it inside training" if lib.name == "catboost" else "would ignore it silently"
+    raise ValueError("; ".join(lines) + f": {lib.name} {does}. Fix the name (see {lib.name}'s parameter list) or "
+                     "leave it out")
+
+# %% ../nbs/10c_gbdt_findings.ipynb #37442e7a
+METRIC_KEYS = {"xgboost": ("eval_metric",), "lightgbm": ("metric",),  # the parameters that name metrics
+               "catboost": ("loss_function", "eval_metric", "custom_metric")}
+NO_METRIC = ("none", "na", "null", "custom", "")  # LightGBM's names for no metric
+
+def metric_names_given(lib,  # the BoostingLibrary that trains
+                       params: dict,  # its parameters
+                      ) -> list:
+    "(parameter, name) of each metric `params` names as text (a list, or a string of names by commas)."
+    found = []
+    for key in METRIC_KEYS.get(lib.name, ()):
+        value = params.get(key)
+        items = value.split(",") if isinstance(value, str) else value if isinstance(value, (list, tuple)) else []
+        found += [(key, n.strip()) for n in items if isinstance(n, str) and n.strip().lower() not in NO_METRIC]
+    return found
+
+def _xgboost_knows(params: dict, name: str) -> bool:
+    "Whether XGBoost evaluates metric `name` (with `params`' objective) on four made-up rows."
+    import xgboost as xgb
+    rows = xgb.DMatrix(np.zeros((4, 1)), label=np.arange(4) % max(int(params.get("num_class") or 0), 2))
+    try: xgb.Booster({**params, "eval_metric": [name], "verbosity": 0}, [rows]).eval(rows)
+    except xgb.core.XGBoostError as e: return "Unknown metric" not in str(e)  # another refusal: it knows the name
+    return True
+
+def _lightgbm_knows(params: dict, name: str) -> bool:
+    "Whether LightGBM reports metric `name` (with `params`' objective) on eight made-up rows: it drops one it lacks."
+    import lightgbm as lgb
+    labels = np.arange(8) % max(int(params.get("num_class") or 0), 2)
+    rows = lgb.Dataset(np.arange(8.0).reshape(8, 1), labels, params={"verbosity": -1})
+    try:
+        booster = lgb.Booster({**params, "metric": [name], "verbosity": -1}, rows)
+        booster.add_valid(rows, "rows")
+        return bool(booster.eval_valid())
+    except Exception: return True  # refused for what it needs (a ranking metric's groups): a name it knows
+
+def _catboost_check(params: dict) -> Optional[str]:
+    "CatBoost's own check of its training parameters (`_check_train_params`, as its fit runs it): its error text."
+    from catboost import CatBoostError
+    from catboost._catboost import _check_train_params
+    plain = {k: v for k, v in params.items() if k not in ("eval_metric", "custom_metric") or isinstance(v, str)
+             or (isinstance(v, (list, tuple)) and all(isinstance(m, str) for m in v))}  # (metric objects: its own)
+    try: _check_train_params(plain)
+    except CatBoostError as e: return str(e)
+    return None
+
+def _catboost_names(kind: str) -> list:
+    "CatBoost's metric names (catboost.metrics), or its parameter names (its estimators' signatures)."
+    import inspect
+    import catboost
+    if kind == "metrics": return [n for n, c in vars(catboost.metrics).items() if inspect.isclass(c)]
+    return sorted({n for c in (catboost.CatBoostClassifier, catboost.CatBoostRegressor)
+                   for n in inspect.signature(c.__init__).parameters if n != "self"})
+
+def catboost_unknown_params(params: dict,  # trainbook's defaults with the user's parameters over them
+                           ) -> tuple:
+    "(names CatBoost reports as unknown options, its parameter names): `BoostingLibrary.unknown_params` for CatBoost."
+    said = _catboost_check(params) or ""
+    unknown = [k for k in params if f"Unknown option {{{k}}}" in said]
+    return unknown, _catboost_names("params") if unknown else []
+
+def check_metric_names(lib,  # the BoostingLibrary that trains
+                       params: dict,  # trainbook's defaults with the user's parameters over them
+                      ) -> None:
+    "A metric name the library does not know refused before any work, naming the parameter and the nearest name."
+    quick = {*lib.scores, *getattr(lib, "aliases", {}), *getattr(lib, "aliases", {}).values(),
+             *(m for _, names in lib.objectives.values() for m in names)}  # names known already: not asked
+    given = [(k, n) for k, n in metric_names_given(lib, params) if n.split("@")[0] not in quick]
+    if not given: return
+    if lib.name == "catboost":
+        said = _catboost_check(params) or ""
+        wrong = [(k, n) for k, n in given if f"Key '{n.split(':')[0]}' not found" in said]
+        known = _catboost_names("metrics") if wrong else []
+    else:
+        knows = {"xgboost": _xgboost_knows, "lightgbm": _lightgbm_knows}.get(lib.name, lambda p, n: True)
+        wrong = [(k, n) for k, n in given if not knows(params, n)]
+        known = sorted(quick)
+    if not wrong: return
+    does = ("would record nothing under it, without a word" if lib.name == "lightgbm" else
+            "would fail on it inside training")
+    lines = [f"params[{k!r}] names {n!r}, which is no {lib.name} metric{did_you_mean(n, known)}" for k, n in wrong]
+    raise ValueError("; ".join(lines) + f": {lib.name} {does}. Fix the name (see {lib.name}'s metric list) or "
+                     "leave it out")
 
 # %% ../nbs/10c_gbdt_findings.ipynb #0d10c0e0
 def boosting_findings(history,  # the run's History (a round a step)
