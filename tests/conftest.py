@@ -38,9 +38,10 @@ def pytest_runtest_call(item):
         if "not started: a Ctrl-C stopped a run earlier" in str(err):
             raise AssertionError("a run refused by the Ctrl-C rule (above): call trainbook.guard.forget_interrupt() "
                                  "between the interrupted run and the next") from err
-        if getattr(err, "run", None) is not None:  # a Recorder's `with` block lets a Ctrl-C go on in a script
-            raise AssertionError("a Ctrl-C went on out of a Recorder's with block, as it does in a plain script: "
-                                 "expect it, with pytest.raises(KeyboardInterrupt)") from err
+        if getattr(err, "run", None) is not None:  # a Ctrl-C that ended a run goes on in a script (`stop_script`)
+            raise AssertionError("a Ctrl-C that ended a run went on out of it (fit, a Recorder's with block), as it "
+                                 "does in a plain script: expect it, with pytest.raises(KeyboardInterrupt) (its "
+                                 ".run is the run), or run the cell in the `kernel` fixture") from err
         raise
 
 

@@ -45,6 +45,19 @@ def interrupt_at(step: int, event: str = "after_step"):
     return Interrupt()
 
 
+def interrupted(call, *args, stopped="interrupted", **kwargs):
+    """The run a Ctrl-C ends inside `call(*args, **kwargs)` (tb.fit, fit_flax, ...): in a plain script (pytest is one)
+    the KeyboardInterrupt goes on out of it, carrying the finished run as `.run` (guard.stop_script, its files
+    written). Fails unless it does, and unless that run stopped `stopped`; returns the run."""
+    import pytest
+    with pytest.raises(KeyboardInterrupt) as caught:
+        call(*args, **kwargs)
+    run = getattr(caught.value, "run", None)
+    assert run is not None, f"the KeyboardInterrupt carries no run (.run): {caught.value!r}"
+    assert run.stopped == stopped, f"the run stopped {run.stopped!r}, not {stopped!r}"
+    return run
+
+
 def ctrl_c_at(step: int):
     "A callback that sends this process a real SIGINT (as Jupyter's interrupt does) after step `step`."
     import os, signal

@@ -8,7 +8,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import trainbook as tb
 from trainbook.events import Callback
-from helpers import CtrlCInSetUp, blobs, history_without_timing, interrupt_at, max_diff, mlp, same_weights
+from helpers import CtrlCInSetUp, blobs, history_without_timing, interrupt_at, interrupted, max_diff, mlp, same_weights
 
 CE = nn.functional.cross_entropy
 
@@ -131,14 +131,15 @@ def test_resume_is_exact(tmp_path, loader_kind, where):
     run_dir = tmp_path / "cut"
     cut_cfg = cfg.replace(checkpoint_dir=str(run_dir))
     if where == "boundary_mid_epoch":  # 13 batches per epoch, windows of 2: step 9 is in epoch 1
-        first = tb.fit(model2, dl, dl_valid, loss_fn=CE, live=False, config=cut_cfg, callbacks=[interrupt_at(9)], metrics="accuracy")
+        first = interrupted(tb.fit, model2, dl, dl_valid, loss_fn=CE, live=False, config=cut_cfg,
+                            callbacks=[interrupt_at(9)], metrics="accuracy")
     elif where == "inside_window":  # Ctrl-C during the second micro-batch of a window, mid-epoch
         handle = interrupt_in_forward(model2, 18)
-        first = tb.fit(model2, dl, dl_valid, loss_fn=CE, live=False, config=cut_cfg, metrics="accuracy")
+        first = interrupted(tb.fit, model2, dl, dl_valid, loss_fn=CE, live=False, config=cut_cfg, metrics="accuracy")
         handle.remove()
     elif where == "epoch_end":
-        first = tb.fit(model2, dl, dl_valid, loss_fn=CE, live=False, config=cut_cfg, callbacks=[InterruptAfterEpoch(0)],
-                       metrics="accuracy")
+        first = interrupted(tb.fit, model2, dl, dl_valid, loss_fn=CE, live=False, config=cut_cfg,
+                            callbacks=[InterruptAfterEpoch(0)], metrics="accuracy")
     else:  # a mid-epoch last.pt from checkpoint_every, then the process crashes (no clean stop at all)
         cut_cfg = cut_cfg.replace(checkpoint_every=4)
         with pytest.raises(RuntimeError, match="crash"):
@@ -601,8 +602,8 @@ def test_a_ctrl_c_inside_a_steps_end_is_redone_on_resume(tmp_path, cut):
     full = tb.fit(model, dl, dl_valid, loss_fn=CE, live=False, config=cfg.replace(checkpoint_dir=str(tmp_path / "a")))
     dl, dl_valid, model2 = _train_setup("tensor")
     stop = interrupt_at(6, cut)
-    first = tb.fit(model2, dl, dl_valid, loss_fn=CE, live=False, config=cfg.replace(checkpoint_dir=str(tmp_path / "b")),
-                   callbacks=[stop])
+    first = interrupted(tb.fit, model2, dl, dl_valid, loss_fn=CE, live=False,
+                        config=cfg.replace(checkpoint_dir=str(tmp_path / "b")), callbacks=[stop])
     assert first.stopped == "interrupted" and first.step == 6
     dl, dl_valid, model3 = _train_setup("tensor")
     tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
@@ -649,10 +650,11 @@ def test_a_ctrl_c_inside_a_window_leaves_batchnorm_stats_as_at_the_last_step(tmp
     model, cut = bn_mlp(), cfg.replace(checkpoint_dir=str(tmp_path / "b"))
     if where == "forward":  # Ctrl-C at the 3rd micro-batch of the 2nd window: two of its forwards already ran
         handle = interrupt_in_forward(model, 6)
-        first = tb.fit(model, dl(), dl_valid, loss_fn=CE, live=False, config=cut)
+        first = interrupted(tb.fit, model, dl(), dl_valid, loss_fn=CE, live=False, config=cut)
         handle.remove()
     else:  # after the 2nd window's forwards and backwards, before its optimizer step
-        first = tb.fit(model, dl(), dl_valid, loss_fn=CE, live=False, config=cut, callbacks=[interrupt_at(1, where)])
+        first = interrupted(tb.fit, model, dl(), dl_valid, loss_fn=CE, live=False, config=cut,
+                            callbacks=[interrupt_at(1, where)])
     assert (first.stopped, first.step) == ("interrupted", 1)
     saved = torch.load(tmp_path / "b" / "last.pt", weights_only=True)["model"]
     assert saved["1.num_batches_tracked"] == accum  # the one completed step's micro-batches, no more
@@ -680,7 +682,8 @@ def test_a_ctrl_c_in_before_epoch_resumes_a_dataloaders_shuffle_exactly(tmp_path
     full = tb.fit(model, dl, dl_valid, loss_fn=CE, live=False, config=cfg.replace(checkpoint_dir=str(tmp_path / "a")))
     dl, dl_valid, model2 = _train_setup("dataloader")
     cut = cfg.replace(checkpoint_dir=str(tmp_path / "b"))
-    first = tb.fit(model2, dl, dl_valid, loss_fn=CE, live=False, config=cut, callbacks=[InterruptBeforeEpoch(epoch)])
+    first = interrupted(tb.fit, model2, dl, dl_valid, loss_fn=CE, live=False, config=cut,
+                        callbacks=[InterruptBeforeEpoch(epoch)])
     assert first.stopped == "interrupted" and first.step == 13 * epoch
     dl, dl_valid, model3 = _train_setup("dataloader")
     tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
@@ -708,7 +711,8 @@ def test_early_stopping_decided_before_a_ctrl_c_in_after_epoch_ends_the_resumed_
     assert full.stopped == "early_stopping" and full.epoch < 19
     model2, dl, dv = _stalls()
     cut = cfg.replace(checkpoint_dir=str(tmp_path / "b"))
-    first = tb.fit(model2, dl, dv, loss_fn=CE, live=False, config=cut, callbacks=[InterruptAfterEpoch(full.epoch)])
+    first = interrupted(tb.fit, model2, dl, dv, loss_fn=CE, live=False, config=cut,
+                        callbacks=[InterruptAfterEpoch(full.epoch)])
     assert first.stopped == "interrupted" and first.step == full.step
     model3, dl, dv = _stalls()
     with pytest.warns(UserWarning, match="early stopping ended the checkpoint's run"):
@@ -847,7 +851,7 @@ def test_a_resume_with_a_loader_that_lost_its_own_generator_says_so(tmp_path):
     X, y = blobs(n=64)
     own = DataLoader(TensorDataset(X, y), batch_size=16, shuffle=True, generator=torch.Generator().manual_seed(7))
     cfg = tb.TrainConfig(epochs=2, checkpoint_dir=str(tmp_path), device="cpu", monitor="train_loss")
-    tb.fit(mlp(), own, loss_fn=CE, live=False, config=cfg, callbacks=[interrupt_at(2)])
+    interrupted(tb.fit, mlp(), own, loss_fn=CE, live=False, config=cfg, callbacks=[interrupt_at(2)])
     plain = DataLoader(TensorDataset(X, y), batch_size=16, shuffle=True)
     tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     run = tb.fit(mlp(), plain, loss_fn=CE, live=False, config=cfg, resume=tmp_path / "last.pt")
@@ -859,8 +863,8 @@ def test_an_epoch_left_unfinished_has_no_row_of_nan_losses():
     "Probe 27: a Ctrl-C 3 steps into epoch 2 showed '2 | NaN | NaN | 0.001' in run.metrics(), read as a blow-up."
     X, y = blobs()
     dl = tb.TensorLoader(X, y, batch_size=32)  # 8 steps an epoch
-    run = tb.fit(mlp(), dl, dl, loss_fn=nn.functional.cross_entropy, live=False,
-                 config=tb.TrainConfig(epochs=5), callbacks=[interrupt_at(19)])
+    run = interrupted(tb.fit, mlp(), dl, dl, loss_fn=nn.functional.cross_entropy, live=False,
+                      config=tb.TrainConfig(epochs=5), callbacks=[interrupt_at(19)])
     assert run.stopped == "interrupted" and run.epoch == 2
     table = run.metrics()
     assert list(table.index) == [0, 1] and table.notna().all().all(), table
@@ -901,7 +905,8 @@ def test_a_ctrl_c_in_an_after_validate_observer_is_redone_and_counted_on_resume(
     a = tb.fit(copy.deepcopy(m0), dl, dv, loss_fn=CE, live=False,
                config=tb.TrainConfig(**cfg, device="cpu", checkpoint_dir=str(tmp_path / "a")))
     m, c = copy.deepcopy(m0), tb.TrainConfig(**cfg, device="cpu", checkpoint_dir=str(tmp_path / "b"))
-    first = tb.fit(m, dl, dv, loss_fn=CE, config=c, live=False, callbacks=[interrupt_at(4, "after_validate")])
+    first = interrupted(tb.fit, m, dl, dv, loss_fn=CE, config=c, live=False,
+                        callbacks=[interrupt_at(4, "after_validate")])
     assert first.stopped == "interrupted"
     tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     b = tb.fit(m, dl, dv, loss_fn=CE, config=c, live=False, resume=first.last_path)
@@ -980,7 +985,7 @@ def test_a_ctrl_c_in_an_epoch_ends_validation_resumes_a_shuffling_dataloader_exa
         return run, m
 
     whole, m_whole = go(tmp_path / "a")
-    first, _ = go(tmp_path / "b", [interrupt_at(12, "after_validate")])  # 12 batches: epoch 0's end
+    first = interrupted(go, tmp_path / "b", [interrupt_at(12, "after_validate")])  # 12 batches: epoch 0's end
     assert first.stopped == "interrupted"
     tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     again, m_again = go(tmp_path / "b", resume=first.last_path)
@@ -1042,12 +1047,15 @@ def test_the_plateau_schedule_counts_an_improvement_as_early_stopping_does():
 
 def test_a_ctrl_c_in_fits_set_up_is_noted_so_the_next_run_of_the_script_stops_at_its_door():
     """Probe 116's aside: a Ctrl-C while fit set up returned its run 'interrupted' with no note of it, so the next
-    fit of the same cell (here: the script) trained on. It is noted as any interrupted run is."""
+    fit of the same cell (here: the script) trained on. It is noted as any interrupted run is: in a plain script
+    (pytest is one) that run's Ctrl-C goes on out of fit, carrying the run (.run); a script that catches it and
+    fits again is refused at that fit's door, until it calls forget_interrupt."""
     from trainbook.guard import forget_interrupt
     X, y = blobs(64)
     dl = tb.TensorLoader(X, y, batch_size=16)
     model = CtrlCInSetUp(8, 3)
-    run = tb.fit(model, dl, loss_fn=nn.functional.cross_entropy, live=False, config=tb.TrainConfig(epochs=1))
+    run = interrupted(tb.fit, model, dl, loss_fn=nn.functional.cross_entropy, live=False,
+                      config=tb.TrainConfig(epochs=1))
     assert run.stopped == "interrupted" and run.step == 0 and model.pressed
     try:  # (a KeyboardInterrupt escaping would end the whole pytest session: a failure here instead)
         with pytest.raises(KeyboardInterrupt, match="not started: a Ctrl-C stopped"):

@@ -23,7 +23,8 @@ __all__ = ['LOWER_IS_BETTER', 'HIGHER_IS_BETTER', 'check_loss_fn', 'check_valid_
            'logged_values', 'better_mode', 'check_monitor', 'monitor_fallback', 'run_steps', 'optimizer_given',
            'eval_submodules', 'scheduler_given', 'run_notes', 'valid_is_test', 'warmup_past_run',
            'nonfinite_validation', 'needs_closure', 'check_scheduler', 'check_optimizer', 'plain_script',
-           'note_interrupt', 'interrupted_in_set_up', 'forget_interrupt', 'refuse_after_interrupt', 'check_fit_inputs']
+           'note_interrupt', 'interrupted_in_set_up', 'stop_script', 'forget_interrupt', 'refuse_after_interrupt',
+           'check_fit_inputs']
 
 # %% ../nbs/06a_guard.ipynb #28a3ff5a
 def check_loss_fn(loss_fn: Optional[Callable],  # e.g. nn.CrossEntropyLoss() or F.cross_entropy; None = the model's
@@ -454,6 +455,16 @@ def interrupted_in_set_up(pressed: bool,  # whether a Ctrl-C came while the run 
     if not pressed: return None
     note_interrupt()
     return "interrupted"
+
+def stop_script(run,  # the run that just ended (`end_run`), its files written
+               ) -> None:
+    """In a plain script whose run a Ctrl-C ended (noted by `note_interrupt`), the Ctrl-C goes on: a
+    KeyboardInterrupt with `.run`, so the script stops as on any Ctrl-C, rather than go on to evaluate or save a
+    half-trained model (Keras lets it go on too). In a notebook the run is returned: the cell's next run stops."""
+    if _CUT_SHORT["execution"] != _SCRIPT or _execution() != _SCRIPT: return
+    err = KeyboardInterrupt(f"a Ctrl-C stopped the run: the script stops here ({_stopped_run()})")
+    err.run = run
+    raise err from None  # (the Ctrl-C it goes on from was handled: the run ended, its files written)
 
 def forget_interrupt() -> None:
     """Forget the Ctrl-C `note_interrupt` recorded, so that the next run starts: a script that goes on training

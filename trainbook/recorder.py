@@ -23,7 +23,7 @@ from .diagnostics import diagnose
 from .readings import nonfinite_loss
 from .events import Callback, Callbacks, Event, LoopState, session_observers
 from .guard import (check_monitor, monitor_fallback, nonfinite_validation, note_interrupt, plain_script,
-                             refuse_after_interrupt)
+                             refuse_after_interrupt, stop_script)
 from .run import RECORDS, RUNNING, Run, monitored_record, remember_run
 
 # %% auto #0
@@ -294,6 +294,7 @@ def end_run(state: LoopState,  # the loop's state
                 checkpointer.release()
                 announce("run", run)  # the notebook checklist ticks its step (nothing else listens)
         if ctrl_c.pressed: note_interrupt()
+    stop_script(run)  # a Ctrl-C ended it: in a plain script the KeyboardInterrupt goes on, with `.run`
     return run
 
 def data_fingerprint(dl_train,  # the training batches
