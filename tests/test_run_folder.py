@@ -12,7 +12,7 @@ import trainbook as tb
 from trainbook.checkpoint import prepare_run_dir
 from trainbook.folder_lock import RunFolderBusy, release_run_dir
 from trainbook.run import RunFileError
-from helpers import CtrlCInSetUp, blobs, history_without_timing, mlp, same_weights
+from helpers import CtrlCInSetUp, blobs, history_without_timing, interrupted, mlp, same_weights
 
 CE = nn.functional.cross_entropy
 
@@ -570,9 +570,10 @@ def test_an_overwrite_run_stopped_at_its_first_step_keeps_the_earlier_run_whole(
     before = files(tmp_path)
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        run = tb.fit(mlp(seed=1), *data(), loss_fn=CE, live=False, overwrite=True,
-                     config=tb.TrainConfig(epochs=2, device="cpu", checkpoint_dir=str(tmp_path)),
-                     callbacks=[ctrl_c_at(1) if stop == "ctrl_c" else StopAt(1)])
+        go = lambda: tb.fit(mlp(seed=1), *data(), loss_fn=CE, live=False, overwrite=True,
+                            config=tb.TrainConfig(epochs=2, device="cpu", checkpoint_dir=str(tmp_path)),
+                            callbacks=[ctrl_c_at(1) if stop == "ctrl_c" else StopAt(1)])
+        run = interrupted(go) if stop == "ctrl_c" else go()  # a script's Ctrl-C goes on out of fit, with .run
     assert (run.stopped, run.step, run.run_dir) == ("interrupted", 1, tmp_path)
     assert files(tmp_path) == before and not (tmp_path / EARLIER).exists()  # run.json too
     assert said(seen, "keeps the earlier run as it was (last.pt, best.pt, run.json)"), [str(w) for w in seen]
@@ -621,8 +622,8 @@ def test_an_overwrite_run_replaces_the_earlier_at_its_first_epochs_end(tmp_path)
                 seen_at["epoch 0"] = ((tmp_path / "last.msgpack").exists(), (tmp_path / EARLIER).exists(),
                                       json.loads((tmp_path / "run.json").read_text())["stopped"])
 
-    run = fit(tmp_path, epochs=3, model=mlp(seed=1), overwrite=True, callbacks=[Look(), interrupt_at(4)],
-              config={"checkpoint_every": 1})
+    run = interrupted(fit, tmp_path, epochs=3, model=mlp(seed=1), overwrite=True, callbacks=[Look(), interrupt_at(4)],
+                      config={"checkpoint_every": 1})
     assert seen_at[2] == (1, True, True, True, True)  # the earlier run whole beside the new last.pt, and kept
     assert seen_at["epoch 0"] == (False, False, "running")
     assert run.stopped == "interrupted" and run.last_path == tmp_path / "last.pt"  # committed: kept
@@ -788,7 +789,7 @@ def test_a_folder_whose_run_stopped_in_set_up_is_taken_again_and_resume_there_st
     X, y = blobs(n=64)
     dl = tb.TensorLoader(X, y, batch_size=16)
     cfg = tb.TrainConfig(epochs=1, device="cpu", checkpoint_dir=str(tmp_path))
-    first = tb.fit(CtrlCInSetUp(X.shape[1], 3), dl, loss_fn=CE, config=cfg, live=False)
+    first = interrupted(tb.fit, CtrlCInSetUp(X.shape[1], 3), dl, loss_fn=CE, config=cfg, live=False)
     assert (first.stopped, first.step, sorted(files(tmp_path))) == ("interrupted", 0, ["run.json"])
     tb.guard.forget_interrupt()  # (noted as any interrupted run: in a script the next run stops at its door)
     with pytest.raises(FileNotFoundError, match=r"stopped \(interrupted\) at step 0, before its first checkpoint"):
@@ -799,7 +800,7 @@ def test_a_folder_whose_run_stopped_in_set_up_is_taken_again_and_resume_there_st
     assert [f.kind for f in resumed.findings if f.kind == "nothing_to_resume"] == ["nothing_to_resume"]
     # a plain rerun into such a folder takes it too, with no warning
     shutil.rmtree(tmp_path); tmp_path.mkdir()
-    tb.fit(CtrlCInSetUp(X.shape[1], 3), dl, loss_fn=CE, config=cfg, live=False)
+    interrupted(tb.fit, CtrlCInSetUp(X.shape[1], 3), dl, loss_fn=CE, config=cfg, live=False)
     tb.guard.forget_interrupt()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
