@@ -202,3 +202,19 @@ def test_timestamp_and_date_objects_are_not_called_text():
         df = pd.DataFrame({"when": pd.Series(values[:60], dtype=object), "x": np.arange(60.0), "y": [0, 1] * 30})
         (found,) = tb.check_data(df, "y").by_kind("dates_as_text")
         assert "held as text" not in found.message and (held is None or held in found.message)
+
+
+def test_served_cells_that_hold_lists_are_refused_by_column():
+    """Seen: serving rows whose category cells held lists (a JSON payload's ['a']) were served as the text "['a']",
+    an unseen category, a row of zeros, with a warning; training refuses such a column by name."""
+    rng = np.random.default_rng(13)
+    train = pd.DataFrame({"x": rng.normal(size=300), "c": rng.choice(["a", "b"], 300), "y": rng.integers(0, 2, 300)})
+    prep = tb.loaders_from_frame(train, "y", tb.make_splits(train, "y", seed=0))[3]
+    served = train.iloc[:5].drop(columns="y").assign(c=[["a"], "b", "a", ("a",), "b"])
+    with pytest.raises(ValueError, match=r"'c': 2 value\(s\) hold several values"):
+        prep.transform_for_serving(served)
+    report = prep.transform_for_serving(served, errors="report")
+    assert list(report.rows) == [1, 2, 4]
+    torch.testing.assert_close(report.features, prep.transform(served.iloc[[1, 2, 4]]))
+    found = tb.check_data(train, "y", serving=served, leak_check=False).findings
+    assert [(f.kind, f.severity) for f in found if f.column == "c"] == [("nested_values", "error")]

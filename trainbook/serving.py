@@ -10,8 +10,8 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from .columns import (column_roles, dates_as_text, dtype_family, numeric_view, parse_dates,
-                               require_frame, unparsed_dates)
+from .columns import (column_roles, dates_as_text, dtype_family, is_nested_arrow, numeric_view,
+                               parse_dates, require_frame, unparsed_dates)
 from .core import Finding, warn
 
 # %% auto #0
@@ -246,7 +246,7 @@ def serving_findings(train: pd.DataFrame,  # the training frame
         role, tz = _serving_role(a)
         served, found, _ = serve_column(c, b, role, tz)
         out += found
-        if any(f.kind == "dtype_mismatch" for f in found): continue  # nothing served to compare
+        if any(f.kind in ("dtype_mismatch", "nested_values") for f in found): continue  # nothing served to compare
         if dtype_family(a) != dtype_family(b) or (dtype_family(a) == "numeric" and a.dtype.kind != b.dtype.kind):
             out.append(Finding("dtype_mismatch", "info", f"dtype {a.dtype} in training, {b.dtype} in serving: "
                                f"served as {role} values, as training read them", column=c,
@@ -384,6 +384,21 @@ def _parse_column(col, s: pd.Series, role: str, tz) -> tuple:
     fix = f"fix them, or parse: pd.to_timedelta(df[{col!r}], errors='coerce')"
     return _unparsed(col, s, parsed, "durations", fix)
 
+def _nested(col, s: pd.Series) -> tuple:
+    """([a finding naming the cells of `s` that hold several values: lists, dicts, arrays (a JSON payload)], mask
+    of those rows): training refuses such a column (`require_flat_columns`), so a served one is no category."""
+    none = np.zeros(len(s), dtype=bool)
+    if is_nested_arrow(s.dtype): bad = s.notna().to_numpy()
+    elif s.dtype == object and any(issubclass(t, _SEVERAL) for t in set(map(type, s.to_numpy()))):
+        bad = np.fromiter((isinstance(v, _SEVERAL) for v in s.to_numpy()), dtype=bool, count=len(s))
+    else: return [], none
+    message = (f"{int(bad.sum())} value(s) hold several values ({value_examples(s[bad].astype(str))}): a feature is "
+               "one number or category a row, as in training")
+    return [Finding("nested_values", "error", message, column=col, data={"n_rows": int(bad.sum())},
+                    advice=f"send one value a cell, e.g. df[{col!r}] = df[{col!r}].str[0] when each holds one")], bad
+
+_SEVERAL = (list, tuple, dict, set, frozenset, np.ndarray)  # what a served cell may not hold (training's rule)
+
 def serve_column(col,  # the column's name, for the findings
                  s: pd.Series,  # its served values
                  role: str,  # its training role: 'numeric', 'boolean', 'categorical', 'datetime', 'timedelta'
@@ -391,6 +406,8 @@ def serve_column(col,  # the column's name, for the findings
                 ) -> tuple:
     """(column in the training role's dtype family, findings, mask of the rows it cannot serve): text parsed as
     training parsed it (dates by `parse_dates`, ISO dates only), what does not parse named."""
+    found, nested = _nested(col, s)
+    if nested.any(): return s, found, nested  # a list is no category, no number: those rows are not served
     family = dtype_family(s)
     fine = np.zeros(len(s), dtype=bool)
     if role == "categorical": return s, [], fine  # any value is a category; unseen ones are counted apart
