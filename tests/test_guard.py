@@ -12,7 +12,7 @@ from trainbook.checkpoint import prepare_run_dir, probe_writable, release_run_di
 from trainbook.resume import resume_changes, run_signature, saved_signature
 from trainbook.guard import check_loader, check_loss_fn, check_monitor, nonfinite_validation, require_batches
 from test_checkpoint import small_tmpfs
-from helpers import blobs, executing, mlp
+from helpers import blobs, executing, interrupted, mlp
 
 X, Y = torch.randn(16, 4), torch.randint(0, 2, (16,))
 
@@ -382,7 +382,7 @@ def test_a_resume_at_an_epochs_end_gives_no_scheduler_order_warning(tmp_path):
                       loss_fn=nn.functional.cross_entropy, optimizer=opt, live=False,
                       scheduler=torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5),
                       config=tb.TrainConfig(epochs=3, checkpoint_dir=str(tmp_path)), **kw)
-    assert run(callbacks=[Cut()]).stopped == "interrupted"
+    assert interrupted(run, callbacks=[Cut()]).stopped == "interrupted"
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
@@ -640,21 +640,24 @@ tb.guard.forget_interrupt()  # on purpose: fit's sweep below
 class CtrlC(tb.Callback):
     def after_step(self, state):
         if state.step == 2: press()
-for i in range(2):  # fit returns its interrupted run; the sweep's next fit stops at the door
+for i in range(2):  # fit's Ctrl-C goes on out of it (err.run); a sweep that catches it: its next fit stops at the door
     try:
         run = tb.fit(nn.Linear(3, 2), tb.TensorLoader(X, y, batch_size=8), loss_fn=nn.functional.cross_entropy,
                      live=False, track=False, config=tb.TrainConfig(epochs=2, checkpoint_dir=folder),
                      callbacks=[CtrlC()] if i == 0 else [])
-        print("fit:", run.stopped, run.step)
-    except KeyboardInterrupt as refused: print("refused:", refused)
+        print("fit returned:", run.stopped, run.step)
+    except KeyboardInterrupt as err:
+        if getattr(err, "run", None) is None: print("refused:", err)
+        else: print("fit raised:", err.run.stopped, err.run.step, os.path.isfile(err.run.last_path), "|", err)
 """
 
 
 def test_a_ctrl_c_stops_a_plain_scripts_sweep(tmp_path):
     """Probe 114: in a .py script a Ctrl-C during a Recorder's `with` block ended the run 'interrupted' and the script
     went on: a sweep trained runs 2 and 3 and exited 0 (the guard only knew a kernel's cells). In a plain script the
-    cell is the script: the Ctrl-C goes on out of the block (err.run), and after any run a Ctrl-C ended (fit's too,
-    which returns its run) the next run of the process stops at its door, naming the folder to resume."""
+    cell is the script: the Ctrl-C goes on out of the block, and out of fit, as a KeyboardInterrupt carrying the
+    finished run (err.run, its last.pt written), so the script stops there; a script that catches it and trains
+    again is refused at the next run's door, which names the folder to resume."""
     child = subprocess.run([sys.executable, "-c", SCRIPT_SWEEP, str(tmp_path / "runs")], capture_output=True,
                            text=True, timeout=240, env={**os.environ, "OMP_NUM_THREADS": "1"})
     lines = child.stdout.splitlines()
@@ -663,8 +666,10 @@ def test_a_ctrl_c_stops_a_plain_scripts_sweep(tmp_path):
     assert lines[1].startswith("refused: Recorder not started: a Ctrl-C stopped a run earlier in this script")
     assert lines[2].startswith("refused: fit not started: a Ctrl-C stopped a run earlier in this script")
     assert "forget_interrupt()" in lines[2] and "kept no folder" in lines[2]
-    assert lines[3] == "fit: interrupted 2"  # after forget_interrupt a run starts; fit returns the one it stops
     folder = str(tmp_path / "runs")
+    # after forget_interrupt a run starts; the Ctrl-C that ends it goes on out of fit, the run with it (not returned)
+    assert lines[3].startswith("fit raised: interrupted 2 True | a Ctrl-C stopped the run: the script stops here")
+    assert f"go on from it with resume={folder!r}" in lines[3], lines[3]
     assert lines[4].startswith("refused: fit not started") and f"go on from it with resume={folder!r}" in lines[4]
     assert len(lines) == 5, lines
 
