@@ -266,15 +266,33 @@ def test_a_callback_stop_request_ends_training_keeping_the_model(lib, cancer):
 
 @pytest.mark.parametrize("lib", ["xgboost", "lightgbm", "catboost"])
 def test_ctrl_c_ends_a_boosting_run_as_interrupted_with_its_model(lib, cancer):
-    "A real SIGINT to this process (as Jupyter's interrupt sends it) in round 3: training ends, the run returns."
+    """A real SIGINT to this process (as Jupyter's interrupt sends it) in round 3: training ends with the model so
+    far; in a plain script (pytest is one) the Ctrl-C then goes on with the run, as fit's does, and the script's
+    next run stops at its door."""
     import signal
-    from helpers import ctrl_c_at
+    from helpers import ctrl_c_at, interrupted
     sp = tb.make_splits(cancer, "target", seed=0)
     before = signal.getsignal(signal.SIGINT)
-    run = fit(lib, cancer, "target", sp, num_rounds=50, callbacks=[ctrl_c_at(3)])
-    assert (run.stopped, run.step) == ("interrupted", 3) and tb.last_run() is run
+    run = interrupted(fit, lib, cancer, "target", sp, num_rounds=50, callbacks=[ctrl_c_at(3)])
+    assert run.step == 3 and tb.last_run() is run
     assert run.model.predict_proba(cancer.head()).shape == (5, 2)
     assert signal.getsignal(signal.SIGINT) is before  # the usual Ctrl-C is back
+    with pytest.raises(KeyboardInterrupt, match="not started: a Ctrl-C stopped a run earlier in this script"):
+        fit(lib, cancer, "target", sp, num_rounds=5)
+
+
+@pytest.mark.parametrize("lib", ["xgboost", "lightgbm"])
+def test_ctrl_c_in_a_notebook_cell_returns_the_boosting_run_and_stops_the_cells_next_run(lib, cancer, kernel):
+    "In a kernel the interrupted run is returned (the cell shows it); the same cell's next run stops at its door."
+    from helpers import ctrl_c_at, executing
+    sp = tb.make_splits(cancer, "target", seed=0)
+    executing(kernel, "cell 1", None)
+    run = fit(lib, cancer, "target", sp, num_rounds=50, callbacks=[ctrl_c_at(3)])
+    assert (run.stopped, run.step) == ("interrupted", 3)
+    with pytest.raises(KeyboardInterrupt, match="a Ctrl-C stopped a run earlier in this cell"):
+        fit(lib, cancer, "target", sp, num_rounds=5)
+    executing(kernel, "cell 2", None)
+    assert fit(lib, cancer, "target", sp, num_rounds=5).stopped == "completed"  # the next cell trains
 
 
 def test_a_failing_fit_keeps_its_run_and_tells_the_observers(cancer):

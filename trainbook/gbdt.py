@@ -11,13 +11,13 @@ from typing import Callable, Iterable, Optional, Union
 import numpy as np
 import pandas as pd
 
-from .batch import DeferredCtrlC
 from .checks import require_column, require_task, resolve_task, unseen_classes_message
 from .columns import feature_roles, numeric_view, require_frame
 from .core import TrainConfig, atomic_write, environment, import_optional, warn
 from .data import FramePrep, class_order, make_preprocessor, time_steps
 from .serving import training_schema, unseen_categories
 from .events import session_observers
+from .guard import refuse_after_interrupt
 from .checkpoint import Checkpointer
 from .metrics import class_weights, proba_2d
 from .modelfiles import (BOOSTED_FORMAT, ModelFileError, boosted_meta_sha256, check_catboost_file,
@@ -678,6 +678,7 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
                  class_weight, preprocess, checkpoint_dir, seed, track, callbacks, overwrite=False,
                  pos_label=None) -> Run:
     "The one boosting path: check, preprocess on train rows, train with a per-round History, keep the best."
+    refuse_after_interrupt(f"fit_{lib.name}")  # a sweep in a cell a Ctrl-C interrupted goes no further
     task = check_boosting_inputs(df, target, splits, task)
     num_rounds, early_stopping = check_boosting_settings(lib, params, num_rounds, early_stopping, class_weight,
                                                          task, callbacks, overwrite)
@@ -731,8 +732,7 @@ def _fit_boosted(lib: BoostingLibrary, df, target, splits, params, num_rounds, e
     t0 = time.perf_counter()
     try:
         recorder.start()
-        # Ctrl-C ends training at the next round, the model so far kept (a second one interrupts at once)
-        with DeferredCtrlC(on_press=lambda: recorder.state.control.request_stop("interrupted")):
+        with recorder.ctrl_c():  # Ctrl-C ends training at the next round, the model so far kept
             Xv, yv = lib.features(prep, valid), frame_xy(valid, target, task, classes)[1]
             wv = per_class[yv] if class_weight else None
             booster, best = lib.train(p, (lib.features(prep, train), y_train, weights), (Xv, yv, wv),

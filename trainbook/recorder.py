@@ -711,6 +711,12 @@ class RoundRecorder:
         self.state = LoopState(history=self.history, config=config or TrainConfig(), run_dir=run_dir)
         curves = live_curves(live)
         self.cbs = Callbacks([*([curves] if curves is not None else []), *callbacks])
+        self._ctrl_c: Optional[DeferredCtrlC] = None
+
+    def ctrl_c(self) -> DeferredCtrlC:
+        "Around the training: a Ctrl-C ends it at the next round, the model so far kept (a second interrupts at once)."
+        self._ctrl_c = DeferredCtrlC(on_press=lambda: self.state.control.request_stop("interrupted"))
+        return self._ctrl_c
 
     def start(self):
         "The run begins: [before_fit]."
@@ -763,3 +769,6 @@ class RoundRecorder:
             if self.folder is not None:
                 self.folder.write_run(run)  # run.json, as every run folder holds
                 self.folder.release()  # the folder's writer lock: this run ended
+        if self._ctrl_c is not None and self._ctrl_c.pressed:  # as fit: the cell's next run stops at its door,
+            note_interrupt()
+            stop_script(run)  # and a plain script stops here, `.run` the run
