@@ -218,3 +218,16 @@ def test_served_cells_that_hold_lists_are_refused_by_column():
     torch.testing.assert_close(report.features, prep.transform(served.iloc[[1, 2, 4]]))
     found = tb.check_data(train, "y", serving=served, leak_check=False).findings
     assert [(f.kind, f.severity) for f in found if f.column == "c"] == [("nested_values", "error")]
+
+
+@pytest.mark.parametrize("held", ["ints", "bools"])
+def test_an_object_target_folds_as_its_values_do(held):
+    """Seen: a target of whole numbers held as Python objects (df['y'].astype(object)) with n_folds: scikit-learn's
+    raw 'Supported target types are: (binary, multiclass). Got unknown'; the holdout alone worked."""
+    rng = np.random.default_rng(14)
+    y = rng.integers(0, 3, 300) if held == "ints" else rng.random(300) < 0.3
+    df = pd.DataFrame({"x": rng.normal(size=300), "y": y})
+    for kw in (dict(n_folds=4), dict(n_folds=4, test_size=0.1)):
+        want = tb.make_splits(df, "y", strategy="stratified", seed=3, **kw)
+        got = tb.make_splits(df.assign(y=df.y.astype(object)), "y", strategy="stratified", seed=3, **kw)
+        assert got.fingerprint == want.fingerprint

@@ -417,9 +417,11 @@ def check_split_args(strategy: str,  # one of `STRATEGIES`
 
 def _one_label_each(s: pd.Series) -> np.ndarray:
     """The target as scikit-learn's splitters take it: label sets (tuples, frozensets) as one integer code per set
-    (an array of tuples reads as a multi-label matrix there); other labels as they are."""
+    (an array of tuples reads as a multi-label matrix there); other Python objects (ints, bools held as objects,
+    which scikit-learn's folds call 'unknown') as codes in their sorted order, as it ranks them; the rest as is."""
     y = s.to_numpy()
     if s.dtype == object and any(isinstance(v, (tuple, frozenset)) for v in y): return pd.factorize(s)[0]
+    if s.dtype == object: return pd.factorize(s, sort=True)[0]  # one kind of label (infer_task's rule): they sort
     return y
 
 def _validate(df, target, strategy, groups, time, valid_size, test_size, n_folds, gap, seed):
