@@ -15,7 +15,7 @@ import trainbook as tb
 from trainbook.data import TensorLoader
 from trainbook.events import Callback
 from trainbook.jax_loop import KeyStreams, fit_flax, optax_schedule, read_flax_checkpoint, schedule_lr
-from helpers import TIMING, CtrlCInSetUp, interrupt_at
+from helpers import TIMING, CtrlCInSetUp, interrupt_at, interrupted
 
 
 class MLP(nnx.Module):
@@ -215,7 +215,8 @@ def test_resume_after_ctrl_c_inside_an_accumulation_window(tmp_path):
     whole = MLP(dropout=0.3)
     fit_flax(whole, None, InterruptingLoader(shuffled()), None, ce, cfg.replace(checkpoint_dir=None), live=False)
     part = MLP(dropout=0.3)
-    cut = fit_flax(part, None, InterruptingLoader(shuffled(), at=16), None, ce, cfg, live=False)  # 2nd epoch
+    cut = interrupted(fit_flax, part, None, InterruptingLoader(shuffled(), at=16), None, ce, cfg,  # 2nd epoch
+                      live=False)
     assert cut.stopped == "interrupted" and cut.step == 5  # 4 steps in epoch 0, one more, a window cut short
     assert read_flax_checkpoint(cut.last_path)["position"]["batch_idx"] == 3  # the cut window's start
     resumed = MLP(dropout=0.3)
@@ -232,7 +233,7 @@ def test_a_ctrl_c_inside_a_steps_validation_is_redone_on_resume(tmp_path):
     whole = MLP()
     full = fit_flax(whole, None, shuffled(), valid, ce, cfg.replace(checkpoint_dir=None), live=False)
     in_validation = interrupt_at(6, "before_validate")
-    cut = fit_flax(MLP(), None, shuffled(), valid, ce, cfg, callbacks=[in_validation], live=False)
+    cut = interrupted(fit_flax, MLP(), None, shuffled(), valid, ce, cfg, callbacks=[in_validation], live=False)
     assert cut.stopped == "interrupted" and cut.step == 6
     resumed = MLP()
     tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
@@ -672,7 +673,7 @@ def test_a_ctrl_c_in_before_epoch_resumes_a_dataloaders_shuffle_exactly(tmp_path
     cfg = tb.TrainConfig(epochs=2, lr=1e-2, seed=2, checkpoint_dir=str(tmp_path))
     whole = MLP()
     fit_flax(whole, None, dl(), None, ce, cfg.replace(checkpoint_dir=None), live=False)
-    cut = fit_flax(MLP(), None, dl(), None, ce, cfg, callbacks=[CtrlC()], live=False)
+    cut = interrupted(fit_flax, MLP(), None, dl(), None, ce, cfg, callbacks=[CtrlC()], live=False)
     assert cut.stopped == "interrupted" and cut.step == 8
     resumed = MLP()
     tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
@@ -715,8 +716,8 @@ def test_resume_from_a_folder_whose_run_stopped_before_its_first_step_starts_ane
     said there was no Flax checkpoint there."""
     X, y = data(n=32)
     cfg = tb.TrainConfig(epochs=1, lr=1e-2, seed=0, checkpoint_dir=str(tmp_path), device="cpu")
-    first = tb.fit(CtrlCInSetUp(4, 3), [(torch.from_numpy(X), torch.from_numpy(y).long())],
-                   loss_fn=torch.nn.CrossEntropyLoss(), config=cfg, live=False)
+    first = interrupted(tb.fit, CtrlCInSetUp(4, 3), [(torch.from_numpy(X), torch.from_numpy(y).long())],
+                        loss_fn=torch.nn.CrossEntropyLoss(), config=cfg, live=False)
     assert (first.stopped, first.step, sorted(p.name for p in tmp_path.iterdir())) == ("interrupted", 0, ["run.json"])
     tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     with pytest.warns(UserWarning, match="nothing to resume: this run starts anew"):
@@ -772,7 +773,7 @@ def test_a_ctrl_c_in_an_after_validate_observer_is_redone_and_counted_on_resume(
     model = lambda: nnx.Linear(6, 3, rngs=nnx.Rngs(0))
     a = fit_flax(model(), None, dl, dv, ce, tb.TrainConfig(**cfg, checkpoint_dir=str(tmp_path / "a")), live=False)
     c, m = tb.TrainConfig(**cfg, checkpoint_dir=str(tmp_path / "b")), model()
-    first = fit_flax(m, None, dl, dv, ce, c, live=False, callbacks=[interrupt_at(4, "after_validate")])
+    first = interrupted(fit_flax, m, None, dl, dv, ce, c, live=False, callbacks=[interrupt_at(4, "after_validate")])
     assert first.stopped == "interrupted"
     tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     b = fit_flax(m, None, dl, dv, ce, c, live=False, resume=first.run_dir)
