@@ -44,3 +44,29 @@ def test_a_tall_last_step_does_not_crash_diagnose():
     "Seen: IndexError from np.delete when the run's last logged step stood tall (seed 22's last row)."
     h = one_row_run(22)
     tb.diagnose(h)  # raised IndexError: index 600 is out of bounds
+
+
+def falling_run(seed, evals, train_end=0.8, prior=0.845, se=0.068, steps=480):
+    "Batch 2, a regression: each step's loss the train level × χ²₂/2; the valid loss (SE 0.068) at `evals`."
+    rng = np.random.default_rng(seed)
+    loss = (train_end + 0.9 * np.exp(-np.arange(steps) / 60)) * rng.chisquare(2, steps) / 2
+    per = steps // len(evals)
+    h = History((s, (s - 1) // per, "train", "loss", float(v)) for s, v in enumerate(loss, 1))
+    for e, (s, v) in enumerate(zip(range(per, steps + 1, per), evals)):
+        for name, value in (("loss", v), ("loss_se", se), ("loss_sd", se * math.sqrt(112)), ("prior_loss", prior)):
+            h.append(s, e, "valid", name, float(value))
+        h.append(s, e, "train", "epoch_loss", float(loss[s - per:s].mean()))
+    return h
+
+
+def test_a_short_run_whose_valid_loss_falls_below_the_prior_did_not_end_at_it():
+    """Seen: valid 0.851, 0.663, 0.580 (prior 0.845, SE 0.068) 'ended at the constant predictor's loss': the median
+    of the last three evaluations was the three's middle one. The end is read from the run's second half."""
+    said = [sorted({f.kind for f in tb.diagnose(falling_run(seed, (0.85, 0.66, 0.58)))}) for seed in range(4)]
+    assert said == [[]] * 4, said  # before: diverging, diverging, not_learning, not_learning
+
+
+def test_a_valid_loss_that_stays_at_the_prior_still_ends_at_it():
+    for evals in [(0.85, 0.84, 0.85), (0.85, 0.84, 0.85, 0.84, 0.85, 0.84, 0.66)]:  # one lucky last evaluation
+        said = [{f.kind for f in tb.diagnose(falling_run(seed, evals, train_end=0.85))} for seed in range(4)]
+        assert all(s & {"not_learning", "diverging"} for s in said), (evals, said)

@@ -15,8 +15,8 @@ from .curvefit import (constant_stretch, end_levels, fifths, flat_stretch, keeps
                                 smoothing_half, still_falling, turning_point)
 from .spikes import loss_spikes_finding
 from .readings import (Thresholds, as_history, below_prior, curves_of, epoch_steps, lr_schedule_note,
-                                nonfinite_finding, series_of, stages_of, stood_still_finding,
-                                unstable_finding, untrained_loss, valid_noise)
+                                nonfinite_finding, prior_at_evaluations, series_of, stages_of,
+                                stood_still_finding, unstable_finding, untrained_loss, valid_noise)
 
 # %% auto #0
 __all__ = ['RULES', 'diagnose']
@@ -39,14 +39,17 @@ def _at_prior(c: dict, tail: np.ndarray, noise: float, th: Thresholds) -> Option
     end = float(np.mean(tail))
     _, _, prior = series_of(c, "valid", "prior_loss")
     if len(prior) == 0: return None
-    level = float(median(prior))
+    _, ve, v = series_of(c, "valid", "loss")
+    se = valid_noise(c)
+    # the end: the last three evaluations of the run's second half (of two or three, the first is no end: 0.851,
+    # 0.663, 0.580 against the prior 0.845 'ended at it'), the prior logged with them (a scale that moves moves it)
+    late = np.flatnonzero(ve >= (ve[0] + ve[-1]) / 2)[-3:] if len(v) else None
+    level = float(median(prior if late is None else prior_at_evaluations(c)[late]))
     # the evaluation's targets all one class (or one value): the constant predictor scores 0, no yardstick
     if not level > 0: return None
-    _, _, v = series_of(c, "valid", "loss")
-    se = valid_noise(c)
-    v_end = float(median(v[-3:])) if len(v) else end
+    v_end = float(median(v[late])) if len(v) else end
     # the valid loss's own noise: its logged standard error (per-example spread / √rows), else the steps' spread
-    se_end = float(median(se[-3:])) if se is not None else noise
+    se_end = float(median(se[late])) if se is not None and late is not None else noise
     margin = th.prior_z * se_end
     # both no better than the prior (at or above it). The training loss's margin: no wider than the valid one or
     # its steps' spread, nor than its mean's own `prior_z` SEs or `still` of the prior (the training rows' class
