@@ -44,6 +44,22 @@ def test_a_run_that_starts_takes_the_chart_area_from_the_last_action():
     assert len(next(t for t in p.figure.data if t.name == "valid loss").x) == 2
 
 
+def test_the_status_says_how_far_a_panels_run_is():
+    "The status said 'training …' for the whole run: the panel draws no progress bar, so a person saw no epoch count."
+    seen = []
+    class Watch(tb.Callback):
+        def after_epoch(self, state): seen.append(p.status.value)
+    p = small_panel()
+    p.callbacks.append(Watch())
+    p.train_button.click(); p.wait()
+    h = p.run.history
+    valid = h[(h.split == "valid") & (h.name == "loss")].value.tolist()
+    assert [s.split(":")[0] for s in seen] == ["training … epoch 1 of 2 done, step 8",
+                                               "training … epoch 2 of 2 done, step 16"]
+    assert all(f"valid_loss {v:.4g}" in s for v, s in zip(valid, seen)) and "valid_accuracy" in seen[-1]
+    assert p.status.value == "run <b>completed</b> after 16 steps"  # the end's line replaces it
+
+
 def monitored_history():
     "Valid loss lowest at step 30; valid accuracy highest at step 10 (0.905 at step 20: within a 0.01 min_delta)."
     h = History()

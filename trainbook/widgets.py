@@ -17,8 +17,8 @@ from .splits import STRATEGIES, make_splits
 
 # %% auto #0
 __all__ = ['BALANCE_LAYOUT', 'BUTTON', 'PLACEHOLDER', 'weakly', 'keep_newest', 'Snapshot', 'buttons_html', 'split_code',
-           'balance_figure', 'start_values', 'SplitBuilder', 'StopOnEvent', 'run_status', 'overfit_status', 'lr_status',
-           'dry_run_status', 'error_html', 'TrainPanel', 'StudyPanel', 'config_text']
+           'balance_figure', 'start_values', 'SplitBuilder', 'StopOnEvent', 'epoch_status', 'run_status',
+           'overfit_status', 'lr_status', 'dry_run_status', 'error_html', 'TrainPanel', 'StudyPanel', 'config_text']
 
 # %% ../nbs/12_widgets.ipynb #e5463f06
 def weakly(obj,  # the widget's owner (a panel, a builder)
@@ -239,11 +239,22 @@ class StopOnEvent(Callback):
     def after_step(self, state):
         if self.event.is_set(): state.control.request_stop("interrupted")
 
-class _AtRunStart(Callback):
-    "Calls `start()` when the run starts (before_fit: fit's door checks passed, the run folder claimed)."
+class _PanelRun(Callback):
+    "The panel's view of its run: `start()` when it starts (fit's door checks passed), `epoch(state)` at each epoch's end."
     critical = False  # a display: a widget update that raises is reported, the run goes on
-    def __init__(self, start: Callable[[], None]): self.start = start
+    def __init__(self, start: Callable[[], None], epoch: Callable[[object], None]):
+        self.start, self.epoch = start, epoch
     def before_fit(self, state): self.start()
+    def after_epoch(self, state): self.epoch(state)
+
+def epoch_status(state,  # the loop's state at an epoch's end (`LoopState`)
+                ) -> str:
+    "The status line while a run trains: the epochs done of all, the step, the last losses and metrics."
+    values = {"train_loss": state.history.last("epoch_loss"), **{f"valid_{k}": v for k, v in state.valid.items()}}
+    shown = ", ".join(f"{k} {v:.4g}" for k, v in values.items() if isinstance(v, (int, float)))
+    epochs = getattr(state.config, "epochs", None)
+    return (f"training … epoch {state.epoch + 1}{f' of {epochs}' if epochs else ''} done, step {state.step}"
+            f"{': ' + html.escape(shown) if shown else ''}")
 
 BUTTON = dict(width="auto", min_width="max-content")  # a button as wide as its label
 PLACEHOLDER = ('<div class="tb-placeholder" style="padding:18px 12px;color:#666;font:13px sans-serif;'
@@ -440,11 +451,13 @@ class TrainPanel(Snapshot):
         def started():
             self.curves = curves
             self.show_figure(self.live_figure)
+        def epoch_done(state):  # how far it is, in the status line: the panel draws no progress bar
+            if self._running == "training": self.status.value = epoch_status(state)
         try:
             self.run = fit(self.model, self.dl_train, self.dl_valid, loss_fn=self.loss_fn, config=self.config,
                            metrics=self.metrics,
-                           callbacks=[StopOnEvent(self._stop), curves, _AtRunStart(started), *self.callbacks],
-                           live=False, split_fingerprint=self.split)
+                           callbacks=[StopOnEvent(self._stop), curves, _PanelRun(started, epoch_done),
+                                      *self.callbacks], live=False, split_fingerprint=self.split)
         except BaseException as e:
             # a run that raised is still the last run (`err.run`, stopped 'failed'), as `tb.last_run()` says
             run = getattr(e, "run", None)
