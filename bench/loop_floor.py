@@ -68,6 +68,7 @@ def body(model, without=()):
     "fit's loop (accumulation of 1, no DDP, fp32), from trainbook.loop's pieces; `without`: pieces replaced."
     s, state = L.set_up(model, TRAIN, None, fo.LOSS, tb.TrainConfig(**CONFIG), live=False)
     L._claim_and_resume(s, state, None)
+    s.ctrl_c.install()
     cbs, opt, scaler, feed = s.callbacks, s.optimizer, s.scaler, s.feed
     if "callbacks" in without: cbs = lambda event, state: None
     for epoch in range(EPOCHS):
@@ -81,16 +82,20 @@ def body(model, without=()):
                     if "scaler" in without: loss.backward()
                     else: scaler.scale(loss / window.size if window.size > 1 else loss).backward()
                 window.add(xb, yb, loss)
-            state.loss = L._window_loss(s, window)
+            state.loss, epoch_part = L._window_loss(s, window)
             if not math.isfinite(state.loss): raise FloatingPointError("a non-finite loss in the benchmark")
             layer_norms = None if "clip" in without else L._clip(s, state)
             cbs(Event.before_step, state)
-            if "step_optimizer" in without: skipped = opt.step()
-            else: skipped = step_optimizer(opt, scaler)
+            s.ctrl_c.hold(presses=2)
+            skipped = bool(opt.step()) if "step_optimizer" in without else step_optimizer(opt, scaler)
+            state.lr = opt.param_groups[0]["lr"]
+            if not skipped and s.scheduler_interval == "step": s.scheduler.step()
             opt.zero_grad(set_to_none=True)
             if "log_step" in without: state.step, window.done = state.step + 1, True
-            else: L._log_step(s, state, skipped, window, layer_norms)
+            else: L._log_step(s, state, skipped, window, layer_norms, epoch_part)
+            s.ctrl_c.hold()
             cbs(Event.after_step, state)
+            s.ctrl_c.release()
             if "after_step" not in without and L._after_step(s, state, skipped): break
         L._end_epoch(s, state)
     L._finish(s, state, "completed")
