@@ -13,7 +13,7 @@ from trainbook.checkpoint import CheckpointError, UnsafeCheckpointError, prepare
 from trainbook.optim import restore_scheduler
 from trainbook.resume import resume_changes, run_signature, saved_signature
 import threading
-from helpers import blobs, mlp
+from helpers import blobs, interrupted, mlp
 
 CE = nn.functional.cross_entropy
 
@@ -348,8 +348,8 @@ def test_a_changed_loader_order_is_a_resume_change(tmp_path):
         def after_step(self, state):
             if state.step == 3: raise KeyboardInterrupt
     net = lambda: mlp(d=4, out=2)
-    assert tb.fit(net(), loader(True), loss_fn=nn.functional.cross_entropy, config=cfg, live=False,
-                  callbacks=[CtrlC()]).stopped == "interrupted"
+    assert interrupted(tb.fit, net(), loader(True), loss_fn=nn.functional.cross_entropy, config=cfg, live=False,
+                       callbacks=[CtrlC()]).stopped == "interrupted"
     tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     run = tb.fit(net(), loader(False), loss_fn=nn.functional.cross_entropy, config=cfg, live=False, resume=tmp_path)
     (changed,) = [f for f in run.findings if f.kind == "resume_changed"]

@@ -10,7 +10,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 
 import trainbook as tb
 from trainbook.parquet import ParquetLoader, as_dataset, fit_prep, split_files, write_split_column
-from helpers import history_without_timing, interrupt_at, same_weights
+from helpers import history_without_timing, interrupt_at, interrupted, same_weights
 
 FEATURES = ["x0", "x1", "x2", "x3"]
 
@@ -121,7 +121,7 @@ def test_fit_resumed_mid_epoch_gives_the_weights_of_an_uninterrupted_run(data, t
     full = tb.fit(model, dl, dl_valid, loss_fn=ce, live=False, config=cfg.replace(checkpoint_dir=str(tmp_path / "a")))
     model2, dl, dl_valid = _setup(data)
     cut = cfg.replace(checkpoint_dir=str(tmp_path / "b"))
-    first = tb.fit(model2, dl, dl_valid, loss_fn=ce, live=False, config=cut, callbacks=[interrupt_at(27)])
+    first = interrupted(tb.fit, model2, dl, dl_valid, loss_fn=ce, live=False, config=cut, callbacks=[interrupt_at(27)])
     assert first.stopped == "interrupted" and first.epoch == 1  # 20 batches an epoch: step 27 is mid-epoch 1
     assert not same_weights(model2, model)
     model3, dl, dl_valid = _setup(data)

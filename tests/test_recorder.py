@@ -8,7 +8,7 @@ from torch import nn
 import trainbook as tb
 from trainbook.recorder import Recorder, run_callbacks
 
-from helpers import TIMING, blobs, mlp, same_weights
+from helpers import TIMING, blobs, interrupted, mlp, same_weights
 
 LOSS = nn.functional.cross_entropy
 
@@ -205,8 +205,8 @@ def test_ctrl_c_inside_after_validate_then_resume_writes_no_row_twice(tmp_path):
         def after_validate(self, state):
             if state.epoch == 1: raise KeyboardInterrupt
     dl = tb.TensorLoader(X[:128], y[:128], batch_size=32)
-    cut = tb.fit(mlp(), dl, [(X[128:], y[128:])], loss_fn=LOSS, config=cfg, live=False,
-                 callbacks=[CtrlCInValidation()])
+    cut = interrupted(tb.fit, mlp(), dl, [(X[128:], y[128:])], loss_fn=LOSS, config=cfg, live=False,
+                      callbacks=[CtrlCInValidation()])
     assert cut.stopped == "interrupted"
     tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     resumed = tb.fit(mlp(), dl, [(X[128:], y[128:])], loss_fn=LOSS, config=cfg, live=False, resume=tmp_path)
