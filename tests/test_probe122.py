@@ -162,3 +162,75 @@ def test_fit_flax_weighs_a_masked_losss_batches_by_their_scored_labels():
     rows = fit_flax(Tokens(), None, by16, by16, loss_fn=lambda p, t: masked_ce(p, t), live=False,
                     config=tb.TrainConfig(epochs=1, lr=1e-12))  # one that declares nothing: rows, as before
     assert rows.records.last("loss", "valid") == pytest.approx(1.6066, abs=1e-3)
+
+
+@pytest.mark.parametrize("lib,key,typo,meant", [("lightgbm", "metric", "aucc", "auc"),
+                                                ("xgboost", "eval_metric", "aucc", "auc"),
+                                                ("catboost", "custom_metric", "AUCC", "AUC"),
+                                                ("catboost", "eval_metric", "Loglos", "Logloss")])
+def test_a_misspelt_metric_name_is_refused_before_any_work(lib, key, typo, meant):
+    """Seen: fit_lightgbm(params={'metric': ['aucc']}) trained with its loss alone, 'aucc' listed in
+    run.extra['params'] and nothing recorded under it, without a word (LightGBM drops a name it lacks);
+    fit_xgboost failed with XGBoostError 'Unknown metric function aucc' and a C++ stack trace, fit_catboost with
+    CatBoostError "Key 'AUCC' not found in enum ELossFunction". Each is now a ValueError naming the parameter and
+    the nearest metric, before any work; the metrics each library takes pass (91/91 in the probe)."""
+    import pandas as pd
+    pytest.importorskip(lib)
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame(rng.normal(size=(120, 3)), columns=list("abc"))
+    df["y"] = (df.a > 0).astype(int)
+    splits = tb.make_splits(df, "y", strategy="stratified", seed=0)
+    fit = {"xgboost": tb.fit_xgboost, "lightgbm": tb.fit_lightgbm, "catboost": tb.fit_catboost}[lib]
+    said = rf"params\['{key}'\] names '{typo}', which is no {lib} metric \(did you mean '{meant}'\?\)"
+    with pytest.raises(ValueError, match=said) as caught:
+        fit(df, "y", splits, params={key: [typo] if key != "eval_metric" or lib == "xgboost" else typo},
+            num_rounds=3, live=False)
+    assert type(caught.value) is ValueError  # trainbook's, not the library's error class (a ValueError too)
+    ok = {"xgboost": ["error@0.3", "aucpr"], "lightgbm": ["average_precision", "binary_error"],
+          "catboost": ["F1", "Precision"]}[lib]
+    run = fit(df, "y", splits, params={key: ok} if key != "eval_metric" or lib == "xgboost" else {key: ok[0]},
+              num_rounds=3, live=False)
+    assert run.stopped == "completed"
+
+
+def test_a_misspelt_catboost_parameter_is_refused_with_the_nearest_name():
+    "Seen: fit_catboost(params={'max_dept': 3}) failed with CatBoostError 'Unknown option {max_dept}' (C++ text)."
+    import pandas as pd
+    pytest.importorskip("catboost")
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame(rng.normal(size=(120, 3)), columns=list("abc"))
+    df["y"] = (df.a > 0).astype(int)
+    splits = tb.make_splits(df, "y", strategy="stratified", seed=0)
+    with pytest.raises(ValueError, match=r"params\['max_dept'\] is not a catboost parameter \(did you mean 'max_depth'"):
+        tb.fit_catboost(df, "y", splits, params={"max_dept": 3}, num_rounds=3, live=False)
+
+
+def test_restore_best_loads_a_recorder_runs_best_pt(tmp_path):
+    """Seen: a hand loop recorded with tb.Recorder(parts={'model': ..., 'optimizer': ...}, checkpoint_dir=...) wrote
+    best.pt, yet run.restore_best(model) refused: 'this custom run writes none: its model (run.model, or
+    BoostedModel.load of its folder) is its best round's already' (the boosting runs' advice). It loads best.pt now;
+    a boosting run is still told where its weights are."""
+    from trainbook.recorder import Recorder
+    torch.manual_seed(0)
+    model = nn.Linear(3, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    X, y = torch.randn(32, 3), torch.randint(0, 2, (32,))
+    rec = Recorder(tb.TrainConfig(epochs=3), parts={"model": model, "optimizer": opt}, checkpoint_dir=tmp_path,
+                   live=False)
+    kept = {}
+    for epoch, valid in enumerate([0.9, 0.5, 0.7]):  # epoch 1 is the best
+        loss = nn.functional.cross_entropy(model(X), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        rec.step(loss.item())
+        kept[epoch] = {k: v.clone() for k, v in model.state_dict().items()}
+        rec.validate(loss=valid)
+    run = rec.finish()
+    assert run.kind == "custom" and run.best_epoch == 1
+    fresh = nn.Linear(3, 2)
+    assert run.restore_best(fresh) is run
+    assert all(torch.equal(fresh.state_dict()[k], v) for k, v in kept[1].items())
+    boosted = tb.Run(records=tb.History(), config=tb.TrainConfig(), stopped="completed", kind="xgboost",
+                     extra={"best_iteration": 3})
+    with pytest.raises(ValueError, match="best round's already"): boosted.restore_best(fresh)

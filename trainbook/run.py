@@ -205,7 +205,9 @@ class Run:
         model as its last step left it (as Keras and Lightning do); this is the way back to the best."""
         import torch
         from trainbook.checkpoint import load_checkpoint
-        if self.kind != "torch":  # a Keras, Flax or boosting run writes no best.pt: say where its weights are
+        # a Keras, Flax, Trainer or boosting run writes no best.pt: say where its weights are (a Recorder's loop,
+        # kind 'custom' or its own, writes best.pt as fit does)
+        if self.kind in _OTHER_BEST or "best_iteration" in self.extra:
             raise ValueError(f"restore_best loads a torch run's best.pt; this {self.kind} run writes none: "
                              + _OTHER_BEST.get(self.kind, _OTHER_BEST["boosting"]))
         if not isinstance(model, torch.nn.Module):
