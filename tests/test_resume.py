@@ -9,7 +9,7 @@ from torch import nn
 import trainbook as tb
 from trainbook.optim import schedule_lr, warmup_cosine, warmup_steps
 from trainbook.resume import resume_changes, run_signature
-from helpers import blobs
+from helpers import blobs, interrupted
 
 CE = nn.functional.cross_entropy
 
@@ -128,7 +128,7 @@ def test_extending_a_run_with_your_own_onecycle_or_cosine_follows_its_new_plan(t
 def test_an_unchanged_resume_with_your_own_cosine_stays_exact_and_lists_no_scheduler_change(tmp_path):
     "The settings passed are kept only when changed: a closed form and torch's recursion differ in last bits."
     full = fit_own("cosine", 4, tmp_path / "full")
-    fit_own("cosine", 4, tmp_path / "run", stop_after=13)
+    interrupted(fit_own, "cosine", 4, tmp_path / "run", stop_after=13)
     tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     run = fit_own("cosine", 4, tmp_path / "run", resume=tmp_path / "run")
     assert lrs(run) == lrs(full)
@@ -158,7 +158,7 @@ def test_a_changed_lr_on_resume_says_whether_it_is_applied(tmp_path, own):
             return tb.fit(model, loader(), loss_fn=CE, config=cfg, optimizer=opt, resume=resume, live=False,
                           callbacks=[StopAfterStep(stop)] if stop else [])
     plan = lrs(go(1e-2, "full"))
-    go(1e-2, "run", stop=5)
+    interrupted(go, 1e-2, "run", stop=5)
     tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     run = go(2e-2, "run", resume=tmp_path / "run")
     (changed,) = [f for f in run.findings if f.kind == "resume_changed"]
@@ -203,8 +203,8 @@ def test_patience_0_resumes_as_the_run_would_have_gone_on(tmp_path, at):
     whole = model()
     ref = tb.fit(whole, train, valid, loss_fn=nn.functional.cross_entropy, config=cfg.replace(checkpoint_dir=None),
                  live=False)
-    cut = tb.fit(model(), train, valid, loss_fn=nn.functional.cross_entropy, config=cfg, live=False,
-                 callbacks=[CtrlC()])
+    cut = interrupted(tb.fit, model(), train, valid, loss_fn=nn.functional.cross_entropy, config=cfg, live=False,
+                      callbacks=[CtrlC()])
     assert cut.stopped == "interrupted" and cut.step == at + 1 < ref.step
     resumed = model()
     with warnings.catch_warnings():
@@ -248,7 +248,8 @@ def _counted():
 
 
 def _interrupted_and_resumed(tmp_path, interrupt, callbacks=lambda: ()):
-    "A 3-epoch run, interrupted by `interrupt` (a context that sends SIGINT somewhere), resumed; and the whole run."
+    """A 3-epoch run, interrupted by `interrupt` (a context that sends SIGINT somewhere), resumed; and the whole run.
+    The interrupted run is the one the KeyboardInterrupt carries out of fit (.run), as in any plain script."""
     import os, signal
     cfg = tb.TrainConfig(epochs=3, lr=1e-2, schedule="warmup_cosine", warmup=0.1, device="cpu",
                          checkpoint_dir=str(tmp_path / "a"))
@@ -260,7 +261,7 @@ def _interrupted_and_resumed(tmp_path, interrupt, callbacks=lambda: ()):
     model = nn.Linear(4, 2)
     model.load_state_dict(start)
     with interrupt(lambda: os.kill(os.getpid(), signal.SIGINT)):
-        run = tb.fit(model, loader(), loss_fn=CE, config=cfg, live=False, callbacks=callbacks())
+        run = interrupted(tb.fit, model, loader(), loss_fn=CE, config=cfg, live=False, callbacks=callbacks())
     assert run.stopped == "interrupted"
     model.load_state_dict(start)
     tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: the resume trains again
@@ -282,7 +283,7 @@ def test_a_ctrl_c_right_after_the_optimizer_steps_resumes_exactly(tmp_path):
 def test_a_ctrl_c_while_a_checkpoint_is_written_returns_the_interrupted_run(tmp_path):
     """Probe 92: torch's zip writer turned a KeyboardInterrupt inside its write into 'RuntimeError: [enforce fail
     at inline_container.cc]': fit raised it and the run was 'failed'. The write finishes, then the run ends
-    interrupted, returned, and resumes exactly."""
+    interrupted (in a plain script its KeyboardInterrupt goes on out of fit, carrying the run), and resumes exactly."""
     import contextlib
     real = torch.save
 
@@ -338,8 +339,8 @@ def test_a_third_ctrl_c_leaves_a_hung_scheduler_step_and_presses_while_a_checkpo
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     sched = Hangs(opt, lambda s: 1.0)
     sched.armed = True
-    run = tb.fit(model, loader(), loss_fn=CE, optimizer=opt, scheduler=sched, live=False,
-                 config=tb.TrainConfig(epochs=1, device="cpu"))
+    run = interrupted(tb.fit, model, loader(), loss_fn=CE, optimizer=opt, scheduler=sched, live=False,
+                      config=tb.TrainConfig(epochs=1, device="cpu"))
     assert run.stopped == "interrupted" and reached == []
     assert signal.getsignal(signal.SIGINT) == usual
     real, saves = torch.save, []
@@ -350,8 +351,8 @@ def test_a_third_ctrl_c_leaves_a_hung_scheduler_step_and_presses_while_a_checkpo
     torch.save = save
     try:
         tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
-        run = tb.fit(nn.Linear(4, 2), loader(), loss_fn=CE, live=False,
-                     config=tb.TrainConfig(epochs=3, device="cpu", checkpoint_dir=str(tmp_path)))
+        run = interrupted(tb.fit, nn.Linear(4, 2), loader(), loss_fn=CE, live=False,
+                          config=tb.TrainConfig(epochs=3, device="cpu", checkpoint_dir=str(tmp_path)))
     finally: torch.save = real
     assert run.stopped == "interrupted" and signal.getsignal(signal.SIGINT) == usual
     assert tb.Run.load(tmp_path).stopped == "interrupted"
