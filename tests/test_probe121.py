@@ -231,3 +231,26 @@ def test_an_object_target_folds_as_its_values_do(held):
         want = tb.make_splits(df, "y", strategy="stratified", seed=3, **kw)
         got = tb.make_splits(df.assign(y=df.y.astype(object)), "y", strategy="stratified", seed=3, **kw)
         assert got.fingerprint == want.fingerprint
+
+
+def test_dates_beyond_the_nanosecond_range_are_read():
+    """Seen: a datetime64[s] column holding 9999-12-31 (an expiry date's 'never') or date objects of the 1600s:
+    pandas' raw OutOfBoundsDatetime from check_data, make_splits and loaders_from_frame (epoch_seconds)."""
+    from trainbook.columns import epoch_seconds
+    t = pd.Series(np.array(["2024-01-01", "9999-12-31", "NaT", "1500-06-15"], dtype="datetime64[s]"))
+    np.testing.assert_array_equal(epoch_seconds(t)[[0, 1, 3]], [1704067200.0, 253402214400.0, -14817513600.0])
+    assert np.isnan(epoch_seconds(t)[2])
+    rng = np.random.default_rng(0)
+    expires = pd.Series(pd.to_datetime(["2024-01-01"] * 200).astype("datetime64[s]"))
+    expires = expires + pd.to_timedelta(rng.integers(0, 300, 200), unit="D")
+    expires.iloc[::10] = np.datetime64("9999-12-31", "s")
+    df = pd.DataFrame({"expires": expires, "x": rng.normal(size=200), "y": rng.integers(0, 2, 200)})
+    assert tb.check_data(df, "y").by_kind("time_candidate")
+    splits = tb.make_splits(df, "y", seed=0)
+    _, dl_valid, _, prep = tb.loaders_from_frame(df, "y", splits)
+    X = torch.cat([xb for xb, _ in dl_valid]).numpy()
+    days = epoch_seconds(expires) / 86400
+    elapsed = days - days[splits.train].min()
+    want = (elapsed[splits.valid] - elapsed[splits.train].mean()) / elapsed[splits.train].std()
+    np.testing.assert_allclose(X[:, list(prep.preprocessor.get_feature_names_out()).index("expires_elapsed_days")],
+                               want, atol=1e-5)

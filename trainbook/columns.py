@@ -158,8 +158,10 @@ def as_datetimes(s: pd.Series,  # datetimes (numpy's or Arrow's, naive or zoned)
 def epoch_seconds(s: pd.Series,  # a datetime column: naive or tz-aware, numpy's or Arrow's, or Arrow dates
                  ) -> np.ndarray:
     "Seconds since 1970-01-01 UTC of a datetime column (naive or tz-aware, Arrow dates too), NaN where missing."
-    s = as_datetimes(s)
-    return ((s - pd.Timestamp(0)) / pd.Timedelta(seconds=1)).to_numpy(dtype="float64", na_value=np.nan)
+    # in numpy, in the column's own unit: pandas' Timestamp(0) is in nanoseconds, which end in 2262 (9999-12-31,
+    # the 'never' of an expiry date, a datetime64[s] column, would overflow)
+    values = as_datetimes(s).to_numpy()  # NaT where missing: NaN below
+    return (values - np.datetime64(0, "s")) / np.timedelta64(1, "s")
 
 def numeric_view(s: pd.Series,  # a column of any dtype
                 ) -> np.ndarray:
