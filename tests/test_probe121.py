@@ -254,3 +254,22 @@ def test_dates_beyond_the_nanosecond_range_are_read():
     want = (elapsed[splits.valid] - elapsed[splits.train].mean()) / elapsed[splits.train].std()
     np.testing.assert_allclose(X[:, list(prep.preprocessor.get_feature_names_out()).index("expires_elapsed_days")],
                                want, atol=1e-5)
+
+
+def test_audit_parts_refuses_index_labels_that_are_not_positions():
+    """Seen: audit_parts(frame, {'train': train_df.index, 'valid': valid_df.index}) on a shuffled frame read the
+    labels as positions and audited other rows: 5 planted copies found of 10, in silence."""
+    from sklearn.model_selection import train_test_split
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.normal(size=200), "z": rng.normal(size=200), "y": rng.integers(0, 2, 200)})
+    train_df, valid_df = train_test_split(df.sample(frac=1, random_state=1), test_size=0.25, random_state=0)
+    valid_df = valid_df.copy()
+    valid_df.iloc[:10, :] = train_df.iloc[:10, :].to_numpy()  # 10 valid rows copy train rows
+    frame = pd.concat([train_df, valid_df])
+    with pytest.raises(TypeError, match=r"parts\['train'\] is a pandas Index, whose values are row labels"):
+        audit_parts(frame, {"train": train_df.index, "valid": valid_df.index}, target="y")
+    positions = {"train": frame.index.get_indexer(train_df.index), "valid": frame.index.get_indexer(valid_df.index)}
+    (dup,) = [f for f in audit_parts(frame, positions, target="y") if f.kind == "duplicate_rows"]
+    assert dup.data["n_rows"] == 10  # the advice: all 10 copies
+    plain = frame.reset_index(drop=True)  # labels are positions: an Index is taken as it is
+    assert audit_parts(plain, {"train": pd.RangeIndex(150), "valid": pd.RangeIndex(150, 200)}, target="y")

@@ -337,6 +337,12 @@ def audit_parts(df: pd.DataFrame,  # the frame the positions index
         if col is not None: require_one_value(df[col], col, arg)  # lists: not pandas' 'unhashable type'
     require_not_target(target, groups, time)
     if time is not None: check_time_column(df[time], time)  # a missing time or text compares False or wrong
+    labelled = [name for name, idx in parts.items() if isinstance(idx, pd.Index)]  # train_df.index: labels
+    if labelled and not df.index.equals(pd.RangeIndex(len(df))):  # labels that are not positions: other rows
+        raise TypeError(f"parts[{labelled[0]!r}] is a pandas Index, whose values are row labels, but parts hold "
+                        "row positions and df's index is not 0..n-1, so the labels would name other rows: pass "
+                        f"positions, df.index.get_indexer(parts[{labelled[0]!r}]), or df = df.reset_index(drop=True) "
+                        "before splitting")
     parts = {name: require_positions(idx, len(df), f"parts[{name!r}]") for name, idx in parts.items()}
     parts = {name: idx for name, idx in parts.items() if len(idx)}
     names = list(parts)
