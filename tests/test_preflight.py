@@ -540,8 +540,11 @@ def test_the_dry_run_table_reads_without_e_notation_and_its_text_keeps_the_numbe
 
 
 def test_a_dry_run_interrupted_has_no_verdict_rather_than_a_broken_resume():
-    "Probe 44: a Ctrl-C in the trial fit went on to the resume check and blamed the set-up ('resume_failed')."
+    """Probe 44: a Ctrl-C in the trial fit went on to the resume check and blamed the set-up ('resume_failed').
+    In a plain script (pytest is one) the Ctrl-C goes on out of dry_run, as out of fit, once its temporary folder is
+    removed, the report (no verdict) as err.report; not the inner fit's, which named that folder to resume= from."""
     import signal
+    from pathlib import Path
     X, y = torch.randn(256, 8), torch.randint(0, 3, (256,))
     dl = tb.TensorLoader(X, y, batch_size=16, shuffle=True)
 
@@ -549,9 +552,17 @@ def test_a_dry_run_interrupted_has_no_verdict_rather_than_a_broken_resume():
         def after_step(self, state):
             if state.step == 2: signal.raise_signal(signal.SIGINT)
 
-    report = dry_run(nn.Linear(8, 3), dl, dl, nn.CrossEntropyLoss(), steps=5, callbacks=[CtrlC()])
+    model = nn.Linear(8, 3)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with pytest.raises(KeyboardInterrupt, match="after 2 of its 5 steps .*: it has no verdict; the script stops here"
+                       ) as caught:
+        dry_run(model, dl, dl, nn.CrossEntropyLoss(), steps=5, callbacks=[CtrlC()])
+    assert "resume=" not in str(caught.value) and getattr(caught.value, "run", None) is None
+    report = caught.value.report
     assert [f.kind for f in report.findings] == ["interrupted"] and not report.passed
     assert "after 2 of its 5 steps" in report.findings[0].message and "INTERRUPTED" in report._repr_html_()
+    assert report.run.stopped == "interrupted" and not Path(report.run.run_dir).parent.exists()  # folder removed
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())  # the model passed, untouched
     tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     assert dry_run(nn.Linear(8, 3), dl, dl, nn.CrossEntropyLoss(), steps=5).passed  # the same set-up passes
 

@@ -509,6 +509,7 @@ class _DryRun:
         self.dl_train, self.dl_valid, self.loss_fn, self.metrics = dl_train, dl_valid, loss_fn, metrics
         self.valid_batches, self.findings, self.stop = valid_batches, [], stop
         self.ctrl_c = False  # whether a Ctrl-C ended one of its fits
+        self.script_stop = None  # the KeyboardInterrupt a plain script's Ctrl-C raised out of a fit (`stop_script`)
 
     def copies(self) -> tuple:
         "Deep copies of model, optimizer, scheduler and callbacks, made together (references stay intact)."
@@ -533,6 +534,9 @@ class _DryRun:
                           metrics=self.metrics or None, callbacks=[*cbs, probe], resume=resume, live=False,
                           track=False)
         except Exception as e: return _Trial(None, probe, train, valid, _error_finding(e, probe.phase))
+        except KeyboardInterrupt as e:  # a plain script's: the run it ended comes with it, the dry run ends (dry_run)
+            if getattr(e, "run", None) is None: raise
+            run, self.script_stop = e.run, e
         if run.stopped == "interrupted" and not probe.asked: self.ctrl_c = True
         return _Trial(run, probe, train, valid, None)
 
@@ -653,11 +657,24 @@ def dry_run(model: nn.Module,  # the model of the run (copies train; it is not t
         # none): the report returns and the cell ends normally, so without the note a cell queued before the
         # Ctrl-C (Run All) would train; with it, that cell's fit is refused at its door, as after a fit's Ctrl-C
         note_interrupt()
-    findings += _summary_findings(model, trial.train.first, loss_fn, findings)  # summary's checks agree
+    if dry.script_stop is None:  # (a plain script's Ctrl-C stops it: nothing more is run)
+        findings += _summary_findings(model, trial.train.first, loss_fn, findings)  # summary's checks agree
     report = DryRunReport(False, dry.findings + findings, run=trial.run,
                           peak_memory_mb=mem.peak_mb if device.type == "cuda" else mem.growth_mb,
                           **_timings(trial, cfg, dl_train, dl_valid))
+    if dry.script_stop is not None: raise _script_stop(_verdict(report, t0)) from None
     return _verdict(report, t0)
+
+def _script_stop(report: DryRunReport) -> KeyboardInterrupt:
+    """In a plain script, the Ctrl-C that ended a dry run's fit goes on, as out of `fit` (`stop_script`), once the
+    temporary folder is removed: the report as `.report`. Its fit's own KeyboardInterrupt would send the user to
+    resume= that removed folder."""
+    said = findings_of(report.findings, "interrupted")
+    err = KeyboardInterrupt(f"{said[0].message if said else 'the dry run was interrupted'}; the script stops here, "
+                            "as on any Ctrl-C. The dry run trained copies in a temporary folder, now removed: the "
+                            "model you passed is untouched (err.report is the dry run's report)")
+    err.report = report
+    return err
 
 def _summary_findings(model, batch, loss_fn, found: list) -> list[Finding]:
     "`summary`'s model and loss findings on the run's first batch, but for kinds the trial already reported."
