@@ -60,6 +60,40 @@ def test_the_status_says_how_far_a_panels_run_is():
     assert p.status.value == "run <b>completed</b> after 16 steps"  # the end's line replaces it
 
 
+def test_after_a_stop_the_status_says_what_train_does(tmp_path):
+    "After Stop, Train silently made a new run (steps from 0, a version_1 folder); the advice said resume=, which the panel lacks."
+    p = small_panel(checkpoint_dir=str(tmp_path))
+    class StopAtFour(tb.Callback):
+        def after_step(self, state):
+            if state.step == 4 and p.run is None: p.stop()
+    p.callbacks.append(StopAtFour())
+    p.train_button.click(); p.wait()
+    stopped = p.run
+    assert stopped.stopped == "interrupted" and stopped.last_path is not None
+    assert "starts a new run from the model's weights as they are" in p.status.value
+    assert f"resume={str(tmp_path)!r}".replace("'", "&#x27;") in p.status.value
+    weights = [t.detach().clone() for t in p.model.parameters()]
+    p.train_button.click(); p.wait()
+    again = p.run
+    assert again is not stopped and again.step == 16 and again.history.step.min() == 1  # a new run, as it said
+    assert again.run_dir != stopped.run_dir
+    stopped_model = nn.Linear(4, 2)
+    stopped_model.load_state_dict(dict(zip(["weight", "bias"], weights)))
+    resumed = tb.fit(stopped_model, p.dl_train, p.dl_valid, loss_fn=nn.CrossEntropyLoss(), config=p.config,
+                     resume=str(tmp_path), live=False)  # what the status offers goes on with the stopped run
+    assert resumed.run_dir == stopped.run_dir and resumed.step == 16 and resumed.history.step.min() == 1
+
+
+def test_no_resume_advice_without_a_checkpoint():
+    p = small_panel()
+    class StopAtFour(tb.Callback):
+        def after_step(self, state):
+            if state.step == 4: p.stop()
+    p.callbacks.append(StopAtFour())
+    p.train_button.click(); p.wait()
+    assert p.run.stopped == "interrupted" and "starts a new run" in p.status.value and "resume" not in p.status.value
+
+
 def monitored_history():
     "Valid loss lowest at step 30; valid accuracy highest at step 10 (0.905 at step 20: within a 0.01 min_delta)."
     h = History()
@@ -99,7 +133,7 @@ def test_without_validation_the_mark_follows_the_training_loss():
 def test_the_panels_status_says_how_a_run_ended_in_words(stopped, words):
     "The status line said 'run nonfinite after 9 steps' (the reason's name), where the progress bar says it in words."
     run = tb.Run(config=tb.TrainConfig(), records=History(), stopped=stopped, step=9)
-    assert run_status(run) == f"run <b>{words}</b> after 9 steps"
+    assert run_status(run).startswith(f"run <b>{words}</b> after 9 steps")
 
 
 @pytest.fixture(scope="module")

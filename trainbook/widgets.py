@@ -270,7 +270,13 @@ def run_status(run,  # a finished `Run`
         return f"run <b>{html.escape(stop_summary(run))}</b> after {run.step} steps"
     from trainbook.progress import END_WORDS
     # in words, as the progress bar says it: 'stopped on a non-finite loss', not the reason's name 'nonfinite'
-    return f"run <b>{html.escape(END_WORDS.get(run.stopped, str(run.stopped)))}</b> after {run.step} steps"
+    line = f"run <b>{html.escape(END_WORDS.get(run.stopped, str(run.stopped)))}</b> after {run.step} steps"
+    if run.stopped != "interrupted": return line
+    # a Stop is no pause: the next Train is fit's second call, a new run on the weights the stopped one left
+    line += "; <b>Train</b> starts a new run from the model's weights as they are (a new optimizer and schedule)"
+    if run.last_path is None: return line
+    folder = html.escape(repr(str(run.run_dir)))
+    return f"{line}; to go on with this one: <code>tb.fit(..., resume={folder})</code>"
 
 def overfit_status(report,  # a `SanityReport` from `overfit_batch`
                   ) -> str:
