@@ -273,3 +273,20 @@ def test_audit_parts_refuses_index_labels_that_are_not_positions():
     assert dup.data["n_rows"] == 10  # the advice: all 10 copies
     plain = frame.reset_index(drop=True)  # labels are positions: an Index is taken as it is
     assert audit_parts(plain, {"train": pd.RangeIndex(150), "valid": pd.RangeIndex(150, 200)}, target="y")
+
+
+@pytest.mark.parametrize("ids", ["ints", "digits", "codes"])
+def test_an_entity_column_is_named_before_the_split(ids):
+    """Seen: customer_id with 5 rows a customer: check_data said nothing (int ids) or advised pd.to_numeric (ids as
+    digit text); only make_splits' audit named the entity, after a random split had mixed them."""
+    rng = np.random.default_rng(1)
+    values = rng.integers(1000, 1080, 400)
+    values = {"ints": values, "digits": values.astype(str), "codes": np.array([f"C{v}" for v in values])}[ids]
+    df = pd.DataFrame({"customer_id": values, "x": rng.normal(size=400), "y": rng.integers(0, 2, 400)})
+    found = [f for f in tb.check_data(df, "y").findings if f.column == "customer_id"]
+    (entity,) = [f for f in found if f.kind == "entity_column"]
+    assert "groups='customer_id'" in entity.advice and not any("to_numeric" in f.advice for f in found)
+    assert not tb.check_data(df, "y", groups="customer_id").by_kind("entity_column")
+    quiet = pd.DataFrame({"device": rng.choice(["mobile", "desktop"], 400), "premium_member": rng.integers(0, 2, 400),
+                          "customer_score": rng.normal(size=400), "order_id": np.arange(400), "y": df.y})
+    assert not tb.check_data(quiet, "y").by_kind("entity_column")

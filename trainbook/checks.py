@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .columns import (ValueCodes, dates_as_text, dtype_family, is_nullable, parse_dates, parse_numbers,
-                               require_frame, require_one_value, roles_from_codes, unparsed_dates)
+                               names_entity, require_frame, require_one_value, roles_from_codes, unparsed_dates)
 
 from .core import (Finding, announce, compact_table_html, did_you_mean, findings_html, findings_text,
                             label_key, number_text, shown)
@@ -272,11 +272,11 @@ def _mixed_findings(s: pd.Series, col, codes: ValueCodes) -> list[Finding]:
             f"numbers held as Python objects ({', '.join(sorted(k.__name__ for k in kinds))})")
         if held.startswith("True"): fix = f"df[{col!r}] = df[{col!r}].astype('boolean')"
         padded = sample.astype(str).str.strip().str.fullmatch(r"0\d+")  # '02139', '007': codes, not amounts
-        if held.startswith("numbers") and padded.any():
-            return [Finding("numbers_as_text", "info", f"all {len(values)} values are digits, some with leading "
-                            f"zeros ({shown(sample[padded.to_numpy()].iloc[0])}): codes (a zip, a branch), read as "
+        if held.startswith("numbers") and (padded.any() or names_entity(col, s)):  # an id in digits, too
+            return [Finding("numbers_as_text", "info", f"all {len(values)} values are digits, zero-padded or named "
+                            f"like ids ({shown(sample.iloc[padded.to_numpy().argmax()])}): codes (a zip, an id), read as "
                             "categories", column=col, data={"dtype": str(s.dtype), "held": "zero-padded codes"},
-                            advice="keep them as text: a number would lose the zeros and read a code as an amount")]
+                            advice="keep them as text: as numbers a code reads as an amount (and loses leading zeros)")]
         return [Finding("numbers_as_text", "warning", f"all {len(values)} values are {held} (dtype {s.dtype}), so "
                         "they are read as categories", column=col, advice=f"convert them: {fix}",
                         data={"dtype": str(s.dtype), "held": held})]
@@ -418,6 +418,11 @@ def _column_findings(df: pd.DataFrame, target: Optional[str], skip: set, roles: 
         if col == target or col in skip: continue
         out += _role_findings(s, col, roles[col], n, codes.nunique(col))
         if roles[col] == "categorical": out += _mixed_findings(s, col, codes)
+        nun = codes.nunique(col)
+        if groups is None and 2 <= nun <= n // 2 and roles[col] != "datetime" and names_entity(col, s):
+            out.append(Finding("entity_column", "warning", f"names entities whose rows repeat ({nun} ids, {n / nun:.1f} "
+                               "rows each): a random split scores the model on entities it trained on", column=col,
+                               advice=f"split with groups={col!r}; as a feature its values are labels, not amounts"))
     return out
 
 def _index_findings(df: pd.DataFrame, time: Optional[str]) -> list[Finding]:
