@@ -234,3 +234,35 @@ def test_restore_best_loads_a_recorder_runs_best_pt(tmp_path):
     boosted = tb.Run(records=tb.History(), config=tb.TrainConfig(), stopped="completed", kind="xgboost",
                      extra={"best_iteration": 3})
     with pytest.raises(ValueError, match="best round's already"): boosted.restore_best(fresh)
+
+
+def test_custom_objectives_in_the_boosting_libraries():
+    """Seen: a hand-written objective for a regression — fit_xgboost(params={'objective': f}) failed with XGBoostError
+    'Unknown objective function' (XGBoost takes one as xgb.train(obj=)); fit_catboost(params={'loss_function': obj,
+    'eval_metric': 'RMSE'}) trained but recorded no loss at all (names mae, rmse: the loss was looked for under the
+    object), and without eval_metric failed with CatBoost's 'the eval metric must be specified'. XGBoost's is refused
+    naming the parameter and what works; CatBoost's records eval_metric's value as the loss, as CatBoost reports it,
+    and asks for eval_metric when it is missing."""
+    import pandas as pd
+    catboost = pytest.importorskip("catboost")
+    pytest.importorskip("xgboost")
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame(rng.normal(size=(200, 3)), columns=list("abc"))
+    df["r"] = 2 * df.a + rng.normal(size=200)
+    splits = tb.make_splits(df, "r", strategy="random", seed=0)
+    def squared(preds, dtrain): return preds - dtrain.get_label(), np.ones_like(preds)
+    with pytest.raises(ValueError, match=r"params\['objective'\] is a Python function \(squared\): XGBoost takes"):
+        tb.fit_xgboost(df, "r", splits, params={"objective": squared}, num_rounds=5, live=False)
+
+    class Squared:  # CatBoost's user-defined objective
+        def calc_ders_range(self, approxes, targets, weights):
+            return [(t - a, -1.0) for a, t in zip(approxes, targets)]
+
+    with pytest.raises(ValueError, match=r"params\['loss_function'\] is an objective of your own .* params\['eval_metric'\]"):
+        tb.fit_catboost(df, "r", splits, params={"loss_function": Squared()}, num_rounds=5, live=False)
+    run = tb.fit_catboost(df, "r", splits, params={"loss_function": Squared(), "eval_metric": "RMSE"}, num_rounds=8,
+                          early_stopping=None, live=False, preprocess=False)
+    tr, va = df.iloc[splits.train], df.iloc[splits.valid]
+    own = catboost.CatBoost({**run.extra["params"], "iterations": 8})
+    own.fit(tr[list("abc")], tr.r, eval_set=(va[list("abc")], va.r))
+    assert np.allclose(run.records.series("loss", "valid").to_numpy(), own.get_evals_result()["validation"]["RMSE"])

@@ -592,8 +592,9 @@ class CatBoostLibrary(BoostingLibrary):
                 "allow_writing_files": False}  # no catboost_info folder in the user's directory
 
     def metric_names(self, params):
-        extra = params.get("custom_metric") or []
-        return [params["loss_function"]] + ([extra] if isinstance(extra, str) else list(extra))
+        extra, loss = params.get("custom_metric") or [], params["loss_function"]  # an objective object: eval_metric's
+        loss = loss if isinstance(loss, str) else params.get("eval_metric")  # value is the one CatBoost reports
+        return [loss] + ([extra] if isinstance(extra, str) else list(extra))
 
     def with_loss_first(self, params, task):
         "As they are: CatBoost reports its `loss_function` first; its `eval_metric` (when set) picks the best round."

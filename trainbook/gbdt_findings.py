@@ -4,6 +4,7 @@
 
 # %% ../nbs/10c_gbdt_findings.ipynb #56c270b4
 from __future__ import annotations
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import Optional
 
@@ -15,7 +16,7 @@ from .metrics import loss_vs_constant
 from .readings import Thresholds
 
 # %% auto #0
-__all__ = ['METRIC_KEYS', 'NO_METRIC', 'metric_forms_refused', 'check_boosting_settings', 'check_param_names',
+__all__ = ['OWN_OBJECTIVE', 'METRIC_KEYS', 'NO_METRIC', 'metric_forms_refused', 'check_boosting_settings', 'check_param_names',
            'metric_names_given', 'catboost_unknown_params', 'check_metric_names', 'boosting_findings',
            'constant_finding']
 
@@ -27,6 +28,11 @@ def _positive_int(value, name: str, what: str) -> int:
     if value < 1: raise ValueError(f"{name} must be {what}, got {value!r}")
     return int(value)
 
+OWN_OBJECTIVE = {  # where a library takes an objective function, if not in params (LightGBM's and CatBoost's do)
+    "xgboost": "XGBoost takes a custom objective as xgb.train(obj=...), which fit_xgboost does not pass: use a "
+               "built-in objective (reg:squarederror, reg:pseudohubererror, binary:logistic, ...), or fit_lightgbm, "
+               "whose params['objective'] may be a function f(preds, train_data) -> (grad, hess)"}
+
 def metric_forms_refused(lib,  # the BoostingLibrary that trains
                          params: dict,  # the user's parameters
                         ) -> Optional[str]:
@@ -37,6 +43,14 @@ def metric_forms_refused(lib,  # the BoostingLibrary that trains
         return (f"params[{lib.one_metric!r}] is a {type(one).__name__} ({list(one)!r}): {lib.name}'s "
                 f"{lib.one_metric} is one metric, the one that picks the best round (a name such as 'AUC', or an "
                 f"object with evaluate, is_max_optimal and get_final_error); name the others in {lib.names_only}")
+    fn = params.get(lib.objective_key)
+    if lib.one_metric and fn is not None and not isinstance(fn, str) and params.get(lib.one_metric) is None:
+        return (f"params[{lib.objective_key!r}] is an objective of your own ({type(fn).__name__}), whose value "
+                f"{lib.name} does not report: name the metric to record as the run's loss in params[{lib.one_metric!r}]"
+                " (e.g. 'RMSE', 'Logloss'); it picks the best round too")
+    if callable(fn) and lib.name in OWN_OBJECTIVE:  # a library that takes a function as its objective elsewhere
+        return (f"params[{lib.objective_key!r}] is a Python function ({getattr(fn, '__name__', type(fn).__name__)}): "
+                f"{OWN_OBJECTIVE[lib.name]}")
     names = params.get(lib.names_only) if lib.names_only else None
     items = names if isinstance(names, (list, tuple)) else [names]
     odd = next((m for m in items if m is not None and not isinstance(m, str)), None)
@@ -138,7 +152,10 @@ def _catboost_check(params: dict) -> Optional[str]:
     from catboost._catboost import _check_train_params
     plain = {k: v for k, v in params.items() if k not in ("eval_metric", "custom_metric") or isinstance(v, str)
              or (isinstance(v, (list, tuple)) and all(isinstance(m, str) for m in v))}  # (metric objects: its own)
-    try: _check_train_params(plain)
+    try:
+        with warnings.catch_warnings():  # (its note on numba, for an objective of your own: its fit says it)
+            warnings.simplefilter("ignore")
+            _check_train_params(plain)
     except CatBoostError as e: return str(e)
     return None
 
