@@ -10,7 +10,7 @@ import trainbook as tb
 from trainbook.events import add_session_observer, remove_session_observer, session_observers
 from trainbook.tuning import TRIAL_OBSERVER, Pruning, StudyPanel
 
-from helpers import blobs, mlp
+from helpers import blobs, executing, mlp
 
 optuna = pytest.importorskip("optuna")
 ROOT = Path(__file__).resolve().parent.parent
@@ -222,10 +222,20 @@ def states(res):
 
 
 def test_ctrl_c_after_a_validation_fails_the_trial_and_stops_the_search(tmp_path):
-    "The interrupted trial's partial best beats the finished one; it is FAIL all the same and cannot win."
+    """The interrupted trial's partial best beats the finished one; it is FAIL all the same and cannot win. In a plain
+    script (pytest is one) the Ctrl-C that ended the trial's run goes on out of search once the study is kept, as out
+    of fit: the search's result as err.result, the interrupted run as err.run (it was lost: search returned without
+    it, and the script went on)."""
     press = lambda n: CtrlC("after_validate", lambda s: s.epoch == 2) if n == 1 else None
-    res = tb.search(fitting(press), lr_per_trial(1e-5, 0.05, 0.05, 0.05), 4, storage=str(tmp_path / "s.db"),
-                    pruner="none", live=False)
+    db = tmp_path / "s.db"
+    with pytest.raises(KeyboardInterrupt, match=r"search interrupted: a Ctrl-C ended trial 1's run, so the script "
+                       r"stops here\. Study '[^']+' in .*s\.db keeps its 1 finished trial\(s\)") as caught:
+        tb.search(fitting(press), lr_per_trial(1e-5, 0.05, 0.05, 0.05), 4, storage=str(db), pruner="none", live=False)
+    res = caught.value.result
+    assert caught.value.run is res.runs[1] and f"continue it with search(..., study_name={res.study.study_name!r}, " \
+        f"storage={str(db)!r})" in str(caught.value)
+    stored = optuna.load_study(study_name=res.study.study_name, storage=f"sqlite:///{db}")
+    assert [t.state.name for t in stored.trials] == ["COMPLETE", "FAIL"]  # kept in the file, the trial FAIL
     assert res.stopped == "interrupted"
     assert states(res) == ["COMPLETE", "FAIL"]  # the search did not go on to trials 2 and 3
     assert res.runs[1].stopped == "interrupted" and res.runs[1].best < res.study.trials[0].value
@@ -233,10 +243,25 @@ def test_ctrl_c_after_a_validation_fails_the_trial_and_stops_the_search(tmp_path
     assert "interrupted" in res._repr_html_()
 
 
+def test_in_a_notebook_a_ctrl_c_in_a_trial_stops_the_search_and_returns_it(tmp_path, kernel):
+    "In a Jupyter kernel's cell search returns the interrupted search, the trial's run in res.runs, as before."
+    from datetime import datetime, timezone
+    executing(kernel, "cell 1", datetime.now(timezone.utc))
+    press = lambda n: CtrlC("after_validate", lambda s: s.epoch == 2) if n == 1 else None
+    res = tb.search(fitting(press), lr_per_trial(1e-5, 0.05, 0.05), 3, storage=str(tmp_path / "s.db"),
+                    pruner="none", live=False)
+    assert res.stopped == "interrupted" and states(res) == ["COMPLETE", "FAIL"] and res.best_trial == 0
+    assert res.runs[1].stopped == "interrupted" and res.runs[1].extra["trial"] == 1
+
+
 def test_ctrl_c_before_the_first_validation(tmp_path):
+    "In a plain script (pytest is one) the Ctrl-C that ended trial 0's run goes on out of search, the study kept."
     press = lambda n: CtrlC("after_step", lambda s: s.step == 1)
-    with pytest.warns(UserWarning, match="interrupted before any trial"):
-        res = tb.search(fitting(press), lr_per_trial(0.01, 0.01), 2, storage=str(tmp_path / "s.db"), live=False)
+    with pytest.warns(UserWarning, match="interrupted before any trial"), \
+            pytest.raises(KeyboardInterrupt, match="keeps its 0 finished trial") as caught:
+        tb.search(fitting(press), lr_per_trial(0.01, 0.01), 2, storage=str(tmp_path / "s.db"), live=False)
+    res = caught.value.result
+    assert caught.value.run is res.runs[0] and res.runs[0].stopped == "interrupted"
     assert res.stopped == "interrupted" and states(res) == ["FAIL"]
     assert res.best_trial == -1 and res.best_run is None
 

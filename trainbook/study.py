@@ -13,7 +13,7 @@ from .store import database_url, hide_password, make_sqlite_folder, sqlite_path
 # %% auto #0
 __all__ = ['DEFAULT_STORAGE', 'SQLITE_LOCK_WAIT', 'PRUNERS', 'DIRECTION_REFUSED', 'new_study_name', 'make_storage',
            'check_storage', 'is_locked', 'locked_error', 'make_pruner', 'make_sampler', 'trial_seed', 'storage_text',
-           'add_note', 'fail_stale_trials', 'prepare_study']
+           'add_note', 'fail_stale_trials', 'ctrl_c_in', 'search_ctrl_c', 'prepare_study']
 
 # %% ../nbs/17a_study.ipynb #77a55792
 DEFAULT_STORAGE = "sqlite:///optuna.db"
@@ -225,6 +225,29 @@ def fail_stale_trials(study,  # an Optuna study
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Optuna calls fail_stale_trials experimental
         optuna_fail_stale(study)
+
+def ctrl_c_in(err: Optional[BaseException],  # what a search caught
+             ) -> Optional[KeyboardInterrupt]:
+    "The Ctrl-C `err` is, or was raised while handling (Optuna's, when it lands in its `tell`); None if none."
+    while err is not None and not isinstance(err, KeyboardInterrupt): err = err.__context__
+    return err
+
+def search_ctrl_c(pressed: KeyboardInterrupt,  # the Ctrl-C a trial's fit let go on in a plain script (its `.run`)
+                  result,  # the search's result, concluded: its study, its runs, stopped 'interrupted'
+                  storage,  # the storage as the search was given it
+                 ) -> KeyboardInterrupt:
+    """In a plain script the Ctrl-C that ended a trial's run goes on out of `search`, as out of `fit`
+    (`guard.stop_script`), once the trial is FAIL and the study kept: the script stops rather than go on after a
+    partial search. `.result` is the search's result, `.run` the interrupted run."""
+    study, where = result.study, storage_text(storage)
+    again = f"storage={where!r}" if storage is None or isinstance(storage, str) else "the same storage"
+    done = sum(t.state.name == "COMPLETE" for t in study.get_trials(deepcopy=False))
+    err = KeyboardInterrupt(f"search interrupted: a Ctrl-C ended trial {pressed.run.extra.get('trial')}'s run, so "
+                            f"the script stops here. Study {study.study_name!r} in {where} keeps its {done} finished "
+                            "trial(s) (err.result has them, err.run is the interrupted run): continue it with "
+                            f"search(..., study_name={study.study_name!r}, {again})")
+    err.result, err.run = result, pressed.run
+    return err
 
 # %% ../nbs/17a_study.ipynb #a43eec6f
 # a trial's user attribute, set when its run was refused for the study's direction: the direction it asked for

@@ -16,7 +16,7 @@ from .loop import fit
 from .run import Run, monitored_record
 from .study import (DIRECTION_REFUSED, SQLITE_LOCK_WAIT, add_note, check_storage, is_locked, locked_error,
                              make_pruner, make_sampler, make_storage, new_study_name, prepare_study, storage_text,
-                             fail_stale_trials)
+                             fail_stale_trials, ctrl_c_in, search_ctrl_c)
 from .tracking import run_params
 from .widgets import StudyPanel, config_text
 
@@ -543,6 +543,10 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
             if isinstance(err, WrongDirection): trial.set_user_attr(DIRECTION_REFUSED, err.wanted)
             raise
 
+    def keep(trial, run: Run):  # the trial's run in the result, how it ended in the study
+        run.extra["trial"], result.runs[trial.number] = trial.number, run
+        for key, value in run_attrs(run).items(): trial.set_user_attr(key, value)
+
     def train(trial, values: dict) -> float:
         pruning = Pruning(trial, notify=lambda step, value: panel.report(trial.number, step, value))
         # every fit in the trial joins its pruning (and reports how it ended) without being told
@@ -550,11 +554,12 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
         try:
             with run_params(tags={"study": study_name, "trial": str(trial.number)}, **values):
                 out = objective(TrialConfig(values, trial, [pruning]))
+        except KeyboardInterrupt as err:  # a plain script's Ctrl-C goes on out of fit, its run with it (stop_script)
+            if isinstance(getattr(err, "run", None), Run): keep(trial, err.run)
+            raise
         finally: remove_session_observer(TRIAL_OBSERVER)
         if isinstance(out, Run):
-            out.extra["trial"] = trial.number
-            result.runs[trial.number] = out
-            for key, value in run_attrs(out).items(): trial.set_user_attr(key, value)
+            keep(trial, out)
             if not pruning.attached:
                 warn("the trial's fit never attached the trial's Pruning, so this trial cannot be "
                      "pruned: pass callbacks=config.callbacks to fit")
@@ -568,12 +573,13 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
                 if number != best[0]: run.model = None
 
     optuna.logging.set_verbosity(quiet)
-    known, optimize_log = KnownFailures(), logging.getLogger("optuna.study._optimize")
+    known, optimize_log, pressed = KnownFailures(), logging.getLogger("optuna.study._optimize"), None
     optimize_log.addFilter(known)  # a trial trainbook failed, or a Ctrl-C: its own warning names it
     try: study.optimize(run_trial, n_trials=n_trials, timeout=timeout, callbacks=[after_trial],
                         catch=(TrialFailed,))
     except (KeyboardInterrupt, Exception) as err:
-        if not _ctrl_c(err):  # an objective's error: the trial is FAIL, the finished ones stay in the study
+        pressed = ctrl_c_in(err)
+        if pressed is None:  # an objective's error: the trial is FAIL, the finished ones stay in the study
             result.stopped = "failed"
             _keep_best(result, study, space, configs)
             err.result = result  # as fit's `err.run`: what was done before the error
@@ -595,13 +601,9 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
         if repeats: _warn_repeats(repeats, trained=not isinstance(space, dict))
     # this search's failed trials (the best is of the rest); the interrupted one is said by `stopped`
     failed = [n for n, state in panel.states.items() if state == "fail" and n not in interrupted]
-    return conclude_search(result, failed, len(panel.states), space=space, configs=configs,
-                           mine=list(panel.states))
-
-def _ctrl_c(err: BaseException) -> bool:
-    "Whether `err` is a Ctrl-C, or an error raised while handling one (Optuna's, when it lands in its `tell`)."
-    while err is not None and not isinstance(err, KeyboardInterrupt): err = err.__context__
-    return err is not None
+    result = conclude_search(result, failed, len(panel.states), space=space, configs=configs, mine=list(panel.states))
+    if getattr(pressed, "run", None) is not None: raise search_ctrl_c(pressed, result, storage) from None  # script
+    return result
 
 def conclude_search(result: SearchResult,  # this search's result, `stopped` said ('completed', 'interrupted')
                     failed: list,  # the numbers of this search's failed trials (an interrupted one is not failed)
