@@ -176,3 +176,18 @@ def test_a_flag_said_twice_and_a_negative_integer_still_parse(shell):
     assert a.no_live and a.epochs == 2
     s = _parse(magics.split.parser, "df --target y --seed -1 --gap 2", "")
     assert s.seed == -1 and s.gap == 2  # argparse's own negative numbers, unchanged
+
+
+def test_the_data_wait_panel_says_it_is_a_share():
+    "The panel read 'data wait' with values 0.02-0.09 (a share of the epoch's time) beside 's / step' at 0.002."
+    from trainbook.live import new_figure, PANELS
+    h = History()
+    for epoch, step in enumerate((10, 20, 30)):
+        for name, value in (("loss", 0.5), ("epoch_loss", 0.5), ("data_wait", 0.02 * (epoch + 1)), ("step_time", 0.002),
+                            ("samples_per_s", 1000.0 + epoch), ("peak_memory_mb", 100.0 + epoch)):
+            h.append(step, epoch, "train", name, value)
+    curves = LiveCurves(mode="widget", show=False)
+    curves.update(LoopState(history=h), force=True)
+    sub = curves.figure.get_subplot(*PANELS["data_wait"])
+    assert curves.figure.layout[sub.yaxis.plotly_name].title.text == "data wait share"
+    assert max(next(t for t in curves.figure.data if t.name == "train data_wait").y) == pytest.approx(0.06)

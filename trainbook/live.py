@@ -63,7 +63,8 @@ def show_output(obj,  # anything IPython can display
 PANELS = {"loss": (1, 1), "metric": (1, 3), "lr": (2, 1), "grad_norm": (2, 3),
           "samples_per_s": (3, 1), "step_time": (3, 2), "data_wait": (3, 3), "peak_memory_mb": (3, 4)}
 TITLES = {"loss": "loss", "metric": "valid metric", "lr": "learning rate", "grad_norm": "gradient norm",
-          "samples_per_s": "samples / s", "step_time": "s / step", "data_wait": "data wait",
+          "samples_per_s": "samples / s", "step_time": "s / step",
+          "data_wait": "data wait share",  # of the epoch's time (0.08: 8%), not seconds as 's / step' beside it
           "peak_memory_mb": "peak MB"}
 LOG_PANELS = ("lr", "grad_norm")  # quantities that move by orders of magnitude: log axes
 # per-epoch throughput and memory (split train)
