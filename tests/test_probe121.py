@@ -290,3 +290,13 @@ def test_an_entity_column_is_named_before_the_split(ids):
     quiet = pd.DataFrame({"device": rng.choice(["mobile", "desktop"], 400), "premium_member": rng.integers(0, 2, 400),
                           "customer_score": rng.normal(size=400), "order_id": np.arange(400), "y": df.y})
     assert not tb.check_data(quiet, "y").by_kind("entity_column")
+
+
+def test_a_name_that_is_the_index_is_said_so():
+    "Seen: time='day' where 'day' names the index: 'not in DataFrame; columns are: x, y', with 'day' on screen."
+    df = pd.DataFrame({"x": np.arange(50.0), "y": [0, 1] * 25}, index=pd.date_range("2024", periods=50, name="day"))
+    for call in (lambda: tb.check_data(df, "y", time="day"), lambda: tb.make_splits(df, "y", strategy="time", time="day")):
+        with pytest.raises(ValueError, match=r"time column 'day' not in DataFrame \(the index's name: df = "
+                                             r"df.reset_index\(\) makes it a column\)"):
+            call()
+    assert tb.make_splits(df.reset_index(), "y", strategy="time", time="day").valid.min() == 40

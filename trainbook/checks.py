@@ -210,7 +210,9 @@ def require_column(df: pd.DataFrame,  # the frame
     check_column_name(col, arg)
     if col is not None and col not in df.columns:
         cols = ", ".join(map(str, df.columns[:20])) + (" …" if len(df.columns) > 20 else "")
-        raise ValueError(f"{arg} column {col!r} not in DataFrame{_column_hint(col, df.columns)}; columns are: {cols}")
+        hint = (" (the index's name: df = df.reset_index() makes it a column)" if col in df.index.names
+                else _column_hint(col, df.columns))
+        raise ValueError(f"{arg} column {col!r} not in DataFrame{hint}; columns are: {cols}")
 
 def require_not_target(target,  # the label column (None: nothing to compare)
                        groups=None,  # what was given as groups=
