@@ -266,3 +266,20 @@ def test_custom_objectives_in_the_boosting_libraries():
     own = catboost.CatBoost({**run.extra["params"], "iterations": 8})
     own.fit(tr[list("abc")], tr.r, eval_set=(va[list("abc")], va.r))
     assert np.allclose(run.records.series("loss", "valid").to_numpy(), own.get_evals_result()["validation"]["RMSE"])
+
+
+def test_fits_prior_loss_under_a_subclass_of_bce_with_logits():
+    """Seen: fit recorded no valid prior_loss (the constant predictor's loss) under `class MyBCE(nn.BCEWithLogitsLoss)`
+    with pos_weight, where the parent's was 0.8138 = an L-BFGS best constant on the valid rows: the BCE form was known
+    by the class's name. It is the parent's now."""
+    class BCE(nn.BCEWithLogitsLoss): pass
+    torch.manual_seed(0)
+    X, Xv = torch.randn(128, 5), torch.randn(96, 5)
+    y, yv = (torch.rand(128, 2) < torch.tensor([.2, .6])).float(), (torch.rand(96, 2) < torch.tensor([.2, .6])).float()
+    pos = torch.tensor([3., 1.])
+    run = tb.fit(nn.Linear(5, 2), tb.TensorLoader(X, y, batch_size=32), tb.TensorLoader(Xv, yv, batch_size=32),
+                 loss_fn=BCE(pos_weight=pos), config=tb.TrainConfig(epochs=1, lr=1e-3), live=False)
+    prior = run.records.series("prior_loss", "valid")
+    assert len(prior) == 1
+    hand = _best_constant(nn.BCEWithLogitsLoss(pos_weight=pos), torch.zeros(96, 2), yv)
+    assert abs(float(prior.iloc[-1]) - hand) < 1e-4

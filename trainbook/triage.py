@@ -16,6 +16,7 @@ from .core import MIN_ROWS, Finding, warn
 from .events import Callback, LoopState
 
 from .batch import loss_keyword, wants_whole_output
+from .levels import loss_name
 from .metrics import (class_loss_terms, class_rows, cross_entropy_prior, ignore_index_of, label_weights,
                                least_constant_loss, nothing_scored)
 
@@ -103,9 +104,9 @@ def _detached_rows(t: torch.Tensor) -> torch.Tensor:
     return t.reshape(len(t), -1)
 
 def _bce_form(loss_fn) -> Optional[str]:
-    "'logits' or 'probabilities' for a binary cross-entropy (by name, a partial's too); None for any other loss."
-    fn = loss_fn.func if isinstance(loss_fn, functools.partial) else loss_fn
-    name = getattr(fn, "__name__", type(fn).__name__).lower()
+    """'logits' or 'probabilities' for a binary cross-entropy (by name, a partial's too, a subclass of torch's that
+    keeps its forward); None for any other loss."""
+    name = loss_name(loss_fn)
     if name in ("binary_cross_entropy_with_logits", "bcewithlogitsloss"): return "logits"
     return "probabilities" if name in ("binary_cross_entropy", "bceloss") else None
 
