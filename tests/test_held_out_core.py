@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 import trainbook as tb
-from helpers import blobs, mlp
+from helpers import blobs, interrupted, mlp
 
 CE = nn.functional.cross_entropy
 
@@ -29,9 +29,9 @@ def test_ctrl_c_during_fit_set_up_ends_an_interrupted_run_and_the_next_fit_works
     batches = [(X[i:i + 32], y[i:i + 32]) for i in range(0, len(X), 32)]
     model, before = mlp(), signal.getsignal(signal.SIGINT)
     cfg = tb.TrainConfig(epochs=2, device="cpu")
-    run = tb.fit(model, batches, batches, loss_fn=CE, config=cfg, live=False,
-                 metrics={"acc": _presses_ctrl_c_once()})
-    assert run.stopped == "interrupted" and run.step == 0
+    run = interrupted(tb.fit, model, batches, batches, loss_fn=CE, config=cfg, live=False,
+                      metrics={"acc": _presses_ctrl_c_once()})  # (a plain script: the Ctrl-C goes on, with .run)
+    assert run.step == 0
     assert tb.last_run() is run
     assert signal.getsignal(signal.SIGINT) is before  # the usual Ctrl-C is back
     tb.guard.forget_interrupt()  # (noted as any interrupted run: in a script the next run stops at its door)
@@ -159,9 +159,9 @@ def test_a_second_ctrl_c_while_the_interrupted_run_saves_leaves_no_locked_folder
     X, y = blobs(64)
     cfg = tb.TrainConfig(epochs=3, checkpoint_dir=str(tmp_path), checkpoint_every=2)
     model = mlp()
-    run = tb.fit(model, tb.TensorLoader(X, y, batch_size=16), loss_fn=nn.functional.cross_entropy, config=cfg,
-                 live=False, callbacks=[ImpatientCtrlC(at=5)])
-    assert run.stopped == "interrupted" and run.step == 5
+    run = interrupted(tb.fit, model, tb.TensorLoader(X, y, batch_size=16), loss_fn=nn.functional.cross_entropy,
+                      config=cfg, live=False, callbacks=[ImpatientCtrlC(at=5)])
+    assert run.step == 5
     assert tb.Run.load(tmp_path).stopped == "interrupted"
     tb.guard.forget_interrupt()  # the Ctrl-C above ended that run: this test trains again
     resumed = tb.fit(model, tb.TensorLoader(X, y, batch_size=16), loss_fn=nn.functional.cross_entropy,
@@ -209,9 +209,10 @@ def test_a_ctrl_c_while_a_recorder_writes_its_closing_checkpoint_waits_for_the_r
         signal.raise_signal(signal.SIGINT)
         return save(self, *a, **k)
     cfg = tb.TrainConfig(epochs=1, checkpoint_dir=str(tmp_path), monitor="train_loss")
-    with tb.Recorder(cfg, live=False, validates=False) as rec:
-        rec.step(0.5)
-        monkeypatch.setattr(Checkpointer, "save", pressed_while_saving)
-    assert rec.run is not None and rec.run.stopped == "completed"
+    with pytest.raises(KeyboardInterrupt) as caught:  # a plain script: the Ctrl-C goes on once the run has ended
+        with tb.Recorder(cfg, live=False, validates=False) as rec:
+            rec.step(0.5)
+            monkeypatch.setattr(Checkpointer, "save", pressed_while_saving)
+    assert rec.run is not None and rec.run is caught.value.run and rec.run.stopped == "completed"
     assert tb.Run.load(tmp_path).stopped == "completed" and folder_writer(tmp_path) is None
     tb.guard._CUT_SHORT["execution"] = None  # (the press stops the rest of the cell, as after a run)

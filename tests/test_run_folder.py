@@ -384,6 +384,7 @@ def test_restore_best_loads_the_best_evaluations_weights(tmp_path):
     g = torch.Generator().manual_seed(0)
     X, y = torch.randn(64, 4, generator=g), torch.randint(0, 2, (64,), generator=g)
     Xv, yv = torch.randn(32, 4, generator=g), torch.randint(0, 2, (32,), generator=g)  # noise: it overfits
+    torch.manual_seed(0)  # (the weights, as the data: which tests ran before in this worker moves nothing)
     model = nn.Sequential(nn.Linear(4, 64), nn.ReLU(), nn.Linear(64, 2))
     run = tb.fit(model, [(X, y)], [(Xv, yv)], loss_fn=nn.functional.cross_entropy, live=False,
                  config=tb.TrainConfig(epochs=30, lr=3e-2, checkpoint_dir=str(tmp_path), device="cpu"))

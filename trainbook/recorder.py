@@ -536,9 +536,10 @@ class Recorder:
         self._optimizer_steps.close()
         if self._lr_hook is not None: self._lr_hook.remove()
         self.state.findings += filter(None, [self._optimizer_steps.mismatch(self.state.step - self._first_step)])
-        self.run = end_run(self.state, self.callbacks, stopped, stopper=self.stopper,
-                           checkpointer=self.checkpointer, environment=self.environment, kind=self.kind,
-                           extra={"seconds": time.perf_counter() - self._t0}, error=error, epoch=self._last_epoch())
+        try: end_run(self.state, self.callbacks, stopped, stopper=self.stopper, checkpointer=self.checkpointer,
+                     environment=self.environment, kind=self.kind, extra={"seconds": time.perf_counter() - self._t0},
+                     error=error, epoch=self._last_epoch())
+        finally: self.run = self.state.run  # (kept also where a plain script's Ctrl-C goes on out of end_run)
         return self.run
 
     def __enter__(self): return self
