@@ -15,10 +15,11 @@ from .core import Finding, autocast_dtype, rng_state, set_rng_state
 # %% auto #0
 __all__ = ['TARGET_KEYS', 'ELEMENTWISE_LOSSES', 'BCE_LOSSES', 'CLASS_LOSSES', 'split_batch', 'to_device', 'describe',
            'call_model', 'batch_rows', 'rows_in', 'prediction', 'model_loss', 'whole_output', 'wants_whole_output',
-           'label_range', 'compute_loss', 'eval_mode', 'kept_rng', 'ShapeMismatch', 'TargetsOutOfRange',
-           'bce_target_range', 'is_class_loss', 'loss_keyword', 'label_out_of_range', 'check_labels',
-           'check_loss_value', 'check_loss_reduction', 'nothing_to_train', 'broadcast_shape', 'check_loss_shapes',
-           'autocast', 'Feeder', 'forward', 'training_lock', 'stop_requested', 'DeferredCtrlC', 'HeldCtrlC']
+           'label_range', 'compute_loss', 'eval_mode', 'kept_rng', 'ShapeMismatch', 'torch_loss_class',
+           'TargetsOutOfRange', 'bce_target_range', 'is_class_loss', 'loss_keyword', 'label_out_of_range',
+           'check_labels', 'check_loss_value', 'check_loss_reduction', 'nothing_to_train', 'broadcast_shape',
+           'check_loss_shapes', 'autocast', 'Feeder', 'forward', 'training_lock', 'stop_requested', 'DeferredCtrlC',
+           'HeldCtrlC']
 
 # %% ../nbs/03a_batch.ipynb #17015856
 TARGET_KEYS = ("y", "label", "labels", "target")
@@ -373,6 +374,13 @@ class ShapeMismatch(ValueError):
 
 BCE_LOSSES = ("binary_cross_entropy", "binary_cross_entropy_with_logits", "bceloss", "bcewithlogitsloss")
 
+def torch_loss_class(cls: type,  # a loss module's class
+                    ) -> type:
+    "The torch loss class whose forward `cls` runs (a subclass of BCEWithLogitsLoss: that class); or `cls`."
+    for base in cls.__mro__:
+        if base.__module__ == nn.modules.loss.__name__ and base.forward is cls.forward: return base
+    return cls  # its own forward (a focal loss on top of cross-entropy): not known by torch's name
+
 class TargetsOutOfRange(ValueError):
     "Targets outside the values the loss is defined on (a BCE loss's [0, 1], labels 0..C-1); `.finding` says so too."
     def __init__(self, finding: Finding):  # a `target_out_of_range` or `label_out_of_range` Finding
@@ -384,7 +392,9 @@ def bce_target_range(yb,  # a batch's targets
                     ) -> Optional[Finding]:
     "An error finding when a BCE loss gets targets outside [0, 1] (class labels 0..C-1, say); None otherwise."
     fn = loss_fn.func if isinstance(loss_fn, functools.partial) else loss_fn
-    name = getattr(fn, "__name__", type(fn).__name__)
+    # a subclass of torch's BCE that keeps its forward is that loss
+    cls = torch_loss_class(type(fn)) if isinstance(fn, nn.Module) else None
+    name = cls.__name__ if cls is not None else getattr(fn, "__name__", type(fn).__name__)
     if name.lower() not in BCE_LOSSES or not isinstance(yb, torch.Tensor) or not yb.numel(): return None
     lo, hi = (float(v) for v in torch.aminmax(yb.detach().float()))
     if not (lo < 0 or hi > 1): return None  # NaN targets are for the NaN checks

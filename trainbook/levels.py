@@ -11,7 +11,7 @@ from typing import Optional
 import torch
 from torch import nn
 
-from .batch import wants_whole_output
+from .batch import torch_loss_class, wants_whole_output
 from .metrics import IGNORE_INDEX, ignore_index_of
 
 # %% auto #0
@@ -24,14 +24,8 @@ def loss_name(loss_fn,  # a loss: an nn module, a torch.nn.functional function, 
     """A loss's name in lower case: 'cross_entropy' (a function, also through a partial), 'crossentropyloss'; a
     subclass of a torch loss that keeps torch's forward is named as that loss (its levels are that loss's)."""
     fn = loss_fn.func if isinstance(loss_fn, functools.partial) else loss_fn
-    if isinstance(fn, nn.Module): return _torch_loss_class(type(fn)).__name__.lower()
+    if isinstance(fn, nn.Module): return torch_loss_class(type(fn)).__name__.lower()
     return getattr(fn, "__name__", type(fn).__name__).lower()
-
-def _torch_loss_class(cls: type) -> type:
-    "The torch loss class whose forward `cls` runs (`class MyCE(nn.CrossEntropyLoss)`: CrossEntropyLoss); else `cls`."
-    for base in cls.__mro__:
-        if base.__module__ == nn.modules.loss.__name__ and base.forward is cls.forward: return base
-    return cls  # its own forward (a focal loss on top of cross-entropy): not known by torch's name
 
 @dataclass
 class LossLevels:
