@@ -209,3 +209,34 @@ def test_focal_loss_over_padded_positions_is_its_own_mean_at_any_batch_size():
             assert got == pytest.approx(whole, rel=1e-5), batch_size
     assert tb.focal_loss(model(X), y, reduction="none").shape == y.shape
     with pytest.raises(ValueError, match="reduction='avg'"): tb.focal_loss(model(X), y, reduction="avg")
+
+
+def test_a_users_masked_loss_that_declares_ignore_index_is_averaged_over_its_scored_labels():
+    """A hand-written token loss with `ignore_index=-100` in its signature (no `reduction`): fit's epoch loss and
+    evaluate's valid loss are the mean over every scored token of the set, as F.cross_entropy of the whole set is,
+    whatever the batches' numbers of tokens (probe 122: both read 1.1809 where the tokens' mean is 1.2109)."""
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(48, 6, 5, generator=g), torch.randint(0, 3, (48, 6), generator=g)
+    for i, length in enumerate([1] * 16 + [6] * 16 + [3] * 16): y[i, length:] = -100
+
+    def masked_ce(logits, labels, ignore_index=-100):
+        keep = labels != ignore_index
+        each = F.cross_entropy(logits, labels.clamp_min(0), reduction="none")
+        return (each * keep).sum() / keep.sum()
+
+    class Tokens(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(5, 3)
+        def forward(self, x): return self.lin(x).permute(0, 2, 1)  # (n, C, T)
+
+    torch.manual_seed(0)
+    model, batches = Tokens(), [(X[i:i + 16], y[i:i + 16]) for i in range(0, 48, 16)]
+    with torch.no_grad(): whole = float(F.cross_entropy(model(X), y))
+    run = tb.fit(model, batches, batches, loss_fn=masked_ce, live=False,
+                 config=tb.TrainConfig(epochs=1, lr=1e-12, device="cpu"))  # (lr 1e-12: the weights stay)
+    assert run.records.last("epoch_loss", "train") == pytest.approx(whole, rel=1e-5)
+    assert run.records.last("loss", "valid") == pytest.approx(whole, rel=1e-5)
+    assert tb.evaluate(model, batches, masked_ce)["loss"] == pytest.approx(whole, rel=1e-5)
+    rows_weighed = sum(float(masked_ce(model(xb), yb)) * len(yb) for xb, yb in batches) / 48
+    assert abs(rows_weighed - whole) > 1e-3  # (the rows' weighing, as before, is another number)

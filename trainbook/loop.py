@@ -23,8 +23,8 @@ from .distributed import all_mean, dist_info, paired_batches, reduce_evaluation,
 from .events import Callback, Callbacks, Event, LoopState
 from .guard import (check_fit_inputs, check_loss_fn, check_monitor, note_interrupt, refuse_after_interrupt,
                              require_batches, run_notes, run_steps, eval_submodules, interrupted_in_set_up)
-from .metrics import cpu_label_weight, epoch_label_terms, nothing_scored, resolve_metrics, try_validation
-from .metrics import weighed_losses
+from .metrics import cpu_label_weight, epoch_label_terms, label_mean_terms, resolve_metrics, try_validation
+from .metrics import scored_weight, weighed_losses
 from .optim import (gradient_norms, make_scheduler, param_groups,
                              pick_scheduler_interval, step_optimizer, unscale_and_clip)
 from .claim import claim_run_dir
@@ -47,11 +47,11 @@ def evaluate(model: nn.Module,  # the model to score (its train/eval mode is res
     "Mean loss and metrics of `model` over `dl` (inference and eval mode); `.stats`: the loss's noise and prior."
     device = pick_device(device) if device is not None else next(model.parameters()).device
     metric_fns = resolve_metrics(metrics, loss_fn)  # the loss's ignore_index reaches the metrics
-    loss_sum, rows, preds, ys = torch.zeros((), device=device), 0, [], []
+    loss_sum, weighed, preds, ys = torch.zeros((), device=device), 0, [], []
     # running sums of per-row losses and targets (no extra sync): the loss's standard error, the prior loss
     stats = LossStats(check_loss_fn(loss_fn))  # per row, as the loss is (one that sums its rows is refused)
     feed = Feeder(model, loss_fn, device, precision)  # the autocast and the loss's kind, once for all batches
-    unscored = 0  # rows of batches whose labels are all ignore_index: nothing to score, their mean is 0/0
+    unscored, terms = 0, label_mean_terms(loss_fn)  # unscored: rows of batches with no label to score (0/0)
     with eval_mode(model), torch.inference_mode():
         for i, batch in enumerate(paired_batches(model, dl, device, feed)):  # FSDP: as many passes per rank
             out, loss, xb, yb = feed(batch)
@@ -60,24 +60,24 @@ def evaluate(model: nn.Module,  # the model to score (its train/eval mode is res
                 check_loss_shapes(prediction(out), yb, loss_fn)
                 check_loss_reduction(prediction(out), yb, loss_fn)
             n = batch_rows(xb, yb)
-            # labels all at ignore_index (read as the loader gave them: no device sync): nothing to score, weighs 0
-            if nothing_scored(split_batch(batch, feed.keep_labels)[1], loss_fn):
+            # weighed by its scored labels (a loss over labels) or its rows; none to score (0/0): skipped
+            if not (weight := scored_weight(split_batch(batch, feed.keep_labels)[1], n, terms)):
                 unscored += n
                 continue
             # a loss that returns one value per row: its batch mean (a float32 scalar is used as it is)
             loss = loss if loss.ndim == 0 and loss.dtype == torch.float32 else loss.float().mean()
-            loss_sum, rows = loss_sum + loss * n, rows + n
+            loss_sum, weighed = loss_sum + loss * weight, weighed + weight
             pred = prediction(out, missing_ok=not metric_fns)  # a model that gives only its loss: None
             stats.add(pred, yb, loss, n)
             if metric_fns:
                 preds.append(pred.float())
                 ys.append(yb)
     # each rank scored its shard: the sums over ranks, every rank's predictions
-    loss_sum, rows, preds, ys = reduce_evaluation(loss_sum, rows, stats, preds, ys, device, bool(metric_fns))
-    if rows == 0: raise ValueError("evaluate: the loader yielded no rows" + (
+    loss_sum, weighed, preds, ys = reduce_evaluation(loss_sum, weighed, stats, preds, ys, device, bool(metric_fns))
+    if weighed == 0: raise ValueError("evaluate: the loader yielded no rows" + (
         f" with a label to score: every label of its {unscored} rows is ignore_index" if unscored else ""))
     summed = stats.results()  # a loss that weighs labels (class weights, ignored positions): Σ loss / Σ weight
-    results = {"loss": summed.pop("loss") if "loss" in summed else loss_sum / rows}
+    results = {"loss": summed.pop("loss") if "loss" in summed else loss_sum / weighed}
     if metric_fns:
         pred, yb = torch.cat(preds), torch.cat(ys)
         for name, fn in metric_fns.items(): results[name] = fn(pred, yb)

@@ -15,11 +15,11 @@ from .batch import batch_rows, eval_mode, forward, is_class_loss, loss_keyword, 
 from .core import rng_state, set_rng_state
 
 # %% auto #0
-__all__ = ['IGNORE_INDEX', 'BUILTIN_METRICS', 'ignore_index_of', 'class_loss_terms', 'label_weights', 'weighed_losses',
-           'epoch_label_terms', 'cpu_label_weight', 'nothing_scored', 'accuracy', 'resolve_metrics', 'sk_metric',
-           'trial_copy', 'try_validation', 'proba_2d', 'scored_proba', 'require_codes', 'classification_metrics',
-           'loss_vs_constant', 'regression_metrics', 'class_weights', 'focal_loss', 'constant_predictor_loss',
-           'class_rows', 'cross_entropy_prior', 'least_constant_loss']
+__all__ = ['IGNORE_INDEX', 'BUILTIN_METRICS', 'ignore_index_of', 'class_loss_terms', 'label_mean_terms', 'label_weights',
+           'weighed_losses', 'epoch_label_terms', 'cpu_label_weight', 'scored_weight', 'nothing_scored', 'accuracy',
+           'resolve_metrics', 'sk_metric', 'trial_copy', 'try_validation', 'proba_2d', 'scored_proba', 'require_codes',
+           'classification_metrics', 'loss_vs_constant', 'regression_metrics', 'class_weights', 'focal_loss',
+           'constant_predictor_loss', 'class_rows', 'cross_entropy_prior', 'least_constant_loss']
 
 # %% ../nbs/04a_metrics.ipynb #8c77c886
 IGNORE_INDEX = -100  # the label of positions without a target (torch's and Hugging Face's default)
@@ -40,6 +40,16 @@ def class_loss_terms(loss_fn,  # a loss: nn.CrossEntropyLoss(weight=...), F.nll_
     ignore = ignore_index_of(loss_fn)
     return (weight if isinstance(weight, torch.Tensor) and weight.ndim == 1 else None,
             IGNORE_INDEX if ignore is None else ignore)
+
+def label_mean_terms(loss_fn,  # a loss (None: the model's own)
+                    ) -> Optional[tuple]:
+    """`(weight, ignore_index)` of a loss whose mean runs over the labels it scores: a cross-entropy or NLL loss's
+    `class_loss_terms`, or `(None, ignore_index)` of any other loss that declares one (a masked token loss of the
+    user's, `def loss(logits, labels, ignore_index=-100)`); None for a loss that declares none."""
+    terms = class_loss_terms(loss_fn) if loss_fn is not None else None
+    if terms is not None or loss_fn is None: return terms
+    ignore = ignore_index_of(loss_fn)
+    return None if ignore is None else (None, ignore)
 
 def label_weights(yb: torch.Tensor,  # integer class labels, any shape
                   terms: tuple,  # `(weight, ignore_index)` from `class_loss_terms`
@@ -84,7 +94,7 @@ def epoch_label_terms(loss_fn,  # the run's loss
     """`class_loss_terms` where the epoch train loss must weigh its steps by their labels (class weights, or labels
     that may sit at ignore_index); None where every step's weight is its rows: no class weights and every label
     known before training (`_known_labels`) and none at ignore_index, so no step counts its labels."""
-    terms = class_loss_terms(loss_fn) if loss_fn is not None else None
+    terms = label_mean_terms(loss_fn)
     if terms is None or terms[0] is not None: return terms
     labels = _known_labels(dl_train)
     if labels is None or not all(isinstance(y, torch.Tensor) and not y.is_floating_point() for y in labels):
@@ -102,6 +112,18 @@ def cpu_label_weight(items: list,  # micro-batches `(xb, yb, loss)`
     yb = items[0][1]
     if not isinstance(yb, torch.Tensor) or yb.is_floating_point() or yb.device.type != "cpu": return None
     return int(torch.count_nonzero(yb != terms[1]))
+
+def scored_weight(yb,  # a batch's targets, as the loader gave them (read on the host: no device sync)
+                  rows: int,  # its rows
+                  terms: Optional[tuple],  # the loss's `label_mean_terms` (None: it weighs rows)
+                 ) -> int:
+    """What a batch weighs in its loss's mean over a data set: its labels not at ignore_index under a loss whose
+    mean runs over its labels (`terms`), else its rows; 0 where it has nothing to score (every label at
+    ignore_index, -100 without terms: a mean of 0/0, a padding-only batch)."""
+    if not isinstance(yb, torch.Tensor) or yb.is_floating_point() or yb.dtype == torch.bool or not yb.numel():
+        return rows
+    kept = int(torch.count_nonzero(yb != (IGNORE_INDEX if terms is None else terms[1])))
+    return kept if terms is not None or not kept else rows
 
 def nothing_scored(yb,  # a batch's targets
                    loss_fn,  # its loss: the label it leaves out (`ignore_index_of`), -100 unless it says
