@@ -267,12 +267,16 @@ def test_ctrl_c_before_the_first_validation(tmp_path):
 
 
 def test_ctrl_c_in_the_objective_outside_fit(tmp_path):
+    "In a plain script (pytest is one) it goes on out of search too, the study kept (probe 127; it was returned)."
     base = fitting(epochs=1)
     def objective(config):
         if config.trial.number == 1: raise KeyboardInterrupt
         return base(config)
-    with pytest.warns(UserWarning, match="run again, as the space function returned it"):
-        res = tb.search(objective, lr_per_trial(0.01, 0.01, 0.01), 3, storage=str(tmp_path / "s.db"), live=False)
+    with pytest.warns(UserWarning, match="run again, as the space function returned it"), \
+            pytest.raises(KeyboardInterrupt, match="outside a trial's run") as caught:
+        tb.search(objective, lr_per_trial(0.01, 0.01, 0.01), 3, storage=str(tmp_path / "s.db"), live=False)
+    res = caught.value.result
+    assert caught.value.run is None
     assert res.stopped == "interrupted" and states(res) == ["COMPLETE", "FAIL"] and res.best_trial == 0
     assert res.panel.states == {0: "complete", 1: "fail"}
 
@@ -623,8 +627,9 @@ def test_the_documented_way_to_fail_one_trial_is_a_public_name():
     assert tb.TrialFailed is tuning.TrialFailed and "TrialFailed" in tb.__all__
 
 
-def test_an_interrupted_trial_is_not_counted_as_a_failed_one(tmp_path):
-    "Probe 29, t5: Ctrl-C in trial 2 stopped the search as 'interrupted', yet it warned '1 of 3 failed'."
+def test_an_interrupted_trial_is_not_counted_as_a_failed_one(tmp_path, kernel):
+    """Probe 29, t5: Ctrl-C in trial 2 stopped the search as 'interrupted', yet it warned '1 of 3 failed'. (In a
+    kernel's cell, where search returns; in a plain script the Ctrl-C goes on out of it, test_probe127.)"""
     db = str(tmp_path / "s.db")
     def objective(config, fail=None):
         if config.trial.number == 2: raise KeyboardInterrupt
@@ -686,7 +691,7 @@ def test_a_search_result_reads_in_one_line_without_a_completed_trial():
     assert "<b>interrupted</b>" in result._repr_html_() and "nan" not in result._repr_html_()
 
 
-def test_optuna_says_nothing_of_the_trials_trainbook_failed_or_that_were_interrupted(tmp_path):
+def test_optuna_says_nothing_of_the_trials_trainbook_failed_or_that_were_interrupted(tmp_path, kernel):
     "Probe 43: a TrialFailed and a Ctrl-C left Optuna's 'Trial N failed' warning with a full traceback in the notebook."
     import logging
     records = []
@@ -744,8 +749,11 @@ def test_a_ctrl_c_while_optuna_stores_a_trial_interrupts_the_search_and_leaves_n
                 raise KeyboardInterrupt  # where a SIGINT lands
             return super().set_trial_state_values(trial_id, state, values)
 
-    res = tb.search(lambda c: (c["lr"] - 0.01) ** 2, {"lr": ("log", 1e-3, 1e-1)}, 4, storage=CtrlCWhileStoring(),
-                    study_name="s", live=False)
+    # in a plain script (pytest is one) the Ctrl-C goes on out of search, the study kept (probe 127)
+    with pytest.raises(KeyboardInterrupt, match="outside a trial's run") as caught:
+        tb.search(lambda c: (c["lr"] - 0.01) ** 2, {"lr": ("log", 1e-3, 1e-1)}, 4, storage=CtrlCWhileStoring(),
+                  study_name="s", live=False)
+    res = caught.value.result
     assert res.stopped == "interrupted" and states(res) == ["COMPLETE", "FAIL"] and res.best_trial == 0
 
 

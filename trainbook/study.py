@@ -232,21 +232,28 @@ def ctrl_c_in(err: Optional[BaseException],  # what a search caught
     while err is not None and not isinstance(err, KeyboardInterrupt): err = err.__context__
     return err
 
-def search_ctrl_c(pressed: KeyboardInterrupt,  # the Ctrl-C a trial's fit let go on in a plain script (its `.run`)
+def search_ctrl_c(pressed: KeyboardInterrupt,  # the Ctrl-C the search caught (a trial's fit's carries `.run`)
                   result,  # the search's result, concluded: its study, its runs, stopped 'interrupted'
                   storage,  # the storage as the search was given it
-                 ) -> KeyboardInterrupt:
-    """In a plain script the Ctrl-C that ended a trial's run goes on out of `search`, as out of `fit`
-    (`guard.stop_script`), once the trial is FAIL and the study kept: the script stops rather than go on after a
-    partial search. `.result` is the search's result, `.run` the interrupted run."""
+                 ) -> Optional[KeyboardInterrupt]:
+    """In a plain script the Ctrl-C that stopped a search goes on out of `search`, as out of `fit`
+    (`guard.stop_script`), once the trial in flight is FAIL and the study kept: the script stops rather than go on
+    after a partial search, whether the Ctrl-C ended a trial's run or came outside one (the objective building its
+    model, Optuna between trials). `.result` is the search's result, `.run` the interrupted run (None outside one).
+    None in a notebook, where the search returns its result, stopped 'interrupted'."""
+    from trainbook.guard import plain_script  # (the training layer's rule: imported when a Ctrl-C came)
+    run = getattr(pressed, "run", None)  # a trial's fit raises with `.run` in a plain script only
+    if run is None and not plain_script(): return None
     study, where = result.study, storage_text(storage)
     again = f"storage={where!r}" if storage is None or isinstance(storage, str) else "the same storage"
     done = sum(t.state.name == "COMPLETE" for t in study.get_trials(deepcopy=False))
-    err = KeyboardInterrupt(f"search interrupted: a Ctrl-C ended trial {pressed.run.extra.get('trial')}'s run, so "
-                            f"the script stops here. Study {study.study_name!r} in {where} keeps its {done} finished "
-                            "trial(s) (err.result has them, err.run is the interrupted run): continue it with "
+    what = (f"a Ctrl-C ended trial {run.extra.get('trial')}'s run" if run is not None else
+            "a Ctrl-C stopped it outside a trial's run (in the objective, or between trials)")
+    err = KeyboardInterrupt(f"search interrupted: {what}, so the script stops here. Study {study.study_name!r} in "
+                            f"{where} keeps its {done} finished trial(s) (err.result has them"
+                            f"{', err.run is the interrupted run' if run is not None else ''}): continue it with "
                             f"search(..., study_name={study.study_name!r}, {again})")
-    err.result, err.run = result, pressed.run
+    err.result, err.run = result, run
     return err
 
 # %% ../nbs/17a_study.ipynb #a43eec6f

@@ -602,7 +602,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     # this search's failed trials (the best is of the rest); the interrupted one is said by `stopped`
     failed = [n for n, state in panel.states.items() if state == "fail" and n not in interrupted]
     result = conclude_search(result, failed, len(panel.states), space=space, configs=configs, mine=list(panel.states))
-    if getattr(pressed, "run", None) is not None: raise search_ctrl_c(pressed, result, storage) from None  # script
+    if pressed is not None and (stop := search_ctrl_c(pressed, result, storage)): raise stop from None  # a script
     return result
 
 def conclude_search(result: SearchResult,  # this search's result, `stopped` said ('completed', 'interrupted')
