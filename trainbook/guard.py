@@ -478,6 +478,10 @@ def _stopped_run() -> str:
     if run is None or run.stopped != "interrupted": return "that run is tb.last_run()"
     if run.run_dir is None:
         return f"that run is tb.last_run(), stopped at step {run.step}; it kept no folder (checkpoint_dir=None)"
+    if (Path(run.run_dir) / "boosted.json").exists():  # a boosting run's folder: its model, no last.pt to go on from
+        return (f"that run is tb.last_run(), stopped at round {run.step}; its folder {str(run.run_dir)!r} holds the "
+                f"model of its rounds (run.model, or tb.BoostedModel.load({str(run.run_dir)!r})); a boosting run has "
+                "no resume=: fit it again to train on")
     if not (Path(run.run_dir) / "last.pt").exists():  # (a Ctrl-C in its set-up: nothing to go on from)
         return f"that run is tb.last_run(), stopped at step {run.step}; its folder {str(run.run_dir)!r} holds no last.pt"
     return (f"that run is tb.last_run(), stopped at step {run.step}; its folder {str(run.run_dir)!r} holds "
