@@ -18,9 +18,9 @@ from .batch import DeferredCtrlC
 from .core import History, did_you_mean, warn
 
 # %% auto #0
-__all__ = ['dist_info', 'full_tensor', 'all_mean', 'reduce_evaluation', 'paired_batches', 'unwrap', 'wrap_model', 'full_state',
-           'load_sharded_state', 'EachRowOnce', 'shard_loader', 'LaunchError', 'pickle_by_value', 'launch_payload',
-           'clean_exit', 'result_bytes', 'worker_main', 'launch_live_curves', 'check_call', 'launch']
+__all__ = ['CTRL_C_GRACE', 'dist_info', 'full_tensor', 'all_mean', 'reduce_evaluation', 'paired_batches', 'unwrap', 'wrap_model',
+           'full_state', 'load_sharded_state', 'EachRowOnce', 'shard_loader', 'LaunchError', 'pickle_by_value',
+           'launch_payload', 'clean_exit', 'result_bytes', 'worker_main', 'launch_live_curves', 'check_call', 'launch']
 
 # %% ../nbs/14_distributed.ipynb #6524d83c
 def dist_info() -> tuple[int, int]:
@@ -350,6 +350,17 @@ def worker_main():
             from trainbook.core import atomic_write
             data = result_bytes(result, notes)
             atomic_write(work / "result.pkl", lambda f: f.write(data))
+    except KeyboardInterrupt as e:
+        if getattr(e, "run", None) is None:  # no run ended by it (a Ctrl-C outside fit): a failure, traceback kept
+            (work / f"error-{rank}.txt").write_text(traceback.format_exc())
+            code = 1
+        else:  # fit ended its run on a Ctrl-C (launch passes one on), files written: rank 0 sends the run back
+            (work / f"ended-{rank}.txt").write_text("a Ctrl-C stopped its run")
+            if rank == 0:
+                from trainbook.core import atomic_write
+                data = result_bytes(e.run, notes)
+                atomic_write(work / "result.pkl", lambda f: f.write(data))
+            (work / f"interrupted-{rank}.txt").write_text(str(e))
     except SystemExit as e:
         if clean_exit(e): (work / f"ended-{rank}.txt").write_text(f"it called sys.exit({e.code!r})")
         else:
@@ -544,6 +555,37 @@ def check_call(fn: Callable,  # the function the workers will run
         raise TypeError(f"launch: {getattr(fn, '__name__', 'fn')}{inspect.signature(fn)} cannot be called with "
                         f"these arguments ({e}){near}; keywords launch does not take go to fn") from None
 
+CTRL_C_GRACE = 30  # seconds the workers get to end their runs after a Ctrl-C (a second Ctrl-C: at once)
+
+def _workers(proc: subprocess.Popen, tag: str) -> set[int]:
+    "The worker processes torchrun started for this launch (its own children; not what they started)."
+    found = set()
+    for pid in _tagged(tag):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            if int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1]) == proc.pid: found.add(pid)
+    return found
+
+def _interrupted_run(work: Path, pressed: bool) -> Optional[KeyboardInterrupt]:
+    """The KeyboardInterrupt a Ctrl-C makes of the launch (`pressed` in the caller, or one each rank's run
+    ended on), carrying rank 0's run as `.run` when it sent one back; None when there was no Ctrl-C."""
+    import cloudpickle
+    if not (pressed or (work / "interrupted-0.txt").exists()): return None
+    result = work / "result.pkl"
+    run = cloudpickle.loads(result.read_bytes()) if (work / "interrupted-0.txt").exists() and result.exists() else None
+    if run is None:
+        return KeyboardInterrupt("launch: a Ctrl-C stopped the workers before rank 0's run ended (no run came "
+                                 "back; a run folder keeps its last checkpoint)")
+    from trainbook.run import remember_run
+    remember_run(run)
+    folder = getattr(run, "run_dir", None)
+    where = (f"; its folder {str(folder)!r} holds last.pt: go on from it with fit(..., resume={str(folder)!r}) in "
+             "the launched function" if folder is not None and (Path(folder) / "last.pt").exists() else
+             "; it kept no last.pt (no checkpoint_dir)")
+    err = KeyboardInterrupt(f"launch: a Ctrl-C stopped the run on its ranks at step {run.step}, each rank's "
+                            f"step completed (rank 0's run is err.run and tb.last_run(){where})")
+    err.run = run
+    return err
+
 def launch(fn: Callable,  # the function each rank runs; defined in a notebook cell is fine (pickled by value)
            *args,  # positional arguments for `fn`
            nprocs: int = 2,  # processes per machine (one per GPU, or CPU processes with gloo)
@@ -592,14 +634,25 @@ def launch(fn: Callable,  # the function each rank runs; defined in a notebook c
         if store is not None:  # the workers use launch's store; torchrun's agent hosts none of its own
             env.update(TRAINBOOK_STORE=f"127.0.0.1:{port}", TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1")
         curves, state = launch_live_curves(live, history)
-        offset, deadline = 0, time.monotonic() + timeout
+        offset, deadline, pressed = 0, time.monotonic() + timeout, None
         with open(work / "launcher.log", "w") as log:
             proc = subprocess.Popen(_command(work, nprocs, nnodes, rdzv_endpoint, port, backend), env=env,
                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
             while proc.poll() is None:
-                with contextlib.suppress(subprocess.TimeoutExpired): proc.wait(timeout=0.5)
+                try:
+                    with contextlib.suppress(subprocess.TimeoutExpired): proc.wait(timeout=0.5)
+                except KeyboardInterrupt:
+                    if pressed is not None: raise  # a second Ctrl-C: the workers are killed now (finally)
+                    # the first is passed on: each rank's fit ends its run after its step, last.pt and run.json
+                    # written, as in one process (the workers run in sessions of their own: none got it)
+                    pressed = time.monotonic()
+                    _signal(_workers(proc, tag), signal.SIGINT)
                 offset = _read_stream(work / "history.jsonl", offset, history)
                 if curves is not None: curves.update(state)
+                if proc.poll() is None and pressed is not None and time.monotonic() > pressed + CTRL_C_GRACE:
+                    raise KeyboardInterrupt(f"launch: a Ctrl-C stopped the launch; the workers did not end their "
+                                            f"runs within {CTRL_C_GRACE}s of it and were killed (a run folder "
+                                            "keeps its last checkpoint)")
                 if proc.poll() is None and time.monotonic() > deadline:
                     raise TimeoutError(f"launch: the workers did not finish within timeout={timeout}s; "
                                        "they were stopped")
@@ -607,6 +660,8 @@ def launch(fn: Callable,  # the function each rank runs; defined in a notebook c
         if curves is not None: curves.update(state, force=True)
         said = json.loads((work / "warnings.json").read_text()) if (work / "warnings.json").exists() else []
         for line in said: warn(f"rank 0: {line}")  # rank 0's warnings reach the caller
+        stop = _interrupted_run(work, pressed is not None)  # a Ctrl-C: the script (the cell) stops, with the run
+        if stop is not None: raise stop from None
         if proc.returncode != 0: raise _failure(work, proc.returncode)
         result = work / "result.pkl"
         return cloudpickle.loads(result.read_bytes()) if result.exists() else None
