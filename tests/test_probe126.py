@@ -109,3 +109,33 @@ def test_a_second_ctrl_c_kills_at_once(tmp_path, private_tmp, monkeypatch):
     pids = [int(p.suffix[1:]) for p in tmp_path.glob("deaf.*")]
     assert pids and not [p for p in pids if alive(p)]
 
+
+# ---- Spark: a Ctrl-C (or any failure) while fit_xgboost trains gives the run folder's lock back
+
+
+def test_spark_fit_xgboost_interrupted_gives_its_folder_back(tmp_path, monkeypatch):
+    "In a notebook the kernel outlives the Ctrl-C: its lock kept the folder busy, the next run went to version_1."
+    pytest.importorskip("pyspark")
+    pytest.importorskip("xgboost")
+    import numpy as np, pandas as pd
+    from trainbook import spark_models
+    from trainbook.spark import spark_session
+    spark = spark_session(2)
+    try:
+        rng = np.random.default_rng(0)
+        df = pd.DataFrame(rng.normal(size=(200, 3)), columns=list("abc"))
+        df["y"] = (df.a + rng.normal(size=len(df)) > 0).astype(int)
+        sdf = spark.createDataFrame(df)
+        splits = tb.make_splits(sdf, target="y", seed=0)
+        real = spark_models._estimator
+        class Cancelled:  # the Spark job cancelled by a Ctrl-C while XGBoost trains
+            def fit(self, features): raise KeyboardInterrupt
+        monkeypatch.setattr(spark_models, "_estimator", lambda *a, **k: Cancelled())
+        with pytest.raises(KeyboardInterrupt):
+            tb.fit_xgboost(sdf, "y", splits, num_rounds=5, early_stopping=None, live=False, checkpoint_dir=tmp_path)
+        assert not (tmp_path / ".trainbook-run").exists()  # before: the living process's lock stayed
+        monkeypatch.setattr(spark_models, "_estimator", real)
+        run = tb.fit_xgboost(sdf, "y", splits, num_rounds=5, early_stopping=None, live=False, checkpoint_dir=tmp_path)
+        assert Path(run.run_dir).resolve() == tmp_path.resolve() and run.stopped == "completed"
+    finally:
+        spark.stop()

@@ -155,53 +155,56 @@ def fit_xgboost(sdf,  # a Spark DataFrame: feature columns and the target
     refuse_own_files(checkpoint_dir, XGBoostLibrary().files)  # your own model.json there: never written over
     folder = Checkpointer(checkpoint_dir)  # claimed before any work; an earlier run's files are kept
     folder.prepare(resumable=False)
-    run_dir = folder.run_dir
-    task = (splits.params.get("task") or spark_task(sdf, target)) if task == "auto" else task
-    marked = splits.assign(sdf)
-    classes = _spark_classes(marked.where("__part = 'train'"), target) if task != "regression" else None
-    if classes is not None and len(classes) < 2:
-        raise ValueError(f"target {target!r} has a single class in the training rows: nothing to learn")
-    prep, sampled, width = _fit_prep(marked, target, task, columns, sample_rows, seed, classes)
-    lib = XGBoostLibrary()
-    p = {**lib.default_params(task, len(classes or ()), seed), **(params or {})}
-    features, names = prepared_features(marked, prep, width)
-    workers = num_workers or sdf.sparkSession.sparkContext.defaultParallelism
-    quiet = logging.getLogger("XGBoost-PySpark")
-    if quiet.level == logging.NOTSET: quiet.setLevel(logging.WARNING)  # a level the user set is kept
-    t0 = time.perf_counter()
-    model = _estimator(task, p, names, workers, num_rounds, early_stopping).fit(features)
-    seconds = time.perf_counter() - t0
-    booster = model.get_booster()
-    booster.feature_names = None  # trained on f0..fk columns; BoostedModel feeds unnamed arrays
-    config = TrainConfig(epochs=num_rounds, patience=early_stopping, seed=seed)
-    # the session's observers (a tracker from tb.track()) see the rounds as a boosting run's
-    # what a store records of it (`tracking.params_of`): the boosting settings, no torch field (lr, batch_size)
-    settings = {"epochs": num_rounds, "patience": early_stopping, "seed": seed, "task": task, "engine": "spark",
-                "num_workers": workers}
-    observers = [*session_observers(track, {"kind": "xgboost", "settings": settings}), *callbacks]
-    recorder = RoundRecorder(lib.metric_names(p)[0], live, observers, config, folder=folder)
-    recorder.start()
-    summary = model.training_summary
-    train_log, valid_log = summary.train_objective_history, summary.validation_objective_history
-    rounds = len(next(iter(valid_log.values())))
-    for r in range(rounds):
-        recorder.log(r, {k: v[r] for k, v in train_log.items()}, {k: v[r] for k, v in valid_log.items()})
-    kept = int(booster.attr("best_iteration")) if booster.attr("best_iteration") else rounds - 1
-    boosted = BoostedModel(booster, prep, kept, "xgboost")  # the rounds it predicts with
-    findings = diagnose(recorder.history) + folder.findings
-    if run_dir is not None: boosted.save(run_dir)
-    valid_loss = recorder.history.series("loss", "valid")
-    # run.best: the lowest valid loss (early stopping's round; without it, as the pandas path, the history's best)
-    best = kept if early_stopping else best_round(recorder.history)
-    best = kept if best is None else best
-    run = Run(records=recorder.history, config=config,
-              stopped="early_stopping" if early_stopping and rounds < num_rounds else "completed",
-              findings=findings, model=boosted, run_dir=run_dir, environment=environment(), step=rounds,
-              epoch=rounds - 1, best=float(valid_loss.iloc[best]) if len(valid_loss) > best else None,
-              best_epoch=best, kind="xgboost",
-              extra={"params": p, "best_iteration": kept, "best_step": best + 1, "seconds": seconds,
-                     "task": task, "classes": classes, "engine": "spark", "num_workers": workers,
-                     "prep_sample_rows": sampled, "split_fingerprint": splits.fingerprint, "settings": settings})
+    # a failure or a Ctrl-C from here on (a Spark job cancelled mid-training) gives the folder's lock back: in a
+    # notebook the kernel lives on, and its lock would keep the folder busy (the next run put in version_1)
+    with folder.released_on_error():
+        run_dir = folder.run_dir
+        task = (splits.params.get("task") or spark_task(sdf, target)) if task == "auto" else task
+        marked = splits.assign(sdf)
+        classes = _spark_classes(marked.where("__part = 'train'"), target) if task != "regression" else None
+        if classes is not None and len(classes) < 2:
+            raise ValueError(f"target {target!r} has a single class in the training rows: nothing to learn")
+        prep, sampled, width = _fit_prep(marked, target, task, columns, sample_rows, seed, classes)
+        lib = XGBoostLibrary()
+        p = {**lib.default_params(task, len(classes or ()), seed), **(params or {})}
+        features, names = prepared_features(marked, prep, width)
+        workers = num_workers or sdf.sparkSession.sparkContext.defaultParallelism
+        quiet = logging.getLogger("XGBoost-PySpark")
+        if quiet.level == logging.NOTSET: quiet.setLevel(logging.WARNING)  # a level the user set is kept
+        t0 = time.perf_counter()
+        model = _estimator(task, p, names, workers, num_rounds, early_stopping).fit(features)
+        seconds = time.perf_counter() - t0
+        booster = model.get_booster()
+        booster.feature_names = None  # trained on f0..fk columns; BoostedModel feeds unnamed arrays
+        config = TrainConfig(epochs=num_rounds, patience=early_stopping, seed=seed)
+        # the session's observers (a tracker from tb.track()) see the rounds as a boosting run's
+        # what a store records of it (`tracking.params_of`): the boosting settings, no torch field (lr, batch_size)
+        settings = {"epochs": num_rounds, "patience": early_stopping, "seed": seed, "task": task, "engine": "spark",
+                    "num_workers": workers}
+        observers = [*session_observers(track, {"kind": "xgboost", "settings": settings}), *callbacks]
+        recorder = RoundRecorder(lib.metric_names(p)[0], live, observers, config, folder=folder)
+        recorder.start()
+        summary = model.training_summary
+        train_log, valid_log = summary.train_objective_history, summary.validation_objective_history
+        rounds = len(next(iter(valid_log.values())))
+        for r in range(rounds):
+            recorder.log(r, {k: v[r] for k, v in train_log.items()}, {k: v[r] for k, v in valid_log.items()})
+        kept = int(booster.attr("best_iteration")) if booster.attr("best_iteration") else rounds - 1
+        boosted = BoostedModel(booster, prep, kept, "xgboost")  # the rounds it predicts with
+        findings = diagnose(recorder.history) + folder.findings
+        if run_dir is not None: boosted.save(run_dir)
+        valid_loss = recorder.history.series("loss", "valid")
+        # run.best: the lowest valid loss (early stopping's round; without it, as the pandas path, the history's best)
+        best = kept if early_stopping else best_round(recorder.history)
+        best = kept if best is None else best
+        run = Run(records=recorder.history, config=config,
+                  stopped="early_stopping" if early_stopping and rounds < num_rounds else "completed",
+                  findings=findings, model=boosted, run_dir=run_dir, environment=environment(), step=rounds,
+                  epoch=rounds - 1, best=float(valid_loss.iloc[best]) if len(valid_loss) > best else None,
+                  best_epoch=best, kind="xgboost",
+                  extra={"params": p, "best_iteration": kept, "best_step": best + 1, "seconds": seconds,
+                         "task": task, "classes": classes, "engine": "spark", "num_workers": workers,
+                         "prep_sample_rows": sampled, "split_fingerprint": splits.fingerprint, "settings": settings})
     remember_run(run)
     recorder.finish(run)  # [after_fit] with the run (the tracker records it), run.json, the lock released
     announce("run", run)
