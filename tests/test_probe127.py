@@ -76,3 +76,44 @@ def test_a_ctrl_c_ending_a_boosting_run_names_its_model_not_a_missing_last_pt(li
     assert f"tb.BoostedModel.load({str(folder)!r})" in said and "no resume=" in said and "round 3" in said
     model = tb.BoostedModel.load(folder)  # what the message points at loads, and predicts
     assert model.predict_proba(df.drop(columns="target").head()).shape == (5, 2)
+
+
+def test_a_ctrl_c_in_a_recorders_with_block_names_the_run_and_its_resume(tmp_path):
+    """A script's Ctrl-C inside a hand loop recorded with tb.Recorder stopped it with a bare 'KeyboardInterrupt': no
+    word of the run it ended, its folder or the resume= that goes on (fit's says them). It now says what fit's does,
+    the run as err.run, and the resume it names continues the run."""
+    from trainbook.guard import forget_interrupt
+    dl_train, dl_valid = loaders()
+    xv, yv = [torch.cat(t) for t in zip(*dl_valid)]
+
+    def train(folder, resume=None, press_after=None):
+        model = mlp()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        cfg = tb.TrainConfig(epochs=3, checkpoint_dir=folder)
+        with tb.Recorder(cfg, parts={"model": model, "optimizer": opt, "loader": dl_train}, live=False,
+                         resume=resume) as rec:
+            for epoch in range(rec.state.epoch, cfg.epochs):
+                dl_train.set_epoch(epoch)
+                for xb, yb in dl_train:
+                    loss = nn.functional.cross_entropy(model(xb), yb)
+                    loss.backward()
+                    opt.step()
+                    opt.zero_grad(set_to_none=True)
+                    rec.step(loss.detach())
+                    if rec.state.step == press_after: os.kill(os.getpid(), signal.SIGINT)  # mid-epoch
+                with torch.no_grad(): rec.validate(nn.functional.cross_entropy(model(xv), yv))
+                rec.save()
+        rec.finish()
+        return model
+
+    whole = train(tmp_path / "whole")
+    folder = tmp_path / "cut"
+    with pytest.raises(KeyboardInterrupt, match=r"a Ctrl-C stopped the run: the script stops here \(that run is "
+                       r"tb\.last_run\(\), stopped at step 7; its folder .* holds last\.pt: go on from it with "
+                       r"resume=") as caught:
+        train(folder, press_after=7)  # (5 steps an epoch: last.pt is epoch 0's end)
+    assert caught.value.run.stopped == "interrupted" and caught.value.run.step == 7
+    assert caught.value.run is tb.last_run()
+    forget_interrupt()
+    resumed = train(folder, resume=str(folder))
+    assert all(torch.equal(a, b) for a, b in zip(resumed.state_dict().values(), whole.state_dict().values()))

@@ -551,7 +551,9 @@ class Recorder:
             err.run = self.finish("interrupted")
             note_interrupt()  # the rest of the cell (of a script: the script) does not train on
             # Ctrl-C ends the run as interrupted, like fit; in a notebook the cell goes on (its next run stops at
-            # the door), a plain script stops here, as on any Ctrl-C: no evaluate or save of a half-trained model
+            # the door), a plain script stops here, as on any Ctrl-C: no evaluate or save of a half-trained model,
+            # with fit's words on the run (its folder, the resume= that goes on) rather than a bare KeyboardInterrupt
+            stop_script(err.run)
             return not plain_script()
         else: err.run = self.finish("failed", err)
         return False
