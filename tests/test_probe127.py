@@ -117,3 +117,21 @@ def test_a_ctrl_c_in_a_recorders_with_block_names_the_run_and_its_resume(tmp_pat
     forget_interrupt()
     resumed = train(folder, resume=str(folder))
     assert all(torch.equal(a, b) for a, b in zip(resumed.state_dict().values(), whole.state_dict().values()))
+
+
+def test_in_a_notebook_the_cells_next_fit_after_a_search_a_ctrl_c_stopped_outside_fit_stops_at_its_door(
+        tmp_path, kernel):
+    """A cell that searches and then fits the best config: a Ctrl-C in trial 1's objective, outside its fit, returned
+    the search and the cell went on to train the final model (one inside the fit stopped the cell there). The cell's
+    next fit now stops at its door, as after any interrupted run; the next cell trains."""
+    executing(kernel, "cell 1", datetime.now(timezone.utc))
+    space = lambda trial: {"lr": [0.01, 0.02, 0.03][trial.number]}
+    res = tb.search(sigint_objective(1), space, 3, storage=str(tmp_path / "s.db"), live=False)
+    assert res.stopped == "interrupted"
+    dl_train, dl_valid = loaders()
+    with pytest.raises(KeyboardInterrupt, match="not started: a Ctrl-C stopped a run earlier in this cell"):
+        tb.fit(mlp(), dl_train, dl_valid, loss_fn=nn.CrossEntropyLoss(), live=False,
+               config=tb.TrainConfig(epochs=1, **res.best_config))
+    executing(kernel, "cell 2", datetime.now(timezone.utc))
+    assert tb.fit(mlp(), dl_train, dl_valid, loss_fn=nn.CrossEntropyLoss(), live=False,
+                  config=tb.TrainConfig(epochs=1)).stopped == "completed"

@@ -240,8 +240,10 @@ def search_ctrl_c(pressed: KeyboardInterrupt,  # the Ctrl-C the search caught (a
     (`guard.stop_script`), once the trial in flight is FAIL and the study kept: the script stops rather than go on
     after a partial search, whether the Ctrl-C ended a trial's run or came outside one (the objective building its
     model, Optuna between trials). `.result` is the search's result, `.run` the interrupted run (None outside one).
-    None in a notebook, where the search returns its result, stopped 'interrupted'."""
-    from trainbook.guard import plain_script  # (the training layer's rule: imported when a Ctrl-C came)
+    None in a notebook, where the search returns its result, stopped 'interrupted'. Either way the Ctrl-C is noted
+    as a fit notes its own (`guard.note_interrupt`): the cell's (the script's) next run stops at its door."""
+    from trainbook.guard import note_interrupt, plain_script  # (the training layer's rule: imported when needed)
+    note_interrupt()  # a cell that fits the best config after the search does not train on a partial search
     run = getattr(pressed, "run", None)  # a trial's fit raises with `.run` in a plain script only
     if run is None and not plain_script(): return None
     study, where = result.study, storage_text(storage)
