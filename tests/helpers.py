@@ -50,6 +50,9 @@ def interrupted(call, *args, stopped="interrupted", **kwargs):
     the KeyboardInterrupt goes on out of it, carrying the finished run as `.run` (guard.stop_script, its files
     written). Fails unless it does, and unless that run stopped `stopped`; returns the run."""
     import pytest
+    from trainbook.guard import plain_script
+    assert plain_script(), ("an IPython shell is registered in this worker (a test left one: clear it with "
+                            "InteractiveShell.clear_instance()), so this is no plain script and fit returns")
     with pytest.raises(KeyboardInterrupt) as caught:
         call(*args, **kwargs)
     run = getattr(caught.value, "run", None)

@@ -259,9 +259,11 @@ def test_figures_display_their_static_bundle_in_ipython(monkeypatch):
     from trainbook import live
     monkeypatch.setitem(live._PLOTLYJS, "sent", True)
     InteractiveShell.instance()
-    fig = _fit([], epochs=1).plot()
-    with capture_output() as out:
-        display(fig)
+    try:
+        fig = _fit([], epochs=1).plot()
+        with capture_output() as out:
+            display(fig)
+    finally: InteractiveShell.clear_instance()  # (left behind, this worker's later tests would be no plain script)
     assert len(out.outputs) == 1
     data = out.outputs[0].data
     assert {"application/vnd.plotly.v1+json", "text/html", "text/plain"} <= set(data)

@@ -138,13 +138,16 @@ def test_the_panels_status_says_how_a_run_ended_in_words(stopped, words):
 
 @pytest.fixture(scope="module")
 def shell():
-    from IPython.testing.globalipapp import start_ipython
-    ip = start_ipython()
+    "A real InteractiveShell, cleared after the module: a shell left behind would make this worker's later tests no"
+    " plain script (trainbook.guard reads get_ipython), and another kind of shell refuses to start beside it."
+    from IPython.core.interactiveshell import InteractiveShell
+    ip = InteractiveShell.instance()
     ip.run_line_magic("load_ext", "trainbook")
     X = torch.randn(64, 4)
     dl = tb.TensorLoader(X, (X[:, 0] > 0).long(), batch_size=32)
     ip.user_ns.update(model=nn.Linear(4, 2), dl=dl)
-    return ip
+    yield ip
+    InteractiveShell.clear_instance()
 
 
 def usage_error(shell, line):

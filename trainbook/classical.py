@@ -191,7 +191,10 @@ def _baseline_rows(df, target, splits, task, pairs, seed, pos_label) -> tuple[di
     rows = {}
     for name, what in pairs:
         if what in BOOSTING_LIBRARIES:
-            run = BOOSTING_FITS[what](df, target, splits, live=False, task=task, seed=seed, pos_label=pos_label)
+            try: run = BOOSTING_FITS[what](df, target, splits, live=False, task=task, seed=seed, pos_label=pos_label)
+            except KeyboardInterrupt as err:  # a plain script: the run's own Ctrl-C goes on, the run with it
+                run = getattr(err, "run", None)
+                if run is None: raise
             if run.stopped == "interrupted":  # Ctrl-C ended its training: stop here, score no partial model
                 err = KeyboardInterrupt(f"baseline stopped: Ctrl-C while {name!r} trained (round {run.step});"
                                         " err.run is its partial run")
