@@ -4,7 +4,7 @@
 
 # %% ../nbs/03a_batch.ipynb #0ae7bb77
 from __future__ import annotations
-import contextlib, copy, functools, inspect, itertools, math, re, signal, threading, weakref
+import contextlib, copy, functools, inspect, itertools, math, os, re, signal, threading, weakref
 from typing import Callable, Optional, Union
 
 import torch
@@ -738,7 +738,14 @@ class DeferredCtrlC:
 # %% ../nbs/03a_batch.ipynb #b136d074
 class HeldCtrlC:
     "For a run: a Ctrl-C between `hold()` and `release()` waits for `release()`; elsewhere it interrupts at once."
-    def __init__(self): self.held, self.pending, self.previous = 0, 0, None  # presses to hold; presses held
+    def __init__(self):
+        self.held, self.pending, self.previous = 0, 0, None  # presses to hold; presses held
+        self.terminated = False  # a SIGTERM came (taken as a Ctrl-C): the process ends as terminated at `uninstall`
+
+    def _on_term(self, signum, frame):
+        "SIGTERM (`kill`, a job scheduler's stop) as a Ctrl-C: the run ends and writes its files, then the process."
+        self.terminated = True
+        self._handler(signum, frame)
 
     def _handler(self, signum, frame):
         if self.pending < self.held:  # inside a held section: at its end
@@ -747,22 +754,30 @@ class HeldCtrlC:
         self.pending = 0  # this press interrupts now: none waits any more
         previous = self.previous
         if callable(previous): previous(signum, frame)  # the usual handler (raises KeyboardInterrupt)
-        elif previous != signal.SIG_IGN: raise KeyboardInterrupt
+        elif previous != signal.SIG_IGN or signum == signal.SIGTERM: raise KeyboardInterrupt
 
-    def install(self) -> "HeldCtrlC":
+    def install(self,
+                term: bool = False,  # take SIGTERM too, where nothing else handles it (a plain script's one run)
+               ) -> "HeldCtrlC":
         "Take SIGINT for the run (in the main thread; elsewhere no signal arrives and this changes nothing)."
-        if self.previous is None and threading.current_thread() is threading.main_thread() and not _ignored():
+        main = threading.current_thread() is threading.main_thread()
+        if self.previous is None and main and not _ignored():
             previous = signal.getsignal(signal.SIGINT)  # None: a handler not set from Python
             self.previous = previous if previous is not None else signal.default_int_handler
             signal.signal(signal.SIGINT, self._handler)
+        if term and main and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, self._on_term)  # (a handler of someone else's is left alone)
         return self
 
     def uninstall(self) -> None:
-        "Give SIGINT back to the handler it had before `install`."
+        "Give SIGINT (and SIGTERM) back to the handler it had before `install`; after a SIGTERM, end the process."
         self.held = self.pending = 0
         if self.previous is not None and signal.getsignal(signal.SIGINT) == self._handler:
             signal.signal(signal.SIGINT, self.previous)
         self.previous = None
+        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == self._on_term:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            if self.terminated: os.kill(os.getpid(), signal.SIGTERM)  # the run's files written: end as terminated
 
     def hold(self,
              presses: int = 1,  # presses held till `release()`; the next one interrupts at once

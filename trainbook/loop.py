@@ -21,8 +21,8 @@ from .core import (History, TrainConfig, environment, loader_generators, loader_
 from .triage import Evaluation, LossStats, NanGuard
 from .distributed import all_mean, dist_info, paired_batches, reduce_evaluation, shard_loader, wrap_model
 from .events import Callback, Callbacks, Event, LoopState
-from .guard import (check_fit_inputs, check_loss_fn, check_monitor, note_interrupt, refuse_after_interrupt,
-                             require_batches, run_notes, run_steps, eval_submodules, interrupted_in_set_up)
+from .guard import (check_fit_inputs, check_loss_fn, check_monitor, eval_submodules, interrupted_in_set_up,
+                             note_interrupt, plain_script, refuse_after_interrupt, require_batches, run_notes, run_steps)
 from .metrics import cpu_label_weight, epoch_label_terms, label_mean_terms, resolve_metrics, try_validation
 from .metrics import scored_weight, weighed_losses
 from .optim import (gradient_norms, make_scheduler, param_groups,
@@ -354,8 +354,7 @@ def _validate(s: Setup, state: LoopState) -> bool:
 
 def _save_last(s: Setup, state: LoopState, pos: Optional[Position] = None, name: str = "last.pt",
                **entries) -> None:
-    """last.pt (or best.pt) at `pos` (default: here, right after the last completed step); `entries` replace
-    parts' states. A resume from either continues from `pos`."""
+    "last.pt (or best.pt) to resume from `pos` (default: after the last completed step); `entries`: parts' states."
     if not s.checkpointer.enabled: return
     pos = pos or state.position.resume_from(generators=s.generators)
     s.checkpointer.save(name, step=state.step, skipped_steps=state.skipped_steps, **pos.state_dict(),
@@ -504,7 +503,8 @@ def fit(model: nn.Module,  # trained in place: a second fit goes on from its wei
         cbs, opt, scaler, feed = s.callbacks, s.optimizer, s.scaler, s.feed
         stopped, window = interrupted_in_set_up(ctrl_c.pressed) or finished, None
         try:
-            s.ctrl_c.install()  # from here a Ctrl-C inside an optimizer step (8-12) waits for the step's count
+            # from here a Ctrl-C inside an optimizer step (8-12) waits for the step's count (in a script: SIGTERM too)
+            s.ctrl_c.install(term=s.world == 1 and plain_script())
             cbs(Event.before_fit, state)
             for epoch in range(state.position.epoch, cfg.epochs) if not stopped else ():
                 # position the loader: this epoch's order; on resume, the same order minus the batches used
