@@ -56,13 +56,23 @@ def test_a_scripts_own_sigterm_handler_is_left_alone(tmp_path):
     assert json.loads((tmp_path / "own" / "run.json").read_text())["stopped"] == "failed"  # SystemExit: a failure
 
 
-def test_held_ctrl_c_takes_sigterm_only_when_asked_and_gives_it_back():
+def test_held_ctrl_c_takes_sigterm_only_when_asked_and_where_nothing_else_handles_it():
+    "Asked (a plain script's lone process) and SIGTERM at its default: taken and given back; another's handler (Ray's"
+    " driver sets one at ray.init) or not asked (a notebook, several processes): left alone."
     from trainbook.batch import HeldCtrlC
-    before = signal.getsignal(signal.SIGTERM)
-    held = HeldCtrlC().install()
-    try: assert signal.getsignal(signal.SIGTERM) is before  # a notebook's run, several processes: untouched
-    finally: held.uninstall()
-    held = HeldCtrlC().install(term=True)
-    try: assert signal.getsignal(signal.SIGTERM) == held._on_term
-    finally: held.uninstall()
-    assert signal.getsignal(signal.SIGTERM) is before and not held.terminated
+    theirs = lambda signum, frame: None
+    before = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        held = HeldCtrlC().install()
+        try: assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # not asked: untouched
+        finally: held.uninstall()
+        held = HeldCtrlC().install(term=True)
+        try: assert signal.getsignal(signal.SIGTERM) == held._on_term
+        finally: held.uninstall()
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL and not held.terminated  # given back
+        signal.signal(signal.SIGTERM, theirs)
+        held = HeldCtrlC().install(term=True)
+        try: assert signal.getsignal(signal.SIGTERM) is theirs  # someone else's: left alone
+        finally: held.uninstall()
+        assert signal.getsignal(signal.SIGTERM) is theirs
+    finally: signal.signal(signal.SIGTERM, before)
