@@ -4,7 +4,7 @@
 
 # %% ../nbs/06a_guard.ipynb #fbcc8e7a
 from __future__ import annotations
-import collections.abc, inspect, math, sys, threading, weakref
+import collections.abc, inspect, math, sys, threading
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
@@ -12,7 +12,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from .batch import nothing_to_train, rows_in
+from .batch import loss_keyword, nothing_to_train, rows_in
 from .checkpoint import probe_writable
 from .core import Finding, TrainConfig, did_you_mean, loader_length, warn
 from .metrics import resolve_metrics
@@ -53,17 +53,8 @@ def _sums_rows(loss_fn: Callable) -> bool:
     """Whether `loss_fn` sums its rows' losses: reduction='sum' on a loss module (or its bound `forward`), bound by
     a partial or by default. A loss that sums inside its own code (a lambda) cannot be seen."""
     owner = getattr(loss_fn, "__self__", loss_fn)  # nn.CrossEntropyLoss(reduction="sum").forward: the module's
-    if str(getattr(owner, "reduction", "")).lower() == "sum": return True  # nn.CrossEntropyLoss(reduction="sum")
-    try: return _SUMS_BY_SIGNATURE[loss_fn]  # each evaluation checks its loss: the signature is read once
-    except (KeyError, TypeError): pass  # (TypeError: unhashable, or no weak reference to it)
-    try: param = inspect.signature(loss_fn).parameters.get("reduction")  # a partial's bound keyword is its default
-    except (TypeError, ValueError): return False  # a builtin without a signature
-    sums = param is not None and isinstance(param.default, str) and param.default.lower() == "sum"
-    try: _SUMS_BY_SIGNATURE[loss_fn] = sums
-    except TypeError: pass
-    return sums
-
-_SUMS_BY_SIGNATURE = weakref.WeakKeyDictionary()  # loss -> whether its signature's default reduction is 'sum'
+    # its attribute, a partial's keyword, a function's default (read once per function: `loss_keyword`)
+    return str(loss_keyword(owner, "reduction") or "").lower() == "sum"
 
 def check_valid_order(dl_valid,  # the validation batches
                      ) -> None:

@@ -91,7 +91,7 @@ def _known_labels(dl) -> Optional[list]:
 def epoch_label_terms(loss_fn,  # the run's loss
                       dl_train,  # its training loader
                      ) -> Optional[tuple]:
-    """`class_loss_terms` where the epoch train loss must weigh its steps by their labels (class weights, or labels
+    """`label_mean_terms` where the epoch train loss must weigh its steps by their labels (class weights, or labels
     that may sit at ignore_index); None where every step's weight is its rows: no class weights and every label
     known before training (`_known_labels`) and none at ignore_index, so no step counts its labels."""
     terms = label_mean_terms(loss_fn)
@@ -130,10 +130,7 @@ def nothing_scored(yb,  # a batch's targets
                   ) -> bool:
     """Whether integer labels `yb` are all at the loss's ignore_index (-100 unless it has its own): a batch with
     nothing to score, whose mean loss is 0/0 = NaN (a padding-only or prompt-only batch)."""
-    if not isinstance(yb, torch.Tensor) or yb.is_floating_point() or yb.dtype == torch.bool or not yb.numel():
-        return False
-    ignore = ignore_index_of(loss_fn)
-    return not bool((yb != (IGNORE_INDEX if ignore is None else ignore)).any())
+    return scored_weight(yb, 1, label_mean_terms(loss_fn)) == 0
 
 def _scored(pred: torch.Tensor, yb: torch.Tensor, ignore_index: Optional[int]) -> torch.Tensor:
     "A boolean mask of the target positions to score: those not labelled `ignore_index`."
