@@ -4,16 +4,17 @@
 
 # %% ../nbs/17_tuning.ipynb #0fe18f41
 from __future__ import annotations
-import hashlib, html, inspect, logging, math, numbers, os, re, socket, time, warnings, weakref
+import html, inspect, logging, math, numbers, os, re, socket, time, weakref
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Optional, Union
 
 from torch import nn
 
-from .core import TrainConfig, did_you_mean, warn
+from .core import TrainConfig, warn
 from .events import Callback, add_session_observer, remove_session_observer
 from .loop import fit
 from .run import Run, monitored_record
+from .space import attr_value, check_joined_space, check_space, choice_labels, config_values, suggest
 from .study import (DIRECTION_REFUSED, SQLITE_LOCK_WAIT, add_note, check_storage, is_locked, locked_error,
                              make_pruner, make_sampler, make_storage, new_study_name, prepare_study, storage_text,
                              fail_stale_trials, ctrl_c_in, search_ctrl_c)
@@ -21,138 +22,9 @@ from .tracking import run_params
 from .widgets import StudyPanel, config_text
 
 # %% auto #0
-__all__ = ['KINDS', 'CONFIG_FIELDS', 'TRIAL_OBSERVER', 'check_space', 'suggest', 'choice_labels', 'look_alike', 'MonitorReport',
-           'Pruning', 'TrialConfig', 'fit_objective', 'SearchResult', 'check_search', 'WrongDirection', 'TrialFailed',
-           'KnownFailures', 'TrialDiverged', 'run_attrs', 'fail_reason', 'trial_value', 'search', 'conclude_search',
-           'fail_running', 'best_completed', 'config_values', 'attr_value']
-
-# %% ../nbs/17_tuning.ipynb #7e31bccb
-KINDS = ("log", "int", "int_log", "float")
-
-def check_space(space: Union[dict, Callable],  # dict of ranges/choices/constants, or a function trial -> dict
-                takes: Optional[set] = None,  # the names the objective takes (`fit_objective`'s); None = any
-                config: Optional[TrainConfig] = None,  # the config its TrainConfig keys change; None: unchecked
-                ) -> None:
-    "Fail with a message naming the key when a plain-dict search space has a malformed entry (or one not taken)."
-    if callable(space): return
-    if not isinstance(space, dict) or not space:
-        raise TypeError(f"space must be a non-empty dict or a function trial -> dict, got {space!r}")
-    for name, spec in space.items():
-        where = f"space[{name!r}]"
-        if takes is not None and name not in takes:  # a typo ('lrr') would fail in every trial's model_factory
-            raise ValueError(f"{where}: neither a TrainConfig field nor a parameter of model_factory"
-                             f"{did_you_mean(name, sorted(takes))}")
-        if isinstance(spec, list) and not spec: raise ValueError(f"{where}: an empty list of choices")
-        if isinstance(spec, (range, set, frozenset)): raise ValueError(_meant_choices(where, spec))
-        if isinstance(spec, tuple): _check_range(where, spec)
-        if isinstance(spec, list) and look_alike(spec):  # a continued study maps them by their place alone
-            warn(f"{where}: some choices look alike (the same repr, or functions of the same code): a study "
-                 "tells them apart by their place in the list only, so a continued study must keep its order; "
-                 "give them distinct reprs (or names) to be safe")
-        # a value TrainConfig refuses ('0.01', epochs from a float range) would fail in every trial, after the
-        # search started: TrainConfig itself says now which values a field takes
-        if config is not None and name in {f.name for f in fields(TrainConfig)}:
-            _check_field(where, config, name, spec)
-
-def _meant_choices(where: str, spec) -> str:
-    "The error for a range() or a set in a dict space: a constant by the table, but surely meant as choices."
-    values = list(spec)
-    try: values = sorted(values)
-    except TypeError: pass  # a set of unlike things: its own order
-    shown = repr(values) if len(values) <= 8 else repr(values[:8])[:-1] + ", ...]"
-    steps = isinstance(spec, range) and spec.step == 1 and len(spec) > 1
-    ints = f", or for an integer range ('int', {spec.start}, {spec.stop - 1})" if steps else ""
-    return (f"{where}: a {type(spec).__name__} would reach every trial as one constant; for choices give a "
-            f"list, {shown}{ints}")
-
-def _check_range(where: str, spec: tuple):
-    "A range `(low, high)` or `(kind, low, high)` Optuna can sample, or a ValueError naming `where`."
-    kind, bounds = (spec[0], spec[1:]) if spec and spec[0] in KINDS else (None, spec)
-    numbers = all(isinstance(b, (int, float)) and not isinstance(b, bool) for b in bounds)
-    if len(bounds) != 2 or not numbers:
-        raise ValueError(f"{where}: expected (low, high) or (kind, low, high) with kind in {KINDS}, "
-                         f"got {spec!r}; use a list for choices")
-    low, high = bounds
-    if not low < high: raise ValueError(f"{where}: low must be below high, got {spec!r}")
-    # Optuna truncates ('int', 4.5, 8.5) to 4..8: 4 is below the range given
-    if kind in ("int", "int_log") and not all(math.isfinite(b) and float(b).is_integer() for b in bounds):
-        raise ValueError(f"{where}: an integer range needs whole-number bounds, got {spec!r}; round them inward")
-    if kind in ("log", "int_log") and low <= 0:
-        raise ValueError(f"{where}: a log scale needs low > 0, got {spec!r}")
-
-def _range(spec: tuple) -> tuple:
-    "(kind, low, high) of a range: a pair of ints is an 'int' range, any other pair a 'float' one."
-    kind, (low, high) = (spec[0], spec[1:]) if spec[0] in KINDS else (None, spec)
-    if kind is None: kind = "int" if isinstance(low, int) and isinstance(high, int) else "float"
-    return kind, low, high
-
-def _check_field(where: str, config: TrainConfig, name: str, spec):
-    "Each value `spec` gives (each choice, a range's ends as sampled) must be one that TrainConfig takes."
-    if isinstance(spec, list): values = spec
-    elif isinstance(spec, tuple):
-        kind, low, high = _range(spec)
-        values = [int(low), int(high)] if kind in ("int", "int_log") else [float(low), float(high)]
-    else: values = [spec]
-    for value in values:
-        try: config.replace(**{name: value})
-        except (TypeError, ValueError) as e:
-            ints = isinstance(value, float) and "integer" in str(e)
-            hint = "; give an int range such as (1, 3) or ('int', 1, 3)" if ints else ""
-            raise ValueError(f"{where}: {spec!r} gives {name}={value!r}, which TrainConfig refuses: "
-                             f"{e}{hint}") from None
-
-def suggest(trial,  # an Optuna trial
-            space: Union[dict, Callable],  # the search space (see the table above)
-            ) -> dict:
-    "One config sampled by `trial` from `space`."
-    if callable(space):
-        values = space(trial)
-        if not isinstance(values, dict):
-            raise TypeError(f"space(trial) must return a dict, got {type(values).__name__}")
-        return values
-    return {name: _suggest_one(trial, name, spec) for name, spec in space.items()}
-
-def _suggest_one(trial, name: str, spec):
-    if isinstance(spec, list):
-        labels = choice_labels(spec)
-        if labels is None: return trial.suggest_categorical(name, spec)
-        # Optuna samples and stores the label; the objective gets the space's own object
-        return spec[labels.index(trial.suggest_categorical(name, labels))]
-    if not isinstance(spec, tuple): return spec
-    kind, low, high = _range(spec)
-    if kind in ("int", "int_log"): return trial.suggest_int(name, int(low), int(high), log=kind == "int_log")
-    return trial.suggest_float(name, float(low), float(high), log=kind == "log")
-
-def choice_labels(choices: list,  # a dict space's list of choices
-                 ) -> Optional[list]:
-    """The strings Optuna samples and stores in place of `choices` when it cannot keep them as they are (a tuple,
-    a class, a function, a numpy int; True beside 1), one a choice; None when it can (strings, numbers, bools, None)."""
-    plain = [c for c in choices if c is None or isinstance(c, (str, int, float, bool))]
-    # Optuna finds a sampled value again by ==: among [True, 1], a sampled 1 would come back as True
-    alike = any(a == b and type(a) is not type(b) for i, a in enumerate(plain) for b in plain[i + 1:])
-    if len(plain) == len(choices) and not alike: return None
-    labels = [_label(c) for c in choices]
-    if len(set(labels)) < len(labels):  # functions of one name (two lambdas): told apart by what they do
-        labels = [_label(c, body=True) for c in choices]
-    if len(set(labels)) < len(labels): labels = [f"{i}: {label}" for i, label in enumerate(labels)]
-    return labels
-
-def look_alike(choices: list,  # a dict space's list of choices
-              ) -> bool:
-    "Whether `choices` hold two that only their place in the list tells apart (`choice_labels` numbers them)."
-    labels = choice_labels(choices)
-    return labels is not None and any(re.match(r"\d+: ", label) for label in labels)
-
-def _label(choice, body: bool = False) -> str:
-    """A choice's label, the same in every process (a continued study): its repr, or its name (a class, a
-    function); `body`: a function's name with a digest of its code, so two lambdas keep their labels in any order."""
-    code = getattr(choice, "__code__", None)
-    if body and code is not None:
-        what = repr((code.co_code, code.co_consts, code.co_names, code.co_freevars)).encode()
-        return f"{choice.__name__} #{hashlib.sha1(what).hexdigest()[:8]}"
-    if callable(choice) and isinstance(getattr(choice, "__name__", None), str): return choice.__name__
-    text = repr(choice)
-    return type(choice).__name__ if " at 0x" in text else text  # an address differs in every process
+__all__ = ['CONFIG_FIELDS', 'TRIAL_OBSERVER', 'MonitorReport', 'Pruning', 'TrialConfig', 'fit_objective', 'SearchResult',
+           'check_search', 'WrongDirection', 'TrialFailed', 'KnownFailures', 'TrialDiverged', 'run_attrs',
+           'fail_reason', 'trial_value', 'search', 'conclude_search', 'fail_running', 'best_completed']
 
 # %% ../nbs/17_tuning.ipynb #e1ec3a16
 class MonitorReport(Callback):
@@ -511,8 +383,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
         raise locked_error(storage, SQLITE_LOCK_WAIT, time.monotonic() - began) from err
     finally: optuna.logging.set_verbosity(verbosity)
     fail_stale_trials(study)  # trials of killed workers: FAIL, before the sampler reads the study
-    _check_joined_ranges(study, space, where)  # Optuna would fail trial after trial, naming no parameter
-    _warn_other_space(study, space, where)
+    check_joined_space(study, space, where)  # Optuna would fail trial after trial, naming no parameter
     metric = base.monitor if base is not None else "valid_loss"
     panel = StudyPanel(metric, n_trials, mode="text" if live is False else None)
     result = SearchResult(study, {}, math.nan, -1, panel=panel, space=space)
@@ -713,25 +584,6 @@ def _keep_best(result: SearchResult, study, space=None, configs: Optional[dict] 
     result.best_config = dict(ran) if ran is not None else config_values(stored, space, top.params)
     return best
 
-def config_values(stored: dict,  # a trial's `config` user attribute (what `attr_value` made of each value)
-                  space=None,  # the search's space: a dict's choices and constants are found again
-                  params: Optional[dict] = None,  # the trial's params: a choice's label (`choice_labels`) finds it
-                 ) -> dict:
-    "A trial's config as it ran: a value stored as its str or label (a tuple, a class) is the space's own object again."
-    ran = dict(stored)
-    for name, spec in (space.items() if isinstance(space, dict) else ()):
-        if name not in ran or isinstance(spec, tuple): continue  # a range's value is stored as sampled
-        options = spec if isinstance(spec, list) else [spec]
-        labels, label = choice_labels(spec) if isinstance(spec, list) else None, (params or {}).get(name)
-        if labels is not None and isinstance(label, str) and label in labels: ran[name] = spec[labels.index(label)]
-        else: ran[name] = next((o for o in options if _stored_as(o, ran[name])), ran[name])
-    return ran
-
-def _stored_as(option, stored) -> bool:
-    "Whether `stored` is what `attr_value` made of `option` (True is not 1)."
-    made = attr_value(option)
-    return isinstance(made, bool) is isinstance(stored, bool) and made == stored
-
 def _check_direction(direction: Optional[str], base: Optional[TrainConfig], space):
     "A direction the base config's mode contradicts fails now, not in trial 0 after its whole fit."
     if direction is None or base is None: return
@@ -742,59 +594,3 @@ def _check_direction(direction: Optional[str], base: Optional[TrainConfig], spac
                          f"mode={base.mode!r}, so every trial's run would be refused: pass "
                          f"direction={fits!r}, or None to follow the mode")
 
-def _distribution(spec):
-    "The Optuna distribution a dict space's entry samples from (a list's labels, where it has them); None: a constant."
-    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
-    if isinstance(spec, list): return CategoricalDistribution(choice_labels(spec) or spec)
-    if not isinstance(spec, tuple): return None
-    kind, low, high = _range(spec)
-    if kind in ("int", "int_log"): return IntDistribution(int(low), int(high), log=kind == "int_log")
-    return FloatDistribution(float(low), float(high), log=kind == "log")
-
-def _check_joined_ranges(study, space, where: str):
-    "A joined study that sampled a name of `space` from another kind of range (or other choices) fails now."
-    if not isinstance(space, dict): return  # a function's ranges are known only once it runs
-    from optuna.distributions import (CategoricalDistribution, check_distribution_compatibility, distribution_to_json,
-                                      json_to_distribution)
-    before = {}
-    for t in study.get_trials(deepcopy=False): before.update(t.distributions)
-    for name, spec in space.items():
-        if name not in before: continue  # a new name: nothing to agree with
-        new = _distribution(spec)
-        if new is None: continue  # a constant
-        try: check_distribution_compatibility(before[name], new)
-        except ValueError as e:
-            kept = None  # a list's choices themselves, as a database keeps them ((16,) as [16])
-            if isinstance(spec, list):
-                try:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")  # Optuna's 'should be a tuple of None, bool, int, float, str'
-                        kept = json_to_distribution(distribution_to_json(CategoricalDistribution(spec)))
-                except (TypeError, ValueError): pass  # not JSON: no study could keep them
-            if kept == before[name]:  # the same choices, as trainbook gave them to Optuna before it had labels
-                raise ValueError(f"space[{name!r}]: study {study.study_name!r} in {where} was made by an earlier "
-                                 f"trainbook, which gave Optuna these choices themselves (kept as "
-                                 f"{before[name].choices}); now Optuna samples their labels {new.choices}, and "
-                                 "refuses to continue the study with them: pass a new study_name (the study and "
-                                 "its trials stay as they are)") from None
-            raise ValueError(f"space[{name!r}]: study {study.study_name!r} in {where} sampled {name} from "
-                             f"{before[name]}, this space gives {new} ({e}); keep the earlier kind of range "
-                             "(or the same choices), or pass a new study_name to start afresh") from None
-
-def _warn_other_space(study, space, where: str):
-    "Warn when a joined study's earlier trials sampled other names than `space` has (both join one study)."
-    if not isinstance(space, dict): return  # a function's names are known only once it runs
-    trials = study.get_trials(deepcopy=False)
-    before = set().union(*(t.user_attrs.get("config", t.params) for t in trials)) if trials else set()
-    if not before or before == set(space): return
-    added, dropped = sorted(set(space) - before), sorted(before - set(space))
-    differ = "; ".join(part for part in (f"new: {', '.join(added)}" if added else "",
-                                         f"missing: {', '.join(dropped)}" if dropped else "") if part)
-    warn(f"study {study.study_name!r} in {where} already holds {len(trials)} trial(s) over other "
-         f"parameters ({differ}): this search joins it and the sampler mixes both spaces; "
-         "pass a new study_name to start afresh")
-
-def attr_value(v,  # a sampled value (a number, a string, a choice of any type)
-              ):
-    "`v` as a value Optuna can store in a user attribute (JSON): itself if plain, else its str."
-    return v if isinstance(v, (str, int, float, bool)) or v is None else str(v)
