@@ -67,7 +67,8 @@ _EXPORTS = {
     "spark_splits": ["SparkSplits"],
     "parquet": ["ParquetLoader", "fit_prep", "split_files", "write_split_column"],
     "ray_engine": ["RayLoader"],  # launch(engine="ray") and search(engine="ray") are the way in; ray loads lazily
-    "jax_loop": ["fit_flax", "FlaxState", "evaluate_flax", "overfit_batch_flax", "lr_find_flax"],
+    "jax_loop": ["fit_flax", "evaluate_flax", "overfit_batch_flax", "lr_find_flax"],
+    "jax_steps": ["FlaxState"],
     "jax_parts": ["KeyStreams", "FlaxNanGuard", "optax_schedule", "read_flax_checkpoint", "is_flax_model"],
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}

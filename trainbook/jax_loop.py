@@ -6,7 +6,7 @@
 from __future__ import annotations
 import math, time
 from pathlib import Path
-from typing import Any, Callable, Iterable, NamedTuple, Optional, Union
+from typing import Callable, Iterable, Optional, Union
 
 import numpy as np
 
@@ -15,7 +15,7 @@ from .resume import Position, accumulation_windows
 from .core import (History, TrainConfig, atomic_write, environment, loader_length, package_version,
                             rng_state, seed_everything, set_loader_epoch, set_rng_state)
 from .events import Event, LoopState
-from .guard import check_loader, check_monitor, note_interrupt
+from .guard import check_loader, check_monitor, note_interrupt, take_sigterm
 from .recorder import (EarlyStopping, TimedIterator, end_run, epoch_records, record_validation,
                                 run_callbacks, run_of)
 from .triage import Evaluation, LossStats
@@ -24,192 +24,15 @@ from .optim import LRFinder, check_lr_sweep
 from .run import MONITOR_ALIASES, PLANNED_ENDS, RUNNING, Run, attach_failed_run
 from .jax_parts import (CHECKPOINT_FORMAT, FlaxNanGuard, KeyStreams, flax_checkpoint_file, host_rng,
                                  import_jax, is_flax_model, make_tx, optax_schedule, read_flax_checkpoint,
-                                 save_flax_checkpoint, schedule_lr, stream_key, takes_key, takes_value, tree_entries,
-                                 tree_from_entries, check_targets, first_forward, flax_prediction, loss_input,
-                                 check_scalar_loss, require_params, flax_run_notes, flax_loss,
-                                 pick_jax_precision, check_flax_inputs, loss_on_torch, add_validation_batch, batch_weight)
+                                 save_flax_checkpoint, schedule_lr, tree_entries, tree_from_entries, flax_prediction,
+                                 require_params, flax_run_notes, flax_loss, pick_jax_precision, check_flax_inputs,
+                                 loss_on_torch, add_validation_batch, batch_weight)
+# the jitted steps and their batches live in jax_steps (FlaxState is public here too, as before)
+from .jax_steps import (FlaxState, check_first_batch, flax_steps, from_pure, rows_of, split_arrays,
+                                 split_pure, streams_used)
 
 # %% auto #0
-__all__ = ['TARGET_KEYS', 'FlaxState', 'split_pure', 'from_pure', 'streams_used', 'flax_steps', 'as_arrays', 'split_arrays',
-           'check_first_batch', 'evaluate_compiled', 'evaluate_flax', 'fit_flax', 'overfit_batch_flax', 'lr_find_flax']
-
-# %% ../nbs/20_jax.ipynb #c5e11d29
-class FlaxState(NamedTuple):
-    "The explicit training state: parameters, the model's other variables (batch statistics), optimizer state."
-    params: Any
-    rest: Any
-    opt_state: Any
-
-def _call(model, xb):
-    "The model on a batch's inputs: an array, a tuple/list (`model(*xb)`) or a dict (`model(**xb)`)."
-    if isinstance(xb, dict): return model(**xb)
-    if isinstance(xb, (tuple, list)): return model(*xb)
-    return model(xb)
-
-def split_pure(model,  # a Flax NNX module
-               training: bool = True,  # train mode (dropout on, batch statistics updated) or eval mode
-              ) -> tuple:
-    "`(graphdef, templates, pure)`: the graph, and the params / RNG / other variables as States and as plain dicts."
-    nnx = import_jax()[3]
-    view = nnx.view(model, deterministic=not training, use_running_average=not training, raise_if_not_found=False)
-    graphdef, *states = nnx.split(view, nnx.Param, nnx.RngState, ...)
-    # plain dicts of arrays cross into jit fast (no Python pytree nodes to flatten at every call)
-    return graphdef, tuple(states), tuple(nnx.to_pure_dict(s) for s in states)
-
-def from_pure(template,  # a State (from `split_pure`) giving the structure and variable types
-              pure: dict,  # its arrays as a plain dict (traced values inside jit)
-             ):
-    "A new State shaped as `template` holding the arrays of `pure`; `template` is untouched."
-    jax, nnx = import_jax()[0], import_jax()[3]
-    state = jax.tree.map(lambda v: v, template)  # new Variables
-    nnx.replace_by_pure_dict(state, pure)
-    return state
-
-def streams_used(rng_tags: tuple,  # the model's RNG stream tags (empty: no stochastic layers)
-                 augment: Optional[Callable],  # the augmentation, if any
-                 loss_fn: Callable,  # the loss (takes a `key` keyword when it draws)
-                ) -> tuple:
-    "The streams a step draws from: only those get a key folded each step."
-    used = (("dropout", bool(rng_tags)), ("augment", augment is not None), ("sample", takes_key(loss_fn)))
-    return tuple(name for name, on in used if on)
-
-def flax_steps(graphdef,  # the model's graph definition in train mode (`split_pure`)
-               eval_graphdef,  # ... in eval mode
-               templates: tuple,  # the (params, rngs, rest) States the plain dicts are rebuilt into
-               loss_fn: Callable,  # `loss_fn(pred, yb)` (or with a `key=` keyword: the sample stream's key)
-               tx,  # the optax chain (`make_tx`)
-               *,
-               accum_steps: int = 1,  # micro-batches per optimizer step (MultiSteps when > 1)
-               compute_dtype=None,  # jnp.bfloat16 for bf16 compute; None = float32
-               rng_tags: tuple = (),  # the model's RNG stream tags, reseeded from the dropout stream
-               augment: Optional[Callable] = None,  # `augment(xb, key) -> xb`, inside the step
-              ) -> tuple[Callable, Callable, Callable]:
-    "`(train_step(k), eval_step, wrap)`: compiled steps; `train_step(k)` for windows of k micro-batches."
-    jax, jnp, optax, nnx = import_jax()
-    keyed, given = takes_key(loss_fn), loss_input(loss_fn)  # the prediction, or the whole output
-
-    def cast(tree):
-        if compute_dtype is None: return tree
-        return jax.tree.map(lambda a: a.astype(compute_dtype) if jnp.issubdtype(a.dtype, jnp.floating) else a,
-                            tree)
-
-    params_t, rngs_t, rest_t = templates
-
-    def rebuild(gd, params, rngs, rest):
-        return nnx.merge(gd, from_pure(params_t, params), from_pure(rngs_t, rngs), from_pure(rest_t, rest),
-                         copy=True)
-
-    def loss_of(params, rngs, rest, xb, yb, keys):
-        model = rebuild(graphdef, cast(params), rngs, rest)
-        if rng_tags:  # dropout masks come from the run's dropout stream, not the model's own keys
-            nnx.reseed(model, **{t: keys["dropout"] if i == 0 else jax.random.fold_in(keys["dropout"], i)
-                                 for i, t in enumerate(rng_tags)})
-        out = _call(model, cast(xb))
-        out = jax.tree.map(lambda a: a.astype(jnp.float32) if jnp.issubdtype(a.dtype, jnp.floating) else a, out)
-        pred = given(out)
-        loss = loss_fn(pred, yb, key=keys["sample"]) if keyed else loss_fn(pred, yb)
-        new_rest = nnx.to_pure_dict(nnx.split(model, nnx.Param, nnx.RngState, ...)[3])
-        new_rest = jax.tree.map(lambda new, old: new.astype(old.dtype), new_rest, rest)
-        return jnp.asarray(loss, jnp.float32), new_rest
-
-    def wrap(k: int):  # accumulation: MultiSteps keeps the running mean and steps at the k-th micro-batch
-        return tx if accum_steps == 1 else optax.MultiSteps(tx, every_k_schedule=k)
-
-    def make(k: int):
-        opt = wrap(k)
-        feed = takes_value(opt.update)  # optax.contrib.reduce_on_plateau: the step's train loss as `value=`
-
-        def train_step(state: FlaxState, rngs, xb, yb, base_keys: dict, step, micro_step, log_norms=True):
-            keys = {name: stream_key(base, step, micro_step) for name, base in base_keys.items()}  # the used ones
-            if augment is not None: xb = augment(xb, keys["augment"])
-            (loss, rest), grads = jax.value_and_grad(loss_of, has_aux=True)(state.params, rngs, state.rest, xb,
-                                                                            yb, keys)
-            def leaf_norms(grads, opt_state):
-                window = grads
-                if accum_steps > 1:  # the window's mean gradient so far, as MultiSteps accumulates it
-                    n = opt_state.mini_step
-                    window = jax.tree.map(lambda g, acc: acc + (g - acc) / (n + 1), grads, opt_state.acc_grads)
-                return jnp.stack([jnp.linalg.norm(g.astype(jnp.float32)) for g in jax.tree.leaves(window)])
-
-            # the norms cost a pass over the gradients: only on the steps that log them (a runtime branch)
-            n_leaves = len(jax.tree.leaves(grads))
-            norms = jax.lax.cond(log_norms, leaf_norms, lambda g, o: jnp.zeros(n_leaves, jnp.float32), grads,
-                                 state.opt_state)
-            updates, opt_state = opt.update(grads, state.opt_state, state.params, **({"value": loss} if feed else {}))
-            params = optax.apply_updates(state.params, updates)
-            return FlaxState(params, rest, opt_state), loss, jnp.sqrt(jnp.sum(norms ** 2)), norms
-        return jax.jit(train_step)
-
-    compiled = {}
-
-    def train_step_for(k: int) -> Callable:
-        if k not in compiled: compiled[k] = make(k)
-        return compiled[k]
-
-    @jax.jit
-    def eval_step(params, rngs, rest, xb, yb):
-        model = rebuild(eval_graphdef, cast(params), rngs, rest)
-        out = _call(model, cast(xb))
-        out = jax.tree.map(lambda a: a.astype(jnp.float32) if jnp.issubdtype(a.dtype, jnp.floating) else a, out)
-        loss = loss_fn(given(out), yb, key=jax.random.key(0)) if keyed else loss_fn(given(out), yb)
-        return jnp.asarray(loss, jnp.float32), out  # the whole output: metrics take its prediction
-
-    return train_step_for, eval_step, wrap
-
-# %% ../nbs/20_jax.ipynb #4bffbf3c
-TARGET_KEYS = ("y", "label", "labels", "target")
-
-def as_arrays(obj,  # a batch: tensors, arrays, or tuples, lists and dicts of them
-             ):
-    "`obj` with every torch tensor as a numpy array (shared memory on CPU); tuples, lists and dicts walked."
-    if isinstance(obj, dict): return {k: as_arrays(v) for k, v in obj.items()}
-    if isinstance(obj, (tuple, list)): return tuple(as_arrays(v) for v in obj)
-    if hasattr(obj, "detach") and hasattr(obj, "numpy"): return obj.detach().cpu().numpy()
-    return obj
-
-def split_arrays(batch,  # one batch: (xb, yb), or a dict holding the target under a TARGET_KEYS key
-                ) -> tuple:
-    "`(xb, yb)` of a batch, as numpy arrays."
-    if isinstance(batch, dict):
-        key = next((k for k in TARGET_KEYS if k in batch), None)
-        if key is None:
-            raise ValueError(f"a dict batch needs its target under one of {', '.join(TARGET_KEYS)}; "
-                             f"it has: {', '.join(map(str, batch))}")
-        return as_arrays({k: v for k, v in batch.items() if k != key}), as_arrays(batch[key])
-    if not isinstance(batch, (tuple, list)) or len(batch) != 2:
-        raise ValueError(f"a batch must be (xb, yb) or a dict with a target; got {type(batch).__name__}"
-                         + (f" of length {len(batch)}" if isinstance(batch, (tuple, list)) else ""))
-    return as_arrays(batch[0]), as_arrays(batch[1])
-
-def _rows(yb) -> int:
-    return int(np.shape(yb)[0]) if np.ndim(yb) else 1
-
-def check_first_batch(graphdef,  # the model's graph definition in eval mode (`split_pure(model, training=False)`)
-                      templates: tuple,  # the (params, rngs, rest) States the plain dicts are rebuilt into
-                      pure: tuple,  # the (params, rngs, rest) plain dicts (`split_pure`)
-                      batch,  # the first batch
-                      loss_fn: Callable,  # the loss (`flax_loss`)
-                      *,
-                      values: bool = False,  # run the model (else its prediction's shape: a trace, nothing run)
-                      who: Optional[str] = None,  # raise a ValueError naming `who` on an error finding; None = return
-                     ) -> list:
-    "`check_targets` on the model's prediction for `batch` in eval mode; it runs only when a check needs the values."
-    jax, nnx = import_jax()[0], import_jax()[3]
-    params_t, rngs_t, rest_t = templates
-
-    def forward(params, rngs, rest, xb):
-        return _call(nnx.merge(graphdef, from_pure(params_t, params), from_pure(rngs_t, rngs),
-                               from_pure(rest_t, rest), copy=True), xb)
-
-    xb, yb = split_arrays(batch)
-    given, run = loss_input(loss_fn), lambda: jax.jit(forward)(*pure, xb)  # `prediction`'s rule
-    out = first_forward(run if values else lambda: jax.eval_shape(forward, *pure, xb), xb)  # a failure: named
-    found = check_targets(given(out), yb, loss_fn, lambda: given(run()))
-    check_scalar_loss(loss_fn, given(out), yb)  # grad takes one value: per-example losses refused by name
-    error = next((f for f in found if f.severity == "error"), None)
-    if who is not None and error is not None:  # training would fail (NaN losses) on such labels
-        raise ValueError(f"{who}: {error.message}; {error.advice}")
-    return found
+__all__ = ['evaluate_compiled', 'evaluate_flax', 'fit_flax', 'overfit_batch_flax', 'lr_find_flax']
 
 # %% ../nbs/20_jax.ipynb #d2e7ffe0
 def evaluate_compiled(eval_step: Callable,  # the compiled eval step (`flax_steps`)
@@ -233,7 +56,7 @@ def evaluate_compiled(eval_step: Callable,  # the compiled eval step (`flax_step
             first = None
         xb, yb = split_arrays(batch)
         loss, pred = eval_step(train_state.params, rngs, train_state.rest, xb, yb)
-        n, weight = _rows(yb), batch_weight(yb, ignore)  # a masked loss's mean: over its scored labels
+        n, weight = rows_of(yb), batch_weight(yb, ignore)  # a masked loss's mean: over its scored labels
         if weight: losses.append((loss, weight))  # read once, at the end (a batch with none scored: not its NaN)
         rows += n
         add_validation_batch(stats, pred, yb, loss, n)
@@ -485,7 +308,7 @@ class _FlaxLoop:
         self.train, loss, self.grad_norm, self.grad = step_fn(self.train, self.rngs, xb, yb, self.base_keys,
                                                              self.state.step, micro_step, log_norms)
         window.items.append((xb, yb, loss))
-        window.rows += _rows(yb)
+        window.rows += rows_of(yb)
 
     def window_loss(self, window) -> float:
         "The window's mean loss (a masked loss's over its scored labels), read once: the one device sync per step."
@@ -670,6 +493,7 @@ def fit_flax(model,  # a Flax NNX module (trained in place: its variables hold t
     finished = lp.resume(resume, overwrite)  # early stopping had ended the run: nothing left to train
     state, cbs = lp.state, lp.cbs
     stopped, window = finished, None
+    take_sigterm()  # a plain script's SIGTERM from here: a Ctrl-C, then the process ends (`end_run`)
     try:
         cbs(Event.before_fit, state)
         for epoch in range(lp.pos.epoch, cfg.epochs) if not stopped else ():
