@@ -276,6 +276,8 @@ def test_a_new_users_mistakes_are_named_before_any_step():
         tb.TensorLoader(X.numpy(), y)
     with pytest.raises(RuntimeError, match=r"class indices for this loss, but yb is float32: give integer labels"):
         fit(mlp(), [(X, y.float())])
+    with pytest.raises(RuntimeError, match=r"yb holds its class labels as a column, \(64, 1\).*yb.squeeze\(1\)"):
+        fit(mlp(), [(X, y[:, None])])  # a frame's y[["label"]]: torch says only 'multi-target not supported'
     wide = torch.where(torch.arange(len(y)) == 0, -100, y + 5)  # one ignored position (-100) is not a label
     with pytest.raises(tb.TargetsOutOfRange, match=r"labels run from 5 to 7 but the model has 3 outputs "
                                                  r"\(valid labels 0..2\); make the last layer"):

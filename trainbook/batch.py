@@ -309,6 +309,10 @@ def _label_hint(message: str, pred, yb) -> str:
         return (f": the prediction {tuple(pred.shape)} holds its {pred.shape[-1]} classes on the last axis, "
                 "but cross-entropy wants them on axis 1, (n, C, T): loss_fn=lambda out, y: "
                 "F.cross_entropy(out.transpose(1, 2), y), or flatten both, (out.flatten(0, 1), y.flatten())")
+    if ("multi-target" in message and yb.ndim == 2 and yb.shape[1] == 1 and pred.ndim == 2
+            and not yb.is_floating_point()):  # class labels as a column, (n, 1): a frame's y[["label"]], say
+        return (f": yb holds its class labels as a column, {tuple(yb.shape)}, where this loss wants one label per "
+                f"row, ({yb.shape[0]},): give yb.squeeze(1) (or build it from y.ravel(), not a one-column frame)")
     found = label_out_of_range(pred, yb) if "out of bounds" in message else None
     return "" if found is None else f": {found.message}: {found.advice}"
 
