@@ -1,0 +1,94 @@
+"Probe 131: data checks on wide, tall and odd frames (check_data's cost on 2,000 columns, Parquet, Spark, Decimal)."
+import numpy as np, pandas as pd, pytest
+import trainbook as tb
+from trainbook import columns, leaks
+
+
+def _dates_reference(s):
+    "dates_as_text as it was before the early exit: every sampled value parsed."
+    if columns.dtype_family(s) != "categorical" or isinstance(s.dtype, pd.CategoricalDtype): return False
+    values = s.dropna()
+    sample = values.sample(min(len(values), 2000), random_state=0)
+    try: parsed = columns.parse_dates(sample, utc=None)
+    except (ValueError, TypeError, OverflowError): return False
+    present = int(columns._date_text(sample).notna().sum())
+    return present > 0 and int(parsed.notna().sum()) >= columns.DATE_SHARE * present
+
+
+def _text_reference(s):
+    "_is_text as it was before the early exit."
+    values = s.dropna()
+    if len(values) < 5 or isinstance(s.dtype, pd.CategoricalDtype): return False
+    sample = values.sample(min(len(values), 2000), random_state=0).astype(str)
+    return bool(sample.str.split().str.len().median() >= 4 and sample.nunique() >= 0.5 * len(sample))
+
+
+@pytest.mark.parametrize("n", [40, 500, 2600])
+def test_dates_as_text_same_answer_with_the_early_exit(n):
+    rng = np.random.default_rng(n)
+    dates = pd.date_range("2020-01-01", periods=n, freq="h").astype(str).to_numpy(dtype=object)
+    for share in (0.0, 0.02, 0.04, 0.05, 0.06, 0.1, 0.5, 1.0):  # values that are no date, at random rows
+        for first in (False, True):  # or all of them first, where the early exit reads
+            s = dates.copy()
+            k = int(round(share * n))
+            at = np.arange(k) if first else rng.choice(n, k, replace=False)
+            s[at] = rng.choice(["n/a", "", "x", "12/03/2021", "?"], k)
+            col = pd.Series(s)
+            assert columns.dates_as_text(col) == _dates_reference(col), (share, first)
+
+
+def test_dates_as_text_tells_words_without_parsing(monkeypatch):
+    "A column of words is no dates, told from its first values: the parse (4 ms a column) is not run."
+    def refuse(*a, **k): raise AssertionError("parse_dates called for a column of words")
+    monkeypatch.setattr(columns, "parse_dates", refuse)
+    assert not columns.dates_as_text(pd.Series(np.random.default_rng(0).choice(list("abcde"), 500)))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_is_text_same_answer_with_the_early_exit(seed):
+    rng = np.random.default_rng(seed)
+    n = [30, 400, 2500][seed % 3]
+    words = np.array(["alpha", "beta", "gamma", "delta", "eps"])
+    for long_share in (0.0, 0.3, 0.49, 0.5, 0.51, 0.7, 1.0):
+        k = rng.binomial(n, long_share)
+        lengths = np.r_[rng.integers(4, 8, k), rng.integers(1, 4, n - k)]
+        rng.shuffle(lengths)
+        s = pd.Series([" ".join(rng.choice(words, m)) + f" {i % (seed + 2)}" * (i % 2) for i, m in enumerate(lengths)])
+        assert columns._is_text(s) == _text_reference(s), long_share
+
+
+def test_encoding_found_among_many_columns_without_pairwise_comparisons(monkeypatch):
+    """A target encoding among 300 level columns and 300 numeric ones is found, told for all numeric columns at
+    once: not one np.array_equal per (level column, numeric column) pair (2,000 columns: 960,000 calls, 13 s)."""
+    rng = np.random.default_rng(0)
+    n = 400
+    df = pd.DataFrame({**{f"c{i}": rng.choice(list("abcdef"), n) for i in range(300)},
+                       **{f"f{i}": rng.normal(size=n) for i in range(300)}})
+    df["y"] = rng.integers(0, 2, n)
+    df["zip"] = rng.choice([f"z{i}" for i in range(30)], n)
+    df["zip_te"] = df.groupby("zip")["y"].transform("mean")
+    df["zip_f0"] = df.groupby("zip")["f0"].transform("mean")  # one value a level, and no leak
+    calls = []
+    real = np.array_equal
+    monkeypatch.setattr(np, "array_equal", lambda *a, **k: calls.append(1) or real(*a, **k))
+    found = leaks.encoding_findings(df, "y", "binary", set(), np.arange(n))
+    assert [(f.column, f.data["level_column"]) for f in found] == [("zip_te", "zip")]
+    assert len(calls) < 100
+
+
+def test_prefix_told_on_distinct_values():
+    "A status whose leading word is the outcome ('Approved-12') is a prefix view; labels with one word each are none."
+    y = np.random.default_rng(1).integers(0, 2, 300)
+    status = pd.Series([("Approved-" if v else "Denied-") + str(i) for i, v in enumerate(y)])
+    assert set(leaks._prefix(status)) == {"approved", "denied"}
+    assert leaks._prefix(pd.Series(list("abcab") * 20)) is None
+    assert leaks._prefix(pd.Series(["Ab1", "ab2", "AB3"] * 20)) is None  # one prefix
+
+
+def test_names_entity_email_share():
+    "Addresses on at least 90% of the first 200 values name people; fewer do not."
+    emails = [f"u{i % 40}@ex.com" for i in range(200)]
+    assert columns.names_entity("contact", pd.Series(emails))
+    assert columns.names_entity("contact", pd.Series(emails[:180] + ["none"] * 20))  # 90%
+    assert not columns.names_entity("contact", pd.Series(emails[:179] + ["none"] * 21))
+    assert not columns.names_entity("contact", pd.Series([None] * 10, dtype=object))
