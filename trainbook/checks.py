@@ -14,20 +14,22 @@ import pandas as pd
 from .columns import (ValueCodes, dates_as_text, dtype_family, is_nullable, parse_dates, parse_numbers,
                                names_entity, require_frame, require_one_value, roles_from_codes, unparsed_dates)
 
+from .duplicates import chance_pairs, conflict_finding, duplicate_findings, label_conflicts
 from .core import (Finding, announce, compact_table_html, did_you_mean, findings_html, findings_text,
                             label_key, number_text, shown)
 from .time_checks import (after_time_findings, time_as_text_finding, time_findings, time_order_problem,
                                   to_datetime_call)
 
-_all_ = ["time_order_problem", "to_datetime_call", "time_as_text_finding"]  # re-exported: their old home
+_all_ = ["time_order_problem", "to_datetime_call", "time_as_text_finding",  # re-exported: their old home
+         "label_conflicts", "chance_pairs", "conflict_finding"]
 
 # %% auto #0
 __all__ = ['TASKS', 'MAX_CATEGORIES', 'MISSING_MARKERS', 'infer_task', 'counts_hint', 'number_target_hint', 'require_task',
            'resolve_task', 'infinite_counts', 'check_column_name', 'require_columns', 'drop_unused_categories',
            'require_column', 'require_not_target', 'unseen_classes_message', 'infinite_finding',
-           'group_variants_finding', 'label_conflicts', 'chance_pairs', 'conflict_finding', 'percent', 'label_variants',
-           'target_findings', 'DataReport', 'check_data', 'time_order_problem', 'to_datetime_call',
-           'time_as_text_finding']
+           'group_variants_finding', 'percent', 'label_variants', 'target_findings', 'DataReport', 'check_data',
+           'time_order_problem', 'to_datetime_call', 'time_as_text_finding', 'label_conflicts', 'chance_pairs',
+           'conflict_finding']
 
 # %% ../nbs/01_checks.ipynb #44da07e6
 def infer_task(y: pd.Series,  # the target column
@@ -468,86 +470,6 @@ def group_variants_finding(groups: str,  # the groups column
                     column=groups, advice=f"make each entity's ids one before splitting (e.g. {fix})",
                     data={"variants": [list(map(str, v)) for v in variants[:100]]})]
 
-def _duplicate_findings(df: pd.DataFrame, target: Optional[str], codes: ValueCodes, roles: dict) -> list[Finding]:
-    ids = [c for c in codes.everything if roles.get(c) == "identifier"]  # a row id makes each row unique
-    if all(c in ids or c == target for c in codes.everything): ids = []  # no other feature to compare on
-    out, dup = [], ~codes.distinct_rows([c for c in codes.everything if c not in ids])
-    if dup.any():
-        out.append(Finding("duplicate_rows", "warning", f"{int(dup.sum())} exact duplicate rows"
-                           + (f" (the identifier column(s) {', '.join(map(repr, ids))} left out)" if ids else ""),
-                           advice="drop them, or keep copies in the same split (a duplicate across splits inflates scores)",
-                           data={"n_duplicates": int(dup.sum()), "rows": df.index[dup][:20].tolist()}))
-    if target is not None and target in df.columns and len(df.columns) > 1:
-        features = [c for c in df.columns if c != target and c not in ids]
-        rows, labels = codes.row_codes(features)[0], codes.codes(target).astype(np.int64)
-        labelled = np.flatnonzero(labels >= 0)  # a missing label is no label (`missing_target` says it)
-        groups, n_rows, lost, where = label_conflicts(rows[labelled], labels[labelled])
-        if groups:
-            # each feature's chance read on distinct feature rows, where most rows are (copies would count as
-            # chance matches); where most rows repeat one, on every row: the repeats are the features' coarseness
-            distinct = codes.distinct_rows(features)
-            read = np.flatnonzero(distinct) if distinct.sum() >= len(df) / 2 else slice(None)
-            out.append(conflict_finding(target, groups, n_rows, lost, len(labelled),
-                                        chance_pairs([codes.codes(c)[read] for c in features], len(df)),
-                                        df.index[labelled[where[:20]]].tolist()))
-    return out
-
-def label_conflicts(rows: np.ndarray,  # a code per row, equal where rows agree on every feature
-                    labels: np.ndarray,  # a code per row for its label (-1: missing, a label of its own)
-                   ) -> tuple[int, int, int, np.ndarray]:
-    """(groups of identical feature rows with several labels, rows in those groups, rows any model gets wrong
-    there: all but each group's commonest label, the positions of those groups' rows)."""
-    group = pd.factorize(rows)[0]
-    pair = pd.factorize(group.astype(np.int64) * (int(labels.max(initial=0)) + 2) + labels + 1)[0]
-    pair_group = np.zeros(int(pair.max(initial=-1)) + 1, dtype=np.int64)
-    pair_group[pair] = group  # the feature row of each (feature row, label) pair
-    pair_rows = np.bincount(pair)
-    size, commonest = np.bincount(group), np.zeros(int(group.max(initial=-1)) + 1, dtype=np.int64)
-    np.maximum.at(commonest, pair_group, pair_rows)
-    mixed = np.bincount(pair_group, minlength=len(size)) > 1
-    return (int(mixed.sum()), int(size[mixed].sum()), int((size - commonest)[mixed].sum()),
-            np.flatnonzero(mixed[group]))
-
-def chance_pairs(columns: list,  # each feature's value codes (-1: missing, a value of its own), on distinct rows
-                 n: int,  # rows in the frame
-                ) -> float:
-    """Pairs of the frame's `n` rows expected to agree on every feature by chance, were the features independent:
-    each one's chance that two rows share its value (read on distinct rows, so copies are no chance), multiplied.
-    Under 1: rows that agree on all are copies, not chance."""
-    chance = 1.0
-    for c in columns:
-        k = np.bincount(np.asarray(c, dtype=np.int64) + 1).astype(np.float64)
-        m = k.sum()
-        chance *= float((k * (k - 1)).sum()) / max(m * (m - 1), 1)
-    return chance * n * (n - 1) / 2
-
-def conflict_finding(target: str,  # the label column
-                     groups: int,  # groups of identical feature rows carrying several labels
-                     n_rows: int,  # rows in those groups
-                     lost: int,  # rows any model gets wrong there (all but each group's commonest label)
-                     n: int,  # rows in the frame
-                     chance: Optional[float] = None,  # `chance_pairs` of the features; None: not known
-                     rows: list = (),  # some of those rows' index labels
-                    ) -> Finding:
-    """`conflicting_labels`: the accuracy the features allow, and whether the rows look like copies of one
-    record labelled two ways (a warning: check the labelling) or like a coarse feature space (information:
-    codes, bands or answers shared by rows whose outcomes differ, the error no model avoids)."""
-    many = groups != 1
-    said = (f"{groups} group{'s' * many} of identical feature rows carr{'y' if many else 'ies'} "
-            f"different labels ({n_rows} rows; no model gets more than {1 - lost / max(n, 1):.1%} of all rows right)")
-    data = {"n_groups": groups, "n_rows": n_rows, "n_wrong_at_best": lost, "chance_pairs": chance,
-            "rows": list(rows)}
-    if chance is not None and chance >= 1:
-        return Finding("conflicting_labels", "info", said + ": expected of coarse features (codes, bands, "
-                       "answers shared by rows whose outcomes differ)", column=target,
-                       advice="features that tell these rows apart lift that ceiling; if some rows are copies "
-                              "of one record, check their labels (data['rows'] lists some)", data=data)
-    why = "" if chance is None else (f": rows agreeing on every feature are rare by chance here (about "
-                                     f"{chance:.2g} such pairs expected), so these may be copies of one record")
-    return Finding("conflicting_labels", "warning", said + why, column=target,
-                   advice="check the labelling of those rows (data['rows'] lists some): one label per record, "
-                          "or drop the copies", data=data)
-
 MISSING_MARKERS = {"", "n/a", "na", "nan", "none", "null", "missing", "?", "-"}  # text that means no value
 
 def percent(share: float,  # a share of rows, 0 to 1
@@ -784,7 +706,7 @@ def check_data(df: pd.DataFrame,  # the training data, one row per example
     roles = roles_from_codes(df, target, skip, codes)
     findings += _column_findings(df, target, skip, roles, codes, groups) + _index_findings(df, time)
     if groups is not None: findings += _group_findings(df, groups, codes)
-    findings += _duplicate_findings(df, target, codes, roles)
+    findings += duplicate_findings(df, target, codes, roles)
     if target is not None: findings += _target_findings(df, target, task, inferred)
     if time is not None: findings += time_findings(df, time) + after_time_findings(df, time, roles)
     if leak_check and target is not None and codes.nunique(target) > 1:

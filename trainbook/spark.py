@@ -10,10 +10,10 @@ from typing import Optional
 
 import pandas as pd
 
-from .checks import (MAX_CATEGORIES, DataReport, check_data as check_frame, conflict_finding,
-                              group_variants_finding, infer_task, infinite_finding, require_task,
-                              target_findings, time_as_text_finding)
+from .checks import (MAX_CATEGORIES, DataReport, check_data as check_frame, group_variants_finding,
+                              infer_task, infinite_finding, require_task, target_findings, time_as_text_finding)
 from .columns import named_like_id
+from .duplicates import conflict_finding
 from .core import Finding, announce, did_you_mean, findings_html, shown
 from .leaks import rare_classes
 
