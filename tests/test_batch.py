@@ -8,7 +8,8 @@ import torch
 from torch import nn
 
 import trainbook as tb
-from trainbook.batch import (check_labels, check_loss_shapes, eval_mode, forward, model_loss, prediction, split_batch,
+from trainbook.loss_checks import check_labels, check_loss_shapes
+from trainbook.batch import (eval_mode, forward, model_loss, prediction, split_batch,
                              training_lock)
 from trainbook.triage import top_losses
 from trainbook.sanity import overfit_batch
@@ -305,7 +306,7 @@ def test_a_nan_in_the_first_batch_is_no_shape_mismatch_and_a_broadcast_is_still_
 def test_broadcast_shape_is_torchs_answer():
     "`broadcast_shape` (plain Python, every evaluation's first batch) gives torch.broadcast_shapes' shape, or None."
     import itertools, random
-    from trainbook.batch import broadcast_shape
+    from trainbook.loss_checks import broadcast_shape
     rng = random.Random(0)
     sizes = [0, 1, 2, 3, 64]
     shapes = [()] + [tuple(rng.choice(sizes) for _ in range(k)) for k in (1, 2, 3, 4) for _ in range(12)]
@@ -322,7 +323,7 @@ def test_broadcast_shape_is_torchs_answer():
 def test_a_loss_over_a_fixed_number_is_refused_and_told_as_such():
     "sum / 16 is a mean only on batches of 16: refused as a sum, the message says a fixed divisor is one too."
     import torch.nn.functional as F
-    from trainbook.batch import check_loss_reduction
+    from trainbook.loss_checks import check_loss_reduction
     pred, yb = torch.randn(8, 3), torch.randint(0, 3, (8,))
     with pytest.raises(ValueError, match="a sum over a fixed number rather than the batch's rows"):
         check_loss_reduction(pred, yb, lambda p, y: F.cross_entropy(p, y, reduction="sum") / 16)

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 import trainbook as tb
-from trainbook.batch import ShapeMismatch
+from trainbook.loss_checks import ShapeMismatch
 from trainbook.triage import confident_wrong, per_example_loss
 
 

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 import trainbook as tb
-from trainbook.batch import TargetsOutOfRange, bce_target_range
+from trainbook.loss_checks import TargetsOutOfRange, bce_target_range
 from trainbook.guard import run_steps, warmup_past_run
 from trainbook.preflight import dry_run, summary
 

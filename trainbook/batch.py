@@ -4,22 +4,22 @@
 
 # %% ../nbs/03a_batch.ipynb #0ae7bb77
 from __future__ import annotations
-import contextlib, copy, functools, inspect, itertools, math, os, re, signal, threading, weakref
+import contextlib, functools, inspect, os, re, signal, threading, weakref
 from typing import Callable, Optional, Union
 
 import torch
 from torch import nn
 
-from .core import Finding, autocast_dtype, rng_state, set_rng_state
+from .core import autocast_dtype
+# guard, jax_parts and triage import these from batch until their notebooks take them from loss_checks
+from .loss_checks import (ELEMENTWISE_LOSSES, ShapeMismatch, check_labels, check_loss_reduction,
+                                   check_loss_shapes, check_loss_value, is_class_loss, label_out_of_range,
+                                   label_range, loss_keyword, nothing_to_train)
 
 # %% auto #0
-__all__ = ['TARGET_KEYS', 'ELEMENTWISE_LOSSES', 'BCE_LOSSES', 'CLASS_LOSSES', 'split_batch', 'to_device', 'describe',
-           'call_model', 'batch_rows', 'rows_in', 'prediction', 'model_loss', 'whole_output', 'wants_whole_output',
-           'label_range', 'compute_loss', 'eval_mode', 'kept_rng', 'ShapeMismatch', 'torch_loss_class',
-           'TargetsOutOfRange', 'bce_target_range', 'is_class_loss', 'loss_keyword', 'label_out_of_range',
-           'check_labels', 'check_loss_value', 'check_loss_reduction', 'nothing_to_train', 'broadcast_shape',
-           'check_loss_shapes', 'autocast', 'Feeder', 'forward', 'training_lock', 'stop_requested', 'DeferredCtrlC',
-           'HeldCtrlC']
+__all__ = ['TARGET_KEYS', 'split_batch', 'to_device', 'describe', 'call_model', 'batch_rows', 'rows_in', 'prediction',
+           'model_loss', 'whole_output', 'wants_whole_output', 'compute_loss', 'eval_mode', 'autocast', 'Feeder',
+           'forward', 'training_lock', 'stop_requested', 'DeferredCtrlC', 'HeldCtrlC']
 
 # %% ../nbs/03a_batch.ipynb #17015856
 TARGET_KEYS = ("y", "label", "labels", "target")
@@ -282,18 +282,6 @@ def _loss_failed(err: Exception, out, given, yb, whole: bool) -> Exception:
     if note not in getattr(err, "__notes__", ()): err.add_note(note)  # shown under the traceback
     return err
 
-def label_range(pred: torch.Tensor,  # per-class scores: (n, C, ...), or (n, T, C) against (n, T) labels
-                yb: torch.Tensor,  # the targets
-                ignore_index: int,  # the label of positions without a target (left out)
-               ) -> Optional[tuple[int, int, int]]:
-    "(lowest label, highest label, outputs) of integer class labels scored by `pred`; None when there are none."
-    if yb.is_floating_point() or pred.ndim < 2: return None
-    labels = yb[yb != ignore_index]  # the loss skips ignored positions
-    if not labels.numel(): return None
-    # classes on the last axis for (n, T, C) logits against (n, T) labels, else on axis 1 (torch's layout)
-    n_out = pred.shape[-1] if pred.shape[:-1] == yb.shape else pred.shape[1]
-    return int(labels.min()), int(labels.max()), n_out
-
 def _label_hint(message: str, pred, yb) -> str:
     "What a class-index loss's own message means for the targets (float labels; labels past the outputs)."
     if not (isinstance(pred, torch.Tensor) and isinstance(yb, torch.Tensor)): return ""
@@ -355,270 +343,6 @@ def eval_mode(model: nn.Module,  # the model to switch to eval mode for the dura
     finally:
         for m, training in modes: m.training = training
 
-@contextlib.contextmanager
-def kept_rng():
-    "Run the body and put every random generator (python, numpy, torch, CUDA) back as it was."
-    state = rng_state()
-    try: yield
-    finally: set_rng_state(state)
-
-# %% ../nbs/03a_batch.ipynb #d71863bb
-ELEMENTWISE_LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
-                      "binary_cross_entropy_with_logits", "mseloss", "l1loss", "smoothl1loss", "huberloss",
-                      "bceloss", "bcewithlogitsloss")
-
-class ShapeMismatch(ValueError):
-    "A prediction and targets of different shapes that an elementwise loss would silently broadcast."
-    def __init__(self,
-                 message: str,  # what differs and how to fix it
-                 finding: Finding,  # the same as a `shape_mismatch` Finding (for reports such as a dry run)
-                ):
-        super().__init__(message)
-        self.finding = finding
-
-BCE_LOSSES = ("binary_cross_entropy", "binary_cross_entropy_with_logits", "bceloss", "bcewithlogitsloss")
-
-def torch_loss_class(cls: type,  # a loss module's class
-                    ) -> type:
-    "The torch loss class whose forward `cls` runs (a subclass of BCEWithLogitsLoss: that class); or `cls`."
-    for base in cls.__mro__:
-        if base.__module__ == nn.modules.loss.__name__ and base.forward is cls.forward: return base
-    return cls  # its own forward (a focal loss on top of cross-entropy): not known by torch's name
-
-class TargetsOutOfRange(ValueError):
-    "Targets outside the values the loss is defined on (a BCE loss's [0, 1], labels 0..C-1); `.finding` says so too."
-    def __init__(self, finding: Finding):  # a `target_out_of_range` or `label_out_of_range` Finding
-        super().__init__(f"{finding.message}; {finding.advice}")
-        self.finding = finding
-
-def bce_target_range(yb,  # a batch's targets
-                     loss_fn: Optional[Callable],  # the loss: a BCE one is known by name (a partial too)
-                    ) -> Optional[Finding]:
-    "An error finding when a BCE loss gets targets outside [0, 1] (class labels 0..C-1, say); None otherwise."
-    fn = loss_fn.func if isinstance(loss_fn, functools.partial) else loss_fn
-    # a subclass of torch's BCE that keeps its forward is that loss
-    cls = torch_loss_class(type(fn)) if isinstance(fn, nn.Module) else None
-    name = cls.__name__ if cls is not None else getattr(fn, "__name__", type(fn).__name__)
-    if name.lower() not in BCE_LOSSES or not isinstance(yb, torch.Tensor) or not yb.numel(): return None
-    lo, hi = (float(v) for v in torch.aminmax(yb.detach().float()))
-    if not (lo < 0 or hi > 1): return None  # NaN targets are for the NaN checks
-    labels = "class labels, " if float(yb.detach().float().frac().abs().max()) == 0 else ""
-    message = (f"{name} takes targets in [0, 1] (the probability of the positive class), but the targets "
-               f"run from {lo:g} to {hi:g} ({labels}outside [0, 1]): on them the loss has no minimum and "
-               "training drives it below 0 towards -inf")
-    advice = ("for class labels 0..C-1 use cross_entropy with C outputs (nn.Linear(..., C)) and integer "
-              "targets (y.long()); for a binary task map the targets to 0./1.")
-    return Finding("target_out_of_range", "error", message, advice=advice,
-                   data={"loss": name, "min_target": lo, "max_target": hi})
-
-CLASS_LOSSES = ("cross_entropy", "crossentropyloss", "nll_loss", "nllloss")  # losses on class indices 0..C-1
-
-def is_class_loss(loss_fn,  # a loss: nn.CrossEntropyLoss(...) or a subclass, F.nll_loss, a partial of one, ...
-                 ) -> bool:
-    """Whether `loss_fn` is a cross-entropy or NLL loss on class indices: an instance of nn.CrossEntropyLoss or
-    nn.NLLLoss (a subclass too), F.cross_entropy or F.nll_loss (or a partial of one), or a function of that name."""
-    fn = loss_fn.func if isinstance(loss_fn, functools.partial) else loss_fn
-    fn = getattr(fn, "__self__", fn)  # a module's bound forward: the module
-    if isinstance(fn, (nn.CrossEntropyLoss, nn.NLLLoss)): return True
-    if fn is nn.functional.cross_entropy or fn is nn.functional.nll_loss: return True
-    return getattr(fn, "__name__", type(fn).__name__).lower() in CLASS_LOSSES
-
-def loss_keyword(loss_fn,  # a loss: nn.CrossEntropyLoss(ignore_index=1), a partial of F.cross_entropy, ...
-                 name: str,  # the setting: 'ignore_index', 'weight', ...
-                ):
-    """What a loss was given as `name`: its attribute, else a partial's keyword, else the function's own default
-    (`tb.focal_loss`'s ignore_index=-100); None when it has none."""
-    value = getattr(loss_fn, name, None)
-    if value is None and isinstance(loss_fn, functools.partial): value = loss_fn.keywords.get(name)
-    fn = loss_fn.func if isinstance(loss_fn, functools.partial) else loss_fn
-    if value is None and inspect.isfunction(fn): value = _default_of(fn, name)
-    return value
-
-@functools.lru_cache(maxsize=256)
-def _default_of(fn: Callable, name: str):
-    "A function's default for its parameter `name` (read once: an evaluation asks at every batch); None without one."
-    try: value = inspect.signature(fn).parameters[name].default
-    except (KeyError, TypeError, ValueError): return None
-    return None if value is inspect.Parameter.empty else value
-
-def label_out_of_range(pred,  # per-class scores: (n, C, ...), or (n, T, C) against (n, T) labels
-                       yb,  # the targets
-                       ignore_index: int = -100,  # the label of positions without a target (torch's default)
-                      ) -> Optional[Finding]:
-    "A `label_out_of_range` error when integer labels fall outside the model's outputs 0..C-1; None otherwise."
-    if not (isinstance(pred, torch.Tensor) and isinstance(yb, torch.Tensor)): return None
-    labels = label_range(pred, yb, ignore_index)
-    if labels is None or (labels[0] >= 0 and labels[1] < labels[2]): return None
-    lo, hi, n_out = labels
-    advice = ("make the last layer as wide as the number of classes, or remap the labels to 0..C-1" if n_out > 1
-              else "one output column is one class: give the model one output per class (2 for two classes: "
-                   "nn.Linear(..., 2)), or train a binary loss on it (BCEWithLogitsLoss on out.squeeze(-1), y.float())")
-    return Finding("label_out_of_range", "error",
-                   f"labels run from {lo} to {hi} but the model has {n_out} outputs (valid labels 0..{n_out - 1})",
-                   advice=advice,
-                   data={"min_label": lo, "max_label": hi, "n_outputs": n_out})
-
-def check_labels(pred,  # the model's prediction (see `prediction`)
-                 yb,  # the targets
-                 loss_fn: Optional[Callable],  # the loss: a class-index one (cross-entropy, NLL) is checked
-                ) -> None:
-    """Raise `TargetsOutOfRange` when a class-index loss gets labels outside the model's outputs: torch's own
-    error ('Target 2 is out of bounds') names neither, and on a GPU it is a device-side assert."""
-    if not is_class_loss(loss_fn): return
-    ignore = loss_keyword(loss_fn, "ignore_index")
-    found = label_out_of_range(pred, yb, ignore if isinstance(ignore, int) else -100)
-    if found is not None: raise TargetsOutOfRange(found)
-
-def _one_class_column(pred, yb) -> bool:
-    "Whether `pred` has one column where integer targets `yb` (one per row) are class indices: C=1."
-    return pred.ndim == yb.ndim + 1 and pred.shape[1] == 1 and not yb.is_floating_point()
-
-def _aligns_itself(loss_fn, pred, yb) -> bool:
-    "Whether `loss_fn` gives the same value on `pred` reshaped to the targets' shape (it squeezes by itself)."
-    if pred.numel() != yb.numel(): return False
-    try:
-        with torch.no_grad():
-            pred, rows = pred.detach(), len(pred)
-            # a NaN row makes both values NaN: compared on the finite rows (none: nothing to show, the NaN guard acts)
-            finite = torch.isfinite(pred.reshape(rows, -1)).all(1)
-            if yb.is_floating_point(): finite &= torch.isfinite(yb.reshape(rows, -1)).all(1)
-            if not bool(finite.all()):
-                if int(finite.sum()) < 2: return True
-                pred, yb = pred[finite], yb[finite]
-            as_given = loss_fn(pred, yb)
-            aligned = loss_fn(pred.reshape(yb.shape), yb)
-        return as_given.shape == aligned.shape and bool(torch.allclose(as_given.float(), aligned.float(),
-                                                                       rtol=1e-4, atol=1e-6))
-    except Exception: return False  # it fails on the aligned pair: it cannot be shown to align
-
-def check_loss_value(loss,  # what the loss function (or the model, for its own loss) returned for a batch
-                     loss_fn: Optional[Callable],  # the loss; None = the model's own
-                     model: Optional[nn.Module] = None,  # the model: tells a frozen one from a detached loss
-                    ) -> None:
-    "Raise a TypeError, before any backward, when a training loss is not one tensor value backward can go through."
-    who = "loss_fn" if loss_fn is not None else "the model's loss"
-    if not isinstance(loss, torch.Tensor):
-        shown = f"{type(loss).__name__} {loss!r}"[:80]
-        raise TypeError(f"{who} returned a {shown}, not a tensor: backward needs the tensor the loss computes; "
-                        "return it as it is (no .item(), float(), .numpy() or tuple around it)")
-    if loss.numel() != 1:
-        raise TypeError(f"{who} returned {loss.numel()} values (shape {tuple(loss.shape)}), not one: training "
-                        "needs one number a batch; reduce it (reduction='mean', or .mean()) in the loss")
-    if torch.is_grad_enabled() and not loss.requires_grad:
-        frozen = nothing_to_train(model)
-        if frozen: raise TypeError(f"{who} returned a tensor without grad_fn because {frozen}")
-        raise TypeError(f"{who} returned a tensor cut off from the model's parameters (no grad_fn), so "
-                        "backward cannot train them: no .detach(), .data, torch.no_grad() or numpy on its way")
-
-def _untouched_copy(loss_fn: Callable) -> Optional[Callable]:
-    """`loss_fn` to try on made-up rows without changing the user's: a function as it is, a module (or a partial or
-    bound method of one, another callable object) deep-copied, so that what it keeps (a memory bank's queue, a
-    call counter) stays as it was; None when it cannot be copied or holds over 10M numbers (then it is not tried)."""
-    held = loss_fn.func if isinstance(loss_fn, functools.partial) else loss_fn
-    held = getattr(held, "__self__", held)  # a bound method: its object
-    if isinstance(held, nn.Module) and sum(t.numel() for t in (*held.parameters(), *held.buffers())) > 10_000_000:
-        return None
-    try: return copy.deepcopy(loss_fn)  # (a plain function or lambda: itself)
-    except Exception: return None
-
-_MEANS = weakref.WeakSet()  # losses `check_loss_reduction` found to take a mean: each is tried once, not each epoch
-
-def _known_mean(loss_fn: Callable,  # a loss
-                add: bool = False,  # record it as one that takes a mean
-               ) -> bool:
-    "Whether `loss_fn` was found to take a mean already (a loss no weak reference reaches is tried each time)."
-    try:
-        if add: _MEANS.add(loss_fn)
-        return loss_fn in _MEANS
-    except TypeError: return False
-
-def check_loss_reduction(pred,  # the model's prediction for a batch (see `prediction`)
-                         yb,  # the batch's targets
-                         loss_fn: Optional[Callable],  # the loss, whatever it is (a module, a def, a lambda)
-                        ) -> None:
-    """Raise a ValueError when `loss_fn` adds up its rows' losses (reduction='sum' inside a def, a lambda or a
-    module): its value on a batch's first rows given twice over is twice their value (one probe on 8 rows)."""
-    if loss_fn is None or not isinstance(pred, torch.Tensor) or not isinstance(yb, torch.Tensor): return
-    if not pred.ndim or not yb.ndim or len(pred) != len(yb) or not len(pred) or _known_mean(loss_fn): return
-    p, y = pred[:8].detach(), yb[:8].detach()
-    if (trial := _untouched_copy(loss_fn)) is None: return
-    try:
-        with torch.no_grad(), kept_rng():  # a loss that draws (negatives, say) leaves the run's RNG as it was
-            once, twice = trial(p, y), trial(torch.cat([p, p]), torch.cat([y, y]))
-        if not (isinstance(once, torch.Tensor) and once.numel() == 1 and twice.numel() == 1): return
-        once, twice = float(once), float(twice)
-    except Exception: return  # a loss that takes no repeated rows (pairs, whole batches): nothing to tell
-    if not (math.isfinite(once) and abs(once) > 1e-6): return
-    if abs(twice - 2 * once) > 1e-4 * abs(2 * once):  # no sum: a mean (or another reading), tried once
-        _known_mean(loss_fn, add=True)
-        return
-    name = getattr(getattr(loss_fn, "func", loss_fn), "__name__", type(loss_fn).__name__)
-    raise ValueError(f"loss_fn {name} adds up its rows' losses: on {len(p)} rows it gives {once:.6g}, on the "
-                     f"same rows given twice over {twice:.6g} (twice as much: a sum, or a sum over a fixed number "
-                     "rather than the batch's rows, which a short last batch shows). trainbook reads a loss as a mean "
-                     "over a batch's rows (the valid loss beside its standard error and the constant predictor's "
-                     "loss, each per row; step losses of batches of any size on one scale): return the mean "
-                     "(reduction='mean', or .mean() instead of .sum()); a sum's gradients are the batch size "
-                     "times a mean's, so with plain SGD multiply lr by the batch size for the same steps")
-
-def nothing_to_train(model: Optional[nn.Module],  # a model (None: nothing to say)
-                    ) -> Optional[str]:
-    "Why `model` has nothing backward could train (no parameters, or all frozen); None when it has some."
-    if model is None: return None
-    params = list(model.parameters())
-    if any(p.requires_grad for p in params): return None
-    if not params:
-        return ("the model has no parameters at all: there is nothing to train; give it a layer with weights "
-                "(nn.Linear, ...)")
-    return (f"all {len(params)} of the model's parameter tensors are frozen (requires_grad=False): unfreeze "
-            "what should learn, p.requires_grad_(True) (e.g. the head: model.head.requires_grad_(True))")
-
-def broadcast_shape(a: tuple,  # one tensor's shape
-                    b: tuple,  # another's
-                   ) -> Optional[tuple]:
-    "The shape `a` and `b` broadcast to (`torch.broadcast_shapes`' answer), None where they do not: in plain Python."
-    # torch's own raises where they do not, and costs ~40 µs a call; every evaluation checks its first batch
-    out = []
-    for x, y in itertools.zip_longest(reversed(a), reversed(b), fillvalue=1):
-        if x != y and x != 1 and y != 1: return None
-        out.append(y if x == 1 else x)
-    return tuple(reversed(out))
-
-def check_loss_shapes(pred,  # the model's prediction (see `prediction`)
-                      yb,  # the targets
-                      loss_fn: Optional[Callable],  # the loss, whatever it is (a named one, a lambda, a module)
-                     ) -> None:
-    """Raise `ShapeMismatch` (a ValueError naming both shapes) when a loss would broadcast `pred` against
-    `yb`, and `TargetsOutOfRange` when a BCE loss gets targets outside [0, 1] (`bce_target_range`)."""
-    if loss_fn is None or not isinstance(pred, torch.Tensor) or not isinstance(yb, torch.Tensor): return
-    out_of_range = bce_target_range(yb, loss_fn)
-    if out_of_range is not None: raise TargetsOutOfRange(out_of_range)
-    if pred.shape == yb.shape: return
-    name = getattr(loss_fn, "__name__", type(loss_fn).__name__).lower()
-    broadcast = broadcast_shape(pred.shape, yb.shape)
-    # any loss: a pair that broadcasts to more values than either holds ((n, 1) against (n,) gives (n, n))
-    # compares every prediction with every target; an elementwise loss needs equal shapes outright
-    grows = broadcast is not None and torch.Size(broadcast).numel() > max(pred.numel(), yb.numel())
-    if not grows and name not in ELEMENTWISE_LOSSES: return
-    if grows and name not in ELEMENTWISE_LOSSES and _aligns_itself(loss_fn, pred, yb): return
-    pshape, yshape = tuple(pred.shape), tuple(yb.shape)
-    if name not in ELEMENTWISE_LOSSES and _one_class_column(pred, yb):  # (n, 1) logits, (n,) class indices
-        fix = ("give the model one output per class (2 for two classes: nn.Linear(..., 2)), or train a "
-               "binary loss: binary_cross_entropy_with_logits(out.squeeze(-1), y.float()) "
-               "(%train: --loss bce)")
-        message = (f"{name}: prediction shape {pshape} and target shape {yshape} ({yb.dtype} class indices): "
-                   f"a class-index loss reads one column per class, so 1 column is 1 class: {fix}")
-    else:
-        fix = ("squeeze the prediction (out.squeeze(-1)) or reshape the targets (y.unsqueeze(-1))"
-               if pred.numel() == yb.numel() else "make the model's output match the targets")
-        what = (f"broadcast them to {broadcast} and train on the wrong pairs" if broadcast is not None
-                else "fail or broadcast")
-        message = (f"{name}: prediction shape {pshape} and target shape {yshape} differ; the loss would "
-                   f"{what}: {fix}")
-    raise ShapeMismatch(message, Finding("shape_mismatch", "error", message, advice=fix,
-                                         data={"prediction_shape": list(pshape),
-                                               "target_shape": list(yshape),
-                                               "broadcast_shape": list(broadcast) if broadcast else None}))
 
 # %% ../nbs/03a_batch.ipynb #12159bcd
 def autocast(device: torch.device,  # the device the model runs on

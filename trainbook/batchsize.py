@@ -11,8 +11,8 @@ from typing import Callable, Optional
 import torch
 from torch import nn
 
-from .batch import kept_rng, rows_in, training_lock
-from .core import pick_device, pick_precision
+from .batch import rows_in, training_lock
+from .core import kept_rng, pick_device, pick_precision
 from .optim import param_groups, scale_lr, train_step
 from .preflight import PeakMemory, _check_module, _check_positive, _proc_kb, free_memory
 

@@ -17,9 +17,10 @@ import torch
 __all__ = ['PRECISIONS', 'SCHEDULES', 'SEVERITIES', 'MIN_ROWS', 'SEVERITY_STYLE', 'shown', 'import_optional', 'did_you_mean',
            'warn', 'label_key', 'require_instance', 'TrainConfig', 'patience_spent', 'Finding', 'finding_html',
            'findings_html', 'findings_text', 'number_text', 'compact_table_html', 'History', 'seed_everything',
-           'accelerators_present', 'rng_state', 'set_rng_state', 'loader_generators', 'package_version', 'environment',
-           'loader_length', 'set_loader_epoch', 'pick_device', 'pick_precision', 'autocast_dtype', 'this_process',
-           'process_alive', 'remove_stale_temps', 'atomic_write', 'listen', 'unlisten', 'silenced', 'announce']
+           'accelerators_present', 'rng_state', 'set_rng_state', 'loader_generators', 'kept_rng', 'package_version',
+           'environment', 'loader_length', 'set_loader_epoch', 'pick_device', 'pick_precision', 'autocast_dtype',
+           'this_process', 'process_alive', 'remove_stale_temps', 'atomic_write', 'listen', 'unlisten', 'silenced',
+           'announce']
 
 # %% ../nbs/00_core.ipynb #03fb781b
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
@@ -521,6 +522,14 @@ def loader_generators(dl,  # a loader (a DataLoader, its sampler and batch sampl
         for g in [getattr(obj, "generator", None), *held, *(getattr(v, "generator", None) for v in held)]:
             if isinstance(g, torch.Generator) and not any(g is f for f in found): found.append(g)
     return tuple(found)
+
+@contextlib.contextmanager
+def kept_rng():
+    "Run the body and put every random generator (python, numpy, torch, CUDA) back as it was."
+    state = rng_state()
+    try: yield
+    finally: set_rng_state(state)
+
 
 # %% ../nbs/00_core.ipynb #d1d28778
 _PACKAGES = ("numpy", "pandas", "scikit-learn", "xgboost", "plotly", "ipywidgets", "anywidget", "tqdm",

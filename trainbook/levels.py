@@ -11,7 +11,8 @@ from typing import Optional
 import torch
 from torch import nn
 
-from .batch import torch_loss_class, wants_whole_output
+from .batch import wants_whole_output
+from .loss_checks import torch_loss_class
 from .metrics import IGNORE_INDEX, ignore_index_of
 
 # %% auto #0

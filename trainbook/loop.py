@@ -12,8 +12,8 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Union
 import torch
 from torch import nn
 
-from .batch import (DeferredCtrlC, Feeder, HeldCtrlC, batch_rows, check_loss_reduction, check_loss_shapes,
-                             eval_mode, prediction, split_batch, training_lock)
+from .batch import DeferredCtrlC, Feeder, HeldCtrlC, batch_rows, eval_mode, prediction, split_batch, training_lock
+from .loss_checks import check_loss_reduction, check_loss_shapes
 from .checkpoint import Checkpointer, FindingsPart, check_epochs_left, check_resume, stopped_early
 from .resume import BufferSnapshot, Position, Window, accumulation_windows, run_signature
 from .core import (History, TrainConfig, environment, loader_generators, loader_length, pick_device,

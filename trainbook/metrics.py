@@ -11,7 +11,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from .batch import batch_rows, eval_mode, forward, is_class_loss, loss_keyword, prediction, split_batch
+from .batch import batch_rows, eval_mode, forward, prediction, split_batch
+from .loss_checks import is_class_loss, loss_keyword
 from .core import rng_state, set_rng_state
 
 # %% auto #0

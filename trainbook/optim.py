@@ -13,8 +13,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from .batch import DeferredCtrlC, forward, kept_rng, stop_requested
-from .core import Finding, TrainConfig, loader_generators, pick_device
+from .batch import DeferredCtrlC, forward, stop_requested
+from .core import Finding, TrainConfig, kept_rng, loader_generators, pick_device
 from .distributed import full_tensor
 
 # %% auto #0

@@ -15,9 +15,10 @@ from torch import nn
 
 from .checkpoint import load_checkpoint, unwritable
 from .run import earlier_run_files
-from .batch import (batch_rows, bce_target_range, call_model, compute_loss, kept_rng, model_loss,
-                             prediction, rows_in, split_batch, stop_requested, to_device, training_lock)
-from .core import Finding, TrainConfig, announce, findings_html, pick_device
+from .batch import (batch_rows, call_model, compute_loss, model_loss, prediction, rows_in, split_batch,
+                             stop_requested, to_device, training_lock)
+from .core import Finding, TrainConfig, announce, findings_html, kept_rng, pick_device
+from .loss_checks import bce_target_range
 from .events import Callback
 from .guard import (check_fit_inputs, check_loss_fn, loader_length, note_interrupt, run_steps,
                              warmup_past_run)

@@ -11,9 +11,10 @@ from typing import Callable, Iterable, Optional, Sequence
 import torch
 from torch import nn
 
-from .batch import (call_model, check_loss_shapes, eval_mode, forward, kept_rng, label_out_of_range,
-                             prediction, rows_in, split_batch, stop_requested, to_device, wants_whole_output)
-from .core import Finding, History, announce, findings_html, pick_device, pick_precision
+from .batch import (call_model, eval_mode, forward, prediction, rows_in, split_batch, stop_requested, to_device,
+                             wants_whole_output)
+from .core import Finding, History, announce, findings_html, kept_rng, pick_device, pick_precision
+from .loss_checks import check_loss_shapes, label_out_of_range
 from .levels import LossLevels, loss_levels, loss_name
 from .guard import check_loss_fn
 from .optim import train_step
