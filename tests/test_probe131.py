@@ -92,3 +92,25 @@ def test_names_entity_email_share():
     assert columns.names_entity("contact", pd.Series(emails[:180] + ["none"] * 20))  # 90%
     assert not columns.names_entity("contact", pd.Series(emails[:179] + ["none"] * 21))
     assert not columns.names_entity("contact", pd.Series([None] * 10, dtype=object))
+
+
+def test_decimals_rounded_by_float64_are_said():
+    "Decimals of 20 significant digits (294 distinct) read as float64 (7 distinct): check_data and the loaders say so."
+    import warnings
+    from decimal import Decimal
+    rng = np.random.default_rng(0)
+    big = [Decimal("123456789012345678.") + Decimal(int(i)) / 100 for i in rng.integers(0, 10_000, 300)]
+    df = pd.DataFrame({"balance": big, "fee": [Decimal("1.25")] * 150 + [Decimal("0.1")] * 150,
+                       "x": rng.normal(size=300), "y": rng.integers(0, 2, 300)})
+    found = tb.check_data(df, "y", leak_check=False).by_kind("decimal_precision")
+    assert [f.column for f in found] == ["balance"]  # 'fee' fits float64: nothing said
+    d = found[0].data
+    assert (d["rounded"], d["read"], d["distinct"]) == (300, 300, len(set(big)))
+    assert d["distinct_as_float"] == len(set(map(float, big))) < d["distinct"]
+    splits = tb.make_splits(df, "y", seed=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tb.loaders_from_frame(df, "y", splits, batch_size=64)
+    said = [str(w.message) for w in caught if "float64 holds" in str(w.message)]
+    assert len(said) == 1 and "'balance'" in said[0]
+    assert columns.rounded_decimals(pd.Series([Decimal("0.1"), Decimal("123456789012345"), 3, 2.5])) is None

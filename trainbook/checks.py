@@ -11,8 +11,9 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from .columns import (ValueCodes, dates_as_text, dtype_family, is_nullable, parse_dates, parse_numbers,
-                               names_entity, require_frame, require_one_value, roles_from_codes, unparsed_dates)
+from .columns import (ValueCodes, dates_as_text, dtype_family, holds_decimals, is_nullable, parse_dates,
+                               parse_numbers, names_entity, require_frame, require_one_value, roles_from_codes,
+                               rounded_decimals, unparsed_dates)
 
 from .duplicates import chance_pairs, conflict_finding, duplicate_findings, label_conflicts
 from .core import (Finding, announce, compact_table_html, did_you_mean, findings_html, findings_text,
@@ -371,6 +372,14 @@ def _role_findings(s: pd.Series, col, role: str, n: int, nun: int) -> list[Findi
                               "max_categories": MAX_CATEGORIES})]
     return []
 
+def _decimal_finding(s: pd.Series, col) -> list[Finding]:
+    "Decimals with more significant digits than float64 holds: every check, split and model reads them rounded."
+    lost = rounded_decimals(s) if holds_decimals(s) else None
+    if lost is None: return []
+    return [Finding("decimal_precision", "warning", lost[0], column=col, data=lost[1],
+                    advice="if those digits matter, make the values fit float64 before training: subtract an "
+                           f"offset (df[{col!r}] - base), or keep the whole and the fractional parts as two columns")]
+
 def _nullable_finding(s: pd.Series, col) -> list[Finding]:
     if not is_nullable(s): return []
     return [Finding("nullable_dtype", "info", f"pandas nullable dtype {s.dtype} (missing values are pd.NA)",
@@ -418,7 +427,7 @@ def _column_findings(df: pd.DataFrame, target: Optional[str], skip: set, roles: 
         s = df[col]
         out += _infinite_finding(s, col, col == target)
         if col != target and col not in skip: out += _missing_finding(s, col, n)  # groups, time: their own
-        out += _nullable_finding(s, col)
+        out += _nullable_finding(s, col) + _decimal_finding(s, col)
         if col == target or col in skip: continue
         out += _role_findings(s, col, roles[col], n, codes.nunique(col))
         if roles[col] == "categorical": out += _mixed_findings(s, col, codes)

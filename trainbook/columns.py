@@ -13,9 +13,9 @@ import pandas as pd
 
 # %% auto #0
 __all__ = ['ROLES', 'DATE_SHARE', 'ID_WORDS', 'ENTITY_WORDS', 'require_frame', 'is_nested_arrow', 'require_flat_columns',
-           'require_one_value', 'dtype_family', 'holds_decimals', 'is_nullable', 'parse_numbers', 'as_datetimes',
-           'epoch_seconds', 'numeric_view', 'parse_dates', 'unparsed_dates', 'dates_as_text', 'ValueCodes',
-           'named_like_id', 'names_entity', 'column_roles', 'feature_roles', 'roles_from_codes']
+           'require_one_value', 'dtype_family', 'holds_decimals', 'rounded_decimals', 'is_nullable', 'parse_numbers',
+           'as_datetimes', 'epoch_seconds', 'numeric_view', 'parse_dates', 'unparsed_dates', 'dates_as_text',
+           'ValueCodes', 'named_like_id', 'names_entity', 'column_roles', 'feature_roles', 'roles_from_codes']
 
 # %% ../nbs/01c_columns.ipynb #06abe1e6
 def require_frame(df,  # what the caller got as a frame
@@ -132,6 +132,25 @@ def holds_decimals(s: pd.Series,  # a column
     if not isinstance(_first_present(values), Decimal): return False
     kinds = set(map(type, values[~pd.isna(values)]))
     return all(issubclass(k, (Decimal, int, float)) and not issubclass(k, (bool, np.bool_)) for k in kinds)
+
+def rounded_decimals(s: pd.Series,  # a column holding `decimal.Decimal` numbers (`holds_decimals`)
+                     limit: int = 100_000,  # values read at most (evenly spaced beyond that)
+                    ) -> Optional[tuple[str, dict]]:
+    """(a sentence, its numbers) when some of `s`'s Decimals have more significant digits than float64 holds, so
+    that every check, split and model, which read them as float64, reads them rounded; None when none do."""
+    values = s.dropna().to_numpy()
+    values = values[::len(values) // limit + 1]
+    # a value float64 keeps (15 significant digits or fewer, always) comes back equal from its shortest repr
+    as_float = [float(v) for v in values]
+    rounded = [i for i, (v, f) in enumerate(zip(values, as_float)) if Decimal(repr(f)) != v]
+    if not rounded: return None
+    v = values[rounded[0]]
+    data = {"rounded": len(rounded), "read": len(values), "distinct": len(set(values)),
+            "distinct_as_float": len(set(as_float)), "example": str(v)}
+    merged = (f"; {data['distinct']} distinct values become {data['distinct_as_float']}"
+              if data["distinct_as_float"] < data["distinct"] else "")
+    return (f"{len(rounded)} of {len(values)} Decimal values have more significant digits than float64 "
+            f"holds (15-17): read as numbers they are rounded ({v} -> {float(v)!r}{merged})", data)
 
 def is_nullable(s: pd.Series,  # a column
                ) -> bool:

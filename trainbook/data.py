@@ -189,8 +189,8 @@ import pandas as pd
 from .checks import require_column, require_columns, require_task, resolve_task, unseen_classes_message
 from .splits import check_splits
 from .checks import MAX_CATEGORIES, infinite_counts
-from .columns import (ROLES, dtype_family, epoch_seconds, feature_roles, parse_dates, require_frame,
-                               unparsed_dates)
+from .columns import (ROLES, dtype_family, epoch_seconds, feature_roles, holds_decimals, parse_dates,
+                               require_frame, rounded_decimals, unparsed_dates)
 from .core import Finding, did_you_mean, warn
 from .serving import check_saveable, serve_column, training_schema, unseen_categories, value_examples
 
@@ -306,6 +306,9 @@ def make_preprocessor(df: pd.DataFrame,  # the training rows (roles, date origin
                              f"are: {', '.join(ROLES)}")
     by_role = {}
     for col, role in roles.items(): by_role.setdefault(role, []).append(col)
+    for col in by_role.get("numeric", []):  # Decimals as float64: said, as ParquetLoader says of its decimal columns
+        lost = rounded_decimals(df[col]) if holds_decimals(df[col]) else None
+        if lost: warn(f"column {col!r}: {lost[0]}; make them fit float64 first if those digits matter")
     declared = [c for c in by_role.get("categorical", []) if isinstance(df[c].dtype, pd.CategoricalDtype)]
     plain = [c for c in by_role.get("categorical", []) if c not in declared]
     levels = [[str(v) for v in df[c].cat.categories] for c in declared]  # each declared category: a column
