@@ -4,7 +4,7 @@
 
 # %% ../nbs/06a_guard.ipynb #fbcc8e7a
 from __future__ import annotations
-import collections.abc, inspect, math, sys, threading
+import collections.abc, inspect, math, os, signal, sys, threading
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
@@ -23,8 +23,8 @@ __all__ = ['LOWER_IS_BETTER', 'HIGHER_IS_BETTER', 'check_loss_fn', 'check_valid_
            'logged_values', 'better_mode', 'check_monitor', 'monitor_fallback', 'run_steps', 'optimizer_given',
            'eval_submodules', 'scheduler_given', 'run_notes', 'valid_is_test', 'warmup_past_run',
            'nonfinite_validation', 'needs_closure', 'check_scheduler', 'check_optimizer', 'plain_script',
-           'note_interrupt', 'interrupted_in_set_up', 'stop_script', 'forget_interrupt', 'refuse_after_interrupt',
-           'check_fit_inputs']
+           'note_interrupt', 'interrupted_in_set_up', 'take_sigterm', 'give_back_sigterm', 'stop_script',
+           'forget_interrupt', 'refuse_after_interrupt', 'check_fit_inputs']
 
 # %% ../nbs/06a_guard.ipynb #28a3ff5a
 def check_loss_fn(loss_fn: Optional[Callable],  # e.g. nn.CrossEntropyLoss() or F.cross_entropy; None = the model's
@@ -447,6 +447,38 @@ def interrupted_in_set_up(pressed: bool,  # whether a Ctrl-C came while the run 
     note_interrupt()
     return "interrupted"
 
+_TERM = {"came": False}  # whether a SIGTERM came while `take_sigterm`'s handler held it
+
+def take_sigterm() -> bool:
+    """For a run in a plain script's main thread: from here a SIGTERM (`kill <pid>`, a scheduler's stop, a `nohup`
+    job's end) is taken as a Ctrl-C, so the run ends 'interrupted' with its files written; at the run's end (`end_run`,
+    a boosting run's) `give_back_sigterm` ends the process as terminated. In a notebook, off the main thread, or where
+    SIGTERM has a handler already (the script's own, `fit`'s), nothing changes. Returns whether it was taken."""
+    if not plain_script() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL: return False
+    _TERM["came"] = False
+    signal.signal(signal.SIGTERM, _on_term)
+    return True
+
+def _on_term(signum, frame):
+    "SIGTERM as a Ctrl-C: SIGINT's handler of the moment acts (a run's held Ctrl-C waits for its step's end)."
+    _TERM["came"] = True
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler): handler(signal.SIGINT, frame)
+    else: raise KeyboardInterrupt  # SIGINT ignored (a background job's): a SIGTERM stops the run all the same
+
+def give_back_sigterm() -> None:
+    """At a run's end, its files written: SIGTERM back to its default, and after one came (`take_sigterm`, or
+    `fit`'s own) the run's folder and `resume=` said on stderr; the process then ends as terminated (rc -15)."""
+    if threading.current_thread() is not threading.main_thread(): return
+    handler = signal.getsignal(signal.SIGTERM)
+    ours = handler == _on_term
+    came = _TERM["came"] if ours else getattr(getattr(handler, "__self__", None), "terminated", False) is True
+    if ours: signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if not came: return
+    print(f"trainbook: a SIGTERM stopped the run, so the process ends as terminated ({_stopped_run()})",
+          file=sys.stderr, flush=True)
+    if ours: os.kill(os.getpid(), signal.SIGTERM)  # (`fit`'s own ends its process as it gives SIGTERM back)
+
 def stop_script(run,  # the run that just ended (`end_run`), its files written
                ) -> None:
     """In a plain script whose run a Ctrl-C ended (noted by `note_interrupt`), the Ctrl-C goes on: a
@@ -473,10 +505,16 @@ def _stopped_run() -> str:
         return (f"that run is tb.last_run(), stopped at round {run.step}; its folder {str(run.run_dir)!r} holds the "
                 f"model of its rounds (run.model, or tb.BoostedModel.load({str(run.run_dir)!r})); a boosting run has "
                 "no resume=: fit it again to train on")
-    if not (Path(run.run_dir) / "last.pt").exists():  # (a Ctrl-C in its set-up: nothing to go on from)
-        return f"that run is tb.last_run(), stopped at step {run.step}; its folder {str(run.run_dir)!r} holds no last.pt"
-    return (f"that run is tb.last_run(), stopped at step {run.step}; its folder {str(run.run_dir)!r} holds "
-            f"last.pt: go on from it with resume={str(run.run_dir)!r}")
+    said = f"that run is tb.last_run(), stopped at step {run.step}; its folder {str(run.run_dir)!r}"
+    last = Path(run.last_path if run.last_path is not None else Path(run.run_dir) / "last.pt")  # last.msgpack, ...
+    if not last.exists():  # (a Ctrl-C in its set-up, a Keras run's first epoch: nothing to go on from)
+        return f"{said} holds no {'checkpoint' if run.kind == 'transformers' else last.name}"
+    if run.kind == "keras":  # Keras saves at epoch ends; its own fit goes on from the model
+        return (f"{said} holds {last.name}, its last epoch's end: go on with keras.saving.load_model({str(last)!r}) "
+                "and model.fit(..., initial_epoch=the epochs it had done)")
+    if run.kind == "transformers":  # Trainer's own checkpoints, in its output_dir
+        return f"{said}; Trainer's last checkpoint: go on with trainer.train(resume_from_checkpoint={str(last)!r})"
+    return f"{said} holds {last.name}: go on from it with resume={str(run.run_dir)!r}"
 
 def refuse_after_interrupt(what: str,  # what would start ('fit', 'fit_flax')
                           ) -> None:

@@ -15,6 +15,7 @@ from .core import Finding, History, TrainConfig, environment, import_optional, r
 from .events import Callbacks, Event, LoopState, calling_callbacks, ending_runs_on_error, session_observers
 from .metrics import constant_predictor_loss
 from .readings import nonfinite_loss
+from .guard import take_sigterm
 from .recorder import EarlyStopping, check_live, end_run, live_curves, run_of
 from .run import RUNNING, StopReason
 
@@ -132,6 +133,7 @@ def _trainer_recorder_class():
             self.folder.prepare(overwrite=self.overwrite, resumable=False)
             self.state.run_dir, self.state.findings = self.folder.run_dir, list(self.folder.findings)  # version_N
             self.open = True  # a train() that raises calls no callback: `fail_run` ends the run then
+            take_sigterm()  # a plain script's SIGTERM: a Ctrl-C, then the process ends as terminated (`end_run`)
             for logs in state.log_history:  # a run resumed from a Trainer checkpoint: the history it had
                 self._take(logs, logs.get("step", 0), logs.get("epoch"))
             for epoch in range(math.floor(round(state.epoch or 0.0, 6))): self._epoch_loss(epoch)  # its closed epochs

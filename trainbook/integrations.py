@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .batch import call_model, eval_mode, prediction
 from .checkpoint import Checkpointer, probe_writable
+from .guard import take_sigterm
 from .recorder import EarlyStopping, check_live, end_run, live_curves, run_of
 from .core import Finding, History, TrainConfig, environment, import_optional, warn
 from .data import TensorLoader
@@ -205,6 +206,7 @@ def _keras_recorder_class():
             self.folder.prepare(overwrite=self.overwrite, resumable=False)
             self.state.run_dir, self.state.findings = self.folder.run_dir, list(self.folder.findings)  # version_N
             self.open = True  # a model.fit that raises skips on_train_end: `fail_run` ends the run then
+            take_sigterm()  # a plain script's SIGTERM: a Ctrl-C, then the process ends (unwrapped: at exit, `fail_run`)
             self.environment = environment()
             # what describes a Keras run in a store: Keras' own settings, not TrainConfig's torch defaults
             self.settings = {"epochs": config.epochs, "steps": self.params.get("steps"), "lr": _keras_lr(self.model),

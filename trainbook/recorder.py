@@ -22,8 +22,8 @@ from .core import (Finding, History, TrainConfig, announce, environment, patienc
 from .diagnostics import diagnose
 from .readings import nonfinite_loss
 from .events import Callback, Callbacks, Event, LoopState, session_observers
-from .guard import (check_monitor, monitor_fallback, nonfinite_validation, note_interrupt, plain_script,
-                             refuse_after_interrupt, stop_script)
+from .guard import (check_monitor, give_back_sigterm, monitor_fallback, nonfinite_validation, note_interrupt,
+                             plain_script, refuse_after_interrupt, stop_script, take_sigterm)
 from .run import RECORDS, RUNNING, Run, monitored_record, remember_run
 
 # %% auto #0
@@ -294,6 +294,7 @@ def end_run(state: LoopState,  # the loop's state
                 checkpointer.release()
                 announce("run", run)  # the notebook checklist ticks its step (nothing else listens)
         if ctrl_c.pressed: note_interrupt()
+        give_back_sigterm()  # after a SIGTERM (one in [after_fit] too) the process ends here, its files written
     stop_script(run)  # a Ctrl-C ended it: in a plain script the KeyboardInterrupt goes on, with `.run`
     return run
 
@@ -542,7 +543,9 @@ class Recorder:
         finally: self.run = self.state.run  # (kept also where a plain script's Ctrl-C goes on out of end_run)
         return self.run
 
-    def __enter__(self): return self
+    def __enter__(self):
+        take_sigterm()  # a plain script's SIGTERM in the block: a Ctrl-C, then the process ends (`end_run`)
+        return self
 
     def __exit__(self, kind, err, tb):
         if err is None: self.finish()
@@ -722,7 +725,8 @@ class RoundRecorder:
         return self._ctrl_c
 
     def start(self):
-        "The run begins: [before_fit]."
+        "The run begins: [before_fit]. From here a plain script's SIGTERM stops it as a Ctrl-C does (`take_sigterm`)."
+        take_sigterm()
         self.cbs(Event.before_fit, self.state)
 
     def log(self,
@@ -772,6 +776,7 @@ class RoundRecorder:
             if self.folder is not None:
                 self.folder.write_run(run)  # run.json, as every run folder holds
                 self.folder.release()  # the folder's writer lock: this run ended
+            give_back_sigterm()  # after a SIGTERM (one in [after_fit] too) the process ends here, its files written
         if self._ctrl_c is not None and self._ctrl_c.pressed:  # as fit: the cell's next run stops at its door,
             note_interrupt()
             stop_script(run)  # and a plain script stops here, `.run` the run
