@@ -19,14 +19,14 @@ from .guard import check_loader, check_monitor, note_interrupt, take_sigterm
 from .recorder import (EarlyStopping, TimedIterator, end_run, epoch_records, record_validation,
                                 run_callbacks, run_of)
 from .triage import Evaluation, LossStats
-from .metrics import ignore_index_of, resolve_metrics, trial_copy
+from .metrics import resolve_metrics, trial_copy
 from .optim import LRFinder, check_lr_sweep
 from .run import MONITOR_ALIASES, PLANNED_ENDS, RUNNING, Run, attach_failed_run
 from .jax_parts import (CHECKPOINT_FORMAT, FlaxNanGuard, KeyStreams, flax_checkpoint_file, host_rng,
                                  import_jax, is_flax_model, make_tx, optax_schedule, read_flax_checkpoint,
                                  save_flax_checkpoint, schedule_lr, tree_entries, tree_from_entries, flax_prediction,
                                  require_params, flax_run_notes, flax_loss, pick_jax_precision, check_flax_inputs,
-                                 loss_on_torch, add_validation_batch, batch_weight)
+                                 loss_on_torch, add_validation_batch, batch_weight, flax_label_terms)
 # the jitted steps and their batches live in jax_steps (FlaxState is public here too, as before)
 from .jax_steps import (FlaxState, check_first_batch, flax_steps, from_pure, rows_of, split_arrays,
                                  split_pure, streams_used)
@@ -43,7 +43,8 @@ def evaluate_compiled(eval_step: Callable,  # the compiled eval step (`flax_step
                       first: Optional[Callable] = None,  # called with the first batch before it is scored (checks)
                       stats_loss: Optional[Callable] = None,  # the loss as a torch loss (`loss_on_torch`): None =
                                                               # the batches' spread only, no prior
-                      ignore: Optional[int] = None,  # the label a masked loss leaves out: batches weigh by the others
+                      terms: Optional[tuple] = None,  # the loss's `flax_label_terms` (class weights, ignore_index):
+                                                      # batches weigh by their labels' weights; None: by rows
                      ) -> Evaluation:
     "Mean loss over the rows of `dl` and the metrics on all its predictions; `.stats`: the loss's noise and prior."
     import torch
@@ -56,7 +57,7 @@ def evaluate_compiled(eval_step: Callable,  # the compiled eval step (`flax_step
             first = None
         xb, yb = split_arrays(batch)
         loss, pred = eval_step(train_state.params, rngs, train_state.rest, xb, yb)
-        n, weight = rows_of(yb), batch_weight(yb, ignore)  # a masked loss's mean: over its scored labels
+        n, weight = rows_of(yb), batch_weight(yb, terms)  # a mean over labels: by their weights
         if weight: losses.append((loss, weight))  # read once, at the end (a batch with none scored: not its NaN)
         rows += n
         add_validation_batch(stats, pred, yb, loss, n)
@@ -97,7 +98,7 @@ def evaluate_flax(model,  # a Flax NNX module (`fit_flax` trains it in place), o
                            compute_dtype=jnp.bfloat16 if bf16 else None)[1]
     first = lambda batch: check_first_batch(graphdef, templates, pure, batch, fn, who="evaluate_flax")
     return evaluate_compiled(eval_step, FlaxState(pure[0], pure[2], None), pure[1], dl, metric_fns, first,
-                             stats_loss=loss_on_torch(fn), ignore=ignore_index_of(fn))
+                             stats_loss=loss_on_torch(fn), terms=flax_label_terms(fn))
 
 # %% ../nbs/20_jax.ipynb #3350a6c9
 def _leaf_name(path) -> str:
@@ -157,7 +158,7 @@ class _FlaxLoop:
         self.window_start = self.train  # the state before the window in flight (arrays are immutable: no copy)
         self.used = streams_used(tags, augment, flax_loss(loss_fn))
         self.stats_loss = loss_on_torch(flax_loss(loss_fn))  # once a run: a prior that fails is said once
-        self.ignore = ignore_index_of(flax_loss(loss_fn))  # a masked loss's: batches weigh by their scored labels
+        self.terms = flax_label_terms(flax_loss(loss_fn))  # class weights, ignore_index: batches weigh by labels
         check = lambda batch, who: check_first_batch(eval_graphdef, templates, (params, self.rngs, rest), batch,
                                                      flax_loss(loss_fn), who=who)
         self.first_check = lambda batch: check(batch, "fit_flax")  # dl_train's first batch, once a run
@@ -312,12 +313,12 @@ class _FlaxLoop:
 
     def window_loss(self, window) -> float:
         "The window's mean loss (a masked loss's over its scored labels), read once: the one device sync per step."
-        weights = [batch_weight(item[1], self.ignore) for item in window.items] if self.ignore is not None else None
+        weights = [batch_weight(item[1], self.terms) for item in window.items] if self.terms is not None else None
         self.window_weight = window.rows if weights is None else sum(weights)  # its weight in the epoch's mean
         if len(window.items) == 1: return float(window.items[0][2])
         jax = import_jax()[0]
         losses = jax.device_get([item[2] for item in window.items])  # one transfer, no device arithmetic
-        if weights is not None: return float(np.dot(losses, weights) / max(self.window_weight, 1))
+        if weights is not None: return float(np.dot(losses, weights) / (self.window_weight or 1))
         return float(np.sum(losses, dtype=np.float64) / window.size)
 
     def nonfinite(self, window) -> Optional[str]:
@@ -373,7 +374,7 @@ class _FlaxLoop:
         if self.dl_valid is not None and not again:
             self.cbs(Event.before_validate, state)
             state.valid = evaluate_compiled(self.eval_step, self.train, self.rngs, self.dl_valid, self.metric_fns,
-                                            stats_loss=self.stats_loss, ignore=self.ignore)
+                                            stats_loss=self.stats_loss, terms=self.terms)
             monitored = self.monitor[1] if self.monitor[0] == "valid" else "loss"
             self.valid_failed = record_validation(state, state.valid, monitored) or self.valid_failed
             self.cbs(Event.after_validate, state)  # FlaxNanGuard records the loss's noise and prior, as in fit

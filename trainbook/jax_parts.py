@@ -12,13 +12,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from .batch import ELEMENTWISE_LOSSES, ShapeMismatch, check_loss_shapes, label_range, wants_whole_output
+from .batch import (ELEMENTWISE_LOSSES, ShapeMismatch, check_loss_shapes, is_class_loss, label_range,
+                             loss_keyword, wants_whole_output)
 from .checkpoint import CheckpointError, probe_writable, stopped_without_checkpoint
 from .core import Finding, TrainConfig, atomic_write
 from .events import Callback, LoopState
 from .guard import (check_loader, check_monitor, monitor_fallback, refuse_after_interrupt,
                              warmup_past_run)
-from .metrics import IGNORE_INDEX, resolve_metrics
+from .metrics import IGNORE_INDEX, ignore_index_of, resolve_metrics
 from .optim import SCHEDULE_FNS, schedule_steps, warmup_steps
 from .sanity import loss_kind, static_findings
 from .triage import LossStats, NanGuard, batch_named
@@ -28,8 +29,8 @@ __all__ = ['STREAMS', 'CHECKPOINT_FORMAT', 'OUTPUT_FINDINGS', 'LOSSES', 'import_
            'stream_key', 'KeyStreams', 'optax_schedule', 'schedule_lr', 'decay_mask', 'make_tx', 'flax_run_notes',
            'tree_entries', 'tree_from_entries', 'host_rng', 'save_flax_checkpoint', 'flax_checkpoint_file',
            'read_flax_checkpoint', 'FlaxNanGuard', 'takes_key', 'takes_value', 'flax_prediction', 'loss_input',
-           'first_forward', 'check_scalar_loss', 'check_targets', 'flax_loss', 'batch_weight', 'pick_jax_precision',
-           'check_flax_inputs', 'loss_on_torch', 'add_validation_batch']
+           'first_forward', 'check_scalar_loss', 'check_targets', 'flax_loss', 'flax_label_terms', 'batch_weight',
+           'pick_jax_precision', 'check_flax_inputs', 'loss_on_torch', 'add_validation_batch']
 
 # %% ../nbs/20a_jax_parts.ipynb #310057f2
 def import_jax() -> tuple:
@@ -476,8 +477,9 @@ def check_targets(pred,  # the model's prediction on a batch: an array, or its s
                          f"but yb holds {n_y} targets (shape {tuple(yb.shape)}): a batch pairs each input row with "
                          "its target; give x and y of the same length (tb.TensorLoader(X, y) checks it)")
     tp = _torch_view(pred)
-    # a flax class-index loss ignores no label (an ignore_index none has)
-    ignore = int(ty.min()) - 1 if ty.numel() else IGNORE_INDEX
+    # a flax class-index loss ignores no label (an ignore_index none has), unless it declares one (a masked loss)
+    ignore = ignore_index_of(loss_fn)
+    if ignore is None: ignore = int(ty.min()) - 1 if ty.numel() else IGNORE_INDEX
     labels = label_range(tp, ty, ignore) if kind == "ce" else None
     if labels is not None and labels[2] == 1: return [_one_output(name, *labels[:2])]  # never a class pair
     try: check_loss_shapes(tp, ty, _on_torch(loss_fn))
@@ -522,16 +524,30 @@ def flax_loss(loss_fn: Union[str, Callable],  # a callable `loss_fn(pred, yb)` o
     mean_loss.per_element = each  # each element's loss: the validation's per-example spread (`loss_on_torch`)
     return mean_loss
 
+def flax_label_terms(loss_fn: Callable,  # a Flax loss (`flax_loss`)
+                    ) -> Optional[tuple]:
+    """`(weight, ignore_index)` of a Flax loss whose mean runs over its labels, as `metrics.label_mean_terms` reads a
+    torch loss: the per-class `weight` of a loss named as a class loss (`cross_entropy`, `nll_loss`: its mean is
+    Σ weight[y]·loss / Σ weight[y], as F.cross_entropy's), given as a keyword's default or a partial's keyword, and
+    the `ignore_index` a loss declares (None: it scores every label); None when it has neither."""
+    weight = loss_keyword(loss_fn, "weight") if is_class_loss(loss_fn) else None
+    weight = np.asarray(weight, np.float64) if weight is not None and np.ndim(weight) == 1 else None
+    ignore = ignore_index_of(loss_fn)
+    return None if weight is None and ignore is None else (weight, ignore)
+
 def batch_weight(yb,  # a batch's targets (an array)
-                 ignore: Optional[int],  # the label a masked loss declares it leaves out (`metrics.ignore_index_of`:
-                                         # `ignore_index=-100` in its signature, a partial's keyword); None: none
-                ) -> int:
-    """What a batch's mean loss weighs in an epoch's mean: its integer labels not at `ignore` (a masked token loss's
-    mean is over those), else its rows (`fit`'s rule: the whole epoch's mean over what the loss scores)."""
-    labels = np.asarray(yb) if ignore is not None else None  # (a device array is read: only for masked losses)
+                 terms: Optional[tuple],  # the loss's `flax_label_terms`; None: each row weighs 1
+                ) -> float:
+    """What a batch's mean loss weighs in an epoch's mean: the weights of its integer labels (`weight[y]`, 1 without
+    class weights; 0 at ignore_index) under a loss whose mean runs over its labels, else its rows (`fit`'s rule:
+    the whole epoch's mean over what the loss scores)."""
+    labels = np.asarray(yb) if terms is not None else None  # (a device array is read: only for such losses)
     if labels is None or not np.issubdtype(labels.dtype, np.integer):
         return int(np.shape(yb)[0]) if np.ndim(yb) else 1
-    return int(np.count_nonzero(labels != ignore))
+    weight, ignore = terms
+    kept = labels != ignore if ignore is not None else np.ones(labels.shape, bool)
+    if weight is None: return int(np.count_nonzero(kept))
+    return float(weight[np.clip(labels, 0, len(weight) - 1)][kept].sum())
 
 def pick_jax_precision(precision: str,  # TrainConfig.precision
                       ) -> str:
@@ -595,13 +611,25 @@ def loss_on_torch(loss_fn: Callable,  # a Flax loss as `flax_loss` gives it (jnp
     if wants_whole_output(loss_fn): return None
     jax, jnp = import_jax()[:2]
     keyed, each = takes_key(loss_fn), getattr(loss_fn, "per_element", None)
+    terms, by_row = flax_label_terms(loss_fn), each is None and is_class_loss(loss_fn)
+    call = lambda p, y: loss_fn(p, y, key=jax.random.key(0)) if keyed else loss_fn(p, y)
+
+    def rows_each(p, y) -> np.ndarray:
+        "A class loss of the user's, a label a row: each row's loss, times its label's weight (torch's 'none')."
+        value = np.array(jax.vmap(lambda pi, yi: call(pi[None], yi[None]))(p, y), dtype=np.float64)
+        labels = np.asarray(y)
+        factor = np.ones(labels.shape) if terms is None or terms[0] is None else \
+            terms[0][np.clip(labels, 0, len(terms[0]) - 1)]
+        if terms is not None and terms[1] is not None: factor = factor * (labels != terms[1])
+        return np.where(factor > 0, value * factor, 0.0)  # (a row left out: its 0/0 is no NaN here)
 
     def on_torch(pred, yb, reduction: str = "mean"):
         p, y = jnp.asarray(_flax_layout(pred, yb).numpy()), jnp.asarray(yb.numpy())
-        # each element's loss where it is known (the named losses); another loss gives its one value for the
-        # batch, and `LossStats` reads the spread between batches, as for a torch lambda
+        # each element's loss where it is known (the named losses, a class loss a row at a time); another loss
+        # gives its one value for the batch, and `LossStats` reads the spread between batches, as for a torch lambda
         if reduction == "none" and each is not None: value = each(p, y)
-        else: value = loss_fn(p, y, key=jax.random.key(0)) if keyed else loss_fn(p, y)
+        elif reduction == "none" and by_row and y.ndim == 1 and len(y): value = rows_each(p, y)
+        else: value = call(p, y)
         return torch.from_numpy(np.array(value, dtype=np.float32))  # a copy: JAX's arrays are read-only
 
     def least_constant(labels: torch.Tensor, start: torch.Tensor, positions: tuple) -> float:
@@ -613,8 +641,11 @@ def loss_on_torch(loss_fn: Callable,  # a Flax loss as `flax_loss` gives it (jnp
             return jnp.mean(loss_fn(scores, y, key=jax.random.key(0)) if keyed else loss_fn(scores, y))
         return float(mean_loss(minimize(mean_loss, jnp.asarray(start.numpy()), method="BFGS").x))
     # its name, not `functools.wraps`: `__wrapped__` would hide the `reduction` keyword from `LossStats`
-    on_torch.__name__ = on_torch.__qualname__ = getattr(loss_fn, "__name__", type(loss_fn).__name__)
+    named = loss_fn.func if isinstance(loss_fn, functools.partial) else loss_fn  # a partial: its function's name
+    on_torch.__name__ = on_torch.__qualname__ = getattr(named, "__name__", type(named).__name__)
     on_torch.least_constant = least_constant  # (torch has no gradient through numpy: the search is JAX's)
+    if terms is not None and terms[0] is not None: on_torch.weight = torch.from_numpy(terms[0]).float()
+    if terms is not None and terms[1] is not None: on_torch.ignore_index = terms[1]  # as `class_loss_terms` reads
     return on_torch
 
 def _labels(yb) -> bool:
