@@ -1090,3 +1090,20 @@ def test_a_process_that_ignores_ctrl_c_keeps_ignoring_it_through_fit():
         assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN  # (given back as it was)
     finally: signal.signal(signal.SIGINT, before)
     assert run.stopped == "completed" and run.step == 8 and len(presses) == 3
+
+
+def test_a_last_activation_the_loss_does_not_expect_is_noted_at_the_first_batch():
+    "A Softmax before cross-entropy, raw scores before NLL: the run went on and said nothing (the overfit test did)."
+    X, y = blobs(96)
+    cfg = tb.TrainConfig(epochs=1, accum_steps=2, monitor="train_loss", device="cpu")
+    with pytest.warns(UserWarning, match="a softmax is applied before a loss that applies log-softmax itself"):
+        soft = tb.fit(nn.Sequential(mlp(), nn.Softmax(1)), [(X[:48], y[:48]), (X[48:], y[48:])],
+                      loss_fn=nn.CrossEntropyLoss(), config=cfg, live=False)
+    (found,) = [f for f in soft.findings if f.kind == "activation_before_loss"]  # once, though 2 micro-batches
+    assert found.severity == "warning" and soft.stopped == "completed"
+    with pytest.warns(UserWarning, match="NLL wants log-probabilities, but the outputs are raw scores"):
+        raw = tb.fit(mlp(), [(X, y)], loss_fn=nn.NLLLoss(), config=cfg, live=False)
+    assert [f.kind for f in raw.findings].count("activation_before_loss") == 1
+    for model, loss in [(mlp(), nn.CrossEntropyLoss()), (nn.Sequential(mlp(), nn.LogSoftmax(1)), nn.NLLLoss())]:
+        fine = tb.fit(model, [(X, y)], loss_fn=loss, config=cfg, live=False)  # what the loss expects: nothing said
+        assert "activation_before_loss" not in [f.kind for f in fine.findings]

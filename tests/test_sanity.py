@@ -405,7 +405,7 @@ def test_a_failure_with_heavy_dropout_names_the_dropout_in_its_advice():
 
 def test_a_relu_on_per_token_logits_is_named_and_a_shift_by_the_minimum_is_not():
     "Probe 52: the ReLU check read (N, C) scores only; logits minus each row's minimum (one exact 0 a row) were called a ReLU."
-    from trainbook.sanity import _relu_logits
+    from trainbook.loss_checks import _relu_logits
     torch.manual_seed(0)
     logits = torch.randn(8, 5, 7)  # (N, C, T): classes on dim 1
     assert _relu_logits(torch.relu(logits)) and _relu_logits(torch.relu(torch.randn(16, 4, 3, 3)))

@@ -10,9 +10,9 @@ from typing import Callable, Optional, Union
 import torch
 from torch import nn
 
-from .core import autocast_dtype
+from .core import autocast_dtype, warn
 # guard, jax_parts and triage import these from batch until their notebooks take them from loss_checks
-from .loss_checks import (ELEMENTWISE_LOSSES, ShapeMismatch, check_labels, check_loss_reduction,
+from .loss_checks import (ELEMENTWISE_LOSSES, ShapeMismatch, activation_findings, check_labels, check_loss_reduction,
                                    check_loss_shapes, check_loss_value, is_class_loss, label_out_of_range,
                                    label_range, loss_keyword, nothing_to_train)
 
@@ -361,8 +361,9 @@ class Feeder:
                  loss_fn: Optional[Callable],  # `loss_fn(prediction, yb)`; None = the model computes its loss
                  device: torch.device,  # where the batches go
                  precision: str = "fp32",  # a resolved precision: bf16 | fp16 | fp32
+                 notes: Optional[list] = None,  # a run's findings: what the first batch's prediction shows is added
                 ):
-        self.model, self.loss_fn, self.device = model, loss_fn, device
+        self.model, self.loss_fn, self.device, self.notes = model, loss_fn, device, notes
         self.autocast = autocast(device, precision)  # entered once per batch (not nested): reusable
         self.keep_labels = loss_fn is None  # a dict batch keeps its labels among the model's inputs
         self.on_prediction = loss_fn is not None and not wants_whole_output(loss_fn)
@@ -383,10 +384,18 @@ class Feeder:
                     check_loss_shapes(pred, yb, self.loss_fn)
                     check_labels(pred, yb, self.loss_fn)
                     check_loss_reduction(pred, yb, self.loss_fn)
+                    if self.notes is not None: self._note(activation_findings(pred, self.loss_fn, "warning"))
                 loss = _call_loss(self.loss_fn, pred, yb, out, False)
             else: loss = compute_loss(out, yb, self.loss_fn)
         if check_shapes: check_loss_value(loss, self.loss_fn, self.model)  # the first batch: before backward
         return out, loss, xb, yb
+
+    def _note(self, found: list):
+        "Findings the run had not made yet, added to its findings and said at once (the run goes on)."
+        for f in found:
+            if any(n.kind == f.kind for n in self.notes): continue  # each micro-batch of a first window
+            self.notes.append(f)
+            warn(f"{f.message}; {f.advice}")
 
 def forward(model: nn.Module,  # the model (or its DDP wrapper)
             batch,  # one batch, in any form `split_batch` takes

@@ -12,22 +12,14 @@ import torch
 from torch import nn
 
 from .batch import wants_whole_output
-from .loss_checks import torch_loss_class
+from .loss_checks import loss_name
 from .metrics import IGNORE_INDEX, ignore_index_of
 
 # %% auto #0
-__all__ = ['CLASS_LOSSES', 'BINARY_LOSSES', 'DISTANCE_LOSSES', 'LOSS_OPTIONS', 'loss_name', 'LossLevels', 'loss_options',
-           'count_targets', 'loss_levels']
+__all__ = ['CLASS_LOSSES', 'BINARY_LOSSES', 'DISTANCE_LOSSES', 'LOSS_OPTIONS', 'LossLevels', 'loss_options', 'count_targets',
+           'loss_levels']
 
 # %% ../nbs/08b_levels.ipynb #3efdceba
-def loss_name(loss_fn,  # a loss: an nn module, a torch.nn.functional function, a functools.partial of one
-             ) -> str:
-    """A loss's name in lower case: 'cross_entropy' (a function, also through a partial), 'crossentropyloss'; a
-    subclass of a torch loss that keeps torch's forward is named as that loss (its levels are that loss's)."""
-    fn = loss_fn.func if isinstance(loss_fn, functools.partial) else loss_fn
-    if isinstance(fn, nn.Module): return torch_loss_class(type(fn)).__name__.lower()
-    return getattr(fn, "__name__", type(fn).__name__).lower()
-
 @dataclass
 class LossLevels:
     "What a loss can reach on one batch: its floor, the best constant output's loss, the targets it scores."

@@ -185,7 +185,7 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
               world=world, ddp=strategy == "ddp", callbacks=cbs, checkpointer=keeper, stopper=stopper,
               environment=keeper.meta["environment"], extra={"precision": precision, "device": str(device),
                      "split_fingerprint": split_fingerprint, "data_fingerprint": fingerprint, "track": track},
-              feed=Feeder(net, loss_fn, device, precision), generators=loader_generators(dl_train),
+              feed=Feeder(net, loss_fn, device, precision, findings), generators=loader_generators(dl_train),
               buffers=BufferSnapshot.of(model) if keeper.enabled or cfg.on_nonfinite == "skip" else None,
               unscale=cfg.clip_norm is not None or precision == "fp16",
               label_terms=epoch_label_terms(loss_fn, dl_train))  # (None: steps weigh their rows)

@@ -16,7 +16,7 @@ from .core import Finding, kept_rng
 __all__ = ['ELEMENTWISE_LOSSES', 'BCE_LOSSES', 'CLASS_LOSSES', 'label_range', 'ShapeMismatch', 'torch_loss_class',
            'TargetsOutOfRange', 'bce_target_range', 'is_class_loss', 'loss_keyword', 'label_out_of_range',
            'check_labels', 'check_loss_value', 'check_loss_reduction', 'nothing_to_train', 'broadcast_shape',
-           'check_loss_shapes']
+           'check_loss_shapes', 'loss_name', 'loss_kind', 'activation_findings']
 
 # %% ../nbs/03b_loss_checks.ipynb #2ca0b084
 def label_range(pred: torch.Tensor,  # per-class scores: (n, C, ...), or (n, T, C) against (n, T) labels
@@ -287,3 +287,70 @@ def check_loss_shapes(pred,  # the model's prediction (see `prediction`)
                                          data={"prediction_shape": list(pshape),
                                                "target_shape": list(yshape),
                                                "broadcast_shape": list(broadcast) if broadcast else None}))
+
+# %% ../nbs/03b_loss_checks.ipynb #03dfabec
+def loss_name(loss_fn,  # a loss: an nn module, a torch.nn.functional function, a functools.partial of one
+             ) -> str:
+    """A loss's name in lower case: 'cross_entropy' (a function, also through a partial), 'crossentropyloss'; a
+    subclass of a torch loss that keeps torch's forward is named as that loss (its levels are that loss's)."""
+    fn = loss_fn.func if isinstance(loss_fn, functools.partial) else loss_fn
+    if isinstance(fn, nn.Module): return torch_loss_class(type(fn)).__name__.lower()
+    return getattr(fn, "__name__", type(fn).__name__).lower()
+
+def loss_kind(loss_fn,  # a loss: an nn module, a torch.nn.functional function (or a partial of one), a lambda
+             ) -> Optional[str]:
+    "'ce' for cross-entropy-like losses on class indices, 'bce' for logits BCE, else None."
+    name = loss_name(loss_fn)
+    if isinstance(loss_fn, (nn.CrossEntropyLoss, nn.NLLLoss)) or name in ("cross_entropy", "nll_loss"):
+        return "ce"
+    if isinstance(loss_fn, nn.BCEWithLogitsLoss) or name == "binary_cross_entropy_with_logits": return "bce"
+    return None
+
+def activation_findings(out: torch.Tensor,  # the prediction of one batch
+                        loss_fn,  # the loss it meets
+                        severity: str = "error",  # "error" for the overfit test's verdict; `fit` notes a "warning"
+                       ) -> list[Finding]:
+    """A last activation the loss does not expect, read from the prediction's values: a softmax or a ReLU before
+    cross-entropy (which applies log-softmax itself), a sigmoid or a ReLU before BCEWithLogitsLoss, values that are
+    not log-probabilities before NLL."""
+    if not isinstance(out, torch.Tensor) or not out.is_floating_point() or out.numel() == 0: return []
+    kind, name, o = loss_kind(loss_fn), loss_name(loss_fn), out.detach().float()
+    per_class = o.ndim >= 2 and o.shape[1] > 1  # classes on dim 1: (n, C), or (n, C, T) per position
+    said = lambda message, advice, **data: [Finding("activation_before_loss", severity, message, advice=advice,
+                                                    data=data)]
+    if name in ("nll_loss", "nllloss"):  # log-probabilities: exp sums to 1 over the classes
+        if not per_class or not bool(torch.isfinite(o).all()): return []
+        mass = torch.logsumexp(o, 1).exp()
+        if torch.allclose(mass, torch.ones_like(mass), atol=1e-3): return []
+        what = "probabilities (a softmax)" if bool((o >= 0).all()) and torch.allclose(o.sum(1), torch.ones_like(mass),
+                                                                                     atol=1e-3) else "raw scores"
+        return said(f"NLL wants log-probabilities, but the outputs are {what}: their exp sums to "
+                    f"{float(mass.median()):.3g} over the classes, not 1, so the loss can fall without bound (below 0) "
+                    "and says nothing of the fit", "end the model in log_softmax (nn.LogSoftmax(dim=1)), or use "
+                    "CrossEntropyLoss on the raw logits", median_mass=float(mass.median()))
+    if kind == "ce" and per_class:
+        sums = o.sum(1)
+        if (o >= 0).all() and (o <= 1).all() and torch.allclose(sums, torch.ones_like(sums), atol=1e-3):
+            return said("the outputs are probabilities (rows sum to 1): a softmax is applied before a loss that "
+                        "applies log-softmax itself", "remove the final Softmax; return raw logits")
+        if _relu_logits(o):
+            return said(f"the outputs are never negative and {float((o == 0).float().mean()):.0%} of them are "
+                        "exactly 0: a ReLU is applied to the logits, so no class can score below the others' floor "
+                        "and the loss cannot push a wrong class down", "remove the final ReLU; return raw logits")
+    if kind == "bce":
+        if (o >= 0).all() and (o == 0).any() and (o > 0).any():  # a sigmoid is never exactly 0: a ReLU is
+            return said(f"the outputs are never negative and {float((o == 0).float().mean()):.0%} of them are "
+                        "exactly 0: a ReLU is applied to the logits, so no probability can fall below 0.5 and no "
+                        "label can be predicted absent", "remove the final ReLU; return raw logits")
+        if (o >= 0).all() and (o <= 1).all() and o.std() < 0.5:
+            return said("the outputs lie in [0, 1]: a sigmoid seems applied before BCEWithLogitsLoss, which "
+                        "applies one itself", "remove the final Sigmoid; return raw logits")
+    return []
+
+def _relu_logits(out: torch.Tensor) -> bool:
+    """Per-class scores (classes on dim 1) that look ReLU'd: never negative, some exactly 0, some not. Raw logits
+    are never exactly 0; all 0 is a zero-initialized last layer; exactly one 0 at every position is a shift by
+    the minimum (x - x.min(1)), which the loss does not mind."""
+    if not ((out >= 0).all() and (out == 0).any() and (out > 0).any()): return False
+    return not bool(((out == 0).sum(1) == 1).all())
+

@@ -15,28 +15,18 @@ from .batch import (call_model, eval_mode, forward, prediction, rows_in, split_b
                              wants_whole_output)
 from .core import Finding, History, announce, findings_html, kept_rng, pick_device, pick_precision
 from .loss_checks import check_loss_shapes, label_out_of_range
-from .levels import LossLevels, loss_levels, loss_name
+from .levels import LossLevels, loss_levels
+from .loss_checks import activation_findings, loss_kind
 from .guard import check_loss_fn
 from .optim import train_step
 from .metrics import IGNORE_INDEX, ignore_index_of
 
 # %% auto #0
-__all__ = ['LOGIT_LOSSES', 'loss_kind', 'static_findings', 'label_findings', 'no_gradient', 'SanityReport', 'same_output',
-           'all_right', 'Trained', 'overfit_batch', 'no_targets', 'Curve', 'measure_curve', 'memorized', 'worth_more',
-           'curve_findings', 'fell_short', 'overfit_report', 'shows_shares', 'check_init_loss']
+__all__ = ['static_findings', 'label_findings', 'no_gradient', 'SanityReport', 'same_output', 'all_right', 'Trained',
+           'overfit_batch', 'no_targets', 'Curve', 'measure_curve', 'memorized', 'worth_more', 'curve_findings',
+           'fell_short', 'overfit_report', 'shows_shares', 'check_init_loss']
 
 # %% ../nbs/08_sanity.ipynb #9d2aa348
-LOGIT_LOSSES = (nn.CrossEntropyLoss, nn.BCEWithLogitsLoss)
-
-def loss_kind(loss_fn,  # a loss: an nn module, a torch.nn.functional function (or a partial of one), a lambda
-             ) -> Optional[str]:
-    "'ce' for cross-entropy-like losses on class indices, 'bce' for logits BCE, else None."
-    name = loss_name(loss_fn)
-    if isinstance(loss_fn, (nn.CrossEntropyLoss, nn.NLLLoss)) or name in ("cross_entropy", "nll_loss"):
-        return "ce"
-    if isinstance(loss_fn, nn.BCEWithLogitsLoss) or name == "binary_cross_entropy_with_logits": return "bce"
-    return None
-
 def static_findings(model: nn.Module,  # the model (as it will train)
                     out: torch.Tensor,  # its prediction on one batch
                     yb,  # that batch's targets
@@ -63,42 +53,9 @@ def static_findings(model: nn.Module,  # the model (as it will train)
                              "the model is in eval mode: dropout and batch norm behave as at inference",
                              advice="call model.train() before training (fit does this itself)"))
     found += label_findings(out, yb, loss_fn)
-    kind = loss_kind(loss_fn)
-    if kind == "ce" and out.ndim >= 2 and out.shape[1] > 1:  # classes on dim 1: (n, C), or (n, C, T) per position
-        o = out.detach().float()
-        sums = o.sum(1)
-        if (o >= 0).all() and (o <= 1).all() and torch.allclose(sums, torch.ones_like(sums), atol=1e-3):
-            found.append(Finding("activation_before_loss", "error",
-                                 "the outputs are probabilities (rows sum to 1): a softmax is applied before "
-                                 "a loss that applies log-softmax itself",
-                                 advice="remove the final Softmax; return raw logits"))
-    if kind == "ce" and out.ndim >= 2 and out.shape[1] > 1 and _relu_logits(out.detach()):
-        found.append(Finding("activation_before_loss", "error",
-                             f"the outputs are never negative and {float((out == 0).float().mean()):.0%} of them "
-                             "are exactly 0: a ReLU is applied to the logits, so no class can score below the "
-                             "others' floor and the loss cannot push a wrong class down",
-                             advice="remove the final ReLU; return raw logits"))
-    if kind == "bce":
-        o = out.detach().float()
-        if (o >= 0).all() and (o == 0).any() and (o > 0).any():  # a sigmoid is never exactly 0: a ReLU is
-            found.append(Finding("activation_before_loss", "error",
-                                 f"the outputs are never negative and {float((o == 0).float().mean()):.0%} of "
-                                 "them are exactly 0: a ReLU is applied to the logits, so no probability can fall "
-                                 "below 0.5 and no label can be predicted absent",
-                                 advice="remove the final ReLU; return raw logits"))
-        elif (o >= 0).all() and (o <= 1).all() and o.std() < 0.5:
-            found.append(Finding("activation_before_loss", "error",
-                                 "the outputs lie in [0, 1]: a sigmoid seems applied before "
-                                 "BCEWithLogitsLoss, which applies one itself",
-                                 advice="remove the final Sigmoid; return raw logits"))
+    found += activation_findings(out, loss_fn)
     return found
 
-def _relu_logits(out: torch.Tensor) -> bool:
-    """Per-class scores (classes on dim 1) that look ReLU'd: never negative, some exactly 0, some not. Raw logits
-    are never exactly 0; all 0 is a zero-initialized last layer; exactly one 0 at every position is a shift by
-    the minimum (x - x.min(1)), which the loss does not mind."""
-    if not ((out >= 0).all() and (out == 0).any() and (out > 0).any()): return False
-    return not bool(((out == 0).sum(1) == 1).all())
 
 def label_findings(out: torch.Tensor,  # the model's prediction on one batch
                    yb,  # that batch's targets
