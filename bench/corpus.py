@@ -968,7 +968,8 @@ RULE_FIELDS = {  # the thresholds each rule reads: a rule's findings are cached 
     "_input_pipeline": ("data_wait",), "_memory": ("memory_rise", "memory_mb"),
     "_label_noise": ("noise_wrong", "noise_focus", "noise_learned", "noise_stuck", "noise_share", "noise_fit",
                      "noise_gap_z"),
-    "_suspicious_score": ("leak_first", "leak_ratio"), "_frozen_validation": ("frozen_evals", "fall_z")}
+    "_suspicious_score": ("leak_first", "leak_ratio"), "_frozen_validation": ("frozen_evals", "fall_z"),
+    "data_order_finding": ("order_rho", "order_z")}
 _RULE_CACHE = {}
 
 

@@ -14,6 +14,7 @@ from .curvefit import (constant_stretch, end_levels, fifths, flat_stretch, keeps
                                 line_slope, median, robust_spread, rolling_median, smooth_evaluations,
                                 smoothing_half, still_falling, turning_point)
 from .spikes import loss_spikes_finding
+from .order import data_order_finding
 from .readings import (Thresholds, as_history, below_prior, curves_of, epoch_steps, lr_schedule_note,
                                 nonfinite_finding, prior_at_evaluations, series_of, stages_of,
                                 stood_still_finding, unstable_finding, untrained_loss, valid_noise)
@@ -762,7 +763,7 @@ def _frozen_validation(c: dict, th: Thresholds) -> list[Finding]:
                           "threshold": th.frozen_evals, "change_threshold": th.fall_z})]
 
 RULES = (_loss_trend, _spikes, unstable_finding, _overfitting, _gradients, _input_pipeline, _memory,
-         _label_noise, _suspicious_score, _frozen_validation)
+         _label_noise, _suspicious_score, _frozen_validation, data_order_finding)
 
 def diagnose(history,  # a `History`, a `Run` or a tidy DataFrame (step, epoch, split, name, value)
              thresholds: Optional[Thresholds] = None,  # the rules' numbers; None: those fitted on the corpus

@@ -189,6 +189,8 @@ class Thresholds:
     leak_first: float = 0.03  # a first valid loss below this share of the starting loss is suspicious
     leak_ratio: float = 0.2  # so is a valid loss below this share of the train loss over the later epochs
     frozen_evals: int = 5  # evaluations in a row with exactly the same valid loss (training moving): frozen
+    order_rho: float = 0.6  # the loss's wiggles correlate this much from one epoch to the next (median) ...
+    order_z: float = 5.0  # ... and this many standard errors above 0 (shuffled rows: none): data_order
 
     def __post_init__(self):
         "Each field a number, 0 or more (whole where the default is; math.inf turns a test off): else named."
