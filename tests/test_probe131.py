@@ -114,3 +114,38 @@ def test_decimals_rounded_by_float64_are_said():
     said = [str(w.message) for w in caught if "float64 holds" in str(w.message)]
     assert len(said) == 1 and "'balance'" in said[0]
     assert columns.rounded_decimals(pd.Series([Decimal("0.1"), Decimal("123456789012345"), 3, 2.5])) is None
+
+
+def test_entity_by_counts_is_names_entity_from_counts():
+    "The rule Spark reads from counts says what the pandas rule says from the values."
+    rng = np.random.default_rng(0)
+    n = 400
+    cases = {"customer_id": rng.integers(0, 90, n), "patient": rng.choice([f"p{i}" for i in range(60)], n),
+             "device": rng.choice(list("ab"), n), "contact": [f"u{i}@ex.com" for i in rng.integers(0, 70, n)],
+             "segment": rng.choice(list("abcdefgh"), n), "humid": rng.integers(0, 90, n)}
+    for name, values in cases.items():
+        s = pd.Series(values)
+        emails = float(s.astype(str).str.fullmatch(columns.EMAIL_PATTERN).mean())
+        assert columns.entity_by_counts(name, s.nunique(), len(s), emails) == columns.names_entity(name, s), name
+
+
+def test_spark_check_data_names_entities_as_pandas_does():
+    "An id, an entity's name and email addresses whose rows repeat: entity_column from Spark as from pandas (3/3)."
+    pytest.importorskip("pyspark")
+    from trainbook import spark as S
+    session = S.spark_session(cores=2)
+    try:
+        rng = np.random.default_rng(0)
+        n = 600
+        df = pd.DataFrame({"customer_id": rng.integers(0, 120, n), "patient": rng.choice([f"p{i}" for i in range(80)], n),
+                           "email": [f"u{i}@ex.com" for i in rng.integers(0, 100, n)],
+                           "segment": rng.choice(list("abc"), n), "x": rng.normal(size=n), "y": rng.integers(0, 2, n)})
+        kinds = lambda report: sorted((f.kind, f.column, f.message) for f in report.findings)
+        on_pandas = kinds(tb.check_data(df, "y", leak_check=False))
+        on_spark = kinds(tb.check_data(session.createDataFrame(df), "y", leak_check=False))
+        assert [c for k, c, _ in on_pandas if k == "entity_column"] == ["customer_id", "email", "patient"]
+        assert [f for f in on_spark if f[0] == "entity_column"] == [f for f in on_pandas if f[0] == "entity_column"]
+        grouped = tb.check_data(session.createDataFrame(df), "y", groups="customer_id", leak_check=False)
+        assert not grouped.by_kind("entity_column")  # groups= given: the split keeps entities whole already
+    finally:
+        session.stop()

@@ -27,7 +27,7 @@ _all_ = ["time_order_problem", "to_datetime_call", "time_as_text_finding",  # re
 # %% auto #0
 __all__ = ['TASKS', 'MAX_CATEGORIES', 'MISSING_MARKERS', 'infer_task', 'counts_hint', 'number_target_hint', 'require_task',
            'resolve_task', 'infinite_counts', 'check_column_name', 'require_columns', 'drop_unused_categories',
-           'require_column', 'require_not_target', 'unseen_classes_message', 'infinite_finding',
+           'require_column', 'require_not_target', 'unseen_classes_message', 'infinite_finding', 'entity_finding',
            'group_variants_finding', 'percent', 'label_variants', 'target_findings', 'DataReport', 'check_data',
            'time_order_problem', 'to_datetime_call', 'time_as_text_finding', 'label_conflicts', 'chance_pairs',
            'conflict_finding']
@@ -433,10 +433,17 @@ def _column_findings(df: pd.DataFrame, target: Optional[str], skip: set, roles: 
         if roles[col] == "categorical": out += _mixed_findings(s, col, codes)
         nun = codes.nunique(col)
         if groups is None and 2 <= nun <= n // 2 and roles[col] != "datetime" and names_entity(col, s):
-            out.append(Finding("entity_column", "warning", f"names entities whose rows repeat ({nun} ids, {n / nun:.1f} "
-                               "rows each): a random split scores the model on entities it trained on", column=col,
-                               advice=f"split with groups={col!r}; as a feature its values are labels, not amounts"))
+            out.append(entity_finding(col, nun, n))
     return out
+
+def entity_finding(col,  # a column that names entities (`names_entity`)
+                   nun: int,  # its distinct values
+                   n: int,  # the frame's rows
+                  ) -> Finding:
+    "`entity_column`: rows of one entity repeat, and a random split puts them on both sides."
+    return Finding("entity_column", "warning", f"names entities whose rows repeat ({nun} ids, {n / nun:.1f} rows "
+                   "each): a random split scores the model on entities it trained on", column=col,
+                   advice=f"split with groups={col!r}; as a feature its values are labels, not amounts")
 
 def _index_findings(df: pd.DataFrame, time: Optional[str]) -> list[Finding]:
     """An index that holds data (times, an entity's ids: what set_index or read_csv(index_col=) put there), which

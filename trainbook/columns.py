@@ -12,10 +12,11 @@ import numpy as np
 import pandas as pd
 
 # %% auto #0
-__all__ = ['ROLES', 'DATE_SHARE', 'ID_WORDS', 'ENTITY_WORDS', 'require_frame', 'is_nested_arrow', 'require_flat_columns',
-           'require_one_value', 'dtype_family', 'holds_decimals', 'rounded_decimals', 'is_nullable', 'parse_numbers',
-           'as_datetimes', 'epoch_seconds', 'numeric_view', 'parse_dates', 'unparsed_dates', 'dates_as_text',
-           'ValueCodes', 'named_like_id', 'names_entity', 'column_roles', 'feature_roles', 'roles_from_codes']
+__all__ = ['ROLES', 'DATE_SHARE', 'ID_WORDS', 'ENTITY_WORDS', 'EMAIL_PATTERN', 'require_frame', 'is_nested_arrow',
+           'require_flat_columns', 'require_one_value', 'dtype_family', 'holds_decimals', 'rounded_decimals',
+           'is_nullable', 'parse_numbers', 'as_datetimes', 'epoch_seconds', 'numeric_view', 'parse_dates',
+           'unparsed_dates', 'dates_as_text', 'ValueCodes', 'named_like_id', 'entity_by_counts', 'names_entity',
+           'column_roles', 'feature_roles', 'roles_from_codes']
 
 # %% ../nbs/01c_columns.ipynb #06abe1e6
 def require_frame(df,  # what the caller got as a frame
@@ -332,7 +333,19 @@ def named_like_id(name,  # a column's name
 # 'customer_segment' (a few levels every part holds)
 ENTITY_WORDS = ("email", "mail", "customer", "user", "patient", "account", "client", "member", "person",
                 "household", "phone", "device", "subject")
-_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+EMAIL_PATTERN = r"[^@\s]+@[^@\s]+\.[^@\s]+"  # an email address, the whole value
+_EMAIL = re.compile(EMAIL_PATTERN)
+
+def entity_by_counts(name,  # a column's name
+                     n_unique: int,  # its distinct values
+                     rows: int,  # the frame's rows
+                     email_share: float = 0.0,  # the share of its values that are email addresses
+                    ) -> bool:
+    "`names_entity` from counts (Spark's column statistics): the same rule, without the values."
+    if named_like_id(name): return True
+    words = _name_words(name)
+    if not (words and words[-1] in ENTITY_WORDS) and email_share < 0.9: return False
+    return n_unique >= rows ** 0.5
 
 def names_entity(name,  # a column's name
                  s: pd.Series,  # its values

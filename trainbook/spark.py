@@ -10,9 +10,10 @@ from typing import Optional
 
 import pandas as pd
 
-from .checks import (MAX_CATEGORIES, DataReport, check_data as check_frame, group_variants_finding,
-                              infer_task, infinite_finding, require_task, target_findings, time_as_text_finding)
-from .columns import named_like_id
+from .checks import (MAX_CATEGORIES, DataReport, check_data as check_frame, entity_finding,
+                              group_variants_finding, infer_task, infinite_finding, require_task, target_findings,
+                              time_as_text_finding)
+from .columns import EMAIL_PATTERN, entity_by_counts, named_like_id
 from .duplicates import conflict_finding
 from .core import Finding, announce, did_you_mean, findings_html, shown
 from .leaks import rare_classes
@@ -171,6 +172,7 @@ class ColumnStats:
     median_words: float = 0.0
     fractional: int = 0  # float and decimal columns: values with a fractional part (an id is whole)
     infinite: tuple = (0, 0)  # float columns: (+inf, -inf) values
+    emails: int = 0  # string columns: values that are email addresses (`columns.EMAIL_PATTERN`)
 
 def column_stats(sdf,  # a Spark DataFrame
                  exact_limit: int = 1_000_000,  # exact distinct counts up to this many rows
@@ -190,7 +192,8 @@ def column_stats(sdf,  # a Spark DataFrame
             num = F.expr(f"try_cast({spark_sql_name(f.name)} as double)")
             words = F.size(F.split(F.trim(c), r"\s+"))
             aggs += [F.count(num).alias(f"p{i}"), F.sum(F.when(num % 1 == 0, 1).otherwise(0)).alias(f"w{i}"),
-                     F.percentile_approx(F.when(c.isNotNull(), words), 0.5).alias(f"t{i}")]
+                     F.percentile_approx(F.when(c.isNotNull(), words), 0.5).alias(f"t{i}"),
+                     F.sum(F.when(c.rlike(f"^{EMAIL_PATTERN}$"), 1).otherwise(0)).alias(f"e{i}")]
         if fam == "numeric" and f.dataType.typeName() not in _INTEGRAL:
             aggs.append(F.sum(F.when(c % 1 != 0, 1).otherwise(0)).alias(f"f{i}"))  # inf % 1 is NaN: counted
         if _floating(f.dataType): aggs += _infinity_aggs(F, f.name, i)  # in this pass, not one of its own
@@ -206,7 +209,8 @@ def column_stats(sdf,  # a Spark DataFrame
                                     row.get(f"lo{i}"), row.get(f"hi{i}"), int(row.get(f"p{i}") or 0),
                                     int(row.get(f"w{i}") or 0), float(row.get(f"t{i}") or 0),
                                     int(row.get(f"f{i}") or 0),
-                                    (int(row.get(f"ip{i}") or 0), int(row.get(f"in{i}") or 0)))
+                                    (int(row.get(f"ip{i}") or 0), int(row.get(f"in{i}") or 0)),
+                                    int(row.get(f"e{i}") or 0))
     return n, int(counts["n"]), stats
 
 def _is_identifier(s: ColumnStats, integral: bool) -> bool:
@@ -297,6 +301,9 @@ def _spark_column_findings(sdf, stats: dict, roles: dict, n: int, target, groups
                                                       "categories, or use target/hash encoding",
                                    data={"n_unique": nun}))
             out += _spark_mixed(sdf, col, s, n)
+        emails = s.emails / max(n - s.missing, 1)  # the pandas rule (`names_entity`), on every value
+        if groups is None and 2 <= nun <= n // 2 and role != "datetime" and entity_by_counts(col, nun, n, emails):
+            out.append(entity_finding(col, nun, n))
     return out
 
 def _spark_mixed(sdf, col: str, s: ColumnStats, n: int) -> list[Finding]:
