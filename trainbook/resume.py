@@ -13,11 +13,12 @@ from torch import nn
 from . import __version__
 from .batch import batch_rows
 from .metrics import nothing_scored
-from .core import Finding, TrainConfig, loader_generators, loader_length, rng_state
+from .core import Finding, TrainConfig, loader_generators, loader_length, rng_state, set_rng_state
 from .distributed import unwrap
 
 # %% auto #0
-__all__ = ['run_signature', 'saved_signature', 'resume_changes', 'Position', 'BufferSnapshot', 'Window', 'accumulation_windows']
+__all__ = ['run_signature', 'saved_signature', 'resume_changes', 'Position', 'epoch_iterator', 'BufferSnapshot', 'Window',
+           'accumulation_windows']
 
 # %% ../nbs/06c_resume.ipynb #7ae62d48
 def _loader_order(dl) -> Optional[str]:
@@ -181,6 +182,19 @@ class Position:
         batch_idx = self.batch_idx if batch_idx is None else batch_idx
         if batch_idx == 0 and self.epoch_rng is not None: rng = self.epoch_rng  # the epoch is redone whole
         return self.at(batch_idx=batch_idx, rng=rng if rng is not None else rng_state(generators))
+
+# %% ../nbs/06c_resume.ipynb #d85fd371
+def epoch_iterator(dl,  # the training loader (any re-iterable; a DataLoader's persistent workers are seen to)
+                   epoch: int,  # the epoch about to start, 0-based
+                   generators: tuple = (),  # the loader's own torch.Generators (`loader_generators`)
+                  ) -> Iterator:
+    "`iter(dl)` as the uninterrupted run's epoch gets it (persistent workers: made first, then the RNGs put back)."
+    fresh = getattr(dl, "persistent_workers", False) and getattr(dl, "_iterator", 1) is None
+    if epoch > 0 and fresh:  # the uninterrupted run reuses the iterator its first epoch made: no base seed drawn
+        before = rng_state(generators)
+        iter(dl)  # the workers start (their base seed drawn here)
+        set_rng_state(before, generators)  # the order is drawn below from the epoch's own states
+    return iter(dl)
 
 # %% ../nbs/06c_resume.ipynb #89ce6887
 class BufferSnapshot:
