@@ -149,3 +149,28 @@ def test_spark_check_data_names_entities_as_pandas_does():
         assert not grouped.by_kind("entity_column")  # groups= given: the split keeps entities whole already
     finally:
         session.stop()
+
+
+def test_numbers_stored_as_text_are_said_by_both_loaders(tmp_path):
+    """Amounts held as text ('51.3') are one-hot encoded by loaders_from_frame and ParquetLoader alike (51 inputs): both
+    now say so, and how to make them numbers; zero-padded codes and ids in digits are left alone."""
+    import warnings
+    rng = np.random.default_rng(0)
+    amount = rng.normal(50, 10, 400).round(1)
+    df = pd.DataFrame({"x": rng.normal(size=400), "amount": amount.astype(str),
+                       "zip": [f"0{i:04d}" for i in rng.integers(0, 300, 400)], "y": (amount > 50).astype(int)})
+    path = tmp_path / "t.parquet"
+    df.to_parquet(path, row_group_size=100)
+    def said(make):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            made = make()
+        return made, [str(w.message) for w in caught if "numbers stored as text" in str(w.message)]
+    (dl, _, _, _), on_frame = said(lambda: tb.loaders_from_frame(df, "y", tb.make_splits(df, "y", seed=0)))
+    pq, on_parquet = said(lambda: tb.ParquetLoader(path, "y", batch_size=64, prep="auto"))
+    assert next(iter(dl))[0].shape[1] == next(iter(pq))[0].shape[1]  # the two paths agree
+    assert len(on_frame) == len(on_parquet) == 1 and all("'amount'" in m and "pd.to_numeric" in m
+                                                         for m in on_frame + on_parquet)
+    assert not columns.amounts_as_text(df["zip"], "zip")
+    assert not columns.amounts_as_text(pd.Series(["1", "2"] * 50), "flag")  # two levels: categories are fine
+    assert not columns.amounts_as_text(pd.Series([str(i) for i in range(50)] + ["n/a"]), "dose")  # not all numbers

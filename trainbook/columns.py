@@ -14,9 +14,9 @@ import pandas as pd
 # %% auto #0
 __all__ = ['ROLES', 'DATE_SHARE', 'ID_WORDS', 'ENTITY_WORDS', 'EMAIL_PATTERN', 'require_frame', 'is_nested_arrow',
            'require_flat_columns', 'require_one_value', 'dtype_family', 'holds_decimals', 'rounded_decimals',
-           'is_nullable', 'parse_numbers', 'as_datetimes', 'epoch_seconds', 'numeric_view', 'parse_dates',
-           'unparsed_dates', 'dates_as_text', 'ValueCodes', 'named_like_id', 'entity_by_counts', 'names_entity',
-           'column_roles', 'feature_roles', 'roles_from_codes']
+           'amounts_as_text', 'is_nullable', 'parse_numbers', 'as_datetimes', 'epoch_seconds', 'numeric_view',
+           'parse_dates', 'unparsed_dates', 'dates_as_text', 'ValueCodes', 'named_like_id', 'entity_by_counts',
+           'names_entity', 'column_roles', 'feature_roles', 'roles_from_codes']
 
 # %% ../nbs/01c_columns.ipynb #06abe1e6
 def require_frame(df,  # what the caller got as a frame
@@ -152,6 +152,19 @@ def rounded_decimals(s: pd.Series,  # a column holding `decimal.Decimal` numbers
               if data["distinct_as_float"] < data["distinct"] else "")
     return (f"{len(rounded)} of {len(values)} Decimal values have more significant digits than float64 "
             f"holds (15-17): read as numbers they are rounded ({v} -> {float(v)!r}{merged})", data)
+
+def amounts_as_text(s: pd.Series,  # a text column (object, string or category)
+                    col,  # its name ('zip', 'customer_id' name codes)
+                    min_values: int = 10,  # fewer distinct values: a few levels, fine as categories
+                   ) -> bool:
+    """Whether every present value of a text column is a number and the column reads as amounts: 10 or more of
+    them, none zero-padded ('02139'), not named like an id or an entity; one-hot encoded, each amount a category."""
+    values = s.dropna()
+    first = _first_present(values.to_numpy()) if len(values) else None
+    if not isinstance(first, str) or np.isnan(parse_numbers(pd.Series([first]))[0]): return False  # told at once
+    if values.nunique() < min_values or np.isnan(parse_numbers(values)).any(): return False
+    padded = values.astype(str).str.strip().str.fullmatch(r"0\d+").any()  # '02139', '007': codes, not amounts
+    return not padded and not names_entity(col, s)
 
 def is_nullable(s: pd.Series,  # a column
                ) -> bool:

@@ -189,8 +189,8 @@ import pandas as pd
 from .checks import require_column, require_columns, require_task, resolve_task, unseen_classes_message
 from .splits import check_splits
 from .checks import MAX_CATEGORIES, infinite_counts
-from .columns import (ROLES, dtype_family, epoch_seconds, feature_roles, holds_decimals, parse_dates,
-                               require_frame, rounded_decimals, unparsed_dates)
+from .columns import (ROLES, amounts_as_text, dtype_family, epoch_seconds, feature_roles, holds_decimals,
+                               parse_dates, require_frame, rounded_decimals, unparsed_dates)
 from .core import Finding, did_you_mean, warn
 from .serving import check_saveable, serve_column, training_schema, unseen_categories, value_examples
 
@@ -309,6 +309,12 @@ def make_preprocessor(df: pd.DataFrame,  # the training rows (roles, date origin
     for col in by_role.get("numeric", []):  # Decimals as float64: said, as ParquetLoader says of its decimal columns
         lost = rounded_decimals(df[col]) if holds_decimals(df[col]) else None
         if lost: warn(f"column {col!r}: {lost[0]}; make them fit float64 first if those digits matter")
+    for col in by_role.get("categorical", []):  # what check_data's numbers_as_text says, said where it is done
+        if amounts_as_text(df[col], col):
+            warn(f"column {col!r} holds numbers stored as text ({df[col].nunique()} distinct, e.g. "
+                 f"{df[col].dropna().iloc[0]!r}): they are one-hot encoded as categories, not read as amounts; if "
+                 f"they are amounts, convert them first: df[{col!r}] = pd.to_numeric(df[{col!r}]) (Parquet: cast "
+                 "the column to a number type in the files)")
     declared = [c for c in by_role.get("categorical", []) if isinstance(df[c].dtype, pd.CategoricalDtype)]
     plain = [c for c in by_role.get("categorical", []) if c not in declared]
     levels = [[str(v) for v in df[c].cat.categories] for c in declared]  # each declared category: a column
