@@ -281,6 +281,8 @@ def _early_blowup(loss: np.ndarray, stage: np.ndarray, noise: float, th: Thresho
     untrained = float(loss[0]) if base is None else base
     if loss[jump] <= th.blowup * max(level, untrained) or loss[jump] - level <= th.blowup_z * max(noise, 1e-12):
         return None
+    # a step as tall comes again after the first tenth: the run's own tail (a row's loss at batch 1), not a jump
+    if float(np.max(loss[k:], initial=-np.inf)) >= loss[jump]: return None
     # no learning after it: its stage never fell `still` below the untrained loss (or it fell to the prior)
     lowest = float(stage[jump:].min())
     if lowest < (1 - th.still) * untrained and not at_prior: return None
