@@ -13,7 +13,8 @@ import numpy as np
 from .live import as_static, autoscale, decade_ticks, figure_html
 
 # %% auto #0
-__all__ = ['running_cell', 'portable_outputs', 'plot_curve', 'lr_find_y_range', 'plot_lr_find', 'plot_overfit', 'wrap_title']
+__all__ = ['PALETTE', 'FALLBACK_CSS', 'running_cell', 'portable_outputs', 'plot_curve', 'lr_find_y_range', 'plot_lr_find',
+           'plot_overfit', 'wrap_title', 'figure_svg', 'fallback_html']
 
 # %% ../nbs/11a_figures.ipynb #1593e010
 def running_cell() -> tuple:
@@ -142,3 +143,81 @@ def wrap_title(text: str,  # a figure title, however long
         else:
             line = f"{line} {word}" if line else word
     return "<br>".join(lines + [line])
+
+# %% ../nbs/11a_figures.ipynb #a9a767cc
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
+FALLBACK_CSS = (  # JupyterLab marks a widget output it cannot draw with `jupyter-widgets` on the output itself
+    "<style>.jp-OutputArea-child:has(> .jp-OutputArea-output.jupyter-widgets) ~ .jp-OutputArea-child "
+    ".tb-fallback{display:block !important}"
+    ".jp-OutputArea-child:has(> .jp-OutputArea-output.jupyter-widgets):has(~ .jp-OutputArea-child .tb-fallback)"
+    "{display:none}</style>")
+
+def _values(v) -> np.ndarray:
+    "A trace's x or y as floats: a list, an array, or plotly's typed-array dict (`{'dtype', 'bdata'}`, base64)."
+    if isinstance(v, dict) and "bdata" in v:
+        import base64
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).astype(float)
+    return np.asarray(v, dtype=float)
+
+def _axis_map(values, log: bool, span: tuple, given=None):
+    "values -> pixels along `span` (lo, hi), over the axis's range (its own, else the data's), and that range."
+    from trainbook.live import data_range
+    v = _values(values)
+    if log: v = np.where(v > 0, np.log10(np.where(v > 0, v, 1)), np.nan)
+    r = list(given) if given else data_range(v[np.isfinite(v)]) or [0.0, 1.0]
+    if r[1] == r[0]: r = [r[0] - 1, r[1] + 1]
+    return span[0] + (v - r[0]) / (r[1] - r[0]) * (span[1] - span[0]), r
+
+def figure_svg(fig,  # a plotly Figure, FigureWidget, or its dict
+               width: int = 900,  # the drawing's width in px (it scales down to the page's width)
+               max_points: int = 400,  # a longer trace is drawn with every k-th point
+              ) -> str:
+    "The figure's line traces as plain SVG, panel by panel (each axis pair in its domain): a picture with no script."
+    import html
+    spec = fig if isinstance(fig, dict) else fig.to_plotly_json()
+    layout = spec.get("layout", {}) or {}
+    height, m = int(layout.get("height") or 450), {"l": 55, "r": 20, "t": 50, "b": 40, **(layout.get("margin") or {})}
+    w, h = width - m["l"] - m["r"], height - m["t"] - m["b"]
+    panels = {}
+    for i, t in enumerate(spec.get("data", ())):
+        if t.get("type", "scatter") != "scatter" or t.get("x") is None or t.get("y") is None: continue
+        key = ("xaxis" + t.get("xaxis", "x")[1:], "yaxis" + t.get("yaxis", "y")[1:])
+        panels.setdefault(key, []).append((i, t))
+    out = []
+    for (xa, ya), traces in panels.items():
+        ax, ay = layout.get(xa) or {}, layout.get(ya) or {}
+        (dx0, dx1), (dy0, dy1) = ax.get("domain") or (0, 1), ay.get("domain") or (0, 1)
+        x0, x1, y0, y1 = m["l"] + dx0 * w, m["l"] + dx1 * w, m["t"] + (1 - dy1) * h, m["t"] + (1 - dy0) * h
+        xs = np.concatenate([_values(t["x"]) for _, t in traces])
+        ys = np.concatenate([_values(t["y"]) for _, t in traces])
+        _, rx = _axis_map(xs, ax.get("type") == "log", (x0, x1))
+        _, ry = _axis_map(ys, ay.get("type") == "log", (y1, y0))
+        title = ((ay.get("title") or {}).get("text") or "") if isinstance(ay.get("title"), dict) else ""
+        out.append(f'<rect x="{x0:.0f}" y="{y0:.0f}" width="{x1 - x0:.0f}" height="{y1 - y0:.0f}" fill="none" '
+                   f'stroke="#ccc"/><text x="{x0:.0f}" y="{y0 - 4:.0f}" font-size="11">{html.escape(title)}</text>')
+        for v, y in ((ry[1], y0 + 10), (ry[0], y1 - 2)):  # the y range at the panel's corners
+            out.append(f'<text x="{x0 - 3:.0f}" y="{y:.0f}" font-size="9" text-anchor="end">'
+                       f'{10 ** v if ay.get("type") == "log" else v:.3g}</text>')
+        for v, x, anchor in ((rx[0], x0, "start"), (rx[1], x1, "end")):
+            out.append(f'<text x="{x:.0f}" y="{y1 + 11:.0f}" font-size="9" text-anchor="{anchor}">'
+                       f'{10 ** v if ax.get("type") == "log" else v:.4g}</text>')
+        for k, (i, t) in enumerate(traces):
+            tx, ty = _values(t["x"]), _values(t["y"])
+            step = max(1, math.ceil(len(tx) / max_points))
+            px, _ = _axis_map(tx[::step], ax.get("type") == "log", (x0, x1), rx)
+            py, _ = _axis_map(ty[::step], ay.get("type") == "log", (y1, y0), ry)
+            pts = " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(px, py) if np.isfinite(a) and np.isfinite(b))
+            color = (t.get("line") or {}).get("color") or PALETTE[i % len(PALETTE)]
+            out.append(f'<polyline points="{pts}" fill="none" stroke="{html.escape(str(color))}" '
+                       f'stroke-width="1.5" opacity="{t.get("opacity", 1)}"><title>{html.escape(t.get("name") or "")}'
+                       f'</title></polyline><text x="{x1:.0f}" y="{y0 + 12 + 12 * k:.0f}" font-size="10" '
+                       f'text-anchor="end" fill="{html.escape(str(color))}">{html.escape(t.get("name") or "")}</text>')
+    return (f'<svg class="tb-svg" viewBox="0 0 {width} {height}" width="100%" style="max-width:{width}px" '
+            f'xmlns="http://www.w3.org/2000/svg" font-family="sans-serif">{"".join(out)}</svg>')
+
+def fallback_html(content: str,  # what to show in a widget's place once it is gone (HTML: a status, `figure_svg`)
+                 ) -> str:
+    "An output hidden while the widget before it lives; JupyterLab shows it, in that widget's place, once it is gone."
+    return (f'{FALLBACK_CSS}<div class="tb-fallback" style="display:none">'
+            '<div style="font:11px sans-serif;color:#888">the kernel that drew this panel is gone: its last '
+            f'state, as saved</div>{content}</div>')

@@ -11,7 +11,7 @@ from .events import Callback
 from .live import LiveCurves, close_widgets, display_mode, show_output
 
 # %% auto #0
-__all__ = ['END_WORDS', 'Progress', 'stop_summary', 'HistoryStream', 'default_displays']
+__all__ = ['END_WORDS', 'Progress', 'static_bar', 'stop_summary', 'HistoryStream', 'default_displays']
 
 # %% ../nbs/11b_progress.ipynb #4ea8fda0
 class Progress(Callback):
@@ -62,13 +62,13 @@ class Progress(Callback):
         self._shown[id(bar)] = show_output(bar.container, display_id=True)
         return bar
     def _saved(self, bar):
-        "Rewrite a notebook bar's output as it ends: a saved notebook shows it at 100% (or gone), not at 0%."
+        """Rewrite a notebook bar's output as it ends: a saved notebook shows it at 100% (or gone), not at 0%;
+        as a static bar, not the widget, which a notebook reopened after its kernel restarted drew as
+        "Error displaying widget: model not found" above the run's curves."""
         handle = self._shown.pop(id(bar), None)
         if handle is None: return
-        if bar.leave: handle.update(bar.container)  # the same widget, its text fallback as it is now
-        else:  # a closed bar leaves nothing, in the output or in the kernel
-            handle.update({"text/plain": ""}, raw=True)
-            close_widgets(bar.container)
+        handle.update(static_bar(bar) if bar.leave else {"text/plain": ""}, raw=True)  # a closed bar: nothing
+        close_widgets(bar.container)  # nothing left open in the kernel
     def before_epoch(self, state):
         if self.steps is not None: self.steps.set_description(f"epoch {state.epoch}", refresh=False)
     def after_step(self, state):
@@ -123,6 +123,18 @@ class Progress(Callback):
                 bar.close()
                 self._saved(bar)
         if planned: print(stop_summary(run))
+
+def static_bar(bar,  # a notebook tqdm bar (`tqdm.notebook.tqdm`) that has ended
+              ) -> dict:
+    "The bar as it ended, as a MIME bundle of plain HTML and text: what a saved notebook shows with no kernel."
+    import html
+    meter = lambda fmt: bar.format_meter(**{**bar.format_dict, "bar_format": fmt})
+    left, right = meter("{l_bar}").rstrip("|"), meter("{r_bar}").lstrip("|")
+    total = bar.total or max(bar.n, 1)
+    return {"text/plain": repr(bar.container),
+            "text/html": (f'<div class="tb-bar" style="font:12px monospace">{html.escape(left)} '
+                          f'<progress value="{bar.n}" max="{total}" style="width:30%;vertical-align:middle">'
+                          f'</progress> {html.escape(right)}</div>')}
 
 def _is_terminal(stream,  # a text stream: sys.stderr, a file, a pipe
                 ) -> bool:

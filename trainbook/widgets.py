@@ -41,7 +41,7 @@ def keep_newest(obj,  # a panel or builder just made
 
 class Snapshot:
     "A widget shown with a static HTML snapshot beside it, refreshed in place: what front ends without a kernel show."
-    def _snapshot_html(self) -> str: raise NotImplementedError
+    def _snapshot_html(self, svg: bool = False) -> str: raise NotImplementedError
 
     def _bundle(self) -> dict:
         bundle = self.widget._repr_mimebundle_()  # the live view (ipywidgets' widget-view JSON and text)
@@ -50,18 +50,25 @@ class Snapshot:
 
     def _repr_mimebundle_(self, include=None, exclude=None): return self._bundle()
 
+    def _fallback(self) -> dict:
+        "The output beside the widget that JupyterLab shows in its place once its kernel is gone (`fallback_html`)."
+        from trainbook.figures import fallback_html
+        return {"text/html": fallback_html(self._snapshot_html(svg=True)), "text/plain": ""}
+
     def _ipython_display_(self):
         from IPython.display import display
         from trainbook.figures import running_cell
         self.display_cell = running_cell()[:2]  # where its output is: plotly.js follows it (plotlyjs_script)
         self._handles = getattr(self, "_handles", [])
         self._handles.append(display(self._bundle(), raw=True, display_id=True))
+        # a notebook reopened after a restart drew the widget as "Error displaying widget: model not found"
+        self._handles.append(display(self._fallback(), raw=True, display_id=True))
 
     def refresh_snapshot(self):
-        "Re-render the outputs showing this widget, so a saved notebook holds its latest state."
+        "Re-render the outputs showing this widget (and its fallback), so a saved notebook holds its latest state."
         if not getattr(self, "_handles", None): return
-        bundle = self._bundle()
-        for h in self._handles: h.update(bundle, raw=True)
+        bundle, fallback = self._bundle(), self._fallback()
+        for i, h in enumerate(self._handles): h.update(fallback if i % 2 else bundle, raw=True)
 
 def buttons_html(buttons: list,  # ipywidgets Buttons
                 ) -> str:
@@ -221,10 +228,12 @@ class SplitBuilder(Snapshot):
                            "style='display:none'>")
         return code
 
-    def _snapshot_html(self) -> str:
+    def _snapshot_html(self, svg: bool = False) -> str:  # svg: the chart as plain SVG (no plotly.js)
         from trainbook.live import figure_html
+        from trainbook.figures import figure_svg
         settings = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
-        chart = figure_html(self.chart, owner=self) if self.chart.data else ""
+        draw = figure_svg if svg else lambda fig: figure_html(fig, owner=self)
+        chart = draw(self.chart) if self.chart.data else ""
         return (f'<div style="font:12px monospace;color:#555">{html.escape(settings, quote=False)}</div>'
                 f'{self.status.value}{chart}<pre>{html.escape(self.code_text(), quote=False)}</pre>')
 
@@ -606,9 +615,11 @@ class TrainPanel(Snapshot):
         self._idle.wait(left())
         return self
 
-    def _snapshot_html(self) -> str:
+    def _snapshot_html(self, svg: bool = False) -> str:  # svg: the figure as plain SVG (no plotly.js)
         from trainbook.live import figure_html
-        if self.figure is not None and self.figure.data: shown = figure_html(self.figure, owner=self)
+        from trainbook.figures import figure_svg
+        if self.figure is not None and self.figure.data:
+            shown = figure_svg(self.figure) if svg else figure_html(self.figure, owner=self)
         elif self.plot.children == (self.note,): shown = self.note.value
         else: shown = PLACEHOLDER
         status = getattr(self, "_final_status", None) or self.status.value
