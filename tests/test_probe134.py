@@ -111,3 +111,58 @@ def test_users_flax_cross_entropy_gets_torchs_validation_statistics(weighted):
     # before: unweighted no prior_loss (a warning) and loss_sd 0.653 (the batches' spread); weighted loss_sd 1.045
     assert got["prior_loss"] == pytest.approx(want["prior_loss"], abs=1e-4)
     assert got["loss_sd"] == pytest.approx(want["loss_sd"], abs=1e-4)
+
+
+def test_recorder_validates_inside_an_epoch_every_k_steps():
+    "validate(close_epoch=False) every 4 steps of 8-step epochs: each recorded at its step, the epochs closed twice."
+    from torch import nn
+    torch.manual_seed(0)
+    m = nn.Linear(3, 1)
+    opt = torch.optim.SGD(m.parameters(), 0.05)
+    X, Xv = torch.randn(128, 3), torch.randn(32, 3)
+    y, yv = X.sum(1, keepdim=True), Xv.sum(1, keepdim=True)
+    vals, losses = [], []
+    with tb.Recorder(tb.TrainConfig(epochs=2), parts={"model": m, "optimizer": opt}, live=False, track=False,
+                     checkpoint_dir=None) as rec:
+        for epoch in range(2):
+            for i in range(8):
+                opt.zero_grad()
+                loss = nn.functional.mse_loss(m(X[16 * i:16 * i + 16]), y[16 * i:16 * i + 16])
+                loss.backward()
+                opt.step()
+                rec.step(loss)
+                losses.append(float(loss))
+                if (i + 1) % 4: continue
+                with torch.no_grad(): vals.append((rec.state.step, float(nn.functional.mse_loss(m(Xv), yv))))
+                if i == 7: rec.validate(vals[-1][1], epoch=epoch)  # before: the second one in an epoch raised
+                else: rec.validate(vals[-1][1], close_epoch=False)
+    h = rec.run.history
+    valid = h[(h.split == "valid") & (h.name == "loss")]
+    assert valid.step.tolist() == [s for s, _ in vals]
+    assert valid.value.tolist() == pytest.approx([v for _, v in vals])
+    assert valid.epoch.tolist() == [0, 0, 1, 1]
+    epoch_loss = h[(h.split == "train") & (h.name == "epoch_loss")]
+    assert epoch_loss.value.tolist() == pytest.approx([np.mean(losses[:8]), np.mean(losses[8:])])
+    assert rec.run.best == pytest.approx(min(v for _, v in vals))
+    with pytest.raises(ValueError, match="close_epoch=False ends none"):
+        tb.Recorder(live=False, track=False).validate(0.1, epoch=0, close_epoch=False)
+
+
+def test_recorder_inside_epoch_validations_count_for_patience():
+    "Early stopping counts the validations inside an epoch, as fit's eval_every: patience 1, a worse one stops."
+    with tb.Recorder(tb.TrainConfig(epochs=3, patience=1), live=False, track=False, checkpoint_dir=None) as rec:
+        for value in (0.5, 0.6, 0.7):
+            rec.step(1.0)
+            rec.validate(value, close_epoch=False)
+            if rec.should_stop: break
+    assert rec.run.stopped == "early_stopping"
+    assert rec.run.best == pytest.approx(0.5)
+
+
+def test_recorder_refuses_a_typo_of_a_declared_metric():
+    rec = tb.Recorder(tb.TrainConfig(epochs=1), live=False, track=False, metrics=["accuracy"], checkpoint_dir=None)
+    with pytest.raises(ValueError, match="'acuracy' is not in metrics=\\['accuracy'\\] \\(did you mean 'accuracy'\\?\\)"):
+        rec.validate(0.3, acuracy=0.9)  # before: recorded as valid/acuracy, the accuracy never seen
+    assert len(rec.history) == 0
+    rec.validate(0.3, accuracy=0.9, f1=0.5)  # a name near none of them is the user's own
+    rec.finish()

@@ -17,7 +17,7 @@ from .checkpoint import Checkpointer, check_loadable
 from .folder_lock import RunFolderBusy
 from .claim import check_parts_loadable, claim_run_dir, parts_signature
 from .optim import OptimizerSteps, optimizer_among
-from .core import (Finding, History, TrainConfig, announce, environment, patience_spent, rng_state,
+from .core import (Finding, History, TrainConfig, announce, did_you_mean, environment, patience_spent, rng_state,
                             set_rng_state, warn)
 from .diagnostics import diagnose
 from .readings import nonfinite_loss
@@ -381,6 +381,7 @@ class Recorder:
         self.config, self.kind, self.read_every = cfg, kind, read_every
         metrics = [metrics] if isinstance(metrics, str) else list(metrics)  # one name is a list of one
         followed = check_monitor(cfg, validates, metrics)  # (split, name): the config's, or its fallback
+        self.metrics = metrics  # a name near one of these in `validate` is a typo, refused
         self.monitor = monitored_record(*followed)
         self.stopper = EarlyStopping("_".join(followed), cfg.mode, cfg.patience, cfg.min_delta)
         self.history = History()
@@ -465,10 +466,15 @@ class Recorder:
                  loss=None,  # the validation loss (a float or a tensor); None = only metrics
                  *,
                  epoch: Optional[int] = None,  # the epoch that ends (default: the one the steps were in)
+                 close_epoch: bool = True,  # False: a validation inside the epoch (every k steps, as fit's
+                                            # eval_every): its records, early stopping, best.pt; the epoch goes on
                  **metrics,  # validation metrics: accuracy=..., f1=...
                 ) -> None:
         "Close the epoch with a validation: its records, early stopping, best.pt, last.pt, run.json, [after_epoch]."
         _refuse_reserved(metrics, "valid", "Recorder.validate")
+        for k in (k for k in metrics if k not in self.metrics and did_you_mean(k, self.metrics)):  # a typo
+            raise ValueError(f"Recorder.validate: {k!r} is not in metrics={self.metrics}{did_you_mean(k, self.metrics)}"
+                             "; pass it under its name there, or add the new name to metrics=")
         values = {**({"loss": loss} if loss is not None else {}), **metrics}
         if not values: raise ValueError("validate needs the validation loss or at least one metric")
         split, name = self.monitor
@@ -477,7 +483,13 @@ class Recorder:
                              f"follow (TrainConfig.monitor={self.config.monitor!r}): pass "
                              f"{'the loss' if name == 'loss' else name + '=...'} too, or set monitor= to a value "
                              f"you pass (e.g. monitor='valid_{next(iter(values))}', with mode='max' if higher is better)")
-        self._close_epoch(epoch, {k: float(recorded_value(v, k, "Recorder.validate")) for k, v in values.items()})
+        values = {k: float(recorded_value(v, k, "Recorder.validate")) for k, v in values.items()}
+        if close_epoch: return self._close_epoch(epoch, values)
+        if epoch is not None:
+            raise ValueError("validate: epoch= names the epoch that ends; close_epoch=False ends none")
+        self.start()
+        self._read()
+        self._evaluated(values)  # end_epoch() (or a validate) closes the epoch later
 
     def end_epoch(self,
                   epoch: Optional[int] = None,  # the epoch that ends (default: the one the steps were in)
@@ -654,6 +666,17 @@ class Recorder:
         if epoch is not None: state.epoch = self._check_epoch(epoch)
         epoch_records(self.history, state.step, state.epoch, loss_sum=e["loss_sum"], loss_count=e["loss_count"],
                       seconds=time.perf_counter() - e["start"])
+        self._evaluated(values)
+        self.checkpointer.write_run(run_of(state, RUNNING, stopper=self.stopper, checkpointer=self.checkpointer,
+                                           environment=self.environment, kind=self.kind), final=False)
+        self.callbacks(Event.after_epoch, state)
+        self._closed, state.epoch = state.epoch, state.epoch + 1
+        self._epoch = {"loss_sum": 0.0, "loss_count": 0, "start": time.perf_counter()}
+        self._save_last()  # the next epoch's start: a killed run resumes from here
+
+    def _evaluated(self, values: Optional[dict]) -> None:
+        "A validation's records (None: none), then early stopping and best.pt on the monitored value, once a step."
+        state = self.state
         if values is not None:
             self.callbacks(Event.before_validate, state)
             state.valid = values
@@ -667,12 +690,6 @@ class Recorder:
                                                           state.step, state.epoch, at=at):
             self.save("best.pt")
         if self.stopper.should_stop: self._stop("nonfinite" if self.stopper.nonfinite else "early_stopping")
-        self.checkpointer.write_run(run_of(state, RUNNING, stopper=self.stopper, checkpointer=self.checkpointer,
-                                           environment=self.environment, kind=self.kind), final=False)
-        self.callbacks(Event.after_epoch, state)
-        self._closed, state.epoch = state.epoch, state.epoch + 1
-        self._epoch = {"loss_sum": 0.0, "loss_count": 0, "start": time.perf_counter()}
-        self._save_last()  # the next epoch's start: a killed run resumes from here
 
     def _check_epoch(self, epoch) -> int:
         "The epoch `validate` / `end_epoch` was given: an int, after the last one closed."
