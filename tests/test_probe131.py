@@ -174,3 +174,14 @@ def test_numbers_stored_as_text_are_said_by_both_loaders(tmp_path):
     assert not columns.amounts_as_text(df["zip"], "zip")
     assert not columns.amounts_as_text(pd.Series(["1", "2"] * 50), "flag")  # two levels: categories are fine
     assert not columns.amounts_as_text(pd.Series([str(i) for i in range(50)] + ["n/a"]), "dose")  # not all numbers
+
+
+def test_complex_columns_are_refused_by_name():
+    "A complex feature or target: float64 keeps the real part only, so check_data and the loaders name it first."
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"z": rng.normal(size=100) + 1j, "x": rng.normal(size=100), "y": rng.integers(0, 2, 100)})
+    for call in (lambda: tb.check_data(df, "y"), lambda: tb.make_preprocessor(df, "y"),
+                 lambda: tb.loaders_from_frame(df, "y", tb.make_splits(df, "y", seed=0))):
+        with pytest.raises(TypeError, match=r"complex-valued column\(s\): 'z' \(complex128\)"): call()
+    with pytest.raises(TypeError, match="'x'"): tb.check_data(df.assign(x=df.z, z=1.0), "x")  # the target
+    assert tb.check_data(df.assign(z=df.z.to_numpy().real), "y", leak_check=False).ok

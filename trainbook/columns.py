@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 # %% auto #0
-__all__ = ['ROLES', 'DATE_SHARE', 'ID_WORDS', 'ENTITY_WORDS', 'EMAIL_PATTERN', 'require_frame', 'is_nested_arrow',
+__all__ = ['ROLES', 'DATE_SHARE', 'ID_WORDS', 'ENTITY_WORDS', 'EMAIL_PATTERN', 'require_frame', 'is_nested_arrow', 'require_real',
            'require_flat_columns', 'require_one_value', 'dtype_family', 'holds_decimals', 'rounded_decimals',
            'amounts_as_text', 'is_nullable', 'parse_numbers', 'as_datetimes', 'epoch_seconds', 'numeric_view',
            'parse_dates', 'unparsed_dates', 'dates_as_text', 'ValueCodes', 'named_like_id', 'entity_by_counts',
@@ -56,11 +56,26 @@ def is_nested_arrow(dtype,  # a column's dtype
     return (pat.is_list(t) or pat.is_large_list(t) or pat.is_fixed_size_list(t) or pat.is_struct(t)
             or pat.is_map(t))
 
+def require_real(df: pd.DataFrame,  # the frame
+                 columns,  # the columns to look at
+                 what: str = "df",  # the argument's name, for the message
+                ) -> None:
+    """A TypeError naming the complex-valued columns: two numbers a cell, of which float64 (every check, split and
+    model) would keep the real part and drop the imaginary one in silence."""
+    found = [c for c in columns if getattr(df[c].dtype, "kind", "") == "c"]
+    if not found: return
+    col = found[0]
+    raise TypeError(f"{what} has complex-valued column(s): {', '.join(f'{c!r} ({df[c].dtype})' for c in found)}; read "
+                    "as numbers they would lose their imaginary part in silence. Make each two real columns, e.g. "
+                    f"df[[{col + '_re'!r}, {col + '_im'!r}]] = np.c_[df[{col!r}].to_numpy().real, df[{col!r}]"
+                    f".to_numpy().imag] (or its np.abs and np.angle), then drop {col!r}")
+
 def require_flat_columns(df: pd.DataFrame,  # the frame
                          columns,  # the feature columns
                          what: str = "df",  # the argument's name, for the message
                         ) -> None:
     "A TypeError naming each column whose cells hold lists, tuples, dicts, sets or arrays (several values)."
+    require_real(df, columns, what)
     bad = {}
     for col in columns:
         if is_nested_arrow(df[col].dtype):
@@ -95,6 +110,7 @@ def require_one_value(s: pd.Series,  # the column
                      ) -> None:
     """A TypeError naming `col` when its cells hold lists, dicts, sets or arrays (several values a row, which
     pandas cannot count or compare); a tuple or frozenset is one value (a label set, a composite id)."""
+    require_real(s.to_frame(col), [col], arg)
     if is_nested_arrow(s.dtype): kinds = str(s.dtype)
     elif s.dtype == object:
         kinds = "/".join(sorted({t.__name__ for t in set(map(type, s.to_numpy()))
