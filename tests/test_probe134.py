@@ -166,3 +166,11 @@ def test_recorder_refuses_a_typo_of_a_declared_metric():
     assert len(rec.history) == 0
     rec.validate(0.3, accuracy=0.9, f1=0.5)  # a name near none of them is the user's own
     rec.finish()
+
+
+@pytest.mark.parametrize("kw, match", [(dict(overwrite="no"), "overwrite must be True or False, got 'no'"),
+                                       (dict(run_dir=123), "run_dir must be a folder")])
+def test_trainer_callback_refuses_wrong_argument_types(kw, match):
+    pytest.importorskip("transformers")
+    with pytest.raises(TypeError, match=match):  # before: 'no' was taken as True; 123 failed in pathlib's words
+        tb.trainer_callback(live=False, **kw)

@@ -328,5 +328,8 @@ def trainer_callback(live: Union[str, bool] = "auto",  # live curves: "auto", Tr
     check_live(live)
     if on_nonfinite not in ("stop", "continue"):
         raise ValueError(f"on_nonfinite must be 'stop' or 'continue', got {on_nonfinite!r}")
+    if not isinstance(overwrite, bool): raise TypeError(f"overwrite must be True or False, got {overwrite!r}")
+    if run_dir is not None and not isinstance(run_dir, (str, os.PathLike)):
+        raise TypeError(f"run_dir must be a folder (a str or Path) or None, got {type(run_dir).__name__} {run_dir!r}")
     if run_dir is not None: probe_writable(run_dir, "run_dir", create=False)
     return _trainer_recorder_class()(live=live, run_dir=run_dir, overwrite=overwrite, on_nonfinite=on_nonfinite)
