@@ -632,9 +632,12 @@ class Checkpointer:
         if "signature" in self.meta:
             sched = self.parts.get("scheduler")
             schedule = schedule_changes(sched, ckpt.get("scheduler"))
-            self.findings += resume_changes(saved_signature(ckpt), self.meta["signature"], self.config_lr,
-                                            schedule, schedule_note(sched) if schedule else "",
-                                            where=f"checkpoint {str(checkpoint_file(resume))!r}")
+            changed = resume_changes(saved_signature(ckpt), self.meta["signature"], self.config_lr,
+                                     schedule, schedule_note(sched) if schedule else "",
+                                     where=f"checkpoint {str(checkpoint_file(resume))!r}")
+            self.findings += changed
+            # said where the user looks, not only kept in run.findings: a script shows no findings
+            for note in changed if self.rank == 0 else (): warn(f"{note.message}; {note.advice}")
         return ckpt
 
     def restore(self, resume: Union[str, Path],  # the checkpoint (or run folder) to load

@@ -76,6 +76,8 @@ def saved_signature(ckpt: dict,  # a loaded checkpoint
     return sig
 
 _NOT_COMPARED = {"checkpoint_dir", "checkpoint_every"}  # where and how often files go: no change to the run
+# listed, but nothing a resume draws: the RNG states come from the checkpoint (fit seeds a new run only)
+_NO_EFFECT = {"config.seed": " (no effect: a resume draws from the checkpoint's random states, not a new seed's)"}
 
 def _impossible(saved: dict, now: dict) -> list[str]:
     "Why the run cannot continue exactly from the checkpoint (empty when it can)."
@@ -126,12 +128,14 @@ def resume_changes(saved: dict,  # the signature of the checkpoint's run (`saved
     # fit scales its own optimizer to a new config.lr; one passed in keeps the checkpoint's lrs
     notes = {"config.lr": " (applied: the restored optimizer and schedule scaled to it)" if lr_applied else
                           " (not applied: the optimizer passed in takes its lrs from the checkpoint; "
-                          "fit scales only its own, optimizer=None)"}
+                          "fit scales only its own, optimizer=None)", **_NO_EFFECT}
     listed = "; ".join(f"{k}: {a!r} → {b!r}" + notes.get(k, "") for k, (a, b) in changes.items())
     if schedule: listed += f" (scheduler {schedule_note})"
     return [Finding("resume_changed", "warning",
                     f"resuming with {len(changes)} change(s) since the checkpoint was written: {listed}",
-                    advice="the run continues, but not exactly as the original would have; "
+                    advice="none of these changes how it trains: it continues exactly as the original would have"
+                           if all(k in _NO_EFFECT for k in changes) else
+                           "the run continues, but not exactly as the original would have; "
                            "resume with the original settings for an exact continuation",
                     data={"changes": changes})]
 
