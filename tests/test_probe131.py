@@ -185,3 +185,21 @@ def test_complex_columns_are_refused_by_name():
         with pytest.raises(TypeError, match=r"complex-valued column\(s\): 'z' \(complex128\)"): call()
     with pytest.raises(TypeError, match="'x'"): tb.check_data(df.assign(x=df.z, z=1.0), "x")  # the target
     assert tb.check_data(df.assign(z=df.z.to_numpy().real), "y", leak_check=False).ok
+
+
+def test_true_false_objects_with_none_are_booleans_in_both_loaders(tmp_path):
+    "An object column of True/False/None: one 0/1 input from loaders_from_frame, as ParquetLoader reads the same rows."
+    import warnings
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"b": pd.Series(rng.choice([True, False, None], 300), dtype=object),
+                       "x": rng.normal(size=300), "y": rng.integers(0, 2, 300)})
+    df.to_parquet(tmp_path / "b.parquet")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dl, _, _, prep = tb.loaders_from_frame(df, "y", tb.make_splits(df, "y", seed=0))
+    pq = tb.ParquetLoader(tmp_path / "b.parquet", "y", batch_size=64, prep="auto")
+    assert next(iter(dl))[0].shape[1] == next(iter(pq))[0].shape[1] == 2
+    report = tb.check_data(df, "y", leak_check=False)
+    assert report.roles["b"] == "boolean" and report.by_kind("numbers_as_text")[0].severity == "info"
+    assert report.by_kind("missing_values")[0].data["missing"] == int(df.b.isna().sum())
+    assert columns.dtype_family(pd.Series([True, "yes", None], dtype=object)) == "categorical"  # a mix stays text

@@ -282,8 +282,10 @@ def _mixed_findings(s: pd.Series, col, codes: ValueCodes) -> list[Finding]:
                             f"like ids ({shown(sample.iloc[padded.to_numpy().argmax()])}): codes (a zip, an id), read as "
                             "categories", column=col, data={"dtype": str(s.dtype), "held": "zero-padded codes"},
                             advice="keep them as text: as numbers a code reads as an amount (and loses leading zeros)")]
-        return [Finding("numbers_as_text", "warning", f"all {len(values)} values are {held} (dtype {s.dtype}), so "
-                        "they are read as categories", column=col, advice=f"convert them: {fix}",
+        bools = held.startswith("True")  # read as 0/1 (`holds_bools`), as a Parquet file's booleans
+        read = "read as 0/1, as a boolean column's" if bools else "so they are read as categories"
+        return [Finding("numbers_as_text", "info" if bools else "warning", f"all {len(values)} values are {held} "
+                        f"(dtype {s.dtype}), " + read, column=col, advice=f"convert them: {fix}",
                         data={"dtype": str(s.dtype), "held": held})]
     bad = values[~parsed]
     if parsed.mean() >= 0.5:
@@ -430,7 +432,8 @@ def _column_findings(df: pd.DataFrame, target: Optional[str], skip: set, roles: 
         out += _nullable_finding(s, col) + _decimal_finding(s, col)
         if col == target or col in skip: continue
         out += _role_findings(s, col, roles[col], n, codes.nunique(col))
-        if roles[col] == "categorical": out += _mixed_findings(s, col, codes)
+        if roles[col] == "categorical" or (s.dtype == object and roles[col] == "boolean"):  # True/False objects too
+            out += _mixed_findings(s, col, codes)
         nun = codes.nunique(col)
         if groups is None and 2 <= nun <= n // 2 and roles[col] != "datetime" and names_entity(col, s):
             out.append(entity_finding(col, nun, n))

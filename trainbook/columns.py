@@ -14,9 +14,9 @@ import pandas as pd
 # %% auto #0
 __all__ = ['ROLES', 'DATE_SHARE', 'ID_WORDS', 'ENTITY_WORDS', 'EMAIL_PATTERN', 'require_frame', 'is_nested_arrow', 'require_real',
            'require_flat_columns', 'require_one_value', 'dtype_family', 'holds_decimals', 'rounded_decimals',
-           'amounts_as_text', 'is_nullable', 'parse_numbers', 'as_datetimes', 'epoch_seconds', 'numeric_view',
-           'parse_dates', 'unparsed_dates', 'dates_as_text', 'ValueCodes', 'named_like_id', 'entity_by_counts',
-           'names_entity', 'column_roles', 'feature_roles', 'roles_from_codes']
+           'amounts_as_text', 'holds_bools', 'is_nullable', 'parse_numbers', 'as_datetimes', 'epoch_seconds',
+           'numeric_view', 'parse_dates', 'unparsed_dates', 'dates_as_text', 'ValueCodes', 'named_like_id',
+           'entity_by_counts', 'names_entity', 'column_roles', 'feature_roles', 'roles_from_codes']
 
 # %% ../nbs/01c_columns.ipynb #06abe1e6
 def require_frame(df,  # what the caller got as a frame
@@ -131,6 +131,7 @@ def dtype_family(s: pd.Series,  # a column
     if t.is_timedelta64_dtype(s.dtype) or s.dtype.kind == "m": return "timedelta"  # Arrow's durations: kind 'm'
     if t.is_numeric_dtype(s.dtype): return "numeric"  # numpy numbers and the nullable Int64 / Float64
     if holds_decimals(s): return "numeric"  # exact numbers (money): float64, as Parquet's decimals are read
+    if holds_bools(s): return "boolean"  # True/False with None: 0/1, as Parquet's booleans with nulls are read
     return "categorical"  # object, str, string, category
 
 def _first_present(values: np.ndarray):
@@ -181,6 +182,15 @@ def amounts_as_text(s: pd.Series,  # a text column (object, string or category)
     if values.nunique() < min_values or np.isnan(parse_numbers(values)).any(): return False
     padded = values.astype(str).str.strip().str.fullmatch(r"0\d+").any()  # '02139', '007': codes, not amounts
     return not padded and not names_entity(col, s)
+
+def holds_bools(s: pd.Series,  # a column
+               ) -> bool:
+    """Whether an object column holds only True/False (Python's or numpy's) and missing values: booleans, as a
+    Parquet file of the same rows reads them. A text column is told by its first value, without a scan."""
+    if s.dtype != object: return False
+    values = s.to_numpy()
+    if not isinstance(_first_present(values), (bool, np.bool_)): return False
+    return all(issubclass(k, (bool, np.bool_)) for k in set(map(type, values[~pd.isna(values)])))
 
 def is_nullable(s: pd.Series,  # a column
                ) -> bool:
