@@ -4,7 +4,7 @@
 
 # %% ../nbs/19a_spark_models.ipynb #54a1be15
 from __future__ import annotations
-import logging, time
+import contextlib, logging, time
 from typing import Iterable, Optional, Union
 
 import numpy as np
@@ -102,6 +102,18 @@ _RAW_MARGINS = ("params['objective'] 'binary:logitraw' is not supported on Spark
                 "on it, would be wrong); use objective 'binary:logistic' (the same log loss; its model predicts "
                 "probabilities)")
 
+@contextlib.contextmanager
+def _ctrl_c_said(checkpoint_dir):
+    "A Ctrl-C while fit_xgboost works on Spark (its Spark job cancelled) says what it stopped and what is kept."
+    try: yield
+    except KeyboardInterrupt:
+        kept = (f"; checkpoint_dir {str(checkpoint_dir)!r} has its lock given back"
+                if checkpoint_dir is not None else "")
+        raise KeyboardInterrupt("fit_xgboost: a Ctrl-C stopped XGBoost on Spark (its Spark job cancelled) before "
+                                "it handed its model over: xgboost.spark gives no round back before its last, so "
+                                f"no run was kept (err.run is None){kept}. Fit again to train (fewer num_rounds, "
+                                "or early_stopping, for a shorter run)") from None
+
 def fit_xgboost(sdf,  # a Spark DataFrame: feature columns and the target
                 target: str,  # name of the target column
                 splits: SparkSplits,  # `make_splits` of this table: train and valid parts
@@ -157,7 +169,8 @@ def fit_xgboost(sdf,  # a Spark DataFrame: feature columns and the target
     folder.prepare(resumable=False)
     # a failure or a Ctrl-C from here on (a Spark job cancelled mid-training) gives the folder's lock back: in a
     # notebook the kernel lives on, and its lock would keep the folder busy (the next run put in version_1)
-    with folder.released_on_error():
+    # a Ctrl-C says so (no run: xgboost.spark gives no round back until its end)
+    with folder.released_on_error(), _ctrl_c_said(checkpoint_dir):
         run_dir = folder.run_dir
         task = (splits.params.get("task") or spark_task(sdf, target)) if task == "auto" else task
         marked = splits.assign(sdf)
