@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 import trainbook as tb
-from trainbook import ray_engine
+from trainbook import ray_engine, ray_local
 from trainbook.distributed import LaunchError
 from test_shard_loader import assert_halves, rows_seen
 
@@ -263,9 +263,9 @@ def test_the_local_ray_starts_quietly_with_token_authentication(local_ray):
     import logging
     assert logging.getLogger("ray").getEffectiveLevel() == logging.WARNING
     assert os.environ.get("RAY_AUTH_MODE") == "token"  # what Ray turned on for the new local cluster
-    notes = logging.getLogger(ray_engine._AUTH_LOGGER)
+    notes = logging.getLogger(ray_local.AUTH_LOGGER)
     assert not notes.filters  # the filter lived for the start-up only
-    record = lambda msg: logging.LogRecord(ray_engine._AUTH_LOGGER, logging.WARNING, "", 0, msg, None, None)
+    record = lambda msg: logging.LogRecord(ray_local.AUTH_LOGGER, logging.WARNING, "", 0, msg, None, None)
     quiet = ray_engine.LocalNotes()
     assert not quiet.filter(record("Token authentication is enabled for this Ray cluster. Set RAY_AUTH_MODE=..."))
     assert quiet.filter(record("Token authentication is disabled for this Ray cluster. Anyone with access..."))

@@ -4,7 +4,7 @@
 
 # %% ../nbs/14_distributed.ipynb #3dd9a859
 from __future__ import annotations
-import contextlib, gc, json, os, re, shutil, signal, socket, subprocess, sys, tempfile, time
+import contextlib, gc, json, os, re, shutil, signal, socket, subprocess, sys, tempfile, threading, time
 import inspect, traceback, uuid
 import warnings
 from pathlib import Path
@@ -16,11 +16,13 @@ from torch import nn
 
 from .batch import DeferredCtrlC
 from .core import History, did_you_mean, warn
+from .events import Callback, add_session_observer, remove_session_observer
 
 # %% auto #0
-__all__ = ['CTRL_C_GRACE', 'dist_info', 'full_tensor', 'all_mean', 'reduce_evaluation', 'paired_batches', 'unwrap', 'wrap_model',
-           'full_state', 'load_sharded_state', 'EachRowOnce', 'shard_loader', 'LaunchError', 'pickle_by_value',
-           'launch_payload', 'clean_exit', 'result_bytes', 'worker_main', 'launch_live_curves', 'check_call', 'launch']
+__all__ = ['STOP_ASKED', 'FITTING', 'CTRL_C_GRACE', 'dist_info', 'full_tensor', 'all_mean', 'reduce_evaluation', 'paired_batches',
+           'unwrap', 'wrap_model', 'full_state', 'load_sharded_state', 'EachRowOnce', 'shard_loader', 'LaunchError',
+           'pickle_by_value', 'launch_payload', 'clean_exit', 'result_bytes', 'stop_agreed', 'CallerStop',
+           'worker_main', 'launch_live_curves', 'check_call', 'ctrl_c_result', 'launch']
 
 # %% ../nbs/14_distributed.ipynb #6524d83c
 def dist_info() -> tuple[int, int]:
@@ -330,6 +332,40 @@ def result_bytes(result,  # rank 0's return value
                      "{k: tb.distributed.full_tensor(v) for k, v in model.state_dict().items()}")
     return data
 
+STOP_ASKED = threading.Event()  # in a launched worker: its caller pressed Ctrl-C (set by the engine's watcher)
+FITTING = threading.Event()  # in a launched worker: a fit (a run with `CallerStop`) is under way
+
+def stop_agreed(collective: bool = True,  # agree with the other ranks (an all-reduce: call it at the same step on all)
+               ) -> bool:
+    """In a launched worker: whether the caller pressed Ctrl-C (`STOP_ASKED`), agreed by every rank of the process
+    group, so that all stop after the same step (a rank that went on would wait in the next step's all-reduce for
+    a peer that stopped, until the caller's grace ran out)."""
+    asked = STOP_ASKED.is_set()
+    if not collective or not dist.is_initialized() or dist.get_world_size() == 1: return asked
+    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else "cpu"
+    said = torch.tensor([int(asked)], device=device)
+    dist.all_reduce(said, op=dist.ReduceOp.MAX)
+    return bool(said.item())
+
+class CallerStop(Callback):
+    """In a launched worker (torchrun or Ray): the caller's Ctrl-C ends fit's run after the step at which every rank
+    has seen it, as a Ctrl-C in one process does (last.pt at that step, run.json 'interrupted', the lock given back)."""
+    def before_fit(self, state): FITTING.set()
+    def after_step(self, state):
+        if stop_agreed(): raise KeyboardInterrupt("launch: a Ctrl-C at the caller")
+    def after_fit(self, state): FITTING.clear()
+
+def _watch_stop(path: Path,  # the file the caller writes on its Ctrl-C
+                ended: threading.Event,  # set when the worker's function has ended
+               ):
+    """Set `STOP_ASKED` once the caller writes `path`: the worker's fit stops after a step every rank agrees on; a
+    worker outside fit (its function still preparing) is interrupted at once, as by a Ctrl-C of its own."""
+    while not ended.wait(0.2):
+        if not path.exists(): continue
+        STOP_ASKED.set()
+        if not FITTING.is_set(): os.kill(os.getpid(), signal.SIGINT)
+        return
+
 def worker_main():
     "Each worker's entry point (run by torchrun): join the group, call the function, write the result or error."
     import cloudpickle
@@ -337,6 +373,9 @@ def worker_main():
     rank = int(os.environ.get("RANK", 0))
     if backend == "nccl": torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
     _init_group(backend, rank)
+    add_session_observer("launch_stop", lambda context: CallerStop())  # the caller's Ctrl-C, agreed by the ranks
+    ended = threading.Event()
+    threading.Thread(target=_watch_stop, args=(work / "stop", ended), daemon=True).start()
     code = 0
     caught = []  # rank 0's warnings: its log is not the caller's, so they travel back (`worker_warnings`)
     notes = []  # what rank 0 says of its return value (an FSDP model left behind)
@@ -370,6 +409,8 @@ def worker_main():
         (work / f"error-{rank}.txt").write_text(traceback.format_exc())
         code = 1
     finally:
+        ended.set()
+        remove_session_observer("launch_stop")
         if rank == 0 and (caught or notes):
             said = [f"{w.category.__name__}: {w.message}" for w in caught]
             said += [f"UserWarning: {n}" for n in notes]
@@ -557,34 +598,34 @@ def check_call(fn: Callable,  # the function the workers will run
 
 CTRL_C_GRACE = 30  # seconds the workers get to end their runs after a Ctrl-C (a second Ctrl-C: at once)
 
-def _workers(proc: subprocess.Popen, tag: str) -> set[int]:
-    "The worker processes torchrun started for this launch (its own children; not what they started)."
-    found = set()
-    for pid in _tagged(tag):
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            if int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1]) == proc.pid: found.add(pid)
-    return found
-
-def _interrupted_run(work: Path, pressed: bool) -> Optional[KeyboardInterrupt]:
-    """The KeyboardInterrupt a Ctrl-C makes of the launch (`pressed` in the caller, or one each rank's run
-    ended on), carrying rank 0's run as `.run` when it sent one back; None when there was no Ctrl-C."""
+def _sent_run(work: Path):
+    "Rank 0's run a Ctrl-C ended, as rank 0 sent it back (None: it had not ended one when its worker stopped)."
     import cloudpickle
-    if not (pressed or (work / "interrupted-0.txt").exists()): return None
     result = work / "result.pkl"
-    run = cloudpickle.loads(result.read_bytes()) if (work / "interrupted-0.txt").exists() and result.exists() else None
+    if not ((work / "interrupted-0.txt").exists() and result.exists()): return None
+    return cloudpickle.loads(result.read_bytes())
+
+def ctrl_c_result(run,  # rank 0's run, ended by the Ctrl-C passed on to the workers (None: none came back)
+                  engine: str = "launch",  # what the caller called, for the message ('launch', "launch(engine='ray')")
+                 ):
+    """What a launch a Ctrl-C stopped gives back, as `fit` does: in a plain script a KeyboardInterrupt carrying rank
+    0's run as `.run` (the script stops), in a notebook the run itself (the cell's next run stops at its door)."""
     if run is None:
-        return KeyboardInterrupt("launch: a Ctrl-C stopped the workers before rank 0's run ended (no run came "
-                                 "back; a run folder keeps its last checkpoint)")
+        raise KeyboardInterrupt(f"{engine}: a Ctrl-C stopped the workers before rank 0's run ended (no run came "
+                                "back; a run folder keeps its last checkpoint)")
+    from trainbook.guard import note_interrupt, plain_script
     from trainbook.run import remember_run
     remember_run(run)
+    note_interrupt()  # the cell's (the script's) next run stops at its door, as after fit's Ctrl-C
+    if not plain_script(): return run
     folder = getattr(run, "run_dir", None)
     where = (f"; its folder {str(folder)!r} holds last.pt: go on from it with fit(..., resume={str(folder)!r}) in "
              "the launched function" if folder is not None and (Path(folder) / "last.pt").exists() else
              "; it kept no last.pt (no checkpoint_dir)")
-    err = KeyboardInterrupt(f"launch: a Ctrl-C stopped the run on its ranks at step {run.step}, each rank's "
+    err = KeyboardInterrupt(f"{engine}: a Ctrl-C stopped the run on its ranks at step {run.step}, each rank's "
                             f"step completed (rank 0's run is err.run and tb.last_run(){where})")
     err.run = run
-    return err
+    raise err
 
 def launch(fn: Callable,  # the function each rank runs; defined in a notebook cell is fine (pickled by value)
            *args,  # positional arguments for `fn`
@@ -600,6 +641,8 @@ def launch(fn: Callable,  # the function each rank runs; defined in a notebook c
           ) -> Any:
     "Run `fn(*args, **kwargs)` on `nprocs` processes per machine via torchrun; returns rank 0's return value."
     if not callable(fn): raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    from trainbook.guard import refuse_after_interrupt  # (the training layer's rule: imported when needed)
+    refuse_after_interrupt("launch")  # a Ctrl-C ended a run earlier in this cell (script): no run after it
     if engine == "ray":  # the options of trainbook.ray_engine.launch come through kwargs
         from trainbook.ray_engine import launch as ray_launch
         return ray_launch(fn, *args, num_workers=kwargs.pop("num_workers", nprocs), timeout=timeout, live=live,
@@ -608,6 +651,8 @@ def launch(fn: Callable,  # the function each rank runs; defined in a notebook c
     import cloudpickle
     if not isinstance(nprocs, int) or isinstance(nprocs, bool) or nprocs < 1:
         raise ValueError(f"nprocs must be a positive int, got {nprocs!r}")
+    if not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout > 0):
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     check_call(fn, args, kwargs, launch)
     if nnodes > 1 and not rdzv_endpoint:
         raise ValueError("nnodes > 1 needs rdzv_endpoint='host:port' (the same on every machine)")
@@ -643,10 +688,11 @@ def launch(fn: Callable,  # the function each rank runs; defined in a notebook c
                     with contextlib.suppress(subprocess.TimeoutExpired): proc.wait(timeout=0.5)
                 except KeyboardInterrupt:
                     if pressed is not None: raise  # a second Ctrl-C: the workers are killed now (finally)
-                    # the first is passed on: each rank's fit ends its run after its step, last.pt and run.json
-                    # written, as in one process (the workers run in sessions of their own: none got it)
+                    # the first is passed on (the workers run in sessions of their own: none got it): each rank's fit
+                    # ends its run after a step all ranks agree on (`CallerStop`), last.pt and run.json written, as
+                    # in one process; a worker outside fit gets a SIGINT
                     pressed = time.monotonic()
-                    _signal(_workers(proc, tag), signal.SIGINT)
+                    (work / "stop").write_text("a Ctrl-C at the caller")
                 offset = _read_stream(work / "history.jsonl", offset, history)
                 if curves is not None: curves.update(state)
                 if proc.poll() is None and pressed is not None and time.monotonic() > pressed + CTRL_C_GRACE:
@@ -660,8 +706,8 @@ def launch(fn: Callable,  # the function each rank runs; defined in a notebook c
         if curves is not None: curves.update(state, force=True)
         said = json.loads((work / "warnings.json").read_text()) if (work / "warnings.json").exists() else []
         for line in said: warn(f"rank 0: {line}")  # rank 0's warnings reach the caller
-        stop = _interrupted_run(work, pressed is not None)  # a Ctrl-C: the script (the cell) stops, with the run
-        if stop is not None: raise stop from None
+        if pressed is not None or (work / "interrupted-0.txt").exists():  # a Ctrl-C: as after fit's, with rank 0's run
+            return ctrl_c_result(_sent_run(work))
         if proc.returncode != 0: raise _failure(work, proc.returncode)
         result = work / "result.pkl"
         return cloudpickle.loads(result.read_bytes()) if result.exists() else None

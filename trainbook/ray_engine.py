@@ -4,106 +4,28 @@
 
 # %% ../nbs/14a_ray.ipynb #b189a397
 from __future__ import annotations
-import gc, json, logging, math, os, re, shutil, signal, socket, sys, tempfile, threading, time, traceback
+import gc, json, logging, math, os, re, shutil, signal, socket, tempfile, threading, time, traceback
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
 from .core import History, warn
-from .distributed import (LaunchError, check_call, clean_exit, launch_live_curves, launch_payload,
-                                  pickle_by_value, result_bytes)
+from .distributed import (CTRL_C_GRACE, STOP_ASKED, CallerStop, LaunchError, check_call, clean_exit,
+                                  ctrl_c_result, launch_live_curves, launch_payload, pickle_by_value, result_bytes)
 from .events import Callback, add_session_observer, remove_session_observer
 # a Ray Dataset as a loader lives in ray_data (14b); its names are still importable from here
 from .ray_data import RayLoader, dataset_shard, require_tensor_columns
+# which Ray a call runs on lives in ray_local (14c); its public names are still importable from here
+from .ray_local import LocalNotes, connect, init_local, shutdown_local
 from .study import DIRECTION_REFUSED, make_sampler, new_study_name
 from .tuning import TRIAL_OBSERVER, MonitorReport
-_all_ = ["RayLoader", "dataset_shard", "require_tensor_columns"]  # re-exported: their old home
+_all_ = ["RayLoader", "dataset_shard", "require_tensor_columns",  # re-exported: their old home
+         "LocalNotes", "init_local", "shutdown_local"]
 
 
 # %% auto #0
-__all__ = ['RUN_DIR_NOTE', 'LocalNotes', 'init_local', 'shutdown_local', 'Collector', 'in_worker', 'RayReport', 'worker_resume',
-           'train_loop', 'check_resources', 'launch', 'TuneReport', 'RayTrial', 'in_trial', 'trial_main', 'search',
-           'RayLoader', 'dataset_shard', 'require_tensor_columns']
-
-# %% ../nbs/14a_ray.ipynb #8888818f
-class LocalNotes(logging.Filter):
-    "A note of Ray's kept out of the cell: by default, that a new local cluster takes token authentication."
-    def __init__(self,
-                 start: str = "Token authentication is enabled for this Ray cluster",  # how the note begins
-                ):
-        super().__init__()
-        self.start = start
-
-    def filter(self, record: logging.LogRecord,  # a record of Ray's logger
-              ) -> bool:
-        return not record.getMessage().startswith(self.start)
-
-_AUTH_LOGGER = "ray._private.authentication.authentication_token_setup"  # where Ray logs that note
-
-def init_local(num_cpus: Optional[int] = None,  # CPUs the local Ray may use (None = all of this machine's)
-               **kwargs,  # more arguments for `ray.init`
-              ):
-    "Start a local Ray: on 127.0.0.1, no dashboard, no usage stats, quiet; its workers import from this sys.path."
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    # Ray's local-only mode (as on macOS): the node, and so torch's rendezvous, on 127.0.0.1; read at import
-    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-    imported = "ray" in sys.modules
-    import ray
-    if imported:  # Ray read the variable at its import: tell it again (the processes it starts read it)
-        from ray._private import ray_constants
-        local_only = os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] in ("0", "false")
-        ray_constants.ENABLE_RAY_CLUSTER = not local_only
-    os.environ.pop("RAY_ADDRESS", None)  # a local Ray, not the cluster an environment variable points at
-    # the workers import trainbook (and the caller's modules) from the same places as this process
-    path = os.pathsep.join([p for p in sys.path if p] + [os.environ.get("PYTHONPATH", "")])
-    env = {"PYTHONPATH": path, "RAY_USAGE_STATS_ENABLED": "0", "OMP_NUM_THREADS": "1"}
-    runtime_env = kwargs.pop("runtime_env", {})
-    runtime_env = {**runtime_env, "env_vars": {**env, **runtime_env.get("env_vars", {})}}
-    log = kwargs.pop("log_to_driver", False)
-    kwargs.setdefault("logging_level", logging.WARNING)  # Ray's warnings reach the cell, not its start-up notes
-    notes, quiet = logging.getLogger(_AUTH_LOGGER), LocalNotes()
-    notes.addFilter(quiet)
-    before = {p.pid for p in _descendants()}
-    try:
-        for attempt in range(3):
-            try:
-                return ray.init(num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
-                                runtime_env=runtime_env, log_to_driver=log, **kwargs)
-            except BaseException as e:  # Ray gives its raylet 30 s to register: a busy machine can miss that
-                # a Ctrl-C too: no half-started Ray (its raylet's agents) outlives the call
-                shutdown_local([p for p in _descendants() if p.pid not in before])
-                if attempt == 2 or not isinstance(e, Exception) or "timed out during startup" not in str(e): raise
-    finally: notes.removeFilter(quiet)
-
-def _descendants(pid: Optional[int] = None) -> list:
-    "The child processes of `pid` (None: this process), recursively (psutil's; none without psutil)."
-    try:
-        import psutil
-        return psutil.Process(pid).children(recursive=True)
-    except Exception: return []
-
-def shutdown_local(started: Optional[list] = None,  # processes Ray started here; None = the raylet's children
-                  ) -> None:
-    """Stop the Ray this process started, and the agents its raylet started: Ray's own shutdown can leave them
-    running (re-parented to init) after a Ctrl-C in its start-up or in a run's set-up."""
-    import ray
-    if started is None:
-        node = getattr(ray._private.worker, "_global_node", None)
-        raylet = (getattr(node, "all_processes", None) or {}).get("raylet") or []
-        started = _descendants(raylet[0].process.pid) if raylet else []  # its agents and workers
-    ray.shutdown()
-    for p in started:
-        try: p.kill()
-        except Exception: pass  # ended with the raylet
-
-def _connect(address: Optional[str]) -> bool:
-    "Connect to Ray: the one running, the cluster at `address`, or a new local one; True if started here."
-    import ray
-    if ray.is_initialized(): return False
-    if address is None:
-        init_local()
-        return True
-    ray.init(address=address)
-    return True
+__all__ = ['RUN_DIR_NOTE', 'Collector', 'in_worker', 'RayReport', 'worker_resume', 'train_loop', 'check_resources', 'launch',
+           'TuneReport', 'RayTrial', 'in_trial', 'trial_main', 'search', 'RayLoader', 'dataset_shard',
+           'require_tensor_columns', 'LocalNotes', 'init_local', 'shutdown_local']
 
 # %% ../nbs/14a_ray.ipynb #eaa6eef7
 class Collector:
@@ -116,6 +38,7 @@ class Collector:
         self.controller = None  # the Ray Train controller's actor handle, so launch can stop the run
         self.placement_group = None  # its worker group's placement group (what holds the workers' CPUs, GPUs)
         self.workers: dict = {}  # each worker's Ray actor id -> its rank (a worker that dies is named by its actor)
+        self.stop, self.interrupted = False, False  # a Ctrl-C at the caller; rank 0's result: the run it ended
 
     def put_rows(self, start: int,  # the position of the first row in rank 0's history
                  rows: list,  # (step, epoch, split, name, value) records from there on
@@ -129,9 +52,13 @@ class Collector:
         return self.rows[start:]
     def put_result(self, data: bytes,  # rank 0's return value, pickled (`distributed.result_bytes`)
                    notes: list = (),  # what the driver is told of it (an FSDP model left behind)
+                   interrupted: bool = False,  # it is the run a Ctrl-C at the caller ended (not fn's return value)
                   ):
         "Keep rank 0's result for the driver."
-        self.result, self.notes = data, list(notes)
+        self.result, self.notes, self.interrupted = data, list(notes), interrupted
+    def ask_stop(self): self.stop = True  # a Ctrl-C at the caller: each worker's fit ends its run
+    def get_stop(self) -> bool: return self.stop
+    def get_interrupted(self) -> bool: return self.interrupted
     def get_result(self) -> tuple: return self.result, self.notes
     def put_error(self, rank: int, text: str): self.errors.setdefault(rank, text)  # kept in order of arrival
     def get_errors(self) -> dict: return dict(self.errors)
@@ -194,6 +121,12 @@ class RayReport(Callback):
 
     def after_step(self, state): self.send(state)
 
+    def after_fit(self, state):
+        self.send(state, force=True)
+        if _WORKER: _WORKER["streamed"] = self.base + self.sent
+        if state.run is not None and str(state.run.stopped) == "interrupted" and STOP_ASKED.is_set():
+            _WORKER["interrupted"] = state.run  # what rank 0 sends back in place of fn's return value
+
     def after_epoch(self, state):
         import ray.train
         self.send(state, force=True)
@@ -209,11 +142,18 @@ class RayReport(Callback):
             ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(str(folder)))
         finally: shutil.rmtree(folder, ignore_errors=True)
 
-    def after_fit(self, state):
-        self.send(state, force=True)
-        if _WORKER: _WORKER["streamed"] = self.base + self.sent
-
 RUN_DIR_NOTE = "run_dir.txt"  # in a reported checkpoint: the run folder its last.pt came from
+
+def _watch_stop(collector, ended: threading.Event, every: float = 0.25):
+    """Set `STOP_ASKED` once the caller asks the run to stop (a Ctrl-C), reading the collector every `every` s until
+    `ended`: the worker's fit ends its run after a step every rank agrees on (`CallerStop`)."""
+    import ray
+    while not ended.wait(every):
+        try: asked = ray.get(collector.get_stop.remote(), timeout=10)
+        except Exception: return  # the driver (and its collector) gone: Ray ends this worker
+        if asked:
+            STOP_ASKED.set()
+            return
 
 def worker_resume() -> Optional[str]:
     """For the first fit of a Ray Train worker restarted after a failure: the run folder's own last.pt when this
@@ -241,20 +181,32 @@ def train_loop(config: dict,  # what `launch` packed: the function, its argument
     # Ray names a worker that dies (SIGKILL, out of memory) by its actor only: the driver maps it to the rank
     ray.get(collector.put_worker.remote(rank, ray.get_runtime_context().get_actor_id()))
     add_session_observer("ray_train", lambda context: RayReport(collector))
+    add_session_observer("launch_stop", lambda context: CallerStop())  # the caller's Ctrl-C, agreed by the ranks
+    STOP_ASKED.clear()
+    ended = threading.Event()
+    threading.Thread(target=_watch_stop, args=(collector, ended), daemon=True).start()
     # the launching notebook draws the curves: the workers' own displays write nowhere
     os.environ["TRAINBOOK_STREAM"] = os.devnull
     try:
         fn, args, kwargs = cloudpickle.loads(config["payload"])
-        result = fn(*args, **kwargs)
+        try: result = fn(*args, **kwargs)
+        except KeyboardInterrupt as e:  # a Ctrl-C at the caller that fit ended its run on (the fit raised it on)
+            if "interrupted" not in _WORKER: raise
+            result = getattr(e, "run", None)
+        stopped = _WORKER.get("interrupted")  # a Ctrl-C ended a run: rank 0 sends it, as torchrun's workers do
         if rank == 0:  # an FSDP-sharded model stays behind (its process group cannot travel), as under launch
             notes = []
-            ray.get(collector.put_result.remote(result_bytes(result, notes), notes))
+            data = result_bytes(stopped if stopped is not None else result, notes)
+            ray.get(collector.put_result.remote(data, notes, stopped is not None))
     except BaseException as e:
         if clean_exit(e): return  # sys.exit() / sys.exit(0): this rank ends cleanly, as under torchrun
         ray.get(collector.put_error.remote(rank, traceback.format_exc()))
         raise
     finally:
+        ended.set()
+        STOP_ASKED.clear()
         remove_session_observer("ray_train")
+        remove_session_observer("launch_stop")
         if "resume_copy" in _WORKER: shutil.rmtree(_WORKER["resume_copy"], ignore_errors=True)
         _WORKER.clear()
         gc.collect()  # wrappers (DDP) go before the group they belong to
@@ -390,6 +342,8 @@ def launch(fn: Callable,  # what each worker runs (it calls tb.fit); a function 
           ) -> Any:
     "Run `fn(*args, **kwargs)` on `num_workers` Ray Train workers; returns rank 0's return value."
     if not callable(fn): raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    from trainbook.guard import refuse_after_interrupt  # (the training layer's rule: imported when needed)
+    refuse_after_interrupt("launch")  # a Ctrl-C ended a run earlier in this cell (script): no run after it
     if not isinstance(num_workers, int) or isinstance(num_workers, bool) or num_workers < 1:
         raise ValueError(f"num_workers must be a positive int, got {num_workers!r}")
     if not isinstance(max_failures, int) or max_failures < -1:
@@ -408,10 +362,10 @@ def launch(fn: Callable,  # what each worker runs (it calls tb.fit); a function 
     from ray.train.torch import TorchConfig, TorchTrainer
     history = history if history is not None else History()
     payload = launch_payload(fn, args, kwargs)  # (a notebook cell's function by value; what cannot go: named)
-    started = _connect(address)
+    started = connect(address)
     storage = storage_path or tempfile.mkdtemp(prefix="trainbook-ray-")
     outcome: dict = {}
-    thread = stopped = None
+    thread = stopped = pressed = None
     done = threading.Event()  # set when trainer.fit() has returned or raised
     try:
         short = check_resources(ray.cluster_resources(), num_workers, use_gpu, resources_per_worker, datasets)
@@ -440,9 +394,20 @@ def launch(fn: Callable,  # what each worker runs (it calls tb.fit); a function 
         got = 0  # rows of rank 0's history received
         # waited on as an Event: a Ctrl-C inside Thread.join marks the running thread as ended (Python < 3.13)
         while not done.is_set():
-            done.wait(0.5)
-            got = _receive(collector, got, history)
-            if curves is not None: curves.update(state)
+            try:
+                done.wait(0.5)
+                got = _receive(collector, got, history)
+                if curves is not None: curves.update(state)
+            except KeyboardInterrupt:
+                if pressed is not None: raise  # a second Ctrl-C: the run is stopped now (finally)
+                # the first is passed on: each worker's fit ends its run after a step all ranks agree on (last.pt
+                # and run.json written, as in one process), then the run ends by itself
+                pressed = time.monotonic()
+                collector.ask_stop.remote()
+            if not done.is_set() and pressed is not None and time.monotonic() > pressed + CTRL_C_GRACE:
+                raise KeyboardInterrupt(f"launch: a Ctrl-C stopped the launch; the workers did not end their runs "
+                                        f"within {CTRL_C_GRACE}s of it and were stopped (a run folder keeps its last "
+                                        "checkpoint)")
             if not done.is_set() and time.monotonic() > deadline:
                 stopped = "its Ray was stopped" if started else _stop_run(collector, done)
                 raise TimeoutError(f"launch: the Ray run did not finish within timeout={timeout}s; {stopped}")
@@ -458,7 +423,10 @@ def launch(fn: Callable,  # what each worker runs (it calls tb.fit); a function 
             raise failure
         data, notes = ray.get(collector.get_result.remote())
         for note in notes: warn(f"launch: {note}")
-        return cloudpickle.loads(data) if data is not None else None
+        result = cloudpickle.loads(data) if data is not None else None
+        ended = ray.get(collector.get_interrupted.remote())  # rank 0's result is the run a Ctrl-C ended
+        if pressed is not None or ended: return ctrl_c_result(result if ended else None, "launch(engine='ray')")
+        return result
     finally:  # a Ctrl-C too: the run does not go on in the background of the user's own Ray
         if thread is not None and not done.is_set() and not started and stopped is None:
             stopped = _stop_run(collector, done)
@@ -751,7 +719,7 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
                              grace_period=grace_period, reduction_factor=reduction_factor)
     metric = base.monitor if base is not None else "valid_loss"
     panel = StudyPanel(metric, n_trials, mode="text" if live is False else None)
-    started = _connect(address)
+    started = connect(address)
     folder = tempfile.mkdtemp(prefix="trainbook-tune-")
     # Tune sets its own Ctrl-C handler (ending the search) and leaves it set: a later cell's first Ctrl-C would be lost
     main = threading.current_thread() is threading.main_thread()  # only there can handlers be set
