@@ -381,3 +381,25 @@ def test_a_resume_that_names_nothing_says_where_it_looked_and_the_near_name(tmp_
         with tb.Recorder(tb.TrainConfig(checkpoint_dir="other"), live=False, validates=False,
                          resume=str(tmp_path / "runs" / "rell")) as rec:
             rec.step(0.5)
+
+
+def test_fit_resumed_in_a_later_epoch_over_persistent_workers_is_exact(tmp_path):
+    "A DataLoader(persistent_workers=True) resumed in epoch 2 trained on another order (probe 132): fit draws it as before."
+    from torch.utils.data import DataLoader, TensorDataset
+    from helpers import interrupt_at, mlp, same_weights
+    from trainbook.guard import forget_interrupt
+    X, y = blobs(96)
+    def loader():
+        return DataLoader(TensorDataset(X, y), batch_size=16, shuffle=True, num_workers=1, persistent_workers=True,
+                          generator=torch.Generator().manual_seed(3))
+    cfg = tb.TrainConfig(epochs=3, monitor="train_loss", device="cpu", seed=0)
+    whole = mlp(dropout=0.2)
+    tb.fit(whole, loader(), loss_fn=nn.functional.cross_entropy, config=cfg, live=False)
+    cut = mlp(dropout=0.2)
+    run = interrupted(tb.fit, cut, loader(), loss_fn=nn.functional.cross_entropy, live=False,
+                      config=cfg.replace(checkpoint_dir=str(tmp_path)), callbacks=[interrupt_at(15)])  # epoch 2
+    forget_interrupt()  # the script goes on, on purpose
+    again = mlp(dropout=0.2)
+    tb.fit(again, loader(), loss_fn=nn.functional.cross_entropy, config=cfg.replace(checkpoint_dir=str(tmp_path)),
+           live=False, resume=run.run_dir)
+    assert same_weights(whole, again)

@@ -15,7 +15,7 @@ from torch import nn
 from .batch import DeferredCtrlC, Feeder, HeldCtrlC, batch_rows, eval_mode, prediction, split_batch, training_lock
 from .loss_checks import check_loss_reduction, check_loss_shapes
 from .checkpoint import Checkpointer, FindingsPart, check_epochs_left, check_resume, stopped_early
-from .resume import BufferSnapshot, Position, Window, accumulation_windows, run_signature
+from .resume import BufferSnapshot, Position, Window, accumulation_windows, epoch_iterator, run_signature
 from .core import (History, TrainConfig, environment, loader_generators, loader_length, pick_device,
                             pick_precision, rng_state, seed_everything, set_loader_epoch, set_rng_state)
 from .triage import Evaluation, LossStats, NanGuard
@@ -234,7 +234,7 @@ def _start_epoch(s: Setup, state: LoopState, epoch: int) -> TimedIterator:
     pos.epoch_rng = rng_state(s.generators) if s.checkpointer.enabled else None
     state.epoch = epoch
     set_loader_epoch(s.dl_train, epoch)
-    batches = iter(s.dl_train)
+    batches = epoch_iterator(s.dl_train, epoch, s.generators)  # persistent workers: as the uninterrupted run's
     if s.n_batches is None: batches = require_batches(batches, "dl_train", epoch)  # empty: fails here
     batches = TimedIterator(batches)
     for _ in range(skip): next(batches)
