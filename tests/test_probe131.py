@@ -102,7 +102,7 @@ def test_decimals_rounded_by_float64_are_said():
     big = [Decimal("123456789012345678.") + Decimal(int(i)) / 100 for i in rng.integers(0, 10_000, 300)]
     df = pd.DataFrame({"balance": big, "fee": [Decimal("1.25")] * 150 + [Decimal("0.1")] * 150,
                        "x": rng.normal(size=300), "y": rng.integers(0, 2, 300)})
-    found = tb.check_data(df, "y", leak_check=False).by_kind("decimal_precision")
+    found = tb.check_data(df, "y", leak_check=False).by_kind("float64_precision")
     assert [f.column for f in found] == ["balance"]  # 'fee' fits float64: nothing said
     d = found[0].data
     assert (d["rounded"], d["read"], d["distinct"]) == (300, 300, len(set(big)))
@@ -203,3 +203,20 @@ def test_true_false_objects_with_none_are_booleans_in_both_loaders(tmp_path):
     assert report.roles["b"] == "boolean" and report.by_kind("numbers_as_text")[0].severity == "info"
     assert report.by_kind("missing_values")[0].data["missing"] == int(df.b.isna().sum())
     assert columns.dtype_family(pd.Series([True, "yes", None], dtype=object)) == "categorical"  # a mix stays text
+
+
+def test_whole_numbers_float64_merges_are_said():
+    "uint64 values 2**64-5 .. 2**64-1 are one number as float64: check_data and the loaders say so; 2**53 says nothing."
+    import warnings
+    rng = np.random.default_rng(0)
+    x = np.full(200, np.iinfo(np.uint64).max, dtype=np.uint64) - rng.integers(0, 5, 200).astype(np.uint64)
+    df = pd.DataFrame({"x": x, "ok": np.full(200, 2**53) - rng.integers(0, 5, 200), "z": rng.normal(size=200),
+                       "y": rng.integers(0, 2, 200)})
+    found = tb.check_data(df, "y", leak_check=False).by_kind("float64_precision")
+    assert [f.column for f in found] == ["x"]
+    assert (found[0].data["distinct"], found[0].data["distinct_as_float"]) == (len(np.unique(x)), 1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tb.make_preprocessor(df, "y")
+    assert [w for w in caught if "2**53" in str(w.message) and "'x'" in str(w.message)]
+    assert columns.rounded_integers(pd.Series([2**60, 2**60 + 2**10], dtype="Int64")) is None  # still distinct

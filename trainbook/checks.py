@@ -13,7 +13,7 @@ import pandas as pd
 
 from .columns import (ValueCodes, dates_as_text, dtype_family, holds_decimals, is_nullable, parse_dates,
                                parse_numbers, names_entity, require_frame, require_one_value, roles_from_codes,
-                               rounded_decimals, unparsed_dates)
+                               rounded_decimals, rounded_integers, unparsed_dates)
 
 from .duplicates import chance_pairs, conflict_finding, duplicate_findings, label_conflicts
 from .core import (Finding, announce, compact_table_html, did_you_mean, findings_html, findings_text,
@@ -374,11 +374,11 @@ def _role_findings(s: pd.Series, col, role: str, n: int, nun: int) -> list[Findi
                               "max_categories": MAX_CATEGORIES})]
     return []
 
-def _decimal_finding(s: pd.Series, col) -> list[Finding]:
-    "Decimals with more significant digits than float64 holds: every check, split and model reads them rounded."
-    lost = rounded_decimals(s) if holds_decimals(s) else None
+def _float64_finding(s: pd.Series, col) -> list[Finding]:
+    "Decimals or whole numbers float64 rounds (more digits than it holds): every check, split and model reads them so."
+    lost = rounded_decimals(s) if holds_decimals(s) else rounded_integers(s)
     if lost is None: return []
-    return [Finding("decimal_precision", "warning", lost[0], column=col, data=lost[1],
+    return [Finding("float64_precision", "warning", lost[0], column=col, data=lost[1],
                     advice="if those digits matter, make the values fit float64 before training: subtract an "
                            f"offset (df[{col!r}] - base), or keep the whole and the fractional parts as two columns")]
 
@@ -429,7 +429,7 @@ def _column_findings(df: pd.DataFrame, target: Optional[str], skip: set, roles: 
         s = df[col]
         out += _infinite_finding(s, col, col == target)
         if col != target and col not in skip: out += _missing_finding(s, col, n)  # groups, time: their own
-        out += _nullable_finding(s, col) + _decimal_finding(s, col)
+        out += _nullable_finding(s, col) + _float64_finding(s, col)
         if col == target or col in skip: continue
         out += _role_findings(s, col, roles[col], n, codes.nunique(col))
         if roles[col] == "categorical" or (s.dtype == object and roles[col] == "boolean"):  # True/False objects too

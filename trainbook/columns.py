@@ -14,9 +14,9 @@ import pandas as pd
 # %% auto #0
 __all__ = ['ROLES', 'DATE_SHARE', 'ID_WORDS', 'ENTITY_WORDS', 'EMAIL_PATTERN', 'require_frame', 'is_nested_arrow', 'require_real',
            'require_flat_columns', 'require_one_value', 'dtype_family', 'holds_decimals', 'rounded_decimals',
-           'amounts_as_text', 'holds_bools', 'is_nullable', 'parse_numbers', 'as_datetimes', 'epoch_seconds',
-           'numeric_view', 'parse_dates', 'unparsed_dates', 'dates_as_text', 'ValueCodes', 'named_like_id',
-           'entity_by_counts', 'names_entity', 'column_roles', 'feature_roles', 'roles_from_codes']
+           'amounts_as_text', 'holds_bools', 'rounded_integers', 'is_nullable', 'parse_numbers', 'as_datetimes',
+           'epoch_seconds', 'numeric_view', 'parse_dates', 'unparsed_dates', 'dates_as_text', 'ValueCodes',
+           'named_like_id', 'entity_by_counts', 'names_entity', 'column_roles', 'feature_roles', 'roles_from_codes']
 
 # %% ../nbs/01c_columns.ipynb #06abe1e6
 def require_frame(df,  # what the caller got as a frame
@@ -191,6 +191,20 @@ def holds_bools(s: pd.Series,  # a column
     values = s.to_numpy()
     if not isinstance(_first_present(values), (bool, np.bool_)): return False
     return all(issubclass(k, (bool, np.bool_)) for k in set(map(type, values[~pd.isna(values)])))
+
+def rounded_integers(s: pd.Series,  # a column of integers (numpy's or the nullable Int64 / UInt64)
+                     limit: int = 100_000,  # values read at most (evenly spaced beyond that)
+                    ) -> Optional[tuple[str, dict]]:
+    """(a sentence, its numbers) when whole numbers beyond 2**53 become fewer distinct values as float64 (every
+    check, split and model reads them so: 18446744073709551611 and ...615 are one number); None when none merge."""
+    if not pd.api.types.is_integer_dtype(s.dtype): return None
+    values = s.dropna().to_numpy()
+    values = values[::len(values) // limit + 1]
+    if not len(values) or max(abs(int(values.min())), abs(int(values.max()))) <= 2**53: return None
+    distinct, as_float = len(np.unique(values)), len(np.unique(values.astype("float64")))
+    if as_float == distinct: return None
+    return (f"whole numbers beyond 2**53 ({values.max()}), which float64 cannot tell apart: {distinct} distinct values "
+            f"become {as_float} as numbers", {"distinct": distinct, "distinct_as_float": as_float, "read": len(values)})
 
 def is_nullable(s: pd.Series,  # a column
                ) -> bool:

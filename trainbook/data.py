@@ -190,7 +190,7 @@ from .checks import require_column, require_columns, require_task, resolve_task,
 from .splits import check_splits
 from .checks import MAX_CATEGORIES, infinite_counts
 from .columns import (ROLES, amounts_as_text, dtype_family, epoch_seconds, feature_roles, holds_decimals,
-                               parse_dates, require_frame, rounded_decimals, unparsed_dates)
+                               parse_dates, require_frame, rounded_decimals, rounded_integers, unparsed_dates)
 from .core import Finding, did_you_mean, warn
 from .serving import check_saveable, serve_column, training_schema, unseen_categories, value_examples
 
@@ -306,8 +306,8 @@ def make_preprocessor(df: pd.DataFrame,  # the training rows (roles, date origin
                              f"are: {', '.join(ROLES)}")
     by_role = {}
     for col, role in roles.items(): by_role.setdefault(role, []).append(col)
-    for col in by_role.get("numeric", []):  # Decimals as float64: said, as ParquetLoader says of its decimal columns
-        lost = rounded_decimals(df[col]) if holds_decimals(df[col]) else None
+    for col in by_role.get("numeric", []):  # float64 rounds them: said, as ParquetLoader says of its decimal columns
+        lost = rounded_decimals(df[col]) if holds_decimals(df[col]) else rounded_integers(df[col])
         if lost: warn(f"column {col!r}: {lost[0]}; make them fit float64 first if those digits matter")
     for col in by_role.get("categorical", []):  # what check_data's numbers_as_text says, said where it is done
         if amounts_as_text(df[col], col):
