@@ -27,6 +27,13 @@ def _moving_mean(v: np.ndarray, width: int) -> np.ndarray:
     out[half:len(v) - (width - 1 - half)] = (sums[width:] - sums[:-width]) / width
     return out
 
+def _lag_correlation(w: np.ndarray, lag: int) -> float:
+    "The correlation of a series with itself `lag` steps later, over the steps where both are finite (-1: none)."
+    a, b = w[:-lag], w[lag:]
+    ok = np.isfinite(a) & np.isfinite(b)
+    if ok.sum() < 3 or np.ptp(a[ok]) == 0 or np.ptp(b[ok]) == 0: return -1.0
+    return float(np.corrcoef(a[ok], b[ok])[0, 1])
+
 def _lr_repeats(lr_a: np.ndarray, lr_b: np.ndarray) -> bool:
     "The learning rate moved within the epoch and took the same course in the next one (a cyclic schedule)."
     if len(lr_a) != len(lr_b) or len(lr_a) < 2: return False
@@ -66,6 +73,11 @@ def epoch_correlations(c: dict,  # `curves_of` a history
         rhos.append(rho)
         zs.append(rho * np.sqrt(ok.sum() - 1))  # for shuffled rows: N(0, 1)
     if not rhos: return None
+    # the match is best at exactly an epoch's lag, not one step either side: a pattern whose period is the epoch's
+    # (a smooth wave of another period correlates at the epoch's lag too, as much or more one step off)
+    late = wiggle[np.flatnonzero(e > epochs[0])]
+    near = [_lag_correlation(late, lag) for lag in (n - 1, n, n + 1)]
+    if not near[1] > max(near[0], near[2]): return None
     disjoint = np.array(zs[::2])  # pairs that share no epoch: independent under shuffling
     return {"correlation": float(median(np.array(rhos))), "z": float(disjoint.mean() * np.sqrt(len(disjoint))),
             "pairs": len(rhos), "steps_per_epoch": n}
