@@ -213,7 +213,8 @@ def figure_svg(fig,  # a plotly Figure, FigureWidget, or its dict
                        f'</title></polyline><text x="{x1:.0f}" y="{y0 + 12 + 12 * k:.0f}" font-size="10" '
                        f'text-anchor="end" fill="{html.escape(str(color))}">{html.escape(t.get("name") or "")}</text>')
     return (f'<svg class="tb-svg" viewBox="0 0 {width} {height}" width="100%" style="max-width:{width}px" '
-            f'xmlns="http://www.w3.org/2000/svg" font-family="sans-serif">{"".join(out)}</svg>')
+            f'xmlns="http://www.w3.org/2000/svg" font-family="sans-serif">'  # white, as plotly_white: a dark theme
+            f'<rect width="100%" height="100%" fill="#fff"/>{"".join(out)}</svg>')  # keeps the text readable
 
 def fallback_html(content: str,  # what to show in a widget's place once it is gone (HTML: a status, `figure_svg`)
                  ) -> str:
