@@ -19,10 +19,14 @@ import os, signal, sys, numpy as np, torch
 import trainbook as tb
 torch.set_num_threads(1)
 out, how = sys.argv[1], sys.argv[2]
+if how == "int": signal.signal(signal.SIGINT, signal.default_int_handler)  # a terminal's (a test runs in the background)
 def maybe_term(step):
     if how == "term" and step == 5: os.kill(os.getpid(), signal.SIGTERM)  # a kill from outside, at step 5
+    if how == "int" and step == 5: os.kill(os.getpid(), signal.SIGINT)  # a Ctrl-C
 class Term(tb.Callback):
     def after_step(self, state): maybe_term(state.step)
+    def after_fit(self, state):
+        if how == "term_end": os.kill(os.getpid(), signal.SIGTERM)  # as the run ends: [after_fit]
 g = torch.Generator().manual_seed(0)
 X = torch.randn(64, 4, generator=g); y = (X[:, 0] > 0).long()
 """
@@ -178,3 +182,47 @@ def test_in_a_notebook_sigterm_is_the_kernels_business(kernel):
         assert guard.take_sigterm() is False
         assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
     finally: signal.signal(signal.SIGTERM, before)
+
+
+def test_a_sigterm_as_a_boosting_run_ends_still_ends_the_process_as_terminated(tmp_path):
+    "A SIGTERM in the run's [after_fit]: run.json 'completed', then rc -15 (it went on as a bare KeyboardInterrupt, -2)."
+    pytest.importorskip("xgboost")
+    done = script(tmp_path, "boosting", "end", "term_end", "xgboost")
+    assert done.returncode == -signal.SIGTERM, done.stderr[-3000:]
+    assert json.loads((tmp_path / "end" / "run.json").read_text())["stopped"] == "completed"
+    assert "Traceback" not in done.stderr and not (tmp_path / "end" / "final.txt").exists()
+
+
+@pytest.mark.parametrize("kind", ["keras", "trainer"])
+def test_a_ctrl_c_in_a_keras_or_trainer_script_names_the_runs_folder(tmp_path, kind):
+    "A script's Ctrl-C went on out of model.fit / train() as a bare KeyboardInterrupt: now with fit's words."
+    pytest.importorskip("keras" if kind == "keras" else "transformers")
+    done = script(tmp_path, kind, "cut", "int")
+    assert done.returncode == -signal.SIGINT, done.stderr[-3000:]  # the script stopped as on any Ctrl-C (130)
+    assert json.loads((tmp_path / "cut" / "run.json").read_text())["stopped"] == "interrupted"
+    assert "KeyboardInterrupt: a Ctrl-C stopped the run: the script stops here" in done.stderr
+    assert f"its folder {str(tmp_path / 'cut')!r}" in done.stderr and done.stderr.count("Traceback") == 1
+
+
+def test_in_a_notebook_a_keras_ctrl_c_goes_on_as_before_and_sigterm_is_left_alone(tmp_path, kernel):
+    "In a kernel's cell: Keras' own KeyboardInterrupt goes on (no script's words), the run 'interrupted'; no SIGTERM taken."
+    keras = pytest.importorskip("keras")
+    from helpers import executing
+    from datetime import datetime, timezone
+    executing(kernel, "cell 1", datetime.now(timezone.utc))
+    seen = []
+    class Press(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            seen.append(signal.getsignal(signal.SIGTERM))
+            if batch == 2: raise KeyboardInterrupt
+    m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    m.compile("sgd", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    cb = tb.keras_callback(live=False, checkpoint_dir=tmp_path / "k")
+    before = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        with pytest.raises(KeyboardInterrupt) as caught:
+            m.fit(torch.randn(32, 4).numpy(), torch.randint(0, 2, (32,)).numpy(), epochs=1, batch_size=4, verbose=0,
+                  callbacks=[cb, Press()])
+    finally: signal.signal(signal.SIGTERM, before)
+    assert "a Ctrl-C stopped the run" not in str(caught.value) and caught.value.run is cb.run
+    assert cb.run.stopped == "interrupted" and set(seen) == {signal.SIG_DFL}

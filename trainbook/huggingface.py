@@ -15,7 +15,7 @@ from .core import Finding, History, TrainConfig, environment, import_optional, r
 from .events import Callbacks, Event, LoopState, calling_callbacks, ending_runs_on_error, session_observers
 from .metrics import constant_predictor_loss
 from .readings import nonfinite_loss
-from .guard import take_sigterm
+from .guard import forget_interrupt, note_interrupt, plain_script, stop_script, take_sigterm
 from .recorder import EarlyStopping, check_live, end_run, live_curves, run_of
 from .run import RUNNING, StopReason
 
@@ -276,8 +276,13 @@ def _trainer_recorder_class():
             self.open = False
             if self.nonfinite is not None: self.state.findings.append(self._nonfinite_finding())
             # the diagnosis, the Run, tb.last_run(), [after_fit], run.json and the folder freed: as after fit
-            self.run = end_run(self.state, self.observers, stopped, error=error if stopped == "failed" else None,
-                               **self._run_parts())
+            try: end_run(self.state, self.observers, stopped, error=error if stopped == "failed" else None,
+                         **self._run_parts())
+            finally: self.run = self.state.run  # (kept also where a script's Ctrl-C goes on out of end_run)
+            if isinstance(error, KeyboardInterrupt) and plain_script():  # a script's Ctrl-C goes on with the
+                note_interrupt()  # run's words, its folder named (in a notebook: Trainer's own, as before)
+                try: stop_script(self.run)
+                finally: forget_interrupt()  # no door of its own: a later fit the script makes trains, as before
 
         def _run_parts(self) -> dict:
             "What describes this run in its `Run`, beside the state: its best evaluation, folder, settings."

@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .batch import call_model, eval_mode, prediction
 from .checkpoint import Checkpointer, probe_writable
-from .guard import take_sigterm
+from .guard import forget_interrupt, note_interrupt, plain_script, stop_script, take_sigterm
 from .recorder import EarlyStopping, check_live, end_run, live_curves, run_of
 from .core import Finding, History, TrainConfig, environment, import_optional, warn
 from .data import TensorLoader
@@ -296,8 +296,13 @@ def _keras_recorder_class():
                     advice=f"to carry on, load last.keras and fit(..., initial_epoch={self.saved[1] + 1}): the "
                            "steps after it are done again"))
             # the diagnosis, the Run, tb.last_run(), [after_fit], run.json and the folder freed: as after fit
-            self.run = end_run(state, self.observers, stopped, error=error if stopped == "failed" else None,
-                               **self._run_parts())
+            try: end_run(state, self.observers, stopped, error=error if stopped == "failed" else None,
+                         **self._run_parts())
+            finally: self.run = state.run  # (kept also where a script's Ctrl-C goes on out of end_run)
+            if isinstance(error, KeyboardInterrupt) and plain_script():  # a script's Ctrl-C goes on with the
+                note_interrupt()  # run's words, its folder named (in a notebook: Keras' own, as before)
+                try: stop_script(self.run)
+                finally: forget_interrupt()  # no door of its own: a later fit the script makes trains, as before
 
         def _run_parts(self) -> dict:
             "What describes the run in its `Run` beside the state: the best epoch, folder, settings, last.keras's step."
