@@ -41,7 +41,7 @@ def test_unpadded_shards_read_every_row_exactly_once():
 def _score_on_ranks():
     "On each rank: the validation of a fixed model over its unpadded shard of 65 rows, reduced over ranks."
     import torch.distributed as dist
-    from trainbook.loop import evaluate
+    from trainbook.evaluation import evaluate
     g = torch.Generator().manual_seed(0)
     X = torch.randn(65, 8, generator=g)
     y = (X[:, 0] > 0).long()

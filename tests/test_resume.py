@@ -403,3 +403,21 @@ def test_fit_resumed_in_a_later_epoch_over_persistent_workers_is_exact(tmp_path)
     tb.fit(again, loader(), loss_fn=nn.functional.cross_entropy, config=cfg.replace(checkpoint_dir=str(tmp_path)),
            live=False, resume=run.run_dir)
     assert same_weights(whole, again)
+
+
+def test_an_epoch_stopped_at_its_last_step_keeps_its_timing_records_on_resume(tmp_path):
+    "A Ctrl-C at an epoch's last step, before its end: the resumed run lost that epoch's step_time and throughput."
+    from helpers import interrupt_at
+    from trainbook.guard import forget_interrupt
+    X, y = blobs(64)
+    timing = {"step_time", "samples_per_s", "data_wait"}
+    def go(folder, **kw):
+        torch.manual_seed(0)
+        return tb.fit(nn.Linear(8, 3), tb.TensorLoader(X, y, batch_size=16, shuffle=True), loss_fn=CE, live=False,
+                      config=tb.TrainConfig(epochs=2, checkpoint_dir=str(folder), device="cpu"), **kw)
+    records = lambda run: sorted({(e, n) for e, n in zip(run.history.epoch, run.history.name) if n in timing})
+    whole = go(tmp_path / "whole")
+    stopped = interrupted(go, tmp_path / "cut", callbacks=[interrupt_at(4)])  # 4 batches an epoch: its last step
+    forget_interrupt()
+    resumed = go(tmp_path / "cut", resume=stopped.run_dir)
+    assert records(resumed) == records(whole) == [(e, n) for e in (0, 1) for n in sorted(timing)]

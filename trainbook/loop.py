@@ -12,19 +12,18 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Union
 import torch
 from torch import nn
 
-from .batch import DeferredCtrlC, Feeder, HeldCtrlC, batch_rows, eval_mode, prediction, split_batch, training_lock
-from .loss_checks import check_loss_reduction, check_loss_shapes
+from .batch import DeferredCtrlC, Feeder, HeldCtrlC, training_lock
 from .checkpoint import Checkpointer, FindingsPart, check_epochs_left, check_resume, stopped_early
 from .resume import BufferSnapshot, Position, Window, accumulation_windows, epoch_iterator, run_signature
 from .core import (History, TrainConfig, environment, loader_generators, loader_length, pick_device,
                             pick_precision, rng_state, seed_everything, set_loader_epoch, set_rng_state)
-from .triage import Evaluation, LossStats, NanGuard
-from .distributed import all_mean, dist_info, paired_batches, reduce_evaluation, shard_loader, wrap_model
+from .evaluation import evaluate
+from .triage import NanGuard
+from .distributed import all_mean, dist_info, shard_loader, wrap_model
 from .events import Callback, Callbacks, Event, LoopState
-from .guard import (check_fit_inputs, check_loss_fn, check_monitor, eval_submodules, interrupted_in_set_up,
+from .guard import (check_fit_inputs, check_monitor, eval_submodules, interrupted_in_set_up,
                              note_interrupt, plain_script, refuse_after_interrupt, require_batches, run_notes, run_steps)
-from .metrics import cpu_label_weight, epoch_label_terms, label_mean_terms, resolve_metrics, try_validation
-from .metrics import scored_weight, weighed_losses
+from .metrics import cpu_label_weight, epoch_label_terms, try_validation, weighed_losses
 from .optim import (gradient_norms, make_scheduler, param_groups,
                              pick_scheduler_interval, step_optimizer, unscale_and_clip)
 from .claim import claim_run_dir
@@ -33,57 +32,7 @@ from .recorder import (EarlyStopping, EpochMeter, StepProfiler, TimedIterator, d
 from .run import PLANNED_ENDS, RUNNING, Run, attach_failed_run, monitored_record
 
 # %% auto #0
-__all__ = ['LOOP_STARTS', 'evaluate', 'Setup', 'set_up', 'fit', 'show_loop']
-
-# %% ../nbs/07_loop.ipynb #5c24e70f
-def evaluate(model: nn.Module,  # the model to score (its train/eval mode is restored afterwards)
-             dl,  # re-iterable of batches, in any form `fit` takes
-             loss_fn: Optional[Callable],  # `loss_fn(prediction, yb)`; None = the loss the model computes
-             metrics=None,  # a metric, a name, a list or a dict of them (see `resolve_metrics`)
-             *,
-             device=None,  # where to run; None = where the model's parameters are
-             precision: str = "fp32",  # a resolved precision: bf16 | fp16 | fp32
-            ) -> Evaluation:
-    "Mean loss and metrics of `model` over `dl` (inference and eval mode); `.stats`: the loss's noise and prior."
-    device = pick_device(device) if device is not None else next(model.parameters()).device
-    metric_fns = resolve_metrics(metrics, loss_fn)  # the loss's ignore_index reaches the metrics
-    loss_sum, weighed, preds, ys = torch.zeros((), device=device), 0, [], []
-    # running sums of per-row losses and targets (no extra sync): the loss's standard error, the prior loss
-    stats = LossStats(check_loss_fn(loss_fn))  # per row, as the loss is (one that sums its rows is refused)
-    feed = Feeder(model, loss_fn, device, precision)  # the autocast and the loss's kind, once for all batches
-    unscored, terms = 0, label_mean_terms(loss_fn)  # unscored: rows of batches with no label to score (0/0)
-    with eval_mode(model), torch.inference_mode():
-        for i, batch in enumerate(paired_batches(model, dl, device, feed)):  # FSDP: as many passes per rank
-            out, loss, xb, yb = feed(batch)
-            # the first batch: a pair the loss broadcasts ((n, 1) against (n,)), a loss that sums its rows: refused
-            if i == 0 and feed.on_prediction:
-                check_loss_shapes(prediction(out), yb, loss_fn)
-                check_loss_reduction(prediction(out), yb, loss_fn)
-            n = batch_rows(xb, yb)
-            # weighed by its scored labels (a loss over labels) or its rows; none to score (0/0): skipped
-            if not (weight := scored_weight(split_batch(batch, feed.keep_labels)[1], n, terms)):
-                unscored += n
-                continue
-            # a loss that returns one value per row: its batch mean (a float32 scalar is used as it is)
-            loss = loss if loss.ndim == 0 and loss.dtype == torch.float32 else loss.float().mean()
-            loss_sum, weighed = loss_sum + loss * weight, weighed + weight
-            pred = prediction(out, missing_ok=not metric_fns)  # a model that gives only its loss: None
-            stats.add(pred, yb, loss, n)
-            if metric_fns:
-                preds.append(pred.float())
-                ys.append(yb)
-    # each rank scored its shard: the sums over ranks, every rank's predictions
-    loss_sum, weighed, preds, ys = reduce_evaluation(loss_sum, weighed, stats, preds, ys, device, bool(metric_fns))
-    if weighed == 0: raise ValueError("evaluate: the loader yielded no rows" + (
-        f" with a label to score: every label of its {unscored} rows is ignore_index" if unscored else ""))
-    summed = stats.results()  # a loss that weighs labels (class weights, ignored positions): Σ loss / Σ weight
-    results = {"loss": summed.pop("loss") if "loss" in summed else loss_sum / weighed}
-    if metric_fns:
-        pred, yb = torch.cat(preds), torch.cat(ys)
-        for name, fn in metric_fns.items(): results[name] = fn(pred, yb)
-    out = Evaluation({k: float(v) for k, v in results.items()})  # one sync for all values
-    out.stats = summed
-    return out
+__all__ = ['LOOP_STARTS', 'Setup', 'set_up', 'fit', 'show_loop']
 
 # %% ../nbs/07_loop.ipynb #dfbf5720
 @dataclass(frozen=True)
@@ -356,7 +305,9 @@ def _save_last(s: Setup, state: LoopState, pos: Optional[Position] = None, name:
                **entries) -> None:
     "last.pt (or best.pt) to resume from `pos` (default: after the last completed step); `entries`: parts' states."
     if not s.checkpointer.enabled: return
-    pos = pos or state.position.resume_from(generators=s.generators)
+    if pos is None:  # inside an epoch: a resume's epoch records go on from what this one measured
+        pos = state.position.resume_from(generators=s.generators)
+        if state.meter is not None and not state.epoch_closed: pos.timed = _timed(state)
     s.checkpointer.save(name, step=state.step, skipped_steps=state.skipped_steps, **pos.state_dict(),
                         **entries)
 
@@ -387,13 +338,16 @@ def _before_end(s: Setup, state: LoopState,
                 drained: bool = False,  # a whole epoch's end: its loader was told its end
                ) -> dict:
     "An epoch's end or a step's validation as a resume must redo it: last.pt entries from just before its records."
-    pos, meter = state.position, state.meter
-    timed = [time.perf_counter() - meter.started, meter.rows, meter.steps, meter.batches.wait]
-    return {"pos": pos.at(rng=rng_state(s.generators), drained=drained, timed=timed),
+    return {"pos": state.position.at(rng=rng_state(s.generators), drained=drained, timed=_timed(state)),
             "history": state.history.state_dict(len(state.history)),
             "findings": FindingsPart(state.findings).state_dict(),
             "early_stopping": s.stopper.state_dict(), "callbacks": s.callbacks.state_dict(),
             "scheduler": s.scheduler.state_dict()}
+
+def _timed(state: LoopState) -> list:
+    "What the epoch has measured so far: seconds, rows, steps, data wait (`_start_epoch` puts them back on resume)."
+    meter = state.meter
+    return [time.perf_counter() - meter.started, meter.rows, meter.steps, meter.batches.wait]
 
 def _end_epoch(s: Setup, state: LoopState, partial: bool = False) -> Optional[str]:
     """Epoch records, validation, epoch scheduler, last.pt and best.pt, early stopping, [after_epoch], run.json.
