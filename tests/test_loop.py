@@ -1107,3 +1107,24 @@ def test_a_last_activation_the_loss_does_not_expect_is_noted_at_the_first_batch(
     for model, loss in [(mlp(), nn.CrossEntropyLoss()), (nn.Sequential(mlp(), nn.LogSoftmax(1)), nn.NLLLoss())]:
         fine = tb.fit(model, [(X, y)], loss_fn=loss, config=cfg, live=False)  # what the loss expects: nothing said
         assert "activation_before_loss" not in [f.kind for f in fine.findings]
+
+
+def test_a_model_whose_loss_needs_no_target_trains_on_dict_batches_without_one(tmp_path):
+    "A denoiser's batches {'pixel_values': x} were refused: 'a dict batch needs its target' (probe 134, finding 7)."
+    class Denoiser(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 16))
+        def forward(self, pixel_values):
+            noise = torch.randn_like(pixel_values)
+            return {"loss": nn.functional.mse_loss(self.net(pixel_values + noise), noise)}
+    torch.manual_seed(0)
+    X = torch.randn(128, 16)
+    train, valid = [{"pixel_values": X[i:i + 32]} for i in (0, 32, 64)], [{"pixel_values": X[96:]}]
+    run = tb.fit(Denoiser(), train, valid, loss_fn=None, live=False,
+                 config=tb.TrainConfig(epochs=2, accum_steps=2, checkpoint_dir=str(tmp_path), device="cpu"))
+    assert run.stopped == "completed" and run.metrics()["valid_loss"].notna().sum() == 2
+    assert math.isfinite(tb.evaluate(Denoiser(), valid, None)["loss"])
+    assert tb.summary(Denoiser(), train[0]).findings == []
+    with pytest.raises(TypeError, match="a dict batch needs its target"):  # a loss of its own needs one: said
+        tb.fit(Denoiser(), train, loss_fn=nn.MSELoss(), config=tb.TrainConfig(epochs=1, device="cpu"), live=False)

@@ -415,7 +415,8 @@ def dict_batches(n=192, batch=32):
 def test_summary_and_dry_run_take_a_model_that_computes_its_loss():
     batches = dict_batches()
     s = summary(OwnLoss(), batches[0])
-    assert s.table.set_index("module").loc["(OwnLoss)", "output_shape"] == {"logits": (32, 3)}
+    # the model as it trains: given its labels, it returns its loss too
+    assert s.table.set_index("module").loc["(OwnLoss)", "output_shape"] == {"logits": (32, 3), "loss": ()}
     assert s.findings == [] and s.batch_size == 32
     report = dry_run(OwnLoss(), batches, batches[:2], loss_fn=None, config=tb.TrainConfig(epochs=2))
     assert report.passed, report.findings

@@ -34,6 +34,7 @@ def split_batch(batch,  # an (xb, yb) pair, or a dict with the target under y / 
         if key is not None:
             if keep_labels: return batch, batch[key]
             return {k: v for k, v in batch.items() if k != key}, batch[key]
+        if keep_labels: return batch, None  # the model's own loss needs no target (a denoiser's, an autoencoder's)
         raise TypeError(f"a dict batch needs its target under one of {', '.join(TARGET_KEYS)}; "
                         f"its keys are: {', '.join(map(str, batch))}")
     length = f" of length {len(batch)}" if isinstance(batch, (tuple, list)) else ""

@@ -267,7 +267,7 @@ def summary(model: nn.Module,  # the model to describe (a copy runs; the model i
     import pandas as pd
     _check_module(model)
     check_loss_fn(loss_fn)  # None, or a callable (a loss class is refused, named)
-    xb, yb = (batch, None) if isinstance(batch, torch.Tensor) else split_batch(batch)
+    xb, yb = (batch, None) if isinstance(batch, torch.Tensor) else split_batch(batch, keep_labels=loss_fn is None)
     with training_lock(model, "summary"): probe = copy.deepcopy(model).train()
     device = next((p.device for p in probe.parameters()), torch.device("cpu"))
     xb, yb = to_device((xb, yb), device)
@@ -283,7 +283,7 @@ def summary(model: nn.Module,  # the model to describe (a copy runs; the model i
     last = rec.order[-1] if rec.order else None
     findings = _frozen_finding(model)
     findings += _final_activation_finding(last, rec.names.get(last, ""), loss_fn)
-    pred = prediction(out)
+    pred = prediction(out, missing_ok=loss_fn is None)  # a model that gives only its loss: no values to read
     value_checks = loss_fn is not None and isinstance(pred, torch.Tensor)
     if value_checks and not findings_of(findings, "activation_before_loss"):  # what the outputs' values show
         findings += [f for f in static_findings(probe, pred, yb, loss_fn)
@@ -531,6 +531,7 @@ class _DryRun:
         try:
             with warnings.catch_warnings():  # a short trial is all warmup; the run's warmup is a finding
                 warnings.filterwarnings("ignore", message="warmup=")
+                warnings.filterwarnings("ignore", message="resuming with")  # the resumed trial's longer plan: its own
                 run = fit(net, train, valid, loss_fn=self.loss_fn, config=cfg, optimizer=opt, scheduler=sched,
                           metrics=self.metrics or None, callbacks=[*cbs, probe], resume=resume, live=False,
                           track=False)
