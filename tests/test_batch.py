@@ -328,3 +328,12 @@ def test_a_loss_over_a_fixed_number_is_refused_and_told_as_such():
     with pytest.raises(ValueError, match="a sum over a fixed number rather than the batch's rows"):
         check_loss_reduction(pred, yb, lambda p, y: F.cross_entropy(p, y, reduction="sum") / 16)
     check_loss_reduction(pred, yb, lambda p, y: F.cross_entropy(p, y, reduction="sum") / len(y))  # a mean: taken
+
+
+def test_a_partial_that_gives_a_setting_as_none_is_read_as_none():
+    "partial(my_loss, weight=None) was read as my_loss's own default weight (probe 134's note)."
+    import functools
+    from trainbook.loss_checks import loss_keyword
+    def my_ce(pred, yb, weight=torch.tensor([1.0, 3.0])): return nn.functional.cross_entropy(pred, yb, weight=weight)
+    assert loss_keyword(functools.partial(my_ce, weight=None), "weight") is None
+    assert loss_keyword(my_ce, "weight").tolist() == [1.0, 3.0]  # not given: the function's default

@@ -97,7 +97,8 @@ def loss_keyword(loss_fn,  # a loss: nn.CrossEntropyLoss(ignore_index=1), a part
     """What a loss was given as `name`: its attribute, else a partial's keyword, else the function's own default
     (`tb.focal_loss`'s ignore_index=-100); None when it has none."""
     value = getattr(loss_fn, name, None)
-    if value is None and isinstance(loss_fn, functools.partial): value = loss_fn.keywords.get(name)
+    if value is None and isinstance(loss_fn, functools.partial):
+        if name in loss_fn.keywords: return loss_fn.keywords[name]  # given, None too: not the function's default
     fn = loss_fn.func if isinstance(loss_fn, functools.partial) else loss_fn
     if value is None and inspect.isfunction(fn): value = _default_of(fn, name)
     return value
