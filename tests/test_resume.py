@@ -421,3 +421,23 @@ def test_an_epoch_stopped_at_its_last_step_keeps_its_timing_records_on_resume(tm
     forget_interrupt()
     resumed = go(tmp_path / "cut", resume=stopped.run_dir)
     assert records(resumed) == records(whole) == [(e, n) for e in (0, 1) for n in sorted(timing)]
+
+
+def test_a_resume_that_swaps_fits_schedule_for_a_passed_scheduler_says_so(tmp_path):
+    "It read 'scheduler.lr_lambdas: [{}, {}] → [None, None]': the swap itself unsaid (probe 132, finding 4)."
+    from helpers import interrupt_at
+    from trainbook.guard import forget_interrupt
+    X, y = blobs(96)
+    cfg = tb.TrainConfig(epochs=2, schedule="warmup_cosine", warmup=0.1, checkpoint_dir=str(tmp_path), device="cpu")
+    def go(own=False, **kw):
+        model = nn.Linear(8, 3)
+        opt = torch.optim.AdamW(tb.param_groups(model, 0.01), lr=1e-3) if own else None
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: 1.0 / (1 + 0.1 * k)) if own else None
+        return tb.fit(model, tb.TensorLoader(X, y, batch_size=16), loss_fn=CE, optimizer=opt, scheduler=sched,
+                      config=cfg, live=False, **kw)
+    stopped = interrupted(go, callbacks=[interrupt_at(4)])
+    forget_interrupt()
+    with pytest.warns(UserWarning, match="resuming with"):
+        run = go(own=True, resume=stopped.run_dir)
+    (said,) = [f for f in run.findings if f.kind == "resume_changed"]
+    assert said.data["changes"] == {"scheduler": ["fit's own (config.schedule)", "LambdaLR (passed)"]}

@@ -106,6 +106,7 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
     opt = optimizer if optimizer is not None else \
         torch.optim.AdamW(param_groups(model, cfg.weight_decay), lr=cfg.lr)
     sched = scheduler if scheduler is not None else make_scheduler(opt, cfg, total_steps)
+    planned = f"{type(scheduler).__name__} (passed)" if scheduler is not None else "fit's own (config.schedule)"
     scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")  # a no-op unless fp16
     followed = check_monitor(cfg, dl_valid is not None, metric_fns)  # (split, name), the fallback's if any
     stopper = EarlyStopping("_".join(followed), cfg.mode, cfg.patience, cfg.min_delta)
@@ -124,7 +125,7 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
                                 "split_fingerprint": split_fingerprint,
                                 # what a resume compares: needed only where checkpoints are written
                                 **({"signature": run_signature(model, opt, dl_train, cfg, split_fingerprint,
-                                                               loss_fn, fingerprint)}
+                                                               loss_fn, fingerprint, planned)}
                                    if cfg.checkpoint_dir is not None else {})})
     s = Setup(model=model, net=net, optimizer=opt, scheduler=sched,
               scheduler_interval=pick_scheduler_interval(sched, scheduler_interval, cfg, scheduler is not None),
@@ -133,7 +134,8 @@ def set_up(model: nn.Module,  # the model to train (moved to its device, in trai
               n_batches=n_batches, params=[p for _, p in named_params], named_params=named_params, rank=rank,
               world=world, ddp=strategy == "ddp", callbacks=cbs, checkpointer=keeper, stopper=stopper,
               environment=keeper.meta["environment"], extra={"precision": precision, "device": str(device),
-                     "split_fingerprint": split_fingerprint, "data_fingerprint": fingerprint, "track": track},
+                     "split_fingerprint": split_fingerprint, "data_fingerprint": fingerprint, "track": track,
+                     "schedule": planned},
               feed=Feeder(net, loss_fn, device, precision, findings), generators=loader_generators(dl_train),
               buffers=BufferSnapshot.of(model) if keeper.enabled or cfg.on_nonfinite == "skip" else None,
               unscale=cfg.clip_norm is not None or precision == "fp16",
@@ -152,8 +154,9 @@ def _claim_and_resume(s: Setup, state: LoopState, resume, overwrite: bool = Fals
     if resume is None and engine is not None: resume = engine.worker_resume()  # a worker Ray restarted
     keeper = s.checkpointer
     if check_resume(resume) is not None and "signature" not in keeper.meta:  # without files: compared all the same
-        keeper.meta["signature"] = run_signature(s.model, s.optimizer, s.dl_train, s.config,
-                                                 s.extra["split_fingerprint"], s.loss_fn, s.extra["data_fingerprint"])
+        extra = s.extra
+        keeper.meta["signature"] = run_signature(s.model, s.optimizer, s.dl_train, s.config, extra["split_fingerprint"],
+                                                 s.loss_fn, extra["data_fingerprint"], extra["schedule"])
     # the checkpoint read and compared before any folder is claimed or emptied (overwrite) or any part loaded
     ckpt = claim_run_dir(keeper, resume, overwrite, device=s.device, take=lambda c: _take_position(state, c),
                          check=lambda c: check_epochs_left(c["epoch"], c["batch_idx"], s.config,

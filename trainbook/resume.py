@@ -47,9 +47,11 @@ def run_signature(model: nn.Module,  # the model being trained (wrappers are unw
                   split_fingerprint: Optional[str] = None,  # `Splits.fingerprint` of the data, when known
                   loss_fn=None,  # the loss (its name is compared)
                   data_fingerprint: Optional[str] = None,  # the batches' fingerprint (`fingerprint_data`)
+                  scheduler: Optional[str] = None,  # what schedules the lr: a passed scheduler's class, or fit's
+                                                    # own (`TrainConfig.schedule`); None = not compared
                  ) -> dict:
     "What a resume compares: config, data, loader, versions, the model's class and shapes, optimizer, loss."
-    return {"config": cfg.to_dict() if cfg is not None else None,
+    return {"config": cfg.to_dict() if cfg is not None else None, "scheduler": scheduler,
             "model": _model_class(model),  # other layers of the same shapes: a change, not an error
             "split_fingerprint": split_fingerprint, "data_fingerprint": data_fingerprint,
             "loss": None if loss_fn is None else getattr(loss_fn, "__name__", type(loss_fn).__name__),
@@ -103,7 +105,7 @@ def _impossible(saved: dict, now: dict) -> list[str]:
 
 def _flat(sig: dict) -> dict:
     "The compared values of a signature, flat: 'config.lr', 'loader.batch_size', 'versions.torch'..."
-    out = {k: sig.get(k) for k in ("split_fingerprint", "data_fingerprint", "loss", "model")}
+    out = {k: sig.get(k) for k in ("split_fingerprint", "data_fingerprint", "loss", "model", "scheduler")}
     for group in ("config", "loader", "versions"):
         for key, value in (sig.get(group) or {}).items():
             if not (group == "config" and key in _NOT_COMPARED): out[f"{group}.{key}"] = value
@@ -123,6 +125,7 @@ def resume_changes(saved: dict,  # the signature of the checkpoint's run (`saved
                          "model, optimizer and data it was made with, or start a new run (without resume=)")
     old, new = _flat(saved), _flat(now)
     changes = {k: [old[k], new[k]] for k in new if k in old and old[k] is not None and old[k] != new[k]}
+    if "scheduler" in changes: schedule = None  # another scheduler: its settings against the old one's say nothing
     changes.update({f"scheduler.{k}": v for k, v in (schedule or {}).items()})
     if not changes: return []
     # fit scales its own optimizer to a new config.lr; one passed in keeps the checkpoint's lrs
