@@ -13,7 +13,7 @@ import pandas as pd
 
 from .columns import (ValueCodes, dates_as_text, dtype_family, holds_decimals, is_nullable, parse_dates,
                                parse_numbers, names_entity, require_frame, require_one_value, roles_from_codes,
-                               rounded_decimals, rounded_integers, unparsed_dates)
+                               rounded_decimals, rounded_integers, unparsed_dates, zero_padded)
 
 from .duplicates import chance_pairs, conflict_finding, duplicate_findings, label_conflicts
 from .core import (Finding, announce, compact_table_html, did_you_mean, findings_html, findings_text,
@@ -276,7 +276,7 @@ def _mixed_findings(s: pd.Series, col, codes: ValueCodes) -> list[Finding]:
             "True/False held as Python objects" if kinds <= {bool, np.bool_} else
             f"numbers held as Python objects ({', '.join(sorted(k.__name__ for k in kinds))})")
         if held.startswith("True"): fix = f"df[{col!r}] = df[{col!r}].astype('boolean')"
-        padded = sample.astype(str).str.strip().str.fullmatch(r"0\d+")  # '02139', '007': codes, not amounts
+        padded = zero_padded(sample)  # '02139', '007': codes, not amounts (as `amounts_as_text` reads them)
         if held.startswith("numbers") and (padded.any() or names_entity(col, s)):  # an id in digits, too
             return [Finding("numbers_as_text", "info", f"all {len(values)} values are digits, zero-padded or named "
                             f"like ids ({shown(sample.iloc[padded.to_numpy().argmax()])}): codes (a zip, an id), read as "

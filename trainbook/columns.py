@@ -14,9 +14,10 @@ import pandas as pd
 # %% auto #0
 __all__ = ['ROLES', 'DATE_SHARE', 'ID_WORDS', 'ENTITY_WORDS', 'EMAIL_PATTERN', 'require_frame', 'is_nested_arrow', 'require_real',
            'require_flat_columns', 'require_one_value', 'dtype_family', 'holds_decimals', 'rounded_decimals',
-           'amounts_as_text', 'holds_bools', 'rounded_integers', 'is_nullable', 'parse_numbers', 'as_datetimes',
-           'epoch_seconds', 'numeric_view', 'parse_dates', 'unparsed_dates', 'dates_as_text', 'ValueCodes',
-           'named_like_id', 'entity_by_counts', 'names_entity', 'column_roles', 'feature_roles', 'roles_from_codes']
+           'amounts_as_text', 'zero_padded', 'holds_bools', 'rounded_integers', 'is_nullable', 'parse_numbers',
+           'as_datetimes', 'epoch_seconds', 'numeric_view', 'parse_dates', 'unparsed_dates', 'dates_as_text',
+           'ValueCodes', 'named_like_id', 'entity_by_counts', 'names_entity', 'column_roles', 'feature_roles',
+           'roles_from_codes']
 
 # %% ../nbs/01c_columns.ipynb #06abe1e6
 def require_frame(df,  # what the caller got as a frame
@@ -180,8 +181,12 @@ def amounts_as_text(s: pd.Series,  # a text column (object, string or category)
     first = _first_present(values.to_numpy()) if len(values) else None
     if not isinstance(first, str) or np.isnan(parse_numbers(pd.Series([first]))[0]): return False  # told at once
     if values.nunique() < min_values or np.isnan(parse_numbers(values)).any(): return False
-    padded = values.astype(str).str.strip().str.fullmatch(r"0\d+").any()  # '02139', '007': codes, not amounts
-    return not padded and not names_entity(col, s)
+    return not zero_padded(values).any() and not names_entity(col, s)
+
+def zero_padded(values: pd.Series,  # digits held as text
+               ) -> pd.Series:
+    "Which values are zero-padded digits ('02139', '007'): codes (a zip, an id), not amounts."
+    return values.astype(str).str.strip().str.fullmatch(r"0\d+")
 
 def holds_bools(s: pd.Series,  # a column
                ) -> bool:
