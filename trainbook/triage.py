@@ -15,8 +15,8 @@ from torch import nn
 from .core import MIN_ROWS, Finding, warn
 from .events import Callback, LoopState
 
-from .batch import loss_keyword, wants_whole_output
-from .levels import loss_name
+from .batch import wants_whole_output
+from .loss_checks import loss_keyword, loss_name
 from .metrics import (class_loss_terms, class_rows, cross_entropy_prior, ignore_index_of, label_weights,
                                least_constant_loss, nothing_scored)
 
@@ -671,7 +671,8 @@ class NanGuard(Callback):
     def load_state_dict(self, state): self.reports = list(state.get("reports", []))
 
 # %% ../nbs/09a_triage.ipynb #e9619288
-from .batch import check_loss_shapes, eval_mode, split_batch, to_device
+from .batch import eval_mode, split_batch, to_device
+from .loss_checks import check_loss_shapes
 
 @torch.no_grad()
 def top_losses(model: nn.Module,  # the trained model (its train/eval mode is restored afterwards)
