@@ -366,7 +366,7 @@ def test_a_trial_asha_stops_keeps_the_report_it_was_stopped_on():
     intermediate value and value NaN; one stopped later lacked its last value. Driven as Tune drives it."""
     import optuna
     from trainbook.study import make_sampler
-    from trainbook.tuning import suggest
+    from trainbook.space import suggest
     stopped = {"first", "later"}  # what StoppingASHA marks
     StoppingASHA, StudySearch, *_ = ray_engine._ray_classes()
     searcher = StudySearch(stopped, space=lambda trial: suggest(trial, {"x": (0.0, 1.0)}), metric="objective",

@@ -9,7 +9,7 @@ import pytest
 from torch import nn
 
 import trainbook as tb
-from trainbook.tuning import choice_labels, config_values
+from trainbook.space import choice_labels, config_values
 
 from helpers import blobs, mlp
 

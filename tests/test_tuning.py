@@ -811,7 +811,7 @@ def test_ray_records_a_trial_as_the_optuna_path_and_stops_no_finished_run_nor_st
     from ray.tune.search import Searcher
     from trainbook import ray_engine
     from trainbook.study import make_sampler
-    from trainbook.tuning import suggest
+    from trainbook.space import suggest
     StoppingASHA, StudySearch, *_ = ray_engine._ray_classes()  # and the panel feed, the Ctrl-C stopper
     searcher = StudySearch(set(), space=lambda trial: suggest(trial, {"x": (0.0, 1.0)}), metric="objective",
                            mode="min", study_name="s", storage=optuna.storages.InMemoryStorage(),

@@ -527,7 +527,8 @@ def _ray_classes():
     from ray.tune.search import Searcher
     from ray.tune.search.optuna import OptunaSearch
     import optuna
-    from trainbook.tuning import attr_value, best_completed
+    from trainbook.space import attr_value
+    from trainbook.tuning import best_completed
 
     class StoppingASHA(ASHAScheduler):
         "ASHA that remembers which trials it stopped before their last epoch (they are 'pruned')."
@@ -678,8 +679,8 @@ def search(objective: Union[Callable, tuple],  # config -> Run (or a number), or
     "Search hyperparameters on Ray Tune: Optuna's sampler, ASHA stopping, parallel trials; as tb.search."
     import optuna
     from trainbook.study import fail_stale_trials, make_storage, prepare_study, storage_text
-    from trainbook.tuning import (SearchResult, best_completed, check_search, check_space, conclude_search,
-                                  fail_running, suggest)
+    from trainbook.space import check_space, suggest
+    from trainbook.tuning import SearchResult, best_completed, check_search, conclude_search, fail_running
     from trainbook.widgets import StudyPanel
     objective = check_search(objective, n_trials, direction, timeout)  # tb.search's checks, at the same door
     n_trials = None if n_trials is None else int(n_trials)  # np.int64(20): Tune's num_samples is an int
