@@ -55,7 +55,7 @@ def test_one_output_with_class_labels_and_cross_entropy_says_one_column_is_one_c
     "(n, 1) logits, (n,) int labels, cross-entropy: the message names C=1 and fixes that work, not squeezing."
     X = torch.randn(64, 8)
     y = (X[:, 0] > 0).long()
-    with pytest.raises(tb.batch.ShapeMismatch) as caught:
+    with pytest.raises(tb.ShapeMismatch) as caught:
         tb.fit(nn.Linear(8, 1), [(X, y)], loss_fn=CE, config=tb.TrainConfig(epochs=1, device="cpu"),
                live=False)
     message = str(caught.value)
@@ -66,8 +66,8 @@ def test_one_output_with_class_labels_and_cross_entropy_says_one_column_is_one_c
     bce = lambda out, yb: nn.functional.binary_cross_entropy_with_logits(out.squeeze(-1), yb.float())
     assert tb.fit(nn.Linear(8, 1), [(X, y)], loss_fn=bce, live=False).stopped == "completed"
     # an elementwise loss on the same pair keeps its broadcasting message
-    with pytest.raises(tb.batch.ShapeMismatch, match=r"broadcast them to \(64, 64\)"):
-        tb.batch.check_loss_shapes(torch.zeros(64, 1), y.float(), nn.functional.mse_loss)
+    with pytest.raises(tb.ShapeMismatch, match=r"broadcast them to \(64, 64\)"):
+        tb.check_loss_shapes(torch.zeros(64, 1), y.float(), nn.functional.mse_loss)
 
 
 def test_accuracy_refuses_regression_targets_before_the_first_step():

@@ -289,7 +289,7 @@ def test_a_subclass_of_bce_with_logits_on_class_labels_is_refused_as_its_parent(
     """Seen: fit with nn.BCEWithLogitsLoss on labels 0..2 was refused before any step (TargetsOutOfRange: the loss has
     no minimum there), while `class MyBCE(nn.BCEWithLogitsLoss)` trained on it to 'completed' with no finding: the
     check knew BCE by the class's name. A subclass that keeps torch's forward is that loss (batch.torch_loss_class)."""
-    from trainbook.batch import TargetsOutOfRange
+    from trainbook.loss_checks import TargetsOutOfRange
     class BCE(nn.BCEWithLogitsLoss): pass
     X, y = torch.randn(32, 4), torch.randint(0, 3, (32, 1)).float()
     with pytest.raises(TargetsOutOfRange, match="BCEWithLogitsLoss takes targets in \\[0, 1\\]"):

@@ -160,9 +160,6 @@ def test_no_undefined_names():
 
 
 REEXPORTS = {  # module-level imports kept on purpose: (module, name) -> why
-    # until guard, jax_parts and triage import them from their home, loss_checks (their notebooks were busy)
-    **{("batch", name): "guard, jax_parts, triage" for name in ("ELEMENTWISE_LOSSES", "ShapeMismatch", "is_class_loss",
-                                                                "label_range", "loss_keyword", "nothing_to_train")},
     ("classical", "BoostedModel"): "the boosting names' old home: `from trainbook.classical import BoostedModel` still works",
     ("classical", "fit_xgboost"): "the same, for fit_xgboost",
     ("figures", "html"): "the notebook's examples use the export cell's import",

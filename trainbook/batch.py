@@ -11,10 +11,8 @@ import torch
 from torch import nn
 
 from .core import autocast_dtype, warn
-# guard, jax_parts and triage import these from batch until their notebooks take them from loss_checks
-from .loss_checks import (ELEMENTWISE_LOSSES, ShapeMismatch, activation_findings, check_labels, check_loss_reduction,
-                                   check_loss_shapes, check_loss_value, is_class_loss, label_out_of_range,
-                                   label_range, loss_keyword, nothing_to_train)
+from .loss_checks import (activation_findings, check_labels, check_loss_reduction, check_loss_shapes,
+                                   check_loss_value, label_out_of_range)
 
 # %% auto #0
 __all__ = ['TARGET_KEYS', 'split_batch', 'to_device', 'describe', 'call_model', 'batch_rows', 'rows_in', 'prediction',

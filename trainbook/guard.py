@@ -12,7 +12,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from .batch import loss_keyword, nothing_to_train, rows_in
+from .batch import rows_in
+from .loss_checks import loss_keyword, nothing_to_train
 from .checkpoint import probe_writable
 from .core import Finding, TrainConfig, did_you_mean, loader_length, warn
 from .metrics import resolve_metrics

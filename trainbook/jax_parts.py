@@ -12,8 +12,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from .batch import (ELEMENTWISE_LOSSES, ShapeMismatch, check_loss_shapes, is_class_loss, label_range,
-                             loss_keyword, wants_whole_output)
+from .batch import wants_whole_output
+from .loss_checks import (ELEMENTWISE_LOSSES, ShapeMismatch, check_loss_shapes, is_class_loss, label_range,
+                                   loss_keyword)
 from .checkpoint import CheckpointError, probe_writable, stopped_without_checkpoint
 from .core import Finding, TrainConfig, atomic_write
 from .events import Callback, LoopState
