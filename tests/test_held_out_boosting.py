@@ -8,7 +8,8 @@ import pytest
 
 import trainbook as tb
 from trainbook import data as tbdata
-from trainbook.gbdt import BoostedModel, ModelFileError, frame_xy
+from trainbook.gbdt import BoostedModel, ModelFileError
+from trainbook.gbdt_inputs import frame_xy
 from trainbook.data import class_order
 from trainbook.metrics import class_weights, classification_metrics, loss_vs_constant
 

@@ -15,8 +15,8 @@ from .checks import require_column, infer_task
 from .columns import require_frame
 from .core import announce, did_you_mean, require_instance, shown, warn
 from .data import class_order, make_preprocessor
-from .gbdt import (BOOSTING_FITS, BOOSTING_LIBRARIES, check_boosting_inputs, frame_xy,
-    require_target_values, split_columns)
+from .gbdt import BOOSTING_FITS, BOOSTING_LIBRARIES
+from .gbdt_inputs import check_boosting_inputs, frame_xy, require_target_values, split_columns
 from .splits import FoldZeroWarning, check_splits
 from .metrics import classification_metrics, regression_metrics, require_codes, scored_proba
 # boosting lives in trainbook.gbdt; these names stay importable from here for code written before the move

@@ -11,10 +11,9 @@ from typing import Callable, Iterable, Optional, Union
 import numpy as np
 import pandas as pd
 
-from .checks import require_column, require_task, resolve_task, unseen_classes_message
-from .columns import feature_roles, numeric_view, require_frame
+from .columns import feature_roles, numeric_view
 from .core import TrainConfig, atomic_write, environment, import_optional, warn
-from .data import FramePrep, class_order, make_preprocessor, time_steps
+from .data import FramePrep, make_preprocessor, time_steps
 from .serving import training_schema, unseen_categories
 from .events import session_observers
 from .guard import refuse_after_interrupt
@@ -22,95 +21,17 @@ from .checkpoint import Checkpointer
 from .metrics import class_weights, proba_2d
 from .modelfiles import (BOOSTED_FORMAT, ModelFileError, boosted_meta_sha256, check_catboost_file,
                                   check_lightgbm_text, check_xgboost_json, file_sha256, read_boosted_meta)
-from .recorder import EarlyStopping, RoundRecorder, check_live
+from .recorder import EarlyStopping, check_live
+from .rounds import RoundRecorder
+from .gbdt_inputs import check_boosting_inputs, frame_xy, split_columns
 from .gbdt_findings import boosting_findings, check_boosting_settings, check_param_names, constant_finding
 from .run import Run, refuse_own_files, remember_run
 from .audit import fingerprint_frame
-from .splits import check_splits
 
 # %% auto #0
 __all__ = ['TRUSTED_TYPES', 'MISSING', 'BOOSTING_LIBRARIES', 'fit_xgboost', 'fit_lightgbm', 'fit_catboost', 'BOOSTING_FITS',
-           'split_columns', 'frame_xy', 'infinite_message', 'require_target_values', 'check_boosting_inputs',
            'numeric_as_float', 'categories_as_text', 'as_is_preprocessor', 'best_round', 'BoostingLibrary',
            'BoostedModel', 'XGBoostLibrary', 'LightGBMLibrary', 'CatBoostLibrary', 'booster_library']
-
-# %% ../nbs/10a_gbdt.ipynb #6b8ed4f5
-def split_columns(splits,  # a `Splits`
-                  target: str,  # name of the target column
-                 ) -> list:
-    "The split's groups/time columns: they define the split and are no features."
-    return [c for c in (splits.params.get("groups"), splits.params.get("time")) if c and c != target]
-
-def frame_xy(df: pd.DataFrame,  # rows with the feature columns and the target
-             target: str,  # name of the target column
-             task: str,  # "binary", "multiclass" or "regression"
-             classes: Optional[list] = None,  # the class labels in code order; None: `class_order`'s
-             where: str = "these rows",  # the rows, as an error names them (e.g. "valid rows")
-             pos_label=None,  # binary, without `classes`: the label coded 1 (None: `class_order`'s)
-            ) -> tuple:
-    "(features, y, classes): y as floats (regression) or class codes 0..k-1 (classification)."
-    y = df[target]
-    if task == "regression":
-        if not pd.api.types.is_numeric_dtype(y):
-            raise ValueError(f"target {target!r} must be numeric for regression, got dtype {y.dtype}")
-        return df.drop(columns=[target]), y.to_numpy(dtype=float, na_value=np.nan), None
-    classes = classes if classes is not None else class_order(y, pos_label)
-    unseen = ~y.isin(classes)
-    if unseen.any():  # a class outside `classes` would become the code -1: no library takes it
-        raise ValueError(unseen_classes_message(y[unseen], where, target))
-    return df.drop(columns=[target]), pd.Categorical(y, categories=classes).codes.astype(int), classes
-
-def _rows_text(index, mask: np.ndarray) -> str:
-    rows = index[mask]
-    return ", ".join(map(repr, rows[:5].tolist())) + (" …" if len(rows) > 5 else "")
-
-def infinite_message(what: str,  # 'feature' or 'target'
-                     col: str,  # the column
-                     count: int,  # its infinite values
-                     rows: str = "",  # some of their rows, when the table has positions (pandas)
-                    ) -> str:
-    "The refusal of ±inf in a column boosting would take (pandas or Spark)."
-    return (f"{what} column {col!r} has {count} infinite value(s){f' (rows {rows})' if rows else ''}: "
-            "replace them with NaN (missing) or drop those rows")
-
-def _check_finite(df: pd.DataFrame, columns: Iterable, what: str):
-    "No ±inf in the numeric `columns`: the libraries would fail deep inside (or treat inf as a value)."
-    for col in columns:
-        s = df[col]
-        if pd.api.types.is_bool_dtype(s.dtype) or not pd.api.types.is_numeric_dtype(s.dtype): continue
-        bad = np.isinf(s.to_numpy(dtype="float64", na_value=np.nan))
-        if bad.any(): raise ValueError(infinite_message(what, col, int(bad.sum()), _rows_text(df.index, bad)))
-
-def require_target_values(df: pd.DataFrame,  # the table
-                          target: str) -> None:  # name of the target column
-    "`target` is a column of `df` without missing values, else a ValueError that says what to do."
-    require_column(df, target, "target")
-    if df[target].isna().any():
-        raise ValueError(f"target column {target!r} has missing values: drop those rows first")
-
-def check_boosting_inputs(df: pd.DataFrame,  # the whole table: feature columns and the target
-                          target: str,  # name of the target column
-                          splits,  # a `Splits` of `df`
-                          task: str = "auto",  # "auto" (from the target), binary, multiclass or regression
-                          scored: Iterable = ("valid",),  # the parts besides train a model sees: no unseen class
-                         ) -> str:
-    "Check the frame, the splits, the target and the features before any work; the task, resolved."
-    require_frame(df)
-    check_splits(df, splits)
-    require_task(task)
-    require_target_values(df, target)
-    _check_finite(df, [target], "target")
-    task = resolve_task(df[target], task)
-    if task != "regression":
-        y, train_classes = df[target], pd.unique(df[target].iloc[splits.train])
-        if len(train_classes) < 2:
-            raise ValueError(f"target {target!r} has a single class in the training rows: nothing to learn")
-        for name in scored:  # a class the train rows lack: XGBoost and CatBoost fail in C++, LightGBM learns -1
-            rows = y.iloc[getattr(splits, name)]
-            unseen = rows[~rows.isin(train_classes)]
-            if len(unseen): raise ValueError(unseen_classes_message(unseen, f"{name} rows", target))
-    _check_finite(df, [c for c in df.columns if c != target], "feature")
-    return task
 
 # %% ../nbs/10a_gbdt.ipynb #e0551312
 def numeric_as_float(X,  # numeric, boolean, datetime or duration columns (a DataFrame)

@@ -29,7 +29,7 @@ from .run import RECORDS, RUNNING, Run, monitored_record, remember_run
 # %% auto #0
 __all__ = ['EarlyStopping', 'TimedIterator', 'peak_memory_mb', 'StepProfiler', 'EpochMeter', 'run_displays', 'check_live',
            'run_callbacks', 'epoch_records', 'record_validation', 'run_of', 'end_run', 'data_fingerprint',
-           'recorded_value', 'Recorder', 'live_curves', 'RoundRecorder']
+           'recorded_value', 'Recorder', 'live_curves']
 
 # %% ../nbs/06b_recorder.ipynb #8ad26698
 class EarlyStopping:
@@ -716,84 +716,3 @@ def live_curves(live: Union[str, bool],  # live curves: "auto", True, or False f
         return curves
     except Exception: return None
 
-class RoundRecorder:
-    "Writes each boosting round into a History (the loss as `loss`) and tells the run's callbacks."
-    epoch_every = 10  # rounds between [after_epoch] calls (live curves redraw and diagnose there)
-
-    def __init__(self,
-                 loss_name: str,  # the library's name of the loss metric (recorded as `loss`)
-                 live: Union[str, bool] = False,  # live curves: "auto", True, or False for none
-                 callbacks: Iterable = (),  # more observers: objects with event methods, as for `fit`
-                 config: Optional[TrainConfig] = None,  # the run's settings (callbacks read monitor and mode)
-                 run_dir=None,  # the run's folder, when it has one (None: `folder`'s)
-                 folder: Optional[Checkpointer] = None,  # the claimed run folder: run.json and its lock at `finish`
-                 ):
-        self.loss_name, self.history, self.rounds, self.epoch_done = loss_name, History(), 0, 0
-        self.folder = folder
-        if run_dir is None and folder is not None: run_dir = folder.run_dir
-        self.state = LoopState(history=self.history, config=config or TrainConfig(), run_dir=run_dir)
-        curves = live_curves(live)
-        self.cbs = Callbacks([*([curves] if curves is not None else []), *callbacks])
-        self._ctrl_c: Optional[DeferredCtrlC] = None
-
-    def ctrl_c(self) -> DeferredCtrlC:
-        "Around the training: a Ctrl-C ends it at the next round, the model so far kept (a second interrupts at once)."
-        self._ctrl_c = DeferredCtrlC(on_press=lambda: self.state.control.request_stop("interrupted"))
-        return self._ctrl_c
-
-    def start(self):
-        "The run begins: [before_fit]. From here a plain script's SIGTERM stops it as a Ctrl-C does (`take_sigterm`)."
-        take_sigterm()
-        self.cbs(Event.before_fit, self.state)
-
-    def log(self,
-            epoch: int,  # the round, 0-based
-            train: dict,  # metric name -> value on the training rows
-            valid: dict,  # metric name -> value on the validation rows
-            ) -> bool:
-        "Record round `epoch` (0-based), then [after_step] [after_validate] ([after_epoch]); True: stop now."
-        state, step = self.state, epoch + 1
-        for split, values in (("train", train), ("valid", valid)):
-            for name, value in values.items():
-                key = "loss" if name == self.loss_name else name.lower()
-                self.history.append(step, epoch, split, key, value)
-                if split == "train" and key == "loss":  # the epoch's train loss, for diagnose
-                    self.history.append(step, epoch, split, "epoch_loss", value)
-        self.rounds = step
-        state.step, state.epoch = step, epoch
-        state.loss = train.get(self.loss_name)
-        state.valid = {("loss" if k == self.loss_name else k.lower()): v for k, v in valid.items()}
-        self.cbs(Event.after_step, state)
-        self.cbs(Event.after_validate, state)
-        if step % self.epoch_every == 0: self.end_epoch()
-        return state.control.stop
-
-    def end_epoch(self):
-        "[after_epoch] for the rounds recorded since the last one."
-        if self.epoch_done == self.rounds: return
-        self.epoch_done = self.rounds
-        self.cbs(Event.after_epoch, self.state)
-
-    @property
-    def stop_reason(self) -> Optional[str]:
-        "Why a callback (or Ctrl-C) stopped the run, if one did."
-        control = self.state.control
-        return (control.stop_reason or "interrupted") if control.stop else None
-
-    def finish(self,
-               run: Run,  # the run as it ended
-               ):
-        "The run ended: [after_epoch] for the last rounds, [after_fit] with `state.run` set; run.json, the lock."
-        state = self.state
-        try:
-            self.end_epoch()
-            state.findings, state.run = run.findings, run
-            self.cbs(Event.after_fit, state)
-        finally:
-            if self.folder is not None:
-                self.folder.write_run(run)  # run.json, as every run folder holds
-                self.folder.release()  # the folder's writer lock: this run ended
-            give_back_sigterm()  # after a SIGTERM (one in [after_fit] too) the process ends here, its files written
-        if self._ctrl_c is not None and self._ctrl_c.pressed:  # as fit: the cell's next run stops at its door,
-            note_interrupt()
-            stop_script(run)  # and a plain script stops here, `.run` the run

@@ -14,8 +14,9 @@ from .checkpoint import Checkpointer
 from .core import TrainConfig, announce, environment
 from .data import DROPPED_ROLES, FramePrep, class_order, make_preprocessor
 from .diagnostics import diagnose
-from .gbdt import BoostedModel, XGBoostLibrary, best_round, infinite_message
-from .recorder import RoundRecorder
+from .gbdt import BoostedModel, XGBoostLibrary, best_round
+from .gbdt_inputs import infinite_message
+from .rounds import RoundRecorder
 from .metrics import classification_metrics, regression_metrics
 from .events import session_observers
 from .run import Run, refuse_own_files, remember_run
