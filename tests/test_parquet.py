@@ -9,7 +9,8 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
 import trainbook as tb
-from trainbook.parquet import ParquetLoader, as_dataset, fit_prep, split_files, write_split_column
+from trainbook.parquet import ParquetLoader, as_dataset, fit_prep
+from trainbook.parquet_splits import split_files, write_split_column
 from helpers import history_without_timing, interrupt_at, interrupted, same_weights
 
 FEATURES = ["x0", "x1", "x2", "x3"]

@@ -68,7 +68,8 @@ _EXPORTS = {
     # check_data, make_splits, fit_xgboost and baseline take a Spark DataFrame too (they hand it to `spark`)
     "spark": ["spark_session", "is_spark_frame", "SparkDataReport"],
     "spark_splits": ["SparkSplits"],
-    "parquet": ["ParquetLoader", "fit_prep", "split_files", "write_split_column"],
+    "parquet": ["ParquetLoader", "fit_prep"],
+    "parquet_splits": ["split_files", "write_split_column"],
     "ray_engine": ["RayLoader"],  # launch(engine="ray") and search(engine="ray") are the way in; ray loads lazily
     "jax_loop": ["fit_flax", "evaluate_flax", "overfit_batch_flax", "lr_find_flax"],
     "jax_steps": ["FlaxState"],

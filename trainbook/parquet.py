@@ -4,7 +4,7 @@
 
 # %% ../nbs/18_parquet.ipynb #1735129f
 from __future__ import annotations
-import hashlib, math, re
+import hashlib, math
 from collections import deque
 from pathlib import Path
 from typing import Optional, Union
@@ -19,7 +19,7 @@ from .data import FramePrep, ShardedBatches, class_order, make_preprocessor
 
 # %% auto #0
 __all__ = ['FLOAT64_DIGITS', 'as_dataset', 'dataset_root', 'partition_keys', 'parquet_files', 'check_same_columns', 'read_rows',
-           'row_groups', 'require_features', 'fit_prep', 'ParquetLoader', 'split_files', 'write_split_column']
+           'row_groups', 'seed_key', 'require_features', 'fit_prep', 'ParquetLoader']
 
 # %% ../nbs/18_parquet.ipynb #0cb11b4a
 def as_dataset(source,  # a Parquet file or folder (its *.parquet files), a list of files, or a Dataset
@@ -252,7 +252,8 @@ def row_groups(dataset,  # a `pyarrow.dataset.Dataset`
         for i in range(meta.num_row_groups): out.append((frag, i, meta.row_group(i).num_rows))
     return out
 
-def _key(*parts) -> int:
+def seed_key(*parts,  # integers and strings: a seed, an epoch, a name
+            ) -> int:
     "A 64-bit seed from integers (stable across processes and platforms)."
     return int.from_bytes(hashlib.sha256(repr(parts).encode()).digest()[:8], "little")
 
@@ -316,7 +317,7 @@ def fit_prep(source,  # a Parquet file or folder, a list of files, or a `pyarrow
         raise ValueError(f"where must be a (column, value) pair naming a column of the dataset, got {where!r}")
     names = list(dict.fromkeys(columns + [target] + ([where[0]] if where else [])))
     groups = row_groups(dataset)
-    rng = np.random.default_rng(_key(seed, "prep"))
+    rng = np.random.default_rng(seed_key(seed, "prep"))
     chosen, tables, rows = [], [], 0
     for i in rng.permutation(len(groups)):  # whole row groups at random until there are enough rows
         table = read_rows(dataset, groups[i][0], names, groups[i][1])
@@ -509,7 +510,7 @@ class ParquetLoader(ShardedBatches):
         "The epoch's buffers: lists of row-group indices, in reading order."
         order = np.arange(len(self.groups))
         if not self.shuffle_buffer: return [[int(i)] for i in order]
-        order = np.random.default_rng(_key(self.seed, self.epoch)).permutation(order)
+        order = np.random.default_rng(seed_key(self.seed, self.epoch)).permutation(order)
         k = self.shuffle_buffer
         return [[int(i) for i in order[j:j + k]] for j in range(0, len(order), k)]
 
@@ -533,7 +534,7 @@ class ParquetLoader(ShardedBatches):
             at += len(yu)
         if not self.shuffle_buffer: return x, y, torch.arange(len(y))
         # rows are gathered batch by batch in this order: the buffer is never copied whole
-        perm = np.random.default_rng(_key(self.seed, self.epoch, b)).permutation(len(y))
+        perm = np.random.default_rng(seed_key(self.seed, self.epoch, b)).permutation(len(y))
         return x, y, torch.from_numpy(perm)
 
     def _read_group(self, frag, i: int, footer_rows: int, names: list):
@@ -645,156 +646,3 @@ class ParquetLoader(ShardedBatches):
                 f"batch_size={self.batch_size}, "
                 f"shuffle_buffer={self.shuffle_buffer}, {len(self)} batches"
                 + (f", rank {self.rank}/{self.world_size}" if self.world_size > 1 else "") + ")")
-
-# %% ../nbs/18_parquet.ipynb #a5e8d1d1
-def _unit_hash(values: np.ndarray, seed: int) -> np.ndarray:
-    "A seeded hash of each value as a number in [0, 1) (stable across processes: pandas' hash, not Python's)."
-    s = pd.Series(_by_value(values))
-    h = pd.util.hash_pandas_object(s, index=False, hash_key=f"trainbook{seed:07d}"[:16])
-    if not (s.dtype == object or isinstance(s.dtype, pd.StringDtype)):
-        # pandas keys only the hash of text: numbers (integer group ids) hash alike for every seed, so the
-        # seed is mixed in here (pandas' hash of a uint64 mixes its bits: another seed, another order)
-        mixed = pd.Series(h.to_numpy() ^ np.uint64(_key(seed, "numbers")))
-        h = pd.util.hash_pandas_object(mixed, index=False)
-    return (h.to_numpy() >> np.uint64(11)).astype(np.float64) / 2.0 ** 53
-
-def _by_value(values: np.ndarray) -> np.ndarray:
-    """Numbers in one width of their kind, so that a value hashes alike in every file: pandas hashes a number's
-    bits, and int32 -5 (0xFFFFFFFB) is not int64 -5, nor a timestamp in ms the same one in ns. int64, uint64,
-    float64 and datetime64[ns] stay as they are (their hashes, and the splits drawn from them, do not change)."""
-    kind = values.dtype.kind
-    if kind == "i": return values.astype(np.int64)
-    if kind == "u": return values.astype(np.uint64)  # the same bits as int64 for the values both hold
-    if kind == "f": return values.astype(np.float64) + 0.0  # + 0.0: -0.0 is the value 0.0
-    if kind == "M": return values.astype("datetime64[ns]")
-    if kind == "m": return values.astype("timedelta64[ns]")
-    return values
-
-def _part(u: np.ndarray, valid_size: float, test_size: float) -> np.ndarray:
-    return np.where(u < test_size, "test", np.where(u < test_size + valid_size, "valid", "train"))
-
-def _check_sizes(valid_size, test_size):
-    if not (isinstance(valid_size, (int, float)) and 0 < valid_size < 1):
-        raise ValueError(f"valid_size must be a fraction between 0 and 1, got {valid_size!r}")
-    if not (isinstance(test_size, (int, float)) and 0 <= test_size < 1 and valid_size + test_size < 1):
-        raise ValueError("test_size must be a fraction in [0, 1) with valid_size + test_size < 1, "
-                         f"got {test_size!r}")
-
-def split_files(source,  # a Parquet folder, a list of files, or a `pyarrow.dataset.Dataset`
-                valid_size: float = 0.2,  # share of files for validation
-                test_size: float = 0.0,  # share of files for test
-                seed: int = 0,  # seed of the file-name hash
-               ) -> dict:
-    """Whole files to 'train' / 'valid' (/ 'test') by a seeded hash of each file's path below the dataset's folder
-    (`dataset_root`: partition folders of files named alike tell them apart): lists of paths."""
-    _check_sizes(valid_size, test_size)
-    files = sorted(as_dataset(source).files)
-    parts = _part(_unit_hash(np.array(_file_keys(files)), seed), valid_size, test_size)
-    out = {name: [f for f, p in zip(files, parts) if p == name] for name in ("train", "valid", "test")}
-    if not test_size: out.pop("test")
-    empty = [k for k, v in out.items() if not v]
-    if empty:
-        raise ValueError(f"{len(files)} file(s) leave part(s) {empty} empty: write more files, or split "
-                         "by rows with write_split_column")
-    return out
-
-def _file_keys(files: list) -> list:
-    "Each file's path below the dataset's folder: its name in a flat folder, `g=1/part-0.parquet` in a partition."
-    root = dataset_root(files)
-    return [Path(f).resolve().relative_to(root).as_posix() for f in files]
-
-_PART = re.compile(r"part-\d{5}\.parquet")  # the names of the files write_split_column writes
-
-def _check_out_dir(source, files: list, out_dir: Path, overwrite: bool) -> list:
-    """`out_dir` is not, holds nor sits in a source folder (read whole, it would read the copy too), is no source
-    file's folder, nor holds others' Parquet files; the old parts to remove. A new folder beside a source file
-    is fine."""
-    out = out_dir.resolve()
-    inputs = [Path(f).resolve() for f in files]
-    roots = [Path(source).resolve()] if isinstance(source, (str, Path)) and Path(source).is_dir() else []
-    if not isinstance(source, (str, Path, list, tuple)) and inputs:  # a Dataset: its folder, read whole
-        roots.append(dataset_root(inputs))
-    clash = next((r for r in roots if out == r or r in out.parents), None)
-    clash = clash or next((f.parent for f in inputs if out in f.parents), None)  # a file's folder, or above
-    if clash is not None:
-        raise ValueError(f"out_dir {str(out_dir)!r} is, holds or sits inside the source ({str(clash)!r}): "
-                         "the copy would rewrite or mix with the files it reads; pass an out_dir outside the source")
-    if not out.is_dir(): return []
-    found = sorted(f for f in out.rglob("*.parquet") if f.is_file())
-    ours = [f for f in found if f.parent == out and _PART.fullmatch(f.name)]
-    theirs = [f for f in found if f not in ours]
-    if theirs:
-        raise ValueError(f"out_dir {str(out_dir)!r} holds Parquet files write_split_column did not write "
-                         f"({', '.join(f.name for f in theirs[:5])}): pass an empty folder (or a new one) as "
-                         "out_dir")
-    if ours and not overwrite:  # an empty folder, or one with only other files (a README): written into
-        raise ValueError(f"out_dir {str(out_dir)!r} already holds {len(ours)} part file(s) of an earlier "
-                         "copy: pass overwrite=True to replace them, or another out_dir")
-    return ours
-
-def _check_group_ids(dataset, groups: str):
-    "Refuse missing group ids (null, NaN) before anything is written: `make_splits`' rule, naming the file."
-    import pyarrow.compute as pc
-    missing, first = 0, None
-    for frag in dataset.get_fragments():  # one column of each file read
-        ids = read_rows(dataset, frag, [groups]).column(groups)
-        found = int(pc.sum(pc.is_null(ids, nan_is_null=True)).as_py() or 0)
-        if found and first is None: first = frag.path
-        missing += found
-    if missing:
-        raise ValueError(f"groups column {groups!r} has {missing} missing group id(s) (the first in "
-                         f"{str(first)!r}); every row needs a group, or the rows without one would make one "
-                         "group: drop those rows from the files, or give each its own id")
-
-def write_split_column(source,  # a Parquet folder, a list of files, or a `pyarrow.dataset.Dataset`
-                       out_dir,  # the folder the copy with the split column goes to (one file per input file)
-                       groups: Optional[str] = None,  # entity column: every row of a group in one part
-                       valid_size: float = 0.2,  # share of rows (or groups) for validation
-                       test_size: float = 0.0,  # share for test
-                       seed: int = 0,  # seed of the hash
-                       column: str = "split",  # the name of the split column
-                       overwrite: bool = False,  # replace the part files of an earlier copy in out_dir
-                      ) -> dict:
-    "A copy of the dataset with a `column` naming each row's part, one row group at a time: rows per part."
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    _check_sizes(valid_size, test_size)
-    dataset = as_dataset(source)
-    if groups is not None and groups not in dataset.schema.names:
-        raise ValueError(f"groups column {groups!r} not in the Parquet dataset; columns are: "
-                         + ", ".join(dataset.schema.names[:20]))
-    if column in dataset.schema.names: raise ValueError(f"the dataset already has a column {column!r}")
-    if groups is not None: _check_group_ids(dataset, groups)
-    out_dir = Path(out_dir)
-    # checked before anything is written
-    old = _check_out_dir(source, getattr(dataset, "files", []), out_dir, overwrite)
-    for f in old: f.unlink()  # an earlier copy's parts: one of more files would stay and mix with this one
-    out_dir.mkdir(parents=True, exist_ok=True)
-    counts, written = {"train": 0, "valid": 0, "test": 0}, []
-    fragments = list(dataset.get_fragments())
-    names = _file_keys([frag.path for frag in fragments])  # a file's path below the dataset's folder
-    for k, frag in enumerate(fragments):
-        writer, offset = None, 0
-        for i in range(frag.metadata.num_row_groups):
-            table = read_rows(dataset, frag, row_group=i)
-            if groups is not None: keys = table.column(groups).to_numpy(zero_copy_only=False)
-            else:  # a row's key: its file and its row number in the file
-                numbers = (np.arange(table.num_rows) + offset).astype(str)
-                keys = np.char.add(f"{names[k]}:", numbers)
-            parts = _part(_unit_hash(keys, seed), valid_size, test_size)
-            for name in counts: counts[name] += int((parts == name).sum())
-            table = table.append_column(column, pa.array(parts))
-            if writer is None:
-                written.append(out_dir / f"part-{k:05d}.parquet")
-                writer = pq.ParquetWriter(written[-1], table.schema)
-            writer.write_table(table)
-            offset += table.num_rows
-        if writer is not None: writer.close()
-    empty = [k for k, v in counts.items() if not v and (k != "test" or test_size)]
-    if empty:  # as split_files refuses: a part no loader could read (its files removed: nothing half-made stays)
-        for f in written: f.unlink()
-        units = f"the groups of {groups!r}" if groups is not None else "the rows"
-        raise ValueError(f"write_split_column: {units} all hashed to other parts, leaving part(s) {empty} empty "
-                         f"(rows per part: {counts}); nothing was kept in {str(out_dir)!r}: use more groups or rows, "
-                         "or another seed")
-    return {k: v for k, v in counts.items() if v or k != "test"}
