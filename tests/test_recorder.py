@@ -749,3 +749,31 @@ def test_a_ctrl_c_in_the_with_block_stops_a_script_and_lets_a_notebook_cell_go_o
     monkeypatch.setattr(IPython, "get_ipython", lambda: kernel)
     assert ctrl_c_in_a_run().run.stopped == "interrupted"  # the cell goes on
     with pytest.raises(KeyboardInterrupt, match="earlier in this cell"): Recorder(tb.TrainConfig(), live=False)
+
+
+def test_a_recorder_run_continued_to_more_epochs_is_not_told_it_resumes_inexactly(tmp_path):
+    "The any_loop tutorial's exact resume printed 'epochs: 3 → 8 ... not exactly as the original would have'."
+    import warnings
+    X, y = torch.randn(64, 4), torch.randint(0, 2, (64,))
+    def train(epochs, patience=None, resume=None):
+        torch.manual_seed(0)
+        model = nn.Linear(4, 2)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        cfg = tb.TrainConfig(epochs=epochs, lr=0.5, checkpoint_dir=str(tmp_path), monitor="valid_loss",
+                             patience=patience)
+        with tb.Recorder(cfg, parts={"model": model, "optimizer": opt}, live=False, resume=resume) as rec:
+            for _ in range(rec.state.epoch, epochs):
+                loss = nn.functional.cross_entropy(model(X), y)
+                loss.backward(); opt.step(); opt.zero_grad()
+                rec.step(loss.detach())
+                rec.validate(loss.detach())
+                rec.save()
+        return rec.finish()
+    first = train(3, patience=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing said: the loop's own plan (epochs, lr) is not the Recorder's
+        on = train(5, patience=3, resume=first.run_dir)
+    assert "resume_changed" not in [f.kind for f in on.findings] and on.step == 5
+    changed = train(6, patience=1, resume=on.run_dir)  # a field the Recorder reads: listed
+    (said,) = [f for f in changed.findings if f.kind == "resume_changed"]
+    assert list(said.data["changes"]) == ["config.patience"]

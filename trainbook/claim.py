@@ -16,7 +16,7 @@ from .core import Finding, TrainConfig, warn
 from .resume import run_signature
 
 # %% auto #0
-__all__ = ['claim_run_dir', 'parts_signature', 'check_parts_loadable']
+__all__ = ['RECORDER_FIELDS', 'claim_run_dir', 'parts_signature', 'check_parts_loadable']
 
 # %% ../nbs/06d_claim.ipynb #4019aa6a
 @contextmanager
@@ -92,7 +92,12 @@ def parts_signature(parts: dict,  # the parts a Recorder checkpoints (model, opt
     module = model if isinstance(model, torch.nn.Module) else torch.nn.Module()
     sig = run_signature(module, parts.get("optimizer"), parts.get("loader"), cfg)
     if module is not model: sig["shapes"] = None  # not a torch module: its shapes are not compared
+    # the fields a Recorder reads; the others (epochs, lr, schedule...) are the loop's, whose plan it does not see:
+    # a loop run on to more epochs resumes exactly, and is not told otherwise
+    sig["config"] = {k: v for k, v in (sig["config"] or {}).items() if k in RECORDER_FIELDS}
     return sig
+
+RECORDER_FIELDS = ("monitor", "mode", "patience", "min_delta", "max_steps", "on_nonfinite")
 
 def check_parts_loadable(parts: dict,  # name -> object with state_dict(), as a Recorder's parts
                         ) -> None:
