@@ -429,8 +429,11 @@ def test_the_last_activation_is_named_for_per_position_logits_and_binary_losses(
         found = static_findings(nn.Linear(2, 2), (torch.randn(32, 5) * scale).relu(), targets, nn.BCEWithLogitsLoss())
         assert [f.kind for f in found] == ["activation_before_loss"]
         assert "ReLU" in found[0].message and "sigmoid" not in found[0].message, scale
-    found = static_findings(nn.Linear(2, 2), torch.randn(32, 5).sigmoid(), targets, nn.BCEWithLogitsLoss())
+    with_sigmoid = nn.Sequential(nn.Linear(2, 2), nn.Sigmoid())
+    found = static_findings(with_sigmoid, torch.randn(32, 5).sigmoid(), targets, nn.BCEWithLogitsLoss())
     assert "sigmoid seems applied" in found[0].message
+    # logits in [0, 1] from a model without a Sigmoid (a head whose bias starts at a positive prior): no finding
+    assert static_findings(nn.Linear(2, 2), 0.4 + 0.05 * torch.randn(32, 5), targets, nn.BCEWithLogitsLoss()) == []
     assert static_findings(nn.Linear(2, 2), torch.randn(32, 5), targets, nn.BCEWithLogitsLoss()) == []
 
 

@@ -383,7 +383,8 @@ class Feeder:
                     check_loss_shapes(pred, yb, self.loss_fn)
                     check_labels(pred, yb, self.loss_fn)
                     check_loss_reduction(pred, yb, self.loss_fn)
-                    if self.notes is not None: self._note(activation_findings(pred, self.loss_fn, "warning"))
+                    if self.notes is not None:  # a last activation the loss does not expect: noted, the run goes on
+                        self._note(activation_findings(pred, self.loss_fn, "warning", self.model))
                 loss = _call_loss(self.loss_fn, pred, yb, out, False)
             else: loss = compute_loss(out, yb, self.loss_fn)
         if check_shapes: check_loss_value(loss, self.loss_fn, self.model)  # the first batch: before backward

@@ -310,6 +310,7 @@ def loss_kind(loss_fn,  # a loss: an nn module, a torch.nn.functional function (
 def activation_findings(out: torch.Tensor,  # the prediction of one batch
                         loss_fn,  # the loss it meets
                         severity: str = "error",  # "error" for the overfit test's verdict; `fit` notes a "warning"
+                        model: Optional[nn.Module] = None,  # the model: a sigmoid is told by its module where known
                        ) -> list[Finding]:
     """A last activation the loss does not expect, read from the prediction's values: a softmax or a ReLU before
     cross-entropy (which applies log-softmax itself), a sigmoid or a ReLU before BCEWithLogitsLoss, values that are
@@ -344,7 +345,9 @@ def activation_findings(out: torch.Tensor,  # the prediction of one batch
             return said(f"the outputs are never negative and {float((o == 0).float().mean()):.0%} of them are "
                         "exactly 0: a ReLU is applied to the logits, so no probability can fall below 0.5 and no "
                         "label can be predicted absent", "remove the final ReLU; return raw logits")
-        if (o >= 0).all() and (o <= 1).all() and o.std() < 0.5:
+        # logits in [0, 1] are no proof (a head whose bias starts at a positive prior gives them): a Sigmoid module is
+        sigmoid = model is None or any(isinstance(m, nn.Sigmoid) for m in model.modules())
+        if sigmoid and (o >= 0).all() and (o <= 1).all() and o.std() < 0.5:
             return said("the outputs lie in [0, 1]: a sigmoid seems applied before BCEWithLogitsLoss, which "
                         "applies one itself", "remove the final Sigmoid; return raw logits")
     return []

@@ -53,7 +53,7 @@ def static_findings(model: nn.Module,  # the model (as it will train)
                              "the model is in eval mode: dropout and batch norm behave as at inference",
                              advice="call model.train() before training (fit does this itself)"))
     found += label_findings(out, yb, loss_fn)
-    found += activation_findings(out, loss_fn)
+    found += activation_findings(out, loss_fn, model=model)
     return found
 
 
