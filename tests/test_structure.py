@@ -191,3 +191,10 @@ def test_every_public_name_is_loaded_from_its_home():
     stale = [(mod, name) for mod, names in trainbook._EXPORTS.items() for name in names
              if name not in importlib.import_module(f"trainbook.{mod}").__all__]
     assert stale == []
+
+
+def test_no_two_test_files_share_a_name():
+    "pytest imports test files by their base name: two of one name (tests/ and tests/browser/) fail collection."
+    from collections import Counter
+    names = Counter(p.name for p in Path(__file__).parent.rglob("test_*.py"))
+    assert [n for n, k in names.items() if k > 1] == []
