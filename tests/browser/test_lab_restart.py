@@ -19,7 +19,8 @@ def test_a_dead_panel_shows_its_fallback_and_a_live_one_hides_it(browser, lab):
     NotebookNotary().sign(nb)  # as JupyterLab signs a notebook it saved: its HTML outputs are trusted
     nbformat.write(nb, str(lab["root"] / "probe133_dead_panel.ipynb"))
     page = browser.new_page(viewport={"width": 1200, "height": 800})
-    page.goto(f"{lab['url']}/lab/tree/probe133_dead_panel.ipynb?token={lab['token']}")
+    # a workspace of its own: the page shows this notebook only (not the tabs an earlier test left open)
+    page.goto(f"{lab['url']}/lab/workspaces/lab-restart/tree/probe133_dead_panel.ipynb?token={lab['token']}")
     page.wait_for_selector(".jp-Notebook .jp-Cell .tb-last", state="attached", timeout=120_000)
     # JupyterLab gives up on the model (about 2 s): the output itself then carries `jupyter-widgets`
     page.wait_for_selector(".jp-OutputArea-output.jupyter-widgets", state="attached", timeout=60_000)
