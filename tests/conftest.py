@@ -76,8 +76,9 @@ def tmp_run(tmp_path):
 # the Keras backends 70 s, the MLflow store 56 s; the rest under 35 s a file). The groups are the scheduler's scopes:
 # xdist's own `xdist_group` marks do nothing under pytest 9.2 (xdist 3.8 writes them into `item._nodeid`, which
 # pytest no longer reads)
-ENGINES = ("browser/test_lab.py", "browser/test_panel.py", "browser/test_ray_live.py", "test_ray.py",
-           "test_distributed.py", "test_shard_loader.py", "test_held_out_engines.py")
+ENGINES = ("browser/test_lab.py", "browser/test_panel.py", "browser/test_lab_restart.py", "browser/test_ray_live.py",
+           "test_ray.py", "test_distributed.py", "test_shard_loader.py", "test_held_out_engines.py",
+           "test_probe126.py", "test_probe130.py")  # (probes' launches of Ray and torchrun ranks too)
 HEAVIEST = ("browser/test_docs.py", "test_spark.py", "test_keras_backends.py", "test_store.py", "test_diagnose.py",
             "test_jax.py", "test_tuning.py", "test_checkpoint.py", "test_widgets.py", "test_integrations.py",
             "test_tracking.py")
