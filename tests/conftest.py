@@ -29,6 +29,15 @@ def no_ctrl_c_from_an_earlier_test():
     if guard is not None: guard.forget_interrupt()
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Before any fixture of the test is set up (a module's or a session's too, which the autouse fixture above comes
+    after): a Ctrl-C an earlier test's run ended refuses no run in them (a module fixture's launch was refused, and
+    its KeyboardInterrupt ended the whole session)."""
+    guard = sys.modules.get("trainbook.guard")
+    if guard is not None: guard.forget_interrupt()
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
     "A run refused after an earlier Ctrl-C, or a Ctrl-C out of a Recorder, fails its test, not the whole session."
@@ -77,8 +86,7 @@ def tmp_run(tmp_path):
 # xdist's own `xdist_group` marks do nothing under pytest 9.2 (xdist 3.8 writes them into `item._nodeid`, which
 # pytest no longer reads)
 ENGINES = ("browser/test_lab.py", "browser/test_panel.py", "browser/test_lab_restart.py", "browser/test_ray_live.py",
-           "test_ray.py", "test_distributed.py", "test_shard_loader.py", "test_held_out_engines.py",
-           "test_probe126.py", "test_probe130.py")  # (probes' launches of Ray and torchrun ranks too)
+           "test_ray.py", "test_distributed.py", "test_shard_loader.py", "test_held_out_engines.py")
 HEAVIEST = ("browser/test_docs.py", "test_spark.py", "test_keras_backends.py", "test_store.py", "test_diagnose.py",
             "test_jax.py", "test_tuning.py", "test_checkpoint.py", "test_widgets.py", "test_integrations.py",
             "test_tracking.py")
