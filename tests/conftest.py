@@ -20,21 +20,14 @@ if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL):
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-@pytest.fixture(autouse=True)
-def no_ctrl_c_from_an_earlier_test():
-    """Each test starts as a fresh script would: a Ctrl-C that ended a run in an earlier test refuses no run here. In
-    a plain script (pytest is one) `refuse_after_interrupt` stops every run after a Ctrl-C ended one, so a test that
-    interrupts a run and then trains again (a resume) calls `trainbook.guard.forget_interrupt()` in between."""
-    guard = sys.modules.get("trainbook.guard")  # (not imported for tests that never import trainbook)
-    if guard is not None: guard.forget_interrupt()
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
-    """Before any fixture of the test is set up (a module's or a session's too, which the autouse fixture above comes
-    after): a Ctrl-C an earlier test's run ended refuses no run in them (a module fixture's launch was refused, and
-    its KeyboardInterrupt ended the whole session)."""
-    guard = sys.modules.get("trainbook.guard")
+    """Each test starts as a fresh script would: a Ctrl-C that ended a run in an earlier test refuses no run here,
+    forgotten before any of its fixtures is set up (a module fixture's launch was refused once, and its
+    KeyboardInterrupt ended the whole session). In a plain script (pytest is one) `refuse_after_interrupt` stops every
+    run after a Ctrl-C ended one, so a test that interrupts a run and then trains again (a resume) calls
+    `trainbook.guard.forget_interrupt()` in between."""
+    guard = sys.modules.get("trainbook.guard")  # (not imported for tests that never import trainbook)
     if guard is not None: guard.forget_interrupt()
 
 
